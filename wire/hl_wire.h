@@ -1,0 +1,217 @@
+/* hl_wire.h — the heaplens record stream: what the collector sends and the writer reads.
+ *
+ * This header is the whole specification of the format. Both ends are little-endian x86-64;
+ * every payload below is a struct of fixed-width fields whose layout (including explicit
+ * padding) is checked with static_assert, so the producer can memcpy records into its buffers
+ * and the reader can memcpy them out without any per-field encoding.
+ *
+ * Stream  = hl_stream_header, then records until HL_REC_RUN_END (or until the stream breaks).
+ * Record  = hl_rec_header {type, size} followed by `size` payload bytes. `size` never exceeds
+ *           HL_REC_MAX_PAYLOAD; a reader treats a larger size as corruption. Unknown record types
+ *           are skipped by size, so newer producers can add types without breaking old readers.
+ * Strings = hl_str: u32 byte length, then that many UTF-8 bytes (no NUL), at the payload's end.
+ *
+ * Completeness: a GC is complete only when its HL_REC_GC_END arrives; the stream is complete
+ * only when HL_REC_RUN_END arrives. Anything after the last GC_END of a broken stream is a
+ * truncated tail: the reader keeps allocations that arrived whole and discards a GC whose
+ * GC_END never came.
+ *
+ * Ordering guarantees given by the collector:
+ *  - a TYPE record precedes the first ALLOC that uses its type id;
+ *  - every allocation made before GC n (id < GC_START.first_id_after) precedes GC n's GC_START;
+ *  - GC n's records come in the order GC_START, GC_YOUNG_FATE*, GC_DEATHS*, GC_PROMOTIONS*,
+ *    GC_END, and GCs come in ordinal order 1, 2, 3, ... without gaps (a GC whose data the
+ *    collector lost is still sent, with HL_GC_FLAG_INCOMPLETE set).
+ */
+#ifndef HEAPLENS_WIRE_H
+#define HEAPLENS_WIRE_H
+
+#include <assert.h>
+#include <stdint.h>
+
+#define HL_STREAM_MAGIC "HEAPLENS"  /* 8 bytes, no NUL on the wire */
+#define HL_STREAM_VERSION 1u
+#define HL_REC_MAX_PAYLOAD (16u * 1024u * 1024u)
+
+typedef struct hl_stream_header {
+    char magic[8];     /* HL_STREAM_MAGIC */
+    uint32_t version;  /* HL_STREAM_VERSION; a reader refuses other versions */
+    uint32_t flags;    /* reserved, 0 */
+} hl_stream_header;
+static_assert(sizeof(hl_stream_header) == 16, "wire layout");
+
+typedef enum hl_rec_type {
+    HL_REC_RUN_START = 1,
+    HL_REC_TYPE = 2,
+    HL_REC_THREAD = 3,
+    HL_REC_ALLOC_BATCH = 4,
+    HL_REC_GC_START = 5,
+    HL_REC_GC_YOUNG_FATE = 6,
+    HL_REC_GC_DEATHS = 7,
+    HL_REC_GC_PROMOTIONS = 8,
+    HL_REC_GC_END = 9,
+    HL_REC_RUN_END = 10,
+} hl_rec_type;
+
+typedef struct hl_rec_header {
+    uint16_t type;     /* hl_rec_type */
+    uint16_t reserved; /* 0 */
+    uint32_t size;     /* payload bytes that follow */
+} hl_rec_header;
+static_assert(sizeof(hl_rec_header) == 8, "wire layout");
+
+/* Generations as heaplens stores them. 0..2 are the small-object heap generations; LOH and POH
+ * objects are collected with gen 2 (GC.GetGeneration reports 2 for them); NonGC (frozen) objects
+ * are never collected (GC.GetGeneration reports int.MaxValue). */
+enum {
+    HL_GEN_0 = 0,
+    HL_GEN_1 = 1,
+    HL_GEN_2 = 2,
+    HL_GEN_LOH = 3,
+    HL_GEN_POH = 4,
+    HL_GEN_NONGC = 5,
+    HL_GEN_COUNT_GC = 5, /* generations that have bounds: 0..4 */
+    HL_GEN_NONE = 15,    /* unknown, or (in a fate) dead */
+};
+
+/* Recording modes (run metadata). */
+enum { HL_MODE_FULL = 1, HL_MODE_SAMPLED = 2, HL_MODE_ATTACH = 3 };
+
+/* Counters kept by the collector; cumulative since the start, sent in GC_END and RUN_END. */
+typedef struct hl_counters {
+    uint64_t allocs_seen;        /* ObjectAllocated callbacks */
+    uint64_t allocs_dropped;     /* allocations lost because a thread buffer was full */
+    uint64_t gc_events_dropped;  /* GC inputs lost (range batches, bounds): model may be wrong */
+    uint64_t records_dropped;    /* records built but not sent (writer slow or gone) */
+    uint64_t bytes_dropped;      /* payload bytes of those records */
+    uint64_t model_anomalies;    /* runtime data the model could not place (see heapmodel) */
+    uint64_t threads_overflowed; /* threads that found no free buffer slot */
+    uint64_t reserved;
+} hl_counters;
+static_assert(sizeof(hl_counters) == 64, "wire layout");
+
+/* HL_REC_RUN_START. Followed by three hl_str: command line (arguments joined by spaces),
+ * runtime version ("10.0.12"), producer ("heaplens 0.1.0"). */
+typedef struct hl_run_start {
+    uint32_t pid;
+    uint32_t mode;           /* HL_MODE_* */
+    uint64_t start_unix_ns;  /* CLOCK_REALTIME */
+    uint64_t start_mono_ns;  /* CLOCK_MONOTONIC; all other times in the stream use this clock */
+    uint32_t flags;          /* HL_RUN_FLAG_* */
+    uint32_t pointer_size;   /* 8 */
+} hl_run_start;
+static_assert(sizeof(hl_run_start) == 32, "wire layout");
+enum { HL_RUN_FLAG_EMPTY_PROFILER = 1 }; /* benchmark mode: flags set, callbacks do nothing */
+
+/* HL_REC_TYPE. Followed by one hl_str: the type name (format in collector/README.md). */
+typedef struct hl_type {
+    uint32_t type_id;    /* 1, 2, 3, ... dense, assigned by the collector */
+    uint32_t flags;      /* HL_TYPE_FLAG_* */
+    uint64_t class_id;   /* the runtime's ClassID (MethodTable address), for diagnostics */
+} hl_type;
+static_assert(sizeof(hl_type) == 16, "wire layout");
+enum { HL_TYPE_FLAG_ARRAY = 1, HL_TYPE_FLAG_VALUE_TYPE = 2, HL_TYPE_FLAG_UNRESOLVED = 4 };
+
+/* HL_REC_THREAD: names a thread. Followed by one hl_str: the managed thread name (may be empty). */
+typedef struct hl_thread {
+    uint32_t os_tid;
+    uint32_t reserved;
+    uint64_t thread_id;  /* the runtime's ThreadID */
+} hl_thread;
+static_assert(sizeof(hl_thread) == 16, "wire layout");
+
+/* HL_REC_ALLOC_BATCH: hl_alloc_batch, then `count` hl_alloc. */
+typedef struct hl_alloc_batch {
+    uint32_t count;
+    uint32_t reserved;
+} hl_alloc_batch;
+typedef struct hl_alloc {
+    uint64_t id;       /* allocation sequence number, from 1, never reused */
+    uint64_t size;     /* bytes, as GetObjectSize2 reports */
+    uint32_t type_id;
+    uint32_t os_tid;
+} hl_alloc;
+static_assert(sizeof(hl_alloc_batch) == 8 && sizeof(hl_alloc) == 24, "wire layout");
+
+/* HL_REC_GC_START. */
+typedef struct hl_gc_start {
+    uint32_t gc;                  /* ordinal: 1, 2, 3, ... == GC.CollectionCount(0) after it */
+    uint32_t generation;          /* highest condemned generation, 0..2 */
+    uint32_t reason;              /* 0 other, 1 induced (COR_PRF_GC_REASON) */
+    uint32_t condemned_mask;      /* bit g set when generation g (0..4) is condemned */
+    uint64_t start_mono_ns;       /* GarbageCollectionStarted */
+    uint64_t suspend_mono_ns;     /* RuntimeSuspendStarted for this GC, or 0 if unknown */
+    uint64_t first_id_after;      /* ids >= this were allocated after this GC started */
+    uint64_t size_before[HL_GEN_COUNT_GC]; /* bytes in use per generation 0..4, from the bounds */
+} hl_gc_start;
+static_assert(sizeof(hl_gc_start) == 80, "wire layout");
+
+/* HL_REC_GC_YOUNG_FATE: the fate, in GC `gc`, of every id in [first_id, first_id + count), i.e.
+ * the objects allocated since the previous GC. One byte per id follows the struct:
+ *   low nibble  = heap at allocation: HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH,
+ *                 HL_GEN_NONGC, or HL_GEN_NONE when the collector never saw the object (dropped);
+ *   high nibble = generation after this GC (HL_GEN_*), or HL_GEN_NONE when it died in this GC.
+ * A GC may send several of these records; together they cover the range exactly once. */
+typedef struct hl_gc_young_fate {
+    uint32_t gc;
+    uint32_t count;
+    uint64_t first_id;
+} hl_gc_young_fate;
+static_assert(sizeof(hl_gc_young_fate) == 16, "wire layout");
+#define HL_FATE(heap, gen_after) ((uint8_t)(((gen_after) << 4) | (heap)))
+#define HL_FATE_HEAP(f) ((f) & 0x0f)
+#define HL_FATE_GEN(f) (((f) >> 4) & 0x0f)
+#define HL_FATE_UNKNOWN HL_FATE(HL_GEN_NONE, HL_GEN_NONE)
+
+/* HL_REC_GC_DEATHS: older objects (allocated before the previous GC) that died in GC `gc`.
+ * `count` uint64 ids follow. */
+typedef struct hl_gc_deaths {
+    uint32_t gc;
+    uint32_t count;
+} hl_gc_deaths;
+static_assert(sizeof(hl_gc_deaths) == 8, "wire layout");
+
+/* HL_REC_GC_PROMOTIONS: older objects whose generation changed in GC `gc`.
+ * `count` hl_promotion follow. */
+typedef struct hl_gc_promotions {
+    uint32_t gc;
+    uint32_t count;
+} hl_gc_promotions;
+typedef struct hl_promotion {
+    uint64_t id;
+    uint32_t generation;  /* HL_GEN_* after the GC */
+    uint32_t reserved;
+} hl_promotion;
+static_assert(sizeof(hl_gc_promotions) == 8 && sizeof(hl_promotion) == 16, "wire layout");
+
+/* HL_REC_GC_END. */
+typedef struct hl_gc_end {
+    uint32_t gc;
+    uint32_t flags;               /* HL_GC_FLAG_* */
+    uint64_t end_mono_ns;         /* GarbageCollectionFinished */
+    uint64_t resume_mono_ns;      /* RuntimeResumeFinished after this GC, or 0 if unknown */
+    uint64_t size_after[HL_GEN_COUNT_GC]; /* bytes in use per generation 0..4, from the bounds */
+    uint64_t survived_bytes;      /* bytes in moved + surviving ranges (condemned generations) */
+    uint64_t moved_bytes;         /* bytes in moved ranges whose distance is not 0 */
+    uint32_t moved_ranges;        /* MovedReferences2 ranges */
+    uint32_t surviving_ranges;    /* SurvivingReferences2 ranges */
+    uint64_t objects_live;        /* objects the model holds after the GC */
+    hl_counters counters;         /* cumulative */
+} hl_gc_end;
+static_assert(sizeof(hl_gc_end) == 160, "wire layout");
+enum {
+    HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
+    HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
+};
+
+/* HL_REC_RUN_END: the program is shutting down; nothing follows. */
+typedef struct hl_run_end {
+    uint64_t end_unix_ns;
+    uint64_t end_mono_ns;
+    uint32_t gcs;          /* GCs recorded */
+    uint32_t flags;        /* reserved */
+    hl_counters counters;  /* final */
+} hl_run_end;
+static_assert(sizeof(hl_run_end) == 88, "wire layout");
+
+#endif /* HEAPLENS_WIRE_H */
