@@ -1,0 +1,68 @@
+/* collector.h — the profiler instance: the only mutable global of libheaplens.so.
+ *
+ * Who runs what:
+ *   runtime threads  ObjectAllocated, thread naming  -> thread rings / name events (copy, return)
+ *   GC thread(s)     GarbageCollectionStarted, MovedReferences2, SurvivingReferences2,
+ *                    GarbageCollectionFinished       -> GC captures (copy, return)
+ *   collector thread drains rings and captures in allocation-id order, keeps the heap model,
+ *                    resolves type names, encodes records, sends them to the writer.
+ * Nothing on a runtime thread does I/O, blocks, or allocates after a thread's first event.
+ */
+#ifndef HEAPLENS_COLLECTOR_H
+#define HEAPLENS_COLLECTOR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collector/clr_abi.h"
+#include "collector/clr_info.h"
+#include "collector/gc_capture.h"
+#include "collector/thread_buffers.h"
+
+#define HL_NAME_EVENTS 256
+
+/* A thread was named or got its OS thread (ThreadNameChanged, ThreadAssignedToOSThread). */
+typedef struct hl_name_event {
+    ThreadID thread;
+    uint32_t os_tid;  /* 0 when this event only carries a name */
+    bool has_name;
+    char name[64];
+} hl_name_event;
+
+typedef struct hl_profiler {
+    const ICorProfilerCallback11Vtbl *vtbl; /* must stay first: this is the COM object */
+    ICorProfilerInfo *info;
+    int info_version;
+    bool empty;                 /* HEAPLENS_EMPTY=1: flags set, callbacks do nothing */
+    bool active;                /* Initialize succeeded and the collector thread runs */
+
+    atomic_uint_fast64_t next_id; /* next allocation id; next_id - 1 allocations seen */
+    hl_tbufs rings;
+    hl_gc_queue gcs;
+    atomic_uint_fast64_t suspend_ns; /* last RuntimeSuspendStarted for a GC */
+
+    atomic_flag names_lock;
+    hl_name_event names[HL_NAME_EVENTS];
+    atomic_uint_fast64_t names_written, names_read, names_dropped;
+
+    char socket_path[256];
+    uint64_t start_unix_ns, start_mono_ns;
+    char runtime_version[32];
+    struct collector *collector; /* the collector thread's own state */
+    pthread_t thread;
+    atomic_bool stopping;
+    int wake_fd;                /* eventfd: Shutdown wakes the collector thread */
+} hl_profiler;
+
+/* Starts the collector thread (connects to the writer there). Returns 0 or an errno. */
+int hl_collector_start(hl_profiler *p);
+/* Drains everything, sends the end-of-run record, waits for the writer to take it (bounded),
+ * and joins the thread. */
+void hl_collector_stop(hl_profiler *p);
+
+uint64_t hl_now_ns(void);
+uint64_t hl_now_unix_ns(void);
+
+#endif /* HEAPLENS_COLLECTOR_H */

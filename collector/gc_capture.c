@@ -1,0 +1,162 @@
+/* gc_capture.c — see gc_capture.h. Runs inside GC callbacks: copy and return.
+ *
+ * malloc is used here (for the capture and its growing range array). That is safe inside GC
+ * callbacks: managed threads are stopped at GC-safe points, never inside malloc, and native
+ * threads keep running and release any allocator lock they hold. */
+#include "collector/gc_capture.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void hl_gc_queue_init(hl_gc_queue *q) {
+    memset(q, 0, sizeof *q);
+    atomic_init(&q->written, 0);
+    atomic_init(&q->read, 0);
+    atomic_init(&q->lost, 0);
+    atomic_flag_clear(&q->moves_lock);
+}
+
+static void capture_free(hl_gc_capture *c) {
+    if (!c)
+        return;
+    free(c->before);
+    free(c->after);
+    free(c->moves);
+    free(c);
+}
+
+void hl_gc_queue_release(hl_gc_queue *q) {
+    /* An unfinished GC was published at its start, so this frees it too. */
+    while (hl_gc_peek(q))
+        hl_gc_pop(q);
+    q->current = NULL;
+    free(q->scratch);
+    q->scratch = NULL;
+}
+
+/* Copies the runtime's generation bounds; false when they could not be had. */
+static bool bounds_copy(hl_gc_queue *q, ICorProfilerInfo *info, hm_gen_range **out, size_t *n) {
+    ULONG total = 0;
+    HRESULT hr = info_get_generation_bounds(info, q->scratch_cap, &total, q->scratch);
+    if (HR_FAILED(hr))
+        return false;
+    if (total > q->scratch_cap) {
+        ULONG cap = total * 2;
+        COR_PRF_GC_GENERATION_RANGE *grown = realloc(q->scratch, cap * sizeof *grown);
+        if (!grown)
+            return false;
+        q->scratch = grown;
+        q->scratch_cap = cap;
+        hr = info_get_generation_bounds(info, q->scratch_cap, &total, q->scratch);
+        if (HR_FAILED(hr) || total > q->scratch_cap)
+            return false;
+    }
+    hm_gen_range *ranges = malloc((total ? total : 1) * sizeof *ranges);
+    if (!ranges)
+        return false;
+    for (ULONG i = 0; i < total; i++) {
+        ranges[i] = (hm_gen_range){.start = q->scratch[i].range_start,
+                                   .length = q->scratch[i].range_length,
+                                   .generation = q->scratch[i].generation};
+    }
+    *out = ranges;
+    *n = total;
+    return true;
+}
+
+void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
+                      uint32_t reason, uint64_t next_id, uint64_t suspend_ns) {
+    uint64_t t = now_ns();
+    q->gcs_started++;
+    hl_gc_capture *c = calloc(1, sizeof *c);
+    uint64_t w = atomic_load_explicit(&q->written, memory_order_relaxed);
+    if (!c || w - atomic_load_explicit(&q->read, memory_order_acquire) >= HL_GC_QUEUE) {
+        /* The collector thread is far behind or memory is gone: this GC's input is lost. It
+         * cannot be applied, so the model is wrong from here on; the loss is counted. */
+        free(c);
+        q->current = NULL;
+        atomic_fetch_add(&q->lost, 1);
+        return;
+    }
+    c->gc = q->gcs_started;
+    c->reason = reason;
+    for (int g = 0; g < n && g < 5; g++)
+        if (collected[g])
+            c->condemned_mask |= 1u << g;
+    c->generation = collected[2] ? 2 : (n > 1 && collected[1]) ? 1 : 0;
+    c->start_ns = t;
+    c->suspend_ns = suspend_ns;
+    c->first_id_after = next_id;
+    if (!bounds_copy(q, info, &c->before, &c->n_before))
+        c->incomplete = true;
+    atomic_init(&c->finished, false);
+    q->current = c;
+    q->ring[w % HL_GC_QUEUE] = c;
+    atomic_store_explicit(&q->written, w + 1, memory_order_release);
+}
+
+void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
+                     const ObjectID *new_starts, const SIZE_T *lengths) {
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ; /* held only by GC threads for a memcpy-sized section */
+    hl_gc_capture *c = q->current;
+    if (!c || c->incomplete)
+        goto out;
+    if (c->n_moves + count > c->cap_moves) {
+        size_t cap = c->cap_moves ? c->cap_moves * 2 : 4096;
+        while (cap < c->n_moves + count)
+            cap *= 2;
+        hm_move *grown = cap <= HL_GC_MAX_MOVES ? realloc(c->moves, cap * sizeof *grown) : NULL;
+        if (!grown) {
+            c->incomplete = true;
+            goto out;
+        }
+        c->moves = grown;
+        c->cap_moves = cap;
+    }
+    for (ULONG i = 0; i < count; i++) {
+        ObjectID to = new_starts ? new_starts[i] : old_starts[i];
+        c->moves[c->n_moves++] = (hm_move){old_starts[i], to, lengths[i]};
+        c->survived_bytes += lengths[i];
+        if (to != old_starts[i])
+            c->moved_bytes += lengths[i];
+    }
+    if (new_starts)
+        c->moved_ranges += count;
+    else
+        c->surviving_ranges += count;
+out:
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
+void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
+    hl_gc_capture *c = q->current;
+    if (!c)
+        return; /* a duplicate Finished, or a GC whose capture was lost */
+    q->current = NULL;
+    if (!bounds_copy(q, info, &c->after, &c->n_after))
+        c->incomplete = true;
+    c->end_ns = now_ns();
+    atomic_store_explicit(&c->finished, true, memory_order_release);
+}
+
+hl_gc_capture *hl_gc_peek(hl_gc_queue *q) {
+    uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
+    if (r == atomic_load_explicit(&q->written, memory_order_acquire))
+        return NULL;
+    return q->ring[r % HL_GC_QUEUE];
+}
+
+void hl_gc_pop(hl_gc_queue *q) {
+    uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
+    capture_free(q->ring[r % HL_GC_QUEUE]);
+    q->ring[r % HL_GC_QUEUE] = NULL;
+    atomic_store_explicit(&q->read, r + 1, memory_order_release);
+}

@@ -1,0 +1,71 @@
+/* gc_capture.h — copies what the runtime says about one GC, inside the GC callbacks, for the
+ * collector thread to apply later.
+ *
+ * The GC callbacks only copy: generation bounds at start and end, the condemned generations,
+ * and every MovedReferences2 / SurvivingReferences2 range. The remap itself runs on the
+ * collector thread, so the GC pause grows only by these copies. Captures travel in GC order
+ * through a single-producer/single-consumer ring: GCs are serialised by the runtime (with
+ * MONITOR_GC there is no background GC), so one producer at a time; range batches of one GC may
+ * arrive from several server-GC threads at once and take a spinlock that only GC threads touch.
+ */
+#ifndef HEAPLENS_GC_CAPTURE_H
+#define HEAPLENS_GC_CAPTURE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/clr_info.h"
+#include "heapmodel/hm_model.h"
+
+#define HL_GC_QUEUE 1024                 /* GCs the collector thread may lag behind */
+#define HL_GC_MAX_MOVES (64u << 20)       /* ranges kept per GC (1.5 GiB) before giving up */
+
+typedef struct hl_gc_capture {
+    uint32_t gc;             /* ordinal from 1 */
+    uint32_t generation;     /* highest condemned SOH generation */
+    uint32_t reason;
+    uint32_t condemned_mask;
+    uint64_t start_ns, suspend_ns, end_ns;
+    uint64_t first_id_after; /* allocation ids >= this came after the GC began */
+    hm_gen_range *before;
+    size_t n_before;
+    hm_gen_range *after;
+    size_t n_after;
+    hm_move *moves;
+    size_t n_moves, cap_moves;
+    uint32_t moved_ranges, surviving_ranges;
+    uint64_t survived_bytes, moved_bytes;
+    bool incomplete;         /* some input was lost (memory, table full, bounds failed) */
+    atomic_bool finished;    /* set last, at GarbageCollectionFinished */
+} hl_gc_capture;
+
+typedef struct hl_gc_queue {
+    hl_gc_capture *ring[HL_GC_QUEUE];
+    atomic_uint_fast64_t written; /* captures published (producer) */
+    atomic_uint_fast64_t read;    /* captures consumed (consumer) */
+    hl_gc_capture *current;       /* the GC in progress, producer side */
+    atomic_flag moves_lock;
+    uint32_t gcs_started;
+    COR_PRF_GC_GENERATION_RANGE *scratch; /* GetGenerationBounds buffer, grown as needed */
+    ULONG scratch_cap;
+    atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */
+} hl_gc_queue;
+
+void hl_gc_queue_init(hl_gc_queue *q);
+void hl_gc_queue_release(hl_gc_queue *q);
+
+/* Producer side: GC callbacks. */
+void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
+                      uint32_t reason, uint64_t next_id, uint64_t suspend_ns);
+void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
+                     const ObjectID *new_starts, const SIZE_T *lengths);
+void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info);
+
+/* Consumer side: the collector thread. Peek returns the oldest unapplied GC (finished or still
+ * in progress) or NULL; pop frees it. */
+hl_gc_capture *hl_gc_peek(hl_gc_queue *q);
+void hl_gc_pop(hl_gc_queue *q);
+
+#endif /* HEAPLENS_GC_CAPTURE_H */

@@ -1,0 +1,143 @@
+/* outbox.c — see outbox.h. */
+#include "collector/outbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "wire/hl_wire.h"
+
+static int socket_connect(const char *path) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (!path || strlen(path) >= sizeof addr.sun_path)
+        return -1;
+    strcpy(addr.sun_path, path);
+    /* CLOEXEC: a child process of the program must not inherit the session. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int hl_outbox_init(hl_outbox *o, const char *path, size_t cap) {
+    memset(o, 0, sizeof *o);
+    o->data = malloc(cap);
+    if (!o->data)
+        return -1;
+    o->cap = cap;
+    o->fd = socket_connect(path);
+    return 0;
+}
+
+static void disconnect(hl_outbox *o) {
+    if (o->fd >= 0)
+        close(o->fd);
+    o->fd = -1;
+    if (o->end > o->start) {
+        /* What was queued will never arrive: count it as whole records is not possible any
+         * more, so count the bytes (and one record for the partial tail). */
+        o->bytes_dropped += o->end - o->start;
+        o->records_dropped++;
+    }
+    o->start = o->end = 0;
+}
+
+void hl_outbox_release(hl_outbox *o) {
+    if (o->fd >= 0)
+        close(o->fd);
+    free(o->data);
+    memset(o, 0, sizeof *o);
+    o->fd = -1;
+}
+
+static uint8_t *reserve(hl_outbox *o, size_t n) {
+    if (o->fd < 0)
+        return NULL;
+    if (o->cap - o->end < n && o->start > 0) {
+        memmove(o->data, o->data + o->start, o->end - o->start);
+        o->end -= o->start;
+        o->start = 0;
+    }
+    if (o->cap - o->end < n)
+        return NULL;
+    uint8_t *p = o->data + o->end;
+    o->end += n;
+    return p;
+}
+
+bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const void *b, size_t nb,
+                   const void *c, size_t nc) {
+    size_t payload = na + nb + nc;
+    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD ? reserve(o, sizeof(hl_rec_header) + payload) : NULL;
+    if (!p) {
+        o->records_dropped++;
+        o->bytes_dropped += sizeof(hl_rec_header) + payload;
+        return false;
+    }
+    hl_rec_header h = {.type = type, .size = (uint32_t)payload};
+    memcpy(p, &h, sizeof h);
+    p += sizeof h;
+    if (na)
+        memcpy(p, a, na);
+    if (nb)
+        memcpy(p + na, b, nb);
+    if (nc)
+        memcpy(p + na + nb, c, nc);
+    return true;
+}
+
+bool hl_outbox_put_raw(hl_outbox *o, const void *src, size_t n) {
+    uint8_t *p = reserve(o, n);
+    if (!p) {
+        o->bytes_dropped += n;
+        return false;
+    }
+    memcpy(p, src, n);
+    return true;
+}
+
+bool hl_outbox_send(hl_outbox *o) {
+    bool progressed = false;
+    while (o->fd >= 0 && o->end > o->start) {
+        ssize_t n = send(o->fd, o->data + o->start, o->end - o->start, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            o->start += (size_t)n;
+            o->bytes_sent += (uint64_t)n;
+            progressed = true;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        disconnect(o); /* EPIPE, ECONNRESET: the writer is gone */
+    }
+    if (o->start == o->end)
+        o->start = o->end = 0;
+    return progressed;
+}
+
+void hl_outbox_flush(hl_outbox *o, int stall_ms) {
+    while (o->fd >= 0 && hl_outbox_pending(o)) {
+        if (hl_outbox_send(o))
+            continue;
+        struct pollfd p = {.fd = o->fd, .events = POLLOUT};
+        int r = poll(&p, 1, stall_ms);
+        if (r == 0) {
+            disconnect(o); /* the writer has stalled for stall_ms: give up, count the rest */
+            return;
+        }
+        if (r < 0 && errno != EINTR)
+            disconnect(o);
+    }
+}

@@ -1,0 +1,300 @@
+/* profiler.c — the COM face of libheaplens.so: DllGetClassObject, the class factory, the
+ * callback object and the callbacks heaplens implements. Every other callback is a generated
+ * stub that returns S_OK.
+ *
+ * Callbacks only translate: copy arguments into a thread ring or the GC capture and return.
+ * HRESULTs stop here; everything below uses plain ints.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static hl_profiler the_profiler; /* the one mutable global: the runtime holds one profiler */
+
+/* ---- IUnknown ----------------------------------------------------------------------------- */
+
+static HRESULT profiler_query_interface(hl_profiler *self, const GUID *iid, void **out) {
+    if (!out)
+        return E_INVALIDARG;
+    bool ok = guid_equal(iid, &IID_IUnknown);
+    for (int v = 1; v <= 11 && !ok; v++)
+        ok = guid_equal(iid, &IID_ICorProfilerCallback[v]);
+    *out = ok ? self : NULL;
+    return ok ? S_OK : E_NOINTERFACE;
+}
+/* The object is static and lives as long as the process: reference counts are not needed. */
+static ULONG profiler_add_ref(hl_profiler *self) { (void)self; return 2; }
+static ULONG profiler_release(hl_profiler *self) { (void)self; return 1; }
+
+/* ---- allocation --------------------------------------------------------------------------- */
+
+static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id) {
+    if (!p->active)
+        return S_OK;
+    uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
+    hl_tbuf *ring = hl_tbufs_current(&p->rings);
+    if (!ring)
+        return S_OK; /* counted in overflowed; the id stays unused */
+    SIZE_T size = 0;
+    info_get_object_size2(p->info, object, &size);
+    hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id, .size = size};
+    hl_tbuf_push(ring, &ev);
+    return S_OK;
+}
+
+/* ---- GC ----------------------------------------------------------------------------------- */
+
+static HRESULT on_runtime_suspend_started(hl_profiler *p, uint32_t reason) {
+    if (p->active && (reason == COR_PRF_SUSPEND_FOR_GC || reason == COR_PRF_SUSPEND_FOR_GC_PREP))
+        atomic_store_explicit(&p->suspend_ns, hl_now_ns(), memory_order_relaxed);
+    return S_OK;
+}
+
+static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], uint32_t reason) {
+    if (!p->active)
+        return S_OK;
+    uint64_t suspend = atomic_exchange_explicit(&p->suspend_ns, 0, memory_order_relaxed);
+    hl_gc_on_started(&p->gcs, p->info, collected, generations, reason,
+                     atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend);
+    return S_OK;
+}
+
+static HRESULT on_moved_references2(hl_profiler *p, ULONG count, ObjectID old_starts[],
+                                    ObjectID new_starts[], SIZE_T lengths[]) {
+    if (p->active)
+        hl_gc_on_ranges(&p->gcs, count, old_starts, new_starts, lengths);
+    return S_OK;
+}
+
+static HRESULT on_surviving_references2(hl_profiler *p, ULONG count, ObjectID starts[],
+                                        SIZE_T lengths[]) {
+    if (p->active)
+        hl_gc_on_ranges(&p->gcs, count, starts, NULL, lengths);
+    return S_OK;
+}
+
+static HRESULT on_gc_finished(hl_profiler *p) {
+    if (p->active)
+        hl_gc_on_finished(&p->gcs, p->info);
+    return S_OK;
+}
+
+/* MONITOR_GC makes the runtime walk the whole heap after every GC, one ObjectReferences call per
+ * live object. Without a snapshot to take, a failure HRESULT stops that walk at its first
+ * object (documented in corprof.idl). */
+static HRESULT on_object_references(hl_profiler *p, ObjectID object, ClassID class_id, ULONG count,
+                                    ObjectID refs[]) {
+    (void)p, (void)object, (void)class_id, (void)count, (void)refs;
+    return E_FAIL;
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+static void name_event_push(hl_profiler *p, const hl_name_event *e) {
+    while (atomic_flag_test_and_set_explicit(&p->names_lock, memory_order_acquire))
+        ; /* held for one small copy; the holder never waits for anything */
+    uint64_t w = atomic_load_explicit(&p->names_written, memory_order_relaxed);
+    if (w - atomic_load_explicit(&p->names_read, memory_order_acquire) < HL_NAME_EVENTS) {
+        p->names[w % HL_NAME_EVENTS] = *e;
+        atomic_store_explicit(&p->names_written, w + 1, memory_order_release);
+    } else {
+        atomic_fetch_add(&p->names_dropped, 1);
+    }
+    atomic_flag_clear_explicit(&p->names_lock, memory_order_release);
+}
+
+static HRESULT on_thread_assigned(hl_profiler *p, ThreadID thread, DWORD os_tid) {
+    if (p->active)
+        name_event_push(p, &(hl_name_event){.thread = thread, .os_tid = os_tid});
+    return S_OK;
+}
+
+static HRESULT on_thread_name_changed(hl_profiler *p, ThreadID thread, ULONG length, WCHAR name[]) {
+    if (!p->active)
+        return S_OK;
+    hl_name_event e = {.thread = thread, .has_name = true};
+    DWORD os_tid = 0;
+    if (!HR_FAILED(info_get_thread_info(p->info, thread, &os_tid)))
+        e.os_tid = os_tid;
+    size_t n = 0;
+    for (ULONG i = 0; i < length && name && n + 1 < sizeof e.name; i++)
+        e.name[n++] = name[i] < 0x80 ? (char)name[i] : '?'; /* names are ids: ASCII is enough */
+    e.name[n] = 0;
+    name_event_push(p, &e);
+    return S_OK;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+static void runtime_version(hl_profiler *p) {
+    uint16_t major = 0, minor = 0, build = 0, qfe = 0;
+    if (!HR_FAILED(info_get_runtime_information(p->info, &major, &minor, &build, &qfe)))
+        snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
+}
+
+/* The program's own children must not load heaplens again: the variables go before any managed
+ * code can copy the environment. */
+static void forget_session_environment(void) {
+    static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
+                                        "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
+                                        "HEAPLENS_SOCKET"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unsetenv(names[i]);
+}
+
+static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
+    for (int v = 15; v >= 5 && !p->info; v--) {
+        void *info = NULL;
+        if (clr_query_interface(info_unknown, &IID_ICorProfilerInfo_by_version[v], &info) == S_OK) {
+            p->info = info;
+            p->info_version = v;
+        }
+    }
+    if (!p->info)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* runtime older than .NET Core 2 */
+
+    const char *empty = getenv("HEAPLENS_EMPTY");
+    p->empty = empty && strcmp(empty, "1") == 0;
+    const char *socket_path = getenv("HEAPLENS_SOCKET");
+    if (!p->empty && (!socket_path || !*socket_path))
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* loaded without `heaplens record` */
+    snprintf(p->socket_path, sizeof p->socket_path, "%s", socket_path ? socket_path : "");
+
+    DWORD low = COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED |
+                COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS;
+    if (HR_FAILED(info_set_event_mask2(p->info, low, 0)))
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    forget_session_environment();
+    if (p->empty)
+        return S_OK;
+
+    /* The runtime dlclose()s a profiler on detach; our thread must never run unmapped code. */
+    Dl_info self;
+    if (dladdr((void *)on_initialize, &self) && self.dli_fname)
+        dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
+
+    atomic_init(&p->next_id, 1);
+    p->start_unix_ns = hl_now_unix_ns();
+    p->start_mono_ns = hl_now_ns();
+    runtime_version(p);
+    if (hl_tbufs_init(&p->rings) != 0)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    hl_gc_queue_init(&p->gcs);
+    if (hl_collector_start(p) != 0)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    p->active = true;
+    return S_OK;
+}
+
+static HRESULT on_shutdown(hl_profiler *p) {
+    if (!p->active)
+        return S_OK;
+    p->active = false; /* late callbacks on other threads become no-ops */
+    hl_collector_stop(p);
+    return S_OK;
+}
+
+static HRESULT on_load_as_notification_only(hl_profiler *p, BOOL *notification_only) {
+    (void)p;
+    if (notification_only)
+        *notification_only = 0; /* heaplens is the main profiler */
+    return S_OK;
+}
+
+/* ---- the vtable --------------------------------------------------------------------------- */
+
+/* One stub per callback we do not implement: same signature, returns S_OK. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define M(name, ...) static HRESULT stub_##name(hl_profiler *self, __VA_ARGS__) { return S_OK; }
+#define M0(name) static HRESULT stub_##name(hl_profiler *self) { return S_OK; }
+#include "collector/clr_callback_methods.h"
+#undef M
+#undef M0
+#pragma GCC diagnostic pop
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+static const ICorProfilerCallback11Vtbl profiler_vtbl = {
+    .QueryInterface = profiler_query_interface,
+    .AddRef = profiler_add_ref,
+    .Release = profiler_release,
+#define M(name, ...) .name = stub_##name,
+#define M0(name) .name = stub_##name,
+#include "collector/clr_callback_methods.h"
+#undef M
+#undef M0
+    /* What heaplens implements overrides the stubs above. */
+    .Initialize = on_initialize,
+    .Shutdown = on_shutdown,
+    .ObjectAllocated = on_object_allocated,
+    .RuntimeSuspendStarted = on_runtime_suspend_started,
+    .GarbageCollectionStarted = on_gc_started,
+    .MovedReferences2 = on_moved_references2,
+    .SurvivingReferences2 = on_surviving_references2,
+    .GarbageCollectionFinished = on_gc_finished,
+    .ObjectReferences = on_object_references,
+    .ThreadAssignedToOSThread = on_thread_assigned,
+    .ThreadNameChanged = on_thread_name_changed,
+    .LoadAsNotificationOnly = on_load_as_notification_only,
+};
+#pragma GCC diagnostic pop
+
+/* ---- class factory ------------------------------------------------------------------------ */
+
+typedef struct class_factory class_factory;
+typedef struct class_factory_vtbl {
+    HRESULT (*QueryInterface)(class_factory *self, const GUID *iid, void **out);
+    ULONG (*AddRef)(class_factory *self);
+    ULONG (*Release)(class_factory *self);
+    HRESULT (*CreateInstance)(class_factory *self, IUnknown *outer, const GUID *iid, void **out);
+    HRESULT (*LockServer)(class_factory *self, BOOL lock);
+} class_factory_vtbl;
+struct class_factory {
+    const class_factory_vtbl *vtbl;
+};
+
+static HRESULT factory_query_interface(class_factory *self, const GUID *iid, void **out) {
+    bool ok = guid_equal(iid, &IID_IUnknown) || guid_equal(iid, &IID_IClassFactory);
+    *out = ok ? self : NULL;
+    return ok ? S_OK : E_NOINTERFACE;
+}
+static ULONG factory_add_ref(class_factory *self) { (void)self; return 2; }
+static ULONG factory_release(class_factory *self) { (void)self; return 1; }
+static HRESULT factory_lock_server(class_factory *self, BOOL lock) { (void)self, (void)lock; return S_OK; }
+
+static HRESULT factory_create_instance(class_factory *self, IUnknown *outer, const GUID *iid,
+                                       void **out) {
+    (void)self;
+    if (outer)
+        return CLASS_E_NOAGGREGATION;
+    the_profiler.vtbl = &profiler_vtbl;
+    return profiler_query_interface(&the_profiler, iid, out);
+}
+
+static const class_factory_vtbl factory_vtbl = {
+    .QueryInterface = factory_query_interface,
+    .AddRef = factory_add_ref,
+    .Release = factory_release,
+    .CreateInstance = factory_create_instance,
+    .LockServer = factory_lock_server,
+};
+static class_factory the_factory = {&factory_vtbl};
+
+/* The runtime dlsym()s this (C linkage, default visibility) and asks it for IClassFactory. */
+EXPORT HRESULT DllGetClassObject(const GUID *clsid, const GUID *iid, void **out);
+
+EXPORT HRESULT DllGetClassObject(const GUID *clsid, const GUID *iid, void **out) {
+    if (!out)
+        return E_INVALIDARG;
+    *out = NULL;
+    if (!guid_equal(clsid, &CLSID_heaplens))
+        return CLASS_E_CLASSNOTAVAILABLE;
+    return factory_query_interface(&the_factory, iid, out);
+}

@@ -1,0 +1,197 @@
+/* type_names.c — see type_names.h. Recipe: IsArrayClass for arrays; otherwise GetClassIDInfo2
+ * (module, typedef token, type arguments) -> IMetaDataImport::GetTypeDefProps for the name and
+ * GetNestedClassProps for enclosing types. */
+#include "collector/type_names.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire/hl_wire.h"
+
+#define MAX_DEPTH 8    /* generic arguments nested deeper than this are shown as "..." */
+#define MAX_ARGS 32
+
+typedef struct name_buf {
+    char *p;
+    size_t size, len;
+} name_buf;
+
+static void put(name_buf *b, const char *s, size_t n) {
+    for (size_t i = 0; i < n && b->len + 1 < b->size; i++)
+        b->p[b->len++] = s[i];
+    b->p[b->len] = 0;
+}
+static void puts_(name_buf *b, const char *s) { put(b, s, strlen(s)); }
+
+/* UTF-16 to UTF-8, dropping the generic arity suffix ("List`1" -> "List"). */
+static void put_utf16_name(name_buf *b, const WCHAR *w, size_t n) {
+    for (size_t i = 0; i < n && w[i]; i++) {
+        uint32_t c = w[i];
+        if (c == '`') {
+            while (i + 1 < n && w[i + 1] >= '0' && w[i + 1] <= '9')
+                i++;
+            continue;
+        }
+        if (c >= 0xD800 && c < 0xDC00 && i + 1 < n && w[i + 1] >= 0xDC00 && w[i + 1] < 0xE000)
+            c = 0x10000 + ((c - 0xD800) << 10) + (w[++i] - 0xDC00);
+        char u[4];
+        size_t k;
+        if (c < 0x80) {
+            u[0] = (char)c, k = 1;
+        } else if (c < 0x800) {
+            u[0] = (char)(0xC0 | c >> 6), u[1] = (char)(0x80 | (c & 0x3F)), k = 2;
+        } else if (c < 0x10000) {
+            u[0] = (char)(0xE0 | c >> 12), u[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+            u[2] = (char)(0x80 | (c & 0x3F)), k = 3;
+        } else {
+            u[0] = (char)(0xF0 | c >> 18), u[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+            u[2] = (char)(0x80 | ((c >> 6) & 0x3F)), u[3] = (char)(0x80 | (c & 0x3F)), k = 4;
+        }
+        put(b, u, k);
+    }
+}
+
+void hl_type_names_init(hl_type_names *t, ICorProfilerInfo *info) {
+    memset(t, 0, sizeof *t);
+    t->info = info;
+}
+
+void hl_type_names_release(hl_type_names *t) {
+    for (size_t i = 0; i < t->n_modules; i++)
+        if (t->modules[i].mdi)
+            clr_release(t->modules[i].mdi);
+    free(t->modules);
+    memset(t, 0, sizeof *t);
+}
+
+static IMetaDataImport *module_metadata(hl_type_names *t, ModuleID module) {
+    for (size_t i = 0; i < t->n_modules; i++)
+        if (t->modules[i].module == module)
+            return t->modules[i].mdi;
+    IUnknown *mdi = NULL;
+    if (HR_FAILED(info_get_module_metadata(t->info, module, ofRead, &IID_IMetaDataImport, &mdi)))
+        mdi = NULL;
+    if (t->n_modules == t->cap_modules) {
+        size_t cap = t->cap_modules ? t->cap_modules * 2 : 32;
+        void *grown = realloc(t->modules, cap * sizeof *t->modules);
+        if (!grown)
+            return mdi; /* not cached; leaks one reference, harmless */
+        t->modules = grown;
+        t->cap_modules = cap;
+    }
+    t->modules[t->n_modules].module = module;
+    t->modules[t->n_modules].mdi = mdi;
+    t->n_modules++;
+    return mdi;
+}
+
+/* Appends "Outer+Inner" for a typedef, namespace included on the outermost. */
+static bool put_typedef(name_buf *b, IMetaDataImport *mdi, mdTypeDef td, int depth) {
+    WCHAR w[512];
+    ULONG n = 0;
+    DWORD flags = 0;
+    mdToken extends = 0;
+    if (HR_FAILED(mdi_get_type_def_props(mdi, td, w, 512, &n, &flags, &extends)))
+        return false;
+    if ((flags & tdNestedMask) && depth < MAX_DEPTH) {
+        mdTypeDef outer = 0;
+        if (!HR_FAILED(mdi_get_nested_class_props(mdi, td, &outer)) && outer &&
+            put_typedef(b, mdi, outer, depth + 1))
+            puts_(b, "+");
+    }
+    put_utf16_name(b, w, n);
+    return true;
+}
+
+static const char *primitive_name(uint32_t elem) {
+    switch (elem) {
+    case ELEMENT_TYPE_BOOLEAN: return "System.Boolean";
+    case ELEMENT_TYPE_CHAR: return "System.Char";
+    case ELEMENT_TYPE_I1: return "System.SByte";
+    case ELEMENT_TYPE_U1: return "System.Byte";
+    case ELEMENT_TYPE_I2: return "System.Int16";
+    case ELEMENT_TYPE_U2: return "System.UInt16";
+    case ELEMENT_TYPE_I4: return "System.Int32";
+    case ELEMENT_TYPE_U4: return "System.UInt32";
+    case ELEMENT_TYPE_I8: return "System.Int64";
+    case ELEMENT_TYPE_U8: return "System.UInt64";
+    case ELEMENT_TYPE_R4: return "System.Single";
+    case ELEMENT_TYPE_R8: return "System.Double";
+    case ELEMENT_TYPE_STRING: return "System.String";
+    case ELEMENT_TYPE_I: return "System.IntPtr";
+    case ELEMENT_TYPE_U: return "System.UIntPtr";
+    case ELEMENT_TYPE_OBJECT: return "System.Object";
+    case ELEMENT_TYPE_PTR: return "System.Void*";
+    default: return NULL;
+    }
+}
+
+static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint32_t *flags);
+
+static bool put_array(hl_type_names *t, name_buf *b, ClassID elem_class, uint32_t elem_type,
+                      ULONG rank, int depth, uint32_t *flags) {
+    const char *prim = primitive_name(elem_type);
+    bool ok = true;
+    if (elem_class && elem_type != ELEMENT_TYPE_STRING && elem_type != ELEMENT_TYPE_OBJECT)
+        ok = put_class(t, b, elem_class, depth + 1, flags);
+    else if (prim)
+        puts_(b, prim);
+    else if (elem_class)
+        ok = put_class(t, b, elem_class, depth + 1, flags);
+    else
+        ok = false;
+    puts_(b, "[");
+    for (ULONG i = 1; i < rank; i++)
+        puts_(b, ",");
+    puts_(b, "]");
+    return ok;
+}
+
+static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint32_t *flags) {
+    if (depth > MAX_DEPTH) {
+        puts_(b, "...");
+        return true;
+    }
+    uint32_t elem_type = 0;
+    ClassID elem_class = 0;
+    ULONG rank = 0;
+    if (info_is_array_class(t->info, c, &elem_type, &elem_class, &rank) == S_OK) {
+        if (depth == 0)
+            *flags |= HL_TYPE_FLAG_ARRAY;
+        return put_array(t, b, elem_class, elem_type, rank, depth, flags);
+    }
+    ModuleID module = 0;
+    mdTypeDef td = 0;
+    ClassID parent = 0, args[MAX_ARGS];
+    uint32_t n_args = 0;
+    HRESULT hr = info_get_class_id_info2(t->info, c, &module, &td, &parent, MAX_ARGS, &n_args, args);
+    if (HR_FAILED(hr) || !module || !td)
+        return false;
+    IMetaDataImport *mdi = module_metadata(t, module);
+    if (!mdi || !put_typedef(b, mdi, td, 0))
+        return false;
+    if (n_args > 0) {
+        puts_(b, "<");
+        for (uint32_t i = 0; i < n_args && i < MAX_ARGS; i++) {
+            if (i)
+                puts_(b, ", ");
+            if (!put_class(t, b, args[i], depth + 1, flags))
+                puts_(b, "?");
+        }
+        puts_(b, ">");
+    }
+    return true;
+}
+
+uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size) {
+    name_buf b = {.p = out, .size = size, .len = 0};
+    uint32_t flags = 0;
+    out[0] = 0;
+    if (!put_class(t, &b, class_id, 0, &flags)) {
+        snprintf(out, size, "<unknown 0x%llx>", (unsigned long long)class_id);
+        flags |= HL_TYPE_FLAG_UNRESOLVED;
+    }
+    return flags;
+}

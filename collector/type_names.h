@@ -1,0 +1,34 @@
+/* type_names.h — full type names for ClassIDs, resolved on the collector thread (never on the
+ * allocation path: ObjectAllocated only passes the ClassID along).
+ *
+ * Format (documented for users in collector/README.md):
+ *   Namespace.Type                     System.String
+ *   Namespace.Outer+Nested             HeapLens.Examples.Program+Node
+ *   Namespace.Generic<Arg1, Arg2>      System.Collections.Generic.Dictionary<System.String, System.Int32>
+ *   Element[] / Element[,]             System.Int32[], HeapLens.Examples.LargeItem[], System.Byte[][]
+ * The arity suffix (`1) is removed; the type arguments of a nested generic type are listed once,
+ * after the innermost name (System.Collections.Generic.List+Enumerator<System.Int32>).
+ */
+#ifndef HEAPLENS_TYPE_NAMES_H
+#define HEAPLENS_TYPE_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/clr_info.h"
+
+typedef struct hl_type_names {
+    ICorProfilerInfo *info;
+    struct { ModuleID module; IMetaDataImport *mdi; } *modules; /* metadata per module, cached */
+    size_t n_modules, cap_modules;
+} hl_type_names;
+
+void hl_type_names_init(hl_type_names *t, ICorProfilerInfo *info);
+void hl_type_names_release(hl_type_names *t);
+
+/* Writes the NUL-terminated UTF-8 name of `class_id` into out (truncated to `size`). Returns the
+ * HL_TYPE_FLAG_* bits (wire/hl_wire.h): ARRAY, and UNRESOLVED when the runtime would not say
+ * (then the name is "<unknown 0x...>"). */
+uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size);
+
+#endif /* HEAPLENS_TYPE_NAMES_H */

@@ -1,0 +1,406 @@
+/* cmd_record.c — `heaplens record`: run a program with the collector and store what it does.
+ *
+ *   heaplens ──fork──▶ writer process (store_writer_serve: socket → SQLite)
+ *      │                   ▲ unix socket in a private 0700 directory, socket file 0600
+ *      └──fork/exec──▶ PROGRAM with libheaplens.so loaded (CORECLR_* variables)
+ *
+ * The writer creates the database before the program starts, so a file that cannot be written is
+ * reported before anything runs. When the program exits, its status goes to the writer through
+ * the stop pipe (stored in run.exit_status) and heaplens exits with that same status.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "query/commands.h"
+#include "query/query.h"
+#include "store/store.h"
+
+#define PROFILER_CLSID "{A3E1B5C2-6D4F-4E8A-9B17-2C5D8E0F4A61}" /* collector/clr_guids.c */
+#define COLLECTOR_NAME "libheaplens.so"
+#define STOP_WAIT_MS 5000
+
+typedef struct record_options {
+    const char *output;
+    gboolean force, quiet, json;
+    char **program; /* argv of the program, NULL-terminated, borrowed */
+} record_options;
+
+static gboolean parse_options(int argc, char **argv, record_options *o, gboolean *help,
+                              GError **error) {
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (a[0] != '-' || a[1] == 0)
+            break; /* the program */
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            *help = TRUE;
+            return TRUE;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: %s needs a file name", a);
+                return FALSE;
+            }
+            o->output = argv[++i];
+        } else if (strncmp(a, "--output=", 9) == 0) {
+            o->output = a + 9;
+        } else if (strcmp(a, "--force") == 0) {
+            o->force = TRUE;
+        } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
+            o->quiet = TRUE;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = TRUE;
+        } else {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "record: unknown option '%s'; see 'heaplens record --help'", a);
+            return FALSE;
+        }
+    }
+    if (i >= argc) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "record: no program to run; usage: heaplens record [-o FILE] -- PROGRAM [ARGS...]");
+        return FALSE;
+    }
+    o->program = argv + i;
+    return TRUE;
+}
+
+/* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens (installed). */
+static char *collector_path(GError **error) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: cannot find the heaplens executable");
+        return NULL;
+    }
+    exe[n] = 0;
+    g_autofree char *dir = g_path_get_dirname(exe);
+    const char *candidates[] = {COLLECTOR_NAME, "../lib/heaplens/" COLLECTOR_NAME};
+    for (size_t i = 0; i < G_N_ELEMENTS(candidates); i++) {
+        g_autofree char *p = g_build_filename(dir, candidates[i], NULL);
+        char resolved[PATH_MAX];
+        if (realpath(p, resolved) && access(resolved, R_OK) == 0)
+            return g_strdup(resolved);
+    }
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                "record: the collector %s is not next to heaplens (%s) nor in %s/../lib/heaplens",
+                COLLECTOR_NAME, dir, dir);
+    return NULL;
+}
+
+/* Fails early, with execvp's own reason, for a program that cannot be run. */
+static gboolean program_check(const char *program, GError **error) {
+    if (strchr(program, '/')) {
+        if (access(program, X_OK) == 0)
+            return TRUE;
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': %s", program,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    g_autofree char *found = g_find_program_in_path(program);
+    if (found)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': not found in PATH", program);
+    return FALSE;
+}
+
+static char *default_output(const char *program) {
+    g_autofree char *base = g_path_get_basename(program);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    return g_strdup_printf("heaplens-%s-%s.db", base, stamp);
+}
+
+/* A listening socket in a fresh private directory. */
+static int socket_listen(char **dir_out, char **path_out, GError **error) {
+    const char *tmp = g_get_tmp_dir();
+    char *dir = g_build_filename(tmp, "heaplens-XXXXXX", NULL);
+    if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
+                    tmp, g_strerror(errno));
+        g_free(dir);
+        return -1;
+    }
+    char *path = g_build_filename(dir, "collector.sock", NULL);
+    *dir_out = dir;
+    *path_out = path;
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || strlen(path) >= sizeof addr.sun_path) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a socket: %s",
+                    g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        rmdir(dir);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    mode_t old = umask(0177); /* the socket file is created 0600 */
+    int ok = bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(fd, 4) == 0;
+    umask(old);
+    if (!ok || chmod(path, 0600) != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot listen on %s: %s", path,
+                    g_strerror(errno));
+        close(fd);
+        unlink(path);
+        rmdir(dir);
+        return -1;
+    }
+    return fd;
+}
+
+/* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording. */
+static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
+                                   int stop_fd, int ready_fd) {
+    /* Ctrl-C goes to the whole process group; the writer must outlive the program to finish. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    g_autoptr(GError) error = NULL;
+    store_writer *w = store_writer_create(output, command, &error);
+    g_autofree char *msg = g_strdup_printf("%s\n", w ? "ok" : error->message);
+    if (write(ready_fd, msg, strlen(msg)) < 0 || !w)
+        _exit(1);
+    close(ready_fd);
+    gboolean ok = store_writer_serve(w, listen_fd, stop_fd, STOP_WAIT_MS, &error);
+    store_summary summary;
+    g_autoptr(GError) finish_error = NULL;
+    gboolean finished = store_writer_finish(w, &summary, &finish_error);
+    if (!ok || !finished) {
+        fprintf(stderr, "heaplens: writer: %s\n", error ? error->message : finish_error->message);
+        _exit(1);
+    }
+    _exit(0);
+}
+
+static pid_t child_pid; /* forwarded SIGTERM/SIGHUP go here */
+
+static void forward_signal(int sig) {
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+/* Runs the program; returns its pid, or -1 with the exec error. */
+static pid_t program_start(char **program, const char *collector, const char *socket_path,
+                           GError **error) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(report[0]);
+        setenv("CORECLR_ENABLE_PROFILING", "1", 1);
+        setenv("CORECLR_PROFILER", PROFILER_CLSID, 1);
+        setenv("CORECLR_PROFILER_PATH", collector, 1);
+        unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
+        setenv("HEAPLENS_SOCKET", socket_path, 1);
+        execvp(program[0], program);
+        int e = errno;
+        if (write(report[1], &e, sizeof e) < 0) {
+            /* the parent sees EOF and reports a generic failure */
+        }
+        _exit(127);
+    }
+    close(report[1]);
+    if (pid < 0) {
+        close(report[0]);
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: fork: %s", g_strerror(errno));
+        return -1;
+    }
+    int e = 0;
+    ssize_t n = read(report[0], &e, sizeof e); /* EOF: exec succeeded (CLOEXEC closed it) */
+    close(report[0]);
+    if (n == sizeof e) {
+        waitpid(pid, NULL, 0);
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': %s", program[0],
+                    g_strerror(e));
+        return -1;
+    }
+    return pid;
+}
+
+static int exit_status_of(int status) {
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+static void summary_print(const char *output, const record_options *o) {
+    g_autoptr(GError) error = NULL;
+    sqlite3 *db = query_db_open(output, &error);
+    if (!db) {
+        query_error_report(error);
+        return;
+    }
+    int64_t gcs = 0, objects = 0, types = 0, dropped = 0, nodata = 0;
+    query_db_int(db, "SELECT count(*) FROM gcs", &gcs, NULL);
+    query_db_int(db, "SELECT count(*) FROM objects", &objects, NULL);
+    query_db_int(db, "SELECT count(*) FROM types", &types, NULL);
+    query_db_int(db,
+                 "SELECT coalesce(sum(value), 0) FROM counters WHERE name IN ('allocs_dropped', "
+                 "'gc_events_dropped', 'records_dropped', 'threads_overflowed')",
+                 &dropped, NULL);
+    query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
+    g_autofree char *note = query_db_note_new(db, NULL);
+    sqlite3_close(db);
+    struct stat st = {0};
+    stat(output, &st);
+    if (o->json) {
+        json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "file", output, "gcs",
+                              (json_int_t)gcs, "objects", (json_int_t)objects, "types",
+                              (json_int_t)types, "dropped", (json_int_t)dropped, "file_bytes",
+                              (json_int_t)st.st_size, "collector_loaded", !nodata);
+        query_json_print(j, stdout);
+        json_decref(j);
+        return;
+    }
+    if (o->quiet)
+        return;
+    if (nodata) {
+        fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a .NET "
+                        "program?); %s holds no data\n", output);
+        return;
+    }
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
+        e[QUERY_FORMAT_MAX];
+    fprintf(stderr, "heaplens: recorded %s GCs, %s objects of %s types, %s dropped -> %s (%s)\n",
+            query_count_format(gcs, a), query_count_format(objects, b), query_count_format(types, c),
+            query_count_format(dropped, d), output, query_size_format(st.st_size, e));
+    if (note)
+        fprintf(stderr, "heaplens: %s\n", note);
+}
+
+int cmd_record(int argc, char **argv) {
+    record_options o = {0};
+    gboolean help = FALSE;
+    g_autoptr(GError) error = NULL;
+    if (!parse_options(argc, argv, &o, &help, &error))
+        return query_error_report(error);
+    if (help) {
+        query_command_help("record", stdout);
+        return 0;
+    }
+    g_autofree char *collector = collector_path(&error);
+    if (!collector || !program_check(o.program[0], &error))
+        return query_error_report(error);
+    g_autofree char *output = o.output ? g_strdup(o.output) : default_output(o.program[0]);
+    if (o.force && unlink(output) != 0 && errno != ENOENT) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", output,
+                    g_strerror(errno));
+        return query_error_report(error);
+    }
+    if (!o.force && access(output, F_OK) == 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "%s already exists; choose another name with -o, or --force to replace it", output);
+        return query_error_report(error);
+    }
+    g_autofree char *command = g_strjoinv(" ", o.program);
+
+    g_autofree char *dir = NULL, *socket_path = NULL;
+    int listen_fd = socket_listen(&dir, &socket_path, &error);
+    if (listen_fd < 0)
+        return query_error_report(error);
+    int stop[2], ready[2];
+    if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
+        return query_error_report(error);
+    }
+    fflush(NULL);
+    pid_t writer = fork();
+    if (writer == 0) {
+        close(stop[1]);
+        close(ready[0]);
+        writer_main(output, command, listen_fd, stop[0], ready[1]);
+    }
+    close(listen_fd);
+    close(stop[0]);
+    close(ready[1]);
+    int exit_status = 1;
+    char msg[1024] = "";
+    ssize_t n = writer > 0 ? read(ready[0], msg, sizeof msg - 1) : -1;
+    close(ready[0]);
+    msg[n > 0 ? n : 0] = 0;
+    g_strchomp(msg);
+    if (writer < 0 || strcmp(msg, "ok") != 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "cannot record to %s: %s", output,
+                    writer < 0 ? g_strerror(errno) : (msg[0] ? msg : "the writer failed to start"));
+        close(stop[1]);
+        if (writer > 0)
+            waitpid(writer, NULL, 0);
+        unlink(socket_path);
+        rmdir(dir);
+        return query_error_report(error);
+    }
+
+    /* Like system(): the program owns the terminal's Ctrl-C; heaplens waits for it. */
+    struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
+    struct sigaction old_int, old_quit, old_term, old_hup;
+    sigaction(SIGINT, &ignore, &old_int);
+    sigaction(SIGQUIT, &ignore, &old_quit);
+    sigaction(SIGTERM, &forward, &old_term);
+    sigaction(SIGHUP, &forward, &old_hup);
+    pid_t program = program_start(o.program, collector, socket_path, &error);
+    gboolean started = program > 0;
+    int status = 0;
+    if (started) {
+        child_pid = program;
+        while (waitpid(program, &status, 0) < 0 && errno == EINTR)
+            ;
+        child_pid = 0;
+        exit_status = exit_status_of(status);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+
+    /* Tell the writer the program is gone and how it ended, then wait for it to finish. */
+    char line[64];
+    if (WIFSIGNALED(status) && started)
+        snprintf(line, sizeof line, "signal %d\n", WTERMSIG(status));
+    else
+        snprintf(line, sizeof line, "exit %d\n", started ? exit_status : 127);
+    if (write(stop[1], line, strlen(line)) < 0) {
+        /* the writer is gone; its own exit status tells */
+    }
+    close(stop[1]);
+    int writer_status = 0;
+    while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
+        ;
+    unlink(socket_path);
+    rmdir(dir);
+
+    if (!started) {
+        unlink(output); /* nothing was recorded: leave no empty database behind */
+        return query_error_report(error);
+    }
+    if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != 0) {
+        fprintf(stderr, "heaplens: the writer failed; %s may be incomplete\n", output);
+        return exit_status ? exit_status : 1;
+    }
+    summary_print(output, &o);
+    return exit_status;
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The main job: set up, record an example .NET program, and print what heaplens found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+out=out/demo
+mkdir -p "$out"
+echo "demo: building examples/AllocPatterns"
+dotnet build examples/AllocPatterns -c Release -o "$out/AllocPatterns" -nologo -v quiet >/dev/null
+
+hl=build/bin/heaplens
+echo
+echo "\$ heaplens record -o $out/demo.db -- dotnet $out/AllocPatterns/AllocPatterns.dll"
+$hl record --force -o "$out/demo.db" -- dotnet "$out/AllocPatterns/AllocPatterns.dll" "$out/ground-truth.json"
+echo
+echo "\$ heaplens gcs $out/demo.db"
+$hl gcs "$out/demo.db"
+echo
+echo "\$ heaplens allocations $out/demo.db --top 10"
+$hl allocations "$out/demo.db" --top 10
+echo
+echo "\$ heaplens survivors $out/demo.db"
+$hl survivors "$out/demo.db"
+echo
+echo "The recording is $out/demo.db: try 'sqlite3 $out/demo.db' (schema: store/SCHEMA.md) or the queries in examples/queries/."
