@@ -1,0 +1,263 @@
+/* cmd_info.c — `heaplens info FILE [--json]`: the run, its counters and totals. */
+#include "query/commands.h"
+#include "query/query.h"
+
+#include <glib/gstdio.h>
+#include <inttypes.h>
+#include <string.h>
+
+typedef struct info_totals {
+    int64_t gcs, gcs_gen[3], gcs_induced, gcs_compacting, gcs_incomplete, pause_ns;
+    int64_t objects, object_bytes, objects_alive;
+    int64_t types, threads;
+    int64_t file_bytes;
+} info_totals;
+
+/* Text output: "key  value" lines, keys padded to a common width per section. */
+typedef struct info_lines {
+    GPtrArray *keys;
+    GPtrArray *values;
+} info_lines;
+
+static void info_lines_init(info_lines *lines)
+{
+    lines->keys = g_ptr_array_new_with_free_func(g_free);
+    lines->values = g_ptr_array_new_with_free_func(g_free);
+}
+
+static void info_lines_release(info_lines *lines)
+{
+    g_ptr_array_free(lines->keys, TRUE);
+    g_ptr_array_free(lines->values, TRUE);
+}
+
+static void info_lines_add(info_lines *lines, const char *key, char *value /* stolen */)
+{
+    g_ptr_array_add(lines->keys, g_strdup(key));
+    g_ptr_array_add(lines->values, value ? value : g_strdup("-"));
+}
+
+static void info_lines_print(const info_lines *lines, const char *title, FILE *out)
+{
+    size_t width = 0;
+    for (guint i = 0; i < lines->keys->len; i++)
+        width = MAX(width, strlen(g_ptr_array_index(lines->keys, i)));
+    if (title)
+        fprintf(out, "%s\n", title);
+    for (guint i = 0; i < lines->keys->len; i++)
+        fprintf(out, "%s%-*s  %s\n", title ? "  " : "", (int)width,
+                (const char *)g_ptr_array_index(lines->keys, i),
+                (const char *)g_ptr_array_index(lines->values, i));
+}
+
+static char *count_dup(int64_t n)
+{
+    char buf[QUERY_FORMAT_MAX];
+    return g_strdup(query_count_format(n, buf));
+}
+
+static gboolean info_totals_get(sqlite3 *db, const char *path, info_totals *totals,
+                                GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    GStatBuf st;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT COUNT(*), TOTAL(generation = 0), TOTAL(generation = 1), TOTAL(generation = 2),"
+        "       TOTAL(induced <> 0), TOTAL(compacting <> 0), TOTAL(incomplete <> 0),"
+        "       TOTAL(pause_ns)"
+        "  FROM gcs",
+        error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    totals->gcs = sqlite3_column_int64(stmt, 0);
+    for (int g = 0; g < 3; g++)
+        totals->gcs_gen[g] = sqlite3_column_int64(stmt, 1 + g);
+    totals->gcs_induced = sqlite3_column_int64(stmt, 4);
+    totals->gcs_compacting = sqlite3_column_int64(stmt, 5);
+    totals->gcs_incomplete = sqlite3_column_int64(stmt, 6);
+    totals->pause_ns = sqlite3_column_int64(stmt, 7);
+    sqlite3_finalize(stmt);
+
+    stmt = query_db_prepare(db, "SELECT COUNT(*), SUM(size), SUM(died_gc IS NULL) FROM objects",
+                            error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    totals->objects = sqlite3_column_int64(stmt, 0);
+    totals->object_bytes = sqlite3_column_int64(stmt, 1);
+    totals->objects_alive = sqlite3_column_int64(stmt, 2);
+
+    if (!query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
+        !query_db_int(db, "SELECT COUNT(*) FROM threads", &totals->threads, error))
+        goto out;
+    totals->file_bytes = g_stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static json_t *info_totals_json(const info_totals *t)
+{
+    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                     "gcs", (json_int_t)t->gcs,
+                     "gcs_by_generation", "gen0", (json_int_t)t->gcs_gen[0],
+                     "gen1", (json_int_t)t->gcs_gen[1], "gen2", (json_int_t)t->gcs_gen[2],
+                     "gcs_induced", (json_int_t)t->gcs_induced,
+                     "gcs_compacting", (json_int_t)t->gcs_compacting,
+                     "gcs_incomplete", (json_int_t)t->gcs_incomplete,
+                     "pause_ns", (json_int_t)t->pause_ns,
+                     "objects", (json_int_t)t->objects,
+                     "object_bytes", (json_int_t)t->object_bytes,
+                     "objects_alive_at_end", (json_int_t)t->objects_alive,
+                     "types", (json_int_t)t->types,
+                     "threads", (json_int_t)t->threads,
+                     "file_bytes", t->file_bytes >= 0 ? json_integer(t->file_bytes) : json_null());
+}
+
+static void info_totals_lines(const info_totals *t, info_lines *lines)
+{
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
+    info_lines_add(lines, "GCs",
+                   g_strdup_printf("%s (gen0 %s, gen1 %s, gen2 %s)", query_count_format(t->gcs, a),
+                                   query_count_format(t->gcs_gen[0], b),
+                                   query_count_format(t->gcs_gen[1], c),
+                                   query_count_format(t->gcs_gen[2], d)));
+    info_lines_add(lines, "induced", count_dup(t->gcs_induced));
+    info_lines_add(lines, "compacting", count_dup(t->gcs_compacting));
+    info_lines_add(lines, "incomplete", count_dup(t->gcs_incomplete));
+    info_lines_add(lines, "pauses", g_strdup_printf("%s ms", query_ms_format(t->pause_ns, a)));
+    info_lines_add(lines, "objects",
+                   g_strdup_printf("%s (%s)", query_count_format(t->objects, a),
+                                   query_size_format(t->object_bytes, b)));
+    info_lines_add(lines, "alive at end", count_dup(t->objects_alive));
+    info_lines_add(lines, "types", count_dup(t->types));
+    info_lines_add(lines, "threads", count_dup(t->threads));
+    info_lines_add(lines, "file size",
+                   t->file_bytes >= 0 ? g_strdup(query_size_format(t->file_bytes, a)) : NULL);
+}
+
+/* The run row, every column as stored (the schema may grow columns). */
+static gboolean info_run_get(sqlite3 *db, json_t **run_json, info_lines *lines, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    json_t *run = json_object();
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT * FROM run WHERE id = 1", error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    for (int c = 0; row && c < sqlite3_column_count(stmt); c++) {
+        const char *name = sqlite3_column_name(stmt, c);
+        if (strcmp(name, "id") == 0)
+            continue;
+        json_object_set_new(run, name, query_json_column(stmt, c));
+        const char *text = (const char *)sqlite3_column_text(stmt, c);
+        info_lines_add(lines, name, text ? g_strdup(text) : NULL);
+    }
+    *run_json = g_steal_pointer(&run);
+    ok = TRUE;
+out:
+    json_decref(run);
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static gboolean info_counters_get(sqlite3 *db, json_t **counters_json, info_lines *lines,
+                                  GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    json_t *counters = json_object();
+    sqlite3_stmt *stmt =
+        query_db_prepare(db, "SELECT name, value FROM counters ORDER BY name", error);
+    if (!stmt)
+        goto out;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        const char *name = (const char *)sqlite3_column_text(stmt, 0);
+        if (!name)
+            continue;
+        int64_t value = sqlite3_column_int64(stmt, 1);
+        char count[QUERY_FORMAT_MAX], size[QUERY_FORMAT_MAX];
+        json_object_set_new(counters, name, query_json_column(stmt, 1));
+        if (g_str_has_suffix(name, "_bytes") && value >= 1024)
+            info_lines_add(lines, name,
+                           g_strdup_printf("%s (%s)", query_count_format(value, count),
+                                           query_size_format(value, size)));
+        else
+            info_lines_add(lines, name, g_strdup(query_count_format(value, count)));
+    }
+    if (!stepped)
+        goto out;
+    *counters_json = g_steal_pointer(&counters);
+    ok = TRUE;
+out:
+    json_decref(counters);
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+int cmd_info(int argc, char **argv)
+{
+    int status = 1;
+    gboolean json = FALSE;
+    const char *path = NULL;
+    const query_option options[] = {
+        {"json", QUERY_OPT_FLAG, &json},
+        {NULL, 0, NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    info_totals totals = {0};
+    info_lines run_lines, counter_lines, total_lines;
+    json_t *run = NULL;
+    json_t *counters = NULL;
+    sqlite3 *db = NULL;
+
+    info_lines_init(&run_lines);
+    info_lines_init(&counter_lines);
+    info_lines_init(&total_lines);
+    switch (query_args_parse(argc, argv, options, &path, &error)) {
+    case QUERY_ARGS_HELP:
+        status = 0;
+        goto out;
+    case QUERY_ARGS_ERROR:
+        goto out;
+    case QUERY_ARGS_OK:
+        break;
+    }
+    db = query_db_open(path, &error);
+    if (!db)
+        goto out;
+    info_lines_add(&run_lines, "file", g_strdup(path));
+    if (!info_run_get(db, &run, &run_lines, &error) ||
+        !info_counters_get(db, &counters, &counter_lines, &error) ||
+        !info_totals_get(db, path, &totals, &error))
+        goto out;
+    if (json) {
+        json_t *doc = json_pack("{s:o, s:O, s:O, s:o}", "file", query_json_string(path), "run",
+                                run, "counters", counters, "totals", info_totals_json(&totals));
+        query_json_print(doc, stdout);
+        json_decref(doc);
+    } else {
+        info_totals_lines(&totals, &total_lines);
+        info_lines_print(&run_lines, NULL, stdout);
+        fputc('\n', stdout);
+        info_lines_print(&counter_lines, "counters", stdout);
+        fputc('\n', stdout);
+        info_lines_print(&total_lines, "totals", stdout);
+    }
+    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+        goto out;
+    status = 0;
+out:
+    json_decref(run);
+    json_decref(counters);
+    info_lines_release(&run_lines);
+    info_lines_release(&counter_lines);
+    info_lines_release(&total_lines);
+    sqlite3_close(db);
+    if (error)
+        query_error_report(error);
+    return status;
+}

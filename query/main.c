@@ -1,0 +1,165 @@
+/* main.c — `heaplens`: one executable, subcommands dispatched through a table (git.c style). */
+#include "query/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct query_command {
+    const char *name;
+    int (*handler)(int argc, char **argv);
+    const char *summary; /* one line, for `heaplens --help` */
+    const char *usage;   /* for `heaplens COMMAND --help` */
+} query_command;
+
+#define HELP_OPTION "  -h, --help           show this help\n"
+#define JSON_OPTION "  --json               print JSON instead of a table\n"
+
+static const query_command commands[] = {
+    {
+        .name = "record",
+        .handler = cmd_record,
+        .summary = "run a program with the collector and store what it allocates and what each GC "
+                   "does",
+        .usage = "usage: heaplens record [-o FILE] [--force] [-q] [--json] [--] PROGRAM [ARGS...]\n"
+                 "\n"
+                 "Runs PROGRAM with the heaplens collector loaded and stores what it allocates\n"
+                 "and what each GC does in a heaplens database (one SQLite file). Exits with\n"
+                 "PROGRAM's exit status (128+N when a signal N ended it).\n"
+                 "\n"
+                 "options:\n"
+                 "  -o, --output FILE    the database to write (default:\n"
+                 "                       heaplens-PROGRAM-YYYYMMDD-HHMMSS.db)\n"
+                 "  --force              replace FILE if it exists\n"
+                 "  -q, --quiet          no summary at the end\n"
+                 "  --json               print the summary as JSON\n" HELP_OPTION,
+    },
+    {
+        .name = "info",
+        .handler = cmd_info,
+        .summary = "show a recording: the run, its counters and totals",
+        .usage = "usage: heaplens info FILE [--json]\n"
+                 "\n"
+                 "Shows the recorded run (command, runtime, mode, status, times), the accuracy\n"
+                 "counters and totals: GCs per generation, objects, types, threads, file size.\n"
+                 "\n"
+                 "options:\n" JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "gcs",
+        .handler = cmd_gcs,
+        .summary = "list the GCs: generation, reason, pause, sizes before and after",
+        .usage = "usage: heaplens gcs FILE [--json]\n"
+                 "\n"
+                 "One row per GC, in the order the runtime ran them: ordinal, condemned\n"
+                 "generation, reason, induced, compacting, pause, bytes in use per generation\n"
+                 "(gen0, gen1, gen2, loh, poh) before -> after, and bytes that survived.\n"
+                 "\n"
+                 "options:\n" JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "allocations",
+        .handler = cmd_allocations,
+        .summary = "count and bytes allocated per type, most bytes first",
+        .usage = "usage: heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]\n"
+                 "\n"
+                 "Objects allocated during the run, per type: count and bytes, most bytes first.\n"
+                 "\n"
+                 "options:\n" JSON_OPTION
+                 "  --top K              show only the K types with the most bytes\n"
+                 "  --thread TID|NAME    only allocations of this thread (OS thread id or\n"
+                 "                       managed thread name)\n" HELP_OPTION,
+    },
+    {
+        .name = "survivors",
+        .handler = cmd_survivors,
+        .summary = "objects alive after a GC, by generation and type",
+        .usage = "usage: heaplens survivors FILE [--gc N] [--json]\n"
+                 "\n"
+                 "Objects alive right after GC N, grouped by generation (gen0, gen1, gen2, loh,\n"
+                 "poh, nongc) and type: count and bytes, by generation, then most bytes first.\n"
+                 "\n"
+                 "options:\n"
+                 "  --gc N               the GC (ordinal from 1; default: the last one)\n"
+                 JSON_OPTION HELP_OPTION,
+    },
+};
+
+static const query_command *command_find(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+gboolean query_command_help(const char *name, FILE *out)
+{
+    const query_command *command = command_find(name);
+    if (!command)
+        return FALSE;
+    fputs(command->usage, out);
+    return TRUE;
+}
+
+static void usage_print(FILE *out)
+{
+    fputs("usage: heaplens [--version] [--help] COMMAND [ARGS...]\n"
+          "\n"
+          "Analyze the GC heap and allocations of a .NET program. `heaplens record` stores a\n"
+          "run in one SQLite file; the other commands query it.\n"
+          "\n"
+          "commands:\n",
+          out);
+    size_t width = 0;
+    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+        width = MAX(width, strlen(commands[i].name));
+    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
+        fprintf(out, "  %-*s  %s\n", (int)width, commands[i].name, commands[i].summary);
+    fputs("\n"
+          "Text tables by default, --json for scripts. Exit status 0 on success, 1 on error.\n"
+          "See 'heaplens COMMAND --help' for a command's options.\n",
+          out);
+}
+
+static gboolean is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || is_help(argv[1])) {
+        usage_print(stdout);
+        return 0;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0) {
+        if (argc < 3) {
+            usage_print(stdout);
+            return 0;
+        }
+        if (query_command_help(argv[2], stdout))
+            return 0;
+        fprintf(stderr, "heaplens: '%s' is not a heaplens command; see 'heaplens --help'\n",
+                argv[2]);
+        return 1;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("heaplens %s\n", HEAPLENS_VERSION);
+        return 0;
+    }
+    if (name[0] == '-') {
+        fprintf(stderr, "heaplens: unknown option '%s'; see 'heaplens --help'\n", name);
+        return 1;
+    }
+    const query_command *command = command_find(name);
+    if (!command) {
+        fprintf(stderr, "heaplens: '%s' is not a heaplens command; see 'heaplens --help'\n", name);
+        return 1;
+    }
+    if (argc > 2 && is_help(argv[2])) {
+        fputs(command->usage, stdout);
+        return 0;
+    }
+    return command->handler(argc - 1, argv + 1);
+}

@@ -1,0 +1,111 @@
+/* query_args.c — the command-line parser shared by the query commands. */
+#include "query/query.h"
+
+#include "query/commands.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK(heaplens-query-error-quark, query_error)
+
+int query_error_report(const GError *error)
+{
+    g_autofree char *line = g_strdup(error && error->message ? error->message : "unknown error");
+    for (char *p = line; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    fprintf(stderr, "heaplens: %s\n", line);
+    return 1;
+}
+
+static const query_option *option_find(const query_option *options, const char *name,
+                                       size_t name_len)
+{
+    for (const query_option *o = options; o && o->name; o++)
+        if (strlen(o->name) == name_len && strncmp(o->name, name, name_len) == 0)
+            return o;
+    return NULL;
+}
+
+query_args_result query_args_parse(int argc, char **argv, const query_option *options,
+                                   const char **file, GError **error)
+{
+    const char *command = argv[0];
+    gboolean options_done = FALSE;
+    *file = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!options_done && strcmp(arg, "--") == 0) {
+            options_done = TRUE;
+            continue;
+        }
+        if (!options_done && (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)) {
+            query_command_help(command, stdout);
+            return QUERY_ARGS_HELP;
+        }
+        if (!options_done && arg[0] == '-' && arg[1] != '\0') {
+            if (arg[1] != '-') {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "%s: unknown option '%s'; see 'heaplens %s --help'", command, arg,
+                            command);
+                return QUERY_ARGS_ERROR;
+            }
+            const char *name = arg + 2;
+            const char *equals = strchr(name, '=');
+            size_t name_len = equals ? (size_t)(equals - name) : strlen(name);
+            const query_option *option = option_find(options, name, name_len);
+            if (!option) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "%s: unknown option '--%.*s'; see 'heaplens %s --help'", command,
+                            (int)name_len, name, command);
+                return QUERY_ARGS_ERROR;
+            }
+            if (option->kind == QUERY_OPT_FLAG) {
+                if (equals) {
+                    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                                "%s: option '--%s' takes no value", command, option->name);
+                    return QUERY_ARGS_ERROR;
+                }
+                *(gboolean *)option->target = TRUE;
+            } else if (equals) {
+                *(const char **)option->target = equals + 1;
+            } else if (i + 1 < argc) {
+                *(const char **)option->target = argv[++i];
+            } else {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "%s: option '--%s' needs a value; see 'heaplens %s --help'", command,
+                            option->name, command);
+                return QUERY_ARGS_ERROR;
+            }
+            continue;
+        }
+        if (*file) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "%s: unexpected argument '%s'; see 'heaplens %s --help'", command, arg,
+                        command);
+            return QUERY_ARGS_ERROR;
+        }
+        *file = arg;
+    }
+    if (!*file) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "%s: missing FILE, the recording to read; see 'heaplens %s --help'", command,
+                    command);
+        return QUERY_ARGS_ERROR;
+    }
+    return QUERY_ARGS_OK;
+}
+
+gboolean query_args_parse_uint(const char *command, const char *option, const char *text,
+                               uint64_t min, uint64_t max, const char *what, uint64_t *value,
+                               GError **error)
+{
+    guint64 parsed = 0;
+    /* g_ascii_string_to_unsigned accepts only digits: no sign, no spaces, no trailing junk. */
+    if (!g_ascii_string_to_unsigned(text, 10, min, max, &parsed, NULL)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s expects %s, not '%s'",
+                    command, option, what, text);
+        return FALSE;
+    }
+    *value = parsed;
+    return TRUE;
+}

@@ -1,0 +1,181 @@
+/* query_db.c — opening a recording for reading, statement helpers and the accuracy note. */
+#include "query/query.h"
+
+#include "store/store.h"
+
+#include <string.h>
+
+sqlite3 *query_db_open(const char *path, GError **error)
+{
+    return store_db_open_readonly(path, error);
+}
+
+sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error)
+{
+    sqlite3_stmt *stmt = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading the database failed: %s",
+                    sqlite3_errmsg(db));
+        sqlite3_finalize(stmt);
+        return NULL;
+    }
+    return stmt;
+}
+
+gboolean query_db_step(sqlite3_stmt *stmt, gboolean *row, GError **error)
+{
+    int rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+        *row = rc == SQLITE_ROW;
+        return TRUE;
+    }
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading the database failed: %s",
+                sqlite3_errmsg(sqlite3_db_handle(stmt)));
+    *row = FALSE;
+    return FALSE;
+}
+
+gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, sql, error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    *value = row ? sqlite3_column_int64(stmt, 0) : 0;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+/* Drop counters (SCHEMA.md, counters) and how the note names what they count. */
+static const struct {
+    const char *counter;
+    const char *one;
+    const char *many;
+} drop_counters[] = {
+    {"allocs_dropped", "allocation", "allocations"},
+    {"gc_events_dropped", "GC event", "GC events"},
+    {"records_dropped", "record", "records"},
+};
+
+static gboolean counter_get(sqlite3_stmt *stmt, const char *name, int64_t *value, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_reset(stmt);
+    sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+    if (!query_db_step(stmt, &row, error))
+        return FALSE;
+    *value = row ? sqlite3_column_int64(stmt, 0) : 0;
+    return TRUE;
+}
+
+static void count_append(GString *text, int64_t n, const char *one, const char *many)
+{
+    char count[QUERY_FORMAT_MAX];
+    g_string_append_printf(text, "%s %s", query_count_format(n, count), n == 1 ? one : many);
+}
+
+char *query_db_note_new(sqlite3 *db, GError **error)
+{
+    char *note = NULL;
+    gboolean row = FALSE;
+    g_autoptr(GPtrArray) clauses = g_ptr_array_new_with_free_func(g_free);
+    g_autoptr(GString) dropped = g_string_new(NULL);
+    gboolean lower_bounds = FALSE;
+    int64_t value = 0;
+    size_t n_dropped = 0;
+    const char *run_status = NULL;
+    sqlite3_stmt *status = NULL;
+    sqlite3_stmt *counter =
+        query_db_prepare(db, "SELECT value FROM counters WHERE name = ?1", error);
+    if (!counter)
+        goto out;
+
+    status = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", error);
+    if (!status || !query_db_step(status, &row, error))
+        goto out;
+    run_status = row ? (const char *)sqlite3_column_text(status, 0) : NULL;
+    if (!run_status) {
+        g_ptr_array_add(clauses, g_strdup("the recording has no run status"));
+    } else if (strcmp(run_status, "truncated") == 0) {
+        g_ptr_array_add(clauses, g_strdup("the recording is truncated (the program was killed or "
+                                          "the collector was lost)"));
+        lower_bounds = TRUE;
+    } else if (strcmp(run_status, "recording") == 0) {
+        g_ptr_array_add(clauses,
+                        g_strdup("the recording is unfinished (still being written, or its writer "
+                                 "was killed)"));
+        lower_bounds = TRUE;
+    } else if (strcmp(run_status, "no-data") == 0) {
+        g_ptr_array_add(clauses, g_strdup("the program never loaded the collector"));
+    } else if (strcmp(run_status, "complete") != 0) {
+        g_ptr_array_add(clauses, g_strdup_printf("the recording's status is '%s'", run_status));
+    }
+
+    for (size_t i = 0; i < G_N_ELEMENTS(drop_counters); i++) {
+        if (!counter_get(counter, drop_counters[i].counter, &value, error))
+            goto out;
+        if (value == 0)
+            continue;
+        if (n_dropped > 0)
+            g_string_append(dropped, ", ");
+        count_append(dropped, value, drop_counters[i].one, drop_counters[i].many);
+        n_dropped++;
+    }
+    if (n_dropped > 0) {
+        /* "12 allocations, 3 records were dropped"; one item: "1 allocation was dropped". */
+        gboolean one = n_dropped == 1 && strncmp(dropped->str, "1 ", 2) == 0;
+        g_string_append(dropped, one ? " was dropped" : " were dropped");
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&dropped), FALSE));
+        lower_bounds = TRUE;
+    }
+    if (!counter_get(counter, "threads_overflowed", &value, error))
+        goto out;
+    if (value > 0) {
+        g_autoptr(GString) clause = g_string_new(NULL);
+        count_append(clause, value, "thread", "threads");
+        g_string_append(clause, value == 1 ? " found no buffer and was not tracked"
+                                           : " found no buffer and were not tracked");
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+        lower_bounds = TRUE;
+    }
+    if (!counter_get(counter, "gcs_discarded_incomplete", &value, error))
+        goto out;
+    if (value > 0) {
+        g_autoptr(GString) clause = g_string_new(NULL);
+        count_append(clause, value, "incomplete GC", "incomplete GCs");
+        g_string_append(clause, value == 1 ? " was discarded" : " were discarded");
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+    }
+
+    if (clauses->len > 0) {
+        if (lower_bounds)
+            g_ptr_array_add(clauses, g_strdup("counts are lower bounds"));
+        g_ptr_array_add(clauses, NULL);
+        g_autofree char *joined = g_strjoinv("; ", (char **)clauses->pdata);
+        note = g_strconcat("note: ", joined, NULL);
+    }
+out:
+    sqlite3_finalize(counter);
+    sqlite3_finalize(status);
+    return note;
+}
+
+gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error)
+{
+    GError *local = NULL;
+    g_autofree char *note = query_db_note_new(db, &local);
+    if (local) {
+        g_propagate_error(error, local);
+        return FALSE;
+    }
+    if (note) {
+        if (json)
+            fprintf(stderr, "heaplens: %s\n", note);
+        else
+            printf("%s\n", note);
+    }
+    return TRUE;
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `heaplens record` without .NET: bad input gets one line on stderr and a non-zero exit, the
+# program's exit status is passed through, and nothing is left behind on failure.
+# Usage: record_cli_test.sh HEAPLENS
+set -u
+hl=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+pass=0 fail=0
+
+check() { # name, expected status, actual status, stderr file, expected stderr pattern ("" = silent)
+  local name=$1 want=$2 got=$3 err=$4 pattern=$5
+  local lines; lines=$(wc -l <"$err")
+  local stderr_ok
+  if [ -z "$pattern" ]; then [ "$lines" -eq 0 ] && stderr_ok=1; else
+    [ "$lines" -eq 1 ] && grep -Eq "$pattern" "$err" && stderr_ok=1; fi
+  if [ "$got" -eq "$want" ] && [ -n "${stderr_ok:-}" ]; then
+    pass=$((pass + 1))
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name: status $got (want $want), stderr ($lines lines):"; sed 's/^/  | /' "$err"
+  fi
+}
+
+"$hl" record -o a.db -- no-such-program-xyz 2>err; check "missing program" 1 $? err "^heaplens: cannot run 'no-such-program-xyz'"
+[ ! -e a.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL missing program left a.db"; }
+
+"$hl" record -o a.db -- ./not-here 2>err; check "missing path" 1 $? err "^heaplens: cannot run './not-here'"
+
+"$hl" record -o /nonexistent-dir/x.db -- true 2>err; check "unwritable output" 1 $? err "^heaplens: cannot record to /nonexistent-dir/x.db"
+
+"$hl" record 2>err; check "no program" 1 $? err "^heaplens: record: no program to run"
+
+"$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
+
+"$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
+"$hl" info b.db --json >info.json 2>/dev/null && grep -q '"no-data"' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL info of a no-data recording"; cat info.json; }
+
+"$hl" record -o b.db -- true 2>err; check "existing output" 1 $? err "^heaplens: b.db already exists"
+
+"$hl" record --force -q -o b.db -- sh -c 'exit 7' 2>err; check "exit status passed through" 7 $? err ""
+
+"$hl" record --force -q -o b.db -- sh -c 'kill -9 $$' 2>err; check "signal passed through" 137 $? err ""
+
+"$hl" record --help >out 2>err; check "help" 0 $? err ""
+grep -q "usage: heaplens record" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help text"; }
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
