@@ -162,17 +162,15 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     const char *empty = getenv("HEAPLENS_EMPTY");
     p->empty = empty && strcmp(empty, "1") == 0;
     const char *socket_path = getenv("HEAPLENS_SOCKET");
-    if (!p->empty && (!socket_path || !*socket_path))
+    if (!socket_path || !*socket_path)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* loaded without `heaplens record` */
-    snprintf(p->socket_path, sizeof p->socket_path, "%s", socket_path ? socket_path : "");
+    snprintf(p->socket_path, sizeof p->socket_path, "%s", socket_path);
 
     DWORD low = COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED |
                 COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS;
     if (HR_FAILED(info_set_event_mask2(p->info, low, 0)))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     forget_session_environment();
-    if (p->empty)
-        return S_OK;
 
     /* The runtime dlclose()s a profiler on detach; our thread must never run unmapped code. */
     Dl_info self;
@@ -186,15 +184,15 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     if (hl_tbufs_init(&p->rings) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
+    /* In empty mode the collector thread still reports the run (flagged), but the callbacks
+     * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
     if (hl_collector_start(p) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
-    p->active = true;
+    p->active = !p->empty;
     return S_OK;
 }
 
 static HRESULT on_shutdown(hl_profiler *p) {
-    if (!p->active)
-        return S_OK;
     p->active = false; /* late callbacks on other threads become no-ops */
     hl_collector_stop(p);
     return S_OK;

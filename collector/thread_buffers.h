@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define HL_TBUF_SLOTS 512          /* threads allocating at the same time */
-#define HL_TBUF_EVENTS (1u << 18)  /* events per ring: 262144 x 32 bytes = 8 MiB (virtual; touched as used) */
+#define HL_TBUF_EVENTS (1u << 20)  /* events per ring: 1M x 32 bytes = 32 MiB of address space, touched only as used */
 
 typedef struct hl_alloc_event {
     uint64_t id;       /* allocation sequence number */

@@ -1,0 +1,129 @@
+// AllocBench — allocation-heavy benchmark for heaplens' overhead measurements.
+//
+//   dotnet AllocBench.dll [iterations] [--threads T]
+//
+// T threads (default 2) each run `iterations` iterations (default 2000). One iteration allocates
+// AllocsPerIteration small objects (a class, a small array, a boxed value and a small string in
+// turn); most are dropped at once, one in SurviveEvery is kept in a per-thread ring of Ring slots,
+// so survivors live for a while, get promoted and die later (gen0, gen1 and some gen2 GCs).
+// Prints one line of key=value pairs; bench/overhead/run.sh parses elapsed_ms and collector
+// (loaded / none: whether the heaplens collector library is mapped into the process).
+using System;
+using System.Diagnostics;
+using System.IO;
+using System.Threading;
+
+namespace HeapLens.Bench
+{
+    public sealed class Message
+    {
+        public long Id;
+        public int Kind;
+        public object? Payload;
+    }
+
+    internal static class Program
+    {
+        private const int AllocsPerIteration = 100;
+        private const int SurviveEvery = 50;
+        private const int Ring = 4096;
+        private const int SinkSlots = 8;
+
+        private static int s_iterations = 2000;
+        private static readonly object?[][] s_rings = new object?[64][];
+        private static readonly object?[][] s_sinks = new object?[64][];
+        private static long[] s_allocated = new long[64];
+        private static Barrier? s_start;
+
+        private static int Main(string[] args)
+        {
+            int threads = 2;
+            for (int i = 0; i < args.Length; i++)
+            {
+                if (args[i] == "--threads" && i + 1 < args.Length) threads = Math.Clamp(int.Parse(args[++i]), 1, 64);
+                else if (args[i] == "--help" || args[i] == "-h")
+                {
+                    Console.WriteLine("usage: dotnet AllocBench.dll [iterations] [--threads T]");
+                    return 0;
+                }
+                else s_iterations = Math.Max(1, int.Parse(args[i]));
+            }
+
+            int g0 = GC.CollectionCount(0), g1 = GC.CollectionCount(1), g2 = GC.CollectionCount(2);
+            s_start = new Barrier(threads + 1);
+            var workers = new Thread[threads];
+            for (int t = 0; t < threads; t++)
+            {
+                workers[t] = new Thread(Worker) { Name = "bench-" + (t + 1) };
+                workers[t].Start(t);
+            }
+            s_start.SignalAndWait(); // all threads ready: start the clock
+            var clock = Stopwatch.StartNew();
+            foreach (var w in workers) w.Join();
+            double ms = clock.Elapsed.TotalMilliseconds;
+
+            long total = 0;
+            for (int t = 0; t < threads; t++) total += s_allocated[t];
+            long survivors = 0;
+            for (int t = 0; t < threads; t++)
+                foreach (var o in s_rings[t]!) if (o != null) survivors++;
+            Console.WriteLine(
+                $"AllocBench: iterations={s_iterations} threads={threads} allocations={total} " +
+                $"survivors={survivors} elapsed_ms={ms:F1} allocs_per_s={total / (ms / 1000.0):F0} " +
+                $"gcs={GC.CollectionCount(0) - g0}/{GC.CollectionCount(1) - g1}/{GC.CollectionCount(2) - g2} " +
+                $"collector={(LoadedCollector() != null ? "loaded" : "none")}");
+            return 0;
+        }
+
+        /// <summary>Path of the heaplens collector library if it is mapped into this process.</summary>
+        private static string? LoadedCollector()
+        {
+            try
+            {
+                foreach (string line in File.ReadLines("/proc/self/maps"))
+                {
+                    int slash = line.IndexOf('/');
+                    if (slash >= 0 && line.IndexOf("heaplens", slash, StringComparison.Ordinal) >= 0
+                        && line.EndsWith(".so", StringComparison.Ordinal))
+                        return line.Substring(slash);
+                }
+            }
+            catch (IOException) { }
+            catch (UnauthorizedAccessException) { }
+            return null;
+        }
+
+        private static void Worker(object? state)
+        {
+            int t = (int)state!;
+            var ring = new object?[Ring];
+            var sink = new object?[SinkSlots];
+            s_rings[t] = ring;
+            s_sinks[t] = sink;
+            int ringPos = 0;
+            long n = 0;
+            s_start!.SignalAndWait();
+            for (int it = 0; it < s_iterations; it++)
+            {
+                for (int j = 0; j < AllocsPerIteration; j++, n++)
+                {
+                    object o;
+                    switch (j & 3)
+                    {
+                        case 0: o = new Message { Id = n, Kind = j }; break;
+                        case 1: o = new int[4 + (j & 7)]; break;
+                        case 2: o = new Message { Id = n, Kind = j, Payload = (object)n }; n++; break; // + a boxed long
+                        default: o = new string('x', 8 + (j & 15)); break;
+                    }
+                    if (n % SurviveEvery == 0)
+                    {
+                        ring[ringPos] = o;
+                        ringPos = (ringPos + 1) & (Ring - 1);
+                    }
+                    else sink[j & (SinkSlots - 1)] = o; // escapes: never stack-allocated
+                }
+            }
+            s_allocated[t] = n;
+        }
+    }
+}

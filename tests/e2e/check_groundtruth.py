@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""End-to-end ground-truth test: record examples/AllocPatterns with heaplens and compare.
+
+    check_groundtruth.py --heaplens build/bin/heaplens \
+        --dll build/examples/AllocPatterns/AllocPatterns.dll --workdir /tmp/gt
+
+AllocPatterns writes its own ground truth (examples/README.md): exact allocation counts per
+example type and, right after each induced GC, the number of tracked objects still alive per
+type and GC.GetGeneration value, read through weak handles. This script records the program
+with `heaplens record`, then compares, each comparison being one check:
+
+  (a) allocations per example type (`heaplens allocations --json`), per thread name (SQL), and
+      no example-namespace type that the program did not allocate;
+  (b) for every checkpoint: GC N exists, GCs 1..N are all there, the number of gen1+/gen2 GCs up
+      to N equals CollectionCount(1)/(2), GC N is induced and of the generation the runtime
+      reported; `heaplens survivors --gc N --json` per example type equals the ground truth per
+      generation exactly (heaplens' 3 = LOH and 4 = POH compare as GC.GetGeneration's 2, and
+      LOH/POH types must appear as 3/4, small-object types as 0..2); the survivors_by_generation
+      view agrees with the command;
+  (c) the recording: heaplens database, run status complete, mode full, every drop/anomaly
+      counter 0, no incomplete GC;
+  (d) heaplens' exit status == the program's (run with --exit-code 7 by default) == run.exit_status.
+
+Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
+exits 1 if anything failed (2 on usage errors).
+"""
+import argparse
+import json
+import os
+import shlex
+import sqlite3
+import subprocess
+import sys
+
+GEN_NAMES = {0: "gen0", 1: "gen1", 2: "gen2", 3: "LOH", 4: "POH", 5: "NonGC"}
+DROP_COUNTERS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "bytes_dropped",
+                 "model_anomalies", "threads_overflowed", "gcs_discarded_incomplete"]
+LOH_THRESHOLD = 85000
+
+
+class Checks:
+    def __init__(self, verbose):
+        self.passed = 0
+        self.failed = 0
+        self.verbose = verbose
+
+    def ok(self, name, condition, detail=""):
+        if condition:
+            self.passed += 1
+            if self.verbose:
+                print(f"ok    {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL  {name}" + (f": {detail}" if detail else ""))
+        return condition
+
+    def eq(self, name, expected, actual):
+        return self.ok(name, expected == actual, f"expected {expected!r}, got {actual!r}")
+
+
+def run(cmd, log=None, timeout=600, env=None):
+    """Runs cmd, returns (exit status, stdout, stderr); never raises for the program's failure."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           text=True, env=env)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc = None
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")) + \
+            f"\n[timed out after {timeout} s]"
+    except OSError as e:
+        rc, out, err = None, "", f"[cannot run: {e}]"
+    if log:
+        with open(log, "a") as f:
+            f.write(f"$ {shlex.join(cmd)}\n[exit {rc}]\n--- stdout\n{out}--- stderr\n{err}\n")
+    return rc, out, err
+
+
+def heaplens_json(checks, heaplens, args, log):
+    """Runs `heaplens <args> --json`; returns the parsed document or None (a failed check)."""
+    cmd = [heaplens] + args + ["--json"]
+    rc, out, err = run(cmd, log=log)
+    name = "heaplens " + " ".join(args[:1] + [a for a in args[2:]]) + " --json runs"
+    if not checks.ok(name, rc == 0, f"exit {rc}: {err.strip()[:500]}"):
+        return None
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        checks.ok(name.replace(" runs", " is JSON"), False, f"{e}; output starts {out[:200]!r}")
+        return None
+
+
+def in_namespace(type_name, namespace):
+    return type_name.startswith(namespace + ".")
+
+
+def bucket(gen):
+    """heaplens generation -> GC.GetGeneration bucket as the ground truth writes it."""
+    if gen in (0, 1, 2):
+        return str(gen)
+    if gen in (3, 4):
+        return "2"  # LOH and POH: GC.GetGeneration reports 2
+    return "other"  # NonGC (5) reports int.MaxValue
+
+
+def expected_heap_ok(heap, gen):
+    return {"loh": gen == 3, "poh": gen == 4}.get(heap, gen in (0, 1, 2))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
+    ap.add_argument("--dll", help="path of AllocPatterns.dll (not needed with --db)")
+    ap.add_argument("--workdir", required=True, help="directory for the recording, truth and logs")
+    ap.add_argument("--dotnet", default="dotnet", help="dotnet host (default: dotnet from PATH)")
+    ap.add_argument("--scale", type=int, default=1, help="AllocPatterns --scale (default 1)")
+    ap.add_argument("--exit-code", type=int, default=7,
+                    help="exit status AllocPatterns is asked to return (default 7)")
+    ap.add_argument("--db", help="check this existing recording instead of recording "
+                                 "(needs --truth)")
+    ap.add_argument("--truth", help="ground truth JSON of the --db recording")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds allowed for the recording")
+    ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
+    a = ap.parse_args()
+
+    os.makedirs(a.workdir, exist_ok=True)
+    log = os.path.join(a.workdir, "heaplens.log")
+    open(log, "w").close()
+    checks = Checks(a.verbose)
+
+    if a.db:
+        if not a.truth:
+            ap.error("--db needs --truth")
+        db, truth_path, heaplens_rc = a.db, a.truth, None
+    else:
+        if not a.dll:
+            ap.error("--dll is required (or --db and --truth)")
+        db = os.path.join(a.workdir, "allocpatterns.db")
+        truth_path = os.path.join(a.workdir, "truth.json")
+        for p in (db, db + "-wal", db + "-shm", db + "-journal", truth_path):
+            if os.path.exists(p):
+                os.remove(p)
+        cmd = [a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, truth_path,
+               "--exit-code", str(a.exit_code), "--scale", str(a.scale)]
+        print("$ " + shlex.join(cmd))
+        heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
+
+    try:
+        with open(truth_path) as f:
+            truth = json.load(f)
+    except (OSError, ValueError) as e:
+        checks.ok("ground truth written by AllocPatterns", False, f"{truth_path}: {e}")
+        print(f"{checks.passed} passed, {checks.failed} failed")
+        return 1
+    ns = truth["namespace"]
+    types = truth["types"]
+    program_status = truth["exit_status"]
+
+    # ---------------------------------------------------------------- (d) exit status
+    if heaplens_rc is not None or not a.db:
+        checks.eq("(d) program exited with the requested status", a.exit_code, program_status)
+        checks.eq("(d) heaplens record exit status == program's", program_status, heaplens_rc)
+
+    # ---------------------------------------------------------------- (c) the recording itself
+    conn = None
+    if checks.ok("(c) recording exists", os.path.exists(db), db):
+        try:
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            conn.execute("SELECT 1 FROM run").fetchall()
+        except sqlite3.Error as e:
+            checks.ok("(c) recording opens with sqlite3", False, str(e))
+            conn = None
+    if conn is not None:
+        checks.eq("(c) PRAGMA application_id", 1212960339,
+                  conn.execute("PRAGMA application_id").fetchone()[0])
+        checks.eq("(c) PRAGMA user_version", 1, conn.execute("PRAGMA user_version").fetchone()[0])
+        rows = conn.execute("SELECT status, mode, exit_status, flags FROM run").fetchall()
+        if checks.eq("(c) run has one row", 1, len(rows)):
+            status, mode, exit_status, flags = rows[0]
+            checks.eq("(c) run.status", "complete", status)
+            checks.eq("(c) run.mode", "full", mode)
+            checks.eq("(d) run.exit_status == program's", program_status, exit_status)
+            checks.ok("(c) run.flags has no empty-profiler", "empty-profiler" not in (flags or ""),
+                      repr(flags))
+        counters = dict(conn.execute("SELECT name, value FROM counters").fetchall())
+        for c in DROP_COUNTERS:
+            checks.eq(f"(c) counter {c}", 0, counters.get(c, "missing"))
+        for c in sorted(counters):  # counters the schema does not list yet, same meaning
+            if c not in DROP_COUNTERS and c.endswith(("_dropped", "_anomalies", "_overflowed")):
+                checks.eq(f"(c) counter {c}", 0, counters[c])
+        total_allocs = sum(t["allocations"] for t in types.values())
+        seen = counters.get("allocs_seen")
+        checks.ok("(c) counter allocs_seen >= example allocations", isinstance(seen, int)
+                  and seen >= total_allocs, f"allocs_seen {seen!r} < {total_allocs}")
+        bad = conn.execute("SELECT group_concat(gc) FROM gcs WHERE incomplete != 0").fetchone()[0]
+        checks.ok("(c) no GC marked incomplete", bad is None, f"incomplete GCs: {bad}")
+
+    # ---------------------------------------------------------------- (a) allocations
+    doc = heaplens_json(checks, a.heaplens, ["allocations", db], log)
+    if doc is not None:
+        got = {}
+        for r in doc.get("rows", []):
+            got[r["type"]] = got.get(r["type"], 0) + r["count"]
+        for name, t in types.items():
+            checks.eq(f"(a) allocations of {name}", t["allocations"], got.get(name, 0))
+        extra = {n: c for n, c in got.items() if in_namespace(n, ns) and n not in types}
+        checks.ok(f"(a) no unexpected {ns}.* types allocated", not extra, f"{extra}")
+        byname = {r["type"]: r for r in doc.get("rows", [])}
+        for name, t in types.items():
+            if t["heap"] in ("loh", "poh") and name in byname and byname[name]["count"]:
+                avg = byname[name]["bytes"] / byname[name]["count"]
+                if t["heap"] == "loh":
+                    checks.ok(f"(a) {name} objects are LOH-sized", avg >= LOH_THRESHOLD,
+                              f"average size {avg:.0f} bytes")
+    if conn is not None:
+        for thread, per_type in truth.get("threads", {}).items():
+            for name, count in per_type.items():
+                n = conn.execute(
+                    "SELECT count(*) FROM objects o JOIN types t ON t.id = o.type_id "
+                    "JOIN threads th ON th.os_tid = o.thread WHERE t.name = ? AND th.name = ?",
+                    (name, thread)).fetchone()[0]
+                checks.eq(f"(a) {name} allocated by thread '{thread}'", count, n)
+
+    # ---------------------------------------------------------------- (b) GCs and survivors
+    doc = heaplens_json(checks, a.heaplens, ["gcs", db], log)
+    gcs = {}
+    if doc is not None:
+        for r in doc.get("rows", []):
+            gcs[r["gc"]] = r
+        ordinals = sorted(gcs)
+        checks.eq("(b) GC ordinals are 1..n without gaps", list(range(1, len(ordinals) + 1)),
+                  ordinals)
+        checks.ok("(b) at least as many GCs as the program counted", len(gcs) >= truth["gcs_total"],
+                  f"{len(gcs)} GCs recorded, program counted {truth['gcs_total']}")
+    for cp in truth["checkpoints"]:
+        n, label = cp["gc"], cp["label"]
+        c0, c1, c2 = cp["collection_counts"]
+        where = f"(b) checkpoint '{label}' (GC {n})"
+        if cp["redo"]:
+            print(f"note: checkpoint '{label}' was redone {cp['redo']} time(s) by the program")
+        if cp["generation"] != cp["requested_generation"]:
+            print(f"note: checkpoint '{label}': gen{cp['requested_generation']} requested, the "
+                  f"runtime ran gen{cp['generation']} (CollectionCount says so; checked against that)")
+        if doc is not None and checks.ok(f"{where}: GC exists", n in gcs,
+                                         f"heaplens gcs has {len(gcs)} GCs"):
+            g = gcs[n]
+            checks.eq(f"{where}: GCs up to it", c0, sum(1 for k in gcs if k <= n))
+            checks.eq(f"{where}: gen1+ GCs up to it (CollectionCount(1))", c1,
+                      sum(1 for k, r in gcs.items() if k <= n and r["generation"] >= 1))
+            checks.eq(f"{where}: gen2 GCs up to it (CollectionCount(2))", c2,
+                      sum(1 for k, r in gcs.items() if k <= n and r["generation"] == 2))
+            checks.eq(f"{where}: generation", cp["generation"], g["generation"])
+            checks.ok(f"{where}: induced", g.get("induced") in (1, True) and
+                      g.get("reason") == "induced",
+                      f"induced={g.get('induced')!r} reason={g.get('reason')!r}")
+
+        surv = heaplens_json(checks, a.heaplens, ["survivors", db, "--gc", str(n)], log)
+        if surv is None:
+            continue
+        if surv.get("gc") != n:
+            checks.eq(f"{where}: survivors document's gc", n, surv.get("gc"))
+        got = {}   # type -> {bucket: count}
+        raw = {}   # type -> {heaplens generation: count}
+        for r in surv.get("rows", []):
+            t = r["type"]
+            if t not in types and not in_namespace(t, ns):
+                continue
+            b = bucket(r["generation"])
+            got.setdefault(t, {})
+            got[t][b] = got[t].get(b, 0) + r["count"]
+            raw.setdefault(t, {})
+            raw[t][r["generation"]] = raw[t].get(r["generation"], 0) + r["count"]
+        for name, t in types.items():
+            expected = cp["alive"].get(name, {})
+            actual = got.get(name, {})
+            detail = f"expected {fmt(expected)}, got {fmt(actual)}"
+            if name in raw:
+                detail += " (heaplens generations " + ", ".join(
+                    f"{GEN_NAMES.get(k, k)}={v}" for k, v in sorted(raw[name].items())) + ")"
+            checks.ok(f"{where}: alive {name}", expected == actual, detail)
+            if name in raw:
+                wrong = {GEN_NAMES.get(k, k): v for k, v in raw[name].items()
+                         if not expected_heap_ok(t["heap"], k)}
+                checks.ok(f"{where}: {name} reported in its heap ({t['heap']})", not wrong,
+                          f"rows in {wrong}")
+        extra = {t: v for t, v in got.items() if t not in types}
+        checks.ok(f"{where}: no unexpected {ns}.* survivors", not extra, f"{extra}")
+        if conn is not None:
+            try:
+                view = {}
+                for t, gen, cnt in conn.execute(
+                        "SELECT type, generation, count FROM survivors_by_generation "
+                        "WHERE gc = ? AND (type LIKE ? ESCAPE '\\')", (n, ns.replace("_", "\\_") + ".%")):
+                    view[(t, gen)] = view.get((t, gen), 0) + cnt
+                cli = {(t, k): v for t, d in raw.items() for k, v in d.items()}
+                checks.ok(f"{where}: survivors_by_generation view agrees with heaplens survivors",
+                          view == cli, f"view {sorted(view.items())} vs command {sorted(cli.items())}")
+            except sqlite3.Error as e:
+                checks.ok(f"{where}: survivors_by_generation view", False, str(e))
+
+    if conn is not None:
+        conn.close()
+    print(f"{checks.passed} passed, {checks.failed} failed")
+    return 1 if checks.failed else 0
+
+
+def fmt(d):
+    return "{" + ", ".join(f"gen{k}: {v}" for k, v in sorted(d.items())) + "}" if d else "none"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
