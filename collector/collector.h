@@ -42,6 +42,9 @@ typedef struct hl_profiler {
     hl_tbufs rings;
     hl_gc_queue gcs;
     atomic_uint_fast64_t suspend_ns; /* last RuntimeSuspendStarted for a GC */
+    uint32_t snapshot_mode;     /* HEAPLENS_SNAPSHOT: which GCs take a snapshot */
+    uint32_t snapshot_every;    /* N of every:N */
+    atomic_bool snapshot_requested; /* heaplens snapshot PID: the next GC takes one */
 
     atomic_flag names_lock;
     hl_name_event names[HL_NAME_EVENTS];

@@ -8,7 +8,7 @@
  * holds on the wire (see wire/hl_wire.h).
  */
 #define _GNU_SOURCE
-#include "collector/collector.h"
+#include "collector/collector_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,57 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/outbox.h"
-#include "collector/type_names.h"
-#include "heapmodel/hm_model.h"
-#include "wire/hl_wire.h"
-
-#define ALLOC_BATCH 4096
-#define CHUNK_IDS 65536          /* ids per GC_DEATHS / GC_YOUNG_FATE record */
-#define SHUTDOWN_STALL_MS 10000  /* give up on a writer that takes nothing for this long */
-
-/* ClassID -> dense type id; open addressing, linear probing, load <= 1/2. */
-typedef struct type_slot {
-    ClassID class_id; /* 0 = empty (no ClassID is 0) */
-    uint32_t type_id;
-} type_slot;
-typedef struct type_map {
-    type_slot *slots;
-    size_t cap, count;
-} type_map;
-
-typedef struct id_vec {
-    void *p;
-    size_t n, cap, elem;
-} id_vec;
-
-typedef struct known_thread {
-    ThreadID thread;
-    uint32_t os_tid;
-    char name[64];
-} known_thread;
-
-/* State owned by the collector thread. */
-typedef struct collector {
-    hl_profiler *p;
-    hm_model *model;
-    type_map types;
-    hl_type_names names;
-    hl_outbox out;
-    hl_alloc batch[ALLOC_BATCH];
-    size_t n_batch;
-    uint64_t young_first;  /* first id allocated after the last applied GC */
-    uint32_t gcs_applied;
-    uint64_t anomalies;
-    uint64_t model_failures;
-    /* Per-GC scratch. */
-    uint8_t *fate;
-    size_t fate_cap;
-    id_vec deaths, promotions;
-    known_thread *threads;
-    size_t n_threads, cap_threads;
-    char name[4096];
-} collector;
+#define SHUTDOWN_STALL_MS 10000 /* give up on a writer that takes nothing for this long */
 
 uint64_t hl_now_ns(void) {
     struct timespec ts;
@@ -85,7 +35,7 @@ uint64_t hl_now_unix_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static bool vec_push(id_vec *v, const void *elem) {
+bool hl_vec_push(id_vec *v, const void *elem) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4096;
         void *grown = realloc(v->p, cap * v->elem);
@@ -99,6 +49,12 @@ static bool vec_push(id_vec *v, const void *elem) {
     return true;
 }
 
+void hl_vec_release(id_vec *v) {
+    free(v->p);
+    v->p = NULL;
+    v->n = v->cap = 0;
+}
+
 /* ---- records ---------------------------------------------------------------------------- */
 
 static void put_str(collector *c, uint16_t type, const void *head, size_t n_head, const char *s) {
@@ -106,19 +62,29 @@ static void put_str(collector *c, uint16_t type, const void *head, size_t n_head
     hl_outbox_put(&c->out, type, head, n_head, &len, sizeof len, s, len);
 }
 
-static void flush_batch(collector *c) {
+void hl_collector_flush_batch(collector *c) {
     if (!c->n_batch)
         return;
     hl_alloc_batch h = {.count = (uint32_t)c->n_batch};
-    hl_outbox_put(&c->out, HL_REC_ALLOC_BATCH, &h, sizeof h, c->batch, c->n_batch * sizeof c->batch[0],
-                  NULL, 0);
+    hl_outbox_put(&c->out, HL_REC_ALLOC_BATCH, &h, sizeof h, c->batch,
+                  c->n_batch * sizeof c->batch[0], NULL, 0);
     c->n_batch = 0;
+}
+
+void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
+                              uint32_t *count_field, const void *elems, size_t n, size_t elem_size) {
+    for (size_t off = 0; off < n; off += CHUNK) {
+        size_t k = n - off < CHUNK ? n - off : CHUNK;
+        *count_field = (uint32_t)k;
+        hl_outbox_put(&c->out, type, head, head_size, (const char *)elems + off * elem_size,
+                      k * elem_size, NULL, 0);
+    }
 }
 
 static void counters_fill(collector *c, hl_counters *k) {
     hl_profiler *p = c->p;
     memset(k, 0, sizeof *k);
-    k->allocs_seen = atomic_load(&p->next_id) - 1;
+    k->allocs_seen = hl_tbufs_allocations(&p->rings);
     k->allocs_dropped = hl_tbufs_dropped(&p->rings);
     k->gc_events_dropped = atomic_load(&p->gcs.lost) + c->model_failures;
     k->records_dropped = c->out.records_dropped;
@@ -127,97 +93,87 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->threads_overflowed = atomic_load(&p->rings.overflowed) + atomic_load(&p->names_dropped);
 }
 
+/* /proc/self/cmdline with the NULs between arguments made spaces. */
+static void read_command_line(char *out, size_t size) {
+    out[0] = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, out, size - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    for (ssize_t i = 0; i < n; i++)
+        if (out[i] == 0)
+            out[i] = ' ';
+    out[n - 1] = 0;
+}
+
 static void send_run_start(collector *c) {
     hl_profiler *p = c->p;
     hl_stream_header h = {.version = HL_STREAM_VERSION};
     memcpy(h.magic, HL_STREAM_MAGIC, 8);
     hl_outbox_put_raw(&c->out, &h, sizeof h);
 
-    char cmdline[4096] = "";
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t n = read(fd, cmdline, sizeof cmdline - 1);
-        close(fd);
-        for (ssize_t i = 0; i < n; i++)
-            if (cmdline[i] == 0)
-                cmdline[i] = ' ';
-        cmdline[n > 0 ? n - 1 : 0] = 0;
-    }
-    const char *producer = "heaplens " HEAPLENS_VERSION;
+    char cmdline[2048];
+    read_command_line(cmdline, sizeof cmdline);
+    const char *strings[3] = {cmdline, p->runtime_version, "heaplens " HEAPLENS_VERSION};
     hl_run_start rs = {.pid = (uint32_t)getpid(), .mode = HL_MODE_FULL,
                        .start_unix_ns = p->start_unix_ns, .start_mono_ns = p->start_mono_ns,
                        .flags = p->empty ? HL_RUN_FLAG_EMPTY_PROFILER : 0, .pointer_size = 8};
-    uint32_t l1 = (uint32_t)strlen(cmdline), l2 = (uint32_t)strlen(p->runtime_version),
-             l3 = (uint32_t)strlen(producer);
-    size_t n = sizeof rs + 12 + l1 + l2 + l3;
-    uint8_t *buf = malloc(n);
-    if (!buf)
-        return;
-    uint8_t *q = buf;
-    memcpy(q, &rs, sizeof rs), q += sizeof rs;
-    memcpy(q, &l1, 4), q += 4, memcpy(q, cmdline, l1), q += l1;
-    memcpy(q, &l2, 4), q += 4, memcpy(q, p->runtime_version, l2), q += l2;
-    memcpy(q, &l3, 4), q += 4, memcpy(q, producer, l3);
-    hl_outbox_put(&c->out, HL_REC_RUN_START, buf, n, NULL, 0, NULL, 0);
-    free(buf);
+    char payload[sizeof rs + 3 * 4 + sizeof cmdline + 64];
+    size_t n = 0;
+    memcpy(payload, &rs, sizeof rs);
+    n += sizeof rs;
+    for (int i = 0; i < 3; i++) {
+        uint32_t len = (uint32_t)strnlen(strings[i], sizeof cmdline - 1);
+        if (n + 4 + len > sizeof payload)
+            len = 0;
+        memcpy(payload + n, &len, 4);
+        memcpy(payload + n + 4, strings[i], len);
+        n += 4 + len;
+    }
+    hl_outbox_put(&c->out, HL_REC_RUN_START, payload, n, NULL, 0, NULL, 0);
 }
 
 /* ---- types -------------------------------------------------------------------------------- */
 
-static size_t type_slot_index(ClassID cls, size_t cap) {
-    return (size_t)((cls >> 3) * 0x9E3779B97F4A7C15ull) & (cap - 1);
-}
-
-static bool type_map_grow(type_map *m) {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
-    type_slot *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return false;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->slots[i].class_id)
-            continue;
-        size_t j = type_slot_index(m->slots[i].class_id, cap);
-        while (slots[j].class_id)
-            j = (j + 1) & (cap - 1);
-        slots[j] = m->slots[i];
-    }
-    free(m->slots);
-    m->slots = slots;
-    m->cap = cap;
-    return true;
-}
-
-static uint32_t type_id_of(collector *c, ClassID cls) {
-    type_map *m = &c->types;
-    if (m->count * 2 >= m->cap && !type_map_grow(m))
-        return 0;
-    size_t j = type_slot_index(cls, m->cap);
-    while (m->slots[j].class_id) {
-        if (m->slots[j].class_id == cls)
-            return m->slots[j].type_id;
-        j = (j + 1) & (m->cap - 1);
-    }
-    uint32_t id = (uint32_t)++m->count;
-    m->slots[j].class_id = cls;
-    m->slots[j].type_id = id;
-    flush_batch(c); /* the TYPE record must precede the allocations that use it */
+uint32_t hl_collector_type_id(collector *c, ClassID cls) {
+    uint64_t *known = hl_u64map_get(&c->types, cls);
+    if (known)
+        return (uint32_t)*known;
+    uint32_t id = ++c->n_types;
+    if (!hl_u64map_put(&c->types, cls, id))
+        c->model_failures++; /* resolved again next time: a duplicate TYPE record, harmless */
+    hl_collector_flush_batch(c); /* the TYPE record must precede the allocations that use it */
     hl_type t = {.type_id = id, .class_id = cls};
     t.flags = hl_type_name(&c->names, cls, c->name, sizeof c->name);
     put_str(c, HL_REC_TYPE, &t, sizeof t, c->name);
     return id;
 }
 
-/* ---- allocations ---------------------------------------------------------------------------- */
+/* ---- events from the rings ---------------------------------------------------------------- */
 
-static void on_alloc(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
+static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     collector *c = ctx;
-    if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
-        c->model_failures++;
-    uint32_t type_id = type_id_of(c, ev->class_id); /* may flush the batch: before indexing it */
-    c->batch[c->n_batch++] = (hl_alloc){.id = ev->id, .size = ev->size, .type_id = type_id,
-                                        .os_tid = os_tid};
-    if (c->n_batch == ALLOC_BATCH)
-        flush_batch(c);
+    switch (HL_EV_KIND(ev)) {
+    case HL_EV_ALLOC: {
+        if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
+            c->model_failures++;
+        uint32_t type_id = hl_collector_type_id(c, ev->class_id); /* may flush the batch */
+        c->batch[c->n_batch++] = (hl_alloc){.id = ev->id, .size = HL_EV_SIZE(ev),
+                                            .type_id = type_id, .os_tid = os_tid};
+        if (c->n_batch == ALLOC_BATCH)
+            hl_collector_flush_batch(c);
+        break;
+    }
+    case HL_EV_HANDLE_CREATED:
+        hl_handles_created(c, ev->addr, ev->class_id);
+        break;
+    case HL_EV_HANDLE_DESTROYED:
+        hl_handles_destroyed(c, ev->addr);
+        break;
+    }
 }
 
 /* A thread's name and its OS thread come in separate callbacks, in either order (a Thread is
@@ -280,7 +236,7 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     if (id >= a->first && id < a->end) {
         uint8_t *f = &a->c->fate[id - a->first];
         *f = HL_FATE(HL_FATE_HEAP(*f), HL_GEN_NONE);
-    } else if (!vec_push(&a->c->deaths, &id)) {
+    } else if (!hl_vec_push(&a->c->deaths, &id)) {
         a->c->model_failures++;
     }
 }
@@ -292,7 +248,7 @@ static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t 
         *f = HL_FATE(HL_FATE_HEAP(*f), gen_after);
     } else if (gen_after != gen_before) {
         hl_promotion pr = {.id = id, .generation = gen_after};
-        if (!vec_push(&a->c->promotions, &pr))
+        if (!hl_vec_push(&a->c->promotions, &pr))
             a->c->model_failures++;
     }
 }
@@ -305,7 +261,7 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
 }
 
 static void apply_gc(collector *c, hl_gc_capture *g) {
-    flush_batch(c);
+    hl_collector_flush_batch(c);
     uint64_t first = c->young_first, end = g->first_id_after > first ? g->first_id_after : first;
     size_t n_young = (size_t)(end - first);
     if (n_young > c->fate_cap) {
@@ -316,7 +272,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         }
     }
     bool have_fate = n_young <= c->fate_cap;
-    if (have_fate)
+    if (have_fate && n_young)
         memset(c->fate, HL_FATE_UNKNOWN, n_young);
     c->deaths.n = c->promotions.n = 0;
 
@@ -343,29 +299,26 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     sizes_by_generation(g->before, g->n_before, s.size_before);
     hl_outbox_put(&c->out, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0);
 
-    for (size_t off = 0; have_fate && off < n_young; off += CHUNK_IDS) {
-        size_t n = n_young - off < CHUNK_IDS ? n_young - off : CHUNK_IDS;
-        hl_gc_young_fate f = {.gc = g->gc, .count = (uint32_t)n, .first_id = first + off};
-        hl_outbox_put(&c->out, HL_REC_GC_YOUNG_FATE, &f, sizeof f, c->fate + off, n, NULL, 0);
+    for (size_t off = 0; have_fate && off < n_young; off += CHUNK) {
+        size_t k = n_young - off < CHUNK ? n_young - off : CHUNK;
+        hl_gc_young_fate f = {.gc = g->gc, .count = (uint32_t)k, .first_id = first + off};
+        hl_outbox_put(&c->out, HL_REC_GC_YOUNG_FATE, &f, sizeof f, c->fate + off, k, NULL, 0);
     }
-    const uint64_t *deaths = c->deaths.p;
-    for (size_t off = 0; off < c->deaths.n; off += CHUNK_IDS) {
-        size_t n = c->deaths.n - off < CHUNK_IDS ? c->deaths.n - off : CHUNK_IDS;
-        hl_gc_deaths d = {.gc = g->gc, .count = (uint32_t)n};
-        hl_outbox_put(&c->out, HL_REC_GC_DEATHS, &d, sizeof d, deaths + off, n * 8, NULL, 0);
-    }
-    const hl_promotion *promos = c->promotions.p;
-    for (size_t off = 0; off < c->promotions.n; off += CHUNK_IDS) {
-        size_t n = c->promotions.n - off < CHUNK_IDS ? c->promotions.n - off : CHUNK_IDS;
-        hl_gc_promotions pr = {.gc = g->gc, .count = (uint32_t)n};
-        hl_outbox_put(&c->out, HL_REC_GC_PROMOTIONS, &pr, sizeof pr, promos + off,
-                      n * sizeof *promos, NULL, 0);
-    }
+    hl_gc_deaths d = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_GC_DEATHS, &d, sizeof d, &d.count, c->deaths.p,
+                             c->deaths.n, sizeof(uint64_t));
+    hl_gc_promotions pr = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_GC_PROMOTIONS, &pr, sizeof pr, &pr.count,
+                             c->promotions.p, c->promotions.n, sizeof(hl_promotion));
 
     hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns, .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
-                   .surviving_ranges = g->surviving_ranges,
-                   .objects_live = hm_model_count(c->model)};
+                   .surviving_ranges = g->surviving_ranges};
+    if (!incomplete) {
+        hl_roots_apply(c, g, &e);
+        hl_snapshot_send(c, g);
+    }
+    e.objects_live = hm_model_count(c->model);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) | (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
     sizes_by_generation(g->after, g->n_after, e.size_after);
     counters_fill(c, &e.counters);
@@ -373,6 +326,32 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
 
     c->young_first = end;
     c->gcs_applied = g->gc;
+}
+
+/* ---- requests from the writer ------------------------------------------------------------- */
+
+static void *force_gc_main(void *arg) {
+    hl_profiler *p = arg;
+    /* Its own thread: ForceGC must not run on a thread with managed frames or callbacks on its
+     * stack, and the runtime makes the calling thread a runtime thread for good. */
+    info_force_gc(p->info);
+    return NULL;
+}
+
+static void take_requests(collector *c) {
+    int cmd;
+    while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
+        if (cmd != HL_CMD_SNAPSHOT)
+            continue;
+        atomic_store(&c->p->snapshot_requested, true);
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, force_gc_main, c->p) != 0)
+            atomic_store(&c->p->snapshot_requested, false);
+        pthread_attr_destroy(&attr);
+    }
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
@@ -391,7 +370,7 @@ static bool pass(collector *c) {
         uint64_t limit = g ? g->first_id_after : snapshot;
         if (!finished && limit > snapshot)
             limit = snapshot;
-        if (hl_tbufs_drain(&p->rings, limit, on_alloc, c))
+        if (hl_tbufs_drain(&p->rings, limit, on_event, c))
             worked = true;
         if (!finished)
             break;
@@ -400,9 +379,10 @@ static bool pass(collector *c) {
         worked = true;
     }
     if (!worked)
-        flush_batch(c); /* quiet moment: let the writer see what we have */
+        hl_collector_flush_batch(c); /* quiet moment: let the writer see what we have */
     if (hl_outbox_send(&c->out))
         worked = true;
+    take_requests(c);
     return worked;
 }
 
@@ -411,8 +391,8 @@ static void finish(collector *c) {
     /* Shutdown: no thread allocates any more, so drain everything. */
     while (pass(c))
         ;
-    hl_tbufs_drain(&p->rings, UINT64_MAX, on_alloc, c);
-    flush_batch(c);
+    hl_tbufs_drain(&p->rings, UINT64_MAX, on_event, c);
+    hl_collector_flush_batch(c);
     drain_names(c);
     hl_run_end e = {.end_unix_ns = hl_now_unix_ns(), .end_mono_ns = hl_now_ns(),
                     .gcs = c->gcs_applied};
@@ -428,11 +408,13 @@ static void *collector_main(void *arg) {
     while (!atomic_load_explicit(&p->stopping, memory_order_acquire)) {
         if (pass(c))
             continue;
-        /* Idle: sleep until the socket can take more, Shutdown wakes us, or 1 ms passes (the
-         * rings are polled; allocation callbacks never make a system call to wake us). */
+        /* Idle: sleep until the socket can take more or has a request, Shutdown wakes us, or
+         * 1 ms passes (the rings are polled: allocation callbacks never make a system call). */
         struct pollfd fds[2] = {{.fd = p->wake_fd, .events = POLLIN},
-                                {.fd = c->out.fd, .events = POLLOUT}};
-        poll(fds, hl_outbox_pending(&c->out) && c->out.fd >= 0 ? 2 : 1, 1);
+                                {.fd = c->out.fd, .events = POLLIN}};
+        if (hl_outbox_pending(&c->out))
+            fds[1].events |= POLLOUT;
+        poll(fds, c->out.fd >= 0 ? 2 : 1, 1);
     }
     finish(c);
     return NULL;
@@ -444,19 +426,33 @@ static size_t outbox_capacity(void) {
     return (size_t)(v > 0 && v <= 16384 ? v : 256) << 20;
 }
 
+static void collector_free(collector *c) {
+    hl_outbox_release(&c->out);
+    hl_type_names_release(&c->names);
+    hm_model_free(c->model);
+    hl_u64map_release(&c->types);
+    hl_u64map_release(&c->handles);
+    hl_vec_release(&c->deaths);
+    hl_vec_release(&c->promotions);
+    free(c->fate);
+    free(c->threads);
+    free(c);
+}
+
 int hl_collector_start(hl_profiler *p) {
     collector *c = calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
     c->p = p;
-    c->model = hm_model_new();
     c->young_first = 1;
     c->deaths.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
+    hl_u64map_init(&c->types);
+    hl_u64map_init(&c->handles);
     hl_type_names_init(&c->names, p->info);
+    c->model = hm_model_new();
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {
-        hm_model_free(c->model);
-        free(c);
+        collector_free(c);
         return ENOMEM;
     }
     p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -467,9 +463,7 @@ int hl_collector_start(hl_profiler *p) {
     int err = pthread_create(&p->thread, NULL, collector_main, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
-        hl_outbox_release(&c->out);
-        hm_model_free(c->model);
-        free(c);
+        collector_free(c);
         return err;
     }
     pthread_setname_np(p->thread, "heaplens");
@@ -488,15 +482,7 @@ void hl_collector_stop(hl_profiler *p) {
     }
     pthread_join(p->thread, NULL);
     p->collector = NULL;
-    /* The runtime may still run finalizers on other threads after Shutdown; the rings and the
-     * GC queue stay allocated (the process is ending), only the collector's own state goes. */
-    hl_outbox_release(&c->out);
-    hl_type_names_release(&c->names);
-    hm_model_free(c->model);
-    free(c->fate);
-    free(c->deaths.p);
-    free(c->promotions.p);
-    free(c->types.slots);
-    free(c->threads);
-    free(c);
+    /* The rings and the GC queue stay: other threads may still be inside a callback while the
+     * process ends. Only the collector thread's own state goes. */
+    collector_free(c);
 }

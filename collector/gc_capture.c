@@ -29,6 +29,8 @@ static void capture_free(hl_gc_capture *c) {
     free(c->before);
     free(c->after);
     free(c->moves);
+    free(c->roots);
+    free(c->walk);
     free(c);
 }
 
@@ -72,7 +74,10 @@ static bool bounds_copy(hl_gc_queue *q, ICorProfilerInfo *info, hm_gen_range **o
 }
 
 void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
-                      uint32_t reason, uint64_t next_id, uint64_t suspend_ns) {
+                      uint32_t reason, uint64_t next_id, uint64_t suspend_ns,
+                      uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
+                                                  uint32_t reason),
+                      void *policy_ctx) {
     uint64_t t = now_ns();
     q->gcs_started++;
     hl_gc_capture *c = calloc(1, sizeof *c);
@@ -96,6 +101,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     c->first_id_after = next_id;
     if (!bounds_copy(q, info, &c->before, &c->n_before))
         c->incomplete = true;
+    c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
     atomic_init(&c->finished, false);
     q->current = c;
     q->ring[w % HL_GC_QUEUE] = c;
@@ -134,6 +140,60 @@ void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
         c->surviving_ranges += count;
 out:
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
+/* Grows *buf to hold `need` more bytes; false when the memory is not there. */
+static bool grow(void **buf, size_t *cap, size_t len, size_t need, size_t elem) {
+    if (len + need <= *cap)
+        return true;
+    size_t cap2 = *cap ? *cap * 2 : 4096;
+    while (cap2 < len + need)
+        cap2 *= 2;
+    void *grown = realloc(*buf, cap2 * elem);
+    if (!grown)
+        return false;
+    *buf = grown;
+    *cap = cap2;
+    return true;
+}
+
+void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,
+                    const uint32_t *flags, const UINT_PTR *ids) {
+    hl_gc_capture *c = q->current;
+    if (!c)
+        return;
+    if (!grow((void **)&c->roots, &c->cap_roots, c->n_roots, count, sizeof *c->roots)) {
+        c->incomplete = true;
+        return;
+    }
+    for (ULONG i = 0; i < count; i++)
+        c->roots[c->n_roots++] = (hl_root){roots[i], ids ? ids[i] : 0, kinds[i], flags[i]};
+}
+
+bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
+                     ULONG n_refs, const ObjectID *refs) {
+    hl_gc_capture *c = q->current;
+    if (!c || !c->snapshot_trigger)
+        return false;
+    uint64_t t = now_ns();
+    if (!c->walk_objects)
+        c->walk_first_ns = t;
+    c->walk_last_ns = t;
+    size_t need = sizeof(hl_walk_object) + (size_t)n_refs * sizeof(ObjectID);
+    if (!grow((void **)&c->walk, &c->walk_cap, c->walk_len, need, 1)) {
+        c->incomplete = true;
+        c->snapshot_trigger = 0; /* a partial walk is no snapshot: drop it, say so */
+        return false;
+    }
+    SIZE_T size = 0;
+    info_get_object_size2(info, object, &size);
+    hl_walk_object w = {object, class_id, size, n_refs};
+    memcpy(c->walk + c->walk_len, &w, sizeof w);
+    if (n_refs)
+        memcpy(c->walk + c->walk_len + sizeof w, refs, (size_t)n_refs * sizeof(ObjectID));
+    c->walk_len += need;
+    c->walk_objects++;
+    return true;
 }
 
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {

@@ -22,6 +22,19 @@
 #define HL_GC_QUEUE 1024                 /* GCs the collector thread may lag behind */
 #define HL_GC_MAX_MOVES (64u << 20)       /* ranges kept per GC (1.5 GiB) before giving up */
 
+typedef struct hl_root {
+    ObjectID object;
+    UINT_PTR root_id;
+    uint32_t kind, flags;
+} hl_root;
+
+typedef struct hl_walk_object {
+    ObjectID object;
+    ClassID class_id;
+    uint64_t size;
+    uint64_t n_refs;
+} hl_walk_object;
+
 typedef struct hl_gc_capture {
     uint32_t gc;             /* ordinal from 1 */
     uint32_t generation;     /* highest condemned SOH generation */
@@ -38,6 +51,16 @@ typedef struct hl_gc_capture {
     uint32_t moved_ranges, surviving_ranges;
     uint64_t survived_bytes, moved_bytes;
     bool incomplete;         /* some input was lost (memory, table full, bounds failed) */
+    /* Roots (RootReferences2), kept at every GC: they reveal handle kinds and pinning. */
+    hl_root *roots;
+    size_t n_roots, cap_roots;
+    /* The runtime's heap walk (ObjectReferences), kept only when this GC takes a snapshot:
+     * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs. */
+    uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
+    uint8_t *walk;
+    size_t walk_len, walk_cap;
+    uint64_t walk_objects;
+    uint64_t walk_first_ns, walk_last_ns;
     atomic_bool finished;    /* set last, at GarbageCollectionFinished */
 } hl_gc_capture;
 
@@ -56,9 +79,18 @@ typedef struct hl_gc_queue {
 void hl_gc_queue_init(hl_gc_queue *q);
 void hl_gc_queue_release(hl_gc_queue *q);
 
-/* Producer side: GC callbacks. */
+/* Producer side: GC callbacks. `snapshot_trigger` says whether this GC takes a snapshot. */
 void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
-                      uint32_t reason, uint64_t next_id, uint64_t suspend_ns);
+                      uint32_t reason, uint64_t next_id, uint64_t suspend_ns,
+                      uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
+                                                  uint32_t reason),
+                      void *policy_ctx);
+void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,
+                    const uint32_t *flags, const UINT_PTR *ids);
+/* One object of the runtime's heap walk. Returns false when this GC takes no snapshot (the
+ * caller then stops the walk). */
+bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
+                     ULONG n_refs, const ObjectID *refs);
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
                      const ObjectID *new_starts, const SIZE_T *lengths);
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info);

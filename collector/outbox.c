@@ -141,3 +141,33 @@ void hl_outbox_flush(hl_outbox *o, int stall_ms) {
             disconnect(o);
     }
 }
+
+int hl_outbox_read_command(hl_outbox *o) {
+    while (o->fd >= 0) {
+        if (o->in_len >= sizeof(hl_rec_header)) {
+            hl_rec_header h;
+            memcpy(&h, o->in, sizeof h);
+            size_t whole = sizeof h + h.size;
+            if (h.size > sizeof o->in - sizeof h) { /* not a request we know: drop the stream */
+                o->in_len = 0;
+                return 0;
+            }
+            if (o->in_len >= whole) {
+                memmove(o->in, o->in + whole, o->in_len - whole);
+                o->in_len -= whole;
+                if (h.type)
+                    return h.type;
+                continue;
+            }
+        }
+        ssize_t n = recv(o->fd, o->in + o->in_len, sizeof o->in - o->in_len, MSG_DONTWAIT);
+        if (n > 0) {
+            o->in_len += (size_t)n;
+            continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            disconnect(o); /* the writer closed the socket: it is gone */
+        return 0;
+    }
+    return 0;
+}

@@ -19,6 +19,8 @@ typedef struct hl_outbox {
     size_t cap, start, end;
     uint64_t records_dropped, bytes_dropped;
     uint64_t bytes_sent;
+    uint8_t in[64];      /* a partly received request from the writer */
+    size_t in_len;
 } hl_outbox;
 
 /* Allocates the queue (`cap` bytes) and connects to the unix socket `path` (NULL: stays
@@ -40,5 +42,9 @@ bool hl_outbox_send(hl_outbox *o);
 void hl_outbox_flush(hl_outbox *o, int stall_ms);
 
 static inline bool hl_outbox_pending(const hl_outbox *o) { return o->end > o->start; }
+
+/* Reads one request the writer sent back (HL_CMD_*) without blocking: its type, 0 when none is
+ * complete yet. Unknown or malformed requests are skipped. */
+int hl_outbox_read_command(hl_outbox *o);
 
 #endif /* HEAPLENS_OUTBOX_H */

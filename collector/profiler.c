@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "collector/collector.h"
+#include "wire/hl_wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -43,8 +44,34 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
         return S_OK; /* counted in overflowed; the id stays unused */
     SIZE_T size = 0;
     info_get_object_size2(p->info, object, &size);
-    hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id, .size = size};
+    hl_tbuf_count_allocation(ring);
+    hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id,
+                         .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, size)};
     hl_tbuf_push(ring, &ev);
+    return S_OK;
+}
+
+/* Handle events take a sequence number from the allocation counter, so the collector applies
+ * them in order with allocations and GCs (the target's address belongs to that moment). */
+static void handle_event(hl_profiler *p, unsigned kind, GCHandleID handle, ObjectID target) {
+    hl_tbuf *ring = hl_tbufs_current(&p->rings);
+    if (!ring)
+        return;
+    uint64_t seq = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
+    hl_alloc_event ev = {.id = seq, .addr = handle, .class_id = target,
+                         .kind_size = HL_EV_KIND_SIZE(kind, 0)};
+    hl_tbuf_push(ring, &ev);
+}
+
+static HRESULT on_handle_created(hl_profiler *p, GCHandleID handle, ObjectID initial) {
+    if (p->active)
+        handle_event(p, HL_EV_HANDLE_CREATED, handle, initial);
+    return S_OK;
+}
+
+static HRESULT on_handle_destroyed(hl_profiler *p, GCHandleID handle) {
+    if (p->active)
+        handle_event(p, HL_EV_HANDLE_DESTROYED, handle, 0);
     return S_OK;
 }
 
@@ -56,12 +83,49 @@ static HRESULT on_runtime_suspend_started(hl_profiler *p, uint32_t reason) {
     return S_OK;
 }
 
+/* Which GCs take a snapshot (HEAPLENS_SNAPSHOT, set by `heaplens record --snapshot`). */
+enum { SNAPSHOT_NONE, SNAPSHOT_INDUCED, SNAPSHOT_GEN2, SNAPSHOT_EVERY };
+
+static void snapshot_policy_parse(hl_profiler *p, const char *text) {
+    p->snapshot_mode = SNAPSHOT_INDUCED;
+    if (!text || !*text || strcmp(text, "induced") == 0)
+        return;
+    if (strcmp(text, "none") == 0)
+        p->snapshot_mode = SNAPSHOT_NONE;
+    else if (strcmp(text, "gen2") == 0)
+        p->snapshot_mode = SNAPSHOT_GEN2;
+    else if (strncmp(text, "every:", 6) == 0 && atoi(text + 6) > 0) {
+        p->snapshot_mode = SNAPSHOT_EVERY;
+        p->snapshot_every = (uint32_t)atoi(text + 6);
+    }
+}
+
+static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
+    hl_profiler *p = ctx;
+    if (atomic_exchange_explicit(&p->snapshot_requested, false, memory_order_relaxed))
+        return HL_SNAPSHOT_REQUESTED;
+    switch (p->snapshot_mode) {
+    case SNAPSHOT_INDUCED: return reason == COR_PRF_GC_REASON_INDUCED ? HL_SNAPSHOT_INDUCED : 0;
+    case SNAPSHOT_GEN2: return generation == 2 ? HL_SNAPSHOT_GEN2 : 0;
+    case SNAPSHOT_EVERY: return gc % p->snapshot_every == 0 ? HL_SNAPSHOT_EVERY : 0;
+    default: return 0;
+    }
+}
+
 static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], uint32_t reason) {
     if (!p->active)
         return S_OK;
     uint64_t suspend = atomic_exchange_explicit(&p->suspend_ns, 0, memory_order_relaxed);
     hl_gc_on_started(&p->gcs, p->info, collected, generations, reason,
-                     atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend);
+                     atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend,
+                     snapshot_policy, p);
+    return S_OK;
+}
+
+static HRESULT on_root_references2(hl_profiler *p, ULONG count, ObjectID roots[], uint32_t kinds[],
+                                   uint32_t flags[], UINT_PTR ids[]) {
+    if (p->active)
+        hl_gc_on_roots(&p->gcs, count, roots, kinds, flags, ids);
     return S_OK;
 }
 
@@ -86,11 +150,12 @@ static HRESULT on_gc_finished(hl_profiler *p) {
 }
 
 /* MONITOR_GC makes the runtime walk the whole heap after every GC, one ObjectReferences call per
- * live object. Without a snapshot to take, a failure HRESULT stops that walk at its first
- * object (documented in corprof.idl). */
+ * live object. A GC that takes a snapshot keeps the walk; at any other GC a failure HRESULT
+ * stops it at its first object (documented in corprof.idl). */
 static HRESULT on_object_references(hl_profiler *p, ObjectID object, ClassID class_id, ULONG count,
                                     ObjectID refs[]) {
-    (void)p, (void)object, (void)class_id, (void)count, (void)refs;
+    if (p->active && hl_gc_on_object(&p->gcs, p->info, object, class_id, count, refs))
+        return S_OK;
     return E_FAIL;
 }
 
@@ -143,7 +208,7 @@ static void runtime_version(hl_profiler *p) {
 static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
-                                        "HEAPLENS_SOCKET"};
+                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -159,6 +224,7 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     if (!p->info)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* runtime older than .NET Core 2 */
 
+    snapshot_policy_parse(p, getenv("HEAPLENS_SNAPSHOT"));
     const char *empty = getenv("HEAPLENS_EMPTY");
     p->empty = empty && strcmp(empty, "1") == 0;
     const char *socket_path = getenv("HEAPLENS_SOCKET");
@@ -238,6 +304,9 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .SurvivingReferences2 = on_surviving_references2,
     .GarbageCollectionFinished = on_gc_finished,
     .ObjectReferences = on_object_references,
+    .RootReferences2 = on_root_references2,
+    .HandleCreated = on_handle_created,
+    .HandleDestroyed = on_handle_destroyed,
     .ThreadAssignedToOSThread = on_thread_assigned,
     .ThreadNameChanged = on_thread_name_changed,
     .LoadAsNotificationOnly = on_load_as_notification_only,

@@ -21,6 +21,7 @@ struct hl_tbuf {
     _Alignas(64) atomic_uint_fast64_t tail; /* producer */
     uint64_t head_seen;                     /* producer's cached copy of head */
     atomic_uint_fast64_t dropped;           /* written by the producer only */
+    atomic_uint_fast64_t allocations;       /* written by the producer only */
     atomic_int state;
     uint32_t os_tid;
     _Alignas(64) hl_alloc_event events[HL_TBUF_EVENTS];
@@ -155,6 +156,22 @@ uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void 
              * is never reset, so the sum in hl_tbufs_dropped stays right across reuse. */
             atomic_store_explicit(&b->state, SLOT_FREE, memory_order_release);
         }
+    }
+    return n;
+}
+
+void hl_tbuf_count_allocation(hl_tbuf *b) {
+    uint64_t n = atomic_load_explicit(&b->allocations, memory_order_relaxed);
+    atomic_store_explicit(&b->allocations, n + 1, memory_order_relaxed);
+}
+
+uint64_t hl_tbufs_allocations(hl_tbufs *r) {
+    uint64_t n = 0;
+    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
+        hl_tbuf *b = atomic_load_explicit(&r->slots[i], memory_order_acquire);
+        if (!b)
+            break;
+        n += atomic_load_explicit(&b->allocations, memory_order_relaxed);
     }
     return n;
 }

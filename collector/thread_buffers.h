@@ -15,12 +15,18 @@
 #define HL_TBUF_SLOTS 512          /* threads allocating at the same time */
 #define HL_TBUF_EVENTS (1u << 20)  /* events per ring: 1M x 32 bytes = 32 MiB of address space, touched only as used */
 
+/* One event from a runtime thread. Allocations and handle events share the ring (and the id
+ * counter) so that the collector sees them in the same order as GCs. */
+enum { HL_EV_ALLOC = 0, HL_EV_HANDLE_CREATED = 1, HL_EV_HANDLE_DESTROYED = 2 };
 typedef struct hl_alloc_event {
-    uint64_t id;       /* allocation sequence number */
-    uint64_t addr;     /* ObjectID at allocation time */
-    uint64_t class_id;
-    uint64_t size;
+    uint64_t id;       /* sequence number: the object id for an allocation */
+    uint64_t addr;     /* ALLOC: ObjectID at allocation time; HANDLE_*: the GCHandleID */
+    uint64_t class_id; /* ALLOC: ClassID; HANDLE_CREATED: the initial target's ObjectID */
+    uint64_t kind_size; /* kind in the top two bits, ALLOC: the object size below */
 } hl_alloc_event;
+#define HL_EV_KIND(ev) ((unsigned)((ev)->kind_size >> 62))
+#define HL_EV_SIZE(ev) ((ev)->kind_size & ((1ull << 62) - 1))
+#define HL_EV_KIND_SIZE(kind, size) (((uint64_t)(kind) << 62) | (size))
 
 typedef struct hl_tbuf hl_tbuf;
 
@@ -48,5 +54,9 @@ uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void 
 
 /* Sum of events dropped because a ring was full (consumer side; approximate while running). */
 uint64_t hl_tbufs_dropped(hl_tbufs *r);
+/* Sum of allocation events pushed or dropped: the allocations seen. */
+uint64_t hl_tbufs_allocations(hl_tbufs *r);
+/* Counts one allocation on the calling thread's ring (producer side). */
+void hl_tbuf_count_allocation(hl_tbuf *b);
 
 #endif /* HEAPLENS_THREAD_BUFFERS_H */

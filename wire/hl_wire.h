@@ -19,9 +19,12 @@
  * Ordering guarantees given by the collector:
  *  - a TYPE record precedes the first ALLOC that uses its type id;
  *  - every allocation made before GC n (id < GC_START.first_id_after) precedes GC n's GC_START;
+ *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
  *  - GC n's records come in the order GC_START, GC_YOUNG_FATE*, GC_DEATHS*, GC_PROMOTIONS*,
- *    GC_END, and GCs come in ordinal order 1, 2, 3, ... without gaps (a GC whose data the
- *    collector lost is still sent, with HL_GC_FLAG_INCOMPLETE set).
+ *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
+ *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
+ *    1, 2, 3, ... without gaps (a GC whose data the collector lost is still sent, with
+ *    HL_GC_FLAG_INCOMPLETE set).
  */
 #ifndef HEAPLENS_WIRE_H
 #define HEAPLENS_WIRE_H
@@ -51,6 +54,15 @@ typedef enum hl_rec_type {
     HL_REC_GC_PROMOTIONS = 8,
     HL_REC_GC_END = 9,
     HL_REC_RUN_END = 10,
+    HL_REC_HANDLE_CREATED = 11,
+    HL_REC_HANDLE_DESTROYED = 12,
+    HL_REC_GC_HANDLE_KINDS = 13,
+    HL_REC_DISCOVERED = 14,
+    HL_REC_SNAPSHOT_START = 15,
+    HL_REC_SNAPSHOT_OBJECTS = 16,
+    HL_REC_SNAPSHOT_REFS = 17,
+    HL_REC_SNAPSHOT_ROOTS = 18,
+    HL_REC_SNAPSHOT_END = 19,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -196,9 +208,11 @@ typedef struct hl_gc_end {
     uint32_t moved_ranges;        /* MovedReferences2 ranges */
     uint32_t surviving_ranges;    /* SurvivingReferences2 ranges */
     uint64_t objects_live;        /* objects the model holds after the GC */
+    uint64_t roots;               /* RootReferences2 entries reported at the end of this GC */
+    uint64_t pinned_roots;        /* of those, with the PINNING flag */
     hl_counters counters;         /* cumulative */
 } hl_gc_end;
-static_assert(sizeof(hl_gc_end) == 160, "wire layout");
+static_assert(sizeof(hl_gc_end) == 176, "wire layout");
 enum {
     HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
     HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
@@ -213,5 +227,133 @@ typedef struct hl_run_end {
     hl_counters counters;  /* final */
 } hl_run_end;
 static_assert(sizeof(hl_run_end) == 88, "wire layout");
+
+/* ---- requests from the writer to the collector ------------------------------------------
+ * The writer may send these on the same socket, in the other direction: an hl_rec_header with
+ * one of these types and no payload. */
+enum {
+    HL_CMD_SNAPSHOT = 1, /* take a snapshot now: force a full GC and snapshot it */
+};
+
+/* ---- GC handles ------------------------------------------------------------------------
+ * HandleCreated / HandleDestroyed, in allocation order: `after_gc` is the number of GCs that
+ * had completed when it happened (0 = before the first GC). The handle's kind is not told at
+ * creation; it is learned from the root flags of the first GC that reports the handle
+ * (HL_REC_GC_HANDLE_KINDS). A handle created and destroyed between two GCs keeps kind 0. */
+enum {
+    HL_HANDLE_UNKNOWN = 0,
+    HL_HANDLE_STRONG = 1,
+    HL_HANDLE_WEAK = 2,
+    HL_HANDLE_PINNED = 3,
+    HL_HANDLE_REFCOUNTED = 4,
+};
+typedef struct hl_handle_created {
+    uint64_t handle_id;   /* GCHandleID: the handle's address */
+    uint64_t object_id;   /* its initial target, 0 if none or unknown to the model */
+    uint32_t after_gc;
+    uint32_t reserved;
+} hl_handle_created;
+typedef struct hl_handle_destroyed {
+    uint64_t handle_id;
+    uint32_t after_gc;
+    uint32_t reserved;
+} hl_handle_destroyed;
+static_assert(sizeof(hl_handle_created) == 24 && sizeof(hl_handle_destroyed) == 16, "wire layout");
+
+/* HL_REC_GC_HANDLE_KINDS, inside GC `gc`: handles whose kind this GC's roots revealed.
+ * `count` hl_handle_kind follow. */
+typedef struct hl_gc_handle_kinds {
+    uint32_t gc;
+    uint32_t count;
+} hl_gc_handle_kinds;
+typedef struct hl_handle_kind {
+    uint64_t handle_id;
+    uint32_t kind;        /* HL_HANDLE_* */
+    uint32_t reserved;
+} hl_handle_kind;
+static_assert(sizeof(hl_gc_handle_kinds) == 8 && sizeof(hl_handle_kind) == 16, "wire layout");
+
+/* ---- objects first seen in a heap walk ----------------------------------------------------
+ * Live objects the runtime's walk reports but the model never saw allocated (allocated before
+ * the collector loaded, or whose allocation record was dropped). They get ids from a range of
+ * their own, >= HL_DISCOVERED_ID_BASE, so they can never be taken for allocations.
+ * HL_REC_DISCOVERED inside GC `gc`: `count` hl_discovered follow; each is alive after `gc` in
+ * `generation`. From then on they are ordinary objects (deaths, promotions). */
+#define HL_DISCOVERED_ID_BASE (1ull << 48)
+typedef struct hl_discovered_head {
+    uint32_t gc;
+    uint32_t count;
+} hl_discovered_head;
+typedef struct hl_discovered {
+    uint64_t id;
+    uint64_t size;
+    uint32_t type_id;
+    uint32_t generation;
+} hl_discovered;
+static_assert(sizeof(hl_discovered_head) == 8 && sizeof(hl_discovered) == 24, "wire layout");
+
+/* ---- heap snapshots ----------------------------------------------------------------------
+ * A snapshot is the whole live heap at the end of GC `gc`, sent inside that GC (after its
+ * GC_START, before its GC_END): SNAPSHOT_START, then OBJECTS / REFS / ROOTS records in any
+ * number, then SNAPSHOT_END. A snapshot without its SNAPSHOT_END is incomplete and discarded. */
+enum {
+    HL_SNAPSHOT_INDUCED = 1,   /* the program called GC.Collect */
+    HL_SNAPSHOT_EVERY = 2,     /* --snapshot every:N */
+    HL_SNAPSHOT_GEN2 = 3,      /* --snapshot gen2 */
+    HL_SNAPSHOT_REQUESTED = 4, /* heaplens snapshot PID */
+};
+typedef struct hl_snapshot_start {
+    uint32_t snapshot;    /* 1, 2, 3, ... */
+    uint32_t gc;
+    uint32_t trigger;     /* HL_SNAPSHOT_* */
+    uint32_t reserved;
+} hl_snapshot_start;
+static_assert(sizeof(hl_snapshot_start) == 16, "wire layout");
+
+typedef struct hl_snapshot_batch { /* head of OBJECTS, REFS and ROOTS records */
+    uint32_t snapshot;
+    uint32_t count;
+} hl_snapshot_batch;
+static_assert(sizeof(hl_snapshot_batch) == 8, "wire layout");
+
+enum { HL_SNAP_OBJ_FROZEN = 1, HL_SNAP_OBJ_DISCOVERED = 2 };
+typedef struct hl_snapshot_object {
+    uint64_t id;
+    uint32_t generation;  /* HL_GEN_* */
+    uint32_t flags;       /* HL_SNAP_OBJ_* */
+} hl_snapshot_object;
+static_assert(sizeof(hl_snapshot_object) == 16, "wire layout");
+
+typedef struct hl_snapshot_ref { /* one reference: `from` has a field that points to `to` */
+    uint64_t from;
+    uint64_t to;
+} hl_snapshot_ref;
+static_assert(sizeof(hl_snapshot_ref) == 16, "wire layout");
+
+/* Root kinds and flags as COR_PRF_GC_ROOT_KIND / COR_PRF_GC_ROOT_FLAGS. */
+enum { HL_ROOT_OTHER = 0, HL_ROOT_STACK = 1, HL_ROOT_FINALIZER = 2, HL_ROOT_HANDLE = 3 };
+enum { HL_ROOT_PINNING = 1, HL_ROOT_WEAK = 2, HL_ROOT_INTERIOR = 4, HL_ROOT_REFCOUNTED = 8 };
+typedef struct hl_snapshot_root {
+    uint64_t object_id;
+    uint64_t root_id;     /* HANDLE: the handle id; STACK: the FunctionID of the frame, or 0 */
+    uint32_t kind;        /* HL_ROOT_* */
+    uint32_t flags;       /* HL_ROOT_* flag bits */
+} hl_snapshot_root;
+static_assert(sizeof(hl_snapshot_root) == 24, "wire layout");
+
+typedef struct hl_snapshot_end {
+    uint32_t snapshot;
+    uint32_t gc;
+    uint64_t objects;          /* objects in the snapshot (frozen ones included) */
+    uint64_t refs;
+    uint64_t roots;
+    uint64_t bytes;            /* sum of object sizes */
+    uint64_t model_missing;    /* alive in the model, absent from the runtime's walk */
+    uint64_t model_extra;      /* in the walk, unknown to the model (sent as DISCOVERED) */
+    uint64_t frozen;           /* NonGC objects included because something references them */
+    uint64_t unresolved;       /* references and roots to addresses nobody knows (dropped) */
+    uint64_t walk_ns;          /* time the runtime spent walking (first to last ObjectReferences) */
+} hl_snapshot_end;
+static_assert(sizeof(hl_snapshot_end) == 80, "wire layout");
 
 #endif /* HEAPLENS_WIRE_H */

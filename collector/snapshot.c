@@ -1,0 +1,249 @@
+/* snapshot.c — GC handles, roots and heap snapshots, on the collector thread.
+ *
+ * Runs after the model applied the GC, so every address below is a post-GC address and
+ * hm_model_lookup turns it into a stable id.
+ *
+ * A snapshot is built from what the GC callbacks copied: the runtime's walk of every live GC-heap
+ * object (ObjectReferences) and the roots (RootReferences2). Objects referenced from the graph
+ * that live on the NonGC (frozen) heap are added, marked frozen. The self-check compares the walk
+ * with the model: objects the model holds that the walk lacks (model_missing) and walked objects
+ * the model never saw (model_extra; they get ids of their own and are sent as DISCOVERED).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector_internal.h"
+
+/* ---- handles ---------------------------------------------------------------------------- */
+
+void hl_handles_created(collector *c, uint64_t handle, uint64_t target_addr) {
+    uint64_t object = 0;
+    if (target_addr)
+        hm_model_lookup(c->model, target_addr, &object, NULL);
+    if (!hl_u64map_put(&c->handles, handle, HL_HANDLE_UNKNOWN))
+        c->model_failures++;
+    hl_handle_created r = {.handle_id = handle, .object_id = object, .after_gc = c->gcs_applied};
+    hl_outbox_put(&c->out, HL_REC_HANDLE_CREATED, &r, sizeof r, NULL, 0, NULL, 0);
+}
+
+void hl_handles_destroyed(collector *c, uint64_t handle) {
+    hl_u64map_remove(&c->handles, handle);
+    hl_handle_destroyed r = {.handle_id = handle, .after_gc = c->gcs_applied};
+    hl_outbox_put(&c->out, HL_REC_HANDLE_DESTROYED, &r, sizeof r, NULL, 0, NULL, 0);
+}
+
+/* The runtime does not say a handle's kind; the flags of its root do. */
+static uint32_t handle_kind_from_flags(uint32_t flags) {
+    if (flags & HL_ROOT_PINNING)
+        return HL_HANDLE_PINNED;
+    if (flags & HL_ROOT_REFCOUNTED)
+        return HL_HANDLE_REFCOUNTED;
+    if (flags & HL_ROOT_WEAK)
+        return HL_HANDLE_WEAK;
+    return HL_HANDLE_STRONG;
+}
+
+void hl_roots_apply(collector *c, const hl_gc_capture *g, hl_gc_end *end) {
+    id_vec kinds = {.elem = sizeof(hl_handle_kind)};
+    for (size_t i = 0; i < g->n_roots; i++) {
+        const hl_root *r = &g->roots[i];
+        end->roots++;
+        if (r->flags & HL_ROOT_PINNING)
+            end->pinned_roots++;
+        if (r->kind != HL_ROOT_HANDLE || !r->root_id)
+            continue;
+        uint64_t *known = hl_u64map_get(&c->handles, r->root_id);
+        if (known && *known != HL_HANDLE_UNKNOWN)
+            continue;
+        hl_handle_kind k = {.handle_id = r->root_id, .kind = handle_kind_from_flags(r->flags)};
+        if (!hl_u64map_put(&c->handles, r->root_id, k.kind) || !hl_vec_push(&kinds, &k))
+            c->model_failures++;
+    }
+    hl_gc_handle_kinds head = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_GC_HANDLE_KINDS, &head, sizeof head, &head.count, kinds.p,
+                             kinds.n, sizeof(hl_handle_kind));
+    hl_vec_release(&kinds);
+}
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+typedef struct snapshot {
+    collector *c;
+    const hl_gc_capture *g;
+    id_vec objects;    /* hl_snapshot_object; the first walk_objects are the walk, in order */
+    id_vec refs;       /* hl_snapshot_ref */
+    id_vec roots;      /* hl_snapshot_root */
+    id_vec discovered; /* hl_discovered */
+    uint64_t *walked;  /* addresses of the walk, sorted, for the self-check */
+    hl_u64map frozen;  /* frozen objects already listed */
+    hl_snapshot_end end;
+} snapshot;
+
+static uint32_t generation_at(const hm_gen_range *r, size_t n, uint64_t addr) {
+    for (size_t i = 0; i < n; i++)
+        if (addr >= r[i].start && addr - r[i].start < r[i].length)
+            return r[i].generation;
+    return HL_GEN_NONE;
+}
+
+static void push(snapshot *s, id_vec *v, const void *elem) {
+    if (!hl_vec_push(v, elem))
+        s->c->model_failures++;
+}
+
+/* Pass 1: every walked object gets its id (or a new one: it was unknown to the model). */
+static void walk_objects(snapshot *s) {
+    collector *c = s->c;
+    const hl_gc_capture *g = s->g;
+    size_t i = 0;
+    for (size_t off = 0; off < g->walk_len; i++) {
+        hl_walk_object w;
+        memcpy(&w, g->walk + off, sizeof w);
+        off += sizeof w + w.n_refs * sizeof(ObjectID);
+        uint64_t id = 0;
+        uint32_t gen = HL_GEN_NONE;
+        hl_snapshot_object o = {0};
+        if (hm_model_lookup(c->model, w.object, &id, &gen) && gen != HM_GEN_UNKNOWN) {
+            o = (hl_snapshot_object){.id = id, .generation = gen};
+        } else {
+            id = HL_DISCOVERED_ID_BASE + ++c->discovered;
+            gen = generation_at(g->after, g->n_after, w.object);
+            if (hm_model_add(c->model, w.object, id) != HM_OK)
+                c->model_failures++;
+            hl_discovered d = {.id = id, .size = w.size,
+                               .type_id = hl_collector_type_id(c, w.class_id), .generation = gen};
+            push(s, &s->discovered, &d);
+            o = (hl_snapshot_object){.id = id, .generation = gen, .flags = HL_SNAP_OBJ_DISCOVERED};
+            s->end.model_extra++;
+        }
+        push(s, &s->objects, &o);
+        s->walked[i] = w.object;
+        s->end.bytes += w.size;
+    }
+}
+
+/* The id of a referenced address; frozen objects join the snapshot the first time. */
+static bool resolve(snapshot *s, uint64_t addr, uint64_t *id) {
+    uint32_t gen = HL_GEN_NONE;
+    if (!hm_model_lookup(s->c->model, addr, id, &gen)) {
+        s->end.unresolved++;
+        return false;
+    }
+    if (gen == HM_GEN_NONGC && !hl_u64map_get(&s->frozen, *id)) {
+        hl_u64map_put(&s->frozen, *id, 1);
+        hl_snapshot_object o = {.id = *id, .generation = HL_GEN_NONGC, .flags = HL_SNAP_OBJ_FROZEN};
+        push(s, &s->objects, &o);
+        s->end.frozen++;
+    }
+    return true;
+}
+
+/* Pass 2: references, now that every walked object has an id. */
+static void walk_refs(snapshot *s) {
+    const hl_gc_capture *g = s->g;
+    const hl_snapshot_object *objects = s->objects.p;
+    size_t i = 0;
+    for (size_t off = 0; off < g->walk_len; i++) {
+        hl_walk_object w;
+        memcpy(&w, g->walk + off, sizeof w);
+        const uint8_t *refs = g->walk + off + sizeof w;
+        off += sizeof w + w.n_refs * sizeof(ObjectID);
+        uint64_t from = objects[i].id; /* objects may grow (frozen), index i stays valid */
+        for (uint64_t k = 0; k < w.n_refs; k++) {
+            ObjectID to_addr;
+            memcpy(&to_addr, refs + k * sizeof to_addr, sizeof to_addr);
+            hl_snapshot_ref r = {.from = from};
+            if (to_addr && resolve(s, to_addr, &r.to))
+                push(s, &s->refs, &r);
+            objects = s->objects.p;
+        }
+    }
+}
+
+static void walk_roots(snapshot *s) {
+    const hl_gc_capture *g = s->g;
+    for (size_t i = 0; i < g->n_roots; i++) {
+        const hl_root *r = &g->roots[i];
+        hl_snapshot_root out = {.root_id = r->root_id, .kind = r->kind, .flags = r->flags};
+        if (r->object && !resolve(s, r->object, &out.object_id))
+            continue;
+        push(s, &s->roots, &out);
+    }
+}
+
+static int addr_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct missing_scan {
+    const uint64_t *walked;
+    size_t n, at;
+    uint64_t missing;
+} missing_scan;
+
+/* hm_model_foreach visits ascending addresses, the walk is sorted: one merge pass. */
+static bool missing_visit(void *ctx, uint64_t addr, uint64_t id, uint32_t generation) {
+    missing_scan *m = ctx;
+    (void)id;
+    if (generation == HM_GEN_NONGC || generation == HM_GEN_UNKNOWN)
+        return true; /* frozen objects are never walked; unknown ones were just discovered */
+    while (m->at < m->n && m->walked[m->at] < addr)
+        m->at++;
+    if (m->at == m->n || m->walked[m->at] != addr)
+        m->missing++;
+    return true;
+}
+
+static void send_batch(collector *c, uint16_t type, uint32_t snap, const id_vec *v) {
+    hl_snapshot_batch head = {.snapshot = snap};
+    hl_collector_put_chunked(c, type, &head, sizeof head, &head.count, v->p, v->n, v->elem);
+}
+
+void hl_snapshot_send(collector *c, const hl_gc_capture *g) {
+    if (!g->snapshot_trigger)
+        return;
+    snapshot s = {.c = c, .g = g};
+    s.objects.elem = sizeof(hl_snapshot_object);
+    s.refs.elem = sizeof(hl_snapshot_ref);
+    s.roots.elem = sizeof(hl_snapshot_root);
+    s.discovered.elem = sizeof(hl_discovered);
+    hl_u64map_init(&s.frozen);
+    s.walked = malloc((g->walk_objects ? g->walk_objects : 1) * sizeof *s.walked);
+    if (!s.walked) {
+        c->model_failures++;
+        return;
+    }
+    uint32_t snap = ++c->snapshots;
+    hl_collector_flush_batch(c);
+    walk_objects(&s);
+    walk_refs(&s);
+    walk_roots(&s);
+    qsort(s.walked, g->walk_objects, sizeof *s.walked, addr_cmp);
+    missing_scan m = {.walked = s.walked, .n = g->walk_objects};
+    hm_model_foreach(c->model, missing_visit, &m);
+
+    hl_discovered_head dh = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s.discovered.p,
+                             s.discovered.n, sizeof(hl_discovered));
+    hl_snapshot_start start = {.snapshot = snap, .gc = g->gc, .trigger = g->snapshot_trigger};
+    hl_outbox_put(&c->out, HL_REC_SNAPSHOT_START, &start, sizeof start, NULL, 0, NULL, 0);
+    send_batch(c, HL_REC_SNAPSHOT_OBJECTS, snap, &s.objects);
+    send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s.refs);
+    send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s.roots);
+    s.end.snapshot = snap;
+    s.end.gc = g->gc;
+    s.end.objects = s.objects.n;
+    s.end.refs = s.refs.n;
+    s.end.roots = s.roots.n;
+    s.end.model_missing = m.missing;
+    s.end.walk_ns = g->walk_last_ns - g->walk_first_ns;
+    hl_outbox_put(&c->out, HL_REC_SNAPSHOT_END, &s.end, sizeof s.end, NULL, 0, NULL, 0);
+
+    free(s.walked);
+    hl_u64map_release(&s.frozen);
+    hl_vec_release(&s.objects);
+    hl_vec_release(&s.refs);
+    hl_vec_release(&s.roots);
+    hl_vec_release(&s.discovered);
+}
