@@ -82,6 +82,22 @@ static const query_command commands[] = {
                  "  --gc N               the GC (ordinal from 1; default: the last one)\n"
                  JSON_OPTION HELP_OPTION,
     },
+    {
+        .name = "report",
+        .handler = cmd_report,
+        .summary = "the per-GC report: one self-contained HTML page with plots, or JSON",
+        .usage = "usage: heaplens report FILE [-o OUT] [--json]\n"
+                 "\n"
+                 "One self-contained HTML page that opens in any browser without network access:\n"
+                 "the run summary, plots of heap size, survivors and pauses per GC and of the top\n"
+                 "types by live bytes, and a table of every GC that sorts and filters in the page.\n"
+                 "With --json, the same content as JSON.\n"
+                 "\n"
+                 "options:\n"
+                 "  -o, --output OUT     write to OUT (default: stdout, if it is not a terminal\n"
+                 "                       or with --json)\n"
+                 "  --json               the same content as JSON instead of the page\n" HELP_OPTION,
+    },
 };
 
 static const query_command *command_find(const char *name)

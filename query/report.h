@@ -1,0 +1,112 @@
+/* report.h — `heaplens report`: what the report shows, gathered once, and its two renderings.
+ *
+ *   cmd_report.c   arguments, the output file (written to a temporary file, then renamed)
+ *     │
+ *     ▼
+ *   report_data.c  report_data_new: the run, counters, totals, one row per GC, and one sweep
+ *     │            over object_generations for survivors per generation and live bytes per type
+ *     ├──▶ report_json.c  report_json_write: the JSON document (--json)
+ *     └──▶ report_html.c  report_html_write: the page = template + CSS + JS + the same document
+ *                         embedded in a <script type="application/json">; the page's JS renders
+ *                         everything from it, so the HTML and the JSON cannot disagree.
+ *   report_page/   the page's template, CSS and JS as ordinary files, embedded into the
+ *                  executable as C strings at build time (report_page/assets.cmake).
+ *
+ * Internal to the report command; single-threaded like the whole of `heaplens`.
+ */
+#ifndef HEAPLENS_QUERY_REPORT_H
+#define HEAPLENS_QUERY_REPORT_H
+
+#include <glib.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A value the recording does not have (SQL NULL); written as null in JSON. */
+#define REPORT_NULL INT64_MIN
+
+/* Generations with a size in gc_generations: gen0, gen1, gen2, loh, poh (SCHEMA.md). */
+#define REPORT_SIZE_GENS 5
+/* Generations an object can hold: the five above and nongc. */
+#define REPORT_LIVE_GENS 6
+/* Types shown in the "top types by live bytes" plot. */
+#define REPORT_TOP_TYPES 8
+
+/* One GC: the columns of `gcs` and its gc_generations sizes. Every field may be REPORT_NULL
+ * except gc; induced, compacting and incomplete are 0 or 1. */
+typedef struct report_gc {
+    int64_t gc;
+    int64_t generation;
+    const char *reason; /* owned by report_data.strings; NULL when unknown */
+    int64_t induced, compacting, incomplete;
+    int64_t pause_ns, start_ns, end_ns;
+    int64_t survived_bytes, moved_bytes, objects_live;
+    int64_t size_before[REPORT_SIZE_GENS];
+    int64_t size_after[REPORT_SIZE_GENS];
+} report_gc;
+
+/* One of the top types: its live bytes right after every GC. */
+typedef struct report_type {
+    int64_t type_id;
+    char *name;
+    int64_t peak_bytes; /* max over the GCs of bytes[] */
+    int64_t last_bytes; /* bytes[n_gcs - 1] */
+    int64_t *bytes;     /* n_gcs values, one per report_data.gcs entry */
+} report_type;
+
+/* Totals over the whole run. */
+typedef struct report_totals {
+    int64_t gcs, gcs_by_generation[3], gcs_induced, gcs_compacting, gcs_incomplete;
+    int64_t pause_ns, pause_ns_max;
+    int64_t objects, object_bytes, objects_alive_at_end, types, threads;
+} report_totals;
+
+/* Everything the report shows. Invariants (checked by report_data_check in debug builds):
+ * gcs is sorted by gc, strictly increasing; survivors[g] and each top type's bytes have
+ * gcs->len entries; top_types holds at most REPORT_TOP_TYPES, largest peak first. */
+typedef struct report_data {
+    char *file;           /* the recording's path as given */
+    json_t *run;          /* the run row, every column but id, plus duration_ns */
+    json_t *counters;     /* name -> value */
+    char *note;           /* the accuracy note (query_db_note_new); NULL when complete */
+    report_totals totals;
+    GArray *gcs;          /* report_gc, in GC order */
+    /* survivors[g][i]: bytes of tracked objects in generation g right after gcs[i]. */
+    int64_t *survivors[REPORT_LIVE_GENS];
+    GPtrArray *top_types; /* report_type *, largest peak first */
+    /* Snapshots (later work): -1 when the recording has no `snapshots` table, else its rows.
+     * Leak suspects and retainers will need a `retention` table as well. */
+    int64_t snapshots;
+    GStringChunk *strings;
+} report_data;
+
+/* Reads everything the report shows from `db` (opened with query_db_open); `file` is the path
+ * shown in the report. NULL and a QUERY_ERROR_SQLITE error when reading fails. */
+report_data *report_data_new(sqlite3 *db, const char *file, GError **error);
+void report_data_free(report_data *data); /* accepts NULL */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(report_data, report_data_free)
+
+/* Survival rate of `gc` (see report_definitions): survived_bytes divided by the bytes in use
+ * before the GC in the condemned generations; < 0 when unknown (a size is missing or the
+ * condemned generations were empty). */
+double report_gc_survival_rate(const report_gc *gc);
+
+/* The definitions the page shows in tooltips and its legend, and the JSON carries, as
+ * {"key": "text"}; new reference. */
+json_t *report_definitions_new(void);
+
+/* Writes the report document (README.md, "report") to `out`, compact, one GC per line.
+ * html_safe: every "<" is written as \u003c, so that the document can be the content of a
+ * <script> element. The caller checks `out` for write errors (query_output_finish). */
+void report_json_write(const report_data *data, FILE *out, gboolean html_safe);
+
+/* Writes the self-contained page: template, CSS, JS and the document. */
+void report_html_write(const report_data *data, FILE *out);
+
+/* The page's sources, embedded at build time (report_page/ → report_assets.c). */
+extern const char report_page_template[];
+extern const char report_page_css[];
+extern const char report_page_js[];
+
+#endif /* HEAPLENS_QUERY_REPORT_H */

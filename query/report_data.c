@@ -1,0 +1,456 @@
+/* report_data.c — gathers what `heaplens report` shows (report.h).
+ *
+ * A handful of statements, none per GC: the run row, the counters, the totals, one row per GC
+ * from the gc_summary view, and one sweep over object_generations that yields both the
+ * survivors per generation and the live bytes per type after every GC:
+ *
+ *   every row (object, generation g, from_gc f, until_gc u) of an object of type t, size s
+ *   adds s to generation g and to type t from GC f up to, not including, GC u. Rows with the
+ *   same (t, g, f, u) are summed by SQLite first; then +s at f and -s at u go into difference
+ *   arrays indexed by GC ordinal, and prefix sums give the bytes after every GC.
+ */
+#include "query/report.h"
+
+#include "query/query.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the run, counters, totals ---------------------------------------------------------- */
+
+/* The run row, every column as stored but id, plus duration_ns when both clocks are known. */
+static gboolean report_run_get(sqlite3 *db, report_data *data, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    int64_t start = REPORT_NULL, end = REPORT_NULL;
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT * FROM run WHERE id = 1", error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    for (int c = 0; row && c < sqlite3_column_count(stmt); c++) {
+        const char *name = sqlite3_column_name(stmt, c);
+        gboolean known = sqlite3_column_type(stmt, c) != SQLITE_NULL;
+        if (strcmp(name, "id") == 0)
+            continue;
+        if (strcmp(name, "start_mono_ns") == 0 && known)
+            start = sqlite3_column_int64(stmt, c);
+        if (strcmp(name, "end_mono_ns") == 0 && known)
+            end = sqlite3_column_int64(stmt, c);
+        json_object_set_new(data->run, name, query_json_column(stmt, c));
+    }
+    json_object_set_new(data->run, "duration_ns",
+                        start != REPORT_NULL && end != REPORT_NULL ? json_integer(end - start)
+                                                                   : json_null());
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static gboolean report_counters_get(sqlite3 *db, report_data *data, GError **error)
+{
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    sqlite3_stmt *stmt =
+        query_db_prepare(db, "SELECT name, value FROM counters ORDER BY name", error);
+    if (!stmt)
+        return FALSE;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        const char *name = (const char *)sqlite3_column_text(stmt, 0);
+        if (name)
+            json_object_set_new(data->counters, name, query_json_column(stmt, 1));
+    }
+    sqlite3_finalize(stmt);
+    return stepped;
+}
+
+static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error)
+{
+    report_totals *t = &data->totals;
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = NULL;
+
+    for (guint i = 0; i < data->gcs->len; i++) {
+        const report_gc *gc = &g_array_index(data->gcs, report_gc, i);
+        t->gcs++;
+        if (gc->generation >= 0 && gc->generation < 3)
+            t->gcs_by_generation[gc->generation]++;
+        t->gcs_induced += gc->induced == 1;
+        t->gcs_compacting += gc->compacting == 1;
+        t->gcs_incomplete += gc->incomplete == 1;
+        if (gc->pause_ns != REPORT_NULL) {
+            t->pause_ns += gc->pause_ns;
+            t->pause_ns_max = MAX(t->pause_ns_max, gc->pause_ns);
+        }
+    }
+    stmt = query_db_prepare(
+        db,
+        "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(died_gc IS NULL), 0) FROM objects",
+        error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    t->objects = sqlite3_column_int64(stmt, 0);
+    t->object_bytes = sqlite3_column_int64(stmt, 1);
+    t->objects_alive_at_end = sqlite3_column_int64(stmt, 2);
+    if (!query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) ||
+        !query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error))
+        goto out;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+/* ---- one row per GC --------------------------------------------------------------------- */
+
+static const char report_gcs_sql[] =
+    "SELECT gc, generation, reason, induced, compacting, pause_ns, start_ns, end_ns,"
+    "       survived_bytes, moved_bytes, objects_live, incomplete,"
+    "       gen0_before, gen0_after, gen1_before, gen1_after, gen2_before, gen2_after,"
+    "       loh_before, loh_after, poh_before, poh_after"
+    "  FROM gc_summary ORDER BY gc";
+
+static int64_t column_value(sqlite3_stmt *stmt, int column)
+{
+    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
+        return REPORT_NULL;
+    return sqlite3_column_int64(stmt, column);
+}
+
+static int64_t column_flag(sqlite3_stmt *stmt, int column)
+{
+    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
+        return REPORT_NULL;
+    return sqlite3_column_int64(stmt, column) != 0;
+}
+
+static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
+{
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, report_gcs_sql, error);
+    if (!stmt)
+        return FALSE;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        report_gc gc = {
+            .gc = sqlite3_column_int64(stmt, 0),
+            .generation = column_value(stmt, 1),
+            .induced = column_flag(stmt, 3),
+            .compacting = column_flag(stmt, 4),
+            .pause_ns = column_value(stmt, 5),
+            .start_ns = column_value(stmt, 6),
+            .end_ns = column_value(stmt, 7),
+            .survived_bytes = column_value(stmt, 8),
+            .moved_bytes = column_value(stmt, 9),
+            .objects_live = column_value(stmt, 10),
+            .incomplete = column_flag(stmt, 11),
+        };
+        const char *reason = (const char *)sqlite3_column_text(stmt, 2);
+        gc.reason = reason ? g_string_chunk_insert_const(data->strings, reason) : NULL;
+        for (int g = 0; g < REPORT_SIZE_GENS; g++) {
+            gc.size_before[g] = column_value(stmt, 12 + 2 * g);
+            gc.size_after[g] = column_value(stmt, 13 + 2 * g);
+        }
+        g_array_append_val(data->gcs, gc);
+    }
+    sqlite3_finalize(stmt);
+    return stepped;
+}
+
+double report_gc_survival_rate(const report_gc *gc)
+{
+    /* A gen-N GC condemns gen0..genN; a gen2 GC also collects the LOH and the POH. */
+    static const int condemned[3][REPORT_SIZE_GENS] = {
+        {1, 0, 0, 0, 0},
+        {1, 1, 0, 0, 0},
+        {1, 1, 1, 1, 1},
+    };
+    int64_t before = 0;
+    if (gc->survived_bytes == REPORT_NULL || gc->generation < 0 || gc->generation > 2)
+        return -1.0;
+    for (int g = 0; g < REPORT_SIZE_GENS; g++) {
+        if (!condemned[gc->generation][g])
+            continue;
+        if (gc->size_before[g] == REPORT_NULL)
+            return -1.0;
+        before += gc->size_before[g];
+    }
+    if (before <= 0)
+        return -1.0;
+    return (double)gc->survived_bytes / (double)before;
+}
+
+/* ---- the sweep over object_generations --------------------------------------------------- */
+
+/* Rows of one type, generation and lifetime summed: typically a few hundred groups for a
+ * hundred thousand objects. */
+static const char report_sweep_sql[] =
+    "SELECT o.type_id, og.generation, og.from_gc, og.until_gc, SUM(o.size)"
+    "  FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc";
+
+/* A change of a type's live bytes at a GC ordinal. */
+typedef struct type_event {
+    int64_t gc;
+    int64_t delta;
+} type_event;
+
+static int type_event_cmp(const void *a, const void *b)
+{
+    const type_event *x = a, *y = b;
+    return (x->gc > y->gc) - (x->gc < y->gc);
+}
+
+/* Ranks types by peak live bytes; the smaller type id wins a tie. */
+static int report_type_rank_cmp(gconstpointer a, gconstpointer b)
+{
+    const report_type *x = *(report_type *const *)a, *y = *(report_type *const *)b;
+    if (x->peak_bytes != y->peak_bytes)
+        return x->peak_bytes > y->peak_bytes ? -1 : 1;
+    return (x->type_id > y->type_id) - (x->type_id < y->type_id);
+}
+
+static void report_type_free(gpointer p)
+{
+    report_type *t = p;
+    if (!t)
+        return;
+    g_free(t->name);
+    g_free(t->bytes);
+    g_free(t);
+}
+
+/* Position of GC ordinal `gc` in data->gcs; the first GC after it when it is absent. */
+static guint gc_index_at_or_after(const report_data *data, int64_t gc)
+{
+    guint lo = 0, hi = data->gcs->len;
+    while (lo < hi) {
+        guint mid = lo + (hi - lo) / 2;
+        if (g_array_index(data->gcs, report_gc, mid).gc < gc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Live bytes of one type after every GC, from its events (sorted here). Fills `bytes` (may be
+ * NULL: only the peak and the last value are wanted) and returns the peak. */
+static int64_t type_series(const report_data *data, GArray *events, int64_t *bytes,
+                           int64_t *last)
+{
+    int64_t live = 0, peak = 0;
+    guint e = 0;
+    qsort(events->data, events->len, sizeof(type_event), type_event_cmp);
+    for (guint i = 0; i < data->gcs->len; i++) {
+        int64_t gc = g_array_index(data->gcs, report_gc, i).gc;
+        while (e < events->len && g_array_index(events, type_event, e).gc <= gc)
+            live += g_array_index(events, type_event, e++).delta;
+        if (bytes)
+            bytes[i] = live;
+        peak = MAX(peak, live);
+        *last = live;
+    }
+    return peak;
+}
+
+static void type_event_add(GHashTable *types, int64_t type_id, int64_t gc, int64_t delta)
+{
+    GArray *events = g_hash_table_lookup(types, &type_id);
+    if (!events) {
+        int64_t *key = g_new(int64_t, 1);
+        *key = type_id;
+        events = g_array_new(FALSE, FALSE, sizeof(type_event));
+        g_hash_table_insert(types, key, events);
+    }
+    type_event event = {gc, delta};
+    g_array_append_val(events, event);
+}
+
+static void events_free(gpointer p)
+{
+    g_array_free(p, TRUE);
+}
+
+static gboolean report_type_names_get(sqlite3 *db, report_data *data, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT name FROM types WHERE id = ?1", error);
+    if (!stmt)
+        goto out;
+    for (guint i = 0; i < data->top_types->len; i++) {
+        report_type *t = g_ptr_array_index(data->top_types, i);
+        sqlite3_reset(stmt);
+        sqlite3_bind_int64(stmt, 1, t->type_id);
+        if (!query_db_step(stmt, &row, error))
+            goto out;
+        const char *name = row ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
+        /* A type id without a TYPE record shows as the views show it (SCHEMA.md). */
+        t->name = name ? g_strdup(name)
+                       : g_strdup_printf("<type %" G_GINT64_FORMAT ">", t->type_id);
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    guint n = data->gcs->len;
+    /* Difference arrays by position in data->gcs: position n collects what starts after the
+     * last GC (nothing is alive then in any GC of the report). */
+    int64_t *diff[REPORT_LIVE_GENS] = {NULL};
+    g_autoptr(GHashTable) types =
+        g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, events_free);
+    g_autoptr(GPtrArray) ranked = g_ptr_array_new_with_free_func(report_type_free);
+    sqlite3_stmt *stmt = NULL;
+
+    for (int g = 0; g < REPORT_LIVE_GENS; g++) {
+        diff[g] = g_new0(int64_t, n + 1);
+        data->survivors[g] = g_new0(int64_t, n);
+    }
+    stmt = query_db_prepare(db, report_sweep_sql, error);
+    if (!stmt)
+        goto out;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        int64_t type_id = sqlite3_column_int64(stmt, 0);
+        int64_t generation = sqlite3_column_int64(stmt, 1);
+        int64_t from = sqlite3_column_int64(stmt, 2);
+        gboolean open = sqlite3_column_type(stmt, 3) == SQLITE_NULL;
+        int64_t until = sqlite3_column_int64(stmt, 3);
+        int64_t bytes = sqlite3_column_int64(stmt, 4);
+        if (!open && until <= from)
+            continue; /* held for no GC at all */
+        if (generation >= 0 && generation < REPORT_LIVE_GENS) {
+            diff[generation][gc_index_at_or_after(data, from)] += bytes;
+            if (!open)
+                diff[generation][gc_index_at_or_after(data, until)] -= bytes;
+        }
+        type_event_add(types, type_id, from, bytes);
+        if (!open)
+            type_event_add(types, type_id, until, -bytes);
+    }
+    if (!stepped)
+        goto out;
+    for (int g = 0; g < REPORT_LIVE_GENS; g++) {
+        int64_t live = 0;
+        for (guint i = 0; i < n; i++)
+            data->survivors[g][i] = live += diff[g][i];
+    }
+
+    /* Rank every type by its peak, then keep the series of the top ones only. */
+    GHashTableIter iter;
+    gpointer key, value;
+    g_hash_table_iter_init(&iter, types);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        report_type *t = g_new0(report_type, 1);
+        t->type_id = *(int64_t *)key;
+        t->peak_bytes = type_series(data, value, NULL, &t->last_bytes);
+        if (t->peak_bytes > 0)
+            g_ptr_array_add(ranked, t);
+        else
+            report_type_free(t);
+    }
+    g_ptr_array_sort(ranked, report_type_rank_cmp);
+    for (guint i = 0; i < ranked->len && i < REPORT_TOP_TYPES; i++) {
+        report_type *t = g_ptr_array_index(ranked, i);
+        ranked->pdata[i] = NULL; /* moves to data->top_types */
+        t->bytes = g_new0(int64_t, MAX(n, 1u));
+        type_series(data, g_hash_table_lookup(types, &t->type_id), t->bytes, &t->last_bytes);
+        g_ptr_array_add(data->top_types, t);
+    }
+    if (!report_type_names_get(db, data, error))
+        goto out;
+    ok = TRUE;
+out:
+    for (int g = 0; g < REPORT_LIVE_GENS; g++)
+        g_free(diff[g]);
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+/* ---- snapshots -------------------------------------------------------------------------- */
+
+/* Snapshots, leak suspects and retainers come from later work: their sections appear only when
+ * the recording has their tables (`snapshots`, then `retention`). */
+static gboolean report_snapshots_get(sqlite3 *db, report_data *data, GError **error)
+{
+    int64_t exists = 0;
+    data->snapshots = -1;
+    if (!query_db_int(db,
+                      "SELECT COUNT(*) FROM sqlite_master"
+                      " WHERE type = 'table' AND name = 'snapshots'",
+                      &exists, error))
+        return FALSE;
+    if (exists && !query_db_int(db, "SELECT COUNT(*) FROM snapshots", &data->snapshots, error))
+        return FALSE;
+    return TRUE;
+}
+
+/* ---- the whole ---------------------------------------------------------------------------- */
+
+#ifndef NDEBUG
+static void report_data_check(const report_data *data)
+{
+    for (guint i = 1; i < data->gcs->len; i++)
+        g_assert(g_array_index(data->gcs, report_gc, i - 1).gc <
+                 g_array_index(data->gcs, report_gc, i).gc);
+    g_assert(data->top_types->len <= REPORT_TOP_TYPES);
+    for (guint i = 1; i < data->top_types->len; i++) {
+        const report_type *a = g_ptr_array_index(data->top_types, i - 1);
+        const report_type *b = g_ptr_array_index(data->top_types, i);
+        g_assert(a->peak_bytes >= b->peak_bytes);
+    }
+}
+#endif
+
+report_data *report_data_new(sqlite3 *db, const char *file, GError **error)
+{
+    report_data *data = g_new0(report_data, 1);
+    data->file = g_strdup(file);
+    data->run = json_object();
+    data->counters = json_object();
+    data->gcs = g_array_new(FALSE, FALSE, sizeof(report_gc));
+    data->top_types = g_ptr_array_new_with_free_func(report_type_free);
+    data->strings = g_string_chunk_new(256);
+    GError *local = NULL;
+
+    if (!report_run_get(db, data, error) || !report_counters_get(db, data, error) ||
+        !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
+        !report_sweep(db, data, error) || !report_snapshots_get(db, data, error))
+        goto fail;
+    data->note = query_db_note_new(db, &local);
+    if (local) {
+        g_propagate_error(error, local);
+        goto fail;
+    }
+#ifndef NDEBUG
+    report_data_check(data);
+#endif
+    return data;
+fail:
+    report_data_free(data);
+    return NULL;
+}
+
+void report_data_free(report_data *data)
+{
+    if (!data)
+        return;
+    g_free(data->file);
+    json_decref(data->run);
+    json_decref(data->counters);
+    g_free(data->note);
+    g_array_free(data->gcs, TRUE);
+    for (int g = 0; g < REPORT_LIVE_GENS; g++)
+        g_free(data->survivors[g]);
+    g_ptr_array_free(data->top_types, TRUE);
+    g_string_chunk_free(data->strings);
+    g_free(data);
+}

@@ -1,0 +1,210 @@
+/* report_json.c — the report document (report.h, README.md "report"), streamed: one top-level
+ * field per line and one GC per line, so that 10,000 GCs are never held as JSON in memory. */
+#include "query/report.h"
+
+#include "query/query.h"
+
+#include <string.h>
+
+typedef struct report_out {
+    FILE *out;
+    gboolean html_safe;
+} report_out;
+
+/* json_dump_callback sink: writes to out, "<" as \u003c when html_safe. A "<" can only occur
+ * inside a JSON string, where the escape means the same character. */
+static int report_out_write(const char *buffer, size_t size, void *p)
+{
+    report_out *o = p;
+    if (!o->html_safe) {
+        fwrite(buffer, 1, size, o->out);
+        return 0;
+    }
+    const char *start = buffer;
+    const char *end = buffer + size;
+    for (const char *c = buffer; c < end; c++) {
+        if (*c != '<')
+            continue;
+        fwrite(start, 1, (size_t)(c - start), o->out);
+        fputs("\\u003c", o->out);
+        start = c + 1;
+    }
+    fwrite(start, 1, (size_t)(end - start), o->out);
+    return 0;
+}
+
+/* Writes `value` compactly and releases it (steals the reference). */
+static void out_json(report_out *o, json_t *value)
+{
+    json_dump_callback(value, report_out_write, o, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(value);
+}
+
+/* Writes literal JSON text of this file (keys, punctuation: never a "<"). */
+static void out_raw(report_out *o, const char *text)
+{
+    fputs(text, o->out);
+}
+
+static json_t *value_json(int64_t value)
+{
+    return value == REPORT_NULL ? json_null() : json_integer(value);
+}
+
+static json_t *flag_json(int64_t value)
+{
+    return value == REPORT_NULL ? json_null() : json_boolean(value != 0);
+}
+
+static const char *const size_gen_names[REPORT_SIZE_GENS] = {"gen0", "gen1", "gen2", "loh", "poh"};
+static const char *const live_gen_names[REPORT_LIVE_GENS] = {"gen0", "gen1", "gen2",
+                                                             "loh",  "poh",  "nongc"};
+
+/* A GC as `heaplens gcs --json` writes it, plus survival_rate and pinned_objects. */
+static json_t *report_gc_json(const report_gc *gc)
+{
+    json_t *before = json_object();
+    json_t *after = json_object();
+    for (int g = 0; g < REPORT_SIZE_GENS; g++) {
+        json_object_set_new(before, size_gen_names[g], value_json(gc->size_before[g]));
+        json_object_set_new(after, size_gen_names[g], value_json(gc->size_after[g]));
+    }
+    double rate = report_gc_survival_rate(gc);
+    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+                     "s:o, s:n}",
+                     "gc", (json_int_t)gc->gc,
+                     "generation", value_json(gc->generation),
+                     "reason", query_json_string(gc->reason),
+                     "induced", flag_json(gc->induced),
+                     "compacting", flag_json(gc->compacting),
+                     "pause_ns", value_json(gc->pause_ns),
+                     "start_ns", value_json(gc->start_ns),
+                     "end_ns", value_json(gc->end_ns),
+                     "survived_bytes", value_json(gc->survived_bytes),
+                     "moved_bytes", value_json(gc->moved_bytes),
+                     "objects_live", value_json(gc->objects_live),
+                     "incomplete", flag_json(gc->incomplete),
+                     "size_before", before,
+                     "size_after", after,
+                     "survival_rate", rate >= 0 ? json_real(rate) : json_null(),
+                     /* Needs snapshot roots, which no recording has yet. */
+                     "pinned_objects");
+}
+
+static json_t *report_totals_json(const report_totals *t)
+{
+    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                     "gcs", (json_int_t)t->gcs,
+                     "gcs_by_generation", "gen0", (json_int_t)t->gcs_by_generation[0],
+                     "gen1", (json_int_t)t->gcs_by_generation[1],
+                     "gen2", (json_int_t)t->gcs_by_generation[2],
+                     "gcs_induced", (json_int_t)t->gcs_induced,
+                     "gcs_compacting", (json_int_t)t->gcs_compacting,
+                     "gcs_incomplete", (json_int_t)t->gcs_incomplete,
+                     "pause_ns", (json_int_t)t->pause_ns,
+                     "pause_ns_max", (json_int_t)t->pause_ns_max,
+                     "objects", (json_int_t)t->objects,
+                     "object_bytes", (json_int_t)t->object_bytes,
+                     "objects_alive_at_end", (json_int_t)t->objects_alive_at_end,
+                     "types", (json_int_t)t->types,
+                     "threads", (json_int_t)t->threads);
+}
+
+static json_t *series_json(const int64_t *values, guint n)
+{
+    json_t *array = json_array();
+    for (guint i = 0; i < n; i++)
+        json_array_append_new(array, json_integer(values[i]));
+    return array;
+}
+
+json_t *report_definitions_new(void)
+{
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+        "pause", "Runtime suspended to resumed when known, else GC start to GC end.",
+        "heap_size",
+        "Bytes in use per generation right before and right after the GC, from the runtime's "
+        "generation bounds (they include objects heaplens did not track).",
+        "promoted",
+        "Bytes of the condemned generations that survived the GC (gcs.survived_bytes: its "
+        "moved and surviving ranges).",
+        "survival_rate",
+        "Promoted bytes / bytes in use before the GC in the condemned generations: gen0 up to "
+        "the GC's generation, plus LOH and POH for a gen2 GC. Empty when those sizes are unknown "
+        "or zero.",
+        "survivors",
+        "Bytes of tracked objects alive right after the GC, by the generation they are in "
+        "(object_generations).",
+        "top_types",
+        "The types with the most live bytes right after any one GC (their peak), and their live "
+        "bytes after every GC.",
+        "pinned_objects",
+        "Pinned objects after the GC; known only from snapshot roots, which this recording does "
+        "not have (shown as \xe2\x80\x94, null in JSON).");
+}
+
+static void report_plots_write(report_out *o, const report_data *data)
+{
+    guint n = data->gcs->len;
+    json_t *gcs = json_array();
+    for (guint i = 0; i < n; i++)
+        json_array_append_new(gcs, json_integer(g_array_index(data->gcs, report_gc, i).gc));
+
+    out_raw(o, "\"plots\":{\n\"gc\":");
+    out_json(o, gcs);
+    out_raw(o, ",\n\"heap_size\":{\"unit\":\"bytes\",\"from\":\"gcs[].size_after\"},\n");
+    out_raw(o, "\"pauses\":{\"unit\":\"ns\",\"from\":\"gcs[].pause_ns\"},\n");
+    out_raw(o, "\"survivors\":{\"unit\":\"bytes\",\"series\":{");
+    for (int g = 0; g < REPORT_LIVE_GENS; g++) {
+        fprintf(o->out, "%s\n\"%s\":", g ? "," : "", live_gen_names[g]);
+        out_json(o, series_json(data->survivors[g], n));
+    }
+    out_raw(o, "}},\n\"top_types\":{\"unit\":\"bytes\",\"rank\":\"peak live bytes\",\"types\":[");
+    for (guint t = 0; t < data->top_types->len; t++) {
+        const report_type *type = g_ptr_array_index(data->top_types, t);
+        out_raw(o, t ? ",\n" : "\n");
+        out_json(o, json_pack("{s:I, s:o, s:I, s:I, s:o}", "type_id", (json_int_t)type->type_id,
+                              "type", query_json_string(type->name), "peak_bytes",
+                              (json_int_t)type->peak_bytes, "last_bytes",
+                              (json_int_t)type->last_bytes, "bytes",
+                              series_json(type->bytes, n)));
+    }
+    out_raw(o, "]}\n}");
+}
+
+void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
+{
+    report_out o = {out, html_safe};
+    char version[64];
+    g_snprintf(version, sizeof version, "heaplens %s", HEAPLENS_VERSION);
+
+    out_raw(&o, "{\"report\":");
+    out_json(&o, json_pack("{s:i, s:s, s:o}", "format", 1, "producer", version, "file",
+                           query_json_string(data->file)));
+    out_raw(&o, ",\n\"run\":");
+    out_json(&o, json_incref(data->run));
+    out_raw(&o, ",\n\"counters\":");
+    out_json(&o, json_incref(data->counters));
+    out_raw(&o, ",\n\"totals\":");
+    out_json(&o, report_totals_json(&data->totals));
+    out_raw(&o, ",\n\"note\":");
+    out_json(&o, query_json_string(data->note));
+    out_raw(&o, ",\n\"definitions\":");
+    out_json(&o, report_definitions_new());
+
+    out_raw(&o, ",\n\"gcs\":[");
+    for (guint i = 0; i < data->gcs->len; i++) {
+        out_raw(&o, i ? ",\n" : "\n");
+        out_json(&o, report_gc_json(&g_array_index(data->gcs, report_gc, i)));
+    }
+    out_raw(&o, data->gcs->len ? "\n],\n" : "],\n");
+
+    report_plots_write(&o, data);
+
+    /* Later work fills these in; until then a recording has no snapshot tables. */
+    out_raw(&o, ",\n\"snapshots\":");
+    out_json(&o, data->snapshots < 0 ? json_null()
+                                     : json_pack("{s:I}", "count", (json_int_t)data->snapshots));
+    out_raw(&o, ",\n\"leak_suspects\":null,\n\"retainers\":null}\n");
+}

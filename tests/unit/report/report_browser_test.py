@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""report_browser_test.py -- the `heaplens report` page in a real browser (headless Chromium).
+
+Renders the page of an example recording and checks the DOM after the page's script ran:
+  - one <tr data-gc> per GC, in order, each cell's number (data-v, data-before) equal to
+    `heaplens gcs --json` and each cell's text equal to `heaplens gcs` (the text table);
+  - the SVG plots exist with the expected series (heap size, survivors, pauses, top types);
+  - the summary, the note-free header, the "no snapshots" line;
+  - sorting and filtering, driven through the URL fragment (#sort=pause&dir=desc, #gen=1, ...);
+then takes a screenshot at 1280 px (report.png in the work directory). A 10,000-GC recording
+checks that large runs stay usable: size, time to ready, one page of rows, the last page,
+sorting over all GCs, and plots downsampled to the pixel width.
+
+Exit 77 (skipped) when /usr/bin/chromium is missing.
+Usage: report_browser_test.py --heaplens PATH --fixture PATH --workdir DIR [--big-gcs N]
+"""
+import argparse
+import decimal
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+CHROMIUM = '/usr/bin/chromium'
+FAILURES = []
+VOID = {'area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source',
+        'track', 'wbr'}
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print('FAIL', what)
+    return cond
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+# ---- a small DOM from Chromium's serialized DOM ---------------------------------------------
+
+class Node:
+    def __init__(self, tag, attrs, parent):
+        self.tag, self.attrs, self.parent, self.children = tag, dict(attrs), parent, []
+
+    def text(self):
+        return ''.join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def iter(self):
+        for c in self.children:
+            if isinstance(c, Node):
+                yield c
+                yield from c.iter()
+
+    def find_all(self, tag=None, **attrs):
+        for n in self.iter():
+            if (tag is None or n.tag == tag) and all(
+                    (n.attrs.get(k.replace('_', '-')) == v if v is not True else k.replace('_', '-') in n.attrs)
+                    for k, v in attrs.items()):
+                yield n
+
+    def find(self, tag=None, **attrs):
+        return next(self.find_all(tag, **attrs), None)
+
+    def has_class(self, cls):
+        return cls in (self.attrs.get('class') or '').split()
+
+
+class TreeBuilder(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = Node('#document', {}, None)
+        self.cur = self.root
+
+    def handle_starttag(self, tag, attrs):
+        node = Node(tag, attrs, self.cur)
+        self.cur.children.append(node)
+        if tag not in VOID:
+            self.cur = node
+
+    def handle_startendtag(self, tag, attrs):
+        self.cur.children.append(Node(tag, attrs, self.cur))
+
+    def handle_endtag(self, tag):
+        n = self.cur
+        while n is not None and n.tag != tag:
+            n = n.parent
+        if n is not None and n.parent is not None:
+            self.cur = n.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+def parse(html_text):
+    b = TreeBuilder()
+    b.feed(html_text)
+    b.close()
+    return b.root
+
+
+# ---- Chromium --------------------------------------------------------------------------------
+
+def chromium(workdir, args, url):
+    profile = tempfile.mkdtemp(dir=workdir, prefix='chromium-')
+    cmd = [CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync',
+           '--user-data-dir=' + profile, '--enable-logging=stderr', '--v=0'] + args + [url]
+    start = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    elapsed = time.monotonic() - start
+    shutil.rmtree(profile, ignore_errors=True)
+    if r.returncode != 0:
+        sys.exit('chromium failed (%d): %s' % (r.returncode, r.stderr[-2000:]))
+    errors = [line for line in r.stderr.splitlines() if ':CONSOLE' in line and 'Uncaught' in line]
+    check(not errors, 'script errors in %s: %s' % (url, errors))
+    return r.stdout, elapsed
+
+
+class Cdp:
+    """Chromium driven through the DevTools protocol over a pipe (--remote-debugging-pipe: the
+    browser reads commands on fd 3 and writes replies on fd 4, each a JSON text ended by NUL)."""
+
+    def __init__(self, workdir, url):
+        self.profile = tempfile.mkdtemp(dir=workdir, prefix='chromium-')
+        to_chrome_r, self.to_chrome = os.pipe()
+        self.from_chrome, from_chrome_w = os.pipe()
+
+        def child_fds():
+            a, b = os.dup(to_chrome_r), os.dup(from_chrome_w)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self.proc = subprocess.Popen(
+            [CHROMIUM, '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+             '--disable-background-networking', '--disable-component-update', '--disable-sync',
+             '--user-data-dir=' + self.profile, '--remote-debugging-pipe', '--window-size=1280,1000', url],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            close_fds=False, preexec_fn=child_fds)
+        os.close(to_chrome_r)
+        os.close(from_chrome_w)
+        self.buf, self.next_id, self.session = b'', 0, None
+        page = next(t for t in self.call('Target.getTargets')['targetInfos'] if t['type'] == 'page')
+        self.session = self.call('Target.attachToTarget', targetId=page['targetId'], flatten=True)['sessionId']
+        deadline = time.monotonic() + 60
+        while not self.js("!!(document.body && document.body.hasAttribute('data-ready-ms'))"):
+            if time.monotonic() > deadline:
+                raise RuntimeError('the page never became ready')
+            time.sleep(0.1)
+        self.js("window.__errors = []; window.addEventListener('error', e => window.__errors.push(e.message))")
+
+    def call(self, method, **params):
+        self.next_id += 1
+        msg = {'id': self.next_id, 'method': method, 'params': params}
+        if self.session and not method.startswith(('Target.', 'Browser.')):
+            msg['sessionId'] = self.session
+        os.write(self.to_chrome, json.dumps(msg).encode() + b'\0')
+        while True:
+            while b'\0' not in self.buf:
+                chunk = os.read(self.from_chrome, 65536)
+                if not chunk:
+                    raise RuntimeError('chromium closed the pipe')
+                self.buf += chunk
+            raw, self.buf = self.buf.split(b'\0', 1)
+            reply = json.loads(raw)
+            if reply.get('id') == self.next_id:
+                if 'error' in reply:
+                    raise RuntimeError('%s: %s' % (method, reply['error']))
+                return reply['result']
+
+    def js(self, expression):
+        r = self.call('Runtime.evaluate', expression=expression, returnByValue=True, awaitPromise=True)
+        if 'exceptionDetails' in r:
+            raise RuntimeError('%s: %s' % (expression[:80], r['exceptionDetails']))
+        return r['result'].get('value')
+
+    def close(self):
+        try:
+            self.call('Browser.close')
+        except (RuntimeError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.to_chrome)
+        os.close(self.from_chrome)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# What the page shows, read in the page: GC ordinals of the table's rows, and so on.
+JS_ROWS = "Array.from(document.querySelectorAll('#gc-table tbody tr[data-gc]')).map(r => +r.dataset.gc)"
+JS_SLEEP = "new Promise(r => setTimeout(r, %d))"
+
+
+def test_rounding(a, heaplens, workdir):
+    """Sizes and pauses on a rounding tie print in the page exactly as `heaplens gcs` prints them."""
+    db = os.path.join(workdir, 'ties.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'ties', db])
+    assert r.returncode == 0, r.stderr
+    page = os.path.join(workdir, 'ties.html')
+    assert run([heaplens, 'report', db, '-o', page]).returncode == 0
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    gcs_json = json.loads(run([heaplens, 'gcs', db, '--json']).stdout)['rows']
+    text = gcs_text(heaplens, db)
+    check(len(text) == 2 and text[1]['before']['gen0'] == '1.2 KiB', 'ties: heaplens gcs prints %r' % text.get(1))
+    dom, _ = dump_dom(workdir, page)
+    check_rows(dom, gcs_json, text, {g['gc']: g for g in doc['gcs']}, 'ties')
+
+
+def test_interaction(a, heaplens, workdir):
+    """Clicks, typing and hovering, as a user would (DOM events through the DevTools protocol)."""
+    db = os.path.join(workdir, 'example.db')
+    page = os.path.join(workdir, 'report.html')
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    gcs = doc['gcs']
+    cdp = Cdp(workdir, 'file://' + urllib.parse.quote(os.path.abspath(page)))
+    try:
+        check(cdp.js(JS_ROWS) == [g['gc'] for g in gcs], 'click: every GC at first')
+        cdp.js("document.querySelector('#gc-table th[data-k=pause]').click()")
+        check(cdp.js(JS_ROWS) == sorted_gcs(doc, lambda g: g['pause_ns'], True), 'click: pause header sorts, longest first')
+        check(cdp.js('location.hash') == '#sort=pause&dir=desc', 'click: the sort is in the URL: %r' % cdp.js('location.hash'))
+        cdp.js("document.querySelector('#gc-table th[data-k=pause]').click()")
+        check(cdp.js(JS_ROWS) == sorted_gcs(doc, lambda g: g['pause_ns'], False), 'click: again, shortest first')
+        cdp.js("document.querySelector('#gc-table th[data-k=gc]').click()")
+        cdp.js("document.querySelector('#f-gen button[data-v=\"1\"]').click()")
+        check(cdp.js(JS_ROWS) == [g['gc'] for g in gcs if g['generation'] == 1], 'click: gen1 filter')
+        cdp.js("document.querySelector('#f-gen button[data-v=\"\"]').click()")
+        cdp.js("var f = document.getElementById('f-text'); f.value = 'pause>0.15 compacting';"
+               "f.dispatchEvent(new Event('input'))")
+        cdp.js(JS_SLEEP % 400)
+        check(cdp.js(JS_ROWS) == [g['gc'] for g in gcs if g['pause_ns'] > 150000 and g['compacting']],
+              'typing: "pause>0.15 compacting" filters')
+        cdp.js("var f = document.getElementById('f-text'); f.value = ''; f.dispatchEvent(new Event('input'))")
+        cdp.js(JS_SLEEP % 400)
+        check(len(cdp.js(JS_ROWS)) == len(gcs), 'typing: clearing the filter shows every GC')
+
+        # Hover the middle of the heap plot: a tooltip names a GC; a click shows it in the table.
+        hover = cdp.js("""(() => {
+            const hit = document.querySelector('#plot-heap .hit'), r = hit.getBoundingClientRect();
+            const ev = {clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true};
+            hit.dispatchEvent(new MouseEvent('mousemove', ev));
+            const tip = document.getElementById('tip');
+            const shown = !tip.hidden && tip.textContent;
+            hit.dispatchEvent(new MouseEvent('click', ev));
+            const row = document.querySelector('#gc-table tr.hl');
+            return {tip: shown, row: row && +row.dataset.gc,
+                    cursor: document.querySelector('#plot-heap .cursor').getAttribute('visibility')};
+        })()""")
+        m = re.match(r'GC (\d+)', hover['tip'] or '')
+        check(m is not None and hover['cursor'] == 'visible', 'hover: tooltip and cursor %r' % hover)
+        check(m is not None and hover['row'] == int(m.group(1)), 'click on a plot: highlights GC %r' % hover)
+
+        # A legend key hides its series, and shows it again.
+        series = "Array.from(document.querySelectorAll('#plot-heap path[data-series]')).map(p => p.dataset.series)"
+        before = cdp.js(series)
+        key = before[0]
+        cdp.js("document.querySelector('#plot-heap .key[data-key=\"%s\"]').click()" % key)
+        check(cdp.js(series) == before[1:], 'legend: clicking %s hides it' % key)
+        cdp.js("document.querySelector('#plot-heap .key[data-key=\"%s\"]').click()" % key)
+        check(cdp.js(series) == before, 'legend: clicking %s again shows it' % key)
+
+        # Resizing redraws the plots to the new width.
+        cdp.call('Emulation.setDeviceMetricsOverride', width=900, height=1000, deviceScaleFactor=1, mobile=False)
+        cdp.js(JS_SLEEP % 500)
+        w = cdp.js("+document.querySelector('#plot-heap svg').getAttribute('width')")
+        check(w and w < 900, 'resize: plots redrawn at %r px' % w)
+        errors = cdp.js("window.__errors")
+        check(errors == [], 'no script errors: %r' % errors)
+    finally:
+        cdp.close()
+
+
+def dump_dom(workdir, page, fragment=''):
+    url = 'file://' + urllib.parse.quote(os.path.abspath(page)) + (('#' + fragment) if fragment else '')
+    out, elapsed = chromium(workdir, ['--dump-dom'], url)
+    return parse(out), elapsed
+
+
+def table_rows(dom):
+    table = dom.find('table', id='gc-table')
+    body = table.find('tbody') if table else None
+    return [tr for tr in body.find_all('tr')] if body else []
+
+
+def cells(tr):
+    return {td.attrs['data-k']: td for td in tr.find_all('td') if 'data-k' in td.attrs}
+
+
+# ---- the text table of `heaplens gcs` ---------------------------------------------------------
+
+SIZE = r'(-?[\d.]+ (?:B|KiB|MiB|GiB|TiB))'
+GCS_LINE = re.compile(r'^\s*([\d,]+)\s+(\d+)\s+(\S+)\s+(yes|no)\s+(yes|no)\s+([\d.]+)\s+' +
+                      r'\s+'.join([SIZE + r'\s+→\s+' + SIZE] * 5) + r'\s+' + SIZE + r'\s*$')
+GENS5 = ['gen0', 'gen1', 'gen2', 'loh', 'poh']
+
+
+def gcs_text(heaplens, db):
+    r = run([heaplens, 'gcs', db])
+    assert r.returncode == 0, r.stderr
+    rows = {}
+    for line in r.stdout.splitlines()[1:]:
+        m = GCS_LINE.match(line)
+        if not m:
+            continue
+        g = m.groups()
+        gc = int(g[0].replace(',', ''))
+        rows[gc] = {'pause': g[5], 'before': dict(zip(GENS5, g[6:16:2])), 'after': dict(zip(GENS5, g[7:16:2])),
+                    'survived': g[16]}
+    return rows
+
+
+def num(text):
+    if text == '':
+        return None
+    v = float(text)
+    return int(v) if v.is_integer() and 'e' not in text and '.' not in text else v
+
+
+# ---- checks ------------------------------------------------------------------------------------
+
+def check_rows(dom, gcs_json, text, derived, label, expect_order=None):
+    """The rows of the GC table: in `expect_order` (default: every GC in order), numbers equal to
+    `heaplens gcs --json` (gcs_json) and, for what only the report has (survival rate, pinned
+    objects), to the report's document (derived: gc -> row); texts equal to `heaplens gcs`."""
+    rows = table_rows(dom)
+    want = expect_order if expect_order is not None else [g['gc'] for g in gcs_json]
+    got = [int(tr.attrs['data-gc']) for tr in rows if 'data-gc' in tr.attrs]
+    check(got == want, '%s: rows %s... want %s...' % (label, got[:8], want[:8]))
+    by_gc = {g['gc']: dict(g, **{k: derived[g['gc']][k] for k in ('survival_rate', 'pinned_objects')})
+             for g in gcs_json}
+    for tr in rows:
+        if 'data-gc' not in tr.attrs:
+            continue
+        gc = int(tr.attrs['data-gc'])
+        g, c, t = by_gc[gc], cells(tr), text.get(gc)
+        expect = {'gc': g['gc'], 'gen': g['generation'], 'reason': g['reason'], 'induced': int(g['induced']),
+                  'compacting': int(g['compacting']), 'pause': g['pause_ns'], 'promoted': g['survived_bytes'],
+                  'survival': g['survival_rate'], 'pinned': g['pinned_objects']}
+        for k, v in expect.items():
+            raw = c[k].attrs.get('data-v', '') if k in c else '<missing>'
+            got_v = raw if k == 'reason' else num(raw)
+            check(got_v == v, '%s: GC %d %s: page %r, database %r' % (label, gc, k, raw, v))
+        for gen in GENS5:
+            td = c.get(gen)
+            if not check(td is not None, '%s: GC %d has no %s cell' % (label, gc, gen)):
+                continue
+            check(num(td.attrs.get('data-v', '')) == g['size_after'][gen], '%s: GC %d %s after' % (label, gc, gen))
+            check(num(td.attrs.get('data-before', '')) == g['size_before'][gen], '%s: GC %d %s before' % (label, gc, gen))
+            if t:
+                a = td.find('span', **{'class': 'a'})
+                b = td.find('span', **{'class': 'b'})
+                check(a is not None and a.text() == t['after'][gen] and b is not None and b.text() == t['before'][gen],
+                      '%s: GC %d %s text %r/%r, heaplens gcs %r/%r' % (label, gc, gen, a and a.text(), b and b.text(),
+                                                                       t['after'][gen], t['before'][gen]))
+        if t:
+            check(c['pause'].text() == t['pause'], '%s: GC %d pause text %r vs %r' % (label, gc, c['pause'].text(), t['pause']))
+            check(c['promoted'].text() == t['survived'], '%s: GC %d promoted text' % (label, gc))
+        check(c['pinned'].text() == '\u2014', '%s: GC %d pinned shows a dash' % (label, gc))
+        if g['survival_rate'] is not None:
+            # Number.prototype.toFixed: the exact value, ties away from zero.
+            pct = decimal.Decimal(g['survival_rate'] * 100).quantize(decimal.Decimal('0.1'), decimal.ROUND_HALF_UP)
+            check(c['survival'].text() == '%s%%' % pct, '%s: GC %d survival text %r, want %s%%' % (
+                label, gc, c['survival'].text(), pct))
+    return rows
+
+
+def series_of(dom, fig_id):
+    fig = dom.find(id=fig_id)
+    svg = fig.find('svg') if fig else None
+    if svg is None:
+        return None
+    return {p.attrs.get('data-series') for p in svg.find_all('path') if 'data-series' in p.attrs}
+
+
+def expected_plot_series(doc):
+    nz = lambda vals: any(v for v in vals if v)
+    heap = {g for g in GENS5 if nz([r['size_after'][g] for r in doc['gcs']])}
+    if heap:
+        heap.add('total')
+    surv = {g for g, v in doc['plots']['survivors']['series'].items() if nz(v)}
+    pauses = {'gen%d' % k for k in range(3) if any(r['generation'] == k and r['pause_ns'] for r in doc['gcs'])}
+    types = {'type%d' % k for k, t in enumerate(doc['plots']['top_types']['types']) if nz(t['bytes'])}
+    return {'plot-heap': heap, 'plot-survivors': surv, 'plot-pauses': pauses, 'plot-types': types}
+
+
+def sorted_gcs(doc, key, desc):
+    rows = [g for g in doc['gcs'] if key(g) is not None]
+    nulls = [g['gc'] for g in doc['gcs'] if key(g) is None]
+    rows.sort(key=lambda g: (-key(g) if desc else key(g), g['gc']))
+    return [g['gc'] for g in rows] + nulls
+
+
+def test_example(a, heaplens, workdir):
+    db = os.path.join(workdir, 'example.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    if a.example_db:
+        shutil.copy(a.example_db, db)
+    else:
+        r = run([a.fixture, 'sim', '40', '7', db])
+        assert r.returncode == 0, r.stderr
+    page = os.path.join(workdir, 'report.html')
+    r = run([heaplens, 'report', db, '-o', page])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    gcs_json = json.loads(run([heaplens, 'gcs', db, '--json']).stdout)['rows']
+    text = gcs_text(heaplens, db)
+    derived = {g['gc']: g for g in doc['gcs']}
+    check(len(text) == len(gcs_json), 'example: parsed %d of %d lines of heaplens gcs' % (len(text), len(gcs_json)))
+
+    dom, elapsed = dump_dom(workdir, page)
+    print('example: %d GCs, page %.1f KiB, rendered in %.1f s' % (len(gcs_json), os.path.getsize(page) / 1024, elapsed))
+    check(dom.find('body').attrs.get('data-ready-ms') is not None, 'example: the page script ran to the end')
+    check_rows(dom, gcs_json, text, derived, 'example')
+    for fig, want in expected_plot_series(doc).items():
+        got = series_of(dom, fig)
+        check(got == want, 'example: %s series %r, want %r' % (fig, got, want))
+    check(dom.find(id='file').text() == 'example.db', 'example: file name in the header')
+    check(dom.find(id='status').text() == doc['run']['status'], 'example: status pill')
+    check(dom.find(id='command').text() == doc['run']['command'], 'example: command line')
+    summary = dom.find(id='summary').text()
+    t = doc['totals']
+    for piece in ['%s' % t['gcs'], 'gen0 %d' % t['gcs_by_generation']['gen0'], 'gen1 %d' % t['gcs_by_generation']['gen1'],
+                  'gen2 %d' % t['gcs_by_generation']['gen2'], '%d induced' % t['gcs_induced'], doc['run']['mode']]:
+        check(piece in summary, 'example: summary shows %r' % piece)
+    note = dom.find(id='note')
+    check(note is not None and ('hidden' in note.attrs) == (doc['note'] is None), 'example: note shown iff any')
+    snaps = dom.find(id='snapshots').text()
+    check('No snapshots in this recording' in snaps, 'example: no-snapshots line %r' % snaps)
+    types = dom.find(id='plot-types').find('table')
+    check(types is not None and len(list(types.find_all('tr', data_key=True))) == len(doc['plots']['top_types']['types']),
+          'example: one legend row per top type')
+    check(dom.find(id='gc-count').text() == str(len(gcs_json)), 'example: GC count in the table head')
+
+    # Sorting and filtering, through the fragment.
+    for frag, key, desc in [('sort=pause&dir=desc', lambda g: g['pause_ns'], True),
+                            ('sort=gen2', lambda g: g['size_after']['gen2'], False),
+                            ('sort=survival&dir=desc', lambda g: g['survival_rate'], True),
+                            ('sort=reason&dir=desc', None, True)]:
+        d, _ = dump_dom(workdir, page, frag)
+        if key is None:  # text column: descending by reason, then by GC
+            want = [g['gc'] for g in sorted(doc['gcs'], key=lambda g: g['gc'])]
+            want.sort(key=lambda gc: next(x['reason'] for x in doc['gcs'] if x['gc'] == gc), reverse=True)
+        else:
+            want = sorted_gcs(doc, key, desc)
+        check_rows(d, gcs_json, text, derived, '#' + frag, expect_order=want)
+        th = d.find('th', data_k=frag.split('&')[0].split('=')[1])
+        check(th is not None and th.has_class('sorted'), '#%s: its header is marked' % frag)
+    for frag, pred in [('gen=1', lambda g: g['generation'] == 1),
+                       ('induced=yes', lambda g: g['induced']),
+                       ('induced=no&gen=0', lambda g: not g['induced'] and g['generation'] == 0),
+                       ('q=pause%3E0.2', lambda g: g['pause_ns'] > 200000),
+                       ('q=gen2%3E%3D50KiB%20compacting', lambda g: g['size_after']['gen2'] >= 50 * 1024 and g['compacting']),
+                       ('q=induced', lambda g: g['induced'])]:
+        d, _ = dump_dom(workdir, page, frag)
+        want = [g['gc'] for g in doc['gcs'] if pred(g)]
+        check_rows(d, gcs_json, text, derived, '#' + frag, expect_order=want)
+    d, _ = dump_dom(workdir, page, 'q=no-such-thing')
+    check(not [tr for tr in table_rows(d) if 'data-gc' in tr.attrs] and 'No GC matches' in d.find(id='gc-table').text(),
+          '#q=no-such-thing: an empty table says so')
+
+    shot = os.path.join(workdir, 'report.png')
+    chromium(workdir, ['--screenshot=' + shot, '--window-size=1280,2000', '--hide-scrollbars'],
+             'file://' + urllib.parse.quote(os.path.abspath(page)))
+    check(os.path.exists(shot) and os.path.getsize(shot) > 20000, 'example: screenshot %s' % shot)
+    print('example: screenshot %s' % shot)
+
+
+def path_points(d):
+    return len(re.findall(r'[ML]', d or ''))
+
+
+def test_big(a, heaplens, workdir):
+    n = a.big_gcs
+    db = os.path.join(workdir, 'big.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'sim', str(n), '11', db])
+    assert r.returncode == 0, r.stderr
+    page = os.path.join(workdir, 'big.html')
+    start = time.monotonic()
+    r = run([heaplens, 'report', db, '-o', page])
+    made = time.monotonic() - start
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    gcs_json = json.loads(run([heaplens, 'gcs', db, '--json']).stdout)['rows']
+    text = gcs_text(heaplens, db)
+    derived = {g['gc']: g for g in doc['gcs']}
+    size = os.path.getsize(page)
+
+    # Baseline: Chromium on an empty page, to tell the page's own cost from the browser's start.
+    empty = os.path.join(workdir, 'empty.html')
+    open(empty, 'w').write('<!DOCTYPE html><title>empty</title>')
+    _, base = dump_dom(workdir, empty)
+    dom, elapsed = dump_dom(workdir, page)
+    ready = dom.find('body').attrs.get('data-ready-ms')
+    print('big: %d GCs: report written in %.2f s, %.1f MiB; Chromium %.1f s (empty page %.1f s), '
+          'page ready %s ms after navigation start' % (n, made, size / 1048576, elapsed, base, ready))
+    check(ready is not None, 'big: the page script ran to the end')
+    check_rows(dom, gcs_json, text, derived, 'big page 1',
+               expect_order=[g['gc'] for g in gcs_json[:100]])
+    check(dom.find(id='pg-info').text() == 'rows 1\u2013100 of %s' % format(n, ','), 'big: pager %r' % dom.find(id='pg-info').text())
+    for fig in ['plot-heap', 'plot-survivors', 'plot-types']:
+        svg = dom.find(id=fig).find('svg')
+        width = float(svg.attrs['width'])
+        for p in svg.find_all('path'):
+            pts = path_points(p.attrs.get('d'))
+            check(0 < pts <= 4 * width, 'big: %s %s has %d points for %d px (M4)' % (fig, p.attrs.get('data-series'), pts, width))
+    check(not list(dom.find(id='plot-heap').find_all('circle')), 'big: no point markers')
+
+    d, _ = dump_dom(workdir, page, 'rows=1000&page=%d' % ((n + 999) // 1000))
+    last = gcs_json[((n - 1) // 1000) * 1000:]
+    check_rows(d, gcs_json, text, derived, 'big last page', expect_order=[g['gc'] for g in last])
+    d, _ = dump_dom(workdir, page, 'sort=pause&dir=desc')
+    check_rows(d, gcs_json, text, derived, 'big sorted',
+               expect_order=sorted_gcs(doc, lambda g: g['pause_ns'], True)[:100])
+    d, _ = dump_dom(workdir, page, 'gen=2&rows=all')
+    check_rows(d, gcs_json, text, derived, 'big gen2',
+               expect_order=[g['gc'] for g in gcs_json if g['generation'] == 2])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--heaplens', required=True)
+    ap.add_argument('--fixture', required=True)
+    ap.add_argument('--workdir', required=True)
+    ap.add_argument('--big-gcs', type=int, default=10000)
+    ap.add_argument('--example-db', help='a recording to use as the example instead of a simulated one')
+    a = ap.parse_args()
+    if not os.access(CHROMIUM, os.X_OK):
+        print('skipped: %s is not installed' % CHROMIUM)
+        return 77
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    heaplens = os.path.abspath(a.heaplens)
+    for test in (test_example, test_rounding, test_interaction, test_big):
+        before = len(FAILURES)
+        test(a, heaplens, a.workdir)
+        print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))
+    if FAILURES:
+        print('%d checks failed' % len(FAILURES))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""report_test.py -- `heaplens report` without a browser.
+
+Builds recordings with report_fixture (through the real writer) and checks:
+  - a 3-GC recording against numbers worked out by hand;
+  - a simulated 60-GC recording against naive SQL, GC by GC (survivors per generation from the
+    live_objects view, live bytes per type, survival rates), and every GC row against
+    `heaplens gcs --json`;
+  - the HTML page embeds exactly the --json document and loads nothing from outside;
+  - output files, the accuracy note, a recording without GCs, and one-line errors.
+
+Usage: report_test.py --heaplens PATH --fixture PATH --workdir DIR
+"""
+import argparse
+import json
+import os
+import pty
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print('FAIL', what)
+    return cond
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, **kw)
+
+
+class Env:
+    def __init__(self, heaplens, fixture, workdir):
+        self.heaplens, self.fixture, self.workdir = heaplens, fixture, workdir
+
+    def path(self, name):
+        return os.path.join(self.workdir, name)
+
+    def fixture_db(self, name, *args, tail=()):
+        db = self.path(name)
+        if os.path.exists(db):
+            os.unlink(db)
+        r = run([self.fixture] + list(args) + [db] + list(tail))
+        if r.returncode != 0:
+            sys.exit('report_fixture %s failed: %s' % (' '.join(args), r.stderr))
+        return db
+
+    def report_json(self, db):
+        r = run([self.heaplens, 'report', db, '--json'])
+        if not check(r.returncode == 0, 'report --json %s: exit %d: %s' % (db, r.returncode, r.stderr)):
+            return None
+        return json.loads(r.stdout)
+
+    def gcs_json(self, db):
+        r = run([self.heaplens, 'gcs', db, '--json'])
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)['rows']
+
+
+GCS_KEYS = ['gc', 'generation', 'reason', 'induced', 'compacting', 'pause_ns', 'start_ns', 'end_ns',
+            'survived_bytes', 'moved_bytes', 'objects_live', 'incomplete', 'size_before', 'size_after']
+LIVE_GENS = ['gen0', 'gen1', 'gen2', 'loh', 'poh', 'nongc']
+
+
+def check_rows_match_gcs(env, db, doc, label):
+    rows = env.gcs_json(db)
+    check(len(doc['gcs']) == len(rows), '%s: %d GC rows, heaplens gcs has %d' % (label, len(doc['gcs']), len(rows)))
+    for mine, theirs in zip(doc['gcs'], rows):
+        for k in GCS_KEYS:
+            check(mine[k] == theirs[k], '%s: GC %s %s: report %r, gcs %r' % (label, theirs['gc'], k, mine[k], theirs[k]))
+
+
+def expected_rate(g):
+    gens = {0: ['gen0'], 1: ['gen0', 'gen1'], 2: ['gen0', 'gen1', 'gen2', 'loh', 'poh']}[g['generation']]
+    before = sum(g['size_before'][k] for k in gens)
+    return g['survived_bytes'] / before if before else None
+
+
+def test_small(env):
+    db = env.fixture_db('small.db', 'small')
+    doc = env.report_json(db)
+    if doc is None:
+        return
+    check_rows_match_gcs(env, db, doc, 'small')
+    check([g['gc'] for g in doc['gcs']] == [1, 2, 3], 'small: GC ordinals')
+    rates = [g['survival_rate'] for g in doc['gcs']]
+    check(rates == [140 / 240, 200 / 300, 200 / 300200], 'small: survival rates %r' % rates)
+    check(all(g['pinned_objects'] is None for g in doc['gcs']), 'small: pinned objects unknown (null)')
+    sv = doc['plots']['survivors']['series']
+    want = {'gen0': [0, 0, 0], 'gen1': [140, 100, 0], 'gen2': [0, 100, 200], 'loh': [100000, 100000, 0],
+            'poh': [0, 0, 0], 'nongc': [0, 0, 0]}
+    check(sv == want, 'small: survivors %r' % sv)
+    types = [(t['type'], t['peak_bytes'], t['last_bytes'], t['bytes']) for t in doc['plots']['top_types']['types']]
+    check(types == [('System.Byte[]', 100000, 0, [100000, 100000, 0]), ('App.Node', 200, 200, [100, 200, 200]),
+                    ('System.String', 40, 0, [40, 0, 0])], 'small: top types %r' % types)
+    t = doc['totals']
+    check(t['gcs'] == 3 and t['gcs_by_generation'] == {'gen0': 1, 'gen1': 1, 'gen2': 1}, 'small: GC counts %r' % t)
+    check(t['gcs_induced'] == 2 and t['gcs_compacting'] == 2 and t['gcs_incomplete'] == 0, 'small: flags %r' % t)
+    check(t['pause_ns'] == sum(g['pause_ns'] for g in doc['gcs']), 'small: total pause')
+    check(t['objects'] == 7 and t['object_bytes'] == 300400 and t['objects_alive_at_end'] == 2, 'small: objects %r' % t)
+    run_ = doc['run']
+    check(run_['command'] == 'dotnet Small.dll --report' and run_['mode'] == 'full' and run_['status'] == 'complete',
+          'small: run %r' % run_)
+    check(run_['duration_ns'] == 1000000000, 'small: duration %r' % run_['duration_ns'])
+    check(doc['note'] is None, 'small: no accuracy note')
+    check(doc['snapshots'] is None and doc['leak_suspects'] is None and doc['retainers'] is None,
+          'small: no snapshot sections')
+    check(doc['plots']['gc'] == [1, 2, 3], 'small: plots.gc')
+    for key in ['survival_rate', 'promoted', 'survivors', 'pinned_objects', 'top_types']:
+        check(key in doc['definitions'], 'small: definition of %s' % key)
+
+
+def naive_survivors(db, gcs):
+    con = sqlite3.connect(db)
+    out = {g: [] for g in LIVE_GENS}
+    per_type = {}
+    for i, gc in enumerate(gcs):
+        got = dict(con.execute('SELECT generation, SUM(size) FROM live_objects WHERE gc = ? GROUP BY 1', (gc,)))
+        for k, g in enumerate(LIVE_GENS):
+            out[g].append(got.get(k, 0))
+        for name, b in con.execute('SELECT type, SUM(size) FROM live_objects WHERE gc = ? GROUP BY type', (gc,)):
+            per_type.setdefault(name, [0] * len(gcs))[i] = b
+    con.close()
+    return out, per_type
+
+
+def test_sim_differential(env):
+    db = env.fixture_db('sim60.db', 'sim', '60', '3')
+    doc = env.report_json(db)
+    if doc is None:
+        return
+    check_rows_match_gcs(env, db, doc, 'sim60')
+    gcs = [g['gc'] for g in doc['gcs']]
+    check(len(gcs) == 60, 'sim60: 60 GCs')
+    survivors, per_type = naive_survivors(db, gcs)
+    for g in LIVE_GENS:
+        check(doc['plots']['survivors']['series'][g] == survivors[g], 'sim60: survivors of %s differ from live_objects' % g)
+    ranked = sorted(per_type.items(), key=lambda kv: -max(kv[1]))
+    top = doc['plots']['top_types']['types']
+    check(len(top) == min(8, len(ranked)), 'sim60: %d top types' % len(top))
+    for t in top:
+        check(t['bytes'] == per_type.get(t['type']), 'sim60: live bytes of %s differ from live_objects' % t['type'])
+        check(t['peak_bytes'] == max(t['bytes']) and t['last_bytes'] == t['bytes'][-1], 'sim60: peak/last of %s' % t['type'])
+    peaks = sorted((max(v) for v in per_type.values()), reverse=True)[:8]
+    check([t['peak_bytes'] for t in top] == peaks, 'sim60: top types are the 8 largest peaks')
+    for g in doc['gcs']:
+        check(g['survival_rate'] == expected_rate(g), 'sim60: survival rate of GC %d' % g['gc'])
+    check(doc['totals']['gcs_by_generation'] == {
+        'gen%d' % k: sum(1 for g in doc['gcs'] if g['generation'] == k) for k in range(3)}, 'sim60: GCs per generation')
+
+
+def embedded_json(page):
+    m = re.findall(r'<script type="application/json" id="heaplens-data">(.*?)</script>', page, re.S)
+    return m
+
+
+def test_html(env):
+    db = env.fixture_db('sim20.db', 'sim', '20', '5')
+    out = env.path('sim20.html')
+    r = run([env.heaplens, 'report', db, '-o', out])
+    check(r.returncode == 0, 'html: exit %d: %s' % (r.returncode, r.stderr))
+    check(re.fullmatch(r'heaplens: report of 20 GCs -> .*sim20\.html \(.+\)\n', r.stderr or '') is not None,
+          'html: confirmation line %r' % r.stderr)
+    check(r.stdout == '', 'html: nothing on stdout with -o')
+    page = open(out, encoding='utf-8').read()
+    blobs = embedded_json(page)
+    if check(len(blobs) == 1, 'html: one embedded document, found %d' % len(blobs)):
+        check(json.loads(blobs[0]) == env.report_json(db), 'html: embedded document == --json')
+        check('<' not in blobs[0], 'html: "<" escaped inside the embedded document')
+    check(page.startswith('<!DOCTYPE html>'), 'html: doctype')
+    for bad in ['http://', 'https://', '<link', ' src=', '@import', 'url(']:
+        check(bad not in page, 'html: self-contained, but found %r' % bad)
+    for slot in ['{{title}}', '{{css}}', '{{js}}', '{{data}}', '{{generator}}']:
+        check(slot not in page, 'html: slot %s filled' % slot)
+    check('<title>heaplens report \u2014 sim20.db</title>' in page, 'html: title')
+    check(not [f for f in os.listdir(env.workdir) if '.tmp-' in f], 'html: no temporary file left')
+
+    # --json to a file, -oFILE and --output=FILE forms, stdout "-"
+    for args in (['--json', '-o', env.path('a.json')], ['--json', '-o' + env.path('b.json')],
+                 ['--json', '--output=' + env.path('c.json')]):
+        r = run([env.heaplens, 'report', db] + args)
+        check(r.returncode == 0 and r.stdout == '', 'json to file %r: %s' % (args, r.stderr))
+    for name in 'abc':
+        check(json.load(open(env.path(name + '.json'))) == env.report_json(db), 'json file %s.json' % name)
+    r = run([env.heaplens, 'report', db, '-o', '-'])
+    check(r.returncode == 0 and r.stdout.startswith('<!DOCTYPE html>'), 'html on stdout with -o -')
+
+    # A title that needs escaping.
+    odd = env.path('a<b>&c.db')
+    shutil.copy(db, odd)
+    r = run([env.heaplens, 'report', odd, '-o', env.path('odd.html')])
+    page = open(env.path('odd.html'), encoding='utf-8').read()
+    check('<title>heaplens report \u2014 a&lt;b&gt;&amp;c.db</title>' in page, 'html: title escaped')
+    check(len(embedded_json(page)) == 1 and json.loads(embedded_json(page)[0])['report']['file'] == odd,
+          'html: file name with "<" stays inside its script element')
+
+
+def test_note_and_empty(env):
+    db = env.fixture_db('trunc.db', 'sim', '12', '9', tail=['truncated'])
+    r = run([env.heaplens, 'report', db, '--json'])
+    doc = json.loads(r.stdout)
+    check(doc['run']['status'] == 'truncated' and doc['run']['duration_ns'] is None, 'truncated: run %r' % doc['run'])
+    check(doc['note'] and 'truncated' in doc['note'], 'truncated: note %r' % doc['note'])
+    check(r.stderr == 'heaplens: %s\n' % doc['note'], 'truncated: note on stderr %r' % r.stderr)
+
+    db = env.fixture_db('empty.db', 'empty')
+    doc = env.report_json(db)
+    if doc:
+        check(doc['gcs'] == [] and doc['plots']['gc'] == [] and doc['plots']['top_types']['types'] == [],
+              'empty: no GC rows and empty plots')
+        check(doc['totals']['gcs'] == 0 and doc['totals']['objects'] == 1, 'empty: totals %r' % doc['totals'])
+    r = run([env.heaplens, 'report', db, '-o', env.path('empty.html')])
+    check(r.returncode == 0, 'empty: html %s' % r.stderr)
+
+
+def test_errors(env):
+    db = env.fixture_db('err.db', 'small')
+    notdb = env.path('not-a-db.txt')
+    open(notdb, 'w').write('hello\n' * 10)
+    os.makedirs(env.path('adir'), exist_ok=True)
+    cases = [
+        ([env.path('missing.db')], r'heaplens: .*missing\.db does not exist'),
+        ([notdb], r'heaplens: .*not a heaplens database.*'),
+        ([db, '-o', '/nonexistent-dir/r.html'], r'heaplens: cannot write /nonexistent-dir/r\.html: No such file or directory'),
+        ([db, '-o', env.path('adir')], r'heaplens: cannot write .*adir: it is a directory'),
+        ([db, '-o', ''], r'heaplens: report: -o needs a file name'),
+        ([db, '-o', db], r'heaplens: report: .*err\.db is the recording itself; give -o another file'),
+        ([db, '--bogus'], r"heaplens: report: unknown option '--bogus'.*"),
+        ([db, '-x'], r"heaplens: report: unknown option '-x'.*"),
+        ([], r'heaplens: report: missing FILE.*'),
+        ([db, db], r"heaplens: report: unexpected argument .*"),
+        ([db, '-o'], r"heaplens: report: option '--output' needs a value.*"),
+    ]
+    for args, pattern in cases:
+        r = run([env.heaplens, 'report'] + args)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 1 and len(lines) == 1 and re.fullmatch(pattern, lines[0] if lines else ''),
+              'error %r: exit %d, stderr %r' % (args, r.returncode, r.stderr))
+    # Unwritable directory, as a user that cannot write there (skipped for root).
+    if os.geteuid() != 0:
+        ro = env.path('ro')
+        os.makedirs(ro, exist_ok=True)
+        os.chmod(ro, 0o555)
+        r = run([env.heaplens, 'report', db, '-o', os.path.join(ro, 'r.html')])
+        check(r.returncode == 1 and 'Permission denied' in r.stderr, 'unwritable dir: %r' % r.stderr)
+        os.chmod(ro, 0o755)
+    check(not [f for f in os.listdir(env.workdir) if '.tmp-' in f], 'errors: no temporary file left')
+
+    # An HTML page on a terminal is refused with a hint.
+    master, slave = pty.openpty()
+    r = subprocess.run([env.heaplens, 'report', db], stdout=slave, stderr=subprocess.PIPE, text=True)
+    os.close(slave)
+    os.close(master)
+    check(r.returncode == 1 and 'needs a file' in r.stderr and len(r.stderr.splitlines()) == 1,
+          'html on a terminal: %r' % r.stderr)
+
+    r = run([env.heaplens, 'report', '--help'])
+    check(r.returncode == 0 and r.stdout.startswith('usage: heaplens report'), 'report --help')
+    r = run([env.heaplens, '--help'])
+    check(re.search(r'^  report +the per-GC report', r.stdout, re.M) is not None, 'heaplens --help lists report')
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--heaplens', required=True)
+    ap.add_argument('--fixture', required=True)
+    ap.add_argument('--workdir', required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    env = Env(a.heaplens, a.fixture, a.workdir)
+    for test in (test_small, test_sim_differential, test_html, test_note_and_empty, test_errors):
+        before = len(FAILURES)
+        test(env)
+        print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))
+    if FAILURES:
+        print('%d checks failed' % len(FAILURES))
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
