@@ -33,35 +33,47 @@ typedef struct store_summary {
     uint64_t gcs;          /* complete GCs stored */
     uint64_t objects;      /* object rows */
     uint64_t types;
-    uint64_t drops;        /* sum of the collector's drop counters */
+    uint64_t drops;        /* allocs_dropped + gc_events_dropped + records_dropped (collector) */
     gboolean complete;     /* end-of-run record received */
-    gboolean connected;    /* a collector ever connected */
+    gboolean connected;    /* a valid stream header arrived (a collector connected) */
 } store_summary;
 
-/* Creates a new database at `path` (refuses an existing file: STORE_ERROR_EXISTS), with the
- * schema, run status 'recording' and `command` as the recorded command line. */
+/* Creates a new database at `path` (refuses an existing file, or an existing `path`-wal or
+ * `path`-journal: STORE_ERROR_EXISTS), mode 0600, with the schema, run status 'recording' and
+ * `command` (may be NULL: the stream's RUN_START command is used) as the recorded command line.
+ * On failure nothing is left behind. */
 store_writer *store_writer_create(const char *path, const char *command, GError **error);
 
 /* Reads one record stream from `fd` until end of run or end of file and stores it. Returns TRUE
  * when the stream ended cleanly (RUN_END) or was truncated at a record boundary or mid-record
- * (the truncated tail is handled as SCHEMA.md says, and the run is marked 'truncated'); returns
- * FALSE only for a stream that is not a heaplens stream at all, or for an I/O/SQLite failure. */
+ * (the truncated tail is handled as SCHEMA.md says, and the run is marked 'truncated'); an empty
+ * stream, or one cut inside its header, is TRUE too (status 'no-data'). Returns FALSE with
+ * STORE_ERROR_STREAM for a stream that is not a heaplens stream (bad magic or version: nothing
+ * stored) or that stops at a corrupt record (oversized, or a payload that does not match its
+ * counts: everything complete before it is kept, status 'truncated', flag 'stream-corrupt'), and
+ * FALSE for an I/O or SQLite failure. Either way the writer must still be finished. */
 gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error);
 
-/* Serves a recording: waits on the listening unix socket `listen_fd` for the collector's
- * connection (refusing peers of another uid), ingests it, and returns when the stream ends.
- * If `stop_fd` becomes readable before any collector connected, the program exited without
- * loading the collector: returns TRUE with run status 'no-data'. After the stream ended the
- * writer reads the program's exit status from `stop_fd` (a decimal line, "exit 3" or
- * "signal 9"), waiting for it at most `stop_wait_ms` milliseconds. */
+/* Serves a recording: waits on the listening unix socket `listen_fd` (set O_NONBLOCK here) for
+ * the collector's connection, ingests it, and returns when the stream ends. A connection whose
+ * peer (SO_PEERCRED) has another uid is closed, counted (connections_refused, flag
+ * 'peer-refused') and waiting goes on. If `stop_fd` becomes readable before any collector
+ * connected, the program exited without loading the collector: run status 'no-data'; returns
+ * TRUE — or FALSE with STORE_ERROR_PEER if connections from another user were refused. After
+ * the stream ended the writer reads the program's exit status from `stop_fd` (one line, "exit 3"
+ * or "signal 9"; end of file without it: unknown), waiting for it at most `stop_wait_ms`
+ * milliseconds. Once the exit status has arrived, a connection that stays silent for
+ * `stop_wait_ms` counts as ended (a child of the program may hold it open). Ingest errors are
+ * returned as store_writer_ingest_fd returns them, after the exit status was recorded. */
 gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int stop_wait_ms,
                             GError **error);
 
 /* Records the program's exit status (128+N for signal N). */
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);
 
-/* Commits what is left, sets the final run status, checkpoints the WAL and closes the file.
- * Frees `w` whatever happens. `summary` may be NULL. */
+/* Commits what is left, sets the final run status, checkpoints the WAL (leaving journal mode
+ * DELETE: one file) and closes the file. Frees `w` whatever happens; accepts NULL. `summary`
+ * may be NULL. */
 gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **error);
 
 /* Opens an existing heaplens database for reading (read-only). Fails with one clear line for a

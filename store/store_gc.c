@@ -1,0 +1,354 @@
+/* store_gc.c — applies one GC's records: GC_START, YOUNG_FATE*, DEATHS*, PROMOTIONS*, GC_END.
+ *
+ *   GC_START    SAVEPOINT gc; remember the start record
+ *   YOUNG_FATE  note each young object's fate in memory (store_pending): nothing written yet
+ *   DEATHS      older objects: objects.died_gc = n, close the open object_generations row
+ *   PROMOTIONS  older objects: close the open row, open one for the new generation from n
+ *   DISCOVERED  objects first seen in a heap walk: inserted, alive in their generation from n
+ *   GC_END      insert the young objects (ids below first_id_after) once, with heap, died_gc
+ *               and first generation known; the gcs and gc_generations rows; the counters;
+ *               RELEASE gc; COMMIT; BEGIN
+ *
+ * A record that names another GC than the open one is skipped and counted as a writer anomaly;
+ * a GC_START that does not move forward is a corrupt stream.
+ */
+#include "store/store_internal.h"
+
+#include <inttypes.h>
+
+/* Is `gc` the open GC? Counts an anomaly if not. */
+static gboolean store_gc_is_open(store_writer *w, uint32_t gc)
+{
+    if (w->gc.open && w->gc.start.gc == gc)
+        return TRUE;
+    w->writer_anomalies++;
+    return FALSE;
+}
+
+gboolean store_gc_discard_open(store_writer *w, GError **error)
+{
+    gboolean ok = FALSE;
+
+    if (!w->gc.open) {
+        ok = TRUE;
+        goto out;
+    }
+    w->gc.open = FALSE;
+    w->gcs_discarded_incomplete++;
+    w->object_rows.rows = 0; /* rows of a drain that failed half-way */
+    w->generation_rows.rows = 0;
+    store_pending_clear_fates(w->pending);
+    /* Rows inserted inside the savepoint vanish: forget which threads we believe exist. */
+    g_hash_table_remove_all(w->threads_seen);
+    w->last_tid_valid = FALSE;
+    if (!store_sql_exec(w->db, w->path, "ROLLBACK TO gc; RELEASE gc", error))
+        goto out;
+    /* Apply again the records that arrived inside the GC and were rolled back with it. */
+    for (guint i = 0; i < w->replay->len; i++) {
+        gsize len;
+        const uint8_t *raw = g_bytes_get_data(g_ptr_array_index(w->replay, i), &len);
+        hl_rec_header h;
+        store_record rec;
+        memcpy(&h, raw, sizeof h);
+        if (!store_stream_decode(h.type, raw + sizeof h, h.size, &rec, error) ||
+            !store_writer_apply(w, &rec, error))
+            goto out;
+    }
+    ok = TRUE;
+out:
+    g_ptr_array_set_size(w->replay, 0);
+    return ok;
+}
+
+gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_start *s = &rec->u.gc_start;
+
+    if (!store_gc_discard_open(w, error))
+        return FALSE;
+    if (w->any_gc && s->gc <= w->last_gc) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
+                    "GC %" PRIu32 " follows GC %" PRIu32 ": GCs out of order", s->gc, w->last_gc);
+        return FALSE;
+    }
+    if (w->any_gc && s->gc != w->last_gc + 1)
+        w->writer_anomalies++; /* a gap: the collector promised none */
+    if (!store_sql_exec(w->db, w->path, "SAVEPOINT gc", error))
+        return FALSE;
+    w->gc.open = TRUE;
+    w->gc.start = *s;
+    w->gc.discovered = 0;
+    return TRUE;
+}
+
+gboolean store_gc_young_fate(store_writer *w, const store_record *rec,
+                             GError **error G_GNUC_UNUSED)
+{
+    const hl_gc_young_fate *h = &rec->u.young_fate.h;
+
+    if (!store_gc_is_open(w, h->gc))
+        return TRUE;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint64_t id = h->first_id + i;
+        if (id >= w->gc.start.first_id_after) {
+            w->writer_anomalies++; /* allocated after the GC started: cannot have a fate */
+            continue;
+        }
+        /* FALSE: the allocation record was dropped by the collector; no row can be made. */
+        store_pending_set_fate(w->pending, id, rec->u.young_fate.fates[i]);
+    }
+    return TRUE;
+}
+
+/* Binds ?1 = gc and ?2.. = the ids (and generations) of `n` older objects. */
+static void store_gc_bind_ids(sqlite3_stmt *st, uint32_t gc, const uint64_t *ids,
+                              const uint32_t *gens, int n)
+{
+    int p = 1;
+    sqlite3_bind_int64(st, p++, gc);
+    for (int i = 0; i < n; i++) {
+        sqlite3_bind_int64(st, p++, (int64_t)ids[i]);
+        if (gens != NULL)
+            sqlite3_bind_int64(st, p++, gens[i]);
+    }
+}
+
+/* Older objects that died in `gc`: objects.died_gc = gc, open generation row closed. A full
+ * batch of STORE_BATCH_ROWS ids goes through the multi-id statements. */
+static gboolean store_gc_apply_deaths(store_writer *w, uint32_t gc, const uint64_t *ids, int n,
+                                      GError **error)
+{
+    static const struct {
+        store_stmt_id one, many;
+    } steps[] = {
+        {STORE_STMT_OBJECT_DIED, STORE_STMT_OBJECTS_DIED_MANY},
+        {STORE_STMT_CLOSE_GENERATION, STORE_STMT_CLOSE_GENERATIONS_MANY},
+    };
+    for (size_t s = 0; s < G_N_ELEMENTS(steps); s++) {
+        if (n == STORE_BATCH_ROWS) {
+            store_gc_bind_ids(w->stmt[steps[s].many], gc, ids, NULL, n);
+            if (!store_writer_step(w, steps[s].many, error))
+                return FALSE;
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            store_gc_bind_ids(w->stmt[steps[s].one], gc, &ids[i], NULL, 1);
+            if (!store_writer_step(w, steps[s].one, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_deaths *h = &rec->u.deaths.h;
+    uint64_t ids[STORE_BATCH_ROWS];
+    int n = 0;
+
+    if (!store_gc_is_open(w, h->gc))
+        return TRUE;
+    for (uint32_t i = 0; i < h->count; i++) {
+        ids[n++] = store_record_death_at(rec, i);
+        if (n == STORE_BATCH_ROWS || i + 1 == h->count) {
+            if (!store_gc_apply_deaths(w, h->gc, ids, n, error))
+                return FALSE;
+            n = 0;
+        }
+    }
+    return TRUE;
+}
+
+/* Older objects now in another generation: close the open row, open one from `gc` — only for
+ * objects that exist (the collector may have dropped the allocation record). */
+static gboolean store_gc_apply_promotions(store_writer *w, uint32_t gc, const uint64_t *ids,
+                                          const uint32_t *gens, int n, GError **error)
+{
+    if (n == STORE_BATCH_ROWS) {
+        store_gc_bind_ids(w->stmt[STORE_STMT_CLOSE_GENERATIONS_MANY], gc, ids, NULL, n);
+        store_gc_bind_ids(w->stmt[STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY], gc, ids, gens, n);
+        return store_writer_step(w, STORE_STMT_CLOSE_GENERATIONS_MANY, error) &&
+               store_writer_step(w, STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY, error);
+    }
+    for (int i = 0; i < n; i++) {
+        store_gc_bind_ids(w->stmt[STORE_STMT_CLOSE_GENERATION], gc, &ids[i], NULL, 1);
+        if (!store_writer_step(w, STORE_STMT_CLOSE_GENERATION, error))
+            return FALSE;
+        /* An open row was closed: the object exists, skip the existence check. */
+        store_stmt_id ins = sqlite3_changes(w->db) > 0 ? STORE_STMT_INSERT_GENERATION
+                                                        : STORE_STMT_INSERT_GENERATION_IF_OBJECT;
+        sqlite3_stmt *st = w->stmt[ins];
+        sqlite3_bind_int64(st, 1, (int64_t)ids[i]);
+        sqlite3_bind_int64(st, 2, gens[i]);
+        sqlite3_bind_int64(st, 3, gc);
+        if (!store_writer_step(w, ins, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean store_gc_promotions(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_promotions *h = &rec->u.promotions.h;
+    uint64_t ids[STORE_BATCH_ROWS];
+    uint32_t gens[STORE_BATCH_ROWS];
+    int n = 0;
+
+    if (!store_gc_is_open(w, h->gc))
+        return TRUE;
+    for (uint32_t i = 0; i < h->count; i++) {
+        hl_promotion p = store_record_promotion_at(rec, i);
+        if (p.generation > HL_GEN_NONGC) {
+            w->writer_anomalies++;
+        } else {
+            ids[n] = p.id;
+            gens[n++] = p.generation;
+        }
+        if (n == STORE_BATCH_ROWS || (i + 1 == h->count && n > 0)) {
+            if (!store_gc_apply_promotions(w, h->gc, ids, gens, n, error))
+                return FALSE;
+            n = 0;
+        }
+    }
+    return TRUE;
+}
+
+/* Objects the runtime's heap walk found that the collector never saw allocated: stored as
+ * objects alive after this GC in their generation (thread unknown, heap from the generation). */
+gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_discovered_head *h = &rec->u.discovered.h;
+
+    if (!store_gc_is_open(w, h->gc))
+        return TRUE;
+    for (uint32_t i = 0; i < h->count; i++) {
+        hl_discovered d = store_record_discovered_at(rec, i);
+        if (d.id < HL_DISCOVERED_ID_BASE || d.generation > HL_GEN_NONGC) {
+            w->writer_anomalies++;
+            continue;
+        }
+        const int64_t row[7] = {
+            (int64_t)d.id, d.type_id, (int64_t)d.size, STORE_NULL,
+            d.generation <= HL_GEN_2 ? HL_GEN_0 : d.generation, h->gc, STORE_NULL,
+        };
+        const int64_t grow[3] = {(int64_t)d.id, d.generation, h->gc};
+        if (!store_batch_add(w, &w->object_rows, row, error) ||
+            !store_batch_add(w, &w->generation_rows, grow, error))
+            return FALSE;
+        w->gc.discovered++;
+    }
+    return store_batch_flush(w, &w->object_rows, error) &&
+           store_batch_flush(w, &w->generation_rows, error);
+}
+
+/* Inserts one object row (and its first generation row when it survived its first GC). */
+typedef struct store_gc_insert_ctx {
+    store_writer *w;
+    uint32_t first_gc;
+} store_gc_insert_ctx;
+
+static gboolean store_gc_insert_object(void *ctx, uint64_t id, const store_young *o, int fate,
+                                       GError **error)
+{
+    const store_gc_insert_ctx *c = ctx;
+    store_writer *w = c->w;
+    int heap = fate >= 0 ? HL_FATE_HEAP(fate) : HL_GEN_NONE;
+    int gen = fate >= 0 ? HL_FATE_GEN(fate) : HL_GEN_NONE;
+    const int64_t row[7] = {
+        (int64_t)id,
+        o->type_id,
+        (int64_t)o->size,
+        o->os_tid != 0 ? (int64_t)o->os_tid : STORE_NULL,
+        heap != HL_GEN_NONE ? heap : STORE_NULL,
+        c->first_gc,
+        fate >= 0 && gen == HL_GEN_NONE ? (int64_t)c->first_gc : STORE_NULL,
+    };
+
+    if (o->os_tid != 0 && !store_writer_note_thread(w, o->os_tid, error))
+        return FALSE;
+    if (!store_batch_add(w, &w->object_rows, row, error))
+        return FALSE;
+    if (fate >= 0 && gen != HL_GEN_NONE) {
+        const int64_t grow[3] = {(int64_t)id, gen, c->first_gc};
+        if (!store_batch_add(w, &w->generation_rows, grow, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Drains pending allocations below `end` into object rows born before GC `first_gc`. */
+static gboolean store_gc_insert_pending(store_writer *w, uint64_t end, uint32_t first_gc,
+                                        GError **error)
+{
+    store_gc_insert_ctx ctx = {.w = w, .first_gc = first_gc};
+    uint64_t before = store_pending_count(w->pending);
+
+    if (!store_pending_drain(w->pending, end, store_gc_insert_object, &ctx, error) ||
+        !store_batch_flush(w, &w->object_rows, error) ||
+        !store_batch_flush(w, &w->generation_rows, error))
+        return FALSE;
+    w->objects_written += before - store_pending_count(w->pending);
+    return TRUE;
+}
+
+static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError **error)
+{
+    const hl_gc_start *s = &w->gc.start;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_GC];
+    gboolean induced = s->reason == 1;
+    int64_t pause = s->suspend_mono_ns != 0 && e->resume_mono_ns >= s->suspend_mono_ns
+                        ? (int64_t)(e->resume_mono_ns - s->suspend_mono_ns)
+                        : (int64_t)(e->end_mono_ns - s->start_mono_ns);
+
+    sqlite3_bind_int64(st, 1, s->gc);
+    sqlite3_bind_int64(st, 2, s->generation);
+    sqlite3_bind_text(st, 3, induced ? "induced" : "other", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, induced);
+    sqlite3_bind_int64(st, 5, (e->flags & HL_GC_FLAG_COMPACTING) != 0);
+    sqlite3_bind_int64(st, 6, (int64_t)s->start_mono_ns);
+    sqlite3_bind_int64(st, 7, (int64_t)e->end_mono_ns);
+    sqlite3_bind_int64(st, 8, pause);
+    sqlite3_bind_int64(st, 9, (int64_t)e->survived_bytes);
+    sqlite3_bind_int64(st, 10, (int64_t)e->moved_bytes);
+    sqlite3_bind_int64(st, 11, (int64_t)s->first_id_after);
+    sqlite3_bind_int64(st, 12, (int64_t)e->objects_live);
+    sqlite3_bind_int64(st, 13, (e->flags & HL_GC_FLAG_INCOMPLETE) != 0);
+    if (!store_writer_step(w, STORE_STMT_INSERT_GC, error))
+        return FALSE;
+    st = w->stmt[STORE_STMT_INSERT_GC_GENERATION];
+    for (int g = 0; g < HL_GEN_COUNT_GC; g++) {
+        sqlite3_bind_int64(st, 1, s->gc);
+        sqlite3_bind_int64(st, 2, g);
+        sqlite3_bind_int64(st, 3, (int64_t)s->size_before[g]);
+        sqlite3_bind_int64(st, 4, (int64_t)e->size_after[g]);
+        if (!store_writer_step(w, STORE_STMT_INSERT_GC_GENERATION, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_end *e = &rec->u.gc_end;
+
+    if (!store_gc_is_open(w, e->gc))
+        return TRUE;
+    w->counters = e->counters;
+    w->have_counters = TRUE;
+    if (!store_gc_insert_pending(w, w->gc.start.first_id_after, e->gc, error) ||
+        !store_gc_insert_row(w, e, error) || !store_writer_write_counters(w, error) ||
+        !store_sql_exec(w->db, w->path, "RELEASE gc; COMMIT; BEGIN", error))
+        return FALSE;
+    w->objects_written += w->gc.discovered;
+    w->gc.open = FALSE;
+    w->last_gc = e->gc;
+    w->any_gc = TRUE;
+    w->gcs_written++;
+    g_ptr_array_set_size(w->replay, 0);
+    return TRUE;
+}
+
+gboolean store_gc_flush_unclassified(store_writer *w, GError **error)
+{
+    return store_gc_insert_pending(w, UINT64_MAX, w->last_gc + 1, error);
+}

@@ -1,0 +1,302 @@
+/* store_internal.h — what the files of the store share; nothing here is public.
+ *
+ *   store_stream.c   wire bytes → validated, decoded records (store_record), one at a time
+ *   store_pending.c  allocations since the previous GC, held in memory until their GC ends
+ *   store_schema.c   the database: DDL, pragmas, recognising a heaplens database
+ *   store_writer.c   lifecycle, transactions, the run row; applies non-GC records
+ *   store_gc.c       applies a GC's records; inserts objects once their fate is known
+ *   store_serve.c    the unix socket: accept the collector, read the program's exit status
+ */
+#ifndef HEAPLENS_STORE_INTERNAL_H
+#define HEAPLENS_STORE_INTERNAL_H
+
+#include "store/store.h"
+#include "wire/hl_wire.h"
+
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/types.h>
+
+/* ---- store_stream.c ---------------------------------------------------------------------- */
+
+/* A string inside a record payload: not NUL-terminated, borrowed from the read buffer. */
+typedef struct store_str {
+    const char *ptr;
+    uint32_t len;
+} store_str;
+
+/* One decoded record. Fixed parts are copied out (aligned); variable parts point into the read
+ * buffer (unaligned: read them with the store_record_*_at helpers) and are valid only during the
+ * handler call. Every count has been checked against the payload size. */
+typedef struct store_record {
+    uint16_t type;          /* hl_rec_type */
+    uint32_t size;          /* payload bytes */
+    const uint8_t *payload; /* the raw payload, `size` bytes */
+    union {
+        struct {
+            hl_run_start h;
+            store_str command, runtime_version, producer;
+        } run_start;
+        struct {
+            hl_type h;
+            store_str name;
+        } type;
+        struct {
+            hl_thread h;
+            store_str name;
+        } thread;
+        struct {
+            hl_alloc_batch h;
+            const uint8_t *items; /* h.count hl_alloc */
+        } allocs;
+        hl_gc_start gc_start;
+        struct {
+            hl_gc_young_fate h;
+            const uint8_t *fates; /* h.count bytes */
+        } young_fate;
+        struct {
+            hl_gc_deaths h;
+            const uint8_t *ids; /* h.count uint64_t */
+        } deaths;
+        struct {
+            hl_gc_promotions h;
+            const uint8_t *items; /* h.count hl_promotion */
+        } promotions;
+        struct {
+            hl_discovered_head h;
+            const uint8_t *items; /* h.count hl_discovered */
+        } discovered;
+        hl_gc_end gc_end;
+        hl_run_end run_end;
+    } u;
+} store_record;
+
+static inline hl_alloc store_record_alloc_at(const store_record *r, uint32_t i)
+{
+    hl_alloc a;
+    memcpy(&a, r->u.allocs.items + (size_t)i * sizeof a, sizeof a);
+    return a;
+}
+
+static inline uint64_t store_record_death_at(const store_record *r, uint32_t i)
+{
+    uint64_t id;
+    memcpy(&id, r->u.deaths.ids + (size_t)i * sizeof id, sizeof id);
+    return id;
+}
+
+static inline hl_promotion store_record_promotion_at(const store_record *r, uint32_t i)
+{
+    hl_promotion p;
+    memcpy(&p, r->u.promotions.items + (size_t)i * sizeof p, sizeof p);
+    return p;
+}
+
+static inline hl_discovered store_record_discovered_at(const store_record *r, uint32_t i)
+{
+    hl_discovered d;
+    memcpy(&d, r->u.discovered.items + (size_t)i * sizeof d, sizeof d);
+    return d;
+}
+
+/* Where the bytes come from. Returns the number of bytes read (> 0), 0 at end of stream, or -1
+ * with `error` set. */
+typedef ssize_t (*store_read_fn)(void *ctx, void *buf, size_t len, GError **error);
+
+/* Applies one decoded record. Returning FALSE stops the stream with that error. */
+typedef gboolean (*store_record_fn)(void *ctx, const store_record *rec, GError **error);
+
+/* How a stream ended (when store_stream_run returned TRUE). */
+typedef enum store_stream_end {
+    STORE_STREAM_RUN_END,   /* HL_REC_RUN_END arrived; nothing after it was read */
+    STORE_STREAM_EOF,       /* end of file at a record boundary, without RUN_END */
+    STORE_STREAM_CUT,       /* end of file inside a record (or inside the stream header) */
+} store_stream_end;
+
+/* Counters kept by the reader. */
+typedef struct store_stream_stats {
+    uint64_t stream_bytes;            /* bytes read from the source */
+    uint64_t records_read;            /* whole records, known or not (header excluded) */
+    uint64_t records_skipped_unknown; /* records of a type this reader does not know */
+    gboolean header_ok;               /* a valid stream header was read */
+} store_stream_stats;
+
+/* Reads the stream header, then every record, calling `apply` for each known record type.
+ * Returns TRUE with *end set when the stream ended (RUN_END, or EOF at or inside a record).
+ * Returns FALSE with STORE_ERROR_STREAM for a bad header (stats->header_ok FALSE) or a corrupt
+ * record (header_ok TRUE: what came before it was applied), with the source's error, or with
+ * the error `apply` returned. `stats` is updated as the stream is read. */
+gboolean store_stream_run(store_read_fn read, void *read_ctx, store_record_fn apply,
+                          void *apply_ctx, store_stream_end *end, store_stream_stats *stats,
+                          GError **error);
+
+/* Decodes one payload of a known type (as the stream reader does); FALSE with
+ * STORE_ERROR_STREAM when it is malformed or the type unknown. */
+gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t size,
+                             store_record *out, GError **error);
+
+/* The record type's name ("GC_END"), or NULL for an unknown type. */
+const char *store_stream_record_name(uint16_t type);
+
+/* ---- store_pending.c ---------------------------------------------------------------------- */
+
+/* An allocation waiting for its first GC. */
+typedef struct store_young {
+    uint64_t size;
+    uint32_t type_id;
+    uint32_t os_tid;
+} store_young;
+
+/* Allocations not yet stored, indexed by id (ids are dense, so this is an array in chunks, grown
+ * lazily: a corrupt id far away costs one chunk, not gigabytes). Every id below `base` has been
+ * drained; adding one is refused. */
+typedef struct store_pending store_pending;
+
+typedef enum store_pending_add_result {
+    STORE_PENDING_ADDED,
+    STORE_PENDING_REPLACED, /* the id was already pending: overwritten */
+    STORE_PENDING_LATE,     /* id < base: its GC is already stored; not added */
+    STORE_PENDING_FAR,      /* id >= base + 2^32: corrupt; not added */
+} store_pending_add_result;
+
+store_pending *store_pending_new(void);
+void store_pending_free(store_pending *p);
+store_pending_add_result store_pending_add(store_pending *p, uint64_t id, const store_young *o);
+/* Records the young fate of a pending id (GC_YOUNG_FATE); FALSE if the id is not pending. */
+gboolean store_pending_set_fate(store_pending *p, uint64_t id, uint8_t fate);
+/* Forgets every fate set since the last drain (the GC that set them was discarded). */
+void store_pending_clear_fates(store_pending *p);
+uint64_t store_pending_count(const store_pending *p);
+
+/* fate < 0: no fate was set for this object. */
+typedef gboolean (*store_pending_fn)(void *ctx, uint64_t id, const store_young *o, int fate,
+                                     GError **error);
+/* Calls `fn` in id order for every pending object with id < end; if every call succeeded,
+ * removes them and raises base to `end`. On failure nothing is removed. */
+gboolean store_pending_drain(store_pending *p, uint64_t end, store_pending_fn fn, void *ctx,
+                             GError **error);
+
+/* ---- store_schema.c ----------------------------------------------------------------------- */
+
+/* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the
+ * schema, application_id and user_version in one transaction. */
+gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
+/* Builds the indexes that are cheaper to build once at the end than to maintain while
+ * ingesting (IF NOT EXISTS: harmless when they exist). */
+gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error);
+
+/* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
+gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);
+/* Sets STORE_ERROR_SQLITE from the connection's last error. Always returns FALSE. */
+gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error);
+
+/* ---- store_writer.c / store_gc.c ---------------------------------------------------------- */
+
+/* Prepared statements, prepared once in store_writer_create. */
+typedef enum store_stmt_id {
+    STORE_STMT_INSERT_TYPE,
+    STORE_STMT_UPSERT_THREAD,
+    STORE_STMT_INSERT_THREAD_TID,
+    STORE_STMT_INSERT_OBJECT,
+    STORE_STMT_INSERT_OBJECTS_MANY,     /* STORE_BATCH_ROWS rows in one statement */
+    STORE_STMT_INSERT_GENERATION,
+    STORE_STMT_INSERT_GENERATIONS_MANY, /* STORE_BATCH_ROWS rows in one statement */
+    STORE_STMT_INSERT_GENERATION_IF_OBJECT,
+    STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY,
+    STORE_STMT_CLOSE_GENERATION,
+    STORE_STMT_CLOSE_GENERATIONS_MANY,
+    STORE_STMT_OBJECT_DIED,
+    STORE_STMT_OBJECTS_DIED_MANY,
+    STORE_STMT_INSERT_GC,
+    STORE_STMT_INSERT_GC_GENERATION,
+    STORE_STMT_SET_COUNTER,
+    STORE_STMT_COUNT
+} store_stmt_id;
+
+/* Rows inserted when a GC ends go out STORE_BATCH_ROWS at a time through one multi-row INSERT:
+ * per-statement costs dominate SQLite's per-row cost for rows this small. */
+#define STORE_BATCH_ROWS 64
+#define STORE_BATCH_MAX_COLUMNS 7
+#define STORE_NULL INT64_MIN /* a NULL in a buffered row */
+
+typedef struct store_row_batch {
+    store_stmt_id one;  /* single-row statement, for the rest */
+    store_stmt_id many; /* STORE_BATCH_ROWS-row statement */
+    int columns;
+    int rows; /* buffered */
+    int64_t v[STORE_BATCH_ROWS * STORE_BATCH_MAX_COLUMNS];
+} store_row_batch;
+
+/* The GC being read (between its GC_START and GC_END). */
+typedef struct store_open_gc {
+    gboolean open;
+    hl_gc_start start;
+    uint64_t discovered; /* object rows of DISCOVERED records, counted when the GC commits */
+} store_open_gc;
+
+struct store_writer {
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *stmt[STORE_STMT_COUNT];
+    store_pending *pending;
+    store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
+    store_row_batch generation_rows; /* object_generations (object_id, generation, from_gc) */
+    GHashTable *threads_seen; /* os_tid (as pointer) → present in `threads` */
+    uint32_t last_tid;        /* last os_tid found in threads_seen (0: none) */
+    gboolean last_tid_valid;
+
+    store_open_gc gc;  /* the GC being read */
+    uint32_t last_gc;  /* last complete GC stored, 0 before the first */
+    gboolean any_gc;
+
+    hl_counters counters; /* the collector's, as of the last GC_END or RUN_END */
+    gboolean have_counters;
+    store_stream_stats stream;
+    uint64_t gcs_discarded_incomplete;
+    uint64_t writer_anomalies;
+    uint64_t connections_refused;
+    uint64_t objects_written;
+    uint64_t gcs_written;
+
+    /* TYPE, THREAD and RUN_START records that arrived while a GC was open, raw (hl_rec_header +
+     * payload): rolling the GC back loses their rows too, so they are applied again. */
+    GPtrArray *replay; /* of GBytes */
+
+    uint32_t run_flags;   /* HL_RUN_FLAG_* from RUN_START */
+    gboolean complete;    /* RUN_END received */
+    gboolean corrupt;     /* the stream stopped at a corrupt record */
+    gboolean connected;   /* a collector connected (serve) or a stream was ingested */
+    gboolean no_data_forced; /* serve: the program exited before any collector connected */
+    gboolean ingested;    /* store_writer_ingest* was called */
+};
+
+/* Ingests one stream from any source (store_writer_ingest_fd and serve use it). */
+gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx,
+                             GError **error);
+/* Buffers one row (batch->columns values, STORE_NULL for NULL); writes a full batch. */
+gboolean store_batch_add(store_writer *w, store_row_batch *b, const int64_t *row, GError **error);
+/* Writes the buffered rows. */
+gboolean store_batch_flush(store_writer *w, store_row_batch *b, GError **error);
+/* Binds, steps and resets a prepared statement that returns no rows. */
+gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error);
+/* Applies one decoded record (dispatch table in store_writer.c). */
+gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error);
+/* Makes sure `threads` has a row for os_tid (allocating threads get one, unnamed). */
+gboolean store_writer_note_thread(store_writer *w, uint32_t os_tid, GError **error);
+
+/* GC records (store_gc.c). */
+gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_young_fate(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_promotions(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error);
+/* Rolls back the open GC, if any, and counts it in gcs_discarded_incomplete. */
+gboolean store_gc_discard_open(store_writer *w, GError **error);
+/* Inserts every pending allocation as not yet classified by a GC (heap NULL, died_gc NULL,
+ * first_gc = last stored GC + 1). */
+gboolean store_gc_flush_unclassified(store_writer *w, GError **error);
+/* Writes the collector's and the writer's counters. */
+gboolean store_writer_write_counters(store_writer *w, GError **error);
+
+#endif /* HEAPLENS_STORE_INTERNAL_H */

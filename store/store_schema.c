@@ -1,0 +1,307 @@
+/* store_schema.c — the heaplens database: its SQL, and recognising one.
+ *
+ * SCHEMA.md documents every table and view below; keep the two in step. A change to a table or
+ * a view's columns bumps STORE_SCHEMA_VERSION (readers refuse other versions).
+ */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
+
+/* Connection settings of the writer: WAL so a reader sees every committed GC while recording,
+ * synchronous=NORMAL (a commit survives a crash of the writer; the last commits may be lost on
+ * power failure, never corrupted), a page cache of up to 256 MiB for the per-GC UPDATEs of older
+ * objects (deaths in a gen2 GC touch pages all over the objects table), checkpoints every
+ * 64 MiB of WAL. No mmap: an I/O error would become SIGBUS instead of an error. */
+static const char store_schema_pragmas[] =
+    "PRAGMA journal_mode = WAL;\n"
+    "PRAGMA synchronous = NORMAL;\n"
+    "PRAGMA cache_size = -262144;\n"
+    "PRAGMA temp_store = MEMORY;\n"
+    "PRAGMA wal_autocheckpoint = 16384;\n";
+
+static const char store_schema_tables[] =
+    "CREATE TABLE run (\n"
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),\n"
+    "  command TEXT,\n"
+    "  pid INTEGER,\n"
+    "  runtime_version TEXT,\n"
+    "  producer TEXT,\n"
+    "  mode TEXT,\n"
+    "  start_time TEXT,\n"
+    "  end_time TEXT,\n"
+    "  start_mono_ns INTEGER,\n"
+    "  end_mono_ns INTEGER,\n"
+    "  status TEXT NOT NULL,\n"
+    "  exit_status INTEGER,\n"
+    "  flags TEXT\n"
+    ");\n"
+    "CREATE TABLE counters (\n"
+    "  name TEXT PRIMARY KEY,\n"
+    "  value INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE types (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  name TEXT NOT NULL,\n"
+    "  class_id INTEGER,\n"
+    "  flags INTEGER NOT NULL DEFAULT 0\n"
+    ");\n"
+    "CREATE TABLE threads (\n"
+    "  os_tid INTEGER PRIMARY KEY,\n"
+    "  thread_id INTEGER,\n"
+    "  name TEXT\n"
+    ");\n"
+    "CREATE TABLE gcs (\n"
+    "  gc INTEGER PRIMARY KEY,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  reason TEXT NOT NULL,\n"
+    "  induced INTEGER NOT NULL,\n"
+    "  compacting INTEGER NOT NULL,\n"
+    "  start_ns INTEGER,\n"
+    "  end_ns INTEGER,\n"
+    "  pause_ns INTEGER,\n"
+    "  survived_bytes INTEGER,\n"
+    "  moved_bytes INTEGER,\n"
+    "  first_object_id INTEGER,\n"
+    "  objects_live INTEGER,\n"
+    "  incomplete INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE TABLE gc_generations (\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  size_before INTEGER,\n"
+    "  size_after INTEGER,\n"
+    "  PRIMARY KEY (gc, generation)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE objects (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  type_id INTEGER NOT NULL,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  thread INTEGER,\n"
+    "  heap INTEGER,\n"
+    "  first_gc INTEGER NOT NULL,\n"
+    "  died_gc INTEGER\n"
+    ");\n"
+    "CREATE TABLE object_generations (\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  from_gc INTEGER NOT NULL,\n"
+    "  until_gc INTEGER,\n"
+    "  PRIMARY KEY (object_id, from_gc)\n"
+    ") WITHOUT ROWID;\n";
+
+/* Built at the end of the recording (store_schema_finish_indexes): maintaining it while
+ * ingesting costs more than building it once. A database whose writer was killed lacks it;
+ * queries are still correct, only slower. */
+static const char store_schema_late_indexes[] =
+    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n";
+
+/* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
+#define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
+
+static const char store_schema_views[] =
+    "CREATE VIEW gc_summary AS\n"
+    "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
+    "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
+    "       g.incomplete,\n"
+    "       g0.size_before AS gen0_before, g0.size_after AS gen0_after,\n"
+    "       g1.size_before AS gen1_before, g1.size_after AS gen1_after,\n"
+    "       g2.size_before AS gen2_before, g2.size_after AS gen2_after,\n"
+    "       g3.size_before AS loh_before, g3.size_after AS loh_after,\n"
+    "       g4.size_before AS poh_before, g4.size_after AS poh_after\n"
+    "FROM gcs g\n"
+    "LEFT JOIN gc_generations g0 ON g0.gc = g.gc AND g0.generation = 0\n"
+    "LEFT JOIN gc_generations g1 ON g1.gc = g.gc AND g1.generation = 1\n"
+    "LEFT JOIN gc_generations g2 ON g2.gc = g.gc AND g2.generation = 2\n"
+    "LEFT JOIN gc_generations g3 ON g3.gc = g.gc AND g3.generation = 3\n"
+    "LEFT JOIN gc_generations g4 ON g4.gc = g.gc AND g4.generation = 4;\n"
+    "\n"
+    "CREATE VIEW allocations_by_type AS\n"
+    "SELECT " STORE_TYPE_NAME("t", "o") " AS type, count(*) AS count, sum(o.size) AS bytes\n"
+    "FROM objects o LEFT JOIN types t ON t.id = o.type_id\n"
+    "GROUP BY o.type_id;\n"
+    "\n"
+    "CREATE VIEW live_objects AS\n"
+    "SELECT g.gc AS gc, og.object_id AS object_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"
+    "       o.size AS size, og.generation AS generation, o.thread AS thread\n"
+    "FROM gcs g\n"
+    "JOIN object_generations og\n"
+    "  ON og.from_gc <= g.gc AND (og.until_gc IS NULL OR og.until_gc > g.gc)\n"
+    "JOIN objects o ON o.id = og.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id;\n"
+    "\n"
+    "CREATE VIEW survivors_by_generation AS\n"
+    "SELECT g.gc AS gc, og.generation AS generation, " STORE_TYPE_NAME("t", "o") " AS type,\n"
+    "       count(*) AS count, sum(o.size) AS bytes\n"
+    "FROM gcs g\n"
+    "JOIN object_generations og\n"
+    "  ON og.from_gc <= g.gc AND (og.until_gc IS NULL OR og.until_gc > g.gc)\n"
+    "JOIN objects o ON o.id = og.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "GROUP BY g.gc, og.generation, o.type_id;\n"
+    "\n"
+    "CREATE VIEW object_lifetimes AS\n"
+    "SELECT o.id AS id, o.type_id AS type_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"
+    "       o.size AS size, o.thread AS thread, th.name AS thread_name, o.heap AS heap,\n"
+    "       o.first_gc AS first_gc, o.died_gc AS died_gc,\n"
+    "       max(0, coalesce(o.died_gc, coalesce((SELECT max(gc) FROM gcs), 0) + 1)\n"
+    "              - o.first_gc) AS gcs_survived,\n"
+    "       (SELECT og.generation FROM object_generations og WHERE og.object_id = o.id\n"
+    "        ORDER BY og.from_gc DESC LIMIT 1) AS final_generation\n"
+    "FROM objects o\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
+
+gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error)
+{
+    g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: %s: %s", path, what,
+                db != NULL ? sqlite3_errmsg(db) : "out of memory");
+    return FALSE;
+}
+
+gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        g_set_error(error, STORE_ERROR, rc == SQLITE_FULL || rc == SQLITE_IOERR
+                                            ? STORE_ERROR_IO
+                                            : STORE_ERROR_SQLITE,
+                    "%s: %s", path, msg != NULL ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
+{
+    g_autofree char *ids = g_strdup_printf("PRAGMA application_id = %d;\n"
+                                           "PRAGMA user_version = %d;\n",
+                                           (int)STORE_APPLICATION_ID, STORE_SCHEMA_VERSION);
+    gboolean ok = FALSE;
+
+    if (!store_sql_exec(db, path, store_schema_pragmas, error))
+        goto out;
+    if (!store_sql_exec(db, path, "BEGIN", error))
+        goto out;
+    if (!store_sql_exec(db, path, store_schema_tables, error) ||
+        !store_sql_exec(db, path, store_schema_views, error) ||
+        !store_sql_exec(db, path, ids, error)) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        goto out;
+    }
+    if (!store_sql_exec(db, path, "COMMIT", error))
+        goto out;
+    ok = TRUE;
+out:
+    return ok;
+}
+
+gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error)
+{
+    return store_sql_exec(db, path, store_schema_late_indexes, error);
+}
+
+/* Reads one integer pragma; -1 when it cannot be read. */
+static int64_t store_db_pragma_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Checks that `path` is a readable regular file starting with the SQLite header. */
+static gboolean store_db_check_file(const char *path, GError **error)
+{
+    static const char sqlite_magic[16] = "SQLite format 3";
+    char head[16];
+    struct stat st;
+    gboolean ok = FALSE;
+    int fd = -1;
+
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s does not exist", path);
+        else
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s is a directory, not a heaplens database",
+                    path);
+        goto out;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    ssize_t n;
+    do
+        n = read(fd, head, sizeof head);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s: %s", path, g_strerror(errno));
+        goto out;
+    }
+    if (n != (ssize_t)sizeof head || memcmp(head, sqlite_magic, sizeof head) != 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
+                    "%s is not a heaplens database (not an SQLite file)", path);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
+{
+    sqlite3 *db = NULL;
+    gboolean ok = FALSE;
+    int64_t app_id, version;
+
+    if (!store_db_check_file(path, error))
+        goto out;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        store_sql_fail(db, path, "cannot open", error);
+        goto out;
+    }
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, 2000);
+    app_id = store_db_pragma_int(db, "PRAGMA application_id");
+    if (app_id < 0) {
+        store_sql_fail(db, path, "cannot read", error);
+        goto out;
+    }
+    if (app_id != STORE_APPLICATION_ID) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s is not a heaplens database", path);
+        goto out;
+    }
+    version = store_db_pragma_int(db, "PRAGMA user_version");
+    if (version != STORE_SCHEMA_VERSION) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                    "%s was written by schema version %" G_GINT64_FORMAT
+                    "; this heaplens reads version %d",
+                    path, version, STORE_SCHEMA_VERSION);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    if (!ok) {
+        sqlite3_close(db);
+        db = NULL;
+    }
+    return db;
+}

@@ -1,0 +1,226 @@
+/* store_serve.c — serving one recording over the listening unix socket.
+ *
+ *   poll(listen_fd, stop_fd)
+ *     listen_fd readable → accept; SO_PEERCRED uid != ours → close it, count it, keep waiting
+ *                          uid ok → ingest the stream (reading with poll on the connection and
+ *                          stop_fd), then read the exit status from stop_fd
+ *     stop_fd readable   → the program exited and no collector ever connected: 'no-data'
+ *
+ * stop_fd carries one line from `heaplens record`: "exit N" or "signal N". Once it has arrived
+ * the collector's process is gone, so whatever the connection still holds is already buffered:
+ * a connection that stays silent for stop_wait_ms after that is treated as ended (a child the
+ * program forked may have inherited it).
+ */
+#define _GNU_SOURCE /* accept4, struct ucred */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* The program's exit status as read from stop_fd. */
+typedef struct store_stop {
+    int fd;
+    char line[64];
+    size_t len;
+    gboolean done;  /* a full line arrived, or stop_fd reached end of file */
+    gboolean known; /* `status` is valid */
+    int status;
+} store_stop;
+
+/* Parses "exit N" or "signal N" (128 + N). */
+static void store_stop_parse(store_stop *s)
+{
+    unsigned n;
+    char nl;
+    s->line[s->len] = '\0';
+    if (sscanf(s->line, "exit %u%c", &n, &nl) >= 1 && n <= 255) {
+        s->status = (int)n;
+        s->known = TRUE;
+    } else if (sscanf(s->line, "signal %u%c", &n, &nl) >= 1 && n < 128) {
+        s->status = 128 + (int)n;
+        s->known = TRUE;
+    }
+}
+
+/* Reads what stop_fd has (call when poll says it is readable). */
+static gboolean store_stop_read(store_stop *s, GError **error)
+{
+    ssize_t n;
+    do
+        n = read(s->fd, s->line + s->len, sizeof s->line - 1 - s->len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        if (errno == EAGAIN)
+            return TRUE;
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "reading the exit status: %s",
+                    g_strerror(errno));
+        return FALSE;
+    }
+    s->len += (size_t)n;
+    if (n == 0 || memchr(s->line, '\n', s->len) != NULL || s->len == sizeof s->line - 1) {
+        s->done = TRUE;
+        store_stop_parse(s);
+    }
+    return TRUE;
+}
+
+/* Waits at most `wait_ms` for the rest of the exit status line. */
+static gboolean store_stop_wait(store_stop *s, int wait_ms, GError **error)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)wait_ms * 1000;
+    while (!s->done) {
+        gint64 left_ms = (deadline - g_get_monotonic_time()) / 1000;
+        if (left_ms <= 0)
+            break;
+        struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
+        int r = poll(&pfd, 1, (int)left_ms);
+        if (r < 0 && errno != EINTR) {
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
+            return FALSE;
+        }
+        if (r > 0 && !store_stop_read(s, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* The connection as a stream source: reads wait on the connection and on stop_fd. */
+typedef struct store_conn_source {
+    int fd;
+    store_stop *stop;
+    int stop_wait_ms;
+} store_conn_source;
+
+static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
+{
+    store_conn_source *src = ctx;
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = src->fd, .events = POLLIN},
+                                {.fd = src->stop->fd, .events = POLLIN}};
+        nfds_t n = src->stop->done ? 1 : 2;
+        int r = poll(pfd, n, src->stop->done ? src->stop_wait_ms : -1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
+            return -1;
+        }
+        if (r == 0)
+            return 0; /* the program has exited and the connection stays silent: ended */
+        if (n == 2 && pfd[1].revents != 0 && !store_stop_read(src->stop, error))
+            return -1;
+        if (pfd[0].revents != 0) {
+            ssize_t got = recv(src->fd, buf, len, MSG_DONTWAIT);
+            if (got >= 0)
+                return got;
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            if (errno == ECONNRESET)
+                return 0; /* the collector's process died: a truncated stream */
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "reading the record stream: %s",
+                        g_strerror(errno));
+            return -1;
+        }
+    }
+}
+
+/* Accepts one pending connection. Returns TRUE with *conn = -1 when there was none after all or
+ * it was refused (another uid: counted in w->connections_refused, *refused_uid set). */
+static gboolean store_serve_accept(store_writer *w, int listen_fd, int *conn, uid_t *refused_uid,
+                                   GError **error)
+{
+    struct ucred cred;
+    socklen_t cred_len = sizeof cred;
+    gboolean ok = FALSE;
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+    *conn = -1;
+    if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+            ok = TRUE;
+        else
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "accept: %s", g_strerror(errno));
+        goto out;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "SO_PEERCRED: %s", g_strerror(errno));
+        goto out;
+    }
+    if (cred.uid != getuid()) {
+        w->connections_refused++;
+        *refused_uid = cred.uid;
+        ok = TRUE;
+        goto out;
+    }
+    *conn = fd;
+    fd = -1;
+    ok = TRUE;
+out:
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int stop_wait_ms,
+                            GError **error)
+{
+    store_stop stop = {.fd = stop_fd};
+    uid_t refused_uid = 0;
+    int conn = -1;
+    gboolean ok = FALSE, ingested = TRUE;
+    g_autoptr(GError) ingest_error = NULL;
+    int flags = fcntl(listen_fd, F_GETFL);
+
+    /* A connection may vanish between poll and accept: accept must not block then. */
+    if (flags < 0 || fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "listening socket: %s", g_strerror(errno));
+        goto out;
+    }
+    while (conn < 0 && !stop.done) {
+        struct pollfd pfd[2] = {{.fd = listen_fd, .events = POLLIN},
+                                {.fd = stop_fd, .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
+            goto out;
+        }
+        if (pfd[0].revents != 0 && !store_serve_accept(w, listen_fd, &conn, &refused_uid, error))
+            goto out;
+        if (conn < 0 && pfd[1].revents != 0 && !store_stop_read(&stop, error))
+            goto out;
+    }
+    if (conn >= 0) {
+        store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms};
+        ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
+    } else {
+        /* The program exited before its collector connected (if it ever loaded one). */
+        w->no_data_forced = TRUE;
+    }
+    if (!store_stop_wait(&stop, stop_wait_ms, error))
+        goto out;
+    if (stop.known && !store_writer_set_exit_status(w, stop.status, error))
+        goto out;
+    if (!ingested) {
+        g_propagate_error(error, g_steal_pointer(&ingest_error));
+        goto out;
+    }
+    if (!w->connected && w->connections_refused > 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_PEER,
+                    "refused %" G_GUINT64_FORMAT " connection(s) from another user (uid %u); "
+                    "the program's collector never connected",
+                    w->connections_refused, (unsigned)refused_uid);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    if (conn >= 0)
+        close(conn);
+    return ok;
+}

@@ -1,0 +1,399 @@
+/* store_stream.c — reads a heaplens record stream (wire/hl_wire.h) and decodes its records.
+ *
+ * The reader owns the wire format and nothing else: it checks the stream header, frames
+ * records by their {type, size} header, refuses sizes above HL_REC_MAX_PAYLOAD, checks each
+ * payload against the counts it declares, skips (and counts) unknown types, and tells a clean
+ * end (RUN_END) from a stream that stopped at or inside a record. What a record means is the
+ * caller's business (store_writer.c): it receives decoded records through one callback.
+ *
+ * Dispatch is the table store_record_defs: type → {name, decode}. Adding a record type is one
+ * decode function and one table line.
+ */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#define STORE_STREAM_BUF_INITIAL (1u << 20)
+
+/* Checks a payload of `size` bytes and fills the matching member of out->u. */
+typedef gboolean (*store_decode_fn)(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error);
+
+typedef struct store_record_def {
+    const char *name;
+    store_decode_fn decode;
+} store_record_def;
+
+static gboolean store_decode_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static gboolean store_decode_fail(GError **error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error_literal(error, STORE_ERROR, STORE_ERROR_STREAM, msg);
+    return FALSE;
+}
+
+/* Payload must be exactly `want` bytes. */
+static gboolean store_decode_exact(uint32_t size, size_t want, GError **error)
+{
+    if (size != want)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, expected %zu", size, want);
+    return TRUE;
+}
+
+/* Payload = fixed header of `fixed` bytes + `count` items of `item` bytes, exactly. */
+static gboolean store_decode_counted(uint32_t size, size_t fixed, uint32_t count, size_t item,
+                                     GError **error)
+{
+    if (size < fixed)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its %zu-byte header",
+                                 size, fixed);
+    if ((uint64_t)(size - fixed) != (uint64_t)count * item)
+        return store_decode_fail(error,
+                                 "payload of %" PRIu32 " bytes does not hold the %" PRIu32
+                                 " items it declares",
+                                 size, count);
+    return TRUE;
+}
+
+/* Takes one hl_str at *off; advances *off. */
+static gboolean store_decode_str(const uint8_t *p, uint32_t size, uint32_t *off, store_str *out,
+                                 GError **error)
+{
+    uint32_t len;
+    if (size - *off < sizeof len)
+        return store_decode_fail(error, "string length runs past the payload end");
+    memcpy(&len, p + *off, sizeof len);
+    *off += sizeof len;
+    if (len > size - *off)
+        return store_decode_fail(error, "string of %" PRIu32 " bytes runs past the payload end",
+                                 len);
+    out->ptr = (const char *)p + *off;
+    out->len = len;
+    *off += len;
+    return TRUE;
+}
+
+static gboolean store_decode_end(uint32_t size, uint32_t off, GError **error)
+{
+    if (off != size)
+        return store_decode_fail(error, "%" PRIu32 " bytes left over after the last string",
+                                 size - off);
+    return TRUE;
+}
+
+static gboolean store_decode_run_start(const uint8_t *p, uint32_t size, store_record *out,
+                                       GError **error)
+{
+    uint32_t off = sizeof out->u.run_start.h;
+    if (size < off)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
+                                 size);
+    memcpy(&out->u.run_start.h, p, off);
+    return store_decode_str(p, size, &off, &out->u.run_start.command, error) &&
+           store_decode_str(p, size, &off, &out->u.run_start.runtime_version, error) &&
+           store_decode_str(p, size, &off, &out->u.run_start.producer, error) &&
+           store_decode_end(size, off, error);
+}
+
+static gboolean store_decode_type(const uint8_t *p, uint32_t size, store_record *out,
+                                  GError **error)
+{
+    uint32_t off = sizeof out->u.type.h;
+    if (size < off)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
+                                 size);
+    memcpy(&out->u.type.h, p, off);
+    return store_decode_str(p, size, &off, &out->u.type.name, error) &&
+           store_decode_end(size, off, error);
+}
+
+static gboolean store_decode_thread(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error)
+{
+    uint32_t off = sizeof out->u.thread.h;
+    if (size < off)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
+                                 size);
+    memcpy(&out->u.thread.h, p, off);
+    return store_decode_str(p, size, &off, &out->u.thread.name, error) &&
+           store_decode_end(size, off, error);
+}
+
+static gboolean store_decode_alloc_batch(const uint8_t *p, uint32_t size, store_record *out,
+                                         GError **error)
+{
+    hl_alloc_batch *h = &out->u.allocs.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.allocs.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(hl_alloc), error);
+}
+
+static gboolean store_decode_gc_start(const uint8_t *p, uint32_t size, store_record *out,
+                                      GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.gc_start, error))
+        return FALSE;
+    memcpy(&out->u.gc_start, p, sizeof out->u.gc_start);
+    return TRUE;
+}
+
+static gboolean store_decode_young_fate(const uint8_t *p, uint32_t size, store_record *out,
+                                        GError **error)
+{
+    hl_gc_young_fate *h = &out->u.young_fate.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.young_fate.fates = p + sizeof *h;
+    if (!store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0, 1, error))
+        return FALSE;
+    if (h->first_id > UINT64_MAX - h->count)
+        return store_decode_fail(error, "id range overflows");
+    return TRUE;
+}
+
+static gboolean store_decode_deaths(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error)
+{
+    hl_gc_deaths *h = &out->u.deaths.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.deaths.ids = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(uint64_t), error);
+}
+
+static gboolean store_decode_promotions(const uint8_t *p, uint32_t size, store_record *out,
+                                        GError **error)
+{
+    hl_gc_promotions *h = &out->u.promotions.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.promotions.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(hl_promotion), error);
+}
+
+static gboolean store_decode_discovered(const uint8_t *p, uint32_t size, store_record *out,
+                                        GError **error)
+{
+    hl_discovered_head *h = &out->u.discovered.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.discovered.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(hl_discovered), error);
+}
+
+static gboolean store_decode_gc_end(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.gc_end, error))
+        return FALSE;
+    memcpy(&out->u.gc_end, p, sizeof out->u.gc_end);
+    return TRUE;
+}
+
+static gboolean store_decode_run_end(const uint8_t *p, uint32_t size, store_record *out,
+                                     GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.run_end, error))
+        return FALSE;
+    memcpy(&out->u.run_end, p, sizeof out->u.run_end);
+    return TRUE;
+}
+
+static const store_record_def store_record_defs[] = {
+    [HL_REC_RUN_START] = {"RUN_START", store_decode_run_start},
+    [HL_REC_TYPE] = {"TYPE", store_decode_type},
+    [HL_REC_THREAD] = {"THREAD", store_decode_thread},
+    [HL_REC_ALLOC_BATCH] = {"ALLOC_BATCH", store_decode_alloc_batch},
+    [HL_REC_GC_START] = {"GC_START", store_decode_gc_start},
+    [HL_REC_GC_YOUNG_FATE] = {"GC_YOUNG_FATE", store_decode_young_fate},
+    [HL_REC_GC_DEATHS] = {"GC_DEATHS", store_decode_deaths},
+    [HL_REC_GC_PROMOTIONS] = {"GC_PROMOTIONS", store_decode_promotions},
+    [HL_REC_GC_END] = {"GC_END", store_decode_gc_end},
+    [HL_REC_RUN_END] = {"RUN_END", store_decode_run_end},
+    [HL_REC_DISCOVERED] = {"DISCOVERED", store_decode_discovered},
+    /* Not stored yet (no tables): HANDLE_CREATED, HANDLE_DESTROYED, GC_HANDLE_KINDS and the
+     * SNAPSHOT_* records are skipped like unknown types and counted. */
+};
+
+static const store_record_def *store_record_def_get(uint16_t type)
+{
+    if (type >= G_N_ELEMENTS(store_record_defs) || store_record_defs[type].decode == NULL)
+        return NULL;
+    return &store_record_defs[type];
+}
+
+gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t size,
+                             store_record *out, GError **error)
+{
+    const store_record_def *def = store_record_def_get(type);
+    *out = (store_record){.type = type, .size = size, .payload = payload};
+    if (def == NULL) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM, "unknown record type %u", type);
+        return FALSE;
+    }
+    if (!def->decode(payload, size, out, error)) {
+        g_prefix_error(error, "%s record: ", def->name);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+const char *store_stream_record_name(uint16_t type)
+{
+    const store_record_def *def = store_record_def_get(type);
+    return def != NULL ? def->name : NULL;
+}
+
+/* The read buffer: bytes [start, end) are read and not yet consumed. */
+typedef struct store_stream_buf {
+    uint8_t *data;
+    size_t cap, start, end;
+    gboolean eof;
+    store_read_fn read;
+    void *read_ctx;
+    store_stream_stats *stats;
+} store_stream_buf;
+
+static size_t store_buf_avail(const store_stream_buf *b)
+{
+    return b->end - b->start;
+}
+
+/* Makes at least `want` bytes available, reading as much as one read gives each time. Returns
+ * FALSE on a read error; at end of file returns TRUE with fewer bytes available. */
+static gboolean store_buf_fill(store_stream_buf *b, size_t want, GError **error)
+{
+    while (store_buf_avail(b) < want && !b->eof) {
+        if (b->cap - b->start < want) {
+            /* Not enough room after `start`: move the unread bytes down, grow if needed. */
+            memmove(b->data, b->data + b->start, store_buf_avail(b));
+            b->end -= b->start;
+            b->start = 0;
+            if (b->cap < want) {
+                b->cap = MAX(want, b->cap * 2);
+                b->data = g_realloc(b->data, b->cap);
+            }
+        }
+        ssize_t n = b->read(b->read_ctx, b->data + b->end, b->cap - b->end, error);
+        if (n < 0)
+            return FALSE;
+        if (n == 0)
+            b->eof = TRUE;
+        b->end += (size_t)n;
+        b->stats->stream_bytes += (uint64_t)n;
+    }
+    return TRUE;
+}
+
+static gboolean store_stream_read_header(store_stream_buf *b, store_stream_end *end,
+                                         GError **error)
+{
+    hl_stream_header h;
+    size_t avail;
+
+    if (!store_buf_fill(b, sizeof h, error))
+        return FALSE;
+    avail = store_buf_avail(b);
+    if (memcmp(b->data + b->start, HL_STREAM_MAGIC, MIN(avail, sizeof h.magic)) != 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
+                    "not a heaplens record stream (bad magic)");
+        return FALSE;
+    }
+    if (avail < sizeof h) {
+        *end = STORE_STREAM_CUT;
+        return TRUE;
+    }
+    memcpy(&h, b->data + b->start, sizeof h);
+    b->start += sizeof h;
+    if (h.version != HL_STREAM_VERSION) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
+                    "record stream version %" PRIu32 "; this heaplens reads version %u", h.version,
+                    HL_STREAM_VERSION);
+        return FALSE;
+    }
+    b->stats->header_ok = TRUE;
+    return TRUE;
+}
+
+gboolean store_stream_run(store_read_fn read, void *read_ctx, store_record_fn apply,
+                          void *apply_ctx, store_stream_end *end, store_stream_stats *stats,
+                          GError **error)
+{
+    store_stream_buf b = {
+        .cap = STORE_STREAM_BUF_INITIAL,
+        .read = read,
+        .read_ctx = read_ctx,
+        .stats = stats,
+    };
+    gboolean ok = FALSE;
+    b.data = g_malloc(b.cap);
+
+    *end = STORE_STREAM_CUT;
+    if (!store_stream_read_header(&b, end, error))
+        goto out;
+    if (!stats->header_ok) { /* end of file inside the header */
+        ok = TRUE;
+        goto out;
+    }
+
+    for (;;) {
+        uint64_t offset = stats->stream_bytes - store_buf_avail(&b);
+        hl_rec_header rh;
+
+        if (!store_buf_fill(&b, sizeof rh, error))
+            goto out;
+        if (store_buf_avail(&b) < sizeof rh) {
+            *end = store_buf_avail(&b) == 0 ? STORE_STREAM_EOF : STORE_STREAM_CUT;
+            break;
+        }
+        memcpy(&rh, b.data + b.start, sizeof rh);
+        if (rh.size > HL_REC_MAX_PAYLOAD) {
+            g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
+                        "corrupt record stream at byte %" PRIu64 ": record size %" PRIu32
+                        " exceeds the %u-byte limit",
+                        offset, rh.size, HL_REC_MAX_PAYLOAD);
+            goto out;
+        }
+        if (!store_buf_fill(&b, sizeof rh + rh.size, error))
+            goto out;
+        if (store_buf_avail(&b) < sizeof rh + rh.size) {
+            *end = STORE_STREAM_CUT;
+            break;
+        }
+        const uint8_t *payload = b.data + b.start + sizeof rh;
+        b.start += sizeof rh + rh.size;
+        stats->records_read++;
+
+        const store_record_def *def = store_record_def_get(rh.type);
+        if (def == NULL) {
+            stats->records_skipped_unknown++;
+            continue;
+        }
+        store_record rec;
+        if (!store_stream_decode(rh.type, payload, rh.size, &rec, error)) {
+            g_prefix_error(error, "corrupt record stream at byte %" PRIu64 ": ", offset);
+            goto out;
+        }
+        if (!apply(apply_ctx, &rec, error))
+            goto out;
+        if (rh.type == HL_REC_RUN_END) {
+            *end = STORE_STREAM_RUN_END;
+            break;
+        }
+    }
+    ok = TRUE;
+out:
+    g_free(b.data);
+    return ok;
+}

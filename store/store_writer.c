@@ -1,0 +1,645 @@
+/* store_writer.c — the writer's life: create the database, apply records, finish.
+ *
+ * Transactions. From store_writer_create to store_writer_finish one write transaction is always
+ * open. Each GC_START opens SAVEPOINT gc; its GC_END inserts the GC's young objects, releases
+ * the savepoint and COMMITs (then BEGINs again). A GC whose GC_END never comes is rolled back to
+ * its savepoint — with it go the rows of TYPE/THREAD records that arrived inside it, so those are
+ * applied again (w->replay). Allocations wait in memory (store_pending.c) until their first GC
+ * ends; finish inserts those that no GC classified.
+ *
+ * GC records are applied in store_gc.c; this file applies the others.
+ */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
+    [STORE_STMT_INSERT_TYPE] =
+        "INSERT OR REPLACE INTO types (id, name, class_id, flags) VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_UPSERT_THREAD] =
+        "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
+    [STORE_STMT_INSERT_THREAD_TID] = "INSERT OR IGNORE INTO threads (os_tid) VALUES (?1)",
+    [STORE_STMT_INSERT_OBJECT] =
+        "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [STORE_STMT_INSERT_OBJECTS_MANY] = NULL, /* store_stmt_many */
+    [STORE_STMT_INSERT_GENERATIONS_MANY] = NULL,
+    [STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY] = NULL,
+    [STORE_STMT_CLOSE_GENERATIONS_MANY] = NULL,
+    [STORE_STMT_OBJECTS_DIED_MANY] = NULL,
+    [STORE_STMT_INSERT_GENERATION] =
+        "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
+        "VALUES (?1, ?2, ?3, NULL)",
+    [STORE_STMT_INSERT_GENERATION_IF_OBJECT] =
+        "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
+        "SELECT ?1, ?2, ?3, NULL WHERE EXISTS (SELECT 1 FROM objects WHERE id = ?1)",
+    [STORE_STMT_CLOSE_GENERATION] =
+        "UPDATE object_generations SET until_gc = ?1 WHERE object_id = ?2 AND until_gc IS NULL",
+    [STORE_STMT_OBJECT_DIED] = "UPDATE objects SET died_gc = ?1 WHERE id = ?2 AND died_gc IS NULL",
+    [STORE_STMT_INSERT_GC] =
+        "INSERT OR REPLACE INTO gcs (gc, generation, reason, induced, compacting, start_ns, "
+        "end_ns, pause_ns, survived_bytes, moved_bytes, first_object_id, objects_live, incomplete) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [STORE_STMT_INSERT_GC_GENERATION] =
+        "INSERT OR REPLACE INTO gc_generations (gc, generation, size_before, size_after) "
+        "VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_SET_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
+};
+
+/* Multi-row forms: head, STORE_BATCH_ROWS copies of row (comma-separated), tail. A leading
+ * ?1 in head is bound once (the GC); the rows' parameters follow from ?2. */
+static const struct {
+    store_stmt_id id;
+    const char *head, *row, *tail;
+} store_stmt_many[] = {
+    {STORE_STMT_INSERT_OBJECTS_MANY,
+     "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) VALUES ",
+     "(?,?,?,?,?,?,?)", ""},
+    {STORE_STMT_INSERT_GENERATIONS_MANY,
+     "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) VALUES ",
+     "(?,?,?,NULL)", ""},
+    {STORE_STMT_OBJECTS_DIED_MANY,
+     "UPDATE objects SET died_gc = ?1 WHERE died_gc IS NULL AND id IN (", "?", ")"},
+    {STORE_STMT_CLOSE_GENERATIONS_MANY,
+     "UPDATE object_generations SET until_gc = ?1 WHERE until_gc IS NULL AND object_id IN (", "?",
+     ")"},
+    {STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY,
+     "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
+     "SELECT v.column1, v.column2, ?1, NULL FROM (VALUES ",
+     "(?,?)", ") AS v WHERE EXISTS (SELECT 1 FROM objects o WHERE o.id = v.column1)"},
+};
+
+static const char *const store_mode_names[] = {
+    [HL_MODE_FULL] = "full",
+    [HL_MODE_SAMPLED] = "sampled",
+    [HL_MODE_ATTACH] = "attach",
+};
+
+static const struct {
+    uint32_t bit;
+    const char *name;
+} store_run_flag_names[] = {
+    {HL_RUN_FLAG_EMPTY_PROFILER, "empty-profiler"},
+};
+
+gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[id];
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        int code = (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR ? STORE_ERROR_IO
+                                                                             : STORE_ERROR_SQLITE;
+        g_set_error(error, STORE_ERROR, code, "%s: %s", w->path, sqlite3_errmsg(w->db));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void store_batch_init(store_row_batch *b, store_stmt_id one, store_stmt_id many,
+                             int columns)
+{
+    b->one = one;
+    b->many = many;
+    b->columns = columns;
+    b->rows = 0;
+}
+
+/* Binds `rows` buffered rows from row `first` to `st`, from parameter 1. */
+static void store_batch_bind(const store_row_batch *b, sqlite3_stmt *st, int first, int rows)
+{
+    const int64_t *v = &b->v[first * b->columns];
+    for (int i = 0; i < rows * b->columns; i++) {
+        if (v[i] == STORE_NULL)
+            sqlite3_bind_null(st, i + 1);
+        else
+            sqlite3_bind_int64(st, i + 1, v[i]);
+    }
+}
+
+gboolean store_batch_flush(store_writer *w, store_row_batch *b, GError **error)
+{
+    gboolean ok = FALSE;
+    if (b->rows == STORE_BATCH_ROWS) {
+        store_batch_bind(b, w->stmt[b->many], 0, b->rows);
+        if (!store_writer_step(w, b->many, error))
+            goto out;
+    } else {
+        for (int r = 0; r < b->rows; r++) {
+            store_batch_bind(b, w->stmt[b->one], r, 1);
+            if (!store_writer_step(w, b->one, error))
+                goto out;
+        }
+    }
+    ok = TRUE;
+out:
+    b->rows = 0;
+    return ok;
+}
+
+gboolean store_batch_add(store_writer *w, store_row_batch *b, const int64_t *row, GError **error)
+{
+    memcpy(&b->v[b->rows * b->columns], row, sizeof *row * (size_t)b->columns);
+    if (++b->rows < STORE_BATCH_ROWS)
+        return TRUE;
+    return store_batch_flush(w, b, error);
+}
+
+/* Binds a string from the stream: invalid UTF-8 is repaired, `empty_null` maps "" to NULL. */
+static void store_bind_str(sqlite3_stmt *st, int idx, store_str s, gboolean empty_null)
+{
+    if (s.len == 0 && empty_null) {
+        sqlite3_bind_null(st, idx);
+    } else if (g_utf8_validate_len(s.ptr, s.len, NULL)) {
+        sqlite3_bind_text(st, idx, s.ptr, (int)s.len, SQLITE_TRANSIENT);
+    } else {
+        char *fixed = g_utf8_make_valid(s.ptr, s.len);
+        sqlite3_bind_text(st, idx, fixed, -1, g_free);
+    }
+}
+
+/* "2026-11-22T10:00:00.123Z", or NULL for 0 (unknown). */
+static char *store_iso_time(uint64_t unix_ns)
+{
+    char buf[64];
+    struct tm tm;
+    time_t secs = (time_t)(unix_ns / 1000000000u);
+
+    if (unix_ns == 0 || gmtime_r(&secs, &tm) == NULL ||
+        strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        return NULL;
+    return g_strdup_printf("%s.%03uZ", buf, (unsigned)(unix_ns / 1000000u % 1000u));
+}
+
+/* Runs one statement that is not on a hot path: prepared, bound by `bind`, stepped, finalized. */
+typedef void (*store_bind_fn)(sqlite3_stmt *st, const void *data);
+
+static gboolean store_writer_run_once(store_writer *w, const char *sql, store_bind_fn bind,
+                                      const void *data, GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    gboolean ok = FALSE;
+
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        store_sql_fail(w->db, w->path, "prepare", error);
+        goto out;
+    }
+    if (bind != NULL)
+        bind(st, data);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        store_sql_fail(w->db, w->path, "write", error);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(st);
+    return ok;
+}
+
+/* ---- records other than GCs --------------------------------------------------------------- */
+
+/* Remembers a record that arrived inside an open GC so a rollback of that GC can re-apply it. */
+static void store_writer_keep_for_replay(store_writer *w, const store_record *rec)
+{
+    if (!w->gc.open)
+        return;
+    hl_rec_header h = {.type = rec->type, .size = rec->size};
+    uint8_t *raw = g_malloc(sizeof h + rec->size);
+    memcpy(raw, &h, sizeof h);
+    memcpy(raw + sizeof h, rec->payload, rec->size);
+    g_ptr_array_add(w->replay, g_bytes_new_take(raw, sizeof h + rec->size));
+}
+
+static void store_bind_run_start(sqlite3_stmt *st, const void *data)
+{
+    const store_record *rec = data;
+    const hl_run_start *h = &rec->u.run_start.h;
+    g_autofree char *start = store_iso_time(h->start_unix_ns);
+    const char *mode = h->mode < G_N_ELEMENTS(store_mode_names) ? store_mode_names[h->mode] : NULL;
+
+    store_bind_str(st, 1, rec->u.run_start.command, TRUE);
+    sqlite3_bind_int64(st, 2, h->pid);
+    store_bind_str(st, 3, rec->u.run_start.runtime_version, TRUE);
+    store_bind_str(st, 4, rec->u.run_start.producer, TRUE);
+    if (mode != NULL)
+        sqlite3_bind_text(st, 5, mode, -1, SQLITE_STATIC);
+    if (start != NULL)
+        sqlite3_bind_text(st, 6, start, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 7, (int64_t)h->start_mono_ns);
+}
+
+static gboolean store_writer_update_flags(store_writer *w, GError **error);
+
+static gboolean store_writer_run_start(store_writer *w, const store_record *rec, GError **error)
+{
+    store_writer_keep_for_replay(w, rec);
+    w->run_flags = rec->u.run_start.h.flags;
+    return store_writer_run_once(w,
+                                 "UPDATE run SET command = coalesce(command, ?1), pid = ?2, "
+                                 "runtime_version = ?3, producer = ?4, mode = ?5, "
+                                 "start_time = ?6, start_mono_ns = ?7 WHERE id = 1",
+                                 store_bind_run_start, rec, error) &&
+           store_writer_update_flags(w, error);
+}
+
+static gboolean store_writer_type(store_writer *w, const store_record *rec, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_TYPE];
+    const hl_type *h = &rec->u.type.h;
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, h->type_id);
+    store_bind_str(st, 2, rec->u.type.name, FALSE);
+    sqlite3_bind_int64(st, 3, (int64_t)h->class_id);
+    sqlite3_bind_int64(st, 4, h->flags);
+    return store_writer_step(w, STORE_STMT_INSERT_TYPE, error);
+}
+
+static gboolean store_writer_thread(store_writer *w, const store_record *rec, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_UPSERT_THREAD];
+    const hl_thread *h = &rec->u.thread.h;
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, h->os_tid);
+    sqlite3_bind_int64(st, 2, (int64_t)h->thread_id);
+    store_bind_str(st, 3, rec->u.thread.name, TRUE);
+    if (!store_writer_step(w, STORE_STMT_UPSERT_THREAD, error))
+        return FALSE;
+    g_hash_table_add(w->threads_seen, GUINT_TO_POINTER(h->os_tid));
+    return TRUE;
+}
+
+gboolean store_writer_note_thread(store_writer *w, uint32_t os_tid, GError **error)
+{
+    if (w->last_tid_valid && w->last_tid == os_tid)
+        return TRUE;
+    if (!g_hash_table_contains(w->threads_seen, GUINT_TO_POINTER(os_tid))) {
+        sqlite3_bind_int64(w->stmt[STORE_STMT_INSERT_THREAD_TID], 1, os_tid);
+        if (!store_writer_step(w, STORE_STMT_INSERT_THREAD_TID, error))
+            return FALSE;
+        g_hash_table_add(w->threads_seen, GUINT_TO_POINTER(os_tid));
+    }
+    w->last_tid = os_tid;
+    w->last_tid_valid = TRUE;
+    return TRUE;
+}
+
+static gboolean store_writer_alloc_batch(store_writer *w, const store_record *rec,
+                                         GError **error G_GNUC_UNUSED)
+{
+    for (uint32_t i = 0; i < rec->u.allocs.h.count; i++) {
+        hl_alloc a = store_record_alloc_at(rec, i);
+        store_young o = {.size = a.size, .type_id = a.type_id, .os_tid = a.os_tid};
+        if (store_pending_add(w->pending, a.id, &o) != STORE_PENDING_ADDED)
+            w->writer_anomalies++; /* late, duplicate or absurd id: a collector bug */
+    }
+    return TRUE;
+}
+
+static void store_bind_run_end(sqlite3_stmt *st, const void *data)
+{
+    const hl_run_end *e = data;
+    g_autofree char *end = store_iso_time(e->end_unix_ns);
+    if (end != NULL)
+        sqlite3_bind_text(st, 1, end, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, (int64_t)e->end_mono_ns);
+}
+
+static gboolean store_writer_run_end(store_writer *w, const store_record *rec, GError **error)
+{
+    if (!store_gc_discard_open(w, error))
+        return FALSE;
+    w->counters = rec->u.run_end.counters;
+    w->have_counters = TRUE;
+    w->complete = TRUE;
+    return store_writer_run_once(w, "UPDATE run SET end_time = ?1, end_mono_ns = ?2 WHERE id = 1",
+                                 store_bind_run_end, &rec->u.run_end, error);
+}
+
+typedef gboolean (*store_apply_fn)(store_writer *w, const store_record *rec, GError **error);
+
+static const store_apply_fn store_apply_table[] = {
+    [HL_REC_RUN_START] = store_writer_run_start,
+    [HL_REC_TYPE] = store_writer_type,
+    [HL_REC_THREAD] = store_writer_thread,
+    [HL_REC_ALLOC_BATCH] = store_writer_alloc_batch,
+    [HL_REC_GC_START] = store_gc_start,
+    [HL_REC_GC_YOUNG_FATE] = store_gc_young_fate,
+    [HL_REC_GC_DEATHS] = store_gc_deaths,
+    [HL_REC_GC_PROMOTIONS] = store_gc_promotions,
+    [HL_REC_GC_END] = store_gc_end,
+    [HL_REC_RUN_END] = store_writer_run_end,
+    [HL_REC_DISCOVERED] = store_gc_discovered,
+};
+
+gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
+{
+    store_apply_fn fn = rec->type < G_N_ELEMENTS(store_apply_table) ? store_apply_table[rec->type]
+                                                                    : NULL;
+    return fn == NULL || fn(ctx, rec, error);
+}
+
+/* ---- run row, counters -------------------------------------------------------------------- */
+
+static void store_bind_text1(sqlite3_stmt *st, const void *data)
+{
+    if (data != NULL)
+        sqlite3_bind_text(st, 1, data, -1, SQLITE_STATIC);
+}
+
+static void store_bind_int1(sqlite3_stmt *st, const void *data)
+{
+    sqlite3_bind_int64(st, 1, *(const int *)data);
+}
+
+/* run.flags = the collector's run flags plus the writer's notes, comma-separated. */
+static gboolean store_writer_update_flags(store_writer *w, GError **error)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+    for (size_t i = 0; i < G_N_ELEMENTS(store_run_flag_names); i++)
+        if (w->run_flags & store_run_flag_names[i].bit)
+            g_ptr_array_add(names, (gpointer)store_run_flag_names[i].name);
+    if (w->corrupt)
+        g_ptr_array_add(names, "stream-corrupt");
+    if (w->connections_refused > 0)
+        g_ptr_array_add(names, "peer-refused");
+    g_ptr_array_add(names, NULL);
+    g_autofree char *flags = names->len > 1 ? g_strjoinv(",", (char **)names->pdata) : NULL;
+    return store_writer_run_once(w, "UPDATE run SET flags = ?1 WHERE id = 1", store_bind_text1,
+                                 flags, error);
+}
+
+static gboolean store_writer_set_counter(store_writer *w, const char *name, uint64_t value,
+                                         GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_SET_COUNTER];
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (int64_t)value);
+    return store_writer_step(w, STORE_STMT_SET_COUNTER, error);
+}
+
+gboolean store_writer_write_counters(store_writer *w, GError **error)
+{
+    const hl_counters *c = &w->counters;
+    const struct {
+        const char *name;
+        uint64_t value;
+        gboolean collector;
+    } counters[] = {
+        {"allocs_seen", c->allocs_seen, TRUE},
+        {"allocs_dropped", c->allocs_dropped, TRUE},
+        {"gc_events_dropped", c->gc_events_dropped, TRUE},
+        {"records_dropped", c->records_dropped, TRUE},
+        {"bytes_dropped", c->bytes_dropped, TRUE},
+        {"model_anomalies", c->model_anomalies, TRUE},
+        {"threads_overflowed", c->threads_overflowed, TRUE},
+        {"stream_bytes", w->stream.stream_bytes, FALSE},
+        {"records_read", w->stream.records_read, FALSE},
+        {"records_skipped_unknown", w->stream.records_skipped_unknown, FALSE},
+        {"gcs_discarded_incomplete", w->gcs_discarded_incomplete, FALSE},
+        {"writer_anomalies", w->writer_anomalies, FALSE},
+        {"connections_refused", w->connections_refused, FALSE},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(counters); i++) {
+        if (counters[i].collector && !w->have_counters)
+            continue;
+        if (!store_writer_set_counter(w, counters[i].name, counters[i].value, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+/* Refuses an existing database, or the WAL of an earlier one (SQLite would replay it). */
+static gboolean store_writer_check_new(const char *path, GError **error)
+{
+    static const char *const suffixes[] = {"", "-wal", "-journal"};
+    struct stat st;
+    for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree char *p = g_strconcat(path, suffixes[i], NULL);
+        if (lstat(p, &st) == 0) {
+            g_set_error(error, STORE_ERROR, STORE_ERROR_EXISTS,
+                        "%s already exists; heaplens does not overwrite it", p);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static void store_writer_close(store_writer *w)
+{
+    for (int i = 0; i < STORE_STMT_COUNT; i++)
+        sqlite3_finalize(w->stmt[i]);
+    sqlite3_close(w->db);
+    store_pending_free(w->pending);
+    if (w->threads_seen != NULL)
+        g_hash_table_unref(w->threads_seen);
+    if (w->replay != NULL)
+        g_ptr_array_unref(w->replay);
+    g_free(w->path);
+    g_free(w);
+}
+
+store_writer *store_writer_create(const char *path, const char *command, GError **error)
+{
+    store_writer *w = g_new0(store_writer, 1);
+    gboolean created = FALSE, ok = FALSE;
+
+    w->path = g_strdup(path);
+    w->pending = store_pending_new();
+    w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
+    w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7);
+    store_batch_init(&w->generation_rows, STORE_STMT_INSERT_GENERATION,
+                     STORE_STMT_INSERT_GENERATIONS_MANY, 3);
+
+    if (!store_writer_check_new(path, error))
+        goto out;
+    /* Create the file ourselves: atomically (O_EXCL) and private (0600). */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        g_set_error(error, STORE_ERROR, errno == EEXIST ? STORE_ERROR_EXISTS : STORE_ERROR_IO,
+                    errno == EEXIST ? "%s already exists; heaplens does not overwrite it"
+                                    : "cannot create %s: %s",
+                    path, g_strerror(errno));
+        goto out;
+    }
+    close(fd);
+    created = TRUE;
+    /* NOMUTEX: the writer is single-threaded; no lock around every bind and step. */
+    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
+        store_sql_fail(w->db, path, "cannot open", error);
+        goto out;
+    }
+    sqlite3_extended_result_codes(w->db, 1);
+    if (!store_schema_create(w->db, path, error))
+        goto out;
+    if (!store_writer_run_once(w, "INSERT INTO run (id, command, status) VALUES (1, ?1, 'recording')",
+                               store_bind_text1, command, error))
+        goto out;
+    for (size_t i = 0; i < G_N_ELEMENTS(store_stmt_many); i++) {
+        GString *sql = g_string_new(store_stmt_many[i].head);
+        for (int r = 0; r < STORE_BATCH_ROWS; r++)
+            g_string_append_printf(sql, "%s%s", r > 0 ? "," : "", store_stmt_many[i].row);
+        g_string_append(sql, store_stmt_many[i].tail);
+        int rc = sqlite3_prepare_v3(w->db, sql->str, -1, SQLITE_PREPARE_PERSISTENT,
+                                    &w->stmt[store_stmt_many[i].id], NULL);
+        g_string_free(sql, TRUE);
+        if (rc != SQLITE_OK) {
+            store_sql_fail(w->db, path, "prepare", error);
+            goto out;
+        }
+    }
+    for (int i = 0; i < STORE_STMT_COUNT; i++) {
+        if (store_stmt_sql[i] == NULL)
+            continue;
+        if (sqlite3_prepare_v3(w->db, store_stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                               &w->stmt[i], NULL) != SQLITE_OK) {
+            store_sql_fail(w->db, path, "prepare", error);
+            goto out;
+        }
+    }
+    if (!store_sql_exec(w->db, path, "BEGIN", error))
+        goto out;
+    ok = TRUE;
+out:
+    if (!ok) {
+        store_writer_close(w);
+        w = NULL;
+        if (created) {
+            static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+            for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+                g_autofree char *p = g_strconcat(path, suffixes[i], NULL);
+                unlink(p);
+            }
+        }
+    }
+    return w;
+}
+
+gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx, GError **error)
+{
+    store_stream_end end = STORE_STREAM_CUT;
+    GError *err = NULL;
+    gboolean ok;
+
+    w->ingested = TRUE;
+    ok = store_stream_run(read, read_ctx, store_writer_apply, w, &end, &w->stream, &err);
+    if (w->stream.header_ok)
+        w->connected = TRUE;
+    if (!ok && err->domain == STORE_ERROR && err->code == STORE_ERROR_STREAM &&
+        w->stream.header_ok) {
+        /* A corrupt record: keep everything complete before it, as for a truncated stream. */
+        w->corrupt = TRUE;
+    }
+    /* A stream that stopped inside a GC (or failed there) leaves that GC out. */
+    if (w->gc.open) {
+        GError *err2 = NULL;
+        if (!store_gc_discard_open(w, ok ? &err2 : NULL)) {
+            ok = FALSE;
+            err = err2;
+        }
+    }
+    if (!ok)
+        g_propagate_error(error, err);
+    return ok;
+}
+
+typedef struct store_fd_source {
+    int fd;
+} store_fd_source;
+
+static ssize_t store_fd_read(void *ctx, void *buf, size_t len, GError **error)
+{
+    const store_fd_source *src = ctx;
+    ssize_t n;
+    do
+        n = read(src->fd, buf, len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "reading the record stream: %s",
+                    g_strerror(errno));
+    return n;
+}
+
+gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error)
+{
+    store_fd_source src = {.fd = fd};
+    return store_writer_ingest(w, store_fd_read, &src, error);
+}
+
+gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error)
+{
+    return store_writer_run_once(w, "UPDATE run SET exit_status = ?1 WHERE id = 1",
+                                 store_bind_int1, &status, error);
+}
+
+static int64_t store_writer_count(store_writer *w, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = 0;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **error)
+{
+    const char *status;
+    gboolean ok = FALSE;
+
+    if (summary != NULL)
+        memset(summary, 0, sizeof *summary);
+    if (w == NULL) {
+        ok = TRUE;
+        goto out;
+    }
+    if (w->complete)
+        status = "complete";
+    else if (w->connected && !w->no_data_forced)
+        status = "truncated";
+    else
+        status = "no-data";
+
+    if (!store_gc_discard_open(w, error) || !store_gc_flush_unclassified(w, error) ||
+        !store_writer_run_once(w, "UPDATE run SET status = ?1 WHERE id = 1", store_bind_text1,
+                               status, error) ||
+        !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||
+        !store_sql_exec(w->db, w->path, "COMMIT", error))
+        goto out;
+    if (!store_schema_finish_indexes(w->db, w->path, error))
+        goto out;
+    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. */
+    if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error))
+        goto out;
+    if (summary != NULL) {
+        summary->gcs = w->gcs_written;
+        summary->objects = w->objects_written;
+        summary->types = (uint64_t)store_writer_count(w, "SELECT count(*) FROM types");
+        summary->drops = w->counters.allocs_dropped + w->counters.gc_events_dropped +
+                         w->counters.records_dropped;
+        summary->complete = w->complete;
+        summary->connected = w->connected;
+    }
+    ok = TRUE;
+out:
+    if (w != NULL) {
+        if (!ok && w->db != NULL && !sqlite3_get_autocommit(w->db))
+            sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        store_writer_close(w);
+    }
+    return ok;
+}

@@ -1,0 +1,363 @@
+/* hl_stream_builder.c — see hl_stream_builder.h. */
+#define _GNU_SOURCE /* memfd_create */
+#include "tests/unit/common/hl_stream_builder.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct hl_sb {
+    GByteArray *bytes;
+    uint32_t batch_limit;
+    uint64_t allocs; /* hl_sb_alloc calls so far (counters.allocs_seen of the short forms) */
+
+    /* The open gathered record: type 0 when none. */
+    uint16_t group_type;
+    uint32_t group_gc;
+    uint32_t group_count;
+    uint64_t group_first_id; /* GC_YOUNG_FATE */
+    GByteArray *group;       /* the items */
+};
+
+hl_sb *hl_sb_new_empty(void)
+{
+    hl_sb *sb = g_new0(hl_sb, 1);
+    sb->bytes = g_byte_array_new();
+    sb->group = g_byte_array_new();
+    sb->batch_limit = 4096;
+    return sb;
+}
+
+hl_sb *hl_sb_new(void)
+{
+    hl_sb *sb = hl_sb_new_empty();
+    hl_sb_header(sb, HL_STREAM_MAGIC, HL_STREAM_VERSION);
+    return sb;
+}
+
+void hl_sb_free(hl_sb *sb)
+{
+    if (sb == NULL)
+        return;
+    g_byte_array_unref(sb->bytes);
+    g_byte_array_unref(sb->group);
+    g_free(sb);
+}
+
+void hl_sb_set_batch_limit(hl_sb *sb, uint32_t items)
+{
+    hl_sb_flush(sb);
+    sb->batch_limit = MAX(items, 1u);
+}
+
+void hl_sb_raw(hl_sb *sb, const void *bytes, size_t len)
+{
+    hl_sb_flush(sb);
+    g_byte_array_append(sb->bytes, bytes, (guint)len);
+}
+
+void hl_sb_header(hl_sb *sb, const char *magic8, uint32_t version)
+{
+    hl_stream_header h = {.version = version};
+    memcpy(h.magic, magic8, sizeof h.magic);
+    hl_sb_raw(sb, &h, sizeof h);
+}
+
+/* Appends a record header and payload without closing the open group (used to write it). */
+static void hl_sb_put_record(hl_sb *sb, uint16_t type, uint32_t declared, const void *a,
+                             uint32_t a_len, const void *b, uint32_t b_len)
+{
+    hl_rec_header h = {.type = type, .size = declared};
+    g_byte_array_append(sb->bytes, (const guint8 *)&h, sizeof h);
+    if (a_len > 0)
+        g_byte_array_append(sb->bytes, a, a_len);
+    if (b_len > 0)
+        g_byte_array_append(sb->bytes, b, b_len);
+}
+
+void hl_sb_flush(hl_sb *sb)
+{
+    if (sb->group_type == 0)
+        return;
+    uint32_t n = sb->group_count;
+    union {
+        hl_alloc_batch allocs;
+        hl_gc_young_fate fate;
+        hl_gc_deaths deaths;
+        hl_gc_promotions promotions;
+        hl_discovered_head discovered;
+    } h;
+    uint32_t h_len = 0;
+    memset(&h, 0, sizeof h);
+    switch (sb->group_type) {
+    case HL_REC_ALLOC_BATCH:
+        h.allocs = (hl_alloc_batch){.count = n};
+        h_len = sizeof h.allocs;
+        break;
+    case HL_REC_GC_YOUNG_FATE:
+        h.fate = (hl_gc_young_fate){.gc = sb->group_gc, .count = n, .first_id = sb->group_first_id};
+        h_len = sizeof h.fate;
+        break;
+    case HL_REC_GC_DEATHS:
+        h.deaths = (hl_gc_deaths){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.deaths;
+        break;
+    case HL_REC_GC_PROMOTIONS:
+        h.promotions = (hl_gc_promotions){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.promotions;
+        break;
+    case HL_REC_DISCOVERED:
+        h.discovered = (hl_discovered_head){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.discovered;
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    hl_sb_put_record(sb, sb->group_type, h_len + sb->group->len, &h, h_len, sb->group->data,
+                     sb->group->len);
+    sb->group_type = 0;
+    sb->group_count = 0;
+    g_byte_array_set_size(sb->group, 0);
+}
+
+/* Opens (or continues) a gathered record; `contiguous_id` is checked for young fates. */
+static void hl_sb_group(hl_sb *sb, uint16_t type, uint32_t gc, uint64_t id, const void *item,
+                        uint32_t len)
+{
+    gboolean same = sb->group_type == type && sb->group_gc == gc &&
+                    sb->group_count < sb->batch_limit &&
+                    (type != HL_REC_GC_YOUNG_FATE || sb->group_first_id + sb->group_count == id);
+    if (!same) {
+        hl_sb_flush(sb);
+        sb->group_type = type;
+        sb->group_gc = gc;
+        sb->group_first_id = id;
+    }
+    g_byte_array_append(sb->group, item, len);
+    sb->group_count++;
+}
+
+void hl_sb_record_sized(hl_sb *sb, uint16_t type, uint32_t declared_size, const void *payload,
+                        uint32_t size)
+{
+    hl_sb_flush(sb);
+    hl_sb_put_record(sb, type, declared_size, payload, size, NULL, 0);
+}
+
+void hl_sb_record(hl_sb *sb, uint16_t type, const void *payload, uint32_t size)
+{
+    hl_sb_record_sized(sb, type, size, payload, size);
+}
+
+/* A record made of a fixed struct followed by hl_str strings. */
+static void hl_sb_record_strs(hl_sb *sb, uint16_t type, const void *fixed, uint32_t fixed_len,
+                              const char *const *strs, int n_strs)
+{
+    g_autoptr(GByteArray) p = g_byte_array_new();
+    g_byte_array_append(p, fixed, fixed_len);
+    for (int i = 0; i < n_strs; i++) {
+        const char *s = strs[i] != NULL ? strs[i] : "";
+        uint32_t len = (uint32_t)strlen(s);
+        g_byte_array_append(p, (const guint8 *)&len, sizeof len);
+        g_byte_array_append(p, (const guint8 *)s, len);
+    }
+    hl_sb_record(sb, type, p->data, p->len);
+}
+
+void hl_sb_run_start_full(hl_sb *sb, const hl_run_start *rs, const char *command,
+                          const char *runtime_version, const char *producer)
+{
+    const char *strs[] = {command, runtime_version, producer};
+    hl_sb_record_strs(sb, HL_REC_RUN_START, rs, sizeof *rs, strs, 3);
+}
+
+void hl_sb_run_start(hl_sb *sb, uint32_t pid, const char *command)
+{
+    hl_run_start rs = {
+        .pid = pid,
+        .mode = HL_MODE_FULL,
+        .start_unix_ns = HL_SB_START_UNIX_NS,
+        .start_mono_ns = HL_SB_MONO_NS,
+        .pointer_size = 8,
+    };
+    hl_sb_run_start_full(sb, &rs, command, "10.0.0", "heaplens test");
+}
+
+void hl_sb_type_full(hl_sb *sb, const hl_type *t, const char *name)
+{
+    hl_sb_record_strs(sb, HL_REC_TYPE, t, sizeof *t, &name, 1);
+}
+
+void hl_sb_type(hl_sb *sb, uint32_t type_id, const char *name)
+{
+    hl_type t = {.type_id = type_id, .class_id = 0x7f0000000000u + type_id * 0x40u};
+    hl_sb_type_full(sb, &t, name);
+}
+
+void hl_sb_thread(hl_sb *sb, uint32_t os_tid, uint64_t thread_id, const char *name)
+{
+    hl_thread t = {.os_tid = os_tid, .thread_id = thread_id};
+    hl_sb_record_strs(sb, HL_REC_THREAD, &t, sizeof t, &name, 1);
+}
+
+void hl_sb_alloc(hl_sb *sb, uint64_t id, uint32_t type_id, uint64_t size, uint32_t os_tid)
+{
+    hl_alloc a = {.id = id, .size = size, .type_id = type_id, .os_tid = os_tid};
+    hl_sb_group(sb, HL_REC_ALLOC_BATCH, 0, 0, &a, sizeof a);
+    sb->allocs++;
+}
+
+static uint64_t hl_sb_gc_mono(uint32_t gc)
+{
+    return HL_SB_MONO_NS + (uint64_t)gc * 10000000u;
+}
+
+void hl_sb_gc_start_full(hl_sb *sb, const hl_gc_start *s)
+{
+    hl_sb_record(sb, HL_REC_GC_START, s, sizeof *s);
+}
+
+void hl_sb_gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induced,
+                    uint64_t first_id_after)
+{
+    hl_gc_start s = {
+        .gc = gc,
+        .generation = generation,
+        .reason = induced ? 1 : 0,
+        .condemned_mask = ((1u << (generation + 1)) - 1u) | (generation == 2 ? 0x18u : 0u),
+        .start_mono_ns = hl_sb_gc_mono(gc),
+        .suspend_mono_ns = hl_sb_gc_mono(gc) - 10000u,
+        .first_id_after = first_id_after,
+    };
+    hl_sb_gc_start_full(sb, &s);
+}
+
+void hl_sb_fate(hl_sb *sb, uint32_t gc, uint64_t id, uint8_t fate)
+{
+    hl_sb_group(sb, HL_REC_GC_YOUNG_FATE, gc, id, &fate, 1);
+}
+
+void hl_sb_death(hl_sb *sb, uint32_t gc, uint64_t id)
+{
+    hl_sb_group(sb, HL_REC_GC_DEATHS, gc, 0, &id, sizeof id);
+}
+
+void hl_sb_promotion(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t generation)
+{
+    hl_promotion p = {.id = id, .generation = generation};
+    hl_sb_group(sb, HL_REC_GC_PROMOTIONS, gc, 0, &p, sizeof p);
+}
+
+void hl_sb_discovered(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t type_id, uint64_t size,
+                      uint32_t generation)
+{
+    hl_discovered d = {.id = id, .size = size, .type_id = type_id, .generation = generation};
+    hl_sb_group(sb, HL_REC_DISCOVERED, gc, 0, &d, sizeof d);
+}
+
+void hl_sb_gc_end_full(hl_sb *sb, const hl_gc_end *e)
+{
+    hl_sb_record(sb, HL_REC_GC_END, e, sizeof *e);
+}
+
+void hl_sb_gc_end(hl_sb *sb, uint32_t gc, uint32_t flags)
+{
+    hl_gc_end e = {
+        .gc = gc,
+        .flags = flags,
+        .end_mono_ns = hl_sb_gc_mono(gc) + 1000000u,
+        .resume_mono_ns = hl_sb_gc_mono(gc) + 1010000u,
+        .counters = {.allocs_seen = sb->allocs},
+    };
+    hl_sb_gc_end_full(sb, &e);
+}
+
+void hl_sb_run_end_full(hl_sb *sb, const hl_run_end *e)
+{
+    hl_sb_record(sb, HL_REC_RUN_END, e, sizeof *e);
+}
+
+void hl_sb_run_end(hl_sb *sb, uint32_t gcs)
+{
+    hl_run_end e = {
+        .end_unix_ns = HL_SB_START_UNIX_NS + 1000000000u,
+        .end_mono_ns = HL_SB_MONO_NS + 1000000000u,
+        .gcs = gcs,
+        .counters = {.allocs_seen = sb->allocs},
+    };
+    hl_sb_run_end_full(sb, &e);
+}
+
+size_t hl_sb_len(hl_sb *sb)
+{
+    hl_sb_flush(sb);
+    return sb->bytes->len;
+}
+
+const uint8_t *hl_sb_bytes(hl_sb *sb, size_t *len)
+{
+    hl_sb_flush(sb);
+    *len = sb->bytes->len;
+    return sb->bytes->data;
+}
+
+int hl_sb_memfd(hl_sb *sb, size_t len)
+{
+    size_t total;
+    const uint8_t *p = hl_sb_bytes(sb, &total);
+    size_t n = MIN(len, total), done = 0;
+    int fd = memfd_create("hl_stream", MFD_CLOEXEC);
+
+    while (fd >= 0 && done < n) {
+        ssize_t w = write(fd, p + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            fd = -1;
+            break;
+        }
+        done += (size_t)w;
+    }
+    if (fd >= 0 && lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+gboolean hl_sb_write_db_prefix(hl_sb *sb, size_t len, const char *path, const char *command,
+                               store_summary *summary, GError **error)
+{
+    gboolean ok = FALSE;
+    GError *ingest_error = NULL;
+    int fd = hl_sb_memfd(sb, len);
+    store_writer *w = NULL;
+
+    if (fd < 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "memfd: %s", g_strerror(errno));
+        goto out;
+    }
+    w = store_writer_create(path, command, error);
+    if (w == NULL)
+        goto out;
+    gboolean ingested = store_writer_ingest_fd(w, fd, &ingest_error);
+    gboolean finished = store_writer_finish(g_steal_pointer(&w), summary,
+                                            ingested ? error : NULL);
+    if (!ingested)
+        g_propagate_error(error, g_steal_pointer(&ingest_error));
+    ok = ingested && finished;
+out:
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+gboolean hl_sb_write_db(hl_sb *sb, const char *path, const char *command, store_summary *summary,
+                        GError **error)
+{
+    return hl_sb_write_db_prefix(sb, SIZE_MAX, path, command, summary, error);
+}

@@ -1,0 +1,126 @@
+/* hl_stream_builder.h — builds heaplens record streams (wire/hl_wire.h) in memory, for tests.
+ *
+ * A test describes a recording call by call, in stream order, and gets the bytes back:
+ *
+ *     hl_sb *sb = hl_sb_new();                       // stream header already written
+ *     hl_sb_run_start(sb, 4242, "dotnet App.dll");
+ *     hl_sb_type(sb, 1, "System.String");
+ *     hl_sb_alloc(sb, 1, 1, 32, 100);                // id 1: a 32-byte String on thread 100
+ *     hl_sb_alloc(sb, 2, 1, 48, 100);
+ *     hl_sb_gc_start(sb, 1, 0, FALSE, 3);            // GC 1, gen0, ids >= 3 come after it
+ *     hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));   // id 1 survives into gen 1
+ *     hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, HL_GEN_NONE)); // id 2 dies
+ *     hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+ *     hl_sb_run_end(sb, 1);
+ *     hl_sb_write_db(sb, "app.db", NULL, NULL, &error);  // through the real writer
+ *     hl_sb_free(sb);
+ *
+ * Consecutive hl_sb_alloc / hl_sb_fate / hl_sb_death / hl_sb_promotion / hl_sb_discovered calls
+ * are gathered into one record (ALLOC_BATCH, GC_YOUNG_FATE for consecutive ids of one GC,
+ * GC_DEATHS, GC_PROMOTIONS, DISCOVERED) of at most hl_sb_set_batch_limit items; any other call closes the open record
+ * first. Nothing is validated: tests may build wrong streams on purpose, and hl_sb_record /
+ * hl_sb_raw write anything at all.
+ *
+ * The short forms fill the remaining fields with fixed values so that results are repeatable:
+ *   run start   mode full, start_unix_ns = HL_SB_START_UNIX_NS, start_mono_ns = HL_SB_MONO_NS,
+ *               runtime "10.0.0", producer "heaplens test"
+ *   GC g        start_mono_ns = HL_SB_MONO_NS + g * 10 ms, suspend 10 us before it,
+ *               end 1 ms after start, resume 10 us after end (so pause_ns = 1,020,000);
+ *               sizes and survived/moved bytes 0; counters.allocs_seen = allocations so far
+ *   run end     end_unix_ns = start + 1 s, end_mono_ns = HL_SB_MONO_NS + 1 s, same counters
+ * Use the _full forms to set every field. All functions abort on out-of-memory only.
+ */
+#ifndef HEAPLENS_HL_STREAM_BUILDER_H
+#define HEAPLENS_HL_STREAM_BUILDER_H
+
+#include "store/store.h"
+#include "wire/hl_wire.h"
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HL_SB_START_UNIX_NS (UINT64_C(1800000000) * 1000000000u + 123000000u) /* 2027-01-15T08:00:00.123Z */
+#define HL_SB_MONO_NS UINT64_C(1000000000)
+
+typedef struct hl_sb hl_sb;
+
+/* A builder holding a valid stream header (HL_STREAM_MAGIC, HL_STREAM_VERSION). */
+hl_sb *hl_sb_new(void);
+/* A builder holding nothing: write a header yourself (hl_sb_header, hl_sb_raw). */
+hl_sb *hl_sb_new_empty(void);
+void hl_sb_free(hl_sb *sb); /* accepts NULL */
+
+/* Items per gathered record (default 4096, at least 1). */
+void hl_sb_set_batch_limit(hl_sb *sb, uint32_t items);
+
+/* A stream header with any magic (8 bytes are copied, no NUL needed) and version. */
+void hl_sb_header(hl_sb *sb, const char *magic8, uint32_t version);
+
+void hl_sb_run_start(hl_sb *sb, uint32_t pid, const char *command);
+void hl_sb_run_start_full(hl_sb *sb, const hl_run_start *rs, const char *command,
+                          const char *runtime_version, const char *producer);
+
+void hl_sb_type(hl_sb *sb, uint32_t type_id, const char *name);
+void hl_sb_type_full(hl_sb *sb, const hl_type *t, const char *name);
+
+/* Names a thread; name may be "" (unnamed). */
+void hl_sb_thread(hl_sb *sb, uint32_t os_tid, uint64_t thread_id, const char *name);
+
+/* One allocation, gathered into the open ALLOC_BATCH. */
+void hl_sb_alloc(hl_sb *sb, uint64_t id, uint32_t type_id, uint64_t size, uint32_t os_tid);
+
+void hl_sb_gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induced,
+                    uint64_t first_id_after);
+void hl_sb_gc_start_full(hl_sb *sb, const hl_gc_start *s);
+
+/* The young fate of one id (HL_FATE(heap, gen_after)); consecutive ids of one GC share a
+ * GC_YOUNG_FATE record. */
+void hl_sb_fate(hl_sb *sb, uint32_t gc, uint64_t id, uint8_t fate);
+/* An older object that died in GC `gc`, gathered into the open GC_DEATHS. */
+void hl_sb_death(hl_sb *sb, uint32_t gc, uint64_t id);
+/* An older object now in `generation` (HL_GEN_*), gathered into the open GC_PROMOTIONS. */
+void hl_sb_promotion(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t generation);
+
+/* An object first seen in GC `gc`'s heap walk (id >= HL_DISCOVERED_ID_BASE), alive after it in
+ * `generation`; gathered into the open DISCOVERED record. */
+void hl_sb_discovered(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t type_id, uint64_t size,
+                      uint32_t generation);
+
+/* flags: HL_GC_FLAG_*. */
+void hl_sb_gc_end(hl_sb *sb, uint32_t gc, uint32_t flags);
+void hl_sb_gc_end_full(hl_sb *sb, const hl_gc_end *e);
+
+void hl_sb_run_end(hl_sb *sb, uint32_t gcs);
+void hl_sb_run_end_full(hl_sb *sb, const hl_run_end *e);
+
+/* Any record: header {type, size} then `size` payload bytes. */
+void hl_sb_record(hl_sb *sb, uint16_t type, const void *payload, uint32_t size);
+/* A record whose header declares `declared_size` but carries `size` bytes (corruption). */
+void hl_sb_record_sized(hl_sb *sb, uint16_t type, uint32_t declared_size, const void *payload,
+                        uint32_t size);
+/* Raw bytes. */
+void hl_sb_raw(hl_sb *sb, const void *bytes, size_t len);
+
+/* Closes the open gathered record, if any. */
+void hl_sb_flush(hl_sb *sb);
+/* Bytes so far (closes the open gathered record first): the offset where the next record
+ * starts, to cut the stream at known places. */
+size_t hl_sb_len(hl_sb *sb);
+/* The bytes so far (closes the open gathered record first); borrowed, valid until the next call
+ * that adds to `sb`. */
+const uint8_t *hl_sb_bytes(hl_sb *sb, size_t *len);
+
+/* A file descriptor (memfd, CLOEXEC) holding the first `len` bytes of the stream (all of them
+ * when len is larger), positioned at 0; -1 with errno set on failure. The caller closes it. */
+int hl_sb_memfd(hl_sb *sb, size_t len);
+
+/* Runs the first `len` bytes (SIZE_MAX: all) through the real writer into a new database at
+ * `path`: store_writer_create + store_writer_ingest_fd + store_writer_finish. `command` may be
+ * NULL, `summary` may be NULL. Returns what ingest or finish returned (finish runs anyway). */
+gboolean hl_sb_write_db_prefix(hl_sb *sb, size_t len, const char *path, const char *command,
+                               store_summary *summary, GError **error);
+gboolean hl_sb_write_db(hl_sb *sb, const char *path, const char *command, store_summary *summary,
+                        GError **error);
+
+#endif /* HEAPLENS_HL_STREAM_BUILDER_H */

@@ -1,0 +1,1626 @@
+/* test_store.c — unit tests of the store (the writer).
+ *
+ * Usage: test_store <case>   (ctest runs each case as store.<case>); test_store all runs all.
+ * Streams are built with tests/unit/common/hl_stream_builder.h and run through the real writer;
+ * results are checked with SQL on the database it wrote.
+ */
+#define _GNU_SOURCE
+#include "store/store.h"
+#include "tests/unit/common/hl_stream_builder.h"
+#include "wire/hl_wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SKIP_CODE 77
+
+static int failures;
+
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+            failures++;                                                                \
+        }                                                                              \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                 \
+    do {                                                                                     \
+        const char *got_ = (got), *want_ = (want);                                           \
+        if (got_ == NULL || strcmp(got_, want_) != 0) {                                      \
+            fprintf(stderr, "%s:%d: CHECK_STR failed: %s\n  got:  %s\n  want: %s\n",         \
+                    __FILE__, __LINE__, #got, got_ != NULL ? got_ : "(null)", want_);        \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+/* The error is set and its message contains `part`. */
+#define CHECK_ERROR(err, code_, part)                                                        \
+    do {                                                                                     \
+        if ((err) == NULL || (err)->domain != STORE_ERROR || (err)->code != (code_) ||       \
+            strstr((err)->message, (part)) == NULL) {                                        \
+            fprintf(stderr, "%s:%d: CHECK_ERROR failed: want code %d containing \"%s\", got %s\n", \
+                    __FILE__, __LINE__, (int)(code_), (part),                                \
+                    (err) != NULL ? (err)->message : "no error");                            \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_NO_ERROR(err)                                                                  \
+    do {                                                                                     \
+        if ((err) != NULL) {                                                                 \
+            fprintf(stderr, "%s:%d: unexpected error: %s\n", __FILE__, __LINE__,             \
+                    (err)->message);                                                         \
+            failures++;                                                                      \
+            g_clear_error(&(err));                                                           \
+        }                                                                                    \
+    } while (0)
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* A private directory for one test, on tmpfs when there is one (thousands of databases). */
+static char *tmp_dir_new(void)
+{
+    const char *base = g_file_test("/dev/shm", G_FILE_TEST_IS_DIR) && access("/dev/shm", W_OK) == 0
+                           ? "/dev/shm"
+                           : g_get_tmp_dir();
+    g_autofree char *tmpl = g_build_filename(base, "heaplens-store-test-XXXXXX", NULL);
+    char *dir = g_mkdtemp(g_steal_pointer(&tmpl));
+    g_assert(dir != NULL);
+    return dir;
+}
+
+static void tmp_dir_free(char *dir)
+{
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        unlink(p);
+    }
+    if (d != NULL)
+        g_dir_close(d);
+    rmdir(dir);
+    g_free(dir);
+}
+
+static sqlite3 *db_open(const char *path)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", path, sqlite3_errmsg(db));
+        abort();
+    }
+    return db;
+}
+
+/* All rows of a query, "a|b|c\n" per row, NULL as "NULL". Aborts on a SQL error. */
+static char *db_rows(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    GString *out = g_string_new(NULL);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "SQL error in %s: %s\n", sql, sqlite3_errmsg(db));
+        abort();
+    }
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const unsigned char *t = sqlite3_column_text(st, i);
+            g_string_append_printf(out, "%s%s", i > 0 ? "|" : "", t != NULL ? (const char *)t : "NULL");
+        }
+        g_string_append_c(out, '\n');
+    }
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "SQL error in %s: %s\n", sql, sqlite3_errmsg(db));
+        abort();
+    }
+    sqlite3_finalize(st);
+    return g_string_free(out, FALSE);
+}
+
+#define CHECK_ROWS(db, sql, want)                                                            \
+    do {                                                                                     \
+        g_autofree char *rows_ = db_rows((db), (sql));                                       \
+        if (strcmp(rows_, (want)) != 0) {                                                    \
+            fprintf(stderr, "%s:%d: CHECK_ROWS failed: %s\n--- got:\n%s--- want:\n%s---\n",  \
+                    __FILE__, __LINE__, (sql), rows_, (want));                               \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+static int64_t db_int(sqlite3 *db, const char *sql)
+{
+    g_autofree char *rows = db_rows(db, sql);
+    return g_ascii_strtoll(rows, NULL, 10);
+}
+
+/* ---- the golden recording ----------------------------------------------------------------- */
+
+enum { T_STRING = 1, T_BYTES = 2, T_NODE = 3 };
+
+/* Offsets in the golden stream, to know what a prefix holds. */
+typedef struct golden_marks {
+    size_t gc_end[4];           /* end of GC_END of GC k (1..3) */
+    size_t alloc_end[14];       /* end of the ALLOC_BATCH holding id i (1..13) */
+    size_t len;                 /* whole stream */
+} golden_marks;
+
+static void golden_allocs(hl_sb *sb, golden_marks *m, uint64_t first, uint64_t last)
+{
+    (void)first;
+    size_t end = hl_sb_len(sb);
+    for (uint64_t id = first; id <= last && m != NULL; id++)
+        m->alloc_end[id] = end;
+    (void)last;
+}
+
+/* The golden recording, described in SCHEMA terms in test_golden_rows. `unknown`: add records of
+ * unknown types between the known ones. */
+static hl_sb *golden_build(golden_marks *m, gboolean unknown)
+{
+    hl_sb *sb = hl_sb_new();
+    static const uint8_t junk[5] = {1, 2, 3, 4, 5};
+
+    hl_sb_run_start(sb, 4242, "dotnet App.dll --flag");
+    if (unknown)
+        hl_sb_record(sb, 77, junk, sizeof junk);
+    hl_sb_type(sb, T_STRING, "System.String");
+    hl_type bytes = {.type_id = T_BYTES, .flags = HL_TYPE_FLAG_ARRAY, .class_id = 0x1234};
+    hl_sb_type_full(sb, &bytes, "System.Byte[]");
+    hl_sb_type(sb, T_NODE, "App.Node");
+    hl_sb_thread(sb, 100, 7, "Main");
+
+    /* Before GC 1: ids 1..6, in two batches (one from each thread, out of id order). */
+    hl_sb_alloc(sb, 1, T_STRING, 32, 100);
+    hl_sb_alloc(sb, 2, T_BYTES, 100000, 100);
+    hl_sb_alloc(sb, 4, T_STRING, 40, 100);
+    hl_sb_alloc(sb, 5, T_NODE, 24, 100);
+    if (m != NULL) {
+        size_t end = hl_sb_len(sb);
+        m->alloc_end[1] = m->alloc_end[2] = m->alloc_end[4] = m->alloc_end[5] = end;
+    }
+    hl_sb_flush(sb);
+    hl_sb_alloc(sb, 3, T_NODE, 24, 101);
+    hl_sb_alloc(sb, 6, T_BYTES, 64, 101);
+    if (m != NULL) {
+        size_t end = hl_sb_len(sb);
+        m->alloc_end[3] = m->alloc_end[6] = end;
+    }
+    if (unknown)
+        hl_sb_record(sb, 0, NULL, 0);
+
+    hl_gc_start s1 = {
+        .gc = 1,
+        .generation = 0,
+        .reason = 0,
+        .condemned_mask = 1,
+        .start_mono_ns = 1010000000u,
+        .suspend_mono_ns = 1009990000u,
+        .first_id_after = 7,
+        .size_before = {1000, 200, 300, 100000, 64},
+    };
+    hl_sb_gc_start_full(sb, &s1);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_LOH, HL_GEN_LOH));
+    hl_sb_fate(sb, 1, 3, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_flush(sb); /* two YOUNG_FATE records for GC 1 */
+    hl_sb_fate(sb, 1, 4, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 5, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_fate(sb, 1, 6, HL_FATE(HL_GEN_POH, HL_GEN_POH));
+    hl_gc_end e1 = {
+        .gc = 1,
+        .flags = HL_GC_FLAG_COMPACTING,
+        .end_mono_ns = 1011000000u,
+        .resume_mono_ns = 1011010000u,
+        .size_after = {0, 72, 300, 100000, 64},
+        .survived_bytes = 72,
+        .moved_bytes = 72,
+        .moved_ranges = 1,
+        .objects_live = 4,
+        .counters = {.allocs_seen = 6, .allocs_dropped = 0, .model_anomalies = 1},
+    };
+    hl_sb_gc_end_full(sb, &e1);
+    if (m != NULL)
+        m->gc_end[1] = hl_sb_len(sb);
+
+    hl_sb_alloc(sb, 7, T_STRING, 32, 100);
+    hl_sb_alloc(sb, 8, T_NODE, 24, 101);
+    hl_sb_alloc(sb, 9, T_STRING, 48, 100);
+    golden_allocs(sb, m, 7, 9);
+    if (unknown)
+        hl_sb_record(sb, 0xffff, junk, 3);
+
+    hl_sb_gc_start(sb, 2, 1, FALSE, 10);
+    hl_sb_fate(sb, 2, 7, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 2, 8, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_fate(sb, 2, 9, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_death(sb, 2, 4);
+    hl_sb_promotion(sb, 2, 1, HL_GEN_2);
+    hl_sb_gc_end(sb, 2, 0);
+    if (m != NULL)
+        m->gc_end[2] = hl_sb_len(sb);
+
+    hl_sb_alloc(sb, 10, T_NODE, 24, 100);
+    hl_sb_alloc(sb, 11, T_STRING, 16, 100);
+    golden_allocs(sb, m, 10, 11);
+
+    hl_sb_gc_start(sb, 3, 2, TRUE, 12);
+    hl_sb_fate(sb, 3, 10, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 3, 11, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_death(sb, 3, 2);
+    hl_sb_death(sb, 3, 7);
+    hl_sb_promotion(sb, 3, 9, HL_GEN_2);
+    hl_sb_gc_end(sb, 3, HL_GC_FLAG_COMPACTING);
+    if (m != NULL)
+        m->gc_end[3] = hl_sb_len(sb);
+
+    /* After the last GC. */
+    hl_sb_alloc(sb, 12, T_STRING, 32, 100);
+    hl_sb_alloc(sb, 13, T_NODE, 24, 102);
+    golden_allocs(sb, m, 12, 13);
+    hl_sb_run_end(sb, 3);
+    if (m != NULL)
+        m->len = hl_sb_len(sb);
+    return sb;
+}
+
+static const char golden_objects[] = "1|1|32|100|0|1|NULL\n"
+                                     "2|2|100000|100|3|1|3\n"
+                                     "3|3|24|101|0|1|1\n"
+                                     "4|1|40|100|0|1|2\n"
+                                     "5|3|24|100|0|1|1\n"
+                                     "6|2|64|101|4|1|NULL\n"
+                                     "7|1|32|100|0|2|3\n"
+                                     "8|3|24|101|0|2|2\n"
+                                     "9|1|48|100|0|2|NULL\n"
+                                     "10|3|24|100|0|3|NULL\n"
+                                     "11|1|16|100|0|3|3\n"
+                                     "12|1|32|100|NULL|4|NULL\n"
+                                     "13|3|24|102|NULL|4|NULL\n";
+
+static const char golden_generations[] = "1|1|1|2\n"
+                                         "1|2|2|NULL\n"
+                                         "2|3|1|3\n"
+                                         "4|1|1|2\n"
+                                         "6|4|1|NULL\n"
+                                         "7|1|2|3\n"
+                                         "9|1|2|3\n"
+                                         "9|2|3|NULL\n"
+                                         "10|1|3|NULL\n";
+
+#define SQL_OBJECTS "SELECT id, type_id, size, thread, heap, first_gc, died_gc FROM objects ORDER BY id"
+#define SQL_GENERATIONS                                                                      \
+    "SELECT object_id, generation, from_gc, until_gc FROM object_generations "               \
+    "ORDER BY object_id, from_gc"
+
+/* Writes the golden stream to <dir>/golden.db; returns the path. */
+static char *golden_db(const char *dir, gboolean unknown, store_summary *summary)
+{
+    g_autoptr(GError) error = NULL;
+    char *path = g_build_filename(dir, "golden.db", NULL);
+    hl_sb *sb = golden_build(NULL, unknown);
+    CHECK(hl_sb_write_db(sb, path, "heaplens record -- dotnet App.dll", summary, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    return path;
+}
+
+/* ---- cases -------------------------------------------------------------------------------- */
+
+static void test_schema(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "empty.db", NULL);
+    store_writer *w = store_writer_create(path, "cmd", &error);
+    CHECK_NO_ERROR(error);
+    CHECK(w != NULL);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(!sum.connected && !sum.complete && sum.gcs == 0);
+
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    CHECK(access(wal, F_OK) != 0); /* finish leaves one self-contained file */
+
+    sqlite3 *db = store_db_open_readonly(path, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    CHECK(db_int(db, "PRAGMA application_id") == STORE_APPLICATION_ID);
+    CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
+    CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+               "index|object_generations_by_gc\n"
+               "table|counters\n"
+               "table|gc_generations\n"
+               "table|gcs\n"
+               "table|object_generations\n"
+               "table|objects\n"
+               "table|run\n"
+               "table|threads\n"
+               "table|types\n"
+               "view|allocations_by_type\n"
+               "view|gc_summary\n"
+               "view|live_objects\n"
+               "view|object_lifetimes\n"
+               "view|survivors_by_generation\n");
+    CHECK_ROWS(db, "SELECT id, command, status, exit_status, flags FROM run", "1|cmd|no-data|NULL|NULL\n");
+    /* Every view compiles and is empty. */
+    CHECK(db_int(db, "SELECT (SELECT count(*) FROM gc_summary) + (SELECT count(*) FROM allocations_by_type)"
+                     " + (SELECT count(*) FROM live_objects) + (SELECT count(*) FROM survivors_by_generation)"
+                     " + (SELECT count(*) FROM object_lifetimes)") == 0);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_golden_rows(void)
+{
+    char *dir = tmp_dir_new();
+    store_summary sum;
+    g_autofree char *path = golden_db(dir, FALSE, &sum);
+    CHECK(sum.gcs == 3 && sum.objects == 13 && sum.types == 3 && sum.complete && sum.connected);
+    CHECK(sum.drops == 0);
+
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, SQL_OBJECTS, golden_objects);
+    CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
+    CHECK_ROWS(db, "SELECT id, name, class_id, flags FROM types ORDER BY id",
+               "1|System.String|139637976727616|0\n"
+               "2|System.Byte[]|4660|1\n"
+               "3|App.Node|139637976727744|0\n");
+    CHECK_ROWS(db, "SELECT os_tid, thread_id, name FROM threads ORDER BY os_tid",
+               "100|7|Main\n101|NULL|NULL\n102|NULL|NULL\n");
+    CHECK_ROWS(db,
+               "SELECT command, pid, runtime_version, producer, mode, start_time, end_time,"
+               " start_mono_ns, end_mono_ns, status, exit_status, flags FROM run",
+               "heaplens record -- dotnet App.dll|4242|10.0.0|heaplens test|full|"
+               "2027-01-15T08:00:00.123Z|2027-01-15T08:00:01.123Z|1000000000|2000000000|"
+               "complete|NULL|NULL\n");
+    CHECK_ROWS(db,
+               "SELECT gc, generation, reason, induced, compacting, start_ns, end_ns, pause_ns,"
+               " survived_bytes, moved_bytes, first_object_id, objects_live, incomplete"
+               " FROM gcs ORDER BY gc",
+               "1|0|other|0|1|1010000000|1011000000|1020000|72|72|7|4|0\n"
+               "2|1|other|0|0|1020000000|1021000000|1020000|0|0|10|0|0\n"
+               "3|2|induced|1|1|1030000000|1031000000|1020000|0|0|12|0|0\n");
+    CHECK_ROWS(db, "SELECT gc, generation, size_before, size_after FROM gc_generations WHERE gc = 1",
+               "1|0|1000|0\n1|1|200|72\n1|2|300|300\n1|3|100000|100000\n1|4|64|64\n");
+    CHECK(db_int(db, "SELECT count(*) FROM gc_generations") == 15);
+    g_autofree char *len = NULL;
+    {
+        hl_sb *sb = golden_build(NULL, FALSE);
+        len = g_strdup_printf("%zu", hl_sb_len(sb));
+        hl_sb_free(sb);
+    }
+    g_autofree char *counters = g_strdup_printf("allocs_dropped|0\n"
+                                                "allocs_seen|13\n"
+                                                "bytes_dropped|0\n"
+                                                "connections_refused|0\n"
+                                                "gc_events_dropped|0\n"
+                                                "gcs_discarded_incomplete|0\n"
+                                                "model_anomalies|0\n"
+                                                "records_dropped|0\n"
+                                                "records_read|25\n"
+                                                "records_skipped_unknown|0\n"
+                                                "stream_bytes|%s\n"
+                                                "threads_overflowed|0\n"
+                                                "writer_anomalies|0\n",
+                                                len);
+    CHECK_ROWS(db, "SELECT name, value FROM counters ORDER BY name", counters);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_golden_views(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+
+    CHECK_ROWS(db, "SELECT gc, object_id, type, size, generation, thread FROM live_objects ORDER BY gc, object_id",
+               "1|1|System.String|32|1|100\n"
+               "1|2|System.Byte[]|100000|3|100\n"
+               "1|4|System.String|40|1|100\n"
+               "1|6|System.Byte[]|64|4|101\n"
+               "2|1|System.String|32|2|100\n"
+               "2|2|System.Byte[]|100000|3|100\n"
+               "2|6|System.Byte[]|64|4|101\n"
+               "2|7|System.String|32|1|100\n"
+               "2|9|System.String|48|1|100\n"
+               "3|1|System.String|32|2|100\n"
+               "3|6|System.Byte[]|64|4|101\n"
+               "3|9|System.String|48|2|100\n"
+               "3|10|App.Node|24|1|100\n");
+    CHECK_ROWS(db, "SELECT * FROM survivors_by_generation WHERE gc = 3 ORDER BY bytes DESC",
+               "3|2|System.String|2|80\n"
+               "3|4|System.Byte[]|1|64\n"
+               "3|1|App.Node|1|24\n");
+    CHECK_ROWS(db, "SELECT * FROM survivors_by_generation WHERE gc = 2 ORDER BY generation, type",
+               "2|1|System.String|2|80\n"
+               "2|2|System.String|1|32\n"
+               "2|3|System.Byte[]|1|100000\n"
+               "2|4|System.Byte[]|1|64\n");
+    CHECK_ROWS(db, "SELECT * FROM allocations_by_type ORDER BY bytes DESC",
+               "System.Byte[]|2|100064\n"
+               "System.String|6|200\n"
+               "App.Node|5|120\n");
+    CHECK_ROWS(db, "SELECT * FROM gc_summary WHERE gc = 1",
+               "1|0|other|0|1|1010000000|1011000000|1020000|72|72|7|4|0|"
+               "1000|0|200|72|300|300|100000|100000|64|64\n");
+    CHECK_ROWS(db, "SELECT gc, gen0_before, poh_after FROM gc_summary WHERE gc > 1 ORDER BY gc",
+               "2|0|0\n3|0|0\n");
+    CHECK_ROWS(db,
+               "SELECT id, type, thread_name, heap, first_gc, died_gc, gcs_survived, final_generation"
+               " FROM object_lifetimes ORDER BY id",
+               "1|System.String|Main|0|1|NULL|3|2\n"
+               "2|System.Byte[]|Main|3|1|3|2|3\n"
+               "3|App.Node|NULL|0|1|1|0|NULL\n"
+               "4|System.String|Main|0|1|2|1|1\n"
+               "5|App.Node|Main|0|1|1|0|NULL\n"
+               "6|System.Byte[]|NULL|4|1|NULL|3|4\n"
+               "7|System.String|Main|0|2|3|1|1\n"
+               "8|App.Node|NULL|0|2|2|0|NULL\n"
+               "9|System.String|Main|0|2|NULL|2|2\n"
+               "10|App.Node|Main|0|3|NULL|1|1\n"
+               "11|System.String|Main|0|3|3|0|NULL\n"
+               "12|System.String|Main|NULL|4|NULL|0|NULL\n"
+               "13|App.Node|NULL|NULL|4|NULL|0|NULL\n");
+    /* The per-GC views are cheap with a gc filter: it reaches the index on from_gc. */
+    g_autofree char *plan = db_rows(db, "EXPLAIN QUERY PLAN SELECT * FROM live_objects WHERE gc = 3");
+    CHECK(strstr(plan, "object_generations_by_gc") != NULL);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_old_deaths(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+    /* 4 (gen1) died in GC 2; 2 (LOH) and 7 (gen1) in GC 3: died_gc set, open row closed. */
+    CHECK_ROWS(db, "SELECT id, died_gc FROM objects WHERE died_gc > first_gc ORDER BY id",
+               "2|3\n4|2\n7|3\n");
+    CHECK_ROWS(db,
+               "SELECT og.object_id, og.until_gc FROM object_generations og JOIN objects o"
+               " ON o.id = og.object_id WHERE o.died_gc IS NOT NULL ORDER BY og.object_id, og.from_gc",
+               "2|3\n4|2\n7|3\n");
+    /* No dead object has an open generation row. */
+    CHECK(db_int(db, "SELECT count(*) FROM object_generations og JOIN objects o ON o.id = og.object_id"
+                     " WHERE o.died_gc IS NOT NULL AND og.until_gc IS NULL") == 0);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_promotions(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT generation, from_gc, until_gc FROM object_generations WHERE object_id = 1 ORDER BY from_gc",
+               "1|1|2\n2|2|NULL\n");
+    CHECK_ROWS(db, "SELECT generation, from_gc, until_gc FROM object_generations WHERE object_id = 9 ORDER BY from_gc",
+               "1|2|3\n2|3|NULL\n");
+    /* At most one open row per object, and rows of one object never overlap. */
+    CHECK(db_int(db, "SELECT count(*) FROM (SELECT object_id FROM object_generations WHERE until_gc IS NULL"
+                     " GROUP BY object_id HAVING count(*) > 1)") == 0);
+    CHECK(db_int(db, "SELECT count(*) FROM object_generations a JOIN object_generations b"
+                     " ON a.object_id = b.object_id AND a.from_gc < b.from_gc"
+                     " WHERE a.until_gc IS NULL OR a.until_gc > b.from_gc") == 0);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_young_die_first_gc(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT id FROM objects WHERE died_gc = first_gc ORDER BY id", "3\n5\n8\n11\n");
+    CHECK(db_int(db, "SELECT count(*) FROM object_generations WHERE object_id IN"
+                     " (SELECT id FROM objects WHERE died_gc = first_gc)") == 0);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_after_last_gc(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT id, heap, first_gc, died_gc FROM objects WHERE first_gc > (SELECT max(gc) FROM gcs)",
+               "12|NULL|4|NULL\n13|NULL|4|NULL\n");
+    CHECK(db_int(db, "SELECT count(*) FROM object_generations WHERE object_id >= 12") == 0);
+    sqlite3_close(db);
+
+    /* With no GC at all, first_gc is 1. */
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p2 = g_build_filename(dir, "nogc.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_type(sb, 1, "T");
+    hl_sb_alloc(sb, 1, 1, 24, 5);
+    hl_sb_run_end(sb, 0);
+    CHECK(hl_sb_write_db(sb, p2, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    db = db_open(p2);
+    CHECK_ROWS(db, "SELECT id, heap, first_gc, died_gc, thread FROM objects", "1|NULL|1|NULL|5\n");
+    CHECK_ROWS(db, "SELECT command, status FROM run", "x|complete\n"); /* command from the stream */
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* Cut the golden stream at every byte: never a failure, never half a GC, never a lost whole
+ * allocation record; every complete GC stored as the full run has it, as of that GC. */
+static void test_truncate_every_byte(void)
+{
+    char *dir = tmp_dir_new();
+    golden_marks m = {0};
+    hl_sb *sb = golden_build(&m, FALSE);
+    g_autofree char *full = g_build_filename(dir, "full.db", NULL);
+    g_autoptr(GError) error = NULL;
+    CHECK(hl_sb_write_db(sb, full, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    g_autofree char *cut_path = g_build_filename(dir, "cut.db", NULL);
+    g_autofree char *attach = g_strdup_printf("ATTACH '%s' AS f", full);
+
+    for (size_t cut = 0; cut <= m.len; cut++) {
+        int before = failures;
+        store_summary sum;
+        unlink(cut_path);
+        CHECK(hl_sb_write_db_prefix(sb, cut, cut_path, NULL, &sum, &error));
+        CHECK_NO_ERROR(error);
+
+        int k = 0;
+        while (k < 3 && m.gc_end[k + 1] <= cut)
+            k++;
+        int64_t allocs = 0;
+        for (int id = 1; id <= 13; id++)
+            allocs += m.alloc_end[id] <= cut;
+
+        sqlite3 *db = db_open(cut_path);
+        CHECK(sqlite3_exec(db, attach, NULL, NULL, NULL) == SQLITE_OK);
+        g_autofree char *status = db_rows(db, "SELECT status FROM run");
+        CHECK_STR(status, cut == m.len ? "complete\n" : cut < 16 ? "no-data\n" : "truncated\n");
+        CHECK(sum.gcs == (uint64_t)k && sum.objects == (uint64_t)allocs);
+        CHECK(db_int(db, "SELECT count(*) FROM gcs") == k);
+        CHECK(db_int(db, "SELECT coalesce(max(gc), 0) FROM gcs") == k);
+        CHECK(db_int(db, "SELECT count(*) FROM gc_generations") == 5 * k);
+        CHECK(db_int(db, "SELECT count(*) FROM objects") == allocs);
+
+        g_autofree char *k_s = g_strdup_printf("%d", k);
+        /* Objects classified by a stored GC: exactly the full run's rows as of GC k. */
+        g_autofree char *q_obj = g_strdup_printf(
+            "SELECT count(*) FROM ("
+            " SELECT * FROM (SELECT id, type_id, size, thread, heap, first_gc, died_gc FROM main.objects WHERE first_gc <= %1$s"
+            "  EXCEPT SELECT id, type_id, size, thread, heap, first_gc, CASE WHEN died_gc <= %1$s THEN died_gc END"
+            "  FROM f.objects WHERE first_gc <= %1$s)"
+            " UNION ALL"
+            " SELECT * FROM (SELECT id, type_id, size, thread, heap, first_gc, CASE WHEN died_gc <= %1$s THEN died_gc END"
+            "  FROM f.objects WHERE first_gc <= %1$s"
+            "  EXCEPT SELECT id, type_id, size, thread, heap, first_gc, died_gc FROM main.objects WHERE first_gc <= %1$s))",
+            k_s);
+        CHECK(db_int(db, q_obj) == 0);
+        g_autofree char *q_gen = g_strdup_printf(
+            "SELECT count(*) FROM ("
+            " SELECT * FROM (SELECT object_id, generation, from_gc, until_gc FROM main.object_generations"
+            "  EXCEPT SELECT object_id, generation, from_gc, CASE WHEN until_gc <= %1$s THEN until_gc END"
+            "  FROM f.object_generations WHERE from_gc <= %1$s)"
+            " UNION ALL"
+            " SELECT * FROM (SELECT object_id, generation, from_gc, CASE WHEN until_gc <= %1$s THEN until_gc END"
+            "  FROM f.object_generations WHERE from_gc <= %1$s"
+            "  EXCEPT SELECT object_id, generation, from_gc, until_gc FROM main.object_generations))",
+            k_s);
+        CHECK(db_int(db, q_gen) == 0);
+        /* Allocations after the last stored GC: unclassified, alive, born before GC k + 1. */
+        g_autofree char *q_young = g_strdup_printf(
+            "SELECT count(*) FROM main.objects WHERE first_gc > %1$s AND"
+            " (first_gc != %1$s + 1 OR heap IS NOT NULL OR died_gc IS NOT NULL)",
+            k_s);
+        CHECK(db_int(db, q_young) == 0);
+        g_autofree char *q_gcs = g_strdup_printf(
+            "SELECT count(*) FROM (SELECT * FROM main.gcs EXCEPT SELECT * FROM f.gcs WHERE gc <= %s)",
+            k_s);
+        CHECK(db_int(db, q_gcs) == 0);
+        sqlite3_close(db);
+        if (failures > before) {
+            fprintf(stderr, "  ... at cut %zu of %zu\n", cut, m.len);
+            break;
+        }
+    }
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* The golden stream up to GC 2, then `tail`, whatever it is. */
+static hl_sb *golden_two_gcs(size_t *two_gcs_len)
+{
+    golden_marks m = {0};
+    hl_sb *full = golden_build(&m, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(full, &len);
+    hl_sb *sb = hl_sb_new_empty();
+    hl_sb_raw(sb, bytes, m.gc_end[2]);
+    *two_gcs_len = m.gc_end[2];
+    hl_sb_free(full);
+    return sb;
+}
+
+static void check_kept_two_gcs(const char *path)
+{
+    sqlite3 *db = db_open(path);
+    CHECK(db_int(db, "SELECT count(*) FROM gcs") == 2);
+    CHECK_ROWS(db, "SELECT status, flags FROM run", "truncated|stream-corrupt\n");
+    CHECK(db_int(db, "SELECT count(*) FROM objects") == 11); /* 1..9, and 10..11 were sent */
+    CHECK(db_int(db, "SELECT count(*) FROM objects WHERE first_gc = 3 AND heap IS NULL") == 2);
+    sqlite3_close(db);
+}
+
+static void test_corrupt_size(void)
+{
+    char *dir = tmp_dir_new();
+    size_t n;
+    g_autoptr(GError) error = NULL;
+
+    /* An absurd size between GCs. */
+    hl_sb *sb = golden_two_gcs(&n);
+    hl_sb_alloc(sb, 10, T_NODE, 24, 100);
+    hl_sb_alloc(sb, 11, T_STRING, 16, 100);
+    hl_sb_record_sized(sb, HL_REC_ALLOC_BATCH, HL_REC_MAX_PAYLOAD + 1, NULL, 0);
+    hl_sb_raw(sb, "garbage that follows", 20);
+    g_autofree char *p1 = g_build_filename(dir, "c1.db", NULL);
+    CHECK(!hl_sb_write_db(sb, p1, NULL, NULL, &error));
+    CHECK_ERROR(error, STORE_ERROR_STREAM, "exceeds the 16777216-byte limit");
+    g_clear_error(&error);
+    check_kept_two_gcs(p1);
+    hl_sb_free(sb);
+
+    /* The same inside GC 3: the GC is discarded, the allocations before it kept. */
+    sb = golden_two_gcs(&n);
+    hl_sb_alloc(sb, 10, T_NODE, 24, 100);
+    hl_sb_alloc(sb, 11, T_STRING, 16, 100);
+    hl_sb_gc_start(sb, 3, 2, TRUE, 12);
+    hl_sb_fate(sb, 3, 10, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_death(sb, 3, 2);
+    hl_sb_record_sized(sb, HL_REC_GC_PROMOTIONS, 0xffffffffu, NULL, 0);
+    g_autofree char *p2 = g_build_filename(dir, "c2.db", NULL);
+    CHECK(!hl_sb_write_db(sb, p2, NULL, NULL, &error));
+    CHECK_ERROR(error, STORE_ERROR_STREAM, "corrupt record stream at byte");
+    g_clear_error(&error);
+    check_kept_two_gcs(p2);
+    sqlite3 *db = db_open(p2);
+    CHECK(db_int(db, "SELECT died_gc IS NULL FROM objects WHERE id = 2") == 1); /* death rolled back */
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'gcs_discarded_incomplete'") == 1);
+    sqlite3_close(db);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+static void test_corrupt_count(void)
+{
+    char *dir = tmp_dir_new();
+    size_t n;
+    g_autoptr(GError) error = NULL;
+    struct {
+        uint16_t type;
+        const char *message;
+        uint8_t payload[40];
+        uint32_t size;
+    } cases[] = {
+        /* count 5, room for 1 */
+        {HL_REC_ALLOC_BATCH, "ALLOC_BATCH record: payload of 32 bytes does not hold the 5 items",
+         {5}, 32},
+        {HL_REC_GC_DEATHS, "GC_DEATHS record", {3, 0, 0, 0, 9}, 16},
+        {HL_REC_GC_PROMOTIONS, "GC_PROMOTIONS record", {3, 0, 0, 0, 1}, 8 + 15},
+        {HL_REC_GC_YOUNG_FATE, "GC_YOUNG_FATE record", {3, 0, 0, 0, 200}, 16 + 3},
+        {HL_REC_GC_END, "GC_END record: payload is 40 bytes, expected", {3}, 40},
+        {HL_REC_DISCOVERED, "DISCOVERED record: payload of 32 bytes does not hold the 2 items",
+         {3, 0, 0, 0, 2}, 32},
+        {HL_REC_GC_START, "GC_START record", {3}, 4},
+        {HL_REC_RUN_END, "RUN_END record", {0}, 0},
+        {HL_REC_TYPE, "string of 1000 bytes runs past", {9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xe8, 3}, 24},
+        {HL_REC_THREAD, "shorter than its header", {1}, 4},
+        {HL_REC_RUN_START, "string length runs past", {1}, 33},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        hl_sb *sb = golden_two_gcs(&n);
+        hl_sb_alloc(sb, 10, T_NODE, 24, 100);
+        hl_sb_alloc(sb, 11, T_STRING, 16, 100);
+        hl_sb_record(sb, cases[i].type, cases[i].payload, cases[i].size);
+        g_autofree char *p = g_strdup_printf("%s/c%zu.db", dir, i);
+        CHECK(!hl_sb_write_db(sb, p, NULL, NULL, &error));
+        CHECK_ERROR(error, STORE_ERROR_STREAM, cases[i].message);
+        g_clear_error(&error);
+        check_kept_two_gcs(p);
+        hl_sb_free(sb);
+    }
+    tmp_dir_free(dir);
+}
+
+static void test_unknown_types(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "u.db", NULL);
+    hl_sb *sb = golden_build(NULL, TRUE);
+    CHECK(hl_sb_write_db(sb, path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, SQL_OBJECTS, golden_objects);
+    CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'records_skipped_unknown'") == 3);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'records_read'") == 28);
+    CHECK_ROWS(db, "SELECT status FROM run", "complete\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_bad_header(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    struct {
+        const char *magic;
+        uint32_t version;
+        const char *message;
+    } cases[] = {
+        {"HEAPLENZ", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
+        {"GET / HT", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
+        {HL_STREAM_MAGIC, 2, "record stream version 2; this heaplens reads version 1"},
+        {HL_STREAM_MAGIC, 0, "record stream version 0; this heaplens reads version 1"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        hl_sb *sb = hl_sb_new_empty();
+        hl_sb_header(sb, cases[i].magic, cases[i].version);
+        hl_sb_run_start(sb, 1, "x");
+        hl_sb_run_end(sb, 0);
+        g_autofree char *p = g_strdup_printf("%s/h%zu.db", dir, i);
+        store_summary sum;
+        CHECK(!hl_sb_write_db(sb, p, NULL, &sum, &error));
+        CHECK_ERROR(error, STORE_ERROR_STREAM, cases[i].message);
+        CHECK(strchr(error->message, '\n') == NULL);
+        g_clear_error(&error);
+        CHECK(!sum.connected && !sum.complete);
+        sqlite3 *db = db_open(p);
+        CHECK_ROWS(db, "SELECT status, pid FROM run", "no-data|NULL\n");
+        sqlite3_close(db);
+        hl_sb_free(sb);
+    }
+    /* A short stream whose few bytes are not the magic. */
+    hl_sb *sb = hl_sb_new_empty();
+    hl_sb_raw(sb, "HX", 2);
+    g_autofree char *p = g_build_filename(dir, "short.db", NULL);
+    CHECK(!hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_ERROR(error, STORE_ERROR_STREAM, "bad magic");
+    g_clear_error(&error);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+static void test_empty_stream(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "e.db", NULL);
+    hl_sb *sb = hl_sb_new_empty();
+    store_summary sum;
+    CHECK(hl_sb_write_db(sb, p, NULL, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(!sum.connected && sum.gcs == 0 && sum.objects == 0);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT status FROM run", "no-data\n");
+    sqlite3_close(db);
+
+    /* Header only: connected, nothing else. */
+    sb = hl_sb_new();
+    g_autofree char *p2 = g_build_filename(dir, "h.db", NULL);
+    CHECK(hl_sb_write_db(sb, p2, NULL, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.connected && !sum.complete);
+    hl_sb_free(sb);
+    db = db_open(p2);
+    CHECK_ROWS(db, "SELECT status FROM run", "truncated\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* A GC whose GC_END never came, followed by more GCs: discarded, counted, and the TYPE record
+ * that arrived inside it survives the rollback. */
+static void test_discarded_gc(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "d.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 100);
+    hl_sb_alloc(sb, 2, 1, 24, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 3);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_alloc(sb, 3, 1, 24, 100);
+    hl_sb_gc_start(sb, 2, 1, FALSE, 4);
+    hl_sb_type(sb, 2, "B");
+    hl_sb_thread(sb, 100, 1, "Main");
+    hl_sb_fate(sb, 2, 3, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_death(sb, 2, 1);
+    hl_sb_promotion(sb, 2, 2, HL_GEN_2);
+    /* no GC_END 2 */
+    hl_sb_alloc(sb, 4, 2, 48, 100);
+    hl_sb_gc_start(sb, 3, 0, FALSE, 5);
+    hl_sb_fate(sb, 3, 3, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 3, 4, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_run_end(sb, 3);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT gc FROM gcs", "1\n3\n");
+    CHECK_ROWS(db, "SELECT id, name FROM types ORDER BY id", "1|A\n2|B\n");
+    CHECK_ROWS(db, "SELECT os_tid, name FROM threads", "100|Main\n");
+    CHECK_ROWS(db, SQL_OBJECTS, "1|1|24|100|0|1|NULL\n2|1|24|100|0|1|NULL\n"
+                                "3|1|24|100|0|3|NULL\n4|2|48|100|0|3|NULL\n");
+    CHECK_ROWS(db, SQL_GENERATIONS, "1|1|1|NULL\n2|1|1|NULL\n3|1|3|NULL\n4|1|3|NULL\n");
+    CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN"
+                   " ('gcs_discarded_incomplete', 'writer_anomalies') ORDER BY name",
+               "gcs_discarded_incomplete|1\nwriter_anomalies|1\n"); /* the gap 1 → 3 */
+    CHECK_ROWS(db, "SELECT status FROM run", "complete\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_out_of_order_gc(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    size_t n;
+    hl_sb *sb = golden_two_gcs(&n);
+    hl_sb_alloc(sb, 10, T_NODE, 24, 100);
+    hl_sb_alloc(sb, 11, T_STRING, 16, 100);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 12);
+    hl_sb_gc_end(sb, 2, 0);
+    g_autofree char *p = g_build_filename(dir, "o.db", NULL);
+    CHECK(!hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_ERROR(error, STORE_ERROR_STREAM, "GC 2 follows GC 2: GCs out of order");
+    g_clear_error(&error);
+    check_kept_two_gcs(p);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* Data that breaks the collector's promises is skipped and counted, never fatal. */
+static void test_anomalies(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "a.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 100);
+    hl_sb_alloc(sb, 2, 1, 24, 100);
+    hl_sb_alloc(sb, 2, 1, 32, 100);                 /* duplicate id: 1 anomaly, last wins */
+    hl_sb_alloc(sb, UINT64_C(1) << 40, 1, 8, 100);  /* absurd id: 1 anomaly */
+    hl_sb_alloc(sb, 3, 9, 16, 0);                   /* type without a TYPE record, no thread */
+    hl_sb_gc_start(sb, 1, 0, FALSE, 4);
+    hl_sb_fate(sb, 7, 1, HL_FATE(HL_GEN_0, HL_GEN_1)); /* wrong GC: 1 anomaly */
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 3, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 4, HL_FATE(HL_GEN_0, HL_GEN_1)); /* after first_id_after: 1 anomaly */
+    hl_sb_death(sb, 1, 999);                           /* unknown object: harmless */
+    hl_sb_promotion(sb, 1, 998, HL_GEN_2);             /* unknown object: no row */
+    hl_sb_promotion(sb, 1, 1, 9);                      /* no such generation: 1 anomaly */
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_end(sb, 1, 0);                            /* no GC open: 1 anomaly */
+    hl_sb_alloc(sb, 1, 1, 24, 100);                    /* late: 1 anomaly */
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 7);
+    CHECK_ROWS(db, SQL_OBJECTS, "1|1|24|100|0|1|NULL\n2|1|32|100|0|1|NULL\n3|9|16|NULL|0|1|NULL\n");
+    CHECK_ROWS(db, SQL_GENERATIONS, "1|1|1|NULL\n2|1|1|NULL\n3|1|1|NULL\n");
+    CHECK_ROWS(db, "SELECT * FROM allocations_by_type ORDER BY type", "<type 9>|1|16\nA|2|56\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+static void test_refuse_existing(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    store_writer *w = store_writer_create(path, "again", &error);
+    CHECK(w == NULL);
+    g_autofree char *want = g_strdup_printf("%s already exists; heaplens does not overwrite it", path);
+    CHECK_ERROR(error, STORE_ERROR_EXISTS, want);
+    g_clear_error(&error);
+    sqlite3 *db = db_open(path); /* untouched */
+    CHECK_ROWS(db, "SELECT status, count(*) FROM run JOIN objects", "complete|13\n");
+    sqlite3_close(db);
+
+    /* Any existing file, and the WAL left by an earlier database. */
+    g_autofree char *text = g_build_filename(dir, "notes.txt", NULL);
+    CHECK(g_file_set_contents(text, "hello\n", -1, NULL));
+    CHECK(store_writer_create(text, NULL, &error) == NULL);
+    CHECK_ERROR(error, STORE_ERROR_EXISTS, "already exists");
+    g_clear_error(&error);
+    g_autofree char *other = g_build_filename(dir, "other.db", NULL);
+    g_autofree char *other_wal = g_strconcat(other, "-wal", NULL);
+    CHECK(g_file_set_contents(other_wal, "", 0, NULL));
+    CHECK(store_writer_create(other, NULL, &error) == NULL);
+    CHECK_ERROR(error, STORE_ERROR_EXISTS, "other.db-wal already exists");
+    g_clear_error(&error);
+    CHECK(access(other, F_OK) != 0);
+
+    /* A directory that does not exist: an I/O error, nothing left behind. */
+    g_autofree char *nodir = g_build_filename(dir, "no", "such", "x.db", NULL);
+    CHECK(store_writer_create(nodir, NULL, &error) == NULL);
+    CHECK_ERROR(error, STORE_ERROR_IO, "cannot create");
+    g_clear_error(&error);
+
+    CHECK(store_writer_finish(NULL, NULL, NULL)); /* NULL is accepted */
+    tmp_dir_free(dir);
+}
+
+static void test_open_readonly(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+
+    g_autofree char *missing = g_build_filename(dir, "missing.db", NULL);
+    CHECK(store_db_open_readonly(missing, &error) == NULL);
+    g_autofree char *want = g_strdup_printf("%s does not exist", missing);
+    CHECK_ERROR(error, STORE_ERROR_IO, want);
+    g_clear_error(&error);
+
+    g_autofree char *text = g_build_filename(dir, "app.db", NULL);
+    CHECK(g_file_set_contents(text, "this is not a database, just some text\n", -1, NULL));
+    CHECK(store_db_open_readonly(text, &error) == NULL);
+    g_free(want);
+    want = g_strdup_printf("%s is not a heaplens database (not an SQLite file)", text);
+    CHECK_ERROR(error, STORE_ERROR_IO, want);
+    g_clear_error(&error);
+
+    g_autofree char *empty = g_build_filename(dir, "empty.db", NULL);
+    CHECK(g_file_set_contents(empty, "", 0, NULL));
+    CHECK(store_db_open_readonly(empty, &error) == NULL);
+    CHECK_ERROR(error, STORE_ERROR_IO, "is not a heaplens database (not an SQLite file)");
+    g_clear_error(&error);
+
+    CHECK(store_db_open_readonly(dir, &error) == NULL);
+    CHECK_ERROR(error, STORE_ERROR_IO, "is a directory");
+    g_clear_error(&error);
+
+    g_autofree char *foreign = g_build_filename(dir, "foreign.db", NULL);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(foreign, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_db_open_readonly(foreign, &error) == NULL);
+    g_free(want);
+    want = g_strdup_printf("%s is not a heaplens database", foreign);
+    CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
+    CHECK(g_str_has_suffix(error->message, "is not a heaplens database"));
+    g_clear_error(&error);
+
+    g_autofree char *good = golden_db(dir, FALSE, NULL);
+    db = store_db_open_readonly(good, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    CHECK(db_int(db, "SELECT count(*) FROM objects") == 13);
+    CHECK(sqlite3_exec(db, "DELETE FROM objects", NULL, NULL, NULL) == SQLITE_READONLY);
+    sqlite3_close(db);
+
+    CHECK(sqlite3_open(good, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_db_open_readonly(good, &error) == NULL);
+    g_free(want);
+    want = g_strdup_printf("%s was written by schema version 7; this heaplens reads version 1", good);
+    CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
+    CHECK(strcmp(error->message, want) == 0);
+    g_clear_error(&error);
+    tmp_dir_free(dir);
+}
+
+/* ---- differential: random recordings against a naive model ------------------------------- */
+
+typedef struct model_gen_row {
+    uint32_t gen, from, until; /* until 0: open */
+} model_gen_row;
+
+typedef struct model_obj {
+    uint32_t type, tid, first_gc, died; /* died 0: alive */
+    uint64_t size;
+    int heap; /* -1: NULL */
+    int cur;  /* current generation, -1 dead or unclassified */
+    gboolean dropped; /* the allocation record was not sent */
+    GArray *rows;     /* model_gen_row */
+} model_obj;
+
+static uint64_t diff_rng;
+
+static uint32_t diff_rand(uint32_t n)
+{
+    diff_rng ^= diff_rng << 13;
+    diff_rng ^= diff_rng >> 7;
+    diff_rng ^= diff_rng << 17;
+    return (uint32_t)(diff_rng % n);
+}
+
+/* Is generation `g` condemned by a GC of generation `gc_gen`? LOH/POH go with gen 2. */
+static gboolean diff_condemned(int g, uint32_t gc_gen)
+{
+    if (g < 0 || g == HL_GEN_NONGC)
+        return FALSE;
+    if (g == HL_GEN_LOH || g == HL_GEN_POH)
+        return gc_gen == 2;
+    return (uint32_t)g <= gc_gen;
+}
+
+static void diff_close(model_obj *o, uint32_t gc)
+{
+    for (guint i = 0; i < o->rows->len; i++) {
+        model_gen_row *r = &g_array_index(o->rows, model_gen_row, i);
+        if (r->until == 0)
+            r->until = gc;
+    }
+}
+
+static void diff_open(model_obj *o, uint32_t gen, uint32_t gc)
+{
+    model_gen_row r = {.gen = gen, .from = gc};
+    g_array_append_val(o->rows, r);
+    o->cur = (int)gen;
+}
+
+/* One random recording of `gcs` GCs, checked row for row against the model. */
+static void diff_run(const char *dir, uint64_t seed, uint32_t gcs)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GArray) objs = g_array_new(FALSE, TRUE, sizeof(model_obj));
+    g_autoptr(GArray) order = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    hl_sb *sb = hl_sb_new();
+    uint64_t next = 1;
+
+    diff_rng = seed;
+    g_array_set_size(objs, 1); /* ids from 1 */
+    hl_sb_run_start(sb, 1, "diff");
+    for (uint32_t t = 1; t <= 20; t++) {
+        char name[32];
+        snprintf(name, sizeof name, "T%u", t);
+        hl_sb_type(sb, t, name);
+    }
+    for (uint32_t gc = 1; gc <= gcs + 1; gc++) {
+        uint64_t young_first = next, n = diff_rand(3000);
+        hl_sb_set_batch_limit(sb, 40 + diff_rand(100));
+        g_array_set_size(order, 0);
+        for (uint64_t i = 0; i < n; i++, next++) {
+            model_obj o = {
+                .type = 1 + diff_rand(20),
+                .tid = diff_rand(5) == 0 ? 0 : 500 + diff_rand(4),
+                .size = 24 + 8 * diff_rand(100),
+                .heap = -1,
+                .cur = -1,
+                .dropped = diff_rand(100) == 0,
+                .rows = g_array_new(FALSE, FALSE, sizeof(model_gen_row)),
+            };
+            g_array_append_val(objs, o);
+            if (!o.dropped)
+                g_array_append_val(order, next);
+        }
+        /* Thread buffers flush out of id order. */
+        for (guint i = order->len; i > 1; i--) {
+            guint j = diff_rand(i);
+            uint64_t t = g_array_index(order, uint64_t, i - 1);
+            g_array_index(order, uint64_t, i - 1) = g_array_index(order, uint64_t, j);
+            g_array_index(order, uint64_t, j) = t;
+        }
+        for (guint i = 0; i < order->len; i++) {
+            uint64_t id = g_array_index(order, uint64_t, i);
+            const model_obj *o = &g_array_index(objs, model_obj, id);
+            hl_sb_alloc(sb, id, o->type, o->size, o->tid);
+        }
+        if (gc > gcs)
+            break; /* allocations after the last GC */
+
+        uint32_t gen = gc % 7 == 0 ? 2 : gc % 3 == 0 ? 1 : 0;
+        hl_sb_gc_start(sb, gc, gen, gen == 2, next);
+        for (uint64_t id = young_first; id < next; id++) {
+            model_obj *o = &g_array_index(objs, model_obj, id);
+            uint32_t r = diff_rand(100);
+            uint8_t fate = r < 60 ? HL_FATE(HL_GEN_0, HL_GEN_NONE)
+                           : r < 85 ? HL_FATE(HL_GEN_0, HL_GEN_1)
+                           : r < 90 ? HL_FATE(HL_GEN_0, HL_GEN_0)
+                           : r < 95 ? HL_FATE(HL_GEN_LOH, HL_GEN_LOH)
+                           : r < 98 ? HL_FATE(HL_GEN_POH, HL_GEN_POH)
+                                    : HL_FATE(HL_GEN_NONGC, HL_GEN_NONGC);
+            hl_sb_fate(sb, gc, id, fate);
+            if (o->dropped)
+                continue;
+            o->heap = HL_FATE_HEAP(fate);
+            o->first_gc = gc;
+            if (HL_FATE_GEN(fate) == HL_GEN_NONE)
+                o->died = gc;
+            else
+                diff_open(o, HL_FATE_GEN(fate), gc);
+        }
+        /* Older objects of the condemned generations: die or get promoted. */
+        for (uint64_t id = 1; id < young_first; id++) {
+            model_obj *o = &g_array_index(objs, model_obj, id);
+            if (o->dropped || o->died != 0 || !diff_condemned(o->cur, gen))
+                continue;
+            if (diff_rand(100) < 40) {
+                hl_sb_death(sb, gc, id);
+                o->died = gc;
+                o->cur = -1;
+                diff_close(o, gc);
+            }
+        }
+        for (uint32_t i = 0; i < (gc % 5 == 0 ? 70u : 1u); i++)
+            hl_sb_death(sb, gc, UINT64_C(1000000000) + gc * 100 + i); /* unknown objects */
+        for (uint64_t id = 1; id < young_first; id++) {
+            model_obj *o = &g_array_index(objs, model_obj, id);
+            if (o->dropped || o->died != 0 || !diff_condemned(o->cur, gen) || o->cur >= 2)
+                continue;
+            if (diff_rand(100) < 60) {
+                uint32_t to = (uint32_t)o->cur + 1;
+                hl_sb_promotion(sb, gc, id, to);
+                diff_close(o, gc);
+                diff_open(o, to, gc);
+            }
+        }
+        for (uint32_t i = 0; i < (gc % 4 == 0 ? 70u : 1u); i++)
+            hl_sb_promotion(sb, gc, UINT64_C(2000000000) + gc * 100 + i, HL_GEN_2);
+        hl_sb_gc_end(sb, gc, HL_GC_FLAG_COMPACTING);
+    }
+    hl_sb_run_end(sb, gcs);
+
+    g_autofree char *path = g_strdup_printf("%s/diff-%" G_GUINT64_FORMAT ".db", dir, seed);
+    store_summary sum;
+    CHECK(hl_sb_write_db(sb, path, NULL, &sum, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+
+    GString *want_obj = g_string_new(NULL), *want_gen = g_string_new(NULL);
+    uint64_t stored = 0;
+    for (uint64_t id = 1; id < objs->len; id++) {
+        model_obj *o = &g_array_index(objs, model_obj, id);
+        if (!o->dropped) {
+            char tid[16], heap[16], died[16];
+            snprintf(tid, sizeof tid, "%u", o->tid);
+            snprintf(heap, sizeof heap, "%d", o->heap);
+            snprintf(died, sizeof died, "%u", o->died);
+            g_string_append_printf(want_obj, "%" G_GUINT64_FORMAT "|%u|%" G_GUINT64_FORMAT "|%s|%s|%u|%s\n",
+                                   id, o->type, o->size, o->tid ? tid : "NULL",
+                                   o->heap >= 0 ? heap : "NULL", o->first_gc ? o->first_gc : gcs + 1,
+                                   o->died ? died : "NULL");
+            stored++;
+        }
+        for (guint i = 0; i < o->rows->len; i++) {
+            const model_gen_row *r = &g_array_index(o->rows, model_gen_row, i);
+            char until[16];
+            snprintf(until, sizeof until, "%u", r->until);
+            g_string_append_printf(want_gen, "%" G_GUINT64_FORMAT "|%u|%u|%s\n", id, r->gen, r->from,
+                                   r->until ? until : "NULL");
+        }
+        g_array_unref(o->rows);
+    }
+    CHECK(sum.gcs == gcs && sum.objects == stored && sum.complete);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, SQL_OBJECTS, want_obj->str);
+    CHECK_ROWS(db, SQL_GENERATIONS, want_gen->str);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 0);
+    sqlite3_close(db);
+    g_string_free(want_obj, TRUE);
+    g_string_free(want_gen, TRUE);
+}
+
+static void test_differential(void)
+{
+    char *dir = tmp_dir_new();
+    for (uint64_t seed = 1; seed <= 3; seed++)
+        diff_run(dir, seed * 0x9e3779b97f4a7c15u, 30);
+    tmp_dir_free(dir);
+}
+
+/* Objects first seen in a heap walk become ordinary objects; snapshot and handle records (not
+ * stored yet) are skipped and counted. */
+static void test_discovered(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "d.db", NULL);
+    const uint64_t base = HL_DISCOVERED_ID_BASE;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_handle_kind hk = {.handle_id = 0x1000, .kind = HL_HANDLE_STRONG};
+    hl_gc_handle_kinds hkh = {.gc = 1, .count = 1};
+    uint8_t raw[sizeof hkh + sizeof hk];
+    memcpy(raw, &hkh, sizeof hkh);
+    memcpy(raw + sizeof hkh, &hk, sizeof hk);
+    hl_sb_record(sb, HL_REC_GC_HANDLE_KINDS, raw, sizeof raw);
+    hl_sb_discovered(sb, 1, base + 1, 1, 100, HL_GEN_2);
+    hl_sb_discovered(sb, 1, base + 2, 1, 90000, HL_GEN_LOH);
+    hl_sb_discovered(sb, 1, base + 3, 1, 40, HL_GEN_NONGC);
+    hl_sb_discovered(sb, 1, 5, 1, 40, HL_GEN_2); /* not in the discovered range: anomaly */
+    hl_snapshot_start ss = {.snapshot = 1, .gc = 1, .trigger = HL_SNAPSHOT_INDUCED};
+    hl_sb_record(sb, HL_REC_SNAPSHOT_START, &ss, sizeof ss);
+    hl_gc_end e = {.gc = 1, .end_mono_ns = 5};
+    hl_sb_gc_end_full(sb, &e);
+    hl_sb_gc_start(sb, 2, 2, TRUE, 2);
+    hl_sb_death(sb, 2, base + 2);
+    hl_sb_promotion(sb, 2, 1, HL_GEN_2);
+    hl_sb_gc_end(sb, 2, 0);
+    /* A GC that never ends: its discovered objects go with it. */
+    hl_sb_gc_start(sb, 3, 0, FALSE, 2);
+    hl_sb_discovered(sb, 3, base + 9, 1, 8, HL_GEN_0);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT id - 281474976710656, type_id, size, thread, heap, first_gc, died_gc FROM objects ORDER BY id",
+               "-281474976710655|1|24|7|0|1|NULL\n"
+               "1|1|100|NULL|0|1|NULL\n"
+               "2|1|90000|NULL|3|1|2\n"
+               "3|1|40|NULL|5|1|NULL\n");
+    CHECK_ROWS(db, "SELECT object_id % 1000, generation, from_gc, until_gc FROM object_generations ORDER BY object_id, from_gc",
+               "1|1|1|2\n1|2|2|NULL\n"
+               "657|2|1|NULL\n658|3|1|2\n659|5|1|NULL\n");
+    CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('records_skipped_unknown',"
+                   " 'writer_anomalies', 'gcs_discarded_incomplete') ORDER BY name",
+               "gcs_discarded_incomplete|1\nrecords_skipped_unknown|2\nwriter_anomalies|1\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* Ids that cross the pending table's 2^16-slot chunks, with gaps (dropped allocations). */
+static void test_chunk_boundaries(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "c.db", NULL);
+    const uint64_t ids[] = {65530, 65535, 65536, 65537, 131071, 131072, 3 * 65536 + 5};
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    for (size_t i = 0; i < G_N_ELEMENTS(ids); i++)
+        hl_sb_alloc(sb, ids[i], 1, ids[i] % 1000, 1);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 65537);
+    for (uint64_t id = 65530; id < 65537; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, id == 65535 ? HL_GEN_1 : HL_GEN_NONE));
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 1, FALSE, 131072);
+    for (uint64_t id = 65537; id < 131072; id++)
+        hl_sb_fate(sb, 2, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_promotion(sb, 2, 65535, HL_GEN_2);
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_run_end(sb, 2);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT id, heap, first_gc, died_gc FROM objects ORDER BY id",
+               "65530|0|1|1\n65535|0|1|NULL\n65536|0|1|1\n65537|0|2|NULL\n131071|0|2|NULL\n"
+               "131072|NULL|3|NULL\n196613|NULL|3|NULL\n");
+    CHECK_ROWS(db, SQL_GENERATIONS, "65535|1|1|2\n65535|2|2|NULL\n65537|1|2|NULL\n131071|1|2|NULL\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* ---- serving ------------------------------------------------------------------------------ */
+
+static int listen_unix(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    g_assert(strlen(path) < sizeof addr.sun_path);
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert(fd >= 0);
+    g_assert(bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0);
+    g_assert(listen(fd, 4) == 0);
+    return fd;
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void write_all(int fd, const void *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        g_assert(w > 0);
+        p = (const uint8_t *)p + w;
+        n -= (size_t)w;
+    }
+}
+
+typedef struct collector_args {
+    const char *sock;
+    const uint8_t *bytes;
+    size_t len;
+    int stop_wr;         /* write the status here after closing, then close it */
+    const char *status;  /* "exit 3\n" */
+    gboolean keep_open;  /* do not close the connection before writing the status */
+    int delay_ms;        /* before connecting */
+} collector_args;
+
+static gpointer collector_thread(gpointer data)
+{
+    collector_args *a = data;
+    g_usleep((gulong)a->delay_ms * 1000);
+    int fd = connect_unix(a->sock);
+    g_assert(fd >= 0);
+    write_all(fd, a->bytes, a->len);
+    if (!a->keep_open)
+        close(fd);
+    write_all(a->stop_wr, a->status, strlen(a->status));
+    close(a->stop_wr);
+    return GINT_TO_POINTER(fd);
+}
+
+static void test_serve_socket(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "served.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int lfd = listen_unix(sock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+
+    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
+                        .status = "exit 3\n", .delay_ms = 50};
+    GThread *t = g_thread_new("collector", collector_thread, &a);
+    store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
+    CHECK(w != NULL);
+    CHECK(store_writer_serve(w, lfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    CHECK(sum.connected && sum.complete && sum.gcs == 3 && sum.objects == 13);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "complete|3\n");
+    CHECK_ROWS(db, SQL_OBJECTS, golden_objects);
+    sqlite3_close(db);
+    close(stop[0]);
+
+    /* The collector's process dies mid-stream and a child it forked keeps the socket open:
+     * after the exit status arrives, a silent connection counts as ended. */
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    golden_marks m = {0};
+    hl_sb *sb2 = golden_build(&m, FALSE);
+    const uint8_t *b2 = hl_sb_bytes(sb2, &len);
+    collector_args a2 = {.sock = sock, .bytes = b2, .len = m.gc_end[2] + 30, .stop_wr = stop[1],
+                         .status = "signal 9\n", .keep_open = TRUE};
+    t = g_thread_new("collector", collector_thread, &a2);
+    g_autofree char *path2 = g_build_filename(dir, "killed.db", NULL);
+    w = store_writer_create(path2, "dotnet App.dll", &error);
+    gint64 t0 = g_get_monotonic_time();
+    CHECK(store_writer_serve(w, lfd, stop[0], 300, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(g_get_monotonic_time() - t0 < 5 * G_USEC_PER_SEC);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    int conn = GPOINTER_TO_INT(g_thread_join(t));
+    close(conn);
+    CHECK(sum.connected && !sum.complete && sum.gcs == 2);
+    db = db_open(path2);
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "truncated|137\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    hl_sb_free(sb2);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+static void test_serve_no_connection(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "none.db", NULL);
+    int lfd = listen_unix(sock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    write_all(stop[1], "signal 9\n", 9);
+
+    store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
+    CHECK(store_writer_serve(w, lfd, stop[0], 1000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK(!sum.connected && !sum.complete);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status, command FROM run", "no-data|137|dotnet App.dll\n");
+    sqlite3_close(db);
+    close(stop[1]);
+    close(stop[0]);
+
+    /* The parent closes stop_fd with no status line at all: still ends, status unknown. And an
+     * "exit" status split across two writes arrives whole. */
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    close(stop[1]);
+    g_autofree char *p2 = g_build_filename(dir, "none2.db", NULL);
+    w = store_writer_create(p2, NULL, &error);
+    CHECK(store_writer_serve(w, lfd, stop[0], 100, &error));
+    CHECK(store_writer_finish(w, NULL, &error));
+    CHECK_NO_ERROR(error);
+    db = db_open(p2);
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "no-data|NULL\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    tmp_dir_free(dir);
+}
+
+static void test_serve_refuses_peer(void)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "SKIP: needs root to connect as another user\n");
+        exit(SKIP_CODE);
+    }
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "peer.db", NULL);
+    int lfd = listen_unix(sock);
+    CHECK(chmod(dir, 0755) == 0 && chmod(sock, 0777) == 0);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+
+    /* Another user connects and sends a stream: refused. Then our own collector connects. */
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int fd = connect_unix(sock);
+        if (fd < 0)
+            _exit(3);
+        (void)!write(fd, bytes, len);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
+                        .status = "exit 0\n", .delay_ms = 100};
+    GThread *t = g_thread_new("collector", collector_thread, &a);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve(w, lfd, stop[0], 1000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    g_thread_join(t);
+    CHECK(sum.complete);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "complete|0|peer-refused\n");
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'connections_refused'") == 1);
+    sqlite3_close(db);
+    close(stop[0]);
+
+    /* Only the other user ever connects: STORE_ERROR_PEER, status no-data. */
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int fd = connect_unix(sock);
+        _exit(fd < 0 ? 3 : 0);
+    }
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    g_usleep(50000);
+    write_all(stop[1], "exit 1\n", 7);
+    g_autofree char *p2 = g_build_filename(dir, "peer2.db", NULL);
+    w = store_writer_create(p2, NULL, &error);
+    CHECK(!store_writer_serve(w, lfd, stop[0], 1000, &error));
+    CHECK_ERROR(error, STORE_ERROR_PEER, "refused 1 connection(s) from another user (uid 65534)");
+    g_clear_error(&error);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    db = db_open(p2);
+    CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "no-data|1|peer-refused\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(stop[1]);
+    close(lfd);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    void (*fn)(void);
+} cases[] = {
+    {"schema", test_schema},
+    {"golden_rows", test_golden_rows},
+    {"golden_views", test_golden_views},
+    {"old_deaths", test_old_deaths},
+    {"promotions", test_promotions},
+    {"young_die_first_gc", test_young_die_first_gc},
+    {"after_last_gc", test_after_last_gc},
+    {"truncate_every_byte", test_truncate_every_byte},
+    {"corrupt_size", test_corrupt_size},
+    {"corrupt_count", test_corrupt_count},
+    {"unknown_types", test_unknown_types},
+    {"bad_header", test_bad_header},
+    {"empty_stream", test_empty_stream},
+    {"discarded_gc", test_discarded_gc},
+    {"out_of_order_gc", test_out_of_order_gc},
+    {"anomalies", test_anomalies},
+    {"differential", test_differential},
+    {"chunk_boundaries", test_chunk_boundaries},
+    {"discovered", test_discovered},
+    {"refuse_existing", test_refuse_existing},
+    {"open_readonly", test_open_readonly},
+    {"serve_socket", test_serve_socket},
+    {"serve_no_connection", test_serve_no_connection},
+    {"serve_refuses_peer", test_serve_refuses_peer},
+};
+
+int main(int argc, char **argv)
+{
+    gboolean ran = FALSE;
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s <case>|all\n", argv[0]);
+        return 2;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        if (strcmp(argv[1], "all") == 0 || strcmp(argv[1], cases[i].name) == 0) {
+            int before = failures;
+            cases[i].fn();
+            fprintf(stderr, "%s: %s\n", cases[i].name, failures == before ? "ok" : "FAILED");
+            ran = TRUE;
+        }
+    }
+    if (!ran) {
+        fprintf(stderr, "no such case: %s\n", argv[1]);
+        return 2;
+    }
+    return failures == 0 ? 0 : 1;
+}
