@@ -26,6 +26,7 @@
 
 #include "query/commands.h"
 #include "query/query.h"
+#include "query/session.h"
 #include "store/store.h"
 
 #define PROFILER_CLSID "{A3E1B5C2-6D4F-4E8A-9B17-2C5D8E0F4A61}" /* collector/clr_guids.c */
@@ -34,9 +35,21 @@
 
 typedef struct record_options {
     const char *output;
+    const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
+
+/* The policies the collector understands (collector/profiler.c). */
+static gboolean snapshot_policy_valid(const char *p) {
+    if (strcmp(p, "induced") == 0 || strcmp(p, "gen2") == 0 || strcmp(p, "none") == 0)
+        return TRUE;
+    if (strncmp(p, "every:", 6) != 0 || !p[6])
+        return FALSE;
+    char *end = NULL;
+    long n = strtol(p + 6, &end, 10);
+    return *end == 0 && n >= 1 && n <= 1000000;
+}
 
 static gboolean parse_options(int argc, char **argv, record_options *o, gboolean *help,
                               GError **error) {
@@ -60,6 +73,18 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             o->output = argv[++i];
         } else if (strncmp(a, "--output=", 9) == 0) {
             o->output = a + 9;
+        } else if (strcmp(a, "--snapshot") == 0 || strncmp(a, "--snapshot=", 11) == 0) {
+            if (a[10] == 0 && i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: --snapshot needs a policy");
+                return FALSE;
+            }
+            o->snapshot = a[10] == '=' ? a + 11 : argv[++i];
+            if (!snapshot_policy_valid(o->snapshot)) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --snapshot takes induced, gen2, every:N (N >= 1) or none, not '%s'",
+                            o->snapshot);
+                return FALSE;
+            }
         } else if (strcmp(a, "--force") == 0) {
             o->force = TRUE;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
@@ -130,19 +155,21 @@ static char *default_output(const char *program) {
     return g_strdup_printf("heaplens-%s-%s.db", base, stamp);
 }
 
-/* A listening socket in a fresh private directory. */
-static int socket_listen(char **dir_out, char **path_out, GError **error) {
+/* A fresh private (0700) directory for the recording's sockets. */
+static char *private_dir(GError **error) {
     const char *tmp = g_get_tmp_dir();
     char *dir = g_build_filename(tmp, "heaplens-XXXXXX", NULL);
     if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
                     tmp, g_strerror(errno));
         g_free(dir);
-        return -1;
+        return NULL;
     }
-    char *path = g_build_filename(dir, "collector.sock", NULL);
-    *dir_out = dir;
-    *path_out = path;
+    return dir;
+}
+
+/* A listening unix socket `path` (0600). */
+static int socket_listen(const char *path, GError **error) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || strlen(path) >= sizeof addr.sun_path) {
@@ -150,27 +177,67 @@ static int socket_listen(char **dir_out, char **path_out, GError **error) {
                     g_strerror(errno));
         if (fd >= 0)
             close(fd);
-        rmdir(dir);
         return -1;
     }
     strcpy(addr.sun_path, path);
     mode_t old = umask(0177); /* the socket file is created 0600 */
-    int ok = bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(fd, 4) == 0;
+    int ok = bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(fd, 8) == 0;
     umask(old);
     if (!ok || chmod(path, 0600) != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot listen on %s: %s", path,
                     g_strerror(errno));
         close(fd);
         unlink(path);
-        rmdir(dir);
         return -1;
     }
     return fd;
 }
 
+/* The recording's sockets: the collector's and the control socket for `heaplens snapshot`. */
+typedef struct record_sockets {
+    char *dir, *collector_path, *control_path;
+    int collector_fd, control_fd;
+} record_sockets;
+
+static void sockets_remove(record_sockets *s) {
+    if (s->collector_fd >= 0)
+        close(s->collector_fd);
+    if (s->control_fd >= 0)
+        close(s->control_fd);
+    if (s->collector_path)
+        unlink(s->collector_path);
+    if (s->control_path)
+        unlink(s->control_path);
+    if (s->dir)
+        rmdir(s->dir);
+    g_free(s->dir);
+    g_free(s->collector_path);
+    g_free(s->control_path);
+    memset(s, 0, sizeof *s);
+    s->collector_fd = s->control_fd = -1;
+}
+
+static gboolean sockets_create(record_sockets *s, GError **error) {
+    memset(s, 0, sizeof *s);
+    s->collector_fd = s->control_fd = -1;
+    s->dir = private_dir(error);
+    if (!s->dir)
+        return FALSE;
+    s->collector_path = g_build_filename(s->dir, "collector.sock", NULL);
+    s->control_path = g_build_filename(s->dir, "control.sock", NULL);
+    s->collector_fd = socket_listen(s->collector_path, error);
+    if (s->collector_fd >= 0)
+        s->control_fd = socket_listen(s->control_path, error);
+    if (s->control_fd < 0) {
+        sockets_remove(s);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording. */
 static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
-                                   int stop_fd, int ready_fd) {
+                                   int control_fd, int stop_fd, int ready_fd) {
     /* Ctrl-C goes to the whole process group; the writer must outlive the program to finish. */
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
@@ -181,6 +248,7 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
     if (write(ready_fd, msg, strlen(msg)) < 0 || !w)
         _exit(1);
     close(ready_fd);
+    (void)control_fd;
     gboolean ok = store_writer_serve(w, listen_fd, stop_fd, STOP_WAIT_MS, &error);
     store_summary summary;
     g_autoptr(GError) finish_error = NULL;
@@ -201,7 +269,7 @@ static void forward_signal(int sig) {
 
 /* Runs the program; returns its pid, or -1 with the exec error. */
 static pid_t program_start(char **program, const char *collector, const char *socket_path,
-                           GError **error) {
+                           const char *snapshot_policy, GError **error) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
@@ -215,6 +283,10 @@ static pid_t program_start(char **program, const char *collector, const char *so
         setenv("CORECLR_PROFILER_PATH", collector, 1);
         unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
         setenv("HEAPLENS_SOCKET", socket_path, 1);
+        if (snapshot_policy)
+            setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
+        else
+            unsetenv("HEAPLENS_SNAPSHOT");
         execvp(program[0], program);
         int e = errno;
         if (write(report[1], &e, sizeof e) < 0) {
@@ -319,9 +391,8 @@ int cmd_record(int argc, char **argv) {
     }
     g_autofree char *command = g_strjoinv(" ", o.program);
 
-    g_autofree char *dir = NULL, *socket_path = NULL;
-    int listen_fd = socket_listen(&dir, &socket_path, &error);
-    if (listen_fd < 0)
+    record_sockets sockets;
+    if (!sockets_create(&sockets, &error))
         return query_error_report(error);
     int stop[2], ready[2];
     if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
@@ -333,9 +404,11 @@ int cmd_record(int argc, char **argv) {
     if (writer == 0) {
         close(stop[1]);
         close(ready[0]);
-        writer_main(output, command, listen_fd, stop[0], ready[1]);
+        writer_main(output, command, sockets.collector_fd, sockets.control_fd, stop[0], ready[1]);
     }
-    close(listen_fd);
+    close(sockets.collector_fd);
+    close(sockets.control_fd);
+    sockets.collector_fd = sockets.control_fd = -1;
     close(stop[0]);
     close(ready[1]);
     int exit_status = 1;
@@ -350,8 +423,7 @@ int cmd_record(int argc, char **argv) {
         close(stop[1]);
         if (writer > 0)
             waitpid(writer, NULL, 0);
-        unlink(socket_path);
-        rmdir(dir);
+        sockets_remove(&sockets);
         return query_error_report(error);
     }
 
@@ -362,14 +434,19 @@ int cmd_record(int argc, char **argv) {
     sigaction(SIGQUIT, &ignore, &old_quit);
     sigaction(SIGTERM, &forward, &old_term);
     sigaction(SIGHUP, &forward, &old_hup);
-    pid_t program = program_start(o.program, collector, socket_path, &error);
+    pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot, &error);
     gboolean started = program > 0;
     int status = 0;
     if (started) {
         child_pid = program;
+        g_autoptr(GError) session_error = NULL; /* without it, only `heaplens snapshot` is lost */
+        if (!query_session_write(program, sockets.control_path, output, &session_error))
+            fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
+                            "recording\n", session_error->message, (long)program);
         while (waitpid(program, &status, 0) < 0 && errno == EINTR)
             ;
         child_pid = 0;
+        query_session_remove(program);
         exit_status = exit_status_of(status);
     }
     sigaction(SIGINT, &old_int, NULL);
@@ -390,8 +467,7 @@ int cmd_record(int argc, char **argv) {
     int writer_status = 0;
     while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
         ;
-    unlink(socket_path);
-    rmdir(dir);
+    sockets_remove(&sockets);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */

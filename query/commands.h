@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 int cmd_record(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_gcs(int argc, char **argv);
 int cmd_allocations(int argc, char **argv);

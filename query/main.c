@@ -20,18 +20,37 @@ static const query_command commands[] = {
         .handler = cmd_record,
         .summary = "run a program with the collector and store what it allocates and what each GC "
                    "does",
-        .usage = "usage: heaplens record [-o FILE] [--force] [-q] [--json] [--] PROGRAM [ARGS...]\n"
+        .usage = "usage: heaplens record [-o FILE] [--snapshot POLICY] [--force] [-q] [--json] [--]\n"
+                 "                       PROGRAM [ARGS...]\n"
                  "\n"
                  "Runs PROGRAM with the heaplens collector loaded and stores what it allocates\n"
                  "and what each GC does in a heaplens database (one SQLite file). Exits with\n"
-                 "PROGRAM's exit status (128+N when a signal N ended it).\n"
+                 "PROGRAM's exit status (128+N when a signal N ended it). While it runs,\n"
+                 "'heaplens snapshot PID' takes a heap snapshot on demand.\n"
                  "\n"
                  "options:\n"
                  "  -o, --output FILE    the database to write (default:\n"
                  "                       heaplens-PROGRAM-YYYYMMDD-HHMMSS.db)\n"
+                 "  --snapshot POLICY    which GCs take a heap snapshot: induced (default: every\n"
+                 "                       GC.Collect), gen2 (every full GC), every:N (every Nth\n"
+                 "                       GC), none\n"
                  "  --force              replace FILE if it exists\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
+    },
+    {
+        .name = "snapshot",
+        .handler = cmd_snapshot,
+        .summary = "take a heap snapshot of a running, recorded program now",
+        .usage = "usage: heaplens snapshot PID [--timeout SECONDS] [--json]\n"
+                 "\n"
+                 "Asks the program with process id PID, running under 'heaplens record', for a\n"
+                 "heap snapshot now: the collector forces a full GC from its own thread and the\n"
+                 "command returns once the snapshot is stored in the recording.\n"
+                 "\n"
+                 "options:\n"
+                 "  --timeout SECONDS    give up waiting after this long (default 120)\n" JSON_OPTION
+                     HELP_OPTION,
     },
     {
         .name = "info",

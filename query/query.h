@@ -58,6 +58,12 @@ typedef enum {
 query_args_result query_args_parse(int argc, char **argv, const query_option *options,
                                    const char **file, GError **error);
 
+/* The same for a command whose one operand is not a FILE: `operand` names it in the error
+ * ("PID") and `operand_meaning` says what it is ("the process to ask"). */
+query_args_result query_args_parse_operand(int argc, char **argv, const query_option *options,
+                                           const char *operand, const char *operand_meaning,
+                                           const char **value, GError **error);
+
 /* Parses `text`, the value of option `option` of `command`, as a decimal integer in
  * [min, max]. On failure sets a QUERY_ERROR_USAGE error that names the option and what
  * it expects (`what`, e.g. "a positive number"). */

@@ -29,6 +29,14 @@ static const query_option *option_find(const query_option *options, const char *
 query_args_result query_args_parse(int argc, char **argv, const query_option *options,
                                    const char **file, GError **error)
 {
+    return query_args_parse_operand(argc, argv, options, "FILE", "the recording to read", file,
+                                    error);
+}
+
+query_args_result query_args_parse_operand(int argc, char **argv, const query_option *options,
+                                           const char *operand, const char *operand_meaning,
+                                           const char **file, GError **error)
+{
     const char *command = argv[0];
     gboolean options_done = FALSE;
     *file = NULL;
@@ -88,8 +96,8 @@ query_args_result query_args_parse(int argc, char **argv, const query_option *op
     }
     if (!*file) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "%s: missing FILE, the recording to read; see 'heaplens %s --help'", command,
-                    command);
+                    "%s: missing %s, %s; see 'heaplens %s --help'", command, operand,
+                    operand_meaning, command);
         return QUERY_ARGS_ERROR;
     }
     return QUERY_ARGS_OK;

@@ -1,0 +1,134 @@
+/* cmd_snapshot.c — `heaplens snapshot PID`: ask a running, recorded program for a heap snapshot
+ * now. The writer of that recording forwards the request to the collector, which forces a full
+ * GC from its own thread; the answer comes once the snapshot is committed to the database
+ * (protocol in store/README.md). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "query/commands.h"
+#include "query/query.h"
+#include "query/session.h"
+
+static int control_connect(const char *path, GError **error) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    int fd = strlen(path) < sizeof addr.sun_path ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+    if (fd >= 0) {
+        strcpy(addr.sun_path, path);
+        if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0)
+            return fd;
+        close(fd);
+    }
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                "cannot reach the recording's writer (%s): %s; has the program just ended?", path,
+                g_strerror(errno));
+    return -1;
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Reads one line within the deadline. */
+static gboolean read_line(int fd, char *line, size_t size, uint64_t deadline, GError **error) {
+    size_t n = 0;
+    while (n + 1 < size) {
+        uint64_t now = now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int r = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
+        if (r == 0) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                        "no snapshot within the time limit (see --timeout); the request stays queued");
+            return FALSE;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        ssize_t got = r > 0 ? read(fd, line + n, 1) : -1;
+        if (got <= 0) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "the writer closed the connection without an answer");
+            return FALSE;
+        }
+        if (line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = 0;
+    return TRUE;
+}
+
+int cmd_snapshot(int argc, char **argv) {
+    const char *timeout_text = NULL;
+    gboolean json = FALSE;
+    const char *pid_text = NULL;
+    const query_option options[] = {
+        {"timeout", QUERY_OPT_VALUE, &timeout_text},
+        {"json", QUERY_OPT_FLAG, &json},
+        {NULL, 0, NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    switch (query_args_parse_operand(argc, argv, options, "PID",
+                                     "the process id of a program running under 'heaplens record'",
+                                     &pid_text, &error)) {
+    case QUERY_ARGS_HELP:
+        return 0;
+    case QUERY_ARGS_ERROR:
+        return query_error_report(error);
+    case QUERY_ARGS_OK:
+        break;
+    }
+    uint64_t timeout = 120;
+    char *end = NULL;
+    long pid = strtol(pid_text, &end, 10);
+    if (*end || pid < 1 || pid > INT32_MAX) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "snapshot: PID must be a process id, not '%s'", pid_text);
+        return query_error_report(error);
+    }
+    if (timeout_text && !query_args_parse_uint("snapshot", "timeout", timeout_text, 1, 86400,
+                                               "a number of seconds", &timeout, &error))
+        return query_error_report(error);
+
+    query_session session;
+    if (!query_session_read((pid_t)pid, &session, &error))
+        return query_error_report(error);
+    int fd = control_connect(session.control, &error);
+    char line[256] = "";
+    gboolean ok = fd >= 0 && write(fd, "snapshot\n", 9) == 9 &&
+                  read_line(fd, line, sizeof line, now_ms() + timeout * 1000, &error);
+    if (fd >= 0)
+        close(fd);
+    if (ok && !error && strncmp(line, "error ", 6) == 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "%s", line + 6);
+        ok = FALSE;
+    }
+    unsigned snapshot = 0, gc = 0;
+    if (ok && sscanf(line, "ok %u %u", &snapshot, &gc) != 2) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "unexpected answer from the writer: %s", line);
+        ok = FALSE;
+    }
+    if (!ok && !error)
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "cannot send the request: %s", g_strerror(errno));
+    if (!ok) {
+        query_session_clear(&session);
+        return query_error_report(error);
+    }
+    if (json) {
+        json_t *j = json_pack("{s:I, s:I, s:I, s:s}", "pid", (json_int_t)pid, "snapshot",
+                              (json_int_t)snapshot, "gc", (json_int_t)gc, "file", session.db);
+        query_json_print(j, stdout);
+        json_decref(j);
+    } else {
+        printf("snapshot %u taken at GC %u, stored in %s\n", snapshot, gc, session.db);
+    }
+    query_session_clear(&session);
+    return query_output_finish(stdout, &error) ? 0 : query_error_report(error);
+}

@@ -1,0 +1,95 @@
+/* session.c — see session.h. */
+#include "query/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "query/query.h"
+
+/* The private directory, created if needed; NULL (and an error) when it is not safe to use. */
+static char *session_dir(GError **error) {
+    const char *runtime = g_getenv("XDG_RUNTIME_DIR");
+    char *dir = runtime && *runtime && g_path_is_absolute(runtime)
+                    ? g_build_filename(runtime, "heaplens", NULL)
+                    : g_strdup_printf("/tmp/heaplens-%u", (unsigned)getuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot create %s: %s", dir, g_strerror(errno));
+        g_free(dir);
+        return NULL;
+    }
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 077) != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                    "%s is not a private directory of this user (it must be mode 0700); "
+                    "remove it and try again", dir);
+        g_free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+static char *session_path(pid_t pid, GError **error) {
+    g_autofree char *dir = session_dir(error);
+    if (!dir)
+        return NULL;
+    g_autofree char *name = g_strdup_printf("%ld", (long)pid);
+    return g_build_filename(dir, name, NULL);
+}
+
+gboolean query_session_write(pid_t pid, const char *control, const char *db, GError **error) {
+    g_autofree char *path = session_path(pid, error);
+    if (!path)
+        return FALSE;
+    g_autofree char *absolute = g_canonicalize_filename(db, NULL);
+    g_autofree char *text = g_strdup_printf("control %s\ndb %s\n", control, absolute);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    gboolean ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", path, g_strerror(errno));
+    return ok;
+}
+
+gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
+    memset(session, 0, sizeof *session);
+    g_autofree char *path = session_path(pid, error);
+    if (!path)
+        return FALSE;
+    g_autofree char *text = NULL;
+    if (!g_file_get_contents(path, &text, NULL, NULL)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "process %ld is not being recorded (start it with 'heaplens record')", (long)pid);
+        return FALSE;
+    }
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    for (char **l = lines; *l; l++) {
+        if (g_str_has_prefix(*l, "control "))
+            session->control = g_strdup(*l + 8);
+        else if (g_str_has_prefix(*l, "db "))
+            session->db = g_strdup(*l + 3);
+    }
+    if (!session->control || !session->db) {
+        query_session_clear(session);
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "%s is not a heaplens session file", path);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+void query_session_remove(pid_t pid) {
+    g_autofree char *path = session_path(pid, NULL);
+    if (path)
+        unlink(path);
+}
+
+void query_session_clear(query_session *session) {
+    g_free(session->control);
+    g_free(session->db);
+    memset(session, 0, sizeof *session);
+}

@@ -1,0 +1,28 @@
+/* session.h — how `heaplens snapshot PID` finds the recording of a running process.
+ *
+ * While `heaplens record` runs a program it keeps a session file named after the program's pid
+ * in a private directory: $XDG_RUNTIME_DIR/heaplens (or /tmp/heaplens-<uid> when there is no
+ * runtime directory). The directory must be 0700 and ours; anything else is refused, so another
+ * local user can neither read nor plant a session. The file holds two lines:
+ *   control <path of the writer's control socket>
+ *   db <absolute path of the database being written>
+ */
+#ifndef HEAPLENS_SESSION_H
+#define HEAPLENS_SESSION_H
+
+#include <glib.h>
+#include <sys/types.h>
+
+typedef struct query_session {
+    char *control; /* socket path */
+    char *db;
+} query_session;
+
+/* Writes the session file of `pid` (0600). */
+gboolean query_session_write(pid_t pid, const char *control, const char *db, GError **error);
+/* Reads it; fails with one clear line when there is none. Free the fields with g_free. */
+gboolean query_session_read(pid_t pid, query_session *session, GError **error);
+void query_session_remove(pid_t pid);
+void query_session_clear(query_session *session);
+
+#endif /* HEAPLENS_SESSION_H */
