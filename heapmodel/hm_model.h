@@ -11,13 +11,26 @@
  *      address it survives at new = new_start + (old - old_start), otherwise it is dead;
  *   3. leaves objects of uncondemned generations (and NonGC objects) untouched;
  *   4. gives every survivor the generation of the bounds range its new address lies in.
+ * Precisely: an object is in a condemned generation when its address lies in a bounds_before
+ * range whose generation is condemned — the runtime's table at GC start decides, not the
+ * generation the model remembers — unless it is a NonGC object (those are never condemned).
+ * Objects in no bounds_before range are never condemned; new ones among them become NonGC.
+ * Survivors are placed after every condemned object has left its old address, so objects that
+ * slide over each other never collide; an object the model still holds at a survivor's new
+ * address must have died unseen and is evicted (reported `died`, counted as an anomaly).
  * Results are reported through a sink so the caller (the collector, or a test) decides what
- * to keep. Pure C, no runtime, no I/O, no locks: one thread owns a model.
+ * to keep. Pure C, no runtime, no I/O, no locks: one thread owns a model (the collector's own
+ * thread, never a runtime callback); no function may be called from inside a sink callback.
  *
- * Cost: adding is amortised O(1); applying a GC costs O(c log c + r log r) where c is the number
- * of objects in condemned generations and r the number of ranges — objects of uncondemned
- * generations are not visited, so a gen0 GC on a large gen2 heap stays cheap.
- * Memory: about 16 bytes per live tracked object plus slack of the per-region arrays.
+ * Cost: adding is amortised O(1); applying a GC costs O(c log c + r log r + w) where c is the
+ * number of objects added since the last GC or lying in condemned bounds ranges, r the number of
+ * ranges and w the number of 4 MiB address windows holding objects — objects of uncondemned
+ * generations are not visited, so a gen0 GC on a large gen2 heap stays cheap. The log factors
+ * vanish when ranges and survivors arrive in address order, as they usually do.
+ * Memory: 16 bytes per classified object plus at most an eighth of slack in windows that grow;
+ * objects added since the last GC cost 16 bytes plus 16–32 bytes of hash. A GC borrows scratch,
+ * about 64 bytes per object added since the last GC or moved out of a window (each buffer is kept
+ * for the next GC while below 8 MiB, freed otherwise).
  */
 #ifndef HEAPLENS_HM_MODEL_H
 #define HEAPLENS_HM_MODEL_H
@@ -40,10 +53,16 @@ enum {
 /* Error codes (int, 0 = success). */
 enum { HM_OK = 0, HM_ERR_NOMEM = -1, HM_ERR_INVALID = -2 };
 
+/* Largest stable id the model stores (ids share a 64-bit word with the generation). */
+#define HM_ID_MAX ((UINT64_C(1) << 56) - 1)
+
 typedef struct hm_model hm_model;
 
 /* One range of the runtime's generation bounds (COR_PRF_GC_GENERATION_RANGE). Ranges of one
- * generation need not be contiguous or ordered; `length` is the bytes in use. */
+ * generation need not be contiguous or ordered; `length` is the bytes in use, so take the bounds
+ * inside GarbageCollectionStarted/Finished, where it is exact. Zero-length ranges (empty regions)
+ * are ignored; ranges that wrap, name a generation above HM_GEN_POH, or overlap one that starts
+ * earlier are dropped and counted as anomalies. */
 typedef struct hm_gen_range {
     uint64_t start;
     uint64_t length;
@@ -53,7 +72,10 @@ typedef struct hm_gen_range {
 
 /* One moved or surviving range: every object whose old address a satisfies
  * old_start <= a < old_start + length now lives at new_start + (a - old_start).
- * A surviving (non-moving) range has new_start == old_start. */
+ * A surviving (non-moving) range has new_start == old_start. Dropped and counted as anomalies:
+ * zero length, wrapping, an old range overlapping one that starts earlier (on a tie: the later in
+ * the input is dropped), a new range overlapping a kept new range that starts earlier. Objects of
+ * a dropped range are not covered by it. */
 typedef struct hm_move {
     uint64_t old_start;
     uint64_t new_start;
@@ -63,54 +85,64 @@ typedef struct hm_move {
 /* Everything the runtime told us about one GC. All arrays are borrowed for the call only. */
 typedef struct hm_gc_input {
     uint32_t gc;             /* ordinal, for diagnostics */
-    uint32_t condemned_mask; /* bit g set when generation g (0..4) was condemned */
-    const hm_gen_range *bounds_before; /* at GarbageCollectionStarted (pre-GC addresses) */
+    uint32_t condemned_mask; /* bit g set when generation g (0..4) was condemned; others ignored */
+    const hm_gen_range *bounds_before; /* at GarbageCollectionStarted (pre-GC addresses); must
+                                          not be empty: a GC without them is rejected */
     size_t n_bounds_before;
     const hm_gen_range *bounds_after;  /* at GarbageCollectionFinished (post-GC addresses) */
     size_t n_bounds_after;
     const hm_move *moves;    /* all MovedReferences2 and SurvivingReferences2 ranges of this GC, */
-    size_t n_moves;          /* every batch concatenated, in any order; must not overlap */
+    size_t n_moves;          /* every batch concatenated, in any order (overlaps: see hm_move) */
 } hm_gc_input;
 
-/* Where apply_gc reports what happened. Callbacks may be NULL. For one GC, every `classified`
- * call comes before any `died` or `survived` call. Ids are reported at most once per callback
- * kind per GC. */
+/* Where apply_gc reports what happened. Callbacks may be NULL and must not call into the model.
+ * For one GC, every `classified` call comes before any `died` or `survived` call; `died` and
+ * `survived` calls interleave in no particular order. When ids are unique (the caller's
+ * promise), each id is reported at most once per callback kind per GC. */
 typedef struct hm_gc_sink {
     void *ctx;
     /* An object added since the previous GC was classified: `heap` is HM_GEN_0 (small-object
      * heap; any of gen 0..2 at GC start reports HM_GEN_0), HM_GEN_LOH, HM_GEN_POH or
      * HM_GEN_NONGC (its address was in no bounds range). */
     void (*classified)(void *ctx, uint64_t id, uint32_t heap);
-    /* An object of a condemned generation was not covered by any range: it is gone. */
+    /* An object of a condemned generation was not covered by any range: it is gone. Also used
+     * for evicted objects (see hm_model_add, and survivors landing on a held address), with the
+     * generation the model had for them: HM_GEN_UNKNOWN if they were never classified. */
     void (*died)(void *ctx, uint64_t id, uint32_t gen_before);
     /* An object of a condemned generation survived; gen_after may equal gen_before. */
     void (*survived)(void *ctx, uint64_t id, uint32_t gen_before, uint32_t gen_after);
 } hm_gc_sink;
 
+/* Counts of one GC; condemned == survived + died - evicted. */
 typedef struct hm_gc_stats {
     size_t classified; /* objects classified in step 1 */
     size_t condemned;  /* objects in condemned generations at GC start */
     size_t survived;   /* of those, covered by a range */
-    size_t died;       /* of those, not covered (includes evicted objects, see hm_model_add) */
+    size_t died;       /* `died` reports: condemned objects not covered, plus evicted ones */
     size_t live_after; /* objects in the model after the GC */
     size_t anomalies;  /* runtime data the model could not place: a survivor whose new address
-                          lies in no bounds range (it keeps its generation), ranges that overlap
-                          (the later one is ignored), ranges with zero length or that wrap */
+                          lies in no bounds range (it keeps its generation), dropped ranges (see
+                          hm_gen_range and hm_move), evicted objects */
+    size_t evicted;    /* objects that died unseen: added over (hm_model_add) or landed on by a
+                          survivor; reported through `died` and counted in `anomalies` */
 } hm_gc_stats;
 
 /* A new, empty model, or NULL when out of memory. Free with hm_model_free (NULL is accepted). */
 hm_model *hm_model_new(void);
 void hm_model_free(hm_model *m);
 
-/* Adds an object allocated at `addr` with stable id `id` (ids need not arrive in order).
- * Its generation is HM_GEN_UNKNOWN until the next apply_gc classifies it.
- * If the model already holds an object at `addr`, that object must have died unseen: it is
- * evicted, counted as an anomaly, and reported through `died` at the next apply_gc.
- * Returns HM_OK, HM_ERR_NOMEM (nothing changed) or HM_ERR_INVALID (addr 0). */
+/* Adds an object allocated at `addr` with stable id `id` (ids need not arrive in order, but must
+ * be unique among the objects the model holds). Its generation is HM_GEN_UNKNOWN until the next
+ * apply_gc classifies it. If the model already holds an object at `addr`, that object must have
+ * died unseen: it is evicted, counted as an anomaly, and reported through `died` at the next
+ * apply_gc. Amortised O(1). Returns HM_OK, HM_ERR_NOMEM (nothing changed) or HM_ERR_INVALID
+ * (addr 0, or id above HM_ID_MAX). */
 int hm_model_add(hm_model *m, uint64_t addr, uint64_t id);
 
-/* Applies one GC (see the top of this file). Returns HM_OK, or HM_ERR_NOMEM, in which case the
- * model is unchanged and the GC's effects are lost (the caller counts this). `stats` may be NULL. */
+/* Applies one GC (see the top of this file). Returns HM_OK; HM_ERR_NOMEM, in which case the
+ * model is unchanged, no callback was made and the GC's effects are lost (the caller counts
+ * this); or HM_ERR_INVALID (NULL model or input, NULL array with a count, no bounds_before), with
+ * the model unchanged. `stats` may be NULL; it is zeroed on error. */
 int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink,
                       hm_gc_stats *stats);
 
@@ -119,7 +151,9 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
 bool hm_model_lookup(const hm_model *m, uint64_t addr, uint64_t *id, uint32_t *generation);
 
 /* Calls fn for every object the model holds, in ascending address order. Stops early and
- * returns false when fn returns false. The model must not be changed from inside fn. */
+ * returns false when fn returns false. The model must not be changed from inside fn. Objects
+ * added since the last GC are sorted into a temporary copy (~36 bytes each); if that allocation
+ * fails, foreach returns false without calling fn. */
 typedef bool (*hm_object_fn)(void *ctx, uint64_t addr, uint64_t id, uint32_t generation);
 bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx);
 
@@ -129,8 +163,9 @@ size_t hm_model_count(const hm_model *m);
 /* Bytes of memory the model holds (for the collector's accounting and the benchmark). */
 size_t hm_model_memory(const hm_model *m);
 
-/* Debug check of every invariant (see hm_model.c); returns false and writes a message to
- * `why` (may be NULL) when one is broken. Costs O(n); tests call it after every step. */
+/* Debug check of every invariant (listed at the top of hm_model.c); returns false and writes a
+ * message to `why` (may be NULL) when one is broken. Costs O(n log n); tests call it after every
+ * step. */
 bool hm_model_check(const hm_model *m, char *why, size_t why_size);
 
 #endif /* HEAPLENS_HM_MODEL_H */

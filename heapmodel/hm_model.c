@@ -1,0 +1,1121 @@
+/* hm_model.c — the remapped ObjectID model (see hm_model.h for the contract, README.md for the
+ * picture).
+ *
+ * Data structure
+ *   windows  Classified objects, bucketed by 4 MiB address window (the regions' granule, so a
+ *            region's objects share one or a few windows and a GC can skip whole windows).
+ *            `win` is an array of windows sorted by key = addr >> 22; each window holds an array
+ *            of hm_entry {addr, id << 4 | gen}, 16 bytes, sorted by address.
+ *   young    Objects added since the last GC, in arrival order: hm_pair {addr, id << 8 | scratch},
+ *            plus an open-addressing hash (addr -> index, with an address tag and an epoch per
+ *            slot) so that lookup and the duplicate check of hm_model_add stay O(1). They are not
+ *            classified yet, so they cannot be placed among classified objects; the next GC
+ *            classifies them all at once and moves the survivors into windows.
+ *   evicted  Objects pushed out by hm_model_add (same address), reported `died` at the next GC.
+ *            An evicted object of a window stays in place as a tombstone (gen HM_GEN_TOMB) until
+ *            that GC, so hm_model_add never shifts a window array.
+ *
+ * Invariants (checked by hm_model_check)
+ *   I1 windows sorted by key, strictly; every entry of a window lies in that window;
+ *   I2 entries of a window strictly ascending by address (so no duplicate address);
+ *   I3 gen of an entry in 0..HM_GEN_NONGC, or HM_GEN_TOMB; ids at most HM_ID_MAX;
+ *   I4 n_live_win / n_tomb equal the sums over windows;
+ *   I5 every young object is in the hash at its index, the hash holds nothing else;
+ *   I6 no address is both young and live in a window; every tombstone's address is young
+ *      (the object that evicted it);
+ *   I7 the add cache, when valid, names the window of its key (or its absence).
+ *
+ * Applying a GC has two phases so that HM_ERR_NOMEM leaves the model unchanged: `prepare`
+ * allocates and computes everything (no callback, no change visible to the API), `commit` cannot
+ * fail and performs the callbacks and the changes.
+ */
+#include "heapmodel/hm_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HM_TESTING
+#include "heapmodel/hm_testing.h"
+#endif
+
+#define HM_WINDOW_SHIFT 22
+#define HM_WINDOW_LAST ((UINT64_C(1) << HM_WINDOW_SHIFT) - 1)
+#define HM_GEN_TOMB 14u /* internal: an entry evicted by hm_model_add, dropped at the next GC */
+#define HM_GEN_MASK 15u
+#ifdef HM_TESTING
+#define HM_EPOCH_MAX 7u /* the tests must see the epoch wrap around */
+#else
+#define HM_EPOCH_MAX 0xffffu
+#endif
+#define HM_SLOT_TAGS UINT64_C(0xffffffff00000000) /* epoch and tag */
+
+/* Insert-list val: id << 8 | gen_before << 4 | gen_after; gen_before == HM_GEN_UNKNOWN marks a
+ * kept young object (inserted, but it did not go through this GC as a survivor). */
+#define HM_INS_KEEP HM_GEN_UNKNOWN
+
+/* Scratch buffers above this size are freed after the GC that needed them: a full GC of a big
+ * heap needs 32 bytes per survivor for a moment, and holding that forever would double the
+ * model's footprint. gen0 GCs stay below it and keep their buffers. */
+#define HM_SCRATCH_KEEP_BYTES ((size_t)8 << 20)
+
+typedef struct hm_entry {
+    uint64_t addr;
+    uint64_t idgen; /* id << 4 | gen */
+} hm_entry;
+
+typedef struct hm_window {
+    uint64_t key; /* addr >> HM_WINDOW_SHIFT of every entry */
+    hm_entry *e;
+    uint32_t n, cap;
+    uint32_t n_tomb;
+    uint32_t touched; /* a GC removed entries (it may shrink it); cleared when the GC ends */
+} hm_window;
+
+struct hm_model {
+    hm_window *win;
+    size_t n_win, cap_win;
+    size_t n_live_win; /* entries in windows that are not tombstones */
+    size_t n_tomb;
+
+    /* Which window the last hm_model_add looked at: allocations come in runs in one region. */
+    bool cache_valid;
+    uint64_t cache_key;
+    size_t cache_wi; /* HM_NONE when no window has that key */
+
+    hm_pair *young; /* key addr, val id << 8 | scratch (generation at GC start, during a GC) */
+    size_t n_young, cap_young;
+    /* Slot: epoch << 48 | tag << 32 | young index + 1; a slot of another epoch is empty, so a GC
+     * empties the hash by bumping the epoch instead of clearing it. Capacity a power of two,
+     * load at most 1/2. */
+    uint64_t *slots;
+    size_t cap_slots;
+    unsigned slot_shift; /* 64 - log2(cap_slots) */
+    uint64_t epoch;      /* 1..HM_EPOCH_MAX */
+
+    uint64_t *evicted; /* id << 4 | gen */
+    size_t n_evicted, cap_evicted;
+
+    /* Scratch reused across GCs (see HM_SCRATCH_KEEP_BYTES). */
+    hm_span *bb, *ba, *cr, *mv; /* bounds before/after, condemned bounds, moves */
+    size_t cap_bb, cap_ba, cap_cr, cap_mv;
+    hm_pair *ins; /* objects to insert into windows at the end of a GC */
+    size_t cap_ins;
+    hm_pair *tmp; /* sort scratch */
+    size_t cap_tmp;
+    uint64_t *dead; /* young objects that die in this GC: id << 4 | gen */
+    size_t cap_dead;
+
+#ifdef HM_TESTING
+    long fail_after; /* allocations to let through before failing one; < 0: never fail */
+#endif
+};
+
+/* Everything prepare computes for commit. */
+typedef struct hm_gc_work {
+    uint32_t mask;
+    size_t n_bb, n_ba, n_cr, n_mv;
+    hm_pair *ins; /* sorted, points at m->ins or m->tmp */
+    size_t n_ins;
+    size_t anomalies;
+    size_t n_dead; /* young objects that die, in m->dead */
+} hm_gc_work;
+
+/* ---- allocation ------------------------------------------------------------------------- */
+
+static void *hm_realloc(hm_model *m, void *p, size_t size)
+{
+#ifdef HM_TESTING
+    if (m->fail_after == 0)
+        return NULL;
+    if (m->fail_after > 0)
+        m->fail_after--;
+#else
+    (void)m;
+#endif
+    return realloc(p, size);
+}
+
+/* Grows the array whose pointer is at pp (any T **) to hold at least `need` elements of `size`
+ * bytes; growth is geometric so repeated calls cost amortised O(1). Returns HM_OK or
+ * HM_ERR_NOMEM (then the array is unchanged). The pointer goes through memcpy because writing
+ * it through a void ** would break strict aliasing. */
+static int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return HM_OK;
+    void *p;
+    memcpy(&p, pp, sizeof(p));
+    size_t n = *cap + *cap / 2;
+    if (n < need)
+        n = need;
+    if (n < 16)
+        n = 16;
+    if (n > SIZE_MAX / size)
+        return HM_ERR_NOMEM;
+    void *q = hm_realloc(m, p, n * size);
+    if (!q)
+        return HM_ERR_NOMEM;
+    memcpy(pp, &q, sizeof(q));
+    *cap = n;
+    return HM_OK;
+}
+
+#define HM_RESERVE(m, ptr, cap, need) hm_reserve((m), &(ptr), &(cap), (need), sizeof(*(ptr)))
+
+static void hm_scratch_release(void *pp, size_t *cap, size_t size)
+{
+    if (*cap * size > HM_SCRATCH_KEEP_BYTES) {
+        void *p = NULL;
+        memcpy(&p, pp, sizeof(p));
+        free(p);
+        p = NULL;
+        memcpy(pp, &p, sizeof(p));
+        *cap = 0;
+    }
+}
+
+#define HM_SCRATCH_RELEASE(ptr, cap) hm_scratch_release(&(ptr), &(cap), sizeof(*(ptr)))
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static uint32_t hm_heap_of(uint32_t gen)
+{
+    return gen <= HM_GEN_2 ? HM_GEN_0 : gen;
+}
+
+static uint64_t hm_entry_id(const hm_entry *x)
+{
+    return x->idgen >> 4;
+}
+
+static uint32_t hm_entry_gen(const hm_entry *x)
+{
+    return (uint32_t)(x->idgen & HM_GEN_MASK);
+}
+
+/* First index in [lo, hi) whose address is >= addr (hi when none). */
+static uint32_t hm_entries_lower_bound(const hm_entry *e, uint32_t lo, uint32_t hi, uint64_t addr)
+{
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* First window index in [lo, n_win) whose key is >= key. */
+static size_t hm_windows_lower_bound(const hm_model *m, uint64_t key, size_t lo)
+{
+    size_t hi = m->n_win;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->win[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t hm_windows_find(const hm_model *m, uint64_t key)
+{
+    size_t i = hm_windows_lower_bound(m, key, 0);
+    return i < m->n_win && m->win[i].key == key ? i : HM_NONE;
+}
+
+/* Index of the live (not tombstone) entry at addr in window w, or HM_NONE. */
+static size_t hm_window_find_live(const hm_window *w, uint64_t addr)
+{
+    if (w->n == 0 || addr < w->e[0].addr || addr > w->e[w->n - 1].addr)
+        return HM_NONE; /* the usual case for a fresh allocation: past the window's last object */
+    uint32_t i = hm_entries_lower_bound(w->e, 0, w->n, addr);
+    if (i < w->n && w->e[i].addr == addr && hm_entry_gen(&w->e[i]) != HM_GEN_TOMB)
+        return i;
+    return HM_NONE;
+}
+
+/* Window holding key, creating an empty one if needed. Returns its index or HM_NONE (NOMEM).
+ * An empty window is harmless to every invariant, so creating one counts as no change. */
+static size_t hm_windows_get(hm_model *m, uint64_t key, size_t from)
+{
+    size_t i = hm_windows_lower_bound(m, key, from);
+    if (i < m->n_win && m->win[i].key == key)
+        return i;
+    if (HM_RESERVE(m, m->win, m->cap_win, m->n_win + 1) != HM_OK)
+        return HM_NONE;
+    memmove(&m->win[i + 1], &m->win[i], (m->n_win - i) * sizeof(*m->win));
+    memset(&m->win[i], 0, sizeof(*m->win));
+    m->win[i].key = key;
+    m->n_win++;
+    m->cache_valid = false;
+    return i;
+}
+
+static int hm_window_reserve(hm_model *m, hm_window *w, size_t need)
+{
+    if (need > UINT32_MAX)
+        return HM_ERR_NOMEM; /* a 4 MiB window cannot hold that many objects of >= 8 bytes */
+    if (need <= w->cap)
+        return HM_OK;
+    /* Windows grow once per GC, not per object, so doubling would only waste memory (the target
+     * is 16 bytes per object): an empty window gets the exact size (it is usually filled once,
+     * by a GC compacting into a fresh region, or by the first classification), a growing one
+     * an eighth more. */
+    size_t cap = w->n == 0 ? need : need + need / 8;
+    if (cap > UINT32_MAX)
+        cap = need;
+    hm_entry *e = hm_realloc(m, w->e, cap * sizeof(*e));
+    if (!e)
+        return HM_ERR_NOMEM;
+    w->e = e;
+    w->cap = (uint32_t)cap;
+    return HM_OK;
+}
+
+/* ---- young objects ---------------------------------------------------------------------- */
+
+static size_t hm_young_slot(const hm_model *m, uint64_t addr)
+{
+    return (size_t)(((addr >> 3) * UINT64_C(0x9E3779B97F4A7C15)) >> m->slot_shift);
+}
+
+/* A slot keeps 16 bits of the address next to the index, so that probing past other objects
+ * reads only the slot array; the young array is touched once, to confirm a match. */
+static uint64_t hm_young_tag(const hm_model *m, uint64_t addr)
+{
+    return m->epoch << 48 | (uint64_t)(uint16_t)(addr >> 3) << 32;
+}
+
+static bool hm_slot_used(const hm_model *m, uint64_t v)
+{
+    return v >> 48 == m->epoch;
+}
+
+/* Index of the young object at addr, or HM_NONE; *slot gets its slot, or the empty slot where
+ * it would go. The hash must exist (cap_slots > 0). */
+static size_t hm_young_probe(const hm_model *m, uint64_t addr, size_t *slot)
+{
+    size_t mask = m->cap_slots - 1;
+    uint64_t tag = hm_young_tag(m, addr);
+    for (size_t s = hm_young_slot(m, addr);; s = (s + 1) & mask) {
+        uint64_t v = m->slots[s];
+        if (!hm_slot_used(m, v)) {
+            *slot = s;
+            return HM_NONE;
+        }
+        if ((v & HM_SLOT_TAGS) == tag && m->young[(uint32_t)v - 1].key == addr) {
+            *slot = s;
+            return (uint32_t)v - 1;
+        }
+    }
+}
+
+static size_t hm_young_find(const hm_model *m, uint64_t addr)
+{
+    size_t slot;
+    return m->n_young == 0 ? HM_NONE : hm_young_probe(m, addr, &slot);
+}
+
+static void hm_young_slot_insert(hm_model *m, uint64_t addr, size_t index)
+{
+    size_t mask = m->cap_slots - 1;
+    size_t s = hm_young_slot(m, addr);
+    while (hm_slot_used(m, m->slots[s]))
+        s = (s + 1) & mask;
+    m->slots[s] = hm_young_tag(m, addr) | (uint32_t)(index + 1);
+}
+
+/* Makes room for one more young object: list and hash (load factor at most 1/2). Sets *rehashed
+ * when the hash was rebuilt (slot positions changed). */
+static int hm_young_reserve(hm_model *m, bool *rehashed)
+{
+    *rehashed = false;
+    if (m->n_young + 1 >= UINT32_MAX)
+        return HM_ERR_NOMEM;
+    if (HM_RESERVE(m, m->young, m->cap_young, m->n_young + 1) != HM_OK)
+        return HM_ERR_NOMEM;
+    if (2 * (m->n_young + 1) <= m->cap_slots)
+        return HM_OK;
+    size_t cap = m->cap_slots ? 2 * m->cap_slots : 1024;
+    unsigned shift = 64;
+    for (size_t c = cap; c > 1; c >>= 1)
+        shift--;
+    uint64_t *slots = hm_realloc(m, NULL, cap * sizeof(*slots));
+    if (!slots)
+        return HM_ERR_NOMEM;
+    free(m->slots);
+    memset(slots, 0, cap * sizeof(*slots)); /* epoch 0 is never current: all empty */
+    m->slots = slots;
+    m->cap_slots = cap;
+    m->slot_shift = shift;
+    for (size_t i = 0; i < m->n_young; i++)
+        hm_young_slot_insert(m, m->young[i].key, i);
+    *rehashed = true;
+    return HM_OK;
+}
+
+/* After a GC: forget the young objects, and give back memory when a burst of allocations left
+ * far more capacity than the last cycle used. */
+static void hm_young_reset(hm_model *m, size_t used)
+{
+    m->n_young = 0;
+    if (m->cap_young > 4 * used && m->cap_young > 4096) {
+        free(m->young);
+        free(m->slots);
+        m->young = NULL;
+        m->slots = NULL;
+        m->cap_young = m->cap_slots = 0;
+        m->slot_shift = 64;
+        return;
+    }
+    if (++m->epoch > HM_EPOCH_MAX) {
+        if (m->slots)
+            memset(m->slots, 0, m->cap_slots * sizeof(*m->slots));
+        m->epoch = 1;
+    }
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
+hm_model *hm_model_new(void)
+{
+    hm_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->slot_shift = 64;
+    m->epoch = 1;
+#ifdef HM_TESTING
+    m->fail_after = -1;
+#endif
+    return m;
+}
+
+void hm_model_free(hm_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n_win; i++)
+        free(m->win[i].e);
+    free(m->win);
+    free(m->young);
+    free(m->slots);
+    free(m->evicted);
+    free(m->bb);
+    free(m->ba);
+    free(m->cr);
+    free(m->mv);
+    free(m->ins);
+    free(m->tmp);
+    free(m->dead);
+    free(m);
+}
+
+#ifdef HM_TESTING
+void hm_model_fail_after(hm_model *m, long n)
+{
+    m->fail_after = n;
+}
+#endif
+
+/* ---- add -------------------------------------------------------------------------------- */
+
+/* Window index for key through the one-entry cache; HM_NONE when there is no such window. */
+static size_t hm_windows_find_cached(hm_model *m, uint64_t key)
+{
+    if (!m->cache_valid || m->cache_key != key) {
+        m->cache_wi = hm_windows_find(m, key);
+        m->cache_key = key;
+        m->cache_valid = true;
+    }
+    return m->cache_wi;
+}
+
+int hm_model_add(hm_model *m, uint64_t addr, uint64_t id)
+{
+    if (!m || addr == 0 || id > HM_ID_MAX)
+        return HM_ERR_INVALID;
+
+    size_t slot = 0;
+    bool rehashed;
+    size_t yi = m->cap_slots ? hm_young_probe(m, addr, &slot) : HM_NONE;
+    if (yi != HM_NONE) {
+        /* Same address twice since the last GC: the first one died unseen. */
+        if (HM_RESERVE(m, m->evicted, m->cap_evicted, m->n_evicted + 1) != HM_OK)
+            return HM_ERR_NOMEM;
+        m->evicted[m->n_evicted++] = (m->young[yi].val >> 8) << 4 | HM_GEN_UNKNOWN;
+        m->young[yi].val = id << 8;
+        return HM_OK;
+    }
+
+    size_t wi = hm_windows_find_cached(m, addr >> HM_WINDOW_SHIFT);
+    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live(&m->win[wi], addr);
+    if (ei != HM_NONE &&
+        HM_RESERVE(m, m->evicted, m->cap_evicted, m->n_evicted + 1) != HM_OK)
+        return HM_ERR_NOMEM;
+    if (hm_young_reserve(m, &rehashed) != HM_OK)
+        return HM_ERR_NOMEM;
+    if (rehashed)
+        hm_young_probe(m, addr, &slot);
+
+    if (ei != HM_NONE) {
+        hm_window *w = &m->win[wi];
+        hm_entry *x = &w->e[ei];
+        m->evicted[m->n_evicted++] = x->idgen;
+        x->idgen = (x->idgen & ~(uint64_t)HM_GEN_MASK) | HM_GEN_TOMB;
+        w->n_tomb++;
+        m->n_tomb++;
+        m->n_live_win--;
+    }
+    m->young[m->n_young].key = addr;
+    m->young[m->n_young].val = id << 8;
+    m->slots[slot] = hm_young_tag(m, addr) | (uint32_t)(m->n_young + 1);
+    m->n_young++;
+    return HM_OK;
+}
+
+/* ---- apply_gc: iteration over condemned windows ----------------------------------------- */
+
+typedef struct hm_win_iter {
+    size_t wi; /* next window to look at */
+    size_t j;  /* first condemned range that may still intersect it */
+} hm_win_iter;
+
+/* Next window that intersects a condemned range; the ranges [*r_lo, *r_hi) of cr intersect it.
+ * Windows between condemned ranges are skipped by binary search, so the cost is that of the
+ * windows visited, not of the heap. */
+static bool hm_win_next(const hm_model *m, const hm_span *cr, size_t n_cr, hm_win_iter *it,
+                        size_t *wi, size_t *r_lo, size_t *r_hi)
+{
+    while (it->wi < m->n_win && it->j < n_cr) {
+        uint64_t lo = m->win[it->wi].key << HM_WINDOW_SHIFT;
+        uint64_t last = lo + HM_WINDOW_LAST;
+        while (it->j < n_cr && cr[it->j].end <= lo)
+            it->j++;
+        if (it->j == n_cr)
+            return false;
+        if (cr[it->j].start > last) {
+            it->wi = hm_windows_lower_bound(m, cr[it->j].start >> HM_WINDOW_SHIFT, it->wi + 1);
+            continue;
+        }
+        size_t k = it->j + 1;
+        while (k < n_cr && cr[k].start <= last)
+            k++;
+        *wi = it->wi;
+        *r_lo = it->j;
+        *r_hi = k;
+        it->wi++;
+        return true;
+    }
+    return false;
+}
+
+/* The entries [*lo, *hi) of e[from..n) that lie in span r. Prepare and commit must agree on
+ * every slice, so both use this. */
+static void hm_window_slice(const hm_entry *e, uint32_t from, uint32_t n, const hm_span *r,
+                            uint32_t *lo, uint32_t *hi)
+{
+    *lo = hm_entries_lower_bound(e, from, n, r->start);
+    *hi = hm_entries_lower_bound(e, *lo, n, r->end);
+}
+
+/* ---- apply_gc: prepare (may fail, changes nothing the API can see) ---------------------- */
+
+static int hm_gc_build_spans(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
+{
+    size_t most = in->n_bounds_before;
+    if (in->n_bounds_after > most)
+        most = in->n_bounds_after;
+    if (HM_RESERVE(m, m->tmp, m->cap_tmp, most + hm_sort_tmp_size(most)) != HM_OK ||
+        HM_RESERVE(m, m->bb, m->cap_bb, in->n_bounds_before) != HM_OK ||
+        HM_RESERVE(m, m->cr, m->cap_cr, in->n_bounds_before) != HM_OK ||
+        HM_RESERVE(m, m->ba, m->cap_ba, in->n_bounds_after) != HM_OK ||
+        HM_RESERVE(m, m->mv, m->cap_mv, in->n_moves) != HM_OK)
+        return HM_ERR_NOMEM;
+    g->n_bb = hm_spans_from_bounds(m->bb, m->tmp, in->bounds_before, in->n_bounds_before,
+                                   &g->anomalies);
+    g->n_ba = hm_spans_from_bounds(m->ba, m->tmp, in->bounds_after, in->n_bounds_after,
+                                   &g->anomalies);
+    /* Moves usually arrive ordered and are copied; sort scratch only when they are not. */
+    if (hm_spans_copy_if_ordered(m->mv, in->moves, in->n_moves)) {
+        g->n_mv = in->n_moves;
+    } else {
+        if (HM_RESERVE(m, m->tmp, m->cap_tmp, in->n_moves + hm_sort_tmp_size(in->n_moves)) !=
+            HM_OK)
+            return HM_ERR_NOMEM;
+        g->n_mv = hm_spans_from_moves(m->mv, m->tmp, in->moves, in->n_moves, &g->anomalies);
+    }
+    g->n_cr = 0;
+    for (size_t i = 0; i < g->n_bb; i++)
+        if (g->mask >> m->bb[i].aux & 1)
+            m->cr[g->n_cr++] = m->bb[i];
+    return HM_OK;
+}
+
+/* Step 1 and the young half of step 2: classify every young object by the bounds before the GC,
+ * look the condemned ones up in the moves, queue survivors and kept objects for insertion and
+ * the dead for reporting. The generation goes into the young object's scratch byte for commit
+ * (harmless if prepare fails later: lookups ignore the byte).
+ * Whether a condemned object survives is as good as random, so that case is written without
+ * branches: both lists get the object and only one of the counts moves on (both lists have
+ * room for every young object, so the extra write stays in bounds). */
+static void hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
+{
+    static const hm_span no_move = {0, 0, 0};
+    const hm_span *mv = g->n_mv ? m->mv : &no_move;
+    size_t n_mv = g->n_mv ? g->n_mv : 1;
+    size_t hb = 0, hmv = 0;
+    hm_pair *ins = m->ins;
+    uint64_t *dead = m->dead;
+    size_t n_ins = 0, n_dead = 0;
+
+    for (size_t i = 0; i < m->n_young; i++) {
+        hm_pair *y = &m->young[i];
+        uint64_t id = y->val >> 8;
+        size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
+        uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
+        y->val = id << 8 | gen << 4;
+        if (b != HM_NONE && (g->mask >> gen & 1)) {
+            size_t v = hm_spans_step(mv, n_mv, y->key, &hmv);
+            size_t live = v != HM_NONE;
+            const hm_span *sp = &mv[v & ((size_t)0 - live)];
+            ins[n_ins].key = sp->aux + (y->key - sp->start);
+            ins[n_ins].val = id << 8 | gen << 4;
+            dead[n_dead] = id << 4 | gen;
+            n_ins += live;
+            n_dead += live ^ 1;
+        } else {
+            ins[n_ins].key = y->key;
+            ins[n_ins].val = id << 8 | HM_INS_KEEP << 4 | gen;
+            n_ins++;
+        }
+    }
+    g->n_ins = n_ins;
+    g->n_dead = n_dead;
+}
+
+/* The window half of step 2: condemned objects that move are queued for insertion at their new
+ * address. Objects that survive in place or die are handled by commit, which walks the same
+ * slices again (cheaper than remembering them). */
+static int hm_gc_prepare_windows(hm_model *m, hm_gc_work *g)
+{
+    hm_win_iter it = {0, 0};
+    size_t wi, r_lo, r_hi, hmv = 0;
+
+    while (hm_win_next(m, m->cr, g->n_cr, &it, &wi, &r_lo, &r_hi)) {
+        const hm_window *w = &m->win[wi];
+        uint32_t pos = 0;
+        for (size_t r = r_lo; r < r_hi; r++) {
+            uint32_t lo, hi;
+            hm_window_slice(w->e, pos, w->n, &m->cr[r], &lo, &hi);
+            uint32_t gen = (uint32_t)m->cr[r].aux;
+            pos = hi;
+            if (HM_RESERVE(m, m->ins, m->cap_ins, g->n_ins + (hi - lo)) != HM_OK)
+                return HM_ERR_NOMEM;
+            for (uint32_t x = lo; x < hi; x++) {
+                const hm_entry *e = &w->e[x];
+                uint32_t eg = hm_entry_gen(e);
+                if (eg == HM_GEN_NONGC || eg == HM_GEN_TOMB)
+                    continue;
+                size_t v = hm_spans_find(m->mv, g->n_mv, e->addr, &hmv);
+                if (v == HM_NONE || m->mv[v].aux == m->mv[v].start)
+                    continue;
+                m->ins[g->n_ins].key = m->mv[v].aux + (e->addr - m->mv[v].start);
+                m->ins[g->n_ins].val = hm_entry_id(e) << 8 | gen << 4;
+                g->n_ins++;
+            }
+        }
+    }
+    return HM_OK;
+}
+
+/* Sorts the insert list, then in one pass over it gives survivors their generation after the GC
+ * (step 4) and reserves room in every destination window, so that commit cannot run out of
+ * memory. */
+static int hm_gc_prepare_insert(hm_model *m, hm_gc_work *g)
+{
+    if (HM_RESERVE(m, m->tmp, m->cap_tmp, hm_sort_tmp_size(g->n_ins)) != HM_OK)
+        return HM_ERR_NOMEM;
+    hm_pair *ins = hm_pairs_sort(m->ins, m->tmp, g->n_ins);
+    g->ins = ins;
+
+    size_t hb = 0, wi = 0;
+    for (size_t i = 0; i < g->n_ins;) {
+        uint64_t key = ins[i].key >> HM_WINDOW_SHIFT;
+        size_t j = i;
+        for (; j < g->n_ins && ins[j].key >> HM_WINDOW_SHIFT == key; j++) {
+            uint32_t before = (uint32_t)(ins[j].val >> 4 & HM_GEN_MASK);
+            if (before == HM_INS_KEEP)
+                continue;
+            size_t b = hm_spans_find(m->ba, g->n_ba, ins[j].key, &hb);
+            if (b == HM_NONE)
+                g->anomalies++; /* no bounds range: the object keeps its generation */
+            ins[j].val |= b == HM_NONE ? before : (uint32_t)m->ba[b].aux;
+        }
+        wi = hm_windows_get(m, key, wi);
+        if (wi == HM_NONE || hm_window_reserve(m, &m->win[wi], m->win[wi].n + (j - i)) != HM_OK)
+            return HM_ERR_NOMEM;
+        i = j;
+    }
+    return HM_OK;
+}
+
+static int hm_gc_prepare(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
+{
+    int rc = hm_gc_build_spans(m, in, g);
+    if (rc != HM_OK)
+        return rc;
+    rc = HM_RESERVE(m, m->ins, m->cap_ins, m->n_young);
+    if (rc == HM_OK)
+        rc = HM_RESERVE(m, m->dead, m->cap_dead, m->n_young);
+    if (rc != HM_OK)
+        return rc;
+    hm_gc_prepare_young(m, g);
+    rc = hm_gc_prepare_windows(m, g);
+    if (rc != HM_OK)
+        return rc;
+    return hm_gc_prepare_insert(m, g);
+}
+
+/* ---- apply_gc: commit (cannot fail) ----------------------------------------------------- */
+
+static void hm_sink_died(const hm_gc_sink *sink, hm_gc_stats *st, uint64_t id, uint32_t gen)
+{
+    st->died++;
+    if (sink->died)
+        sink->died(sink->ctx, id, gen);
+}
+
+static void hm_sink_evicted(const hm_gc_sink *sink, hm_gc_stats *st, uint64_t id, uint32_t gen)
+{
+    st->evicted++;
+    st->anomalies++;
+    hm_sink_died(sink, st, id, gen);
+}
+
+static void hm_sink_survived(const hm_gc_sink *sink, hm_gc_stats *st, uint64_t id,
+                             uint32_t before, uint32_t after)
+{
+    st->survived++;
+    if (sink->survived)
+        sink->survived(sink->ctx, id, before, after);
+}
+
+/* Reports the objects evicted by hm_model_add and drops their tombstones. */
+static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stats *st)
+{
+    for (size_t i = 0; i < m->n_evicted; i++)
+        hm_sink_evicted(sink, st, m->evicted[i] >> 4, (uint32_t)(m->evicted[i] & HM_GEN_MASK));
+    m->n_evicted = 0;
+    if (m->n_tomb == 0)
+        return;
+    for (size_t wi = 0; wi < m->n_win; wi++) {
+        hm_window *w = &m->win[wi];
+        if (w->n_tomb == 0)
+            continue;
+        uint32_t out = 0;
+        for (uint32_t i = 0; i < w->n; i++)
+            if (hm_entry_gen(&w->e[i]) != HM_GEN_TOMB)
+                w->e[out++] = w->e[i];
+        w->n = out;
+        w->n_tomb = 0;
+        w->touched = 1;
+    }
+    m->n_tomb = 0;
+}
+
+static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sink *sink,
+                               hm_gc_stats *st)
+{
+    st->classified = m->n_young;
+    if (sink->classified)
+        for (size_t i = 0; i < m->n_young; i++)
+            sink->classified(sink->ctx, m->young[i].val >> 8,
+                             hm_heap_of((uint32_t)(m->young[i].val >> 4 & HM_GEN_MASK)));
+    /* Every `classified` comes before any `died`: evictions are reported after the loop above. */
+    hm_gc_commit_evicted(m, sink, st);
+    st->condemned += g->n_dead;
+    st->died += g->n_dead;
+    if (sink->died)
+        for (size_t i = 0; i < g->n_dead; i++)
+            sink->died(sink->ctx, m->dead[i] >> 4, (uint32_t)(m->dead[i] & HM_GEN_MASK));
+}
+
+/* Step 2 and 3 in the windows: in every slice of a condemned range, objects that survive in
+ * place get their new generation, moved ones leave (they are in the insert list), dead ones are
+ * reported and leave. Everything outside the slices, and NonGC objects inside, stays. */
+static void hm_gc_commit_windows(hm_model *m, const hm_gc_work *g, const hm_gc_sink *sink,
+                                 hm_gc_stats *st)
+{
+    hm_win_iter it = {0, 0};
+    size_t wi, r_lo, r_hi, hmv = 0, hb = 0;
+
+    while (hm_win_next(m, m->cr, g->n_cr, &it, &wi, &r_lo, &r_hi)) {
+        hm_window *w = &m->win[wi];
+        hm_entry *e = w->e;
+        uint32_t n = w->n, rd = 0, wr = 0;
+        for (size_t r = r_lo; r < r_hi; r++) {
+            /* [rd, n) is still unchanged, so the slice can be searched there. */
+            uint32_t lo, hi;
+            hm_window_slice(e, rd, n, &m->cr[r], &lo, &hi);
+            uint32_t gen = (uint32_t)m->cr[r].aux;
+            if (wr != rd)
+                memmove(e + wr, e + rd, (lo - rd) * sizeof(*e));
+            wr += lo - rd;
+            for (rd = lo; rd < hi; rd++) {
+                hm_entry x = e[rd];
+                if (hm_entry_gen(&x) == HM_GEN_NONGC) {
+                    e[wr++] = x;
+                    continue;
+                }
+                size_t v = hm_spans_find(m->mv, g->n_mv, x.addr, &hmv);
+                if (v != HM_NONE && m->mv[v].aux != m->mv[v].start)
+                    continue; /* moved: commit_insert places, counts and reports it */
+                st->condemned++;
+                if (v == HM_NONE) {
+                    hm_sink_died(sink, st, hm_entry_id(&x), gen);
+                    continue;
+                }
+                size_t b = hm_spans_find(m->ba, g->n_ba, x.addr, &hb);
+                uint32_t after = gen;
+                if (b == HM_NONE)
+                    st->anomalies++;
+                else
+                    after = (uint32_t)m->ba[b].aux;
+                x.idgen = hm_entry_id(&x) << 4 | after;
+                e[wr++] = x;
+                hm_sink_survived(sink, st, hm_entry_id(&x), gen, after);
+            }
+        }
+        if (wr != rd)
+            memmove(e + wr, e + rd, (n - rd) * sizeof(*e));
+        wr += n - rd;
+        m->n_live_win -= n - wr;
+        w->n = wr;
+        w->touched = 1;
+    }
+}
+
+/* Two inserts at one address (q before p in the list): the survivor wins, the other (a kept
+ * young object) is evicted; *winner gets the survivor. */
+static void hm_window_merge_tie(const hm_pair *q, const hm_pair *p, const hm_pair **winner,
+                                const hm_gc_sink *sink, hm_gc_stats *st)
+{
+    bool p_survives = (p->val >> 4 & HM_GEN_MASK) != HM_INS_KEEP;
+    const hm_pair *loser = p_survives ? q : p;
+    hm_sink_evicted(sink, st, loser->val >> 8, (uint32_t)(loser->val & HM_GEN_MASK));
+    *winner = p_survives ? p : q;
+}
+
+/* The window entry for insert p, reporting it when it is a survivor. */
+static hm_entry hm_pair_entry(const hm_pair *p, const hm_gc_sink *sink, hm_gc_stats *st)
+{
+    uint32_t before = (uint32_t)(p->val >> 4 & HM_GEN_MASK);
+    uint32_t after = (uint32_t)(p->val & HM_GEN_MASK);
+    if (before != HM_INS_KEEP) {
+        st->condemned++;
+        hm_sink_survived(sink, st, p->val >> 8, before, after);
+    }
+    return (hm_entry){p->key, (p->val >> 8) << 4 | after};
+}
+
+/* Merges the sorted insert-list group in[0..k) into window w (room was reserved by prepare),
+ * from the back so every entry moves once. An object already at a survivor's address must have
+ * died unseen: it is evicted. Two inserts at one address can only be a kept young object and a
+ * survivor (survivors never collide, see hm_spans_from_moves); the survivor wins. */
+static void hm_window_merge(hm_model *m, hm_window *w, const hm_pair *in, size_t k,
+                            const hm_gc_sink *sink, hm_gc_stats *st)
+{
+    hm_entry *e = w->e;
+    size_t i = w->n, j = k, out = w->n + k, end = w->n + k;
+
+    if (w->n == 0 || e[w->n - 1].addr < in[0].key) {
+        /* The usual case: survivors packed behind everything the window holds. */
+        size_t n = w->n;
+        for (size_t x = 0; x < k; x++) {
+            const hm_pair *p = &in[x];
+            if (x + 1 < k && in[x + 1].key == p->key) {
+                hm_window_merge_tie(p, &in[x + 1], &p, sink, st);
+                x++;
+            }
+            e[n++] = hm_pair_entry(p, sink, st);
+        }
+        m->n_live_win += n - w->n;
+        w->n = (uint32_t)n;
+        return;
+    }
+    while (j > 0) {
+        const hm_pair *p = &in[j - 1];
+        if (i > 0 && e[i - 1].addr > p->key) {
+            e[--out] = e[--i];
+            continue;
+        }
+        if (i > 0 && e[i - 1].addr == p->key) {
+            hm_sink_evicted(sink, st, hm_entry_id(&e[i - 1]), hm_entry_gen(&e[i - 1]));
+            m->n_live_win--;
+            i--;
+            continue;
+        }
+        if (j > 1 && in[j - 2].key == p->key) {
+            hm_window_merge_tie(&in[j - 2], p, &p, sink, st);
+            j--;
+        }
+        e[--out] = hm_pair_entry(p, sink, st);
+        m->n_live_win++;
+        j--;
+    }
+    /* e[0..i) stayed in place, e[out..end) is the merged tail; evictions left a gap between. */
+    if (out != i)
+        memmove(e + i, e + out, (end - out) * sizeof(*e));
+    w->n = (uint32_t)(i + (end - out));
+}
+
+static void hm_gc_commit_insert(hm_model *m, const hm_gc_work *g, const hm_gc_sink *sink,
+                                hm_gc_stats *st)
+{
+    size_t wi = 0;
+    for (size_t i = 0; i < g->n_ins;) {
+        uint64_t key = g->ins[i].key >> HM_WINDOW_SHIFT;
+        size_t j = i + 1;
+        while (j < g->n_ins && g->ins[j].key >> HM_WINDOW_SHIFT == key)
+            j++;
+        wi = hm_windows_lower_bound(m, key, wi); /* exists: prepare created it */
+        hm_window_merge(m, &m->win[wi], g->ins + i, j - i, sink, st);
+        i = j;
+    }
+}
+
+/* Drops empty windows (emptied by this GC, or created by a prepare that then failed) and
+ * shrinks arrays that lost most of their objects. O(windows), a few thousand at most. */
+static void hm_gc_commit_windows_tidy(hm_model *m)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < m->n_win; i++) {
+        hm_window *w = &m->win[i];
+        if (w->n == 0) {
+            free(w->e);
+            continue;
+        }
+        if (w->touched) {
+            w->touched = 0;
+            if (w->n < w->cap / 4) {
+                uint32_t cap = w->n + w->n / 4;
+                hm_entry *e = realloc(w->e, (size_t)cap * sizeof(*e)); /* shrinking: may fail */
+                if (e) {
+                    w->e = e;
+                    w->cap = cap;
+                }
+            }
+        }
+        m->win[out++] = *w;
+    }
+    if (out != m->n_win)
+        m->cache_valid = false;
+    m->n_win = out;
+}
+
+int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink,
+                      hm_gc_stats *stats)
+{
+    static const hm_gc_sink no_sink = {0};
+    hm_gc_stats st = {0};
+    hm_gc_work g = {0};
+    int rc = HM_ERR_INVALID;
+
+    if (!m || !in || in->n_bounds_before == 0 || !in->bounds_before ||
+        (in->n_bounds_after && !in->bounds_after) || (in->n_moves && !in->moves))
+        goto out;
+    if (!sink)
+        sink = &no_sink;
+    g.mask = in->condemned_mask & 0x1f; /* generations 0..4; NonGC is never condemned */
+
+    rc = hm_gc_prepare(m, in, &g);
+    if (rc != HM_OK)
+        goto out;
+
+    size_t young = m->n_young;
+    hm_gc_commit_young(m, &g, sink, &st);
+    hm_gc_commit_windows(m, &g, sink, &st);
+    hm_gc_commit_insert(m, &g, sink, &st);
+    hm_gc_commit_windows_tidy(m);
+    hm_young_reset(m, young);
+    st.anomalies += g.anomalies;
+    st.live_after = hm_model_count(m);
+
+    HM_SCRATCH_RELEASE(m->bb, m->cap_bb);
+    HM_SCRATCH_RELEASE(m->ba, m->cap_ba);
+    HM_SCRATCH_RELEASE(m->cr, m->cap_cr);
+    HM_SCRATCH_RELEASE(m->mv, m->cap_mv);
+    HM_SCRATCH_RELEASE(m->ins, m->cap_ins);
+    HM_SCRATCH_RELEASE(m->tmp, m->cap_tmp);
+    HM_SCRATCH_RELEASE(m->dead, m->cap_dead);
+out:
+    if (stats)
+        *stats = st;
+    return rc;
+}
+
+/* ---- queries ---------------------------------------------------------------------------- */
+
+bool hm_model_lookup(const hm_model *m, uint64_t addr, uint64_t *id, uint32_t *generation)
+{
+    if (!m)
+        return false;
+    size_t yi = hm_young_find(m, addr);
+    if (yi != HM_NONE) {
+        if (id)
+            *id = m->young[yi].val >> 8;
+        if (generation)
+            *generation = HM_GEN_UNKNOWN;
+        return true;
+    }
+    size_t wi = hm_windows_find(m, addr >> HM_WINDOW_SHIFT);
+    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live(&m->win[wi], addr);
+    if (ei == HM_NONE)
+        return false;
+    if (id)
+        *id = hm_entry_id(&m->win[wi].e[ei]);
+    if (generation)
+        *generation = hm_entry_gen(&m->win[wi].e[ei]);
+    return true;
+}
+
+bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
+{
+    hm_pair *buf = NULL, *young = NULL;
+    size_t ny = m ? m->n_young : 0, yi = 0;
+    bool ok = false;
+
+    if (!m)
+        return true;
+    if (ny > 0) {
+        /* Young objects are in arrival order: sort a copy to merge them in. */
+        buf = malloc((ny + hm_sort_tmp_size(ny)) * sizeof(*buf));
+        if (!buf)
+            goto out;
+        memcpy(buf, m->young, ny * sizeof(*buf));
+        young = hm_pairs_sort(buf, buf + ny, ny);
+    }
+    for (size_t wi = 0; wi < m->n_win; wi++) {
+        const hm_window *w = &m->win[wi];
+        for (uint32_t i = 0; i < w->n; i++) {
+            const hm_entry *x = &w->e[i];
+            for (; yi < ny && young[yi].key < x->addr; yi++)
+                if (!fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
+                    goto out;
+            if (hm_entry_gen(x) == HM_GEN_TOMB)
+                continue;
+            if (!fn(ctx, x->addr, hm_entry_id(x), hm_entry_gen(x)))
+                goto out;
+        }
+    }
+    for (; yi < ny; yi++)
+        if (!fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
+            goto out;
+    ok = true;
+out:
+    free(buf);
+    return ok;
+}
+
+size_t hm_model_count(const hm_model *m)
+{
+    return m ? m->n_live_win + m->n_young : 0;
+}
+
+size_t hm_model_memory(const hm_model *m)
+{
+    if (!m)
+        return 0;
+    size_t bytes = sizeof(*m) + m->cap_win * sizeof(*m->win);
+    for (size_t i = 0; i < m->n_win; i++)
+        bytes += (size_t)m->win[i].cap * sizeof(hm_entry);
+    bytes += m->cap_young * sizeof(*m->young) + m->cap_slots * sizeof(*m->slots);
+    bytes += m->cap_evicted * sizeof(*m->evicted);
+    bytes += (m->cap_bb + m->cap_ba + m->cap_cr + m->cap_mv) * sizeof(hm_span);
+    bytes += (m->cap_ins + m->cap_tmp) * sizeof(hm_pair) + m->cap_dead * sizeof(*m->dead);
+    return bytes;
+}
+
+/* ---- invariants ------------------------------------------------------------------------- */
+
+#define HM_CHECK(cond, ...)                              \
+    do {                                                 \
+        if (!(cond)) {                                   \
+            if (why && why_size)                         \
+                snprintf(why, why_size, __VA_ARGS__);    \
+            return false;                                \
+        }                                                \
+    } while (0)
+
+bool hm_model_check(const hm_model *m, char *why, size_t why_size)
+{
+    size_t live = 0, tomb = 0;
+
+    HM_CHECK(m, "model is NULL");
+    HM_CHECK(m->n_win <= m->cap_win, "n_win %zu > cap %zu", m->n_win, m->cap_win);
+    for (size_t wi = 0; wi < m->n_win; wi++) {
+        const hm_window *w = &m->win[wi];
+        size_t wt = 0;
+        HM_CHECK(wi == 0 || m->win[wi - 1].key < w->key, "I1: window %zu out of order", wi);
+        HM_CHECK(w->n <= w->cap, "window %zu: n %u > cap %u", wi, w->n, w->cap);
+        HM_CHECK(!w->touched, "window %zu still marked touched", wi);
+        for (uint32_t i = 0; i < w->n; i++) {
+            const hm_entry *x = &w->e[i];
+            uint32_t gen = hm_entry_gen(x);
+            HM_CHECK(x->addr >> HM_WINDOW_SHIFT == w->key,
+                     "I1: 0x%llx in window 0x%llx", (unsigned long long)x->addr,
+                     (unsigned long long)w->key);
+            HM_CHECK(i == 0 || w->e[i - 1].addr < x->addr, "I2: window %zu not ascending at %u",
+                     wi, i);
+            HM_CHECK(gen <= HM_GEN_NONGC || gen == HM_GEN_TOMB, "I3: gen %u at 0x%llx", gen,
+                     (unsigned long long)x->addr);
+            HM_CHECK(x->addr != 0, "I3: address 0 in window %zu", wi);
+            if (gen == HM_GEN_TOMB) {
+                wt++;
+                HM_CHECK(hm_young_find(m, x->addr) != HM_NONE,
+                         "I6: tombstone 0x%llx without young evictor",
+                         (unsigned long long)x->addr);
+            } else {
+                live++;
+            }
+        }
+        HM_CHECK(wt == w->n_tomb, "I4: window %zu has %zu tombstones, counted %u", wi, wt,
+                 w->n_tomb);
+        tomb += wt;
+    }
+    HM_CHECK(live == m->n_live_win, "I4: %zu live entries, counted %zu", live, m->n_live_win);
+    HM_CHECK(tomb == m->n_tomb, "I4: %zu tombstones, counted %zu", tomb, m->n_tomb);
+
+    HM_CHECK(m->n_young <= m->cap_young, "young n %zu > cap %zu", m->n_young, m->cap_young);
+    HM_CHECK(m->n_young == 0 || 2 * m->n_young <= m->cap_slots, "I5: hash too full");
+    size_t used = 0;
+    HM_CHECK(m->epoch >= 1 && m->epoch <= HM_EPOCH_MAX, "I5: epoch %llu",
+             (unsigned long long)m->epoch);
+    for (size_t s = 0; s < m->cap_slots; s++)
+        if (hm_slot_used(m, m->slots[s])) {
+            used++;
+            uint32_t v = (uint32_t)m->slots[s];
+            HM_CHECK(v >= 1 && v <= m->n_young, "I5: slot %zu names %u of %zu", s, v, m->n_young);
+            HM_CHECK((m->slots[s] & HM_SLOT_TAGS) == hm_young_tag(m, m->young[v - 1].key),
+                     "I5: slot %zu has a wrong tag", s);
+        }
+    HM_CHECK(used == m->n_young, "I5: %zu slots used for %zu young objects", used, m->n_young);
+    for (size_t i = 0; i < m->n_young; i++) {
+        uint64_t addr = m->young[i].key;
+        HM_CHECK(addr != 0, "I3: young address 0");
+        HM_CHECK((m->young[i].val >> 8) <= HM_ID_MAX, "I3: young id too large");
+        HM_CHECK(hm_young_find(m, addr) == i, "I5: young 0x%llx not found at %zu",
+                 (unsigned long long)addr, i);
+        size_t wi = hm_windows_find(m, addr >> HM_WINDOW_SHIFT);
+        HM_CHECK(wi == HM_NONE || hm_window_find_live(&m->win[wi], addr) == HM_NONE,
+                 "I6: 0x%llx both young and classified", (unsigned long long)addr);
+    }
+    HM_CHECK(m->n_evicted <= m->cap_evicted, "evicted n > cap");
+    if (m->cache_valid)
+        HM_CHECK(m->cache_wi == hm_windows_find(m, m->cache_key), "I7: stale window cache");
+    return true;
+}

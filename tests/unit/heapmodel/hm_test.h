@@ -1,0 +1,81 @@
+/* hm_test.h — the little the heapmodel tests share: CHECK, a recording sink, state snapshots. */
+#ifndef HEAPLENS_HM_TEST_H
+#define HEAPLENS_HM_TEST_H
+
+#include "heapmodel/hm_model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fails the test binary with file:line and the condition. */
+#define CHECK(cond)                                     \
+    do {                                                \
+        if (!(cond))                                    \
+            hm_test_fail(__FILE__, __LINE__, #cond, 0, 0); \
+    } while (0)
+
+/* Same, printing both sides (as unsigned 64-bit numbers). */
+#define CHECK_EQ(a, b)                                                                   \
+    do {                                                                                 \
+        uint64_t hm_a_ = (uint64_t)(a), hm_b_ = (uint64_t)(b);                           \
+        if (hm_a_ != hm_b_)                                                              \
+            hm_test_fail(__FILE__, __LINE__, #a " == " #b, hm_a_, hm_b_);                \
+    } while (0)
+
+/* hm_model_check must hold. */
+#define CHECK_MODEL(m)                                                  \
+    do {                                                                \
+        char hm_why_[256];                                              \
+        if (!hm_model_check((m), hm_why_, sizeof(hm_why_)))             \
+            hm_test_fail(__FILE__, __LINE__, hm_why_, 0, 0);            \
+    } while (0)
+
+_Noreturn void hm_test_fail(const char *file, int line, const char *what, uint64_t a, uint64_t b);
+
+/* One sink callback. kind: 'c' classified (a = heap), 'd' died (a = gen_before),
+ * 's' survived (a = gen_before, b = gen_after). */
+typedef struct hm_event {
+    char kind;
+    uint64_t id;
+    uint32_t a, b;
+} hm_event;
+
+typedef struct hm_rec {
+    hm_event *ev;
+    size_t n, cap;
+    bool saw_outcome;     /* a `died` or `survived` was recorded */
+    bool classified_late; /* a `classified` came after a `died` or `survived` */
+} hm_rec;
+
+/* A sink recording into r (reset r with hm_rec_clear between GCs). */
+hm_gc_sink hm_rec_sink(hm_rec *r);
+void hm_rec_clear(hm_rec *r);
+void hm_rec_release(hm_rec *r);
+/* Sorts by (kind, id, a, b) so that two recordings can be compared. */
+void hm_rec_sort(hm_rec *r);
+bool hm_rec_equal(const hm_rec *x, const hm_rec *y);
+/* True when no (kind, id) pair occurs twice; r must be sorted. */
+bool hm_rec_ids_unique(const hm_rec *r);
+/* The event of `kind` for `id`, or NULL. */
+const hm_event *hm_rec_find(const hm_rec *r, char kind, uint64_t id);
+size_t hm_rec_count(const hm_rec *r, char kind);
+
+typedef struct hm_obj {
+    uint64_t addr, id;
+    uint32_t gen;
+} hm_obj;
+
+typedef struct hm_objs {
+    hm_obj *v;
+    size_t n, cap;
+} hm_objs;
+
+/* hm_object_fn appending to an hm_objs. */
+bool hm_objs_push(void *ctx, uint64_t addr, uint64_t id, uint32_t generation);
+void hm_objs_release(hm_objs *o);
+/* The model's objects through foreach (checks ascending order and count on the way). */
+void hm_objs_of_model(hm_objs *o, const hm_model *m);
+bool hm_objs_equal(const hm_objs *x, const hm_objs *y);
+
+#endif /* HEAPLENS_HM_TEST_H */

@@ -1,0 +1,662 @@
+/* test_hm_model.c — the model's corner cases, one scenario per function, with exact expectations.
+ *
+ * Addresses: region i starts at REG(i), one 4 MiB window each (the model's bucket size), so a
+ * scenario can say which window an object lives in. Every step is followed by a full comparison
+ * of foreach, lookup and count with the expected objects, and by hm_model_check.
+ */
+#include "heapmodel/hm_model.h"
+#include "heapmodel/hm_testing.h"
+#include "hm_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WIN (UINT64_C(1) << 22)
+#define BASE UINT64_C(0x7f0000000000)
+#define REG(i) (BASE + (uint64_t)(i) * WIN)
+#define NONGC_AREA (BASE - 64 * WIN)
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#define U HM_GEN_UNKNOWN
+
+typedef struct gc_args {
+    uint32_t mask;
+    const hm_gen_range *bb;
+    size_t n_bb;
+    const hm_gen_range *ba;
+    size_t n_ba;
+    const hm_move *mv;
+    size_t n_mv;
+} gc_args;
+
+#define ARR(a) (a), N(a)
+
+/* Applies one GC, checks everything that must hold for any GC, returns the stats; rec holds the
+ * sorted events. */
+static hm_gc_stats run_gc(hm_model *m, hm_rec *rec, gc_args a)
+{
+    hm_gc_stats st;
+    hm_gc_sink sink = hm_rec_sink(rec);
+    hm_gc_input in = {1, a.mask, a.bb, a.n_bb, a.ba, a.n_ba, a.mv, a.n_mv};
+
+    hm_rec_clear(rec);
+    CHECK_EQ(hm_model_apply_gc(m, &in, &sink, &st), HM_OK);
+    CHECK_MODEL(m);
+    CHECK(!rec->classified_late);
+    hm_rec_sort(rec);
+    CHECK(hm_rec_ids_unique(rec));
+    CHECK_EQ(st.classified, hm_rec_count(rec, 'c'));
+    CHECK_EQ(st.died, hm_rec_count(rec, 'd'));
+    CHECK_EQ(st.survived, hm_rec_count(rec, 's'));
+    CHECK_EQ(st.condemned + st.evicted, st.survived + st.died);
+    CHECK_EQ(st.live_after, hm_model_count(m));
+    return st;
+}
+
+/* The model must hold exactly want[0..n) (ascending addresses). */
+static void expect_objects(const hm_model *m, const hm_obj *want, size_t n)
+{
+    hm_objs got = {0};
+    hm_objs_of_model(&got, m);
+    CHECK_EQ(got.n, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = 0;
+        uint32_t gen = 99;
+        CHECK_EQ(got.v[i].addr, want[i].addr);
+        CHECK_EQ(got.v[i].id, want[i].id);
+        CHECK_EQ(got.v[i].gen, want[i].gen);
+        CHECK(hm_model_lookup(m, want[i].addr, &id, &gen));
+        CHECK_EQ(id, want[i].id);
+        CHECK_EQ(gen, want[i].gen);
+        CHECK(!hm_model_lookup(m, want[i].addr + 1, NULL, NULL));
+    }
+    CHECK_EQ(hm_model_count(m), n);
+    CHECK_MODEL(m);
+    hm_objs_release(&got);
+}
+
+#define EXPECT(m, ...)                                       \
+    do {                                                     \
+        const hm_obj want_[] = {__VA_ARGS__};                \
+        expect_objects((m), want_, N(want_));                \
+    } while (0)
+
+static void expect_event(const hm_rec *rec, char kind, uint64_t id, uint32_t a, uint32_t b)
+{
+    const hm_event *e = hm_rec_find(rec, kind, id);
+    if (!e)
+        fprintf(stderr, "missing event %c id %llu\n", kind, (unsigned long long)id);
+    CHECK(e);
+    CHECK_EQ(e->a, a);
+    CHECK_EQ(e->b, b);
+}
+
+static void add(hm_model *m, uint64_t addr, uint64_t id)
+{
+    CHECK_EQ(hm_model_add(m, addr, id), HM_OK);
+    CHECK_MODEL(m);
+}
+
+/* Young objects in the SOH, LOH, POH and outside every range are classified by heap; a young
+ * object in a gen1 range is SOH by heap and keeps generation 1. */
+static void test_classification(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bounds[] = {
+        {REG(12), 0x1000, HM_GEN_POH, 0},     {REG(0), 0x100000, HM_GEN_0, 0},
+        {REG(8), 2 * WIN, HM_GEN_LOH, 0},     {REG(2), 0x100000, HM_GEN_1, 0},
+        {REG(4), 0x100000, HM_GEN_2, 0},
+    };
+
+    add(m, REG(0) + 0x100, 1);
+    add(m, REG(2) + 0x40, 2);
+    add(m, REG(8) + WIN + 0x1000, 3); /* second window of the LOH region */
+    add(m, REG(12) + 0x10, 4);
+    add(m, NONGC_AREA + 0x20, 5);
+    EXPECT(m, {NONGC_AREA + 0x20, 5, U}, {REG(0) + 0x100, 1, U}, {REG(2) + 0x40, 2, U},
+           {REG(8) + WIN + 0x1000, 3, U}, {REG(12) + 0x10, 4, U});
+
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){0, ARR(bounds), ARR(bounds), NULL, 0});
+    CHECK_EQ(st.classified, 5);
+    CHECK_EQ(st.condemned, 0);
+    CHECK_EQ(st.anomalies, 0);
+    expect_event(&rec, 'c', 1, HM_GEN_0, 0);
+    expect_event(&rec, 'c', 2, HM_GEN_0, 0);
+    expect_event(&rec, 'c', 3, HM_GEN_LOH, 0);
+    expect_event(&rec, 'c', 4, HM_GEN_POH, 0);
+    expect_event(&rec, 'c', 5, HM_GEN_NONGC, 0);
+    EXPECT(m, {NONGC_AREA + 0x20, 5, HM_GEN_NONGC}, {REG(0) + 0x100, 1, HM_GEN_0},
+           {REG(2) + 0x40, 2, HM_GEN_1}, {REG(8) + WIN + 0x1000, 3, HM_GEN_LOH},
+           {REG(12) + 0x10, 4, HM_GEN_POH});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* A compacting gen0 GC with its moves in two batches (concatenated out of order): survivors
+ * join a gen1 window that already holds objects; gen1, gen2 and LOH objects that no range covers
+ * stay untouched. */
+static void test_gen0_compacting(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {
+        {REG(1), 0x300, HM_GEN_1, 0}, {REG(0), 0x1000, HM_GEN_0, 0},
+        {REG(3), 0x20000, HM_GEN_LOH, 0}, {REG(2), 0x200, HM_GEN_2, 0},
+    };
+    const hm_gen_range ba[] = {
+        {REG(0), 0, HM_GEN_0, 0}, {REG(1), 0x600, HM_GEN_1, 0},
+        {REG(2), 0x200, HM_GEN_2, 0}, {REG(3), 0x20000, HM_GEN_LOH, 0},
+    };
+    const hm_move moves[] = {
+        {REG(0) + 0x500, REG(1) + 0x500, 0x100}, /* batch of heap 1: y5 */
+        {REG(0) + 0x100, REG(1) + 0x300, 0x200}, /* batch of heap 0: y1, y2 */
+    };
+
+    add(m, REG(1) + 0x100, 10);
+    add(m, REG(1) + 0x200, 11);
+    add(m, REG(2) + 0x100, 20);
+    add(m, REG(3), 30);
+    run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    for (uint64_t k = 1; k <= 6; k++)
+        add(m, REG(0) + 0x100 * k, k);
+    CHECK_EQ(hm_model_count(m), 10);
+
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){1u << HM_GEN_0, ARR(bb), ARR(ba), ARR(moves)});
+    CHECK_EQ(st.classified, 6);
+    CHECK_EQ(st.condemned, 6);
+    CHECK_EQ(st.survived, 3);
+    CHECK_EQ(st.died, 3);
+    CHECK_EQ(st.anomalies, 0);
+    for (uint64_t k = 1; k <= 6; k++)
+        expect_event(&rec, 'c', k, HM_GEN_0, 0);
+    expect_event(&rec, 's', 1, HM_GEN_0, HM_GEN_1);
+    expect_event(&rec, 's', 2, HM_GEN_0, HM_GEN_1);
+    expect_event(&rec, 's', 5, HM_GEN_0, HM_GEN_1);
+    expect_event(&rec, 'd', 3, HM_GEN_0, 0);
+    expect_event(&rec, 'd', 4, HM_GEN_0, 0);
+    expect_event(&rec, 'd', 6, HM_GEN_0, 0);
+    EXPECT(m, {REG(1) + 0x100, 10, 1}, {REG(1) + 0x200, 11, 1}, {REG(1) + 0x300, 1, 1},
+           {REG(1) + 0x400, 2, 1}, {REG(1) + 0x500, 5, 1}, {REG(2) + 0x100, 20, 2},
+           {REG(3), 30, HM_GEN_LOH});
+
+    /* A gen0 GC with nothing in gen0 changes nothing. */
+    st = run_gc(m, &rec, (gc_args){1u << HM_GEN_0, ARR(ba), ARR(ba), NULL, 0});
+    CHECK_EQ(st.condemned + st.died + st.survived + st.classified + st.anomalies, 0);
+    CHECK_EQ(st.live_after, 7);
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* A sweeping GC reports surviving ranges with new == old: survivors stay, in the young list and
+ * in the windows (the in-place path); a young object condemned in a gen1 GC survives too. */
+static void test_sweeping(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb1[] = {{REG(0), 0x1000, HM_GEN_0, 0}};
+    const hm_gen_range ba1[] = {{REG(0), 0x1000, HM_GEN_1, 0}}; /* region promoted in place */
+    const hm_move surv1[] = {{REG(0) + 0x300, REG(0) + 0x300, 0x100},
+                             {REG(0) + 0x100, REG(0) + 0x100, 0x100}};
+
+    for (uint64_t k = 1; k <= 4; k++)
+        add(m, REG(0) + 0x100 * k, k);
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){1, ARR(bb1), ARR(ba1), ARR(surv1)});
+    CHECK_EQ(st.survived, 2);
+    CHECK_EQ(st.died, 2);
+    expect_event(&rec, 's', 1, 0, 1);
+    expect_event(&rec, 's', 3, 0, 1);
+    expect_event(&rec, 'd', 2, 0, 0);
+    expect_event(&rec, 'd', 4, 0, 0);
+    EXPECT(m, {REG(0) + 0x100, 1, 1}, {REG(0) + 0x300, 3, 1});
+
+    /* gen1 GC, sweeping: 1 survives in place into gen2, 3 dies, young 5 survives into gen1. */
+    const hm_gen_range bb2[] = {{REG(0), 0x1000, HM_GEN_1, 0}, {REG(5), 0x1000, HM_GEN_0, 0}};
+    const hm_gen_range ba2[] = {{REG(0), 0x1000, HM_GEN_2, 0}, {REG(5), 0x1000, HM_GEN_1, 0}};
+    const hm_move surv2[] = {{REG(5) + 0x10, REG(5) + 0x10, 0x10},
+                             {REG(0) + 0x100, REG(0) + 0x100, 0x80}};
+    add(m, REG(5) + 0x10, 5);
+    st = run_gc(m, &rec, (gc_args){3, ARR(bb2), ARR(ba2), ARR(surv2)});
+    CHECK_EQ(st.classified, 1);
+    CHECK_EQ(st.condemned, 3);
+    CHECK_EQ(st.survived, 2);
+    CHECK_EQ(st.died, 1);
+    expect_event(&rec, 's', 1, 1, 2);
+    expect_event(&rec, 'd', 3, 1, 0);
+    expect_event(&rec, 's', 5, 0, 1);
+    EXPECT(m, {REG(0) + 0x100, 1, 2}, {REG(5) + 0x10, 5, 1});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* A compacting gen2 GC: SOH survivors move (one slides onto the old address of a dead object:
+ * not an eviction), LOH/POH survivors come as surviving ranges, unreachable LOH/POH objects die,
+ * the NonGC object is never condemned. */
+static void test_gen2_compacting_uoh(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {
+        {REG(0), 0x1000, HM_GEN_0, 0}, {REG(2), 0x400, HM_GEN_2, 0},
+        {REG(4), 2 * WIN, HM_GEN_LOH, 0}, {REG(8), 0x1000, HM_GEN_POH, 0},
+    };
+    const hm_gen_range ba[] = {
+        {REG(0), 0, HM_GEN_0, 0}, {REG(2), 0x300, HM_GEN_2, 0},
+        {REG(4), 2 * WIN, HM_GEN_LOH, 0}, {REG(8), 0x1000, HM_GEN_POH, 0},
+    };
+    const hm_move moves[] = {
+        {REG(8) + 0x40, REG(8) + 0x40, 0x40},             /* UOH surviving ranges... */
+        {REG(4) + WIN + 0x100, REG(4) + WIN + 0x100, 0x100},
+        {REG(2) + 0x200, REG(2) + 0x100, 0x100},          /* ...and SOH moves */
+        {REG(0) + 0x80, REG(2) + 0x200, 0x80},
+    };
+
+    add(m, REG(2) + 0x100, 1);
+    add(m, REG(2) + 0x200, 2);
+    add(m, REG(2) + 0x300, 3);
+    add(m, REG(4), 4);
+    add(m, REG(4) + WIN + 0x100, 5);
+    add(m, REG(8) + 0x40, 6);
+    add(m, REG(8) + 0x80, 7);
+    add(m, NONGC_AREA, 8);
+    run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    add(m, REG(0) + 0x80, 9);
+
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){0x1f, ARR(bb), ARR(ba), ARR(moves)});
+    CHECK_EQ(st.classified, 1);
+    CHECK_EQ(st.condemned, 8);
+    CHECK_EQ(st.survived, 4);
+    CHECK_EQ(st.died, 4);
+    CHECK_EQ(st.evicted, 0);
+    CHECK_EQ(st.anomalies, 0);
+    expect_event(&rec, 'd', 1, HM_GEN_2, 0);
+    expect_event(&rec, 'd', 3, HM_GEN_2, 0);
+    expect_event(&rec, 'd', 4, HM_GEN_LOH, 0);
+    expect_event(&rec, 'd', 7, HM_GEN_POH, 0);
+    expect_event(&rec, 's', 2, HM_GEN_2, HM_GEN_2);
+    expect_event(&rec, 's', 9, HM_GEN_0, HM_GEN_2);
+    expect_event(&rec, 's', 5, HM_GEN_LOH, HM_GEN_LOH);
+    expect_event(&rec, 's', 6, HM_GEN_POH, HM_GEN_POH);
+    CHECK(!hm_rec_find(&rec, 'd', 8) && !hm_rec_find(&rec, 's', 8));
+    EXPECT(m, {NONGC_AREA, 8, HM_GEN_NONGC}, {REG(2) + 0x100, 2, 2}, {REG(2) + 0x200, 9, 2},
+           {REG(4) + WIN + 0x100, 5, HM_GEN_LOH}, {REG(8) + 0x40, 6, HM_GEN_POH});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* A gen1 GC promotes gen1 survivors to gen2 and gen0 survivors to gen1; gen2 stays. */
+static void test_gen1_promotes(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {
+        {REG(0), 0x1000, HM_GEN_0, 0}, {REG(1), 0x1000, HM_GEN_1, 0},
+        {REG(2), 0x1000, HM_GEN_2, 0},
+    };
+    const hm_gen_range ba[] = {
+        {REG(6), 0x100, HM_GEN_1, 0}, {REG(2), 0x2000, HM_GEN_2, 0},
+    };
+    const hm_move moves[] = {
+        {REG(1) + 0x100, REG(2) + 0x1000, 0x100},
+        {REG(0) + 0x40, REG(6), 0x40},
+    };
+
+    add(m, REG(1) + 0x100, 1);
+    add(m, REG(1) + 0x200, 2);
+    add(m, REG(2) + 0x100, 3);
+    run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    add(m, REG(0) + 0x40, 4);
+
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){3, ARR(bb), ARR(ba), ARR(moves)});
+    CHECK_EQ(st.condemned, 3);
+    expect_event(&rec, 's', 1, 1, 2);
+    expect_event(&rec, 'd', 2, 1, 0);
+    expect_event(&rec, 's', 4, 0, 1);
+    CHECK(!hm_rec_find(&rec, 'd', 3) && !hm_rec_find(&rec, 's', 3));
+    EXPECT(m, {REG(2) + 0x100, 3, 2}, {REG(2) + 0x1000, 1, 2}, {REG(6), 4, 1});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* Objects move into a window that the same GC processes later (and whose own objects move on),
+ * and slide up within a window over objects that move too: each is remapped exactly once. */
+static void test_no_double_remap(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {
+        {REG(0), 0x1000, HM_GEN_2, 0}, {REG(1), 0x1000, HM_GEN_2, 0},
+        {REG(3), 0x1000, HM_GEN_2, 0}, {REG(5), 0x1000, HM_GEN_2, 0},
+    };
+    const hm_move moves[] = {
+        {REG(0) + 0x100, REG(1) + 0x100, 0x200}, /* a1, a2 onto b1, b2's old addresses */
+        {REG(1) + 0x100, REG(3) + 0x100, 0x200}, /* b1, b2 on to the next window */
+        {REG(5) + 0x100, REG(5) + 0x200, 0x200}, /* d1 slides onto d2, d2 past it */
+    };
+
+    add(m, REG(0) + 0x100, 1);
+    add(m, REG(0) + 0x200, 2);
+    add(m, REG(1) + 0x100, 3);
+    add(m, REG(1) + 0x200, 4);
+    add(m, REG(5) + 0x100, 5);
+    add(m, REG(5) + 0x200, 6);
+    run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){0x1f, ARR(bb), ARR(bb), ARR(moves)});
+    CHECK_EQ(st.survived, 6);
+    CHECK_EQ(st.died + st.evicted + st.anomalies, 0);
+    EXPECT(m, {REG(1) + 0x100, 1, 2}, {REG(1) + 0x200, 2, 2}, {REG(3) + 0x100, 3, 2},
+           {REG(3) + 0x200, 4, 2}, {REG(5) + 0x200, 5, 2}, {REG(5) + 0x300, 6, 2});
+
+    /* The same with the objects still young (never classified). */
+    hm_model_free(m);
+    m = hm_model_new();
+    add(m, REG(1) + 0x200, 4);
+    add(m, REG(0) + 0x100, 1);
+    add(m, REG(5) + 0x200, 6);
+    add(m, REG(1) + 0x100, 3);
+    add(m, REG(0) + 0x200, 2);
+    add(m, REG(5) + 0x100, 5);
+    st = run_gc(m, &rec, (gc_args){0x1f, ARR(bb), ARR(bb), ARR(moves)});
+    CHECK_EQ(st.survived, 6);
+    EXPECT(m, {REG(1) + 0x100, 1, 2}, {REG(1) + 0x200, 2, 2}, {REG(3) + 0x100, 3, 2},
+           {REG(3) + 0x200, 4, 2}, {REG(5) + 0x200, 5, 2}, {REG(5) + 0x300, 6, 2});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* A survivor whose new address lies in no bounds_after range keeps its generation: anomaly. */
+static void test_survivor_outside_bounds(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {{REG(0), 0x1000, HM_GEN_0, 0}};
+    const hm_gen_range ba[] = {{REG(1), 0x1000, HM_GEN_1, 0}};
+    const hm_move moves[] = {{REG(0) + 0x10, REG(7), 0x10}, {REG(0) + 0x20, REG(1), 0x10}};
+
+    add(m, REG(0) + 0x10, 1);
+    add(m, REG(0) + 0x20, 2);
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){1, ARR(bb), ARR(ba), ARR(moves)});
+    CHECK_EQ(st.anomalies, 1);
+    expect_event(&rec, 's', 1, 0, 0);
+    expect_event(&rec, 's', 2, 0, 1);
+    EXPECT(m, {REG(1), 2, 1}, {REG(7), 1, 0});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* Evictions: an address added twice before a GC, an address added over a classified object
+ * (tombstone), a survivor landing on an uncondemned object, and a survivor landing on a young
+ * object that this GC classified but did not condemn. */
+static void test_evictions(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {
+        {REG(0), 0x1000, HM_GEN_0, 0}, {REG(1), 0x1000, HM_GEN_1, 0},
+        {REG(3), 0x100000, HM_GEN_LOH, 0},
+    };
+    const hm_gen_range ba[] = {
+        {REG(1), 0x1000, HM_GEN_1, 0}, {REG(3), 0x100000, HM_GEN_LOH, 0},
+    };
+    uint64_t a = REG(0) + 0x100;
+
+    add(m, a, 1);
+    add(m, a, 2);
+    EXPECT(m, {a, 2, U});
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    CHECK_EQ(st.classified, 1);
+    CHECK_EQ(st.evicted, 1);
+    CHECK_EQ(st.anomalies, 1);
+    expect_event(&rec, 'd', 1, U, 0);
+    expect_event(&rec, 'c', 2, HM_GEN_0, 0);
+    EXPECT(m, {a, 2, 0});
+
+    add(m, a, 3); /* over a classified object: it becomes a tombstone */
+    EXPECT(m, {a, 3, U});
+    add(m, a, 4); /* and over a young one */
+    EXPECT(m, {a, 4, U});
+    const hm_move m1[] = {{a, REG(1), 0x10}};
+    st = run_gc(m, &rec, (gc_args){1, ARR(bb), ARR(ba), ARR(m1)});
+    CHECK_EQ(st.evicted, 2);
+    CHECK_EQ(st.anomalies, 2);
+    CHECK_EQ(st.condemned, 1);
+    expect_event(&rec, 'd', 2, HM_GEN_0, 0);
+    expect_event(&rec, 'd', 3, U, 0);
+    expect_event(&rec, 's', 4, HM_GEN_0, HM_GEN_1);
+    EXPECT(m, {REG(1), 4, 1});
+
+    /* Survivors landing on held addresses: 10 (young) lands on 4 (gen1, not condemned); 11
+     * (young) lands on 12, a young LOH object classified and kept in this very GC. */
+    add(m, REG(0) + 0x200, 10);
+    add(m, REG(0) + 0x300, 11);
+    add(m, REG(3) + 0x1000, 12);
+    const hm_move m2[] = {{REG(0) + 0x200, REG(1), 0x10}, {REG(0) + 0x300, REG(3) + 0x1000, 0x10}};
+    st = run_gc(m, &rec, (gc_args){1, ARR(bb), ARR(ba), ARR(m2)});
+    CHECK_EQ(st.evicted, 2);
+    CHECK_EQ(st.survived, 2);
+    CHECK_EQ(st.condemned, 2);
+    expect_event(&rec, 'd', 4, HM_GEN_1, 0);
+    expect_event(&rec, 'd', 12, HM_GEN_LOH, 0);
+    expect_event(&rec, 'c', 12, HM_GEN_LOH, 0);
+    expect_event(&rec, 's', 10, HM_GEN_0, HM_GEN_1);
+    expect_event(&rec, 's', 11, HM_GEN_0, HM_GEN_LOH);
+    EXPECT(m, {REG(1), 10, 1}, {REG(3) + 0x1000, 11, HM_GEN_LOH});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* NonGC objects never die, not even when a later GC's bounds cover their address; ranges over
+ * addresses the model never saw are harmless. */
+static void test_nongc_and_unknown(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {{REG(0), 0x1000, HM_GEN_0, 0}, {REG(2), 0x1000, HM_GEN_2, 0}};
+    const hm_gen_range bb_over[] = {{NONGC_AREA, 0x1000, HM_GEN_0, 0}};
+    const hm_move unknown[] = {{REG(0) + 0x800, REG(2) + 0x800, 0x100},
+                               {REG(9), REG(9), 0x1000}};
+
+    add(m, NONGC_AREA + 0x10, 1);
+    add(m, REG(2) + 0x10, 2);
+    run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    EXPECT(m, {NONGC_AREA + 0x10, 1, HM_GEN_NONGC}, {REG(2) + 0x10, 2, 2});
+
+    hm_gc_stats st = run_gc(m, &rec, (gc_args){1, ARR(bb), ARR(bb), ARR(unknown)});
+    CHECK_EQ(rec.n, 0);
+    CHECK_EQ(st.anomalies, 0);
+    st = run_gc(m, &rec, (gc_args){0x1f, ARR(bb_over), ARR(bb_over), NULL, 0});
+    CHECK_EQ(rec.n, 0);
+    EXPECT(m, {NONGC_AREA + 0x10, 1, HM_GEN_NONGC}, {REG(2) + 0x10, 2, 2});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* Invalid calls change nothing; invalid ranges are dropped by the documented rules. */
+static void test_invalid_input(void)
+{
+    hm_model *m = hm_model_new();
+    hm_rec rec = {0};
+    hm_gc_stats st;
+    hm_gc_sink sink = hm_rec_sink(&rec);
+
+    CHECK_EQ(hm_model_add(m, 0, 1), HM_ERR_INVALID);
+    CHECK_EQ(hm_model_add(m, REG(0), HM_ID_MAX + 1), HM_ERR_INVALID);
+    CHECK_EQ(hm_model_add(NULL, REG(0), 1), HM_ERR_INVALID);
+    add(m, REG(0) + 0x10, HM_ID_MAX);
+    hm_gc_input none = {1, 1, NULL, 0, NULL, 0, NULL, 0};
+    CHECK_EQ(hm_model_apply_gc(m, &none, &sink, &st), HM_ERR_INVALID);
+    CHECK_EQ(st.classified, 0);
+    CHECK_EQ(hm_model_apply_gc(m, NULL, &sink, NULL), HM_ERR_INVALID);
+    CHECK_EQ(rec.n, 0);
+    EXPECT(m, {REG(0) + 0x10, HM_ID_MAX, U});
+
+    /* bounds: one zero-length (silent), one wrapping, one with generation 9, one overlapping
+     * the region of REG(0) from a later start: 3 anomalies, REG(0) keeps generation 0. */
+    const hm_gen_range bb[] = {
+        {REG(0) + 0x800, 0x1000, HM_GEN_2, 0}, {REG(5), 0, HM_GEN_0, 0},
+        {UINT64_MAX - 0x10, 0x100, HM_GEN_0, 0}, {REG(6), 0x100, 9, 0},
+        {REG(0), 0x1000, HM_GEN_0, 0},
+    };
+    /* moves: zero length, wrapping destination, an old range overlapping one that starts
+     * earlier, and a destination overlapping an earlier destination: 4 anomalies. */
+    add(m, REG(0) + 0x20, 2);
+    add(m, REG(0) + 0x30, 3);
+    const hm_move mv[] = {
+        {REG(0) + 0x10, REG(1), 0x10},          /* kept: HM_ID_MAX -> REG(1) */
+        {REG(0) + 0x18, REG(2), 0x10},          /* overlaps the one above: dropped */
+        {REG(0) + 0x20, REG(1) + 0x8, 0x10},    /* destination overlaps: dropped, 2 dies */
+        {REG(0) + 0x30, UINT64_MAX - 4, 0x10},  /* wraps: dropped, 3 dies */
+        {REG(0) + 0x40, REG(3), 0},             /* zero length */
+    };
+    const hm_gen_range ba[] = {{REG(1), 0x100, HM_GEN_1, 0}};
+    st = run_gc(m, &rec, (gc_args){1, ARR(bb), ARR(ba), ARR(mv)});
+    CHECK_EQ(st.anomalies, 3 + 4);
+    expect_event(&rec, 's', HM_ID_MAX, 0, 1);
+    expect_event(&rec, 'd', 2, 0, 0);
+    expect_event(&rec, 'd', 3, 0, 0);
+    EXPECT(m, {REG(1), HM_ID_MAX, 1});
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* Builds the same small heap twice over: old objects in several windows, young ones, a
+ * tombstone and an evicted young object. */
+static void build_nomem_heap(hm_model *m, hm_rec *rec)
+{
+    const hm_gen_range bb[] = {
+        {REG(0), 0x10000, HM_GEN_0, 0}, {REG(1), 0x10000, HM_GEN_1, 0},
+        {REG(2), 0x10000, HM_GEN_2, 0}, {REG(4), 0x10000, HM_GEN_LOH, 0},
+    };
+    for (uint64_t k = 0; k < 200; k++)
+        CHECK_EQ(hm_model_add(m, REG(k % 5) + 0x40 * (k + 1), k + 1), HM_OK);
+    run_gc(m, rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    for (uint64_t k = 0; k < 300; k++)
+        CHECK_EQ(hm_model_add(m, REG(0) + 0x20 * (k + 1), 1000 + k), HM_OK);
+    CHECK_EQ(hm_model_add(m, REG(1) + 0x40 * 2, 5000), HM_OK); /* tombstone */
+    CHECK_EQ(hm_model_add(m, REG(0) + 0x20, 5001), HM_OK);     /* evicts young 1000 */
+}
+
+/* HM_ERR_NOMEM at every allocation of apply_gc and add: the model is unchanged, no callback was
+ * made, and the retried call gives the same result as a run that never failed. */
+static void test_nomem(void)
+{
+    const hm_gen_range bb[] = {
+        {REG(0), 0x10000, HM_GEN_0, 0}, {REG(1), 0x10000, HM_GEN_1, 0},
+        {REG(2), 0x10000, HM_GEN_2, 0}, {REG(4), 0x10000, HM_GEN_LOH, 0},
+    };
+    const hm_gen_range ba[] = {
+        {REG(1), 0x10000, HM_GEN_2, 0}, {REG(6), 0x10000, HM_GEN_1, 0},
+        {REG(2), 0x10000, HM_GEN_2, 0}, {REG(4), 0x10000, HM_GEN_LOH, 0},
+    };
+    const hm_move mv[] = {
+        {REG(0) + 0x100, REG(6) + 0x100, 0x2000}, {REG(1) + 0x1000, REG(6) + 0x4000, 0x3000},
+        {REG(4), REG(4), 0x10000},
+    };
+    hm_rec ref = {0}, rec = {0};
+    hm_objs before = {0}, after = {0}, want = {0};
+    hm_model *r = hm_model_new();
+    build_nomem_heap(r, &ref);
+    run_gc(r, &ref, (gc_args){3, ARR(bb), ARR(ba), ARR(mv)});
+    hm_objs_of_model(&want, r);
+
+    bool failed_once = false;
+    for (long k = 0;; k++) {
+        hm_model *m = hm_model_new();
+        hm_gc_sink sink = hm_rec_sink(&rec);
+        hm_gc_stats st;
+        build_nomem_heap(m, &rec);
+        hm_objs_of_model(&before, m);
+        hm_rec_clear(&rec);
+        hm_model_fail_after(m, k);
+        hm_gc_input in = {1, 3, ARR(bb), ARR(ba), ARR(mv)};
+        int rc = hm_model_apply_gc(m, &in, &sink, &st);
+        hm_model_fail_after(m, -1);
+        CHECK_MODEL(m);
+        if (rc == HM_ERR_NOMEM) {
+            failed_once = true;
+            CHECK_EQ(rec.n, 0);
+            CHECK_EQ(st.classified + st.died + st.survived, 0);
+            hm_objs_of_model(&after, m);
+            CHECK(hm_objs_equal(&before, &after));
+            /* The same GC, retried, does what it would have done. */
+            run_gc(m, &rec, (gc_args){3, ARR(bb), ARR(ba), ARR(mv)});
+            CHECK(hm_rec_equal(&rec, &ref));
+            hm_objs_of_model(&after, m);
+            CHECK(hm_objs_equal(&after, &want));
+            hm_model_free(m);
+            continue;
+        }
+        CHECK_EQ(rc, HM_OK);
+        hm_model_free(m);
+        break;
+    }
+    CHECK(failed_once);
+
+    /* add: keep adding with every allocation failing; each failure changes nothing. */
+    hm_model *m = hm_model_new();
+    size_t nomem = 0;
+    hm_model_fail_after(m, 0);
+    for (uint64_t k = 1; k <= 3; k++)
+        if (hm_model_add(m, REG(0) + 8 * k, k) == HM_ERR_NOMEM)
+            nomem++;
+    CHECK_EQ(nomem, 3);
+    CHECK_EQ(hm_model_count(m), 0);
+    hm_model_fail_after(m, -1);
+    for (uint64_t k = 1; k <= 16; k++)
+        add(m, REG(0) + 8 * k, k);
+    hm_model_fail_after(m, 0);
+    for (uint64_t k = 17; k <= 5000 && nomem < 4; k++) {
+        size_t n = hm_model_count(m);
+        if (hm_model_add(m, REG(0) + 8 * k, k) == HM_ERR_NOMEM) {
+            nomem++;
+            CHECK_EQ(hm_model_count(m), n);
+            CHECK(!hm_model_lookup(m, REG(0) + 8 * k, NULL, NULL));
+        }
+        CHECK_MODEL(m);
+    }
+    CHECK_EQ(nomem, 4);
+    hm_model_free(m);
+    hm_model_free(r);
+    hm_objs_release(&before);
+    hm_objs_release(&after);
+    hm_objs_release(&want);
+    hm_rec_release(&rec);
+    hm_rec_release(&ref);
+}
+
+/* NULL is accepted where the header says so. */
+static void test_null(void)
+{
+    hm_model_free(NULL);
+    CHECK_EQ(hm_model_count(NULL), 0);
+    CHECK_EQ(hm_model_memory(NULL), 0);
+    CHECK(!hm_model_lookup(NULL, 1, NULL, NULL));
+    CHECK(!hm_model_check(NULL, NULL, 0));
+    hm_model *m = hm_model_new();
+    const hm_gen_range bb[] = {{REG(0), 0x1000, HM_GEN_0, 0}};
+    hm_gc_input in = {1, 1, ARR(bb), NULL, 0, NULL, 0};
+    add(m, REG(0) + 8, 1);
+    CHECK_EQ(hm_model_apply_gc(m, &in, NULL, NULL), HM_OK);
+    CHECK_EQ(hm_model_count(m), 0);
+    CHECK(hm_model_memory(m) >= sizeof(void *));
+    hm_model_free(m);
+}
+
+int main(void)
+{
+    test_classification();
+    test_gen0_compacting();
+    test_sweeping();
+    test_gen2_compacting_uoh();
+    test_gen1_promotes();
+    test_no_double_remap();
+    test_survivor_outside_bounds();
+    test_evictions();
+    test_nongc_and_unknown();
+    test_invalid_input();
+    test_nomem();
+    test_null();
+    printf("test_hm_model: ok\n");
+    return 0;
+}
