@@ -12,7 +12,9 @@ dotnet build examples/AllocPatterns -c Release -o "$out/AllocPatterns" -nologo -
 hl=build/bin/heaplens
 echo
 echo "\$ heaplens record -o $out/demo.db -- dotnet $out/AllocPatterns/AllocPatterns.dll"
-$hl record --force -o "$out/demo.db" -- dotnet "$out/AllocPatterns/AllocPatterns.dll" "$out/ground-truth.json"
+# The program's own report of itself goes to a file; heaplens's summary line comes on stderr.
+$hl record --force -o "$out/demo.db" -- dotnet "$out/AllocPatterns/AllocPatterns.dll" \
+    "$out/ground-truth.json" >"$out/program-output.txt"
 echo
 echo "\$ heaplens gcs $out/demo.db"
 $hl gcs "$out/demo.db"
