@@ -60,15 +60,19 @@ void hl_outbox_release(hl_outbox *o) {
     o->fd = -1;
 }
 
-static uint8_t *reserve(hl_outbox *o, size_t n) {
+/* Space for n more bytes, or NULL. Allocation batches may fill only the outbox's first three
+ * quarters: the last quarter stays for GC, type and snapshot records, so that an overloaded
+ * writer costs allocation rows (counted) but every GC still arrives whole and in order. */
+static uint8_t *reserve(hl_outbox *o, size_t n, bool bulk) {
     if (o->fd < 0)
         return NULL;
-    if (o->cap - o->end < n && o->start > 0) {
+    size_t limit = bulk ? o->cap - o->cap / 4 : o->cap;
+    if (limit - o->end < n && o->start > 0) {
         memmove(o->data, o->data + o->start, o->end - o->start);
         o->end -= o->start;
         o->start = 0;
     }
-    if (o->cap - o->end < n)
+    if (o->end > limit || limit - o->end < n)
         return NULL;
     uint8_t *p = o->data + o->end;
     o->end += n;
@@ -78,7 +82,9 @@ static uint8_t *reserve(hl_outbox *o, size_t n) {
 bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const void *b, size_t nb,
                    const void *c, size_t nc) {
     size_t payload = na + nb + nc;
-    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD ? reserve(o, sizeof(hl_rec_header) + payload) : NULL;
+    bool bulk = type == HL_REC_ALLOC_BATCH;
+    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD ? reserve(o, sizeof(hl_rec_header) + payload, bulk)
+                                               : NULL;
     if (!p) {
         o->records_dropped++;
         o->bytes_dropped += sizeof(hl_rec_header) + payload;
@@ -97,7 +103,7 @@ bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const 
 }
 
 bool hl_outbox_put_raw(hl_outbox *o, const void *src, size_t n) {
-    uint8_t *p = reserve(o, n);
+    uint8_t *p = reserve(o, n, false);
     if (!p) {
         o->bytes_dropped += n;
         return false;

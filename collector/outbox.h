@@ -3,7 +3,8 @@
  * Only the collector thread uses it. Records are appended whole or not at all: when the queue is
  * full (writer slow) or the writer is gone, the record is dropped and counted, never blocking the
  * collector thread, so the GC queue and the thread rings keep draining and the program never
- * waits on the writer. Sending is non-blocking; MSG_NOSIGNAL keeps a dead writer from raising
+ * waits on the writer. Allocation batches are dropped first: a quarter of the queue is kept for
+ * everything else, so GCs keep arriving whole while allocation rows are being lost. Sending is non-blocking; MSG_NOSIGNAL keeps a dead writer from raising
  * SIGPIPE in the profiled process.
  */
 #ifndef HEAPLENS_OUTBOX_H

@@ -248,8 +248,7 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
     if (write(ready_fd, msg, strlen(msg)) < 0 || !w)
         _exit(1);
     close(ready_fd);
-    (void)control_fd;
-    gboolean ok = store_writer_serve(w, listen_fd, stop_fd, STOP_WAIT_MS, &error);
+    gboolean ok = store_writer_serve(w, listen_fd, control_fd, stop_fd, STOP_WAIT_MS, &error);
     store_summary summary;
     g_autoptr(GError) finish_error = NULL;
     gboolean finished = store_writer_finish(w, &summary, &finish_error);
@@ -365,6 +364,28 @@ static void summary_print(const char *output, const record_options *o) {
         fprintf(stderr, "heaplens: %s\n", note);
 }
 
+/* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
+ * of a killed writer must never be taken into a new recording, so --force removes the whole set
+ * and without it any member of the set means "exists". */
+static gboolean output_prepare(const char *output, gboolean force, GError **error) {
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+        g_autofree char *path = g_strconcat(output, suffixes[i], NULL);
+        if (force && unlink(path) != 0 && errno != ENOENT) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", path,
+                        g_strerror(errno));
+            return FALSE;
+        }
+        if (!force && access(path, F_OK) == 0) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "%s already exists; choose another name with -o, or --force to replace it",
+                        path);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 int cmd_record(int argc, char **argv) {
     record_options o = {0};
     gboolean help = FALSE;
@@ -379,16 +400,8 @@ int cmd_record(int argc, char **argv) {
     if (!collector || !program_check(o.program[0], &error))
         return query_error_report(error);
     g_autofree char *output = o.output ? g_strdup(o.output) : default_output(o.program[0]);
-    if (o.force && unlink(output) != 0 && errno != ENOENT) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", output,
-                    g_strerror(errno));
+    if (!output_prepare(output, o.force, &error))
         return query_error_report(error);
-    }
-    if (!o.force && access(output, F_OK) == 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "%s already exists; choose another name with -o, or --force to replace it", output);
-        return query_error_report(error);
-    }
     g_autofree char *command = g_strjoinv(" ", o.program);
 
     record_sockets sockets;
@@ -454,7 +467,10 @@ int cmd_record(int argc, char **argv) {
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
 
-    /* Tell the writer the program is gone and how it ended, then wait for it to finish. */
+    /* Tell the writer the program is gone and how it ended, then wait for it to finish. The
+     * writer may have died: no SIGPIPE for heaplens (set only now, so that the program was not
+     * started with SIGPIPE ignored). */
+    signal(SIGPIPE, SIG_IGN);
     char line[64];
     if (WIFSIGNALED(status) && started)
         snprintf(line, sizeof line, "signal %d\n", WTERMSIG(status));
@@ -474,8 +490,10 @@ int cmd_record(int argc, char **argv) {
         return query_error_report(error);
     }
     if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != 0) {
-        fprintf(stderr, "heaplens: the writer failed; %s may be incomplete\n", output);
-        return exit_status ? exit_status : 1;
+        /* The program's exit status still passes through unchanged: scripts that wrap a program
+         * in `heaplens record` must see what the program did. The loss is said here. */
+        fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n", output);
+        return exit_status;
     }
     summary_print(output, &o);
     return exit_status;

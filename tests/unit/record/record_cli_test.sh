@@ -39,6 +39,11 @@ check() { # name, expected status, actual status, stderr file, expected stderr p
 
 "$hl" record -o b.db -- true 2>err; check "existing output" 1 $? err "^heaplens: b.db already exists"
 
+touch c.db-wal  # the leftover of a killed writer is part of the database c.db
+"$hl" record -o c.db -- true 2>err; check "leftover WAL" 1 $? err "^heaplens: c.db-wal already exists"
+"$hl" record --force -q -o c.db -- true 2>err; check "--force takes the leftover away" 0 $? err ""
+[ ! -e c.db-wal ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --force left c.db-wal"; }
+
 "$hl" record --force -q -o b.db -- sh -c 'exit 7' 2>err; check "exit status passed through" 7 $? err ""
 
 "$hl" record --force -q -o b.db -- sh -c 'kill -9 $$' 2>err; check "signal passed through" 137 $? err ""

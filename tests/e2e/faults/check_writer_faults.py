@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Faults of the writer while a real .NET program is recorded (design: "the collector never harms
+its host"). AllocBench runs under `heaplens record`; once the first GC is committed the test
+either kills the writer (SIGKILL) or stops it (SIGSTOP) until the program has finished its work.
+
+Checked: the program runs to its end and `heaplens record` exits with its status; nothing
+already committed is lost and the database stays readable; a stalled writer costs drops that are
+counted and stored, not a blocked program. One line per failed check, then "N passed, M failed".
+
+Synchronisation is on observable conditions only (a committed GC in the database, the program's
+own output line, process exit), each with a timeout -- never on sleeps."""
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}" + (f": {detail}" if detail else ""))
+
+
+def wait_for(what, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)  # polling interval of a condition check, not a synchronisation sleep
+    raise SystemExit(f"FAIL timed out waiting for {what}")
+
+
+def committed_gcs(db):
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)
+        try:
+            return con.execute("SELECT count(*) FROM gcs").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def writer_pid(heaplens_pid, proc):
+    """The writer is the child of `heaplens record` that is not the program (dotnet)."""
+    if proc.poll() is not None:
+        raise SystemExit("FAIL the recording ended before the fault could be injected; "
+                         "raise --iterations")
+    out = subprocess.run(["ps", "-o", "pid=,comm=", "--ppid", str(heaplens_pid)],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        pid, comm = line.split(None, 1)
+        if comm.strip() == "heaplens":
+            return int(pid)
+    return None
+
+
+def heaplens_json(hl, *args):
+    r = subprocess.run([hl, *args, "--json"], capture_output=True, text=True)
+    return r.returncode, (json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else None), r.stderr
+
+
+def start(hl, dll, db, iterations, env):
+    return subprocess.Popen([hl, "record", "--force", "-o", db, "--", "dotnet", dll,
+                             str(iterations), "--threads", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def program_line(proc):
+    """Reads the program's stdout until its final 'AllocBench:' line."""
+    for line in proc.stdout:
+        if line.startswith("AllocBench:"):
+            return line
+    return None
+
+
+def writer_killed(hl, dll, workdir, iterations):
+    db = os.path.join(workdir, "killed.db")
+    proc = start(hl, dll, db, iterations, dict(os.environ))
+    wait_for("killed: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
+    gcs_before = committed_gcs(db)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    os.kill(wpid, signal.SIGKILL)
+    line = program_line(proc)
+    err = proc.stderr.read()
+    status = proc.wait(timeout=300)
+    check("killed: the program ran to its end", line is not None, err.strip())
+    check("killed: heaplens exits with the program's status (0)", status == 0, f"status {status}")
+    check("killed: heaplens says the writer failed", "writer failed" in err, err.strip())
+    rc, gcs, e = heaplens_json(hl, "gcs", db)
+    check("killed: the database is readable", rc == 0 and gcs is not None, e.strip())
+    if gcs:
+        check("killed: every GC committed before the kill is there",
+              len(gcs["rows"]) >= gcs_before, f"{len(gcs['rows'])} < {gcs_before}")
+        check("killed: GC ordinals are 1..n without gaps",
+              [r["gc"] for r in gcs["rows"]] == list(range(1, len(gcs["rows"]) + 1)))
+    rc, info, e = heaplens_json(hl, "info", db)
+    check("killed: the run is not marked complete",
+          rc == 0 and info and info["run"]["status"] != "complete", json.dumps(info and info["run"]))
+
+
+def writer_stalled(hl, dll, workdir, iterations):
+    db = os.path.join(workdir, "stalled.db")
+    # An outbox far smaller than the stream (~480 MB): the stall must cost drops. It still holds
+    # a GC's own records (a byte per object allocated since the previous GC).
+    env = dict(os.environ, HEAPLENS_BUFFER_MB="64")
+    proc = start(hl, dll, db, iterations, env)
+    wait_for("stalled: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    os.kill(wpid, signal.SIGSTOP)
+    try:
+        line = program_line(proc)  # the program finishes its work while the writer is stopped
+    finally:
+        os.kill(wpid, signal.SIGCONT)
+    err = proc.stderr.read()
+    status = proc.wait(timeout=300)
+    check("stalled: the program finished its work while the writer was stopped", line is not None)
+    check("stalled: heaplens exits with the program's status (0)", status == 0, f"status {status} {err.strip()}")
+    rc, info, e = heaplens_json(hl, "info", db)
+    check("stalled: the database is readable", rc == 0 and info is not None, e.strip())
+    if info:
+        counters = info["counters"]
+        dropped = counters.get("records_dropped", 0) + counters.get("allocs_dropped", 0)
+        check("stalled: drops were counted and stored", dropped > 0, json.dumps(counters))
+        check("stalled: the run is complete (the end-of-run record got through)",
+              info["run"]["status"] == "complete", info["run"]["status"])
+    r = subprocess.run([hl, "allocations", db, "--top", "1"], capture_output=True, text=True)
+    check("stalled: commands say the counts are lower bounds", "dropped" in r.stdout + r.stderr,
+          r.stdout + r.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--heaplens", required=True)
+    ap.add_argument("--dll", required=True, help="AllocBench.dll")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--iterations", type=int, default=80000,
+                    help="AllocBench iterations: the program must outlive the injected fault")
+    a = ap.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
+    writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
