@@ -13,11 +13,13 @@
 
 int cmd_record(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_snapshots(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_gcs(int argc, char **argv);
 int cmd_allocations(int argc, char **argv);
 int cmd_survivors(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_retention(int argc, char **argv);
 
 /* Prints the usage text of command `name` from the table to `out`. FALSE if there is no such
  * command. A handler that sees --help calls this and returns 0. */

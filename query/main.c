@@ -53,6 +53,19 @@ static const query_command commands[] = {
                      HELP_OPTION,
     },
     {
+        .name = "snapshots",
+        .handler = cmd_snapshots,
+        .summary = "list the heap snapshots: size, roots, handles and the model's self-check",
+        .usage = "usage: heaplens snapshots FILE [--json]\n"
+                 "\n"
+                 "One row per heap snapshot: the GC it was taken at, what triggered it, objects,\n"
+                 "references, roots, handle roots and bytes, frozen objects pulled in by\n"
+                 "references, and the self-check: 'missing' objects the model holds that the\n"
+                 "runtime's walk lacks, 'extra' walked objects the model never saw allocated.\n"
+                 "\n"
+                 "options:\n" JSON_OPTION HELP_OPTION,
+    },
+    {
         .name = "info",
         .handler = cmd_info,
         .summary = "show a recording: the run, its counters and totals",
@@ -100,6 +113,28 @@ static const query_command commands[] = {
                  "options:\n"
                  "  --gc N               the GC (ordinal from 1; default: the last one)\n"
                  JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "retention",
+        .handler = cmd_retention,
+        .summary = "what keeps the most memory alive in a heap snapshot: retained sizes",
+        .usage = "usage: heaplens retention FILE [--snapshot S] [--top K] [--by object|type]\n"
+                 "                          [--json] [--progress]\n"
+                 "\n"
+                 "The dominator tree of a heap snapshot (every GC root under one virtual root):\n"
+                 "an object retains what only it keeps alive, itself included. Shows the top K\n"
+                 "retainers with their type, retained bytes, retained object count and shallow\n"
+                 "size; a collection's type is followed by its element type ('System.Object[] of\n"
+                 "App.Session'). --by type: what all instances of a type retain together, each\n"
+                 "object counted once. The first run on a snapshot stores the retained sizes in\n"
+                 "FILE (tables retention, retention_types); later runs read them back.\n"
+                 "\n"
+                 "options:\n"
+                 "  --snapshot S         the snapshot (default: the last one)\n"
+                 "  --top K              show the K largest (default 20)\n"
+                 "  --by object|type     rank objects (default) or types\n"
+                 "  --progress           report progress and step times on stderr (default: only\n"
+                 "                       when stderr is a terminal)\n" JSON_OPTION HELP_OPTION,
     },
     {
         .name = "report",
