@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #define SHUTDOWN_STALL_MS 10000 /* give up on a writer that takes nothing for this long */
+#define RESUME_GRACE_NS 50000000 /* wait this long after a GC for the end of its pause */
 
 uint64_t hl_now_ns(void) {
     struct timespec ts;
@@ -311,7 +312,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_collector_put_chunked(c, HL_REC_GC_PROMOTIONS, &pr, sizeof pr, &pr.count,
                              c->promotions.p, c->promotions.n, sizeof(hl_promotion));
 
-    hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns, .survived_bytes = g->survived_bytes,
+    hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns,
+                   .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
                    .surviving_ranges = g->surviving_ranges};
     if (!incomplete) {
@@ -366,7 +368,8 @@ static bool pass(collector *c) {
          * has a boundary >= snapshot, so ids below the snapshot are safe to add now. */
         uint64_t snapshot = atomic_load_explicit(&p->next_id, memory_order_acquire);
         hl_gc_capture *g = hl_gc_peek(&p->gcs);
-        bool finished = g && atomic_load_explicit(&g->finished, memory_order_acquire);
+        bool stopping = atomic_load_explicit(&p->stopping, memory_order_acquire);
+        bool finished = g && hl_gc_ready(&p->gcs, g, hl_now_ns(), RESUME_GRACE_NS, stopping);
         uint64_t limit = g ? g->first_id_after : snapshot;
         if (!finished && limit > snapshot)
             limit = snapshot;

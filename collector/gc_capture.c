@@ -20,6 +20,7 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     atomic_init(&q->written, 0);
     atomic_init(&q->read, 0);
     atomic_init(&q->lost, 0);
+    atomic_init(&q->awaiting_resume, NULL);
     atomic_flag_clear(&q->moves_lock);
 }
 
@@ -41,6 +42,7 @@ void hl_gc_queue_release(hl_gc_queue *q) {
     q->current = NULL;
     free(q->scratch);
     q->scratch = NULL;
+    atomic_store(&q->awaiting_resume, NULL);
 }
 
 /* Copies the runtime's generation bounds; false when they could not be had. */
@@ -103,6 +105,9 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
         c->incomplete = true;
     c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
     atomic_init(&c->finished, false);
+    atomic_init(&c->resume_ns, 0);
+    /* The previous GC can no longer be resumed: from now on the consumer may free it. */
+    atomic_store(&q->awaiting_resume, NULL);
     q->current = c;
     q->ring[w % HL_GC_QUEUE] = c;
     atomic_store_explicit(&q->written, w + 1, memory_order_release);
@@ -204,7 +209,33 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     if (!bounds_copy(q, info, &c->after, &c->n_after))
         c->incomplete = true;
     c->end_ns = now_ns();
+    atomic_store(&q->awaiting_resume, c);
     atomic_store_explicit(&c->finished, true, memory_order_release);
+}
+
+void hl_gc_on_resumed(hl_gc_queue *q, uint64_t t) {
+    hl_gc_capture *c = atomic_exchange(&q->awaiting_resume, NULL);
+    if (c)
+        atomic_store_explicit(&c->resume_ns, t, memory_order_release);
+}
+
+bool hl_gc_ready(hl_gc_queue *q, hl_gc_capture *c, uint64_t t, uint64_t grace_ns, bool stopping) {
+    if (!atomic_load_explicit(&c->finished, memory_order_acquire))
+        return false;
+    if (atomic_load_explicit(&c->resume_ns, memory_order_acquire) || stopping)
+        return true;
+    /* A newer GC started: this one's pause is over (and awaiting_resume no longer points to it,
+     * so freeing it is safe). */
+    uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
+    if (atomic_load_explicit(&q->written, memory_order_acquire) > r + 1)
+        return true;
+    if (t - c->end_ns < grace_ns)
+        return false;
+    /* No resume callback came in time: stop waiting for one. Taking the pointer back first
+     * means a late callback cannot write into the capture once it is freed. */
+    hl_gc_capture *expected = c;
+    atomic_compare_exchange_strong(&q->awaiting_resume, &expected, NULL);
+    return true;
 }
 
 hl_gc_capture *hl_gc_peek(hl_gc_queue *q) {

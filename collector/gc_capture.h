@@ -62,6 +62,7 @@ typedef struct hl_gc_capture {
     uint64_t walk_objects;
     uint64_t walk_first_ns, walk_last_ns;
     atomic_bool finished;    /* set last, at GarbageCollectionFinished */
+    atomic_uint_fast64_t resume_ns; /* RuntimeResumeFinished after it; 0 until then */
 } hl_gc_capture;
 
 typedef struct hl_gc_queue {
@@ -69,6 +70,7 @@ typedef struct hl_gc_queue {
     atomic_uint_fast64_t written; /* captures published (producer) */
     atomic_uint_fast64_t read;    /* captures consumed (consumer) */
     hl_gc_capture *current;       /* the GC in progress, producer side */
+    hl_gc_capture *_Atomic awaiting_resume; /* finished, its RuntimeResumeFinished not seen yet */
     atomic_flag moves_lock;
     uint32_t gcs_started;
     COR_PRF_GC_GENERATION_RANGE *scratch; /* GetGenerationBounds buffer, grown as needed */
@@ -94,6 +96,12 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
                      const ObjectID *new_starts, const SIZE_T *lengths);
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info);
+/* RuntimeResumeFinished: the end of the last finished GC's pause. */
+void hl_gc_on_resumed(hl_gc_queue *q, uint64_t now_ns);
+/* Consumer side: whether a finished capture can be applied now. It waits for the resume time of
+ * its pause, but not once a newer GC has started, the collector is stopping, or `grace_ns` have
+ * passed since the GC finished (a GC without a resume callback). */
+bool hl_gc_ready(hl_gc_queue *q, hl_gc_capture *c, uint64_t now_ns, uint64_t grace_ns, bool stopping);
 
 /* Consumer side: the collector thread. Peek returns the oldest unapplied GC (finished or still
  * in progress) or NULL; pop frees it. */

@@ -112,6 +112,12 @@ static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uin
     }
 }
 
+static HRESULT on_runtime_resume_finished(hl_profiler *p) {
+    if (p->active)
+        hl_gc_on_resumed(&p->gcs, hl_now_ns());
+    return S_OK;
+}
+
 static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], uint32_t reason) {
     if (!p->active)
         return S_OK;
@@ -299,6 +305,7 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .Shutdown = on_shutdown,
     .ObjectAllocated = on_object_allocated,
     .RuntimeSuspendStarted = on_runtime_suspend_started,
+    .RuntimeResumeFinished = on_runtime_resume_finished,
     .GarbageCollectionStarted = on_gc_started,
     .MovedReferences2 = on_moved_references2,
     .SurvivingReferences2 = on_surviving_references2,

@@ -3,9 +3,10 @@
  * Runs after the model applied the GC, so every address below is a post-GC address and
  * hm_model_lookup turns it into a stable id.
  *
- * A snapshot is built from what the GC callbacks copied: the runtime's walk of every live GC-heap
- * object (ObjectReferences) and the roots (RootReferences2). Objects referenced from the graph
- * that live on the NonGC (frozen) heap are added, marked frozen. The self-check compares the walk
+ * A snapshot is built from what the GC callbacks copied: the runtime's walk of every live object
+ * (ObjectReferences; on .NET 10 it includes frozen objects) and the roots (RootReferences2).
+ * Frozen (NonGC heap) objects are marked frozen, and those the walk left out are added when the
+ * graph references them. The self-check compares the walk
  * with the model: objects the model holds that the walk lacks (model_missing) and walked objects
  * the model never saw (model_extra; they get ids of their own and are sent as DISCOVERED).
  */
@@ -105,6 +106,13 @@ static void walk_objects(snapshot *s) {
         hl_snapshot_object o = {0};
         if (hm_model_lookup(c->model, w.object, &id, &gen) && gen != HM_GEN_UNKNOWN) {
             o = (hl_snapshot_object){.id = id, .generation = gen};
+            if (gen == HM_GEN_NONGC) {
+                /* .NET 10's walk reports frozen objects too: list them once, flagged, and keep
+                 * resolve() from adding them a second time. */
+                o.flags = HL_SNAP_OBJ_FROZEN;
+                hl_u64map_put(&s->frozen, id, 1);
+                s->end.frozen++;
+            }
         } else {
             id = HL_DISCOVERED_ID_BASE + ++c->discovered;
             gen = generation_at(g->after, g->n_after, w.object);
@@ -187,7 +195,7 @@ static bool missing_visit(void *ctx, uint64_t addr, uint64_t id, uint32_t genera
     missing_scan *m = ctx;
     (void)id;
     if (generation == HM_GEN_NONGC || generation == HM_GEN_UNKNOWN)
-        return true; /* frozen objects are never walked; unknown ones were just discovered */
+        return true; /* frozen objects need not be walked; unknown ones were just discovered */
     while (m->at < m->n && m->walked[m->at] < addr)
         m->at++;
     if (m->at == m->n || m->walked[m->at] != addr)
