@@ -249,6 +249,7 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
         _exit(1);
     close(ready_fd);
     gboolean ok = store_writer_serve(w, listen_fd, control_fd, stop_fd, STOP_WAIT_MS, &error);
+    close(control_fd); /* a client connecting now gets EOF at once instead of waiting */
     store_summary summary;
     g_autoptr(GError) finish_error = NULL;
     gboolean finished = store_writer_finish(w, &summary, &finish_error);

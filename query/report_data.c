@@ -378,7 +378,7 @@ out:
 /* ---- snapshots -------------------------------------------------------------------------- */
 
 /* Snapshots, leak suspects and retainers come from later work: their sections appear only when
- * the recording has their tables (`snapshots`, then `retention`). */
+ * the recording has their tables (`snapshots`, then `retention`) and snapshots in them. */
 static gboolean report_snapshots_get(sqlite3 *db, report_data *data, GError **error)
 {
     int64_t exists = 0;
@@ -390,6 +390,8 @@ static gboolean report_snapshots_get(sqlite3 *db, report_data *data, GError **er
         return FALSE;
     if (exists && !query_db_int(db, "SELECT COUNT(*) FROM snapshots", &data->snapshots, error))
         return FALSE;
+    if (data->snapshots == 0)
+        data->snapshots = -1; /* every recording has the table: none in it, no section */
     return TRUE;
 }
 

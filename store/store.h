@@ -33,6 +33,7 @@ typedef struct store_summary {
     uint64_t gcs;          /* complete GCs stored */
     uint64_t objects;      /* object rows */
     uint64_t types;
+    uint64_t snapshots;    /* heap snapshots stored */
     uint64_t drops;        /* allocs_dropped + gc_events_dropped + records_dropped (collector) */
     gboolean complete;     /* end-of-run record received */
     gboolean connected;    /* a valid stream header arrived (a collector connected) */
@@ -64,9 +65,18 @@ gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error);
  * or "signal 9"; end of file without it: unknown), waiting for it at most `stop_wait_ms`
  * milliseconds. Once the exit status has arrived, a connection that stays silent for
  * `stop_wait_ms` counts as ended (a child of the program may hold it open). Ingest errors are
- * returned as store_writer_ingest_fd returns them, after the exit status was recorded. */
-gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int stop_wait_ms,
-                            GError **error);
+ * returned as store_writer_ingest_fd returns them, after the exit status was recorded.
+ *
+ * `control_fd` (-1: none) is a listening unix socket for on-demand snapshot requests (set
+ * O_NONBLOCK here), served all along; protocol in store/README.md. A client of another uid is
+ * closed unanswered. A client that sent "snapshot\n" while the collector is connected waits
+ * until a GC holding a snapshot with trigger 'requested' commits ("ok <snapshot> <gc>\n"), or
+ * until the stream ends ("error ...\n"). Answers never block the ingest: a client that does not
+ * take its answer at once is dropped. When serve returns, every client has been answered and
+ * closed; `control_fd` stays open (the caller closes it, best at once: a client that connects
+ * later waits unanswered until it is closed). */
+gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int stop_fd,
+                            int stop_wait_ms, GError **error);
 
 /* Records the program's exit status (128+N for signal N). */
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);

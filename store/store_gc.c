@@ -5,10 +5,12 @@
  *   DEATHS      older objects: objects.died_gc = n, close the open object_generations row
  *   PROMOTIONS  older objects: close the open row, open one for the new generation from n
  *   DISCOVERED  objects first seen in a heap walk: inserted, alive in their generation from n
+ *   SNAPSHOT_*  store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
  *   GC_END      insert the young objects (ids below first_id_after) once, with heap, died_gc
  *               and first generation known; the gcs and gc_generations rows; the counters;
- *               RELEASE gc; COMMIT; BEGIN
+ *               RELEASE gc; COMMIT; BEGIN; then announce the snapshots that commit stored
  *
+ * A snapshot lives and dies with its GC: rolled back with it, and committed only by its GC_END.
  * A record that names another GC than the open one is skipped and counted as a writer anomaly;
  * a GC_START that does not move forward is a corrupt stream.
  */
@@ -37,11 +39,21 @@ gboolean store_gc_discard_open(store_writer *w, GError **error)
     w->gcs_discarded_incomplete++;
     w->object_rows.rows = 0; /* rows of a drain that failed half-way */
     w->generation_rows.rows = 0;
+    w->snapshot_object_rows.rows = 0;
+    w->snapshot_ref_rows.rows = 0;
+    w->snapshot_root_rows.rows = 0;
     store_pending_clear_fates(w->pending);
+    /* Snapshots go with their GC: the open one, and those already written inside it. */
+    store_snapshot_discard_open(w);
+    w->snapshots_discarded += w->gc.snapshots->len;
+    g_array_set_size(w->gc.snapshots, 0);
+    w->last_snapshot = w->last_snapshot_committed;
     /* Rows inserted inside the savepoint vanish: forget which threads we believe exist. */
     g_hash_table_remove_all(w->threads_seen);
     w->last_tid_valid = FALSE;
     if (!store_sql_exec(w->db, w->path, "ROLLBACK TO gc; RELEASE gc", error))
+        goto out;
+    if (w->gc.handles_changed && !store_handles_reload(w, error))
         goto out;
     /* Apply again the records that arrived inside the GC and were rolled back with it. */
     for (guint i = 0; i < w->replay->len; i++) {
@@ -78,6 +90,8 @@ gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error
     w->gc.open = TRUE;
     w->gc.start = *s;
     w->gc.discovered = 0;
+    w->gc.handles_changed = FALSE;
+    g_array_set_size(w->gc.snapshots, 0);
     return TRUE;
 }
 
@@ -313,6 +327,8 @@ static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError 
     sqlite3_bind_int64(st, 11, (int64_t)s->first_id_after);
     sqlite3_bind_int64(st, 12, (int64_t)e->objects_live);
     sqlite3_bind_int64(st, 13, (e->flags & HL_GC_FLAG_INCOMPLETE) != 0);
+    sqlite3_bind_int64(st, 14, (int64_t)e->roots);
+    sqlite3_bind_int64(st, 15, (int64_t)e->pinned_roots);
     if (!store_writer_step(w, STORE_STMT_INSERT_GC, error))
         return FALSE;
     st = w->stmt[STORE_STMT_INSERT_GC_GENERATION];
@@ -333,6 +349,7 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
 
     if (!store_gc_is_open(w, e->gc))
         return TRUE;
+    store_snapshot_discard_open(w); /* its SNAPSHOT_END never came */
     w->counters = e->counters;
     w->have_counters = TRUE;
     if (!store_gc_insert_pending(w, w->gc.start.first_id_after, e->gc, error) ||
@@ -345,6 +362,13 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     w->any_gc = TRUE;
     w->gcs_written++;
     g_ptr_array_set_size(w->replay, 0);
+    w->last_snapshot_committed = w->last_snapshot;
+    w->snapshots_written += w->gc.snapshots->len;
+    for (guint i = 0; i < w->gc.snapshots->len && w->on_snapshot != NULL; i++) {
+        const store_snapshot_done *d = &g_array_index(w->gc.snapshots, store_snapshot_done, i);
+        w->on_snapshot(w->on_snapshot_ctx, d->snapshot, d->gc, d->trigger);
+    }
+    g_array_set_size(w->gc.snapshots, 0);
     return TRUE;
 }
 

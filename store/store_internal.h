@@ -5,7 +5,10 @@
  *   store_schema.c   the database: DDL, pragmas, recognising a heaplens database
  *   store_writer.c   lifecycle, transactions, the run row; applies non-GC records
  *   store_gc.c       applies a GC's records; inserts objects once their fate is known
+ *   store_snapshot.c applies a heap snapshot's records: buffered, sorted, written whole
+ *   store_handles.c  GC handle lifetimes and kinds
  *   store_serve.c    the unix socket: accept the collector, read the program's exit status
+ *   store_control.c  the control socket: on-demand snapshot requests from `heaplens snapshot`
  */
 #ifndef HEAPLENS_STORE_INTERNAL_H
 #define HEAPLENS_STORE_INTERNAL_H
@@ -13,6 +16,7 @@
 #include "store/store.h"
 #include "wire/hl_wire.h"
 
+#include <poll.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/types.h>
@@ -68,6 +72,18 @@ typedef struct store_record {
         } discovered;
         hl_gc_end gc_end;
         hl_run_end run_end;
+        hl_handle_created handle_created;
+        hl_handle_destroyed handle_destroyed;
+        struct {
+            hl_gc_handle_kinds h;
+            const uint8_t *items; /* h.count hl_handle_kind */
+        } handle_kinds;
+        hl_snapshot_start snapshot_start;
+        struct {
+            hl_snapshot_batch h;
+            const uint8_t *items; /* h.count hl_snapshot_object, _ref or _root (by type) */
+        } snapshot_batch;
+        hl_snapshot_end snapshot_end;
     } u;
 } store_record;
 
@@ -97,6 +113,20 @@ static inline hl_discovered store_record_discovered_at(const store_record *r, ui
     hl_discovered d;
     memcpy(&d, r->u.discovered.items + (size_t)i * sizeof d, sizeof d);
     return d;
+}
+
+static inline hl_handle_kind store_record_handle_kind_at(const store_record *r, uint32_t i)
+{
+    hl_handle_kind k;
+    memcpy(&k, r->u.handle_kinds.items + (size_t)i * sizeof k, sizeof k);
+    return k;
+}
+
+/* The items of SNAPSHOT_OBJECTS, _REFS and _ROOTS: copy `n` of them, from item `i`, to `out`. */
+static inline void store_record_snapshot_items(const store_record *r, size_t item_size, uint32_t i,
+                                               uint32_t n, void *out)
+{
+    memcpy(out, r->u.snapshot_batch.items + (size_t)i * item_size, (size_t)n * item_size);
 }
 
 /* Where the bytes come from. Returns the number of bytes read (> 0), 0 at end of stream, or -1
@@ -190,6 +220,35 @@ gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError *
 /* Sets STORE_ERROR_SQLITE from the connection's last error. Always returns FALSE. */
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error);
 
+/* ---- store_control.c ---------------------------------------------------------------------- */
+
+/* The control socket's server (protocol in README.md). Single-threaded: the serve loop polls
+ * the fds it gives and hands back what poll reported. Never blocks: accept, reads and answers
+ * are non-blocking; a client that does not take its answer at once is dropped. */
+typedef struct store_control store_control;
+
+#define STORE_CONTROL_CLIENTS 16                      /* clients at a time; more wait in backlog */
+#define STORE_CONTROL_MAX_FDS (STORE_CONTROL_CLIENTS + 2) /* listening socket, clients, collector */
+
+/* Serves the listening socket `listen_fd` (made O_NONBLOCK). NULL with listen_fd < 0: every
+ * function below accepts a NULL control and does nothing. */
+store_control *store_control_new(int listen_fd, GError **error);
+/* Answers what is still open (as store_control_end would), closes the clients, frees. The
+ * listening socket stays open. Accepts NULL. */
+void store_control_free(store_control *c);
+/* A collector is connected on `collector_fd`: requests are sent to it from now on. */
+void store_control_set_collector(store_control *c, int collector_fd);
+/* The stream ended: waiting clients get "error the program ended before the snapshot was
+ * taken", later requests "error the recording has ended". */
+void store_control_end(store_control *c);
+/* Writes the fds to poll at `fds` (room for STORE_CONTROL_MAX_FDS); returns how many. */
+int store_control_poll_fds(const store_control *c, struct pollfd *fds);
+/* Handles the events poll reported for the `n` fds store_control_poll_fds wrote. */
+void store_control_dispatch(store_control *c, const struct pollfd *fds, int n);
+/* store_snapshot_fn: a snapshot committed; a 'requested' one answers every waiting client. */
+void store_control_snapshot_committed(void *ctx, uint32_t snapshot, uint32_t gc,
+                                      uint32_t trigger);
+
 /* ---- store_writer.c / store_gc.c ---------------------------------------------------------- */
 
 /* Prepared statements, prepared once in store_writer_create. */
@@ -210,6 +269,16 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_GC,
     STORE_STMT_INSERT_GC_GENERATION,
     STORE_STMT_SET_COUNTER,
+    STORE_STMT_INSERT_SNAPSHOT,
+    STORE_STMT_INSERT_SNAPSHOT_OBJECT,
+    STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
+    STORE_STMT_INSERT_SNAPSHOT_REF,
+    STORE_STMT_INSERT_SNAPSHOT_REFS_MANY,
+    STORE_STMT_INSERT_SNAPSHOT_ROOT,
+    STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
+    STORE_STMT_INSERT_HANDLE,
+    STORE_STMT_SET_HANDLE_KIND,
+    STORE_STMT_HANDLE_DESTROYED,
     STORE_STMT_COUNT
 } store_stmt_id;
 
@@ -232,7 +301,28 @@ typedef struct store_open_gc {
     gboolean open;
     hl_gc_start start;
     uint64_t discovered; /* object rows of DISCOVERED records, counted when the GC commits */
+    GArray *snapshots;   /* store_snapshot_done: snapshots written inside it, not yet committed */
+    gboolean handles_changed; /* handle rows were written inside it (the map follows them) */
 } store_open_gc;
+
+/* The snapshot being read (between its SNAPSHOT_START and SNAPSHOT_END). Its items wait here and
+ * are written sorted, all at once, when SNAPSHOT_END arrives and they add up; a snapshot that
+ * never ends costs no rows. */
+typedef struct store_open_snapshot {
+    gboolean open;
+    hl_snapshot_start start;
+    GArray *objects; /* hl_snapshot_object */
+    GArray *refs;    /* hl_snapshot_ref */
+    GArray *roots;   /* hl_snapshot_root */
+} store_open_snapshot;
+
+/* A snapshot written inside the open GC; announced (store_writer.on_snapshot) once it commits. */
+typedef struct store_snapshot_done {
+    uint32_t snapshot, gc, trigger;
+} store_snapshot_done;
+
+/* Called after the commit of a GC, once per snapshot that commit stored. */
+typedef void (*store_snapshot_fn)(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger);
 
 struct store_writer {
     sqlite3 *db;
@@ -241,6 +331,9 @@ struct store_writer {
     store_pending *pending;
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     store_row_batch generation_rows; /* object_generations (object_id, generation, from_gc) */
+    store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation, flags) */
+    store_row_batch snapshot_ref_rows;    /* snapshot_refs (snapshot, from_id, to_id, nth) */
+    store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */
     GHashTable *threads_seen; /* os_tid (as pointer) → present in `threads` */
     uint32_t last_tid;        /* last os_tid found in threads_seen (0: none) */
     gboolean last_tid_valid;
@@ -248,6 +341,16 @@ struct store_writer {
     store_open_gc gc;  /* the GC being read */
     uint32_t last_gc;  /* last complete GC stored, 0 before the first */
     gboolean any_gc;
+    store_open_snapshot snap;  /* the snapshot being read */
+    uint32_t last_snapshot;    /* highest snapshot number stored (committed or in the open GC) */
+    uint32_t last_snapshot_committed;
+    /* handle_id → id of its row in `handles` while the handle lives (not destroyed). Keys and
+     * values are stored in the pointers (64-bit). Follows the database: rebuilt from it when a
+     * GC that changed handle rows is rolled back. */
+    GHashTable *handles;
+
+    store_snapshot_fn on_snapshot; /* may be NULL */
+    void *on_snapshot_ctx;
 
     hl_counters counters; /* the collector's, as of the last GC_END or RUN_END */
     gboolean have_counters;
@@ -257,6 +360,8 @@ struct store_writer {
     uint64_t connections_refused;
     uint64_t objects_written;
     uint64_t gcs_written;
+    uint64_t snapshots_written;   /* committed */
+    uint64_t snapshots_discarded; /* started but not stored */
 
     /* TYPE, THREAD and RUN_START records that arrived while a GC was open, raw (hl_rec_header +
      * payload): rolling the GC back loses their rows too, so they are applied again. */
@@ -284,6 +389,10 @@ gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error);
 /* Makes sure `threads` has a row for os_tid (allocating threads get one, unnamed). */
 gboolean store_writer_note_thread(store_writer *w, uint32_t os_tid, GError **error);
 
+/* Remembers a record that arrived inside an open GC, so that a rollback of that GC can apply it
+ * again (TYPE, THREAD, RUN_START and handle records: they are not part of the GC). */
+void store_writer_keep_for_replay(store_writer *w, const store_record *rec);
+
 /* GC records (store_gc.c). */
 gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_young_fate(store_writer *w, const store_record *rec, GError **error);
@@ -296,6 +405,21 @@ gboolean store_gc_discard_open(store_writer *w, GError **error);
 /* Inserts every pending allocation as not yet classified by a GC (heap NULL, died_gc NULL,
  * first_gc = last stored GC + 1). */
 gboolean store_gc_flush_unclassified(store_writer *w, GError **error);
+/* Snapshot records (store_snapshot.c), applied inside the open GC. */
+gboolean store_snapshot_start(store_writer *w, const store_record *rec, GError **error);
+gboolean store_snapshot_items(store_writer *w, const store_record *rec, GError **error);
+gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **error);
+/* Forgets the open snapshot, if any, and counts it in snapshots_discarded. */
+void store_snapshot_discard_open(store_writer *w);
+void store_snapshot_release(store_open_snapshot *s);
+
+/* Handle records (store_handles.c). */
+gboolean store_handle_created(store_writer *w, const store_record *rec, GError **error);
+gboolean store_handle_destroyed(store_writer *w, const store_record *rec, GError **error);
+gboolean store_handle_kinds(store_writer *w, const store_record *rec, GError **error);
+/* Reloads the handle map from the database (after a rollback). */
+gboolean store_handles_reload(store_writer *w, GError **error);
+
 /* Writes the collector's and the writer's counters. */
 gboolean store_writer_write_counters(store_writer *w, GError **error);
 

@@ -70,7 +70,9 @@ static const char store_schema_tables[] =
     "  moved_bytes INTEGER,\n"
     "  first_object_id INTEGER,\n"
     "  objects_live INTEGER,\n"
-    "  incomplete INTEGER NOT NULL\n"
+    "  incomplete INTEGER NOT NULL,\n"
+    "  roots INTEGER,\n"
+    "  pinned_roots INTEGER\n"
     ");\n"
     "CREATE TABLE gc_generations (\n"
     "  gc INTEGER NOT NULL,\n"
@@ -94,13 +96,65 @@ static const char store_schema_tables[] =
     "  from_gc INTEGER NOT NULL,\n"
     "  until_gc INTEGER,\n"
     "  PRIMARY KEY (object_id, from_gc)\n"
-    ") WITHOUT ROWID;\n";
+    ") WITHOUT ROWID;\n"
+    /* Heap snapshots. The two big tables are WITHOUT ROWID, keyed by what they are read by, and
+     * written in key order (store_snapshot.c sorts a snapshot before writing it), so their pages
+     * fill up and a snapshot's rows are contiguous: reading all edges of one is one range scan. */
+    "CREATE TABLE snapshots (\n"
+    "  snapshot INTEGER PRIMARY KEY,\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  trigger TEXT,\n"
+    "  objects INTEGER NOT NULL,\n"
+    "  refs INTEGER NOT NULL,\n"
+    "  roots INTEGER NOT NULL,\n"
+    "  handles INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  model_missing INTEGER NOT NULL,\n"
+    "  model_extra INTEGER NOT NULL,\n"
+    "  frozen INTEGER NOT NULL,\n"
+    "  unresolved INTEGER NOT NULL,\n"
+    "  walk_ns INTEGER\n"
+    ");\n"
+    "CREATE TABLE snapshot_objects (\n"
+    "  snapshot INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  generation INTEGER,\n"
+    "  flags INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (snapshot, object_id)\n"
+    ") WITHOUT ROWID;\n"
+    /* nth: a second field of from_id pointing to the same to_id is a second row (nth = 1). */
+    "CREATE TABLE snapshot_refs (\n"
+    "  snapshot INTEGER NOT NULL,\n"
+    "  from_id INTEGER NOT NULL,\n"
+    "  to_id INTEGER NOT NULL,\n"
+    "  nth INTEGER NOT NULL DEFAULT 0,\n"
+    "  PRIMARY KEY (snapshot, from_id, to_id, nth)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE snapshot_roots (\n"
+    "  snapshot INTEGER NOT NULL,\n"
+    "  object_id INTEGER,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  flags INTEGER NOT NULL,\n"
+    "  root_id INTEGER\n"
+    ");\n"
+    "CREATE INDEX snapshot_roots_by_object ON snapshot_roots (snapshot, object_id);\n"
+    "CREATE TABLE handles (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  handle_id INTEGER NOT NULL,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  object_id INTEGER,\n"
+    "  created_after_gc INTEGER,\n"
+    "  destroyed_after_gc INTEGER\n"
+    ");\n"
+    "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
 
-/* Built at the end of the recording (store_schema_finish_indexes): maintaining it while
- * ingesting costs more than building it once. A database whose writer was killed lacks it;
+/* Built at the end of the recording (store_schema_finish_indexes): maintaining them while
+ * ingesting costs more than building them once (snapshot_refs rows arrive in from_id order, so
+ * an index by to_id would take random inserts). A database whose writer was killed lacks them;
  * queries are still correct, only slower. */
 static const char store_schema_late_indexes[] =
-    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n";
+    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n"
+    "CREATE INDEX IF NOT EXISTS snapshot_refs_by_to ON snapshot_refs (snapshot, to_id);\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
@@ -109,7 +163,7 @@ static const char store_schema_views[] =
     "CREATE VIEW gc_summary AS\n"
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
-    "       g.incomplete,\n"
+    "       g.incomplete, g.roots, g.pinned_roots,\n"
     "       g0.size_before AS gen0_before, g0.size_after AS gen0_after,\n"
     "       g1.size_before AS gen1_before, g1.size_after AS gen1_after,\n"
     "       g2.size_before AS gen2_before, g2.size_after AS gen2_after,\n"
@@ -156,7 +210,49 @@ static const char store_schema_views[] =
     "        ORDER BY og.from_gc DESC LIMIT 1) AS final_generation\n"
     "FROM objects o\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
+    "\n"
+    "CREATE VIEW snapshot_contents AS\n"
+    "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
+    "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
+    "       so.generation AS generation, (so.flags & 1) != 0 AS frozen,\n"
+    "       (so.flags & 2) != 0 AS discovered, o.thread AS thread, th.name AS thread_name\n"
+    "FROM snapshot_objects so\n"
+    "JOIN snapshots s ON s.snapshot = so.snapshot\n"
+    "LEFT JOIN objects o ON o.id = so.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
+    "\n"
+    /* A handle is alive after GC g when created_after_gc < g (created before g began; NULL:
+     * before the collector could see it) and destroyed_after_gc is NULL or >= g. */
+    "CREATE VIEW snapshot_handles AS\n"
+    "SELECT r.snapshot AS snapshot, s.gc AS gc, r.root_id AS handle_id,\n"
+    "       CASE WHEN r.flags & 1 THEN 'pinned' WHEN r.flags & 8 THEN 'refcounted'\n"
+    "            WHEN r.flags & 2 THEN 'weak' ELSE 'strong' END AS kind,\n"
+    "       r.object_id AS object_id, r.flags AS flags, h.id AS handle,\n"
+    "       h.created_after_gc AS created_after_gc\n"
+    "FROM snapshot_roots r\n"
+    "JOIN snapshots s ON s.snapshot = r.snapshot\n"
+    "LEFT JOIN handles h ON h.handle_id = r.root_id\n"
+    "  AND coalesce(h.created_after_gc, 0) < s.gc\n"
+    "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= s.gc)\n"
+    "WHERE r.kind = 'handle';\n"
+    "\n"
+    "CREATE VIEW strong_handles_never_freed AS\n"
+    "SELECT h.id AS handle, h.handle_id AS handle_id, h.object_id AS object_id,\n"
+    "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
+    "       h.created_after_gc AS created_after_gc\n"
+    "FROM handles h\n"
+    "LEFT JOIN objects o ON o.id = h.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "WHERE h.kind = 'strong' AND h.destroyed_after_gc IS NULL;\n"
+    "\n"
+    "CREATE VIEW pinned_handles_per_gc AS\n"
+    "SELECT g.gc AS gc, h.id AS handle, h.handle_id AS handle_id, h.object_id AS object_id,\n"
+    "       h.created_after_gc AS created_after_gc, h.destroyed_after_gc AS destroyed_after_gc\n"
+    "FROM gcs g\n"
+    "JOIN handles h ON h.kind = 'pinned' AND coalesce(h.created_after_gc, 0) < g.gc\n"
+    "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n";
 
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error)
 {

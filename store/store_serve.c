@@ -6,6 +6,9 @@
  *                          stop_fd), then read the exit status from stop_fd
  *     stop_fd readable   → the program exited and no collector ever connected: 'no-data'
  *
+ * Every poll here also serves the control socket (store_control.c), so `heaplens snapshot`
+ * gets its answer whatever the writer is waiting for: store_serve_poll.
+ *
  * stop_fd carries one line from `heaplens record`: "exit N" or "signal N". Once it has arrived
  * the collector's process is gone, so whatever the connection still holds is already buffered:
  * a connection that stays silent for stop_wait_ms after that is treated as ended (a child the
@@ -70,8 +73,43 @@ static gboolean store_stop_read(store_stop *s, GError **error)
     return TRUE;
 }
 
+/* poll() on the caller's `n` fds (n <= 2) and, on the side, the control socket's, whose events
+ * are handled here. Returns like poll() for the caller's fds alone: how many have events, 0 when
+ * `timeout_ms` (-1: none) passed first, -1 with errno on failure (EINTR is retried). */
+static int store_serve_poll(store_control *control, struct pollfd *fds, nfds_t n, int timeout_ms)
+{
+    struct pollfd all[2 + STORE_CONTROL_MAX_FDS];
+    gint64 deadline = timeout_ms < 0 ? -1 : g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+
+    g_assert(n <= 2);
+    for (;;) {
+        int wait = -1;
+        if (deadline >= 0) {
+            gint64 left_us = deadline - g_get_monotonic_time();
+            wait = left_us > 0 ? (int)((left_us + 999) / 1000) : 0;
+        }
+        memcpy(all, fds, n * sizeof *fds);
+        int k = store_control_poll_fds(control, all + n);
+        int r = poll(all, n + (nfds_t)k, wait);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        store_control_dispatch(control, all + n, k);
+        int ready = 0;
+        for (nfds_t i = 0; i < n; i++) {
+            fds[i].revents = all[i].revents;
+            ready += all[i].revents != 0;
+        }
+        if (ready > 0 || wait == 0 || (r == 0 && deadline >= 0))
+            return ready;
+    }
+}
+
 /* Waits at most `wait_ms` for the rest of the exit status line. */
-static gboolean store_stop_wait(store_stop *s, int wait_ms, GError **error)
+static gboolean store_stop_wait(store_stop *s, store_control *control, int wait_ms,
+                                GError **error)
 {
     gint64 deadline = g_get_monotonic_time() + (gint64)wait_ms * 1000;
     while (!s->done) {
@@ -79,8 +117,8 @@ static gboolean store_stop_wait(store_stop *s, int wait_ms, GError **error)
         if (left_ms <= 0)
             break;
         struct pollfd pfd = {.fd = s->fd, .events = POLLIN};
-        int r = poll(&pfd, 1, (int)left_ms);
-        if (r < 0 && errno != EINTR) {
+        int r = store_serve_poll(control, &pfd, 1, (int)left_ms);
+        if (r < 0) {
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             return FALSE;
         }
@@ -95,6 +133,7 @@ typedef struct store_conn_source {
     int fd;
     store_stop *stop;
     int stop_wait_ms;
+    store_control *control;
 } store_conn_source;
 
 static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
@@ -104,10 +143,8 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
         struct pollfd pfd[2] = {{.fd = src->fd, .events = POLLIN},
                                 {.fd = src->stop->fd, .events = POLLIN}};
         nfds_t n = src->stop->done ? 1 : 2;
-        int r = poll(pfd, n, src->stop->done ? src->stop_wait_ms : -1);
+        int r = store_serve_poll(src->control, pfd, n, src->stop->done ? src->stop_wait_ms : -1);
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             return -1;
         }
@@ -167,10 +204,11 @@ out:
     return ok;
 }
 
-gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int stop_wait_ms,
-                            GError **error)
+gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int stop_fd,
+                            int stop_wait_ms, GError **error)
 {
     store_stop stop = {.fd = stop_fd};
+    store_control *control = NULL;
     uid_t refused_uid = 0;
     int conn = -1;
     gboolean ok = FALSE, ingested = TRUE;
@@ -182,12 +220,13 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int sto
         g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "listening socket: %s", g_strerror(errno));
         goto out;
     }
+    control = store_control_new(control_fd, error);
+    if (control_fd >= 0 && control == NULL)
+        goto out;
     while (conn < 0 && !stop.done) {
         struct pollfd pfd[2] = {{.fd = listen_fd, .events = POLLIN},
                                 {.fd = stop_fd, .events = POLLIN}};
-        if (poll(pfd, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
+        if (store_serve_poll(control, pfd, 2, -1) < 0) {
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             goto out;
         }
@@ -197,13 +236,20 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int sto
             goto out;
     }
     if (conn >= 0) {
-        store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms};
+        store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
+                                 .control = control};
+        store_control_set_collector(control, conn);
+        w->on_snapshot = store_control_snapshot_committed;
+        w->on_snapshot_ctx = control;
         ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
+        w->on_snapshot = NULL;
+        w->on_snapshot_ctx = NULL;
     } else {
         /* The program exited before its collector connected (if it ever loaded one). */
         w->no_data_forced = TRUE;
     }
-    if (!store_stop_wait(&stop, stop_wait_ms, error))
+    store_control_end(control);
+    if (!store_stop_wait(&stop, control, stop_wait_ms, error))
         goto out;
     if (stop.known && !store_writer_set_exit_status(w, stop.status, error))
         goto out;
@@ -220,6 +266,8 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int stop_fd, int sto
     }
     ok = TRUE;
 out:
+    w->on_snapshot = NULL;
+    store_control_free(control);
     if (conn >= 0)
         close(conn);
     return ok;

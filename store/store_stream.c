@@ -210,6 +210,82 @@ static gboolean store_decode_run_end(const uint8_t *p, uint32_t size, store_reco
     return TRUE;
 }
 
+static gboolean store_decode_handle_created(const uint8_t *p, uint32_t size, store_record *out,
+                                            GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.handle_created, error))
+        return FALSE;
+    memcpy(&out->u.handle_created, p, sizeof out->u.handle_created);
+    return TRUE;
+}
+
+static gboolean store_decode_handle_destroyed(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.handle_destroyed, error))
+        return FALSE;
+    memcpy(&out->u.handle_destroyed, p, sizeof out->u.handle_destroyed);
+    return TRUE;
+}
+
+static gboolean store_decode_handle_kinds(const uint8_t *p, uint32_t size, store_record *out,
+                                          GError **error)
+{
+    hl_gc_handle_kinds *h = &out->u.handle_kinds.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.handle_kinds.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(hl_handle_kind), error);
+}
+
+static gboolean store_decode_snapshot_start(const uint8_t *p, uint32_t size, store_record *out,
+                                            GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.snapshot_start, error))
+        return FALSE;
+    memcpy(&out->u.snapshot_start, p, sizeof out->u.snapshot_start);
+    return TRUE;
+}
+
+/* SNAPSHOT_OBJECTS, _REFS and _ROOTS: one head, items of the type's size. */
+static gboolean store_decode_snapshot_batch(const uint8_t *p, uint32_t size, store_record *out,
+                                            size_t item, GError **error)
+{
+    hl_snapshot_batch *h = &out->u.snapshot_batch.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.snapshot_batch.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0, item, error);
+}
+
+static gboolean store_decode_snapshot_objects(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_object), error);
+}
+
+static gboolean store_decode_snapshot_refs(const uint8_t *p, uint32_t size, store_record *out,
+                                           GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_ref), error);
+}
+
+static gboolean store_decode_snapshot_roots(const uint8_t *p, uint32_t size, store_record *out,
+                                            GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_root), error);
+}
+
+static gboolean store_decode_snapshot_end(const uint8_t *p, uint32_t size, store_record *out,
+                                          GError **error)
+{
+    if (!store_decode_exact(size, sizeof out->u.snapshot_end, error))
+        return FALSE;
+    memcpy(&out->u.snapshot_end, p, sizeof out->u.snapshot_end);
+    return TRUE;
+}
+
 static const store_record_def store_record_defs[] = {
     [HL_REC_RUN_START] = {"RUN_START", store_decode_run_start},
     [HL_REC_TYPE] = {"TYPE", store_decode_type},
@@ -221,9 +297,15 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_GC_PROMOTIONS] = {"GC_PROMOTIONS", store_decode_promotions},
     [HL_REC_GC_END] = {"GC_END", store_decode_gc_end},
     [HL_REC_RUN_END] = {"RUN_END", store_decode_run_end},
+    [HL_REC_HANDLE_CREATED] = {"HANDLE_CREATED", store_decode_handle_created},
+    [HL_REC_HANDLE_DESTROYED] = {"HANDLE_DESTROYED", store_decode_handle_destroyed},
+    [HL_REC_GC_HANDLE_KINDS] = {"GC_HANDLE_KINDS", store_decode_handle_kinds},
     [HL_REC_DISCOVERED] = {"DISCOVERED", store_decode_discovered},
-    /* Not stored yet (no tables): HANDLE_CREATED, HANDLE_DESTROYED, GC_HANDLE_KINDS and the
-     * SNAPSHOT_* records are skipped like unknown types and counted. */
+    [HL_REC_SNAPSHOT_START] = {"SNAPSHOT_START", store_decode_snapshot_start},
+    [HL_REC_SNAPSHOT_OBJECTS] = {"SNAPSHOT_OBJECTS", store_decode_snapshot_objects},
+    [HL_REC_SNAPSHOT_REFS] = {"SNAPSHOT_REFS", store_decode_snapshot_refs},
+    [HL_REC_SNAPSHOT_ROOTS] = {"SNAPSHOT_ROOTS", store_decode_snapshot_roots},
+    [HL_REC_SNAPSHOT_END] = {"SNAPSHOT_END", store_decode_snapshot_end},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

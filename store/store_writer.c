@@ -7,7 +7,8 @@
  * applied again (w->replay). Allocations wait in memory (store_pending.c) until their first GC
  * ends; finish inserts those that no GC classified.
  *
- * GC records are applied in store_gc.c; this file applies the others.
+ * GC records are applied in store_gc.c, snapshot records in store_snapshot.c, handle records in
+ * store_handles.c; this file applies the others and dispatches (store_apply_table).
  */
 #include "store/store_internal.h"
 
@@ -18,6 +19,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Root kinds as the text stored in snapshot_roots.kind (HL_ROOT_*; store_snapshot.c maps any
+ * other value to HL_ROOT_OTHER). */
+#define STORE_ROOT_KIND_SQL(x)                                                                  \
+    "CASE " x " WHEN 1 THEN 'stack' WHEN 2 THEN 'finalizer' WHEN 3 THEN 'handle' ELSE 'other' END"
 
 static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_TYPE] =
@@ -45,12 +51,33 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_OBJECT_DIED] = "UPDATE objects SET died_gc = ?1 WHERE id = ?2 AND died_gc IS NULL",
     [STORE_STMT_INSERT_GC] =
         "INSERT OR REPLACE INTO gcs (gc, generation, reason, induced, compacting, start_ns, "
-        "end_ns, pause_ns, survived_bytes, moved_bytes, first_object_id, objects_live, incomplete) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "end_ns, pause_ns, survived_bytes, moved_bytes, first_object_id, objects_live, incomplete, "
+        "roots, pinned_roots) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [STORE_STMT_INSERT_GC_GENERATION] =
         "INSERT OR REPLACE INTO gc_generations (gc, generation, size_before, size_after) "
         "VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_SET_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
+    [STORE_STMT_INSERT_SNAPSHOT] =
+        "INSERT INTO snapshots (snapshot, gc, trigger, objects, refs, roots, handles, bytes, "
+        "model_missing, model_extra, frozen, unresolved, walk_ns) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
+        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) "
+        "VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY] = NULL,
+    [STORE_STMT_INSERT_SNAPSHOT_REF] =
+        "INSERT INTO snapshot_refs (snapshot, from_id, to_id, nth) VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_INSERT_SNAPSHOT_REFS_MANY] = NULL,
+    [STORE_STMT_INSERT_SNAPSHOT_ROOT] =
+        "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
+        "VALUES (?1, ?2, " STORE_ROOT_KIND_SQL("?3") ", ?4, ?5)",
+    [STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY] = NULL,
+    [STORE_STMT_INSERT_HANDLE] =
+        "INSERT INTO handles (handle_id, kind, object_id, created_after_gc, destroyed_after_gc) "
+        "VALUES (?1, ?2, ?3, ?4, NULL)",
+    [STORE_STMT_SET_HANDLE_KIND] = "UPDATE handles SET kind = ?2 WHERE id = ?1",
+    [STORE_STMT_HANDLE_DESTROYED] = "UPDATE handles SET destroyed_after_gc = ?2 WHERE id = ?1",
 };
 
 /* Multi-row forms: head, STORE_BATCH_ROWS copies of row (comma-separated), tail. A leading
@@ -74,6 +101,16 @@ static const struct {
      "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
      "SELECT v.column1, v.column2, ?1, NULL FROM (VALUES ",
      "(?,?)", ") AS v WHERE EXISTS (SELECT 1 FROM objects o WHERE o.id = v.column1)"},
+    {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
+     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) VALUES ", "(?,?,?,?)",
+     ""},
+    {STORE_STMT_INSERT_SNAPSHOT_REFS_MANY,
+     "INSERT INTO snapshot_refs (snapshot, from_id, to_id, nth) VALUES ", "(?,?,?,?)", ""},
+    {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
+     "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
+     "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5 "
+     "FROM (VALUES ",
+     "(?,?,?,?,?)", ") AS v"},
 };
 
 static const char *const store_mode_names[] = {
@@ -206,8 +243,7 @@ out:
 
 /* ---- records other than GCs --------------------------------------------------------------- */
 
-/* Remembers a record that arrived inside an open GC so a rollback of that GC can re-apply it. */
-static void store_writer_keep_for_replay(store_writer *w, const store_record *rec)
+void store_writer_keep_for_replay(store_writer *w, const store_record *rec)
 {
     if (!w->gc.open)
         return;
@@ -338,7 +374,15 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_GC_PROMOTIONS] = store_gc_promotions,
     [HL_REC_GC_END] = store_gc_end,
     [HL_REC_RUN_END] = store_writer_run_end,
+    [HL_REC_HANDLE_CREATED] = store_handle_created,
+    [HL_REC_HANDLE_DESTROYED] = store_handle_destroyed,
+    [HL_REC_GC_HANDLE_KINDS] = store_handle_kinds,
     [HL_REC_DISCOVERED] = store_gc_discovered,
+    [HL_REC_SNAPSHOT_START] = store_snapshot_start,
+    [HL_REC_SNAPSHOT_OBJECTS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_REFS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_END] = store_snapshot_end,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
@@ -408,6 +452,7 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"gcs_discarded_incomplete", w->gcs_discarded_incomplete, FALSE},
         {"writer_anomalies", w->writer_anomalies, FALSE},
         {"connections_refused", w->connections_refused, FALSE},
+        {"snapshots_discarded", w->snapshots_discarded, FALSE},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(counters); i++) {
         if (counters[i].collector && !w->have_counters)
@@ -442,6 +487,11 @@ static void store_writer_close(store_writer *w)
         sqlite3_finalize(w->stmt[i]);
     sqlite3_close(w->db);
     store_pending_free(w->pending);
+    store_snapshot_release(&w->snap);
+    if (w->gc.snapshots != NULL)
+        g_array_unref(w->gc.snapshots);
+    if (w->handles != NULL)
+        g_hash_table_unref(w->handles);
     if (w->threads_seen != NULL)
         g_hash_table_unref(w->threads_seen);
     if (w->replay != NULL)
@@ -459,9 +509,17 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->pending = store_pending_new();
     w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
+    w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
     store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7);
     store_batch_init(&w->generation_rows, STORE_STMT_INSERT_GENERATION,
                      STORE_STMT_INSERT_GENERATIONS_MANY, 3);
+    store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
+                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 4);
+    store_batch_init(&w->snapshot_ref_rows, STORE_STMT_INSERT_SNAPSHOT_REF,
+                     STORE_STMT_INSERT_SNAPSHOT_REFS_MANY, 4);
+    store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
+                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5);
 
     if (!store_writer_check_new(path, error))
         goto out;
@@ -633,6 +691,7 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
                          w->counters.records_dropped;
         summary->complete = w->complete;
         summary->connected = w->connected;
+        summary->snapshots = w->snapshots_written;
     }
     ok = TRUE;
 out:

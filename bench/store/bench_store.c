@@ -1,6 +1,7 @@
 /* bench_store.c — ingest speed of the store: a synthetic recording through the real writer.
  *
  * Usage: bench_store [allocations [gcs [dir]]]     (default 5000000 500, a new dir under /tmp)
+ *        bench_store snapshot [objects [dir]]      (default 1000000: size of a heap snapshot)
  *
  * The stream is built in memory first (not timed), put in a memfd, then timed through
  * store_writer_ingest_fd and store_writer_finish. Workload, per GC (allocations / gcs young
@@ -12,6 +13,11 @@
  * The same run measures the usual way as a baseline: as many rows of the objects table's shape
  * inserted with one prepared single-row INSERT in one transaction (WAL, synchronous=NORMAL), and
  * prints heaplens / baseline. Not a test: prints numbers.
+ *
+ * `snapshot` measures what a heap snapshot costs in the database: one recording of 5 * objects
+ * allocations and one GC whose survivors (objects) are snapshotted, ingested with and without
+ * the snapshot; prints the time it adds and its bytes per snapshot object, table by table
+ * (dbstat).
  */
 #include "store/store.h"
 #include "tests/unit/common/hl_stream_builder.h"
@@ -20,6 +26,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,8 +185,214 @@ out:
     return ok;
 }
 
+/* ---- snapshot size: bench_store snapshot [objects [dir]] ---------------------------------- */
+
+/* References per object: 30% none, 35% one, 20% two, 10% three, 5% eight (mean 1.45, about
+ * what .NET heaps show: strings and arrays of values have none, collections many). */
+static uint32_t bench_refs_of(void)
+{
+    uint32_t r = bench_rand(100);
+    return r < 30 ? 0 : r < 65 ? 1 : r < 85 ? 2 : r < 95 ? 3 : 8;
+}
+
+typedef struct bench_snapshot_counts {
+    uint64_t objects, refs, roots;
+} bench_snapshot_counts;
+
+/* A recording of one induced gen2 GC: 5 * `objects` allocations, one in five survives (ids
+ * spread like a real survivor set), and — when `with_snapshot` — its snapshot: the survivors in
+ * walk order (address order: runs of ascending ids, shuffled; 70% in gen 2, 20% gen 1, 10%
+ * gen 0), their references (targets at random), 1% of them rooted. The same seed gives the same recording with and without it. */
+static hl_sb *bench_snapshot_build(uint64_t objects, gboolean with_snapshot,
+                                   bench_snapshot_counts *c)
+{
+    hl_sb *sb = hl_sb_new();
+    uint64_t allocs = objects * 5;
+    g_autoptr(GArray) live = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+
+    bench_rng = 0x2545f4914f6cdd1du;
+    memset(c, 0, sizeof *c);
+    hl_sb_run_start(sb, 1, "bench snapshot");
+    for (uint32_t t = 1; t <= BENCH_TYPES; t++) {
+        char name[64];
+        snprintf(name, sizeof name, "Bench.Type%u", t);
+        hl_sb_type(sb, t, name);
+    }
+    for (uint64_t id = 1; id <= allocs; id++)
+        hl_sb_alloc(sb, id, 1 + bench_rand(BENCH_TYPES), 24 + 8 * bench_rand(16),
+                    1000 + bench_rand(BENCH_THREADS));
+    hl_sb_gc_start(sb, 1, 2, TRUE, allocs + 1);
+    for (uint64_t id = 1; id <= allocs; id++) {
+        gboolean survives = (id % 5) == 0;
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, survives ? HL_GEN_1 : HL_GEN_NONE));
+        if (survives)
+            g_array_append_val(live, id);
+    }
+    if (with_snapshot) {
+        /* Walk order: runs of 64 ascending ids, the runs shuffled. */
+        guint runs = (live->len + 63) / 64;
+        g_autofree guint *order = g_new(guint, runs);
+        for (guint i = 0; i < runs; i++)
+            order[i] = i;
+        for (guint i = runs; i > 1; i--) {
+            guint j = bench_rand(i), t = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = t;
+        }
+        /* Snapshot 2, as any but the first: the number 1 would be stored in no bytes at all. */
+        hl_sb_snapshot_start(sb, 2, 1, HL_SNAPSHOT_INDUCED);
+        for (guint r = 0; r < runs; r++) {
+            for (guint i = order[r] * 64; i < MIN(live->len, (order[r] + 1) * 64); i++) {
+                uint32_t g = bench_rand(10);
+                hl_sb_snapshot_object(sb, 2, g_array_index(live, uint64_t, i),
+                                      g < 7 ? HL_GEN_2 : g < 9 ? HL_GEN_1 : HL_GEN_0, 0);
+            }
+        }
+        for (guint r = 0; r < runs; r++) {
+            for (guint i = order[r] * 64; i < MIN(live->len, (order[r] + 1) * 64); i++) {
+                uint64_t from = g_array_index(live, uint64_t, i);
+                for (uint32_t k = bench_refs_of(); k > 0; k--) {
+                    hl_sb_snapshot_ref(sb, 2, from,
+                                       g_array_index(live, uint64_t, bench_rand(live->len)));
+                    c->refs++;
+                }
+            }
+        }
+        for (guint i = 0; i < live->len; i += 100) {
+            hl_sb_snapshot_root(sb, 2, g_array_index(live, uint64_t, i),
+                                i % 200 == 0 ? HL_ROOT_STACK : HL_ROOT_HANDLE, 0,
+                                0x7f0000001000u + i * 16);
+            c->roots++;
+        }
+        c->objects = live->len;
+        hl_sb_snapshot_end(sb, 2, 1);
+    }
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    return sb;
+}
+
+/* Ingests the recording into <dir>/<name>; returns FALSE on error. */
+static gboolean bench_snapshot_ingest(hl_sb *sb, const char *path, double *ingest, double *finish,
+                                      GError **error)
+{
+    size_t len = hl_sb_len(sb);
+    int fd = hl_sb_memfd(sb, len);
+    gboolean ok = FALSE;
+    if (fd < 0) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "memfd: %s", g_strerror(errno));
+        return FALSE;
+    }
+    store_writer *w = store_writer_create(path, "bench_store snapshot", error);
+    if (w == NULL)
+        goto out;
+    double t0 = bench_now();
+    if (!store_writer_ingest_fd(w, fd, error)) {
+        store_writer_finish(w, NULL, NULL);
+        goto out;
+    }
+    double t1 = bench_now();
+    if (!store_writer_finish(w, NULL, error))
+        goto out;
+    *ingest = t1 - t0;
+    *finish = bench_now() - t1;
+    ok = TRUE;
+out:
+    close(fd);
+    return ok;
+}
+
+/* Bytes of each table and index of the snapshot (dbstat). */
+static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *c)
+{
+    static const char *const names[] = {"snapshot_objects", "snapshot_refs", "snapshot_refs_by_to",
+                                        "snapshot_roots", "snapshot_roots_by_object", "snapshots"};
+    int64_t bytes[G_N_ELEMENTS(names)] = {0};
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT sum(pgsize) FROM dbstat WHERE name = ?1", -1, &st, NULL) !=
+            SQLITE_OK) {
+        fprintf(stderr, "dbstat: %s\n", sqlite3_errmsg(db));
+        goto out;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        sqlite3_bind_text(st, 1, names[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            bytes[i] = sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        printf("  %-26s %10.1f MB  %6.2f bytes per snapshot object\n", names[i],
+               (double)bytes[i] / 1e6, (double)bytes[i] / (double)c->objects);
+    }
+    printf("bytes per snapshot object, objects + references (tables): %.2f\n",
+           (double)(bytes[0] + bytes[1]) / (double)c->objects);
+    printf("  ... + the index by to_id (who references X):             %.2f\n",
+           (double)(bytes[0] + bytes[1] + bytes[2]) / (double)c->objects);
+    printf("  ... + roots (%" G_GUINT64_FORMAT ") and the snapshots row:                   %.2f\n",
+           c->roots, (double)(bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4] + bytes[5]) /
+                         (double)c->objects);
+    printf("bytes per reference row (table): %.2f\n", (double)bytes[1] / (double)c->refs);
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static int bench_snapshot_main(int argc, char **argv)
+{
+    uint64_t objects = argc > 1 ? g_ascii_strtoull(argv[1], NULL, 10) : 1000000;
+    g_autofree char *dir = argc > 2 ? g_strdup(argv[2])
+                                    : g_dir_make_tmp("bench-store-XXXXXX", NULL);
+    g_autofree char *with = g_build_filename(dir, "snapshot.db", NULL);
+    g_autofree char *without = g_build_filename(dir, "no-snapshot.db", NULL);
+    g_autoptr(GError) error = NULL;
+    bench_snapshot_counts c, c0;
+    double in1 = 0, fin1 = 0, in0 = 0, fin0 = 0;
+    int rc = 1;
+
+    if (objects < 100) {
+        fprintf(stderr, "usage: bench_store snapshot [objects [dir]]\n");
+        return 2;
+    }
+    hl_sb *sb = bench_snapshot_build(objects, TRUE, &c);
+    gboolean ok = bench_snapshot_ingest(sb, with, &in1, &fin1, &error);
+    hl_sb_free(sb);
+    if (!ok)
+        goto out;
+    sb = bench_snapshot_build(objects, FALSE, &c0);
+    ok = bench_snapshot_ingest(sb, without, &in0, &fin0, &error);
+    hl_sb_free(sb);
+    if (!ok)
+        goto out;
+    struct stat st1, st0;
+    stat(with, &st1);
+    stat(without, &st0);
+    printf("snapshot: %" G_GUINT64_FORMAT " objects, %" G_GUINT64_FORMAT
+           " references (%.2f per object, duplicates included), %" G_GUINT64_FORMAT
+           " roots; ids up to %" G_GUINT64_FORMAT "\n",
+           c.objects, c.refs, (double)c.refs / (double)c.objects, c.roots, objects * 5);
+    printf("writing it: ingest %.2f s (+%.2f s over the same recording without it), finish "
+           "%.2f s (+%.2f s: index by to_id)\n",
+           in1, in1 - in0, fin1, fin1 - fin0);
+    printf("database: %.1f MB with the snapshot, %.1f MB without: %.2f bytes per snapshot object\n",
+           (double)st1.st_size / 1e6, (double)st0.st_size / 1e6,
+           (double)(st1.st_size - st0.st_size) / (double)c.objects);
+    bench_snapshot_sizes(with, &c);
+    rc = 0;
+out:
+    if (error != NULL)
+        fprintf(stderr, "bench_store: %s\n", error->message);
+    if (argc <= 2) {
+        unlink(with);
+        unlink(without);
+        rmdir(dir);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "snapshot") == 0)
+        return bench_snapshot_main(argc - 1, argv + 1);
     uint64_t allocs = argc > 1 ? g_ascii_strtoull(argv[1], NULL, 10) : 5000000;
     uint32_t gcs = argc > 2 ? (uint32_t)g_ascii_strtoull(argv[2], NULL, 10) : 500;
     g_autofree char *dir = argc > 3 ? g_strdup(argv[3]) : g_dir_make_tmp("bench-store-XXXXXX", NULL);

@@ -18,6 +18,10 @@ struct hl_sb {
     uint32_t group_count;
     uint64_t group_first_id; /* GC_YOUNG_FATE */
     GByteArray *group;       /* the items */
+
+    /* Items of the snapshot started last, for the short hl_sb_snapshot_end. */
+    uint32_t snap_id;
+    uint64_t snap_objects, snap_refs, snap_roots;
 };
 
 hl_sb *hl_sb_new_empty(void)
@@ -87,6 +91,8 @@ void hl_sb_flush(hl_sb *sb)
         hl_gc_deaths deaths;
         hl_gc_promotions promotions;
         hl_discovered_head discovered;
+        hl_gc_handle_kinds kinds;
+        hl_snapshot_batch snapshot;
     } h;
     uint32_t h_len = 0;
     memset(&h, 0, sizeof h);
@@ -111,6 +117,17 @@ void hl_sb_flush(hl_sb *sb)
         h.discovered = (hl_discovered_head){.gc = sb->group_gc, .count = n};
         h_len = sizeof h.discovered;
         break;
+    case HL_REC_GC_HANDLE_KINDS:
+        h.kinds = (hl_gc_handle_kinds){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.kinds;
+        break;
+    case HL_REC_SNAPSHOT_OBJECTS:
+    case HL_REC_SNAPSHOT_REFS:
+    case HL_REC_SNAPSHOT_ROOTS:
+        /* group_gc holds the snapshot number for these */
+        h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
+        h_len = sizeof h.snapshot;
+        break;
     default:
         g_assert_not_reached();
     }
@@ -121,7 +138,8 @@ void hl_sb_flush(hl_sb *sb)
     g_byte_array_set_size(sb->group, 0);
 }
 
-/* Opens (or continues) a gathered record; `contiguous_id` is checked for young fates. */
+/* Opens (or continues) a gathered record of `type` for GC (or snapshot) `gc`; for young fates,
+ * `id` must follow the open record's ids. */
 static void hl_sb_group(hl_sb *sb, uint16_t type, uint32_t gc, uint64_t id, const void *item,
                         uint32_t len)
 {
@@ -254,6 +272,72 @@ void hl_sb_discovered(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t type_id, uin
 {
     hl_discovered d = {.id = id, .size = size, .type_id = type_id, .generation = generation};
     hl_sb_group(sb, HL_REC_DISCOVERED, gc, 0, &d, sizeof d);
+}
+
+void hl_sb_handle_created(hl_sb *sb, uint64_t handle_id, uint64_t object_id, uint32_t after_gc)
+{
+    hl_handle_created h = {.handle_id = handle_id, .object_id = object_id, .after_gc = after_gc};
+    hl_sb_record(sb, HL_REC_HANDLE_CREATED, &h, sizeof h);
+}
+
+void hl_sb_handle_destroyed(hl_sb *sb, uint64_t handle_id, uint32_t after_gc)
+{
+    hl_handle_destroyed h = {.handle_id = handle_id, .after_gc = after_gc};
+    hl_sb_record(sb, HL_REC_HANDLE_DESTROYED, &h, sizeof h);
+}
+
+void hl_sb_handle_kind(hl_sb *sb, uint32_t gc, uint64_t handle_id, uint32_t kind)
+{
+    hl_handle_kind k = {.handle_id = handle_id, .kind = kind};
+    hl_sb_group(sb, HL_REC_GC_HANDLE_KINDS, gc, 0, &k, sizeof k);
+}
+
+void hl_sb_snapshot_start(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger)
+{
+    hl_snapshot_start s = {.snapshot = snapshot, .gc = gc, .trigger = trigger};
+    hl_sb_record(sb, HL_REC_SNAPSHOT_START, &s, sizeof s);
+    sb->snap_id = snapshot;
+    sb->snap_objects = sb->snap_refs = sb->snap_roots = 0;
+}
+
+void hl_sb_snapshot_object(hl_sb *sb, uint32_t snapshot, uint64_t id, uint32_t generation,
+                           uint32_t flags)
+{
+    hl_snapshot_object o = {.id = id, .generation = generation, .flags = flags};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_OBJECTS, snapshot, 0, &o, sizeof o);
+    sb->snap_objects += snapshot == sb->snap_id;
+}
+
+void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to)
+{
+    hl_snapshot_ref r = {.from = from, .to = to};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_REFS, snapshot, 0, &r, sizeof r);
+    sb->snap_refs += snapshot == sb->snap_id;
+}
+
+void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t kind,
+                         uint32_t flags, uint64_t root_id)
+{
+    hl_snapshot_root r = {.object_id = object_id, .root_id = root_id, .kind = kind, .flags = flags};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_ROOTS, snapshot, 0, &r, sizeof r);
+    sb->snap_roots += snapshot == sb->snap_id;
+}
+
+void hl_sb_snapshot_end_full(hl_sb *sb, const hl_snapshot_end *e)
+{
+    hl_sb_record(sb, HL_REC_SNAPSHOT_END, e, sizeof *e);
+}
+
+void hl_sb_snapshot_end(hl_sb *sb, uint32_t snapshot, uint32_t gc)
+{
+    hl_snapshot_end e = {
+        .snapshot = snapshot,
+        .gc = gc,
+        .objects = sb->snap_objects,
+        .refs = sb->snap_refs,
+        .roots = sb->snap_roots,
+    };
+    hl_sb_snapshot_end_full(sb, &e);
 }
 
 void hl_sb_gc_end_full(hl_sb *sb, const hl_gc_end *e)

@@ -15,11 +15,22 @@
  *     hl_sb_write_db(sb, "app.db", NULL, NULL, &error);  // through the real writer
  *     hl_sb_free(sb);
  *
- * Consecutive hl_sb_alloc / hl_sb_fate / hl_sb_death / hl_sb_promotion / hl_sb_discovered calls
- * are gathered into one record (ALLOC_BATCH, GC_YOUNG_FATE for consecutive ids of one GC,
- * GC_DEATHS, GC_PROMOTIONS, DISCOVERED) of at most hl_sb_set_batch_limit items; any other call closes the open record
+ * Consecutive calls that add items of one kind are gathered into one record of at most
+ * hl_sb_set_batch_limit items: hl_sb_alloc (ALLOC_BATCH), hl_sb_fate (GC_YOUNG_FATE, consecutive
+ * ids of one GC), hl_sb_death (GC_DEATHS), hl_sb_promotion (GC_PROMOTIONS), hl_sb_discovered
+ * (DISCOVERED), hl_sb_handle_kind (GC_HANDLE_KINDS) and hl_sb_snapshot_object / _ref / _root
+ * (SNAPSHOT_OBJECTS / REFS / ROOTS of one snapshot); any other call closes the open record
  * first. Nothing is validated: tests may build wrong streams on purpose, and hl_sb_record /
  * hl_sb_raw write anything at all.
+ *
+ * A heap snapshot, inside its GC (between hl_sb_gc_start and hl_sb_gc_end):
+ *
+ *     hl_sb_snapshot_start(sb, 1, 3, HL_SNAPSHOT_INDUCED);   // snapshot 1 of GC 3
+ *     hl_sb_snapshot_object(sb, 1, 10, HL_GEN_2, 0);
+ *     hl_sb_snapshot_object(sb, 1, 11, HL_GEN_1, 0);
+ *     hl_sb_snapshot_ref(sb, 1, 10, 11);                     // 10 has a field pointing to 11
+ *     hl_sb_snapshot_root(sb, 1, 10, HL_ROOT_HANDLE, 0, 0x7f00);  // root: strong handle 0x7f00
+ *     hl_sb_snapshot_end(sb, 1, 3);                          // counts = the items above
  *
  * The short forms fill the remaining fields with fixed values so that results are repeatable:
  *   run start   mode full, start_unix_ns = HL_SB_START_UNIX_NS, start_mono_ns = HL_SB_MONO_NS,
@@ -28,6 +39,10 @@
  *               end 1 ms after start, resume 10 us after end (so pause_ns = 1,020,000);
  *               sizes and survived/moved bytes 0; counters.allocs_seen = allocations so far
  *   run end     end_unix_ns = start + 1 s, end_mono_ns = HL_SB_MONO_NS + 1 s, same counters
+ *   GC end      roots = pinned_roots = 0
+ *   snapshot    end: objects / refs / roots = the items added for the snapshot started last
+ *               (since its hl_sb_snapshot_start),
+ *               bytes, model_missing, model_extra, frozen, unresolved, walk_ns 0
  * Use the _full forms to set every field. All functions abort on out-of-memory only.
  */
 #ifndef HEAPLENS_HL_STREAM_BUILDER_H
@@ -86,6 +101,28 @@ void hl_sb_promotion(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t generation);
  * `generation`; gathered into the open DISCOVERED record. */
 void hl_sb_discovered(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t type_id, uint64_t size,
                       uint32_t generation);
+
+/* A GC handle created / destroyed (between GCs) when `after_gc` GCs had completed. object_id:
+ * its initial target, 0 if none. */
+void hl_sb_handle_created(hl_sb *sb, uint64_t handle_id, uint64_t object_id, uint32_t after_gc);
+void hl_sb_handle_destroyed(hl_sb *sb, uint64_t handle_id, uint32_t after_gc);
+/* The kind (HL_HANDLE_*) of a handle, learned in GC `gc`; gathered into the open GC_HANDLE_KINDS. */
+void hl_sb_handle_kind(hl_sb *sb, uint32_t gc, uint64_t handle_id, uint32_t kind);
+
+/* Snapshot `snapshot` of GC `gc`, trigger HL_SNAPSHOT_*. Resets the item counts of the short
+ * hl_sb_snapshot_end. */
+void hl_sb_snapshot_start(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger);
+/* One object (generation HL_GEN_*, flags HL_SNAP_OBJ_*), gathered into SNAPSHOT_OBJECTS. */
+void hl_sb_snapshot_object(hl_sb *sb, uint32_t snapshot, uint64_t id, uint32_t generation,
+                           uint32_t flags);
+/* One reference from -> to, gathered into SNAPSHOT_REFS. */
+void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to);
+/* One root (kind HL_ROOT_OTHER..HANDLE, flags HL_ROOT_PINNING...), gathered into SNAPSHOT_ROOTS.
+ * object_id 0: a null root; root_id: the handle id, the frame's FunctionID, or 0. */
+void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t kind,
+                         uint32_t flags, uint64_t root_id);
+void hl_sb_snapshot_end(hl_sb *sb, uint32_t snapshot, uint32_t gc);
+void hl_sb_snapshot_end_full(hl_sb *sb, const hl_snapshot_end *e);
 
 /* flags: HL_GC_FLAG_*. */
 void hl_sb_gc_end(hl_sb *sb, uint32_t gc, uint32_t flags);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,12 +150,52 @@ static int64_t db_int(sqlite3 *db, const char *sql)
 
 enum { T_STRING = 1, T_BYTES = 2, T_NODE = 3 };
 
+#define GOLDEN_HANDLE_STAGES 9
+
 /* Offsets in the golden stream, to know what a prefix holds. */
 typedef struct golden_marks {
     size_t gc_end[4];           /* end of GC_END of GC k (1..3) */
     size_t alloc_end[14];       /* end of the ALLOC_BATCH holding id i (1..13) */
+    size_t handle_end[GOLDEN_HANDLE_STAGES]; /* end of the handle record of stage i (1..) */
+    size_t snapshot_start_end;  /* end of SNAPSHOT_START */
     size_t len;                 /* whole stream */
 } golden_marks;
+
+/* The golden handles, in stream order: the handles table after each handle record ("stage"),
+ * as SQL_HANDLES lists it. */
+static const char *const golden_handle_stages[GOLDEN_HANDLE_STAGES] = {
+    "",
+    /* 1: after GC 1, 0xA000 created on object 1 */
+    "1|40960|unknown|1|1|NULL\n",
+    /* 2: 0xB000 on object 6 */
+    "1|40960|unknown|1|1|NULL\n2|45056|unknown|6|1|NULL\n",
+    /* 3: 0xC000 on object 7 */
+    "1|40960|unknown|1|1|NULL\n2|45056|unknown|6|1|NULL\n3|49152|unknown|7|1|NULL\n",
+    /* 4: ... and destroyed before any GC saw it: kind stays unknown */
+    "1|40960|unknown|1|1|NULL\n2|45056|unknown|6|1|NULL\n3|49152|unknown|7|1|1\n",
+    /* 5: GC 2 tells the kinds of 0xA000 and 0xB000 */
+    "1|40960|strong|1|1|NULL\n2|45056|pinned|6|1|NULL\n3|49152|unknown|7|1|1\n",
+    /* 6: after GC 2, 0xB000 destroyed */
+    "1|40960|strong|1|1|NULL\n2|45056|pinned|6|1|2\n3|49152|unknown|7|1|1\n",
+    /* 7: and its address reused: a new lifetime, on object 9 */
+    "1|40960|strong|1|1|NULL\n2|45056|pinned|6|1|2\n3|49152|unknown|7|1|1\n"
+    "4|45056|unknown|9|2|NULL\n",
+    /* 8: GC 3 tells its kind, and that of 0xD000, never seen created */
+    "1|40960|strong|1|1|NULL\n2|45056|pinned|6|1|2\n3|49152|unknown|7|1|1\n"
+    "4|45056|weak|9|2|NULL\n5|53248|strong|NULL|NULL|NULL\n",
+};
+
+#define SQL_HANDLES                                                                          \
+    "SELECT id, handle_id, kind, object_id, created_after_gc, destroyed_after_gc FROM handles " \
+    "ORDER BY id"
+
+/* Marks the end of handle stage `stage`. */
+static void golden_handle_mark(hl_sb *sb, golden_marks *m, int stage)
+{
+    size_t end = hl_sb_len(sb);
+    if (m != NULL)
+        m->handle_end[stage] = end;
+}
 
 static void golden_allocs(hl_sb *sb, golden_marks *m, uint64_t first, uint64_t last)
 {
@@ -163,6 +204,44 @@ static void golden_allocs(hl_sb *sb, golden_marks *m, uint64_t first, uint64_t l
     for (uint64_t id = first; id <= last && m != NULL; id++)
         m->alloc_end[id] = end;
     (void)last;
+}
+
+/* Snapshot 1, of GC 3: alive after it are 1 (gen 2), 6 (POH), 9 (gen 2) and 10 (gen 1). Items
+ * out of order, objects in two records, two references from 1 to 9 (two fields of 1 point to 9),
+ * two identical stack roots (one frame, two slots), a null root. */
+static void golden_snapshot(hl_sb *sb, golden_marks *m)
+{
+    hl_sb_snapshot_start(sb, 1, 3, HL_SNAPSHOT_INDUCED);
+    if (m != NULL)
+        m->snapshot_start_end = hl_sb_len(sb);
+    hl_sb_snapshot_object(sb, 1, 10, HL_GEN_1, 0);
+    hl_sb_snapshot_object(sb, 1, 1, HL_GEN_2, 0);
+    hl_sb_flush(sb);
+    hl_sb_snapshot_object(sb, 1, 9, HL_GEN_2, 0);
+    hl_sb_snapshot_object(sb, 1, 6, HL_GEN_POH, 0);
+    hl_sb_snapshot_ref(sb, 1, 10, 1);
+    hl_sb_snapshot_ref(sb, 1, 1, 9);
+    hl_sb_snapshot_ref(sb, 1, 1, 6);
+    hl_sb_snapshot_ref(sb, 1, 1, 9);
+    hl_sb_snapshot_ref(sb, 1, 9, 10);
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_HANDLE, 0, 0xA000);
+    hl_sb_snapshot_root(sb, 1, 9, HL_ROOT_HANDLE, HL_ROOT_WEAK, 0xB000);
+    hl_sb_snapshot_root(sb, 1, 10, HL_ROOT_STACK, 0, 0x5151);
+    hl_sb_snapshot_root(sb, 1, 10, HL_ROOT_STACK, 0, 0x5151);
+    hl_sb_snapshot_root(sb, 1, 6, HL_ROOT_FINALIZER, 0, 0);
+    hl_sb_snapshot_root(sb, 1, 0, HL_ROOT_OTHER, 0, 0);
+    hl_sb_snapshot_root(sb, 1, 6, HL_ROOT_STACK, HL_ROOT_PINNING, 0x5152);
+    hl_snapshot_end e = {
+        .snapshot = 1,
+        .gc = 3,
+        .objects = 4,
+        .refs = 5,
+        .roots = 7,
+        .bytes = 32 + 64 + 48 + 24,
+        .unresolved = 1,
+        .walk_ns = 5000,
+    };
+    hl_sb_snapshot_end_full(sb, &e);
 }
 
 /* The golden recording, described in SCHEMA terms in test_golden_rows. `unknown`: add records of
@@ -240,6 +319,14 @@ static hl_sb *golden_build(golden_marks *m, gboolean unknown)
     golden_allocs(sb, m, 7, 9);
     if (unknown)
         hl_sb_record(sb, 0xffff, junk, 3);
+    hl_sb_handle_created(sb, 0xA000, 1, 1);
+    golden_handle_mark(sb, m, 1);
+    hl_sb_handle_created(sb, 0xB000, 6, 1);
+    golden_handle_mark(sb, m, 2);
+    hl_sb_handle_created(sb, 0xC000, 7, 1);
+    golden_handle_mark(sb, m, 3);
+    hl_sb_handle_destroyed(sb, 0xC000, 1);
+    golden_handle_mark(sb, m, 4);
 
     hl_sb_gc_start(sb, 2, 1, FALSE, 10);
     hl_sb_fate(sb, 2, 7, HL_FATE(HL_GEN_0, HL_GEN_1));
@@ -247,10 +334,17 @@ static hl_sb *golden_build(golden_marks *m, gboolean unknown)
     hl_sb_fate(sb, 2, 9, HL_FATE(HL_GEN_0, HL_GEN_1));
     hl_sb_death(sb, 2, 4);
     hl_sb_promotion(sb, 2, 1, HL_GEN_2);
+    hl_sb_handle_kind(sb, 2, 0xA000, HL_HANDLE_STRONG);
+    hl_sb_handle_kind(sb, 2, 0xB000, HL_HANDLE_PINNED);
+    golden_handle_mark(sb, m, 5);
     hl_sb_gc_end(sb, 2, 0);
     if (m != NULL)
         m->gc_end[2] = hl_sb_len(sb);
 
+    hl_sb_handle_destroyed(sb, 0xB000, 2);
+    golden_handle_mark(sb, m, 6);
+    hl_sb_handle_created(sb, 0xB000, 9, 2); /* the address, reused */
+    golden_handle_mark(sb, m, 7);
     hl_sb_alloc(sb, 10, T_NODE, 24, 100);
     hl_sb_alloc(sb, 11, T_STRING, 16, 100);
     golden_allocs(sb, m, 10, 11);
@@ -261,7 +355,20 @@ static hl_sb *golden_build(golden_marks *m, gboolean unknown)
     hl_sb_death(sb, 3, 2);
     hl_sb_death(sb, 3, 7);
     hl_sb_promotion(sb, 3, 9, HL_GEN_2);
-    hl_sb_gc_end(sb, 3, HL_GC_FLAG_COMPACTING);
+    hl_sb_handle_kind(sb, 3, 0xB000, HL_HANDLE_WEAK);
+    hl_sb_handle_kind(sb, 3, 0xD000, HL_HANDLE_STRONG); /* never seen created */
+    golden_handle_mark(sb, m, 8);
+    golden_snapshot(sb, m);
+    hl_gc_end e3 = {
+        .gc = 3,
+        .flags = HL_GC_FLAG_COMPACTING,
+        .end_mono_ns = 1031000000u,
+        .resume_mono_ns = 1031010000u,
+        .roots = 7,
+        .pinned_roots = 1,
+        .counters = {.allocs_seen = 11},
+    };
+    hl_sb_gc_end_full(sb, &e3);
     if (m != NULL)
         m->gc_end[3] = hl_sb_len(sb);
 
@@ -342,25 +449,39 @@ static void test_schema(void)
     CHECK(db_int(db, "PRAGMA application_id") == STORE_APPLICATION_ID);
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
     CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+               "index|handles_by_handle_id\n"
                "index|object_generations_by_gc\n"
+               "index|snapshot_refs_by_to\n"
+               "index|snapshot_roots_by_object\n"
                "table|counters\n"
                "table|gc_generations\n"
                "table|gcs\n"
+               "table|handles\n"
                "table|object_generations\n"
                "table|objects\n"
                "table|run\n"
+               "table|snapshot_objects\n"
+               "table|snapshot_refs\n"
+               "table|snapshot_roots\n"
+               "table|snapshots\n"
                "table|threads\n"
                "table|types\n"
                "view|allocations_by_type\n"
                "view|gc_summary\n"
                "view|live_objects\n"
                "view|object_lifetimes\n"
+               "view|pinned_handles_per_gc\n"
+               "view|snapshot_contents\n"
+               "view|snapshot_handles\n"
+               "view|strong_handles_never_freed\n"
                "view|survivors_by_generation\n");
     CHECK_ROWS(db, "SELECT id, command, status, exit_status, flags FROM run", "1|cmd|no-data|NULL|NULL\n");
     /* Every view compiles and is empty. */
     CHECK(db_int(db, "SELECT (SELECT count(*) FROM gc_summary) + (SELECT count(*) FROM allocations_by_type)"
                      " + (SELECT count(*) FROM live_objects) + (SELECT count(*) FROM survivors_by_generation)"
-                     " + (SELECT count(*) FROM object_lifetimes)") == 0);
+                     " + (SELECT count(*) FROM object_lifetimes) + (SELECT count(*) FROM snapshot_contents)"
+                     " + (SELECT count(*) FROM snapshot_handles) + (SELECT count(*) FROM strong_handles_never_freed)"
+                     " + (SELECT count(*) FROM pinned_handles_per_gc)") == 0);
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -398,6 +519,8 @@ static void test_golden_rows(void)
     CHECK_ROWS(db, "SELECT gc, generation, size_before, size_after FROM gc_generations WHERE gc = 1",
                "1|0|1000|0\n1|1|200|72\n1|2|300|300\n1|3|100000|100000\n1|4|64|64\n");
     CHECK(db_int(db, "SELECT count(*) FROM gc_generations") == 15);
+    CHECK_ROWS(db, "SELECT gc, roots, pinned_roots FROM gcs ORDER BY gc", "1|0|0\n2|0|0\n3|7|1\n");
+    CHECK(sum.snapshots == 1);
     g_autofree char *len = NULL;
     {
         hl_sb *sb = golden_build(NULL, FALSE);
@@ -412,8 +535,9 @@ static void test_golden_rows(void)
                                                 "gcs_discarded_incomplete|0\n"
                                                 "model_anomalies|0\n"
                                                 "records_dropped|0\n"
-                                                "records_read|25\n"
+                                                "records_read|39\n"
                                                 "records_skipped_unknown|0\n"
+                                                "snapshots_discarded|0\n"
                                                 "stream_bytes|%s\n"
                                                 "threads_overflowed|0\n"
                                                 "writer_anomalies|0\n",
@@ -457,7 +581,7 @@ static void test_golden_views(void)
                "System.String|6|200\n"
                "App.Node|5|120\n");
     CHECK_ROWS(db, "SELECT * FROM gc_summary WHERE gc = 1",
-               "1|0|other|0|1|1010000000|1011000000|1020000|72|72|7|4|0|"
+               "1|0|other|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|"
                "1000|0|200|72|300|300|100000|100000|64|64\n");
     CHECK_ROWS(db, "SELECT gc, gen0_before, poh_after FROM gc_summary WHERE gc > 1 ORDER BY gc",
                "2|0|0\n3|0|0\n");
@@ -562,8 +686,20 @@ static void test_after_last_gc(void)
     tmp_dir_free(dir);
 }
 
+/* Rows of `table` (its `columns`) in the database and not in the attached full one `f`, or the
+ * other way round. */
+static int64_t db_diff_full(sqlite3 *db, const char *table, const char *columns)
+{
+    g_autofree char *sql = g_strdup_printf(
+        "SELECT count(*) FROM (SELECT * FROM (SELECT %2$s FROM main.%1$s EXCEPT SELECT %2$s FROM f.%1$s)"
+        " UNION ALL SELECT * FROM (SELECT %2$s FROM f.%1$s EXCEPT SELECT %2$s FROM main.%1$s))",
+        table, columns);
+    return db_int(db, sql);
+}
+
 /* Cut the golden stream at every byte: never a failure, never half a GC, never a lost whole
- * allocation record; every complete GC stored as the full run has it, as of that GC. */
+ * allocation record; every complete GC stored as the full run has it, as of that GC; the
+ * snapshot there whole (with GC 3) or not at all; handles as of the last whole handle record. */
 static void test_truncate_every_byte(void)
 {
     char *dir = tmp_dir_new();
@@ -634,6 +770,26 @@ static void test_truncate_every_byte(void)
             "SELECT count(*) FROM (SELECT * FROM main.gcs EXCEPT SELECT * FROM f.gcs WHERE gc <= %s)",
             k_s);
         CHECK(db_int(db, q_gcs) == 0);
+
+        /* The snapshot lives in GC 3: all of it, or none of it. */
+        if (k == 3) {
+            CHECK(db_diff_full(db, "snapshots", "*") == 0);
+            CHECK(db_diff_full(db, "snapshot_objects", "*") == 0);
+            CHECK(db_diff_full(db, "snapshot_refs", "*") == 0);
+            CHECK(db_diff_full(db, "snapshot_roots", "*") == 0);
+            CHECK(db_int(db, "SELECT count(*) FROM snapshot_roots") == 7);
+        } else {
+            CHECK(db_int(db, "SELECT (SELECT count(*) FROM snapshots) + (SELECT count(*) FROM snapshot_objects)"
+                             " + (SELECT count(*) FROM snapshot_refs) + (SELECT count(*) FROM snapshot_roots)") == 0);
+        }
+        CHECK(sum.snapshots == (k == 3 ? 1u : 0u));
+        int64_t discarded = cut >= m.snapshot_start_end && cut < m.gc_end[3];
+        CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'snapshots_discarded'") == discarded);
+        /* Handle records are not part of a GC: each one whole before the cut is there. */
+        int stage = 0;
+        while (stage + 1 < GOLDEN_HANDLE_STAGES && m.handle_end[stage + 1] <= cut)
+            stage++;
+        CHECK_ROWS(db, SQL_HANDLES, golden_handle_stages[stage]);
         sqlite3_close(db);
         if (failures > before) {
             fprintf(stderr, "  ... at cut %zu of %zu\n", cut, m.len);
@@ -762,7 +918,7 @@ static void test_unknown_types(void)
     CHECK_ROWS(db, SQL_OBJECTS, golden_objects);
     CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
     CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'records_skipped_unknown'") == 3);
-    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'records_read'") == 28);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'records_read'") == 42);
     CHECK_ROWS(db, "SELECT status FROM run", "complete\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
@@ -1244,8 +1400,8 @@ static void test_differential(void)
     tmp_dir_free(dir);
 }
 
-/* Objects first seen in a heap walk become ordinary objects; snapshot and handle records (not
- * stored yet) are skipped and counted. */
+/* Objects first seen in a heap walk become ordinary objects. (With a handle kind sent raw, and a
+ * snapshot that never ends.) */
 static void test_discovered(void)
 {
     char *dir = tmp_dir_new();
@@ -1291,8 +1447,11 @@ static void test_discovered(void)
                "1|1|1|2\n1|2|2|NULL\n"
                "657|2|1|NULL\n658|3|1|2\n659|5|1|NULL\n");
     CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('records_skipped_unknown',"
-                   " 'writer_anomalies', 'gcs_discarded_incomplete') ORDER BY name",
-               "gcs_discarded_incomplete|1\nrecords_skipped_unknown|2\nwriter_anomalies|1\n");
+                   " 'writer_anomalies', 'gcs_discarded_incomplete', 'snapshots_discarded') ORDER BY name",
+               "gcs_discarded_incomplete|1\nrecords_skipped_unknown|0\nsnapshots_discarded|1\n"
+               "writer_anomalies|1\n");
+    CHECK_ROWS(db, SQL_HANDLES, "1|4096|strong|NULL|NULL|NULL\n");
+    CHECK(db_int(db, "SELECT count(*) FROM snapshots") == 0);
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -1326,6 +1485,280 @@ static void test_chunk_boundaries(void)
                "65530|0|1|1\n65535|0|1|NULL\n65536|0|1|1\n65537|0|2|NULL\n131071|0|2|NULL\n"
                "131072|NULL|3|NULL\n196613|NULL|3|NULL\n");
     CHECK_ROWS(db, SQL_GENERATIONS, "65535|1|1|2\n65535|2|2|NULL\n65537|1|2|NULL\n131071|1|2|NULL\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* ---- snapshots and handles ---------------------------------------------------------------- */
+
+/* The golden snapshot: rows in key order, a reference sent twice stored twice (nth 0 and 1),
+ * identical roots kept, the views, and the query plans of the two directions of the graph. */
+static void test_golden_snapshot(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+
+    CHECK_ROWS(db,
+               "SELECT snapshot, gc, trigger, objects, refs, roots, handles, bytes, model_missing,"
+               " model_extra, frozen, unresolved, walk_ns FROM snapshots",
+               "1|3|induced|4|5|7|2|168|0|0|0|1|5000\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "1|1|2|0\n1|6|4|0\n1|9|2|0\n1|10|1|0\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
+               "1|1|6|0\n1|1|9|0\n1|1|9|1\n1|9|10|0\n1|10|1|0\n");
+    CHECK_ROWS(db, "SELECT snapshot, object_id, kind, flags, root_id FROM snapshot_roots"
+                   " ORDER BY object_id, kind, flags",
+               "1|NULL|other|0|NULL\n"
+               "1|1|handle|0|40960\n"
+               "1|6|finalizer|0|NULL\n"
+               "1|6|stack|1|20818\n"
+               "1|9|handle|2|45056\n"
+               "1|10|stack|0|20817\n"
+               "1|10|stack|0|20817\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_contents ORDER BY object_id",
+               "1|3|1|System.String|32|2|0|0|100|Main\n"
+               "1|3|6|System.Byte[]|64|4|0|0|101|NULL\n"
+               "1|3|9|System.String|48|2|0|0|100|Main\n"
+               "1|3|10|App.Node|24|1|0|0|100|Main\n");
+    /* Handle roots with their lifetime rows: 0xB000's second lifetime (row 4) is the one alive. */
+    CHECK_ROWS(db, "SELECT * FROM snapshot_handles ORDER BY handle_id",
+               "1|3|40960|strong|1|0|1|1\n"
+               "1|3|45056|weak|9|2|4|2\n");
+    /* The issue's question: objects allocated by thread 100 alive in snapshot 1, and who
+     * references them. */
+    CHECK_ROWS(db,
+               "SELECT DISTINCT c.object_id, c.type, r.from_id FROM snapshot_contents c"
+               " LEFT JOIN snapshot_refs r ON r.snapshot = c.snapshot AND r.to_id = c.object_id"
+               " WHERE c.snapshot = 1 AND c.thread = 100 ORDER BY c.object_id, r.from_id",
+               "1|System.String|10\n9|System.String|1\n10|App.Node|9\n");
+    /* Both directions of the graph are index lookups; a snapshot's edges, one range scan. */
+    g_autofree char *out_plan =
+        db_rows(db, "EXPLAIN QUERY PLAN SELECT to_id FROM snapshot_refs WHERE snapshot = 1 AND from_id = 9");
+    CHECK(strstr(out_plan, "PRIMARY KEY (snapshot=? AND from_id=?)") != NULL);
+    g_autofree char *in_plan =
+        db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id FROM snapshot_refs WHERE snapshot = 1 AND to_id = 9");
+    CHECK(strstr(in_plan, "snapshot_refs_by_to (snapshot=? AND to_id=?)") != NULL);
+    g_autofree char *all_plan =
+        db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = 1");
+    CHECK(strstr(all_plan, "(snapshot=?)") != NULL); /* the key, or the covering index by to_id */
+    g_autofree char *roots_plan =
+        db_rows(db, "EXPLAIN QUERY PLAN SELECT * FROM snapshot_roots WHERE snapshot = 1 AND object_id = 6");
+    CHECK(strstr(roots_plan, "snapshot_roots_by_object") != NULL);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* Handle lifetimes and the two handle views, with their GC boundaries. */
+static void test_golden_handles(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, SQL_HANDLES, golden_handle_stages[GOLDEN_HANDLE_STAGES - 1]);
+    CHECK_ROWS(db, "SELECT * FROM strong_handles_never_freed ORDER BY handle",
+               "1|40960|1|System.String|32|1\n"
+               "5|53248|NULL|NULL|NULL|NULL\n");
+    /* 0xB000's pinned lifetime: created after GC 1, destroyed after GC 2: alive after GC 2
+     * only (alive after GC g: created_after_gc < g <= destroyed_after_gc). */
+    CHECK_ROWS(db, "SELECT * FROM pinned_handles_per_gc ORDER BY gc, handle", "2|2|45056|6|1|2\n");
+    sqlite3_close(db);
+
+    /* The boundaries once more, on a pinned handle created before the first GC and never
+     * destroyed, one created after GC 1 and destroyed after GC 1, one never seen created. */
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p2 = g_build_filename(dir, "h.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_handle_created(sb, 0x10, 1, 0);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_handle_kind(sb, 1, 0x10, HL_HANDLE_PINNED);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_handle_created(sb, 0x20, 1, 1);
+    hl_sb_handle_destroyed(sb, 0x20, 1);
+    hl_sb_handle_destroyed(sb, 0x30, 1); /* never seen: nothing to close */
+    for (uint32_t gc = 2; gc <= 3; gc++) {
+        hl_sb_gc_start(sb, gc, 0, FALSE, 2);
+        if (gc == 2)
+            hl_sb_handle_kind(sb, 2, 0x40, HL_HANDLE_PINNED);
+        hl_sb_gc_end(sb, gc, 0);
+    }
+    hl_sb_run_end(sb, 3);
+    CHECK(hl_sb_write_db(sb, p2, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    db = db_open(p2);
+    CHECK_ROWS(db, SQL_HANDLES,
+               "1|16|pinned|1|0|NULL\n2|32|unknown|1|1|1\n3|64|pinned|NULL|NULL|NULL\n");
+    CHECK_ROWS(db, "SELECT gc, count(*) FROM pinned_handles_per_gc GROUP BY gc",
+               "1|2\n2|2\n3|2\n");
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 0);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* Snapshots that must not be stored, and records that break the collector's promises. */
+static void test_snapshot_incomplete(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "s.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_alloc(sb, 2, 1, 24, 7);
+
+    /* GC 1: snapshot 1 never ends (discarded); the GC is stored. */
+    hl_sb_gc_start(sb, 1, 2, TRUE, 3);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 1, 1, HL_GEN_1, 0);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_snapshot_object(sb, 1, 2, HL_GEN_1, 0); /* no snapshot open: anomaly */
+
+    /* GC 2: snapshot 2 is cut short by snapshot 3 (discarded), which is stored. */
+    hl_sb_gc_start(sb, 2, 2, TRUE, 3);
+    hl_sb_snapshot_start(sb, 2, 2, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_start(sb, 3, 2, HL_SNAPSHOT_GEN2);
+    hl_sb_snapshot_object(sb, 3, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_object(sb, 3, 2, HL_GEN_2, 0);
+    hl_sb_snapshot_ref(sb, 2, 1, 2); /* for snapshot 2, no longer open: anomaly */
+    hl_sb_snapshot_ref(sb, 3, 2, 1);
+    hl_sb_snapshot_end(sb, 3, 2);
+    hl_sb_gc_end(sb, 2, 0);
+
+    /* GC 3: snapshot 4 announces more objects than arrived (a record was dropped): discarded.
+     * A snapshot number already stored and a snapshot of another GC: anomalies. */
+    hl_sb_gc_start(sb, 3, 2, TRUE, 3);
+    hl_sb_snapshot_start(sb, 3, 3, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_start(sb, 9, 7, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_start(sb, 4, 3, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 4, 1, HL_GEN_2, 0);
+    hl_snapshot_end e4 = {.snapshot = 4, .gc = 3, .objects = 2};
+    hl_sb_snapshot_end_full(sb, &e4);
+    hl_snapshot_end e5 = {.snapshot = 5, .gc = 3};
+    hl_sb_snapshot_end_full(sb, &e5); /* no such snapshot open: anomaly */
+    hl_sb_gc_end(sb, 3, 0);
+
+    /* GC 4: snapshot 5 is complete but its GC never ends: both discarded. */
+    hl_sb_gc_start(sb, 4, 2, TRUE, 3);
+    hl_sb_snapshot_start(sb, 5, 4, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 5, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end(sb, 5, 4);
+    /* GC 5: snapshot 6, stored. */
+    hl_sb_gc_start(sb, 5, 2, TRUE, 3);
+    hl_sb_snapshot_start(sb, 6, 5, HL_SNAPSHOT_REQUESTED);
+    hl_sb_snapshot_end(sb, 6, 5); /* an empty heap is a snapshot too */
+    hl_sb_gc_end(sb, 5, 0);
+    hl_sb_run_end(sb, 5);
+    store_summary sum;
+    CHECK(hl_sb_write_db(sb, p, NULL, &sum, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    CHECK(sum.snapshots == 2 && sum.gcs == 4);
+
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects, refs, roots, handles FROM snapshots",
+               "3|2|gen2|2|1|0|0\n6|5|requested|0|0|0|0\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "3|1|2|0\n3|2|2|0\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY from_id", "3|2|1|0\n");
+    CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('snapshots_discarded',"
+                   " 'writer_anomalies', 'gcs_discarded_incomplete') ORDER BY name",
+               "gcs_discarded_incomplete|1\nsnapshots_discarded|4\n"
+               "writer_anomalies|6\n"); /* 5 marked above, and the gap GC 3 -> GC 5 */
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* Frozen and discovered objects in a snapshot, an object listed twice; a generation the
+ * collector could not tell. */
+static void test_snapshot_flags(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "f.db", NULL);
+    const uint64_t d = HL_DISCOVERED_ID_BASE + 1;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "System.String");
+    hl_sb_type(sb, 2, "System.RuntimeType");
+    hl_sb_alloc(sb, 1, 1, 30, 7);
+    hl_sb_alloc(sb, 2, 2, 40, 7);
+    hl_sb_alloc(sb, 3, 1, 20, 7);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 4);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_NONGC, HL_GEN_NONGC));
+    hl_sb_fate(sb, 1, 3, HL_FATE(HL_GEN_NONGC, HL_GEN_NONGC));
+    hl_sb_discovered(sb, 1, d, 1, 50, HL_GEN_2);
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_EVERY);
+    hl_sb_snapshot_object(sb, 1, 1, HL_GEN_NONE, 0);
+    hl_sb_snapshot_object(sb, 1, d, HL_GEN_2, HL_SNAP_OBJ_DISCOVERED);
+    /* The walk reports NonGC objects too; the collector lists a referenced one once more,
+     * flagged frozen: one row, flagged. One the walk alone reports is flagged all the same. */
+    hl_sb_snapshot_object(sb, 1, 2, HL_GEN_NONGC, 0);
+    hl_sb_snapshot_object(sb, 1, 3, HL_GEN_NONGC, 0);
+    hl_sb_snapshot_object(sb, 1, 2, HL_GEN_NONGC, HL_SNAP_OBJ_FROZEN);
+    hl_sb_snapshot_ref(sb, 1, d, 2);
+    hl_sb_snapshot_ref(sb, 1, 1, d);
+    hl_sb_snapshot_root(sb, 1, 1, 9, 0, 0); /* no such root kind: stored as other, anomaly */
+    hl_snapshot_end e = {.snapshot = 1, .gc = 1, .objects = 5, .refs = 2, .roots = 1,
+                         .bytes = 80, .model_missing = 2, .model_extra = 1, .frozen = 1};
+    hl_sb_snapshot_end_full(sb, &e);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT objects, refs, roots, bytes, model_missing, model_extra, frozen FROM snapshots",
+               "4|2|1|80|2|1|2\n");
+    CHECK_ROWS(db, "SELECT object_id, type, size, generation, frozen, discovered, thread FROM snapshot_contents",
+               "1|System.String|30|NULL|0|0|7\n"
+               "2|System.RuntimeType|40|5|1|0|7\n"
+               "3|System.String|20|5|1|0|7\n"
+               "281474976710657|System.String|50|2|0|1|NULL\n");
+    CHECK_ROWS(db, "SELECT kind FROM snapshot_roots", "other\n");
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 1);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* Handle records inside a GC that is rolled back survive it, and the handle map follows the
+ * database; a lost HANDLE_DESTROYED closes the old lifetime at the address's reuse. */
+static void test_handles_rollback(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "r.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_handle_created(sb, 0x10, 1, 0);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    /* GC 2 never ends; inside it: a kind, a destroy and a create (against the promise). */
+    hl_sb_gc_start(sb, 2, 0, FALSE, 2);
+    hl_sb_handle_kind(sb, 2, 0x10, HL_HANDLE_STRONG);
+    hl_sb_handle_destroyed(sb, 0x10, 1);
+    hl_sb_handle_created(sb, 0x20, 1, 1);
+    hl_sb_gc_start(sb, 3, 0, FALSE, 2);
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_handle_destroyed(sb, 0x20, 3);
+    hl_sb_handle_created(sb, 0x30, 1, 3);
+    hl_sb_handle_created(sb, 0x30, 1, 3); /* the destroy of the first was lost */
+    hl_sb_run_end(sb, 3);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, SQL_HANDLES,
+               "1|16|strong|1|0|1\n2|32|unknown|1|1|3\n3|48|unknown|1|3|3\n4|48|unknown|1|3|NULL\n");
+    CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('gcs_discarded_incomplete',"
+                   " 'writer_anomalies') ORDER BY name",
+               "gcs_discarded_incomplete|1\nwriter_anomalies|2\n"); /* the gap 1 -> 3, the lost destroy */
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -1408,7 +1841,7 @@ static void test_serve_socket(void)
     GThread *t = g_thread_new("collector", collector_thread, &a);
     store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
     CHECK(w != NULL);
-    CHECK(store_writer_serve(w, lfd, stop[0], 2000, &error));
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 2000, &error));
     CHECK_NO_ERROR(error);
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
@@ -1433,7 +1866,7 @@ static void test_serve_socket(void)
     g_autofree char *path2 = g_build_filename(dir, "killed.db", NULL);
     w = store_writer_create(path2, "dotnet App.dll", &error);
     gint64 t0 = g_get_monotonic_time();
-    CHECK(store_writer_serve(w, lfd, stop[0], 300, &error));
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 300, &error));
     CHECK_NO_ERROR(error);
     CHECK(g_get_monotonic_time() - t0 < 5 * G_USEC_PER_SEC);
     CHECK(store_writer_finish(w, &sum, &error));
@@ -1463,7 +1896,7 @@ static void test_serve_no_connection(void)
     write_all(stop[1], "signal 9\n", 9);
 
     store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
-    CHECK(store_writer_serve(w, lfd, stop[0], 1000, &error));
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
     CHECK_NO_ERROR(error);
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
@@ -1480,7 +1913,7 @@ static void test_serve_no_connection(void)
     close(stop[1]);
     g_autofree char *p2 = g_build_filename(dir, "none2.db", NULL);
     w = store_writer_create(p2, NULL, &error);
-    CHECK(store_writer_serve(w, lfd, stop[0], 100, &error));
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 100, &error));
     CHECK(store_writer_finish(w, NULL, &error));
     CHECK_NO_ERROR(error);
     db = db_open(p2);
@@ -1528,7 +1961,7 @@ static void test_serve_refuses_peer(void)
                         .status = "exit 0\n", .delay_ms = 100};
     GThread *t = g_thread_new("collector", collector_thread, &a);
     store_writer *w = store_writer_create(path, NULL, &error);
-    CHECK(store_writer_serve(w, lfd, stop[0], 1000, &error));
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
     CHECK_NO_ERROR(error);
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
@@ -1556,7 +1989,7 @@ static void test_serve_refuses_peer(void)
     write_all(stop[1], "exit 1\n", 7);
     g_autofree char *p2 = g_build_filename(dir, "peer2.db", NULL);
     w = store_writer_create(p2, NULL, &error);
-    CHECK(!store_writer_serve(w, lfd, stop[0], 1000, &error));
+    CHECK(!store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
     CHECK_ERROR(error, STORE_ERROR_PEER, "refused 1 connection(s) from another user (uid 65534)");
     g_clear_error(&error);
     CHECK(store_writer_finish(w, &sum, &error));
@@ -1568,6 +2001,328 @@ static void test_serve_refuses_peer(void)
     close(stop[1]);
     close(lfd);
     hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* ---- the control socket ------------------------------------------------------------------- */
+
+/* Connects to the control socket and sends `text` (NULL: nothing). */
+static int control_send(const char *sock, const char *text)
+{
+    int fd = connect_unix(sock);
+    g_assert(fd >= 0);
+    if (text != NULL)
+        write_all(fd, text, strlen(text));
+    return fd;
+}
+
+/* The answer line (newline included), "(eof)" or "(timeout)"; closes `fd`. */
+static char *control_answer(int fd, int timeout_ms)
+{
+    GString *s = g_string_new(NULL);
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+        if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+            g_string_assign(s, "(timeout)");
+            break;
+        }
+        char c;
+        if (read(fd, &c, 1) != 1) {
+            if (s->len == 0)
+                g_string_assign(s, "(eof)");
+            break;
+        }
+        g_string_append_c(s, c);
+        if (c == '\n')
+            break;
+    }
+    close(fd);
+    return g_string_free(s, FALSE);
+}
+
+/* Waits for at least one HL_CMD_SNAPSHOT on the collector's connection; returns how many came
+ * (all of them, as far as they arrived within a short while). */
+static int collector_read_commands(int fd, int timeout_ms)
+{
+    hl_rec_header h;
+    int n = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, n == 0 ? timeout_ms : 100) > 0) {
+        ssize_t got = recv(fd, &h, sizeof h, MSG_WAITALL);
+        if (got != (ssize_t)sizeof h || h.type != HL_CMD_SNAPSHOT || h.size != 0)
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+/* A GC that holds snapshot `snap` of the one object 1 (gen 2), with trigger `trigger`. */
+static void control_gc(hl_sb *sb, uint32_t gc, uint32_t snap, uint32_t trigger)
+{
+    hl_sb_gc_start(sb, gc, 2, TRUE, 2);
+    hl_sb_snapshot_start(sb, snap, gc, trigger);
+    hl_sb_snapshot_object(sb, snap, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end(sb, snap, gc);
+    hl_sb_gc_end(sb, gc, 0);
+}
+
+typedef struct control_script {
+    const char *collector_sock, *control_sock;
+    int stop_wr;
+    int failures; /* checks that failed in the script's thread */
+    char *log;    /* what failed */
+} control_script;
+
+#define SCRIPT_CHECK_STR(sc, got, want)                                                      \
+    do {                                                                                     \
+        g_autofree char *got_ = (got);                                                       \
+        if (strcmp(got_, (want)) != 0) {                                                     \
+            char *old_ = (sc)->log;                                                          \
+            (sc)->log = g_strdup_printf("%s%s:%d: got %s, want %s\n", old_ ? old_ : "",      \
+                                        __FILE__, __LINE__, got_, (want));                   \
+            g_free(old_);                                                                    \
+            (sc)->failures++;                                                                \
+        }                                                                                    \
+    } while (0)
+
+#define SCRIPT_CHECK(sc, cond)                                                               \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            char *old_ = (sc)->log;                                                          \
+            (sc)->log = g_strdup_printf("%s%s:%d: %s\n", old_ ? old_ : "", __FILE__,         \
+                                        __LINE__, #cond);                                    \
+            g_free(old_);                                                                    \
+            (sc)->failures++;                                                                \
+        }                                                                                    \
+    } while (0)
+
+/* The fake collector and the clients, in one thread, in an order that makes every answer
+ * certain; the writer serves in the test's main thread. */
+static gpointer control_script_run(gpointer data)
+{
+    control_script *sc = data;
+    const char *ctl = sc->control_sock;
+    g_usleep(50000);
+
+    /* No collector yet. */
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), 5000),
+                     "error the program's collector is not connected (yet)\n");
+    int idle = control_send(ctl, NULL); /* connects, says nothing: must not hold anything up */
+
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "control");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    size_t len, sent = 0;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int col = connect_unix(sc->collector_sock);
+    g_assert(col >= 0);
+    write_all(col, bytes, len);
+    sent = len;
+
+    /* Three clients ask; one of them gives up at once; one sends nonsense. */
+    int b = control_send(ctl, "snapshot\n");
+    int c = control_send(ctl, "snapshot\r\n");
+    close(control_send(ctl, "snapshot\n"));
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "hello\n"), 5000),
+                     "error unknown request\n");
+    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(col, bytes + sent, len - sent);
+    sent = len;
+    SCRIPT_CHECK_STR(sc, control_answer(b, 5000), "ok 1 2\n");
+    SCRIPT_CHECK_STR(sc, control_answer(c, 5000), "ok 1 2\n");
+
+    /* A request, then a snapshot of another trigger, then the end of the program. */
+    int f = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    control_gc(sb, 3, 2, HL_SNAPSHOT_INDUCED);
+    hl_sb_run_end(sb, 3);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(col, bytes + sent, len - sent);
+    close(col);
+    SCRIPT_CHECK_STR(sc, control_answer(f, 5000),
+                     "error the program ended before the snapshot was taken\n");
+    /* The writer now waits for the exit status: the recording has ended. */
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), 5000),
+                     "error the recording has ended\n");
+    write_all(sc->stop_wr, "exit 0\n", 7);
+    close(sc->stop_wr);
+    SCRIPT_CHECK_STR(sc, control_answer(idle, 5000), "error the recording has ended\n");
+    hl_sb_free(sb);
+    return NULL;
+}
+
+static void test_control_snapshot(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *csock = g_build_filename(dir, "collector", NULL);
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "c.db", NULL);
+    int lfd = listen_unix(csock), kfd = listen_unix(ksock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
+
+    control_script sc = {.collector_sock = csock, .control_sock = ksock, .stop_wr = stop[1]};
+    GThread *t = g_thread_new("script", control_script_run, &sc);
+    store_writer *w = store_writer_create(path, "control", &error);
+    CHECK(store_writer_serve(w, lfd, kfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    if (sc.failures > 0)
+        fprintf(stderr, "%s", sc.log);
+    failures += sc.failures;
+    g_free(sc.log);
+    CHECK(sum.complete && sum.gcs == 3 && sum.snapshots == 2);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots",
+               "1|2|requested|1\n2|3|induced|1\n");
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "complete|0\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
+/* A writer killed in the middle of a snapshot's GC (the snapshot's rows written, its GC_END not
+ * come): the file opens, the earlier snapshot is whole, nothing of the cut one shows. */
+static void test_killed_mid_snapshot(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "k.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    for (uint64_t id = 1; id <= 100; id++)
+        hl_sb_alloc(sb, id, 1, 24, 7);
+    control_gc(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    size_t first = hl_sb_len(sb);
+    hl_sb_gc_start(sb, 2, 2, TRUE, 101);
+    hl_sb_snapshot_start(sb, 2, 2, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= 100; id++)
+        hl_sb_snapshot_object(sb, 2, id, HL_GEN_2, 0);
+    /* Its SNAPSHOT_END: the writer writes its rows, inside GC 2's transaction, never committed. */
+    hl_sb_snapshot_end(sb, 2, 2);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int pipefd[2];
+    g_assert(pipe2(pipefd, O_CLOEXEC) == 0);
+
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        close(pipefd[1]);
+        store_writer *w = store_writer_create(path, "killed", NULL);
+        if (w == NULL)
+            _exit(2);
+        store_writer_ingest_fd(w, pipefd[0], NULL);
+        pause(); /* never finishes: killed */
+        _exit(0);
+    }
+    close(pipefd[0]);
+    write_all(pipefd[1], bytes, first);
+    /* Wait until GC 1 and its snapshot are committed. */
+    int64_t snaps = 0;
+    for (int i = 0; i < 500 && snaps == 0; i++) {
+        g_usleep(10000);
+        sqlite3 *db = NULL;
+        if (access(path, F_OK) == 0 &&
+            sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+            sqlite3_stmt *st = NULL;
+            if (sqlite3_prepare_v2(db, "SELECT count(*) FROM snapshots", -1, &st, NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW)
+                snaps = sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        }
+        sqlite3_close(db);
+    }
+    CHECK(snaps == 1);
+    write_all(pipefd[1], bytes + first, len - first); /* snapshot 2, cut short */
+    g_usleep(200000);
+    kill(child, SIGKILL);
+    int status;
+    waitpid(child, &status, 0);
+    close(pipefd[1]);
+
+    sqlite3 *db = store_db_open_readonly(path, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    if (db != NULL) {
+        CHECK_ROWS(db, "SELECT snapshot, gc, objects FROM snapshots", "1|1|1\n");
+        CHECK_ROWS(db, "SELECT snapshot, count(*) FROM snapshot_objects GROUP BY snapshot", "1|1\n");
+        CHECK_ROWS(db, "SELECT gc FROM gcs", "1\n");
+        CHECK_ROWS(db, "SELECT status FROM run", "recording\n");
+        sqlite3_close(db);
+    }
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* A control client of another user is closed unanswered (and holds nothing up). */
+static void test_control_refuses_peer(void)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "SKIP: needs root to connect as another user\n");
+        exit(SKIP_CODE);
+    }
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *csock = g_build_filename(dir, "collector", NULL);
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "p.db", NULL);
+    int lfd = listen_unix(csock), kfd = listen_unix(ksock);
+    CHECK(chmod(dir, 0755) == 0 && chmod(ksock, 0777) == 0);
+    int stop[2], answer[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0 && pipe2(answer, O_CLOEXEC) == 0);
+
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int fd = connect_unix(ksock);
+        if (fd < 0)
+            _exit(3);
+        (void)!write(fd, "snapshot\n", 9);
+        (void)!write(answer[1], "+", 1); /* connected */
+        g_autofree char *got = control_answer(fd, 5000);
+        (void)!write(answer[1], got, strlen(got));
+        _exit(0);
+    }
+    close(answer[1]);
+    char mark = 0;
+    CHECK(read(answer[0], &mark, 1) == 1 && mark == '+');
+    write_all(stop[1], "exit 0\n", 7);
+    /* The program "has exited" (no collector ever): the other user's client, already in the
+     * backlog, is accepted in the same poll and closed without an answer. */
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve(w, lfd, kfd, stop[0], 500, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(store_writer_finish(w, NULL, &error));
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char buf[128] = "";
+    ssize_t n = read(answer[0], buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK_STR(buf, "(eof)");
+    close(answer[0]);
+    close(stop[0]);
+    close(stop[1]);
+    close(lfd);
+    close(kfd);
     tmp_dir_free(dir);
 }
 
@@ -1596,11 +2351,19 @@ static const struct {
     {"differential", test_differential},
     {"chunk_boundaries", test_chunk_boundaries},
     {"discovered", test_discovered},
+    {"golden_snapshot", test_golden_snapshot},
+    {"golden_handles", test_golden_handles},
+    {"snapshot_incomplete", test_snapshot_incomplete},
+    {"snapshot_flags", test_snapshot_flags},
+    {"handles_rollback", test_handles_rollback},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},
     {"serve_socket", test_serve_socket},
     {"serve_no_connection", test_serve_no_connection},
     {"serve_refuses_peer", test_serve_refuses_peer},
+    {"control_snapshot", test_control_snapshot},
+    {"killed_mid_snapshot", test_killed_mid_snapshot},
+    {"control_refuses_peer", test_control_refuses_peer},
 };
 
 int main(int argc, char **argv)

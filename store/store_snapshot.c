@@ -1,0 +1,274 @@
+/* store_snapshot.c — applies a heap snapshot's records, all of which come inside one GC:
+ *
+ *   SNAPSHOT_START    opens the snapshot (one still open is discarded); nothing written
+ *   SNAPSHOT_OBJECTS  items appended in memory
+ *   SNAPSHOT_REFS     items appended in memory
+ *   SNAPSHOT_ROOTS    items appended in memory
+ *   SNAPSHOT_END      the counts it states must match the items that arrived — the collector
+ *                     drops whole records when the writer lags, so a mismatch means a snapshot
+ *                     with holes: discarded. Otherwise the rows are written in key order
+ *                     (objects by id, references by (from, to, nth), roots by object), then
+ *                     the snapshots row: all inside the GC's savepoint, so they commit with its
+ *                     GC_END or vanish with it.
+ *
+ * An object listed twice is one row with the flags of both: the runtime's walk reports NonGC
+ * objects too, and the collector lists a NonGC object again, flagged frozen, when something
+ * references it. Every object in generation 5 (NonGC) is flagged frozen, and the snapshots
+ * row's counts (objects, refs, roots, handles, frozen) are those of the rows written.
+ *
+ * A snapshot is counted in snapshots_discarded when it is not stored: its SNAPSHOT_END never
+ * came before the GC_END (or the next SNAPSHOT_START), its counts did not add up, or its GC was
+ * discarded. Records that name another GC or snapshot than the open one are skipped and counted
+ * as writer anomalies.
+ *
+ * Memory: a snapshot's items are held until its SNAPSHOT_END: 16 bytes per object and per
+ * reference, 24 per root (the collector held the same to send them).
+ */
+#include "store/store_internal.h"
+
+#include <inttypes.h>
+
+static const char *const store_trigger_names[] = {
+    [HL_SNAPSHOT_INDUCED] = "induced",
+    [HL_SNAPSHOT_EVERY] = "every",
+    [HL_SNAPSHOT_GEN2] = "gen2",
+    [HL_SNAPSHOT_REQUESTED] = "requested",
+};
+
+void store_snapshot_release(store_open_snapshot *s)
+{
+    if (s->objects != NULL)
+        g_array_unref(s->objects);
+    if (s->refs != NULL)
+        g_array_unref(s->refs);
+    if (s->roots != NULL)
+        g_array_unref(s->roots);
+    memset(s, 0, sizeof *s);
+}
+
+void store_snapshot_discard_open(store_writer *w)
+{
+    if (!w->snap.open)
+        return;
+    w->snapshots_discarded++;
+    store_snapshot_release(&w->snap);
+}
+
+gboolean store_snapshot_start(store_writer *w, const store_record *rec,
+                              GError **error G_GNUC_UNUSED)
+{
+    const hl_snapshot_start *s = &rec->u.snapshot_start;
+
+    store_snapshot_discard_open(w);
+    if (!w->gc.open || w->gc.start.gc != s->gc || s->snapshot <= w->last_snapshot) {
+        w->writer_anomalies++; /* outside its GC, or a snapshot number that is not new */
+        return TRUE;
+    }
+    w->snap.open = TRUE;
+    w->snap.start = *s;
+    w->snap.objects = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_object));
+    w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
+    w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
+    return TRUE;
+}
+
+gboolean store_snapshot_items(store_writer *w, const store_record *rec,
+                              GError **error G_GNUC_UNUSED)
+{
+    const hl_snapshot_batch *h = &rec->u.snapshot_batch.h;
+    GArray *to;
+
+    if (!w->snap.open || h->snapshot != w->snap.start.snapshot) {
+        w->writer_anomalies++;
+        return TRUE;
+    }
+    switch (rec->type) {
+    case HL_REC_SNAPSHOT_OBJECTS:
+        to = w->snap.objects;
+        break;
+    case HL_REC_SNAPSHOT_REFS:
+        to = w->snap.refs;
+        break;
+    default:
+        to = w->snap.roots;
+        break;
+    }
+    guint at = to->len;
+    g_array_set_size(to, at + h->count);
+    store_record_snapshot_items(rec, g_array_get_element_size(to), 0, h->count,
+                                to->data + (size_t)at * g_array_get_element_size(to));
+    return TRUE;
+}
+
+static gint store_snapshot_object_cmp(gconstpointer a, gconstpointer b)
+{
+    const hl_snapshot_object *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static gint store_snapshot_ref_cmp(gconstpointer a, gconstpointer b)
+{
+    const hl_snapshot_ref *x = a, *y = b;
+    if (x->from != y->from)
+        return x->from < y->from ? -1 : 1;
+    return x->to < y->to ? -1 : x->to > y->to;
+}
+
+static gint store_snapshot_root_cmp(gconstpointer a, gconstpointer b)
+{
+    const hl_snapshot_root *x = a, *y = b;
+    if (x->object_id != y->object_id)
+        return x->object_id < y->object_id ? -1 : 1;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->flags != y->flags)
+        return x->flags < y->flags ? -1 : 1;
+    return x->root_id < y->root_id ? -1 : x->root_id > y->root_id;
+}
+
+/* What the snapshot's rows add up to, for its snapshots row. */
+typedef struct store_snapshot_counts {
+    uint64_t objects, refs, roots, handles, frozen;
+} store_snapshot_counts;
+
+/* Writes object row `o` (flags and generation merged over its duplicates). */
+static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_object *o,
+                                            store_snapshot_counts *n, GError **error)
+{
+    uint32_t flags = o->flags | (o->generation == HL_GEN_NONGC ? HL_SNAP_OBJ_FROZEN : 0);
+    const int64_t row[4] = {
+        w->snap.start.snapshot,
+        (int64_t)o->id,
+        o->generation <= HL_GEN_NONGC ? (int64_t)o->generation : STORE_NULL,
+        flags,
+    };
+    n->objects++;
+    n->frozen += (flags & HL_SNAP_OBJ_FROZEN) != 0;
+    return store_batch_add(w, &w->snapshot_object_rows, row, error);
+}
+
+static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_counts *n,
+                                             GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    const hl_snapshot_object *o = (const hl_snapshot_object *)(void *)s->objects->data;
+    hl_snapshot_object cur = {0};
+
+    g_array_sort(s->objects, store_snapshot_object_cmp);
+    for (guint i = 0; i < s->objects->len; i++) {
+        if (i > 0 && o[i].id == cur.id) { /* the same object again: one row */
+            cur.flags |= o[i].flags;
+            if (cur.generation > HL_GEN_NONGC)
+                cur.generation = o[i].generation;
+            continue;
+        }
+        if (i > 0 && !store_snapshot_write_object(w, &cur, n, error))
+            return FALSE;
+        cur = o[i];
+    }
+    if (s->objects->len > 0 && !store_snapshot_write_object(w, &cur, n, error))
+        return FALSE;
+    return store_batch_flush(w, &w->snapshot_object_rows, error);
+}
+
+/* One row per reference: two fields of one object pointing to the same target are two rows,
+ * told apart by nth (0, 1, ...). */
+static gboolean store_snapshot_write_refs(store_writer *w, store_snapshot_counts *n,
+                                          GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    const hl_snapshot_ref *r = (const hl_snapshot_ref *)(void *)s->refs->data;
+    int64_t nth = 0;
+
+    g_array_sort(s->refs, store_snapshot_ref_cmp);
+    for (guint i = 0; i < s->refs->len; i++) {
+        gboolean again = i > 0 && r[i].from == r[i - 1].from && r[i].to == r[i - 1].to;
+        nth = again ? nth + 1 : 0;
+        const int64_t row[4] = {s->start.snapshot, (int64_t)r[i].from, (int64_t)r[i].to, nth};
+        if (!store_batch_add(w, &w->snapshot_ref_rows, row, error))
+            return FALSE;
+        n->refs++;
+    }
+    return store_batch_flush(w, &w->snapshot_ref_rows, error);
+}
+
+static gboolean store_snapshot_write_roots(store_writer *w, store_snapshot_counts *n,
+                                           GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    const hl_snapshot_root *r = (const hl_snapshot_root *)(void *)s->roots->data;
+
+    g_array_sort(s->roots, store_snapshot_root_cmp);
+    for (guint i = 0; i < s->roots->len; i++) {
+        if (r[i].kind > HL_ROOT_HANDLE)
+            w->writer_anomalies++; /* stored as 'other' */
+        const int64_t row[5] = {
+            s->start.snapshot,
+            r[i].object_id != 0 ? (int64_t)r[i].object_id : STORE_NULL,
+            r[i].kind,
+            r[i].flags,
+            r[i].root_id != 0 ? (int64_t)r[i].root_id : STORE_NULL,
+        };
+        if (!store_batch_add(w, &w->snapshot_root_rows, row, error))
+            return FALSE;
+        n->roots++;
+        n->handles += r[i].kind == HL_ROOT_HANDLE;
+    }
+    return store_batch_flush(w, &w->snapshot_root_rows, error);
+}
+
+static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end *e,
+                                         const store_snapshot_counts *n, GError **error)
+{
+    const hl_snapshot_start *s = &w->snap.start;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT];
+
+    sqlite3_bind_int64(st, 1, s->snapshot);
+    sqlite3_bind_int64(st, 2, s->gc);
+    if (s->trigger < G_N_ELEMENTS(store_trigger_names) && store_trigger_names[s->trigger] != NULL)
+        sqlite3_bind_text(st, 3, store_trigger_names[s->trigger], -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 3);
+    sqlite3_bind_int64(st, 4, (int64_t)n->objects);
+    sqlite3_bind_int64(st, 5, (int64_t)n->refs);
+    sqlite3_bind_int64(st, 6, (int64_t)n->roots);
+    sqlite3_bind_int64(st, 7, (int64_t)n->handles);
+    sqlite3_bind_int64(st, 8, (int64_t)e->bytes);
+    sqlite3_bind_int64(st, 9, (int64_t)e->model_missing);
+    sqlite3_bind_int64(st, 10, (int64_t)e->model_extra);
+    sqlite3_bind_int64(st, 11, (int64_t)n->frozen);
+    sqlite3_bind_int64(st, 12, (int64_t)e->unresolved);
+    sqlite3_bind_int64(st, 13, (int64_t)e->walk_ns);
+    return store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT, error);
+}
+
+gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_snapshot_end *e = &rec->u.snapshot_end;
+    store_open_snapshot *s = &w->snap;
+    store_snapshot_counts n = {0};
+    gboolean ok = FALSE;
+
+    if (!s->open || e->snapshot != s->start.snapshot || e->gc != s->start.gc) {
+        w->writer_anomalies++;
+        return TRUE;
+    }
+    if (e->objects != s->objects->len || e->refs != s->refs->len || e->roots != s->roots->len) {
+        store_snapshot_discard_open(w); /* records of it were lost on the way */
+        return TRUE;
+    }
+    if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_refs(w, &n, error) ||
+        !store_snapshot_write_roots(w, &n, error) || !store_snapshot_write_row(w, e, &n, error))
+        goto out;
+    store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,
+                                .trigger = s->start.trigger};
+    g_array_append_val(w->gc.snapshots, done);
+    w->last_snapshot = s->start.snapshot;
+    ok = TRUE;
+out:
+    /* On failure the ingest stops and the GC is rolled back: the snapshot counts as discarded. */
+    if (!ok)
+        w->snapshots_discarded++;
+    store_snapshot_release(s);
+    return ok;
+}
