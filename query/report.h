@@ -42,6 +42,7 @@ typedef struct report_gc {
     int64_t induced, compacting, incomplete;
     int64_t pause_ns, start_ns, end_ns;
     int64_t survived_bytes, moved_bytes, objects_live;
+    int64_t pinned_objects; /* roots with the pinning flag at the end of the GC */
     int64_t size_before[REPORT_SIZE_GENS];
     int64_t size_after[REPORT_SIZE_GENS];
 } report_gc;

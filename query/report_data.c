@@ -108,7 +108,7 @@ static const char report_gcs_sql[] =
     "SELECT gc, generation, reason, induced, compacting, pause_ns, start_ns, end_ns,"
     "       survived_bytes, moved_bytes, objects_live, incomplete,"
     "       gen0_before, gen0_after, gen1_before, gen1_after, gen2_before, gen2_after,"
-    "       loh_before, loh_after, poh_before, poh_after"
+    "       loh_before, loh_after, poh_before, poh_after, pinned_roots"
     "  FROM gc_summary ORDER BY gc";
 
 static int64_t column_value(sqlite3_stmt *stmt, int column)
@@ -145,6 +145,7 @@ static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
             .moved_bytes = column_value(stmt, 9),
             .objects_live = column_value(stmt, 10),
             .incomplete = column_flag(stmt, 11),
+            .pinned_objects = column_value(stmt, 22),
         };
         const char *reason = (const char *)sqlite3_column_text(stmt, 2);
         gc.reason = reason ? g_string_chunk_insert_const(data->strings, reason) : NULL;

@@ -71,7 +71,7 @@ static json_t *report_gc_json(const report_gc *gc)
     }
     double rate = report_gc_survival_rate(gc);
     return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
-                     "s:o, s:n}",
+                     "s:o, s:o}",
                      "gc", (json_int_t)gc->gc,
                      "generation", value_json(gc->generation),
                      "reason", query_json_string(gc->reason),
@@ -87,8 +87,7 @@ static json_t *report_gc_json(const report_gc *gc)
                      "size_before", before,
                      "size_after", after,
                      "survival_rate", rate >= 0 ? json_real(rate) : json_null(),
-                     /* Needs snapshot roots, which no recording has yet. */
-                     "pinned_objects");
+                     "pinned_objects", value_json(gc->pinned_objects));
 }
 
 static json_t *report_totals_json(const report_totals *t)
@@ -140,8 +139,8 @@ json_t *report_definitions_new(void)
         "The types with the most live bytes right after any one GC (their peak), and their live "
         "bytes after every GC.",
         "pinned_objects",
-        "Pinned objects after the GC; known only from snapshot roots, which this recording does "
-        "not have (shown as \xe2\x80\x94, null in JSON).");
+        "GC roots with the pinning flag at the end of the GC (pinned handles and pinned locals; "
+        "gcs.pinned_roots); \xe2\x80\x94 (null in JSON) when the recording does not say.");
 }
 
 static void report_plots_write(report_out *o, const report_data *data)

@@ -366,7 +366,9 @@ def check_rows(dom, gcs_json, text, derived, label, expect_order=None):
         if t:
             check(c['pause'].text() == t['pause'], '%s: GC %d pause text %r vs %r' % (label, gc, c['pause'].text(), t['pause']))
             check(c['promoted'].text() == t['survived'], '%s: GC %d promoted text' % (label, gc))
-        check(c['pinned'].text() == '\u2014', '%s: GC %d pinned shows a dash' % (label, gc))
+        want_pinned = '\u2014' if g['pinned_objects'] is None else '{:,}'.format(g['pinned_objects'])
+        check(c['pinned'].text() == want_pinned, '%s: GC %d pinned %r, want %r (gcs.pinned_roots)'
+              % (label, gc, c['pinned'].text(), want_pinned))
         if g['survival_rate'] is not None:
             # Number.prototype.toFixed: the exact value, ties away from zero.
             pct = decimal.Decimal(g['survival_rate'] * 100).quantize(decimal.Decimal('0.1'), decimal.ROUND_HALF_UP)

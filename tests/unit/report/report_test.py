@@ -91,7 +91,11 @@ def test_small(env):
     check([g['gc'] for g in doc['gcs']] == [1, 2, 3], 'small: GC ordinals')
     rates = [g['survival_rate'] for g in doc['gcs']]
     check(rates == [140 / 240, 200 / 300, 200 / 300200], 'small: survival rates %r' % rates)
-    check(all(g['pinned_objects'] is None for g in doc['gcs']), 'small: pinned objects unknown (null)')
+    con = sqlite3.connect(db)
+    pinned = [r[0] for r in con.execute('SELECT pinned_roots FROM gcs ORDER BY gc')]
+    con.close()
+    check([g['pinned_objects'] for g in doc['gcs']] == pinned,
+          'small: pinned objects = gcs.pinned_roots %r' % pinned)
     sv = doc['plots']['survivors']['series']
     want = {'gen0': [0, 0, 0], 'gen1': [140, 100, 0], 'gen2': [0, 100, 200], 'loh': [100000, 100000, 0],
             'poh': [0, 0, 0], 'nongc': [0, 0, 0]}
