@@ -1,9 +1,11 @@
-/* cmd_survivors.c — `heaplens survivors FILE [--gc N] [--json]`: objects alive right after GC N,
- * grouped by generation and type. */
+/* cmd_survivors.c — `heaplens survivors FILE [--gc N] [--by age] [--json]`: objects alive right
+ * after GC N, grouped by generation and type — or, with --by age, by how many GCs they have
+ * survived (the object-age histogram), then generation and type. */
 #include "query/commands.h"
 #include "query/query.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* "Alive after GC n in generation g" (SCHEMA.md): from_gc <= n < until_gc. The range on from_gc
  * can use object_generations_by_gc; objects are joined by primary key. */
@@ -15,6 +17,26 @@ static const char survivors_sql[] =
     "         GROUP BY og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
     " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2";
+
+/* The same objects, grouped by age: GCs survived = N - first_gc + 1 (first_gc is the first GC
+ * after the allocation; an object found in a heap walk is as old as that walk, a lower bound). */
+static const char survivors_age_sql[] =
+    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes"
+    "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id, COUNT(*) AS n,"
+    "               SUM(o.size) AS bytes"
+    "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
+    "         GROUP BY age, og.generation, o.type_id) AS s"
+    "  LEFT JOIN types AS t ON t.id = s.type_id"
+    " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3";
+
+static const query_column survivors_age_columns[] = {
+    {"age", QUERY_ALIGN_RIGHT, NULL},
+    {"gen", QUERY_ALIGN_LEFT, NULL},
+    {"count", QUERY_ALIGN_RIGHT, NULL},
+    {"bytes", QUERY_ALIGN_RIGHT, NULL},
+    {"type", QUERY_ALIGN_LEFT, NULL},
+};
 
 static const query_column survivors_columns[] = {
     {"gen", QUERY_ALIGN_LEFT, NULL},
@@ -85,15 +107,79 @@ out:
     return ok;
 }
 
+/* --by age: the rows of survivors_age_sql; returns the exit status (0, or 1 with *error). */
+static int survivors_by_age(sqlite3 *db, int64_t gc, gboolean json, GError **error)
+{
+    int status = 1;
+    gboolean row = FALSE;
+    g_autoptr(query_table) table = NULL;
+    query_json_rows rows;
+    int64_t total_count = 0, total_bytes = 0;
+    char name[QUERY_FORMAT_MAX], count[QUERY_FORMAT_MAX], bytes[QUERY_FORMAT_MAX];
+    sqlite3_stmt *stmt = query_db_prepare(db, survivors_age_sql, error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, gc);
+    if (json) {
+        json_t *head = json_pack("{s:I, s:s}", "gc", (json_int_t)gc, "by", "age");
+        query_json_rows_begin(&rows, stdout, head);
+        json_decref(head);
+    } else {
+        table = query_table_new(survivors_age_columns, G_N_ELEMENTS(survivors_age_columns));
+    }
+    while (query_db_step(stmt, &row, error) && row) {
+        int64_t age = sqlite3_column_int64(stmt, 0);
+        int64_t generation = sqlite3_column_int64(stmt, 1);
+        const char *type = (const char *)sqlite3_column_text(stmt, 2);
+        int64_t n = sqlite3_column_int64(stmt, 3);
+        int64_t size = sqlite3_column_int64(stmt, 4);
+        if (json) {
+            query_json_rows_add(&rows, json_pack("{s:I, s:I, s:o, s:I, s:I}", "age",
+                                                 (json_int_t)age, "generation",
+                                                 (json_int_t)generation, "type",
+                                                 query_json_string(type), "count", (json_int_t)n,
+                                                 "bytes", (json_int_t)size));
+        } else {
+            query_table_addf(table, "%" PRId64, age);
+            query_table_add(table, query_generation_name(generation, name));
+            query_table_add(table, query_count_format(n, count));
+            query_table_add(table, query_size_format(size, bytes));
+            query_table_add(table, type);
+            total_count += n;
+            total_bytes += size;
+        }
+    }
+    if (error && *error)
+        goto out;
+    if (json) {
+        query_json_rows_end(&rows);
+    } else {
+        printf("alive after GC %" PRId64 ": %s %s, %s; age = GCs survived\n", gc,
+               query_count_format(total_count, count), total_count == 1 ? "object" : "objects",
+               query_size_format(total_bytes, bytes));
+        if (query_table_rows(table) > 0)
+            query_table_print(table, stdout);
+    }
+    if (!query_db_note_print(db, json, error) || !query_output_finish(stdout, error))
+        goto out;
+    status = 0;
+out:
+    sqlite3_finalize(stmt);
+    return status;
+}
+
 int cmd_survivors(int argc, char **argv)
 {
     int status = 1;
     gboolean json = FALSE;
     const char *path = NULL;
     const char *gc_text = NULL;
+    const char *by = NULL;
+    gboolean by_age = FALSE;
     const query_option options[] = {
         {"json", QUERY_OPT_FLAG, &json},
         {"gc", QUERY_OPT_VALUE, &gc_text},
+        {"by", QUERY_OPT_VALUE, &by},
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
@@ -117,9 +203,20 @@ int cmd_survivors(int argc, char **argv)
     case QUERY_ARGS_OK:
         break;
     }
+    if (by && strcmp(by, "age") == 0) {
+        by_age = TRUE;
+    } else if (by && strcmp(by, "generation") != 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "survivors: --by expects 'generation' or 'age', not '%s'", by);
+        goto out;
+    }
     db = query_db_open(path, &error);
     if (!db || !survivors_gc_pick(db, path, gc_text, &gc, &error))
         goto out;
+    if (by_age) {
+        status = survivors_by_age(db, gc, json, &error);
+        goto out;
+    }
     stmt = query_db_prepare(db, survivors_sql, &error);
     if (!stmt)
         goto out;

@@ -105,13 +105,16 @@ static const query_command commands[] = {
         .name = "survivors",
         .handler = cmd_survivors,
         .summary = "objects alive after a GC, by generation and type",
-        .usage = "usage: heaplens survivors FILE [--gc N] [--json]\n"
+        .usage = "usage: heaplens survivors FILE [--gc N] [--by age] [--json]\n"
                  "\n"
                  "Objects alive right after GC N, grouped by generation (gen0, gen1, gen2, loh,\n"
                  "poh, nongc) and type: count and bytes, by generation, then most bytes first.\n"
+                 "With --by age, the object-age histogram: grouped by how many GCs they have\n"
+                 "survived (1: allocated since the GC before), then generation and type.\n"
                  "\n"
                  "options:\n"
                  "  --gc N               the GC (ordinal from 1; default: the last one)\n"
+                 "  --by age             group by age in GCs first (default: by generation)\n"
                  JSON_OPTION HELP_OPTION,
     },
     {
@@ -135,6 +138,69 @@ static const query_command commands[] = {
                  "  --by object|type     rank objects (default) or types\n"
                  "  --progress           report progress and step times on stderr (default: only\n"
                  "                       when stderr is a terminal)\n" JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "roots",
+        .handler = cmd_roots,
+        .summary = "why an object is alive: the shortest path from a GC root to it",
+        .usage = "usage: heaplens roots FILE (--object ID | --type NAME) [--snapshot S] [--all]\n"
+                 "                      [--limit N] [--json] [--progress]\n"
+                 "\n"
+                 "The shortest path of references from a GC root to an object of a heap\n"
+                 "snapshot, each hop with its object id, size and type, and the root with its\n"
+                 "kind (stack, handle, finalizer, other) and flags. --type NAME picks the\n"
+                 "instance of that type (full name) that retains the most. Weak roots keep\n"
+                 "nothing alive and are not used.\n"
+                 "\n"
+                 "options:\n"
+                 "  --object ID          the object (its id, as other commands show it)\n"
+                 "  --type NAME          the instance of type NAME with the largest retained size\n"
+                 "  --snapshot S         the snapshot (default: the last one)\n"
+                 "  --all                one shortest path from each rooted object that reaches\n"
+                 "                       it, nearest first\n"
+                 "  --limit N            with --all, at most N paths (default 10)\n"
+                 "  --progress           report progress on stderr\n" JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "leaks",
+        .handler = cmd_leaks,
+        .summary = "leak suspects: types that keep growing across snapshots, what holds them",
+        .usage = "usage: heaplens leaks FILE [--top K] [--all] [--json] [--progress]\n"
+                 "\n"
+                 "Ranks leak suspects: types whose live objects and bytes keep growing from heap\n"
+                 "snapshot to heap snapshot (those taken after full GCs), most suspect first --\n"
+                 "by how much more their instances retain at the end. For each: the growth,\n"
+                 "objects per snapshot, the object holding most instances (found through the\n"
+                 "dominator tree, past arrays and collections) and the shortest path from a GC\n"
+                 "root through it. A type that grows and then stays flat (a cache that warmed\n"
+                 "up) or goes up and down (churn) is not a suspect.\n"
+                 "\n"
+                 "options:\n"
+                 "  --top K              show at most K types (default 10)\n"
+                 "  --all                also show types that grew but are not suspects\n"
+                 "  --progress           report progress on stderr\n" JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "diff",
+        .handler = cmd_diff,
+        .summary = "what changed between two heap snapshots, per type: new, dead, survived",
+        .usage = "usage: heaplens diff FILE [--from S1] [--to S2] [--to-file FILE2] [--top K]\n"
+                 "                     [--all] [--json]\n"
+                 "\n"
+                 "Compares two heap snapshots by object identity, per type: objects new in S2,\n"
+                 "dead since S1 and survived, with their bytes; the types that grew most first.\n"
+                 "With --to-file, S2 comes from another recording of the same program: an object\n"
+                 "survives when the same allocation number has the same type in both (exact for\n"
+                 "a program that allocates the same way on every run).\n"
+                 "\n"
+                 "options:\n"
+                 "  --from S1            the earlier snapshot (default: the one before S2; with\n"
+                 "                       --to-file, the last snapshot of FILE)\n"
+                 "  --to S2              the later snapshot (default: the last one)\n"
+                 "  --to-file FILE2      read S2 from this recording\n"
+                 "  --top K              show at most K types\n"
+                 "  --all                also show types that did not change\n" JSON_OPTION
+                     HELP_OPTION,
     },
     {
         .name = "report",

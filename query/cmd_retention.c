@@ -1,0 +1,246 @@
+/* cmd_retention.c — `heaplens retention FILE [--snapshot S] [--top K] [--by object|type]`: the
+ * largest retainers of a heap snapshot, from its dominator tree.
+ *
+ * The first run on a snapshot computes the dominator tree and stores the retained sizes
+ * (retention.h); every later run reads them back with one indexed query. */
+#include "query/commands.h"
+#include "query/query.h"
+#include "query/retention.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static const query_column object_columns[] = {
+    {"retained", QUERY_ALIGN_RIGHT, NULL}, {"objects", QUERY_ALIGN_RIGHT, NULL},
+    {"shallow", QUERY_ALIGN_RIGHT, NULL},  {"object", QUERY_ALIGN_RIGHT, NULL},
+    {"type", QUERY_ALIGN_LEFT, NULL},
+};
+
+static const query_column type_columns[] = {
+    {"retained", QUERY_ALIGN_RIGHT, NULL}, {"objects", QUERY_ALIGN_RIGHT, NULL},
+    {"count", QUERY_ALIGN_RIGHT, NULL},    {"shallow", QUERY_ALIGN_RIGHT, NULL},
+    {"type", QUERY_ALIGN_LEFT, NULL},
+};
+
+/* The summary of the snapshot's retention row. */
+typedef struct retention_summary {
+    int64_t objects, reachable, reachable_bytes, root_edges, unresolved_refs;
+} retention_summary;
+
+static gboolean summary_read(sqlite3 *db, int64_t snapshot, retention_summary *s, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT objects, reachable, reachable_bytes, root_edges,"
+                                          " unresolved_refs FROM retention_snapshots"
+                                          " WHERE snapshot = ?1",
+                                          error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    gboolean ok = query_db_step(stmt, &row, error);
+    if (ok && row) {
+        s->objects = sqlite3_column_int64(stmt, 0);
+        s->reachable = sqlite3_column_int64(stmt, 1);
+        s->reachable_bytes = sqlite3_column_int64(stmt, 2);
+        s->root_edges = sqlite3_column_int64(stmt, 3);
+        s->unresolved_refs = sqlite3_column_int64(stmt, 4);
+    }
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+/* The largest retainers. The partial index retention_large holds the objects retaining at least
+ * 64 KiB: when there are K of them, the top K come from it at once; otherwise from a scan. */
+#define OBJECTS_SQL(condition)                                                                     \
+    "SELECT r.object_id, o.type_id, o.size, r.retained_bytes, r.retained_count"                    \
+    " FROM retention r LEFT JOIN objects o ON o.id = r.object_id"                                  \
+    " WHERE r.snapshot = ?1" condition " ORDER BY r.retained_bytes DESC, r.object_id LIMIT ?2"
+
+static gboolean large_enough(sqlite3 *db, int64_t snapshot, uint64_t top, gboolean *large,
+                             GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT COUNT(*) FROM (SELECT 1 FROM retention"
+                                          " WHERE snapshot = ?1 AND retained_bytes >= 65536"
+                                          " LIMIT ?2)",
+                                          error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    gboolean ok = query_db_step(stmt, &row, error);
+    *large = ok && row && (uint64_t)sqlite3_column_int64(stmt, 0) >= top;
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+int cmd_retention(int argc, char **argv)
+{
+    int status = 1;
+    gboolean json = FALSE, progress_flag = FALSE;
+    const char *path = NULL, *snapshot_text = NULL, *top_text = NULL, *by = NULL;
+    const query_option options[] = {
+        {"json", QUERY_OPT_FLAG, &json},
+        {"snapshot", QUERY_OPT_VALUE, &snapshot_text},
+        {"top", QUERY_OPT_VALUE, &top_text},
+        {"by", QUERY_OPT_VALUE, &by},
+        {"progress", QUERY_OPT_FLAG, &progress_flag},
+        {NULL, 0, NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(query_table) table = NULL;
+    g_autoptr(query_progress) progress = NULL;
+    g_autoptr(snapshot_types) types = NULL;
+    g_autofree char *note = NULL;
+    query_json_rows rows;
+    snapshot_info info;
+    retention_summary summary = {0};
+    uint64_t top = 20;
+    gboolean by_type = FALSE, row = FALSE, large = FALSE;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
+    char name_buf[QUERY_FORMAT_MAX], element_buf[QUERY_FORMAT_MAX];
+
+    switch (query_args_parse(argc, argv, options, &path, &error)) {
+    case QUERY_ARGS_HELP:
+        status = 0;
+        goto out;
+    case QUERY_ARGS_ERROR:
+        goto out;
+    case QUERY_ARGS_OK:
+        break;
+    }
+    if (top_text && !query_args_parse_uint("retention", "top", top_text, 1, INT64_MAX,
+                                           "a positive number", &top, &error))
+        goto out;
+    if (by && strcmp(by, "type") == 0) {
+        by_type = TRUE;
+    } else if (by && strcmp(by, "object") != 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "retention: --by expects 'object' or 'type', not '%s'", by);
+        goto out;
+    }
+    db = query_db_open(path, &error);
+    if (!db || !snapshot_pick(db, path, "retention", "snapshot", snapshot_text, &info, &error))
+        goto out;
+    progress = query_progress_new("retention", progress_flag);
+    if (!retention_ensure(db, path, &info, progress, &note, &error))
+        goto out;
+    query_progress_done(progress);
+    if (!summary_read(db, info.snapshot, &summary, &error))
+        goto out;
+    types = snapshot_types_new(db, &error);
+    if (!types)
+        goto out;
+
+    if (by_type)
+        stmt = query_db_prepare(db,
+                                "SELECT type_id, count, shallow_bytes, retained_bytes,"
+                                " retained_count FROM retention_types WHERE snapshot = ?1"
+                                " ORDER BY retained_bytes DESC, type_id LIMIT ?2",
+                                &error);
+    else if (!large_enough(db, info.snapshot, top, &large, &error))
+        goto out;
+    else
+        stmt = query_db_prepare(
+            db, large ? OBJECTS_SQL(" AND r.retained_bytes >= 65536") : OBJECTS_SQL(""), &error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, info.snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+
+    if (json) {
+        json_t *head =
+            json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "snapshot", (json_int_t)info.snapshot, "gc",
+                      (json_int_t)info.gc, "by", by_type ? "type" : "object", "objects",
+                      (json_int_t)summary.objects, "reachable", (json_int_t)summary.reachable,
+                      "reachable_bytes", (json_int_t)summary.reachable_bytes);
+        query_json_rows_begin(&rows, stdout, head);
+        json_decref(head);
+    } else {
+        table = by_type ? query_table_new(type_columns, G_N_ELEMENTS(type_columns))
+                        : query_table_new(object_columns, G_N_ELEMENTS(object_columns));
+    }
+    while (query_db_step(stmt, &row, &error) && row) {
+        if (by_type) {
+            uint32_t type_id = (uint32_t)sqlite3_column_int64(stmt, 0);
+            int64_t count = sqlite3_column_int64(stmt, 1);
+            int64_t shallow = sqlite3_column_int64(stmt, 2);
+            int64_t retained = sqlite3_column_int64(stmt, 3);
+            int64_t retained_count = sqlite3_column_int64(stmt, 4);
+            const char *type = snapshot_types_name(types, type_id, name_buf);
+            if (json) {
+                query_json_rows_add(&rows,
+                                    json_pack("{s:o, s:I, s:I, s:I, s:I}", "type",
+                                              query_json_string(type), "count", (json_int_t)count,
+                                              "retained_bytes", (json_int_t)retained,
+                                              "retained_count", (json_int_t)retained_count,
+                                              "shallow_bytes", (json_int_t)shallow));
+            } else {
+                query_table_add(table, query_size_format(retained, a));
+                query_table_add(table, query_count_format(retained_count, b));
+                query_table_add(table, query_count_format(count, c));
+                query_table_add(table, query_size_format(shallow, d));
+                query_table_add(table, type);
+            }
+            continue;
+        }
+        int64_t object = sqlite3_column_int64(stmt, 0);
+        uint32_t type_id = sqlite3_column_type(stmt, 1) == SQLITE_NULL
+                               ? 0
+                               : (uint32_t)sqlite3_column_int64(stmt, 1);
+        int64_t shallow = sqlite3_column_int64(stmt, 2);
+        int64_t retained = sqlite3_column_int64(stmt, 3);
+        int64_t retained_count = sqlite3_column_int64(stmt, 4);
+        const char *type = snapshot_types_name(types, type_id, name_buf);
+        uint32_t element_id = 0;
+        if (!retention_element_type(db, info.snapshot, object, &element_id, &error))
+            break;
+        const char *element =
+            element_id ? snapshot_types_name(types, element_id, element_buf) : NULL;
+        if (json) {
+            query_json_rows_add(
+                &rows,
+                json_pack("{s:I, s:o, s:o, s:I, s:I, s:I}", "object", (json_int_t)object, "type",
+                          query_json_string(type), "element_type", query_json_string(element),
+                          "retained_bytes", (json_int_t)retained, "retained_count",
+                          (json_int_t)retained_count, "shallow_bytes", (json_int_t)shallow));
+        } else {
+            query_table_add(table, query_size_format(retained, a));
+            query_table_add(table, query_count_format(retained_count, b));
+            query_table_add(table, query_size_format(shallow, c));
+            query_table_addf(table, "%" PRId64, object);
+            /* name the element type unless the type's name already does (List<T>, T[]) */
+            if (element && !strstr(type, element))
+                query_table_addf(table, "%s of %s", type, element);
+            else
+                query_table_add(table, type);
+        }
+    }
+    if (error)
+        goto out;
+    if (json) {
+        query_json_rows_end(&rows);
+    } else {
+        printf("snapshot %" PRId64 " (GC %" PRId64
+               "): %s objects, %s reachable from %s roots, %s\n",
+               info.snapshot, info.gc, query_count_format(summary.objects, a),
+               query_count_format(summary.reachable, b), query_count_format(summary.root_edges, c),
+               query_size_format(summary.reachable_bytes, d));
+        if (query_table_rows(table) > 0)
+            query_table_print(table, stdout);
+    }
+    retention_note_print(note, json);
+    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+        goto out;
+    status = 0;
+out:
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    if (error)
+        query_error_report(error);
+    return status;
+}

@@ -1,0 +1,709 @@
+/* retention.c — dominator tree of a snapshot, retained sizes, and their tables (retention.h). */
+#include "query/retention.h"
+
+#include "query/query.h"
+#include "wire/hl_wire.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+struct retention {
+    snapshot_graph *graph;
+    an_domtree *tree;
+    uint32_t n_types;
+    uint64_t *type_instances;
+    uint64_t *type_shallow;
+    uint64_t *type_retained_bytes;
+    uint64_t *type_retained_counts;
+};
+
+/* The tables and views of store/SCHEMA.md, "Retention". Created on first use, by the first
+ * command that stores retained sizes in the file. */
+#define RETENTION_TABLES(temp, schema)                                                             \
+    "CREATE " temp "TABLE IF NOT EXISTS retention_snapshots (\n"                                   \
+    "  snapshot INTEGER PRIMARY KEY,\n"                                                            \
+    "  objects INTEGER NOT NULL,\n"                                                                \
+    "  reachable INTEGER NOT NULL,\n"                                                              \
+    "  reachable_bytes INTEGER NOT NULL,\n"                                                        \
+    "  root_edges INTEGER NOT NULL,\n"                                                             \
+    "  unresolved_refs INTEGER NOT NULL,\n"                                                        \
+    "  unresolved_roots INTEGER NOT NULL,\n"                                                       \
+    "  producer TEXT\n"                                                                            \
+    ");\n"                                                                                         \
+    "CREATE " temp "TABLE IF NOT EXISTS retention (\n"                                             \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  object_id INTEGER NOT NULL,\n"                                                              \
+    "  idom_id INTEGER,\n"                                                                         \
+    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
+    "  retained_count INTEGER NOT NULL,\n"                                                         \
+    "  PRIMARY KEY (snapshot, object_id)\n"                                                        \
+    ") WITHOUT ROWID;\n"                                                                           \
+    "CREATE INDEX IF NOT EXISTS " schema "retention_large"                                         \
+    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"                    \
+    "CREATE " temp "TABLE IF NOT EXISTS retention_types (\n"                                       \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  type_id INTEGER NOT NULL,\n"                                                                \
+    "  count INTEGER NOT NULL,\n"                                                                  \
+    "  shallow_bytes INTEGER NOT NULL,\n"                                                          \
+    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
+    "  retained_count INTEGER NOT NULL,\n"                                                         \
+    "  PRIMARY KEY (snapshot, type_id)\n"                                                          \
+    ") WITHOUT ROWID;\n"
+
+#define TYPE_NAME(t, o)                                                                            \
+    "CASE WHEN " o ".id IS NULL THEN '<unknown>' ELSE coalesce(" t ".name, '<type ' || " o         \
+    ".type_id || '>') END"
+
+static const char retention_views[] =
+    "CREATE VIEW IF NOT EXISTS retained_objects AS\n"
+    "SELECT r.snapshot AS snapshot, s.gc AS gc, r.object_id AS object_id,\n"
+    "       " TYPE_NAME(
+        "t",
+        "o") " AS type, o.size AS shallow_bytes,\n"
+             "       r.retained_bytes AS retained_bytes, r.retained_count AS retained_count,\n"
+             "       r.idom_id AS dominator_id,\n"
+             "       CASE WHEN r.idom_id IS NULL THEN NULL ELSE " TYPE_NAME(
+                 "dt",
+                 "d") " END\n"
+                      "         AS dominator_type\n"
+                      "FROM retention r\n"
+                      "JOIN snapshots s ON s.snapshot = r.snapshot\n"
+                      "LEFT JOIN objects o ON o.id = r.object_id\n"
+                      "LEFT JOIN types t ON t.id = o.type_id\n"
+                      "LEFT JOIN objects d ON d.id = r.idom_id\n"
+                      "LEFT JOIN types dt ON dt.id = d.type_id;\n"
+                      "CREATE VIEW IF NOT EXISTS retained_by_type AS\n"
+                      "SELECT rt.snapshot AS snapshot, s.gc AS gc,\n"
+                      "       CASE WHEN rt.type_id = 0 THEN '<unknown>'\n"
+                      "            ELSE coalesce(t.name, '<type ' || rt.type_id || '>') END AS "
+                      "type,\n"
+                      "       rt.count AS count, rt.shallow_bytes AS shallow_bytes,\n"
+                      "       rt.retained_bytes AS retained_bytes, rt.retained_count AS "
+                      "retained_count\n"
+                      "FROM retention_types rt\n"
+                      "JOIN snapshots s ON s.snapshot = rt.snapshot\n"
+                      "LEFT JOIN types t ON t.id = rt.type_id;\n"
+                      "CREATE VIEW IF NOT EXISTS snapshot_root_objects AS\n"
+                      "SELECT sr.snapshot AS snapshot, s.gc AS gc, sr.object_id AS object_id,\n"
+                      "       " TYPE_NAME(
+                          "t",
+                          "o") " AS type, o.size AS size, sr.kind AS kind,\n"
+                               "       sr.flags AS flags, sr.root_id AS root_id, r.retained_bytes "
+                               "AS retained_bytes\n"
+                               "FROM snapshot_roots sr\n"
+                               "JOIN snapshots s ON s.snapshot = sr.snapshot\n"
+                               "LEFT JOIN objects o ON o.id = sr.object_id\n"
+                               "LEFT JOIN types t ON t.id = o.type_id\n"
+                               "LEFT JOIN retention r ON r.snapshot = sr.snapshot AND r.object_id "
+                               "= sr.object_id\n"
+                               "WHERE sr.object_id IS NOT NULL;\n"
+                               "CREATE VIEW IF NOT EXISTS snapshot_references AS\n"
+                               "SELECT sr.snapshot AS snapshot, sr.from_id AS from_id, " TYPE_NAME(
+                                   "ft", "f") " AS from_type,\n"
+                                              "       sr.to_id AS to_id, " TYPE_NAME(
+                                                  "tt",
+                                                  "x") " AS to_type, x.size AS to_size\n"
+                                                       "FROM snapshot_refs sr\n"
+                                                       "LEFT JOIN objects f ON f.id = sr.from_id\n"
+                                                       "LEFT JOIN types ft ON ft.id = f.type_id\n"
+                                                       "LEFT JOIN objects x ON x.id = sr.to_id\n"
+                                                       "LEFT JOIN types tt ON tt.id = x.type_id;\n";
+
+retention *retention_compute(sqlite3 *db, const snapshot_info *info, query_progress *progress,
+                             GError **error)
+{
+    retention *r = g_new0(retention, 1);
+    r->graph = snapshot_graph_load(db, info, SNAPSHOT_GRAPH_FORWARD, progress, error);
+    if (!r->graph)
+        goto fail;
+    const snapshot_graph *g = r->graph;
+    int rc = an_domtree_compute(g->graph, g->sizes, query_progress_analysis, progress, &r->tree);
+    if (rc != AN_OK) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                    "out of memory while computing the dominator tree of snapshot %" PRId64,
+                    info->snapshot);
+        goto fail;
+    }
+    query_progress_update(progress, "adding up per type", 0, 0);
+    uint32_t max_type = 0;
+    for (uint32_t v = 1; v < g->n; v++)
+        max_type = MAX(max_type, g->type_ids[v]);
+    r->n_types = max_type + 1;
+    r->type_instances = g_new0(uint64_t, r->n_types);
+    r->type_shallow = g_new0(uint64_t, r->n_types);
+    r->type_retained_bytes = g_new0(uint64_t, r->n_types);
+    r->type_retained_counts = g_new0(uint64_t, r->n_types);
+    uint32_t *group = g_try_new(uint32_t, g->n);
+    if (!group) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+        goto fail;
+    }
+    const uint32_t *idom = an_domtree_idoms(r->tree);
+    group[0] = AN_NONE;
+    for (uint32_t v = 1; v < g->n; v++) {
+        if (idom[v] == AN_NONE) { /* unreachable */
+            group[v] = AN_NONE;
+            continue;
+        }
+        group[v] = g->type_ids[v];
+        r->type_instances[g->type_ids[v]]++;
+        r->type_shallow[g->type_ids[v]] += g->sizes[v];
+    }
+    rc = an_domtree_group_retained(r->tree, group, r->n_types, r->type_retained_bytes,
+                                   r->type_retained_counts);
+    g_free(group);
+    if (rc != AN_OK) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+        goto fail;
+    }
+    query_progress_step_done(progress);
+    return r;
+fail:
+    retention_free(r);
+    return NULL;
+}
+
+void retention_free(retention *r)
+{
+    if (!r)
+        return;
+    snapshot_graph_free(r->graph);
+    an_domtree_free(r->tree);
+    g_free(r->type_instances);
+    g_free(r->type_shallow);
+    g_free(r->type_retained_bytes);
+    g_free(r->type_retained_counts);
+    g_free(r);
+}
+
+const snapshot_graph *retention_graph(const retention *r)
+{
+    return r->graph;
+}
+
+const an_domtree *retention_tree(const retention *r)
+{
+    return r->tree;
+}
+
+uint32_t retention_type_count(const retention *r)
+{
+    return r->n_types;
+}
+
+const uint64_t *retention_type_instances(const retention *r)
+{
+    return r->type_instances;
+}
+
+const uint64_t *retention_type_shallow(const retention *r)
+{
+    return r->type_shallow;
+}
+
+const uint64_t *retention_type_retained_bytes(const retention *r)
+{
+    return r->type_retained_bytes;
+}
+
+const uint64_t *retention_type_retained_counts(const retention *r)
+{
+    return r->type_retained_counts;
+}
+
+gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GError **error)
+{
+    gboolean row = FALSE;
+    int64_t exists = 0;
+    *stored = FALSE;
+    /* the file's tables, or TEMP ones of this connection */
+    if (!query_db_int(
+            db,
+            "SELECT (SELECT COUNT(*) FROM sqlite_schema WHERE name = 'retention_snapshots')"
+            " + (SELECT COUNT(*) FROM sqlite_temp_schema"
+            "    WHERE name = 'retention_snapshots')",
+            &exists, error))
+        return FALSE;
+    if (!exists)
+        return TRUE;
+    sqlite3_stmt *stmt =
+        query_db_prepare(db, "SELECT 1 FROM retention_snapshots WHERE snapshot = ?1", error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    gboolean ok = query_db_step(stmt, &row, error);
+    sqlite3_finalize(stmt);
+    *stored = row;
+    return ok;
+}
+
+static gboolean sql_fail(sqlite3 *db, const char *what, GError **error)
+{
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "%s: %s", what, sqlite3_errmsg(db));
+    return FALSE;
+}
+
+/* ---- the rows of `retention`, as an eponymous virtual table ------------------------------
+ * heaplens_retention_rows(object_id, idom_id, retained_bytes, retained_count): one row per
+ * reachable object of the snapshot, in id order; idom_id NULL when only the virtual root
+ * dominates it. Registered on a connection only while rows_write runs. */
+
+typedef struct rows_source {
+    const retention *r;
+    query_progress *progress;
+} rows_source;
+
+typedef struct rows_vtab {
+    sqlite3_vtab base;
+    rows_source *source;
+} rows_vtab;
+
+typedef struct rows_cursor {
+    sqlite3_vtab_cursor base;
+    const rows_source *source;
+    uint32_t v; /* current node; n at the end */
+} rows_cursor;
+
+static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                        sqlite3_vtab **vtab, char **err)
+{
+    (void)argc, (void)argv, (void)err;
+    int rc = sqlite3_declare_vtab(
+        db, "CREATE TABLE x(object_id INTEGER, idom_id INTEGER, retained_bytes INTEGER,"
+            " retained_count INTEGER)");
+    if (rc != SQLITE_OK)
+        return rc;
+    rows_vtab *t = sqlite3_malloc(sizeof *t);
+    if (!t)
+        return SQLITE_NOMEM;
+    memset(t, 0, sizeof *t);
+    t->source = aux;
+    *vtab = &t->base;
+    return SQLITE_OK;
+}
+
+static int rows_disconnect(sqlite3_vtab *vtab)
+{
+    sqlite3_free(vtab);
+    return SQLITE_OK;
+}
+
+static int rows_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info)
+{
+    (void)vtab;
+    info->estimatedCost = 1e6;
+    info->orderByConsumed = 0;
+    return SQLITE_OK;
+}
+
+static void rows_skip(rows_cursor *c)
+{
+    const snapshot_graph *g = c->source->r->graph;
+    const uint32_t *idom = an_domtree_idoms(c->source->r->tree);
+    while (c->v < g->n && idom[c->v] == AN_NONE) /* unreachable: no row */
+        c->v++;
+}
+
+static int rows_open(sqlite3_vtab *vtab, sqlite3_vtab_cursor **cursor)
+{
+    rows_cursor *c = sqlite3_malloc(sizeof *c);
+    if (!c)
+        return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    c->source = ((rows_vtab *)vtab)->source;
+    *cursor = &c->base;
+    return SQLITE_OK;
+}
+
+static int rows_close(sqlite3_vtab_cursor *cursor)
+{
+    sqlite3_free(cursor);
+    return SQLITE_OK;
+}
+
+static int rows_filter(sqlite3_vtab_cursor *cursor, int idx, const char *idx_str, int argc,
+                       sqlite3_value **argv)
+{
+    (void)idx, (void)idx_str, (void)argc, (void)argv;
+    rows_cursor *c = (rows_cursor *)cursor;
+    c->v = 1;
+    rows_skip(c);
+    return SQLITE_OK;
+}
+
+static int rows_next(sqlite3_vtab_cursor *cursor)
+{
+    rows_cursor *c = (rows_cursor *)cursor;
+    c->v++;
+    rows_skip(c);
+    if ((c->v & 0xffff) == 0)
+        query_progress_update(c->source->progress, "storing retained sizes", c->v,
+                              c->source->r->graph->n);
+    return SQLITE_OK;
+}
+
+static int rows_eof(sqlite3_vtab_cursor *cursor)
+{
+    rows_cursor *c = (rows_cursor *)cursor;
+    return c->v >= c->source->r->graph->n;
+}
+
+static int rows_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ctx, int column)
+{
+    rows_cursor *c = (rows_cursor *)cursor;
+    const snapshot_graph *g = c->source->r->graph;
+    const an_domtree *t = c->source->r->tree;
+    uint32_t v = c->v;
+    switch (column) {
+    case 0:
+        sqlite3_result_int64(ctx, (int64_t)g->ids[v]);
+        break;
+    case 1: {
+        uint32_t d = an_domtree_idoms(t)[v];
+        if (d == 0)
+            sqlite3_result_null(ctx);
+        else
+            sqlite3_result_int64(ctx, (int64_t)g->ids[d]);
+        break;
+    }
+    case 2:
+        sqlite3_result_int64(ctx, (int64_t)an_domtree_retained_bytes(t)[v]);
+        break;
+    default:
+        sqlite3_result_int64(ctx, an_domtree_retained_counts(t)[v]);
+        break;
+    }
+    return SQLITE_OK;
+}
+
+static int rows_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid)
+{
+    *rowid = ((rows_cursor *)cursor)->v;
+    return SQLITE_OK;
+}
+
+static const sqlite3_module rows_module = {
+    .iVersion = 0,
+    .xCreate = NULL, /* eponymous only */
+    .xConnect = rows_connect,
+    .xBestIndex = rows_best_index,
+    .xDisconnect = rows_disconnect,
+    .xDestroy = rows_disconnect,
+    .xOpen = rows_open,
+    .xClose = rows_close,
+    .xFilter = rows_filter,
+    .xNext = rows_next,
+    .xEof = rows_eof,
+    .xColumn = rows_column,
+    .xRowid = rows_rowid,
+};
+
+/* Writes the rows of `r` through `db` (a transaction is open; the tables exist). */
+static gboolean rows_write(const retention *r, sqlite3 *db, query_progress *progress,
+                           GError **error)
+{
+    gboolean ok = FALSE;
+    const snapshot_graph *g = r->graph;
+    const an_domtree *t = r->tree;
+    const uint64_t *rb = an_domtree_retained_bytes(t);
+    const int64_t snapshot = g->info.snapshot;
+    sqlite3_stmt *ins = NULL;
+
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO retention_snapshots (snapshot, objects, reachable,"
+                           " reachable_bytes, root_edges, unresolved_refs, unresolved_roots,"
+                           " producer) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                           -1, &ins, NULL) != SQLITE_OK)
+        goto sql;
+    sqlite3_bind_int64(ins, 1, snapshot);
+    sqlite3_bind_int64(ins, 2, (int64_t)g->n - 1);
+    sqlite3_bind_int64(ins, 3, (int64_t)an_domtree_reachable(t) - 1);
+    sqlite3_bind_int64(ins, 4, (int64_t)rb[0]);
+    sqlite3_bind_int64(ins, 5, (int64_t)g->root_edges);
+    sqlite3_bind_int64(ins, 6, (int64_t)g->refs_unresolved);
+    sqlite3_bind_int64(ins, 7, (int64_t)g->roots_unresolved);
+    sqlite3_bind_text(ins, 8, "heaplens " HEAPLENS_VERSION, -1, SQLITE_STATIC);
+    if (sqlite3_step(ins) != SQLITE_DONE)
+        goto sql;
+    sqlite3_finalize(ins);
+    ins = NULL;
+
+    /* One INSERT ... SELECT over a virtual table reading the arrays: a single statement keeps
+     * the table's cursor open and appends each row after the previous one (they come in key
+     * order) — about twice as fast as binding rows into INSERT statements. */
+    rows_source source = {.r = r, .progress = progress};
+    if (sqlite3_create_module_v2(db, "heaplens_retention_rows", &rows_module, &source, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "INSERT INTO retention (snapshot, object_id, idom_id, retained_bytes,"
+                           " retained_count) SELECT ?1, object_id, idom_id, retained_bytes,"
+                           " retained_count FROM heaplens_retention_rows",
+                           -1, &ins, NULL) != SQLITE_OK)
+        goto sql;
+    sqlite3_bind_int64(ins, 1, snapshot);
+    if (sqlite3_step(ins) != SQLITE_DONE)
+        goto sql;
+    sqlite3_finalize(ins);
+    ins = NULL;
+
+    if (sqlite3_prepare_v2(db,
+                           "INSERT INTO retention_types (snapshot, type_id, count, shallow_bytes,"
+                           " retained_bytes, retained_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           -1, &ins, NULL) != SQLITE_OK)
+        goto sql;
+    sqlite3_bind_int64(ins, 1, snapshot);
+    for (uint32_t type = 0; type < r->n_types; type++) {
+        if (r->type_instances[type] == 0)
+            continue;
+        sqlite3_bind_int64(ins, 2, type);
+        sqlite3_bind_int64(ins, 3, (int64_t)r->type_instances[type]);
+        sqlite3_bind_int64(ins, 4, (int64_t)r->type_shallow[type]);
+        sqlite3_bind_int64(ins, 5, (int64_t)r->type_retained_bytes[type]);
+        sqlite3_bind_int64(ins, 6, (int64_t)r->type_retained_counts[type]);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            goto sql;
+        sqlite3_reset(ins);
+    }
+    ok = TRUE;
+    goto out;
+sql:
+    sql_fail(db, "storing retained sizes failed", error);
+out:
+    sqlite3_finalize(ins);
+    return ok;
+}
+
+/* Why the file cannot take the rows (a note), or NULL when it can. */
+static char *file_unwritable_reason(sqlite3 *db, const char *path)
+{
+    g_autoptr(GError) ignored = NULL;
+    gboolean row = FALSE;
+    char *reason = NULL;
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", &ignored);
+    if (stmt && query_db_step(stmt, &row, &ignored) && row) {
+        const char *status = (const char *)sqlite3_column_text(stmt, 0);
+        if (status && strcmp(status, "recording") == 0)
+            reason = g_strdup_printf("%s is still being recorded (or its writer was killed)", path);
+    }
+    sqlite3_finalize(stmt);
+    return reason;
+}
+
+/* Opens `path` read-write and writes the tables, views and rows in one transaction. FALSE with
+ * *reason set (not an error) when the file cannot be written; FALSE with *error on failure. */
+static gboolean file_store(const retention *r, const char *path, query_progress *progress,
+                           char **reason, GError **error)
+{
+    gboolean ok = FALSE, row = FALSE;
+    sqlite3 *rw = NULL;
+    sqlite3_stmt *stmt = NULL;
+    char *errmsg = NULL;
+    /* NOMUTEX: this connection never leaves this function's thread */
+    int rc = sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        *reason = g_strdup_printf("%s cannot be written (%s)", path, sqlite3_errmsg(rw));
+        goto out;
+    }
+    if (sqlite3_db_readonly(rw, "main") == 1) { /* a read-only file opens read-only */
+        *reason = g_strdup_printf("%s cannot be written (it is read-only)", path);
+        goto out;
+    }
+    sqlite3_busy_timeout(rw, 10000);
+    rc = sqlite3_exec(rw, "PRAGMA cache_size = -262144; BEGIN IMMEDIATE", NULL, NULL, &errmsg);
+    if (rc != SQLITE_OK) {
+        int code = sqlite3_errcode(rw) & 0xff;
+        if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
+            code == SQLITE_BUSY || code == SQLITE_AUTH)
+            *reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
+                        errmsg);
+        goto out;
+    }
+    rc = sqlite3_exec(rw, RETENTION_TABLES("", ""), NULL, NULL, &errmsg);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(rw, retention_views, NULL, NULL, &errmsg);
+    if (rc != SQLITE_OK) {
+        int code = sqlite3_errcode(rw) & 0xff;
+        if (code == SQLITE_READONLY)
+            *reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
+                        errmsg);
+        goto out;
+    }
+    /* another command may have stored it meanwhile */
+    if (sqlite3_prepare_v2(rw, "SELECT 1 FROM retention_snapshots WHERE snapshot = ?1", -1, &stmt,
+                           NULL) != SQLITE_OK) {
+        sql_fail(rw, "storing retained sizes failed", error);
+        goto out;
+    }
+    sqlite3_bind_int64(stmt, 1, r->graph->info.snapshot);
+    rc = sqlite3_step(stmt);
+    row = rc == SQLITE_ROW;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if (!row && !rows_write(r, rw, progress, error))
+        goto out;
+    query_progress_update(progress, "committing", 0, 0);
+    if (sqlite3_exec(rw, "COMMIT", NULL, NULL, &errmsg) != SQLITE_OK) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
+                    errmsg);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    sqlite3_free(errmsg);
+    sqlite3_finalize(stmt);
+    sqlite3_close(rw); /* an open transaction is rolled back */
+    return ok;
+}
+
+gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
+                         query_progress *progress, char **note, GError **error)
+{
+    g_autofree char *reason = file_unwritable_reason(db, path);
+    char *errmsg = NULL;
+    if (note)
+        *note = NULL;
+    if (!reason) {
+        if (file_store(r, path, progress, &reason, error))
+            return TRUE;
+        if (!reason)
+            return FALSE;
+    }
+    /* TEMP tables of the read-only connection: the same names, this command only */
+    gboolean in_file = FALSE; /* the file has the tables (other snapshots): TEMP ones hide them */
+    int64_t exists = 0;
+    if (!query_db_int(db, "SELECT COUNT(*) FROM main.sqlite_schema WHERE name = 'retention'",
+                      &exists, error))
+        return FALSE;
+    in_file = exists > 0;
+    if (sqlite3_exec(db, "BEGIN; " RETENTION_TABLES("TEMP ", "temp."), NULL, NULL, &errmsg) !=
+            SQLITE_OK ||
+        (in_file &&
+         sqlite3_exec(db,
+                      "INSERT OR IGNORE INTO temp.retention_snapshots"
+                      " SELECT * FROM main.retention_snapshots;"
+                      "INSERT OR IGNORE INTO temp.retention SELECT * FROM main.retention;"
+                      "INSERT OR IGNORE INTO temp.retention_types"
+                      " SELECT * FROM main.retention_types;",
+                      NULL, NULL, &errmsg) != SQLITE_OK)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "keeping retained sizes failed: %s",
+                    errmsg);
+        sqlite3_free(errmsg);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return FALSE;
+    }
+    gboolean stored = FALSE;
+    if (!retention_is_stored(db, r->graph->info.snapshot, &stored, error) ||
+        (!stored && !rows_write(r, db, progress, error))) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return FALSE;
+    }
+    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (note)
+        *note = g_strdup_printf("note: retained sizes were not stored: %s", reason);
+    return TRUE;
+}
+
+gboolean retention_ensure(sqlite3 *db, const char *path, const snapshot_info *info,
+                          query_progress *progress, char **note, GError **error)
+{
+    gboolean stored = FALSE;
+    if (note)
+        *note = NULL;
+    if (!retention_is_stored(db, info->snapshot, &stored, error))
+        return FALSE;
+    if (stored)
+        return TRUE;
+    g_autoptr(retention) r = retention_compute(db, info, progress, error);
+    return r && retention_store(r, db, path, progress, note, error);
+}
+
+/* The type most of `object_id`'s references point to, when more than half of them do (0: none;
+ * an object[] of statics holding a bit of everything has no element type). */
+static gboolean referenced_type(sqlite3 *db, int64_t snapshot, int64_t object_id, uint32_t *type_id,
+                                GError **error)
+{
+    gboolean row = FALSE;
+    *type_id = 0;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT o.type_id, COUNT(*) AS n, SUM(COUNT(*)) OVER () FROM snapshot_refs r"
+        " JOIN objects o ON o.id = r.to_id"
+        " WHERE r.snapshot = ?1 AND r.from_id = ?2 GROUP BY o.type_id ORDER BY n DESC, 1"
+        " LIMIT 1",
+        error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, object_id);
+    gboolean ok = query_db_step(stmt, &row, error);
+    if (ok && row && 2 * sqlite3_column_int64(stmt, 1) > sqlite3_column_int64(stmt, 2))
+        *type_id = (uint32_t)sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+gboolean retention_element_type(sqlite3 *db, int64_t snapshot, int64_t object_id, uint32_t *type_id,
+                                GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    sqlite3_stmt *stmt = NULL;
+    *type_id = 0;
+    stmt = query_db_prepare(db,
+                            "SELECT t.flags, t.name FROM objects o JOIN types t ON t.id = o.type_id"
+                            " WHERE o.id = ?1",
+                            error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, object_id);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    if (!row) {
+        ok = TRUE;
+        goto out;
+    }
+    int64_t flags = sqlite3_column_int64(stmt, 0);
+    const char *name = (const char *)sqlite3_column_text(stmt, 1);
+    gboolean collection = name && g_str_has_prefix(name, "System.Collections.");
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if (flags & HL_TYPE_FLAG_ARRAY) {
+        ok = referenced_type(db, snapshot, object_id, type_id, error);
+        goto out;
+    }
+    if (!collection) {
+        ok = TRUE;
+        goto out;
+    }
+    /* its largest array */
+    stmt = query_db_prepare(db,
+                            "SELECT r.to_id FROM snapshot_refs r JOIN objects o ON o.id = r.to_id"
+                            " JOIN types t ON t.id = o.type_id"
+                            " WHERE r.snapshot = ?1 AND r.from_id = ?2 AND (t.flags & 1) != 0"
+                            " ORDER BY o.size DESC, r.to_id LIMIT 1",
+                            error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, object_id);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    ok = !row || referenced_type(db, snapshot, sqlite3_column_int64(stmt, 0), type_id, error);
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+void retention_note_print(const char *note, gboolean json)
+{
+    if (!note)
+        return;
+    if (json)
+        fprintf(stderr, "heaplens: %s\n", note);
+    else
+        printf("%s\n", note);
+}

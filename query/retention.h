@@ -1,0 +1,73 @@
+/* retention.h — retained sizes of a heap snapshot: computed once, stored in the recording.
+ *
+ *   retention_compute   snapshot_graph_load (forward) -> an_domtree_compute -> per-type sums
+ *   retention_store     the results into the tables retention_snapshots, retention and
+ *                       retention_types (store/SCHEMA.md, "Retention"), created on first use
+ *   retention_ensure    both, unless the tables already hold the snapshot
+ *
+ * The recording is otherwise read-only for queries: storing opens a second, read-write
+ * connection to the file only for this, and writes everything in one transaction (the tables,
+ * their views, the rows). When the file cannot be written — a read-only file or directory, or a
+ * recording whose writer is still running (run.status 'recording') — the results go into TEMP
+ * tables of the same names on the command's own connection instead: the command works the same,
+ * the next one computes again, and a note says why.
+ *
+ * Errors: GError ** last, one line. Single-threaded.
+ */
+#ifndef HEAPLENS_QUERY_RETENTION_H
+#define HEAPLENS_QUERY_RETENTION_H
+
+#include "analysis/an_dominators.h"
+#include "query/progress.h"
+#include "query/snapshot_graph.h"
+
+#include <glib.h>
+#include <sqlite3.h>
+
+typedef struct retention retention;
+
+/* Loads the snapshot and computes its dominator tree, retained sizes per object and per type. */
+retention *retention_compute(sqlite3 *db, const snapshot_info *info, query_progress *progress,
+                             GError **error);
+void retention_free(retention *r); /* accepts NULL */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(retention, retention_free)
+
+/* Borrowed from `r`: the forward graph of the snapshot and its dominator tree (node indexes of
+ * the graph). */
+const snapshot_graph *retention_graph(const retention *r);
+const an_domtree *retention_tree(const retention *r);
+
+/* Per type, indexed by type id (retention_type_count entries): reachable instances, their
+ * shallow bytes, and what the type retains (an_domtree_group_retained). */
+uint32_t retention_type_count(const retention *r);
+const uint64_t *retention_type_instances(const retention *r);
+const uint64_t *retention_type_shallow(const retention *r);
+const uint64_t *retention_type_retained_bytes(const retention *r);
+const uint64_t *retention_type_retained_counts(const retention *r);
+
+/* TRUE in *stored when the retention tables visible through `db` (the file's, or TEMP ones)
+ * hold snapshot `snapshot`. */
+gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GError **error);
+
+/* Writes `r` into the recording at `path` (see above); `db` is the command's read-only
+ * connection, which sees the rows afterwards. *note (may be NULL) gets a new one-line note when
+ * the rows went into TEMP tables instead, NULL otherwise. */
+gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
+                         query_progress *progress, char **note, GError **error);
+
+/* retention_is_stored, else retention_compute and retention_store. */
+gboolean retention_ensure(sqlite3 *db, const char *path, const snapshot_info *info,
+                          query_progress *progress, char **note, GError **error);
+
+/* The element type of a collection object, for display: for an array, the type more than half
+ * of its references point to; for a System.Collections type, that of its largest referenced
+ * array.
+ * *type_id = 0 when the object is neither or references nothing. */
+gboolean retention_element_type(sqlite3 *db, int64_t snapshot, int64_t object_id, uint32_t *type_id,
+                                GError **error);
+
+/* Prints a note like the accuracy note (query_db_note_print): after the table on stdout, or on
+ * stderr as "heaplens: note: ..." with --json. Does nothing for NULL. */
+void retention_note_print(const char *note, gboolean json);
+
+#endif /* HEAPLENS_QUERY_RETENTION_H */

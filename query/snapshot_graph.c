@@ -1,0 +1,553 @@
+/* snapshot_graph.c — reading a heap snapshot into a graph (snapshot_graph.h). */
+#include "query/snapshot_graph.h"
+
+#include "query/query.h"
+#include "wire/hl_wire.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- picking a snapshot ---------------------------------------------------------------- */
+
+static gboolean table_exists(sqlite3 *db, const char *name, gboolean *exists, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db, "SELECT 1 FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ?1", error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+    gboolean ok = query_db_step(stmt, &row, error);
+    *exists = row;
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+#define SNAPSHOT_INFO_SQL                                                                          \
+    "SELECT s.snapshot, s.gc, g.generation, s.objects, s.refs, s.roots FROM snapshots s"           \
+    " LEFT JOIN gcs g ON g.gc = s.gc"
+
+static void info_read(sqlite3_stmt *stmt, snapshot_info *info)
+{
+    info->snapshot = sqlite3_column_int64(stmt, 0);
+    info->gc = sqlite3_column_int64(stmt, 1);
+    info->gc_generation =
+        sqlite3_column_type(stmt, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(stmt, 2);
+    info->objects = sqlite3_column_int64(stmt, 3);
+    info->refs = sqlite3_column_int64(stmt, 4);
+    info->roots = sqlite3_column_int64(stmt, 5);
+}
+
+gboolean snapshot_pick(sqlite3 *db, const char *path, const char *command, const char *option,
+                       const char *text, snapshot_info *info, GError **error)
+{
+    gboolean ok = FALSE, row = FALSE, exists = FALSE;
+    uint64_t wanted = 0;
+    int64_t first = 0, last = 0, count = 0;
+    sqlite3_stmt *stmt = NULL;
+
+    if (text && !query_args_parse_uint(command, option, text, 1, INT64_MAX,
+                                       "a snapshot number (1, 2, ...)", &wanted, error))
+        goto out;
+    if (!table_exists(db, "snapshots", &exists, error))
+        goto out;
+    if (exists) {
+        stmt = query_db_prepare(db, "SELECT MIN(snapshot), MAX(snapshot), COUNT(*) FROM snapshots",
+                                error);
+        if (!stmt || !query_db_step(stmt, &row, error))
+            goto out;
+        first = sqlite3_column_int64(stmt, 0);
+        last = sqlite3_column_int64(stmt, 1);
+        count = sqlite3_column_int64(stmt, 2);
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+    }
+    if (count == 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "%s has no heap snapshot; 'heaplens record' takes one at every GC.Collect() "
+                    "(--snapshot induced, the default) and 'heaplens snapshot PID' on demand",
+                    path);
+        goto out;
+    }
+    stmt = query_db_prepare(db,
+                            text ? SNAPSHOT_INFO_SQL " WHERE s.snapshot = ?1"
+                                 : SNAPSHOT_INFO_SQL " ORDER BY s.snapshot DESC LIMIT 1",
+                            error);
+    if (!stmt)
+        goto out;
+    if (text)
+        sqlite3_bind_int64(stmt, 1, (int64_t)wanted);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    if (!row) {
+        if (count == 1)
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no snapshot %" PRIu64 " in %s: it has one snapshot, snapshot %" PRId64,
+                        wanted, path, first);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no snapshot %" PRIu64 " in %s: its snapshots are %" PRId64 " to %" PRId64,
+                        wanted, path, first, last);
+        goto out;
+    }
+    info_read(stmt, info);
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+GArray *snapshot_list_new(sqlite3 *db, GError **error)
+{
+    gboolean row = FALSE, exists = FALSE;
+    GArray *list = g_array_new(FALSE, TRUE, sizeof(snapshot_info));
+    if (!table_exists(db, "snapshots", &exists, error))
+        goto fail;
+    if (!exists)
+        return list;
+    sqlite3_stmt *stmt = query_db_prepare(db, SNAPSHOT_INFO_SQL " ORDER BY s.snapshot", error);
+    if (!stmt)
+        goto fail;
+    while (query_db_step(stmt, &row, error) && row) {
+        snapshot_info info;
+        info_read(stmt, &info);
+        g_array_append_val(list, info);
+    }
+    sqlite3_finalize(stmt);
+    if (error && *error)
+        goto fail;
+    return list;
+fail:
+    g_array_unref(list);
+    return NULL;
+}
+
+/* ---- types ------------------------------------------------------------------------------ */
+
+struct snapshot_types {
+    uint32_t count;      /* one past the largest id */
+    char **names;        /* count; NULL where no row */
+    uint8_t *flags;      /* count */
+    GHashTable *by_name; /* borrowed name -> id */
+};
+
+snapshot_types *snapshot_types_new(sqlite3 *db, GError **error)
+{
+    gboolean row = FALSE;
+    int64_t max_id = 0;
+    if (!query_db_int(db, "SELECT MAX(id) FROM types", &max_id, error))
+        return NULL;
+    if (max_id < 0 || max_id > UINT32_MAX - 1) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                    "the database is damaged: a type id of %" PRId64, max_id);
+        return NULL;
+    }
+    snapshot_types *t = g_new0(snapshot_types, 1);
+    t->count = (uint32_t)max_id + 1;
+    t->names = g_new0(char *, t->count);
+    t->flags = g_new0(uint8_t, t->count);
+    t->by_name = g_hash_table_new(g_str_hash, g_str_equal);
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT id, name, flags FROM types", error);
+    if (!stmt)
+        goto fail;
+    while (query_db_step(stmt, &row, error) && row) {
+        int64_t id = sqlite3_column_int64(stmt, 0);
+        const char *name = (const char *)sqlite3_column_text(stmt, 1);
+        if (id < 0 || id >= t->count || !name)
+            continue;
+        t->names[id] = g_strdup(name);
+        t->flags[id] = (uint8_t)sqlite3_column_int(stmt, 2);
+        g_hash_table_insert(t->by_name, t->names[id], GUINT_TO_POINTER((guint)id));
+    }
+    sqlite3_finalize(stmt);
+    if (error && *error)
+        goto fail;
+    return t;
+fail:
+    snapshot_types_free(t);
+    return NULL;
+}
+
+void snapshot_types_free(snapshot_types *t)
+{
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->count; i++)
+        g_free(t->names[i]);
+    g_free(t->names);
+    g_free(t->flags);
+    if (t->by_name)
+        g_hash_table_unref(t->by_name);
+    g_free(t);
+}
+
+const char *snapshot_types_name(const snapshot_types *t, uint32_t type_id,
+                                char buf[QUERY_FORMAT_MAX])
+{
+    if (type_id == 0)
+        return "<unknown>";
+    if (type_id < t->count && t->names[type_id])
+        return t->names[type_id];
+    g_snprintf(buf, QUERY_FORMAT_MAX, "<type %" PRIu32 ">", type_id); /* as the views name it */
+    return buf;
+}
+
+gboolean snapshot_types_is_array(const snapshot_types *t, uint32_t type_id)
+{
+    return type_id < t->count && (t->flags[type_id] & HL_TYPE_FLAG_ARRAY) != 0;
+}
+
+uint32_t snapshot_types_find(const snapshot_types *t, const char *name)
+{
+    return GPOINTER_TO_UINT(g_hash_table_lookup(t->by_name, name));
+}
+
+uint32_t snapshot_types_count(const snapshot_types *t)
+{
+    return t->count;
+}
+
+/* ---- id -> node ------------------------------------------------------------------------ */
+
+/* The objects' ids are sorted; allocation ids are dense-ish (1, 2, 3, ... with gaps for the dead)
+ * and discovered ids start at HL_DISCOVERED_ID_BASE. Each of the two ranges gets a directory of
+ * buckets of 2^shift consecutive ids (about one object per bucket): a lookup is one directory
+ * read and a binary search over the few ids of one bucket, instead of ~23 steps over all. */
+typedef struct id_segment {
+    uint64_t lo, hi; /* smallest and largest id of the segment */
+    uint32_t begin;  /* first node */
+    uint32_t end;    /* one past the last node */
+    unsigned shift;
+    uint32_t *dir; /* buckets + 1 entries: first node of each bucket */
+} id_segment;
+
+typedef struct id_index {
+    const uint64_t *ids;
+    id_segment seg[2];
+} id_index;
+
+static gboolean id_segment_build(id_segment *s, const uint64_t *ids, uint32_t begin, uint32_t end)
+{
+    s->begin = begin;
+    s->end = end;
+    s->dir = NULL;
+    if (begin >= end)
+        return TRUE;
+    s->lo = ids[begin];
+    s->hi = ids[end - 1];
+    uint64_t span = s->hi - s->lo + 1, count = end - begin;
+    s->shift = 0;
+    while ((span >> s->shift) > 2 * count)
+        s->shift++;
+    uint64_t buckets = ((s->hi - s->lo) >> s->shift) + 1;
+    s->dir = g_try_new(uint32_t, buckets + 1);
+    if (!s->dir)
+        return FALSE;
+    uint32_t k = begin;
+    for (uint64_t b = 0; b <= buckets; b++) {
+        uint64_t bucket_lo = s->lo + (b << s->shift);
+        while (k < end && (b == buckets || ids[k] < bucket_lo))
+            k++;
+        s->dir[b] = k;
+    }
+    /* dir[b] = first node with id >= the bucket's first id */
+    return TRUE;
+}
+
+static gboolean id_index_build(id_index *x, const uint64_t *ids, uint32_t n)
+{
+    /* node 0 is the virtual root; objects are 1 .. n-1 */
+    uint32_t split = 1;
+    uint32_t lo = 1, hi = n;
+    while (lo < hi) { /* first node with a discovered id */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < HL_DISCOVERED_ID_BASE)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    split = lo;
+    x->ids = ids;
+    memset(x->seg, 0, sizeof x->seg);
+    return id_segment_build(&x->seg[0], ids, 1, split) &&
+           id_segment_build(&x->seg[1], ids, split, n);
+}
+
+static void id_index_release(id_index *x)
+{
+    g_free(x->seg[0].dir);
+    g_free(x->seg[1].dir);
+}
+
+static inline uint32_t id_index_find(const id_index *x, uint64_t id)
+{
+    const id_segment *s = &x->seg[id >= HL_DISCOVERED_ID_BASE];
+    if (s->begin >= s->end || id < s->lo || id > s->hi)
+        return AN_NONE;
+    uint64_t b = (id - s->lo) >> s->shift;
+    uint32_t lo = s->dir[b], hi = s->dir[b + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (x->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->end && x->ids[lo] == id ? lo : AN_NONE;
+}
+
+/* ---- the graph ---------------------------------------------------------------------------- */
+
+const char *snapshot_root_kind_name(uint32_t kind)
+{
+    switch (kind) {
+    case HL_ROOT_STACK:
+        return "stack";
+    case HL_ROOT_FINALIZER:
+        return "finalizer";
+    case HL_ROOT_HANDLE:
+        return "handle";
+    default:
+        return "other";
+    }
+}
+
+char *snapshot_root_flags_text(uint32_t flags, char buf[64])
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } names[] = {
+        {HL_ROOT_PINNING, "pinning"},
+        {HL_ROOT_WEAK, "weak"},
+        {HL_ROOT_INTERIOR, "interior"},
+        {HL_ROOT_REFCOUNTED, "refcounted"},
+    };
+    buf[0] = '\0';
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        if (!(flags & names[i].bit))
+            continue;
+        if (buf[0])
+            g_strlcat(buf, ",", 64);
+        g_strlcat(buf, names[i].name, 64);
+    }
+    return buf;
+}
+
+/* A root's kind as stored: a word (SCHEMA.md), or a number in older files. */
+static uint32_t root_kind_read(sqlite3_stmt *stmt, int column)
+{
+    if (sqlite3_column_type(stmt, column) == SQLITE_INTEGER)
+        return (uint32_t)sqlite3_column_int(stmt, column);
+    const char *text = (const char *)sqlite3_column_text(stmt, column);
+    if (!text)
+        return HL_ROOT_OTHER;
+    if (strcmp(text, "stack") == 0)
+        return HL_ROOT_STACK;
+    if (strcmp(text, "finalizer") == 0)
+        return HL_ROOT_FINALIZER;
+    if (strcmp(text, "handle") == 0)
+        return HL_ROOT_HANDLE;
+    return HL_ROOT_OTHER;
+}
+
+static gboolean graph_fail(int rc, GError **error)
+{
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "%s",
+                rc == AN_ERR_TOO_BIG ? "the snapshot is too large (more than 4 billion references)"
+                                     : "out of memory while building the snapshot's graph");
+    return FALSE;
+}
+
+static gboolean edge_add(snapshot_graph *g, snapshot_graph_direction direction, uint32_t from,
+                         uint32_t to, GError **error)
+{
+    int rc = direction == SNAPSHOT_GRAPH_FORWARD ? an_graph_add_edge(g->graph, from, to)
+                                                 : an_graph_add_edge(g->graph, to, from);
+    return rc == AN_OK || graph_fail(rc, error);
+}
+
+snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
+                                    snapshot_graph_direction direction, query_progress *progress,
+                                    GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = NULL;
+    id_index index = {0};
+    snapshot_graph *g = g_new0(snapshot_graph, 1);
+    g->info = *info;
+
+    if (info->objects < 0 || info->objects > (int64_t)AN_MAX_NODES - 1) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                    "snapshot %" PRId64 " has %" PRId64 " objects, more than heaplens can load",
+                    info->snapshot, info->objects);
+        goto fail;
+    }
+    /* objects, in id order (the key order of snapshot_objects) */
+    uint32_t cap = (uint32_t)info->objects + 1;
+    g->ids = g_try_new(uint64_t, cap);
+    g->type_ids = g_try_new(uint32_t, cap);
+    g->sizes = g_try_new(uint64_t, cap);
+    if (!g->ids || !g->type_ids || !g->sizes) {
+        graph_fail(AN_ERR_NOMEM, error);
+        goto fail;
+    }
+    g->ids[0] = 0;
+    g->type_ids[0] = 0;
+    g->sizes[0] = 0;
+    g->n = 1;
+    /* one lookup in `objects` per object: the ids ascend, so the pages it reads are cached
+     * (cheaper than a merge with a scan of `objects`) */
+    stmt = query_db_prepare(db,
+                            "SELECT so.object_id, o.type_id, o.size FROM snapshot_objects so"
+                            " LEFT JOIN objects o ON o.id = so.object_id"
+                            " WHERE so.snapshot = ?1 ORDER BY so.object_id",
+                            error);
+    if (!stmt)
+        goto fail;
+    sqlite3_bind_int64(stmt, 1, info->snapshot);
+    while (query_db_step(stmt, &row, error) && row) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(stmt, 0);
+        if (g->n == cap || id <= g->ids[g->n - 1]) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                        "the database is damaged: snapshot %" PRId64
+                        " does not hold the objects its snapshots row counts",
+                        info->snapshot);
+            goto fail;
+        }
+        g->ids[g->n] = id;
+        g->type_ids[g->n] = (uint32_t)sqlite3_column_int64(stmt, 1); /* NULL: 0 */
+        g->sizes[g->n] = (uint64_t)sqlite3_column_int64(stmt, 2);
+        g->n++;
+        if ((g->n & 0xffff) == 0)
+            query_progress_update(progress, "reading objects", g->n, cap);
+    }
+    if (error && *error)
+        goto fail;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    query_progress_update(progress, "reading objects", g->n, cap);
+
+    g->graph = an_graph_new(g->n);
+    if (!g->graph || !id_index_build(&index, g->ids, g->n)) {
+        graph_fail(AN_ERR_NOMEM, error);
+        goto fail;
+    }
+    int rc =
+        an_graph_reserve(g->graph, (uint64_t)MAX(info->refs, 0) + (uint64_t)MAX(info->roots, 0));
+    if (rc != AN_OK && rc != AN_ERR_NOMEM) { /* out of memory now is not fatal yet */
+        graph_fail(rc, error);
+        goto fail;
+    }
+
+    /* roots first, so that node 0's edges come first in a forward graph */
+    stmt = query_db_prepare(db,
+                            "SELECT object_id, kind, flags, root_id FROM snapshot_roots"
+                            " WHERE snapshot = ?1 ORDER BY object_id, kind, flags, root_id",
+                            error);
+    if (!stmt)
+        goto fail;
+    sqlite3_bind_int64(stmt, 1, info->snapshot);
+    GArray *roots = g_array_new(FALSE, FALSE, sizeof(snapshot_root));
+    while (query_db_step(stmt, &row, error) && row) {
+        uint32_t node = sqlite3_column_type(stmt, 0) == SQLITE_NULL
+                            ? AN_NONE
+                            : id_index_find(&index, (uint64_t)sqlite3_column_int64(stmt, 0));
+        if (node == AN_NONE) {
+            g->roots_unresolved++;
+            continue;
+        }
+        snapshot_root r = {
+            .node = node,
+            .kind = root_kind_read(stmt, 1),
+            .flags = (uint32_t)sqlite3_column_int(stmt, 2),
+            .root_id = (uint64_t)sqlite3_column_int64(stmt, 3),
+        };
+        g_array_append_val(roots, r);
+        if (r.flags & HL_ROOT_WEAK)
+            continue;
+        g->root_edges++;
+        if (!edge_add(g, direction, 0, node, error))
+            break;
+    }
+    g->n_roots = roots->len;
+    g->roots = (snapshot_root *)(void *)g_array_free(roots, FALSE);
+    if (error && *error)
+        goto fail;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+
+    /* references, in (from, to) order (the table's key; without ORDER BY, SQLite may prefer
+     * the smaller index by to_id): `from` advances through the sorted ids */
+    stmt = query_db_prepare(db,
+                            "SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = ?1"
+                            " ORDER BY from_id, to_id",
+                            error);
+    if (!stmt)
+        goto fail;
+    sqlite3_bind_int64(stmt, 1, info->snapshot);
+    uint32_t from_node = 1;
+    uint64_t n_refs = 0;
+    while (query_db_step(stmt, &row, error) && row) {
+        uint64_t from = (uint64_t)sqlite3_column_int64(stmt, 0);
+        uint64_t to = (uint64_t)sqlite3_column_int64(stmt, 1);
+        uint32_t f;
+        if (from_node < g->n && from >= g->ids[from_node]) {
+            while (from_node < g->n && g->ids[from_node] < from)
+                from_node++;
+            f = from_node < g->n && g->ids[from_node] == from ? from_node : AN_NONE;
+        } else {
+            f = id_index_find(&index, from); /* out of order */
+        }
+        uint32_t t = id_index_find(&index, to);
+        if (f == AN_NONE || t == AN_NONE)
+            g->refs_unresolved++;
+        else if (!edge_add(g, direction, f, t, error))
+            break;
+        if ((++n_refs & 0xffff) == 0)
+            query_progress_update(progress, "reading references", n_refs, (uint64_t)info->refs);
+    }
+    if (error && *error)
+        goto fail;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    query_progress_update(progress, "building the graph", 0, 0);
+    rc = an_graph_seal(g->graph);
+    if (rc != AN_OK) {
+        graph_fail(rc, error);
+        goto fail;
+    }
+    id_index_release(&index);
+    return g;
+fail:
+    sqlite3_finalize(stmt);
+    id_index_release(&index);
+    snapshot_graph_free(g);
+    return NULL;
+}
+
+void snapshot_graph_free(snapshot_graph *g)
+{
+    if (!g)
+        return;
+    g_free(g->ids);
+    g_free(g->type_ids);
+    g_free(g->sizes);
+    g_free(g->roots);
+    an_graph_free(g->graph);
+    g_free(g);
+}
+
+uint32_t snapshot_graph_node(const snapshot_graph *g, uint64_t id)
+{
+    uint32_t lo = 1, hi = g->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (g->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < g->n && g->ids[lo] == id ? lo : AN_NONE;
+}

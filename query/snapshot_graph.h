@@ -1,0 +1,111 @@
+/* snapshot_graph.h — one heap snapshot of a recording, in memory, as a graph.
+ *
+ * Reads the tables snapshots, snapshot_objects, snapshot_refs, snapshot_roots, objects and types
+ * (store/SCHEMA.md) of one snapshot into dense arrays: node 0 is a virtual root, nodes 1 .. n-1
+ * are the snapshot's objects in id order. The graph (analysis/an_graph.h) has an edge for every
+ * reference and one edge from node 0 to every object a root points to — except weak roots (weak
+ * handles do not keep objects alive) — in the direction the caller asks for.
+ *
+ * Cost for N objects and M references: one range scan of each snapshot table (rows come in key
+ * order), a lookup of each object in `objects`; memory 20 bytes per object (id, type, size) plus
+ * the graph (4 bytes per object and per reference, 8 more per reference while loading).
+ *
+ * Also here, for every command that works on snapshots: picking a snapshot (--snapshot S, or the
+ * last one) and the type table.
+ *
+ * Errors: GError ** last (QUERY_ERROR_*), one line. Single-threaded.
+ */
+#ifndef HEAPLENS_QUERY_SNAPSHOT_GRAPH_H
+#define HEAPLENS_QUERY_SNAPSHOT_GRAPH_H
+
+#include "analysis/an_graph.h"
+#include "query/progress.h"
+#include "query/query.h"
+
+#include <glib.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+/* ---- picking a snapshot ---------------------------------------------------------------- */
+
+typedef struct snapshot_info {
+    int64_t snapshot;
+    int64_t gc;
+    int64_t gc_generation; /* condemned generation of its GC (2: a full GC) */
+    int64_t objects, refs, roots;
+} snapshot_info;
+
+/* The snapshot `text` names (a --snapshot value, parsed here; the option is named in errors as
+ * "--<option>" of `command`), or the last snapshot when `text` is NULL. Fails with one line when
+ * the recording has no snapshot (and says how to get one) or no such snapshot (and names the
+ * ones it has). */
+gboolean snapshot_pick(sqlite3 *db, const char *path, const char *command, const char *option,
+                       const char *text, snapshot_info *info, GError **error);
+
+/* Every snapshot of the recording, oldest first (GArray of snapshot_info). */
+GArray *snapshot_list_new(sqlite3 *db, GError **error);
+
+/* ---- types ------------------------------------------------------------------------------ */
+
+typedef struct snapshot_types snapshot_types;
+
+/* The types table. */
+snapshot_types *snapshot_types_new(sqlite3 *db, GError **error);
+void snapshot_types_free(snapshot_types *t); /* accepts NULL */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(snapshot_types, snapshot_types_free)
+/* The name of type `type_id`: borrowed from `t`; or "<type 17>" in `buf` for an id without a name
+ * (as the views name it); "<unknown>" for 0 (an object the recording has no row for). */
+const char *snapshot_types_name(const snapshot_types *t, uint32_t type_id,
+                                char buf[QUERY_FORMAT_MAX]);
+/* TRUE for an array type (types.flags bit 1). */
+gboolean snapshot_types_is_array(const snapshot_types *t, uint32_t type_id);
+/* The id of the type named exactly `name`; 0 when there is none. */
+uint32_t snapshot_types_find(const snapshot_types *t, const char *name);
+/* One past the largest type id. */
+uint32_t snapshot_types_count(const snapshot_types *t);
+
+/* ---- the graph ---------------------------------------------------------------------------- */
+
+typedef enum {
+    SNAPSHOT_GRAPH_FORWARD = 0,  /* edges from -> to: what each object references */
+    SNAPSHOT_GRAPH_REVERSED = 1, /* edges to -> from: who references each object */
+} snapshot_graph_direction;
+
+typedef struct snapshot_root {
+    uint32_t node;
+    uint32_t kind;    /* HL_ROOT_OTHER, _STACK, _FINALIZER, _HANDLE (wire/hl_wire.h) */
+    uint32_t flags;   /* HL_ROOT_PINNING, _WEAK, _INTERIOR, _REFCOUNTED */
+    uint64_t root_id; /* the handle id, the frame's FunctionID, or 0 */
+} snapshot_root;
+
+/* Read only once loaded. */
+typedef struct snapshot_graph {
+    snapshot_info info;
+    uint32_t n;           /* nodes: the virtual root and the objects */
+    uint64_t *ids;        /* n: object id of each node (ids[0] = 0), ascending */
+    uint32_t *type_ids;   /* n: 0 for node 0 and for objects without an `objects` row */
+    uint64_t *sizes;      /* n: shallow size (0 for node 0 and objects without a row) */
+    an_graph *graph;      /* sealed, in the direction asked for, root edges included */
+    snapshot_root *roots; /* every root whose object is in the snapshot, weak ones too */
+    size_t n_roots;
+    uint64_t root_edges;       /* roots that are edges of node 0 (not weak) */
+    uint64_t refs_unresolved;  /* references with an end that is not in snapshot_objects */
+    uint64_t roots_unresolved; /* roots to nothing, or to an object not in snapshot_objects */
+} snapshot_graph;
+
+/* Loads snapshot `info->snapshot`. `progress` may be NULL. */
+snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
+                                    snapshot_graph_direction direction, query_progress *progress,
+                                    GError **error);
+void snapshot_graph_free(snapshot_graph *g); /* accepts NULL */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(snapshot_graph, snapshot_graph_free)
+
+/* The node of object `id`, or AN_NONE when it is not in the snapshot. O(log n). */
+uint32_t snapshot_graph_node(const snapshot_graph *g, uint64_t id);
+
+/* "stack", "finalizer", "handle", "other" */
+const char *snapshot_root_kind_name(uint32_t kind);
+/* The root's flags as words, "pinning,interior"; "" for none. Returns buf. */
+char *snapshot_root_flags_text(uint32_t flags, char buf[64]);
+
+#endif /* HEAPLENS_QUERY_SNAPSHOT_GRAPH_H */

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""End-to-end leak-hunting test: record examples/LeakDemo with heaplens and compare.
+
+    check_leaks.py --heaplens build/bin/heaplens \
+        --dll build/examples/LeakDemo/LeakDemo.dll --workdir /tmp/leaks
+
+LeakDemo leaks sessions into a registry, keeps a steady cache, warms up a cache and churns,
+with one induced GC (one heap snapshot) per iteration, and writes what it did
+(examples/README.md). This script records it, then checks, each comparison being one check:
+
+  (a) the recording: complete, nothing dropped; one snapshot per checkpoint, at its GC; each
+      snapshot holds exactly the program's live objects of its own types;
+  (b) `heaplens leaks --json`: the leaking type ranks first, its holder is the registry, the
+      path starts at a GC root, passes through the holder and ends at a leaking object, the
+      growth figures equal the program's; the steady cache, the warm-up cache and the churn are
+      not suspects;
+  (c) `heaplens roots --type <leaking type> --json`: a path through the holder;
+  (d) retention is exact on a known sub-graph, in every snapshot: the probe's structure is read
+      from snapshot_refs and checked against the program's description, the expected retained
+      sizes (and dominators) are computed from the objects' sizes in `objects`, and compared
+      with what `heaplens retention` stored, and with `retention --by type` for the probe nodes;
+  (e) `heaplens diff --json` between consecutive snapshots: per type of the program, objects
+      new, dead and survived equal the program's own counts;
+  (f) `heaplens survivors --by age`: the leaked sessions, 200 of each age 1 .. iterations;
+  (g) every examples/queries/*.sql runs under the sqlite3 command-line shell without error.
+
+Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
+exits 1 if anything failed (2 on usage errors).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from check_groundtruth import Checks, heaplens_json, run  # noqa: E402  (shared e2e helpers)
+
+SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+
+
+def short(name):
+    return name.rsplit(".", 1)[-1]
+
+
+def check_recording(checks, con, truth):
+    run_row = con.execute("SELECT status FROM run").fetchone()
+    checks.eq("run status", "complete", run_row[0] if run_row else None)
+    for name in ("allocs_dropped", "gc_events_dropped", "records_dropped"):
+        row = con.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+        checks.eq(f"counter {name}", 0, row[0] if row else 0)
+    snapshots = {}
+    for cp in truth["checkpoints"]:
+        row = con.execute("SELECT snapshot FROM snapshots WHERE gc = ?", (cp["gc"],)).fetchone()
+        if not checks.ok(f"{cp['label']}: a snapshot at GC {cp['gc']}", row is not None):
+            continue
+        snapshots[cp["label"]] = row[0]
+        counts = dict(con.execute(
+            "SELECT type, count(*) FROM snapshot_contents WHERE snapshot = ? AND type LIKE ?"
+            " GROUP BY type", (row[0], truth["namespace"] + ".%")).fetchall())
+        for type_name, alive in cp["alive"].items():
+            checks.eq(f"{cp['label']}: {short(type_name)} in the snapshot", alive,
+                      counts.get(type_name, 0))
+    return snapshots
+
+
+def check_leaks(checks, heaplens, db, truth, log):
+    doc = heaplens_json(checks, heaplens, ["leaks", db], log)
+    if not doc:
+        return
+    rows = doc.get("rows", [])
+    leak = truth["leak"]
+    if not checks.ok("leaks: at least one suspect", len(rows) > 0):
+        return
+    first = rows[0]
+    checks.eq("leaks: the leaking type ranks first", leak["type"], first.get("type"))
+    checks.eq("leaks: its holder", leak["holder"], first.get("holder"))
+    n = leak["per_iteration"] * truth["iterations"]
+    checks.eq("leaks: growth_count", n, first.get("growth_count"))
+    counts = first.get("counts") or []
+    expected_counts = [cp["alive"][leak["type"]] for cp in truth["checkpoints"]]
+    checks.eq("leaks: live objects per snapshot", expected_counts, counts)
+    path = first.get("path") or []
+    types = [hop.get("type") for hop in path]
+    checks.ok("leaks: the path passes through the holder", leak["holder"] in types, str(types))
+    checks.ok("leaks: the path ends at a leaking object",
+              bool(types) and types[-1] == leak["type"], str(types))
+    checks.ok("leaks: the path starts at a GC root", bool(first.get("roots")), str(first.get("roots")))
+    flagged = {r["type"] for r in rows if r.get("flagged")}
+    for type_name, why in truth["not_leaks"].items():
+        checks.ok(f"leaks: {short(type_name)} is not a suspect ({why})", type_name not in flagged)
+    return first
+
+
+def check_leak_bytes(checks, con, first, truth):
+    if not first:
+        return
+    leak = truth["leak"]["type"]
+    sizes = con.execute("SELECT DISTINCT o.size FROM objects o JOIN types t ON t.id = o.type_id"
+                        " WHERE t.name = ?", (leak,)).fetchall()
+    if checks.eq(f"one size for every {short(leak)}", 1, len(sizes)):
+        n = truth["leak"]["per_iteration"] * truth["iterations"]
+        checks.eq("leaks: growth_bytes", n * sizes[0][0], first.get("growth_bytes"))
+
+
+def check_roots(checks, heaplens, db, truth, log):
+    leak = truth["leak"]
+    doc = heaplens_json(checks, heaplens, ["roots", db, "--type", leak["type"]], log)
+    if not doc:
+        return
+    rows = doc.get("rows", [])
+    if not checks.ok("roots: a path", len(rows) == 1):
+        return
+    types = [hop.get("type") for hop in rows[0].get("path", [])]
+    checks.ok("roots: through the holder", leak["holder"] in types, str(types))
+    checks.eq("roots: to a leaking object", leak["type"], types[-1] if types else None)
+    checks.ok("roots: the root is named", bool(rows[0].get("roots")))
+
+
+def probe_expected(checks, con, snapshot, probe, label):
+    """The probe's objects, read from the snapshot and checked against the program's
+    description; returns ({object id: (expected retained bytes, expected retained count,
+    expected dominator id)}, [node ids]) or None."""
+    def one(type_name):
+        rows = con.execute("SELECT object_id, size FROM snapshot_contents"
+                           " WHERE snapshot = ? AND type = ?", (snapshot, type_name)).fetchall()
+        checks.eq(f"{label}: one {short(type_name)}", 1, len(rows))
+        return rows[0] if len(rows) == 1 else None
+
+    def refs(obj):
+        return con.execute("SELECT to_id, to_type, to_size FROM snapshot_references"
+                           " WHERE snapshot = ? AND from_id = ?", (snapshot, obj)).fetchall()
+
+    holder, shared = one(probe["holder"]), one(probe["shared"])
+    if not holder or not shared:
+        return None
+    out = refs(holder[0])
+    arrays = [r for r in out if r[1] == probe["array"]]
+    if not checks.eq(f"{label}: the probe references its array", 1, len(arrays)):
+        return None
+    array_id, _, array_size = arrays[0]
+    checks.eq(f"{label}: the array's size", probe["array_size"], array_size)
+    nodes = [r for r in refs(array_id) if r[1] == probe["node"]]
+    checks.eq(f"{label}: the array references the nodes", probe["nodes"], len(nodes))
+    expected = {}
+    node_retained = {}
+    for node_id, _, node_size in nodes:
+        out = refs(node_id)
+        payloads = [r for r in out if r[1] == probe["payload_type"]]
+        if not checks.eq(f"{label}: node {node_id} has one payload", 1, len(payloads)):
+            return None
+        payload_id, _, payload_size = payloads[0]
+        if not checks.ok(f"{label}: node {node_id}'s payload size is one of the program's",
+                         payload_size in probe["payload_sizes"], str(payload_size)):
+            return None
+        index = probe["payload_sizes"].index(payload_size)
+        to_shared = [r for r in out if r[0] == shared[0]]
+        checks.eq(f"{label}: node {index} references the shared object",
+                  index in probe["shared_by"], bool(to_shared))
+        node_retained[node_id] = node_size + payload_size
+        expected[node_id] = (node_size + payload_size, 2, array_id)
+        expected[payload_id] = (payload_size, 1, node_id)
+    blobs = [r for r in refs(shared[0]) if r[1] == probe["payload_type"]]
+    if not checks.eq(f"{label}: the shared object has its blob", 1, len(blobs)):
+        return None
+    checks.eq(f"{label}: the blob's size", probe["shared_blob_size"], blobs[0][2])
+    shared_retained = shared[1] + blobs[0][2]
+    expected[shared[0]] = (shared_retained, 2, array_id)  # both paths to it go through the array
+    expected[blobs[0][0]] = (blobs[0][2], 1, shared[0])
+    array_retained = array_size + sum(node_retained.values()) + shared_retained
+    array_count = 1 + 2 * len(nodes) + 2
+    expected[array_id] = (array_retained, array_count, holder[0])
+    expected[holder[0]] = (holder[1] + array_retained, array_count + 1, None)
+    return expected, [n[0] for n in nodes]
+
+
+def check_retention(checks, heaplens, db, con, truth, snapshots, log):
+    probe = truth["probe"]
+    for label, snapshot in snapshots.items():
+        rc, _, err = run([heaplens, "retention", db, "--snapshot", str(snapshot)], log=log)
+        if not checks.ok(f"{label}: heaplens retention runs", rc == 0, err.strip()[:300]):
+            continue
+        found = probe_expected(checks, con, snapshot, probe, label)
+        if not found:
+            continue
+        expected, node_ids = found
+        for obj, (retained, count, dominator) in expected.items():
+            row = con.execute("SELECT retained_bytes, retained_count, idom_id FROM retention"
+                              " WHERE snapshot = ? AND object_id = ?", (snapshot, obj)).fetchone()
+            got = tuple(row) if row else None
+            want = (retained, count)
+            checks.eq(f"{label}: object {obj} retains", want, got[:2] if got else None)
+            if dominator is not None:
+                checks.eq(f"{label}: object {obj}'s dominator", dominator, got[2] if got else None)
+        # the nodes as a type: the sum of the nodes' own subtrees
+        doc = heaplens_json(checks, heaplens,
+                            ["retention", db, "--snapshot", str(snapshot), "--by", "type",
+                             "--top", "1000000"], log)
+        if doc:
+            rows = {r["type"]: r for r in doc["rows"]}
+            node = rows.get(probe["node"], {})
+            nodes_retained = sum(expected[n][0] for n in node_ids)
+            checks.eq(f"{label}: retention --by type, {short(probe['node'])} retained",
+                      nodes_retained, node.get("retained_bytes"))
+            checks.eq(f"{label}: retention --by type, {short(probe['node'])} count",
+                      probe["nodes"], node.get("count"))
+
+
+def check_diff(checks, heaplens, db, truth, snapshots, log):
+    cps = truth["checkpoints"]
+    for before, after in zip(cps, cps[1:]):
+        s1, s2 = snapshots.get(before["label"]), snapshots.get(after["label"])
+        if s1 is None or s2 is None:
+            continue
+        doc = heaplens_json(checks, heaplens,
+                            ["diff", db, "--from", str(s1), "--to", str(s2), "--all"], log)
+        if not doc:
+            continue
+        rows = {r["type"]: r for r in doc.get("rows", [])}
+        for type_name in after["new"]:
+            row = rows.get(type_name, {})
+            got = (row.get("new", 0), row.get("dead", 0), row.get("survived", 0))
+            want = (after["new"][type_name], after["dead"][type_name], after["survived"][type_name])
+            checks.eq(f"diff {before['label']} -> {after['label']}: {short(type_name)} "
+                      "new/dead/survived", want, got)
+
+
+def check_age(checks, heaplens, db, truth, log):
+    last = truth["checkpoints"][-1]
+    doc = heaplens_json(checks, heaplens,
+                        ["survivors", db, "--gc", str(last["gc"]), "--by", "age"], log)
+    if not doc:
+        return
+    leak = truth["leak"]
+    ages = {}
+    for r in doc.get("rows", []):
+        if r["type"] == leak["type"]:
+            ages[r["age"]] = ages.get(r["age"], 0) + r["count"]
+    want = {age: leak["per_iteration"] for age in range(1, truth["iterations"] + 1)}
+    checks.eq(f"survivors --by age: {short(leak['type'])} per age", want, ages)
+
+
+def check_queries(checks, db, log):
+    files = sorted(glob.glob(os.path.join(SOURCE_DIR, "examples", "queries", "*.sql")))
+    checks.ok("examples/queries has queries", len(files) >= 6, str(len(files)))
+    shell = shutil.which("sqlite3")
+    for path in files:
+        name = os.path.basename(path)
+        if shell:
+            with open(path) as f:
+                p = subprocess.run([shell, "-bail", "-header", "-column", db], stdin=f,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            with open(log, "a") as lf:
+                lf.write(f"$ sqlite3 {db} < {name}\n[exit {p.returncode}]\n{p.stdout}{p.stderr}\n")
+            checks.ok(f"sqlite3 < {name}", p.returncode == 0 and not p.stderr.strip(),
+                      p.stderr.strip()[:300])
+            if name == "top_retainers.sql":
+                checks.ok("top_retainers.sql names the leak's holder",
+                          "SessionRegistry" in p.stdout)
+        else:  # no shell: the same SQL through the library, and say so
+            try:
+                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+                con.executescript(open(path).read())
+                con.close()
+                checks.ok(f"{name} (sqlite3 module; no sqlite3 shell found)", True)
+            except sqlite3.Error as e:
+                checks.ok(f"{name} (sqlite3 module)", False, str(e))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
+    ap.add_argument("--dll", help="path of LeakDemo.dll (not needed with --db)")
+    ap.add_argument("--workdir", required=True, help="directory for the recording, truth and logs")
+    ap.add_argument("--dotnet", default="dotnet", help="dotnet host (default: dotnet from PATH)")
+    ap.add_argument("--db", help="check this existing recording instead (needs --truth)")
+    ap.add_argument("--truth", help="ground truth JSON of the --db recording")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds allowed for the recording")
+    ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
+    a = ap.parse_args()
+
+    os.makedirs(a.workdir, exist_ok=True)
+    log = os.path.join(a.workdir, "heaplens.log")
+    open(log, "w").close()
+    checks = Checks(a.verbose)
+    if a.db:
+        if not a.truth:
+            ap.error("--db needs --truth")
+        db, truth_path = a.db, a.truth
+    else:
+        if not a.dll:
+            ap.error("--dll is required (or --db and --truth)")
+        db = os.path.join(a.workdir, "leakdemo.db")
+        truth_path = os.path.join(a.workdir, "truth.json")
+        for stale in (db, truth_path):
+            if os.path.exists(stale):
+                os.remove(stale)
+        rc, out, err = run([a.heaplens, "record", "-q", "-o", db, "--", a.dotnet, a.dll, truth_path],
+                           log=log, timeout=a.timeout)
+        checks.eq("LeakDemo recorded (exit status)", 0, rc)
+    if not checks.ok("truth written", os.path.exists(truth_path)) or \
+            not checks.ok("database written", os.path.exists(db)):
+        print(f"{checks.passed} passed, {checks.failed} failed")
+        return 1
+    with open(truth_path) as f:
+        truth = json.load(f)
+
+    # heaplens stores retained sizes in the file: work on it, read it with a second connection
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    snapshots = check_recording(checks, con, truth)
+    first = check_leaks(checks, a.heaplens, db, truth, log)
+    check_leak_bytes(checks, con, first, truth)
+    check_roots(checks, a.heaplens, db, truth, log)
+    check_retention(checks, a.heaplens, db, con, truth, snapshots, log)
+    check_diff(checks, a.heaplens, db, truth, snapshots, log)
+    check_age(checks, a.heaplens, db, truth, log)
+    check_queries(checks, db, log)
+    con.close()
+    print(f"{checks.passed} passed, {checks.failed} failed (log: {log})")
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

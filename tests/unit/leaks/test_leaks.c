@@ -1,0 +1,916 @@
+/* test_leaks.c — `heaplens retention`, `roots`, `leaks`, `diff` and `survivors --by age` on
+ * recordings whose heap snapshots are known by hand, run as a user runs them; the retention
+ * tables and views, and every examples/queries/ .sql file, checked through SQLite.
+ *
+ *   test_leaks HEAPLENS SOURCE_DIR CASE|all      (HEAPLENS_TEST_KEEP=1 keeps the fixtures)
+ *
+ * graph.db — four induced gen2 GCs, each with a snapshot (snapshot s of GC s):
+ *
+ *   handle 0x1000 (strong) -> 1 Holder(32) -> 2 Leak[](100) -> Leak(40) -> Leaf(1000)
+ *                                            (3 Leaks in snapshot 1, 3 more every GC)
+ *   stack 0x2000            -> 9 Cache(24) -> 3 Nodes(50); one replaced every GC; 9 -> 16
+ *   handle 0x3000 (pinned)  -> 13 Root(10) -> 14 Node(50) -> 16 String(20)
+ *                                          -> 15 Node(50) -> 16
+ *                                          -> 17 Node(50) <-> 18 Node(50)
+ *   19 Churn(30): nothing references it;  20 Node(50): only a weak handle 0x4000
+ *   (19 and 20 are in snapshot 1 only: they die in GC 2)
+ *   stack 0x5000            -> D = 2^48 + 5, an Old(64) first seen in GC 1's heap walk
+ *                              (a discovered id, in the second range of the id index)
+ *
+ * Snapshot 1, by hand: retained(1) = 32 + 100 + 3 * (40 + 1000) = 3252 (8 objects);
+ * retained(2) = 3220; retained(Leak) = 1040; retained(9) = 24 + 150 = 174 (16 is also reached
+ * from 13, so neither dominates it); retained(13) = 10 + 50 + 50 + 100 = 210 (5 objects);
+ * retained(17) = 100; 16's dominator is the virtual root; 19 and 20 are unreachable.
+ */
+#include "tests/unit/common/hl_stream_builder.h"
+
+#include <glib/gstdio.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *heaplens;
+static const char *source_dir;
+static char *workdir;
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_INT(got, want)                                                                       \
+    do {                                                                                           \
+        long long got_ = (long long)(got), want_ = (long long)(want);                              \
+        if (got_ != want_) {                                                                       \
+            fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #got, got_,   \
+                    want_);                                                                        \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *got_ = (got), *want_ = (want);                                                 \
+        if (!got_ || strcmp(got_, want_) != 0) {                                                   \
+            fprintf(stderr, "%s:%d: %s = '%s', expected '%s'\n", __FILE__, __LINE__, #got,         \
+                    got_ ? got_ : "(null)", want_);                                                \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- running heaplens ------------------------------------------------------------------ */
+
+typedef struct run_result {
+    int status;
+    char *out;
+    char *err;
+} run_result;
+
+static void run_release(run_result *r)
+{
+    g_free(r->out);
+    g_free(r->err);
+}
+
+static run_result run_argv(const char *const *args)
+{
+    run_result r = {.status = -1};
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(GError) error = NULL;
+    int wait_status = 0;
+    g_ptr_array_add(argv, (char *)heaplens);
+    for (const char *const *a = args; *a; a++)
+        g_ptr_array_add(argv, (char *)*a);
+    g_ptr_array_add(argv, NULL);
+    if (!g_spawn_sync(workdir, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
+                      &r.err, &wait_status, &error)) {
+        fprintf(stderr, "cannot run %s: %s\n", heaplens, error->message);
+        exit(2);
+    }
+    if (WIFEXITED(wait_status))
+        r.status = WEXITSTATUS(wait_status);
+    return r;
+}
+
+#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+
+/* Runs a command that must succeed with JSON on stdout and nothing on stderr; returns the
+ * document (NULL after counting a failure). */
+static json_t *run_json(const char *file, int line, run_result r)
+{
+    json_error_t jerr;
+    json_t *doc = NULL;
+    if (r.status != 0 || r.err[0] != '\0') {
+        fprintf(stderr, "%s:%d: exit status %d, stderr: %s\n", file, line, r.status, r.err);
+        failures++;
+    } else if (!(doc = json_loads(r.out, 0, &jerr))) {
+        fprintf(stderr, "%s:%d: stdout is not JSON (%s): %s\n", file, line, jerr.text, r.out);
+        failures++;
+    }
+    run_release(&r);
+    return doc;
+}
+
+#define RUN_JSON(...) run_json(__FILE__, __LINE__, RUN(__VA_ARGS__))
+
+/* A failing run: exit 1, nothing on stdout, exactly `err` on stderr. */
+static void expect_error(const char *file, int line, run_result r, const char *err)
+{
+    if (r.status != 1 || r.out[0] != '\0' || strcmp(r.err, err) != 0) {
+        fprintf(stderr,
+                "%s:%d: expected exit 1 and stderr\n  %sgot exit %d, stdout '%s', stderr\n  %s",
+                file, line, err, r.status, r.out, r.err);
+        failures++;
+    }
+    run_release(&r);
+}
+
+#define EXPECT_ERROR(err, ...) expect_error(__FILE__, __LINE__, RUN(__VA_ARGS__), err)
+
+static json_int_t jint(json_t *obj, const char *key)
+{
+    return json_integer_value(json_object_get(obj, key));
+}
+
+static const char *jstr(json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+static json_t *jrow(json_t *doc, size_t i)
+{
+    return json_array_get(json_object_get(doc, "rows"), i);
+}
+
+/* ---- SQLite helpers ---------------------------------------------------------------------- */
+
+static char *fixture_path(const char *name)
+{
+    return g_build_filename(workdir, name, NULL);
+}
+
+/* One integer from `sql` on file `name` (-1 on any error). */
+static long long sql_int(const char *name, const char *sql)
+{
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    long long value = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        value = sqlite3_column_int64(stmt, 0);
+    else
+        fprintf(stderr, "sql_int(%s): %s\n", sql, sqlite3_errmsg(db));
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return value;
+}
+
+static void file_copy(const char *from, const char *to)
+{
+    g_autofree char *a = fixture_path(from), *b = fixture_path(to);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(a, &data, &len, NULL) || !g_file_set_contents(b, data, len, NULL)) {
+        fprintf(stderr, "cannot copy %s\n", from);
+        exit(2);
+    }
+}
+
+/* ---- fixtures ---------------------------------------------------------------------------- */
+
+enum { T_HOLDER = 1, T_LEAKS, T_LEAK, T_LEAF, T_CACHE, T_NODE, T_ROOT, T_STRING, T_CHURN, T_OLD };
+
+#define DISCOVERED_ID (HL_DISCOVERED_ID_BASE + 5)
+
+typedef struct graph_state {
+    uint32_t leaks[16], n_leaks; /* Leak ids; Leaf = Leak + 3 for the first three, see below */
+    uint32_t leafs[16];
+    uint32_t cache[3]; /* the cache's current nodes */
+    uint64_t next_id;
+} graph_state;
+
+static void snapshot_write(hl_sb *sb, uint32_t s, const graph_state *st, gboolean first)
+{
+    GArray *ids = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    const uint32_t fixed[] = {1, 2, 9, 13, 14, 15, 16, 17, 18};
+    g_array_append_vals(ids, fixed, G_N_ELEMENTS(fixed));
+    g_array_append_vals(ids, st->leaks, st->n_leaks);
+    g_array_append_vals(ids, st->leafs, st->n_leaks);
+    g_array_append_vals(ids, st->cache, 3);
+    if (first) {
+        const uint32_t extra[] = {19, 20};
+        g_array_append_vals(ids, extra, 2);
+    }
+    hl_sb_snapshot_start(sb, s, s, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, s, DISCOVERED_ID, HL_GEN_2, HL_SNAP_OBJ_DISCOVERED);
+    for (guint i = 0; i < ids->len; i++) /* any order: the writer sorts */
+        hl_sb_snapshot_object(sb, s, g_array_index(ids, uint32_t, i), HL_GEN_1, 0);
+    hl_sb_snapshot_ref(sb, s, 1, 2);
+    for (uint32_t i = 0; i < st->n_leaks; i++) {
+        hl_sb_snapshot_ref(sb, s, 2, st->leaks[i]);
+        hl_sb_snapshot_ref(sb, s, st->leaks[i], st->leafs[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        hl_sb_snapshot_ref(sb, s, 9, st->cache[i]);
+    hl_sb_snapshot_ref(sb, s, 9, 16);
+    hl_sb_snapshot_ref(sb, s, 13, 14);
+    hl_sb_snapshot_ref(sb, s, 13, 15);
+    hl_sb_snapshot_ref(sb, s, 14, 16);
+    hl_sb_snapshot_ref(sb, s, 15, 16);
+    hl_sb_snapshot_ref(sb, s, 13, 17);
+    hl_sb_snapshot_ref(sb, s, 17, 18);
+    hl_sb_snapshot_ref(sb, s, 18, 17);
+    hl_sb_snapshot_root(sb, s, 1, HL_ROOT_HANDLE, 0, 0x1000);
+    hl_sb_snapshot_root(sb, s, 9, HL_ROOT_STACK, 0, 0x2000);
+    hl_sb_snapshot_root(sb, s, DISCOVERED_ID, HL_ROOT_STACK, 0, 0x5000);
+    hl_sb_snapshot_root(sb, s, 13, HL_ROOT_HANDLE, HL_ROOT_PINNING, 0x3000);
+    if (first)
+        hl_sb_snapshot_root(sb, s, 20, HL_ROOT_HANDLE, HL_ROOT_WEAK, 0x4000);
+    hl_sb_snapshot_end(sb, s, s);
+    g_array_unref(ids);
+}
+
+/* Three new Leaks with their Leafs, and one cache node replaced (index `replace`, or none). */
+static void grow(hl_sb *sb, graph_state *st, int replace)
+{
+    for (int i = 0; i < 3; i++) {
+        uint32_t leak = (uint32_t)st->next_id++, leaf = (uint32_t)st->next_id++;
+        hl_sb_alloc(sb, leak, T_LEAK, 40, 100);
+        hl_sb_alloc(sb, leaf, T_LEAF, 1000, 100);
+        st->leaks[st->n_leaks] = leak;
+        st->leafs[st->n_leaks] = leaf;
+        st->n_leaks++;
+    }
+    if (replace >= 0) {
+        uint32_t node = (uint32_t)st->next_id++;
+        hl_sb_alloc(sb, node, T_NODE, 50, 100);
+        st->cache[replace] = node;
+    }
+}
+
+static void fixture_write(hl_sb *sb, const char *name)
+{
+    g_autofree char *path = fixture_path(name);
+    g_autoptr(GError) error = NULL;
+    if (!hl_sb_write_db(sb, path, NULL, NULL, &error)) {
+        fprintf(stderr, "cannot build fixture %s: %s\n", name, error->message);
+        exit(2);
+    }
+    hl_sb_free(sb);
+}
+
+static void fixture_graph(const char *name, uint32_t snapshots)
+{
+    graph_state st = {.next_id = 1};
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet Graph.dll");
+    hl_sb_type(sb, T_HOLDER, "App.Holder");
+    hl_sb_type_full(sb, &(hl_type){.type_id = T_LEAKS, .flags = HL_TYPE_FLAG_ARRAY}, "App.Leak[]");
+    hl_sb_type(sb, T_LEAK, "App.Leak");
+    hl_sb_type(sb, T_LEAF, "App.Leaf");
+    hl_sb_type(sb, T_CACHE, "App.Cache");
+    hl_sb_type(sb, T_NODE, "App.Node");
+    hl_sb_type(sb, T_ROOT, "App.Root");
+    hl_sb_type(sb, T_STRING, "System.String");
+    hl_sb_type(sb, T_CHURN, "App.Churn");
+    hl_sb_type(sb, T_OLD, "App.Old");
+    /* ids 1 .. 20 as in the picture; the Leaks of snapshot 1 are 3, 4, 5 with Leafs 6, 7, 8 */
+    const struct {
+        uint32_t type, size;
+    } first[20] = {{T_HOLDER, 32}, {T_LEAKS, 100}, {T_LEAK, 40},   {T_LEAK, 40},  {T_LEAK, 40},
+                   {T_LEAF, 1000}, {T_LEAF, 1000}, {T_LEAF, 1000}, {T_CACHE, 24}, {T_NODE, 50},
+                   {T_NODE, 50},   {T_NODE, 50},   {T_ROOT, 10},   {T_NODE, 50},  {T_NODE, 50},
+                   {T_STRING, 20}, {T_NODE, 50},   {T_NODE, 50},   {T_CHURN, 30}, {T_NODE, 50}};
+    for (uint32_t i = 0; i < 20; i++)
+        hl_sb_alloc(sb, i + 1, first[i].type, first[i].size, 100);
+    st.next_id = 21;
+    for (uint32_t i = 0; i < 3; i++) {
+        st.leaks[i] = 3 + i;
+        st.leafs[i] = 6 + i;
+        st.cache[i] = 10 + i;
+    }
+    st.n_leaks = 3;
+
+    uint64_t first_new = 1;
+    for (uint32_t gc = 1; gc <= snapshots; gc++) {
+        if (gc > 1)
+            grow(sb, &st, (int)gc - 2); /* replaces cache[0], [1], [2] in GCs 2, 3, 4 */
+        hl_sb_gc_start(sb, gc, 2, TRUE, st.next_id);
+        for (uint64_t id = first_new; id < st.next_id; id++)
+            hl_sb_fate(sb, gc, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+        if (gc == 2) {
+            hl_sb_death(sb, gc, 10);
+            hl_sb_death(sb, gc, 19);
+            hl_sb_death(sb, gc, 20);
+        } else if (gc == 3) {
+            hl_sb_death(sb, gc, 11);
+        } else if (gc == 4) {
+            hl_sb_death(sb, gc, 12);
+        }
+        first_new = st.next_id;
+        if (gc == 1)
+            hl_sb_discovered(sb, gc, DISCOVERED_ID, T_OLD, 64, HL_GEN_2);
+        snapshot_write(sb, gc, &st, gc == 1);
+        hl_sb_gc_end(sb, gc, HL_GC_FLAG_COMPACTING);
+    }
+    hl_sb_run_end(sb, snapshots);
+    fixture_write(sb, name);
+}
+
+/* nosnap.db: one GC, no snapshot. */
+static void fixture_nosnap(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 5, "dotnet Tiny.dll");
+    hl_sb_type(sb, 1, "System.String");
+    hl_sb_alloc(sb, 1, 1, 24, 9);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write(sb, "nosnap.db");
+}
+
+static void fixtures_build(void)
+{
+    fixture_graph("graph.db", 4);
+    fixture_graph("one.db", 1);
+    fixture_nosnap();
+}
+
+/* ---- cases ------------------------------------------------------------------------------- */
+
+static void case_retention_objects(void)
+{
+    file_copy("graph.db", "r1.db");
+    json_t *doc = RUN_JSON("retention", "r1.db", "--snapshot", "1", "--json", "--top", "6");
+    if (!doc)
+        return;
+    CHECK_INT(jint(doc, "snapshot"), 1);
+    CHECK_INT(jint(doc, "objects"), 21);
+    CHECK_INT(jint(doc, "reachable"), 19);
+    CHECK_INT(jint(doc, "reachable_bytes"), 3252 + 174 + 210 + 20 + 64);
+    const struct {
+        long long object, retained, count, shallow;
+        const char *type;
+    } want[] = {{1, 3252, 8, 32, "App.Holder"}, {2, 3220, 7, 100, "App.Leak[]"},
+                {3, 1040, 2, 40, "App.Leak"},   {4, 1040, 2, 40, "App.Leak"},
+                {5, 1040, 2, 40, "App.Leak"},   {6, 1000, 1, 1000, "App.Leaf"}};
+    CHECK_INT(json_array_size(json_object_get(doc, "rows")), G_N_ELEMENTS(want));
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        json_t *row = jrow(doc, i);
+        CHECK_INT(jint(row, "object"), want[i].object);
+        CHECK_STR(jstr(row, "type"), want[i].type);
+        CHECK_INT(jint(row, "retained_bytes"), want[i].retained);
+        CHECK_INT(jint(row, "retained_count"), want[i].count);
+        CHECK_INT(jint(row, "shallow_bytes"), want[i].shallow);
+    }
+    /* the array names its element type */
+    CHECK_STR(jstr(jrow(doc, 1), "element_type"), "App.Leak");
+    CHECK(json_is_null(json_object_get(jrow(doc, 0), "element_type")));
+    json_decref(doc);
+
+    /* stored: every reachable object of snapshot 1, with its dominator */
+    CHECK_INT(sql_int("r1.db", "SELECT count(*) FROM retention WHERE snapshot = 1"), 19);
+    CHECK_INT(sql_int("r1.db", "SELECT retained_bytes FROM retention"
+                               " WHERE object_id = 281474976710661 AND idom_id IS NULL"),
+              64);
+    CHECK_INT(sql_int("r1.db", "SELECT retained_bytes FROM retention WHERE object_id = 13"), 210);
+    CHECK_INT(sql_int("r1.db", "SELECT retained_count FROM retention WHERE object_id = 13"), 5);
+    CHECK_INT(sql_int("r1.db", "SELECT retained_bytes FROM retention WHERE object_id = 9"), 174);
+    CHECK_INT(sql_int("r1.db", "SELECT retained_bytes FROM retention WHERE object_id = 17"), 100);
+    CHECK_INT(sql_int("r1.db", "SELECT idom_id IS NULL FROM retention WHERE object_id = 16"), 1);
+    CHECK_INT(sql_int("r1.db", "SELECT idom_id FROM retention WHERE object_id = 18"), 17);
+    CHECK_INT(sql_int("r1.db", "SELECT idom_id FROM retention WHERE object_id = 14"), 13);
+    CHECK_INT(sql_int("r1.db", "SELECT count(*) FROM retention WHERE object_id IN (19, 20)"), 0);
+    CHECK_INT(sql_int("r1.db", "SELECT root_edges FROM retention_snapshots WHERE snapshot = 1"), 4);
+    /* the views */
+    CHECK_INT(sql_int("r1.db", "SELECT retained_bytes FROM retained_objects"
+                               " WHERE snapshot = 1 AND type = 'App.Root'"),
+              210);
+    CHECK_INT(sql_int("r1.db", "SELECT count(*) FROM retained_objects WHERE snapshot = 1"
+                               " AND dominator_type = 'App.Leak[]'"),
+              3);
+    CHECK_INT(sql_int("r1.db", "SELECT retained_bytes FROM snapshot_root_objects"
+                               " WHERE snapshot = 1 AND root_id = 12288"),
+              210);
+    CHECK_INT(sql_int("r1.db", "SELECT count(*) FROM snapshot_references WHERE snapshot = 1"
+                               " AND from_type = 'App.Cache'"),
+              4);
+}
+
+static void case_retention_types(void)
+{
+    file_copy("graph.db", "r2.db");
+    json_t *doc = RUN_JSON("retention", "r2.db", "--snapshot", "1", "--by", "type", "--json");
+    if (!doc)
+        return;
+    CHECK_STR(jstr(doc, "by"), "type");
+    /* Holder 3252, Leak[] 3220, Leak 3120 (3 x 1040), Leaf 3000, Node 350 (10, 11, 12, 14, 15 and
+     * 17 with 18: 20 is unreachable), Root 210, Cache 174, String 20 */
+    const struct {
+        const char *type;
+        long long count, retained, retained_count, shallow;
+    } want[] = {{"App.Holder", 1, 3252, 8, 32}, {"App.Leak[]", 1, 3220, 7, 100},
+                {"App.Leak", 3, 3120, 6, 120},  {"App.Leaf", 3, 3000, 3, 3000},
+                {"App.Node", 7, 350, 7, 350},   {"App.Root", 1, 210, 5, 10},
+                {"App.Cache", 1, 174, 4, 24},   {"App.Old", 1, 64, 1, 64},
+                {"System.String", 1, 20, 1, 20}};
+    CHECK_INT(json_array_size(json_object_get(doc, "rows")), G_N_ELEMENTS(want));
+    for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+        json_t *row = jrow(doc, i);
+        CHECK_STR(jstr(row, "type"), want[i].type);
+        CHECK_INT(jint(row, "count"), want[i].count);
+        CHECK_INT(jint(row, "retained_bytes"), want[i].retained);
+        CHECK_INT(jint(row, "retained_count"), want[i].retained_count);
+        CHECK_INT(jint(row, "shallow_bytes"), want[i].shallow);
+    }
+    json_decref(doc);
+}
+
+static void case_retention_text(void)
+{
+    file_copy("graph.db", "r3.db");
+    run_result r = RUN("retention", "r3.db", "--top", "3");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "snapshot 4 (GC 4): 37 objects, 37 reachable from 4 roots, 12.8 KiB\n"
+                     "retained  objects  shallow  object  type\n"
+                     "12.3 KiB       26     32 B       1  App.Holder\n"
+                     "12.3 KiB       25    100 B       2  App.Leak[]\n"
+                     " 1.0 KiB        2     40 B       3  App.Leak\n");
+    CHECK_STR(r.err, "");
+    run_release(&r);
+    /* the second run reads the stored rows: same output, nothing computed again */
+    r = RUN("retention", "r3.db", "--top", "3");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.out, "12.3 KiB       26     32 B       1  App.Holder\n") != NULL);
+    run_release(&r);
+    CHECK_INT(sql_int("r3.db", "SELECT count(*) FROM retention_snapshots"), 1);
+    r = RUN("retention", "r3.db", "--by", "type", "--top", "2");
+    CHECK_STR(r.out, "snapshot 4 (GC 4): 37 objects, 37 reachable from 4 roots, 12.8 KiB\n"
+                     "retained  objects  count  shallow  type\n"
+                     "12.3 KiB       26      1     32 B  App.Holder\n"
+                     "12.3 KiB       25      1    100 B  App.Leak[]\n");
+    run_release(&r);
+}
+
+/* A file heaplens may not write: the results go to TEMP tables, a note says so. */
+/* Makes `name` unwritable for heaplens: mode 0400, or (root ignores modes) a run status that
+ * says the writer may still be at work. */
+static void file_unwritable(const char *name)
+{
+    g_autofree char *path = fixture_path(name);
+    CHECK(g_chmod(path, 0400) == 0);
+    if (access(path, W_OK) == 0) {
+        fprintf(stderr, "  (running as root: read-only case checked through a status)\n");
+        sqlite3 *db = NULL;
+        g_chmod(path, 0600);
+        sqlite3_open(path, &db);
+        sqlite3_exec(db, "UPDATE run SET status = 'recording'", NULL, NULL, NULL);
+        sqlite3_close(db);
+    }
+}
+
+static void case_retention_readonly(void)
+{
+    file_copy("graph.db", "ro.db");
+    g_autofree char *path = fixture_path("ro.db");
+    file_unwritable("ro.db");
+    json_t *doc = NULL;
+    run_result r = RUN("retention", "ro.db", "--snapshot", "1", "--json", "--top", "1");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.err, "heaplens: note: retained sizes were not stored: "));
+    doc = json_loads(r.out, 0, NULL);
+    CHECK(doc != NULL);
+    CHECK_INT(jint(jrow(doc, 0), "retained_bytes"), 3252);
+    json_decref(doc);
+    run_release(&r);
+    CHECK_INT(sql_int("ro.db", "SELECT count(*) FROM sqlite_schema WHERE name = 'retention'"), 0);
+    /* roots --type needs retained sizes too: they are computed again */
+    r = RUN("roots", "ro.db", "--snapshot", "1", "--type", "App.Leak");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.out, "shortest path from a GC root to object 3 (App.Leak)"));
+    CHECK(strstr(r.out, "note: retained sizes were not stored: ") != NULL);
+    run_release(&r);
+    g_chmod(path, 0600);
+
+    /* the file has the tables (snapshot 4) but cannot take more: TEMP tables that keep the
+     * file's rows visible */
+    file_copy("graph.db", "ro2.db");
+    r = RUN("retention", "ro2.db");
+    CHECK_INT(r.status, 0);
+    run_release(&r);
+    file_unwritable("ro2.db");
+    r = RUN("leaks", "ro2.db", "--json");
+    CHECK_INT(r.status, 0);
+    doc = json_loads(r.out, 0, NULL);
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 2);
+    CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Leak");
+    CHECK_INT(jint(jrow(doc, 0), "growth_retained_bytes"), 9 * 1040);
+    json_decref(doc);
+    run_release(&r);
+    CHECK_INT(sql_int("ro2.db", "SELECT count(*) FROM retention_snapshots"), 1);
+    g_autofree char *path2 = fixture_path("ro2.db");
+    g_chmod(path2, 0600);
+}
+
+static void path_expect(json_t *path, const long long *ids, size_t n)
+{
+    CHECK_INT(json_array_size(path), n);
+    for (size_t i = 0; i < n && i < json_array_size(path); i++)
+        CHECK_INT(jint(json_array_get(path, i), "object"), ids[i]);
+}
+
+static void case_roots_object(void)
+{
+    json_t *doc = RUN_JSON("roots", "graph.db", "--snapshot", "1", "--object", "6", "--json");
+    if (!doc)
+        return;
+    CHECK_INT(jint(doc, "object"), 6);
+    CHECK_STR(jstr(doc, "type"), "App.Leaf");
+    CHECK_INT(json_array_size(json_object_get(doc, "rows")), 1);
+    json_t *row = jrow(doc, 0);
+    CHECK_INT(jint(row, "length"), 3);
+    path_expect(json_object_get(row, "path"), (const long long[]){1, 2, 3, 6}, 4);
+    json_t *root = json_array_get(json_object_get(row, "roots"), 0);
+    CHECK_STR(jstr(root, "kind"), "handle");
+    CHECK_STR(jstr(root, "handle"), "strong");
+    CHECK_INT(jint(root, "root_id"), 0x1000);
+    CHECK_STR(jstr(json_array_get(json_object_get(row, "path"), 1), "type"), "App.Leak[]");
+    CHECK_INT(jint(json_array_get(json_object_get(row, "path"), 1), "size"), 100);
+    json_decref(doc);
+
+    run_result r = RUN("roots", "graph.db", "--snapshot", "1", "--object", "18");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "shortest path from a GC root to object 18 (App.Node), snapshot 1 (GC 1):\n"
+                     "root: handle (pinned, 0x3000)\n"
+                     "hop  object  size  type\n"
+                     "  0      13  10 B  App.Root\n"
+                     "  1      17  50 B  App.Node\n"
+                     "  2      18  50 B  App.Node\n");
+    run_release(&r);
+}
+
+static void case_roots_all(void)
+{
+    json_t *doc =
+        RUN_JSON("roots", "graph.db", "--snapshot", "1", "--object", "16", "--all", "--json");
+    if (!doc)
+        return;
+    CHECK_INT(json_array_size(json_object_get(doc, "rows")), 2);
+    path_expect(json_object_get(jrow(doc, 0), "path"), (const long long[]){9, 16}, 2);
+    CHECK_STR(jstr(json_array_get(json_object_get(jrow(doc, 0), "roots"), 0), "kind"), "stack");
+    path_expect(json_object_get(jrow(doc, 1), "path"), (const long long[]){13, 14, 16}, 3);
+    json_t *flags =
+        json_object_get(json_array_get(json_object_get(jrow(doc, 1), "roots"), 0), "flags");
+    CHECK_STR(json_string_value(json_array_get(flags, 0)), "pinning");
+    json_decref(doc);
+    doc = RUN_JSON("roots", "graph.db", "--snapshot", "1", "--object", "16", "--all", "--limit",
+                   "1", "--json");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 1);
+    json_decref(doc);
+}
+
+static void case_roots_type(void)
+{
+    file_copy("graph.db", "r4.db");
+    /* the Leak that retains most: all retain 1040 in snapshot 4; the lowest id wins */
+    json_t *doc = RUN_JSON("roots", "r4.db", "--type", "App.Leak", "--json");
+    if (!doc)
+        return;
+    CHECK_INT(jint(doc, "snapshot"), 4);
+    CHECK_INT(jint(doc, "object"), 3);
+    path_expect(json_object_get(jrow(doc, 0), "path"), (const long long[]){1, 2, 3}, 3);
+    json_decref(doc);
+}
+
+static void case_roots_unreachable(void)
+{
+    run_result r = RUN("roots", "graph.db", "--snapshot", "1", "--object", "20");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out,
+              "object 20 (App.Node) in snapshot 1 (GC 1) is not reachable from any GC root: "
+              "it is garbage that GC 1 did not collect (its generation was not condemned)\n");
+    run_release(&r);
+    json_t *doc = RUN_JSON("roots", "graph.db", "--snapshot", "1", "--object", "19", "--json");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 0);
+    json_decref(doc);
+}
+
+static void case_leaks(void)
+{
+    file_copy("graph.db", "l1.db");
+    json_t *doc = RUN_JSON("leaks", "l1.db", "--json");
+    if (!doc)
+        return;
+    CHECK_INT(json_array_size(json_object_get(doc, "snapshots")), 4);
+    CHECK(json_is_true(json_object_get(doc, "full_gcs_only")));
+    json_t *rows = json_object_get(doc, "rows");
+    CHECK_INT(json_array_size(rows), 2); /* Leak and Leaf; not the cache's nodes */
+    json_t *leak = json_array_get(rows, 0);
+    CHECK_STR(jstr(leak, "type"), "App.Leak");
+    CHECK_INT(jint(leak, "growth_count"), 9);
+    CHECK_INT(jint(leak, "growth_bytes"), 360);
+    CHECK_INT(jint(leak, "growth_retained_bytes"), 9 * 1040);
+    CHECK_STR(jstr(leak, "holder"), "App.Holder");
+    CHECK_INT(jint(leak, "holder_object"), 1);
+    CHECK_INT(jint(leak, "held"), 12);
+    path_expect(json_object_get(leak, "path"), (const long long[]){1, 2, 3}, 3);
+    json_t *counts = json_object_get(leak, "counts");
+    for (size_t i = 0; i < 4; i++)
+        CHECK_INT(json_integer_value(json_array_get(counts, i)), 3 * (i + 1));
+    json_t *leaf = json_array_get(rows, 1);
+    CHECK_STR(jstr(leaf, "type"), "App.Leaf");
+    CHECK_STR(jstr(leaf, "holder"), "App.Leak"); /* each Leaf is held by its own Leak */
+    CHECK_INT(jint(leaf, "holders"), 12);
+    json_decref(doc);
+
+    /* --all adds the types that grew without a steady trend: none here but... */
+    doc = RUN_JSON("leaks", "l1.db", "--json", "--all");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 2);
+    json_decref(doc);
+
+    run_result r = RUN("leaks", "l1.db");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.out,
+                           "leak suspects: 2 types kept growing over 4 snapshots after full "
+                           "GCs (snapshots 1 to 4, GCs 1 to 4)\n"
+                           "rank  +objects    +bytes  +retained  objects per snapshot  type\n"
+                           "   1        +9    +360 B   +9.1 KiB  3 6 9 12              App.Leak\n"
+                           "   2        +9  +8.8 KiB   +8.8 KiB  3 6 9 12              App.Leaf\n"
+                           "\n"));
+    CHECK(strstr(r.out,
+                 "1. App.Leak\n   held by: App.Holder #1 (retains 12.3 KiB; holds 12 of 12)\n"
+                 "   path:    handle (strong, 0x1000) -> App.Holder #1 -> App.Leak[] #2 -> "
+                 "App.Leak #3\n") != NULL);
+    CHECK(strstr(r.out, "held by: 12 App.Leak objects (hold 12 of 12, suspect 1)") != NULL);
+    run_release(&r);
+}
+
+static void case_diff(void)
+{
+    json_t *doc = RUN_JSON("diff", "graph.db", "--from", "1", "--to", "2", "--json");
+    if (!doc)
+        return;
+    CHECK_INT(jint(json_object_get(doc, "from"), "snapshot"), 1);
+    CHECK_INT(jint(json_object_get(doc, "to"), "snapshot"), 2);
+    /* net bytes first: Leaf +3000, Leak +120, then Node (+50 -100: 10 and 20 died), Churn -30 */
+    const struct {
+        const char *type;
+        long long new_count, dead, survived, new_bytes, dead_bytes;
+    } want[] = {{"App.Leaf", 3, 0, 3, 3000, 0},
+                {"App.Leak", 3, 0, 3, 120, 0},
+                {"App.Churn", 0, 1, 0, 0, 30},
+                {"App.Node", 1, 2, 6, 50, 100}};
+    json_t *rows = json_object_get(doc, "rows");
+    CHECK_INT(json_array_size(rows), G_N_ELEMENTS(want));
+    for (size_t i = 0; i < G_N_ELEMENTS(want) && i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        CHECK_STR(jstr(row, "type"), want[i].type);
+        CHECK_INT(jint(row, "new"), want[i].new_count);
+        CHECK_INT(jint(row, "dead"), want[i].dead);
+        CHECK_INT(jint(row, "survived"), want[i].survived);
+        CHECK_INT(jint(row, "new_bytes"), want[i].new_bytes);
+        CHECK_INT(jint(row, "dead_bytes"), want[i].dead_bytes);
+    }
+    json_t *total = json_object_get(doc, "total");
+    CHECK_INT(jint(total, "new"), 7);
+    CHECK_INT(jint(total, "dead"), 3);
+    CHECK_INT(jint(total, "survived"), 18);
+    json_decref(doc);
+
+    /* defaults: the last snapshot against the one before */
+    doc = RUN_JSON("diff", "graph.db", "--json", "--all");
+    CHECK(doc && jint(json_object_get(doc, "from"), "snapshot") == 3);
+    CHECK(doc && jint(json_object_get(doc, "to"), "snapshot") == 4);
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 9); /* every type present */
+    json_decref(doc);
+
+    run_result r = RUN("diff", "graph.db", "--from", "1", "--to", "2", "--top", "2");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "snapshot 1 (GC 1) -> snapshot 2 (GC 2): 7 new (3.1 KiB), 3 dead (130 B), "
+                     "18 survived\n"
+                     "new  new bytes  dead  dead bytes  survived  net bytes  type\n"
+                     "  3    2.9 KiB     0         0 B         3   +2.9 KiB  App.Leaf\n"
+                     "  3      120 B     0         0 B         3     +120 B  App.Leak\n");
+    run_release(&r);
+}
+
+/* Two files of the same program: identity by allocation number and type name. */
+static void case_diff_files(void)
+{
+    json_t *doc = RUN_JSON("diff", "one.db", "--to-file", "graph.db", "--json");
+    if (!doc)
+        return;
+    CHECK(json_is_false(json_object_get(doc, "same_file")));
+    CHECK_INT(jint(json_object_get(doc, "from"), "snapshot"), 1);
+    CHECK_INT(jint(json_object_get(doc, "to"), "snapshot"), 4);
+    json_t *total = json_object_get(doc, "total");
+    CHECK_INT(jint(total, "survived"), 16); /* 21 of one.db but 10, 11, 12, 19, 20 */
+    CHECK_INT(jint(total, "dead"), 5);
+    CHECK_INT(jint(total, "new"), 37 - 16);
+    json_decref(doc);
+}
+
+static void case_survivors_age(void)
+{
+    json_t *doc = RUN_JSON("survivors", "graph.db", "--gc", "2", "--by", "age", "--json");
+    if (!doc)
+        return;
+    CHECK_STR(jstr(doc, "by"), "age");
+    long long age1 = 0, age2 = 0;
+    size_t n = json_array_size(json_object_get(doc, "rows"));
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = jrow(doc, i);
+        if (jint(row, "age") == 1)
+            age1 += jint(row, "count");
+        else if (jint(row, "age") == 2)
+            age2 += jint(row, "count");
+        else
+            CHECK(!"unexpected age");
+    }
+    CHECK_INT(age1, 7);  /* allocated between GC 1 and GC 2 */
+    CHECK_INT(age2, 18); /* from before GC 1 (D too), minus the three that died in GC 2 */
+    json_decref(doc);
+    run_result r = RUN("survivors", "graph.db", "--gc", "1", "--by", "age");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.out, "alive after GC 1: 21 objects, 3.7 KiB; age = GCs survived\n"
+                                  "age  gen   count    bytes  type\n"
+                                  "  1  gen1      3  2.9 KiB  App.Leaf\n"));
+    run_release(&r);
+}
+
+static void case_errors(void)
+{
+    EXPECT_ERROR("heaplens: nosnap.db has no heap snapshot; 'heaplens record' takes one at every "
+                 "GC.Collect() (--snapshot induced, the default) and 'heaplens snapshot PID' on "
+                 "demand\n",
+                 "retention", "nosnap.db");
+    EXPECT_ERROR("heaplens: no snapshot 9 in graph.db: its snapshots are 1 to 4\n", "retention",
+                 "graph.db", "--snapshot", "9");
+    EXPECT_ERROR("heaplens: no snapshot 2 in one.db: it has one snapshot, snapshot 1\n", "roots",
+                 "one.db", "--snapshot", "2", "--object", "1");
+    EXPECT_ERROR("heaplens: retention: --snapshot expects a snapshot number (1, 2, ...), not 'x'\n",
+                 "retention", "graph.db", "--snapshot", "x");
+    EXPECT_ERROR("heaplens: retention: --by expects 'object' or 'type', not 'size'\n", "retention",
+                 "graph.db", "--by", "size");
+    EXPECT_ERROR("heaplens: roots: give either --object ID or --type NAME; see 'heaplens roots "
+                 "--help'\n",
+                 "roots", "graph.db");
+    EXPECT_ERROR("heaplens: roots: give either --object ID or --type NAME; see 'heaplens roots "
+                 "--help'\n",
+                 "roots", "graph.db", "--object", "1", "--type", "App.Leak");
+    EXPECT_ERROR("heaplens: no type named 'Leak' in graph.db (names are full: 'Namespace.Type', "
+                 "'System.Collections.Generic.List<App.Item>'; see 'heaplens allocations')\n",
+                 "roots", "graph.db", "--type", "Leak");
+    EXPECT_ERROR("heaplens: object 99 is not in snapshot 4 (not allocated yet, dead, or never "
+                 "tracked)\n",
+                 "roots", "graph.db", "--object", "99");
+    EXPECT_ERROR("heaplens: no instance of App.Churn in snapshot 2\n", "roots", "graph.db",
+                 "--snapshot", "2", "--type", "App.Churn");
+    EXPECT_ERROR("heaplens: leaks needs at least two heap snapshots to see growth; one.db has 1 "
+                 "(take one per GC.Collect() with 'heaplens record', or with 'heaplens snapshot "
+                 "PID')\n",
+                 "leaks", "one.db");
+    EXPECT_ERROR("heaplens: diff: no snapshot before snapshot 1 in one.db; give --from\n", "diff",
+                 "one.db");
+    EXPECT_ERROR("heaplens: survivors: --by expects 'generation' or 'age', not 'type'\n",
+                 "survivors", "graph.db", "--by", "type");
+    EXPECT_ERROR("heaplens: leaks: unknown option '--snapshot'; see 'heaplens leaks --help'\n",
+                 "leaks", "graph.db", "--snapshot", "1");
+    run_result r = RUN("roots", "--help");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.out, "usage: heaplens roots FILE (--object ID | --type NAME)"));
+    run_release(&r);
+}
+
+/* Every .sql file of examples/queries/ runs unchanged (after `heaplens retention`), each statement
+ * without error; the ones about snapshots return rows. */
+static void case_example_queries(void)
+{
+    file_copy("graph.db", "q.db");
+    run_result r = RUN("retention", "q.db");
+    CHECK_INT(r.status, 0);
+    run_release(&r);
+    g_autofree char *dir = g_build_filename(source_dir, "examples", "queries", NULL);
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    g_autofree char *path = fixture_path("q.db");
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    int files = 0;
+    for (const char *name; (name = g_dir_read_name(d));) {
+        if (!g_str_has_suffix(name, ".sql"))
+            continue;
+        g_autofree char *file = g_build_filename(dir, name, NULL);
+        g_autofree char *sql = NULL;
+        CHECK(g_file_get_contents(file, &sql, NULL, NULL));
+        const char *tail = sql;
+        int statements = 0, rows = 0;
+        while (tail && *tail) {
+            sqlite3_stmt *stmt = NULL;
+            if (sqlite3_prepare_v2(db, tail, -1, &stmt, &tail) != SQLITE_OK) {
+                fprintf(stderr, "%s: %s\n", name, sqlite3_errmsg(db));
+                failures++;
+                break;
+            }
+            if (!stmt)
+                continue; /* whitespace or a comment */
+            statements++;
+            int rc;
+            while ((rc = sqlite3_step(stmt)) == SQLITE_ROW)
+                rows++;
+            if (rc != SQLITE_DONE) {
+                fprintf(stderr, "%s: %s\n", name, sqlite3_errmsg(db));
+                failures++;
+            }
+            sqlite3_finalize(stmt);
+        }
+        CHECK(statements > 0);
+        if (strcmp(name, "top_retainers.sql") == 0 || strcmp(name, "dominator_chain.sql") == 0 ||
+            strcmp(name, "growth_per_snapshot.sql") == 0)
+            CHECK(rows > 0 || !fprintf(stderr, "  %s returned no row\n", name));
+        files++;
+    }
+    CHECK(files >= 6);
+    sqlite3_close(db);
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} cases[] = {
+    {"retention_objects", case_retention_objects},
+    {"retention_types", case_retention_types},
+    {"retention_text", case_retention_text},
+    {"retention_readonly", case_retention_readonly},
+    {"roots_object", case_roots_object},
+    {"roots_all", case_roots_all},
+    {"roots_type", case_roots_type},
+    {"roots_unreachable", case_roots_unreachable},
+    {"leaks", case_leaks},
+    {"diff", case_diff},
+    {"diff_files", case_diff_files},
+    {"survivors_age", case_survivors_age},
+    {"errors", case_errors},
+    {"example_queries", case_example_queries},
+};
+
+static void workdir_remove(void)
+{
+    g_autoptr(GDir) d = g_dir_open(workdir, 0, NULL);
+    for (const char *name; d && (name = g_dir_read_name(d));) {
+        g_autofree char *path = g_build_filename(workdir, name, NULL);
+        g_chmod(path, 0600);
+        g_remove(path);
+    }
+    g_rmdir(workdir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: test_leaks HEAPLENS SOURCE_DIR CASE|all\n");
+        return 2;
+    }
+    heaplens = argv[1];
+    source_dir = argv[2];
+    gboolean all = strcmp(argv[3], "all") == 0, found = FALSE;
+    g_autoptr(GError) error = NULL;
+    workdir = g_dir_make_tmp("heaplens-leaks-XXXXXX", &error);
+    if (!workdir) {
+        fprintf(stderr, "cannot make a temporary directory: %s\n", error->message);
+        return 2;
+    }
+    fixtures_build();
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        if (all || strcmp(cases[i].name, argv[3]) == 0) {
+            int before = failures;
+            cases[i].run();
+            found = TRUE;
+            fprintf(stderr, "%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
+        }
+    }
+    if (g_getenv("HEAPLENS_TEST_KEEP"))
+        fprintf(stderr, "fixtures kept in %s\n", workdir);
+    else
+        workdir_remove();
+    g_free(workdir);
+    if (!found) {
+        fprintf(stderr, "no case '%s'\n", argv[3]);
+        return 2;
+    }
+    return failures == 0 ? 0 : 1;
+}
