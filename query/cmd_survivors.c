@@ -1,4 +1,4 @@
-/* cmd_survivors.c — `heaplens survivors FILE [--gc N] [--by age] [--json]`: objects alive right
+/* cmd_survivors.c — `heaplens survivors FILE [--gc N] [--top K] [--by age] [--json]`: objects alive right
  * after GC N, grouped by generation and type — or, with --by age, by how many GCs they have
  * survived (the object-age histogram), then generation and type. */
 #include "query/commands.h"
@@ -9,13 +9,20 @@
 
 /* "Alive after GC n in generation g" (SCHEMA.md): from_gc <= n < until_gc. The range on from_gc
  * can use object_generations_by_gc; objects are joined by primary key. */
+/* ?2: --top K keeps the K groups with the most bytes (all when NULL); the totals and the group
+ * count (columns 4..6) are over all groups. */
 static const char survivors_sql[] =
-    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes"
-    "  FROM (SELECT og.generation, o.type_id, COUNT(*) AS n, SUM(o.size) AS bytes"
+    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
+    "       s.all_n, s.all_bytes, s.groups"
+    "  FROM (SELECT og.generation, o.type_id, COUNT(*) AS n, SUM(o.size) AS bytes,"
+    "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "               COUNT(*) OVER () AS groups,"
+    "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
     "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
     "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
     "         GROUP BY og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
+    " WHERE ?2 IS NULL OR s.rank <= ?2"
     " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2";
 
 /* The same objects, grouped by age: GCs survived = N - first_gc + 1 (first_gc is the first GC
@@ -175,11 +182,15 @@ int cmd_survivors(int argc, char **argv)
     const char *path = NULL;
     const char *gc_text = NULL;
     const char *by = NULL;
+    const char *top_text = NULL;
+    uint64_t top = 0;
+    int64_t groups = 0;
     gboolean by_age = FALSE;
     const query_option options[] = {
         {"json", QUERY_OPT_FLAG, &json},
         {"gc", QUERY_OPT_VALUE, &gc_text},
         {"by", QUERY_OPT_VALUE, &by},
+        {"top", QUERY_OPT_VALUE, &top_text},
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
@@ -210,6 +221,13 @@ int cmd_survivors(int argc, char **argv)
                     "survivors: --by expects 'generation' or 'age', not '%s'", by);
         goto out;
     }
+    if (top_text && (by_age || !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXINT64,
+                                                      "a positive number", &top, &error))) {
+        if (!error)
+            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "survivors: --top goes with the view by generation, not --by age");
+        goto out;
+    }
     db = query_db_open(path, &error);
     if (!db || !survivors_gc_pick(db, path, gc_text, &gc, &error))
         goto out;
@@ -221,6 +239,8 @@ int cmd_survivors(int argc, char **argv)
     if (!stmt)
         goto out;
     sqlite3_bind_int64(stmt, 1, gc);
+    if (top)
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)top);
 
     if (json) {
         json_t *head = json_pack("{s:I}", "gc", (json_int_t)gc);
@@ -244,8 +264,9 @@ int cmd_survivors(int argc, char **argv)
             query_table_add(table, query_count_format(n, count));
             query_table_add(table, query_size_format(size, bytes));
             query_table_add(table, type);
-            total_count += n;
-            total_bytes += size;
+            total_count = sqlite3_column_int64(stmt, 4);
+            total_bytes = sqlite3_column_int64(stmt, 5);
+            groups = sqlite3_column_int64(stmt, 6);
         }
     }
     if (error)
@@ -253,9 +274,12 @@ int cmd_survivors(int argc, char **argv)
     if (json) {
         query_json_rows_end(&rows);
     } else {
-        printf("alive after GC %" PRId64 ": %s %s, %s\n", gc,
+        printf("alive after GC %" PRId64 ": %s %s, %s", gc,
                query_count_format(total_count, count), total_count == 1 ? "object" : "objects",
                query_size_format(total_bytes, bytes));
+        if (top && (uint64_t)groups > top)
+            printf(" (the %" PRIu64 " largest of %" PRId64 " groups)", top, groups);
+        printf("\n");
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);
     }

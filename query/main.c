@@ -105,7 +105,7 @@ static const query_command commands[] = {
         .name = "survivors",
         .handler = cmd_survivors,
         .summary = "objects alive after a GC, by generation and type",
-        .usage = "usage: heaplens survivors FILE [--gc N] [--by age] [--json]\n"
+        .usage = "usage: heaplens survivors FILE [--gc N] [--top K] [--by age] [--json]\n"
                  "\n"
                  "Objects alive right after GC N, grouped by generation (gen0, gen1, gen2, loh,\n"
                  "poh, nongc) and type: count and bytes, by generation, then most bytes first.\n"
@@ -114,6 +114,7 @@ static const query_command commands[] = {
                  "\n"
                  "options:\n"
                  "  --gc N               the GC (ordinal from 1; default: the last one)\n"
+                 "  --top K              only the K groups with the most bytes\n"
                  "  --by age             group by age in GCs first (default: by generation)\n"
                  JSON_OPTION HELP_OPTION,
     },

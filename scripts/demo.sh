@@ -22,7 +22,17 @@ echo
 echo "\$ heaplens allocations $out/demo.db --top 10"
 $hl allocations "$out/demo.db" --top 10
 echo
-echo "\$ heaplens survivors $out/demo.db"
-$hl survivors "$out/demo.db"
+echo "\$ heaplens survivors $out/demo.db --top 10"
+$hl survivors "$out/demo.db" --top 10
+echo
+echo "\$ heaplens snapshots $out/demo.db"
+$hl snapshots "$out/demo.db"
+echo
+echo "\$ heaplens retention $out/demo.db --top 5"
+$hl retention "$out/demo.db" --top 5
+echo
+echo "\$ heaplens report $out/demo.db -o $out/report.html"
+$hl report "$out/demo.db" -o "$out/report.html"
+echo "(open $out/report.html in a browser)"
 echo
 echo "The recording is $out/demo.db: try 'sqlite3 $out/demo.db' (schema: store/SCHEMA.md) or the queries in examples/queries/."

@@ -289,6 +289,13 @@ def main():
                           f"rows in {wrong}")
         extra = {t: v for t, v in got.items() if t not in types}
         checks.ok(f"{where}: no unexpected {ns}.* survivors", not extra, f"{extra}")
+        top = heaplens_json(checks, a.heaplens, ["survivors", db, "--gc", str(n), "--top", "3"], log)
+        if top is not None:
+            key = lambda r: (r["generation"], r["type"])
+            largest = sorted(surv.get("rows", []), key=lambda r: (-r["bytes"], -r["count"]))[:3]
+            checks.ok(f"{where}: survivors --top 3 are the 3 largest groups",
+                      sorted(map(key, top.get("rows", []))) == sorted(map(key, largest)),
+                      f"{top.get('rows')} vs {largest}")
         if conn is not None:
             try:
                 view = {}
