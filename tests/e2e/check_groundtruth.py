@@ -27,81 +27,19 @@ exits 1 if anything failed (2 on usage errors).
 import argparse
 import json
 import os
-import shlex
 import sqlite3
-import subprocess
 import sys
 
-GEN_NAMES = {0: "gen0", 1: "gen1", 2: "gen2", 3: "LOH", 4: "POH", 5: "NonGC"}
-DROP_COUNTERS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "bytes_dropped",
-                 "model_anomalies", "threads_overflowed", "gcs_discarded_incomplete"]
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, fmt_counts,  # noqa: E402
+                    heaplens_json, record, start_log)
+
 LOH_THRESHOLD = 85000
-
-
-class Checks:
-    def __init__(self, verbose):
-        self.passed = 0
-        self.failed = 0
-        self.verbose = verbose
-
-    def ok(self, name, condition, detail=""):
-        if condition:
-            self.passed += 1
-            if self.verbose:
-                print(f"ok    {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL  {name}" + (f": {detail}" if detail else ""))
-        return condition
-
-    def eq(self, name, expected, actual):
-        return self.ok(name, expected == actual, f"expected {expected!r}, got {actual!r}")
-
-
-def run(cmd, log=None, timeout=600, env=None):
-    """Runs cmd, returns (exit status, stdout, stderr); never raises for the program's failure."""
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                           text=True, env=env)
-        rc, out, err = p.returncode, p.stdout, p.stderr
-    except subprocess.TimeoutExpired as e:
-        rc = None
-        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")) + \
-            f"\n[timed out after {timeout} s]"
-    except OSError as e:
-        rc, out, err = None, "", f"[cannot run: {e}]"
-    if log:
-        with open(log, "a") as f:
-            f.write(f"$ {shlex.join(cmd)}\n[exit {rc}]\n--- stdout\n{out}--- stderr\n{err}\n")
-    return rc, out, err
-
-
-def heaplens_json(checks, heaplens, args, log):
-    """Runs `heaplens <args> --json`; returns the parsed document or None (a failed check)."""
-    cmd = [heaplens] + args + ["--json"]
-    rc, out, err = run(cmd, log=log)
-    name = "heaplens " + " ".join(args[:1] + [a for a in args[2:]]) + " --json runs"
-    if not checks.ok(name, rc == 0, f"exit {rc}: {err.strip()[:500]}"):
-        return None
-    try:
-        return json.loads(out)
-    except ValueError as e:
-        checks.ok(name.replace(" runs", " is JSON"), False, f"{e}; output starts {out[:200]!r}")
-        return None
 
 
 def in_namespace(type_name, namespace):
     return type_name.startswith(namespace + ".")
-
-
-def bucket(gen):
-    """heaplens generation -> GC.GetGeneration bucket as the ground truth writes it."""
-    if gen in (0, 1, 2):
-        return str(gen)
-    if gen in (3, 4):
-        return "2"  # LOH and POH: GC.GetGeneration reports 2
-    return "other"  # NonGC (5) reports int.MaxValue
 
 
 def expected_heap_ok(heap, gen):
@@ -124,9 +62,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
     a = ap.parse_args()
 
-    os.makedirs(a.workdir, exist_ok=True)
-    log = os.path.join(a.workdir, "heaplens.log")
-    open(log, "w").close()
+    log = start_log(a.workdir)
     checks = Checks(a.verbose)
 
     if a.db:
@@ -138,23 +74,15 @@ def main():
             ap.error("--dll is required (or --db and --truth)")
         db = os.path.join(a.workdir, "allocpatterns.db")
         truth_path = os.path.join(a.workdir, "truth.json")
-        for p in (db, db + "-wal", db + "-shm", db + "-journal", truth_path):
-            if os.path.exists(p):
-                os.remove(p)
-        cmd = [a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, truth_path,
-               "--exit-code", str(a.exit_code), "--scale", str(a.scale)]
-        print("$ " + shlex.join(cmd))
-        heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
-        sys.stdout.write(out)
-        sys.stderr.write(err)
-        print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
+        heaplens_rc = record(a, db, truth_path,
+                             ["--exit-code", str(a.exit_code), "--scale", str(a.scale)], log)
 
     try:
         with open(truth_path) as f:
             truth = json.load(f)
     except (OSError, ValueError) as e:
         checks.ok("ground truth written by AllocPatterns", False, f"{truth_path}: {e}")
-        print(f"{checks.passed} passed, {checks.failed} failed")
+        checks.summary()
         return 1
     ns = truth["namespace"]
     types = truth["types"]
@@ -277,7 +205,7 @@ def main():
         for name, t in types.items():
             expected = cp["alive"].get(name, {})
             actual = got.get(name, {})
-            detail = f"expected {fmt(expected)}, got {fmt(actual)}"
+            detail = f"expected {fmt_counts(expected)}, got {fmt_counts(actual)}"
             if name in raw:
                 detail += " (heaplens generations " + ", ".join(
                     f"{GEN_NAMES.get(k, k)}={v}" for k, v in sorted(raw[name].items())) + ")"
@@ -311,12 +239,7 @@ def main():
 
     if conn is not None:
         conn.close()
-    print(f"{checks.passed} passed, {checks.failed} failed")
-    return 1 if checks.failed else 0
-
-
-def fmt(d):
-    return "{" + ", ".join(f"gen{k}: {v}" for k, v in sorted(d.items())) + "}" if d else "none"
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -18,16 +18,12 @@ import subprocess
 import sys
 import time
 
-passed = failed = 0
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2elib import Checks  # noqa: E402  (shared e2e helpers)
 
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL {name}" + (f": {detail}" if detail else ""))
+checks = Checks(verbose=False, fail_prefix="FAIL ")
+check = checks.ok
 
 
 def wait_for(what, predicate, timeout):
@@ -150,8 +146,7 @@ def main():
     os.makedirs(a.workdir, exist_ok=True)
     writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ import sqlite3
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from check_groundtruth import Checks, heaplens_json, run  # noqa: E402  (shared e2e helpers)
+from e2elib import Checks, heaplens_json, remove_stale, run, start_log  # noqa: E402  (shared e2e helpers)
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
@@ -282,9 +283,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
     a = ap.parse_args()
 
-    os.makedirs(a.workdir, exist_ok=True)
-    log = os.path.join(a.workdir, "heaplens.log")
-    open(log, "w").close()
+    log = start_log(a.workdir)
     checks = Checks(a.verbose)
     if a.db:
         if not a.truth:
@@ -295,15 +294,13 @@ def main():
             ap.error("--dll is required (or --db and --truth)")
         db = os.path.join(a.workdir, "leakdemo.db")
         truth_path = os.path.join(a.workdir, "truth.json")
-        for stale in (db, truth_path):
-            if os.path.exists(stale):
-                os.remove(stale)
+        remove_stale(db, truth_path)
         rc, out, err = run([a.heaplens, "record", "-q", "-o", db, "--", a.dotnet, a.dll, truth_path],
                            log=log, timeout=a.timeout)
         checks.eq("LeakDemo recorded (exit status)", 0, rc)
     if not checks.ok("truth written", os.path.exists(truth_path)) or \
             not checks.ok("database written", os.path.exists(db)):
-        print(f"{checks.passed} passed, {checks.failed} failed")
+        checks.summary()
         return 1
     with open(truth_path) as f:
         truth = json.load(f)
@@ -319,8 +316,7 @@ def main():
     check_age(checks, a.heaplens, db, truth, log)
     check_queries(checks, db, log)
     con.close()
-    print(f"{checks.passed} passed, {checks.failed} failed (log: {log})")
-    return 1 if checks.failed else 0
+    return checks.summary(f" (log: {log})")
 
 
 if __name__ == "__main__":

@@ -53,23 +53,13 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from check_groundtruth import DROP_COUNTERS, Checks, run  # noqa: E402  (shared e2e helpers)
+from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, fmt_counts,  # noqa: E402
+                    record, run, start_log)  # shared e2e helpers
 
 KIND_NAMES = {"unknown": 0, "strong": 1, "weak": 2, "pinned": 3, "refcounted": 4}
 ROOT_KIND_NAMES = {"other": 0, "stack": 1, "finalizer": 2, "handle": 3}
 TRIGGER_NAMES = {"induced": 1, "every": 2, "gen2": 3, "requested": 4}
 FROZEN, DISCOVERED = 1, 2
-GEN_NAMES = {0: "gen0", 1: "gen1", 2: "gen2", 3: "LOH", 4: "POH", 5: "NonGC"}
-
-
-def bucket(gen):
-    """heaplens generation -> GC.GetGeneration bucket as the ground truth writes it."""
-    if gen in (0, 1, 2):
-        return str(gen)
-    if gen in (3, 4):
-        return "2"
-    return "other"
-
 
 def named(value, names):
     """A kind or trigger stored as text or as its numeric code -> the code (None if unknown)."""
@@ -80,10 +70,6 @@ def named(value, names):
             return int(value)
         return names.get(value.lower())
     return None
-
-
-def fmt_counts(d):
-    return "{" + ", ".join(f"gen{k}: {v}" for k, v in sorted(d.items())) + "}" if d else "none"
 
 
 def fmt_roots(roots):
@@ -797,9 +783,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
     a = ap.parse_args()
 
-    os.makedirs(a.workdir, exist_ok=True)
-    log = os.path.join(a.workdir, "heaplens.log")
-    open(log, "w").close()
+    log = start_log(a.workdir)
     checks = Checks(a.verbose)
 
     if a.db:
@@ -811,15 +795,7 @@ def main():
             ap.error("--dll is required (or --db and --truth)")
         db = os.path.join(a.workdir, "snapshotgraphs.db")
         truth_path = os.path.join(a.workdir, "truth.json")
-        for p in (db, db + "-wal", db + "-shm", db + "-journal", truth_path):
-            if os.path.exists(p):
-                os.remove(p)
-        cmd = [a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, truth_path]
-        print("$ " + shlex.join(cmd))
-        heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
-        sys.stdout.write(out)
-        sys.stderr.write(err)
-        print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
+        heaplens_rc = record(a, db, truth_path, [], log)
 
     truth = load_truth(checks, truth_path, "checkpoints")
     if truth is not None:
@@ -828,8 +804,7 @@ def main():
         check_on_demand_recording(checks, a.on_demand_db, a.on_demand_truth)
     elif not a.db and not a.no_on_demand:
         check_on_demand(checks, a, log)
-    print(f"{checks.passed} passed, {checks.failed} failed")
-    return 1 if checks.failed else 0
+    return checks.summary()
 
 
 if __name__ == "__main__":

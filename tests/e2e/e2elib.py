@@ -1,0 +1,113 @@
+"""Helpers shared by the end-to-end check scripts (check_groundtruth.py, snapshots/, leaks/,
+faults/): a pass/fail counter, running a command with a timeout and a log, `heaplens ... --json`,
+the recording step and the final "N passed, M failed" line.
+
+Python 3 standard library only."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+GEN_NAMES = {0: "gen0", 1: "gen1", 2: "gen2", 3: "LOH", 4: "POH", 5: "NonGC"}
+DROP_COUNTERS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "bytes_dropped",
+                 "model_anomalies", "threads_overflowed", "gcs_discarded_incomplete"]
+
+
+class Checks:
+    def __init__(self, verbose, fail_prefix="FAIL  "):
+        self.passed = 0
+        self.failed = 0
+        self.verbose = verbose
+        self.fail_prefix = fail_prefix
+
+    def ok(self, name, condition, detail=""):
+        if condition:
+            self.passed += 1
+            if self.verbose:
+                print(f"ok    {name}")
+        else:
+            self.failed += 1
+            print(f"{self.fail_prefix}{name}" + (f": {detail}" if detail else ""))
+        return condition
+
+    def eq(self, name, expected, actual):
+        return self.ok(name, expected == actual, f"expected {expected!r}, got {actual!r}")
+
+    def summary(self, suffix=""):
+        """Prints the final "N passed, M failed" line; returns the exit status (1 if any failed)."""
+        print(f"{self.passed} passed, {self.failed} failed{suffix}")
+        return 1 if self.failed else 0
+
+
+def run(cmd, log=None, timeout=600, env=None):
+    """Runs cmd, returns (exit status, stdout, stderr); never raises for the program's failure."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           text=True, env=env)
+        rc, out, err = p.returncode, p.stdout, p.stderr
+    except subprocess.TimeoutExpired as e:
+        rc = None
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = (e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")) + \
+            f"\n[timed out after {timeout} s]"
+    except OSError as e:
+        rc, out, err = None, "", f"[cannot run: {e}]"
+    if log:
+        with open(log, "a") as f:
+            f.write(f"$ {shlex.join(cmd)}\n[exit {rc}]\n--- stdout\n{out}--- stderr\n{err}\n")
+    return rc, out, err
+
+
+def heaplens_json(checks, heaplens, args, log):
+    """Runs `heaplens <args> --json`; returns the parsed document or None (a failed check)."""
+    cmd = [heaplens] + args + ["--json"]
+    rc, out, err = run(cmd, log=log)
+    name = "heaplens " + " ".join(args[:1] + [a for a in args[2:]]) + " --json runs"
+    if not checks.ok(name, rc == 0, f"exit {rc}: {err.strip()[:500]}"):
+        return None
+    try:
+        return json.loads(out)
+    except ValueError as e:
+        checks.ok(name.replace(" runs", " is JSON"), False, f"{e}; output starts {out[:200]!r}")
+        return None
+
+
+def bucket(gen):
+    """heaplens generation -> GC.GetGeneration bucket as the ground truth writes it."""
+    if gen in (0, 1, 2):
+        return str(gen)
+    if gen in (3, 4):
+        return "2"  # LOH and POH: GC.GetGeneration reports 2
+    return "other"  # NonGC (5) reports int.MaxValue
+
+
+def fmt_counts(d):
+    return "{" + ", ".join(f"gen{k}: {v}" for k, v in sorted(d.items())) + "}" if d else "none"
+
+
+def start_log(workdir):
+    """Creates workdir and an empty heaplens.log in it; returns the log's path."""
+    os.makedirs(workdir, exist_ok=True)
+    log = os.path.join(workdir, "heaplens.log")
+    open(log, "w").close()
+    return log
+
+
+def remove_stale(*paths):
+    for p in paths:
+        if os.path.exists(p):
+            os.remove(p)
+
+
+def record(a, db, truth_path, program_args, log):
+    """`heaplens record -o db -- dotnet dll truth_path program_args...` after removing what an
+    earlier run left; echoes the command and its output. Returns heaplens' exit status."""
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
+    cmd = [a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, truth_path] + program_args
+    print("$ " + shlex.join(cmd))
+    heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
+    return heaplens_rc
