@@ -46,6 +46,7 @@ typedef struct collector {
     uint8_t *fate;
     size_t fate_cap;
     id_vec deaths, promotions;
+    id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     char name[4096];
 } collector;
 

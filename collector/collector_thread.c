@@ -169,12 +169,36 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
         break;
     }
     case HL_EV_HANDLE_CREATED:
-        hl_handles_created(c, ev->addr, ev->class_id);
-        break;
     case HL_EV_HANDLE_DESTROYED:
-        hl_handles_destroyed(c, ev->addr);
+        if (!hl_vec_push(&c->handle_events, ev))
+            c->model_failures++;
         break;
     }
+}
+
+static int by_sequence(const void *a, const void *b) {
+    uint64_t x = ((const hl_alloc_event *)a)->id, y = ((const hl_alloc_event *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Drains the rings up to `limit`. The rings are read one after another, so events of different
+ * threads arrive out of order. That is harmless for allocations (distinct addresses) but not
+ * for handles: a handle destroyed on one thread and its address reused by another thread's
+ * HandleCreated must be applied in that order. So handle events wait until the whole drain is
+ * in and are applied sorted by their sequence number (also after every allocation they may
+ * target). */
+static uint64_t drain(collector *c, uint64_t limit) {
+    uint64_t n = hl_tbufs_drain(&c->p->rings, limit, on_event, c);
+    hl_alloc_event *ev = c->handle_events.p;
+    qsort(ev, c->handle_events.n, sizeof *ev, by_sequence);
+    for (size_t i = 0; i < c->handle_events.n; i++) {
+        if (HL_EV_KIND(&ev[i]) == HL_EV_HANDLE_CREATED)
+            hl_handles_created(c, ev[i].addr, ev[i].class_id);
+        else
+            hl_handles_destroyed(c, ev[i].addr);
+    }
+    c->handle_events.n = 0;
+    return n;
 }
 
 /* A thread's name and its OS thread come in separate callbacks, in either order (a Thread is
@@ -298,6 +322,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                      .condemned_mask = g->condemned_mask, .start_mono_ns = g->start_ns,
                      .suspend_mono_ns = g->suspend_ns, .first_id_after = g->first_id_after};
     sizes_by_generation(g->before, g->n_before, s.size_before);
+    uint64_t dropped_before = c->out.records_dropped;
     hl_outbox_put(&c->out, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0);
 
     for (size_t off = 0; have_fate && off < n_young; off += CHUNK) {
@@ -316,10 +341,14 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
                    .surviving_ranges = g->surviving_ranges};
-    if (!incomplete) {
+    if (!incomplete)
         hl_roots_apply(c, g, &e);
+    /* Details that found no room in the outbox make the GC incomplete for the writer too. (A
+     * snapshot that loses records is the writer's to discard; the GC keeps its data.) */
+    bool details_lost = c->out.records_dropped != dropped_before;
+    if (!incomplete)
         hl_snapshot_send(c, g);
-    }
+    incomplete = incomplete || details_lost;
     e.objects_live = hm_model_count(c->model);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) | (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
     sizes_by_generation(g->after, g->n_after, e.size_after);
@@ -373,7 +402,7 @@ static bool pass(collector *c) {
         uint64_t limit = g ? g->first_id_after : snapshot;
         if (!finished && limit > snapshot)
             limit = snapshot;
-        if (hl_tbufs_drain(&p->rings, limit, on_event, c))
+        if (drain(c, limit))
             worked = true;
         if (!finished)
             break;
@@ -390,13 +419,15 @@ static bool pass(collector *c) {
 }
 
 static void finish(collector *c) {
-    hl_profiler *p = c->p;
     /* Shutdown: no thread allocates any more, so drain everything. */
     while (pass(c))
         ;
-    hl_tbufs_drain(&p->rings, UINT64_MAX, on_event, c);
+    drain(c, UINT64_MAX);
     hl_collector_flush_batch(c);
     drain_names(c);
+    /* Wait for the writer to take the backlog (bounded by the stall limit) so that the run's
+     * end record finds room: it tells the writer the recording is complete. */
+    hl_outbox_flush(&c->out, SHUTDOWN_STALL_MS);
     hl_run_end e = {.end_unix_ns = hl_now_unix_ns(), .end_mono_ns = hl_now_ns(),
                     .gcs = c->gcs_applied};
     counters_fill(c, &e.counters);
@@ -437,6 +468,7 @@ static void collector_free(collector *c) {
     hl_u64map_release(&c->handles);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
+    hl_vec_release(&c->handle_events);
     free(c->fate);
     free(c->threads);
     free(c);
@@ -450,6 +482,7 @@ int hl_collector_start(hl_profiler *p) {
     c->young_first = 1;
     c->deaths.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
+    c->handle_events.elem = sizeof(hl_alloc_event);
     hl_u64map_init(&c->types);
     hl_u64map_init(&c->handles);
     hl_type_names_init(&c->names, p->info);

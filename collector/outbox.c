@@ -60,13 +60,30 @@ void hl_outbox_release(hl_outbox *o) {
     o->fd = -1;
 }
 
-/* Space for n more bytes, or NULL. Allocation batches may fill only the outbox's first three
- * quarters: the last quarter stays for GC, type and snapshot records, so that an overloaded
- * writer costs allocation rows (counted) but every GC still arrives whole and in order. */
-static uint8_t *reserve(hl_outbox *o, size_t n, bool bulk) {
+/* How far into the queue a record may reach. Allocation batches may fill only the first three
+ * quarters: the last quarter stays for GC, type, handle and snapshot records, so that an
+ * overloaded writer costs allocation rows (counted) but GCs keep arriving. The last
+ * HL_OUTBOX_ESSENTIAL bytes take only the records that frame a GC and the run (GC_START, GC_END,
+ * RUN_END): even when a GC's details no longer fit, the writer learns the GC happened (marked
+ * incomplete) and the run's end is never crowded out. */
+static size_t limit_for(const hl_outbox *o, uint16_t type) {
+    size_t tail = o->cap / 4 < HL_OUTBOX_ESSENTIAL ? o->cap / 4 : HL_OUTBOX_ESSENTIAL;
+    switch (type) {
+    case HL_REC_ALLOC_BATCH:
+        return o->cap - o->cap / 4;
+    case HL_REC_GC_START:
+    case HL_REC_GC_END:
+    case HL_REC_RUN_END:
+        return o->cap;
+    default:
+        return o->cap - tail;
+    }
+}
+
+/* Space for n more bytes below `limit`, or NULL. */
+static uint8_t *reserve(hl_outbox *o, size_t n, size_t limit) {
     if (o->fd < 0)
         return NULL;
-    size_t limit = bulk ? o->cap - o->cap / 4 : o->cap;
     if (limit - o->end < n && o->start > 0) {
         memmove(o->data, o->data + o->start, o->end - o->start);
         o->end -= o->start;
@@ -82,9 +99,9 @@ static uint8_t *reserve(hl_outbox *o, size_t n, bool bulk) {
 bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const void *b, size_t nb,
                    const void *c, size_t nc) {
     size_t payload = na + nb + nc;
-    bool bulk = type == HL_REC_ALLOC_BATCH;
-    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD ? reserve(o, sizeof(hl_rec_header) + payload, bulk)
-                                               : NULL;
+    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD
+                     ? reserve(o, sizeof(hl_rec_header) + payload, limit_for(o, type))
+                     : NULL;
     if (!p) {
         o->records_dropped++;
         o->bytes_dropped += sizeof(hl_rec_header) + payload;
@@ -103,7 +120,7 @@ bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const 
 }
 
 bool hl_outbox_put_raw(hl_outbox *o, const void *src, size_t n) {
-    uint8_t *p = reserve(o, n, false);
+    uint8_t *p = reserve(o, n, o->cap);
     if (!p) {
         o->bytes_dropped += n;
         return false;

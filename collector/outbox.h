@@ -3,9 +3,10 @@
  * Only the collector thread uses it. Records are appended whole or not at all: when the queue is
  * full (writer slow) or the writer is gone, the record is dropped and counted, never blocking the
  * collector thread, so the GC queue and the thread rings keep draining and the program never
- * waits on the writer. Allocation batches are dropped first: a quarter of the queue is kept for
- * everything else, so GCs keep arriving whole while allocation rows are being lost. Sending is non-blocking; MSG_NOSIGNAL keeps a dead writer from raising
- * SIGPIPE in the profiled process.
+ * waits on the writer. What is dropped first is chosen by record type: allocation batches may
+ * use three quarters of the queue, GC details (fates, deaths, roots, snapshots) all but the last
+ * HL_OUTBOX_ESSENTIAL bytes, and those are kept for GC_START, GC_END and RUN_END. Sending is
+ * non-blocking; MSG_NOSIGNAL keeps a dead writer from raising SIGPIPE in the profiled process.
  */
 #ifndef HEAPLENS_OUTBOX_H
 #define HEAPLENS_OUTBOX_H
@@ -13,6 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Bytes at the end of the queue only GC_START, GC_END and RUN_END may use (a quarter of the queue
+ * when that is less). About 200 GCs' frames: what a writer stalled for a while still learns. */
+#define HL_OUTBOX_ESSENTIAL (64u << 10)
 
 typedef struct hl_outbox {
     int fd;              /* -1 when not connected or the writer went away */

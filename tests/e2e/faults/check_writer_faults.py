@@ -129,7 +129,8 @@ def writer_stalled(hl, dll, workdir, iterations):
         dropped = counters.get("records_dropped", 0) + counters.get("allocs_dropped", 0)
         check("stalled: drops were counted and stored", dropped > 0, json.dumps(counters))
         check("stalled: the run is complete (the end-of-run record got through)",
-              info["run"]["status"] == "complete", info["run"]["status"])
+              info["run"]["status"] == "complete",
+              f'{info["run"]["status"]}; flags {info["run"].get("flags")}; {json.dumps(counters)}')
     r = subprocess.run([hl, "allocations", db, "--top", "1"], capture_output=True, text=True)
     check("stalled: commands say the counts are lower bounds", "dropped" in r.stdout + r.stderr,
           r.stdout + r.stderr)
