@@ -105,6 +105,32 @@ int an_graph_add_edge(an_graph *g, uint32_t from, uint32_t to)
     return AN_OK;
 }
 
+int an_graph_add_edges(an_graph *g, const uint32_t *from, const uint32_t *to, uint64_t n)
+{
+    if (g->sealed)
+        return AN_ERR_INVALID;
+    bool grouped = g->grouped;
+    uint32_t last = g->n_edges > 0 ? g->from[g->n_edges - 1] : 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (from[i] >= g->n || to[i] >= g->n)
+            return AN_ERR_INVALID;
+        grouped = grouped && from[i] >= last;
+        last = from[i];
+    }
+    if (n > AN_MAX_EDGES - g->n_edges)
+        return AN_ERR_TOO_BIG;
+    int rc = edges_grow(g, g->n_edges + n);
+    if (rc != AN_OK)
+        return rc;
+    if (n > 0) {
+        memcpy(g->from + g->n_edges, from, (size_t)n * sizeof *from);
+        memcpy(g->to + g->n_edges, to, (size_t)n * sizeof *to);
+    }
+    g->n_edges += n;
+    g->grouped = grouped;
+    return AN_OK;
+}
+
 int an_graph_seal(an_graph *g)
 {
     if (g->sealed)

@@ -53,6 +53,9 @@ int an_graph_reserve(an_graph *g, uint64_t n_edges);
  * AN_ERR_NOMEM, AN_ERR_TOO_BIG. On error the graph is unchanged. */
 int an_graph_add_edge(an_graph *g, uint32_t from, uint32_t to);
 
+/* Adds the edges from[i] -> to[i], i < n, as n calls of an_graph_add_edge would (one check and
+ * one copy). On error the graph is unchanged. */
+int an_graph_add_edges(an_graph *g, const uint32_t *from, const uint32_t *to, uint64_t n);
 /* Ends building: lays the edges out in rows, keeping, within one source, the order they were
  * added in. AN_ERR_NOMEM leaves the graph unsealed and intact (try again or free it);
  * AN_ERR_INVALID when already sealed. */

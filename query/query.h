@@ -8,7 +8,7 @@
  *    thousands separators ("1,234,567");
  *  - JSON output goes to stdout; rows are streamed one per line, so a large result is never held
  *    twice in memory.
- * Single-threaded, like the whole of `heaplens`.
+ * Single-threaded, like the whole of `heaplens` (except inside snapshot_graph_load).
  */
 #ifndef HEAPLENS_QUERY_H
 #define HEAPLENS_QUERY_H

@@ -368,6 +368,244 @@ static gboolean edge_add(snapshot_graph *g, snapshot_graph_direction direction, 
     return rc == AN_OK || graph_fail(rc, error);
 }
 
+/* ---- references, read on a second connection ------------------------------------------
+ * Reading a large snapshot is two long range scans (objects joined with `objects`, then the
+ * references), each bound by SQLite's CPU time. The references do not depend on the objects
+ * until they are resolved to nodes, so a second thread reads them, as raw id pairs, on its own
+ * connection while this one reads the objects; both halves of the pairs are then resolved on two
+ * threads. 16 bytes per reference while loading, freed before the graph is sealed. */
+
+typedef struct refs_reader {
+    char *path;
+    int64_t snapshot;
+    uint64_t *from, *to; /* n pairs, ascending by (from, to) */
+    uint64_t n, cap;
+    gboolean opened;     /* FALSE: no second connection; read on the caller's */
+    GError *error;
+    GThread *thread;
+} refs_reader;
+
+static gpointer refs_reader_main(gpointer data)
+{
+    refs_reader *r = data;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    int rc = sqlite3_open_v2(r->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = ?1"
+                           " ORDER BY from_id, to_id",
+                           -1, &stmt, NULL) != SQLITE_OK)
+        goto out; /* not an error: the caller reads them itself */
+    sqlite3_busy_timeout(db, 10000);
+    r->opened = TRUE;
+    sqlite3_bind_int64(stmt, 1, r->snapshot);
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+        if (r->n == r->cap) {
+            uint64_t cap = MAX(r->cap + r->cap / 2, 1024);
+            uint64_t *from = g_try_renew(uint64_t, r->from, cap);
+            if (from)
+                r->from = from;
+            uint64_t *to = from ? g_try_renew(uint64_t, r->to, cap) : NULL;
+            if (!to) {
+                g_set_error(&r->error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                            "out of memory while reading the snapshot's references");
+                goto out;
+            }
+            r->to = to;
+            r->cap = cap;
+        }
+        r->from[r->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
+        r->to[r->n] = (uint64_t)sqlite3_column_int64(stmt, 1);
+        r->n++;
+    }
+    if (rc != SQLITE_DONE)
+        g_set_error(&r->error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading references: %s",
+                    sqlite3_errmsg(db));
+out:
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return NULL;
+}
+
+/* Starts reading the references of `info` on a second connection to `db`'s file. FALSE when
+ * that cannot be (an in-memory database, no thread) or HEAPLENS_THREADS=1 asks for one thread:
+ * the caller reads them. */
+static gboolean refs_reader_start(refs_reader *r, sqlite3 *db, const snapshot_info *info)
+{
+    const char *path = sqlite3_db_filename(db, "main");
+    const char *threads = g_getenv("HEAPLENS_THREADS"); /* 1: the way it was, for comparisons */
+    memset(r, 0, sizeof *r);
+    if (!path || !*path || (threads && strcmp(threads, "1") == 0))
+        return FALSE;
+    r->path = g_strdup(path);
+    r->snapshot = info->snapshot;
+    r->cap = (uint64_t)MAX(info->refs, 0) + 1;
+    r->from = g_try_new(uint64_t, r->cap);
+    r->to = g_try_new(uint64_t, r->cap);
+    if (r->from && r->to)
+        r->thread = g_thread_try_new("heaplens-refs", refs_reader_main, r, NULL);
+    return r->thread != NULL;
+}
+
+/* Waits for the reader; FALSE with *error when it failed. */
+static gboolean refs_reader_join(refs_reader *r, GError **error)
+{
+    if (r->thread) {
+        g_thread_join(r->thread);
+        r->thread = NULL;
+    }
+    if (r->error) {
+        g_propagate_error(error, r->error);
+        r->error = NULL;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static void refs_reader_free(refs_reader *r)
+{
+    if (r->thread)
+        g_thread_join(r->thread);
+    g_clear_error(&r->error);
+    g_free(r->path);
+    g_free(r->from);
+    g_free(r->to);
+    memset(r, 0, sizeof *r);
+}
+
+/* The node of `from`, moving *cursor forward through the sorted ids (references come sorted by
+ * `from`), or by the index when `from` is behind it. */
+static inline uint32_t from_node_find(const id_index *x, const uint64_t *ids, uint32_t n,
+                                      uint32_t *cursor, uint64_t from)
+{
+    uint32_t c = *cursor;
+    if (c < n && from >= ids[c]) {
+        while (c < n && ids[c] < from)
+            c++;
+        *cursor = c;
+        return c < n && ids[c] == from ? c : AN_NONE;
+    }
+    return id_index_find(x, from);
+}
+
+/* One half of the resolving: pairs [lo, hi) become node pairs, written as uint32_t at the start
+ * of the same range of the from/to buffers (a write never passes the read position); pairs
+ * naming an object the snapshot lacks are left out. Byte copies keep it free of aliasing. */
+typedef struct refs_part {
+    const id_index *index;
+    const uint64_t *ids;
+    uint32_t n;
+    unsigned char *from, *to; /* the reader's buffers */
+    uint64_t lo, hi;
+    uint64_t kept, unresolved;
+} refs_part;
+
+static gpointer refs_part_resolve(gpointer data)
+{
+    refs_part *p = data;
+    unsigned char *out_from = p->from + p->lo * sizeof(uint64_t);
+    unsigned char *out_to = p->to + p->lo * sizeof(uint64_t);
+    uint32_t cursor = 1;
+    uint64_t kept = 0;
+    if (p->lo < p->hi) { /* start the cursor at the first node >= the first `from` */
+        uint64_t first;
+        memcpy(&first, p->from + p->lo * sizeof first, sizeof first);
+        uint32_t hi = p->n;
+        while (cursor < hi) {
+            uint32_t mid = cursor + (hi - cursor) / 2;
+            if (p->ids[mid] < first)
+                cursor = mid + 1;
+            else
+                hi = mid;
+        }
+    }
+    for (uint64_t i = p->lo; i < p->hi; i++) {
+        uint64_t from, to;
+        memcpy(&from, p->from + i * sizeof from, sizeof from);
+        memcpy(&to, p->to + i * sizeof to, sizeof to);
+        uint32_t f = from_node_find(p->index, p->ids, p->n, &cursor, from);
+        uint32_t t = id_index_find(p->index, to);
+        if (f == AN_NONE || t == AN_NONE) {
+            p->unresolved++;
+            continue;
+        }
+        memcpy(out_from + kept * sizeof f, &f, sizeof f);
+        memcpy(out_to + kept * sizeof t, &t, sizeof t);
+        kept++;
+    }
+    p->kept = kept;
+    return NULL;
+}
+
+/* The references on the caller's connection, resolved as they come. */
+static gboolean refs_read(snapshot_graph *g, sqlite3 *db, const id_index *index,
+                          snapshot_graph_direction direction, query_progress *progress,
+                          GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    /* in (from, to) order (the table's key; without ORDER BY, SQLite may prefer the smaller
+     * index by to_id): `from` advances through the sorted ids */
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT from_id, to_id FROM snapshot_refs"
+                                          " WHERE snapshot = ?1 ORDER BY from_id, to_id",
+                                          error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, g->info.snapshot);
+    uint32_t cursor = 1;
+    uint64_t n_refs = 0;
+    while (query_db_step(stmt, &row, error) && row) {
+        uint64_t from = (uint64_t)sqlite3_column_int64(stmt, 0);
+        uint64_t to = (uint64_t)sqlite3_column_int64(stmt, 1);
+        uint32_t f = from_node_find(index, g->ids, g->n, &cursor, from);
+        uint32_t t = id_index_find(index, to);
+        if (f == AN_NONE || t == AN_NONE)
+            g->refs_unresolved++;
+        else if (!edge_add(g, direction, f, t, error))
+            goto out;
+        if ((++n_refs & 0xffff) == 0)
+            query_progress_update(progress, "reading references", n_refs,
+                                  (uint64_t)g->info.refs);
+    }
+    ok = !(error && *error);
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+/* The pairs the reader read become edges: two halves resolved on two threads, then added in
+ * order (the first half's edges first, as if read one by one). */
+static gboolean refs_resolve(snapshot_graph *g, const id_index *index, refs_reader *r,
+                             snapshot_graph_direction direction, query_progress *progress,
+                             GError **error)
+{
+    query_progress_update(progress, "resolving references", 0, r->n);
+    refs_part part[2];
+    for (int i = 0; i < 2; i++)
+        part[i] = (refs_part){.index = index, .ids = g->ids, .n = g->n,
+                              .from = (unsigned char *)r->from, .to = (unsigned char *)r->to,
+                              .lo = i == 0 ? 0 : r->n / 2, .hi = i == 0 ? r->n / 2 : r->n};
+    GThread *second = g_thread_try_new("heaplens-resolve", refs_part_resolve, &part[1], NULL);
+    refs_part_resolve(&part[0]);
+    if (second)
+        g_thread_join(second);
+    else
+        refs_part_resolve(&part[1]);
+    for (int i = 0; i < 2; i++) {
+        const uint32_t *from = (const uint32_t *)(void *)(r->from + part[i].lo);
+        const uint32_t *to = (const uint32_t *)(void *)(r->to + part[i].lo);
+        int rc = direction == SNAPSHOT_GRAPH_FORWARD
+                     ? an_graph_add_edges(g->graph, from, to, part[i].kept)
+                     : an_graph_add_edges(g->graph, to, from, part[i].kept);
+        if (rc != AN_OK)
+            return graph_fail(rc, error);
+        g->refs_unresolved += part[i].unresolved;
+    }
+    query_progress_update(progress, "resolving references", r->n, r->n);
+    return TRUE;
+}
+
 snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
                                     snapshot_graph_direction direction, query_progress *progress,
                                     GError **error)
@@ -375,6 +613,7 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     gboolean row = FALSE;
     sqlite3_stmt *stmt = NULL;
     id_index index = {0};
+    refs_reader reader = {0};
     snapshot_graph *g = g_new0(snapshot_graph, 1);
     g->info = *info;
 
@@ -397,6 +636,9 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     g->type_ids[0] = 0;
     g->sizes[0] = 0;
     g->n = 1;
+    gboolean parallel = refs_reader_start(&reader, db, info);
+    const char *objects_step = parallel ? "reading objects (and references alongside)"
+                                        : "reading objects";
     /* one lookup in `objects` per object: the ids ascend, so the pages it reads are cached
      * (cheaper than a merge with a scan of `objects`) */
     stmt = query_db_prepare(db,
@@ -421,13 +663,13 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
         g->sizes[g->n] = (uint64_t)sqlite3_column_int64(stmt, 2);
         g->n++;
         if ((g->n & 0xffff) == 0)
-            query_progress_update(progress, "reading objects", g->n, cap);
+            query_progress_update(progress, objects_step, g->n, cap);
     }
     if (error && *error)
         goto fail;
     sqlite3_finalize(stmt);
     stmt = NULL;
-    query_progress_update(progress, "reading objects", g->n, cap);
+    query_progress_update(progress, objects_step, g->n, cap);
 
     g->graph = an_graph_new(g->n);
     if (!g->graph || !id_index_build(&index, g->ids, g->n)) {
@@ -478,40 +720,19 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     sqlite3_finalize(stmt);
     stmt = NULL;
 
-    /* references, in (from, to) order (the table's key; without ORDER BY, SQLite may prefer
-     * the smaller index by to_id): `from` advances through the sorted ids */
-    stmt = query_db_prepare(db,
-                            "SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = ?1"
-                            " ORDER BY from_id, to_id",
-                            error);
-    if (!stmt)
-        goto fail;
-    sqlite3_bind_int64(stmt, 1, info->snapshot);
-    uint32_t from_node = 1;
-    uint64_t n_refs = 0;
-    while (query_db_step(stmt, &row, error) && row) {
-        uint64_t from = (uint64_t)sqlite3_column_int64(stmt, 0);
-        uint64_t to = (uint64_t)sqlite3_column_int64(stmt, 1);
-        uint32_t f;
-        if (from_node < g->n && from >= g->ids[from_node]) {
-            while (from_node < g->n && g->ids[from_node] < from)
-                from_node++;
-            f = from_node < g->n && g->ids[from_node] == from ? from_node : AN_NONE;
-        } else {
-            f = id_index_find(&index, from); /* out of order */
-        }
-        uint32_t t = id_index_find(&index, to);
-        if (f == AN_NONE || t == AN_NONE)
-            g->refs_unresolved++;
-        else if (!edge_add(g, direction, f, t, error))
-            break;
-        if ((++n_refs & 0xffff) == 0)
-            query_progress_update(progress, "reading references", n_refs, (uint64_t)info->refs);
+    if (parallel) {
+        query_progress_update(progress, "reading references", 0, 0);
+        if (!refs_reader_join(&reader, error))
+            goto fail;
+        parallel = reader.opened;
     }
-    if (error && *error)
+    if (parallel) {
+        if (!refs_resolve(g, &index, &reader, direction, progress, error))
+            goto fail;
+    } else if (!refs_read(g, db, &index, direction, progress, error)) {
         goto fail;
-    sqlite3_finalize(stmt);
-    stmt = NULL;
+    }
+    refs_reader_free(&reader);
     query_progress_update(progress, "building the graph", 0, 0);
     rc = an_graph_seal(g->graph);
     if (rc != AN_OK) {
@@ -521,6 +742,7 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     id_index_release(&index);
     return g;
 fail:
+    refs_reader_free(&reader);
     sqlite3_finalize(stmt);
     id_index_release(&index);
     snapshot_graph_free(g);

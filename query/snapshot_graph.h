@@ -8,12 +8,14 @@
  *
  * Cost for N objects and M references: one range scan of each snapshot table (rows come in key
  * order), a lookup of each object in `objects`; memory 20 bytes per object (id, type, size) plus
- * the graph (4 bytes per object and per reference, 8 more per reference while loading).
+ * the graph (4 bytes per object and per reference, 8 more per reference while loading). The
+ * references are read on a second thread and connection while the objects are read (16 bytes
+ * more per reference while loading), and resolved to nodes on two threads.
  *
  * Also here, for every command that works on snapshots: picking a snapshot (--snapshot S, or the
  * last one) and the type table.
  *
- * Errors: GError ** last (QUERY_ERROR_*), one line. Single-threaded.
+ * Errors: GError ** last (QUERY_ERROR_*), one line. Call from one thread; loading uses two inside.
  */
 #ifndef HEAPLENS_QUERY_SNAPSHOT_GRAPH_H
 #define HEAPLENS_QUERY_SNAPSHOT_GRAPH_H
