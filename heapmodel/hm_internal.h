@@ -3,7 +3,8 @@
  * hm_sort.c   sorts 16-byte {key, val} pairs (adaptive: sorted runs cost O(n), else radix).
  * hm_ranges.c turns the runtime's range arrays into sorted, disjoint span indexes and applies
  *             the validation rules promised in hm_model.h (what is dropped and counted).
- * hm_model.c  the model itself.
+ * hm_model.c  the model itself (its state in hm_state.h), with hm_young.c for the young
+ *             objects (the lazily synced hash, deferred duplicate checks).
  */
 #ifndef HEAPLENS_HM_INTERNAL_H
 #define HEAPLENS_HM_INTERNAL_H

@@ -6,30 +6,49 @@
  *            region's objects share one or a few windows and a GC can skip whole windows).
  *            `win` is an array of windows sorted by key = addr >> 22; each window holds an array
  *            of hm_entry {addr, id << 4 | gen}, 16 bytes, sorted by address.
- *   young    Objects added since the last GC, in arrival order: hm_pair {addr, id << 8 | scratch},
- *            plus an open-addressing hash (addr -> index, with an address tag and an epoch per
- *            slot) so that lookup and the duplicate check of hm_model_add stay O(1). They are not
- *            classified yet, so they cannot be placed among classified objects; the next GC
+ *   young    Objects added since the last GC, in arrival order: hm_pair {addr, id << 8 | scratch}.
+ *            hm_model_add only appends here: it does no lookup at all, so the duplicate check
+ *            (an address added twice, or added over a classified object) is deferred. They are
+ *            not classified yet, so they cannot be placed among classified objects; the next GC
  *            classifies them all at once and moves the survivors into windows.
- *   evicted  Objects pushed out by hm_model_add (same address), reported `died` at the next GC.
- *            An evicted object of a window stays in place as a tombstone (gen HM_GEN_TOMB) until
- *            that GC, so hm_model_add never shifts a window array.
+ *   hash     An open-addressing hash addr -> young index (with an address tag and an epoch per
+ *            slot), filled lazily: it covers young[0..n_hashed), and hm_young_sync brings it up to
+ *            n_young when a lookup or count needs it (inserting in batches, with prefetching). Its
+ *            capacity is reserved by hm_model_add, so a sync never allocates and cannot fail.
+ *            A lookup avoids the sync when it can: it first compares the HM_TAIL_SCAN newest
+ *            objects not yet hashed (the collector mostly looks up an object allocated moments
+ *            before), then consults `ywin`, the sorted list of windows that hold young objects
+ *            (kept up to date by a sequential scan): an address in no such window (an old
+ *            object) cannot be young. Only a lookup that passes both syncs.
+ *   deferred evictions  Found by a sync (through the hash) or by the next GC (through a pass over
+ *            the young list that proves the adds were duplicate-free, or a sort when it cannot):
+ *            - an older young object at the address of a newer one is flagged HM_Y_EVICTED in
+ *              its scratch byte; it stays in the list, is never classified, and the GC reports it
+ *              `died` with HM_GEN_UNKNOWN;
+ *            - a classified object at the address of a young one becomes a tombstone in its
+ *              window (gen HM_GEN_TOMB, its generation kept in the top bits of idgen) until that
+ *              GC reports it `died` and drops it, so no window array is ever shifted for it.
+ *            Finding an eviction early or late changes nothing the API shows: lookup and foreach
+ *            always resolve an address to its newest young object, and count syncs first.
  *
  * Invariants (checked by hm_model_check)
  *   I1 windows sorted by key, strictly; every entry of a window lies in that window;
  *   I2 entries of a window strictly ascending by address (so no duplicate address);
  *   I3 gen of an entry in 0..HM_GEN_NONGC, or HM_GEN_TOMB; ids at most HM_ID_MAX;
- *   I4 n_live_win / n_tomb equal the sums over windows;
- *   I5 every young object is in the hash at its index, the hash holds nothing else;
- *   I6 no address is both young and live in a window; every tombstone's address is young
- *      (the object that evicted it);
- *   I7 the add cache, when valid, names the window of its key (or its absence).
+ *   I4 n_live_win / n_tomb equal the sums over windows; n_yflagged counts the flagged young;
+ *   I5 the hash holds only young[0..n_hashed): for each of them, a probe finds it or a newer
+ *      object at its address (then it is flagged); a flagged young object always has a newer
+ *      one at its address;
+ *   I6 no address is both young (among young[0..n_hashed), not flagged) and live in a window;
+ *      every tombstone's address is young (the object that evicted it);
+ *   I7 the window cache, when valid, names the window of its key (or its absence);
+ *   I8 unless ywin_full, ywin lists (sorted, distinct) the window of every young[0..n_keyed).
  *
  * Applying a GC has two phases so that HM_ERR_NOMEM leaves the model unchanged: `prepare`
  * allocates and computes everything (no callback, no change visible to the API), `commit` cannot
  * fail and performs the callbacks and the changes.
  */
-#include "heapmodel/hm_internal.h"
+#include "heapmodel/hm_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,87 +58,6 @@
 #include "heapmodel/hm_testing.h"
 #endif
 
-#define HM_WINDOW_SHIFT 22
-#define HM_WINDOW_LAST ((UINT64_C(1) << HM_WINDOW_SHIFT) - 1)
-#define HM_GEN_TOMB 14u /* internal: an entry evicted by hm_model_add, dropped at the next GC */
-#define HM_GEN_MASK 15u
-#ifdef HM_TESTING
-#define HM_EPOCH_MAX 7u /* the tests must see the epoch wrap around */
-#else
-#define HM_EPOCH_MAX 0xffffu
-#endif
-#define HM_SLOT_TAGS UINT64_C(0xffffffff00000000) /* epoch and tag */
-
-/* Insert-list val: id << 8 | gen_before << 4 | gen_after; gen_before == HM_GEN_UNKNOWN marks a
- * kept young object (inserted, but it did not go through this GC as a survivor). */
-#define HM_INS_KEEP HM_GEN_UNKNOWN
-
-/* Scratch buffers above this size are freed after the GC that needed them: a full GC of a big
- * heap needs 32 bytes per survivor for a moment, and holding that forever would double the
- * model's footprint. gen0 GCs stay below it and keep their buffers. */
-#define HM_SCRATCH_KEEP_BYTES ((size_t)8 << 20)
-
-typedef struct hm_entry {
-    uint64_t addr;
-    uint64_t idgen; /* id << 4 | gen */
-} hm_entry;
-
-typedef struct hm_window {
-    uint64_t key; /* addr >> HM_WINDOW_SHIFT of every entry */
-    hm_entry *e;
-    uint32_t n, cap;
-    uint32_t n_tomb;
-    uint32_t touched; /* a GC removed entries (it may shrink it); cleared when the GC ends */
-} hm_window;
-
-struct hm_model {
-    hm_window *win;
-    size_t n_win, cap_win;
-    size_t n_live_win; /* entries in windows that are not tombstones */
-    size_t n_tomb;
-
-    /* Which window the last hm_model_add looked at: allocations come in runs in one region. */
-    bool cache_valid;
-    uint64_t cache_key;
-    size_t cache_wi; /* HM_NONE when no window has that key */
-
-    hm_pair *young; /* key addr, val id << 8 | scratch (generation at GC start, during a GC) */
-    size_t n_young, cap_young;
-    /* Slot: epoch << 48 | tag << 32 | young index + 1; a slot of another epoch is empty, so a GC
-     * empties the hash by bumping the epoch instead of clearing it. Capacity a power of two,
-     * load at most 1/2. */
-    uint64_t *slots;
-    size_t cap_slots;
-    unsigned slot_shift; /* 64 - log2(cap_slots) */
-    uint64_t epoch;      /* 1..HM_EPOCH_MAX */
-
-    uint64_t *evicted; /* id << 4 | gen */
-    size_t n_evicted, cap_evicted;
-
-    /* Scratch reused across GCs (see HM_SCRATCH_KEEP_BYTES). */
-    hm_span *bb, *ba, *cr, *mv; /* bounds before/after, condemned bounds, moves */
-    size_t cap_bb, cap_ba, cap_cr, cap_mv;
-    hm_pair *ins; /* objects to insert into windows at the end of a GC */
-    size_t cap_ins;
-    hm_pair *tmp; /* sort scratch */
-    size_t cap_tmp;
-    uint64_t *dead; /* young objects that die in this GC: id << 4 | gen */
-    size_t cap_dead;
-
-#ifdef HM_TESTING
-    long fail_after; /* allocations to let through before failing one; < 0: never fail */
-#endif
-};
-
-/* Everything prepare computes for commit. */
-typedef struct hm_gc_work {
-    uint32_t mask;
-    size_t n_bb, n_ba, n_cr, n_mv;
-    hm_pair *ins; /* sorted, points at m->ins or m->tmp */
-    size_t n_ins;
-    size_t anomalies;
-    size_t n_dead; /* young objects that die, in m->dead */
-} hm_gc_work;
 
 /* ---- allocation ------------------------------------------------------------------------- */
 
@@ -136,11 +74,25 @@ static void *hm_realloc(hm_model *m, void *p, size_t size)
     return realloc(p, size);
 }
 
+/* Zeroed memory for n elements of `size` bytes, failing like hm_realloc under test. */
+void *hm_calloc(hm_model *m, size_t n, size_t size)
+{
+#ifdef HM_TESTING
+    if (m->fail_after == 0)
+        return NULL;
+    if (m->fail_after > 0)
+        m->fail_after--;
+#else
+    (void)m;
+#endif
+    return calloc(n, size);
+}
+
 /* Grows the array whose pointer is at pp (any T **) to hold at least `need` elements of `size`
  * bytes; growth is geometric so repeated calls cost amortised O(1). Returns HM_OK or
  * HM_ERR_NOMEM (then the array is unchanged). The pointer goes through memcpy because writing
  * it through a void ** would break strict aliasing. */
-static int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size)
+int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
         return HM_OK;
@@ -161,8 +113,6 @@ static int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t si
     return HM_OK;
 }
 
-#define HM_RESERVE(m, ptr, cap, need) hm_reserve((m), &(ptr), &(cap), (need), sizeof(*(ptr)))
-
 static void hm_scratch_release(void *pp, size_t *cap, size_t size)
 {
     if (*cap * size > HM_SCRATCH_KEEP_BYTES) {
@@ -176,36 +126,7 @@ static void hm_scratch_release(void *pp, size_t *cap, size_t size)
 }
 
 #define HM_SCRATCH_RELEASE(ptr, cap) hm_scratch_release(&(ptr), &(cap), sizeof(*(ptr)))
-
 /* ---- small helpers ---------------------------------------------------------------------- */
-
-static uint32_t hm_heap_of(uint32_t gen)
-{
-    return gen <= HM_GEN_2 ? HM_GEN_0 : gen;
-}
-
-static uint64_t hm_entry_id(const hm_entry *x)
-{
-    return x->idgen >> 4;
-}
-
-static uint32_t hm_entry_gen(const hm_entry *x)
-{
-    return (uint32_t)(x->idgen & HM_GEN_MASK);
-}
-
-/* First index in [lo, hi) whose address is >= addr (hi when none). */
-static uint32_t hm_entries_lower_bound(const hm_entry *e, uint32_t lo, uint32_t hi, uint64_t addr)
-{
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (e[mid].addr < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 /* First window index in [lo, n_win) whose key is >= key. */
 static size_t hm_windows_lower_bound(const hm_model *m, uint64_t key, size_t lo)
@@ -221,14 +142,14 @@ static size_t hm_windows_lower_bound(const hm_model *m, uint64_t key, size_t lo)
     return lo;
 }
 
-static size_t hm_windows_find(const hm_model *m, uint64_t key)
+size_t hm_windows_find(const hm_model *m, uint64_t key)
 {
     size_t i = hm_windows_lower_bound(m, key, 0);
     return i < m->n_win && m->win[i].key == key ? i : HM_NONE;
 }
 
 /* Index of the live (not tombstone) entry at addr in window w, or HM_NONE. */
-static size_t hm_window_find_live(const hm_window *w, uint64_t addr)
+size_t hm_window_find_live(const hm_window *w, uint64_t addr)
 {
     if (w->n == 0 || addr < w->e[0].addr || addr > w->e[w->n - 1].addr)
         return HM_NONE; /* the usual case for a fresh allocation: past the window's last object */
@@ -275,110 +196,6 @@ static int hm_window_reserve(hm_model *m, hm_window *w, size_t need)
     w->cap = (uint32_t)cap;
     return HM_OK;
 }
-
-/* ---- young objects ---------------------------------------------------------------------- */
-
-static size_t hm_young_slot(const hm_model *m, uint64_t addr)
-{
-    return (size_t)(((addr >> 3) * UINT64_C(0x9E3779B97F4A7C15)) >> m->slot_shift);
-}
-
-/* A slot keeps 16 bits of the address next to the index, so that probing past other objects
- * reads only the slot array; the young array is touched once, to confirm a match. */
-static uint64_t hm_young_tag(const hm_model *m, uint64_t addr)
-{
-    return m->epoch << 48 | (uint64_t)(uint16_t)(addr >> 3) << 32;
-}
-
-static bool hm_slot_used(const hm_model *m, uint64_t v)
-{
-    return v >> 48 == m->epoch;
-}
-
-/* Index of the young object at addr, or HM_NONE; *slot gets its slot, or the empty slot where
- * it would go. The hash must exist (cap_slots > 0). */
-static size_t hm_young_probe(const hm_model *m, uint64_t addr, size_t *slot)
-{
-    size_t mask = m->cap_slots - 1;
-    uint64_t tag = hm_young_tag(m, addr);
-    for (size_t s = hm_young_slot(m, addr);; s = (s + 1) & mask) {
-        uint64_t v = m->slots[s];
-        if (!hm_slot_used(m, v)) {
-            *slot = s;
-            return HM_NONE;
-        }
-        if ((v & HM_SLOT_TAGS) == tag && m->young[(uint32_t)v - 1].key == addr) {
-            *slot = s;
-            return (uint32_t)v - 1;
-        }
-    }
-}
-
-static size_t hm_young_find(const hm_model *m, uint64_t addr)
-{
-    size_t slot;
-    return m->n_young == 0 ? HM_NONE : hm_young_probe(m, addr, &slot);
-}
-
-static void hm_young_slot_insert(hm_model *m, uint64_t addr, size_t index)
-{
-    size_t mask = m->cap_slots - 1;
-    size_t s = hm_young_slot(m, addr);
-    while (hm_slot_used(m, m->slots[s]))
-        s = (s + 1) & mask;
-    m->slots[s] = hm_young_tag(m, addr) | (uint32_t)(index + 1);
-}
-
-/* Makes room for one more young object: list and hash (load factor at most 1/2). Sets *rehashed
- * when the hash was rebuilt (slot positions changed). */
-static int hm_young_reserve(hm_model *m, bool *rehashed)
-{
-    *rehashed = false;
-    if (m->n_young + 1 >= UINT32_MAX)
-        return HM_ERR_NOMEM;
-    if (HM_RESERVE(m, m->young, m->cap_young, m->n_young + 1) != HM_OK)
-        return HM_ERR_NOMEM;
-    if (2 * (m->n_young + 1) <= m->cap_slots)
-        return HM_OK;
-    size_t cap = m->cap_slots ? 2 * m->cap_slots : 1024;
-    unsigned shift = 64;
-    for (size_t c = cap; c > 1; c >>= 1)
-        shift--;
-    uint64_t *slots = hm_realloc(m, NULL, cap * sizeof(*slots));
-    if (!slots)
-        return HM_ERR_NOMEM;
-    free(m->slots);
-    memset(slots, 0, cap * sizeof(*slots)); /* epoch 0 is never current: all empty */
-    m->slots = slots;
-    m->cap_slots = cap;
-    m->slot_shift = shift;
-    for (size_t i = 0; i < m->n_young; i++)
-        hm_young_slot_insert(m, m->young[i].key, i);
-    *rehashed = true;
-    return HM_OK;
-}
-
-/* After a GC: forget the young objects, and give back memory when a burst of allocations left
- * far more capacity than the last cycle used. */
-static void hm_young_reset(hm_model *m, size_t used)
-{
-    m->n_young = 0;
-    if (m->cap_young > 4 * used && m->cap_young > 4096) {
-        free(m->young);
-        free(m->slots);
-        m->young = NULL;
-        m->slots = NULL;
-        m->cap_young = m->cap_slots = 0;
-        m->slot_shift = 64;
-        return;
-    }
-    if (++m->epoch > HM_EPOCH_MAX) {
-        if (m->slots)
-            memset(m->slots, 0, m->cap_slots * sizeof(*m->slots));
-        m->epoch = 1;
-    }
-}
-
 /* ---- lifecycle -------------------------------------------------------------------------- */
 
 hm_model *hm_model_new(void)
@@ -403,7 +220,6 @@ void hm_model_free(hm_model *m)
     free(m->win);
     free(m->young);
     free(m->slots);
-    free(m->evicted);
     free(m->bb);
     free(m->ba);
     free(m->cr);
@@ -423,57 +239,18 @@ void hm_model_fail_after(hm_model *m, long n)
 
 /* ---- add -------------------------------------------------------------------------------- */
 
-/* Window index for key through the one-entry cache; HM_NONE when there is no such window. */
-static size_t hm_windows_find_cached(hm_model *m, uint64_t key)
-{
-    if (!m->cache_valid || m->cache_key != key) {
-        m->cache_wi = hm_windows_find(m, key);
-        m->cache_key = key;
-        m->cache_valid = true;
-    }
-    return m->cache_wi;
-}
-
+/* An append: the duplicate check is left to hm_young_sync or the next GC. */
 int hm_model_add(hm_model *m, uint64_t addr, uint64_t id)
 {
     if (!m || addr == 0 || id > HM_ID_MAX)
         return HM_ERR_INVALID;
-
-    size_t slot = 0;
-    bool rehashed;
-    size_t yi = m->cap_slots ? hm_young_probe(m, addr, &slot) : HM_NONE;
-    if (yi != HM_NONE) {
-        /* Same address twice since the last GC: the first one died unseen. */
-        if (HM_RESERVE(m, m->evicted, m->cap_evicted, m->n_evicted + 1) != HM_OK)
-            return HM_ERR_NOMEM;
-        m->evicted[m->n_evicted++] = (m->young[yi].val >> 8) << 4 | HM_GEN_UNKNOWN;
-        m->young[yi].val = id << 8;
-        return HM_OK;
-    }
-
-    size_t wi = hm_windows_find_cached(m, addr >> HM_WINDOW_SHIFT);
-    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live(&m->win[wi], addr);
-    if (ei != HM_NONE &&
-        HM_RESERVE(m, m->evicted, m->cap_evicted, m->n_evicted + 1) != HM_OK)
+    size_t n = m->n_young;
+    if (HM_UNLIKELY(n == m->cap_young || 2 * (n + 1) > m->cap_slots) &&
+        hm_young_grow(m) != HM_OK)
         return HM_ERR_NOMEM;
-    if (hm_young_reserve(m, &rehashed) != HM_OK)
-        return HM_ERR_NOMEM;
-    if (rehashed)
-        hm_young_probe(m, addr, &slot);
-
-    if (ei != HM_NONE) {
-        hm_window *w = &m->win[wi];
-        hm_entry *x = &w->e[ei];
-        m->evicted[m->n_evicted++] = x->idgen;
-        x->idgen = (x->idgen & ~(uint64_t)HM_GEN_MASK) | HM_GEN_TOMB;
-        w->n_tomb++;
-        m->n_tomb++;
-        m->n_live_win--;
-    }
-    m->young[m->n_young].key = addr;
-    m->young[m->n_young].val = id << 8;
-    m->slots[slot] = hm_young_tag(m, addr) | (uint32_t)(m->n_young + 1);
-    m->n_young++;
+    m->young[n].key = addr;
+    m->young[n].val = id << 8;
+    m->n_young = n + 1;
     return HM_OK;
 }
 
@@ -555,14 +332,26 @@ static int hm_gc_build_spans(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
     return HM_OK;
 }
 
-/* Step 1 and the young half of step 2: classify every young object by the bounds before the GC,
- * look the condemned ones up in the moves, queue survivors and kept objects for insertion and
- * the dead for reporting. The generation goes into the young object's scratch byte for commit
- * (harmless if prepare fails later: lookups ignore the byte).
+/* Step 1 and the young half of step 2, which also finish the duplicate checks the adds left
+ * (see the top of this file).
+ *
+ * Usually the young list is a sequence of ascending runs (allocation contexts, drained a thread's
+ * buffer at a time) over disjoint address intervals. The classification pass records the runs
+ * as it goes, and checks each against the classified objects; sorted by first address, the runs
+ * then prove that no address was added twice, or show the few that overlap, which are compared
+ * object by object. When the runs are too many or too tangled, a stable sort of the young list
+ * finds the duplicates instead. Classification does not depend on the tombstones, so the pass
+ * stands unless a young object was found evicted: then it runs again without it. All of this only
+ * flags young objects and makes tombstones, which changes nothing the API shows, so a later
+ * failure of prepare needs no undo. */
+/* Classifies every unflagged young object by the bounds before the GC, looks the condemned ones
+ * up in the moves, queues survivors and kept objects for insertion and the dead for reporting,
+ * and records the runs when t is not NULL. The generation goes into the young object's scratch
+ * byte for commit (harmless if prepare fails later: lookups ignore the byte).
  * Whether a condemned object survives is as good as random, so that case is written without
  * branches: both lists get the object and only one of the counts moves on (both lists have
  * room for every young object, so the extra write stays in bounds). */
-static void hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
+static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
 {
     static const hm_span no_move = {0, 0, 0};
     const hm_span *mv = g->n_mv ? m->mv : &no_move;
@@ -571,9 +360,26 @@ static void hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
     hm_pair *ins = m->ins;
     uint64_t *dead = m->dead;
     size_t n_ins = 0, n_dead = 0;
+    /* The open run, in locals (kept in registers: stores through y could alias a struct). */
+    bool track = t != NULL, open = false;
+    size_t s = 0;
+    uint64_t first = 0, prev = UINT64_MAX; /* the first object always starts a run */
 
     for (size_t i = 0; i < m->n_young; i++) {
         hm_pair *y = &m->young[i];
+        if (hm_young_flagged(y))
+            continue; /* evicted: reported by commit_evicted */
+        if (track) {
+            uint64_t a = y->key;
+            if (HM_UNLIKELY(a <= prev || a - prev > HM_YOUNG_RUN_GAP)) {
+                if (open)
+                    track = hm_young_runs_close(m, t, s, i, first, prev);
+                open = true;
+                s = i;
+                first = a;
+            }
+            prev = a;
+        }
         uint64_t id = y->val >> 8;
         size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
         uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
@@ -593,8 +399,36 @@ static void hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
             n_ins++;
         }
     }
+    if (track && open)
+        hm_young_runs_close(m, t, s, m->n_young, first, prev);
     g->n_ins = n_ins;
     g->n_dead = n_dead;
+}
+
+static int hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
+{
+    size_t n = m->n_young, pending = n - m->n_hashed;
+    hm_young_runs runs = {0}, *t = NULL;
+    if (pending > 0 && pending <= n / HM_SYNC_RATIO) {
+        hm_young_sync(m); /* lookups synced most of them: finish that way */
+    } else if (pending > 0) {
+        runs.max = n / 8 + 1;
+        if (HM_RESERVE(m, m->tmp, m->cap_tmp, 2 * runs.max + hm_sort_tmp_size(runs.max)) !=
+            HM_OK)
+            return HM_ERR_NOMEM;
+        runs.runs = m->tmp;
+        runs.info = m->tmp + runs.max;
+        runs.scratch = runs.info + runs.max;
+        t = &runs;
+    }
+    size_t flagged = m->n_yflagged;
+    hm_young_classify(m, g, t);
+    if (!t)
+        return HM_OK;
+    int rc = hm_young_runs_finish(m, t);
+    if (rc == HM_OK && m->n_yflagged != flagged)
+        hm_young_classify(m, g, NULL); /* again, without the evicted */
+    return rc;
 }
 
 /* The window half of step 2: condemned objects that move are queued for insertion at their new
@@ -671,9 +505,10 @@ static int hm_gc_prepare(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
     rc = HM_RESERVE(m, m->ins, m->cap_ins, m->n_young);
     if (rc == HM_OK)
         rc = HM_RESERVE(m, m->dead, m->cap_dead, m->n_young);
+    if (rc == HM_OK)
+        rc = hm_gc_prepare_young(m, g);
     if (rc != HM_OK)
         return rc;
-    hm_gc_prepare_young(m, g);
     rc = hm_gc_prepare_windows(m, g);
     if (rc != HM_OK)
         return rc;
@@ -704,12 +539,14 @@ static void hm_sink_survived(const hm_gc_sink *sink, hm_gc_stats *st, uint64_t i
         sink->survived(sink->ctx, id, before, after);
 }
 
-/* Reports the objects evicted by hm_model_add and drops their tombstones. */
+/* Reports the objects that later adds evicted (flagged young objects, tombstones) and drops the
+ * tombstones. */
 static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stats *st)
 {
-    for (size_t i = 0; i < m->n_evicted; i++)
-        hm_sink_evicted(sink, st, m->evicted[i] >> 4, (uint32_t)(m->evicted[i] & HM_GEN_MASK));
-    m->n_evicted = 0;
+    if (m->n_yflagged > 0)
+        for (size_t i = 0; i < m->n_young; i++)
+            if (hm_young_flagged(&m->young[i]))
+                hm_sink_evicted(sink, st, m->young[i].val >> 8, HM_GEN_UNKNOWN);
     if (m->n_tomb == 0)
         return;
     for (size_t wi = 0; wi < m->n_win; wi++) {
@@ -717,9 +554,14 @@ static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stat
         if (w->n_tomb == 0)
             continue;
         uint32_t out = 0;
-        for (uint32_t i = 0; i < w->n; i++)
-            if (hm_entry_gen(&w->e[i]) != HM_GEN_TOMB)
-                w->e[out++] = w->e[i];
+        for (uint32_t i = 0; i < w->n; i++) {
+            const hm_entry *x = &w->e[i];
+            if (hm_entry_gen(x) != HM_GEN_TOMB)
+                w->e[out++] = *x;
+            else
+                hm_sink_evicted(sink, st, hm_entry_id(x),
+                                (uint32_t)(x->idgen >> HM_TOMB_GEN_SHIFT));
+        }
         w->n = out;
         w->n_tomb = 0;
         w->touched = 1;
@@ -730,11 +572,12 @@ static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stat
 static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sink *sink,
                                hm_gc_stats *st)
 {
-    st->classified = m->n_young;
+    st->classified = m->n_young - m->n_yflagged;
     if (sink->classified)
         for (size_t i = 0; i < m->n_young; i++)
-            sink->classified(sink->ctx, m->young[i].val >> 8,
-                             hm_heap_of((uint32_t)(m->young[i].val >> 4 & HM_GEN_MASK)));
+            if (!hm_young_flagged(&m->young[i]))
+                sink->classified(sink->ctx, m->young[i].val >> 8,
+                                 hm_heap_of((uint32_t)(m->young[i].val >> 4 & HM_GEN_MASK)));
     /* Every `classified` comes before any `died`: evictions are reported after the loop above. */
     hm_gc_commit_evicted(m, sink, st);
     st->condemned += g->n_dead;
@@ -960,11 +803,20 @@ out:
 
 /* ---- queries ---------------------------------------------------------------------------- */
 
-bool hm_model_lookup(const hm_model *m, uint64_t addr, uint64_t *id, uint32_t *generation)
+/* lookup and count take a const model, as callers see it, but may first sync the hash: deferred
+ * bookkeeping of earlier adds that changes nothing they can observe. The model was allocated
+ * writable by hm_model_new, and only its one thread uses it. */
+static hm_model *hm_mutable(const hm_model *m)
 {
-    if (!m)
+    return (hm_model *)(uintptr_t)m;
+}
+
+bool hm_model_lookup(const hm_model *cm, uint64_t addr, uint64_t *id, uint32_t *generation)
+{
+    if (!cm)
         return false;
-    size_t yi = hm_young_find(m, addr);
+    hm_model *m = hm_mutable(cm);
+    size_t yi = m->n_young ? hm_young_lookup(m, addr) : HM_NONE;
     if (yi != HM_NONE) {
         if (id)
             *id = m->young[yi].val >> 8;
@@ -983,37 +835,44 @@ bool hm_model_lookup(const hm_model *m, uint64_t addr, uint64_t *id, uint32_t *g
     return true;
 }
 
+/* Does not sync: the sorted copy of the young objects resolves what a sync would (the newest of
+ * equal addresses wins, and a young object hides a classified one at its address). */
 bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
 {
     hm_pair *buf = NULL, *young = NULL;
-    size_t ny = m ? m->n_young : 0, yi = 0;
+    size_t ny = 0, yi = 0;
     bool ok = false;
 
     if (!m)
         return true;
-    if (ny > 0) {
+    if (m->n_young > 0) {
         /* Young objects are in arrival order: sort a copy to merge them in. */
-        buf = malloc((ny + hm_sort_tmp_size(ny)) * sizeof(*buf));
+        size_t n = m->n_young;
+        buf = malloc((n + hm_sort_tmp_size(n)) * sizeof(*buf));
         if (!buf)
             goto out;
-        memcpy(buf, m->young, ny * sizeof(*buf));
-        young = hm_pairs_sort(buf, buf + ny, ny);
+        for (size_t i = 0; i < n; i++)
+            if (!hm_young_flagged(&m->young[i]))
+                buf[ny++] = m->young[i];
+        young = hm_pairs_sort(buf, buf + n, ny); /* stable: the newest of an address is last */
     }
     for (size_t wi = 0; wi < m->n_win; wi++) {
         const hm_window *w = &m->win[wi];
         for (uint32_t i = 0; i < w->n; i++) {
             const hm_entry *x = &w->e[i];
             for (; yi < ny && young[yi].key < x->addr; yi++)
-                if (!fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
+                if ((yi + 1 == ny || young[yi + 1].key != young[yi].key) &&
+                    !fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
                     goto out;
-            if (hm_entry_gen(x) == HM_GEN_TOMB)
-                continue;
+            if (hm_entry_gen(x) == HM_GEN_TOMB || (yi < ny && young[yi].key == x->addr))
+                continue; /* evicted by a young object */
             if (!fn(ctx, x->addr, hm_entry_id(x), hm_entry_gen(x)))
                 goto out;
         }
     }
     for (; yi < ny; yi++)
-        if (!fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
+        if ((yi + 1 == ny || young[yi + 1].key != young[yi].key) &&
+            !fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
             goto out;
     ok = true;
 out:
@@ -1021,9 +880,13 @@ out:
     return ok;
 }
 
-size_t hm_model_count(const hm_model *m)
+size_t hm_model_count(const hm_model *cm)
 {
-    return m ? m->n_live_win + m->n_young : 0;
+    if (!cm)
+        return 0;
+    hm_model *m = hm_mutable(cm);
+    hm_young_sync(m); /* the evictions it finds are what makes the count exact */
+    return m->n_live_win + m->n_young - m->n_yflagged;
 }
 
 size_t hm_model_memory(const hm_model *m)
@@ -1034,7 +897,6 @@ size_t hm_model_memory(const hm_model *m)
     for (size_t i = 0; i < m->n_win; i++)
         bytes += (size_t)m->win[i].cap * sizeof(hm_entry);
     bytes += m->cap_young * sizeof(*m->young) + m->cap_slots * sizeof(*m->slots);
-    bytes += m->cap_evicted * sizeof(*m->evicted);
     bytes += (m->cap_bb + m->cap_ba + m->cap_cr + m->cap_mv) * sizeof(hm_span);
     bytes += (m->cap_ins + m->cap_tmp) * sizeof(hm_pair) + m->cap_dead * sizeof(*m->dead);
     return bytes;
@@ -1047,15 +909,49 @@ size_t hm_model_memory(const hm_model *m)
         if (!(cond)) {                                   \
             if (why && why_size)                         \
                 snprintf(why, why_size, __VA_ARGS__);    \
-            return false;                                \
+            ok = false;                                  \
+            goto out;                                    \
         }                                                \
     } while (0)
 
+static int hm_pair_cmp(const void *pa, const void *pb)
+{
+    const hm_pair *a = pa, *b = pb;
+    if (a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return a->val < b->val ? -1 : a->val > b->val;
+}
+
+/* Index in the sorted (address, index) pairs p[0..n) of the last one with address addr, or
+ * HM_NONE. */
+static size_t hm_pairs_find_last(const hm_pair *p, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p[mid].key <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo > 0 && p[lo - 1].key == addr ? lo - 1 : HM_NONE;
+}
+
+/* Does not sync (it checks the state as it is), so it holds between any two calls. */
 bool hm_model_check(const hm_model *m, char *why, size_t why_size)
 {
     size_t live = 0, tomb = 0;
+    hm_pair *by_addr = NULL; /* (address, index) of every young object, sorted */
+    bool ok = true;
 
     HM_CHECK(m, "model is NULL");
+    HM_CHECK(m->n_young <= m->cap_young, "young n %zu > cap %zu", m->n_young, m->cap_young);
+    by_addr = malloc((m->n_young + 1) * sizeof(*by_addr));
+    HM_CHECK(by_addr, "check: out of memory");
+    for (size_t i = 0; i < m->n_young; i++)
+        by_addr[i] = (hm_pair){m->young[i].key, i};
+    qsort(by_addr, m->n_young, sizeof(*by_addr), hm_pair_cmp);
+
     HM_CHECK(m->n_win <= m->cap_win, "n_win %zu > cap %zu", m->n_win, m->cap_win);
     for (size_t wi = 0; wi < m->n_win; wi++) {
         const hm_window *w = &m->win[wi];
@@ -1076,11 +972,16 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
             HM_CHECK(x->addr != 0, "I3: address 0 in window %zu", wi);
             if (gen == HM_GEN_TOMB) {
                 wt++;
-                HM_CHECK(hm_young_find(m, x->addr) != HM_NONE,
+                HM_CHECK(x->idgen >> HM_TOMB_GEN_SHIFT <= HM_GEN_NONGC,
+                         "I3: tombstone 0x%llx keeps gen %u", (unsigned long long)x->addr,
+                         (unsigned)(x->idgen >> HM_TOMB_GEN_SHIFT));
+                HM_CHECK(hm_pairs_find_last(by_addr, m->n_young, x->addr) != HM_NONE,
                          "I6: tombstone 0x%llx without young evictor",
                          (unsigned long long)x->addr);
             } else {
                 live++;
+                HM_CHECK(x->idgen >> HM_TOMB_GEN_SHIFT == 0, "I3: id too large at 0x%llx",
+                         (unsigned long long)x->addr);
             }
         }
         HM_CHECK(wt == w->n_tomb, "I4: window %zu has %zu tombstones, counted %u", wi, wt,
@@ -1090,32 +991,63 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
     HM_CHECK(live == m->n_live_win, "I4: %zu live entries, counted %zu", live, m->n_live_win);
     HM_CHECK(tomb == m->n_tomb, "I4: %zu tombstones, counted %zu", tomb, m->n_tomb);
 
-    HM_CHECK(m->n_young <= m->cap_young, "young n %zu > cap %zu", m->n_young, m->cap_young);
-    HM_CHECK(m->n_young == 0 || 2 * m->n_young <= m->cap_slots, "I5: hash too full");
-    size_t used = 0;
+    HM_CHECK(m->n_hashed <= m->n_young, "I5: %zu hashed of %zu", m->n_hashed, m->n_young);
+    HM_CHECK(m->n_young == 0 || 2 * m->n_young <= m->cap_slots, "I5: hash too small");
     HM_CHECK(m->epoch >= 1 && m->epoch <= HM_EPOCH_MAX, "I5: epoch %llu",
              (unsigned long long)m->epoch);
+    size_t used = 0, self = 0, flagged = 0;
     for (size_t s = 0; s < m->cap_slots; s++)
         if (hm_slot_used(m, m->slots[s])) {
             used++;
             uint32_t v = (uint32_t)m->slots[s];
-            HM_CHECK(v >= 1 && v <= m->n_young, "I5: slot %zu names %u of %zu", s, v, m->n_young);
+            HM_CHECK(v >= 1 && v <= m->n_hashed, "I5: slot %zu names %u of %zu hashed", s, v,
+                     m->n_hashed);
             HM_CHECK((m->slots[s] & HM_SLOT_TAGS) == hm_young_tag(m, m->young[v - 1].key),
                      "I5: slot %zu has a wrong tag", s);
         }
-    HM_CHECK(used == m->n_young, "I5: %zu slots used for %zu young objects", used, m->n_young);
     for (size_t i = 0; i < m->n_young; i++) {
-        uint64_t addr = m->young[i].key;
+        const hm_pair *y = &m->young[i];
+        uint64_t addr = y->key;
+        bool fl = hm_young_flagged(y);
+        flagged += fl;
         HM_CHECK(addr != 0, "I3: young address 0");
-        HM_CHECK((m->young[i].val >> 8) <= HM_ID_MAX, "I3: young id too large");
-        HM_CHECK(hm_young_find(m, addr) == i, "I5: young 0x%llx not found at %zu",
-                 (unsigned long long)addr, i);
+        HM_CHECK((y->val >> 8) <= HM_ID_MAX, "I3: young id too large");
+        HM_CHECK((y->val & 0xe) == 0, "young %zu: scratch byte 0x%x", i,
+                 (unsigned)(y->val & 0xff)); /* a failed GC may leave a generation above */
+        size_t last = hm_pairs_find_last(by_addr, m->n_young, addr);
+        HM_CHECK(last != HM_NONE && !(fl && by_addr[last].val == i),
+                 "I5: young %zu (0x%llx) flagged but the newest at its address", i,
+                 (unsigned long long)addr);
+        if (i >= m->n_hashed)
+            continue;
+        size_t j = hm_young_find_hashed(m, addr);
+        HM_CHECK(j != HM_NONE && j >= i && (j == i || fl), "I5: young 0x%llx at %zu: hash %zu",
+                 (unsigned long long)addr, i, j);
+        self += j == i;
+        if (fl)
+            continue;
         size_t wi = hm_windows_find(m, addr >> HM_WINDOW_SHIFT);
         HM_CHECK(wi == HM_NONE || hm_window_find_live(&m->win[wi], addr) == HM_NONE,
                  "I6: 0x%llx both young and classified", (unsigned long long)addr);
     }
-    HM_CHECK(m->n_evicted <= m->cap_evicted, "evicted n > cap");
+    HM_CHECK(used == self, "I5: %zu slots used for %zu hashed addresses", used, self);
+    HM_CHECK(m->n_keyed <= m->n_young && m->n_ywin <= HM_YOUNG_WINDOWS, "I8: %zu keyed of %zu",
+             m->n_keyed, m->n_young);
+    for (size_t k = 1; k < m->n_ywin; k++)
+        HM_CHECK(m->ywin[k - 1] < m->ywin[k], "I8: young windows not ascending at %zu", k);
+    for (size_t i = 0; i < m->n_keyed && !m->ywin_full; i++) {
+        uint64_t key = m->young[i].key >> HM_WINDOW_SHIFT;
+        bool found = false;
+        for (size_t k = 0; k < m->n_ywin && !found; k++)
+            found = m->ywin[k] == key;
+        HM_CHECK(found, "I8: window of young %zu (0x%llx) not listed", i,
+                 (unsigned long long)m->young[i].key);
+    }
+    HM_CHECK(flagged == m->n_yflagged, "I4: %zu young flagged, counted %zu", flagged,
+             m->n_yflagged);
     if (m->cache_valid)
         HM_CHECK(m->cache_wi == hm_windows_find(m, m->cache_key), "I7: stale window cache");
-    return true;
+out:
+    free(by_addr);
+    return ok;
 }

@@ -22,11 +22,12 @@
  * to keep. Pure C, no runtime, no I/O, no locks: one thread owns a model (the collector's own
  * thread, never a runtime callback); no function may be called from inside a sink callback.
  *
- * Cost: adding is amortised O(1); applying a GC costs O(c log c + r log r + w) where c is the
- * number of objects added since the last GC or lying in condemned bounds ranges, r the number of
- * ranges and w the number of 4 MiB address windows holding objects — objects of uncondemned
- * generations are not visited, so a gen0 GC on a large gen2 heap stays cheap. The log factors
- * vanish when ranges and survivors arrive in address order, as they usually do.
+ * Cost: adding is an append, amortised O(1) with no lookup (a duplicate address is found later,
+ * with the same result: see hm_model_add); applying a GC costs O(c log c + r log r + w) where c
+ * is the number of objects added since the last GC or lying in condemned bounds ranges, r the
+ * number of ranges and w the number of 4 MiB address windows holding objects — objects of
+ * uncondemned generations are not visited, so a gen0 GC on a large gen2 heap stays cheap. The
+ * log factors vanish when ranges and survivors arrive in address order, as they usually do.
  * Memory: 16 bytes per classified object plus at most an eighth of slack in windows that grow;
  * objects added since the last GC cost 16 bytes plus 16–32 bytes of hash. A GC borrows scratch,
  * about 64 bytes per object added since the last GC or moved out of a window (each buffer is kept
@@ -135,7 +136,9 @@ void hm_model_free(hm_model *m);
  * be unique among the objects the model holds). Its generation is HM_GEN_UNKNOWN until the next
  * apply_gc classifies it. If the model already holds an object at `addr`, that object must have
  * died unseen: it is evicted, counted as an anomaly, and reported through `died` at the next
- * apply_gc. Amortised O(1). Returns HM_OK, HM_ERR_NOMEM (nothing changed) or HM_ERR_INVALID
+ * apply_gc. Amortised O(1), and only an append: whether `addr` is already held is settled later
+ * (by the next lookup or count that needs it, or by the next apply_gc), which changes nothing
+ * any function reports. Returns HM_OK, HM_ERR_NOMEM (nothing changed) or HM_ERR_INVALID
  * (addr 0, or id above HM_ID_MAX). */
 int hm_model_add(hm_model *m, uint64_t addr, uint64_t id);
 
@@ -147,7 +150,9 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
                       hm_gc_stats *stats);
 
 /* Looks up the object at exactly `addr`. Returns true and fills *id and *generation (either may
- * be NULL) when the model holds one. */
+ * be NULL) when the model holds one. Usually O(1) or O(log n); it may first finish deferred work
+ * of earlier adds (hashing the objects added since the last lookup, amortised O(1) per add),
+ * which is why a model taken as const is still updated: only ever from its one thread. */
 bool hm_model_lookup(const hm_model *m, uint64_t addr, uint64_t *id, uint32_t *generation);
 
 /* Calls fn for every object the model holds, in ascending address order. Stops early and
@@ -157,7 +162,8 @@ bool hm_model_lookup(const hm_model *m, uint64_t addr, uint64_t *id, uint32_t *g
 typedef bool (*hm_object_fn)(void *ctx, uint64_t addr, uint64_t id, uint32_t generation);
 bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx);
 
-/* Number of objects the model holds. */
+/* Number of objects the model holds. Like lookup, it first finishes the deferred work of
+ * earlier adds (amortised O(1) per add). */
 size_t hm_model_count(const hm_model *m);
 
 /* Bytes of memory the model holds (for the collector's accounting and the benchmark). */

@@ -10,8 +10,10 @@
  *
  * Prints p50/p99/max of the gen0 apply time (thread CPU time, robust to a busy machine, and wall
  * time), the gen1 apply time, add cost, bytes per object, a yardstick (one plain pass over the
- * young objects on this machine), variants (no callbacks, one thread, adds in random order) and
- * the ratio against the naive model of the tests on a smaller heap (the naive one is quadratic).
+ * young objects on this machine), variants (no callbacks, one thread, adds in random order), the
+ * add cost when lookups come between the adds (as the collector looks up the target of every new
+ * GC handle: usually an object just allocated, now and then an old one) and the ratio against
+ * the naive model of the tests on a smaller heap (the naive one is quadratic).
  *
  * Usage: bench_heapmodel [old young gcs threads [main]]   (defaults 2000000 100000 200 4);
  * `main` runs only the main scenario (for profiling).
@@ -86,6 +88,8 @@ typedef struct bench {
     size_t threads;
     bool random_order; /* adds in random order (worst case for the sorts) */
     bool no_callbacks; /* a sink without callbacks: the model's own cost */
+    size_t lookup_every; /* a lookup after every lookup_every-th add (0: none), timed with them */
+    bool lookup_old;     /* of an old (gen1) object instead of the one just added */
     vec gen2, gen1, young; /* hm_gen_range of regions; uint64_t addresses */
     vec gen1_objs;         /* gen1 object addresses, ascending */
     vec moves;
@@ -171,6 +175,21 @@ static double apply(bench *b, uint32_t mask, vec *bb, vec *ba)
         exit(1);
     }
     return t;
+}
+
+/* A lookup between adds, which must find its object: `just_added`, or an old gen1 object. */
+static void lookup(bench *b, uint64_t just_added)
+{
+    uint64_t addr = just_added, id = 0;
+    uint32_t gen = 0, want = HM_GEN_UNKNOWN;
+    if (b->lookup_old && b->gen1_objs.n > 0) {
+        addr = ((uint64_t *)b->gen1_objs.v)[rnd(b) % b->gen1_objs.n];
+        want = HM_GEN_1;
+    }
+    if (!hm_model_lookup(b->m, addr, &id, &gen) || gen != want) {
+        fprintf(stderr, "lookup of 0x%llx failed\n", (unsigned long long)addr);
+        exit(1);
+    }
 }
 
 /* All generation ranges, in the runtime's (unordered) style: gen2, then gen1, then gen0. */
@@ -268,8 +287,11 @@ static void allocate(bench *b, size_t young, uint64_t *start, uint64_t *len)
             o[j] = x;
         }
     double t0 = now();
-    for (size_t i = 0; i < order.n; i++)
+    for (size_t i = 0; i < order.n; i++) {
         add(b, o[i]);
+        if (b->lookup_every && i % b->lookup_every == b->lookup_every - 1)
+            lookup(b, o[i]);
+    }
     b->t_add += now() - t0;
     b->n_add += order.n;
     for (size_t i = 0; i < order.n; i++)
@@ -373,6 +395,8 @@ typedef struct result {
 typedef struct config {
     size_t old, young, gcs, threads;
     bool random_order, no_callbacks;
+    size_t lookup_every;
+    bool lookup_old;
 } config;
 
 static result run(const impl *im, config c, uint64_t seed)
@@ -386,6 +410,8 @@ static result run(const impl *im, config c, uint64_t seed)
     b.threads = c.threads ? c.threads : 1;
     b.random_order = c.random_order;
     b.no_callbacks = c.no_callbacks;
+    b.lookup_every = c.lookup_every;
+    b.lookup_old = c.lookup_old;
     b.gen2.size = b.gen1.size = sizeof(hm_gen_range);
     b.young.size = b.gen1_objs.size = sizeof(uint64_t);
     b.moves.size = sizeof(hm_move);
@@ -465,7 +491,7 @@ static void print_gen0(const char *what, result r)
 
 int main(int argc, char **argv)
 {
-    config c = {2000000, 100000, 200, 4, false, false};
+    config c = {2000000, 100000, 200, 4, false, false, 0, false};
     if (argc > 1)
         c.old = strtoull(argv[1], NULL, 0);
     if (argc > 2)
@@ -508,7 +534,24 @@ int main(int argc, char **argv)
     v.random_order = true;
     print_gen0("  worst case, adds in random order:", run(&MODEL, v, 4));
 
-    config small = {20000, 2000, 20, c.threads, false, false};
+    v.random_order = false;
+    static const struct {
+        size_t every;
+        bool old;
+        const char *what;
+    } lk[] = {{64, false, "the object just added, every 64 adds"},
+              {1024, false, "the object just added, every 1024 adds"},
+              {1024, true, "an old object, every 1024 adds"},
+              {64, true, "an old object, every 64 adds"}};
+    for (size_t k = 0; k < sizeof(lk) / sizeof(lk[0]); k++) {
+        v.lookup_every = lk[k].every;
+        v.lookup_old = lk[k].old;
+        result lr = run(&MODEL, v, 6 + k);
+        printf("  adds with a lookup of %-39s %5.1f ns/object (adds and lookups)\n", lk[k].what,
+               lr.add_ns);
+    }
+
+    config small = {20000, 2000, 20, c.threads, false, false, 0, false};
     result fast = run(&MODEL, small, 5);
     result slow = run(&NAIVE, small, 5);
     printf("vs naive (%zu old, %zu young, %zu GCs): model mean %.4f ms, naive mean %.2f ms, "

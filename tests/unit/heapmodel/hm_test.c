@@ -140,13 +140,18 @@ void hm_objs_release(hm_objs *o)
     memset(o, 0, sizeof(*o));
 }
 
-void hm_objs_of_model(hm_objs *o, const hm_model *m)
+void hm_objs_of_model_nosync(hm_objs *o, const hm_model *m)
 {
     o->n = 0;
     CHECK(hm_model_foreach(m, hm_objs_push, o));
-    CHECK_EQ(o->n, hm_model_count(m));
     for (size_t i = 1; i < o->n; i++)
         CHECK(o->v[i - 1].addr < o->v[i].addr);
+}
+
+void hm_objs_of_model(hm_objs *o, const hm_model *m)
+{
+    hm_objs_of_model_nosync(o, m);
+    CHECK_EQ(o->n, hm_model_count(m));
 }
 
 bool hm_objs_equal(const hm_objs *x, const hm_objs *y)

@@ -13,6 +13,14 @@
  * every GC, and hm_model_check must hold after every step. Some calls run with allocation
  * failures injected: a failed call must change nothing and make no callback.
  *
+ * The model finds duplicate addresses lazily (by a hash sync at a lookup or count, else at the
+ * next GC), so the cycles vary what happens between the adds and the GC: in quiet cycles nothing
+ * counts the model, so the GC finds the evictions itself, all of them when no lookup of recent
+ * objects (compared with the naive model) came between the adds either. Some cycles allocate in
+ * bursts per allocation context, as the collector drains a thread's buffer at a time (the GC then
+ * proves the adds duplicate-free from their runs), others one object here, one there (it then
+ * sorts); addresses are added twice before a GC too.
+ *
  * HM_TEST_SEED overrides the seed, HM_TEST_GCS the number of GCs.
  */
 #include "heapmodel/hm_model.h"
@@ -60,6 +68,12 @@ typedef struct sim {
     hm_move *mv;
     size_t n_mv, cap;
     size_t gcs, adds, nomem_gc, nomem_add, anomalies, evicted, survived, died;
+    /* this cycle: no count or state comparison between the adds and the GC; lookups between
+     * adds; allocation in bursts per context */
+    bool quiet, probe, bursts;
+    uint64_t *recent; /* addresses added since the last GC */
+    size_t n_recent, cap_recent;
+    size_t lookups, quiet_cycles, burst_cycles;
 } sim;
 
 static uint64_t rng_next(uint64_t *s)
@@ -172,19 +186,41 @@ static void sim_compare_state(sim *s)
 
 /* ---- allocation ------------------------------------------------------------------------- */
 
+/* Looks addr up in both models: they must agree. */
+static void sim_lookup(sim *s, uint64_t addr)
+{
+    uint64_t id1 = 0, id2 = 0;
+    uint32_t g1 = 0, g2 = 0;
+    bool f1 = hm_model_lookup(s->m, addr, &id1, &g1);
+    bool f2 = hm_naive_lookup(s->nv, addr, &id2, &g2);
+    CHECK_EQ(f1, f2);
+    CHECK_EQ(id1, id2);
+    CHECK_EQ(g1, g2);
+    s->lookups++;
+}
+
 static void sim_add(sim *s, uint64_t addr)
 {
     uint64_t id = ++s->next_id;
     int want = hm_naive_add(s->nv, addr, id);
+    if (s->n_recent == s->cap_recent) {
+        s->cap_recent = s->cap_recent ? 2 * s->cap_recent : 256;
+        s->recent = realloc(s->recent, s->cap_recent * sizeof(*s->recent));
+        if (!s->recent)
+            abort();
+    }
+    s->recent[s->n_recent++] = addr;
     if (chance(s, 2)) {
-        /* An allocation failure must leave the model as it was. */
-        size_t n = hm_model_count(s->m);
+        /* An allocation failure must leave the model as it was (counting would sync the hash,
+         * which quiet cycles must not do: there only the address is checked). */
+        size_t n = s->quiet ? 0 : hm_model_count(s->m);
         hm_model_fail_after(s->m, (long)rnd(s, 2));
         int rc = hm_model_add(s->m, addr, id);
         hm_model_fail_after(s->m, -1);
         if (rc == HM_ERR_NOMEM) {
             s->nomem_add++;
-            CHECK_EQ(hm_model_count(s->m), n);
+            if (!s->quiet)
+                CHECK_EQ(hm_model_count(s->m), n);
             CHECK_MODEL(s->m);
         } else {
             CHECK_EQ(rc, want);
@@ -194,17 +230,37 @@ static void sim_add(sim *s, uint64_t addr)
     }
     CHECK_EQ(hm_model_add(s->m, addr, id), want);
     s->adds++;
+    if (s->probe && chance(s, 3)) {
+        /* Lookups between adds: the object just added (the collector's usual case: the
+         * target of a new handle), an older young one, an old one, or an address next to it. */
+        unsigned k = (unsigned)rnd(s, 4);
+        uint64_t a = k == 0   ? addr
+                     : k == 1 ? s->recent[rnd(s, s->n_recent)]
+                     : k == 2 && s->on.n ? s->on.v[rnd(s, s->on.n)].addr
+                                         : addr + 8;
+        sim_lookup(s, a);
+    }
 }
 
 static void sim_allocate(sim *s, size_t count)
 {
+    size_t burst = 0, c = 0;
+    /* Bursts: long runs in one context and only a few odd adds, the shape the model's GC proves
+     * duplicate-free without sorting; some of those cycles add one young address twice. */
+    bool young_dups = !s->bursts || chance(s, 40);
     sim_fresh_contexts(s);
     for (size_t k = 0; k < count; k++) {
         unsigned r = (unsigned)rnd(s, 1000);
         size_t ri = (size_t)-1;
         uint64_t size = 0;
+        if (s->bursts)
+            r = r < 970 ? 0 : r < 985 ? 901 : r < 990 && young_dups ? 913 : 0;
         if (r < 780) {
-            size_t c = (size_t)rnd(s, N_CTX);
+            if (!s->bursts || burst == 0) {
+                c = (size_t)rnd(s, N_CTX);
+                burst = 1 + (size_t)rnd(s, 64);
+            }
+            burst--;
             ri = s->ctx[c];
             size = 16 + 8 * rnd(s, 60);
             /* The last object fills the region exactly, so that regions touch each other's
@@ -227,10 +283,17 @@ static void sim_allocate(sim *s, size_t count)
         } else if (r < 901 && chance(s, 50)) {
             sim_add(s, NONGC_BASE + (s->nongc_used += 8 * (1 + rnd(s, 8))));
             continue;
-        } else if (r < 925 || s->n_reg == 0) {
+        } else if (r < 913 || s->n_reg == 0) {
             /* Over an object alive after the last GC, usually still held: an eviction. */
             if (s->on.n > 0)
                 sim_add(s, s->on.v[rnd(s, s->on.n)].addr);
+            continue;
+        } else if (r < 925) {
+            /* Over an object added since the last GC (maybe evicted already): an eviction
+             * among young objects, found at a lookup, a count or the GC. */
+            if (s->n_recent > 0)
+                sim_add(s, s->recent[s->n_recent - 1 - rnd(s, s->n_recent < 200 ? s->n_recent
+                                                                                   : 200)]);
             continue;
         } else {
             /* Somewhere odd: anywhere in the used part of any region (gen1, gen2...), and now
@@ -247,7 +310,8 @@ static void sim_allocate(sim *s, size_t count)
         s->reg[ri].used += size;
     }
     CHECK_MODEL(s->m);
-    CHECK_EQ(hm_model_count(s->m), hm_naive_count(s->nv));
+    if (!s->quiet)
+        CHECK_EQ(hm_model_count(s->m), hm_naive_count(s->nv));
 }
 
 /* ---- GC --------------------------------------------------------------------------------- */
@@ -499,17 +563,23 @@ static void sim_gc(sim *s)
     hm_rec_clear(&s->rn);
     CHECK_EQ(hm_naive_apply_gc(s->nv, &in, &sn, &stn), HM_OK);
     if (chance(s, 5)) {
+        /* In quiet cycles nothing may count the model before the GC (that would sync it). */
         hm_objs before = {0};
-        hm_objs_of_model(&before, s->m);
+        if (s->quiet)
+            hm_objs_of_model_nosync(&before, s->m);
+        else
+            hm_objs_of_model(&before, s->m);
         hm_model_fail_after(s->m, (long)rnd(s, 12));
         int rc = hm_model_apply_gc(s->m, &in, &sm, &stm);
         hm_model_fail_after(s->m, -1);
         if (rc == HM_ERR_NOMEM) {
             s->nomem_gc++;
             CHECK_EQ(s->rm.n, 0);
-            hm_objs_of_model(&s->om, s->m);
+            hm_objs_of_model_nosync(&s->om, s->m);
             CHECK(hm_objs_equal(&before, &s->om));
             CHECK_MODEL(s->m);
+            if (chance(s, 50)) /* what the failed GC found, and a sync, agree */
+                CHECK_EQ(hm_model_count(s->m), before.n);
             CHECK_EQ(hm_model_apply_gc(s->m, &in, &sm, &stm), HM_OK);
         } else {
             CHECK_EQ(rc, HM_OK);
@@ -551,6 +621,7 @@ static void sim_gc(sim *s)
     sim_compare_state(s);
     free(s->bb);
     free(s->ba);
+    s->n_recent = 0;
     s->gcs++;
 }
 
@@ -579,8 +650,13 @@ int main(void)
     for (size_t g = 0; g < n_gcs; g++) {
         /* Bursts of very different sizes: empty cycles, and ones that fill several regions. */
         size_t count = chance(&s, 10) ? 0 : chance(&s, 4) ? 1500 : (size_t)rnd(&s, 150);
+        s.quiet = chance(&s, 40);
+        s.probe = chance(&s, 60);
+        s.bursts = chance(&s, 40);
+        s.quiet_cycles += s.quiet;
+        s.burst_cycles += s.bursts;
         sim_allocate(&s, count);
-        if (chance(&s, 10))
+        if (!s.quiet && chance(&s, 10))
             sim_compare_state(&s); /* also between GCs, young objects included */
         sim_gc(&s);
     }
@@ -591,10 +667,11 @@ int main(void)
         by_gen[s.on.v[i].gen & 15]++;
     printf("test_hm_diff: objects by generation at the end: %zu %zu %zu %zu %zu %zu\n", by_gen[0],
            by_gen[1], by_gen[2], by_gen[3], by_gen[4], by_gen[5]);
-    printf("test_hm_diff: ok: %zu GCs, %zu adds, %zu survived, %zu died, %zu evicted, "
-           "%zu anomalies, %zu+%zu injected allocation failures, %zu objects at the end\n",
-           s.gcs, s.adds, s.survived, s.died, s.evicted, s.anomalies, s.nomem_gc, s.nomem_add,
-           hm_model_count(s.m));
+    printf("test_hm_diff: ok: %zu GCs (%zu quiet, %zu in bursts), %zu adds, %zu lookups between "
+           "adds, %zu survived, %zu died, %zu evicted, %zu anomalies, %zu+%zu injected allocation "
+           "failures, %zu objects at the end\n",
+           s.gcs, s.quiet_cycles, s.burst_cycles, s.adds, s.lookups, s.survived, s.died,
+           s.evicted, s.anomalies, s.nomem_gc, s.nomem_add, hm_model_count(s.m));
     hm_model_free(s.m);
     hm_naive_free(s.nv);
     hm_rec_release(&s.rm);
@@ -602,5 +679,6 @@ int main(void)
     hm_objs_release(&s.om);
     hm_objs_release(&s.on);
     free(s.mv);
+    free(s.recent);
     return 0;
 }

@@ -520,6 +520,344 @@ static void test_invalid_input(void)
     hm_model_free(m);
 }
 
+/* hm_model_add only appends: an address added twice, or over a classified object, is found by
+ * the hash sync of a lookup or count, or else by the next GC (from the runs of the young list,
+ * or by sorting it). However it is found, every query and the GC's report must be the same. */
+enum { FIND_BY_GC, FIND_BY_LOOKUPS, FIND_BY_COUNT, FIND_PARTLY };
+
+static void deferred_scenario(int how, hm_rec *rec, hm_objs *after, hm_gc_stats *st)
+{
+    hm_model *m = hm_model_new();
+    const hm_gen_range bb[] = {
+        {REG(0), 0x100000, HM_GEN_0, 0}, {REG(1), 0x100000, HM_GEN_1, 0},
+        {REG(2), 0x100000, HM_GEN_0, 0},
+    };
+    const hm_gen_range ba[] = {{REG(1), 0x200000, HM_GEN_1, 0}};
+    /* Everything in REG(0) moves to REG(1) + 0x100000; REG(2) dies. */
+    const hm_move mv[] = {{REG(0), REG(1) + 0x100000, 0x100000}};
+
+    add(m, REG(1) + 0x40, 1); /* classified gen1, evicted below */
+    add(m, REG(1) + 0x80, 2); /* classified gen1, stays */
+    run_gc(m, rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+
+    /* Two contexts in bursts, ascending within each: the young list has few disjoint runs. */
+    uint64_t id = 100; /* ids 101..900 */
+    for (int burst = 0; burst < 20; burst++)
+        for (uint64_t k = 0; k < 40; k++) {
+            uint64_t a = REG(burst & 1 ? 2 : 0) + 0x1000 * (uint64_t)(burst / 2) + 0x20 * k;
+            CHECK_EQ(hm_model_add(m, a, ++id), HM_OK);
+            if (how == FIND_BY_LOOKUPS && k % 7 == 0) {
+                uint64_t got = 0;
+                CHECK(hm_model_lookup(m, a, &got, NULL));
+                CHECK_EQ(got, id);
+            }
+            if (how == FIND_PARTLY && burst == 9 && k == 39)
+                CHECK_EQ(hm_model_count(m), 2 + 400);
+        }
+    CHECK_EQ(hm_model_add(m, REG(1) + 0x40, 2000), HM_OK); /* over classified 1 */
+    CHECK_EQ(hm_model_add(m, REG(0) + 0x20, 2001), HM_OK); /* over young 102 */
+    CHECK_EQ(hm_model_add(m, REG(0) + 0x20, 2002), HM_OK); /* over 2001 */
+    CHECK_EQ(hm_model_add(m, REG(2) + 0x40, 2003), HM_OK); /* over young 143, which dies */
+    CHECK_MODEL(m);
+    if (how == FIND_BY_LOOKUPS) {
+        uint64_t got = 0;
+        uint32_t gen = 0;
+        CHECK(hm_model_lookup(m, REG(0) + 0x20, &got, &gen)); /* in the tail: no sync */
+        CHECK_EQ(got, 2002);
+        CHECK_EQ(gen, U);
+        CHECK(hm_model_lookup(m, REG(1) + 0x80, &got, &gen)); /* classified */
+        CHECK_EQ(got, 2);
+        CHECK_EQ(gen, HM_GEN_1);
+        CHECK_MODEL(m);
+    }
+    if (how == FIND_BY_COUNT || how == FIND_PARTLY)
+        CHECK_EQ(hm_model_count(m), 1 + 800 + 1);
+    if (how == FIND_PARTLY)
+        CHECK_EQ(hm_model_add(m, REG(0) + 0x20, 2004), HM_OK); /* over 2002, after the sync */
+    CHECK_MODEL(m);
+    hm_gc_stats s = run_gc(m, rec, (gc_args){1, ARR(bb), ARR(ba), ARR(mv)});
+    hm_objs_of_model(after, m);
+    *st = s;
+    hm_model_free(m);
+}
+
+static void test_deferred_evictions(void)
+{
+    hm_rec rec[4] = {{0}};
+    hm_objs after[4] = {{0}};
+    hm_gc_stats st[4];
+    for (int how = 0; how < 4; how++)
+        deferred_scenario(how, &rec[how], &after[how], &st[how]);
+    /* What the GC reports, whoever found the evictions. */
+    CHECK_EQ(st[0].classified, 800 + 1 + 1 + 1 - 2);
+    CHECK_EQ(st[0].evicted, 4); /* 1, 102, 2001, 143 */
+    CHECK_EQ(st[0].anomalies, 4);
+    expect_event(&rec[0], 'd', 1, HM_GEN_1, 0);
+    expect_event(&rec[0], 'd', 102, U, 0);
+    expect_event(&rec[0], 'd', 2001, U, 0);
+    expect_event(&rec[0], 'd', 143, U, 0);
+    expect_event(&rec[0], 'd', 2003, HM_GEN_0, 0);
+    expect_event(&rec[0], 's', 2002, HM_GEN_0, HM_GEN_1);
+    expect_event(&rec[0], 'c', 2000, HM_GEN_0, 0);
+    CHECK(!hm_rec_find(&rec[0], 'c', 102) && !hm_rec_find(&rec[0], 'c', 2001));
+    for (int how = 1; how < 3; how++) {
+        CHECK(hm_rec_equal(&rec[how], &rec[0]));
+        CHECK(hm_objs_equal(&after[how], &after[0]));
+        CHECK_EQ(st[how].evicted, st[0].evicted);
+        CHECK_EQ(st[how].classified, st[0].classified);
+    }
+    /* FIND_PARTLY added 2004 over 2002 after a count: 2002 is evicted too. */
+    CHECK_EQ(st[3].evicted, 5);
+    expect_event(&rec[3], 'd', 2002, U, 0);
+    expect_event(&rec[3], 's', 2004, HM_GEN_0, HM_GEN_1);
+    for (int how = 0; how < 4; how++) {
+        hm_rec_release(&rec[how]);
+        hm_objs_release(&after[how]);
+    }
+}
+
+/* The GC's own duplicate search on young lists of runs: `adds` is applied to a model holding
+ * classified objects, then a GC runs; once with nothing in between (the GC finds the evictions),
+ * once after a count (the hash sync finds them): reports and results must agree. */
+typedef void (*adds_fn)(hm_model *m);
+
+static hm_gc_stats compare_finders(adds_fn adds, hm_rec *rec)
+{
+    const hm_gen_range bb[] = {{REG(0), 0x100000, HM_GEN_0, 0}, {REG(3), 0x100000, HM_GEN_1, 0}};
+    const hm_gen_range ba[] = {{REG(4), 0x100000, HM_GEN_1, 0}, {REG(3), 0x100000, HM_GEN_1, 0}};
+    const hm_move mv[] = {{REG(0), REG(4), 0x100000}};
+    hm_rec other = {0};
+    hm_objs a = {0}, b = {0};
+    hm_gc_stats st = {0}, st2 = {0};
+    for (int synced = 0; synced < 2; synced++) {
+        hm_model *m = hm_model_new();
+        add(m, REG(3) + 0x100, 1); /* classified gen1 */
+        add(m, REG(3) + 0x200, 2);
+        run_gc(m, &other, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+        adds(m);
+        CHECK_MODEL(m);
+        if (synced) { /* the count (a sync) must agree with foreach, which does not sync */
+            hm_objs_of_model_nosync(&b, m);
+            CHECK_EQ(hm_model_count(m), b.n);
+        }
+        hm_gc_stats x = run_gc(m, synced ? &other : rec, (gc_args){1, ARR(bb), ARR(ba), ARR(mv)});
+        hm_objs_of_model(synced ? &b : &a, m);
+        *(synced ? &st2 : &st) = x;
+        hm_model_free(m);
+    }
+    CHECK(hm_rec_equal(rec, &other));
+    CHECK(hm_objs_equal(&a, &b));
+    CHECK_EQ(st.evicted, st2.evicted);
+    hm_rec_release(&other);
+    hm_objs_release(&a);
+    hm_objs_release(&b);
+    return st;
+}
+
+/* One ascending run crosses classified objects: no duplicate among the young objects, so the
+ * GC needs no sort, but the objects are evicted. */
+static void adds_run_over_classified(hm_model *m)
+{
+    for (uint64_t k = 0; k < 40; k++)
+        CHECK_EQ(hm_model_add(m, REG(3) + 0x80 + 0x40 * k, 100 + k), HM_OK); /* over 1 and 2 */
+    for (uint64_t k = 0; k < 40; k++)
+        CHECK_EQ(hm_model_add(m, REG(0) + 0x40 * k, 200 + k), HM_OK);
+}
+
+/* 64 runs of 16 objects, every one interleaved with every other, plus a run repeating two
+ * addresses: too tangled to compare run by run, so the GC sorts after all. */
+static void adds_tangled_runs(hm_model *m)
+{
+    uint64_t id = 1000;
+    for (uint64_t j = 0; j < 64; j++)
+        for (uint64_t t = 0; t < 16; t++)
+            CHECK_EQ(hm_model_add(m, REG(0) + 8 * (j + 64 * t), ++id), HM_OK);
+    CHECK_EQ(hm_model_add(m, REG(0) + 8 * (5 + 64 * 3), 5000), HM_OK);
+    CHECK_EQ(hm_model_add(m, REG(0) + 8 * (7 + 64 * 9), 5001), HM_OK);
+}
+
+/* Two runs that overlap, one address in both: compared run by run. */
+static void adds_two_overlapping_runs(hm_model *m)
+{
+    for (uint64_t k = 0; k < 30; k++)
+        CHECK_EQ(hm_model_add(m, REG(0) + 0x40 * k, 100 + k), HM_OK);
+    for (uint64_t k = 0; k < 30; k++)
+        CHECK_EQ(hm_model_add(m, REG(0) + 0x1000 + 0x40 * k, 200 + k), HM_OK);
+    /* Between the first run's objects, one of them on 0x400. */
+    const uint64_t at[] = {0x3e8, 0x3f8, 0x400, 0x408, 0x418, 0x428, 0x438, 0x448, 0x458};
+    for (uint64_t k = 0; k < N(at); k++)
+        CHECK_EQ(hm_model_add(m, REG(0) + at[k], 300 + k), HM_OK);
+}
+
+static void test_young_runs(void)
+{
+    hm_rec rec = {0};
+    hm_gc_stats st = compare_finders(adds_run_over_classified, &rec);
+    CHECK_EQ(st.evicted, 2);
+    expect_event(&rec, 'd', 1, HM_GEN_1, 0);
+    expect_event(&rec, 'd', 2, HM_GEN_1, 0);
+    expect_event(&rec, 'c', 102, HM_GEN_0, 0);
+    st = compare_finders(adds_tangled_runs, &rec);
+    CHECK_EQ(st.evicted, 2);
+    expect_event(&rec, 'd', 1000 + 1 + 5 * 16 + 3, U, 0);
+    expect_event(&rec, 'd', 1000 + 1 + 7 * 16 + 9, U, 0);
+    expect_event(&rec, 's', 5000, HM_GEN_0, HM_GEN_1);
+    st = compare_finders(adds_two_overlapping_runs, &rec);
+    CHECK_EQ(st.evicted, 1);
+    expect_event(&rec, 'd', 116, U, 0); /* 0x400 = 16 * 0x40 */
+    expect_event(&rec, 's', 302, HM_GEN_0, HM_GEN_1);
+    hm_rec_release(&rec);
+}
+
+/* Lookups between adds: the newest objects are compared directly, more pending ones sync the
+ * hash; the hash grows (and refills) while lookups and duplicates continue across the growth. */
+static void test_lookup_between_adds(void)
+{
+    hm_model *m = hm_model_new();
+    uint64_t got = 0;
+    uint32_t gen = 0;
+    add(m, REG(0) + 0x10, 1);
+    add(m, REG(0) + 0x10, 2);
+    CHECK(hm_model_lookup(m, REG(0) + 0x10, &got, &gen));
+    CHECK_EQ(got, 2);
+    CHECK_EQ(gen, U);
+    for (uint64_t k = 0; k < 3000; k++) {
+        CHECK_EQ(hm_model_add(m, REG(1) + 0x20 * k, 10 + k), HM_OK);
+        if (k % 500 == 0) /* an old address again: an eviction found by the next sync */
+            CHECK_EQ(hm_model_add(m, REG(0) + 0x10, 100000 + k), HM_OK);
+        if (k % 97 == 0) {
+            CHECK(hm_model_lookup(m, REG(1) + 0x20 * k, &got, NULL)); /* just added */
+            CHECK_EQ(got, 10 + k);
+            CHECK(hm_model_lookup(m, REG(1) + 0x20 * (k / 2), &got, NULL)); /* older */
+            CHECK_EQ(got, 10 + k / 2);
+            CHECK(hm_model_lookup(m, REG(0) + 0x10, &got, NULL));
+            CHECK_EQ(got, 100000 + k / 500 * 500);
+            CHECK(!hm_model_lookup(m, REG(1) + 0x20 * k + 8, NULL, NULL));
+            CHECK_MODEL(m);
+        }
+    }
+    CHECK_EQ(hm_model_count(m), 3001);
+    CHECK_MODEL(m);
+    hm_model_free(m);
+
+    /* Lookups of old objects: their windows hold no young object, so no sync is needed, unless
+     * the young objects spread over too many windows to list (then every such lookup syncs). */
+    m = hm_model_new();
+    hm_rec rec = {0};
+    const hm_gen_range bb[] = {{REG(0), 400 * WIN, HM_GEN_2, 0}};
+    for (uint64_t k = 0; k < 8; k++)
+        add(m, REG(k) + 0x10, 1 + k);
+    run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    for (uint64_t w = 0; w < 2; w++) { /* 300 windows the second time round */
+        for (uint64_t k = 0; k < (w ? 300 : 200); k++) {
+            uint64_t at = w ? REG(8 + k) + 0x200000 : REG(8 + k % 2);
+            CHECK_EQ(hm_model_add(m, at + 0x20 * k, 1000 * (w + 1) + k), HM_OK);
+            CHECK(hm_model_lookup(m, REG(k % 8) + 0x10, &got, &gen)); /* old */
+            CHECK_EQ(got, 1 + k % 8);
+            CHECK_EQ(gen, HM_GEN_2);
+            if (k % 50 == 49)
+                CHECK_MODEL(m);
+        }
+        uint64_t y4 = w ? REG(12) + 0x200000 + 0x80 : REG(8) + 0x80;
+        CHECK(hm_model_lookup(m, y4, &got, &gen)); /* young, past the tail */
+        CHECK_EQ(got, 1000 * (w + 1) + 4);
+        CHECK_EQ(gen, U);
+        CHECK_EQ(hm_model_add(m, REG(3) + 0x10, 999 - w), HM_OK); /* over old 4 */
+        CHECK(hm_model_lookup(m, REG(3) + 0x10, &got, NULL));
+        CHECK_EQ(got, 999 - w);
+        for (int q = 0; q < 100; q++)
+            CHECK_EQ(hm_model_add(m, REG(9) + 0x100000 * (1 + 2 * w) + 0x20 * (uint64_t)q,
+                                  5000 + 1000 * w + (uint64_t)q),
+                     HM_OK);
+        CHECK(hm_model_lookup(m, REG(3) + 0x10, &got, NULL)); /* past the tail now */
+        CHECK_EQ(got, 999 - w);
+        CHECK(hm_model_lookup(m, REG(2) + 0x10, &got, NULL));
+        CHECK_EQ(got, 3);
+        CHECK_MODEL(m);
+        hm_gc_stats st = run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+        CHECK_EQ(st.evicted, 1);
+        expect_event(&rec, 'd', 4, HM_GEN_2, 0);
+        add(m, REG(3) + 0x10, 4); /* put it back */
+        run_gc(m, &rec, (gc_args){0, ARR(bb), ARR(bb), NULL, 0});
+    }
+    hm_rec_release(&rec);
+    hm_model_free(m);
+}
+
+/* HM_ERR_NOMEM inside the GC's duplicate search (its scratch) and in add's hash reservation: a
+ * young list in no order, with duplicates, nothing synced. */
+static void build_unsorted_heap(hm_model *m)
+{
+    uint64_t x = 12345;
+    for (uint64_t k = 0; k < 4000; k++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        uint64_t a = REG(x >> 62) + 0x10 * ((x >> 20) % 0x8000);
+        CHECK_EQ(hm_model_add(m, a, k + 1), HM_OK); /* some addresses come twice */
+    }
+}
+
+static void test_nomem_deferred(void)
+{
+    const hm_gen_range bb[] = {{REG(0), 4 * WIN, HM_GEN_0, 0}};
+    const hm_gen_range ba[] = {{REG(8), 4 * WIN, HM_GEN_1, 0}};
+    const hm_move mv[] = {{REG(0), REG(8), 2 * WIN}};
+    hm_rec ref = {0}, rec = {0};
+    hm_objs want = {0}, before = {0}, after = {0};
+    hm_model *r = hm_model_new();
+    build_unsorted_heap(r);
+    hm_gc_stats st = run_gc(r, &ref, (gc_args){1, ARR(bb), ARR(ba), ARR(mv)});
+    CHECK(st.evicted > 0);
+    hm_objs_of_model(&want, r);
+    bool failed_once = false;
+    for (long k = 0;; k++) {
+        hm_model *m = hm_model_new();
+        hm_gc_sink sink = hm_rec_sink(&rec);
+        build_unsorted_heap(m);
+        hm_objs_of_model_nosync(&before, m); /* counting would find the duplicates before the GC */
+        hm_rec_clear(&rec);
+        hm_model_fail_after(m, k);
+        hm_gc_input in = {1, 1, ARR(bb), ARR(ba), ARR(mv)};
+        int rc = hm_model_apply_gc(m, &in, &sink, &st);
+        hm_model_fail_after(m, -1);
+        CHECK_MODEL(m);
+        if (rc == HM_OK) {
+            hm_model_free(m);
+            break;
+        }
+        CHECK_EQ(rc, HM_ERR_NOMEM);
+        failed_once = true;
+        CHECK_EQ(rec.n, 0);
+        hm_objs_of_model_nosync(&after, m);
+        CHECK(hm_objs_equal(&before, &after));
+        CHECK_EQ(hm_model_count(m), before.n); /* syncs what the failed GC left */
+        CHECK_MODEL(m);
+        run_gc(m, &rec, (gc_args){1, ARR(bb), ARR(ba), ARR(mv)});
+        CHECK(hm_rec_equal(&rec, &ref));
+        hm_objs_of_model(&after, m);
+        CHECK(hm_objs_equal(&after, &want));
+        hm_model_free(m);
+    }
+    CHECK(failed_once);
+
+    /* add: the young list has room, the hash reservation fails: nothing changes. */
+    hm_model *m = hm_model_new();
+    hm_model_fail_after(m, 1);
+    CHECK_EQ(hm_model_add(m, REG(0) + 8, 1), HM_ERR_NOMEM);
+    hm_model_fail_after(m, -1);
+    CHECK_EQ(hm_model_count(m), 0);
+    CHECK(!hm_model_lookup(m, REG(0) + 8, NULL, NULL));
+    CHECK_MODEL(m);
+    add(m, REG(0) + 8, 1);
+    EXPECT(m, {REG(0) + 8, 1, U});
+    hm_model_free(m);
+    hm_model_free(r);
+    hm_objs_release(&want);
+    hm_objs_release(&before);
+    hm_objs_release(&after);
+    hm_rec_release(&rec);
+    hm_rec_release(&ref);
+}
+
 /* Builds the same small heap twice over: old objects in several windows, young ones, a
  * tombstone and an evicted young object. */
 static void build_nomem_heap(hm_model *m, hm_rec *rec)
@@ -653,9 +991,13 @@ int main(void)
     test_no_double_remap();
     test_survivor_outside_bounds();
     test_evictions();
+    test_deferred_evictions();
+    test_young_runs();
+    test_lookup_between_adds();
     test_nongc_and_unknown();
     test_invalid_input();
     test_nomem();
+    test_nomem_deferred();
     test_null();
     printf("test_hm_model: ok\n");
     return 0;

@@ -1,0 +1,220 @@
+/* hm_state.h — the model's state and the helpers shared by hm_model.c and hm_young.c; not
+ * part of the module's API. The data structure and its invariants are described at the top of
+ * hm_model.c.
+ *
+ * hm_model.c  windows of classified objects, add, apply_gc (prepare, commit), queries, checks.
+ * hm_young.c  the young objects: the lazily synced hash, lookups, and the duplicate checks that
+ *             hm_model_add defers (by a sync, or by the runs the next GC records).
+ */
+#ifndef HEAPLENS_HM_STATE_H
+#define HEAPLENS_HM_STATE_H
+
+#include "heapmodel/hm_internal.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HM_WINDOW_SHIFT 22
+#define HM_WINDOW_LAST ((UINT64_C(1) << HM_WINDOW_SHIFT) - 1)
+#define HM_GEN_TOMB 14u /* internal: an entry evicted by a young object, dropped at the next GC */
+#define HM_GEN_MASK 15u
+#define HM_TOMB_GEN_SHIFT 60 /* a tombstone keeps the evicted object's generation here */
+#define HM_Y_EVICTED UINT64_C(1) /* young scratch bit: a newer young object has this address */
+#ifdef HM_TESTING
+#define HM_EPOCH_MAX 7u /* the tests must see the epoch wrap around */
+#else
+#define HM_EPOCH_MAX 0xffffu
+#endif
+#define HM_SLOT_TAGS UINT64_C(0xffffffff00000000) /* epoch and tag */
+
+/* A lookup first compares the newest young objects not yet in the hash directly: the collector
+ * mostly looks up objects allocated moments before, and this spares it the sync. */
+#define HM_TAIL_SCAN 64
+/* Windows (4 MiB) that hold young objects, listed so that a lookup of an old object elsewhere
+ * needs no sync; a young list spread over more windows switches this filter off until the GC. */
+#define HM_YOUNG_WINDOWS 256
+/* How far ahead a sync prefetches hash slots: enough to overlap the cache misses of a hash that
+ * is larger than the caches. */
+#define HM_SYNC_PREFETCH 12
+/* A GC syncs the hash instead of scanning the young list when at most 1/HM_SYNC_RATIO of it is
+ * not hashed yet. */
+#define HM_SYNC_RATIO 32
+
+#if defined(__GNUC__) || defined(__clang__)
+#define HM_PREFETCH_W(p) __builtin_prefetch((p), 1)
+#define HM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define HM_PREFETCH_W(p) ((void)(p))
+#define HM_UNLIKELY(x) (x)
+#endif
+
+/* Insert-list val: id << 8 | gen_before << 4 | gen_after; gen_before == HM_GEN_UNKNOWN marks a
+ * kept young object (inserted, but it did not go through this GC as a survivor). */
+#define HM_INS_KEEP HM_GEN_UNKNOWN
+
+/* Scratch buffers above this size are freed after the GC that needed them: a full GC of a big
+ * heap needs 32 bytes per survivor for a moment, and holding that forever would double the
+ * model's footprint. gen0 GCs stay below it and keep their buffers. */
+#define HM_SCRATCH_KEEP_BYTES ((size_t)8 << 20)
+
+typedef struct hm_entry {
+    uint64_t addr;
+    uint64_t idgen; /* id << 4 | gen */
+} hm_entry;
+
+typedef struct hm_window {
+    uint64_t key; /* addr >> HM_WINDOW_SHIFT of every entry */
+    hm_entry *e;
+    uint32_t n, cap;
+    uint32_t n_tomb;
+    uint32_t touched; /* a GC removed entries (it may shrink it); cleared when the GC ends */
+} hm_window;
+
+struct hm_model {
+    hm_window *win;
+    size_t n_win, cap_win;
+    size_t n_live_win; /* entries in windows that are not tombstones */
+    size_t n_tomb;
+
+    /* Which window the last duplicate check looked at: allocations come in runs in one region. */
+    bool cache_valid;
+    uint64_t cache_key;
+    size_t cache_wi; /* HM_NONE when no window has that key */
+
+    /* key addr, val id << 8 | scratch: HM_Y_EVICTED, or the generation at GC start (gen << 4)
+     * during a GC */
+    hm_pair *young;
+    size_t n_young, cap_young;
+    size_t n_yflagged; /* young objects flagged HM_Y_EVICTED */
+    /* Slot: epoch << 48 | tag << 32 | young index + 1; a slot of another epoch is empty, so a GC
+     * empties the hash by bumping the epoch instead of clearing it. Capacity a power of two, at
+     * least twice n_young (reserved by add), so the load stays at most 1/2. */
+    uint64_t *slots;
+    size_t cap_slots;
+    unsigned slot_shift; /* 64 - log2(cap_slots) */
+    uint64_t epoch;      /* 1..HM_EPOCH_MAX */
+    size_t n_hashed;     /* young[0..n_hashed) went through the hash (see hm_young_sync) */
+    /* Sorted window keys of young[0..n_keyed), unless ywin_full (too many to list). */
+    uint64_t ywin[HM_YOUNG_WINDOWS];
+    size_t n_ywin, n_keyed;
+    bool ywin_full;
+
+    /* Scratch reused across GCs (see HM_SCRATCH_KEEP_BYTES). */
+    hm_span *bb, *ba, *cr, *mv; /* bounds before/after, condemned bounds, moves */
+    size_t cap_bb, cap_ba, cap_cr, cap_mv;
+    hm_pair *ins; /* objects to insert into windows at the end of a GC */
+    size_t cap_ins;
+    hm_pair *tmp; /* sort scratch */
+    size_t cap_tmp;
+    uint64_t *dead; /* young objects that die in this GC: id << 4 | gen */
+    size_t cap_dead;
+
+#ifdef HM_TESTING
+    long fail_after; /* allocations to let through before failing one; < 0: never fail */
+#endif
+};
+
+/* Everything prepare computes for commit. */
+typedef struct hm_gc_work {
+    uint32_t mask;
+    size_t n_bb, n_ba, n_cr, n_mv;
+    hm_pair *ins; /* sorted, points at m->ins or m->tmp */
+    size_t n_ins;
+    size_t anomalies;
+    size_t n_dead; /* young objects that die, in m->dead */
+} hm_gc_work;
+
+/* Larger than the distance between neighbouring small objects, smaller than an allocation
+ * context (8 KiB in CoreCLR): a thread moving on to its next context jumps over the contexts of
+ * other threads, and a run bridging them would overlap theirs. A wrong guess costs a sort. */
+#define HM_YOUNG_RUN_GAP 2048u
+
+/* The runs found by the classification pass, in m->tmp: {first address, run number} in runs,
+ * {last address, start << 32 | end} by run number in info, and sort scratch. */
+typedef struct hm_young_runs {
+    hm_pair *runs, *info, *scratch;
+    size_t max, r;
+    bool overflow; /* more than max runs: not worth it, sort instead */
+} hm_young_runs;
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+static inline uint32_t hm_heap_of(uint32_t gen)
+{
+    return gen <= HM_GEN_2 ? HM_GEN_0 : gen;
+}
+
+static inline uint64_t hm_entry_id(const hm_entry *x)
+{
+    return x->idgen >> 4 & HM_ID_MAX; /* a tombstone keeps a generation above the id */
+}
+
+static inline uint32_t hm_entry_gen(const hm_entry *x)
+{
+    return (uint32_t)(x->idgen & HM_GEN_MASK);
+}
+
+/* First index in [lo, hi) whose address is >= addr (hi when none). */
+static inline uint32_t hm_entries_lower_bound(const hm_entry *e, uint32_t lo, uint32_t hi, uint64_t addr)
+{
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (e[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A slot keeps 16 bits of the address next to the index, so that probing past other objects
+ * reads only the slot array; the young array is touched once, to confirm a match. */
+static inline uint64_t hm_young_tag(const hm_model *m, uint64_t addr)
+{
+    return m->epoch << 48 | (uint64_t)(uint16_t)(addr >> 3) << 32;
+}
+
+static inline bool hm_slot_used(const hm_model *m, uint64_t v)
+{
+    return v >> 48 == m->epoch;
+}
+
+static inline bool hm_young_flagged(const hm_pair *y)
+{
+    return (y->val & HM_Y_EVICTED) != 0;
+}
+
+/* ---- hm_model.c -------------------------------------------------------------------------- */
+
+/* Grows the array at pp (any T **) to at least `need` elements of `size` bytes, geometrically;
+ * HM_OK or HM_ERR_NOMEM (the array unchanged). */
+int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size);
+#define HM_RESERVE(m, ptr, cap, need) hm_reserve((m), &(ptr), &(cap), (need), sizeof(*(ptr)))
+/* Zeroed memory for n elements of `size` bytes (fails on purpose under HM_TESTING). */
+void *hm_calloc(hm_model *m, size_t n, size_t size);
+/* Index of the window with `key`, or HM_NONE. */
+size_t hm_windows_find(const hm_model *m, uint64_t key);
+/* Index of the live (not tombstone) entry at addr in window w, or HM_NONE. */
+size_t hm_window_find_live(const hm_window *w, uint64_t addr);
+
+/* ---- hm_young.c -------------------------------------------------------------------------- */
+
+/* Brings the hash up to n_young (flags older duplicates, makes tombstones); never allocates. */
+void hm_young_sync(hm_model *m);
+/* Index of the newest young object at addr, or HM_NONE (syncs only when it must). */
+size_t hm_young_lookup(hm_model *m, uint64_t addr);
+/* The hashed young object at addr, or HM_NONE. */
+size_t hm_young_find_hashed(const hm_model *m, uint64_t addr);
+/* Room for one more young object and hash capacity for a sync. */
+int hm_young_grow(hm_model *m);
+/* After a GC: forget the young objects; `used` is how many the cycle had. */
+void hm_young_reset(hm_model *m, size_t used);
+/* The classification pass ended the run young[s..e) from first to last: records and checks it.
+ * False when there are too many runs (t->overflow set). */
+bool hm_young_runs_close(hm_model *m, hm_young_runs *t, size_t s, size_t e, uint64_t first,
+                         uint64_t last);
+/* Finds the duplicates among the recorded runs (or by a sort); HM_OK or HM_ERR_NOMEM. */
+int hm_young_runs_finish(hm_model *m, hm_young_runs *t);
+
+#endif /* HEAPLENS_HM_STATE_H */
