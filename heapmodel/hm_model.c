@@ -61,31 +61,29 @@
 
 /* ---- allocation ------------------------------------------------------------------------- */
 
-static void *hm_realloc(hm_model *m, void *p, size_t size)
+/* Whether an allocation may go ahead: under HM_TESTING, the tests make the n-th one fail. */
+static bool hm_may_allocate(hm_model *m)
 {
 #ifdef HM_TESTING
     if (m->fail_after == 0)
-        return NULL;
+        return false;
     if (m->fail_after > 0)
         m->fail_after--;
 #else
     (void)m;
 #endif
-    return realloc(p, size);
+    return true;
+}
+
+static void *hm_realloc(hm_model *m, void *p, size_t size)
+{
+    return hm_may_allocate(m) ? realloc(p, size) : NULL;
 }
 
 /* Zeroed memory for n elements of `size` bytes, failing like hm_realloc under test. */
 void *hm_calloc(hm_model *m, size_t n, size_t size)
 {
-#ifdef HM_TESTING
-    if (m->fail_after == 0)
-        return NULL;
-    if (m->fail_after > 0)
-        m->fail_after--;
-#else
-    (void)m;
-#endif
-    return calloc(n, size);
+    return hm_may_allocate(m) ? calloc(n, size) : NULL;
 }
 
 /* Grows the array whose pointer is at pp (any T **) to hold at least `need` elements of `size`

@@ -107,6 +107,20 @@ void hm_young_sync(hm_model *m)
     m->n_hashed = n;
 }
 
+/* First index of ywin whose key is >= key (n_ywin when none). */
+static size_t hm_ywin_lower_bound(const hm_model *m, uint64_t key)
+{
+    size_t lo = 0, hi = m->n_ywin;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->ywin[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Whether some young object may lie in the window of addr: brings the list of their windows up
  * to date (a sequential scan of the objects added since), then searches it. */
 static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
@@ -119,14 +133,7 @@ static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
             continue;
         last = key;
         have_last = true;
-        size_t lo = 0, hi = m->n_ywin;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (m->ywin[mid] < key)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        size_t lo = hm_ywin_lower_bound(m, key);
         if (lo < m->n_ywin && m->ywin[lo] == key)
             continue;
         if (m->n_ywin == HM_YOUNG_WINDOWS) {
@@ -141,14 +148,7 @@ static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
     if (m->ywin_full)
         return true;
     uint64_t key = addr >> HM_WINDOW_SHIFT;
-    size_t lo = 0, hi = m->n_ywin;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->ywin[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = hm_ywin_lower_bound(m, key);
     return lo < m->n_ywin && m->ywin[lo] == key;
 }
 
