@@ -3,6 +3,7 @@
 #include "query/commands.h"
 #include "query/query.h"
 #include "query/report.h"
+#include "query/retention.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -116,18 +117,20 @@ static gboolean same_file(const char *a, const char *b)
 int cmd_report(int argc, char **argv)
 {
     int status = 1;
-    gboolean json = FALSE;
+    gboolean json = FALSE, progress_flag = FALSE;
     const char *output = NULL;
     const char *path = NULL;
     const query_option options[] = {
         {"json", QUERY_OPT_FLAG, &json},
         {"output", QUERY_OPT_VALUE, &output},
+        {"progress", QUERY_OPT_FLAG, &progress_flag},
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func(g_free);
     g_autofree char **args = report_argv_new(argc, argv, owned);
     g_autoptr(report_data) data = NULL;
+    g_autoptr(query_progress) progress = NULL;
     report_file file = {0};
     gboolean to_stdout = FALSE;
     FILE *out = stdout;
@@ -169,9 +172,11 @@ int cmd_report(int argc, char **argv)
             goto out;
         out = file.out;
     }
-    data = report_data_new(db, path, &error);
+    progress = query_progress_new("report", progress_flag);
+    data = report_data_new(db, path, progress, &error);
     if (!data)
         goto out;
+    query_progress_done(progress);
     if (json)
         report_json_write(data, out, FALSE);
     else
@@ -187,9 +192,11 @@ int cmd_report(int argc, char **argv)
                 query_count_format(n, count), n == 1 ? "" : "s", output,
                 query_size_format(bytes, size));
     }
-    /* The page shows the accuracy note; the terminal gets it too. */
+    /* The page shows the accuracy note; the terminal gets it too, and the retention notes. */
     if (data->note)
         fprintf(stderr, "heaplens: %s\n", data->note);
+    for (guint i = 0; i < data->notes->len; i++)
+        retention_note_print(g_ptr_array_index(data->notes, i), TRUE);
     status = 0;
 out:
     report_file_release(&file);

@@ -50,32 +50,6 @@ static gboolean summary_read(sqlite3 *db, int64_t snapshot, retention_summary *s
     return ok;
 }
 
-/* The largest retainers. The partial index retention_large holds the objects retaining at least
- * 64 KiB: when there are K of them, the top K come from it at once; otherwise from a scan. */
-#define OBJECTS_SQL(condition)                                                                     \
-    "SELECT r.object_id, o.type_id, o.size, r.retained_bytes, r.retained_count"                    \
-    " FROM retention r LEFT JOIN objects o ON o.id = r.object_id"                                  \
-    " WHERE r.snapshot = ?1" condition " ORDER BY r.retained_bytes DESC, r.object_id LIMIT ?2"
-
-static gboolean large_enough(sqlite3 *db, int64_t snapshot, uint64_t top, gboolean *large,
-                             GError **error)
-{
-    gboolean row = FALSE;
-    sqlite3_stmt *stmt = query_db_prepare(db,
-                                          "SELECT COUNT(*) FROM (SELECT 1 FROM retention"
-                                          " WHERE snapshot = ?1 AND retained_bytes >= 65536"
-                                          " LIMIT ?2)",
-                                          error);
-    if (!stmt)
-        return FALSE;
-    sqlite3_bind_int64(stmt, 1, snapshot);
-    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
-    gboolean ok = query_db_step(stmt, &row, error);
-    *large = ok && row && (uint64_t)sqlite3_column_int64(stmt, 0) >= top;
-    sqlite3_finalize(stmt);
-    return ok;
-}
-
 int cmd_retention(int argc, char **argv)
 {
     int status = 1;
@@ -98,7 +72,8 @@ int cmd_retention(int argc, char **argv)
     snapshot_info info;
     retention_summary summary = {0};
     uint64_t top = 20;
-    gboolean by_type = FALSE, row = FALSE, large = FALSE;
+    gboolean by_type = FALSE, row = FALSE;
+    g_autoptr(GArray) objects = NULL;
     sqlite3 *db = NULL;
     sqlite3_stmt *stmt = NULL;
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
@@ -136,21 +111,21 @@ int cmd_retention(int argc, char **argv)
     if (!types)
         goto out;
 
-    if (by_type)
+    if (by_type) {
         stmt = query_db_prepare(db,
                                 "SELECT type_id, count, shallow_bytes, retained_bytes,"
                                 " retained_count FROM retention_types WHERE snapshot = ?1"
                                 " ORDER BY retained_bytes DESC, type_id LIMIT ?2",
                                 &error);
-    else if (!large_enough(db, info.snapshot, top, &large, &error))
-        goto out;
-    else
-        stmt = query_db_prepare(
-            db, large ? OBJECTS_SQL(" AND r.retained_bytes >= 65536") : OBJECTS_SQL(""), &error);
-    if (!stmt)
-        goto out;
-    sqlite3_bind_int64(stmt, 1, info.snapshot);
-    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+        if (!stmt)
+            goto out;
+        sqlite3_bind_int64(stmt, 1, info.snapshot);
+        sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    } else {
+        objects = retention_top_objects(db, info.snapshot, top, &error);
+        if (!objects)
+            goto out;
+    }
 
     if (json) {
         json_t *head =
@@ -164,61 +139,46 @@ int cmd_retention(int argc, char **argv)
         table = by_type ? query_table_new(type_columns, G_N_ELEMENTS(type_columns))
                         : query_table_new(object_columns, G_N_ELEMENTS(object_columns));
     }
-    while (query_db_step(stmt, &row, &error) && row) {
-        if (by_type) {
-            uint32_t type_id = (uint32_t)sqlite3_column_int64(stmt, 0);
-            int64_t count = sqlite3_column_int64(stmt, 1);
-            int64_t shallow = sqlite3_column_int64(stmt, 2);
-            int64_t retained = sqlite3_column_int64(stmt, 3);
-            int64_t retained_count = sqlite3_column_int64(stmt, 4);
-            const char *type = snapshot_types_name(types, type_id, name_buf);
-            if (json) {
-                query_json_rows_add(&rows,
-                                    json_pack("{s:o, s:I, s:I, s:I, s:I}", "type",
-                                              query_json_string(type), "count", (json_int_t)count,
-                                              "retained_bytes", (json_int_t)retained,
-                                              "retained_count", (json_int_t)retained_count,
-                                              "shallow_bytes", (json_int_t)shallow));
-            } else {
-                query_table_add(table, query_size_format(retained, a));
-                query_table_add(table, query_count_format(retained_count, b));
-                query_table_add(table, query_count_format(count, c));
-                query_table_add(table, query_size_format(shallow, d));
-                query_table_add(table, type);
-            }
-            continue;
-        }
-        int64_t object = sqlite3_column_int64(stmt, 0);
-        uint32_t type_id = sqlite3_column_type(stmt, 1) == SQLITE_NULL
-                               ? 0
-                               : (uint32_t)sqlite3_column_int64(stmt, 1);
+    while (by_type && query_db_step(stmt, &row, &error) && row) {
+        uint32_t type_id = (uint32_t)sqlite3_column_int64(stmt, 0);
+        int64_t count = sqlite3_column_int64(stmt, 1);
         int64_t shallow = sqlite3_column_int64(stmt, 2);
         int64_t retained = sqlite3_column_int64(stmt, 3);
         int64_t retained_count = sqlite3_column_int64(stmt, 4);
         const char *type = snapshot_types_name(types, type_id, name_buf);
-        uint32_t element_id = 0;
-        if (!retention_element_type(db, info.snapshot, object, &element_id, &error))
-            break;
-        const char *element =
-            element_id ? snapshot_types_name(types, element_id, element_buf) : NULL;
         if (json) {
-            query_json_rows_add(
-                &rows,
-                json_pack("{s:I, s:o, s:o, s:I, s:I, s:I}", "object", (json_int_t)object, "type",
-                          query_json_string(type), "element_type", query_json_string(element),
-                          "retained_bytes", (json_int_t)retained, "retained_count",
-                          (json_int_t)retained_count, "shallow_bytes", (json_int_t)shallow));
+            query_json_rows_add(&rows,
+                                json_pack("{s:o, s:I, s:I, s:I, s:I}", "type",
+                                          query_json_string(type), "count", (json_int_t)count,
+                                          "retained_bytes", (json_int_t)retained,
+                                          "retained_count", (json_int_t)retained_count,
+                                          "shallow_bytes", (json_int_t)shallow));
         } else {
             query_table_add(table, query_size_format(retained, a));
             query_table_add(table, query_count_format(retained_count, b));
-            query_table_add(table, query_size_format(shallow, c));
-            query_table_addf(table, "%" PRId64, object);
-            /* name the element type unless the type's name already does (List<T>, T[]) */
-            if (element && !strstr(type, element))
-                query_table_addf(table, "%s of %s", type, element);
-            else
-                query_table_add(table, type);
+            query_table_add(table, query_count_format(count, c));
+            query_table_add(table, query_size_format(shallow, d));
+            query_table_add(table, type);
         }
+    }
+    for (guint i = 0; !by_type && i < objects->len; i++) {
+        const retention_object *o = &g_array_index(objects, retention_object, i);
+        if (json) {
+            query_json_rows_add(&rows, retention_object_json(o, types));
+            continue;
+        }
+        const char *type = snapshot_types_name(types, o->type_id, name_buf);
+        const char *element =
+            o->element_type_id ? snapshot_types_name(types, o->element_type_id, element_buf) : NULL;
+        query_table_add(table, query_size_format(o->retained_bytes, a));
+        query_table_add(table, query_count_format(o->retained_count, b));
+        query_table_add(table, query_size_format(o->shallow_bytes, c));
+        query_table_addf(table, "%" PRId64, o->object);
+        /* name the element type unless the type's name already does (List<T>, T[]) */
+        if (element && !strstr(type, element))
+            query_table_addf(table, "%s of %s", type, element);
+        else
+            query_table_add(table, type);
     }
     if (error)
         goto out;

@@ -207,17 +207,22 @@ static const query_command commands[] = {
         .name = "report",
         .handler = cmd_report,
         .summary = "the per-GC report: one self-contained HTML page with plots, or JSON",
-        .usage = "usage: heaplens report FILE [-o OUT] [--json]\n"
+        .usage = "usage: heaplens report FILE [-o OUT] [--json] [--progress]\n"
                  "\n"
                  "One self-contained HTML page that opens in any browser without network access:\n"
                  "the run summary, plots of heap size, survivors and pauses per GC and of the top\n"
                  "types by live bytes, and a table of every GC that sorts and filters in the page.\n"
-                 "With --json, the same content as JSON.\n"
+                 "With heap snapshots: the top retainers of the last snapshot and the leak\n"
+                 "suspects (as 'heaplens retention' and 'heaplens leaks' show them; retained\n"
+                 "sizes are computed and stored first if needed). With --json, the same content\n"
+                 "as JSON.\n"
                  "\n"
                  "options:\n"
                  "  -o, --output OUT     write to OUT (default: stdout, if it is not a terminal\n"
                  "                       or with --json)\n"
-                 "  --json               the same content as JSON instead of the page\n" HELP_OPTION,
+                 "  --json               the same content as JSON instead of the page\n"
+                 "  --progress           report progress of the snapshot analysis on stderr\n"
+                 HELP_OPTION,
     },
 };
 

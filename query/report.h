@@ -17,6 +17,8 @@
 #ifndef HEAPLENS_QUERY_REPORT_H
 #define HEAPLENS_QUERY_REPORT_H
 
+#include "query/progress.h"
+
 #include <glib.h>
 #include <jansson.h>
 #include <sqlite3.h>
@@ -76,15 +78,25 @@ typedef struct report_data {
     /* survivors[g][i]: bytes of tracked objects in generation g right after gcs[i]. */
     int64_t *survivors[REPORT_LIVE_GENS];
     GPtrArray *top_types; /* report_type *, largest peak first */
-    /* Snapshots (later work): -1 when the recording has no `snapshots` table, else its rows.
-     * Leak suspects and retainers will need a `retention` table as well. */
+    /* Heap snapshots: -1 when the recording has none, else how many. When it has some: the
+     * last one ({"snapshot","gc","objects","references","roots"}), its top retainers
+     * ({"snapshot","gc","rows":[rows of `heaplens retention --json`]}) and, with two or more
+     * snapshots, the leak suspects (the document of `heaplens leaks --json`); NULL otherwise.
+     * Retained sizes are computed (and stored) when the file has none yet; notes says when they
+     * could not be stored. */
     int64_t snapshots;
+    json_t *last_snapshot, *retainers, *leak_suspects;
+    GPtrArray *notes; /* char *, one line each */
     GStringChunk *strings;
 } report_data;
 
 /* Reads everything the report shows from `db` (opened with query_db_open); `file` is the path
- * shown in the report. NULL and a QUERY_ERROR_SQLITE error when reading fails. */
-report_data *report_data_new(sqlite3 *db, const char *file, GError **error);
+ * shown in the report (and where retained sizes are stored). NULL and an error when reading
+ * fails. `progress` (may be NULL) reports the retention and leak analysis of the snapshots. */
+#define REPORT_TOP_RETAINERS 10
+#define REPORT_LEAK_SUSPECTS 10
+report_data *report_data_new(sqlite3 *db, const char *file, query_progress *progress,
+                             GError **error);
 void report_data_free(report_data *data); /* accepts NULL */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(report_data, report_data_free)
 

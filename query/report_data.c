@@ -11,7 +11,9 @@
  */
 #include "query/report.h"
 
+#include "query/leaks.h"
 #include "query/query.h"
+#include "query/retention.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -378,21 +380,48 @@ out:
 
 /* ---- snapshots -------------------------------------------------------------------------- */
 
-/* Snapshots, leak suspects and retainers come from later work: their sections appear only when
- * the recording has their tables (`snapshots`, then `retention`) and snapshots in them. */
-static gboolean report_snapshots_get(sqlite3 *db, report_data *data, GError **error)
+/* The last snapshot, its largest retainers, and the leak suspects over all snapshots: what
+ * `heaplens retention --top 10` and `heaplens leaks --top 10` show, from the same functions. */
+static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data *data,
+                                     query_progress *progress, GError **error)
 {
-    int64_t exists = 0;
-    data->snapshots = -1;
-    if (!query_db_int(db,
-                      "SELECT COUNT(*) FROM sqlite_master"
-                      " WHERE type = 'table' AND name = 'snapshots'",
-                      &exists, error))
+    snapshot_info info;
+    g_autoptr(GArray) list = snapshot_list_new(db, error);
+    if (!list)
         return FALSE;
-    if (exists && !query_db_int(db, "SELECT COUNT(*) FROM snapshots", &data->snapshots, error))
+    data->snapshots = list->len ? (int64_t)list->len : -1;
+    if (list->len == 0)
+        return TRUE;
+    info = g_array_index(list, snapshot_info, list->len - 1);
+    data->last_snapshot = json_pack("{s:I, s:I, s:I, s:I, s:I}", "snapshot",
+                                    (json_int_t)info.snapshot, "gc", (json_int_t)info.gc,
+                                    "objects", (json_int_t)info.objects, "references",
+                                    (json_int_t)info.refs, "roots", (json_int_t)info.roots);
+    char *note = NULL;
+    g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
+    if (!types || !retention_ensure(db, file, &info, progress, &note, error))
         return FALSE;
-    if (data->snapshots == 0)
-        data->snapshots = -1; /* every recording has the table: none in it, no section */
+    if (note)
+        g_ptr_array_add(data->notes, note);
+    g_autoptr(GArray) top = retention_top_objects(db, info.snapshot, REPORT_TOP_RETAINERS, error);
+    if (!top)
+        return FALSE;
+    json_t *rows = json_array();
+    for (guint i = 0; i < top->len; i++)
+        json_array_append_new(rows,
+                              retention_object_json(&g_array_index(top, retention_object, i), types));
+    data->retainers = json_pack("{s:I, s:I, s:o}", "snapshot", (json_int_t)info.snapshot, "gc",
+                                (json_int_t)info.gc, "rows", rows);
+    if (list->len < 2)
+        return TRUE; /* growth needs two snapshots */
+    g_autoptr(leaks) found = leaks_find(db, file, REPORT_LEAK_SUSPECTS, FALSE, progress, error);
+    if (!found)
+        return FALSE;
+    data->leak_suspects = leaks_json_head(found);
+    rows = json_array();
+    for (guint i = 0; i < leaks_count(found); i++)
+        json_array_append_new(rows, leaks_json_row(found, i));
+    json_object_set_new(data->leak_suspects, "rows", rows);
     return TRUE;
 }
 
@@ -413,7 +442,8 @@ static void report_data_check(const report_data *data)
 }
 #endif
 
-report_data *report_data_new(sqlite3 *db, const char *file, GError **error)
+report_data *report_data_new(sqlite3 *db, const char *file, query_progress *progress,
+                             GError **error)
 {
     report_data *data = g_new0(report_data, 1);
     data->file = g_strdup(file);
@@ -422,11 +452,12 @@ report_data *report_data_new(sqlite3 *db, const char *file, GError **error)
     data->gcs = g_array_new(FALSE, FALSE, sizeof(report_gc));
     data->top_types = g_ptr_array_new_with_free_func(report_type_free);
     data->strings = g_string_chunk_new(256);
+    data->notes = g_ptr_array_new_with_free_func(g_free);
     GError *local = NULL;
 
     if (!report_run_get(db, data, error) || !report_counters_get(db, data, error) ||
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
-        !report_sweep(db, data, error) || !report_snapshots_get(db, data, error))
+        !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error))
         goto fail;
     data->note = query_db_note_new(db, &local);
     if (local) {
@@ -455,5 +486,10 @@ void report_data_free(report_data *data)
         g_free(data->survivors[g]);
     g_ptr_array_free(data->top_types, TRUE);
     g_string_chunk_free(data->strings);
+    json_decref(data->last_snapshot);
+    json_decref(data->retainers);
+    json_decref(data->leak_suspects);
+    if (data->notes)
+        g_ptr_array_free(data->notes, TRUE);
     g_free(data);
 }

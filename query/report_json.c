@@ -201,9 +201,13 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
 
     report_plots_write(&o, data);
 
-    /* Later work fills these in; until then a recording has no snapshot tables. */
     out_raw(&o, ",\n\"snapshots\":");
     out_json(&o, data->snapshots < 0 ? json_null()
-                                     : json_pack("{s:I}", "count", (json_int_t)data->snapshots));
-    out_raw(&o, ",\n\"leak_suspects\":null,\n\"retainers\":null}\n");
+                                     : json_pack("{s:I, s:O}", "count", (json_int_t)data->snapshots,
+                                                 "last", data->last_snapshot));
+    out_raw(&o, ",\n\"leak_suspects\":");
+    out_json(&o, data->leak_suspects ? json_incref(data->leak_suspects) : json_null());
+    out_raw(&o, ",\n\"retainers\":");
+    out_json(&o, data->retainers ? json_incref(data->retainers) : json_null());
+    out_raw(&o, "}\n");
 }

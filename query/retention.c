@@ -698,6 +698,77 @@ out:
     return ok;
 }
 
+/* The largest retainers. The partial index retention_large holds the objects retaining at least
+ * 64 KiB: when there are K of them, the top K come from it at once; otherwise from a scan. */
+#define OBJECTS_SQL(condition)                                                                     \
+    "SELECT r.object_id, o.type_id, o.size, r.retained_bytes, r.retained_count"                    \
+    " FROM retention r LEFT JOIN objects o ON o.id = r.object_id"                                  \
+    " WHERE r.snapshot = ?1" condition " ORDER BY r.retained_bytes DESC, r.object_id LIMIT ?2"
+
+static gboolean large_enough(sqlite3 *db, int64_t snapshot, uint64_t top, gboolean *large,
+                             GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT COUNT(*) FROM (SELECT 1 FROM retention"
+                                          " WHERE snapshot = ?1 AND retained_bytes >= 65536"
+                                          " LIMIT ?2)",
+                                          error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    gboolean ok = query_db_step(stmt, &row, error);
+    *large = ok && row && (uint64_t)sqlite3_column_int64(stmt, 0) >= top;
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error)
+{
+    gboolean large = FALSE, row = FALSE;
+    GArray *objects = NULL;
+    if (!large_enough(db, snapshot, top, &large, error))
+        return NULL;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db, large ? OBJECTS_SQL(" AND r.retained_bytes >= 65536") : OBJECTS_SQL(""), error);
+    if (!stmt)
+        return NULL;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    objects = g_array_new(FALSE, FALSE, sizeof(retention_object));
+    while (query_db_step(stmt, &row, error) && row) {
+        retention_object o = {
+            .object = sqlite3_column_int64(stmt, 0),
+            .type_id = sqlite3_column_type(stmt, 1) == SQLITE_NULL
+                           ? 0
+                           : (uint32_t)sqlite3_column_int64(stmt, 1),
+            .shallow_bytes = sqlite3_column_int64(stmt, 2),
+            .retained_bytes = sqlite3_column_int64(stmt, 3),
+            .retained_count = sqlite3_column_int64(stmt, 4),
+        };
+        if (!retention_element_type(db, snapshot, o.object, &o.element_type_id, error))
+            break;
+        g_array_append_val(objects, o);
+    }
+    sqlite3_finalize(stmt);
+    if (error && *error)
+        g_clear_pointer(&objects, g_array_unref);
+    return objects;
+}
+
+json_t *retention_object_json(const retention_object *o, const snapshot_types *types)
+{
+    char name_buf[QUERY_FORMAT_MAX], element_buf[QUERY_FORMAT_MAX];
+    const char *element =
+        o->element_type_id ? snapshot_types_name(types, o->element_type_id, element_buf) : NULL;
+    return json_pack("{s:I, s:o, s:o, s:I, s:I, s:I}", "object", (json_int_t)o->object, "type",
+                     query_json_string(snapshot_types_name(types, o->type_id, name_buf)),
+                     "element_type", query_json_string(element), "retained_bytes",
+                     (json_int_t)o->retained_bytes, "retained_count",
+                     (json_int_t)o->retained_count, "shallow_bytes", (json_int_t)o->shallow_bytes);
+}
+
 void retention_note_print(const char *note, gboolean json)
 {
     if (!note)

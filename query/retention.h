@@ -22,6 +22,7 @@
 #include "query/snapshot_graph.h"
 
 #include <glib.h>
+#include <jansson.h>
 #include <sqlite3.h>
 
 typedef struct retention retention;
@@ -65,6 +66,22 @@ gboolean retention_ensure(sqlite3 *db, const char *path, const snapshot_info *in
  * *type_id = 0 when the object is neither or references nothing. */
 gboolean retention_element_type(sqlite3 *db, int64_t snapshot, int64_t object_id, uint32_t *type_id,
                                 GError **error);
+
+/* One of the largest retainers of a stored snapshot. element_type_id: see
+ * retention_element_type (0: none). */
+typedef struct retention_object {
+    int64_t object;
+    uint32_t type_id, element_type_id;
+    int64_t shallow_bytes, retained_bytes, retained_count;
+} retention_object;
+
+/* The `top` objects of stored snapshot `snapshot` that retain the most, largest first (ties:
+ * lower id), as retention_object; the partial index retention_large serves them when at least
+ * `top` objects retain 64 KiB or more, a scan otherwise. NULL on error. */
+GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error);
+/* One row of `heaplens retention --json` (by object):
+ * {"object","type","element_type","retained_bytes","retained_count","shallow_bytes"}. */
+json_t *retention_object_json(const retention_object *o, const snapshot_types *types);
 
 /* Prints a note like the accuracy note (query_db_note_print): after the table on stdout, or on
  * stderr as "heaplens: note: ..." with --json. Does nothing for NULL. */

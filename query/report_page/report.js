@@ -403,15 +403,90 @@
 
   /* ---- snapshots, definitions --------------------------------------------------------------- */
 
+  /* "…SessionRegistry" for long dotted names: the path stays on one line. */
+  function shortType(t) {
+    var s = String(t), lt = s.indexOf('<'), head = lt < 0 ? s : s.slice(0, lt);
+    var dot = head.lastIndexOf('.');
+    return dot < 0 ? s : '\u2026' + s.slice(dot + 1);
+  }
+  function rootText(roots) {
+    if (!roots || !roots.length) return 'root';
+    var r = roots[0], flags = (r.flags || []).slice();
+    if (r.handle) flags.unshift(r.handle);
+    return r.kind + (flags.length ? ' (' + flags.join(', ') + ')' : '') +
+      (roots.length > 1 ? ' +' + (roots.length - 1) : '');
+  }
+  function pathHtml(row) {
+    if (!row.path) return '<span class="nil">\u2014</span>';
+    var hops = row.path.map(function (h) {
+      return '<span title="' + esc(h.type + ' #' + h.object + ', ' + fmtSize(h.size)) + '">' +
+        esc(shortType(h.type)) + ' #' + esc(h.object) + '</span>';
+    });
+    return esc(rootText(row.roots)) + ' \u2192 ' + hops.join(' \u2192 ');
+  }
+  function holderText(row) {
+    if (row.holder == null) return 'nothing but GC roots and collections';
+    if (row.holders === 1)
+      return row.holder + ' #' + row.holder_object + ' (retains ' + fmtSize(row.holder_retained_bytes) +
+        '; holds ' + fmtCount(row.held) + ' of ' + fmtCount(row.instances) + ')';
+    return fmtCount(row.holders) + ' ' + row.holder + ' objects (hold ' + fmtCount(row.held) + ' of ' +
+      fmtCount(row.instances) + ')';
+  }
+  function signed(v, f) { return (v >= 0 ? '+' : '-') + f(Math.abs(v)); }
+
   function renderSnapshots() {
     var el = $('snapshots');
-    if (D.snapshots == null) {
+    var S = D.snapshots;
+    if (S == null) {
       el.innerHTML = '<h2>Leak suspects and retainers</h2><p>No snapshots in this recording. ' +
         'Leak suspects and the top retainers of the last snapshot appear here for recordings with heap snapshots.</p>';
-    } else {
-      el.innerHTML = '<h2>Snapshots</h2><p>' + esc(fmtCount(D.snapshots.count)) +
-        ' snapshots in this recording; this version of the report does not show their contents.</p>';
+      return;
     }
+    var last = S.last, html = '<h2>Leak suspects and retainers</h2><p>' + esc(fmtCount(S.count)) +
+      ' heap snapshot' + (S.count === 1 ? '' : 's') + '; the last, snapshot ' + esc(last.snapshot) +
+      ' at GC ' + esc(last.gc) + ', holds ' + esc(fmtCount(last.objects)) + ' objects and ' +
+      esc(fmtCount(last.references)) + ' references.</p>';
+
+    var L = D.leak_suspects;
+    html += '<h3>Leak suspects</h3>';
+    if (!L) {
+      html += '<p>Growth needs two snapshots or more.</p>';
+    } else {
+      var flagged = L.rows.filter(function (r) { return r.flagged; });
+      var over = 'over ' + L.snapshots.length + ' snapshots' + (L.full_gcs_only ? ' after full GCs' : '');
+      if (!flagged.length) {
+        html += '<p>No type kept growing ' + esc(over) + '.</p>';
+      } else {
+        html += '<p>' + flagged.length + ' type' + (flagged.length === 1 ? '' : 's') + ' kept growing ' +
+          esc(over) + ' (snapshots ' + esc(L.snapshots[0]) + ' to ' + esc(L.snapshots[L.snapshots.length - 1]) +
+          '), most suspect first.</p><div class="table-wrap"><table class="list" id="leak-table"><thead><tr>' +
+          '<th>rank</th><th>+objects</th><th>+bytes</th><th>+retained</th><th class="l">type</th>' +
+          '<th class="l">held by</th><th class="l">path from a root</th></tr></thead><tbody>' +
+          flagged.map(function (r, i) {
+            return '<tr data-type="' + esc(r.type) + '"><td>' + (i + 1) + '</td><td>' +
+              esc(signed(r.growth_count, fmtCount)) + '</td><td>' + esc(signed(r.growth_bytes, fmtSize)) +
+              '</td><td>' + esc(signed(r.growth_retained_bytes, fmtSize)) + '</td><td class="l">' + esc(r.type) +
+              '</td><td class="l wrap">' + esc(holderText(r)) + '</td><td class="l wrap">' + pathHtml(r) +
+              '</td></tr>';
+          }).join('') + '</tbody></table></div>';
+      }
+    }
+
+    var R = D.retainers;
+    html += '<h3>Top retainers of snapshot ' + esc(R.snapshot) + '</h3>';
+    if (!R.rows.length) {
+      html += '<p>No object is reachable from a root.</p>';
+    } else {
+      html += '<div class="table-wrap"><table class="list" id="retainer-table"><thead><tr>' +
+        '<th>retained</th><th>objects</th><th>shallow</th><th>object</th><th class="l">type</th>' +
+        '</tr></thead><tbody>' + R.rows.map(function (r) {
+          var type = r.type + (r.element_type && r.type.indexOf(r.element_type) < 0 ? ' of ' + r.element_type : '');
+          return '<tr data-object="' + esc(r.object) + '"><td>' + esc(fmtSize(r.retained_bytes)) + '</td><td>' +
+            esc(fmtCount(r.retained_count)) + '</td><td>' + esc(fmtSize(r.shallow_bytes)) + '</td><td>' +
+            esc(r.object) + '</td><td class="l">' + esc(type) + '</td></tr>';
+        }).join('') + '</tbody></table></div>';
+    }
+    el.innerHTML = html;
   }
 
   function renderAbout() {

@@ -35,6 +35,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -271,6 +272,49 @@ def check_queries(checks, db, log):
                 checks.ok(f"{name} (sqlite3 module)", False, str(e))
 
 
+def check_report(checks, heaplens, db, workdir, log):
+    """The report shows what `heaplens leaks` and `heaplens retention` show: the same rows."""
+    doc = heaplens_json(checks, heaplens, ["report", db], log)
+    leaks = heaplens_json(checks, heaplens, ["leaks", db], log)
+    retention = heaplens_json(checks, heaplens, ["retention", db, "--top", "10"], log)
+    if not doc or not leaks or not retention:
+        return
+    snaps = doc.get("snapshots") or {}
+    last = snaps.get("last") or {}
+    checks.eq("report: the last snapshot", retention["snapshot"], last.get("snapshot"))
+    checks.eq("report: the last snapshot's GC", retention["gc"], last.get("gc"))
+    suspects = doc.get("leak_suspects") or {}
+    checks.eq("report: leak suspects as 'heaplens leaks --json'", leaks, suspects)
+    retainers = doc.get("retainers") or {}
+    checks.eq("report: top retainers as 'heaplens retention --json --top 10'",
+              retention["rows"], retainers.get("rows"))
+    page = os.path.join(workdir, "report.html")
+    rc, _, err = run([heaplens, "report", db, "-o", page], log=log)
+    if not checks.ok("report: the page is written", rc == 0 and os.path.exists(page), err.strip()):
+        return
+    # rendered by a real browser (the page builds its tables from the embedded document)
+    browser = shutil.which("chromium") or "/usr/bin/chromium"
+    if not checks.ok("report: chromium is installed (scripts/test.sh installs it)",
+                     os.path.exists(browser), browser):
+        return
+    profile = tempfile.mkdtemp(dir=workdir, prefix="chromium-")
+    rc, dom, err = run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                        "--user-data-dir=" + profile, "--enable-logging=stderr", "--v=0",
+                        "--dump-dom", "file://" + os.path.abspath(page)], log=log)
+    shutil.rmtree(profile, ignore_errors=True)
+    checks.ok("report: the page renders without script errors",
+              rc == 0 and "Uncaught" not in err, err.strip()[-500:])
+    suspects_html = dom.split('id="leak-table"', 1)[-1].split("</table>", 1)[0]
+    retainers_html = dom.split('id="retainer-table"', 1)[-1].split("</table>", 1)[0]
+    flagged = [r for r in leaks["rows"] if r["flagged"]]
+    checks.eq("report: one suspects row per flagged suspect", len(flagged),
+              suspects_html.count("<tr data-type="))
+    checks.ok("report: the first suspect row is the leak",
+              flagged and f'<tr data-type="{flagged[0]["type"]}"' in suspects_html)
+    checks.eq("report: one retainers row per top retainer", len(retention["rows"]),
+              retainers_html.count("<tr data-object="))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
@@ -315,6 +359,7 @@ def main():
     check_diff(checks, a.heaplens, db, truth, snapshots, log)
     check_age(checks, a.heaplens, db, truth, log)
     check_queries(checks, db, log)
+    check_report(checks, a.heaplens, db, a.workdir, log)
     con.close()
     return checks.summary(f" (log: {log})")
 

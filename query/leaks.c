@@ -1,0 +1,602 @@
+/* leaks.c — leak suspects (leaks.h): types whose live count and bytes keep growing from heap
+ * snapshot to heap snapshot, with what holds them and a path to a root.
+ *
+ * The series: the snapshots taken after full (gen2) GCs; a snapshot after a younger GC also
+ * holds garbage of the generations it did not collect. With fewer than two of those, every
+ * snapshot is used (and a note says so). For each type, its objects and bytes per snapshot
+ * (c_1 .. c_k, b_1 .. b_k). A type is a suspect when
+ *   - c_k > c_1 and b_k > b_1 (it grew overall),
+ *   - c_k > c_(k-1) (it still grows at the end: a cache that warmed up and stopped is not),
+ *   - the count rose in at least two thirds of the k-1 intervals and fell in at most a quarter
+ *     (churn goes up and down; a steady cache stays flat).
+ * Suspects are ranked by how much more their instances retain in the last snapshot than in the
+ * first (retained size per type: what the instances dominate, each object once), then by bytes
+ * grown: a leaking type ranks above the objects it drags along (its buffers, strings), which
+ * grow just as steadily but retain only themselves.
+ *
+ * The holder, in the last snapshot: for each instance, walk up the dominator tree past objects
+ * of the same type and collection plumbing (arrays, System.Collections.* types) to the first
+ * other object; the holder is the one holding most instances. The path: the shortest path from
+ * a GC root to that holder's largest instance — it passes through the holder, which dominates it.
+ */
+#include "query/leaks.h"
+
+#include "query/query.h"
+#include "query/retention.h"
+#include "query/root_paths.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the leak analysis found for one type. */
+typedef struct suspect {
+    uint32_t type_id;
+    gboolean flagged;
+    int64_t growth_count, growth_bytes;
+    int64_t retained_first, retained_last;
+    int up, down;
+    /* holder and path, in the last snapshot */
+    uint32_t holder;  /* node: the holder object holding most; AN_NONE when none */
+    uint64_t held;    /* instances held by objects of the holder's type */
+    uint64_t holders; /* objects of the holder's type holding some */
+    uint64_t instances;
+    root_path *path;
+} suspect;
+
+static void suspect_release(suspect *s)
+{
+    if (s->path) {
+        g_free(s->path->nodes);
+        g_free(s->path);
+    }
+}
+
+static int suspect_cmp(const void *a, const void *b)
+{
+    const suspect *x = a, *y = b;
+    int64_t gx = x->retained_last - x->retained_first, gy = y->retained_last - y->retained_first;
+    if (x->flagged != y->flagged)
+        return x->flagged ? -1 : 1;
+    if (gx != gy)
+        return gx > gy ? -1 : 1;
+    if (x->growth_bytes != y->growth_bytes)
+        return x->growth_bytes > y->growth_bytes ? -1 : 1;
+    if (x->growth_count != y->growth_count)
+        return x->growth_count > y->growth_count ? -1 : 1;
+    return x->type_id < y->type_id ? -1 : x->type_id > y->type_id;
+}
+
+/* Objects and bytes per type in one snapshot, into count[type] and bytes[type] (n_types each;
+ * a type id beyond it is counted as 0, unknown). */
+static gboolean series_read(sqlite3 *db, int64_t snapshot, uint32_t n_types, int64_t *count,
+                            int64_t *bytes, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT o.type_id, o.size FROM snapshot_objects so"
+                                          " LEFT JOIN objects o ON o.id = so.object_id"
+                                          " WHERE so.snapshot = ?1",
+                                          error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    while (query_db_step(stmt, &row, error) && row) {
+        int64_t type = sqlite3_column_int64(stmt, 0);
+        if (type < 0 || type >= n_types)
+            type = 0;
+        count[type]++;
+        bytes[type] += sqlite3_column_int64(stmt, 1);
+    }
+    sqlite3_finalize(stmt);
+    return !(error && *error);
+}
+
+/* Retained bytes of every type in a stored snapshot, into retained[type]. */
+static gboolean type_retained_read(sqlite3 *db, int64_t snapshot, uint32_t n_types,
+                                   int64_t *retained, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db, "SELECT type_id, retained_bytes FROM retention_types WHERE snapshot = ?1", error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    while (query_db_step(stmt, &row, error) && row) {
+        int64_t type = sqlite3_column_int64(stmt, 0);
+        if (type >= 0 && type < n_types)
+            retained[type] = sqlite3_column_int64(stmt, 1);
+    }
+    sqlite3_finalize(stmt);
+    return !(error && *error);
+}
+
+/* Collection plumbing: what a holder walk passes through. */
+static gboolean is_plumbing(const snapshot_types *types, uint32_t type_id)
+{
+    char buf[QUERY_FORMAT_MAX];
+    return snapshot_types_is_array(types, type_id) ||
+           g_str_has_prefix(snapshot_types_name(types, type_id, buf), "System.Collections.");
+}
+
+/* Finds the holder of `s->type_id` in the last snapshot, and the instance to draw a path to. */
+static uint32_t holder_find(const snapshot_graph *g, const an_domtree *tree,
+                            const snapshot_types *types, suspect *s, uint32_t *memo)
+{
+    const uint32_t *idom = an_domtree_idoms(tree);
+    const uint64_t *rb = an_domtree_retained_bytes(tree);
+    const uint32_t T = s->type_id;
+    GHashTable *held = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    GArray *stack = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    /* memo[u]: the holder found from u upwards (AN_NONE: none), or AN_NONE - 1: not known */
+    const uint32_t unknown = AN_NONE - 1;
+    for (uint32_t u = 0; u < g->n; u++)
+        memo[u] = unknown;
+    memo[0] = AN_NONE;
+    for (uint32_t v = 1; v < g->n; v++) {
+        if (g->type_ids[v] != T || idom[v] == AN_NONE)
+            continue;
+        s->instances++;
+        /* climb until a node whose answer is known, or a holder */
+        uint32_t u = idom[v];
+        g_array_set_size(stack, 0);
+        while (memo[u] == unknown) {
+            uint32_t type = g->type_ids[u];
+            if (type != T && !is_plumbing(types, type)) {
+                memo[u] = u;
+                break;
+            }
+            g_array_append_val(stack, u);
+            u = idom[u];
+        }
+        uint32_t h = memo[u];
+        for (guint i = 0; i < stack->len; i++)
+            memo[g_array_index(stack, uint32_t, i)] = h;
+        if (h == AN_NONE) { /* nothing but plumbing up to the roots: the first other object */
+            for (u = idom[v]; u != 0 && g->type_ids[u] == T; u = idom[u])
+                ;
+            h = u == 0 ? AN_NONE : u;
+        }
+        if (h == AN_NONE)
+            continue;
+        uint64_t *entry = g_hash_table_lookup(held, GUINT_TO_POINTER(h));
+        if (!entry) {
+            entry = g_new0(uint64_t, 2);
+            entry[1] = v;
+            g_hash_table_insert(held, GUINT_TO_POINTER(h), entry);
+        }
+        entry[0]++;
+        uint32_t best = (uint32_t)entry[1];
+        if (rb[v] > rb[best] || (rb[v] == rb[best] && v < best))
+            entry[1] = v;
+    }
+    /* The holder type holding most instances; within it, the holder object holding most (then
+     * the one retaining more, then the lower id). Many holders of one type (each session holds
+     * its own buffer) read "held by 1,200 App.Session objects". */
+    typedef struct by_type {
+        uint64_t held, objects;
+        uint32_t best;
+        uint64_t best_held;
+        uint32_t instance;
+    } by_type;
+    GHashTable *types_held = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, held);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        uint32_t h = GPOINTER_TO_UINT(key);
+        const uint64_t *entry = value;
+        by_type *bt = g_hash_table_lookup(types_held, GUINT_TO_POINTER(g->type_ids[h]));
+        if (!bt) {
+            bt = g_new0(by_type, 1);
+            bt->best = h;
+            bt->best_held = entry[0];
+            bt->instance = (uint32_t)entry[1];
+            g_hash_table_insert(types_held, GUINT_TO_POINTER(g->type_ids[h]), bt);
+        } else if (entry[0] > bt->best_held ||
+                   (entry[0] == bt->best_held &&
+                    (rb[h] > rb[bt->best] || (rb[h] == rb[bt->best] && h < bt->best)))) {
+            bt->best = h;
+            bt->best_held = entry[0];
+            bt->instance = (uint32_t)entry[1];
+        }
+        bt->held += entry[0];
+        bt->objects++;
+    }
+    uint32_t instance = AN_NONE;
+    s->holder = AN_NONE;
+    g_hash_table_iter_init(&it, types_held);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        const by_type *bt = value;
+        uint32_t type = GPOINTER_TO_UINT(key);
+        if (s->holder == AN_NONE || bt->held > s->held ||
+            (bt->held == s->held &&
+             (bt->objects < s->holders ||
+              (bt->objects == s->holders && type < g->type_ids[s->holder])))) {
+            s->holder = bt->best;
+            s->held = bt->held;
+            s->holders = bt->objects;
+            instance = bt->instance;
+        }
+    }
+    g_hash_table_unref(types_held);
+    g_hash_table_unref(held);
+    g_array_unref(stack);
+    return instance;
+}
+
+/* "0 200 400 ... 1,200": every value, or the first three, "...", the last three. */
+static char *series_text(const int64_t *v, size_t k)
+{
+    char buf[QUERY_FORMAT_MAX];
+    GString *text = g_string_new(NULL);
+    for (size_t i = 0; i < k; i++) {
+        if (k > 8 && i == 3) {
+            g_string_append(text, " ...");
+            i = k - 4;
+            continue;
+        }
+        if (text->len)
+            g_string_append_c(text, ' ');
+        g_string_append(text, query_count_format(v[i], buf));
+    }
+    return g_string_free(text, FALSE);
+}
+
+static char *signed_size(int64_t v, char buf[QUERY_FORMAT_MAX])
+{
+    char tmp[QUERY_FORMAT_MAX];
+    g_snprintf(buf, QUERY_FORMAT_MAX, "%s%s", v >= 0 ? "+" : "-",
+               query_size_format(v >= 0 ? v : -v, tmp));
+    return buf;
+}
+
+static char *signed_count(int64_t v, char buf[QUERY_FORMAT_MAX])
+{
+    char tmp[QUERY_FORMAT_MAX];
+    g_snprintf(buf, QUERY_FORMAT_MAX, "%s%s", v >= 0 ? "+" : "-",
+               query_count_format(v >= 0 ? v : -v, tmp));
+    return buf;
+}
+
+static const query_column suspect_columns[] = {
+    {"rank", QUERY_ALIGN_RIGHT, NULL},
+    {"+objects", QUERY_ALIGN_RIGHT, NULL},
+    {"+bytes", QUERY_ALIGN_RIGHT, NULL},
+    {"+retained", QUERY_ALIGN_RIGHT, NULL},
+    {"objects per snapshot", QUERY_ALIGN_LEFT, NULL},
+    {"type", QUERY_ALIGN_LEFT, NULL},
+};
+
+
+struct leaks {
+    sqlite3 *db; /* borrowed */
+    snapshot_types *types;
+    GArray *series; /* snapshot_info of the series */
+    size_t k;       /* series->len */
+    retention *last;
+    char *note_first, *note_last, *series_note;
+    int64_t *counts, *bytes; /* [type * k + i] */
+    suspect *suspects;       /* n_types, the first n_suspects shown */
+    uint32_t n_types, n_suspects, n_flagged;
+};
+
+void leaks_free(leaks *l)
+{
+    if (!l)
+        return;
+    if (l->suspects)
+        for (uint32_t t = 0; t < l->n_types; t++)
+            suspect_release(&l->suspects[t]);
+    g_free(l->suspects);
+    snapshot_types_free(l->types);
+    if (l->series)
+        g_array_unref(l->series);
+    retention_free(l->last);
+    g_free(l->note_first);
+    g_free(l->note_last);
+    g_free(l->series_note);
+    g_free(l->counts);
+    g_free(l->bytes);
+    g_free(l);
+}
+
+/* The series of snapshots to compare (leaks.c's top comment). */
+static gboolean series_pick(leaks *l, const char *path, GError **error)
+{
+    g_autoptr(GArray) snapshots = snapshot_list_new(l->db, error);
+    if (!snapshots)
+        return FALSE;
+    if (snapshots->len < 2) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "leaks needs at least two heap snapshots to see growth; %s has %u (take one "
+                    "per GC.Collect() with 'heaplens record', or with 'heaplens snapshot PID')",
+                    path, snapshots->len);
+        return FALSE;
+    }
+    l->series = g_array_new(FALSE, FALSE, sizeof(snapshot_info));
+    for (guint i = 0; i < snapshots->len; i++)
+        if (g_array_index(snapshots, snapshot_info, i).gc_generation == 2)
+            g_array_append_val(l->series, g_array_index(snapshots, snapshot_info, i));
+    if (l->series->len < 2) {
+        g_array_set_size(l->series, 0);
+        g_array_append_vals(l->series, snapshots->data, snapshots->len);
+        l->series_note = g_strdup("note: fewer than two snapshots were taken after full GCs, so "
+                                  "all snapshots are compared; garbage of generations a GC did "
+                                  "not collect counts as live");
+    }
+    l->k = l->series->len;
+    return TRUE;
+}
+
+/* Objects and bytes of every type in every snapshot of the series. */
+static gboolean series_count(leaks *l, query_progress *progress, GError **error)
+{
+    const size_t k = l->k;
+    const uint32_t n_types = l->n_types;
+    l->counts = g_new0(int64_t, (size_t)n_types * k);
+    l->bytes = g_new0(int64_t, (size_t)n_types * k);
+    g_autofree int64_t *cs = g_new0(int64_t, n_types);
+    g_autofree int64_t *bs = g_new0(int64_t, n_types);
+    for (size_t i = 0; i < k; i++) {
+        query_progress_update(progress, "counting objects per snapshot", i, k);
+        memset(cs, 0, n_types * sizeof *cs);
+        memset(bs, 0, n_types * sizeof *bs);
+        if (!series_read(l->db, g_array_index(l->series, snapshot_info, i).snapshot, n_types, cs,
+                         bs, error))
+            return FALSE;
+        for (uint32_t t = 0; t < n_types; t++) {
+            l->counts[(size_t)t * k + i] = cs[t];
+            l->bytes[(size_t)t * k + i] = bs[t];
+        }
+    }
+    return TRUE;
+}
+
+/* The trend of each type: the suspects (and, with `all`, every type that grew) first. */
+static void trends_classify(leaks *l, gboolean all)
+{
+    const size_t k = l->k;
+    l->suspects = g_new0(suspect, l->n_types);
+    for (uint32_t t = 0; t < l->n_types; t++) {
+        const int64_t *cv = l->counts + (size_t)t * k, *bv = l->bytes + (size_t)t * k;
+        suspect *s = &l->suspects[l->n_suspects];
+        memset(s, 0, sizeof *s);
+        s->type_id = t;
+        s->holder = AN_NONE;
+        s->growth_count = cv[k - 1] - cv[0];
+        s->growth_bytes = bv[k - 1] - bv[0];
+        for (size_t i = 1; i < k; i++) {
+            s->up += cv[i] > cv[i - 1];
+            s->down += cv[i] < cv[i - 1];
+        }
+        size_t intervals = k - 1;
+        s->flagged = s->growth_count > 0 && s->growth_bytes > 0 && cv[k - 1] > cv[k - 2] &&
+                     (size_t)s->up * 3 >= intervals * 2 && (size_t)s->down * 4 <= intervals;
+        if (s->flagged || (all && s->growth_count > 0)) {
+            l->n_flagged += s->flagged;
+            l->n_suspects++;
+        }
+    }
+}
+
+/* Ranks the suspects by retained growth, keeps the first `top`, finds their holders and paths. */
+static gboolean suspects_rank(leaks *l, const char *path, uint64_t top, query_progress *progress,
+                              GError **error)
+{
+    const snapshot_info *first = &g_array_index(l->series, snapshot_info, 0);
+    const snapshot_info *final = &g_array_index(l->series, snapshot_info, l->k - 1);
+    const uint32_t n_types = l->n_types;
+    g_autofree int64_t *ret_first = g_new0(int64_t, n_types);
+    g_autofree int64_t *ret_last = g_new0(int64_t, n_types);
+    if (!retention_ensure(l->db, path, first, progress, &l->note_first, error) ||
+        !type_retained_read(l->db, first->snapshot, n_types, ret_first, error))
+        return FALSE;
+    l->last = retention_compute(l->db, final, progress, error);
+    if (!l->last || !retention_store(l->last, l->db, path, progress, &l->note_last, error))
+        return FALSE;
+    const uint64_t *tr = retention_type_retained_bytes(l->last);
+    for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)
+        ret_last[t] = (int64_t)tr[t];
+    for (uint32_t i = 0; i < l->n_suspects; i++) {
+        l->suspects[i].retained_first = ret_first[l->suspects[i].type_id];
+        l->suspects[i].retained_last = ret_last[l->suspects[i].type_id];
+    }
+    qsort(l->suspects, l->n_suspects, sizeof *l->suspects, suspect_cmp);
+    if (l->n_suspects > top)
+        l->n_suspects = (uint32_t)top;
+
+    /* holders and paths of the ones shown */
+    const snapshot_graph *g = retention_graph(l->last);
+    g_autofree uint32_t *memo = g_try_new(uint32_t, g->n);
+    query_progress_update(progress, "finding holders and paths", 0, l->n_suspects);
+    an_graph *reversed = an_graph_new_reversed(g->graph);
+    gboolean ok = FALSE;
+    if (!memo || !reversed) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < l->n_suspects; i++) {
+        suspect *s = &l->suspects[i];
+        query_progress_update(progress, "finding holders and paths", i, l->n_suspects);
+        uint32_t instance = holder_find(g, retention_tree(l->last), l->types, s, memo);
+        if (instance == AN_NONE)
+            continue;
+        g_autoptr(GPtrArray) paths = root_paths_find(g, reversed, instance, 1, error);
+        if (!paths)
+            goto out;
+        if (paths->len > 0)
+            s->path = g_ptr_array_steal_index(paths, 0);
+    }
+    ok = TRUE;
+out:
+    an_graph_free(reversed);
+    return ok;
+}
+
+leaks *leaks_find(sqlite3 *db, const char *path, uint64_t top, gboolean all,
+                  query_progress *progress, GError **error)
+{
+    leaks *l = g_new0(leaks, 1);
+    l->db = db;
+    if (!series_pick(l, path, error))
+        goto fail;
+    l->types = snapshot_types_new(db, error);
+    if (!l->types)
+        goto fail;
+    l->n_types = snapshot_types_count(l->types);
+    if (!series_count(l, progress, error))
+        goto fail;
+    trends_classify(l, all);
+    if (l->n_suspects > 0 && !suspects_rank(l, path, top, progress, error))
+        goto fail;
+    return l;
+fail:
+    leaks_free(l);
+    return NULL;
+}
+
+json_t *leaks_json_head(const leaks *l)
+{
+    json_t *snaps = json_array(), *gcs = json_array();
+    for (size_t i = 0; i < l->k; i++) {
+        json_array_append_new(snaps,
+                              json_integer(g_array_index(l->series, snapshot_info, i).snapshot));
+        json_array_append_new(gcs, json_integer(g_array_index(l->series, snapshot_info, i).gc));
+    }
+    return json_pack("{s:o, s:o, s:b}", "snapshots", snaps, "gcs", gcs, "full_gcs_only",
+                     l->series_note == NULL);
+}
+
+guint leaks_count(const leaks *l)
+{
+    return l->n_suspects;
+}
+
+json_t *leaks_json_row(const leaks *l, guint i)
+{
+    const suspect *s = &l->suspects[i];
+    const size_t k = l->k;
+    const snapshot_graph *g = l->last ? retention_graph(l->last) : NULL;
+    char a[QUERY_FORMAT_MAX];
+    json_t *cv = json_array(), *bv = json_array();
+    for (size_t j = 0; j < k; j++) {
+        json_array_append_new(cv, json_integer(l->counts[(size_t)s->type_id * k + j]));
+        json_array_append_new(bv, json_integer(l->bytes[(size_t)s->type_id * k + j]));
+    }
+    json_t *row = json_pack("{s:o, s:I, s:I, s:I, s:b, s:o, s:o}", "type",
+                            query_json_string(snapshot_types_name(l->types, s->type_id, a)),
+                            "growth_count", (json_int_t)s->growth_count, "growth_bytes",
+                            (json_int_t)s->growth_bytes, "growth_retained_bytes",
+                            (json_int_t)(s->retained_last - s->retained_first), "flagged",
+                            s->flagged, "counts", cv, "bytes", bv);
+    if (s->holder != AN_NONE) {
+        json_object_set_new(
+            row, "holder",
+            query_json_string(snapshot_types_name(l->types, g->type_ids[s->holder], a)));
+        json_object_set_new(row, "holder_object", json_integer((json_int_t)g->ids[s->holder]));
+        json_object_set_new(row, "holder_retained_bytes",
+                            json_integer((json_int_t)an_domtree_retained_bytes(
+                                retention_tree(l->last))[s->holder]));
+        json_object_set_new(row, "held", json_integer((json_int_t)s->held));
+        json_object_set_new(row, "holders", json_integer((json_int_t)s->holders));
+        json_object_set_new(row, "instances", json_integer((json_int_t)s->instances));
+    } else {
+        json_object_set_new(row, "holder", json_null());
+        json_object_set_new(row, "holder_object", json_null());
+    }
+    if (s->path) {
+        json_object_set_new(row, "path", root_path_hops_json(g, l->types, s->path));
+        json_object_set_new(row, "roots", root_paths_roots_json(g, s->path->nodes[0]));
+    } else {
+        json_object_set_new(row, "path", json_null());
+        json_object_set_new(row, "roots", json_null());
+    }
+    return row;
+}
+
+/* "held by: ..." of one flagged suspect. */
+static void holder_print(const leaks *l, const suspect *s, FILE *out)
+{
+    const snapshot_graph *g = retention_graph(l->last);
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
+    if (s->holder == AN_NONE) {
+        fprintf(out, "   held by: nothing but GC roots and collections\n");
+        return;
+    }
+    const char *holder_type = snapshot_types_name(l->types, g->type_ids[s->holder], a);
+    int rank = 0; /* the holder's type is itself a suspect shown above */
+    for (uint32_t j = 0; j < l->n_suspects; j++)
+        if (l->suspects[j].flagged && l->suspects[j].type_id == g->type_ids[s->holder])
+            rank = (int)j + 1;
+    g_autofree char *also = rank ? g_strdup_printf(", suspect %d", rank) : g_strdup("");
+    if (s->holders == 1)
+        fprintf(out, "   held by: %s #%" PRIu64 " (retains %s; holds %s of %s%s)\n", holder_type,
+                g->ids[s->holder],
+                query_size_format(
+                    (int64_t)an_domtree_retained_bytes(retention_tree(l->last))[s->holder], b),
+                query_count_format((int64_t)s->held, c),
+                query_count_format((int64_t)s->instances, d), also);
+    else
+        fprintf(out, "   held by: %s %s objects (hold %s of %s%s)\n",
+                query_count_format((int64_t)s->holders, b), holder_type,
+                query_count_format((int64_t)s->held, c),
+                query_count_format((int64_t)s->instances, d), also);
+}
+
+void leaks_print(const leaks *l, FILE *out)
+{
+    const size_t k = l->k;
+    const snapshot_info *first = &g_array_index(l->series, snapshot_info, 0);
+    const snapshot_info *final = &g_array_index(l->series, snapshot_info, k - 1);
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
+    g_autofree char *range =
+        g_strdup_printf("snapshots %" PRId64 " to %" PRId64 ", GCs %" PRId64 " to %" PRId64,
+                        first->snapshot, final->snapshot, first->gc, final->gc);
+    if (l->n_flagged == 0)
+        fprintf(out, "no leak suspects: no type kept growing over %zu snapshots%s (%s)\n", k,
+                l->series_note ? "" : " after full GCs", range);
+    else
+        fprintf(out, "leak suspects: %u %s kept growing over %zu snapshots%s (%s)\n",
+                l->n_flagged, l->n_flagged == 1 ? "type" : "types", k,
+                l->series_note ? "" : " after full GCs", range);
+    if (l->n_suspects == 0)
+        return;
+    g_autoptr(query_table) table = query_table_new(suspect_columns, G_N_ELEMENTS(suspect_columns));
+    for (uint32_t i = 0; i < l->n_suspects; i++) {
+        const suspect *s = &l->suspects[i];
+        g_autofree char *sv = series_text(l->counts + (size_t)s->type_id * k, k);
+        if (s->flagged)
+            query_table_addf(table, "%u", i + 1);
+        else
+            query_table_add(table, "-");
+        query_table_add(table, signed_count(s->growth_count, a));
+        query_table_add(table, signed_size(s->growth_bytes, b));
+        query_table_add(table, signed_size(s->retained_last - s->retained_first, c));
+        query_table_add(table, sv);
+        query_table_add(table, snapshot_types_name(l->types, s->type_id, d));
+    }
+    query_table_print(table, out);
+    const snapshot_graph *g = retention_graph(l->last);
+    for (uint32_t i = 0; i < l->n_suspects; i++) {
+        const suspect *s = &l->suspects[i];
+        if (!s->flagged)
+            continue;
+        fprintf(out, "\n%u. %s\n", i + 1, snapshot_types_name(l->types, s->type_id, a));
+        holder_print(l, s, out);
+        if (s->path) {
+            g_autofree char *roots = root_paths_roots_text(g, s->path->nodes[0]);
+            g_autofree char *hops = root_path_text(g, l->types, s->path);
+            fprintf(out, "   path:    %s -> %s\n", roots, hops);
+        }
+    }
+}
+
+void leaks_notes_print(const leaks *l, gboolean json)
+{
+    if (l->series_note)
+        retention_note_print(l->series_note, json);
+    retention_note_print(l->note_first, json);
+    if (l->note_last && (!l->note_first || strcmp(l->note_first, l->note_last) != 0))
+        retention_note_print(l->note_last, json);
+}
