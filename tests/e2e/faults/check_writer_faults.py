@@ -12,6 +12,7 @@ own output line, process exit), each with a timeout -- never on sleeps."""
 import argparse
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -134,6 +135,15 @@ def writer_stalled(hl, dll, workdir, iterations):
     r = subprocess.run([hl, "allocations", db, "--top", "1"], capture_output=True, text=True)
     check("stalled: commands say the counts are lower bounds", "dropped" in r.stdout + r.stderr,
           r.stdout + r.stderr)
+    # Allocation rows are dropped first: every GC still reaches the database (a GC whose details
+    # were dropped is flagged incomplete), numbered without gaps, as many as the program saw.
+    program_gcs = int(re.search(r"gcs=(\d+)/", line or "gcs=-1/").group(1))
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    stored, last = con.execute("SELECT count(*), max(gc) FROM gcs").fetchone()
+    con.close()
+    check("stalled: GCs stored without gaps", stored == last, f"{stored} GCs, the last is {last}")
+    check("stalled: every GC of the program is stored", program_gcs > 0 and stored >= program_gcs,
+          f"{stored} stored, the program counted {program_gcs}")
 
 
 def main():
