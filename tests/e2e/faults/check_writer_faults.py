@@ -10,6 +10,7 @@ counted and stored, not a blocked program. One line per failed check, then "N pa
 Synchronisation is on observable conditions only (a committed GC in the database, the program's
 own output line, process exit), each with a timeout -- never on sleeps."""
 import argparse
+import faulthandler
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks  # noqa: E402  (shared e2e helpers)
+from e2elib import Checks, remove_stale  # noqa: E402  (shared e2e helpers)
 
 checks = Checks(verbose=False, fail_prefix="FAIL ")
 check = checks.ok
@@ -68,6 +69,9 @@ def heaplens_json(hl, *args):
 
 
 def start(hl, dll, db, iterations, env):
+    # An earlier run's file would satisfy "a committed GC" at once, and the writer would be
+    # stopped before the program even starts.
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
     return subprocess.Popen([hl, "record", "--force", "-o", db, "--", "dotnet", dll,
                              str(iterations), "--threads", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -153,7 +157,10 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--iterations", type=int, default=80000,
                     help="AllocBench iterations: the program must outlive the injected fault")
+    ap.add_argument("--deadline", type=int, default=420,
+                    help="seconds after which the test prints where it is stuck and exits")
     a = ap.parse_args()
+    faulthandler.dump_traceback_later(a.deadline, exit=True)  # a hang says where, then fails
     os.makedirs(a.workdir, exist_ok=True)
     writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
