@@ -10,8 +10,8 @@
 // (loaded / none: whether the heaplens collector library is mapped into the process).
 using System;
 using System.Diagnostics;
-using System.IO;
 using System.Threading;
+using static HeapLensShared.HeapLensSupport;
 
 namespace HeapLens.Bench
 {
@@ -73,24 +73,6 @@ namespace HeapLens.Bench
                 $"gcs={GC.CollectionCount(0) - g0}/{GC.CollectionCount(1) - g1}/{GC.CollectionCount(2) - g2} " +
                 $"collector={(LoadedCollector() != null ? "loaded" : "none")}");
             return 0;
-        }
-
-        /// <summary>Path of the heaplens collector library if it is mapped into this process.</summary>
-        private static string? LoadedCollector()
-        {
-            try
-            {
-                foreach (string line in File.ReadLines("/proc/self/maps"))
-                {
-                    int slash = line.IndexOf('/');
-                    if (slash >= 0 && line.IndexOf("heaplens", slash, StringComparison.Ordinal) >= 0
-                        && line.EndsWith(".so", StringComparison.Ordinal))
-                        return line.Substring(slash);
-                }
-            }
-            catch (IOException) { }
-            catch (UnauthorizedAccessException) { }
-            return null;
         }
 
         private static void Worker(object? state)

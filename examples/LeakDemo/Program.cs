@@ -32,6 +32,7 @@ using System.Runtime.CompilerServices;
 using System.Text.Encodings.Web;
 using System.Text.Json;
 using HeapLens.Examples.Leaks;
+using static HeapLensShared.HeapLensSupport;
 
 namespace LeakDemo
 {
@@ -271,44 +272,10 @@ namespace LeakDemo
             s_cpCount++;
         }
 
-        internal static string HeapLensName(Type t)
-        {
-            if (t.IsArray)
-            {
-                string e = HeapLensName(t.GetElementType()!);
-                return t.IsSZArray ? e + "[]" : e + "[" + new string(',', t.GetArrayRank() - 1) + "]";
-            }
-            string name = t.Name;
-            int tick = name.IndexOf('`');
-            if (tick >= 0) name = name.Substring(0, tick);
-            string prefix = t.IsNested ? HeapLensName(t.DeclaringType!) + "+"
-                : string.IsNullOrEmpty(t.Namespace) ? "" : t.Namespace + ".";
-            if (!t.IsGenericType) return prefix + name;
-            var args = t.GetGenericArguments();
-            var parts = new string[args.Length];
-            for (int i = 0; i < args.Length; i++) parts[i] = HeapLensName(args[i]);
-            return prefix + name + "<" + string.Join(", ", parts) + ">";
-        }
-
         /// <summary>Size of a single-dimension array on 64-bit CoreCLR as the profiling API's
         /// GetObjectSize2 reports it (heaplens' objects.size): 24 bytes plus the elements, not
         /// rounded up.</summary>
         private static long ArraySize(int elementSize, int length) => 24L + (long)elementSize * length;
-
-        private static string? LoadedCollector()
-        {
-            try
-            {
-                foreach (string line in File.ReadLines("/proc/self/maps"))
-                {
-                    int slash = line.IndexOf('/');
-                    if (slash >= 0 && line.EndsWith("libheaplens.so", StringComparison.Ordinal))
-                        return line.Substring(slash);
-                }
-            }
-            catch (IOException) { }
-            return null;
-        }
 
         private static void WriteTruth(string path, int iterations, int gcsTotal, long elapsedMs)
         {

@@ -28,6 +28,7 @@ using System.Diagnostics;
 using System.Globalization;
 using System.IO;
 using System.Runtime.CompilerServices;
+using static HeapLensShared.HeapLensSupport;
 
 namespace HeapLens.Bench
 {
@@ -37,7 +38,6 @@ namespace HeapLens.Bench
         public BenchNode? Right;
         public long Value;
     }
-
 
     internal static class Program
     {
@@ -174,21 +174,5 @@ namespace HeapLens.Bench
             return string.Join(",", parts);
         }
 
-        private static string? LoadedCollector()
-        {
-            try
-            {
-                foreach (string line in File.ReadLines("/proc/self/maps"))
-                {
-                    int slash = line.IndexOf('/');
-                    if (slash >= 0 && line.IndexOf("heaplens", slash, StringComparison.Ordinal) >= 0
-                        && line.EndsWith(".so", StringComparison.Ordinal))
-                        return line.Substring(slash);
-                }
-            }
-            catch (IOException) { }
-            catch (UnauthorizedAccessException) { }
-            return null;
-        }
     }
 }

@@ -46,6 +46,7 @@ using System.Text.Encodings.Web;
 using System.Text.Json;
 using System.Threading;
 using HeapLens.Examples.Graphs;
+using static HeapLensShared.HeapLensSupport;
 
 namespace SnapshotGraphs
 {
@@ -533,47 +534,11 @@ namespace SnapshotGraphs
         }
 
         // ---------------------------------------------------------------- output
-        /// <summary>The name heaplens gives a type (as in AllocPatterns).</summary>
-        internal static string HeapLensName(Type t)
-        {
-            if (t.IsArray)
-            {
-                string e = HeapLensName(t.GetElementType()!);
-                return t.IsSZArray ? e + "[]" : e + "[" + new string(',', t.GetArrayRank() - 1) + "]";
-            }
-            string name = t.Name;
-            int tick = name.IndexOf('`');
-            if (tick >= 0) name = name.Substring(0, tick);
-            string prefix = t.IsNested ? HeapLensName(t.DeclaringType!) + "+"
-                : string.IsNullOrEmpty(t.Namespace) ? "" : t.Namespace + ".";
-            if (!t.IsGenericType) return prefix + name;
-            var args = t.GetGenericArguments();
-            var parts = new string[args.Length];
-            for (int i = 0; i < args.Length; i++) parts[i] = HeapLensName(args[i]);
-            return prefix + name + "<" + string.Join(", ", parts) + ">";
-        }
 
         /// <summary>Size of a single-dimension array on 64-bit CoreCLR as the profiling API's
         /// GetObjectSize2 reports it (heaplens' objects.size): 24 bytes (object header, MethodTable,
         /// length) plus the elements, NOT rounded up to 8 as the allocator does (byte[17] is 41).</summary>
         private static long ArraySize(int elementSize, int length) => 24L + (long)elementSize * length;
-
-        private static string? LoadedCollector()
-        {
-            try
-            {
-                foreach (string line in File.ReadLines("/proc/self/maps"))
-                {
-                    int slash = line.IndexOf('/');
-                    if (slash >= 0 && line.IndexOf("heaplens", slash, StringComparison.Ordinal) >= 0
-                        && line.EndsWith(".so", StringComparison.Ordinal))
-                        return line.Substring(slash);
-                }
-            }
-            catch (IOException) { }
-            catch (UnauthorizedAccessException) { }
-            return null;
-        }
 
         private static string GenName(int bucket) => bucket <= 2 ? bucket.ToString(CultureInfo.InvariantCulture) : "other";
 
