@@ -12,18 +12,10 @@
 #include <unistd.h>
 
 #include "collector/outbox.h"
+#include "tests/unit/common/check.h"
 #include "wire/hl_wire.h"
 
 #define CAP (1u << 20) /* 1 MiB: the smallest HEAPLENS_BUFFER_MB */
-
-static int failures;
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                               \
-        }                                                                             \
-    } while (0)
 
 /* A listening socket at a fresh path; the outbox connects to it, we accept: the writer's end. */
 typedef struct peer {

@@ -22,7 +22,9 @@
  * from 13, so neither dominates it); retained(13) = 10 + 50 + 50 + 100 = 210 (5 objects);
  * retained(17) = 100; 16's dominator is the virtual root; 19 and 20 are unreachable.
  */
+#include "tests/unit/common/check.h"
 #include "tests/unit/common/hl_stream_builder.h"
+#include "tests/unit/common/run_heaplens.h"
 
 #include <glib/gstdio.h>
 #include <jansson.h>
@@ -30,77 +32,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static const char *heaplens;
 static const char *source_dir;
 static char *workdir;
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_INT(got, want)                                                                       \
-    do {                                                                                           \
-        long long got_ = (long long)(got), want_ = (long long)(want);                              \
-        if (got_ != want_) {                                                                       \
-            fprintf(stderr, "%s:%d: %s = %lld, expected %lld\n", __FILE__, __LINE__, #got, got_,   \
-                    want_);                                                                        \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *got_ = (got), *want_ = (want);                                                 \
-        if (!got_ || strcmp(got_, want_) != 0) {                                                   \
-            fprintf(stderr, "%s:%d: %s = '%s', expected '%s'\n", __FILE__, __LINE__, #got,         \
-                    got_ ? got_ : "(null)", want_);                                                \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 /* ---- running heaplens ------------------------------------------------------------------ */
-
-typedef struct run_result {
-    int status;
-    char *out;
-    char *err;
-} run_result;
-
-static void run_release(run_result *r)
-{
-    g_free(r->out);
-    g_free(r->err);
-}
-
-static run_result run_argv(const char *const *args)
-{
-    run_result r = {.status = -1};
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_autoptr(GError) error = NULL;
-    int wait_status = 0;
-    g_ptr_array_add(argv, (char *)heaplens);
-    for (const char *const *a = args; *a; a++)
-        g_ptr_array_add(argv, (char *)*a);
-    g_ptr_array_add(argv, NULL);
-    if (!g_spawn_sync(workdir, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
-                      &r.err, &wait_status, &error)) {
-        fprintf(stderr, "cannot run %s: %s\n", heaplens, error->message);
-        exit(2);
-    }
-    if (WIFEXITED(wait_status))
-        r.status = WEXITSTATUS(wait_status);
-    return r;
-}
-
-#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
 
 /* Runs a command that must succeed with JSON on stdout and nothing on stderr; returns the
  * document (NULL after counting a failure). */
@@ -115,7 +53,7 @@ static json_t *run_json(const char *file, int line, run_result r)
         fprintf(stderr, "%s:%d: stdout is not JSON (%s): %s\n", file, line, jerr.text, r.out);
         failures++;
     }
-    run_release(&r);
+    run_result_release(&r);
     return doc;
 }
 
@@ -130,7 +68,7 @@ static void expect_error(const char *file, int line, run_result r, const char *e
                 file, line, err, r.status, r.out, r.err);
         failures++;
     }
-    run_release(&r);
+    run_result_release(&r);
 }
 
 #define EXPECT_ERROR(err, ...) expect_error(__FILE__, __LINE__, RUN(__VA_ARGS__), err)
@@ -422,11 +360,11 @@ static void case_retention_one_thread(void)
         run_result r = RUN("retention", files[i], "--snapshot", "2", "--json", "--top", "50");
         CHECK_INT(r.status, 0);
         out[i][0] = g_strdup(r.out);
-        run_release(&r);
+        run_result_release(&r);
         r = RUN("leaks", files[i], "--json");
         CHECK_INT(r.status, 0);
         out[i][1] = g_strdup(r.out);
-        run_release(&r);
+        run_result_release(&r);
         g_unsetenv("HEAPLENS_THREADS");
     }
     for (int k = 0; k < 2; k++) {
@@ -500,19 +438,19 @@ static void case_retention_text(void)
                      "12.3 KiB       25    100 B       2  App.Leak[]\n"
                      " 1.0 KiB        2     40 B       3  App.Leak\n");
     CHECK_STR(r.err, "");
-    run_release(&r);
+    run_result_release(&r);
     /* the second run reads the stored rows: same output, nothing computed again */
     r = RUN("retention", "r3.db", "--top", "3");
     CHECK_INT(r.status, 0);
     CHECK(strstr(r.out, "12.3 KiB       26     32 B       1  App.Holder\n") != NULL);
-    run_release(&r);
+    run_result_release(&r);
     CHECK_INT(sql_int("r3.db", "SELECT count(*) FROM retention_snapshots"), 1);
     r = RUN("retention", "r3.db", "--by", "type", "--top", "2");
     CHECK_STR(r.out, "snapshot 4 (GC 4): 37 objects, 37 reachable from 4 roots, 12.8 KiB\n"
                      "retained  objects  count  shallow  type\n"
                      "12.3 KiB       26      1     32 B  App.Holder\n"
                      "12.3 KiB       25      1    100 B  App.Leak[]\n");
-    run_release(&r);
+    run_result_release(&r);
 }
 
 /* A file heaplens may not write: the results go to TEMP tables, a note says so. */
@@ -545,14 +483,14 @@ static void case_retention_readonly(void)
     CHECK(doc != NULL);
     CHECK_INT(jint(jrow(doc, 0), "retained_bytes"), 3252);
     json_decref(doc);
-    run_release(&r);
+    run_result_release(&r);
     CHECK_INT(sql_int("ro.db", "SELECT count(*) FROM sqlite_schema WHERE name = 'retention'"), 0);
     /* roots --type needs retained sizes too: they are computed again */
     r = RUN("roots", "ro.db", "--snapshot", "1", "--type", "App.Leak");
     CHECK_INT(r.status, 0);
     CHECK(g_str_has_prefix(r.out, "shortest path from a GC root to object 3 (App.Leak)"));
     CHECK(strstr(r.out, "note: retained sizes were not stored: ") != NULL);
-    run_release(&r);
+    run_result_release(&r);
     g_chmod(path, 0600);
 
     /* the file has the tables (snapshot 4) but cannot take more: TEMP tables that keep the
@@ -560,7 +498,7 @@ static void case_retention_readonly(void)
     file_copy("graph.db", "ro2.db");
     r = RUN("retention", "ro2.db");
     CHECK_INT(r.status, 0);
-    run_release(&r);
+    run_result_release(&r);
     file_unwritable("ro2.db");
     r = RUN("leaks", "ro2.db", "--json");
     CHECK_INT(r.status, 0);
@@ -569,7 +507,7 @@ static void case_retention_readonly(void)
     CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Leak");
     CHECK_INT(jint(jrow(doc, 0), "growth_retained_bytes"), 9 * 1040);
     json_decref(doc);
-    run_release(&r);
+    run_result_release(&r);
     CHECK_INT(sql_int("ro2.db", "SELECT count(*) FROM retention_snapshots"), 1);
     g_autofree char *path2 = fixture_path("ro2.db");
     g_chmod(path2, 0600);
@@ -609,7 +547,7 @@ static void case_roots_object(void)
                      "  0      13  10 B  App.Root\n"
                      "  1      17  50 B  App.Node\n"
                      "  2      18  50 B  App.Node\n");
-    run_release(&r);
+    run_result_release(&r);
 }
 
 static void case_roots_all(void)
@@ -652,7 +590,7 @@ static void case_roots_unreachable(void)
     CHECK_STR(r.out,
               "object 20 (App.Node) in snapshot 1 (GC 1) is not reachable from any GC root: "
               "it is garbage that GC 1 did not collect (its generation was not condemned)\n");
-    run_release(&r);
+    run_result_release(&r);
     json_t *doc = RUN_JSON("roots", "graph.db", "--snapshot", "1", "--object", "19", "--json");
     CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 0);
     json_decref(doc);
@@ -705,7 +643,7 @@ static void case_leaks(void)
                  "   path:    handle (strong, 0x1000) -> App.Holder #1 -> App.Leak[] #2 -> "
                  "App.Leak #3\n") != NULL);
     CHECK(strstr(r.out, "held by: 12 App.Leak objects (hold 12 of 12, suspect 1)") != NULL);
-    run_release(&r);
+    run_result_release(&r);
 }
 
 static void case_diff(void)
@@ -754,7 +692,7 @@ static void case_diff(void)
                      "new  new bytes  dead  dead bytes  survived  net bytes  type\n"
                      "  3    2.9 KiB     0         0 B         3   +2.9 KiB  App.Leaf\n"
                      "  3      120 B     0         0 B         3     +120 B  App.Leak\n");
-    run_release(&r);
+    run_result_release(&r);
 }
 
 /* Two files of the same program: identity by allocation number and type name. */
@@ -798,7 +736,7 @@ static void case_survivors_age(void)
     CHECK(g_str_has_prefix(r.out, "alive after GC 1: 21 objects, 3.7 KiB; age = GCs survived\n"
                                   "age  gen   count    bytes  type\n"
                                   "  1  gen1      3  2.9 KiB  App.Leaf\n"));
-    run_release(&r);
+    run_result_release(&r);
 }
 
 static void case_errors(void)
@@ -842,7 +780,7 @@ static void case_errors(void)
     run_result r = RUN("roots", "--help");
     CHECK_INT(r.status, 0);
     CHECK(g_str_has_prefix(r.out, "usage: heaplens roots FILE (--object ID | --type NAME)"));
-    run_release(&r);
+    run_result_release(&r);
 }
 
 /* Every .sql file of examples/queries/ runs unchanged (after `heaplens retention`), each statement
@@ -852,7 +790,7 @@ static void case_example_queries(void)
     file_copy("graph.db", "q.db");
     run_result r = RUN("retention", "q.db");
     CHECK_INT(r.status, 0);
-    run_release(&r);
+    run_result_release(&r);
     g_autofree char *dir = g_build_filename(source_dir, "examples", "queries", NULL);
     g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
     CHECK(d != NULL);

@@ -6,63 +6,20 @@
  * `heaplens` binary on them in a temporary directory and compares exit status, stdout and stderr
  * exactly. Each CASE is its own ctest entry (tests/unit/query/CMakeLists.txt).
  */
+#include "tests/unit/common/check.h"
 #include "tests/unit/common/hl_stream_builder.h"
+#include "tests/unit/common/run_heaplens.h"
 
 #include <glib/gstdio.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 
 static const char *heaplens; /* the binary under test */
 static char *workdir;        /* fixtures live here; commands run here */
-static int failures;
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-/* ---- running heaplens ------------------------------------------------------------------ */
-
-typedef struct run_result {
-    int status; /* exit status, or -1 when killed by a signal */
-    char *out;
-    char *err;
-} run_result;
-
-static void run_result_release(run_result *r)
-{
-    g_free(r->out);
-    g_free(r->err);
-}
-
-/* Runs `heaplens ARGS...` (NULL-terminated) in the work directory. */
-static run_result run_argv(const char *const *args)
-{
-    run_result r = {.status = -1};
-    g_autoptr(GPtrArray) argv = g_ptr_array_new();
-    g_autoptr(GError) error = NULL;
-    int wait_status = 0;
-    g_ptr_array_add(argv, (char *)heaplens);
-    for (const char *const *a = args; *a; a++)
-        g_ptr_array_add(argv, (char *)*a);
-    g_ptr_array_add(argv, NULL);
-    if (!g_spawn_sync(workdir, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out,
-                      &r.err, &wait_status, &error)) {
-        fprintf(stderr, "cannot run %s: %s\n", heaplens, error->message);
-        exit(2);
-    }
-    if (WIFEXITED(wait_status))
-        r.status = WEXITSTATUS(wait_status);
-    return r;
-}
-
-#define RUN(...) run_argv((const char *const[]){__VA_ARGS__, NULL})
+/* ---- checking runs ------------------------------------------------------------------ */
 
 static void show_mismatch(const char *what, const char *expected, const char *actual)
 {
@@ -711,7 +668,7 @@ static void case_help(void)
                           "allocates and what each GC does\n") != NULL);
     EXPECT(RUN("-h"), 0, top.out, "");
     EXPECT(RUN("help"), 0, top.out, "");
-    EXPECT(run_argv((const char *const[]){NULL}), 0, top.out, "");
+    EXPECT(run_in(heaplens, workdir, (const char *const[]){NULL}), 0, top.out, "");
     run_result_release(&top);
 
     for (size_t i = 0; i < G_N_ELEMENTS(command_names); i++) {
