@@ -23,8 +23,10 @@
  *  - GC n's records come in the order GC_START, GC_YOUNG_FATE*, GC_DEATHS*, GC_PROMOTIONS*,
  *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
  *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
- *    1, 2, 3, ... without gaps (a GC whose data the collector lost is still sent, with
- *    HL_GC_FLAG_INCOMPLETE set).
+ *    1, 2, 3, ... without gaps (a GC whose data the collector lost, or whose details found no
+ *    room in its outbox, is still sent, with HL_GC_FLAG_INCOMPLETE set; only a writer stalled
+ *    so long that the room kept for GC_START/GC_END fills as well sees a gap, counted in
+ *    records_dropped).
  */
 #ifndef HEAPLENS_WIRE_H
 #define HEAPLENS_WIRE_H
