@@ -17,10 +17,10 @@
  * GC_END never came.
  *
  * Ordering guarantees given by the collector:
- *  - a TYPE record precedes the first ALLOC that uses its type id;
- *  - every allocation made before GC n (id < GC_START.first_id_after) precedes GC n's GC_START;
+ *  - a TYPE or THREAD record precedes the first record that uses its id;
  *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
- *  - GC n's records come in the order GC_START, GC_YOUNG_FATE*, GC_DEATHS*, GC_PROMOTIONS*,
+ *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
+ *    GC_PROMOTIONS*,
  *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
  *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
  *    1, 2, 3, ... without gaps (a GC whose data the collector lost, or whose details found no
@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #define HL_STREAM_MAGIC "HEAPLENS"  /* 8 bytes, no NUL on the wire */
-#define HL_STREAM_VERSION 1u
+#define HL_STREAM_VERSION 2u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors */
 #define HL_REC_MAX_PAYLOAD (16u * 1024u * 1024u)
 
 typedef struct hl_stream_header {
@@ -49,9 +49,8 @@ typedef enum hl_rec_type {
     HL_REC_RUN_START = 1,
     HL_REC_TYPE = 2,
     HL_REC_THREAD = 3,
-    HL_REC_ALLOC_BATCH = 4,
+    /* 4 (ALLOC_BATCH: a row per allocation) and 6 (GC_YOUNG_FATE) were version 1 only */
     HL_REC_GC_START = 5,
-    HL_REC_GC_YOUNG_FATE = 6,
     HL_REC_GC_DEATHS = 7,
     HL_REC_GC_PROMOTIONS = 8,
     HL_REC_GC_END = 9,
@@ -65,6 +64,8 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_REFS = 17,
     HL_REC_SNAPSHOT_ROOTS = 18,
     HL_REC_SNAPSHOT_END = 19,
+    HL_REC_ALLOC_COUNTS = 20,
+    HL_REC_GC_SURVIVORS = 21,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -91,18 +92,27 @@ enum {
 /* Recording modes (run metadata). */
 enum { HL_MODE_FULL = 1, HL_MODE_SAMPLED = 2, HL_MODE_ATTACH = 3 };
 
-/* Counters kept by the collector; cumulative since the start, sent in GC_END and RUN_END. */
+/* Counters kept by the collector; cumulative since the start, sent in GC_END and RUN_END.
+ * Losses are counted in the units users think in (allocations, GCs, snapshots), each with its
+ * reason, so the writer can store the true one. */
 typedef struct hl_counters {
     uint64_t allocs_seen;        /* ObjectAllocated callbacks */
-    uint64_t allocs_dropped;     /* allocations lost because a thread buffer was full */
+    uint64_t allocs_dropped;     /* allocations lost, any reason (the sum of the next two) */
+    uint64_t allocs_dropped_buffer; /* ... the thread buffer pool was full: never reached the
+                                     * collector thread */
+    uint64_t allocs_dropped_writer; /* ... counted or described in records the writer never
+                                     * received (writer behind or gone) */
     uint64_t gc_events_dropped;  /* GC inputs lost (range batches, bounds): model may be wrong */
     uint64_t records_dropped;    /* records built but not sent (writer slow or gone) */
     uint64_t bytes_dropped;      /* payload bytes of those records */
     uint64_t model_anomalies;    /* runtime data the model could not place (see heapmodel) */
     uint64_t threads_overflowed; /* threads that found no free buffer slot */
-    uint64_t reserved;
+    uint64_t gcs_dropped;        /* GCs whose GC_START/GC_END the writer never received */
+    uint64_t snapshots_dropped;  /* snapshots taken whose records the writer never received */
+    uint64_t writer_lost;        /* 1 once the writer went away (EPIPE) or took nothing for the
+                                  * stall limit; then nothing more is sent */
 } hl_counters;
-static_assert(sizeof(hl_counters) == 64, "wire layout");
+static_assert(sizeof(hl_counters) == 96, "wire layout");
 
 /* HL_REC_RUN_START. Followed by three hl_str: command line (arguments joined by spaces),
  * runtime version ("10.0.12"), producer ("heaplens 0.1.0"). */
@@ -134,18 +144,52 @@ typedef struct hl_thread {
 } hl_thread;
 static_assert(sizeof(hl_thread) == 16, "wire layout");
 
-/* HL_REC_ALLOC_BATCH: hl_alloc_batch, then `count` hl_alloc. */
-typedef struct hl_alloc_batch {
+/* ---- allocations: exact counts for all, a row for each survivor -------------------------
+ * Allocation interval n = the allocations made after GC n-1 began and before GC n began
+ * (ids in [GC_START(n-1).first_id_after, GC_START(n).first_id_after)); interval 1 starts with
+ * the run. The tail interval (after the last GC) is numbered last GC + 1.
+ *
+ * HL_REC_ALLOC_COUNTS: every allocation of interval `gc`, counted exactly per (type, allocating
+ * thread, heap). Sent inside GC `gc` (after its GC_START), when the GC's fate of each object is
+ * known; the tail interval's counts come after the last GC_END, before RUN_END. Several records
+ * may carry one interval; a key appears once per interval. `count` hl_alloc_count follow. */
+typedef struct hl_alloc_counts {
+    uint32_t gc;        /* the interval: GC that ended it (last GC + 1 for the tail) */
     uint32_t count;
+} hl_alloc_counts;
+typedef struct hl_alloc_count {
+    uint32_t type_id;
+    uint32_t os_tid;       /* allocating thread */
+    uint32_t heap;         /* HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH, HL_GEN_NONGC,
+                            * or HL_GEN_NONE: not classified (tail interval, incomplete GC) */
     uint32_t reserved;
-} hl_alloc_batch;
-typedef struct hl_alloc {
-    uint64_t id;       /* allocation sequence number, from 1, never reused */
-    uint64_t size;     /* bytes, as GetObjectSize2 reports */
+    uint64_t count;        /* allocations */
+    uint64_t bytes;        /* their sizes, as GetObjectSize2 reports */
+    uint64_t survived;     /* of those, alive after GC `gc` (each has a GC_SURVIVORS entry);
+                            * 0 in the tail interval */
+    uint64_t survived_bytes;
+} hl_alloc_count;
+static_assert(sizeof(hl_alloc_counts) == 8 && sizeof(hl_alloc_count) == 48, "wire layout");
+
+/* HL_REC_GC_SURVIVORS, inside GC `gc`: the objects of interval `gc` alive after it (survivors
+ * of their first GC, and objects of heaps it did not condemn), in ascending id order. From
+ * then on they are ordinary objects (GC_DEATHS, GC_PROMOTIONS). An object that died in its
+ * first GC appears only in ALLOC_COUNTS. `count` hl_survivor follow. */
+typedef struct hl_gc_survivors {
+    uint32_t gc;
+    uint32_t count;
+} hl_gc_survivors;
+typedef struct hl_survivor {
+    uint64_t id;           /* allocation sequence number, from 1, never reused */
+    uint64_t size;
     uint32_t type_id;
     uint32_t os_tid;
-} hl_alloc;
-static_assert(sizeof(hl_alloc_batch) == 8 && sizeof(hl_alloc) == 24, "wire layout");
+    uint8_t heap;          /* as in hl_alloc_count */
+    uint8_t generation;    /* HL_GEN_* after GC `gc` */
+    uint16_t reserved;
+    uint32_t reserved2;
+} hl_survivor;
+static_assert(sizeof(hl_gc_survivors) == 8 && sizeof(hl_survivor) == 32, "wire layout");
 
 /* HL_REC_GC_START. */
 typedef struct hl_gc_start {
@@ -160,24 +204,7 @@ typedef struct hl_gc_start {
 } hl_gc_start;
 static_assert(sizeof(hl_gc_start) == 80, "wire layout");
 
-/* HL_REC_GC_YOUNG_FATE: the fate, in GC `gc`, of every id in [first_id, first_id + count), i.e.
- * the objects allocated since the previous GC. One byte per id follows the struct:
- *   low nibble  = heap at allocation: HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH,
- *                 HL_GEN_NONGC, or HL_GEN_NONE when the collector never saw the object (dropped);
- *   high nibble = generation after this GC (HL_GEN_*), or HL_GEN_NONE when it died in this GC.
- * A GC may send several of these records; together they cover the range exactly once. */
-typedef struct hl_gc_young_fate {
-    uint32_t gc;
-    uint32_t count;
-    uint64_t first_id;
-} hl_gc_young_fate;
-static_assert(sizeof(hl_gc_young_fate) == 16, "wire layout");
-#define HL_FATE(heap, gen_after) ((uint8_t)(((gen_after) << 4) | (heap)))
-#define HL_FATE_HEAP(f) ((f) & 0x0f)
-#define HL_FATE_GEN(f) (((f) >> 4) & 0x0f)
-#define HL_FATE_UNKNOWN HL_FATE(HL_GEN_NONE, HL_GEN_NONE)
-
-/* HL_REC_GC_DEATHS: older objects (allocated before the previous GC) that died in GC `gc`.
+/* HL_REC_GC_DEATHS: older objects (survivors of an earlier GC) that died in GC `gc`.
  * `count` uint64 ids follow. */
 typedef struct hl_gc_deaths {
     uint32_t gc;
@@ -185,7 +212,8 @@ typedef struct hl_gc_deaths {
 } hl_gc_deaths;
 static_assert(sizeof(hl_gc_deaths) == 8, "wire layout");
 
-/* HL_REC_GC_PROMOTIONS: older objects whose generation changed in GC `gc`.
+/* HL_REC_GC_PROMOTIONS: older objects (survivors of an earlier GC) whose generation changed in
+ * GC `gc`.
  * `count` hl_promotion follow. */
 typedef struct hl_gc_promotions {
     uint32_t gc;
@@ -214,7 +242,7 @@ typedef struct hl_gc_end {
     uint64_t pinned_roots;        /* of those, with the PINNING flag */
     hl_counters counters;         /* cumulative */
 } hl_gc_end;
-static_assert(sizeof(hl_gc_end) == 176, "wire layout");
+static_assert(sizeof(hl_gc_end) == 208, "wire layout");
 enum {
     HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
     HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
@@ -226,9 +254,11 @@ typedef struct hl_run_end {
     uint64_t end_mono_ns;
     uint32_t gcs;          /* GCs recorded */
     uint32_t flags;        /* reserved */
+    uint64_t shutdown_mono_ns; /* when the runtime called Shutdown: end_mono_ns - this is the
+                                * time the program's exit waited for the collector */
     hl_counters counters;  /* final */
 } hl_run_end;
-static_assert(sizeof(hl_run_end) == 88, "wire layout");
+static_assert(sizeof(hl_run_end) == 128, "wire layout");
 
 /* ---- requests from the writer to the collector ------------------------------------------
  * The writer may send these on the same socket, in the other direction: an hl_rec_header with
