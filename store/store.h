@@ -13,7 +13,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
 #define STORE_ERROR (store_error_quark())
@@ -31,10 +31,13 @@ typedef struct store_writer store_writer;
 /* What the writer saw; filled by store_writer_finish. */
 typedef struct store_summary {
     uint64_t gcs;          /* complete GCs stored */
-    uint64_t objects;      /* object rows */
+    uint64_t objects;      /* object rows: allocations that survived a GC, discovered objects */
+    uint64_t allocations;  /* allocations counted (alloc_counts), the tail interval included */
+    uint64_t allocations_survived; /* of those, alive after their first GC */
     uint64_t types;
     uint64_t snapshots;    /* heap snapshots stored */
-    uint64_t drops;        /* allocs_dropped + gc_events_dropped + records_dropped (collector) */
+    uint64_t drops;        /* allocs_dropped + gc_events_dropped + gcs_dropped +
+                            * snapshots_dropped (collector) */
     gboolean complete;     /* end-of-run record received */
     gboolean connected;    /* a valid stream header arrived (a collector connected) */
 } store_summary;

@@ -1,14 +1,20 @@
-/* store_gc.c — applies one GC's records: GC_START, YOUNG_FATE*, DEATHS*, PROMOTIONS*, GC_END.
+/* store_gc.c — applies one GC's records: GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, DEATHS*,
+ * PROMOTIONS*, GC_END — and the tail interval's ALLOC_COUNTS after the last GC.
  *
- *   GC_START    SAVEPOINT gc; remember the start record
- *   YOUNG_FATE  note each young object's fate in memory (store_pending): nothing written yet
- *   DEATHS      older objects: objects.died_gc = n, close the open object_generations row
- *   PROMOTIONS  older objects: close the open row, open one for the new generation from n
- *   DISCOVERED  objects first seen in a heap walk: inserted, alive in their generation from n
- *   SNAPSHOT_*  store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
- *   GC_END      insert the young objects (ids below first_id_after) once, with heap, died_gc
- *               and first generation known; the gcs and gc_generations rows; the counters;
- *               RELEASE gc; COMMIT; BEGIN; then announce the snapshots that commit stored
+ *   GC_START      SAVEPOINT gc; remember the start record
+ *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
+ *                 per key (after the last GC_END: the tail interval, in the final transaction)
+ *   SURVIVORS     the objects of interval n alive after GC n: an objects row each (first_gc n,
+ *                 died_gc NULL) and their first object_generations row, from n
+ *   DEATHS        older objects: objects.died_gc = n, close the open object_generations row
+ *   PROMOTIONS    older objects: close the open row, open one for the new generation from n
+ *   DISCOVERED    objects first seen in a heap walk: inserted, alive in their generation from n
+ *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
+ *   GC_END        the gcs and gc_generations rows; the counters; RELEASE gc; COMMIT; BEGIN; then
+ *                 announce the snapshots that commit stored
+ *
+ * Nothing here is per allocation: an object that died in its first GC is one more in a count,
+ * so the work of a GC follows its survivors, promotions and deaths.
  *
  * A snapshot lives and dies with its GC: rolled back with it, and committed only by its GC_END.
  * A record that names another GC than the open one is skipped and counted as a writer anomaly;
@@ -42,7 +48,8 @@ gboolean store_gc_discard_open(store_writer *w, GError **error)
     w->snapshot_object_rows.rows = 0;
     w->snapshot_ref_rows.rows = 0;
     w->snapshot_root_rows.rows = 0;
-    store_pending_clear_fates(w->pending);
+    w->last_survivor = w->last_survivor_committed;
+    g_hash_table_remove_all(w->alloc_keys);
     /* Snapshots go with their GC: the open one, and those already written inside it. */
     store_snapshot_discard_open(w);
     w->snapshots_discarded += w->gc.snapshots->len;
@@ -90,28 +97,126 @@ gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error
     w->gc.open = TRUE;
     w->gc.start = *s;
     w->gc.discovered = 0;
+    w->gc.survivors = 0;
+    w->gc.allocations = 0;
+    w->gc.allocations_survived = 0;
     w->gc.handles_changed = FALSE;
     g_array_set_size(w->gc.snapshots, 0);
     return TRUE;
 }
 
-gboolean store_gc_young_fate(store_writer *w, const store_record *rec,
-                             GError **error G_GNUC_UNUSED)
+/* Heaps an allocation can be counted in (hl_alloc_count.heap, hl_survivor.heap). */
+static gboolean store_gc_heap_valid(uint32_t heap)
 {
-    const hl_gc_young_fate *h = &rec->u.young_fate.h;
+    return heap == HL_GEN_0 || heap == HL_GEN_LOH || heap == HL_GEN_POH || heap == HL_GEN_NONGC ||
+           heap == HL_GEN_NONE;
+}
+
+/* An ALLOC_COUNTS key; each may appear once per interval. */
+typedef struct store_alloc_key {
+    uint32_t gc, type_id, os_tid, heap;
+} store_alloc_key;
+
+guint store_alloc_key_hash(gconstpointer p)
+{
+    const store_alloc_key *k = p;
+    return (k->gc * 2654435761u) ^ (k->type_id * 40503u) ^ (k->os_tid * 97u) ^ k->heap;
+}
+
+gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b)
+{
+    return memcmp(a, b, sizeof(store_alloc_key)) == 0;
+}
+
+/* Allocations of one interval, counted per key: a row each. Inside GC n they are GC n's (rolled
+ * back with it); with no GC open they are the tail interval's (last GC + 1), committed when the
+ * writer finishes. */
+gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_alloc_counts *h = &rec->u.alloc_counts.h;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ALLOC_COUNT];
+    gboolean tail = !w->gc.open;
+
+    if (tail ? h->gc != w->last_gc + 1 : h->gc != w->gc.start.gc) {
+        w->writer_anomalies++; /* not the open GC's interval, nor the tail */
+        return TRUE;
+    }
+    for (uint32_t i = 0; i < h->count; i++) {
+        hl_alloc_count a = store_record_alloc_count_at(rec, i);
+        store_alloc_key key = {h->gc, a.type_id, a.os_tid, a.heap};
+        if (!store_gc_heap_valid(a.heap) || a.survived > a.count ||
+            a.survived_bytes > a.bytes || (tail && a.survived != 0) ||
+            g_hash_table_contains(w->alloc_keys, &key)) {
+            w->writer_anomalies++;
+            continue;
+        }
+        g_hash_table_add(w->alloc_keys, g_memdup2(&key, sizeof key));
+        if (a.os_tid != 0 && !store_writer_note_thread(w, a.os_tid, error))
+            return FALSE;
+        sqlite3_bind_int64(st, 1, h->gc);
+        sqlite3_bind_int64(st, 2, a.type_id);
+        if (a.os_tid != 0)
+            sqlite3_bind_int64(st, 3, a.os_tid);
+        else
+            sqlite3_bind_null(st, 3);
+        if (a.heap != HL_GEN_NONE)
+            sqlite3_bind_int64(st, 4, a.heap);
+        else
+            sqlite3_bind_null(st, 4);
+        sqlite3_bind_int64(st, 5, (int64_t)a.count);
+        sqlite3_bind_int64(st, 6, (int64_t)a.bytes);
+        sqlite3_bind_int64(st, 7, (int64_t)a.survived);
+        sqlite3_bind_int64(st, 8, (int64_t)a.survived_bytes);
+        if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_COUNT, error))
+            return FALSE;
+        if (tail) {
+            w->allocations += a.count;
+        } else {
+            w->gc.allocations += a.count;
+            w->gc.allocations_survived += a.survived;
+        }
+    }
+    return TRUE;
+}
+
+/* The objects of interval n alive after GC n, in ascending id order: an objects row each, and
+ * the generation it holds from n. Ids must lie in the interval (at or above the first id after
+ * the last stored GC, below this GC's first_id_after) and above every survivor stored. */
+gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_survivors *h = &rec->u.survivors.h;
 
     if (!store_gc_is_open(w, h->gc))
         return TRUE;
     for (uint32_t i = 0; i < h->count; i++) {
-        uint64_t id = h->first_id + i;
-        if (id >= w->gc.start.first_id_after) {
-            w->writer_anomalies++; /* allocated after the GC started: cannot have a fate */
+        hl_survivor v = store_record_survivor_at(rec, i);
+        if ((w->last_survivor != 0 && v.id <= w->last_survivor) || v.id == 0 ||
+            v.id < w->interval_first_id || v.id >= w->gc.start.first_id_after ||
+            v.id >= HL_DISCOVERED_ID_BASE || v.generation > HL_GEN_NONGC ||
+            !store_gc_heap_valid(v.heap)) {
+            w->writer_anomalies++;
             continue;
         }
-        /* FALSE: the allocation record was dropped by the collector; no row can be made. */
-        store_pending_set_fate(w->pending, id, rec->u.young_fate.fates[i]);
+        const int64_t row[7] = {
+            (int64_t)v.id,
+            v.type_id,
+            (int64_t)v.size,
+            v.os_tid != 0 ? (int64_t)v.os_tid : STORE_NULL,
+            v.heap != HL_GEN_NONE ? v.heap : STORE_NULL,
+            h->gc,
+            STORE_NULL,
+        };
+        const int64_t grow[3] = {(int64_t)v.id, v.generation, h->gc};
+        if (v.os_tid != 0 && !store_writer_note_thread(w, v.os_tid, error))
+            return FALSE;
+        if (!store_batch_add(w, &w->object_rows, row, error) ||
+            !store_batch_add(w, &w->generation_rows, grow, error))
+            return FALSE;
+        w->last_survivor = v.id;
+        w->gc.survivors++;
     }
-    return TRUE;
+    return store_batch_flush(w, &w->object_rows, error) &&
+           store_batch_flush(w, &w->generation_rows, error);
 }
 
 /* Binds ?1 = gc and ?2.. = the ids (and generations) of `n` older objects. */
@@ -255,56 +360,6 @@ gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **
            store_batch_flush(w, &w->generation_rows, error);
 }
 
-/* Inserts one object row (and its first generation row when it survived its first GC). */
-typedef struct store_gc_insert_ctx {
-    store_writer *w;
-    uint32_t first_gc;
-} store_gc_insert_ctx;
-
-static gboolean store_gc_insert_object(void *ctx, uint64_t id, const store_young *o, int fate,
-                                       GError **error)
-{
-    const store_gc_insert_ctx *c = ctx;
-    store_writer *w = c->w;
-    int heap = fate >= 0 ? HL_FATE_HEAP(fate) : HL_GEN_NONE;
-    int gen = fate >= 0 ? HL_FATE_GEN(fate) : HL_GEN_NONE;
-    const int64_t row[7] = {
-        (int64_t)id,
-        o->type_id,
-        (int64_t)o->size,
-        o->os_tid != 0 ? (int64_t)o->os_tid : STORE_NULL,
-        heap != HL_GEN_NONE ? heap : STORE_NULL,
-        c->first_gc,
-        fate >= 0 && gen == HL_GEN_NONE ? (int64_t)c->first_gc : STORE_NULL,
-    };
-
-    if (o->os_tid != 0 && !store_writer_note_thread(w, o->os_tid, error))
-        return FALSE;
-    if (!store_batch_add(w, &w->object_rows, row, error))
-        return FALSE;
-    if (fate >= 0 && gen != HL_GEN_NONE) {
-        const int64_t grow[3] = {(int64_t)id, gen, c->first_gc};
-        if (!store_batch_add(w, &w->generation_rows, grow, error))
-            return FALSE;
-    }
-    return TRUE;
-}
-
-/* Drains pending allocations below `end` into object rows born before GC `first_gc`. */
-static gboolean store_gc_insert_pending(store_writer *w, uint64_t end, uint32_t first_gc,
-                                        GError **error)
-{
-    store_gc_insert_ctx ctx = {.w = w, .first_gc = first_gc};
-    uint64_t before = store_pending_count(w->pending);
-
-    if (!store_pending_drain(w->pending, end, store_gc_insert_object, &ctx, error) ||
-        !store_batch_flush(w, &w->object_rows, error) ||
-        !store_batch_flush(w, &w->generation_rows, error))
-        return FALSE;
-    w->objects_written += before - store_pending_count(w->pending);
-    return TRUE;
-}
-
 static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError **error)
 {
     const hl_gc_start *s = &w->gc.start;
@@ -352,11 +407,15 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     store_snapshot_discard_open(w); /* its SNAPSHOT_END never came */
     w->counters = e->counters;
     w->have_counters = TRUE;
-    if (!store_gc_insert_pending(w, w->gc.start.first_id_after, e->gc, error) ||
-        !store_gc_insert_row(w, e, error) || !store_writer_write_counters(w, error) ||
+    if (!store_gc_insert_row(w, e, error) || !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "RELEASE gc; COMMIT; BEGIN", error))
         return FALSE;
-    w->objects_written += w->gc.discovered;
+    w->objects_written += w->gc.discovered + w->gc.survivors;
+    w->allocations += w->gc.allocations;
+    w->allocations_survived += w->gc.allocations_survived;
+    w->last_survivor_committed = w->last_survivor;
+    w->interval_first_id = w->gc.start.first_id_after;
+    g_hash_table_remove_all(w->alloc_keys);
     w->gc.open = FALSE;
     w->last_gc = e->gc;
     w->any_gc = TRUE;
@@ -370,9 +429,4 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     }
     g_array_set_size(w->gc.snapshots, 0);
     return TRUE;
-}
-
-gboolean store_gc_flush_unclassified(store_writer *w, GError **error)
-{
-    return store_gc_insert_pending(w, UINT64_MAX, w->last_gc + 1, error);
 }

@@ -1,10 +1,9 @@
 /* store_internal.h — what the files of the store share; nothing here is public.
  *
  *   store_stream.c   wire bytes → validated, decoded records (store_record), one at a time
- *   store_pending.c  allocations since the previous GC, held in memory until their GC ends
  *   store_schema.c   the database: DDL, pragmas, recognising a heaplens database
  *   store_writer.c   lifecycle, transactions, the run row; applies non-GC records
- *   store_gc.c       applies a GC's records; inserts objects once their fate is known
+ *   store_gc.c       applies a GC's records: allocation counts, survivors, deaths, promotions
  *   store_snapshot.c applies a heap snapshot's records: buffered, sorted, written whole
  *   store_handles.c  GC handle lifetimes and kinds
  *   store_serve.c    the unix socket: accept the collector, read the program's exit status
@@ -50,14 +49,14 @@ typedef struct store_record {
             store_str name;
         } thread;
         struct {
-            hl_alloc_batch h;
-            const uint8_t *items; /* h.count hl_alloc */
-        } allocs;
-        hl_gc_start gc_start;
+            hl_alloc_counts h;
+            const uint8_t *items; /* h.count hl_alloc_count */
+        } alloc_counts;
         struct {
-            hl_gc_young_fate h;
-            const uint8_t *fates; /* h.count bytes */
-        } young_fate;
+            hl_gc_survivors h;
+            const uint8_t *items; /* h.count hl_survivor */
+        } survivors;
+        hl_gc_start gc_start;
         struct {
             hl_gc_deaths h;
             const uint8_t *ids; /* h.count uint64_t */
@@ -87,11 +86,18 @@ typedef struct store_record {
     } u;
 } store_record;
 
-static inline hl_alloc store_record_alloc_at(const store_record *r, uint32_t i)
+static inline hl_alloc_count store_record_alloc_count_at(const store_record *r, uint32_t i)
 {
-    hl_alloc a;
-    memcpy(&a, r->u.allocs.items + (size_t)i * sizeof a, sizeof a);
+    hl_alloc_count a;
+    memcpy(&a, r->u.alloc_counts.items + (size_t)i * sizeof a, sizeof a);
     return a;
+}
+
+static inline hl_survivor store_record_survivor_at(const store_record *r, uint32_t i)
+{
+    hl_survivor v;
+    memcpy(&v, r->u.survivors.items + (size_t)i * sizeof v, sizeof v);
+    return v;
 }
 
 static inline uint64_t store_record_death_at(const store_record *r, uint32_t i)
@@ -168,44 +174,6 @@ gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t siz
 /* The record type's name ("GC_END"), or NULL for an unknown type. */
 const char *store_stream_record_name(uint16_t type);
 
-/* ---- store_pending.c ---------------------------------------------------------------------- */
-
-/* An allocation waiting for its first GC. */
-typedef struct store_young {
-    uint64_t size;
-    uint32_t type_id;
-    uint32_t os_tid;
-} store_young;
-
-/* Allocations not yet stored, indexed by id (ids are dense, so this is an array in chunks, grown
- * lazily: a corrupt id far away costs one chunk, not gigabytes). Every id below `base` has been
- * drained; adding one is refused. */
-typedef struct store_pending store_pending;
-
-typedef enum store_pending_add_result {
-    STORE_PENDING_ADDED,
-    STORE_PENDING_REPLACED, /* the id was already pending: overwritten */
-    STORE_PENDING_LATE,     /* id < base: its GC is already stored; not added */
-    STORE_PENDING_FAR,      /* id >= base + 2^32: corrupt; not added */
-} store_pending_add_result;
-
-store_pending *store_pending_new(void);
-void store_pending_free(store_pending *p);
-store_pending_add_result store_pending_add(store_pending *p, uint64_t id, const store_young *o);
-/* Records the young fate of a pending id (GC_YOUNG_FATE); FALSE if the id is not pending. */
-gboolean store_pending_set_fate(store_pending *p, uint64_t id, uint8_t fate);
-/* Forgets every fate set since the last drain (the GC that set them was discarded). */
-void store_pending_clear_fates(store_pending *p);
-uint64_t store_pending_count(const store_pending *p);
-
-/* fate < 0: no fate was set for this object. */
-typedef gboolean (*store_pending_fn)(void *ctx, uint64_t id, const store_young *o, int fate,
-                                     GError **error);
-/* Calls `fn` in id order for every pending object with id < end; if every call succeeded,
- * removes them and raises base to `end`. On failure nothing is removed. */
-gboolean store_pending_drain(store_pending *p, uint64_t end, store_pending_fn fn, void *ctx,
-                             GError **error);
-
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
 /* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the
@@ -256,6 +224,7 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_TYPE,
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
+    STORE_STMT_INSERT_ALLOC_COUNT,
     STORE_STMT_INSERT_OBJECT,
     STORE_STMT_INSERT_OBJECTS_MANY,     /* STORE_BATCH_ROWS rows in one statement */
     STORE_STMT_INSERT_GENERATION,
@@ -301,6 +270,8 @@ typedef struct store_open_gc {
     gboolean open;
     hl_gc_start start;
     uint64_t discovered; /* object rows of DISCOVERED records, counted when the GC commits */
+    uint64_t survivors;  /* object rows of GC_SURVIVORS records, likewise */
+    uint64_t allocations, allocations_survived; /* ALLOC_COUNTS stored inside it, likewise */
     GArray *snapshots;   /* store_snapshot_done: snapshots written inside it, not yet committed */
     gboolean handles_changed; /* handle rows were written inside it (the map follows them) */
 } store_open_gc;
@@ -328,7 +299,6 @@ struct store_writer {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *stmt[STORE_STMT_COUNT];
-    store_pending *pending;
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     store_row_batch generation_rows; /* object_generations (object_id, generation, from_gc) */
     store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation, flags) */
@@ -341,6 +311,13 @@ struct store_writer {
     store_open_gc gc;  /* the GC being read */
     uint32_t last_gc;  /* last complete GC stored, 0 before the first */
     gboolean any_gc;
+    /* Survivors come in ascending id order, GC after GC: the highest id stored (committed, and
+     * in the open GC), and the first id of the interval after the last stored GC. */
+    uint64_t last_survivor_committed, last_survivor;
+    uint64_t interval_first_id;
+    /* (interval, type, thread, heap) keys of ALLOC_COUNTS seen since the last commit: a key
+     * twice in one interval breaks the collector's promise (store_alloc_key). */
+    GHashTable *alloc_keys;
     store_open_snapshot snap;  /* the snapshot being read */
     uint32_t last_snapshot;    /* highest snapshot number stored (committed or in the open GC) */
     uint32_t last_snapshot_committed;
@@ -358,7 +335,9 @@ struct store_writer {
     uint64_t gcs_discarded_incomplete;
     uint64_t writer_anomalies;
     uint64_t connections_refused;
-    uint64_t objects_written;
+    uint64_t objects_written;     /* objects rows: survivors and discovered objects */
+    uint64_t allocations;         /* sum of ALLOC_COUNTS count stored */
+    uint64_t allocations_survived;
     uint64_t gcs_written;
     uint64_t snapshots_written;   /* committed */
     uint64_t snapshots_discarded; /* started but not stored */
@@ -369,10 +348,14 @@ struct store_writer {
 
     uint32_t run_flags;   /* HL_RUN_FLAG_* from RUN_START */
     gboolean complete;    /* RUN_END received */
+    uint64_t run_end_received_ns; /* CLOCK_MONOTONIC of this process when RUN_END arrived */
+    uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
+    gboolean have_exit_wait;
     gboolean corrupt;     /* the stream stopped at a corrupt record */
     gboolean connected;   /* a collector connected (serve) or a stream was ingested */
     gboolean no_data_forced; /* serve: the program exited before any collector connected */
     gboolean ingested;    /* store_writer_ingest* was called */
+    gboolean finished;    /* store_writer_finish is running: how the stream ended is known */
 };
 
 /* Ingests one stream from any source (store_writer_ingest_fd and serve use it). */
@@ -395,16 +378,17 @@ void store_writer_keep_for_replay(store_writer *w, const store_record *rec);
 
 /* GC records (store_gc.c). */
 gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error);
-gboolean store_gc_young_fate(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError **error);
+gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_promotions(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error);
+/* The keys of store_writer.alloc_keys (store_alloc_key, g_free'd). */
+guint store_alloc_key_hash(gconstpointer p);
+gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b);
 /* Rolls back the open GC, if any, and counts it in gcs_discarded_incomplete. */
 gboolean store_gc_discard_open(store_writer *w, GError **error);
-/* Inserts every pending allocation as not yet classified by a GC (heap NULL, died_gc NULL,
- * first_gc = last stored GC + 1). */
-gboolean store_gc_flush_unclassified(store_writer *w, GError **error);
 /* Snapshot records (store_snapshot.c), applied inside the open GC. */
 gboolean store_snapshot_start(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_items(store_writer *w, const store_record *rec, GError **error);

@@ -40,7 +40,8 @@ static const char store_schema_tables[] =
     "  end_mono_ns INTEGER,\n"
     "  status TEXT NOT NULL,\n"
     "  exit_status INTEGER,\n"
-    "  flags TEXT\n"
+    "  flags TEXT,\n"
+    "  loss TEXT\n"
     ");\n"
     "CREATE TABLE counters (\n"
     "  name TEXT PRIMARY KEY,\n"
@@ -81,6 +82,18 @@ static const char store_schema_tables[] =
     "  size_after INTEGER,\n"
     "  PRIMARY KEY (gc, generation)\n"
     ") WITHOUT ROWID;\n"
+    /* Every allocation, counted per (interval, type, thread, heap) by the collector; objects
+     * that survive a GC also get an objects row. Few rows: no index. */
+    "CREATE TABLE alloc_counts (\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  type_id INTEGER NOT NULL,\n"
+    "  thread INTEGER,\n"
+    "  heap INTEGER,\n"
+    "  count INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  survived INTEGER NOT NULL,\n"
+    "  survived_bytes INTEGER NOT NULL\n"
+    ");\n"
     "CREATE TABLE objects (\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  type_id INTEGER NOT NULL,\n"
@@ -177,9 +190,17 @@ static const char store_schema_views[] =
     "LEFT JOIN gc_generations g4 ON g4.gc = g.gc AND g4.generation = 4;\n"
     "\n"
     "CREATE VIEW allocations_by_type AS\n"
-    "SELECT " STORE_TYPE_NAME("t", "o") " AS type, count(*) AS count, sum(o.size) AS bytes\n"
-    "FROM objects o LEFT JOIN types t ON t.id = o.type_id\n"
-    "GROUP BY o.type_id;\n"
+    "SELECT " STORE_TYPE_NAME("t", "a") " AS type, sum(a.count) AS count, sum(a.bytes) AS bytes\n"
+    "FROM alloc_counts a LEFT JOIN types t ON t.id = a.type_id\n"
+    "GROUP BY a.type_id;\n"
+    "\n"
+    "CREATE VIEW allocations_by_type_thread AS\n"
+    "SELECT " STORE_TYPE_NAME("t", "a") " AS type, a.thread AS thread, th.name AS thread_name,\n"
+    "       sum(a.count) AS count, sum(a.bytes) AS bytes, sum(a.survived) AS survived,\n"
+    "       sum(a.survived_bytes) AS survived_bytes\n"
+    "FROM alloc_counts a LEFT JOIN types t ON t.id = a.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = a.thread\n"
+    "GROUP BY a.type_id, a.thread;\n"
     "\n"
     "CREATE VIEW live_objects AS\n"
     "SELECT g.gc AS gc, og.object_id AS object_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"
@@ -386,10 +407,18 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
         goto out;
     }
     version = store_db_pragma_int(db, "PRAGMA user_version");
+    if (version >= 0 && version < STORE_SCHEMA_VERSION) {
+        /* Schema 1 had a row per allocation; its tables cannot answer as schema 2 does. */
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                    "%s was recorded by an older heaplens (schema %" G_GINT64_FORMAT
+                    "); record it again",
+                    path, version);
+        goto out;
+    }
     if (version != STORE_SCHEMA_VERSION) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
-                    "%s was written by schema version %" G_GINT64_FORMAT
-                    "; this heaplens reads version %d",
+                    "%s was recorded by a newer heaplens (schema %" G_GINT64_FORMAT
+                    "); this heaplens reads schema %d",
                     path, version, STORE_SCHEMA_VERSION);
         goto out;
     }

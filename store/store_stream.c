@@ -125,15 +125,26 @@ static gboolean store_decode_thread(const uint8_t *p, uint32_t size, store_recor
            store_decode_end(size, off, error);
 }
 
-static gboolean store_decode_alloc_batch(const uint8_t *p, uint32_t size, store_record *out,
-                                         GError **error)
+static gboolean store_decode_alloc_counts(const uint8_t *p, uint32_t size, store_record *out,
+                                          GError **error)
 {
-    hl_alloc_batch *h = &out->u.allocs.h;
+    hl_alloc_counts *h = &out->u.alloc_counts.h;
     if (size >= sizeof *h)
         memcpy(h, p, sizeof *h);
-    out->u.allocs.items = p + sizeof *h;
+    out->u.alloc_counts.items = p + sizeof *h;
     return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_alloc), error);
+                                sizeof(hl_alloc_count), error);
+}
+
+static gboolean store_decode_survivors(const uint8_t *p, uint32_t size, store_record *out,
+                                       GError **error)
+{
+    hl_gc_survivors *h = &out->u.survivors.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.survivors.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(hl_survivor), error);
 }
 
 static gboolean store_decode_gc_start(const uint8_t *p, uint32_t size, store_record *out,
@@ -142,20 +153,6 @@ static gboolean store_decode_gc_start(const uint8_t *p, uint32_t size, store_rec
     if (!store_decode_exact(size, sizeof out->u.gc_start, error))
         return FALSE;
     memcpy(&out->u.gc_start, p, sizeof out->u.gc_start);
-    return TRUE;
-}
-
-static gboolean store_decode_young_fate(const uint8_t *p, uint32_t size, store_record *out,
-                                        GError **error)
-{
-    hl_gc_young_fate *h = &out->u.young_fate.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.young_fate.fates = p + sizeof *h;
-    if (!store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0, 1, error))
-        return FALSE;
-    if (h->first_id > UINT64_MAX - h->count)
-        return store_decode_fail(error, "id range overflows");
     return TRUE;
 }
 
@@ -290,9 +287,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_RUN_START] = {"RUN_START", store_decode_run_start},
     [HL_REC_TYPE] = {"TYPE", store_decode_type},
     [HL_REC_THREAD] = {"THREAD", store_decode_thread},
-    [HL_REC_ALLOC_BATCH] = {"ALLOC_BATCH", store_decode_alloc_batch},
     [HL_REC_GC_START] = {"GC_START", store_decode_gc_start},
-    [HL_REC_GC_YOUNG_FATE] = {"GC_YOUNG_FATE", store_decode_young_fate},
     [HL_REC_GC_DEATHS] = {"GC_DEATHS", store_decode_deaths},
     [HL_REC_GC_PROMOTIONS] = {"GC_PROMOTIONS", store_decode_promotions},
     [HL_REC_GC_END] = {"GC_END", store_decode_gc_end},
@@ -306,6 +301,8 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_SNAPSHOT_REFS] = {"SNAPSHOT_REFS", store_decode_snapshot_refs},
     [HL_REC_SNAPSHOT_ROOTS] = {"SNAPSHOT_ROOTS", store_decode_snapshot_roots},
     [HL_REC_SNAPSHOT_END] = {"SNAPSHOT_END", store_decode_snapshot_end},
+    [HL_REC_ALLOC_COUNTS] = {"ALLOC_COUNTS", store_decode_alloc_counts},
+    [HL_REC_GC_SURVIVORS] = {"GC_SURVIVORS", store_decode_survivors},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)
@@ -399,8 +396,10 @@ static gboolean store_stream_read_header(store_stream_buf *b, store_stream_end *
     memcpy(&h, b->data + b->start, sizeof h);
     b->start += sizeof h;
     if (h.version != HL_STREAM_VERSION) {
+        /* Version 1 sent a record per allocation; nothing of it maps onto version 2's counts. */
         g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
-                    "record stream version %" PRIu32 "; this heaplens reads version %u", h.version,
+                    "record stream version %" PRIu32 " (%s collector); this heaplens reads version %u",
+                    h.version, h.version < HL_STREAM_VERSION ? "an older" : "a newer",
                     HL_STREAM_VERSION);
         return FALSE;
     }

@@ -1,11 +1,11 @@
 /* store_writer.c — the writer's life: create the database, apply records, finish.
  *
  * Transactions. From store_writer_create to store_writer_finish one write transaction is always
- * open. Each GC_START opens SAVEPOINT gc; its GC_END inserts the GC's young objects, releases
- * the savepoint and COMMITs (then BEGINs again). A GC whose GC_END never comes is rolled back to
- * its savepoint — with it go the rows of TYPE/THREAD records that arrived inside it, so those are
- * applied again (w->replay). Allocations wait in memory (store_pending.c) until their first GC
- * ends; finish inserts those that no GC classified.
+ * open. Each GC_START opens SAVEPOINT gc; its GC_END releases the savepoint and COMMITs (then
+ * BEGINs again). A GC whose GC_END never comes is rolled back to its savepoint — with it go the
+ * rows of TYPE/THREAD records that arrived inside it, so those are applied again (w->replay).
+ * The tail interval's ALLOC_COUNTS (after the last GC) ride in the final transaction, committed
+ * by finish. Nothing is held per allocation: the collector counts them.
  *
  * GC records are applied in store_gc.c, snapshot records in store_snapshot.c, handle records in
  * store_handles.c; this file applies the others and dispatches (store_apply_table).
@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,6 +33,9 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
         "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
     [STORE_STMT_INSERT_THREAD_TID] = "INSERT OR IGNORE INTO threads (os_tid) VALUES (?1)",
+    [STORE_STMT_INSERT_ALLOC_COUNT] =
+        "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
+        "survived_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [STORE_STMT_INSERT_OBJECT] =
         "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -329,18 +333,6 @@ gboolean store_writer_note_thread(store_writer *w, uint32_t os_tid, GError **err
     return TRUE;
 }
 
-static gboolean store_writer_alloc_batch(store_writer *w, const store_record *rec,
-                                         GError **error G_GNUC_UNUSED)
-{
-    for (uint32_t i = 0; i < rec->u.allocs.h.count; i++) {
-        hl_alloc a = store_record_alloc_at(rec, i);
-        store_young o = {.size = a.size, .type_id = a.type_id, .os_tid = a.os_tid};
-        if (store_pending_add(w->pending, a.id, &o) != STORE_PENDING_ADDED)
-            w->writer_anomalies++; /* late, duplicate or absurd id: a collector bug */
-    }
-    return TRUE;
-}
-
 static void store_bind_run_end(sqlite3_stmt *st, const void *data)
 {
     const hl_run_end *e = data;
@@ -354,9 +346,15 @@ static gboolean store_writer_run_end(store_writer *w, const store_record *rec, G
 {
     if (!store_gc_discard_open(w, error))
         return FALSE;
-    w->counters = rec->u.run_end.counters;
+    const hl_run_end *e = &rec->u.run_end;
+    w->counters = e->counters;
     w->have_counters = TRUE;
     w->complete = TRUE;
+    w->run_end_received_ns = (uint64_t)g_get_monotonic_time() * 1000u;
+    if (e->shutdown_mono_ns != 0 && e->end_mono_ns >= e->shutdown_mono_ns) {
+        w->exit_wait_ns = e->end_mono_ns - e->shutdown_mono_ns;
+        w->have_exit_wait = TRUE;
+    }
     return store_writer_run_once(w, "UPDATE run SET end_time = ?1, end_mono_ns = ?2 WHERE id = 1",
                                  store_bind_run_end, &rec->u.run_end, error);
 }
@@ -367,9 +365,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_RUN_START] = store_writer_run_start,
     [HL_REC_TYPE] = store_writer_type,
     [HL_REC_THREAD] = store_writer_thread,
-    [HL_REC_ALLOC_BATCH] = store_writer_alloc_batch,
     [HL_REC_GC_START] = store_gc_start,
-    [HL_REC_GC_YOUNG_FATE] = store_gc_young_fate,
     [HL_REC_GC_DEATHS] = store_gc_deaths,
     [HL_REC_GC_PROMOTIONS] = store_gc_promotions,
     [HL_REC_GC_END] = store_gc_end,
@@ -383,6 +379,8 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_REFS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
+    [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
+    [HL_REC_GC_SURVIVORS] = store_gc_survivors,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
@@ -422,6 +420,33 @@ static gboolean store_writer_update_flags(store_writer *w, GError **error)
                                  flags, error);
 }
 
+/* run.loss: why data is missing, comma-separated, NULL when nothing is (SCHEMA.md, "Losses").
+ * From the collector's counters as of the last GC_END or RUN_END, and from how the stream
+ * ended (known at finish). */
+static gboolean store_writer_update_loss(store_writer *w, GError **error)
+{
+    const hl_counters *c = &w->counters;
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+
+    if (w->have_counters) {
+        if (c->allocs_dropped_buffer > 0 || c->threads_overflowed > 0)
+            g_ptr_array_add(names, "buffer-full");
+        if (c->writer_lost != 0)
+            g_ptr_array_add(names, "writer-lost");
+        else if (c->allocs_dropped_writer > 0 || c->gcs_dropped > 0 ||
+                 c->snapshots_dropped > 0 || c->records_dropped > 0)
+            g_ptr_array_add(names, "writer-behind");
+        if (c->gc_events_dropped > 0)
+            g_ptr_array_add(names, "gc-input-lost");
+    }
+    if (w->finished && !w->complete && w->connected && !w->no_data_forced)
+        g_ptr_array_add(names, w->corrupt ? "stream-corrupt" : "program-killed");
+    g_ptr_array_add(names, NULL);
+    g_autofree char *loss = names->len > 1 ? g_strjoinv(",", (char **)names->pdata) : NULL;
+    return store_writer_run_once(w, "UPDATE run SET loss = ?1 WHERE id = 1", store_bind_text1,
+                                 loss, error);
+}
+
 static gboolean store_writer_set_counter(store_writer *w, const char *name, uint64_t value,
                                          GError **error)
 {
@@ -441,11 +466,16 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
     } counters[] = {
         {"allocs_seen", c->allocs_seen, TRUE},
         {"allocs_dropped", c->allocs_dropped, TRUE},
+        {"allocs_dropped_buffer", c->allocs_dropped_buffer, TRUE},
+        {"allocs_dropped_writer", c->allocs_dropped_writer, TRUE},
         {"gc_events_dropped", c->gc_events_dropped, TRUE},
         {"records_dropped", c->records_dropped, TRUE},
         {"bytes_dropped", c->bytes_dropped, TRUE},
         {"model_anomalies", c->model_anomalies, TRUE},
         {"threads_overflowed", c->threads_overflowed, TRUE},
+        {"gcs_dropped", c->gcs_dropped, TRUE},
+        {"snapshots_dropped", c->snapshots_dropped, TRUE},
+        {"writer_lost", c->writer_lost, TRUE},
         {"stream_bytes", w->stream.stream_bytes, FALSE},
         {"records_read", w->stream.records_read, FALSE},
         {"records_skipped_unknown", w->stream.records_skipped_unknown, FALSE},
@@ -460,7 +490,38 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         if (!store_writer_set_counter(w, counters[i].name, counters[i].value, error))
             return FALSE;
     }
-    return TRUE;
+    return store_writer_update_loss(w, error);
+}
+
+/* The writer's own figures, written last (after the final commit and the indexes, so that
+ * writer_finish_ns covers them): its peak memory, the time from RUN_END to here, and how long
+ * the program's exit waited for the collector (from RUN_END). */
+static gboolean store_writer_write_own_figures(store_writer *w, GError **error)
+{
+    struct rusage ru;
+    gboolean ok = FALSE;
+
+    if (!store_sql_exec(w->db, w->path, "BEGIN", error))
+        goto out;
+    if (getrusage(RUSAGE_SELF, &ru) == 0 &&
+        !store_writer_set_counter(w, "writer_peak_rss_bytes", (uint64_t)ru.ru_maxrss * 1024u,
+                                  error))
+        goto out;
+    if (w->have_exit_wait &&
+        !store_writer_set_counter(w, "collector_exit_wait_ns", w->exit_wait_ns, error))
+        goto out;
+    if (w->complete) {
+        uint64_t now = (uint64_t)g_get_monotonic_time() * 1000u;
+        if (!store_writer_set_counter(w, "writer_finish_ns", now - w->run_end_received_ns, error))
+            goto out;
+    }
+    if (!store_sql_exec(w->db, w->path, "COMMIT", error))
+        goto out;
+    ok = TRUE;
+out:
+    if (!ok && !sqlite3_get_autocommit(w->db))
+        sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+    return ok;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
@@ -486,7 +547,8 @@ static void store_writer_close(store_writer *w)
     for (int i = 0; i < STORE_STMT_COUNT; i++)
         sqlite3_finalize(w->stmt[i]);
     sqlite3_close(w->db);
-    store_pending_free(w->pending);
+    if (w->alloc_keys != NULL)
+        g_hash_table_unref(w->alloc_keys);
     store_snapshot_release(&w->snap);
     if (w->gc.snapshots != NULL)
         g_array_unref(w->gc.snapshots);
@@ -506,7 +568,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     gboolean created = FALSE, ok = FALSE;
 
     w->path = g_strdup(path);
-    w->pending = store_pending_new();
+    w->alloc_keys = g_hash_table_new_full(store_alloc_key_hash, store_alloc_key_equal, g_free, NULL);
     w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -672,13 +734,15 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
     else
         status = "no-data";
 
-    if (!store_gc_discard_open(w, error) || !store_gc_flush_unclassified(w, error) ||
+    w->finished = TRUE;
+    if (!store_gc_discard_open(w, error) ||
         !store_writer_run_once(w, "UPDATE run SET status = ?1 WHERE id = 1", store_bind_text1,
                                status, error) ||
         !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "COMMIT", error))
         goto out;
-    if (!store_schema_finish_indexes(w->db, w->path, error))
+    if (!store_schema_finish_indexes(w->db, w->path, error) ||
+        !store_writer_write_own_figures(w, error))
         goto out;
     /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. */
     if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error))
@@ -686,9 +750,11 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
     if (summary != NULL) {
         summary->gcs = w->gcs_written;
         summary->objects = w->objects_written;
+        summary->allocations = w->allocations;
+        summary->allocations_survived = w->allocations_survived;
         summary->types = (uint64_t)store_writer_count(w, "SELECT count(*) FROM types");
         summary->drops = w->counters.allocs_dropped + w->counters.gc_events_dropped +
-                         w->counters.records_dropped;
+                         w->counters.gcs_dropped + w->counters.snapshots_dropped;
         summary->complete = w->complete;
         summary->connected = w->connected;
         summary->snapshots = w->snapshots_written;

@@ -10,13 +10,20 @@
 struct hl_sb {
     GByteArray *bytes;
     uint32_t batch_limit;
-    uint64_t allocs; /* hl_sb_alloc calls so far (counters.allocs_seen of the short forms) */
+    uint64_t allocs; /* allocations so far (counters.allocs_seen of the short forms) */
+
+    /* The collector's part for hl_sb_alloc / hl_sb_fate: allocations not yet counted, by id. */
+    GArray *young;        /* hl_sb_young, in hl_sb_alloc order */
+    GHashTable *young_at; /* id → index in young + 1 */
+    gboolean gc_open;     /* between hl_sb_gc_start and hl_sb_gc_end */
+    gboolean young_sent;  /* the open GC's counts and survivors were written */
+    uint32_t open_gc, last_gc;
+    uint64_t open_first_id_after;
 
     /* The open gathered record: type 0 when none. */
     uint16_t group_type;
     uint32_t group_gc;
     uint32_t group_count;
-    uint64_t group_first_id; /* GC_YOUNG_FATE */
     GByteArray *group;       /* the items */
 
     /* Items of the snapshot started last, for the short hl_sb_snapshot_end. */
@@ -24,9 +31,17 @@ struct hl_sb {
     uint64_t snap_objects, snap_refs, snap_roots;
 };
 
+typedef struct hl_sb_young {
+    uint64_t id, size;
+    uint32_t type_id, os_tid;
+    int fate; /* -1: none given */
+} hl_sb_young;
+
 hl_sb *hl_sb_new_empty(void)
 {
     hl_sb *sb = g_new0(hl_sb, 1);
+    sb->young = g_array_new(FALSE, FALSE, sizeof(hl_sb_young));
+    sb->young_at = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     sb->bytes = g_byte_array_new();
     sb->group = g_byte_array_new();
     sb->batch_limit = 4096;
@@ -46,6 +61,8 @@ void hl_sb_free(hl_sb *sb)
         return;
     g_byte_array_unref(sb->bytes);
     g_byte_array_unref(sb->group);
+    g_array_unref(sb->young);
+    g_hash_table_unref(sb->young_at);
     g_free(sb);
 }
 
@@ -86,8 +103,8 @@ void hl_sb_flush(hl_sb *sb)
         return;
     uint32_t n = sb->group_count;
     union {
-        hl_alloc_batch allocs;
-        hl_gc_young_fate fate;
+        hl_alloc_counts counts;
+        hl_gc_survivors survivors;
         hl_gc_deaths deaths;
         hl_gc_promotions promotions;
         hl_discovered_head discovered;
@@ -97,13 +114,13 @@ void hl_sb_flush(hl_sb *sb)
     uint32_t h_len = 0;
     memset(&h, 0, sizeof h);
     switch (sb->group_type) {
-    case HL_REC_ALLOC_BATCH:
-        h.allocs = (hl_alloc_batch){.count = n};
-        h_len = sizeof h.allocs;
+    case HL_REC_ALLOC_COUNTS:
+        h.counts = (hl_alloc_counts){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.counts;
         break;
-    case HL_REC_GC_YOUNG_FATE:
-        h.fate = (hl_gc_young_fate){.gc = sb->group_gc, .count = n, .first_id = sb->group_first_id};
-        h_len = sizeof h.fate;
+    case HL_REC_GC_SURVIVORS:
+        h.survivors = (hl_gc_survivors){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.survivors;
         break;
     case HL_REC_GC_DEATHS:
         h.deaths = (hl_gc_deaths){.gc = sb->group_gc, .count = n};
@@ -138,19 +155,15 @@ void hl_sb_flush(hl_sb *sb)
     g_byte_array_set_size(sb->group, 0);
 }
 
-/* Opens (or continues) a gathered record of `type` for GC (or snapshot) `gc`; for young fates,
- * `id` must follow the open record's ids. */
-static void hl_sb_group(hl_sb *sb, uint16_t type, uint32_t gc, uint64_t id, const void *item,
-                        uint32_t len)
+/* Opens (or continues) a gathered record of `type` for GC (or snapshot) `gc`. */
+static void hl_sb_group(hl_sb *sb, uint16_t type, uint32_t gc, const void *item, uint32_t len)
 {
     gboolean same = sb->group_type == type && sb->group_gc == gc &&
-                    sb->group_count < sb->batch_limit &&
-                    (type != HL_REC_GC_YOUNG_FATE || sb->group_first_id + sb->group_count == id);
+                    sb->group_count < sb->batch_limit;
     if (!same) {
         hl_sb_flush(sb);
         sb->group_type = type;
         sb->group_gc = gc;
-        sb->group_first_id = id;
     }
     g_byte_array_append(sb->group, item, len);
     sb->group_count++;
@@ -221,9 +234,130 @@ void hl_sb_thread(hl_sb *sb, uint32_t os_tid, uint64_t thread_id, const char *na
 
 void hl_sb_alloc(hl_sb *sb, uint64_t id, uint32_t type_id, uint64_t size, uint32_t os_tid)
 {
-    hl_alloc a = {.id = id, .size = size, .type_id = type_id, .os_tid = os_tid};
-    hl_sb_group(sb, HL_REC_ALLOC_BATCH, 0, 0, &a, sizeof a);
+    hl_sb_young y = {.id = id, .size = size, .type_id = type_id, .os_tid = os_tid, .fate = -1};
+    gpointer at = g_hash_table_lookup(sb->young_at, &id);
+    if (at != NULL) { /* the same id again: the later allocation wins */
+        g_array_index(sb->young, hl_sb_young, GPOINTER_TO_UINT(at) - 1) = y;
+    } else {
+        g_array_append_val(sb->young, y);
+        uint64_t *key = g_new(uint64_t, 1);
+        *key = id;
+        g_hash_table_insert(sb->young_at, key, GUINT_TO_POINTER(sb->young->len));
+    }
     sb->allocs++;
+}
+
+void hl_sb_alloc_count(hl_sb *sb, uint32_t gc, const hl_alloc_count *c)
+{
+    hl_sb_group(sb, HL_REC_ALLOC_COUNTS, gc, c, sizeof *c);
+    sb->allocs += c->count;
+}
+
+void hl_sb_survivor(hl_sb *sb, uint32_t gc, const hl_survivor *v)
+{
+    hl_sb_group(sb, HL_REC_GC_SURVIVORS, gc, v, sizeof *v);
+}
+
+/* Orders counts by key, so streams are repeatable. */
+static gint hl_sb_count_cmp(gconstpointer a, gconstpointer b)
+{
+    const hl_alloc_count *x = a, *y = b;
+    if (x->type_id != y->type_id)
+        return x->type_id < y->type_id ? -1 : 1;
+    if (x->os_tid != y->os_tid)
+        return x->os_tid < y->os_tid ? -1 : 1;
+    return x->heap < y->heap ? -1 : x->heap > y->heap;
+}
+
+/* The key of a count (type, thread, heap) for a hash table. */
+static guint hl_sb_count_hash(gconstpointer p)
+{
+    const hl_alloc_count *c = p;
+    return c->type_id * 2654435761u ^ c->os_tid * 40503u ^ c->heap;
+}
+
+static gboolean hl_sb_count_equal(gconstpointer a, gconstpointer b)
+{
+    return hl_sb_count_cmp(a, b) == 0;
+}
+
+static gint hl_sb_young_cmp(gconstpointer a, gconstpointer b)
+{
+    const hl_sb_young *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Plays the collector: the hl_sb_alloc allocations below `end` become interval `gc`'s
+ * ALLOC_COUNTS (heap and fate from hl_sb_fate; none given: heap HL_GEN_NONE, died) and, for
+ * `survivors`, the GC_SURVIVORS of those whose fate says alive. They are forgotten then. */
+static void hl_sb_young_send(hl_sb *sb, uint32_t gc, uint64_t end, gboolean survivors)
+{
+    g_autoptr(GArray) counts = g_array_new(FALSE, FALSE, sizeof(hl_alloc_count));
+    g_autoptr(GArray) alive = g_array_new(FALSE, FALSE, sizeof(hl_sb_young));
+    g_autoptr(GArray) keep = g_array_new(FALSE, FALSE, sizeof(hl_sb_young));
+    g_autoptr(GHashTable) index =
+        g_hash_table_new_full(hl_sb_count_hash, hl_sb_count_equal, g_free, NULL);
+
+    for (guint i = 0; i < sb->young->len; i++) {
+        const hl_sb_young *y = &g_array_index(sb->young, hl_sb_young, i);
+        if (y->id >= end) {
+            g_array_append_val(keep, *y);
+            continue;
+        }
+        uint32_t heap = y->fate >= 0 ? HL_FATE_HEAP(y->fate) : HL_GEN_NONE;
+        gboolean lives = survivors && y->fate >= 0 && HL_FATE_GEN(y->fate) != HL_GEN_NONE;
+        hl_alloc_count key = {.type_id = y->type_id, .os_tid = y->os_tid, .heap = heap};
+        guint at = GPOINTER_TO_UINT(g_hash_table_lookup(index, &key));
+        if (at == 0) {
+            g_array_append_val(counts, key);
+            at = counts->len;
+            g_hash_table_insert(index, g_memdup2(&key, sizeof key), GUINT_TO_POINTER(at));
+        }
+        hl_alloc_count *c = &g_array_index(counts, hl_alloc_count, at - 1);
+        c->count++;
+        c->bytes += y->size;
+        if (lives) {
+            c->survived++;
+            c->survived_bytes += y->size;
+            g_array_append_val(alive, *y);
+        }
+    }
+    g_array_sort(counts, hl_sb_count_cmp);
+    for (guint j = 0; j < counts->len; j++)
+        hl_sb_group(sb, HL_REC_ALLOC_COUNTS, gc, &g_array_index(counts, hl_alloc_count, j),
+                    sizeof(hl_alloc_count));
+    g_array_sort(alive, hl_sb_young_cmp);
+    for (guint j = 0; j < alive->len; j++) {
+        const hl_sb_young *y = &g_array_index(alive, hl_sb_young, j);
+        hl_survivor v = {
+            .id = y->id,
+            .size = y->size,
+            .type_id = y->type_id,
+            .os_tid = y->os_tid,
+            .heap = (uint8_t)HL_FATE_HEAP(y->fate),
+            .generation = (uint8_t)HL_FATE_GEN(y->fate),
+        };
+        hl_sb_group(sb, HL_REC_GC_SURVIVORS, gc, &v, sizeof v);
+    }
+    hl_sb_flush(sb);
+    g_array_set_size(sb->young, 0);
+    g_hash_table_remove_all(sb->young_at);
+    for (guint i = 0; i < keep->len; i++) {
+        const hl_sb_young *y = &g_array_index(keep, hl_sb_young, i);
+        g_array_append_val(sb->young, *y);
+        uint64_t *k = g_new(uint64_t, 1);
+        *k = y->id;
+        g_hash_table_insert(sb->young_at, k, GUINT_TO_POINTER(sb->young->len));
+    }
+}
+
+/* Inside a GC, before its first record after the fates: the GC's counts and survivors. */
+static void hl_sb_young_send_open(hl_sb *sb)
+{
+    if (!sb->gc_open || sb->young_sent)
+        return;
+    sb->young_sent = TRUE;
+    hl_sb_young_send(sb, sb->open_gc, sb->open_first_id_after, TRUE);
 }
 
 static uint64_t hl_sb_gc_mono(uint32_t gc)
@@ -234,6 +368,10 @@ static uint64_t hl_sb_gc_mono(uint32_t gc)
 void hl_sb_gc_start_full(hl_sb *sb, const hl_gc_start *s)
 {
     hl_sb_record(sb, HL_REC_GC_START, s, sizeof *s);
+    sb->gc_open = TRUE;
+    sb->young_sent = FALSE;
+    sb->open_gc = s->gc;
+    sb->open_first_id_after = s->first_id_after;
 }
 
 void hl_sb_gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induced,
@@ -251,27 +389,32 @@ void hl_sb_gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induce
     hl_sb_gc_start_full(sb, &s);
 }
 
-void hl_sb_fate(hl_sb *sb, uint32_t gc, uint64_t id, uint8_t fate)
+void hl_sb_fate(hl_sb *sb, uint32_t gc G_GNUC_UNUSED, uint64_t id, uint8_t fate)
 {
-    hl_sb_group(sb, HL_REC_GC_YOUNG_FATE, gc, id, &fate, 1);
+    gpointer at = g_hash_table_lookup(sb->young_at, &id);
+    if (at != NULL)
+        g_array_index(sb->young, hl_sb_young, GPOINTER_TO_UINT(at) - 1).fate = fate;
 }
 
 void hl_sb_death(hl_sb *sb, uint32_t gc, uint64_t id)
 {
-    hl_sb_group(sb, HL_REC_GC_DEATHS, gc, 0, &id, sizeof id);
+    hl_sb_young_send_open(sb);
+    hl_sb_group(sb, HL_REC_GC_DEATHS, gc, &id, sizeof id);
 }
 
 void hl_sb_promotion(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t generation)
 {
+    hl_sb_young_send_open(sb);
     hl_promotion p = {.id = id, .generation = generation};
-    hl_sb_group(sb, HL_REC_GC_PROMOTIONS, gc, 0, &p, sizeof p);
+    hl_sb_group(sb, HL_REC_GC_PROMOTIONS, gc, &p, sizeof p);
 }
 
 void hl_sb_discovered(hl_sb *sb, uint32_t gc, uint64_t id, uint32_t type_id, uint64_t size,
                       uint32_t generation)
 {
+    hl_sb_young_send_open(sb);
     hl_discovered d = {.id = id, .size = size, .type_id = type_id, .generation = generation};
-    hl_sb_group(sb, HL_REC_DISCOVERED, gc, 0, &d, sizeof d);
+    hl_sb_group(sb, HL_REC_DISCOVERED, gc, &d, sizeof d);
 }
 
 void hl_sb_handle_created(hl_sb *sb, uint64_t handle_id, uint64_t object_id, uint32_t after_gc)
@@ -288,12 +431,14 @@ void hl_sb_handle_destroyed(hl_sb *sb, uint64_t handle_id, uint32_t after_gc)
 
 void hl_sb_handle_kind(hl_sb *sb, uint32_t gc, uint64_t handle_id, uint32_t kind)
 {
+    hl_sb_young_send_open(sb);
     hl_handle_kind k = {.handle_id = handle_id, .kind = kind};
-    hl_sb_group(sb, HL_REC_GC_HANDLE_KINDS, gc, 0, &k, sizeof k);
+    hl_sb_group(sb, HL_REC_GC_HANDLE_KINDS, gc, &k, sizeof k);
 }
 
 void hl_sb_snapshot_start(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger)
 {
+    hl_sb_young_send_open(sb);
     hl_snapshot_start s = {.snapshot = snapshot, .gc = gc, .trigger = trigger};
     hl_sb_record(sb, HL_REC_SNAPSHOT_START, &s, sizeof s);
     sb->snap_id = snapshot;
@@ -304,14 +449,14 @@ void hl_sb_snapshot_object(hl_sb *sb, uint32_t snapshot, uint64_t id, uint32_t g
                            uint32_t flags)
 {
     hl_snapshot_object o = {.id = id, .generation = generation, .flags = flags};
-    hl_sb_group(sb, HL_REC_SNAPSHOT_OBJECTS, snapshot, 0, &o, sizeof o);
+    hl_sb_group(sb, HL_REC_SNAPSHOT_OBJECTS, snapshot, &o, sizeof o);
     sb->snap_objects += snapshot == sb->snap_id;
 }
 
 void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to)
 {
     hl_snapshot_ref r = {.from = from, .to = to};
-    hl_sb_group(sb, HL_REC_SNAPSHOT_REFS, snapshot, 0, &r, sizeof r);
+    hl_sb_group(sb, HL_REC_SNAPSHOT_REFS, snapshot, &r, sizeof r);
     sb->snap_refs += snapshot == sb->snap_id;
 }
 
@@ -319,7 +464,7 @@ void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint3
                          uint32_t flags, uint64_t root_id)
 {
     hl_snapshot_root r = {.object_id = object_id, .root_id = root_id, .kind = kind, .flags = flags};
-    hl_sb_group(sb, HL_REC_SNAPSHOT_ROOTS, snapshot, 0, &r, sizeof r);
+    hl_sb_group(sb, HL_REC_SNAPSHOT_ROOTS, snapshot, &r, sizeof r);
     sb->snap_roots += snapshot == sb->snap_id;
 }
 
@@ -342,7 +487,10 @@ void hl_sb_snapshot_end(hl_sb *sb, uint32_t snapshot, uint32_t gc)
 
 void hl_sb_gc_end_full(hl_sb *sb, const hl_gc_end *e)
 {
+    hl_sb_young_send_open(sb);
     hl_sb_record(sb, HL_REC_GC_END, e, sizeof *e);
+    sb->gc_open = FALSE;
+    sb->last_gc = e->gc;
 }
 
 void hl_sb_gc_end(hl_sb *sb, uint32_t gc, uint32_t flags)
@@ -357,8 +505,15 @@ void hl_sb_gc_end(hl_sb *sb, uint32_t gc, uint32_t flags)
     hl_sb_gc_end_full(sb, &e);
 }
 
+void hl_sb_tail(hl_sb *sb)
+{
+    if (sb->young->len > 0)
+        hl_sb_young_send(sb, sb->last_gc + 1, UINT64_MAX, FALSE);
+}
+
 void hl_sb_run_end_full(hl_sb *sb, const hl_run_end *e)
 {
+    hl_sb_tail(sb);
     hl_sb_record(sb, HL_REC_RUN_END, e, sizeof *e);
 }
 
@@ -368,6 +523,7 @@ void hl_sb_run_end(hl_sb *sb, uint32_t gcs)
         .end_unix_ns = HL_SB_START_UNIX_NS + 1000000000u,
         .end_mono_ns = HL_SB_MONO_NS + 1000000000u,
         .gcs = gcs,
+        .shutdown_mono_ns = HL_SB_MONO_NS + 1000000000u - 5000000u,
         .counters = {.allocs_seen = sb->allocs},
     };
     hl_sb_run_end_full(sb, &e);

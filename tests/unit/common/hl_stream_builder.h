@@ -15,9 +15,18 @@
  *     hl_sb_write_db(sb, "app.db", NULL, NULL, &error);  // through the real writer
  *     hl_sb_free(sb);
  *
+ * Allocations: the builder plays the collector. hl_sb_alloc and hl_sb_fate write nothing; the
+ * allocations of GC n's interval (ids below its first_id_after) become, right before GC n's
+ * first record after the fates (a death, promotion, discovered object, handle kind, snapshot or
+ * its GC_END), its ALLOC_COUNTS — per (type, thread, heap), heap from the fate — and the
+ * GC_SURVIVORS of those whose fate says alive, in id order. An allocation without a fate is
+ * counted with heap HL_GEN_NONE and died. What no GC took goes out as the tail interval's
+ * ALLOC_COUNTS (last GC_END's gc + 1) right before RUN_END (or at hl_sb_tail). To write the
+ * records directly (wrong ones too), use hl_sb_alloc_count and hl_sb_survivor.
+ *
  * Consecutive calls that add items of one kind are gathered into one record of at most
- * hl_sb_set_batch_limit items: hl_sb_alloc (ALLOC_BATCH), hl_sb_fate (GC_YOUNG_FATE, consecutive
- * ids of one GC), hl_sb_death (GC_DEATHS), hl_sb_promotion (GC_PROMOTIONS), hl_sb_discovered
+ * hl_sb_set_batch_limit items: hl_sb_alloc_count (ALLOC_COUNTS), hl_sb_survivor
+ * (GC_SURVIVORS), hl_sb_death (GC_DEATHS), hl_sb_promotion (GC_PROMOTIONS), hl_sb_discovered
  * (DISCOVERED), hl_sb_handle_kind (GC_HANDLE_KINDS) and hl_sb_snapshot_object / _ref / _root
  * (SNAPSHOT_OBJECTS / REFS / ROOTS of one snapshot); any other call closes the open record
  * first. Nothing is validated: tests may build wrong streams on purpose, and hl_sb_record /
@@ -38,7 +47,8 @@
  *   GC g        start_mono_ns = HL_SB_MONO_NS + g * 10 ms, suspend 10 us before it,
  *               end 1 ms after start, resume 10 us after end (so pause_ns = 1,020,000);
  *               sizes and survived/moved bytes 0; counters.allocs_seen = allocations so far
- *   run end     end_unix_ns = start + 1 s, end_mono_ns = HL_SB_MONO_NS + 1 s, same counters
+ *   run end     end_unix_ns = start + 1 s, end_mono_ns = HL_SB_MONO_NS + 1 s, shutdown 5 ms
+ *               before the end, same counters
  *   GC end      roots = pinned_roots = 0
  *   snapshot    end: objects / refs / roots = the items added for the snapshot started last
  *               (since its hl_sb_snapshot_start),
@@ -82,15 +92,28 @@ void hl_sb_type_full(hl_sb *sb, const hl_type *t, const char *name);
 /* Names a thread; name may be "" (unnamed). */
 void hl_sb_thread(hl_sb *sb, uint32_t os_tid, uint64_t thread_id, const char *name);
 
-/* One allocation, gathered into the open ALLOC_BATCH. */
+/* The young fate of an allocation, as hl_sb_fate takes it: its heap (HL_GEN_0, _LOH, _POH,
+ * _NONGC, _NONE) and its generation after its first GC (HL_GEN_NONE: died). */
+#define HL_FATE(heap, gen_after) ((uint8_t)(((gen_after) << 4) | (heap)))
+#define HL_FATE_HEAP(f) ((f) & 0x0f)
+#define HL_FATE_GEN(f) (((f) >> 4) & 0x0f)
+
+/* One allocation, held until its GC (or the tail) counts it (see above). */
 void hl_sb_alloc(hl_sb *sb, uint64_t id, uint32_t type_id, uint64_t size, uint32_t os_tid);
+/* One ALLOC_COUNTS entry of interval `gc`, gathered into the open ALLOC_COUNTS; adds c->count
+ * to the allocations of the short forms' counters. */
+void hl_sb_alloc_count(hl_sb *sb, uint32_t gc, const hl_alloc_count *c);
+/* One GC_SURVIVORS entry of GC `gc`, gathered into the open GC_SURVIVORS. */
+void hl_sb_survivor(hl_sb *sb, uint32_t gc, const hl_survivor *v);
+/* Writes now, as the tail interval's ALLOC_COUNTS, the hl_sb_alloc allocations no GC took. */
+void hl_sb_tail(hl_sb *sb);
 
 void hl_sb_gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induced,
                     uint64_t first_id_after);
 void hl_sb_gc_start_full(hl_sb *sb, const hl_gc_start *s);
 
-/* The young fate of one id (HL_FATE(heap, gen_after)); consecutive ids of one GC share a
- * GC_YOUNG_FATE record. */
+/* The young fate of an hl_sb_alloc id (HL_FATE(heap, gen_after)) in the open GC; `gc` is
+ * ignored (the GC that counts it is the one whose interval holds the id). */
 void hl_sb_fate(hl_sb *sb, uint32_t gc, uint64_t id, uint8_t fate);
 /* An older object that died in GC `gc`, gathered into the open GC_DEATHS. */
 void hl_sb_death(hl_sb *sb, uint32_t gc, uint64_t id);
