@@ -1166,6 +1166,79 @@ static void test_anomalies(void)
     tmp_dir_free(dir);
 }
 
+/* run.loss tells why data is missing, from the collector's counters and how the stream ended;
+ * a run whose RUN_END arrived is complete whatever it lost. */
+static void test_loss_reasons(void)
+{
+    char *dir = tmp_dir_new();
+    struct {
+        hl_counters counters;
+        gboolean run_end;
+        const char *status_loss;
+    } cases[] = {
+        {{0}, TRUE, "complete|NULL"},
+        {{.allocs_dropped = 5, .allocs_dropped_buffer = 5}, TRUE, "complete|buffer-full"},
+        {{.allocs_dropped = 7, .allocs_dropped_writer = 7, .records_dropped = 2}, TRUE,
+         "complete|writer-behind"},
+        {{.gcs_dropped = 1}, TRUE, "complete|writer-behind"},
+        {{.snapshots_dropped = 1}, TRUE, "complete|writer-behind"},
+        {{.allocs_dropped = 9, .allocs_dropped_buffer = 2, .allocs_dropped_writer = 7,
+          .gcs_dropped = 3, .writer_lost = 1},
+         TRUE, "complete|buffer-full,writer-lost"},
+        {{.gc_events_dropped = 4}, TRUE, "complete|gc-input-lost"},
+        {{.allocs_dropped_buffer = 1}, FALSE, "truncated|buffer-full,program-killed"},
+        {{0}, FALSE, "truncated|program-killed"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *p = g_strdup_printf("%s/l%zu.db", dir, i);
+        hl_sb *sb = hl_sb_new();
+        hl_sb_run_start(sb, 1, "x");
+        hl_sb_type(sb, 1, "A");
+        hl_sb_alloc(sb, 1, 1, 24, 100);
+        hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+        hl_gc_end e = {.gc = 1, .end_mono_ns = 5, .counters = cases[i].counters};
+        hl_sb_gc_end_full(sb, &e);
+        if (cases[i].run_end) {
+            hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1,
+                            .counters = cases[i].counters};
+            hl_sb_run_end_full(sb, &r);
+        }
+        store_summary sum;
+        CHECK(hl_sb_write_db(sb, p, NULL, &sum, &error));
+        CHECK_NO_ERROR(error);
+        hl_sb_free(sb);
+        sqlite3 *db = db_open(p);
+        g_autofree char *want = g_strdup_printf("%s\n", cases[i].status_loss);
+        CHECK_ROWS(db, "SELECT status, loss FROM run", want);
+        /* The counters behind the reasons are stored as sent. */
+        g_autofree char *want_counters = g_strdup_printf(
+            "%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT "|%" G_GUINT64_FORMAT
+            "|%" G_GUINT64_FORMAT "\n",
+            cases[i].counters.allocs_dropped_buffer, cases[i].counters.allocs_dropped_writer,
+            cases[i].counters.gcs_dropped, cases[i].counters.snapshots_dropped,
+            cases[i].counters.writer_lost);
+        CHECK_ROWS(db,
+                   "SELECT (SELECT value FROM counters WHERE name = 'allocs_dropped_buffer'),"
+                   " (SELECT value FROM counters WHERE name = 'allocs_dropped_writer'),"
+                   " (SELECT value FROM counters WHERE name = 'gcs_dropped'),"
+                   " (SELECT value FROM counters WHERE name = 'snapshots_dropped'),"
+                   " (SELECT value FROM counters WHERE name = 'writer_lost')",
+                   want_counters);
+        /* The program's exit waited end - shutdown for the collector; known from RUN_END only. */
+        CHECK(db_int(db, "SELECT coalesce((SELECT value FROM counters"
+                         " WHERE name = 'collector_exit_wait_ns'), -1)") ==
+              (cases[i].run_end ? 60 : -1));
+        CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_finish_ns'") ==
+              (cases[i].run_end ? 1 : 0));
+        CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_peak_rss_bytes'") == 1);
+        sqlite3_close(db);
+        if (failures > 0)
+            fprintf(stderr, "  ... in case %zu\n", i);
+    }
+    tmp_dir_free(dir);
+}
+
 static void test_refuse_existing(void)
 {
     char *dir = tmp_dir_new();
@@ -2438,6 +2511,7 @@ static const struct {
     {"discarded_gc", test_discarded_gc},
     {"out_of_order_gc", test_out_of_order_gc},
     {"anomalies", test_anomalies},
+    {"loss_reasons", test_loss_reasons},
     {"differential", test_differential},
     {"chunk_boundaries", test_chunk_boundaries},
     {"discovered", test_discovered},
