@@ -5,12 +5,12 @@
 
 #include <string.h>
 
-/* Objects are summed per type in C over one sequential scan: SQLite's GROUP BY would sort all
- * objects through a temporary b-tree first, about five times slower on millions of objects.
- * ?1: the thread filter, a JSON array of OS thread ids. */
-static const char objects_sql[] = "SELECT type_id, size FROM objects";
-static const char objects_of_threads_sql[] =
-    "SELECT type_id, size FROM objects WHERE thread IN (SELECT value FROM json_each(?1))";
+/* Allocations are counted per (interval, type, thread, heap) by the collector (alloc_counts: a
+ * few rows per type), summed per type here. ?1: the thread filter, a JSON array of OS thread
+ * ids. */
+static const char counts_sql[] = "SELECT type_id, count, bytes FROM alloc_counts";
+static const char counts_of_threads_sql[] =
+    "SELECT type_id, count, bytes FROM alloc_counts WHERE thread IN (SELECT value FROM json_each(?1))";
 
 typedef struct alloc_row {
     int64_t type_id;
@@ -35,7 +35,7 @@ static void alloc_row_clear(void *row)
     g_free(((alloc_row *)row)->name);
 }
 
-/* Sums the objects (of the threads in `thread_ids`, a JSON array, when not NULL) per type into
+/* Sums the allocations (of the threads in `thread_ids`, a JSON array, when not NULL) per type into
  * `rows`, sorted, every row named ("<type N>" for a type id without a name, as the views do). */
 static gboolean allocations_sum(sqlite3 *db, const char *thread_ids, GArray *rows, GError **error)
 {
@@ -45,7 +45,7 @@ static gboolean allocations_sum(sqlite3 *db, const char *thread_ids, GArray *row
     /* type id → 1 + index of its row in `rows` */
     g_autoptr(GHashTable) index = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     sqlite3_stmt *names = NULL;
-    sqlite3_stmt *stmt = query_db_prepare(db, thread_ids ? objects_of_threads_sql : objects_sql,
+    sqlite3_stmt *stmt = query_db_prepare(db, thread_ids ? counts_of_threads_sql : counts_sql,
                                           error);
     if (!stmt)
         goto out;
@@ -61,8 +61,8 @@ static gboolean allocations_sum(sqlite3 *db, const char *thread_ids, GArray *row
             g_hash_table_insert(index, g_memdup2(&type_id, sizeof type_id), slot);
         }
         alloc_row *r = &g_array_index(rows, alloc_row, GPOINTER_TO_UINT(slot) - 1);
-        r->count++;
-        r->bytes += sqlite3_column_int64(stmt, 1);
+        r->count += sqlite3_column_int64(stmt, 1);
+        r->bytes += sqlite3_column_int64(stmt, 2);
     }
     if (!stepped)
         goto out;

@@ -8,6 +8,7 @@
 
 typedef struct info_totals {
     int64_t gcs, gcs_gen[3], gcs_induced, gcs_compacting, gcs_incomplete, pause_ns;
+    int64_t allocations, allocation_bytes, survived, survived_bytes;
     int64_t objects, object_bytes, objects_alive;
     int64_t types, threads;
     int64_t file_bytes;
@@ -80,7 +81,27 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, info_totals *tota
     totals->pause_ns = sqlite3_column_int64(stmt, 7);
     sqlite3_finalize(stmt);
 
-    stmt = query_db_prepare(db, "SELECT COUNT(*), SUM(size), SUM(died_gc IS NULL) FROM objects",
+    /* Every allocation is counted (alloc_counts); objects rows are those that survived a GC
+     * (and objects first seen in a heap walk). */
+    stmt = query_db_prepare(db,
+                            "SELECT TOTAL(count), TOTAL(bytes), TOTAL(survived), TOTAL(survived_bytes)"
+                            "  FROM alloc_counts",
+                            error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    totals->allocations = sqlite3_column_int64(stmt, 0);
+    totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
+    totals->survived = sqlite3_column_int64(stmt, 2);
+    totals->survived_bytes = sqlite3_column_int64(stmt, 3);
+    sqlite3_finalize(stmt);
+
+    /* Alive at the end: tracked objects never collected, and the allocations after the last
+     * GC (no GC judged them), as `heaplens report` counts them. */
+    stmt = query_db_prepare(db,
+                            "SELECT COUNT(*), TOTAL(size), TOTAL(died_gc IS NULL)"
+                            "       + (SELECT TOTAL(count) FROM alloc_counts"
+                            "          WHERE gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs))"
+                            "  FROM objects",
                             error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
@@ -100,7 +121,8 @@ out:
 
 static json_t *info_totals_json(const info_totals *t)
 {
-    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+                     " s:I, s:I, s:I, s:o}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_gen[0],
                      "gen1", (json_int_t)t->gcs_gen[1], "gen2", (json_int_t)t->gcs_gen[2],
@@ -108,6 +130,10 @@ static json_t *info_totals_json(const info_totals *t)
                      "gcs_compacting", (json_int_t)t->gcs_compacting,
                      "gcs_incomplete", (json_int_t)t->gcs_incomplete,
                      "pause_ns", (json_int_t)t->pause_ns,
+                     "allocations", (json_int_t)t->allocations,
+                     "allocation_bytes", (json_int_t)t->allocation_bytes,
+                     "allocations_survived", (json_int_t)t->survived,
+                     "allocations_survived_bytes", (json_int_t)t->survived_bytes,
                      "objects", (json_int_t)t->objects,
                      "object_bytes", (json_int_t)t->object_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive,
@@ -128,7 +154,13 @@ static void info_totals_lines(const info_totals *t, info_lines *lines)
     info_lines_add(lines, "compacting", count_dup(t->gcs_compacting));
     info_lines_add(lines, "incomplete", count_dup(t->gcs_incomplete));
     info_lines_add(lines, "pauses", g_strdup_printf("%s ms", query_ms_format(t->pause_ns, a)));
-    info_lines_add(lines, "objects",
+    info_lines_add(lines, "allocations",
+                   g_strdup_printf("%s (%s)", query_count_format(t->allocations, a),
+                                   query_size_format(t->allocation_bytes, b)));
+    info_lines_add(lines, "survived a GC",
+                   g_strdup_printf("%s (%s)", query_count_format(t->survived, a),
+                                   query_size_format(t->survived_bytes, b)));
+    info_lines_add(lines, "objects tracked",
                    g_strdup_printf("%s (%s)", query_count_format(t->objects, a),
                                    query_size_format(t->object_bytes, b)));
     info_lines_add(lines, "alive at end", count_dup(t->objects_alive));
@@ -163,6 +195,43 @@ out:
     return ok;
 }
 
+/* What each counter counts (store/SCHEMA.md, counters), printed next to a non-zero one. */
+static const struct {
+    const char *name;
+    const char *words;
+} info_counter_words[] = {
+    {"allocs_seen", "allocations the runtime reported"},
+    {"allocs_dropped", "allocations lost, for any reason (the next two)"},
+    {"allocs_dropped_buffer", "allocations lost: the collector's thread buffers were full"},
+    {"allocs_dropped_writer", "allocations lost: in records the writer never received"},
+    {"gc_events_dropped", "GC inputs lost (moved/surviving ranges, bounds): ages may be wrong"},
+    {"records_dropped", "records the collector built but could not send"},
+    {"bytes_dropped", "payload bytes of those records"},
+    {"model_anomalies", "runtime data the collector's heap model could not place"},
+    {"threads_overflowed", "threads that found no buffer: their allocations were lost"},
+    {"gcs_dropped", "GCs the writer never received"},
+    {"snapshots_dropped", "heap snapshots the writer never received"},
+    {"writer_lost", "the writer went away or stalled: nothing was sent after that"},
+    {"stream_bytes", "bytes the writer read from the collector"},
+    {"records_read", "records the writer read"},
+    {"records_skipped_unknown", "records of types this heaplens does not know (newer collector)"},
+    {"gcs_discarded_incomplete", "GCs whose end never arrived: not stored"},
+    {"snapshots_discarded", "heap snapshots started but not stored (incomplete)"},
+    {"writer_anomalies", "records that broke the collector's promises: skipped"},
+    {"connections_refused", "connections from another user, refused"},
+    {"writer_peak_rss_bytes", "the writer's peak memory (resident)"},
+    {"writer_finish_ns", "the writer's time from the end of the run to its last commit"},
+    {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
+};
+
+static const char *info_counter_words_get(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(info_counter_words); i++)
+        if (strcmp(info_counter_words[i].name, name) == 0)
+            return info_counter_words[i].words;
+    return NULL;
+}
+
 static gboolean info_counters_get(sqlite3 *db, json_t **counters_json, info_lines *lines,
                                   GError **error)
 {
@@ -181,12 +250,18 @@ static gboolean info_counters_get(sqlite3 *db, json_t **counters_json, info_line
         int64_t value = sqlite3_column_int64(stmt, 1);
         char count[QUERY_FORMAT_MAX], size[QUERY_FORMAT_MAX];
         json_object_set_new(counters, name, query_json_column(stmt, 1));
+        const char *words = value != 0 ? info_counter_words_get(name) : NULL;
+        g_autofree char *text = NULL;
         if (g_str_has_suffix(name, "_bytes") && value >= 1024)
-            info_lines_add(lines, name,
-                           g_strdup_printf("%s (%s)", query_count_format(value, count),
-                                           query_size_format(value, size)));
+            text = g_strdup_printf("%s (%s)", query_count_format(value, count),
+                                   query_size_format(value, size));
+        else if (g_str_has_suffix(name, "_ns") && value != 0)
+            text = g_strdup_printf("%s (%s ms)", query_count_format(value, count),
+                                   query_ms_format(value, size));
         else
-            info_lines_add(lines, name, g_strdup(query_count_format(value, count)));
+            text = g_strdup(query_count_format(value, count));
+        info_lines_add(lines, name,
+                       words ? g_strdup_printf("%s  %s", text, words) : g_steal_pointer(&text));
     }
     if (!stepped)
         goto out;

@@ -327,24 +327,40 @@ static void summary_print(const char *output, const record_options *o) {
         query_error_report(error);
         return;
     }
-    int64_t gcs = 0, objects = 0, types = 0, dropped = 0, nodata = 0;
+    int64_t gcs = 0, objects = 0, types = 0, nodata = 0;
+    int64_t allocations = 0, survived = 0, allocs_lost = 0, gcs_lost = 0;
     query_db_int(db, "SELECT count(*) FROM gcs", &gcs, NULL);
     query_db_int(db, "SELECT count(*) FROM objects", &objects, NULL);
     query_db_int(db, "SELECT count(*) FROM types", &types, NULL);
-    query_db_int(db,
-                 "SELECT coalesce(sum(value), 0) FROM counters WHERE name IN ('allocs_dropped', "
-                 "'gc_events_dropped', 'records_dropped', 'threads_overflowed')",
-                 &dropped, NULL);
+    query_db_int(db, "SELECT total(count) FROM alloc_counts", &allocations, NULL);
+    query_db_int(db, "SELECT total(survived) FROM alloc_counts", &survived, NULL);
+    /* Losses in the units users think in; a negative value is not a count (never shown). */
+    query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
+                 &allocs_lost, NULL);
+    query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'gcs_dropped'",
+                 &gcs_lost, NULL);
     query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
+    g_autofree char *loss = NULL; /* run.loss: why, as stored (SCHEMA.md, "Losses") */
+    sqlite3_stmt *loss_stmt = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT loss FROM run WHERE id = 1", -1, &loss_stmt, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(loss_stmt) == SQLITE_ROW && sqlite3_column_text(loss_stmt, 0))
+        loss = g_strdup((const char *)sqlite3_column_text(loss_stmt, 0));
+    sqlite3_finalize(loss_stmt);
     g_autofree char *note = query_db_note_new(db, NULL);
     sqlite3_close(db);
     struct stat st = {0};
     stat(output, &st);
     if (o->json) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "file", output, "gcs",
-                              (json_int_t)gcs, "objects", (json_int_t)objects, "types",
-                              (json_int_t)types, "dropped", (json_int_t)dropped, "file_bytes",
-                              (json_int_t)st.st_size, "collector_loaded", !nodata);
+        json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "file",
+                              output, "gcs", (json_int_t)gcs, "allocations",
+                              (json_int_t)allocations, "allocations_survived",
+                              (json_int_t)survived, "objects", (json_int_t)objects, "types",
+                              (json_int_t)types, "allocations_lost", (json_int_t)allocs_lost,
+                              "gcs_lost", (json_int_t)gcs_lost, "dropped",
+                              (json_int_t)(allocs_lost + gcs_lost), "file_bytes",
+                              (json_int_t)st.st_size, "collector_loaded", !nodata, "loss",
+                              loss ? json_string(loss) : json_null());
         query_json_print(j, stdout);
         json_decref(j);
         return;
@@ -358,9 +374,21 @@ static void summary_print(const char *output, const record_options *o) {
     }
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
         e[QUERY_FORMAT_MAX];
-    fprintf(stderr, "heaplens: recorded %s GCs, %s objects of %s types, %s dropped -> %s (%s)\n",
-            query_count_format(gcs, a), query_count_format(objects, b), query_count_format(types, c),
-            query_count_format(dropped, d), output, query_size_format(st.st_size, e));
+    g_autofree char *lost = NULL;
+    if (allocs_lost == 0 && gcs_lost == 0) {
+        lost = g_strdup("0 lost");
+    } else {
+        char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX];
+        lost = g_strdup_printf("lost %s allocations and %s GCs (%s)",
+                               query_count_format(allocs_lost, f), query_count_format(gcs_lost, g),
+                               loss ? loss : "reason unknown");
+    }
+    fprintf(stderr,
+            "heaplens: recorded %s GCs, %s allocations (%s survived a GC) of %s types, %s -> %s "
+            "(%s)\n",
+            query_count_format(gcs, a), query_count_format(allocations, b),
+            query_count_format(survived, c), query_count_format(types, d), lost, output,
+            query_size_format(st.st_size, e));
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
 }

@@ -153,9 +153,11 @@ gboolean query_db_step(sqlite3_stmt *stmt, gboolean *row, GError **error);
 /* Runs `sql`, which yields one integer (NULL counts as 0), into *value. */
 gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error);
 
-/* The accuracy note for this recording: one line "note: 12 allocations were dropped; counts
- * are lower bounds" when a drop counter is non-zero or the run is not 'complete'; NULL (and no
- * error) when the recording is complete and nothing was dropped. Free with g_free. */
+/* The accuracy note for this recording: one line such as "note: 1,234 allocations, 2 GCs were
+ * lost (the writer fell behind); counts are lower bounds" when the collector counted losses
+ * (allocs_dropped, gcs_dropped, snapshots_dropped, gc_events_dropped; why: run.loss), threads
+ * went untracked, GCs were discarded, or the run is not 'complete'; NULL (and no error) when the
+ * recording is complete and nothing was lost. Free with g_free. */
 char *query_db_note_new(sqlite3 *db, GError **error);
 /* Prints the note, if any: after the table on stdout for text output; on stderr for JSON output
  * (so that stdout stays one JSON document). */

@@ -49,16 +49,55 @@ out:
     return ok;
 }
 
-/* Drop counters (SCHEMA.md, counters) and how the note names what they count. */
+/* What the collector lost, in the units users think in (SCHEMA.md, counters), and how the note
+ * names them. */
 static const struct {
     const char *counter;
     const char *one;
     const char *many;
-} drop_counters[] = {
+} lost_counters[] = {
     {"allocs_dropped", "allocation", "allocations"},
+    {"gcs_dropped", "GC", "GCs"},
+    {"snapshots_dropped", "snapshot", "snapshots"},
     {"gc_events_dropped", "GC event", "GC events"},
-    {"records_dropped", "record", "records"},
 };
+
+/* run.loss reasons (SCHEMA.md, "Losses") in words; `ending`: the reason is how the stream
+ * ended (said with the 'truncated' status), not why items were lost on the way. */
+static const struct {
+    const char *reason;
+    const char *words;
+    gboolean ending;
+} loss_words[] = {
+    {"buffer-full", "the collector's buffers were full", FALSE},
+    {"writer-behind", "the writer fell behind", FALSE},
+    {"writer-lost", "the writer was lost", FALSE},
+    {"gc-input-lost", "GC input was lost", FALSE},
+    {"program-killed", "the program was killed", TRUE},
+    {"stream-corrupt", "the record stream was corrupt", TRUE},
+};
+
+/* The reasons of `loss` ("writer-behind,program-killed") that are `ending` ones or not, in
+ * words, comma-separated; an unknown reason is shown as stored (not ending). NULL for none. */
+static char *loss_words_new(const char *loss, gboolean ending)
+{
+    if (!loss || !*loss)
+        return NULL;
+    g_auto(GStrv) reasons = g_strsplit(loss, ",", -1);
+    g_autoptr(GString) text = g_string_new(NULL);
+    for (char **r = reasons; *r; r++) {
+        const char *words = *r;
+        gboolean is_ending = FALSE;
+        for (size_t i = 0; i < G_N_ELEMENTS(loss_words); i++)
+            if (strcmp(*r, loss_words[i].reason) == 0) {
+                words = loss_words[i].words;
+                is_ending = loss_words[i].ending;
+            }
+        if (is_ending == ending)
+            g_string_append_printf(text, "%s%s", text->len ? ", " : "", words);
+    }
+    return text->len ? g_string_free(g_steal_pointer(&text), FALSE) : NULL;
+}
 
 static gboolean counter_get(sqlite3_stmt *stmt, const char *name, int64_t *value, GError **error)
 {
@@ -82,26 +121,29 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     char *note = NULL;
     gboolean row = FALSE;
     g_autoptr(GPtrArray) clauses = g_ptr_array_new_with_free_func(g_free);
-    g_autoptr(GString) dropped = g_string_new(NULL);
+    g_autoptr(GString) lost = g_string_new(NULL);
     gboolean lower_bounds = FALSE;
     int64_t value = 0;
-    size_t n_dropped = 0;
+    size_t n_lost = 0;
     const char *run_status = NULL;
+    g_autofree char *reasons = NULL, *ending = NULL;
     sqlite3_stmt *status = NULL;
     sqlite3_stmt *counter =
         query_db_prepare(db, "SELECT value FROM counters WHERE name = ?1", error);
     if (!counter)
         goto out;
 
-    status = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", error);
+    status = query_db_prepare(db, "SELECT status, loss FROM run WHERE id = 1", error);
     if (!status || !query_db_step(status, &row, error))
         goto out;
     run_status = row ? (const char *)sqlite3_column_text(status, 0) : NULL;
+    reasons = loss_words_new(row ? (const char *)sqlite3_column_text(status, 1) : NULL, FALSE);
+    ending = loss_words_new(row ? (const char *)sqlite3_column_text(status, 1) : NULL, TRUE);
     if (!run_status) {
         g_ptr_array_add(clauses, g_strdup("the recording has no run status"));
     } else if (strcmp(run_status, "truncated") == 0) {
-        g_ptr_array_add(clauses, g_strdup("the recording is truncated (the program was killed or "
-                                          "the collector was lost)"));
+        g_ptr_array_add(clauses, g_strdup_printf("the recording is truncated (%s)",
+                                                 ending ? ending : "its end never arrived"));
         lower_bounds = TRUE;
     } else if (strcmp(run_status, "recording") == 0) {
         g_ptr_array_add(clauses,
@@ -114,21 +156,29 @@ char *query_db_note_new(sqlite3 *db, GError **error)
         g_ptr_array_add(clauses, g_strdup_printf("the recording's status is '%s'", run_status));
     }
 
-    for (size_t i = 0; i < G_N_ELEMENTS(drop_counters); i++) {
-        if (!counter_get(counter, drop_counters[i].counter, &value, error))
+    /* Counters are unsigned on the wire: a negative value here is not a count (a corrupt or
+     * foreign file); it is never shown as a loss. */
+    for (size_t i = 0; i < G_N_ELEMENTS(lost_counters); i++) {
+        if (!counter_get(counter, lost_counters[i].counter, &value, error))
             goto out;
-        if (value == 0)
+        if (value <= 0)
             continue;
-        if (n_dropped > 0)
-            g_string_append(dropped, ", ");
-        count_append(dropped, value, drop_counters[i].one, drop_counters[i].many);
-        n_dropped++;
+        if (n_lost > 0)
+            g_string_append(lost, ", ");
+        count_append(lost, value, lost_counters[i].one, lost_counters[i].many);
+        n_lost++;
     }
-    if (n_dropped > 0) {
-        /* "12 allocations, 3 records were dropped"; one item: "1 allocation was dropped". */
-        gboolean one = n_dropped == 1 && strncmp(dropped->str, "1 ", 2) == 0;
-        g_string_append(dropped, one ? " was dropped" : " were dropped");
-        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&dropped), FALSE));
+    if (n_lost > 0) {
+        /* "12 allocations, 3 GCs were lost (the writer fell behind)"; one item: "1 allocation
+         * was lost (...)". The reasons are run.loss, as the writer stored them. */
+        gboolean one = n_lost == 1 && strncmp(lost->str, "1 ", 2) == 0;
+        g_string_append(lost, one ? " was lost" : " were lost");
+        if (reasons)
+            g_string_append_printf(lost, " (%s)", reasons);
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&lost), FALSE));
+        lower_bounds = TRUE;
+    } else if (reasons) {
+        g_ptr_array_add(clauses, g_strdup_printf("data was lost (%s)", reasons));
         lower_bounds = TRUE;
     }
     if (!counter_get(counter, "threads_overflowed", &value, error))

@@ -86,9 +86,15 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
             t->pause_ns_max = MAX(t->pause_ns_max, gc->pause_ns);
         }
     }
+    /* Allocations are counted (alloc_counts), not stored one by one; alive at the end: tracked
+     * objects never collected, and the allocations after the last GC (no GC judged them). */
     stmt = query_db_prepare(
         db,
-        "SELECT COUNT(*), COALESCE(SUM(size), 0), COALESCE(SUM(died_gc IS NULL), 0) FROM objects",
+        "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0),"
+        "       (SELECT COUNT(*) FROM objects WHERE died_gc IS NULL)"
+        "       + COALESCE(SUM(CASE WHEN gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs)"
+        "                           THEN count END), 0)"
+        "  FROM alloc_counts",
         error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;

@@ -135,7 +135,7 @@ static void gc_end(hl_sb *sb, uint32_t gc, uint32_t flags, const uint64_t after[
  *   10 Byte[]         200  101                            gen1
  *   11 String          16  100    (after the last GC)
  */
-static void fixture_app(void)
+static void fixture_app(const char *name)
 {
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 4242, "dotnet App.dll");
@@ -186,13 +186,15 @@ static void fixture_app(void)
 
     hl_sb_alloc(sb, 11, 1, 16, 100);
     hl_sb_run_end(sb, 3);
-    fixture_write(sb, "app.db");
+    fixture_write(sb, name);
 }
 
-/* lossy.db: one GC, then the stream breaks (no RUN_END): truncated, with drops. */
+/* lossy.db: one GC, then the stream breaks (no RUN_END): truncated, with drops (the writer fell
+ * behind). Allocation 3 came after the last GC: its count never arrived (no RUN_END). */
 static void fixture_lossy(void)
 {
-    hl_counters drops = {.allocs_dropped = 1234, .records_dropped = 3, .bytes_dropped = 72};
+    hl_counters drops = {.allocs_dropped = 1234, .allocs_dropped_writer = 1234, .gcs_dropped = 2,
+                         .records_dropped = 3, .bytes_dropped = 72};
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 77, "dotnet Lossy.dll");
     hl_sb_type(sb, 1, "System.Object");
@@ -242,7 +244,11 @@ static void fixture_sqlite(const char *name, const char *sql)
 
 static void fixtures_build(void)
 {
-    fixture_app();
+    fixture_app("app.db");
+    /* garbage.db: app.db whose loss counters hold values no collector sends (negative). */
+    fixture_app("garbage.db");
+    fixture_sqlite("garbage.db", "UPDATE counters SET value = -5 WHERE name IN ('allocs_dropped',"
+                                 " 'gcs_dropped', 'snapshots_dropped', 'gc_events_dropped');");
     fixture_lossy();
     fixture_nogc();
     fixture_file("notes.txt", "not a database\n");
@@ -250,6 +256,8 @@ static void fixtures_build(void)
     fixture_sqlite("other.db", "CREATE TABLE t (x); INSERT INTO t VALUES (1);");
     fixture_sqlite("future.db", "PRAGMA application_id = 1212960339; PRAGMA user_version = 99;"
                                 "CREATE TABLE t (x);");
+    fixture_sqlite("old.db", "PRAGMA application_id = 1212960339; PRAGMA user_version = 1;"
+                             "CREATE TABLE t (x);");
 }
 
 static void workdir_remove(void)
@@ -493,7 +501,8 @@ static void case_info_json(void)
         "    \"end_mono_ns\": 2000000000,\n"
         "    \"status\": \"complete\",\n"
         "    \"exit_status\": null,\n"
-        "    \"flags\": null\n"
+        "    \"flags\": null,\n"
+        "    \"loss\": null\n"
         "  },\n"
         "  \"counters\": {\n"
         "%s"
@@ -509,8 +518,12 @@ static void case_info_json(void)
         "    \"gcs_compacting\": 2,\n"
         "    \"gcs_incomplete\": 0,\n"
         "    \"pause_ns\": 15060000,\n"
-        "    \"objects\": 11,\n"
-        "    \"object_bytes\": 105456,\n"
+        "    \"allocations\": 11,\n"
+        "    \"allocation_bytes\": 105456,\n"
+        "    \"allocations_survived\": 8,\n"
+        "    \"allocations_survived_bytes\": 101408,\n"
+        "    \"objects\": 8,\n"
+        "    \"object_bytes\": 101408,\n"
         "    \"objects_alive_at_end\": 7,\n"
         "    \"types\": 4,\n"
         "    \"threads\": 3,\n"
@@ -584,15 +597,25 @@ static void case_info_text(void)
                                 "status           truncated\n"
                                 "exit_status      -\n"
                                 "flags            -\n"
+                                "loss             writer-behind,program-killed\n"
                                 "\n";
     if (g_strcmp0(head, expected_head) != 0) {
         show_mismatch("run lines", expected_head, head ? head : "");
         failures++;
     }
+    /* A non-zero counter is explained in words; a zero one is just 0. */
     static const char *const values[][2] = {
-        {"allocs_seen", "1,236"},    {"allocs_dropped", "1,234"}, {"records_dropped", "3"},
-        {"bytes_dropped", "72"},     {"gc_events_dropped", "0"},  {"threads_overflowed", "0"},
+        {"allocs_seen", "1,236  allocations the runtime reported"},
+        {"allocs_dropped", "1,234  allocations lost, for any reason (the next two)"},
+        {"allocs_dropped_buffer", "0"},
+        {"allocs_dropped_writer", "1,234  allocations lost: in records the writer never received"},
+        {"gcs_dropped", "2  GCs the writer never received"},
+        {"records_dropped", "3  records the collector built but could not send"},
+        {"bytes_dropped", "72  payload bytes of those records"},
+        {"gc_events_dropped", "0"},
+        {"threads_overflowed", "0"},
         {"model_anomalies", "0"},
+        {"writer_lost", "0"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(values); i++) {
         g_autofree char *value = section_value_dup(section, values[i][0]);
@@ -604,18 +627,20 @@ static void case_info_text(void)
     }
     g_autofree char *expected_tail = g_strdup_printf(
         "totals\n"
-        "  GCs           1 (gen0 1, gen1 0, gen2 0)\n"
-        "  induced       0\n"
-        "  compacting    1\n"
-        "  incomplete    0\n"
-        "  pauses        2.520 ms\n"
-        "  objects       3 (72 B)\n"
-        "  alive at end  2\n"
-        "  types         1\n"
-        "  threads       1\n"
-        "  file size     %.1f KiB\n"
-        "note: the recording is truncated (the program was killed or the collector was lost); "
-        "1,234 allocations, 3 records were dropped; counts are lower bounds\n",
+        "  GCs              1 (gen0 1, gen1 0, gen2 0)\n"
+        "  induced          0\n"
+        "  compacting       1\n"
+        "  incomplete       0\n"
+        "  pauses           2.520 ms\n"
+        "  allocations      2 (48 B)\n"
+        "  survived a GC    1 (24 B)\n"
+        "  objects tracked  1 (24 B)\n"
+        "  alive at end     1\n"
+        "  types            1\n"
+        "  threads          1\n"
+        "  file size        %.1f KiB\n"
+        "note: the recording is truncated (the program was killed); 1,234 allocations, 2 GCs "
+        "were lost (the writer fell behind); counts are lower bounds\n",
         g_ascii_strtod(size, NULL) / 1024);
     if (g_strcmp0(tail, expected_tail) != 0) {
         show_mismatch("totals", expected_tail, tail ? tail : "");
@@ -630,16 +655,16 @@ static void case_info_text(void)
 
 static void case_note(void)
 {
-    const char *note = "note: the recording is truncated (the program was killed or the "
-                       "collector was lost); 1,234 allocations, 3 records were dropped; counts "
-                       "are lower bounds\n";
+    const char *note = "note: the recording is truncated (the program was killed); 1,234 "
+                       "allocations, 2 GCs were lost (the writer fell behind); counts are lower "
+                       "bounds\n";
     g_autofree char *json_err = g_strconcat("heaplens: ", note, NULL);
     g_autofree char *text = g_strconcat("count  bytes  type\n"
-                                        "    3   72 B  System.Object\n",
+                                        "    2   48 B  System.Object\n",
                                         note, NULL);
     EXPECT(RUN("allocations", "lossy.db"), 0, text, "");
     EXPECT_JSON(RUN("allocations", "lossy.db", "--json"),
-                "{\"rows\":[\n{\"type\":\"System.Object\",\"count\":3,\"bytes\":72}\n]}\n",
+                "{\"rows\":[\n{\"type\":\"System.Object\",\"count\":2,\"bytes\":48}\n]}\n",
                 json_err);
     g_autofree char *survivors = g_strconcat("alive after GC 1: 1 object, 24 B\n"
                                              "gen   count  bytes  type\n"
@@ -647,7 +672,9 @@ static void case_note(void)
                                              note, NULL);
     EXPECT(RUN("survivors", "lossy.db"), 0, survivors, "");
     /* A complete recording without drops has no note (the JSON/text cases above check that
-     * exactly, too). */
+     * exactly, too); nor has one whose counters are garbage (negative: not counts). */
+    EXPECT(RUN("allocations", "garbage.db", "--thread", "102"), 0,
+           "count  bytes  type\n    1   24 B  System.String\n", "");
 }
 
 /* ---- cases: the command line and bad files --------------------------------------------- */
@@ -747,8 +774,10 @@ static void case_bad_files(void)
         EXPECT(RUN(name, "other.db", "--json"), 1, "",
                "heaplens: other.db is not a heaplens database\n");
         EXPECT(RUN(name, "future.db"), 1, "",
-               "heaplens: future.db was written by schema version 99; this heaplens reads "
-               "version 1\n");
+               "heaplens: future.db was recorded by a newer heaplens (schema 99); this heaplens "
+               "reads schema 2\n");
+        EXPECT(RUN(name, "old.db"), 1, "",
+               "heaplens: old.db was recorded by an older heaplens (schema 1); record it again\n");
         EXPECT(RUN(name, "."), 1, "", "heaplens: . is a directory, not a heaplens database\n");
     }
 }
