@@ -253,7 +253,7 @@ typedef enum store_stmt_id {
 
 /* Rows inserted when a GC ends go out STORE_BATCH_ROWS at a time through one multi-row INSERT:
  * per-statement costs dominate SQLite's per-row cost for rows this small. */
-#define STORE_BATCH_ROWS 64
+#define STORE_BATCH_ROWS 256
 #define STORE_BATCH_MAX_COLUMNS 7
 #define STORE_NULL INT64_MIN /* a NULL in a buffered row */
 

@@ -166,6 +166,11 @@ static const char store_schema_tables[] =
  * an index by to_id would take random inserts). A database whose writer was killed lacks them;
  * queries are still correct, only slower. */
 static const char store_schema_late_indexes[] =
+    /* SQLite sorts the index entries in runs of at most cache_size: a small cache makes several
+     * runs that fit the CPU caches, then merges them (with a helper thread when one is free) —
+     * twice as fast as one huge in-memory sort (bench/store, `snapshot`). */
+    "PRAGMA cache_size = -2000;\n"
+    "PRAGMA threads = 2;\n"
     "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n"
     "CREATE INDEX IF NOT EXISTS snapshot_refs_by_to ON snapshot_refs (snapshot, to_id);\n";
 

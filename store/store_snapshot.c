@@ -100,18 +100,45 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
     return TRUE;
 }
 
-static gint store_snapshot_object_cmp(gconstpointer a, gconstpointer b)
+/* Sorts `n` items of `size` bytes by the uint64 at `key` within each, stably: LSD radix sort a
+ * byte at a time, skipping the bytes all keys share (ids rarely use more than three or four).
+ * A snapshot holds millions of items: this is several times faster than a comparison sort. */
+static void store_snapshot_radix_sort(void *items, size_t n, size_t size, size_t key)
 {
-    const hl_snapshot_object *x = a, *y = b;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
+    uint8_t *src = items;
+    g_autofree uint8_t *tmp = n > 1 ? g_malloc(n * size) : NULL;
+    uint8_t *dst = tmp;
+    size_t count[256];
 
-static gint store_snapshot_ref_cmp(gconstpointer a, gconstpointer b)
-{
-    const hl_snapshot_ref *x = a, *y = b;
-    if (x->from != y->from)
-        return x->from < y->from ? -1 : 1;
-    return x->to < y->to ? -1 : x->to > y->to;
+    for (int byte = 0; byte < 8 && n > 1; byte++) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k;
+            memcpy(&k, src + i * size + key, sizeof k);
+            count[(k >> (8 * byte)) & 0xff]++;
+        }
+        gboolean same = FALSE;
+        for (int b = 0; b < 256; b++)
+            same = same || count[b] == n;
+        if (same)
+            continue; /* every key has this byte: nothing to move */
+        size_t at = 0;
+        for (int b = 0; b < 256; b++) {
+            size_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k;
+            memcpy(&k, src + i * size + key, sizeof k);
+            memcpy(dst + count[(k >> (8 * byte)) & 0xff]++ * size, src + i * size, size);
+        }
+        uint8_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != items)
+        memcpy(items, src, n * size);
 }
 
 static gint store_snapshot_root_cmp(gconstpointer a, gconstpointer b)
@@ -154,7 +181,8 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
     const hl_snapshot_object *o = (const hl_snapshot_object *)(void *)s->objects->data;
     hl_snapshot_object cur = {0};
 
-    g_array_sort(s->objects, store_snapshot_object_cmp);
+    store_snapshot_radix_sort(s->objects->data, s->objects->len, sizeof *o,
+                              G_STRUCT_OFFSET(hl_snapshot_object, id));
     for (guint i = 0; i < s->objects->len; i++) {
         if (i > 0 && o[i].id == cur.id) { /* the same object again: one row */
             cur.flags |= o[i].flags;
@@ -180,7 +208,11 @@ static gboolean store_snapshot_write_refs(store_writer *w, store_snapshot_counts
     const hl_snapshot_ref *r = (const hl_snapshot_ref *)(void *)s->refs->data;
     int64_t nth = 0;
 
-    g_array_sort(s->refs, store_snapshot_ref_cmp);
+    /* By (from, to): by to, then stably by from. */
+    store_snapshot_radix_sort(s->refs->data, s->refs->len, sizeof *r,
+                              G_STRUCT_OFFSET(hl_snapshot_ref, to));
+    store_snapshot_radix_sort(s->refs->data, s->refs->len, sizeof *r,
+                              G_STRUCT_OFFSET(hl_snapshot_ref, from));
     for (guint i = 0; i < s->refs->len; i++) {
         gboolean again = i > 0 && r[i].from == r[i - 1].from && r[i].to == r[i - 1].to;
         nth = again ? nth + 1 : 0;

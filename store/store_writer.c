@@ -741,11 +741,12 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "COMMIT", error))
         goto out;
-    if (!store_schema_finish_indexes(w->db, w->path, error) ||
+    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. Then the
+     * indexes: built from the checkpointed file they take half the time they take through the
+     * WAL (bench/store, `snapshot`), and their pages go to the file once, not twice. */
+    if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error) ||
+        !store_schema_finish_indexes(w->db, w->path, error) ||
         !store_writer_write_own_figures(w, error))
-        goto out;
-    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. */
-    if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error))
         goto out;
     if (summary != NULL) {
         summary->gcs = w->gcs_written;

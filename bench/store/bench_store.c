@@ -7,17 +7,19 @@
  * store_writer_ingest_fd and store_writer_finish. Workload, per GC (allocations / gcs young
  * objects each): 90% die young, 10% survive into gen 1; every 10th GC is a gen1 GC where half of
  * gen 1 dies and half is promoted to gen 2; every 100th is a gen2 GC where 30% of gen 2 dies.
- * Rows = object rows + object_generations rows inserted; updates (deaths, promotions closing a
- * row) are reported apart.
+ * The builder plays the collector (hl_stream_builder.h): the stream holds ALLOC_COUNTS and the
+ * GC_SURVIVORS of the 10%. Rows = object rows (survivors) + object_generations rows inserted;
+ * updates (deaths, promotions closing a row) are reported apart.
  *
  * The same run measures the usual way as a baseline: as many rows of the objects table's shape
  * inserted with one prepared single-row INSERT in one transaction (WAL, synchronous=NORMAL), and
  * prints heaplens / baseline. Not a test: prints numbers.
  *
  * `snapshot` measures what a heap snapshot costs in the database: one recording of 5 * objects
- * allocations and one GC whose survivors (objects) are snapshotted, ingested with and without
- * the snapshot; prints the time it adds and its bytes per snapshot object, table by table
- * (dbstat).
+ * allocations (their ALLOC_COUNTS) and one GC whose survivors (GC_SURVIVORS, `objects` of them)
+ * are snapshotted, ingested with and without the snapshot; prints the survivors' ingest rate,
+ * the time the snapshot adds and its rate (objects per second, references included), and its
+ * bytes per snapshot object, table by table (dbstat).
  */
 #include "store/store.h"
 #include "tests/unit/common/hl_stream_builder.h"
@@ -85,7 +87,6 @@ static hl_sb *bench_build(uint64_t allocs, uint32_t gcs, bench_counts *c)
         for (uint64_t i = 0; i < per_gc; i++, next_id++)
             hl_sb_alloc(sb, next_id, 1 + bench_rand(BENCH_TYPES), 24 + 8 * bench_rand(16),
                         1000 + bench_rand(BENCH_THREADS));
-        c->objects += per_gc;
         uint32_t generation = gc % 100 == 0 ? 2 : gc % 10 == 0 ? 1 : 0;
         hl_sb_gc_start(sb, gc, generation, FALSE, next_id);
         g_array_set_size(keep, 0);
@@ -94,6 +95,7 @@ static hl_sb *bench_build(uint64_t allocs, uint32_t gcs, bench_counts *c)
             hl_sb_fate(sb, gc, id, HL_FATE(HL_GEN_0, survives ? HL_GEN_1 : HL_GEN_NONE));
             if (survives) {
                 g_array_append_val(keep, id);
+                c->objects++; /* an objects row for each survivor of its first GC */
                 c->generation_rows++;
             }
         }
@@ -196,7 +198,7 @@ static uint32_t bench_refs_of(void)
 }
 
 typedef struct bench_snapshot_counts {
-    uint64_t objects, refs, roots;
+    uint64_t objects, refs, roots, survivors;
 } bench_snapshot_counts;
 
 /* A recording of one induced gen2 GC: 5 * `objects` allocations, one in five survives (ids
@@ -218,16 +220,32 @@ static hl_sb *bench_snapshot_build(uint64_t objects, gboolean with_snapshot,
         snprintf(name, sizeof name, "Bench.Type%u", t);
         hl_sb_type(sb, t, name);
     }
-    for (uint64_t id = 1; id <= allocs; id++)
-        hl_sb_alloc(sb, id, 1 + bench_rand(BENCH_TYPES), 24 + 8 * bench_rand(16),
-                    1000 + bench_rand(BENCH_THREADS));
+    /* The collector's records for that GC, written directly: its ALLOC_COUNTS (per type and
+     * thread) and the GC_SURVIVORS of one allocation in five. */
+    g_autofree hl_alloc_count *counts = g_new0(hl_alloc_count, BENCH_TYPES * BENCH_THREADS);
     hl_sb_gc_start(sb, 1, 2, TRUE, allocs + 1);
     for (uint64_t id = 1; id <= allocs; id++) {
+        uint32_t type = 1 + bench_rand(BENCH_TYPES), size = 24 + 8 * bench_rand(16);
+        uint32_t tid = 1000 + bench_rand(BENCH_THREADS);
         gboolean survives = (id % 5) == 0;
-        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, survives ? HL_GEN_1 : HL_GEN_NONE));
-        if (survives)
+        hl_alloc_count *k = &counts[(type - 1) * BENCH_THREADS + (tid - 1000)];
+        k->type_id = type;
+        k->os_tid = tid;
+        k->count++;
+        k->bytes += size;
+        if (survives) {
+            hl_survivor v = {.id = id, .size = size, .type_id = type, .os_tid = tid,
+                             .generation = HL_GEN_1};
+            hl_sb_survivor(sb, 1, &v);
+            k->survived++;
+            k->survived_bytes += size;
             g_array_append_val(live, id);
+        }
     }
+    for (uint32_t i = 0; i < BENCH_TYPES * BENCH_THREADS; i++)
+        if (counts[i].count > 0)
+            hl_sb_alloc_count(sb, 1, &counts[i]);
+    c->survivors = live->len;
     if (with_snapshot) {
         /* Walk order: runs of 64 ascending ids, the runs shuffled. */
         guint runs = (live->len + 63) / 64;
@@ -373,6 +391,13 @@ static int bench_snapshot_main(int argc, char **argv)
     printf("writing it: ingest %.2f s (+%.2f s over the same recording without it), finish "
            "%.2f s (+%.2f s: index by to_id)\n",
            in1, in1 - in0, fin1, fin1 - fin0);
+    printf("survivors (without the snapshot): %" G_GUINT64_FORMAT " objects rows + first generation"
+           " rows in %.2f s ingest + %.2f s finish: %.2f M survivors/s\n",
+           c0.survivors, in0, fin0, (double)c0.survivors / (in0 + fin0) / 1e6);
+    printf("snapshot alone (ingest + finish it adds): %.2f s for %" G_GUINT64_FORMAT
+           " objects: %.2f M snapshot objects/s, references included\n",
+           (in1 - in0) + (fin1 - fin0), c.objects,
+           (double)c.objects / ((in1 - in0) + (fin1 - fin0)) / 1e6);
     printf("database: %.1f MB with the snapshot, %.1f MB without: %.2f bytes per snapshot object\n",
            (double)st1.st_size / 1e6, (double)st0.st_size / 1e6,
            (double)(st1.st_size - st0.st_size) / (double)c.objects);
