@@ -105,11 +105,12 @@ def main():
     if conn is not None:
         checks.eq("(c) PRAGMA application_id", 1212960339,
                   conn.execute("PRAGMA application_id").fetchone()[0])
-        checks.eq("(c) PRAGMA user_version", 1, conn.execute("PRAGMA user_version").fetchone()[0])
-        rows = conn.execute("SELECT status, mode, exit_status, flags FROM run").fetchall()
+        checks.eq("(c) PRAGMA user_version", 2, conn.execute("PRAGMA user_version").fetchone()[0])
+        rows = conn.execute("SELECT status, mode, exit_status, flags, loss FROM run").fetchall()
         if checks.eq("(c) run has one row", 1, len(rows)):
-            status, mode, exit_status, flags = rows[0]
+            status, mode, exit_status, flags, loss = rows[0]
             checks.eq("(c) run.status", "complete", status)
+            checks.eq("(c) run.loss (nothing lost)", None, loss)
             checks.eq("(c) run.mode", "full", mode)
             checks.eq("(d) run.exit_status == program's", program_status, exit_status)
             checks.ok("(c) run.flags has no empty-profiler", "empty-profiler" not in (flags or ""),
@@ -147,9 +148,11 @@ def main():
     if conn is not None:
         for thread, per_type in truth.get("threads", {}).items():
             for name, count in per_type.items():
+                # Every allocation is counted per type and thread (alloc_counts); objects rows
+                # exist only for those that survived a GC.
                 n = conn.execute(
-                    "SELECT count(*) FROM objects o JOIN types t ON t.id = o.type_id "
-                    "JOIN threads th ON th.os_tid = o.thread WHERE t.name = ? AND th.name = ?",
+                    "SELECT coalesce(sum(count), 0) FROM allocations_by_type_thread"
+                    " WHERE type = ? AND thread_name = ?",
                     (name, thread)).fetchone()[0]
                 checks.eq(f"(a) {name} allocated by thread '{thread}'", count, n)
 

@@ -11,7 +11,9 @@ import sys
 
 GEN_NAMES = {0: "gen0", 1: "gen1", 2: "gen2", 3: "LOH", 4: "POH", 5: "NonGC"}
 DROP_COUNTERS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "bytes_dropped",
-                 "model_anomalies", "threads_overflowed", "gcs_discarded_incomplete"]
+                 "model_anomalies", "threads_overflowed", "gcs_discarded_incomplete",
+                 "allocs_dropped_buffer", "allocs_dropped_writer", "gcs_dropped",
+                 "snapshots_dropped", "writer_lost"]
 
 
 class Checks:

@@ -133,13 +133,22 @@ def writer_stalled(hl, dll, workdir, iterations):
         counters = info["counters"]
         dropped = counters.get("records_dropped", 0) + counters.get("allocs_dropped", 0)
         check("stalled: drops were counted and stored", dropped > 0, json.dumps(counters))
+        # The collector counted them toward the writer, and the run says why.
+        check("stalled: drops counted as the writer's (allocs_dropped_writer or gcs_dropped)",
+              counters.get("allocs_dropped_writer", 0) + counters.get("gcs_dropped", 0) > 0,
+              json.dumps(counters))
+        check("stalled: run.loss names the writer",
+              any(r in (info["run"].get("loss") or "").split(",")
+                  for r in ("writer-behind", "writer-lost")),
+              repr(info["run"].get("loss")))
         check("stalled: the run is complete (the end-of-run record got through)",
               info["run"]["status"] == "complete",
               f'{info["run"]["status"]}; flags {info["run"].get("flags")}; {json.dumps(counters)}')
     r = subprocess.run([hl, "allocations", db, "--top", "1"], capture_output=True, text=True)
-    check("stalled: commands say the counts are lower bounds", "dropped" in r.stdout + r.stderr,
+    check("stalled: commands say what was lost and that counts are lower bounds",
+          " lost" in r.stdout + r.stderr and "lower bounds" in r.stdout + r.stderr,
           r.stdout + r.stderr)
-    # Allocation rows are dropped first: every GC still reaches the database (a GC whose details
+    # Allocation records are dropped first: every GC still reaches the database (a GC whose details
     # were dropped is flagged incomplete), numbered without gaps, as many as the program saw.
     program_gcs = int(re.search(r"gcs=(\d+)/", line or "gcs=-1/").group(1))
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)

@@ -51,7 +51,8 @@ def short(name):
 def check_recording(checks, con, truth):
     run_row = con.execute("SELECT status FROM run").fetchone()
     checks.eq("run status", "complete", run_row[0] if run_row else None)
-    for name in ("allocs_dropped", "gc_events_dropped", "records_dropped"):
+    for name in ("allocs_dropped", "gc_events_dropped", "records_dropped", "gcs_dropped",
+                 "snapshots_dropped", "writer_lost"):
         row = con.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
         checks.eq(f"counter {name}", 0, row[0] if row else 0)
     snapshots = {}

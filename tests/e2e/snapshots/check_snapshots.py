@@ -16,7 +16,8 @@ then checks with SQL on the recording's snapshot tables, each comparison being o
       that GC); exactly the induced GCs have a snapshot, trigger 'induced';
   (b) per checkpoint: objects per example type and generation (LOH 3 and POH 4 compare as
       GC.GetGeneration's 2; LOH types must be 3), no other type of the example namespace, and
-      the objects whose objects.died_gc is this GC;
+      the objects that died in this GC (objects.died_gc, and the interval's allocations that
+      died in their first GC: alloc_counts count - survived);
   (c) per checkpoint, the shapes: the List<Node>'s backing array has N edges to the N Nodes,
       each Node exactly one edge to a byte[] (sizes as written), the ring of CycleNodes (and
       none of it once dropped), the orphan chain, the POH arrays as reference targets of their
@@ -285,11 +286,18 @@ def check_counts(checks, conn, truth, cp, s, where):
     extra = {n: v for n, v in got.items() if n not in types}
     checks.ok(f"{where}: no unexpected {ns}.* objects", not extra, f"{extra}")
 
-    # objects.died_gc: exactly the dropped objects this GC condemned.
+    # Deaths in this GC: exactly the dropped objects it condemned. Objects that had survived an
+    # earlier GC have died_gc = this GC; those allocated since the previous GC that died in this
+    # one (their first) have no row: they are this interval's count - survived in alloc_counts.
     died = {}
     for name, n in conn.execute(
-            "SELECT t.name, count(*) FROM objects o JOIN types t ON t.id = o.type_id "
-            "WHERE o.died_gc = ? GROUP BY t.name", (cp["gc"],)):
+            "SELECT name, sum(n) FROM ("
+            " SELECT t.name AS name, count(*) AS n FROM objects o JOIN types t ON t.id = o.type_id"
+            "  WHERE o.died_gc = ?1 GROUP BY t.name"
+            " UNION ALL"
+            " SELECT t.name, sum(a.count - a.survived) FROM alloc_counts a"
+            "  JOIN types t ON t.id = a.type_id WHERE a.gc = ?1 GROUP BY t.name)"
+            " GROUP BY name HAVING sum(n) > 0", (cp["gc"],)):
         if name in types or name.startswith(ns + "."):
             died[name] = n
     for name in sorted(set(types) | set(died)):
