@@ -1,6 +1,7 @@
 -- Objects still alive when the run ended (never collected), by the name of the thread that
 -- allocated them, then by type. Unnamed threads show as "tid <os thread id>".
--- Note: objects allocated after the last GC count as alive (no GC judged them).
+-- Objects that survived a GC (objects rows); allocations after the last GC are only counted
+-- (alloc_counts, the last interval): no GC judged them.
 --   sqlite3 -header -column app.db < examples/queries/alive_at_end_by_thread.sql
 SELECT coalesce(th.name, 'tid ' || o.thread, '(unknown)') AS thread,
        count(*) AS objects,
