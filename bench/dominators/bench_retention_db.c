@@ -80,11 +80,27 @@ int main(int argc, char **argv)
     counter.sb = scratch;
     synth_heap_generate(&h, n_objects, seed, edge_add, &counter);
     hl_sb_free(scratch);
-    for (uint32_t v = 1; v <= n_objects; v++)
-        hl_sb_alloc(sb, v, h.types[v], h.sizes[v], 100);
+    /* One GC that every object survives: its ALLOC_COUNTS (per type), then its GC_SURVIVORS,
+     * as the collector sends them. */
     hl_sb_gc_start(sb, 1, 2, TRUE, (uint64_t)n_objects + 1);
-    for (uint32_t v = 1; v <= n_objects; v++)
-        hl_sb_fate(sb, 1, v, HL_FATE(HL_GEN_0, HL_GEN_1));
+    g_autofree hl_alloc_count *counts = g_new0(hl_alloc_count, SYNTH_TYPES + 1);
+    for (uint32_t v = 1; v <= n_objects; v++) {
+        hl_alloc_count *c = &counts[h.types[v]];
+        c->type_id = h.types[v];
+        c->os_tid = 100;
+        c->count++;
+        c->bytes += h.sizes[v];
+        c->survived++;
+        c->survived_bytes += h.sizes[v];
+    }
+    for (uint32_t t = 1; t <= SYNTH_TYPES; t++)
+        if (counts[t].count > 0)
+            hl_sb_alloc_count(sb, 1, &counts[t]);
+    for (uint32_t v = 1; v <= n_objects; v++) {
+        hl_survivor o = {.id = v, .size = h.sizes[v], .type_id = h.types[v], .os_tid = 100,
+                         .generation = HL_GEN_1};
+        hl_sb_survivor(sb, 1, &o);
+    }
     hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
     for (uint32_t v = 1; v <= n_objects; v++)
         hl_sb_snapshot_object(sb, 1, v, HL_GEN_1, 0);
