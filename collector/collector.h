@@ -56,6 +56,7 @@ typedef struct hl_profiler {
     struct collector *collector; /* the collector thread's own state */
     pthread_t thread;
     atomic_bool stopping;
+    uint64_t shutdown_ns;       /* when Shutdown called hl_collector_stop (before the join) */
     int wake_fd;                /* eventfd: Shutdown wakes the collector thread */
 } hl_profiler;
 

@@ -10,8 +10,8 @@
 #include "heapmodel/hm_model.h"
 #include "wire/hl_wire.h"
 
-#define ALLOC_BATCH 4096
-#define CHUNK 65536 /* array elements per record (ids, fates, snapshot rows) */
+#define CHUNK 65536 /* array elements per record (ids, survivors, snapshot rows) at most */
+#define CHUNK_BYTES (512u << 10) /* ... and payload bytes: a record always fits the smallest outbox */
 
 typedef struct id_vec {
     void *p;
@@ -31,10 +31,36 @@ typedef struct collector {
     uint32_t n_types;
     hl_type_names names;
     hl_outbox out;
-    hl_alloc batch[ALLOC_BATCH];
-    size_t n_batch;
-    uint64_t young_first; /* first id allocated after the last applied GC */
+    ClassID last_class;   /* one-entry cache in front of `types` */
+    uint32_t last_type;
+    id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
+    /* The young interval: allocations since the previous GC, indexed by id - young_first.
+     * type 0 = no allocation has this id (a handle event's, or dropped); size_tix = size << 20
+     * | thread index. fate is per-GC scratch: heap | generation after << 4. */
+    uint64_t young_first; /* first id of the interval */
+    size_t young_n;       /* ids below young_first + young_n may be filled */
+    size_t young_cap;
+    uint32_t *young_type;
+    uint64_t *young_size_tix;
+    uint8_t *fate;
+    bool young_lost;      /* an allocation found no room in the arrays (counted, not described) */
+    uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
+    bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
+    /* Allocation counts of the interval, keyed (type, thread index, heap) -> index in counts. */
+    hl_u64map count_keys;
+    id_vec counts;        /* hl_alloc_count; also takes allocations the arrays could not */
+    id_vec survivors;     /* hl_survivor, per GC */
+    /* Thread index -> OS tid, and back (young arrays hold the index: 20 bits). */
+    uint32_t *tids;
+    size_t n_tids, cap_tids;
+    hl_u64map tid_index;
+    uint32_t last_tid, last_tix;
     uint32_t gcs_applied;
+    /* Losses in the user's units, counted as records are given up (outbox on_lost). */
+    uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
+    uint32_t last_gc_dropped, last_snapshot_dropped;
+    /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown). */
+    uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t anomalies;
     uint64_t model_failures;
     known_thread *threads;
@@ -43,8 +69,6 @@ typedef struct collector {
     uint32_t snapshots;
     uint64_t discovered;  /* ids handed out from HL_DISCOVERED_ID_BASE */
     /* Per-GC scratch. */
-    uint8_t *fate;
-    size_t fate_cap;
     id_vec deaths, promotions;
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     char name[4096];
@@ -53,12 +77,13 @@ typedef struct collector {
 bool hl_vec_push(id_vec *v, const void *elem);
 void hl_vec_release(id_vec *v);
 
-/* The dense type id of a ClassID, sending its TYPE record the first time. */
+/* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,
+ * which may run while the outbox waits): hl_collector_flush_types sends it before first use. */
 uint32_t hl_collector_type_id(collector *c, ClassID cls);
-/* Sends the pending ALLOC_BATCH, so that what follows comes after those allocations. */
-void hl_collector_flush_batch(collector *c);
+/* Sends the queued TYPE records. */
+void hl_collector_flush_types(collector *c);
 /* Sends `head` followed by `n` elements of `elem_size` bytes, split into records of at most
- * CHUNK elements; `set_count` stores each record's element count into its copy of the head. */
+ * CHUNK elements and CHUNK_BYTES; stores each record's element count in *count_field. */
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
 

@@ -223,13 +223,16 @@ void hl_snapshot_send(collector *c, const hl_gc_capture *g) {
         return;
     }
     uint32_t snap = ++c->snapshots;
-    hl_collector_flush_batch(c);
     walk_objects(&s);
     walk_refs(&s);
     walk_roots(&s);
     qsort(s.walked, g->walk_objects, sizeof *s.walked, addr_cmp);
     missing_scan m = {.walked = s.walked, .n = g->walk_objects};
     hm_model_foreach(c->model, missing_visit, &m);
+    /* The model has been compared with the walk: from here allocations made after this GC may
+     * enter it while the records below wait for the writer. */
+    c->drain_while_waiting = true;
+    hl_collector_flush_types(c); /* types of discovered objects */
 
     hl_discovered_head dh = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s.discovered.p,
