@@ -31,8 +31,10 @@ typedef struct collector {
     uint32_t n_types;
     hl_type_names names;
     hl_outbox out;
-    ClassID last_class;   /* one-entry cache in front of `types` */
-    uint32_t last_type;
+    /* Direct-mapped caches in front of `types` and `count_keys`: programs alternate a few hot
+     * types, and a hash probe per allocation would double the drain's cost. */
+    struct { ClassID cls; uint32_t id; } type_cache[256];
+    struct { uint64_t key; size_t at; } count_cache[256];
     id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
     /* The young interval: allocations since the previous GC, indexed by id - young_first.
      * type 0 = no allocation has this id (a handle event's, or dropped); size_tix = size << 20

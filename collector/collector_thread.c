@@ -36,6 +36,14 @@ uint64_t hl_now_unix_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The collector thread's own CPU time: the stats measure its work, not the time the scheduler
+ * gives the program's threads (they share the cores). */
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 bool hl_vec_push(id_vec *v, const void *elem) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4096;
@@ -190,8 +198,9 @@ static void send_run_start(collector *c) {
 /* ---- types and threads -------------------------------------------------------------------- */
 
 uint32_t hl_collector_type_id(collector *c, ClassID cls) {
-    if (cls == c->last_class && c->last_type)
-        return c->last_type;
+    size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
+    if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
+        return c->type_cache[slot].id;
     uint64_t *known = hl_u64map_get(&c->types, cls);
     uint32_t id;
     if (known) {
@@ -204,8 +213,8 @@ uint32_t hl_collector_type_id(collector *c, ClassID cls) {
         if (!hl_vec_push(&c->pending_types, &t))
             c->model_failures++;
     }
-    c->last_class = cls;
-    c->last_type = id;
+    c->type_cache[slot].cls = cls;
+    c->type_cache[slot].id = id;
     return id;
 }
 
@@ -257,9 +266,15 @@ static uint32_t thread_index(collector *c, uint32_t os_tid) {
  * of memory (counted). */
 static hl_alloc_count *count_entry(collector *c, uint32_t type_id, uint32_t tix, uint32_t heap) {
     uint64_t key = (uint64_t)type_id << 32 | (uint64_t)tix << 4 | heap;
+    size_t slot = (size_t)((key >> 32) * 31 + (key >> 4) * 7 + key) & 255;
+    if (c->count_cache[slot].key == key)
+        return (hl_alloc_count *)c->counts.p + c->count_cache[slot].at;
     uint64_t *at = hl_u64map_get(&c->count_keys, key);
-    if (at)
+    if (at) {
+        c->count_cache[slot].key = key;
+        c->count_cache[slot].at = (size_t)*at;
         return (hl_alloc_count *)c->counts.p + *at;
+    }
     hl_alloc_count e = {.type_id = type_id, .os_tid = c->n_tids ? c->tids[tix] : 0, .heap = heap};
     if (!hl_vec_push(&c->counts, &e) || !hl_u64map_put(&c->count_keys, key, c->counts.n - 1)) {
         c->model_failures++;
@@ -338,9 +353,9 @@ static int by_sequence(const void *a, const void *b) {
  * drain is in and are applied sorted by their sequence number (also after every allocation they
  * may target). */
 static uint64_t drain(collector *c, uint64_t limit) {
-    uint64_t t0 = hl_now_ns();
+    uint64_t t0 = cpu_ns();
     uint64_t n = hl_tbufs_drain(&c->p->rings, limit, on_event, c);
-    c->drain_ns += hl_now_ns() - t0;
+    c->drain_ns += cpu_ns() - t0;
     c->drained += n;
     if (!c->handle_events.n)
         return n;
@@ -391,9 +406,9 @@ static void wait_drain(void *ctx) {
     collector *c = ctx;
     if (!c->drain_while_waiting)
         return;
-    uint64_t t0 = hl_now_ns();
+    uint64_t t0 = cpu_ns();
     uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_event, c);
-    c->drain_ns += hl_now_ns() - t0;
+    c->drain_ns += cpu_ns() - t0;
     c->drained += n;
     c->drained_waiting += n;
 }
@@ -494,8 +509,6 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
  * while those records wait for the writer go to the next interval. */
 static void close_interval(collector *c, bool classified, uint64_t end, id_vec *counts) {
     c->survivors.n = 0;
-    uint64_t last_key = 0;
-    size_t last_at = 0;
     for (size_t i = 0; i < c->young_n; i++) {
         uint32_t type_id = c->young_type[i];
         if (!type_id)
@@ -507,17 +520,9 @@ static void close_interval(collector *c, bool classified, uint64_t end, id_vec *
             heap = FATE_HEAP(c->fate[i]);
             gen = FATE_GEN(c->fate[i]);
         }
-        uint64_t key = (uint64_t)type_id << 32 | (uint64_t)tix << 4 | heap;
-        hl_alloc_count *e;
-        if (key == last_key) {
-            e = (hl_alloc_count *)c->counts.p + last_at;
-        } else {
-            e = count_entry(c, type_id, tix, heap);
-            if (!e)
-                continue;
-            last_key = key;
-            last_at = (size_t)(e - (hl_alloc_count *)c->counts.p);
-        }
+        hl_alloc_count *e = count_entry(c, type_id, tix, heap);
+        if (!e)
+            continue;
         e->count++;
         e->bytes += size;
         if (gen == HL_GEN_NONE)
@@ -537,6 +542,7 @@ static void close_interval(collector *c, bool classified, uint64_t end, id_vec *
     *counts = c->counts;
     c->counts = (id_vec){.elem = sizeof(hl_alloc_count)};
     hl_u64map_clear(&c->count_keys);
+    memset(c->count_cache, 0, sizeof c->count_cache);
 }
 
 static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
@@ -567,19 +573,19 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hm_gc_stats stats = {0};
     bool classified = !g->incomplete;
     if (classified) {
-        uint64_t t0 = hl_now_ns();
+        uint64_t t0 = cpu_ns();
         if (hm_model_apply_gc(c->model, &in, &sink, &stats) != HM_OK) {
             c->model_failures++;
             classified = false;
         }
-        c->model_ns += hl_now_ns() - t0;
+        c->model_ns += cpu_ns() - t0;
         c->anomalies += stats.anomalies;
     }
     bool incomplete = !classified || c->young_lost;
-    uint64_t t0 = hl_now_ns();
+    uint64_t t0 = cpu_ns();
     id_vec counts;
     close_interval(c, classified, end, &counts);
-    c->aggregate_ns += hl_now_ns() - t0;
+    c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
     /* From here the model may take allocations made after this GC (a snapshot holds this off
@@ -686,14 +692,14 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "heaplens: allocs_seen=%llu drained=%llu drained_while_waiting=%llu "
             "ns_per_event=%.1f model_apply_ms=%.1f aggregate_ms=%.1f outbox_wait_ms=%.1f "
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
-            "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f\n",
+            "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
             c->drained ? (double)c->drain_ns / (double)c->drained : 0.0, c->model_ns / 1e6,
             c->aggregate_ns / 1e6, c->out.wait_ns / 1e6, hl_tbufs_chunks_max(&p->rings),
             p->rings.n_chunks, c->young_cap, (unsigned long long)k.allocs_dropped_buffer,
             (unsigned long long)k.allocs_dropped_writer, (unsigned long long)k.writer_lost,
-            c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6);
+            c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6);
 }
 
 static void finish(collector *c) {
