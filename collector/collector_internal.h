@@ -62,6 +62,7 @@ typedef struct collector {
     uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
     uint32_t last_gc_dropped, last_snapshot_dropped;
     /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown). */
+    uint64_t counted; /* allocations in ALLOC_COUNTS built (sent or not) */
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t anomalies;
     uint64_t model_failures;

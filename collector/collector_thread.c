@@ -546,6 +546,8 @@ static void close_interval(collector *c, bool classified, uint64_t end, id_vec *
 }
 
 static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
+    for (size_t i = 0; i < counts->n; i++)
+        c->counted += ((const hl_alloc_count *)counts->p)[i].count;
     hl_alloc_counts head = {.gc = gc};
     hl_collector_put_chunked(c, HL_REC_ALLOC_COUNTS, &head, sizeof head, &head.count, counts->p,
                              counts->n, sizeof(hl_alloc_count));
@@ -689,11 +691,12 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
     hl_counters k;
     counters_fill(c, &k);
     fprintf(stderr,
-            "heaplens: allocs_seen=%llu drained=%llu drained_while_waiting=%llu "
+            "heaplens: allocs_seen=%llu counted=%llu drained=%llu drained_while_waiting=%llu "
             "ns_per_event=%.1f model_apply_ms=%.1f aggregate_ms=%.1f outbox_wait_ms=%.1f "
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
             "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f\n",
-            (unsigned long long)k.allocs_seen, (unsigned long long)c->drained,
+            (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
+            (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
             c->drained ? (double)c->drain_ns / (double)c->drained : 0.0, c->model_ns / 1e6,
             c->aggregate_ns / 1e6, c->out.wait_ns / 1e6, hl_tbufs_chunks_max(&p->rings),
@@ -755,7 +758,7 @@ static void *collector_main(void *arg) {
 static size_t outbox_capacity(void) {
     const char *mb = getenv("HEAPLENS_BUFFER_MB");
     long v = mb ? strtol(mb, NULL, 10) : 0;
-    return (size_t)(v > 0 && v <= 16384 ? v : 256) << 20;
+    return (size_t)(v > 0 && v <= 16384 ? v : 64) << 20;
 }
 
 static void collector_free(collector *c) {
