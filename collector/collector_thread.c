@@ -283,6 +283,8 @@ static hl_alloc_count *count_entry(collector *c, uint32_t type_id, uint32_t tix,
     return (hl_alloc_count *)c->counts.p + (c->counts.n - 1);
 }
 
+#define YOUNG_KEEP (1u << 20) /* young array entries (13 MiB) kept however small the interval */
+
 static bool young_grow(collector *c, size_t index) {
     size_t cap = c->young_cap ? c->young_cap : 65536;
     while (cap <= index)
@@ -534,8 +536,18 @@ static void close_interval(collector *c, bool classified, uint64_t end, id_vec *
         if (!hl_vec_push(&c->survivors, &s))
             c->model_failures++;
     }
-    if (c->young_n)
+    if (c->young_cap > YOUNG_KEEP && c->young_n < c->young_cap / 4) {
+        /* A burst grew the arrays far beyond this interval: give the memory back. */
+        free(c->young_type);
+        free(c->young_size_tix);
+        free(c->fate);
+        c->young_type = NULL;
+        c->young_size_tix = NULL;
+        c->fate = NULL;
+        c->young_cap = 0;
+    } else if (c->young_n) {
         memset(c->young_type, 0, c->young_n * sizeof *c->young_type);
+    }
     c->young_n = 0;
     c->young_first = end > c->young_first ? end : c->young_first;
     c->young_lost = false;
