@@ -90,7 +90,7 @@ void hl_collector_flush_types(collector *c);
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
 
-/* snapshot.c: handle events from the rings, then per GC (after the model applied it, before
+/* snapshot.c: handle events from the thread buffers, then per GC (after the model applied it, before
  * GC_END) roots and, when the GC takes one, the snapshot. */
 void hl_handles_created(collector *c, uint64_t handle, uint64_t target_addr);
 void hl_handles_destroyed(collector *c, uint64_t handle);

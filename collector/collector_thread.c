@@ -3,7 +3,7 @@
  * Order is what makes the model right. Allocation ids are taken from one counter, and a GC can
  * only start while no thread is inside ObjectAllocated, so GC n splits the ids: every id below
  * its first_id_after was allocated before it (at a pre-GC address), every other id after it (at
- * a post-GC address). The loop therefore drains the thread rings only up to the boundary of the
+ * a post-GC address). The loop therefore drains the thread chunks only up to the boundary of the
  * oldest GC not yet applied, applies that GC once it has finished, and moves on. The same order
  * holds on the wire (see wire/hl_wire.h).
  */

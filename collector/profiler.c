@@ -2,7 +2,7 @@
  * callback object and the callbacks heaplens implements. Every other callback is a generated
  * stub that returns S_OK.
  *
- * Callbacks only translate: copy arguments into a thread ring or the GC capture and return.
+ * Callbacks only translate: copy arguments into a thread chunk or the GC capture and return.
  * HRESULTs stop here; everything below uses plain ints.
  */
 #define _GNU_SOURCE
