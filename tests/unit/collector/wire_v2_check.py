@@ -90,6 +90,9 @@ def check(data, elapsed):
     pid = None
     last_counters = None
     survivor_ranges_bad = 0
+    names = {}
+    per_type = {}  # name -> allocations counted
+    surv_type = {}  # (gc, name) -> survivors
     while off + 8 <= len(data):
         typ, _, size = struct.unpack_from("<HHI", data, off)
         if off + 8 + size > len(data):
@@ -103,6 +106,8 @@ def check(data, elapsed):
         elif typ == 2:
             tid, = struct.unpack_from("<I", p, 0)
             types.add(tid)
+            ln, = struct.unpack_from("<I", p, 16)
+            names[tid] = p[20:20 + ln].decode("utf-8", "replace")
         elif typ == 5:
             gc, = struct.unpack_from("<I", p, 0)
             fia, = struct.unpack_from("<Q", p, 32)
@@ -132,6 +137,7 @@ def check(data, elapsed):
                 keys_seen[key] = 1
                 iv[0] += cnt
                 iv[1] += surv
+                per_type[names.get(t)] = per_type.get(names.get(t), 0) + cnt
                 counts_total += cnt
         elif typ == 21:
             gc, n = struct.unpack_from("<II", p, 0)
@@ -149,6 +155,7 @@ def check(data, elapsed):
                         errors.append("GC %d survivor %d not in [%d, %d)" % (gc, sid, lo, hi))
                 if t not in types:
                     errors.append("type %d used before its TYPE" % t)
+                surv_type[(gc, names.get(t))] = surv_type.get((gc, names.get(t)), 0) + 1
         elif typ == 10:
             run_end = struct.unpack_from("<QQIIQ", p, 0)
             last_counters = struct.unpack_from("<12Q", p, 32)
@@ -169,6 +176,14 @@ def check(data, elapsed):
     print("%s: version=%d bytes=%d read_s=%.2f gcs=%d counted=%d survivors=%d exit_wait_ms=%.1f records=%s counters=%s"
           % ("ok" if not errors else "FAIL", version, len(data), elapsed, last_gc, counts_total,
              sum(survivors.values()), exit_wait_ms, n_rec, k))
+    if os.environ.get("WIRE_CHECK_TYPES"):
+        prefix = os.environ["WIRE_CHECK_TYPES"]
+        for name, cnt in sorted(per_type.items(), key=lambda x: str(x[0])):
+            if name and name.startswith(prefix):
+                print("  allocated %8d  %s" % (cnt, name))
+        for (gc, name), cnt in sorted(surv_type.items(), key=lambda x: (x[0][0], str(x[0][1]))):
+            if name and name.startswith(prefix):
+                print("  GC %d survivors %8d  %s" % (gc, cnt, name))
     for e in errors[:20]:
         print("  " + e)
     sys.exit(1 if errors else 0)
