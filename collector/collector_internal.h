@@ -7,16 +7,12 @@
 #include "collector/outbox.h"
 #include "collector/type_names.h"
 #include "collector/u64map.h"
+#include "collector/young.h"
 #include "heapmodel/hm_model.h"
 #include "wire/hl_wire.h"
 
 #define CHUNK 65536 /* array elements per record (ids, survivors, snapshot rows) at most */
 #define CHUNK_BYTES (512u << 10) /* ... and payload bytes: a record always fits the smallest outbox */
-
-typedef struct id_vec {
-    void *p;
-    size_t n, cap, elem;
-} id_vec;
 
 typedef struct known_thread {
     ThreadID thread;
@@ -31,32 +27,14 @@ typedef struct collector {
     uint32_t n_types;
     hl_type_names names;
     hl_outbox out;
-    /* Direct-mapped caches in front of `types` and `count_keys`: programs alternate a few hot
-     * types, and a hash probe per allocation would double the drain's cost. */
+    /* A direct-mapped cache in front of `types`: programs alternate a few hot types, and a
+     * hash probe per allocation would double the drain's cost. */
     struct { ClassID cls; uint32_t id; } type_cache[256];
-    struct { uint64_t key; size_t at; } count_cache[256];
     id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
-    /* The young interval: allocations since the previous GC, indexed by id - young_first.
-     * type 0 = no allocation has this id (a handle event's, or dropped); size_tix = size << 20
-     * | thread index. fate is per-GC scratch: heap | generation after << 4. */
-    uint64_t young_first; /* first id of the interval */
-    size_t young_n;       /* ids below young_first + young_n may be filled */
-    size_t young_cap;
-    uint32_t *young_type;
-    uint64_t *young_size_tix;
-    uint8_t *fate;
-    bool young_lost;      /* an allocation found no room in the arrays (counted, not described) */
+    hl_young young;       /* allocations since the last GC (young.h) */
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
-    /* Allocation counts of the interval, keyed (type, thread index, heap) -> index in counts. */
-    hl_u64map count_keys;
-    id_vec counts;        /* hl_alloc_count; also takes allocations the arrays could not */
     id_vec survivors;     /* hl_survivor, per GC */
-    /* Thread index -> OS tid, and back (young arrays hold the index: 20 bits). */
-    uint32_t *tids;
-    size_t n_tids, cap_tids;
-    hl_u64map tid_index;
-    uint32_t last_tid, last_tix;
     uint32_t gcs_applied;
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
     uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
@@ -76,9 +54,6 @@ typedef struct collector {
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     char name[4096];
 } collector;
-
-bool hl_vec_push(id_vec *v, const void *elem);
-void hl_vec_release(id_vec *v);
 
 /* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,
  * which may run while the outbox waits): hl_collector_flush_types sends it before first use. */

@@ -44,26 +44,6 @@ static uint64_t cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-bool hl_vec_push(id_vec *v, const void *elem) {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4096;
-        void *grown = realloc(v->p, cap * v->elem);
-        if (!grown)
-            return false;
-        v->p = grown;
-        v->cap = cap;
-    }
-    memcpy((char *)v->p + v->n * v->elem, elem, v->elem);
-    v->n++;
-    return true;
-}
-
-void hl_vec_release(id_vec *v) {
-    free(v->p);
-    v->p = NULL;
-    v->n = v->cap = 0;
-}
-
 /* ---- records ---------------------------------------------------------------------------- */
 
 static void put_str(collector *c, uint16_t type, const void *head, size_t n_head, const char *s) {
@@ -141,7 +121,7 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->allocs_dropped_buffer = hl_tbufs_dropped(&p->rings);
     k->allocs_dropped_writer = c->allocs_dropped_writer;
     k->allocs_dropped = k->allocs_dropped_buffer + k->allocs_dropped_writer;
-    k->gc_events_dropped = atomic_load(&p->gcs.lost) + c->model_failures +
+    k->gc_events_dropped = atomic_load(&p->gcs.lost) + c->model_failures + c->young.failures +
                            hl_tbufs_handles_dropped(&p->rings);
     k->records_dropped = c->out.records_dropped;
     k->bytes_dropped = c->out.bytes_dropped;
@@ -228,83 +208,6 @@ void hl_collector_flush_types(collector *c) {
     c->pending_types.n = 0;
 }
 
-#define TIX_BITS 20 /* thread index bits in young_size_tix */
-
-/* The small index of an OS thread, for the young arrays. */
-static uint32_t thread_index(collector *c, uint32_t os_tid) {
-    if (os_tid == c->last_tid && c->n_tids)
-        return c->last_tix;
-    uint64_t *known = hl_u64map_get(&c->tid_index, (uint64_t)os_tid + 1);
-    uint32_t tix = 0; /* index 0 stands in when memory runs out: the count stays exact */
-    if (known) {
-        tix = (uint32_t)*known;
-    } else if (c->n_tids < (1u << TIX_BITS)) {
-        if (c->n_tids == c->cap_tids) {
-            size_t cap = c->cap_tids ? c->cap_tids * 2 : 256;
-            uint32_t *grown = realloc(c->tids, cap * sizeof *grown);
-            if (grown) {
-                c->tids = grown;
-                c->cap_tids = cap;
-            }
-        }
-        if (c->n_tids < c->cap_tids &&
-            hl_u64map_put(&c->tid_index, (uint64_t)os_tid + 1, c->n_tids)) {
-            tix = (uint32_t)c->n_tids;
-            c->tids[c->n_tids++] = os_tid;
-        } else {
-            c->model_failures++;
-        }
-    }
-    c->last_tid = os_tid;
-    c->last_tix = tix;
-    return tix;
-}
-
-/* ---- allocation counts ---------------------------------------------------------------------- */
-
-/* The interval's count entry of (type, thread index, heap), created on first use; NULL when out
- * of memory (counted). */
-static hl_alloc_count *count_entry(collector *c, uint32_t type_id, uint32_t tix, uint32_t heap) {
-    uint64_t key = (uint64_t)type_id << 32 | (uint64_t)tix << 4 | heap;
-    size_t slot = (size_t)((key >> 32) * 31 + (key >> 4) * 7 + key) & 255;
-    if (c->count_cache[slot].key == key)
-        return (hl_alloc_count *)c->counts.p + c->count_cache[slot].at;
-    uint64_t *at = hl_u64map_get(&c->count_keys, key);
-    if (at) {
-        c->count_cache[slot].key = key;
-        c->count_cache[slot].at = (size_t)*at;
-        return (hl_alloc_count *)c->counts.p + *at;
-    }
-    hl_alloc_count e = {.type_id = type_id, .os_tid = c->n_tids ? c->tids[tix] : 0, .heap = heap};
-    if (!hl_vec_push(&c->counts, &e) || !hl_u64map_put(&c->count_keys, key, c->counts.n - 1)) {
-        c->model_failures++;
-        return NULL;
-    }
-    return (hl_alloc_count *)c->counts.p + (c->counts.n - 1);
-}
-
-#define YOUNG_KEEP (1u << 20) /* young array entries (13 MiB) kept however small the interval */
-
-static bool young_grow(collector *c, size_t index) {
-    size_t cap = c->young_cap ? c->young_cap : 65536;
-    while (cap <= index)
-        cap *= 2;
-    uint32_t *type = realloc(c->young_type, cap * sizeof *type);
-    if (type)
-        c->young_type = type;
-    uint64_t *size_tix = realloc(c->young_size_tix, cap * sizeof *size_tix);
-    if (size_tix)
-        c->young_size_tix = size_tix;
-    uint8_t *fate = realloc(c->fate, cap);
-    if (fate)
-        c->fate = fate;
-    if (!type || !size_tix || !fate)
-        return false;
-    memset(c->young_type + c->young_cap, 0, (cap - c->young_cap) * sizeof *type);
-    c->young_cap = cap;
-    return true;
-}
-
 /* ---- events from the thread buffers ------------------------------------------------------------ */
 
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
@@ -315,24 +218,8 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     case HL_EV_ALLOC: {
         if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
-        uint32_t type_id = hl_collector_type_id(c, ev->class_id);
-        uint32_t tix = thread_index(c, os_tid);
-        uint64_t size = HL_EV_SIZE(ev);
-        size_t i = (size_t)(ev->id - c->young_first);
-        if (ev->id >= c->young_first && (i < c->young_cap || young_grow(c, i))) {
-            c->young_type[i] = type_id;
-            c->young_size_tix[i] = size << TIX_BITS | tix;
-            if (i >= c->young_n)
-                c->young_n = i + 1;
-        } else {
-            /* No room to describe it: count it now, unclassified; its GC is incomplete. */
-            hl_alloc_count *e = count_entry(c, type_id, tix, HL_GEN_NONE);
-            if (e) {
-                e->count++;
-                e->bytes += size;
-            }
-            c->young_lost = true;
-        }
+        hl_young_add(&c->young, ev->id, hl_collector_type_id(c, ev->class_id), os_tid,
+                     HL_EV_SIZE(ev));
         break;
     }
     case HL_EV_HANDLE_CREATED:
@@ -458,38 +345,28 @@ static void drain_names(collector *c) {
 
 /* ---- GCs -------------------------------------------------------------------------------- */
 
-#define FATE(heap, gen_after) ((uint8_t)((gen_after) << 4 | (heap)))
-#define FATE_HEAP(f) ((uint32_t)(f) & 0x0f)
-#define FATE_GEN(f) ((uint32_t)(f) >> 4)
-#define FATE_UNKNOWN FATE(HL_GEN_NONE, HL_GEN_NONE)
-
 typedef struct gc_apply {
     collector *c;
-    uint64_t first, end; /* young ids with a fate byte */
 } gc_apply;
 
 static void sink_classified(void *ctx, uint64_t id, uint32_t heap) {
     gc_apply *a = ctx;
-    if (id >= a->first && id < a->end)
-        a->c->fate[id - a->first] = FATE(heap, heap);
+    hl_young_set_heap(&a->c->young, id, heap);
 }
 
 static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     gc_apply *a = ctx;
     (void)gen_before;
-    if (id >= a->first && id < a->end) {
-        uint8_t *f = &a->c->fate[id - a->first];
-        *f = FATE(FATE_HEAP(*f), HL_GEN_NONE);
-    } else if (!hl_vec_push(&a->c->deaths, &id)) {
+    if (hl_young_has(&a->c->young, id))
+        hl_young_set_gen(&a->c->young, id, HL_GEN_NONE);
+    else if (!hl_vec_push(&a->c->deaths, &id))
         a->c->model_failures++;
-    }
 }
 
 static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t gen_after) {
     gc_apply *a = ctx;
-    if (id >= a->first && id < a->end) {
-        uint8_t *f = &a->c->fate[id - a->first];
-        *f = FATE(FATE_HEAP(*f), gen_after);
+    if (hl_young_has(&a->c->young, id)) {
+        hl_young_set_gen(&a->c->young, id, gen_after);
     } else if (gen_after != gen_before) {
         hl_promotion pr = {.id = id, .generation = gen_after};
         if (!hl_vec_push(&a->c->promotions, &pr))
@@ -502,59 +379,6 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
     for (size_t i = 0; i < n; i++)
         if (r[i].generation < HL_GEN_COUNT_GC)
             out[r[i].generation] += r[i].length;
-}
-
-/* One sequential pass over the young arrays: every allocation of the interval into its count
- * entry, every survivor (when the GC classified them) into c->survivors, in id order. Then the
- * interval is closed: the arrays are emptied for the next one, which starts at `end`, and the
- * counts are handed to the caller (*counts, to send and release), so that allocations drained
- * while those records wait for the writer go to the next interval. */
-static void close_interval(collector *c, bool classified, uint64_t end, id_vec *counts) {
-    c->survivors.n = 0;
-    for (size_t i = 0; i < c->young_n; i++) {
-        uint32_t type_id = c->young_type[i];
-        if (!type_id)
-            continue;
-        uint64_t st = c->young_size_tix[i], size = st >> TIX_BITS;
-        uint32_t tix = (uint32_t)(st & ((1u << TIX_BITS) - 1));
-        uint32_t heap = HL_GEN_NONE, gen = HL_GEN_NONE;
-        if (classified) {
-            heap = FATE_HEAP(c->fate[i]);
-            gen = FATE_GEN(c->fate[i]);
-        }
-        hl_alloc_count *e = count_entry(c, type_id, tix, heap);
-        if (!e)
-            continue;
-        e->count++;
-        e->bytes += size;
-        if (gen == HL_GEN_NONE)
-            continue;
-        e->survived++;
-        e->survived_bytes += size;
-        hl_survivor s = {.id = c->young_first + i, .size = size, .type_id = type_id,
-                         .os_tid = e->os_tid, .heap = (uint8_t)heap, .generation = (uint8_t)gen};
-        if (!hl_vec_push(&c->survivors, &s))
-            c->model_failures++;
-    }
-    if (c->young_cap > YOUNG_KEEP && c->young_n < c->young_cap / 4) {
-        /* A burst grew the arrays far beyond this interval: give the memory back. */
-        free(c->young_type);
-        free(c->young_size_tix);
-        free(c->fate);
-        c->young_type = NULL;
-        c->young_size_tix = NULL;
-        c->fate = NULL;
-        c->young_cap = 0;
-    } else if (c->young_n) {
-        memset(c->young_type, 0, c->young_n * sizeof *c->young_type);
-    }
-    c->young_n = 0;
-    c->young_first = end > c->young_first ? end : c->young_first;
-    c->young_lost = false;
-    *counts = c->counts;
-    c->counts = (id_vec){.elem = sizeof(hl_alloc_count)};
-    hl_u64map_clear(&c->count_keys);
-    memset(c->count_cache, 0, sizeof c->count_cache);
 }
 
 static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
@@ -571,13 +395,10 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
      * closed: allocations after the GC must not enter the model before it. */
     c->drain_while_waiting = false;
     drain_names(c); /* THREAD records before the counts that use their tids */
-    uint64_t first = c->young_first, end = g->first_id_after > first ? g->first_id_after : first;
-    size_t n_young = c->young_n;
-    if (n_young)
-        memset(c->fate, FATE_UNKNOWN, n_young);
+    hl_young_fate_reset(&c->young);
     c->deaths.n = c->promotions.n = 0;
 
-    gc_apply a = {.c = c, .first = first, .end = first + n_young};
+    gc_apply a = {.c = c};
     hm_gc_input in = {.gc = g->gc, .condemned_mask = g->condemned_mask,
                       .bounds_before = g->before, .n_bounds_before = g->n_before,
                       .bounds_after = g->after, .n_bounds_after = g->n_after,
@@ -595,10 +416,11 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         c->model_ns += cpu_ns() - t0;
         c->anomalies += stats.anomalies;
     }
-    bool incomplete = !classified || c->young_lost;
+    /* Allocations of this interval: the arrays, and those counted without room in them. */
+    bool incomplete = !classified || c->young.lost;
     uint64_t t0 = cpu_ns();
     id_vec counts;
-    close_interval(c, classified, end, &counts);
+    hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
@@ -712,7 +534,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             (unsigned long long)c->drained_waiting,
             c->drained ? (double)c->drain_ns / (double)c->drained : 0.0, c->model_ns / 1e6,
             c->aggregate_ns / 1e6, c->out.wait_ns / 1e6, hl_tbufs_chunks_max(&p->rings),
-            p->rings.n_chunks, c->young_cap, (unsigned long long)k.allocs_dropped_buffer,
+            p->rings.n_chunks, c->young.cap, (unsigned long long)k.allocs_dropped_buffer,
             (unsigned long long)k.allocs_dropped_writer, (unsigned long long)k.writer_lost,
             c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6);
 }
@@ -730,7 +552,7 @@ static void finish(collector *c) {
     uint32_t last_gc = c->gcs_applied > p->gcs.gcs_started ? c->gcs_applied : p->gcs.gcs_started;
     id_vec counts;
     c->drain_while_waiting = false;
-    close_interval(c, false, c->young_first, &counts);
+    hl_young_close(&c->young, false, c->young.first, &counts, &c->survivors);
     hl_collector_flush_types(c);
     send_counts(c, last_gc + 1, &counts);
     /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
@@ -779,18 +601,12 @@ static void collector_free(collector *c) {
     hm_model_free(c->model);
     hl_u64map_release(&c->types);
     hl_u64map_release(&c->handles);
-    hl_u64map_release(&c->count_keys);
-    hl_u64map_release(&c->tid_index);
+    hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
     hl_vec_release(&c->handle_events);
     hl_vec_release(&c->pending_types);
-    hl_vec_release(&c->counts);
     hl_vec_release(&c->survivors);
-    free(c->young_type);
-    free(c->young_size_tix);
-    free(c->fate);
-    free(c->tids);
     free(c->threads);
     free(c);
 }
@@ -800,18 +616,15 @@ int hl_collector_start(hl_profiler *p) {
     if (!c)
         return ENOMEM;
     c->p = p;
-    c->young_first = 1;
+    hl_young_init(&c->young, 1);
     c->drain_while_waiting = true;
     c->deaths.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
     c->handle_events.elem = sizeof(hl_alloc_event);
     c->pending_types.elem = sizeof(hl_type);
-    c->counts.elem = sizeof(hl_alloc_count);
     c->survivors.elem = sizeof(hl_survivor);
     hl_u64map_init(&c->types);
     hl_u64map_init(&c->handles);
-    hl_u64map_init(&c->count_keys);
-    hl_u64map_init(&c->tid_index);
     hl_type_names_init(&c->names, p->info);
     c->model = hm_model_new();
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {
