@@ -6,6 +6,12 @@
  * a post-GC address). The loop therefore drains the thread chunks only up to the boundary of the
  * oldest GC not yet applied, applies that GC once it has finished, and moves on. The same order
  * holds on the wire (see wire/hl_wire.h).
+ *
+ * Per allocation the loop only appends to the model and to the young arrays (young.h); at each
+ * GC, once the model has applied it, one pass over those arrays gives the interval's counts and
+ * its survivor rows. Sending may wait for the writer (outbox.h); meanwhile wait_drain keeps the
+ * thread chunks draining as far as the GC boundary allows, so allocating threads keep finding
+ * room in the pool.
  */
 #define _GNU_SOURCE
 #include "collector/collector_internal.h"
