@@ -28,6 +28,7 @@ enum { SLOT_FREE = 0, SLOT_ACTIVE = 1, SLOT_RETIRED = 2 };
 
 /* The calling thread's slot. The key only exists to hear about thread exit. */
 static _Thread_local hl_tbuf *tls_slot;
+static _Thread_local uint32_t tls_missed; /* calls since this thread found no free slot */
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static int exit_key_error;
@@ -133,14 +134,23 @@ static bool slot_claim(hl_tbuf *b) {
 hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
     if (tls_slot)
         return tls_slot;
+    /* A thread that found every slot taken looks again only every 4096 calls: scanning 512
+     * slots per allocation would slow it down for nothing. It counts as overflowed once. */
+    if (tls_missed && (tls_missed++ & 4095) != 0)
+        return NULL;
     hl_tbuf *b = NULL;
-    for (unsigned i = 0; i < HL_TBUF_SLOTS && !b; i++)
-        if (slot_claim(&r->slots[i]))
+    for (unsigned i = 0; i < HL_TBUF_SLOTS && !b; i++) {
+        /* Look before the CAS: a failed CAS still takes the cache line from its owner. */
+        if (atomic_load_explicit(&r->slots[i].state, memory_order_relaxed) == SLOT_FREE &&
+            slot_claim(&r->slots[i]))
             b = &r->slots[i];
+    }
     if (!b) {
-        atomic_fetch_add_explicit(&r->overflowed, 1, memory_order_relaxed);
+        if (!tls_missed++)
+            atomic_fetch_add_explicit(&r->overflowed, 1, memory_order_relaxed);
         return NULL;
     }
+    tls_missed = 0;
     unsigned index = (unsigned)(b - r->slots), used = atomic_load(&r->slots_used);
     while (used <= index && !atomic_compare_exchange_weak(&r->slots_used, &used, index + 1))
         ;

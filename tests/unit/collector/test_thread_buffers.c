@@ -54,6 +54,24 @@ static void *overfill(void *arg) {
     return NULL;
 }
 
+/* Slot overflow: HL_TBUF_SLOTS threads hold a slot while one more asks for one. */
+static pthread_barrier_t hold, release_all;
+
+static void *holder(void *arg) {
+    (void)arg;
+    CHECK(hl_tbufs_current(&bufs) != NULL);
+    pthread_barrier_wait(&hold);
+    pthread_barrier_wait(&release_all);
+    return NULL;
+}
+
+static void *latecomer(void *arg) {
+    int *got = arg;
+    for (int i = 0; i < 10000; i++)
+        *got += hl_tbufs_current(&bufs) != NULL;
+    return NULL;
+}
+
 typedef struct drain_ctx {
     uint64_t limit, consumed;
 } drain_ctx;
@@ -139,6 +157,28 @@ int main(void) {
     consumed_before = d.consumed;
     hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
     CHECK_INT(d.consumed - consumed_before, overfill_count);
+
+    /* Every slot taken: a further thread gets none, counts as overflowed once however often it
+     * asks, and the slots are free again once their threads have exited and been drained. */
+    static pthread_t holders[HL_TBUF_SLOTS];
+    pthread_barrier_init(&hold, NULL, HL_TBUF_SLOTS + 1);
+    pthread_barrier_init(&release_all, NULL, HL_TBUF_SLOTS + 1);
+    for (int i = 0; i < HL_TBUF_SLOTS; i++)
+        pthread_create(&holders[i], NULL, holder, NULL);
+    pthread_barrier_wait(&hold);
+    int got = 0;
+    pthread_t late;
+    pthread_create(&late, NULL, latecomer, &got);
+    pthread_join(late, NULL);
+    CHECK_INT(got, 0);
+    CHECK_INT(atomic_load(&bufs.overflowed), 1);
+    pthread_barrier_wait(&release_all);
+    for (int i = 0; i < HL_TBUF_SLOTS; i++)
+        pthread_join(holders[i], NULL);
+    hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
+    CHECK_INT(slots_active(), 0);
+    pthread_barrier_destroy(&hold);
+    pthread_barrier_destroy(&release_all);
 
     uint64_t dropped = hl_tbufs_dropped(&bufs), allocations = hl_tbufs_allocations(&bufs);
     CHECK_INT(d.consumed + dropped, total + overfill_count);
