@@ -12,7 +12,7 @@
 #include "wire/hl_wire.h"
 
 #define CHUNK 65536 /* array elements per record (ids, survivors, snapshot rows) at most */
-#define CHUNK_BYTES (512u << 10) /* ... and payload bytes: a record always fits the smallest outbox */
+#define CHUNK_BYTES (512u << 10) /* ... and payload bytes: fits the smallest outbox (1 MiB) */
 
 typedef struct known_thread {
     ThreadID thread;
@@ -65,8 +65,8 @@ void hl_collector_flush_types(collector *c);
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
 
-/* snapshot.c: handle events from the thread buffers, then per GC (after the model applied it, before
- * GC_END) roots and, when the GC takes one, the snapshot. */
+/* snapshot.c: handle events from the thread buffers, then per GC (after the model applied it,
+ * before GC_END) roots and, when the GC takes one, the snapshot. */
 void hl_handles_created(collector *c, uint64_t handle, uint64_t target_addr);
 void hl_handles_destroyed(collector *c, uint64_t handle);
 /* Learns handle kinds from the GC's roots and counts roots and pinned roots into `end`. */

@@ -214,7 +214,7 @@ void hl_collector_flush_types(collector *c) {
     c->pending_types.n = 0;
 }
 
-/* ---- events from the thread buffers ------------------------------------------------------------ */
+/* ---- events from the thread buffers ------------------------------------------------------- */
 
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
  * this also runs while the outbox waits for the writer (wait_drain). */
@@ -462,7 +462,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     c->drain_while_waiting = true;
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);
-    e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) | (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
+    e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
+              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
     sizes_by_generation(g->after, g->n_after, e.size_after);
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);

@@ -83,7 +83,8 @@ static bool put_seq(hl_outbox *o, uint32_t seq) {
     uint8_t payload[PAYLOAD];
     memset(payload, (int)(seq & 0xff), sizeof payload);
     memcpy(payload, &seq, 4);
-    return hl_outbox_put(o, HL_REC_GC_SURVIVORS, payload, 500, payload + 500, PAYLOAD - 500, NULL, 0);
+    return hl_outbox_put(o, HL_REC_GC_SURVIVORS, payload, 500, payload + 500, PAYLOAD - 500,
+                         NULL, 0);
 }
 
 /* The slow writer: reads in small pieces with pauses, checks every record. */

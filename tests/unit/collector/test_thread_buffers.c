@@ -100,7 +100,8 @@ int main(void) {
     const uint64_t total = (uint64_t)THREADS * PER_THREAD * ROUNDS + overfill_total;
     seen = calloc(total + 2, 1);
     last_per_thread = calloc(65536, sizeof *last_per_thread);
-    CHECK(hl_tbufs_init(&bufs, (size_t)POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS * sizeof(hl_alloc_event)) == 0);
+    size_t pool = (size_t)POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS * sizeof(hl_alloc_event);
+    CHECK(hl_tbufs_init(&bufs, pool) == 0);
     CHECK_INT(bufs.n_chunks, POOL_CHUNKS);
     drain_ctx d = {0};
     for (int round = 0; round < ROUNDS; round++) {

@@ -28,7 +28,8 @@ typedef struct truth {
     uint32_t type, tid, heap, gen; /* gen HL_GEN_NONE: died */
 } truth;
 
-static const hl_alloc_count *find(const id_vec *counts, uint32_t type, uint32_t tid, uint32_t heap) {
+static const hl_alloc_count *find(const id_vec *counts, uint32_t type, uint32_t tid,
+                                  uint32_t heap) {
     const hl_alloc_count *c = counts->p;
     const hl_alloc_count *found = NULL;
     for (size_t i = 0; i < counts->n; i++)
