@@ -71,7 +71,11 @@ void hl_handles_created(collector *c, uint64_t handle, uint64_t target_addr);
 void hl_handles_destroyed(collector *c, uint64_t handle);
 /* Learns handle kinds from the GC's roots and counts roots and pinned roots into `end`. */
 void hl_roots_apply(collector *c, const struct hl_gc_capture *g, hl_gc_end *end);
-/* Sends the snapshot of this GC, if it takes one. */
-void hl_snapshot_send(collector *c, const struct hl_gc_capture *g);
+/* Builds the snapshot of this GC, if it takes one (NULL otherwise, or when out of memory,
+ * counted): everything that reads the model, so that the model may take newer allocations
+ * before the snapshot is sent. */
+struct hl_snapshot *hl_snapshot_build(collector *c, const struct hl_gc_capture *g);
+/* Sends a built snapshot (its DISCOVERED, SNAPSHOT_* records) and frees it; NULL is accepted. */
+void hl_snapshot_send(collector *c, struct hl_snapshot *s);
 
 #endif /* HEAPLENS_COLLECTOR_INTERNAL_H */

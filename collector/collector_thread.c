@@ -430,9 +430,10 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
-    /* From here the model may take allocations made after this GC (a snapshot holds this off
-     * until it has compared the walk with the model: hl_snapshot_send). */
-    c->drain_while_waiting = !(classified && g->snapshot_trigger);
+    /* The snapshot reads the model as this GC left it (and adds the objects it discovers). */
+    struct hl_snapshot *snap = classified ? hl_snapshot_build(c, g) : NULL;
+    /* From here the model may take allocations made after this GC while sending waits. */
+    c->drain_while_waiting = true;
 
     hl_collector_flush_types(c);
     hl_gc_start s = {.gc = g->gc, .generation = g->generation, .reason = g->reason,
@@ -455,11 +456,9 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
                    .surviving_ranges = g->surviving_ranges};
-    if (classified) {
+    if (classified)
         hl_roots_apply(c, g, &e);
-        hl_snapshot_send(c, g);
-    }
-    c->drain_while_waiting = true;
+    hl_snapshot_send(c, snap);
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |

@@ -91,6 +91,7 @@ def check(data, elapsed):
     last_counters = None
     survivor_ranges_bad = 0
     names = {}
+    snap_missing = snap_extra = 0
     per_type = {}  # name -> allocations counted
     surv_type = {}  # (gc, name) -> survivors
     while off + 8 <= len(data):
@@ -156,6 +157,10 @@ def check(data, elapsed):
                 if t not in types:
                     errors.append("type %d used before its TYPE" % t)
                 surv_type[(gc, names.get(t))] = surv_type.get((gc, names.get(t)), 0) + 1
+        elif typ == 19:
+            missing, extra = struct.unpack_from("<QQ", p, 40)
+            snap_missing += missing
+            snap_extra += extra
         elif typ == 10:
             run_end = struct.unpack_from("<QQIIQ", p, 0)
             last_counters = struct.unpack_from("<12Q", p, 32)
@@ -173,9 +178,9 @@ def check(data, elapsed):
         if k["allocs_dropped"] != k["allocs_dropped_buffer"] + k["allocs_dropped_writer"]:
             errors.append("allocs_dropped is not the sum of its reasons")
     exit_wait_ms = (run_end[1] - run_end[4]) / 1e6 if run_end else -1
-    print("%s: version=%d bytes=%d read_s=%.2f gcs=%d counted=%d survivors=%d exit_wait_ms=%.1f records=%s counters=%s"
+    print("%s: version=%d bytes=%d read_s=%.2f gcs=%d counted=%d survivors=%d exit_wait_ms=%.1f snapshot_missing/extra=%d/%d records=%s counters=%s"
           % ("ok" if not errors else "FAIL", version, len(data), elapsed, last_gc, counts_total,
-             sum(survivors.values()), exit_wait_ms, n_rec, k))
+             sum(survivors.values()), exit_wait_ms, snap_missing, snap_extra, n_rec, k))
     if os.environ.get("WIRE_CHECK_TYPES"):
         prefix = os.environ["WIRE_CHECK_TYPES"]
         for name, cnt in sorted(per_type.items(), key=lambda x: str(x[0])):
