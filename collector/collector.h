@@ -1,7 +1,7 @@
 /* collector.h — the profiler instance: the only mutable global of libheaplens.so.
  *
  * Who runs what:
- *   runtime threads  ObjectAllocated, thread naming  -> thread rings / name events (copy, return)
+ *   runtime threads  ObjectAllocated, thread naming  -> thread chunks / name events (copy, return)
  *   GC thread(s)     GarbageCollectionStarted, MovedReferences2, SurvivingReferences2,
  *                    GarbageCollectionFinished       -> GC captures (copy, return)
  *   collector thread drains rings and captures in allocation-id order, keeps the heap model,
@@ -39,7 +39,7 @@ typedef struct hl_profiler {
     bool active;                /* callbacks record (false in empty mode and after Shutdown) */
 
     atomic_uint_fast64_t next_id; /* next allocation id; next_id - 1 allocations seen */
-    hl_tbufs rings;
+    hl_tbufs rings;             /* the thread buffers: slots and the chunk pool */
     hl_gc_queue gcs;
     atomic_uint_fast64_t suspend_ns; /* last RuntimeSuspendStarted for a GC */
     uint32_t snapshot_mode;     /* HEAPLENS_SNAPSHOT: which GCs take a snapshot */
@@ -56,13 +56,15 @@ typedef struct hl_profiler {
     struct collector *collector; /* the collector thread's own state */
     pthread_t thread;
     atomic_bool stopping;
+    uint64_t shutdown_ns;       /* when Shutdown called hl_collector_stop (before the join) */
     int wake_fd;                /* eventfd: Shutdown wakes the collector thread */
 } hl_profiler;
 
 /* Starts the collector thread (connects to the writer there). Returns 0 or an errno. */
 int hl_collector_start(hl_profiler *p);
-/* Drains everything, sends the end-of-run record, waits for the writer to take it (bounded),
- * and joins the thread. */
+/* Drains everything, sends the tail interval and the end-of-run record, waits for the writer
+ * to take them (as long as it makes progress; 10 s without progress gives it up), and joins
+ * the thread. */
 void hl_collector_stop(hl_profiler *p);
 
 uint64_t hl_now_ns(void);

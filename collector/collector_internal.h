@@ -7,16 +7,12 @@
 #include "collector/outbox.h"
 #include "collector/type_names.h"
 #include "collector/u64map.h"
+#include "collector/young.h"
 #include "heapmodel/hm_model.h"
 #include "wire/hl_wire.h"
 
-#define ALLOC_BATCH 4096
-#define CHUNK 65536 /* array elements per record (ids, fates, snapshot rows) */
-
-typedef struct id_vec {
-    void *p;
-    size_t n, cap, elem;
-} id_vec;
+#define CHUNK 65536 /* array elements per record (ids, survivors, snapshot rows) at most */
+#define CHUNK_BYTES (512u << 10) /* ... and payload bytes: fits the smallest outbox (1 MiB) */
 
 typedef struct known_thread {
     ThreadID thread;
@@ -31,10 +27,21 @@ typedef struct collector {
     uint32_t n_types;
     hl_type_names names;
     hl_outbox out;
-    hl_alloc batch[ALLOC_BATCH];
-    size_t n_batch;
-    uint64_t young_first; /* first id allocated after the last applied GC */
+    /* A direct-mapped cache in front of `types`: programs alternate a few hot types, and a
+     * hash probe per allocation would double the drain's cost. */
+    struct { ClassID cls; uint32_t id; } type_cache[256];
+    id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
+    hl_young young;       /* allocations since the last GC (young.h) */
+    uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
+    bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
+    id_vec survivors;     /* hl_survivor, per GC */
     uint32_t gcs_applied;
+    /* Losses in the user's units, counted as records are given up (outbox on_lost). */
+    uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
+    uint32_t last_gc_dropped, last_snapshot_dropped;
+    /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown). */
+    uint64_t counted; /* allocations in ALLOC_COUNTS built (sent or not) */
+    uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t anomalies;
     uint64_t model_failures;
     known_thread *threads;
@@ -43,32 +50,32 @@ typedef struct collector {
     uint32_t snapshots;
     uint64_t discovered;  /* ids handed out from HL_DISCOVERED_ID_BASE */
     /* Per-GC scratch. */
-    uint8_t *fate;
-    size_t fate_cap;
     id_vec deaths, promotions;
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     char name[4096];
 } collector;
 
-bool hl_vec_push(id_vec *v, const void *elem);
-void hl_vec_release(id_vec *v);
-
-/* The dense type id of a ClassID, sending its TYPE record the first time. */
+/* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,
+ * which may run while the outbox waits): hl_collector_flush_types sends it before first use. */
 uint32_t hl_collector_type_id(collector *c, ClassID cls);
-/* Sends the pending ALLOC_BATCH, so that what follows comes after those allocations. */
-void hl_collector_flush_batch(collector *c);
+/* Sends the queued TYPE records. */
+void hl_collector_flush_types(collector *c);
 /* Sends `head` followed by `n` elements of `elem_size` bytes, split into records of at most
- * CHUNK elements; `set_count` stores each record's element count into its copy of the head. */
+ * CHUNK elements and CHUNK_BYTES; stores each record's element count in *count_field. */
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
 
-/* snapshot.c: handle events from the rings, then per GC (after the model applied it, before
- * GC_END) roots and, when the GC takes one, the snapshot. */
+/* snapshot.c: handle events from the thread buffers, then per GC (after the model applied it,
+ * before GC_END) roots and, when the GC takes one, the snapshot. */
 void hl_handles_created(collector *c, uint64_t handle, uint64_t target_addr);
 void hl_handles_destroyed(collector *c, uint64_t handle);
 /* Learns handle kinds from the GC's roots and counts roots and pinned roots into `end`. */
 void hl_roots_apply(collector *c, const struct hl_gc_capture *g, hl_gc_end *end);
-/* Sends the snapshot of this GC, if it takes one. */
-void hl_snapshot_send(collector *c, const struct hl_gc_capture *g);
+/* Builds the snapshot of this GC, if it takes one (NULL otherwise, or when out of memory,
+ * counted): everything that reads the model, so that the model may take newer allocations
+ * before the snapshot is sent. */
+struct hl_snapshot *hl_snapshot_build(collector *c, const struct hl_gc_capture *g);
+/* Sends a built snapshot (its DISCOVERED, SNAPSHOT_* records) and frees it; NULL is accepted. */
+void hl_snapshot_send(collector *c, struct hl_snapshot *s);
 
 #endif /* HEAPLENS_COLLECTOR_INTERNAL_H */

@@ -3,9 +3,15 @@
  * Order is what makes the model right. Allocation ids are taken from one counter, and a GC can
  * only start while no thread is inside ObjectAllocated, so GC n splits the ids: every id below
  * its first_id_after was allocated before it (at a pre-GC address), every other id after it (at
- * a post-GC address). The loop therefore drains the thread rings only up to the boundary of the
+ * a post-GC address). The loop therefore drains the thread chunks only up to the boundary of the
  * oldest GC not yet applied, applies that GC once it has finished, and moves on. The same order
  * holds on the wire (see wire/hl_wire.h).
+ *
+ * Per allocation the loop only appends to the model and to the young arrays (young.h); at each
+ * GC, once the model has applied it, one pass over those arrays gives the interval's counts and
+ * its survivor rows. Sending may wait for the writer (outbox.h); meanwhile wait_drain keeps the
+ * thread chunks draining as far as the GC boundary allows, so allocating threads keep finding
+ * room in the pool.
  */
 #define _GNU_SOURCE
 #include "collector/collector_internal.h"
@@ -15,13 +21,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
-#define SHUTDOWN_STALL_MS 10000 /* give up on a writer that takes nothing for this long */
 #define RESUME_GRACE_NS 50000000 /* wait this long after a GC for the end of its pause */
 
 uint64_t hl_now_ns(void) {
@@ -36,24 +42,12 @@ uint64_t hl_now_unix_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-bool hl_vec_push(id_vec *v, const void *elem) {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4096;
-        void *grown = realloc(v->p, cap * v->elem);
-        if (!grown)
-            return false;
-        v->p = grown;
-        v->cap = cap;
-    }
-    memcpy((char *)v->p + v->n * v->elem, elem, v->elem);
-    v->n++;
-    return true;
-}
-
-void hl_vec_release(id_vec *v) {
-    free(v->p);
-    v->p = NULL;
-    v->n = v->cap = 0;
+/* The collector thread's own CPU time: the stats measure its work, not the time the scheduler
+ * gives the program's threads (they share the cores). */
+static uint64_t cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* ---- records ---------------------------------------------------------------------------- */
@@ -63,22 +57,66 @@ static void put_str(collector *c, uint16_t type, const void *head, size_t n_head
     hl_outbox_put(&c->out, type, head, n_head, &len, sizeof len, s, len);
 }
 
-void hl_collector_flush_batch(collector *c) {
-    if (!c->n_batch)
-        return;
-    hl_alloc_batch h = {.count = (uint32_t)c->n_batch};
-    hl_outbox_put(&c->out, HL_REC_ALLOC_BATCH, &h, sizeof h, c->batch,
-                  c->n_batch * sizeof c->batch[0], NULL, 0);
-    c->n_batch = 0;
-}
-
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size) {
-    for (size_t off = 0; off < n; off += CHUNK) {
-        size_t k = n - off < CHUNK ? n - off : CHUNK;
+    size_t per = CHUNK_BYTES / elem_size < CHUNK ? CHUNK_BYTES / elem_size : CHUNK;
+    for (size_t off = 0; off < n; off += per) {
+        size_t k = n - off < per ? n - off : per;
         *count_field = (uint32_t)k;
         hl_outbox_put(&c->out, type, head, head_size, (const char *)elems + off * elem_size,
                       k * elem_size, NULL, 0);
+    }
+}
+
+/* Reads `n` bytes at `off` of a payload given as two pieces (see hl_outbox_lost_fn). */
+static bool piece_read(const void *a, size_t na, const void *b, size_t nb, size_t off, void *out,
+                       size_t n) {
+    if (off + n > na + nb)
+        return false;
+    for (size_t i = 0; i < n; i++, off++)
+        ((uint8_t *)out)[i] = off < na ? ((const uint8_t *)a)[off] : ((const uint8_t *)b)[off - na];
+    return true;
+}
+
+/* The outbox gives a record up (writer lost): count what it carried in the user's units. GC
+ * and snapshot records of one GC or snapshot come together, so "a different number than the
+ * last one dropped" counts each GC or snapshot once. */
+static void on_record_lost(void *ctx, uint16_t type, const void *a, size_t na, const void *b,
+                           size_t nb) {
+    collector *c = ctx;
+    uint32_t head[2] = {0, 0};
+    if (!piece_read(a, na, b, nb, 0, head, sizeof head))
+        return;
+    switch (type) {
+    case HL_REC_ALLOC_COUNTS:
+        for (uint32_t k = 0; k < head[1]; k++) {
+            uint64_t count;
+            if (piece_read(a, na, b, nb,
+                           sizeof(hl_alloc_counts) + k * sizeof(hl_alloc_count) +
+                               offsetof(hl_alloc_count, count),
+                           &count, sizeof count))
+                c->allocs_dropped_writer += count;
+        }
+        break;
+    case HL_REC_GC_START:
+    case HL_REC_GC_END:
+        if (head[0] != c->last_gc_dropped) {
+            c->last_gc_dropped = head[0];
+            c->gcs_dropped++;
+        }
+        break;
+    case HL_REC_SNAPSHOT_START:
+    case HL_REC_SNAPSHOT_OBJECTS:
+    case HL_REC_SNAPSHOT_REFS:
+    case HL_REC_SNAPSHOT_ROOTS:
+    case HL_REC_SNAPSHOT_END:
+        if (head[0] != c->last_snapshot_dropped) {
+            c->last_snapshot_dropped = head[0];
+            c->snapshots_dropped++;
+        }
+        break;
+    default:
+        break;
     }
 }
 
@@ -86,12 +124,18 @@ static void counters_fill(collector *c, hl_counters *k) {
     hl_profiler *p = c->p;
     memset(k, 0, sizeof *k);
     k->allocs_seen = hl_tbufs_allocations(&p->rings);
-    k->allocs_dropped = hl_tbufs_dropped(&p->rings);
-    k->gc_events_dropped = atomic_load(&p->gcs.lost) + c->model_failures;
+    k->allocs_dropped_buffer = hl_tbufs_dropped(&p->rings);
+    k->allocs_dropped_writer = c->allocs_dropped_writer;
+    k->allocs_dropped = k->allocs_dropped_buffer + k->allocs_dropped_writer;
+    k->gc_events_dropped = atomic_load(&p->gcs.lost) + c->model_failures + c->young.failures +
+                           hl_tbufs_handles_dropped(&p->rings);
     k->records_dropped = c->out.records_dropped;
     k->bytes_dropped = c->out.bytes_dropped;
     k->model_anomalies = c->anomalies;
     k->threads_overflowed = atomic_load(&p->rings.overflowed) + atomic_load(&p->names_dropped);
+    k->gcs_dropped = c->gcs_dropped;
+    k->snapshots_dropped = c->snapshots_dropped;
+    k->writer_lost = c->out.lost;
 }
 
 /* /proc/self/cmdline with the NULs between arguments made spaces. */
@@ -137,35 +181,51 @@ static void send_run_start(collector *c) {
     hl_outbox_put(&c->out, HL_REC_RUN_START, payload, n, NULL, 0, NULL, 0);
 }
 
-/* ---- types -------------------------------------------------------------------------------- */
+/* ---- types and threads -------------------------------------------------------------------- */
 
 uint32_t hl_collector_type_id(collector *c, ClassID cls) {
+    size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
+    if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
+        return c->type_cache[slot].id;
     uint64_t *known = hl_u64map_get(&c->types, cls);
-    if (known)
-        return (uint32_t)*known;
-    uint32_t id = ++c->n_types;
-    if (!hl_u64map_put(&c->types, cls, id))
-        c->model_failures++; /* resolved again next time: a duplicate TYPE record, harmless */
-    hl_collector_flush_batch(c); /* the TYPE record must precede the allocations that use it */
-    hl_type t = {.type_id = id, .class_id = cls};
-    t.flags = hl_type_name(&c->names, cls, c->name, sizeof c->name);
-    put_str(c, HL_REC_TYPE, &t, sizeof t, c->name);
+    uint32_t id;
+    if (known) {
+        id = (uint32_t)*known;
+    } else {
+        id = ++c->n_types;
+        if (!hl_u64map_put(&c->types, cls, id))
+            c->model_failures++; /* resolved again next time: a duplicate TYPE record, harmless */
+        hl_type t = {.type_id = id, .class_id = cls};
+        if (!hl_vec_push(&c->pending_types, &t))
+            c->model_failures++;
+    }
+    c->type_cache[slot].cls = cls;
+    c->type_cache[slot].id = id;
     return id;
 }
 
-/* ---- events from the rings ---------------------------------------------------------------- */
+void hl_collector_flush_types(collector *c) {
+    /* Sending may wait, and the drain that runs meanwhile may queue more: index, not pointer. */
+    for (size_t i = 0; i < c->pending_types.n; i++) {
+        hl_type t = ((const hl_type *)c->pending_types.p)[i];
+        t.flags = hl_type_name(&c->names, t.class_id, c->name, sizeof c->name);
+        put_str(c, HL_REC_TYPE, &t, sizeof t, c->name);
+    }
+    c->pending_types.n = 0;
+}
 
+/* ---- events from the thread buffers ------------------------------------------------------- */
+
+/* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
+ * this also runs while the outbox waits for the writer (wait_drain). */
 static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     collector *c = ctx;
     switch (HL_EV_KIND(ev)) {
     case HL_EV_ALLOC: {
         if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
-        uint32_t type_id = hl_collector_type_id(c, ev->class_id); /* may flush the batch */
-        c->batch[c->n_batch++] = (hl_alloc){.id = ev->id, .size = HL_EV_SIZE(ev),
-                                            .type_id = type_id, .os_tid = os_tid};
-        if (c->n_batch == ALLOC_BATCH)
-            hl_collector_flush_batch(c);
+        hl_young_add(&c->young, ev->id, hl_collector_type_id(c, ev->class_id), os_tid,
+                     HL_EV_SIZE(ev));
         break;
     }
     case HL_EV_HANDLE_CREATED:
@@ -181,24 +241,71 @@ static int by_sequence(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Drains the rings up to `limit`. The rings are read one after another, so events of different
- * threads arrive out of order. That is harmless for allocations (distinct addresses) but not
- * for handles: a handle destroyed on one thread and its address reused by another thread's
- * HandleCreated must be applied in that order. So handle events wait until the whole drain is
- * in and are applied sorted by their sequence number (also after every allocation they may
- * target). */
+/* Drains the thread buffers up to `limit`. Slots are read one after another, so events of
+ * different threads arrive out of order. That is harmless for allocations (distinct addresses)
+ * but not for handles: a handle destroyed on one thread and its address reused by another
+ * thread's HandleCreated must be applied in that order. So handle events wait until the whole
+ * drain is in and are applied sorted by their sequence number (also after every allocation they
+ * may target). */
 static uint64_t drain(collector *c, uint64_t limit) {
+    uint64_t t0 = cpu_ns();
     uint64_t n = hl_tbufs_drain(&c->p->rings, limit, on_event, c);
-    hl_alloc_event *ev = c->handle_events.p;
-    qsort(ev, c->handle_events.n, sizeof *ev, by_sequence);
-    for (size_t i = 0; i < c->handle_events.n; i++) {
+    c->drain_ns += cpu_ns() - t0;
+    c->drained += n;
+    if (!c->handle_events.n)
+        return n;
+    /* Applying sends records, which may wait and drain more: those events go to a fresh vector
+     * and are applied by the next drain. */
+    id_vec events = c->handle_events;
+    c->handle_events = (id_vec){.elem = sizeof(hl_alloc_event)};
+    hl_alloc_event *ev = events.p;
+    qsort(ev, events.n, sizeof *ev, by_sequence);
+    for (size_t i = 0; i < events.n; i++) {
         if (HL_EV_KIND(&ev[i]) == HL_EV_HANDLE_CREATED)
             hl_handles_created(c, ev[i].addr, ev[i].class_id);
         else
             hl_handles_destroyed(c, ev[i].addr);
     }
-    c->handle_events.n = 0;
+    if (!c->handle_events.n) {
+        hl_vec_release(&c->handle_events);
+        events.n = 0;
+        c->handle_events = events; /* keep the buffer */
+    } else {
+        hl_vec_release(&events);
+    }
     return n;
+}
+
+/* How far a drain may go now: to the boundary of the oldest GC whose interval is still open, or
+ * to the id counter. Read the counter before the GC queue: a GC that starts after this read has
+ * a boundary >= the value read. */
+static uint64_t drain_limit(collector *c) {
+    hl_profiler *p = c->p;
+    uint64_t limit = atomic_load_explicit(&p->next_id, memory_order_acquire);
+    for (size_t k = 0;; k++) {
+        hl_gc_capture *g = hl_gc_peek_at(&p->gcs, k);
+        if (!g)
+            break;
+        if (g->gc > c->interval_gc) {
+            if (g->first_id_after < limit)
+                limit = g->first_id_after;
+            break;
+        }
+    }
+    return limit;
+}
+
+/* The outbox's on_wait: while it waits for the writer, keep the pool from filling, as far as the
+ * GC boundary allows (and not while a GC is half applied: drain_while_waiting). */
+static void wait_drain(void *ctx) {
+    collector *c = ctx;
+    if (!c->drain_while_waiting)
+        return;
+    uint64_t t0 = cpu_ns();
+    uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_event, c);
+    c->drain_ns += cpu_ns() - t0;
+    c->drained += n;
+    c->drained_waiting += n;
 }
 
 /* A thread's name and its OS thread come in separate callbacks, in either order (a Thread is
@@ -246,31 +353,26 @@ static void drain_names(collector *c) {
 
 typedef struct gc_apply {
     collector *c;
-    uint64_t first, end; /* young ids */
 } gc_apply;
 
 static void sink_classified(void *ctx, uint64_t id, uint32_t heap) {
     gc_apply *a = ctx;
-    if (id >= a->first && id < a->end)
-        a->c->fate[id - a->first] = HL_FATE(heap, heap);
+    hl_young_set_heap(&a->c->young, id, heap);
 }
 
 static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     gc_apply *a = ctx;
     (void)gen_before;
-    if (id >= a->first && id < a->end) {
-        uint8_t *f = &a->c->fate[id - a->first];
-        *f = HL_FATE(HL_FATE_HEAP(*f), HL_GEN_NONE);
-    } else if (!hl_vec_push(&a->c->deaths, &id)) {
+    if (hl_young_has(&a->c->young, id))
+        hl_young_set_gen(&a->c->young, id, HL_GEN_NONE);
+    else if (!hl_vec_push(&a->c->deaths, &id))
         a->c->model_failures++;
-    }
 }
 
 static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t gen_after) {
     gc_apply *a = ctx;
-    if (id >= a->first && id < a->end) {
-        uint8_t *f = &a->c->fate[id - a->first];
-        *f = HL_FATE(HL_FATE_HEAP(*f), gen_after);
+    if (hl_young_has(&a->c->young, id)) {
+        hl_young_set_gen(&a->c->young, id, gen_after);
     } else if (gen_after != gen_before) {
         hl_promotion pr = {.id = id, .generation = gen_after};
         if (!hl_vec_push(&a->c->promotions, &pr))
@@ -285,23 +387,24 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
             out[r[i].generation] += r[i].length;
 }
 
+static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
+    for (size_t i = 0; i < counts->n; i++)
+        c->counted += ((const hl_alloc_count *)counts->p)[i].count;
+    hl_alloc_counts head = {.gc = gc};
+    hl_collector_put_chunked(c, HL_REC_ALLOC_COUNTS, &head, sizeof head, &head.count, counts->p,
+                             counts->n, sizeof(hl_alloc_count));
+    hl_vec_release(counts);
+}
+
 static void apply_gc(collector *c, hl_gc_capture *g) {
-    hl_collector_flush_batch(c);
-    uint64_t first = c->young_first, end = g->first_id_after > first ? g->first_id_after : first;
-    size_t n_young = (size_t)(end - first);
-    if (n_young > c->fate_cap) {
-        uint8_t *grown = realloc(c->fate, n_young);
-        if (grown) {
-            c->fate = grown;
-            c->fate_cap = n_young;
-        }
-    }
-    bool have_fate = n_young <= c->fate_cap;
-    if (have_fate && n_young)
-        memset(c->fate, HL_FATE_UNKNOWN, n_young);
+    /* No drain while the outbox waits until the model has applied this GC and its interval is
+     * closed: allocations after the GC must not enter the model before it. */
+    c->drain_while_waiting = false;
+    drain_names(c); /* THREAD records before the counts that use their tids */
+    hl_young_fate_reset(&c->young);
     c->deaths.n = c->promotions.n = 0;
 
-    gc_apply a = {.c = c, .first = first, .end = have_fate ? end : first};
+    gc_apply a = {.c = c};
     hm_gc_input in = {.gc = g->gc, .condemned_mask = g->condemned_mask,
                       .bounds_before = g->before, .n_bounds_before = g->n_before,
                       .bounds_after = g->after, .n_bounds_after = g->n_after,
@@ -309,27 +412,39 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hm_gc_sink sink = {.ctx = &a, .classified = sink_classified, .died = sink_died,
                        .survived = sink_survived};
     hm_gc_stats stats = {0};
-    bool incomplete = g->incomplete || !have_fate;
-    if (!g->incomplete) {
+    bool classified = !g->incomplete;
+    if (classified) {
+        uint64_t t0 = cpu_ns();
         if (hm_model_apply_gc(c->model, &in, &sink, &stats) != HM_OK) {
             c->model_failures++;
-            incomplete = true;
+            classified = false;
         }
+        c->model_ns += cpu_ns() - t0;
         c->anomalies += stats.anomalies;
     }
+    /* Allocations of this interval: the arrays, and those counted without room in them. */
+    bool incomplete = !classified || c->young.lost;
+    uint64_t t0 = cpu_ns();
+    id_vec counts;
+    hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
+    c->aggregate_ns += cpu_ns() - t0;
+    c->interval_gc = g->gc;
+    uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
+    /* The snapshot reads the model as this GC left it (and adds the objects it discovers). */
+    struct hl_snapshot *snap = classified ? hl_snapshot_build(c, g) : NULL;
+    /* From here the model may take allocations made after this GC while sending waits. */
+    c->drain_while_waiting = true;
 
+    hl_collector_flush_types(c);
     hl_gc_start s = {.gc = g->gc, .generation = g->generation, .reason = g->reason,
                      .condemned_mask = g->condemned_mask, .start_mono_ns = g->start_ns,
                      .suspend_mono_ns = g->suspend_ns, .first_id_after = g->first_id_after};
     sizes_by_generation(g->before, g->n_before, s.size_before);
-    uint64_t dropped_before = c->out.records_dropped;
     hl_outbox_put(&c->out, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0);
-
-    for (size_t off = 0; have_fate && off < n_young; off += CHUNK) {
-        size_t k = n_young - off < CHUNK ? n_young - off : CHUNK;
-        hl_gc_young_fate f = {.gc = g->gc, .count = (uint32_t)k, .first_id = first + off};
-        hl_outbox_put(&c->out, HL_REC_GC_YOUNG_FATE, &f, sizeof f, c->fate + off, k, NULL, 0);
-    }
+    send_counts(c, g->gc, &counts);
+    hl_gc_survivors sv = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_GC_SURVIVORS, &sv, sizeof sv, &sv.count, c->survivors.p,
+                             c->survivors.n, sizeof(hl_survivor));
     hl_gc_deaths d = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_GC_DEATHS, &d, sizeof d, &d.count, c->deaths.p,
                              c->deaths.n, sizeof(uint64_t));
@@ -341,21 +456,16 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
                    .surviving_ranges = g->surviving_ranges};
-    if (!incomplete)
+    if (classified)
         hl_roots_apply(c, g, &e);
-    /* Details that found no room in the outbox make the GC incomplete for the writer too. (A
-     * snapshot that loses records is the writer's to discard; the GC keeps its data.) */
-    bool details_lost = c->out.records_dropped != dropped_before;
-    if (!incomplete)
-        hl_snapshot_send(c, g);
-    incomplete = incomplete || details_lost;
-    e.objects_live = hm_model_count(c->model);
-    e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) | (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
+    hl_snapshot_send(c, snap);
+    /* The model as this GC left it, and the objects the snapshot discovered in it. */
+    e.objects_live = live + (c->discovered - discovered_before);
+    e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
+              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
     sizes_by_generation(g->after, g->n_after, e.size_after);
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);
-
-    c->young_first = end;
     c->gcs_applied = g->gc;
 }
 
@@ -410,29 +520,58 @@ static bool pass(collector *c) {
         hl_gc_pop(&p->gcs);
         worked = true;
     }
-    if (!worked)
-        hl_collector_flush_batch(c); /* quiet moment: let the writer see what we have */
     if (hl_outbox_send(&c->out))
         worked = true;
     take_requests(c);
     return worked;
 }
 
+static void print_stats(collector *c, uint64_t shutdown_ns) {
+    hl_profiler *p = c->p;
+    hl_counters k;
+    counters_fill(c, &k);
+    fprintf(stderr,
+            "heaplens: allocs_seen=%llu counted=%llu drained=%llu drained_while_waiting=%llu "
+            "ns_per_event=%.1f model_apply_ms=%.1f aggregate_ms=%.1f outbox_wait_ms=%.1f "
+            "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
+            "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f\n",
+            (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
+            (unsigned long long)c->drained,
+            (unsigned long long)c->drained_waiting,
+            c->drained ? (double)c->drain_ns / (double)c->drained : 0.0, c->model_ns / 1e6,
+            c->aggregate_ns / 1e6, c->out.wait_ns / 1e6, hl_tbufs_chunks_max(&p->rings),
+            p->rings.n_chunks, c->young.cap, (unsigned long long)k.allocs_dropped_buffer,
+            (unsigned long long)k.allocs_dropped_writer, (unsigned long long)k.writer_lost,
+            c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6);
+}
+
 static void finish(collector *c) {
+    hl_profiler *p = c->p;
+    uint64_t shutdown_ns = p->shutdown_ns ? p->shutdown_ns : hl_now_ns();
     /* Shutdown: no thread allocates any more, so drain everything. */
     while (pass(c))
         ;
     drain(c, UINT64_MAX);
-    hl_collector_flush_batch(c);
     drain_names(c);
-    /* Wait for the writer to take the backlog (bounded by the stall limit) so that the run's
-     * end record finds room: it tells the writer the recording is complete. */
-    hl_outbox_flush(&c->out, SHUTDOWN_STALL_MS);
+    /* The tail interval: allocations after the last GC, counted unclassified (no GC has told
+     * their heap or fate). */
+    uint32_t last_gc = c->gcs_applied > p->gcs.gcs_started ? c->gcs_applied : p->gcs.gcs_started;
+    id_vec counts;
+    c->drain_while_waiting = false;
+    hl_young_close(&c->young, false, c->young.first, &counts, &c->survivors);
+    hl_collector_flush_types(c);
+    send_counts(c, last_gc + 1, &counts);
+    /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
+     * end record arrives: it tells the writer the recording is complete. */
+    hl_outbox_flush(&c->out, c->out.stall_ms);
     hl_run_end e = {.end_unix_ns = hl_now_unix_ns(), .end_mono_ns = hl_now_ns(),
-                    .gcs = c->gcs_applied};
+                    .gcs = c->gcs_applied, .shutdown_mono_ns = shutdown_ns};
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_RUN_END, &e, sizeof e, NULL, 0, NULL, 0);
-    hl_outbox_flush(&c->out, SHUTDOWN_STALL_MS);
+    hl_outbox_flush(&c->out, c->out.stall_ms);
+    const char *stats = getenv("HEAPLENS_STATS");
+    if (stats && strcmp(stats, "1") == 0)
+        print_stats(c, shutdown_ns);
 }
 
 static void *collector_main(void *arg) {
@@ -443,7 +582,9 @@ static void *collector_main(void *arg) {
         if (pass(c))
             continue;
         /* Idle: sleep until the socket can take more or has a request, Shutdown wakes us, or
-         * 1 ms passes (the rings are polled: allocation callbacks never make a system call). */
+         * 1 ms passes (the chunks are polled: allocation callbacks never make a system call).
+         * A millisecond of allocations is far below the pool (about 4M events): the pool fills
+         * only when the collector thread itself cannot keep up, not for want of waking up. */
         struct pollfd fds[2] = {{.fd = p->wake_fd, .events = POLLIN},
                                 {.fd = c->out.fd, .events = POLLIN}};
         if (hl_outbox_pending(&c->out))
@@ -457,7 +598,7 @@ static void *collector_main(void *arg) {
 static size_t outbox_capacity(void) {
     const char *mb = getenv("HEAPLENS_BUFFER_MB");
     long v = mb ? strtol(mb, NULL, 10) : 0;
-    return (size_t)(v > 0 && v <= 16384 ? v : 256) << 20;
+    return (size_t)(v > 0 && v <= 16384 ? v : 64) << 20;
 }
 
 static void collector_free(collector *c) {
@@ -466,10 +607,12 @@ static void collector_free(collector *c) {
     hm_model_free(c->model);
     hl_u64map_release(&c->types);
     hl_u64map_release(&c->handles);
+    hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
     hl_vec_release(&c->handle_events);
-    free(c->fate);
+    hl_vec_release(&c->pending_types);
+    hl_vec_release(&c->survivors);
     free(c->threads);
     free(c);
 }
@@ -479,10 +622,13 @@ int hl_collector_start(hl_profiler *p) {
     if (!c)
         return ENOMEM;
     c->p = p;
-    c->young_first = 1;
+    hl_young_init(&c->young, 1);
+    c->drain_while_waiting = true;
     c->deaths.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
     c->handle_events.elem = sizeof(hl_alloc_event);
+    c->pending_types.elem = sizeof(hl_type);
+    c->survivors.elem = sizeof(hl_survivor);
     hl_u64map_init(&c->types);
     hl_u64map_init(&c->handles);
     hl_type_names_init(&c->names, p->info);
@@ -491,6 +637,9 @@ int hl_collector_start(hl_profiler *p) {
         collector_free(c);
         return ENOMEM;
     }
+    c->out.on_wait = wait_drain;
+    c->out.on_lost = on_record_lost;
+    c->out.ctx = c;
     p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     /* The collector thread takes no signals: they belong to the program. */
     sigset_t all, old;
@@ -511,6 +660,7 @@ void hl_collector_stop(hl_profiler *p) {
     collector *c = p->collector;
     if (!c)
         return;
+    p->shutdown_ns = hl_now_ns();
     atomic_store_explicit(&p->stopping, true, memory_order_release);
     uint64_t one = 1;
     if (p->wake_fd >= 0 && write(p->wake_fd, &one, sizeof one) < 0) {
@@ -518,7 +668,7 @@ void hl_collector_stop(hl_profiler *p) {
     }
     pthread_join(p->thread, NULL);
     p->collector = NULL;
-    /* The rings and the GC queue stay: other threads may still be inside a callback while the
+    /* The chunks and the GC queue stay: other threads may still be inside a callback while the
      * process ends. Only the collector thread's own state goes. */
     collector_free(c);
 }

@@ -245,6 +245,13 @@ hl_gc_capture *hl_gc_peek(hl_gc_queue *q) {
     return q->ring[r % HL_GC_QUEUE];
 }
 
+hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k) {
+    uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
+    if (atomic_load_explicit(&q->written, memory_order_acquire) - r <= k)
+        return NULL;
+    return q->ring[(r + k) % HL_GC_QUEUE];
+}
+
 void hl_gc_pop(hl_gc_queue *q) {
     uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
     capture_free(q->ring[r % HL_GC_QUEUE]);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wire/hl_wire.h"
@@ -31,6 +32,7 @@ static int socket_connect(const char *path) {
 
 int hl_outbox_init(hl_outbox *o, const char *path, size_t cap) {
     memset(o, 0, sizeof *o);
+    o->stall_ms = HL_OUTBOX_STALL_MS;
     o->data = malloc(cap);
     if (!o->data)
         return -1;
@@ -39,17 +41,30 @@ int hl_outbox_init(hl_outbox *o, const char *path, size_t cap) {
     return 0;
 }
 
-static void disconnect(hl_outbox *o) {
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The writer is lost: every queued record from the first one not wholly sent (the writer drops
+ * a partial record with the truncated tail) is reported and counted, and nothing more is sent. */
+static void writer_lost(hl_outbox *o) {
     if (o->fd >= 0)
         close(o->fd);
     o->fd = -1;
-    if (o->end > o->start) {
-        /* What was queued will never arrive: count it as whole records is not possible any
-         * more, so count the bytes (and one record for the partial tail). */
-        o->bytes_dropped += o->end - o->start;
+    o->lost = true;
+    for (size_t off = o->boundary; off + sizeof(hl_rec_header) <= o->end;) {
+        hl_rec_header h;
+        memcpy(&h, o->data + off, sizeof h);
+        size_t whole = sizeof h + h.size;
         o->records_dropped++;
+        o->bytes_dropped += whole;
+        if (o->on_lost)
+            o->on_lost(o->ctx, h.type, o->data + off + sizeof h, h.size, NULL, 0);
+        off += whole;
     }
-    o->start = o->end = 0;
+    o->start = o->end = o->boundary = 0;
 }
 
 void hl_outbox_release(hl_outbox *o) {
@@ -60,37 +75,52 @@ void hl_outbox_release(hl_outbox *o) {
     o->fd = -1;
 }
 
-/* How far into the queue a record may reach. Allocation batches may fill only the first three
- * quarters: the last quarter stays for GC, type, handle and snapshot records, so that an
- * overloaded writer costs allocation rows (counted) but GCs keep arriving. The last
- * HL_OUTBOX_ESSENTIAL bytes take only the records that frame a GC and the run (GC_START, GC_END,
- * RUN_END): even when a GC's details no longer fit, the writer learns the GC happened (marked
- * incomplete) and the run's end is never crowded out. */
-static size_t limit_for(const hl_outbox *o, uint16_t type) {
-    size_t tail = o->cap / 4 < HL_OUTBOX_ESSENTIAL ? o->cap / 4 : HL_OUTBOX_ESSENTIAL;
-    switch (type) {
-    case HL_REC_ALLOC_BATCH:
-        return o->cap - o->cap / 4;
-    case HL_REC_GC_START:
-    case HL_REC_GC_END:
-    case HL_REC_RUN_END:
-        return o->cap;
-    default:
-        return o->cap - tail;
-    }
+/* Moves what is not wholly sent to the front. The partly sent record stays whole, so that
+ * writer_lost can still read its header. */
+static void compact(hl_outbox *o) {
+    size_t from = o->boundary < o->start ? o->boundary : o->start;
+    if (!from)
+        return;
+    memmove(o->data, o->data + from, o->end - from);
+    o->start -= from;
+    o->end -= from;
+    o->boundary -= from;
 }
 
-/* Space for n more bytes below `limit`, or NULL. */
-static uint8_t *reserve(hl_outbox *o, size_t n, size_t limit) {
-    if (o->fd < 0)
+/* Space for n more bytes, waiting for the writer while it takes bytes; NULL when it is lost. */
+static uint8_t *reserve(hl_outbox *o, size_t n) {
+    if (o->fd < 0 || n > o->cap)
         return NULL;
-    if (limit - o->end < n && o->start > 0) {
-        memmove(o->data, o->data + o->start, o->end - o->start);
-        o->end -= o->start;
-        o->start = 0;
+    if (o->cap - o->end < n)
+        compact(o);
+    if (o->cap - o->end < n) {
+        uint64_t t0 = now_ns(), progress = t0;
+        while (o->fd >= 0 && o->cap - o->end < n) {
+            if (hl_outbox_send(o)) {
+                progress = now_ns();
+                compact(o);
+                continue;
+            }
+            if (o->fd < 0)
+                break;
+            uint64_t t = now_ns();
+            if (t - progress >= (uint64_t)o->stall_ms * 1000000u) {
+                writer_lost(o); /* it took nothing for the stall limit */
+                break;
+            }
+            /* Short waits: the caller's hook runs between them (it keeps the pool drained). */
+            struct pollfd p = {.fd = o->fd, .events = POLLOUT};
+            if (poll(&p, 1, 1) < 0 && errno != EINTR) {
+                writer_lost(o);
+                break;
+            }
+            if (o->on_wait)
+                o->on_wait(o->ctx);
+        }
+        o->wait_ns += now_ns() - t0;
+        if (o->fd < 0)
+            return NULL;
     }
-    if (o->end > limit || limit - o->end < n)
-        return NULL;
     uint8_t *p = o->data + o->end;
     o->end += n;
     return p;
@@ -99,12 +129,12 @@ static uint8_t *reserve(hl_outbox *o, size_t n, size_t limit) {
 bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const void *b, size_t nb,
                    const void *c, size_t nc) {
     size_t payload = na + nb + nc;
-    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD
-                     ? reserve(o, sizeof(hl_rec_header) + payload, limit_for(o, type))
-                     : NULL;
+    uint8_t *p = payload <= HL_REC_MAX_PAYLOAD ? reserve(o, sizeof(hl_rec_header) + payload) : NULL;
     if (!p) {
         o->records_dropped++;
         o->bytes_dropped += sizeof(hl_rec_header) + payload;
+        if (o->on_lost)
+            o->on_lost(o->ctx, type, a, na, b, nb);
         return false;
     }
     hl_rec_header h = {.type = type, .size = (uint32_t)payload};
@@ -120,13 +150,28 @@ bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const 
 }
 
 bool hl_outbox_put_raw(hl_outbox *o, const void *src, size_t n) {
-    uint8_t *p = reserve(o, n, o->cap);
+    bool at_boundary = o->boundary == o->end;
+    uint8_t *p = reserve(o, n);
     if (!p) {
         o->bytes_dropped += n;
         return false;
     }
     memcpy(p, src, n);
+    if (at_boundary)
+        o->boundary = o->end; /* raw bytes are no record: the next record starts after them */
     return true;
+}
+
+/* Moves `boundary` past the records the writer now has whole. */
+static void advance_boundary(hl_outbox *o) {
+    while (o->boundary + sizeof(hl_rec_header) <= o->end && o->boundary < o->start) {
+        hl_rec_header h;
+        memcpy(&h, o->data + o->boundary, sizeof h);
+        size_t next = o->boundary + sizeof h + h.size;
+        if (next > o->start)
+            break;
+        o->boundary = next;
+    }
 }
 
 bool hl_outbox_send(hl_outbox *o) {
@@ -143,10 +188,11 @@ bool hl_outbox_send(hl_outbox *o) {
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
-        disconnect(o); /* EPIPE, ECONNRESET: the writer is gone */
+        writer_lost(o); /* EPIPE, ECONNRESET: the writer is gone */
     }
-    if (o->start == o->end)
-        o->start = o->end = 0;
+    advance_boundary(o);
+    if (o->start == o->end && o->boundary >= o->start)
+        o->start = o->end = o->boundary = 0;
     return progressed;
 }
 
@@ -154,14 +200,17 @@ void hl_outbox_flush(hl_outbox *o, int stall_ms) {
     while (o->fd >= 0 && hl_outbox_pending(o)) {
         if (hl_outbox_send(o))
             continue;
+        if (o->fd < 0)
+            return;
+        /* poll's timeout restarts after every progress: no limit while the writer takes bytes */
         struct pollfd p = {.fd = o->fd, .events = POLLOUT};
         int r = poll(&p, 1, stall_ms);
         if (r == 0) {
-            disconnect(o); /* the writer has stalled for stall_ms: give up, count the rest */
+            writer_lost(o); /* the writer has stalled for stall_ms: give up, count the rest */
             return;
         }
         if (r < 0 && errno != EINTR)
-            disconnect(o);
+            writer_lost(o);
     }
 }
 
@@ -189,7 +238,7 @@ int hl_outbox_read_command(hl_outbox *o) {
             continue;
         }
         if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
-            disconnect(o); /* the writer closed the socket: it is gone */
+            writer_lost(o); /* the writer closed the socket: it is gone */
         return 0;
     }
     return 0;

@@ -1,11 +1,15 @@
 /* outbox.h — the collector thread's bounded queue of encoded records and the socket to the writer.
  *
- * Only the collector thread uses it. Records are appended whole or not at all: when the queue is
- * full (writer slow) or the writer is gone, the record is dropped and counted, never blocking the
- * collector thread, so the GC queue and the thread rings keep draining and the program never
- * waits on the writer. What is dropped first is chosen by record type: allocation batches may
- * use three quarters of the queue, GC details (fates, deaths, roots, snapshots) all but the last
- * HL_OUTBOX_ESSENTIAL bytes, and those are kept for GC_START, GC_END and RUN_END. Sending is
+ * Only the collector thread uses it. Records are appended whole. When the queue is full the
+ * collector thread waits for the writer — it is our own thread, and no runtime thread ever waits
+ * for it — as long as the writer keeps taking bytes: a put returns only once its record is
+ * queued, or the writer is lost. While it waits it calls `on_wait` every millisecond or so (the
+ * collector drains thread chunks there, so allocating threads keep finding room in the pool).
+ * The writer is lost when the socket breaks (EPIPE, ECONNRESET, the writer closed it) or when it
+ * took nothing for `stall_ms` (HL_OUTBOX_STALL_MS) while we had something to send; from then on
+ * nothing is sent, and every record not delivered — those still queued (a partly sent one
+ * included) and every later put — is dropped, counted in records/bytes_dropped and reported
+ * to `on_lost`, so the caller can count what was lost in its own units. Sending is
  * non-blocking; MSG_NOSIGNAL keeps a dead writer from raising SIGPIPE in the profiled process.
  */
 #ifndef HEAPLENS_OUTBOX_H
@@ -15,36 +19,49 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bytes at the end of the queue only GC_START, GC_END and RUN_END may use (a quarter of the queue
- * when that is less). About 200 GCs' frames: what a writer stalled for a while still learns. */
-#define HL_OUTBOX_ESSENTIAL (64u << 10)
+#define HL_OUTBOX_STALL_MS 10000 /* a writer that takes nothing for this long is given up */
+
+/* A record that will never reach the writer: its type and its payload, in two pieces whose
+ * concatenation is the payload (b may be empty). Called on the collector thread; must not put. */
+typedef void (*hl_outbox_lost_fn)(void *ctx, uint16_t type, const void *a, size_t na,
+                                  const void *b, size_t nb);
 
 typedef struct hl_outbox {
-    int fd;              /* -1 when not connected or the writer went away */
+    int fd;              /* -1 when not connected or the writer was lost */
+    bool lost;           /* the writer went away or stalled (not set when never connected) */
     uint8_t *data;
     size_t cap, start, end;
+    size_t boundary;     /* offset of the first record not wholly sent (start may be inside it) */
     uint64_t records_dropped, bytes_dropped;
     uint64_t bytes_sent;
+    uint64_t wait_ns;    /* time spent waiting for room (for the benchmark and tests) */
+    int stall_ms;        /* HL_OUTBOX_STALL_MS; tests set less */
+    void (*on_wait)(void *ctx);
+    hl_outbox_lost_fn on_lost;
+    void *ctx;
     uint8_t in[64];      /* a partly received request from the writer */
     size_t in_len;
 } hl_outbox;
 
 /* Allocates the queue (`cap` bytes) and connects to the unix socket `path` (NULL: stays
- * disconnected and counts everything as dropped). Returns 0, or -1 when out of memory. */
+ * disconnected and counts everything as dropped). Returns 0, or -1 when out of memory. The
+ * hooks (on_wait, on_lost, ctx) start NULL; set them after init. */
 int hl_outbox_init(hl_outbox *o, const char *path, size_t cap);
 void hl_outbox_release(hl_outbox *o);
 
-/* Appends one record (header + payload from up to three pieces). Returns false and counts a
- * drop when it does not fit or nobody listens. */
+/* Appends one record (header + payload from up to three pieces), waiting for room while the
+ * writer makes progress. Returns false when the record was dropped instead: the writer is lost
+ * or absent, or the record can never fit (payload above HL_REC_MAX_PAYLOAD or the record larger
+ * than the queue); drops are counted and reported to on_lost with pieces a and b. */
 bool hl_outbox_put(hl_outbox *o, uint16_t type, const void *a, size_t na, const void *b, size_t nb,
                    const void *c, size_t nc);
-/* Appends raw bytes (the stream header). Same drop rules. */
+/* Appends raw bytes (the stream header, first thing on the stream). Same waiting rules. */
 bool hl_outbox_put_raw(hl_outbox *o, const void *p, size_t n);
 
 /* Sends what the socket takes now without blocking. Returns true when something was sent. */
 bool hl_outbox_send(hl_outbox *o);
-/* Sends everything, waiting for the socket; gives up (and counts the rest as dropped) after
- * `stall_ms` without progress. */
+/* Sends everything, waiting for the socket as long as the writer makes progress; gives the
+ * writer up (counting the rest as dropped) after `stall_ms` without progress. */
 void hl_outbox_flush(hl_outbox *o, int stall_ms);
 
 static inline bool hl_outbox_pending(const hl_outbox *o) { return o->end > o->start; }

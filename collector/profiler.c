@@ -2,7 +2,7 @@
  * callback object and the callbacks heaplens implements. Every other callback is a generated
  * stub that returns S_OK.
  *
- * Callbacks only translate: copy arguments into a thread ring or the GC capture and return.
+ * Callbacks only translate: copy arguments into a thread chunk or the GC capture and return.
  * HRESULTs stop here; everything below uses plain ints.
  */
 #define _GNU_SOURCE
@@ -40,8 +40,10 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
         return S_OK;
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
-    if (!ring)
-        return S_OK; /* counted in overflowed; the id stays unused */
+    if (!ring) {
+        hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped; the id stays unused */
+        return S_OK;
+    }
     SIZE_T size = 0;
     info_get_object_size2(p->info, object, &size);
     hl_tbuf_count_allocation(ring);
@@ -219,6 +221,13 @@ static void forget_session_environment(void) {
         unsetenv(names[i]);
 }
 
+/* HEAPLENS_POOL_MB: the thread buffers' pool, shared by every allocating thread. */
+static size_t pool_bytes(void) {
+    const char *mb = getenv("HEAPLENS_POOL_MB");
+    long v = mb ? strtol(mb, NULL, 10) : 0;
+    return (size_t)(v > 0 && v <= 65536 ? v : HL_TBUF_POOL_DEFAULT_MB) << 20;
+}
+
 static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
@@ -253,7 +262,7 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     p->start_unix_ns = hl_now_unix_ns();
     p->start_mono_ns = hl_now_ns();
     runtime_version(p);
-    if (hl_tbufs_init(&p->rings) != 0)
+    if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
     /* In empty mode the collector thread still reports the run (flagged), but the callbacks

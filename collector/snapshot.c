@@ -68,7 +68,7 @@ void hl_roots_apply(collector *c, const hl_gc_capture *g, hl_gc_end *end) {
 
 /* ---- snapshots ---------------------------------------------------------------------------- */
 
-typedef struct snapshot {
+typedef struct hl_snapshot {
     collector *c;
     const hl_gc_capture *g;
     id_vec objects;    /* hl_snapshot_object; the first walk_objects are the walk, in order */
@@ -208,50 +208,65 @@ static void send_batch(collector *c, uint16_t type, uint32_t snap, const id_vec 
     hl_collector_put_chunked(c, type, &head, sizeof head, &head.count, v->p, v->n, v->elem);
 }
 
-void hl_snapshot_send(collector *c, const hl_gc_capture *g) {
+struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     if (!g->snapshot_trigger)
-        return;
-    snapshot s = {.c = c, .g = g};
-    s.objects.elem = sizeof(hl_snapshot_object);
-    s.refs.elem = sizeof(hl_snapshot_ref);
-    s.roots.elem = sizeof(hl_snapshot_root);
-    s.discovered.elem = sizeof(hl_discovered);
-    hl_u64map_init(&s.frozen);
-    s.walked = malloc((g->walk_objects ? g->walk_objects : 1) * sizeof *s.walked);
-    if (!s.walked) {
+        return NULL;
+    snapshot *s = calloc(1, sizeof *s);
+    if (!s) {
         c->model_failures++;
-        return;
+        return NULL;
     }
-    uint32_t snap = ++c->snapshots;
-    hl_collector_flush_batch(c);
-    walk_objects(&s);
-    walk_refs(&s);
-    walk_roots(&s);
-    qsort(s.walked, g->walk_objects, sizeof *s.walked, addr_cmp);
-    missing_scan m = {.walked = s.walked, .n = g->walk_objects};
+    s->c = c;
+    s->g = g;
+    s->objects.elem = sizeof(hl_snapshot_object);
+    s->refs.elem = sizeof(hl_snapshot_ref);
+    s->roots.elem = sizeof(hl_snapshot_root);
+    s->discovered.elem = sizeof(hl_discovered);
+    hl_u64map_init(&s->frozen);
+    s->walked = malloc((g->walk_objects ? g->walk_objects : 1) * sizeof *s->walked);
+    if (!s->walked) {
+        c->model_failures++;
+        free(s);
+        return NULL;
+    }
+    walk_objects(s);
+    walk_refs(s);
+    walk_roots(s);
+    qsort(s->walked, g->walk_objects, sizeof *s->walked, addr_cmp);
+    missing_scan m = {.walked = s->walked, .n = g->walk_objects};
     hm_model_foreach(c->model, missing_visit, &m);
+    s->end.model_missing = m.missing;
+    free(s->walked);
+    s->walked = NULL;
+    hl_u64map_release(&s->frozen);
+    return s;
+}
 
+void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
+    if (!s)
+        return;
+    const hl_gc_capture *g = s->g;
+    uint32_t snap = ++c->snapshots;
+    hl_collector_flush_types(c); /* types of discovered objects */
     hl_discovered_head dh = {.gc = g->gc};
-    hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s.discovered.p,
-                             s.discovered.n, sizeof(hl_discovered));
+    hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s->discovered.p,
+                             s->discovered.n, sizeof(hl_discovered));
     hl_snapshot_start start = {.snapshot = snap, .gc = g->gc, .trigger = g->snapshot_trigger};
     hl_outbox_put(&c->out, HL_REC_SNAPSHOT_START, &start, sizeof start, NULL, 0, NULL, 0);
-    send_batch(c, HL_REC_SNAPSHOT_OBJECTS, snap, &s.objects);
-    send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s.refs);
-    send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s.roots);
-    s.end.snapshot = snap;
-    s.end.gc = g->gc;
-    s.end.objects = s.objects.n;
-    s.end.refs = s.refs.n;
-    s.end.roots = s.roots.n;
-    s.end.model_missing = m.missing;
-    s.end.walk_ns = g->walk_last_ns - g->walk_first_ns;
-    hl_outbox_put(&c->out, HL_REC_SNAPSHOT_END, &s.end, sizeof s.end, NULL, 0, NULL, 0);
+    send_batch(c, HL_REC_SNAPSHOT_OBJECTS, snap, &s->objects);
+    send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s->refs);
+    send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s->roots);
+    s->end.snapshot = snap;
+    s->end.gc = g->gc;
+    s->end.objects = s->objects.n;
+    s->end.refs = s->refs.n;
+    s->end.roots = s->roots.n;
+    s->end.walk_ns = g->walk_last_ns - g->walk_first_ns;
+    hl_outbox_put(&c->out, HL_REC_SNAPSHOT_END, &s->end, sizeof s->end, NULL, 0, NULL, 0);
 
-    free(s.walked);
-    hl_u64map_release(&s.frozen);
-    hl_vec_release(&s.objects);
-    hl_vec_release(&s.refs);
-    hl_vec_release(&s.roots);
-    hl_vec_release(&s.discovered);
+    hl_vec_release(&s->objects);
+    hl_vec_release(&s->refs);
+    hl_vec_release(&s->roots);
+    hl_vec_release(&s->discovered);
+    free(s);
 }

@@ -1,163 +1,201 @@
 /* thread_buffers.c — see thread_buffers.h.
  *
- * Ring protocol (Lamport single-producer/single-consumer queue): `tail` is written only by the
- * producer (release), `head` only by the consumer (release); each side reads the other's index
- * with acquire. Indexes grow without wrapping (64-bit) and are reduced modulo the capacity.
+ * Chunk list protocol (one producer, one consumer per slot):
+ *  - the producer writes an event into its tail chunk, then publishes it by storing the chunk's
+ *    `fill` (release); when the chunk is full it takes a fresh one from the pool, and links it
+ *    with the old chunk's `next` (release) — or, for its first chunk, with the slot's
+ *    `head_chunk`; the fresh chunk's `fill` and `next` are reset before that release;
+ *  - the consumer reads `fill` (acquire) and consumes up to it; a chunk it has read to the end
+ *    whose `next` is set will never be written again, so it goes back to the pool and `next`
+ *    becomes the head.
  * Slot states: FREE -> ACTIVE (a thread claimed it, CAS) -> RETIRED (its thread exited) -> FREE
- * (the consumer emptied it). A retired ring is never pushed to again, so emptying it is final.
+ * (the consumer emptied it and gave its last chunk back). A retired slot is never pushed to
+ * again, so emptying it is final; the consumer reads the state before the chunks, so RETIRED
+ * (release by the exiting thread) makes every event of that thread visible.
  */
 #include "collector/thread_buffers.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 enum { SLOT_FREE = 0, SLOT_ACTIVE = 1, SLOT_RETIRED = 2 };
 
-struct hl_tbuf {
-    _Alignas(64) atomic_uint_fast64_t head; /* consumer */
-    _Alignas(64) atomic_uint_fast64_t tail; /* producer */
-    uint64_t head_seen;                     /* producer's cached copy of head */
-    atomic_uint_fast64_t dropped;           /* written by the producer only */
-    atomic_uint_fast64_t allocations;       /* written by the producer only */
-    atomic_int state;
-    uint32_t os_tid;
-    _Alignas(64) hl_alloc_event events[HL_TBUF_EVENTS];
-};
+#define CHUNK_BYTES ((size_t)HL_TBUF_CHUNK_EVENTS * sizeof(hl_alloc_event))
 
-/* The calling thread's ring. The key only exists to hear about thread exit. */
-static _Thread_local hl_tbuf *tls_ring;
+/* The calling thread's slot. The key only exists to hear about thread exit. */
+static _Thread_local hl_tbuf *tls_slot;
+static _Thread_local uint32_t tls_missed; /* calls since this thread found no free slot */
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int exit_key_error;
 
-static void ring_thread_exited(void *ring) {
-    hl_tbuf *b = ring;
-    tls_ring = NULL;
+static void slot_thread_exited(void *slot) {
+    hl_tbuf *b = slot;
+    tls_slot = NULL;
     atomic_store_explicit(&b->state, SLOT_RETIRED, memory_order_release);
 }
 
 static void exit_key_create(void) {
-    (void)pthread_key_create(&exit_key, ring_thread_exited);
+    exit_key_error = pthread_key_create(&exit_key, slot_thread_exited);
 }
 
-int hl_tbufs_init(hl_tbufs *r) {
-    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++)
-        atomic_init(&r->slots[i], NULL);
-    atomic_init(&r->overflowed, 0);
-    return pthread_once(&exit_key_once, exit_key_create);
-}
+/* ---- the pool's free stack (Treiber stack with a tag against ABA) ------------------------ */
 
-void hl_tbufs_release(hl_tbufs *r) {
-    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
-        hl_tbuf *b = atomic_exchange(&r->slots[i], NULL);
-        if (b)
-            munmap(b, sizeof *b);
+static uint32_t pool_pop(hl_tbufs *r) {
+    uint64_t top = atomic_load_explicit(&r->free_top, memory_order_acquire);
+    for (;;) {
+        uint32_t plus1 = (uint32_t)top;
+        if (!plus1)
+            return HL_TBUF_NONE;
+        /* May read the link of a chunk another thread popped meanwhile: then the tag changed
+         * and the CAS below fails, so the stale value is never installed. */
+        uint32_t next = atomic_load_explicit(&r->desc[plus1 - 1].next_free, memory_order_relaxed);
+        uint64_t want = ((top >> 32) + 1) << 32 | next;
+        if (atomic_compare_exchange_weak_explicit(&r->free_top, &top, want, memory_order_acquire,
+                                                  memory_order_acquire)) {
+            atomic_fetch_add_explicit(&r->in_use, 1, memory_order_relaxed);
+            return plus1 - 1;
+        }
     }
 }
 
-static bool ring_claim(hl_tbuf *b) {
+static void pool_push(hl_tbufs *r, uint32_t chunk) {
+    uint64_t top = atomic_load_explicit(&r->free_top, memory_order_relaxed);
+    for (;;) {
+        atomic_store_explicit(&r->desc[chunk].next_free, (uint32_t)top, memory_order_relaxed);
+        uint64_t want = ((top >> 32) + 1) << 32 | (chunk + 1);
+        /* release: the consumer's reads of the chunk happen before a producer reuses it */
+        if (atomic_compare_exchange_weak_explicit(&r->free_top, &top, want, memory_order_release,
+                                                  memory_order_relaxed))
+            break;
+    }
+    atomic_fetch_sub_explicit(&r->in_use, 1, memory_order_relaxed);
+}
+
+/* ---- setup -------------------------------------------------------------------------------- */
+
+int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
+    memset(r, 0, sizeof *r);
+    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
+        r->slots[i].owner = r;
+        r->slots[i].tail_chunk = HL_TBUF_NONE;
+        atomic_init(&r->slots[i].head_chunk, HL_TBUF_NONE);
+        atomic_init(&r->slots[i].state, SLOT_FREE);
+    }
+    size_t n = pool_bytes / CHUNK_BYTES;
+    if (n < 16)
+        n = 16;
+    if (n > UINT32_MAX / 2)
+        n = UINT32_MAX / 2;
+    r->n_chunks = (uint32_t)n;
+    r->pool_bytes = n * CHUNK_BYTES;
+    /* mmap, not malloc: pages of chunks never used cost nothing; NORESERVE because the pool is
+     * a ceiling, not an expectation. */
+    void *mem = mmap(NULL, r->pool_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED)
+        return -1;
+    r->pool = mem;
+    r->desc = calloc(n, sizeof *r->desc);
+    if (!r->desc) {
+        munmap(mem, r->pool_bytes);
+        r->pool = NULL;
+        return -1;
+    }
+    /* Chunk 0 on top: chunks are used from the low end, and reused last-in first-out. */
+    for (uint32_t i = (uint32_t)n; i-- > 0;)
+        atomic_init(&r->desc[i].next_free, i + 1 < n ? i + 2 : 0);
+    atomic_init(&r->free_top, n ? 1 : 0);
+    if (pthread_once(&exit_key_once, exit_key_create) != 0 || exit_key_error)
+        return -1;
+    return 0;
+}
+
+void hl_tbufs_release(hl_tbufs *r) {
+    if (r->pool)
+        munmap(r->pool, r->pool_bytes);
+    free(r->desc);
+    r->pool = NULL;
+    r->desc = NULL;
+}
+
+/* ---- producer side -------------------------------------------------------------------------- */
+
+static bool slot_claim(hl_tbuf *b) {
     int expected = SLOT_FREE;
     return atomic_compare_exchange_strong_explicit(&b->state, &expected, SLOT_ACTIVE,
                                                    memory_order_acquire, memory_order_relaxed);
 }
 
-static hl_tbuf *ring_new(void) {
-    /* mmap, not malloc: untouched pages of a quiet thread's ring cost nothing. */
-    void *mem = mmap(NULL, sizeof(hl_tbuf), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                     -1, 0);
-    if (mem == MAP_FAILED)
-        return NULL;
-    hl_tbuf *b = mem; /* zeroed: head = tail = 0, state FREE */
-    atomic_store_explicit(&b->state, SLOT_ACTIVE, memory_order_relaxed);
-    return b;
-}
-
 hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
-    if (tls_ring)
-        return tls_ring;
+    if (tls_slot)
+        return tls_slot;
+    /* A thread that found every slot taken looks again only every 4096 calls: scanning 512
+     * slots per allocation would slow it down for nothing. It counts as overflowed once. */
+    if (tls_missed && (tls_missed++ & 4095) != 0)
+        return NULL;
     hl_tbuf *b = NULL;
     for (unsigned i = 0; i < HL_TBUF_SLOTS && !b; i++) {
-        hl_tbuf *s = atomic_load_explicit(&r->slots[i], memory_order_acquire);
-        if (s) {
-            if (ring_claim(s))
-                b = s;
-            continue;
-        }
-        hl_tbuf *fresh = ring_new();
-        if (!fresh)
-            break;
-        hl_tbuf *expected = NULL;
-        if (atomic_compare_exchange_strong(&r->slots[i], &expected, fresh))
-            b = fresh;
-        else
-            munmap(fresh, sizeof *fresh); /* another thread took this slot first */
+        /* Look before the CAS: a failed CAS still takes the cache line from its owner. */
+        if (atomic_load_explicit(&r->slots[i].state, memory_order_relaxed) == SLOT_FREE &&
+            slot_claim(&r->slots[i]))
+            b = &r->slots[i];
     }
     if (!b) {
-        atomic_fetch_add_explicit(&r->overflowed, 1, memory_order_relaxed);
+        if (!tls_missed++)
+            atomic_fetch_add_explicit(&r->overflowed, 1, memory_order_relaxed);
         return NULL;
     }
+    tls_missed = 0;
+    unsigned index = (unsigned)(b - r->slots), used = atomic_load(&r->slots_used);
+    while (used <= index && !atomic_compare_exchange_weak(&r->slots_used, &used, index + 1))
+        ;
+    /* The consumer left head_chunk at NONE when it freed the slot (acquired by the claim). */
+    b->tail_chunk = HL_TBUF_NONE;
+    b->tail_fill = 0;
     b->os_tid = (uint32_t)syscall(SYS_gettid);
-    b->head_seen = atomic_load_explicit(&b->head, memory_order_acquire);
-    tls_ring = b;
+    tls_slot = b;
     (void)pthread_setspecific(exit_key, b);
     return b;
 }
 
+void hl_tbufs_count_overflow_allocation(hl_tbufs *r) {
+    atomic_fetch_add_explicit(&r->overflow_allocations, 1, memory_order_relaxed);
+}
+
+static void count_drop(hl_tbuf *b, const hl_alloc_event *ev) {
+    atomic_uint_fast64_t *counter =
+        HL_EV_KIND(ev) == HL_EV_ALLOC ? &b->dropped : &b->handles_dropped;
+    uint64_t d = atomic_load_explicit(counter, memory_order_relaxed);
+    atomic_store_explicit(counter, d + 1, memory_order_relaxed);
+}
+
 bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
-    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_relaxed);
-    if (tail - b->head_seen >= HL_TBUF_EVENTS) {
-        b->head_seen = atomic_load_explicit(&b->head, memory_order_acquire);
-        if (tail - b->head_seen >= HL_TBUF_EVENTS) {
-            uint64_t d = atomic_load_explicit(&b->dropped, memory_order_relaxed);
-            atomic_store_explicit(&b->dropped, d + 1, memory_order_relaxed);
+    hl_tbufs *r = b->owner;
+    uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
+    if (chunk == HL_TBUF_NONE || fill == HL_TBUF_CHUNK_EVENTS) {
+        uint32_t fresh = pool_pop(r);
+        if (fresh == HL_TBUF_NONE) {
+            count_drop(b, ev);
             return false;
         }
+        atomic_store_explicit(&r->desc[fresh].fill, 0, memory_order_relaxed);
+        atomic_store_explicit(&r->desc[fresh].next, HL_TBUF_NONE, memory_order_relaxed);
+        if (chunk == HL_TBUF_NONE)
+            atomic_store_explicit(&b->head_chunk, fresh, memory_order_release);
+        else
+            atomic_store_explicit(&r->desc[chunk].next, fresh, memory_order_release);
+        chunk = b->tail_chunk = fresh;
+        fill = 0;
     }
-    b->events[tail % HL_TBUF_EVENTS] = *ev;
-    atomic_store_explicit(&b->tail, tail + 1, memory_order_release);
+    r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill] = *ev;
+    b->tail_fill = fill + 1;
+    atomic_store_explicit(&r->desc[chunk].fill, fill + 1, memory_order_release);
     return true;
-}
-
-static uint64_t ring_drain(hl_tbuf *b, uint64_t limit, hl_alloc_event_fn fn, void *ctx) {
-    uint64_t head = atomic_load_explicit(&b->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&b->tail, memory_order_acquire);
-    uint64_t n = 0;
-    while (head != tail) {
-        const hl_alloc_event *ev = &b->events[head % HL_TBUF_EVENTS];
-        if (ev->id >= limit)
-            break;
-        fn(ctx, ev, b->os_tid);
-        head++;
-        n++;
-        /* Hand space back in chunks so a busy producer sees progress early. */
-        if ((n & 1023) == 0)
-            atomic_store_explicit(&b->head, head, memory_order_release);
-    }
-    atomic_store_explicit(&b->head, head, memory_order_release);
-    return n;
-}
-
-uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void *ctx) {
-    uint64_t n = 0;
-    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
-        hl_tbuf *b = atomic_load_explicit(&r->slots[i], memory_order_acquire);
-        if (!b)
-            break; /* slots fill in order and are never emptied while running */
-        int state = atomic_load_explicit(&b->state, memory_order_acquire);
-        if (state == SLOT_FREE)
-            continue;
-        n += ring_drain(b, limit, fn, ctx);
-        if (state == SLOT_RETIRED &&
-            atomic_load_explicit(&b->head, memory_order_relaxed) ==
-                atomic_load_explicit(&b->tail, memory_order_acquire)) {
-            /* Its thread is gone and everything it pushed is consumed: recycle it. `dropped`
-             * is never reset, so the sum in hl_tbufs_dropped stays right across reuse. */
-            atomic_store_explicit(&b->state, SLOT_FREE, memory_order_release);
-        }
-    }
-    return n;
 }
 
 void hl_tbuf_count_allocation(hl_tbuf *b) {
@@ -165,24 +203,94 @@ void hl_tbuf_count_allocation(hl_tbuf *b) {
     atomic_store_explicit(&b->allocations, n + 1, memory_order_relaxed);
 }
 
-uint64_t hl_tbufs_allocations(hl_tbufs *r) {
+/* ---- consumer side -------------------------------------------------------------------------- */
+
+static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_event_fn fn,
+                           void *ctx) {
+    int state = atomic_load_explicit(&b->state, memory_order_acquire);
+    if (state == SLOT_FREE)
+        return 0;
+    uint32_t chunk = atomic_load_explicit(&b->head_chunk, memory_order_acquire);
+    if (chunk == HL_TBUF_NONE) {
+        if (state == SLOT_RETIRED) /* exited before its first event went through */
+            atomic_store_explicit(&b->state, SLOT_FREE, memory_order_release);
+        return 0;
+    }
     uint64_t n = 0;
-    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
-        hl_tbuf *b = atomic_load_explicit(&r->slots[i], memory_order_acquire);
-        if (!b)
-            break;
-        n += atomic_load_explicit(&b->allocations, memory_order_relaxed);
+    uint32_t pos = b->head_pos;
+    for (;;) {
+        uint32_t fill = atomic_load_explicit(&r->desc[chunk].fill, memory_order_acquire);
+        const hl_alloc_event *ev = r->pool + (size_t)chunk * HL_TBUF_CHUNK_EVENTS;
+        while (pos < fill && ev[pos].id < limit) {
+            fn(ctx, &ev[pos], b->os_tid);
+            pos++;
+            n++;
+        }
+        if (pos < HL_TBUF_CHUNK_EVENTS)
+            break; /* stopped at the limit, or caught up with the producer */
+        uint32_t next = atomic_load_explicit(&r->desc[chunk].next, memory_order_acquire);
+        if (next == HL_TBUF_NONE)
+            break; /* full, but the producer has not moved on yet */
+        atomic_store_explicit(&b->head_chunk, next, memory_order_relaxed);
+        pool_push(r, chunk);
+        chunk = next;
+        pos = 0;
+    }
+    b->head_pos = pos;
+    if (state == SLOT_RETIRED &&
+        pos == atomic_load_explicit(&r->desc[chunk].fill, memory_order_relaxed) &&
+        atomic_load_explicit(&r->desc[chunk].next, memory_order_relaxed) == HL_TBUF_NONE) {
+        /* Its thread is gone and everything it pushed is consumed: give the chunk back and
+         * free the slot. `dropped` and `allocations` are never reset, so the sums stay right
+         * across reuse. */
+        atomic_store_explicit(&b->head_chunk, HL_TBUF_NONE, memory_order_relaxed);
+        b->head_pos = 0;
+        pool_push(r, chunk);
+        atomic_store_explicit(&b->state, SLOT_FREE, memory_order_release);
     }
     return n;
 }
 
-uint64_t hl_tbufs_dropped(hl_tbufs *r) {
+uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void *ctx) {
+    uint32_t in_use = atomic_load_explicit(&r->in_use, memory_order_relaxed);
+    if (in_use > r->in_use_max)
+        r->in_use_max = in_use;
     uint64_t n = 0;
-    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
-        hl_tbuf *b = atomic_load_explicit(&r->slots[i], memory_order_acquire);
-        if (!b)
-            break;
-        n += atomic_load_explicit(&b->dropped, memory_order_relaxed);
-    }
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += slot_drain(r, &r->slots[i], limit, fn, ctx);
+    return n;
+}
+
+uint64_t hl_tbufs_allocations(hl_tbufs *r) {
+    uint64_t n = atomic_load_explicit(&r->overflow_allocations, memory_order_relaxed);
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += atomic_load_explicit(&r->slots[i].allocations, memory_order_relaxed);
+    return n;
+}
+
+uint64_t hl_tbufs_dropped(hl_tbufs *r) {
+    uint64_t n = atomic_load_explicit(&r->overflow_allocations, memory_order_relaxed);
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += atomic_load_explicit(&r->slots[i].dropped, memory_order_relaxed);
+    return n;
+}
+
+uint32_t hl_tbufs_chunks_in_use(hl_tbufs *r) {
+    return atomic_load_explicit(&r->in_use, memory_order_relaxed);
+}
+
+uint32_t hl_tbufs_chunks_max(hl_tbufs *r) {
+    uint32_t now = hl_tbufs_chunks_in_use(r);
+    return now > r->in_use_max ? now : r->in_use_max;
+}
+
+uint64_t hl_tbufs_handles_dropped(hl_tbufs *r) {
+    uint64_t n = 0;
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += atomic_load_explicit(&r->slots[i].handles_dropped, memory_order_relaxed);
     return n;
 }

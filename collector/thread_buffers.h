@@ -1,21 +1,32 @@
-/* thread_buffers.h — per-thread allocation rings between ObjectAllocated and the collector thread.
+/* thread_buffers.h — allocation events between ObjectAllocated and the collector thread, in
+ * fixed-size chunks from one shared pool.
  *
- * Each managed thread that allocates claims one ring (single producer: that thread; single
- * consumer: the collector thread). Pushing is a few stores, never blocks, never allocates after
- * the first call on a thread; a full ring drops the event and counts it. A thread that exits
- * retires its ring; the collector drains it and makes it free for the next thread.
+ * Memory is bounded by the pool, whatever the number of threads: the pool is mapped once at
+ * start (HEAPLENS_POOL_MB, default 128 MiB, of address space; pages become resident as chunks are
+ * first used, and freed chunks are reused last-in first-out so the resident part is the high-water
+ * mark of chunks in flight). Each managed thread that allocates claims a slot (a few cache lines);
+ * the slot holds a list of chunks in push order: the thread appends to the last one (single
+ * producer), the collector thread reads from the first one (single consumer), even while it is
+ * partly filled, and gives each chunk back to the pool once it has read all of it and the thread
+ * has moved on. A push is a few stores; once per chunk (2048 events) it takes a chunk from the
+ * pool's lock-free free stack. It never blocks, never allocates, never makes a system call (only
+ * a thread's first event does: gettid and the exit hook); an empty pool drops the event and counts
+ * it. A thread that exits retires its slot; the collector drains it and frees it for the next
+ * thread.
  */
 #ifndef HEAPLENS_THREAD_BUFFERS_H
 #define HEAPLENS_THREAD_BUFFERS_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#define HL_TBUF_SLOTS 512          /* threads allocating at the same time */
-#define HL_TBUF_EVENTS (1u << 20)  /* events per ring: 1M x 32 bytes = 32 MiB of address space, touched only as used */
+#define HL_TBUF_SLOTS 512           /* threads allocating at the same time */
+#define HL_TBUF_CHUNK_EVENTS 2048u  /* events per chunk: 2048 x 32 bytes = 64 KiB */
+#define HL_TBUF_POOL_DEFAULT_MB 128 /* 2048 chunks, about 4M events in flight */
 
-/* One event from a runtime thread. Allocations and handle events share the ring (and the id
+/* One event from a runtime thread. Allocations and handle events share the chunks (and the id
  * counter) so that the collector sees them in the same order as GCs. */
 enum { HL_EV_ALLOC = 0, HL_EV_HANDLE_CREATED = 1, HL_EV_HANDLE_DESTROYED = 2 };
 typedef struct hl_alloc_event {
@@ -28,35 +39,89 @@ typedef struct hl_alloc_event {
 #define HL_EV_SIZE(ev) ((ev)->kind_size & ((1ull << 62) - 1))
 #define HL_EV_KIND_SIZE(kind, size) (((uint64_t)(kind) << 62) | (size))
 
-typedef struct hl_tbuf hl_tbuf;
+typedef struct hl_tbufs hl_tbufs;
 
-typedef struct hl_tbufs {
-    hl_tbuf *_Atomic slots[HL_TBUF_SLOTS];
-    atomic_uint_fast64_t overflowed; /* threads that found every slot taken */
-} hl_tbufs;
+/* One thread's slot. Fields are grouped by the side that writes them, one cache line each, so
+ * the producer and the consumer do not bounce a line on every event. */
+typedef struct hl_tbuf {
+    /* producer (the slot's thread) */
+    _Alignas(64) hl_tbufs *owner;
+    uint32_t tail_chunk;          /* chunk being filled, HL_TBUF_NONE before the first event */
+    uint32_t tail_fill;           /* events in it (the producer's own copy of its `fill`) */
+    uint32_t os_tid;
+    atomic_uint_fast64_t dropped;     /* allocation events dropped: pool empty (producer only) */
+    atomic_uint_fast64_t handles_dropped; /* handle events dropped: pool empty (producer only) */
+    atomic_uint_fast64_t allocations; /* allocations seen on this slot (producer writes only) */
+    /* shared: the first chunk of the list. Written by the producer only while it is
+     * HL_TBUF_NONE (its first chunk), by the consumer otherwise (it advances or frees it). */
+    _Alignas(64) atomic_uint head_chunk;
+    atomic_int state;             /* FREE -> ACTIVE (claimed) -> RETIRED (thread exited) -> FREE */
+    /* consumer (the collector thread) */
+    _Alignas(64) uint32_t head_pos; /* events of head_chunk already consumed */
+} hl_tbuf;
 
-/* Sets up the registry (no allocation). Call once, before any thread pushes. */
-int hl_tbufs_init(hl_tbufs *r);
-/* Frees every ring. Only when no thread can push any more (the process is exiting). */
+#define HL_TBUF_NONE UINT32_MAX
+
+/* Per chunk, beside the pool (the chunk itself holds only events). */
+typedef struct hl_chunk_desc {
+    atomic_uint fill;      /* events published in the chunk (producer, release) */
+    atomic_uint next;      /* the thread's next chunk, HL_TBUF_NONE until it moves on */
+    atomic_uint next_free; /* link in the pool's free stack */
+    uint32_t reserved;
+} hl_chunk_desc;
+
+struct hl_tbufs {
+    hl_tbuf slots[HL_TBUF_SLOTS];
+    atomic_uint slots_used;            /* slots ever claimed: the drain looks no further */
+    atomic_uint_fast64_t overflowed;   /* threads that found every slot taken */
+    atomic_uint_fast64_t overflow_allocations; /* their allocations: seen and dropped */
+    /* The pool: n_chunks chunks of HL_TBUF_CHUNK_EVENTS events. */
+    hl_alloc_event *pool;
+    hl_chunk_desc *desc;
+    uint32_t n_chunks;
+    size_t pool_bytes;
+    /* Free stack: the low 32 bits are the top chunk + 1 (0 = empty), the high 32 bits a tag
+     * bumped by every change, so a pop that read a stale `next_free` fails its CAS (ABA). */
+    _Alignas(64) atomic_uint_fast64_t free_top;
+    atomic_uint in_use;                /* chunks out of the pool */
+    uint32_t in_use_max;               /* high-water mark, updated by the consumer */
+};
+
+/* Sets up the slots and maps the pool (`pool_bytes` rounded down to whole chunks, at least 16
+ * chunks). Call once, before any thread pushes. Returns 0, or -1 when the pool cannot be mapped
+ * or the exit hook not be created. */
+int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes);
+/* Unmaps the pool. Only when no thread can push any more (tests; the process keeps it). */
 void hl_tbufs_release(hl_tbufs *r);
 
-/* The calling thread's ring, claimed on first use; NULL when every slot is taken (counted). */
+/* The calling thread's slot, claimed on first use; NULL when every slot is taken (counted in
+ * `overflowed`; count its allocations with hl_tbufs_count_overflow_allocation). */
 hl_tbuf *hl_tbufs_current(hl_tbufs *r);
+/* An allocation on a thread without a slot: counted as seen and as dropped. */
+void hl_tbufs_count_overflow_allocation(hl_tbufs *r);
 
-/* Producer side, called by the ring's own thread. Returns false (and counts a drop) when full. */
+/* Producer side, called by the slot's own thread. Returns false (and counts a drop) when the
+ * pool has no chunk left. */
 bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev);
+/* Counts one allocation on the calling thread's slot (producer side). */
+void hl_tbuf_count_allocation(hl_tbuf *b);
 
-/* Consumer side (collector thread only). Calls fn for each event with id < limit, in order per
- * ring; returns the number of events consumed. Rings whose thread exited are freed for reuse
- * once empty. */
+/* Consumer side (collector thread only). Calls fn for each event with id < limit, in push order
+ * per slot (slots one after another); returns the number of events consumed. Chunks read to the
+ * end go back to the pool; slots whose thread exited are freed for reuse once empty. */
 typedef void (*hl_alloc_event_fn)(void *ctx, const hl_alloc_event *ev, uint32_t os_tid);
 uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void *ctx);
 
-/* Sum of events dropped because a ring was full (consumer side; approximate while running). */
+/* Allocation events dropped because the pool was empty, plus allocations of threads without a
+ * slot (consumer side; approximate while running). */
 uint64_t hl_tbufs_dropped(hl_tbufs *r);
-/* Sum of allocation events pushed or dropped: the allocations seen. */
+/* Handle events dropped because the pool was empty. */
+uint64_t hl_tbufs_handles_dropped(hl_tbufs *r);
+/* Allocations seen: pushed, dropped, or on threads without a slot. */
 uint64_t hl_tbufs_allocations(hl_tbufs *r);
-/* Counts one allocation on the calling thread's ring (producer side). */
-void hl_tbuf_count_allocation(hl_tbuf *b);
+/* Chunks out of the pool now, and the most ever seen by the consumer (for the README figures
+ * and tests). */
+uint32_t hl_tbufs_chunks_in_use(hl_tbufs *r);
+uint32_t hl_tbufs_chunks_max(hl_tbufs *r);
 
 #endif /* HEAPLENS_THREAD_BUFFERS_H */

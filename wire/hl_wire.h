@@ -23,10 +23,15 @@
  *    GC_PROMOTIONS*,
  *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
  *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
- *    1, 2, 3, ... without gaps (a GC whose data the collector lost, or whose details found no
- *    room in its outbox, is still sent, with HL_GC_FLAG_INCOMPLETE set; only a writer stalled
- *    so long that the room kept for GC_START/GC_END fills as well sees a gap, counted in
- *    records_dropped).
+ *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
+ *    HL_GC_FLAG_INCOMPLETE set and its interval's allocations counted unclassified).
+ * The collector drops no record for a slow writer: its own thread waits for room as long as the
+ * writer keeps taking bytes. It gives the writer up only when the socket breaks or the writer
+ * took nothing for 10 s (writer_lost); from then on nothing is sent, and what was not sent is
+ * counted in records/bytes_dropped and in the user's units (allocs_dropped_writer, gcs_dropped,
+ * snapshots_dropped). The only other gap: a GC whose capture found the collector's queue of
+ * 1024 unapplied GCs full has no records at all (counted in gc_events_dropped; its interval's
+ * allocations are counted with the next GC's).
  */
 #ifndef HEAPLENS_WIRE_H
 #define HEAPLENS_WIRE_H

@@ -1,14 +1,16 @@
 /* test_outbox.c — the collector's outbox against a real unix socket whose reader we control:
- * what is dropped first when the writer does not read (allocation batches, then GC details,
- * never a GC's frame or the run's end while room is kept for them), that what arrives is the
- * records in order and byte for byte, and that a writer that goes away costs counted drops and
- * no signal. */
+ * a slow writer costs no record (put waits while the writer takes bytes, calling on_wait), and
+ * what arrives is the records in order and byte for byte; a writer that takes nothing for the
+ * stall limit, or goes away, is given up: every record not delivered — queued or put later — is
+ * counted and reported to on_lost, and no signal is raised. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector/outbox.h"
@@ -16,6 +18,7 @@
 #include "wire/hl_wire.h"
 
 #define CAP (1u << 20) /* 1 MiB: the smallest HEAPLENS_BUFFER_MB */
+#define PAYLOAD 1000
 
 /* A listening socket at a fresh path; the outbox connects to it, we accept: the writer's end. */
 typedef struct peer {
@@ -23,7 +26,27 @@ typedef struct peer {
     int listen_fd, fd;
 } peer;
 
-static int peer_open(peer *pr, hl_outbox *o) {
+/* What on_lost and on_wait saw. */
+typedef struct seen {
+    uint64_t lost, lost_bytes, waits;
+    uint32_t first_lost_seq, last_lost_seq;
+} seen;
+
+static void on_lost(void *ctx, uint16_t type, const void *a, size_t na, const void *b, size_t nb) {
+    seen *s = ctx;
+    (void)type, (void)b;
+    uint32_t seq = 0;
+    if (na >= 4)
+        memcpy(&seq, a, 4);
+    if (!s->lost++)
+        s->first_lost_seq = seq;
+    s->last_lost_seq = seq;
+    s->lost_bytes += sizeof(hl_rec_header) + na + nb;
+}
+
+static void on_wait(void *ctx) { ((seen *)ctx)->waits++; }
+
+static int peer_open(peer *pr, hl_outbox *o, seen *s) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     snprintf(pr->path, sizeof pr->path, "/tmp/heaplens-outbox-test-%d.sock", (int)getpid());
     unlink(pr->path);
@@ -34,6 +57,9 @@ static int peer_open(peer *pr, hl_outbox *o) {
         return -1;
     if (hl_outbox_init(o, pr->path, CAP) != 0 || o->fd < 0)
         return -1;
+    o->on_lost = on_lost;
+    o->on_wait = on_wait;
+    o->ctx = s;
     pr->fd = accept(pr->listen_fd, NULL, NULL);
     return pr->fd < 0 ? -1 : 0;
 }
@@ -46,80 +72,117 @@ static void peer_close(peer *pr) {
     pr->fd = -1;
 }
 
-/* Reads everything the outbox sends (flushing it) and returns the record types in order. */
-static size_t receive_types(peer *pr, hl_outbox *o, uint16_t *types, size_t max, uint8_t *last_byte) {
-    static uint8_t buf[4 * CAP];
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A record whose payload starts with its sequence number and repeats its low byte. */
+static bool put_seq(hl_outbox *o, uint32_t seq) {
+    uint8_t payload[PAYLOAD];
+    memset(payload, (int)(seq & 0xff), sizeof payload);
+    memcpy(payload, &seq, 4);
+    return hl_outbox_put(o, HL_REC_GC_SURVIVORS, payload, 500, payload + 500, PAYLOAD - 500,
+                         NULL, 0);
+}
+
+/* The slow writer: reads in small pieces with pauses, checks every record. */
+typedef struct reader {
+    int fd;
+    uint32_t expected; /* records to read */
+    uint32_t got, bad;
+} reader;
+
+static void *slow_reader(void *arg) {
+    reader *r = arg;
+    static uint8_t rec[sizeof(hl_rec_header) + PAYLOAD];
     size_t have = 0;
-    while (hl_outbox_pending(o)) {
-        hl_outbox_send(o);
-        ssize_t n = recv(pr->fd, buf + have, sizeof buf - have, MSG_DONTWAIT);
-        if (n > 0)
-            have += (size_t)n;
-    }
-    ssize_t n;
-    while ((n = recv(pr->fd, buf + have, sizeof buf - have, MSG_DONTWAIT)) > 0)
+    while (r->got < r->expected) {
+        ssize_t n = recv(r->fd, rec + have, sizeof rec - have, 0);
+        if (n <= 0)
+            break;
         have += (size_t)n;
-    size_t count = 0;
-    for (size_t off = 0; off + sizeof(hl_rec_header) <= have && count < max;) {
+        if (have < sizeof rec)
+            continue;
         hl_rec_header h;
-        memcpy(&h, buf + off, sizeof h);
-        types[count++] = h.type;
-        off += sizeof h + h.size;
-        if (h.size)
-            *last_byte = buf[off - 1];
+        memcpy(&h, rec, sizeof h);
+        uint32_t seq;
+        memcpy(&seq, rec + sizeof h, 4);
+        bool ok = h.type == HL_REC_GC_SURVIVORS && h.size == PAYLOAD && seq == r->got;
+        for (size_t i = sizeof h + 4; i < sizeof rec && ok; i++)
+            ok = rec[i] == (seq & 0xff);
+        r->bad += !ok;
+        r->got++;
+        have = 0;
+        if (r->got % 256 == 0)
+            usleep(2000); /* slower than the producer: the outbox fills and put waits */
     }
-    return count;
+    return NULL;
 }
 
-/* Fills the outbox with records of `type` (payload `size` bytes) until one is refused. */
-static size_t fill(hl_outbox *o, uint16_t type, size_t size) {
-    static uint8_t payload[HL_REC_MAX_PAYLOAD];
-    size_t n = 0;
-    while (hl_outbox_put(o, type, payload, size, NULL, 0, NULL, 0))
-        n++;
-    return n;
-}
-
-static void test_drop_order(void) {
+static void test_slow_writer_loses_nothing(void) {
     hl_outbox o;
     peer pr;
-    CHECK(peer_open(&pr, &o) == 0);
-    const size_t rec = sizeof(hl_rec_header) + 1000;
+    seen s = {0};
+    CHECK(peer_open(&pr, &o, &s) == 0);
+    const uint32_t n = 4 * CAP / PAYLOAD; /* four outboxes' worth */
+    reader r = {.fd = pr.fd, .expected = n};
+    pthread_t t;
+    pthread_create(&t, NULL, slow_reader, &r);
+    for (uint32_t i = 0; i < n; i++)
+        CHECK(put_seq(&o, i));
+    hl_outbox_flush(&o, 1000);
+    pthread_join(t, NULL);
+    CHECK_INT(r.got, n);
+    CHECK_INT(r.bad, 0);
+    CHECK_INT(o.records_dropped, 0);
+    CHECK_INT(s.lost, 0);
+    CHECK(!o.lost && o.fd >= 0);
+    CHECK(s.waits > 0); /* it did wait, and called the hook meanwhile */
+    CHECK(o.wait_ns > 0);
+    CHECK_INT(o.bytes_sent, (uint64_t)n * (sizeof(hl_rec_header) + PAYLOAD));
+    peer_close(&pr);
+    hl_outbox_release(&o);
+}
 
-    /* The writer does not read (nothing is sent): batches stop at three quarters. */
-    size_t batches = fill(&o, HL_REC_ALLOC_BATCH, 1000);
-    CHECK(batches == (CAP - CAP / 4) / rec);
-    CHECK(o.records_dropped == 1);
-    /* GC details take the next part, up to the reserved tail. */
-    size_t details = fill(&o, HL_REC_GC_YOUNG_FATE, 1000);
-    CHECK(o.end <= CAP - HL_OUTBOX_ESSENTIAL && o.end + rec > CAP - HL_OUTBOX_ESSENTIAL);
-    CHECK(details > 0);
-    /* Batches and details are refused now, a GC's frame and the run's end are not. */
-    static uint8_t big[1000];
-    CHECK(!hl_outbox_put(&o, HL_REC_ALLOC_BATCH, big, sizeof big, NULL, 0, NULL, 0));
-    CHECK(!hl_outbox_put(&o, HL_REC_TYPE, big, sizeof big, NULL, 0, NULL, 0));
-    hl_gc_start s = {.gc = 7};
-    hl_gc_end e = {.gc = 7};
-    hl_run_end r = {.gcs = 7};
-    CHECK(hl_outbox_put(&o, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0));
-    CHECK(hl_outbox_put(&o, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0));
-    CHECK(hl_outbox_put(&o, HL_REC_RUN_END, &r, sizeof r, NULL, 0, NULL, 0));
-    CHECK(o.records_dropped == 4);
-
-    /* Everything accepted arrives, in order, whole. */
-    static uint16_t types[8192];
-    uint8_t last = 0;
-    size_t got = receive_types(&pr, &o, types, 8192, &last);
-    CHECK(got == batches + details + 3);
-    CHECK(types[0] == HL_REC_ALLOC_BATCH && types[batches - 1] == HL_REC_ALLOC_BATCH);
-    CHECK(types[batches] == HL_REC_GC_YOUNG_FATE);
-    CHECK(got >= 3 && types[got - 3] == HL_REC_GC_START && types[got - 2] == HL_REC_GC_END &&
-          types[got - 1] == HL_REC_RUN_END);
-    CHECK(o.bytes_sent == batches * rec + details * rec + 3 * sizeof(hl_rec_header) + sizeof s +
-                             sizeof e + sizeof r);
-
-    /* Sent space is reused (the queue compacts): a full outbox again takes as many batches. */
-    CHECK(fill(&o, HL_REC_ALLOC_BATCH, 1000) == batches);
+static void test_stalled_writer_given_up(void) {
+    hl_outbox o;
+    peer pr;
+    seen s = {0};
+    CHECK(peer_open(&pr, &o, &s) == 0);
+    o.stall_ms = 200;
+    /* A record larger than the whole queue can never fit: dropped, the writer is not lost. */
+    static uint8_t big[CAP];
+    CHECK(!hl_outbox_put(&o, HL_REC_SNAPSHOT_REFS, big, sizeof big, NULL, 0, NULL, 0));
+    CHECK(!o.lost && o.fd >= 0);
+    CHECK_INT(s.lost, 1);
+    s = (seen){0};
+    /* The writer reads nothing: puts fill the queue and the socket, then one waits the stall
+     * limit and gives the writer up. */
+    uint64_t t0 = now_ms();
+    uint32_t accepted = 0;
+    while (put_seq(&o, accepted))
+        accepted++;
+    uint64_t waited = now_ms() - t0;
+    CHECK(o.lost && o.fd < 0);
+    CHECK(waited >= 200);
+    CHECK(s.waits > 0);
+    /* What the socket took before the stall reached the peer; everything else was reported:
+     * the queued records (a partly sent one included) and the refused put, in order. */
+    static uint8_t buf[8 * CAP];
+    size_t have = 0;
+    ssize_t k;
+    while ((k = recv(pr.fd, buf + have, sizeof buf - have, MSG_DONTWAIT)) > 0)
+        have += (size_t)k;
+    uint32_t whole = (uint32_t)(have / (sizeof(hl_rec_header) + PAYLOAD));
+    CHECK_INT(s.first_lost_seq, whole);
+    CHECK_INT(s.last_lost_seq, accepted);
+    CHECK_INT(s.lost, accepted + 1 - whole);
+    CHECK_INT(o.records_dropped, 1 + s.lost);
+    /* Later puts are dropped and reported at once. */
+    CHECK(!put_seq(&o, 77777));
+    CHECK_INT(s.last_lost_seq, 77777);
     peer_close(&pr);
     hl_outbox_release(&o);
 }
@@ -127,23 +190,27 @@ static void test_drop_order(void) {
 static void test_writer_gone(void) {
     hl_outbox o;
     peer pr;
-    CHECK(peer_open(&pr, &o) == 0);
+    seen s = {0};
+    CHECK(peer_open(&pr, &o, &s) == 0);
     CHECK(hl_outbox_put(&o, HL_REC_GC_START, "abcd", 4, NULL, 0, NULL, 0));
     peer_close(&pr); /* the writer dies with a record queued */
     for (int i = 0; i < 4 && o.fd >= 0; i++)
         hl_outbox_send(&o); /* no SIGPIPE (it would end this test) */
-    CHECK(o.fd < 0);
+    CHECK(o.fd < 0 && o.lost);
     CHECK(!hl_outbox_pending(&o));
-    uint64_t dropped = o.records_dropped;
+    CHECK_INT(s.lost, 1);
+    CHECK_INT(o.records_dropped, 1);
     CHECK(!hl_outbox_put(&o, HL_REC_RUN_END, "x", 1, NULL, 0, NULL, 0));
-    CHECK(o.records_dropped == dropped + 1);
+    CHECK_INT(o.records_dropped, 2);
+    CHECK_INT(s.lost, 2);
     hl_outbox_flush(&o, 10); /* returns at once: nobody to wait for */
     hl_outbox_release(&o);
 }
 
 int main(void) {
     signal(SIGPIPE, SIG_DFL); /* a SIGPIPE would kill the test: MSG_NOSIGNAL must prevent it */
-    test_drop_order();
+    test_slow_writer_loses_nothing();
+    test_stalled_writer_given_up();
     test_writer_gone();
     if (failures)
         fprintf(stderr, "%d checks failed\n", failures);

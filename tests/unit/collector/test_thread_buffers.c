@@ -1,7 +1,8 @@
-/* test_thread_buffers.c — the allocation rings under real threads: several producer threads push
- * events with ids from one counter (as ObjectAllocated does) while the consumer drains with a
- * moving limit. Checks: every event arrives exactly once, per-thread order is kept, nothing at or
- * above the limit is consumed, drops are counted exactly, and rings of exited threads are reused. */
+/* test_thread_buffers.c — the chunked thread buffers under real threads: several producer
+ * threads push events with ids from one counter (as ObjectAllocated does) while the consumer
+ * drains with a moving limit. Checks: every event arrives exactly once, per-thread order is kept,
+ * nothing at or above the limit is consumed, an empty pool drops and counts exactly what does
+ * not fit, chunks go back to the pool and are reused, slots of exited threads are reused. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -9,53 +10,65 @@
 #include <string.h>
 
 #include "collector/thread_buffers.h"
+#include "tests/unit/common/check.h"
 
 #define THREADS 6
 #define PER_THREAD 300000
 #define ROUNDS 3
+#define POOL_CHUNKS 64 /* 4 MiB: small enough that producers outrun the consumer now and then */
 
-static hl_tbufs rings;
+static hl_tbufs bufs;
 static atomic_uint_fast64_t next_id = 1;
 static atomic_uint_fast64_t pushed_ok;
-static uint8_t *seen; /* per id: times consumed */
-static uint64_t *last_per_thread; /* by os tid slot: last id seen, for order */
-static int failures;
+static atomic_int producers_done;
+static uint8_t *seen;             /* per id: times consumed */
+static uint64_t *last_per_thread; /* by os tid: last id seen, for order */
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond) && failures++ < 10)                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    } while (0)
+static void push_one(hl_tbuf *b) {
+    uint64_t id = atomic_fetch_add(&next_id, 1);
+    hl_tbuf_count_allocation(b);
+    hl_alloc_event ev = {.id = id, .addr = id * 16, .class_id = 1,
+                         .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
+    if (hl_tbuf_push(b, &ev))
+        atomic_fetch_add(&pushed_ok, 1);
+}
 
 static void *producer(void *arg) {
     (void)arg;
     for (int i = 0; i < PER_THREAD; i++) {
-        hl_tbuf *b = hl_tbufs_current(&rings);
-        if (!b)
-            continue;
-        uint64_t id = atomic_fetch_add(&next_id, 1);
-        hl_tbuf_count_allocation(b);
-        hl_alloc_event ev = {.id = id, .addr = id * 16, .class_id = 1,
-                             .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
-        if (hl_tbuf_push(b, &ev))
-            atomic_fetch_add(&pushed_ok, 1);
+        hl_tbuf *b = hl_tbufs_current(&bufs);
+        if (b)
+            push_one(b);
     }
+    atomic_fetch_add(&producers_done, 1);
     return NULL;
 }
 
-#define OVERFILL 1000
+static uint64_t overfill_count;
 
 static void *overfill(void *arg) {
     (void)arg;
-    hl_tbuf *b = hl_tbufs_current(&rings);
-    for (uint64_t i = 0; i < HL_TBUF_EVENTS + OVERFILL; i++) {
-        uint64_t id = atomic_fetch_add(&next_id, 1);
-        hl_tbuf_count_allocation(b);
-        hl_alloc_event ev = {.id = id, .addr = id * 16, .class_id = 1,
-                             .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
-        if (hl_tbuf_push(b, &ev))
-            atomic_fetch_add(&pushed_ok, 1);
-    }
+    hl_tbuf *b = hl_tbufs_current(&bufs);
+    for (uint64_t i = 0; i < overfill_count; i++)
+        push_one(b);
+    return NULL;
+}
+
+/* Slot overflow: HL_TBUF_SLOTS threads hold a slot while one more asks for one. */
+static pthread_barrier_t hold, release_all;
+
+static void *holder(void *arg) {
+    (void)arg;
+    CHECK(hl_tbufs_current(&bufs) != NULL);
+    pthread_barrier_wait(&hold);
+    pthread_barrier_wait(&release_all);
+    return NULL;
+}
+
+static void *latecomer(void *arg) {
+    int *got = arg;
+    for (int i = 0; i < 10000; i++)
+        *got += hl_tbufs_current(&bufs) != NULL;
     return NULL;
 }
 
@@ -75,57 +88,110 @@ static void consume(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     d->consumed++;
 }
 
+static unsigned slots_active(void) {
+    unsigned n = 0;
+    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++)
+        n += atomic_load(&bufs.slots[i].state) != 0;
+    return n;
+}
+
 int main(void) {
-    const uint64_t total = (uint64_t)THREADS * PER_THREAD * ROUNDS + HL_TBUF_EVENTS + OVERFILL;
+    const uint64_t overfill_total = POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS + 1000;
+    const uint64_t total = (uint64_t)THREADS * PER_THREAD * ROUNDS + overfill_total;
     seen = calloc(total + 2, 1);
     last_per_thread = calloc(65536, sizeof *last_per_thread);
-    CHECK(hl_tbufs_init(&rings) == 0);
+    size_t pool = (size_t)POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS * sizeof(hl_alloc_event);
+    CHECK(hl_tbufs_init(&bufs, pool) == 0);
+    CHECK_INT(bufs.n_chunks, POOL_CHUNKS);
     drain_ctx d = {0};
     for (int round = 0; round < ROUNDS; round++) {
         pthread_t t[THREADS];
+        producers_done = 0;
         for (int i = 0; i < THREADS; i++)
             pthread_create(&t[i], NULL, producer, NULL);
         /* Drain concurrently with a limit that trails the counter, as the collector does. */
-        for (int k = 0; k < 2000; k++) {
+        for (int k = 0; atomic_load(&producers_done) < THREADS; k++) {
             d.limit = atomic_load(&next_id) - (k % 3) * 1000;
-            hl_tbufs_drain(&rings, d.limit, consume, &d);
+            hl_tbufs_drain(&bufs, d.limit, consume, &d);
         }
         for (int i = 0; i < THREADS; i++)
             pthread_join(t[i], NULL);
         d.limit = UINT64_MAX;
-        hl_tbufs_drain(&rings, UINT64_MAX, consume, &d);
-        hl_tbufs_drain(&rings, UINT64_MAX, consume, &d); /* recycles rings of exited threads */
+        hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d); /* also frees the exited threads' slots */
+        CHECK_INT(slots_active(), 0);
+        CHECK_INT(hl_tbufs_chunks_in_use(&bufs), 0); /* every chunk is back in the pool */
         memset(last_per_thread, 0, 65536 * sizeof *last_per_thread); /* tids may be reused */
     }
-    /* A full ring drops and counts exactly what does not fit, and takes events again once
-     * drained. */
+    CHECK(d.consumed == atomic_load(&pushed_ok));
+    CHECK(hl_tbufs_chunks_max(&bufs) <= POOL_CHUNKS);
+    /* Slots of exited threads were reused: never more slots than threads alive at once. */
+    CHECK(atomic_load(&bufs.slots_used) <= THREADS);
+    uint64_t dropped_concurrent = hl_tbufs_dropped(&bufs);
+
+    /* An empty pool drops and counts exactly what does not fit (nobody drains meanwhile)... */
     pushed_ok = 0;
+    overfill_count = overfill_total;
     uint64_t before = atomic_load(&next_id);
     pthread_t over;
     pthread_create(&over, NULL, overfill, NULL);
     pthread_join(over, NULL);
-    CHECK(atomic_load(&pushed_ok) == HL_TBUF_EVENTS);
-    CHECK(hl_tbufs_dropped(&rings) == OVERFILL);
-    d.limit = UINT64_MAX;
+    CHECK_INT(atomic_load(&pushed_ok), POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS);
+    CHECK_INT(hl_tbufs_dropped(&bufs) - dropped_concurrent, 1000);
+    CHECK_INT(hl_tbufs_chunks_in_use(&bufs), POOL_CHUNKS);
+    /* ...and everything that went in comes out, in order, and the chunks are recycled. */
     uint64_t consumed_before = d.consumed;
-    hl_tbufs_drain(&rings, UINT64_MAX, consume, &d);
-    CHECK(d.consumed - consumed_before == HL_TBUF_EVENTS);
-    CHECK(atomic_load(&next_id) - before == HL_TBUF_EVENTS + OVERFILL);
-    pushed_ok = d.consumed; /* for the totals below */
+    d.limit = UINT64_MAX;
+    hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
+    CHECK_INT(d.consumed - consumed_before, POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS);
+    CHECK_INT(atomic_load(&next_id) - before, overfill_total);
+    CHECK_INT(hl_tbufs_chunks_in_use(&bufs), 0);
 
-    uint64_t dropped = hl_tbufs_dropped(&rings), allocations = hl_tbufs_allocations(&rings);
-    CHECK(d.consumed == atomic_load(&pushed_ok));
-    CHECK(d.consumed + dropped == total);
-    CHECK(allocations == total);
-    /* Exited threads' rings were reused: never more rings than threads alive at once. */
-    unsigned used = 0;
-    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++)
-        used += atomic_load(&rings.slots[i]) != NULL;
-    CHECK(used <= THREADS);
-    printf("%s: %llu events, %llu consumed, %llu dropped, %u rings, %d failures\n",
-           failures ? "FAIL" : "ok", (unsigned long long)total, (unsigned long long)d.consumed,
-           (unsigned long long)dropped, used, failures);
-    hl_tbufs_release(&rings);
+    /* The recycled pool takes a full pool's worth again. */
+    memset(last_per_thread, 0, 65536 * sizeof *last_per_thread);
+    pushed_ok = 0;
+    overfill_count = POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS;
+    free(seen);
+    seen = calloc(total + overfill_count + 2, 1);
+    pthread_create(&over, NULL, overfill, NULL);
+    pthread_join(over, NULL);
+    CHECK_INT(atomic_load(&pushed_ok), overfill_count);
+    consumed_before = d.consumed;
+    hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
+    CHECK_INT(d.consumed - consumed_before, overfill_count);
+
+    /* Every slot taken: a further thread gets none, counts as overflowed once however often it
+     * asks, and the slots are free again once their threads have exited and been drained. */
+    static pthread_t holders[HL_TBUF_SLOTS];
+    pthread_barrier_init(&hold, NULL, HL_TBUF_SLOTS + 1);
+    pthread_barrier_init(&release_all, NULL, HL_TBUF_SLOTS + 1);
+    for (int i = 0; i < HL_TBUF_SLOTS; i++)
+        pthread_create(&holders[i], NULL, holder, NULL);
+    pthread_barrier_wait(&hold);
+    int got = 0;
+    pthread_t late;
+    pthread_create(&late, NULL, latecomer, &got);
+    pthread_join(late, NULL);
+    CHECK_INT(got, 0);
+    CHECK_INT(atomic_load(&bufs.overflowed), 1);
+    pthread_barrier_wait(&release_all);
+    for (int i = 0; i < HL_TBUF_SLOTS; i++)
+        pthread_join(holders[i], NULL);
+    hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
+    CHECK_INT(slots_active(), 0);
+    pthread_barrier_destroy(&hold);
+    pthread_barrier_destroy(&release_all);
+
+    uint64_t dropped = hl_tbufs_dropped(&bufs), allocations = hl_tbufs_allocations(&bufs);
+    CHECK_INT(d.consumed + dropped, total + overfill_count);
+    CHECK_INT(allocations, total + overfill_count);
+    CHECK_INT(hl_tbufs_chunks_in_use(&bufs), 0);
+    printf("%s: %llu events, %llu consumed, %llu dropped (%llu while draining), %u slots, "
+           "%u chunks at most, %d failures\n",
+           failures ? "FAIL" : "ok", (unsigned long long)(total + overfill_count),
+           (unsigned long long)d.consumed, (unsigned long long)dropped,
+           (unsigned long long)dropped_concurrent, atomic_load(&bufs.slots_used),
+           hl_tbufs_chunks_max(&bufs), failures);
+    hl_tbufs_release(&bufs);
     free(seen);
     free(last_per_thread);
     return failures != 0;

@@ -1,0 +1,86 @@
+/* young.h — the young interval: what the collector thread keeps per allocation between two GCs,
+ * and the allocation counts and survivor rows built from it when a GC closes the interval.
+ *
+ * Most objects die before their first GC, so per allocation this is only two array stores
+ * (type id; size and thread index packed in 64 bits), indexed by id - first: ids are dense, and
+ * ids without an allocation (handle events, dropped events) stay 0. When a GC has been applied
+ * the caller records each young object's heap and fate (hl_young_fate_reset, then
+ * hl_young_set_heap / hl_young_set_gen from the model's sink), and hl_young_close makes one
+ * sequential pass: every allocation into its (type, thread, heap) count entry, every object
+ * alive after the GC into a survivor row, in id order; then the arrays start over.
+ *
+ * Collector thread only. Nothing here sends records or loses a count: an allocation the arrays
+ * cannot take (out of memory) is counted at once, unclassified, and the interval marked `lost`.
+ */
+#ifndef HEAPLENS_YOUNG_H
+#define HEAPLENS_YOUNG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/u64map.h"
+#include "wire/hl_wire.h"
+
+/* A growable array of fixed-size elements (elem bytes each). */
+typedef struct id_vec {
+    void *p;
+    size_t n, cap, elem;
+} id_vec;
+
+/* Appends a copy of *elem; false when out of memory (nothing changed). */
+bool hl_vec_push(id_vec *v, const void *elem);
+void hl_vec_release(id_vec *v);
+
+#define HL_YOUNG_TIX_BITS 20          /* thread index bits: up to 1M threads per run */
+#define HL_YOUNG_KEEP (1u << 20)      /* entries (13 MiB) kept however small an interval */
+
+typedef struct hl_young {
+    uint64_t first;       /* first id of the interval */
+    size_t n;             /* ids below first + n may be filled */
+    size_t cap;
+    uint32_t *type;       /* 0 = no allocation with this id */
+    uint64_t *size_tix;   /* size << HL_YOUNG_TIX_BITS | thread index */
+    uint8_t *fate;        /* per GC: heap | generation after << 4 */
+    bool lost;            /* an allocation found no room in the arrays (counted, undescribed) */
+    /* Count entries of the interval: (type, thread index, heap) -> index in counts, with a
+     * direct-mapped cache in front (programs alternate a few hot keys). */
+    hl_u64map count_keys;
+    id_vec counts;        /* hl_alloc_count */
+    struct { uint64_t key; size_t at; } count_cache[256];
+    /* Thread index <-> OS tid. */
+    uint32_t *tids;
+    size_t n_tids, cap_tids;
+    hl_u64map tid_index;
+    uint32_t last_tid, last_tix;
+    uint64_t failures;    /* out-of-memory events (the caller adds them to its failure count) */
+} hl_young;
+
+/* An empty interval starting at id `first`. */
+void hl_young_init(hl_young *y, uint64_t first);
+void hl_young_release(hl_young *y);
+
+/* One allocation of the interval (id >= first; an id below is counted at once, as when memory
+ * runs out). */
+void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid, uint64_t size);
+
+/* Before a GC's results: every filled id's heap and fate unknown. */
+void hl_young_fate_reset(hl_young *y);
+/* Whether `id` has a fate byte (an id of this interval). */
+static inline bool hl_young_has(const hl_young *y, uint64_t id) {
+    return id >= y->first && id - y->first < y->n;
+}
+/* The model classified `id` (heap HL_GEN_0, LOH, POH or NONGC): alive in that heap so far. */
+void hl_young_set_heap(hl_young *y, uint64_t id, uint32_t heap);
+/* The model decided `id`'s fate: its generation after the GC, or HL_GEN_NONE (died). */
+void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen);
+
+/* Closes the interval at `end` (the GC's first_id_after, or the current first for the tail):
+ * hands over the counts (*counts, hl_alloc_count, owned by the caller) and fills *survivors
+ * (hl_survivor, emptied first) with the objects alive after the GC, ascending ids. Without
+ * `classified` (tail, incomplete GC) every count has heap HL_GEN_NONE and survived 0, and there
+ * are no survivors. The next interval starts at max(end, first), empty. */
+void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
+                    id_vec *survivors);
+
+#endif /* HEAPLENS_YOUNG_H */

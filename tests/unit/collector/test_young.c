@@ -1,0 +1,191 @@
+/* test_young.c — the young interval against a naive version (fixed seed): counts per (type,
+ * thread, heap) and survivor rows after a classified GC, unclassified counts for the tail or an
+ * incomplete GC, ids without allocations (handle events), an allocation that cannot be placed
+ * (counted at once, interval marked lost), and arrays given back after a burst. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/young.h"
+#include "tests/unit/common/check.h"
+
+#define TYPES 20
+#define TIDS 5
+static const uint32_t tids[TIDS] = {101, 202, 303, 404, 70000};
+static const uint32_t heaps[4] = {HL_GEN_0, HL_GEN_LOH, HL_GEN_POH, HL_GEN_NONGC};
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t next_random(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* The naive truth of one object. */
+typedef struct truth {
+    uint64_t id, size;
+    uint32_t type, tid, heap, gen; /* gen HL_GEN_NONE: died */
+} truth;
+
+static const hl_alloc_count *find(const id_vec *counts, uint32_t type, uint32_t tid,
+                                  uint32_t heap) {
+    const hl_alloc_count *c = counts->p;
+    const hl_alloc_count *found = NULL;
+    for (size_t i = 0; i < counts->n; i++)
+        if (c[i].type_id == type && c[i].os_tid == tid && c[i].heap == heap) {
+            CHECK(!found); /* a key appears once */
+            found = &c[i];
+        }
+    return found;
+}
+
+/* Adds `n` allocations from id `first` on (every 7th id is a handle event's: no allocation),
+ * decides each one's heap and fate, and returns them. */
+static truth *fill(hl_young *y, uint64_t first, size_t n, size_t *n_out) {
+    truth *t = calloc(n, sizeof *t);
+    size_t k = 0;
+    for (uint64_t id = first; id < first + n; id++) {
+        if (id % 7 == 0)
+            continue;
+        truth *o = &t[k++];
+        o->id = id;
+        o->type = 1 + next_random() % TYPES;
+        o->tid = tids[next_random() % TIDS];
+        o->size = 24 + next_random() % 100000;
+        hl_young_add(y, id, o->type, o->tid, o->size);
+    }
+    hl_young_fate_reset(y);
+    for (size_t i = 0; i < k; i++) {
+        truth *o = &t[i];
+        o->heap = heaps[next_random() % 4];
+        hl_young_set_heap(y, o->id, o->heap);
+        o->gen = o->heap; /* not condemned: stays where it is */
+        unsigned r = next_random() % 10;
+        if (o->heap == HL_GEN_0 && r < 7)
+            o->gen = HL_GEN_NONE; /* died in its first GC */
+        else if (o->heap == HL_GEN_0)
+            o->gen = r % 3; /* survived into gen 0, 1 or 2 */
+        if (o->gen != o->heap)
+            hl_young_set_gen(y, o->id, o->gen);
+    }
+    *n_out = k;
+    return t;
+}
+
+static void check_counts(const id_vec *counts, const truth *t, size_t n, bool classified) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < counts->n; i++)
+        total += ((const hl_alloc_count *)counts->p)[i].count;
+    CHECK_INT(total, n);
+    for (uint32_t type = 1; type <= TYPES; type++)
+        for (int ti = 0; ti < TIDS; ti++)
+            for (int hi = 0; hi < 5; hi++) {
+                uint32_t heap = hi < 4 ? heaps[hi] : HL_GEN_NONE;
+                uint64_t count = 0, bytes = 0, survived = 0, survived_bytes = 0;
+                for (size_t i = 0; i < n; i++) {
+                    uint32_t h = classified ? t[i].heap : HL_GEN_NONE;
+                    if (t[i].type != type || t[i].tid != tids[ti] || h != heap)
+                        continue;
+                    count++;
+                    bytes += t[i].size;
+                    if (classified && t[i].gen != HL_GEN_NONE) {
+                        survived++;
+                        survived_bytes += t[i].size;
+                    }
+                }
+                const hl_alloc_count *e = find(counts, type, tids[ti], heap);
+                if (!count) {
+                    CHECK(!e);
+                    continue;
+                }
+                CHECK(e != NULL);
+                if (!e)
+                    continue;
+                CHECK_INT(e->count, count);
+                CHECK_INT(e->bytes, bytes);
+                CHECK_INT(e->survived, survived);
+                CHECK_INT(e->survived_bytes, survived_bytes);
+            }
+}
+
+static void check_survivors(const id_vec *survivors, const truth *t, size_t n) {
+    const hl_survivor *s = survivors->p;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].gen == HL_GEN_NONE)
+            continue;
+        CHECK(k < survivors->n);
+        if (k >= survivors->n)
+            return;
+        CHECK_INT(s[k].id, t[i].id); /* ascending ids, exactly the survivors */
+        CHECK_INT(s[k].size, t[i].size);
+        CHECK_INT(s[k].type_id, t[i].type);
+        CHECK_INT(s[k].os_tid, t[i].tid);
+        CHECK_INT(s[k].heap, t[i].heap);
+        CHECK_INT(s[k].generation, t[i].gen);
+        k++;
+    }
+    CHECK_INT(survivors->n, k);
+}
+
+int main(void) {
+    hl_young y;
+    hl_young_init(&y, 1);
+    id_vec counts, survivors = {.elem = sizeof(hl_survivor)};
+
+    /* A classified GC: counts and survivors as the naive version says. */
+    size_t n;
+    truth *t = fill(&y, 1, 200000, &n);
+    CHECK(!y.lost);
+    hl_young_close(&y, true, 200001, &counts, &survivors);
+    check_counts(&counts, t, n, true);
+    check_survivors(&survivors, t, n);
+    CHECK_INT(y.first, 200001);
+    CHECK_INT(y.n, 0);
+    hl_vec_release(&counts);
+    free(t);
+
+    /* An incomplete GC (or the tail): the same allocations counted unclassified, no rows. An id
+     * below the interval (it cannot be placed) is counted at once and marks the interval lost. */
+    t = fill(&y, 200001, 50000, &n);
+    hl_young_add(&y, 5, 1, tids[0], 48);
+    CHECK(y.lost);
+    t = realloc(t, (n + 1) * sizeof *t);
+    t[n++] = (truth){.id = 5, .size = 48, .type = 1, .tid = tids[0], .gen = HL_GEN_NONE};
+    hl_young_close(&y, false, 250001, &counts, &survivors);
+    check_counts(&counts, t, n, false);
+    CHECK_INT(survivors.n, 0);
+    CHECK(!y.lost);
+    hl_vec_release(&counts);
+    free(t);
+
+    /* A burst grows the arrays beyond what is kept; a small interval after it gives them back. */
+    t = fill(&y, 250001, 3u << 20, &n);
+    CHECK(y.cap > HL_YOUNG_KEEP);
+    hl_young_close(&y, true, 250001 + (3u << 20), &counts, &survivors);
+    check_survivors(&survivors, t, n);
+    hl_vec_release(&counts);
+    free(t);
+    t = fill(&y, 250001 + (3u << 20), 1000, &n);
+    hl_young_close(&y, true, 251001 + (3u << 20), &counts, &survivors);
+    check_counts(&counts, t, n, true);
+    CHECK_INT(y.cap, 0);
+    hl_vec_release(&counts);
+    free(t);
+
+    /* An empty interval (no allocation between two GCs) closes to nothing. */
+    hl_young_close(&y, true, y.first, &counts, &survivors);
+    CHECK_INT(counts.n, 0);
+    CHECK_INT(survivors.n, 0);
+    hl_vec_release(&counts);
+
+    CHECK_INT(y.failures, 0);
+    hl_vec_release(&survivors);
+    hl_young_release(&y);
+    if (failures)
+        fprintf(stderr, "%d checks failed\n", failures);
+    else
+        printf("young: all checks passed\n");
+    return failures != 0;
+}
