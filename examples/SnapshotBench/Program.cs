@@ -19,7 +19,7 @@
 //   snapshot GC: the tree is in gen2) collect_pause_us=... collect_wall_us=... build_gcs=...
 //   gcs=.../.../... pid=... collector=loaded
 // bench/snapshot/run.sh parses it (collector=loaded|none: is the heaplens library mapped in).
-// With --wait-before-collect FILE the program prints "SnapshotBench: collect-ready gcs=N" before
+// With --wait-before-collect FILE the program prints "SnapshotBench: collect-ready gcs=N pid=P" before
 // step 2 and waits until FILE exists (at most 10 minutes): the benchmark lets heaplens' writer
 // catch up first, so that the snapshot's time from GC start to commit is not its backlog.
 using System;
@@ -70,7 +70,7 @@ namespace HeapLens.Bench
             var before = Gen0Pauses(gen0);
             if (waitFile != null)
             {
-                Console.WriteLine($"SnapshotBench: collect-ready gcs={GC.CollectionCount(0)}");
+                Console.WriteLine($"SnapshotBench: collect-ready gcs={GC.CollectionCount(0)} pid={Environment.ProcessId}");
                 var waited = Stopwatch.StartNew();
                 while (!File.Exists(waitFile) && waited.Elapsed.TotalMinutes < 10) System.Threading.Thread.Sleep(5);
             }

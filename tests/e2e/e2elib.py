@@ -102,11 +102,17 @@ def remove_stale(*paths):
             os.remove(p)
 
 
+def program(dotnet, path):
+    """The command that runs an example: `dotnet X.dll` for a framework-dependent build, the
+    executable itself for a self-contained one (the .NET 8 and 9 runs)."""
+    return [dotnet, path] if path.endswith(".dll") else [path]
+
+
 def record(a, db, truth_path, program_args, log):
     """`heaplens record -o db -- dotnet dll truth_path program_args...` after removing what an
     earlier run left; echoes the command and its output. Returns heaplens' exit status."""
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
-    cmd = [a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, truth_path] + program_args
+    cmd = [a.heaplens, "record", "-o", db, "--"] + program(a.dotnet, a.dll) + [truth_path] + program_args
     print("$ " + shlex.join(cmd))
     heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
     sys.stdout.write(out)
