@@ -4,8 +4,9 @@ its host"). AllocBench runs under `heaplens record`; once the first GC is commit
 either kills the writer (SIGKILL) or stops it (SIGSTOP) until the program has finished its work.
 
 Checked: the program runs to its end and `heaplens record` exits with its status; nothing
-already committed is lost and the database stays readable; a stalled writer costs drops that are
-counted and stored, not a blocked program. One line per failed check, then "N passed, M failed".
+already committed is lost and the database stays readable; a writer paused for a while with the
+default buffers costs nothing (the collector waits for it); a writer stalled while the buffers are
+small costs drops that are counted, in allocations and with their reason, not a blocked program. One line per failed check, then "N passed, M failed".
 
 Synchronisation is on observable conditions only (a committed GC in the database, the program's
 own output line, process exit), each with a timeout -- never on sleeps."""
@@ -110,11 +111,9 @@ def writer_killed(hl, dll, workdir, iterations):
           rc == 0 and info and info["run"]["status"] != "complete", json.dumps(info and info["run"]))
 
 
-def writer_stalled(hl, dll, workdir, iterations):
-    db = os.path.join(workdir, "stalled.db")
-    # An outbox far smaller than the stream (~480 MB): the stall must cost drops. It still holds
-    # a GC's own records (a byte per object allocated since the previous GC).
-    env = dict(os.environ, HEAPLENS_BUFFER_MB="64")
+def stall_writer(hl, dll, db, iterations, env):
+    """Records AllocBench and stops the writer (SIGSTOP) after the first committed GC until the
+    program has finished its work. Returns (program line, heaplens status, stderr)."""
     proc = start(hl, dll, db, iterations, env)
     wait_for("stalled: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
     wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
@@ -124,22 +123,71 @@ def writer_stalled(hl, dll, workdir, iterations):
     finally:
         os.kill(wpid, signal.SIGCONT)
     err = proc.stderr.read()
-    status = proc.wait(timeout=300)
+    return line, proc.wait(timeout=300), err
+
+
+def stored_allocations(db):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute("SELECT coalesce(sum(count), 0) FROM alloc_counts").fetchone()[0]
+    finally:
+        con.close()
+
+
+def check_gcs_whole(what, db, line):
+    """Every GC of the program reaches the database, numbered without gaps."""
+    program_gcs = int(re.search(r"gcs=(\d+)/", line or "gcs=-1/").group(1))
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    stored, last = con.execute("SELECT count(*), max(gc) FROM gcs").fetchone()
+    con.close()
+    check(f"{what}: GCs stored without gaps", stored == last, f"{stored} GCs, the last is {last}")
+    check(f"{what}: every GC of the program is stored", program_gcs > 0 and stored >= program_gcs,
+          f"{stored} stored, the program counted {program_gcs}")
+
+
+def writer_paused(hl, dll, workdir, iterations):
+    """A writer stopped for a while with the default buffers: the collector waits for it (it keeps
+    making progress once resumed), so nothing at all is lost."""
+    db = os.path.join(workdir, "paused.db")
+    line, status, err = stall_writer(hl, dll, db, iterations, dict(os.environ))
+    check("paused: the program finished its work while the writer was stopped", line is not None)
+    check("paused: heaplens exits with the program's status (0)", status == 0, f"status {status} {err.strip()}")
+    rc, info, e = heaplens_json(hl, "info", db)
+    if check("paused: the database is readable", rc == 0 and info is not None, e.strip()):
+        counters = info["counters"]
+        check("paused: the run is complete", info["run"]["status"] == "complete", json.dumps(info["run"]))
+        check("paused: nothing lost", counters.get("allocs_dropped") == 0
+              and counters.get("gcs_dropped") == 0 and info["run"].get("loss") is None,
+              json.dumps(counters))
+        check("paused: every allocation stored", stored_allocations(db) == counters.get("allocs_seen"),
+              f"{stored_allocations(db)} stored, {counters.get('allocs_seen')} seen")
+    check_gcs_whole("paused", db, line)
+
+
+def writer_stalled(hl, dll, workdir, iterations):
+    """A writer stopped while the buffers are small: the collector's outbox fills, the thread
+    buffer pool fills behind it, allocations are dropped -- and every one is counted, with its
+    reason, in allocations."""
+    db = os.path.join(workdir, "stalled.db")
+    env = dict(os.environ, HEAPLENS_BUFFER_MB="1", HEAPLENS_POOL_MB="4")
+    line, status, err = stall_writer(hl, dll, db, iterations, env)
     check("stalled: the program finished its work while the writer was stopped", line is not None)
     check("stalled: heaplens exits with the program's status (0)", status == 0, f"status {status} {err.strip()}")
     rc, info, e = heaplens_json(hl, "info", db)
     check("stalled: the database is readable", rc == 0 and info is not None, e.strip())
     if info:
         counters = info["counters"]
-        dropped = counters.get("records_dropped", 0) + counters.get("allocs_dropped", 0)
-        check("stalled: drops were counted and stored", dropped > 0, json.dumps(counters))
-        # The collector counted them toward the writer, and the run says why.
-        check("stalled: drops counted as the writer's (allocs_dropped_writer or gcs_dropped)",
-              counters.get("allocs_dropped_writer", 0) + counters.get("gcs_dropped", 0) > 0,
+        dropped = counters.get("allocs_dropped", 0)
+        check("stalled: drops were counted in allocations", dropped > 0, json.dumps(counters))
+        check("stalled: allocs_dropped is the sum of its reasons",
+              dropped == counters.get("allocs_dropped_buffer", 0) + counters.get("allocs_dropped_writer", 0),
               json.dumps(counters))
-        check("stalled: run.loss names the writer",
+        check("stalled: stored + lost == seen, exactly",
+              stored_allocations(db) + dropped == counters.get("allocs_seen"),
+              f"{stored_allocations(db)} stored + {dropped} lost vs {counters.get('allocs_seen')} seen")
+        check("stalled: run.loss names the reason",
               any(r in (info["run"].get("loss") or "").split(",")
-                  for r in ("writer-behind", "writer-lost")),
+                  for r in ("buffer-full", "writer-behind", "writer-lost")),
               repr(info["run"].get("loss")))
         check("stalled: the run is complete (the end-of-run record got through)",
               info["run"]["status"] == "complete",
@@ -148,15 +196,7 @@ def writer_stalled(hl, dll, workdir, iterations):
     check("stalled: commands say what was lost and that counts are lower bounds",
           " lost" in r.stdout + r.stderr and "lower bounds" in r.stdout + r.stderr,
           r.stdout + r.stderr)
-    # Allocation records are dropped first: every GC still reaches the database (a GC whose details
-    # were dropped is flagged incomplete), numbered without gaps, as many as the program saw.
-    program_gcs = int(re.search(r"gcs=(\d+)/", line or "gcs=-1/").group(1))
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    stored, last = con.execute("SELECT count(*), max(gc) FROM gcs").fetchone()
-    con.close()
-    check("stalled: GCs stored without gaps", stored == last, f"{stored} GCs, the last is {last}")
-    check("stalled: every GC of the program is stored", program_gcs > 0 and stored >= program_gcs,
-          f"{stored} stored, the program counted {program_gcs}")
+    check_gcs_whole("stalled", db, line)
 
 
 def main():
@@ -172,6 +212,7 @@ def main():
     faulthandler.dump_traceback_later(a.deadline, exit=True)  # a hang says where, then fails
     os.makedirs(a.workdir, exist_ok=True)
     writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
+    writer_paused(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
     return checks.summary()
 
