@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector/collector.h"
 #include "wire/hl_wire.h"
@@ -209,17 +210,34 @@ static void runtime_version(hl_profiler *p) {
         snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
 }
 
-/* The program's own children must not load heaplens again: the variables go before any managed
- * code can copy the environment. */
+/* Whether this process is the one `heaplens record` started. The runtime keeps its own copy of
+ * the environment and passes it to every child (Process.Start), so each .NET descendant loads
+ * the collector too; HEAPLENS_PID (set by record between fork and exec) names the one process
+ * to record, and any other declines at Initialize: the runtime then releases the profiler, no
+ * thread starts, no socket is opened. A later mode that records descendants decides here, per
+ * process. */
+static bool session_is_this_process(void) {
+    const char *text = getenv("HEAPLENS_PID");
+    if (!text || !*text)
+        return false; /* loaded without `heaplens record` */
+    char *end = NULL;
+    long pid = strtol(text, &end, 10);
+    return *end == 0 && pid == (long)getpid();
+}
+
+/* Native children started with the C library's environment (system(), posix_spawn) lose the
+ * session's variables too; they go before any managed code can copy the environment. */
 static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
-                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT"};
+                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
 
 static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
+    if (!session_is_this_process())
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
         if (clr_query_interface(info_unknown, &IID_ICorProfilerInfo_by_version[v], &info) == S_OK) {

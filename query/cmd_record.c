@@ -307,6 +307,11 @@ static pid_t program_start(char **program, const char *collector, const char *so
         setenv("CORECLR_PROFILER_PATH", collector, 1);
         unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
         setenv("HEAPLENS_SOCKET", socket_path, 1);
+        /* Only this process is recorded: the collector declines in any other (its children
+         * inherit the variables through the runtime's copy of the environment). */
+        char pid_text[24];
+        snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
+        setenv("HEAPLENS_PID", pid_text, 1);
         if (snapshot_policy)
             setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
         else

@@ -30,7 +30,8 @@ namespace HeapLens.Examples.Process
                 case "wait": return Wait();
                 case "parent": return Parent();
                 case "probe":
-                    Console.WriteLine("collector: " + (HeapLensSupport.LoadedCollector() ?? "none"));
+                    Console.WriteLine("collector: " + (HeapLensSupport.LoadedCollector() ?? "none")
+                        + " fds: " + OpenFiles());
                     return 0;
                 default:
                     Console.Error.WriteLine("usage: ProcessLife [wait|parent|probe]");
@@ -53,6 +54,20 @@ namespace HeapLens.Examples.Process
             Thread.Sleep(Timeout.Infinite);
             GC.KeepAlive(s_keep);
             return 0;
+        }
+
+        // What the process holds open beyond stdin/stdout/stderr: "3=socket:[123] 4=pipe:[9]".
+        private static string OpenFiles()
+        {
+            var parts = new List<string>();
+            foreach (string fd in System.IO.Directory.GetFiles("/proc/self/fd"))
+            {
+                string n = System.IO.Path.GetFileName(fd);
+                if (int.Parse(n, System.Globalization.CultureInfo.InvariantCulture) <= 2) continue;
+                try { parts.Add(n + "=" + new System.IO.FileInfo(fd).LinkTarget); }
+                catch (System.IO.IOException) { } // closed while listing (the listing itself)
+            }
+            return string.Join(" ", parts);
         }
 
         private static int Parent()

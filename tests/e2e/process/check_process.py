@@ -5,6 +5,11 @@
             SIGHUP, SIGQUIT to `heaplens record` alone: the program does not ignore SIGINT or
             SIGQUIT, it ends, heaplens exits with 128+N, the database is finished and sound.
 
+  children  a recorded program starts a .NET child: the child has no libheaplens.so mapped and
+            holds no more sockets than without heaplens, the parent's recording is complete;
+            `dotnet build` of a small project under heaplens: afterwards no process of that
+            build (MSBuild nodes, the compiler server) has libheaplens.so mapped.
+
 Synchronises on lines the program prints and on process exit, with deadlines; never sleeps.
 """
 import argparse
@@ -198,13 +203,110 @@ def terminal_case(c, a):
     check_database(c, name, db, signal.SIGINT)
 
 
+def children_case(c, a):
+    """ProcessLife parent: the recorded program starts `dotnet ProcessLife.dll probe`."""
+    name = "child"
+    db = os.path.join(a.workdir, "child.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    log = os.path.join(a.workdir, "heaplens.log")
+    rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "parent"],
+                              log=log, timeout=DEADLINE_S)
+    c.eq(f"{name}: heaplens record exit status", 0, rc)
+    c.ok(f"{name}: the recorded program has the collector", "parent collector: /" in out, out)
+    m = re.search(r"child collector: (\S+) fds: (.*) exit (\d+)", out)
+    if not c.ok(f"{name}: the child answered", m is not None, out + err):
+        return
+    c.eq(f"{name}: the child has no libheaplens.so mapped", "none", m.group(1))
+    c.eq(f"{name}: the child exited 0", "0", m.group(3))
+    _, plain, _ = e2elib.run([a.dotnet, a.dll, "parent"], log=log, timeout=DEADLINE_S)
+    p = re.search(r"child collector: \S+ fds: (.*) exit", plain)
+    c.eq(f"{name}: the child holds as many sockets as without heaplens",
+         p.group(1).count("socket:") if p else None, m.group(2).count("socket:"))
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        status, exit_status = con.execute("SELECT status, exit_status FROM run").fetchone()
+        con.close()
+    except sqlite3.Error as e:
+        status, exit_status = str(e), None
+    c.eq(f"{name}: the parent's recording is complete", ("complete", 0), (status, exit_status))
+
+
+def marked_processes(mark):
+    """Pids of the processes whose environment holds `mark` (NAME=VALUE): the descendants of
+    a command started with it, even those reparented after their parent exited."""
+    mark = mark.encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            pass
+    return found
+
+
+def maps_collector(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return any("libheaplens" in line for line in f)
+    except OSError:
+        return False
+
+
+def dotnet_build_case(c, a):
+    """`heaplens record -- dotnet build` of a tiny console project; the MSBuild nodes and the
+    compiler server it starts stay alive (node reuse): none may have the collector mapped."""
+    name = "dotnet-build"
+    proj = os.path.join(a.workdir, "tiny")
+    os.makedirs(proj, exist_ok=True)
+    with open(os.path.join(proj, "tiny.csproj"), "w") as f:
+        f.write('<Project Sdk="Microsoft.NET.Sdk"><PropertyGroup><OutputType>Exe</OutputType>'
+                '<TargetFramework>net10.0</TargetFramework></PropertyGroup></Project>\n')
+    with open(os.path.join(proj, "Program.cs"), "w") as f:
+        f.write('System.Console.WriteLine("tiny");\n')
+    with open(os.path.join(proj, "NuGet.Config"), "w") as f:  # never the network
+        f.write('<configuration><packageSources><clear /></packageSources></configuration>\n')
+    db = os.path.join(a.workdir, "build.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    log = os.path.join(a.workdir, "heaplens.log")
+    mark = f"HEAPLENS_TEST_BUILD={os.getpid()}.{time.monotonic_ns()}"
+    env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
+    env[mark.split("=")[0]] = mark.split("=")[1]
+    # As on a developer's machine: MSBuild nodes and the compiler server outlive the build.
+    env.pop("MSBUILDDISABLENODEREUSE", None)
+    env["UseSharedCompilation"] = "true"
+    rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", a.dotnet, "build", proj,
+                               "--nologo", "-nodeReuse:true", "-p:UseSharedCompilation=true"],
+                              log=log, timeout=300, env=env)
+    c.eq(f"{name}: heaplens record exit status", 0, rc)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        status = con.execute("SELECT status FROM run").fetchone()[0]
+        con.close()
+        c.eq(f"{name}: the recording of dotnet build is complete", "complete", status)
+    except sqlite3.Error as e:
+        c.ok(f"{name}: database readable", False, str(e))
+    left = marked_processes(mark)
+    mapped = [p for p in left if maps_collector(p)]
+    c.ok(f"{name}: no process of the build has libheaplens.so mapped", not mapped,
+         f"{len(mapped)} of {len(left)} left: {mapped}")
+    for p in left:  # the build's own MSBuild nodes and compiler server, nobody else's
+        try:
+            os.kill(p, signal.SIGTERM)
+        except OSError:
+            pass
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--dotnet", default="dotnet")
     ap.add_argument("--dll", required=True, help="ProcessLife.dll")
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--only", choices=["signals"], help="run one group of checks")
+    ap.add_argument("--only", choices=["signals", "children"], help="run one group of checks")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     e2elib.start_log(a.workdir)
@@ -214,6 +316,9 @@ def main():
         signal_case(c, a, "group-sigint", signal.SIGINT, "group")
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal_case(c, a, f"heaplens-{sig.name.lower()}", sig, "heaplens")
+    if a.only in (None, "children"):
+        children_case(c, a)
+        dotnet_build_case(c, a)
     return c.summary()
 
 
