@@ -49,6 +49,10 @@ namespace HeapLens.Examples.Process
             object boxed = list.GetEnumerator();
             s_keep = new object[] { customers, boxed };
             GC.Collect();
+            Console.WriteLine("names: " + HeapLensSupport.HeapLensName(typeof(Dictionary<int, Customer>).Assembly
+                .GetType("System.Collections.Generic.Dictionary`2+Entry")!
+                .MakeGenericType(typeof(int), typeof(Customer)).MakeArrayType())
+                + " | " + HeapLensSupport.HeapLensName(boxed.GetType()));
             Console.WriteLine("ready " + Environment.ProcessId);
             Console.Out.Flush();
             Thread.Sleep(Timeout.Infinite);

@@ -10,6 +10,10 @@
             `dotnet build` of a small project under heaplens: afterwards no process of that
             build (MSBuild nodes, the compiler server) has libheaplens.so mapped.
 
+  names     the heaplens names of a Dictionary<int, Customer>+Entry[] and a boxed
+            List<int>+Enumerator are the ones the program computes by reflection (C#/ClrMD form);
+            `roots --type` finds them by their names without namespaces.
+
 Synchronises on lines the program prints and on process exit, with deadlines; never sleeps.
 """
 import argparse
@@ -300,13 +304,43 @@ def dotnet_build_case(c, a):
             pass
 
 
+def names_case(c, a):
+    """ProcessLife wait prints the names of its nested generic types as heaplens should write
+    them (examples/Shared: HeapLensName); the recording must hold exactly those."""
+    name = "names"
+    db = os.path.join(a.workdir, "names.db")
+    log = os.path.join(a.workdir, "heaplens.log")
+    deadline = time.monotonic() + DEADLINE_S
+    proc = subprocess.Popen(record_cmd(a, db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    m, out = read_until(proc.stdout.fileno(), r"names: (.*) \| (.*)\nready (\d+)\n", deadline)
+    if not c.ok(f"{name}: the program is ready", m is not None, out[-300:]):
+        proc.kill()
+        proc.wait()
+        return
+    c.ok(f"{name}: the writer committed a GC", gc_committed(db, deadline))
+    os.kill(proc.pid, signal.SIGINT)
+    wait_exit(proc, time.monotonic() + END_S)
+    entries, enumerator = m.group(1), m.group(2)
+    c.eq(f"{name}: reflection's name of the entries", "System.Collections.Generic.Dictionary"
+         "<System.Int32, HeapLens.Examples.Process.Customer>+Entry[]", entries)
+    doc = e2elib.heaplens_json(c, a.heaplens, ["allocations", db], log)
+    types = {r["type"] for r in doc["rows"]} if doc else set()
+    for t in (entries, enumerator):
+        c.ok(f"{name}: allocations has {t}", t in types,
+             ", ".join(sorted(x for x in types if "Dictionary" in x or "List" in x)))
+    doc = e2elib.heaplens_json(c, a.heaplens, ["roots", db, "--type",
+                                               "Dictionary<Int32, Customer>+Entry[]"], log)
+    c.eq(f"{name}: roots --type without namespaces", entries, doc and doc.get("type"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--dotnet", default="dotnet")
     ap.add_argument("--dll", required=True, help="ProcessLife.dll")
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--only", choices=["signals", "children"], help="run one group of checks")
+    ap.add_argument("--only", choices=["signals", "children", "names"], help="run one group of checks")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     e2elib.start_log(a.workdir)
@@ -319,6 +353,8 @@ def main():
     if a.only in (None, "children"):
         children_case(c, a)
         dotnet_build_case(c, a)
+    if a.only in (None, "names"):
+        names_case(c, a)
     return c.summary()
 
 

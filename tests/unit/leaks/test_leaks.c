@@ -583,6 +583,54 @@ static void case_roots_type(void)
     json_decref(doc);
 }
 
+/* A file's own SQL on a copy (the tests' hand edits). */
+static void sql_exec(const char *name, const char *sql)
+{
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    char *message = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
+        fprintf(stderr, "sql_exec(%s): %s\n", sql, message ? message : sqlite3_errmsg(db));
+        exit(2);
+    }
+    sqlite3_close(db);
+}
+
+/* --type takes the full name or the name without namespaces; several matches are one line. */
+static void case_roots_type_names(void)
+{
+    file_copy("graph.db", "names.db");
+    run_result r = RUN("roots", "names.db", "--type", "Leak");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.out, "shortest path from a GC root to object 3 (App.Leak)"));
+    run_result_release(&r);
+    sql_exec("names.db",
+             "INSERT INTO types (id, name, flags) VALUES (90, 'Other.Leak', 0), "
+             "(91, 'System.Collections.Generic.Dictionary<System.Int32, App.Leak>+Entry[]', 1)");
+    EXPECT_ERROR("heaplens: 'Leak' names 2 types in names.db: App.Leak, Other.Leak; give the full "
+                 "name\n",
+                 "roots", "names.db", "--type", "Leak");
+    r = RUN("roots", "names.db", "--type", "App.Leak");
+    CHECK_INT(r.status, 0);
+    run_result_release(&r);
+    const char *short_names[] = {"Dictionary<Int32, Leak>+Entry[]",
+                                 "Generic.Dictionary<System.Int32, Leak>+Entry[]",
+                                 "System.Collections.Generic.Dictionary<System.Int32, App.Leak>+Entry[]"};
+    for (size_t i = 0; i < G_N_ELEMENTS(short_names); i++)
+        EXPECT_ERROR("heaplens: no instance of System.Collections.Generic.Dictionary<System.Int32, "
+                     "App.Leak>+Entry[] in snapshot 4\n",
+                     "roots", "names.db", "--type", short_names[i]);
+    const char *not_names[] = {"ollections.Generic.Dictionary<Int32, Leak>+Entry[]",
+                               "Dictionary<Int32, Leak>+Entry", "Dictionary<Int32, Leak>", "eak"};
+    for (size_t i = 0; i < G_N_ELEMENTS(not_names); i++) {
+        r = RUN("roots", "names.db", "--type", not_names[i]);
+        CHECK_INT(r.status, 1);
+        CHECK(g_str_has_prefix(r.err, "heaplens: no type named '") &&
+              !strchr(r.err, '\n')[1]);
+        run_result_release(&r);
+    }
+}
+
 static void case_roots_unreachable(void)
 {
     run_result r = RUN("roots", "graph.db", "--snapshot", "1", "--object", "20");
@@ -759,9 +807,10 @@ static void case_errors(void)
     EXPECT_ERROR("heaplens: roots: give either --object ID or --type NAME; see 'heaplens roots "
                  "--help'\n",
                  "roots", "graph.db", "--object", "1", "--type", "App.Leak");
-    EXPECT_ERROR("heaplens: no type named 'Leak' in graph.db (names are full: 'Namespace.Type', "
-                 "'System.Collections.Generic.List<App.Item>'; see 'heaplens allocations')\n",
-                 "roots", "graph.db", "--type", "Leak");
+    EXPECT_ERROR("heaplens: no type named 'Lea' in graph.db (a full name, "
+                 "'System.Collections.Generic.List<App.Item>', or one without namespaces, "
+                 "'List<Item>'; see 'heaplens allocations')\n",
+                 "roots", "graph.db", "--type", "Lea");
     EXPECT_ERROR("heaplens: object 99 is not in snapshot 4 (not allocated yet, dead, or never "
                  "tracked)\n",
                  "roots", "graph.db", "--object", "99");
@@ -849,6 +898,7 @@ static const struct {
     {"roots_object", case_roots_object},
     {"roots_all", case_roots_all},
     {"roots_type", case_roots_type},
+    {"roots_type_names", case_roots_type_names},
     {"roots_unreachable", case_roots_unreachable},
     {"leaks", case_leaks},
     {"diff", case_diff},
