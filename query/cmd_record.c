@@ -402,17 +402,36 @@ static void summary_print(const char *output, const record_options *o) {
 
 /* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
  * of a killed writer must never be taken into a new recording, so --force removes the whole set
- * and without it any member of the set means "exists". */
-static gboolean output_prepare(const char *output, gboolean force, GError **error) {
+ * and without it any member of the set means "exists". A database is a regular file: anything
+ * else named (a FIFO, a device, a directory) is refused, never removed; through a symbolic link
+ * the set beside its target is the one replaced (SQLite writes there), never the link.
+ * Sets *resolved to the path to record to. */
+static gboolean output_prepare(const char *output, gboolean force, char **resolved,
+                               GError **error) {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    struct stat st;
+    *resolved = NULL;
+    if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "cannot record to %s: it is not a regular file (a database needs one)", output);
+        return FALSE;
+    }
+    char *real = force && stat(output, &st) == 0 ? realpath(output, NULL) : NULL;
+    *resolved = g_strdup(real ? real : output);
+    free(real);
     for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
-        g_autofree char *path = g_strconcat(output, suffixes[i], NULL);
+        g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
+        if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "cannot replace %s: it is not a regular file", path);
+            return FALSE;
+        }
         if (force && unlink(path) != 0 && errno != ENOENT) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", path,
                         g_strerror(errno));
             return FALSE;
         }
-        if (!force && access(path, F_OK) == 0) {
+        if (!force && lstat(path, &st) == 0) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                         "%s already exists; choose another name with -o, or --force to replace it",
                         path);
@@ -435,8 +454,9 @@ int cmd_record(int argc, char **argv) {
     g_autofree char *collector = collector_path(&error);
     if (!collector || !program_check(o.program[0], &error))
         return query_error_report(error);
-    g_autofree char *output = o.output ? g_strdup(o.output) : default_output(o.program[0]);
-    if (!output_prepare(output, o.force, &error))
+    g_autofree char *named = o.output ? g_strdup(o.output) : default_output(o.program[0]);
+    g_autofree char *output = NULL;
+    if (!output_prepare(named, o.force, &output, &error))
         return query_error_report(error);
     g_autofree char *command = g_strjoinv(" ", o.program);
 
