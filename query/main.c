@@ -271,7 +271,11 @@ static gboolean is_help(const char *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || is_help(argv[1])) {
+    if (argc < 2) { /* a mistake, not a request: the usage goes with the errors */
+        usage_print(stderr);
+        return 1;
+    }
+    if (is_help(argv[1])) {
         usage_print(stdout);
         return 0;
     }
