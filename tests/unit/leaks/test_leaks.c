@@ -785,6 +785,18 @@ static void case_survivors_age(void)
                                   "age  gen   count    bytes  type\n"
                                   "  1  gen1      3  2.9 KiB  App.Leaf\n"));
     run_result_release(&r);
+    /* --top K: the K groups with the most bytes, still by age; the totals are over all */
+    r = RUN("survivors", "graph.db", "--gc", "1", "--by", "age", "--top", "2");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "alive after GC 1: 21 objects, 3.7 KiB (the 2 largest of 10 groups); "
+                     "age = GCs survived\n"
+                     "age  gen   count    bytes  type\n"
+                     "  1  gen1      3  2.9 KiB  App.Leaf\n"
+                     "  1  gen1      8    400 B  App.Node\n");
+    run_result_release(&r);
+    doc = RUN_JSON("survivors", "graph.db", "--gc", "2", "--by", "age", "--top", "1", "--json");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 1);
+    json_decref(doc);
 }
 
 static void case_errors(void)
