@@ -62,7 +62,7 @@ static gboolean allocations_sum(sqlite3 *db, const char *thread_ids, GArray *row
         }
         alloc_row *r = &g_array_index(rows, alloc_row, GPOINTER_TO_UINT(slot) - 1);
         r->count++;
-        r->bytes += sqlite3_column_int64(stmt, 1);
+        r->bytes = query_add_saturating(r->bytes, sqlite3_column_int64(stmt, 1));
     }
     if (!stepped)
         goto out;

@@ -1,6 +1,8 @@
 /* query_db.c — opening a recording for reading, statement helpers and the accuracy note. */
 #include "query/query.h"
 
+#include <inttypes.h>
+
 #include "store/store.h"
 
 #include <string.h>
@@ -119,6 +121,12 @@ char *query_db_note_new(sqlite3 *db, GError **error)
             goto out;
         if (value == 0)
             continue;
+        if (value < 0) { /* no drop: a counter that cannot be negative, edited or damaged */
+            g_ptr_array_add(clauses, g_strdup_printf("the counter %s is %" PRId64
+                                                     " (a damaged or edited file)",
+                                                     drop_counters[i].counter, value));
+            continue;
+        }
         if (n_dropped > 0)
             g_string_append(dropped, ", ");
         count_append(dropped, value, drop_counters[i].one, drop_counters[i].many);

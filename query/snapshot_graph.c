@@ -262,6 +262,10 @@ uint32_t snapshot_types_count(const snapshot_types *t)
     return t->count;
 }
 
+/* The largest object the runtime can make is far below 2^40 bytes; a heap, below 2^56. */
+#define SNAPSHOT_OBJECT_SIZE_MAX (INT64_C(1) << 40)
+#define SNAPSHOT_TOTAL_SIZE_MAX (UINT64_C(1) << 56)
+
 /* ---- id -> node ------------------------------------------------------------------------ */
 
 /* The objects' ids are sorted; allocation ids are dense-ish (1, 2, 3, ... with gaps for the dead)
@@ -695,6 +699,7 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
                                         : "reading objects";
     /* one lookup in `objects` per object: the ids ascend, so the pages it reads are cached
      * (cheaper than a merge with a scan of `objects`) */
+    uint64_t total_size = 0;
     stmt = query_db_prepare(db,
                             "SELECT so.object_id, o.type_id, o.size FROM snapshot_objects so"
                             " LEFT JOIN objects o ON o.id = so.object_id"
@@ -712,9 +717,28 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
                         info->snapshot);
             goto fail;
         }
+        /* Sizes are summed into retained sizes: each one and their total stay far below
+         * 2^63, so no sum of them can overflow (a hand-edited or damaged file says so). */
+        int64_t size = sqlite3_column_int64(stmt, 2);
+        if (size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ||
+            (total_size += (uint64_t)size) > SNAPSHOT_TOTAL_SIZE_MAX) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                        "the database is damaged: object %" PRIu64 " of snapshot %" PRId64
+                        " has size %" PRId64 "%s",
+                        id, info->snapshot, size,
+                        size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ? "" : " (too large in total)");
+            goto fail;
+        }
+        int64_t type_id = sqlite3_column_int64(stmt, 1); /* NULL: 0 */
+        if (type_id < 0 || type_id > UINT32_MAX) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                        "the database is damaged: object %" PRIu64 " has type id %" PRId64, id,
+                        type_id);
+            goto fail;
+        }
         g->ids[g->n] = id;
-        g->type_ids[g->n] = (uint32_t)sqlite3_column_int64(stmt, 1); /* NULL: 0 */
-        g->sizes[g->n] = (uint64_t)sqlite3_column_int64(stmt, 2);
+        g->type_ids[g->n] = (uint32_t)type_id;
+        g->sizes[g->n] = (uint64_t)size;
         g->n++;
         if ((g->n & 0xffff) == 0)
             query_progress_update(progress, objects_step, g->n, cap);
