@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,19 +211,32 @@ static void runtime_version(hl_profiler *p) {
         snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
 }
 
-/* Whether this process is the one `heaplens record` started. The runtime keeps its own copy of
- * the environment and passes it to every child (Process.Start), so each .NET descendant loads
- * the collector too; HEAPLENS_PID (set by record between fork and exec) names the one process
- * to record, and any other declines at Initialize: the runtime then releases the profiler, no
- * thread starts, no socket is opened. A later mode that records descendants decides here, per
- * process. */
-static bool session_is_this_process(void) {
+/* Whether this process is the one to record. The runtime keeps its own copy of the environment
+ * and passes it to every child (Process.Start), so each .NET descendant loads the collector too;
+ * exactly one process of the session may record. HEAPLENS_PID (set by record between fork and
+ * exec) names the program heaplens started: it records. When the program is not a .NET process
+ * (a script that starts one), the first .NET process to get here claims the recording by
+ * creating a file beside the session's socket (O_EXCL: one winner). Any other declines at
+ * Initialize: the runtime then releases and unloads the profiler; no thread, no socket. A
+ * later mode that records descendants decides here, per process. */
+static bool session_claim(const char *socket_path) {
     const char *text = getenv("HEAPLENS_PID");
-    if (!text || !*text)
+    if (!text || !*text || !socket_path || !*socket_path)
         return false; /* loaded without `heaplens record` */
     char *end = NULL;
     long pid = strtol(text, &end, 10);
-    return *end == 0 && pid == (long)getpid();
+    bool is_program = *end == 0 && pid == (long)getpid();
+    char claim[sizeof the_profiler.socket_path + 16];
+    const char *slash = strrchr(socket_path, '/');
+    int n = slash ? snprintf(claim, sizeof claim, "%.*s/recorded", (int)(slash - socket_path),
+                             socket_path)
+                  : -1;
+    if (n < 0 || (size_t)n >= sizeof claim)
+        return is_program;
+    int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    return is_program || fd >= 0;
 }
 
 /* Native children started with the C library's environment (system(), posix_spawn) lose the
@@ -236,7 +250,7 @@ static void forget_session_environment(void) {
 }
 
 static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
-    if (!session_is_this_process())
+    if (!session_claim(getenv("HEAPLENS_SOCKET")))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;

@@ -196,6 +196,7 @@ static int socket_listen(const char *path, GError **error) {
 /* The recording's sockets: the collector's and the control socket for `heaplens snapshot`. */
 typedef struct record_sockets {
     char *dir, *collector_path, *control_path;
+    char *claim_path; /* created by the collector of the recorded process (collector/profiler.c) */
     int collector_fd, control_fd;
 } record_sockets;
 
@@ -208,11 +209,14 @@ static void sockets_remove(record_sockets *s) {
         unlink(s->collector_path);
     if (s->control_path)
         unlink(s->control_path);
+    if (s->claim_path)
+        unlink(s->claim_path);
     if (s->dir)
         rmdir(s->dir);
     g_free(s->dir);
     g_free(s->collector_path);
     g_free(s->control_path);
+    g_free(s->claim_path);
     memset(s, 0, sizeof *s);
     s->collector_fd = s->control_fd = -1;
 }
@@ -225,6 +229,7 @@ static gboolean sockets_create(record_sockets *s, GError **error) {
         return FALSE;
     s->collector_path = g_build_filename(s->dir, "collector.sock", NULL);
     s->control_path = g_build_filename(s->dir, "control.sock", NULL);
+    s->claim_path = g_build_filename(s->dir, "recorded", NULL);
     s->collector_fd = socket_listen(s->collector_path, error);
     if (s->collector_fd >= 0)
         s->control_fd = socket_listen(s->control_path, error);
@@ -307,8 +312,9 @@ static pid_t program_start(char **program, const char *collector, const char *so
         setenv("CORECLR_PROFILER_PATH", collector, 1);
         unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
         setenv("HEAPLENS_SOCKET", socket_path, 1);
-        /* Only this process is recorded: the collector declines in any other (its children
-         * inherit the variables through the runtime's copy of the environment). */
+        /* Only this process is recorded (or, if it is no .NET program, its first .NET
+         * descendant): the collector declines in any other (they inherit the variables through
+         * the runtime's copy of the environment). */
         char pid_text[24];
         snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
         setenv("HEAPLENS_PID", pid_text, 1);

@@ -7,6 +7,7 @@
 
   children  a recorded program starts a .NET child: the child has no libheaplens.so mapped and
             holds no more sockets than without heaplens, the parent's recording is complete;
+            a script's first .NET process records, its child does not;
             `dotnet build` of a small project under heaplens: afterwards no process of that
             build (MSBuild nodes, the compiler server) has libheaplens.so mapped.
 
@@ -235,6 +236,28 @@ def children_case(c, a):
     c.eq(f"{name}: the parent's recording is complete", ("complete", 0), (status, exit_status))
 
 
+def script_case(c, a):
+    """The program is a script that starts a .NET program (not with exec): that first .NET
+    process records, its own .NET child does not."""
+    name = "script"
+    db = os.path.join(a.workdir, "script.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    log = os.path.join(a.workdir, "heaplens.log")
+    script = f'"{a.dotnet}" "{a.dll}" parent; status=$?; exit $status'
+    rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", "sh", "-c", script],
+                              log=log, timeout=DEADLINE_S)
+    c.eq(f"{name}: heaplens record exit status", 0, rc)
+    c.ok(f"{name}: the script's .NET program has the collector", "parent collector: /" in out, out)
+    c.ok(f"{name}: its child has not", "child collector: none" in out, out)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        status = con.execute("SELECT status FROM run").fetchone()[0]
+        con.close()
+    except sqlite3.Error as e:
+        status = str(e)
+    c.eq(f"{name}: the recording is complete", "complete", status)
+
+
 def marked_processes(mark):
     """Pids of the processes whose environment holds `mark` (NAME=VALUE): the descendants of
     a command started with it, even those reparented after their parent exited."""
@@ -352,6 +375,7 @@ def main():
             signal_case(c, a, f"heaplens-{sig.name.lower()}", sig, "heaplens")
     if a.only in (None, "children"):
         children_case(c, a)
+        script_case(c, a)
         dotnet_build_case(c, a)
     if a.only in (None, "names"):
         names_case(c, a)
