@@ -7,9 +7,11 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector/collector.h"
 #include "wire/hl_wire.h"
@@ -211,12 +213,40 @@ static void runtime_version(hl_profiler *p) {
         snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
 }
 
-/* The program's own children must not load heaplens again: the variables go before any managed
- * code can copy the environment. */
+/* Whether this process is the one to record. The runtime keeps its own copy of the environment
+ * and passes it to every child (Process.Start), so each .NET descendant loads the collector too;
+ * exactly one process of the session may record. HEAPLENS_PID (set by record between fork and
+ * exec) names the program heaplens started: it records. When the program is not a .NET process
+ * (a script that starts one), the first .NET process to get here claims the recording by
+ * creating a file beside the session's socket (O_EXCL: one winner). Any other declines at
+ * Initialize: the runtime then releases and unloads the profiler; no thread, no socket. A
+ * later mode that records descendants decides here, per process. */
+static bool session_claim(const char *socket_path) {
+    const char *text = getenv("HEAPLENS_PID");
+    if (!text || !*text || !socket_path || !*socket_path)
+        return false; /* loaded without `heaplens record` */
+    char *end = NULL;
+    long pid = strtol(text, &end, 10);
+    bool is_program = *end == 0 && pid == (long)getpid();
+    char claim[sizeof the_profiler.socket_path + 16];
+    const char *slash = strrchr(socket_path, '/');
+    int n = slash ? snprintf(claim, sizeof claim, "%.*s/recorded", (int)(slash - socket_path),
+                             socket_path)
+                  : -1;
+    if (n < 0 || (size_t)n >= sizeof claim)
+        return is_program;
+    int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    return is_program || fd >= 0;
+}
+
+/* Native children started with the C library's environment (system(), posix_spawn) lose the
+ * session's variables too; they go before any managed code can copy the environment. */
 static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
-                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT"};
+                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -229,6 +259,8 @@ static size_t pool_bytes(void) {
 }
 
 static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
+    if (!session_claim(getenv("HEAPLENS_SOCKET")))
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
         if (clr_query_interface(info_unknown, &IID_ICorProfilerInfo_by_version[v], &info) == S_OK) {

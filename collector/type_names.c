@@ -87,21 +87,73 @@ static IMetaDataImport *module_metadata(hl_type_names *t, ModuleID module) {
     return mdi;
 }
 
-/* Appends "Outer+Inner" for a typedef, namespace included on the outermost. */
-static bool put_typedef(name_buf *b, IMetaDataImport *mdi, mdTypeDef td, int depth) {
-    WCHAR w[512];
-    ULONG n = 0;
-    DWORD flags = 0;
-    mdToken extends = 0;
-    if (HR_FAILED(mdi_get_type_def_props(mdi, td, w, 512, &n, &flags, &extends)))
-        return false;
-    if ((flags & tdNestedMask) && depth < MAX_DEPTH) {
-        mdTypeDef outer = 0;
-        if (!HR_FAILED(mdi_get_nested_class_props(mdi, td, &outer)) && outer &&
-            put_typedef(b, mdi, outer, depth + 1))
-            puts_(b, "+");
+/* The arity suffix of a metadata name ("Dictionary`2" -> 2; 0 without one). */
+static uint32_t utf16_name_arity(const WCHAR *w, size_t n) {
+    uint32_t arity = 0;
+    for (size_t i = 0; i < n && w[i]; i++) {
+        if (w[i] != '`')
+            continue;
+        arity = 0;
+        for (i++; i < n && w[i] >= '0' && w[i] <= '9'; i++)
+            arity = arity * 10 + (uint32_t)(w[i] - '0');
+        i--;
     }
-    put_utf16_name(b, w, n);
+    return arity;
+}
+
+static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint32_t *flags);
+
+static void put_type_args(hl_type_names *t, name_buf *b, const ClassID *args, uint32_t n,
+                          int depth, uint32_t *flags) {
+    puts_(b, "<");
+    for (uint32_t i = 0; i < n; i++) {
+        if (i)
+            puts_(b, ", ");
+        if (!put_class(t, b, args[i], depth + 1, flags))
+            puts_(b, "?");
+    }
+    puts_(b, ">");
+}
+
+/* Appends "Outer<A>+Inner<B>" for a typedef, namespace included on the outermost: as C#
+ * reflection, ClrMD and SOS write it. A nested type of a generic type carries the type
+ * arguments of every enclosing level (metadata gives them all to the innermost); each level
+ * takes as many as its arity suffix says, in order, and the innermost the rest. */
+static bool put_typedef(hl_type_names *t, name_buf *b, IMetaDataImport *mdi, mdTypeDef td,
+                        const ClassID *args, uint32_t n_args, int depth, uint32_t *flags) {
+    mdTypeDef chain[MAX_DEPTH + 1];
+    size_t levels = 0;
+    chain[levels++] = td;
+    for (mdTypeDef cur = td; levels <= MAX_DEPTH;) {
+        WCHAR w[512];
+        ULONG n = 0;
+        DWORD td_flags = 0;
+        mdToken extends = 0;
+        if (HR_FAILED(mdi_get_type_def_props(mdi, cur, w, 512, &n, &td_flags, &extends)))
+            return false;
+        mdTypeDef outer = 0;
+        if (!(td_flags & tdNestedMask) || HR_FAILED(mdi_get_nested_class_props(mdi, cur, &outer)) ||
+            !outer)
+            break;
+        chain[levels++] = cur = outer;
+    }
+    uint32_t used = 0;
+    for (size_t level = levels; level-- > 0;) { /* outermost first */
+        WCHAR w[512];
+        ULONG n = 0;
+        DWORD td_flags = 0;
+        mdToken extends = 0;
+        if (HR_FAILED(mdi_get_type_def_props(mdi, chain[level], w, 512, &n, &td_flags, &extends)))
+            return false;
+        if (level + 1 < levels)
+            puts_(b, "+");
+        put_utf16_name(b, w, n < 512 ? n : 512);
+        uint32_t arity = level == 0 ? n_args - used : utf16_name_arity(w, n < 512 ? n : 512);
+        if (arity > 0 && arity <= n_args - used) {
+            put_type_args(t, b, args + used, arity, depth, flags);
+            used += arity;
+        }
+    }
     return true;
 }
 
@@ -127,8 +179,6 @@ static const char *primitive_name(uint32_t elem) {
     default: return NULL;
     }
 }
-
-static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint32_t *flags);
 
 static bool put_array(hl_type_names *t, name_buf *b, ClassID elem_class, uint32_t elem_type,
                       ULONG rank, int depth, uint32_t *flags) {
@@ -170,19 +220,8 @@ static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint3
     if (HR_FAILED(hr) || !module || !td)
         return false;
     IMetaDataImport *mdi = module_metadata(t, module);
-    if (!mdi || !put_typedef(b, mdi, td, 0))
-        return false;
-    if (n_args > 0) {
-        puts_(b, "<");
-        for (uint32_t i = 0; i < n_args && i < MAX_ARGS; i++) {
-            if (i)
-                puts_(b, ", ");
-            if (!put_class(t, b, args[i], depth + 1, flags))
-                puts_(b, "?");
-        }
-        puts_(b, ">");
-    }
-    return true;
+    return mdi && put_typedef(t, b, mdi, td, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, depth,
+                              flags);
 }
 
 uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size) {

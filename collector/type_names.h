@@ -6,8 +6,10 @@
  *   Namespace.Outer+Nested             HeapLens.Examples.Program+Node
  *   Namespace.Generic<Arg1, Arg2>      System.Collections.Generic.Dictionary<System.String, System.Int32>
  *   Element[] / Element[,]             System.Int32[], HeapLens.Examples.LargeItem[], System.Byte[][]
- * The arity suffix (`1) is removed; the type arguments of a nested generic type are listed once,
- * after the innermost name (System.Collections.Generic.List+Enumerator<System.Int32>).
+ *   Namespace.Generic<Arg>+Nested[]    System.Collections.Generic.Dictionary<System.Int32, Customer>+Entry[]
+ * The arity suffix (`1) is removed; the type arguments of a nested type of a generic type follow
+ * the type that declares them, as C# reflection, ClrMD and SOS write them
+ * (System.Collections.Generic.List<System.Int32>+Enumerator).
  */
 #ifndef HEAPLENS_TYPE_NAMES_H
 #define HEAPLENS_TYPE_NAMES_H

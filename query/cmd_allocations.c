@@ -61,8 +61,8 @@ static gboolean allocations_sum(sqlite3 *db, const char *thread_ids, GArray *row
             g_hash_table_insert(index, g_memdup2(&type_id, sizeof type_id), slot);
         }
         alloc_row *r = &g_array_index(rows, alloc_row, GPOINTER_TO_UINT(slot) - 1);
-        r->count += sqlite3_column_int64(stmt, 1);
-        r->bytes += sqlite3_column_int64(stmt, 2);
+        r->count = query_add_saturating(r->count, sqlite3_column_int64(stmt, 1));
+        r->bytes = query_add_saturating(r->bytes, sqlite3_column_int64(stmt, 2));
     }
     if (!stepped)
         goto out;

@@ -197,7 +197,7 @@ int cmd_diff(int argc, char **argv)
         if (both && from.row_of_type[from.type_id] == to.row_of_type[to.type_id]) {
             diff_row *r = &g_array_index(rows, diff_row, to.row_of_type[to.type_id]);
             r->survived++;
-            r->survived_bytes += to.size;
+            r->survived_bytes = query_add_saturating(r->survived_bytes, to.size);
             if (!side_next(&from, &error) || !side_next(&to, &error))
                 goto out;
             continue;
@@ -205,7 +205,7 @@ int cmd_diff(int argc, char **argv)
         if (from.row && (!to.row || from.id <= to.id)) { /* only in S1, or another type */
             diff_row *r = &g_array_index(rows, diff_row, from.row_of_type[from.type_id]);
             r->dead++;
-            r->dead_bytes += from.size;
+            r->dead_bytes = query_add_saturating(r->dead_bytes, from.size);
             if (!side_next(&from, &error))
                 goto out;
             if (!both)
@@ -213,19 +213,19 @@ int cmd_diff(int argc, char **argv)
         }
         diff_row *r = &g_array_index(rows, diff_row, to.row_of_type[to.type_id]);
         r->new_count++;
-        r->new_bytes += to.size;
+        r->new_bytes = query_add_saturating(r->new_bytes, to.size);
         if (!side_next(&to, &error))
             goto out;
     }
 
     for (guint i = 0; i < rows->len; i++) {
         const diff_row *r = &g_array_index(rows, diff_row, i);
-        total.new_count += r->new_count;
-        total.dead += r->dead;
-        total.survived += r->survived;
-        total.new_bytes += r->new_bytes;
-        total.dead_bytes += r->dead_bytes;
-        total.survived_bytes += r->survived_bytes;
+        total.new_count = query_add_saturating(total.new_count, r->new_count);
+        total.dead = query_add_saturating(total.dead, r->dead);
+        total.survived = query_add_saturating(total.survived, r->survived);
+        total.new_bytes = query_add_saturating(total.new_bytes, r->new_bytes);
+        total.dead_bytes = query_add_saturating(total.dead_bytes, r->dead_bytes);
+        total.survived_bytes = query_add_saturating(total.survived_bytes, r->survived_bytes);
     }
     if (rows->len > 1)
         qsort(rows->data, rows->len, sizeof(diff_row), diff_row_cmp);

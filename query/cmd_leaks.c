@@ -3,6 +3,7 @@
 #include "query/commands.h"
 #include "query/leaks.h"
 #include "query/query.h"
+#include "query/retention.h"
 
 int cmd_leaks(int argc, char **argv)
 {
@@ -19,6 +20,7 @@ int cmd_leaks(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(query_progress) progress = NULL;
     g_autoptr(leaks) found = NULL;
+    g_autofree char *note = NULL;
     uint64_t top = 10;
     sqlite3 *db = NULL;
 
@@ -55,6 +57,12 @@ int cmd_leaks(int argc, char **argv)
     }
     leaks_notes_print(found, json);
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+        goto out;
+    /* Last, when everything is read and printed: a failure leaves the file as it was. */
+    if (!retention_commit(db, path, progress, &note, &error))
+        goto out;
+    retention_note_print(note, json);
+    if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;
 out:

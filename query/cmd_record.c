@@ -196,6 +196,7 @@ static int socket_listen(const char *path, GError **error) {
 /* The recording's sockets: the collector's and the control socket for `heaplens snapshot`. */
 typedef struct record_sockets {
     char *dir, *collector_path, *control_path;
+    char *claim_path; /* created by the collector of the recorded process (collector/profiler.c) */
     int collector_fd, control_fd;
 } record_sockets;
 
@@ -208,11 +209,14 @@ static void sockets_remove(record_sockets *s) {
         unlink(s->collector_path);
     if (s->control_path)
         unlink(s->control_path);
+    if (s->claim_path)
+        unlink(s->claim_path);
     if (s->dir)
         rmdir(s->dir);
     g_free(s->dir);
     g_free(s->collector_path);
     g_free(s->control_path);
+    g_free(s->claim_path);
     memset(s, 0, sizeof *s);
     s->collector_fd = s->control_fd = -1;
 }
@@ -225,6 +229,7 @@ static gboolean sockets_create(record_sockets *s, GError **error) {
         return FALSE;
     s->collector_path = g_build_filename(s->dir, "collector.sock", NULL);
     s->control_path = g_build_filename(s->dir, "control.sock", NULL);
+    s->claim_path = g_build_filename(s->dir, "recorded", NULL);
     s->collector_fd = socket_listen(s->collector_path, error);
     if (s->collector_fd >= 0)
         s->control_fd = socket_listen(s->control_path, error);
@@ -238,9 +243,13 @@ static gboolean sockets_create(record_sockets *s, GError **error) {
 /* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording. */
 static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
                                    int control_fd, int stop_fd, int ready_fd) {
-    /* Ctrl-C goes to the whole process group; the writer must outlive the program to finish. */
+    /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
+     * program to finish the recording. It ends when heaplens closes the stop pipe (heaplens
+     * itself killed: end of file). */
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     g_autoptr(GError) error = NULL;
     store_writer *w = store_writer_create(output, command, &error);
@@ -260,16 +269,30 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
     _exit(0);
 }
 
-static pid_t child_pid; /* forwarded SIGTERM/SIGHUP go here */
+/* The signals heaplens passes on to the program while it runs. */
+static const int forwarded_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+#define N_FORWARDED G_N_ELEMENTS(forwarded_signals)
 
-static void forward_signal(int sig) {
+static volatile sig_atomic_t child_pid;      /* the running program, 0 before and after */
+static volatile sig_atomic_t pending_signal; /* arrived before the program was started */
+
+/* A signal sent to heaplens goes on to the program. One the terminal generated (Ctrl-C, Ctrl-\,
+ * hangup: si_code SI_KERNEL) went to the whole foreground process group, the program included,
+ * so it is not sent a second time. */
+static void forward_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    if (info && info->si_code == SI_KERNEL)
+        return;
     if (child_pid > 0)
-        kill(child_pid, sig);
+        kill((pid_t)child_pid, sig);
+    else
+        pending_signal = sig;
 }
 
 /* Runs the program; returns its pid, or -1 with the exec error. */
 static pid_t program_start(char **program, const char *collector, const char *socket_path,
-                           const char *snapshot_policy, GError **error) {
+                           const char *snapshot_policy, const struct sigaction *original,
+                           const sigset_t *original_mask, GError **error) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
@@ -278,11 +301,23 @@ static pid_t program_start(char **program, const char *collector, const char *so
     pid_t pid = fork();
     if (pid == 0) {
         close(report[0]);
+        /* The program starts with the dispositions and mask heaplens was given, as if heaplens
+         * were not there: exec keeps an ignored signal ignored, and the runtime never handles
+         * a SIGINT or SIGQUIT that was ignored at its start. */
+        for (size_t i = 0; i < N_FORWARDED; i++)
+            sigaction(forwarded_signals[i], &original[i], NULL);
+        sigprocmask(SIG_SETMASK, original_mask, NULL);
         setenv("CORECLR_ENABLE_PROFILING", "1", 1);
         setenv("CORECLR_PROFILER", PROFILER_CLSID, 1);
         setenv("CORECLR_PROFILER_PATH", collector, 1);
         unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
         setenv("HEAPLENS_SOCKET", socket_path, 1);
+        /* Only this process is recorded (or, if it is no .NET program, its first .NET
+         * descendant): the collector declines in any other (they inherit the variables through
+         * the runtime's copy of the environment). */
+        char pid_text[24];
+        snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
+        setenv("HEAPLENS_PID", pid_text, 1);
         if (snapshot_policy)
             setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
         else
@@ -295,6 +330,11 @@ static pid_t program_start(char **program, const char *collector, const char *so
         _exit(127);
     }
     close(report[1]);
+    if (pid > 0) {
+        child_pid = pid;
+        if (pending_signal)
+            kill(pid, pending_signal);
+    }
     if (pid < 0) {
         close(report[0]);
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: fork: %s", g_strerror(errno));
@@ -305,6 +345,7 @@ static pid_t program_start(char **program, const char *collector, const char *so
     close(report[0]);
     if (n == sizeof e) {
         waitpid(pid, NULL, 0);
+        child_pid = 0;
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': %s", program[0],
                     g_strerror(e));
         return -1;
@@ -395,17 +436,36 @@ static void summary_print(const char *output, const record_options *o) {
 
 /* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
  * of a killed writer must never be taken into a new recording, so --force removes the whole set
- * and without it any member of the set means "exists". */
-static gboolean output_prepare(const char *output, gboolean force, GError **error) {
+ * and without it any member of the set means "exists". A database is a regular file: anything
+ * else named (a FIFO, a device, a directory) is refused, never removed; through a symbolic link
+ * the set beside its target is the one replaced (SQLite writes there), never the link.
+ * Sets *resolved to the path to record to. */
+static gboolean output_prepare(const char *output, gboolean force, char **resolved,
+                               GError **error) {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    struct stat st;
+    *resolved = NULL;
+    if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "cannot record to %s: it is not a regular file (a database needs one)", output);
+        return FALSE;
+    }
+    char *real = force && stat(output, &st) == 0 ? realpath(output, NULL) : NULL;
+    *resolved = g_strdup(real ? real : output);
+    free(real);
     for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
-        g_autofree char *path = g_strconcat(output, suffixes[i], NULL);
+        g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
+        if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "cannot replace %s: it is not a regular file", path);
+            return FALSE;
+        }
         if (force && unlink(path) != 0 && errno != ENOENT) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", path,
                         g_strerror(errno));
             return FALSE;
         }
-        if (!force && access(path, F_OK) == 0) {
+        if (!force && lstat(path, &st) == 0) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                         "%s already exists; choose another name with -o, or --force to replace it",
                         path);
@@ -428,8 +488,9 @@ int cmd_record(int argc, char **argv) {
     g_autofree char *collector = collector_path(&error);
     if (!collector || !program_check(o.program[0], &error))
         return query_error_report(error);
-    g_autofree char *output = o.output ? g_strdup(o.output) : default_output(o.program[0]);
-    if (!output_prepare(output, o.force, &error))
+    g_autofree char *named = o.output ? g_strdup(o.output) : default_output(o.program[0]);
+    g_autofree char *output = NULL;
+    if (!output_prepare(named, o.force, &output, &error))
         return query_error_report(error);
     g_autofree char *command = g_strjoinv(" ", o.program);
 
@@ -469,18 +530,26 @@ int cmd_record(int argc, char **argv) {
         return query_error_report(error);
     }
 
-    /* Like system(): the program owns the terminal's Ctrl-C; heaplens waits for it. */
-    struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
-    struct sigaction old_int, old_quit, old_term, old_hup;
-    sigaction(SIGINT, &ignore, &old_int);
-    sigaction(SIGQUIT, &ignore, &old_quit);
-    sigaction(SIGTERM, &forward, &old_term);
-    sigaction(SIGHUP, &forward, &old_hup);
-    pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot, &error);
+    /* The program gets the terminal's signals itself (same process group, its own
+     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
+     * recording and exits with the program's status. Blocked around the fork, so that the
+     * child never runs our handler. */
+    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&forward.sa_mask);
+    struct sigaction original[N_FORWARDED];
+    sigset_t block, original_mask;
+    sigemptyset(&block);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaddset(&block, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &original_mask);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &forward, &original[i]);
+    pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
+                                  original, &original_mask, &error);
+    sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
     int status = 0;
     if (started) {
-        child_pid = program;
         g_autoptr(GError) session_error = NULL; /* without it, only `heaplens snapshot` is lost */
         if (!query_session_write(program, sockets.control_path, output, &session_error))
             fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
@@ -491,10 +560,8 @@ int cmd_record(int argc, char **argv) {
         query_session_remove(program);
         exit_status = exit_status_of(status);
     }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGQUIT, &old_quit, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &original[i], NULL);
 
     /* Tell the writer the program is gone and how it ended, then wait for it to finish. The
      * writer may have died: no SIGPIPE for heaplens (set only now, so that the program was not

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,77 +34,122 @@ static char **report_argv_new(int argc, char **argv, GPtrArray *owned)
     return out;
 }
 
-/* The output file, written beside its final name and renamed into place when complete, so that
- * a failure never leaves half a report (nor destroys an older one). */
+/* The output. A regular file (or a new one) is written beside its final name and renamed into
+ * place when complete, so that a failure never leaves half a report (nor destroys an older one);
+ * through a symbolic link, the link's target is the file replaced, never the link. Anything else
+ * the user names (a FIFO, a terminal, /dev/null, /dev/full) is written through as it is: it is
+ * not ours to replace. /dev/stdout and its kin are heaplens' own standard output. */
 typedef struct report_file {
-    char *path;
-    char *tmp_path;
+    char *path;     /* what the user named, for messages */
+    char *final;    /* the regular file replaced: `path` with its symbolic links resolved */
+    char *tmp_path; /* beside `final`; NULL when writing through */
     FILE *out;
+    gboolean is_stdout;
 } report_file;
 
-static gboolean report_file_open(report_file *file, const char *path, GError **error)
+static gboolean report_file_fail(report_file *file, const char *why, GError **error)
 {
-    memset(file, 0, sizeof *file);
-    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: it is a directory", path);
-        return FALSE;
-    }
-    file->path = g_strdup(path);
-    file->tmp_path = g_strconcat(path, ".tmp-XXXXXX", NULL);
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", file->path, why);
+    return FALSE;
+}
+
+/* A new temporary file beside `file->final`, with `mode` (0666 less the umask for a new file,
+ * the replaced file's own mode otherwise). */
+static gboolean report_file_open_temporary(report_file *file, mode_t mode, GError **error)
+{
+    file->tmp_path = g_strconcat(file->final, ".tmp-XXXXXX", NULL);
     int fd = g_mkstemp_full(file->tmp_path, O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0) {
         int saved = errno;
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", path,
-                    g_strerror(saved));
         g_clear_pointer(&file->tmp_path, g_free);
-        return FALSE;
+        return report_file_fail(file, g_strerror(saved), error);
     }
-    /* mkstemp creates 0600; a report is an ordinary file: 0666 less the umask. */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask); /* on failure it stays readable by its owner */
+    (void)fchmod(fd, mode); /* on failure it stays readable by its owner */
     file->out = fdopen(fd, "w");
     if (!file->out) {
         int saved = errno;
         close(fd);
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", path,
-                    g_strerror(saved));
-        return FALSE;
+        return report_file_fail(file, g_strerror(saved), error);
     }
     return TRUE;
 }
 
-/* Closes the file and renames it into place. */
+static gboolean report_file_open(report_file *file, const char *path, GError **error)
+{
+    memset(file, 0, sizeof *file);
+    file->path = g_strdup(path);
+    struct stat st, out_st, link_st;
+    if (stat(path, &st) != 0) {
+        int saved = errno;
+        if (saved == ENOENT && lstat(path, &link_st) == 0)
+            return report_file_fail(file, "it is a symbolic link to nothing", error);
+        if (saved != ENOENT)
+            return report_file_fail(file, g_strerror(saved), error);
+        mode_t mask = umask(0);
+        umask(mask);
+        file->final = g_strdup(path);
+        return report_file_open_temporary(file, 0666 & ~mask, error);
+    }
+    if (fstat(STDOUT_FILENO, &out_st) == 0 && st.st_dev == out_st.st_dev &&
+        st.st_ino == out_st.st_ino) {
+        file->is_stdout = TRUE; /* /dev/stdout, /proc/self/fd/1, or where stdout already goes */
+        file->out = stdout;
+        return TRUE;
+    }
+    if (S_ISDIR(st.st_mode))
+        return report_file_fail(file, "it is a directory", error);
+    if (S_ISBLK(st.st_mode))
+        return report_file_fail(file, "it is a block device", error);
+    if (S_ISREG(st.st_mode)) {
+        file->final = realpath(path, NULL);
+        if (!file->final)
+            return report_file_fail(file, g_strerror(errno), error);
+        return report_file_open_temporary(file, st.st_mode & 07777, error);
+    }
+    /* A FIFO (opening waits for its reader, as any writer's would), a character device, a
+     * socket: written as it is, never created, truncated or replaced. */
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 || !(file->out = fdopen(fd, "w"))) {
+        int saved = errno;
+        if (fd >= 0)
+            close(fd);
+        return report_file_fail(file, g_strerror(saved), error);
+    }
+    return TRUE;
+}
+
+/* Flushes and closes the output; renames a temporary file into place. */
 static gboolean report_file_commit(report_file *file, GError **error)
 {
-    gboolean ok = query_output_finish(file->out, error);
-    if (fclose(file->out) != 0 && ok) {
+    if (!query_output_finish(file->out, NULL)) {
         int saved = errno;
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", file->path,
-                    g_strerror(saved));
-        ok = FALSE;
+        return report_file_fail(file, saved ? g_strerror(saved) : "I/O error", error);
     }
+    if (file->is_stdout) {
+        file->out = NULL;
+        return TRUE;
+    }
+    int closed = fclose(file->out);
+    int saved = errno;
     file->out = NULL;
-    if (ok && g_rename(file->tmp_path, file->path) != 0) {
-        int saved = errno;
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", file->path,
-                    g_strerror(saved));
-        ok = FALSE;
-    }
-    if (ok)
-        g_clear_pointer(&file->tmp_path, g_free);
-    return ok;
+    if (closed != 0)
+        return report_file_fail(file, g_strerror(saved), error);
+    if (file->tmp_path && g_rename(file->tmp_path, file->final) != 0)
+        return report_file_fail(file, g_strerror(errno), error);
+    g_clear_pointer(&file->tmp_path, g_free);
+    return TRUE;
 }
 
 /* Removes what a failed report left behind. */
 static void report_file_release(report_file *file)
 {
-    if (file->out)
+    if (file->out && !file->is_stdout)
         fclose(file->out);
     if (file->tmp_path)
         g_unlink(file->tmp_path);
     g_free(file->tmp_path);
     g_free(file->path);
+    free(file->final);
     memset(file, 0, sizeof *file);
 }
 
@@ -133,6 +179,7 @@ int cmd_report(int argc, char **argv)
     g_autoptr(query_progress) progress = NULL;
     report_file file = {0};
     gboolean to_stdout = FALSE;
+    uint64_t data_bytes = 0;
     FILE *out = stdout;
     sqlite3 *db = NULL;
 
@@ -177,20 +224,27 @@ int cmd_report(int argc, char **argv)
     if (!data)
         goto out;
     query_progress_done(progress);
+    long start = ftell(out); /* -1 for a FIFO or a terminal: the size is then not known */
     if (json)
         report_json_write(data, out, FALSE);
     else
         report_html_write(data, out);
+    long end = ftell(out);
+    data_bytes = start >= 0 && end >= start ? (uint64_t)(end - start) : 0;
     if (to_stdout ? !query_output_finish(stdout, &error) : !report_file_commit(&file, &error))
         goto out;
     if (!to_stdout) {
         char count[QUERY_FORMAT_MAX], size[QUERY_FORMAT_MAX];
         GStatBuf st;
-        int64_t bytes = g_stat(output, &st) == 0 ? (int64_t)st.st_size : 0;
+        int64_t bytes = g_stat(output, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size
+                                                                          : (int64_t)data_bytes;
         guint n = data->gcs->len;
-        fprintf(stderr, "heaplens: report of %s GC%s -> %s (%s)\n",
-                query_count_format(n, count), n == 1 ? "" : "s", output,
-                query_size_format(bytes, size));
+        if (bytes > 0) /* not known for a FIFO or a pipe */
+            g_snprintf(size, sizeof size, " (%s)", query_size_format(bytes, count));
+        else
+            size[0] = 0;
+        fprintf(stderr, "heaplens: report of %s GC%s -> %s%s\n",
+                query_count_format(n, count), n == 1 ? "" : "s", output, size);
     }
     /* The page shows the accuracy note; the terminal gets it too, and the retention notes. */
     if (data->note)

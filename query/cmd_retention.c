@@ -193,8 +193,14 @@ int cmd_retention(int argc, char **argv)
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);
     }
-    retention_note_print(note, json);
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+        goto out;
+    /* Last, when everything is read and printed: a failure leaves the file as it was. */
+    g_clear_pointer(&note, g_free);
+    if (!retention_commit(db, path, progress, &note, &error))
+        goto out;
+    retention_note_print(note, json);
+    if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;
 out:

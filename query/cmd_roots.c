@@ -88,7 +88,8 @@ int cmd_roots(int argc, char **argv)
     uint64_t limit = 10, object_id = 0;
     int64_t object = 0, unreachable = 0;
     sqlite3 *db = NULL;
-    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], target_buf[QUERY_FORMAT_MAX];
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], target_buf[QUERY_FORMAT_MAX],
+        type_buf[QUERY_FORMAT_MAX];
 
     switch (query_args_parse(argc, argv, options, &path, &error)) {
     case QUERY_ARGS_HELP:
@@ -120,14 +121,10 @@ int cmd_roots(int argc, char **argv)
         goto out;
     progress = query_progress_new("roots", progress_flag);
     if (type_name) {
-        uint32_t type_id = snapshot_types_find(types, type_name);
-        if (type_id == 0) {
-            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                        "no type named '%s' in %s (names are full: 'Namespace.Type', "
-                        "'System.Collections.Generic.List<App.Item>'; see 'heaplens allocations')",
-                        type_name, path);
+        uint32_t type_id = snapshot_types_resolve(types, type_name, path, &error);
+        if (type_id == 0)
             goto out;
-        }
+        type_name = snapshot_types_name(types, type_id, type_buf); /* the full name, in messages */
         if (!largest_instance(db, path, &info, type_id, progress, &object, &unreachable, &note,
                               &error))
             goto out;
@@ -211,8 +208,14 @@ int cmd_roots(int argc, char **argv)
             query_table_print(table, stdout);
         }
     }
-    retention_note_print(note, json);
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+        goto out;
+    /* Last, when everything is read and printed: a failure leaves the file as it was. */
+    g_clear_pointer(&note, g_free);
+    if (!retention_commit(db, path, progress, &note, &error))
+        goto out;
+    retention_note_print(note, json);
+    if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;
 out:

@@ -26,15 +26,21 @@ static const char survivors_sql[] =
     " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2";
 
 /* The same objects, grouped by age: GCs survived = N - first_gc + 1 (first_gc is the first GC
- * after the allocation; an object found in a heap walk is as old as that walk, a lower bound). */
+ * after the allocation; an object found in a heap walk is as old as that walk, a lower bound).
+ * ?2 and columns 6..8 as in survivors_sql: --top K keeps the K groups with the most bytes. */
 static const char survivors_age_sql[] =
-    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes"
+    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
+    "       s.all_n, s.all_bytes, s.groups"
     "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id, COUNT(*) AS n,"
-    "               SUM(o.size) AS bytes"
+    "               SUM(o.size) AS bytes,"
+    "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "               COUNT(*) OVER () AS groups,"
+    "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
     "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
     "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
     "         GROUP BY age, og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
+    " WHERE ?2 IS NULL OR s.rank <= ?2"
     " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3";
 
 static const query_column survivors_age_columns[] = {
@@ -115,18 +121,20 @@ out:
 }
 
 /* --by age: the rows of survivors_age_sql; returns the exit status (0, or 1 with *error). */
-static int survivors_by_age(sqlite3 *db, int64_t gc, gboolean json, GError **error)
+static int survivors_by_age(sqlite3 *db, int64_t gc, uint64_t top, gboolean json, GError **error)
 {
     int status = 1;
     gboolean row = FALSE;
     g_autoptr(query_table) table = NULL;
     query_json_rows rows;
-    int64_t total_count = 0, total_bytes = 0;
+    int64_t total_count = 0, total_bytes = 0, groups = 0;
     char name[QUERY_FORMAT_MAX], count[QUERY_FORMAT_MAX], bytes[QUERY_FORMAT_MAX];
     sqlite3_stmt *stmt = query_db_prepare(db, survivors_age_sql, error);
     if (!stmt)
         goto out;
     sqlite3_bind_int64(stmt, 1, gc);
+    if (top)
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)top);
     if (json) {
         json_t *head = json_pack("{s:I, s:s}", "gc", (json_int_t)gc, "by", "age");
         query_json_rows_begin(&rows, stdout, head);
@@ -140,6 +148,9 @@ static int survivors_by_age(sqlite3 *db, int64_t gc, gboolean json, GError **err
         const char *type = (const char *)sqlite3_column_text(stmt, 2);
         int64_t n = sqlite3_column_int64(stmt, 3);
         int64_t size = sqlite3_column_int64(stmt, 4);
+        total_count = sqlite3_column_int64(stmt, 5); /* over all groups, also with --top */
+        total_bytes = sqlite3_column_int64(stmt, 6);
+        groups = sqlite3_column_int64(stmt, 7);
         if (json) {
             query_json_rows_add(&rows, json_pack("{s:I, s:I, s:o, s:I, s:I}", "age",
                                                  (json_int_t)age, "generation",
@@ -152,8 +163,6 @@ static int survivors_by_age(sqlite3 *db, int64_t gc, gboolean json, GError **err
             query_table_add(table, query_count_format(n, count));
             query_table_add(table, query_size_format(size, bytes));
             query_table_add(table, type);
-            total_count += n;
-            total_bytes += size;
         }
     }
     if (error && *error)
@@ -161,9 +170,12 @@ static int survivors_by_age(sqlite3 *db, int64_t gc, gboolean json, GError **err
     if (json) {
         query_json_rows_end(&rows);
     } else {
-        printf("alive after GC %" PRId64 ": %s %s, %s; age = GCs survived\n", gc,
+        printf("alive after GC %" PRId64 ": %s %s, %s", gc,
                query_count_format(total_count, count), total_count == 1 ? "object" : "objects",
                query_size_format(total_bytes, bytes));
+        if (top && (uint64_t)groups > top)
+            printf(" (the %" PRIu64 " largest of %" PRId64 " groups)", top, groups);
+        printf("; age = GCs survived\n");
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);
     }
@@ -221,18 +233,14 @@ int cmd_survivors(int argc, char **argv)
                     "survivors: --by expects 'generation' or 'age', not '%s'", by);
         goto out;
     }
-    if (top_text && (by_age || !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXINT64,
-                                                      "a positive number", &top, &error))) {
-        if (!error)
-            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "survivors: --top goes with the view by generation, not --by age");
+    if (top_text && !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXINT64,
+                                           "a positive number", &top, &error))
         goto out;
-    }
     db = query_db_open(path, &error);
     if (!db || !survivors_gc_pick(db, path, gc_text, &gc, &error))
         goto out;
     if (by_age) {
-        status = survivors_by_age(db, gc, json, &error);
+        status = survivors_by_age(db, gc, top, json, &error);
         goto out;
     }
     stmt = query_db_prepare(db, survivors_sql, &error);

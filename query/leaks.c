@@ -86,7 +86,7 @@ static gboolean series_read(sqlite3 *db, int64_t snapshot, uint32_t n_types, int
         if (type < 0 || type >= n_types)
             type = 0;
         count[type]++;
-        bytes[type] += sqlite3_column_int64(stmt, 1);
+        bytes[type] = query_add_saturating(bytes[type], sqlite3_column_int64(stmt, 1));
     }
     sqlite3_finalize(stmt);
     return !(error && *error);

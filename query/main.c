@@ -150,7 +150,8 @@ static const query_command commands[] = {
                  "The shortest path of references from a GC root to an object of a heap\n"
                  "snapshot, each hop with its object id, size and type, and the root with its\n"
                  "kind (stack, handle, finalizer, other) and flags. --type NAME picks the\n"
-                 "instance of that type (full name) that retains the most. Weak roots keep\n"
+                 "instance of that type that retains the most: its full name, or the name\n"
+                 "without namespaces (Dictionary<Int32, Customer>+Entry[]). Weak roots keep\n"
                  "nothing alive and are not used.\n"
                  "\n"
                  "options:\n"
@@ -270,7 +271,11 @@ static gboolean is_help(const char *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || is_help(argv[1])) {
+    if (argc < 2) { /* a mistake, not a request: the usage goes with the errors */
+        usage_print(stderr);
+        return 1;
+    }
+    if (is_help(argv[1])) {
         usage_print(stdout);
         return 0;
     }

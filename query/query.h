@@ -71,6 +71,22 @@ gboolean query_args_parse_uint(const char *command, const char *option, const ch
                                uint64_t min, uint64_t max, const char *what, uint64_t *value,
                                GError **error);
 
+/* ---- arithmetic on values read from a file ------------------------------------------------ */
+
+/* a + b and a - b clamped to [INT64_MIN, INT64_MAX]: sums of sizes, counts and times read from a
+ * recording never overflow, whatever a damaged or hand-edited file holds (a clamped total is
+ * wrong, but visibly so, and never undefined). */
+static inline int64_t query_add_saturating(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+static inline int64_t query_sub_saturating(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? (b < 0 ? INT64_MAX : INT64_MIN) : r;
+}
+
 /* ---- formatting ------------------------------------------------------------------------ */
 
 #define QUERY_FORMAT_MAX 48 /* enough for any value formatted below */

@@ -1,6 +1,8 @@
 /* query_db.c — opening a recording for reading, statement helpers and the accuracy note. */
 #include "query/query.h"
 
+#include <inttypes.h>
+
 #include "store/store.h"
 
 #include <string.h>
@@ -156,12 +158,18 @@ char *query_db_note_new(sqlite3 *db, GError **error)
         g_ptr_array_add(clauses, g_strdup_printf("the recording's status is '%s'", run_status));
     }
 
-    /* Counters are unsigned on the wire: a negative value here is not a count (a corrupt or
-     * foreign file); it is never shown as a loss. */
+    /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
+     * edited file); it is said so, never shown as a loss. */
     for (size_t i = 0; i < G_N_ELEMENTS(lost_counters); i++) {
         if (!counter_get(counter, lost_counters[i].counter, &value, error))
             goto out;
-        if (value <= 0)
+        if (value < 0) {
+            g_ptr_array_add(clauses, g_strdup_printf("the counter %s is %" PRId64
+                                                     " (a damaged or edited file)",
+                                                     lost_counters[i].counter, value));
+            continue;
+        }
+        if (value == 0)
             continue;
         if (n_lost > 0)
             g_string_append(lost, ", ");

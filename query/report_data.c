@@ -82,7 +82,7 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
         t->gcs_compacting += gc->compacting == 1;
         t->gcs_incomplete += gc->incomplete == 1;
         if (gc->pause_ns != REPORT_NULL) {
-            t->pause_ns += gc->pause_ns;
+            t->pause_ns = query_add_saturating(t->pause_ns, gc->pause_ns);
             t->pause_ns_max = MAX(t->pause_ns_max, gc->pause_ns);
         }
     }
@@ -405,7 +405,8 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                                     (json_int_t)info.refs, "roots", (json_int_t)info.roots);
     char *note = NULL;
     g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
-    if (!types || !retention_ensure(db, file, &info, progress, &note, error))
+    if (!types || !retention_ensure(db, file, &info, progress, &note, error) ||
+        !retention_commit(db, file, progress, &note, error))
         return FALSE;
     if (note)
         g_ptr_array_add(data->notes, note);

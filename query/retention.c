@@ -490,14 +490,103 @@ static char *file_unwritable_reason(sqlite3 *db, const char *path)
     return reason;
 }
 
-/* Opens `path` read-write and writes the tables, views and rows in one transaction. FALSE with
- * *reason set (not an error) when the file cannot be written; FALSE with *error on failure. */
-static gboolean file_store(const retention *r, const char *path, query_progress *progress,
-                           char **reason, GError **error)
+/* One prepared statement on `db`, or FALSE with *error. */
+static gboolean prepare(sqlite3 *db, const char *sql, sqlite3_stmt **stmt, const char *what,
+                        GError **error)
 {
-    gboolean ok = FALSE, row = FALSE;
+    if (sqlite3_prepare_v2(db, sql, -1, stmt, NULL) == SQLITE_OK)
+        return TRUE;
+    sql_fail(db, what, error);
+    return FALSE;
+}
+
+/* Copies the rows of `snapshot` from the TEMP table `table` (`columns` columns) of `from` into
+ * the same table of `to`, in key order. */
+static gboolean rows_copy(sqlite3 *from, sqlite3 *to, const char *table, int columns,
+                          int64_t snapshot, GError **error)
+{
+    gboolean ok = FALSE;
+    sqlite3_stmt *get = NULL, *put = NULL;
+    g_autofree char *select = g_strdup_printf("SELECT * FROM temp.%s WHERE snapshot = ?1", table);
+    g_autoptr(GString) insert = g_string_new(NULL);
+    g_string_printf(insert, "INSERT OR IGNORE INTO main.%s VALUES (?", table);
+    for (int i = 1; i < columns; i++)
+        g_string_append(insert, ", ?");
+    g_string_append(insert, ")");
+    if (!prepare(from, select, &get, "reading retained sizes failed", error) ||
+        !prepare(to, insert->str, &put, "storing retained sizes failed", error))
+        goto out;
+    if (sqlite3_column_count(get) != columns) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                    "storing retained sizes failed: %s has %d columns, not %d", table,
+                    sqlite3_column_count(get), columns);
+        goto out;
+    }
+    sqlite3_bind_int64(get, 1, snapshot);
+    int rc;
+    while ((rc = sqlite3_step(get)) == SQLITE_ROW) {
+        for (int i = 0; i < columns; i++)
+            sqlite3_bind_value(put, i + 1, sqlite3_column_value(get, i));
+        if (sqlite3_step(put) != SQLITE_DONE) {
+            sql_fail(to, "storing retained sizes failed", error);
+            goto out;
+        }
+        sqlite3_reset(put);
+    }
+    if (rc != SQLITE_DONE) {
+        sql_fail(from, "reading retained sizes failed", error);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    return ok;
+}
+
+/* The snapshots whose rows this command computed into TEMP tables and the file lacks. */
+static GArray *pending_snapshots(sqlite3 *db, GError **error)
+{
+    gboolean row = FALSE;
+    int64_t in_temp = 0, in_file = 0;
+    GArray *pending = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    if (!query_db_int(db, "SELECT COUNT(*) FROM temp.sqlite_schema WHERE name = 'retention_snapshots'",
+                      &in_temp, error) ||
+        !query_db_int(db, "SELECT COUNT(*) FROM main.sqlite_schema WHERE name = 'retention_snapshots'",
+                      &in_file, error))
+        goto fail;
+    if (!in_temp)
+        return pending;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        in_file ? "SELECT snapshot FROM temp.retention_snapshots WHERE snapshot NOT IN"
+                  " (SELECT snapshot FROM main.retention_snapshots) ORDER BY snapshot"
+                : "SELECT snapshot FROM temp.retention_snapshots ORDER BY snapshot",
+        error);
+    if (!stmt)
+        goto fail;
+    while (query_db_step(stmt, &row, error) && row) {
+        int64_t snapshot = sqlite3_column_int64(stmt, 0);
+        g_array_append_val(pending, snapshot);
+    }
+    sqlite3_finalize(stmt);
+    if (error && *error)
+        goto fail;
+    return pending;
+fail:
+    g_array_free(pending, TRUE);
+    return NULL;
+}
+
+/* Opens `path` read-write, checks it, and copies the pending snapshots' rows from the TEMP tables
+ * of `db` with the tables and views, in one transaction. FALSE with *reason set (not an error)
+ * when the file cannot be written; FALSE with *error on failure (nothing was written). */
+static gboolean file_store(sqlite3 *db, const GArray *pending, const char *path,
+                           query_progress *progress, char **reason, GError **error)
+{
+    gboolean ok = FALSE;
     sqlite3 *rw = NULL;
-    sqlite3_stmt *stmt = NULL;
+    sqlite3_stmt *check = NULL;
     char *errmsg = NULL;
     /* NOMUTEX: this connection never leaves this function's thread */
     int rc = sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -521,6 +610,24 @@ static gboolean file_store(const retention *r, const char *path, query_progress 
                         errmsg);
         goto out;
     }
+    /* Never write into a damaged file: it would only get worse, and the next reader would find
+     * our tables mixed with the damage. */
+    query_progress_update(progress, "checking the file", 0, 0);
+    if (sqlite3_prepare_v2(rw, "PRAGMA quick_check(1)", -1, &check, NULL) != SQLITE_OK ||
+        sqlite3_step(check) != SQLITE_ROW) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                    "%s is damaged (%s); retained sizes were not stored", path, sqlite3_errmsg(rw));
+        goto out;
+    }
+    const char *verdict = (const char *)sqlite3_column_text(check, 0);
+    if (!verdict || strcmp(verdict, "ok") != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                    "%s is damaged (%s); retained sizes were not stored", path,
+                    verdict ? verdict : "quick_check failed");
+        goto out;
+    }
+    sqlite3_finalize(check);
+    check = NULL;
     rc = sqlite3_exec(rw, RETENTION_TABLES("", ""), NULL, NULL, &errmsg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(rw, retention_views, NULL, NULL, &errmsg);
@@ -533,19 +640,14 @@ static gboolean file_store(const retention *r, const char *path, query_progress 
                         errmsg);
         goto out;
     }
-    /* another command may have stored it meanwhile */
-    if (sqlite3_prepare_v2(rw, "SELECT 1 FROM retention_snapshots WHERE snapshot = ?1", -1, &stmt,
-                           NULL) != SQLITE_OK) {
-        sql_fail(rw, "storing retained sizes failed", error);
-        goto out;
+    query_progress_update(progress, "storing retained sizes", 0, 0);
+    for (guint i = 0; i < pending->len; i++) {
+        int64_t snapshot = g_array_index(pending, int64_t, i);
+        if (!rows_copy(db, rw, "retention_snapshots", 8, snapshot, error) ||
+            !rows_copy(db, rw, "retention", 5, snapshot, error) ||
+            !rows_copy(db, rw, "retention_types", 6, snapshot, error))
+            goto out;
     }
-    sqlite3_bind_int64(stmt, 1, r->graph->info.snapshot);
-    rc = sqlite3_step(stmt);
-    row = rc == SQLITE_ROW;
-    sqlite3_finalize(stmt);
-    stmt = NULL;
-    if (!row && !rows_write(r, rw, progress, error))
-        goto out;
     query_progress_update(progress, "committing", 0, 0);
     if (sqlite3_exec(rw, "COMMIT", NULL, NULL, &errmsg) != SQLITE_OK) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
@@ -555,7 +657,7 @@ static gboolean file_store(const retention *r, const char *path, query_progress 
     ok = TRUE;
 out:
     sqlite3_free(errmsg);
-    sqlite3_finalize(stmt);
+    sqlite3_finalize(check);
     sqlite3_close(rw); /* an open transaction is rolled back */
     return ok;
 }
@@ -563,26 +665,25 @@ out:
 gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
                          query_progress *progress, char **note, GError **error)
 {
-    g_autofree char *reason = file_unwritable_reason(db, path);
+    (void)path;
     char *errmsg = NULL;
     if (note)
         *note = NULL;
-    if (!reason) {
-        if (file_store(r, path, progress, &reason, error))
-            return TRUE;
-        if (!reason)
-            return FALSE;
-    }
-    /* TEMP tables of the read-only connection: the same names, this command only */
+    /* TEMP tables of the read-only connection, the same names: retention_commit copies them into
+     * the file once the command has read everything it needs */
     gboolean in_file = FALSE; /* the file has the tables (other snapshots): TEMP ones hide them */
     int64_t exists = 0;
     if (!query_db_int(db, "SELECT COUNT(*) FROM main.sqlite_schema WHERE name = 'retention'",
                       &exists, error))
         return FALSE;
     in_file = exists > 0;
+    int64_t in_temp = 0;
+    if (!query_db_int(db, "SELECT COUNT(*) FROM temp.sqlite_schema WHERE name = 'retention'",
+                      &in_temp, error))
+        return FALSE;
     if (sqlite3_exec(db, "BEGIN; " RETENTION_TABLES("TEMP ", "temp."), NULL, NULL, &errmsg) !=
             SQLITE_OK ||
-        (in_file &&
+        (in_file && !in_temp &&
          sqlite3_exec(db,
                       "INSERT OR IGNORE INTO temp.retention_snapshots"
                       " SELECT * FROM main.retention_snapshots;"
@@ -603,6 +704,24 @@ gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
         return FALSE;
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    return TRUE;
+}
+
+gboolean retention_commit(sqlite3 *db, const char *path, query_progress *progress, char **note,
+                          GError **error)
+{
+    if (note)
+        *note = NULL;
+    g_autoptr(GArray) pending = pending_snapshots(db, error);
+    if (!pending)
+        return FALSE;
+    if (pending->len == 0)
+        return TRUE;
+    g_autofree char *reason = file_unwritable_reason(db, path);
+    if (!reason && file_store(db, pending, path, progress, &reason, error))
+        return TRUE;
+    if (!reason)
+        return FALSE;
     if (note)
         *note = g_strdup_printf("note: retained sizes were not stored: %s", reason);
     return TRUE;

@@ -4,13 +4,17 @@
  *   retention_store     the results into the tables retention_snapshots, retention and
  *                       retention_types (store/SCHEMA.md, "Retention"), created on first use
  *   retention_ensure    both, unless the tables already hold the snapshot
+ *   retention_commit    what was stored, into the file: last, after every read
  *
- * The recording is otherwise read-only for queries: storing opens a second, read-write
- * connection to the file only for this, and writes everything in one transaction (the tables,
- * their views, the rows). When the file cannot be written — a read-only file or directory, or a
- * recording whose writer is still running (run.status 'recording') — the results go into TEMP
- * tables of the same names on the command's own connection instead: the command works the same,
- * the next one computes again, and a note says why.
+ * The recording is otherwise read-only for queries. Storing puts the rows into TEMP tables of
+ * the same names on the command's own connection, which then sees them. A command writes them
+ * into the file last, when it has read everything it needs (so that it never fails after
+ * changing the file): retention_commit opens a second, read-write connection, checks the file
+ * (PRAGMA quick_check: a damaged file is never written), and copies everything in one
+ * transaction (the tables, their views, the rows); any failure rolls it back. When the file
+ * cannot be written — a read-only file or directory, or a recording whose writer is still running
+ * (run.status 'recording') — the command works the same, the next one computes again, and a note
+ * says why.
  *
  * Errors: GError ** last, one line. Single-threaded.
  */
@@ -50,15 +54,21 @@ const uint64_t *retention_type_retained_counts(const retention *r);
  * hold snapshot `snapshot`. */
 gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GError **error);
 
-/* Writes `r` into the recording at `path` (see above); `db` is the command's read-only
- * connection, which sees the rows afterwards. *note (may be NULL) gets a new one-line note when
- * the rows went into TEMP tables instead, NULL otherwise. */
+/* Stores `r` into TEMP tables of `db`, the command's read-only connection, which sees the rows
+ * afterwards (see above). *note (may be NULL) is set to NULL: retention_commit tells. */
 gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
                          query_progress *progress, char **note, GError **error);
 
 /* retention_is_stored, else retention_compute and retention_store. */
 gboolean retention_ensure(sqlite3 *db, const char *path, const snapshot_info *info,
                           query_progress *progress, char **note, GError **error);
+
+/* Writes the rows stored by this command into the file at `path` in one transaction, after
+ * checking the file; call it last. TRUE when written or nothing was pending; TRUE with a new
+ * one-line *note (may be NULL) when the file cannot be written (the rows stay in TEMP tables);
+ * FALSE with *error when the file is damaged or the write failed: nothing was written. */
+gboolean retention_commit(sqlite3 *db, const char *path, query_progress *progress, char **note,
+                          GError **error);
 
 /* The element type of a collection object, for display: for an array, the type more than half
  * of its references point to; for a System.Collections type, that of its largest referenced

@@ -203,10 +203,68 @@ uint32_t snapshot_types_find(const snapshot_types *t, const char *name)
     return GPOINTER_TO_UINT(g_hash_table_lookup(t->by_name, name));
 }
 
+/* The characters between the identifiers of a type name: "A.B<C, D>+E[,]". */
+#define TYPE_NAME_PUNCTUATION "<>,+[]* "
+
+/* Whether `query` names `name` with any namespaces left out: the same name token by token, each
+ * identifier of the query being the name's identifier or its tail after a '.'. */
+static gboolean type_name_matches(const char *name, const char *query)
+{
+    while (*name || *query) {
+        size_t nl = strcspn(name, TYPE_NAME_PUNCTUATION), ql = strcspn(query, TYPE_NAME_PUNCTUATION);
+        if (ql > nl || memcmp(name + nl - ql, query, ql) != 0)
+            return FALSE;
+        if (ql < nl && (ql == 0 || name[nl - ql - 1] != '.'))
+            return FALSE;
+        name += nl, query += ql;
+        size_t nb = strspn(name, TYPE_NAME_PUNCTUATION), qb = strspn(query, TYPE_NAME_PUNCTUATION);
+        if (nb != qb || memcmp(name, query, nb) != 0)
+            return FALSE;
+        name += nb, query += qb;
+    }
+    return TRUE;
+}
+
+uint32_t snapshot_types_resolve(const snapshot_types *t, const char *name, const char *file,
+                                GError **error)
+{
+    uint32_t exact = snapshot_types_find(t, name);
+    if (exact)
+        return exact;
+    uint32_t found = 0, n_names = 0;
+    g_autoptr(GString) candidates = g_string_new(NULL);
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    for (uint32_t id = 1; id < t->count; id++) {
+        const char *full = t->names[id];
+        if (!full || !type_name_matches(full, name) || !g_hash_table_add(seen, (gpointer)full))
+            continue; /* the same full name under two ids counts once */
+        if (n_names++ == 0)
+            found = id;
+        if (n_names <= 5)
+            g_string_append_printf(candidates, "%s%s", n_names > 1 ? ", " : "", full);
+    }
+    if (n_names == 1)
+        return found;
+    if (n_names == 0)
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "no type named '%s' in %s (a full name, 'System.Collections.Generic.List<App.Item>',"
+                    " or one without namespaces, 'List<Item>'; see 'heaplens allocations')",
+                    name, file);
+    else
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "'%s' names %" PRIu32 " types in %s: %s%s; give the full name", name, n_names,
+                    file, candidates->str, n_names > 5 ? ", ..." : "");
+    return 0;
+}
+
 uint32_t snapshot_types_count(const snapshot_types *t)
 {
     return t->count;
 }
+
+/* The largest object the runtime can make is far below 2^40 bytes; a heap, below 2^56. */
+#define SNAPSHOT_OBJECT_SIZE_MAX (INT64_C(1) << 40)
+#define SNAPSHOT_TOTAL_SIZE_MAX (UINT64_C(1) << 56)
 
 /* ---- id -> node ------------------------------------------------------------------------ */
 
@@ -641,6 +699,7 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
                                         : "reading objects";
     /* one lookup in `objects` per object: the ids ascend, so the pages it reads are cached
      * (cheaper than a merge with a scan of `objects`) */
+    uint64_t total_size = 0;
     stmt = query_db_prepare(db,
                             "SELECT so.object_id, o.type_id, o.size FROM snapshot_objects so"
                             " LEFT JOIN objects o ON o.id = so.object_id"
@@ -658,9 +717,28 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
                         info->snapshot);
             goto fail;
         }
+        /* Sizes are summed into retained sizes: each one and their total stay far below
+         * 2^63, so no sum of them can overflow (a hand-edited or damaged file says so). */
+        int64_t size = sqlite3_column_int64(stmt, 2);
+        if (size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ||
+            (total_size += (uint64_t)size) > SNAPSHOT_TOTAL_SIZE_MAX) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                        "the database is damaged: object %" PRIu64 " of snapshot %" PRId64
+                        " has size %" PRId64 "%s",
+                        id, info->snapshot, size,
+                        size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ? "" : " (too large in total)");
+            goto fail;
+        }
+        int64_t type_id = sqlite3_column_int64(stmt, 1); /* NULL: 0 */
+        if (type_id < 0 || type_id > UINT32_MAX) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                        "the database is damaged: object %" PRIu64 " has type id %" PRId64, id,
+                        type_id);
+            goto fail;
+        }
         g->ids[g->n] = id;
-        g->type_ids[g->n] = (uint32_t)sqlite3_column_int64(stmt, 1); /* NULL: 0 */
-        g->sizes[g->n] = (uint64_t)sqlite3_column_int64(stmt, 2);
+        g->type_ids[g->n] = (uint32_t)type_id;
+        g->sizes[g->n] = (uint64_t)size;
         g->n++;
         if ((g->n & 0xffff) == 0)
             query_progress_update(progress, objects_step, g->n, cap);

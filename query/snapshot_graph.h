@@ -63,6 +63,13 @@ const char *snapshot_types_name(const snapshot_types *t, uint32_t type_id,
 gboolean snapshot_types_is_array(const snapshot_types *t, uint32_t type_id);
 /* The id of the type named exactly `name`; 0 when there is none. */
 uint32_t snapshot_types_find(const snapshot_types *t, const char *name);
+/* The type a user means by `name`: its full name, or the full name with any namespaces left out
+ * ("Dictionary<Int32, Customer>+Entry[]" for
+ * "System.Collections.Generic.Dictionary<System.Int32, Shop.Customer>+Entry[]"). An exact full
+ * name wins. Returns the type id; 0 with QUERY_ERROR_NOT_FOUND (no such type, `file` names the
+ * recording in the message) or QUERY_ERROR_USAGE (several types match: one line listing them). */
+uint32_t snapshot_types_resolve(const snapshot_types *t, const char *name, const char *file,
+                                GError **error);
 /* One past the largest type id. */
 uint32_t snapshot_types_count(const snapshot_types *t);
 

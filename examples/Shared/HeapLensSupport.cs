@@ -2,15 +2,20 @@
 // ../Directory.Build.props). Outside the HeapLens.Examples namespaces on purpose: the programs'
 // ground truth lists the types of those namespaces, and this class is not one of them.
 using System;
+using System.Collections.Generic;
+using System.Globalization;
 using System.IO;
+using System.Text;
 
 namespace HeapLensShared
 {
     internal static class HeapLensSupport
     {
-        /// <summary>The name heaplens gives a type: namespace-qualified, nested types joined by
-        /// '+', generic arguments in angle brackets separated by ", " (no arity suffix), arrays
-        /// as T[] and T[,] (collector/README.md, "Type names").</summary>
+        /// <summary>The name heaplens gives a type, as C# reflection, ClrMD and SOS write it:
+        /// namespace-qualified, nested types joined by '+', generic arguments in angle brackets
+        /// separated by ", " (no arity suffix) after the type that declares them
+        /// (Dictionary&lt;System.Int32, Customer&gt;+Entry), arrays as T[] and T[,]
+        /// (collector/README.md, "Type names").</summary>
         internal static string HeapLensName(Type t)
         {
             if (t.IsArray)
@@ -18,16 +23,35 @@ namespace HeapLensShared
                 string e = HeapLensName(t.GetElementType()!);
                 return t.IsSZArray ? e + "[]" : e + "[" + new string(',', t.GetArrayRank() - 1) + "]";
             }
-            string name = t.Name;
-            int tick = name.IndexOf('`');
-            if (tick >= 0) name = name.Substring(0, tick);
-            string prefix = t.IsNested ? HeapLensName(t.DeclaringType!) + "+"
-                : string.IsNullOrEmpty(t.Namespace) ? "" : t.Namespace + ".";
-            if (!t.IsGenericType) return prefix + name;
-            var args = t.GetGenericArguments();
-            var parts = new string[args.Length];
-            for (int i = 0; i < args.Length; i++) parts[i] = HeapLensName(args[i]);
-            return prefix + name + "<" + string.Join(", ", parts) + ">";
+            if (t.IsGenericParameter) return t.Name;
+            // The declaring types, outermost first. A nested type of a generic type carries all
+            // the type arguments; each level takes as many as its arity suffix (`N) says.
+            var chain = new List<Type>();
+            for (Type? d = t; d != null; d = d.DeclaringType) chain.Insert(0, d);
+            Type[] args = t.IsGenericType ? t.GetGenericArguments() : Type.EmptyTypes;
+            int used = 0;
+            var sb = new StringBuilder();
+            if (!string.IsNullOrEmpty(chain[0].Namespace)) sb.Append(chain[0].Namespace).Append('.');
+            for (int level = 0; level < chain.Count; level++)
+            {
+                string name = chain[level].Name;
+                int arity = 0, tick = name.IndexOf('`');
+                if (tick >= 0)
+                {
+                    arity = int.Parse(name.Substring(tick + 1), CultureInfo.InvariantCulture);
+                    name = name.Substring(0, tick);
+                }
+                if (level > 0) sb.Append('+');
+                sb.Append(name);
+                if (level == chain.Count - 1) arity = args.Length - used; // the innermost: the rest
+                if (arity <= 0 || used + arity > args.Length) continue;
+                sb.Append('<');
+                for (int i = 0; i < arity; i++)
+                    sb.Append(i > 0 ? ", " : "").Append(HeapLensName(args[used + i]));
+                sb.Append('>');
+                used += arity;
+            }
+            return sb.ToString();
         }
 
         /// <summary>Path of the heaplens collector library if it is mapped into this process

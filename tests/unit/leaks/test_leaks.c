@@ -478,7 +478,7 @@ static void case_retention_readonly(void)
     json_t *doc = NULL;
     run_result r = RUN("retention", "ro.db", "--snapshot", "1", "--json", "--top", "1");
     CHECK_INT(r.status, 0);
-    CHECK(g_str_has_prefix(r.err, "heaplens: note: retained sizes were not stored: "));
+    CHECK(strstr(r.err, "heaplens: note: retained sizes were not stored: ") != NULL);
     doc = json_loads(r.out, 0, NULL);
     CHECK(doc != NULL);
     CHECK_INT(jint(jrow(doc, 0), "retained_bytes"), 3252);
@@ -581,6 +581,54 @@ static void case_roots_type(void)
     CHECK_INT(jint(doc, "object"), 3);
     path_expect(json_object_get(jrow(doc, 0), "path"), (const long long[]){1, 2, 3}, 3);
     json_decref(doc);
+}
+
+/* A file's own SQL on a copy (the tests' hand edits). */
+static void sql_exec(const char *name, const char *sql)
+{
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    char *message = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
+        fprintf(stderr, "sql_exec(%s): %s\n", sql, message ? message : sqlite3_errmsg(db));
+        exit(2);
+    }
+    sqlite3_close(db);
+}
+
+/* --type takes the full name or the name without namespaces; several matches are one line. */
+static void case_roots_type_names(void)
+{
+    file_copy("graph.db", "names.db");
+    run_result r = RUN("roots", "names.db", "--type", "Leak");
+    CHECK_INT(r.status, 0);
+    CHECK(g_str_has_prefix(r.out, "shortest path from a GC root to object 3 (App.Leak)"));
+    run_result_release(&r);
+    sql_exec("names.db",
+             "INSERT INTO types (id, name, flags) VALUES (90, 'Other.Leak', 0), "
+             "(91, 'System.Collections.Generic.Dictionary<System.Int32, App.Leak>+Entry[]', 1)");
+    EXPECT_ERROR("heaplens: 'Leak' names 2 types in names.db: App.Leak, Other.Leak; give the full "
+                 "name\n",
+                 "roots", "names.db", "--type", "Leak");
+    r = RUN("roots", "names.db", "--type", "App.Leak");
+    CHECK_INT(r.status, 0);
+    run_result_release(&r);
+    const char *short_names[] = {"Dictionary<Int32, Leak>+Entry[]",
+                                 "Generic.Dictionary<System.Int32, Leak>+Entry[]",
+                                 "System.Collections.Generic.Dictionary<System.Int32, App.Leak>+Entry[]"};
+    for (size_t i = 0; i < G_N_ELEMENTS(short_names); i++)
+        EXPECT_ERROR("heaplens: no instance of System.Collections.Generic.Dictionary<System.Int32, "
+                     "App.Leak>+Entry[] in snapshot 4\n",
+                     "roots", "names.db", "--type", short_names[i]);
+    const char *not_names[] = {"ollections.Generic.Dictionary<Int32, Leak>+Entry[]",
+                               "Dictionary<Int32, Leak>+Entry", "Dictionary<Int32, Leak>", "eak"};
+    for (size_t i = 0; i < G_N_ELEMENTS(not_names); i++) {
+        r = RUN("roots", "names.db", "--type", not_names[i]);
+        CHECK_INT(r.status, 1);
+        CHECK(g_str_has_prefix(r.err, "heaplens: no type named '") &&
+              !strchr(r.err, '\n')[1]);
+        run_result_release(&r);
+    }
 }
 
 static void case_roots_unreachable(void)
@@ -737,6 +785,137 @@ static void case_survivors_age(void)
                                   "age  gen   count    bytes  type\n"
                                   "  1  gen1      3  2.9 KiB  App.Leaf\n"));
     run_result_release(&r);
+    /* --top K: the K groups with the most bytes, still by age; the totals are over all */
+    r = RUN("survivors", "graph.db", "--gc", "1", "--by", "age", "--top", "2");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "alive after GC 1: 21 objects, 3.7 KiB (the 2 largest of 10 groups); "
+                     "age = GCs survived\n"
+                     "age  gen   count    bytes  type\n"
+                     "  1  gen1      3  2.9 KiB  App.Leaf\n"
+                     "  1  gen1      8    400 B  App.Node\n");
+    run_result_release(&r);
+    doc = RUN_JSON("survivors", "graph.db", "--gc", "2", "--by", "age", "--top", "1", "--json");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 1);
+    json_decref(doc);
+}
+
+/* The bytes of fixture `name` (NULL when unreadable). */
+static GBytes *file_bytes(const char *name)
+{
+    g_autofree char *path = fixture_path(name);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &data, &len, NULL))
+        return NULL;
+    return g_bytes_new_take(g_steal_pointer(&data), len);
+}
+
+/* A command on a file that fails (`damaged`) exits 1 with one line and leaves every byte as it
+ * was; one on a sound file may succeed (and store retained sizes). Never a sanitizer report. */
+static void expect_untouched_on_failure(const char *file, gboolean damaged, const char *what,
+                                        run_result r)
+{
+    g_autoptr(GBytes) after = file_bytes(file);
+    g_autoptr(GBytes) before = file_bytes("before.db");
+    gboolean one_line = r.err[0] && strchr(r.err, '\n') && !strchr(r.err, '\n')[1] &&
+                        g_str_has_prefix(r.err, "heaplens: ");
+    CHECK(strstr(r.err, "runtime error") == NULL && strstr(r.err, "Sanitizer") == NULL);
+    if (damaged || r.status != 0) {
+        if (!(r.status == 1 && one_line && before && after && g_bytes_equal(before, after))) {
+            fprintf(stderr, "  %s: status %d, file %s, stderr: %s", what, r.status,
+                    before && after && g_bytes_equal(before, after) ? "unchanged" : "CHANGED",
+                    r.err);
+            failures++;
+        }
+    }
+    CHECK(!strstr(r.out, "were dropped; counts are lower bounds") || !strstr(r.out, " -"));
+}
+
+/* Every page of a real recording overwritten in turn (its b-tree page header): retention, roots
+ * and leaks check the file before storing and never change a damaged one. */
+static void case_damaged_pages(void)
+{
+    g_autoptr(GBytes) good = file_bytes("graph.db");
+    gsize len = 0;
+    const guint8 *data = g_bytes_get_data(good, &len);
+    guint page = (guint)data[16] << 8 | data[17];
+    if (page == 1)
+        page = 65536;
+    int damaged_files = 0, failed_runs = 0;
+    const char *const commands[][6] = {{"retention", "bad.db", NULL},
+                                        {"roots", "bad.db", "--type", "App.Leak", NULL},
+                                        {"leaks", "bad.db", NULL}};
+    for (gsize p = 1; p < len / page; p++) { /* page 1 holds the file header: left alone */
+        g_autofree guint8 *copy = g_memdup2(data, len);
+        memset(copy + p * page, 0xA5, 8);
+        g_autofree char *path = fixture_path("before.db");
+        if (!g_file_set_contents(path, (const char *)copy, (gssize)len, NULL))
+            exit(2);
+        g_autofree char *integrity = NULL;
+        {
+            sqlite3 *db = NULL;
+            sqlite3_stmt *stmt = NULL;
+            sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+            if (sqlite3_prepare_v2(db, "PRAGMA integrity_check(1)", -1, &stmt, NULL) == SQLITE_OK &&
+                sqlite3_step(stmt) == SQLITE_ROW)
+                integrity = g_strdup((const char *)sqlite3_column_text(stmt, 0));
+            sqlite3_finalize(stmt);
+            sqlite3_close(db);
+        }
+        gboolean damaged = !integrity || strcmp(integrity, "ok") != 0;
+        damaged_files += damaged;
+        for (size_t c = 0; c < G_N_ELEMENTS(commands); c++) {
+            file_copy("before.db", "bad.db");
+            run_result r = run_in(heaplens, workdir, commands[c]);
+            g_autofree char *what = g_strdup_printf("page %zu, %s", (size_t)p, commands[c][0]);
+            failed_runs += r.status != 0;
+            expect_untouched_on_failure("bad.db", damaged, what, r);
+            run_result_release(&r);
+        }
+    }
+    CHECK(damaged_files > 3);
+    CHECK(failed_runs > 3);
+}
+
+/* A hand-edited recording: sizes near 2^63, negative sizes and counters. Every command prints
+ * its result or one line and exits 1, never overflows; retention, roots and leaks leave the file
+ * byte-identical when they fail. */
+static void case_edited_values(void)
+{
+    const char *const edits[] = {
+        "UPDATE objects SET size = 9223372036854775000 WHERE id % 3 = 0",
+        "UPDATE objects SET size = -1000 WHERE id % 4 = 1",
+        "INSERT OR REPLACE INTO counters (name, value) VALUES ('allocs_dropped', -7)",
+        "UPDATE gcs SET pause_ns = 9223372036854775000",
+    };
+    const char *const commands[][6] = {
+        {"allocations", "bad.db", NULL}, {"allocations", "bad.db", "--json", NULL},
+        {"survivors", "bad.db", NULL},   {"survivors", "bad.db", "--by", "age", NULL},
+        {"gcs", "bad.db", NULL},         {"info", "bad.db", NULL},
+        {"diff", "bad.db", NULL},        {"diff", "bad.db", "--json", NULL},
+        {"retention", "bad.db", NULL},   {"roots", "bad.db", "--type", "App.Leak", NULL},
+        {"leaks", "bad.db", NULL},       {"report", "bad.db", "--json", NULL},
+    };
+    for (size_t e = 0; e < G_N_ELEMENTS(edits); e++) {
+        file_copy("graph.db", "before.db");
+        sql_exec("before.db", edits[e]);
+        for (size_t c = 0; c < G_N_ELEMENTS(commands); c++) {
+            file_copy("before.db", "bad.db");
+            run_result r = run_in(heaplens, workdir, commands[c]);
+            g_autofree char *what = g_strdup_printf("'%s', %s", edits[e], commands[c][0]);
+            gboolean writes = strcmp(commands[c][0], "retention") == 0 ||
+                              strcmp(commands[c][0], "roots") == 0 ||
+                              strcmp(commands[c][0], "leaks") == 0;
+            if (r.status != 0 || !writes)
+                expect_untouched_on_failure("bad.db", r.status != 0, what, r);
+            if (!(r.status == 0 || r.status == 1)) {
+                fprintf(stderr, "  %s: status %d: %s", what, r.status, r.err);
+                failures++;
+            }
+            CHECK(!strstr(r.out, "-7 allocations") && !strstr(r.err, "-7 allocations"));
+            run_result_release(&r);
+        }
+    }
 }
 
 static void case_errors(void)
@@ -759,9 +938,10 @@ static void case_errors(void)
     EXPECT_ERROR("heaplens: roots: give either --object ID or --type NAME; see 'heaplens roots "
                  "--help'\n",
                  "roots", "graph.db", "--object", "1", "--type", "App.Leak");
-    EXPECT_ERROR("heaplens: no type named 'Leak' in graph.db (names are full: 'Namespace.Type', "
-                 "'System.Collections.Generic.List<App.Item>'; see 'heaplens allocations')\n",
-                 "roots", "graph.db", "--type", "Leak");
+    EXPECT_ERROR("heaplens: no type named 'Lea' in graph.db (a full name, "
+                 "'System.Collections.Generic.List<App.Item>', or one without namespaces, "
+                 "'List<Item>'; see 'heaplens allocations')\n",
+                 "roots", "graph.db", "--type", "Lea");
     EXPECT_ERROR("heaplens: object 99 is not in snapshot 4 (not allocated yet, dead, or never "
                  "tracked)\n",
                  "roots", "graph.db", "--object", "99");
@@ -849,12 +1029,15 @@ static const struct {
     {"roots_object", case_roots_object},
     {"roots_all", case_roots_all},
     {"roots_type", case_roots_type},
+    {"roots_type_names", case_roots_type_names},
     {"roots_unreachable", case_roots_unreachable},
     {"leaks", case_leaks},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"survivors_age", case_survivors_age},
     {"errors", case_errors},
+    {"damaged_pages", case_damaged_pages},
+    {"edited_values", case_edited_values},
     {"example_queries", case_example_queries},
 };
 

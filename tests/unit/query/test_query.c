@@ -695,7 +695,8 @@ static void case_help(void)
                           "allocates and what each GC does\n") != NULL);
     EXPECT(RUN("-h"), 0, top.out, "");
     EXPECT(RUN("help"), 0, top.out, "");
-    EXPECT(run_in(heaplens, workdir, (const char *const[]){NULL}), 0, top.out, "");
+    /* alone: a mistake, not a request for help; the usage goes to stderr */
+    EXPECT(run_in(heaplens, workdir, (const char *const[]){NULL}), 1, "", top.out);
     run_result_release(&top);
 
     for (size_t i = 0; i < G_N_ELEMENTS(command_names); i++) {

@@ -48,6 +48,18 @@ touch c.db-wal  # the leftover of a killed writer is part of the database c.db
 
 "$hl" record --force -q -o b.db -- sh -c 'kill -9 $$' 2>err; check "signal passed through" 137 $? err ""
 
+# The output must be a regular file: a FIFO or a device is refused, never removed (even with
+# --force); through a symbolic link, the database goes beside the link's target.
+mkfifo fifo
+"$hl" record --force -o fifo -- true 2>err; check "FIFO output" 1 $? err "^heaplens: cannot record to fifo: it is not a regular file"
+[ -p fifo ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the FIFO was replaced"; }
+"$hl" record --force -o /dev/null -- true 2>err; check "device output" 1 $? err "^heaplens: cannot record to /dev/null: it is not a regular file"
+[ -c /dev/null ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL /dev/null was replaced"; }
+echo old >target.db; ln -s target.db link.db
+"$hl" record --force -q -o link.db -- true 2>err; check "--force through a symlink" 0 $? err ""
+[ -L link.db ] && [ "$(readlink link.db)" = target.db ] && [ "$(head -c 15 target.db)" = "SQLite format 3" ] \
+  && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the symlink was replaced or its target not written"; ls -l; }
+
 "$hl" record --help >out 2>err; check "help" 0 $? err ""
 grep -q "usage: heaplens record" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help text"; }
 

@@ -18,6 +18,7 @@ import pty
 import re
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 
@@ -205,6 +206,55 @@ def test_html(env):
           'html: file name with "<" stays inside its script element')
 
 
+def test_output_targets(env):
+    """-o writes through what is not a regular file and replaces only the file a symbolic link
+    points to; a write error is one line and exit 1."""
+    db = env.fixture_db('targets.db', 'small')
+    want = run([env.heaplens, 'report', db, '--json']).stdout
+    d = env.path('targets')
+    os.makedirs(d, exist_ok=True)
+    # A symbolic link to a regular file: the target gets the report (its mode kept), the link stays.
+    target, link = os.path.join(d, 'target.json'), os.path.join(d, 'link.json')
+    open(target, 'w').write('old\n')
+    os.chmod(target, 0o640)
+    os.symlink('target.json', link)
+    r = run([env.heaplens, 'report', db, '--json', '-o', link])
+    check(r.returncode == 0, 'symlink: exit %d: %s' % (r.returncode, r.stderr))
+    check(os.path.islink(link) and os.readlink(link) == 'target.json', 'symlink: the link is still a link')
+    check(open(target).read() == want, 'symlink: the target holds the report')
+    check(stat.S_IMODE(os.stat(target).st_mode) == 0o640, 'symlink: the target keeps its mode')
+    # A link to nothing: refused, nothing created.
+    os.symlink('nowhere.json', os.path.join(d, 'dangling.json'))
+    r = run([env.heaplens, 'report', db, '--json', '-o', os.path.join(d, 'dangling.json')])
+    check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and 'symbolic link to nothing' in r.stderr
+          and not os.path.exists(os.path.join(d, 'nowhere.json')), 'dangling symlink: %r' % r.stderr)
+    # A FIFO, read concurrently: it stays a FIFO and the reader gets the whole report.
+    fifo = os.path.join(d, 'pipe')
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(['cat', fifo], stdout=subprocess.PIPE, text=True)
+    r = run([env.heaplens, 'report', db, '--json', '-o', fifo], timeout=60)
+    got = reader.communicate(timeout=60)[0]
+    check(r.returncode == 0 and got == want, 'fifo: exit %d, %d of %d bytes: %s' % (r.returncode, len(got), len(want), r.stderr))
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), 'fifo: still a FIFO')
+    # /dev/full: ENOSPC is one line and exit 1; the device is still a device.
+    r = run([env.heaplens, 'report', db, '-o', '/dev/full'])
+    check(r.returncode == 1 and r.stderr == 'heaplens: cannot write /dev/full: No space left on device\n',
+          '/dev/full: exit %d, %r' % (r.returncode, r.stderr))
+    check(stat.S_ISCHR(os.lstat('/dev/full').st_mode), '/dev/full is still a character device')
+    # /dev/null, /dev/stdout and -o -: written through; /dev/stdout is our own stdout.
+    r = run([env.heaplens, 'report', db, '--json', '-o', '/dev/null'])
+    check(r.returncode == 0 and stat.S_ISCHR(os.lstat('/dev/null').st_mode), '/dev/null: %s' % r.stderr)
+    for out in ('/dev/stdout', '-'):
+        r = run([env.heaplens, 'report', db, '--json', '-o', out])
+        check(r.returncode == 0 and r.stdout == want, '-o %s: exit %d, %s' % (out, r.returncode, r.stderr))
+    with open(os.path.join(d, 'redirected.json'), 'w') as f:
+        r = subprocess.run([env.heaplens, 'report', db, '--json', '-o', '/dev/stdout'], stdout=f,
+                           stderr=subprocess.PIPE, text=True)
+    check(r.returncode == 0 and open(os.path.join(d, 'redirected.json')).read() == want,
+          '/dev/stdout redirected to a file: %s' % r.stderr)
+    check(not [f for f in os.listdir(d) if '.tmp-' in f], 'targets: no temporary file left')
+
+
 def test_note_and_empty(env):
     db = env.fixture_db('trunc.db', 'sim', '12', '9', tail=['truncated'])
     r = run([env.heaplens, 'report', db, '--json'])
@@ -279,7 +329,8 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     env = Env(a.heaplens, a.fixture, a.workdir)
-    for test in (test_small, test_sim_differential, test_html, test_note_and_empty, test_errors):
+    for test in (test_small, test_sim_differential, test_html, test_note_and_empty, test_errors,
+                 test_output_targets):
         before = len(FAILURES)
         test(env)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

@@ -1,0 +1,95 @@
+// ProcessLife — a program that lives among other processes, for tests/e2e/process:
+//   wait          allocates known objects, one induced GC, prints "ready PID", then waits for a
+//                 signal (no handler of its own: Ctrl-C ends it as it would any .NET program)
+//   parent        starts `dotnet ProcessLife.dll probe` and prints the child's answer
+//   probe         prints "collector: PATH" or "collector: none" (libheaplens.so mapped or not)
+// Every line it prints is flushed at once: the test waits for lines, never sleeps.
+using System;
+using System.Collections.Generic;
+using System.Diagnostics;
+using System.Threading;
+using HeapLensShared;
+
+namespace HeapLens.Examples.Process
+{
+    internal sealed class Customer
+    {
+        public int Id;
+        public Customer(int id) { Id = id; }
+    }
+
+    internal static class Program
+    {
+        private static object? s_keep;
+
+        private static int Main(string[] args)
+        {
+            string mode = args.Length > 0 ? args[0] : "wait";
+            switch (mode)
+            {
+                case "wait": return Wait();
+                case "parent": return Parent();
+                case "probe":
+                    Console.WriteLine("collector: " + (HeapLensSupport.LoadedCollector() ?? "none")
+                        + " fds: " + OpenFiles());
+                    return 0;
+                default:
+                    Console.Error.WriteLine("usage: ProcessLife [wait|parent|probe]");
+                    return 2;
+            }
+        }
+
+        // Objects whose type names the test checks: a nested type of a generic type
+        // (Dictionary<,>+Entry[]) and a boxed List<T>+Enumerator.
+        private static int Wait()
+        {
+            var customers = new Dictionary<int, Customer>();
+            for (int i = 0; i < 100; i++) customers[i] = new Customer(i);
+            var list = new List<int> { 1, 2, 3 };
+            object boxed = list.GetEnumerator();
+            s_keep = new object[] { customers, boxed };
+            GC.Collect();
+            Console.WriteLine("names: " + HeapLensSupport.HeapLensName(typeof(Dictionary<int, Customer>).Assembly
+                .GetType("System.Collections.Generic.Dictionary`2+Entry")!
+                .MakeGenericType(typeof(int), typeof(Customer)).MakeArrayType())
+                + " | " + HeapLensSupport.HeapLensName(boxed.GetType()));
+            Console.WriteLine("ready " + Environment.ProcessId);
+            Console.Out.Flush();
+            Thread.Sleep(Timeout.Infinite);
+            GC.KeepAlive(s_keep);
+            return 0;
+        }
+
+        // What the process holds open beyond stdin/stdout/stderr: "3=socket:[123] 4=pipe:[9]".
+        private static string OpenFiles()
+        {
+            var parts = new List<string>();
+            foreach (string fd in System.IO.Directory.GetFiles("/proc/self/fd"))
+            {
+                string n = System.IO.Path.GetFileName(fd);
+                if (int.Parse(n, System.Globalization.CultureInfo.InvariantCulture) <= 2) continue;
+                try { parts.Add(n + "=" + new System.IO.FileInfo(fd).LinkTarget); }
+                catch (System.IO.IOException) { } // closed while listing (the listing itself)
+            }
+            return string.Join(" ", parts);
+        }
+
+        private static int Parent()
+        {
+            Console.WriteLine("parent collector: " + (HeapLensSupport.LoadedCollector() ?? "none"));
+            var psi = new ProcessStartInfo("dotnet")
+            {
+                RedirectStandardOutput = true,
+                UseShellExecute = false,
+            };
+            psi.ArgumentList.Add(typeof(Program).Assembly.Location);
+            psi.ArgumentList.Add("probe");
+            using var child = System.Diagnostics.Process.Start(psi)!;
+            string answer = child.StandardOutput.ReadToEnd().Trim();
+            child.WaitForExit();
+            Console.WriteLine("child " + answer + " exit " + child.ExitCode);
+            GC.Collect();
+            return 0;
+        }
+    }
+}
