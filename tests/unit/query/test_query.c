@@ -672,9 +672,14 @@ static void case_note(void)
                                              note, NULL);
     EXPECT(RUN("survivors", "lossy.db"), 0, survivors, "");
     /* A complete recording without drops has no note (the JSON/text cases above check that
-     * exactly, too); nor has one whose counters are garbage (negative: not counts). */
+     * exactly, too); counters that are garbage (negative: not counts) are never shown as losses,
+     * the note says the file was damaged or edited. */
     EXPECT(RUN("allocations", "garbage.db", "--thread", "102"), 0,
-           "count  bytes  type\n    1   24 B  System.String\n", "");
+           "count  bytes  type\n    1   24 B  System.String\n"
+           "note: the counter allocs_dropped is -5 (a damaged or edited file); the counter "
+           "gcs_dropped is -5 (a damaged or edited file); the counter snapshots_dropped is -5 (a "
+           "damaged or edited file); the counter gc_events_dropped is -5 (a damaged or edited "
+           "file)\n", "");
 }
 
 /* ---- cases: the command line and bad files --------------------------------------------- */
