@@ -213,15 +213,41 @@ static void runtime_version(hl_profiler *p) {
         snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
 }
 
-/* Whether this process is the one to record. The runtime keeps its own copy of the environment
- * and passes it to every child (Process.Start), so each .NET descendant loads the collector too;
- * exactly one process of the session may record. HEAPLENS_PID (set by record between fork and
- * exec) names the program heaplens started: it records. When the program is not a .NET process
- * (a script that starts one), the first .NET process to get here claims the recording by
- * creating a file beside the session's socket (O_EXCL: one winner). Any other declines at
- * Initialize: the runtime then releases and unloads the profiler; no thread, no socket. A
- * later mode that records descendants decides here, per process. */
-static bool session_claim(const char *socket_path) {
+/* Whether this process of the session is descendant of interest under `heaplens record
+ * --children[=PATTERN]` (HEAPLENS_CHILDREN, the pattern, empty for every descendant): its
+ * command line (/proc/self/cmdline, arguments joined by spaces) contains PATTERN. */
+static bool children_match(const char *pattern) {
+    if (!pattern)
+        return false;
+    if (!*pattern)
+        return true;
+    char line[8192];
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    size_t len = 0;
+    ssize_t n;
+    while (len < sizeof line - 1 && (n = read(fd, line + len, sizeof line - 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    for (size_t i = 0; i + 1 < len; i++)
+        if (line[i] == 0)
+            line[i] = ' ';
+    line[len] = 0;
+    return strstr(line, pattern) != NULL;
+}
+
+/* Whether this process is one to record, and where its collector connects (`connect_to`). The
+ * runtime keeps its own copy of the environment and passes it to every child (Process.Start),
+ * so each .NET descendant loads the collector too. HEAPLENS_PID (set by record between fork and
+ * exec) names the program heaplens started: it records, to the session's socket. When the
+ * program is not a .NET process (a script that starts one), the first .NET process to get here
+ * claims the recording by creating a file beside the session's socket (O_EXCL: one winner).
+ * Any other process declines at Initialize — the runtime then releases and unloads the
+ * profiler; no thread, no socket — unless the session records descendants (HEAPLENS_CHILDREN)
+ * and it matches: then it records to children.sock beside the session's socket, into a
+ * database of its own. */
+static bool session_claim(const char *socket_path, char *connect_to, size_t size) {
     const char *text = getenv("HEAPLENS_PID");
     if (!text || !*text || !socket_path || !*socket_path)
         return false; /* loaded without `heaplens record` */
@@ -233,12 +259,18 @@ static bool session_claim(const char *socket_path) {
     int n = slash ? snprintf(claim, sizeof claim, "%.*s/recorded", (int)(slash - socket_path),
                              socket_path)
                   : -1;
-    if (n < 0 || (size_t)n >= sizeof claim)
-        return is_program;
-    int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool fits = n >= 0 && (size_t)n < sizeof claim;
+    int fd = fits ? open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
     if (fd >= 0)
         close(fd);
-    return is_program || fd >= 0;
+    if (is_program || fd >= 0) {
+        n = snprintf(connect_to, size, "%s", socket_path);
+        return n >= 0 && (size_t)n < size;
+    }
+    if (!fits || !children_match(getenv("HEAPLENS_CHILDREN")))
+        return false;
+    n = snprintf(connect_to, size, "%.*s/children.sock", (int)(slash - socket_path), socket_path);
+    return n >= 0 && (size_t)n < size;
 }
 
 /* Native children started with the C library's environment (system(), posix_spawn) lose the
@@ -246,7 +278,8 @@ static bool session_claim(const char *socket_path) {
 static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
-                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID"};
+                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
+                                        "HEAPLENS_CHILDREN"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -259,7 +292,7 @@ static size_t pool_bytes(void) {
 }
 
 static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
-    if (!session_claim(getenv("HEAPLENS_SOCKET")))
+    if (!session_claim(getenv("HEAPLENS_SOCKET"), p->socket_path, sizeof p->socket_path))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
@@ -274,10 +307,7 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     snapshot_policy_parse(p, getenv("HEAPLENS_SNAPSHOT"));
     const char *empty = getenv("HEAPLENS_EMPTY");
     p->empty = empty && strcmp(empty, "1") == 0;
-    const char *socket_path = getenv("HEAPLENS_SOCKET");
-    if (!socket_path || !*socket_path)
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* loaded without `heaplens record` */
-    snprintf(p->socket_path, sizeof p->socket_path, "%s", socket_path);
+    /* p->socket_path: set by session_claim */
 
     DWORD low = COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED |
                 COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS;

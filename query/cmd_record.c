@@ -7,11 +7,23 @@
  * The writer creates the database before the program starts, so a file that cannot be written is
  * reported before anything runs. When the program exits, its status goes to the writer through
  * the stop pipe (stored in run.exit_status) and heaplens exits with that same status.
+ *
+ * With --children[=PATTERN] a second process serves the descendants (children_main):
+ *
+ *   heaplens ──fork──▶ children server: accepts on children.sock, one writer process per
+ *                      connection (store_writer_serve_connection) into FILE's stem.PID.ext
+ *
+ * The collector of a matching descendant connects there (collector/profiler.c, session_claim);
+ * the peer's pid (SO_PEERCRED) names its database and its session file (heaplens snapshot PID).
+ * When the program has exited, the children server stops accepting and closes the writers' stop
+ * pipe: a descendant still running gets STOP_WAIT_MS more, then its recording ends (truncated).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
+#include <poll.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +48,7 @@
 typedef struct record_options {
     const char *output;
     const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated */
+    const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
@@ -85,6 +98,10 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                             o->snapshot);
                 return FALSE;
             }
+        } else if (strcmp(a, "--children") == 0) {
+            o->children = "";
+        } else if (strncmp(a, "--children=", 11) == 0) {
+            o->children = a + 11;
         } else if (strcmp(a, "--force") == 0) {
             o->force = TRUE;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
@@ -197,6 +214,7 @@ static int socket_listen(const char *path, GError **error) {
 typedef struct record_sockets {
     char *dir, *collector_path, *control_path;
     char *claim_path; /* created by the collector of the recorded process (collector/profiler.c) */
+    char *children_path; /* --children: the descendants' collectors connect here */
     int collector_fd, control_fd;
 } record_sockets;
 
@@ -211,12 +229,15 @@ static void sockets_remove(record_sockets *s) {
         unlink(s->control_path);
     if (s->claim_path)
         unlink(s->claim_path);
+    if (s->children_path)
+        unlink(s->children_path);
     if (s->dir)
         rmdir(s->dir);
     g_free(s->dir);
     g_free(s->collector_path);
     g_free(s->control_path);
     g_free(s->claim_path);
+    g_free(s->children_path);
     memset(s, 0, sizeof *s);
     s->collector_fd = s->control_fd = -1;
 }
@@ -291,7 +312,8 @@ static void forward_signal(int sig, siginfo_t *info, void *context) {
 
 /* Runs the program; returns its pid, or -1 with the exec error. */
 static pid_t program_start(char **program, const char *collector, const char *socket_path,
-                           const char *snapshot_policy, const struct sigaction *original,
+                           const char *snapshot_policy, const char *children,
+                           const struct sigaction *original,
                            const sigset_t *original_mask, GError **error) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
@@ -322,6 +344,11 @@ static pid_t program_start(char **program, const char *collector, const char *so
             setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
         else
             unsetenv("HEAPLENS_SNAPSHOT");
+        /* --children: matching descendants record too, each to children.sock. */
+        if (children)
+            setenv("HEAPLENS_CHILDREN", children, 1);
+        else
+            unsetenv("HEAPLENS_CHILDREN");
         execvp(program[0], program);
         int e = errno;
         if (write(report[1], &e, sizeof e) < 0) {
@@ -361,13 +388,28 @@ static int exit_status_of(int status) {
     return 1;
 }
 
-static void summary_print(const char *output, const record_options *o) {
+/* The summary of one database: printed, or returned as JSON with --json. With --children
+ * each database also says whose it is (run.pid, run.command). */
+static json_t *summary_print(const char *output, const record_options *o) {
     g_autoptr(GError) error = NULL;
     sqlite3 *db = query_db_open(output, &error);
     if (!db) {
         query_error_report(error);
-        return;
+        return NULL;
     }
+    int64_t pid = 0;
+    g_autofree char *command = NULL;
+    sqlite3_stmt *run_stmt = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM run WHERE id = 1", -1, &run_stmt,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(run_stmt) == SQLITE_ROW) {
+        pid = sqlite3_column_int64(run_stmt, 0);
+        command = g_strdup(sqlite3_column_text(run_stmt, 1) ? (const char *)sqlite3_column_text(run_stmt, 1) : "");
+    }
+    sqlite3_finalize(run_stmt);
+    g_autofree char *whose = o->children ? g_strdup_printf(", pid %" PRId64 ": %s", pid,
+                                                           command ? command : "")
+                                         : g_strdup("");
     int64_t gcs = 0, objects = 0, types = 0, nodata = 0;
     int64_t allocations = 0, survived = 0, allocs_lost = 0, gcs_lost = 0;
     query_db_int(db, "SELECT count(*) FROM gcs", &gcs, NULL);
@@ -402,16 +444,18 @@ static void summary_print(const char *output, const record_options *o) {
                               (json_int_t)(allocs_lost + gcs_lost), "file_bytes",
                               (json_int_t)st.st_size, "collector_loaded", !nodata, "loss",
                               loss ? json_string(loss) : json_null());
-        query_json_print(j, stdout);
-        json_decref(j);
-        return;
+        if (o->children) {
+            json_object_set_new(j, "pid", json_integer(pid));
+            json_object_set_new(j, "command", json_string(command ? command : ""));
+        }
+        return j;
     }
     if (o->quiet)
-        return;
+        return NULL;
     if (nodata) {
         fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a .NET "
                         "program?); %s holds no data\n", output);
-        return;
+        return NULL;
     }
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
         e[QUERY_FORMAT_MAX];
@@ -426,12 +470,13 @@ static void summary_print(const char *output, const record_options *o) {
     }
     fprintf(stderr,
             "heaplens: recorded %s GCs, %s allocations (%s survived a GC) of %s types, %s -> %s "
-            "(%s)\n",
+            "(%s)%s\n",
             query_count_format(gcs, a), query_count_format(allocations, b),
             query_count_format(survived, c), query_count_format(types, d), lost, output,
-            query_size_format(st.st_size, e));
+            query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
+    return NULL;
 }
 
 /* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
@@ -473,6 +518,221 @@ static gboolean output_prepare(const char *output, gboolean force, char **resolv
         }
     }
     return TRUE;
+}
+
+
+/* ---- --children: the descendants' writers ---------------------------------------------------- */
+
+/* FILE's stem + "." + pid + FILE's extension, beside FILE: app.db -> app.12345.db. */
+static char *child_output(const char *output, pid_t pid) {
+    g_autofree char *dir = g_path_get_dirname(output);
+    g_autofree char *base = g_path_get_basename(output);
+    char *dot = strrchr(base, '.');
+    g_autofree char *name = NULL;
+    if (dot && dot != base) {
+        *dot = 0;
+        name = g_strdup_printf("%s.%ld.%s", base, (long)pid, dot + 1);
+    } else {
+        name = g_strdup_printf("%s.%ld", base, (long)pid);
+    }
+    return strcmp(dir, ".") == 0 && !g_str_has_prefix(output, "./") ? g_strdup(name)
+                                                                    : g_build_filename(dir, name, NULL);
+}
+
+typedef struct child_writer {
+    pid_t pid, writer;
+    char *path;
+} child_writer;
+
+/* The writer of one descendant's connection: its own database, control socket and session
+ * file. Runs in a process of its own (forked by children_main). */
+static G_NORETURN void child_writer_main(const char *path, pid_t pid, int conn,
+                                         const char *control_path, int control_fd, int stop_fd) {
+    g_autoptr(GError) error = NULL;
+    store_writer *w = store_writer_create(path, NULL, &error); /* RUN_START has the command */
+    if (!w) {
+        fprintf(stderr, "heaplens: cannot record pid %ld to %s: %s\n", (long)pid, path,
+                error->message);
+        _exit(1);
+    }
+    gboolean session = control_fd >= 0 && query_session_write(pid, control_path, path, NULL);
+    gboolean ok = store_writer_serve_connection(w, conn, control_fd, stop_fd, STOP_WAIT_MS, &error);
+    if (control_fd >= 0) {
+        close(control_fd);
+        unlink(control_path);
+    }
+    if (session)
+        query_session_remove(pid);
+    close(conn);
+    g_autoptr(GError) finish_error = NULL;
+    gboolean finished = store_writer_finish(w, NULL, &finish_error);
+    if (!ok || !finished) {
+        fprintf(stderr, "heaplens: writer of pid %ld: %s\n", (long)pid,
+                error ? error->message : finish_error->message);
+        _exit(1);
+    }
+    _exit(0);
+}
+
+/* One connection on children.sock: checks the peer and forks its writer. */
+static void children_accept(const record_options *o, const char *output, const char *dir, int conn,
+                            int stop_fd, int *close_in_writer, size_t n_close, GArray *writers) {
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) {
+        fprintf(stderr, "heaplens: refused a descendant's connection from another user (uid %u)\n",
+                (unsigned)cred.uid);
+        close(conn);
+        return;
+    }
+    g_autofree char *named = child_output(output, cred.pid);
+    g_autofree char *path = NULL;
+    g_autoptr(GError) error = NULL;
+    if (!output_prepare(named, o->force, &path, &error)) {
+        fprintf(stderr, "heaplens: not recording pid %ld: %s\n", (long)cred.pid, error->message);
+        close(conn);
+        return;
+    }
+    g_autofree char *control_path = g_strdup_printf("%s/control.%ld.sock", dir, (long)cred.pid);
+    int control_fd = socket_listen(control_path, NULL); /* without it: no heaplens snapshot */
+    fflush(NULL);
+    pid_t writer = fork();
+    if (writer == 0) {
+        for (size_t i = 0; i < n_close; i++)
+            close(close_in_writer[i]);
+        child_writer_main(path, cred.pid, conn, control_path, control_fd, stop_fd);
+    }
+    close(conn);
+    if (control_fd >= 0)
+        close(control_fd);
+    if (writer < 0) {
+        fprintf(stderr, "heaplens: not recording pid %ld: fork: %s\n", (long)cred.pid,
+                g_strerror(errno));
+        if (control_fd >= 0)
+            unlink(control_path);
+        unlink(path);
+        return;
+    }
+    child_writer c = {.pid = cred.pid, .writer = writer, .path = g_steal_pointer(&path)};
+    g_array_append_val(writers, c);
+}
+
+/* The children server: accepts descendants' connections until `stop_fd` is readable (the
+ * program has exited) or at its end, takes what is pending, tells the writers to end (end of
+ * file on their stop pipe), waits for them and reports one line per database on `report_fd`:
+ * "PID OK PATH" (OK: 1 when its writer finished). */
+static G_NORETURN void children_main(const record_options *o, const char *output, const char *dir,
+                                     int listen_fd, int stop_fd, int report_fd) {
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0 || fcntl(listen_fd, F_SETFL, O_NONBLOCK) != 0) {
+        fprintf(stderr, "heaplens: children: %s\n", g_strerror(errno));
+        _exit(1);
+    }
+    GArray *writers = g_array_new(FALSE, TRUE, sizeof(child_writer));
+    int close_in_writer[] = {listen_fd, stop_fd, report_fd, ends[1]};
+    for (gboolean stopping = FALSE; !stopping;) {
+        struct pollfd pfd[2] = {{.fd = listen_fd, .events = POLLIN},
+                                {.fd = stop_fd, .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        stopping = pfd[1].revents != 0;
+        /* Every pending connection, also when stopping: a descendant that already exited left
+         * its whole stream in its connection. */
+        for (;;) {
+            int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (conn < 0)
+                break;
+            children_accept(o, output, dir, conn, ends[0], close_in_writer,
+                            G_N_ELEMENTS(close_in_writer), writers);
+        }
+    }
+    close(listen_fd);
+    close(ends[1]); /* the writers' stop: end of file */
+    GString *report = g_string_new(NULL);
+    for (guint i = 0; i < writers->len; i++) {
+        child_writer *c = &g_array_index(writers, child_writer, i);
+        int status = 0;
+        while (waitpid(c->writer, &status, 0) < 0 && errno == EINTR)
+            ;
+        g_string_append_printf(report, "%ld %d %s\n", (long)c->pid,
+                               WIFEXITED(status) && WEXITSTATUS(status) == 0, c->path);
+    }
+    for (size_t off = 0; off < report->len;) {
+        ssize_t n = write(report_fd, report->str + off, report->len - off);
+        if (n <= 0 && errno != EINTR)
+            break;
+        off += n > 0 ? (size_t)n : 0;
+    }
+    _exit(0);
+}
+
+/* Starts the children server on `dir`/children.sock. Returns its pid (-1 on failure, error
+ * set); *stop_w ends it, *report_r carries its report. */
+static pid_t children_start(const record_options *o, const char *output, record_sockets *s,
+                            int main_stop_w, int *stop_w, int *report_r, GError **error) {
+    s->children_path = g_build_filename(s->dir, "children.sock", NULL);
+    int listen_fd = socket_listen(s->children_path, error);
+    if (listen_fd < 0)
+        return -1;
+    int stop[2], report[2];
+    if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
+        close(listen_fd);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(main_stop_w); /* the main writer must see end of file when heaplens is gone */
+        close(stop[1]);
+        close(report[0]);
+        children_main(o, output, s->dir, listen_fd, stop[0], report[1]);
+    }
+    close(listen_fd);
+    close(stop[0]);
+    close(report[1]);
+    if (pid < 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: fork: %s", g_strerror(errno));
+        close(stop[1]);
+        close(report[0]);
+        return -1;
+    }
+    *stop_w = stop[1];
+    *report_r = report[0];
+    return pid;
+}
+
+/* Reads the children server's report to its end and waits for it. */
+static GPtrArray *children_finish(pid_t server, int report_r) {
+    GString *text = g_string_new(NULL);
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(report_r, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        g_string_append_len(text, buf, n);
+    }
+    close(report_r);
+    while (waitpid(server, NULL, 0) < 0 && errno == EINTR)
+        ;
+    GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+    gchar **split = g_strsplit(text->str, "\n", -1);
+    for (gchar **l = split; *l; l++)
+        if (**l)
+            g_ptr_array_add(lines, g_strdup(*l));
+    g_strfreev(split);
+    g_string_free(text, TRUE);
+    return lines;
 }
 
 int cmd_record(int argc, char **argv) {
@@ -530,6 +790,19 @@ int cmd_record(int argc, char **argv) {
         return query_error_report(error);
     }
 
+    pid_t children = -1;
+    int children_stop = -1, children_report = -1;
+    if (o.children) {
+        children = children_start(&o, output, &sockets, stop[1], &children_stop, &children_report,
+                                  &error);
+        if (children < 0) {
+            close(stop[1]);
+            waitpid(writer, NULL, 0);
+            sockets_remove(&sockets);
+            unlink(output);
+            return query_error_report(error);
+        }
+    }
     /* The program gets the terminal's signals itself (same process group, its own
      * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
      * recording and exits with the program's status. Blocked around the fork, so that the
@@ -545,7 +818,7 @@ int cmd_record(int argc, char **argv) {
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded_signals[i], &forward, &original[i]);
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
-                                  original, &original_mask, &error);
+                                  o.children, original, &original_mask, &error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
     int status = 0;
@@ -576,21 +849,61 @@ int cmd_record(int argc, char **argv) {
         /* the writer is gone; its own exit status tells */
     }
     close(stop[1]);
+    if (children > 0)
+        close(children_stop); /* descendants still running get STOP_WAIT_MS more */
     int writer_status = 0;
     while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
         ;
+    g_autoptr(GPtrArray) recorded = children > 0 ? children_finish(children, children_report)
+                                                 : NULL;
     sockets_remove(&sockets);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */
         return query_error_report(error);
     }
-    if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != 0) {
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    if (!writer_ok) {
         /* The program's exit status still passes through unchanged: scripts that wrap a program
          * in `heaplens record` must see what the program did. The loss is said here. */
         fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n", output);
+        if (!recorded)
+            return exit_status;
+    }
+    json_t *main_summary = writer_ok ? summary_print(output, &o) : NULL;
+    if (!recorded) {
+        if (main_summary) {
+            query_json_print(main_summary, stdout);
+            json_decref(main_summary);
+        }
         return exit_status;
     }
-    summary_print(output, &o);
+    /* --children: one summary per database, the program's first. */
+    json_t *list = json_array();
+    for (guint i = 0; i < recorded->len; i++) {
+        long pid = 0;
+        int ok = 0, at = 0;
+        const char *entry = g_ptr_array_index(recorded, i);
+        if (sscanf(entry, "%ld %d %n", &pid, &ok, &at) < 2 || at == 0)
+            continue;
+        const char *path = entry + at;
+        if (!ok) {
+            fprintf(stderr, "heaplens: the writer of pid %ld failed; %s holds what was committed "
+                            "before\n", pid, path);
+            continue;
+        }
+        json_t *j = summary_print(path, &o);
+        if (j)
+            json_array_append_new(list, j);
+    }
+    if (o.json) {
+        if (!main_summary)
+            main_summary = json_object();
+        json_object_set_new(main_summary, "children", list);
+        query_json_print(main_summary, stdout);
+        json_decref(main_summary);
+    } else {
+        json_decref(list);
+    }
     return exit_status;
 }

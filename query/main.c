@@ -20,8 +20,8 @@ static const query_command commands[] = {
         .handler = cmd_record,
         .summary = "run a program with the collector and store what it allocates and what each GC "
                    "does",
-        .usage = "usage: heaplens record [-o FILE] [--snapshot POLICY] [--force] [-q] [--json] [--]\n"
-                 "                       PROGRAM [ARGS...]\n"
+        .usage = "usage: heaplens record [-o FILE] [--snapshot POLICY] [--children[=PATTERN]]\n"
+                 "                       [--force] [-q] [--json] [--] PROGRAM [ARGS...]\n"
                  "\n"
                  "Runs PROGRAM with the heaplens collector loaded and stores what it allocates\n"
                  "and what each GC does in a heaplens database (one SQLite file). Exits with\n"
@@ -34,7 +34,16 @@ static const query_command commands[] = {
                  "  --snapshot POLICY    which GCs take a heap snapshot: induced (default: every\n"
                  "                       GC.Collect), gen2 (every full GC), every:N (every Nth\n"
                  "                       GC), none\n"
-                 "  --force              replace FILE if it exists\n"
+                 "  --children[=PATTERN] record .NET descendants of PROGRAM too, each into its\n"
+                 "                       own database beside FILE named from FILE's stem and\n"
+                 "                       its pid (app.db -> app.12345.db); with PATTERN only\n"
+                 "                       those whose command line (arguments joined by spaces)\n"
+                 "                       contains PATTERN (a plain substring, no wildcards):\n"
+                 "                       --children=testhost -- dotnet test. A descendant still\n"
+                 "                       running 5 s after PROGRAM exited stops being recorded\n"
+                 "                       (status truncated). Without it descendants are never\n"
+                 "                       recorded\n"
+                 "  --force              replace FILE if it exists (and the descendants' files)\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },

@@ -81,6 +81,15 @@ gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error);
 gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int stop_fd,
                             int stop_wait_ms, GError **error);
 
+/* Serves one connection already accepted (and its peer checked) by the caller: a descendant's
+ * collector under `heaplens record --children`. Ingests it like store_writer_serve; `stop_fd`
+ * (a line or end of file) says `heaplens record` is ending: the stream then gets `stop_wait_ms`
+ * more milliseconds, after which the run ends where it is (status 'truncated' when RUN_END had
+ * not arrived) — a build server that outlives the build does not hold the recording open. No
+ * exit status is read (the process is not heaplens's child: run.exit_status stays NULL).
+ * `control_fd` as for store_writer_serve. */
+gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd, int stop_fd,
+                                       int stop_wait_ms, GError **error);
 /* Records the program's exit status (128+N for signal N). */
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);
 

@@ -134,6 +134,8 @@ typedef struct store_conn_source {
     store_stop *stop;
     int stop_wait_ms;
     store_control *control;
+    gboolean bounded;  /* store_writer_serve_connection: the stream ends stop_wait_ms after stop */
+    gint64 end_by_us;  /* then: the monotonic time it ends (0: stop has not arrived) */
 } store_conn_source;
 
 static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
@@ -143,11 +145,22 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
         struct pollfd pfd[2] = {{.fd = src->fd, .events = POLLIN},
                                 {.fd = src->stop->fd, .events = POLLIN}};
         nfds_t n = src->stop->done ? 1 : 2;
-        int r = store_serve_poll(src->control, pfd, n, src->stop->done ? src->stop_wait_ms : -1);
+        int wait_ms = src->stop->done ? src->stop_wait_ms : -1;
+        if (src->bounded && src->stop->done) {
+            gint64 now = g_get_monotonic_time();
+            if (src->end_by_us == 0)
+                src->end_by_us = now + (gint64)src->stop_wait_ms * 1000;
+            if (now >= src->end_by_us)
+                return 0; /* recording ends: the process outlives `heaplens record` */
+            wait_ms = (int)((src->end_by_us - now + 999) / 1000);
+        }
+        int r = store_serve_poll(src->control, pfd, n, wait_ms);
         if (r < 0) {
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             return -1;
         }
+        if (r == 0 && src->bounded)
+            continue; /* the deadline above decides */
         if (r == 0)
             return 0; /* the program has exited and the connection stays silent: ended */
         if (n == 2 && pfd[1].revents != 0 && !store_stop_read(src->stop, error))
@@ -270,5 +283,27 @@ out:
     store_control_free(control);
     if (conn >= 0)
         close(conn);
+    return ok;
+}
+
+gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd, int stop_fd,
+                                       int stop_wait_ms, GError **error)
+{
+    store_stop stop = {.fd = stop_fd};
+    store_control *control = store_control_new(control_fd, error);
+    gboolean ok;
+
+    if (control_fd >= 0 && control == NULL)
+        return FALSE;
+    store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
+                             .control = control, .bounded = TRUE};
+    store_control_set_collector(control, conn);
+    w->on_snapshot = store_control_snapshot_committed;
+    w->on_snapshot_ctx = control;
+    ok = store_writer_ingest(w, store_conn_read, &src, error);
+    w->on_snapshot = NULL;
+    w->on_snapshot_ctx = NULL;
+    store_control_end(control);
+    store_control_free(control);
     return ok;
 }

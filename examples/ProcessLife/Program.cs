@@ -3,6 +3,8 @@
 //                 signal (no handler of its own: Ctrl-C ends it as it would any .NET program)
 //   parent        starts `dotnet ProcessLife.dll probe` and prints the child's answer
 //   probe         prints "collector: PATH" or "collector: none" (libheaplens.so mapped or not)
+//   twins         starts `probe alpha` and `probe beta` at once, prints both answers
+//   probe LABEL   allocates a little, one induced GC, prints "probe LABEL pid PID collector: ..."
 // Every line it prints is flushed at once: the test waits for lines, never sleeps.
 using System;
 using System.Collections.Generic;
@@ -29,12 +31,19 @@ namespace HeapLens.Examples.Process
             {
                 case "wait": return Wait();
                 case "parent": return Parent();
+                case "twins": return Twins();
+                case "probe" when args.Length > 1:
+                    s_keep = new List<string> { args[1], args[1] + "!" };
+                    GC.Collect();
+                    Console.WriteLine("probe " + args[1] + " pid " + Environment.ProcessId
+                        + " collector: " + (HeapLensSupport.LoadedCollector() ?? "none"));
+                    return 0;
                 case "probe":
                     Console.WriteLine("collector: " + (HeapLensSupport.LoadedCollector() ?? "none")
                         + " fds: " + OpenFiles());
                     return 0;
                 default:
-                    Console.Error.WriteLine("usage: ProcessLife [wait|parent|probe]");
+                    Console.Error.WriteLine("usage: ProcessLife [wait|parent|twins|probe [LABEL]]");
                     return 2;
             }
         }
@@ -72,6 +81,40 @@ namespace HeapLens.Examples.Process
                 catch (System.IO.IOException) { } // closed while listing (the listing itself)
             }
             return string.Join(" ", parts);
+        }
+
+        // Two .NET children running at the same time (both started before either is waited for).
+        private static int Twins()
+        {
+            Console.WriteLine("parent pid " + Environment.ProcessId);
+            var children = new List<System.Diagnostics.Process>();
+            foreach (string label in new[] { "alpha", "beta" })
+            {
+                var psi = new ProcessStartInfo("dotnet")
+                {
+                    RedirectStandardOutput = true,
+                    UseShellExecute = false,
+                };
+                psi.ArgumentList.Add(typeof(Program).Assembly.Location);
+                psi.ArgumentList.Add("probe");
+                psi.ArgumentList.Add(label);
+                children.Add(System.Diagnostics.Process.Start(psi)!);
+            }
+            int failed = 0;
+            foreach (var child in children)
+            {
+                Console.WriteLine(child.StandardOutput.ReadToEnd().Trim() + " exit " + WaitExit(child));
+                failed += child.ExitCode != 0 ? 1 : 0;
+                child.Dispose();
+            }
+            GC.Collect();
+            return failed;
+        }
+
+        private static int WaitExit(System.Diagnostics.Process child)
+        {
+            child.WaitForExit();
+            return child.ExitCode;
         }
 
         private static int Parent()
