@@ -77,6 +77,7 @@ static const struct {
     {"gc-input-lost", "GC input was lost", FALSE},
     {"program-killed", "the program was killed", TRUE},
     {"stream-corrupt", "the record stream was corrupt", TRUE},
+    {"recording-stopped", "the process outlived heaplens record", TRUE},
 };
 
 /* The reasons of `loss` ("writer-behind,program-killed") that are `ending` ones or not, in

@@ -352,6 +352,7 @@ struct store_writer {
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
     gboolean corrupt;     /* the stream stopped at a corrupt record */
+    gboolean stopped;     /* store_writer_serve_connection ended the stream: record ended first */
     gboolean connected;   /* a collector connected (serve) or a stream was ingested */
     gboolean no_data_forced; /* serve: the program exited before any collector connected */
     gboolean ingested;    /* store_writer_ingest* was called */

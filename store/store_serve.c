@@ -136,6 +136,7 @@ typedef struct store_conn_source {
     store_control *control;
     gboolean bounded;  /* store_writer_serve_connection: the stream ends stop_wait_ms after stop */
     gint64 end_by_us;  /* then: the monotonic time it ends (0: stop has not arrived) */
+    gboolean cut;      /* the stream was ended at end_by_us */
 } store_conn_source;
 
 static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
@@ -150,8 +151,10 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
             gint64 now = g_get_monotonic_time();
             if (src->end_by_us == 0)
                 src->end_by_us = now + (gint64)src->stop_wait_ms * 1000;
-            if (now >= src->end_by_us)
+            if (now >= src->end_by_us) {
+                src->cut = TRUE;
                 return 0; /* recording ends: the process outlives `heaplens record` */
+            }
             wait_ms = (int)((src->end_by_us - now + 999) / 1000);
         }
         int r = store_serve_poll(src->control, pfd, n, wait_ms);
@@ -301,6 +304,7 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
     w->on_snapshot = store_control_snapshot_committed;
     w->on_snapshot_ctx = control;
     ok = store_writer_ingest(w, store_conn_read, &src, error);
+    w->stopped = src.cut;
     w->on_snapshot = NULL;
     w->on_snapshot_ctx = NULL;
     store_control_end(control);

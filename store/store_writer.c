@@ -440,7 +440,9 @@ static gboolean store_writer_update_loss(store_writer *w, GError **error)
             g_ptr_array_add(names, "gc-input-lost");
     }
     if (w->finished && !w->complete && w->connected && !w->no_data_forced)
-        g_ptr_array_add(names, w->corrupt ? "stream-corrupt" : "program-killed");
+        g_ptr_array_add(names, w->corrupt   ? "stream-corrupt"
+                               : w->stopped ? "recording-stopped"
+                                            : "program-killed");
     g_ptr_array_add(names, NULL);
     g_autofree char *loss = names->len > 1 ? g_strjoinv(",", (char **)names->pdata) : NULL;
     return store_writer_run_once(w, "UPDATE run SET loss = ?1 WHERE id = 1", store_bind_text1,
