@@ -11,6 +11,14 @@
             `dotnet build` of a small project under heaplens: afterwards no process of that
             build (MSBuild nodes, the compiler server) has libheaplens.so mapped.
 
+  descendants  `record --children[=PATTERN]` (ProcessLife twins: a parent starting two .NET
+            children at once): with --children three databases, each complete, with its
+            process's pid and command line, the children's named FILE-stem.PID.db and listed in
+            the summary; with --children=beta only that child; without the option only the
+            parent; `heaplens snapshot PID` of a recorded child; `dotnet build` with
+            --children=PATTERN (the compiler run, then the compiler server that outlives the
+            build) finishes and writes the databases its summary lists.
+
   names     the heaplens names of a Dictionary<int, Customer>+Entry[] and a boxed
             List<int>+Enumerator are the ones the program computes by reflection (C#/ClrMD form);
             `roots --type` finds them by their names without namespaces.
@@ -326,6 +334,187 @@ def dotnet_build_case(c, a):
         except OSError:
             pass
 
+SUMMARY_RE = re.compile(r"^heaplens: recorded .* -> (\S+) \([^)]*\), pid (\d+): (.*)$", re.M)
+
+
+def run_row(db):
+    """(pid, command, status, exit_status, loss, gcs) of a database, or the error text."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        row = con.execute("SELECT pid, command, status, exit_status, loss FROM run").fetchone()
+        gcs = con.execute("SELECT count(*) FROM gcs").fetchone()[0]
+        integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
+        con.close()
+        return row + (gcs, integrity)
+    except sqlite3.Error as e:
+        return str(e)
+
+
+def stale_family(workdir, stem):
+    """Removes STEM.db and every STEM.*.db (and their -wal, -shm, -journal) in workdir."""
+    for f in os.listdir(workdir):
+        if f == stem + ".db" or re.fullmatch(re.escape(stem) + r"(\.\d+)?\.db(-wal|-shm|-journal)?", f):
+            os.unlink(os.path.join(workdir, f))
+
+
+def family(workdir, stem):
+    """The databases STEM.db and STEM.PID.db in workdir: {name: pid or None}."""
+    found = {}
+    for f in os.listdir(workdir):
+        m = re.fullmatch(re.escape(stem) + r"(?:\.(\d+))?\.db", f)
+        if m:
+            found[f] = int(m.group(1)) if m.group(1) else None
+    return found
+
+
+def twins_case(c, a, name, option, recorded_labels):
+    """`ProcessLife twins` under `record [option]`: the parent and the children whose labels
+    are in recorded_labels have their databases, nothing else."""
+    stem = f"twins-{name}"
+    stale_family(a.workdir, stem)
+    db = os.path.join(a.workdir, stem + ".db")
+    log = os.path.join(a.workdir, "heaplens.log")
+    rc, out, err = e2elib.run([a.heaplens, "record", "-o", db] + option +
+                              ["--", a.dotnet, a.dll, "twins"], log=log, timeout=DEADLINE_S)
+    c.eq(f"{name}: heaplens record exit status", 0, rc)
+    parent = re.search(r"^parent pid (\d+)$", out, re.M)
+    probes = {m.group(1): (int(m.group(2)), m.group(3), m.group(4)) for m in re.finditer(
+        r"^probe (\w+) pid (\d+) collector: (\S+) exit (\d+)$", out, re.M)}
+    if not c.ok(f"{name}: the parent and both children answered",
+                parent is not None and sorted(probes) == ["alpha", "beta"], out + err):
+        return
+    for label, (pid, collector, code) in sorted(probes.items()):
+        c.eq(f"{name}: {label} exited 0", "0", code)
+        c.eq(f"{name}: {label} has the collector mapped", label in recorded_labels,
+             collector != "none")
+    expected = {stem + ".db": None}
+    for label in recorded_labels:
+        expected[f"{stem}.{probes[label][0]}.db"] = probes[label][0]
+    c.eq(f"{name}: the databases written", sorted(expected), sorted(family(a.workdir, stem)))
+    listed = {os.path.basename(m.group(1)): (int(m.group(2)), m.group(3))
+              for m in SUMMARY_RE.finditer(err)}
+    if option:
+        c.eq(f"{name}: the summary lists every database", sorted(expected), sorted(listed))
+    prefix = f"{a.dotnet} {a.dll}"  # the children are started as "dotnet" (ProcessStartInfo)
+    for f, pid in sorted(expected.items()):
+        row = run_row(os.path.join(a.workdir, f))
+        if not c.ok(f"{name}: {f} readable", isinstance(row, tuple), row):
+            continue
+        run_pid, command, status, exit_status, loss, gcs, integrity = row
+        label = next((l for l in recorded_labels if probes[l][0] == pid), None)
+        want_pid = pid if pid is not None else int(parent.group(1))
+        want_command = f"dotnet {a.dll} probe {label}" if label else f"{prefix} twins"
+        c.eq(f"{name}: {f} run.pid", want_pid, run_pid)
+        c.eq(f"{name}: {f} run.command", want_command, command)
+        c.eq(f"{name}: {f} complete, nothing lost", ("complete", None, "ok"), (status, loss, integrity))
+        c.eq(f"{name}: {f} run.exit_status (known for the program only)",
+             0 if pid is None else None, exit_status)
+        c.ok(f"{name}: {f} holds the induced GC", gcs >= 1, gcs)
+        if option:
+            c.eq(f"{name}: {f} in the summary with pid and command", (want_pid, want_command),
+                 listed.get(f))
+
+
+def child_snapshot_case(c, a):
+    """A script's first .NET process (probe) is the program's recording; `ProcessLife wait`, a
+    later descendant matching --children=wait, records into its own database; `heaplens
+    snapshot PID` of it stores a snapshot there; SIGINT ends it and then the script."""
+    name = "child-snapshot"
+    stem = "snap"
+    stale_family(a.workdir, stem)
+    db = os.path.join(a.workdir, stem + ".db")
+    log = os.path.join(a.workdir, "heaplens.log")
+    script = f'"{a.dotnet}" "{a.dll}" probe alpha && "{a.dotnet}" "{a.dll}" wait'
+    deadline = time.monotonic() + DEADLINE_S
+    proc = subprocess.Popen([a.heaplens, "record", "-o", db, "--children=wait", "--", "sh", "-c",
+                             script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    m, out = read_until(proc.stdout.fileno(), r"\nready (\d+)\n", deadline)
+    if not c.ok(f"{name}: the child is ready", m is not None, out[-300:]):
+        proc.kill()
+        proc.wait()
+        return
+    pid = int(m.group(1))
+    child_db = os.path.join(a.workdir, f"{stem}.{pid}.db")
+    rc, sout, serr = e2elib.run([a.heaplens, "snapshot", str(pid)], log=log, timeout=DEADLINE_S)
+    c.eq(f"{name}: heaplens snapshot {pid} exit status", 0, rc)
+    c.ok(f"{name}: the snapshot is stored in the child's database", sout.strip().endswith(
+        f"stored in {os.path.realpath(child_db)}"), sout + serr)
+    os.kill(pid, signal.SIGINT)
+    rc = wait_exit(proc, time.monotonic() + END_S)
+    err = proc.stderr.read().decode(errors="replace")
+    c.eq(f"{name}: heaplens record exits with the script's status", 128 + signal.SIGINT, rc)
+    c.eq(f"{name}: the databases written", sorted([f"{stem}.db", f"{stem}.{pid}.db"]),
+         sorted(family(a.workdir, stem)))
+    try:
+        con = sqlite3.connect(f"file:{child_db}?mode=ro", uri=True)
+        snaps = con.execute("SELECT count(*) FROM snapshots").fetchone()[0]
+        run_pid, status = con.execute("SELECT pid, status FROM run").fetchone()
+        con.close()
+    except sqlite3.Error as e:
+        snaps, run_pid, status = str(e), None, None
+    c.ok(f"{name}: the child's database holds the requested snapshot", snaps == 2 or snaps == 1,
+         f"{snaps} snapshots; {err}")
+    c.eq(f"{name}: the child's database is its own and finished", (pid, "truncated"),
+         (run_pid, status))
+
+
+def children_build_case(c, a, name, pattern, shared):
+    """`heaplens record --children=PATTERN -- dotnet build` of a tiny project finishes and writes
+    the databases its summary lists, each finished, named after its process's pid. With the
+    compiler server (shared) the server outlives the build: its recording ends 5 s after the
+    build's (loss recording-stopped) when heaplens started it; a server already running from
+    an earlier build is not a descendant and is not recorded."""
+    proj = os.path.join(a.workdir, f"tiny-{name}")
+    os.makedirs(proj, exist_ok=True)
+    with open(os.path.join(proj, "tiny.csproj"), "w") as f:
+        f.write('<Project Sdk="Microsoft.NET.Sdk"><PropertyGroup><OutputType>Exe</OutputType>'
+                '<TargetFramework>net10.0</TargetFramework></PropertyGroup></Project>\n')
+    with open(os.path.join(proj, "Program.cs"), "w") as f:
+        f.write(f'System.Console.WriteLine("{name} {time.monotonic_ns()}");\n')  # always compiled
+    with open(os.path.join(proj, "NuGet.Config"), "w") as f:  # never the network
+        f.write('<configuration><packageSources><clear /></packageSources></configuration>\n')
+    stem = f"build-{name}"
+    stale_family(a.workdir, stem)
+    db = os.path.join(a.workdir, stem + ".db")
+    log = os.path.join(a.workdir, "heaplens.log")
+    mark = f"HEAPLENS_TEST_BUILD={os.getpid()}.{time.monotonic_ns()}"
+    env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
+    env[mark.split("=")[0]] = mark.split("=")[1]
+    env.pop("MSBUILDDISABLENODEREUSE", None)
+    env["UseSharedCompilation"] = "true" if shared else "false"
+    rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, f"--children={pattern}", "--",
+                               a.dotnet, "build", proj, "--nologo", "-nodeReuse:true",
+                               f"-p:UseSharedCompilation={'true' if shared else 'false'}"],
+                              log=log, timeout=300, env=env)
+    c.eq(f"{name}: heaplens record exit status", 0, rc)
+    listed = {os.path.basename(m.group(1)): (int(m.group(2)), m.group(3))
+              for m in SUMMARY_RE.finditer(err)}
+    written = family(a.workdir, stem)
+    c.eq(f"{name}: the summary lists the databases written", sorted(written), sorted(listed))
+    for f, pid in sorted(written.items()):
+        row = run_row(os.path.join(a.workdir, f))
+        if not c.ok(f"{name}: {f} readable", isinstance(row, tuple), row):
+            continue
+        run_pid, command, status, _, loss, _, integrity = row
+        c.eq(f"{name}: {f} integrity", "ok", integrity)
+        if pid is None:
+            c.eq(f"{name}: {f} (dotnet build) complete", "complete", status)
+            continue
+        c.eq(f"{name}: {f} named after its process", pid, run_pid)
+        c.ok(f"{name}: {f} is a process matching {pattern}", pattern in (command or ""), command)
+        c.ok(f"{name}: {f} finished", status in ("complete", "truncated"), status)
+        if status == "truncated":
+            c.eq(f"{name}: {f} was stopped as it outlived the build", "recording-stopped", loss)
+    if not shared:
+        c.eq(f"{name}: exactly one compiler run recorded", 1, len(written) - 1)
+    left = marked_processes(mark)
+    for p in left:  # the build's own MSBuild nodes and compiler server, nobody else's
+        try:
+            os.kill(p, signal.SIGTERM)
+        except OSError:
+            pass
+
 
 def names_case(c, a):
     """ProcessLife wait prints the names of its nested generic types as heaplens should write
@@ -363,7 +552,8 @@ def main():
     ap.add_argument("--dotnet", default="dotnet")
     ap.add_argument("--dll", required=True, help="ProcessLife.dll")
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--only", choices=["signals", "children", "names"], help="run one group of checks")
+    ap.add_argument("--only", choices=["signals", "children", "descendants", "names"],
+                    help="run one group of checks")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     e2elib.start_log(a.workdir)
@@ -377,6 +567,13 @@ def main():
         children_case(c, a)
         script_case(c, a)
         dotnet_build_case(c, a)
+    if a.only in (None, "descendants"):
+        twins_case(c, a, "all", ["--children"], ["alpha", "beta"])
+        twins_case(c, a, "pattern", ["--children=beta"], ["beta"])
+        twins_case(c, a, "none", [], [])
+        child_snapshot_case(c, a)
+        children_build_case(c, a, "compiler", "bincore/csc", shared=False)
+        children_build_case(c, a, "server", "VBCSCompiler", shared=True)
     if a.only in (None, "names"):
         names_case(c, a)
     return c.summary()
