@@ -62,6 +62,14 @@ echo old >target.db; ln -s target.db link.db
 
 "$hl" record --help >out 2>err; check "help" 0 $? err ""
 grep -q "usage: heaplens record" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help text"; }
+grep -q -- "--children\[=PATTERN\]" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help: --children"; }
+
+# --children with a program that is no .NET program: its status passes through, one warning,
+# no database of a descendant.
+"$hl" record -o kids.db --children -- sh -c 'exit 3' 2>err; check "--children, non-.NET program" 3 $? err "never loaded the collector"
+[ "$(ls kids.* | tr '\n' ' ')" = "kids.db " ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --children left"; ls kids.*; }
+"$hl" record -o kids2.db --children=x -- no-such-program-xyz 2>err; check "--children, missing program" 1 $? err "^heaplens: cannot run 'no-such-program-xyz'"
+[ ! -e kids2.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --children: missing program left kids2.db"; }
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
