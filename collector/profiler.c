@@ -213,9 +213,9 @@ static void runtime_version(hl_profiler *p) {
         snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
 }
 
-/* Whether this process of the session is descendant of interest under `heaplens record
- * --children[=PATTERN]` (HEAPLENS_CHILDREN, the pattern, empty for every descendant): its
- * command line (/proc/self/cmdline, arguments joined by spaces) contains PATTERN. */
+/* Whether this descendant is to be recorded under `heaplens record --children[=PATTERN]`
+ * (HEAPLENS_CHILDREN: the pattern, empty for every descendant; unset: none is): its command
+ * line (/proc/self/cmdline, arguments joined by spaces) contains PATTERN. */
 static bool children_match(const char *pattern) {
     if (!pattern)
         return false;

@@ -2047,6 +2047,83 @@ static void test_serve_socket(void)
     tmp_dir_free(dir);
 }
 
+/* A descendant's connection (record --children): served as accepted, no exit status. */
+typedef struct trickle_args {
+    int fd;
+    const uint8_t *bytes;
+    size_t len, at; /* written at once up to `at`, then one byte every 20 ms */
+} trickle_args;
+
+static gpointer trickle_thread(gpointer data)
+{
+    trickle_args *a = data;
+    write_all(a->fd, a->bytes, a->at);
+    for (size_t i = a->at; i < a->len; i++) {
+        if (send(a->fd, a->bytes + i, 1, MSG_NOSIGNAL) != 1)
+            break; /* the writer ended the recording */
+        g_usleep(20 * 1000); /* traffic, not synchronisation: the connection is never silent */
+    }
+    return NULL;
+}
+
+static void test_serve_connection(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    golden_marks m = {0};
+    hl_sb *sb = golden_build(&m, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int sv[2], stop[2];
+    store_summary sum;
+
+    /* The whole stream, then end of file: complete, the command from RUN_START, no status. */
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    write_all(sv[1], bytes, len);
+    close(sv[1]);
+    g_autofree char *path = g_build_filename(dir, "app.1234.db", NULL);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(w != NULL);
+    CHECK(store_writer_serve_connection(w, sv[0], -1, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK(sum.connected && sum.complete && sum.gcs == 3);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status IS NULL, loss IS NULL FROM run", "complete|1|1\n");
+    sqlite3_close(db);
+    close(sv[0]);
+    close(stop[1]);
+    close(stop[0]);
+
+    /* The process outlives `heaplens record` and keeps sending: stop_fd's end of file gives it
+     * stop_wait_ms more, then the recording ends there, 'recording-stopped'. */
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    trickle_args a = {.fd = sv[1], .bytes = bytes, .len = len, .at = m.gc_end[2]};
+    GThread *t = g_thread_new("trickle", trickle_thread, &a);
+    g_autofree char *path2 = g_build_filename(dir, "app.5678.db", NULL);
+    w = store_writer_create(path2, NULL, &error);
+    CHECK(w != NULL);
+    close(stop[1]);
+    gint64 t0 = g_get_monotonic_time();
+    CHECK(store_writer_serve_connection(w, sv[0], -1, stop[0], 300, &error));
+    CHECK_NO_ERROR(error);
+    gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+    CHECK(took_ms >= 250 && took_ms < 3000);
+    close(sv[0]); /* the trickle's next send fails */
+    g_thread_join(t);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK(sum.connected && !sum.complete && sum.gcs == 2);
+    db = db_open(path2);
+    CHECK_ROWS(db, "SELECT status, loss, exit_status IS NULL FROM run",
+               "truncated|recording-stopped|1\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 static void test_serve_no_connection(void)
 {
     char *dir = tmp_dir_new();
@@ -2524,6 +2601,7 @@ static const struct {
     {"open_readonly", test_open_readonly},
     {"serve_socket", test_serve_socket},
     {"serve_no_connection", test_serve_no_connection},
+    {"serve_connection", test_serve_connection},
     {"serve_refuses_peer", test_serve_refuses_peer},
     {"control_snapshot", test_control_snapshot},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
