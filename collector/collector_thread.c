@@ -138,6 +138,21 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->writer_lost = c->out.lost;
 }
 
+/* The program's peak resident memory so far: VmHWM of /proc/self/status (kB), in bytes; 0 when
+ * it cannot be read. Read at Shutdown, so it covers the whole run (heaplens included). */
+static uint64_t program_peak_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024u;
+}
+
 /* /proc/self/cmdline with the NULs between arguments made spaces. */
 static void read_command_line(char *out, size_t size) {
     out[0] = 0;
@@ -565,7 +580,8 @@ static void finish(collector *c) {
      * end record arrives: it tells the writer the recording is complete. */
     hl_outbox_flush(&c->out, c->out.stall_ms);
     hl_run_end e = {.end_unix_ns = hl_now_unix_ns(), .end_mono_ns = hl_now_ns(),
-                    .gcs = c->gcs_applied, .shutdown_mono_ns = shutdown_ns};
+                    .gcs = c->gcs_applied, .shutdown_mono_ns = shutdown_ns,
+                    .program_peak_rss_bytes = program_peak_rss_bytes()};
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_RUN_END, &e, sizeof e, NULL, 0, NULL, 0);
     hl_outbox_flush(&c->out, c->out.stall_ms);

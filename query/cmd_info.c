@@ -220,6 +220,7 @@ static const struct {
     {"writer_anomalies", "records that broke the collector's promises: skipped"},
     {"connections_refused", "connections from another user, refused"},
     {"writer_peak_rss_bytes", "the writer's peak memory (resident)"},
+    {"program_peak_rss_bytes", "the program's peak memory (resident, heaplens included)"},
     {"writer_finish_ns", "the writer's time from the end of the run to its last commit"},
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
 };

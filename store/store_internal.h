@@ -351,6 +351,7 @@ struct store_writer {
     uint64_t run_end_received_ns; /* CLOCK_MONOTONIC of this process when RUN_END arrived */
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
+    uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */
     gboolean corrupt;     /* the stream stopped at a corrupt record */
     gboolean connected;   /* a collector connected (serve) or a stream was ingested */
     gboolean no_data_forced; /* serve: the program exited before any collector connected */

@@ -351,6 +351,7 @@ static gboolean store_writer_run_end(store_writer *w, const store_record *rec, G
     w->have_counters = TRUE;
     w->complete = TRUE;
     w->run_end_received_ns = (uint64_t)g_get_monotonic_time() * 1000u;
+    w->program_peak_rss_bytes = e->program_peak_rss_bytes;
     if (e->shutdown_mono_ns != 0 && e->end_mono_ns >= e->shutdown_mono_ns) {
         w->exit_wait_ns = e->end_mono_ns - e->shutdown_mono_ns;
         w->have_exit_wait = TRUE;
@@ -490,6 +491,9 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         if (!store_writer_set_counter(w, counters[i].name, counters[i].value, error))
             return FALSE;
     }
+    if (w->program_peak_rss_bytes != 0 &&
+        !store_writer_set_counter(w, "program_peak_rss_bytes", w->program_peak_rss_bytes, error))
+        return FALSE;
     return store_writer_update_loss(w, error);
 }
 

@@ -262,8 +262,10 @@ typedef struct hl_run_end {
     uint64_t shutdown_mono_ns; /* when the runtime called Shutdown: end_mono_ns - this is the
                                 * time the program's exit waited for the collector */
     hl_counters counters;  /* final */
+    uint64_t program_peak_rss_bytes; /* the program's peak resident memory (VmHWM of
+                                      * /proc/self/status, read at Shutdown), 0 if unknown */
 } hl_run_end;
-static_assert(sizeof(hl_run_end) == 128, "wire layout");
+static_assert(sizeof(hl_run_end) == 136, "wire layout");
 
 /* ---- requests from the writer to the collector ------------------------------------------
  * The writer may send these on the same socket, in the other direction: an hl_rec_header with

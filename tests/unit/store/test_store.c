@@ -1201,7 +1201,8 @@ static void test_loss_reasons(void)
         hl_sb_gc_end_full(sb, &e);
         if (cases[i].run_end) {
             hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1,
-                            .counters = cases[i].counters};
+                            .counters = cases[i].counters,
+                            .program_peak_rss_bytes = 123456789};
             hl_sb_run_end_full(sb, &r);
         }
         store_summary sum;
@@ -1232,6 +1233,10 @@ static void test_loss_reasons(void)
         CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_finish_ns'") ==
               (cases[i].run_end ? 1 : 0));
         CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_peak_rss_bytes'") == 1);
+        /* The program's peak RSS, as the collector read it at Shutdown (RUN_END only). */
+        CHECK(db_int(db, "SELECT coalesce((SELECT value FROM counters"
+                         " WHERE name = 'program_peak_rss_bytes'), -1)") ==
+              (cases[i].run_end ? 123456789 : -1));
         sqlite3_close(db);
         if (failures > 0)
             fprintf(stderr, "  ... in case %zu\n", i);
