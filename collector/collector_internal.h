@@ -31,6 +31,8 @@ typedef struct collector {
      * hash probe per allocation would double the drain's cost. */
     struct { ClassID cls; uint32_t id; } type_cache[256];
     id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
+    uint8_t *type_traits; /* TYPE_TRAIT_* by type id (index 0 unused) */
+    size_t cap_traits;
     hl_young young;       /* allocations since the last GC (young.h) */
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
@@ -47,6 +49,14 @@ typedef struct collector {
     known_thread *threads;
     size_t n_threads, cap_threads;
     hl_u64map handles;    /* live GCHandleID -> HL_HANDLE_* kind */
+    /* WeakReference objects and the handle each owns. The runtime frees that handle inside the
+     * GC in which the object dies, without HandleDestroyed (EagerFinalized ->
+     * FinalizeWeakReference): the death is the only notice. The owner is the WeakReference
+     * whose ObjectAllocated came right before the HandleCreated on the same thread (its
+     * constructor allocates the handle and nothing else). */
+    hl_u64map weak_pending; /* os_tid -> id of the WeakReference it allocated last */
+    hl_u64map weak_owned;   /* WeakReference object id -> its handle */
+    id_vec handles_freed;   /* per GC: handles freed by the deaths of their WeakReferences */
     uint32_t snapshots;
     uint64_t discovered;  /* ids handed out from HL_DISCOVERED_ID_BASE */
     /* Per-GC scratch. */
@@ -54,6 +64,16 @@ typedef struct collector {
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     char name[4096];
 } collector;
+
+/* What the collector must know about a type beyond its name. */
+enum {
+    TYPE_TRAIT_WEAK_REFERENCE = 1, /* System.WeakReference or System.WeakReference<T> */
+    TYPE_TRAIT_DELEGATE = 2,       /* derives from System.MulticastDelegate */
+    TYPE_TRAIT_VALUE_TYPE = 4,     /* derives from System.ValueType: a boxed value */
+};
+static inline uint8_t hl_collector_type_traits(const collector *c, uint32_t type_id) {
+    return type_id < c->cap_traits ? c->type_traits[type_id] : 0;
+}
 
 /* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,
  * which may run while the outbox waits): hl_collector_flush_types sends it before first use. */

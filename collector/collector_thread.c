@@ -198,6 +198,53 @@ static void send_run_start(collector *c) {
 
 /* ---- types and threads -------------------------------------------------------------------- */
 
+/* A type's traits, once per type, when it is first seen: from its name and its parents' names
+ * (GetClassIDInfo2). */
+static uint8_t type_traits_resolve(collector *c, ClassID cls) {
+    uint8_t traits = 0;
+    /* Its own buffer: this runs inside drains, which may run while a TYPE record's name in
+     * c->name waits in hl_outbox_put. Long names are cut; only short ones are compared. */
+    char name[256];
+    hl_type_name(&c->names, cls, name, sizeof name);
+    if (strcmp(name, "System.WeakReference") == 0 ||
+        strncmp(name, "System.WeakReference<", 21) == 0)
+        traits |= TYPE_TRAIT_WEAK_REFERENCE;
+    ClassID at = cls;
+    for (int depth = 0; depth < 32; depth++) {
+        ModuleID module = 0;
+        mdTypeDef token = 0;
+        ClassID parent = 0;
+        uint32_t n_args = 0;
+        if (HR_FAILED(info_get_class_id_info2(c->p->info, at, &module, &token, &parent, 0, &n_args,
+                                              NULL)) || !parent)
+            break;
+        hl_type_name(&c->names, parent, name, sizeof name);
+        if (strcmp(name, "System.MulticastDelegate") == 0)
+            traits |= TYPE_TRAIT_DELEGATE;
+        else if (strcmp(name, "System.ValueType") == 0)
+            traits |= TYPE_TRAIT_VALUE_TYPE;
+        at = parent;
+    }
+    return traits;
+}
+
+static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
+    if (id >= c->cap_traits) {
+        size_t cap = c->cap_traits ? c->cap_traits * 2 : 1024;
+        while (cap <= id)
+            cap *= 2;
+        uint8_t *grown = realloc(c->type_traits, cap);
+        if (!grown) {
+            c->model_failures++;
+            return;
+        }
+        memset(grown + c->cap_traits, 0, cap - c->cap_traits);
+        c->type_traits = grown;
+        c->cap_traits = cap;
+    }
+    c->type_traits[id] = traits;
+}
+
 uint32_t hl_collector_type_id(collector *c, ClassID cls) {
     size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
     if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
@@ -213,6 +260,7 @@ uint32_t hl_collector_type_id(collector *c, ClassID cls) {
         hl_type t = {.type_id = id, .class_id = cls};
         if (!hl_vec_push(&c->pending_types, &t))
             c->model_failures++;
+        type_traits_set(c, id, type_traits_resolve(c, cls));
     }
     c->type_cache[slot].cls = cls;
     c->type_cache[slot].id = id;
@@ -231,6 +279,8 @@ void hl_collector_flush_types(collector *c) {
 
 /* ---- events from the thread buffers ------------------------------------------------------- */
 
+#define WEAK_PENDING_KEY(os_tid) ((uint64_t)(os_tid) | 1ull << 32) /* never 0 */
+
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
  * this also runs while the outbox waits for the writer (wait_drain). */
 static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
@@ -239,11 +289,30 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     case HL_EV_ALLOC: {
         if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
-        hl_young_add(&c->young, ev->id, hl_collector_type_id(c, ev->class_id), os_tid,
-                     HL_EV_SIZE(ev));
+        uint32_t type_id = hl_collector_type_id(c, ev->class_id);
+        hl_young_add(&c->young, ev->id, type_id, os_tid, HL_EV_SIZE(ev));
+        /* Events of one thread arrive in its order: remember its last WeakReference until its
+         * next event (the HandleCreated of that WeakReference's constructor). */
+        if (hl_collector_type_traits(c, type_id) & TYPE_TRAIT_WEAK_REFERENCE) {
+            if (!hl_u64map_put(&c->weak_pending, WEAK_PENDING_KEY(os_tid), ev->id))
+                c->model_failures++;
+        } else if (c->weak_pending.count) {
+            hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+        }
         break;
     }
     case HL_EV_HANDLE_CREATED:
+        if (c->weak_pending.count) {
+            uint64_t *owner = hl_u64map_get(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+            if (owner) {
+                if (!hl_u64map_put(&c->weak_owned, *owner, ev->addr))
+                    c->model_failures++;
+                hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+            }
+        }
+        if (!hl_vec_push(&c->handle_events, ev))
+            c->model_failures++;
+        break;
     case HL_EV_HANDLE_DESTROYED:
         if (!hl_vec_push(&c->handle_events, ev))
             c->model_failures++;
@@ -375,13 +444,37 @@ static void sink_classified(void *ctx, uint64_t id, uint32_t heap) {
     hl_young_set_heap(&a->c->young, id, heap);
 }
 
+/* A WeakReference died in this GC: the runtime freed its handle during the GC. */
+static void weak_reference_died(collector *c, uint64_t id) {
+    uint64_t *handle = hl_u64map_get(&c->weak_owned, id);
+    if (!handle)
+        return;
+    uint64_t h = *handle;
+    hl_u64map_remove(&c->weak_owned, id);
+    if (!hl_u64map_get(&c->handles, h))
+        return; /* destroyed already (HandleDestroyed) */
+    hl_u64map_remove(&c->handles, h);
+    if (!hl_vec_push(&c->handles_freed, &h))
+        c->model_failures++;
+}
+
 static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     gc_apply *a = ctx;
+    collector *c = a->c;
     (void)gen_before;
-    if (hl_young_has(&a->c->young, id))
-        hl_young_set_gen(&a->c->young, id, HL_GEN_NONE);
-    else if (!hl_vec_push(&a->c->deaths, &id))
-        a->c->model_failures++;
+    if (hl_young_has(&c->young, id)) {
+        hl_young_set_gen(&c->young, id, HL_GEN_NONE);
+        /* Young deaths are most deaths: look the type up before any map. */
+        if (c->weak_owned.count &&
+            (hl_collector_type_traits(c, c->young.type[id - c->young.first]) &
+             TYPE_TRAIT_WEAK_REFERENCE))
+            weak_reference_died(c, id);
+    } else {
+        if (!hl_vec_push(&c->deaths, &id))
+            c->model_failures++;
+        if (c->weak_owned.count)
+            weak_reference_died(c, id);
+    }
 }
 
 static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t gen_after) {
@@ -417,7 +510,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     c->drain_while_waiting = false;
     drain_names(c); /* THREAD records before the counts that use their tids */
     hl_young_fate_reset(&c->young);
-    c->deaths.n = c->promotions.n = 0;
+    c->deaths.n = c->promotions.n = c->handles_freed.n = 0;
 
     gc_apply a = {.c = c};
     hm_gc_input in = {.gc = g->gc, .condemned_mask = g->condemned_mask,
@@ -466,6 +559,9 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_gc_promotions pr = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_GC_PROMOTIONS, &pr, sizeof pr, &pr.count,
                              c->promotions.p, c->promotions.n, sizeof(hl_promotion));
+    hl_gc_handles_freed hf = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_GC_HANDLES_FREED, &hf, sizeof hf, &hf.count,
+                             c->handles_freed.p, c->handles_freed.n, sizeof(uint64_t));
 
     hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns,
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
@@ -623,6 +719,10 @@ static void collector_free(collector *c) {
     hm_model_free(c->model);
     hl_u64map_release(&c->types);
     hl_u64map_release(&c->handles);
+    hl_u64map_release(&c->weak_pending);
+    hl_u64map_release(&c->weak_owned);
+    hl_vec_release(&c->handles_freed);
+    free(c->type_traits);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
@@ -647,6 +747,9 @@ int hl_collector_start(hl_profiler *p) {
     c->survivors.elem = sizeof(hl_survivor);
     hl_u64map_init(&c->types);
     hl_u64map_init(&c->handles);
+    hl_u64map_init(&c->weak_pending);
+    hl_u64map_init(&c->weak_owned);
+    c->handles_freed.elem = sizeof(uint64_t);
     hl_type_names_init(&c->names, p->info);
     c->model = hm_model_new();
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {

@@ -104,6 +104,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     if (!bounds_copy(q, info, &c->before, &c->n_before))
         c->incomplete = true;
     c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
+    c->walk_shared = reason == COR_PRF_GC_REASON_INDUCED && c->generation == 2;
     atomic_init(&c->finished, false);
     atomic_init(&c->resume_ns, 0);
     /* The previous GC can no longer be resumed: from now on the consumer may free it. */
@@ -178,8 +179,10 @@ void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const ui
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs) {
     hl_gc_capture *c = q->current;
-    if (!c || !c->snapshot_trigger)
+    if (!c)
         return false;
+    if (!c->snapshot_trigger)
+        return c->walk_shared; /* nothing recorded; the walk goes on for the heap dump */
     uint64_t t = now_ns();
     if (!c->walk_objects)
         c->walk_first_ns = t;
@@ -188,7 +191,7 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     if (!grow((void **)&c->walk, &c->walk_cap, c->walk_len, need, 1)) {
         c->incomplete = true;
         c->snapshot_trigger = 0; /* a partial walk is no snapshot: drop it, say so */
-        return false;
+        return c->walk_shared;
     }
     SIZE_T size = 0;
     info_get_object_size2(info, object, &size);

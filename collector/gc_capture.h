@@ -57,6 +57,8 @@ typedef struct hl_gc_capture {
     /* The runtime's heap walk (ObjectReferences), kept only when this GC takes a snapshot:
      * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs. */
     uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
+    bool walk_shared;        /* induced gen2 GC: let the runtime's walk run to the end even
+                              * without a snapshot (another tool's heap dump may share it) */
     uint8_t *walk;
     size_t walk_len, walk_cap;
     uint64_t walk_objects;
@@ -89,8 +91,10 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
                       void *policy_ctx);
 void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,
                     const uint32_t *flags, const UINT_PTR *ids);
-/* One object of the runtime's heap walk. Returns false when this GC takes no snapshot (the
- * caller then stops the walk). */
+/* One object of the runtime's heap walk. Returns false when the walk may be stopped: this GC
+ * takes no snapshot and is not an induced gen2 GC. An EventPipe/ETW heap dump (dotnet-gcdump)
+ * is an induced, blocking gen2 GC that shares this walk, and the profiler cannot tell it from
+ * GC.Collect(): stopping there would leave the dump empty. */
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs);
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,

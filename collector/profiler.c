@@ -158,8 +158,9 @@ static HRESULT on_gc_finished(hl_profiler *p) {
 }
 
 /* MONITOR_GC makes the runtime walk the whole heap after every GC, one ObjectReferences call per
- * live object. A GC that takes a snapshot keeps the walk; at any other GC a failure HRESULT
- * stops it at its first object (documented in corprof.idl). */
+ * live object. A GC that takes a snapshot keeps the walk, and so does every induced gen2 GC
+ * (an EventPipe heap dump shares this walk: cutting it empties the dump); at any other GC a
+ * failure HRESULT stops it at its first object (documented in corprof.idl). */
 static HRESULT on_object_references(hl_profiler *p, ObjectID object, ClassID class_id, ULONG count,
                                     ObjectID refs[]) {
     if (p->active && hl_gc_on_object(&p->gcs, p->info, object, class_id, count, refs))

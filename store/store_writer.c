@@ -382,6 +382,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
     [HL_REC_GC_SURVIVORS] = store_gc_survivors,
+    [HL_REC_GC_HANDLES_FREED] = store_handles_freed,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
@@ -482,6 +483,7 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"records_skipped_unknown", w->stream.records_skipped_unknown, FALSE},
         {"gcs_discarded_incomplete", w->gcs_discarded_incomplete, FALSE},
         {"writer_anomalies", w->writer_anomalies, FALSE},
+        {"handles_closed_by_reuse", w->handles_closed_by_reuse, FALSE},
         {"connections_refused", w->connections_refused, FALSE},
         {"snapshots_discarded", w->snapshots_discarded, FALSE},
     };

@@ -20,7 +20,7 @@
  *  - a TYPE or THREAD record precedes the first record that uses its id;
  *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
  *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
- *    GC_PROMOTIONS*,
+ *    GC_PROMOTIONS*, GC_HANDLES_FREED*,
  *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
  *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
  *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
@@ -71,6 +71,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_END = 19,
     HL_REC_ALLOC_COUNTS = 20,
     HL_REC_GC_SURVIVORS = 21,
+    HL_REC_GC_HANDLES_FREED = 22,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -298,6 +299,17 @@ typedef struct hl_handle_destroyed {
     uint32_t reserved;
 } hl_handle_destroyed;
 static_assert(sizeof(hl_handle_created) == 24 && sizeof(hl_handle_destroyed) == 16, "wire layout");
+
+/* HL_REC_GC_HANDLES_FREED, inside GC `gc`: handles the runtime freed during GC `gc` without a
+ * HandleDestroyed: those of WeakReference / WeakReference<T> objects that died in it (the GC
+ * eagerly finalizes them: EagerFinalized -> FinalizeWeakReference destroys the handle). GC
+ * `gc` - 1 was their last GC. Any HandleCreated at the same address comes after this record.
+ * `count` uint64 handle ids follow. */
+typedef struct hl_gc_handles_freed {
+    uint32_t gc;
+    uint32_t count;
+} hl_gc_handles_freed;
+static_assert(sizeof(hl_gc_handles_freed) == 8, "wire layout");
 
 /* HL_REC_GC_HANDLE_KINDS, inside GC `gc`: handles whose kind this GC's roots revealed.
  * `count` hl_handle_kind follow. */
