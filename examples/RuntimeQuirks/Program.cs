@@ -6,6 +6,7 @@
 //                                 combination, a second `event +=`, Nullable boxing
 //   gcdump-target TRUTH.json N    keeps N objects alive, prints "ready PID", waits for a line on
 //                                 stdin, then exits
+//   collect-cost N K              N live objects, K GC.Collect(): prints the median time
 //   gcdump-client PID OUT.nettrace  a diagnostics-IPC client (no packages): starts an EventPipe
 //                                 session like dotnet-gcdump, keeps the stream until the heap
 //                                 dump's GC ended and the stream went quiet, stops the session
@@ -225,6 +226,24 @@ namespace HeapLens.Examples.Quirks
             return 0;
         }
 
+        // The cost of one GC.Collect() with N live objects: median of K, in milliseconds.
+        static int CollectCost(int n, int k)
+        {
+            Node? head = null;
+            for (int i = 0; i < n; i++) head = new Node { Next = head, V = i };
+            var ms = new double[k];
+            for (int i = 0; i < k; i++)
+            {
+                long t0 = System.Diagnostics.Stopwatch.GetTimestamp();
+                GC.Collect();
+                ms[i] = System.Diagnostics.Stopwatch.GetElapsedTime(t0).TotalMilliseconds;
+            }
+            Array.Sort(ms);
+            Console.WriteLine($"collect-cost nodes {n} median_ms {ms[k / 2]:F2} min_ms {ms[0]:F2}");
+            GC.KeepAlive(head);
+            return 0;
+        }
+
         static byte[] IpcMessage(byte commandSet, byte commandId, byte[] payload)
         {
             var ms = new MemoryStream();
@@ -327,6 +346,7 @@ namespace HeapLens.Examples.Quirks
                 case "unreported": return Unreported(args[1], args.Length > 2 ? int.Parse(args[2]) : 100);
                 case "gcdump-target": return GcdumpTarget(args[1], int.Parse(args[2]));
                 case "gcdump-client": return GcdumpClient(int.Parse(args[1]), args[2]);
+                case "collect-cost": return CollectCost(int.Parse(args[1]), int.Parse(args[2]));
                 default:
                     Console.Error.WriteLine("usage: RuntimeQuirks handles|unreported|gcdump-target|gcdump-client ...");
                     return 2;
