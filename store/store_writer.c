@@ -64,8 +64,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_SET_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
     [STORE_STMT_INSERT_SNAPSHOT] =
         "INSERT INTO snapshots (snapshot, gc, trigger, objects, refs, roots, handles, bytes, "
-        "model_missing, model_extra, frozen, unresolved, walk_ns) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
         "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) "
         "VALUES (?1, ?2, ?3, ?4)",

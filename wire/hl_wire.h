@@ -340,8 +340,16 @@ typedef struct hl_discovered {
     uint64_t size;
     uint32_t type_id;
     uint32_t generation;
+    uint32_t flags;       /* HL_DISCOVERED_* */
+    uint32_t reserved;
 } hl_discovered;
-static_assert(sizeof(hl_discovered_head) == 8 && sizeof(hl_discovered) == 24, "wire layout");
+static_assert(sizeof(hl_discovered_head) == 8 && sizeof(hl_discovered) == 32, "wire layout");
+/* UNREPORTED: allocated by a runtime path that never calls ObjectAllocated, not lost by heaplens.
+ * .NET 10's RuntimeTypeHandle.InternalAllocNoChecks_FastPath allocates delegates (Delegate.Combine
+ * / Remove: `a + b`, a second `event +=`) and boxes (CastHelpers.Box / Box_Nullable: `(object)(int?)i`,
+ * a struct boxed in shared generic code) without it. The collector flags an object the model
+ * never saw when its class derives from System.MulticastDelegate or System.ValueType. */
+enum { HL_DISCOVERED_UNREPORTED = 1 };
 
 /* ---- heap snapshots ----------------------------------------------------------------------
  * A snapshot is the whole live heap at the end of GC `gc`, sent inside that GC (after its
@@ -367,7 +375,8 @@ typedef struct hl_snapshot_batch { /* head of OBJECTS, REFS and ROOTS records */
 } hl_snapshot_batch;
 static_assert(sizeof(hl_snapshot_batch) == 8, "wire layout");
 
-enum { HL_SNAP_OBJ_FROZEN = 1, HL_SNAP_OBJ_DISCOVERED = 2 };
+enum { HL_SNAP_OBJ_FROZEN = 1, HL_SNAP_OBJ_DISCOVERED = 2,
+       HL_SNAP_OBJ_UNREPORTED = 4 /* with DISCOVERED: HL_DISCOVERED_UNREPORTED */ };
 typedef struct hl_snapshot_object {
     uint64_t id;
     uint32_t generation;  /* HL_GEN_* */
@@ -400,11 +409,14 @@ typedef struct hl_snapshot_end {
     uint64_t roots;
     uint64_t bytes;            /* sum of object sizes */
     uint64_t model_missing;    /* alive in the model, absent from the runtime's walk */
-    uint64_t model_extra;      /* in the walk, unknown to the model (sent as DISCOVERED) */
+    uint64_t model_extra;      /* in the walk, unknown to the model (sent as DISCOVERED), and
+                                * not explained by a runtime path known not to report them */
     uint64_t frozen;           /* NonGC objects included because something references them */
     uint64_t unresolved;       /* references and roots to addresses nobody knows (dropped) */
     uint64_t walk_ns;          /* time the runtime spent walking (first to last ObjectReferences) */
+    uint64_t model_unreported; /* in the walk, unknown to the model, allocated by a runtime path
+                                * without ObjectAllocated (HL_DISCOVERED_UNREPORTED) */
 } hl_snapshot_end;
-static_assert(sizeof(hl_snapshot_end) == 80, "wire layout");
+static_assert(sizeof(hl_snapshot_end) == 88, "wire layout");
 
 #endif /* HEAPLENS_WIRE_H */

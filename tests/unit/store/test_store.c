@@ -532,6 +532,7 @@ static void test_golden_rows(void)
                                                 "gc_events_dropped|0\n"
                                                 "gcs_discarded_incomplete|0\n"
                                                 "gcs_dropped|0\n"
+                                                "handles_closed_by_reuse|0\n"
                                                 "model_anomalies|0\n"
                                                 "records_dropped|0\n"
                                                 "records_read|37\n"
@@ -1925,8 +1926,49 @@ static void test_handles_rollback(void)
     CHECK_ROWS(db, SQL_HANDLES,
                "1|16|strong|1|0|1\n2|32|unknown|1|1|3\n3|48|unknown|1|3|3\n4|48|unknown|1|3|NULL\n");
     CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('gcs_discarded_incomplete',"
-                   " 'writer_anomalies') ORDER BY name",
-               "gcs_discarded_incomplete|1\nwriter_anomalies|2\n"); /* the gap 1 -> 3, the lost destroy */
+                   " 'writer_anomalies', 'handles_closed_by_reuse') ORDER BY name",
+               /* the gap 1 -> 3; the lost destroy is a closing by reuse */
+               "gcs_discarded_incomplete|1\nhandles_closed_by_reuse|1\nwriter_anomalies|1\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* GC_HANDLES_FREED inside GC g closes the handle's lifetime at g - 1 (GC g-1 was its last); a
+ * later HANDLE_CREATED at the address opens a new lifetime without counting anything. Outside
+ * its GC the record is an anomaly; in a GC that never ends it is rolled back with it. */
+static void test_handles_freed_in_gc(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "f.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_handle_created(sb, 0x10, 1, 0);
+    hl_sb_handle_created(sb, 0x20, 1, 0);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_handle_kind(sb, 1, 0x10, HL_HANDLE_WEAK);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 2);
+    hl_sb_handle_freed(sb, 2, 0x10);
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_handle_created(sb, 0x10, 1, 2); /* the address reused: no anomaly, no reuse count */
+    hl_sb_gc_start(sb, 3, 0, FALSE, 2);
+    hl_sb_handle_freed(sb, 2, 0x20); /* not the open GC: an anomaly, nothing closed */
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_gc_start(sb, 4, 0, FALSE, 2);
+    hl_sb_handle_freed(sb, 4, 0x20); /* GC 4 never ends: rolled back */
+    hl_sb_run_end(sb, 4);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, SQL_HANDLES,
+               "1|16|weak|1|0|1\n2|32|unknown|1|0|NULL\n3|16|unknown|1|2|NULL\n");
+    CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('writer_anomalies',"
+                   " 'handles_closed_by_reuse') ORDER BY name",
+               "handles_closed_by_reuse|0\nwriter_anomalies|1\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -2525,6 +2567,7 @@ static const struct {
     {"snapshot_incomplete", test_snapshot_incomplete},
     {"snapshot_flags", test_snapshot_flags},
     {"handles_rollback", test_handles_rollback},
+    {"handles_freed_in_gc", test_handles_freed_in_gc},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},
     {"serve_socket", test_serve_socket},
