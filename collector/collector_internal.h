@@ -32,6 +32,7 @@ typedef struct collector {
     struct { ClassID cls; uint32_t id; } type_cache[256];
     id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
     uint8_t *type_traits; /* TYPE_TRAIT_* by type id (index 0 unused) */
+    uint32_t *type_sizes; /* object size by type id, for delegate and value types (0: unseen) */
     size_t cap_traits;
     hl_young young;       /* allocations since the last GC (young.h) */
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
@@ -46,6 +47,7 @@ typedef struct collector {
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t anomalies;
     uint64_t model_failures;
+    uint64_t unreported;  /* allocations counted as HL_ALLOC_FLAG_UNREPORTED */
     known_thread *threads;
     size_t n_threads, cap_threads;
     hl_u64map handles;    /* live GCHandleID -> HL_HANDLE_* kind */
@@ -73,6 +75,12 @@ enum {
 };
 static inline uint8_t hl_collector_type_traits(const collector *c, uint32_t type_id) {
     return type_id < c->cap_traits ? c->type_traits[type_id] : 0;
+}
+
+/* Notes the object size of a delegate or value type (for counts of unreported allocations). */
+static inline void hl_collector_type_size(collector *c, uint32_t type_id, uint64_t size) {
+    if (type_id < c->cap_traits && size < UINT32_MAX)
+        c->type_sizes[type_id] = (uint32_t)size;
 }
 
 /* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,

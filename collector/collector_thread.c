@@ -91,10 +91,13 @@ static void on_record_lost(void *ctx, uint16_t type, const void *a, size_t na, c
     case HL_REC_ALLOC_COUNTS:
         for (uint32_t k = 0; k < head[1]; k++) {
             uint64_t count;
-            if (piece_read(a, na, b, nb,
-                           sizeof(hl_alloc_counts) + k * sizeof(hl_alloc_count) +
-                               offsetof(hl_alloc_count, count),
-                           &count, sizeof count))
+            uint32_t flags = 0;
+            size_t at = sizeof(hl_alloc_counts) + k * sizeof(hl_alloc_count);
+            /* Unreported allocations are not in allocs_seen: not counted as dropped either. */
+            if (piece_read(a, na, b, nb, at + offsetof(hl_alloc_count, flags), &flags,
+                           sizeof flags) && !(flags & HL_ALLOC_FLAG_UNREPORTED) &&
+                piece_read(a, na, b, nb, at + offsetof(hl_alloc_count, count), &count,
+                           sizeof count))
                 c->allocs_dropped_writer += count;
         }
         break;
@@ -234,12 +237,17 @@ static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
         while (cap <= id)
             cap *= 2;
         uint8_t *grown = realloc(c->type_traits, cap);
-        if (!grown) {
+        if (grown)
+            c->type_traits = grown;
+        uint32_t *sizes = grown ? realloc(c->type_sizes, cap * sizeof *sizes) : NULL;
+        if (sizes)
+            c->type_sizes = sizes;
+        if (!grown || !sizes) {
             c->model_failures++;
             return;
         }
         memset(grown + c->cap_traits, 0, cap - c->cap_traits);
-        c->type_traits = grown;
+        memset(sizes + c->cap_traits, 0, (cap - c->cap_traits) * sizeof *sizes);
         c->cap_traits = cap;
     }
     c->type_traits[id] = traits;
@@ -293,12 +301,15 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
         hl_young_add(&c->young, ev->id, type_id, os_tid, HL_EV_SIZE(ev));
         /* Events of one thread arrive in its order: remember its last WeakReference until its
          * next event (the HandleCreated of that WeakReference's constructor). */
-        if (hl_collector_type_traits(c, type_id) & TYPE_TRAIT_WEAK_REFERENCE) {
+        uint8_t traits = hl_collector_type_traits(c, type_id);
+        if (traits & TYPE_TRAIT_WEAK_REFERENCE) {
             if (!hl_u64map_put(&c->weak_pending, WEAK_PENDING_KEY(os_tid), ev->id))
                 c->model_failures++;
         } else if (c->weak_pending.count) {
             hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
         }
+        if (traits & (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE))
+            hl_collector_type_size(c, type_id, HL_EV_SIZE(ev));
         break;
     }
     case HL_EV_HANDLE_CREATED:
@@ -497,11 +508,57 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
 
 static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
     for (size_t i = 0; i < counts->n; i++)
-        c->counted += ((const hl_alloc_count *)counts->p)[i].count;
+        if (!(((const hl_alloc_count *)counts->p)[i].flags & HL_ALLOC_FLAG_UNREPORTED))
+            c->counted += ((const hl_alloc_count *)counts->p)[i].count;
     hl_alloc_counts head = {.gc = gc};
     hl_collector_put_chunked(c, HL_REC_ALLOC_COUNTS, &head, sizeof head, &head.count, counts->p,
                              counts->n, sizeof(hl_alloc_count));
     hl_vec_release(counts);
+}
+
+/* Allocations the runtime made without ObjectAllocated (hl_wire.h, HL_ALLOC_FLAG_UNREPORTED):
+ * per delegate or value-type class, gen0 objects at this GC's start (ObjectsAllocatedByClass)
+ * minus the interval's reported small-object-heap allocations, appended to `counts` as one
+ * flagged entry per class. Other classes are not estimated: their differences are demoted
+ * survivors and noise, not known unreported paths. */
+static void unreported_counts(collector *c, const hl_gc_capture *g, id_vec *counts) {
+    if (!g->n_by_class)
+        return;
+    hl_u64map walked; /* type id -> gen0 objects */
+    hl_u64map_init(&walked);
+    for (size_t i = 0; i < g->n_by_class; i++) {
+        uint32_t type_id = hl_collector_type_id(c, g->by_class[i].class_id);
+        if (!(hl_collector_type_traits(c, type_id) & (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE)))
+            continue;
+        uint64_t *n = hl_u64map_get(&walked, type_id);
+        if (!hl_u64map_put(&walked, type_id, (n ? *n : 0) + g->by_class[i].objects))
+            c->model_failures++;
+    }
+    if (!walked.count) {
+        hl_u64map_release(&walked);
+        return;
+    }
+    size_t reported_n = counts->n;
+    for (size_t i = 0; i < reported_n; i++) {
+        const hl_alloc_count *a = (const hl_alloc_count *)counts->p + i;
+        uint64_t *n = hl_u64map_get(&walked, a->type_id);
+        if (!n || (a->heap != HL_GEN_0 && a->heap != HL_GEN_NONE))
+            continue;
+        *n = *n > a->count ? *n - a->count : 0;
+    }
+    for (size_t i = 0; i < walked.cap; i++) {
+        const struct hl_u64map_slot *slot = &walked.slots[i];
+        if (!slot->key || !slot->value)
+            continue;
+        uint32_t type_id = (uint32_t)slot->key;
+        hl_alloc_count u = {.type_id = type_id, .heap = HL_GEN_0,
+                            .flags = HL_ALLOC_FLAG_UNREPORTED, .count = slot->value,
+                            .bytes = slot->value * c->type_sizes[type_id]};
+        if (!hl_vec_push(counts, &u))
+            c->model_failures++;
+        c->unreported += slot->value;
+    }
+    hl_u64map_release(&walked);
 }
 
 static void apply_gc(collector *c, hl_gc_capture *g) {
@@ -535,6 +592,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     uint64_t t0 = cpu_ns();
     id_vec counts;
     hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
+    unreported_counts(c, g, &counts);
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
@@ -723,6 +781,7 @@ static void collector_free(collector *c) {
     hl_u64map_release(&c->weak_owned);
     hl_vec_release(&c->handles_freed);
     free(c->type_traits);
+    free(c->type_sizes);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);

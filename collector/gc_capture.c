@@ -31,6 +31,7 @@ static void capture_free(hl_gc_capture *c) {
     free(c->after);
     free(c->moves);
     free(c->roots);
+    free(c->by_class);
     free(c->walk);
     free(c);
 }
@@ -161,6 +162,16 @@ static bool grow(void **buf, size_t *cap, size_t len, size_t need, size_t elem) 
     *buf = grown;
     *cap = cap2;
     return true;
+}
+
+void hl_gc_on_alloc_by_class(hl_gc_queue *q, ULONG count, const ClassID *classes,
+                             const ULONG *objects) {
+    hl_gc_capture *c = q->current;
+    if (!c || !grow((void **)&c->by_class, &c->cap_by_class, c->n_by_class, count,
+                    sizeof *c->by_class))
+        return; /* only an estimate of unreported allocations is lost */
+    for (ULONG i = 0; i < count; i++)
+        c->by_class[c->n_by_class++] = (hl_class_count){classes[i], objects[i]};
 }
 
 void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,

@@ -28,6 +28,11 @@ typedef struct hl_root {
     uint32_t kind, flags;
 } hl_root;
 
+typedef struct hl_class_count { /* ObjectsAllocatedByClass: gen0 objects of a class */
+    ClassID class_id;
+    uint64_t objects;
+} hl_class_count;
+
 typedef struct hl_walk_object {
     ObjectID object;
     ClassID class_id;
@@ -51,6 +56,10 @@ typedef struct hl_gc_capture {
     uint32_t moved_ranges, surviving_ranges;
     uint64_t survived_bytes, moved_bytes;
     bool incomplete;         /* some input was lost (memory, table full, bounds failed) */
+    /* ObjectsAllocatedByClass, right after GarbageCollectionStarted: the runtime's own walk of
+     * gen0, per class (it pays for it under MONITOR_GC anyway). */
+    hl_class_count *by_class;
+    size_t n_by_class, cap_by_class;
     /* Roots (RootReferences2), kept at every GC: they reveal handle kinds and pinning. */
     hl_root *roots;
     size_t n_roots, cap_roots;
@@ -89,6 +98,8 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
                       uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
                                                   uint32_t reason),
                       void *policy_ctx);
+void hl_gc_on_alloc_by_class(hl_gc_queue *q, ULONG count, const ClassID *classes,
+                             const ULONG *objects);
 void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,
                     const uint32_t *flags, const UINT_PTR *ids);
 /* One object of the runtime's heap walk. Returns false when the walk may be stopped: this GC

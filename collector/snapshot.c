@@ -130,8 +130,10 @@ static void walk_objects(snapshot *s) {
             o = (hl_snapshot_object){.id = id, .generation = gen,
                                      .flags = HL_SNAP_OBJ_DISCOVERED |
                                               (unreported ? HL_SNAP_OBJ_UNREPORTED : 0)};
-            if (unreported)
+            if (unreported) {
                 s->end.model_unreported++;
+                hl_collector_type_size(c, type_id, w.size);
+            }
             else
                 s->end.model_extra++;
         }

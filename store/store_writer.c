@@ -35,7 +35,7 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_THREAD_TID] = "INSERT OR IGNORE INTO threads (os_tid) VALUES (?1)",
     [STORE_STMT_INSERT_ALLOC_COUNT] =
         "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
-        "survived_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "survived_bytes, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [STORE_STMT_INSERT_OBJECT] =
         "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -168,7 +168,7 @@ typedef struct hl_alloc_count {
     uint32_t os_tid;       /* allocating thread */
     uint32_t heap;         /* HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH, HL_GEN_NONGC,
                             * or HL_GEN_NONE: not classified (tail interval, incomplete GC) */
-    uint32_t reserved;
+    uint32_t flags;        /* HL_ALLOC_FLAG_* */
     uint64_t count;        /* allocations */
     uint64_t bytes;        /* their sizes, as GetObjectSize2 reports */
     uint64_t survived;     /* of those, alive after GC `gc` (each has a GC_SURVIVORS entry);
@@ -176,6 +176,14 @@ typedef struct hl_alloc_count {
     uint64_t survived_bytes;
 } hl_alloc_count;
 static_assert(sizeof(hl_alloc_counts) == 8 && sizeof(hl_alloc_count) == 48, "wire layout");
+/* UNREPORTED: allocations the runtime made without ObjectAllocated (hl_discovered,
+ * HL_DISCOVERED_UNREPORTED), estimated at GC `gc`'s start from ObjectsAllocatedByClass (the
+ * runtime's count of gen0 objects per class) minus the interval's reported small-object-heap
+ * allocations of that class, for delegate and value-type (boxed) classes only. os_tid 0 (not
+ * known), heap HL_GEN_0, survived 0 (not known), bytes = count x the class's object size when the
+ * collector has seen one (else 0). Not part of allocs_seen: sum(count of unflagged entries) +
+ * allocs_dropped == allocs_seen. */
+enum { HL_ALLOC_FLAG_UNREPORTED = 1 };
 
 /* HL_REC_GC_SURVIVORS, inside GC `gc`: the objects of interval `gc` alive after it (survivors
  * of their first GC, and objects of heaps it did not condemn), in ascending id order. From
