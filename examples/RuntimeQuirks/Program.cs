@@ -42,8 +42,12 @@ namespace HeapLens.Examples.Quirks
 
         static readonly FieldInfo TaggedHandle =
             typeof(WeakReference<object>).GetField("_taggedHandle", BindingFlags.NonPublic | BindingFlags.Instance)!;
+        static readonly FieldInfo TaggedHandleOld =
+            typeof(WeakReference).GetField("_taggedHandle", BindingFlags.NonPublic | BindingFlags.Instance)!;
 
+        // _taggedHandle: bit 0 = track resurrection, bit 1 = COM-aware (research: FinalizeWeakReference).
         static long HandleOf(WeakReference<object> w) => ((IntPtr)TaggedHandle.GetValue(w)!).ToInt64() & ~3L;
+        static long HandleOf(WeakReference w) => ((IntPtr)TaggedHandleOld.GetValue(w)!).ToInt64() & ~3L;
         static long HandleOf(GCHandle h) => GCHandle.ToIntPtr(h).ToInt64() & ~1L; // bit 0: pinned
 
         [MethodImpl(MethodImplOptions.NoInlining)]
@@ -58,6 +62,7 @@ namespace HeapLens.Examples.Quirks
         // end of the method, and the objects must die exactly when the program drops them.
         static object[]? s_targets;
         static WeakReference<object>[]? s_weak;
+        static WeakReference[]? s_weakOld; // non-generic, trackResurrection: true (long weak handles)
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         static long[] MakeBatch(int n)
@@ -67,6 +72,19 @@ namespace HeapLens.Examples.Quirks
             s_weak = MakeWeak(s_targets);
             var ids = new long[n];
             for (int i = 0; i < n; i++) ids[i] = HandleOf(s_weak[i]);
+            return ids;
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static long[] MakeOldBatch(int n)
+        {
+            s_weakOld = new WeakReference[n];
+            var ids = new long[n];
+            for (int i = 0; i < n; i++)
+            {
+                s_weakOld[i] = new WeakReference(s_targets![i], trackResurrection: true);
+                ids[i] = HandleOf(s_weakOld[i]);
+            }
             return ids;
         }
 
@@ -105,6 +123,7 @@ namespace HeapLens.Examples.Quirks
             // Batch 1: weak references whose targets are alive, then dead, then which die.
             int batch1Created = Gcs();
             long[] ids1 = MakeBatch(n);
+            long[] idsOld = MakeOldBatch(100);
             int g1 = Collect();                       // targets alive
             // GCHandle weak handles allocated and freed between two GCs.
             List<long> freed = AllocAndFree(100);
@@ -113,6 +132,7 @@ namespace HeapLens.Examples.Quirks
             int g2 = Collect();                       // targets dead, weak handles cleared
             int alive1 = AliveTargets();
             s_weak = null;
+            s_weakOld = null;
             int beforeDeath = Gcs();
             GC.Collect(2, GCCollectionMode.Forced, blocking: true, compacting: true);
             int deathGc = Gcs();                      // the WeakReference objects die here
@@ -134,6 +154,7 @@ namespace HeapLens.Examples.Quirks
             truth["batch1_created_after_gc"] = batch1Created;
             truth["batch1_handles"] = ids1;
             truth["batch1_alive_after_targets_died"] = alive1;
+            truth["batch1_old_handles"] = idsOld;
             truth["batch1_death_gc"] = deathGc;
             truth["batch1_death_gc_single"] = deathGc == beforeDeath + 1;
             truth["batch2_created_after_gc"] = batch2Created;
@@ -161,6 +182,15 @@ namespace HeapLens.Examples.Quirks
         [MethodImpl(MethodImplOptions.NoInlining)]
         static object BoxNullable(int i) { int? v = i; return v; }
 
+        struct S<T> { public T Value; public int N; }
+
+        // Shared (canonical) code for reference-type T: boxing S<T> goes through CastHelpers.Box.
+        static class G<T> where T : class
+        {
+            [MethodImpl(MethodImplOptions.NoInlining)]
+            public static object Box(T v, int n) { var s = new S<T> { Value = v, N = n }; return s; }
+        }
+
         static int Unreported(string truthPath, int n)
         {
             var truth = new Dictionary<string, object?>();
@@ -178,6 +208,8 @@ namespace HeapLens.Examples.Quirks
                 publishers[i] = p;
             }
             for (int i = 0; i < n; i++) boxes[i] = BoxNullable(i);        // CastHelpers.Box_Nullable
+            var shared = new object[n];
+            for (int i = 0; i < n; i++) shared[i] = G<string>.Box("s", i); // CastHelpers.Box
             int after = Collect();
             int total = 0;
             foreach (var p in publishers) total += p.Count();
@@ -193,11 +225,14 @@ namespace HeapLens.Examples.Quirks
             truth["combined_delegates"] = n;       // System.Action, made by a + b
             truth["event_delegates"] = n;          // System.Action, made by the second +=
             truth["boxed_ints"] = n;               // System.Int32, boxed from int?
+            truth["shared_boxes"] = n;             // S<System.String>, boxed in shared generic code
+            truth["shared_box_type"] = HeapLensSupport.HeapLensName(typeof(S<string>));
             truth["invocation_entries"] = total;
             File.WriteAllText(truthPath, JsonSerializer.Serialize(truth));
             GC.KeepAlive(combined);
             GC.KeepAlive(publishers);
             GC.KeepAlive(boxes);
+            GC.KeepAlive(shared);
             Console.WriteLine($"unreported: {n} combinations, {n} events, {n} nullable boxes");
             return 0;
         }

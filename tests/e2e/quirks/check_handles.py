@@ -5,7 +5,8 @@ program's own facts (examples/README.md, RuntimeQuirks).
     check_handles.py --heaplens build/bin/heaplens --dll build/examples/RuntimeQuirks/RuntimeQuirks.dll \
         --workdir /tmp/h
 
-Checks: the 1,000 WeakReference<object> handles of batch 1 have one lifetime each, created after
+Checks: the 1,000 WeakReference<object> handles of batch 1 (and 100 non-generic WeakReferences
+with trackResurrection) have one lifetime each, created after
 the GC count the program read before creating them and destroyed_after_gc = (the GC in which the
 WeakReference objects died) - 1 — the runtime frees those handles inside that GC without
 HandleDestroyed; the 1,000 of batch 2 (most at batch 1's addresses, which the program also
@@ -67,6 +68,8 @@ def main():
     death = t["batch1_death_gc"]
     b1c, b2c = t["batch1_created_after_gc"], t["batch2_created_after_gc"]
     lifetimes(t["batch1_handles"], ("weak", b1c, death - 1), "WeakReference batch 1")
+    lifetimes(t["batch1_old_handles"], ("weak", b1c, death - 1),
+              "WeakReference (non-generic, trackResurrection) batch 1")
     lifetimes(t["batch2_handles"], ("weak", b2c, None), "WeakReference batch 2")
     # Batch 1's addresses that batch 2 reused have exactly two lifetimes: one per batch.
     both = set(t["batch1_handles"]) & set(t["batch2_handles"])

@@ -6,12 +6,13 @@ path: delegate combination, a second `event +=`, Nullable boxing).
         --workdir /tmp/u [--n 100]
 
 `RuntimeQuirks unreported TRUTH N` makes N `a + b` combinations, N publishers with two `event +=`
-(the second combines) and N `object o = (int?)i` boxes, all kept, between two GC.Collect()
+(the second combines), N `object o = (int?)i` boxes and N boxes of a struct in shared generic
+code (`G<string>.Box`: `object o = new S<T>`), all kept, between two GC.Collect()
 (snapshots: --snapshot gen2). Checks: every snapshot's self-check is clean
 (model_missing = model_extra = 0); on .NET 10 the snapshot after the loops counts the
-combinations' System.Action objects and the boxes' System.Int32 objects as unreported
-(model_unreported, DISCOVERED objects flagged 4 in snapshot_objects): at most 2N and N, at least
-2N - 3 and N - 3 (the runtime reports an allocation that refills a thread's allocation context;
+combinations' System.Action objects, the boxes' System.Int32 and S<System.String> objects as
+unreported (model_unreported, DISCOVERED objects flagged 4 in snapshot_objects): at most 2N, N
+and N, at least 2N - 3, N - 3 and N - 3 (the runtime reports an allocation that refills a thread's allocation context;
 how many do is not known to the program); the flagged ALLOC_COUNTS of that interval
 (ObjectsAllocatedByClass estimate) equal the snapshot's per-type unreported counts exactly, and
 no other interval has any; on .NET 8/9 nothing is unreported. Python 3 standard library only.
@@ -92,6 +93,9 @@ def main():
             checks.ok(f"unreported System.Action in [{2 * n - 3}, {2 * n}]",
                       2 * n - 3 <= action <= 2 * n, str(action))
             checks.ok(f"unreported System.Int32 in [{n - 3}, {n}]", n - 3 <= boxed <= n, str(boxed))
+            sb = got.get(t["shared_box_type"], 0)
+            checks.ok(f"unreported {t['shared_box_type']} in [{n - 3}, {n}]", n - 3 <= sb <= n,
+                      str(sb))
             checks.eq("snapshot model_unreported == its flagged objects", after[0][4],
                       sum(got.values()))
             checks.eq(f"flagged ALLOC_COUNTS of interval {gc} == the snapshot's unreported objects",
