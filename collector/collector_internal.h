@@ -31,6 +31,9 @@ typedef struct collector {
      * hash probe per allocation would double the drain's cost. */
     struct { ClassID cls; uint32_t id; } type_cache[256];
     id_vec pending_types; /* hl_type: TYPE records not sent yet (sent before their first use) */
+    uint8_t *type_traits; /* TYPE_TRAIT_* by type id (index 0 unused) */
+    uint32_t *type_sizes; /* object size by type id, for delegate and value types (0: unseen) */
+    size_t cap_traits;
     hl_young young;       /* allocations since the last GC (young.h) */
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
@@ -44,9 +47,18 @@ typedef struct collector {
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t anomalies;
     uint64_t model_failures;
+    uint64_t unreported;  /* allocations counted as HL_ALLOC_FLAG_UNREPORTED */
     known_thread *threads;
     size_t n_threads, cap_threads;
     hl_u64map handles;    /* live GCHandleID -> HL_HANDLE_* kind */
+    /* WeakReference objects and the handle each owns. The runtime frees that handle inside the
+     * GC in which the object dies, without HandleDestroyed (EagerFinalized ->
+     * FinalizeWeakReference): the death is the only notice. The owner is the WeakReference
+     * whose ObjectAllocated came right before the HandleCreated on the same thread (its
+     * constructor allocates the handle and nothing else). */
+    hl_u64map weak_pending; /* os_tid -> id of the WeakReference it allocated last */
+    hl_u64map weak_owned;   /* WeakReference object id -> its handle */
+    id_vec handles_freed;   /* per GC: handles freed by the deaths of their WeakReferences */
     uint32_t snapshots;
     uint64_t discovered;  /* ids handed out from HL_DISCOVERED_ID_BASE */
     /* Per-GC scratch. */
@@ -54,6 +66,22 @@ typedef struct collector {
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     char name[4096];
 } collector;
+
+/* What the collector must know about a type beyond its name. */
+enum {
+    TYPE_TRAIT_WEAK_REFERENCE = 1, /* System.WeakReference or System.WeakReference<T> */
+    TYPE_TRAIT_DELEGATE = 2,       /* derives from System.MulticastDelegate */
+    TYPE_TRAIT_VALUE_TYPE = 4,     /* derives from System.ValueType: a boxed value */
+};
+static inline uint8_t hl_collector_type_traits(const collector *c, uint32_t type_id) {
+    return type_id < c->cap_traits ? c->type_traits[type_id] : 0;
+}
+
+/* Notes the object size of a delegate or value type (for counts of unreported allocations). */
+static inline void hl_collector_type_size(collector *c, uint32_t type_id, uint64_t size) {
+    if (type_id < c->cap_traits && size < UINT32_MAX)
+        c->type_sizes[type_id] = (uint32_t)size;
+}
 
 /* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,
  * which may run while the outbox waits): hl_collector_flush_types sends it before first use. */

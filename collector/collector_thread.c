@@ -91,10 +91,13 @@ static void on_record_lost(void *ctx, uint16_t type, const void *a, size_t na, c
     case HL_REC_ALLOC_COUNTS:
         for (uint32_t k = 0; k < head[1]; k++) {
             uint64_t count;
-            if (piece_read(a, na, b, nb,
-                           sizeof(hl_alloc_counts) + k * sizeof(hl_alloc_count) +
-                               offsetof(hl_alloc_count, count),
-                           &count, sizeof count))
+            uint32_t flags = 0;
+            size_t at = sizeof(hl_alloc_counts) + k * sizeof(hl_alloc_count);
+            /* Unreported allocations are not in allocs_seen: not counted as dropped either. */
+            if (piece_read(a, na, b, nb, at + offsetof(hl_alloc_count, flags), &flags,
+                           sizeof flags) && !(flags & HL_ALLOC_FLAG_UNREPORTED) &&
+                piece_read(a, na, b, nb, at + offsetof(hl_alloc_count, count), &count,
+                           sizeof count))
                 c->allocs_dropped_writer += count;
         }
         break;
@@ -136,6 +139,21 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->gcs_dropped = c->gcs_dropped;
     k->snapshots_dropped = c->snapshots_dropped;
     k->writer_lost = c->out.lost;
+}
+
+/* The program's peak resident memory so far: VmHWM of /proc/self/status (kB), in bytes; 0 when
+ * it cannot be read. Read at Shutdown, so it covers the whole run (heaplens included). */
+static uint64_t program_peak_rss_bytes(void) {
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024u;
 }
 
 /* /proc/self/cmdline with the NULs between arguments made spaces. */
@@ -183,6 +201,58 @@ static void send_run_start(collector *c) {
 
 /* ---- types and threads -------------------------------------------------------------------- */
 
+/* A type's traits, once per type, when it is first seen: from its name and its parents' names
+ * (GetClassIDInfo2). */
+static uint8_t type_traits_resolve(collector *c, ClassID cls) {
+    uint8_t traits = 0;
+    /* Its own buffer: this runs inside drains, which may run while a TYPE record's name in
+     * c->name waits in hl_outbox_put. Long names are cut; only short ones are compared. */
+    char name[256];
+    hl_type_name(&c->names, cls, name, sizeof name);
+    if (strcmp(name, "System.WeakReference") == 0 ||
+        strncmp(name, "System.WeakReference<", 21) == 0)
+        traits |= TYPE_TRAIT_WEAK_REFERENCE;
+    ClassID at = cls;
+    for (int depth = 0; depth < 32; depth++) {
+        ModuleID module = 0;
+        mdTypeDef token = 0;
+        ClassID parent = 0;
+        uint32_t n_args = 0;
+        if (HR_FAILED(info_get_class_id_info2(c->p->info, at, &module, &token, &parent, 0, &n_args,
+                                              NULL)) || !parent)
+            break;
+        hl_type_name(&c->names, parent, name, sizeof name);
+        if (strcmp(name, "System.MulticastDelegate") == 0)
+            traits |= TYPE_TRAIT_DELEGATE;
+        else if (strcmp(name, "System.ValueType") == 0)
+            traits |= TYPE_TRAIT_VALUE_TYPE;
+        at = parent;
+    }
+    return traits;
+}
+
+static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
+    if (id >= c->cap_traits) {
+        size_t cap = c->cap_traits ? c->cap_traits * 2 : 1024;
+        while (cap <= id)
+            cap *= 2;
+        uint8_t *grown = realloc(c->type_traits, cap);
+        if (grown)
+            c->type_traits = grown;
+        uint32_t *sizes = grown ? realloc(c->type_sizes, cap * sizeof *sizes) : NULL;
+        if (sizes)
+            c->type_sizes = sizes;
+        if (!grown || !sizes) {
+            c->model_failures++;
+            return;
+        }
+        memset(grown + c->cap_traits, 0, cap - c->cap_traits);
+        memset(sizes + c->cap_traits, 0, (cap - c->cap_traits) * sizeof *sizes);
+        c->cap_traits = cap;
+    }
+    c->type_traits[id] = traits;
+}
+
 uint32_t hl_collector_type_id(collector *c, ClassID cls) {
     size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
     if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
@@ -198,6 +268,7 @@ uint32_t hl_collector_type_id(collector *c, ClassID cls) {
         hl_type t = {.type_id = id, .class_id = cls};
         if (!hl_vec_push(&c->pending_types, &t))
             c->model_failures++;
+        type_traits_set(c, id, type_traits_resolve(c, cls));
     }
     c->type_cache[slot].cls = cls;
     c->type_cache[slot].id = id;
@@ -216,6 +287,8 @@ void hl_collector_flush_types(collector *c) {
 
 /* ---- events from the thread buffers ------------------------------------------------------- */
 
+#define WEAK_PENDING_KEY(os_tid) ((uint64_t)(os_tid) | 1ull << 32) /* never 0 */
+
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
  * this also runs while the outbox waits for the writer (wait_drain). */
 static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
@@ -224,11 +297,33 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     case HL_EV_ALLOC: {
         if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
-        hl_young_add(&c->young, ev->id, hl_collector_type_id(c, ev->class_id), os_tid,
-                     HL_EV_SIZE(ev));
+        uint32_t type_id = hl_collector_type_id(c, ev->class_id);
+        hl_young_add(&c->young, ev->id, type_id, os_tid, HL_EV_SIZE(ev));
+        /* Events of one thread arrive in its order: remember its last WeakReference until its
+         * next event (the HandleCreated of that WeakReference's constructor). */
+        uint8_t traits = hl_collector_type_traits(c, type_id);
+        if (traits & TYPE_TRAIT_WEAK_REFERENCE) {
+            if (!hl_u64map_put(&c->weak_pending, WEAK_PENDING_KEY(os_tid), ev->id))
+                c->model_failures++;
+        } else if (c->weak_pending.count) {
+            hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+        }
+        if (traits & (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE))
+            hl_collector_type_size(c, type_id, HL_EV_SIZE(ev));
         break;
     }
     case HL_EV_HANDLE_CREATED:
+        if (c->weak_pending.count) {
+            uint64_t *owner = hl_u64map_get(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+            if (owner) {
+                if (!hl_u64map_put(&c->weak_owned, *owner, ev->addr))
+                    c->model_failures++;
+                hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+            }
+        }
+        if (!hl_vec_push(&c->handle_events, ev))
+            c->model_failures++;
+        break;
     case HL_EV_HANDLE_DESTROYED:
         if (!hl_vec_push(&c->handle_events, ev))
             c->model_failures++;
@@ -360,13 +455,37 @@ static void sink_classified(void *ctx, uint64_t id, uint32_t heap) {
     hl_young_set_heap(&a->c->young, id, heap);
 }
 
+/* A WeakReference died in this GC: the runtime freed its handle during the GC. */
+static void weak_reference_died(collector *c, uint64_t id) {
+    uint64_t *handle = hl_u64map_get(&c->weak_owned, id);
+    if (!handle)
+        return;
+    uint64_t h = *handle;
+    hl_u64map_remove(&c->weak_owned, id);
+    if (!hl_u64map_get(&c->handles, h))
+        return; /* destroyed already (HandleDestroyed) */
+    hl_u64map_remove(&c->handles, h);
+    if (!hl_vec_push(&c->handles_freed, &h))
+        c->model_failures++;
+}
+
 static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     gc_apply *a = ctx;
+    collector *c = a->c;
     (void)gen_before;
-    if (hl_young_has(&a->c->young, id))
-        hl_young_set_gen(&a->c->young, id, HL_GEN_NONE);
-    else if (!hl_vec_push(&a->c->deaths, &id))
-        a->c->model_failures++;
+    if (hl_young_has(&c->young, id)) {
+        hl_young_set_gen(&c->young, id, HL_GEN_NONE);
+        /* Young deaths are most deaths: look the type up before any map. */
+        if (c->weak_owned.count &&
+            (hl_collector_type_traits(c, c->young.type[id - c->young.first]) &
+             TYPE_TRAIT_WEAK_REFERENCE))
+            weak_reference_died(c, id);
+    } else {
+        if (!hl_vec_push(&c->deaths, &id))
+            c->model_failures++;
+        if (c->weak_owned.count)
+            weak_reference_died(c, id);
+    }
 }
 
 static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t gen_after) {
@@ -389,11 +508,57 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
 
 static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
     for (size_t i = 0; i < counts->n; i++)
-        c->counted += ((const hl_alloc_count *)counts->p)[i].count;
+        if (!(((const hl_alloc_count *)counts->p)[i].flags & HL_ALLOC_FLAG_UNREPORTED))
+            c->counted += ((const hl_alloc_count *)counts->p)[i].count;
     hl_alloc_counts head = {.gc = gc};
     hl_collector_put_chunked(c, HL_REC_ALLOC_COUNTS, &head, sizeof head, &head.count, counts->p,
                              counts->n, sizeof(hl_alloc_count));
     hl_vec_release(counts);
+}
+
+/* Allocations the runtime made without ObjectAllocated (hl_wire.h, HL_ALLOC_FLAG_UNREPORTED):
+ * per delegate or value-type class, gen0 objects at this GC's start (ObjectsAllocatedByClass)
+ * minus the interval's reported small-object-heap allocations, appended to `counts` as one
+ * flagged entry per class. Other classes are not estimated: their differences are demoted
+ * survivors and noise, not known unreported paths. */
+static void unreported_counts(collector *c, const hl_gc_capture *g, id_vec *counts) {
+    if (!g->n_by_class)
+        return;
+    hl_u64map walked; /* type id -> gen0 objects */
+    hl_u64map_init(&walked);
+    for (size_t i = 0; i < g->n_by_class; i++) {
+        uint32_t type_id = hl_collector_type_id(c, g->by_class[i].class_id);
+        if (!(hl_collector_type_traits(c, type_id) & (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE)))
+            continue;
+        uint64_t *n = hl_u64map_get(&walked, type_id);
+        if (!hl_u64map_put(&walked, type_id, (n ? *n : 0) + g->by_class[i].objects))
+            c->model_failures++;
+    }
+    if (!walked.count) {
+        hl_u64map_release(&walked);
+        return;
+    }
+    size_t reported_n = counts->n;
+    for (size_t i = 0; i < reported_n; i++) {
+        const hl_alloc_count *a = (const hl_alloc_count *)counts->p + i;
+        uint64_t *n = hl_u64map_get(&walked, a->type_id);
+        if (!n || (a->heap != HL_GEN_0 && a->heap != HL_GEN_NONE))
+            continue;
+        *n = *n > a->count ? *n - a->count : 0;
+    }
+    for (size_t i = 0; i < walked.cap; i++) {
+        const struct hl_u64map_slot *slot = &walked.slots[i];
+        if (!slot->key || !slot->value)
+            continue;
+        uint32_t type_id = (uint32_t)slot->key;
+        hl_alloc_count u = {.type_id = type_id, .heap = HL_GEN_0,
+                            .flags = HL_ALLOC_FLAG_UNREPORTED, .count = slot->value,
+                            .bytes = slot->value * c->type_sizes[type_id]};
+        if (!hl_vec_push(counts, &u))
+            c->model_failures++;
+        c->unreported += slot->value;
+    }
+    hl_u64map_release(&walked);
 }
 
 static void apply_gc(collector *c, hl_gc_capture *g) {
@@ -402,7 +567,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     c->drain_while_waiting = false;
     drain_names(c); /* THREAD records before the counts that use their tids */
     hl_young_fate_reset(&c->young);
-    c->deaths.n = c->promotions.n = 0;
+    c->deaths.n = c->promotions.n = c->handles_freed.n = 0;
 
     gc_apply a = {.c = c};
     hm_gc_input in = {.gc = g->gc, .condemned_mask = g->condemned_mask,
@@ -427,6 +592,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     uint64_t t0 = cpu_ns();
     id_vec counts;
     hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
+    unreported_counts(c, g, &counts);
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
@@ -451,6 +617,9 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_gc_promotions pr = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_GC_PROMOTIONS, &pr, sizeof pr, &pr.count,
                              c->promotions.p, c->promotions.n, sizeof(hl_promotion));
+    hl_gc_handles_freed hf = {.gc = g->gc};
+    hl_collector_put_chunked(c, HL_REC_GC_HANDLES_FREED, &hf, sizeof hf, &hf.count,
+                             c->handles_freed.p, c->handles_freed.n, sizeof(uint64_t));
 
     hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns,
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
@@ -565,7 +734,8 @@ static void finish(collector *c) {
      * end record arrives: it tells the writer the recording is complete. */
     hl_outbox_flush(&c->out, c->out.stall_ms);
     hl_run_end e = {.end_unix_ns = hl_now_unix_ns(), .end_mono_ns = hl_now_ns(),
-                    .gcs = c->gcs_applied, .shutdown_mono_ns = shutdown_ns};
+                    .gcs = c->gcs_applied, .shutdown_mono_ns = shutdown_ns,
+                    .program_peak_rss_bytes = program_peak_rss_bytes()};
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_RUN_END, &e, sizeof e, NULL, 0, NULL, 0);
     hl_outbox_flush(&c->out, c->out.stall_ms);
@@ -607,6 +777,11 @@ static void collector_free(collector *c) {
     hm_model_free(c->model);
     hl_u64map_release(&c->types);
     hl_u64map_release(&c->handles);
+    hl_u64map_release(&c->weak_pending);
+    hl_u64map_release(&c->weak_owned);
+    hl_vec_release(&c->handles_freed);
+    free(c->type_traits);
+    free(c->type_sizes);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
@@ -631,6 +806,9 @@ int hl_collector_start(hl_profiler *p) {
     c->survivors.elem = sizeof(hl_survivor);
     hl_u64map_init(&c->types);
     hl_u64map_init(&c->handles);
+    hl_u64map_init(&c->weak_pending);
+    hl_u64map_init(&c->weak_owned);
+    c->handles_freed.elem = sizeof(uint64_t);
     hl_type_names_init(&c->names, p->info);
     c->model = hm_model_new();
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {

@@ -31,6 +31,7 @@ static void capture_free(hl_gc_capture *c) {
     free(c->after);
     free(c->moves);
     free(c->roots);
+    free(c->by_class);
     free(c->walk);
     free(c);
 }
@@ -104,6 +105,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     if (!bounds_copy(q, info, &c->before, &c->n_before))
         c->incomplete = true;
     c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
+    c->walk_shared = reason == COR_PRF_GC_REASON_INDUCED && c->generation == 2;
     atomic_init(&c->finished, false);
     atomic_init(&c->resume_ns, 0);
     /* The previous GC can no longer be resumed: from now on the consumer may free it. */
@@ -162,6 +164,16 @@ static bool grow(void **buf, size_t *cap, size_t len, size_t need, size_t elem) 
     return true;
 }
 
+void hl_gc_on_alloc_by_class(hl_gc_queue *q, ULONG count, const ClassID *classes,
+                             const ULONG *objects) {
+    hl_gc_capture *c = q->current;
+    if (!c || !grow((void **)&c->by_class, &c->cap_by_class, c->n_by_class, count,
+                    sizeof *c->by_class))
+        return; /* only an estimate of unreported allocations is lost */
+    for (ULONG i = 0; i < count; i++)
+        c->by_class[c->n_by_class++] = (hl_class_count){classes[i], objects[i]};
+}
+
 void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,
                     const uint32_t *flags, const UINT_PTR *ids) {
     hl_gc_capture *c = q->current;
@@ -178,8 +190,10 @@ void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const ui
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs) {
     hl_gc_capture *c = q->current;
-    if (!c || !c->snapshot_trigger)
+    if (!c)
         return false;
+    if (!c->snapshot_trigger)
+        return c->walk_shared; /* nothing recorded; the walk goes on for the heap dump */
     uint64_t t = now_ns();
     if (!c->walk_objects)
         c->walk_first_ns = t;
@@ -188,7 +202,7 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     if (!grow((void **)&c->walk, &c->walk_cap, c->walk_len, need, 1)) {
         c->incomplete = true;
         c->snapshot_trigger = 0; /* a partial walk is no snapshot: drop it, say so */
-        return false;
+        return c->walk_shared;
     }
     SIZE_T size = 0;
     info_get_object_size2(info, object, &size);

@@ -28,6 +28,11 @@ typedef struct hl_root {
     uint32_t kind, flags;
 } hl_root;
 
+typedef struct hl_class_count { /* ObjectsAllocatedByClass: gen0 objects of a class */
+    ClassID class_id;
+    uint64_t objects;
+} hl_class_count;
+
 typedef struct hl_walk_object {
     ObjectID object;
     ClassID class_id;
@@ -51,12 +56,18 @@ typedef struct hl_gc_capture {
     uint32_t moved_ranges, surviving_ranges;
     uint64_t survived_bytes, moved_bytes;
     bool incomplete;         /* some input was lost (memory, table full, bounds failed) */
+    /* ObjectsAllocatedByClass, right after GarbageCollectionStarted: the runtime's own walk of
+     * gen0, per class (it pays for it under MONITOR_GC anyway). */
+    hl_class_count *by_class;
+    size_t n_by_class, cap_by_class;
     /* Roots (RootReferences2), kept at every GC: they reveal handle kinds and pinning. */
     hl_root *roots;
     size_t n_roots, cap_roots;
     /* The runtime's heap walk (ObjectReferences), kept only when this GC takes a snapshot:
      * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs. */
     uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
+    bool walk_shared;        /* induced gen2 GC: let the runtime's walk run to the end even
+                              * without a snapshot (another tool's heap dump may share it) */
     uint8_t *walk;
     size_t walk_len, walk_cap;
     uint64_t walk_objects;
@@ -87,10 +98,14 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
                       uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
                                                   uint32_t reason),
                       void *policy_ctx);
+void hl_gc_on_alloc_by_class(hl_gc_queue *q, ULONG count, const ClassID *classes,
+                             const ULONG *objects);
 void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,
                     const uint32_t *flags, const UINT_PTR *ids);
-/* One object of the runtime's heap walk. Returns false when this GC takes no snapshot (the
- * caller then stops the walk). */
+/* One object of the runtime's heap walk. Returns false when the walk may be stopped: this GC
+ * takes no snapshot and is not an induced gen2 GC. An EventPipe/ETW heap dump (dotnet-gcdump)
+ * is an induced, blocking gen2 GC that shares this walk, and the profiler cannot tell it from
+ * GC.Collect(): stopping there would leave the dump empty. */
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs);
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,

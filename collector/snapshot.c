@@ -8,7 +8,8 @@
  * Frozen (NonGC heap) objects are marked frozen, and those the walk left out are added when the
  * graph references them. The self-check compares the walk
  * with the model: objects the model holds that the walk lacks (model_missing) and walked objects
- * the model never saw (model_extra; they get ids of their own and are sent as DISCOVERED).
+ * the model never saw (they get ids of their own and are sent as DISCOVERED): model_extra, or
+ * model_unreported for delegates and boxes, which .NET 10 allocates without ObjectAllocated.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -118,11 +119,23 @@ static void walk_objects(snapshot *s) {
             gen = generation_at(g->after, g->n_after, w.object);
             if (hm_model_add(c->model, w.object, id) != HM_OK)
                 c->model_failures++;
-            hl_discovered d = {.id = id, .size = w.size,
-                               .type_id = hl_collector_type_id(c, w.class_id), .generation = gen};
+            uint32_t type_id = hl_collector_type_id(c, w.class_id);
+            /* Delegates and boxes unknown to the model come from runtime paths that do not
+             * report allocations (hl_wire.h, HL_DISCOVERED_UNREPORTED): no model error. */
+            bool unreported = hl_collector_type_traits(c, type_id) &
+                              (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE);
+            hl_discovered d = {.id = id, .size = w.size, .type_id = type_id, .generation = gen,
+                               .flags = unreported ? HL_DISCOVERED_UNREPORTED : 0};
             push(s, &s->discovered, &d);
-            o = (hl_snapshot_object){.id = id, .generation = gen, .flags = HL_SNAP_OBJ_DISCOVERED};
-            s->end.model_extra++;
+            o = (hl_snapshot_object){.id = id, .generation = gen,
+                                     .flags = HL_SNAP_OBJ_DISCOVERED |
+                                              (unreported ? HL_SNAP_OBJ_UNREPORTED : 0)};
+            if (unreported) {
+                s->end.model_unreported++;
+                hl_collector_type_size(c, type_id, w.size);
+            }
+            else
+                s->end.model_extra++;
         }
         push(s, &s->objects, &o);
         s->walked[i] = w.object;

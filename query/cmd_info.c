@@ -218,8 +218,11 @@ static const struct {
     {"gcs_discarded_incomplete", "GCs whose end never arrived: not stored"},
     {"snapshots_discarded", "heap snapshots started but not stored (incomplete)"},
     {"writer_anomalies", "records that broke the collector's promises: skipped"},
+    {"handles_closed_by_reuse",
+     "handles the runtime freed without telling, found when their address was reused"},
     {"connections_refused", "connections from another user, refused"},
     {"writer_peak_rss_bytes", "the writer's peak memory (resident)"},
+    {"program_peak_rss_bytes", "the program's peak memory (resident, heaplens included)"},
     {"writer_finish_ns", "the writer's time from the end of the run to its last commit"},
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
 };

@@ -167,6 +167,7 @@ gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError 
         sqlite3_bind_int64(st, 6, (int64_t)a.bytes);
         sqlite3_bind_int64(st, 7, (int64_t)a.survived);
         sqlite3_bind_int64(st, 8, (int64_t)a.survived_bytes);
+        sqlite3_bind_int64(st, 9, a.flags);
         if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_COUNT, error))
             return FALSE;
         if (tail) {

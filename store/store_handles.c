@@ -2,14 +2,17 @@
  *
  *   HANDLE_CREATED    a new `handles` row: kind 'unknown', the initial target, created_after_gc
  *   HANDLE_DESTROYED  its live row gets destroyed_after_gc
+ *   GC_HANDLES_FREED  inside GC g: each live row gets destroyed_after_gc = g - 1 (the runtime
+ *                     freed the handle during GC g without HandleDestroyed: a WeakReference's)
  *   GC_HANDLE_KINDS   its live row gets its kind (learned from the roots of the first GC that
  *                     reported the handle); a handle never seen created gets a row of its own
  *                     (created_after_gc NULL: created before the collector could see it)
  *
  * Handle ids are addresses and are reused once a handle is destroyed, so a row is one lifetime
  * and the writer keeps handle_id → id of the live row (w->handles). A HANDLE_CREATED for a
- * handle that is still live means its HANDLE_DESTROYED was lost: the old row is closed at the
- * new creation (it was destroyed before that) and a writer anomaly counted.
+ * handle that is still live means the runtime freed it without telling (a path the collector
+ * does not know): the old row is closed at the new creation (it was destroyed before that) and
+ * counted in handles_closed_by_reuse.
  *
  * These records are not part of a GC (handle events come between GCs; kinds are facts about a
  * handle, whatever GC taught them): when one arrives inside an open GC it is applied and kept
@@ -84,7 +87,7 @@ gboolean store_handle_created(store_writer *w, const store_record *rec, GError *
 
     store_handle_touch(w, rec);
     if (row != 0) {
-        w->writer_anomalies++; /* its HANDLE_DESTROYED was lost */
+        w->handles_closed_by_reuse++; /* freed without HandleDestroyed, not seen otherwise */
         if (!store_handle_close(w, h->handle_id, row, h->after_gc, error))
             return FALSE;
     }
@@ -103,6 +106,25 @@ gboolean store_handle_destroyed(store_writer *w, const store_record *rec, GError
         return TRUE;
     store_handle_touch(w, rec);
     return store_handle_close(w, h->handle_id, row, h->after_gc, error);
+}
+
+gboolean store_handles_freed(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_handles_freed *h = &rec->u.handles_freed.h;
+
+    if (!w->gc.open || w->gc.start.gc != h->gc || h->gc == 0) {
+        w->writer_anomalies++; /* a GC record outside its GC */
+        return TRUE;
+    }
+    /* Part of the GC: rolled back with it (the map is reloaded then). */
+    w->gc.handles_changed = TRUE;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint64_t handle_id = store_record_handle_freed_at(rec, i);
+        int64_t row = store_handle_row(w, handle_id);
+        if (row != 0 && !store_handle_close(w, handle_id, row, h->gc - 1, error))
+            return FALSE;
+    }
+    return TRUE;
 }
 
 gboolean store_handle_kinds(store_writer *w, const store_record *rec, GError **error)

@@ -77,6 +77,10 @@ typedef struct store_record {
             hl_gc_handle_kinds h;
             const uint8_t *items; /* h.count hl_handle_kind */
         } handle_kinds;
+        struct {
+            hl_gc_handles_freed h;
+            const uint8_t *ids; /* h.count uint64_t handle ids */
+        } handles_freed;
         hl_snapshot_start snapshot_start;
         struct {
             hl_snapshot_batch h;
@@ -119,6 +123,13 @@ static inline hl_discovered store_record_discovered_at(const store_record *r, ui
     hl_discovered d;
     memcpy(&d, r->u.discovered.items + (size_t)i * sizeof d, sizeof d);
     return d;
+}
+
+static inline uint64_t store_record_handle_freed_at(const store_record *r, uint32_t i)
+{
+    uint64_t id;
+    memcpy(&id, r->u.handles_freed.ids + (size_t)i * sizeof id, sizeof id);
+    return id;
 }
 
 static inline hl_handle_kind store_record_handle_kind_at(const store_record *r, uint32_t i)
@@ -334,6 +345,7 @@ struct store_writer {
     store_stream_stats stream;
     uint64_t gcs_discarded_incomplete;
     uint64_t writer_anomalies;
+    uint64_t handles_closed_by_reuse; /* HANDLE_CREATED at a live handle's address */
     uint64_t connections_refused;
     uint64_t objects_written;     /* objects rows: survivors and discovered objects */
     uint64_t allocations;         /* sum of ALLOC_COUNTS count stored */
@@ -351,6 +363,7 @@ struct store_writer {
     uint64_t run_end_received_ns; /* CLOCK_MONOTONIC of this process when RUN_END arrived */
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
+    uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */
     gboolean corrupt;     /* the stream stopped at a corrupt record */
     gboolean stopped;     /* store_writer_serve_connection ended the stream: record ended first */
     gboolean connected;   /* a collector connected (serve) or a stream was ingested */
@@ -402,6 +415,7 @@ void store_snapshot_release(store_open_snapshot *s);
 gboolean store_handle_created(store_writer *w, const store_record *rec, GError **error);
 gboolean store_handle_destroyed(store_writer *w, const store_record *rec, GError **error);
 gboolean store_handle_kinds(store_writer *w, const store_record *rec, GError **error);
+gboolean store_handles_freed(store_writer *w, const store_record *rec, GError **error);
 /* Reloads the handle map from the database (after a rollback). */
 gboolean store_handles_reload(store_writer *w, GError **error);
 

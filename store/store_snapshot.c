@@ -271,6 +271,7 @@ static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end 
     sqlite3_bind_int64(st, 11, (int64_t)n->frozen);
     sqlite3_bind_int64(st, 12, (int64_t)e->unresolved);
     sqlite3_bind_int64(st, 13, (int64_t)e->walk_ns);
+    sqlite3_bind_int64(st, 14, (int64_t)e->model_unreported);
     return store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT, error);
 }
 

@@ -189,6 +189,17 @@ static gboolean store_decode_discovered(const uint8_t *p, uint32_t size, store_r
                                 sizeof(hl_discovered), error);
 }
 
+static gboolean store_decode_handles_freed(const uint8_t *p, uint32_t size, store_record *out,
+                                           GError **error)
+{
+    hl_gc_handles_freed *h = &out->u.handles_freed.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.handles_freed.ids = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(uint64_t), error);
+}
+
 static gboolean store_decode_gc_end(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
@@ -303,6 +314,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_SNAPSHOT_END] = {"SNAPSHOT_END", store_decode_snapshot_end},
     [HL_REC_ALLOC_COUNTS] = {"ALLOC_COUNTS", store_decode_alloc_counts},
     [HL_REC_GC_SURVIVORS] = {"GC_SURVIVORS", store_decode_survivors},
+    [HL_REC_GC_HANDLES_FREED] = {"GC_HANDLES_FREED", store_decode_handles_freed},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

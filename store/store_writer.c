@@ -35,7 +35,7 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_THREAD_TID] = "INSERT OR IGNORE INTO threads (os_tid) VALUES (?1)",
     [STORE_STMT_INSERT_ALLOC_COUNT] =
         "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
-        "survived_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "survived_bytes, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [STORE_STMT_INSERT_OBJECT] =
         "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -64,8 +64,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_SET_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
     [STORE_STMT_INSERT_SNAPSHOT] =
         "INSERT INTO snapshots (snapshot, gc, trigger, objects, refs, roots, handles, bytes, "
-        "model_missing, model_extra, frozen, unresolved, walk_ns) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
         "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) "
         "VALUES (?1, ?2, ?3, ?4)",
@@ -351,6 +351,7 @@ static gboolean store_writer_run_end(store_writer *w, const store_record *rec, G
     w->have_counters = TRUE;
     w->complete = TRUE;
     w->run_end_received_ns = (uint64_t)g_get_monotonic_time() * 1000u;
+    w->program_peak_rss_bytes = e->program_peak_rss_bytes;
     if (e->shutdown_mono_ns != 0 && e->end_mono_ns >= e->shutdown_mono_ns) {
         w->exit_wait_ns = e->end_mono_ns - e->shutdown_mono_ns;
         w->have_exit_wait = TRUE;
@@ -381,6 +382,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
     [HL_REC_GC_SURVIVORS] = store_gc_survivors,
+    [HL_REC_GC_HANDLES_FREED] = store_handles_freed,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
@@ -483,6 +485,7 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"records_skipped_unknown", w->stream.records_skipped_unknown, FALSE},
         {"gcs_discarded_incomplete", w->gcs_discarded_incomplete, FALSE},
         {"writer_anomalies", w->writer_anomalies, FALSE},
+        {"handles_closed_by_reuse", w->handles_closed_by_reuse, FALSE},
         {"connections_refused", w->connections_refused, FALSE},
         {"snapshots_discarded", w->snapshots_discarded, FALSE},
     };
@@ -492,6 +495,9 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         if (!store_writer_set_counter(w, counters[i].name, counters[i].value, error))
             return FALSE;
     }
+    if (w->program_peak_rss_bytes != 0 &&
+        !store_writer_set_counter(w, "program_peak_rss_bytes", w->program_peak_rss_bytes, error))
+        return FALSE;
     return store_writer_update_loss(w, error);
 }
 

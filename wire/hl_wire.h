@@ -20,7 +20,7 @@
  *  - a TYPE or THREAD record precedes the first record that uses its id;
  *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
  *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
- *    GC_PROMOTIONS*,
+ *    GC_PROMOTIONS*, GC_HANDLES_FREED*,
  *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
  *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
  *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
@@ -71,6 +71,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_END = 19,
     HL_REC_ALLOC_COUNTS = 20,
     HL_REC_GC_SURVIVORS = 21,
+    HL_REC_GC_HANDLES_FREED = 22,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -167,7 +168,7 @@ typedef struct hl_alloc_count {
     uint32_t os_tid;       /* allocating thread */
     uint32_t heap;         /* HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH, HL_GEN_NONGC,
                             * or HL_GEN_NONE: not classified (tail interval, incomplete GC) */
-    uint32_t reserved;
+    uint32_t flags;        /* HL_ALLOC_FLAG_* */
     uint64_t count;        /* allocations */
     uint64_t bytes;        /* their sizes, as GetObjectSize2 reports */
     uint64_t survived;     /* of those, alive after GC `gc` (each has a GC_SURVIVORS entry);
@@ -175,6 +176,14 @@ typedef struct hl_alloc_count {
     uint64_t survived_bytes;
 } hl_alloc_count;
 static_assert(sizeof(hl_alloc_counts) == 8 && sizeof(hl_alloc_count) == 48, "wire layout");
+/* UNREPORTED: allocations the runtime made without ObjectAllocated (hl_discovered,
+ * HL_DISCOVERED_UNREPORTED), estimated at GC `gc`'s start from ObjectsAllocatedByClass (the
+ * runtime's count of gen0 objects per class) minus the interval's reported small-object-heap
+ * allocations of that class, for delegate and value-type (boxed) classes only. os_tid 0 (not
+ * known), heap HL_GEN_0, survived 0 (not known), bytes = count x the class's object size when the
+ * collector has seen one (else 0). Not part of allocs_seen: sum(count of unflagged entries) +
+ * allocs_dropped == allocs_seen. */
+enum { HL_ALLOC_FLAG_UNREPORTED = 1 };
 
 /* HL_REC_GC_SURVIVORS, inside GC `gc`: the objects of interval `gc` alive after it (survivors
  * of their first GC, and objects of heaps it did not condemn), in ascending id order. From
@@ -262,8 +271,10 @@ typedef struct hl_run_end {
     uint64_t shutdown_mono_ns; /* when the runtime called Shutdown: end_mono_ns - this is the
                                 * time the program's exit waited for the collector */
     hl_counters counters;  /* final */
+    uint64_t program_peak_rss_bytes; /* the program's peak resident memory (VmHWM of
+                                      * /proc/self/status, read at Shutdown), 0 if unknown */
 } hl_run_end;
-static_assert(sizeof(hl_run_end) == 128, "wire layout");
+static_assert(sizeof(hl_run_end) == 136, "wire layout");
 
 /* ---- requests from the writer to the collector ------------------------------------------
  * The writer may send these on the same socket, in the other direction: an hl_rec_header with
@@ -297,6 +308,17 @@ typedef struct hl_handle_destroyed {
 } hl_handle_destroyed;
 static_assert(sizeof(hl_handle_created) == 24 && sizeof(hl_handle_destroyed) == 16, "wire layout");
 
+/* HL_REC_GC_HANDLES_FREED, inside GC `gc`: handles the runtime freed during GC `gc` without a
+ * HandleDestroyed: those of WeakReference / WeakReference<T> objects that died in it (the GC
+ * eagerly finalizes them: EagerFinalized -> FinalizeWeakReference destroys the handle). GC
+ * `gc` - 1 was their last GC. Any HandleCreated at the same address comes after this record.
+ * `count` uint64 handle ids follow. */
+typedef struct hl_gc_handles_freed {
+    uint32_t gc;
+    uint32_t count;
+} hl_gc_handles_freed;
+static_assert(sizeof(hl_gc_handles_freed) == 8, "wire layout");
+
 /* HL_REC_GC_HANDLE_KINDS, inside GC `gc`: handles whose kind this GC's roots revealed.
  * `count` hl_handle_kind follow. */
 typedef struct hl_gc_handle_kinds {
@@ -326,8 +348,16 @@ typedef struct hl_discovered {
     uint64_t size;
     uint32_t type_id;
     uint32_t generation;
+    uint32_t flags;       /* HL_DISCOVERED_* */
+    uint32_t reserved;
 } hl_discovered;
-static_assert(sizeof(hl_discovered_head) == 8 && sizeof(hl_discovered) == 24, "wire layout");
+static_assert(sizeof(hl_discovered_head) == 8 && sizeof(hl_discovered) == 32, "wire layout");
+/* UNREPORTED: allocated by a runtime path that never calls ObjectAllocated, not lost by heaplens.
+ * .NET 10's RuntimeTypeHandle.InternalAllocNoChecks_FastPath allocates delegates (Delegate.Combine
+ * / Remove: `a + b`, a second `event +=`) and boxes (CastHelpers.Box / Box_Nullable: `(object)(int?)i`,
+ * a struct boxed in shared generic code) without it. The collector flags an object the model
+ * never saw when its class derives from System.MulticastDelegate or System.ValueType. */
+enum { HL_DISCOVERED_UNREPORTED = 1 };
 
 /* ---- heap snapshots ----------------------------------------------------------------------
  * A snapshot is the whole live heap at the end of GC `gc`, sent inside that GC (after its
@@ -353,7 +383,8 @@ typedef struct hl_snapshot_batch { /* head of OBJECTS, REFS and ROOTS records */
 } hl_snapshot_batch;
 static_assert(sizeof(hl_snapshot_batch) == 8, "wire layout");
 
-enum { HL_SNAP_OBJ_FROZEN = 1, HL_SNAP_OBJ_DISCOVERED = 2 };
+enum { HL_SNAP_OBJ_FROZEN = 1, HL_SNAP_OBJ_DISCOVERED = 2,
+       HL_SNAP_OBJ_UNREPORTED = 4 /* with DISCOVERED: HL_DISCOVERED_UNREPORTED */ };
 typedef struct hl_snapshot_object {
     uint64_t id;
     uint32_t generation;  /* HL_GEN_* */
@@ -386,11 +417,14 @@ typedef struct hl_snapshot_end {
     uint64_t roots;
     uint64_t bytes;            /* sum of object sizes */
     uint64_t model_missing;    /* alive in the model, absent from the runtime's walk */
-    uint64_t model_extra;      /* in the walk, unknown to the model (sent as DISCOVERED) */
+    uint64_t model_extra;      /* in the walk, unknown to the model (sent as DISCOVERED), and
+                                * not explained by a runtime path known not to report them */
     uint64_t frozen;           /* NonGC objects included because something references them */
     uint64_t unresolved;       /* references and roots to addresses nobody knows (dropped) */
     uint64_t walk_ns;          /* time the runtime spent walking (first to last ObjectReferences) */
+    uint64_t model_unreported; /* in the walk, unknown to the model, allocated by a runtime path
+                                * without ObjectAllocated (HL_DISCOVERED_UNREPORTED) */
 } hl_snapshot_end;
-static_assert(sizeof(hl_snapshot_end) == 80, "wire layout");
+static_assert(sizeof(hl_snapshot_end) == 88, "wire layout");
 
 #endif /* HEAPLENS_WIRE_H */

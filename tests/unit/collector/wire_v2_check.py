@@ -3,7 +3,8 @@
 
 Listens on a unix socket, takes one collector connection, decodes the wire v2 stream
 (wire/hl_wire.h) and checks what the collector promises:
-  - sum of ALLOC_COUNTS counts + allocs_dropped == allocs_seen (RUN_END counters);
+  - sum of ALLOC_COUNTS counts (without the flagged unreported ones) + allocs_dropped ==
+    allocs_seen (RUN_END counters);
   - per interval: sum of `survived` == GC_SURVIVORS entries, survivors in ascending id order
     inside the interval's id range, every (type, thread, heap) key once per interval;
   - GCs 1, 2, 3 ... each closed by its GC_END; TYPE records before the ids they name;
@@ -129,7 +130,7 @@ def check(data, elapsed):
             gc, n = struct.unpack_from("<II", p, 0)
             iv = intervals.setdefault(gc, [0, 0])
             for k in range(n):
-                t, tid, heap, _, cnt, byt, surv, survb = struct.unpack_from("<IIIIQQQQ", p, 8 + 48 * k)
+                t, tid, heap, flags, cnt, byt, surv, survb = struct.unpack_from("<IIIIQQQQ", p, 8 + 48 * k)
                 if t not in types:
                     errors.append("type %d used before its TYPE" % t)
                 key = (gc, t, tid, heap)
@@ -139,7 +140,8 @@ def check(data, elapsed):
                 iv[0] += cnt
                 iv[1] += surv
                 per_type[names.get(t)] = per_type.get(names.get(t), 0) + cnt
-                counts_total += cnt
+                if not flags & 1:  # unreported allocations are not in allocs_seen
+                    counts_total += cnt
         elif typ == 21:
             gc, n = struct.unpack_from("<II", p, 0)
             survivors[gc] = survivors.get(gc, 0) + n

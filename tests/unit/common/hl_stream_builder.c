@@ -109,6 +109,7 @@ void hl_sb_flush(hl_sb *sb)
         hl_gc_promotions promotions;
         hl_discovered_head discovered;
         hl_gc_handle_kinds kinds;
+        hl_gc_handles_freed freed;
         hl_snapshot_batch snapshot;
     } h;
     uint32_t h_len = 0;
@@ -137,6 +138,10 @@ void hl_sb_flush(hl_sb *sb)
     case HL_REC_GC_HANDLE_KINDS:
         h.kinds = (hl_gc_handle_kinds){.gc = sb->group_gc, .count = n};
         h_len = sizeof h.kinds;
+        break;
+    case HL_REC_GC_HANDLES_FREED:
+        h.freed = (hl_gc_handles_freed){.gc = sb->group_gc, .count = n};
+        h_len = sizeof h.freed;
         break;
     case HL_REC_SNAPSHOT_OBJECTS:
     case HL_REC_SNAPSHOT_REFS:
@@ -434,6 +439,12 @@ void hl_sb_handle_kind(hl_sb *sb, uint32_t gc, uint64_t handle_id, uint32_t kind
     hl_sb_young_send_open(sb);
     hl_handle_kind k = {.handle_id = handle_id, .kind = kind};
     hl_sb_group(sb, HL_REC_GC_HANDLE_KINDS, gc, &k, sizeof k);
+}
+
+void hl_sb_handle_freed(hl_sb *sb, uint32_t gc, uint64_t handle_id)
+{
+    hl_sb_young_send_open(sb);
+    hl_sb_group(sb, HL_REC_GC_HANDLES_FREED, gc, &handle_id, sizeof handle_id);
 }
 
 void hl_sb_snapshot_start(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger)

@@ -131,6 +131,8 @@ void hl_sb_handle_created(hl_sb *sb, uint64_t handle_id, uint64_t object_id, uin
 void hl_sb_handle_destroyed(hl_sb *sb, uint64_t handle_id, uint32_t after_gc);
 /* The kind (HL_HANDLE_*) of a handle, learned in GC `gc`; gathered into the open GC_HANDLE_KINDS. */
 void hl_sb_handle_kind(hl_sb *sb, uint32_t gc, uint64_t handle_id, uint32_t kind);
+/* GC_HANDLES_FREED inside GC `gc`: the runtime freed `handle_id` during it (grouped). */
+void hl_sb_handle_freed(hl_sb *sb, uint32_t gc, uint64_t handle_id);
 
 /* Snapshot `snapshot` of GC `gc`, trigger HL_SNAPSHOT_*. Resets the item counts of the short
  * hl_sb_snapshot_end. */

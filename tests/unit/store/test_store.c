@@ -532,6 +532,7 @@ static void test_golden_rows(void)
                                                 "gc_events_dropped|0\n"
                                                 "gcs_discarded_incomplete|0\n"
                                                 "gcs_dropped|0\n"
+                                                "handles_closed_by_reuse|0\n"
                                                 "model_anomalies|0\n"
                                                 "records_dropped|0\n"
                                                 "records_read|37\n"
@@ -682,8 +683,10 @@ static void test_after_last_gc(void)
     g_autofree char *path = golden_db(dir, FALSE, NULL);
     sqlite3 *db = db_open(path);
     /* The tail interval (after GC 3) is interval 4: counted, unclassified, no rows. */
-    CHECK_ROWS(db, "SELECT * FROM alloc_counts WHERE gc > (SELECT max(gc) FROM gcs) ORDER BY type_id",
-               "4|1|100|NULL|1|32|0|0\n4|3|102|NULL|1|24|0|0\n");
+    CHECK_ROWS(db,
+               "SELECT gc, type_id, thread, heap, count, bytes, survived, survived_bytes, flags"
+               " FROM alloc_counts WHERE gc > (SELECT max(gc) FROM gcs) ORDER BY type_id",
+               "4|1|100|NULL|1|32|0|0|0\n4|3|102|NULL|1|24|0|0|0\n");
     CHECK(db_int(db, "SELECT count(*) FROM objects WHERE first_gc > 3") == 0);
     sqlite3_close(db);
 
@@ -699,7 +702,10 @@ static void test_after_last_gc(void)
     CHECK_NO_ERROR(error);
     hl_sb_free(sb);
     db = db_open(p2);
-    CHECK_ROWS(db, "SELECT * FROM alloc_counts", "1|1|5|NULL|1|24|0|0\n");
+    CHECK_ROWS(db,
+               "SELECT gc, type_id, thread, heap, count, bytes, survived, survived_bytes, flags"
+               " FROM alloc_counts",
+               "1|1|5|NULL|1|24|0|0|0\n");
     CHECK(db_int(db, "SELECT count(*) FROM objects") == 0);
     CHECK_ROWS(db, "SELECT * FROM allocations_by_type", "T|1|24\n");
     CHECK_ROWS(db, "SELECT command, status FROM run", "x|complete\n"); /* command from the stream */
@@ -1201,7 +1207,8 @@ static void test_loss_reasons(void)
         hl_sb_gc_end_full(sb, &e);
         if (cases[i].run_end) {
             hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1,
-                            .counters = cases[i].counters};
+                            .counters = cases[i].counters,
+                            .program_peak_rss_bytes = 123456789};
             hl_sb_run_end_full(sb, &r);
         }
         store_summary sum;
@@ -1232,6 +1239,10 @@ static void test_loss_reasons(void)
         CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_finish_ns'") ==
               (cases[i].run_end ? 1 : 0));
         CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_peak_rss_bytes'") == 1);
+        /* The program's peak RSS, as the collector read it at Shutdown (RUN_END only). */
+        CHECK(db_int(db, "SELECT coalesce((SELECT value FROM counters"
+                         " WHERE name = 'program_peak_rss_bytes'), -1)") ==
+              (cases[i].run_end ? 123456789 : -1));
         sqlite3_close(db);
         if (failures > 0)
             fprintf(stderr, "  ... in case %zu\n", i);
@@ -1920,8 +1931,49 @@ static void test_handles_rollback(void)
     CHECK_ROWS(db, SQL_HANDLES,
                "1|16|strong|1|0|1\n2|32|unknown|1|1|3\n3|48|unknown|1|3|3\n4|48|unknown|1|3|NULL\n");
     CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('gcs_discarded_incomplete',"
-                   " 'writer_anomalies') ORDER BY name",
-               "gcs_discarded_incomplete|1\nwriter_anomalies|2\n"); /* the gap 1 -> 3, the lost destroy */
+                   " 'writer_anomalies', 'handles_closed_by_reuse') ORDER BY name",
+               /* the gap 1 -> 3; the lost destroy is a closing by reuse */
+               "gcs_discarded_incomplete|1\nhandles_closed_by_reuse|1\nwriter_anomalies|1\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* GC_HANDLES_FREED inside GC g closes the handle's lifetime at g - 1 (GC g-1 was its last); a
+ * later HANDLE_CREATED at the address opens a new lifetime without counting anything. Outside
+ * its GC the record is an anomaly; in a GC that never ends it is rolled back with it. */
+static void test_handles_freed_in_gc(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "f.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_handle_created(sb, 0x10, 1, 0);
+    hl_sb_handle_created(sb, 0x20, 1, 0);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_handle_kind(sb, 1, 0x10, HL_HANDLE_WEAK);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 2);
+    hl_sb_handle_freed(sb, 2, 0x10);
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_handle_created(sb, 0x10, 1, 2); /* the address reused: no anomaly, no reuse count */
+    hl_sb_gc_start(sb, 3, 0, FALSE, 2);
+    hl_sb_handle_freed(sb, 2, 0x20); /* not the open GC: an anomaly, nothing closed */
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_gc_start(sb, 4, 0, FALSE, 2);
+    hl_sb_handle_freed(sb, 4, 0x20); /* GC 4 never ends: rolled back */
+    hl_sb_run_end(sb, 4);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, SQL_HANDLES,
+               "1|16|weak|1|0|1\n2|32|unknown|1|0|NULL\n3|16|unknown|1|2|NULL\n");
+    CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('writer_anomalies',"
+                   " 'handles_closed_by_reuse') ORDER BY name",
+               "handles_closed_by_reuse|0\nwriter_anomalies|1\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -2597,6 +2649,7 @@ static const struct {
     {"snapshot_incomplete", test_snapshot_incomplete},
     {"snapshot_flags", test_snapshot_flags},
     {"handles_rollback", test_handles_rollback},
+    {"handles_freed_in_gc", test_handles_freed_in_gc},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},
     {"serve_socket", test_serve_socket},
