@@ -48,6 +48,7 @@ typedef struct collector {
     uint64_t anomalies;
     uint64_t model_failures;
     uint64_t unreported;  /* allocations counted as HL_ALLOC_FLAG_UNREPORTED */
+    uint64_t unreported_drops; /* drops_at_start of the last GC applied */
     known_thread *threads;
     size_t n_threads, cap_threads;
     hl_u64map handles;    /* live GCHandleID -> HL_HANDLE_* kind */

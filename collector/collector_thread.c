@@ -522,7 +522,12 @@ static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
  * flagged entry per class. Other classes are not estimated: their differences are demoted
  * survivors and noise, not known unreported paths. */
 static void unreported_counts(collector *c, const hl_gc_capture *g, id_vec *counts) {
-    if (!g->n_by_class)
+    /* Allocations dropped for want of buffer room are in the runtime's gen0 but not among the
+     * reported ones: in an interval with such drops the difference would count them a second
+     * time, as unreported. No estimate then. */
+    bool drops = g->drops_at_start != c->unreported_drops;
+    c->unreported_drops = g->drops_at_start;
+    if (!g->n_by_class || drops)
         return;
     hl_u64map walked; /* type id -> gen0 objects */
     hl_u64map_init(&walked);

@@ -47,6 +47,7 @@ typedef struct hl_gc_capture {
     uint32_t condemned_mask;
     uint64_t start_ns, suspend_ns, end_ns;
     uint64_t first_id_after; /* allocation ids >= this came after the GC began */
+    uint64_t drops_at_start; /* allocations dropped for want of buffer room, until this GC */
     hm_gen_range *before;
     size_t n_before;
     hm_gen_range *after;

@@ -129,6 +129,9 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
     hl_gc_on_started(&p->gcs, p->info, collected, generations, reason,
                      atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend,
                      snapshot_policy, p);
+    /* Exact here: no thread is inside ObjectAllocated while a GC starts. */
+    if (p->gcs.current)
+        p->gcs.current->drops_at_start = hl_tbufs_dropped(&p->rings);
     return S_OK;
 }
 

@@ -129,7 +129,9 @@ def stall_writer(hl, dll, db, iterations, env):
 def stored_allocations(db):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return con.execute("SELECT coalesce(sum(count), 0) FROM alloc_counts").fetchone()[0]
+        # Reported allocations (flags 0): what allocs_seen counts. Flagged rows are the runtime's
+        # unreported allocations (SCHEMA.md), not part of it.
+        return con.execute("SELECT coalesce(sum(count), 0) FROM alloc_counts WHERE flags = 0").fetchone()[0]
     finally:
         con.close()
 
