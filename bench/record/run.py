@@ -82,9 +82,9 @@ def csc_command(workdir, files):
     for i in range(files):
         body = [f"using System;\nusing System.Collections.Generic;\nusing System.Linq;\n"
                 f"namespace Gen{i} {{"]
-        for c in range(2):
+        for c in range(4):
             body.append(f"  public sealed class Item{c}<T> where T : IComparable<T> {{")
-            for m in range(5):
+            for m in range(8):
                 body.append(f"""    public IEnumerable<string> Query{m}(IEnumerable<T> src, int k) {{
       var d = new Dictionary<string, List<T>>();
       foreach (var x in src.Where(v => v.CompareTo(default!) > 0).OrderBy(v => v).Take(k + {m})) {{
