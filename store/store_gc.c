@@ -46,7 +46,7 @@ gboolean store_gc_discard_open(store_writer *w, GError **error)
     w->object_rows.rows = 0; /* rows of a drain that failed half-way */
     w->generation_rows.rows = 0;
     w->snapshot_object_rows.rows = 0;
-    w->snapshot_ref_rows.rows = 0;
+    g_string_truncate(w->snapshot_object_rows.text, 0);
     w->snapshot_root_rows.rows = 0;
     w->last_survivor = w->last_survivor_committed;
     g_hash_table_remove_all(w->alloc_keys);

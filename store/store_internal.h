@@ -241,8 +241,6 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_SNAPSHOT,
     STORE_STMT_INSERT_SNAPSHOT_OBJECT,
     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
-    STORE_STMT_INSERT_SNAPSHOT_REF,
-    STORE_STMT_INSERT_SNAPSHOT_REFS_MANY,
     STORE_STMT_INSERT_SNAPSHOT_ROOT,
     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
     STORE_STMT_INSERT_HANDLE,
@@ -263,6 +261,12 @@ typedef struct store_row_batch {
     int columns;
     int rows; /* buffered */
     int64_t v[STORE_BATCH_ROWS * STORE_BATCH_MAX_COLUMNS];
+    /* A batch may have one TEXT column: its values in v are offsets into `text` (or STORE_NULL),
+     * the text of a row ends at text_end[row]. Append a row's text to `text` before
+     * store_batch_add; the flush empties it. */
+    int text_column; /* -1: none */
+    GString *text;
+    size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
 
 /* The GC being read (between its GC_START and GC_END). */
@@ -301,8 +305,8 @@ struct store_writer {
     sqlite3_stmt *stmt[STORE_STMT_COUNT];
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     store_row_batch generation_rows; /* object_generations (object_id, generation, from_gc) */
-    store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation, flags) */
-    store_row_batch snapshot_ref_rows;    /* snapshot_refs (snapshot, from_id, to_id, nth) */
+    store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
+                                             flags, refs TEXT) */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */
     GHashTable *threads_seen; /* os_tid (as pointer) → present in `threads` */
     uint32_t last_tid;        /* last os_tid found in threads_seen (0: none) */

@@ -67,12 +67,9 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "model_missing, model_extra, frozen, unresolved, walk_ns) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
-        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) "
-        "VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY] = NULL,
-    [STORE_STMT_INSERT_SNAPSHOT_REF] =
-        "INSERT INTO snapshot_refs (snapshot, from_id, to_id, nth) VALUES (?1, ?2, ?3, ?4)",
-    [STORE_STMT_INSERT_SNAPSHOT_REFS_MANY] = NULL,
     [STORE_STMT_INSERT_SNAPSHOT_ROOT] =
         "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
         "VALUES (?1, ?2, " STORE_ROOT_KIND_SQL("?3") ", ?4, ?5)",
@@ -106,10 +103,8 @@ static const struct {
      "SELECT v.column1, v.column2, ?1, NULL FROM (VALUES ",
      "(?,?)", ") AS v WHERE EXISTS (SELECT 1 FROM objects o WHERE o.id = v.column1)"},
     {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
-     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) VALUES ", "(?,?,?,?)",
-     ""},
-    {STORE_STMT_INSERT_SNAPSHOT_REFS_MANY,
-     "INSERT INTO snapshot_refs (snapshot, from_id, to_id, nth) VALUES ", "(?,?,?,?)", ""},
+     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) VALUES ",
+     "(?,?,?,?,?)", ""},
     {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
      "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
      "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5 "
@@ -145,23 +140,38 @@ gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)
 }
 
 static void store_batch_init(store_row_batch *b, store_stmt_id one, store_stmt_id many,
-                             int columns)
+                             int columns, int text_column)
 {
     b->one = one;
     b->many = many;
     b->columns = columns;
     b->rows = 0;
+    b->text_column = text_column;
+    b->text = text_column >= 0 ? g_string_sized_new(4096) : NULL;
 }
 
-/* Binds `rows` buffered rows from row `first` to `st`, from parameter 1. */
+static void store_batch_release(store_row_batch *b)
+{
+    if (b->text != NULL)
+        g_string_free(b->text, TRUE);
+    b->text = NULL;
+}
+
+/* Binds `rows` buffered rows from row `first` to `st`, from parameter 1. The text stays in
+ * b->text until the statement has run (SQLITE_STATIC). */
 static void store_batch_bind(const store_row_batch *b, sqlite3_stmt *st, int first, int rows)
 {
     const int64_t *v = &b->v[first * b->columns];
     for (int i = 0; i < rows * b->columns; i++) {
-        if (v[i] == STORE_NULL)
+        if (v[i] == STORE_NULL) {
             sqlite3_bind_null(st, i + 1);
-        else
+        } else if (i % b->columns == b->text_column) {
+            size_t end = b->text_end[first + i / b->columns];
+            sqlite3_bind_text(st, i + 1, b->text->str + v[i], (int)(end - (size_t)v[i]),
+                              SQLITE_STATIC);
+        } else {
             sqlite3_bind_int64(st, i + 1, v[i]);
+        }
     }
 }
 
@@ -182,12 +192,16 @@ gboolean store_batch_flush(store_writer *w, store_row_batch *b, GError **error)
     ok = TRUE;
 out:
     b->rows = 0;
+    if (b->text != NULL)
+        g_string_truncate(b->text, 0);
     return ok;
 }
 
 gboolean store_batch_add(store_writer *w, store_row_batch *b, const int64_t *row, GError **error)
 {
     memcpy(&b->v[b->rows * b->columns], row, sizeof *row * (size_t)b->columns);
+    if (b->text != NULL)
+        b->text_end[b->rows] = b->text->len;
     if (++b->rows < STORE_BATCH_ROWS)
         return TRUE;
     return store_batch_flush(w, b, error);
@@ -558,6 +572,7 @@ static void store_writer_close(store_writer *w)
         g_hash_table_unref(w->threads_seen);
     if (w->replay != NULL)
         g_ptr_array_unref(w->replay);
+    store_batch_release(&w->snapshot_object_rows);
     g_free(w->path);
     g_free(w);
 }
@@ -573,15 +588,14 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
-    store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7);
+    store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7,
+                     -1);
     store_batch_init(&w->generation_rows, STORE_STMT_INSERT_GENERATION,
-                     STORE_STMT_INSERT_GENERATIONS_MANY, 3);
+                     STORE_STMT_INSERT_GENERATIONS_MANY, 3, -1);
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
-                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 4);
-    store_batch_init(&w->snapshot_ref_rows, STORE_STMT_INSERT_SNAPSHOT_REF,
-                     STORE_STMT_INSERT_SNAPSHOT_REFS_MANY, 4);
+                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 5, 4);
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
-                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5);
+                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5, -1);
 
     if (!store_writer_check_new(path, error))
         goto out;

@@ -441,7 +441,6 @@ static void test_schema(void)
     CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
                "index|handles_by_handle_id\n"
                "index|object_generations_by_gc\n"
-               "index|snapshot_refs_by_to\n"
                "index|snapshot_roots_by_object\n"
                "table|alloc_counts\n"
                "table|counters\n"
@@ -452,7 +451,6 @@ static void test_schema(void)
                "table|objects\n"
                "table|run\n"
                "table|snapshot_objects\n"
-               "table|snapshot_refs\n"
                "table|snapshot_roots\n"
                "table|snapshots\n"
                "table|threads\n"
@@ -465,6 +463,7 @@ static void test_schema(void)
                "view|pinned_handles_per_gc\n"
                "view|snapshot_contents\n"
                "view|snapshot_handles\n"
+               "view|snapshot_refs\n"
                "view|strong_handles_never_freed\n"
                "view|survivors_by_generation\n");
     CHECK_ROWS(db, "SELECT id, command, status, exit_status, flags FROM run", "1|cmd|no-data|NULL|NULL\n");
@@ -1666,7 +1665,9 @@ static void test_golden_snapshot(void)
                "SELECT snapshot, gc, trigger, objects, refs, roots, handles, bytes, model_missing,"
                " model_extra, frozen, unresolved, walk_ns FROM snapshots",
                "1|3|induced|4|5|7|2|168|0|0|0|1|5000\n");
-    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "1|1|2|0\n1|6|4|0\n1|9|2|0\n1|10|1|0\n");
+    /* references with their object, in field order (1 has fields to 9, 6, 9) */
+    CHECK_ROWS(db, "SELECT * FROM snapshot_objects",
+               "1|1|2|0|[9,6,9]\n1|6|4|0|NULL\n1|9|2|0|[10]\n1|10|1|0|[1]\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
                "1|1|6|0\n1|1|9|0\n1|1|9|1\n1|9|10|0\n1|10|1|0\n");
     CHECK_ROWS(db, "SELECT snapshot, object_id, kind, flags, root_id FROM snapshot_roots"
@@ -1694,13 +1695,18 @@ static void test_golden_snapshot(void)
                " LEFT JOIN snapshot_refs r ON r.snapshot = c.snapshot AND r.to_id = c.object_id"
                " WHERE c.snapshot = 1 AND c.thread = 100 ORDER BY c.object_id, r.from_id",
                "1|System.String|10\n9|System.String|1\n10|App.Node|9\n");
-    /* Both directions of the graph are index lookups; a snapshot's edges, one range scan. */
+    /* "What does X reference" through the view is a key lookup (the filter reaches
+     * snapshot_objects); "who references X" scans the snapshot (no index by target). */
     g_autofree char *out_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT to_id FROM snapshot_refs WHERE snapshot = 1 AND from_id = 9");
-    CHECK(strstr(out_plan, "PRIMARY KEY (snapshot=? AND from_id=?)") != NULL);
+    CHECK(strstr(out_plan, "PRIMARY KEY (snapshot=? AND object_id=?)") != NULL);
     g_autofree char *in_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id FROM snapshot_refs WHERE snapshot = 1 AND to_id = 9");
-    CHECK(strstr(in_plan, "snapshot_refs_by_to (snapshot=? AND to_id=?)") != NULL);
+    CHECK(strstr(in_plan, "PRIMARY KEY (snapshot=?)") != NULL);
+    /* The documented form of "who references 9" (SCHEMA.md) */
+    CHECK_ROWS(db, "SELECT so.object_id FROM snapshot_objects so WHERE so.snapshot = 1"
+                   " AND EXISTS (SELECT 1 FROM json_each(so.refs) WHERE value = 9)",
+               "1\n");
     g_autofree char *all_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = 1");
     CHECK(strstr(all_plan, "(snapshot=?)") != NULL); /* the key, or the covering index by to_id */
@@ -1826,7 +1832,7 @@ static void test_snapshot_incomplete(void)
     sqlite3 *db = db_open(p);
     CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects, refs, roots, handles FROM snapshots",
                "3|2|gen2|2|1|0|0\n6|5|requested|0|0|0|0\n");
-    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "3|1|2|0\n3|2|2|0\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "3|1|2|0|NULL\n3|2|2|0|[1]\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY from_id", "3|2|1|0\n");
     CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('snapshots_discarded',"
                    " 'writer_anomalies', 'gcs_discarded_incomplete') ORDER BY name",
