@@ -185,6 +185,10 @@ gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **err
 
 /* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);
+/* Sets the error of SQLite result `rc` on `path`: STORE_ERROR_IO "<path>: <msg> (<errno
+ * text>)" for a full disk or an I/O error, else STORE_ERROR_SQLITE "<path>: <msg>"; msg NULL:
+ * SQLite's text for rc. */
+void store_sql_set_error(sqlite3 *db, const char *path, int rc, const char *msg, GError **error);
 /* Sets STORE_ERROR_SQLITE from the connection's last error. Always returns FALSE. */
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error);
 
@@ -356,6 +360,8 @@ struct store_writer {
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
     gboolean corrupt;     /* the stream stopped at a corrupt record */
+    char *db_failure;     /* a write to the database failed (disk full, I/O error): what; nothing
+                             more is written, finish only closes (non-NULL: failed) */
     gboolean connected;   /* a collector connected (serve) or a stream was ingested */
     gboolean no_data_forced; /* serve: the program exited before any collector connected */
     gboolean ingested;    /* store_writer_ingest* was called */

@@ -291,15 +291,24 @@ gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError 
     return FALSE;
 }
 
+void store_sql_set_error(sqlite3 *db, const char *path, int rc, const char *msg, GError **error)
+{
+    int primary = rc & 0xff;
+    int sys = db != NULL ? sqlite3_system_errno(db) : 0;
+    /* "disk I/O error" alone does not say which: the errno of the failed write does (EFBIG,
+     * EIO, ENOSPC). */
+    gboolean io = primary == SQLITE_FULL || primary == SQLITE_IOERR;
+    g_set_error(error, STORE_ERROR, io ? STORE_ERROR_IO : STORE_ERROR_SQLITE, "%s: %s%s%s%s", path,
+                msg != NULL ? msg : sqlite3_errstr(rc), io && sys != 0 ? " (" : "",
+                io && sys != 0 ? g_strerror(sys) : "", io && sys != 0 ? ")" : "");
+}
+
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error)
 {
     char *msg = NULL;
     int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
-        g_set_error(error, STORE_ERROR, rc == SQLITE_FULL || rc == SQLITE_IOERR
-                                            ? STORE_ERROR_IO
-                                            : STORE_ERROR_SQLITE,
-                    "%s: %s", path, msg != NULL ? msg : sqlite3_errstr(rc));
+        store_sql_set_error(db, path, db != NULL ? sqlite3_extended_errcode(db) : rc, msg, error);
         sqlite3_free(msg);
         return FALSE;
     }

@@ -244,6 +244,13 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
         ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
         w->on_snapshot = NULL;
         w->on_snapshot_ctx = NULL;
+        if (!ingested && w->db_failure != NULL) {
+            /* The database takes nothing more (disk full): let the collector see the writer
+             * go away now (writer-lost) rather than fill the socket; the program runs on. */
+            store_control_end(control);
+            g_propagate_error(error, g_steal_pointer(&ingest_error));
+            goto out;
+        }
     } else {
         /* The program exited before its collector connected (if it ever loaded one). */
         w->no_data_forced = TRUE;

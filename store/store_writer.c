@@ -131,9 +131,7 @@ gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        int code = (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR ? STORE_ERROR_IO
-                                                                             : STORE_ERROR_SQLITE;
-        g_set_error(error, STORE_ERROR, code, "%s: %s", w->path, sqlite3_errmsg(w->db));
+        store_sql_set_error(w->db, w->path, rc, sqlite3_errmsg(w->db), error);
         return FALSE;
     }
     return TRUE;
@@ -573,6 +571,7 @@ static void store_writer_close(store_writer *w)
     if (w->replay != NULL)
         g_ptr_array_unref(w->replay);
     store_batch_release(&w->snapshot_object_rows);
+    g_free(w->db_failure);
     g_free(w->path);
     g_free(w);
 }
@@ -662,6 +661,16 @@ out:
     return w;
 }
 
+/* Did the last failure come from the database rather than the stream? Its last call failed
+ * with a full disk or an I/O error, or its transaction is gone (SQLite rolls back on some
+ * failures; the writer always holds one open between create and finish). */
+static gboolean store_writer_db_failed(store_writer *w)
+{
+    int rc = sqlite3_errcode(w->db) & 0xff;
+    return rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_NOMEM || rc == SQLITE_CORRUPT ||
+           rc == SQLITE_CANTOPEN || sqlite3_get_autocommit(w->db);
+}
+
 gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx, GError **error)
 {
     store_stream_end end = STORE_STREAM_CUT;
@@ -677,12 +686,29 @@ gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx
         /* A corrupt record: keep everything complete before it, as for a truncated stream. */
         w->corrupt = TRUE;
     }
+    if (!ok && store_writer_db_failed(w)) {
+        /* The database cannot take more (disk full, I/O error; SQLite may have rolled the
+         * transaction back already): drop what is uncommitted, write nothing more. */
+        w->db_failure = g_strdup(err->message);
+        if (!sqlite3_get_autocommit(w->db))
+            sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        if (w->gc.open) {
+            w->gc.open = FALSE;
+            w->gcs_discarded_incomplete++;
+            store_snapshot_discard_open(w);
+            w->snapshots_discarded += w->gc.snapshots->len;
+            g_array_set_size(w->gc.snapshots, 0);
+        }
+    }
     /* A stream that stopped inside a GC (or failed there) leaves that GC out. */
     if (w->gc.open) {
         GError *err2 = NULL;
-        if (!store_gc_discard_open(w, ok ? &err2 : NULL)) {
+        if (!store_gc_discard_open(w, &err2)) {
+            if (ok)
+                err = err2; /* else the first error stays: it says why the stream stopped */
+            else
+                g_clear_error(&err2);
             ok = FALSE;
-            err = err2;
         }
     }
     if (!ok)
@@ -715,6 +741,8 @@ gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error)
 
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error)
 {
+    if (w->db_failure != NULL)
+        return TRUE; /* nothing more can be written; the failure is reported already */
     return store_writer_run_once(w, "UPDATE run SET exit_status = ?1 WHERE id = 1",
                                  store_bind_int1, &status, error);
 }
@@ -749,6 +777,15 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         status = "no-data";
 
     w->finished = TRUE;
+    if (w->db_failure != NULL) {
+        /* Nothing more can be written: the run row keeps status 'recording' (as a killed
+         * writer's), and every GC committed before the failure is whole. */
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
+                    "%s; recording stopped: %s keeps the %" G_GUINT64_FORMAT
+                    " GCs committed before",
+                    w->db_failure, w->path, w->gcs_written);
+        goto out;
+    }
     if (!store_gc_discard_open(w, error) ||
         !store_writer_run_once(w, "UPDATE run SET status = ?1 WHERE id = 1", store_bind_text1,
                                status, error) ||

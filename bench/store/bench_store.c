@@ -327,9 +327,9 @@ out:
 /* Bytes of each table and index of the snapshot (dbstat). */
 static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *c)
 {
-    static const char *const names[] = {"snapshot_objects", "snapshot_refs", "snapshot_refs_by_to",
-                                        "snapshot_roots", "snapshot_roots_by_object", "snapshots"};
-    int64_t bytes[G_N_ELEMENTS(names)] = {0};
+    static const char *const names[] = {"snapshot_objects", "snapshot_roots",
+                                        "snapshot_roots_by_object", "snapshots"};
+    int64_t bytes[G_N_ELEMENTS(names)] = {0}, all = 0;
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
@@ -343,17 +343,60 @@ static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *
         if (sqlite3_step(st) == SQLITE_ROW)
             bytes[i] = sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
+        all += bytes[i];
         printf("  %-26s %10.1f MB  %6.2f bytes per snapshot object\n", names[i],
                (double)bytes[i] / 1e6, (double)bytes[i] / (double)c->objects);
     }
-    printf("bytes per snapshot object, objects + references (tables): %.2f\n",
-           (double)(bytes[0] + bytes[1]) / (double)c->objects);
-    printf("  ... + the index by to_id (who references X):             %.2f\n",
-           (double)(bytes[0] + bytes[1] + bytes[2]) / (double)c->objects);
+    printf("bytes per snapshot object, objects with their references (snapshot_objects): %.2f\n",
+           (double)bytes[0] / (double)c->objects);
     printf("  ... + roots (%" G_GUINT64_FORMAT ") and the snapshots row:                   %.2f\n",
-           c->roots, (double)(bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4] + bytes[5]) /
-                         (double)c->objects);
-    printf("bytes per reference row (table): %.2f\n", (double)bytes[1] / (double)c->refs);
+           c->roots, (double)all / (double)c->objects);
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Reads every reference of the snapshot (number 2) as a reader in C does (query/snapshot_graph.c: the refs
+ * text of each object, parsed), and through the snapshot_refs view, for comparison. */
+static void bench_snapshot_read(const char *path, const bench_snapshot_counts *c)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        goto out;
+    double t0 = bench_now();
+    uint64_t refs = 0, sum = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT object_id, refs FROM snapshot_objects WHERE snapshot = 2"
+                           " AND refs IS NOT NULL ORDER BY object_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 1);
+        uint64_t v = 0;
+        for (; t != NULL && *t; t++) { /* the digits between the brackets and commas */
+            if (*t >= '0' && *t <= '9') {
+                v = v * 10 + (uint64_t)(*t - '0');
+            } else if (*t == ',' || *t == ']') {
+                sum += v;
+                refs++;
+                v = 0;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    double t1 = bench_now();
+    uint64_t view_refs = 0;
+    if (sqlite3_prepare_v2(db, "SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = 2", -1,
+                           &st, NULL) != SQLITE_OK)
+        goto out;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        view_refs++;
+    double t2 = bench_now();
+    printf("reading the references: %.2f s parsing refs text (%.1f M refs/s), %.2f s through the"
+           " snapshot_refs view; %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+           " (checksum %" G_GUINT64_FORMAT ")\n",
+           t1 - t0, (double)refs / (t1 - t0) / 1e6, t2 - t1, refs, view_refs, c->refs, sum);
 out:
     sqlite3_finalize(st);
     sqlite3_close(db);
@@ -393,7 +436,7 @@ static int bench_snapshot_main(int argc, char **argv)
            " roots; ids up to %" G_GUINT64_FORMAT "\n",
            c.objects, c.refs, (double)c.refs / (double)c.objects, c.roots, objects * 5);
     printf("writing it: ingest %.2f s (+%.2f s over the same recording without it), finish "
-           "%.2f s (+%.2f s: index by to_id)\n",
+           "%.2f s (%+.2f s)\n",
            in1, in1 - in0, fin1, fin1 - fin0);
     printf("survivors (without the snapshot): %" G_GUINT64_FORMAT " objects rows + first generation"
            " rows in %.2f s ingest + %.2f s finish: %.2f M survivors/s\n",
@@ -406,6 +449,7 @@ static int bench_snapshot_main(int argc, char **argv)
            (double)st1.st_size / 1e6, (double)st0.st_size / 1e6,
            (double)(st1.st_size - st0.st_size) / (double)c.objects);
     bench_snapshot_sizes(with, &c);
+    bench_snapshot_read(with, &c);
     rc = 0;
 out:
     if (error != NULL)

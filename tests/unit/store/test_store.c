@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -2439,6 +2440,96 @@ static void test_killed_mid_snapshot(void)
     tmp_dir_free(dir);
 }
 
+/* A disk that fills up: the writer's files cannot grow past RLIMIT_FSIZE (in a child, SIGXFSZ
+ * ignored, so writes fail with EFBIG where a full disk gives ENOSPC). The ingest stops with one
+ * error naming the file and the cause, without GLib criticals (made fatal here); finish gives
+ * up cleanly; every GC committed before stays readable. */
+static void test_disk_full(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = g_build_filename(dir, "full.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    uint64_t id = 1;
+    const uint32_t gcs = 60;
+    hl_sb_type(sb, 1, "A");
+    for (uint32_t gc = 1; gc <= gcs; gc++) {
+        uint64_t first = id;
+        for (int i = 0; i < 4000; i++, id++)
+            hl_sb_alloc(sb, id, 1, 24 + 8 * (id % 7), 7);
+        hl_sb_gc_start(sb, gc, 0, FALSE, id);
+        for (uint64_t o = first; o < id; o++)
+            hl_sb_fate(sb, gc, o, HL_FATE(HL_GEN_0, HL_GEN_1));
+        hl_sb_gc_end(sb, gc, 0);
+    }
+    hl_sb_run_end(sb, gcs);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int fd = hl_sb_memfd(sb, len);
+    int report[2];
+    g_assert(fd >= 0 && pipe2(report, O_CLOEXEC) == 0);
+
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {.rlim_cur = 1u << 20, .rlim_max = 1u << 20};
+        GError *err = NULL, *ferr = NULL;
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(3);
+        store_writer *w = store_writer_create(path, "full", &err);
+        if (w == NULL)
+            _exit(4);
+        gboolean ingested = store_writer_ingest_fd(w, fd, &err);
+        gboolean finished = store_writer_finish(w, NULL, &ferr);
+        g_autofree char *line = g_strdup_printf(
+            "%d|%d|%s|%d|%s", ingested, err ? err->code : -1, err ? err->message : "",
+            finished, ferr ? ferr->message : "");
+        if (write(report[1], line, strlen(line)) < 0)
+            _exit(5);
+        _exit(0);
+    }
+    close(report[1]);
+    char got[1024] = {0};
+    ssize_t n = read(report[0], got, sizeof got - 1);
+    close(report[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(n > 0);
+    fprintf(stderr, "disk_full: %s\n", got);
+    g_auto(GStrv) f = g_strsplit(got, "|", 5);
+    CHECK(g_strv_length(f) == 5);
+    if (g_strv_length(f) == 5) {
+        CHECK(strcmp(f[0], "0") == 0);                   /* the ingest stopped */
+        CHECK(atoi(f[1]) == STORE_ERROR_IO);
+        CHECK(g_str_has_prefix(f[2], path));             /* names the file ... */
+        /* ... and the cause: EFBIG is SQLite's "disk I/O error" (ENOSPC would be "database or
+         * disk is full"), not what failed after it */
+        CHECK(strstr(f[2], "disk I/O error") != NULL || strstr(f[2], "disk is full") != NULL);
+        CHECK(strstr(f[2], "no transaction") == NULL && strstr(f[2], "savepoint") == NULL);
+        CHECK(strcmp(f[3], "0") == 0); /* finish could not write the end either, and says so */
+        CHECK(strstr(f[4], "no transaction") == NULL && strstr(f[4], "savepoint") == NULL);
+    }
+    g_autoptr(GError) error = NULL;
+    sqlite3 *db = store_db_open_readonly(path, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    if (db != NULL) {
+        int64_t stored = db_int(db, "SELECT count(*) FROM gcs");
+        CHECK(stored > 0 && stored < gcs);
+        /* the committed GCs are whole: 4000 survivors each, none of a later GC */
+        CHECK(db_int(db, "SELECT count(*) FROM objects") == stored * 4000);
+        CHECK(db_int(db, "SELECT max(first_gc) FROM objects") == stored);
+        CHECK_ROWS(db, "PRAGMA integrity_check", "ok\n");
+        sqlite3_close(db);
+    }
+    close(fd);
+    (void)bytes;
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 /* A control client of another user is closed unanswered (and holds nothing up). */
 static void test_control_refuses_peer(void)
 {
@@ -2502,6 +2593,7 @@ static const struct {
     void (*fn)(void);
 } cases[] = {
     {"schema", test_schema},
+    {"disk_full", test_disk_full},
     {"golden_rows", test_golden_rows},
     {"golden_views", test_golden_views},
     {"old_deaths", test_old_deaths},
