@@ -198,6 +198,7 @@ gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError 
  * the fds it gives and hands back what poll reported. Never blocks: accept, reads and answers
  * are non-blocking; a client that does not take its answer at once is dropped. */
 typedef struct store_control store_control;
+typedef struct store_snapshot_done store_snapshot_done;
 
 #define STORE_CONTROL_CLIENTS 16                      /* clients at a time; more wait in backlog */
 #define STORE_CONTROL_MAX_FDS (STORE_CONTROL_CLIENTS + 2) /* listening socket, clients, collector */
@@ -218,8 +219,13 @@ int store_control_poll_fds(const store_control *c, struct pollfd *fds);
 /* Handles the events poll reported for the `n` fds store_control_poll_fds wrote. */
 void store_control_dispatch(store_control *c, const struct pollfd *fds, int n);
 /* store_snapshot_fn: a snapshot committed; a 'requested' one answers every waiting client. */
-void store_control_snapshot_committed(void *ctx, uint32_t snapshot, uint32_t gc,
-                                      uint32_t trigger);
+void store_control_snapshot_committed(void *ctx, const store_snapshot_done *done);
+/* store_snapshot_lost_fn: a 'requested' snapshot lost answers every waiting client "lost". */
+void store_control_snapshot_lost(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                 const char *why);
+/* store_snapshot_progress_fn: a 'requested' snapshot advancing tells the waiting clients. */
+void store_control_snapshot_progress(void *ctx, uint32_t snapshot, uint32_t trigger,
+                                     uint64_t items, gboolean writing);
 
 /* ---- store_writer.c / store_gc.c ---------------------------------------------------------- */
 
@@ -290,6 +296,7 @@ typedef struct store_open_gc {
 typedef struct store_open_snapshot {
     gboolean open;
     hl_snapshot_start start;
+    gint64 progress_us; /* when on_snapshot_progress was last called for it */
     GArray *objects; /* hl_snapshot_object */
     GArray *refs;    /* hl_snapshot_ref */
     GArray *roots;   /* hl_snapshot_root */
@@ -298,10 +305,21 @@ typedef struct store_open_snapshot {
 /* A snapshot written inside the open GC; announced (store_writer.on_snapshot) once it commits. */
 typedef struct store_snapshot_done {
     uint32_t snapshot, gc, trigger;
+    uint64_t objects;
 } store_snapshot_done;
 
 /* Called after the commit of a GC, once per snapshot that commit stored. */
-typedef void (*store_snapshot_fn)(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger);
+typedef void (*store_snapshot_fn)(void *ctx, const store_snapshot_done *done);
+/* Called when a snapshot that was started (SNAPSHOT_START) will not be stored, with why in
+ * words; snapshot 0: the collector dropped a whole snapshot of GC `gc` (its snapshots_dropped
+ * grew), trigger unknown (HL_SNAPSHOT_REQUESTED is passed: it may be the one asked for). */
+typedef void (*store_snapshot_lost_fn)(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                       const char *why);
+/* Called while a snapshot's records arrive (at most every STORE_SNAPSHOT_PROGRESS_US) and once
+ * when its rows start being written (`writing`), with the items arrived so far. */
+typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_t trigger,
+                                           uint64_t items, gboolean writing);
+#define STORE_SNAPSHOT_PROGRESS_US (G_USEC_PER_SEC / 2)
 
 struct store_writer {
     sqlite3 *db;
@@ -334,7 +352,9 @@ struct store_writer {
      * GC that changed handle rows is rolled back. */
     GHashTable *handles;
 
-    store_snapshot_fn on_snapshot; /* may be NULL */
+    store_snapshot_fn on_snapshot; /* may be NULL, like the two below */
+    store_snapshot_lost_fn on_snapshot_lost;
+    store_snapshot_progress_fn on_snapshot_progress;
     void *on_snapshot_ctx;
 
     hl_counters counters; /* the collector's, as of the last GC_END or RUN_END */
@@ -398,13 +418,17 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error);
 guint store_alloc_key_hash(gconstpointer p);
 gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b);
 /* Rolls back the open GC, if any, and counts it in gcs_discarded_incomplete. */
-gboolean store_gc_discard_open(store_writer *w, GError **error);
+gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error);
 /* Snapshot records (store_snapshot.c), applied inside the open GC. */
 gboolean store_snapshot_start(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_items(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **error);
-/* Forgets the open snapshot, if any, and counts it in snapshots_discarded. */
-void store_snapshot_discard_open(store_writer *w);
+/* Forgets the open snapshot, if any, and counts it in snapshots_discarded; `why` (words) goes
+ * to on_snapshot_lost. */
+void store_snapshot_discard_open(store_writer *w, const char *why);
+/* Tells on_snapshot_lost about the snapshots written inside the open GC, which will not be
+ * committed, and counts them in snapshots_discarded. */
+void store_snapshot_discard_written(store_writer *w, const char *why);
 void store_snapshot_release(store_open_snapshot *s);
 
 /* Handle records (store_handles.c). */

@@ -240,9 +240,13 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
                                  .control = control};
         store_control_set_collector(control, conn);
         w->on_snapshot = store_control_snapshot_committed;
+        w->on_snapshot_lost = store_control_snapshot_lost;
+        w->on_snapshot_progress = store_control_snapshot_progress;
         w->on_snapshot_ctx = control;
         ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
         w->on_snapshot = NULL;
+        w->on_snapshot_lost = NULL;
+        w->on_snapshot_progress = NULL;
         w->on_snapshot_ctx = NULL;
         if (!ingested && w->db_failure != NULL) {
             /* The database takes nothing more (disk full): let the collector see the writer
@@ -274,6 +278,8 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
     ok = TRUE;
 out:
     w->on_snapshot = NULL;
+    w->on_snapshot_lost = NULL;
+    w->on_snapshot_progress = NULL;
     store_control_free(control);
     if (conn >= 0)
         close(conn);

@@ -46,12 +46,41 @@ void store_snapshot_release(store_open_snapshot *s)
     memset(s, 0, sizeof *s);
 }
 
-void store_snapshot_discard_open(store_writer *w)
+void store_snapshot_discard_open(store_writer *w, const char *why)
 {
     if (!w->snap.open)
         return;
     w->snapshots_discarded++;
+    if (w->on_snapshot_lost != NULL)
+        w->on_snapshot_lost(w->on_snapshot_ctx, w->snap.start.snapshot, w->snap.start.gc,
+                            w->snap.start.trigger, why);
     store_snapshot_release(&w->snap);
+}
+
+void store_snapshot_discard_written(store_writer *w, const char *why)
+{
+    for (guint i = 0; i < w->gc.snapshots->len; i++) {
+        const store_snapshot_done *d = &g_array_index(w->gc.snapshots, store_snapshot_done, i);
+        if (w->on_snapshot_lost != NULL)
+            w->on_snapshot_lost(w->on_snapshot_ctx, d->snapshot, d->gc, d->trigger, why);
+    }
+    w->snapshots_discarded += w->gc.snapshots->len;
+    g_array_set_size(w->gc.snapshots, 0);
+}
+
+/* Tells on_snapshot_progress how far the open snapshot got (`writing`: always; else at most
+ * every STORE_SNAPSHOT_PROGRESS_US), so that a client waiting for it knows it advances. */
+static void store_snapshot_progress(store_writer *w, gboolean writing)
+{
+    store_open_snapshot *s = &w->snap;
+    if (w->on_snapshot_progress == NULL)
+        return;
+    gint64 now = g_get_monotonic_time();
+    if (!writing && now - s->progress_us < STORE_SNAPSHOT_PROGRESS_US)
+        return;
+    s->progress_us = now;
+    w->on_snapshot_progress(w->on_snapshot_ctx, s->start.snapshot, s->start.trigger,
+                            (uint64_t)s->objects->len + s->refs->len + s->roots->len, writing);
 }
 
 gboolean store_snapshot_start(store_writer *w, const store_record *rec,
@@ -59,7 +88,8 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
 {
     const hl_snapshot_start *s = &rec->u.snapshot_start;
 
-    store_snapshot_discard_open(w);
+    store_snapshot_discard_open(w, "its end never came (the collector dropped records of it: "
+                                   "the writer fell behind)");
     if (!w->gc.open || w->gc.start.gc != s->gc || s->snapshot <= w->last_snapshot) {
         w->writer_anomalies++; /* outside its GC, or a snapshot number that is not new */
         return TRUE;
@@ -69,6 +99,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.objects = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_object));
     w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
+    w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
 }
 
@@ -97,6 +128,7 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
     g_array_set_size(to, at + h->count);
     store_record_snapshot_items(rec, g_array_get_element_size(to), 0, h->count,
                                 to->data + (size_t)at * g_array_get_element_size(to));
+    store_snapshot_progress(w, FALSE);
     return TRUE;
 }
 
@@ -302,14 +334,17 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
         return TRUE;
     }
     if (e->objects != s->objects->len || e->refs != s->refs->len || e->roots != s->roots->len) {
-        store_snapshot_discard_open(w); /* records of it were lost on the way */
+        /* records of it were lost on the way */
+        store_snapshot_discard_open(w, "its records were dropped by the collector (the writer "
+                                       "fell behind)");
         return TRUE;
     }
+    store_snapshot_progress(w, TRUE);
     if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_roots(w, &n, error) ||
         !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,
-                                .trigger = s->start.trigger};
+                                .trigger = s->start.trigger, .objects = n.objects};
     g_array_append_val(w->gc.snapshots, done);
     w->last_snapshot = s->start.snapshot;
     ok = TRUE;

@@ -356,7 +356,7 @@ static void store_bind_run_end(sqlite3_stmt *st, const void *data)
 
 static gboolean store_writer_run_end(store_writer *w, const store_record *rec, GError **error)
 {
-    if (!store_gc_discard_open(w, error))
+    if (!store_gc_discard_open(w, "the program ended before its GC completed", error))
         return FALSE;
     const hl_run_end *e = &rec->u.run_end;
     w->counters = e->counters;
@@ -693,17 +693,21 @@ gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx
         if (!sqlite3_get_autocommit(w->db))
             sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
         if (w->gc.open) {
+            g_autofree char *why = g_strdup_printf("the writer failed: %s", err->message);
             w->gc.open = FALSE;
             w->gcs_discarded_incomplete++;
-            store_snapshot_discard_open(w);
-            w->snapshots_discarded += w->gc.snapshots->len;
-            g_array_set_size(w->gc.snapshots, 0);
+            store_snapshot_discard_open(w, why);
+            store_snapshot_discard_written(w, why);
         }
     }
     /* A stream that stopped inside a GC (or failed there) leaves that GC out. */
     if (w->gc.open) {
         GError *err2 = NULL;
-        if (!store_gc_discard_open(w, &err2)) {
+        const char *why = w->corrupt ? "the stream was corrupt inside its GC"
+                          : ok       ? "the program ended (or its connection broke) before its "
+                                       "GC completed"
+                                     : "the writer failed inside its GC";
+        if (!store_gc_discard_open(w, why, &err2)) {
             if (ok)
                 err = err2; /* else the first error stays: it says why the stream stopped */
             else
@@ -786,7 +790,7 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
                     w->db_failure, w->path, w->gcs_written);
         goto out;
     }
-    if (!store_gc_discard_open(w, error) ||
+    if (!store_gc_discard_open(w, "the recording ended before its GC completed", error) ||
         !store_writer_run_once(w, "UPDATE run SET status = ?1 WHERE id = 1", store_bind_text1,
                                status, error) ||
         !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||
