@@ -785,8 +785,8 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         /* Nothing more can be written: the run row keeps status 'recording' (as a killed
          * writer's), and every GC committed before the failure is whole. */
         g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
-                    "%s; recording stopped: %s keeps the %" G_GUINT64_FORMAT
-                    " GCs committed before",
+                    "%s; recording stopped: %s keeps the GCs committed before (%" G_GUINT64_FORMAT
+                    ")",
                     w->db_failure, w->path, w->gcs_written);
         goto out;
     }
