@@ -134,14 +134,20 @@ void store_control_set_collector(store_control *c, int collector_fd)
 
 void store_control_end(store_control *c)
 {
+    store_control_stop(c, NULL);
+}
+
+void store_control_stop(store_control *c, const char *why)
+{
     if (c == NULL)
         return;
+    g_autofree char *line = why != NULL ? g_strdup_printf("error %s\n", why) : NULL;
     c->phase = STORE_CONTROL_ENDED;
     c->collector_fd = -1;
     c->out_len = 0;
     for (int i = c->n_clients - 1; i >= 0; i--)
         if (c->clients[i].waiting)
-            store_control_answer(c, i, store_control_ended_first);
+            store_control_answer(c, i, line != NULL ? line : store_control_ended_first);
 }
 
 int store_control_poll_fds(const store_control *c, struct pollfd *fds)

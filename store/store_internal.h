@@ -214,6 +214,9 @@ void store_control_set_collector(store_control *c, int collector_fd);
 /* The stream ended: waiting clients get "error the program ended before the snapshot was
  * taken", later requests "error the recording has ended". */
 void store_control_end(store_control *c);
+/* Likewise when the writer stops recording (`why`, one line of words; NULL: as
+ * store_control_end): waiting clients get "error <why>". */
+void store_control_stop(store_control *c, const char *why);
 /* Writes the fds to poll at `fds` (room for STORE_CONTROL_MAX_FDS); returns how many. */
 int store_control_poll_fds(const store_control *c, struct pollfd *fds);
 /* Handles the events poll reported for the `n` fds store_control_poll_fds wrote. */

@@ -251,7 +251,8 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
         if (!ingested && w->db_failure != NULL) {
             /* The database takes nothing more (disk full): let the collector see the writer
              * go away now (writer-lost) rather than fill the socket; the program runs on. */
-            store_control_end(control);
+            g_autofree char *why = g_strdup_printf("the writer stopped: %s", ingest_error->message);
+            store_control_stop(control, why);
             g_propagate_error(error, g_steal_pointer(&ingest_error));
             goto out;
         }
