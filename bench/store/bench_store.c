@@ -357,8 +357,8 @@ out:
     sqlite3_close(db);
 }
 
-/* Reads every reference of the snapshot (number 2) as a reader in C does (query/snapshot_graph.c: the refs
- * text of each object, parsed), and through the snapshot_refs view, for comparison. */
+/* Reads every reference of the snapshot (number 2) as a reader in C does (the refs text of
+ * each object, parsed: query/snapshot_graph.c), and through the snapshot_refs view. */
 static void bench_snapshot_read(const char *path, const bench_snapshot_counts *c)
 {
     sqlite3 *db = NULL;
@@ -406,7 +406,8 @@ static void bench_snapshot_read(const char *path, const bench_snapshot_counts *c
         view_refs++;
     double t2 = bench_now();
     printf("reading the references: %.2f s parsing refs text (%.1f M refs/s), %.2f s through the"
-           " snapshot_refs view; %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+           " snapshot_refs view; %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT
+           " of %" G_GUINT64_FORMAT
            " (checksum %" G_GUINT64_FORMAT ")\n",
            t1 - t0, (double)refs / (t1 - t0) / 1e6, t2 - t1, refs, view_refs, c->refs, sum);
     printf("refs payload per snapshot object: JSON text %.2f bytes; as a varint BLOB %.2f, of "
