@@ -44,6 +44,7 @@
 #define PROFILER_CLSID "{A3E1B5C2-6D4F-4E8A-9B17-2C5D8E0F4A61}" /* collector/clr_guids.c */
 #define COLLECTOR_NAME "libheaplens.so"
 #define STOP_WAIT_MS 5000
+#define WRITER_EXIT_STOPPED 3 /* the writer stopped at a write error and said so */
 
 typedef struct record_options {
     const char *output;
@@ -283,6 +284,13 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
     store_summary summary;
     g_autoptr(GError) finish_error = NULL;
     gboolean finished = store_writer_finish(w, &summary, &finish_error);
+    if (!finished && g_error_matches(finish_error, STORE_ERROR, STORE_ERROR_IO)) {
+        /* The database could take no more (disk full, I/O error): the one line that says so,
+         * with what is kept; the program was not stopped (its collector saw the writer go). */
+        fprintf(stderr, "heaplens: writer: %s; the program runs on unrecorded\n",
+                finish_error->message);
+        _exit(WRITER_EXIT_STOPPED);
+    }
     if (!ok || !finished) {
         fprintf(stderr, "heaplens: writer: %s\n", error ? error->message : finish_error->message);
         _exit(1);
@@ -865,8 +873,11 @@ int cmd_record(int argc, char **argv) {
     gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
     if (!writer_ok) {
         /* The program's exit status still passes through unchanged: scripts that wrap a program
-         * in `heaplens record` must see what the program did. The loss is said here. */
-        fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n", output);
+         * in `heaplens record` must see what the program did. The loss is said here (unless the
+         * writer's own line said it already). */
+        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
+            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
+                    output);
         if (!recorded)
             return exit_status;
     }

@@ -1,7 +1,7 @@
 /* cmd_snapshot.c — `heaplens snapshot PID`: ask a running, recorded program for a heap snapshot
  * now. The writer of that recording forwards the request to the collector, which forces a full
- * GC from its own thread; the answer comes once the snapshot is committed to the database
- * (protocol in store/README.md). */
+ * GC from its own thread; the answer comes once the snapshot is committed to the database, or
+ * says that it was taken and lost, and why (protocol in store/README.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -38,17 +38,18 @@ static uint64_t now_ms(void) {
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Reads one line within the deadline. */
-static gboolean read_line(int fd, char *line, size_t size, uint64_t deadline, GError **error) {
+/* Reads one line within the deadline; TRUE with *timed_out when the deadline passed first. */
+static gboolean read_line(int fd, char *line, size_t size, uint64_t deadline, gboolean *timed_out,
+                          GError **error) {
     size_t n = 0;
+    *timed_out = FALSE;
     while (n + 1 < size) {
         uint64_t now = now_ms();
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
         if (r == 0) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
-                        "no snapshot within the time limit (see --timeout); the request stays queued");
-            return FALSE;
+            *timed_out = TRUE;
+            return TRUE;
         }
         if (r < 0 && errno == EINTR)
             continue;
@@ -63,6 +64,35 @@ static gboolean read_line(int fd, char *line, size_t size, uint64_t deadline, GE
     }
     line[n] = 0;
     return TRUE;
+}
+
+/* Reads the writer's answer into `line`. "progress" lines come first while the snapshot's
+ * records arrive and while it is written: unless `hard`, each one restarts the `timeout_ms`
+ * wait, so a large snapshot that is advancing is waited for and a lost one is not. */
+static gboolean read_answer(int fd, char *line, size_t size, uint64_t timeout_ms, gboolean hard,
+                            GError **error) {
+    uint64_t deadline = now_ms() + timeout_ms;
+    gboolean timed_out = FALSE, progressed = FALSE;
+    for (;;) {
+        if (!read_line(fd, line, size, deadline, &timed_out, error))
+            return FALSE;
+        if (timed_out)
+            break;
+        if (strncmp(line, "progress ", 9) != 0)
+            return TRUE;
+        progressed = TRUE;
+        if (!hard)
+            deadline = now_ms() + timeout_ms;
+    }
+    if (progressed)
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                    "the snapshot was still on its way after the time limit (see --timeout); "
+                    "it may still be stored (heaplens snapshots)");
+    else
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                    "no sign of the snapshot within the time limit (see --timeout); the request "
+                    "stays queued");
+    return FALSE;
 }
 
 int cmd_snapshot(int argc, char **argv) {
@@ -102,8 +132,9 @@ int cmd_snapshot(int argc, char **argv) {
         return query_error_report(error);
     int fd = control_connect(session.control, &error);
     char line[256] = "";
+    /* The default timeout is for silence (progress restarts it); an explicit one is a limit. */
     gboolean ok = fd >= 0 && write(fd, "snapshot\n", 9) == 9 &&
-                  read_line(fd, line, sizeof line, now_ms() + timeout * 1000, &error);
+                  read_answer(fd, line, sizeof line, timeout * 1000, timeout_text != NULL, &error);
     if (fd >= 0)
         close(fd);
     if (ok && !error && strncmp(line, "error ", 6) == 0) {
@@ -111,7 +142,21 @@ int cmd_snapshot(int argc, char **argv) {
         ok = FALSE;
     }
     unsigned snapshot = 0, gc = 0;
-    if (ok && sscanf(line, "ok %u %u", &snapshot, &gc) != 2) {
+    int why_at = 0;
+    if (ok && sscanf(line, "lost %u %u %n", &snapshot, &gc, &why_at) == 2 && why_at > 0) {
+        /* taken, and thrown away: say which and why (the writer's words) */
+        if (snapshot != 0)
+            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO,
+                        "snapshot %u (GC %u) was taken but not stored: %s", snapshot, gc,
+                        line + why_at);
+        else
+            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO,
+                        "a snapshot (GC %u) was taken but not stored: %s", gc, line + why_at);
+        ok = FALSE;
+    }
+    unsigned long long objects = 0, ms = 0;
+    int fields = ok ? sscanf(line, "ok %u %u %llu %llu", &snapshot, &gc, &objects, &ms) : 0;
+    if (ok && fields < 2) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "unexpected answer from the writer: %s", line);
         ok = FALSE;
     }
@@ -122,10 +167,15 @@ int cmd_snapshot(int argc, char **argv) {
         return query_error_report(error);
     }
     if (json) {
-        json_t *j = json_pack("{s:I, s:I, s:I, s:s}", "pid", (json_int_t)pid, "snapshot",
-                              (json_int_t)snapshot, "gc", (json_int_t)gc, "file", session.db);
+        json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:f, s:s}", "pid", (json_int_t)pid, "snapshot",
+                              (json_int_t)snapshot, "gc", (json_int_t)gc, "objects",
+                              (json_int_t)objects, "seconds", (double)ms / 1000.0, "file",
+                              session.db);
         query_json_print(j, stdout);
         json_decref(j);
+    } else if (fields == 4) {
+        printf("snapshot %u taken at GC %u: %llu objects, stored %.1f s after the request in %s\n",
+               snapshot, gc, objects, (double)ms / 1000.0, session.db);
     } else {
         printf("snapshot %u taken at GC %u, stored in %s\n", snapshot, gc, session.db);
     }

@@ -55,10 +55,13 @@ static const query_command commands[] = {
                  "\n"
                  "Asks the program with process id PID, running under 'heaplens record', for a\n"
                  "heap snapshot now: the collector forces a full GC from its own thread and the\n"
-                 "command returns once the snapshot is stored in the recording.\n"
+                 "command returns once the snapshot is stored in the recording (its number, GC,\n"
+                 "objects and time), or says that it was taken but lost, and why (exit 1).\n"
                  "\n"
                  "options:\n"
-                 "  --timeout SECONDS    give up waiting after this long (default 120)\n" JSON_OPTION
+                 "  --timeout SECONDS    give up waiting after this long (default: after 120 s\n"
+                 "                       without a sign of the snapshot; one still arriving or\n"
+                 "                       being written is waited for)\n" JSON_OPTION
                      HELP_OPTION,
     },
     {

@@ -750,9 +750,10 @@ static gboolean referenced_type(sqlite3 *db, int64_t snapshot, int64_t object_id
     *type_id = 0;
     sqlite3_stmt *stmt = query_db_prepare(
         db,
-        "SELECT o.type_id, COUNT(*) AS n, SUM(COUNT(*)) OVER () FROM snapshot_refs r"
-        " JOIN objects o ON o.id = r.to_id"
-        " WHERE r.snapshot = ?1 AND r.from_id = ?2 GROUP BY o.type_id ORDER BY n DESC, 1"
+        /* the object's refs array (one row of snapshot_objects), not the snapshot_refs view */
+        "SELECT o.type_id, COUNT(*) AS n, SUM(COUNT(*)) OVER ()"
+        " FROM snapshot_objects so, json_each(so.refs) r JOIN objects o ON o.id = r.value"
+        " WHERE so.snapshot = ?1 AND so.object_id = ?2 GROUP BY o.type_id ORDER BY n DESC, 1"
         " LIMIT 1",
         error);
     if (!stmt)
@@ -800,10 +801,10 @@ gboolean retention_element_type(sqlite3 *db, int64_t snapshot, int64_t object_id
     }
     /* its largest array */
     stmt = query_db_prepare(db,
-                            "SELECT r.to_id FROM snapshot_refs r JOIN objects o ON o.id = r.to_id"
-                            " JOIN types t ON t.id = o.type_id"
-                            " WHERE r.snapshot = ?1 AND r.from_id = ?2 AND (t.flags & 1) != 0"
-                            " ORDER BY o.size DESC, r.to_id LIMIT 1",
+                            "SELECT r.value FROM snapshot_objects so, json_each(so.refs) r"
+                            " JOIN objects o ON o.id = r.value JOIN types t ON t.id = o.type_id"
+                            " WHERE so.snapshot = ?1 AND so.object_id = ?2 AND (t.flags & 1) != 0"
+                            " ORDER BY o.size DESC, r.value LIMIT 1",
                             error);
     if (!stmt)
         goto out;

@@ -431,7 +431,89 @@ static gboolean edge_add(snapshot_graph *g, snapshot_graph_direction direction, 
  * references), each bound by SQLite's CPU time. The references do not depend on the objects
  * until they are resolved to nodes, so a second thread reads them, as raw id pairs, on its own
  * connection while this one reads the objects; both halves of the pairs are then resolved on two
- * threads. 16 bytes per reference while loading, freed before the graph is sealed. */
+ * threads. 16 bytes per reference while loading, freed before the graph is sealed.
+ *
+ * The references are snapshot_objects.refs, a JSON array of target ids per object ("[12,7,12]",
+ * store/SCHEMA.md), parsed here directly: a JSON library (or the snapshot_refs view's json_each)
+ * per row would cost more than SQLite's reading of the row. */
+
+#define REFS_SQL                                                                                   \
+    "SELECT object_id, refs FROM snapshot_objects WHERE snapshot = ?1 AND refs IS NOT NULL"       \
+    " ORDER BY object_id"
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Parses `len` bytes of `text`, a JSON array of non-negative integers (whitespace allowed), into
+ * out[], which has room for len / 2 + 1 ids, sorted ascending: edges come in (from, to) order,
+ * as they did when each reference was a row, so the graph does not depend on field order.
+ * Returns how many, or -1 when the text is not such an array. */
+static int64_t refs_text_parse(const unsigned char *text, size_t len, uint64_t *out)
+{
+    size_t i = 0;
+    int64_t n = 0;
+#define REFS_SKIP_SPACE()                                                                          \
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'))   \
+        i++
+    REFS_SKIP_SPACE();
+    if (i == len || text[i++] != '[')
+        return -1;
+    REFS_SKIP_SPACE();
+    if (i < len && text[i] == ']') {
+        i++;
+    } else {
+        for (;;) {
+            uint64_t v = 0;
+            size_t digits = 0;
+            for (; i < len && text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                    return -1;
+                v = v * 10 + (uint64_t)(text[i] - '0');
+            }
+            if (digits == 0)
+                return -1;
+            out[n++] = v;
+            REFS_SKIP_SPACE();
+            if (i < len && text[i] == ',') {
+                i++;
+                REFS_SKIP_SPACE();
+                continue;
+            }
+            if (i < len && text[i] == ']') {
+                i++;
+                break;
+            }
+            return -1;
+        }
+    }
+    REFS_SKIP_SPACE();
+#undef REFS_SKIP_SPACE
+    if (i != len)
+        return -1;
+    if (n <= 16) { /* most objects have a few references */
+        for (int64_t a = 1; a < n; a++) {
+            uint64_t v = out[a];
+            int64_t b = a;
+            for (; b > 0 && out[b - 1] > v; b--)
+                out[b] = out[b - 1];
+            out[b] = v;
+        }
+    } else {
+        qsort(out, (size_t)n, sizeof *out, u64_cmp);
+    }
+    return n;
+}
+
+static void refs_damaged(GError **error, int64_t snapshot, int64_t object_id)
+{
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                "the database is damaged: snapshot %" PRId64 ", object %" PRId64
+                ": refs is not a JSON array of object ids",
+                snapshot, object_id);
+}
 
 typedef struct refs_reader {
     char *path;
@@ -449,22 +531,22 @@ static gpointer refs_reader_main(gpointer data)
     sqlite3 *db = NULL;
     sqlite3_stmt *stmt = NULL;
     int rc = sqlite3_open_v2(r->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = ?1"
-                           " ORDER BY from_id, to_id",
-                           -1, &stmt, NULL) != SQLITE_OK)
+    if (rc != SQLITE_OK || sqlite3_prepare_v2(db, REFS_SQL, -1, &stmt, NULL) != SQLITE_OK)
         goto out; /* not an error: the caller reads them itself */
     sqlite3_busy_timeout(db, 10000);
     r->opened = TRUE;
     sqlite3_bind_int64(stmt, 1, r->snapshot);
     while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
-        if (r->n == r->cap) {
-            uint64_t cap = MAX(r->cap + r->cap / 2, 1024);
-            uint64_t *from = g_try_renew(uint64_t, r->from, cap);
-            if (from)
-                r->from = from;
-            uint64_t *to = from ? g_try_renew(uint64_t, r->to, cap) : NULL;
+        int64_t from = sqlite3_column_int64(stmt, 0);
+        const unsigned char *text = sqlite3_column_text(stmt, 1);
+        size_t len = (size_t)sqlite3_column_bytes(stmt, 1);
+        uint64_t room = len / 2 + 1;
+        if (r->n + room > r->cap) {
+            uint64_t cap = MAX(r->cap + r->cap / 2, r->n + room + 1024);
+            uint64_t *f = g_try_renew(uint64_t, r->from, cap);
+            if (f)
+                r->from = f;
+            uint64_t *to = f ? g_try_renew(uint64_t, r->to, cap) : NULL;
             if (!to) {
                 g_set_error(&r->error, QUERY_ERROR, QUERY_ERROR_SQLITE,
                             "out of memory while reading the snapshot's references");
@@ -473,9 +555,14 @@ static gpointer refs_reader_main(gpointer data)
             r->to = to;
             r->cap = cap;
         }
-        r->from[r->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
-        r->to[r->n] = (uint64_t)sqlite3_column_int64(stmt, 1);
-        r->n++;
+        int64_t n = text ? refs_text_parse(text, len, r->to + r->n) : -1;
+        if (n < 0) {
+            refs_damaged(&r->error, r->snapshot, from);
+            goto out;
+        }
+        for (int64_t i = 0; i < n; i++)
+            r->from[r->n + (uint64_t)i] = (uint64_t)from;
+        r->n += (uint64_t)n;
     }
     if (rc != SQLITE_DONE)
         g_set_error(&r->error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading references: %s",
@@ -602,12 +689,10 @@ static gboolean refs_read(snapshot_graph *g, sqlite3 *db, const id_index *index,
                           GError **error)
 {
     gboolean row = FALSE, ok = FALSE;
-    /* in (from, to) order (the table's key; without ORDER BY, SQLite may prefer the smaller
-     * index by to_id): `from` advances through the sorted ids */
-    sqlite3_stmt *stmt = query_db_prepare(db,
-                                          "SELECT from_id, to_id FROM snapshot_refs"
-                                          " WHERE snapshot = ?1 ORDER BY from_id, to_id",
-                                          error);
+    uint64_t *to = NULL;
+    size_t to_cap = 0;
+    /* in object_id order (the table's key): `from` advances through the sorted ids */
+    sqlite3_stmt *stmt = query_db_prepare(db, REFS_SQL, error);
     if (!stmt)
         return FALSE;
     sqlite3_bind_int64(stmt, 1, g->info.snapshot);
@@ -615,19 +700,37 @@ static gboolean refs_read(snapshot_graph *g, sqlite3 *db, const id_index *index,
     uint64_t n_refs = 0;
     while (query_db_step(stmt, &row, error) && row) {
         uint64_t from = (uint64_t)sqlite3_column_int64(stmt, 0);
-        uint64_t to = (uint64_t)sqlite3_column_int64(stmt, 1);
-        uint32_t f = from_node_find(index, g->ids, g->n, &cursor, from);
-        uint32_t t = id_index_find(index, to);
-        if (f == AN_NONE || t == AN_NONE)
-            g->refs_unresolved++;
-        else if (!edge_add(g, direction, f, t, error))
+        const unsigned char *text = sqlite3_column_text(stmt, 1);
+        size_t len = (size_t)sqlite3_column_bytes(stmt, 1);
+        if (len / 2 + 1 > to_cap) {
+            to_cap = MAX(len / 2 + 1, 2 * to_cap);
+            g_free(to);
+            to = g_try_new(uint64_t, to_cap);
+            if (!to) {
+                graph_fail(AN_ERR_NOMEM, error);
+                goto out;
+            }
+        }
+        int64_t n = text ? refs_text_parse(text, len, to) : -1;
+        if (n < 0) {
+            refs_damaged(error, g->info.snapshot, (int64_t)from);
             goto out;
-        if ((++n_refs & 0xffff) == 0)
-            query_progress_update(progress, "reading references", n_refs,
-                                  (uint64_t)g->info.refs);
+        }
+        uint32_t f = from_node_find(index, g->ids, g->n, &cursor, from);
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t t = id_index_find(index, to[i]);
+            if (f == AN_NONE || t == AN_NONE)
+                g->refs_unresolved++;
+            else if (!edge_add(g, direction, f, t, error))
+                goto out;
+            if ((++n_refs & 0xffff) == 0)
+                query_progress_update(progress, "reading references", n_refs,
+                                      (uint64_t)g->info.refs);
+        }
     }
     ok = !(error && *error);
 out:
+    g_free(to);
     sqlite3_finalize(stmt);
     return ok;
 }

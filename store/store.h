@@ -73,8 +73,9 @@ gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error);
  * `control_fd` (-1: none) is a listening unix socket for on-demand snapshot requests (set
  * O_NONBLOCK here), served all along; protocol in store/README.md. A client of another uid is
  * closed unanswered. A client that sent "snapshot\n" while the collector is connected waits
- * until a GC holding a snapshot with trigger 'requested' commits ("ok <snapshot> <gc>\n"), or
- * until the stream ends ("error ...\n"). Answers never block the ingest: a client that does not
+ * until a GC holding a snapshot with trigger 'requested' commits ("ok <snapshot> <gc> <objects>
+ * <ms>\n"), until such a snapshot is lost ("lost <snapshot> <gc> <why>\n"), or until the stream
+ * ends ("error ...\n"); "progress ..." lines come first while that snapshot arrives. Answers never block the ingest: a client that does not
  * take its answer at once is dropped. When serve returns, every client has been answered and
  * closed; `control_fd` stays open (the caller closes it, best at once: a client that connects
  * later waits unanswered until it is closed). */
@@ -95,7 +96,10 @@ gboolean store_writer_set_exit_status(store_writer *w, int status, GError **erro
 
 /* Commits what is left, sets the final run status, checkpoints the WAL (leaving journal mode
  * DELETE: one file) and closes the file. Frees `w` whatever happens; accepts NULL. `summary`
- * may be NULL. */
+ * may be NULL. After a write to the database failed (disk full, I/O error: the ingest returned
+ * STORE_ERROR_IO), writes nothing and returns FALSE with STORE_ERROR_IO "<that error>;
+ * recording stopped: <path> keeps the GCs committed before (N)": the file holds every GC
+ * committed before, status 'recording'. */
 gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **error);
 
 /* Opens an existing heaplens database for reading (read-only). Fails with one clear line for a

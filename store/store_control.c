@@ -5,9 +5,16 @@
  *   client ◀── "ok S G\n" ─── writer ◀── GC G with snapshot S (trigger 'requested') committed
  *
  * One request per connection, one answer line, then the writer closes it. Answers:
- *   ok <snapshot> <gc>                  a GC holding a 'requested' snapshot committed
+ *   ok <snapshot> <gc> <objects> <ms>   a GC holding a 'requested' snapshot committed: the
+ *                                       snapshot, its objects, ms from this request to the commit
+ *   lost <snapshot> <gc> <why>          a 'requested' snapshot was taken but will not be stored
+ *                                       (snapshot 0: the collector dropped it whole)
  *   error <reason>                      no collector connected yet, the recording has ended,
  *                                       the program ended first, or an unknown request
+ * Before the answer, while a 'requested' snapshot's records arrive, a waiting client gets
+ *   progress <snapshot> <items>         (at most twice a second), then
+ *   progress <snapshot> writing <items> when its rows are being written,
+ * so that it can tell a slow snapshot from a lost one.
  * Every waiting client is answered by the first 'requested' snapshot that commits after its
  * request reached the collector — or before: requests are not matched to snapshots; the answer
  * says which snapshot it was. A command that the collector socket cannot take at once waits in
@@ -40,6 +47,7 @@ typedef struct store_control_client {
     char line[STORE_CONTROL_LINE];
     size_t len;
     gboolean waiting; /* its request went to the collector: it waits for a snapshot */
+    gint64 since_us;  /* when its request arrived */
     gboolean eof;     /* it shut down its sending side (or went away): not polled any more */
 } store_control_client;
 
@@ -126,14 +134,20 @@ void store_control_set_collector(store_control *c, int collector_fd)
 
 void store_control_end(store_control *c)
 {
+    store_control_stop(c, NULL);
+}
+
+void store_control_stop(store_control *c, const char *why)
+{
     if (c == NULL)
         return;
+    g_autofree char *line = why != NULL ? g_strdup_printf("error %s\n", why) : NULL;
     c->phase = STORE_CONTROL_ENDED;
     c->collector_fd = -1;
     c->out_len = 0;
     for (int i = c->n_clients - 1; i >= 0; i--)
         if (c->clients[i].waiting)
-            store_control_answer(c, i, store_control_ended_first);
+            store_control_answer(c, i, line != NULL ? line : store_control_ended_first);
 }
 
 int store_control_poll_fds(const store_control *c, struct pollfd *fds)
@@ -193,6 +207,7 @@ static void store_control_request(store_control *c, int i)
         store_control_flush(c);
     }
     cl->waiting = TRUE;
+    cl->since_us = g_get_monotonic_time();
 }
 
 /* Reads what client i sent. */
@@ -257,15 +272,47 @@ void store_control_dispatch(store_control *c, const struct pollfd *fds, int n)
     }
 }
 
-void store_control_snapshot_committed(void *ctx, uint32_t snapshot, uint32_t gc,
-                                      uint32_t trigger)
+void store_control_snapshot_committed(void *ctx, const store_snapshot_done *done)
 {
     store_control *c = ctx;
-    char line[64];
+    char line[128];
+    if (c == NULL || done->trigger != HL_SNAPSHOT_REQUESTED)
+        return;
+    gint64 now = g_get_monotonic_time();
+    for (int i = c->n_clients - 1; i >= 0; i--) {
+        if (!c->clients[i].waiting)
+            continue;
+        snprintf(line, sizeof line, "ok %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRId64 "\n",
+                 done->snapshot, done->gc, done->objects,
+                 (int64_t)((now - c->clients[i].since_us) / 1000));
+        store_control_answer(c, i, line);
+    }
+}
+
+void store_control_snapshot_lost(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                 const char *why)
+{
+    store_control *c = ctx;
+    char line[256];
     if (c == NULL || trigger != HL_SNAPSHOT_REQUESTED)
         return;
-    snprintf(line, sizeof line, "ok %" PRIu32 " %" PRIu32 "\n", snapshot, gc);
+    snprintf(line, sizeof line, "lost %" PRIu32 " %" PRIu32 " %s\n", snapshot, gc, why);
     for (int i = c->n_clients - 1; i >= 0; i--)
         if (c->clients[i].waiting)
             store_control_answer(c, i, line);
+}
+
+void store_control_snapshot_progress(void *ctx, uint32_t snapshot, uint32_t trigger,
+                                     uint64_t items, gboolean writing)
+{
+    store_control *c = ctx;
+    char line[96];
+    if (c == NULL || trigger != HL_SNAPSHOT_REQUESTED)
+        return;
+    snprintf(line, sizeof line, "progress %" PRIu32 " %s%" PRIu64 "\n", snapshot,
+             writing ? "writing " : "", items);
+    /* Not an answer: a client that cannot take it now simply misses this one. */
+    for (int i = 0; i < c->n_clients; i++)
+        if (c->clients[i].waiting)
+            (void)!send(c->clients[i].fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
 }

@@ -33,7 +33,7 @@ static gboolean store_gc_is_open(store_writer *w, uint32_t gc)
     return FALSE;
 }
 
-gboolean store_gc_discard_open(store_writer *w, GError **error)
+gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
 {
     gboolean ok = FALSE;
 
@@ -46,14 +46,13 @@ gboolean store_gc_discard_open(store_writer *w, GError **error)
     w->object_rows.rows = 0; /* rows of a drain that failed half-way */
     w->generation_rows.rows = 0;
     w->snapshot_object_rows.rows = 0;
-    w->snapshot_ref_rows.rows = 0;
+    g_string_truncate(w->snapshot_object_rows.text, 0);
     w->snapshot_root_rows.rows = 0;
     w->last_survivor = w->last_survivor_committed;
     g_hash_table_remove_all(w->alloc_keys);
     /* Snapshots go with their GC: the open one, and those already written inside it. */
-    store_snapshot_discard_open(w);
-    w->snapshots_discarded += w->gc.snapshots->len;
-    g_array_set_size(w->gc.snapshots, 0);
+    store_snapshot_discard_open(w, why);
+    store_snapshot_discard_written(w, why);
     w->last_snapshot = w->last_snapshot_committed;
     /* Rows inserted inside the savepoint vanish: forget which threads we believe exist. */
     g_hash_table_remove_all(w->threads_seen);
@@ -83,7 +82,7 @@ gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error
 {
     const hl_gc_start *s = &rec->u.gc_start;
 
-    if (!store_gc_discard_open(w, error))
+    if (!store_gc_discard_open(w, "its GC was incomplete (its end never came)", error))
         return FALSE;
     if (w->any_gc && s->gc <= w->last_gc) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
@@ -405,7 +404,13 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
 
     if (!store_gc_is_open(w, e->gc))
         return TRUE;
-    store_snapshot_discard_open(w); /* its SNAPSHOT_END never came */
+    store_snapshot_discard_open(w, "its end never came (the collector dropped records of it: "
+                                   "the writer fell behind)");
+    /* A snapshot the collector dropped whole (the writer never saw it) shows in its counter. */
+    if (w->on_snapshot_lost != NULL && w->have_counters &&
+        e->counters.snapshots_dropped > w->counters.snapshots_dropped)
+        w->on_snapshot_lost(w->on_snapshot_ctx, 0, e->gc, HL_SNAPSHOT_REQUESTED,
+                            "the collector dropped all its records (the writer fell behind)");
     w->counters = e->counters;
     w->have_counters = TRUE;
     if (!store_gc_insert_row(w, e, error) || !store_writer_write_counters(w, error) ||
@@ -424,10 +429,8 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     g_ptr_array_set_size(w->replay, 0);
     w->last_snapshot_committed = w->last_snapshot;
     w->snapshots_written += w->gc.snapshots->len;
-    for (guint i = 0; i < w->gc.snapshots->len && w->on_snapshot != NULL; i++) {
-        const store_snapshot_done *d = &g_array_index(w->gc.snapshots, store_snapshot_done, i);
-        w->on_snapshot(w->on_snapshot_ctx, d->snapshot, d->gc, d->trigger);
-    }
+    for (guint i = 0; i < w->gc.snapshots->len && w->on_snapshot != NULL; i++)
+        w->on_snapshot(w->on_snapshot_ctx, &g_array_index(w->gc.snapshots, store_snapshot_done, i));
     g_array_set_size(w->gc.snapshots, 0);
     return TRUE;
 }

@@ -196,6 +196,10 @@ gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **err
 
 /* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);
+/* Sets the error of SQLite result `rc` on `path`: STORE_ERROR_IO "<path>: <msg> (<errno
+ * text>)" for a full disk or an I/O error, else STORE_ERROR_SQLITE "<path>: <msg>"; msg NULL:
+ * SQLite's text for rc. */
+void store_sql_set_error(sqlite3 *db, const char *path, int rc, const char *msg, GError **error);
 /* Sets STORE_ERROR_SQLITE from the connection's last error. Always returns FALSE. */
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error);
 
@@ -205,6 +209,7 @@ gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError 
  * the fds it gives and hands back what poll reported. Never blocks: accept, reads and answers
  * are non-blocking; a client that does not take its answer at once is dropped. */
 typedef struct store_control store_control;
+typedef struct store_snapshot_done store_snapshot_done;
 
 #define STORE_CONTROL_CLIENTS 16                      /* clients at a time; more wait in backlog */
 #define STORE_CONTROL_MAX_FDS (STORE_CONTROL_CLIENTS + 2) /* listening socket, clients, collector */
@@ -220,13 +225,21 @@ void store_control_set_collector(store_control *c, int collector_fd);
 /* The stream ended: waiting clients get "error the program ended before the snapshot was
  * taken", later requests "error the recording has ended". */
 void store_control_end(store_control *c);
+/* Likewise when the writer stops recording (`why`, one line of words; NULL: as
+ * store_control_end): waiting clients get "error <why>". */
+void store_control_stop(store_control *c, const char *why);
 /* Writes the fds to poll at `fds` (room for STORE_CONTROL_MAX_FDS); returns how many. */
 int store_control_poll_fds(const store_control *c, struct pollfd *fds);
 /* Handles the events poll reported for the `n` fds store_control_poll_fds wrote. */
 void store_control_dispatch(store_control *c, const struct pollfd *fds, int n);
 /* store_snapshot_fn: a snapshot committed; a 'requested' one answers every waiting client. */
-void store_control_snapshot_committed(void *ctx, uint32_t snapshot, uint32_t gc,
-                                      uint32_t trigger);
+void store_control_snapshot_committed(void *ctx, const store_snapshot_done *done);
+/* store_snapshot_lost_fn: a 'requested' snapshot lost answers every waiting client "lost". */
+void store_control_snapshot_lost(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                 const char *why);
+/* store_snapshot_progress_fn: a 'requested' snapshot advancing tells the waiting clients. */
+void store_control_snapshot_progress(void *ctx, uint32_t snapshot, uint32_t trigger,
+                                     uint64_t items, gboolean writing);
 
 /* ---- store_writer.c / store_gc.c ---------------------------------------------------------- */
 
@@ -252,8 +265,6 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_SNAPSHOT,
     STORE_STMT_INSERT_SNAPSHOT_OBJECT,
     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
-    STORE_STMT_INSERT_SNAPSHOT_REF,
-    STORE_STMT_INSERT_SNAPSHOT_REFS_MANY,
     STORE_STMT_INSERT_SNAPSHOT_ROOT,
     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
     STORE_STMT_INSERT_HANDLE,
@@ -274,6 +285,12 @@ typedef struct store_row_batch {
     int columns;
     int rows; /* buffered */
     int64_t v[STORE_BATCH_ROWS * STORE_BATCH_MAX_COLUMNS];
+    /* A batch may have one TEXT column: its values in v are offsets into `text` (or STORE_NULL),
+     * the text of a row ends at text_end[row]. Append a row's text to `text` before
+     * store_batch_add; the flush empties it. */
+    int text_column; /* -1: none */
+    GString *text;
+    size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
 
 /* The GC being read (between its GC_START and GC_END). */
@@ -293,6 +310,7 @@ typedef struct store_open_gc {
 typedef struct store_open_snapshot {
     gboolean open;
     hl_snapshot_start start;
+    gint64 progress_us; /* when on_snapshot_progress was last called for it */
     GArray *objects; /* hl_snapshot_object */
     GArray *refs;    /* hl_snapshot_ref */
     GArray *roots;   /* hl_snapshot_root */
@@ -301,10 +319,21 @@ typedef struct store_open_snapshot {
 /* A snapshot written inside the open GC; announced (store_writer.on_snapshot) once it commits. */
 typedef struct store_snapshot_done {
     uint32_t snapshot, gc, trigger;
+    uint64_t objects;
 } store_snapshot_done;
 
 /* Called after the commit of a GC, once per snapshot that commit stored. */
-typedef void (*store_snapshot_fn)(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger);
+typedef void (*store_snapshot_fn)(void *ctx, const store_snapshot_done *done);
+/* Called when a snapshot that was started (SNAPSHOT_START) will not be stored, with why in
+ * words; snapshot 0: the collector dropped a whole snapshot of GC `gc` (its snapshots_dropped
+ * grew), trigger unknown (HL_SNAPSHOT_REQUESTED is passed: it may be the one asked for). */
+typedef void (*store_snapshot_lost_fn)(void *ctx, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                       const char *why);
+/* Called while a snapshot's records arrive (at most every STORE_SNAPSHOT_PROGRESS_US) and once
+ * when its rows start being written (`writing`), with the items arrived so far. */
+typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_t trigger,
+                                           uint64_t items, gboolean writing);
+#define STORE_SNAPSHOT_PROGRESS_US (G_USEC_PER_SEC / 2)
 
 struct store_writer {
     sqlite3 *db;
@@ -312,8 +341,8 @@ struct store_writer {
     sqlite3_stmt *stmt[STORE_STMT_COUNT];
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     store_row_batch generation_rows; /* object_generations (object_id, generation, from_gc) */
-    store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation, flags) */
-    store_row_batch snapshot_ref_rows;    /* snapshot_refs (snapshot, from_id, to_id, nth) */
+    store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
+                                             flags, refs TEXT) */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */
     GHashTable *threads_seen; /* os_tid (as pointer) → present in `threads` */
     uint32_t last_tid;        /* last os_tid found in threads_seen (0: none) */
@@ -337,7 +366,9 @@ struct store_writer {
      * GC that changed handle rows is rolled back. */
     GHashTable *handles;
 
-    store_snapshot_fn on_snapshot; /* may be NULL */
+    store_snapshot_fn on_snapshot; /* may be NULL, like the two below */
+    store_snapshot_lost_fn on_snapshot_lost;
+    store_snapshot_progress_fn on_snapshot_progress;
     void *on_snapshot_ctx;
 
     hl_counters counters; /* the collector's, as of the last GC_END or RUN_END */
@@ -366,6 +397,8 @@ struct store_writer {
     uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */
     gboolean corrupt;     /* the stream stopped at a corrupt record */
     gboolean stopped;     /* store_writer_serve_connection ended the stream: record ended first */
+    char *db_failure;     /* a write to the database failed (disk full, I/O error): what; nothing
+                             more is written, finish only closes (non-NULL: failed) */
     gboolean connected;   /* a collector connected (serve) or a stream was ingested */
     gboolean no_data_forced; /* serve: the program exited before any collector connected */
     gboolean ingested;    /* store_writer_ingest* was called */
@@ -402,13 +435,17 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error);
 guint store_alloc_key_hash(gconstpointer p);
 gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b);
 /* Rolls back the open GC, if any, and counts it in gcs_discarded_incomplete. */
-gboolean store_gc_discard_open(store_writer *w, GError **error);
+gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error);
 /* Snapshot records (store_snapshot.c), applied inside the open GC. */
 gboolean store_snapshot_start(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_items(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **error);
-/* Forgets the open snapshot, if any, and counts it in snapshots_discarded. */
-void store_snapshot_discard_open(store_writer *w);
+/* Forgets the open snapshot, if any, and counts it in snapshots_discarded; `why` (words) goes
+ * to on_snapshot_lost. */
+void store_snapshot_discard_open(store_writer *w, const char *why);
+/* Tells on_snapshot_lost about the snapshots written inside the open GC, which will not be
+ * committed, and counts them in snapshots_discarded. */
+void store_snapshot_discard_written(store_writer *w, const char *why);
 void store_snapshot_release(store_open_snapshot *s);
 
 /* Handle records (store_handles.c). */

@@ -130,20 +130,16 @@ static const char store_schema_tables[] =
     "  walk_ns INTEGER,\n"
     "  model_unreported INTEGER NOT NULL DEFAULT 0\n"
     ");\n"
+    /* refs: the object's references, a JSON array of target ids in field order (NULL: none).
+     * With the object rather than a row each: SQLite's cost per row (time and about 7 bytes)
+     * made references 60% of a snapshot's rows; JSON keeps them readable with json_each. */
     "CREATE TABLE snapshot_objects (\n"
     "  snapshot INTEGER NOT NULL,\n"
     "  object_id INTEGER NOT NULL,\n"
     "  generation INTEGER,\n"
     "  flags INTEGER NOT NULL,\n"
+    "  refs TEXT,\n"
     "  PRIMARY KEY (snapshot, object_id)\n"
-    ") WITHOUT ROWID;\n"
-    /* nth: a second field of from_id pointing to the same to_id is a second row (nth = 1). */
-    "CREATE TABLE snapshot_refs (\n"
-    "  snapshot INTEGER NOT NULL,\n"
-    "  from_id INTEGER NOT NULL,\n"
-    "  to_id INTEGER NOT NULL,\n"
-    "  nth INTEGER NOT NULL DEFAULT 0,\n"
-    "  PRIMARY KEY (snapshot, from_id, to_id, nth)\n"
     ") WITHOUT ROWID;\n"
     "CREATE TABLE snapshot_roots (\n"
     "  snapshot INTEGER NOT NULL,\n"
@@ -164,8 +160,7 @@ static const char store_schema_tables[] =
     "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
 
 /* Built at the end of the recording (store_schema_finish_indexes): maintaining them while
- * ingesting costs more than building them once (snapshot_refs rows arrive in from_id order, so
- * an index by to_id would take random inserts). A database whose writer was killed lacks them;
+ * ingesting costs more than building them once. A database whose writer was killed lacks them;
  * queries are still correct, only slower. */
 static const char store_schema_late_indexes[] =
     /* SQLite sorts the index entries in runs of at most cache_size: a small cache makes several
@@ -173,13 +168,22 @@ static const char store_schema_late_indexes[] =
      * twice as fast as one huge in-memory sort (bench/store, `snapshot`). */
     "PRAGMA cache_size = -2000;\n"
     "PRAGMA threads = 2;\n"
-    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n"
-    "CREATE INDEX IF NOT EXISTS snapshot_refs_by_to ON snapshot_refs (snapshot, to_id);\n";
+    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
 
 static const char store_schema_views[] =
+    /* A row per reference, as the references were stored before they moved into
+     * snapshot_objects.refs. nth tells apart two fields of from_id pointing to the same to_id;
+     * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
+    "CREATE VIEW snapshot_refs AS\n"
+    "SELECT snapshot, from_id, to_id,\n"
+    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY field) - 1 AS nth\n"
+    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
+    "             j.key AS field\n"
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL);\n"
+    "\n"
     "CREATE VIEW gc_summary AS\n"
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
@@ -289,15 +293,24 @@ gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError 
     return FALSE;
 }
 
+void store_sql_set_error(sqlite3 *db, const char *path, int rc, const char *msg, GError **error)
+{
+    int primary = rc & 0xff;
+    int sys = db != NULL ? sqlite3_system_errno(db) : 0;
+    /* "disk I/O error" alone does not say which: the errno of the failed write does (EFBIG,
+     * EIO, ENOSPC). */
+    gboolean io = primary == SQLITE_FULL || primary == SQLITE_IOERR;
+    g_set_error(error, STORE_ERROR, io ? STORE_ERROR_IO : STORE_ERROR_SQLITE, "%s: %s%s%s%s", path,
+                msg != NULL ? msg : sqlite3_errstr(rc), io && sys != 0 ? " (" : "",
+                io && sys != 0 ? g_strerror(sys) : "", io && sys != 0 ? ")" : "");
+}
+
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error)
 {
     char *msg = NULL;
     int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
-        g_set_error(error, STORE_ERROR, rc == SQLITE_FULL || rc == SQLITE_IOERR
-                                            ? STORE_ERROR_IO
-                                            : STORE_ERROR_SQLITE,
-                    "%s: %s", path, msg != NULL ? msg : sqlite3_errstr(rc));
+        store_sql_set_error(db, path, db != NULL ? sqlite3_extended_errcode(db) : rc, msg, error);
         sqlite3_free(msg);
         return FALSE;
     }

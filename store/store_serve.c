@@ -256,10 +256,22 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
                                  .control = control};
         store_control_set_collector(control, conn);
         w->on_snapshot = store_control_snapshot_committed;
+        w->on_snapshot_lost = store_control_snapshot_lost;
+        w->on_snapshot_progress = store_control_snapshot_progress;
         w->on_snapshot_ctx = control;
         ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
         w->on_snapshot = NULL;
+        w->on_snapshot_lost = NULL;
+        w->on_snapshot_progress = NULL;
         w->on_snapshot_ctx = NULL;
+        if (!ingested && w->db_failure != NULL) {
+            /* The database takes nothing more (disk full): let the collector see the writer
+             * go away now (writer-lost) rather than fill the socket; the program runs on. */
+            g_autofree char *why = g_strdup_printf("the writer stopped: %s", ingest_error->message);
+            store_control_stop(control, why);
+            g_propagate_error(error, g_steal_pointer(&ingest_error));
+            goto out;
+        }
     } else {
         /* The program exited before its collector connected (if it ever loaded one). */
         w->no_data_forced = TRUE;
@@ -283,6 +295,8 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
     ok = TRUE;
 out:
     w->on_snapshot = NULL;
+    w->on_snapshot_lost = NULL;
+    w->on_snapshot_progress = NULL;
     store_control_free(control);
     if (conn >= 0)
         close(conn);

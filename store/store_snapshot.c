@@ -7,7 +7,7 @@
  *   SNAPSHOT_END      the counts it states must match the items that arrived — the collector
  *                     drops whole records when the writer lags, so a mismatch means a snapshot
  *                     with holes: discarded. Otherwise the rows are written in key order
- *                     (objects by id, references by (from, to, nth), roots by object), then
+ *                     (objects by id, each with its references; roots by object), then
  *                     the snapshots row: all inside the GC's savepoint, so they commit with its
  *                     GC_END or vanish with it.
  *
@@ -46,12 +46,41 @@ void store_snapshot_release(store_open_snapshot *s)
     memset(s, 0, sizeof *s);
 }
 
-void store_snapshot_discard_open(store_writer *w)
+void store_snapshot_discard_open(store_writer *w, const char *why)
 {
     if (!w->snap.open)
         return;
     w->snapshots_discarded++;
+    if (w->on_snapshot_lost != NULL)
+        w->on_snapshot_lost(w->on_snapshot_ctx, w->snap.start.snapshot, w->snap.start.gc,
+                            w->snap.start.trigger, why);
     store_snapshot_release(&w->snap);
+}
+
+void store_snapshot_discard_written(store_writer *w, const char *why)
+{
+    for (guint i = 0; i < w->gc.snapshots->len; i++) {
+        const store_snapshot_done *d = &g_array_index(w->gc.snapshots, store_snapshot_done, i);
+        if (w->on_snapshot_lost != NULL)
+            w->on_snapshot_lost(w->on_snapshot_ctx, d->snapshot, d->gc, d->trigger, why);
+    }
+    w->snapshots_discarded += w->gc.snapshots->len;
+    g_array_set_size(w->gc.snapshots, 0);
+}
+
+/* Tells on_snapshot_progress how far the open snapshot got (`writing`: always; else at most
+ * every STORE_SNAPSHOT_PROGRESS_US), so that a client waiting for it knows it advances. */
+static void store_snapshot_progress(store_writer *w, gboolean writing)
+{
+    store_open_snapshot *s = &w->snap;
+    if (w->on_snapshot_progress == NULL)
+        return;
+    gint64 now = g_get_monotonic_time();
+    if (!writing && now - s->progress_us < STORE_SNAPSHOT_PROGRESS_US)
+        return;
+    s->progress_us = now;
+    w->on_snapshot_progress(w->on_snapshot_ctx, s->start.snapshot, s->start.trigger,
+                            (uint64_t)s->objects->len + s->refs->len + s->roots->len, writing);
 }
 
 gboolean store_snapshot_start(store_writer *w, const store_record *rec,
@@ -59,7 +88,8 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
 {
     const hl_snapshot_start *s = &rec->u.snapshot_start;
 
-    store_snapshot_discard_open(w);
+    store_snapshot_discard_open(w, "its end never came (the collector dropped records of it: "
+                                   "the writer fell behind)");
     if (!w->gc.open || w->gc.start.gc != s->gc || s->snapshot <= w->last_snapshot) {
         w->writer_anomalies++; /* outside its GC, or a snapshot number that is not new */
         return TRUE;
@@ -69,6 +99,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.objects = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_object));
     w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
+    w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
 }
 
@@ -97,6 +128,7 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
     g_array_set_size(to, at + h->count);
     store_record_snapshot_items(rec, g_array_get_element_size(to), 0, h->count,
                                 to->data + (size_t)at * g_array_get_element_size(to));
+    store_snapshot_progress(w, FALSE);
     return TRUE;
 }
 
@@ -158,70 +190,86 @@ typedef struct store_snapshot_counts {
     uint64_t objects, refs, roots, handles, frozen;
 } store_snapshot_counts;
 
-/* Writes object row `o` (flags and generation merged over its duplicates). */
+/* Appends `v` in decimal: JSON text is most of what a snapshot writes, so no printf. */
+static void store_snapshot_append_u64(GString *out, uint64_t v)
+{
+    char buf[20];
+    int n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    g_string_append_len(out, buf + sizeof buf - n, n);
+}
+
+/* Writes object row `o` (flags and generation merged over its duplicates) with its references
+ * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets. */
 static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_object *o,
+                                            const hl_snapshot_ref *r, size_t nr,
                                             store_snapshot_counts *n, GError **error)
 {
+    store_row_batch *b = &w->snapshot_object_rows;
     uint32_t flags = o->flags | (o->generation == HL_GEN_NONGC ? HL_SNAP_OBJ_FROZEN : 0);
-    const int64_t row[4] = {
+    int64_t row[5] = {
         w->snap.start.snapshot,
         (int64_t)o->id,
         o->generation <= HL_GEN_NONGC ? (int64_t)o->generation : STORE_NULL,
         flags,
+        STORE_NULL,
     };
+    if (nr > 0) {
+        row[4] = (int64_t)b->text->len;
+        g_string_append_c(b->text, '[');
+        for (size_t i = 0; i < nr; i++) {
+            if (i > 0)
+                g_string_append_c(b->text, ',');
+            store_snapshot_append_u64(b->text, r[i].to);
+        }
+        g_string_append_c(b->text, ']');
+    }
     n->objects++;
+    n->refs += nr;
     n->frozen += (flags & HL_SNAP_OBJ_FROZEN) != 0;
-    return store_batch_add(w, &w->snapshot_object_rows, row, error);
+    return store_batch_add(w, b, row, error);
 }
 
+/* One row per object, by id, its references with it. References are sorted by `from` only
+ * (stably: each object's stay in the order they came, the runtime's field order); those whose
+ * `from` is not an object of the snapshot break the collector's promise: skipped, counted. */
 static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_counts *n,
                                              GError **error)
 {
     const store_open_snapshot *s = &w->snap;
     const hl_snapshot_object *o = (const hl_snapshot_object *)(void *)s->objects->data;
+    const hl_snapshot_ref *r = (const hl_snapshot_ref *)(void *)s->refs->data;
+    size_t ri = 0, nrefs = s->refs->len;
     hl_snapshot_object cur = {0};
 
     store_snapshot_radix_sort(s->objects->data, s->objects->len, sizeof *o,
                               G_STRUCT_OFFSET(hl_snapshot_object, id));
-    for (guint i = 0; i < s->objects->len; i++) {
-        if (i > 0 && o[i].id == cur.id) { /* the same object again: one row */
+    store_snapshot_radix_sort(s->refs->data, s->refs->len, sizeof *r,
+                              G_STRUCT_OFFSET(hl_snapshot_ref, from));
+    for (guint i = 0; i <= s->objects->len; i++) {
+        if (i > 0 && i < s->objects->len && o[i].id == cur.id) { /* the same object again */
             cur.flags |= o[i].flags;
             if (cur.generation > HL_GEN_NONGC)
                 cur.generation = o[i].generation;
             continue;
         }
-        if (i > 0 && !store_snapshot_write_object(w, &cur, n, error))
-            return FALSE;
-        cur = o[i];
+        if (i > 0) {
+            size_t first;
+            for (; ri < nrefs && r[ri].from < cur.id; ri++)
+                w->writer_anomalies++; /* from an object the snapshot does not hold */
+            for (first = ri; ri < nrefs && r[ri].from == cur.id; ri++)
+                ;
+            if (!store_snapshot_write_object(w, &cur, r + first, ri - first, n, error))
+                return FALSE;
+        }
+        if (i < s->objects->len)
+            cur = o[i];
     }
-    if (s->objects->len > 0 && !store_snapshot_write_object(w, &cur, n, error))
-        return FALSE;
+    w->writer_anomalies += nrefs - ri;
     return store_batch_flush(w, &w->snapshot_object_rows, error);
-}
-
-/* One row per reference: two fields of one object pointing to the same target are two rows,
- * told apart by nth (0, 1, ...). */
-static gboolean store_snapshot_write_refs(store_writer *w, store_snapshot_counts *n,
-                                          GError **error)
-{
-    const store_open_snapshot *s = &w->snap;
-    const hl_snapshot_ref *r = (const hl_snapshot_ref *)(void *)s->refs->data;
-    int64_t nth = 0;
-
-    /* By (from, to): by to, then stably by from. */
-    store_snapshot_radix_sort(s->refs->data, s->refs->len, sizeof *r,
-                              G_STRUCT_OFFSET(hl_snapshot_ref, to));
-    store_snapshot_radix_sort(s->refs->data, s->refs->len, sizeof *r,
-                              G_STRUCT_OFFSET(hl_snapshot_ref, from));
-    for (guint i = 0; i < s->refs->len; i++) {
-        gboolean again = i > 0 && r[i].from == r[i - 1].from && r[i].to == r[i - 1].to;
-        nth = again ? nth + 1 : 0;
-        const int64_t row[4] = {s->start.snapshot, (int64_t)r[i].from, (int64_t)r[i].to, nth};
-        if (!store_batch_add(w, &w->snapshot_ref_rows, row, error))
-            return FALSE;
-        n->refs++;
-    }
-    return store_batch_flush(w, &w->snapshot_ref_rows, error);
 }
 
 static gboolean store_snapshot_write_roots(store_writer *w, store_snapshot_counts *n,
@@ -287,14 +335,17 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
         return TRUE;
     }
     if (e->objects != s->objects->len || e->refs != s->refs->len || e->roots != s->roots->len) {
-        store_snapshot_discard_open(w); /* records of it were lost on the way */
+        /* records of it were lost on the way */
+        store_snapshot_discard_open(w, "its records were dropped by the collector (the writer "
+                                       "fell behind)");
         return TRUE;
     }
-    if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_refs(w, &n, error) ||
-        !store_snapshot_write_roots(w, &n, error) || !store_snapshot_write_row(w, e, &n, error))
+    store_snapshot_progress(w, TRUE);
+    if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_roots(w, &n, error) ||
+        !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,
-                                .trigger = s->start.trigger};
+                                .trigger = s->start.trigger, .objects = n.objects};
     g_array_append_val(w->gc.snapshots, done);
     w->last_snapshot = s->start.snapshot;
     ok = TRUE;

@@ -67,12 +67,9 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
-        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) "
-        "VALUES (?1, ?2, ?3, ?4)",
+        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY] = NULL,
-    [STORE_STMT_INSERT_SNAPSHOT_REF] =
-        "INSERT INTO snapshot_refs (snapshot, from_id, to_id, nth) VALUES (?1, ?2, ?3, ?4)",
-    [STORE_STMT_INSERT_SNAPSHOT_REFS_MANY] = NULL,
     [STORE_STMT_INSERT_SNAPSHOT_ROOT] =
         "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
         "VALUES (?1, ?2, " STORE_ROOT_KIND_SQL("?3") ", ?4, ?5)",
@@ -106,10 +103,8 @@ static const struct {
      "SELECT v.column1, v.column2, ?1, NULL FROM (VALUES ",
      "(?,?)", ") AS v WHERE EXISTS (SELECT 1 FROM objects o WHERE o.id = v.column1)"},
     {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
-     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags) VALUES ", "(?,?,?,?)",
-     ""},
-    {STORE_STMT_INSERT_SNAPSHOT_REFS_MANY,
-     "INSERT INTO snapshot_refs (snapshot, from_id, to_id, nth) VALUES ", "(?,?,?,?)", ""},
+     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) VALUES ",
+     "(?,?,?,?,?)", ""},
     {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
      "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
      "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5 "
@@ -136,32 +131,45 @@ gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        int code = (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_IOERR ? STORE_ERROR_IO
-                                                                             : STORE_ERROR_SQLITE;
-        g_set_error(error, STORE_ERROR, code, "%s: %s", w->path, sqlite3_errmsg(w->db));
+        store_sql_set_error(w->db, w->path, rc, sqlite3_errmsg(w->db), error);
         return FALSE;
     }
     return TRUE;
 }
 
 static void store_batch_init(store_row_batch *b, store_stmt_id one, store_stmt_id many,
-                             int columns)
+                             int columns, int text_column)
 {
     b->one = one;
     b->many = many;
     b->columns = columns;
     b->rows = 0;
+    b->text_column = text_column;
+    b->text = text_column >= 0 ? g_string_sized_new(4096) : NULL;
 }
 
-/* Binds `rows` buffered rows from row `first` to `st`, from parameter 1. */
+static void store_batch_release(store_row_batch *b)
+{
+    if (b->text != NULL)
+        g_string_free(b->text, TRUE);
+    b->text = NULL;
+}
+
+/* Binds `rows` buffered rows from row `first` to `st`, from parameter 1. The text stays in
+ * b->text until the statement has run (SQLITE_STATIC). */
 static void store_batch_bind(const store_row_batch *b, sqlite3_stmt *st, int first, int rows)
 {
     const int64_t *v = &b->v[first * b->columns];
     for (int i = 0; i < rows * b->columns; i++) {
-        if (v[i] == STORE_NULL)
+        if (v[i] == STORE_NULL) {
             sqlite3_bind_null(st, i + 1);
-        else
+        } else if (i % b->columns == b->text_column) {
+            size_t end = b->text_end[first + i / b->columns];
+            sqlite3_bind_text(st, i + 1, b->text->str + v[i], (int)(end - (size_t)v[i]),
+                              SQLITE_STATIC);
+        } else {
             sqlite3_bind_int64(st, i + 1, v[i]);
+        }
     }
 }
 
@@ -182,12 +190,16 @@ gboolean store_batch_flush(store_writer *w, store_row_batch *b, GError **error)
     ok = TRUE;
 out:
     b->rows = 0;
+    if (b->text != NULL)
+        g_string_truncate(b->text, 0);
     return ok;
 }
 
 gboolean store_batch_add(store_writer *w, store_row_batch *b, const int64_t *row, GError **error)
 {
     memcpy(&b->v[b->rows * b->columns], row, sizeof *row * (size_t)b->columns);
+    if (b->text != NULL)
+        b->text_end[b->rows] = b->text->len;
     if (++b->rows < STORE_BATCH_ROWS)
         return TRUE;
     return store_batch_flush(w, b, error);
@@ -344,7 +356,7 @@ static void store_bind_run_end(sqlite3_stmt *st, const void *data)
 
 static gboolean store_writer_run_end(store_writer *w, const store_record *rec, GError **error)
 {
-    if (!store_gc_discard_open(w, error))
+    if (!store_gc_discard_open(w, "the program ended before its GC completed", error))
         return FALSE;
     const hl_run_end *e = &rec->u.run_end;
     w->counters = e->counters;
@@ -566,6 +578,8 @@ static void store_writer_close(store_writer *w)
         g_hash_table_unref(w->threads_seen);
     if (w->replay != NULL)
         g_ptr_array_unref(w->replay);
+    store_batch_release(&w->snapshot_object_rows);
+    g_free(w->db_failure);
     g_free(w->path);
     g_free(w);
 }
@@ -581,15 +595,14 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
-    store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7);
+    store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7,
+                     -1);
     store_batch_init(&w->generation_rows, STORE_STMT_INSERT_GENERATION,
-                     STORE_STMT_INSERT_GENERATIONS_MANY, 3);
+                     STORE_STMT_INSERT_GENERATIONS_MANY, 3, -1);
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
-                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 4);
-    store_batch_init(&w->snapshot_ref_rows, STORE_STMT_INSERT_SNAPSHOT_REF,
-                     STORE_STMT_INSERT_SNAPSHOT_REFS_MANY, 4);
+                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 5, 4);
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
-                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5);
+                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5, -1);
 
     if (!store_writer_check_new(path, error))
         goto out;
@@ -656,6 +669,16 @@ out:
     return w;
 }
 
+/* Did the last failure come from the database rather than the stream? Its last call failed
+ * with a full disk or an I/O error, or its transaction is gone (SQLite rolls back on some
+ * failures; the writer always holds one open between create and finish). */
+static gboolean store_writer_db_failed(store_writer *w)
+{
+    int rc = sqlite3_errcode(w->db) & 0xff;
+    return rc == SQLITE_FULL || rc == SQLITE_IOERR || rc == SQLITE_NOMEM || rc == SQLITE_CORRUPT ||
+           rc == SQLITE_CANTOPEN || sqlite3_get_autocommit(w->db);
+}
+
 gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx, GError **error)
 {
     store_stream_end end = STORE_STREAM_CUT;
@@ -671,12 +694,33 @@ gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx
         /* A corrupt record: keep everything complete before it, as for a truncated stream. */
         w->corrupt = TRUE;
     }
+    if (!ok && store_writer_db_failed(w)) {
+        /* The database cannot take more (disk full, I/O error; SQLite may have rolled the
+         * transaction back already): drop what is uncommitted, write nothing more. */
+        w->db_failure = g_strdup(err->message);
+        if (!sqlite3_get_autocommit(w->db))
+            sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        if (w->gc.open) {
+            g_autofree char *why = g_strdup_printf("the writer failed: %s", err->message);
+            w->gc.open = FALSE;
+            w->gcs_discarded_incomplete++;
+            store_snapshot_discard_open(w, why);
+            store_snapshot_discard_written(w, why);
+        }
+    }
     /* A stream that stopped inside a GC (or failed there) leaves that GC out. */
     if (w->gc.open) {
         GError *err2 = NULL;
-        if (!store_gc_discard_open(w, ok ? &err2 : NULL)) {
+        const char *why = w->corrupt ? "the stream was corrupt inside its GC"
+                          : ok       ? "the program ended (or its connection broke) before its "
+                                       "GC completed"
+                                     : "the writer failed inside its GC";
+        if (!store_gc_discard_open(w, why, &err2)) {
+            if (ok)
+                err = err2; /* else the first error stays: it says why the stream stopped */
+            else
+                g_clear_error(&err2);
             ok = FALSE;
-            err = err2;
         }
     }
     if (!ok)
@@ -709,6 +753,8 @@ gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error)
 
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error)
 {
+    if (w->db_failure != NULL)
+        return TRUE; /* nothing more can be written; the failure is reported already */
     return store_writer_run_once(w, "UPDATE run SET exit_status = ?1 WHERE id = 1",
                                  store_bind_int1, &status, error);
 }
@@ -743,7 +789,16 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         status = "no-data";
 
     w->finished = TRUE;
-    if (!store_gc_discard_open(w, error) ||
+    if (w->db_failure != NULL) {
+        /* Nothing more can be written: the run row keeps status 'recording' (as a killed
+         * writer's), and every GC committed before the failure is whole. */
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
+                    "%s; recording stopped: %s keeps the GCs committed before (%" G_GUINT64_FORMAT
+                    ")",
+                    w->db_failure, w->path, w->gcs_written);
+        goto out;
+    }
+    if (!store_gc_discard_open(w, "the recording ended before its GC completed", error) ||
         !store_writer_run_once(w, "UPDATE run SET status = ?1 WHERE id = 1", store_bind_text1,
                                status, error) ||
         !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||

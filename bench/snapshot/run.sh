@@ -108,7 +108,7 @@ def pump():
     for line in proc.stdout:
         lines.append(line)
         if line.startswith("SnapshotBench: collect-ready"):
-            ready.gcs = int(line.split("gcs=")[1])
+            ready.gcs = int(line.split("gcs=")[1].split()[0])
             ready.set()
 threading.Thread(target=pump, daemon=True).start()
 caught_up = commit = None

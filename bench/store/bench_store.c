@@ -296,7 +296,7 @@ static hl_sb *bench_snapshot_build(uint64_t objects, gboolean with_snapshot,
 
 /* Ingests the recording into <dir>/<name>; returns FALSE on error. */
 static gboolean bench_snapshot_ingest(hl_sb *sb, const char *path, double *ingest, double *finish,
-                                      GError **error)
+                                      double *cpu, GError **error)
 {
     size_t len = hl_sb_len(sb);
     int fd = hl_sb_memfd(sb, len);
@@ -308,7 +308,7 @@ static gboolean bench_snapshot_ingest(hl_sb *sb, const char *path, double *inges
     store_writer *w = store_writer_create(path, "bench_store snapshot", error);
     if (w == NULL)
         goto out;
-    double t0 = bench_now();
+    double t0 = bench_now(), c0 = bench_cpu();
     if (!store_writer_ingest_fd(w, fd, error)) {
         store_writer_finish(w, NULL, NULL);
         goto out;
@@ -318,6 +318,7 @@ static gboolean bench_snapshot_ingest(hl_sb *sb, const char *path, double *inges
         goto out;
     *ingest = t1 - t0;
     *finish = bench_now() - t1;
+    *cpu = bench_cpu() - c0;
     ok = TRUE;
 out:
     close(fd);
@@ -327,9 +328,9 @@ out:
 /* Bytes of each table and index of the snapshot (dbstat). */
 static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *c)
 {
-    static const char *const names[] = {"snapshot_objects", "snapshot_refs", "snapshot_refs_by_to",
-                                        "snapshot_roots", "snapshot_roots_by_object", "snapshots"};
-    int64_t bytes[G_N_ELEMENTS(names)] = {0};
+    static const char *const names[] = {"snapshot_objects", "snapshot_roots",
+                                        "snapshot_roots_by_object", "snapshots"};
+    int64_t bytes[G_N_ELEMENTS(names)] = {0}, all = 0;
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
@@ -343,17 +344,76 @@ static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *
         if (sqlite3_step(st) == SQLITE_ROW)
             bytes[i] = sqlite3_column_int64(st, 0);
         sqlite3_reset(st);
+        all += bytes[i];
         printf("  %-26s %10.1f MB  %6.2f bytes per snapshot object\n", names[i],
                (double)bytes[i] / 1e6, (double)bytes[i] / (double)c->objects);
     }
-    printf("bytes per snapshot object, objects + references (tables): %.2f\n",
-           (double)(bytes[0] + bytes[1]) / (double)c->objects);
-    printf("  ... + the index by to_id (who references X):             %.2f\n",
-           (double)(bytes[0] + bytes[1] + bytes[2]) / (double)c->objects);
+    printf("bytes per snapshot object, objects with their references (snapshot_objects): %.2f\n",
+           (double)bytes[0] / (double)c->objects);
     printf("  ... + roots (%" G_GUINT64_FORMAT ") and the snapshots row:                   %.2f\n",
-           c->roots, (double)(bytes[0] + bytes[1] + bytes[2] + bytes[3] + bytes[4] + bytes[5]) /
-                         (double)c->objects);
-    printf("bytes per reference row (table): %.2f\n", (double)bytes[1] / (double)c->refs);
+           c->roots, (double)all / (double)c->objects);
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* Reads every reference of the snapshot (number 2) as a reader in C does (the refs text of
+ * each object, parsed: query/snapshot_graph.c), and through the snapshot_refs view. */
+static void bench_snapshot_read(const char *path, const bench_snapshot_counts *c)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        goto out;
+    double t0 = bench_now();
+    uint64_t refs = 0, sum = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT object_id, refs FROM snapshot_objects WHERE snapshot = 2"
+                           " AND refs IS NOT NULL ORDER BY object_id",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    /* The alternative to JSON text, measured on the same references: a BLOB of varints (7 bits
+     * a byte) of the target ids, or of their zigzag distance to the referencing object. */
+    uint64_t text_bytes = 0, varint_bytes = 0, delta_bytes = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t from = sqlite3_column_int64(st, 0);
+        const unsigned char *t = sqlite3_column_text(st, 1);
+        text_bytes += (uint64_t)sqlite3_column_bytes(st, 1);
+        uint64_t v = 0;
+        for (; t != NULL && *t; t++) { /* the digits between the brackets and commas */
+            if (*t >= '0' && *t <= '9') {
+                v = v * 10 + (uint64_t)(*t - '0');
+            } else if (*t == ',' || *t == ']') {
+                int64_t d = (int64_t)v - from;
+                uint64_t z = d < 0 ? ((uint64_t)(-d) << 1) - 1 : (uint64_t)d << 1;
+                for (uint64_t x = v; (varint_bytes++, x >>= 7) != 0;)
+                    ;
+                for (; (delta_bytes++, z >>= 7) != 0;)
+                    ;
+                sum += v;
+                refs++;
+                v = 0;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    double t1 = bench_now();
+    uint64_t view_refs = 0;
+    if (sqlite3_prepare_v2(db, "SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = 2", -1,
+                           &st, NULL) != SQLITE_OK)
+        goto out;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        view_refs++;
+    double t2 = bench_now();
+    printf("reading the references: %.2f s parsing refs text (%.1f M refs/s), %.2f s through the"
+           " snapshot_refs view; %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT
+           " of %" G_GUINT64_FORMAT
+           " (checksum %" G_GUINT64_FORMAT ")\n",
+           t1 - t0, (double)refs / (t1 - t0) / 1e6, t2 - t1, refs, view_refs, c->refs, sum);
+    printf("refs payload per snapshot object: JSON text %.2f bytes; as a varint BLOB %.2f, of "
+           "distances to the object %.2f (not counting SQLite's own few bytes per value)\n",
+           (double)text_bytes / (double)c->objects, (double)varint_bytes / (double)c->objects,
+           (double)delta_bytes / (double)c->objects);
 out:
     sqlite3_finalize(st);
     sqlite3_close(db);
@@ -368,7 +428,7 @@ static int bench_snapshot_main(int argc, char **argv)
     g_autofree char *without = g_build_filename(dir, "no-snapshot.db", NULL);
     g_autoptr(GError) error = NULL;
     bench_snapshot_counts c, c0;
-    double in1 = 0, fin1 = 0, in0 = 0, fin0 = 0;
+    double in1 = 0, fin1 = 0, in0 = 0, fin0 = 0, cpu1 = 0, cpu0 = 0;
     int rc = 1;
 
     if (objects < 100) {
@@ -376,12 +436,12 @@ static int bench_snapshot_main(int argc, char **argv)
         return 2;
     }
     hl_sb *sb = bench_snapshot_build(objects, TRUE, &c);
-    gboolean ok = bench_snapshot_ingest(sb, with, &in1, &fin1, &error);
+    gboolean ok = bench_snapshot_ingest(sb, with, &in1, &fin1, &cpu1, &error);
     hl_sb_free(sb);
     if (!ok)
         goto out;
     sb = bench_snapshot_build(objects, FALSE, &c0);
-    ok = bench_snapshot_ingest(sb, without, &in0, &fin0, &error);
+    ok = bench_snapshot_ingest(sb, without, &in0, &fin0, &cpu0, &error);
     hl_sb_free(sb);
     if (!ok)
         goto out;
@@ -393,7 +453,7 @@ static int bench_snapshot_main(int argc, char **argv)
            " roots; ids up to %" G_GUINT64_FORMAT "\n",
            c.objects, c.refs, (double)c.refs / (double)c.objects, c.roots, objects * 5);
     printf("writing it: ingest %.2f s (+%.2f s over the same recording without it), finish "
-           "%.2f s (+%.2f s: index by to_id)\n",
+           "%.2f s (%+.2f s)\n",
            in1, in1 - in0, fin1, fin1 - fin0);
     printf("survivors (without the snapshot): %" G_GUINT64_FORMAT " objects rows + first generation"
            " rows in %.2f s ingest + %.2f s finish: %.2f M survivors/s\n",
@@ -402,10 +462,14 @@ static int bench_snapshot_main(int argc, char **argv)
            " objects: %.2f M snapshot objects/s, references included\n",
            (in1 - in0) + (fin1 - fin0), c.objects,
            (double)c.objects / ((in1 - in0) + (fin1 - fin0)) / 1e6);
+    /* CPU time (user + system) is steadier than wall time on a shared machine. */
+    printf("  cpu: %.2f s (%.2f M snapshot objects per cpu second)\n", cpu1 - cpu0,
+           (double)c.objects / (cpu1 - cpu0) / 1e6);
     printf("database: %.1f MB with the snapshot, %.1f MB without: %.2f bytes per snapshot object\n",
            (double)st1.st_size / 1e6, (double)st0.st_size / 1e6,
            (double)(st1.st_size - st0.st_size) / (double)c.objects);
     bench_snapshot_sizes(with, &c);
+    bench_snapshot_read(with, &c);
     rc = 0;
 out:
     if (error != NULL)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Faults of the writer while a real .NET program is recorded (design: "the collector never harms
 its host"). AllocBench runs under `heaplens record`; once the first GC is committed the test
-either kills the writer (SIGKILL) or stops it (SIGSTOP) until the program has finished its work.
+either kills the writer (SIGKILL) or stops it (SIGSTOP) until the program has finished its work;
+a third run records into files that cannot grow past 4 MiB (a full disk).
 
 Checked: the program runs to its end and `heaplens record` exits with its status; nothing
 already committed is lost and the database stays readable; a writer paused for a while with the
@@ -69,13 +70,14 @@ def heaplens_json(hl, *args):
     return r.returncode, (json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else None), r.stderr
 
 
-def start(hl, dll, db, iterations, env):
+def start(hl, dll, db, iterations, env, preexec_fn=None):
     # An earlier run's file would satisfy "a committed GC" at once, and the writer would be
     # stopped before the program even starts.
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
     return subprocess.Popen([hl, "record", "--force", "-o", db, "--", "dotnet", dll,
                              str(iterations), "--threads", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=preexec_fn)
 
 
 def program_line(proc):
@@ -201,6 +203,40 @@ def writer_stalled(hl, dll, workdir, iterations):
     check_gcs_whole("stalled", db, line)
 
 
+def writer_disk_full(hl, dll, workdir, iterations):
+    """The database's files cannot grow past 4 MiB (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail
+    as on a full disk, without root or a small file system)."""
+    db = os.path.join(workdir, "full.db")
+
+    def small_files():
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
+
+    proc = start(hl, dll, db, iterations, dict(os.environ), preexec_fn=small_files)
+    line = program_line(proc)
+    err = proc.stderr.read()
+    status = proc.wait(timeout=300)
+    lines = [x for x in err.splitlines() if x.strip()]
+    check("disk full: the program ran to its end", line is not None, err.strip())
+    check("disk full: heaplens exits with the program's status (0)", status == 0,
+          f"status {status}")
+    check("disk full: heaplens says what happened in one line", len(lines) == 1, err.strip())
+    check("disk full: the line names the file and the error",
+          bool(lines) and db in lines[0] and ("disk I/O error" in lines[0] or "full" in lines[0])
+          and "committed before" in lines[0], err.strip())
+    check("disk full: no GLib critical, no follow-on SQLite error",
+          "CRITICAL" not in err and "no transaction" not in err and "savepoint" not in err,
+          err.strip())
+    rc, gcs, e = heaplens_json(hl, "gcs", db)
+    check("disk full: the database is readable", rc == 0 and gcs is not None, e.strip())
+    if gcs:
+        check("disk full: GCs committed before are there, 1..n without gaps",
+              len(gcs["rows"]) >= 1 and
+              [r["gc"] for r in gcs["rows"]] == list(range(1, len(gcs["rows"]) + 1)),
+              json.dumps([r["gc"] for r in gcs["rows"]]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heaplens", required=True)
@@ -216,6 +252,7 @@ def main():
     writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_paused(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
+    writer_disk_full(a.heaplens, a.dll, a.workdir, a.iterations)
     return checks.summary()
 
 

@@ -760,6 +760,8 @@ def check_on_demand_recording(checks, db, truth_path, answer=None):
     if isinstance(answer, dict):
         checks.eq(f"{where}: is the one heaplens snapshot answered", (answer.get("snapshot"),
                   answer.get("gc")), (s.id, s.gc))
+        checks.eq(f"{where}: heaplens snapshot answered with its objects", answer.get("objects"),
+                  rows[s.id]["objects"])
     check_snapshot_integrity(checks, conn, s, where, trigger=TRIGGER_NAMES["requested"])
     for other in rows.values():
         if other["snapshot"] != s.id:

@@ -453,6 +453,50 @@ static void case_retention_text(void)
     run_result_release(&r);
 }
 
+/* Runs `sql` on fixture `name`, writable. */
+static void sql_exec(const char *name, const char *sql)
+{
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK &&
+          sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* The references are read from snapshot_objects.refs as text: any JSON spacing reads the same
+ * (one and two threads); text that is not an array of ids is a damaged database, said so. */
+static void case_retention_refs_text(void)
+{
+    file_copy("graph.db", "rt1.db");
+    file_copy("graph.db", "rt2.db");
+    sql_exec("rt2.db", "UPDATE snapshot_objects SET refs = replace(replace(refs, ',', ' , '),"
+                       " '[', ' [ ') WHERE refs IS NOT NULL");
+    CHECK(sql_int("rt2.db", "SELECT count(*) FROM snapshot_objects WHERE refs LIKE '% , %'") > 0);
+    for (int threads = 1; threads <= 2; threads++) {
+        g_setenv("HEAPLENS_THREADS", threads == 1 ? "1" : "2", TRUE);
+        run_result a = RUN("retention", "rt1.db", "--snapshot", "1", "--json", "--top", "50");
+        run_result b = RUN("retention", "rt2.db", "--snapshot", "1", "--json", "--top", "50");
+        CHECK_INT(a.status, 0);
+        CHECK_INT(b.status, 0);
+        CHECK_STR(a.out, b.out);
+        run_result_release(&a);
+        run_result_release(&b);
+        file_copy("graph.db", "rt3.db");
+        sql_exec("rt3.db", "UPDATE snapshot_objects SET refs = '[1,x]' WHERE snapshot = 1 AND"
+                           " object_id = (SELECT min(object_id) FROM snapshot_objects"
+                           " WHERE snapshot = 1 AND refs IS NOT NULL)");
+        run_result r = RUN("retention", "rt3.db", "--snapshot", "1");
+        CHECK_INT(r.status, 1);
+        CHECK(strstr(r.err, "damaged") != NULL && strstr(r.err, "refs") != NULL);
+        run_result_release(&r);
+        file_copy("graph.db", "rt1.db");
+        file_copy("graph.db", "rt2.db");
+        sql_exec("rt2.db", "UPDATE snapshot_objects SET refs = replace(refs, ',', ', ')"
+                           " WHERE refs IS NOT NULL");
+    }
+    g_unsetenv("HEAPLENS_THREADS");
+}
+
 /* A file heaplens may not write: the results go to TEMP tables, a note says so. */
 /* Makes `name` unwritable for heaplens: mode 0400, or (root ignores modes) a run status that
  * says the writer may still be at work. */
@@ -1025,6 +1069,7 @@ static const struct {
     {"retention_one_thread", case_retention_one_thread},
     {"retention_types", case_retention_types},
     {"retention_text", case_retention_text},
+    {"retention_refs_text", case_retention_refs_text},
     {"retention_readonly", case_retention_readonly},
     {"roots_object", case_roots_object},
     {"roots_all", case_roots_all},
