@@ -453,15 +453,19 @@ static void case_retention_text(void)
     run_result_release(&r);
 }
 
-/* Runs `sql` on fixture `name`, writable. */
+/* A file's own SQL on a copy (the tests' hand edits). */
 static void sql_exec(const char *name, const char *sql)
 {
     g_autofree char *path = fixture_path(name);
     sqlite3 *db = NULL;
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK &&
-          sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    char *message = NULL;
+    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
+        fprintf(stderr, "sql_exec(%s): %s\n", sql, message ? message : sqlite3_errmsg(db));
+        exit(2);
+    }
     sqlite3_close(db);
 }
+
 
 /* The references are read from snapshot_objects.refs as text: any JSON spacing reads the same
  * (one and two threads); text that is not an array of ids is a damaged database, said so. */
@@ -625,19 +629,6 @@ static void case_roots_type(void)
     CHECK_INT(jint(doc, "object"), 3);
     path_expect(json_object_get(jrow(doc, 0), "path"), (const long long[]){1, 2, 3}, 3);
     json_decref(doc);
-}
-
-/* A file's own SQL on a copy (the tests' hand edits). */
-static void sql_exec(const char *name, const char *sql)
-{
-    g_autofree char *path = fixture_path(name);
-    sqlite3 *db = NULL;
-    char *message = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
-        fprintf(stderr, "sql_exec(%s): %s\n", sql, message ? message : sqlite3_errmsg(db));
-        exit(2);
-    }
-    sqlite3_close(db);
 }
 
 /* --type takes the full name or the name without namespaces; several matches are one line. */
