@@ -159,7 +159,7 @@ size_t hm_window_find_live(const hm_window *w, uint64_t addr)
 
 /* Window holding key, creating an empty one if needed. Returns its index or HM_NONE (NOMEM).
  * An empty window is harmless to every invariant, so creating one counts as no change. */
-static size_t hm_windows_get(hm_model *m, uint64_t key, size_t from)
+size_t hm_windows_get(hm_model *m, uint64_t key, size_t from)
 {
     size_t i = hm_windows_lower_bound(m, key, from);
     if (i < m->n_win && m->win[i].key == key)
@@ -174,7 +174,7 @@ static size_t hm_windows_get(hm_model *m, uint64_t key, size_t from)
     return i;
 }
 
-static int hm_window_reserve(hm_model *m, hm_window *w, size_t need)
+int hm_window_reserve(hm_model *m, hm_window *w, size_t need)
 {
     if (need > UINT32_MAX)
         return HM_ERR_NOMEM; /* a 4 MiB window cannot hold that many objects of >= 8 bytes */

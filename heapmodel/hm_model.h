@@ -174,4 +174,33 @@ size_t hm_model_memory(const hm_model *m);
  * step. */
 bool hm_model_check(const hm_model *m, char *why, size_t why_size);
 
+/* ---- objects found alive by a walk (sampled mode, attach) ------------------------------------
+ * Without ObjectAllocated the collector learns objects only by looking at the heap after a GC:
+ * the objects in the survivor ranges of the young generations, or every object of a full heap
+ * walk. hm_model_discover takes such a list right after hm_model_apply_gc (no object added since,
+ * so the model holds no young object) and, for each object, either finds the object the model
+ * already holds at that address (its id) or inserts a new one with the next id from *next_id,
+ * in the generation the caller names. One merge per 4 MiB window: O(n log n) for the sort of
+ * the list (linear when it arrives in address order, as survivor ranges usually do) plus the
+ * objects of the windows it touches. */
+enum {
+    HM_FOUND_NEW = 1,       /* unknown to the model: inserted with a new id */
+    HM_FOUND_KNOWN = 2,     /* the model held an object at this address: its id and generation */
+    HM_FOUND_DUPLICATE = 3, /* the list named this address twice: the first one's id */
+    HM_FOUND_INVALID = 4,   /* address 0 or generation above HM_GEN_NONGC: ignored, id 0 */
+};
+typedef struct hm_found {
+    uint64_t addr;
+    uint64_t tag;        /* the caller's own (e.g. an index into its list); kept */
+    uint64_t id;         /* out */
+    uint32_t generation; /* in: the object's generation now; out: the model's for a known one */
+    uint32_t status;     /* out: HM_FOUND_* */
+} hm_found;
+
+/* Sorts `found` by address in place and resolves every entry (see above); *n_new gets the number
+ * of HM_FOUND_NEW. Returns HM_OK; HM_ERR_NOMEM with the model and *next_id unchanged (statuses
+ * undefined); HM_ERR_INVALID when the model holds young objects or tombstones (call it right
+ * after apply_gc, before any add), or the next id would pass HM_ID_MAX. */
+int hm_model_discover(hm_model *m, hm_found *found, size_t n, uint64_t *next_id, size_t *n_new);
+
 #endif /* HEAPLENS_HM_MODEL_H */

@@ -197,6 +197,11 @@ void *hm_calloc(hm_model *m, size_t n, size_t size);
 size_t hm_windows_find(const hm_model *m, uint64_t key);
 /* Index of the live (not tombstone) entry at addr in window w, or HM_NONE. */
 size_t hm_window_find_live(const hm_window *w, uint64_t addr);
+/* Index of the window with `key` (searching from index `from`), created empty if needed; HM_NONE
+ * when out of memory. An empty window changes nothing observable. */
+size_t hm_windows_get(hm_model *m, uint64_t key, size_t from);
+/* Room for `need` entries in w (HM_OK or HM_ERR_NOMEM, w unchanged). */
+int hm_window_reserve(hm_model *m, hm_window *w, size_t need);
 
 /* ---- hm_young.c -------------------------------------------------------------------------- */
 
