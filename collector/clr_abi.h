@@ -59,6 +59,11 @@ enum {
     COR_PRF_MONITOR_SUSPENDS = 0x00010000,
     COR_PRF_ENABLE_OBJECT_ALLOCATED = 0x00800000,
 };
+/* COR_PRF_HIGH_MONITOR (high event mask, SetEventMask2's second argument). */
+enum {
+    COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED = 0x00000040, /* ObjectAllocated for LOH only */
+    COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED = 0x00000100, /* ... for POH only (.NET 7+) */
+};
 
 /* COR_PRF_GC_GENERATION_RANGE: 32 bytes. */
 typedef struct COR_PRF_GC_GENERATION_RANGE {

@@ -24,6 +24,9 @@ static inline HRESULT info_set_event_mask2(ICorProfilerInfo *i, DWORD low, DWORD
 static inline HRESULT info_get_object_size2(ICorProfilerInfo *i, ObjectID o, SIZE_T *size) {
     return CLR_CALL(i, INFO_GetObjectSize2, HRESULT (*)(ICorProfilerInfo *, ObjectID, SIZE_T *), o, size);
 }
+static inline HRESULT info_get_class_from_object(ICorProfilerInfo *i, ObjectID o, ClassID *cls) {
+    return CLR_CALL(i, INFO_GetClassFromObject, HRESULT (*)(ICorProfilerInfo *, ObjectID, ClassID *), o, cls);
+}
 static inline HRESULT info_get_generation_bounds(ICorProfilerInfo *i, ULONG capacity, ULONG *total,
                                                  COR_PRF_GC_GENERATION_RANGE *ranges) {
     return CLR_CALL(i, INFO_GetGenerationBounds,

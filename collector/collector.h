@@ -36,6 +36,7 @@ typedef struct hl_profiler {
     ICorProfilerInfo *info;
     int info_version;
     bool empty;                 /* HEAPLENS_EMPTY=1: flags set, callbacks do nothing */
+    uint32_t mode;              /* HL_MODE_*: what the collector hears (profiler.c, modes) */
     bool active;                /* callbacks record (false in empty mode and after Shutdown) */
 
     atomic_uint_fast64_t next_id; /* next allocation id; next_id - 1 allocations seen */

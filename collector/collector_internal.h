@@ -62,6 +62,8 @@ typedef struct collector {
     id_vec handles_freed;   /* per GC: handles freed by the deaths of their WeakReferences */
     uint32_t snapshots;
     uint64_t discovered;  /* ids handed out from HL_DISCOVERED_ID_BASE */
+    uint64_t discovered_at_gcs; /* ... of those, by discovery after GCs (sampled mode, attach) */
+    uint64_t discover_pause_ns, discover_apply_ns, discover_found; /* HEAPLENS_STATS */
     /* Per-GC scratch. */
     id_vec deaths, promotions;
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */

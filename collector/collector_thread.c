@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "collector/collector_internal.h"
+#include "collector/discovery.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -181,7 +182,7 @@ static void send_run_start(collector *c) {
     char cmdline[2048];
     read_command_line(cmdline, sizeof cmdline);
     const char *strings[3] = {cmdline, p->runtime_version, "heaplens " HEAPLENS_VERSION};
-    hl_run_start rs = {.pid = (uint32_t)getpid(), .mode = HL_MODE_FULL,
+    hl_run_start rs = {.pid = (uint32_t)getpid(), .mode = p->mode,
                        .start_unix_ns = p->start_unix_ns, .start_mono_ns = p->start_mono_ns,
                        .flags = p->empty ? HL_RUN_FLAG_EMPTY_PROFILER : 0, .pointer_size = 8};
     char payload[sizeof rs + 3 * 4 + sizeof cmdline + 64];
@@ -597,9 +598,21 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     uint64_t t0 = cpu_ns();
     id_vec counts;
     hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
-    unreported_counts(c, g, &counts);
+    /* Without ObjectAllocated (sampled mode) there are no reported allocations to subtract. */
+    if (c->p->mode == HL_MODE_FULL)
+        unreported_counts(c, g, &counts);
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
+    /* Sampled mode: the objects this GC found alive get their ids, before the snapshot reads
+     * the model (so that its self-check covers them); sent after the handle kinds. */
+    id_vec found_new = {.elem = sizeof(hl_discovered)};
+    if (classified && c->p->gcs.discover) {
+        uint64_t t1 = cpu_ns();
+        hl_discover_apply(c, g, &found_new);
+        c->discover_apply_ns += cpu_ns() - t1;
+        c->discover_pause_ns += g->discover_ns;
+        c->discover_found += g->n_found;
+    }
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
     /* The snapshot reads the model as this GC left it (and adds the objects it discovers). */
     struct hl_snapshot *snap = classified ? hl_snapshot_build(c, g) : NULL;
@@ -632,6 +645,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                    .surviving_ranges = g->surviving_ranges};
     if (classified)
         hl_roots_apply(c, g, &e);
+    hl_discover_send(c, g, &found_new);
     hl_snapshot_send(c, snap);
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);

@@ -4,6 +4,7 @@
  * callbacks: managed threads are stopped at GC-safe points, never inside malloc, and native
  * threads keep running and release any allocator lock they hold. */
 #include "collector/gc_capture.h"
+#include "collector/discovery.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@ static void capture_free(hl_gc_capture *c) {
     free(c->roots);
     free(c->by_class);
     free(c->walk);
+    free(c->found);
     free(c);
 }
 
@@ -91,6 +93,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
         free(c);
         q->current = NULL;
         atomic_fetch_add(&q->lost, 1);
+        q->discover_full_next = q->discover; /* identity comes back with the next full walk */
         return;
     }
     c->gc = q->gcs_started;
@@ -106,6 +109,10 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
         c->incomplete = true;
     c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
     c->walk_shared = reason == COR_PRF_GC_REASON_INDUCED && c->generation == 2;
+    if (q->discover && q->discover_full_next) {
+        c->discover_walk = true;
+        q->discover_full_next = false;
+    }
     atomic_init(&c->finished, false);
     atomic_init(&c->resume_ns, 0);
     /* The previous GC can no longer be resumed: from now on the consumer may free it. */
@@ -192,8 +199,15 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     hl_gc_capture *c = q->current;
     if (!c)
         return false;
+    SIZE_T size = 0;
+    bool keep = false;
+    if (c->discover_walk) {
+        info_get_object_size2(info, object, &size);
+        hl_discover_walked(c, object, class_id, size);
+        keep = true;
+    }
     if (!c->snapshot_trigger)
-        return c->walk_shared; /* nothing recorded; the walk goes on for the heap dump */
+        return keep || c->walk_shared; /* nothing more recorded; the walk goes on */
     uint64_t t = now_ns();
     if (!c->walk_objects)
         c->walk_first_ns = t;
@@ -202,10 +216,10 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     if (!grow((void **)&c->walk, &c->walk_cap, c->walk_len, need, 1)) {
         c->incomplete = true;
         c->snapshot_trigger = 0; /* a partial walk is no snapshot: drop it, say so */
-        return c->walk_shared;
+        return keep || c->walk_shared;
     }
-    SIZE_T size = 0;
-    info_get_object_size2(info, object, &size);
+    if (!c->discover_walk)
+        info_get_object_size2(info, object, &size);
     hl_walk_object w = {object, class_id, size, n_refs};
     memcpy(c->walk + c->walk_len, &w, sizeof w);
     if (n_refs)
@@ -222,6 +236,12 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     q->current = NULL;
     if (!bounds_copy(q, info, &c->after, &c->n_after))
         c->incomplete = true;
+    if (q->discover) {
+        if (!c->discover_walk && !c->incomplete)
+            hl_discover_ranges(c, info);
+        if (c->incomplete || c->discover_incomplete)
+            q->discover_full_next = true;
+    }
     c->end_ns = now_ns();
     atomic_store(&q->awaiting_resume, c);
     atomic_store_explicit(&c->finished, true, memory_order_release);

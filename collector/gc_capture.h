@@ -40,6 +40,13 @@ typedef struct hl_walk_object {
     uint64_t n_refs;
 } hl_walk_object;
 
+/* An object found alive after a GC without ObjectAllocated (sampled mode, attach: discovery.h). */
+typedef struct hl_found_object {
+    ObjectID object; /* post-GC address */
+    ClassID class_id;
+    uint64_t size;
+} hl_found_object;
+
 typedef struct hl_gc_capture {
     uint32_t gc;             /* ordinal from 1 */
     uint32_t generation;     /* highest condemned SOH generation */
@@ -73,6 +80,15 @@ typedef struct hl_gc_capture {
     size_t walk_len, walk_cap;
     uint64_t walk_objects;
     uint64_t walk_first_ns, walk_last_ns;
+    /* Discovery (sampled mode, attach; discovery.h): the objects found alive after this GC, in
+     * the survivor ranges of its young generations or, when `discover_walk`, by the runtime's
+     * walk of the whole heap. */
+    bool discover_walk;
+    bool discover_incomplete; /* a range could not be parsed or memory ran out */
+    hl_found_object *found;
+    size_t n_found, cap_found;
+    uint64_t discover_ns;    /* pause time spent parsing ranges (GC thread) */
+    uint64_t discover_bytes; /* bytes of ranges parsed */
     atomic_bool finished;    /* set last, at GarbageCollectionFinished */
     atomic_uint_fast64_t resume_ns; /* RuntimeResumeFinished after it; 0 until then */
 } hl_gc_capture;
@@ -88,6 +104,10 @@ typedef struct hl_gc_queue {
     COR_PRF_GC_GENERATION_RANGE *scratch; /* GetGenerationBounds buffer, grown as needed */
     ULONG scratch_cap;
     atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */
+    /* Discovery (sampled mode, attach): on, and whether the next GC must walk the whole heap
+     * (the first GC, and the GC after one whose discovery was incomplete). */
+    bool discover;
+    bool discover_full_next;
 } hl_gc_queue;
 
 void hl_gc_queue_init(hl_gc_queue *q);

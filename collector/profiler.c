@@ -292,7 +292,7 @@ static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
-                                        "HEAPLENS_CHILDREN"};
+                                        "HEAPLENS_CHILDREN", "HEAPLENS_MODE"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -304,9 +304,98 @@ static size_t pool_bytes(void) {
     return (size_t)(v > 0 && v <= 65536 ? v : HL_TBUF_POOL_DEFAULT_MB) << 20;
 }
 
+/* ---- modes ------------------------------------------------------------------------------ */
+
+/* What each recording mode asks of the runtime. The one place the event flags are chosen.
+ *   full     every allocation by ObjectAllocated (ENABLE_OBJECT_ALLOCATED sends every
+ *            allocation down the runtime's slow path: 2-3x on allocation-heavy code; startup
+ *            only, and it forbids detaching).
+ *   sampled  no ObjectAllocated for small objects: identity comes from discovery after each GC
+ *            (discovery.h); LOH and POH objects still by ObjectAllocated (HIGH_MONITOR_
+ *            LARGEOBJECT_ALLOCATED, HIGH_MONITOR_PINNEDOBJECT_ALLOCATED: those allocations never
+ *            use an allocation context, they always take the allocator's slow path, so the
+ *            callback adds no slow path; and they are condemned only by gen2 GCs, so without
+ *            the callback they would stay unknown until the next one).
+ *   attach   as sampled, with only flags allowed after attach (corprof.idl
+ *            COR_PRF_ALLOWABLE_AFTER_ATTACH, COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH: not the POH
+ *            one, so POH objects are found at gen2 GCs and snapshots). */
+typedef struct hl_mode_spec {
+    uint32_t mode; /* HL_MODE_* */
+    const char *name;
+    DWORD low, high;
+    bool discover; /* identity by discovery after GCs, not by ObjectAllocated */
+} hl_mode_spec;
+
+static const hl_mode_spec hl_modes[] = {
+    {HL_MODE_FULL, "full",
+     COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED | COR_PRF_MONITOR_GC |
+         COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
+     0, false},
+    {HL_MODE_SAMPLED, "sampled",
+     COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
+     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED,
+     true},
+    {HL_MODE_ATTACH, "attach",
+     COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
+     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED, true},
+};
+
+static const hl_mode_spec *mode_spec(uint32_t mode) {
+    for (size_t i = 0; i < sizeof hl_modes / sizeof hl_modes[0]; i++)
+        if (hl_modes[i].mode == mode)
+            return &hl_modes[i];
+    return NULL;
+}
+
+/* HEAPLENS_MODE (set by `heaplens record --mode`): full (default) or sampled; 0 if unknown. */
+static uint32_t mode_from_env(void) {
+    const char *text = getenv("HEAPLENS_MODE");
+    if (!text || !*text)
+        return HL_MODE_FULL;
+    for (size_t i = 0; i < sizeof hl_modes / sizeof hl_modes[0]; i++)
+        if (hl_modes[i].mode != HL_MODE_ATTACH && strcmp(text, hl_modes[i].name) == 0)
+            return hl_modes[i].mode;
+    return 0;
+}
+
+/* Starts recording in `mode` once p->info, p->socket_path and the snapshot policy are set:
+ * the event mask, the buffers, the GC queue, the collector thread. Shared by Initialize and
+ * InitializeForAttach. 0 or -1 (the caller cancels the activation). */
+static int hl_profiler_start(hl_profiler *p, uint32_t mode) {
+    const hl_mode_spec *spec = mode_spec(mode);
+    if (!spec || HR_FAILED(info_set_event_mask2(p->info, spec->low, spec->high)))
+        return -1;
+    p->mode = mode;
+
+    /* The runtime dlclose()s a profiler on detach; our thread must never run unmapped code. */
+    Dl_info self;
+    if (dladdr((void *)hl_profiler_start, &self) && self.dli_fname)
+        dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
+
+    atomic_init(&p->next_id, 1);
+    p->start_unix_ns = hl_now_unix_ns();
+    p->start_mono_ns = hl_now_ns();
+    runtime_version(p);
+    if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
+        return -1;
+    hl_gc_queue_init(&p->gcs);
+    /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
+    p->gcs.discover = spec->discover;
+    p->gcs.discover_full_next = spec->discover;
+    /* In empty mode the collector thread still reports the run (flagged), but the callbacks
+     * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
+    if (hl_collector_start(p) != 0)
+        return -1;
+    p->active = !p->empty;
+    return 0;
+}
+
 static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     if (!session_claim(getenv("HEAPLENS_SOCKET"), p->socket_path, sizeof p->socket_path))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
+    uint32_t mode = mode_from_env();
+    if (!mode)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* `heaplens record` validates it first */
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
         if (clr_query_interface(info_unknown, &IID_ICorProfilerInfo_by_version[v], &info) == S_OK) {
@@ -321,30 +410,9 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     const char *empty = getenv("HEAPLENS_EMPTY");
     p->empty = empty && strcmp(empty, "1") == 0;
     /* p->socket_path: set by session_claim */
-
-    DWORD low = COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED |
-                COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS;
-    if (HR_FAILED(info_set_event_mask2(p->info, low, 0)))
+    if (hl_profiler_start(p, mode) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     forget_session_environment();
-
-    /* The runtime dlclose()s a profiler on detach; our thread must never run unmapped code. */
-    Dl_info self;
-    if (dladdr((void *)on_initialize, &self) && self.dli_fname)
-        dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
-
-    atomic_init(&p->next_id, 1);
-    p->start_unix_ns = hl_now_unix_ns();
-    p->start_mono_ns = hl_now_ns();
-    runtime_version(p);
-    if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
-    hl_gc_queue_init(&p->gcs);
-    /* In empty mode the collector thread still reports the run (flagged), but the callbacks
-     * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
-    if (hl_collector_start(p) != 0)
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
-    p->active = !p->empty;
     return S_OK;
 }
 

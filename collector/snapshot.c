@@ -117,19 +117,32 @@ static void walk_objects(snapshot *s) {
         } else {
             id = HL_DISCOVERED_ID_BASE + ++c->discovered;
             gen = generation_at(g->after, g->n_after, w.object);
+            /* Outside every GC range: a frozen (NonGC) object, which .NET 10 walks too. */
+            bool frozen = gen == HL_GEN_NONE;
+            if (frozen)
+                gen = HL_GEN_NONGC;
             if (hm_model_add(c->model, w.object, id) != HM_OK)
                 c->model_failures++;
             uint32_t type_id = hl_collector_type_id(c, w.class_id);
             /* Delegates and boxes unknown to the model come from runtime paths that do not
-             * report allocations (hl_wire.h, HL_DISCOVERED_UNREPORTED): no model error. */
-            bool unreported = hl_collector_type_traits(c, type_id) &
-                              (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE);
+             * report allocations (hl_wire.h, HL_DISCOVERED_UNREPORTED): no model error.
+             * Without ObjectAllocated (sampled mode, attach), objects in heaps that no GC has
+             * condemned since they were allocated — new frozen objects, POH objects before a
+             * gen2 GC — are found only by a walk: not a model error either (discovery.h). */
+            bool unreported = (hl_collector_type_traits(c, type_id) &
+                               (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE)) ||
+                              (c->p->gcs.discover && (frozen || gen == HL_GEN_POH));
             hl_discovered d = {.id = id, .size = w.size, .type_id = type_id, .generation = gen,
                                .flags = unreported ? HL_DISCOVERED_UNREPORTED : 0};
             push(s, &s->discovered, &d);
             o = (hl_snapshot_object){.id = id, .generation = gen,
                                      .flags = HL_SNAP_OBJ_DISCOVERED |
+                                              (frozen ? HL_SNAP_OBJ_FROZEN : 0) |
                                               (unreported ? HL_SNAP_OBJ_UNREPORTED : 0)};
+            if (frozen) {
+                hl_u64map_put(&s->frozen, id, 1);
+                s->end.frozen++;
+            }
             if (unreported) {
                 s->end.model_unreported++;
                 hl_collector_type_size(c, type_id, w.size);

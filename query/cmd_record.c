@@ -50,6 +50,7 @@ typedef struct record_options {
     const char *output;
     const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated */
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
+    const char *mode;     /* --mode: "full" (default) or "sampled", for HEAPLENS_MODE */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
@@ -97,6 +98,18 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "record: --snapshot takes induced, gen2, every:N (N >= 1) or none, not '%s'",
                             o->snapshot);
+                return FALSE;
+            }
+        } else if (strcmp(a, "--mode") == 0 || strncmp(a, "--mode=", 7) == 0) {
+            if (a[6] != '=' && i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --mode needs full or sampled");
+                return FALSE;
+            }
+            o->mode = a[6] == '=' ? a + 7 : argv[++i];
+            if (strcmp(o->mode, "full") != 0 && strcmp(o->mode, "sampled") != 0) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --mode takes full or sampled, not '%s'", o->mode);
                 return FALSE;
             }
         } else if (strcmp(a, "--children") == 0) {
@@ -825,6 +838,11 @@ int cmd_record(int argc, char **argv) {
     sigprocmask(SIG_BLOCK, &block, &original_mask);
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded_signals[i], &forward, &original[i]);
+    /* The collector's mode travels in the environment the program inherits. */
+    if (o.mode)
+        setenv("HEAPLENS_MODE", o.mode, 1);
+    else
+        unsetenv("HEAPLENS_MODE");
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
                                   o.children, original, &original_mask, &error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);

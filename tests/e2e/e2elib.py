@@ -108,11 +108,13 @@ def program(dotnet, path):
     return [dotnet, path] if path.endswith(".dll") else [path]
 
 
-def record(a, db, truth_path, program_args, log):
-    """`heaplens record -o db -- dotnet dll truth_path program_args...` after removing what an
-    earlier run left; echoes the command and its output. Returns heaplens' exit status."""
+def record(a, db, truth_path, program_args, log, record_options=()):
+    """`heaplens record -o db [record_options] -- dotnet dll truth_path program_args...` after
+    removing what an earlier run left; echoes the command and its output. Returns heaplens'
+    exit status."""
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
-    cmd = [a.heaplens, "record", "-o", db, "--"] + program(a.dotnet, a.dll) + [truth_path] + program_args
+    cmd = ([a.heaplens, "record", "-o", db] + list(record_options) + ["--"] +
+           program(a.dotnet, a.dll) + [truth_path] + program_args)
     print("$ " + shlex.join(cmd))
     heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
     sys.stdout.write(out)
