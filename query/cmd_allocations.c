@@ -152,6 +152,23 @@ out:
     return ids;
 }
 
+/* The recording's mode (run.mode): 'full', 'sampled', 'attach'; NULL if unknown. */
+static char *run_mode_new(sqlite3 *db)
+{
+    sqlite3_stmt *stmt = NULL;
+    char *mode = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT mode FROM run", -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
+        mode = g_strdup((const char *)sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    return mode;
+}
+
+/* Without ObjectAllocated (sampled mode, attach) only large and pinned objects are counted. */
+#define SAMPLED_NOTE                                                                              \
+    "sampled mode: allocation counts are not recorded (only large-object and pinned-object "     \
+    "allocations are counted exactly); survivors, GCs and snapshots are exact"
+
 int cmd_allocations(int argc, char **argv)
 {
     int status = 1;
@@ -168,6 +185,7 @@ int cmd_allocations(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(query_table) table = NULL;
     g_autofree char *thread_ids = NULL;
+    g_autofree char *mode = NULL;
     g_autoptr(GArray) types = g_array_new(FALSE, TRUE, sizeof(alloc_row));
     query_json_rows rows;
     uint64_t top = G_MAXUINT64;
@@ -198,11 +216,18 @@ int cmd_allocations(int argc, char **argv)
     }
     if (!allocations_sum(db, thread_ids, types, &error))
         goto out;
+    mode = run_mode_new(db);
+    gboolean sampled = mode && strcmp(mode, "full") != 0;
 
-    if (json)
-        query_json_rows_begin(&rows, stdout, NULL);
-    else
+    if (json) {
+        json_t *head = sampled ? json_pack("{s:s, s:s}", "mode", mode, "note", SAMPLED_NOTE) : NULL;
+        query_json_rows_begin(&rows, stdout, head);
+        json_decref(head);
+    } else {
+        if (sampled)
+            printf("%s\n\n", SAMPLED_NOTE);
         table = query_table_new(allocations_columns, G_N_ELEMENTS(allocations_columns));
+    }
     for (guint i = 0; i < types->len && i < top; i++) {
         const alloc_row *r = &g_array_index(types, alloc_row, i);
         if (json) {
