@@ -731,6 +731,15 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             p->rings.n_chunks, c->young.cap, (unsigned long long)k.allocs_dropped_buffer,
             (unsigned long long)k.allocs_dropped_writer, (unsigned long long)k.writer_lost,
             c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6);
+    if (p->gcs.discover)
+        fprintf(stderr,
+                "heaplens: discovery: found=%llu new=%llu pause_ms=%.2f (%.1f ns per found "
+                "object, inside GCs) apply_ms=%.2f (%.1f ns per found object, collector thread)\n",
+                (unsigned long long)c->discover_found, (unsigned long long)c->discovered_at_gcs,
+                c->discover_pause_ns / 1e6,
+                c->discover_found ? (double)c->discover_pause_ns / (double)c->discover_found : 0.0,
+                c->discover_apply_ns / 1e6,
+                c->discover_found ? (double)c->discover_apply_ns / (double)c->discover_found : 0.0);
 }
 
 static void finish(collector *c) {

@@ -2,7 +2,8 @@
 """Recording benchmark: whole recordings of real programs, plain / empty profiler / recorded.
 
     bench/record/run.py --heaplens build/bin/heaplens [--case workload|csc|heap|all] [--runs 3]
-                        [--orders N] [--files N] [--nodes N] [--workdir DIR] [--keep]
+                        [--mode full|sampled] [--orders N] [--files N] [--nodes N]
+                        [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
   workload  examples/Workload: 4 threads, about 24M allocations of varied shapes, GCs on their
@@ -24,6 +25,11 @@ Each mode runs --runs times, interleaved; medians are printed. Figures, per case
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
   GC pause        workload: p50/p99 of gen0 and gen1 pauses (the program's own sampler) per mode,
                   and recorded − empty
+--mode sampled records with `heaplens record --mode sampled` (no ObjectAllocated for small
+objects) and runs the empty profiler with the sampled mode's flags too, so recorded/empty is
+heaplens' own cost and empty/plain the runtime's cost of MONITOR_GC and the LOH/POH callbacks.
+Every mode's CPU time (user + system, from /usr/bin/time) is printed next to the wall time: on
+a shared machine it is the steadier figure.
 Not a test: the numbers depend on the machine; run it on a quiet one.
 """
 import argparse
@@ -111,7 +117,7 @@ def timed(cmd, env=None, on_line=None):
     fd, tfile = tempfile.mkstemp(prefix="heaplens-time.")
     os.close(fd)
     start = time.monotonic()
-    p = subprocess.Popen(["/usr/bin/time", "-o", tfile, "-f", "%M"] + cmd, env=env,
+    p = subprocess.Popen(["/usr/bin/time", "-o", tfile, "-f", "%M %U %S"] + cmd, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     out = []
     for line in p.stdout:
@@ -121,11 +127,12 @@ def timed(cmd, env=None, on_line=None):
     rc = p.wait()
     wall = (time.monotonic() - start) * 1000
     try:
-        rss = int(open(tfile).read().split()[-1])
+        fields = open(tfile).read().split()[-3:]
+        rss, cpu = int(fields[0]), (float(fields[1]) + float(fields[2])) * 1000
     except (OSError, ValueError, IndexError):
-        rss = 0
+        rss, cpu = 0, float("nan")
     os.remove(tfile)
-    return rc, wall, rss, "".join(out)
+    return rc, wall, rss, "".join(out), cpu
 
 
 def stored_gcs(db):
@@ -180,7 +187,7 @@ def run_mode(a, case, mode, program, i):
     env.pop("HEAPLENS_EMPTY", None)
     cmd = list(program)
     if mode != "plain":
-        extra = ["--snapshot", "none"]
+        extra = ["--snapshot", "none", "--mode", a.mode]
         cmd = [a.heaplens, "record", "-o", db] + extra + ["--"] + cmd
         if mode == "empty":
             env["HEAPLENS_EMPTY"] = "1"
@@ -212,11 +219,11 @@ def run_mode(a, case, mode, program, i):
                 res["snapshot_out"] = p.stdout.strip()
                 res["snapshot_rc"] = p.returncode
             open(go, "w").close()
-    rc, wall, rss, out = timed(cmd, env=env, on_line=on_line)
+    rc, wall, rss, out, cpu = timed(cmd, env=env, on_line=on_line)
     if rc != 0:
         print(out[-3000:], file=sys.stderr)
         die(f"{case} {mode} run {i} exited with {rc}")
-    res.update(wall=wall, rss_kib=rss, out=out, db=db)
+    res.update(wall=wall, cpu=cpu, rss_kib=rss, out=out, db=db)
     if mode != "plain":
         res["k"] = counters_of(db)
     if case == "workload":
@@ -236,16 +243,19 @@ def mib(b):
     return f"{b / 1048576:.0f} MiB"
 
 
-def report(case, results):
+def report(case, results, mode):
     med = {m: statistics.median(r["wall"] for r in results[m]) for m in MODES}
+    cpu = {m: statistics.median(r["cpu"] for r in results[m]) for m in MODES}
     rec = results["recorded"][-1]
     k = rec["k"]
-    print(f"\n== {case}")
-    print(f"wall ms (median): plain {med['plain']:.0f}, empty profiler {med['empty']:.0f}, "
-          f"recorded {med['recorded']:.0f}")
-    print(f"recorded/plain {fmt_ratio(med['recorded'], med['plain'])}, "
-          f"recorded/empty {fmt_ratio(med['recorded'], med['empty'])}, "
-          f"empty/plain {fmt_ratio(med['empty'], med['plain'])}")
+    name = "recorded" if mode == "full" else mode
+    print(f"\n== {case} (record --mode {mode})")
+    for label, v in (("wall", med), ("cpu", cpu)):
+        print(f"{label} ms (median): plain {v['plain']:.0f}, empty profiler {v['empty']:.0f}, "
+              f"{name} {v['recorded']:.0f}")
+        print(f"  {name}/plain {fmt_ratio(v['recorded'], v['plain'])}, "
+              f"{name}/empty {fmt_ratio(v['recorded'], v['empty'])}, "
+              f"empty/plain {fmt_ratio(v['empty'], v['plain'])}")
     seen = k.get("allocs_seen", 0)
     lost = max(r["k"].get("allocs_dropped", 0) for r in results["recorded"])
     gcs_lost = max(r["k"].get("gcs_dropped", 0) for r in results["recorded"])
@@ -285,6 +295,8 @@ def main():
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--case", default="all", choices=["workload", "csc", "heap", "all"])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--mode", default="full", choices=["full", "sampled"],
+                    help="heaplens record --mode for the empty and recorded runs")
     ap.add_argument("--orders", type=int, default=250000, help="Workload orders per thread")
     ap.add_argument("--files", type=int, default=50, help="generated sources for csc")
     ap.add_argument("--nodes", type=int, default=10_000_000, help="heap case: live objects")
@@ -316,7 +328,7 @@ def main():
                 r = run_mode(a, case, m, program, i)
                 results[m].append(r)
                 print(f"  {case} {m} run {i + 1}: {r['wall']:.0f} ms", flush=True)
-        report(case, results)
+        report(case, results, a.mode)
     if a.keep:
         print(f"\nrecordings and programs kept in {a.workdir}")
     else:
