@@ -228,6 +228,8 @@ def run_mode(a, case, mode, program, i):
         res["k"] = counters_of(db)
     if case == "workload":
         res["pauses"] = pauses_of(out)
+        m = re.search(r"elapsed_ms=([0-9.]+)", out)
+        res["program_ms"] = float(m.group(1)) if m else float("nan")
     if not a.keep and mode != "recorded":
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(db + suffix):
@@ -256,6 +258,12 @@ def report(case, results, mode):
         print(f"  {name}/plain {fmt_ratio(v['recorded'], v['plain'])}, "
               f"{name}/empty {fmt_ratio(v['recorded'], v['empty'])}, "
               f"empty/plain {fmt_ratio(v['empty'], v['plain'])}")
+    if case == "workload":  # the program's own loop time: without the writer's finishing
+        prog = {m: statistics.median(r["program_ms"] for r in results[m]) for m in MODES}
+        print(f"program's own elapsed ms (median): plain {prog['plain']:.0f}, empty "
+              f"{prog['empty']:.0f}, {name} {prog['recorded']:.0f}; {name}/plain "
+              f"{fmt_ratio(prog['recorded'], prog['plain'])}, {name}/empty "
+              f"{fmt_ratio(prog['recorded'], prog['empty'])}")
     seen = k.get("allocs_seen", 0)
     lost = max(r["k"].get("allocs_dropped", 0) for r in results["recorded"])
     gcs_lost = max(r["k"].get("gcs_dropped", 0) for r in results["recorded"])
