@@ -128,7 +128,7 @@ int cmd_snapshot(int argc, char **argv) {
         return query_error_report(error);
 
     query_session session;
-    if (!query_session_read((pid_t)pid, &session, &error))
+    if (!query_session_wait((pid_t)pid, 10 * 1000, &session, &error))
         return query_error_report(error);
     int fd = control_connect(session.control, &error);
     char line[256] = "";

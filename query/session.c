@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "query/query.h"
@@ -80,6 +81,29 @@ gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
         return FALSE;
     }
     return TRUE;
+}
+
+/* TRUE when the process has the collector loaded: it is being recorded, though its writer may
+ * not have written the session file yet (a descendant's writer starts after the descendant). */
+static gboolean collector_loaded(pid_t pid) {
+    g_autofree char *maps_path = g_strdup_printf("/proc/%ld/maps", (long)pid);
+    g_autofree char *maps = NULL;
+    return g_file_get_contents(maps_path, &maps, NULL, NULL) && strstr(maps, "/libheaplens.so") != NULL;
+}
+
+gboolean query_session_wait(pid_t pid, unsigned timeout_ms, query_session *session, GError **error) {
+    const struct timespec pause = {.tv_nsec = 20 * 1000 * 1000};
+    for (unsigned waited = 0;; waited += 20) {
+        g_autoptr(GError) missing = NULL;
+        if (query_session_read(pid, session, &missing))
+            return TRUE;
+        if (!g_error_matches(missing, QUERY_ERROR, QUERY_ERROR_NOT_FOUND) || waited >= timeout_ms ||
+            !collector_loaded(pid)) {
+            g_propagate_error(error, g_steal_pointer(&missing));
+            return FALSE;
+        }
+        nanosleep(&pause, NULL);
+    }
 }
 
 void query_session_remove(pid_t pid) {

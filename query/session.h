@@ -22,6 +22,9 @@ typedef struct query_session {
 gboolean query_session_write(pid_t pid, const char *control, const char *db, GError **error);
 /* Reads it; fails with one clear line when there is none. Free the fields with g_free. */
 gboolean query_session_read(pid_t pid, query_session *session, GError **error);
+/* Like query_session_read, but while the process has the collector loaded and no session file
+ * yet (its writer is starting), waits for the file up to `timeout_ms`. */
+gboolean query_session_wait(pid_t pid, unsigned timeout_ms, query_session *session, GError **error);
 void query_session_remove(pid_t pid);
 void query_session_clear(query_session *session);
 
