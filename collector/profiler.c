@@ -291,7 +291,7 @@ static bool session_claim(const char *socket_path, char *connect_to, size_t size
 static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
-                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
+                                        "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID", "HEAPLENS_STACKS",
                                         "HEAPLENS_CHILDREN"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
@@ -320,6 +320,8 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     snapshot_policy_parse(p, getenv("HEAPLENS_SNAPSHOT"));
     const char *empty = getenv("HEAPLENS_EMPTY");
     p->empty = empty && strcmp(empty, "1") == 0;
+    const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples, no EventPipe session */
+    p->stacks = !p->empty && !(stacks && strcmp(stacks, "off") == 0);
     /* p->socket_path: set by session_claim */
 
     DWORD low = COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED |
@@ -345,6 +347,10 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     if (hl_collector_start(p) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     p->active = !p->empty;
+    /* After `active`: the session may deliver events before it returns. Without it the run
+     * goes on without samples. */
+    if (p->stacks)
+        hl_eventpipe_start(p, HL_MODE_FULL);
     return S_OK;
 }
 
@@ -402,6 +408,7 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .ThreadAssignedToOSThread = on_thread_assigned,
     .ThreadNameChanged = on_thread_name_changed,
     .LoadAsNotificationOnly = on_load_as_notification_only,
+    .EventPipeEventDelivered = hl_eventpipe_on_event,
 };
 #pragma GCC diagnostic pop
 

@@ -1,0 +1,168 @@
+/* eventpipe.c — see eventpipe.h. The session, and the callback that copies samples. */
+#include "collector/eventpipe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector.h"
+
+enum {
+    EVENT_GC_ALLOCATION_TICK = 10,
+    EVENT_ALLOCATION_SAMPLED = 303,
+};
+#define KEYWORD_GC 0x1ull
+#define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
+#define LEVEL_INFORMATIONAL 4u
+#define LEVEL_VERBOSE 5u
+
+static uint64_t read_u64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static uint32_t read_u32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Offset just past the UTF-16 NUL-terminated string at `off`, or 0 if it runs past `size`. */
+static uint32_t skip_utf16z(const uint8_t *data, uint32_t size, uint32_t off) {
+    for (; off + 2 <= size; off += 2)
+        if (data[off] == 0 && data[off + 1] == 0)
+            return off + 2;
+    return 0;
+}
+
+/* AllocationSampled v0: AllocationKind u32, ClrInstanceID u16, TypeID ptr, TypeName UTF-16z,
+ * Address ptr, ObjectSize u64, SampledByteOffset u64 (packed, little endian). */
+bool hl_parse_allocation_sampled(const uint8_t *data, uint32_t size, uint32_t version,
+                                 hl_sample_payload *out) {
+    if (version != 0 || !data || size < 14)
+        return false;
+    uint32_t off = skip_utf16z(data, size, 14);
+    if (!off || size - off < 24)
+        return false;
+    *out = (hl_sample_payload){.kind = read_u32(data), .class_id = read_u64(data + 6),
+                               .address = read_u64(data + off), .size = read_u64(data + off + 8),
+                               .amount = read_u64(data + off + 16)};
+    return true;
+}
+
+/* GCAllocationTick: v2 AllocationAmount u32, AllocationKind u32, ClrInstanceID u16,
+ * AllocationAmount64 u64, TypeID ptr, TypeName UTF-16z, HeapIndex u32; v3 adds Address ptr;
+ * v4 adds ObjectSize u64. */
+bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t version,
+                              hl_sample_payload *out) {
+    if (version < 2 || !data || size < 26)
+        return false;
+    uint32_t off = skip_utf16z(data, size, 26);
+    if (!off || size - off < 4)
+        return false;
+    *out = (hl_sample_payload){.kind = read_u32(data + 4), .amount = read_u64(data + 10),
+                               .class_id = read_u64(data + 18)};
+    off += 4; /* HeapIndex */
+    if (version >= 3) {
+        if (size - off < 8)
+            return false;
+        out->address = read_u64(data + off);
+        off += 8;
+    }
+    if (version >= 4) {
+        if (size - off < 8)
+            return false;
+        out->size = read_u64(data + off);
+    }
+    return true;
+}
+
+/* Runs on the allocating thread inside the allocation: copy and return. */
+HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
+                              DWORD event_version, ULONG metadata_size, const uint8_t *metadata,
+                              ULONG data_size, const uint8_t *data, const GUID *activity,
+                              const GUID *related_activity, ThreadID thread, ULONG frame_count,
+                              UINT_PTR frames[]) {
+    (void)provider, (void)metadata_size, (void)metadata, (void)activity, (void)related_activity;
+    (void)thread;
+    /* Only the runtime provider is enabled in our session: the event id says what it is. */
+    uint32_t source = p->sampling.source;
+    if (!p->active || !source)
+        return S_OK;
+    hl_sample_payload s;
+    if (source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED) {
+        if (event_id != EVENT_ALLOCATION_SAMPLED)
+            return S_OK;
+        atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
+        if (!hl_parse_allocation_sampled(data, data_size, event_version, &s))
+            goto unparsed;
+    } else {
+        if (event_id != EVENT_GC_ALLOCATION_TICK)
+            return S_OK; /* GCKeyword's other events: GCStart, heap stats, ... */
+        atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
+        if (!hl_parse_allocation_tick(data, data_size, event_version, &s))
+            goto unparsed;
+    }
+    hl_tbuf *b = hl_tbufs_current(&p->rings);
+    if (!b)
+        goto dropped;
+    hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
+    uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
+    uint32_t n = hl_sample_encode(ev, id, s.address, s.class_id, s.kind, s.size, s.amount,
+                                  frame_count, frames);
+    if (!hl_tbuf_push_n(b, ev, n))
+        goto dropped;
+    return S_OK;
+unparsed:
+    atomic_fetch_add_explicit(&p->sampling.unparsed, 1, memory_order_relaxed);
+dropped:
+    atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+    return S_OK;
+}
+
+int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
+    (void)mode; /* every mode samples the same way; full mode also links samples to objects */
+    if (p->info_version < 12)
+        return -1;
+    int major = atoi(p->runtime_version);
+    uint32_t source = major >= 10 ? HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED
+                                  : HL_SAMPLE_SOURCE_ALLOCATION_TICK;
+    const char *forced = getenv("HEAPLENS_SAMPLE_SOURCE"); /* tests: force the fallback */
+    if (forced && strcmp(forced, "tick") == 0)
+        source = HL_SAMPLE_SOURCE_ALLOCATION_TICK;
+    DWORD low = 0, high = 0;
+    HRESULT hr = info_get_event_mask2(p->info, &low, &high);
+    if (!HR_FAILED(hr))
+        hr = info_set_event_mask2(p->info, low, high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+    if (HR_FAILED(hr)) {
+        p->sampling.failure_hr = (uint32_t)hr;
+        return -1;
+    }
+    static const WCHAR provider[] = {'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i',
+                                     'n', 'd', 'o', 'w', 's', '-', 'D', 'o', 't', 'N', 'E', 'T',
+                                     'R', 'u', 'n', 't', 'i', 'm', 'e', 0};
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config = {
+        .provider_name = provider,
+        .keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
+                                                                  : KEYWORD_GC,
+        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? LEVEL_INFORMATIONAL
+                                                                       : LEVEL_VERBOSE,
+    };
+    /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
+    p->sampling.source = source;
+    EVENTPIPE_SESSION session = 0;
+    hr = info_event_pipe_start_session(p->info, 1, &config, 0, &session);
+    if (HR_FAILED(hr)) {
+        p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+        p->sampling.failure_hr = (uint32_t)hr;
+        return -1;
+    }
+    p->sampling.session = session;
+    return 0;
+}
+
+void hl_eventpipe_stop(hl_profiler *p) {
+    if (!p->sampling.source)
+        return;
+    info_event_pipe_stop_session(p->info, p->sampling.session);
+    p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+}
