@@ -58,6 +58,7 @@ enum {
     COR_PRF_MONITOR_OBJECT_ALLOCATED = 0x00000100,
     COR_PRF_MONITOR_SUSPENDS = 0x00010000,
     COR_PRF_ENABLE_OBJECT_ALLOCATED = 0x00800000,
+    COR_PRF_ENABLE_STACK_SNAPSHOT = 0x10000000,
 };
 
 /* COR_PRF_GC_GENERATION_RANGE: 32 bytes. */
@@ -108,6 +109,7 @@ enum {
     INFO_GetGenerationBounds = 54,
     INFO_GetRuntimeInformation = 67,
     INFO_GetFunctionFromIP = 7,
+    INFO_DoStackSnapshot = 36,
     INFO_GetFunctionInfo2 = 38,
     INFO_GetObjectSize2 = 80,
     INFO_GetEventMask2 = 81,

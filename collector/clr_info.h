@@ -66,6 +66,17 @@ static inline HRESULT info_force_gc(ICorProfilerInfo *i) {
     return CLR_CALL0(i, INFO_ForceGC, HRESULT (*)(ICorProfilerInfo *));
 }
 
+/* StackSnapshotCallback: S_OK goes on, S_FALSE stops the walk. */
+typedef HRESULT (*clr_stack_snapshot_fn)(FunctionID function, UINT_PTR ip, UINT_PTR frame_info,
+                                         uint32_t context_size, uint8_t *context, void *data);
+/* The calling thread's own stack when thread is 0 (a synchronous snapshot). */
+static inline HRESULT info_do_stack_snapshot(ICorProfilerInfo *i, ThreadID thread,
+                                             clr_stack_snapshot_fn fn, uint32_t flags, void *data) {
+    return CLR_CALL(i, INFO_DoStackSnapshot,
+                    HRESULT (*)(ICorProfilerInfo *, ThreadID, clr_stack_snapshot_fn, uint32_t,
+                                void *, uint8_t *, uint32_t),
+                    thread, fn, flags, data, (uint8_t *)NULL, 0u);
+}
 static inline HRESULT info_get_event_mask2(ICorProfilerInfo *i, DWORD *low, DWORD *high) {
     return CLR_CALL(i, INFO_GetEventMask2, HRESULT (*)(ICorProfilerInfo *, DWORD *, DWORD *), low, high);
 }

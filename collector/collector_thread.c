@@ -721,7 +721,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
             "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f "
             "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_dropped=%llu "
-            "frames=%u stacks=%u frames_unresolved=%llu\n",
+            "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x)\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
@@ -733,7 +733,9 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             (unsigned long long)atomic_load(&p->sampling.seen),
             (unsigned long long)c->samples_taken, (unsigned long long)c->samples_linked,
             (unsigned long long)atomic_load(&p->sampling.dropped), c->frames.n_frames,
-            c->frames.n_stacks, (unsigned long long)c->frames.unresolved);
+            c->frames.n_stacks, (unsigned long long)c->frames.unresolved,
+            (unsigned long long)atomic_load(&p->sampling.walk_failures),
+            (unsigned)atomic_load(&p->sampling.walk_failure_hr));
 }
 
 static void finish(collector *c) {

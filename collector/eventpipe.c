@@ -76,51 +76,113 @@ bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t versi
     return true;
 }
 
-/* Runs on the allocating thread inside the allocation: copy and return. */
+/* The runtime hands a profiler's session no stack (numStackFrames is 0 on .NET 10: measured),
+ * so the collector walks the allocating thread itself: DoStackSnapshot of the current thread,
+ * synchronous, into a buffer on this thread's stack. Innermost frame first. */
+typedef struct stack_walk {
+    uintptr_t ips[HL_SAMPLE_MAX_FRAMES];
+    uint32_t n, total;
+} stack_walk;
+
+static HRESULT on_stack_frame(FunctionID function, UINT_PTR ip, UINT_PTR frame_info,
+                              uint32_t context_size, uint8_t *context, void *data) {
+    (void)function, (void)frame_info, (void)context_size, (void)context;
+    stack_walk *w = data;
+    if (w->n < HL_SAMPLE_MAX_FRAMES)
+        w->ips[w->n++] = ip;
+    w->total++;
+    return S_OK;
+}
+
+/* The sample seen by this thread's EventPipe callback, waiting for its ObjectAllocated. */
+static _Thread_local struct {
+    bool waiting;
+    hl_sample_payload s;
+} tls_sample;
+
+/* Pushes one sample (its stack walked now when `walk`) into this thread's chunk. */
+static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
+    hl_tbuf *b = hl_tbufs_current(&p->rings);
+    if (!b) {
+        atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+        return;
+    }
+    stack_walk w;
+    w.n = w.total = 0;
+    if (walk) {
+        HRESULT hr = info_do_stack_snapshot(p->info, 0, on_stack_frame, 0, &w);
+        if (HR_FAILED(hr)) {
+            atomic_fetch_add_explicit(&p->sampling.walk_failures, 1, memory_order_relaxed);
+            atomic_store_explicit(&p->sampling.walk_failure_hr, (uint32_t)hr, memory_order_relaxed);
+            w.n = w.total = 0;
+        }
+    }
+    hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
+    uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
+    uint32_t n = hl_sample_encode(ev, id, s->address, s->class_id, s->kind, s->size, s->amount,
+                                  w.total, w.ips);
+    if (!hl_tbuf_push_n(b, ev, n))
+        atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+}
+
+void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object) {
+    if (!tls_sample.waiting)
+        return;
+    tls_sample.waiting = false;
+    /* Another address: the sampled object was allocated on a path without ObjectAllocated
+     * (.NET 10 boxes and delegates): kept without a stack. */
+    sample_push(p, &tls_sample.s, tls_sample.s.address == object);
+}
+
+/* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample
+ * waits for the object's ObjectAllocated (same thread, next callback) to get its stack. */
 HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
                               DWORD event_version, ULONG metadata_size, const uint8_t *metadata,
                               ULONG data_size, const uint8_t *data, const GUID *activity,
                               const GUID *related_activity, ThreadID thread, ULONG frame_count,
                               UINT_PTR frames[]) {
     (void)provider, (void)metadata_size, (void)metadata, (void)activity, (void)related_activity;
-    (void)thread;
+    (void)thread, (void)frame_count, (void)frames;
     /* Only the runtime provider is enabled in our session: the event id says what it is. */
     uint32_t source = p->sampling.source;
     if (!p->active || !source)
         return S_OK;
     hl_sample_payload s;
+    bool parsed;
     if (source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED) {
         if (event_id != EVENT_ALLOCATION_SAMPLED)
             return S_OK;
         atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
-        if (!hl_parse_allocation_sampled(data, data_size, event_version, &s))
-            goto unparsed;
+        parsed = hl_parse_allocation_sampled(data, data_size, event_version, &s);
     } else {
         if (event_id != EVENT_GC_ALLOCATION_TICK)
             return S_OK; /* GCKeyword's other events: GCStart, heap stats, ... */
         atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
-        if (!hl_parse_allocation_tick(data, data_size, event_version, &s))
-            goto unparsed;
+        parsed = hl_parse_allocation_tick(data, data_size, event_version, &s);
     }
-    hl_tbuf *b = hl_tbufs_current(&p->rings);
-    if (!b)
-        goto dropped;
-    hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
-    uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
-    uint32_t n = hl_sample_encode(ev, id, s.address, s.class_id, s.kind, s.size, s.amount,
-                                  frame_count, frames);
-    if (!hl_tbuf_push_n(b, ev, n))
-        goto dropped;
-    return S_OK;
-unparsed:
-    atomic_fetch_add_explicit(&p->sampling.unparsed, 1, memory_order_relaxed);
-dropped:
-    atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+    if (!parsed) {
+        atomic_fetch_add_explicit(&p->sampling.unparsed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+        return S_OK;
+    }
+    if (tls_sample.waiting) /* its ObjectAllocated never came */
+        sample_push(p, &tls_sample.s, false);
+    tls_sample.waiting = false;
+    if (p->sampling.walk_at_object_allocated && s.address) {
+        tls_sample.s = s;
+        tls_sample.waiting = true;
+    } else {
+        sample_push(p, &s, true);
+    }
     return S_OK;
 }
 
 int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
-    (void)mode; /* every mode samples the same way; full mode also links samples to objects */
+    /* Stacks: walked at ObjectAllocated, so only where it is on (full mode). */
+    p->sampling.walk_at_object_allocated = mode == HL_MODE_FULL;
+    const char *at = getenv("HEAPLENS_WALK_AT");
+    if (at && strcmp(at, "event") == 0)
+        p->sampling.walk_at_object_allocated = false;
     if (p->info_version < 12)
         return -1;
     int major = atoi(p->runtime_version);
@@ -132,7 +194,8 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
     DWORD low = 0, high = 0;
     HRESULT hr = info_get_event_mask2(p->info, &low, &high);
     if (!HR_FAILED(hr))
-        hr = info_set_event_mask2(p->info, low, high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+        hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT,
+                                  high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
     if (HR_FAILED(hr)) {
         p->sampling.failure_hr = (uint32_t)hr;
         return -1;

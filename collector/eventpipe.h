@@ -28,11 +28,14 @@
 
 typedef struct hl_sampling {
     uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session) */
+    bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
     EVENTPIPE_SESSION session;
     uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
     atomic_uint_fast64_t seen;    /* sample events delivered */
     atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
+    atomic_uint_fast64_t walk_failures; /* ... whose stack DoStackSnapshot refused (kept, no stack) */
+    _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
 } hl_sampling;
 
 struct hl_profiler;
@@ -45,6 +48,11 @@ struct hl_profiler;
 int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode);
 /* Stops the session (before detach). */
 void hl_eventpipe_stop(struct hl_profiler *p);
+
+/* ObjectAllocated (full mode) calls this first: when the calling thread's last sample is this
+ * object, its stack is walked here, where DoStackSnapshot is allowed (inside the EventPipe
+ * callback the runtime refuses it), and the sample is pushed. */
+void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object);
 
 /* ICorProfilerCallback10::EventPipeEventDelivered. */
 HRESULT hl_eventpipe_on_event(struct hl_profiler *p, UINT_PTR provider, DWORD event_id,

@@ -40,6 +40,8 @@ static ULONG profiler_release(hl_profiler *self) { (void)self; return 1; }
 static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id) {
     if (!p->active)
         return S_OK;
+    if (p->stacks)
+        hl_eventpipe_on_object_allocated(p, object); /* a sample's stack, before its object */
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
     if (!ring) {
