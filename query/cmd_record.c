@@ -50,6 +50,7 @@ typedef struct record_options {
     const char *output;
     const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated */
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
+    const char *stacks;   /* --stacks on|off: HEAPLENS_STACKS (NULL: the default, on) */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
@@ -97,6 +98,17 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "record: --snapshot takes induced, gen2, every:N (N >= 1) or none, not '%s'",
                             o->snapshot);
+                return FALSE;
+            }
+        } else if (strcmp(a, "--stacks") == 0 || strncmp(a, "--stacks=", 9) == 0) {
+            if (a[8] == 0 && i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: --stacks needs on or off");
+                return FALSE;
+            }
+            o->stacks = a[8] == '=' ? a + 9 : argv[++i];
+            if (strcmp(o->stacks, "on") != 0 && strcmp(o->stacks, "off") != 0) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --stacks takes on or off, not '%s'", o->stacks);
                 return FALSE;
             }
         } else if (strcmp(a, "--children") == 0) {
@@ -321,7 +333,7 @@ static void forward_signal(int sig, siginfo_t *info, void *context) {
 /* Runs the program; returns its pid, or -1 with the exec error. */
 static pid_t program_start(char **program, const char *collector, const char *socket_path,
                            const char *snapshot_policy, const char *children,
-                           const struct sigaction *original,
+                           const char *stacks, const struct sigaction *original,
                            const sigset_t *original_mask, GError **error) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
@@ -352,6 +364,11 @@ static pid_t program_start(char **program, const char *collector, const char *so
             setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
         else
             unsetenv("HEAPLENS_SNAPSHOT");
+        /* --stacks: allocation samples with call stacks (collector/eventpipe.h), on by default. */
+        if (stacks)
+            setenv("HEAPLENS_STACKS", stacks, 1);
+        else
+            unsetenv("HEAPLENS_STACKS");
         /* --children: matching descendants record too, each to children.sock. */
         if (children)
             setenv("HEAPLENS_CHILDREN", children, 1);
@@ -826,7 +843,7 @@ int cmd_record(int argc, char **argv) {
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded_signals[i], &forward, &original[i]);
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
-                                  o.children, original, &original_mask, &error);
+                                  o.children, o.stacks, original, &original_mask, &error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
     int status = 0;

@@ -20,7 +20,8 @@ static const query_command commands[] = {
         .handler = cmd_record,
         .summary = "run a program with the collector and store what it allocates and what each GC "
                    "does",
-        .usage = "usage: heaplens record [-o FILE] [--snapshot POLICY] [--children[=PATTERN]]\n"
+        .usage = "usage: heaplens record [-o FILE] [--snapshot POLICY] [--stacks on|off]\n"
+                 "                       [--children[=PATTERN]]\n"
                  "                       [--force] [-q] [--json] [--] PROGRAM [ARGS...]\n"
                  "\n"
                  "Runs PROGRAM with the heaplens collector loaded and stores what it allocates\n"
@@ -34,6 +35,11 @@ static const query_command commands[] = {
                  "  --snapshot POLICY    which GCs take a heap snapshot: induced (default: every\n"
                  "                       GC.Collect), gen2 (every full GC), every:N (every Nth\n"
                  "                       GC), none\n"
+                 "  --stacks on|off      allocation samples with call stacks (default on): the\n"
+                 "                       runtime samples one allocation per 100 KiB on average\n"
+                 "                       (.NET 10; older runtimes: GCAllocationTick, biased)\n"
+                 "                       and heaplens walks its stack (tables alloc_samples,\n"
+                 "                       stacks, frames)\n"
                  "  --children[=PATTERN] record .NET descendants of PROGRAM too, each into its\n"
                  "                       own database beside FILE named from FILE's stem and\n"
                  "                       its pid (app.db -> app.12345.db); with PATTERN only\n"
