@@ -58,6 +58,7 @@ enum {
     COR_PRF_MONITOR_OBJECT_ALLOCATED = 0x00000100,
     COR_PRF_MONITOR_SUSPENDS = 0x00010000,
     COR_PRF_ENABLE_OBJECT_ALLOCATED = 0x00800000,
+    COR_PRF_ENABLE_STACK_SNAPSHOT = 0x10000000,
 };
 /* COR_PRF_HIGH_MONITOR (high event mask, SetEventMask2's second argument). */
 enum {
@@ -112,14 +113,38 @@ enum {
     INFO_GetClassIDInfo2 = 41,
     INFO_GetGenerationBounds = 54,
     INFO_GetRuntimeInformation = 67,
+    INFO_GetFunctionFromIP = 7,
+    INFO_DoStackSnapshot = 36,
+    INFO_GetFunctionInfo2 = 38,
     INFO_GetObjectSize2 = 80,
+    INFO_GetEventMask2 = 81,
     INFO_SetEventMask2 = 82,
+    /* ICorProfilerInfo12 (corprof.idl: 101..107) */
+    INFO_EventPipeStartSession = 101,
+    INFO_EventPipeStopSession = 103,
+    INFO_EventPipeGetProviderInfo = 105,
 };
+
+/* COR_PRF_HIGH_MONITOR (high event mask). */
+enum { COR_PRF_HIGH_MONITOR_EVENT_PIPE = 0x00000080 };
+
+/* EventPipe (ICorProfilerInfo12): a session is a UINT64 whatever the pointer size; a provider
+ * is pointer-sized. The config is 32 bytes and passed by pointer in arrays. */
+typedef uint64_t EVENTPIPE_SESSION;
+typedef uintptr_t EVENTPIPE_PROVIDER;
+typedef struct COR_PRF_EVENTPIPE_PROVIDER_CONFIG {
+    const WCHAR *provider_name;
+    uint64_t keywords;
+    uint32_t logging_level;
+    const WCHAR *filter_data;
+} COR_PRF_EVENTPIPE_PROVIDER_CONFIG;
+_Static_assert(sizeof(COR_PRF_EVENTPIPE_PROVIDER_CONFIG) == 32, "provider config layout");
 
 /* IMetaDataImport slots. */
 enum {
     MDI_Release = 2,
     MDI_GetTypeDefProps = 12,
+    MDI_GetMethodProps = 30,
     MDI_GetNestedClassProps = 62,
 };
 enum { ofRead = 0 };

@@ -69,6 +69,62 @@ static inline HRESULT info_force_gc(ICorProfilerInfo *i) {
     return CLR_CALL0(i, INFO_ForceGC, HRESULT (*)(ICorProfilerInfo *));
 }
 
+/* StackSnapshotCallback: S_OK goes on, S_FALSE stops the walk. */
+typedef HRESULT (*clr_stack_snapshot_fn)(FunctionID function, UINT_PTR ip, UINT_PTR frame_info,
+                                         uint32_t context_size, uint8_t *context, void *data);
+/* The calling thread's own stack when thread is 0 (a synchronous snapshot). */
+static inline HRESULT info_do_stack_snapshot(ICorProfilerInfo *i, ThreadID thread,
+                                             clr_stack_snapshot_fn fn, uint32_t flags, void *data) {
+    return CLR_CALL(i, INFO_DoStackSnapshot,
+                    HRESULT (*)(ICorProfilerInfo *, ThreadID, clr_stack_snapshot_fn, uint32_t,
+                                void *, uint8_t *, uint32_t),
+                    thread, fn, flags, data, (uint8_t *)NULL, 0u);
+}
+static inline HRESULT info_get_event_mask2(ICorProfilerInfo *i, DWORD *low, DWORD *high) {
+    return CLR_CALL(i, INFO_GetEventMask2, HRESULT (*)(ICorProfilerInfo *, DWORD *, DWORD *), low, high);
+}
+static inline HRESULT info_get_function_from_ip(ICorProfilerInfo *i, UINT_PTR ip, FunctionID *f) {
+    return CLR_CALL(i, INFO_GetFunctionFromIP, HRESULT (*)(ICorProfilerInfo *, UINT_PTR, FunctionID *),
+                    ip, f);
+}
+/* frame_info 0: no frame, so shared generic code reports its canonical class (or none). */
+static inline HRESULT info_get_function_info2(ICorProfilerInfo *i, FunctionID f, ClassID *cls,
+                                              ModuleID *module, mdToken *token, uint32_t n_args,
+                                              uint32_t *total_args, ClassID *args) {
+    return CLR_CALL(i, INFO_GetFunctionInfo2,
+                    HRESULT (*)(ICorProfilerInfo *, FunctionID, UINT_PTR, ClassID *, ModuleID *,
+                                mdToken *, uint32_t, uint32_t *, ClassID *),
+                    f, (UINT_PTR)0, cls, module, token, n_args, total_args, args);
+}
+static inline HRESULT info_event_pipe_start_session(ICorProfilerInfo *i, uint32_t n,
+                                                    COR_PRF_EVENTPIPE_PROVIDER_CONFIG *configs,
+                                                    BOOL rundown, EVENTPIPE_SESSION *session) {
+    return CLR_CALL(i, INFO_EventPipeStartSession,
+                    HRESULT (*)(ICorProfilerInfo *, uint32_t, COR_PRF_EVENTPIPE_PROVIDER_CONFIG *,
+                                BOOL, EVENTPIPE_SESSION *),
+                    n, configs, rundown, session);
+}
+static inline HRESULT info_event_pipe_stop_session(ICorProfilerInfo *i, EVENTPIPE_SESSION s) {
+    return CLR_CALL(i, INFO_EventPipeStopSession, HRESULT (*)(ICorProfilerInfo *, EVENTPIPE_SESSION), s);
+}
+static inline HRESULT info_event_pipe_get_provider_info(ICorProfilerInfo *i, EVENTPIPE_PROVIDER p,
+                                                        ULONG capacity, ULONG *length, WCHAR *name) {
+    return CLR_CALL(i, INFO_EventPipeGetProviderInfo,
+                    HRESULT (*)(ICorProfilerInfo *, EVENTPIPE_PROVIDER, ULONG, ULONG *, WCHAR *),
+                    p, capacity, length, name);
+}
+
+static inline HRESULT mdi_get_method_props(IMetaDataImport *m, mdToken method, mdTypeDef *cls,
+                                           WCHAR *name, ULONG capacity, ULONG *length) {
+    DWORD attr = 0, impl = 0;
+    const uint8_t *sig = NULL;
+    ULONG sig_size = 0, rva = 0;
+    return CLR_CALL(m, MDI_GetMethodProps,
+                    HRESULT (*)(IMetaDataImport *, mdToken, mdTypeDef *, WCHAR *, ULONG, ULONG *,
+                                DWORD *, const uint8_t **, ULONG *, ULONG *, DWORD *),
+                    method, cls, name, capacity, length, &attr, &sig, &sig_size, &rva, &impl);
+}
+
 static inline HRESULT mdi_get_type_def_props(IMetaDataImport *m, mdTypeDef td, WCHAR *name,
                                              ULONG capacity, ULONG *length, DWORD *flags,
                                              mdToken *extends) {

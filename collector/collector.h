@@ -18,6 +18,7 @@
 
 #include "collector/clr_abi.h"
 #include "collector/clr_info.h"
+#include "collector/eventpipe.h"
 #include "collector/gc_capture.h"
 #include "collector/thread_buffers.h"
 
@@ -46,6 +47,8 @@ typedef struct hl_profiler {
     uint32_t snapshot_mode;     /* HEAPLENS_SNAPSHOT: which GCs take a snapshot */
     uint32_t snapshot_every;    /* N of every:N */
     atomic_bool snapshot_requested; /* heaplens snapshot PID: the next GC takes one */
+    bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */
+    hl_sampling sampling;       /* the EventPipe session (eventpipe.h) */
 
     atomic_flag names_lock;
     hl_name_event names[HL_NAME_EVENTS];

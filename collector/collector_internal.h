@@ -4,6 +4,7 @@
 #define HEAPLENS_COLLECTOR_INTERNAL_H
 
 #include "collector/collector.h"
+#include "collector/frames.h"
 #include "collector/outbox.h"
 #include "collector/type_names.h"
 #include "collector/u64map.h"
@@ -67,8 +68,51 @@ typedef struct collector {
     /* Per-GC scratch. */
     id_vec deaths, promotions;
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
+    /* Allocation samples (samples.c): frames and stacks interned, the open interval's samples,
+     * the one being assembled from its HL_EV_SAMPLE events, and the last one waiting for its
+     * ObjectAllocated (full mode: the next allocation of the same thread at the same address). */
+    hl_frames frames;
+    id_vec samples;       /* hl_alloc_sample of the open interval */
+    struct {
+        bool open;
+        hl_alloc_sample s;
+        uint64_t address;
+        uint32_t kept, got, reported;
+        uintptr_t ips[HL_SAMPLE_MAX_FRAMES];
+    } sample;
+    struct {
+        bool waiting;
+        uint32_t os_tid;
+        uint64_t address;
+        size_t index;     /* in `samples` */
+    } link;
+    uint64_t samples_dropped_writer; /* samples in ALLOC_SAMPLES records the writer never got */
+    uint64_t samples_linked, samples_taken;
     char name[4096];
 } collector;
+
+/* samples.c: HL_EV_SAMPLE events (assembled into samples, frames resolved, stack interned), the
+ * link of a sample to its object (an ALLOC event), and the records. */
+void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid);
+static inline void hl_samples_on_alloc(collector *c, const hl_alloc_event *ev, uint32_t os_tid);
+/* Takes the open interval's samples into *out (hl_alloc_sample, owned by the caller); an object
+ * id stays only when `survivors` (hl_survivor, ascending ids) lists it: objects rows exist for
+ * survivors only. */
+void hl_samples_close(collector *c, const id_vec *survivors, id_vec *out);
+/* Sends the METHOD and STACK records not sent yet. */
+void hl_samples_flush_names(collector *c);
+/* Sends the interval's ALLOC_SAMPLES (when sampling is on) and frees `samples`. */
+void hl_samples_send(collector *c, uint32_t gc, id_vec *samples);
+
+static inline void hl_samples_on_alloc(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
+    if (c->link.waiting && c->link.os_tid == os_tid) {
+        if (c->link.address == ev->addr && c->link.index < c->samples.n) {
+            ((hl_alloc_sample *)c->samples.p)[c->link.index].object_id = ev->id;
+            c->samples_linked++;
+        }
+        c->link.waiting = false;
+    }
+}
 
 /* What the collector must know about a type beyond its name. */
 enum {

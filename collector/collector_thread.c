@@ -102,6 +102,9 @@ static void on_record_lost(void *ctx, uint16_t type, const void *a, size_t na, c
                 c->allocs_dropped_writer += count;
         }
         break;
+    case HL_REC_ALLOC_SAMPLES:
+        c->samples_dropped_writer += head[1];
+        break;
     case HL_REC_GC_START:
     case HL_REC_GC_END:
         if (head[0] != c->last_gc_dropped) {
@@ -296,6 +299,7 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     collector *c = ctx;
     switch (HL_EV_KIND(ev)) {
     case HL_EV_ALLOC: {
+        hl_samples_on_alloc(c, ev, os_tid);
         if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
         uint32_t type_id = hl_collector_type_id(c, ev->class_id);
@@ -328,6 +332,9 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     case HL_EV_HANDLE_DESTROYED:
         if (!hl_vec_push(&c->handle_events, ev))
             c->model_failures++;
+        break;
+    case HL_EV_SAMPLE:
+        hl_samples_on_event(c, ev, os_tid);
         break;
     }
 }
@@ -598,6 +605,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     uint64_t t0 = cpu_ns();
     id_vec counts;
     hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
+    id_vec samples;
+    hl_samples_close(c, &c->survivors, &samples);
     /* Without ObjectAllocated (sampled mode) there are no reported allocations to subtract. */
     if (c->p->mode == HL_MODE_FULL)
         unreported_counts(c, g, &counts);
@@ -620,12 +629,14 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     c->drain_while_waiting = true;
 
     hl_collector_flush_types(c);
+    hl_samples_flush_names(c);
     hl_gc_start s = {.gc = g->gc, .generation = g->generation, .reason = g->reason,
                      .condemned_mask = g->condemned_mask, .start_mono_ns = g->start_ns,
                      .suspend_mono_ns = g->suspend_ns, .first_id_after = g->first_id_after};
     sizes_by_generation(g->before, g->n_before, s.size_before);
     hl_outbox_put(&c->out, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0);
     send_counts(c, g->gc, &counts);
+    hl_samples_send(c, g->gc, &samples);
     hl_gc_survivors sv = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_GC_SURVIVORS, &sv, sizeof sv, &sv.count, c->survivors.p,
                              c->survivors.n, sizeof(hl_survivor));
@@ -722,7 +733,9 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "heaplens: allocs_seen=%llu counted=%llu drained=%llu drained_while_waiting=%llu "
             "ns_per_event=%.1f model_apply_ms=%.1f aggregate_ms=%.1f outbox_wait_ms=%.1f "
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
-            "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f\n",
+            "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f "
+            "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_dropped=%llu "
+            "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x)\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
@@ -730,7 +743,13 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             c->aggregate_ns / 1e6, c->out.wait_ns / 1e6, hl_tbufs_chunks_max(&p->rings),
             p->rings.n_chunks, c->young.cap, (unsigned long long)k.allocs_dropped_buffer,
             (unsigned long long)k.allocs_dropped_writer, (unsigned long long)k.writer_lost,
-            c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6);
+            c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6,
+            (unsigned long long)atomic_load(&p->sampling.seen),
+            (unsigned long long)c->samples_taken, (unsigned long long)c->samples_linked,
+            (unsigned long long)atomic_load(&p->sampling.dropped), c->frames.n_frames,
+            c->frames.n_stacks, (unsigned long long)c->frames.unresolved,
+            (unsigned long long)atomic_load(&p->sampling.walk_failures),
+            (unsigned)atomic_load(&p->sampling.walk_failure_hr));
     if (p->gcs.discover)
         fprintf(stderr,
                 "heaplens: discovery: found=%llu new=%llu pause_ms=%.2f (%.1f ns per found "
@@ -756,8 +775,12 @@ static void finish(collector *c) {
     id_vec counts;
     c->drain_while_waiting = false;
     hl_young_close(&c->young, false, c->young.first, &counts, &c->survivors);
+    id_vec samples;
+    hl_samples_close(c, &c->survivors, &samples); /* no survivors: no object ids */
     hl_collector_flush_types(c);
+    hl_samples_flush_names(c);
     send_counts(c, last_gc + 1, &counts);
+    hl_samples_send(c, last_gc + 1, &samples);
     /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
      * end record arrives: it tells the writer the recording is complete. */
     hl_outbox_flush(&c->out, c->out.stall_ms);
@@ -816,6 +839,8 @@ static void collector_free(collector *c) {
     hl_vec_release(&c->handle_events);
     hl_vec_release(&c->pending_types);
     hl_vec_release(&c->survivors);
+    hl_vec_release(&c->samples);
+    hl_frames_release(&c->frames);
     free(c->threads);
     free(c);
 }
@@ -832,6 +857,8 @@ int hl_collector_start(hl_profiler *p) {
     c->handle_events.elem = sizeof(hl_alloc_event);
     c->pending_types.elem = sizeof(hl_type);
     c->survivors.elem = sizeof(hl_survivor);
+    c->samples.elem = sizeof(hl_alloc_sample);
+    hl_frames_init(&c->frames);
     hl_u64map_init(&c->types);
     hl_u64map_init(&c->handles);
     hl_u64map_init(&c->weak_pending);

@@ -40,6 +40,8 @@ static ULONG profiler_release(hl_profiler *self) { (void)self; return 1; }
 static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id) {
     if (!p->active)
         return S_OK;
+    if (p->stacks)
+        hl_eventpipe_on_object_allocated(p, object); /* a sample's stack, before its object */
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
     if (!ring) {
@@ -292,7 +294,7 @@ static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
-                                        "HEAPLENS_CHILDREN", "HEAPLENS_MODE"};
+                                        "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -387,6 +389,10 @@ static int hl_profiler_start(hl_profiler *p, uint32_t mode) {
     if (hl_collector_start(p) != 0)
         return -1;
     p->active = !p->empty;
+    /* After `active`: the session may deliver events before it returns. Without it the run
+     * goes on without samples. */
+    if (p->stacks)
+        hl_eventpipe_start(p, mode);
     return 0;
 }
 
@@ -409,6 +415,8 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     snapshot_policy_parse(p, getenv("HEAPLENS_SNAPSHOT"));
     const char *empty = getenv("HEAPLENS_EMPTY");
     p->empty = empty && strcmp(empty, "1") == 0;
+    const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples, no EventPipe session */
+    p->stacks = !p->empty && !(stacks && strcmp(stacks, "off") == 0);
     /* p->socket_path: set by session_claim */
     if (hl_profiler_start(p, mode) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
@@ -470,6 +478,7 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .ThreadAssignedToOSThread = on_thread_assigned,
     .ThreadNameChanged = on_thread_name_changed,
     .LoadAsNotificationOnly = on_load_as_notification_only,
+    .EventPipeEventDelivered = hl_eventpipe_on_event,
 };
 #pragma GCC diagnostic pop
 

@@ -198,6 +198,58 @@ bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
     return true;
 }
 
+bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n) {
+    hl_tbufs *r = b->owner;
+    uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
+    if (n == 0 || n > HL_TBUF_CHUNK_EVENTS)
+        return false;
+    if (chunk == HL_TBUF_NONE || fill + n > HL_TBUF_CHUNK_EVENTS) {
+        uint32_t fresh = pool_pop(r);
+        if (fresh == HL_TBUF_NONE)
+            return false;
+        if (chunk != HL_TBUF_NONE && fill < HL_TBUF_CHUNK_EVENTS) {
+            /* Close the old chunk: the consumer moves on only from a full one. PADs carry the
+             * id of what follows, so a drain limit never stops between them and it. */
+            hl_alloc_event pad = {.id = ev[0].id, .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_PAD, 0)};
+            for (uint32_t i = fill; i < HL_TBUF_CHUNK_EVENTS; i++)
+                r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + i] = pad;
+            atomic_store_explicit(&r->desc[chunk].fill, HL_TBUF_CHUNK_EVENTS, memory_order_release);
+        }
+        atomic_store_explicit(&r->desc[fresh].fill, 0, memory_order_relaxed);
+        atomic_store_explicit(&r->desc[fresh].next, HL_TBUF_NONE, memory_order_relaxed);
+        if (chunk == HL_TBUF_NONE)
+            atomic_store_explicit(&b->head_chunk, fresh, memory_order_release);
+        else
+            atomic_store_explicit(&r->desc[chunk].next, fresh, memory_order_release);
+        chunk = b->tail_chunk = fresh;
+        fill = 0;
+    }
+    memcpy(&r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill], ev, n * sizeof *ev);
+    b->tail_fill = fill + n;
+    atomic_store_explicit(&r->desc[chunk].fill, fill + n, memory_order_release);
+    return true;
+}
+
+uint32_t hl_sample_encode(hl_alloc_event *out, uint64_t id, uint64_t address, uint64_t class_id,
+                          unsigned heap, uint64_t size, uint64_t amount, uint32_t n_frames,
+                          const uintptr_t *frames) {
+    uint32_t kept = n_frames < HL_SAMPLE_MAX_FRAMES ? n_frames : HL_SAMPLE_MAX_FRAMES;
+    if (!frames)
+        kept = 0;
+    out[0] = (hl_alloc_event){.id = id, .addr = address, .class_id = class_id,
+                              .kind_size = HL_SAMPLE_HEAD_WORD(heap, kept, size)};
+    out[1] = (hl_alloc_event){.id = id, .addr = amount, .class_id = n_frames,
+                              .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_EXTRA, 0)};
+    uint32_t n = 2;
+    for (uint32_t i = 0; i < kept; i += 3, n++) {
+        uint64_t a = frames[i], b = i + 1 < kept ? frames[i + 1] : 0;
+        uint64_t c = i + 2 < kept ? frames[i + 2] & HL_SAMPLE_LOW48 : 0;
+        out[n] = (hl_alloc_event){.id = id, .addr = a, .class_id = b,
+                                  .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_FRAMES, c)};
+    }
+    return n;
+}
+
 void hl_tbuf_count_allocation(hl_tbuf *b) {
     uint64_t n = atomic_load_explicit(&b->allocations, memory_order_relaxed);
     atomic_store_explicit(&b->allocations, n + 1, memory_order_relaxed);

@@ -28,7 +28,7 @@
 
 /* One event from a runtime thread. Allocations and handle events share the chunks (and the id
  * counter) so that the collector sees them in the same order as GCs. */
-enum { HL_EV_ALLOC = 0, HL_EV_HANDLE_CREATED = 1, HL_EV_HANDLE_DESTROYED = 2 };
+enum { HL_EV_ALLOC = 0, HL_EV_HANDLE_CREATED = 1, HL_EV_HANDLE_DESTROYED = 2, HL_EV_SAMPLE = 3 };
 typedef struct hl_alloc_event {
     uint64_t id;       /* sequence number: the object id for an allocation */
     uint64_t addr;     /* ALLOC: ObjectID at allocation time; HANDLE_*: the GCHandleID */
@@ -38,6 +38,35 @@ typedef struct hl_alloc_event {
 #define HL_EV_KIND(ev) ((unsigned)((ev)->kind_size >> 62))
 #define HL_EV_SIZE(ev) ((ev)->kind_size & ((1ull << 62) - 1))
 #define HL_EV_KIND_SIZE(kind, size) (((uint64_t)(kind) << 62) | (size))
+
+/* An allocation sample (EventPipe AllocationSampled / AllocationTick) is several consecutive
+ * events of kind HL_EV_SAMPLE, all with the same id, pushed at once (hl_tbuf_push_n: never split
+ * across chunks, published together), so the consumer always sees a whole sample:
+ *   HEAD    {id, address, class_id, part | heap << 56 | frames << 48 | size (48 bits)}
+ *   EXTRA   {id, amount, frames the runtime reported, part}
+ *   FRAMES  {id, ip, ip, part | ip (48 bits)} x ceil(frames / 3), innermost first
+ * and PAD events fill a chunk's end when a sample does not fit in it. IPs of user space are
+ * below 2^47, so the third one fits beside the kind and part bits. `amount` is AllocationTick's
+ * AllocationAmount64, or AllocationSampled's SampledByteOffset. */
+enum { HL_SAMPLE_HEAD = 0, HL_SAMPLE_EXTRA = 1, HL_SAMPLE_FRAMES = 2, HL_SAMPLE_PAD = 3 };
+#define HL_SAMPLE_MAX_FRAMES 96u /* frames kept per sample (innermost); the rest are counted */
+#define HL_SAMPLE_MAX_EVENTS (2u + HL_SAMPLE_MAX_FRAMES / 3u)
+#define HL_SAMPLE_LOW48 ((1ull << 48) - 1)
+#define HL_SAMPLE_PART(ev) ((unsigned)((ev)->kind_size >> 59) & 3u)
+#define HL_SAMPLE_WORD(part, low) (((uint64_t)HL_EV_SAMPLE << 62) | ((uint64_t)(part) << 59) | (low))
+#define HL_SAMPLE_HEAD_WORD(heap, frames, size)                                               \
+    HL_SAMPLE_WORD(HL_SAMPLE_HEAD, ((uint64_t)(heap) & 3u) << 56 | ((uint64_t)(frames) & 255u) << 48 | \
+                                       ((size) & HL_SAMPLE_LOW48))
+#define HL_SAMPLE_HEAD_HEAP(ev) ((unsigned)((ev)->kind_size >> 56) & 3u)
+#define HL_SAMPLE_HEAD_FRAMES(ev) ((unsigned)((ev)->kind_size >> 48) & 255u)
+#define HL_SAMPLE_HEAD_SIZE(ev) ((ev)->kind_size & HL_SAMPLE_LOW48)
+
+/* Encodes one sample into `out` (room for HL_SAMPLE_MAX_EVENTS); returns the events used.
+ * `heap` is the runtime's AllocationKind (0 small, 1 large, 2 pinned). Frames beyond
+ * HL_SAMPLE_MAX_FRAMES are cut (innermost kept); `n_frames` is stored as reported. */
+uint32_t hl_sample_encode(hl_alloc_event *out, uint64_t id, uint64_t address, uint64_t class_id,
+                          unsigned heap, uint64_t size, uint64_t amount, uint32_t n_frames,
+                          const uintptr_t *frames);
 
 typedef struct hl_tbufs hl_tbufs;
 
@@ -103,6 +132,11 @@ void hl_tbufs_count_overflow_allocation(hl_tbufs *r);
 /* Producer side, called by the slot's own thread. Returns false (and counts a drop) when the
  * pool has no chunk left. */
 bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev);
+/* Pushes `n` events (at most HL_TBUF_CHUNK_EVENTS) into one chunk, published together: the
+ * consumer sees all of them or none. A chunk without room for them is closed with PAD sample
+ * events. Returns false when the pool has no chunk left (nothing is pushed or counted: the
+ * caller counts what it lost). */
+bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n);
 /* Counts one allocation on the calling thread's slot (producer side). */
 void hl_tbuf_count_allocation(hl_tbuf *b);
 

@@ -234,3 +234,38 @@ uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size
     }
     return flags;
 }
+
+bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t size) {
+    name_buf b = {.p = out, .size = size, .len = 0};
+    uint32_t flags = 0;
+    out[0] = 0;
+    ClassID cls = 0, args[MAX_ARGS];
+    ModuleID module = 0;
+    mdToken token = 0;
+    uint32_t n_args = 0;
+    if (HR_FAILED(info_get_function_info2(t->info, function, &cls, &module, &token, MAX_ARGS,
+                                          &n_args, args)) || !module || !token)
+        return false;
+    IMetaDataImport *mdi = module_metadata(t, module);
+    if (!mdi)
+        return false;
+    WCHAR w[512];
+    ULONG n = 0;
+    mdTypeDef td = 0;
+    if (HR_FAILED(mdi_get_method_props(mdi, token, &td, w, 512, &n)))
+        return false;
+    /* The declaring type: its instantiation when the runtime knows it, else the definition. */
+    bool typed = cls && put_class(t, &b, cls, 1, &flags);
+    if (!typed) {
+        b.len = 0;
+        out[0] = 0;
+        if (td && !put_typedef(t, &b, mdi, td, NULL, 0, 1, &flags))
+            return false;
+    }
+    if (b.len)
+        puts_(&b, ".");
+    put_utf16_name(&b, w, n < 512 ? n : 512);
+    if (n_args > 0)
+        put_type_args(t, &b, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, 1, &flags);
+    return true;
+}

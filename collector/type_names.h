@@ -14,6 +14,7 @@
 #ifndef HEAPLENS_TYPE_NAMES_H
 #define HEAPLENS_TYPE_NAMES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,5 +33,10 @@ void hl_type_names_release(hl_type_names *t);
  * HL_TYPE_FLAG_* bits (wire/hl_wire.h): ARRAY, and UNRESOLVED when the runtime would not say
  * (then the name is "<unknown 0x...>"). */
 uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size);
+
+/* Writes 'Namespace.Type.Method' for a FunctionID (GetFunctionInfo2 without a frame: shared
+ * generic code shows its canonical instantiation, e.g. 'List<System.__Canon>.Add'), method type
+ * arguments as '<...>' after the name. Returns false when the runtime would not say. */
+bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t size);
 
 #endif /* HEAPLENS_TYPE_NAMES_H */

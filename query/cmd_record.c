@@ -51,6 +51,7 @@ typedef struct record_options {
     const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated */
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
     const char *mode;     /* --mode: "full" (default) or "sampled", for HEAPLENS_MODE */
+    const char *stacks;   /* --stacks on|off: HEAPLENS_STACKS (NULL: the default, on) */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
@@ -110,6 +111,17 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             if (strcmp(o->mode, "full") != 0 && strcmp(o->mode, "sampled") != 0) {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "record: --mode takes full or sampled, not '%s'", o->mode);
+                return FALSE;
+            }
+        } else if (strcmp(a, "--stacks") == 0 || strncmp(a, "--stacks=", 9) == 0) {
+            if (a[8] == 0 && i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: --stacks needs on or off");
+                return FALSE;
+            }
+            o->stacks = a[8] == '=' ? a + 9 : argv[++i];
+            if (strcmp(o->stacks, "on") != 0 && strcmp(o->stacks, "off") != 0) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --stacks takes on or off, not '%s'", o->stacks);
                 return FALSE;
             }
         } else if (strcmp(a, "--children") == 0) {
@@ -334,7 +346,7 @@ static void forward_signal(int sig, siginfo_t *info, void *context) {
 /* Runs the program; returns its pid, or -1 with the exec error. */
 static pid_t program_start(char **program, const char *collector, const char *socket_path,
                            const char *snapshot_policy, const char *children,
-                           const struct sigaction *original,
+                           const char *stacks, const struct sigaction *original,
                            const sigset_t *original_mask, GError **error) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
@@ -365,6 +377,11 @@ static pid_t program_start(char **program, const char *collector, const char *so
             setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
         else
             unsetenv("HEAPLENS_SNAPSHOT");
+        /* --stacks: allocation samples with call stacks (collector/eventpipe.h), on by default. */
+        if (stacks)
+            setenv("HEAPLENS_STACKS", stacks, 1);
+        else
+            unsetenv("HEAPLENS_STACKS");
         /* --children: matching descendants record too, each to children.sock. */
         if (children)
             setenv("HEAPLENS_CHILDREN", children, 1);
@@ -844,7 +861,7 @@ int cmd_record(int argc, char **argv) {
     else
         unsetenv("HEAPLENS_MODE");
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
-                                  o.children, original, &original_mask, &error);
+                                  o.children, o.stacks, original, &original_mask, &error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
     int status = 0;

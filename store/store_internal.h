@@ -87,6 +87,18 @@ typedef struct store_record {
             const uint8_t *items; /* h.count hl_snapshot_object, _ref or _root (by type) */
         } snapshot_batch;
         hl_snapshot_end snapshot_end;
+        struct {
+            hl_method h;
+            store_str name;
+        } method;
+        struct {
+            hl_stack h;
+            const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
+        } stack;
+        struct {
+            hl_alloc_samples h;
+            const uint8_t *items; /* h.count hl_alloc_sample */
+        } alloc_samples;
     } u;
 } store_record;
 
@@ -130,6 +142,13 @@ static inline uint64_t store_record_handle_freed_at(const store_record *r, uint3
     uint64_t id;
     memcpy(&id, r->u.handles_freed.ids + (size_t)i * sizeof id, sizeof id);
     return id;
+}
+
+static inline hl_alloc_sample store_record_alloc_sample_at(const store_record *r, uint32_t i)
+{
+    hl_alloc_sample a;
+    memcpy(&a, r->u.alloc_samples.items + (size_t)i * sizeof a, sizeof a);
+    return a;
 }
 
 static inline hl_handle_kind store_record_handle_kind_at(const store_record *r, uint32_t i)
@@ -270,6 +289,11 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_HANDLE,
     STORE_STMT_SET_HANDLE_KIND,
     STORE_STMT_HANDLE_DESTROYED,
+    STORE_STMT_INSERT_FRAME,
+    STORE_STMT_INSERT_STACK,
+    STORE_STMT_INSERT_STACK_FRAME,
+    STORE_STMT_INSERT_ALLOC_SAMPLE,
+    STORE_STMT_UPSERT_SAMPLING,
     STORE_STMT_COUNT
 } store_stmt_id;
 
@@ -447,6 +471,18 @@ void store_snapshot_discard_open(store_writer *w, const char *why);
  * committed, and counts them in snapshots_discarded. */
 void store_snapshot_discard_written(store_writer *w, const char *why);
 void store_snapshot_release(store_open_snapshot *s);
+
+/* Allocation samples and stacks (store_samples.c). METHOD and STACK are kept for replay like
+ * TYPE; ALLOC_SAMPLES belongs to the open GC (or the tail, after the last GC_END). */
+gboolean store_samples_method(store_writer *w, const store_record *rec, GError **error);
+gboolean store_samples_stack(store_writer *w, const store_record *rec, GError **error);
+gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **error);
+/* A sample's weight: (est_count, est_bytes) for an object of `size` bytes (pure; unit-tested).
+ * AllocationSampled: w = 1 / (1 - (1 - 1/mean)^size), est_count = w, est_bytes = size * w.
+ * AllocationTick: est_bytes = amount (bytes since the previous tick), est_count = amount / size
+ * (biased). */
+void store_sample_weight(uint32_t source, uint64_t mean_distance, uint64_t size, uint64_t amount,
+                         double *est_count, double *est_bytes);
 
 /* Handle records (store_handles.c). */
 gboolean store_handle_created(store_writer *w, const store_record *rec, GError **error);

@@ -294,6 +294,40 @@ static gboolean store_decode_snapshot_end(const uint8_t *p, uint32_t size, store
     return TRUE;
 }
 
+static gboolean store_decode_method(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error)
+{
+    uint32_t off = sizeof out->u.method.h;
+    if (size < off)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
+                                 size);
+    memcpy(&out->u.method.h, p, off);
+    return store_decode_str(p, size, &off, &out->u.method.name, error) &&
+           store_decode_end(size, off, error);
+}
+
+static gboolean store_decode_stack(const uint8_t *p, uint32_t size, store_record *out,
+                                   GError **error)
+{
+    hl_stack *h = &out->u.stack.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.stack.frames = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->depth : 0,
+                                sizeof(uint32_t), error);
+}
+
+static gboolean store_decode_alloc_samples(const uint8_t *p, uint32_t size, store_record *out,
+                                           GError **error)
+{
+    hl_alloc_samples *h = &out->u.alloc_samples.h;
+    if (size >= sizeof *h)
+        memcpy(h, p, sizeof *h);
+    out->u.alloc_samples.items = p + sizeof *h;
+    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
+                                sizeof(hl_alloc_sample), error);
+}
+
 static const store_record_def store_record_defs[] = {
     [HL_REC_RUN_START] = {"RUN_START", store_decode_run_start},
     [HL_REC_TYPE] = {"TYPE", store_decode_type},
@@ -315,6 +349,9 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_ALLOC_COUNTS] = {"ALLOC_COUNTS", store_decode_alloc_counts},
     [HL_REC_GC_SURVIVORS] = {"GC_SURVIVORS", store_decode_survivors},
     [HL_REC_GC_HANDLES_FREED] = {"GC_HANDLES_FREED", store_decode_handles_freed},
+    [HL_REC_METHOD] = {"METHOD", store_decode_method},
+    [HL_REC_STACK] = {"STACK", store_decode_stack},
+    [HL_REC_ALLOC_SAMPLES] = {"ALLOC_SAMPLES", store_decode_alloc_samples},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

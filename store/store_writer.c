@@ -27,6 +27,16 @@
     "CASE " x " WHEN 1 THEN 'stack' WHEN 2 THEN 'finalizer' WHEN 3 THEN 'handle' ELSE 'other' END"
 
 static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
+    [STORE_STMT_INSERT_FRAME] = "INSERT OR REPLACE INTO frames (id, name) VALUES (?1, ?2)",
+    [STORE_STMT_INSERT_STACK] = "INSERT OR REPLACE INTO stacks (id, depth) VALUES (?1, ?2)",
+    [STORE_STMT_INSERT_STACK_FRAME] =
+        "INSERT OR REPLACE INTO stack_frames (stack_id, position, frame_id) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_INSERT_ALLOC_SAMPLE] =
+        "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, stack_id, object_id, "
+        "est_count, est_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [STORE_STMT_UPSERT_SAMPLING] =
+        "INSERT OR REPLACE INTO sampling (id, source, mean_distance_bytes, biased, samples, "
+        "samples_dropped) VALUES (1, ?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_INSERT_TYPE] =
         "INSERT OR REPLACE INTO types (id, name, class_id, flags) VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_UPSERT_THREAD] =
@@ -395,6 +405,9 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
     [HL_REC_GC_SURVIVORS] = store_gc_survivors,
     [HL_REC_GC_HANDLES_FREED] = store_handles_freed,
+    [HL_REC_METHOD] = store_samples_method,
+    [HL_REC_STACK] = store_samples_stack,
+    [HL_REC_ALLOC_SAMPLES] = store_samples_alloc,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)

@@ -72,6 +72,9 @@ typedef enum hl_rec_type {
     HL_REC_ALLOC_COUNTS = 20,
     HL_REC_GC_SURVIVORS = 21,
     HL_REC_GC_HANDLES_FREED = 22,
+    HL_REC_METHOD = 23,
+    HL_REC_STACK = 24,
+    HL_REC_ALLOC_SAMPLES = 25,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -275,6 +278,65 @@ typedef struct hl_run_end {
                                       * /proc/self/status, read at Shutdown), 0 if unknown */
 } hl_run_end;
 static_assert(sizeof(hl_run_end) == 136, "wire layout");
+
+/* ---- allocation samples and call stacks -------------------------------------------------
+ * The runtime samples allocations (EventPipe, read in-process: collector/eventpipe.h) and walks
+ * the managed stack of each sample. Frames and stacks are interned by the collector: a METHOD
+ * record names a frame id, a STACK record lists a stack's frame ids; each is sent once, before
+ * the first record that uses it (like TYPE). Samples of interval n are sent inside GC n, right
+ * after its ALLOC_COUNTS (the tail interval's after the last GC_END, before RUN_END). */
+
+/* HL_REC_METHOD. Followed by one hl_str: 'Namespace.Type.Method' (type and method generic
+ * arguments where the runtime tells them), or '[native]' / '[unknown]'. */
+typedef struct hl_method {
+    uint32_t frame_id;    /* 1, 2, 3, ... dense; names are unique (one id per name) */
+    uint32_t flags;       /* HL_METHOD_FLAG_* */
+    uint64_t function_id; /* the runtime's FunctionID of the first IP named so, 0 if none */
+} hl_method;
+static_assert(sizeof(hl_method) == 16, "wire layout");
+enum { HL_METHOD_FLAG_NATIVE = 1, HL_METHOD_FLAG_UNKNOWN = 2 };
+
+/* HL_REC_STACK: `depth` uint32 frame ids follow, innermost (the allocating method) first. */
+typedef struct hl_stack {
+    uint32_t stack_id;    /* 1, 2, 3, ... dense */
+    uint32_t depth;
+} hl_stack;
+static_assert(sizeof(hl_stack) == 8, "wire layout");
+
+/* Where samples come from. */
+enum {
+    HL_SAMPLE_SOURCE_NONE = 0,
+    HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED = 1, /* .NET 10+: each byte sampled with p = 1/mean */
+    HL_SAMPLE_SOURCE_ALLOCATION_TICK = 2,    /* GCAllocationTick: ~every 100 KB, biased */
+};
+
+/* HL_REC_ALLOC_SAMPLES, inside GC `gc`: the samples of allocation interval `gc` (same numbering
+ * as ALLOC_COUNTS). Sent at every GC while sampling is on, with count 0 when the interval had
+ * none, so the cumulative counters arrive. `count` hl_alloc_sample follow. */
+typedef struct hl_alloc_samples {
+    uint32_t gc;
+    uint32_t count;
+    uint32_t source;              /* HL_SAMPLE_SOURCE_* */
+    uint32_t reserved;
+    uint64_t mean_distance_bytes; /* AllocationSampled: 102400; AllocationTick: 0 */
+    uint64_t samples_seen;        /* cumulative: sample events the runtime delivered */
+    uint64_t samples_dropped;     /* cumulative: of those, lost (buffer full, no slot, payload
+                                   * not understood, writer gone) */
+} hl_alloc_samples;
+typedef struct hl_alloc_sample {
+    uint64_t object_id;   /* allocation id of the sampled object (full mode), 0 if unknown */
+    uint64_t size;        /* object size in bytes */
+    uint64_t amount;      /* AllocationTick: bytes allocated since the previous tick
+                           * (AllocationAmount64); AllocationSampled: SampledByteOffset */
+    uint32_t type_id;
+    uint32_t os_tid;
+    uint32_t stack_id;    /* 0: no stack */
+    uint8_t heap;         /* HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH */
+    uint8_t flags;        /* HL_SAMPLE_FLAG_* */
+    uint16_t reserved;
+} hl_alloc_sample;
+static_assert(sizeof(hl_alloc_samples) == 40 && sizeof(hl_alloc_sample) == 40, "wire layout");
+enum { HL_SAMPLE_FLAG_TRUNCATED = 1 }; /* the stack was cut (deeper than the collector keeps) */
 
 /* ---- requests from the writer to the collector ------------------------------------------
  * The writer may send these on the same socket, in the other direction: an hl_rec_header with

@@ -444,18 +444,24 @@ static void test_schema(void)
                "index|object_generations_by_gc\n"
                "index|snapshot_roots_by_object\n"
                "table|alloc_counts\n"
+               "table|alloc_samples\n"
                "table|counters\n"
+               "table|frames\n"
                "table|gc_generations\n"
                "table|gcs\n"
                "table|handles\n"
                "table|object_generations\n"
                "table|objects\n"
                "table|run\n"
+               "table|sampling\n"
                "table|snapshot_objects\n"
                "table|snapshot_roots\n"
                "table|snapshots\n"
+               "table|stack_frames\n"
+               "table|stacks\n"
                "table|threads\n"
                "table|types\n"
+               "view|allocation_estimates_by_type\n"
                "view|allocations_by_type\n"
                "view|allocations_by_type_thread\n"
                "view|gc_summary\n"
@@ -465,6 +471,8 @@ static void test_schema(void)
                "view|snapshot_contents\n"
                "view|snapshot_handles\n"
                "view|snapshot_refs\n"
+               "view|stack_folded\n"
+               "view|stack_text\n"
                "view|strong_handles_never_freed\n"
                "view|survivors_by_generation\n");
     CHECK_ROWS(db, "SELECT id, command, status, exit_status, flags FROM run", "1|cmd|no-data|NULL|NULL\n");
@@ -1342,7 +1350,7 @@ static void test_open_readonly(void)
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 7); this heaplens reads schema 2", good);
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 7); this heaplens reads schema " G_STRINGIFY(STORE_SCHEMA_VERSION) "", good);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
     g_clear_error(&error);

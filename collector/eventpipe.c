@@ -1,0 +1,170 @@
+/* eventpipe.c — see eventpipe.h. The session, and the callback that copies samples. */
+#include "collector/eventpipe.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector.h"
+
+enum {
+    EVENT_GC_ALLOCATION_TICK = 10,
+    EVENT_ALLOCATION_SAMPLED = 303,
+};
+#define KEYWORD_GC 0x1ull
+#define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
+#define LEVEL_INFORMATIONAL 4u
+#define LEVEL_VERBOSE 5u
+
+/* The runtime hands a profiler's session no stack (numStackFrames is 0 on .NET 10: measured),
+ * so the collector walks the allocating thread itself: DoStackSnapshot of the current thread,
+ * synchronous, into a buffer on this thread's stack. Innermost frame first. */
+typedef struct stack_walk {
+    uintptr_t ips[HL_SAMPLE_MAX_FRAMES];
+    uint32_t n, total;
+} stack_walk;
+
+static HRESULT on_stack_frame(FunctionID function, UINT_PTR ip, UINT_PTR frame_info,
+                              uint32_t context_size, uint8_t *context, void *data) {
+    (void)function, (void)frame_info, (void)context_size, (void)context;
+    stack_walk *w = data;
+    if (w->n < HL_SAMPLE_MAX_FRAMES)
+        w->ips[w->n++] = ip;
+    w->total++;
+    return S_OK;
+}
+
+/* The sample seen by this thread's EventPipe callback, waiting for its ObjectAllocated. */
+static _Thread_local struct {
+    bool waiting;
+    hl_sample_payload s;
+} tls_sample;
+
+/* Pushes one sample (its stack walked now when `walk`) into this thread's chunk. */
+static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
+    hl_tbuf *b = hl_tbufs_current(&p->rings);
+    if (!b) {
+        atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+        return;
+    }
+    stack_walk w;
+    w.n = w.total = 0;
+    if (walk) {
+        HRESULT hr = info_do_stack_snapshot(p->info, 0, on_stack_frame, 0, &w);
+        if (HR_FAILED(hr)) {
+            atomic_fetch_add_explicit(&p->sampling.walk_failures, 1, memory_order_relaxed);
+            atomic_store_explicit(&p->sampling.walk_failure_hr, (uint32_t)hr, memory_order_relaxed);
+            w.n = w.total = 0;
+        }
+    }
+    hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
+    uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
+    uint32_t n = hl_sample_encode(ev, id, s->address, s->class_id, s->kind, s->size, s->amount,
+                                  w.total, w.ips);
+    if (!hl_tbuf_push_n(b, ev, n))
+        atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+}
+
+void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object) {
+    if (!tls_sample.waiting)
+        return;
+    tls_sample.waiting = false;
+    /* Another address: the sampled object was allocated on a path without ObjectAllocated
+     * (.NET 10 boxes and delegates): kept without a stack. */
+    sample_push(p, &tls_sample.s, tls_sample.s.address == object);
+}
+
+/* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample
+ * waits for the object's ObjectAllocated (same thread, next callback) to get its stack. */
+HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
+                              DWORD event_version, ULONG metadata_size, const uint8_t *metadata,
+                              ULONG data_size, const uint8_t *data, const GUID *activity,
+                              const GUID *related_activity, ThreadID thread, ULONG frame_count,
+                              UINT_PTR frames[]) {
+    (void)provider, (void)metadata_size, (void)metadata, (void)activity, (void)related_activity;
+    (void)thread, (void)frame_count, (void)frames;
+    /* Only the runtime provider is enabled in our session: the event id says what it is. */
+    uint32_t source = p->sampling.source;
+    if (!p->active || !source)
+        return S_OK;
+    hl_sample_payload s;
+    bool parsed;
+    if (source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED) {
+        if (event_id != EVENT_ALLOCATION_SAMPLED)
+            return S_OK;
+        atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
+        parsed = hl_parse_allocation_sampled(data, data_size, event_version, &s);
+    } else {
+        if (event_id != EVENT_GC_ALLOCATION_TICK)
+            return S_OK; /* GCKeyword's other events: GCStart, heap stats, ... */
+        atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
+        parsed = hl_parse_allocation_tick(data, data_size, event_version, &s);
+    }
+    if (!parsed) {
+        atomic_fetch_add_explicit(&p->sampling.unparsed, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
+        return S_OK;
+    }
+    if (tls_sample.waiting) /* its ObjectAllocated never came */
+        sample_push(p, &tls_sample.s, false);
+    tls_sample.waiting = false;
+    if (p->sampling.walk_at_object_allocated && s.address) {
+        tls_sample.s = s;
+        tls_sample.waiting = true;
+    } else {
+        sample_push(p, &s, true);
+    }
+    return S_OK;
+}
+
+int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
+    /* Stacks: walked at ObjectAllocated, so only where it is on (full mode). */
+    p->sampling.walk_at_object_allocated = mode == HL_MODE_FULL;
+    const char *at = getenv("HEAPLENS_WALK_AT");
+    if (at && strcmp(at, "event") == 0)
+        p->sampling.walk_at_object_allocated = false;
+    if (p->info_version < 12)
+        return -1;
+    int major = atoi(p->runtime_version);
+    uint32_t source = major >= 10 ? HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED
+                                  : HL_SAMPLE_SOURCE_ALLOCATION_TICK;
+    const char *forced = getenv("HEAPLENS_SAMPLE_SOURCE"); /* tests: force the fallback */
+    if (forced && strcmp(forced, "tick") == 0)
+        source = HL_SAMPLE_SOURCE_ALLOCATION_TICK;
+    DWORD low = 0, high = 0;
+    HRESULT hr = info_get_event_mask2(p->info, &low, &high);
+    if (!HR_FAILED(hr))
+        hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT,
+                                  high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+    if (HR_FAILED(hr)) {
+        p->sampling.failure_hr = (uint32_t)hr;
+        return -1;
+    }
+    static const WCHAR provider[] = {'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i',
+                                     'n', 'd', 'o', 'w', 's', '-', 'D', 'o', 't', 'N', 'E', 'T',
+                                     'R', 'u', 'n', 't', 'i', 'm', 'e', 0};
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config = {
+        .provider_name = provider,
+        .keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
+                                                                  : KEYWORD_GC,
+        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? LEVEL_INFORMATIONAL
+                                                                       : LEVEL_VERBOSE,
+    };
+    /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
+    p->sampling.source = source;
+    EVENTPIPE_SESSION session = 0;
+    hr = info_event_pipe_start_session(p->info, 1, &config, 0, &session);
+    if (HR_FAILED(hr)) {
+        p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+        p->sampling.failure_hr = (uint32_t)hr;
+        return -1;
+    }
+    p->sampling.session = session;
+    return 0;
+}
+
+void hl_eventpipe_stop(hl_profiler *p) {
+    if (!p->sampling.source)
+        return;
+    info_event_pipe_stop_session(p->info, p->sampling.session);
+    p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+}

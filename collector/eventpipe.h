@@ -1,0 +1,78 @@
+/* eventpipe.h — allocation samples with call stacks, from an EventPipe session the collector
+ * starts inside the process (ICorProfilerInfo12::EventPipeStartSession) and whose events the
+ * runtime hands to ICorProfilerCallback10::EventPipeEventDelivered, synchronously, on the thread
+ * that wrote them: for allocation events, the allocating thread, inside the allocation.
+ *
+ * Source by runtime: AllocationSampled (.NET 10+: keyword 0x80000000000, level 4; every
+ * allocated byte sampled with p = 1/102400, so an unbiased estimate) or, on older runtimes,
+ * GCAllocationTick (GCKeyword 0x1, level 5: the allocation that crossed each ~100 KB of
+ * allocation; biased toward large objects). Each event comes with the managed stack the
+ * runtime walked for it (instruction pointers, innermost first).
+ *
+ * The callback copies the sample (type, size, address, heap, frames) into the thread's buffer
+ * chunk (thread_buffers.h, HL_EV_SAMPLE events) and returns: no lock, no allocation, no system
+ * call after the thread's first event. The collector thread resolves the frames and sends
+ * METHOD, STACK and ALLOC_SAMPLES records (frames.c, collector_thread.c).
+ */
+#ifndef HEAPLENS_EVENTPIPE_H
+#define HEAPLENS_EVENTPIPE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collector/clr_abi.h"
+#include "wire/hl_wire.h"
+
+#define HL_ALLOC_SAMPLED_MEAN_BYTES 102400u /* AllocationSampled: mean distance between samples */
+
+typedef struct hl_sampling {
+    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session) */
+    bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
+    EVENTPIPE_SESSION session;
+    uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
+    atomic_uint_fast64_t seen;    /* sample events delivered */
+    atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
+    atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
+    atomic_uint_fast64_t walk_failures; /* ... whose stack DoStackSnapshot refused (kept, no stack) */
+    _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
+} hl_sampling;
+
+struct hl_profiler;
+
+/* Starts the session for `mode` (HL_MODE_FULL, _SAMPLED or _ATTACH) on the profiler's runtime:
+ * adds COR_PRF_HIGH_MONITOR_EVENT_PIPE to the event mask (keeping the rest) and enables the
+ * runtime provider. Call from Initialize or InitializeForAttach after SetEventMask2. Returns 0,
+ * or -1 when the runtime has no ICorProfilerInfo12 or refused (p->sampling.failure_hr says why);
+ * recording goes on without samples then. */
+int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode);
+/* Stops the session (before detach). */
+void hl_eventpipe_stop(struct hl_profiler *p);
+
+/* ObjectAllocated (full mode) calls this first: when the calling thread's last sample is this
+ * object, its stack is walked here, where DoStackSnapshot is allowed (inside the EventPipe
+ * callback the runtime refuses it), and the sample is pushed. */
+void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object);
+
+/* ICorProfilerCallback10::EventPipeEventDelivered. */
+HRESULT hl_eventpipe_on_event(struct hl_profiler *p, UINT_PTR provider, DWORD event_id,
+                              DWORD event_version, ULONG metadata_size, const uint8_t *metadata,
+                              ULONG data_size, const uint8_t *data, const GUID *activity,
+                              const GUID *related_activity, ThreadID thread, ULONG frame_count,
+                              UINT_PTR frames[]);
+
+/* Payload decoding (pure; tests/unit/collector). Returns false when the payload is too short or
+ * not of a known version. */
+typedef struct hl_sample_payload {
+    uint32_t kind;      /* AllocationKind: 0 small, 1 large, 2 pinned */
+    uint64_t class_id;  /* TypeID */
+    uint64_t address;   /* the object (0 if the event version has none) */
+    uint64_t size;      /* ObjectSize (0 if the event version has none) */
+    uint64_t amount;    /* AllocationTick: AllocationAmount64; AllocationSampled: SampledByteOffset */
+} hl_sample_payload;
+bool hl_parse_allocation_sampled(const uint8_t *data, uint32_t size, uint32_t version,
+                                 hl_sample_payload *out);
+bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t version,
+                              hl_sample_payload *out);
+
+#endif /* HEAPLENS_EVENTPIPE_H */

@@ -1,0 +1,67 @@
+/* eventpipe_parse.c — the payloads of the runtime's allocation events (see eventpipe.h). Pure:
+ * unit-tested without a runtime. */
+#include <string.h>
+
+#include "collector/eventpipe.h"
+
+static uint64_t read_u64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static uint32_t read_u32(const uint8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Offset just past the UTF-16 NUL-terminated string at `off`, or 0 if it runs past `size`. */
+static uint32_t skip_utf16z(const uint8_t *data, uint32_t size, uint32_t off) {
+    for (; off + 2 <= size; off += 2)
+        if (data[off] == 0 && data[off + 1] == 0)
+            return off + 2;
+    return 0;
+}
+
+/* AllocationSampled v0: AllocationKind u32, ClrInstanceID u16, TypeID ptr, TypeName UTF-16z,
+ * Address ptr, ObjectSize u64, SampledByteOffset u64 (packed, little endian). */
+bool hl_parse_allocation_sampled(const uint8_t *data, uint32_t size, uint32_t version,
+                                 hl_sample_payload *out) {
+    if (version != 0 || !data || size < 14)
+        return false;
+    uint32_t off = skip_utf16z(data, size, 14);
+    if (!off || size - off < 24)
+        return false;
+    *out = (hl_sample_payload){.kind = read_u32(data), .class_id = read_u64(data + 6),
+                               .address = read_u64(data + off), .size = read_u64(data + off + 8),
+                               .amount = read_u64(data + off + 16)};
+    return true;
+}
+
+/* GCAllocationTick: v2 AllocationAmount u32, AllocationKind u32, ClrInstanceID u16,
+ * AllocationAmount64 u64, TypeID ptr, TypeName UTF-16z, HeapIndex u32; v3 adds Address ptr;
+ * v4 adds ObjectSize u64. */
+bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t version,
+                              hl_sample_payload *out) {
+    if (version < 2 || !data || size < 26)
+        return false;
+    uint32_t off = skip_utf16z(data, size, 26);
+    if (!off || size - off < 4)
+        return false;
+    *out = (hl_sample_payload){.kind = read_u32(data + 4), .amount = read_u64(data + 10),
+                               .class_id = read_u64(data + 18)};
+    off += 4; /* HeapIndex */
+    if (version >= 3) {
+        if (size - off < 8)
+            return false;
+        out->address = read_u64(data + off);
+        off += 8;
+    }
+    if (version >= 4) {
+        if (size - off < 8)
+            return false;
+        out->size = read_u64(data + off);
+    }
+    return true;
+}
+

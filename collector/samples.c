@@ -1,0 +1,131 @@
+/* samples.c — allocation samples on the collector thread: assembled from the HL_EV_SAMPLE
+ * events of one thread (thread_buffers.h; a sample's events always arrive together), frames
+ * resolved and the stack interned (frames.h), linked to the object's allocation id in full mode,
+ * and sent per GC interval (wire/hl_wire.h, ALLOC_SAMPLES). */
+#include "collector/collector_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const uint8_t heap_of_kind[4] = {HL_GEN_0, HL_GEN_LOH, HL_GEN_POH, HL_GEN_NONE};
+
+static void sample_finish(collector *c, uint32_t os_tid) {
+    uint32_t ids[HL_SAMPLE_MAX_FRAMES];
+    uint32_t depth = 0;
+    for (uint32_t i = 0; i < c->sample.got; i++) {
+        uint32_t id = hl_frames_of_ip(&c->frames, &c->names, c->sample.ips[i]);
+        if (id)
+            ids[depth++] = id;
+    }
+    hl_alloc_sample *s = &c->sample.s;
+    s->stack_id = hl_frames_intern_stack(&c->frames, ids, depth);
+    if (c->sample.reported > c->sample.kept || depth < c->sample.got)
+        s->flags |= HL_SAMPLE_FLAG_TRUNCATED;
+    c->sample.open = false;
+    if (!hl_vec_push(&c->samples, s)) {
+        atomic_fetch_add(&c->p->sampling.dropped, 1);
+        return;
+    }
+    c->samples_taken++;
+    /* Full mode: the object's ObjectAllocated follows on this thread (AllocationSampled and
+     * AllocationTick are written inside the allocation, before the runtime tells the profiler). */
+    c->link.waiting = s->object_id == 0 && c->sample.address != 0;
+    c->link.os_tid = os_tid;
+    c->link.address = c->sample.address;
+    c->link.index = c->samples.n - 1;
+}
+
+void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
+    switch (HL_SAMPLE_PART(ev)) {
+    case HL_SAMPLE_HEAD:
+        c->sample.open = true;
+        c->sample.address = ev->addr;
+        c->sample.kept = HL_SAMPLE_HEAD_FRAMES(ev);
+        c->sample.got = 0;
+        c->sample.reported = 0;
+        c->sample.s = (hl_alloc_sample){.size = HL_SAMPLE_HEAD_SIZE(ev),
+                                        .type_id = hl_collector_type_id(c, ev->class_id),
+                                        .os_tid = os_tid,
+                                        .heap = heap_of_kind[HL_SAMPLE_HEAD_HEAP(ev)]};
+        break;
+    case HL_SAMPLE_EXTRA:
+        if (!c->sample.open)
+            break;
+        c->sample.s.amount = ev->addr;
+        c->sample.reported = (uint32_t)ev->class_id;
+        if (c->sample.kept == 0)
+            sample_finish(c, os_tid);
+        break;
+    case HL_SAMPLE_FRAMES: {
+        if (!c->sample.open)
+            break;
+        uint64_t three[3] = {ev->addr, ev->class_id, ev->kind_size & HL_SAMPLE_LOW48};
+        for (int i = 0; i < 3 && c->sample.got < c->sample.kept; i++)
+            c->sample.ips[c->sample.got++] = (uintptr_t)three[i];
+        if (c->sample.got == c->sample.kept)
+            sample_finish(c, os_tid);
+        break;
+    }
+    default: /* PAD */
+        break;
+    }
+}
+
+static bool survived(const id_vec *survivors, uint64_t id) {
+    const hl_survivor *v = survivors->p;
+    size_t lo = 0, hi = survivors->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < survivors->n && v[lo].id == id;
+}
+
+void hl_samples_close(collector *c, const id_vec *survivors, id_vec *out) {
+    *out = c->samples;
+    c->samples = (id_vec){.elem = sizeof(hl_alloc_sample)};
+    c->link.waiting = false;
+    hl_alloc_sample *s = out->p;
+    for (size_t i = 0; i < out->n; i++)
+        if (s[i].object_id && !survived(survivors, s[i].object_id))
+            s[i].object_id = 0;
+}
+
+void hl_samples_flush_names(collector *c) {
+    hl_frames *f = &c->frames;
+    /* Sending may wait, and the drain that runs meanwhile may queue more: index, not pointer. */
+    for (size_t i = 0; i < f->pending_frames.n; i++) {
+        uint32_t id = ((const uint32_t *)f->pending_frames.p)[i];
+        const char *name = hl_frames_name(f, id);
+        uint32_t len = (uint32_t)strlen(name);
+        hl_outbox_put(&c->out, HL_REC_METHOD, hl_frames_method(f, id), sizeof(hl_method), &len,
+                      sizeof len, name, len);
+    }
+    f->pending_frames.n = 0;
+    for (size_t i = 0; i < f->pending_stacks.n; i++) {
+        uint32_t id = ((const uint32_t *)f->pending_stacks.p)[i];
+        hl_stack h = {.stack_id = id};
+        const uint32_t *ids = hl_frames_stack(f, id, &h.depth);
+        hl_outbox_put(&c->out, HL_REC_STACK, &h, sizeof h, ids, h.depth * sizeof *ids, NULL, 0);
+    }
+    f->pending_stacks.n = 0;
+}
+
+void hl_samples_send(collector *c, uint32_t gc, id_vec *samples) {
+    hl_sampling *sp = &c->p->sampling;
+    if (c->p->stacks && (sp->source || samples->n)) {
+        hl_alloc_samples head = {
+            .gc = gc, .source = sp->source,
+            .mean_distance_bytes = sp->source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED
+                                       ? HL_ALLOC_SAMPLED_MEAN_BYTES : 0,
+            .samples_seen = atomic_load(&sp->seen),
+            .samples_dropped = atomic_load(&sp->dropped) + c->samples_dropped_writer +
+                               c->frames.failures};
+        hl_collector_put_chunked(c, HL_REC_ALLOC_SAMPLES, &head, sizeof head, &head.count,
+                                 samples->p, samples->n, sizeof(hl_alloc_sample));
+    }
+    hl_vec_release(samples);
+}

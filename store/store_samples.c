@@ -1,0 +1,121 @@
+/* store_samples.c — allocation samples and their call stacks: frames, stacks, stack_frames,
+ * alloc_samples and the sampling row (SCHEMA.md, "Allocation samples and stacks"). */
+#include "store/store_internal.h"
+
+#include <math.h>
+
+static void bind_text(sqlite3_stmt *st, int idx, store_str s)
+{
+    sqlite3_bind_text(st, idx, s.ptr != NULL ? s.ptr : "", (int)s.len, SQLITE_TRANSIENT);
+}
+
+gboolean store_samples_method(store_writer *w, const store_record *rec, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_FRAME];
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, rec->u.method.h.frame_id);
+    bind_text(st, 2, rec->u.method.name);
+    return store_writer_step(w, STORE_STMT_INSERT_FRAME, error);
+}
+
+gboolean store_samples_stack(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_stack *h = &rec->u.stack.h;
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(w->stmt[STORE_STMT_INSERT_STACK], 1, h->stack_id);
+    sqlite3_bind_int64(w->stmt[STORE_STMT_INSERT_STACK], 2, h->depth);
+    if (!store_writer_step(w, STORE_STMT_INSERT_STACK, error))
+        return FALSE;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_STACK_FRAME];
+    for (uint32_t i = 0; i < h->depth; i++) {
+        uint32_t frame;
+        memcpy(&frame, rec->u.stack.frames + (size_t)i * sizeof frame, sizeof frame);
+        sqlite3_bind_int64(st, 1, h->stack_id);
+        sqlite3_bind_int64(st, 2, i);
+        sqlite3_bind_int64(st, 3, frame);
+        if (!store_writer_step(w, STORE_STMT_INSERT_STACK_FRAME, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+void store_sample_weight(uint32_t source, uint64_t mean_distance, uint64_t size, uint64_t amount,
+                         double *est_count, double *est_bytes)
+{
+    *est_count = *est_bytes = 0;
+    if (source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED && mean_distance > 0 && size > 0) {
+        /* P(sampled) = 1 - (1 - p)^size, computed without cancellation for small p * size. */
+        double p = 1.0 / (double)mean_distance;
+        double sampled = -expm1((double)size * log1p(-p));
+        *est_count = 1.0 / sampled;
+        *est_bytes = (double)size / sampled;
+    } else if (source == HL_SAMPLE_SOURCE_ALLOCATION_TICK) {
+        *est_bytes = (double)amount;
+        *est_count = size > 0 ? (double)amount / (double)size : 0;
+    }
+}
+
+static const char *source_name(uint32_t source)
+{
+    return source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? "AllocationSampled"
+           : source == HL_SAMPLE_SOURCE_ALLOCATION_TICK  ? "AllocationTick"
+                                                         : NULL;
+}
+
+/* Samples of the open GC's interval (rolled back with it), or of the tail after the last GC. */
+gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_alloc_samples *h = &rec->u.alloc_samples.h;
+    gboolean tail = !w->gc.open;
+    const char *source = source_name(h->source);
+    if (source == NULL || (tail ? h->gc != w->last_gc + 1 : h->gc != w->gc.start.gc)) {
+        w->writer_anomalies++;
+        return TRUE;
+    }
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ALLOC_SAMPLE];
+    for (uint32_t i = 0; i < h->count; i++) {
+        hl_alloc_sample a = store_record_alloc_sample_at(rec, i);
+        if (a.type_id == 0) {
+            w->writer_anomalies++;
+            continue;
+        }
+        double est_count, est_bytes;
+        store_sample_weight(h->source, h->mean_distance_bytes, a.size, a.amount, &est_count,
+                            &est_bytes);
+        if (a.os_tid != 0 && !store_writer_note_thread(w, a.os_tid, error))
+            return FALSE;
+        sqlite3_bind_int64(st, 1, h->gc);
+        sqlite3_bind_int64(st, 2, a.type_id);
+        if (a.os_tid != 0)
+            sqlite3_bind_int64(st, 3, a.os_tid);
+        else
+            sqlite3_bind_null(st, 3);
+        if (a.heap != HL_GEN_NONE)
+            sqlite3_bind_int64(st, 4, a.heap);
+        else
+            sqlite3_bind_null(st, 4);
+        sqlite3_bind_int64(st, 5, (int64_t)a.size);
+        if (a.stack_id != 0)
+            sqlite3_bind_int64(st, 6, a.stack_id);
+        else
+            sqlite3_bind_null(st, 6);
+        if (a.object_id != 0)
+            sqlite3_bind_int64(st, 7, (int64_t)a.object_id);
+        else
+            sqlite3_bind_null(st, 7);
+        sqlite3_bind_double(st, 8, est_count);
+        sqlite3_bind_double(st, 9, est_bytes);
+        if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_SAMPLE, error))
+            return FALSE;
+    }
+    st = w->stmt[STORE_STMT_UPSERT_SAMPLING];
+    sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
+    if (h->mean_distance_bytes != 0)
+        sqlite3_bind_int64(st, 2, (int64_t)h->mean_distance_bytes);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, h->source == HL_SAMPLE_SOURCE_ALLOCATION_TICK);
+    sqlite3_bind_int64(st, 4, (int64_t)h->samples_seen);
+    sqlite3_bind_int64(st, 5, (int64_t)h->samples_dropped);
+    return store_writer_step(w, STORE_STMT_UPSERT_SAMPLING, error);
+}

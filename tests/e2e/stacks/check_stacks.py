@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""End-to-end test of allocation samples and call stacks: record examples/AllocSites.
+
+    check_stacks.py --heaplens build/bin/heaplens --dotnet dotnet \
+        --dll build/examples/AllocSites/AllocSites.dll --workdir /tmp/stacks [--biased]
+
+AllocSites allocates ChainItem only in C, called A -> B -> C, and SplitItem at two sites, Major
+and Minor, 3:1, and writes its true counts. From SQL on the recording:
+  - sampling: the source ('AllocationSampled' on .NET 10; with --biased, 'AllocationTick'),
+    samples delivered, none dropped;
+  - the heaviest stack of ChainItem, innermost first, is C, B, A, Run, Main;
+  - the heaviest stack of SplitItem starts at Major, the next at Minor;
+  - object ids of samples join `objects` with the same type;
+  - unless --biased: the exact counts (alloc_counts) equal the truth, Minor's share of the
+    SplitItem estimate is within 5 points of the truth, and the estimated counts of both types
+    are within 10% of the truth.
+Python 3 standard library only; prints every mismatch and "N passed, M failed".
+"""
+import argparse
+import json
+import os
+import sqlite3
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2elib import Checks, program, remove_stale, run, start_log  # noqa: E402
+
+NS = "AllocSites."
+CHAIN = [NS + "Program.C", NS + "Program.B", NS + "Program.A", NS + "Program.Run",
+         NS + "Program.Main"]
+
+
+def stacks_of(con, type_name):
+    """[(frames innermost first, est_count, samples)], heaviest first."""
+    rows = con.execute(
+        "SELECT s.stack_id, sum(s.est_count), count(*) FROM alloc_samples s "
+        "JOIN types t ON t.id = s.type_id WHERE t.name = ? AND s.stack_id IS NOT NULL "
+        "GROUP BY s.stack_id ORDER BY sum(s.est_count) DESC", (type_name,)).fetchall()
+    out = []
+    for stack_id, est, n in rows:
+        frames = [r[0] for r in con.execute(
+            "SELECT f.name FROM stack_frames sf JOIN frames f ON f.id = sf.frame_id "
+            "WHERE sf.stack_id = ? ORDER BY sf.position", (stack_id,))]
+        out.append((frames, est, n))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--heaplens", required=True)
+    ap.add_argument("--dotnet", default="dotnet")
+    ap.add_argument("--dll", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9): stacks only")
+    ap.add_argument("--count", type=int, default=4000000)
+    a = ap.parse_args()
+    checks = Checks(verbose=True)
+    log = start_log(a.workdir)
+    db = os.path.join(a.workdir, "stacks.db")
+    truth_path = os.path.join(a.workdir, "truth.json")
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
+    cmd = [a.heaplens, "record", "-q", "-o", db, "--"] + program(a.dotnet, a.dll) + \
+        [truth_path, "--count", str(a.count)]
+    rc, out, err = run(cmd, log=log)
+    if not checks.ok("heaplens record exits 0", rc == 0, f"exit {rc}: {err[-500:]}"):
+        return checks.summary()
+    truth = json.load(open(truth_path))
+    con = sqlite3.connect(db)
+
+    row = con.execute("SELECT source, biased, samples, samples_dropped, mean_distance_bytes "
+                      "FROM sampling").fetchone()
+    if not checks.ok("sampling row", row is not None):
+        return checks.summary()
+    source, biased, samples, dropped, mean = row
+    checks.eq("sampling source", "AllocationTick" if a.biased else "AllocationSampled", source)
+    checks.eq("sampling biased", 1 if a.biased else 0, biased)
+    checks.eq("samples dropped", 0, dropped)
+    stored = con.execute("SELECT count(*) FROM alloc_samples").fetchone()[0]
+    checks.eq("every sample stored", samples, stored)
+    print(f"samples: {samples} ({source}, mean distance {mean})")
+
+    chain = stacks_of(con, NS + "ChainItem")
+    checks.ok("ChainItem has stacks", bool(chain))
+    if chain:
+        top = chain[0][0]
+        checks.eq("ChainItem heaviest stack, innermost first", CHAIN, top[:len(CHAIN)])
+        print(f"ChainItem: {len(chain)} stacks, heaviest {chain[0][2]} samples: {' <- '.join(top)}")
+    split = stacks_of(con, NS + "SplitItem")
+    checks.ok("SplitItem has two stacks at least", len(split) >= 2)
+    if len(split) >= 2:
+        checks.eq("SplitItem heaviest site", NS + "Program.Major", split[0][0][0])
+        checks.eq("SplitItem second site", NS + "Program.Minor", split[1][0][0])
+        checks.eq("SplitItem sites called from Run", [NS + "Program.Run"] * 2,
+                  [split[0][0][1], split[1][0][1]])
+
+    bad = con.execute(
+        "SELECT count(*) FROM alloc_samples s LEFT JOIN objects o ON o.id = s.object_id "
+        "WHERE s.object_id IS NOT NULL AND (o.id IS NULL OR o.type_id != s.type_id)").fetchone()[0]
+    checks.eq("sample object ids join objects of their type", 0, bad)
+
+    if not a.biased:
+        for t, n in truth["types"].items():
+            exact = con.execute("SELECT sum(a.count) FROM alloc_counts a JOIN types t "
+                                "ON t.id = a.type_id WHERE t.name = ?", (t,)).fetchone()[0]
+            checks.eq(f"{t} exact count", n, exact)
+            est, nsamples = con.execute("SELECT est_count, samples FROM "
+                                        "allocation_estimates_by_type WHERE type = ?",
+                                        (t,)).fetchone() or (0, 0)
+            err_pct = 100.0 * abs(est - n) / n
+            checks.ok(f"{t} estimated count within 10% of {n}", err_pct <= 10,
+                      f"estimate {est:.0f} ({err_pct:.1f}% off, {nsamples} samples)")
+            print(f"{t}: true {n}, estimated {est:.0f} ({err_pct:.1f}% off) from {nsamples} samples")
+        sites = {}
+        for frames, est, _ in split:
+            sites[frames[0]] = sites.get(frames[0], 0) + est
+        total = sum(sites.values())
+        minor_true = truth["sites"][NS + "Program.Minor"] / sum(truth["sites"].values())
+        minor = sites.get(NS + "Program.Minor", 0) / total if total else 0
+        checks.ok("SplitItem Minor share within 5 points", abs(minor - minor_true) <= 0.05,
+                  f"{100 * minor:.1f}% vs {100 * minor_true:.1f}%")
+        print(f"SplitItem Minor share: {100 * minor:.1f}% (truth {100 * minor_true:.1f}%)")
+    return checks.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

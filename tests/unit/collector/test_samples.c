@@ -1,0 +1,117 @@
+/* Sample encoding in thread chunks (whole samples, PAD at a chunk's end), frame and stack
+ * interning, and EventPipe payload parsing: pure logic, no runtime. */
+#undef NDEBUG /* the checks are asserts: keep them in release builds */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector/eventpipe.h"
+#include "collector/frames.h"
+#include "collector/thread_buffers.h"
+
+static hl_alloc_event seen[8192];
+static size_t n_seen;
+static void collect(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
+    (void)ctx, (void)os_tid;
+    seen[n_seen++] = *ev;
+}
+
+static void test_encode_and_push(void) {
+    uintptr_t frames[100];
+    for (int i = 0; i < 100; i++)
+        frames[i] = 0x7f0000001000ull + (uintptr_t)i;
+    hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
+    uint32_t n = hl_sample_encode(ev, 7, 0x1234, 0x5678, 1, 40, 99, 100, frames);
+    assert(n == 2 + HL_SAMPLE_MAX_FRAMES / 3);
+    assert(HL_EV_KIND(&ev[0]) == HL_EV_SAMPLE && HL_SAMPLE_PART(&ev[0]) == HL_SAMPLE_HEAD);
+    assert(HL_SAMPLE_HEAD_FRAMES(&ev[0]) == HL_SAMPLE_MAX_FRAMES && HL_SAMPLE_HEAD_SIZE(&ev[0]) == 40);
+    assert(HL_SAMPLE_HEAD_HEAP(&ev[0]) == 1 && ev[1].class_id == 100 && ev[1].addr == 99);
+    assert(HL_SAMPLE_PART(&ev[2]) == HL_SAMPLE_FRAMES && ev[2].addr == frames[0] &&
+           ev[2].class_id == frames[1] && (ev[2].kind_size & HL_SAMPLE_LOW48) == frames[2]);
+
+    /* A chunk nearly full: the sample goes whole into the next one, the gap is PAD. */
+    hl_tbufs r;
+    assert(hl_tbufs_init(&r, 1 << 20) == 0);
+    hl_tbuf *b = hl_tbufs_current(&r);
+    for (uint32_t i = 0; i < HL_TBUF_CHUNK_EVENTS - 5; i++) {
+        hl_alloc_event a = {.id = i + 1, .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
+        assert(hl_tbuf_push(b, &a));
+    }
+    n = hl_sample_encode(ev, HL_TBUF_CHUNK_EVENTS, 1, 2, 0, 24, 0, 30, frames);
+    assert(n == 12 && hl_tbuf_push_n(b, ev, n));
+    n_seen = 0;
+    hl_tbufs_drain(&r, UINT64_MAX, collect, NULL);
+    size_t pads = 0, heads = 0;
+    for (size_t i = 0; i < n_seen; i++) {
+        if (HL_EV_KIND(&seen[i]) != HL_EV_SAMPLE)
+            continue;
+        pads += HL_SAMPLE_PART(&seen[i]) == HL_SAMPLE_PAD;
+        heads += HL_SAMPLE_PART(&seen[i]) == HL_SAMPLE_HEAD;
+    }
+    assert(pads == 5 && heads == 1 && n_seen == HL_TBUF_CHUNK_EVENTS - 5 + 5 + 12);
+    hl_tbufs_release(&r);
+}
+
+static void test_interning(void) {
+    hl_frames f;
+    hl_frames_init(&f);
+    uint32_t a = hl_frames_intern_name(&f, "Ns.T.A", 0, 1);
+    uint32_t b = hl_frames_intern_name(&f, "Ns.T.B", 0, 2);
+    assert(a == 1 && b == 2 && hl_frames_intern_name(&f, "Ns.T.A", 0, 3) == a);
+    assert(strcmp(hl_frames_name(&f, b), "Ns.T.B") == 0 && f.pending_frames.n == 2);
+    uint32_t s1[] = {a, b}, s2[] = {b, a};
+    uint32_t x = hl_frames_intern_stack(&f, s1, 2), y = hl_frames_intern_stack(&f, s2, 2);
+    assert(x == 1 && y == 2 && hl_frames_intern_stack(&f, s1, 2) == x);
+    uint32_t depth = 0;
+    const uint32_t *ids = hl_frames_stack(&f, y, &depth);
+    assert(depth == 2 && ids[0] == b && ids[1] == a && f.pending_stacks.n == 2);
+    assert(hl_frames_intern_stack(&f, s1, 0) == 0);
+    hl_frames_release(&f);
+}
+
+static void put_utf16(uint8_t *p, const char *s) {
+    for (; *s; s++, p += 2)
+        p[0] = (uint8_t)*s, p[1] = 0;
+    p[0] = p[1] = 0;
+}
+
+static void test_parse(void) {
+    uint8_t d[128] = {0};
+    uint32_t kind = 1;
+    uint64_t type = 0x7f00deadbeef, addr = 0x7e0000001000, size = 85000, offset = 17;
+    memcpy(d, &kind, 4);
+    memcpy(d + 6, &type, 8);
+    put_utf16(d + 14, "Foo");
+    memcpy(d + 22, &addr, 8);
+    memcpy(d + 30, &size, 8);
+    memcpy(d + 38, &offset, 8);
+    hl_sample_payload s;
+    assert(hl_parse_allocation_sampled(d, 46, 0, &s));
+    assert(s.kind == 1 && s.class_id == type && s.address == addr && s.size == size &&
+           s.amount == offset);
+    assert(!hl_parse_allocation_sampled(d, 45, 0, &s) && !hl_parse_allocation_sampled(d, 46, 1, &s));
+    /* GCAllocationTick v4 */
+    memset(d, 0, sizeof d);
+    uint64_t amount = 102500;
+    uint32_t heap_index = 0;
+    memcpy(d + 4, &kind, 4);
+    memcpy(d + 10, &amount, 8);
+    memcpy(d + 18, &type, 8);
+    put_utf16(d + 26, "Foo");
+    memcpy(d + 34, &heap_index, 4);
+    memcpy(d + 38, &addr, 8);
+    memcpy(d + 46, &size, 8);
+    assert(hl_parse_allocation_tick(d, 54, 4, &s));
+    assert(s.kind == 1 && s.amount == amount && s.class_id == type && s.address == addr &&
+           s.size == size);
+    assert(hl_parse_allocation_tick(d, 46, 3, &s) && s.size == 0 && s.address == addr);
+    assert(!hl_parse_allocation_tick(d, 53, 4, &s));
+}
+
+int main(void) {
+    test_encode_and_push();
+    test_interning();
+    test_parse();
+    puts("ok");
+    return 0;
+}
