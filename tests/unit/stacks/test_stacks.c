@@ -205,6 +205,18 @@ static void fixtures_build(void)
         }
     }
     fixture_file("notes.txt", "not a database\n");
+    /* the same samples from AllocationTick: biased, no fixed distance */
+    fixture_recording("tick.db", FALSE);
+    fixture_samples("tick.db", TRUE, 0);
+    {
+        g_autofree char *path = g_build_filename(workdir, "tick.db", NULL);
+        sqlite3 *db = NULL;
+        if (sqlite3_open(path, &db) != SQLITE_OK ||
+            sqlite3_exec(db, "UPDATE sampling SET source = 'AllocationTick', biased = 1,"
+                             " mean_distance_bytes = NULL", NULL, NULL, NULL) != SQLITE_OK)
+            exit(2);
+        sqlite3_close(db);
+    }
 }
 
 static void workdir_remove(void)
@@ -431,6 +443,28 @@ static void case_note(void)
     json_decref(JSON_RUN(RUN("stacks", "lossy.db", "--json"), err));
 }
 
+static void case_biased(void)
+{
+    EXPECT(RUN("stacks", "tick.db", "--top", "1"), 0,
+           "allocations of tick.db, by call stack: 11,610, 437.9 KiB\n"
+           "(estimated from 9 samples; source AllocationTick, biased: a sample every ~100 KiB "
+           "allocated, attributed to the allocation that crossed it, so large objects and their "
+           "sites weigh more than their share)\n"
+           "the 1 heaviest of 6 sites by bytes, innermost frame first:\n"
+           "\n"
+           "#1  218.8 KiB  7,000 allocations  50.0%  System.String  (3 samples)\n"
+           "      App.Names.Make\n"
+           "      App.Program.Run\n"
+           "      App.Program.Main\n",
+           "");
+    json_t *doc = JSON_RUN(RUN("stacks", "tick.db", "--json", "--top", "1"), "");
+    json_t *sampling = json_object_get(doc, "sampling");
+    CHECK(json_is_true(json_object_get(sampling, "biased")));
+    CHECK(json_is_null(json_object_get(sampling, "mean_distance_bytes")));
+    CHECK_STR(json_string_value(json_object_get(sampling, "source")), "AllocationTick");
+    EXPECT_ROWS(doc, ROW_S2);
+}
+
 static void case_help(void)
 {
     run_result r = RUN("stacks", "--help");
@@ -498,7 +532,7 @@ static const struct {
     {"top", case_top},         {"sort", case_sort},           {"type", case_type},
     {"by_survived", case_by_survived}, {"by_midlife", case_by_midlife}, {"gc", case_gc},
     {"no_stacks", case_no_stacks}, {"note", case_note},       {"help", case_help},
-    {"speedscope", case_speedscope},
+    {"speedscope", case_speedscope}, {"biased", case_biased},
 };
 
 int main(int argc, char **argv)
