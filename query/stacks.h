@@ -92,7 +92,8 @@ json_t *stacks_sampling_json(const stacks_sampling *s);
 
 /* The sites as a flame graph tree, outermost frame at the top and the type as the leaf:
  * {"name":"all","bytes":N,"count":N,"children":[{"name","bytes","count","children"}...]},
- * children heaviest first. Nodes with less than `min_fraction` of the total bytes are left
+ * children heaviest first; a leaf (the type) also has "type":true. Sites without a stack hang
+ * under a "[no stack captured]" frame. Nodes with less than `min_fraction` of the total bytes are left
  * out (their bytes stay in their parent's). New reference. Needs every site's frames (top 0). */
 json_t *stacks_flame_json(const stacks_result *r, double min_fraction);
 
