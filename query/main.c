@@ -143,6 +143,33 @@ static const query_command commands[] = {
                  JSON_OPTION HELP_OPTION,
     },
     {
+        .name = "stacks",
+        .handler = cmd_stacks,
+        .summary = "who allocates: the heaviest allocation call stacks (estimated from samples)",
+        .usage = "usage: heaplens stacks FILE [--type NAME] [--top K] [--by allocated|survived|mid-life]\n"
+                 "                      [--gc N | --interval A..B] [--sort bytes|count] [--json]\n"
+                 "                      [--speedscope OUT]\n"
+                 "\n"
+                 "The allocation sites -- a call stack and the type allocated there -- with the\n"
+                 "most bytes, innermost frame (the allocating method) first. Counts and bytes are\n"
+                 "estimates from the sampled allocations (the sampling source, its mean distance\n"
+                 "and the number of samples are printed with them; AllocationTick samples are\n"
+                 "biased toward large objects).\n"
+                 "\n"
+                 "options:\n"
+                 "  --type NAME          only this type: its full name, or the name without\n"
+                 "                       namespaces (List<Item>)\n"
+                 "  --top K              show the K heaviest sites (default 10)\n"
+                 "  --by survived        only sampled objects that were promoted to gen2\n"
+                 "  --by mid-life        only those promoted to gen2 that then died there\n"
+                 "  --gc N               only allocations made before GC N (after GC N-1)\n"
+                 "  --interval A..B      only allocations made before GCs A to B\n"
+                 "  --sort bytes|count   rank by estimated bytes (default) or allocations\n"
+                 "  --speedscope OUT     write every site (or the top K) as a speedscope file,\n"
+                 "                       https://www.speedscope.app: a profile weighted by bytes,\n"
+                 "                       one by allocations\n" JSON_OPTION HELP_OPTION,
+    },
+    {
         .name = "retention",
         .handler = cmd_retention,
         .summary = "what keeps the most memory alive in a heap snapshot: retained sizes",

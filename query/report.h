@@ -88,7 +88,15 @@ typedef struct report_data {
     json_t *last_snapshot, *retainers, *leak_suspects;
     GPtrArray *notes; /* char *, one line each */
     GStringChunk *strings;
+    /* Allocation stacks (stacks.h): NULL when the recording has no samples, else
+     * {"sampling":{...},"text":"estimated from ...","total":{"count","bytes","samples","sites"},
+     *  "top_sites":[REPORT_TOP_SITES rows of `heaplens stacks --json`],
+     *  "flame":{the tree of stacks_flame_json, nodes under REPORT_FLAME_MIN of the bytes left out}} */
+    json_t *allocation_stacks;
 } report_data;
+
+#define REPORT_TOP_SITES 10
+#define REPORT_FLAME_MIN 0.001
 
 /* Reads everything the report shows from `db` (opened with query_db_open); `file` is the path
  * shown in the report (and where retained sizes are stored). NULL and an error when reading

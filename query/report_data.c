@@ -14,7 +14,9 @@
 #include "query/leaks.h"
 #include "query/query.h"
 #include "query/retention.h"
+#include "query/stacks.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -449,6 +451,28 @@ static void report_data_check(const report_data *data)
 }
 #endif
 
+/* The allocation sites and their flame graph, when the recording has samples (stacks.h). */
+static gboolean report_stacks_get(sqlite3 *db, report_data *data, GError **error)
+{
+    stacks_query q = {.by = STACKS_BY_ALLOCATED, .sort = STACKS_SORT_BYTES};
+    if (!stacks_present(db, error))
+        return error == NULL || *error == NULL;
+    g_autoptr(stacks_result) r = stacks_load(db, &q, error);
+    if (!r)
+        return FALSE;
+    g_autofree char *text = stacks_sampling_text_new(&r->sampling);
+    json_t *sites = json_array();
+    for (guint i = 0; i < r->sites->len && i < REPORT_TOP_SITES; i++)
+        json_array_append_new(sites, stacks_site_json(r, &g_array_index(r->sites, stacks_site, i)));
+    data->allocation_stacks = json_pack(
+        "{s:o, s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:o}", "sampling",
+        stacks_sampling_json(&r->sampling), "text", text, "total", "count",
+        (json_int_t)llround(MIN(r->total_count, 9e18)), "bytes", (json_int_t)llround(MIN(r->total_bytes, 9e18)),
+        "samples", (json_int_t)r->total_samples, "sites", (json_int_t)r->sites_all, "top_sites",
+        sites, "flame", stacks_flame_json(r, REPORT_FLAME_MIN));
+    return TRUE;
+}
+
 report_data *report_data_new(sqlite3 *db, const char *file, query_progress *progress,
                              GError **error)
 {
@@ -464,7 +488,8 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
 
     if (!report_run_get(db, data, error) || !report_counters_get(db, data, error) ||
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
-        !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error))
+        !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error) ||
+        !report_stacks_get(db, data, error))
         goto fail;
     data->note = query_db_note_new(db, &local);
     if (local) {
@@ -496,6 +521,7 @@ void report_data_free(report_data *data)
     json_decref(data->last_snapshot);
     json_decref(data->retainers);
     json_decref(data->leak_suspects);
+    json_decref(data->allocation_stacks);
     if (data->notes)
         g_ptr_array_free(data->notes, TRUE);
     g_free(data);

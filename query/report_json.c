@@ -209,5 +209,7 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     out_json(&o, data->leak_suspects ? json_incref(data->leak_suspects) : json_null());
     out_raw(&o, ",\n\"retainers\":");
     out_json(&o, data->retainers ? json_incref(data->retainers) : json_null());
+    out_raw(&o, ",\n\"allocation_stacks\":");
+    out_json(&o, data->allocation_stacks ? json_incref(data->allocation_stacks) : json_null());
     out_raw(&o, "}\n");
 }

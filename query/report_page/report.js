@@ -489,6 +489,150 @@
     el.innerHTML = html;
   }
 
+  /* ---- allocation stacks: the flame graph and the top sites ------------------------------- */
+
+  /* The flame graph draws D.allocation_stacks.flame (outermost frame at the top, the type
+   * allocated as the leaf; a frame's width is its share of the estimated bytes). A click zooms
+   * into a frame (its ancestors stay above it, full width; a click on one zooms out); the search
+   * box marks every frame whose name contains the text and says how much of the bytes they hold. */
+  var A = D.allocation_stacks;
+  var flame = { root: null, zoom: null, q: '', items: [] };
+  var FLAME_ROW = 18;
+
+  function flameLink(n, parent, depth) {
+    n.parent = parent;
+    n.depth = depth;
+    n.children.forEach(function (c) { flameLink(c, n, depth + 1); });
+  }
+  function flameHash(s) {
+    var h = 0;
+    for (var i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+    return Math.abs(h);
+  }
+  function flameColor(n) {
+    var h = flameHash(n.name);
+    if (n.type) return 'hsl(' + (200 + h % 30) + ',62%,' + (62 + h % 10) + '%)';
+    if (n.name.charAt(0) === '[') return 'hsl(220,8%,' + (70 + h % 8) + '%)';
+    return 'hsl(' + (h % 50) + ',' + (72 + h % 20) + '%,' + (58 + (h >> 3) % 12) + '%)';
+  }
+  /* "App.Program.Main" → "Program.Main" when the whole name does not fit. */
+  function flameShort(name) {
+    var lt = name.indexOf('<'), head = lt < 0 ? name : name.slice(0, lt);
+    var parts = head.split('.');
+    return parts.length > 2 ? parts.slice(-2).join('.') + name.slice(head.length) : name;
+  }
+  function flameLabel(name, w) {
+    var fit = Math.floor((w - 8) / 6.6);
+    if (fit < 3) return '';
+    if (name.length <= fit) return name;
+    var s = flameShort(name);
+    return s.length <= fit ? s : s.slice(0, fit - 1) + '\u2026';
+  }
+  function flameMatches(n) { return flame.q !== '' && n.name.toLowerCase().indexOf(flame.q) >= 0; }
+  function flameTitle(n) {
+    var total = flame.root.bytes || 1;
+    return n.name + (n.type ? ' (type allocated)' : '') + '\n' + fmtSize(n.bytes) + ' (' +
+      (100 * n.bytes / total).toFixed(1) + '%), ' + fmtCount(n.count) + ' allocations (estimated)';
+  }
+  function drawFlame() {
+    var box = $('flame-chart');
+    if (!box || !flame.root) return;
+    var W = Math.max(320, box.clientWidth || 1200), zoom = flame.zoom || flame.root, items = [];
+    var chain = [];
+    for (var p = zoom.parent; p; p = p.parent) chain.unshift(p);
+    chain.forEach(function (a, i) { items.push({ n: a, x: 0, w: W, d: i }); });
+    (function place(n, x, w, d) {
+      if (w < 0.5) return;
+      items.push({ n: n, x: x, w: w, d: d });
+      var cx = x;
+      n.children.forEach(function (c) {
+        var cw = n.bytes > 0 ? w * c.bytes / n.bytes : 0;
+        place(c, cx, cw, d + 1);
+        cx += cw;
+      });
+    })(zoom, 0, W, chain.length);
+    var depth = 0;
+    items.forEach(function (it) { depth = Math.max(depth, it.d); });
+    var H = (depth + 1) * FLAME_ROW;
+    flame.items = items;
+    box.innerHTML = '<svg class="flame" id="flame-svg" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + ' ' + H +
+      '" role="img" aria-label="allocation flame graph">' + items.map(function (it, i) {
+        var cls = 'frame' + (it.n.type ? ' type' : '') + (it.d < chain.length ? ' ancestor' : '') +
+          (flameMatches(it.n) ? ' match' : '');
+        return '<g class="' + cls + '" data-i="' + i + '" data-name="' + esc(it.n.name) + '" transform="translate(' +
+          it.x.toFixed(1) + ',' + (it.d * FLAME_ROW) + ')"><rect width="' + Math.max(0.5, it.w - 1).toFixed(1) +
+          '" height="' + (FLAME_ROW - 1) + '" rx="2" fill="' + flameColor(it.n) + '"/><text x="4" y="12.5">' +
+          esc(flameLabel(it.n.name, it.w)) + '</text><title>' + esc(flameTitle(it.n)) + '</title></g>';
+      }).join('') + '</svg>';
+    $('flame-reset').disabled = zoom === flame.root;
+  }
+  /* Marks the frames that match the search, and says what share of the bytes they hold (a frame
+   * under a matching frame is not counted twice). */
+  function flameSearch(q) {
+    if (!flame.root) return;
+    flame.q = q.trim().toLowerCase();
+    var frames = 0, bytes = 0;
+    (function walk(n, counted) {
+      var m = flameMatches(n);
+      if (m) frames++;
+      if (m && !counted) bytes += n.bytes;
+      n.children.forEach(function (c) { walk(c, counted || m); });
+    })(flame.root, false);
+    Array.prototype.forEach.call(document.querySelectorAll('#flame-svg g.frame'), function (g) {
+      g.classList.toggle('match', flameMatches(flame.items[+g.dataset.i].n));
+    });
+    $('flame-match').textContent = flame.q === '' ? '' : frames === 0 ? 'No frame matches.' :
+      fmtCount(frames) + ' matching frame' + (frames === 1 ? '' : 's') + ', ' + fmtSize(bytes) + ' (' +
+      (100 * bytes / (flame.root.bytes || 1)).toFixed(1) + '% of the bytes)';
+  }
+  function siteStack(r) { return r.frames.join(' \u2190 '); }
+  function renderStacks() {
+    var el = $('stacks'), sites = $('sites');
+    if (!A) {
+      el.innerHTML = '<h2>Allocation flame graph</h2><p id="no-stacks">No allocation stacks in this recording ' +
+        '(recorded with --stacks off, or by an older heaplens).</p>';
+      sites.hidden = true;
+      return;
+    }
+    var est = 'Estimated from sampled allocations: ' + A.text + '.';
+    el.innerHTML = '<div class="card-head"><h2>Allocation flame graph <span class="count">' + esc(fmtSize(A.total.bytes)) +
+      ', ' + esc(fmtCount(A.total.count)) + ' allocations</span></h2><div class="tools">' +
+      '<input id="flame-q" type="search" spellcheck="false" autocomplete="off" placeholder="search frames" ' +
+      'title="Marks every frame whose name contains the text (case-insensitive)">' +
+      '<button type="button" id="flame-reset" title="show every stack again">reset zoom</button></div></div>' +
+      '<p class="muted small" id="flame-note">' + esc(est) + ' Outermost frame at the top, the type allocated at the ' +
+      'bottom; width = estimated bytes. Click a frame to zoom in.</p><div id="flame-chart"></div>' +
+      '<p class="muted small" id="flame-match"></p>';
+    flame.root = A.flame;
+    flameLink(flame.root, null, 0);
+    drawFlame();
+    $('flame-chart').addEventListener('click', function (ev) {
+      var g = ev.target.closest && ev.target.closest('g.frame');
+      if (!g) return;
+      var n = flame.items[+g.dataset.i].n;
+      flame.zoom = n === flame.root ? null : n;
+      drawFlame();
+    });
+    $('flame-reset').addEventListener('click', function () { flame.zoom = null; drawFlame(); });
+    var typing = null;
+    $('flame-q').addEventListener('input', function () {
+      clearTimeout(typing);
+      typing = setTimeout(function () { flameSearch($('flame-q').value); }, 80);
+    });
+
+    var rows = A.top_sites;
+    sites.innerHTML = '<h2>Top allocation sites</h2><p class="muted small">The ' + rows.length + ' heaviest of ' +
+      esc(fmtCount(A.total.sites)) + ' sites (a stack and the type allocated there), as <code>heaplens stacks</code> ' +
+      'lists them; estimated.</p><div class="table-wrap"><table class="list" id="site-table"><thead><tr>' +
+      '<th>rank</th><th>bytes</th><th>share</th><th>allocations</th><th>samples</th><th class="l">type</th>' +
+      '<th class="l">stack, innermost frame first</th></tr></thead><tbody>' + rows.map(function (r, i) {
+        return '<tr data-type="' + esc(r.type) + '"><td>' + (i + 1) + '</td><td data-v="' + r.bytes + '">' +
+          esc(fmtSize(r.bytes)) + '</td><td>' + (100 * r.bytes / (A.total.bytes || 1)).toFixed(1) + '%</td><td data-v="' +
+          r.count + '">' + esc(fmtCount(r.count)) + '</td><td>' + esc(fmtCount(r.samples)) + '</td><td class="l">' +
+          esc(r.type) + '</td><td class="l wrap stack">' + esc(siteStack(r)) + '</td></tr>';
+      }).join('') + '</tbody></table></div>';
+  }
+
   function renderAbout() {
     var items = [
       ['Pause', DEF.pause], ['Heap size', DEF.heap_size], ['Promoted', DEF.promoted],
@@ -762,6 +906,7 @@
   renderSummary();
   renderPlots();
   renderSnapshots();
+  renderStacks();
   renderAbout();
   readHash();
   bindTable();
@@ -770,7 +915,7 @@
   var resizing = null;
   window.addEventListener('resize', function () {
     clearTimeout(resizing);
-    resizing = setTimeout(function () { charts.forEach(drawChart); }, 150);
+    resizing = setTimeout(function () { charts.forEach(drawChart); drawFlame(); flameSearch(flame.q); }, 150);
   });
   /* For tests and the curious: when the page was ready, in ms since navigation started. */
   document.body.setAttribute('data-ready-ms', Math.round(performance.now()));

@@ -7,6 +7,8 @@ Renders the page of an example recording and checks the DOM after the page's scr
   - the SVG plots exist with the expected series (heap size, survivors, pauses, top types);
   - the summary, the note-free header, the "no snapshots" line;
   - sorting and filtering, driven through the URL fragment (#sort=pause&dir=desc, #gen=1, ...);
+  - the allocation flame graph of a recording with samples (frames, widths, tooltips, search,
+    zoom, the top sites), and the one line that replaces it without samples;
 then takes a screenshot at 1280 px (report.png in the work directory). A 10,000-GC recording
 checks that large runs stay usable: size, time to ready, one page of rows, the last page,
 sorting over all GCs, and plots downsampled to the pixel width.
@@ -440,6 +442,10 @@ def test_example(a, heaplens, workdir):
     check(note is not None and ('hidden' in note.attrs) == (doc['note'] is None), 'example: note shown iff any')
     snaps = dom.find(id='snapshots').text()
     check('No snapshots in this recording' in snaps, 'example: no-snapshots line %r' % snaps)
+    no_stacks = dom.find(id='no-stacks')
+    check(doc['allocation_stacks'] is None and no_stacks is not None and
+          'No allocation stacks in this recording' in no_stacks.text() and dom.find('svg', id='flame-svg') is None,
+          'example: one line instead of the flame graph')
     types = dom.find(id='plot-types').find('table')
     check(types is not None and len(list(types.find_all('tr', data_key=True))) == len(doc['plots']['top_types']['types']),
           'example: one legend row per top type')
@@ -477,6 +483,103 @@ def test_example(a, heaplens, workdir):
              'file://' + urllib.parse.quote(os.path.abspath(page)))
     check(os.path.exists(shot) and os.path.getsize(shot) > 20000, 'example: screenshot %s' % shot)
     print('example: screenshot %s' % shot)
+
+
+FLAME_FRAMES = ['all', 'App.Program.Main', 'App.Program.Run', 'App.Names.Make', 'System.String',
+                'App.Tree.Build', 'App.Tree.NewNode', 'App.Node', 'App.Cache.Fill', 'System.Byte[]',
+                '[native]', '[no stack captured]']
+JS_FRAMES = ("Array.from(document.querySelectorAll('#flame-svg g.frame')).map(g => ({name: g.dataset.name, "
+             "match: g.classList.contains('match'), w: +g.querySelector('rect').getAttribute('width'), "
+             "x: g.transform.baseVal.consolidate().matrix.e}))")
+
+
+def test_stacks(a, heaplens, workdir):
+    """The allocation flame graph and the top sites of a recording with samples whose every figure
+    is known (tests/unit/common/hl_stack_fixture.h): frames, widths, tooltips, search, zoom."""
+    db = os.path.join(workdir, 'stacks.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'stacks', db])
+    assert r.returncode == 0, r.stderr
+    page = os.path.join(workdir, 'stacks.html')
+    r = run([heaplens, 'report', db, '-o', page])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    stacks = json.loads(run([heaplens, 'stacks', db, '--json']).stdout)
+    A = doc['allocation_stacks']
+    check(A is not None and A['total'] == {'count': 11610, 'bytes': 448400, 'samples': 9, 'sites': 6},
+          'stacks: the document holds the totals %r' % (A and A['total']))
+    check(A['top_sites'] == stacks['rows'], 'stacks: the top sites are the rows of heaplens stacks --json')
+
+    dom, _ = dump_dom(workdir, page)
+    svg = dom.find('svg', id='flame-svg')
+    check(svg is not None, 'stacks: the flame graph is drawn')
+    frames = [g for g in svg.find_all('g') if g.has_class('frame')] if svg else []
+    names = [g.attrs.get('data-name') for g in frames]
+    check(sorted(set(names)) == sorted(FLAME_FRAMES), 'stacks: frames %r' % sorted(set(names)))
+    titles = [g.find('title').text() for g in frames]
+    for name in FLAME_FRAMES:
+        check(any(t.startswith(name + '\n') or t.startswith(name + ' (type') for t in titles),
+              'stacks: a <title> tooltip names %s' % name)
+    labels = [t.text() for t in svg.find_all('text')] if svg else []
+    for name in ['App.Program.Main', 'App.Program.Run', 'App.Names.Make', 'App.Tree.NewNode', 'System.String']:
+        check(name in labels, 'stacks: %s is written in its frame (labels %r)' % (name, labels))
+    main_title = next((t for t in titles if t.startswith('App.Program.Main\n')), '')
+    check('416.0 KiB (95.0%), 11,010 allocations (estimated)' in main_title, 'stacks: tooltip %r' % main_title)
+    sites = dom.find('table', id='site-table')
+    rows = list(sites.find('tbody').find_all('tr')) if sites else []
+    check([tr.attrs.get('data-type') for tr in rows] == [r['type'] for r in stacks['rows']],
+          'stacks: one site row per site, heaviest first')
+    check(rows and [td for td in rows[0].find_all('td') if td.has_class('stack')][0].text() ==
+          'App.Names.Make \u2190 App.Program.Run \u2190 App.Program.Main', 'stacks: the stack of the first site')
+    check('estimated from 9 samples, mean distance 102,400 bytes' in dom.find(id='flame-note').text(),
+          'stacks: the estimate is said')
+
+    cdp = Cdp(workdir, 'file://' + urllib.parse.quote(os.path.abspath(page)))
+    try:
+        cdp.call('Emulation.setDeviceMetricsOverride', width=1280, height=1000, deviceScaleFactor=1, mobile=False)
+        cdp.js(JS_SLEEP % 300)
+        got = cdp.js(JS_FRAMES)
+        width = {f['name']: f['w'] for f in got if f['name'] in ('all', 'App.Program.Main')}
+        check(abs(width['App.Program.Main'] + 1 - (width['all'] + 1) * 426000 / 448400) < 1.5,
+              'widths: App.Program.Main holds 426,000 of 448,400 bytes: %r' % width)
+        check(width['all'] > 1100, 'widths: the graph fills the card at 1280 px (%r)' % width['all'])
+        # Search: case-insensitive, every matching frame marked, its share of the bytes said.
+        cdp.js("var f = document.getElementById('flame-q'); f.value = 'names.make'; f.dispatchEvent(new Event('input'))")
+        cdp.js(JS_SLEEP % 300)
+        got = cdp.js(JS_FRAMES)
+        check(sorted(f['name'] for f in got if f['match']) == ['App.Names.Make', 'App.Names.Make'],
+              'search: both App.Names.Make frames are marked, nothing else: %r' % [f['name'] for f in got if f['match']])
+        said = cdp.js("document.getElementById('flame-match').textContent")
+        check(said == '2 matching frames, 281.2 KiB (64.2% of the bytes)', 'search: %r' % said)
+        fill = cdp.js("getComputedStyle(document.querySelector('#flame-svg g.match rect')).fill")
+        check(fill == 'rgb(224, 64, 251)', 'search: marked frames are highlighted (%r)' % fill)
+        cdp.js("var f = document.getElementById('flame-q'); f.value = 'Program'; f.dispatchEvent(new Event('input'))")
+        cdp.js(JS_SLEEP % 300)
+        said = cdp.js("document.getElementById('flame-match').textContent")
+        check(said == '2 matching frames, 416.0 KiB (95.0% of the bytes)', 'search: nested matches count once: %r' % said)
+        # Zoom: a click on App.Tree.Build shows its ancestors and its subtree only, full width.
+        cdp.js("document.querySelector('#flame-svg g.frame[data-name=\"App.Tree.Build\"] rect')"
+               ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+        got = cdp.js(JS_FRAMES)
+        check([f['name'] for f in got] == ['all', 'App.Program.Main', 'App.Program.Run', 'App.Tree.Build',
+                                           'App.Tree.NewNode', 'App.Node'], 'zoom: %r' % [f['name'] for f in got])
+        check(len({round(f['w']) for f in got}) == 1 and all(f['x'] == 0 for f in got), 'zoom: full width')
+        check([f['name'] for f in got if f['match']] == ['App.Program.Main', 'App.Program.Run'],
+              'zoom: the search marks stay')
+        cdp.js("document.getElementById('flame-reset').click()")
+        def nodes(n):
+            return 1 + sum(nodes(c) for c in n['children'])
+        check(len(cdp.js(JS_FRAMES)) == nodes(A['flame']) == 16, 'zoom: reset shows every frame again')
+        errors = cdp.js("window.__errors")
+        check(errors == [], 'stacks: no script errors: %r' % errors)
+    finally:
+        cdp.close()
+    shot = os.path.join(workdir, 'stacks.png')
+    chromium(workdir, ['--screenshot=' + shot, '--window-size=1280,2200', '--hide-scrollbars'],
+             'file://' + urllib.parse.quote(os.path.abspath(page)))
+    check(os.path.exists(shot) and os.path.getsize(shot) > 20000, 'stacks: screenshot %s' % shot)
+    print('stacks: screenshot %s' % shot)
 
 
 def path_points(d):
@@ -546,7 +649,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     heaplens = os.path.abspath(a.heaplens)
-    for test in (test_example, test_rounding, test_interaction, test_big):
+    for test in (test_example, test_stacks, test_rounding, test_interaction, test_big):
         before = len(FAILURES)
         test(a, heaplens, a.workdir)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

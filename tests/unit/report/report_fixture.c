@@ -3,6 +3,8 @@
  *
  *   report_fixture small OUT.db            3 GCs whose every figure is known by hand (the
  *                                          expectations are in report_test.py)
+ *   report_fixture stacks OUT.db           "small" with the allocation samples and stacks of
+ *                                          tests/unit/common/hl_stack_fixture.h
  *   report_fixture empty OUT.db            a complete run without any GC
  *   report_fixture ties OUT.db             2 GCs whose sizes print with a rounding tie
  *                                          (1280 B = 1.25 KiB prints "1.2 KiB", like printf)
@@ -12,6 +14,7 @@
  *                                          now and then, some induced. Same SEED, same file.
  *                                          "truncated": the stream ends without its end of run.
  */
+#include "tests/unit/common/hl_stack_fixture.h"
 #include "tests/unit/common/hl_stream_builder.h"
 
 #include <inttypes.h>
@@ -278,6 +281,7 @@ static void build_sim(hl_sb *sb, uint32_t n_gcs, uint32_t seed, gboolean truncat
 static int usage(void)
 {
     fprintf(stderr, "usage: report_fixture small OUT.db\n"
+                    "       report_fixture stacks OUT.db\n"
                     "       report_fixture empty OUT.db\n"
                     "       report_fixture ties OUT.db\n"
                     "       report_fixture sim GCS SEED OUT.db [truncated]\n");
@@ -289,11 +293,13 @@ int main(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     hl_sb *sb = hl_sb_new();
     const char *out = NULL;
+    gboolean stacks = FALSE;
     int status = 1;
 
-    if (argc == 3 && strcmp(argv[1], "small") == 0) {
+    if (argc == 3 && (strcmp(argv[1], "small") == 0 || strcmp(argv[1], "stacks") == 0)) {
         build_small(sb);
         out = argv[2];
+        stacks = strcmp(argv[1], "stacks") == 0;
     } else if (argc == 3 && strcmp(argv[1], "ties") == 0) {
         const uint64_t ms = 1000000;
         hl_sb_run_start(sb, 8, "dotnet Ties.dll");
@@ -327,7 +333,8 @@ int main(int argc, char **argv)
         hl_sb_free(sb);
         return usage();
     }
-    if (hl_sb_write_db(sb, out, NULL, NULL, &error))
+    if (hl_sb_write_db(sb, out, NULL, NULL, &error) &&
+        (!stacks || hl_stack_fixture_add(out, FALSE, 0, &error)))
         status = 0;
     else
         fprintf(stderr, "report_fixture: %s\n", error->message);

@@ -1,0 +1,119 @@
+/* output_file.c — writing an output file the user named (output_file.h). */
+#include "query/output_file.h"
+
+#include "query/query.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static gboolean query_output_file_fail(query_output_file *file, const char *why, GError **error)
+{
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", file->path, why);
+    return FALSE;
+}
+
+/* A new temporary file beside `file->final`, with `mode` (0666 less the umask for a new file,
+ * the replaced file's own mode otherwise). */
+static gboolean query_output_file_open_temporary(query_output_file *file, mode_t mode, GError **error)
+{
+    file->tmp_path = g_strconcat(file->final, ".tmp-XXXXXX", NULL);
+    int fd = g_mkstemp_full(file->tmp_path, O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int saved = errno;
+        g_clear_pointer(&file->tmp_path, g_free);
+        return query_output_file_fail(file, g_strerror(saved), error);
+    }
+    (void)fchmod(fd, mode); /* on failure it stays readable by its owner */
+    file->out = fdopen(fd, "w");
+    if (!file->out) {
+        int saved = errno;
+        close(fd);
+        return query_output_file_fail(file, g_strerror(saved), error);
+    }
+    return TRUE;
+}
+
+gboolean query_output_file_open(query_output_file *file, const char *path, GError **error)
+{
+    memset(file, 0, sizeof *file);
+    file->path = g_strdup(path);
+    struct stat st, out_st, link_st;
+    if (stat(path, &st) != 0) {
+        int saved = errno;
+        if (saved == ENOENT && lstat(path, &link_st) == 0)
+            return query_output_file_fail(file, "it is a symbolic link to nothing", error);
+        if (saved != ENOENT)
+            return query_output_file_fail(file, g_strerror(saved), error);
+        mode_t mask = umask(0);
+        umask(mask);
+        file->final = g_strdup(path);
+        return query_output_file_open_temporary(file, 0666 & ~mask, error);
+    }
+    if (fstat(STDOUT_FILENO, &out_st) == 0 && st.st_dev == out_st.st_dev &&
+        st.st_ino == out_st.st_ino) {
+        file->is_stdout = TRUE; /* /dev/stdout, /proc/self/fd/1, or where stdout already goes */
+        file->out = stdout;
+        return TRUE;
+    }
+    if (S_ISDIR(st.st_mode))
+        return query_output_file_fail(file, "it is a directory", error);
+    if (S_ISBLK(st.st_mode))
+        return query_output_file_fail(file, "it is a block device", error);
+    if (S_ISREG(st.st_mode)) {
+        file->final = realpath(path, NULL);
+        if (!file->final)
+            return query_output_file_fail(file, g_strerror(errno), error);
+        return query_output_file_open_temporary(file, st.st_mode & 07777, error);
+    }
+    /* A FIFO (opening waits for its reader, as any writer's would), a character device, a
+     * socket: written as it is, never created, truncated or replaced. */
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 || !(file->out = fdopen(fd, "w"))) {
+        int saved = errno;
+        if (fd >= 0)
+            close(fd);
+        return query_output_file_fail(file, g_strerror(saved), error);
+    }
+    return TRUE;
+}
+
+/* Flushes and closes the output; renames a temporary file into place. */
+gboolean query_output_file_commit(query_output_file *file, GError **error)
+{
+    if (!query_output_finish(file->out, NULL)) {
+        int saved = errno;
+        return query_output_file_fail(file, saved ? g_strerror(saved) : "I/O error", error);
+    }
+    if (file->is_stdout) {
+        file->out = NULL;
+        return TRUE;
+    }
+    int closed = fclose(file->out);
+    int saved = errno;
+    file->out = NULL;
+    if (closed != 0)
+        return query_output_file_fail(file, g_strerror(saved), error);
+    if (file->tmp_path && g_rename(file->tmp_path, file->final) != 0)
+        return query_output_file_fail(file, g_strerror(errno), error);
+    g_clear_pointer(&file->tmp_path, g_free);
+    return TRUE;
+}
+
+/* Removes what a failed report left behind. */
+void query_output_file_release(query_output_file *file)
+{
+    if (file->out && !file->is_stdout)
+        fclose(file->out);
+    if (file->tmp_path)
+        g_unlink(file->tmp_path);
+    g_free(file->tmp_path);
+    g_free(file->path);
+    free(file->final);
+    memset(file, 0, sizeof *file);
+}
+

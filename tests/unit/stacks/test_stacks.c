@@ -1,0 +1,582 @@
+/* test_stacks.c — `heaplens stacks`, run as a user runs it, on recordings whose answers are known
+ * by construction.
+ *
+ *   test_stacks HEAPLENS CASE|all      (HEAPLENS_TEST_KEEP=1 keeps the fixtures)
+ *   test_stacks fixture DIR            only writes the fixtures into DIR (for speedscope_test.py)
+ *
+ * The recordings are built through the real writer (hl_stream_builder → store_writer), then the
+ * samples and stacks of tests/unit/common/hl_stack_fixture.h are added. Each CASE is its own
+ * ctest entry (stacks.<case>).
+ */
+#include "tests/unit/common/check.h"
+#include "tests/unit/common/hl_stack_fixture.h"
+#include "tests/unit/common/hl_stream_builder.h"
+#include "tests/unit/common/run_heaplens.h"
+
+#include <glib/gstdio.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *heaplens; /* the binary under test */
+static char *workdir;        /* fixtures live here; commands run here */
+
+/* ---- checking runs ------------------------------------------------------------------ */
+
+static void expect_run(const char *file, int line, run_result r, int status, const char *out,
+                       const char *err)
+{
+    gboolean ok = TRUE;
+    if (r.status != status) {
+        fprintf(stderr, "%s:%d: exit status %d, expected %d\n", file, line, r.status, status);
+        ok = FALSE;
+    }
+    if (out && strcmp(r.out, out) != 0) {
+        fprintf(stderr, "%s:%d: stdout differs\n--- expected:\n%s--- actual:\n%s---\n", file, line,
+                out, r.out);
+        ok = FALSE;
+    }
+    if (strcmp(r.err, err) != 0) {
+        fprintf(stderr, "%s:%d: stderr differs\n--- expected:\n%s--- actual:\n%s---\n", file, line,
+                err, r.err);
+        ok = FALSE;
+    }
+    if (!ok)
+        failures++;
+    run_result_release(&r);
+}
+
+#define EXPECT(run, status, out, err) expect_run(__FILE__, __LINE__, (run), (status), (out), (err))
+
+/* Runs a JSON command, checks it succeeded with nothing on stderr but `err`, and returns the
+ * parsed document (NULL, and a failure, when stdout is not one JSON document). */
+static json_t *json_run(const char *file, int line, run_result r, const char *err)
+{
+    json_error_t jerr;
+    json_t *doc = json_loads(r.out, 0, &jerr);
+    if (!doc) {
+        fprintf(stderr, "%s:%d: stdout is not JSON: %s\n%s", file, line, jerr.text, r.out);
+        failures++;
+    }
+    expect_run(file, line, r, 0, NULL, err);
+    return doc;
+}
+
+#define JSON_RUN(run, err) json_run(__FILE__, __LINE__, (run), (err))
+
+/* "type|frame<-frame<-...|count|bytes|samples" per row, joined by "\n": the rows of a stacks
+ * document in a form a test can spell out. */
+static char *rows_text(const json_t *doc)
+{
+    GString *text = g_string_new(NULL);
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(doc, "rows"), i, row)
+    {
+        size_t f;
+        json_t *frame;
+        g_string_append_printf(text, "%s|", json_string_value(json_object_get(row, "type")));
+        json_array_foreach(json_object_get(row, "frames"), f, frame)
+            g_string_append_printf(text, "%s%s", f ? "<-" : "", json_string_value(frame));
+        g_string_append_printf(text, "|%lld|%lld|%lld\n",
+                               (long long)json_integer_value(json_object_get(row, "count")),
+                               (long long)json_integer_value(json_object_get(row, "bytes")),
+                               (long long)json_integer_value(json_object_get(row, "samples")));
+    }
+    return g_string_free(text, FALSE);
+}
+
+static void expect_rows(const char *file, int line, json_t *doc, const char *expected)
+{
+    g_autofree char *actual = doc ? rows_text(doc) : g_strdup("(no document)\n");
+    if (strcmp(actual, expected) != 0) {
+        fprintf(stderr, "%s:%d: rows differ\n--- expected:\n%s--- actual:\n%s---\n", file, line,
+                expected, actual);
+        failures++;
+    }
+    json_decref(doc);
+}
+
+#define EXPECT_ROWS(doc, expected) expect_rows(__FILE__, __LINE__, (doc), (expected))
+
+/* The rows of the fixture (hl_stack_fixture.h), spelled out once. */
+#define ROW_S2 "System.String|App.Names.Make<-App.Program.Run<-App.Program.Main|7000|224000|3\n"
+#define ROW_S1                                                                                   \
+    "App.Node|App.Tree.NewNode<-App.Tree.Build<-App.Program.Run<-App.Program.Main|2000|128000|2\n"
+#define ROW_S3 "System.String|App.Names.Make<-App.Cache.Fill<-App.Program.Main|2000|64000|1\n"
+#define ROW_S5 "System.String|[native]|500|16000|1\n"
+#define ROW_S4 "System.Byte[]|App.Cache.Fill<-App.Program.Main|10|10000|1\n"
+#define ROW_NONE "App.Node|[no stack captured]|100|6400|1\n"
+
+/* ---- fixtures -------------------------------------------------------------------------- */
+
+static void fixture_write(hl_sb *sb, const char *name)
+{
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
+    g_autoptr(GError) error = NULL;
+    if (!hl_sb_write_db(sb, path, NULL, NULL, &error)) {
+        fprintf(stderr, "cannot build fixture %s: %s\n", name, error->message);
+        exit(2);
+    }
+    hl_sb_free(sb);
+}
+
+/* The recording under the samples: objects 1..4 with the fates hl_stack_fixture.h lists (5 dies
+ * in GC 1), 3 GCs. `drops`: the collector lost allocations (for the note). */
+static void fixture_recording(const char *name, gboolean lossy)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet Stacks.dll");
+    hl_sb_type(sb, 1, "App.Node");
+    hl_sb_type(sb, 2, "System.String");
+    hl_sb_type(sb, 3, "System.Byte[]");
+    hl_sb_thread(sb, 100, 1, "Main");
+    hl_sb_alloc(sb, 1, 1, 64, 100);
+    hl_sb_alloc(sb, 2, 1, 64, 100);
+    hl_sb_alloc(sb, 3, 2, 32, 100);
+    hl_sb_alloc(sb, 4, 3, 1000, 100);
+    hl_sb_alloc(sb, 5, 2, 32, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 6);
+    for (uint64_t id = 1; id <= 4; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 5, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_gc_start(sb, 2, 1, FALSE, 6);
+    hl_sb_death(sb, 2, 3);
+    hl_sb_promotion(sb, 2, 1, HL_GEN_2);
+    hl_sb_promotion(sb, 2, 2, HL_GEN_2);
+    hl_sb_promotion(sb, 2, 4, HL_GEN_2);
+    hl_sb_gc_end(sb, 2, HL_GC_FLAG_COMPACTING);
+    hl_sb_gc_start(sb, 3, 2, TRUE, 6);
+    hl_sb_death(sb, 3, 2);
+    hl_sb_death(sb, 3, 4);
+    if (lossy) {
+        hl_gc_end e = {.gc = 3,
+                       .end_mono_ns = HL_SB_MONO_NS + 31000000,
+                       .resume_mono_ns = HL_SB_MONO_NS + 31010000,
+                       .counters = {.allocs_seen = 105, .allocs_dropped = 100,
+                                    .allocs_dropped_writer = 100}};
+        hl_sb_gc_end_full(sb, &e);
+        hl_sb_run_end_full(sb, &(hl_run_end){.end_unix_ns = HL_SB_START_UNIX_NS + 1000000000,
+                                             .end_mono_ns = HL_SB_MONO_NS + 1000000000,
+                                             .gcs = 3,
+                                             .counters = e.counters});
+    } else {
+        hl_sb_gc_end(sb, 3, HL_GC_FLAG_COMPACTING);
+        hl_sb_run_end(sb, 3);
+    }
+    fixture_write(sb, name);
+}
+
+static void fixture_samples(const char *name, gboolean link, int64_t dropped)
+{
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
+    g_autoptr(GError) error = NULL;
+    if (!hl_stack_fixture_add(path, link, dropped, &error)) {
+        fprintf(stderr, "cannot add samples to %s: %s\n", name, error->message);
+        exit(2);
+    }
+}
+
+static void fixture_file(const char *name, const char *contents)
+{
+    g_autofree char *path = g_build_filename(workdir, name, NULL);
+    if (!g_file_set_contents(path, contents, -1, NULL))
+        exit(2);
+}
+
+static void fixtures_build(void)
+{
+    fixture_recording("stacks.db", FALSE);
+    fixture_samples("stacks.db", TRUE, 0);
+    /* the same samples, some lost, in a recording that lost allocations */
+    fixture_recording("lossy.db", TRUE);
+    fixture_samples("lossy.db", TRUE, 5);
+    /* a recording without the tables (an older heaplens), and one with them but no sampling */
+    fixture_recording("nostacks.db", FALSE);
+    fixture_recording("off.db", FALSE);
+    {
+        g_autofree char *path = g_build_filename(workdir, "off.db", NULL);
+        g_autoptr(GError) error = NULL;
+        if (!hl_stack_fixture_add_tables(path, &error)) {
+            fprintf(stderr, "cannot add tables: %s\n", error->message);
+            exit(2);
+        }
+    }
+    fixture_file("notes.txt", "not a database\n");
+    /* the same samples from AllocationTick: biased, no fixed distance */
+    fixture_recording("tick.db", FALSE);
+    fixture_samples("tick.db", TRUE, 0);
+    {
+        g_autofree char *path = g_build_filename(workdir, "tick.db", NULL);
+        sqlite3 *db = NULL;
+        if (sqlite3_open(path, &db) != SQLITE_OK ||
+            sqlite3_exec(db, "UPDATE sampling SET source = 'AllocationTick', biased = 1,"
+                             " mean_distance_bytes = NULL", NULL, NULL, NULL) != SQLITE_OK)
+            exit(2);
+        sqlite3_close(db);
+    }
+}
+
+static void workdir_remove(void)
+{
+    g_autoptr(GDir) dir = g_dir_open(workdir, 0, NULL);
+    const char *name;
+    while (dir && (name = g_dir_read_name(dir))) {
+        g_autofree char *path = g_build_filename(workdir, name, NULL);
+        g_remove(path);
+    }
+    g_rmdir(workdir);
+}
+
+/* ---- cases ----------------------------------------------------------------------------- */
+
+static void case_json(void)
+{
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json"), "");
+    /* the sampling metadata and the totals */
+    json_t *sampling = json_object_get(doc, "sampling");
+    CHECK(strcmp(json_string_value(json_object_get(sampling, "source")), "AllocationSampled") == 0);
+    CHECK(json_integer_value(json_object_get(sampling, "mean_distance_bytes")) == 102400);
+    CHECK(json_is_false(json_object_get(sampling, "biased")));
+    CHECK(json_is_true(json_object_get(sampling, "estimated")));
+    CHECK(json_integer_value(json_object_get(sampling, "samples")) == 9);
+    json_t *total = json_object_get(doc, "total");
+    CHECK(json_integer_value(json_object_get(total, "count")) == 11610);
+    CHECK(json_integer_value(json_object_get(total, "bytes")) == 448400);
+    CHECK(json_integer_value(json_object_get(total, "samples")) == 9);
+    CHECK(json_integer_value(json_object_get(total, "sites")) == 6);
+    CHECK(strcmp(json_string_value(json_object_get(doc, "by")), "allocated") == 0);
+    /* every site, heaviest first: the rows sum to the totals */
+    int64_t count = 0, bytes = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(doc, "rows"), i, row)
+    {
+        count += json_integer_value(json_object_get(row, "count"));
+        bytes += json_integer_value(json_object_get(row, "bytes"));
+        CHECK(json_object_size(row) == 5); /* type, frames, count, bytes, samples */
+    }
+    CHECK(count == 11610 && bytes == 448400);
+    EXPECT_ROWS(doc, ROW_S2 ROW_S1 ROW_S3 ROW_S5 ROW_S4 ROW_NONE);
+}
+
+/* The estimates per type agree with the shared schema's view allocation_estimates_by_type. */
+static void case_estimates(void)
+{
+    g_autofree char *path = g_build_filename(workdir, "stacks.db", NULL);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(db, "SELECT type, est_count, est_bytes, samples FROM "
+                                 "allocation_estimates_by_type ORDER BY type",
+                             -1, &stmt, NULL) == SQLITE_OK);
+    while (stmt && sqlite3_step(stmt) == SQLITE_ROW) {
+        const char *type = (const char *)sqlite3_column_text(stmt, 0);
+        json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--type", type), "");
+        json_t *total = json_object_get(doc, "total");
+        CHECK(json_integer_value(json_object_get(total, "count")) ==
+              (json_int_t)sqlite3_column_double(stmt, 1));
+        CHECK(json_integer_value(json_object_get(total, "bytes")) ==
+              (json_int_t)sqlite3_column_double(stmt, 2));
+        CHECK(json_integer_value(json_object_get(total, "samples")) ==
+              sqlite3_column_int64(stmt, 3));
+        json_decref(doc);
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+}
+
+static void case_text(void)
+{
+    EXPECT(RUN("stacks", "stacks.db", "--top", "3"), 0,
+           "allocations of stacks.db, by call stack: 11,610, 437.9 KiB\n"
+           "(estimated from 9 samples, mean distance 102,400 bytes (100.0 KiB); source "
+           "AllocationSampled)\n"
+           "the 3 heaviest of 6 sites by bytes, innermost frame first:\n"
+           "\n"
+           "#1  218.8 KiB  7,000 allocations  50.0%  System.String  (3 samples)\n"
+           "      App.Names.Make\n"
+           "      App.Program.Run\n"
+           "      App.Program.Main\n"
+           "\n"
+           "#2  125.0 KiB  2,000 allocations  28.5%  App.Node  (2 samples)\n"
+           "      App.Tree.NewNode\n"
+           "      App.Tree.Build\n"
+           "      App.Program.Run\n"
+           "      App.Program.Main\n"
+           "\n"
+           "#3  62.5 KiB  2,000 allocations  14.3%  System.String  (1 sample)\n"
+           "      App.Names.Make\n"
+           "      App.Cache.Fill\n"
+           "      App.Program.Main\n",
+           "");
+}
+
+static void case_top(void)
+{
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json", "--top=2"), ""), ROW_S2 ROW_S1);
+    /* --top keeps the totals of every site */
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--top", "1"), "");
+    CHECK(json_integer_value(json_object_get(json_object_get(doc, "total"), "bytes")) == 448400);
+    CHECK(json_integer_value(json_object_get(json_object_get(doc, "total"), "sites")) == 6);
+    EXPECT_ROWS(doc, ROW_S2);
+    /* the default: 10 */
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json"), ""),
+                ROW_S2 ROW_S1 ROW_S3 ROW_S5 ROW_S4 ROW_NONE);
+    EXPECT(RUN("stacks", "stacks.db", "--top", "0"), 1, "",
+           "heaplens: stacks: --top expects a positive number, not '0'\n");
+}
+
+static void case_sort(void)
+{
+    /* By count: S1 and S3 tie at 2,000 allocations, S1 has more bytes. */
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--sort", "count"), "");
+    CHECK(strcmp(json_string_value(json_object_get(doc, "sort")), "count") == 0);
+    EXPECT_ROWS(doc, ROW_S2 ROW_S1 ROW_S3 ROW_S5 ROW_NONE ROW_S4);
+    EXPECT(RUN("stacks", "stacks.db", "--sort", "size"), 1, "",
+           "heaplens: stacks: --sort expects 'bytes' or 'count', not 'size'\n");
+}
+
+static void case_type(void)
+{
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json", "--type", "System.String"), ""),
+                ROW_S2 ROW_S3 ROW_S5);
+    /* the name without namespaces */
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--type", "Node"), "");
+    CHECK(strcmp(json_string_value(json_object_get(doc, "type")), "App.Node") == 0);
+    EXPECT_ROWS(doc, ROW_S1 ROW_NONE);
+    EXPECT(RUN("stacks", "stacks.db", "--type", "Nope"), 1, "",
+           "heaplens: no type named 'Nope' in stacks.db (a full name, "
+           "'System.Collections.Generic.List<App.Item>', or one without namespaces, "
+           "'List<Item>'; see 'heaplens allocations')\n");
+}
+
+static void case_by_survived(void)
+{
+    /* objects 1 and 2 (S1) and 4 (S4) reached gen2; 3 died in gen1; the rest are untracked */
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--by", "survived"), "");
+    CHECK(strcmp(json_string_value(json_object_get(doc, "by")), "survived") == 0);
+    CHECK(json_integer_value(json_object_get(json_object_get(doc, "total"), "bytes")) == 138000);
+    EXPECT_ROWS(doc, "App.Node|App.Tree.NewNode<-App.Tree.Build<-App.Program.Run<-App.Program."
+                     "Main|2000|128000|2\n" ROW_S4);
+    EXPECT(RUN("stacks", "stacks.db", "--by", "age"), 1, "",
+           "heaplens: stacks: --by expects 'allocated', 'survived' or 'mid-life', not 'age'\n");
+}
+
+static void case_by_midlife(void)
+{
+    /* of those, 2 (S1) and 4 (S4) died in GC 3, in gen2 */
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json", "--by", "mid-life"), ""),
+                "App.Node|App.Tree.NewNode<-App.Tree.Build<-App.Program.Run<-App.Program.Main|"
+                "1000|64000|1\n" ROW_S4);
+    EXPECT_ROWS(
+        JSON_RUN(RUN("stacks", "stacks.db", "--json", "--by", "mid-life", "--type", "Byte[]"), ""),
+        ROW_S4);
+    EXPECT(RUN("stacks", "stacks.db", "--by", "mid-life", "--type", "System.String"), 0,
+           "allocations of stacks.db, type System.String, promoted to gen2 and then collected "
+           "there (mid-life crisis), by call stack: 0, 0 B\n"
+           "(estimated from 9 samples, mean distance 102,400 bytes (100.0 KiB); source "
+           "AllocationSampled)\n"
+           "no sampled allocation matches\n",
+           "");
+}
+
+static void case_gc(void)
+{
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--gc", "2"), "");
+    json_t *gcs = json_object_get(doc, "gcs");
+    CHECK(json_integer_value(json_array_get(gcs, 0)) == 2 &&
+          json_integer_value(json_array_get(gcs, 1)) == 2);
+    EXPECT_ROWS(doc, "System.String|App.Names.Make<-App.Program.Run<-App.Program.Main|1000|32000|"
+                     "1\n" ROW_S5);
+    /* the tail: allocations after the last GC (3) */
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json", "--gc", "4"), ""), ROW_NONE);
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json", "--interval", "2..4"), ""),
+                "System.String|App.Names.Make<-App.Program.Run<-App.Program.Main|1000|32000|"
+                "1\n" ROW_S5 ROW_NONE);
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json", "--interval", "1..1", "--type",
+                             "System.String"),
+                         ""),
+                "System.String|App.Names.Make<-App.Program.Run<-App.Program.Main|6000|192000|"
+                "2\n" ROW_S3);
+    EXPECT(RUN("stacks", "stacks.db", "--gc", "5"), 1, "",
+           "heaplens: no GC 5 in stacks.db: allocations were made before GCs 1 to 4 and after "
+           "the last (4)\n");
+    EXPECT(RUN("stacks", "stacks.db", "--interval", "3..2"), 1, "",
+           "heaplens: stacks: --interval expects A..B, two GC numbers with A <= B, not '3..2'\n");
+    EXPECT(RUN("stacks", "stacks.db", "--interval", "2"), 1, "",
+           "heaplens: stacks: --interval expects A..B, two GC numbers with A <= B, not '2'\n");
+    EXPECT(RUN("stacks", "stacks.db", "--gc", "1", "--interval", "1..2"), 1, "",
+           "heaplens: stacks: give --gc N or --interval A..B, not both\n");
+}
+
+static void case_no_stacks(void)
+{
+    const char *older = "heaplens: nostacks.db has no allocation stacks: recorded with --stacks "
+                        "off / by an older heaplens\n";
+    EXPECT(RUN("stacks", "nostacks.db"), 1, "", older);
+    EXPECT(RUN("stacks", "nostacks.db", "--json"), 1, "", older);
+    EXPECT(RUN("stacks", "off.db"), 1, "",
+           "heaplens: off.db has no allocation stacks: recorded with --stacks off / by an older "
+           "heaplens\n");
+    EXPECT(RUN("stacks", "missing.db"), 1, "", "heaplens: missing.db does not exist\n");
+    EXPECT(RUN("stacks", "notes.txt"), 1, "",
+           "heaplens: notes.txt is not a heaplens database (not an SQLite file)\n");
+    EXPECT(RUN("stacks"), 1, "",
+           "heaplens: stacks: missing FILE, the recording to read; see 'heaplens stacks --help'\n");
+    EXPECT(RUN("stacks", "stacks.db", "--frob"), 1, "",
+           "heaplens: stacks: unknown option '--frob'; see 'heaplens stacks --help'\n");
+}
+
+static void case_note(void)
+{
+    const char *note = "note: 100 allocations were lost (the writer fell behind); counts are "
+                       "lower bounds\n";
+    run_result r = RUN("stacks", "lossy.db", "--top", "1");
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "; 5 samples were lost)\n") != NULL);
+    CHECK(g_str_has_suffix(r.out, note));
+    run_result_release(&r);
+    g_autofree char *err = g_strconcat("heaplens: ", note, NULL);
+    json_decref(JSON_RUN(RUN("stacks", "lossy.db", "--json"), err));
+}
+
+static void case_biased(void)
+{
+    EXPECT(RUN("stacks", "tick.db", "--top", "1"), 0,
+           "allocations of tick.db, by call stack: 11,610, 437.9 KiB\n"
+           "(estimated from 9 samples; source AllocationTick, biased: a sample every ~100 KiB "
+           "allocated, attributed to the allocation that crossed it, so large objects and their "
+           "sites weigh more than their share)\n"
+           "the 1 heaviest of 6 sites by bytes, innermost frame first:\n"
+           "\n"
+           "#1  218.8 KiB  7,000 allocations  50.0%  System.String  (3 samples)\n"
+           "      App.Names.Make\n"
+           "      App.Program.Run\n"
+           "      App.Program.Main\n",
+           "");
+    json_t *doc = JSON_RUN(RUN("stacks", "tick.db", "--json", "--top", "1"), "");
+    json_t *sampling = json_object_get(doc, "sampling");
+    CHECK(json_is_true(json_object_get(sampling, "biased")));
+    CHECK(json_is_null(json_object_get(sampling, "mean_distance_bytes")));
+    CHECK_STR(json_string_value(json_object_get(sampling, "source")), "AllocationTick");
+    EXPECT_ROWS(doc, ROW_S2);
+}
+
+static void case_help(void)
+{
+    run_result r = RUN("stacks", "--help");
+    CHECK(r.status == 0);
+    CHECK(g_str_has_prefix(r.out, "usage: heaplens stacks FILE [--type NAME] [--top K]"));
+    run_result_release(&r);
+    run_result top = RUN("--help");
+    CHECK(strstr(top.out, "\n  stacks       who allocates: the heaviest allocation call stacks") !=
+          NULL);
+    run_result_release(&top);
+}
+
+/* The speedscope file: its shape and its weights (speedscope_test.py checks it against the
+ * published schema). */
+static void case_speedscope(void)
+{
+    EXPECT(RUN("stacks", "stacks.db", "--speedscope", "out.speedscope.json"), 0, "",
+           "heaplens: 6 allocation sites (437.9 KiB, 11,610 allocations, estimated) -> "
+           "out.speedscope.json\n");
+    g_autofree char *path = g_build_filename(workdir, "out.speedscope.json", NULL);
+    json_error_t jerr;
+    json_t *doc = json_load_file(path, 0, &jerr);
+    CHECK(doc != NULL);
+    json_t *frames = json_object_get(json_object_get(doc, "shared"), "frames");
+    json_t *profiles = json_object_get(doc, "profiles");
+    CHECK(json_array_size(profiles) == 2);
+    const char *const units[] = {"bytes", "none"};
+    const json_int_t totals[] = {448400, 11610};
+    for (size_t p = 0; p < json_array_size(profiles); p++) {
+        json_t *profile = json_array_get(profiles, p);
+        json_t *samples = json_object_get(profile, "samples");
+        json_t *weights = json_object_get(profile, "weights");
+        CHECK(strcmp(json_string_value(json_object_get(profile, "type")), "sampled") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(profile, "unit")), units[p]) == 0);
+        CHECK(json_array_size(samples) == 6 && json_array_size(weights) == 6);
+        json_int_t sum = 0;
+        for (size_t i = 0; i < json_array_size(weights); i++)
+            sum += json_integer_value(json_array_get(weights, i));
+        CHECK(sum == totals[p]);
+        CHECK(json_integer_value(json_object_get(profile, "endValue")) == totals[p]);
+    }
+    /* the heaviest stack, root first, the type as the leaf */
+    json_t *first = json_array_get(json_object_get(json_array_get(profiles, 0), "samples"), 0);
+    GString *names = g_string_new(NULL);
+    size_t i;
+    json_t *index;
+    json_array_foreach(first, i, index)
+        g_string_append_printf(
+            names, "%s%s", i ? ";" : "",
+            json_string_value(json_object_get(
+                json_array_get(frames, (size_t)json_integer_value(index)), "name")));
+    CHECK(strcmp(names->str, "App.Program.Main;App.Program.Run;App.Names.Make;new System.String") ==
+          0);
+    g_string_free(names, TRUE);
+    json_decref(doc);
+    EXPECT(RUN("stacks", "stacks.db", "--speedscope", "."), 1, "",
+           "heaplens: cannot write .: it is a directory\n");
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} cases[] = {
+    {"json", case_json},       {"estimates", case_estimates}, {"text", case_text},
+    {"top", case_top},         {"sort", case_sort},           {"type", case_type},
+    {"by_survived", case_by_survived}, {"by_midlife", case_by_midlife}, {"gc", case_gc},
+    {"no_stacks", case_no_stacks}, {"note", case_note},       {"help", case_help},
+    {"speedscope", case_speedscope}, {"biased", case_biased},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_stacks HEAPLENS CASE|all\n       test_stacks fixture DIR\n");
+        return 2;
+    }
+    g_autoptr(GError) error = NULL;
+    if (strcmp(argv[1], "fixture") == 0) {
+        workdir = g_strdup(argv[2]);
+        g_mkdir_with_parents(workdir, 0755);
+        g_autofree char *old = g_build_filename(workdir, "stacks.db", NULL);
+        g_remove(old);
+        fixture_recording("stacks.db", FALSE);
+        fixture_samples("stacks.db", TRUE, 0);
+        g_free(workdir);
+        return 0;
+    }
+    heaplens = argv[1];
+    gboolean all = strcmp(argv[2], "all") == 0;
+    gboolean found = FALSE;
+    workdir = g_dir_make_tmp("heaplens-stacks-XXXXXX", &error);
+    if (!workdir) {
+        fprintf(stderr, "cannot make a temporary directory: %s\n", error->message);
+        return 2;
+    }
+    fixtures_build();
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        if (all || strcmp(cases[i].name, argv[2]) == 0) {
+            int before = failures;
+            cases[i].run();
+            found = TRUE;
+            fprintf(stderr, "%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
+        }
+    }
+    if (g_getenv("HEAPLENS_TEST_KEEP"))
+        fprintf(stderr, "fixtures kept in %s\n", workdir);
+    else
+        workdir_remove();
+    g_free(workdir);
+    if (!found) {
+        fprintf(stderr, "no case '%s'\n", argv[2]);
+        return 2;
+    }
+    return failures == 0 ? 0 : 1;
+}
