@@ -24,9 +24,7 @@ gboolean stacks_present(sqlite3 *db, GError **error)
 
 char *stacks_absent_message_new(const char *path)
 {
-    return g_strdup_printf("%s has no allocation stacks: recorded with --stacks off / by an "
-                           "older heaplens",
-                           path);
+    return g_strdup_printf("%s has no allocation stacks: recorded with --stacks off", path);
 }
 
 /* One GROUP BY over the samples. ?1 type name (NULL: all), ?2..?3 the allocation intervals

@@ -590,7 +590,7 @@
     var el = $('stacks'), sites = $('sites');
     if (!A) {
       el.innerHTML = '<h2>Allocation flame graph</h2><p id="no-stacks">No allocation stacks in this recording ' +
-        '(recorded with --stacks off, or by an older heaplens).</p>';
+        '(recorded with --stacks off).</p>';
       sites.hidden = true;
       return;
     }

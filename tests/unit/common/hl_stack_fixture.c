@@ -3,36 +3,6 @@
 
 #include <sqlite3.h>
 
-/* The brief's shared schema, exactly, with IF NOT EXISTS so that a writer that creates the
- * tables itself is not contradicted. */
-const char hl_stack_fixture_ddl[] =
-    "CREATE TABLE IF NOT EXISTS frames (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS stacks (id INTEGER PRIMARY KEY, depth INTEGER NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS stack_frames (stack_id INTEGER NOT NULL, position INTEGER NOT "
-    "NULL,\n"
-    "  frame_id INTEGER NOT NULL, PRIMARY KEY (stack_id, position)) WITHOUT ROWID;\n"
-    "CREATE TABLE IF NOT EXISTS alloc_samples (id INTEGER PRIMARY KEY, gc INTEGER NOT NULL,\n"
-    "  type_id INTEGER NOT NULL, thread INTEGER, heap INTEGER, size INTEGER NOT NULL,\n"
-    "  stack_id INTEGER, object_id INTEGER, est_count REAL NOT NULL, est_bytes REAL NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS sampling (id INTEGER PRIMARY KEY CHECK (id = 1),\n"
-    "  source TEXT NOT NULL, mean_distance_bytes INTEGER, biased INTEGER NOT NULL,\n"
-    "  samples INTEGER NOT NULL, samples_dropped INTEGER NOT NULL);\n"
-    "CREATE VIEW IF NOT EXISTS stack_text AS\n"
-    "SELECT stack_id, group_concat(name, ' <- ') AS innermost_first FROM\n"
-    "  (SELECT sf.stack_id AS stack_id, f.name AS name FROM stack_frames sf\n"
-    "   JOIN frames f ON f.id = sf.frame_id ORDER BY sf.stack_id, sf.position)\n"
-    "GROUP BY stack_id;\n"
-    "CREATE VIEW IF NOT EXISTS stack_folded AS\n"
-    "SELECT stack_id, group_concat(name, ';') AS folded FROM\n"
-    "  (SELECT sf.stack_id AS stack_id, f.name AS name FROM stack_frames sf\n"
-    "   JOIN frames f ON f.id = sf.frame_id ORDER BY sf.stack_id, sf.position DESC)\n"
-    "GROUP BY stack_id;\n"
-    "CREATE VIEW IF NOT EXISTS allocation_estimates_by_type AS\n"
-    "SELECT coalesce(t.name, '<type ' || s.type_id || '>') AS type, sum(s.est_count) AS "
-    "est_count,\n"
-    "       sum(s.est_bytes) AS est_bytes, count(*) AS samples\n"
-    "FROM alloc_samples s LEFT JOIN types t ON t.id = s.type_id GROUP BY s.type_id;\n";
-
 static const char samples_sql[] =
     "INSERT INTO frames (id, name) VALUES (1, 'App.Program.Main'), (2, 'App.Program.Run'),\n"
     "  (3, 'App.Tree.Build'), (4, 'App.Tree.NewNode'), (5, 'App.Names.Make'),\n"
@@ -71,16 +41,11 @@ static gboolean exec_on(const char *path, const char *sql, GError **error)
     return ok;
 }
 
-gboolean hl_stack_fixture_add_tables(const char *path, GError **error)
-{
-    return exec_on(path, hl_stack_fixture_ddl, error);
-}
-
 gboolean hl_stack_fixture_add(const char *path, gboolean link_objects, int64_t dropped,
                               GError **error)
 {
     int link = link_objects ? 1 : 0;
     g_autofree char *sql = g_strdup_printf(samples_sql, link, link, link, link, (long long)dropped);
-    g_autofree char *all = g_strconcat(hl_stack_fixture_ddl, "BEGIN;\n", sql, "COMMIT;\n", NULL);
+    g_autofree char *all = g_strconcat("BEGIN;\n", sql, "COMMIT;\n", NULL);
     return exec_on(path, all, error);
 }

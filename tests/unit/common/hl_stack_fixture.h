@@ -1,9 +1,8 @@
 /* hl_stack_fixture.h — allocation samples and stacks added to a test recording.
  *
  * The tables frames, stacks, stack_frames, alloc_samples and sampling (store/SCHEMA.md,
- * "Allocation samples and stacks") are created with the DDL of the shared schema when the
- * writer did not create them (IF NOT EXISTS), then filled with a set of samples whose every
- * answer is known by construction. Types 1 App.Node, 2 System.String, 3 System.Byte[] are
+ * "Allocation samples and stacks"), created by the writer, are filled with a set of samples
+ * whose every answer is known by construction. Types 1 App.Node, 2 System.String, 3 System.Byte[] are
  * expected in the recording (they are named "<type N>" otherwise).
  *
  *   stack (innermost first)                                   type    samples  count   bytes
@@ -35,15 +34,9 @@
 #include <glib.h>
 #include <stdint.h>
 
-/* The shared schema's tables and views, IF NOT EXISTS. */
-extern const char hl_stack_fixture_ddl[];
-
-/* Adds the tables (when missing) and the samples above to the database at `path`. object ids are
+/* Adds the samples above to the database at `path`. object ids are
  * set only with `link_objects`. FALSE with a message in *error on failure. */
 gboolean hl_stack_fixture_add(const char *path, gboolean link_objects, int64_t dropped,
                               GError **error);
-
-/* Adds only the tables (empty, no sampling row): a recording made with stacks off. */
-gboolean hl_stack_fixture_add_tables(const char *path, GError **error);
 
 #endif /* HEAPLENS_HL_STACK_FIXTURE_H */
