@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/attach_config.h"
 #include "collector/collector.h"
 #include "wire/hl_wire.h"
 
@@ -139,7 +140,8 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
  * only trace of allocations it never reported (.NET 10 delegates and boxes). */
 static HRESULT on_objects_allocated_by_class(hl_profiler *p, ULONG count, ClassID classes[],
                                              ULONG objects[]) {
-    if (p->active)
+    /* After attach nothing is reported per allocation: the difference would count everything. */
+    if (p->active && !p->attach)
         hl_gc_on_alloc_by_class(&p->gcs, count, classes, objects);
     return S_OK;
 }
@@ -304,9 +306,21 @@ static size_t pool_bytes(void) {
     return (size_t)(v > 0 && v <= 65536 ? v : HL_TBUF_POOL_DEFAULT_MB) << 20;
 }
 
-static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
-    if (!session_claim(getenv("HEAPLENS_SOCKET"), p->socket_path, sizeof p->socket_path))
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
+/* How a session starts: at startup under `heaplens record` (Initialize, environment) or
+ * attached to a running process by `heaplens attach` (InitializeForAttach, client data). */
+typedef struct session_config {
+    const char *socket_path;     /* where the writer listens */
+    const char *snapshot_policy; /* HEAPLENS_SNAPSHOT / snapshot= */
+    bool attach;
+    bool empty;                  /* HEAPLENS_EMPTY=1 (benchmark of the flags alone) */
+} session_config;
+
+/* The one start shared by Initialize and InitializeForAttach. After attach, ENABLE_OBJECT_ALLOCATED
+ * and MONITOR_OBJECT_ALLOCATED are refused by the runtime (not in
+ * COR_PRF_ALLOWABLE_AFTER_ATTACH), and a profiler that ever set an immutable flag can never
+ * detach: the attach session sets only GC, suspends and threads, and objects get their ids from
+ * the snapshot walks (DISCOVERED). */
+static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const session_config *cfg) {
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
         if (clr_query_interface(info_unknown, &IID_ICorProfilerInfo_by_version[v], &info) == S_OK) {
@@ -316,21 +330,23 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     }
     if (!p->info)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* runtime older than .NET Core 2 */
+    int n = snprintf(p->socket_path, sizeof p->socket_path, "%s", cfg->socket_path);
+    if (n < 0 || (size_t)n >= sizeof p->socket_path)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    snapshot_policy_parse(p, cfg->snapshot_policy);
+    p->empty = cfg->empty;
+    p->attach = cfg->attach;
 
-    snapshot_policy_parse(p, getenv("HEAPLENS_SNAPSHOT"));
-    const char *empty = getenv("HEAPLENS_EMPTY");
-    p->empty = empty && strcmp(empty, "1") == 0;
-    /* p->socket_path: set by session_claim */
-
-    DWORD low = COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED |
-                COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS;
+    DWORD low = COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS;
+    if (!cfg->attach)
+        low |= COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED;
     if (HR_FAILED(info_set_event_mask2(p->info, low, 0)))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
-    forget_session_environment();
 
-    /* The runtime dlclose()s a profiler on detach; our thread must never run unmapped code. */
+    /* The runtime dlclose()s a profiler on detach; our threads must never run unmapped code,
+     * and a later attach finds the same library (its state reset by hl_session_reset). */
     Dl_info self;
-    if (dladdr((void *)on_initialize, &self) && self.dli_fname)
+    if (dladdr((void *)session_start, &self) && self.dli_fname)
         dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
 
     atomic_init(&p->next_id, 1);
@@ -342,9 +358,53 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     hl_gc_queue_init(&p->gcs);
     /* In empty mode the collector thread still reports the run (flagged), but the callbacks
      * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
-    if (hl_collector_start(p) != 0)
+    if (hl_collector_start(p) != 0) {
+        hl_session_reset(p);
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
     p->active = !p->empty;
+    return S_OK;
+}
+
+static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
+    char connect_to[sizeof p->socket_path];
+    if (!session_claim(getenv("HEAPLENS_SOCKET"), connect_to, sizeof connect_to))
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
+    const char *empty = getenv("HEAPLENS_EMPTY");
+    session_config cfg = {.socket_path = connect_to, .snapshot_policy = getenv("HEAPLENS_SNAPSHOT"),
+                          .empty = empty && strcmp(empty, "1") == 0};
+    HRESULT hr = session_start(p, info_unknown, &cfg);
+    if (hr == S_OK)
+        forget_session_environment();
+    return hr;
+}
+
+/* `heaplens attach`: the client data (hl_attach_config_parse) says where the writer listens.
+ * A failure here makes the runtime release and unload the profiler: nothing may be left
+ * running (session_start stops what it started). */
+static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, void *data,
+                                        UINT size) {
+    hl_session_reset(p); /* a previous attach left its state: start fresh */
+    hl_attach_config a;
+    if (!hl_attach_config_parse(data, size, &a))
+        return E_INVALIDARG;
+    session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
+                          .attach = true};
+    return session_start(p, info_unknown, &cfg);
+}
+
+/* The attach is complete: Info calls work now. The first snapshot is taken right away (a GC
+ * forced from the collector's own thread), so every live object gets its id. */
+static HRESULT on_profiler_attach_complete(hl_profiler *p) {
+    if (p->active)
+        hl_collector_request_snapshot(p);
+    return S_OK;
+}
+
+/* After RequestProfilerDetach: no callback is running or will run again; the runtime releases
+ * and dlclose()s us next (the library stays mapped: RTLD_NODELETE). */
+static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
+    hl_session_reset(p);
     return S_OK;
 }
 
@@ -386,6 +446,9 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
 #undef M0
     /* What heaplens implements overrides the stubs above. */
     .Initialize = on_initialize,
+    .InitializeForAttach = on_initialize_for_attach,
+    .ProfilerAttachComplete = on_profiler_attach_complete,
+    .ProfilerDetachSucceeded = on_profiler_detach_succeeded,
     .Shutdown = on_shutdown,
     .ObjectAllocated = on_object_allocated,
     .RuntimeSuspendStarted = on_runtime_suspend_started,

@@ -281,6 +281,8 @@ static_assert(sizeof(hl_run_end) == 136, "wire layout");
  * one of these types and no payload. */
 enum {
     HL_CMD_SNAPSHOT = 1, /* take a snapshot now: force a full GC and snapshot it */
+    HL_CMD_DETACH = 2,   /* attach session: take the last snapshot, end the run (RUN_END) and
+                          * detach from the process (ignored by a collector loaded at startup) */
 };
 
 /* ---- GC handles ------------------------------------------------------------------------
