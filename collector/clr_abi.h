@@ -49,6 +49,7 @@ _Static_assert(sizeof(GUID) == 16, "GUID layout");
 #define CORPROF_E_CLASSID_IS_ARRAY ((HRESULT)0x80131365u)
 #define CORPROF_E_CLASSID_IS_COMPOSITE ((HRESULT)0x80131366u)
 #define CORPROF_E_PROFILER_CANCEL_ACTIVATION ((HRESULT)0x80131375u)
+#define CORPROF_E_PROFILER_DETACHING ((HRESULT)0x80131367u)
 #define HR_FAILED(hr) ((hr) < 0)
 
 /* COR_PRF_MONITOR (low event mask) — the flags heaplens uses. */
@@ -112,6 +113,7 @@ enum {
     INFO_ForceGC = 28,
     INFO_GetClassIDInfo2 = 41,
     INFO_GetGenerationBounds = 54,
+    INFO_RequestProfilerDetach = 58, /* ICorProfilerInfo3 */
     INFO_GetRuntimeInformation = 67,
     INFO_GetFunctionFromIP = 7,
     INFO_DoStackSnapshot = 36,

@@ -125,6 +125,11 @@ static inline HRESULT mdi_get_method_props(IMetaDataImport *m, mdToken method, m
                     method, cls, name, capacity, length, &attr, &sig, &sig_size, &rva, &impl);
 }
 
+/* Asks the runtime to unload the profiler once no thread is inside a callback. */
+static inline HRESULT info_request_profiler_detach(ICorProfilerInfo *i, DWORD expected_ms) {
+    return CLR_CALL(i, INFO_RequestProfilerDetach, HRESULT (*)(ICorProfilerInfo *, DWORD), expected_ms);
+}
+
 static inline HRESULT mdi_get_type_def_props(IMetaDataImport *m, mdTypeDef td, WCHAR *name,
                                              ULONG capacity, ULONG *length, DWORD *flags,
                                              mdToken *extends) {

@@ -39,6 +39,11 @@ typedef struct hl_profiler {
     bool empty;                 /* HEAPLENS_EMPTY=1: flags set, callbacks do nothing */
     uint32_t mode;              /* HL_MODE_*: what the collector hears (profiler.c, modes) */
     bool active;                /* callbacks record (false in empty mode and after Shutdown) */
+    bool attach;                /* attached by `heaplens attach` (InitializeForAttach) */
+    atomic_bool detach_requested; /* attach: end the session and detach (writer asked or gone) */
+    atomic_int forcers;         /* ForceGC threads still running (they call into the runtime) */
+    bool thread_started;
+    atomic_bool thread_joined;
 
     atomic_uint_fast64_t next_id; /* next allocation id; next_id - 1 allocations seen */
     hl_tbufs rings;             /* the thread buffers: slots and the chunk pool */
@@ -70,6 +75,13 @@ int hl_collector_start(hl_profiler *p);
  * to take them (as long as it makes progress; 10 s without progress gives it up), and joins
  * the thread. */
 void hl_collector_stop(hl_profiler *p);
+
+/* Asks for a snapshot at the next GC and forces one from a thread of our own. */
+void hl_collector_request_snapshot(hl_profiler *p);
+/* Back to the state of a freshly loaded library: joins the collector thread if it ran, gives the
+ * thread buffers' pool and the GC queue back, zeroes everything but the vtable. Only when no
+ * callback can run (ProfilerDetachSucceeded, InitializeForAttach, a failed start). */
+void hl_session_reset(hl_profiler *p);
 
 uint64_t hl_now_ns(void);
 uint64_t hl_now_unix_ns(void);

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include "collector/collector_internal.h"
+#include "collector/eventpipe.h"
 #include "collector/discovery.h"
 
 #include <errno.h>
@@ -675,22 +676,35 @@ static void *force_gc_main(void *arg) {
     /* Its own thread: ForceGC must not run on a thread with managed frames or callbacks on its
      * stack, and the runtime makes the calling thread a runtime thread for good. */
     info_force_gc(p->info);
+    atomic_fetch_sub(&p->forcers, 1); /* last: a detach waits for this thread to leave the runtime */
     return NULL;
+}
+
+void hl_collector_request_snapshot(hl_profiler *p) {
+    atomic_store(&p->snapshot_requested, true);
+    atomic_fetch_add(&p->forcers, 1);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&t, &attr, force_gc_main, p) != 0) {
+        atomic_store(&p->snapshot_requested, false);
+        atomic_fetch_sub(&p->forcers, 1);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
 }
 
 static void take_requests(collector *c) {
     int cmd;
     while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
-        if (cmd != HL_CMD_SNAPSHOT)
-            continue;
-        atomic_store(&c->p->snapshot_requested, true);
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, force_gc_main, c->p) != 0)
-            atomic_store(&c->p->snapshot_requested, false);
-        pthread_attr_destroy(&attr);
+        if (cmd == HL_CMD_SNAPSHOT)
+            hl_collector_request_snapshot(c->p);
+        else if (cmd == HL_CMD_DETACH && c->p->attach)
+            atomic_store(&c->p->detach_requested, true);
     }
 }
 
@@ -795,11 +809,53 @@ static void finish(collector *c) {
         print_stats(c, shutdown_ns);
 }
 
+static void collector_free(collector *c);
+
+/* An attach session ends (heaplens asked, or the writer is gone): the last snapshot, while the
+ * writer takes it. It is the first GC applied after the forced one started, whoever started it. */
+static void final_snapshot(collector *c) {
+    hl_profiler *p = c->p;
+    if (c->out.lost)
+        return;
+    hl_collector_request_snapshot(p);
+    uint64_t give_up = hl_now_ns() + 600ull * 1000000000u; /* a GC that never comes */
+    uint32_t wanted = 0;
+    while (!c->out.lost && !atomic_load(&p->stopping) && hl_now_ns() < give_up) {
+        if (!wanted && atomic_load(&p->forcers) == 0)
+            wanted = p->gcs.gcs_started; /* the forced GC has started (or ForceGC failed) */
+        if (wanted && c->gcs_applied >= wanted)
+            break;
+        if (!pass(c)) {
+            struct pollfd fd = {.fd = p->wake_fd, .events = POLLIN};
+            poll(&fd, 1, 1);
+        }
+    }
+}
+
+/* After the session's end record: unload. The callbacks are off, every ForceGC thread has left
+ * the runtime, and this thread touches the runtime no more after the request (the library stays
+ * mapped: RTLD_NODELETE). ProfilerDetachSucceeded, on the runtime's detach thread, joins us. */
+static void request_detach(hl_profiler *p) {
+    while (atomic_load(&p->forcers) > 0) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    HRESULT hr = info_request_profiler_detach(p->info, 0);
+    if (HR_FAILED(hr))
+        fprintf(stderr, "heaplens: the runtime refused to unload the collector (0x%08x); it stays "
+                        "loaded and inactive\n", (unsigned)hr);
+}
+
 static void *collector_main(void *arg) {
     collector *c = arg;
     hl_profiler *p = c->p;
     send_run_start(c);
-    while (!atomic_load_explicit(&p->stopping, memory_order_acquire)) {
+    while (!atomic_load_explicit(&p->stopping, memory_order_acquire) &&
+           !atomic_load(&p->detach_requested)) {
+        if (p->attach && c->out.lost) {
+            atomic_store(&p->detach_requested, true); /* the writer is gone: detach by ourselves */
+            break;
+        }
         if (pass(c))
             continue;
         /* Idle: sleep until the socket can take more or has a request, Shutdown wakes us, or
@@ -812,7 +868,16 @@ static void *collector_main(void *arg) {
             fds[1].events |= POLLOUT;
         poll(fds, c->out.fd >= 0 ? 2 : 1, 1);
     }
+    bool detaching = !atomic_load(&p->stopping);
+    if (detaching) {
+        final_snapshot(c);
+        p->active = false; /* callbacks become no-ops; what they copied is drained by finish */
+        hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
+    }
     finish(c);
+    collector_free(c); /* its type names release metadata interfaces: before the detach */
+    if (detaching && !atomic_load(&p->stopping))
+        request_detach(p);
     return NULL;
 }
 
@@ -886,12 +951,19 @@ int hl_collector_start(hl_profiler *p) {
     }
     pthread_setname_np(p->thread, "heaplens");
     p->collector = c;
+    p->thread_started = true;
     return 0;
 }
 
+static void collector_join(hl_profiler *p) {
+    if (!p->thread_started || atomic_exchange(&p->thread_joined, true))
+        return;
+    pthread_join(p->thread, NULL);
+    p->collector = NULL; /* freed by the thread itself */
+}
+
 void hl_collector_stop(hl_profiler *p) {
-    collector *c = p->collector;
-    if (!c)
+    if (!p->thread_started)
         return;
     p->shutdown_ns = hl_now_ns();
     atomic_store_explicit(&p->stopping, true, memory_order_release);
@@ -899,9 +971,19 @@ void hl_collector_stop(hl_profiler *p) {
     if (p->wake_fd >= 0 && write(p->wake_fd, &one, sizeof one) < 0) {
         /* the thread polls every millisecond anyway */
     }
-    pthread_join(p->thread, NULL);
-    p->collector = NULL;
     /* The chunks and the GC queue stay: other threads may still be inside a callback while the
-     * process ends. Only the collector thread's own state goes. */
-    collector_free(c);
+     * process ends. Only the collector thread's own state goes (the thread frees it). */
+    collector_join(p);
+}
+
+void hl_session_reset(hl_profiler *p) {
+    collector_join(p);
+    if (p->wake_fd > 0)
+        close(p->wake_fd);
+    hl_gc_queue_release(&p->gcs);
+    hl_tbufs_release(&p->rings);
+    const ICorProfilerCallback11Vtbl *vtbl = p->vtbl;
+    memset(p, 0, sizeof *p);
+    p->vtbl = vtbl;
+    p->wake_fd = -1;
 }

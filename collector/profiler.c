@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collector/attach_config.h"
 #include "collector/collector.h"
 #include "wire/hl_wire.h"
 
@@ -141,7 +142,8 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
  * only trace of allocations it never reported (.NET 10 delegates and boxes). */
 static HRESULT on_objects_allocated_by_class(hl_profiler *p, ULONG count, ClassID classes[],
                                              ULONG objects[]) {
-    if (p->active)
+    /* After attach nothing is reported per allocation: the difference would count everything. */
+    if (p->active && !p->attach)
         hl_gc_on_alloc_by_class(&p->gcs, count, classes, objects);
     return S_OK;
 }
@@ -360,48 +362,23 @@ static uint32_t mode_from_env(void) {
     return 0;
 }
 
-/* Starts recording in `mode` once p->info, p->socket_path and the snapshot policy are set:
- * the event mask, the buffers, the GC queue, the collector thread. Shared by Initialize and
- * InitializeForAttach. 0 or -1 (the caller cancels the activation). */
-static int hl_profiler_start(hl_profiler *p, uint32_t mode) {
-    const hl_mode_spec *spec = mode_spec(mode);
-    if (!spec || HR_FAILED(info_set_event_mask2(p->info, spec->low, spec->high)))
-        return -1;
-    p->mode = mode;
+/* How a session starts: at startup under `heaplens record` (Initialize, environment) or
+ * attached to a running process by `heaplens attach` (InitializeForAttach, client data). */
+typedef struct session_config {
+    const char *socket_path;     /* where the writer listens */
+    const char *snapshot_policy; /* HEAPLENS_SNAPSHOT / snapshot= */
+    uint32_t mode;               /* HL_MODE_* */
+    bool empty;                  /* HEAPLENS_EMPTY=1 (benchmark of the flags alone) */
+    bool stacks;                 /* allocation samples with stacks (EventPipe session) */
+} session_config;
 
-    /* The runtime dlclose()s a profiler on detach; our thread must never run unmapped code. */
-    Dl_info self;
-    if (dladdr((void *)hl_profiler_start, &self) && self.dli_fname)
-        dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
-
-    atomic_init(&p->next_id, 1);
-    p->start_unix_ns = hl_now_unix_ns();
-    p->start_mono_ns = hl_now_ns();
-    runtime_version(p);
-    if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
-        return -1;
-    hl_gc_queue_init(&p->gcs);
-    /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
-    p->gcs.discover = spec->discover;
-    p->gcs.discover_full_next = spec->discover;
-    /* In empty mode the collector thread still reports the run (flagged), but the callbacks
-     * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
-    if (hl_collector_start(p) != 0)
-        return -1;
-    p->active = !p->empty;
-    /* After `active`: the session may deliver events before it returns. Without it the run
-     * goes on without samples. */
-    if (p->stacks)
-        hl_eventpipe_start(p, mode);
-    return 0;
-}
-
-static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
-    if (!session_claim(getenv("HEAPLENS_SOCKET"), p->socket_path, sizeof p->socket_path))
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
-    uint32_t mode = mode_from_env();
-    if (!mode)
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* `heaplens record` validates it first */
+/* The one start shared by Initialize and InitializeForAttach: the mode's event mask, the
+ * buffers, the GC queue, the collector thread, the sampling session. A failure stops what it
+ * started (the runtime then unloads us). */
+static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const session_config *cfg) {
+    const hl_mode_spec *spec = mode_spec(cfg->mode);
+    if (!spec)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     for (int v = 15; v >= 5 && !p->info; v--) {
         void *info = NULL;
         if (clr_query_interface(info_unknown, &IID_ICorProfilerInfo_by_version[v], &info) == S_OK) {
@@ -411,16 +388,89 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     }
     if (!p->info)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* runtime older than .NET Core 2 */
-
-    snapshot_policy_parse(p, getenv("HEAPLENS_SNAPSHOT"));
-    const char *empty = getenv("HEAPLENS_EMPTY");
-    p->empty = empty && strcmp(empty, "1") == 0;
-    const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples, no EventPipe session */
-    p->stacks = !p->empty && !(stacks && strcmp(stacks, "off") == 0);
-    /* p->socket_path: set by session_claim */
-    if (hl_profiler_start(p, mode) != 0)
+    int n = snprintf(p->socket_path, sizeof p->socket_path, "%s", cfg->socket_path);
+    if (n < 0 || (size_t)n >= sizeof p->socket_path)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
-    forget_session_environment();
+    snapshot_policy_parse(p, cfg->snapshot_policy);
+    p->empty = cfg->empty;
+    p->attach = cfg->mode == HL_MODE_ATTACH;
+
+    if (HR_FAILED(info_set_event_mask2(p->info, spec->low, spec->high)))
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    p->mode = cfg->mode;
+    p->stacks = cfg->stacks && !cfg->empty;
+
+    /* The runtime dlclose()s a profiler on detach; our threads must never run unmapped code,
+     * and a later attach finds the same library (its state reset by hl_session_reset). */
+    Dl_info self;
+    if (dladdr((void *)session_start, &self) && self.dli_fname)
+        dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
+
+    atomic_init(&p->next_id, 1);
+    p->start_unix_ns = hl_now_unix_ns();
+    p->start_mono_ns = hl_now_ns();
+    runtime_version(p);
+    if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    hl_gc_queue_init(&p->gcs);
+    /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
+    p->gcs.discover = spec->discover;
+    p->gcs.discover_full_next = spec->discover;
+    /* In empty mode the collector thread still reports the run (flagged), but the callbacks
+     * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
+    if (hl_collector_start(p) != 0) {
+        hl_session_reset(p);
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
+    p->active = !p->empty;
+    /* After `active`: the session may deliver events before it returns. Without it the run
+     * goes on without samples. */
+    if (p->stacks)
+        hl_eventpipe_start(p, p->mode);
+    return S_OK;
+}
+
+static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
+    char connect_to[sizeof p->socket_path];
+    if (!session_claim(getenv("HEAPLENS_SOCKET"), connect_to, sizeof connect_to))
+        return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
+    const char *empty = getenv("HEAPLENS_EMPTY");
+    const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples, no EventPipe session */
+    session_config cfg = {.socket_path = connect_to, .snapshot_policy = getenv("HEAPLENS_SNAPSHOT"),
+                          .mode = mode_from_env(), .empty = empty && strcmp(empty, "1") == 0,
+                          .stacks = !(stacks && strcmp(stacks, "off") == 0)};
+    HRESULT hr = session_start(p, info_unknown, &cfg);
+    if (hr == S_OK)
+        forget_session_environment();
+    return hr;
+}
+
+/* `heaplens attach`: the client data (hl_attach_config_parse) says where the writer listens.
+ * A failure here makes the runtime release and unload the profiler: nothing may be left
+ * running (session_start stops what it started). */
+static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, void *data,
+                                        UINT size) {
+    hl_session_reset(p); /* a previous attach left its state: start fresh */
+    hl_attach_config a;
+    if (!hl_attach_config_parse(data, size, &a))
+        return E_INVALIDARG;
+    session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
+                          .mode = HL_MODE_ATTACH, .stacks = true};
+    return session_start(p, info_unknown, &cfg);
+}
+
+/* The attach is complete: Info calls work now. The first snapshot is taken right away (a GC
+ * forced from the collector's own thread), so every live object gets its id. */
+static HRESULT on_profiler_attach_complete(hl_profiler *p) {
+    if (p->active)
+        hl_collector_request_snapshot(p);
+    return S_OK;
+}
+
+/* After RequestProfilerDetach: no callback is running or will run again; the runtime releases
+ * and dlclose()s us next (the library stays mapped: RTLD_NODELETE). */
+static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
+    hl_session_reset(p);
     return S_OK;
 }
 
@@ -462,6 +512,9 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
 #undef M0
     /* What heaplens implements overrides the stubs above. */
     .Initialize = on_initialize,
+    .InitializeForAttach = on_initialize_for_attach,
+    .ProfilerAttachComplete = on_profiler_attach_complete,
+    .ProfilerDetachSucceeded = on_profiler_detach_succeeded,
     .Shutdown = on_shutdown,
     .ObjectAllocated = on_object_allocated,
     .RuntimeSuspendStarted = on_runtime_suspend_started,

@@ -29,14 +29,21 @@ enum { SLOT_FREE = 0, SLOT_ACTIVE = 1, SLOT_RETIRED = 2 };
 /* The calling thread's slot. The key only exists to hear about thread exit. */
 static _Thread_local hl_tbuf *tls_slot;
 static _Thread_local uint32_t tls_missed; /* calls since this thread found no free slot */
+/* The session tls_slot belongs to. After a detach and a new attach the same slots are set up
+ * again (hl_tbufs_init) while threads still hold their old slot pointer: a pointer of an older
+ * epoch is forgotten, never pushed to (it may name a slot another thread owns now). */
+static _Thread_local uint32_t tls_epoch;
+static atomic_uint tbufs_epoch;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 static int exit_key_error;
 
 static void slot_thread_exited(void *slot) {
     hl_tbuf *b = slot;
+    bool ours = tls_slot == b && b->owner && tls_epoch == b->owner->epoch;
     tls_slot = NULL;
-    atomic_store_explicit(&b->state, SLOT_RETIRED, memory_order_release);
+    if (ours) /* a slot of an older session belongs to someone else now */
+        atomic_store_explicit(&b->state, SLOT_RETIRED, memory_order_release);
 }
 
 static void exit_key_create(void) {
@@ -80,6 +87,7 @@ static void pool_push(hl_tbufs *r, uint32_t chunk) {
 
 int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
     memset(r, 0, sizeof *r);
+    r->epoch = atomic_fetch_add(&tbufs_epoch, 1) + 1; /* never 0: a thread's tls_epoch starts 0 */
     for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
         r->slots[i].owner = r;
         r->slots[i].tail_chunk = HL_TBUF_NONE;
@@ -132,6 +140,11 @@ static bool slot_claim(hl_tbuf *b) {
 }
 
 hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
+    if (tls_epoch != r->epoch) {
+        tls_slot = NULL;
+        tls_missed = 0;
+        tls_epoch = r->epoch;
+    }
     if (tls_slot)
         return tls_slot;
     /* A thread that found every slot taken looks again only every 4096 calls: scanning 512

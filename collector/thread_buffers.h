@@ -105,6 +105,7 @@ struct hl_tbufs {
     atomic_uint_fast64_t overflowed;   /* threads that found every slot taken */
     atomic_uint_fast64_t overflow_allocations; /* their allocations: seen and dropped */
     /* The pool: n_chunks chunks of HL_TBUF_CHUNK_EVENTS events. */
+    uint32_t epoch;                    /* hl_tbufs_init of this session (thread_buffers.c) */
     hl_alloc_event *pool;
     hl_chunk_desc *desc;
     uint32_t n_chunks;

@@ -38,13 +38,10 @@
 
 #include "query/commands.h"
 #include "query/query.h"
+#include "query/recording.h"
 #include "query/session.h"
 #include "store/store.h"
 
-#define PROFILER_CLSID "{A3E1B5C2-6D4F-4E8A-9B17-2C5D8E0F4A61}" /* collector/clr_guids.c */
-#define COLLECTOR_NAME "libheaplens.so"
-#define STOP_WAIT_MS 5000
-#define WRITER_EXIT_STOPPED 3 /* the writer stopped at a write error and said so */
 
 typedef struct record_options {
     const char *output;
@@ -55,17 +52,6 @@ typedef struct record_options {
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
-
-/* The policies the collector understands (collector/profiler.c). */
-static gboolean snapshot_policy_valid(const char *p) {
-    if (strcmp(p, "induced") == 0 || strcmp(p, "gen2") == 0 || strcmp(p, "none") == 0)
-        return TRUE;
-    if (strncmp(p, "every:", 6) != 0 || !p[6])
-        return FALSE;
-    char *end = NULL;
-    long n = strtol(p + 6, &end, 10);
-    return *end == 0 && n >= 1 && n <= 1000000;
-}
 
 static gboolean parse_options(int argc, char **argv, record_options *o, gboolean *help,
                               GError **error) {
@@ -95,7 +81,7 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                 return FALSE;
             }
             o->snapshot = a[10] == '=' ? a + 11 : argv[++i];
-            if (!snapshot_policy_valid(o->snapshot)) {
+            if (!recording_snapshot_policy_valid(o->snapshot)) {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "record: --snapshot takes induced, gen2, every:N (N >= 1) or none, not '%s'",
                             o->snapshot);
@@ -149,29 +135,6 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
     return TRUE;
 }
 
-/* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens (installed). */
-static char *collector_path(GError **error) {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: cannot find the heaplens executable");
-        return NULL;
-    }
-    exe[n] = 0;
-    g_autofree char *dir = g_path_get_dirname(exe);
-    const char *candidates[] = {COLLECTOR_NAME, "../lib/heaplens/" COLLECTOR_NAME};
-    for (size_t i = 0; i < G_N_ELEMENTS(candidates); i++) {
-        g_autofree char *p = g_build_filename(dir, candidates[i], NULL);
-        char resolved[PATH_MAX];
-        if (realpath(p, resolved) && access(resolved, R_OK) == 0)
-            return g_strdup(resolved);
-    }
-    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                "record: the collector %s is not next to heaplens (%s) nor in %s/../lib/heaplens",
-                COLLECTOR_NAME, dir, dir);
-    return NULL;
-}
-
 /* Fails early, with execvp's own reason, for a program that cannot be run. */
 static gboolean program_check(const char *program, GError **error) {
     if (strchr(program, '/')) {
@@ -196,131 +159,6 @@ static char *default_output(const char *program) {
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
     return g_strdup_printf("heaplens-%s-%s.db", base, stamp);
-}
-
-/* A fresh private (0700) directory for the recording's sockets. */
-static char *private_dir(GError **error) {
-    const char *tmp = g_get_tmp_dir();
-    char *dir = g_build_filename(tmp, "heaplens-XXXXXX", NULL);
-    if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
-                    tmp, g_strerror(errno));
-        g_free(dir);
-        return NULL;
-    }
-    return dir;
-}
-
-/* A listening unix socket `path` (0600). */
-static int socket_listen(const char *path, GError **error) {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || strlen(path) >= sizeof addr.sun_path) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a socket: %s",
-                    g_strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    strcpy(addr.sun_path, path);
-    mode_t old = umask(0177); /* the socket file is created 0600 */
-    int ok = bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0 && listen(fd, 8) == 0;
-    umask(old);
-    if (!ok || chmod(path, 0600) != 0) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot listen on %s: %s", path,
-                    g_strerror(errno));
-        close(fd);
-        unlink(path);
-        return -1;
-    }
-    return fd;
-}
-
-/* The recording's sockets: the collector's and the control socket for `heaplens snapshot`. */
-typedef struct record_sockets {
-    char *dir, *collector_path, *control_path;
-    char *claim_path; /* created by the collector of the recorded process (collector/profiler.c) */
-    char *children_path; /* --children: the descendants' collectors connect here */
-    int collector_fd, control_fd;
-} record_sockets;
-
-static void sockets_remove(record_sockets *s) {
-    if (s->collector_fd >= 0)
-        close(s->collector_fd);
-    if (s->control_fd >= 0)
-        close(s->control_fd);
-    if (s->collector_path)
-        unlink(s->collector_path);
-    if (s->control_path)
-        unlink(s->control_path);
-    if (s->claim_path)
-        unlink(s->claim_path);
-    if (s->children_path)
-        unlink(s->children_path);
-    if (s->dir)
-        rmdir(s->dir);
-    g_free(s->dir);
-    g_free(s->collector_path);
-    g_free(s->control_path);
-    g_free(s->claim_path);
-    g_free(s->children_path);
-    memset(s, 0, sizeof *s);
-    s->collector_fd = s->control_fd = -1;
-}
-
-static gboolean sockets_create(record_sockets *s, GError **error) {
-    memset(s, 0, sizeof *s);
-    s->collector_fd = s->control_fd = -1;
-    s->dir = private_dir(error);
-    if (!s->dir)
-        return FALSE;
-    s->collector_path = g_build_filename(s->dir, "collector.sock", NULL);
-    s->control_path = g_build_filename(s->dir, "control.sock", NULL);
-    s->claim_path = g_build_filename(s->dir, "recorded", NULL);
-    s->collector_fd = socket_listen(s->collector_path, error);
-    if (s->collector_fd >= 0)
-        s->control_fd = socket_listen(s->control_path, error);
-    if (s->control_fd < 0) {
-        sockets_remove(s);
-        return FALSE;
-    }
-    return TRUE;
-}
-
-/* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording. */
-static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
-                                   int control_fd, int stop_fd, int ready_fd) {
-    /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
-     * program to finish the recording. It ends when heaplens closes the stop pipe (heaplens
-     * itself killed: end of file). */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
-    g_autoptr(GError) error = NULL;
-    store_writer *w = store_writer_create(output, command, &error);
-    g_autofree char *msg = g_strdup_printf("%s\n", w ? "ok" : error->message);
-    if (write(ready_fd, msg, strlen(msg)) < 0 || !w)
-        _exit(1);
-    close(ready_fd);
-    gboolean ok = store_writer_serve(w, listen_fd, control_fd, stop_fd, STOP_WAIT_MS, &error);
-    close(control_fd); /* a client connecting now gets EOF at once instead of waiting */
-    store_summary summary;
-    g_autoptr(GError) finish_error = NULL;
-    gboolean finished = store_writer_finish(w, &summary, &finish_error);
-    if (!finished && g_error_matches(finish_error, STORE_ERROR, STORE_ERROR_IO)) {
-        /* The database could take no more (disk full, I/O error): the one line that says so,
-         * with what is kept; the program was not stopped (its collector saw the writer go). */
-        fprintf(stderr, "heaplens: writer: %s; the program runs on unrecorded\n",
-                finish_error->message);
-        _exit(WRITER_EXIT_STOPPED);
-    }
-    if (!ok || !finished) {
-        fprintf(stderr, "heaplens: writer: %s\n", error ? error->message : finish_error->message);
-        _exit(1);
-    }
-    _exit(0);
 }
 
 /* The signals heaplens passes on to the program while it runs. */
@@ -426,139 +264,6 @@ static int exit_status_of(int status) {
     return 1;
 }
 
-/* The summary of one database: printed, or returned as JSON with --json. With --children
- * each database also says whose it is (run.pid, run.command). */
-static json_t *summary_print(const char *output, const record_options *o) {
-    g_autoptr(GError) error = NULL;
-    sqlite3 *db = query_db_open(output, &error);
-    if (!db) {
-        query_error_report(error);
-        return NULL;
-    }
-    int64_t pid = 0;
-    g_autofree char *command = NULL;
-    sqlite3_stmt *run_stmt = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM run WHERE id = 1", -1, &run_stmt,
-                           NULL) == SQLITE_OK &&
-        sqlite3_step(run_stmt) == SQLITE_ROW) {
-        pid = sqlite3_column_int64(run_stmt, 0);
-        command = g_strdup(sqlite3_column_text(run_stmt, 1) ? (const char *)sqlite3_column_text(run_stmt, 1) : "");
-    }
-    sqlite3_finalize(run_stmt);
-    g_autofree char *whose = o->children ? g_strdup_printf(", pid %" PRId64 ": %s", pid,
-                                                           command ? command : "")
-                                         : g_strdup("");
-    int64_t gcs = 0, objects = 0, types = 0, nodata = 0;
-    int64_t allocations = 0, survived = 0, allocs_lost = 0, gcs_lost = 0;
-    query_db_int(db, "SELECT count(*) FROM gcs", &gcs, NULL);
-    query_db_int(db, "SELECT count(*) FROM objects", &objects, NULL);
-    query_db_int(db, "SELECT count(*) FROM types", &types, NULL);
-    query_db_int(db, "SELECT total(count) FROM alloc_counts", &allocations, NULL);
-    query_db_int(db, "SELECT total(survived) FROM alloc_counts", &survived, NULL);
-    /* Losses in the units users think in; a negative value is not a count (never shown). */
-    query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
-                 &allocs_lost, NULL);
-    query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'gcs_dropped'",
-                 &gcs_lost, NULL);
-    query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
-    g_autofree char *loss = NULL; /* run.loss: why, as stored (SCHEMA.md, "Losses") */
-    sqlite3_stmt *loss_stmt = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT loss FROM run WHERE id = 1", -1, &loss_stmt, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(loss_stmt) == SQLITE_ROW && sqlite3_column_text(loss_stmt, 0))
-        loss = g_strdup((const char *)sqlite3_column_text(loss_stmt, 0));
-    sqlite3_finalize(loss_stmt);
-    g_autofree char *note = query_db_note_new(db, NULL);
-    sqlite3_close(db);
-    struct stat st = {0};
-    stat(output, &st);
-    if (o->json) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "file",
-                              output, "gcs", (json_int_t)gcs, "allocations",
-                              (json_int_t)allocations, "allocations_survived",
-                              (json_int_t)survived, "objects", (json_int_t)objects, "types",
-                              (json_int_t)types, "allocations_lost", (json_int_t)allocs_lost,
-                              "gcs_lost", (json_int_t)gcs_lost, "dropped",
-                              (json_int_t)(allocs_lost + gcs_lost), "file_bytes",
-                              (json_int_t)st.st_size, "collector_loaded", !nodata, "loss",
-                              loss ? json_string(loss) : json_null());
-        if (o->children) {
-            json_object_set_new(j, "pid", json_integer(pid));
-            json_object_set_new(j, "command", json_string(command ? command : ""));
-        }
-        return j;
-    }
-    if (o->quiet)
-        return NULL;
-    if (nodata) {
-        fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a .NET "
-                        "program?); %s holds no data\n", output);
-        return NULL;
-    }
-    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
-        e[QUERY_FORMAT_MAX];
-    g_autofree char *lost = NULL;
-    if (allocs_lost == 0 && gcs_lost == 0) {
-        lost = g_strdup("0 lost");
-    } else {
-        char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX];
-        lost = g_strdup_printf("lost %s allocations and %s GCs (%s)",
-                               query_count_format(allocs_lost, f), query_count_format(gcs_lost, g),
-                               loss ? loss : "reason unknown");
-    }
-    fprintf(stderr,
-            "heaplens: recorded %s GCs, %s allocations (%s survived a GC) of %s types, %s -> %s "
-            "(%s)%s\n",
-            query_count_format(gcs, a), query_count_format(allocations, b),
-            query_count_format(survived, c), query_count_format(types, d), lost, output,
-            query_size_format(st.st_size, e), whose);
-    if (note)
-        fprintf(stderr, "heaplens: %s\n", note);
-    return NULL;
-}
-
-/* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
- * of a killed writer must never be taken into a new recording, so --force removes the whole set
- * and without it any member of the set means "exists". A database is a regular file: anything
- * else named (a FIFO, a device, a directory) is refused, never removed; through a symbolic link
- * the set beside its target is the one replaced (SQLite writes there), never the link.
- * Sets *resolved to the path to record to. */
-static gboolean output_prepare(const char *output, gboolean force, char **resolved,
-                               GError **error) {
-    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-    struct stat st;
-    *resolved = NULL;
-    if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "cannot record to %s: it is not a regular file (a database needs one)", output);
-        return FALSE;
-    }
-    char *real = force && stat(output, &st) == 0 ? realpath(output, NULL) : NULL;
-    *resolved = g_strdup(real ? real : output);
-    free(real);
-    for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
-        g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
-        if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "cannot replace %s: it is not a regular file", path);
-            return FALSE;
-        }
-        if (force && unlink(path) != 0 && errno != ENOENT) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", path,
-                        g_strerror(errno));
-            return FALSE;
-        }
-        if (!force && lstat(path, &st) == 0) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "%s already exists; choose another name with -o, or --force to replace it",
-                        path);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-
 /* ---- --children: the descendants' writers ---------------------------------------------------- */
 
 /* FILE's stem + "." + pid + FILE's extension, beside FILE: app.db -> app.12345.db. */
@@ -626,13 +331,13 @@ static void children_accept(const record_options *o, const char *output, const c
     g_autofree char *named = child_output(output, cred.pid);
     g_autofree char *path = NULL;
     g_autoptr(GError) error = NULL;
-    if (!output_prepare(named, o->force, &path, &error)) {
+    if (!recording_output_prepare(named, o->force, &path, &error)) {
         fprintf(stderr, "heaplens: not recording pid %ld: %s\n", (long)cred.pid, error->message);
         close(conn);
         return;
     }
     g_autofree char *control_path = g_strdup_printf("%s/control.%ld.sock", dir, (long)cred.pid);
-    int control_fd = socket_listen(control_path, NULL); /* without it: no heaplens snapshot */
+    int control_fd = recording_socket_listen(control_path, NULL); /* without it: no heaplens snapshot */
     fflush(NULL);
     pid_t writer = fork();
     if (writer == 0) {
@@ -714,10 +419,10 @@ static G_NORETURN void children_main(const record_options *o, const char *output
 
 /* Starts the children server on `dir`/children.sock. Returns its pid (-1 on failure, error
  * set); *stop_w ends it, *report_r carries its report. */
-static pid_t children_start(const record_options *o, const char *output, record_sockets *s,
+static pid_t children_start(const record_options *o, const char *output, recording_sockets *s,
                             int main_stop_w, int *stop_w, int *report_r, GError **error) {
     s->children_path = g_build_filename(s->dir, "children.sock", NULL);
-    int listen_fd = socket_listen(s->children_path, error);
+    int listen_fd = recording_socket_listen(s->children_path, error);
     if (listen_fd < 0)
         return -1;
     int stop[2], report[2];
@@ -783,17 +488,18 @@ int cmd_record(int argc, char **argv) {
         query_command_help("record", stdout);
         return 0;
     }
-    g_autofree char *collector = collector_path(&error);
+    g_autofree char *collector = recording_collector_path(&error);
     if (!collector || !program_check(o.program[0], &error))
         return query_error_report(error);
     g_autofree char *named = o.output ? g_strdup(o.output) : default_output(o.program[0]);
     g_autofree char *output = NULL;
-    if (!output_prepare(named, o.force, &output, &error))
+    if (!recording_output_prepare(named, o.force, &output, &error))
         return query_error_report(error);
     g_autofree char *command = g_strjoinv(" ", o.program);
+    recording_summary_options so = {.json = o.json, .quiet = o.quiet, .whose = o.children != NULL};
 
-    record_sockets sockets;
-    if (!sockets_create(&sockets, &error))
+    recording_sockets sockets;
+    if (!recording_sockets_create(&sockets, &error))
         return query_error_report(error);
     int stop[2], ready[2];
     if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
@@ -805,7 +511,7 @@ int cmd_record(int argc, char **argv) {
     if (writer == 0) {
         close(stop[1]);
         close(ready[0]);
-        writer_main(output, command, sockets.collector_fd, sockets.control_fd, stop[0], ready[1]);
+        recording_writer_main(output, command, sockets.collector_fd, sockets.control_fd, stop[0], ready[1]);
     }
     close(sockets.collector_fd);
     close(sockets.control_fd);
@@ -824,7 +530,7 @@ int cmd_record(int argc, char **argv) {
         close(stop[1]);
         if (writer > 0)
             waitpid(writer, NULL, 0);
-        sockets_remove(&sockets);
+        recording_sockets_remove(&sockets);
         return query_error_report(error);
     }
 
@@ -836,7 +542,7 @@ int cmd_record(int argc, char **argv) {
         if (children < 0) {
             close(stop[1]);
             waitpid(writer, NULL, 0);
-            sockets_remove(&sockets);
+            recording_sockets_remove(&sockets);
             unlink(output);
             return query_error_report(error);
         }
@@ -899,7 +605,7 @@ int cmd_record(int argc, char **argv) {
         ;
     g_autoptr(GPtrArray) recorded = children > 0 ? children_finish(children, children_report)
                                                  : NULL;
-    sockets_remove(&sockets);
+    recording_sockets_remove(&sockets);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */
@@ -916,7 +622,7 @@ int cmd_record(int argc, char **argv) {
         if (!recorded)
             return exit_status;
     }
-    json_t *main_summary = writer_ok ? summary_print(output, &o) : NULL;
+    json_t *main_summary = writer_ok ? recording_summary_print(output, &so) : NULL;
     if (!recorded) {
         if (main_summary) {
             query_json_print(main_summary, stdout);
@@ -938,7 +644,7 @@ int cmd_record(int argc, char **argv) {
                             "before\n", pid, path);
             continue;
         }
-        json_t *j = summary_print(path, &o);
+        json_t *j = recording_summary_print(path, &so);
         if (j)
             json_array_append_new(list, j);
     }

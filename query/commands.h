@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 int cmd_record(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_snapshots(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -60,6 +60,36 @@ static const query_command commands[] = {
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },
     {
+        .name = "attach",
+        .handler = cmd_attach,
+        .summary = "attach to a running .NET process, record it for a while, and detach",
+        .usage = "usage: heaplens attach PID [-o FILE] [--duration SECONDS] [--snapshot POLICY]\n"
+                 "                       [--timeout SECONDS] [--force] [-q] [--json]\n"
+                 "\n"
+                 "Loads the heaplens collector into the running .NET process PID (through its\n"
+                 "diagnostic socket; .NET 5 or later, same user) and stores what each GC does\n"
+                 "in a heaplens database, as 'heaplens record' does (run.mode 'attach'). A heap\n"
+                 "snapshot is taken right after attaching (every live object gets its id), one\n"
+                 "when the session ends, one on 'heaplens snapshot PID', and by POLICY. The\n"
+                 "session ends after SECONDS, at Ctrl-C, or when the process exits; then the\n"
+                 "collector detaches and the process runs on unchanged. Allocations are not\n"
+                 "counted one by one after attach: objects are known from the GCs that see\n"
+                 "them alive.\n"
+                 "\n"
+                 "options:\n"
+                 "  -o, --output FILE    the database to write (default:\n"
+                 "                       heaplens-NAME-PID-YYYYMMDD-HHMMSS.db)\n"
+                 "  --duration SECONDS   end the session after this long (default: Ctrl-C)\n"
+                 "  --snapshot POLICY    which GCs take a heap snapshot besides the first and\n"
+                 "                       last: induced (default: every GC.Collect), gen2,\n"
+                 "                       every:N, none\n"
+                 "  --timeout SECONDS    how long the runtime may wait for a background GC to\n"
+                 "                       end before it gives the attach up (default 10)\n"
+                 "  --force              replace FILE if it exists\n"
+                 "  -q, --quiet          no messages and no summary\n"
+                 "  --json               print the summary as JSON\n" HELP_OPTION,
+    },
+    {
         .name = "snapshot",
         .handler = cmd_snapshot,
         .summary = "take a heap snapshot of a running, recorded program now",

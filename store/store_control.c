@@ -9,6 +9,8 @@
  *                                       snapshot, its objects, ms from this request to the commit
  *   lost <snapshot> <gc> <why>          a 'requested' snapshot was taken but will not be stored
  *                                       (snapshot 0: the collector dropped it whole)
+ *   ok detached                         to "detach\n" (an attach session): the collector was told
+ *                                       to end (HL_CMD_DETACH) and its stream has ended
  *   error <reason>                      no collector connected yet, the recording has ended,
  *                                       the program ended first, or an unknown request
  * Before the answer, while a 'requested' snapshot's records arrive, a waiting client gets
@@ -47,6 +49,7 @@ typedef struct store_control_client {
     char line[STORE_CONTROL_LINE];
     size_t len;
     gboolean waiting; /* its request went to the collector: it waits for a snapshot */
+    gboolean detach;  /* ... or, "detach", for the end of the stream */
     gint64 since_us;  /* when its request arrived */
     gboolean eof;     /* it shut down its sending side (or went away): not polled any more */
 } store_control_client;
@@ -55,8 +58,9 @@ struct store_control {
     int listen_fd;
     store_control_phase phase;
     int collector_fd;
-    uint8_t out[sizeof(hl_rec_header)]; /* a command not yet sent to the collector */
+    uint8_t out[2 * sizeof(hl_rec_header)]; /* commands not yet sent to the collector */
     size_t out_len;
+    gboolean detach_sent;
     store_control_client clients[STORE_CONTROL_CLIENTS];
     int n_clients;
 };
@@ -145,9 +149,14 @@ void store_control_stop(store_control *c, const char *why)
     c->phase = STORE_CONTROL_ENDED;
     c->collector_fd = -1;
     c->out_len = 0;
-    for (int i = c->n_clients - 1; i >= 0; i--)
-        if (c->clients[i].waiting)
+    for (int i = c->n_clients - 1; i >= 0; i--) {
+        if (!c->clients[i].waiting)
+            continue;
+        if (c->clients[i].detach)
+            store_control_answer(c, i, line != NULL ? line : "ok detached\n");
+        else
             store_control_answer(c, i, line != NULL ? line : store_control_ended_first);
+    }
 }
 
 int store_control_poll_fds(const store_control *c, struct pollfd *fds)
@@ -186,7 +195,8 @@ static void store_control_accept(store_control *c)
 static void store_control_request(store_control *c, int i)
 {
     store_control_client *cl = &c->clients[i];
-    if (strcmp(cl->line, "snapshot") != 0) {
+    gboolean detach = strcmp(cl->line, "detach") == 0;
+    if (!detach && strcmp(cl->line, "snapshot") != 0) {
         store_control_answer(c, i, "error unknown request\n");
         return;
     }
@@ -200,7 +210,17 @@ static void store_control_request(store_control *c, int i)
     case STORE_CONTROL_RECORDING:
         break;
     }
-    if (c->out_len == 0) {
+    if (detach) {
+        /* The attach session's end: answered when the stream has ended ("ok detached"). */
+        if (!c->detach_sent && c->out_len + sizeof(hl_rec_header) <= sizeof c->out) {
+            hl_rec_header h = {.type = HL_CMD_DETACH, .size = 0};
+            memcpy(c->out + c->out_len, &h, sizeof h);
+            c->out_len += sizeof h;
+            c->detach_sent = TRUE;
+            store_control_flush(c);
+        }
+        cl->detach = TRUE;
+    } else if (c->out_len == 0) {
         hl_rec_header h = {.type = HL_CMD_SNAPSHOT, .size = 0};
         memcpy(c->out, &h, sizeof h);
         c->out_len = sizeof h;
@@ -280,7 +300,7 @@ void store_control_snapshot_committed(void *ctx, const store_snapshot_done *done
         return;
     gint64 now = g_get_monotonic_time();
     for (int i = c->n_clients - 1; i >= 0; i--) {
-        if (!c->clients[i].waiting)
+        if (!c->clients[i].waiting || c->clients[i].detach)
             continue;
         snprintf(line, sizeof line, "ok %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRId64 "\n",
                  done->snapshot, done->gc, done->objects,
@@ -298,7 +318,7 @@ void store_control_snapshot_lost(void *ctx, uint32_t snapshot, uint32_t gc, uint
         return;
     snprintf(line, sizeof line, "lost %" PRIu32 " %" PRIu32 " %s\n", snapshot, gc, why);
     for (int i = c->n_clients - 1; i >= 0; i--)
-        if (c->clients[i].waiting)
+        if (c->clients[i].waiting && !c->clients[i].detach)
             store_control_answer(c, i, line);
 }
 
@@ -313,6 +333,6 @@ void store_control_snapshot_progress(void *ctx, uint32_t snapshot, uint32_t trig
              writing ? "writing " : "", items);
     /* Not an answer: a client that cannot take it now simply misses this one. */
     for (int i = 0; i < c->n_clients; i++)
-        if (c->clients[i].waiting)
+        if (c->clients[i].waiting && !c->clients[i].detach)
             (void)!send(c->clients[i].fd, line, strlen(line), MSG_DONTWAIT | MSG_NOSIGNAL);
 }

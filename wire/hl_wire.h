@@ -343,6 +343,8 @@ enum { HL_SAMPLE_FLAG_TRUNCATED = 1 }; /* the stack was cut (deeper than the col
  * one of these types and no payload. */
 enum {
     HL_CMD_SNAPSHOT = 1, /* take a snapshot now: force a full GC and snapshot it */
+    HL_CMD_DETACH = 2,   /* attach session: take the last snapshot, end the run (RUN_END) and
+                          * detach from the process (ignored by a collector loaded at startup) */
 };
 
 /* ---- GC handles ------------------------------------------------------------------------

@@ -1,0 +1,26 @@
+/* attach_config.h — what `heaplens attach` tells the collector through the AttachProfiler
+ * message's client data (the runtime hands it to InitializeForAttach verbatim).
+ *
+ * A small versioned text, one key=value a line, unknown keys ignored:
+ *   heaplens-attach 1
+ *   socket=/tmp/heaplens-XXXXXX/collector.sock     where the writer listens (required)
+ *   snapshot=induced                              the --snapshot policy (optional)
+ * query/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
+#ifndef HEAPLENS_ATTACH_CONFIG_H
+#define HEAPLENS_ATTACH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define HL_ATTACH_CONFIG_MAGIC "heaplens-attach 1"
+#define HL_ATTACH_CONFIG_MAX 4096
+
+typedef struct hl_attach_config {
+    char socket_path[256];
+    char snapshot_policy[32]; /* empty: the default */
+} hl_attach_config;
+
+/* Parses the client data; false when it is not ours, of another version, or lacks the socket. */
+bool hl_attach_config_parse(const void *data, size_t size, hl_attach_config *out);
+
+#endif /* HEAPLENS_ATTACH_CONFIG_H */

@@ -1,0 +1,115 @@
+// AttachTarget: a long-running program for `heaplens attach` tests. It is started without
+// heaplens, leaks one known type steadily (LeakedRecord, kept in a static list), churns
+// short-lived garbage on two threads, and answers commands on stdin, one per line:
+//   count  -> "count N"   LeakedRecord objects held right now
+//   gc     -> "gc N"      after GC.Collect(): GC.CollectionCount(0)
+//   stop   -> stops the threads, checks every record it kept, prints "verified N" and exits 0
+//                         (exit 1 with "corrupt ..." if any record is not what it wrote)
+// At start it prints "ready PID". Optional argument: records leaked per second (default 2000).
+using System;
+using System.Collections.Generic;
+using System.Threading;
+
+namespace AttachTarget
+{
+    public sealed class LeakedRecord
+    {
+        public readonly long Index;
+        public readonly long Check;
+        public LeakedRecord(long index) { Index = index; Check = index * 7919 + 13; }
+    }
+
+    public static class Program
+    {
+        static readonly List<LeakedRecord> Kept = new List<LeakedRecord>();
+        static volatile bool stopping;
+        static long churned;
+
+        static void Leak(int perSecond)
+        {
+            long index = 0;
+            var started = DateTime.UtcNow;
+            while (!stopping)
+            {
+                // Paced by the clock, not by sleeping a fixed time: the rate holds under load.
+                long due = (long)((DateTime.UtcNow - started).TotalSeconds * perSecond);
+                while (index < due && !stopping)
+                {
+                    var r = new LeakedRecord(index++);
+                    lock (Kept) Kept.Add(r);
+                }
+                Thread.Sleep(5);
+            }
+        }
+
+        static void Churn(int seed)
+        {
+            var random = new Random(seed);
+            long local = 0;
+            while (!stopping)
+            {
+                for (int i = 0; i < 2000; i++)
+                {
+                    var s = new string('x', random.Next(1, 64));
+                    var a = new int[random.Next(1, 32)];
+                    a[0] = s.Length;
+                    local += a[0];
+                }
+                Interlocked.Add(ref churned, 2000);
+                Thread.Sleep(1);
+            }
+            GC.KeepAlive(local);
+        }
+
+        public static int Main(string[] args)
+        {
+            int perSecond = args.Length > 0 ? int.Parse(args[0]) : 2000;
+            var threads = new[]
+            {
+                new Thread(() => Leak(perSecond)) { Name = "leak", IsBackground = true },
+                new Thread(() => Churn(1)) { Name = "churn-1", IsBackground = true },
+                new Thread(() => Churn(2)) { Name = "churn-2", IsBackground = true },
+            };
+            foreach (var t in threads) t.Start();
+            Console.Out.WriteLine($"ready {Environment.ProcessId}");
+            Console.Out.Flush();
+            string? line;
+            while ((line = Console.In.ReadLine()) != null)
+            {
+                line = line.Trim();
+                if (line == "count")
+                {
+                    int n;
+                    lock (Kept) n = Kept.Count;
+                    Console.Out.WriteLine($"count {n}");
+                }
+                else if (line == "gc")
+                {
+                    GC.Collect();
+                    Console.Out.WriteLine($"gc {GC.CollectionCount(0)}");
+                }
+                else if (line == "stop")
+                {
+                    break;
+                }
+                Console.Out.Flush();
+            }
+            stopping = true;
+            foreach (var t in threads) t.Join();
+            lock (Kept)
+            {
+                for (int i = 0; i < Kept.Count; i++)
+                {
+                    var r = Kept[i];
+                    if (r.Index != i || r.Check != r.Index * 7919 + 13)
+                    {
+                        Console.Out.WriteLine($"corrupt {i}");
+                        return 1;
+                    }
+                }
+                Console.Out.WriteLine($"verified {Kept.Count} churned {Interlocked.Read(ref churned)}");
+            }
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,55 @@
+/* recording.h — what `heaplens record` and `heaplens attach` share: the collector's path, the
+ * session's private sockets, the writer process, the output file and the closing summary.
+ *
+ *   heaplens ──fork──▶ writer process (recording_writer_main: socket → SQLite)
+ *                          ▲ unix socket in a private 0700 directory, socket file 0600
+ *   the collector in the recorded process connects there (started by record, or attached)
+ */
+#ifndef HEAPLENS_QUERY_RECORDING_H
+#define HEAPLENS_QUERY_RECORDING_H
+
+#include <glib.h>
+#include <jansson.h>
+#include <sys/types.h>
+
+#define PROFILER_CLSID "{A3E1B5C2-6D4F-4E8A-9B17-2C5D8E0F4A61}" /* collector/clr_guids.c */
+#define COLLECTOR_NAME "libheaplens.so"
+#define STOP_WAIT_MS 5000
+#define WRITER_EXIT_STOPPED 3 /* the writer stopped at a write error and said so */
+
+/* The --snapshot policies the collector understands (collector/profiler.c). */
+gboolean recording_snapshot_policy_valid(const char *p);
+/* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens. */
+char *recording_collector_path(GError **error);
+/* A fresh private (0700) directory in TMPDIR. */
+char *recording_private_dir(GError **error);
+/* A listening unix socket `path` (0600). */
+int recording_socket_listen(const char *path, GError **error);
+
+/* The recording's sockets: the collector's and the control socket for `heaplens snapshot`. */
+typedef struct recording_sockets {
+    char *dir, *collector_path, *control_path;
+    char *claim_path; /* created by the collector of the recorded process (collector/profiler.c) */
+    char *children_path; /* --children: the descendants' collectors connect here */
+    int collector_fd, control_fd;
+} recording_sockets;
+gboolean recording_sockets_create(recording_sockets *s, GError **error);
+void recording_sockets_remove(recording_sockets *s);
+
+/* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording
+ * until the stream ended and `stop_fd` gave the exit status (or end of file). */
+G_NORETURN void recording_writer_main(const char *output, const char *command, int listen_fd,
+                                      int control_fd, int stop_fd, int ready_fd);
+
+/* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
+gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
+                                  GError **error);
+
+typedef struct recording_summary_options {
+    gboolean json, quiet;
+    gboolean whose; /* say whose database it is (run.pid, run.command) */
+} recording_summary_options;
+/* The summary of one database: printed on stderr, or returned as JSON with `json`. */
+json_t *recording_summary_print(const char *output, const recording_summary_options *o);
+
+#endif /* HEAPLENS_QUERY_RECORDING_H */

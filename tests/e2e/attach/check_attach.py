@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""heaplens attach end to end (examples/AttachTarget, started WITHOUT heaplens).
+
+sessions: the target leaks LeakedRecord steadily and churns on two threads; two `heaplens attach
+  --duration` sessions in a row, each checked: >= 2 snapshots (first right after attaching,
+  last at the end), `heaplens snapshot PID` in between, model_missing 0 in every snapshot,
+  run.mode 'attach', LeakedRecord ranked first by `heaplens leaks`, its count in the last
+  snapshot between the counts the program logged before and after the session. After each
+  detach the program keeps answering; at "stop" it verifies its own data and exits 0.
+refusals: no such pid, a non-.NET process, a process already under `heaplens record`.
+
+The program is driven through its stdin/stdout lines: no sleeping as synchronisation."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import e2elib  # noqa: E402
+
+
+class Target:
+    def __init__(self, cmd, env=None):
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  bufsize=1, env=env)
+        ready = self.p.stdout.readline().split()
+        self.pid = int(ready[1]) if len(ready) == 2 and ready[0] == "ready" else None
+
+    def ask(self, command):
+        self.p.stdin.write(command + "\n")
+        self.p.stdin.flush()
+        return self.p.stdout.readline().strip()
+
+    def count(self):
+        line = self.ask("count").split()
+        return int(line[1]) if len(line) == 2 and line[0] == "count" else None
+
+    def stop(self):
+        line = self.ask("stop")
+        rc = self.p.wait(timeout=120)
+        return rc, line
+
+
+def session(checks, args, target, n, log):
+    db = os.path.join(args.workdir, f"session{n}.db")
+    before = target.count()
+    # --duration ends it; `heaplens snapshot PID` asks for one in between, once attached (the
+    # session file exists from the attach's answer on).
+    attach = subprocess.Popen([args.heaplens, "attach", str(target.pid), "-o", db,
+                               "--duration", str(args.duration), "--json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    snap_rc = None
+    deadline = time.monotonic() + 60
+    while snap_rc != 0 and time.monotonic() < deadline and attach.poll() is None:
+        snap_rc, out, err = e2elib.run([args.heaplens, "snapshot", str(target.pid), "--json"],
+                                       log=log, timeout=120)
+        if snap_rc != 0 and "not being recorded" not in err and "not connected" not in err:
+            break
+        if snap_rc != 0:
+            time.sleep(0.05)  # polling for the session to exist, not waiting on it
+    out, err = attach.communicate(timeout=600)
+    with open(log, "a") as f:
+        f.write(f"$ heaplens attach {target.pid} (session {n})\n[exit {attach.returncode}]\n"
+                f"{out}\n{err}\n")
+    after = target.count()
+    if not checks.eq(f"session {n}: heaplens attach exits 0", 0, attach.returncode):
+        print(err.strip()[:800])
+        return
+    checks.eq(f"session {n}: heaplens snapshot PID during the session", 0, snap_rc)
+    summary = json.loads(out)
+    checks.ok(f"session {n}: attach took under {args.duration} s", summary["attach_seconds"] < args.duration,
+              str(summary["attach_seconds"]))
+    info = e2elib.heaplens_json(checks, args.heaplens, ["info", db], log)
+    if info:
+        run = info.get("run", info)
+        checks.eq(f"session {n}: run.mode", "attach", run.get("mode"))
+        checks.eq(f"session {n}: run.pid", target.pid, run.get("pid"))
+        checks.eq(f"session {n}: run.status", "complete", run.get("status"))
+    snaps = e2elib.heaplens_json(checks, args.heaplens, ["snapshots", db], log)
+    rows = snaps.get("rows") if snaps else None
+    if rows is None:
+        return
+    checks.ok(f"session {n}: at least 3 snapshots (first, requested, last)", len(rows) >= 3,
+              f"{len(rows)}")
+    for r in rows:
+        checks.eq(f"session {n}: snapshot {r.get('snapshot')} model_missing", 0,
+                  r.get("model_missing", r.get("missing")))
+    leaks = e2elib.heaplens_json(checks, args.heaplens, ["leaks", db], log)
+    if leaks:
+        suspects = leaks.get("rows", [])
+        first = suspects[0] if suspects else {}
+        checks.eq(f"session {n}: leaks ranks LeakedRecord first", "AttachTarget.LeakedRecord",
+                  first.get("type"))
+        per = first.get("counts") or []
+        last = per[-1] if isinstance(per, list) and per else None
+        checks.ok(f"session {n}: LeakedRecord in the last snapshot between the program's counts",
+                  last is not None and before <= last <= after, f"{before} <= {last} <= {after}")
+    checks.ok(f"session {n}: the program answers after the detach", after is not None)
+
+
+def refusals(checks, args, log):
+    rc, out, err = e2elib.run([args.heaplens, "attach", "999999999"], log=log)
+    checks.ok("refusal: no such process", rc == 1 and "no process with id" in err, err.strip())
+    sleeper = subprocess.Popen(["sleep", "600"])
+    try:
+        rc, out, err = e2elib.run([args.heaplens, "attach", str(sleeper.pid)], log=log)
+        checks.ok("refusal: not a .NET process", rc == 1 and "is not a .NET process" in err,
+                  err.strip())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    # A process under `heaplens record` already has a profiler.
+    db = os.path.join(args.workdir, "recorded.db")
+    rec = subprocess.Popen([args.heaplens, "record", "-q", "-o", db, "--"] + args.target,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    ready = rec.stdout.readline().split()
+    pid = int(ready[1]) if len(ready) == 2 else 0
+    rc, out, err = e2elib.run([args.heaplens, "attach", str(pid), "-o",
+                               os.path.join(args.workdir, "refused.db")], log=log)
+    checks.ok("refusal: a process already recorded", rc == 1 and "already has a profiler" in err,
+              err.strip())
+    checks.ok("refusal: leaves no database", not os.path.exists(os.path.join(args.workdir, "refused.db")))
+    # The same refusal from the runtime itself, without the session file's shortcut.
+    rec.stdin.write("stop\n")
+    rec.stdin.flush()
+    rec.wait(timeout=120)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--heaplens", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--duration", type=int, default=3)
+    ap.add_argument("--sessions", type=int, default=2)
+    ap.add_argument("--only", choices=["sessions", "refusals"])
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("target", nargs="+", help="the command that runs AttachTarget")
+    args = ap.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    log = os.path.join(args.workdir, "log.txt")
+    checks = e2elib.Checks(args.verbose)
+    if args.only in (None, "sessions"):
+        target = Target(args.target)
+        if checks.ok("the target starts", target.pid is not None):
+            try:
+                for n in range(1, args.sessions + 1):
+                    session(checks, args, target, n, log)
+            finally:
+                rc, line = target.stop()
+            checks.eq("the target exits 0 after the sessions", 0, rc)
+            checks.ok("the target verified its own data", line.startswith("verified"), line)
+    if args.only in (None, "refusals"):
+        refusals(checks, args, log)
+    return checks.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
