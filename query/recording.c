@@ -199,6 +199,16 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     query_db_int(db, "SELECT count(*) FROM types", &types, NULL);
     query_db_int(db, "SELECT total(count) FROM alloc_counts", &allocations, NULL);
     query_db_int(db, "SELECT total(survived) FROM alloc_counts", &survived, NULL);
+    /* Sampled and attach recordings: allocations are estimated from the samples, and every
+     * object that survived a GC has its objects row. */
+    int64_t samples = 0;
+    query_db_int(db, "SELECT coalesce((SELECT samples FROM sampling WHERE id = 1), 0) * "
+                     "(SELECT mode != 'full' FROM run WHERE id = 1)", &samples, NULL);
+    if (samples > 0) {
+        query_db_int(db, "SELECT CAST(round(total(est_count)) AS INTEGER) FROM alloc_samples",
+                     &allocations, NULL);
+        survived = objects;
+    }
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
                  &allocs_lost, NULL);
@@ -226,6 +236,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                               (json_int_t)(allocs_lost + gcs_lost), "file_bytes",
                               (json_int_t)st.st_size, "collector_loaded", !nodata, "loss",
                               loss ? json_string(loss) : json_null());
+        json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0));
         if (o->whose) {
             json_object_set_new(j, "pid", json_integer(pid));
             json_object_set_new(j, "command", json_string(command ? command : ""));
@@ -250,11 +261,16 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                                query_count_format(allocs_lost, f), query_count_format(gcs_lost, g),
                                loss ? loss : "reason unknown");
     }
+    char s[QUERY_FORMAT_MAX];
+    g_autofree char *estimated = samples > 0 ? g_strdup_printf(
+                                                   " estimated from %s samples",
+                                                   query_count_format(samples, s))
+                                             : g_strdup("");
     fprintf(stderr,
-            "heaplens: recorded %s GCs, %s allocations (%s survived a GC) of %s types, %s -> %s "
-            "(%s)%s\n",
-            query_count_format(gcs, a), query_count_format(allocations, b),
-            query_count_format(survived, c), query_count_format(types, d), lost, output,
+            "heaplens: recorded %s GCs, %s%s allocations%s (%s survived a GC) of %s types, %s -> "
+            "%s (%s)%s\n",
+            query_count_format(gcs, a), samples > 0 ? "~" : "", query_count_format(allocations, b),
+            estimated, query_count_format(survived, c), query_count_format(types, d), lost, output,
             query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
