@@ -38,6 +38,7 @@ typedef struct collector {
     hl_young young;       /* allocations since the last GC (young.h) */
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
+    bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
     id_vec survivors;     /* hl_survivor, per GC */
     uint32_t gcs_applied;
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */

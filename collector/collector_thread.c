@@ -720,7 +720,7 @@ static bool pass(collector *c) {
          * has a boundary >= snapshot, so ids below the snapshot are safe to add now. */
         uint64_t snapshot = atomic_load_explicit(&p->next_id, memory_order_acquire);
         hl_gc_capture *g = hl_gc_peek(&p->gcs);
-        bool stopping = atomic_load_explicit(&p->stopping, memory_order_acquire);
+        bool stopping = atomic_load_explicit(&p->stopping, memory_order_acquire) || c->ending;
         bool finished = g && hl_gc_ready(&p->gcs, g, hl_now_ns(), RESUME_GRACE_NS, stopping);
         uint64_t limit = g ? g->first_id_after : snapshot;
         if (!finished && limit > snapshot)
@@ -778,14 +778,19 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
 static void finish(collector *c) {
     hl_profiler *p = c->p;
     uint64_t shutdown_ns = p->shutdown_ns ? p->shutdown_ns : hl_now_ns();
-    /* Shutdown: no thread allocates any more, so drain everything. */
+    /* Shutdown, or a detach with the callbacks off: no thread allocates any more (none that
+     * we see), so drain everything. A finished GC is applied without waiting for its resume:
+     * after a detach's `active = false` RuntimeResumeFinished reports nothing. */
+    c->ending = true;
     while (pass(c))
         ;
     drain(c, UINT64_MAX);
     drain_names(c);
-    /* The tail interval: allocations after the last GC, counted unclassified (no GC has told
-     * their heap or fate). */
-    uint32_t last_gc = c->gcs_applied > p->gcs.gcs_started ? c->gcs_applied : p->gcs.gcs_started;
+    /* The tail interval: allocations after the last GC sent, counted unclassified (no GC has
+     * told their heap or fate). The writer's tail is its last stored GC + 1: a GC that started
+     * but never finished while the callbacks were on (one under way at a detach) or a GC lost
+     * is not in the stream, and the samples taken after it belong to this tail. */
+    uint32_t last_gc = c->gcs_applied;
     id_vec counts;
     c->drain_while_waiting = false;
     hl_young_close(&c->young, false, c->young.first, &counts, &c->survivors);

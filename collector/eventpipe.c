@@ -159,12 +159,15 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
         return -1;
     }
     p->sampling.session = session;
+    p->sampling.session_open = true;
     return 0;
 }
 
+/* The source stays: the samples still in the buffers (the tail interval's) are sent with it.
+ * Callers turn the callbacks off first (p->active), so a late event is ignored. */
 void hl_eventpipe_stop(hl_profiler *p) {
-    if (!p->sampling.source)
+    if (!p->sampling.session_open)
         return;
     info_event_pipe_stop_session(p->info, p->sampling.session);
-    p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+    p->sampling.session_open = false;
 }

@@ -27,9 +27,11 @@
 #define HL_ALLOC_SAMPLED_MEAN_BYTES 102400u /* AllocationSampled: mean distance between samples */
 
 typedef struct hl_sampling {
-    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session) */
+    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session); kept after the
+                                 * stop: the last interval's samples are of this source */
     bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
     EVENTPIPE_SESSION session;
+    bool session_open;          /* between a successful start and hl_eventpipe_stop */
     uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
     atomic_uint_fast64_t seen;    /* sample events delivered */
     atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
