@@ -3,11 +3,13 @@
 // short-lived garbage on two threads, and answers commands on stdin, one per line:
 //   count  -> "count N"   LeakedRecord objects held right now
 //   gc     -> "gc N"      after GC.Collect(): GC.CollectionCount(0)
+//   gcmode -> "gcmode server|workstation"   which GC the runtime runs (DOTNET_gcServer=1)
 //   stop   -> stops the threads, checks every record it kept, prints "verified N" and exits 0
 //                         (exit 1 with "corrupt ..." if any record is not what it wrote)
 // At start it prints "ready PID". Optional argument: records leaked per second (default 2000).
 using System;
 using System.Collections.Generic;
+using System.Runtime;
 using System.Threading;
 
 namespace AttachTarget
@@ -87,6 +89,10 @@ namespace AttachTarget
                 {
                     GC.Collect();
                     Console.Out.WriteLine($"gc {GC.CollectionCount(0)}");
+                }
+                else if (line == "gcmode")
+                {
+                    Console.Out.WriteLine($"gcmode {(GCSettings.IsServerGC ? "server" : "workstation")}");
                 }
                 else if (line == "stop")
                 {

@@ -8,6 +8,7 @@ sessions: the target leaks LeakedRecord steadily and churns on two threads; two 
   snapshot between the counts the program logged before and after the session. After each
   detach the program keeps answering; at "stop" it verifies its own data and exits 0.
 refusals: no such pid, a non-.NET process, a process already under `heaplens record`.
+--server-gc runs the target with DOTNET_gcServer=1 (and checks the runtime says so).
 
 The program is driven through its stdin/stdout lines: no sleeping as synchronisation."""
 import argparse
@@ -136,6 +137,8 @@ def main():
     ap.add_argument("--duration", type=int, default=3)
     ap.add_argument("--sessions", type=int, default=2)
     ap.add_argument("--only", choices=["sessions", "refusals"])
+    ap.add_argument("--server-gc", action="store_true",
+                    help="run the target with server GC (DOTNET_gcServer=1)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("target", nargs="+", help="the command that runs AttachTarget")
     args = ap.parse_args()
@@ -144,9 +147,15 @@ def main():
     log = os.path.join(args.workdir, "log.txt")
     checks = e2elib.Checks(args.verbose)
     if args.only in (None, "sessions"):
-        target = Target(args.target)
+        env = dict(os.environ)
+        if args.server_gc:
+            env["DOTNET_gcServer"] = "1"
+        target = Target(args.target, env=env)
         if checks.ok("the target starts", target.pid is not None):
             try:
+                checks.eq("the target runs the GC asked for",
+                          "gcmode " + ("server" if args.server_gc else "workstation"),
+                          target.ask("gcmode"))
                 for n in range(1, args.sessions + 1):
                     session(checks, args, target, n, log)
             finally:
