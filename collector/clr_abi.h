@@ -115,6 +115,7 @@ enum {
     INFO_GetGenerationBounds = 54,
     INFO_RequestProfilerDetach = 58, /* ICorProfilerInfo3 */
     INFO_GetRuntimeInformation = 67,
+    INFO_EnumThreads = 71, /* ICorProfilerInfo4 */
     INFO_GetFunctionFromIP = 7,
     INFO_DoStackSnapshot = 36,
     INFO_GetFunctionInfo2 = 38,

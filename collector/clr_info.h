@@ -36,6 +36,19 @@ static inline HRESULT info_get_generation_bounds(ICorProfilerInfo *i, ULONG capa
 static inline HRESULT info_get_thread_info(ICorProfilerInfo *i, ThreadID t, DWORD *os_tid) {
     return CLR_CALL(i, INFO_GetThreadInfo, HRESULT (*)(ICorProfilerInfo *, ThreadID, DWORD *), t, os_tid);
 }
+/* ICorProfilerInfo4::EnumThreads: an ICorProfilerThreadEnum (IUnknown, then Skip, Reset, Clone,
+ * GetCount, Next). */
+enum { THREAD_ENUM_Release = 2, THREAD_ENUM_Next = 7 };
+static inline HRESULT info_enum_threads(ICorProfilerInfo *i, IUnknown **threads) {
+    return CLR_CALL(i, INFO_EnumThreads, HRESULT (*)(ICorProfilerInfo *, IUnknown **), threads);
+}
+static inline HRESULT thread_enum_next(IUnknown *e, ULONG wanted, ThreadID *ids, ULONG *got) {
+    return CLR_CALL(e, THREAD_ENUM_Next, HRESULT (*)(IUnknown *, ULONG, ThreadID *, ULONG *),
+                    wanted, ids, got);
+}
+static inline ULONG thread_enum_release(IUnknown *e) {
+    return CLR_CALL0(e, THREAD_ENUM_Release, ULONG (*)(IUnknown *));
+}
 static inline HRESULT info_is_array_class(ICorProfilerInfo *i, ClassID c, uint32_t *elem_type,
                                           ClassID *elem_class, ULONG *rank) {
     return CLR_CALL(i, INFO_IsArrayClass,

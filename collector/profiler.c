@@ -459,11 +459,59 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
     return session_start(p, info_unknown, &cfg);
 }
 
-/* The attach is complete: Info calls work now. The first snapshot is taken right away (a GC
- * forced from the collector's own thread), so every live object gets its id. */
+/* A file's first line, without its newline: false if it cannot be read. */
+static bool read_line(const char *path, char *out, size_t size) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, out, size - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    out[n] = 0;
+    out[strcspn(out, "\n")] = 0;
+    return true;
+}
+
+/* Threads that existed before the attach: the runtime reports names only when they change
+ * (ThreadNameChanged), so the name of such a thread is its OS name, which the runtime sets from
+ * Thread.Name and for its own threads (".NET TP Worker"), cut to 15 bytes by Linux. A thread
+ * whose OS name is the process's (never named) gets none. Runs once, on the attach thread. */
+static void name_existing_threads(hl_profiler *p) {
+    IUnknown *threads = NULL;
+    if (p->info_version < 4 || HR_FAILED(info_enum_threads(p->info, &threads)) || !threads)
+        return;
+    char process_name[64] = "";
+    read_line("/proc/self/comm", process_name, sizeof process_name);
+    ThreadID ids[32];
+    ULONG got = 0;
+    while (!HR_FAILED(thread_enum_next(threads, 32, ids, &got)) && got > 0) {
+        for (ULONG i = 0; i < got; i++) {
+            DWORD os_tid = 0;
+            if (HR_FAILED(info_get_thread_info(p->info, ids[i], &os_tid)) || os_tid == 0)
+                continue;
+            hl_name_event e = {.thread = ids[i], .os_tid = os_tid};
+            char path[64];
+            snprintf(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)os_tid);
+            e.has_name = read_line(path, e.name, sizeof e.name) && e.name[0] &&
+                         strcmp(e.name, process_name) != 0;
+            if (e.has_name)
+                name_event_push(p, &e);
+        }
+        if (got < 32)
+            break;
+    }
+    thread_enum_release(threads);
+}
+
+/* The attach is complete: Info calls work now. The threads that already exist are named, and
+ * the first snapshot is taken right away (a GC forced from the collector's own thread), so every
+ * live object gets its id. */
 static HRESULT on_profiler_attach_complete(hl_profiler *p) {
-    if (p->active)
-        hl_collector_request_snapshot(p);
+    if (!p->active)
+        return S_OK;
+    name_existing_threads(p);
+    hl_collector_request_snapshot(p);
     return S_OK;
 }
 

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -89,6 +90,12 @@ def session(checks, args, target, n, log):
     for r in rows:
         checks.eq(f"session {n}: snapshot {r.get('snapshot')} model_missing", 0,
                   r.get("model_missing", r.get("missing")))
+    # Its threads were named before the attach: their names come from the catch-up at attach.
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    names = {r[0] for r in conn.execute("SELECT name FROM threads WHERE name IS NOT NULL")}
+    conn.close()
+    checks.ok(f"session {n}: threads named before the attach are named",
+              {"leak", "churn-1", "churn-2"} <= names, str(sorted(names)))
     leaks = e2elib.heaplens_json(checks, args.heaplens, ["leaks", db], log)
     if leaks:
         suspects = leaks.get("rows", [])
