@@ -241,7 +241,11 @@ def case_webapi(a):
                 f"{p} {res[p][-1]['rps']:.0f}" for p in PHASES), flush=True)
     finally:
         app.send_signal(signal.SIGINT)
-        app.wait(60)
+        try:
+            app.wait(60)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
     print(f"\n== webapi (examples/WebApi, {gc} GC, {a.requests:,} requests per phase from 4 "
           f"client threads, {a.runs} runs)")
     for key, label, fmt in (("rps", "requests/s", ".0f"), ("cpu_per_req", "app CPU ms per request", ".3f")):
@@ -310,6 +314,9 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     a.heaplens = os.path.abspath(a.heaplens)
+    # A shell's background job starts with SIGINT ignored, and a program inherits that: the app
+    # would never see the Ctrl-C this script sends it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
     if not shutil.which("dotnet"):

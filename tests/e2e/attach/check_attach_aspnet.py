@@ -167,6 +167,9 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     log = start_log(a.workdir)
+    # A shell's background job starts with SIGINT ignored, and a program inherits that: the app
+    # would never see the Ctrl-C this script sends it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     checks = Checks(a.verbose)
     db = os.path.join(a.workdir, "webapi-attach.db")
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
