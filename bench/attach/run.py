@@ -14,7 +14,9 @@ itself) and one after the detach, on the same process (so every run re-attaches)
           program caught (GC.GetGCMemoryInfo every ms, the runtime's own pause figure, the same
           way in every phase); `gen2 K` -> K blocking GC.Collect(): the runtime's pause of each
           (GCKind.FullBlocking) and GC.Collect's wall time. Attached with `--snapshot none`:
-          induced GCs take no snapshot, so the figures are the cost of being attached.
+          induced GCs take no snapshot, so the figures are the cost of being attached. Then
+          the same work in another process under an empty profiler (`record --mode sampled`,
+          HEAPLENS_EMPTY=1: the runtime's price for monitoring GCs, heaplens doing nothing).
   webapi  examples/WebApi (ASP.NET Core minimal API, server GC) on 127.0.0.1: --requests
           GET /orders/N from 4 client threads per phase: requests/s and the app's CPU time per
           request (/proc/PID/stat utime+stime; the Python client shares the machine's cores).
@@ -114,9 +116,9 @@ class Session:
 class Program:
     """A program driven by stdin/stdout lines; the first line is 'ready PID'."""
 
-    def __init__(self, cmd):
+    def __init__(self, cmd, env=None):
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  bufsize=1, env=CLEAN_ENV)
+                                  bufsize=1, env=env or CLEAN_ENV)
         ready = self.p.stdout.readline().split()
         if len(ready) != 2 or ready[0] != "ready":
             die(f"{cmd[-1]} did not start: {ready}")
@@ -194,6 +196,25 @@ def case_loop(a):
               f"{ratio(med['attached'], med['before'])}")
     print(f"attach → first snapshot stored (live ring of 500,000): median "
           f"{statistics.median(s.first_s for s in sessions):.2f} s")
+    # The runtime's own price for the flags: the collector loaded at startup with the sampled
+    # mode's flags (those of attach, plus the POH callback) and callbacks doing nothing.
+    env = dict(CLEAN_ENV, HEAPLENS_EMPTY="1")
+    db = os.path.join(a.workdir, "loop-empty.db")
+    remove_db(db)
+    empty = Program([a.heaplens, "record", "-q", "--mode", "sampled", "--snapshot", "none", "-o",
+                     db, "--", "dotnet", build_example("AttachBench", a.workdir)], env=env)
+    try:
+        runs = [loop_phase(empty, a) for _ in range(a.runs)]
+    finally:
+        empty.stop()
+    wall = statistics.median(r["wall"] for r in runs)
+    cpu = statistics.median(r["cpu"] for r in runs)
+    g0 = pct([u for r in runs for u in r["pauses"].get(0, [])], 50)
+    before = res["before"]
+    print(f"empty profiler (record --mode sampled, HEAPLENS_EMPTY=1, another process): loop wall "
+          f"{wall:.0f} ms ({ratio(wall, statistics.median(r['wall'] for r in before))} before), "
+          f"CPU {cpu:.0f} ms ({ratio(cpu, statistics.median(r['cpu'] for r in before))}), gen0 "
+          f"pause p50 {g0:.0f} us ({ratio(g0, pct([u for r in before for u in r['pauses'].get(0, [])], 50))})")
 
 
 def app_cpu_ms(pid):
