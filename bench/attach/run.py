@@ -160,6 +160,7 @@ def case_loop(a):
     res = {p: [] for p in PHASES}
     sessions = []
     try:
+        loop_phase(prog, a)  # warm up: JIT and tiering, the live ring's first promotions
         for i in range(a.runs):
             res["before"].append(loop_phase(prog, a))
             s = Session(a, prog.pid, os.path.join(a.workdir, f"loop-{i}.db"), ["--snapshot", "none"])
@@ -204,7 +205,7 @@ def case_loop(a):
     empty = Program([a.heaplens, "record", "-q", "--mode", "sampled", "--snapshot", "none", "-o",
                      db, "--", "dotnet", build_example("AttachBench", a.workdir)], env=env)
     try:
-        runs = [loop_phase(empty, a) for _ in range(a.runs)]
+        runs = [loop_phase(empty, a) for _ in range(a.runs + 1)][1:]  # the first warms up
     finally:
         empty.stop()
     wall = statistics.median(r["wall"] for r in runs)
