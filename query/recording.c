@@ -170,6 +170,20 @@ G_NORETURN void recording_writer_main(const char *output, const char *command, i
     _exit(0);
 }
 
+gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, GError **error) {
+    char msg[1024] = "";
+    ssize_t n = writer > 0 ? read(ready_fd, msg, sizeof msg - 1) : -1;
+    int read_errno = errno;
+    close(ready_fd);
+    msg[n > 0 ? n : 0] = 0;
+    g_strchomp(msg);
+    if (writer > 0 && strcmp(msg, "ok") == 0)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot record to %s: %s", output,
+                writer < 0 ? g_strerror(read_errno) : (msg[0] ? msg : "the writer failed to start"));
+    return FALSE;
+}
+
 /* The summary of one database: printed, or returned as JSON with --json. With --children
  * each database also says whose it is (run.pid, run.command). */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o) {
