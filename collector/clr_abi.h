@@ -63,6 +63,8 @@ enum {
 };
 /* COR_PRF_HIGH_MONITOR (high event mask, SetEventMask2's second argument). */
 enum {
+    COR_PRF_HIGH_BASIC_GC = 0x00000010, /* GarbageCollectionStarted/Finished, generation bounds */
+    COR_PRF_HIGH_MONITOR_GC_MOVED_OBJECTS = 0x00000020, /* MovedReferences(2): see profiler.c, modes */
     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED = 0x00000040, /* ObjectAllocated for LOH only */
     COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED = 0x00000100, /* ... for POH only (.NET 7+) */
 };

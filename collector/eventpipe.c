@@ -73,6 +73,28 @@ void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object) {
     sample_push(p, &tls_sample.s, tls_sample.s.address == object);
 }
 
+/* A GC thread, inside the GC: the ranges go to the GC capture in batches from this stack. A
+ * payload not understood makes the GC incomplete (its survivors are unknown). */
+static void ranges_deliver(hl_profiler *p, const uint8_t *data, uint32_t size, uint32_t event_id) {
+    hl_ranges_payload r;
+    if (!hl_parse_ranges(data, size, event_id, &r)) {
+        hl_gc_mark_incomplete(&p->gcs);
+        return;
+    }
+    enum { BATCH = 128 };
+    ObjectID old_starts[BATCH], new_starts[BATCH];
+    SIZE_T lengths[BATCH];
+    for (uint32_t i = 0; i < r.count;) {
+        uint32_t n = 0;
+        for (; n < BATCH && i < r.count; n++, i++) {
+            uint64_t o, nw, len;
+            hl_ranges_at(&r, i, &o, &nw, &len);
+            old_starts[n] = o, new_starts[n] = nw, lengths[n] = len;
+        }
+        hl_gc_on_ranges(&p->gcs, n, old_starts, r.moved ? new_starts : NULL, lengths);
+    }
+}
+
 /* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample
  * waits for the object's ObjectAllocated (same thread, next callback) to get its stack. */
 HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
@@ -83,6 +105,11 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
     (void)provider, (void)metadata_size, (void)metadata, (void)activity, (void)related_activity;
     (void)thread, (void)frame_count, (void)frames;
     /* Only the runtime provider is enabled in our session: the event id says what it is. */
+    if (event_id == HL_EVENT_GC_BULK_MOVED_RANGES || event_id == HL_EVENT_GC_BULK_SURVIVING_RANGES) {
+        if (p->active && p->sampling.ranges)
+            ranges_deliver(p, data, data_size, event_id);
+        return S_OK;
+    }
     uint32_t source = p->sampling.source;
     if (!p->active || !source)
         return S_OK;
@@ -116,12 +143,14 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
     return S_OK;
 }
 
-int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
+int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t extra_keywords) {
     /* Stacks: walked at ObjectAllocated, so only where it is on (full mode). */
     p->sampling.walk_at_object_allocated = mode == HL_MODE_FULL;
     const char *at = getenv("HEAPLENS_WALK_AT");
     if (at && strcmp(at, "event") == 0)
         p->sampling.walk_at_object_allocated = false;
+    if (!samples && !extra_keywords)
+        return 0; /* nothing asked for */
     if (p->info_version < 12)
         return -1;
     int major = atoi(p->runtime_version);
@@ -130,6 +159,8 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
     const char *forced = getenv("HEAPLENS_SAMPLE_SOURCE"); /* tests: force the fallback */
     if (forced && strcmp(forced, "tick") == 0)
         source = HL_SAMPLE_SOURCE_ALLOCATION_TICK;
+    if (!samples)
+        source = HL_SAMPLE_SOURCE_NONE;
     DWORD low = 0, high = 0;
     HRESULT hr = info_get_event_mask2(p->info, &low, &high);
     if (!HR_FAILED(hr))
@@ -142,12 +173,14 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
     static const WCHAR provider[] = {'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i',
                                      'n', 'd', 'o', 'w', 's', '-', 'D', 'o', 't', 'N', 'E', 'T',
                                      'R', 'u', 'n', 't', 'i', 'm', 'e', 0};
+    uint64_t keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
+                        : source == HL_SAMPLE_SOURCE_ALLOCATION_TICK  ? KEYWORD_GC
+                                                                       : 0;
     COR_PRF_EVENTPIPE_PROVIDER_CONFIG config = {
         .provider_name = provider,
-        .keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
-                                                                  : KEYWORD_GC,
-        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? LEVEL_INFORMATIONAL
-                                                                       : LEVEL_VERBOSE,
+        .keywords = keywords | extra_keywords,
+        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_TICK ? LEVEL_VERBOSE
+                                                                     : LEVEL_INFORMATIONAL,
     };
     /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
     p->sampling.source = source;
@@ -159,12 +192,14 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
         return -1;
     }
     p->sampling.session = session;
+    p->sampling.session_on = true;
     return 0;
 }
 
 void hl_eventpipe_stop(hl_profiler *p) {
-    if (!p->sampling.source)
+    if (!p->sampling.session_on)
         return;
     info_event_pipe_stop_session(p->info, p->sampling.session);
     p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+    p->sampling.session_on = false;
 }

@@ -27,7 +27,9 @@
 #define HL_ALLOC_SAMPLED_MEAN_BYTES 102400u /* AllocationSampled: mean distance between samples */
 
 typedef struct hl_sampling {
-    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session) */
+    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no samples) */
+    bool session_on;            /* a session runs (for samples, GC survivor ranges, or both) */
+    bool ranges;                /* GC survivor ranges come from the session (profiler.c, modes) */
     bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
     EVENTPIPE_SESSION session;
     uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
@@ -40,12 +42,23 @@ typedef struct hl_sampling {
 
 struct hl_profiler;
 
+/* The runtime provider's GCHeapSurvivalAndMovement keyword. Its only use here: while a session
+ * has it on (level Informational), the runtime reports every GC's survivor ranges, sweeping
+ * GCs' included, to a profiler that asked only for COR_PRF_HIGH_MONITOR_GC_MOVED_OBJECTS
+ * (gcenv.ee.cpp DiagWalkSurvivors/DiagWalkUOHSurvivors: ETW::GCLog::ShouldTrackMovementForEtw;
+ * eventtrace.cpp ETW::GCLog::MovedReference notifies the profiler too). The GCBulk*ObjectRanges
+ * events it also produces are ignored by the callback. */
+#define HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT 0x400000ull
+#define HL_EVENT_GC_BULK_SURVIVING_RANGES 21u
+#define HL_EVENT_GC_BULK_MOVED_RANGES 22u
+
 /* Starts the session for `mode` (HL_MODE_FULL, _SAMPLED or _ATTACH) on the profiler's runtime:
  * adds COR_PRF_HIGH_MONITOR_EVENT_PIPE to the event mask (keeping the rest) and enables the
- * runtime provider. Call from Initialize or InitializeForAttach after SetEventMask2. Returns 0,
- * or -1 when the runtime has no ICorProfilerInfo12 or refused (p->sampling.failure_hr says why);
- * recording goes on without samples then. */
-int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode);
+ * runtime provider: the allocation samples' keyword when `samples`, and `extra_keywords`.
+ * Call from Initialize or InitializeForAttach after SetEventMask2. Returns 0, or -1 when the
+ * runtime has no ICorProfilerInfo12 or refused (p->sampling.failure_hr says why); recording
+ * goes on without samples then. */
+int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode, bool samples, uint64_t extra_keywords);
 /* Stops the session (before detach). */
 void hl_eventpipe_stop(struct hl_profiler *p);
 
@@ -74,5 +87,17 @@ bool hl_parse_allocation_sampled(const uint8_t *data, uint32_t size, uint32_t ve
                                  hl_sample_payload *out);
 bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t version,
                               hl_sample_payload *out);
+
+/* GCBulkMovedObjectRanges / GCBulkSurvivingObjectRanges: the survivor ranges of a GC, the same
+ * ones (same calls, same order) the runtime gives a MONITOR_GC profiler as MovedReferences2 /
+ * SurvivingReferences2 (eventtrace.cpp ETW::GCLog::MovedReference feeds both). */
+typedef struct hl_ranges_payload {
+    bool moved;              /* moved (old, new, length) or surviving (start, length) */
+    uint32_t count;
+    const uint8_t *values;   /* packed, little endian; read with hl_ranges_at */
+} hl_ranges_payload;
+bool hl_parse_ranges(const uint8_t *data, uint32_t size, uint32_t event_id, hl_ranges_payload *out);
+void hl_ranges_at(const hl_ranges_payload *r, uint32_t i, uint64_t *old_start, uint64_t *new_start,
+                  uint64_t *length);
 
 #endif /* HEAPLENS_EVENTPIPE_H */

@@ -108,10 +108,34 @@ static void test_parse(void) {
     assert(!hl_parse_allocation_tick(d, 53, 4, &s));
 }
 
+/* GCBulkMovedObjectRanges / GCBulkSurvivingObjectRanges: header, packed values, bounds. */
+static void test_parse_ranges(void) {
+    uint8_t d[10 + 2 * 24];
+    memset(d, 0, sizeof d);
+    uint32_t count = 2;
+    memcpy(d + 4, &count, 4);
+    uint64_t v[6] = {0x1000, 0x2000, 48, 0x3000, 0x3000, 24};
+    memcpy(d + 10, v, sizeof v);
+    hl_ranges_payload r;
+    assert(hl_parse_ranges(d, sizeof d, HL_EVENT_GC_BULK_MOVED_RANGES, &r) && r.moved && r.count == 2);
+    uint64_t o, n, len;
+    hl_ranges_at(&r, 1, &o, &n, &len);
+    assert(o == 0x3000 && n == 0x3000 && len == 24);
+    assert(!hl_parse_ranges(d, sizeof d - 1, HL_EVENT_GC_BULK_MOVED_RANGES, &r));
+    assert(!hl_parse_ranges(d, sizeof d, 23, &r));
+    /* surviving: {start, length}: three fit in the same bytes */
+    count = 3;
+    memcpy(d + 4, &count, 4);
+    assert(hl_parse_ranges(d, sizeof d, HL_EVENT_GC_BULK_SURVIVING_RANGES, &r) && !r.moved);
+    hl_ranges_at(&r, 0, &o, &n, &len);
+    assert(o == 0x1000 && n == 0x1000 && len == 0x2000);
+}
+
 int main(void) {
     test_encode_and_push();
     test_interning();
     test_parse();
+    test_parse_ranges();
     puts("ok");
     return 0;
 }
