@@ -355,7 +355,9 @@ static size_t pool_bytes(void) {
  *            the callback they would stay unknown until the next one).
  *   attach   as sampled, with only flags allowed after attach (corprof.idl
  *            COR_PRF_ALLOWABLE_AFTER_ATTACH, COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH: not the POH
- *            one, so POH objects are found at gen2 GCs and snapshots), MONITOR_GC always on.
+ *            one, so POH objects are found at gen2 GCs and snapshots), with the heap walk on
+ *            demand as well (MONITOR_GC set in InitializeForAttach turns background GC off
+ *            until the detach).
  *
  * The heap walk on demand (`walk_on_demand`). COR_PRF_MONITOR_GC costs the runtime, at every
  * GC, a walk of all of gen0 for ObjectsAllocatedByClass at its start (gcenv.ee.cpp
@@ -373,7 +375,7 @@ static size_t pool_bytes(void) {
  * profilers with MONITOR_GC (profilepriv.inl ProfControlBlock::MovedReference filters on
  * IsProfilerTrackingGC; measured on 10.0.12: no range reached the profiler). If the session
  * cannot start, MONITOR_GC stays on and the ranges come from the callbacks (exact, slower).
- * Handle lifetimes are not recorded in this mode (HandleCreated needs MONITOR_GC). */
+ * Handle lifetimes are not recorded in these modes (HandleCreated needs MONITOR_GC). */
 typedef struct hl_mode_spec {
     uint32_t mode; /* HL_MODE_* */
     const char *name;
@@ -394,7 +396,7 @@ static const hl_mode_spec hl_modes[] = {
      true, true},
     {HL_MODE_ATTACH, "attach",
      COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
-     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED, true, false},
+     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_BASIC_GC, true, true},
 };
 
 static const hl_mode_spec *mode_spec(uint32_t mode) {
