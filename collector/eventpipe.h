@@ -29,6 +29,10 @@
 typedef struct hl_sampling {
     uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session) */
     bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
+    bool own_sampler;           /* full mode: the collector draws the samples in ObjectAllocated
+                                 * itself (same statistics as AllocationSampled), no session */
+    bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
+    bool session_started;
     EVENTPIPE_SESSION session;
     uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
     atomic_uint_fast64_t seen;    /* sample events delivered */
@@ -36,6 +40,8 @@ typedef struct hl_sampling {
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
     atomic_uint_fast64_t walk_failures; /* ... whose stack DoStackSnapshot refused (kept, no stack) */
     _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
+    atomic_uint_fast64_t walk_ns;       /* time inside DoStackSnapshot, all threads */
+    atomic_uint_fast64_t walk_frames;   /* frames it reported */
 } hl_sampling;
 
 struct hl_profiler;
@@ -49,10 +55,17 @@ int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode);
 /* Stops the session (before detach). */
 void hl_eventpipe_stop(struct hl_profiler *p);
 
-/* ObjectAllocated (full mode) calls this first: when the calling thread's last sample is this
- * object, its stack is walked here, where DoStackSnapshot is allowed (inside the EventPipe
- * callback the runtime refuses it), and the sample is pushed. */
-void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object);
+/* ObjectAllocated (full mode) calls this first, with the object's class and size. With the
+ * collector's own sampler (the default in full mode) it counts the thread's bytes down to the
+ * next sampling point and, when the object holds that point, walks the stack and pushes the
+ * sample. With the EventPipe sampler (HEAPLENS_FULL_SAMPLER=eventpipe): when the calling thread's
+ * last sample event is this object, its stack is walked here and the sample is pushed. */
+void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object, ClassID class_id,
+                                      uint64_t size);
+
+/* The next sampling distance in bytes: geometric with mean `mean` (each byte a sampling point
+ * with p = 1/mean), from the uniform 64-bit random `u`. Pure (tests/unit/collector). */
+uint64_t hl_sample_distance(uint64_t u, uint64_t mean);
 
 /* ICorProfilerCallback10::EventPipeEventDelivered. */
 HRESULT hl_eventpipe_on_event(struct hl_profiler *p, UINT_PTR provider, DWORD event_id,
