@@ -7,7 +7,7 @@
 
 AllocSites allocates ChainItem only in C, called A -> B -> C, and SplitItem at two sites, Major
 and Minor, 3:1, and writes its true counts. From SQL on the recording:
-  - sampling: the source ('AllocationSampled' on .NET 10; with --biased, 'AllocationTick'),
+  - sampling: the source ('AllocationSampled' in full mode and on .NET 10; with --biased, 'AllocationTick'),
     samples delivered, none dropped;
   - the heaviest stack of ChainItem, innermost first, is C, B, A, Run, Main;
   - the heaviest stack of SplitItem starts at Major, the next at Minor;
@@ -59,7 +59,7 @@ def main():
     ap.add_argument("--dotnet", default="dotnet")
     ap.add_argument("--dll", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9): stacks only")
+    ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9, sampled mode): stacks only")
     ap.add_argument("--mode", default="full", choices=["full", "sampled"])
     ap.add_argument("--chromium", help="render the report's flame graph with this browser")
     ap.add_argument("--count", type=int, default=4000000)
