@@ -1,7 +1,6 @@
 /* eventpipe.c — see eventpipe.h. The session, and the callback that copies samples. */
 #include "collector/eventpipe.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -75,37 +74,31 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
  * ObjectAllocated sends every allocation down it: that draw alone cost more than the walks
  * (perf: libm's log at 6-7% of the recording's CPU). Here the thread counts its bytes down and
  * draws once per sample. */
-uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
-    /* uniform in (0, 1]: never log(0) */
-    double uniform = ((double)(u >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-    double d = floor(log(uniform) / log1p(-1.0 / (double)mean)) + 1.0;
-    return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
-}
-
-static _Thread_local struct {
+typedef struct sampler_state {
     uint64_t rng;   /* xorshift64* state, 0 until the thread's first allocation */
     uint64_t left;  /* bytes until the next sampling point (>= 1) */
-} tls_sampler;
+} sampler_state;
+static _Thread_local sampler_state tls_sampler; /* one TLS lookup per allocation: by pointer */
 
-static uint64_t next_random(void) {
-    uint64_t x = tls_sampler.rng;
+static uint64_t next_random(sampler_state *t) {
+    uint64_t x = t->rng;
     x ^= x >> 12;
     x ^= x << 25;
     x ^= x >> 27;
-    tls_sampler.rng = x;
+    t->rng = x;
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-static void sampler_seed(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t); /* vDSO: no system call */
-    uint64_t z = (uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 30) ^ (uint64_t)(uintptr_t)&tls_sampler;
+static void sampler_seed(sampler_state *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* vDSO: no system call */
+    uint64_t z = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ (uint64_t)(uintptr_t)t;
     z += 0x9E3779B97F4A7C15ull; /* splitmix64 */
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
-    tls_sampler.rng = z ? z : 1;
-    tls_sampler.left = hl_sample_distance(next_random(), HL_ALLOC_SAMPLED_MEAN_BYTES);
+    t->rng = z ? z : 1;
+    t->left = hl_sample_distance(next_random(t), HL_ALLOC_SAMPLED_MEAN_BYTES);
 }
 
 static uint32_t heap_kind_of(hl_profiler *p, ObjectID object, uint64_t size) {
@@ -121,20 +114,21 @@ static uint32_t heap_kind_of(hl_profiler *p, ObjectID object, uint64_t size) {
 }
 
 static void own_sample(hl_profiler *p, ObjectID object, ClassID class_id, uint64_t size) {
-    if (__builtin_expect(tls_sampler.left > size, 1)) {
-        tls_sampler.left -= size;
+    sampler_state *t = &tls_sampler;
+    if (__builtin_expect(t->left > size, 1)) {
+        t->left -= size;
         return;
     }
-    if (!tls_sampler.rng) { /* the thread's first allocation: start its count */
-        sampler_seed();
-        if (tls_sampler.left > size) {
-            tls_sampler.left -= size;
+    if (!t->rng) { /* the thread's first allocation: start its count */
+        sampler_seed(t);
+        if (t->left > size) {
+            t->left -= size;
             return;
         }
     }
     /* This object holds the sampling point. The distance after it is geometric again (no
      * memory), measured from the object's end. */
-    tls_sampler.left = hl_sample_distance(next_random(), HL_ALLOC_SAMPLED_MEAN_BYTES);
+    t->left = hl_sample_distance(next_random(t), HL_ALLOC_SAMPLED_MEAN_BYTES);
     atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
     hl_sample_payload s = {.kind = heap_kind_of(p, object, size), .class_id = class_id,
                            .address = object, .size = size};

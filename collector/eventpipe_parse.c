@@ -1,5 +1,6 @@
 /* eventpipe_parse.c — the payloads of the runtime's allocation events (see eventpipe.h). Pure:
  * unit-tested without a runtime. */
+#include <math.h>
 #include <string.h>
 
 #include "collector/eventpipe.h"
@@ -65,3 +66,10 @@ bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t versi
     return true;
 }
 
+/* Geometric: the number of Bernoulli(1/mean) trials up to the first success. */
+uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
+    /* uniform in (0, 1]: never log(0) */
+    double uniform = ((double)(u >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double d = floor(log(uniform) / log1p(-1.0 / (double)mean)) + 1.0;
+    return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
+}
