@@ -6,8 +6,9 @@
  * Source by runtime: AllocationSampled (.NET 10+: keyword 0x80000000000, level 4; every
  * allocated byte sampled with p = 1/102400, so an unbiased estimate) or, on older runtimes,
  * GCAllocationTick (GCKeyword 0x1, level 5: the allocation that crossed each ~100 KB of
- * allocation; biased toward large objects). Each event comes with the managed stack the
- * runtime walked for it (instruction pointers, innermost first).
+ * allocation; biased toward large objects). The events come without a stack: the collector
+ * walks it (DoStackSnapshot). Full mode uses no session: the collector draws the same sampling
+ * itself in ObjectAllocated (hl_eventpipe_on_object_allocated), on every runtime.
  *
  * The callback copies the sample (type, size, address, heap, frames) into the thread's buffer
  * chunk (thread_buffers.h, HL_EV_SAMPLE events) and returns: no lock, no allocation, no system
