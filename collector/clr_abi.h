@@ -115,6 +115,7 @@ enum {
     INFO_ForceGC = 28,
     INFO_GetClassIDInfo2 = 41,
     INFO_GetGenerationBounds = 54,
+    INFO_GetObjectGeneration = 55,
     INFO_RequestProfilerDetach = 58, /* ICorProfilerInfo3 */
     INFO_GetRuntimeInformation = 67,
     INFO_GetFunctionFromIP = 7,

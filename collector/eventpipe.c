@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collector/collector.h"
 
@@ -48,8 +49,11 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
     }
     stack_walk w;
     w.n = w.total = 0;
-    if (walk) {
+    if (walk && !p->sampling.no_walk) {
+        uint64_t t0 = hl_now_ns();
         HRESULT hr = info_do_stack_snapshot(p->info, 0, on_stack_frame, 0, &w);
+        atomic_fetch_add_explicit(&p->sampling.walk_ns, hl_now_ns() - t0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->sampling.walk_frames, w.total, memory_order_relaxed);
         if (HR_FAILED(hr)) {
             atomic_fetch_add_explicit(&p->sampling.walk_failures, 1, memory_order_relaxed);
             atomic_store_explicit(&p->sampling.walk_failure_hr, (uint32_t)hr, memory_order_relaxed);
@@ -64,7 +68,79 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
         atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
 }
 
-void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object) {
+/* The collector's own sampler (full mode): every allocated byte is a sampling point with
+ * p = 1/102400, as in the runtime's AllocationSampled, so the same estimator applies. The runtime
+ * would draw a new random distance (a log) after every allocation that takes its slow path — and
+ * ObjectAllocated sends every allocation down it: that draw alone cost more than the walks
+ * (perf: libm's log at 6-7% of the recording's CPU). Here the thread counts its bytes down and
+ * draws once per sample. */
+typedef struct sampler_state {
+    uint64_t rng;   /* xorshift64* state, 0 until the thread's first allocation */
+    uint64_t left;  /* bytes until the next sampling point (>= 1) */
+} sampler_state;
+static _Thread_local sampler_state tls_sampler; /* one TLS lookup per allocation: by pointer */
+
+static uint64_t next_random(sampler_state *t) {
+    uint64_t x = t->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void sampler_seed(sampler_state *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* vDSO: no system call */
+    uint64_t z = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ (uint64_t)(uintptr_t)t;
+    z += 0x9E3779B97F4A7C15ull; /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    t->rng = z ? z : 1;
+    t->left = hl_sample_distance(next_random(t), HL_ALLOC_SAMPLED_MEAN_BYTES);
+}
+
+static uint32_t heap_kind_of(hl_profiler *p, ObjectID object, uint64_t size) {
+    COR_PRF_GC_GENERATION_RANGE range;
+    if (!HR_FAILED(info_get_object_generation(p->info, object, &range))) {
+        if (range.generation == 3)
+            return 1; /* AllocationKind: large */
+        if (range.generation == 4)
+            return 2; /* pinned */
+        return 0;
+    }
+    return size >= 85000 ? 1 : 0; /* the default LOH threshold */
+}
+
+static void own_sample(hl_profiler *p, ObjectID object, ClassID class_id, uint64_t size) {
+    sampler_state *t = &tls_sampler;
+    if (__builtin_expect(t->left > size, 1)) {
+        t->left -= size;
+        return;
+    }
+    if (!t->rng) { /* the thread's first allocation: start its count */
+        sampler_seed(t);
+        if (t->left > size) {
+            t->left -= size;
+            return;
+        }
+    }
+    /* This object holds the sampling point. The distance after it is geometric again (no
+     * memory), measured from the object's end. */
+    t->left = hl_sample_distance(next_random(t), HL_ALLOC_SAMPLED_MEAN_BYTES);
+    atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
+    hl_sample_payload s = {.kind = heap_kind_of(p, object, size), .class_id = class_id,
+                           .address = object, .size = size};
+    sample_push(p, &s, true);
+}
+
+void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id,
+                                      uint64_t size) {
+    if (p->sampling.own_sampler) {
+        own_sample(p, object, class_id, size);
+        return;
+    }
     if (!tls_sample.waiting)
         return;
     tls_sample.waiting = false;
@@ -149,6 +225,26 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     const char *at = getenv("HEAPLENS_WALK_AT");
     if (at && strcmp(at, "event") == 0)
         p->sampling.walk_at_object_allocated = false;
+    const char *walk = getenv("HEAPLENS_STACK_WALK"); /* benchmark: the walk's share */
+    p->sampling.no_walk = walk && strcmp(walk, "off") == 0;
+    /* Full mode sees every allocation in ObjectAllocated: the collector samples there itself,
+     * on every runtime, without the session (HEAPLENS_FULL_SAMPLER=eventpipe: the runtime's). */
+    const char *sampler = getenv("HEAPLENS_FULL_SAMPLER");
+    p->sampling.own_sampler = mode == HL_MODE_FULL && p->sampling.walk_at_object_allocated &&
+                              !(sampler && strcmp(sampler, "eventpipe") == 0);
+    if (p->sampling.own_sampler) {
+        DWORD low = 0, high = 0;
+        HRESULT hr = info_get_event_mask2(p->info, &low, &high);
+        if (!HR_FAILED(hr))
+            hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT, high);
+        if (HR_FAILED(hr)) {
+            p->sampling.own_sampler = false;
+            p->sampling.failure_hr = (uint32_t)hr;
+            return -1;
+        }
+        p->sampling.source = HL_SAMPLE_SOURCE_OBJECT_ALLOCATED; /* AllocationSampled's statistics */
+        return 0;
+    }
     if (!samples && !extra_keywords)
         return 0; /* nothing asked for */
     if (p->info_version < 12)

@@ -6,8 +6,9 @@
  * Source by runtime: AllocationSampled (.NET 10+: keyword 0x80000000000, level 4; every
  * allocated byte sampled with p = 1/102400, so an unbiased estimate) or, on older runtimes,
  * GCAllocationTick (GCKeyword 0x1, level 5: the allocation that crossed each ~100 KB of
- * allocation; biased toward large objects). Each event comes with the managed stack the
- * runtime walked for it (instruction pointers, innermost first).
+ * allocation; biased toward large objects). The events come without a stack: the collector
+ * walks it (DoStackSnapshot). Full mode uses no session: the collector draws the same sampling
+ * itself in ObjectAllocated (hl_eventpipe_on_object_allocated), on every runtime.
  *
  * The callback copies the sample (type, size, address, heap, frames) into the thread's buffer
  * chunk (thread_buffers.h, HL_EV_SAMPLE events) and returns: no lock, no allocation, no system
@@ -31,6 +32,9 @@ typedef struct hl_sampling {
     bool session_on;            /* a session runs (for samples, GC survivor ranges, or both) */
     bool ranges;                /* GC survivor ranges come from the session (profiler.c, modes) */
     bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
+    bool own_sampler;           /* full mode: the collector draws the samples in ObjectAllocated
+                                 * itself (same statistics as AllocationSampled), no session */
+    bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
     EVENTPIPE_SESSION session;
     uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
     atomic_uint_fast64_t seen;    /* sample events delivered */
@@ -38,6 +42,8 @@ typedef struct hl_sampling {
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
     atomic_uint_fast64_t walk_failures; /* ... whose stack DoStackSnapshot refused (kept, no stack) */
     _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
+    atomic_uint_fast64_t walk_ns;       /* time inside DoStackSnapshot, all threads */
+    atomic_uint_fast64_t walk_frames;   /* frames it reported */
 } hl_sampling;
 
 struct hl_profiler;
@@ -62,10 +68,17 @@ int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode, bool samples, uint6
 /* Stops the session (before detach). */
 void hl_eventpipe_stop(struct hl_profiler *p);
 
-/* ObjectAllocated (full mode) calls this first: when the calling thread's last sample is this
- * object, its stack is walked here, where DoStackSnapshot is allowed (inside the EventPipe
- * callback the runtime refuses it), and the sample is pushed. */
-void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object);
+/* ObjectAllocated (full mode) calls this first, with the object's class and size. With the
+ * collector's own sampler (the default in full mode) it counts the thread's bytes down to the
+ * next sampling point and, when the object holds that point, walks the stack and pushes the
+ * sample. With the EventPipe sampler (HEAPLENS_FULL_SAMPLER=eventpipe): when the calling thread's
+ * last sample event is this object, its stack is walked here and the sample is pushed. */
+void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object, ClassID class_id,
+                                      uint64_t size);
+
+/* The next sampling distance in bytes: geometric with mean `mean` (each byte a sampling point
+ * with p = 1/mean), from the uniform 64-bit random `u`. Pure (tests/unit/collector). */
+uint64_t hl_sample_distance(uint64_t u, uint64_t mean);
 
 /* ICorProfilerCallback10::EventPipeEventDelivered. */
 HRESULT hl_eventpipe_on_event(struct hl_profiler *p, UINT_PTR provider, DWORD event_id,

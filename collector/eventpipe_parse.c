@@ -1,5 +1,6 @@
 /* eventpipe_parse.c — the payloads of the runtime's allocation events and GC survivor range
- * events (see eventpipe.h). Pure: unit-tested without a runtime. */
+ * events, and the sampling distance (see eventpipe.h). Pure: unit-tested without a runtime. */
+#include <math.h>
 #include <string.h>
 
 #include "collector/eventpipe.h"
@@ -87,4 +88,12 @@ void hl_ranges_at(const hl_ranges_payload *r, uint32_t i, uint64_t *old_start, u
     *old_start = read_u64(v);
     *new_start = r->moved ? read_u64(v + 8) : *old_start;
     *length = read_u64(v + (r->moved ? 16 : 8));
+}
+
+/* Geometric: the number of Bernoulli(1/mean) trials up to the first success. */
+uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
+    /* uniform in (0, 1]: never log(0) */
+    double uniform = ((double)(u >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double d = floor(log(uniform) / log1p(-1.0 / (double)mean)) + 1.0;
+    return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
 }

@@ -41,16 +41,16 @@ static ULONG profiler_release(hl_profiler *self) { (void)self; return 1; }
 static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id) {
     if (!p->active)
         return S_OK;
-    if (p->stacks)
-        hl_eventpipe_on_object_allocated(p, object); /* a sample's stack, before its object */
+    SIZE_T size = 0;
+    info_get_object_size2(p->info, object, &size);
+    if (p->stacks) /* a sample (with its stack) goes before its object */
+        hl_eventpipe_on_object_allocated(p, object, class_id, size);
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
     if (!ring) {
         hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped; the id stays unused */
         return S_OK;
     }
-    SIZE_T size = 0;
-    info_get_object_size2(p->info, object, &size);
     hl_tbuf_count_allocation(ring);
     hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id,
                          .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, size)};

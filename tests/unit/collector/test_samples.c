@@ -131,7 +131,26 @@ static void test_parse_ranges(void) {
     assert(o == 0x1000 && n == 0x1000 && len == 0x2000);
 }
 
+/* The own sampler's distances (full mode): geometric, mean 102400, never 0. */
+static void test_sample_distance(void) {
+    uint64_t x = 0x9E3779B97F4A7C15ull, min = UINT64_MAX;
+    double sum = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        uint64_t d = hl_sample_distance(x * 0x2545F4914F6CDD1Dull, HL_ALLOC_SAMPLED_MEAN_BYTES);
+        min = d < min ? d : min;
+        sum += (double)d;
+    }
+    double mean = sum / n;
+    assert(min >= 1);
+    assert(mean > 102400 * 0.98 && mean < 102400 * 1.02);
+    assert(hl_sample_distance(UINT64_MAX, 102400) == 1); /* uniform 1: the next byte */
+    assert(hl_sample_distance(0, 102400) > 3000000);      /* the smallest uniform: far */
+}
+
 int main(void) {
+    test_sample_distance();
     test_encode_and_push();
     test_interning();
     test_parse();
