@@ -119,9 +119,10 @@ char *query_estimates_sql_new(const query_estimates *e, const char *group, const
             : "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
               " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
               " WHERE heap = 0)";
-    const char *sums = e->estimated ? "CAST(round(total(count)) AS INTEGER),"
-                                      " CAST(round(total(bytes)) AS INTEGER)"
-                                    : "coalesce(sum(count), 0), coalesce(sum(bytes), 0)";
+    const char *sums = e->estimated ? "CAST(round(total(count)) AS INTEGER) AS count,"
+                                      " CAST(round(total(bytes)) AS INTEGER) AS bytes"
+                                    : "coalesce(sum(count), 0) AS count,"
+                                      " coalesce(sum(bytes), 0) AS bytes";
     return g_strdup_printf("SELECT %s%s%s FROM %s%s%s%s%s", group ? group : "", group ? ", " : "",
                            sums, source, where ? " WHERE " : "", where ? where : "",
                            group ? " GROUP BY " : "", group ? group : "");

@@ -48,7 +48,7 @@ json_t *query_estimates_json(const query_estimates *e);
 
 /* SQL that sums the allocations, exact or estimated as the recording allows:
  *   SELECT <group>, count, bytes FROM <every allocation> [WHERE <where>] GROUP BY <group>
- * count and bytes are integers (estimates rounded after summing). Full recordings and
+ * count and bytes (named so) are integers (estimates rounded after summing). Full recordings and
  * recordings without samples: alloc_counts as it is. Estimated ones: alloc_counts (the large
  * and pinned objects, exact) plus the estimates of the small objects from alloc_samples (and of
  * pinned ones in attach mode), so nothing is counted twice. The source has the columns gc
