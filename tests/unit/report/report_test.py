@@ -186,6 +186,16 @@ def test_estimates(env):
                          'and pinned ' if mode == 'sampled' else '', mode)]:
             check(want in text, '%s: info text has %r' % (label, want))
 
+        # the view: the same figures per type (summed over threads), samples say which are estimates
+        con = sqlite3.connect(db)
+        view = [{'type': t, 'count': round(c), 'bytes': round(b)} for t, c, b in con.execute(
+            'SELECT type, sum(count), sum(bytes) FROM allocations_estimated_by_type_thread'
+            ' GROUP BY type ORDER BY sum(bytes) DESC')]
+        samples = dict(con.execute('SELECT type, sum(samples) FROM allocations_estimated_by_type_thread GROUP BY type'))
+        con.close()
+        check(view == A['top_types'], '%s: view allocations_estimated_by_type_thread %r' % (label, view))
+        check(samples == {'App.Node': 3, 'System.String': 5, 'System.Byte[]': 1}, '%s: view samples %r' % (label, samples))
+
         # gcs and survivors show no allocation figure: exact in every mode, nothing to mark
         for cmd in ('gcs', 'survivors'):
             out = text_of(env, cmd, db)
@@ -205,6 +215,12 @@ def test_estimates(env):
     text = text_of(env, 'info', db)
     check('\nsampling\n' not in text and 'ESTIMATED' not in text and '~' not in text, 'full: info text unmarked')
     check('estimated' not in json_of(env, 'allocations', db), 'full: allocations JSON has no estimate head')
+    con = sqlite3.connect(db)
+    exact = list(con.execute('SELECT type, thread, count, bytes FROM allocations_by_type_thread ORDER BY type, thread'))
+    view = list(con.execute('SELECT type, thread, count, bytes FROM allocations_estimated_by_type_thread ORDER BY type, thread'))
+    no_samples = con.execute('SELECT total(samples) FROM allocations_estimated_by_type_thread').fetchone()[0]
+    con.close()
+    check(view == exact and no_samples == 0, 'full: the view is the exact counts %r vs %r' % (view, exact))
 
 
 def naive_survivors(db, gcs):
