@@ -344,7 +344,25 @@ static const char store_schema_views[] =
     "       h.created_after_gc AS created_after_gc, h.destroyed_after_gc AS destroyed_after_gc\n"
     "FROM gcs g\n"
     "JOIN handles h ON h.kind = 'pinned' AND coalesce(h.created_after_gc, 0) < g.gc\n"
-    "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n";
+    "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n"
+    /* ---- helper "estimates" (issue 11): allocations per type and thread, exact or estimated.
+     * Without ObjectAllocated (run.mode 'sampled', 'attach') alloc_counts holds only the
+     * allocations the runtime still reports (LOH; POH in sampled mode): this view adds the
+     * estimates of the others from alloc_samples, the same figures as `heaplens allocations`
+     * (query/estimates.c). In a full recording it is alloc_counts, exact (samples 0). */
+    "\n"
+    "CREATE VIEW allocations_estimated_by_type_thread AS\n"
+    "SELECT coalesce(t.name, '<type ' || a.type_id || '>') AS type, a.thread AS thread,\n"
+    "       th.name AS thread_name, sum(a.count) AS count, sum(a.bytes) AS bytes,\n"
+    "       sum(a.sampled) AS samples\n"
+    "FROM (SELECT type_id, thread, count, bytes, 0 AS sampled FROM alloc_counts\n"
+    "      UNION ALL\n"
+    "      SELECT s.type_id, s.thread, s.est_count, s.est_bytes, 1 FROM alloc_samples s\n"
+    "      JOIN run r ON r.id = 1 AND r.mode IN ('sampled', 'attach')\n"
+    "      WHERE s.heap = 0 OR (s.heap = 4 AND r.mode = 'attach')) a\n"
+    "LEFT JOIN types t ON t.id = a.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = a.thread\n"
+    "GROUP BY a.type_id, a.thread;\n";
 
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error)
 {

@@ -464,6 +464,7 @@ static void test_schema(void)
                "view|allocation_estimates_by_type\n"
                "view|allocations_by_type\n"
                "view|allocations_by_type_thread\n"
+               "view|allocations_estimated_by_type_thread\n"
                "view|gc_summary\n"
                "view|live_objects\n"
                "view|object_lifetimes\n"
@@ -482,7 +483,8 @@ static void test_schema(void)
                      " + (SELECT count(*) FROM live_objects) + (SELECT count(*) FROM survivors_by_generation)"
                      " + (SELECT count(*) FROM object_lifetimes) + (SELECT count(*) FROM snapshot_contents)"
                      " + (SELECT count(*) FROM snapshot_handles) + (SELECT count(*) FROM strong_handles_never_freed)"
-                     " + (SELECT count(*) FROM pinned_handles_per_gc)") == 0);
+                     " + (SELECT count(*) FROM pinned_handles_per_gc)"
+                     " + (SELECT count(*) FROM allocations_estimated_by_type_thread)") == 0);
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
