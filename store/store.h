@@ -13,7 +13,7 @@
 #include <glib.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
 #define STORE_ERROR (store_error_quark())

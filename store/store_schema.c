@@ -108,7 +108,19 @@ static const char store_schema_tables[] =
     "  first_gc INTEGER NOT NULL,\n"
     "  died_gc INTEGER\n"
     ");\n"
-    "CREATE TABLE object_generations (\n"
+    /* Generation changes as the GCs made them, appended: the ids of the objects that hold
+     * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
+     * promotions), a JSON array per row. Moved into object_generation_rows when the writer
+     * finishes (store_schema_materialise). */
+    "CREATE TABLE generation_changes (\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  count INTEGER NOT NULL,\n"
+    "  ids TEXT NOT NULL\n"
+    ");\n"
+    /* Each object's generation history with its end, built from generation_changes at the end
+     * of the recording; empty before (the view object_generations derives it then). */
+    "CREATE TABLE object_generation_rows (\n"
     "  object_id INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"
     "  from_gc INTEGER NOT NULL,\n"
@@ -172,10 +184,70 @@ static const char store_schema_late_indexes[] =
      * twice as fast as one huge in-memory sort (bench/store, `snapshot`). */
     "PRAGMA cache_size = -2000;\n"
     "PRAGMA threads = 2;\n"
-    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n";
+    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generation_rows (from_gc);\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
+
+/* object_lifetimes up to its last column (final_generation), which comes from either form of
+ * the generation history. */
+#define OBJECT_LIFETIMES_HEAD                                                                    \
+    "CREATE VIEW object_lifetimes AS\n"                                                          \
+    "SELECT o.id AS id, o.type_id AS type_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"          \
+    "       o.size AS size, o.thread AS thread, th.name AS thread_name, o.heap AS heap,\n"       \
+    "       o.first_gc AS first_gc, o.died_gc AS died_gc,\n"                                     \
+    "       max(0, coalesce(o.died_gc, coalesce((SELECT max(gc) FROM gcs), 0) + 1)\n"           \
+    "              - o.first_gc) AS gcs_survived,\n"
+
+/* Each object's generations, from the generation changes (while recording, or when the writer
+ * never finished): a window over every change — correct, and slower than the rows built at the
+ * end. next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
+ * Two changes of one object in one GC (never sent) leave the later one, as the rows do. */
+static const char store_schema_derived_views[] =
+    "CREATE VIEW generation_change_rows AS\n"
+    "SELECT c.object_id AS object_id, c.generation AS generation, c.from_gc AS from_gc,\n"
+    "       c.chunk AS chunk, c.nth AS nth,\n"
+    "       lead(c.from_gc) OVER w AS next_gc,\n"
+    "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
+    "FROM (SELECT j.value AS object_id, g.generation AS generation, g.gc AS from_gc,\n"
+    "             g.rowid AS chunk, j.key AS nth\n"
+    "      FROM generation_changes g, json_each(g.ids) j) c\n"
+    "JOIN objects o ON o.id = c.object_id\n"
+    "WINDOW w AS (PARTITION BY c.object_id ORDER BY c.from_gc, c.chunk, c.nth);\n"
+    "\n"
+    "CREATE VIEW object_generations AS\n"
+    "SELECT object_id, generation, from_gc, until_gc FROM generation_change_rows;\n"
+    "\n"
+    OBJECT_LIFETIMES_HEAD
+    "       f.generation AS final_generation\n"
+    "FROM objects o\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread\n"
+    "LEFT JOIN (SELECT object_id, generation FROM generation_change_rows WHERE next_gc IS NULL) f\n"
+    "  ON f.object_id = o.id;\n";
+
+/* The same views over the rows built at the end (store_schema_materialise swaps them in). */
+static const char store_schema_final_views[] =
+    "DROP VIEW object_lifetimes;\n"
+    "DROP VIEW object_generations;\n"
+    "DROP VIEW generation_change_rows;\n"
+    "CREATE VIEW object_generations AS\n"
+    "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows;\n"
+    "\n"
+    OBJECT_LIFETIMES_HEAD
+    "       (SELECT og.generation FROM object_generation_rows og WHERE og.object_id = o.id\n"
+    "        ORDER BY og.from_gc DESC LIMIT 1) AS final_generation\n"
+    "FROM objects o\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
+
+/* Builds object_generation_rows from generation_changes in one sorted pass, empties
+ * generation_changes, and points the views at the rows. */
+static const char store_schema_materialise_sql[] =
+    "INSERT OR REPLACE INTO object_generation_rows (object_id, generation, from_gc, until_gc)\n"
+    "SELECT object_id, generation, from_gc, until_gc FROM generation_change_rows\n"
+    "ORDER BY object_id, from_gc, chunk, nth;\n"
+    "DELETE FROM generation_changes;\n";
 
 static const char store_schema_views[] =
     /* A row per reference, as the references were stored before they moved into
@@ -235,18 +307,6 @@ static const char store_schema_views[] =
     "JOIN objects o ON o.id = og.object_id\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "GROUP BY g.gc, og.generation, o.type_id;\n"
-    "\n"
-    "CREATE VIEW object_lifetimes AS\n"
-    "SELECT o.id AS id, o.type_id AS type_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"
-    "       o.size AS size, o.thread AS thread, th.name AS thread_name, o.heap AS heap,\n"
-    "       o.first_gc AS first_gc, o.died_gc AS died_gc,\n"
-    "       max(0, coalesce(o.died_gc, coalesce((SELECT max(gc) FROM gcs), 0) + 1)\n"
-    "              - o.first_gc) AS gcs_survived,\n"
-    "       (SELECT og.generation FROM object_generations og WHERE og.object_id = o.id\n"
-    "        ORDER BY og.from_gc DESC LIMIT 1) AS final_generation\n"
-    "FROM objects o\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
     "\n"
     "CREATE VIEW snapshot_contents AS\n"
     "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
@@ -333,6 +393,7 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
     if (!store_sql_exec(db, path, "BEGIN", error))
         goto out;
     if (!store_sql_exec(db, path, store_schema_tables, error) ||
+        !store_sql_exec(db, path, store_schema_derived_views, error) ||
         !store_sql_exec(db, path, store_schema_views, error) ||
         !store_sql_exec(db, path, ids, error)) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -343,6 +404,19 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
     ok = TRUE;
 out:
     return ok;
+}
+
+gboolean store_schema_materialise(sqlite3 *db, const char *path, GError **error)
+{
+    if (!store_sql_exec(db, path, "BEGIN", error))
+        return FALSE;
+    if (!store_sql_exec(db, path, store_schema_materialise_sql, error) ||
+        !store_sql_exec(db, path, store_schema_final_views, error) ||
+        !store_sql_exec(db, path, "COMMIT", error)) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error)

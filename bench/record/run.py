@@ -20,6 +20,9 @@ Each mode runs --runs times, interleaved; medians are printed. Figures, per case
                   objects (heap)
   finish          the program's exit wait for the collector (collector_exit_wait_ns) and the
                   writer's finishing time after the run's end (writer_finish_ns)
+  writer CPU      the writer's CPU time (user + system) while the program ran, per object stored
+                  (writer_run_cpu_ns / objects rows), and after RUN_END (writer_finish_cpu_ns):
+                  the steady figure when other processes share the machine
   peak RSS        of the program (plain: /usr/bin/time; recorded: the collector's
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
   GC pause        workload: p50/p99 of gen0 and gen1 pauses (the program's own sampler) per mode,
@@ -145,6 +148,7 @@ def counters_of(db):
         k = dict(c.execute("SELECT name, value FROM counters").fetchall())
         k["status"] = c.execute("SELECT status FROM run").fetchone()[0]
         k["gcs"] = c.execute("SELECT count(*) FROM gcs").fetchone()[0]
+        k["survivors"] = c.execute("SELECT count(*) FROM objects").fetchone()[0]
         try:
             k["snapshot_objects"] = c.execute("SELECT coalesce(sum(objects), 0) FROM snapshots").fetchone()[0]
             k["snapshot_bytes"] = c.execute(
@@ -265,6 +269,12 @@ def report(case, results):
         print(f"database: {mib(size)}, {size / seen if seen else float('nan'):.2f} bytes per allocation")
     print(f"finishing: program's exit waited {k.get('collector_exit_wait_ns', 0) / 1e6:.0f} ms for "
           f"the collector; writer finished {k.get('writer_finish_ns', 0) / 1e6:.0f} ms after the run's end")
+    run_cpu = statistics.median(r["k"].get("writer_run_cpu_ns", 0) for r in results["recorded"])
+    fin_cpu = statistics.median(r["k"].get("writer_finish_cpu_ns", 0) for r in results["recorded"])
+    surv = k.get("survivors", 0)
+    print(f"writer CPU (median): {run_cpu / 1e9:.2f} s while the program ran "
+          f"({run_cpu / 1e3 / surv if surv else float('nan'):.2f} us per surviving object, "
+          f"{surv:,} objects), {fin_cpu / 1e9:.2f} s finishing")
     plain_rss = statistics.median(r["rss_kib"] for r in results["plain"]) * 1024
     print(f"peak RSS: program plain {mib(plain_rss)}, recorded "
           f"{mib(k.get('program_peak_rss_bytes', 0))}; writer {mib(k.get('writer_peak_rss_bytes', 0))}")
