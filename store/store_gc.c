@@ -19,7 +19,7 @@
  * so the work of a GC follows its survivors, promotions and deaths. Only appends, and an UPDATE
  * per death: a generation change is a number in a JSON array, and each object's generation
  * history (object_generations, with until_gc) is built from them once, in one sorted pass, when
- * the writer finishes (store_schema_materialise); until then the view derives it.
+ * the writer finishes (store_history_build); until then the view derives it.
  *
  * A snapshot lives and dies with its GC: rolled back with it, and committed only by its GC_END.
  * A record that names another GC than the open one is skipped and counted as a writer anomaly;

@@ -185,15 +185,25 @@ gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t siz
 /* The record type's name ("GC_END"), or NULL for an unknown type. */
 const char *store_stream_record_name(uint16_t type);
 
+/* Sorts `n` items of `size` bytes by the uint64 at offset `key` within each, stably (LSD radix,
+ * store_snapshot.c). */
+void store_radix_sort(void *items, size_t n, size_t size, size_t key);
+
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
 /* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the
  * schema, application_id and user_version in one transaction. */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
-/* Builds each object's generation history (object_generation_rows) from the generation changes
- * in one transaction, empties generation_changes and points object_generations and
- * object_lifetimes at the rows. A file whose writer never got here keeps the derived views. */
-gboolean store_schema_materialise(sqlite3 *db, const char *path, GError **error);
+/* Empties generation_changes and points object_generations and object_lifetimes at
+ * object_generation_rows (inside the caller's transaction: store_history_build). */
+gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error);
+
+/* ---- store_history.c ---------------------------------------------------------------------- */
+
+/* Builds each object's generation history (object_generation_rows) from the GCs' generation
+ * changes in one sorted pass and one transaction, then store_schema_use_history_rows. A file
+ * whose writer never got here keeps the derived views, which answer the same. */
+gboolean store_history_build(sqlite3 *db, const char *path, GError **error);
 /* Builds the indexes that are cheaper to build once at the end than to maintain while
  * ingesting (IF NOT EXISTS: harmless when they exist). */
 gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error);

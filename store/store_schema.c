@@ -111,7 +111,7 @@ static const char store_schema_tables[] =
     /* Generation changes as the GCs made them, appended: the ids of the objects that hold
      * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
      * promotions), a JSON array per row. Moved into object_generation_rows when the writer
-     * finishes (store_schema_materialise). */
+     * finishes (store_history_build). */
     "CREATE TABLE generation_changes (\n"
     "  gc INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"
@@ -226,7 +226,7 @@ static const char store_schema_derived_views[] =
     "LEFT JOIN (SELECT object_id, generation FROM generation_change_rows WHERE next_gc IS NULL) f\n"
     "  ON f.object_id = o.id;\n";
 
-/* The same views over the rows built at the end (store_schema_materialise swaps them in). */
+/* The same views over the rows built at the end (store_schema_use_history_rows swaps them in). */
 static const char store_schema_final_views[] =
     "DROP VIEW object_lifetimes;\n"
     "DROP VIEW object_generations;\n"
@@ -240,14 +240,6 @@ static const char store_schema_final_views[] =
     "FROM objects o\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
-
-/* Builds object_generation_rows from generation_changes in one sorted pass, empties
- * generation_changes, and points the views at the rows. */
-static const char store_schema_materialise_sql[] =
-    "INSERT OR REPLACE INTO object_generation_rows (object_id, generation, from_gc, until_gc)\n"
-    "SELECT object_id, generation, from_gc, until_gc FROM generation_change_rows\n"
-    "ORDER BY object_id, from_gc, chunk, nth;\n"
-    "DELETE FROM generation_changes;\n";
 
 static const char store_schema_views[] =
     /* A row per reference, as the references were stored before they moved into
@@ -406,17 +398,10 @@ out:
     return ok;
 }
 
-gboolean store_schema_materialise(sqlite3 *db, const char *path, GError **error)
+gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error)
 {
-    if (!store_sql_exec(db, path, "BEGIN", error))
-        return FALSE;
-    if (!store_sql_exec(db, path, store_schema_materialise_sql, error) ||
-        !store_sql_exec(db, path, store_schema_final_views, error) ||
-        !store_sql_exec(db, path, "COMMIT", error)) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-        return FALSE;
-    }
-    return TRUE;
+    return store_sql_exec(db, path, "DELETE FROM generation_changes", error) &&
+           store_sql_exec(db, path, store_schema_final_views, error);
 }
 
 gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error)
