@@ -204,9 +204,6 @@ gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **e
  * changes in one sorted pass and one transaction, then store_schema_use_history_rows. A file
  * whose writer never got here keeps the derived views, which answer the same. */
 gboolean store_history_build(sqlite3 *db, const char *path, GError **error);
-/* Builds the indexes that are cheaper to build once at the end than to maintain while
- * ingesting (IF NOT EXISTS: harmless when they exist). */
-gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error);
 
 /* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);

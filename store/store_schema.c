@@ -119,13 +119,14 @@ static const char store_schema_tables[] =
     "  ids TEXT NOT NULL\n"
     ");\n"
     /* Each object's generation history with its end, built from generation_changes at the end
-     * of the recording; empty before (the view object_generations derives it then). */
+     * of the recording; empty before (the view object_generations derives it then). Keyed by
+     * GC: "alive after GC n" is a range of the key, and the rows are written in key order. */
     "CREATE TABLE object_generation_rows (\n"
     "  object_id INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"
     "  from_gc INTEGER NOT NULL,\n"
     "  until_gc INTEGER,\n"
-    "  PRIMARY KEY (object_id, from_gc)\n"
+    "  PRIMARY KEY (from_gc, object_id)\n"
     ") WITHOUT ROWID;\n"
     /* Heap snapshots. The two big tables are WITHOUT ROWID, keyed by what they are read by, and
      * written in key order (store_snapshot.c sorts a snapshot before writing it), so their pages
@@ -174,17 +175,6 @@ static const char store_schema_tables[] =
     "  destroyed_after_gc INTEGER\n"
     ");\n"
     "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
-
-/* Built at the end of the recording (store_schema_finish_indexes): maintaining them while
- * ingesting costs more than building them once. A database whose writer was killed lacks them;
- * queries are still correct, only slower. */
-static const char store_schema_late_indexes[] =
-    /* SQLite sorts the index entries in runs of at most cache_size: a small cache makes several
-     * runs that fit the CPU caches, then merges them (with a helper thread when one is free) —
-     * twice as fast as one huge in-memory sort (bench/store, `snapshot`). */
-    "PRAGMA cache_size = -2000;\n"
-    "PRAGMA threads = 2;\n"
-    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generation_rows (from_gc);\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
@@ -235,11 +225,13 @@ static const char store_schema_final_views[] =
     "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows;\n"
     "\n"
     OBJECT_LIFETIMES_HEAD
-    "       (SELECT og.generation FROM object_generation_rows og WHERE og.object_id = o.id\n"
-    "        ORDER BY og.from_gc DESC LIMIT 1) AS final_generation\n"
+    "       f.generation AS final_generation\n"
     "FROM objects o\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
+    "LEFT JOIN threads th ON th.os_tid = o.thread\n"
+    /* An object's latest row ends at its death (NULL: alive); an earlier one at the next
+     * change, which never falls in the GC that collected it. */
+    "LEFT JOIN object_generation_rows f ON f.object_id = o.id AND f.until_gc IS o.died_gc;\n";
 
 static const char store_schema_views[] =
     /* A row per reference, as the references were stored before they moved into
@@ -402,11 +394,6 @@ gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **e
 {
     return store_sql_exec(db, path, "DELETE FROM generation_changes", error) &&
            store_sql_exec(db, path, store_schema_final_views, error);
-}
-
-gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error)
-{
-    return store_sql_exec(db, path, store_schema_late_indexes, error);
 }
 
 /* Reads one integer pragma; -1 when it cannot be read. */
