@@ -208,13 +208,15 @@ static const char store_schema_derived_views[] =
     "CREATE VIEW object_generations AS\n"
     "SELECT object_id, generation, from_gc, until_gc FROM generation_change_rows;\n"
     "\n"
+    /* Every object has a change (its first generation is written with its row), so the
+     * latest changes, in one pass, find every object by its key (CROSS JOIN keeps that order:
+     * the other one would scan the derived rows once per object). */
     OBJECT_LIFETIMES_HEAD
     "       f.generation AS final_generation\n"
-    "FROM objects o\n"
+    "FROM (SELECT object_id, generation FROM generation_change_rows WHERE next_gc IS NULL) f\n"
+    "CROSS JOIN objects o ON o.id = f.object_id\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread\n"
-    "LEFT JOIN (SELECT object_id, generation FROM generation_change_rows WHERE next_gc IS NULL) f\n"
-    "  ON f.object_id = o.id;\n";
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
 
 /* The same views over the rows built at the end (store_schema_use_history_rows swaps them in). */
 static const char store_schema_final_views[] =
@@ -229,9 +231,10 @@ static const char store_schema_final_views[] =
     "FROM objects o\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = o.thread\n"
-    /* An object's latest row ends at its death (NULL: alive); an earlier one at the next
-     * change, which never falls in the GC that collected it. */
-    "LEFT JOIN object_generation_rows f ON f.object_id = o.id AND f.until_gc IS o.died_gc;\n";
+    /* Each object's latest row (SQLite: a bare column next to max() comes from the row that
+     * holds the max), in one pass over the rows, joined through an automatic index. */
+    "LEFT JOIN (SELECT object_id, generation, max(from_gc) FROM object_generation_rows\n"
+    "           GROUP BY object_id) f ON f.object_id = o.id;\n";
 
 static const char store_schema_views[] =
     /* A row per reference, as the references were stored before they moved into
