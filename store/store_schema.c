@@ -481,7 +481,8 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     }
     version = store_db_pragma_int(db, "PRAGMA user_version");
     if (version >= 0 && version < STORE_SCHEMA_VERSION) {
-        /* Schema 1 had a row per allocation; its tables cannot answer as schema 2 does. */
+        /* Schema 1 had a row per allocation, schema 2 object_generations as a table updated per
+         * promotion: their files cannot answer as schema 3 does. */
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
                     "%s was recorded by an older heaplens (schema %" G_GINT64_FORMAT
                     "); record it again",
