@@ -269,6 +269,8 @@ static const struct {
     {"writer_peak_rss_bytes", "the writer's peak memory (resident)"},
     {"program_peak_rss_bytes", "the program's peak memory (resident, heaplens included)"},
     {"writer_finish_ns", "the writer's time from the end of the run to its last commit"},
+    {"writer_run_cpu_ns", "the writer's CPU time while the program ran"},
+    {"writer_finish_cpu_ns", "the writer's CPU time after the end of the run (finishing)"},
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
 };
 
