@@ -63,6 +63,8 @@ enum {
 };
 /* COR_PRF_HIGH_MONITOR (high event mask, SetEventMask2's second argument). */
 enum {
+    COR_PRF_HIGH_BASIC_GC = 0x00000010, /* GarbageCollectionStarted/Finished, generation bounds */
+    COR_PRF_HIGH_MONITOR_GC_MOVED_OBJECTS = 0x00000020, /* MovedReferences(2): see profiler.c, modes */
     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED = 0x00000040, /* ObjectAllocated for LOH only */
     COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED = 0x00000100, /* ... for POH only (.NET 7+) */
 };
@@ -113,6 +115,7 @@ enum {
     INFO_ForceGC = 28,
     INFO_GetClassIDInfo2 = 41,
     INFO_GetGenerationBounds = 54,
+    INFO_GetObjectGeneration = 55,
     INFO_RequestProfilerDetach = 58, /* ICorProfilerInfo3 */
     INFO_GetRuntimeInformation = 67,
     INFO_EnumThreads = 71, /* ICorProfilerInfo4 */

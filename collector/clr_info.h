@@ -86,6 +86,13 @@ static inline HRESULT info_force_gc(ICorProfilerInfo *i) {
 typedef HRESULT (*clr_stack_snapshot_fn)(FunctionID function, UINT_PTR ip, UINT_PTR frame_info,
                                          uint32_t context_size, uint8_t *context, void *data);
 /* The calling thread's own stack when thread is 0 (a synchronous snapshot). */
+/* range->generation: 0..2, 3 LOH, 4 POH. */
+static inline HRESULT info_get_object_generation(ICorProfilerInfo *i, ObjectID o,
+                                                 COR_PRF_GC_GENERATION_RANGE *range) {
+    return CLR_CALL(i, INFO_GetObjectGeneration,
+                    HRESULT (*)(ICorProfilerInfo *, ObjectID, COR_PRF_GC_GENERATION_RANGE *), o,
+                    range);
+}
 static inline HRESULT info_do_stack_snapshot(ICorProfilerInfo *i, ThreadID thread,
                                              clr_stack_snapshot_fn fn, uint32_t flags, void *data) {
     return CLR_CALL(i, INFO_DoStackSnapshot,

@@ -53,6 +53,10 @@ typedef struct hl_profiler {
     uint32_t snapshot_every;    /* N of every:N */
     atomic_bool snapshot_requested; /* heaplens snapshot PID: the next GC takes one */
     bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */
+    bool walk_on_demand;        /* the mode has MONITOR_GC only during the GCs that walk
+                                 * (profiler.c, modes): no handle lifetimes */
+    bool walk_toggles;          /* ... and the runtime allows it (the EventPipe session runs) */
+    bool walk_on;               /* MONITOR_GC is on now (changed on GC threads only) */
     hl_sampling sampling;       /* the EventPipe session (eventpipe.h) */
 
     atomic_flag names_lock;

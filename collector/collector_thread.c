@@ -749,7 +749,8 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
             "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f "
             "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_dropped=%llu "
-            "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x)\n",
+            "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
+            "walk_us_per_sample=%.1f frames_per_walk=%.1f\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
@@ -763,7 +764,12 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             (unsigned long long)atomic_load(&p->sampling.dropped), c->frames.n_frames,
             c->frames.n_stacks, (unsigned long long)c->frames.unresolved,
             (unsigned long long)atomic_load(&p->sampling.walk_failures),
-            (unsigned)atomic_load(&p->sampling.walk_failure_hr));
+            (unsigned)atomic_load(&p->sampling.walk_failure_hr),
+            c->samples_taken ? atomic_load(&p->sampling.walk_ns) / 1e3 / (double)c->samples_taken
+                             : 0.0,
+            c->samples_taken
+                ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
+                : 0.0);
     if (p->gcs.discover)
         fprintf(stderr,
                 "heaplens: discovery: found=%llu new=%llu pause_ms=%.2f (%.1f ns per found "

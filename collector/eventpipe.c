@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collector/collector.h"
 
@@ -48,8 +49,11 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
     }
     stack_walk w;
     w.n = w.total = 0;
-    if (walk) {
+    if (walk && !p->sampling.no_walk) {
+        uint64_t t0 = hl_now_ns();
         HRESULT hr = info_do_stack_snapshot(p->info, 0, on_stack_frame, 0, &w);
+        atomic_fetch_add_explicit(&p->sampling.walk_ns, hl_now_ns() - t0, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->sampling.walk_frames, w.total, memory_order_relaxed);
         if (HR_FAILED(hr)) {
             atomic_fetch_add_explicit(&p->sampling.walk_failures, 1, memory_order_relaxed);
             atomic_store_explicit(&p->sampling.walk_failure_hr, (uint32_t)hr, memory_order_relaxed);
@@ -64,13 +68,107 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
         atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
 }
 
-void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object) {
+/* The collector's own sampler (full mode): every allocated byte is a sampling point with
+ * p = 1/102400, as in the runtime's AllocationSampled, so the same estimator applies. The runtime
+ * would draw a new random distance (a log) after every allocation that takes its slow path — and
+ * ObjectAllocated sends every allocation down it: that draw alone cost more than the walks
+ * (perf: libm's log at 6-7% of the recording's CPU). Here the thread counts its bytes down and
+ * draws once per sample. */
+typedef struct sampler_state {
+    uint64_t rng;   /* xorshift64* state, 0 until the thread's first allocation */
+    uint64_t left;  /* bytes until the next sampling point (>= 1) */
+} sampler_state;
+static _Thread_local sampler_state tls_sampler; /* one TLS lookup per allocation: by pointer */
+
+static uint64_t next_random(sampler_state *t) {
+    uint64_t x = t->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static void sampler_seed(sampler_state *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now); /* vDSO: no system call */
+    uint64_t z = (uint64_t)now.tv_nsec ^ ((uint64_t)now.tv_sec << 30) ^ (uint64_t)(uintptr_t)t;
+    z += 0x9E3779B97F4A7C15ull; /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    t->rng = z ? z : 1;
+    t->left = hl_sample_distance(next_random(t), HL_ALLOC_SAMPLED_MEAN_BYTES);
+}
+
+static uint32_t heap_kind_of(hl_profiler *p, ObjectID object, uint64_t size) {
+    COR_PRF_GC_GENERATION_RANGE range;
+    if (!HR_FAILED(info_get_object_generation(p->info, object, &range))) {
+        if (range.generation == 3)
+            return 1; /* AllocationKind: large */
+        if (range.generation == 4)
+            return 2; /* pinned */
+        return 0;
+    }
+    return size >= 85000 ? 1 : 0; /* the default LOH threshold */
+}
+
+static void own_sample(hl_profiler *p, ObjectID object, ClassID class_id, uint64_t size) {
+    sampler_state *t = &tls_sampler;
+    if (__builtin_expect(t->left > size, 1)) {
+        t->left -= size;
+        return;
+    }
+    if (!t->rng) { /* the thread's first allocation: start its count */
+        sampler_seed(t);
+        if (t->left > size) {
+            t->left -= size;
+            return;
+        }
+    }
+    /* This object holds the sampling point. The distance after it is geometric again (no
+     * memory), measured from the object's end. */
+    t->left = hl_sample_distance(next_random(t), HL_ALLOC_SAMPLED_MEAN_BYTES);
+    atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
+    hl_sample_payload s = {.kind = heap_kind_of(p, object, size), .class_id = class_id,
+                           .address = object, .size = size};
+    sample_push(p, &s, true);
+}
+
+void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id,
+                                      uint64_t size) {
+    if (p->sampling.own_sampler) {
+        own_sample(p, object, class_id, size);
+        return;
+    }
     if (!tls_sample.waiting)
         return;
     tls_sample.waiting = false;
     /* Another address: the sampled object was allocated on a path without ObjectAllocated
      * (.NET 10 boxes and delegates): kept without a stack. */
     sample_push(p, &tls_sample.s, tls_sample.s.address == object);
+}
+
+/* A GC thread, inside the GC: the ranges go to the GC capture in batches from this stack. A
+ * payload not understood makes the GC incomplete (its survivors are unknown). */
+static void ranges_deliver(hl_profiler *p, const uint8_t *data, uint32_t size, uint32_t event_id) {
+    hl_ranges_payload r;
+    if (!hl_parse_ranges(data, size, event_id, &r)) {
+        hl_gc_mark_incomplete(&p->gcs);
+        return;
+    }
+    enum { BATCH = 128 };
+    ObjectID old_starts[BATCH], new_starts[BATCH];
+    SIZE_T lengths[BATCH];
+    for (uint32_t i = 0; i < r.count;) {
+        uint32_t n = 0;
+        for (; n < BATCH && i < r.count; n++, i++) {
+            uint64_t o, nw, len;
+            hl_ranges_at(&r, i, &o, &nw, &len);
+            old_starts[n] = o, new_starts[n] = nw, lengths[n] = len;
+        }
+        hl_gc_on_ranges(&p->gcs, n, old_starts, r.moved ? new_starts : NULL, lengths);
+    }
 }
 
 /* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample
@@ -83,6 +181,11 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
     (void)provider, (void)metadata_size, (void)metadata, (void)activity, (void)related_activity;
     (void)thread, (void)frame_count, (void)frames;
     /* Only the runtime provider is enabled in our session: the event id says what it is. */
+    if (event_id == HL_EVENT_GC_BULK_MOVED_RANGES || event_id == HL_EVENT_GC_BULK_SURVIVING_RANGES) {
+        if (p->active && p->sampling.ranges)
+            ranges_deliver(p, data, data_size, event_id);
+        return S_OK;
+    }
     uint32_t source = p->sampling.source;
     if (!p->active || !source)
         return S_OK;
@@ -116,12 +219,34 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
     return S_OK;
 }
 
-int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
+int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t extra_keywords) {
     /* Stacks: walked at ObjectAllocated, so only where it is on (full mode). */
     p->sampling.walk_at_object_allocated = mode == HL_MODE_FULL;
     const char *at = getenv("HEAPLENS_WALK_AT");
     if (at && strcmp(at, "event") == 0)
         p->sampling.walk_at_object_allocated = false;
+    const char *walk = getenv("HEAPLENS_STACK_WALK"); /* benchmark: the walk's share */
+    p->sampling.no_walk = walk && strcmp(walk, "off") == 0;
+    /* Full mode sees every allocation in ObjectAllocated: the collector samples there itself,
+     * on every runtime, without the session (HEAPLENS_FULL_SAMPLER=eventpipe: the runtime's). */
+    const char *sampler = getenv("HEAPLENS_FULL_SAMPLER");
+    p->sampling.own_sampler = mode == HL_MODE_FULL && p->sampling.walk_at_object_allocated &&
+                              !(sampler && strcmp(sampler, "eventpipe") == 0);
+    if (p->sampling.own_sampler) {
+        DWORD low = 0, high = 0;
+        HRESULT hr = info_get_event_mask2(p->info, &low, &high);
+        if (!HR_FAILED(hr))
+            hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT, high);
+        if (HR_FAILED(hr)) {
+            p->sampling.own_sampler = false;
+            p->sampling.failure_hr = (uint32_t)hr;
+            return -1;
+        }
+        p->sampling.source = HL_SAMPLE_SOURCE_OBJECT_ALLOCATED; /* AllocationSampled's statistics */
+        return 0;
+    }
+    if (!samples && !extra_keywords)
+        return 0; /* nothing asked for */
     if (p->info_version < 12)
         return -1;
     int major = atoi(p->runtime_version);
@@ -130,6 +255,8 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
     const char *forced = getenv("HEAPLENS_SAMPLE_SOURCE"); /* tests: force the fallback */
     if (forced && strcmp(forced, "tick") == 0)
         source = HL_SAMPLE_SOURCE_ALLOCATION_TICK;
+    if (!samples)
+        source = HL_SAMPLE_SOURCE_NONE;
     DWORD low = 0, high = 0;
     HRESULT hr = info_get_event_mask2(p->info, &low, &high);
     if (!HR_FAILED(hr))
@@ -142,12 +269,14 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
     static const WCHAR provider[] = {'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i',
                                      'n', 'd', 'o', 'w', 's', '-', 'D', 'o', 't', 'N', 'E', 'T',
                                      'R', 'u', 'n', 't', 'i', 'm', 'e', 0};
+    uint64_t keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
+                        : source == HL_SAMPLE_SOURCE_ALLOCATION_TICK  ? KEYWORD_GC
+                                                                       : 0;
     COR_PRF_EVENTPIPE_PROVIDER_CONFIG config = {
         .provider_name = provider,
-        .keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
-                                                                  : KEYWORD_GC,
-        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? LEVEL_INFORMATIONAL
-                                                                       : LEVEL_VERBOSE,
+        .keywords = keywords | extra_keywords,
+        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_TICK ? LEVEL_VERBOSE
+                                                                     : LEVEL_INFORMATIONAL,
     };
     /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
     p->sampling.source = source;
@@ -159,15 +288,15 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode) {
         return -1;
     }
     p->sampling.session = session;
-    p->sampling.session_open = true;
+    p->sampling.session_on = true;
     return 0;
 }
 
 /* The source stays: the samples still in the buffers (the tail interval's) are sent with it.
  * Callers turn the callbacks off first (p->active), so a late event is ignored. */
 void hl_eventpipe_stop(hl_profiler *p) {
-    if (!p->sampling.session_open)
+    if (!p->sampling.session_on)
         return;
     info_event_pipe_stop_session(p->info, p->sampling.session);
-    p->sampling.session_open = false;
+    p->sampling.session_on = false;
 }

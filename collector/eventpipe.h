@@ -6,8 +6,9 @@
  * Source by runtime: AllocationSampled (.NET 10+: keyword 0x80000000000, level 4; every
  * allocated byte sampled with p = 1/102400, so an unbiased estimate) or, on older runtimes,
  * GCAllocationTick (GCKeyword 0x1, level 5: the allocation that crossed each ~100 KB of
- * allocation; biased toward large objects). Each event comes with the managed stack the
- * runtime walked for it (instruction pointers, innermost first).
+ * allocation; biased toward large objects). The events come without a stack: the collector
+ * walks it (DoStackSnapshot). Full mode uses no session: the collector draws the same sampling
+ * itself in ObjectAllocated (hl_eventpipe_on_object_allocated), on every runtime.
  *
  * The callback copies the sample (type, size, address, heap, frames) into the thread's buffer
  * chunk (thread_buffers.h, HL_EV_SAMPLE events) and returns: no lock, no allocation, no system
@@ -27,34 +28,58 @@
 #define HL_ALLOC_SAMPLED_MEAN_BYTES 102400u /* AllocationSampled: mean distance between samples */
 
 typedef struct hl_sampling {
-    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no session); kept after the
-                                 * stop: the last interval's samples are of this source */
+    uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no samples); kept after the stop:
+                                 * the last interval's samples are of this source */
+    bool session_on;            /* a session runs (for samples, GC survivor ranges, or both) */
+    bool ranges;                /* GC survivor ranges come from the session (profiler.c, modes) */
     bool walk_at_object_allocated; /* full mode: stacks walked at the object's ObjectAllocated */
+    bool own_sampler;           /* full mode: the collector draws the samples in ObjectAllocated
+                                 * itself (same statistics as AllocationSampled), no session */
+    bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
     EVENTPIPE_SESSION session;
-    bool session_open;          /* between a successful start and hl_eventpipe_stop */
     uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
     atomic_uint_fast64_t seen;    /* sample events delivered */
     atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
     atomic_uint_fast64_t walk_failures; /* ... whose stack DoStackSnapshot refused (kept, no stack) */
     _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
+    atomic_uint_fast64_t walk_ns;       /* time inside DoStackSnapshot, all threads */
+    atomic_uint_fast64_t walk_frames;   /* frames it reported */
 } hl_sampling;
 
 struct hl_profiler;
 
+/* The runtime provider's GCHeapSurvivalAndMovement keyword. Its only use here: while a session
+ * has it on (level Informational), the runtime reports every GC's survivor ranges, sweeping
+ * GCs' included, to a profiler that asked only for COR_PRF_HIGH_MONITOR_GC_MOVED_OBJECTS
+ * (gcenv.ee.cpp DiagWalkSurvivors/DiagWalkUOHSurvivors: ETW::GCLog::ShouldTrackMovementForEtw;
+ * eventtrace.cpp ETW::GCLog::MovedReference notifies the profiler too). The GCBulk*ObjectRanges
+ * events it also produces are ignored by the callback. */
+#define HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT 0x400000ull
+#define HL_EVENT_GC_BULK_SURVIVING_RANGES 21u
+#define HL_EVENT_GC_BULK_MOVED_RANGES 22u
+
 /* Starts the session for `mode` (HL_MODE_FULL, _SAMPLED or _ATTACH) on the profiler's runtime:
  * adds COR_PRF_HIGH_MONITOR_EVENT_PIPE to the event mask (keeping the rest) and enables the
- * runtime provider. Call from Initialize or InitializeForAttach after SetEventMask2. Returns 0,
- * or -1 when the runtime has no ICorProfilerInfo12 or refused (p->sampling.failure_hr says why);
- * recording goes on without samples then. */
-int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode);
+ * runtime provider: the allocation samples' keyword when `samples`, and `extra_keywords`.
+ * Call from Initialize or InitializeForAttach after SetEventMask2. Returns 0, or -1 when the
+ * runtime has no ICorProfilerInfo12 or refused (p->sampling.failure_hr says why); recording
+ * goes on without samples then. */
+int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode, bool samples, uint64_t extra_keywords);
 /* Stops the session (before detach). */
 void hl_eventpipe_stop(struct hl_profiler *p);
 
-/* ObjectAllocated (full mode) calls this first: when the calling thread's last sample is this
- * object, its stack is walked here, where DoStackSnapshot is allowed (inside the EventPipe
- * callback the runtime refuses it), and the sample is pushed. */
-void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object);
+/* ObjectAllocated (full mode) calls this first, with the object's class and size. With the
+ * collector's own sampler (the default in full mode) it counts the thread's bytes down to the
+ * next sampling point and, when the object holds that point, walks the stack and pushes the
+ * sample. With the EventPipe sampler (HEAPLENS_FULL_SAMPLER=eventpipe): when the calling thread's
+ * last sample event is this object, its stack is walked here and the sample is pushed. */
+void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object, ClassID class_id,
+                                      uint64_t size);
+
+/* The next sampling distance in bytes: geometric with mean `mean` (each byte a sampling point
+ * with p = 1/mean), from the uniform 64-bit random `u`. Pure (tests/unit/collector). */
+uint64_t hl_sample_distance(uint64_t u, uint64_t mean);
 
 /* ICorProfilerCallback10::EventPipeEventDelivered. */
 HRESULT hl_eventpipe_on_event(struct hl_profiler *p, UINT_PTR provider, DWORD event_id,
@@ -76,5 +101,17 @@ bool hl_parse_allocation_sampled(const uint8_t *data, uint32_t size, uint32_t ve
                                  hl_sample_payload *out);
 bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t version,
                               hl_sample_payload *out);
+
+/* GCBulkMovedObjectRanges / GCBulkSurvivingObjectRanges: the survivor ranges of a GC, the same
+ * ones (same calls, same order) the runtime gives a MONITOR_GC profiler as MovedReferences2 /
+ * SurvivingReferences2 (eventtrace.cpp ETW::GCLog::MovedReference feeds both). */
+typedef struct hl_ranges_payload {
+    bool moved;              /* moved (old, new, length) or surviving (start, length) */
+    uint32_t count;
+    const uint8_t *values;   /* packed, little endian; read with hl_ranges_at */
+} hl_ranges_payload;
+bool hl_parse_ranges(const uint8_t *data, uint32_t size, uint32_t event_id, hl_ranges_payload *out);
+void hl_ranges_at(const hl_ranges_payload *r, uint32_t i, uint64_t *old_start, uint64_t *new_start,
+                  uint64_t *length);
 
 #endif /* HEAPLENS_EVENTPIPE_H */

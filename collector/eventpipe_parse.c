@@ -1,5 +1,6 @@
-/* eventpipe_parse.c — the payloads of the runtime's allocation events (see eventpipe.h). Pure:
- * unit-tested without a runtime. */
+/* eventpipe_parse.c — the payloads of the runtime's allocation events and GC survivor range
+ * events, and the sampling distance (see eventpipe.h). Pure: unit-tested without a runtime. */
+#include <math.h>
 #include <string.h>
 
 #include "collector/eventpipe.h"
@@ -65,3 +66,34 @@ bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t versi
     return true;
 }
 
+
+/* GCBulkMovedObjectRanges (22) / GCBulkSurvivingObjectRanges (21), v0: Index u32, Count u32,
+ * ClrInstanceID u16, then Count values (packed): moved {OldRangeBase ptr, NewRangeBase ptr,
+ * RangeLength u64}, surviving {RangeBase ptr, RangeLength u64}. */
+bool hl_parse_ranges(const uint8_t *data, uint32_t size, uint32_t event_id, hl_ranges_payload *out) {
+    if (!data || size < 10 || (event_id != HL_EVENT_GC_BULK_MOVED_RANGES &&
+                               event_id != HL_EVENT_GC_BULK_SURVIVING_RANGES))
+        return false;
+    uint32_t stride = event_id == HL_EVENT_GC_BULK_MOVED_RANGES ? 24 : 16;
+    uint32_t count = read_u32(data + 4);
+    if (count > (size - 10) / stride)
+        return false;
+    *out = (hl_ranges_payload){.moved = stride == 24, .count = count, .values = data + 10};
+    return true;
+}
+
+void hl_ranges_at(const hl_ranges_payload *r, uint32_t i, uint64_t *old_start, uint64_t *new_start,
+                  uint64_t *length) {
+    const uint8_t *v = r->values + (size_t)i * (r->moved ? 24 : 16);
+    *old_start = read_u64(v);
+    *new_start = r->moved ? read_u64(v + 8) : *old_start;
+    *length = read_u64(v + (r->moved ? 16 : 8));
+}
+
+/* Geometric: the number of Bernoulli(1/mean) trials up to the first success. */
+uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
+    /* uniform in (0, 1]: never log(0) */
+    double uniform = ((double)(u >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+    double d = floor(log(uniform) / log1p(-1.0 / (double)mean)) + 1.0;
+    return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
+}

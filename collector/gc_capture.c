@@ -156,6 +156,14 @@ out:
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
 }
 
+void hl_gc_mark_incomplete(hl_gc_queue *q) {
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ;
+    if (q->current)
+        q->current->incomplete = true;
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
 /* Grows *buf to hold `need` more bytes; false when the memory is not there. */
 static bool grow(void **buf, size_t *cap, size_t len, size_t need, size_t elem) {
     if (len + need <= *cap)

@@ -131,6 +131,8 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
                      ULONG n_refs, const ObjectID *refs);
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
                      const ObjectID *new_starts, const SIZE_T *lengths);
+/* The current GC's survivors cannot be known (a range event not understood). */
+void hl_gc_mark_incomplete(hl_gc_queue *q);
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info);
 /* RuntimeResumeFinished: the end of the last finished GC's pause. */
 void hl_gc_on_resumed(hl_gc_queue *q, uint64_t now_ns);

@@ -41,16 +41,16 @@ static ULONG profiler_release(hl_profiler *self) { (void)self; return 1; }
 static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id) {
     if (!p->active)
         return S_OK;
-    if (p->stacks)
-        hl_eventpipe_on_object_allocated(p, object); /* a sample's stack, before its object */
+    SIZE_T size = 0;
+    info_get_object_size2(p->info, object, &size);
+    if (p->stacks) /* a sample (with its stack) goes before its object */
+        hl_eventpipe_on_object_allocated(p, object, class_id, size);
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
     if (!ring) {
         hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped; the id stays unused */
         return S_OK;
     }
-    SIZE_T size = 0;
-    info_get_object_size2(p->info, object, &size);
     hl_tbuf_count_allocation(ring);
     hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id,
                          .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, size)};
@@ -70,14 +70,17 @@ static void handle_event(hl_profiler *p, unsigned kind, GCHandleID handle, Objec
     hl_tbuf_push(ring, &ev);
 }
 
+/* With the heap walk on demand (sampled mode) the runtime reports handles only while MONITOR_GC
+ * is on, at some GCs: a partial record would be wrong, so none is kept; handles are known
+ * from the roots of the GCs that walk (as in attach mode). */
 static HRESULT on_handle_created(hl_profiler *p, GCHandleID handle, ObjectID initial) {
-    if (p->active)
+    if (p->active && !p->walk_on_demand)
         handle_event(p, HL_EV_HANDLE_CREATED, handle, initial);
     return S_OK;
 }
 
 static HRESULT on_handle_destroyed(hl_profiler *p, GCHandleID handle) {
-    if (p->active)
+    if (p->active && !p->walk_on_demand)
         handle_event(p, HL_EV_HANDLE_DESTROYED, handle, 0);
     return S_OK;
 }
@@ -125,6 +128,27 @@ static HRESULT on_runtime_resume_finished(hl_profiler *p) {
     return S_OK;
 }
 
+/* The heap walk on demand (sampled mode): COR_PRF_MONITOR_GC is on only during the GCs that
+ * need the runtime's walk (ObjectReferences, RootReferences2): the first GC and any whose
+ * discovery must start over, and snapshots. Turned on in GarbageCollectionStarted, before
+ * the runtime decides on anything that depends on it in this GC (gcenv.ee.cpp DiagGCStart
+ * checks it after the callback; DiagGCEnd's GCProfileWalkHeap at the end), and off again in
+ * GarbageCollectionFinished. SetEventMask2 is callable from any thread (an asynchronous entry
+ * point that takes no lock); turning MONITOR_GC on after startup is refused only while
+ * concurrent GC is enabled, and it never is here (Initialize had MONITOR_GC on, which turns
+ * it off for the life of the process: profilinghelper.cpp). A refusal makes the GC walk-less:
+ * its capture is then marked incomplete (no discovery, no snapshot) and counted. */
+static bool gc_walk_set(hl_profiler *p, bool on) {
+    DWORD low = 0, high = 0;
+    if (HR_FAILED(info_get_event_mask2(p->info, &low, &high)))
+        return false;
+    low = on ? low | COR_PRF_MONITOR_GC : low & ~(DWORD)COR_PRF_MONITOR_GC;
+    if (HR_FAILED(info_set_event_mask2(p->info, low, high)))
+        return false;
+    p->walk_on = on;
+    return true;
+}
+
 static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], uint32_t reason) {
     if (!p->active)
         return S_OK;
@@ -133,8 +157,12 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
                      atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend,
                      snapshot_policy, p);
     /* Exact here: no thread is inside ObjectAllocated while a GC starts. */
-    if (p->gcs.current)
-        p->gcs.current->drops_at_start = hl_tbufs_dropped(&p->rings);
+    hl_gc_capture *c = p->gcs.current;
+    if (c)
+        c->drops_at_start = hl_tbufs_dropped(&p->rings);
+    if (p->walk_toggles && c && (c->discover_walk || c->snapshot_trigger) && !p->walk_on &&
+        !gc_walk_set(p, true))
+        c->incomplete = true; /* no walk: discovery starts over at the next GC */
     return S_OK;
 }
 
@@ -155,16 +183,18 @@ static HRESULT on_root_references2(hl_profiler *p, ULONG count, ObjectID roots[]
     return S_OK;
 }
 
+/* With the heap walk on demand the ranges come from the EventPipe session instead (the same
+ * ones: eventpipe.h), at every GC; these callbacks (walk GCs only) would count them twice. */
 static HRESULT on_moved_references2(hl_profiler *p, ULONG count, ObjectID old_starts[],
                                     ObjectID new_starts[], SIZE_T lengths[]) {
-    if (p->active)
+    if (p->active && !p->sampling.ranges)
         hl_gc_on_ranges(&p->gcs, count, old_starts, new_starts, lengths);
     return S_OK;
 }
 
 static HRESULT on_surviving_references2(hl_profiler *p, ULONG count, ObjectID starts[],
                                         SIZE_T lengths[]) {
-    if (p->active)
+    if (p->active && !p->sampling.ranges)
         hl_gc_on_ranges(&p->gcs, count, starts, NULL, lengths);
     return S_OK;
 }
@@ -172,6 +202,8 @@ static HRESULT on_surviving_references2(hl_profiler *p, ULONG count, ObjectID st
 static HRESULT on_gc_finished(hl_profiler *p) {
     if (p->active)
         hl_gc_on_finished(&p->gcs, p->info);
+    if (p->walk_toggles && p->walk_on)
+        gc_walk_set(p, false); /* also in empty mode: after the first GC, as when recording */
     return S_OK;
 }
 
@@ -315,33 +347,56 @@ static size_t pool_bytes(void) {
  *            allocation down the runtime's slow path: 2-3x on allocation-heavy code; startup
  *            only, and it forbids detaching).
  *   sampled  no ObjectAllocated for small objects: identity comes from discovery after each GC
- *            (discovery.h); LOH and POH objects still by ObjectAllocated (HIGH_MONITOR_
+ *            (discovery.h), and the heap walk on demand (below); LOH and POH objects still
+ *            by ObjectAllocated (HIGH_MONITOR_
  *            LARGEOBJECT_ALLOCATED, HIGH_MONITOR_PINNEDOBJECT_ALLOCATED: those allocations never
  *            use an allocation context, they always take the allocator's slow path, so the
  *            callback adds no slow path; and they are condemned only by gen2 GCs, so without
  *            the callback they would stay unknown until the next one).
  *   attach   as sampled, with only flags allowed after attach (corprof.idl
  *            COR_PRF_ALLOWABLE_AFTER_ATTACH, COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH: not the POH
- *            one, so POH objects are found at gen2 GCs and snapshots). */
+ *            one, so POH objects are found at gen2 GCs and snapshots), with the heap walk on
+ *            demand as well (MONITOR_GC set in InitializeForAttach turns background GC off
+ *            until the detach).
+ *
+ * The heap walk on demand (`walk_on_demand`). COR_PRF_MONITOR_GC costs the runtime, at every
+ * GC, a walk of all of gen0 for ObjectsAllocatedByClass at its start (gcenv.ee.cpp
+ * DiagGCStart; the .NET 11 flag that skips it, dotnet/runtime PR #123177, is not honoured by
+ * 10.0.x: measured) and a scan of every root and handle at its end (GCProfileWalkHeap):
+ * gen0 pauses 4x longer than without a profiler on examples/Workload. Sampled mode needs
+ * neither except at the GCs that walk the heap, so it has MONITOR_GC on only at Initialize
+ * (which turns background GC off for the process, as before: the model cannot follow a
+ * background GC, whose survivors the runtime never tells a profiler) and during the GCs that
+ * walk (gc_walk_set). Every GC is followed with HIGH_BASIC_GC (started, finished, generation
+ * bounds), and its survivor ranges come from the in-process EventPipe session's keyword
+ * GCHeapSurvivalAndMovement (GCBulkMovedObjectRanges, GCBulkSurvivingObjectRanges: the same
+ * ranges MONITOR_GC gives, LOH/POH survivors included; eventpipe.h). Not from
+ * HIGH_MONITOR_GC_MOVED_OBJECTS: on .NET 5+ the runtime hands MovedReferences only to
+ * profilers with MONITOR_GC (profilepriv.inl ProfControlBlock::MovedReference filters on
+ * IsProfilerTrackingGC; measured on 10.0.12: no range reached the profiler). If the session
+ * cannot start, MONITOR_GC stays on and the ranges come from the callbacks (exact, slower).
+ * Handle lifetimes are not recorded in these modes (HandleCreated needs MONITOR_GC). */
 typedef struct hl_mode_spec {
     uint32_t mode; /* HL_MODE_* */
     const char *name;
     DWORD low, high;
     bool discover; /* identity by discovery after GCs, not by ObjectAllocated */
+    bool walk_on_demand; /* MONITOR_GC only at Initialize and the GCs that walk the heap */
 } hl_mode_spec;
 
 static const hl_mode_spec hl_modes[] = {
     {HL_MODE_FULL, "full",
      COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED | COR_PRF_MONITOR_GC |
          COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
-     0, false},
+     0, false, false},
     {HL_MODE_SAMPLED, "sampled",
      COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
-     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED,
-     true},
+     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED |
+         COR_PRF_HIGH_BASIC_GC,
+     true, true},
     {HL_MODE_ATTACH, "attach",
      COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
-     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED, true},
+     COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_BASIC_GC, true, true},
 };
 
 static const hl_mode_spec *mode_spec(uint32_t mode) {
@@ -422,11 +477,18 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         hl_session_reset(p);
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
+    p->walk_on_demand = spec->walk_on_demand;
     p->active = !p->empty;
     /* After `active`: the session may deliver events before it returns. Without it the run
-     * goes on without samples. */
-    if (p->stacks)
-        hl_eventpipe_start(p, p->mode);
+     * goes on without samples. The heap walk on demand needs the session's survivor keyword
+     * (also in empty mode: it is part of the runtime's cost); without it MONITOR_GC stays. */
+    uint64_t keywords = spec->walk_on_demand ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT : 0;
+    p->sampling.ranges = spec->walk_on_demand;
+    bool session = (p->stacks || keywords) &&
+                   hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
+    p->walk_on = true; /* MONITOR_GC is on until the first GC ends */
+    p->walk_toggles = spec->walk_on_demand && session && p->sampling.session_on;
+    p->sampling.ranges = p->walk_toggles; /* else from the profiler callbacks, MONITOR_GC kept */
     return S_OK;
 }
 

@@ -119,7 +119,8 @@ void hl_samples_send(collector *c, uint32_t gc, id_vec *samples) {
     if (c->p->stacks && (sp->source || samples->n)) {
         hl_alloc_samples head = {
             .gc = gc, .source = sp->source,
-            .mean_distance_bytes = sp->source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED
+            .mean_distance_bytes = sp->source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ||
+                                           sp->source == HL_SAMPLE_SOURCE_OBJECT_ALLOCATED
                                        ? HL_ALLOC_SAMPLED_MEAN_BYTES : 0,
             .samples_seen = atomic_load(&sp->seen),
             .samples_dropped = atomic_load(&sp->dropped) + c->samples_dropped_writer +

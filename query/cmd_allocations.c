@@ -1,30 +1,15 @@
 /* cmd_allocations.c — `heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]`:
  * allocated count and bytes per type, most bytes first. */
 #include "query/commands.h"
+#include "query/estimates.h"
 #include "query/query.h"
 
 #include <string.h>
 
 /* Allocations are counted per (interval, type, thread, heap) by the collector (alloc_counts: a
- * few rows per type), summed per type here. ?1: the thread filter, a JSON array of OS thread
- * ids. */
-static const char counts_sql[] = "SELECT type_id, count, bytes FROM alloc_counts";
-static const char counts_of_threads_sql[] =
-    "SELECT type_id, count, bytes FROM alloc_counts WHERE thread IN (SELECT value FROM json_each(?1))";
-/* Without ObjectAllocated (sampled mode, attach) small-object allocations are estimated from
- * the runtime's allocation samples (each sample's weight: store/SCHEMA.md, alloc_samples);
- * large and pinned objects stay counted exactly in alloc_counts, except pinned ones in attach
- * mode (the runtime refuses that callback after attach). ?2: 1 in attach mode. */
-static const char estimates_sql[] =
-    "SELECT type_id, count, bytes FROM alloc_counts UNION ALL "
-    "SELECT type_id, CAST(round(sum(est_count)) AS INTEGER), CAST(round(sum(est_bytes)) AS INTEGER)"
-    " FROM alloc_samples WHERE heap = 0 OR (heap = 4 AND ?2) GROUP BY type_id";
-static const char estimates_of_threads_sql[] =
-    "SELECT type_id, count, bytes FROM alloc_counts WHERE thread IN (SELECT value FROM json_each(?1))"
-    " UNION ALL "
-    "SELECT type_id, CAST(round(sum(est_count)) AS INTEGER), CAST(round(sum(est_bytes)) AS INTEGER)"
-    " FROM alloc_samples WHERE (heap = 0 OR (heap = 4 AND ?2))"
-    " AND thread IN (SELECT value FROM json_each(?1)) GROUP BY type_id";
+ * few rows per type), or estimated from samples (sampled and attach recordings), summed per type
+ * by the SQL of estimates.h. ?1: the thread filter, a JSON array of OS thread ids. */
+static const char thread_filter[] = "thread IN (SELECT value FROM json_each(?1))";
 
 typedef struct alloc_row {
     int64_t type_id;
@@ -51,7 +36,7 @@ static void alloc_row_clear(void *row)
 
 /* Sums the allocations (of the threads in `thread_ids`, a JSON array, when not NULL) per type into
  * `rows`, sorted, every row named ("<type N>" for a type id without a name, as the views do). */
-static gboolean allocations_sum(sqlite3 *db, gboolean estimated, gboolean attach,
+static gboolean allocations_sum(sqlite3 *db, const query_estimates *estimates,
                                 const char *thread_ids, GArray *rows, GError **error)
 {
     gboolean ok = FALSE;
@@ -60,15 +45,13 @@ static gboolean allocations_sum(sqlite3 *db, gboolean estimated, gboolean attach
     /* type id → 1 + index of its row in `rows` */
     g_autoptr(GHashTable) index = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     sqlite3_stmt *names = NULL;
-    const char *sql = estimated ? (thread_ids ? estimates_of_threads_sql : estimates_sql)
-                                : (thread_ids ? counts_of_threads_sql : counts_sql);
+    g_autofree char *sql =
+        query_estimates_sql_new(estimates, "type_id", thread_ids ? thread_filter : NULL);
     sqlite3_stmt *stmt = query_db_prepare(db, sql, error);
     if (!stmt)
         goto out;
     if (thread_ids)
         sqlite3_bind_text(stmt, 1, thread_ids, -1, SQLITE_STATIC);
-    if (estimated)
-        sqlite3_bind_int(stmt, 2, attach);
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
         int64_t type_id = sqlite3_column_int64(stmt, 0);
         gpointer slot = NULL;
@@ -170,44 +153,6 @@ out:
     return ids;
 }
 
-/* The recording's mode (run.mode): 'full', 'sampled', 'attach'; NULL if unknown. */
-static char *run_mode_new(sqlite3 *db)
-{
-    sqlite3_stmt *stmt = NULL;
-    char *mode = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT mode FROM run", -1, &stmt, NULL) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
-        mode = g_strdup((const char *)sqlite3_column_text(stmt, 0));
-    sqlite3_finalize(stmt);
-    return mode;
-}
-
-/* Without ObjectAllocated (sampled mode, attach) only large and pinned objects are counted:
- * the rest comes from the allocation samples, when there are any. */
-#define SAMPLED_NOTE                                                                              \
-    "sampled mode: allocation counts are not recorded (only large-object and pinned-object "     \
-    "allocations are counted exactly); survivors, GCs and snapshots are exact"
-
-/* The note of an estimate: how many samples, from which event; NULL when there are none. */
-static char *estimate_note_new(sqlite3 *db)
-{
-    sqlite3_stmt *stmt = NULL;
-    char *note = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT samples, source, biased FROM sampling WHERE samples > 0", -1,
-                           &stmt, NULL) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-        char n[QUERY_FORMAT_MAX];
-        note = g_strdup_printf(
-            "sampled mode: small objects are ESTIMATES from %s allocation samples (%s%s), large "
-            "objects are counted exactly; survivors, GCs and snapshots are exact",
-            query_count_format(sqlite3_column_int64(stmt, 0), n),
-            (const char *)sqlite3_column_text(stmt, 1),
-            sqlite3_column_int(stmt, 2) ? ", biased toward large objects" : ", unbiased");
-    }
-    sqlite3_finalize(stmt);
-    return note;
-}
-
 int cmd_allocations(int argc, char **argv)
 {
     int status = 1;
@@ -224,8 +169,8 @@ int cmd_allocations(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(query_table) table = NULL;
     g_autofree char *thread_ids = NULL;
-    g_autofree char *mode = NULL;
-    g_autofree char *estimate_note = NULL;
+    g_auto(query_estimates) estimates = {0};
+    g_autofree char *note = NULL;
     g_autoptr(GArray) types = g_array_new(FALSE, TRUE, sizeof(alloc_row));
     query_json_rows rows;
     uint64_t top = G_MAXUINT64;
@@ -254,22 +199,17 @@ int cmd_allocations(int argc, char **argv)
         if (!thread_ids)
             goto out;
     }
-    mode = run_mode_new(db);
-    gboolean sampled = mode && strcmp(mode, "full") != 0;
-    estimate_note = sampled ? estimate_note_new(db) : NULL;
-    if (!allocations_sum(db, estimate_note != NULL, g_strcmp0(mode, "attach") == 0, thread_ids,
-                         types, &error))
+    if (!query_estimates_get(db, &estimates, &error) ||
+        !allocations_sum(db, &estimates, thread_ids, types, &error))
         goto out;
-    const char *note = estimate_note ? estimate_note : SAMPLED_NOTE;
+    note = query_estimates_note_new(&estimates);
 
     if (json) {
-        json_t *head = sampled ? json_pack("{s:s, s:b, s:s}", "mode", mode, "estimated",
-                                           estimate_note != NULL, "note", note)
-                               : NULL;
+        json_t *head = note ? query_estimates_json(&estimates) : NULL;
         query_json_rows_begin(&rows, stdout, head);
         json_decref(head);
     } else {
-        if (sampled)
+        if (note)
             printf("%s\n\n", note);
         table = query_table_new(allocations_columns, G_N_ELEMENTS(allocations_columns));
     }

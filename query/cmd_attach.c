@@ -201,14 +201,7 @@ int cmd_attach(int argc, char **argv) {
     close(ready[1]);
     close(gone[1]);
     signal(SIGPIPE, SIG_IGN);
-    char msg[1024] = "";
-    ssize_t n = writer > 0 ? read(ready[0], msg, sizeof msg - 1) : -1;
-    close(ready[0]);
-    msg[n > 0 ? n : 0] = 0;
-    g_strchomp(msg);
-    if (writer < 0 || strcmp(msg, "ok") != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "cannot record to %s: %s", output,
-                    writer < 0 ? g_strerror(errno) : (msg[0] ? msg : "the writer failed to start"));
+    if (!recording_writer_ready(writer, ready[0], output, &error)) {
         close(stop[1]);
         if (writer > 0)
             waitpid(writer, NULL, 0);

@@ -7,6 +7,7 @@
  * allocation number has the same type name in both: exact for a program that allocates the same
  * way on every run; otherwise read the per-type counts. */
 #include "query/commands.h"
+#include "query/estimates.h"
 #include "query/query.h"
 #include "query/snapshot_graph.h"
 
@@ -290,6 +291,22 @@ int cmd_diff(int argc, char **argv)
             printf("note: across two files, an object survives when the same allocation number "
                    "has the same type in both (exact only for a program that allocates the same "
                    "way each run)\n");
+    }
+    /* Sampled and attach recordings give ids as GCs find objects, not in allocation order: the
+     * same id in two such files is not the same allocation. */
+    if (to_file) {
+        g_auto(query_estimates) from_mode = {0};
+        g_auto(query_estimates) to_mode = {0};
+        if (!query_estimates_get(from.db, &from_mode, &error) ||
+            !query_estimates_get(to.db, &to_mode, &error))
+            goto out;
+        if (from_mode.uncounted || to_mode.uncounted)
+            fprintf(json ? stderr : stdout,
+                    "%snote: %s is a %s recording: its objects are numbered as GCs find them, "
+                    "not by allocation, so 'survived' across two files means nothing there; read "
+                    "the per-type counts\n",
+                    json ? "heaplens: " : "", from_mode.uncounted ? path : to_file,
+                    from_mode.uncounted ? from_mode.mode : to_mode.mode);
     }
     if (!query_db_note_print(from.db, json, &error) ||
         (to_file && !query_db_note_print(to.db, json, &error)) ||

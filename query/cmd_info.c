@@ -1,5 +1,6 @@
 /* cmd_info.c — `heaplens info FILE [--json]`: the run, its counters and totals. */
 #include "query/commands.h"
+#include "query/estimates.h"
 #include "query/query.h"
 
 #include <glib/gstdio.h>
@@ -57,8 +58,8 @@ static char *count_dup(int64_t n)
     return g_strdup(query_count_format(n, buf));
 }
 
-static gboolean info_totals_get(sqlite3 *db, const char *path, info_totals *totals,
-                                GError **error)
+static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estimates *estimates,
+                                info_totals *totals, GError **error)
 {
     gboolean ok = FALSE;
     gboolean row = FALSE;
@@ -94,6 +95,19 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, info_totals *tota
     totals->survived = sqlite3_column_int64(stmt, 2);
     totals->survived_bytes = sqlite3_column_int64(stmt, 3);
     sqlite3_finalize(stmt);
+    stmt = NULL;
+    /* Without ObjectAllocated alloc_counts holds the large (and pinned) objects only: the totals
+     * are those plus the estimates of the small objects (estimates.h). */
+    if (estimates->estimated) {
+        g_autofree char *sql = query_estimates_sql_new(estimates, NULL, NULL);
+        stmt = query_db_prepare(db, sql, error);
+        if (!stmt || !query_db_step(stmt, &row, error))
+            goto out;
+        totals->allocations = sqlite3_column_int64(stmt, 0);
+        totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+    }
 
     /* Alive at the end: tracked objects never collected, and the allocations after the last
      * GC (no GC judged them), as `heaplens report` counts them. */
@@ -108,6 +122,12 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, info_totals *tota
     totals->objects = sqlite3_column_int64(stmt, 0);
     totals->object_bytes = sqlite3_column_int64(stmt, 1);
     totals->objects_alive = sqlite3_column_int64(stmt, 2);
+    /* Uncounted small objects: every object that survived a GC is an objects row (given its id
+     * at the first GC that found it alive), as the record summary counts them. */
+    if (estimates->uncounted) {
+        totals->survived = totals->objects;
+        totals->survived_bytes = totals->object_bytes;
+    }
 
     if (!query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
         !query_db_int(db, "SELECT COUNT(*) FROM threads", &totals->threads, error))
@@ -142,9 +162,11 @@ static json_t *info_totals_json(const info_totals *t)
                      "file_bytes", t->file_bytes >= 0 ? json_integer(t->file_bytes) : json_null());
 }
 
-static void info_totals_lines(const info_totals *t, info_lines *lines)
+static void info_totals_lines(const info_totals *t, const query_estimates *estimates,
+                              info_lines *lines)
 {
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
+    const char *approx = estimates->estimated ? "~" : "";
     info_lines_add(lines, "GCs",
                    g_strdup_printf("%s (gen0 %s, gen1 %s, gen2 %s)", query_count_format(t->gcs, a),
                                    query_count_format(t->gcs_gen[0], b),
@@ -155,8 +177,11 @@ static void info_totals_lines(const info_totals *t, info_lines *lines)
     info_lines_add(lines, "incomplete", count_dup(t->gcs_incomplete));
     info_lines_add(lines, "pauses", g_strdup_printf("%s ms", query_ms_format(t->pause_ns, a)));
     info_lines_add(lines, "allocations",
-                   g_strdup_printf("%s (%s)", query_count_format(t->allocations, a),
-                                   query_size_format(t->allocation_bytes, b)));
+                   g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
+                                   approx, query_size_format(t->allocation_bytes, b),
+                                   estimates->estimated ? "  ESTIMATED from the samples"
+                                   : estimates->uncounted ? "  large objects only (not sampled)"
+                                                          : ""));
     info_lines_add(lines, "survived a GC",
                    g_strdup_printf("%s (%s)", query_count_format(t->survived, a),
                                    query_size_format(t->survived_bytes, b)));
@@ -168,6 +193,26 @@ static void info_totals_lines(const info_totals *t, info_lines *lines)
     info_lines_add(lines, "threads", count_dup(t->threads));
     info_lines_add(lines, "file size",
                    t->file_bytes >= 0 ? g_strdup(query_size_format(t->file_bytes, a)) : NULL);
+}
+
+/* Sampled and attach recordings: where the estimates come from. */
+static void info_sampling_lines(const query_estimates *e, info_lines *lines)
+{
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX];
+    info_lines_add(lines, "source",
+                   e->source ? g_strdup_printf("%s (%s)", e->source,
+                                               e->biased ? "biased toward large objects"
+                                                         : "unbiased")
+                             : g_strdup("none: no allocation was sampled"));
+    info_lines_add(lines, "samples", count_dup(e->samples));
+    info_lines_add(lines, "samples dropped", count_dup(e->samples_dropped));
+    info_lines_add(lines, "mean distance",
+                   e->mean_distance_bytes > 0
+                       ? g_strdup_printf("%s bytes (%s)",
+                                         query_count_format(e->mean_distance_bytes, a),
+                                         query_size_format(e->mean_distance_bytes, b))
+                       : NULL);
+    info_lines_add(lines, "note", query_estimates_note_new(e));
 }
 
 /* The run row, every column as stored (the schema may grow columns). */
@@ -224,6 +269,8 @@ static const struct {
     {"writer_peak_rss_bytes", "the writer's peak memory (resident)"},
     {"program_peak_rss_bytes", "the program's peak memory (resident, heaplens included)"},
     {"writer_finish_ns", "the writer's time from the end of the run to its last commit"},
+    {"writer_run_cpu_ns", "the writer's CPU time while the program ran"},
+    {"writer_finish_cpu_ns", "the writer's CPU time after the end of the run (finishing)"},
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
 };
 
@@ -235,8 +282,8 @@ static const char *info_counter_words_get(const char *name)
     return NULL;
 }
 
-static gboolean info_counters_get(sqlite3 *db, json_t **counters_json, info_lines *lines,
-                                  GError **error)
+static gboolean info_counters_get(sqlite3 *db, const query_estimates *estimates,
+                                  json_t **counters_json, info_lines *lines, GError **error)
 {
     gboolean ok = FALSE;
     gboolean row = FALSE;
@@ -254,6 +301,12 @@ static gboolean info_counters_get(sqlite3 *db, json_t **counters_json, info_line
         char count[QUERY_FORMAT_MAX], size[QUERY_FORMAT_MAX];
         json_object_set_new(counters, name, query_json_column(stmt, 1));
         const char *words = value != 0 ? info_counter_words_get(name) : NULL;
+        /* Without ObjectAllocated the runtime reports the large objects one by one, no more. */
+        if (estimates->uncounted && strcmp(name, "allocs_seen") == 0)
+            words = estimates->attach ? "allocations the runtime reported: large objects only "
+                                        "(attach mode)"
+                                      : "allocations the runtime reported: large and pinned "
+                                        "objects only (sampled mode)";
         g_autofree char *text = NULL;
         if (g_str_has_suffix(name, "_bytes") && value >= 1024)
             text = g_strdup_printf("%s (%s)", query_count_format(value, count),
@@ -287,7 +340,8 @@ int cmd_info(int argc, char **argv)
     };
     g_autoptr(GError) error = NULL;
     info_totals totals = {0};
-    info_lines run_lines, counter_lines, total_lines;
+    info_lines run_lines, counter_lines, total_lines, sampling_lines;
+    g_auto(query_estimates) estimates = {0};
     json_t *run = NULL;
     json_t *counters = NULL;
     sqlite3 *db = NULL;
@@ -295,6 +349,7 @@ int cmd_info(int argc, char **argv)
     info_lines_init(&run_lines);
     info_lines_init(&counter_lines);
     info_lines_init(&total_lines);
+    info_lines_init(&sampling_lines);
     switch (query_args_parse(argc, argv, options, &path, &error)) {
     case QUERY_ARGS_HELP:
         status = 0;
@@ -308,19 +363,28 @@ int cmd_info(int argc, char **argv)
     if (!db)
         goto out;
     info_lines_add(&run_lines, "file", g_strdup(path));
-    if (!info_run_get(db, &run, &run_lines, &error) ||
-        !info_counters_get(db, &counters, &counter_lines, &error) ||
-        !info_totals_get(db, path, &totals, &error))
+    if (!query_estimates_get(db, &estimates, &error) ||
+        !info_run_get(db, &run, &run_lines, &error) ||
+        !info_counters_get(db, &estimates, &counters, &counter_lines, &error) ||
+        !info_totals_get(db, path, &estimates, &totals, &error))
         goto out;
     if (json) {
-        json_t *doc = json_pack("{s:o, s:O, s:O, s:o}", "file", query_json_string(path), "run",
-                                run, "counters", counters, "totals", info_totals_json(&totals));
+        json_t *totals_json = info_totals_json(&totals);
+        json_object_set_new(totals_json, "allocations_estimated", json_boolean(estimates.estimated));
+        json_t *doc = json_pack("{s:o, s:O, s:O, s:o, s:o}", "file", query_json_string(path),
+                                "run", run, "counters", counters, "totals", totals_json,
+                                "allocations", query_estimates_json(&estimates));
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
-        info_totals_lines(&totals, &total_lines);
+        info_totals_lines(&totals, &estimates, &total_lines);
         info_lines_print(&run_lines, NULL, stdout);
         fputc('\n', stdout);
+        if (estimates.uncounted) {
+            info_sampling_lines(&estimates, &sampling_lines);
+            info_lines_print(&sampling_lines, "sampling", stdout);
+            fputc('\n', stdout);
+        }
         info_lines_print(&counter_lines, "counters", stdout);
         fputc('\n', stdout);
         info_lines_print(&total_lines, "totals", stdout);
@@ -334,6 +398,7 @@ out:
     info_lines_release(&run_lines);
     info_lines_release(&counter_lines);
     info_lines_release(&total_lines);
+    info_lines_release(&sampling_lines);
     sqlite3_close(db);
     if (error)
         query_error_report(error);

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "query/recording.h"
 
+#include "query/estimates.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -170,6 +172,20 @@ G_NORETURN void recording_writer_main(const char *output, const char *command, i
     _exit(0);
 }
 
+gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, GError **error) {
+    char msg[1024] = "";
+    ssize_t n = writer > 0 ? read(ready_fd, msg, sizeof msg - 1) : -1;
+    int read_errno = errno;
+    close(ready_fd);
+    msg[n > 0 ? n : 0] = 0;
+    g_strchomp(msg);
+    if (writer > 0 && strcmp(msg, "ok") == 0)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot record to %s: %s", output,
+                writer < 0 ? g_strerror(read_errno) : (msg[0] ? msg : "the writer failed to start"));
+    return FALSE;
+}
+
 /* The summary of one database: printed, or returned as JSON with --json. With --children
  * each database also says whose it is (run.pid, run.command). */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o) {
@@ -199,16 +215,17 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     query_db_int(db, "SELECT count(*) FROM types", &types, NULL);
     query_db_int(db, "SELECT total(count) FROM alloc_counts", &allocations, NULL);
     query_db_int(db, "SELECT total(survived) FROM alloc_counts", &survived, NULL);
-    /* Sampled and attach recordings: allocations are estimated from the samples, and every
-     * object that survived a GC has its objects row. */
+    /* Sampled and attach recordings: allocations are estimated from the samples (estimates.h),
+     * and every object that survived a GC has its objects row. */
+    query_estimates estimates = {0};
     int64_t samples = 0;
-    query_db_int(db, "SELECT coalesce((SELECT samples FROM sampling WHERE id = 1), 0) * "
-                     "(SELECT mode != 'full' FROM run WHERE id = 1)", &samples, NULL);
-    if (samples > 0) {
-        query_db_int(db, "SELECT CAST(round(total(est_count)) AS INTEGER) FROM alloc_samples",
-                     &allocations, NULL);
+    if (query_estimates_get(db, &estimates, NULL) && estimates.estimated) {
+        g_autofree char *sql = query_estimates_sql_new(&estimates, NULL, NULL);
+        samples = estimates.samples;
+        query_db_int(db, sql, &allocations, NULL);
         survived = objects;
     }
+    query_estimates_clear(&estimates);
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
                  &allocs_lost, NULL);

@@ -50,6 +50,10 @@ typedef struct recording_summary_options {
     gboolean whose; /* say whose database it is (run.pid, run.command) */
 } recording_summary_options;
 /* The summary of one database: printed on stderr, or returned as JSON with `json`. */
+/* Waits for the writer forked as `writer` (< 0: the fork failed) to say on `ready_fd` that it
+ * has created `output` ("ok"), and closes ready_fd; FALSE with the writer's reason otherwise. */
+gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, GError **error);
+
 json_t *recording_summary_print(const char *output, const recording_summary_options *o);
 
 #endif /* HEAPLENS_QUERY_RECORDING_H */

@@ -45,6 +45,9 @@ typedef struct report_gc {
     int64_t pause_ns, start_ns, end_ns;
     int64_t survived_bytes, moved_bytes, objects_live;
     int64_t pinned_objects; /* roots with the pinning flag at the end of the GC */
+    /* Allocated in this GC's interval (after the previous GC began, before this one began):
+     * exact in full recordings, estimates in sampled and attach ones (report_data.allocations). */
+    int64_t allocated_count, allocated_bytes;
     int64_t size_before[REPORT_SIZE_GENS];
     int64_t size_after[REPORT_SIZE_GENS];
 } report_gc;
@@ -93,6 +96,12 @@ typedef struct report_data {
      *  "top_sites":[REPORT_TOP_SITES rows of `heaplens stacks --json`],
      *  "flame":{the tree of stacks_flame_json, nodes under REPORT_FLAME_MIN of the bytes left out}} */
     json_t *allocation_stacks;
+    /* Whether the allocation figures (totals.objects/object_bytes, gcs[].allocated_*, the
+     * allocation plot, top allocating types) are exact or estimates: the head of estimates.h
+     * ({"mode","estimated","note","sampling"}) plus "after_last_gc":{"count","bytes"} and
+     * "top_types":[{"type","count","bytes"}] (REPORT_TOP_TYPES, most bytes first). */
+    json_t *allocations;
+    gboolean allocations_estimated;
 } report_data;
 
 #define REPORT_TOP_SITES 10

@@ -11,6 +11,7 @@
  */
 #include "query/report.h"
 
+#include "query/estimates.h"
 #include "query/leaks.h"
 #include "query/query.h"
 #include "query/retention.h"
@@ -386,6 +387,86 @@ out:
     return ok;
 }
 
+/* ---- allocations: exact or estimated ------------------------------------------------------ */
+
+static int report_gc_cmp(const void *key, const void *element)
+{
+    int64_t gc = *(const int64_t *)key;
+    int64_t other = ((const report_gc *)element)->gc;
+    return (gc > other) - (gc < other);
+}
+
+/* Allocations per GC interval and per type, and the totals, from the one SQL of estimates.h:
+ * alloc_counts in a full recording; in a sampled or attach one, the large objects counted
+ * exactly plus the estimates of the small ones from the samples. */
+static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    g_auto(query_estimates) estimates = {0};
+    g_autofree char *by_gc = NULL, *per_type = NULL, *top = NULL;
+    int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
+    int64_t tail_count = 0, tail_bytes = 0, all_count = 0, all_bytes = 0;
+    sqlite3_stmt *stmt = NULL;
+
+    if (!query_estimates_get(db, &estimates, error))
+        return FALSE;
+    data->allocations_estimated = estimates.estimated;
+    data->allocations = query_estimates_json(&estimates);
+    by_gc = query_estimates_sql_new(&estimates, "gc", NULL);
+    stmt = query_db_prepare(db, by_gc, error);
+    if (!stmt)
+        goto out;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        int64_t gc = sqlite3_column_int64(stmt, 0);
+        int64_t count = sqlite3_column_int64(stmt, 1), bytes = sqlite3_column_int64(stmt, 2);
+        all_count = query_add_saturating(all_count, count);
+        all_bytes = query_add_saturating(all_bytes, bytes);
+        report_gc *g = data->gcs->len ? bsearch(&gc, data->gcs->data, data->gcs->len,
+                                                sizeof(report_gc), report_gc_cmp)
+                                      : NULL;
+        if (g) {
+            g->allocated_count = count;
+            g->allocated_bytes = bytes;
+        } else if (gc > last_gc) {
+            tail_count = query_add_saturating(tail_count, count);
+            tail_bytes = query_add_saturating(tail_bytes, bytes);
+        }
+    }
+    if (!stepped)
+        goto out;
+    data->totals.objects = all_count;
+    data->totals.object_bytes = all_bytes;
+    json_object_set_new(data->allocations, "after_last_gc",
+                        json_pack("{s:I, s:I}", "count", (json_int_t)tail_count, "bytes",
+                                  (json_int_t)tail_bytes));
+    sqlite3_finalize(stmt);
+
+    /* The top allocating types, named as the views name them. */
+    per_type = query_estimates_sql_new(&estimates, "type_id", NULL);
+    top = g_strdup_printf(
+        "SELECT coalesce(t.name, '<type ' || a.type_id || '>'), a.count, a.bytes"
+        "  FROM (%s) AS a LEFT JOIN types AS t ON t.id = a.type_id"
+        " ORDER BY a.bytes DESC, a.count DESC, 1 LIMIT %d",
+        per_type, REPORT_TOP_TYPES);
+    stmt = query_db_prepare(db, top, error);
+    if (!stmt)
+        goto out;
+    json_t *types = json_array();
+    json_object_set_new(data->allocations, "top_types", types);
+    while ((stepped = query_db_step(stmt, &row, error)) && row)
+        json_array_append_new(
+            types, json_pack("{s:o, s:I, s:I}", "type",
+                             query_json_string((const char *)sqlite3_column_text(stmt, 0)), "count",
+                             (json_int_t)sqlite3_column_int64(stmt, 1), "bytes",
+                             (json_int_t)sqlite3_column_int64(stmt, 2)));
+    ok = stepped;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
 /* ---- snapshots -------------------------------------------------------------------------- */
 
 /* The last snapshot, its largest retainers, and the leak suspects over all snapshots: what
@@ -488,6 +569,7 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
 
     if (!report_run_get(db, data, error) || !report_counters_get(db, data, error) ||
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
+        !report_allocations_get(db, data, error) ||
         !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error) ||
         !report_stacks_get(db, data, error))
         goto fail;
@@ -522,6 +604,7 @@ void report_data_free(report_data *data)
     json_decref(data->retainers);
     json_decref(data->leak_suspects);
     json_decref(data->allocation_stacks);
+    json_decref(data->allocations);
     if (data->notes)
         g_ptr_array_free(data->notes, TRUE);
     g_free(data);

@@ -60,7 +60,8 @@ static const char *const size_gen_names[REPORT_SIZE_GENS] = {"gen0", "gen1", "ge
 static const char *const live_gen_names[REPORT_LIVE_GENS] = {"gen0", "gen1", "gen2",
                                                              "loh",  "poh",  "nongc"};
 
-/* A GC as `heaplens gcs --json` writes it, plus survival_rate and pinned_objects. */
+/* A GC as `heaplens gcs --json` writes it, plus survival_rate, pinned_objects and what was
+ * allocated in its interval (estimates when the document's allocations.estimated is true). */
 static json_t *report_gc_json(const report_gc *gc)
 {
     json_t *before = json_object();
@@ -71,7 +72,7 @@ static json_t *report_gc_json(const report_gc *gc)
     }
     double rate = report_gc_survival_rate(gc);
     return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
-                     "s:o, s:o}",
+                     "s:o, s:o, s:I, s:I}",
                      "gc", (json_int_t)gc->gc,
                      "generation", value_json(gc->generation),
                      "reason", query_json_string(gc->reason),
@@ -87,7 +88,9 @@ static json_t *report_gc_json(const report_gc *gc)
                      "size_before", before,
                      "size_after", after,
                      "survival_rate", rate >= 0 ? json_real(rate) : json_null(),
-                     "pinned_objects", value_json(gc->pinned_objects));
+                     "pinned_objects", value_json(gc->pinned_objects),
+                     "allocated_count", (json_int_t)gc->allocated_count,
+                     "allocated_bytes", (json_int_t)gc->allocated_bytes);
 }
 
 static json_t *report_totals_json(const report_totals *t)
@@ -120,7 +123,7 @@ static json_t *series_json(const int64_t *values, guint n)
 json_t *report_definitions_new(void)
 {
     return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
         "pause", "Runtime suspended to resumed when known, else GC start to GC end.",
         "heap_size",
         "Bytes in use per generation right before and right after the GC, from the runtime's "
@@ -140,7 +143,12 @@ json_t *report_definitions_new(void)
         "bytes after every GC.",
         "pinned_objects",
         "GC roots with the pinning flag at the end of the GC (pinned handles and pinned locals; "
-        "gcs.pinned_roots); \xe2\x80\x94 (null in JSON) when the recording does not say.");
+        "gcs.pinned_roots); \xe2\x80\x94 (null in JSON) when the recording does not say.",
+        "allocated",
+        "Objects and bytes allocated in the GC's interval: after the previous GC began, before "
+        "this one began. Exact in a full recording (every allocation counted); in a sampled or "
+        "attach recording small objects are ESTIMATES from the allocation samples and large "
+        "objects are counted exactly.");
 }
 
 static void report_plots_write(report_out *o, const report_data *data)
@@ -154,6 +162,10 @@ static void report_plots_write(report_out *o, const report_data *data)
     out_json(o, gcs);
     out_raw(o, ",\n\"heap_size\":{\"unit\":\"bytes\",\"from\":\"gcs[].size_after\"},\n");
     out_raw(o, "\"pauses\":{\"unit\":\"ns\",\"from\":\"gcs[].pause_ns\"},\n");
+    out_raw(o, "\"allocated\":");
+    out_json(o, json_pack("{s:s, s:s, s:b}", "unit", "bytes", "from", "gcs[].allocated_bytes",
+                          "estimated", data->allocations_estimated));
+    out_raw(o, ",\n");
     out_raw(o, "\"survivors\":{\"unit\":\"bytes\",\"series\":{");
     for (int g = 0; g < REPORT_LIVE_GENS; g++) {
         fprintf(o->out, "%s\n\"%s\":", g ? "," : "", live_gen_names[g]);
@@ -209,6 +221,8 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     out_json(&o, data->leak_suspects ? json_incref(data->leak_suspects) : json_null());
     out_raw(&o, ",\n\"retainers\":");
     out_json(&o, data->retainers ? json_incref(data->retainers) : json_null());
+    out_raw(&o, ",\n\"allocations\":");
+    out_json(&o, json_incref(data->allocations));
     out_raw(&o, ",\n\"allocation_stacks\":");
     out_json(&o, data->allocation_stacks ? json_incref(data->allocation_stacks) : json_null());
     out_raw(&o, "}\n");

@@ -5,16 +5,21 @@
  *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
  *                 per key (after the last GC_END: the tail interval, in the final transaction)
  *   SURVIVORS     the objects of interval n alive after GC n: an objects row each (first_gc n,
- *                 died_gc NULL) and their first object_generations row, from n
- *   DEATHS        older objects: objects.died_gc = n, close the open object_generations row
- *   PROMOTIONS    older objects: close the open row, open one for the new generation from n
- *   DISCOVERED    objects first seen in a heap walk: inserted, alive in their generation from n
+ *                 died_gc NULL), appended in id order; their ids join the GC's generation changes
+ *   DEATHS        older objects: objects.died_gc = n (one UPDATE each: deaths of objects that had
+ *                 survived a GC are few next to survivors and promotions)
+ *   PROMOTIONS    older objects: their ids join the GC's generation changes (nothing updated)
+ *   DISCOVERED    objects first seen in a heap walk: inserted, their ids join the changes
  *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
- *   GC_END        the gcs and gc_generations rows; the counters; RELEASE gc; COMMIT; BEGIN; then
- *                 announce the snapshots that commit stored
+ *   GC_END        the generation changes (a generation_changes row per generation, ids as a
+ *                 JSON array); the gcs and gc_generations rows; the counters; RELEASE gc; COMMIT;
+ *                 BEGIN; then announce the snapshots that commit stored
  *
  * Nothing here is per allocation: an object that died in its first GC is one more in a count,
- * so the work of a GC follows its survivors, promotions and deaths.
+ * so the work of a GC follows its survivors, promotions and deaths. Only appends, and an UPDATE
+ * per death: a generation change is a number in a JSON array, and each object's generation
+ * history (object_generations, with until_gc) is built from them once, in one sorted pass, when
+ * the writer finishes (store_history_build); until then the view derives it.
  *
  * A snapshot lives and dies with its GC: rolled back with it, and committed only by its GC_END.
  * A record that names another GC than the open one is skipped and counted as a writer anomaly;
@@ -33,6 +38,62 @@ static gboolean store_gc_is_open(store_writer *w, uint32_t gc)
     return FALSE;
 }
 
+/* Drops the open GC's generation changes not written yet. */
+static void store_gc_forget_changes(store_writer *w)
+{
+    for (int g = 0; g <= HL_GEN_NONGC; g++) {
+        g_string_truncate(w->change_ids[g], 0);
+        w->change_count[g] = 0;
+    }
+}
+
+/* Writes generation `gen`'s pending changes as one generation_changes row of the open GC. */
+static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError **error)
+{
+    GString *ids = w->change_ids[gen];
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_GENERATION_CHANGES];
+    gboolean ok;
+
+    if (w->change_count[gen] == 0)
+        return TRUE;
+    g_string_append_c(ids, ']');
+    sqlite3_bind_int64(st, 1, w->gc.start.gc);
+    sqlite3_bind_int64(st, 2, gen);
+    sqlite3_bind_int64(st, 3, w->change_count[gen]);
+    sqlite3_bind_text(st, 4, ids->str, (int)ids->len, SQLITE_STATIC);
+    ok = store_writer_step(w, STORE_STMT_INSERT_GENERATION_CHANGES, error);
+    sqlite3_clear_bindings(st); /* the text is about to change */
+    g_string_truncate(ids, 0);
+    w->change_count[gen] = 0;
+    return ok;
+}
+
+/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion). */
+static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen, GError **error)
+{
+    GString *ids = w->change_ids[gen];
+    char digits[24];
+    int n = 0;
+
+    do
+        digits[n++] = (char)('0' + id % 10);
+    while ((id /= 10) != 0);
+    g_string_append_c(ids, w->change_count[gen] == 0 ? '[' : ',');
+    while (n > 0)
+        g_string_append_c(ids, digits[--n]);
+    if (++w->change_count[gen] < STORE_CHANGE_IDS)
+        return TRUE;
+    return store_gc_flush_changes_of(w, gen, error);
+}
+
+static gboolean store_gc_flush_changes(store_writer *w, GError **error)
+{
+    for (uint32_t g = 0; g <= HL_GEN_NONGC; g++)
+        if (!store_gc_flush_changes_of(w, g, error))
+            return FALSE;
+    return TRUE;
+}
+
 gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
 {
     gboolean ok = FALSE;
@@ -44,7 +105,7 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
     w->gc.open = FALSE;
     w->gcs_discarded_incomplete++;
     w->object_rows.rows = 0; /* rows of a drain that failed half-way */
-    w->generation_rows.rows = 0;
+    store_gc_forget_changes(w);
     w->snapshot_object_rows.rows = 0;
     g_string_truncate(w->snapshot_object_rows.text, 0);
     w->snapshot_root_rows.rows = 0;
@@ -206,55 +267,35 @@ gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **e
             h->gc,
             STORE_NULL,
         };
-        const int64_t grow[3] = {(int64_t)v.id, v.generation, h->gc};
         if (v.os_tid != 0 && !store_writer_note_thread(w, v.os_tid, error))
             return FALSE;
         if (!store_batch_add(w, &w->object_rows, row, error) ||
-            !store_batch_add(w, &w->generation_rows, grow, error))
+            !store_gc_note_change(w, v.id, v.generation, error))
             return FALSE;
         w->last_survivor = v.id;
         w->gc.survivors++;
     }
-    return store_batch_flush(w, &w->object_rows, error) &&
-           store_batch_flush(w, &w->generation_rows, error);
+    return store_batch_flush(w, &w->object_rows, error);
 }
 
-/* Binds ?1 = gc and ?2.. = the ids (and generations) of `n` older objects. */
-static void store_gc_bind_ids(sqlite3_stmt *st, uint32_t gc, const uint64_t *ids,
-                              const uint32_t *gens, int n)
-{
-    int p = 1;
-    sqlite3_bind_int64(st, p++, gc);
-    for (int i = 0; i < n; i++) {
-        sqlite3_bind_int64(st, p++, (int64_t)ids[i]);
-        if (gens != NULL)
-            sqlite3_bind_int64(st, p++, gens[i]);
-    }
-}
-
-/* Older objects that died in `gc`: objects.died_gc = gc, open generation row closed. A full
- * batch of STORE_BATCH_ROWS ids goes through the multi-id statements. */
+/* Older objects that died in `gc`: objects.died_gc = gc (their last generation_changes entry
+ * ends there). A full batch of STORE_BATCH_ROWS ids goes through the multi-id statement. */
 static gboolean store_gc_apply_deaths(store_writer *w, uint32_t gc, const uint64_t *ids, int n,
                                       GError **error)
 {
-    static const struct {
-        store_stmt_id one, many;
-    } steps[] = {
-        {STORE_STMT_OBJECT_DIED, STORE_STMT_OBJECTS_DIED_MANY},
-        {STORE_STMT_CLOSE_GENERATION, STORE_STMT_CLOSE_GENERATIONS_MANY},
-    };
-    for (size_t s = 0; s < G_N_ELEMENTS(steps); s++) {
-        if (n == STORE_BATCH_ROWS) {
-            store_gc_bind_ids(w->stmt[steps[s].many], gc, ids, NULL, n);
-            if (!store_writer_step(w, steps[s].many, error))
-                return FALSE;
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            store_gc_bind_ids(w->stmt[steps[s].one], gc, &ids[i], NULL, 1);
-            if (!store_writer_step(w, steps[s].one, error))
-                return FALSE;
-        }
+    if (n == STORE_BATCH_ROWS) {
+        sqlite3_stmt *st = w->stmt[STORE_STMT_OBJECTS_DIED_MANY];
+        sqlite3_bind_int64(st, 1, gc);
+        for (int i = 0; i < n; i++)
+            sqlite3_bind_int64(st, i + 2, (int64_t)ids[i]);
+        return store_writer_step(w, STORE_STMT_OBJECTS_DIED_MANY, error);
+    }
+    for (int i = 0; i < n; i++) {
+        sqlite3_stmt *st = w->stmt[STORE_STMT_OBJECT_DIED];
+        sqlite3_bind_int64(st, 1, gc);
+        sqlite3_bind_int64(st, 2, (int64_t)ids[i]);
+        if (!store_writer_step(w, STORE_STMT_OBJECT_DIED, error))
+            return FALSE;
     }
     return TRUE;
 }
@@ -278,56 +319,21 @@ gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **erro
     return TRUE;
 }
 
-/* Older objects now in another generation: close the open row, open one from `gc` — only for
- * objects that exist (the collector may have dropped the allocation record). */
-static gboolean store_gc_apply_promotions(store_writer *w, uint32_t gc, const uint64_t *ids,
-                                          const uint32_t *gens, int n, GError **error)
-{
-    if (n == STORE_BATCH_ROWS) {
-        store_gc_bind_ids(w->stmt[STORE_STMT_CLOSE_GENERATIONS_MANY], gc, ids, NULL, n);
-        store_gc_bind_ids(w->stmt[STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY], gc, ids, gens, n);
-        return store_writer_step(w, STORE_STMT_CLOSE_GENERATIONS_MANY, error) &&
-               store_writer_step(w, STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY, error);
-    }
-    for (int i = 0; i < n; i++) {
-        store_gc_bind_ids(w->stmt[STORE_STMT_CLOSE_GENERATION], gc, &ids[i], NULL, 1);
-        if (!store_writer_step(w, STORE_STMT_CLOSE_GENERATION, error))
-            return FALSE;
-        /* An open row was closed: the object exists, skip the existence check. */
-        store_stmt_id ins = sqlite3_changes(w->db) > 0 ? STORE_STMT_INSERT_GENERATION
-                                                        : STORE_STMT_INSERT_GENERATION_IF_OBJECT;
-        sqlite3_stmt *st = w->stmt[ins];
-        sqlite3_bind_int64(st, 1, (int64_t)ids[i]);
-        sqlite3_bind_int64(st, 2, gens[i]);
-        sqlite3_bind_int64(st, 3, gc);
-        if (!store_writer_step(w, ins, error))
-            return FALSE;
-    }
-    return TRUE;
-}
-
+/* Older objects now in another generation: a number each in the GC's generation changes. One
+ * for an object without an objects row (the collector dropped its record) is kept there and
+ * ignored by object_generations, which joins objects. */
 gboolean store_gc_promotions(store_writer *w, const store_record *rec, GError **error)
 {
     const hl_gc_promotions *h = &rec->u.promotions.h;
-    uint64_t ids[STORE_BATCH_ROWS];
-    uint32_t gens[STORE_BATCH_ROWS];
-    int n = 0;
 
     if (!store_gc_is_open(w, h->gc))
         return TRUE;
     for (uint32_t i = 0; i < h->count; i++) {
         hl_promotion p = store_record_promotion_at(rec, i);
-        if (p.generation > HL_GEN_NONGC) {
+        if (p.generation > HL_GEN_NONGC)
             w->writer_anomalies++;
-        } else {
-            ids[n] = p.id;
-            gens[n++] = p.generation;
-        }
-        if (n == STORE_BATCH_ROWS || (i + 1 == h->count && n > 0)) {
-            if (!store_gc_apply_promotions(w, h->gc, ids, gens, n, error))
-                return FALSE;
-            n = 0;
-        }
+        else if (!store_gc_note_change(w, p.id, p.generation, error))
+            return FALSE;
     }
     return TRUE;
 }
@@ -350,14 +356,12 @@ gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **
             (int64_t)d.id, d.type_id, (int64_t)d.size, STORE_NULL,
             d.generation <= HL_GEN_2 ? HL_GEN_0 : d.generation, h->gc, STORE_NULL,
         };
-        const int64_t grow[3] = {(int64_t)d.id, d.generation, h->gc};
         if (!store_batch_add(w, &w->object_rows, row, error) ||
-            !store_batch_add(w, &w->generation_rows, grow, error))
+            !store_gc_note_change(w, d.id, d.generation, error))
             return FALSE;
         w->gc.discovered++;
     }
-    return store_batch_flush(w, &w->object_rows, error) &&
-           store_batch_flush(w, &w->generation_rows, error);
+    return store_batch_flush(w, &w->object_rows, error);
 }
 
 static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError **error)
@@ -413,7 +417,8 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
                             "the collector dropped all its records (the writer fell behind)");
     w->counters = e->counters;
     w->have_counters = TRUE;
-    if (!store_gc_insert_row(w, e, error) || !store_writer_write_counters(w, error) ||
+    if (!store_gc_flush_changes(w, error) || !store_gc_insert_row(w, e, error) ||
+        !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "RELEASE gc; COMMIT; BEGIN", error))
         return FALSE;
     w->objects_written += w->gc.discovered + w->gc.survivors;

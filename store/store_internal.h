@@ -204,14 +204,25 @@ gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t siz
 /* The record type's name ("GC_END"), or NULL for an unknown type. */
 const char *store_stream_record_name(uint16_t type);
 
+/* Sorts `n` items of `size` bytes by the uint64 at offset `key` within each, stably (LSD radix,
+ * store_snapshot.c). */
+void store_radix_sort(void *items, size_t n, size_t size, size_t key);
+
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
 /* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the
  * schema, application_id and user_version in one transaction. */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
-/* Builds the indexes that are cheaper to build once at the end than to maintain while
- * ingesting (IF NOT EXISTS: harmless when they exist). */
-gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error);
+/* Empties generation_changes and points object_generations and object_lifetimes at
+ * object_generation_rows (inside the caller's transaction: store_history_build). */
+gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error);
+
+/* ---- store_history.c ---------------------------------------------------------------------- */
+
+/* Builds each object's generation history (object_generation_rows) from the GCs' generation
+ * changes in one sorted pass and one transaction, then store_schema_use_history_rows. A file
+ * whose writer never got here keeps the derived views, which answer the same. */
+gboolean store_history_build(sqlite3 *db, const char *path, GError **error);
 
 /* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);
@@ -270,12 +281,7 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_ALLOC_COUNT,
     STORE_STMT_INSERT_OBJECT,
     STORE_STMT_INSERT_OBJECTS_MANY,     /* STORE_BATCH_ROWS rows in one statement */
-    STORE_STMT_INSERT_GENERATION,
-    STORE_STMT_INSERT_GENERATIONS_MANY, /* STORE_BATCH_ROWS rows in one statement */
-    STORE_STMT_INSERT_GENERATION_IF_OBJECT,
-    STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY,
-    STORE_STMT_CLOSE_GENERATION,
-    STORE_STMT_CLOSE_GENERATIONS_MANY,
+    STORE_STMT_INSERT_GENERATION_CHANGES,
     STORE_STMT_OBJECT_DIED,
     STORE_STMT_OBJECTS_DIED_MANY,
     STORE_STMT_INSERT_GC,
@@ -300,6 +306,8 @@ typedef enum store_stmt_id {
 /* Rows inserted when a GC ends go out STORE_BATCH_ROWS at a time through one multi-row INSERT:
  * per-statement costs dominate SQLite's per-row cost for rows this small. */
 #define STORE_BATCH_ROWS 256
+/* Ids per generation_changes row: a few pages of JSON text, few rows per GC. */
+#define STORE_CHANGE_IDS 8192
 #define STORE_BATCH_MAX_COLUMNS 7
 #define STORE_NULL INT64_MIN /* a NULL in a buffered row */
 
@@ -364,7 +372,11 @@ struct store_writer {
     char *path;
     sqlite3_stmt *stmt[STORE_STMT_COUNT];
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
-    store_row_batch generation_rows; /* object_generations (object_id, generation, from_gc) */
+    /* The open GC's generation changes (first generations of survivors and discovered objects,
+     * promotions), per generation: a JSON array of ids each, without its closing ']', written
+     * as a generation_changes row when it reaches STORE_CHANGE_IDS ids and at GC_END. */
+    GString *change_ids[HL_GEN_NONGC + 1];
+    uint32_t change_count[HL_GEN_NONGC + 1];
     store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
                                              flags, refs TEXT) */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */
@@ -416,6 +428,7 @@ struct store_writer {
     uint32_t run_flags;   /* HL_RUN_FLAG_* from RUN_START */
     gboolean complete;    /* RUN_END received */
     uint64_t run_end_received_ns; /* CLOCK_MONOTONIC of this process when RUN_END arrived */
+    uint64_t run_end_cpu_ns;      /* this process's CPU time (user + system) then */
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
     uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */

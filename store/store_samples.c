@@ -43,7 +43,8 @@ void store_sample_weight(uint32_t source, uint64_t mean_distance, uint64_t size,
                          double *est_count, double *est_bytes)
 {
     *est_count = *est_bytes = 0;
-    if (source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED && mean_distance > 0 && size > 0) {
+    if ((source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ||
+         source == HL_SAMPLE_SOURCE_OBJECT_ALLOCATED) && mean_distance > 0 && size > 0) {
         /* P(sampled) = 1 - (1 - p)^size, computed without cancellation for small p * size. */
         double p = 1.0 / (double)mean_distance;
         double sampled = -expm1((double)size * log1p(-p));
@@ -59,6 +60,7 @@ static const char *source_name(uint32_t source)
 {
     return source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? "AllocationSampled"
            : source == HL_SAMPLE_SOURCE_ALLOCATION_TICK  ? "AllocationTick"
+           : source == HL_SAMPLE_SOURCE_OBJECT_ALLOCATED ? "ObjectAllocated"
                                                          : NULL;
 }
 

@@ -145,12 +145,25 @@ static const char store_schema_tables[] =
     "  first_gc INTEGER NOT NULL,\n"
     "  died_gc INTEGER\n"
     ");\n"
-    "CREATE TABLE object_generations (\n"
+    /* Generation changes as the GCs made them, appended: the ids of the objects that hold
+     * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
+     * promotions), a JSON array per row. Moved into object_generation_rows when the writer
+     * finishes (store_history_build). */
+    "CREATE TABLE generation_changes (\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  count INTEGER NOT NULL,\n"
+    "  ids TEXT NOT NULL\n"
+    ");\n"
+    /* Each object's generation history with its end, built from generation_changes at the end
+     * of the recording; empty before (the view object_generations derives it then). Keyed by
+     * GC: "alive after GC n" is a range of the key, and the rows are written in key order. */
+    "CREATE TABLE object_generation_rows (\n"
     "  object_id INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"
     "  from_gc INTEGER NOT NULL,\n"
     "  until_gc INTEGER,\n"
-    "  PRIMARY KEY (object_id, from_gc)\n"
+    "  PRIMARY KEY (from_gc, object_id)\n"
     ") WITHOUT ROWID;\n"
     /* Heap snapshots. The two big tables are WITHOUT ROWID, keyed by what they are read by, and
      * written in key order (store_snapshot.c sorts a snapshot before writing it), so their pages
@@ -200,19 +213,65 @@ static const char store_schema_tables[] =
     ");\n"
     "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
 
-/* Built at the end of the recording (store_schema_finish_indexes): maintaining them while
- * ingesting costs more than building them once. A database whose writer was killed lacks them;
- * queries are still correct, only slower. */
-static const char store_schema_late_indexes[] =
-    /* SQLite sorts the index entries in runs of at most cache_size: a small cache makes several
-     * runs that fit the CPU caches, then merges them (with a helper thread when one is free) —
-     * twice as fast as one huge in-memory sort (bench/store, `snapshot`). */
-    "PRAGMA cache_size = -2000;\n"
-    "PRAGMA threads = 2;\n"
-    "CREATE INDEX IF NOT EXISTS object_generations_by_gc ON object_generations (from_gc);\n";
-
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
+
+/* object_lifetimes up to its last column (final_generation), which comes from either form of
+ * the generation history. */
+#define OBJECT_LIFETIMES_HEAD                                                                    \
+    "CREATE VIEW object_lifetimes AS\n"                                                          \
+    "SELECT o.id AS id, o.type_id AS type_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"          \
+    "       o.size AS size, o.thread AS thread, th.name AS thread_name, o.heap AS heap,\n"       \
+    "       o.first_gc AS first_gc, o.died_gc AS died_gc,\n"                                     \
+    "       max(0, coalesce(o.died_gc, coalesce((SELECT max(gc) FROM gcs), 0) + 1)\n"           \
+    "              - o.first_gc) AS gcs_survived,\n"
+
+/* Each object's generations, from the generation changes (while recording, or when the writer
+ * never finished): a window over every change — correct, and slower than the rows built at the
+ * end. next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
+ * Two changes of one object in one GC (never sent) leave the later one, as the rows do. */
+static const char store_schema_derived_views[] =
+    "CREATE VIEW generation_change_rows AS\n"
+    "SELECT c.object_id AS object_id, c.generation AS generation, c.from_gc AS from_gc,\n"
+    "       c.chunk AS chunk, c.nth AS nth,\n"
+    "       lead(c.from_gc) OVER w AS next_gc,\n"
+    "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
+    "FROM (SELECT j.value AS object_id, g.generation AS generation, g.gc AS from_gc,\n"
+    "             g.rowid AS chunk, j.key AS nth\n"
+    "      FROM generation_changes g, json_each(g.ids) j) c\n"
+    "JOIN objects o ON o.id = c.object_id\n"
+    "WINDOW w AS (PARTITION BY c.object_id ORDER BY c.from_gc, c.chunk, c.nth);\n"
+    "\n"
+    "CREATE VIEW object_generations AS\n"
+    "SELECT object_id, generation, from_gc, until_gc FROM generation_change_rows;\n"
+    "\n"
+    /* Every object has a change (its first generation is written with its row), so the
+     * latest changes, in one pass, find every object by its key (CROSS JOIN keeps that order:
+     * the other one would scan the derived rows once per object). */
+    OBJECT_LIFETIMES_HEAD
+    "       f.generation AS final_generation\n"
+    "FROM (SELECT object_id, generation FROM generation_change_rows WHERE next_gc IS NULL) f\n"
+    "CROSS JOIN objects o ON o.id = f.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
+
+/* The same views over the rows built at the end (store_schema_use_history_rows swaps them in). */
+static const char store_schema_final_views[] =
+    "DROP VIEW object_lifetimes;\n"
+    "DROP VIEW object_generations;\n"
+    "DROP VIEW generation_change_rows;\n"
+    "CREATE VIEW object_generations AS\n"
+    "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows;\n"
+    "\n"
+    OBJECT_LIFETIMES_HEAD
+    "       f.generation AS final_generation\n"
+    "FROM objects o\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread\n"
+    /* Each object's latest row (SQLite: a bare column next to max() comes from the row that
+     * holds the max), in one pass over the rows, joined through an automatic index. */
+    "LEFT JOIN (SELECT object_id, generation, max(from_gc) FROM object_generation_rows\n"
+    "           GROUP BY object_id) f ON f.object_id = o.id;\n";
 
 static const char store_schema_views[] =
     /* A row per reference, as the references were stored before they moved into
@@ -273,18 +332,6 @@ static const char store_schema_views[] =
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "GROUP BY g.gc, og.generation, o.type_id;\n"
     "\n"
-    "CREATE VIEW object_lifetimes AS\n"
-    "SELECT o.id AS id, o.type_id AS type_id, " STORE_TYPE_NAME("t", "o") " AS type,\n"
-    "       o.size AS size, o.thread AS thread, th.name AS thread_name, o.heap AS heap,\n"
-    "       o.first_gc AS first_gc, o.died_gc AS died_gc,\n"
-    "       max(0, coalesce(o.died_gc, coalesce((SELECT max(gc) FROM gcs), 0) + 1)\n"
-    "              - o.first_gc) AS gcs_survived,\n"
-    "       (SELECT og.generation FROM object_generations og WHERE og.object_id = o.id\n"
-    "        ORDER BY og.from_gc DESC LIMIT 1) AS final_generation\n"
-    "FROM objects o\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
-    "\n"
     "CREATE VIEW snapshot_contents AS\n"
     "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
     "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
@@ -344,7 +391,25 @@ static const char store_schema_views[] =
     "       h.created_after_gc AS created_after_gc, h.destroyed_after_gc AS destroyed_after_gc\n"
     "FROM gcs g\n"
     "JOIN handles h ON h.kind = 'pinned' AND coalesce(h.created_after_gc, 0) < g.gc\n"
-    "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n";
+    "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n"
+    /* ---- helper "estimates" (issue 11): allocations per type and thread, exact or estimated.
+     * Without ObjectAllocated (run.mode 'sampled', 'attach') alloc_counts holds only the
+     * allocations the runtime still reports (LOH; POH in sampled mode): this view adds the
+     * estimates of the others from alloc_samples, the same figures as `heaplens allocations`
+     * (query/estimates.c). In a full recording it is alloc_counts, exact (samples 0). */
+    "\n"
+    "CREATE VIEW allocations_estimated_by_type_thread AS\n"
+    "SELECT coalesce(t.name, '<type ' || a.type_id || '>') AS type, a.thread AS thread,\n"
+    "       th.name AS thread_name, sum(a.count) AS count, sum(a.bytes) AS bytes,\n"
+    "       sum(a.sampled) AS samples\n"
+    "FROM (SELECT type_id, thread, count, bytes, 0 AS sampled FROM alloc_counts\n"
+    "      UNION ALL\n"
+    "      SELECT s.type_id, s.thread, s.est_count, s.est_bytes, 1 FROM alloc_samples s\n"
+    "      JOIN run r ON r.id = 1 AND r.mode IN ('sampled', 'attach')\n"
+    "      WHERE s.heap = 0 OR (s.heap = 4 AND r.mode = 'attach')) a\n"
+    "LEFT JOIN types t ON t.id = a.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = a.thread\n"
+    "GROUP BY a.type_id, a.thread;\n";
 
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error)
 {
@@ -389,6 +454,7 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
     if (!store_sql_exec(db, path, "BEGIN", error))
         goto out;
     if (!store_sql_exec(db, path, store_schema_tables, error) ||
+        !store_sql_exec(db, path, store_schema_derived_views, error) ||
         !store_sql_exec(db, path, store_schema_views, error) ||
         !store_sql_exec(db, path, ids, error)) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -401,9 +467,10 @@ out:
     return ok;
 }
 
-gboolean store_schema_finish_indexes(sqlite3 *db, const char *path, GError **error)
+gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error)
 {
-    return store_sql_exec(db, path, store_schema_late_indexes, error);
+    return store_sql_exec(db, path, "DELETE FROM generation_changes", error) &&
+           store_sql_exec(db, path, store_schema_final_views, error);
 }
 
 /* Reads one integer pragma; -1 when it cannot be read. */
@@ -488,7 +555,8 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     }
     version = store_db_pragma_int(db, "PRAGMA user_version");
     if (version >= 0 && version < STORE_SCHEMA_VERSION) {
-        /* Schema 1 had a row per allocation; its tables cannot answer as schema 2 does. */
+        /* Schema 1 had a row per allocation, schema 2 object_generations as a table updated per
+         * promotion: their files cannot answer as schema 3 does. */
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
                     "%s was recorded by an older heaplens (schema %" G_GINT64_FORMAT
                     "); record it again",

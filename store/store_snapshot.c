@@ -135,7 +135,7 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
 /* Sorts `n` items of `size` bytes by the uint64 at `key` within each, stably: LSD radix sort a
  * byte at a time, skipping the bytes all keys share (ids rarely use more than three or four).
  * A snapshot holds millions of items: this is several times faster than a comparison sort. */
-static void store_snapshot_radix_sort(void *items, size_t n, size_t size, size_t key)
+void store_radix_sort(void *items, size_t n, size_t size, size_t key)
 {
     uint8_t *src = items;
     g_autofree uint8_t *tmp = n > 1 ? g_malloc(n * size) : NULL;
@@ -245,9 +245,9 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
     size_t ri = 0, nrefs = s->refs->len;
     hl_snapshot_object cur = {0};
 
-    store_snapshot_radix_sort(s->objects->data, s->objects->len, sizeof *o,
+    store_radix_sort(s->objects->data, s->objects->len, sizeof *o,
                               G_STRUCT_OFFSET(hl_snapshot_object, id));
-    store_snapshot_radix_sort(s->refs->data, s->refs->len, sizeof *r,
+    store_radix_sort(s->refs->data, s->refs->len, sizeof *r,
                               G_STRUCT_OFFSET(hl_snapshot_ref, from));
     for (guint i = 0; i <= s->objects->len; i++) {
         if (i > 0 && i < s->objects->len && o[i].id == cur.id) { /* the same object again */

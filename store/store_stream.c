@@ -87,6 +87,18 @@ static gboolean store_decode_end(uint32_t size, uint32_t off, GError **error)
     return TRUE;
 }
 
+/* A fixed header followed by one string (TYPE, THREAD, METHOD). */
+static gboolean store_decode_header_and_name(const uint8_t *p, uint32_t size, void *header,
+                                             uint32_t header_size, store_str *name, GError **error)
+{
+    uint32_t off = header_size;
+    if (size < off)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
+                                 size);
+    memcpy(header, p, off);
+    return store_decode_str(p, size, &off, name, error) && store_decode_end(size, off, error);
+}
+
 static gboolean store_decode_run_start(const uint8_t *p, uint32_t size, store_record *out,
                                        GError **error)
 {
@@ -104,25 +116,15 @@ static gboolean store_decode_run_start(const uint8_t *p, uint32_t size, store_re
 static gboolean store_decode_type(const uint8_t *p, uint32_t size, store_record *out,
                                   GError **error)
 {
-    uint32_t off = sizeof out->u.type.h;
-    if (size < off)
-        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
-                                 size);
-    memcpy(&out->u.type.h, p, off);
-    return store_decode_str(p, size, &off, &out->u.type.name, error) &&
-           store_decode_end(size, off, error);
+    return store_decode_header_and_name(p, size, &out->u.type.h, sizeof out->u.type.h,
+                                        &out->u.type.name, error);
 }
 
 static gboolean store_decode_thread(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
-    uint32_t off = sizeof out->u.thread.h;
-    if (size < off)
-        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
-                                 size);
-    memcpy(&out->u.thread.h, p, off);
-    return store_decode_str(p, size, &off, &out->u.thread.name, error) &&
-           store_decode_end(size, off, error);
+    return store_decode_header_and_name(p, size, &out->u.thread.h, sizeof out->u.thread.h,
+                                        &out->u.thread.name, error);
 }
 
 static gboolean store_decode_alloc_counts(const uint8_t *p, uint32_t size, store_record *out,
@@ -297,13 +299,8 @@ static gboolean store_decode_snapshot_end(const uint8_t *p, uint32_t size, store
 static gboolean store_decode_method(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
-    uint32_t off = sizeof out->u.method.h;
-    if (size < off)
-        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its header",
-                                 size);
-    memcpy(&out->u.method.h, p, off);
-    return store_decode_str(p, size, &off, &out->u.method.name, error) &&
-           store_decode_end(size, off, error);
+    return store_decode_header_and_name(p, size, &out->u.method.h, sizeof out->u.method.h,
+                                        &out->u.method.name, error);
 }
 
 static gboolean store_decode_stack(const uint8_t *p, uint32_t size, store_record *out,

@@ -50,18 +50,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [STORE_STMT_INSERT_OBJECTS_MANY] = NULL, /* store_stmt_many */
-    [STORE_STMT_INSERT_GENERATIONS_MANY] = NULL,
-    [STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY] = NULL,
-    [STORE_STMT_CLOSE_GENERATIONS_MANY] = NULL,
-    [STORE_STMT_OBJECTS_DIED_MANY] = NULL,
-    [STORE_STMT_INSERT_GENERATION] =
-        "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
-        "VALUES (?1, ?2, ?3, NULL)",
-    [STORE_STMT_INSERT_GENERATION_IF_OBJECT] =
-        "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
-        "SELECT ?1, ?2, ?3, NULL WHERE EXISTS (SELECT 1 FROM objects WHERE id = ?1)",
-    [STORE_STMT_CLOSE_GENERATION] =
-        "UPDATE object_generations SET until_gc = ?1 WHERE object_id = ?2 AND until_gc IS NULL",
+    [STORE_STMT_INSERT_GENERATION_CHANGES] =
+        "INSERT INTO generation_changes (gc, generation, count, ids) VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_OBJECT_DIED] = "UPDATE objects SET died_gc = ?1 WHERE id = ?2 AND died_gc IS NULL",
     [STORE_STMT_INSERT_GC] =
         "INSERT OR REPLACE INTO gcs (gc, generation, reason, induced, compacting, start_ns, "
@@ -100,18 +90,8 @@ static const struct {
     {STORE_STMT_INSERT_OBJECTS_MANY,
      "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) VALUES ",
      "(?,?,?,?,?,?,?)", ""},
-    {STORE_STMT_INSERT_GENERATIONS_MANY,
-     "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) VALUES ",
-     "(?,?,?,NULL)", ""},
     {STORE_STMT_OBJECTS_DIED_MANY,
      "UPDATE objects SET died_gc = ?1 WHERE died_gc IS NULL AND id IN (", "?", ")"},
-    {STORE_STMT_CLOSE_GENERATIONS_MANY,
-     "UPDATE object_generations SET until_gc = ?1 WHERE until_gc IS NULL AND object_id IN (", "?",
-     ")"},
-    {STORE_STMT_INSERT_GENERATIONS_IF_OBJECT_MANY,
-     "INSERT OR REPLACE INTO object_generations (object_id, generation, from_gc, until_gc) "
-     "SELECT v.column1, v.column2, ?1, NULL FROM (VALUES ",
-     "(?,?)", ") AS v WHERE EXISTS (SELECT 1 FROM objects o WHERE o.id = v.column1)"},
     {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
      "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) VALUES ",
      "(?,?,?,?,?)", ""},
@@ -364,6 +344,17 @@ static void store_bind_run_end(sqlite3_stmt *st, const void *data)
     sqlite3_bind_int64(st, 2, (int64_t)e->end_mono_ns);
 }
 
+/* CPU time of this process so far (user + system), in ns: the writer's cost under contention,
+ * when wall time says little. */
+static uint64_t store_writer_cpu_ns(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u;
+}
+
 static gboolean store_writer_run_end(store_writer *w, const store_record *rec, GError **error)
 {
     if (!store_gc_discard_open(w, "the program ended before its GC completed", error))
@@ -373,6 +364,7 @@ static gboolean store_writer_run_end(store_writer *w, const store_record *rec, G
     w->have_counters = TRUE;
     w->complete = TRUE;
     w->run_end_received_ns = (uint64_t)g_get_monotonic_time() * 1000u;
+    w->run_end_cpu_ns = store_writer_cpu_ns();
     w->program_peak_rss_bytes = e->program_peak_rss_bytes;
     if (e->shutdown_mono_ns != 0 && e->end_mono_ns >= e->shutdown_mono_ns) {
         w->exit_wait_ns = e->end_mono_ns - e->shutdown_mono_ns;
@@ -545,7 +537,10 @@ static gboolean store_writer_write_own_figures(store_writer *w, GError **error)
         goto out;
     if (w->complete) {
         uint64_t now = (uint64_t)g_get_monotonic_time() * 1000u;
-        if (!store_writer_set_counter(w, "writer_finish_ns", now - w->run_end_received_ns, error))
+        if (!store_writer_set_counter(w, "writer_finish_ns", now - w->run_end_received_ns, error) ||
+            !store_writer_set_counter(w, "writer_run_cpu_ns", w->run_end_cpu_ns, error) ||
+            !store_writer_set_counter(w, "writer_finish_cpu_ns",
+                                      store_writer_cpu_ns() - w->run_end_cpu_ns, error))
             goto out;
     }
     if (!store_sql_exec(w->db, w->path, "COMMIT", error))
@@ -592,6 +587,9 @@ static void store_writer_close(store_writer *w)
     if (w->replay != NULL)
         g_ptr_array_unref(w->replay);
     store_batch_release(&w->snapshot_object_rows);
+    for (int g = 0; g <= HL_GEN_NONGC; g++)
+        if (w->change_ids[g] != NULL)
+            g_string_free(w->change_ids[g], TRUE);
     g_free(w->db_failure);
     g_free(w->path);
     g_free(w);
@@ -610,8 +608,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
     store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7,
                      -1);
-    store_batch_init(&w->generation_rows, STORE_STMT_INSERT_GENERATION,
-                     STORE_STMT_INSERT_GENERATIONS_MANY, 3, -1);
+    for (int g = 0; g <= HL_GEN_NONGC; g++)
+        w->change_ids[g] = g_string_sized_new(STORE_CHANGE_IDS * 8);
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
                      STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 5, 4);
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
@@ -817,11 +815,12 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "COMMIT", error))
         goto out;
-    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. Then the
-     * indexes: built from the checkpointed file they take half the time they take through the
-     * WAL (bench/store, `snapshot`), and their pages go to the file once, not twice. */
+    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. Then each
+     * object's generation history (from the GCs' generation changes): built from the
+     * checkpointed file it takes less time than through the WAL (bench/store, `snapshot`, for
+     * an index), and its pages go to the file once, not twice. */
     if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error) ||
-        !store_schema_finish_indexes(w->db, w->path, error) ||
+        !store_history_build(w->db, w->path, error) ||
         !store_writer_write_own_figures(w, error))
         goto out;
     if (summary != NULL) {

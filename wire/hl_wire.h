@@ -308,6 +308,8 @@ enum {
     HL_SAMPLE_SOURCE_NONE = 0,
     HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED = 1, /* .NET 10+: each byte sampled with p = 1/mean */
     HL_SAMPLE_SOURCE_ALLOCATION_TICK = 2,    /* GCAllocationTick: ~every 100 KB, biased */
+    HL_SAMPLE_SOURCE_OBJECT_ALLOCATED = 3,   /* full mode: the collector samples in ObjectAllocated,
+                                              * with AllocationSampled's statistics */
 };
 
 /* HL_REC_ALLOC_SAMPLES, inside GC `gc`: the samples of allocation interval `gc` (same numbering
@@ -318,7 +320,7 @@ typedef struct hl_alloc_samples {
     uint32_t count;
     uint32_t source;              /* HL_SAMPLE_SOURCE_* */
     uint32_t reserved;
-    uint64_t mean_distance_bytes; /* AllocationSampled: 102400; AllocationTick: 0 */
+    uint64_t mean_distance_bytes; /* AllocationSampled, ObjectAllocated: 102400; AllocationTick: 0 */
     uint64_t samples_seen;        /* cumulative: sample events the runtime delivered */
     uint64_t samples_dropped;     /* cumulative: of those, lost (buffer full, no slot, payload
                                    * not understood, writer gone) */

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Recording benchmark: whole recordings of real programs, plain / empty profiler / recorded.
 
-    bench/record/run.py --heaplens build/bin/heaplens [--case workload|csc|heap|all] [--runs 3]
-                        [--mode full|sampled] [--orders N] [--files N] [--nodes N]
-                        [--workdir DIR] [--keep]
+    bench/record/run.py --heaplens build/bin/heaplens [--case workload|csc|heap|stacks|all]
+                        [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N]
+                        [--eventpipe-sampler] [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
   workload  examples/Workload: 4 threads, about 24M allocations of varied shapes, GCs on their
@@ -11,16 +11,29 @@ Cases (the programs are built or generated into the work directory first):
   csc       the SDK's C# compiler (sdk/*/Roslyn/bincore/csc.dll) compiling 50 generated files.
   heap      examples/SnapshotBench with a 10M-object tree, then `heaplens snapshot PID` once
             the writer has stored the GCs of the building: request → snapshot stored.
+  stacks    (issue 11; not in `all`) Workload in six configurations, interleaved: plain, empty
+            profiler (full flags), full --stacks off, full --stacks on, empty profiler (sampled
+            flags), sampled (stacks on). Prints full+stacks / full and sampled / plain, sampled /
+            empty (wall, the program's own loop time, CPU), the samples taken and the database
+            bytes per sample (pages of frames, stacks, stack_frames, alloc_samples, sampling /
+            samples). --eventpipe-sampler adds full --stacks on with the runtime's
+            AllocationSampled events instead of the collector's own sampler
+            (HEAPLENS_FULL_SAMPLER=eventpipe: the cost before this change) and with the walk
+            skipped (HEAPLENS_STACK_WALK=off: the walk's share).
 
 Each mode runs --runs times, interleaved; medians are printed. Figures, per case:
   wall            whole command, ms; ratios recorded/plain and recorded/empty (the empty
                   profiler: the collector loaded with the same runtime flags, callbacks doing
-                  nothing, HEAPLENS_EMPTY=1: the runtime's own cost of those flags)
+                  nothing, HEAPLENS_EMPTY=1: the runtime's own cost of those flags); and
+                  until the program's end: the command's wall less writer_finish_ns
   lost            allocations and GCs lost (counters allocs_dropped, gcs_dropped), and status
   db bytes        database size / allocations (workload, csc); snapshot tables / snapshot
                   objects (heap)
   finish          the program's exit wait for the collector (collector_exit_wait_ns) and the
                   writer's finishing time after the run's end (writer_finish_ns)
+  writer CPU      the writer's CPU time (user + system) while the program ran, per object stored
+                  (writer_run_cpu_ns / objects rows), and after RUN_END (writer_finish_cpu_ns):
+                  the steady figure when other processes share the machine
   peak RSS        of the program (plain: /usr/bin/time; recorded: the collector's
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
   GC pause        workload: p50/p99 of gen0 and gen1 pauses (the program's own sampler) per mode,
@@ -152,6 +165,7 @@ def counters_of(db):
         k = dict(c.execute("SELECT name, value FROM counters").fetchall())
         k["status"] = c.execute("SELECT status FROM run").fetchone()[0]
         k["gcs"] = c.execute("SELECT count(*) FROM gcs").fetchone()[0]
+        k["survivors"] = c.execute("SELECT count(*) FROM objects").fetchone()[0]
         try:
             k["snapshot_objects"] = c.execute("SELECT coalesce(sum(objects), 0) FROM snapshots").fetchone()[0]
             k["snapshot_bytes"] = c.execute(
@@ -264,6 +278,13 @@ def report(case, results, mode):
               f"{prog['empty']:.0f}, {name} {prog['recorded']:.0f}; {name}/plain "
               f"{fmt_ratio(prog['recorded'], prog['plain'])}, {name}/empty "
               f"{fmt_ratio(prog['recorded'], prog['empty'])}")
+    # The program's own wall: the command's less the writer's finishing after RUN_END (the
+    # issue's measure; the finishing time is reported on its own below).
+    until = {m: statistics.median(r["wall"] - r.get("k", {}).get("writer_finish_ns", 0) / 1e6
+                                  for r in results[m]) for m in MODES}
+    print(f"until the program's end (wall less the writer's finishing): empty {until['empty']:.0f}, "
+          f"{name} {until['recorded']:.0f}: {name}/empty {fmt_ratio(until['recorded'], until['empty'])}, "
+          f"{name}/plain {fmt_ratio(until['recorded'], until['plain'])}")
     seen = k.get("allocs_seen", 0)
     lost = max(r["k"].get("allocs_dropped", 0) for r in results["recorded"])
     gcs_lost = max(r["k"].get("gcs_dropped", 0) for r in results["recorded"])
@@ -283,6 +304,12 @@ def report(case, results, mode):
         print(f"database: {mib(size)}, {size / seen if seen else float('nan'):.2f} bytes per allocation")
     print(f"finishing: program's exit waited {k.get('collector_exit_wait_ns', 0) / 1e6:.0f} ms for "
           f"the collector; writer finished {k.get('writer_finish_ns', 0) / 1e6:.0f} ms after the run's end")
+    run_cpu = statistics.median(r["k"].get("writer_run_cpu_ns", 0) for r in results["recorded"])
+    fin_cpu = statistics.median(r["k"].get("writer_finish_cpu_ns", 0) for r in results["recorded"])
+    surv = k.get("survivors", 0)
+    print(f"writer CPU (median): {run_cpu / 1e9:.2f} s while the program ran "
+          f"({run_cpu / 1e3 / surv if surv else float('nan'):.2f} us per surviving object, "
+          f"{surv:,} objects), {fin_cpu / 1e9:.2f} s finishing")
     plain_rss = statistics.median(r["rss_kib"] for r in results["plain"]) * 1024
     print(f"peak RSS: program plain {mib(plain_rss)}, recorded "
           f"{mib(k.get('program_peak_rss_bytes', 0))}; writer {mib(k.get('writer_peak_rss_bytes', 0))}")
@@ -298,10 +325,116 @@ def report(case, results, mode):
                 f"p99 {row['recorded'][1] - row['empty'][1]:+.0f}")
 
 
+# name -> (record arguments or None for the plain program, extra environment)
+STACK_CONFIGS = {
+    "plain": (None, {}),
+    "empty-full": (["--mode", "full"], {"HEAPLENS_EMPTY": "1"}),
+    "full": (["--mode", "full", "--stacks", "off"], {}),
+    "full+stacks": (["--mode", "full", "--stacks", "on"], {}),
+    "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
+    "sampled": (["--mode", "sampled", "--stacks", "on"], {}),
+}
+STACK_EXTRA = {
+    "full+stacks eventpipe": (["--mode", "full", "--stacks", "on"],
+                              {"HEAPLENS_FULL_SAMPLER": "eventpipe"}),
+    "full+stacks no walk": (["--mode", "full", "--stacks", "on"], {"HEAPLENS_STACK_WALK": "off"}),
+}
+SAMPLE_TABLES = ("frames", "stacks", "stack_frames", "alloc_samples", "sampling")
+
+
+def sample_figures(db):
+    """(samples stored, database bytes of the sample tables and their indexes)."""
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        n = c.execute("SELECT count(*) FROM alloc_samples").fetchone()[0]
+        names = [r[0] for r in c.execute(
+            "SELECT name FROM sqlite_schema WHERE tbl_name IN (%s)" %
+            ",".join("?" * len(SAMPLE_TABLES)), SAMPLE_TABLES)]
+        size = c.execute("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name IN (%s)" %
+                         ",".join("?" * len(names)), names).fetchone()[0] if names else 0
+        return n, size
+    finally:
+        c.close()
+
+
+def run_stack_config(a, name, config, program, i):
+    args, extra_env = config
+    db = os.path.join(a.workdir, "stacks-%s-%d.db" % (re.sub(r"[^a-z0-9]+", "-", name), i))
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HEAPLENS_EMPTY", "HEAPLENS_FULL_SAMPLER", "HEAPLENS_STACK_WALK")}
+    env.update(extra_env)
+    cmd = list(program)
+    if args is not None:
+        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
+    rc, wall, rss, out, cpu = timed(cmd, env=env)
+    if rc != 0:
+        print(out[-3000:], file=sys.stderr)
+        die(f"stacks {name} run {i} exited with {rc}")
+    m = re.search(r"elapsed_ms=([0-9.]+)", out)
+    res = {"wall": wall, "cpu": cpu, "program_ms": float(m.group(1)) if m else float("nan")}
+    if args is not None and "HEAPLENS_EMPTY" not in extra_env:
+        res["samples"], res["sample_bytes"] = sample_figures(db)
+        res["db_bytes"] = os.path.getsize(db)
+        res["k"] = counters_of(db)
+    if not a.keep:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.remove(db + suffix)
+    return res
+
+
+def stacks_case(a, program):
+    configs = dict(STACK_CONFIGS)
+    if a.eventpipe_sampler:
+        configs.update(STACK_EXTRA)
+    results = {n: [] for n in configs}
+    for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
+        for n, config in configs.items():
+            r = run_stack_config(a, n, config, program, i)
+            results[n].append(r)
+            print(f"  stacks {n} run {i + 1}: wall {r['wall']:.0f} ms, cpu {r['cpu']:.0f} ms, "
+                  f"program {r['program_ms']:.0f} ms", flush=True)
+    med = {n: {f: statistics.median(r[f] for r in results[n])
+               for f in ("wall", "cpu", "program_ms")} for n in configs}
+    print(f"\n== stacks (Workload, medians of {a.runs} runs; CPU = user + system of the whole "
+          f"command: the steadier figure on a shared machine)")
+    print("config: wall ms / program's own loop ms / cpu ms")
+    for n in configs:
+        print(f"  {n:24} {med[n]['wall']:7.0f} {med[n]['program_ms']:7.0f} {med[n]['cpu']:7.0f}")
+
+    def ratio(x, y):
+        return " ".join(f"{f.replace('_ms', '')} {fmt_ratio(med[x][f], med[y][f])}"
+                        for f in ("wall", "program_ms", "cpu"))
+    print(f"full+stacks / full:     {ratio('full+stacks', 'full')}   (issue 11 target <= 1.1x)")
+    if a.eventpipe_sampler:
+        print(f"  with AllocationSampled events (HEAPLENS_FULL_SAMPLER=eventpipe) / full: "
+              f"{ratio('full+stacks eventpipe', 'full')}")
+        print(f"  without the walk (HEAPLENS_STACK_WALK=off) / full: "
+              f"{ratio('full+stacks no walk', 'full')}")
+    print(f"sampled / plain:        {ratio('sampled', 'plain')}   (issue 11 target <= 1.05x wall)")
+    print(f"sampled / empty (sampled flags): {ratio('sampled', 'empty-sampled')}")
+    print(f"empty (full flags) / plain: {ratio('empty-full', 'plain')}")
+    for n in configs:
+        rs = [r for r in results[n] if "samples" in r]
+        if not rs or not any(r["samples"] for r in rs):
+            continue
+        samples = statistics.median(r["samples"] for r in rs)
+        per = statistics.median(r["sample_bytes"] / r["samples"] for r in rs if r["samples"])
+        seen = statistics.median(r["k"].get("allocs_seen", 0) for r in rs)
+        print(f"{n}: {samples:.0f} samples taken (median), {per:.0f} database bytes per sample "
+              f"(sample tables and indexes), database {mib(statistics.median(r['db_bytes'] for r in rs))}"
+              + (f", {seen:,.0f} allocations seen" if seen else ""))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--case", default="all", choices=["workload", "csc", "heap", "all"])
+    ap.add_argument("--case", default="all", choices=["workload", "csc", "heap", "stacks", "all"])
+    ap.add_argument("--eventpipe-sampler", action="store_true",
+                    help="stacks case: also the runtime's sampler and the walk skipped")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mode", default="full", choices=["full", "sampled"],
                     help="heaplens record --mode for the empty and recorded runs")
@@ -322,6 +455,10 @@ def main():
 
     cases = ["workload", "csc", "heap"] if a.case == "all" else [a.case]
     for case in cases:
+        if case == "stacks":
+            stacks_case(a, ["dotnet", build_example("Workload", a.workdir), "--orders",
+                            str(a.orders)])
+            continue
         if case == "workload":
             program = ["dotnet", build_example("Workload", a.workdir), "--pauses",
                        "--orders", str(a.orders)]

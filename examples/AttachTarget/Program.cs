@@ -2,6 +2,7 @@
 // heaplens, leaks one known type steadily (LeakedRecord, kept in a static list), churns
 // short-lived garbage on two threads, and answers commands on stdin, one per line:
 //   count  -> "count N"   LeakedRecord objects held right now
+//   leak K -> "count N"   leaks K more records now (a known growth between two snapshots)
 //   gc     -> "gc N"      after GC.Collect(): GC.CollectionCount(0)
 //   gcmode -> "gcmode server|workstation"   which GC the runtime runs (DOTNET_gcServer=1)
 //   stop   -> stops the threads, checks every record it kept, prints "verified N" and exits 0
@@ -27,6 +28,16 @@ namespace AttachTarget
         static volatile bool stopping;
         static long churned;
 
+        static long leakIndex;
+
+        static void LeakNow(long n)
+        {
+            for (long i = 0; i < n; i++)
+            {
+                lock (Kept) Kept.Add(new LeakedRecord(leakIndex++));
+            }
+        }
+
         static void Leak(int perSecond)
         {
             long index = 0;
@@ -37,8 +48,8 @@ namespace AttachTarget
                 long due = (long)((DateTime.UtcNow - started).TotalSeconds * perSecond);
                 while (index < due && !stopping)
                 {
-                    var r = new LeakedRecord(index++);
-                    lock (Kept) Kept.Add(r);
+                    lock (Kept) Kept.Add(new LeakedRecord(leakIndex++));
+                    index++;
                 }
                 Thread.Sleep(5);
             }
@@ -81,6 +92,13 @@ namespace AttachTarget
                 line = line.Trim();
                 if (line == "count")
                 {
+                    int n;
+                    lock (Kept) n = Kept.Count;
+                    Console.Out.WriteLine($"count {n}");
+                }
+                else if (line.StartsWith("leak "))
+                {
+                    LeakNow(long.Parse(line.Substring(5)));
                     int n;
                     lock (Kept) n = Kept.Count;
                     Console.Out.WriteLine($"count {n}");

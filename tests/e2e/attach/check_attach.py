@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """heaplens attach end to end (examples/AttachTarget, started WITHOUT heaplens).
 
-sessions: the target leaks LeakedRecord steadily and churns on two threads; two `heaplens attach
-  --duration` sessions in a row, each checked: >= 2 snapshots (first right after attaching,
-  last at the end), `heaplens snapshot PID` in between, model_missing 0 in every snapshot,
-  run.mode 'attach', LeakedRecord ranked first by `heaplens leaks`, its count in the last
-  snapshot between the counts the program logged before and after the session. After each
+sessions: the target leaks LeakedRecord steadily and churns on two threads; three `heaplens
+  attach` sessions in a row, ended by Ctrl-C, SIGTERM and --duration. The first two are checked
+  for: 3 snapshots (first right after attaching, `heaplens snapshot PID` after the target leaked
+  1,000 more records on command, last at the end after 1,000 more), model_missing and
+  model_extra 0 in every snapshot, run.mode 'attach', LeakedRecord ranked first by `heaplens
+  leaks`, its count in the last snapshot between the counts the program logged before and
+  after the session; the --duration one for its own end and 2 exact snapshots. After each
   detach the program keeps answering; at "stop" it verifies its own data and exits 0.
 refusals: no such pid, a non-.NET process, a process already under `heaplens record`.
 --server-gc runs the target with DOTNET_gcServer=1 (and checks the runtime says so).
@@ -14,7 +16,9 @@ The program is driven through its stdin/stdout lines: no sleeping as synchronisa
 import argparse
 import json
 import os
+import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -46,35 +50,76 @@ class Target:
         return rc, line
 
 
-def session(checks, args, target, n, log):
+def wait_for(condition, what, timeout=120):
+    """Polls a condition of the outside world (a file, a database) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.02)
+
+
+def stored_snapshots(db):
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM snapshots").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+def session(checks, args, target, n, ending, log):
+    """One attach session, ended by `ending` (a signal). Between the first snapshot (taken at
+    attach) and `heaplens snapshot PID`, and again before the end, the target leaks 1,000 more
+    records on command: the leak grows by a known amount between every two snapshots."""
     db = os.path.join(args.workdir, f"session{n}.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
     before = target.count()
-    # --duration ends it; `heaplens snapshot PID` asks for one in between, once attached (the
-    # session file exists from the attach's answer on).
-    attach = subprocess.Popen([args.heaplens, "attach", str(target.pid), "-o", db,
-                               "--duration", str(args.duration), "--json"],
+    attach = subprocess.Popen([args.heaplens, "attach", str(target.pid), "-o", db],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = attach.stderr.readline()
+    attached = re.match(r"heaplens: attached to process \d+ in ([0-9.]+) s", first)
     snap_rc = None
-    deadline = time.monotonic() + 60
-    while snap_rc != 0 and time.monotonic() < deadline and attach.poll() is None:
-        snap_rc, out, err = e2elib.run([args.heaplens, "snapshot", str(target.pid), "--json"],
-                                       log=log, timeout=120)
-        if snap_rc != 0 and "not being recorded" not in err and "not connected" not in err:
-            break
-        if snap_rc != 0:
-            time.sleep(0.05)  # polling for the session to exist, not waiting on it
+    if attached:
+        try:
+            wait_for(lambda: stored_snapshots(db) >= 1 or attach.poll() is not None,
+                     "the first snapshot")
+            target.ask("leak 1000")
+            snap_rc, _, _ = e2elib.run([args.heaplens, "snapshot", str(target.pid)], log=log,
+                                       timeout=120)
+            target.ask("leak 1000")
+        except TimeoutError as e:
+            print(f"session {n}: timed out waiting for {e}")
+        if attach.poll() is None:
+            attach.send_signal(ending)
     out, err = attach.communicate(timeout=600)
+    err = first + err
     with open(log, "a") as f:
-        f.write(f"$ heaplens attach {target.pid} (session {n})\n[exit {attach.returncode}]\n"
-                f"{out}\n{err}\n")
+        f.write(f"$ heaplens attach {target.pid} (session {n}, ended by {ending.name})\n"
+                f"[exit {attach.returncode}]\n{out}\n{err}\n")
     after = target.count()
-    if not checks.eq(f"session {n}: heaplens attach exits 0", 0, attach.returncode):
+    if not checks.eq(f"session {n}: heaplens attach exits 0 ({ending.name})", 0, attach.returncode):
         print(err.strip()[:800])
         return
+    checks.ok(f"session {n}: attached", attached is not None, first.strip())
     checks.eq(f"session {n}: heaplens snapshot PID during the session", 0, snap_rc)
-    summary = json.loads(out)
-    checks.ok(f"session {n}: attach took under {args.duration} s", summary["attach_seconds"] < args.duration,
-              str(summary["attach_seconds"]))
+    check_recording(checks, args, target, db, n, log, 3)
+    leaks = e2elib.heaplens_json(checks, args.heaplens, ["leaks", db], log)
+    if leaks:
+        suspects = leaks.get("rows", [])
+        first_row = suspects[0] if suspects else {}
+        checks.eq(f"session {n}: leaks ranks LeakedRecord first", "AttachTarget.LeakedRecord",
+                  first_row.get("type"))
+        per = first_row.get("counts") or []
+        last = per[-1] if isinstance(per, list) and per else None
+        checks.ok(f"session {n}: LeakedRecord in the last snapshot between the program's counts",
+                  last is not None and before <= last <= after, f"{before} <= {last} <= {after}")
+    checks.ok(f"session {n}: the program answers after the detach", after is not None)
+
+
+def check_recording(checks, args, target, db, n, log, min_snapshots):
     info = e2elib.heaplens_json(checks, args.heaplens, ["info", db], log)
     if info:
         run = info.get("run", info)
@@ -85,28 +130,34 @@ def session(checks, args, target, n, log):
     rows = snaps.get("rows") if snaps else None
     if rows is None:
         return
-    checks.ok(f"session {n}: at least 3 snapshots (first, requested, last)", len(rows) >= 3,
+    checks.ok(f"session {n}: at least {min_snapshots} snapshots", len(rows) >= min_snapshots,
               f"{len(rows)}")
     for r in rows:
         checks.eq(f"session {n}: snapshot {r.get('snapshot')} model_missing", 0,
                   r.get("model_missing", r.get("missing")))
+        checks.eq(f"session {n}: snapshot {r.get('snapshot')} model_extra", 0,
+                  r.get("model_extra", r.get("extra")))
     # Its threads were named before the attach: their names come from the catch-up at attach.
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     names = {r[0] for r in conn.execute("SELECT name FROM threads WHERE name IS NOT NULL")}
     conn.close()
     checks.ok(f"session {n}: threads named before the attach are named",
               {"leak", "churn-1", "churn-2"} <= names, str(sorted(names)))
-    leaks = e2elib.heaplens_json(checks, args.heaplens, ["leaks", db], log)
-    if leaks:
-        suspects = leaks.get("rows", [])
-        first = suspects[0] if suspects else {}
-        checks.eq(f"session {n}: leaks ranks LeakedRecord first", "AttachTarget.LeakedRecord",
-                  first.get("type"))
-        per = first.get("counts") or []
-        last = per[-1] if isinstance(per, list) and per else None
-        checks.ok(f"session {n}: LeakedRecord in the last snapshot between the program's counts",
-                  last is not None and before <= last <= after, f"{before} <= {last} <= {after}")
-    checks.ok(f"session {n}: the program answers after the detach", after is not None)
+
+
+def duration_session(checks, args, target, n, log):
+    """`--duration`: the session ends by itself, with its first and last snapshots."""
+    db = os.path.join(args.workdir, f"session{n}.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    rc, out, err = e2elib.run([args.heaplens, "attach", str(target.pid), "-o", db, "--duration",
+                               str(args.duration), "--json"], log=log, timeout=600)
+    if not checks.eq(f"session {n}: heaplens attach --duration exits 0", 0, rc):
+        print(err.strip()[:800])
+        return
+    summary = json.loads(out)
+    checks.eq(f"session {n}: --json summary names the process", target.pid, summary.get("pid"))
+    check_recording(checks, args, target, db, n, log, 2)
+    checks.ok(f"session {n}: the program answers after the detach", target.count() is not None)
 
 
 def refusals(checks, args, log):
@@ -141,8 +192,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--duration", type=int, default=3)
-    ap.add_argument("--sessions", type=int, default=2)
+    ap.add_argument("--duration", type=int, default=1)
     ap.add_argument("--only", choices=["sessions", "refusals"])
     ap.add_argument("--server-gc", action="store_true",
                     help="run the target with server GC (DOTNET_gcServer=1)")
@@ -163,8 +213,11 @@ def main():
                 checks.eq("the target runs the GC asked for",
                           "gcmode " + ("server" if args.server_gc else "workstation"),
                           target.ask("gcmode"))
-                for n in range(1, args.sessions + 1):
-                    session(checks, args, target, n, log)
+                # Ctrl-C, then SIGTERM, then --duration: each ends a session, and the
+                # library, left mapped, starts afresh at every attach.
+                session(checks, args, target, 1, signal.SIGINT, log)
+                session(checks, args, target, 2, signal.SIGTERM, log)
+                duration_session(checks, args, target, 3, log)
             finally:
                 rc, line = target.stop()
             checks.eq("the target exits 0 after the sessions", 0, rc)

@@ -7,7 +7,8 @@
 
 AllocSites allocates ChainItem only in C, called A -> B -> C, and SplitItem at two sites, Major
 and Minor, 3:1, and writes its true counts. From SQL on the recording:
-  - sampling: the source ('AllocationSampled' on .NET 10; with --biased, 'AllocationTick'),
+  - sampling: the source ('ObjectAllocated' in full mode: the collector's own sampler; in
+    sampled mode 'AllocationSampled' on .NET 10, with --biased 'AllocationTick'),
     samples delivered, none dropped;
   - the heaviest stack of ChainItem, innermost first, is C, B, A, Run, Main;
   - the heaviest stack of SplitItem starts at Major, the next at Minor;
@@ -59,7 +60,7 @@ def main():
     ap.add_argument("--dotnet", default="dotnet")
     ap.add_argument("--dll", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9): stacks only")
+    ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9, sampled mode): stacks only")
     ap.add_argument("--mode", default="full", choices=["full", "sampled"])
     ap.add_argument("--chromium", help="render the report's flame graph with this browser")
     ap.add_argument("--count", type=int, default=4000000)
@@ -82,7 +83,9 @@ def main():
     if not checks.ok("sampling row", row is not None):
         return checks.summary()
     source, biased, samples, dropped, mean = row
-    checks.eq("sampling source", "AllocationTick" if a.biased else "AllocationSampled", source)
+    want = ("ObjectAllocated" if a.mode == "full"
+            else "AllocationTick" if a.biased else "AllocationSampled")
+    checks.eq("sampling source", want, source)
     checks.eq("sampling biased", 1 if a.biased else 0, biased)
     checks.eq("samples dropped", 0, dropped)
     stored = con.execute("SELECT count(*) FROM alloc_samples").fetchone()[0]

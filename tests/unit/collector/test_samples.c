@@ -108,10 +108,53 @@ static void test_parse(void) {
     assert(!hl_parse_allocation_tick(d, 53, 4, &s));
 }
 
+/* GCBulkMovedObjectRanges / GCBulkSurvivingObjectRanges: header, packed values, bounds. */
+static void test_parse_ranges(void) {
+    uint8_t d[10 + 2 * 24];
+    memset(d, 0, sizeof d);
+    uint32_t count = 2;
+    memcpy(d + 4, &count, 4);
+    uint64_t v[6] = {0x1000, 0x2000, 48, 0x3000, 0x3000, 24};
+    memcpy(d + 10, v, sizeof v);
+    hl_ranges_payload r;
+    assert(hl_parse_ranges(d, sizeof d, HL_EVENT_GC_BULK_MOVED_RANGES, &r) && r.moved && r.count == 2);
+    uint64_t o, n, len;
+    hl_ranges_at(&r, 1, &o, &n, &len);
+    assert(o == 0x3000 && n == 0x3000 && len == 24);
+    assert(!hl_parse_ranges(d, sizeof d - 1, HL_EVENT_GC_BULK_MOVED_RANGES, &r));
+    assert(!hl_parse_ranges(d, sizeof d, 23, &r));
+    /* surviving: {start, length}: three fit in the same bytes */
+    count = 3;
+    memcpy(d + 4, &count, 4);
+    assert(hl_parse_ranges(d, sizeof d, HL_EVENT_GC_BULK_SURVIVING_RANGES, &r) && !r.moved);
+    hl_ranges_at(&r, 0, &o, &n, &len);
+    assert(o == 0x1000 && n == 0x1000 && len == 0x2000);
+}
+
+/* The own sampler's distances (full mode): geometric, mean 102400, never 0. */
+static void test_sample_distance(void) {
+    uint64_t x = 0x9E3779B97F4A7C15ull, min = UINT64_MAX;
+    double sum = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+        uint64_t d = hl_sample_distance(x * 0x2545F4914F6CDD1Dull, HL_ALLOC_SAMPLED_MEAN_BYTES);
+        min = d < min ? d : min;
+        sum += (double)d;
+    }
+    double mean = sum / n;
+    assert(min >= 1);
+    assert(mean > 102400 * 0.98 && mean < 102400 * 1.02);
+    assert(hl_sample_distance(UINT64_MAX, 102400) == 1); /* uniform 1: the next byte */
+    assert(hl_sample_distance(0, 102400) > 3000000);      /* the smallest uniform: far */
+}
+
 int main(void) {
+    test_sample_distance();
     test_encode_and_push();
     test_interning();
     test_parse();
+    test_parse_ranges();
     puts("ok");
     return 0;
 }

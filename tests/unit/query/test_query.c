@@ -527,7 +527,14 @@ static void case_info_json(void)
         "    \"objects_alive_at_end\": 7,\n"
         "    \"types\": 4,\n"
         "    \"threads\": 3,\n"
-        "    \"file_bytes\": %s\n"
+        "    \"file_bytes\": %s,\n"
+        "    \"allocations_estimated\": false\n"
+        "  },\n"
+        "  \"allocations\": {\n"
+        "    \"mode\": \"full\",\n"
+        "    \"estimated\": false,\n"
+        "    \"note\": null,\n"
+        "    \"sampling\": null\n"
         "  }\n"
         "}\n",
         "COUNTERS", size);

@@ -582,6 +582,56 @@ def test_stacks(a, heaplens, workdir):
     print('stacks: screenshot %s' % shot)
 
 
+def test_estimates(a, heaplens, workdir):
+    """A sampled recording (report_fixture sampled): the page says at the top that allocation
+    figures are estimates and marks every one of them (card, plot title, top allocating types,
+    GC table column) with \u2248 / est.; a full recording (report_fixture stacks) marks none."""
+    for mode in ('sampled', 'stacks'):
+        est = mode == 'sampled'
+        db = os.path.join(workdir, 'est-%s.db' % mode)
+        if os.path.exists(db):
+            os.unlink(db)
+        r = run([a.fixture, mode, db])
+        assert r.returncode == 0, r.stderr
+        page = os.path.join(workdir, 'est-%s.html' % mode)
+        r = run([heaplens, 'report', db, '-o', page])
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+        dom, _ = dump_dom(workdir, page)
+        label = 'estimates (%s)' % mode
+        note = dom.find(id='estimates-note')
+        if est:
+            check(note is not None and 'hidden' not in note.attrs and 'ESTIMATES' in note.text() and
+                  '9 allocation samples' in note.text() and '3 samples were lost' in note.text(),
+                  '%s: the note at the top %r' % (label, note and note.text()))
+        else:
+            check(note is not None and 'hidden' in note.attrs, '%s: no estimates note' % label)
+        summary = dom.find(id='summary').text()
+        check(('Allocated (est.)' in summary and '\u2248 11,612' in summary) if est else
+              ('Allocated (est.)' not in summary and '\u2248' not in summary), '%s: card %r' % (label, summary))
+        title = dom.find(id='plot-allocated').find('h2').text()
+        check(title == ('\u2248 Allocated per GC interval (estimated)' if est else 'Allocated per GC interval'),
+              '%s: plot title %r' % (label, title))
+        svg = dom.find(id='plot-allocated').find('svg')
+        check(svg is not None and svg.find('path', data_series='allocated') is not None, '%s: the plot is drawn' % label)
+        top = dom.find(id='plot-allocated').find('table')
+        head = top.find('thead').text() if top and top.find('thead') else ''
+        check(('top allocating types (est.)' in head) == est, '%s: top types header %r' % (label, head))
+        first = top.find('tbody').find('tr') if top and top.find('tbody') else None
+        want_first = doc['allocations']['top_types'][0]['type']
+        check(first is not None and first.find('td').text() == want_first, '%s: heaviest type %r' % (label, want_first))
+        header = dom.find('table', id='gc-table').find('thead').text()
+        check(('\u2248 allocated (est.)' in header) == est and 'allocated' in header, '%s: column header %r' % (label, header))
+        for tr in table_rows(dom):
+            c = cells(tr).get('allocated')
+            g = next(x for x in doc['gcs'] if x['gc'] == int(tr.attrs['data-gc']))
+            check(c is not None and num(c.attrs.get('data-v', '')) == g['allocated_bytes'] and
+                  c.text().startswith('\u2248 ') == est, '%s: GC %s allocated cell %r' % (label, g['gc'], c and c.text()))
+        page_text = dom.find('main').text()
+        if not est:
+            check('\u2248' not in page_text.replace('\u2248 allocated', ''), '%s: nothing marked as an estimate' % label)
+
+
 def path_points(d):
     return len(re.findall(r'[ML]', d or ''))
 
@@ -649,7 +699,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     heaplens = os.path.abspath(a.heaplens)
-    for test in (test_example, test_stacks, test_rounding, test_interaction, test_big):
+    for test in (test_example, test_stacks, test_estimates, test_rounding, test_interaction, test_big):
         before = len(FAILURES)
         test(a, heaplens, a.workdir)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

@@ -5,6 +5,11 @@
  *                                          expectations are in report_test.py)
  *   report_fixture stacks OUT.db           "small" with the allocation samples and stacks of
  *                                          tests/unit/common/hl_stack_fixture.h
+ *   report_fixture sampled OUT.db          "stacks" as a sampled recording: run.mode 'sampled',
+ *                                          alloc_counts keeps only the LOH and POH allocations
+ *                                          (what the runtime still reports without
+ *                                          ObjectAllocated), the samples estimate the rest
+ *   report_fixture attach OUT.db           the same with run.mode 'attach'
  *   report_fixture empty OUT.db            a complete run without any GC
  *   report_fixture ties OUT.db             2 GCs whose sizes print with a rounding tie
  *                                          (1280 B = 1.25 KiB prints "1.2 KiB", like printf)
@@ -18,6 +23,7 @@
 #include "tests/unit/common/hl_stream_builder.h"
 
 #include <inttypes.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,10 +284,29 @@ static void build_sim(hl_sb *sb, uint32_t n_gcs, uint32_t seed, gboolean truncat
     hl_sb_run_end_full(sb, &e);
 }
 
+/* Makes the recording at `path` look recorded without ObjectAllocated (sampled or attach mode):
+ * small-object allocations were never counted, only those on the LOH and POH. */
+static gboolean without_counts(const char *path, const char *mode, GError **error)
+{
+    sqlite3 *db = NULL;
+    g_autofree char *sql = g_strdup_printf(
+        "BEGIN; UPDATE run SET mode = '%s';"
+        " DELETE FROM alloc_counts WHERE heap IS NULL OR heap NOT IN (3, 4); COMMIT;", mode);
+    gboolean ok = sqlite3_open(path, &db) == SQLITE_OK &&
+                  sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
+    if (!ok)
+        g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s: %s", path,
+                    db ? sqlite3_errmsg(db) : "out of memory");
+    sqlite3_close(db);
+    return ok;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: report_fixture small OUT.db\n"
                     "       report_fixture stacks OUT.db\n"
+                    "       report_fixture sampled OUT.db\n"
+                    "       report_fixture attach OUT.db\n"
                     "       report_fixture empty OUT.db\n"
                     "       report_fixture ties OUT.db\n"
                     "       report_fixture sim GCS SEED OUT.db [truncated]\n");
@@ -294,12 +319,15 @@ int main(int argc, char **argv)
     hl_sb *sb = hl_sb_new();
     const char *out = NULL;
     gboolean stacks = FALSE;
+    const char *mode = NULL; /* sampled, attach: made from "stacks" */
     int status = 1;
 
-    if (argc == 3 && (strcmp(argv[1], "small") == 0 || strcmp(argv[1], "stacks") == 0)) {
+    if (argc == 3 && (strcmp(argv[1], "small") == 0 || strcmp(argv[1], "stacks") == 0 ||
+                      strcmp(argv[1], "sampled") == 0 || strcmp(argv[1], "attach") == 0)) {
         build_small(sb);
         out = argv[2];
-        stacks = strcmp(argv[1], "stacks") == 0;
+        stacks = strcmp(argv[1], "small") != 0;
+        mode = strcmp(argv[1], "sampled") == 0 || strcmp(argv[1], "attach") == 0 ? argv[1] : NULL;
     } else if (argc == 3 && strcmp(argv[1], "ties") == 0) {
         const uint64_t ms = 1000000;
         hl_sb_run_start(sb, 8, "dotnet Ties.dll");
@@ -334,7 +362,8 @@ int main(int argc, char **argv)
         return usage();
     }
     if (hl_sb_write_db(sb, out, NULL, NULL, &error) &&
-        (!stacks || hl_stack_fixture_add(out, FALSE, 0, &error)))
+        (!stacks || hl_stack_fixture_add(out, FALSE, mode ? 3 : 0, &error)) &&
+        (!mode || without_counts(out, mode, &error)))
         status = 0;
     else
         fprintf(stderr, "report_fixture: %s\n", error->message);

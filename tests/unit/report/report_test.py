@@ -121,6 +121,108 @@ def test_small(env):
         check(key in doc['definitions'], 'small: definition of %s' % key)
 
 
+def json_of(env, *args):
+    r = run([env.heaplens] + list(args) + ['--json'])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def text_of(env, *args):
+    r = run([env.heaplens] + list(args))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_estimates(env):
+    """Sampled and attach recordings (report_fixture sampled/attach: the "stacks" recording with
+    run.mode changed and only the LOH allocations counted): every allocation figure is the exact
+    LOH count plus the estimates of the small objects (tests/unit/common/hl_stack_fixture.h),
+    and says so; full recordings are exact and say nothing."""
+    # interval: (count, bytes) = LOH objects counted + small-object samples' est_count/est_bytes
+    want_gcs = {1: (1 + 10010, 100000 + 394000), 2: (1500, 48000), 3: (1, 200000)}
+    for mode in ('sampled', 'attach'):
+        db = env.fixture_db('est-%s.db' % mode, mode)
+        label = 'estimates (%s)' % mode
+        doc = env.report_json(db)
+        if doc is None:
+            return
+        A = doc['allocations']
+        check(A['mode'] == mode and A['estimated'] is True, '%s: allocations head %r' % (label, A))
+        check(A['note'].startswith('%s mode: allocation figures are ESTIMATES' % mode) and '9 allocation samples' in A['note']
+              and '3 samples were lost' in A['note'], '%s: note %r' % (label, A['note']))
+        check(A['sampling'] == {'source': 'AllocationSampled', 'mean_distance_bytes': 102400, 'biased': False,
+                                'samples': 9, 'samples_dropped': 3}, '%s: sampling %r' % (label, A['sampling']))
+        got = {g['gc']: (g['allocated_count'], g['allocated_bytes']) for g in doc['gcs']}
+        check(got == want_gcs, '%s: allocated per GC %r' % (label, got))
+        check(A['after_last_gc'] == {'count': 100, 'bytes': 6400}, '%s: after the last GC %r' % (label, A['after_last_gc']))
+        t = doc['totals']
+        check(t['objects'] == 11612 and t['object_bytes'] == 748400, '%s: totals %r' % (label, t))
+        check(A['top_types'] == [{'type': 'System.Byte[]', 'count': 12, 'bytes': 310000},
+                                 {'type': 'System.String', 'count': 9500, 'bytes': 304000},
+                                 {'type': 'App.Node', 'count': 2100, 'bytes': 134400}], '%s: top types %r' % (label, A['top_types']))
+        check(doc['plots']['allocated'] == {'unit': 'bytes', 'from': 'gcs[].allocated_bytes', 'estimated': True},
+              '%s: plot %r' % (label, doc['plots']['allocated']))
+        check_rows_match_gcs(env, db, doc, label)
+
+        # allocations: the same figures per type, the same head
+        al = json_of(env, 'allocations', db)
+        check(al['estimated'] is True and al['note'] == A['note'] and al['sampling'] == A['sampling'],
+              '%s: allocations head %r' % (label, {k: al.get(k) for k in ('estimated', 'note')}))
+        check(al['rows'] == A['top_types'], '%s: allocations rows %r' % (label, al['rows']))
+        check(text_of(env, 'allocations', db).startswith(A['note'] + '\n'), '%s: allocations text note' % label)
+
+        # info: the sampling, estimated totals, allocs_seen explained
+        info = json_of(env, 'info', db)
+        check(info['allocations'] == {k: A[k] for k in ('mode', 'estimated', 'note', 'sampling')},
+              '%s: info allocations %r' % (label, info['allocations']))
+        check(info['totals']['allocations'] == 11612 and info['totals']['allocation_bytes'] == 748400 and
+              info['totals']['allocations_estimated'] is True, '%s: info totals %r' % (label, info['totals']))
+        text = text_of(env, 'info', db)
+        for want in ['\nsampling\n', '  source           AllocationSampled (unbiased)\n', '  samples          9\n',
+                     '  samples dropped  3\n', '  mean distance    102,400 bytes (100.0 KiB)\n',
+                     '  note             ' + A['note'] + '\n',
+                     '  allocations      ~11,612 (~730.9 KiB)  ESTIMATED from the samples\n',
+                     'allocations the runtime reported: large %sobjects only (%s mode)' % (
+                         'and pinned ' if mode == 'sampled' else '', mode)]:
+            check(want in text, '%s: info text has %r' % (label, want))
+
+        # the view: the same figures per type (summed over threads), samples say which are estimates
+        con = sqlite3.connect(db)
+        view = [{'type': t, 'count': round(c), 'bytes': round(b)} for t, c, b in con.execute(
+            'SELECT type, sum(count), sum(bytes) FROM allocations_estimated_by_type_thread'
+            ' GROUP BY type ORDER BY sum(bytes) DESC')]
+        samples = dict(con.execute('SELECT type, sum(samples) FROM allocations_estimated_by_type_thread GROUP BY type'))
+        con.close()
+        check(view == A['top_types'], '%s: view allocations_estimated_by_type_thread %r' % (label, view))
+        check(samples == {'App.Node': 3, 'System.String': 5, 'System.Byte[]': 1}, '%s: view samples %r' % (label, samples))
+
+        # gcs and survivors show no allocation figure: exact in every mode, nothing to mark
+        for cmd in ('gcs', 'survivors'):
+            out = text_of(env, cmd, db)
+            check('estimat' not in out.lower() and 'alloc' not in out.lower(), '%s: %s says nothing of allocations' % (label, cmd))
+
+    # full: exact, unmarked
+    db = env.fixture_db('est-full.db', 'stacks')
+    doc = env.report_json(db)
+    A = doc['allocations']
+    check(A['mode'] == 'full' and A['estimated'] is False and A['note'] is None, 'full: allocations head %r' % A)
+    got = {g['gc']: (g['allocated_count'], g['allocated_bytes']) for g in doc['gcs']}
+    check(got == {1: (4, 100240), 2: (2, 160), 3: (1, 200000)}, 'full: allocated per GC %r' % got)
+    check(doc['totals']['objects'] == 7 and doc['totals']['object_bytes'] == 300400, 'full: totals')
+    check(doc['plots']['allocated']['estimated'] is False, 'full: plot not estimated')
+    info = json_of(env, 'info', db)
+    check(info['totals']['allocations'] == 7 and info['totals']['allocations_estimated'] is False, 'full: info totals')
+    text = text_of(env, 'info', db)
+    check('\nsampling\n' not in text and 'ESTIMATED' not in text and '~' not in text, 'full: info text unmarked')
+    check('estimated' not in json_of(env, 'allocations', db), 'full: allocations JSON has no estimate head')
+    con = sqlite3.connect(db)
+    exact = list(con.execute('SELECT type, thread, count, bytes FROM allocations_by_type_thread ORDER BY type, thread'))
+    view = list(con.execute('SELECT type, thread, count, bytes FROM allocations_estimated_by_type_thread ORDER BY type, thread'))
+    no_samples = con.execute('SELECT total(samples) FROM allocations_estimated_by_type_thread').fetchone()[0]
+    con.close()
+    check(view == exact and no_samples == 0, 'full: the view is the exact counts %r vs %r' % (view, exact))
+
+
 def naive_survivors(db, gcs):
     con = sqlite3.connect(db)
     out = {g: [] for g in LIVE_GENS}
@@ -329,7 +431,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     env = Env(a.heaplens, a.fixture, a.workdir)
-    for test in (test_small, test_sim_differential, test_html, test_note_and_empty, test_errors,
+    for test in (test_small, test_estimates, test_sim_differential, test_html, test_note_and_empty, test_errors,
                  test_output_targets):
         before = len(FAILURES)
         test(env)
