@@ -300,8 +300,12 @@ def report(case, results, mode):
               f"(heaplens snapshot said: {rec.get('snapshot_out', '?')!r}); "
               f"{k.get('snapshot_bytes', 0) / objs if objs else float('nan'):.1f} database bytes per "
               f"snapshot object")
-    else:
+    elif mode == "full":
         print(f"database: {mib(size)}, {size / seen if seen else float('nan'):.2f} bytes per allocation")
+    else:  # no allocation is seen one by one: the database follows the surviving objects
+        surv = k.get("survivors", 0)
+        print(f"database: {mib(size)}, {size / surv if surv else float('nan'):.1f} bytes per "
+              f"surviving object")
     print(f"finishing: program's exit waited {k.get('collector_exit_wait_ns', 0) / 1e6:.0f} ms for "
           f"the collector; writer finished {k.get('writer_finish_ns', 0) / 1e6:.0f} ms after the run's end")
     run_cpu = statistics.median(r["k"].get("writer_run_cpu_ns", 0) for r in results["recorded"])
