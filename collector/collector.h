@@ -45,7 +45,8 @@ typedef struct hl_profiler {
     bool thread_started;
     atomic_bool thread_joined;
 
-    atomic_uint_fast64_t next_id; /* next allocation id; next_id - 1 allocations seen */
+    atomic_uint_fast64_t next_id; /* the next id (or block of ids: hl_tbuf_next_id) not given */
+    atomic_uint_fast64_t id_epoch; /* changes at every GC start: id blocks serve one epoch */
     hl_tbufs rings;             /* the thread buffers: slots and the chunk pool */
     hl_gc_queue gcs;
     atomic_uint_fast64_t suspend_ns; /* last RuntimeSuspendStarted for a GC */

@@ -45,12 +45,12 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
     info_get_object_size2(p->info, object, &size);
     if (p->stacks) /* a sample (with its stack) goes before its object */
         hl_eventpipe_on_object_allocated(p, object, class_id, size);
-    uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
     if (!ring) {
-        hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped; the id stays unused */
+        hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped */
         return S_OK;
     }
+    uint64_t id = hl_tbuf_next_id(ring, &p->next_id, &p->id_epoch);
     hl_tbuf_count_allocation(ring);
     hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id,
                          .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, size)};
@@ -156,7 +156,9 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
     hl_gc_on_started(&p->gcs, p->info, collected, generations, reason,
                      atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend,
                      snapshot_policy, p);
-    /* Exact here: no thread is inside ObjectAllocated while a GC starts. */
+    /* Exact here: no thread is inside ObjectAllocated while a GC starts. Blocks of ids taken
+     * before this point are not used after it (hl_tbuf_next_id). */
+    atomic_fetch_add_explicit(&p->id_epoch, 1, memory_order_release);
     hl_gc_capture *c = p->gcs.current;
     if (c)
         c->drops_at_start = hl_tbufs_dropped(&p->rings);

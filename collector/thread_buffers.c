@@ -170,6 +170,7 @@ hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
     /* The consumer left head_chunk at NONE when it freed the slot (acquired by the claim). */
     b->tail_chunk = HL_TBUF_NONE;
     b->tail_fill = 0;
+    b->id_next = b->id_end = 0; /* an earlier thread's block is not this thread's */
     b->os_tid = (uint32_t)syscall(SYS_gettid);
     tls_slot = b;
     (void)pthread_setspecific(exit_key, b);
