@@ -1,11 +1,14 @@
 """Helpers shared by the end-to-end check scripts (check_groundtruth.py, snapshots/, leaks/,
 faults/): a pass/fail counter, running a command with a timeout and a log, `heaplens ... --json`,
-the recording step and the final "N passed, M failed" line.
+the recording step, the loss counters, a free local port and an HTTP GET, and the final "N passed,
+M failed" line.
 
 Python 3 standard library only."""
+import http.client
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 
@@ -121,3 +124,29 @@ def record(a, db, truth_path, program_args, log, record_options=()):
     sys.stderr.write(err)
     print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
     return heaplens_rc
+
+
+# Counters that must stay 0 in a recording that lost nothing (store/SCHEMA.md, "counters").
+LOSS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "gcs_dropped",
+        "snapshots_dropped", "writer_lost", "model_anomalies", "threads_overflowed",
+        "gcs_discarded_incomplete", "snapshots_discarded", "writer_anomalies"]
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def get(port, path, timeout=30):
+    """GET http://127.0.0.1:PORT/PATH: (status, body)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()

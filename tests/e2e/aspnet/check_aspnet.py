@@ -18,12 +18,10 @@ runs, then presses Ctrl-C: SIGINT to the whole process group. Checks, each exact
 Python 3 standard library only. Prints every mismatch and a final "N passed, M failed" line.
 """
 import argparse
-import http.client
 import json
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -32,30 +30,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, remove_stale, run, start_log  # noqa: E402
-
-LOSS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "gcs_dropped",
-        "snapshots_dropped", "writer_lost", "model_anomalies", "threads_overflowed",
-        "gcs_discarded_incomplete", "snapshots_discarded", "writer_anomalies"]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def get(port, path, timeout=30):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
-
+from e2elib import LOSS, Checks, free_port, get, remove_stale, run, start_log  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
