@@ -215,14 +215,8 @@ gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError 
             return FALSE;
         sqlite3_bind_int64(st, 1, h->gc);
         sqlite3_bind_int64(st, 2, a.type_id);
-        if (a.os_tid != 0)
-            sqlite3_bind_int64(st, 3, a.os_tid);
-        else
-            sqlite3_bind_null(st, 3);
-        if (a.heap != HL_GEN_NONE)
-            sqlite3_bind_int64(st, 4, a.heap);
-        else
-            sqlite3_bind_null(st, 4);
+        store_bind_optional(st, 3, a.os_tid, a.os_tid != 0);
+        store_bind_optional(st, 4, a.heap, a.heap != HL_GEN_NONE);
         sqlite3_bind_int64(st, 5, (int64_t)a.count);
         sqlite3_bind_int64(st, 6, (int64_t)a.bytes);
         sqlite3_bind_int64(st, 7, (int64_t)a.survived);

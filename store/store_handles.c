@@ -52,14 +52,8 @@ static gboolean store_handle_insert(store_writer *w, uint64_t handle_id, uint32_
     sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_HANDLE];
     sqlite3_bind_int64(st, 1, (int64_t)handle_id);
     sqlite3_bind_text(st, 2, store_handle_kind_names[kind], -1, SQLITE_STATIC);
-    if (object_id != 0)
-        sqlite3_bind_int64(st, 3, (int64_t)object_id);
-    else
-        sqlite3_bind_null(st, 3);
-    if (created >= 0)
-        sqlite3_bind_int64(st, 4, created);
-    else
-        sqlite3_bind_null(st, 4);
+    store_bind_optional(st, 3, (int64_t)object_id, object_id != 0);
+    store_bind_optional(st, 4, created, created >= 0);
     if (!store_writer_step(w, STORE_STMT_INSERT_HANDLE, error))
         return FALSE;
     g_hash_table_insert(w->handles, GSIZE_TO_POINTER(handle_id),

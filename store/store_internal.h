@@ -102,6 +102,15 @@ typedef struct store_record {
     } u;
 } store_record;
 
+/* Binds `value` to parameter `i`, or NULL when it is not `present` (an optional column). */
+static inline void store_bind_optional(sqlite3_stmt *st, int i, int64_t value, gboolean present)
+{
+    if (present)
+        sqlite3_bind_int64(st, i, value);
+    else
+        sqlite3_bind_null(st, i);
+}
+
 static inline hl_alloc_count store_record_alloc_count_at(const store_record *r, uint32_t i)
 {
     hl_alloc_count a;

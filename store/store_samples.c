@@ -88,23 +88,11 @@ gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **
             return FALSE;
         sqlite3_bind_int64(st, 1, h->gc);
         sqlite3_bind_int64(st, 2, a.type_id);
-        if (a.os_tid != 0)
-            sqlite3_bind_int64(st, 3, a.os_tid);
-        else
-            sqlite3_bind_null(st, 3);
-        if (a.heap != HL_GEN_NONE)
-            sqlite3_bind_int64(st, 4, a.heap);
-        else
-            sqlite3_bind_null(st, 4);
+        store_bind_optional(st, 3, a.os_tid, a.os_tid != 0);
+        store_bind_optional(st, 4, a.heap, a.heap != HL_GEN_NONE);
         sqlite3_bind_int64(st, 5, (int64_t)a.size);
-        if (a.stack_id != 0)
-            sqlite3_bind_int64(st, 6, a.stack_id);
-        else
-            sqlite3_bind_null(st, 6);
-        if (a.object_id != 0)
-            sqlite3_bind_int64(st, 7, (int64_t)a.object_id);
-        else
-            sqlite3_bind_null(st, 7);
+        store_bind_optional(st, 6, a.stack_id, a.stack_id != 0);
+        store_bind_optional(st, 7, (int64_t)a.object_id, a.object_id != 0);
         sqlite3_bind_double(st, 8, est_count);
         sqlite3_bind_double(st, 9, est_bytes);
         if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_SAMPLE, error))
@@ -112,10 +100,7 @@ gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **
     }
     st = w->stmt[STORE_STMT_UPSERT_SAMPLING];
     sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
-    if (h->mean_distance_bytes != 0)
-        sqlite3_bind_int64(st, 2, (int64_t)h->mean_distance_bytes);
-    else
-        sqlite3_bind_null(st, 2);
+    store_bind_optional(st, 2, (int64_t)h->mean_distance_bytes, h->mean_distance_bytes != 0);
     sqlite3_bind_int64(st, 3, h->source == HL_SAMPLE_SOURCE_ALLOCATION_TICK);
     sqlite3_bind_int64(st, 4, (int64_t)h->samples_seen);
     sqlite3_bind_int64(st, 5, (int64_t)h->samples_dropped);
