@@ -127,12 +127,6 @@ static inline HRESULT info_event_pipe_start_session(ICorProfilerInfo *i, uint32_
 static inline HRESULT info_event_pipe_stop_session(ICorProfilerInfo *i, EVENTPIPE_SESSION s) {
     return CLR_CALL(i, INFO_EventPipeStopSession, HRESULT (*)(ICorProfilerInfo *, EVENTPIPE_SESSION), s);
 }
-static inline HRESULT info_event_pipe_get_provider_info(ICorProfilerInfo *i, EVENTPIPE_PROVIDER p,
-                                                        ULONG capacity, ULONG *length, WCHAR *name) {
-    return CLR_CALL(i, INFO_EventPipeGetProviderInfo,
-                    HRESULT (*)(ICorProfilerInfo *, EVENTPIPE_PROVIDER, ULONG, ULONG *, WCHAR *),
-                    p, capacity, length, name);
-}
 
 static inline HRESULT mdi_get_method_props(IMetaDataImport *m, mdToken method, mdTypeDef *cls,
                                            WCHAR *name, ULONG capacity, ULONG *length) {

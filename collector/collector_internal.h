@@ -49,7 +49,6 @@ typedef struct collector {
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t anomalies;
     uint64_t model_failures;
-    uint64_t unreported;  /* allocations counted as HL_ALLOC_FLAG_UNREPORTED */
     uint64_t unreported_drops; /* drops_at_start of the last GC applied */
     known_thread *threads;
     size_t n_threads, cap_threads;
@@ -136,6 +135,9 @@ static inline void hl_collector_type_size(collector *c, uint32_t type_id, uint64
 uint32_t hl_collector_type_id(collector *c, ClassID cls);
 /* Sends the queued TYPE records. */
 void hl_collector_flush_types(collector *c);
+/* Sends `head` followed by the string `s` (an hl_str: length, bytes): TYPE, THREAD, METHOD. */
+void hl_collector_put_str(collector *c, uint16_t type, const void *head, size_t n_head,
+                          const char *s);
 /* Sends `head` followed by `n` elements of `elem_size` bytes, split into records of at most
  * CHUNK elements and CHUNK_BYTES; stores each record's element count in *count_field. */
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,

@@ -54,7 +54,8 @@ static uint64_t cpu_ns(void) {
 
 /* ---- records ---------------------------------------------------------------------------- */
 
-static void put_str(collector *c, uint16_t type, const void *head, size_t n_head, const char *s) {
+void hl_collector_put_str(collector *c, uint16_t type, const void *head, size_t n_head,
+                          const char *s) {
     uint32_t len = (uint32_t)strlen(s);
     hl_outbox_put(&c->out, type, head, n_head, &len, sizeof len, s, len);
 }
@@ -285,7 +286,7 @@ void hl_collector_flush_types(collector *c) {
     for (size_t i = 0; i < c->pending_types.n; i++) {
         hl_type t = ((const hl_type *)c->pending_types.p)[i];
         t.flags = hl_type_name(&c->names, t.class_id, c->name, sizeof c->name);
-        put_str(c, HL_REC_TYPE, &t, sizeof t, c->name);
+        hl_collector_put_str(c, HL_REC_TYPE, &t, sizeof t, c->name);
     }
     c->pending_types.n = 0;
 }
@@ -447,7 +448,7 @@ static void drain_names(collector *c) {
             memcpy(t->name, e->name, sizeof t->name);
         if (t->os_tid && t->name[0]) {
             hl_thread rec = {.os_tid = t->os_tid, .thread_id = t->thread};
-            put_str(c, HL_REC_THREAD, &rec, sizeof rec, t->name);
+            hl_collector_put_str(c, HL_REC_THREAD, &rec, sizeof rec, t->name);
         }
     }
     atomic_store_explicit(&p->names_read, r, memory_order_release);
@@ -570,7 +571,6 @@ static void unreported_counts(collector *c, const hl_gc_capture *g, id_vec *coun
                             .bytes = slot->value * c->type_sizes[type_id]};
         if (!hl_vec_push(counts, &u))
             c->model_failures++;
-        c->unreported += slot->value;
     }
     hl_u64map_release(&walked);
 }

@@ -6,13 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static uint64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static bool found_push(hl_gc_capture *c, ObjectID object, ClassID class_id, uint64_t size) {
     if (c->n_found == c->cap_found) {
@@ -59,7 +52,7 @@ static uint32_t generation_of(const hm_gen_range *r, size_t n, uint64_t addr) {
 #define MIN_OBJECT 24u
 
 void hl_discover_ranges(hl_gc_capture *c, ICorProfilerInfo *info) {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = hl_now_ns();
     hm_gen_range *before = malloc((c->n_before ? c->n_before : 1) * sizeof *before);
     if (!before) {
         c->discover_incomplete = true;
@@ -90,10 +83,9 @@ void hl_discover_ranges(hl_gc_capture *c, ICorProfilerInfo *info) {
                 break;
             at += (size + OBJECT_ALIGN - 1) & ~(uint64_t)(OBJECT_ALIGN - 1);
         }
-        c->discover_bytes += mv->length;
     }
     free(before);
-    c->discover_ns = mono_ns() - t0;
+    c->discover_ns = hl_now_ns() - t0;
 }
 
 /* ---- collector thread ------------------------------------------------------------------- */

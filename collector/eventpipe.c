@@ -222,16 +222,12 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
 int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t extra_keywords) {
     /* Stacks: walked at ObjectAllocated, so only where it is on (full mode). */
     p->sampling.walk_at_object_allocated = mode == HL_MODE_FULL;
-    const char *at = getenv("HEAPLENS_WALK_AT");
-    if (at && strcmp(at, "event") == 0)
-        p->sampling.walk_at_object_allocated = false;
     const char *walk = getenv("HEAPLENS_STACK_WALK"); /* benchmark: the walk's share */
     p->sampling.no_walk = walk && strcmp(walk, "off") == 0;
     /* Full mode sees every allocation in ObjectAllocated: the collector samples there itself,
      * on every runtime, without the session (HEAPLENS_FULL_SAMPLER=eventpipe: the runtime's). */
     const char *sampler = getenv("HEAPLENS_FULL_SAMPLER");
-    p->sampling.own_sampler = mode == HL_MODE_FULL && p->sampling.walk_at_object_allocated &&
-                              !(sampler && strcmp(sampler, "eventpipe") == 0);
+    p->sampling.own_sampler = mode == HL_MODE_FULL && !(sampler && strcmp(sampler, "eventpipe") == 0);
     if (p->sampling.own_sampler) {
         DWORD low = 0, high = 0;
         HRESULT hr = info_get_event_mask2(p->info, &low, &high);
@@ -239,7 +235,6 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
             hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT, high);
         if (HR_FAILED(hr)) {
             p->sampling.own_sampler = false;
-            p->sampling.failure_hr = (uint32_t)hr;
             return -1;
         }
         p->sampling.source = HL_SAMPLE_SOURCE_OBJECT_ALLOCATED; /* AllocationSampled's statistics */
@@ -263,7 +258,6 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
         hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT,
                                   high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
     if (HR_FAILED(hr)) {
-        p->sampling.failure_hr = (uint32_t)hr;
         return -1;
     }
     static const WCHAR provider[] = {'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i',
@@ -284,7 +278,6 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     hr = info_event_pipe_start_session(p->info, 1, &config, 0, &session);
     if (HR_FAILED(hr)) {
         p->sampling.source = HL_SAMPLE_SOURCE_NONE;
-        p->sampling.failure_hr = (uint32_t)hr;
         return -1;
     }
     p->sampling.session = session;

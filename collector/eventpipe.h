@@ -37,7 +37,6 @@ typedef struct hl_sampling {
                                  * itself (same statistics as AllocationSampled), no session */
     bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
     EVENTPIPE_SESSION session;
-    uint32_t failure_hr;        /* why no session (HRESULT), 0 if none tried or it started */
     atomic_uint_fast64_t seen;    /* sample events delivered */
     atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
@@ -63,8 +62,7 @@ struct hl_profiler;
  * adds COR_PRF_HIGH_MONITOR_EVENT_PIPE to the event mask (keeping the rest) and enables the
  * runtime provider: the allocation samples' keyword when `samples`, and `extra_keywords`.
  * Call from Initialize or InitializeForAttach after SetEventMask2. Returns 0, or -1 when the
- * runtime has no ICorProfilerInfo12 or refused (p->sampling.failure_hr says why); recording
- * goes on without samples then. */
+ * runtime has no ICorProfilerInfo12 or refused; recording goes on without samples then. */
 int hl_eventpipe_start(struct hl_profiler *p, uint32_t mode, bool samples, uint64_t extra_keywords);
 /* Stops the session (before detach). */
 void hl_eventpipe_stop(struct hl_profiler *p);

@@ -88,7 +88,6 @@ typedef struct hl_gc_capture {
     hl_found_object *found;
     size_t n_found, cap_found;
     uint64_t discover_ns;    /* pause time spent parsing ranges (GC thread) */
-    uint64_t discover_bytes; /* bytes of ranges parsed */
     atomic_bool finished;    /* set last, at GarbageCollectionFinished */
     atomic_uint_fast64_t resume_ns; /* RuntimeResumeFinished after it; 0 until then */
 } hl_gc_capture;

@@ -160,7 +160,7 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
      * before this point are not used after it (hl_tbuf_next_id). */
     atomic_fetch_add_explicit(&p->id_epoch, 1, memory_order_release);
     hl_gc_capture *c = p->gcs.current;
-    if (c)
+    if (c && p->mode == HL_MODE_FULL) /* read only by the unreported counts (full mode) */
         c->drops_at_start = hl_tbufs_dropped(&p->rings);
     if (p->walk_toggles && c && (c->discover_walk || c->snapshot_trigger) && !p->walk_on &&
         !gc_walk_set(p, true))
@@ -172,8 +172,8 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
  * only trace of allocations it never reported (.NET 10 delegates and boxes). */
 static HRESULT on_objects_allocated_by_class(hl_profiler *p, ULONG count, ClassID classes[],
                                              ULONG objects[]) {
-    /* After attach nothing is reported per allocation: the difference would count everything. */
-    if (p->active && !p->attach)
+    /* Only full mode sees every reported allocation, to subtract from the walk's counts. */
+    if (p->active && p->mode == HL_MODE_FULL)
         hl_gc_on_alloc_by_class(&p->gcs, count, classes, objects);
     return S_OK;
 }

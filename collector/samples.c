@@ -99,10 +99,8 @@ void hl_samples_flush_names(collector *c) {
     /* Sending may wait, and the drain that runs meanwhile may queue more: index, not pointer. */
     for (size_t i = 0; i < f->pending_frames.n; i++) {
         uint32_t id = ((const uint32_t *)f->pending_frames.p)[i];
-        const char *name = hl_frames_name(f, id);
-        uint32_t len = (uint32_t)strlen(name);
-        hl_outbox_put(&c->out, HL_REC_METHOD, hl_frames_method(f, id), sizeof(hl_method), &len,
-                      sizeof len, name, len);
+        hl_collector_put_str(c, HL_REC_METHOD, hl_frames_method(f, id), sizeof(hl_method),
+                             hl_frames_name(f, id));
     }
     f->pending_frames.n = 0;
     for (size_t i = 0; i < f->pending_stacks.n; i++) {

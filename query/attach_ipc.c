@@ -169,17 +169,11 @@ static void put_u32(GByteArray *m, uint32_t v) {
     g_byte_array_append(m, b, 4);
 }
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Reads exactly n bytes before the deadline; FALSE at end of file, error or time out. */
 static gboolean read_all(int fd, uint8_t *buf, size_t n, uint64_t deadline, gboolean *timed_out) {
     *timed_out = FALSE;
     for (size_t got = 0; got < n;) {
-        uint64_t now = now_ms();
+        uint64_t now = query_now_ms();
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
         if (r < 0 && errno == EINTR)
@@ -253,7 +247,7 @@ gboolean attach_ipc_attach_profiler(pid_t pid, const char *socket_path, uint32_t
         return FALSE;
     }
     gboolean ok = FALSE, timed_out = FALSE;
-    uint64_t deadline = now_ms() + timeout_ms + 10000;
+    uint64_t deadline = query_now_ms() + timeout_ms + 10000;
     size_t sent = 0;
     while (sent < m->len) {
         ssize_t k = send(fd, m->data + sent, m->len - sent, MSG_NOSIGNAL);

@@ -39,12 +39,6 @@
 
 #define ATTACH_TIMEOUT_MS 10000
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static char *default_output(pid_t pid) {
     g_autofree char *path = g_strdup_printf("/proc/%ld/comm", (long)pid);
     g_autofree char *comm = NULL;
@@ -214,7 +208,7 @@ int cmd_attach(int argc, char **argv) {
                                                    sockets.collector_path,
                                                    snapshot ? "snapshot=" : "",
                                                    snapshot ? snapshot : "", snapshot ? "\n" : "");
-    uint64_t attach_started = now_ms();
+    uint64_t attach_started = query_now_ms();
     uint32_t hr = 0;
     gboolean answered = attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
                                                    PROFILER_CLSID, collector, client_data,
@@ -234,7 +228,7 @@ int cmd_attach(int argc, char **argv) {
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
         return query_error_report(error);
     }
-    uint64_t attached = now_ms();
+    uint64_t attached = query_now_ms();
     g_autoptr(GError) session_error = NULL;
     if (!query_session_write((pid_t)pid, sockets.control_path, output, &session_error))
         fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
@@ -254,7 +248,7 @@ int cmd_attach(int argc, char **argv) {
                               {.fd = target, .events = POLLIN}};
         int wait = -1;
         if (deadline) {
-            uint64_t now = now_ms();
+            uint64_t now = query_now_ms();
             wait = now >= deadline ? 0 : (int)(deadline - now);
         }
         int r = poll(p, target >= 0 ? 3 : 2, target >= 0 ? wait : (wait < 0 || wait > 1000 ? 1000 : wait));
@@ -267,7 +261,7 @@ int cmd_attach(int argc, char **argv) {
         }
         writer_gone = p[1].revents != 0;
         exited = (target >= 0 && p[2].revents != 0) || (target < 0 && kill((pid_t)pid, 0) != 0);
-        if (deadline && now_ms() >= deadline)
+        if (deadline && query_now_ms() >= deadline)
             detach = TRUE;
     }
     gboolean clean = TRUE;

@@ -109,19 +109,12 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         stmt = NULL;
     }
 
-    /* Alive at the end: tracked objects never collected, and the allocations after the last
-     * GC (no GC judged them), as `heaplens report` counts them. */
-    stmt = query_db_prepare(db,
-                            "SELECT COUNT(*), TOTAL(size), TOTAL(died_gc IS NULL)"
-                            "       + (SELECT TOTAL(count) FROM alloc_counts"
-                            "          WHERE gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs))"
-                            "  FROM objects",
-                            error);
-    if (!stmt || !query_db_step(stmt, &row, error))
+    stmt = query_db_prepare(db, "SELECT COUNT(*), TOTAL(size) FROM objects", error);
+    if (!stmt || !query_db_step(stmt, &row, error) ||
+        !query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
         goto out;
     totals->objects = sqlite3_column_int64(stmt, 0);
     totals->object_bytes = sqlite3_column_int64(stmt, 1);
-    totals->objects_alive = sqlite3_column_int64(stmt, 2);
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
     if (estimates->uncounted) {

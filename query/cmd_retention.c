@@ -102,7 +102,7 @@ int cmd_retention(int argc, char **argv)
     if (!db || !snapshot_pick(db, path, "retention", "snapshot", snapshot_text, &info, &error))
         goto out;
     progress = query_progress_new("retention", progress_flag);
-    if (!retention_ensure(db, path, &info, progress, &note, &error))
+    if (!retention_ensure(db, &info, progress, &error))
         goto out;
     query_progress_done(progress);
     if (!summary_read(db, info.snapshot, &summary, &error))
@@ -196,7 +196,6 @@ int cmd_retention(int argc, char **argv)
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     /* Last, when everything is read and printed: a failure leaves the file as it was. */
-    g_clear_pointer(&note, g_free);
     if (!retention_commit(db, path, progress, &note, &error))
         goto out;
     retention_note_print(note, json);

@@ -17,15 +17,15 @@ static const query_column hop_columns[] = {
 
 /* The instance of `type_id` that retains the most (retention is ensured first), or 0 with
  * *unreachable set to how many instances the snapshot holds that no root reaches. */
-static gboolean largest_instance(sqlite3 *db, const char *path, const snapshot_info *info,
-                                 uint32_t type_id, query_progress *progress, int64_t *object,
-                                 int64_t *unreachable, char **note, GError **error)
+static gboolean largest_instance(sqlite3 *db, const snapshot_info *info, uint32_t type_id,
+                                 query_progress *progress, int64_t *object, int64_t *unreachable,
+                                 GError **error)
 {
     gboolean row = FALSE, ok = FALSE;
     sqlite3_stmt *stmt = NULL;
     *object = 0;
     *unreachable = 0;
-    if (!retention_ensure(db, path, info, progress, note, error))
+    if (!retention_ensure(db, info, progress, error))
         goto out;
     stmt =
         query_db_prepare(db,
@@ -125,8 +125,7 @@ int cmd_roots(int argc, char **argv)
         if (type_id == 0)
             goto out;
         type_name = snapshot_types_name(types, type_id, type_buf); /* the full name, in messages */
-        if (!largest_instance(db, path, &info, type_id, progress, &object, &unreachable, &note,
-                              &error))
+        if (!largest_instance(db, &info, type_id, progress, &object, &unreachable, &error))
             goto out;
         if (object == 0) {
             if (unreachable > 0)
@@ -211,7 +210,6 @@ int cmd_roots(int argc, char **argv)
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     /* Last, when everything is read and printed: a failure leaves the file as it was. */
-    g_clear_pointer(&note, g_free);
     if (!retention_commit(db, path, progress, &note, &error))
         goto out;
     retention_note_print(note, json);

@@ -32,19 +32,13 @@ static int control_connect(const char *path, GError **error) {
     return -1;
 }
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Reads one line within the deadline; TRUE with *timed_out when the deadline passed first. */
 static gboolean read_line(int fd, char *line, size_t size, uint64_t deadline, gboolean *timed_out,
                           GError **error) {
     size_t n = 0;
     *timed_out = FALSE;
     while (n + 1 < size) {
-        uint64_t now = now_ms();
+        uint64_t now = query_now_ms();
         struct pollfd p = {.fd = fd, .events = POLLIN};
         int r = now < deadline ? poll(&p, 1, (int)(deadline - now)) : 0;
         if (r == 0) {
@@ -71,7 +65,7 @@ static gboolean read_line(int fd, char *line, size_t size, uint64_t deadline, gb
  * wait, so a large snapshot that is advancing is waited for and a lost one is not. */
 static gboolean read_answer(int fd, char *line, size_t size, uint64_t timeout_ms, gboolean hard,
                             GError **error) {
-    uint64_t deadline = now_ms() + timeout_ms;
+    uint64_t deadline = query_now_ms() + timeout_ms;
     gboolean timed_out = FALSE, progressed = FALSE;
     for (;;) {
         if (!read_line(fd, line, size, deadline, &timed_out, error))
@@ -82,7 +76,7 @@ static gboolean read_answer(int fd, char *line, size_t size, uint64_t timeout_ms
             return TRUE;
         progressed = TRUE;
         if (!hard)
-            deadline = now_ms() + timeout_ms;
+            deadline = query_now_ms() + timeout_ms;
     }
     if (progressed)
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,

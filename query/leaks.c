@@ -275,7 +275,7 @@ struct leaks {
     GArray *series; /* snapshot_info of the series */
     size_t k;       /* series->len */
     retention *last;
-    char *note_first, *note_last, *series_note;
+    char *series_note;
     int64_t *counts, *bytes; /* [type * k + i] */
     suspect *suspects;       /* n_types, the first n_suspects shown */
     uint32_t n_types, n_suspects, n_flagged;
@@ -293,8 +293,6 @@ void leaks_free(leaks *l)
     if (l->series)
         g_array_unref(l->series);
     retention_free(l->last);
-    g_free(l->note_first);
-    g_free(l->note_last);
     g_free(l->series_note);
     g_free(l->counts);
     g_free(l->bytes);
@@ -381,19 +379,18 @@ static void trends_classify(leaks *l, gboolean all)
 }
 
 /* Ranks the suspects by retained growth, keeps the first `top`, finds their holders and paths. */
-static gboolean suspects_rank(leaks *l, const char *path, uint64_t top, query_progress *progress,
-                              GError **error)
+static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, GError **error)
 {
     const snapshot_info *first = &g_array_index(l->series, snapshot_info, 0);
     const snapshot_info *final = &g_array_index(l->series, snapshot_info, l->k - 1);
     const uint32_t n_types = l->n_types;
     g_autofree int64_t *ret_first = g_new0(int64_t, n_types);
     g_autofree int64_t *ret_last = g_new0(int64_t, n_types);
-    if (!retention_ensure(l->db, path, first, progress, &l->note_first, error) ||
+    if (!retention_ensure(l->db, first, progress, error) ||
         !type_retained_read(l->db, first->snapshot, n_types, ret_first, error))
         return FALSE;
     l->last = retention_compute(l->db, final, progress, error);
-    if (!l->last || !retention_store(l->last, l->db, path, progress, &l->note_last, error))
+    if (!l->last || !retention_store(l->last, l->db, progress, error))
         return FALSE;
     const uint64_t *tr = retention_type_retained_bytes(l->last);
     for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)
@@ -448,7 +445,7 @@ leaks *leaks_find(sqlite3 *db, const char *path, uint64_t top, gboolean all,
     if (!series_count(l, progress, error))
         goto fail;
     trends_classify(l, all);
-    if (l->n_suspects > 0 && !suspects_rank(l, path, top, progress, error))
+    if (l->n_suspects > 0 && !suspects_rank(l, top, progress, error))
         goto fail;
     return l;
 fail:
@@ -596,7 +593,4 @@ void leaks_notes_print(const leaks *l, gboolean json)
 {
     if (l->series_note)
         retention_note_print(l->series_note, json);
-    retention_note_print(l->note_first, json);
-    if (l->note_last && (!l->note_first || strcmp(l->note_first, l->note_last) != 0))
-        retention_note_print(l->note_last, json);
 }

@@ -168,6 +168,12 @@ sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error);
 gboolean query_db_step(sqlite3_stmt *stmt, gboolean *row, GError **error);
 /* Runs `sql`, which yields one integer (NULL counts as 0), into *value. */
 gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error);
+/* Objects alive when the recording ended: tracked objects never collected, and the allocations
+ * after the last GC (no GC judged them). `heaplens info` and `report` both say it. */
+#define QUERY_ALIVE_AT_END_SQL                                                                    \
+    "SELECT (SELECT COUNT(*) FROM objects WHERE died_gc IS NULL)"                                 \
+    "       + (SELECT COALESCE(SUM(count), 0) FROM alloc_counts"                                  \
+    "          WHERE gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs))"
 
 /* The accuracy note for this recording: one line such as "note: 1,234 allocations, 2 GCs were
  * lost (the writer fell behind); counts are lower bounds" when the collector counted losses
@@ -178,5 +184,11 @@ char *query_db_note_new(sqlite3 *db, GError **error);
 /* Prints the note, if any: after the table on stdout for text output; on stderr for JSON output
  * (so that stdout stays one JSON document). */
 gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error);
+
+/* Milliseconds of the monotonic clock: deadlines and waits. */
+static inline uint64_t query_now_ms(void)
+{
+    return (uint64_t)g_get_monotonic_time() / 1000;
+}
 
 #endif /* HEAPLENS_QUERY_H */

@@ -72,9 +72,6 @@ static gboolean report_counters_get(sqlite3 *db, report_data *data, GError **err
 static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error)
 {
     report_totals *t = &data->totals;
-    gboolean ok = FALSE;
-    gboolean row = FALSE;
-    sqlite3_stmt *stmt = NULL;
 
     for (guint i = 0; i < data->gcs->len; i++) {
         const report_gc *gc = &g_array_index(data->gcs, report_gc, i);
@@ -89,28 +86,10 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
             t->pause_ns_max = MAX(t->pause_ns_max, gc->pause_ns);
         }
     }
-    /* Allocations are counted (alloc_counts), not stored one by one; alive at the end: tracked
-     * objects never collected, and the allocations after the last GC (no GC judged them). */
-    stmt = query_db_prepare(
-        db,
-        "SELECT COALESCE(SUM(count), 0), COALESCE(SUM(bytes), 0),"
-        "       (SELECT COUNT(*) FROM objects WHERE died_gc IS NULL)"
-        "       + COALESCE(SUM(CASE WHEN gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs)"
-        "                           THEN count END), 0)"
-        "  FROM alloc_counts",
-        error);
-    if (!stmt || !query_db_step(stmt, &row, error))
-        goto out;
-    t->objects = sqlite3_column_int64(stmt, 0);
-    t->object_bytes = sqlite3_column_int64(stmt, 1);
-    t->objects_alive_at_end = sqlite3_column_int64(stmt, 2);
-    if (!query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) ||
-        !query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error))
-        goto out;
-    ok = TRUE;
-out:
-    sqlite3_finalize(stmt);
-    return ok;
+    /* The allocation totals (t->objects, t->object_bytes) come from report_allocations_get. */
+    return query_db_int(db, QUERY_ALIVE_AT_END_SQL, &t->objects_alive_at_end, error) &&
+           query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) &&
+           query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error);
 }
 
 /* ---- one row per GC --------------------------------------------------------------------- */
@@ -488,7 +467,7 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                                     (json_int_t)info.refs, "roots", (json_int_t)info.roots);
     char *note = NULL;
     g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
-    if (!types || !retention_ensure(db, file, &info, progress, &note, error) ||
+    if (!types || !retention_ensure(db, &info, progress, error) ||
         !retention_commit(db, file, progress, &note, error))
         return FALSE;
     if (note)

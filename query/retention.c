@@ -662,13 +662,10 @@ out:
     return ok;
 }
 
-gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
-                         query_progress *progress, char **note, GError **error)
+gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progress,
+                         GError **error)
 {
-    (void)path;
     char *errmsg = NULL;
-    if (note)
-        *note = NULL;
     /* TEMP tables of the read-only connection, the same names: retention_commit copies them into
      * the file once the command has read everything it needs */
     gboolean in_file = FALSE; /* the file has the tables (other snapshots): TEMP ones hide them */
@@ -727,18 +724,16 @@ gboolean retention_commit(sqlite3 *db, const char *path, query_progress *progres
     return TRUE;
 }
 
-gboolean retention_ensure(sqlite3 *db, const char *path, const snapshot_info *info,
-                          query_progress *progress, char **note, GError **error)
+gboolean retention_ensure(sqlite3 *db, const snapshot_info *info, query_progress *progress,
+                          GError **error)
 {
     gboolean stored = FALSE;
-    if (note)
-        *note = NULL;
     if (!retention_is_stored(db, info->snapshot, &stored, error))
         return FALSE;
     if (stored)
         return TRUE;
     g_autoptr(retention) r = retention_compute(db, info, progress, error);
-    return r && retention_store(r, db, path, progress, note, error);
+    return r && retention_store(r, db, progress, error);
 }
 
 /* The type most of `object_id`'s references point to, when more than half of them do (0: none;

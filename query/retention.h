@@ -55,13 +55,13 @@ const uint64_t *retention_type_retained_counts(const retention *r);
 gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GError **error);
 
 /* Stores `r` into TEMP tables of `db`, the command's read-only connection, which sees the rows
- * afterwards (see above). *note (may be NULL) is set to NULL: retention_commit tells. */
-gboolean retention_store(const retention *r, sqlite3 *db, const char *path,
-                         query_progress *progress, char **note, GError **error);
+ * afterwards (see above); retention_commit writes them into the file and tells if it cannot. */
+gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progress,
+                         GError **error);
 
 /* retention_is_stored, else retention_compute and retention_store. */
-gboolean retention_ensure(sqlite3 *db, const char *path, const snapshot_info *info,
-                          query_progress *progress, char **note, GError **error);
+gboolean retention_ensure(sqlite3 *db, const snapshot_info *info, query_progress *progress,
+                          GError **error);
 
 /* Writes the rows stored by this command into the file at `path` in one transaction, after
  * checking the file; call it last. TRUE when written or nothing was pending; TRUE with a new

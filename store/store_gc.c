@@ -72,15 +72,8 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
 static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen, GError **error)
 {
     GString *ids = w->change_ids[gen];
-    char digits[24];
-    int n = 0;
-
-    do
-        digits[n++] = (char)('0' + id % 10);
-    while ((id /= 10) != 0);
     g_string_append_c(ids, w->change_count[gen] == 0 ? '[' : ',');
-    while (n > 0)
-        g_string_append_c(ids, digits[--n]);
+    store_append_u64(ids, id);
     if (++w->change_count[gen] < STORE_CHANGE_IDS)
         return TRUE;
     return store_gc_flush_changes_of(w, gen, error);

@@ -102,6 +102,18 @@ typedef struct store_record {
     } u;
 } store_record;
 
+/* Appends `v` in decimal: JSON id arrays are much of what the writer writes, so no printf. */
+static inline void store_append_u64(GString *out, uint64_t v)
+{
+    char buf[20];
+    int n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    g_string_append_len(out, buf + sizeof buf - n, n);
+}
+
 /* Binds `value` to parameter `i`, or NULL when it is not `present` (an optional column). */
 static inline void store_bind_optional(sqlite3_stmt *st, int i, int64_t value, gboolean present)
 {

@@ -190,18 +190,6 @@ typedef struct store_snapshot_counts {
     uint64_t objects, refs, roots, handles, frozen;
 } store_snapshot_counts;
 
-/* Appends `v` in decimal: JSON text is most of what a snapshot writes, so no printf. */
-static void store_snapshot_append_u64(GString *out, uint64_t v)
-{
-    char buf[20];
-    int n = 0;
-    do {
-        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    g_string_append_len(out, buf + sizeof buf - n, n);
-}
-
 /* Writes object row `o` (flags and generation merged over its duplicates) with its references
  * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets. */
 static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_object *o,
@@ -223,7 +211,7 @@ static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_o
         for (size_t i = 0; i < nr; i++) {
             if (i > 0)
                 g_string_append_c(b->text, ',');
-            store_snapshot_append_u64(b->text, r[i].to);
+            store_append_u64(b->text, r[i].to);
         }
         g_string_append_c(b->text, ']');
     }

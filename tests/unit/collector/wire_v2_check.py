@@ -91,10 +91,7 @@ def check(data, elapsed):
     pid = None
     last_counters = None
     survivor_ranges_bad = 0
-    names = {}
     snap_missing = snap_extra = 0
-    per_type = {}  # name -> allocations counted
-    surv_type = {}  # (gc, name) -> survivors
     while off + 8 <= len(data):
         typ, _, size = struct.unpack_from("<HHI", data, off)
         if off + 8 + size > len(data):
@@ -108,8 +105,6 @@ def check(data, elapsed):
         elif typ == 2:
             tid, = struct.unpack_from("<I", p, 0)
             types.add(tid)
-            ln, = struct.unpack_from("<I", p, 16)
-            names[tid] = p[20:20 + ln].decode("utf-8", "replace")
         elif typ == 5:
             gc, = struct.unpack_from("<I", p, 0)
             fia, = struct.unpack_from("<Q", p, 32)
@@ -139,7 +134,6 @@ def check(data, elapsed):
                 keys_seen[key] = 1
                 iv[0] += cnt
                 iv[1] += surv
-                per_type[names.get(t)] = per_type.get(names.get(t), 0) + cnt
                 if not flags & 1:  # unreported allocations are not in allocs_seen
                     counts_total += cnt
         elif typ == 21:
@@ -158,7 +152,6 @@ def check(data, elapsed):
                         errors.append("GC %d survivor %d not in [%d, %d)" % (gc, sid, lo, hi))
                 if t not in types:
                     errors.append("type %d used before its TYPE" % t)
-                surv_type[(gc, names.get(t))] = surv_type.get((gc, names.get(t)), 0) + 1
         elif typ == 19:
             missing, extra = struct.unpack_from("<QQ", p, 40)
             snap_missing += missing
@@ -183,14 +176,6 @@ def check(data, elapsed):
     print("%s: version=%d bytes=%d read_s=%.2f gcs=%d counted=%d survivors=%d exit_wait_ms=%.1f snapshot_missing/extra=%d/%d records=%s counters=%s"
           % ("ok" if not errors else "FAIL", version, len(data), elapsed, last_gc, counts_total,
              sum(survivors.values()), exit_wait_ms, snap_missing, snap_extra, n_rec, k))
-    if os.environ.get("WIRE_CHECK_TYPES"):
-        prefix = os.environ["WIRE_CHECK_TYPES"]
-        for name, cnt in sorted(per_type.items(), key=lambda x: str(x[0])):
-            if name and name.startswith(prefix):
-                print("  allocated %8d  %s" % (cnt, name))
-        for (gc, name), cnt in sorted(surv_type.items(), key=lambda x: (x[0][0], str(x[0][1]))):
-            if name and name.startswith(prefix):
-                print("  GC %d survivors %8d  %s" % (gc, cnt, name))
     for e in errors[:20]:
         print("  " + e)
     sys.exit(1 if errors else 0)
