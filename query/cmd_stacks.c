@@ -77,11 +77,6 @@ static const char *percent(double part, double whole, char buf[QUERY_FORMAT_MAX]
     return buf;
 }
 
-static int64_t rounded(double v)
-{
-    return v >= 9.2e18 ? INT64_MAX : (int64_t)llround(v);
-}
-
 static void stacks_text_print(const stacks_result *r, const stacks_query *q, const char *path,
                               FILE *out)
 {
@@ -95,8 +90,8 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
     else if (q->gc_from)
         fprintf(out, ", before GCs %" PRId64 " to %" PRId64, q->gc_from, q->gc_to);
     fprintf(out, "%s, by call stack: %s, %s\n(%s)\n", by_words[q->by],
-            query_count_format(rounded(r->total_count), count),
-            query_size_format(rounded(r->total_bytes), bytes), sampling);
+            query_count_format(stacks_round(r->total_count), count),
+            query_size_format(stacks_round(r->total_bytes), bytes), sampling);
     if (r->sites->len == 0) {
         fputs("no sampled allocation matches\n", out);
         return;
@@ -113,9 +108,9 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
         double measure = q->sort == STACKS_SORT_COUNT ? s->count : s->bytes;
         double whole = q->sort == STACKS_SORT_COUNT ? r->total_count : r->total_bytes;
         fprintf(out, "\n#%u  %s  %s %s  %s  %s  (%" PRId64 " %s)\n", i + 1,
-                query_size_format(rounded(s->bytes), bytes),
-                query_count_format(rounded(s->count), count),
-                rounded(s->count) == 1 ? "allocation" : "allocations",
+                query_size_format(stacks_round(s->bytes), bytes),
+                query_count_format(stacks_round(s->count), count),
+                stacks_round(s->count) == 1 ? "allocation" : "allocations",
                 percent(measure, whole, pct), s->type, s->samples,
                 s->samples == 1 ? "sample" : "samples");
         if (s->stack_id < 0)
@@ -135,8 +130,8 @@ static void stacks_json_print(const stacks_result *r, const stacks_query *q, FIL
         "gcs",
         q->gc_from ? json_pack("[I, I]", (json_int_t)q->gc_from, (json_int_t)q->gc_to)
                    : json_null(),
-        "total", "count", (json_int_t)rounded(r->total_count), "bytes",
-        (json_int_t)rounded(r->total_bytes), "samples", (json_int_t)r->total_samples, "sites",
+        "total", "count", (json_int_t)stacks_round(r->total_count), "bytes",
+        (json_int_t)stacks_round(r->total_bytes), "samples", (json_int_t)r->total_samples, "sites",
         (json_int_t)r->sites_all);
     query_json_rows_begin(&rows, out, head);
     json_decref(head);
@@ -187,8 +182,8 @@ static json_t *speedscope_new(const stacks_result *r, const stacks_query *q, con
         }
         json_array_append_new(stack, json_integer(GPOINTER_TO_UINT(leaf) - 1));
         json_array_append_new(samples, stack);
-        json_array_append_new(by_bytes, json_integer(rounded(s->bytes)));
-        json_array_append_new(by_count, json_integer(rounded(s->count)));
+        json_array_append_new(by_bytes, json_integer(stacks_round(s->bytes)));
+        json_array_append_new(by_count, json_integer(stacks_round(s->count)));
     }
     g_autofree char *what = g_strdup_printf("%s%s%s", by_names[q->by], q->type ? ", " : "",
                                             q->type ? q->type : "");
@@ -200,9 +195,9 @@ static json_t *speedscope_new(const stacks_result *r, const stacks_query *q, con
         "s:o}], s:o, s:i, s:s}",
         "$schema", "https://www.speedscope.app/file-format-schema.json", "shared", "frames",
         frames, "profiles", "type", "sampled", "name", query_json_string(bytes_name), "unit",
-        "bytes", "startValue", 0, "endValue", (json_int_t)rounded(r->total_bytes), "samples",
+        "bytes", "startValue", 0, "endValue", (json_int_t)stacks_round(r->total_bytes), "samples",
         samples, "weights", by_bytes, "type", "sampled", "name", query_json_string(count_name),
-        "unit", "none", "startValue", 0, "endValue", (json_int_t)rounded(r->total_count),
+        "unit", "none", "startValue", 0, "endValue", (json_int_t)stacks_round(r->total_count),
         "samples", samples, "weights", by_count, "name", query_json_string(path),
         "activeProfileIndex", 0, "exporter", version);
 }
@@ -319,8 +314,8 @@ int cmd_stacks(int argc, char **argv)
             goto out;
         char bytes[QUERY_FORMAT_MAX], count[QUERY_FORMAT_MAX];
         fprintf(stderr, "heaplens: %u allocation sites (%s, %s allocations, estimated) -> %s\n",
-                result->sites->len, query_size_format(rounded(result->total_bytes), bytes),
-                query_count_format(rounded(result->total_count), count), speedscope);
+                result->sites->len, query_size_format(stacks_round(result->total_bytes), bytes),
+                query_count_format(stacks_round(result->total_count), count), speedscope);
     } else if (json) {
         stacks_json_print(result, &q, stdout);
     } else {

@@ -43,36 +43,6 @@ static const char frames_sql[] =
     "SELECT sf.frame_id, f.name FROM stack_frames AS sf LEFT JOIN frames AS f ON f.id = sf.frame_id"
     " WHERE sf.stack_id = ?1 ORDER BY sf.position";
 
-static gboolean sampling_get(sqlite3 *db, stacks_result *r, GError **error)
-{
-    gboolean row = FALSE;
-    gboolean ok = FALSE;
-    sqlite3_stmt *stmt = query_db_prepare(
-        db,
-        "SELECT source, mean_distance_bytes, biased, samples, samples_dropped FROM sampling"
-        " WHERE id = 1",
-        error);
-    if (!stmt || !query_db_step(stmt, &row, error))
-        goto out;
-    if (row) {
-        const char *source = (const char *)sqlite3_column_text(stmt, 0);
-        r->sampling.source = g_strdup(source ? source : "unknown");
-        r->sampling.mean_distance_bytes = sqlite3_column_type(stmt, 1) == SQLITE_NULL
-                                              ? -1
-                                              : sqlite3_column_int64(stmt, 1);
-        r->sampling.biased = sqlite3_column_int64(stmt, 2) != 0;
-        r->sampling.samples = sqlite3_column_int64(stmt, 3);
-        r->sampling.samples_dropped = sqlite3_column_int64(stmt, 4);
-    } else {
-        r->sampling.source = g_strdup("none");
-        r->sampling.mean_distance_bytes = -1;
-    }
-    ok = TRUE;
-out:
-    sqlite3_finalize(stmt);
-    return ok;
-}
-
 typedef struct site_order {
     stacks_sort sort;
 } site_order;
@@ -143,7 +113,7 @@ stacks_result *stacks_load(sqlite3 *db, const stacks_query *q, GError **error)
     r->frame_names = g_ptr_array_new_with_free_func(g_free);
     r->strings = g_string_chunk_new(4096);
     r->frame_index = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-    if (!sampling_get(db, r, error))
+    if (!query_estimates_get(db, &r->sampling, error))
         goto out;
 
     stmt = query_db_prepare(db, sites_sql, error);
@@ -211,7 +181,7 @@ void stacks_result_free(stacks_result *r)
         g_string_chunk_free(r->strings);
     if (r->frame_index)
         g_hash_table_destroy(r->frame_index);
-    g_free(r->sampling.source);
+    query_estimates_clear(&r->sampling);
     g_free(r);
 }
 
@@ -220,7 +190,7 @@ const char *stacks_site_frame(const stacks_result *r, const stacks_site *s, guin
     return g_ptr_array_index(r->frame_names, s->frames[i]);
 }
 
-char *stacks_sampling_text_new(const stacks_sampling *s)
+char *stacks_sampling_text_new(const query_estimates *s)
 {
     char samples[QUERY_FORMAT_MAX], distance[QUERY_FORMAT_MAX], dropped[QUERY_FORMAT_MAX];
     GString *text = g_string_new(NULL);
@@ -241,7 +211,7 @@ char *stacks_sampling_text_new(const stacks_sampling *s)
     return g_string_free(text, FALSE);
 }
 
-json_t *stacks_sampling_json(const stacks_sampling *s)
+json_t *stacks_sampling_json(const query_estimates *s)
 {
     return json_pack("{s:o, s:o, s:b, s:I, s:I, s:b}", "source", query_json_string(s->source),
                      "mean_distance_bytes",
@@ -251,9 +221,9 @@ json_t *stacks_sampling_json(const stacks_sampling *s)
                      (json_int_t)s->samples_dropped, "estimated", 1);
 }
 
-static json_int_t rounded(double v)
+int64_t stacks_round(double v)
 {
-    return v >= 9.2e18 ? (json_int_t)INT64_MAX : (json_int_t)llround(v);
+    return v >= 9.2e18 ? INT64_MAX : (int64_t)llround(v);
 }
 
 json_t *stacks_site_json(const stacks_result *r, const stacks_site *s)
@@ -264,7 +234,7 @@ json_t *stacks_site_json(const stacks_result *r, const stacks_site *s)
     for (guint i = 0; i < s->depth; i++)
         json_array_append_new(frames, query_json_string(stacks_site_frame(r, s, i)));
     return json_pack("{s:o, s:o, s:I, s:I, s:I}", "type", query_json_string(s->type), "frames",
-                     frames, "count", rounded(s->count), "bytes", rounded(s->bytes), "samples",
+                     frames, "count", (json_int_t)stacks_round(s->count), "bytes", (json_int_t)stacks_round(s->bytes), "samples",
                      (json_int_t)s->samples);
 }
 
@@ -338,7 +308,7 @@ static json_t *flame_json(const flame_node *n, double min_bytes)
         }
     }
     json_t *node = json_pack("{s:o, s:I, s:I, s:o}", "name", query_json_string(n->name), "bytes",
-                             rounded(n->bytes), "count", rounded(n->count), "children", children);
+                             (json_int_t)stacks_round(n->bytes), "count", (json_int_t)stacks_round(n->count), "children", children);
     if (n->is_type)
         json_object_set_new(node, "type", json_true());
     return node;

@@ -16,6 +16,8 @@
 #ifndef HEAPLENS_QUERY_STACKS_H
 #define HEAPLENS_QUERY_STACKS_H
 
+#include "query/estimates.h"
+
 #include <glib.h>
 #include <jansson.h>
 #include <sqlite3.h>
@@ -38,14 +40,6 @@ typedef struct stacks_query {
     guint top;              /* keep the first `top` sites (frames loaded only for those); 0 = all */
 } stacks_query;
 
-/* The sampling row (absent: the recording has no samples). */
-typedef struct stacks_sampling {
-    char *source;                 /* 'AllocationSampled', 'AllocationTick', ... */
-    int64_t mean_distance_bytes;  /* -1 when NULL */
-    gboolean biased;
-    int64_t samples, samples_dropped;
-} stacks_sampling;
-
 /* One allocation site: a stack and the type allocated there. */
 typedef struct stacks_site {
     int64_t stack_id; /* -1: the samples had no stack (alloc_samples.stack_id NULL) */
@@ -57,7 +51,7 @@ typedef struct stacks_site {
 } stacks_site;
 
 typedef struct stacks_result {
-    stacks_sampling sampling;
+    query_estimates sampling; /* the sampling row (query_estimates_get) */
     GArray *sites;           /* stacks_site, heaviest first (by the query's sort); at most top */
     guint sites_all;         /* sites before --top */
     GPtrArray *frame_names;  /* char *, the frames used by the kept sites */
@@ -84,11 +78,13 @@ const char *stacks_site_frame(const stacks_result *r, const stacks_site *s, guin
 
 /* "estimated from 1,234 samples, mean distance 100 KiB (AllocationSampled)" — and ", biased:
  * ..." for a biased source. Free with g_free. */
-char *stacks_sampling_text_new(const stacks_sampling *s);
+char *stacks_sampling_text_new(const query_estimates *s);
+/* An estimate as a whole number (estimates are sums of real-valued weights), saturated. */
+int64_t stacks_round(double v);
 
 /* The sampling metadata as JSON (new reference):
  * {"source","mean_distance_bytes","biased","samples","samples_dropped","estimated":true}. */
-json_t *stacks_sampling_json(const stacks_sampling *s);
+json_t *stacks_sampling_json(const query_estimates *s);
 
 /* The sites as a flame graph tree, outermost frame at the top and the type as the leaf:
  * {"name":"all","bytes":N,"count":N,"children":[{"name","bytes","count","children"}...]},
