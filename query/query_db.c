@@ -3,13 +3,41 @@
 
 #include <inttypes.h>
 
+#include "query/progress.h"
 #include "store/store.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+static void query_db_history_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    query_progress_update(ctx, "building each object's generation history (once)", done, total);
+}
+
+/* The first command to read a finished recording builds its generation history into the file
+ * (store.h: the recording's end does not wait for it). A file this user may not write, or a
+ * build that fails, keeps the views over the changes: the same answers, read more slowly. */
+static void query_db_build_history(const char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *name = g_path_get_basename(path);
+
+    if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
+        return;
+    g_autoptr(query_progress) progress = query_progress_new(name, FALSE);
+    if (!store_history_build_file(path, query_db_history_progress, progress, &error))
+        fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
+                error->message);
+}
 
 sqlite3 *query_db_open(const char *path, GError **error)
 {
-    return store_db_open_readonly(path, error);
+    sqlite3 *db = store_db_open_readonly(path, error);
+    if (db != NULL && store_history_pending(db))
+        query_db_build_history(path);
+    return db;
 }
 
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error)

@@ -190,7 +190,8 @@ gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, 
  * each database also says whose it is (run.pid, run.command). */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o) {
     g_autoptr(GError) error = NULL;
-    sqlite3 *db = query_db_open(output, &error);
+    /* Not query_db_open: the end of a recording does not build the generation history. */
+    sqlite3 *db = store_db_open_readonly(output, &error);
     if (!db) {
         query_error_report(error);
         return NULL;

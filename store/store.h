@@ -109,4 +109,20 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
 
+/* Each object's generation history. The writer leaves it as the GCs' generation changes
+ * (generation_changes: appended while recording, so the end of a recording waits for no
+ * rebuilding); the views derive the history from them. The first reader that may write the
+ * file builds object_generation_rows from them, once, which the views then read: the same
+ * answers, read by key. */
+typedef void (*store_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+/* TRUE when the recording has ended (run.status is not 'recording') and its generation changes
+ * are not built yet. */
+gboolean store_history_pending(struct sqlite3 *db);
+/* Builds them in the file at `path` (opened for writing, one transaction: an interrupted build
+ * leaves the file as it was). Waits for another process building them, then does nothing.
+ * Fails, changing nothing, when a reader keeps a statement open on the file for more than 5 s
+ * (the commit waits for it). `progress` (may be NULL) gets rows written / rows to write. */
+gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
+                                  GError **error);
+
 #endif /* HEAPLENS_STORE_H */

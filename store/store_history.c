@@ -1,11 +1,13 @@
-/* store_history.c — each object's generation history, built once when the writer finishes.
+/* store_history.c — each object's generation history, built once after the recording.
  *
  * While recording, a GC's generation changes (an object's first generation when it survives its
  * first GC or is discovered, and every promotion) are appended as JSON arrays of ids, a
  * generation_changes row per (GC, generation) and 8192 ids: no row per change, nothing updated
- * (store_gc.c). The views derive the history from them meanwhile. Here, at the end, they become
- * object_generation_rows, one row per generation an object held, with its end (until_gc: the
- * object's next change, else its death):
+ * (store_gc.c). The views derive the history from them. The writer finishes without building
+ * more (the recording's end waits for nothing that is not data); the first command that reads
+ * the finished file builds object_generation_rows from them, once, in the file (query_db_open
+ * calls store_history_build_file): one row per generation an object held, with its end
+ * (until_gc: the object's next change, else its death):
  *
  *   read every change in arrival order  (GC order; within a GC the order the records came)
  *   sort them by object id, stably      (radix: an object's changes stay in GC order)
@@ -15,7 +17,8 @@
  *   insert in key order (from_gc, object_id), 256 rows per statement: appends only, and no
  *   other index to build; empty generation_changes; swap the views
  *
- * all in one transaction: a writer killed meanwhile leaves the changes and the derived views.
+ * all in one transaction: a reader killed meanwhile leaves the changes and the derived views,
+ * and a second reader that waited for the first finds nothing left to build.
  * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, 16 per row).
  */
 #include "store/store_internal.h"
@@ -30,10 +33,14 @@ typedef struct __attribute__((packed)) store_change {
 } store_change;
 
 #define STORE_HISTORY_ROWS 256
+#define STORE_HISTORY_WAIT_MS 5000
 
 typedef struct store_history {
     sqlite3 *db;
     const char *path;
+    store_progress_fn progress;
+    void *progress_ctx;
+    uint64_t rows_written, rows_total;
     store_change *changes;
     size_t n, cap;
     sqlite3_stmt *insert_many, *insert_one;
@@ -145,7 +152,10 @@ static gboolean store_history_flush(store_history *h, GError **error)
     }
     if (many && !store_history_step(h, st, error))
         return FALSE;
+    h->rows_written += (uint64_t)h->pending;
     h->pending = 0;
+    if (h->progress != NULL)
+        h->progress(h->progress_ctx, h->rows_written, h->rows_total);
     return TRUE;
 }
 
@@ -225,6 +235,8 @@ static gboolean store_history_write(store_history *h, GError **error)
         store_sql_fail(h->db, h->path, "reading objects", error);
         goto out;
     }
+    for (uint32_t g = 0; g <= max_gc; g++)
+        h->rows_total += fill[g] - start[g];
     for (uint32_t g = 0; g <= max_gc; g++) {
         for (size_t k = start[g]; k < fill[g]; k++) {
             uint32_t until = rows[k].gen_until & STORE_HISTORY_OPEN;
@@ -258,27 +270,58 @@ static gboolean store_history_prepare(store_history *h, GError **error)
     return ok;
 }
 
-gboolean store_history_build(sqlite3 *db, const char *path, GError **error)
+/* Builds the history inside the caller's write transaction. */
+static gboolean store_history_build(store_history *h, GError **error)
 {
-    store_history h = {.db = db, .path = path};
+    if (!store_history_prepare(h, error) || !store_history_read(h, error))
+        return FALSE;
+    store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
+    return store_history_write(h, error) && store_schema_use_history_rows(h->db, h->path, error);
+}
+
+gboolean store_history_pending(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    gboolean pending = FALSE;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT status FROM run WHERE id = 1) <> 'recording' AND "
+                           "EXISTS (SELECT 1 FROM generation_changes)",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        pending = sqlite3_column_int(st, 0) != 0;
+    sqlite3_finalize(st);
+    return pending;
+}
+
+gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
+                                  GError **error)
+{
+    store_history h = {.path = path, .progress = progress, .progress_ctx = ctx};
     gboolean ok = FALSE;
 
-    if (!store_sql_exec(db, path, "BEGIN", error))
-        return FALSE;
-    if (!store_history_prepare(&h, error) || !store_history_read(&h, error))
+    if (sqlite3_open_v2(path, &h.db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        store_sql_fail(h.db, path, "cannot open for writing", error);
         goto out;
-    store_radix_sort(h.changes, h.n, sizeof *h.changes, G_STRUCT_OFFSET(store_change, id));
-    if (!store_history_write(&h, error))
+    }
+    sqlite3_extended_result_codes(h.db, 1);
+    /* Another reader may be building it: wait for its transaction, then find nothing to do.
+     * The commit waits for readers in the middle of a statement; one that holds the file longer
+     * makes the build give up (rolled back: the changes stay, the next reader tries again). */
+    sqlite3_busy_timeout(h.db, STORE_HISTORY_WAIT_MS);
+    if (!store_sql_exec(h.db, path, "PRAGMA cache_size = -262144", error) ||
+        !store_sql_exec(h.db, path, "BEGIN IMMEDIATE", error))
         goto out;
-    if (!store_schema_use_history_rows(db, path, error) ||
-        !store_sql_exec(db, path, "COMMIT", error))
+    if (store_history_pending(h.db) && !store_history_build(&h, error))
+        goto out;
+    if (!store_sql_exec(h.db, path, "COMMIT", error))
         goto out;
     ok = TRUE;
 out:
-    if (!ok)
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (!ok && h.db != NULL && !sqlite3_get_autocommit(h.db))
+        sqlite3_exec(h.db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_finalize(h.insert_many);
     sqlite3_finalize(h.insert_one);
     g_free(h.changes);
+    sqlite3_close(h.db);
     return ok;
 }

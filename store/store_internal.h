@@ -235,15 +235,8 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key);
  * schema, application_id and user_version in one transaction. */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
 /* Empties generation_changes and points object_generations and object_lifetimes at
- * object_generation_rows (inside the caller's transaction: store_history_build). */
+ * object_generation_rows (inside the caller's transaction: store_history_build_file). */
 gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error);
-
-/* ---- store_history.c ---------------------------------------------------------------------- */
-
-/* Builds each object's generation history (object_generation_rows) from the GCs' generation
- * changes in one sorted pass and one transaction, then store_schema_use_history_rows. A file
- * whose writer never got here keeps the derived views, which answer the same. */
-gboolean store_history_build(sqlite3 *db, const char *path, GError **error);
 
 /* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);

@@ -815,12 +815,10 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         !store_writer_update_flags(w, error) || !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "COMMIT", error))
         goto out;
-    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. Then each
-     * object's generation history (from the GCs' generation changes): built from the
-     * checkpointed file it takes less time than through the WAL (bench/store, `snapshot`, for
-     * an index), and its pages go to the file once, not twice. */
+    /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. Each
+     * object's generation history stays as the GCs' changes: the first reader builds it
+     * (store_history_build_file), not the end of the recording. */
     if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error) ||
-        !store_history_build(w->db, w->path, error) ||
         !store_writer_write_own_figures(w, error))
         goto out;
     if (summary != NULL) {

@@ -411,6 +411,9 @@ static char *golden_db(const char *dir, gboolean unknown, store_summary *summary
     CHECK(hl_sb_write_db(sb, path, "heaplens record -- dotnet App.dll", summary, &error));
     CHECK_NO_ERROR(error);
     hl_sb_free(sb);
+    /* As the first reader of a finished recording finds it (test_derived_views: before). */
+    CHECK(store_history_build_file(path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
     return path;
 }
 
@@ -466,6 +469,7 @@ static void test_schema(void)
                "view|allocations_by_type_thread\n"
                "view|allocations_estimated_by_type_thread\n"
                "view|gc_summary\n"
+               "view|generation_change_rows\n" /* no changes: nothing to build */
                "view|live_objects\n"
                "view|object_generations\n"
                "view|object_lifetimes\n"
@@ -670,17 +674,56 @@ static void test_derived_views(void)
         CHECK_ROWS(db, queries[i], want);
     }
     CHECK(db_int(done, "SELECT count(*) FROM generation_changes") == 0);
+    CHECK(!store_history_pending(db)); /* still recording: nothing to build */
     sqlite3_close(db);
-    sqlite3_close(done);
 
-    /* Finished, it holds the rows and answers the same. */
+    /* Finished, it keeps the changes (the end of a recording builds nothing) and answers the
+     * same; the history is pending until a reader builds it. */
     CHECK(store_writer_finish(w, NULL, &error));
     CHECK_NO_ERROR(error);
     db = db_open(path);
+    CHECK(store_history_pending(db));
+    CHECK(db_int(db, "SELECT count(*) FROM object_generation_rows") == 0);
+    for (size_t i = 0; i < G_N_ELEMENTS(queries); i++) {
+        g_autofree char *want = db_rows(done, queries[i]);
+        CHECK_ROWS(db, queries[i], want);
+    }
+    /* Built (through another connection while this one stays open), it holds the rows; a
+     * second build finds nothing to do. */
+    CHECK(store_history_build_file(path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(!store_history_pending(db));
     CHECK_ROWS(db, "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows"
                    " ORDER BY object_id, from_gc",
                golden_generations);
     CHECK(db_int(db, "SELECT count(*) FROM generation_changes") == 0);
+    for (size_t i = 0; i < G_N_ELEMENTS(queries); i++) {
+        g_autofree char *want = db_rows(done, queries[i]);
+        CHECK_ROWS(db, queries[i], want);
+    }
+    CHECK(store_history_build_file(path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK_ROWS(db, "SELECT count(*) FROM object_generation_rows", "9\n");
+    sqlite3_close(db);
+    sqlite3_close(done);
+
+    /* A reader in the middle of a statement: the build cannot commit, gives up after its wait
+     * and leaves the file as it was (the changes, and the views that derive the history). */
+    hl_sb *again = golden_build(NULL, FALSE);
+    g_autofree char *held = g_build_filename(dir, "held.db", NULL);
+    CHECK(hl_sb_write_db(again, held, "held", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(again);
+    db = db_open(held);
+    sqlite3_stmt *reading = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT id FROM objects", -1, &reading, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(reading) == SQLITE_ROW);
+    CHECK(!store_history_build_file(held, NULL, NULL, &error));
+    CHECK(error != NULL && strstr(error->message, "locked") != NULL);
+    g_clear_error(&error);
+    sqlite3_finalize(reading);
+    CHECK(store_history_pending(db));
+    CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
     sqlite3_close(db);
     close(fd);
     hl_sb_free(sb);
