@@ -1,7 +1,8 @@
 """Helpers shared by the end-to-end check scripts (check_groundtruth.py, snapshots/, leaks/,
 faults/): a pass/fail counter, running a command with a timeout and a log, `heaplens ... --json`,
-the recording step, the loss counters, a free local port and an HTTP GET, and the final "N passed,
-M failed" line.
+the recording step, the loss counters, a free local port and an HTTP GET, a snapshot request on a
+recording's control socket (its "progress" lines included), and the final "N passed, M failed"
+line.
 
 Python 3 standard library only."""
 import http.client
@@ -150,3 +151,46 @@ def get(port, path, timeout=30):
         return r.status, r.read()
     finally:
         c.close()
+
+
+def session_control(pid):
+    """The control socket of the recording of process `pid`, from the session file `heaplens
+    record` writes (query/session.c: $XDG_RUNTIME_DIR/heaplens/PID, else /tmp/heaplens-UID/PID);
+    None when there is none."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    d = (os.path.join(runtime, "heaplens") if runtime and os.path.isabs(runtime)
+         else f"/tmp/heaplens-{os.getuid()}")
+    try:
+        with open(os.path.join(d, str(pid))) as f:
+            for line in f:
+                if line.startswith("control "):
+                    return line[len("control "):].rstrip("\n")
+    except OSError:
+        pass
+    return None
+
+
+def control_request(control, request="snapshot", timeout=60):
+    """Sends `request` on a recording's control socket (store/README.md, "Control socket
+    protocol") and reads until the writer closes it: (progress lines, answer line), without
+    newlines; the answer is "" when none came. `heaplens snapshot` reads the same lines but
+    prints only the answer."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    data = b""
+    try:
+        s.connect(control)
+        s.sendall(request.encode() + b"\n")
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    finally:
+        s.close()
+    lines = data.decode(errors="replace").splitlines()
+    progress = [line for line in lines if line.startswith("progress ")]
+    answers = [line for line in lines if not line.startswith("progress ")]
+    return progress, answers[0] if answers else ""
