@@ -10,6 +10,7 @@ import json
 import os
 import shlex
 import socket
+import sqlite3
 import subprocess
 import sys
 
@@ -112,19 +113,35 @@ def program(dotnet, path):
     return [dotnet, path] if path.endswith(".dll") else [path]
 
 
-def record(a, db, truth_path, program_args, log, record_options=()):
-    """`heaplens record -o db [record_options] -- dotnet dll truth_path program_args...` after
-    removing what an earlier run left; echoes the command and its output. Returns heaplens'
-    exit status."""
+def record(a, db, truth_path, program_args, log, record_options=(), args_before_truth=(),
+           timeout=None):
+    """`heaplens record -o db [record_options] -- dotnet dll [args_before_truth...] truth_path
+    program_args...` after removing what an earlier run left; echoes the command and its
+    output. `timeout`: seconds, a.timeout when None. Returns heaplens' exit status."""
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
     cmd = ([a.heaplens, "record", "-o", db] + list(record_options) + ["--"] +
-           program(a.dotnet, a.dll) + [truth_path] + program_args)
+           program(a.dotnet, a.dll) + list(args_before_truth) + [truth_path] +
+           list(program_args))
     print("$ " + shlex.join(cmd))
-    heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
+    heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout if timeout is None else timeout)
     sys.stdout.write(out)
     sys.stderr.write(err)
     print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
     return heaplens_rc
+
+
+def count_rows(db, table, busy_timeout=5):
+    """count(*) of `table` in a database that may still be being written (opened read-only,
+    waiting at most `busy_timeout` s for a lock); 0 while it cannot be read yet (no file, no
+    table)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=busy_timeout)
+        try:
+            return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
 
 
 # Counters that must stay 0 in a recording that lost nothing (store/SCHEMA.md, "counters").

@@ -103,14 +103,8 @@ def gc_committed(db, deadline):
     """Polls the database being written until the writer has committed a GC: what a signal
     may lose after that is only what the collector had not sent yet."""
     while time.monotonic() < deadline:
-        try:
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-            n = con.execute("SELECT count(*) FROM gcs").fetchone()[0]
-            con.close()
-            if n >= 1:
-                return True
-        except sqlite3.Error:
-            pass
+        if e2elib.count_rows(db, "gcs", busy_timeout=1) >= 1:
+            return True
         select.select([], [], [], 0.05)  # a poll interval, not a synchronisation
     return False
 
