@@ -135,11 +135,14 @@ static inline void hl_collector_type_size(collector *c, uint32_t type_id, uint64
 uint32_t hl_collector_type_id(collector *c, ClassID cls);
 /* Sends the queued TYPE records. */
 void hl_collector_flush_types(collector *c);
+
+/* records.c: putting records into the outbox. */
 /* Sends `head` followed by the string `s` (an hl_str: length, bytes): TYPE, THREAD, METHOD. */
 void hl_collector_put_str(collector *c, uint16_t type, const void *head, size_t n_head,
                           const char *s);
 /* Sends `head` followed by `n` elements of `elem_size` bytes, split into records of at most
- * CHUNK elements and CHUNK_BYTES; stores each record's element count in *count_field. */
+ * CHUNK elements and CHUNK_BYTES; stores each record's element count in *count_field. Sends
+ * nothing when `n` is 0 (a caller whose empty record matters puts the head itself). */
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
 

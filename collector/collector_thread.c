@@ -52,24 +52,7 @@ static uint64_t cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- records ---------------------------------------------------------------------------- */
-
-void hl_collector_put_str(collector *c, uint16_t type, const void *head, size_t n_head,
-                          const char *s) {
-    uint32_t len = (uint32_t)strlen(s);
-    hl_outbox_put(&c->out, type, head, n_head, &len, sizeof len, s, len);
-}
-
-void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
-                              uint32_t *count_field, const void *elems, size_t n, size_t elem_size) {
-    size_t per = CHUNK_BYTES / elem_size < CHUNK ? CHUNK_BYTES / elem_size : CHUNK;
-    for (size_t off = 0; off < n; off += per) {
-        size_t k = n - off < per ? n - off : per;
-        *count_field = (uint32_t)k;
-        hl_outbox_put(&c->out, type, head, head_size, (const char *)elems + off * elem_size,
-                      k * elem_size, NULL, 0);
-    }
-}
+/* ---- records lost ----------------------------------------------------------------------- */
 
 /* Reads `n` bytes at `off` of a payload given as two pieces (see hl_outbox_lost_fn). */
 static bool piece_read(const void *a, size_t na, const void *b, size_t nb, size_t off, void *out,

@@ -123,8 +123,17 @@ void hl_samples_send(collector *c, uint32_t gc, id_vec *samples) {
             .samples_seen = atomic_load(&sp->seen),
             .samples_dropped = atomic_load(&sp->dropped) + c->samples_dropped_writer +
                                c->frames.failures};
-        hl_collector_put_chunked(c, HL_REC_ALLOC_SAMPLES, &head, sizeof head, &head.count,
-                                 samples->p, samples->n, sizeof(hl_alloc_sample));
+        /* Every interval's record goes out, also one without samples (put_chunked sends
+         * nothing for no elements): the counters are cumulative and may move without a sample
+         * kept (all of an interval's samples dropped), and the writer's sampling row is only as
+         * fresh as the last record. Each GC's, not only the tail's: the row is then right in
+         * every GC's transaction, and a run cut short before its tail keeps the counts of its
+         * last GC. 40 bytes per GC. */
+        if (samples->n == 0)
+            hl_outbox_put(&c->out, HL_REC_ALLOC_SAMPLES, &head, sizeof head, NULL, 0, NULL, 0);
+        else
+            hl_collector_put_chunked(c, HL_REC_ALLOC_SAMPLES, &head, sizeof head, &head.count,
+                                     samples->p, samples->n, sizeof(hl_alloc_sample));
     }
     hl_vec_release(samples);
 }

@@ -220,6 +220,39 @@ out:
     return ok;
 }
 
+/* The writer's snapshot events go to the control socket's waiting clients: "progress" lines
+ * while a requested snapshot arrives and is written, its answer ("ok" at the commit, "lost"
+ * when it will not be stored). The same for the program and for a descendant recorded with
+ * `record --children` (store_writer_serve_connection): a client cannot tell them apart. */
+static void store_serve_hook_control(store_writer *w, store_control *control)
+{
+    w->on_snapshot = store_control_snapshot_committed;
+    w->on_snapshot_lost = store_control_snapshot_lost;
+    w->on_snapshot_progress = store_control_snapshot_progress;
+    w->on_snapshot_ctx = control;
+}
+
+static void store_serve_unhook_control(store_writer *w)
+{
+    w->on_snapshot = NULL;
+    w->on_snapshot_lost = NULL;
+    w->on_snapshot_progress = NULL;
+    w->on_snapshot_ctx = NULL;
+}
+
+/* After a failed ingest: when the database takes nothing more (disk full), the waiting clients
+ * are told why and the collector's requests stop now (it sees the writer go away: writer-lost)
+ * rather than filling the socket; the program runs on. FALSE when the failure was another. */
+static gboolean store_serve_db_failed(store_writer *w, store_control *control,
+                                      const GError *ingest_error)
+{
+    if (w->db_failure == NULL)
+        return FALSE;
+    g_autofree char *why = g_strdup_printf("the writer stopped: %s", ingest_error->message);
+    store_control_stop(control, why);
+    return TRUE;
+}
+
 gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int stop_fd,
                             int stop_wait_ms, GError **error)
 {
@@ -255,20 +288,10 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
         store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
                                  .control = control};
         store_control_set_collector(control, conn);
-        w->on_snapshot = store_control_snapshot_committed;
-        w->on_snapshot_lost = store_control_snapshot_lost;
-        w->on_snapshot_progress = store_control_snapshot_progress;
-        w->on_snapshot_ctx = control;
+        store_serve_hook_control(w, control);
         ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
-        w->on_snapshot = NULL;
-        w->on_snapshot_lost = NULL;
-        w->on_snapshot_progress = NULL;
-        w->on_snapshot_ctx = NULL;
-        if (!ingested && w->db_failure != NULL) {
-            /* The database takes nothing more (disk full): let the collector see the writer
-             * go away now (writer-lost) rather than fill the socket; the program runs on. */
-            g_autofree char *why = g_strdup_printf("the writer stopped: %s", ingest_error->message);
-            store_control_stop(control, why);
+        store_serve_unhook_control(w);
+        if (!ingested && store_serve_db_failed(w, control, ingest_error)) {
             g_propagate_error(error, g_steal_pointer(&ingest_error));
             goto out;
         }
@@ -294,9 +317,7 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
     }
     ok = TRUE;
 out:
-    w->on_snapshot = NULL;
-    w->on_snapshot_lost = NULL;
-    w->on_snapshot_progress = NULL;
+    store_serve_unhook_control(w);
     store_control_free(control);
     if (conn >= 0)
         close(conn);
@@ -308,6 +329,7 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
 {
     store_stop stop = {.fd = stop_fd};
     store_control *control = store_control_new(control_fd, error);
+    g_autoptr(GError) ingest_error = NULL;
     gboolean ok;
 
     if (control_fd >= 0 && control == NULL)
@@ -315,13 +337,14 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
     store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
                              .control = control, .bounded = TRUE};
     store_control_set_collector(control, conn);
-    w->on_snapshot = store_control_snapshot_committed;
-    w->on_snapshot_ctx = control;
-    ok = store_writer_ingest(w, store_conn_read, &src, error);
+    store_serve_hook_control(w, control);
+    ok = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
     w->stopped = src.cut;
-    w->on_snapshot = NULL;
-    w->on_snapshot_ctx = NULL;
-    store_control_end(control);
+    store_serve_unhook_control(w);
+    if (ok || !store_serve_db_failed(w, control, ingest_error))
+        store_control_end(control);
     store_control_free(control);
+    if (!ok)
+        g_propagate_error(error, g_steal_pointer(&ingest_error));
     return ok;
 }

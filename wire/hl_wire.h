@@ -313,8 +313,9 @@ enum {
 };
 
 /* HL_REC_ALLOC_SAMPLES, inside GC `gc`: the samples of allocation interval `gc` (same numbering
- * as ALLOC_COUNTS). Sent at every GC while sampling is on, with count 0 when the interval had
- * none, so the cumulative counters arrive. `count` hl_alloc_sample follow. */
+ * as ALLOC_COUNTS). Sent at every GC while sampling is on, and for the tail (after the last
+ * GC_END), with count 0 when the interval had none, so the cumulative counters always arrive.
+ * `count` hl_alloc_sample follow. */
 typedef struct hl_alloc_samples {
     uint32_t gc;
     uint32_t count;

@@ -1,7 +1,8 @@
 """Helpers shared by the end-to-end check scripts (check_groundtruth.py, snapshots/, leaks/,
 faults/): a pass/fail counter, running a command with a timeout and a log, `heaplens ... --json`,
-the recording step, the loss counters, a free local port and an HTTP GET, and the final "N passed,
-M failed" line.
+the recording step, the loss counters, a free local port and an HTTP GET, a snapshot request on a
+recording's control socket (its "progress" lines included), and the final "N passed, M failed"
+line.
 
 Python 3 standard library only."""
 import http.client
@@ -9,6 +10,7 @@ import json
 import os
 import shlex
 import socket
+import sqlite3
 import subprocess
 import sys
 
@@ -111,19 +113,35 @@ def program(dotnet, path):
     return [dotnet, path] if path.endswith(".dll") else [path]
 
 
-def record(a, db, truth_path, program_args, log, record_options=()):
-    """`heaplens record -o db [record_options] -- dotnet dll truth_path program_args...` after
-    removing what an earlier run left; echoes the command and its output. Returns heaplens'
-    exit status."""
+def record(a, db, truth_path, program_args, log, record_options=(), args_before_truth=(),
+           timeout=None):
+    """`heaplens record -o db [record_options] -- dotnet dll [args_before_truth...] truth_path
+    program_args...` after removing what an earlier run left; echoes the command and its
+    output. `timeout`: seconds, a.timeout when None. Returns heaplens' exit status."""
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
     cmd = ([a.heaplens, "record", "-o", db] + list(record_options) + ["--"] +
-           program(a.dotnet, a.dll) + [truth_path] + program_args)
+           program(a.dotnet, a.dll) + list(args_before_truth) + [truth_path] +
+           list(program_args))
     print("$ " + shlex.join(cmd))
-    heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout)
+    heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout if timeout is None else timeout)
     sys.stdout.write(out)
     sys.stderr.write(err)
     print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")
     return heaplens_rc
+
+
+def count_rows(db, table, busy_timeout=5):
+    """count(*) of `table` in a database that may still be being written (opened read-only,
+    waiting at most `busy_timeout` s for a lock); 0 while it cannot be read yet (no file, no
+    table)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=busy_timeout)
+        try:
+            return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
 
 
 # Counters that must stay 0 in a recording that lost nothing (store/SCHEMA.md, "counters").
@@ -150,3 +168,46 @@ def get(port, path, timeout=30):
         return r.status, r.read()
     finally:
         c.close()
+
+
+def session_control(pid):
+    """The control socket of the recording of process `pid`, from the session file `heaplens
+    record` writes (query/session.c: $XDG_RUNTIME_DIR/heaplens/PID, else /tmp/heaplens-UID/PID);
+    None when there is none."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    d = (os.path.join(runtime, "heaplens") if runtime and os.path.isabs(runtime)
+         else f"/tmp/heaplens-{os.getuid()}")
+    try:
+        with open(os.path.join(d, str(pid))) as f:
+            for line in f:
+                if line.startswith("control "):
+                    return line[len("control "):].rstrip("\n")
+    except OSError:
+        pass
+    return None
+
+
+def control_request(control, request="snapshot", timeout=60):
+    """Sends `request` on a recording's control socket (store/README.md, "Control socket
+    protocol") and reads until the writer closes it: (progress lines, answer line), without
+    newlines; the answer is "" when none came. `heaplens snapshot` reads the same lines but
+    prints only the answer."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    data = b""
+    try:
+        s.connect(control)
+        s.sendall(request.encode() + b"\n")
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    finally:
+        s.close()
+    lines = data.decode(errors="replace").splitlines()
+    progress = [line for line in lines if line.startswith("progress ")]
+    answers = [line for line in lines if not line.startswith("progress ")]
+    return progress, answers[0] if answers else ""

@@ -59,17 +59,6 @@ def wait_for(condition, what, timeout=120):
         time.sleep(0.02)
 
 
-def stored_snapshots(db):
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT count(*) FROM snapshots").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
-
-
 def session(checks, args, target, n, ending, log):
     """One attach session, ended by `ending` (a signal). Between the first snapshot (taken at
     attach) and `heaplens snapshot PID`, and again before the end, the target leaks 1,000 more
@@ -84,7 +73,7 @@ def session(checks, args, target, n, ending, log):
     snap_rc = None
     if attached:
         try:
-            wait_for(lambda: stored_snapshots(db) >= 1 or attach.poll() is not None,
+            wait_for(lambda: e2elib.count_rows(db, "snapshots") >= 1 or attach.poll() is not None,
                      "the first snapshot")
             target.ask("leak 1000")
             snap_rc, _, _ = e2elib.run([args.heaplens, "snapshot", str(target.pid)], log=log,

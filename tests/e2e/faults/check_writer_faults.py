@@ -24,7 +24,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, remove_stale  # noqa: E402  (shared e2e helpers)
+from e2elib import Checks, count_rows, remove_stale  # noqa: E402  (shared e2e helpers)
 
 checks = Checks(verbose=False, fail_prefix="FAIL ")
 check = checks.ok
@@ -41,14 +41,7 @@ def wait_for(what, predicate, timeout):
 
 
 def committed_gcs(db):
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1)
-        try:
-            return con.execute("SELECT count(*) FROM gcs").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
+    return count_rows(db, "gcs", busy_timeout=0.1)
 
 
 def writer_pid(heaplens_pid, proc):

@@ -24,7 +24,7 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, start_log  # noqa: E402
+from e2elib import Checks, record, start_log  # noqa: E402
 
 
 def main():
@@ -40,7 +40,7 @@ def main():
     log = start_log(a.workdir)
     db_path = os.path.join(a.workdir, "handles.db")
     truth_path = os.path.join(a.workdir, "handles.json")
-    rc = record_mode(a, db_path, truth_path, "handles", log)
+    rc = record(a, db_path, truth_path, [], log, args_before_truth=["handles"])
     checks.eq("heaplens record exit status", 0, rc)
     if not os.path.exists(truth_path) or not os.path.exists(db_path):
         checks.ok("program wrote its facts and heaplens its recording", False)
@@ -98,19 +98,6 @@ def main():
     checks.ok("program_peak_rss_bytes between 10 MB and 2 GB", rss is not None and
               10e6 < rss < 2e9, str(rss))
     return checks.summary()
-
-
-def record_mode(a, db, truth_path, mode, log):
-    """record() with the mode argument first: `RuntimeQuirks MODE TRUTH`."""
-    import shlex
-    from e2elib import program, remove_stale, run
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
-    cmd = [a.heaplens, "record", "-o", db, "--"] + program(a.dotnet, a.dll) + [mode, truth_path]
-    print("$ " + shlex.join(cmd))
-    rc, out, err = run(cmd, log=log, timeout=a.timeout)
-    sys.stdout.write(out)
-    sys.stderr.write(err)
-    return rc
 
 
 if __name__ == "__main__":

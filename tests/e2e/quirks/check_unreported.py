@@ -20,13 +20,12 @@ no other interval has any; on .NET 8/9 nothing is unreported. Python 3 standard 
 import argparse
 import json
 import os
-import shlex
 import sqlite3
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import DROP_COUNTERS, Checks, program, remove_stale, run, start_log  # noqa: E402
+from e2elib import DROP_COUNTERS, Checks, record, start_log  # noqa: E402
 
 
 def main():
@@ -42,15 +41,10 @@ def main():
     log = start_log(a.workdir)
     db_path = os.path.join(a.workdir, "unreported.db")
     truth_path = os.path.join(a.workdir, "unreported.json")
-    remove_stale(db_path, db_path + "-wal", db_path + "-shm", truth_path)
     # --snapshot gen2: .NET 8 reports GC.Collect(compacting: true) with reason "other", so the
     # default policy (induced) would take no snapshot there; every GC here is gen2.
-    cmd = [a.heaplens, "record", "--snapshot", "gen2", "-o", db_path, "--"] + program(a.dotnet, a.dll) + \
-        ["unreported", truth_path, str(a.n)]
-    print("$ " + shlex.join(cmd))
-    rc, out, err = run(cmd, log=log, timeout=300)
-    sys.stdout.write(out)
-    sys.stderr.write(err)
+    rc = record(a, db_path, truth_path, [str(a.n)], log, record_options=["--snapshot", "gen2"],
+                args_before_truth=["unreported"], timeout=300)
     checks.eq("heaplens record exit status", 0, rc)
     if not os.path.exists(truth_path) or not os.path.exists(db_path):
         checks.ok("program wrote its facts and heaplens its recording", False)

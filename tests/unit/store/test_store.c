@@ -2426,8 +2426,9 @@ static int control_send(const char *sock, const char *text)
     return fd;
 }
 
-/* The answer line (newline included), "(eof)" or "(timeout)"; closes `fd`. */
-static char *control_answer(int fd, int timeout_ms)
+/* The answer line (newline included), "(eof)" or "(timeout)"; closes `fd`. The "progress"
+ * lines before it are appended to `progress` (NULL: skipped). */
+static char *control_answer_progress(int fd, int timeout_ms, GString *progress)
 {
     GString *s = g_string_new(NULL);
     gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
@@ -2445,10 +2446,13 @@ static char *control_answer(int fd, int timeout_ms)
             break;
         }
         g_string_append_c(s, c);
-        if (c == '\n' && g_str_has_prefix(s->str, "progress "))
-            g_string_truncate(s, 0); /* progress lines come before the answer: skipped */
-        else if (c == '\n')
+        if (c == '\n' && g_str_has_prefix(s->str, "progress ")) {
+            if (progress != NULL) /* progress lines come before the answer */
+                g_string_append(progress, s->str);
+            g_string_truncate(s, 0);
+        } else if (c == '\n') {
             break;
+        }
     }
     close(fd);
     /* "ok S G OBJECTS MS": the time varies; "ok S G OBJECTS MS" is compared */
@@ -2459,6 +2463,11 @@ static char *control_answer(int fd, int timeout_ms)
         g_string_append(s, " MS\n");
     }
     return g_string_free(s, FALSE);
+}
+
+static char *control_answer(int fd, int timeout_ms)
+{
+    return control_answer_progress(fd, timeout_ms, NULL);
 }
 
 /* Waits for at least one HL_CMD_SNAPSHOT on the collector's connection; returns how many came
@@ -2627,6 +2636,102 @@ static void test_control_snapshot(void)
     sqlite3_close(db);
     close(stop[0]);
     close(lfd);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
+/* A descendant's writer (store_writer_serve_connection, `record --children`) answers its
+ * control clients like the program's: "progress" while a requested snapshot is written, then
+ * "ok"; "lost" for one taken and thrown away. The fake collector is the test's end of a socket
+ * pair; the script runs in a thread, the writer in the main one. */
+typedef struct descendant_script {
+    control_script sc;
+    int col; /* the collector's end */
+} descendant_script;
+
+static gpointer descendant_script_run(gpointer data)
+{
+    descendant_script *ds = data;
+    control_script *sc = &ds->sc;
+    const char *ctl = sc->control_sock;
+    hl_sb *sb = hl_sb_new();
+    size_t len, sent = 0;
+    const uint8_t *bytes;
+
+    hl_sb_run_start(sb, 1, "descendant");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes, len);
+    sent = len;
+
+    /* The request reaches the collector only once the writer serves the connection. */
+    int a = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, 5000) >= 1);
+    control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    sent = len;
+    GString *progress = g_string_new(NULL);
+    SCRIPT_CHECK_STR(sc, control_answer_progress(a, 5000, progress), "ok 1 2 1 MS\n");
+    /* One object: "progress 1 1" may come as its records arrive; "writing" always comes. */
+    SCRIPT_CHECK(sc, g_str_has_suffix(progress->str, "progress 1 writing 1\n"));
+    g_string_free(progress, TRUE);
+
+    int b = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, 5000) >= 1);
+    hl_sb_gc_start(sb, 3, 2, TRUE, 2);
+    hl_sb_snapshot_start(sb, 2, 3, HL_SNAPSHOT_REQUESTED);
+    hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end_full(sb, &(hl_snapshot_end){.snapshot = 2, .gc = 3, .objects = 5});
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_run_end(sb, 3);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    SCRIPT_CHECK_STR(sc, control_answer(b, 5000),
+                     "lost 2 3 its records were dropped by the collector (the writer fell "
+                     "behind)\n");
+    close(ds->col);
+    write_all(sc->stop_wr, "exit 0\n", 7);
+    close(sc->stop_wr);
+    hl_sb_free(sb);
+    return NULL;
+}
+
+static void test_control_descendant(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "app.4321.db", NULL);
+    int kfd = listen_unix(ksock);
+    int sv[2], stop[2];
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
+
+    descendant_script ds = {.sc = {.control_sock = ksock, .stop_wr = stop[1]}, .col = sv[1]};
+    GThread *t = g_thread_new("script", descendant_script_run, &ds);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    if (ds.sc.failures > 0)
+        fprintf(stderr, "%s", ds.sc.log);
+    failures += ds.sc.failures;
+    g_free(ds.sc.log);
+    CHECK(sum.complete && sum.gcs == 3 && sum.snapshots == 1);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots", "1|2|requested|1\n");
+    sqlite3_close(db);
+    close(sv[0]);
+    close(stop[0]);
     close(kfd);
     tmp_dir_free(dir);
 }
@@ -2891,6 +2996,7 @@ static const struct {
     {"serve_connection", test_serve_connection},
     {"serve_refuses_peer", test_serve_refuses_peer},
     {"control_snapshot", test_control_snapshot},
+    {"control_descendant", test_control_descendant},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
     {"control_refuses_peer", test_control_refuses_peer},
