@@ -27,7 +27,9 @@ static void query_db_build_history(const char *path)
     if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
         return;
     g_autoptr(query_progress) progress = query_progress_new(name, FALSE);
-    if (!store_history_build_file(path, query_db_history_progress, progress, &error))
+    /* A damaged file is left to the command, which says so in its own words if it meets it. */
+    if (!store_history_build_file(path, query_db_history_progress, progress, &error) &&
+        !g_error_matches(error, STORE_ERROR, STORE_ERROR_DAMAGED))
         fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
                 error->message);
 }

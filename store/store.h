@@ -24,6 +24,7 @@ typedef enum {
     STORE_ERROR_STREAM,    /* malformed stream: bad magic/version, oversized or truncated record */
     STORE_ERROR_SQLITE,    /* SQLite reported an error */
     STORE_ERROR_PEER,      /* a connection from another user was refused */
+    STORE_ERROR_DAMAGED,   /* a damaged file that is not written (PRAGMA quick_check) */
 } StoreError;
 
 typedef struct store_writer store_writer;
@@ -120,6 +121,7 @@ typedef void (*store_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 gboolean store_history_pending(struct sqlite3 *db);
 /* Builds them in the file at `path` (opened for writing, one transaction: an interrupted build
  * leaves the file as it was). Waits for another process building them, then does nothing.
+ * Never writes into a damaged file (PRAGMA quick_check first: STORE_ERROR_DAMAGED).
  * Fails, changing nothing, when a reader keeps a statement open on the file for more than 5 s
  * (the commit waits for it). `progress` (may be NULL) gets rows written / rows to write. */
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,

@@ -18,8 +18,8 @@
  * Nothing here is per allocation: an object that died in its first GC is one more in a count,
  * so the work of a GC follows its survivors, promotions and deaths. Only appends, and an UPDATE
  * per death: a generation change is a number in a JSON array, and each object's generation
- * history (object_generations, with until_gc) is built from them once, in one sorted pass, when
- * the writer finishes (store_history_build); until then the view derives it.
+ * history (object_generations, with until_gc) is built from them once, in one sorted pass, by
+ * the first reader of the finished file (store_history.c); until then the view derives it.
  *
  * A snapshot lives and dies with its GC: rolled back with it, and committed only by its GC_END.
  * A record that names another GC than the open one is skipped and counted as a writer anomaly;

@@ -293,6 +293,23 @@ gboolean store_history_pending(sqlite3 *db)
     return pending;
 }
 
+/* Never write into a damaged file: it would only get worse. */
+static gboolean store_history_check(store_history *h, GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    const char *verdict = NULL;
+    if (sqlite3_prepare_v2(h->db, "PRAGMA quick_check(1)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        verdict = (const char *)sqlite3_column_text(st, 0);
+    gboolean ok = verdict != NULL && strcmp(verdict, "ok") == 0;
+    if (!ok)
+        g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
+                    "%s is damaged (%s); its generation history was not built", h->path,
+                    verdict != NULL ? verdict : sqlite3_errmsg(h->db));
+    sqlite3_finalize(st);
+    return ok;
+}
+
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
                                   GError **error)
 {
@@ -311,14 +328,25 @@ gboolean store_history_build_file(const char *path, store_progress_fn progress, 
     if (!store_sql_exec(h.db, path, "PRAGMA cache_size = -262144", error) ||
         !store_sql_exec(h.db, path, "BEGIN IMMEDIATE", error))
         goto out;
-    if (store_history_pending(h.db) && !store_history_build(&h, error))
+    if (store_history_pending(h.db) &&
+        (!store_history_check(&h, error) || !store_history_build(&h, error)))
         goto out;
     if (!store_sql_exec(h.db, path, "COMMIT", error))
         goto out;
     ok = TRUE;
 out:
-    if (!ok && h.db != NULL && !sqlite3_get_autocommit(h.db))
-        sqlite3_exec(h.db, "ROLLBACK", NULL, NULL, NULL);
+    if (!ok && h.db != NULL) {
+        int code = sqlite3_errcode(h.db) & 0xff;
+        if (error != NULL && (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) &&
+            !g_error_matches(*error, STORE_ERROR, STORE_ERROR_DAMAGED)) {
+            g_clear_error(error);
+            g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
+                        "%s is damaged (%s); its generation history was not built", path,
+                        sqlite3_errmsg(h.db));
+        }
+        if (!sqlite3_get_autocommit(h.db))
+            sqlite3_exec(h.db, "ROLLBACK", NULL, NULL, NULL);
+    }
     sqlite3_finalize(h.insert_many);
     sqlite3_finalize(h.insert_one);
     g_free(h.changes);

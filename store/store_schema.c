@@ -147,8 +147,8 @@ static const char store_schema_tables[] =
     ");\n"
     /* Generation changes as the GCs made them, appended: the ids of the objects that hold
      * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
-     * promotions), a JSON array per row. Moved into object_generation_rows when the writer
-     * finishes (store_history_build). */
+     * promotions), a JSON array per row. Moved into object_generation_rows by the first reader
+     * of the finished file (store_history.c). */
     "CREATE TABLE generation_changes (\n"
     "  gc INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"
@@ -226,9 +226,9 @@ static const char store_schema_tables[] =
     "       max(0, coalesce(o.died_gc, coalesce((SELECT max(gc) FROM gcs), 0) + 1)\n"           \
     "              - o.first_gc) AS gcs_survived,\n"
 
-/* Each object's generations, from the generation changes (while recording, or when the writer
- * never finished): a window over every change — correct, and slower than the rows built at the
- * end. next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
+/* Each object's generations, from the generation changes (until the first reader of the
+ * finished file builds the rows): a window over every change — correct, and slower than the
+ * rows. next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
  * Two changes of one object in one GC (never sent) leave the later one, as the rows do. */
 static const char store_schema_derived_views[] =
     "CREATE VIEW generation_change_rows AS\n"
@@ -255,7 +255,7 @@ static const char store_schema_derived_views[] =
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = o.thread;\n";
 
-/* The same views over the rows built at the end (store_schema_use_history_rows swaps them in). */
+/* The same views over the built rows (store_schema_use_history_rows swaps them in). */
 static const char store_schema_final_views[] =
     "DROP VIEW object_lifetimes;\n"
     "DROP VIEW object_generations;\n"
