@@ -38,6 +38,10 @@ from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, fmt_counts,  # noq
 LOH_THRESHOLD = 85000
 
 
+HISTORY_SQL = ("SELECT object_id, generation, from_gc, until_gc FROM object_generations"
+               " ORDER BY object_id, from_gc")
+
+
 def in_namespace(type_name, namespace):
     return type_name.startswith(namespace + ".")
 
@@ -137,6 +141,13 @@ def main():
                   and seen >= total_allocs, f"allocs_seen {seen!r} < {total_allocs}")
         bad = conn.execute("SELECT group_concat(gc) FROM gcs WHERE incomplete != 0").fetchone()[0]
         checks.ok("(c) no GC marked incomplete", bad is None, f"incomplete GCs: {bad}")
+        # The end of the recording builds no generation history: it is still the GCs' changes,
+        # which the view derives; the first command below builds the rows (compared in (f)).
+        checks.eq("(c) object_generation_rows empty before the first command", 0,
+                  conn.execute("SELECT count(*) FROM object_generation_rows").fetchone()[0])
+        derived_generations = conn.execute(HISTORY_SQL).fetchall()
+        checks.ok("(c) generation changes recorded", len(derived_generations) > 0,
+                  "object_generations is empty")
 
     # ---------------------------------------------------------------- (a) allocations
     doc = heaplens_json(checks, a.heaplens, ["allocations", db], log)
@@ -275,6 +286,15 @@ def main():
         for snap, gc, missing, extra in snaps:
             checks.eq(f"(e) snapshot {snap} (GC {gc}): model_missing", 0, missing)
             checks.eq(f"(e) snapshot {snap} (GC {gc}): model_extra", 0, extra)
+
+    # ---------------------------------------------------------------- (f) the built history
+    if conn is not None:
+        checks.eq("(f) generation_changes emptied by the first command", 0,
+                  conn.execute("SELECT count(*) FROM generation_changes").fetchone()[0])
+        built = conn.execute(HISTORY_SQL).fetchall()
+        checks.ok("(f) object_generations: the built rows equal the derived ones",
+                  built == derived_generations,
+                  f"{len(built)} rows built, {len(derived_generations)} derived")
 
     if conn is not None:
         conn.close()
