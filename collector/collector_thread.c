@@ -462,6 +462,34 @@ static void weak_reference_died(collector *c, uint64_t id) {
         c->model_failures++;
 }
 
+/* Most young objects are reported in batches (one call per GC instead of one per object). */
+static void sink_classified_young(void *ctx, const uint64_t *reports, size_t n) {
+    gc_apply *a = ctx;
+    hl_young *y = &a->c->young;
+    for (size_t i = 0; i < n; i++)
+        hl_young_set_heap(y, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+}
+
+static void sink_died(void *ctx, uint64_t id, uint32_t gen_before);
+
+static void sink_died_young(void *ctx, const uint64_t *reports, size_t n) {
+    gc_apply *a = ctx;
+    collector *c = a->c;
+    hl_young *y = &c->young;
+    if (c->weak_owned.count) { /* a WeakReference among them may own a handle: the full path */
+        for (size_t i = 0; i < n; i++)
+            sink_died(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = HM_REPORT_ID(reports[i]);
+        if (hl_young_has(y, id))
+            hl_young_set_gen(y, id, HL_GEN_NONE);
+        else
+            sink_died(ctx, id, HM_REPORT_VALUE(reports[i])); /* one the young arrays lost */
+    }
+}
+
 static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     gc_apply *a = ctx;
     collector *c = a->c;
@@ -572,7 +600,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                       .bounds_after = g->after, .n_bounds_after = g->n_after,
                       .moves = g->moves, .n_moves = g->n_moves};
     hm_gc_sink sink = {.ctx = &a, .classified = sink_classified, .died = sink_died,
-                       .survived = sink_survived};
+                       .survived = sink_survived, .classified_young = sink_classified_young,
+                       .died_young = sink_died_young};
     hm_gc_stats stats = {0};
     bool classified = !g->incomplete;
     if (classified) {

@@ -24,7 +24,7 @@ void hl_vec_release(id_vec *v) {
     v->n = v->cap = 0;
 }
 
-#define FATE(heap, gen_after) ((uint8_t)((gen_after) << 4 | (heap)))
+#define FATE(heap, gen_after) HL_YOUNG_FATE(heap, gen_after)
 #define FATE_HEAP(f) ((uint32_t)(f) & 0x0f)
 #define FATE_GEN(f) ((uint32_t)(f) >> 4)
 #define FATE_UNKNOWN FATE(HL_GEN_NONE, HL_GEN_NONE)
@@ -150,18 +150,6 @@ void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid, u
 void hl_young_fate_reset(hl_young *y) {
     if (y->n)
         memset(y->fate, FATE_UNKNOWN, y->n);
-}
-
-void hl_young_set_heap(hl_young *y, uint64_t id, uint32_t heap) {
-    if (hl_young_has(y, id))
-        y->fate[id - y->first] = FATE(heap, heap);
-}
-
-void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen) {
-    if (hl_young_has(y, id)) {
-        uint8_t *f = &y->fate[id - y->first];
-        *f = FATE(FATE_HEAP(*f), gen);
-    }
 }
 
 void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,

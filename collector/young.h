@@ -70,10 +70,21 @@ void hl_young_fate_reset(hl_young *y);
 static inline bool hl_young_has(const hl_young *y, uint64_t id) {
     return id >= y->first && id - y->first < y->n;
 }
+/* The fate byte: heap | generation after << 4. */
+#define HL_YOUNG_FATE(heap, gen_after) ((uint8_t)((gen_after) << 4 | (heap)))
 /* The model classified `id` (heap HL_GEN_0, LOH, POH or NONGC): alive in that heap so far. */
-void hl_young_set_heap(hl_young *y, uint64_t id, uint32_t heap);
-/* The model decided `id`'s fate: its generation after the GC, or HL_GEN_NONE (died). */
-void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen);
+static inline void hl_young_set_heap(hl_young *y, uint64_t id, uint32_t heap) {
+    if (hl_young_has(y, id))
+        y->fate[id - y->first] = HL_YOUNG_FATE(heap, heap);
+}
+/* The model decided `id`'s fate: its generation after the GC, or HL_GEN_NONE (died). Inline,
+ * like set_heap: the model reports every young object, tens of millions per run. */
+static inline void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen) {
+    if (hl_young_has(y, id)) {
+        uint8_t *f = &y->fate[id - y->first];
+        *f = HL_YOUNG_FATE(*f & 0x0f, gen);
+    }
+}
 
 /* Closes the interval at `end` (the GC's first_id_after, or the current first for the tail):
  * hands over the counts (*counts, hl_alloc_count, owned by the caller) and fills *survivors

@@ -225,6 +225,7 @@ void hm_model_free(hm_model *m)
     free(m->ins);
     free(m->tmp);
     free(m->dead);
+    free(m->cls);
     free(m);
 }
 
@@ -357,7 +358,8 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     size_t hb = 0, hmv = 0;
     hm_pair *ins = m->ins;
     uint64_t *dead = m->dead;
-    size_t n_ins = 0, n_dead = 0;
+    uint64_t *cls = g->batch_classified ? m->cls : NULL;
+    size_t n_ins = 0, n_dead = 0, n_cls = 0;
     /* The open run, in locals (kept in registers: stores through y could alias a struct). */
     bool track = t != NULL, open = false;
     size_t s = 0;
@@ -382,6 +384,8 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
         size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
         uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
         y->val = id << 8 | gen << 4;
+        if (cls)
+            cls[n_cls++] = id << HM_REPORT_SHIFT | hm_heap_of(gen);
         if (b != HM_NONE && (g->mask >> gen & 1)) {
             size_t v = hm_spans_step(mv, n_mv, y->key, &hmv);
             size_t live = v != HM_NONE;
@@ -401,6 +405,7 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
         hm_young_runs_close(m, t, s, m->n_young, first, prev);
     g->n_ins = n_ins;
     g->n_dead = n_dead;
+    g->n_cls = n_cls;
 }
 
 static int hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
@@ -503,6 +508,8 @@ static int hm_gc_prepare(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
     rc = HM_RESERVE(m, m->ins, m->cap_ins, m->n_young);
     if (rc == HM_OK)
         rc = HM_RESERVE(m, m->dead, m->cap_dead, m->n_young);
+    if (rc == HM_OK && g->batch_classified)
+        rc = HM_RESERVE(m, m->cls, m->cap_cls, m->n_young);
     if (rc == HM_OK)
         rc = hm_gc_prepare_young(m, g);
     if (rc != HM_OK)
@@ -571,7 +578,10 @@ static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sin
                                hm_gc_stats *st)
 {
     st->classified = m->n_young - m->n_yflagged;
-    if (sink->classified)
+    if (g->batch_classified) {
+        if (g->n_cls)
+            sink->classified_young(sink->ctx, m->cls, g->n_cls);
+    } else if (sink->classified)
         for (size_t i = 0; i < m->n_young; i++)
             if (!hm_young_flagged(&m->young[i]))
                 sink->classified(sink->ctx, m->young[i].val >> 8,
@@ -580,7 +590,12 @@ static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sin
     hm_gc_commit_evicted(m, sink, st);
     st->condemned += g->n_dead;
     st->died += g->n_dead;
-    if (sink->died)
+    /* m->dead holds `id << 4 | gen` words, the batch form's format. */
+    _Static_assert(HM_REPORT_SHIFT == 4, "m->dead words are handed out as batch reports");
+    if (sink->died_young) {
+        if (g->n_dead)
+            sink->died_young(sink->ctx, m->dead, g->n_dead);
+    } else if (sink->died)
         for (size_t i = 0; i < g->n_dead; i++)
             sink->died(sink->ctx, m->dead[i] >> 4, (uint32_t)(m->dead[i] & HM_GEN_MASK));
 }
@@ -772,6 +787,7 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
     if (!sink)
         sink = &no_sink;
     g.mask = in->condemned_mask & 0x1f; /* generations 0..4; NonGC is never condemned */
+    g.batch_classified = sink->classified_young != NULL;
 
     rc = hm_gc_prepare(m, in, &g);
     if (rc != HM_OK)
@@ -793,6 +809,7 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
     HM_SCRATCH_RELEASE(m->ins, m->cap_ins);
     HM_SCRATCH_RELEASE(m->tmp, m->cap_tmp);
     HM_SCRATCH_RELEASE(m->dead, m->cap_dead);
+    HM_SCRATCH_RELEASE(m->cls, m->cap_cls);
 out:
     if (stats)
         *stats = st;
@@ -896,7 +913,8 @@ size_t hm_model_memory(const hm_model *m)
         bytes += (size_t)m->win[i].cap * sizeof(hm_entry);
     bytes += m->cap_young * sizeof(*m->young) + m->cap_slots * sizeof(*m->slots);
     bytes += (m->cap_bb + m->cap_ba + m->cap_cr + m->cap_mv) * sizeof(hm_span);
-    bytes += (m->cap_ins + m->cap_tmp) * sizeof(hm_pair) + m->cap_dead * sizeof(*m->dead);
+    bytes += (m->cap_ins + m->cap_tmp) * sizeof(hm_pair) + m->cap_dead * sizeof(*m->dead) +
+             m->cap_cls * sizeof(*m->cls);
     return bytes;
 }
 

@@ -107,8 +107,10 @@ struct hm_model {
     size_t cap_ins;
     hm_pair *tmp; /* sort scratch */
     size_t cap_tmp;
-    uint64_t *dead; /* young objects that die in this GC: id << 4 | gen */
+    uint64_t *dead; /* young objects that die in this GC: id << 4 | gen (an HM_REPORT word) */
     size_t cap_dead;
+    uint64_t *cls; /* young objects classified, id << 4 | heap, for a batch sink */
+    size_t cap_cls;
 
 #ifdef HM_TESTING
     long fail_after; /* allocations to let through before failing one; < 0: never fail */
@@ -123,6 +125,8 @@ typedef struct hm_gc_work {
     size_t n_ins;
     size_t anomalies;
     size_t n_dead; /* young objects that die, in m->dead */
+    bool batch_classified; /* the sink takes classified_young: fill m->cls */
+    size_t n_cls;  /* young objects classified, in m->cls when batch_classified */
 } hm_gc_work;
 
 /* Larger than the distance between neighbouring small objects, smaller than an allocation

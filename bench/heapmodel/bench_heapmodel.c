@@ -160,9 +160,10 @@ static void add(bench *b, uint64_t addr)
 
 static double apply(bench *b, uint32_t mask, vec *bb, vec *ba)
 {
-    hm_gc_sink sink = {b, on_classified, on_died, on_survived};
+    hm_gc_sink sink = {.ctx = b, .classified = on_classified, .died = on_died,
+                       .survived = on_survived};
     if (b->no_callbacks)
-        sink = (hm_gc_sink){b, NULL, NULL, NULL};
+        sink = (hm_gc_sink){.ctx = b};
     hm_gc_stats st;
     hm_gc_input in = {0, mask, bb->v, bb->n, ba->v, ba->n, b->moves.v, b->moves.n};
     double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);

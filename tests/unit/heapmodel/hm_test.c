@@ -51,12 +51,44 @@ static void hm_rec_on_survived(void *ctx, uint64_t id, uint32_t before, uint32_t
 
 hm_gc_sink hm_rec_sink(hm_rec *r)
 {
-    return (hm_gc_sink){r, hm_rec_on_classified, hm_rec_on_died, hm_rec_on_survived};
+    return (hm_gc_sink){.ctx = r, .classified = hm_rec_on_classified, .died = hm_rec_on_died,
+                        .survived = hm_rec_on_survived};
+}
+
+/* The batch forms record exactly what the per-object forms would have: recordings of both
+ * sinks compare equal. */
+static void hm_rec_on_classified_young(void *ctx, const uint64_t *reports, size_t n)
+{
+    hm_rec *r = ctx;
+    r->batches++;
+    if (n == 0)
+        r->empty_batches++;
+    for (size_t i = 0; i < n; i++)
+        hm_rec_on_classified(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+}
+
+static void hm_rec_on_died_young(void *ctx, const uint64_t *reports, size_t n)
+{
+    hm_rec *r = ctx;
+    r->batches++;
+    if (n == 0)
+        r->empty_batches++;
+    for (size_t i = 0; i < n; i++)
+        hm_rec_on_died(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+}
+
+hm_gc_sink hm_rec_batch_sink(hm_rec *r)
+{
+    hm_gc_sink s = hm_rec_sink(r);
+    s.classified_young = hm_rec_on_classified_young;
+    s.died_young = hm_rec_on_died_young;
+    return s;
 }
 
 void hm_rec_clear(hm_rec *r)
 {
     r->n = 0;
+    r->batches = r->empty_batches = 0;
     r->classified_late = false;
     r->saw_outcome = false;
 }

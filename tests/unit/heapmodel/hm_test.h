@@ -46,10 +46,14 @@ typedef struct hm_rec {
     size_t n, cap;
     bool saw_outcome;     /* a `died` or `survived` was recorded */
     bool classified_late; /* a `classified` came after a `died` or `survived` */
+    size_t batches, empty_batches; /* calls of the batch forms, and those with nothing */
 } hm_rec;
 
 /* A sink recording into r (reset r with hm_rec_clear between GCs). */
 hm_gc_sink hm_rec_sink(hm_rec *r);
+/* The same with the batch forms set too (classified_young, died_young): it records each batch's
+ * reports as the per-object forms would, so both sinks' recordings compare equal. */
+hm_gc_sink hm_rec_batch_sink(hm_rec *r);
 void hm_rec_clear(hm_rec *r);
 void hm_rec_release(hm_rec *r);
 /* Sorts by (kind, id, a, b) so that two recordings can be compared. */

@@ -557,7 +557,10 @@ static void sim_gc(sim *s)
     sim_bounds(s, &s->ba, &s->n_ba, true);
 
     hm_gc_input in = {(uint32_t)s->gcs + 1, mask, s->bb, s->n_bb, s->ba, s->n_ba, s->mv, s->n_mv};
-    hm_gc_sink sm = hm_rec_sink(&s->rm), sn = hm_rec_sink(&s->rn);
+    /* The model reports through the batch forms at every other GC, the naive model never:
+     * the recordings must be equal either way. */
+    hm_gc_sink sm = s->gcs % 2 ? hm_rec_batch_sink(&s->rm) : hm_rec_sink(&s->rm);
+    hm_gc_sink sn = hm_rec_sink(&s->rn);
     hm_gc_stats stm, stn;
     hm_rec_clear(&s->rm);
     hm_rec_clear(&s->rn);
@@ -589,6 +592,8 @@ static void sim_gc(sim *s)
         CHECK_EQ(hm_model_apply_gc(s->m, &in, &sm, &stm), HM_OK);
     }
     CHECK(!s->rm.classified_late);
+    CHECK_EQ(s->rm.empty_batches, 0);
+    CHECK(s->rm.batches <= 2);
     hm_rec_sort(&s->rm);
     hm_rec_sort(&s->rn);
     CHECK(hm_rec_ids_unique(&s->rm));
