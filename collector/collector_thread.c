@@ -280,8 +280,7 @@ void hl_collector_flush_types(collector *c) {
 
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
  * this also runs while the outbox waits for the writer (wait_drain). */
-static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
-    collector *c = ctx;
+static inline void on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
     switch (HL_EV_KIND(ev)) {
     case HL_EV_ALLOC: {
         hl_samples_on_alloc(c, ev, os_tid);
@@ -324,6 +323,13 @@ static void on_event(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     }
 }
 
+/* A run of one thread's events (hl_tbufs_drain): on_event inlined into one loop. */
+static void on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint32_t os_tid) {
+    collector *c = ctx;
+    for (size_t i = 0; i < n; i++)
+        on_event(c, &ev[i], os_tid);
+}
+
 static int by_sequence(const void *a, const void *b) {
     uint64_t x = ((const hl_alloc_event *)a)->id, y = ((const hl_alloc_event *)b)->id;
     return (x > y) - (x < y);
@@ -337,7 +343,7 @@ static int by_sequence(const void *a, const void *b) {
  * may target). */
 static uint64_t drain(collector *c, uint64_t limit) {
     uint64_t t0 = cpu_ns();
-    uint64_t n = hl_tbufs_drain(&c->p->rings, limit, on_event, c);
+    uint64_t n = hl_tbufs_drain(&c->p->rings, limit, on_events, c);
     c->drain_ns += cpu_ns() - t0;
     c->drained += n;
     if (!c->handle_events.n)
@@ -390,7 +396,7 @@ static void wait_drain(void *ctx) {
     if (!c->drain_while_waiting)
         return;
     uint64_t t0 = cpu_ns();
-    uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_event, c);
+    uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_events, c);
     c->drain_ns += cpu_ns() - t0;
     c->drained += n;
     c->drained_waiting += n;

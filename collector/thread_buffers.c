@@ -271,7 +271,7 @@ void hl_tbuf_count_allocation(hl_tbuf *b) {
 
 /* ---- consumer side -------------------------------------------------------------------------- */
 
-static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_event_fn fn,
+static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_events_fn fn,
                            void *ctx) {
     int state = atomic_load_explicit(&b->state, memory_order_acquire);
     if (state == SLOT_FREE)
@@ -287,10 +287,15 @@ static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_eve
     for (;;) {
         uint32_t fill = atomic_load_explicit(&r->desc[chunk].fill, memory_order_acquire);
         const hl_alloc_event *ev = r->pool + (size_t)chunk * HL_TBUF_CHUNK_EVENTS;
-        while (pos < fill && ev[pos].id < limit) {
-            fn(ctx, &ev[pos], b->os_tid);
-            pos++;
-            n++;
+        /* Not a binary search: a thread's handle events take ids from the shared counter, above
+         * the rest of its current block of allocation ids, so ids are not ascending. */
+        uint32_t end = pos;
+        while (end < fill && ev[end].id < limit)
+            end++;
+        if (end > pos) {
+            fn(ctx, &ev[pos], end - pos, b->os_tid);
+            n += end - pos;
+            pos = end;
         }
         if (pos < HL_TBUF_CHUNK_EVENTS)
             break; /* stopped at the limit, or caught up with the producer */
@@ -317,7 +322,7 @@ static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_eve
     return n;
 }
 
-uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void *ctx) {
+uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_events_fn fn, void *ctx) {
     uint32_t in_use = atomic_load_explicit(&r->in_use, memory_order_relaxed);
     if (in_use > r->in_use_max)
         r->in_use_max = in_use;

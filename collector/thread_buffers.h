@@ -163,11 +163,14 @@ bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n);
 /* Counts one allocation on the calling thread's slot (producer side). */
 void hl_tbuf_count_allocation(hl_tbuf *b);
 
-/* Consumer side (collector thread only). Calls fn for each event with id < limit, in push order
- * per slot (slots one after another); returns the number of events consumed. Chunks read to the
- * end go back to the pool; slots whose thread exited are freed for reuse once empty. */
-typedef void (*hl_alloc_event_fn)(void *ctx, const hl_alloc_event *ev, uint32_t os_tid);
-uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_event_fn fn, void *ctx);
+/* Consumer side (collector thread only). Hands every event with id < limit to fn, in push order
+ * per slot (slots one after another), as runs of consecutive events of one slot (ev[0..n), n >= 1,
+ * never more than a chunk): one indirect call per run, not per event, since the collector takes
+ * tens of millions of events per second. Returns the number of events consumed. Chunks read to
+ * the end go back to the pool; slots whose thread exited are freed for reuse once empty. */
+typedef void (*hl_alloc_events_fn)(void *ctx, const hl_alloc_event *ev, size_t n,
+                                   uint32_t os_tid);
+uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_events_fn fn, void *ctx);
 
 /* Allocation events dropped because the pool was empty, plus allocations of threads without a
  * slot (consumer side; approximate while running). */

@@ -128,7 +128,8 @@ static bool grow(hl_young *y, size_t index) {
     return true;
 }
 
-void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid, uint64_t size) {
+void hl_young_add_any(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid,
+                      uint64_t size) {
     uint32_t tix = thread_index(y, os_tid);
     size_t i = (size_t)(id - y->first);
     if (id >= y->first && (i < y->cap || grow(y, i))) {

@@ -61,8 +61,21 @@ void hl_young_init(hl_young *y, uint64_t first);
 void hl_young_release(hl_young *y);
 
 /* One allocation of the interval (id >= first; an id below is counted at once, as when memory
- * runs out). */
-void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid, uint64_t size);
+ * runs out). The common case (the same thread as the last add, room in the arrays) is inline:
+ * it runs for every allocation of the program; hl_young_add_any handles everything. */
+void hl_young_add_any(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid, uint64_t size);
+static inline void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid,
+                                uint64_t size) {
+    size_t i = (size_t)(id - y->first);
+    if (os_tid == y->last_tid && y->n_tids && id >= y->first && i < y->cap) {
+        y->type[i] = type_id;
+        y->size_tix[i] = size << HL_YOUNG_TIX_BITS | y->last_tix;
+        if (i >= y->n)
+            y->n = i + 1;
+        return;
+    }
+    hl_young_add_any(y, id, type_id, os_tid, size);
+}
 
 /* Before a GC's results: every filled id's heap and fate unknown. */
 void hl_young_fate_reset(hl_young *y);

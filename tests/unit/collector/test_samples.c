@@ -11,9 +11,10 @@
 
 static hl_alloc_event seen[8192];
 static size_t n_seen;
-static void collect(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
+static void collect(void *ctx, const hl_alloc_event *ev, size_t n, uint32_t os_tid) {
     (void)ctx, (void)os_tid;
-    seen[n_seen++] = *ev;
+    for (size_t i = 0; i < n; i++)
+        seen[n_seen++] = ev[i];
 }
 
 static void test_encode_and_push(void) {

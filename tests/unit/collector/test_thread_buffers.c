@@ -76,8 +76,7 @@ typedef struct drain_ctx {
     uint64_t limit, consumed;
 } drain_ctx;
 
-static void consume(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
-    drain_ctx *d = ctx;
+static void consume_one(drain_ctx *d, const hl_alloc_event *ev, uint32_t os_tid) {
     CHECK(ev->id < d->limit);
     CHECK(ev->addr == ev->id * 16 && HL_EV_SIZE(ev) == 24 && HL_EV_KIND(ev) == HL_EV_ALLOC);
     CHECK(seen[ev->id] == 0);
@@ -86,6 +85,12 @@ static void consume(void *ctx, const hl_alloc_event *ev, uint32_t os_tid) {
     CHECK(ev->id > *last); /* ids of one thread arrive in increasing order */
     *last = ev->id;
     d->consumed++;
+}
+
+static void consume(void *ctx, const hl_alloc_event *ev, size_t n, uint32_t os_tid) {
+    CHECK(n >= 1 && n <= HL_TBUF_CHUNK_EVENTS); /* a run lies within one chunk */
+    for (size_t i = 0; i < n; i++)
+        consume_one(ctx, &ev[i], os_tid);
 }
 
 static unsigned slots_active(void) {
