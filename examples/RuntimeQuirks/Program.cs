@@ -301,11 +301,34 @@ namespace HeapLens.Examples.Quirks
 
         static Socket IpcConnect(int pid)
         {
+            // The name's second number is the process's start time: with PIDs reused, sockets
+            // left by killed processes of the same PID are there too. The live one is the
+            // newest; stale ones refuse connections.
             string[] found = Directory.GetFiles(Path.GetTempPath(), $"dotnet-diagnostic-{pid}-*-socket");
             if (found.Length == 0) throw new IOException($"no diagnostics socket for {pid}");
-            var s = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
-            s.Connect(new UnixDomainSocketEndPoint(found[0]));
-            return s;
+            Array.Sort(found, (a, b) => StartKey(b).CompareTo(StartKey(a)));
+            SocketException? last = null;
+            foreach (string path in found)
+            {
+                var s = new Socket(AddressFamily.Unix, SocketType.Stream, ProtocolType.Unspecified);
+                try
+                {
+                    s.Connect(new UnixDomainSocketEndPoint(path));
+                    return s;
+                }
+                catch (SocketException e)
+                {
+                    s.Dispose();
+                    last = e;
+                }
+            }
+            throw last!;
+        }
+
+        static ulong StartKey(string socketPath)
+        {
+            string[] parts = Path.GetFileName(socketPath).Split('-');
+            return parts.Length >= 4 && ulong.TryParse(parts[3], out ulong key) ? key : 0;
         }
 
         static void ReceiveExactly(Socket s, byte[] buf)

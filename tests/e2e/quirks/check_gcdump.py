@@ -18,9 +18,11 @@ the N objects as allocations and as survivors of that GC. Python 3 standard libr
 import argparse
 import os
 import shlex
+import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -41,8 +43,17 @@ def dump_once(a, prefix, out_path, log):
         print(line.rstrip())
         if line.startswith("ready "):
             pid = line.split()[1]
-            rc, out, err = run(program(a.dotnet, a.dll) + ["gcdump-client", pid, out_path],
-                               log=log, timeout=120)
+            # A socket left by an earlier process of the same PID (PIDs are reused; a killed
+            # runtime leaves its socket): the client must find the live one.
+            stale = os.path.join(tempfile.gettempdir(), f"dotnet-diagnostic-{pid}-1-socket")
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                remove_stale(stale)
+                s.bind(stale)
+            try:
+                rc, out, err = run(program(a.dotnet, a.dll) + ["gcdump-client", pid, out_path],
+                                   log=log, timeout=120)
+            finally:
+                remove_stale(stale)
             sys.stdout.write(out)
             sys.stderr.write(err)
             if rc == 0 and os.path.exists(out_path):
