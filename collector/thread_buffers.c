@@ -188,6 +188,19 @@ static void count_drop(hl_tbuf *b, const hl_alloc_event *ev) {
     atomic_store_explicit(counter, d + 1, memory_order_relaxed);
 }
 
+/* Makes chunk `fresh`, just taken from the pool, the slot's new tail: empty, the last one,
+ * published after the old tail `chunk` (or as the head when the slot has none yet). The slow
+ * path of the pushes: once per chunk of events. */
+static inline void tail_append(hl_tbufs *r, hl_tbuf *b, uint32_t chunk, uint32_t fresh) {
+    atomic_store_explicit(&r->desc[fresh].fill, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->desc[fresh].next, HL_TBUF_NONE, memory_order_relaxed);
+    if (chunk == HL_TBUF_NONE)
+        atomic_store_explicit(&b->head_chunk, fresh, memory_order_release);
+    else
+        atomic_store_explicit(&r->desc[chunk].next, fresh, memory_order_release);
+    b->tail_chunk = fresh;
+}
+
 bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
     hl_tbufs *r = b->owner;
     uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
@@ -197,13 +210,8 @@ bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
             count_drop(b, ev);
             return false;
         }
-        atomic_store_explicit(&r->desc[fresh].fill, 0, memory_order_relaxed);
-        atomic_store_explicit(&r->desc[fresh].next, HL_TBUF_NONE, memory_order_relaxed);
-        if (chunk == HL_TBUF_NONE)
-            atomic_store_explicit(&b->head_chunk, fresh, memory_order_release);
-        else
-            atomic_store_explicit(&r->desc[chunk].next, fresh, memory_order_release);
-        chunk = b->tail_chunk = fresh;
+        tail_append(r, b, chunk, fresh);
+        chunk = fresh;
         fill = 0;
     }
     r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill] = *ev;
@@ -229,13 +237,8 @@ bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n) {
                 r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + i] = pad;
             atomic_store_explicit(&r->desc[chunk].fill, HL_TBUF_CHUNK_EVENTS, memory_order_release);
         }
-        atomic_store_explicit(&r->desc[fresh].fill, 0, memory_order_relaxed);
-        atomic_store_explicit(&r->desc[fresh].next, HL_TBUF_NONE, memory_order_relaxed);
-        if (chunk == HL_TBUF_NONE)
-            atomic_store_explicit(&b->head_chunk, fresh, memory_order_release);
-        else
-            atomic_store_explicit(&r->desc[chunk].next, fresh, memory_order_release);
-        chunk = b->tail_chunk = fresh;
+        tail_append(r, b, chunk, fresh);
+        chunk = fresh;
         fill = 0;
     }
     memcpy(&r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill], ev, n * sizeof *ev);

@@ -1,6 +1,6 @@
 /* cmd_attach.c — `heaplens attach PID`: record a running .NET process, then detach.
  *
- *   heaplens ──fork──▶ writer process (recording_writer_main), as for `heaplens record`
+ *   heaplens ──fork──▶ writer process (recording_writer_start), as for `heaplens record`
  *      │
  *      └── AttachProfiler over PID's diagnostic socket (attach_ipc.c): the runtime loads
  *          libheaplens.so, InitializeForAttach reads the client data (where the writer
@@ -166,11 +166,6 @@ int cmd_attach(int argc, char **argv) {
     recording_sockets sockets;
     if (!recording_sockets_create(&sockets, &error))
         return query_error_report(error);
-    int stop[2], ready[2], gone[2];
-    if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0 || pipe2(gone, O_CLOEXEC) != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "attach: pipe: %s", g_strerror(errno));
-        return query_error_report(error);
-    }
     /* Signals wait in a signalfd from now on: the writer ignores them itself. */
     sigset_t ending, original_mask;
     sigemptyset(&ending);
@@ -179,29 +174,12 @@ int cmd_attach(int argc, char **argv) {
     sigaddset(&ending, SIGHUP);
     sigprocmask(SIG_BLOCK, &ending, &original_mask);
     int signals = signalfd(-1, &ending, SFD_CLOEXEC);
-    fflush(NULL);
-    pid_t writer = fork();
-    if (writer == 0) {
-        close(stop[1]);
-        close(ready[0]);
-        close(gone[0]); /* gone[1] stays open in the writer: end of file when it exits */
-        recording_writer_main(output, NULL, sockets.collector_fd, sockets.control_fd, stop[0],
-                              ready[1]);
-    }
-    close(sockets.collector_fd);
-    close(sockets.control_fd);
-    sockets.collector_fd = sockets.control_fd = -1;
-    close(stop[0]);
-    close(ready[1]);
-    close(gone[1]);
-    signal(SIGPIPE, SIG_IGN);
-    if (!recording_writer_ready(writer, ready[0], output, &error)) {
-        close(stop[1]);
-        if (writer > 0)
-            waitpid(writer, NULL, 0);
-        recording_sockets_remove(&sockets);
+    signal(SIGPIPE, SIG_IGN); /* the writer ignores it too */
+    int stop_w = -1, gone_r = -1;
+    pid_t writer =
+        recording_writer_start("attach", output, NULL, &sockets, &stop_w, &gone_r, &error);
+    if (writer < 0)
         return query_error_report(error);
-    }
 
     /* The attach itself. */
     g_autofree char *client_data = g_strdup_printf(HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s",
@@ -220,7 +198,7 @@ int cmd_attach(int argc, char **argv) {
         }
         /* The writer ends with no data (a collector that would still connect finds the socket
          * gone, or sees the writer go: it detaches by itself). */
-        close(stop[1]);
+        close(stop_w);
         while (waitpid(writer, NULL, 0) < 0 && errno == EINTR)
             ;
         recording_sockets_remove(&sockets);
@@ -244,7 +222,7 @@ int cmd_attach(int argc, char **argv) {
     gboolean detach = FALSE, exited = FALSE, writer_gone = FALSE;
     while (!detach && !exited && !writer_gone) {
         struct pollfd p[3] = {{.fd = signals, .events = POLLIN},
-                              {.fd = gone[0], .events = POLLIN},
+                              {.fd = gone_r, .events = POLLIN},
                               {.fd = target, .events = POLLIN}};
         int wait = -1;
         if (deadline) {
@@ -269,14 +247,14 @@ int cmd_attach(int argc, char **argv) {
         if (!quiet && !json)
             fprintf(stderr, "heaplens: detaching from process %ld (last snapshot)...\n", pid);
         /* Further signals wait: the collector must finish its detach, not be cut off. */
-        clean = request_detach(sockets.control_path, gone[0], &error);
+        clean = request_detach(sockets.control_path, gone_r, &error);
     }
     query_session_remove((pid_t)pid);
-    close(stop[1]); /* no exit status: the process runs on (or is not ours to wait for) */
+    close(stop_w); /* no exit status: the process runs on (or is not ours to wait for) */
     int writer_status = 0;
     while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
         ;
-    close(gone[0]);
+    close(gone_r);
     if (target >= 0)
         close(target);
     close(signals);

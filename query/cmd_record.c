@@ -501,39 +501,20 @@ int cmd_record(int argc, char **argv) {
     recording_sockets sockets;
     if (!recording_sockets_create(&sockets, &error))
         return query_error_report(error);
-    int stop[2], ready[2];
-    if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
+    int writer_stop = -1;
+    pid_t writer =
+        recording_writer_start("record", output, command, &sockets, &writer_stop, NULL, &error);
+    if (writer < 0)
         return query_error_report(error);
-    }
-    fflush(NULL);
-    pid_t writer = fork();
-    if (writer == 0) {
-        close(stop[1]);
-        close(ready[0]);
-        recording_writer_main(output, command, sockets.collector_fd, sockets.control_fd, stop[0], ready[1]);
-    }
-    close(sockets.collector_fd);
-    close(sockets.control_fd);
-    sockets.collector_fd = sockets.control_fd = -1;
-    close(stop[0]);
-    close(ready[1]);
     int exit_status = 1;
-    if (!recording_writer_ready(writer, ready[0], output, &error)) {
-        close(stop[1]);
-        if (writer > 0)
-            waitpid(writer, NULL, 0);
-        recording_sockets_remove(&sockets);
-        return query_error_report(error);
-    }
 
     pid_t children = -1;
     int children_stop = -1, children_report = -1;
     if (o.children) {
-        children = children_start(&o, output, &sockets, stop[1], &children_stop, &children_report,
-                                  &error);
+        children = children_start(&o, output, &sockets, writer_stop, &children_stop,
+                                  &children_report, &error);
         if (children < 0) {
-            close(stop[1]);
+            close(writer_stop);
             waitpid(writer, NULL, 0);
             recording_sockets_remove(&sockets);
             unlink(output);
@@ -587,10 +568,10 @@ int cmd_record(int argc, char **argv) {
         snprintf(line, sizeof line, "signal %d\n", WTERMSIG(status));
     else
         snprintf(line, sizeof line, "exit %d\n", started ? exit_status : 127);
-    if (write(stop[1], line, strlen(line)) < 0) {
+    if (write(writer_stop, line, strlen(line)) < 0) {
         /* the writer is gone; its own exit status tells */
     }
-    close(stop[1]);
+    close(writer_stop);
     if (children > 0)
         close(children_stop); /* descendants still running get STOP_WAIT_MS more */
     int writer_status = 0;

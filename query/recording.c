@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "query/query.h"
@@ -136,8 +137,9 @@ gboolean recording_sockets_create(recording_sockets *s, GError **error) {
     return TRUE;
 }
 
-/* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording. */
-G_NORETURN void recording_writer_main(const char *output, const char *command, int listen_fd,
+/* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording
+ * until the stream ended and `stop_fd` gave the exit status (or end of file). */
+static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
                                    int control_fd, int stop_fd, int ready_fd) {
     /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
      * program to finish the recording. It ends when heaplens closes the stop pipe (heaplens
@@ -172,7 +174,9 @@ G_NORETURN void recording_writer_main(const char *output, const char *command, i
     _exit(0);
 }
 
-gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, GError **error) {
+/* Waits for the writer forked as `writer` (< 0: the fork failed) to say on `ready_fd` that it
+ * has created `output` ("ok"), and closes ready_fd; FALSE with the writer's reason otherwise. */
+static gboolean writer_ready(pid_t writer, int ready_fd, const char *output, GError **error) {
     char msg[1024] = "";
     ssize_t n = writer > 0 ? read(ready_fd, msg, sizeof msg - 1) : -1;
     int read_errno = errno;
@@ -184,6 +188,45 @@ gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, 
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot record to %s: %s", output,
                 writer < 0 ? g_strerror(read_errno) : (msg[0] ? msg : "the writer failed to start"));
     return FALSE;
+}
+
+pid_t recording_writer_start(const char *who, const char *output, const char *command,
+                             recording_sockets *sockets, int *stop_fd, int *gone_fd,
+                             GError **error) {
+    int stop[2], ready[2], gone[2] = {-1, -1};
+    if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(ready, O_CLOEXEC) != 0 ||
+        (gone_fd && pipe2(gone, O_CLOEXEC) != 0)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "%s: pipe: %s", who, g_strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    pid_t writer = fork();
+    if (writer == 0) {
+        close(stop[1]);
+        close(ready[0]);
+        if (gone_fd)
+            close(gone[0]); /* gone[1] stays open in the writer: end of file when it exits */
+        writer_main(output, command, sockets->collector_fd, sockets->control_fd, stop[0],
+                    ready[1]);
+    }
+    close(sockets->collector_fd);
+    close(sockets->control_fd);
+    sockets->collector_fd = sockets->control_fd = -1;
+    close(stop[0]);
+    close(ready[1]);
+    if (gone_fd) {
+        close(gone[1]);
+        *gone_fd = gone[0];
+    }
+    if (!writer_ready(writer, ready[0], output, error)) {
+        close(stop[1]);
+        if (writer > 0)
+            waitpid(writer, NULL, 0);
+        recording_sockets_remove(sockets);
+        return -1;
+    }
+    *stop_fd = stop[1];
+    return writer;
 }
 
 /* The summary of one database: printed, or returned as JSON with --json. With --children

@@ -1,7 +1,7 @@
 /* recording.h — what `heaplens record` and `heaplens attach` share: the collector's path, the
  * session's private sockets, the writer process, the output file and the closing summary.
  *
- *   heaplens ──fork──▶ writer process (recording_writer_main: socket → SQLite)
+ *   heaplens ──fork──▶ writer process (recording_writer_start: socket → SQLite)
  *                          ▲ unix socket in a private 0700 directory, socket file 0600
  *   the collector in the recorded process connects there (started by record, or attached)
  */
@@ -36,10 +36,17 @@ typedef struct recording_sockets {
 gboolean recording_sockets_create(recording_sockets *s, GError **error);
 void recording_sockets_remove(recording_sockets *s);
 
-/* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording
- * until the stream ended and `stop_fd` gave the exit status (or end of file). */
-G_NORETURN void recording_writer_main(const char *output, const char *command, int listen_fd,
-                                      int control_fd, int stop_fd, int ready_fd);
+/* Forks the writer process (socket → SQLite into `output`, the program's `command` or NULL),
+ * hands it the sockets' listening ends (closed here, set to -1) and waits until it has created
+ * `output`. Returns its pid and *stop_fd, the stop pipe's write end: write the program's exit
+ * status there (or close it) to end the recording. With `gone_fd`, *gone_fd reads end of file
+ * once the writer exited. -1 with the reason (`who`: the command, for the message) when no pipe
+ * could be made (nothing else done), or when the writer did not start (reaped, sockets removed).
+ * The writer ignores SIGINT, SIGQUIT, SIGTERM, SIGHUP and SIGPIPE: it outlives the program to
+ * finish the recording. */
+pid_t recording_writer_start(const char *who, const char *output, const char *command,
+                             recording_sockets *sockets, int *stop_fd, int *gone_fd,
+                             GError **error);
 
 /* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
@@ -50,10 +57,6 @@ typedef struct recording_summary_options {
     gboolean whose; /* say whose database it is (run.pid, run.command) */
 } recording_summary_options;
 /* The summary of one database: printed on stderr, or returned as JSON with `json`. */
-/* Waits for the writer forked as `writer` (< 0: the fork failed) to say on `ready_fd` that it
- * has created `output` ("ok"), and closes ready_fd; FALSE with the writer's reason otherwise. */
-gboolean recording_writer_ready(pid_t writer, int ready_fd, const char *output, GError **error);
-
 json_t *recording_summary_print(const char *output, const recording_summary_options *o);
 
 #endif /* HEAPLENS_QUERY_RECORDING_H */

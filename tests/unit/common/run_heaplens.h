@@ -1,6 +1,6 @@
 /* run_heaplens.h — running the `heaplens` binary under test as a user would, capturing its exit
- * status, stdout and stderr. The including test defines `heaplens` (the binary) and `workdir`
- * (where commands run) for RUN(...). */
+ * status, stdout and stderr. RUN(...) uses `heaplens` (the binary) and `workdir` (where commands
+ * run), which cli_test.h defines. */
 #ifndef HEAPLENS_TEST_RUN_HEAPLENS_H
 #define HEAPLENS_TEST_RUN_HEAPLENS_H
 

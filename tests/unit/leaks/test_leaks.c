@@ -22,56 +22,21 @@
  * from 13, so neither dominates it); retained(13) = 10 + 50 + 50 + 100 = 210 (5 objects);
  * retained(17) = 100; 16's dominator is the virtual root; 19 and 20 are unreachable.
  */
-#include "tests/unit/common/check.h"
-#include "tests/unit/common/hl_stream_builder.h"
-#include "tests/unit/common/run_heaplens.h"
+#include "tests/unit/common/cli_test.h"
 
-#include <glib/gstdio.h>
-#include <jansson.h>
-#include <sqlite3.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *heaplens;
 static const char *source_dir;
-static char *workdir;
 
 /* ---- running heaplens ------------------------------------------------------------------ */
 
 /* Runs a command that must succeed with JSON on stdout and nothing on stderr; returns the
  * document (NULL after counting a failure). */
-static json_t *run_json(const char *file, int line, run_result r)
-{
-    json_error_t jerr;
-    json_t *doc = NULL;
-    if (r.status != 0 || r.err[0] != '\0') {
-        fprintf(stderr, "%s:%d: exit status %d, stderr: %s\n", file, line, r.status, r.err);
-        failures++;
-    } else if (!(doc = json_loads(r.out, 0, &jerr))) {
-        fprintf(stderr, "%s:%d: stdout is not JSON (%s): %s\n", file, line, jerr.text, r.out);
-        failures++;
-    }
-    run_result_release(&r);
-    return doc;
-}
-
-#define RUN_JSON(...) run_json(__FILE__, __LINE__, RUN(__VA_ARGS__))
+#define RUN_JSON(...) json_run(__FILE__, __LINE__, RUN(__VA_ARGS__), NULL, "")
 
 /* A failing run: exit 1, nothing on stdout, exactly `err` on stderr. */
-static void expect_error(const char *file, int line, run_result r, const char *err)
-{
-    if (r.status != 1 || r.out[0] != '\0' || strcmp(r.err, err) != 0) {
-        fprintf(stderr,
-                "%s:%d: expected exit 1 and stderr\n  %sgot exit %d, stdout '%s', stderr\n  %s",
-                file, line, err, r.status, r.out, r.err);
-        failures++;
-    }
-    run_result_release(&r);
-}
-
-#define EXPECT_ERROR(err, ...) expect_error(__FILE__, __LINE__, RUN(__VA_ARGS__), err)
+#define EXPECT_ERROR(err, ...) EXPECT(RUN(__VA_ARGS__), 1, "", (err))
 
 static json_int_t jint(json_t *obj, const char *key)
 {
@@ -89,11 +54,6 @@ static json_t *jrow(json_t *doc, size_t i)
 }
 
 /* ---- SQLite helpers ---------------------------------------------------------------------- */
-
-static char *fixture_path(const char *name)
-{
-    return g_build_filename(workdir, name, NULL);
-}
 
 /* One integer from `sql` on file `name` (-1 on any error). */
 static long long sql_int(const char *name, const char *sql)
@@ -196,18 +156,17 @@ static void grow(hl_sb *sb, graph_state *st, int replace)
     }
 }
 
-static void fixture_write(hl_sb *sb, const char *name)
+/* As the writer leaves it and its first reader completes it (the generation history): the
+ * cases that damage it check what the commands do to such a file. */
+static void fixture_write_history(hl_sb *sb, const char *name)
 {
+    fixture_write(sb, name);
     g_autofree char *path = fixture_path(name);
     g_autoptr(GError) error = NULL;
-    /* As the writer leaves it and its first reader completes it (the generation history): the
-     * cases that damage it check what the commands do to such a file. */
-    if (!hl_sb_write_db(sb, path, NULL, NULL, &error) ||
-        !store_history_build_file(path, NULL, NULL, &error)) {
+    if (!store_history_build_file(path, NULL, NULL, &error)) {
         fprintf(stderr, "cannot build fixture %s: %s\n", name, error->message);
         exit(2);
     }
-    hl_sb_free(sb);
 }
 
 static void fixture_graph(const char *name, uint32_t snapshots)
@@ -265,7 +224,7 @@ static void fixture_graph(const char *name, uint32_t snapshots)
         hl_sb_gc_end(sb, gc, HL_GC_FLAG_COMPACTING);
     }
     hl_sb_run_end(sb, snapshots);
-    fixture_write(sb, name);
+    fixture_write_history(sb, name);
 }
 
 /* nosnap.db: one GC, no snapshot. */
@@ -279,7 +238,7 @@ static void fixture_nosnap(void)
     hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
     hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
     hl_sb_run_end(sb, 1);
-    fixture_write(sb, "nosnap.db");
+    fixture_write_history(sb, "nosnap.db");
 }
 
 static void fixtures_build(void)
@@ -456,19 +415,6 @@ static void case_retention_text(void)
     run_result_release(&r);
 }
 
-/* A file's own SQL on a copy (the tests' hand edits). */
-static void sql_exec(const char *name, const char *sql)
-{
-    g_autofree char *path = fixture_path(name);
-    sqlite3 *db = NULL;
-    char *message = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK || sqlite3_exec(db, sql, NULL, NULL, &message) != SQLITE_OK) {
-        fprintf(stderr, "sql_exec(%s): %s\n", sql, message ? message : sqlite3_errmsg(db));
-        exit(2);
-    }
-    sqlite3_close(db);
-}
-
 
 /* The references are read from snapshot_objects.refs as text: any JSON spacing reads the same
  * (one and two threads); text that is not an array of ids is a damaged database, said so. */
@@ -476,8 +422,8 @@ static void case_retention_refs_text(void)
 {
     file_copy("graph.db", "rt1.db");
     file_copy("graph.db", "rt2.db");
-    sql_exec("rt2.db", "UPDATE snapshot_objects SET refs = replace(replace(refs, ',', ' , '),"
-                       " '[', ' [ ') WHERE refs IS NOT NULL");
+    fixture_sql("rt2.db", "UPDATE snapshot_objects SET refs = replace(replace(refs, ',', ' , '),"
+                          " '[', ' [ ') WHERE refs IS NOT NULL");
     CHECK(sql_int("rt2.db", "SELECT count(*) FROM snapshot_objects WHERE refs LIKE '% , %'") > 0);
     for (int threads = 1; threads <= 2; threads++) {
         g_setenv("HEAPLENS_THREADS", threads == 1 ? "1" : "2", TRUE);
@@ -489,17 +435,17 @@ static void case_retention_refs_text(void)
         run_result_release(&a);
         run_result_release(&b);
         file_copy("graph.db", "rt3.db");
-        sql_exec("rt3.db", "UPDATE snapshot_objects SET refs = '[1,x]' WHERE snapshot = 1 AND"
-                           " object_id = (SELECT min(object_id) FROM snapshot_objects"
-                           " WHERE snapshot = 1 AND refs IS NOT NULL)");
+        fixture_sql("rt3.db", "UPDATE snapshot_objects SET refs = '[1,x]' WHERE snapshot = 1 AND"
+                              " object_id = (SELECT min(object_id) FROM snapshot_objects"
+                              " WHERE snapshot = 1 AND refs IS NOT NULL)");
         run_result r = RUN("retention", "rt3.db", "--snapshot", "1");
         CHECK_INT(r.status, 1);
         CHECK(strstr(r.err, "damaged") != NULL && strstr(r.err, "refs") != NULL);
         run_result_release(&r);
         file_copy("graph.db", "rt1.db");
         file_copy("graph.db", "rt2.db");
-        sql_exec("rt2.db", "UPDATE snapshot_objects SET refs = replace(refs, ',', ', ')"
-                           " WHERE refs IS NOT NULL");
+        fixture_sql("rt2.db", "UPDATE snapshot_objects SET refs = replace(refs, ',', ', ')"
+                              " WHERE refs IS NOT NULL");
     }
     g_unsetenv("HEAPLENS_THREADS");
 }
@@ -642,9 +588,10 @@ static void case_roots_type_names(void)
     CHECK_INT(r.status, 0);
     CHECK(g_str_has_prefix(r.out, "shortest path from a GC root to object 3 (App.Leak)"));
     run_result_release(&r);
-    sql_exec("names.db",
-             "INSERT INTO types (id, name, flags) VALUES (90, 'Other.Leak', 0), "
-             "(91, 'System.Collections.Generic.Dictionary<System.Int32, App.Leak>+Entry[]', 1)");
+    fixture_sql("names.db",
+                "INSERT INTO types (id, name, flags) VALUES (90, 'Other.Leak', 0), "
+                "(91, 'System.Collections.Generic.Dictionary<System.Int32, App.Leak>+Entry[]',"
+                " 1)");
     EXPECT_ERROR("heaplens: 'Leak' names 2 types in names.db: App.Leak, Other.Leak; give the full "
                  "name\n",
                  "roots", "names.db", "--type", "Leak");
@@ -936,7 +883,7 @@ static void case_edited_values(void)
     };
     for (size_t e = 0; e < G_N_ELEMENTS(edits); e++) {
         file_copy("graph.db", "before.db");
-        sql_exec("before.db", edits[e]);
+        fixture_sql("before.db", edits[e]);
         for (size_t c = 0; c < G_N_ELEMENTS(commands); c++) {
             file_copy("before.db", "bad.db");
             run_result r = run_in(heaplens, workdir, commands[c]);
@@ -1055,10 +1002,7 @@ static void case_example_queries(void)
     sqlite3_close(db);
 }
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
+static const cli_test_case cases[] = {
     {"retention_objects", case_retention_objects},
     {"retention_one_thread", case_retention_one_thread},
     {"retention_types", case_retention_types},
@@ -1080,17 +1024,6 @@ static const struct {
     {"example_queries", case_example_queries},
 };
 
-static void workdir_remove(void)
-{
-    g_autoptr(GDir) d = g_dir_open(workdir, 0, NULL);
-    for (const char *name; d && (name = g_dir_read_name(d));) {
-        g_autofree char *path = g_build_filename(workdir, name, NULL);
-        g_chmod(path, 0600);
-        g_remove(path);
-    }
-    g_rmdir(workdir);
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 4) {
@@ -1099,30 +1032,5 @@ int main(int argc, char **argv)
     }
     heaplens = argv[1];
     source_dir = argv[2];
-    gboolean all = strcmp(argv[3], "all") == 0, found = FALSE;
-    g_autoptr(GError) error = NULL;
-    workdir = g_dir_make_tmp("heaplens-leaks-XXXXXX", &error);
-    if (!workdir) {
-        fprintf(stderr, "cannot make a temporary directory: %s\n", error->message);
-        return 2;
-    }
-    fixtures_build();
-    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-        if (all || strcmp(cases[i].name, argv[3]) == 0) {
-            int before = failures;
-            cases[i].run();
-            found = TRUE;
-            fprintf(stderr, "%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
-        }
-    }
-    if (g_getenv("HEAPLENS_TEST_KEEP"))
-        fprintf(stderr, "fixtures kept in %s\n", workdir);
-    else
-        workdir_remove();
-    g_free(workdir);
-    if (!found) {
-        fprintf(stderr, "no case '%s'\n", argv[3]);
-        return 2;
-    }
-    return failures == 0 ? 0 : 1;
+    return cli_test_main("leaks", argv[3], cases, G_N_ELEMENTS(cases), fixtures_build);
 }

@@ -6,82 +6,16 @@
  * `heaplens` binary on them in a temporary directory and compares exit status, stdout and stderr
  * exactly. Each CASE is its own ctest entry (tests/unit/query/CMakeLists.txt).
  */
-#include "tests/unit/common/check.h"
-#include "tests/unit/common/hl_stream_builder.h"
-#include "tests/unit/common/run_heaplens.h"
-
-#include <glib/gstdio.h>
-#include <jansson.h>
-#include <sqlite3.h>
-#include <stdio.h>
-#include <string.h>
-
-static const char *heaplens; /* the binary under test */
-static char *workdir;        /* fixtures live here; commands run here */
+#include "tests/unit/common/cli_test.h"
 
 /* ---- checking runs ------------------------------------------------------------------ */
 
-static void show_mismatch(const char *what, const char *expected, const char *actual)
-{
-    fprintf(stderr, "--- expected %s:\n%s--- actual %s:\n%s---\n", what, expected, what, actual);
-}
-
-/* Checks a run exactly: exit status, stdout and stderr. */
-static void expect_run(const char *file, int line, run_result r, int status, const char *out,
-                       const char *err)
-{
-    gboolean ok = TRUE;
-    if (r.status != status) {
-        fprintf(stderr, "%s:%d: exit status %d, expected %d\n", file, line, r.status, status);
-        ok = FALSE;
-    }
-    if (strcmp(r.out, out) != 0) {
-        fprintf(stderr, "%s:%d: stdout differs\n", file, line);
-        show_mismatch("stdout", out, r.out);
-        ok = FALSE;
-    }
-    if (strcmp(r.err, err) != 0) {
-        fprintf(stderr, "%s:%d: stderr differs\n", file, line);
-        show_mismatch("stderr", err, r.err);
-        ok = FALSE;
-    }
-    if (!ok)
-        failures++;
-    run_result_release(&r);
-}
-
-#define EXPECT(run, status, out, err) expect_run(__FILE__, __LINE__, (run), (status), (out), (err))
-
 /* A successful JSON run: exact stdout, which must also parse as one JSON document. */
-static void expect_json(const char *file, int line, run_result r, const char *out, const char *err)
-{
-    json_error_t jerr;
-    json_t *doc = json_loads(r.out, 0, &jerr);
-    if (!doc) {
-        fprintf(stderr, "%s:%d: stdout is not JSON: %s (line %d)\n", file, line, jerr.text,
-                jerr.line);
-        failures++;
-    }
-    json_decref(doc);
-    expect_run(file, line, r, 0, out, err);
-}
-
-#define EXPECT_JSON(run, out, err) expect_json(__FILE__, __LINE__, (run), (out), (err))
+#define EXPECT_JSON(run, out, err) json_decref(json_run(__FILE__, __LINE__, (run), (out), (err)))
 
 /* ---- fixtures -------------------------------------------------------------------------- */
 
 #define MIB (UINT64_C(1024) * 1024)
-
-static void fixture_write(hl_sb *sb, const char *name)
-{
-    g_autofree char *path = g_build_filename(workdir, name, NULL);
-    g_autoptr(GError) error = NULL;
-    if (!hl_sb_write_db(sb, path, NULL, NULL, &error)) {
-        fprintf(stderr, "cannot build fixture %s: %s\n", name, error->message);
-        exit(2);
-    }
-    hl_sb_free(sb);
-}
 
 static void gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induced,
                      uint64_t first_id_after, const uint64_t before[HL_GEN_COUNT_GC])
@@ -220,55 +154,22 @@ static void fixture_nogc(void)
     fixture_write(sb, "nogc.db");
 }
 
-static void fixture_file(const char *name, const char *contents)
-{
-    g_autofree char *path = g_build_filename(workdir, name, NULL);
-    g_autoptr(GError) error = NULL;
-    if (!g_file_set_contents(path, contents, -1, &error)) {
-        fprintf(stderr, "cannot write %s: %s\n", name, error->message);
-        exit(2);
-    }
-}
-
-static void fixture_sqlite(const char *name, const char *sql)
-{
-    g_autofree char *path = g_build_filename(workdir, name, NULL);
-    sqlite3 *db = NULL;
-    if (sqlite3_open(path, &db) != SQLITE_OK ||
-        sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-        fprintf(stderr, "cannot write %s: %s\n", name, sqlite3_errmsg(db));
-        exit(2);
-    }
-    sqlite3_close(db);
-}
-
 static void fixtures_build(void)
 {
     fixture_app("app.db");
     /* garbage.db: app.db whose loss counters hold values no collector sends (negative). */
     fixture_app("garbage.db");
-    fixture_sqlite("garbage.db", "UPDATE counters SET value = -5 WHERE name IN ('allocs_dropped',"
+    fixture_sql("garbage.db", "UPDATE counters SET value = -5 WHERE name IN ('allocs_dropped',"
                                  " 'gcs_dropped', 'snapshots_dropped', 'gc_events_dropped');");
     fixture_lossy();
     fixture_nogc();
     fixture_file("notes.txt", "not a database\n");
     fixture_file("empty.db", "");
-    fixture_sqlite("other.db", "CREATE TABLE t (x); INSERT INTO t VALUES (1);");
-    fixture_sqlite("future.db", "PRAGMA application_id = 1212960339; PRAGMA user_version = 99;"
+    fixture_sql("other.db", "CREATE TABLE t (x); INSERT INTO t VALUES (1);");
+    fixture_sql("future.db", "PRAGMA application_id = 1212960339; PRAGMA user_version = 99;"
                                 "CREATE TABLE t (x);");
-    fixture_sqlite("old.db", "PRAGMA application_id = 1212960339; PRAGMA user_version = 1;"
+    fixture_sql("old.db", "PRAGMA application_id = 1212960339; PRAGMA user_version = 1;"
                              "CREATE TABLE t (x);");
-}
-
-static void workdir_remove(void)
-{
-    g_autoptr(GDir) dir = g_dir_open(workdir, 0, NULL);
-    const char *name;
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *path = g_build_filename(workdir, name, NULL);
-        g_remove(path);
-    }
-    g_rmdir(workdir);
 }
 
 /* ---- cases: gcs ------------------------------------------------------------------------ */
@@ -797,10 +698,7 @@ static void case_bad_files(void)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
+static const cli_test_case cases[] = {
     {"gcs_json", case_gcs_json},
     {"gcs_text", case_gcs_text},
     {"allocations_json", case_allocations_json},
@@ -828,31 +726,5 @@ int main(int argc, char **argv)
         return 2;
     }
     heaplens = argv[1];
-    gboolean all = strcmp(argv[2], "all") == 0;
-    gboolean found = FALSE;
-    g_autoptr(GError) error = NULL;
-    workdir = g_dir_make_tmp("heaplens-query-XXXXXX", &error);
-    if (!workdir) {
-        fprintf(stderr, "cannot make a temporary directory: %s\n", error->message);
-        return 2;
-    }
-    fixtures_build();
-    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-        if (all || strcmp(cases[i].name, argv[2]) == 0) {
-            int before = failures;
-            cases[i].run();
-            found = TRUE;
-            fprintf(stderr, "%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
-        }
-    }
-    if (g_getenv("HEAPLENS_TEST_KEEP"))
-        fprintf(stderr, "fixtures kept in %s\n", workdir); /* for debugging */
-    else
-        workdir_remove();
-    g_free(workdir);
-    if (!found) {
-        fprintf(stderr, "no case '%s'\n", argv[2]);
-        return 2;
-    }
-    return failures == 0 ? 0 : 1;
+    return cli_test_main("query", argv[2], cases, G_N_ELEMENTS(cases), fixtures_build);
 }

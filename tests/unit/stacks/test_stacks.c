@@ -8,62 +8,14 @@
  * samples and stacks of tests/unit/common/hl_stack_fixture.h are added. Each CASE is its own
  * ctest entry (stacks.<case>).
  */
-#include "tests/unit/common/check.h"
+#include "tests/unit/common/cli_test.h"
 #include "tests/unit/common/hl_stack_fixture.h"
-#include "tests/unit/common/hl_stream_builder.h"
-#include "tests/unit/common/run_heaplens.h"
-
-#include <glib/gstdio.h>
-#include <jansson.h>
-#include <sqlite3.h>
-#include <stdio.h>
-#include <string.h>
-
-static const char *heaplens; /* the binary under test */
-static char *workdir;        /* fixtures live here; commands run here */
 
 /* ---- checking runs ------------------------------------------------------------------ */
 
-static void expect_run(const char *file, int line, run_result r, int status, const char *out,
-                       const char *err)
-{
-    gboolean ok = TRUE;
-    if (r.status != status) {
-        fprintf(stderr, "%s:%d: exit status %d, expected %d\n", file, line, r.status, status);
-        ok = FALSE;
-    }
-    if (out && strcmp(r.out, out) != 0) {
-        fprintf(stderr, "%s:%d: stdout differs\n--- expected:\n%s--- actual:\n%s---\n", file, line,
-                out, r.out);
-        ok = FALSE;
-    }
-    if (strcmp(r.err, err) != 0) {
-        fprintf(stderr, "%s:%d: stderr differs\n--- expected:\n%s--- actual:\n%s---\n", file, line,
-                err, r.err);
-        ok = FALSE;
-    }
-    if (!ok)
-        failures++;
-    run_result_release(&r);
-}
-
-#define EXPECT(run, status, out, err) expect_run(__FILE__, __LINE__, (run), (status), (out), (err))
-
 /* Runs a JSON command, checks it succeeded with nothing on stderr but `err`, and returns the
  * parsed document (NULL, and a failure, when stdout is not one JSON document). */
-static json_t *json_run(const char *file, int line, run_result r, const char *err)
-{
-    json_error_t jerr;
-    json_t *doc = json_loads(r.out, 0, &jerr);
-    if (!doc) {
-        fprintf(stderr, "%s:%d: stdout is not JSON: %s\n%s", file, line, jerr.text, r.out);
-        failures++;
-    }
-    expect_run(file, line, r, 0, NULL, err);
-    return doc;
-}
-
-#define JSON_RUN(run, err) json_run(__FILE__, __LINE__, (run), (err))
+#define JSON_RUN(run, err) json_run(__FILE__, __LINE__, (run), NULL, (err))
 
 /* "type|frame<-frame<-...|count|bytes|samples" per row, joined by "\n": the rows of a stacks
  * document in a form a test can spell out. */
@@ -110,17 +62,6 @@ static void expect_rows(const char *file, int line, json_t *doc, const char *exp
 #define ROW_NONE "App.Node|[no stack captured]|100|6400|1\n"
 
 /* ---- fixtures -------------------------------------------------------------------------- */
-
-static void fixture_write(hl_sb *sb, const char *name)
-{
-    g_autofree char *path = g_build_filename(workdir, name, NULL);
-    g_autoptr(GError) error = NULL;
-    if (!hl_sb_write_db(sb, path, NULL, NULL, &error)) {
-        fprintf(stderr, "cannot build fixture %s: %s\n", name, error->message);
-        exit(2);
-    }
-    hl_sb_free(sb);
-}
 
 /* The recording under the samples: objects 1..4 with the fates hl_stack_fixture.h lists (5 dies
  * in GC 1), 3 GCs. `drops`: the collector lost allocations (for the note). */
@@ -179,13 +120,6 @@ static void fixture_samples(const char *name, gboolean link, int64_t dropped)
     }
 }
 
-static void fixture_file(const char *name, const char *contents)
-{
-    g_autofree char *path = g_build_filename(workdir, name, NULL);
-    if (!g_file_set_contents(path, contents, -1, NULL))
-        exit(2);
-}
-
 static void fixtures_build(void)
 {
     fixture_recording("stacks.db", FALSE);
@@ -199,26 +133,8 @@ static void fixtures_build(void)
     /* the same samples from AllocationTick: biased, no fixed distance */
     fixture_recording("tick.db", FALSE);
     fixture_samples("tick.db", TRUE, 0);
-    {
-        g_autofree char *path = g_build_filename(workdir, "tick.db", NULL);
-        sqlite3 *db = NULL;
-        if (sqlite3_open(path, &db) != SQLITE_OK ||
-            sqlite3_exec(db, "UPDATE sampling SET source = 'AllocationTick', biased = 1,"
-                             " mean_distance_bytes = NULL", NULL, NULL, NULL) != SQLITE_OK)
-            exit(2);
-        sqlite3_close(db);
-    }
-}
-
-static void workdir_remove(void)
-{
-    g_autoptr(GDir) dir = g_dir_open(workdir, 0, NULL);
-    const char *name;
-    while (dir && (name = g_dir_read_name(dir))) {
-        g_autofree char *path = g_build_filename(workdir, name, NULL);
-        g_remove(path);
-    }
-    g_rmdir(workdir);
+    fixture_sql("tick.db", "UPDATE sampling SET source = 'AllocationTick', biased = 1,"
+                           " mean_distance_bytes = NULL");
 }
 
 /* ---- cases ----------------------------------------------------------------------------- */
@@ -514,10 +430,7 @@ static void case_speedscope(void)
            "heaplens: cannot write .: it is a directory\n");
 }
 
-static const struct {
-    const char *name;
-    void (*run)(void);
-} cases[] = {
+static const cli_test_case cases[] = {
     {"json", case_json},       {"estimates", case_estimates}, {"text", case_text},
     {"top", case_top},         {"sort", case_sort},           {"type", case_type},
     {"by_survived", case_by_survived}, {"by_midlife", case_by_midlife}, {"gc", case_gc},
@@ -531,11 +444,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: test_stacks HEAPLENS CASE|all\n       test_stacks fixture DIR\n");
         return 2;
     }
-    g_autoptr(GError) error = NULL;
     if (strcmp(argv[1], "fixture") == 0) {
         workdir = g_strdup(argv[2]);
         g_mkdir_with_parents(workdir, 0755);
-        g_autofree char *old = g_build_filename(workdir, "stacks.db", NULL);
+        g_autofree char *old = fixture_path("stacks.db");
         g_remove(old);
         fixture_recording("stacks.db", FALSE);
         fixture_samples("stacks.db", TRUE, 0);
@@ -543,30 +455,5 @@ int main(int argc, char **argv)
         return 0;
     }
     heaplens = argv[1];
-    gboolean all = strcmp(argv[2], "all") == 0;
-    gboolean found = FALSE;
-    workdir = g_dir_make_tmp("heaplens-stacks-XXXXXX", &error);
-    if (!workdir) {
-        fprintf(stderr, "cannot make a temporary directory: %s\n", error->message);
-        return 2;
-    }
-    fixtures_build();
-    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-        if (all || strcmp(cases[i].name, argv[2]) == 0) {
-            int before = failures;
-            cases[i].run();
-            found = TRUE;
-            fprintf(stderr, "%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
-        }
-    }
-    if (g_getenv("HEAPLENS_TEST_KEEP"))
-        fprintf(stderr, "fixtures kept in %s\n", workdir);
-    else
-        workdir_remove();
-    g_free(workdir);
-    if (!found) {
-        fprintf(stderr, "no case '%s'\n", argv[2]);
-        return 2;
-    }
-    return failures == 0 ? 0 : 1;
+    return cli_test_main("stacks", argv[2], cases, G_N_ELEMENTS(cases), fixtures_build);
 }
