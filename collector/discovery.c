@@ -5,7 +5,6 @@
 #include "collector/collector_internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static bool found_push(hl_gc_capture *c, ObjectID object, ClassID class_id, uint64_t size) {
     if (c->n_found == c->cap_found) {
@@ -30,6 +29,18 @@ void hl_discover_walked(hl_gc_capture *c, ObjectID object, ClassID class_id, uin
 static int range_cmp(const void *a, const void *b) {
     const hm_gen_range *x = a, *y = b;
     return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The non-empty ranges of r[0..n) sorted by address into out (room for n); returns how many.
+ * An empty range may start where a non-empty one does (an empty gen1 at gen0's start with
+ * segments): kept, it could sort after it and hide it from generation_of. */
+static size_t ranges_sorted(const hm_gen_range *r, size_t n, hm_gen_range *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (r[i].length != 0)
+            out[k++] = r[i];
+    qsort(out, k, sizeof *out, range_cmp);
+    return k;
 }
 
 static uint32_t generation_of(const hm_gen_range *r, size_t n, uint64_t addr) {
@@ -58,12 +69,11 @@ void hl_discover_ranges(hl_gc_capture *c, ICorProfilerInfo *info) {
         c->discover_incomplete = true;
         return;
     }
-    memcpy(before, c->before, c->n_before * sizeof *before);
-    qsort(before, c->n_before, sizeof *before, range_cmp);
+    size_t n_before = ranges_sorted(c->before, c->n_before, before);
     bool full = c->generation == 2;
     for (size_t i = 0; i < c->n_moves && !c->discover_incomplete; i++) {
         const hm_move *mv = &c->moves[i];
-        uint32_t gen = generation_of(before, c->n_before, mv->old_start);
+        uint32_t gen = generation_of(before, n_before, mv->old_start);
         /* gen0 holds every object allocated since the last GC; gen1 and gen2 hold only
          * objects that survived a GC, found then. LOH and POH objects are condemned only by
          * gen2 GCs (LOH allocations arrive by ObjectAllocated too; the model skips known ones). */
@@ -101,10 +111,9 @@ uint64_t hl_discover_apply(collector *c, const hl_gc_capture *g, id_vec *out) {
         c->model_failures++;
         return 0;
     }
-    memcpy(after, g->after, g->n_after * sizeof *after);
-    qsort(after, g->n_after, sizeof *after, range_cmp);
+    size_t n_after = ranges_sorted(g->after, g->n_after, after);
     for (size_t i = 0; i < g->n_found; i++) {
-        uint32_t gen = generation_of(after, g->n_after, g->found[i].object);
+        uint32_t gen = generation_of(after, n_after, g->found[i].object);
         /* In no range: a frozen (NonGC) object, which only a full walk reports. */
         found[i] = (hm_found){.addr = g->found[i].object, .tag = i,
                               .generation = gen == HL_GEN_NONE ? HM_GEN_NONGC : gen};
