@@ -220,6 +220,10 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
     }
     if (!writer_ready(writer, ready[0], output, error)) {
         close(stop[1]);
+        if (gone_fd) {
+            close(*gone_fd);
+            *gone_fd = -1;
+        }
         if (writer > 0)
             waitpid(writer, NULL, 0);
         recording_sockets_remove(sockets);
