@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -57,6 +58,35 @@ gboolean query_session_write(pid_t pid, const char *control, const char *db, GEr
     return ok;
 }
 
+/* The parent of `pid` (/proc/PID/stat, after the command name in parentheses), 0 if unknown. */
+static pid_t parent_of(pid_t pid) {
+    g_autofree char *path = g_strdup_printf("/proc/%ld/stat", (long)pid);
+    g_autofree char *stat = NULL;
+    long ppid = 0;
+    if (!g_file_get_contents(path, &stat, NULL, NULL))
+        return 0;
+    const char *after = strrchr(stat, ')');
+    if (!after || sscanf(after + 1, " %*c %ld", &ppid) != 1)
+        return 0;
+    return (pid_t)ppid;
+}
+
+/* A recorded process whose parent is `pid`, 0 if none: `heaplens snapshot` given the pid of
+ * `heaplens record` itself (whose command line holds the program's, so `pgrep -f` finds it
+ * first). */
+static pid_t session_recorded_child(pid_t pid) {
+    g_autofree char *dir = session_dir(NULL);
+    g_autoptr(GDir) d = dir ? g_dir_open(dir, 0, NULL) : NULL;
+    const char *name;
+    while (d && (name = g_dir_read_name(d))) {
+        char *end;
+        long child = strtol(name, &end, 10);
+        if (*end == '\0' && child > 0 && parent_of((pid_t)child) == pid)
+            return (pid_t)child;
+    }
+    return 0;
+}
+
 gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
     memset(session, 0, sizeof *session);
     g_autofree char *path = session_path(pid, error);
@@ -64,8 +94,15 @@ gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
         return FALSE;
     g_autofree char *text = NULL;
     if (!g_file_get_contents(path, &text, NULL, NULL)) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                    "process %ld is not being recorded (start it with 'heaplens record')", (long)pid);
+        pid_t child = session_recorded_child(pid);
+        if (child > 0)
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "process %ld is not being recorded, its child %ld is: heaplens snapshot %ld",
+                        (long)pid, (long)child, (long)child);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "process %ld is not being recorded (start it with 'heaplens record')",
+                        (long)pid);
         return FALSE;
     }
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);

@@ -709,6 +709,13 @@ def check_on_demand(checks, a, log):
                      f"output so far: {proc._lines[-5:]}"):
             fields = dict(kv.split("=", 1) for kv in ready.split()[2:] if "=" in kv)
             pid = fields.get("pid", "")
+            # The pid of `heaplens record` itself (pgrep -f finds it first): refused in one
+            # line that names the program's pid.
+            rc, out, err = run([a.heaplens, "snapshot", str(proc.pid)], log=log,
+                               timeout=a.timeout)
+            checks.ok("(h) heaplens snapshot <heaplens record's pid> names the program's pid",
+                      rc == 1 and len(err.splitlines()) == 1
+                      and f"heaplens snapshot {pid}" in err, f"exit {rc}: {err.strip()[:300]}")
             rc, out, err = run([a.heaplens, "snapshot", pid, "--json"], log=log,
                                timeout=a.timeout)
             if checks.ok(f"(h) heaplens snapshot {pid} exits 0", rc == 0,
