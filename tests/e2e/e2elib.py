@@ -8,11 +8,13 @@ Python 3 standard library only."""
 import http.client
 import json
 import os
+import re
 import shlex
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 
 GEN_NAMES = {0: "gen0", 1: "gen1", 2: "gen2", 3: "LOH", 4: "POH", 5: "NonGC"}
 DROP_COUNTERS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "bytes_dropped",
@@ -211,3 +213,31 @@ def control_request(control, request="snapshot", timeout=60):
     progress = [line for line in lines if line.startswith("progress ")]
     answers = [line for line in lines if not line.startswith("progress ")]
     return progress, answers[0] if answers else ""
+
+
+class WebApiOutput:
+    """Reads examples/WebApi's output on a thread: every line (`lines`), `listening` (an Event,
+    with .pid and .gc once the app says it listens) and `stopped` (set when it says it stopped).
+    join() waits for the end of its output."""
+
+    def __init__(self, stream):
+        self.lines, self.listening, self.stopped = [], threading.Event(), threading.Event()
+        self._stream = stream
+        self._reader = threading.Thread(target=self._pump, daemon=True)
+        self._reader.start()
+
+    def _pump(self):
+        for line in self._stream:
+            self.lines.append(line)
+            m = re.search(r"WebApi: listening pid=(\d+) gc=(\w+)", line)
+            if m:
+                self.listening.pid, self.listening.gc = int(m.group(1)), m.group(2)
+                self.listening.set()
+            if "WebApi: stopped" in line:
+                self.stopped.set()
+
+    def tail(self):
+        return "".join(self.lines)[-1000:]
+
+    def join(self, timeout):
+        self._reader.join(timeout)

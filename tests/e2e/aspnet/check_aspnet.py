@@ -20,7 +20,6 @@ Python 3 standard library only. Prints every mismatch and a final "N passed, M f
 import argparse
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -30,7 +29,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import LOSS, Checks, free_port, get, remove_stale, run, start_log  # noqa: E402
+from e2elib import LOSS, Checks, WebApiOutput, free_port, get, remove_stale, run, start_log  # noqa: E402
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -53,24 +52,12 @@ def main():
     print("$ " + " ".join(cmd))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)  # its own process group, like a terminal job
-    lines, listening, stopped = [], threading.Event(), threading.Event()
-
-    def pump():
-        for line in proc.stdout:
-            lines.append(line)
-            m = re.search(r"WebApi: listening pid=(\d+) gc=(\w+)", line)
-            if m:
-                listening.pid, listening.gc = int(m.group(1)), m.group(2)
-                listening.set()
-            if "WebApi: stopped" in line:
-                stopped.set()
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    app_output = WebApiOutput(proc.stdout)
     try:
-        if not checks.ok("app listening", listening.wait(a.timeout), "".join(lines)[-1000:]):
+        if not checks.ok("app listening", app_output.listening.wait(a.timeout), app_output.tail()):
             return checks.summary()
-        checks.eq("app runs with server GC", "server", listening.gc)
-        maps = open(f"/proc/{listening.pid}/maps").read()
+        checks.eq("app runs with server GC", "server", app_output.listening.gc)
+        maps = open(f"/proc/{app_output.listening.pid}/maps").read()
         checks.ok("collector loaded in the app", "libheaplens.so" in maps)
 
         statuses, lock = {}, threading.Lock()
@@ -93,7 +80,7 @@ def main():
         for t in clients:
             t.start()
         # A snapshot while the load runs.
-        rc, out, err = run([a.heaplens, "snapshot", str(listening.pid)], log=log, timeout=a.timeout)
+        rc, out, err = run([a.heaplens, "snapshot", str(app_output.listening.pid)], log=log, timeout=a.timeout)
         checks.eq("heaplens snapshot PID under load: exit status", 0, rc)
         for t in clients:
             t.join()
@@ -102,7 +89,7 @@ def main():
         stats = json.loads(body) if st == 200 else {}
         # Ctrl-C in a terminal: SIGINT to the whole foreground process group.
         os.killpg(proc.pid, signal.SIGINT)
-        if checks.ok("app stopped on Ctrl-C", stopped.wait(60), "".join(lines)[-1000:]):
+        if checks.ok("app stopped on Ctrl-C", app_output.stopped.wait(60), app_output.tail()):
             try:
                 checks.eq("heaplens record exit status == app's (0)", 0, proc.wait(a.timeout))
             except subprocess.TimeoutExpired:
@@ -111,9 +98,9 @@ def main():
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        reader.join(5)
+        app_output.join(5)
         with open(log, "a") as f:
-            f.write("".join(lines))
+            f.write("".join(app_output.lines))
 
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     checks.eq("run.status", "complete", conn.execute("SELECT status FROM run").fetchone()[0])

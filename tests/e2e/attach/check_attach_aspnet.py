@@ -26,7 +26,6 @@ Python 3 standard library only. Prints every mismatch and a final "N passed, M f
 import argparse
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -36,7 +35,8 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import LOSS, Checks, free_port, get, heaplens_json, remove_stale, run, start_log  # noqa: E402
+from e2elib import (LOSS, Checks, WebApiOutput, free_port, get, heaplens_json,  # noqa: E402
+                    remove_stale, run, start_log)
 
 class Load:
     """Client threads sending GET /orders/N to 127.0.0.1:port: `limit` requests in all, or
@@ -156,25 +156,13 @@ def main():
         del env[k]  # started without heaplens
     app = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True, env=env)
-    lines, listening, stopped = [], threading.Event(), threading.Event()
-
-    def pump():
-        for line in app.stdout:
-            lines.append(line)
-            m = re.search(r"WebApi: listening pid=(\d+) gc=(\w+)", line)
-            if m:
-                listening.pid, listening.gc = int(m.group(1)), m.group(2)
-                listening.set()
-            if "WebApi: stopped" in line:
-                stopped.set()
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    app_output = WebApiOutput(app.stdout)
     attach = None
     try:
-        if not checks.ok("app listening", listening.wait(a.timeout), "".join(lines)[-1000:]):
+        if not checks.ok("app listening", app_output.listening.wait(a.timeout), app_output.tail()):
             return checks.summary()
-        pid = listening.pid
-        checks.eq("app runs with server GC", "server", listening.gc)
+        pid = app_output.listening.pid
+        checks.eq("app runs with server GC", "server", app_output.listening.gc)
         checks.ok("app started without heaplens", "libheaplens.so" not in open(f"/proc/{pid}/maps").read())
 
         load = Load(port, a.limit)
@@ -233,7 +221,7 @@ def main():
         checks.ok("the app counted every request", stats.get("Requests", 0) >= at_detach + a.requests,
                   f"{stats.get('Requests')} >= {at_detach + a.requests}")
         os.killpg(app.pid, signal.SIGINT)
-        if checks.ok("app stopped on Ctrl-C", stopped.wait(60), "".join(lines)[-1000:]):
+        if checks.ok("app stopped on Ctrl-C", app_output.stopped.wait(60), app_output.tail()):
             checks.eq("app exit status", 0, app.wait(a.timeout))
     finally:
         if attach is not None and attach.poll() is None:
@@ -242,9 +230,9 @@ def main():
         if app.poll() is None:
             os.killpg(app.pid, signal.SIGKILL)
             app.wait()
-        reader.join(5)
+        app_output.join(5)
         with open(log, "a") as f:
-            f.write("".join(lines))
+            f.write("".join(app_output.lines))
 
     if os.path.exists(db):
         check_database(checks, a, db, log)
