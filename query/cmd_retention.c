@@ -91,13 +91,12 @@ int cmd_retention(int argc, char **argv)
     if (top_text && !query_args_parse_uint("retention", "top", top_text, 1, INT64_MAX,
                                            "a positive number", &top, &error))
         goto out;
-    if (by && strcmp(by, "type") == 0) {
-        by_type = TRUE;
-    } else if (by && strcmp(by, "object") != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "retention: --by expects 'object' or 'type', not '%s'", by);
+    static const char *const by_names[] = {"object", "type"};
+    guint by_index = 0;
+    if (by && !query_args_parse_choice("retention", "by", by, by_names, G_N_ELEMENTS(by_names),
+                                       &by_index, &error))
         goto out;
-    }
+    by_type = by_index == 1;
     db = query_db_open(path, &error);
     if (!db || !snapshot_pick(db, path, "retention", "snapshot", snapshot_text, &info, &error))
         goto out;

@@ -13,7 +13,8 @@
 
 #define STACKS_DEFAULT_TOP 10
 
-static const char *const by_names[] = {"allocated", "survived", "mid-life"};
+static const char *const by_names[] = {"allocated", "survived", "mid-life"}; /* stacks_by */
+static const char *const sort_names[] = {"bytes", "count"};                     /* stacks_sort */
 
 /* What the rows are, in words, for the text header. */
 static const char *const by_words[] = {
@@ -98,11 +99,11 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
     }
     if (r->sites_all > r->sites->len)
         fprintf(out, "the %u heaviest of %u sites by %s, innermost frame first:\n", r->sites->len,
-                r->sites_all, q->sort == STACKS_SORT_COUNT ? "count" : "bytes");
+                r->sites_all, sort_names[q->sort]);
     else
         fprintf(out, "%u %s by %s, innermost frame first:\n", r->sites->len,
                 r->sites->len == 1 ? "site" : "sites",
-                q->sort == STACKS_SORT_COUNT ? "count" : "bytes");
+                sort_names[q->sort]);
     for (guint i = 0; i < r->sites->len; i++) {
         const stacks_site *s = &g_array_index(r->sites, stacks_site, i);
         double measure = q->sort == STACKS_SORT_COUNT ? s->count : s->bytes;
@@ -126,7 +127,7 @@ static void stacks_json_print(const stacks_result *r, const stacks_query *q, FIL
     json_t *head = json_pack(
         "{s:o, s:s, s:s, s:o, s:o, s:{s:I, s:I, s:I, s:I}}", "sampling",
         stacks_sampling_json(&r->sampling), "by", by_names[q->by], "sort",
-        q->sort == STACKS_SORT_COUNT ? "count" : "bytes", "type", query_json_string(q->type),
+        sort_names[q->sort], "type", query_json_string(q->type),
         "gcs",
         q->gc_from ? json_pack("[I, I]", (json_int_t)q->gc_from, (json_int_t)q->gc_to)
                    : json_null(),
@@ -254,26 +255,14 @@ int cmd_stacks(int argc, char **argv)
     case QUERY_ARGS_OK:
         break;
     }
-    if (by) {
-        gboolean known = FALSE;
-        for (guint i = 0; i < G_N_ELEMENTS(by_names); i++)
-            if (strcmp(by, by_names[i]) == 0) {
-                q.by = (stacks_by)i;
-                known = TRUE;
-            }
-        if (!known) {
-            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "stacks: --by expects 'allocated', 'survived' or 'mid-life', not '%s'", by);
-            goto out;
-        }
-    }
-    if (sort && strcmp(sort, "count") == 0) {
-        q.sort = STACKS_SORT_COUNT;
-    } else if (sort && strcmp(sort, "bytes") != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "stacks: --sort expects 'bytes' or 'count', not '%s'", sort);
+    guint by_index = q.by, sort_index = q.sort;
+    if ((by && !query_args_parse_choice("stacks", "by", by, by_names, G_N_ELEMENTS(by_names),
+                                        &by_index, &error)) ||
+        (sort && !query_args_parse_choice("stacks", "sort", sort, sort_names,
+                                          G_N_ELEMENTS(sort_names), &sort_index, &error)))
         goto out;
-    }
+    q.by = (stacks_by)by_index;
+    q.sort = (stacks_sort)sort_index;
     if (top_text && !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXUINT32,
                                            "a positive number", &top, &error))
         goto out;

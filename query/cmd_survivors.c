@@ -226,13 +226,12 @@ int cmd_survivors(int argc, char **argv)
     case QUERY_ARGS_OK:
         break;
     }
-    if (by && strcmp(by, "age") == 0) {
-        by_age = TRUE;
-    } else if (by && strcmp(by, "generation") != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "survivors: --by expects 'generation' or 'age', not '%s'", by);
+    static const char *const by_names[] = {"generation", "age"};
+    guint by_index = 0;
+    if (by && !query_args_parse_choice("survivors", "by", by, by_names, G_N_ELEMENTS(by_names),
+                                       &by_index, &error))
         goto out;
-    }
+    by_age = by_index == 1;
     if (top_text && !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXINT64,
                                            "a positive number", &top, &error))
         goto out;

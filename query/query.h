@@ -71,6 +71,11 @@ gboolean query_args_parse_uint(const char *command, const char *option, const ch
                                uint64_t min, uint64_t max, const char *what, uint64_t *value,
                                GError **error);
 
+/* Parses `text`, the value of option `option` of `command`, as one of names[0..n): *index is its
+ * position. On failure sets a QUERY_ERROR_USAGE error that lists them ("'a', 'b' or 'c'"). */
+gboolean query_args_parse_choice(const char *command, const char *option, const char *text,
+                                 const char *const *names, guint n, guint *index, GError **error);
+
 /* ---- arithmetic on values read from a file ------------------------------------------------ */
 
 /* a + b and a - b clamped to [INT64_MIN, INT64_MAX]: sums of sizes, counts and times read from a

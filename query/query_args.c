@@ -117,3 +117,20 @@ gboolean query_args_parse_uint(const char *command, const char *option, const ch
     *value = parsed;
     return TRUE;
 }
+
+gboolean query_args_parse_choice(const char *command, const char *option, const char *text,
+                                 const char *const *names, guint n, guint *index, GError **error)
+{
+    for (guint i = 0; i < n; i++)
+        if (strcmp(text, names[i]) == 0) {
+            *index = i;
+            return TRUE;
+        }
+    g_autoptr(GString) expected = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(expected, "%s'%s'", i == 0 ? "" : i + 1 == n ? " or " : ", ",
+                               names[i]);
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s expects %s, not '%s'", command,
+                option, expected->str, text);
+    return FALSE;
+}
