@@ -120,13 +120,9 @@ int cmd_attach(int argc, char **argv) {
     case QUERY_ARGS_OK:
         break;
     }
-    char *end = NULL;
-    long pid = strtol(pid_text, &end, 10);
-    if (*end || pid < 1 || pid > INT32_MAX) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "attach: PID must be a process id, not '%s'", pid_text);
+    long pid = 0;
+    if (!query_args_parse_pid("attach", pid_text, &pid, &error))
         return query_error_report(error);
-    }
     uint64_t duration = 0, timeout = ATTACH_TIMEOUT_MS / 1000;
     if (duration_text && !query_args_parse_uint("attach", "duration", duration_text, 1,
                                                  31u * 24 * 3600, "a number of seconds",

@@ -110,13 +110,9 @@ int cmd_snapshot(int argc, char **argv) {
         break;
     }
     uint64_t timeout = 120;
-    char *end = NULL;
-    long pid = strtol(pid_text, &end, 10);
-    if (*end || pid < 1 || pid > INT32_MAX) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "snapshot: PID must be a process id, not '%s'", pid_text);
+    long pid = 0;
+    if (!query_args_parse_pid("snapshot", pid_text, &pid, &error))
         return query_error_report(error);
-    }
     if (timeout_text && !query_args_parse_uint("snapshot", "timeout", timeout_text, 1, 86400,
                                                "a number of seconds", &timeout, &error))
         return query_error_report(error);

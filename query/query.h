@@ -76,6 +76,10 @@ gboolean query_args_parse_uint(const char *command, const char *option, const ch
 gboolean query_args_parse_choice(const char *command, const char *option, const char *text,
                                  const char *const *names, guint n, guint *index, GError **error);
 
+/* Parses `text`, a PID operand of `command`: a process id (1 .. INT32_MAX), else a
+ * QUERY_ERROR_USAGE error "<command>: PID must be a process id, not '<text>'". */
+gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error);
+
 /* ---- arithmetic on values read from a file ------------------------------------------------ */
 
 /* a + b and a - b clamped to [INT64_MIN, INT64_MAX]: sums of sizes, counts and times read from a

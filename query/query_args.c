@@ -134,3 +134,16 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
                 option, expected->str, text);
     return FALSE;
 }
+
+gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error)
+{
+    char *end = NULL;
+    long value = strtol(text, &end, 10);
+    if (*end || value < 1 || value > INT32_MAX) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: PID must be a process id, not '%s'",
+                    command, text);
+        return FALSE;
+    }
+    *pid = value;
+    return TRUE;
+}
