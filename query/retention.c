@@ -2,6 +2,7 @@
 #include "query/retention.h"
 
 #include "query/query.h"
+#include "store/store.h"
 #include "wire/hl_wire.h"
 
 #include <inttypes.h>
@@ -586,7 +587,7 @@ static gboolean file_store(sqlite3 *db, const GArray *pending, const char *path,
 {
     gboolean ok = FALSE;
     sqlite3 *rw = NULL;
-    sqlite3_stmt *check = NULL;
+    g_autofree char *damage = NULL;
     char *errmsg = NULL;
     /* NOMUTEX: this connection never leaves this function's thread */
     int rc = sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -613,21 +614,12 @@ static gboolean file_store(sqlite3 *db, const GArray *pending, const char *path,
     /* Never write into a damaged file: it would only get worse, and the next reader would find
      * our tables mixed with the damage. */
     query_progress_update(progress, "checking the file", 0, 0);
-    if (sqlite3_prepare_v2(rw, "PRAGMA quick_check(1)", -1, &check, NULL) != SQLITE_OK ||
-        sqlite3_step(check) != SQLITE_ROW) {
+    damage = store_db_damage_new(rw);
+    if (damage) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
-                    "%s is damaged (%s); retained sizes were not stored", path, sqlite3_errmsg(rw));
+                    "%s is damaged (%s); retained sizes were not stored", path, damage);
         goto out;
     }
-    const char *verdict = (const char *)sqlite3_column_text(check, 0);
-    if (!verdict || strcmp(verdict, "ok") != 0) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
-                    "%s is damaged (%s); retained sizes were not stored", path,
-                    verdict ? verdict : "quick_check failed");
-        goto out;
-    }
-    sqlite3_finalize(check);
-    check = NULL;
     rc = sqlite3_exec(rw, RETENTION_TABLES("", ""), NULL, NULL, &errmsg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(rw, retention_views, NULL, NULL, &errmsg);
@@ -657,7 +649,6 @@ static gboolean file_store(sqlite3 *db, const GArray *pending, const char *path,
     ok = TRUE;
 out:
     sqlite3_free(errmsg);
-    sqlite3_finalize(check);
     sqlite3_close(rw); /* an open transaction is rolled back */
     return ok;
 }

@@ -110,6 +110,11 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
 
+/* What PRAGMA quick_check(1) finds wrong in the file ("*** in database main *** Page 5: ...", or
+ * SQLite's error when the check cannot run), NULL for an intact file; g_free it. A reader that
+ * adds to a recording checks first: writing into damage only makes it worse. */
+char *store_db_damage_new(struct sqlite3 *db);
+
 /* Each object's generation history. The writer leaves it as the GCs' generation changes
  * (generation_changes: appended while recording, so the end of a recording waits for no
  * rebuilding); the views derive the history from them. The first reader that may write the

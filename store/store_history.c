@@ -296,18 +296,11 @@ gboolean store_history_pending(sqlite3 *db)
 /* Never write into a damaged file: it would only get worse. */
 static gboolean store_history_check(store_history *h, GError **error)
 {
-    sqlite3_stmt *st = NULL;
-    const char *verdict = NULL;
-    if (sqlite3_prepare_v2(h->db, "PRAGMA quick_check(1)", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        verdict = (const char *)sqlite3_column_text(st, 0);
-    gboolean ok = verdict != NULL && strcmp(verdict, "ok") == 0;
-    if (!ok)
+    g_autofree char *damage = store_db_damage_new(h->db);
+    if (damage)
         g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                    "%s is damaged (%s); its generation history was not built", h->path,
-                    verdict != NULL ? verdict : sqlite3_errmsg(h->db));
-    sqlite3_finalize(st);
-    return ok;
+                    "%s is damaged (%s); its generation history was not built", h->path, damage);
+    return damage == NULL;
 }
 
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,

@@ -485,6 +485,22 @@ static int64_t store_db_pragma_int(sqlite3 *db, const char *sql)
     return v;
 }
 
+char *store_db_damage_new(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    char *damage = NULL;
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        damage = g_strdup(sqlite3_errmsg(db));
+    } else {
+        const char *verdict = (const char *)sqlite3_column_text(st, 0);
+        if (!verdict || strcmp(verdict, "ok") != 0)
+            damage = g_strdup(verdict ? verdict : "quick_check failed");
+    }
+    sqlite3_finalize(st);
+    return damage;
+}
+
 /* Checks that `path` is a readable regular file starting with the SQLite header. */
 static gboolean store_db_check_file(const char *path, GError **error)
 {
