@@ -468,34 +468,6 @@ static void weak_reference_died(collector *c, uint64_t id) {
         c->model_failures++;
 }
 
-/* Most young objects are reported in batches (one call per GC instead of one per object). */
-static void sink_classified_young(void *ctx, const uint64_t *reports, size_t n) {
-    gc_apply *a = ctx;
-    hl_young *y = &a->c->young;
-    for (size_t i = 0; i < n; i++)
-        hl_young_set_heap(y, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
-}
-
-static void sink_died(void *ctx, uint64_t id, uint32_t gen_before);
-
-static void sink_died_young(void *ctx, const uint64_t *reports, size_t n) {
-    gc_apply *a = ctx;
-    collector *c = a->c;
-    hl_young *y = &c->young;
-    if (c->weak_owned.count) { /* a WeakReference among them may own a handle: the full path */
-        for (size_t i = 0; i < n; i++)
-            sink_died(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        uint64_t id = HM_REPORT_ID(reports[i]);
-        if (hl_young_has(y, id))
-            hl_young_set_gen(y, id, HL_GEN_NONE);
-        else
-            sink_died(ctx, id, HM_REPORT_VALUE(reports[i])); /* one the young arrays lost */
-    }
-}
-
 static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     gc_apply *a = ctx;
     collector *c = a->c;
@@ -512,6 +484,32 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
             c->model_failures++;
         if (c->weak_owned.count)
             weak_reference_died(c, id);
+    }
+}
+
+/* Most young objects are reported in batches (one call per GC instead of one per object). */
+static void sink_classified_young(void *ctx, const uint64_t *reports, size_t n) {
+    gc_apply *a = ctx;
+    hl_young *y = &a->c->young;
+    for (size_t i = 0; i < n; i++)
+        hl_young_set_heap(y, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+}
+
+static void sink_died_young(void *ctx, const uint64_t *reports, size_t n) {
+    gc_apply *a = ctx;
+    collector *c = a->c;
+    hl_young *y = &c->young;
+    if (c->weak_owned.count) { /* a WeakReference among them may own a handle: the full path */
+        for (size_t i = 0; i < n; i++)
+            sink_died(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = HM_REPORT_ID(reports[i]);
+        if (hl_young_has(y, id))
+            hl_young_set_gen(y, id, HL_GEN_NONE);
+        else
+            sink_died(ctx, id, HM_REPORT_VALUE(reports[i])); /* one the young arrays lost */
     }
 }
 

@@ -24,10 +24,7 @@ void hl_vec_release(id_vec *v) {
     v->n = v->cap = 0;
 }
 
-#define FATE(heap, gen_after) HL_YOUNG_FATE(heap, gen_after)
-#define FATE_HEAP(f) ((uint32_t)(f) & 0x0f)
-#define FATE_GEN(f) ((uint32_t)(f) >> 4)
-#define FATE_UNKNOWN FATE(HL_GEN_NONE, HL_GEN_NONE)
+#define FATE_UNKNOWN HL_YOUNG_FATE(HL_GEN_NONE, HL_GEN_NONE)
 #define TIX_MASK ((1u << HL_YOUNG_TIX_BITS) - 1)
 
 void hl_young_init(hl_young *y, uint64_t first) {
@@ -163,8 +160,8 @@ void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
         uint64_t st = y->size_tix[i], size = st >> HL_YOUNG_TIX_BITS;
         uint32_t heap = HL_GEN_NONE, gen = HL_GEN_NONE;
         if (classified) {
-            heap = FATE_HEAP(y->fate[i]);
-            gen = FATE_GEN(y->fate[i]);
+            heap = HL_YOUNG_FATE_HEAP(y->fate[i]);
+            gen = HL_YOUNG_FATE_GEN(y->fate[i]);
         }
         hl_alloc_count *e = count_entry(y, type_id, (uint32_t)(st & TIX_MASK), heap);
         if (!e)

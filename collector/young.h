@@ -85,6 +85,8 @@ static inline bool hl_young_has(const hl_young *y, uint64_t id) {
 }
 /* The fate byte: heap | generation after << 4. */
 #define HL_YOUNG_FATE(heap, gen_after) ((uint8_t)((gen_after) << 4 | (heap)))
+#define HL_YOUNG_FATE_HEAP(f) ((uint32_t)(f) & 0x0f)
+#define HL_YOUNG_FATE_GEN(f) ((uint32_t)(f) >> 4)
 /* The model classified `id` (heap HL_GEN_0, LOH, POH or NONGC): alive in that heap so far. */
 static inline void hl_young_set_heap(hl_young *y, uint64_t id, uint32_t heap) {
     if (hl_young_has(y, id))
@@ -95,7 +97,7 @@ static inline void hl_young_set_heap(hl_young *y, uint64_t id, uint32_t heap) {
 static inline void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen) {
     if (hl_young_has(y, id)) {
         uint8_t *f = &y->fate[id - y->first];
-        *f = HL_YOUNG_FATE(*f & 0x0f, gen);
+        *f = HL_YOUNG_FATE(HL_YOUNG_FATE_HEAP(*f), gen);
     }
 }
 
