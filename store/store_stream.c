@@ -61,6 +61,28 @@ static gboolean store_decode_counted(uint32_t size, size_t fixed, uint32_t count
     return TRUE;
 }
 
+/* A record of exactly `want` bytes, copied into *dst. */
+static gboolean store_decode_fixed(const uint8_t *p, uint32_t size, void *dst, size_t want,
+                                   GError **error)
+{
+    if (!store_decode_exact(size, want, error))
+        return FALSE;
+    memcpy(dst, p, want);
+    return TRUE;
+}
+
+/* A header of `head_size` bytes, then *count items of `item` bytes (*count is a field of the
+ * header, read once the header is copied into *head); *items points at the first item. */
+static gboolean store_decode_head_items(const uint8_t *p, uint32_t size, void *head,
+                                        size_t head_size, const uint32_t *count, size_t item,
+                                        const uint8_t **items, GError **error)
+{
+    if (size >= head_size)
+        memcpy(head, p, head_size);
+    *items = p + head_size;
+    return store_decode_counted(size, head_size, size >= head_size ? *count : 0, item, error);
+}
+
 /* Takes one hl_str at *off; advances *off. */
 static gboolean store_decode_str(const uint8_t *p, uint32_t size, uint32_t *off, store_str *out,
                                  GError **error)
@@ -131,131 +153,93 @@ static gboolean store_decode_alloc_counts(const uint8_t *p, uint32_t size, store
                                           GError **error)
 {
     hl_alloc_counts *h = &out->u.alloc_counts.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.alloc_counts.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_alloc_count), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(hl_alloc_count),
+                                   &out->u.alloc_counts.items, error);
 }
 
 static gboolean store_decode_survivors(const uint8_t *p, uint32_t size, store_record *out,
                                        GError **error)
 {
     hl_gc_survivors *h = &out->u.survivors.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.survivors.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_survivor), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(hl_survivor),
+                                   &out->u.survivors.items, error);
 }
 
 static gboolean store_decode_gc_start(const uint8_t *p, uint32_t size, store_record *out,
                                       GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.gc_start, error))
-        return FALSE;
-    memcpy(&out->u.gc_start, p, sizeof out->u.gc_start);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.gc_start, sizeof out->u.gc_start, error);
 }
 
 static gboolean store_decode_deaths(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
     hl_gc_deaths *h = &out->u.deaths.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.deaths.ids = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(uint64_t), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(uint64_t),
+                                   &out->u.deaths.ids, error);
 }
 
 static gboolean store_decode_promotions(const uint8_t *p, uint32_t size, store_record *out,
                                         GError **error)
 {
     hl_gc_promotions *h = &out->u.promotions.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.promotions.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_promotion), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(hl_promotion),
+                                   &out->u.promotions.items, error);
 }
 
 static gboolean store_decode_discovered(const uint8_t *p, uint32_t size, store_record *out,
                                         GError **error)
 {
     hl_discovered_head *h = &out->u.discovered.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.discovered.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_discovered), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(hl_discovered),
+                                   &out->u.discovered.items, error);
 }
 
 static gboolean store_decode_handles_freed(const uint8_t *p, uint32_t size, store_record *out,
                                            GError **error)
 {
     hl_gc_handles_freed *h = &out->u.handles_freed.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.handles_freed.ids = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(uint64_t), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(uint64_t),
+                                   &out->u.handles_freed.ids, error);
 }
 
 static gboolean store_decode_gc_end(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.gc_end, error))
-        return FALSE;
-    memcpy(&out->u.gc_end, p, sizeof out->u.gc_end);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.gc_end, sizeof out->u.gc_end, error);
 }
 
 static gboolean store_decode_run_end(const uint8_t *p, uint32_t size, store_record *out,
                                      GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.run_end, error))
-        return FALSE;
-    memcpy(&out->u.run_end, p, sizeof out->u.run_end);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.run_end, sizeof out->u.run_end, error);
 }
 
 static gboolean store_decode_handle_created(const uint8_t *p, uint32_t size, store_record *out,
                                             GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.handle_created, error))
-        return FALSE;
-    memcpy(&out->u.handle_created, p, sizeof out->u.handle_created);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.handle_created, sizeof out->u.handle_created, error);
 }
 
 static gboolean store_decode_handle_destroyed(const uint8_t *p, uint32_t size, store_record *out,
                                               GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.handle_destroyed, error))
-        return FALSE;
-    memcpy(&out->u.handle_destroyed, p, sizeof out->u.handle_destroyed);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.handle_destroyed, sizeof out->u.handle_destroyed,
+                              error);
 }
 
 static gboolean store_decode_handle_kinds(const uint8_t *p, uint32_t size, store_record *out,
                                           GError **error)
 {
     hl_gc_handle_kinds *h = &out->u.handle_kinds.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.handle_kinds.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_handle_kind), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(hl_handle_kind),
+                                   &out->u.handle_kinds.items, error);
 }
 
 static gboolean store_decode_snapshot_start(const uint8_t *p, uint32_t size, store_record *out,
                                             GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.snapshot_start, error))
-        return FALSE;
-    memcpy(&out->u.snapshot_start, p, sizeof out->u.snapshot_start);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.snapshot_start, sizeof out->u.snapshot_start, error);
 }
 
 /* SNAPSHOT_OBJECTS, _REFS and _ROOTS: one head, items of the type's size. */
@@ -263,10 +247,8 @@ static gboolean store_decode_snapshot_batch(const uint8_t *p, uint32_t size, sto
                                             size_t item, GError **error)
 {
     hl_snapshot_batch *h = &out->u.snapshot_batch.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.snapshot_batch.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0, item, error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, item,
+                                   &out->u.snapshot_batch.items, error);
 }
 
 static gboolean store_decode_snapshot_objects(const uint8_t *p, uint32_t size, store_record *out,
@@ -290,10 +272,7 @@ static gboolean store_decode_snapshot_roots(const uint8_t *p, uint32_t size, sto
 static gboolean store_decode_snapshot_end(const uint8_t *p, uint32_t size, store_record *out,
                                           GError **error)
 {
-    if (!store_decode_exact(size, sizeof out->u.snapshot_end, error))
-        return FALSE;
-    memcpy(&out->u.snapshot_end, p, sizeof out->u.snapshot_end);
-    return TRUE;
+    return store_decode_fixed(p, size, &out->u.snapshot_end, sizeof out->u.snapshot_end, error);
 }
 
 static gboolean store_decode_method(const uint8_t *p, uint32_t size, store_record *out,
@@ -307,22 +286,16 @@ static gboolean store_decode_stack(const uint8_t *p, uint32_t size, store_record
                                    GError **error)
 {
     hl_stack *h = &out->u.stack.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.stack.frames = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->depth : 0,
-                                sizeof(uint32_t), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->depth, sizeof(uint32_t),
+                                   &out->u.stack.frames, error);
 }
 
 static gboolean store_decode_alloc_samples(const uint8_t *p, uint32_t size, store_record *out,
                                            GError **error)
 {
     hl_alloc_samples *h = &out->u.alloc_samples.h;
-    if (size >= sizeof *h)
-        memcpy(h, p, sizeof *h);
-    out->u.alloc_samples.items = p + sizeof *h;
-    return store_decode_counted(size, sizeof *h, size >= sizeof *h ? h->count : 0,
-                                sizeof(hl_alloc_sample), error);
+    return store_decode_head_items(p, size, h, sizeof *h, &h->count, sizeof(hl_alloc_sample),
+                                   &out->u.alloc_samples.items, error);
 }
 
 static const store_record_def store_record_defs[] = {
