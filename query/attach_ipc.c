@@ -86,6 +86,18 @@ static char *start_key(pid_t pid) {
     return g_strndup(at, strcspn(at, " "));
 }
 
+/* When the process started, in seconds since the epoch (the boot time plus its start key in
+ * clock ticks); 0 when unknown. */
+static time_t process_started(const char *key) {
+    g_autofree char *stat = NULL;
+    const char *btime = NULL;
+    long ticks = sysconf(_SC_CLK_TCK);
+    if (!key || ticks <= 0 || !g_file_get_contents("/proc/stat", &stat, NULL, NULL) ||
+        !(btime = strstr(stat, "\nbtime ")))
+        return 0;
+    return (time_t)(g_ascii_strtoull(btime + 7, NULL, 10) + g_ascii_strtoull(key, NULL, 10) / ticks);
+}
+
 char *attach_ipc_find_socket(pid_t pid, GError **error) {
     g_autofree char *proc = g_strdup_printf("/proc/%ld", (long)pid);
     struct stat st;
@@ -106,6 +118,7 @@ char *attach_ipc_find_socket(pid_t pid, GError **error) {
     long ns = namespace_pid(pid);
     g_autofree char *tmpdir = process_tmpdir(pid);
     g_autofree char *key = start_key(pid);
+    time_t started = process_started(key);
     const char *dirs[2] = {tmpdir, "/tmp"};
     g_autofree char *looked = NULL;
     for (int d = 0; d < 2; d++) {
@@ -117,7 +130,9 @@ char *attach_ipc_find_socket(pid_t pid, GError **error) {
             glob_t g;
             if (glob(pattern, 0, NULL, &g) != 0)
                 continue;
-            /* Several: sockets left by earlier processes of the same pid; the key says which. */
+            /* Several: sockets left by earlier processes of the same pid (PIDs are reused, and a
+             * killed runtime leaves its socket); the key says which. Without it, the newest of
+             * those not older than the process. */
             char *best = NULL;
             time_t newest = 0;
             for (size_t i = 0; i < g.gl_pathc; i++) {
@@ -128,7 +143,8 @@ char *attach_ipc_find_socket(pid_t pid, GError **error) {
                     break;
                 }
                 struct stat s;
-                if (stat(g.gl_pathv[i], &s) == 0 && (!best || s.st_mtime > newest)) {
+                if (stat(g.gl_pathv[i], &s) == 0 && s.st_mtime + 1 >= started &&
+                    (!best || s.st_mtime > newest)) {
                     g_free(best);
                     best = g_strdup(g.gl_pathv[i]);
                     newest = s.st_mtime;

@@ -19,9 +19,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -153,11 +155,19 @@ def refusals(checks, args, log):
     rc, out, err = e2elib.run([args.heaplens, "attach", "999999999"], log=log)
     checks.ok("refusal: no such process", rc == 1 and "no process with id" in err, err.strip())
     sleeper = subprocess.Popen(["sleep", "600"])
+    # A socket left by an earlier .NET process of the same pid (PIDs are reused; a killed
+    # runtime leaves its socket), older than the sleeper: not its socket.
+    stale = os.path.join(tempfile.gettempdir(), f"dotnet-diagnostic-{sleeper.pid}-1-socket")
     try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            e2elib.remove_stale(stale)
+            s.bind(stale)
+        os.utime(stale, (1, 1))
         rc, out, err = e2elib.run([args.heaplens, "attach", str(sleeper.pid)], log=log)
-        checks.ok("refusal: not a .NET process", rc == 1 and "is not a .NET process" in err,
-                  err.strip())
+        checks.ok("refusal: not a .NET process (a stale socket of its pid beside)",
+                  rc == 1 and "is not a .NET process" in err, err.strip())
     finally:
+        e2elib.remove_stale(stale)
         sleeper.kill()
         sleeper.wait()
     # A process under `heaplens record` already has a profiler.
