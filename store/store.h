@@ -13,7 +13,8 @@
 #include <glib.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_OLDEST_READ 3 /* schema 3 differs only in generation_changes.ids (no gaps) */
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
 #define STORE_ERROR (store_error_quark())

@@ -1,7 +1,8 @@
 /* store_history.c — each object's generation history, built once after the recording.
  *
  * While recording, a GC's generation changes (an object's first generation when it survives its
- * first GC or is discovered, and every promotion) are appended as JSON arrays of ids, a
+ * first GC or is discovered, and every promotion) are appended as JSON arrays of ascending ids
+ * (the first id, then the gap to each next one; schema 3 wrote the ids themselves), a
  * generation_changes row per (GC, generation) and 8192 ids: no row per change, nothing updated
  * (store_gc.c). The views derive the history from them. The writer finishes without building
  * more (the recording's end waits for nothing that is not data); the first command that reads
@@ -45,6 +46,7 @@ typedef struct store_history {
     size_t n, cap;
     sqlite3_stmt *insert_many, *insert_one;
     int64_t rows[STORE_HISTORY_ROWS][4]; /* object_id, generation, from_gc, until_gc */
+    gboolean gaps; /* ids after a row's first are gaps (schema 4 on) */
     int pending;
 } store_history;
 
@@ -55,7 +57,8 @@ static gboolean store_history_corrupt(store_history *h, int64_t rowid, GError **
     return FALSE;
 }
 
-/* Appends the ids of one generation_changes row ("[1,2,3]", as store_gc.c writes it). */
+/* Appends the ids of one generation_changes row ("[5,1,3]" for 5, 6, 9 as store_gc.c writes
+ * it; "[5,6,9]" in schema 3). */
 static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc, uint32_t gen,
                                     const unsigned char *p, int len, GError **error)
 {
@@ -64,6 +67,7 @@ static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc
         return store_history_corrupt(h, rowid, error);
     p++;
     end--;
+    uint64_t last = 0;
     while (p < end) {
         uint64_t id = 0;
         const unsigned char *start = p;
@@ -71,6 +75,8 @@ static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc
             id = id * 10 + (uint64_t)(*p++ - '0');
         if (p == start || (p < end && *p++ != ','))
             return store_history_corrupt(h, rowid, error);
+        if (h->gaps)
+            last = id += last;
         if (h->n == h->cap) {
             h->cap = h->cap < 4096 ? 4096 : h->cap * 2;
             h->changes = g_realloc_n(h->changes, h->cap, sizeof *h->changes);
@@ -95,6 +101,7 @@ static gboolean store_history_read(store_history *h, GError **error)
         goto out;
     }
     h->cap = (size_t)sqlite3_column_int64(st, 0) + 1;
+    h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
     h->changes = g_new(store_change, h->cap);
     sqlite3_finalize(st);
     if (sqlite3_prepare_v2(h->db, "SELECT rowid, gc, generation, ids FROM generation_changes "

@@ -238,6 +238,9 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
  * object_generation_rows (inside the caller's transaction: store_history_build_file). */
 gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error);
 
+/* Reads one integer pragma ("PRAGMA user_version"); -1 when it cannot be read. */
+int64_t store_db_pragma_int(sqlite3 *db, const char *sql);
+
 /* Runs SQL without results; on failure sets STORE_ERROR_SQLITE "<path>: <what>: <sqlite msg>". */
 gboolean store_sql_exec(sqlite3 *db, const char *path, const char *sql, GError **error);
 /* Sets the error of SQLite result `rc` on `path`: STORE_ERROR_IO "<path>: <msg> (<errno
@@ -388,9 +391,11 @@ struct store_writer {
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     /* The open GC's generation changes (first generations of survivors and discovered objects,
      * promotions), per generation: a JSON array of ids each, without its closing ']', written
-     * as a generation_changes row when it reaches STORE_CHANGE_IDS ids and at GC_END. */
+     * as a generation_changes row when it reaches STORE_CHANGE_IDS ids and at GC_END. The
+     * array holds the first id, then each id's gap from the one before (change_last). */
     GString *change_ids[HL_GEN_NONGC + 1];
     uint32_t change_count[HL_GEN_NONGC + 1];
+    uint64_t change_last[HL_GEN_NONGC + 1];
     store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
                                              flags, refs TEXT) */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */

@@ -148,7 +148,8 @@ static const char store_schema_tables[] =
     ");\n"
     /* Generation changes as the GCs made them, appended: the ids of the objects that hold
      * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
-     * promotions), a JSON array per row. Moved into object_generation_rows by the first reader
+     * promotions), ascending, a JSON array per row: the first id, then the gap to each next
+     * one. Moved into object_generation_rows by the first reader
      * of the finished file (store_history.c). */
     "CREATE TABLE generation_changes (\n"
     "  gc INTEGER NOT NULL,\n"
@@ -229,7 +230,8 @@ static const char store_schema_tables[] =
 
 /* Each object's generations, from the generation changes (until the first reader of the
  * finished file builds the rows): a window over every change — correct, and slower than the
- * rows. next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
+ * rows. A row's ids are its first id and the gaps after it: a running sum per row gives them.
+ * next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
  * Two changes of one object in one GC (never sent) leave the later one, as the rows do. */
 static const char store_schema_derived_views[] =
     "CREATE VIEW generation_change_rows AS\n"
@@ -237,8 +239,8 @@ static const char store_schema_derived_views[] =
     "       c.chunk AS chunk, c.nth AS nth,\n"
     "       lead(c.from_gc) OVER w AS next_gc,\n"
     "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
-    "FROM (SELECT j.value AS object_id, g.generation AS generation, g.gc AS from_gc,\n"
-    "             g.rowid AS chunk, j.key AS nth\n"
+    "FROM (SELECT sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key) AS object_id,\n"
+    "             g.generation AS generation, g.gc AS from_gc, g.rowid AS chunk, j.key AS nth\n"
     "      FROM generation_changes g, json_each(g.ids) j) c\n"
     "JOIN objects o ON o.id = c.object_id\n"
     "WINDOW w AS (PARTITION BY c.object_id ORDER BY c.from_gc, c.chunk, c.nth);\n"
@@ -474,8 +476,7 @@ gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **e
            store_sql_exec(db, path, store_schema_final_views, error);
 }
 
-/* Reads one integer pragma; -1 when it cannot be read. */
-static int64_t store_db_pragma_int(sqlite3 *db, const char *sql)
+int64_t store_db_pragma_int(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
@@ -571,7 +572,7 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
         goto out;
     }
     version = store_db_pragma_int(db, "PRAGMA user_version");
-    if (version >= 0 && version < STORE_SCHEMA_VERSION) {
+    if (version >= 0 && version < STORE_SCHEMA_OLDEST_READ) {
         /* Schema 1 had a row per allocation, schema 2 object_generations as a table updated per
          * promotion: their files cannot answer as schema 3 does. */
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
@@ -580,11 +581,11 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
                     path, version);
         goto out;
     }
-    if (version != STORE_SCHEMA_VERSION) {
+    if (version > STORE_SCHEMA_VERSION || version < 0) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
                     "%s was recorded by a newer heaplens (schema %" G_GINT64_FORMAT
-                    "); this heaplens reads schema %d",
-                    path, version, STORE_SCHEMA_VERSION);
+                    "); this heaplens reads schemas %d to %d",
+                    path, version, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
         goto out;
     }
     ok = TRUE;

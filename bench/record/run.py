@@ -341,6 +341,8 @@ STACK_EXTRA = {
     "full+stacks eventpipe": (["--mode", "full", "--stacks", "on"],
                               {"HEAPLENS_FULL_SAMPLER": "eventpipe"}),
     "full+stacks no walk": (["--mode", "full", "--stacks", "on"], {"HEAPLENS_STACK_WALK": "off"}),
+    "sampled nostacks": (["--mode", "sampled", "--stacks", "off"], {}),
+    "sampled no walk": (["--mode", "sampled", "--stacks", "on"], {"HEAPLENS_STACK_WALK": "off"}),
 }
 SAMPLE_TABLES = ("frames", "stacks", "stack_frames", "alloc_samples", "sampling")
 

@@ -2,6 +2,7 @@
  *
  * Usage: bench_store [allocations [gcs [dir]]]     (default 5000000 500, a new dir under /tmp)
  *        bench_store snapshot [objects [dir]]      (default 1000000: size of a heap snapshot)
+ *        bench_store replay STREAM [runs]         (default 3: a collector's stream, as captured)
  *
  * The stream is built in memory first (not timed), put in a memfd, then timed through
  * store_writer_ingest_fd and store_writer_finish. Workload, per GC (allocations / gcs young
@@ -21,11 +22,17 @@
  * are snapshotted, ingested with and without the snapshot; prints the survivors' ingest rate,
  * the time the snapshot adds and its rate (objects per second, references included), and its
  * bytes per snapshot object, table by table (dbstat).
+ *
+ * `replay` times the writer on a real program's stream: the bytes a collector sent, captured by
+ * bench/record/capture.py (the program runs against a socket that only saves them). Each run
+ * ingests the file into a new database and prints wall and CPU time of ingest and finish: the
+ * writer's own cost, without the 2-core contention with the program that a recording has.
  */
 #include "store/store.h"
 #include "tests/unit/common/hl_stream_builder.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +142,16 @@ static hl_sb *bench_build(uint64_t allocs, uint32_t gcs, bench_counts *c)
     return sb;
 }
 
+/* Removes a database and its WAL and shared-memory files. */
+static void bench_remove_db(const char *path)
+{
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+    unlink(path);
+    unlink(wal);
+    unlink(shm);
+}
+
 /* The usual way: one prepared single-row INSERT, one transaction. Returns rows/s (wall, cpu). */
 static gboolean bench_baseline(const char *dir, uint64_t n, double *wall, double *cpu)
 {
@@ -180,11 +197,7 @@ out:
         fprintf(stderr, "baseline: %s\n", sqlite3_errmsg(db));
     sqlite3_finalize(st);
     sqlite3_close(db);
-    unlink(path);
-    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
-    g_autofree char *shm = g_strconcat(path, "-shm", NULL);
-    unlink(wal);
-    unlink(shm);
+    bench_remove_db(path);
     return ok;
 }
 
@@ -483,10 +496,61 @@ out:
     return rc;
 }
 
+/* bench_store replay STREAM [runs] */
+static int bench_replay_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_store replay STREAM [runs]\n");
+        return 2;
+    }
+    int runs = argc > 2 ? atoi(argv[2]) : 3;
+    g_autofree char *dir = g_dir_make_tmp("bench-store-replay-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "replay.db", NULL);
+    struct stat st;
+    int rc = 1;
+    for (int i = 0; i < runs; i++) {
+        g_autoptr(GError) error = NULL;
+        store_summary sum;
+        int fd = open(argv[1], O_RDONLY);
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            fprintf(stderr, "bench_store: %s: %s\n", argv[1], g_strerror(errno));
+            return 1;
+        }
+        bench_remove_db(path);
+        store_writer *w = store_writer_create(path, "bench_store replay", &error);
+        double t0 = bench_now(), c0 = bench_cpu();
+        gboolean ok = w != NULL && store_writer_ingest_fd(w, fd, &error);
+        double t1 = bench_now(), c1 = bench_cpu();
+        if (w != NULL)
+            ok = store_writer_finish(w, &sum, ok ? &error : NULL) && ok;
+        double t2 = bench_now(), c2 = bench_cpu();
+        close(fd);
+        if (!ok) {
+            fprintf(stderr, "bench_store: %s\n", error ? error->message : "replay failed");
+            goto out;
+        }
+        struct stat db;
+        stat(path, &db);
+        printf("replay %d: stream %.1f MB; ingest %.3f s (cpu %.3f s), finish %.3f s (cpu %.3f "
+               "s); %" G_GUINT64_FORMAT " gcs, %" G_GUINT64_FORMAT " objects, %.2f us cpu per "
+               "object; database %.1f MB\n",
+               i + 1, (double)st.st_size / 1e6, t1 - t0, c1 - c0, t2 - t1, c2 - c1, sum.gcs,
+               sum.objects, sum.objects ? (c2 - c0) * 1e6 / (double)sum.objects : 0.0,
+               (double)db.st_size / 1e6);
+    }
+    rc = 0;
+out:
+    bench_remove_db(path);
+    rmdir(dir);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "snapshot") == 0)
         return bench_snapshot_main(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "replay") == 0)
+        return bench_replay_main(argc - 1, argv + 1);
     uint64_t allocs = argc > 1 ? g_ascii_strtoull(argv[1], NULL, 10) : 5000000;
     uint32_t gcs = argc > 2 ? (uint32_t)g_ascii_strtoull(argv[2], NULL, 10) : 500;
     g_autofree char *dir = argc > 3 ? g_strdup(argv[3]) : g_dir_make_tmp("bench-store-XXXXXX", NULL);

@@ -707,6 +707,28 @@ static void test_derived_views(void)
     sqlite3_close(db);
     sqlite3_close(done);
 
+    /* Schema 3 wrote the ids themselves, not gaps: such a file still builds the same history. */
+    hl_sb *old = golden_build(NULL, FALSE);
+    g_autofree char *schema3 = g_build_filename(dir, "schema3.db", NULL);
+    CHECK(hl_sb_write_db(old, schema3, "schema3", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(old);
+    CHECK(sqlite3_open(schema3, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       "UPDATE generation_changes SET ids = (SELECT json_group_array(id) FROM "
+                       "(SELECT sum(j.value) OVER (ORDER BY j.key) AS id "
+                       "FROM json_each(generation_changes.ids) j));"
+                       "PRAGMA user_version = 3",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_history_build_file(schema3, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    db = db_open(schema3);
+    CHECK_ROWS(db, "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows"
+                   " ORDER BY object_id, from_gc",
+               golden_generations);
+    sqlite3_close(db);
+
     /* A reader in the middle of a statement: the build cannot commit, gives up after its wait
      * and leaves the file as it was (the changes, and the views that derive the history). */
     hl_sb *again = golden_build(NULL, FALSE);
@@ -1476,7 +1498,8 @@ static void test_open_readonly(void)
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 7); this heaplens reads schema " G_STRINGIFY(STORE_SCHEMA_VERSION) "", good);
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 7); this heaplens reads "
+                           "schemas %d to %d", good, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
     g_clear_error(&error);
@@ -1709,6 +1732,43 @@ static void test_differential(void)
 
 /* Objects first seen in a heap walk become ordinary objects. (With a handle kind sent raw, and a
  * snapshot that never ends.) */
+/* A GC's generation changes are stored as the first id and the gaps after it. An id below the
+ * last one starts a new row, so no gap is negative; the view and the built rows read both rows. */
+static void test_change_gaps(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "gaps.db", NULL);
+    const uint64_t base = HL_DISCOVERED_ID_BASE;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_gc_start(sb, 1, 2, TRUE, 2);
+    static const uint64_t order[] = {5, 6, 3, 9};
+    for (size_t i = 0; i < G_N_ELEMENTS(order); i++)
+        hl_sb_discovered(sb, 1, base + order[i], 1, 24, HL_GEN_2);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 1, FALSE, 2);
+    hl_sb_death(sb, 2, base + 6);
+    hl_sb_gc_end(sb, 2, 0);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    static const char want[] = "3|2|1|NULL\n5|2|1|NULL\n6|2|1|2\n9|2|1|NULL\n";
+    static const char sql[] = "SELECT object_id - 281474976710656, generation, from_gc, until_gc"
+                              " FROM object_generations ORDER BY object_id";
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT gc, generation, count, ids FROM generation_changes ORDER BY rowid",
+               "1|2|2|[281474976710661,1]\n"
+               "1|2|2|[281474976710659,6]\n");
+    CHECK_ROWS(db, sql, want);
+    CHECK(store_history_build_file(p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(db_int(db, "SELECT count(*) FROM object_generation_rows") == 4);
+    CHECK_ROWS(db, sql, want);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 static void test_discovered(void)
 {
     char *dir = tmp_dir_new();
@@ -3022,6 +3082,7 @@ static const struct {
     {"control_descendant", test_control_descendant},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
+    {"change_gaps", test_change_gaps},
     {"control_refuses_peer", test_control_refuses_peer},
 };
 
