@@ -41,52 +41,51 @@ static gboolean store_gc_is_open(store_writer *w, uint32_t gc)
 /* Drops the open GC's generation changes not written yet. */
 static void store_gc_forget_changes(store_writer *w)
 {
-    for (int g = 0; g <= HL_GEN_NONGC; g++) {
-        g_string_truncate(w->change_ids[g], 0);
+    for (int g = 0; g <= HL_GEN_NONGC; g++)
         w->change_count[g] = 0;
-    }
 }
 
-/* Writes generation `gen`'s pending changes as one generation_changes row of the open GC. */
+/* Writes generation `gen`'s pending changes as one generation_changes row of the open GC: the
+ * ids sorted (they come in the model's address order, mostly ascending), written as the first id
+ * and the gap to each next one. A gap is mostly 1 or a few digits where an id has up to 15
+ * (discovered ids start at 2^48): about 2 bytes a change instead of 16, which halved the
+ * writer's CPU time on a sampled recording. */
 static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError **error)
 {
-    GString *ids = w->change_ids[gen];
+    uint64_t *ids = w->change_ids[gen];
+    uint32_t n = w->change_count[gen];
+    GString *json = w->change_json;
     sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_GENERATION_CHANGES];
     gboolean ok;
 
-    if (w->change_count[gen] == 0)
+    if (n == 0)
         return TRUE;
-    g_string_append_c(ids, ']');
+    for (uint32_t i = 1; i < n; i++)
+        if (ids[i] < ids[i - 1]) {
+            store_radix_sort(ids, n, sizeof *ids, 0);
+            break;
+        }
+    g_string_assign(json, "[");
+    store_append_u64(json, ids[0]);
+    for (uint32_t i = 1; i < n; i++) {
+        g_string_append_c(json, ',');
+        store_append_u64(json, ids[i] - ids[i - 1]);
+    }
+    g_string_append_c(json, ']');
     sqlite3_bind_int64(st, 1, w->gc.start.gc);
     sqlite3_bind_int64(st, 2, gen);
-    sqlite3_bind_int64(st, 3, w->change_count[gen]);
-    sqlite3_bind_text(st, 4, ids->str, (int)ids->len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, n);
+    sqlite3_bind_text(st, 4, json->str, (int)json->len, SQLITE_STATIC);
     ok = store_writer_step(w, STORE_STMT_INSERT_GENERATION_CHANGES, error);
     sqlite3_clear_bindings(st); /* the text is about to change */
-    g_string_truncate(ids, 0);
     w->change_count[gen] = 0;
     return ok;
 }
 
-/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion). The ids
- * come in ascending order, so a gap is mostly 1 or a few digits where the id itself has up to 15
- * (discovered ids start at 2^48): 16 bytes a change became about 2, which halved the writer's
- * CPU time on a sampled recording. An id below the last one (not sent today) starts a new row,
- * so gaps are never negative. */
+/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion). */
 static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen, GError **error)
 {
-    GString *ids = w->change_ids[gen];
-    if (w->change_count[gen] > 0 && id < w->change_last[gen] &&
-        !store_gc_flush_changes_of(w, gen, error))
-        return FALSE;
-    if (w->change_count[gen] == 0) {
-        g_string_append_c(ids, '[');
-        store_append_u64(ids, id);
-    } else {
-        g_string_append_c(ids, ',');
-        store_append_u64(ids, id - w->change_last[gen]);
-    }
-    w->change_last[gen] = id;
+    w->change_ids[gen][w->change_count[gen]] = id;
     if (++w->change_count[gen] < STORE_CHANGE_IDS)
         return TRUE;
     return store_gc_flush_changes_of(w, gen, error);

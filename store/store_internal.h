@@ -391,11 +391,11 @@ struct store_writer {
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     /* The open GC's generation changes (first generations of survivors and discovered objects,
      * promotions), per generation: a JSON array of ids each, without its closing ']', written
-     * as a generation_changes row when it reaches STORE_CHANGE_IDS ids and at GC_END. The
-     * array holds the first id, then each id's gap from the one before (change_last). */
-    GString *change_ids[HL_GEN_NONGC + 1];
+     * as a generation_changes row when it reaches STORE_CHANGE_IDS ids and at GC_END: sorted,
+     * the first id and then each id's gap from the one before, as a JSON array (change_json). */
+    uint64_t *change_ids[HL_GEN_NONGC + 1];
     uint32_t change_count[HL_GEN_NONGC + 1];
-    uint64_t change_last[HL_GEN_NONGC + 1];
+    GString *change_json;
     store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
                                              flags, refs TEXT) */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */

@@ -588,8 +588,9 @@ static void store_writer_close(store_writer *w)
         g_ptr_array_unref(w->replay);
     store_batch_release(&w->snapshot_object_rows);
     for (int g = 0; g <= HL_GEN_NONGC; g++)
-        if (w->change_ids[g] != NULL)
-            g_string_free(w->change_ids[g], TRUE);
+        g_free(w->change_ids[g]);
+    if (w->change_json != NULL)
+        g_string_free(w->change_json, TRUE);
     g_free(w->db_failure);
     g_free(w->path);
     g_free(w);
@@ -609,7 +610,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7,
                      -1);
     for (int g = 0; g <= HL_GEN_NONGC; g++)
-        w->change_ids[g] = g_string_sized_new(STORE_CHANGE_IDS * 8);
+        w->change_ids[g] = g_new(uint64_t, STORE_CHANGE_IDS);
+    w->change_json = g_string_sized_new(STORE_CHANGE_IDS * 4);
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
                      STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 5, 4);
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,

@@ -11,15 +11,17 @@ Cases (the programs are built or generated into the work directory first):
   csc       the SDK's C# compiler (sdk/*/Roslyn/bincore/csc.dll) compiling 50 generated files.
   heap      examples/SnapshotBench with a 10M-object tree, then `heaplens snapshot PID` once
             the writer has stored the GCs of the building: request → snapshot stored.
-  stacks    (issue 11; not in `all`) Workload in six configurations, interleaved: plain, empty
+  stacks    (issue 11; not in `all`) Workload in seven configurations, interleaved: plain, empty
             profiler (full flags), full --stacks off, full --stacks on, empty profiler (sampled
-            flags), sampled (stacks on). Prints full+stacks / full and sampled / plain, sampled /
-            empty (wall, the program's own loop time, CPU), the samples taken and the database
+            flags), sampled (stacks on), and sampled with no writer (capture.py: the stream goes
+            to a socket that drops it, so the program pays only the in-process part). Prints
+            full+stacks / full and sampled / plain, sampled / empty, sampled without its writer /
+            plain (wall, the program's own loop time, CPU), the samples taken and the database
             bytes per sample (pages of frames, stacks, stack_frames, alloc_samples, sampling /
             samples). --eventpipe-sampler adds full --stacks on with the runtime's
             AllocationSampled events instead of the collector's own sampler
             (HEAPLENS_FULL_SAMPLER=eventpipe: the cost before this change) and with the walk
-            skipped (HEAPLENS_STACK_WALK=off: the walk's share).
+            skipped (HEAPLENS_STACK_WALK=off: the walk's share), and sampled --stacks off.
 
 Each mode runs --runs times, interleaved; medians are printed. Figures, per case:
   wall            whole command, ms; ratios recorded/plain and recorded/empty (the empty
@@ -54,7 +56,9 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import signal
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -328,7 +332,10 @@ def report(case, results, mode):
                 f"p99 {row['recorded'][1] - row['empty'][1]:+.0f}")
 
 
-# name -> (record arguments or None for the plain program, extra environment)
+# The collector in sampled mode with its stream going to a socket that drops it (capture.py):
+# what the program pays in-process, without the writer's CPU competing for the cores.
+NO_WRITER = ["capture"]
+# name -> (record arguments, None for the plain program or NO_WRITER; extra environment)
 STACK_CONFIGS = {
     "plain": (None, {}),
     "empty-full": (["--mode", "full"], {"HEAPLENS_EMPTY": "1"}),
@@ -336,13 +343,13 @@ STACK_CONFIGS = {
     "full+stacks": (["--mode", "full", "--stacks", "on"], {}),
     "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
     "sampled": (["--mode", "sampled", "--stacks", "on"], {}),
+    "sampled, no writer": (NO_WRITER, {}),
 }
 STACK_EXTRA = {
     "full+stacks eventpipe": (["--mode", "full", "--stacks", "on"],
                               {"HEAPLENS_FULL_SAMPLER": "eventpipe"}),
     "full+stacks no walk": (["--mode", "full", "--stacks", "on"], {"HEAPLENS_STACK_WALK": "off"}),
-    "sampled nostacks": (["--mode", "sampled", "--stacks", "off"], {}),
-    "sampled no walk": (["--mode", "sampled", "--stacks", "on"], {"HEAPLENS_STACK_WALK": "off"}),
+    "sampled --stacks off": (["--mode", "sampled", "--stacks", "off"], {}),
 }
 SAMPLE_TABLES = ("frames", "stacks", "stack_frames", "alloc_samples", "sampling")
 
@@ -372,7 +379,11 @@ def run_stack_config(a, name, config, program, i):
            if k not in ("HEAPLENS_EMPTY", "HEAPLENS_FULL_SAMPLER", "HEAPLENS_STACK_WALK")}
     env.update(extra_env)
     cmd = list(program)
-    if args is not None:
+    if args is NO_WRITER:
+        collector = os.path.join(os.path.dirname(os.path.abspath(a.heaplens)), "libheaplens.so")
+        cmd = [sys.executable, os.path.join(HERE, "capture.py"), "--collector", collector,
+               "--mode", "sampled", "--"] + cmd
+    elif args is not None:
         cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
     rc, wall, rss, out, cpu = timed(cmd, env=env)
     if rc != 0:
@@ -380,7 +391,7 @@ def run_stack_config(a, name, config, program, i):
         die(f"stacks {name} run {i} exited with {rc}")
     m = re.search(r"elapsed_ms=([0-9.]+)", out)
     res = {"wall": wall, "cpu": cpu, "program_ms": float(m.group(1)) if m else float("nan")}
-    if args is not None and "HEAPLENS_EMPTY" not in extra_env:
+    if args not in (None, NO_WRITER) and "HEAPLENS_EMPTY" not in extra_env:
         res["samples"], res["sample_bytes"] = sample_figures(db)
         res["db_bytes"] = os.path.getsize(db)
         res["k"] = counters_of(db)
@@ -421,6 +432,8 @@ def stacks_case(a, program):
               f"{ratio('full+stacks no walk', 'full')}")
     print(f"sampled / plain:        {ratio('sampled', 'plain')}   (issue 11 target <= 1.05x wall)")
     print(f"sampled / empty (sampled flags): {ratio('sampled', 'empty-sampled')}")
+    print(f"sampled without its writer / plain: {ratio('sampled, no writer', 'plain')}   (the "
+          f"in-process cost; its wall and CPU include the Python sink's start, about 30 ms)")
     print(f"empty (full flags) / plain: {ratio('empty-full', 'plain')}")
     for n in configs:
         rs = [r for r in results[n] if "samples" in r]
@@ -434,10 +447,98 @@ def stacks_case(a, program):
               + (f", {seen:,.0f} allocations seen" if seen else ""))
 
 
+# name -> record arguments (None: the plain program); extra environment
+SERVICE_CONFIGS = {
+    "plain": (None, {}),
+    "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
+    "sampled": (["--mode", "sampled"], {}),
+    "full": (["--mode", "full"], {}),
+}
+
+
+def tree_cpu_ms(pid):
+    """CPU time (user + system) of a process and its descendants, ms."""
+    total = 0.0
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        total = (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+        for task in os.listdir(f"/proc/{pid}/task"):
+            for child in open(f"/proc/{pid}/task/{task}/children").read().split():
+                total += tree_cpu_ms(int(child))
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
+
+
+def run_service_config(a, name, dll, i):
+    """WebApi started as `name` says, warmed up, then a.requests requests from 4 client threads:
+    requests/s and CPU ms per request of the whole process tree (program, heaplens, writer)."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "e2e", "attach"))
+    import check_attach_aspnet as aspnet  # its free_port, Load and non_2xx
+    args, extra_env = SERVICE_CONFIGS[name]
+    port = aspnet.free_port()
+    db = os.path.join(a.workdir, f"service-{name}-{i}.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{port}"]
+    if args is not None:
+        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
+    env = {k: v for k, v in os.environ.items() if k != "HEAPLENS_EMPTY"}
+    env.update(extra_env)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in p.stdout:
+            if "WebApi: listening" in line:
+                break
+        else:
+            die(f"service {name}: WebApi did not start")
+        threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+        for n in (min(a.requests, 2000), a.requests):  # the first phase warms up the JIT
+            cpu0, t0 = tree_cpu_ms(p.pid), time.monotonic()
+            load = aspnet.Load(port, n)
+            load.wait_for(n, 600)
+            done, statuses = load.finish()
+            wall, cpu = time.monotonic() - t0, tree_cpu_ms(p.pid) - cpu0
+            if done != n or aspnet.non_2xx(statuses):
+                die(f"service {name}: {done} of {n} answered: {statuses}")
+    finally:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if p.returncode not in (0, 143, -signal.SIGTERM):
+        die(f"service {name}: exited with {p.returncode}")
+    return {"rps": n / wall, "cpu_per_req": cpu / n}
+
+
+def service_case(a):
+    dll = build_example("WebApi", a.workdir)
+    res = {n: [] for n in SERVICE_CONFIGS}
+    for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
+        for n in SERVICE_CONFIGS:
+            res[n].append(run_service_config(a, n, dll, i))
+            print(f"  service {n} run {i + 1}: {res[n][-1]['rps']:.0f} requests/s, "
+                  f"{res[n][-1]['cpu_per_req']:.3f} ms CPU per request", flush=True)
+    med = {n: {f: statistics.median(r[f] for r in res[n]) for f in ("rps", "cpu_per_req")}
+           for n in SERVICE_CONFIGS}
+    print(f"\n== service (examples/WebApi, server GC, {a.requests:,} requests of GET /orders/50..249 "
+          f"from 4 client threads on the same machine, medians of {a.runs} runs)")
+    print("config: requests/s, CPU ms per request (program + heaplens + writer)")
+    for n in SERVICE_CONFIGS:
+        print(f"  {n:14} {med[n]['rps']:8.0f} {med[n]['cpu_per_req']:8.3f}")
+    for n in ("sampled", "full", "empty-sampled"):
+        print(f"{n} / plain: requests/s {fmt_ratio(med[n]['rps'], med['plain']['rps'])}, "
+              f"CPU per request {fmt_ratio(med[n]['cpu_per_req'], med['plain']['cpu_per_req'])}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--case", default="all", choices=["workload", "csc", "heap", "stacks", "all"])
+    ap.add_argument("--case", default="all",
+                    choices=["workload", "csc", "heap", "stacks", "service", "all"])
     ap.add_argument("--eventpipe-sampler", action="store_true",
                     help="stacks case: also the runtime's sampler and the walk skipped")
     ap.add_argument("--runs", type=int, default=3)
@@ -446,6 +547,7 @@ def main():
     ap.add_argument("--orders", type=int, default=250000, help="Workload orders per thread")
     ap.add_argument("--files", type=int, default=50, help="generated sources for csc")
     ap.add_argument("--nodes", type=int, default=10_000_000, help="heap case: live objects")
+    ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -463,6 +565,9 @@ def main():
         if case == "stacks":
             stacks_case(a, ["dotnet", build_example("Workload", a.workdir), "--orders",
                             str(a.orders)])
+            continue
+        if case == "service":
+            service_case(a)
             continue
         if case == "workload":
             program = ["dotnet", build_example("Workload", a.workdir), "--pauses",
