@@ -93,7 +93,7 @@ def pid_gone(pid, deadline):
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # reaped before or while reading
             return True
         select.select([], [], [], 0.05)  # a poll interval, not a synchronisation
     return False
