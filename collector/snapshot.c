@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "collector/collector_internal.h"
+#include "collector/gen_lookup.h"
 
 /* ---- handles ---------------------------------------------------------------------------- */
 
@@ -81,13 +82,6 @@ typedef struct hl_snapshot {
     hl_snapshot_end end;
 } snapshot;
 
-static uint32_t generation_at(const hm_gen_range *r, size_t n, uint64_t addr) {
-    for (size_t i = 0; i < n; i++)
-        if (addr >= r[i].start && addr - r[i].start < r[i].length)
-            return r[i].generation;
-    return HL_GEN_NONE;
-}
-
 static void push(snapshot *s, id_vec *v, const void *elem) {
     if (!hl_vec_push(v, elem))
         s->c->model_failures++;
@@ -97,6 +91,9 @@ static void push(snapshot *s, id_vec *v, const void *elem) {
 static void walk_objects(snapshot *s) {
     collector *c = s->c;
     const hl_gc_capture *g = s->g;
+    hl_gen_lookup after; /* the generation of an object the model does not know */
+    if (!hl_gen_lookup_init(&after, g->after, g->n_after))
+        c->model_failures++; /* such objects would read as frozen */
     size_t i = 0;
     for (size_t off = 0; off < g->walk_len; i++) {
         hl_walk_object w;
@@ -116,7 +113,7 @@ static void walk_objects(snapshot *s) {
             }
         } else {
             id = HL_DISCOVERED_ID_BASE + ++c->discovered;
-            gen = generation_at(g->after, g->n_after, w.object);
+            gen = hl_gen_lookup_find(&after, w.object);
             /* Outside every GC range: a frozen (NonGC) object, which .NET 10 walks too. */
             bool frozen = gen == HL_GEN_NONE;
             if (frozen)
@@ -154,6 +151,7 @@ static void walk_objects(snapshot *s) {
         s->walked[i] = w.object;
         s->end.bytes += w.size;
     }
+    hl_gen_lookup_release(&after);
 }
 
 /* The id of a referenced address; frozen objects join the snapshot the first time. */
