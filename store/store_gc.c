@@ -11,9 +11,9 @@
  *   PROMOTIONS    older objects: their ids join the GC's generation changes (nothing updated)
  *   DISCOVERED    objects first seen in a heap walk: inserted, their ids join the changes
  *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
- *   GC_END        the generation changes (a generation_changes row per generation, ids as a
- *                 JSON array of gaps); the gcs and gc_generations rows; the counters; RELEASE gc; COMMIT;
- *                 BEGIN; then announce the snapshots that commit stored
+ *   GC_END        the generation changes (a generation_changes row per generation, ids sorted,
+ *                 as a JSON array of gaps); the gcs and gc_generations rows; the counters;
+ *                 RELEASE gc; COMMIT; BEGIN; then announce the snapshots that commit stored
  *
  * Nothing here is per allocation: an object that died in its first GC is one more in a count,
  * so the work of a GC follows its survivors, promotions and deaths. Only appends, and an UPDATE

@@ -75,8 +75,10 @@ static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc
             id = id * 10 + (uint64_t)(*p++ - '0');
         if (p == start || (p < end && *p++ != ','))
             return store_history_corrupt(h, rowid, error);
-        if (h->gaps)
-            last = id += last;
+        if (h->gaps) {
+            id += last;
+            last = id;
+        }
         if (h->n == h->cap) {
             h->cap = h->cap < 4096 ? 4096 : h->cap * 2;
             h->changes = g_realloc_n(h->changes, h->cap, sizeof *h->changes);

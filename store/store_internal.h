@@ -390,9 +390,9 @@ struct store_writer {
     sqlite3_stmt *stmt[STORE_STMT_COUNT];
     store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
     /* The open GC's generation changes (first generations of survivors and discovered objects,
-     * promotions), per generation: a JSON array of ids each, without its closing ']', written
-     * as a generation_changes row when it reaches STORE_CHANGE_IDS ids and at GC_END: sorted,
-     * the first id and then each id's gap from the one before, as a JSON array (change_json). */
+     * promotions), per generation: the ids, written as a generation_changes row when they reach
+     * STORE_CHANGE_IDS and at GC_END (sorted, as a JSON array of the first id and then each
+     * id's gap from the one before, formatted in change_json). */
     uint64_t *change_ids[HL_GEN_NONGC + 1];
     uint32_t change_count[HL_GEN_NONGC + 1];
     GString *change_json;

@@ -149,8 +149,8 @@ static const char store_schema_tables[] =
     /* Generation changes as the GCs made them, appended: the ids of the objects that hold
      * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
      * promotions), ascending, a JSON array per row: the first id, then the gap to each next
-     * one. Moved into object_generation_rows by the first reader
-     * of the finished file (store_history.c). */
+     * one. Moved into object_generation_rows by the first reader of the finished file
+     * (store_history.c). */
     "CREATE TABLE generation_changes (\n"
     "  gc INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"

@@ -48,8 +48,9 @@ sys.dont_write_bytecode = True
 _spec = importlib.util.spec_from_file_location("record_bench", os.path.join(HERE, "..", "record", "run.py"))
 record_bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(record_bench)
-die, build_example, pct, mib = (record_bench.die, record_bench.build_example, record_bench.pct,
-                                record_bench.mib)
+die, build_example, pct, mib, stop_process = (record_bench.die, record_bench.build_example,
+                                              record_bench.pct, record_bench.mib,
+                                              record_bench.stop_process)
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e", "attach"))
 import check_attach_aspnet as aspnet  # noqa: E402  (its free_port, get and Load)
 
@@ -261,12 +262,7 @@ def case_webapi(a):
             print(f"  webapi run {i + 1}: requests/s " + ", ".join(
                 f"{p} {res[p][-1]['rps']:.0f}" for p in PHASES), flush=True)
     finally:
-        app.send_signal(signal.SIGINT)
-        try:
-            app.wait(60)
-        except subprocess.TimeoutExpired:
-            app.kill()
-            app.wait()
+        stop_process(app, signal.SIGINT)
     print(f"\n== webapi (examples/WebApi, {gc} GC, {a.requests:,} requests per phase from 4 "
           f"client threads, {a.runs} runs)")
     for key, label, fmt in (("rps", "requests/s", ".0f"), ("cpu_per_req", "app CPU ms per request", ".3f")):

@@ -52,11 +52,11 @@ import glob
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
 import sys
-import signal
 import tempfile
 import threading
 import time
@@ -470,11 +470,30 @@ def tree_cpu_ms(pid):
     return total
 
 
+def stop_process(p, sig):
+    """Ends a Popen with `sig`, killing it if it is still there after 60 s."""
+    p.send_signal(sig)
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+def aspnet_client():
+    """The e2e tests' ASP.NET client (tests/e2e/attach/check_attach_aspnet.py): free_port, Load
+    (client threads) and non_2xx."""
+    path = os.path.join(REPO, "tests", "e2e", "attach")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import check_attach_aspnet
+    return check_attach_aspnet
+
+
 def run_service_config(a, name, dll, i):
     """WebApi started as `name` says, warmed up, then a.requests requests from 4 client threads:
     requests/s and CPU ms per request of the whole process tree (program, heaplens, writer)."""
-    sys.path.insert(0, os.path.join(REPO, "tests", "e2e", "attach"))
-    import check_attach_aspnet as aspnet  # its free_port, Load and non_2xx
+    aspnet = aspnet_client()
     args, extra_env = SERVICE_CONFIGS[name]
     port = aspnet.free_port()
     db = os.path.join(a.workdir, f"service-{name}-{i}.db")
@@ -503,12 +522,7 @@ def run_service_config(a, name, dll, i):
             if done != n or aspnet.non_2xx(statuses):
                 die(f"service {name}: {done} of {n} answered: {statuses}")
     finally:
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(60)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+        stop_process(p, signal.SIGTERM)
     if p.returncode not in (0, 143, -signal.SIGTERM):
         die(f"service {name}: exited with {p.returncode}")
     return {"rps": n / wall, "cpu_per_req": cpu / n}
