@@ -504,6 +504,10 @@ static int bench_replay_main(int argc, char **argv)
         return 2;
     }
     int runs = argc > 2 ? atoi(argv[2]) : 3;
+    if (runs < 1) {
+        fprintf(stderr, "bench_store replay: RUNS must be a positive number, not '%s'\n", argv[2]);
+        return 2;
+    }
     g_autofree char *dir = g_dir_make_tmp("bench-store-replay-XXXXXX", NULL);
     g_autofree char *path = g_build_filename(dir, "replay.db", NULL);
     struct stat st;
@@ -514,7 +518,9 @@ static int bench_replay_main(int argc, char **argv)
         int fd = open(argv[1], O_RDONLY);
         if (fd < 0 || fstat(fd, &st) != 0) {
             fprintf(stderr, "bench_store: %s: %s\n", argv[1], g_strerror(errno));
-            return 1;
+            if (fd >= 0)
+                close(fd);
+            goto out;
         }
         bench_remove_db(path);
         store_writer *w = store_writer_create(path, "bench_store replay", &error);
