@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "collector/gen_lookup.h"
+#include "tests/unit/common/test_rng.h"
 #include "wire/hl_wire.h"
 
 #define ROUNDS 2000
@@ -15,11 +16,6 @@
 
 static int failures;
 
-static uint64_t rng_state;
-static uint64_t rng(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
 
 /* The generation of the non-empty range holding addr, by a scan; HL_GEN_NONE if none. */
 static uint32_t scan(const hm_gen_range *r, size_t n, uint64_t addr) {
@@ -30,11 +26,7 @@ static uint32_t scan(const hm_gen_range *r, size_t n, uint64_t addr) {
 }
 
 int main(void) {
-    const char *seed = getenv("HEAPLENS_SEED");
-    rng_state = seed ? strtoull(seed, NULL, 10) : 20261124;
-    if (!rng_state)
-        rng_state = 1;
-    printf("seed %llu\n", (unsigned long long)rng_state);
+    test_rng_seed(20261124);
 
     for (int round = 0; round < ROUNDS && failures < 10; round++) {
         /* Disjoint ranges laid out in address order with gaps, then shuffled; some empty. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "collector/u64map.h"
+#include "tests/unit/common/test_rng.h"
 
 #define KEYS 2048
 #define STEPS 400000
@@ -20,18 +21,8 @@ static int failures;
         }                                                                                      \
     } while (0)
 
-static uint64_t rng_state;
-static uint64_t rng(void) { /* xorshift64* */
-    rng_state ^= rng_state >> 12, rng_state ^= rng_state << 25, rng_state ^= rng_state >> 27;
-    return rng_state * 2685821657736338717ull;
-}
-
 int main(void) {
-    const char *seed = getenv("HEAPLENS_SEED");
-    rng_state = seed ? strtoull(seed, NULL, 10) : 20261122;
-    if (!rng_state)
-        rng_state = 1;
-    printf("seed %llu\n", (unsigned long long)rng_state);
+    test_rng_seed(20261122);
 
     static uint64_t naive[KEYS + 1];  /* value + 1; 0 = absent */
     hl_u64map m;
