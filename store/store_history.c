@@ -302,13 +302,18 @@ gboolean store_history_pending(sqlite3 *db)
     return pending;
 }
 
+static void store_history_damaged(GError **error, const char *path, const char *why)
+{
+    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
+                "%s is damaged (%s); its generation history was not built", path, why);
+}
+
 /* Never write into a damaged file: it would only get worse. */
 static gboolean store_history_check(store_history *h, GError **error)
 {
     g_autofree char *damage = store_db_damage_new(h->db);
     if (damage)
-        g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                    "%s is damaged (%s); its generation history was not built", h->path, damage);
+        store_history_damaged(error, h->path, damage);
     return damage == NULL;
 }
 
@@ -342,9 +347,7 @@ out:
         if (error != NULL && (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) &&
             !g_error_matches(*error, STORE_ERROR, STORE_ERROR_DAMAGED)) {
             g_clear_error(error);
-            g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                        "%s is damaged (%s); its generation history was not built", path,
-                        sqlite3_errmsg(h.db));
+            store_history_damaged(error, path, sqlite3_errmsg(h.db));
         }
         if (!sqlite3_get_autocommit(h.db))
             sqlite3_exec(h.db, "ROLLBACK", NULL, NULL, NULL);

@@ -17,13 +17,14 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
 /* Connection settings of the writer: WAL so a reader sees every committed GC while recording,
  * synchronous=NORMAL (a commit survives a crash of the writer; the last commits may be lost on
  * power failure, never corrupted), a page cache of up to 256 MiB for the per-GC UPDATEs of older
- * objects (deaths in a gen2 GC touch pages all over the objects table), checkpoints every
- * 4 MiB of WAL: the copying happens in small steps while recording, so the checkpoint at the
- * end of a recording is short (Workload's finishing: 130 ms with 64 MiB steps, 25 ms). No mmap: an I/O error would become SIGBUS instead of an error. temp_store FILE:
- * every statement inside a GC's SAVEPOINT has a statement sub-journal, and SQLite truncates an
- * in-memory one by walking it from its start at each statement's end — quadratic in a GC that
- * touches many old pages (a 10M-object snapshot took over 13 minutes); a file sub-journal is
- * never truncated (measured: 36 s, most of it the writer catching up). */
+ * objects (deaths in a gen2 GC touch pages all over the objects table), checkpoints every 4 MiB of
+ * WAL: the copying happens in small steps while recording, so the checkpoint at the end of a
+ * recording is short (Workload's finishing: 130 ms with 64 MiB steps, 25 ms). No mmap: an I/O
+ * error would become SIGBUS instead of an error. temp_store FILE: every statement inside a GC's
+ * SAVEPOINT has a statement sub-journal, and SQLite truncates an in-memory one by walking it from
+ * its start at each statement's end — quadratic in a GC that touches many old pages (a 10M-object
+ * snapshot took over 13 minutes); a file sub-journal is never truncated (measured: 36 s, most of
+ * it the writer catching up). */
 static const char store_schema_pragmas[] =
     "PRAGMA journal_mode = WAL;\n"
     "PRAGMA synchronous = NORMAL;\n"

@@ -91,6 +91,16 @@ static size_t receive(fixture *f, got_record *out, size_t max) {
     return got;
 }
 
+/* The interval `gc` sent one ALLOC_SAMPLES record with no sample: only the counters. */
+static void check_counters_only(fixture *f, uint32_t gc, uint64_t seen, uint64_t dropped) {
+    got_record r[4];
+    CHECK_INT(receive(f, r, 4), 1);
+    CHECK_INT(r[0].head.gc, gc);
+    CHECK_INT(r[0].head.count, 0);
+    CHECK_INT(r[0].head.samples_seen, seen);
+    CHECK_INT(r[0].head.samples_dropped, dropped);
+}
+
 static void test_every_interval(void) {
     fixture f;
     fixture_init(&f, true, HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED);
@@ -117,21 +127,13 @@ static void test_every_interval(void) {
     atomic_store(&f.p.sampling.seen, 2);
     atomic_store(&f.p.sampling.dropped, 1);
     end_interval(&f, 2);
-    CHECK_INT(receive(&f, r, 4), 1);
-    CHECK_INT(r[0].head.gc, 2);
-    CHECK_INT(r[0].head.count, 0);
-    CHECK_INT(r[0].head.samples_seen, 2);
-    CHECK_INT(r[0].head.samples_dropped, 1);
+    check_counters_only(&f, 2, 2, 1);
 
     /* The tail (after the last GC, numbered last GC + 1): another drop, no sample. */
     atomic_store(&f.p.sampling.seen, 3);
     atomic_store(&f.p.sampling.dropped, 2);
     end_interval(&f, 3);
-    CHECK_INT(receive(&f, r, 4), 1);
-    CHECK_INT(r[0].head.gc, 3);
-    CHECK_INT(r[0].head.count, 0);
-    CHECK_INT(r[0].head.samples_seen, 3);
-    CHECK_INT(r[0].head.samples_dropped, 2);
+    check_counters_only(&f, 3, 3, 2);
     fixture_release(&f);
 }
 

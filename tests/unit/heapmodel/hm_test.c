@@ -57,24 +57,25 @@ hm_gc_sink hm_rec_sink(hm_rec *r)
 
 /* The batch forms record exactly what the per-object forms would have: recordings of both
  * sinks compare equal. */
-static void hm_rec_on_classified_young(void *ctx, const uint64_t *reports, size_t n)
+static void hm_rec_batch(void *ctx, const uint64_t *reports, size_t n,
+                         void (*each)(void *ctx, uint64_t id, uint32_t value))
 {
     hm_rec *r = ctx;
     r->batches++;
     if (n == 0)
         r->empty_batches++;
     for (size_t i = 0; i < n; i++)
-        hm_rec_on_classified(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+        each(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+}
+
+static void hm_rec_on_classified_young(void *ctx, const uint64_t *reports, size_t n)
+{
+    hm_rec_batch(ctx, reports, n, hm_rec_on_classified);
 }
 
 static void hm_rec_on_died_young(void *ctx, const uint64_t *reports, size_t n)
 {
-    hm_rec *r = ctx;
-    r->batches++;
-    if (n == 0)
-        r->empty_batches++;
-    for (size_t i = 0; i < n; i++)
-        hm_rec_on_died(ctx, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+    hm_rec_batch(ctx, reports, n, hm_rec_on_died);
 }
 
 hm_gc_sink hm_rec_batch_sink(hm_rec *r)

@@ -2585,6 +2585,22 @@ typedef struct control_script {
     char *log;    /* what failed */
 } control_script;
 
+/* Finishes the writer that served the script, waits for the script's thread and counts its
+ * failures (printing what failed); returns the writer's summary. */
+static store_summary control_script_end(store_writer *w, GThread *t, control_script *sc)
+{
+    g_autoptr(GError) error = NULL;
+    store_summary sum = {0};
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    if (sc->failures > 0)
+        fprintf(stderr, "%s", sc->log);
+    failures += sc->failures;
+    g_free(sc->log);
+    return sum;
+}
+
 #define SCRIPT_CHECK_STR(sc, got, want)                                                      \
     do {                                                                                     \
         g_autofree char *got_ = (got);                                                       \
@@ -2701,14 +2717,7 @@ static void test_control_snapshot(void)
     store_writer *w = store_writer_create(path, "control", &error);
     CHECK(store_writer_serve(w, lfd, kfd, stop[0], 2000, &error));
     CHECK_NO_ERROR(error);
-    store_summary sum;
-    CHECK(store_writer_finish(w, &sum, &error));
-    CHECK_NO_ERROR(error);
-    g_thread_join(t);
-    if (sc.failures > 0)
-        fprintf(stderr, "%s", sc.log);
-    failures += sc.failures;
-    g_free(sc.log);
+    store_summary sum = control_script_end(w, t, &sc);
     CHECK(sum.complete && sum.gcs == 4 && sum.snapshots == 2);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots",
@@ -2800,14 +2809,7 @@ static void test_control_descendant(void)
     store_writer *w = store_writer_create(path, NULL, &error);
     CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
     CHECK_NO_ERROR(error);
-    store_summary sum;
-    CHECK(store_writer_finish(w, &sum, &error));
-    CHECK_NO_ERROR(error);
-    g_thread_join(t);
-    if (ds.sc.failures > 0)
-        fprintf(stderr, "%s", ds.sc.log);
-    failures += ds.sc.failures;
-    g_free(ds.sc.log);
+    store_summary sum = control_script_end(w, t, &ds.sc);
     CHECK(sum.complete && sum.gcs == 3 && sum.snapshots == 1);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots", "1|2|requested|1\n");
