@@ -225,50 +225,6 @@ static uint32_t holder_find(const snapshot_graph *g, const an_domtree *tree,
     return instance;
 }
 
-/* "0 200 400 ... 1,200": every value, or the first three, "...", the last three. */
-static char *series_text(const int64_t *v, size_t k)
-{
-    char buf[QUERY_FORMAT_MAX];
-    GString *text = g_string_new(NULL);
-    for (size_t i = 0; i < k; i++) {
-        if (k > 8 && i == 3) {
-            g_string_append(text, " ...");
-            i = k - 4;
-            continue;
-        }
-        if (text->len)
-            g_string_append_c(text, ' ');
-        g_string_append(text, query_count_format(v[i], buf));
-    }
-    return g_string_free(text, FALSE);
-}
-
-static char *signed_size(int64_t v, char buf[QUERY_FORMAT_MAX])
-{
-    char tmp[QUERY_FORMAT_MAX];
-    g_snprintf(buf, QUERY_FORMAT_MAX, "%s%s", v >= 0 ? "+" : "-",
-               query_size_format(v >= 0 ? v : -v, tmp));
-    return buf;
-}
-
-static char *signed_count(int64_t v, char buf[QUERY_FORMAT_MAX])
-{
-    char tmp[QUERY_FORMAT_MAX];
-    g_snprintf(buf, QUERY_FORMAT_MAX, "%s%s", v >= 0 ? "+" : "-",
-               query_count_format(v >= 0 ? v : -v, tmp));
-    return buf;
-}
-
-static const query_column suspect_columns[] = {
-    {"rank", QUERY_ALIGN_RIGHT, NULL},
-    {"+objects", QUERY_ALIGN_RIGHT, NULL},
-    {"+bytes", QUERY_ALIGN_RIGHT, NULL},
-    {"+retained", QUERY_ALIGN_RIGHT, NULL},
-    {"objects per snapshot", QUERY_ALIGN_LEFT, NULL},
-    {"type", QUERY_ALIGN_LEFT, NULL},
-};
-
-
 struct leaks {
     sqlite3 *db; /* borrowed */
     snapshot_types *types;
@@ -512,85 +468,52 @@ json_t *leaks_json_row(const leaks *l, guint i)
     return row;
 }
 
-/* "held by: ..." of one flagged suspect. */
-static void holder_print(const leaks *l, const suspect *s, FILE *out)
+void leaks_series_get(const leaks *l, size_t *k, const snapshot_info **first,
+                      const snapshot_info **last, const char **note)
 {
-    const snapshot_graph *g = retention_graph(l->last);
-    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
-    if (s->holder == AN_NONE) {
-        fprintf(out, "   held by: nothing but GC roots and collections\n");
+    *k = l->k;
+    *first = &g_array_index(l->series, snapshot_info, 0);
+    *last = &g_array_index(l->series, snapshot_info, l->k - 1);
+    *note = l->series_note;
+}
+
+guint leaks_flagged_count(const leaks *l)
+{
+    return l->n_flagged;
+}
+
+void leaks_suspect_get(const leaks *l, guint i, leaks_suspect *out, char buf[QUERY_FORMAT_MAX],
+                       char holder_buf[QUERY_FORMAT_MAX])
+{
+    const suspect *s = &l->suspects[i];
+    memset(out, 0, sizeof *out);
+    out->type = snapshot_types_name(l->types, s->type_id, buf);
+    out->flagged = s->flagged;
+    out->growth_count = s->growth_count;
+    out->growth_bytes = s->growth_bytes;
+    out->growth_retained_bytes = s->retained_last - s->retained_first;
+    out->counts = l->counts + (size_t)s->type_id * l->k;
+    if (s->holder == AN_NONE || !l->last)
         return;
-    }
-    const char *holder_type = snapshot_types_name(l->types, g->type_ids[s->holder], a);
-    int rank = 0; /* the holder's type is itself a suspect shown above */
+    const snapshot_graph *g = retention_graph(l->last);
+    out->holder_type = snapshot_types_name(l->types, g->type_ids[s->holder], holder_buf);
     for (uint32_t j = 0; j < l->n_suspects; j++)
         if (l->suspects[j].flagged && l->suspects[j].type_id == g->type_ids[s->holder])
-            rank = (int)j + 1;
-    g_autofree char *also = rank ? g_strdup_printf(", suspect %d", rank) : g_strdup("");
-    if (s->holders == 1)
-        fprintf(out, "   held by: %s #%" PRIu64 " (retains %s; holds %s of %s%s)\n", holder_type,
-                g->ids[s->holder],
-                query_size_format(
-                    (int64_t)an_domtree_retained_bytes(retention_tree(l->last))[s->holder], b),
-                query_count_format((int64_t)s->held, c),
-                query_count_format((int64_t)s->instances, d), also);
-    else
-        fprintf(out, "   held by: %s %s objects (hold %s of %s%s)\n",
-                query_count_format((int64_t)s->holders, b), holder_type,
-                query_count_format((int64_t)s->held, c),
-                query_count_format((int64_t)s->instances, d), also);
+            out->holder_rank = j + 1;
+    out->holder_object = g->ids[s->holder];
+    out->holder_retained_bytes = an_domtree_retained_bytes(retention_tree(l->last))[s->holder];
+    out->held = s->held;
+    out->holders = s->holders;
+    out->instances = s->instances;
 }
 
-void leaks_print(const leaks *l, FILE *out)
+char *leaks_suspect_path_text_new(const leaks *l, guint i)
 {
-    const size_t k = l->k;
-    const snapshot_info *first = &g_array_index(l->series, snapshot_info, 0);
-    const snapshot_info *final = &g_array_index(l->series, snapshot_info, k - 1);
-    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
-    g_autofree char *range =
-        g_strdup_printf("snapshots %" PRId64 " to %" PRId64 ", GCs %" PRId64 " to %" PRId64,
-                        first->snapshot, final->snapshot, first->gc, final->gc);
-    if (l->n_flagged == 0)
-        fprintf(out, "no leak suspects: no type kept growing over %zu snapshots%s (%s)\n", k,
-                l->series_note ? "" : " after full GCs", range);
-    else
-        fprintf(out, "leak suspects: %u %s kept growing over %zu snapshots%s (%s)\n",
-                l->n_flagged, l->n_flagged == 1 ? "type" : "types", k,
-                l->series_note ? "" : " after full GCs", range);
-    if (l->n_suspects == 0)
-        return;
-    g_autoptr(query_table) table = query_table_new(suspect_columns, G_N_ELEMENTS(suspect_columns));
-    for (uint32_t i = 0; i < l->n_suspects; i++) {
-        const suspect *s = &l->suspects[i];
-        g_autofree char *sv = series_text(l->counts + (size_t)s->type_id * k, k);
-        if (s->flagged)
-            query_table_addf(table, "%u", i + 1);
-        else
-            query_table_add(table, "-");
-        query_table_add(table, signed_count(s->growth_count, a));
-        query_table_add(table, signed_size(s->growth_bytes, b));
-        query_table_add(table, signed_size(s->retained_last - s->retained_first, c));
-        query_table_add(table, sv);
-        query_table_add(table, snapshot_types_name(l->types, s->type_id, d));
-    }
-    query_table_print(table, out);
+    const suspect *s = &l->suspects[i];
+    if (!s->path)
+        return NULL;
     const snapshot_graph *g = retention_graph(l->last);
-    for (uint32_t i = 0; i < l->n_suspects; i++) {
-        const suspect *s = &l->suspects[i];
-        if (!s->flagged)
-            continue;
-        fprintf(out, "\n%u. %s\n", i + 1, snapshot_types_name(l->types, s->type_id, a));
-        holder_print(l, s, out);
-        if (s->path) {
-            g_autofree char *roots = root_paths_roots_text(g, s->path->nodes[0]);
-            g_autofree char *hops = root_path_text(g, l->types, s->path);
-            fprintf(out, "   path:    %s -> %s\n", roots, hops);
-        }
-    }
-}
-
-void leaks_notes_print(const leaks *l, gboolean json)
-{
-    if (l->series_note)
-        retention_note_print(l->series_note, json);
+    g_autofree char *roots = root_paths_roots_text(g, s->path->nodes[0]);
+    g_autofree char *hops = root_path_text(g, l->types, s->path);
+    return g_strdup_printf("%s -> %s", roots, hops);
 }

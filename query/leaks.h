@@ -8,6 +8,8 @@
 #define HEAPLENS_QUERY_LEAKS_H
 
 #include "query/progress.h"
+#include "query/query.h"
+#include "query/snapshot_graph.h"
 
 #include <glib.h>
 #include <jansson.h>
@@ -30,10 +32,32 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(leaks, leaks_free)
 json_t *leaks_json_head(const leaks *l);
 guint leaks_count(const leaks *l);
 json_t *leaks_json_row(const leaks *l, guint i);
-/* The text of `heaplens leaks`: a summary line, the table, then the holder and path of each
- * flagged suspect. */
-void leaks_print(const leaks *l, FILE *out);
-/* The notes (series of all snapshots, retained sizes not stored), on stdout or, with json, stderr. */
-void leaks_notes_print(const leaks *l, gboolean json);
+/* The series compared: k snapshots from *first to *last; *note says why it is not the
+ * snapshots after full GCs (NULL when it is). Borrowed from `l`. */
+void leaks_series_get(const leaks *l, size_t *k, const snapshot_info **first,
+                      const snapshot_info **last, const char **note);
+/* How many of the suspects shown (leaks_count) are flagged. */
+guint leaks_flagged_count(const leaks *l);
+
+/* One suspect shown, as the text of `heaplens leaks` says it. */
+typedef struct leaks_suspect {
+    const char *type; /* borrowed from `l` or the caller's buf */
+    gboolean flagged;
+    int64_t growth_count, growth_bytes, growth_retained_bytes;
+    const int64_t *counts;   /* objects per snapshot of the series (k values); borrowed */
+    const char *holder_type; /* NULL: held by nothing but GC roots and collections */
+    guint holder_rank;       /* the holder's type is flagged suspect number holder_rank (1..);
+                              * 0 when it is not */
+    uint64_t holder_object, holder_retained_bytes;
+    uint64_t held, holders, instances;
+} leaks_suspect;
+
+/* Suspect i (< leaks_count), most suspect first; names may be formatted into buf and
+ * holder_buf. */
+void leaks_suspect_get(const leaks *l, guint i, leaks_suspect *out, char buf[QUERY_FORMAT_MAX],
+                       char holder_buf[QUERY_FORMAT_MAX]);
+/* The path of suspect i from a GC root to the holder's largest instance, as text
+ * ("handle (strong) -> A #1 -> B #2"); NULL when it has none. Free with g_free. */
+char *leaks_suspect_path_text_new(const leaks *l, guint i);
 
 #endif /* HEAPLENS_QUERY_LEAKS_H */

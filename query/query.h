@@ -1,13 +1,12 @@
-/* query.h — helpers shared by every `heaplens` command: argument parsing, formatting, aligned
- * text tables, JSON emission, opening a database and the accuracy note.
+/* query.h — what the command side shares, from the command line down to the query tools: the
+ * error domain, a number the user gave, values as text, JSON values, reading a recording and its
+ * accuracy note.
  *
- * Every command uses these, so all commands look and fail alike:
+ * Every part uses these, so all commands look and fail alike:
  *  - errors are GError ** last; messages are one line, printed by query_error_report as
  *    "heaplens: <message>" on stderr, and the command exits 1;
- *  - text output goes to stdout as aligned tables, sizes in binary units ("1.5 MiB"), counts with
- *    thousands separators ("1,234,567");
- *  - JSON output goes to stdout; rows are streamed one per line, so a large result is never held
- *    twice in memory.
+ *  - sizes in binary units ("1.5 MiB"), counts with thousands separators ("1,234,567").
+ * The command line's own helpers (options, tables, streamed JSON rows) are in cli/cli.h.
  * Single-threaded, like the whole of `heaplens` (except inside snapshot_graph_load).
  */
 #ifndef HEAPLENS_QUERY_H
@@ -32,53 +31,12 @@ typedef enum {
  * become spaces). Returns 1, the exit status of a failed command. */
 int query_error_report(const GError *error);
 
-/* ---- command line ---------------------------------------------------------------------- */
-
-typedef enum {
-    QUERY_OPT_FLAG,  /* --name; target is a gboolean *, set to TRUE */
-    QUERY_OPT_VALUE, /* --name VALUE or --name=VALUE; target is a const char **, set to a string
-                      * borrowed from argv */
-} query_opt_kind;
-
-typedef struct query_option {
-    const char *name; /* long name without the dashes; NULL ends a table */
-    query_opt_kind kind;
-    void *target;
-} query_option;
-
-typedef enum {
-    QUERY_ARGS_OK,    /* parsed; *file is set */
-    QUERY_ARGS_HELP,  /* --help or -h was given; the command's usage has been printed on stdout */
-    QUERY_ARGS_ERROR, /* bad command line; *error is set (QUERY_ERROR_USAGE) */
-} query_args_result;
-
-/* Parses the arguments of a command that takes one FILE and the options in `options` (a table
- * ended by a NULL name). argv[0] is the command name, as the command table passes it. Options and
- * FILE may come in any order; "--" ends the options. --help and -h are always accepted. */
-query_args_result query_args_parse(int argc, char **argv, const query_option *options,
-                                   const char **file, GError **error);
-
-/* The same for a command whose one operand is not a FILE: `operand` names it in the error
- * ("PID") and `operand_meaning` says what it is ("the process to ask"). */
-query_args_result query_args_parse_operand(int argc, char **argv, const query_option *options,
-                                           const char *operand, const char *operand_meaning,
-                                           const char **value, GError **error);
-
 /* Parses `text`, the value of option `option` of `command`, as a decimal integer in
  * [min, max]. On failure sets a QUERY_ERROR_USAGE error that names the option and what
  * it expects (`what`, e.g. "a positive number"). */
 gboolean query_args_parse_uint(const char *command, const char *option, const char *text,
                                uint64_t min, uint64_t max, const char *what, uint64_t *value,
                                GError **error);
-
-/* Parses `text`, the value of option `option` of `command`, as one of names[0..n): *index is its
- * position. On failure sets a QUERY_ERROR_USAGE error that lists them ("'a', 'b' or 'c'"). */
-gboolean query_args_parse_choice(const char *command, const char *option, const char *text,
-                                 const char *const *names, guint n, guint *index, GError **error);
-
-/* Parses `text`, a PID operand of `command`: a process id (1 .. INT32_MAX), else a
- * QUERY_ERROR_USAGE error "<command>: PID must be a process id, not '<text>'". */
-gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error);
 
 /* ---- arithmetic on values read from a file ------------------------------------------------ */
 
@@ -110,34 +68,7 @@ char *query_ms_format(int64_t ns, char buf[QUERY_FORMAT_MAX]);
  * values "gen<N>". Returns a static string or buf. */
 const char *query_generation_name(int64_t generation, char buf[QUERY_FORMAT_MAX]);
 
-/* ---- text tables ----------------------------------------------------------------------- */
-
-typedef enum { QUERY_ALIGN_LEFT, QUERY_ALIGN_RIGHT } query_align;
-
-typedef struct query_column {
-    const char *header;
-    query_align align;
-    const char *gap; /* printed before this column on data rows; NULL: two spaces. The header
-                      * row gets as many spaces. Ignored for the first column. */
-} query_column;
-
-typedef struct query_table query_table;
-
-/* A table of `n_columns` columns; `columns` is borrowed and must outlive the table. Cells are
- * copied once into the table; the widths are known only when every row is in, so the table holds
- * its (formatted) rows until query_table_print. The last column is never padded. */
-query_table *query_table_new(const query_column *columns, size_t n_columns);
-/* Appends a cell to the current row; a row is complete after n_columns cells. NULL prints "-". */
-void query_table_add(query_table *table, const char *text);
-void query_table_addf(query_table *table, const char *format, ...) G_GNUC_PRINTF(2, 3);
-/* Rows added so far (complete ones). */
-size_t query_table_rows(const query_table *table);
-/* Prints the header and the rows. */
-void query_table_print(const query_table *table, FILE *out);
-void query_table_free(query_table *table);
-G_DEFINE_AUTOPTR_CLEANUP_FUNC(query_table, query_table_free)
-
-/* ---- JSON ------------------------------------------------------------------------------ */
+/* ---- JSON values ----------------------------------------------------------------------- */
 
 /* A JSON string for `text` (new reference): null for NULL; invalid UTF-8 is repaired with
  * U+FFFD so that the output is always valid JSON. */
@@ -145,24 +76,6 @@ json_t *query_json_string(const char *text);
 /* Column `column` of the current row of `stmt` as JSON (new reference): integer, real, string
  * or null. */
 json_t *query_json_column(sqlite3_stmt *stmt, int column);
-
-/* Streams {"<head fields>..., "rows":[ row, row, ... ]} with one row per line. */
-typedef struct query_json_rows {
-    FILE *out;
-    gboolean any;
-} query_json_rows;
-
-/* Starts the document. `head` (borrowed, may be NULL) is an object whose fields are written
- * before "rows". */
-void query_json_rows_begin(query_json_rows *rows, FILE *out, const json_t *head);
-/* Writes one row; steals `row`. */
-void query_json_rows_add(query_json_rows *rows, json_t *row);
-void query_json_rows_end(query_json_rows *rows);
-/* Writes a whole document, indented, then a newline. */
-void query_json_print(const json_t *value, FILE *out);
-
-/* Flushes `out` and reports a write error (disk full, closed pipe) as QUERY_ERROR_IO. */
-gboolean query_output_finish(FILE *out, GError **error);
 
 /* ---- the database ---------------------------------------------------------------------- */
 
@@ -190,9 +103,6 @@ gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **err
  * went untracked, GCs were discarded, or the run is not 'complete'; NULL (and no error) when the
  * recording is complete and nothing was lost. Free with g_free. */
 char *query_db_note_new(sqlite3 *db, GError **error);
-/* Prints the note, if any: after the table on stdout for text output; on stderr for JSON output
- * (so that stdout stays one JSON document). */
-gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error);
 
 /* Milliseconds of the monotonic clock: deadlines and waits. */
 static inline uint64_t query_now_ms(void)

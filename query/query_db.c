@@ -251,20 +251,3 @@ out:
     sqlite3_finalize(status);
     return note;
 }
-
-gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error)
-{
-    GError *local = NULL;
-    g_autofree char *note = query_db_note_new(db, &local);
-    if (local) {
-        g_propagate_error(error, local);
-        return FALSE;
-    }
-    if (note) {
-        if (json)
-            fprintf(stderr, "heaplens: %s\n", note);
-        else
-            printf("%s\n", note);
-    }
-    return TRUE;
-}

@@ -874,13 +874,3 @@ json_t *retention_object_json(const retention_object *o, const snapshot_types *t
                      (json_int_t)o->retained_bytes, "retained_count",
                      (json_int_t)o->retained_count, "shallow_bytes", (json_int_t)o->shallow_bytes);
 }
-
-void retention_note_print(const char *note, gboolean json)
-{
-    if (!note)
-        return;
-    if (json)
-        fprintf(stderr, "heaplens: %s\n", note);
-    else
-        printf("%s\n", note);
-}

@@ -93,8 +93,4 @@ GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GErro
  * {"object","type","element_type","retained_bytes","retained_count","shallow_bytes"}. */
 json_t *retention_object_json(const retention_object *o, const snapshot_types *types);
 
-/* Prints a note like the accuracy note (query_db_note_print): after the table on stdout, or on
- * stderr as "heaplens: note: ..." with --json. Does nothing for NULL. */
-void retention_note_print(const char *note, gboolean json);
-
 #endif /* HEAPLENS_QUERY_RETENTION_H */

@@ -1,7 +1,7 @@
 /* cmd_snapshots.c — `heaplens snapshots FILE [--json]`: the heap snapshots of a recording, with
  * their size and the model's self-check (store/SCHEMA.md, table snapshots). */
-#include "query/commands.h"
-#include "query/query.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
 
 static const char snapshots_sql[] =
     "SELECT snapshot, gc, trigger, objects, refs, roots, handles, bytes, model_missing,"

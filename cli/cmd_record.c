@@ -36,10 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "query/commands.h"
-#include "query/query.h"
-#include "query/recording.h"
-#include "query/session.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
+#include "session/recording.h"
+#include "session/session.h"
 #include "store/store.h"
 
 

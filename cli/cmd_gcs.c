@@ -1,6 +1,6 @@
 /* cmd_gcs.c — `heaplens gcs FILE [--json]`: one row per GC. */
-#include "query/commands.h"
-#include "query/query.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
 
 /* One row per GC with its per-generation sizes pivoted into columns; GROUP BY the primary key
  * keeps it streaming in GC order. */

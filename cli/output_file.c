@@ -1,7 +1,7 @@
 /* output_file.c — writing an output file the user named (output_file.h). */
-#include "query/output_file.h"
+#include "cli/output_file.h"
 
-#include "query/query.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 /* cmd_allocations.c — `heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]`:
  * allocated count and bytes per type, most bytes first. */
-#include "query/commands.h"
+#include "cli/commands.h"
 #include "query/estimates.h"
-#include "query/query.h"
+#include "cli/cli.h"
 
 #include <string.h>
 

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "query/commands.h"
-#include "query/query.h"
-#include "query/session.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
+#include "session/session.h"
 
 static int control_connect(const char *path, GError **error) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};

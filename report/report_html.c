@@ -1,7 +1,7 @@
 /* report_html.c — the self-contained report page: report_page/report.html with its
  * placeholders filled in. No network access, no external file: the CSS, the JS and the data
  * are all inside the page, and the JS draws the plots as inline SVG. */
-#include "query/report.h"
+#include "report/report.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 # The report page: report.html (template), report.css and report.js are ordinary files here and
 # are embedded into `heaplens` as C strings at build time (embed.cmake -> report_assets.c).
-# Included by query/CMakeLists.txt before add_executable.
+# Included by report/CMakeLists.txt before add_library.
 set(HEAPLENS_REPORT_PAGE_DIR ${CMAKE_CURRENT_SOURCE_DIR}/report_page)
 add_custom_command(
   OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/report_assets.c
@@ -10,4 +10,4 @@ add_custom_command(
           ${HEAPLENS_REPORT_PAGE_DIR}/report.css ${HEAPLENS_REPORT_PAGE_DIR}/report.js
   COMMENT "Embedding the report page"
   VERBATIM)
-list(APPEND HEAPLENS_QUERY_SOURCES ${CMAKE_CURRENT_BINARY_DIR}/report_assets.c)
+list(APPEND HEAPLENS_REPORT_SOURCES ${CMAKE_CURRENT_BINARY_DIR}/report_assets.c)

@@ -1,8 +1,8 @@
 /* cmd_survivors.c — `heaplens survivors FILE [--gc N] [--top K] [--by age] [--json]`: objects alive right
  * after GC N, grouped by generation and type — or, with --by age, by how many GCs they have
  * survived (the object-age histogram), then generation and type. */
-#include "query/commands.h"
-#include "query/query.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* cmd_roots.c — `heaplens roots FILE (--object ID | --type NAME) [--snapshot S] [--all]`: why an
  * object is alive — the shortest path from a GC root to it, hop by hop. */
-#include "query/commands.h"
-#include "query/query.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
 #include "query/retention.h"
 #include "query/root_paths.h"
 
@@ -212,7 +212,7 @@ int cmd_roots(int argc, char **argv)
     /* Last, when everything is read and printed: a failure leaves the file as it was. */
     if (!retention_commit(db, path, progress, &note, &error))
         goto out;
-    retention_note_print(note, json);
+    query_note_print(note, json);
     if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;

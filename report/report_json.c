@@ -1,6 +1,6 @@
 /* report_json.c — the report document (report.h, README.md "report"), streamed: one top-level
  * field per line and one GC per line, so that 10,000 GCs are never held as JSON in memory. */
-#include "query/report.h"
+#include "report/report.h"
 
 #include "query/query.h"
 

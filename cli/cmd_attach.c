@@ -31,11 +31,11 @@
 #include <unistd.h>
 
 #include "collector/attach_config.h"
-#include "query/attach_ipc.h"
-#include "query/commands.h"
-#include "query/query.h"
-#include "query/recording.h"
-#include "query/session.h"
+#include "session/attach_ipc.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
+#include "session/recording.h"
+#include "session/session.h"
 
 #define ATTACH_TIMEOUT_MS 10000
 

@@ -1,7 +1,7 @@
 /* cmd_info.c — `heaplens info FILE [--json]`: the run, its counters and totals. */
-#include "query/commands.h"
+#include "cli/commands.h"
 #include "query/estimates.h"
-#include "query/query.h"
+#include "cli/cli.h"
 
 #include <glib/gstdio.h>
 #include <inttypes.h>

@@ -6,9 +6,9 @@
  * Across two files (--to-file), types are matched by name and an object survives when the same
  * allocation number has the same type name in both: exact for a program that allocates the same
  * way on every run; otherwise read the per-type counts. */
-#include "query/commands.h"
+#include "cli/commands.h"
 #include "query/estimates.h"
-#include "query/query.h"
+#include "cli/cli.h"
 #include "query/snapshot_graph.h"
 
 #include <inttypes.h>

@@ -1,9 +1,9 @@
 /* cmd_report.c — `heaplens report FILE [-o OUT] [--json]`: the per-GC report as one
  * self-contained HTML page, or the same content as JSON (report.h). */
-#include "query/commands.h"
-#include "query/output_file.h"
-#include "query/query.h"
-#include "query/report.h"
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/cli.h"
+#include "report/report.h"
 #include "query/retention.h"
 
 #include <errno.h>
@@ -132,7 +132,7 @@ int cmd_report(int argc, char **argv)
     if (data->note)
         fprintf(stderr, "heaplens: %s\n", data->note);
     for (guint i = 0; i < data->notes->len; i++)
-        retention_note_print(g_ptr_array_index(data->notes, i), TRUE);
+        query_note_print(g_ptr_array_index(data->notes, i), TRUE);
     status = 0;
 out:
     query_output_file_release(&file);

@@ -1,9 +1,9 @@
 /* cmd_stacks.c — `heaplens stacks FILE [--type NAME] [--top K] [--by allocated|survived|mid-life]
  * [--gc N | --interval A..B] [--sort bytes|count] [--json] [--speedscope OUT]`: the allocation
  * sites (stack and type) with the most estimated bytes, innermost frame first (stacks.h). */
-#include "query/commands.h"
-#include "query/output_file.h"
-#include "query/query.h"
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/cli.h"
 #include "query/snapshot_graph.h"
 #include "query/stacks.h"
 

@@ -1,5 +1,5 @@
 /* main.c — `heaplens`: one executable, subcommands dispatched through a table (git.c style). */
-#include "query/commands.h"
+#include "cli/commands.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,66 +1,9 @@
-/* query_output.c — formatting, aligned text tables and JSON emission for every command. */
-#include "query/query.h"
+/* output.c — aligned text tables and JSON emission for every command (cli.h). */
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-
-/* ---- formatting ------------------------------------------------------------------------ */
-
-char *query_size_format(int64_t bytes, char buf[QUERY_FORMAT_MAX])
-{
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    const char *sign = bytes < 0 ? "-" : "";
-    uint64_t magnitude = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
-    if (magnitude < 1024) {
-        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 " B", sign, magnitude);
-        return buf;
-    }
-    double value = (double)magnitude / 1024.0;
-    size_t unit = 0;
-    /* Step up while the value would print as 1024.0 or more. */
-    while (value >= 1023.95 && unit + 1 < G_N_ELEMENTS(units)) {
-        value /= 1024.0;
-        unit++;
-    }
-    snprintf(buf, QUERY_FORMAT_MAX, "%s%.1f %s", sign, value, units[unit]);
-    return buf;
-}
-
-char *query_count_format(int64_t count, char buf[QUERY_FORMAT_MAX])
-{
-    char digits[32];
-    uint64_t magnitude = count < 0 ? (uint64_t)0 - (uint64_t)count : (uint64_t)count;
-    int n = snprintf(digits, sizeof digits, "%" PRIu64, magnitude);
-    char *p = buf;
-    if (count < 0)
-        *p++ = '-';
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && (n - i) % 3 == 0)
-            *p++ = ',';
-        *p++ = digits[i];
-    }
-    *p = '\0';
-    return buf;
-}
-
-char *query_ms_format(int64_t ns, char buf[QUERY_FORMAT_MAX])
-{
-    const char *sign = ns < 0 ? "-" : "";
-    uint64_t magnitude = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-    uint64_t us = (magnitude + 500) / 1000; /* round to the microsecond */
-    snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 ".%03" PRIu64, sign, us / 1000, us % 1000);
-    return buf;
-}
-
-const char *query_generation_name(int64_t generation, char buf[QUERY_FORMAT_MAX])
-{
-    static const char *const names[] = {"gen0", "gen1", "gen2", "loh", "poh", "nongc"};
-    if (generation >= 0 && generation < (int64_t)G_N_ELEMENTS(names))
-        return names[generation];
-    snprintf(buf, QUERY_FORMAT_MAX, "gen%" PRId64, generation);
-    return buf;
-}
 
 /* ---- text tables ----------------------------------------------------------------------- */
 
@@ -169,33 +112,6 @@ void query_table_print(const query_table *table, FILE *out)
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
-json_t *query_json_string(const char *text)
-{
-    if (!text)
-        return json_null();
-    json_t *value = json_string(text);
-    if (!value) {
-        g_autofree char *valid = g_utf8_make_valid(text, -1);
-        value = json_string(valid);
-    }
-    return value;
-}
-
-json_t *query_json_column(sqlite3_stmt *stmt, int column)
-{
-    switch (sqlite3_column_type(stmt, column)) {
-    case SQLITE_INTEGER:
-        return json_integer(sqlite3_column_int64(stmt, column));
-    case SQLITE_FLOAT:
-        return json_real(sqlite3_column_double(stmt, column));
-    case SQLITE_TEXT:
-    case SQLITE_BLOB:
-        return query_json_string((const char *)sqlite3_column_text(stmt, column));
-    default:
-        return json_null();
-    }
-}
-
 #define QUERY_JSON_FLAGS (JSON_COMPACT | JSON_ENCODE_ANY)
 
 void query_json_rows_begin(query_json_rows *rows, FILE *out, const json_t *head)
@@ -247,5 +163,27 @@ gboolean query_output_finish(FILE *out, GError **error)
                     saved ? g_strerror(saved) : "I/O error");
         return FALSE;
     }
+    return TRUE;
+}
+
+void query_note_print(const char *note, gboolean json)
+{
+    if (!note)
+        return;
+    if (json)
+        fprintf(stderr, "heaplens: %s\n", note);
+    else
+        printf("%s\n", note);
+}
+
+gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error)
+{
+    GError *local = NULL;
+    g_autofree char *note = query_db_note_new(db, &local);
+    if (local) {
+        g_propagate_error(error, local);
+        return FALSE;
+    }
+    query_note_print(note, json);
     return TRUE;
 }

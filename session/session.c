@@ -1,5 +1,5 @@
 /* session.c — see session.h. */
-#include "query/session.h"
+#include "session/session.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* recording.c — see recording.h. */
 #define _GNU_SOURCE
-#include "query/recording.h"
+#include "session/recording.h"
 
 #include "query/estimates.h"
 

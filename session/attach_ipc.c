@@ -8,7 +8,7 @@
  * (OK) or 0xFF (Error), then a u32 HRESULT; its size is read from the header. The runtime sends
  * it after InitializeForAttach and ProfilerAttachComplete returned, then closes. */
 #define _GNU_SOURCE
-#include "query/attach_ipc.h"
+#include "session/attach_ipc.h"
 
 #include <errno.h>
 #include <fcntl.h>

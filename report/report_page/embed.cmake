@@ -1,8 +1,8 @@
 # embed.cmake — writes report_assets.c: the page's template, CSS and JS as NUL-terminated C
 # strings (report.h: report_page_template, report_page_css, report_page_js).
 # Usage: cmake -DDIR=<this folder> -DOUT=<file.c> -P embed.cmake
-set(text "/* Generated from query/report_page/ by embed.cmake: do not edit. */\n")
-string(APPEND text "#include \"query/report.h\"\n")
+set(text "/* Generated from report/report_page/ by embed.cmake: do not edit. */\n")
+string(APPEND text "#include \"report/report.h\"\n")
 foreach(entry "template=report.html" "css=report.css" "js=report.js")
   string(REPLACE "=" ";" entry "${entry}")
   list(GET entry 0 name)

@@ -1,21 +1,9 @@
-/* query_args.c — the command-line parser shared by the query commands. */
-#include "query/query.h"
+/* args.c — the command-line parser shared by the commands (cli.h). */
+#include "cli/cli.h"
 
-#include "query/commands.h"
+#include "cli/commands.h"
 
 #include <string.h>
-
-G_DEFINE_QUARK(heaplens-query-error-quark, query_error)
-
-int query_error_report(const GError *error)
-{
-    g_autofree char *line = g_strdup(error && error->message ? error->message : "unknown error");
-    for (char *p = line; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
-    fprintf(stderr, "heaplens: %s\n", line);
-    return 1;
-}
 
 static const query_option *option_find(const query_option *options, const char *name,
                                        size_t name_len)
@@ -101,21 +89,6 @@ query_args_result query_args_parse_operand(int argc, char **argv, const query_op
         return QUERY_ARGS_ERROR;
     }
     return QUERY_ARGS_OK;
-}
-
-gboolean query_args_parse_uint(const char *command, const char *option, const char *text,
-                               uint64_t min, uint64_t max, const char *what, uint64_t *value,
-                               GError **error)
-{
-    guint64 parsed = 0;
-    /* g_ascii_string_to_unsigned accepts only digits: no sign, no spaces, no trailing junk. */
-    if (!g_ascii_string_to_unsigned(text, 10, min, max, &parsed, NULL)) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s expects %s, not '%s'",
-                    command, option, what, text);
-        return FALSE;
-    }
-    *value = parsed;
-    return TRUE;
 }
 
 gboolean query_args_parse_choice(const char *command, const char *option, const char *text,

@@ -9,7 +9,7 @@
  *   same (t, g, f, u) are summed by SQLite first; then +s at f and -s at u go into difference
  *   arrays indexed by GC ordinal, and prefix sums give the bytes after every GC.
  */
-#include "query/report.h"
+#include "report/report.h"
 
 #include "query/estimates.h"
 #include "query/leaks.h"

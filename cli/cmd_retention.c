@@ -3,8 +3,8 @@
  *
  * The first run on a snapshot computes the dominator tree and stores the retained sizes
  * (retention.h); every later run reads them back with one indexed query. */
-#include "query/commands.h"
-#include "query/query.h"
+#include "cli/commands.h"
+#include "cli/cli.h"
 #include "query/retention.h"
 
 #include <inttypes.h>
@@ -197,7 +197,7 @@ int cmd_retention(int argc, char **argv)
     /* Last, when everything is read and printed: a failure leaves the file as it was. */
     if (!retention_commit(db, path, progress, &note, &error))
         goto out;
-    retention_note_print(note, json);
+    query_note_print(note, json);
     if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;
