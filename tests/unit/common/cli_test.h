@@ -1,5 +1,5 @@
 /* cli_test.h — the harness of the unit tests that run the `heaplens` binary on fixture recordings
- * (tests/unit/query, stacks, leaks): the binary and the work directory, checks of a run's exit
+ * (tests/unit/cli, query/stacks, query/leaks): the binary and the work directory, checks of a run's exit
  * status, stdout and stderr, fixture files in the work directory, and the test program's main
  * loop (one case by name, or all). One test program per source file includes this. */
 #ifndef HEAPLENS_TEST_CLI_TEST_H

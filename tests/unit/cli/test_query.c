@@ -4,7 +4,7 @@
  *
  * Builds fixture recordings through the real writer (hl_stream_builder → store_writer), runs the
  * `heaplens` binary on them in a temporary directory and compares exit status, stdout and stderr
- * exactly. Each CASE is its own ctest entry (tests/unit/query/CMakeLists.txt).
+ * exactly. Each CASE is its own ctest entry (tests/unit/cli/CMakeLists.txt).
  */
 #include "tests/unit/common/cli_test.h"
 
