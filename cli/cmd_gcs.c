@@ -1,40 +1,7 @@
-/* cmd_gcs.c — `heaplens gcs FILE [--json]`: one row per GC. */
-#include "cli/commands.h"
+/* cmd_gcs.c — `heaplens gcs FILE [--json]`: one row per GC (query/gcs.h). */
 #include "cli/cli.h"
-
-/* One row per GC with its per-generation sizes pivoted into columns; GROUP BY the primary key
- * keeps it streaming in GC order. */
-static const char gcs_sql[] =
-    "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.pause_ns, g.start_ns,"
-    "       g.end_ns, g.survived_bytes, g.moved_bytes, g.objects_live, g.incomplete,"
-    "       MAX(CASE WHEN s.generation = 0 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 0 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 1 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 1 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 2 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 2 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 3 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 3 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 4 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 4 THEN s.size_after END)"
-    "  FROM gcs AS g LEFT JOIN gc_generations AS s ON s.gc = g.gc"
-    " GROUP BY g.gc ORDER BY g.gc";
-
-enum {
-    COL_GC,
-    COL_GENERATION,
-    COL_REASON,
-    COL_INDUCED,
-    COL_COMPACTING,
-    COL_PAUSE_NS,
-    COL_START_NS,
-    COL_END_NS,
-    COL_SURVIVED,
-    COL_MOVED,
-    COL_OBJECTS_LIVE,
-    COL_INCOMPLETE,
-    COL_SIZES, /* before, after for generations 0..4 */
-};
+#include "cli/commands.h"
+#include "query/gcs.h"
 
 static const char *const size_names[] = {"gen0", "gen1", "gen2", "loh", "poh"};
 
@@ -58,69 +25,66 @@ static const query_column gcs_columns[] = {
     {"survived", QUERY_ALIGN_RIGHT, NULL},
 };
 
-static json_t *json_bool_column(sqlite3_stmt *stmt, int column)
+static json_t *json_int(query_opt_int v)
 {
-    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
-        return json_null();
-    return json_boolean(sqlite3_column_int64(stmt, column) != 0);
+    return v.set ? json_integer(v.value) : json_null();
 }
 
-static json_t *gcs_row_json(sqlite3_stmt *stmt)
+static json_t *json_bool(query_opt_int v)
+{
+    return v.set ? json_boolean(v.value != 0) : json_null();
+}
+
+static json_t *gcs_row_json(const query_gc *gc)
 {
     json_t *before = json_object();
     json_t *after = json_object();
     for (int g = 0; g < 5; g++) {
-        json_object_set_new(before, size_names[g], query_json_column(stmt, COL_SIZES + 2 * g));
-        json_object_set_new(after, size_names[g], query_json_column(stmt, COL_SIZES + 2 * g + 1));
+        json_object_set_new(before, size_names[g], json_int(gc->size_before[g]));
+        json_object_set_new(after, size_names[g], json_int(gc->size_after[g]));
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                     "gc", query_json_column(stmt, COL_GC),
-                     "generation", query_json_column(stmt, COL_GENERATION),
-                     "reason", query_json_column(stmt, COL_REASON),
-                     "induced", json_bool_column(stmt, COL_INDUCED),
-                     "compacting", json_bool_column(stmt, COL_COMPACTING),
-                     "pause_ns", query_json_column(stmt, COL_PAUSE_NS),
-                     "start_ns", query_json_column(stmt, COL_START_NS),
-                     "end_ns", query_json_column(stmt, COL_END_NS),
-                     "survived_bytes", query_json_column(stmt, COL_SURVIVED),
-                     "moved_bytes", query_json_column(stmt, COL_MOVED),
-                     "objects_live", query_json_column(stmt, COL_OBJECTS_LIVE),
-                     "incomplete", json_bool_column(stmt, COL_INCOMPLETE),
+    return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                     "gc", (json_int_t)gc->gc,
+                     "generation", (json_int_t)gc->generation,
+                     "reason", query_json_string(gc->reason),
+                     "induced", json_bool(gc->induced),
+                     "compacting", json_bool(gc->compacting),
+                     "pause_ns", json_int(gc->pause_ns),
+                     "start_ns", json_int(gc->start_ns),
+                     "end_ns", json_int(gc->end_ns),
+                     "survived_bytes", json_int(gc->survived_bytes),
+                     "moved_bytes", json_int(gc->moved_bytes),
+                     "objects_live", json_int(gc->objects_live),
+                     "incomplete", json_bool(gc->incomplete),
                      "size_before", before,
                      "size_after", after);
 }
 
-static const char *yes_no(sqlite3_stmt *stmt, int column)
+static const char *yes_no(query_opt_int v)
 {
-    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
-        return NULL;
-    return sqlite3_column_int64(stmt, column) ? "yes" : "no";
+    return v.set ? (v.value ? "yes" : "no") : NULL;
 }
 
-static void size_cell_add(query_table *table, sqlite3_stmt *stmt, int column)
+static void size_cell_add(query_table *table, query_opt_int v)
 {
     char buf[QUERY_FORMAT_MAX];
-    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
-        query_table_add(table, NULL);
-    else
-        query_table_add(table, query_size_format(sqlite3_column_int64(stmt, column), buf));
+    query_table_add(table, v.set ? query_size_format(v.value, buf) : NULL);
 }
 
-static void gcs_row_add(query_table *table, sqlite3_stmt *stmt)
+static void gcs_row_add(query_table *table, const query_gc *gc)
 {
     char buf[QUERY_FORMAT_MAX];
-    query_table_add(table, query_count_format(sqlite3_column_int64(stmt, COL_GC), buf));
-    query_table_addf(table, "%lld", (long long)sqlite3_column_int64(stmt, COL_GENERATION));
-    query_table_add(table, (const char *)sqlite3_column_text(stmt, COL_REASON));
-    query_table_add(table, yes_no(stmt, COL_INDUCED));
-    query_table_add(table, yes_no(stmt, COL_COMPACTING));
-    if (sqlite3_column_type(stmt, COL_PAUSE_NS) == SQLITE_NULL)
-        query_table_add(table, NULL);
-    else
-        query_table_add(table, query_ms_format(sqlite3_column_int64(stmt, COL_PAUSE_NS), buf));
-    for (int c = COL_SIZES; c < COL_SIZES + 10; c++)
-        size_cell_add(table, stmt, c);
-    size_cell_add(table, stmt, COL_SURVIVED);
+    query_table_add(table, query_count_format(gc->gc, buf));
+    query_table_addf(table, "%lld", (long long)gc->generation);
+    query_table_add(table, gc->reason);
+    query_table_add(table, yes_no(gc->induced));
+    query_table_add(table, yes_no(gc->compacting));
+    query_table_add(table, gc->pause_ns.set ? query_ms_format(gc->pause_ns.value, buf) : NULL);
+    for (int g = 0; g < 5; g++) {
+        size_cell_add(table, gc->size_before[g]);
+        size_cell_add(table, gc->size_after[g]);
+    }
+    size_cell_add(table, gc->survived_bytes);
 }
 
 int cmd_gcs(int argc, char **argv)
@@ -133,11 +97,8 @@ int cmd_gcs(int argc, char **argv)
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    g_autoptr(query_table) table = NULL;
-    query_json_rows rows;
+    g_autoptr(GArray) gcs = NULL;
     sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
-    gboolean row = FALSE;
 
     switch (query_args_parse(argc, argv, options, &path, &error)) {
     case QUERY_ARGS_HELP:
@@ -149,35 +110,26 @@ int cmd_gcs(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db)
-        goto out;
-    stmt = query_db_prepare(db, gcs_sql, &error);
-    if (!stmt)
-        goto out;
-    if (json)
-        query_json_rows_begin(&rows, stdout, NULL);
-    else
-        table = query_table_new(gcs_columns, G_N_ELEMENTS(gcs_columns));
-    while (query_db_step(stmt, &row, &error) && row) {
-        if (json)
-            query_json_rows_add(&rows, gcs_row_json(stmt));
-        else
-            gcs_row_add(table, stmt);
-    }
-    if (error)
+    if (!db || !(gcs = query_gcs_read(db, &error)))
         goto out;
     if (json) {
+        query_json_rows rows;
+        query_json_rows_begin(&rows, stdout, NULL);
+        for (guint i = 0; i < gcs->len; i++)
+            query_json_rows_add(&rows, gcs_row_json(&g_array_index(gcs, query_gc, i)));
         query_json_rows_end(&rows);
-    } else if (query_table_rows(table) == 0) {
+    } else if (gcs->len == 0) {
         printf("no GC was recorded\n");
     } else {
+        g_autoptr(query_table) table = query_table_new(gcs_columns, G_N_ELEMENTS(gcs_columns));
+        for (guint i = 0; i < gcs->len; i++)
+            gcs_row_add(table, &g_array_index(gcs, query_gc, i));
         query_table_print(table, stdout);
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     status = 0;
 out:
-    sqlite3_finalize(stmt);
     sqlite3_close(db);
     if (error)
         query_error_report(error);

@@ -1,11 +1,8 @@
 /* cmd_snapshots.c — `heaplens snapshots FILE [--json]`: the heap snapshots of a recording, with
- * their size and the model's self-check (store/SCHEMA.md, table snapshots). */
-#include "cli/commands.h"
+ * their size and the model's self-check (query/snapshots.h). */
 #include "cli/cli.h"
-
-static const char snapshots_sql[] =
-    "SELECT snapshot, gc, trigger, objects, refs, roots, handles, bytes, model_missing,"
-    " model_extra, frozen, unresolved, walk_ns, model_unreported FROM snapshots ORDER BY snapshot";
+#include "cli/commands.h"
+#include "query/snapshots.h"
 
 static const query_column snapshots_columns[] = {
     {"snapshot", QUERY_ALIGN_RIGHT, NULL}, {"gc", QUERY_ALIGN_RIGHT, NULL},
@@ -20,19 +17,16 @@ static const query_column snapshots_columns[] = {
 int cmd_snapshots(int argc, char **argv)
 {
     int status = 1;
-    gboolean json = FALSE, row = FALSE, stepped = FALSE;
+    gboolean json = FALSE;
     const char *path = NULL;
     const query_option options[] = {
         {"json", QUERY_OPT_FLAG, &json},
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    g_autoptr(query_table) table = NULL;
-    query_json_rows rows;
+    g_autoptr(GArray) snapshots = NULL;
     sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
     int64_t drift = 0;
-    size_t n = 0;
     char f[8][QUERY_FORMAT_MAX];
 
     switch (query_args_parse(argc, argv, options, &path, &error)) {
@@ -45,54 +39,49 @@ int cmd_snapshots(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db || !(stmt = query_db_prepare(db, snapshots_sql, &error)))
-        goto out;
-    if (json)
-        query_json_rows_begin(&rows, stdout, NULL);
-    else
-        table = query_table_new(snapshots_columns, G_N_ELEMENTS(snapshots_columns));
-    while ((stepped = query_db_step(stmt, &row, &error)) && row) {
-        int64_t v[14];
-        for (int i = 0; i < 14; i++)
-            v[i] = sqlite3_column_int64(stmt, i);
-        const char *trigger = (const char *)sqlite3_column_text(stmt, 2);
-        drift += v[8] + v[9];
-        n++;
-        if (json) {
-            query_json_rows_add(
-                &rows, json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-                                 "snapshot", (json_int_t)v[0], "gc", (json_int_t)v[1], "trigger",
-                                 query_json_string(trigger), "objects", (json_int_t)v[3],
-                                 "references", (json_int_t)v[4], "roots", (json_int_t)v[5],
-                                 "handles", (json_int_t)v[6], "bytes", (json_int_t)v[7],
-                                 "model_missing", (json_int_t)v[8], "model_extra",
-                                 (json_int_t)v[9], "frozen", (json_int_t)v[10], "unresolved",
-                                 (json_int_t)v[11], "walk_ns", (json_int_t)v[12],
-                                 "model_unreported", (json_int_t)v[13]));
-            continue;
-        }
-        query_table_addf(table, "%" G_GINT64_FORMAT, v[0]);
-        query_table_addf(table, "%" G_GINT64_FORMAT, v[1]);
-        query_table_add(table, trigger);
-        query_table_add(table, query_count_format(v[3], f[0]));
-        query_table_add(table, query_count_format(v[4], f[1]));
-        query_table_add(table, query_count_format(v[5], f[2]));
-        query_table_add(table, query_count_format(v[6], f[3]));
-        query_table_add(table, query_size_format(v[7], f[4]));
-        query_table_add(table, query_count_format(v[10], f[5]));
-        query_table_addf(table, "%" G_GINT64_FORMAT, v[8]);
-        query_table_addf(table, "%" G_GINT64_FORMAT, v[9]);
-        query_table_addf(table, "%" G_GINT64_FORMAT, v[13]);
-        query_table_add(table, query_ms_format(v[12], f[6]));
-    }
-    if (!stepped)
+    if (!db || !(snapshots = query_snapshots_read(db, &drift, &error)))
         goto out;
     if (json) {
+        query_json_rows rows;
+        query_json_rows_begin(&rows, stdout, NULL);
+        for (guint i = 0; i < snapshots->len; i++) {
+            const query_snapshot *s = &g_array_index(snapshots, query_snapshot, i);
+            query_json_rows_add(
+                &rows, json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                                 "snapshot", (json_int_t)s->snapshot, "gc", (json_int_t)s->gc,
+                                 "trigger", query_json_string(s->trigger), "objects",
+                                 (json_int_t)s->objects, "references", (json_int_t)s->refs,
+                                 "roots", (json_int_t)s->roots, "handles", (json_int_t)s->handles,
+                                 "bytes", (json_int_t)s->bytes, "model_missing",
+                                 (json_int_t)s->model_missing, "model_extra",
+                                 (json_int_t)s->model_extra, "frozen", (json_int_t)s->frozen,
+                                 "unresolved", (json_int_t)s->unresolved, "walk_ns",
+                                 (json_int_t)s->walk_ns, "model_unreported",
+                                 (json_int_t)s->model_unreported));
+        }
         query_json_rows_end(&rows);
-    } else if (n == 0) {
+    } else if (snapshots->len == 0) {
         printf("%s has no snapshots: record with --snapshot (default: one at every GC.Collect), "
                "or take one with 'heaplens snapshot PID'\n", path);
     } else {
+        g_autoptr(query_table) table =
+            query_table_new(snapshots_columns, G_N_ELEMENTS(snapshots_columns));
+        for (guint i = 0; i < snapshots->len; i++) {
+            const query_snapshot *s = &g_array_index(snapshots, query_snapshot, i);
+            query_table_addf(table, "%" G_GINT64_FORMAT, s->snapshot);
+            query_table_addf(table, "%" G_GINT64_FORMAT, s->gc);
+            query_table_add(table, s->trigger);
+            query_table_add(table, query_count_format(s->objects, f[0]));
+            query_table_add(table, query_count_format(s->refs, f[1]));
+            query_table_add(table, query_count_format(s->roots, f[2]));
+            query_table_add(table, query_count_format(s->handles, f[3]));
+            query_table_add(table, query_size_format(s->bytes, f[4]));
+            query_table_add(table, query_count_format(s->frozen, f[5]));
+            query_table_addf(table, "%" G_GINT64_FORMAT, s->model_missing);
+            query_table_addf(table, "%" G_GINT64_FORMAT, s->model_extra);
+            query_table_addf(table, "%" G_GINT64_FORMAT, s->model_unreported);
+            query_table_add(table, query_ms_format(s->walk_ns, f[6]));
+        }
         query_table_print(table, stdout);
         /* The self-check: missing = the model holds it, the runtime's walk does not; extra = the
          * other way round (objects the collector never saw allocated). Unreported objects (the
@@ -107,7 +96,6 @@ int cmd_snapshots(int argc, char **argv)
         goto out;
     status = 0;
 out:
-    sqlite3_finalize(stmt);
     sqlite3_close(db);
     if (error)
         query_error_report(error);

@@ -1,0 +1,31 @@
+/* allocations.h — allocated count and bytes per type, exact or estimated as the recording allows
+ * (estimates.h), of every thread or of some (the analysis behind `heaplens allocations`).
+ *
+ * Errors: GError ** last, one line (QUERY_ERROR_NOT_FOUND for a thread that is not in the
+ * recording). Single-threaded.
+ */
+#ifndef HEAPLENS_QUERY_ALLOCATIONS_H
+#define HEAPLENS_QUERY_ALLOCATIONS_H
+
+#include "query/estimates.h"
+
+#include <glib.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+typedef struct query_allocation {
+    int64_t type_id;
+    int64_t count;
+    int64_t bytes;
+    char *name; /* owned; "<type N>" for a type id without a name, as the views say */
+} query_allocation;
+
+/* The allocations of the recording at `path` (open as `db`) per type, most bytes first (then
+ * most objects, then by name): of the threads `thread` names (an OS thread id of a thread in the
+ * recording, or else the name of one or more threads), of every thread when NULL. Fills
+ * *estimates (query_estimates_clear). A new array of query_allocation (its free function
+ * releases the rows); NULL on error. */
+GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread,
+                               query_estimates *estimates, GError **error);
+
+#endif /* HEAPLENS_QUERY_ALLOCATIONS_H */

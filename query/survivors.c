@@ -1,0 +1,157 @@
+/* survivors.c — the objects alive right after a GC (survivors.h). */
+#include "query/survivors.h"
+
+#include "query/query.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* "Alive after GC n in generation g" (SCHEMA.md): from_gc <= n < until_gc. The range on from_gc
+ * can use object_generations_by_gc; objects are joined by primary key. */
+/* ?2: --top K keeps the K groups with the most bytes (all when NULL); the totals and the group
+ * count (columns 4..6) are over all groups. */
+static const char survivors_sql[] =
+    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
+    "       s.all_n, s.all_bytes, s.groups"
+    "  FROM (SELECT og.generation, o.type_id, COUNT(*) AS n, SUM(o.size) AS bytes,"
+    "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "               COUNT(*) OVER () AS groups,"
+    "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
+    "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
+    "         GROUP BY og.generation, o.type_id) AS s"
+    "  LEFT JOIN types AS t ON t.id = s.type_id"
+    " WHERE ?2 IS NULL OR s.rank <= ?2"
+    " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2";
+
+/* The same objects, grouped by age: GCs survived = N - first_gc + 1 (first_gc is the first GC
+ * after the allocation; an object found in a heap walk is as old as that walk, a lower bound).
+ * ?2 and columns 6..8 as in survivors_sql: --top K keeps the K groups with the most bytes. */
+static const char survivors_age_sql[] =
+    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
+    "       s.all_n, s.all_bytes, s.groups"
+    "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id, COUNT(*) AS n,"
+    "               SUM(o.size) AS bytes,"
+    "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "               COUNT(*) OVER () AS groups,"
+    "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
+    "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
+    "         GROUP BY age, og.generation, o.type_id) AS s"
+    "  LEFT JOIN types AS t ON t.id = s.type_id"
+    " WHERE ?2 IS NULL OR s.rank <= ?2"
+    " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3";
+
+/* Picks the GC: `text` (the --gc value) or, when NULL, the last GC. Fails with one line naming
+ * the valid range when there is no such GC, or when the recording has no GC at all. */
+static gboolean survivors_gc_pick(sqlite3 *db, const char *path, const char *text, int64_t *gc,
+                                  GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    uint64_t wanted = 0;
+    int64_t first = 0, last = 0, count = 0;
+    sqlite3_stmt *stmt = NULL;
+
+    if (text && !query_args_parse_uint("survivors", "gc", text, 0, G_MAXUINT64,
+                                       "a GC number (1, 2, ...)", &wanted, error))
+        goto out;
+    stmt = query_db_prepare(db, "SELECT MIN(gc), MAX(gc), COUNT(*) FROM gcs", error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    first = sqlite3_column_int64(stmt, 0);
+    last = sqlite3_column_int64(stmt, 1);
+    count = sqlite3_column_int64(stmt, 2);
+    if (count == 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "%s has no GC, so nothing has survived one; see 'heaplens allocations'", path);
+        goto out;
+    }
+    if (!text) {
+        *gc = last;
+        ok = TRUE;
+        goto out;
+    }
+    if (wanted < (uint64_t)first || wanted > (uint64_t)last) {
+        if (first == last)
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no GC %" PRIu64 " in %s: it has one GC, GC %" PRId64, wanted, path, first);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no GC %" PRIu64 " in %s: its GCs are %" PRId64 " to %" PRId64, wanted,
+                        path, first, last);
+        goto out;
+    }
+    if (count != last - first + 1) {
+        /* A gap (should not happen: GCs are stored in order, without gaps). */
+        int64_t exists = 0;
+        g_autofree char *sql = g_strdup_printf("SELECT COUNT(*) FROM gcs WHERE gc = %" PRIu64,
+                                               wanted);
+        if (!query_db_int(db, sql, &exists, error))
+            goto out;
+        if (!exists) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no GC %" PRIu64 " in %s: GC %" PRIu64 " is missing from %" PRId64
+                        " to %" PRId64,
+                        wanted, path, wanted, first, last);
+            goto out;
+        }
+    }
+    *gc = (int64_t)wanted;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static void group_clear(void *row)
+{
+    g_free(((query_survivor_group *)row)->type);
+}
+
+void query_survivors_clear(query_survivors *s)
+{
+    if (s->groups)
+        g_array_unref(s->groups);
+    s->groups = NULL;
+}
+
+gboolean query_survivors_read(sqlite3 *db, const char *path, const char *gc_text,
+                              gboolean by_age, uint64_t top, query_survivors *s, GError **error)
+{
+    gboolean ok = FALSE, row = FALSE, stepped = FALSE;
+    sqlite3_stmt *stmt = NULL;
+    const int first = by_age ? 1 : 0; /* the age column comes first */
+
+    memset(s, 0, sizeof *s);
+    s->groups = g_array_new(FALSE, TRUE, sizeof(query_survivor_group));
+    g_array_set_clear_func(s->groups, group_clear);
+    if (!survivors_gc_pick(db, path, gc_text, &s->gc, error))
+        goto out;
+    stmt = query_db_prepare(db, by_age ? survivors_age_sql : survivors_sql, error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, s->gc);
+    if (top)
+        sqlite3_bind_int64(stmt, 2, (sqlite3_int64)top);
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        query_survivor_group g = {
+            .age = by_age ? sqlite3_column_int64(stmt, 0) : 0,
+            .generation = sqlite3_column_int64(stmt, first),
+            .type = g_strdup((const char *)sqlite3_column_text(stmt, first + 1)),
+            .count = sqlite3_column_int64(stmt, first + 2),
+            .bytes = sqlite3_column_int64(stmt, first + 3),
+        };
+        g_array_append_val(s->groups, g);
+        /* the same on every row: over all groups, also with --top */
+        s->total_count = sqlite3_column_int64(stmt, first + 4);
+        s->total_bytes = sqlite3_column_int64(stmt, first + 5);
+        s->total_groups = sqlite3_column_int64(stmt, first + 6);
+    }
+    if (!stepped)
+        goto out;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
