@@ -1,19 +1,10 @@
-/* cmd_info.c — `heaplens info FILE [--json]`: the run, its counters and totals. */
-#include "cli/commands.h"
-#include "query/estimates.h"
+/* cmd_info.c — `heaplens info FILE [--json]`: the run, its counters and totals
+ * (query/info.h). */
 #include "cli/cli.h"
+#include "cli/commands.h"
+#include "query/info.h"
 
-#include <glib/gstdio.h>
-#include <inttypes.h>
 #include <string.h>
-
-typedef struct info_totals {
-    int64_t gcs, gcs_gen[3], gcs_induced, gcs_compacting, gcs_incomplete, pause_ns;
-    int64_t allocations, allocation_bytes, survived, survived_bytes;
-    int64_t objects, object_bytes, objects_alive;
-    int64_t types, threads;
-    int64_t file_bytes;
-} info_totals;
 
 /* Text output: "key  value" lines, keys padded to a common width per section. */
 typedef struct info_lines {
@@ -58,81 +49,7 @@ static char *count_dup(int64_t n)
     return g_strdup(query_count_format(n, buf));
 }
 
-static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estimates *estimates,
-                                info_totals *totals, GError **error)
-{
-    gboolean ok = FALSE;
-    gboolean row = FALSE;
-    GStatBuf st;
-    sqlite3_stmt *stmt = query_db_prepare(
-        db,
-        "SELECT COUNT(*), TOTAL(generation = 0), TOTAL(generation = 1), TOTAL(generation = 2),"
-        "       TOTAL(induced <> 0), TOTAL(compacting <> 0), TOTAL(incomplete <> 0),"
-        "       TOTAL(pause_ns)"
-        "  FROM gcs",
-        error);
-    if (!stmt || !query_db_step(stmt, &row, error))
-        goto out;
-    totals->gcs = sqlite3_column_int64(stmt, 0);
-    for (int g = 0; g < 3; g++)
-        totals->gcs_gen[g] = sqlite3_column_int64(stmt, 1 + g);
-    totals->gcs_induced = sqlite3_column_int64(stmt, 4);
-    totals->gcs_compacting = sqlite3_column_int64(stmt, 5);
-    totals->gcs_incomplete = sqlite3_column_int64(stmt, 6);
-    totals->pause_ns = sqlite3_column_int64(stmt, 7);
-    sqlite3_finalize(stmt);
-
-    /* Every allocation is counted (alloc_counts); objects rows are those that survived a GC
-     * (and objects first seen in a heap walk). */
-    stmt = query_db_prepare(db,
-                            "SELECT TOTAL(count), TOTAL(bytes), TOTAL(survived), TOTAL(survived_bytes)"
-                            "  FROM alloc_counts",
-                            error);
-    if (!stmt || !query_db_step(stmt, &row, error))
-        goto out;
-    totals->allocations = sqlite3_column_int64(stmt, 0);
-    totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
-    totals->survived = sqlite3_column_int64(stmt, 2);
-    totals->survived_bytes = sqlite3_column_int64(stmt, 3);
-    sqlite3_finalize(stmt);
-    stmt = NULL;
-    /* Without ObjectAllocated alloc_counts holds the large (and pinned) objects only: the totals
-     * are those plus the estimates of the small objects (estimates.h). */
-    if (estimates->estimated) {
-        g_autofree char *sql = query_estimates_sql_new(estimates, NULL, NULL);
-        stmt = query_db_prepare(db, sql, error);
-        if (!stmt || !query_db_step(stmt, &row, error))
-            goto out;
-        totals->allocations = sqlite3_column_int64(stmt, 0);
-        totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
-        sqlite3_finalize(stmt);
-        stmt = NULL;
-    }
-
-    stmt = query_db_prepare(db, "SELECT COUNT(*), TOTAL(size) FROM objects", error);
-    if (!stmt || !query_db_step(stmt, &row, error) ||
-        !query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
-        goto out;
-    totals->objects = sqlite3_column_int64(stmt, 0);
-    totals->object_bytes = sqlite3_column_int64(stmt, 1);
-    /* Uncounted small objects: every object that survived a GC is an objects row (given its id
-     * at the first GC that found it alive), as the record summary counts them. */
-    if (estimates->uncounted) {
-        totals->survived = totals->objects;
-        totals->survived_bytes = totals->object_bytes;
-    }
-
-    if (!query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
-        !query_db_int(db, "SELECT COUNT(*) FROM threads", &totals->threads, error))
-        goto out;
-    totals->file_bytes = g_stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
-    ok = TRUE;
-out:
-    sqlite3_finalize(stmt);
-    return ok;
-}
-
-static json_t *info_totals_json(const info_totals *t)
+static json_t *info_totals_json(const query_info_totals *t)
 {
     return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
                      " s:I, s:I, s:I, s:o}",
@@ -155,7 +72,7 @@ static json_t *info_totals_json(const info_totals *t)
                      "file_bytes", t->file_bytes >= 0 ? json_integer(t->file_bytes) : json_null());
 }
 
-static void info_totals_lines(const info_totals *t, const query_estimates *estimates,
+static void info_totals_lines(const query_info_totals *t, const query_estimates *estimates,
                               info_lines *lines)
 {
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
@@ -208,31 +125,6 @@ static void info_sampling_lines(const query_estimates *e, info_lines *lines)
     info_lines_add(lines, "note", query_estimates_note_new(e));
 }
 
-/* The run row, every column as stored (the schema may grow columns). */
-static gboolean info_run_get(sqlite3 *db, json_t **run_json, info_lines *lines, GError **error)
-{
-    gboolean ok = FALSE;
-    gboolean row = FALSE;
-    json_t *run = json_object();
-    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT * FROM run WHERE id = 1", error);
-    if (!stmt || !query_db_step(stmt, &row, error))
-        goto out;
-    for (int c = 0; row && c < sqlite3_column_count(stmt); c++) {
-        const char *name = sqlite3_column_name(stmt, c);
-        if (strcmp(name, "id") == 0)
-            continue;
-        json_object_set_new(run, name, query_json_column(stmt, c));
-        const char *text = (const char *)sqlite3_column_text(stmt, c);
-        info_lines_add(lines, name, text ? g_strdup(text) : NULL);
-    }
-    *run_json = g_steal_pointer(&run);
-    ok = TRUE;
-out:
-    json_decref(run);
-    sqlite3_finalize(stmt);
-    return ok;
-}
-
 /* What each counter counts (store/SCHEMA.md, counters), printed next to a non-zero one. */
 static const struct {
     const char *name;
@@ -275,24 +167,14 @@ static const char *info_counter_words_get(const char *name)
     return NULL;
 }
 
-static gboolean info_counters_get(sqlite3 *db, const query_estimates *estimates,
-                                  json_t **counters_json, info_lines *lines, GError **error)
+static void info_counters_lines(const GArray *counters, const query_estimates *estimates,
+                               info_lines *lines)
 {
-    gboolean ok = FALSE;
-    gboolean row = FALSE;
-    gboolean stepped = FALSE;
-    json_t *counters = json_object();
-    sqlite3_stmt *stmt =
-        query_db_prepare(db, "SELECT name, value FROM counters ORDER BY name", error);
-    if (!stmt)
-        goto out;
-    while ((stepped = query_db_step(stmt, &row, error)) && row) {
-        const char *name = (const char *)sqlite3_column_text(stmt, 0);
-        if (!name)
-            continue;
-        int64_t value = sqlite3_column_int64(stmt, 1);
+    for (guint i = 0; i < counters->len; i++) {
+        const query_info_value *counter = &g_array_index(counters, query_info_value, i);
+        const char *name = counter->name;
+        int64_t value = counter->value;
         char count[QUERY_FORMAT_MAX], size[QUERY_FORMAT_MAX];
-        json_object_set_new(counters, name, query_json_column(stmt, 1));
         const char *words = value != 0 ? info_counter_words_get(name) : NULL;
         /* Without ObjectAllocated the runtime reports the large objects one by one, no more. */
         if (estimates->uncounted && strcmp(name, "allocs_seen") == 0)
@@ -312,14 +194,17 @@ static gboolean info_counters_get(sqlite3 *db, const query_estimates *estimates,
         info_lines_add(lines, name,
                        words ? g_strdup_printf("%s  %s", text, words) : g_steal_pointer(&text));
     }
-    if (!stepped)
-        goto out;
-    *counters_json = g_steal_pointer(&counters);
-    ok = TRUE;
-out:
-    json_decref(counters);
-    sqlite3_finalize(stmt);
-    return ok;
+}
+
+/* The values as a JSON object, by name (new reference). */
+static json_t *info_values_json(const GArray *values)
+{
+    json_t *object = json_object();
+    for (guint i = 0; i < values->len; i++) {
+        const query_info_value *v = &g_array_index(values, query_info_value, i);
+        json_object_set(object, v->name, v->json);
+    }
+    return object;
 }
 
 int cmd_info(int argc, char **argv)
@@ -332,11 +217,8 @@ int cmd_info(int argc, char **argv)
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    info_totals totals = {0};
+    query_info info = {0};
     info_lines run_lines, counter_lines, total_lines, sampling_lines;
-    g_auto(query_estimates) estimates = {0};
-    json_t *run = NULL;
-    json_t *counters = NULL;
     sqlite3 *db = NULL;
 
     info_lines_init(&run_lines);
@@ -353,28 +235,30 @@ int cmd_info(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db)
-        goto out;
-    info_lines_add(&run_lines, "file", g_strdup(path));
-    if (!query_estimates_get(db, &estimates, &error) ||
-        !info_run_get(db, &run, &run_lines, &error) ||
-        !info_counters_get(db, &estimates, &counters, &counter_lines, &error) ||
-        !info_totals_get(db, path, &estimates, &totals, &error))
+    if (!db || !query_info_read(db, path, &info, &error))
         goto out;
     if (json) {
-        json_t *totals_json = info_totals_json(&totals);
-        json_object_set_new(totals_json, "allocations_estimated", json_boolean(estimates.estimated));
-        json_t *doc = json_pack("{s:o, s:O, s:O, s:o, s:o}", "file", query_json_string(path),
-                                "run", run, "counters", counters, "totals", totals_json,
-                                "allocations", query_estimates_json(&estimates));
+        json_t *totals_json = info_totals_json(&info.totals);
+        json_object_set_new(totals_json, "allocations_estimated",
+                            json_boolean(info.estimates.estimated));
+        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o}", "file", query_json_string(path),
+                                "run", info_values_json(info.run), "counters",
+                                info_values_json(info.counters), "totals", totals_json,
+                                "allocations", query_estimates_json(&info.estimates));
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
-        info_totals_lines(&totals, &estimates, &total_lines);
+        info_lines_add(&run_lines, "file", g_strdup(path));
+        for (guint i = 0; i < info.run->len; i++) {
+            const query_info_value *v = &g_array_index(info.run, query_info_value, i);
+            info_lines_add(&run_lines, v->name, v->text ? g_strdup(v->text) : NULL);
+        }
+        info_counters_lines(info.counters, &info.estimates, &counter_lines);
+        info_totals_lines(&info.totals, &info.estimates, &total_lines);
         info_lines_print(&run_lines, NULL, stdout);
         fputc('\n', stdout);
-        if (estimates.uncounted) {
-            info_sampling_lines(&estimates, &sampling_lines);
+        if (info.estimates.uncounted) {
+            info_sampling_lines(&info.estimates, &sampling_lines);
             info_lines_print(&sampling_lines, "sampling", stdout);
             fputc('\n', stdout);
         }
@@ -386,8 +270,7 @@ int cmd_info(int argc, char **argv)
         goto out;
     status = 0;
 out:
-    json_decref(run);
-    json_decref(counters);
+    query_info_clear(&info);
     info_lines_release(&run_lines);
     info_lines_release(&counter_lines);
     info_lines_release(&total_lines);

@@ -2,9 +2,9 @@
  * largest retainers of a heap snapshot, from its dominator tree.
  *
  * The first run on a snapshot computes the dominator tree and stores the retained sizes
- * (retention.h); every later run reads them back with one indexed query. */
-#include "cli/commands.h"
+ * (query/retention.h); every later run reads them back with one indexed query. */
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "query/retention.h"
 
 #include <inttypes.h>
@@ -22,34 +22,6 @@ static const query_column type_columns[] = {
     {"type", QUERY_ALIGN_LEFT, NULL},
 };
 
-/* The summary of the snapshot's retention row. */
-typedef struct retention_summary {
-    int64_t objects, reachable, reachable_bytes, root_edges, unresolved_refs;
-} retention_summary;
-
-static gboolean summary_read(sqlite3 *db, int64_t snapshot, retention_summary *s, GError **error)
-{
-    gboolean row = FALSE;
-    sqlite3_stmt *stmt = query_db_prepare(db,
-                                          "SELECT objects, reachable, reachable_bytes, root_edges,"
-                                          " unresolved_refs FROM retention_snapshots"
-                                          " WHERE snapshot = ?1",
-                                          error);
-    if (!stmt)
-        return FALSE;
-    sqlite3_bind_int64(stmt, 1, snapshot);
-    gboolean ok = query_db_step(stmt, &row, error);
-    if (ok && row) {
-        s->objects = sqlite3_column_int64(stmt, 0);
-        s->reachable = sqlite3_column_int64(stmt, 1);
-        s->reachable_bytes = sqlite3_column_int64(stmt, 2);
-        s->root_edges = sqlite3_column_int64(stmt, 3);
-        s->unresolved_refs = sqlite3_column_int64(stmt, 4);
-    }
-    sqlite3_finalize(stmt);
-    return ok;
-}
-
 int cmd_retention(int argc, char **argv)
 {
     int status = 1;
@@ -64,18 +36,12 @@ int cmd_retention(int argc, char **argv)
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    g_autoptr(query_table) table = NULL;
     g_autoptr(query_progress) progress = NULL;
-    g_autoptr(snapshot_types) types = NULL;
     g_autofree char *note = NULL;
-    query_json_rows rows;
-    snapshot_info info;
-    retention_summary summary = {0};
+    retention_top found = {0};
     uint64_t top = 20;
-    gboolean by_type = FALSE, row = FALSE;
-    g_autoptr(GArray) objects = NULL;
+    gboolean by_type = FALSE;
     sqlite3 *db = NULL;
-    sqlite3_stmt *stmt = NULL;
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
     char name_buf[QUERY_FORMAT_MAX], element_buf[QUERY_FORMAT_MAX];
 
@@ -98,97 +64,75 @@ int cmd_retention(int argc, char **argv)
         goto out;
     by_type = by_index == 1;
     db = query_db_open(path, &error);
-    if (!db || !snapshot_pick(db, path, "retention", "snapshot", snapshot_text, &info, &error))
+    if (!db)
         goto out;
     progress = query_progress_new("retention", progress_flag);
-    if (!retention_ensure(db, &info, progress, &error))
+    if (!retention_top_read(db, path, snapshot_text, top, by_type, progress, &found, &error))
         goto out;
     query_progress_done(progress);
-    if (!summary_read(db, info.snapshot, &summary, &error))
-        goto out;
-    types = snapshot_types_new(db, &error);
-    if (!types)
-        goto out;
-
-    if (by_type) {
-        stmt = query_db_prepare(db,
-                                "SELECT type_id, count, shallow_bytes, retained_bytes,"
-                                " retained_count FROM retention_types WHERE snapshot = ?1"
-                                " ORDER BY retained_bytes DESC, type_id LIMIT ?2",
-                                &error);
-        if (!stmt)
-            goto out;
-        sqlite3_bind_int64(stmt, 1, info.snapshot);
-        sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
-    } else {
-        objects = retention_top_objects(db, info.snapshot, top, &error);
-        if (!objects)
-            goto out;
-    }
-
+    const snapshot_info *info = &found.info;
+    const retention_summary *summary = &found.summary;
     if (json) {
+        query_json_rows rows;
         json_t *head =
-            json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "snapshot", (json_int_t)info.snapshot, "gc",
-                      (json_int_t)info.gc, "by", by_type ? "type" : "object", "objects",
-                      (json_int_t)summary.objects, "reachable", (json_int_t)summary.reachable,
-                      "reachable_bytes", (json_int_t)summary.reachable_bytes);
+            json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "snapshot", (json_int_t)info->snapshot,
+                      "gc", (json_int_t)info->gc, "by", by_type ? "type" : "object", "objects",
+                      (json_int_t)summary->objects, "reachable", (json_int_t)summary->reachable,
+                      "reachable_bytes", (json_int_t)summary->reachable_bytes);
         query_json_rows_begin(&rows, stdout, head);
         json_decref(head);
-    } else {
-        table = by_type ? query_table_new(type_columns, G_N_ELEMENTS(type_columns))
-                        : query_table_new(object_columns, G_N_ELEMENTS(object_columns));
-    }
-    while (by_type && query_db_step(stmt, &row, &error) && row) {
-        uint32_t type_id = (uint32_t)sqlite3_column_int64(stmt, 0);
-        int64_t count = sqlite3_column_int64(stmt, 1);
-        int64_t shallow = sqlite3_column_int64(stmt, 2);
-        int64_t retained = sqlite3_column_int64(stmt, 3);
-        int64_t retained_count = sqlite3_column_int64(stmt, 4);
-        const char *type = snapshot_types_name(types, type_id, name_buf);
-        if (json) {
-            query_json_rows_add(&rows,
-                                json_pack("{s:o, s:I, s:I, s:I, s:I}", "type",
-                                          query_json_string(type), "count", (json_int_t)count,
-                                          "retained_bytes", (json_int_t)retained,
-                                          "retained_count", (json_int_t)retained_count,
-                                          "shallow_bytes", (json_int_t)shallow));
-        } else {
-            query_table_add(table, query_size_format(retained, a));
-            query_table_add(table, query_count_format(retained_count, b));
-            query_table_add(table, query_count_format(count, c));
-            query_table_add(table, query_size_format(shallow, d));
-            query_table_add(table, type);
+        for (guint i = 0; i < found.rows->len; i++) {
+            if (!by_type) {
+                const retention_object *o = &g_array_index(found.rows, retention_object, i);
+                query_json_rows_add(&rows, retention_object_json(o, found.types));
+                continue;
+            }
+            const retention_type_row *r = &g_array_index(found.rows, retention_type_row, i);
+            query_json_rows_add(
+                &rows, json_pack("{s:o, s:I, s:I, s:I, s:I}", "type",
+                                 query_json_string(snapshot_types_name(found.types, r->type_id,
+                                                                       name_buf)),
+                                 "count", (json_int_t)r->count, "retained_bytes",
+                                 (json_int_t)r->retained_bytes, "retained_count",
+                                 (json_int_t)r->retained_count, "shallow_bytes",
+                                 (json_int_t)r->shallow_bytes));
         }
-    }
-    for (guint i = 0; !by_type && i < objects->len; i++) {
-        const retention_object *o = &g_array_index(objects, retention_object, i);
-        if (json) {
-            query_json_rows_add(&rows, retention_object_json(o, types));
-            continue;
-        }
-        const char *type = snapshot_types_name(types, o->type_id, name_buf);
-        const char *element =
-            o->element_type_id ? snapshot_types_name(types, o->element_type_id, element_buf) : NULL;
-        query_table_add(table, query_size_format(o->retained_bytes, a));
-        query_table_add(table, query_count_format(o->retained_count, b));
-        query_table_add(table, query_size_format(o->shallow_bytes, c));
-        query_table_addf(table, "%" PRId64, o->object);
-        /* name the element type unless the type's name already does (List<T>, T[]) */
-        if (element && !strstr(type, element))
-            query_table_addf(table, "%s of %s", type, element);
-        else
-            query_table_add(table, type);
-    }
-    if (error)
-        goto out;
-    if (json) {
         query_json_rows_end(&rows);
     } else {
+        g_autoptr(query_table) table =
+            by_type ? query_table_new(type_columns, G_N_ELEMENTS(type_columns))
+                    : query_table_new(object_columns, G_N_ELEMENTS(object_columns));
+        for (guint i = 0; by_type && i < found.rows->len; i++) {
+            const retention_type_row *r = &g_array_index(found.rows, retention_type_row, i);
+            query_table_add(table, query_size_format(r->retained_bytes, a));
+            query_table_add(table, query_count_format(r->retained_count, b));
+            query_table_add(table, query_count_format(r->count, c));
+            query_table_add(table, query_size_format(r->shallow_bytes, d));
+            query_table_add(table, snapshot_types_name(found.types, r->type_id, name_buf));
+        }
+        for (guint i = 0; !by_type && i < found.rows->len; i++) {
+            const retention_object *o = &g_array_index(found.rows, retention_object, i);
+            const char *type = snapshot_types_name(found.types, o->type_id, name_buf);
+            const char *element = o->element_type_id ? snapshot_types_name(
+                                                           found.types, o->element_type_id,
+                                                           element_buf)
+                                                     : NULL;
+            query_table_add(table, query_size_format(o->retained_bytes, a));
+            query_table_add(table, query_count_format(o->retained_count, b));
+            query_table_add(table, query_size_format(o->shallow_bytes, c));
+            query_table_addf(table, "%" PRId64, o->object);
+            /* name the element type unless the type's name already does (List<T>, T[]) */
+            if (element && !strstr(type, element))
+                query_table_addf(table, "%s of %s", type, element);
+            else
+                query_table_add(table, type);
+        }
         printf("snapshot %" PRId64 " (GC %" PRId64
                "): %s objects, %s reachable from %s roots, %s\n",
-               info.snapshot, info.gc, query_count_format(summary.objects, a),
-               query_count_format(summary.reachable, b), query_count_format(summary.root_edges, c),
-               query_size_format(summary.reachable_bytes, d));
+               info->snapshot, info->gc, query_count_format(summary->objects, a),
+               query_count_format(summary->reachable, b),
+               query_count_format(summary->root_edges, c),
+               query_size_format(summary->reachable_bytes, d));
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);
     }
@@ -202,7 +146,7 @@ int cmd_retention(int argc, char **argv)
         goto out;
     status = 0;
 out:
-    sqlite3_finalize(stmt);
+    retention_top_clear(&found);
     sqlite3_close(db);
     if (error)
         query_error_report(error);

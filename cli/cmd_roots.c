@@ -1,7 +1,7 @@
 /* cmd_roots.c — `heaplens roots FILE (--object ID | --type NAME) [--snapshot S] [--all]`: why an
- * object is alive — the shortest path from a GC root to it, hop by hop. */
-#include "cli/commands.h"
+ * object is alive — the shortest path from a GC root to it, hop by hop (query/root_paths.h). */
 #include "cli/cli.h"
+#include "cli/commands.h"
 #include "query/retention.h"
 #include "query/root_paths.h"
 
@@ -14,53 +14,6 @@ static const query_column hop_columns[] = {
     {"size", QUERY_ALIGN_RIGHT, NULL},
     {"type", QUERY_ALIGN_LEFT, NULL},
 };
-
-/* The instance of `type_id` that retains the most (retention is ensured first), or 0 with
- * *unreachable set to how many instances the snapshot holds that no root reaches. */
-static gboolean largest_instance(sqlite3 *db, const snapshot_info *info, uint32_t type_id,
-                                 query_progress *progress, int64_t *object, int64_t *unreachable,
-                                 GError **error)
-{
-    gboolean row = FALSE, ok = FALSE;
-    sqlite3_stmt *stmt = NULL;
-    *object = 0;
-    *unreachable = 0;
-    if (!retention_ensure(db, info, progress, error))
-        goto out;
-    stmt =
-        query_db_prepare(db,
-                         "SELECT r.object_id FROM retention r JOIN objects o ON o.id = r.object_id"
-                         " WHERE r.snapshot = ?1 AND o.type_id = ?2"
-                         " ORDER BY r.retained_bytes DESC, r.object_id LIMIT 1",
-                         error);
-    if (!stmt)
-        goto out;
-    sqlite3_bind_int64(stmt, 1, info->snapshot);
-    sqlite3_bind_int64(stmt, 2, type_id);
-    if (!query_db_step(stmt, &row, error))
-        goto out;
-    if (row) {
-        *object = sqlite3_column_int64(stmt, 0);
-        ok = TRUE;
-        goto out;
-    }
-    sqlite3_finalize(stmt);
-    stmt = query_db_prepare(db,
-                            "SELECT COUNT(*) FROM snapshot_objects so JOIN objects o"
-                            " ON o.id = so.object_id WHERE so.snapshot = ?1 AND o.type_id = ?2",
-                            error);
-    if (!stmt)
-        goto out;
-    sqlite3_bind_int64(stmt, 1, info->snapshot);
-    sqlite3_bind_int64(stmt, 2, type_id);
-    if (!query_db_step(stmt, &row, error))
-        goto out;
-    *unreachable = sqlite3_column_int64(stmt, 0);
-    ok = TRUE;
-out:
-    sqlite3_finalize(stmt);
-    return ok;
-}
 
 int cmd_roots(int argc, char **argv)
 {
@@ -80,16 +33,11 @@ int cmd_roots(int argc, char **argv)
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(query_progress) progress = NULL;
-    g_autoptr(snapshot_types) types = NULL;
-    g_autoptr(snapshot_graph) g = NULL;
-    g_autoptr(GPtrArray) paths = NULL;
     g_autofree char *note = NULL;
-    snapshot_info info;
+    root_paths_answer found = {0};
     uint64_t limit = 10, object_id = 0;
-    int64_t object = 0, unreachable = 0;
     sqlite3 *db = NULL;
-    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], target_buf[QUERY_FORMAT_MAX],
-        type_buf[QUERY_FORMAT_MAX];
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], target_buf[QUERY_FORMAT_MAX];
 
     switch (query_args_parse(argc, argv, options, &path, &error)) {
     case QUERY_ARGS_HELP:
@@ -114,52 +62,20 @@ int cmd_roots(int argc, char **argv)
     if (!all)
         limit = 1;
     db = query_db_open(path, &error);
-    if (!db || !snapshot_pick(db, path, "roots", "snapshot", snapshot_text, &info, &error))
-        goto out;
-    types = snapshot_types_new(db, &error);
-    if (!types)
+    if (!db)
         goto out;
     progress = query_progress_new("roots", progress_flag);
-    if (type_name) {
-        uint32_t type_id = snapshot_types_resolve(types, type_name, path, &error);
-        if (type_id == 0)
-            goto out;
-        type_name = snapshot_types_name(types, type_id, type_buf); /* the full name, in messages */
-        if (!largest_instance(db, &info, type_id, progress, &object, &unreachable, &error))
-            goto out;
-        if (object == 0) {
-            if (unreachable > 0)
-                g_set_error(&error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                            "no instance of %s in snapshot %" PRId64
-                            " is reachable from a GC root (%" PRId64
-                            " unreachable: garbage of a generation its GC did not collect)",
-                            type_name, info.snapshot, unreachable);
-            else
-                g_set_error(&error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                            "no instance of %s in snapshot %" PRId64, type_name, info.snapshot);
-            goto out;
-        }
-    } else {
-        object = (int64_t)object_id;
-    }
-
-    g = snapshot_graph_load(db, &info, SNAPSHOT_GRAPH_REVERSED, progress, &error);
-    if (!g)
-        goto out;
-    uint32_t target = snapshot_graph_node(g, (uint64_t)object);
-    if (target == AN_NONE) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                    "object %" PRId64 " is not in snapshot %" PRId64
-                    " (not allocated yet, dead, or never tracked)",
-                    object, info.snapshot);
-        goto out;
-    }
-    query_progress_update(progress, "finding paths", 0, 0);
-    paths = root_paths_find(g, NULL, target, limit, &error);
-    if (!paths)
+    if (!root_paths_answer_read(db, path, snapshot_text, object_id, type_name, limit, progress,
+                                &found, &error))
         goto out;
     query_progress_done(progress);
 
+    const snapshot_graph *g = found.graph;
+    const snapshot_types *types = found.types;
+    const snapshot_info info = found.info;
+    const GPtrArray *paths = found.paths;
+    const int64_t object = found.object;
+    const uint32_t target = found.target;
     const char *target_type = snapshot_types_name(types, g->type_ids[target], target_buf);
     if (json) {
         query_json_rows rows;
@@ -217,6 +133,7 @@ int cmd_roots(int argc, char **argv)
         goto out;
     status = 0;
 out:
+    root_paths_answer_clear(&found);
     sqlite3_close(db);
     if (error)
         query_error_report(error);

@@ -1,10 +1,9 @@
 /* cmd_stacks.c — `heaplens stacks FILE [--type NAME] [--top K] [--by allocated|survived|mid-life]
  * [--gc N | --interval A..B] [--sort bytes|count] [--json] [--speedscope OUT]`: the allocation
  * sites (stack and type) with the most estimated bytes, innermost frame first (stacks.h). */
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
-#include "cli/cli.h"
-#include "query/snapshot_graph.h"
 #include "query/stacks.h"
 
 #include <inttypes.h>
@@ -22,53 +21,6 @@ static const char *const by_words[] = {
     ", promoted to gen2 (survived)",
     ", promoted to gen2 and then collected there (mid-life crisis)",
 };
-
-/* Parses --gc N or --interval A..B into an inclusive range of allocation intervals. The tail
- * interval (after the last GC) is last + 1. */
-static gboolean interval_parse(sqlite3 *db, const char *path, const char *gc_text,
-                               const char *interval, stacks_query *q, GError **error)
-{
-    int64_t last = 0;
-    uint64_t a = 0, b = 0;
-    if (gc_text && interval) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "stacks: give --gc N or --interval A..B, not both");
-        return FALSE;
-    }
-    if (!gc_text && !interval)
-        return TRUE;
-    if (!query_db_int(db, "SELECT max(gc) FROM gcs", &last, error))
-        return FALSE;
-    if (gc_text) {
-        if (!query_args_parse_uint("stacks", "gc", gc_text, 1, G_MAXINT64,
-                                   "a GC number (1, 2, ...)", &a, error))
-            return FALSE;
-        b = a;
-    } else {
-        const char *dots = strstr(interval, "..");
-        g_autofree char *first = dots ? g_strndup(interval, (gsize)(dots - interval)) : NULL;
-        if (!dots || !query_args_parse_uint("stacks", "interval", first, 1, G_MAXINT64,
-                                            "A..B, two GC numbers", &a, NULL) ||
-            !query_args_parse_uint("stacks", "interval", dots + 2, 1, G_MAXINT64,
-                                   "A..B, two GC numbers", &b, NULL) ||
-            a > b) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "stacks: --interval expects A..B, two GC numbers with A <= B, not '%s'",
-                        interval);
-            return FALSE;
-        }
-    }
-    if (b > (uint64_t)last + 1) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                    "no GC %" PRIu64 " in %s: allocations were made before GCs 1 to %" PRId64
-                    " and after the last (%" PRId64 ")",
-                    b, path, last + 1, last + 1);
-        return FALSE;
-    }
-    q->gc_from = (int64_t)a;
-    q->gc_to = (int64_t)b;
-    return TRUE;
-}
 
 static const char *percent(double part, double whole, char buf[QUERY_FORMAT_MAX])
 {
@@ -240,7 +192,6 @@ int cmd_stacks(int argc, char **argv)
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    g_autoptr(snapshot_types) types = NULL;
     g_autoptr(stacks_result) result = NULL;
     stacks_query q = {.by = STACKS_BY_ALLOCATED, .sort = STACKS_SORT_BYTES};
     uint64_t top = STACKS_DEFAULT_TOP;
@@ -273,30 +224,7 @@ int cmd_stacks(int argc, char **argv)
     /* The speedscope file holds every site (a viewer shows what is small); the rows, the top K. */
     q.top = speedscope && !top_text ? 0 : (guint)top;
     db = query_db_open(path, &error);
-    if (!db)
-        goto out;
-    if (!stacks_present(db, &error)) {
-        if (!error) {
-            g_autofree char *message = stacks_absent_message_new(path);
-            g_set_error_literal(&error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND, message);
-        }
-        goto out;
-    }
-    if (type) {
-        types = snapshot_types_new(db, &error);
-        if (!types)
-            goto out;
-        char buf[QUERY_FORMAT_MAX];
-        uint32_t type_id = snapshot_types_resolve(types, type, path, &error);
-        if (type_id == 0)
-            goto out;
-        q.type = snapshot_types_name(types, type_id, buf);
-        q.type = g_intern_string(q.type);
-    }
-    if (!interval_parse(db, path, gc_text, interval, &q, &error))
-        goto out;
-    result = stacks_load(db, &q, &error);
-    if (!result)
+    if (!db || !(result = stacks_find(db, path, type, gc_text, interval, &q, &error)))
         goto out;
     if (speedscope) {
         if (!speedscope_write(result, &q, path, speedscope, &error))

@@ -874,3 +874,83 @@ json_t *retention_object_json(const retention_object *o, const snapshot_types *t
                      (json_int_t)o->retained_bytes, "retained_count",
                      (json_int_t)o->retained_count, "shallow_bytes", (json_int_t)o->shallow_bytes);
 }
+
+static gboolean summary_read(sqlite3 *db, int64_t snapshot, retention_summary *s, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT objects, reachable, reachable_bytes, root_edges,"
+                                          " unresolved_refs FROM retention_snapshots"
+                                          " WHERE snapshot = ?1",
+                                          error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    gboolean ok = query_db_step(stmt, &row, error);
+    if (ok && row) {
+        s->objects = sqlite3_column_int64(stmt, 0);
+        s->reachable = sqlite3_column_int64(stmt, 1);
+        s->reachable_bytes = sqlite3_column_int64(stmt, 2);
+        s->root_edges = sqlite3_column_int64(stmt, 3);
+        s->unresolved_refs = sqlite3_column_int64(stmt, 4);
+    }
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static GArray *top_types_read(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error)
+{
+    gboolean row = FALSE, stepped = FALSE;
+    GArray *rows = g_array_new(FALSE, TRUE, sizeof(retention_type_row));
+    sqlite3_stmt *stmt = query_db_prepare(db,
+                                          "SELECT type_id, count, shallow_bytes, retained_bytes,"
+                                          " retained_count FROM retention_types WHERE snapshot = ?1"
+                                          " ORDER BY retained_bytes DESC, type_id LIMIT ?2",
+                                          error);
+    if (!stmt)
+        goto fail;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        retention_type_row r = {
+            .type_id = (uint32_t)sqlite3_column_int64(stmt, 0),
+            .count = sqlite3_column_int64(stmt, 1),
+            .shallow_bytes = sqlite3_column_int64(stmt, 2),
+            .retained_bytes = sqlite3_column_int64(stmt, 3),
+            .retained_count = sqlite3_column_int64(stmt, 4),
+        };
+        g_array_append_val(rows, r);
+    }
+    if (!stepped)
+        goto fail;
+    sqlite3_finalize(stmt);
+    return rows;
+fail:
+    sqlite3_finalize(stmt);
+    g_array_unref(rows);
+    return NULL;
+}
+
+gboolean retention_top_read(sqlite3 *db, const char *path, const char *snapshot_text,
+                            uint64_t top, gboolean by_type, query_progress *progress,
+                            retention_top *t, GError **error)
+{
+    memset(t, 0, sizeof *t);
+    if (!snapshot_pick(db, path, "retention", "snapshot", snapshot_text, &t->info, error) ||
+        !retention_ensure(db, &t->info, progress, error))
+        return FALSE;
+    if (!summary_read(db, t->info.snapshot, &t->summary, error))
+        return FALSE;
+    t->types = snapshot_types_new(db, error);
+    if (!t->types)
+        return FALSE;
+    t->rows = by_type ? top_types_read(db, t->info.snapshot, top, error)
+                      : retention_top_objects(db, t->info.snapshot, top, error);
+    return t->rows != NULL;
+}
+
+void retention_top_clear(retention_top *t)
+{
+    g_clear_pointer(&t->types, snapshot_types_free);
+    g_clear_pointer(&t->rows, g_array_unref);
+}

@@ -93,4 +93,33 @@ GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GErro
  * {"object","type","element_type","retained_bytes","retained_count","shallow_bytes"}. */
 json_t *retention_object_json(const retention_object *o, const snapshot_types *types);
 
+/* The snapshot's row of retention_snapshots. */
+typedef struct retention_summary {
+    int64_t objects, reachable, reachable_bytes, root_edges, unresolved_refs;
+} retention_summary;
+
+/* One row of `heaplens retention --by type` (retention_types). */
+typedef struct retention_type_row {
+    uint32_t type_id;
+    int64_t count, shallow_bytes, retained_bytes, retained_count;
+} retention_type_row;
+
+/* What `heaplens retention` shows. */
+typedef struct retention_top {
+    snapshot_info info;
+    retention_summary summary;
+    snapshot_types *types; /* owned: names for the type ids below */
+    GArray *rows;          /* retention_object, or with by_type retention_type_row; largest first */
+} retention_top;
+
+/* The largest retainers of a snapshot of the recording at `path` (open as `db`): snapshot_pick
+ * (`snapshot_text`, the --snapshot value; NULL: the last), retention_ensure (reporting to
+ * `progress`), then the top `top` objects (retention_top_objects) or with `by_type` types
+ * (retained bytes, then type id). Fills *t (release with retention_top_clear, also after a
+ * failure). The caller prints, then calls retention_commit. */
+gboolean retention_top_read(sqlite3 *db, const char *path, const char *snapshot_text,
+                            uint64_t top, gboolean by_type, query_progress *progress,
+                            retention_top *t, GError **error);
+void retention_top_clear(retention_top *t);
+
 #endif /* HEAPLENS_QUERY_RETENTION_H */

@@ -2,10 +2,12 @@
 #include "query/root_paths.h"
 
 #include "query/query.h"
+#include "query/retention.h"
 #include "wire/hl_wire.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void root_path_free(gpointer p)
 {
@@ -162,4 +164,111 @@ char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const
                                snapshot_types_name(types, g->type_ids[v], buf), g->ids[v]);
     }
     return g_string_free(text, FALSE);
+}
+
+/* The instance of `type_id` that retains the most (retention is ensured first), or 0 with
+ * *unreachable set to how many instances the snapshot holds that no root reaches. */
+static gboolean largest_instance(sqlite3 *db, const snapshot_info *info, uint32_t type_id,
+                                 query_progress *progress, int64_t *object, int64_t *unreachable,
+                                 GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    sqlite3_stmt *stmt = NULL;
+    *object = 0;
+    *unreachable = 0;
+    if (!retention_ensure(db, info, progress, error))
+        goto out;
+    stmt =
+        query_db_prepare(db,
+                         "SELECT r.object_id FROM retention r JOIN objects o ON o.id = r.object_id"
+                         " WHERE r.snapshot = ?1 AND o.type_id = ?2"
+                         " ORDER BY r.retained_bytes DESC, r.object_id LIMIT 1",
+                         error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, info->snapshot);
+    sqlite3_bind_int64(stmt, 2, type_id);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    if (row) {
+        *object = sqlite3_column_int64(stmt, 0);
+        ok = TRUE;
+        goto out;
+    }
+    sqlite3_finalize(stmt);
+    stmt = query_db_prepare(db,
+                            "SELECT COUNT(*) FROM snapshot_objects so JOIN objects o"
+                            " ON o.id = so.object_id WHERE so.snapshot = ?1 AND o.type_id = ?2",
+                            error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, info->snapshot);
+    sqlite3_bind_int64(stmt, 2, type_id);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    *unreachable = sqlite3_column_int64(stmt, 0);
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+gboolean root_paths_answer_read(sqlite3 *db, const char *path, const char *snapshot_text,
+                                uint64_t object_id, const char *type_name, size_t limit,
+                                query_progress *progress, root_paths_answer *a, GError **error)
+{
+    int64_t unreachable = 0;
+    char type_buf[QUERY_FORMAT_MAX];
+
+    memset(a, 0, sizeof *a);
+    if (!snapshot_pick(db, path, "roots", "snapshot", snapshot_text, &a->info, error))
+        return FALSE;
+    a->types = snapshot_types_new(db, error);
+    if (!a->types)
+        return FALSE;
+    if (type_name) {
+        uint32_t type_id = snapshot_types_resolve(a->types, type_name, path, error);
+        if (type_id == 0)
+            return FALSE;
+        /* the full name, in messages */
+        type_name = snapshot_types_name(a->types, type_id, type_buf);
+        if (!largest_instance(db, &a->info, type_id, progress, &a->object, &unreachable, error))
+            return FALSE;
+        if (a->object == 0) {
+            if (unreachable > 0)
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                            "no instance of %s in snapshot %" PRId64
+                            " is reachable from a GC root (%" PRId64
+                            " unreachable: garbage of a generation its GC did not collect)",
+                            type_name, a->info.snapshot, unreachable);
+            else
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                            "no instance of %s in snapshot %" PRId64, type_name,
+                            a->info.snapshot);
+            return FALSE;
+        }
+    } else {
+        a->object = (int64_t)object_id;
+    }
+    a->graph = snapshot_graph_load(db, &a->info, SNAPSHOT_GRAPH_REVERSED, progress, error);
+    if (!a->graph)
+        return FALSE;
+    a->target = snapshot_graph_node(a->graph, (uint64_t)a->object);
+    if (a->target == AN_NONE) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "object %" PRId64 " is not in snapshot %" PRId64
+                    " (not allocated yet, dead, or never tracked)",
+                    a->object, a->info.snapshot);
+        return FALSE;
+    }
+    query_progress_update(progress, "finding paths", 0, 0);
+    a->paths = root_paths_find(a->graph, NULL, a->target, limit, error);
+    return a->paths != NULL;
+}
+
+void root_paths_answer_clear(root_paths_answer *a)
+{
+    g_clear_pointer(&a->paths, g_ptr_array_unref);
+    g_clear_pointer(&a->graph, snapshot_graph_free);
+    g_clear_pointer(&a->types, snapshot_types_free);
 }

@@ -2,6 +2,7 @@
 #include "query/stacks.h"
 
 #include "query/query.h"
+#include "query/snapshot_graph.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -341,4 +342,80 @@ json_t *stacks_flame_json(const stacks_result *r, double min_fraction)
     flame_node_free(root);
     g_string_chunk_free(keys);
     return tree;
+}
+
+/* Parses --gc N or --interval A..B into an inclusive range of allocation intervals. The tail
+ * interval (after the last GC) is last + 1. */
+static gboolean interval_parse(sqlite3 *db, const char *path, const char *gc_text,
+                               const char *interval, stacks_query *q, GError **error)
+{
+    int64_t last = 0;
+    uint64_t a = 0, b = 0;
+    if (gc_text && interval) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "stacks: give --gc N or --interval A..B, not both");
+        return FALSE;
+    }
+    if (!gc_text && !interval)
+        return TRUE;
+    if (!query_db_int(db, "SELECT max(gc) FROM gcs", &last, error))
+        return FALSE;
+    if (gc_text) {
+        if (!query_args_parse_uint("stacks", "gc", gc_text, 1, G_MAXINT64,
+                                   "a GC number (1, 2, ...)", &a, error))
+            return FALSE;
+        b = a;
+    } else {
+        const char *dots = strstr(interval, "..");
+        g_autofree char *first = dots ? g_strndup(interval, (gsize)(dots - interval)) : NULL;
+        if (!dots || !query_args_parse_uint("stacks", "interval", first, 1, G_MAXINT64,
+                                            "A..B, two GC numbers", &a, NULL) ||
+            !query_args_parse_uint("stacks", "interval", dots + 2, 1, G_MAXINT64,
+                                   "A..B, two GC numbers", &b, NULL) ||
+            a > b) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "stacks: --interval expects A..B, two GC numbers with A <= B, not '%s'",
+                        interval);
+            return FALSE;
+        }
+    }
+    if (b > (uint64_t)last + 1) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "no GC %" PRIu64 " in %s: allocations were made before GCs 1 to %" PRId64
+                    " and after the last (%" PRId64 ")",
+                    b, path, last + 1, last + 1);
+        return FALSE;
+    }
+    q->gc_from = (int64_t)a;
+    q->gc_to = (int64_t)b;
+    return TRUE;
+}
+
+stacks_result *stacks_find(sqlite3 *db, const char *path, const char *type, const char *gc_text,
+                           const char *interval, stacks_query *q, GError **error)
+{
+    GError *local = NULL;
+    g_autoptr(snapshot_types) types = NULL;
+    if (!stacks_present(db, &local)) {
+        if (local) {
+            g_propagate_error(error, local);
+        } else {
+            g_autofree char *message = stacks_absent_message_new(path);
+            g_set_error_literal(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND, message);
+        }
+        return NULL;
+    }
+    if (type) {
+        char buf[QUERY_FORMAT_MAX];
+        types = snapshot_types_new(db, error);
+        if (!types)
+            return NULL;
+        uint32_t type_id = snapshot_types_resolve(types, type, path, error);
+        if (type_id == 0)
+            return NULL;
+        q->type = g_intern_string(snapshot_types_name(types, type_id, buf));
+    }
+    if (!interval_parse(db, path, gc_text, interval, q, error))
+        return NULL;
+    return stacks_load(db, q, error);
 }

@@ -71,6 +71,14 @@ char *stacks_absent_message_new(const char *path);
  * when reading fails. */
 stacks_result *stacks_load(sqlite3 *db, const stacks_query *q, GError **error);
 void stacks_result_free(stacks_result *r); /* accepts NULL */
+
+/* What `heaplens stacks` shows of the recording at `path` (open as `db`): without samples a
+ * QUERY_ERROR_NOT_FOUND error (stacks_absent_message_new); `type` (NULL: every type) resolved
+ * as snapshot_types_resolve does, into q->type (an interned full name); --gc N or --interval
+ * A..B (`gc_text`, `interval`, at most one; both NULL: every interval) parsed into q->gc_from
+ * and q->gc_to (the tail interval after the last GC is last + 1); then stacks_load. */
+stacks_result *stacks_find(sqlite3 *db, const char *path, const char *type, const char *gc_text,
+                           const char *interval, stacks_query *q, GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(stacks_result, stacks_result_free)
 
 /* The name of frame `i` of site `s` (i < s->depth). */

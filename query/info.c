@@ -1,0 +1,162 @@
+/* info.c — the run, its counters and totals (info.h). */
+#include "query/info.h"
+
+#include "query/query.h"
+
+#include <glib/gstdio.h>
+#include <string.h>
+
+static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estimates *estimates,
+                                query_info_totals *totals, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    GStatBuf st;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT COUNT(*), TOTAL(generation = 0), TOTAL(generation = 1), TOTAL(generation = 2),"
+        "       TOTAL(induced <> 0), TOTAL(compacting <> 0), TOTAL(incomplete <> 0),"
+        "       TOTAL(pause_ns)"
+        "  FROM gcs",
+        error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    totals->gcs = sqlite3_column_int64(stmt, 0);
+    for (int g = 0; g < 3; g++)
+        totals->gcs_gen[g] = sqlite3_column_int64(stmt, 1 + g);
+    totals->gcs_induced = sqlite3_column_int64(stmt, 4);
+    totals->gcs_compacting = sqlite3_column_int64(stmt, 5);
+    totals->gcs_incomplete = sqlite3_column_int64(stmt, 6);
+    totals->pause_ns = sqlite3_column_int64(stmt, 7);
+    sqlite3_finalize(stmt);
+
+    /* Every allocation is counted (alloc_counts); objects rows are those that survived a GC
+     * (and objects first seen in a heap walk). */
+    stmt = query_db_prepare(db,
+                            "SELECT TOTAL(count), TOTAL(bytes), TOTAL(survived), TOTAL(survived_bytes)"
+                            "  FROM alloc_counts",
+                            error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    totals->allocations = sqlite3_column_int64(stmt, 0);
+    totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
+    totals->survived = sqlite3_column_int64(stmt, 2);
+    totals->survived_bytes = sqlite3_column_int64(stmt, 3);
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    /* Without ObjectAllocated alloc_counts holds the large (and pinned) objects only: the totals
+     * are those plus the estimates of the small objects (estimates.h). */
+    if (estimates->estimated) {
+        g_autofree char *sql = query_estimates_sql_new(estimates, NULL, NULL);
+        stmt = query_db_prepare(db, sql, error);
+        if (!stmt || !query_db_step(stmt, &row, error))
+            goto out;
+        totals->allocations = sqlite3_column_int64(stmt, 0);
+        totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+    }
+
+    stmt = query_db_prepare(db, "SELECT COUNT(*), TOTAL(size) FROM objects", error);
+    if (!stmt || !query_db_step(stmt, &row, error) ||
+        !query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
+        goto out;
+    totals->objects = sqlite3_column_int64(stmt, 0);
+    totals->object_bytes = sqlite3_column_int64(stmt, 1);
+    /* Uncounted small objects: every object that survived a GC is an objects row (given its id
+     * at the first GC that found it alive), as the record summary counts them. */
+    if (estimates->uncounted) {
+        totals->survived = totals->objects;
+        totals->survived_bytes = totals->object_bytes;
+    }
+
+    if (!query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
+        !query_db_int(db, "SELECT COUNT(*) FROM threads", &totals->threads, error))
+        goto out;
+    totals->file_bytes = g_stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static void value_clear(void *p)
+{
+    query_info_value *v = p;
+    g_free(v->name);
+    g_free(v->text);
+    json_decref(v->json);
+}
+
+static GArray *values_new(void)
+{
+    GArray *values = g_array_new(FALSE, TRUE, sizeof(query_info_value));
+    g_array_set_clear_func(values, value_clear);
+    return values;
+}
+
+static void value_add(GArray *values, sqlite3_stmt *stmt, const char *name, int column)
+{
+    query_info_value v = {
+        .name = g_strdup(name),
+        .text = g_strdup((const char *)sqlite3_column_text(stmt, column)),
+        .value = sqlite3_column_int64(stmt, column),
+        .json = query_json_column(stmt, column),
+    };
+    g_array_append_val(values, v);
+}
+
+/* The run row, every column as stored (the schema may grow columns). */
+static gboolean info_run_get(sqlite3 *db, GArray *run, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT * FROM run WHERE id = 1", error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    for (int c = 0; row && c < sqlite3_column_count(stmt); c++) {
+        const char *name = sqlite3_column_name(stmt, c);
+        if (strcmp(name, "id") == 0)
+            continue;
+        value_add(run, stmt, name, c);
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+static gboolean info_counters_get(sqlite3 *db, GArray *counters, GError **error)
+{
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    sqlite3_stmt *stmt =
+        query_db_prepare(db, "SELECT name, value FROM counters ORDER BY name", error);
+    if (!stmt)
+        return FALSE;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        const char *name = (const char *)sqlite3_column_text(stmt, 0);
+        if (name)
+            value_add(counters, stmt, name, 1);
+    }
+    sqlite3_finalize(stmt);
+    return stepped;
+}
+
+gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError **error)
+{
+    memset(info, 0, sizeof *info);
+    info->run = values_new();
+    info->counters = values_new();
+    return query_estimates_get(db, &info->estimates, error) &&
+           info_run_get(db, info->run, error) &&
+           info_counters_get(db, info->counters, error) &&
+           info_totals_get(db, path, &info->estimates, &info->totals, error);
+}
+
+void query_info_clear(query_info *info)
+{
+    query_estimates_clear(&info->estimates);
+    g_clear_pointer(&info->run, g_array_unref);
+    g_clear_pointer(&info->counters, g_array_unref);
+}

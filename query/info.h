@@ -1,0 +1,45 @@
+/* info.h — what `heaplens info` says of a recording: the run row, the counters and the totals
+ * (GCs, allocations, survivors, objects, types, threads, file size), exact or estimated as the
+ * recording allows (estimates.h).
+ *
+ * Errors: GError ** last, one line. Single-threaded.
+ */
+#ifndef HEAPLENS_QUERY_INFO_H
+#define HEAPLENS_QUERY_INFO_H
+
+#include "query/estimates.h"
+
+#include <glib.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+typedef struct query_info_totals {
+    int64_t gcs, gcs_gen[3], gcs_induced, gcs_compacting, gcs_incomplete, pause_ns;
+    int64_t allocations, allocation_bytes, survived, survived_bytes;
+    int64_t objects, object_bytes, objects_alive;
+    int64_t types, threads;
+    int64_t file_bytes; /* -1 when the file cannot be stat'ed */
+} query_info_totals;
+
+/* A column of the run row or a counter, as stored (the schema may grow columns). */
+typedef struct query_info_value {
+    char *name;   /* owned */
+    char *text;   /* owned; the value as text, NULL when NULL */
+    int64_t value; /* the value as an integer */
+    json_t *json; /* owned: integer, real, string or null, as stored */
+} query_info_value;
+
+typedef struct query_info {
+    query_estimates estimates;
+    GArray *run;      /* query_info_value: the run row's columns but id, in order */
+    GArray *counters; /* query_info_value: by name */
+    query_info_totals totals;
+} query_info;
+
+/* Reads what `heaplens info` says of the recording at `path` (open as `db`) into *info
+ * (release with query_info_clear, also after a failure). */
+gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError **error);
+void query_info_clear(query_info *info);
+
+#endif /* HEAPLENS_QUERY_INFO_H */
