@@ -187,6 +187,9 @@ done
 if [ ${#dbs[@]} -ge 2 ]; then
   run files-diff diff r0.db --to-file r1.db
   run files-diff-json diff r0.db --to-file r1.db --json --all
+  last=r$((${#dbs[@]} - 1)).db
+  run files-diff-last diff $last --to-file r0.db --top 5
+  run files-diff-last-json diff r0.db --to-file $last --json
 fi
 # What the commands stored (retention tables) must be the same too.
 i=0
