@@ -1,95 +1,12 @@
-/* cmd_attach.c — `heaplens attach PID`: record a running .NET process, then detach.
- *
- *   heaplens ──fork──▶ writer process (recording_writer_start), as for `heaplens record`
- *      │
- *      └── AttachProfiler over PID's diagnostic socket (attach_ipc.c): the runtime loads
- *          libheaplens.so, InitializeForAttach reads the client data (where the writer
- *          listens, the snapshot policy) and the collector connects; it forces the first
- *          snapshot at once.
- *
- * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP) or when the process
- * exits. heaplens asks the writer ("detach" on the control socket), the writer tells the
- * collector (HL_CMD_DETACH): last snapshot, end record, RequestProfilerDetach. The writer answers
- * once the stream has ended; heaplens then closes the stop pipe (no exit status: the process
- * runs on) and the writer finishes the database. A failed attach leaves nothing: the writer
- * stops with 'no-data' and the file is removed.
- */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "collector/attach_config.h"
-#include "session/attach_ipc.h"
-#include "cli/commands.h"
+/* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]`: the options,
+ * then the session (session/attach_session.h). */
 #include "cli/cli.h"
+#include "cli/commands.h"
+#include "session/attach_session.h"
 #include "session/recording.h"
-#include "session/session.h"
 
-#define ATTACH_TIMEOUT_MS 10000
-
-static char *default_output(pid_t pid) {
-    g_autofree char *path = g_strdup_printf("/proc/%ld/comm", (long)pid);
-    g_autofree char *comm = NULL;
-    if (!g_file_get_contents(path, &comm, NULL, NULL))
-        comm = g_strdup("process");
-    g_strchomp(comm);
-    g_strdelimit(comm, "/ ", '_');
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    char stamp[32];
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    return g_strdup_printf("heaplens-%s-%ld-%s.db", comm, (long)pid, stamp);
-}
-
-/* "detach" on the writer's control socket; waits for its answer: the stream has ended. */
-static gboolean request_detach(const char *control, int writer_gone_fd, GError **error) {
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    g_strlcpy(addr.sun_path, control, sizeof addr.sun_path);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        write(fd, "detach\n", 7) != 7) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot reach the writer: %s",
-                    g_strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return FALSE;
-    }
-    char line[256];
-    size_t n = 0;
-    while (n + 1 < sizeof line) {
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = writer_gone_fd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno == EINTR)
-            continue;
-        if (p[0].revents == 0 && p[1].revents != 0)
-            break;
-        ssize_t k = read(fd, line + n, 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = 0;
-    close(fd);
-    if (strcmp(line, "ok detached") == 0)
-        return TRUE;
-    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "the session did not end cleanly: %s",
-                n ? line : "the writer went away");
-    return FALSE;
-}
+#include <string.h>
+#include <unistd.h>
 
 int cmd_attach(int argc, char **argv) {
     const char *output_text = NULL, *duration_text = NULL, *snapshot = NULL, *timeout_text = NULL;
@@ -141,141 +58,16 @@ int cmd_attach(int argc, char **argv) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: that is heaplens itself");
         return query_error_report(error);
     }
-    /* Refusals that need no writer come first: nothing is created for them. */
-    g_autofree char *diagnostic = attach_ipc_find_socket((pid_t)pid, &error);
-    g_autofree char *collector = diagnostic ? recording_collector_path(&error) : NULL;
-    if (!collector)
+    const attach_options o = {.pid = pid, .output = output_text, .snapshot = snapshot,
+                              .duration = duration, .timeout = timeout, .force = force,
+                              .quiet = quiet, .json = json};
+    int status = 1;
+    json_t *summary = NULL;
+    if (!attach_session_run(&o, &status, &summary, &error))
         return query_error_report(error);
-    g_autofree char *named = output_text ? g_strdup(output_text) : default_output((pid_t)pid);
-    g_autofree char *output = NULL;
-    if (!recording_output_prepare(named, force, &output, &error))
-        return query_error_report(error);
-    /* A process already under `heaplens record` or `attach` has a session file: say so now. */
-    query_session existing;
-    if (query_session_read((pid_t)pid, &existing, NULL)) {
-        query_session_clear(&existing);
-        g_autofree char *why = attach_ipc_refusal((pid_t)pid, ATTACH_E_PROFILER_ALREADY_ACTIVE, 0);
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s", why);
-        return query_error_report(error);
-    }
-
-    recording_sockets sockets;
-    if (!recording_sockets_create(&sockets, &error))
-        return query_error_report(error);
-    /* Signals wait in a signalfd from now on: the writer ignores them itself. */
-    sigset_t ending, original_mask;
-    sigemptyset(&ending);
-    sigaddset(&ending, SIGINT);
-    sigaddset(&ending, SIGTERM);
-    sigaddset(&ending, SIGHUP);
-    sigprocmask(SIG_BLOCK, &ending, &original_mask);
-    int signals = signalfd(-1, &ending, SFD_CLOEXEC);
-    signal(SIGPIPE, SIG_IGN); /* the writer ignores it too */
-    int stop_w = -1, gone_r = -1;
-    pid_t writer =
-        recording_writer_start("attach", output, NULL, &sockets, &stop_w, &gone_r, &error);
-    if (writer < 0)
-        return query_error_report(error);
-
-    /* The attach itself. */
-    g_autofree char *client_data = g_strdup_printf(HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s",
-                                                   sockets.collector_path,
-                                                   snapshot ? "snapshot=" : "",
-                                                   snapshot ? snapshot : "", snapshot ? "\n" : "");
-    uint64_t attach_started = query_now_ms();
-    uint32_t hr = 0;
-    gboolean answered = attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
-                                                   PROFILER_CLSID, collector, client_data,
-                                                   strlen(client_data), &hr, &error);
-    if (!answered || hr != 0) {
-        if (answered) {
-            g_autofree char *why = attach_ipc_refusal((pid_t)pid, hr, (uint32_t)timeout * 1000);
-            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s", why);
-        }
-        /* The writer ends with no data (a collector that would still connect finds the socket
-         * gone, or sees the writer go: it detaches by itself). */
-        close(stop_w);
-        while (waitpid(writer, NULL, 0) < 0 && errno == EINTR)
-            ;
-        recording_sockets_remove(&sockets);
-        unlink(output);
-        sigprocmask(SIG_SETMASK, &original_mask, NULL);
-        return query_error_report(error);
-    }
-    uint64_t attached = query_now_ms();
-    g_autoptr(GError) session_error = NULL;
-    if (!query_session_write((pid_t)pid, sockets.control_path, output, &session_error))
-        fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
-                        "session\n", session_error->message, pid);
-    if (!quiet && !json)
-        fprintf(stderr, "heaplens: attached to process %ld in %.1f s, recording to %s%s\n", pid,
-                (attached - attach_started) / 1000.0, output,
-                duration ? "" : " (Ctrl-C ends the session)");
-
-    /* Until --duration, a signal, the process's exit, or the writer's. */
-    int target = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-    uint64_t deadline = duration ? attached + duration * 1000 : 0;
-    gboolean detach = FALSE, exited = FALSE, writer_gone = FALSE;
-    while (!detach && !exited && !writer_gone) {
-        struct pollfd p[3] = {{.fd = signals, .events = POLLIN},
-                              {.fd = gone_r, .events = POLLIN},
-                              {.fd = target, .events = POLLIN}};
-        int wait = -1;
-        if (deadline) {
-            uint64_t now = query_now_ms();
-            wait = now >= deadline ? 0 : (int)(deadline - now);
-        }
-        int r = poll(p, target >= 0 ? 3 : 2, target >= 0 ? wait : (wait < 0 || wait > 1000 ? 1000 : wait));
-        if (r < 0 && errno != EINTR)
-            break;
-        if (p[0].revents) {
-            struct signalfd_siginfo si;
-            (void)!read(signals, &si, sizeof si);
-            detach = TRUE;
-        }
-        writer_gone = p[1].revents != 0;
-        exited = (target >= 0 && p[2].revents != 0) || (target < 0 && kill((pid_t)pid, 0) != 0);
-        if (deadline && query_now_ms() >= deadline)
-            detach = TRUE;
-    }
-    gboolean clean = TRUE;
-    if (detach && !exited && !writer_gone) {
-        if (!quiet && !json)
-            fprintf(stderr, "heaplens: detaching from process %ld (last snapshot)...\n", pid);
-        /* Further signals wait: the collector must finish its detach, not be cut off. */
-        clean = request_detach(sockets.control_path, gone_r, &error);
-    }
-    query_session_remove((pid_t)pid);
-    close(stop_w); /* no exit status: the process runs on (or is not ours to wait for) */
-    int writer_status = 0;
-    while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
-        ;
-    close(gone_r);
-    if (target >= 0)
-        close(target);
-    close(signals);
-    recording_sockets_remove(&sockets);
-    sigprocmask(SIG_SETMASK, &original_mask, NULL);
-    if (!clean)
-        query_error_report(error);
-    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
-    if (!writer_ok) {
-        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
-            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
-                    output);
-        return 1;
-    }
-    if (exited && !quiet && !json)
-        fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
-    recording_summary_options so = {.json = json, .quiet = quiet};
-    json_t *summary = recording_summary_print(output, &so);
     if (summary) {
-        json_object_set_new(summary, "pid", json_integer(pid));
-        json_object_set_new(summary, "attach_seconds",
-                            json_real((attached - attach_started) / 1000.0));
-        json_object_set_new(summary, "process_exited", json_boolean(exited));
         query_json_print(summary, stdout);
         json_decref(summary);
     }
-    return clean ? 0 : 1;
+    return status;
 }

@@ -1,0 +1,537 @@
+/* record_session.c — `heaplens record`: run a program with the collector and store what it does
+ * (record_session.h).
+ *
+ *   heaplens ──fork──▶ writer process (store_writer_serve: socket → SQLite)
+ *      │                   ▲ unix socket in a private 0700 directory, socket file 0600
+ *      └──fork/exec──▶ PROGRAM with libheaplens.so loaded (CORECLR_* variables)
+ *
+ * The writer creates the database before the program starts, so a file that cannot be written is
+ * reported before anything runs. When the program exits, its status goes to the writer through
+ * the stop pipe (stored in run.exit_status) and heaplens exits with that same status.
+ *
+ * With --children[=PATTERN] a second process serves the descendants (children_main):
+ *
+ *   heaplens ──fork──▶ children server: accepts on children.sock, one writer process per
+ *                      connection (store_writer_serve_connection) into FILE's stem.PID.ext
+ *
+ * The collector of a matching descendant connects there (collector/profiler.c, session_claim);
+ * the peer's pid (SO_PEERCRED) names its database and its session file (heaplens snapshot PID).
+ * When the program has exited, the children server stops accepting and closes the writers' stop
+ * pipe: a descendant still running gets STOP_WAIT_MS more, then its recording ends (truncated).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <poll.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "session/record_session.h"
+
+#include "query/query.h"
+#include "session/recording.h"
+#include "session/session.h"
+#include "store/store.h"
+
+
+/* Fails early, with execvp's own reason, for a program that cannot be run. */
+static gboolean program_check(const char *program, GError **error) {
+    if (strchr(program, '/')) {
+        if (access(program, X_OK) == 0)
+            return TRUE;
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': %s", program,
+                    g_strerror(errno));
+        return FALSE;
+    }
+    g_autofree char *found = g_find_program_in_path(program);
+    if (found)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': not found in PATH", program);
+    return FALSE;
+}
+
+static char *default_output(const char *program) {
+    g_autofree char *base = g_path_get_basename(program);
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    return g_strdup_printf("heaplens-%s-%s.db", base, stamp);
+}
+
+/* The signals heaplens passes on to the program while it runs. */
+static const int forwarded_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+#define N_FORWARDED G_N_ELEMENTS(forwarded_signals)
+
+static volatile sig_atomic_t child_pid;      /* the running program, 0 before and after */
+static volatile sig_atomic_t pending_signal; /* arrived before the program was started */
+
+/* A signal sent to heaplens goes on to the program. One the terminal generated (Ctrl-C, Ctrl-\,
+ * hangup: si_code SI_KERNEL) went to the whole foreground process group, the program included,
+ * so it is not sent a second time. */
+static void forward_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    if (info && info->si_code == SI_KERNEL)
+        return;
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+    else
+        pending_signal = sig;
+}
+
+/* Runs the program; returns its pid, or -1 with the exec error. */
+static pid_t program_start(char **program, const char *collector, const char *socket_path,
+                           const char *snapshot_policy, const char *children,
+                           const char *stacks, const struct sigaction *original,
+                           const sigset_t *original_mask, GError **error) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(report[0]);
+        /* The program starts with the dispositions and mask heaplens was given, as if heaplens
+         * were not there: exec keeps an ignored signal ignored, and the runtime never handles
+         * a SIGINT or SIGQUIT that was ignored at its start. */
+        for (size_t i = 0; i < N_FORWARDED; i++)
+            sigaction(forwarded_signals[i], &original[i], NULL);
+        sigprocmask(SIG_SETMASK, original_mask, NULL);
+        setenv("CORECLR_ENABLE_PROFILING", "1", 1);
+        setenv("CORECLR_PROFILER", PROFILER_CLSID, 1);
+        setenv("CORECLR_PROFILER_PATH", collector, 1);
+        unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
+        setenv("HEAPLENS_SOCKET", socket_path, 1);
+        /* Only this process is recorded (or, if it is no .NET program, its first .NET
+         * descendant): the collector declines in any other (they inherit the variables through
+         * the runtime's copy of the environment). */
+        char pid_text[24];
+        snprintf(pid_text, sizeof pid_text, "%ld", (long)getpid());
+        setenv("HEAPLENS_PID", pid_text, 1);
+        if (snapshot_policy)
+            setenv("HEAPLENS_SNAPSHOT", snapshot_policy, 1);
+        else
+            unsetenv("HEAPLENS_SNAPSHOT");
+        /* --stacks: allocation samples with call stacks (collector/eventpipe.h), on by default. */
+        if (stacks)
+            setenv("HEAPLENS_STACKS", stacks, 1);
+        else
+            unsetenv("HEAPLENS_STACKS");
+        /* --children: matching descendants record too, each to children.sock. */
+        if (children)
+            setenv("HEAPLENS_CHILDREN", children, 1);
+        else
+            unsetenv("HEAPLENS_CHILDREN");
+        execvp(program[0], program);
+        int e = errno;
+        if (write(report[1], &e, sizeof e) < 0) {
+            /* the parent sees EOF and reports a generic failure */
+        }
+        _exit(127);
+    }
+    close(report[1]);
+    if (pid > 0) {
+        child_pid = pid;
+        if (pending_signal)
+            kill(pid, pending_signal);
+    }
+    if (pid < 0) {
+        close(report[0]);
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: fork: %s", g_strerror(errno));
+        return -1;
+    }
+    int e = 0;
+    ssize_t n = read(report[0], &e, sizeof e); /* EOF: exec succeeded (CLOEXEC closed it) */
+    close(report[0]);
+    if (n == sizeof e) {
+        waitpid(pid, NULL, 0);
+        child_pid = 0;
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "cannot run '%s': %s", program[0],
+                    g_strerror(e));
+        return -1;
+    }
+    return pid;
+}
+
+static int exit_status_of(int status) {
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return 1;
+}
+
+/* ---- --children: the descendants' writers ---------------------------------------------------- */
+
+/* FILE's stem + "." + pid + FILE's extension, beside FILE: app.db -> app.12345.db. */
+static char *child_output(const char *output, pid_t pid) {
+    g_autofree char *dir = g_path_get_dirname(output);
+    g_autofree char *base = g_path_get_basename(output);
+    char *dot = strrchr(base, '.');
+    g_autofree char *name = NULL;
+    if (dot && dot != base) {
+        *dot = 0;
+        name = g_strdup_printf("%s.%ld.%s", base, (long)pid, dot + 1);
+    } else {
+        name = g_strdup_printf("%s.%ld", base, (long)pid);
+    }
+    return strcmp(dir, ".") == 0 && !g_str_has_prefix(output, "./") ? g_strdup(name)
+                                                                    : g_build_filename(dir, name, NULL);
+}
+
+typedef struct child_writer {
+    pid_t pid, writer;
+    char *path;
+} child_writer;
+
+/* The writer of one descendant's connection: its own database, control socket and session
+ * file. Runs in a process of its own (forked by children_main). */
+static G_NORETURN void child_writer_main(const char *path, pid_t pid, int conn,
+                                         const char *control_path, int control_fd, int stop_fd) {
+    g_autoptr(GError) error = NULL;
+    store_writer *w = store_writer_create(path, NULL, &error); /* RUN_START has the command */
+    if (!w) {
+        fprintf(stderr, "heaplens: cannot record pid %ld to %s: %s\n", (long)pid, path,
+                error->message);
+        _exit(1);
+    }
+    gboolean session = control_fd >= 0 && query_session_write(pid, control_path, path, NULL);
+    gboolean ok = store_writer_serve_connection(w, conn, control_fd, stop_fd, STOP_WAIT_MS, &error);
+    if (control_fd >= 0) {
+        close(control_fd);
+        unlink(control_path);
+    }
+    if (session)
+        query_session_remove(pid);
+    close(conn);
+    g_autoptr(GError) finish_error = NULL;
+    gboolean finished = store_writer_finish(w, NULL, &finish_error);
+    if (!ok || !finished) {
+        fprintf(stderr, "heaplens: writer of pid %ld: %s\n", (long)pid,
+                error ? error->message : finish_error->message);
+        _exit(1);
+    }
+    _exit(0);
+}
+
+/* One connection on children.sock: checks the peer and forks its writer. */
+static void children_accept(const record_options *o, const char *output, const char *dir, int conn,
+                            int stop_fd, int *close_in_writer, size_t n_close, GArray *writers) {
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != getuid()) {
+        fprintf(stderr, "heaplens: refused a descendant's connection from another user (uid %u)\n",
+                (unsigned)cred.uid);
+        close(conn);
+        return;
+    }
+    g_autofree char *named = child_output(output, cred.pid);
+    g_autofree char *path = NULL;
+    g_autoptr(GError) error = NULL;
+    if (!recording_output_prepare(named, o->force, &path, &error)) {
+        fprintf(stderr, "heaplens: not recording pid %ld: %s\n", (long)cred.pid, error->message);
+        close(conn);
+        return;
+    }
+    g_autofree char *control_path = g_strdup_printf("%s/control.%ld.sock", dir, (long)cred.pid);
+    int control_fd = recording_socket_listen(control_path, NULL); /* without it: no heaplens snapshot */
+    fflush(NULL);
+    pid_t writer = fork();
+    if (writer == 0) {
+        for (size_t i = 0; i < n_close; i++)
+            close(close_in_writer[i]);
+        child_writer_main(path, cred.pid, conn, control_path, control_fd, stop_fd);
+    }
+    close(conn);
+    if (control_fd >= 0)
+        close(control_fd);
+    if (writer < 0) {
+        fprintf(stderr, "heaplens: not recording pid %ld: fork: %s\n", (long)cred.pid,
+                g_strerror(errno));
+        if (control_fd >= 0)
+            unlink(control_path);
+        unlink(path);
+        return;
+    }
+    child_writer c = {.pid = cred.pid, .writer = writer, .path = g_steal_pointer(&path)};
+    g_array_append_val(writers, c);
+}
+
+/* The children server: accepts descendants' connections until `stop_fd` is readable (the
+ * program has exited) or at its end, takes what is pending, tells the writers to end (end of
+ * file on their stop pipe), waits for them and reports one line per database on `report_fd`:
+ * "PID OK PATH" (OK: 1 when its writer finished). */
+static G_NORETURN void children_main(const record_options *o, const char *output, const char *dir,
+                                     int listen_fd, int stop_fd, int report_fd) {
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0 || fcntl(listen_fd, F_SETFL, O_NONBLOCK) != 0) {
+        fprintf(stderr, "heaplens: children: %s\n", g_strerror(errno));
+        _exit(1);
+    }
+    GArray *writers = g_array_new(FALSE, TRUE, sizeof(child_writer));
+    int close_in_writer[] = {listen_fd, stop_fd, report_fd, ends[1]};
+    for (gboolean stopping = FALSE; !stopping;) {
+        struct pollfd pfd[2] = {{.fd = listen_fd, .events = POLLIN},
+                                {.fd = stop_fd, .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        stopping = pfd[1].revents != 0;
+        /* Every pending connection, also when stopping: a descendant that already exited left
+         * its whole stream in its connection. */
+        for (;;) {
+            int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+            if (conn < 0)
+                break;
+            children_accept(o, output, dir, conn, ends[0], close_in_writer,
+                            G_N_ELEMENTS(close_in_writer), writers);
+        }
+    }
+    close(listen_fd);
+    close(ends[1]); /* the writers' stop: end of file */
+    GString *report = g_string_new(NULL);
+    for (guint i = 0; i < writers->len; i++) {
+        child_writer *c = &g_array_index(writers, child_writer, i);
+        int status = 0;
+        while (waitpid(c->writer, &status, 0) < 0 && errno == EINTR)
+            ;
+        g_string_append_printf(report, "%ld %d %s\n", (long)c->pid,
+                               WIFEXITED(status) && WEXITSTATUS(status) == 0, c->path);
+    }
+    for (size_t off = 0; off < report->len;) {
+        ssize_t n = write(report_fd, report->str + off, report->len - off);
+        if (n <= 0 && errno != EINTR)
+            break;
+        off += n > 0 ? (size_t)n : 0;
+    }
+    _exit(0);
+}
+
+/* Starts the children server on `dir`/children.sock. Returns its pid (-1 on failure, error
+ * set); *stop_w ends it, *report_r carries its report. */
+static pid_t children_start(const record_options *o, const char *output, recording_sockets *s,
+                            int main_stop_w, int *stop_w, int *report_r, GError **error) {
+    s->children_path = g_build_filename(s->dir, "children.sock", NULL);
+    int listen_fd = recording_socket_listen(s->children_path, error);
+    if (listen_fd < 0)
+        return -1;
+    int stop[2], report[2];
+    if (pipe2(stop, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
+        close(listen_fd);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(main_stop_w); /* the main writer must see end of file when heaplens is gone */
+        close(stop[1]);
+        close(report[0]);
+        children_main(o, output, s->dir, listen_fd, stop[0], report[1]);
+    }
+    close(listen_fd);
+    close(stop[0]);
+    close(report[1]);
+    if (pid < 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: fork: %s", g_strerror(errno));
+        close(stop[1]);
+        close(report[0]);
+        return -1;
+    }
+    *stop_w = stop[1];
+    *report_r = report[0];
+    return pid;
+}
+
+/* Reads the children server's report to its end and waits for it. */
+static GPtrArray *children_finish(pid_t server, int report_r) {
+    GString *text = g_string_new(NULL);
+    char buf[4096];
+    for (;;) {
+        ssize_t n = read(report_r, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        g_string_append_len(text, buf, n);
+    }
+    close(report_r);
+    while (waitpid(server, NULL, 0) < 0 && errno == EINTR)
+        ;
+    GPtrArray *lines = g_ptr_array_new_with_free_func(g_free);
+    gchar **split = g_strsplit(text->str, "\n", -1);
+    for (gchar **l = split; *l; l++)
+        if (**l)
+            g_ptr_array_add(lines, g_strdup(*l));
+    g_strfreev(split);
+    g_string_free(text, TRUE);
+    return lines;
+}
+
+gboolean record_session_run(const record_options *options, int *exit_status_out,
+                            json_t **summary, GError **error) {
+    const record_options o = *options;
+    *summary = NULL;
+    *exit_status_out = 1;
+    g_autofree char *collector = recording_collector_path(error);
+    if (!collector || !program_check(o.program[0], error))
+        return FALSE;
+    g_autofree char *named = o.output ? g_strdup(o.output) : default_output(o.program[0]);
+    g_autofree char *output = NULL;
+    if (!recording_output_prepare(named, o.force, &output, error))
+        return FALSE;
+    g_autofree char *command = g_strjoinv(" ", o.program);
+    recording_summary_options so = {.json = o.json, .quiet = o.quiet, .whose = o.children != NULL};
+
+    recording_sockets sockets;
+    if (!recording_sockets_create(&sockets, error))
+        return FALSE;
+    int writer_stop = -1;
+    pid_t writer =
+        recording_writer_start("record", output, command, &sockets, &writer_stop, NULL, error);
+    if (writer < 0)
+        return FALSE;
+    int exit_status = 1;
+
+    pid_t children = -1;
+    int children_stop = -1, children_report = -1;
+    if (o.children) {
+        children = children_start(&o, output, &sockets, writer_stop, &children_stop,
+                                  &children_report, error);
+        if (children < 0) {
+            close(writer_stop);
+            waitpid(writer, NULL, 0);
+            recording_sockets_remove(&sockets);
+            unlink(output);
+            return FALSE;
+        }
+    }
+    /* The program gets the terminal's signals itself (same process group, its own
+     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
+     * recording and exits with the program's status. Blocked around the fork, so that the
+     * child never runs our handler. */
+    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&forward.sa_mask);
+    struct sigaction original[N_FORWARDED];
+    sigset_t block, original_mask;
+    sigemptyset(&block);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaddset(&block, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &original_mask);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &forward, &original[i]);
+    /* The collector's mode travels in the environment the program inherits. */
+    if (o.mode)
+        setenv("HEAPLENS_MODE", o.mode, 1);
+    else
+        unsetenv("HEAPLENS_MODE");
+    pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
+                                  o.children, o.stacks, original, &original_mask, error);
+    sigprocmask(SIG_SETMASK, &original_mask, NULL);
+    gboolean started = program > 0;
+    int status = 0;
+    if (started) {
+        g_autoptr(GError) session_error = NULL; /* without it, only `heaplens snapshot` is lost */
+        if (!query_session_write(program, sockets.control_path, output, &session_error))
+            fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
+                            "recording\n", session_error->message, (long)program);
+        while (waitpid(program, &status, 0) < 0 && errno == EINTR)
+            ;
+        child_pid = 0;
+        query_session_remove(program);
+        exit_status = exit_status_of(status);
+    }
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &original[i], NULL);
+
+    /* Tell the writer the program is gone and how it ended, then wait for it to finish. The
+     * writer may have died: no SIGPIPE for heaplens (set only now, so that the program was not
+     * started with SIGPIPE ignored). */
+    signal(SIGPIPE, SIG_IGN);
+    char line[64];
+    if (WIFSIGNALED(status) && started)
+        snprintf(line, sizeof line, "signal %d\n", WTERMSIG(status));
+    else
+        snprintf(line, sizeof line, "exit %d\n", started ? exit_status : 127);
+    if (write(writer_stop, line, strlen(line)) < 0) {
+        /* the writer is gone; its own exit status tells */
+    }
+    close(writer_stop);
+    if (children > 0)
+        close(children_stop); /* descendants still running get STOP_WAIT_MS more */
+    int writer_status = 0;
+    while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
+        ;
+    g_autoptr(GPtrArray) recorded = children > 0 ? children_finish(children, children_report)
+                                                 : NULL;
+    recording_sockets_remove(&sockets);
+
+    if (!started) {
+        unlink(output); /* nothing was recorded: leave no empty database behind */
+        return FALSE;
+    }
+    *exit_status_out = exit_status;
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    if (!writer_ok) {
+        /* The program's exit status still passes through unchanged: scripts that wrap a program
+         * in `heaplens record` must see what the program did. The loss is said here (unless the
+         * writer's own line said it already). */
+        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
+            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
+                    output);
+        if (!recorded)
+            return TRUE;
+    }
+    json_t *main_summary = writer_ok ? recording_summary_print(output, &so) : NULL;
+    if (!recorded) {
+        *summary = main_summary;
+        return TRUE;
+    }
+    /* --children: one summary per database, the program's first. */
+    json_t *list = json_array();
+    for (guint i = 0; i < recorded->len; i++) {
+        long pid = 0;
+        int ok = 0, at = 0;
+        const char *entry = g_ptr_array_index(recorded, i);
+        if (sscanf(entry, "%ld %d %n", &pid, &ok, &at) < 2 || at == 0)
+            continue;
+        const char *path = entry + at;
+        if (!ok) {
+            fprintf(stderr, "heaplens: the writer of pid %ld failed; %s holds what was committed "
+                            "before\n", pid, path);
+            continue;
+        }
+        json_t *j = recording_summary_print(path, &so);
+        if (j)
+            json_array_append_new(list, j);
+    }
+    if (o.json) {
+        if (!main_summary)
+            main_summary = json_object();
+        json_object_set_new(main_summary, "children", list);
+        *summary = main_summary;
+    } else {
+        json_decref(list);
+    }
+    return TRUE;
+}
