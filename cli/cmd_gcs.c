@@ -25,50 +25,40 @@ static const query_column gcs_columns[] = {
     {"survived", QUERY_ALIGN_RIGHT, NULL},
 };
 
-static json_t *json_int(query_opt_int v)
-{
-    return v.set ? json_integer(v.value) : json_null();
-}
-
-static json_t *json_bool(query_opt_int v)
-{
-    return v.set ? json_boolean(v.value != 0) : json_null();
-}
-
 static json_t *gcs_row_json(const query_gc *gc)
 {
     json_t *before = json_object();
     json_t *after = json_object();
     for (int g = 0; g < 5; g++) {
-        json_object_set_new(before, size_names[g], json_int(gc->size_before[g]));
-        json_object_set_new(after, size_names[g], json_int(gc->size_after[g]));
+        json_object_set_new(before, size_names[g], query_json_value(gc->size_before[g]));
+        json_object_set_new(after, size_names[g], query_json_value(gc->size_after[g]));
     }
     return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
                      "gc", (json_int_t)gc->gc,
                      "generation", (json_int_t)gc->generation,
                      "reason", query_json_string(gc->reason),
-                     "induced", json_bool(gc->induced),
-                     "compacting", json_bool(gc->compacting),
-                     "pause_ns", json_int(gc->pause_ns),
-                     "start_ns", json_int(gc->start_ns),
-                     "end_ns", json_int(gc->end_ns),
-                     "survived_bytes", json_int(gc->survived_bytes),
-                     "moved_bytes", json_int(gc->moved_bytes),
-                     "objects_live", json_int(gc->objects_live),
-                     "incomplete", json_bool(gc->incomplete),
+                     "induced", query_json_flag(gc->induced),
+                     "compacting", query_json_flag(gc->compacting),
+                     "pause_ns", query_json_value(gc->pause_ns),
+                     "start_ns", query_json_value(gc->start_ns),
+                     "end_ns", query_json_value(gc->end_ns),
+                     "survived_bytes", query_json_value(gc->survived_bytes),
+                     "moved_bytes", query_json_value(gc->moved_bytes),
+                     "objects_live", query_json_value(gc->objects_live),
+                     "incomplete", query_json_flag(gc->incomplete),
                      "size_before", before,
                      "size_after", after);
 }
 
-static const char *yes_no(query_opt_int v)
+static const char *yes_no(int64_t v)
 {
-    return v.set ? (v.value ? "yes" : "no") : NULL;
+    return v == QUERY_NULL ? NULL : v ? "yes" : "no";
 }
 
-static void size_cell_add(query_table *table, query_opt_int v)
+static void size_cell_add(query_table *table, int64_t v)
 {
     char buf[QUERY_FORMAT_MAX];
-    query_table_add(table, v.set ? query_size_format(v.value, buf) : NULL);
+    query_table_add(table, v == QUERY_NULL ? NULL : query_size_format(v, buf));
 }
 
 static void gcs_row_add(query_table *table, const query_gc *gc)
@@ -79,7 +69,8 @@ static void gcs_row_add(query_table *table, const query_gc *gc)
     query_table_add(table, gc->reason);
     query_table_add(table, yes_no(gc->induced));
     query_table_add(table, yes_no(gc->compacting));
-    query_table_add(table, gc->pause_ns.set ? query_ms_format(gc->pause_ns.value, buf) : NULL);
+    query_table_add(table,
+                    gc->pause_ns == QUERY_NULL ? NULL : query_ms_format(gc->pause_ns, buf));
     for (int g = 0; g < 5; g++) {
         size_cell_add(table, gc->size_before[g]);
         size_cell_add(table, gc->size_after[g]);

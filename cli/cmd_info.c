@@ -196,17 +196,6 @@ static void info_counters_lines(const GArray *counters, const query_estimates *e
     }
 }
 
-/* The values as a JSON object, by name (new reference). */
-static json_t *info_values_json(const GArray *values)
-{
-    json_t *object = json_object();
-    for (guint i = 0; i < values->len; i++) {
-        const query_info_value *v = &g_array_index(values, query_info_value, i);
-        json_object_set(object, v->name, v->json);
-    }
-    return object;
-}
-
 int cmd_info(int argc, char **argv)
 {
     int status = 1;
@@ -242,8 +231,8 @@ int cmd_info(int argc, char **argv)
         json_object_set_new(totals_json, "allocations_estimated",
                             json_boolean(info.estimates.estimated));
         json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o}", "file", query_json_string(path),
-                                "run", info_values_json(info.run), "counters",
-                                info_values_json(info.counters), "totals", totals_json,
+                                "run", query_info_values_json(info.run), "counters",
+                                query_info_values_json(info.counters), "totals", totals_json,
                                 "allocations", query_estimates_json(&info.estimates));
         query_json_print(doc, stdout);
         json_decref(doc);

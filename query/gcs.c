@@ -21,16 +21,6 @@ static const char gcs_sql[] =
     "  FROM gcs AS g LEFT JOIN gc_generations AS s ON s.gc = g.gc"
     " GROUP BY g.gc ORDER BY g.gc";
 
-static query_opt_int opt_int_column(sqlite3_stmt *stmt, int column)
-{
-    query_opt_int v = {FALSE, 0};
-    if (sqlite3_column_type(stmt, column) != SQLITE_NULL) {
-        v.set = TRUE;
-        v.value = sqlite3_column_int64(stmt, column);
-    }
-    return v;
-}
-
 static void gc_clear(void *row)
 {
     g_free(((query_gc *)row)->reason);
@@ -49,19 +39,19 @@ GArray *query_gcs_read(sqlite3 *db, GError **error)
             .gc = sqlite3_column_int64(stmt, 0),
             .generation = sqlite3_column_int64(stmt, 1),
             .reason = g_strdup((const char *)sqlite3_column_text(stmt, 2)),
-            .induced = opt_int_column(stmt, 3),
-            .compacting = opt_int_column(stmt, 4),
-            .pause_ns = opt_int_column(stmt, 5),
-            .start_ns = opt_int_column(stmt, 6),
-            .end_ns = opt_int_column(stmt, 7),
-            .survived_bytes = opt_int_column(stmt, 8),
-            .moved_bytes = opt_int_column(stmt, 9),
-            .objects_live = opt_int_column(stmt, 10),
-            .incomplete = opt_int_column(stmt, 11),
+            .induced = query_db_column_flag(stmt, 3),
+            .compacting = query_db_column_flag(stmt, 4),
+            .pause_ns = query_db_column_value(stmt, 5),
+            .start_ns = query_db_column_value(stmt, 6),
+            .end_ns = query_db_column_value(stmt, 7),
+            .survived_bytes = query_db_column_value(stmt, 8),
+            .moved_bytes = query_db_column_value(stmt, 9),
+            .objects_live = query_db_column_value(stmt, 10),
+            .incomplete = query_db_column_flag(stmt, 11),
         };
         for (int g = 0; g < 5; g++) {
-            gc.size_before[g] = opt_int_column(stmt, 12 + 2 * g);
-            gc.size_after[g] = opt_int_column(stmt, 13 + 2 * g);
+            gc.size_before[g] = query_db_column_value(stmt, 12 + 2 * g);
+            gc.size_after[g] = query_db_column_value(stmt, 13 + 2 * g);
         }
         g_array_append_val(gcs, gc);
     }

@@ -9,19 +9,15 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-/* A value read from the file that may be NULL there. */
-typedef struct query_opt_int {
-    gboolean set; /* FALSE: NULL in the file */
-    int64_t value;
-} query_opt_int;
-
-/* One GC (table gcs) with its per-generation sizes (gc_generations, generations 0..4). */
+/* One GC (table gcs) with its per-generation sizes (gc_generations, generations 0..4). Every
+ * field but gc and generation may be QUERY_NULL (query.h); induced, compacting and incomplete
+ * are 0 or 1. */
 typedef struct query_gc {
     int64_t gc, generation;
     char *reason; /* owned; NULL when NULL in the file */
-    query_opt_int induced, compacting, pause_ns, start_ns, end_ns, survived_bytes, moved_bytes,
+    int64_t induced, compacting, pause_ns, start_ns, end_ns, survived_bytes, moved_bytes,
         objects_live, incomplete;
-    query_opt_int size_before[5], size_after[5]; /* gen0, gen1, gen2, loh, poh */
+    int64_t size_before[5], size_after[5]; /* gen0, gen1, gen2, loh, poh */
 } query_gc;
 
 /* Every GC of `db`, in GC order: a new array of query_gc (its free function releases the rows). */

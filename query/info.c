@@ -107,50 +107,60 @@ static void value_add(GArray *values, sqlite3_stmt *stmt, const char *name, int 
 }
 
 /* The run row, every column as stored (the schema may grow columns). */
-static gboolean info_run_get(sqlite3 *db, GArray *run, GError **error)
+GArray *query_info_run_read(sqlite3 *db, GError **error)
 {
-    gboolean ok = FALSE;
     gboolean row = FALSE;
+    GArray *run = values_new();
     sqlite3_stmt *stmt = query_db_prepare(db, "SELECT * FROM run WHERE id = 1", error);
-    if (!stmt || !query_db_step(stmt, &row, error))
+    if (!stmt || !query_db_step(stmt, &row, error)) {
+        g_clear_pointer(&run, g_array_unref);
         goto out;
+    }
     for (int c = 0; row && c < sqlite3_column_count(stmt); c++) {
         const char *name = sqlite3_column_name(stmt, c);
         if (strcmp(name, "id") == 0)
             continue;
         value_add(run, stmt, name, c);
     }
-    ok = TRUE;
 out:
     sqlite3_finalize(stmt);
-    return ok;
+    return run;
 }
 
-static gboolean info_counters_get(sqlite3 *db, GArray *counters, GError **error)
+GArray *query_info_counters_read(sqlite3 *db, GError **error)
 {
     gboolean row = FALSE;
     gboolean stepped = FALSE;
+    GArray *counters = values_new();
     sqlite3_stmt *stmt =
         query_db_prepare(db, "SELECT name, value FROM counters ORDER BY name", error);
-    if (!stmt)
-        return FALSE;
-    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+    while (stmt && (stepped = query_db_step(stmt, &row, error)) && row) {
         const char *name = (const char *)sqlite3_column_text(stmt, 0);
         if (name)
             value_add(counters, stmt, name, 1);
     }
     sqlite3_finalize(stmt);
-    return stepped;
+    if (!stepped)
+        g_clear_pointer(&counters, g_array_unref);
+    return counters;
+}
+
+json_t *query_info_values_json(const GArray *values)
+{
+    json_t *object = json_object();
+    for (guint i = 0; i < values->len; i++) {
+        const query_info_value *v = &g_array_index(values, query_info_value, i);
+        json_object_set(object, v->name, v->json);
+    }
+    return object;
 }
 
 gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError **error)
 {
     memset(info, 0, sizeof *info);
-    info->run = values_new();
-    info->counters = values_new();
     return query_estimates_get(db, &info->estimates, error) &&
-           info_run_get(db, info->run, error) &&
-           info_counters_get(db, info->counters, error) &&
+           (info->run = query_info_run_read(db, error)) &&
+           (info->counters = query_info_counters_read(db, error)) &&
            info_totals_get(db, path, &info->estimates, &info->totals, error);
 }
 

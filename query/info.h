@@ -37,6 +37,14 @@ typedef struct query_info {
     query_info_totals totals;
 } query_info;
 
+/* The run row's columns but id, in order; the counters, by name: new arrays of
+ * query_info_value (their free function releases the values); NULL on error. `heaplens report`
+ * shows them too. */
+GArray *query_info_run_read(sqlite3 *db, GError **error);
+GArray *query_info_counters_read(sqlite3 *db, GError **error);
+/* The values as one JSON object, name -> value as stored (new reference). */
+json_t *query_info_values_json(const GArray *values);
+
 /* Reads what `heaplens info` says of the recording at `path` (open as `db`) into *info
  * (release with query_info_clear, also after a failure). */
 gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError **error);

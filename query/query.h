@@ -70,6 +70,14 @@ const char *query_generation_name(int64_t generation, char buf[QUERY_FORMAT_MAX]
 
 /* ---- JSON values ----------------------------------------------------------------------- */
 
+/* A value the recording does not have (SQL NULL), in the int64_t fields of what the query tools
+ * return; JSON null. */
+#define QUERY_NULL INT64_MIN
+/* QUERY_NULL as null, anything else as an integer (new reference). */
+json_t *query_json_value(int64_t value);
+/* QUERY_NULL as null, anything else as a boolean, true when not 0 (new reference). */
+json_t *query_json_flag(int64_t value);
+
 /* A JSON string for `text` (new reference): null for NULL; invalid UTF-8 is repaired with
  * U+FFFD so that the output is always valid JSON. */
 json_t *query_json_string(const char *text);
@@ -88,6 +96,10 @@ sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error);
 /* Steps `stmt`: TRUE with *row set when a row is ready or the statement is done (*row FALSE);
  * FALSE and a QUERY_ERROR_SQLITE error when SQLite failed (a damaged file, for instance). */
 gboolean query_db_step(sqlite3_stmt *stmt, gboolean *row, GError **error);
+/* Column `column` of the current row of `stmt` as an integer, QUERY_NULL for NULL; as a flag:
+ * 0 or 1, QUERY_NULL for NULL. */
+int64_t query_db_column_value(sqlite3_stmt *stmt, int column);
+int64_t query_db_column_flag(sqlite3_stmt *stmt, int column);
 /* Runs `sql`, which yields one integer (NULL counts as 0), into *value. */
 gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error);
 /* Objects alive when the recording ended: tracked objects never collected, and the allocations

@@ -251,3 +251,17 @@ out:
     sqlite3_finalize(status);
     return note;
 }
+
+int64_t query_db_column_value(sqlite3_stmt *stmt, int column)
+{
+    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
+        return QUERY_NULL;
+    return sqlite3_column_int64(stmt, column);
+}
+
+int64_t query_db_column_flag(sqlite3_stmt *stmt, int column)
+{
+    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
+        return QUERY_NULL;
+    return sqlite3_column_int64(stmt, column) != 0;
+}

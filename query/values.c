@@ -117,3 +117,13 @@ json_t *query_json_column(sqlite3_stmt *stmt, int column)
         return json_null();
     }
 }
+
+json_t *query_json_value(int64_t value)
+{
+    return value == QUERY_NULL ? json_null() : json_integer(value);
+}
+
+json_t *query_json_flag(int64_t value)
+{
+    return value == QUERY_NULL ? json_null() : json_boolean(value != 0);
+}

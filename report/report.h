@@ -18,6 +18,7 @@
 #define HEAPLENS_QUERY_REPORT_H
 
 #include "query/progress.h"
+#include "query/query.h"
 
 #include <glib.h>
 #include <jansson.h>
@@ -26,7 +27,7 @@
 #include <stdio.h>
 
 /* A value the recording does not have (SQL NULL); written as null in JSON. */
-#define REPORT_NULL INT64_MIN
+#define REPORT_NULL QUERY_NULL
 
 /* Generations with a size in gc_generations: gen0, gen1, gen2, loh, poh (SCHEMA.md). */
 #define REPORT_SIZE_GENS 5

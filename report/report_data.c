@@ -12,6 +12,7 @@
 #include "report/report.h"
 
 #include "query/estimates.h"
+#include "query/info.h"
 #include "query/leaks.h"
 #include "query/query.h"
 #include "query/retention.h"
@@ -23,50 +24,31 @@
 
 /* ---- the run, counters, totals ---------------------------------------------------------- */
 
-/* The run row, every column as stored but id, plus duration_ns when both clocks are known. */
+/* The run row, every column as stored but id (query_info_run_read), plus duration_ns when both
+ * clocks are known; the counters, name -> value. */
 static gboolean report_run_get(sqlite3 *db, report_data *data, GError **error)
 {
-    gboolean ok = FALSE;
-    gboolean row = FALSE;
     int64_t start = REPORT_NULL, end = REPORT_NULL;
-    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT * FROM run WHERE id = 1", error);
-    if (!stmt || !query_db_step(stmt, &row, error))
-        goto out;
-    for (int c = 0; row && c < sqlite3_column_count(stmt); c++) {
-        const char *name = sqlite3_column_name(stmt, c);
-        gboolean known = sqlite3_column_type(stmt, c) != SQLITE_NULL;
-        if (strcmp(name, "id") == 0)
-            continue;
-        if (strcmp(name, "start_mono_ns") == 0 && known)
-            start = sqlite3_column_int64(stmt, c);
-        if (strcmp(name, "end_mono_ns") == 0 && known)
-            end = sqlite3_column_int64(stmt, c);
-        json_object_set_new(data->run, name, query_json_column(stmt, c));
+    g_autoptr(GArray) run = query_info_run_read(db, error);
+    g_autoptr(GArray) counters = run ? query_info_counters_read(db, error) : NULL;
+    if (!counters)
+        return FALSE;
+    for (guint i = 0; i < run->len; i++) {
+        const query_info_value *v = &g_array_index(run, query_info_value, i);
+        if (strcmp(v->name, "start_mono_ns") == 0 && v->text)
+            start = v->value;
+        if (strcmp(v->name, "end_mono_ns") == 0 && v->text)
+            end = v->value;
+        json_object_set(data->run, v->name, v->json);
     }
     json_object_set_new(data->run, "duration_ns",
                         start != REPORT_NULL && end != REPORT_NULL ? json_integer(end - start)
                                                                    : json_null());
-    ok = TRUE;
-out:
-    sqlite3_finalize(stmt);
-    return ok;
-}
-
-static gboolean report_counters_get(sqlite3 *db, report_data *data, GError **error)
-{
-    gboolean row = FALSE;
-    gboolean stepped = FALSE;
-    sqlite3_stmt *stmt =
-        query_db_prepare(db, "SELECT name, value FROM counters ORDER BY name", error);
-    if (!stmt)
-        return FALSE;
-    while ((stepped = query_db_step(stmt, &row, error)) && row) {
-        const char *name = (const char *)sqlite3_column_text(stmt, 0);
-        if (name)
-            json_object_set_new(data->counters, name, query_json_column(stmt, 1));
+    for (guint i = 0; i < counters->len; i++) {
+        const query_info_value *v = &g_array_index(counters, query_info_value, i);
+        json_object_set(data->counters, v->name, v->json);
     }
-    sqlite3_finalize(stmt);
-    return stepped;
+    return TRUE;
 }
 
 static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error)
@@ -101,20 +83,6 @@ static const char report_gcs_sql[] =
     "       loh_before, loh_after, poh_before, poh_after, pinned_roots"
     "  FROM gc_summary ORDER BY gc";
 
-static int64_t column_value(sqlite3_stmt *stmt, int column)
-{
-    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
-        return REPORT_NULL;
-    return sqlite3_column_int64(stmt, column);
-}
-
-static int64_t column_flag(sqlite3_stmt *stmt, int column)
-{
-    if (sqlite3_column_type(stmt, column) == SQLITE_NULL)
-        return REPORT_NULL;
-    return sqlite3_column_int64(stmt, column) != 0;
-}
-
 static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
 {
     gboolean row = FALSE;
@@ -125,23 +93,23 @@ static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
         report_gc gc = {
             .gc = sqlite3_column_int64(stmt, 0),
-            .generation = column_value(stmt, 1),
-            .induced = column_flag(stmt, 3),
-            .compacting = column_flag(stmt, 4),
-            .pause_ns = column_value(stmt, 5),
-            .start_ns = column_value(stmt, 6),
-            .end_ns = column_value(stmt, 7),
-            .survived_bytes = column_value(stmt, 8),
-            .moved_bytes = column_value(stmt, 9),
-            .objects_live = column_value(stmt, 10),
-            .incomplete = column_flag(stmt, 11),
-            .pinned_objects = column_value(stmt, 22),
+            .generation = query_db_column_value(stmt, 1),
+            .induced = query_db_column_flag(stmt, 3),
+            .compacting = query_db_column_flag(stmt, 4),
+            .pause_ns = query_db_column_value(stmt, 5),
+            .start_ns = query_db_column_value(stmt, 6),
+            .end_ns = query_db_column_value(stmt, 7),
+            .survived_bytes = query_db_column_value(stmt, 8),
+            .moved_bytes = query_db_column_value(stmt, 9),
+            .objects_live = query_db_column_value(stmt, 10),
+            .incomplete = query_db_column_flag(stmt, 11),
+            .pinned_objects = query_db_column_value(stmt, 22),
         };
         const char *reason = (const char *)sqlite3_column_text(stmt, 2);
         gc.reason = reason ? g_string_chunk_insert_const(data->strings, reason) : NULL;
         for (int g = 0; g < REPORT_SIZE_GENS; g++) {
-            gc.size_before[g] = column_value(stmt, 12 + 2 * g);
-            gc.size_after[g] = column_value(stmt, 13 + 2 * g);
+            gc.size_before[g] = query_db_column_value(stmt, 12 + 2 * g);
+            gc.size_after[g] = query_db_column_value(stmt, 13 + 2 * g);
         }
         g_array_append_val(data->gcs, gc);
     }
@@ -546,7 +514,7 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
     data->notes = g_ptr_array_new_with_free_func(g_free);
     GError *local = NULL;
 
-    if (!report_run_get(db, data, error) || !report_counters_get(db, data, error) ||
+    if (!report_run_get(db, data, error) ||
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
         !report_allocations_get(db, data, error) ||
         !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error) ||
