@@ -3,8 +3,6 @@
 #include "cli/commands.h"
 #include "query/gcs.h"
 
-static const char *const size_names[] = {"gen0", "gen1", "gen2", "loh", "poh"};
-
 static const query_column gcs_columns[] = {
     {"gc", QUERY_ALIGN_RIGHT, NULL},
     {"gen", QUERY_ALIGN_RIGHT, NULL},
@@ -25,31 +23,6 @@ static const query_column gcs_columns[] = {
     {"survived", QUERY_ALIGN_RIGHT, NULL},
 };
 
-static json_t *gcs_row_json(const query_gc *gc)
-{
-    json_t *before = json_object();
-    json_t *after = json_object();
-    for (int g = 0; g < 5; g++) {
-        json_object_set_new(before, size_names[g], query_json_value(gc->size_before[g]));
-        json_object_set_new(after, size_names[g], query_json_value(gc->size_after[g]));
-    }
-    return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                     "gc", (json_int_t)gc->gc,
-                     "generation", (json_int_t)gc->generation,
-                     "reason", query_json_string(gc->reason),
-                     "induced", query_json_flag(gc->induced),
-                     "compacting", query_json_flag(gc->compacting),
-                     "pause_ns", query_json_value(gc->pause_ns),
-                     "start_ns", query_json_value(gc->start_ns),
-                     "end_ns", query_json_value(gc->end_ns),
-                     "survived_bytes", query_json_value(gc->survived_bytes),
-                     "moved_bytes", query_json_value(gc->moved_bytes),
-                     "objects_live", query_json_value(gc->objects_live),
-                     "incomplete", query_json_flag(gc->incomplete),
-                     "size_before", before,
-                     "size_after", after);
-}
-
 static const char *yes_no(int64_t v)
 {
     return v == QUERY_NULL ? NULL : v ? "yes" : "no";
@@ -65,13 +38,14 @@ static void gcs_row_add(query_table *table, const query_gc *gc)
 {
     char buf[QUERY_FORMAT_MAX];
     query_table_add(table, query_count_format(gc->gc, buf));
-    query_table_addf(table, "%lld", (long long)gc->generation);
+    /* (a damaged file's NULL generation reads as 0, as SQLite reads it) */
+    query_table_addf(table, "%lld", (long long)(gc->generation == QUERY_NULL ? 0 : gc->generation));
     query_table_add(table, gc->reason);
     query_table_add(table, yes_no(gc->induced));
     query_table_add(table, yes_no(gc->compacting));
     query_table_add(table,
                     gc->pause_ns == QUERY_NULL ? NULL : query_ms_format(gc->pause_ns, buf));
-    for (int g = 0; g < 5; g++) {
+    for (int g = 0; g < QUERY_SIZE_GENS; g++) {
         size_cell_add(table, gc->size_before[g]);
         size_cell_add(table, gc->size_after[g]);
     }
@@ -107,7 +81,7 @@ int cmd_gcs(int argc, char **argv)
         query_json_rows rows;
         query_json_rows_begin(&rows, stdout, NULL);
         for (guint i = 0; i < gcs->len; i++)
-            query_json_rows_add(&rows, gcs_row_json(&g_array_index(gcs, query_gc, i)));
+            query_json_rows_add(&rows, query_gc_json(&g_array_index(gcs, query_gc, i)));
         query_json_rows_end(&rows);
     } else if (gcs->len == 0) {
         printf("no GC was recorded\n");

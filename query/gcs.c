@@ -21,46 +21,69 @@ static const char gcs_sql[] =
     "  FROM gcs AS g LEFT JOIN gc_generations AS s ON s.gc = g.gc"
     " GROUP BY g.gc ORDER BY g.gc";
 
-static void gc_clear(void *row)
+static const char *const size_gen_names[QUERY_SIZE_GENS] = {"gen0", "gen1", "gen2", "loh", "poh"};
+
+void query_gc_read(sqlite3_stmt *stmt, query_gc *gc)
 {
-    g_free(((query_gc *)row)->reason);
+    const char *reason = (const char *)sqlite3_column_text(stmt, 2);
+    *gc = (query_gc){
+        .gc = sqlite3_column_int64(stmt, 0),
+        .generation = query_db_column_value(stmt, 1),
+        .reason = reason ? g_intern_string(reason) : NULL, /* a handful of names */
+        .induced = query_db_column_flag(stmt, 3),
+        .compacting = query_db_column_flag(stmt, 4),
+        .pause_ns = query_db_column_value(stmt, 5),
+        .start_ns = query_db_column_value(stmt, 6),
+        .end_ns = query_db_column_value(stmt, 7),
+        .survived_bytes = query_db_column_value(stmt, 8),
+        .moved_bytes = query_db_column_value(stmt, 9),
+        .objects_live = query_db_column_value(stmt, 10),
+        .incomplete = query_db_column_flag(stmt, 11),
+        .pinned_objects = QUERY_NULL,
+    };
+    for (int g = 0; g < QUERY_SIZE_GENS; g++) {
+        gc->size_before[g] = query_db_column_value(stmt, 12 + 2 * g);
+        gc->size_after[g] = query_db_column_value(stmt, 13 + 2 * g);
+    }
+}
+
+json_t *query_gc_json(const query_gc *gc)
+{
+    json_t *before = json_object();
+    json_t *after = json_object();
+    for (int g = 0; g < QUERY_SIZE_GENS; g++) {
+        json_object_set_new(before, size_gen_names[g], query_json_value(gc->size_before[g]));
+        json_object_set_new(after, size_gen_names[g], query_json_value(gc->size_after[g]));
+    }
+    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                     "gc", (json_int_t)gc->gc,
+                     "generation", query_json_value(gc->generation),
+                     "reason", query_json_string(gc->reason),
+                     "induced", query_json_flag(gc->induced),
+                     "compacting", query_json_flag(gc->compacting),
+                     "pause_ns", query_json_value(gc->pause_ns),
+                     "start_ns", query_json_value(gc->start_ns),
+                     "end_ns", query_json_value(gc->end_ns),
+                     "survived_bytes", query_json_value(gc->survived_bytes),
+                     "moved_bytes", query_json_value(gc->moved_bytes),
+                     "objects_live", query_json_value(gc->objects_live),
+                     "incomplete", query_json_flag(gc->incomplete),
+                     "size_before", before,
+                     "size_after", after);
 }
 
 GArray *query_gcs_read(sqlite3 *db, GError **error)
 {
     gboolean row = FALSE, stepped = FALSE;
     GArray *gcs = g_array_new(FALSE, TRUE, sizeof(query_gc));
-    g_array_set_clear_func(gcs, gc_clear);
     sqlite3_stmt *stmt = query_db_prepare(db, gcs_sql, error);
-    if (!stmt)
-        goto fail;
-    while ((stepped = query_db_step(stmt, &row, error)) && row) {
-        query_gc gc = {
-            .gc = sqlite3_column_int64(stmt, 0),
-            .generation = sqlite3_column_int64(stmt, 1),
-            .reason = g_strdup((const char *)sqlite3_column_text(stmt, 2)),
-            .induced = query_db_column_flag(stmt, 3),
-            .compacting = query_db_column_flag(stmt, 4),
-            .pause_ns = query_db_column_value(stmt, 5),
-            .start_ns = query_db_column_value(stmt, 6),
-            .end_ns = query_db_column_value(stmt, 7),
-            .survived_bytes = query_db_column_value(stmt, 8),
-            .moved_bytes = query_db_column_value(stmt, 9),
-            .objects_live = query_db_column_value(stmt, 10),
-            .incomplete = query_db_column_flag(stmt, 11),
-        };
-        for (int g = 0; g < 5; g++) {
-            gc.size_before[g] = query_db_column_value(stmt, 12 + 2 * g);
-            gc.size_after[g] = query_db_column_value(stmt, 13 + 2 * g);
-        }
+    while (stmt && (stepped = query_db_step(stmt, &row, error)) && row) {
+        query_gc gc;
+        query_gc_read(stmt, &gc);
         g_array_append_val(gcs, gc);
     }
+    sqlite3_finalize(stmt);
     if (!stepped)
-        goto fail;
-    sqlite3_finalize(stmt);
+        g_clear_pointer(&gcs, g_array_unref);
     return gcs;
-fail:
-    sqlite3_finalize(stmt);
-    g_array_unref(gcs);
-    return NULL;
 }

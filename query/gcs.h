@@ -6,21 +6,43 @@
 #define HEAPLENS_QUERY_GCS_H
 
 #include <glib.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
-/* One GC (table gcs) with its per-generation sizes (gc_generations, generations 0..4). Every
- * field but gc and generation may be QUERY_NULL (query.h); induced, compacting and incomplete
- * are 0 or 1. */
+/* Generations with a size in gc_generations: gen0, gen1, gen2, loh, poh (SCHEMA.md). */
+#define QUERY_SIZE_GENS 5
+
+/* One GC: the columns of `gcs` and its gc_generations sizes. Every field may be QUERY_NULL
+ * (query.h) except gc; induced, compacting and incomplete are 0 or 1. */
 typedef struct query_gc {
-    int64_t gc, generation;
-    char *reason; /* owned; NULL when NULL in the file */
-    int64_t induced, compacting, pause_ns, start_ns, end_ns, survived_bytes, moved_bytes,
-        objects_live, incomplete;
-    int64_t size_before[5], size_after[5]; /* gen0, gen1, gen2, loh, poh */
+    int64_t gc;
+    int64_t generation;
+    const char *reason; /* interned (g_intern_string); NULL when unknown */
+    int64_t induced, compacting, incomplete;
+    int64_t pause_ns, start_ns, end_ns;
+    int64_t survived_bytes, moved_bytes, objects_live;
+    int64_t size_before[QUERY_SIZE_GENS];
+    int64_t size_after[QUERY_SIZE_GENS];
+    /* Filled by `heaplens report` only (QUERY_NULL and 0 otherwise): roots with the pinning flag
+     * at the end of the GC; what was allocated in this GC's interval (after the previous GC
+     * began, before this one began): exact in full recordings, estimates in sampled and attach
+     * ones. */
+    int64_t pinned_objects;
+    int64_t allocated_count, allocated_bytes;
 } query_gc;
 
-/* Every GC of `db`, in GC order: a new array of query_gc (its free function releases the rows). */
+/* The GC of columns 0..21 of the current row of `stmt`: gc, generation, reason, induced,
+ * compacting, pause_ns, start_ns, end_ns, survived_bytes, moved_bytes, objects_live,
+ * incomplete, then size before and after of each of the QUERY_SIZE_GENS generations (the
+ * columns of the gc_summary view, in its order). */
+void query_gc_read(sqlite3_stmt *stmt, query_gc *gc);
+/* One row of `heaplens gcs --json`: {"gc","generation","reason","induced","compacting",
+ * "pause_ns","start_ns","end_ns","survived_bytes","moved_bytes","objects_live","incomplete",
+ * "size_before":{"gen0",...,"poh"},"size_after":{...}} (new reference). */
+json_t *query_gc_json(const query_gc *gc);
+
+/* Every GC of `db`, in GC order: a new array of query_gc. */
 GArray *query_gcs_read(sqlite3 *db, GError **error);
 
 #endif /* HEAPLENS_QUERY_GCS_H */

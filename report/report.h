@@ -17,6 +17,7 @@
 #ifndef HEAPLENS_QUERY_REPORT_H
 #define HEAPLENS_QUERY_REPORT_H
 
+#include "query/gcs.h"
 #include "query/progress.h"
 #include "query/query.h"
 
@@ -29,29 +30,14 @@
 /* A value the recording does not have (SQL NULL); written as null in JSON. */
 #define REPORT_NULL QUERY_NULL
 
-/* Generations with a size in gc_generations: gen0, gen1, gen2, loh, poh (SCHEMA.md). */
-#define REPORT_SIZE_GENS 5
+#define REPORT_SIZE_GENS QUERY_SIZE_GENS
 /* Generations an object can hold: the five above and nongc. */
 #define REPORT_LIVE_GENS 6
 /* Types shown in the "top types by live bytes" plot. */
 #define REPORT_TOP_TYPES 8
 
-/* One GC: the columns of `gcs` and its gc_generations sizes. Every field may be REPORT_NULL
- * except gc; induced, compacting and incomplete are 0 or 1. */
-typedef struct report_gc {
-    int64_t gc;
-    int64_t generation;
-    const char *reason; /* owned by report_data.strings; NULL when unknown */
-    int64_t induced, compacting, incomplete;
-    int64_t pause_ns, start_ns, end_ns;
-    int64_t survived_bytes, moved_bytes, objects_live;
-    int64_t pinned_objects; /* roots with the pinning flag at the end of the GC */
-    /* Allocated in this GC's interval (after the previous GC began, before this one began):
-     * exact in full recordings, estimates in sampled and attach ones (report_data.allocations). */
-    int64_t allocated_count, allocated_bytes;
-    int64_t size_before[REPORT_SIZE_GENS];
-    int64_t size_after[REPORT_SIZE_GENS];
-} report_gc;
+/* One GC (query/gcs.h), with pinned_objects and allocated_count/bytes filled. */
+typedef query_gc report_gc;
 
 /* One of the top types: its live bytes right after every GC. */
 typedef struct report_type {

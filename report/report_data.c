@@ -91,26 +91,9 @@ static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
     if (!stmt)
         return FALSE;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
-        report_gc gc = {
-            .gc = sqlite3_column_int64(stmt, 0),
-            .generation = query_db_column_value(stmt, 1),
-            .induced = query_db_column_flag(stmt, 3),
-            .compacting = query_db_column_flag(stmt, 4),
-            .pause_ns = query_db_column_value(stmt, 5),
-            .start_ns = query_db_column_value(stmt, 6),
-            .end_ns = query_db_column_value(stmt, 7),
-            .survived_bytes = query_db_column_value(stmt, 8),
-            .moved_bytes = query_db_column_value(stmt, 9),
-            .objects_live = query_db_column_value(stmt, 10),
-            .incomplete = query_db_column_flag(stmt, 11),
-            .pinned_objects = query_db_column_value(stmt, 22),
-        };
-        const char *reason = (const char *)sqlite3_column_text(stmt, 2);
-        gc.reason = reason ? g_string_chunk_insert_const(data->strings, reason) : NULL;
-        for (int g = 0; g < REPORT_SIZE_GENS; g++) {
-            gc.size_before[g] = query_db_column_value(stmt, 12 + 2 * g);
-            gc.size_after[g] = query_db_column_value(stmt, 13 + 2 * g);
-        }
+        report_gc gc;
+        query_gc_read(stmt, &gc);
+        gc.pinned_objects = query_db_column_value(stmt, 22);
         g_array_append_val(data->gcs, gc);
     }
     sqlite3_finalize(stmt);

@@ -46,7 +46,6 @@ static void out_raw(report_out *o, const char *text)
     fputs(text, o->out);
 }
 
-static const char *const size_gen_names[REPORT_SIZE_GENS] = {"gen0", "gen1", "gen2", "loh", "poh"};
 static const char *const live_gen_names[REPORT_LIVE_GENS] = {"gen0", "gen1", "gen2",
                                                              "loh",  "poh",  "nongc"};
 
@@ -54,33 +53,13 @@ static const char *const live_gen_names[REPORT_LIVE_GENS] = {"gen0", "gen1", "ge
  * allocated in its interval (estimates when the document's allocations.estimated is true). */
 static json_t *report_gc_json(const report_gc *gc)
 {
-    json_t *before = json_object();
-    json_t *after = json_object();
-    for (int g = 0; g < REPORT_SIZE_GENS; g++) {
-        json_object_set_new(before, size_gen_names[g], query_json_value(gc->size_before[g]));
-        json_object_set_new(after, size_gen_names[g], query_json_value(gc->size_after[g]));
-    }
+    json_t *row = query_gc_json(gc);
     double rate = report_gc_survival_rate(gc);
-    return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
-                     "s:o, s:o, s:I, s:I}",
-                     "gc", (json_int_t)gc->gc,
-                     "generation", query_json_value(gc->generation),
-                     "reason", query_json_string(gc->reason),
-                     "induced", query_json_flag(gc->induced),
-                     "compacting", query_json_flag(gc->compacting),
-                     "pause_ns", query_json_value(gc->pause_ns),
-                     "start_ns", query_json_value(gc->start_ns),
-                     "end_ns", query_json_value(gc->end_ns),
-                     "survived_bytes", query_json_value(gc->survived_bytes),
-                     "moved_bytes", query_json_value(gc->moved_bytes),
-                     "objects_live", query_json_value(gc->objects_live),
-                     "incomplete", query_json_flag(gc->incomplete),
-                     "size_before", before,
-                     "size_after", after,
-                     "survival_rate", rate >= 0 ? json_real(rate) : json_null(),
-                     "pinned_objects", query_json_value(gc->pinned_objects),
-                     "allocated_count", (json_int_t)gc->allocated_count,
-                     "allocated_bytes", (json_int_t)gc->allocated_bytes);
+    json_object_set_new(row, "survival_rate", rate >= 0 ? json_real(rate) : json_null());
+    json_object_set_new(row, "pinned_objects", query_json_value(gc->pinned_objects));
+    json_object_set_new(row, "allocated_count", json_integer(gc->allocated_count));
+    json_object_set_new(row, "allocated_bytes", json_integer(gc->allocated_bytes));
+    return row;
 }
 
 static json_t *report_totals_json(const report_totals *t)
