@@ -102,6 +102,9 @@ void query_json_rows_add(query_json_rows *rows, json_t *row);
 void query_json_rows_end(query_json_rows *rows);
 /* Writes a whole document, indented, then a newline. */
 void query_json_print(const json_t *value, FILE *out);
+/* The end of `record` and `attach`: prints the session's JSON `summary` (stolen; NULL: nothing)
+ * on stdout and returns `status`, the command's exit status. */
+int query_summary_print(json_t *summary, int status);
 
 /* Prints a note (the accuracy note of query_db_note_new, a retention note): after the table on
  * stdout for text output; on stderr as "heaplens: note: ..." for JSON output (so that stdout

@@ -24,8 +24,8 @@ int cmd_allocations(int argc, char **argv)
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    g_autoptr(query_table) table = NULL;
     g_auto(query_estimates) estimates = {0};
+    g_autoptr(query_table) table = NULL;
     g_autofree char *note = NULL;
     g_autoptr(GArray) types = NULL;
     query_json_rows rows;

@@ -65,9 +65,5 @@ int cmd_attach(int argc, char **argv) {
     json_t *summary = NULL;
     if (!attach_session_run(&o, &status, &summary, &error))
         return query_error_report(error);
-    if (summary) {
-        query_json_print(summary, stdout);
-        json_decref(summary);
-    }
-    return status;
+    return query_summary_print(summary, status);
 }

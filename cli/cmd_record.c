@@ -103,9 +103,5 @@ int cmd_record(int argc, char **argv) {
     }
     if (!record_session_run(&o, &exit_status, &summary, &error))
         return query_error_report(error);
-    if (summary) {
-        query_json_print(summary, stdout);
-        json_decref(summary);
-    }
-    return exit_status;
+    return query_summary_print(summary, exit_status);
 }

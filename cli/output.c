@@ -155,6 +155,15 @@ void query_json_print(const json_t *value, FILE *out)
     fputc('\n', out);
 }
 
+int query_summary_print(json_t *summary, int status)
+{
+    if (summary) {
+        query_json_print(summary, stdout);
+        json_decref(summary);
+    }
+    return status;
+}
+
 gboolean query_output_finish(FILE *out, GError **error)
 {
     if (fflush(out) != 0 || ferror(out)) {

@@ -88,11 +88,10 @@ void query_diff_free(query_diff *d)
 {
     if (!d)
         return;
-    if (d->rows)
-        g_array_unref(d->rows);
+    g_clear_pointer(&d->rows, g_array_unref);
+    g_clear_pointer(&d->from_types, snapshot_types_free);
+    g_clear_pointer(&d->to_types, snapshot_types_free);
     g_free(d->renumbered_mode);
-    snapshot_types_free(d->from_types);
-    snapshot_types_free(d->to_types);
     g_free(d->from_names);
     g_free(d->to_names);
     g_free(d);

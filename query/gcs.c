@@ -72,18 +72,13 @@ json_t *query_gc_json(const query_gc *gc)
                      "size_after", after);
 }
 
+static void gc_row_read(sqlite3_stmt *stmt, void *gc)
+{
+    query_gc_read(stmt, gc);
+}
+
 GArray *query_gcs_read(sqlite3 *db, GError **error)
 {
-    gboolean row = FALSE, stepped = FALSE;
-    GArray *gcs = g_array_new(FALSE, TRUE, sizeof(query_gc));
-    sqlite3_stmt *stmt = query_db_prepare(db, gcs_sql, error);
-    while (stmt && (stepped = query_db_step(stmt, &row, error)) && row) {
-        query_gc gc;
-        query_gc_read(stmt, &gc);
-        g_array_append_val(gcs, gc);
-    }
-    sqlite3_finalize(stmt);
-    if (!stepped)
-        g_clear_pointer(&gcs, g_array_unref);
-    return gcs;
+    return query_db_rows_read(query_db_prepare(db, gcs_sql, error), sizeof(query_gc), gc_row_read,
+                              NULL, error);
 }

@@ -100,6 +100,13 @@ gboolean query_db_step(sqlite3_stmt *stmt, gboolean *row, GError **error);
  * 0 or 1, QUERY_NULL for NULL. */
 int64_t query_db_column_value(sqlite3_stmt *stmt, int column);
 int64_t query_db_column_flag(sqlite3_stmt *stmt, int column);
+/* Steps `stmt` (prepared, bound; NULL: its preparation failed and *error is set) to its end and
+ * finalizes it: a new array of elements of `size` bytes, one per row, each zeroed and then filled
+ * by `read` from the current row; `clear` (may be NULL) is the array's clear function. NULL and
+ * a QUERY_ERROR_SQLITE error when SQLite failed. */
+GArray *query_db_rows_read(sqlite3_stmt *stmt, guint size,
+                           void (*read)(sqlite3_stmt *stmt, void *element),
+                           GDestroyNotify clear, GError **error);
 /* Runs `sql`, which yields one integer (NULL counts as 0), into *value. */
 gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error);
 /* Objects alive when the recording ended: tracked objects never collected, and the allocations

@@ -265,3 +265,20 @@ int64_t query_db_column_flag(sqlite3_stmt *stmt, int column)
         return QUERY_NULL;
     return sqlite3_column_int64(stmt, column) != 0;
 }
+
+GArray *query_db_rows_read(sqlite3_stmt *stmt, guint size,
+                           void (*read)(sqlite3_stmt *stmt, void *element),
+                           GDestroyNotify clear, GError **error)
+{
+    gboolean row = FALSE, stepped = FALSE;
+    GArray *rows = g_array_new(FALSE, TRUE, size);
+    g_array_set_clear_func(rows, clear);
+    while (stmt && (stepped = query_db_step(stmt, &row, error)) && row) {
+        g_array_set_size(rows, rows->len + 1);
+        read(stmt, rows->data + (gsize)(rows->len - 1) * size);
+    }
+    sqlite3_finalize(stmt);
+    if (!stepped)
+        g_clear_pointer(&rows, g_array_unref);
+    return rows;
+}

@@ -898,37 +898,29 @@ static gboolean summary_read(sqlite3 *db, int64_t snapshot, retention_summary *s
     return ok;
 }
 
+static void type_row_read(sqlite3_stmt *stmt, void *row)
+{
+    *(retention_type_row *)row = (retention_type_row){
+        .type_id = (uint32_t)sqlite3_column_int64(stmt, 0),
+        .count = sqlite3_column_int64(stmt, 1),
+        .shallow_bytes = sqlite3_column_int64(stmt, 2),
+        .retained_bytes = sqlite3_column_int64(stmt, 3),
+        .retained_count = sqlite3_column_int64(stmt, 4),
+    };
+}
+
 static GArray *top_types_read(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error)
 {
-    gboolean row = FALSE, stepped = FALSE;
-    GArray *rows = g_array_new(FALSE, TRUE, sizeof(retention_type_row));
     sqlite3_stmt *stmt = query_db_prepare(db,
                                           "SELECT type_id, count, shallow_bytes, retained_bytes,"
                                           " retained_count FROM retention_types WHERE snapshot = ?1"
                                           " ORDER BY retained_bytes DESC, type_id LIMIT ?2",
                                           error);
-    if (!stmt)
-        goto fail;
-    sqlite3_bind_int64(stmt, 1, snapshot);
-    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
-    while ((stepped = query_db_step(stmt, &row, error)) && row) {
-        retention_type_row r = {
-            .type_id = (uint32_t)sqlite3_column_int64(stmt, 0),
-            .count = sqlite3_column_int64(stmt, 1),
-            .shallow_bytes = sqlite3_column_int64(stmt, 2),
-            .retained_bytes = sqlite3_column_int64(stmt, 3),
-            .retained_count = sqlite3_column_int64(stmt, 4),
-        };
-        g_array_append_val(rows, r);
+    if (stmt) {
+        sqlite3_bind_int64(stmt, 1, snapshot);
+        sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
     }
-    if (!stepped)
-        goto fail;
-    sqlite3_finalize(stmt);
-    return rows;
-fail:
-    sqlite3_finalize(stmt);
-    g_array_unref(rows);
-    return NULL;
+    return query_db_rows_read(stmt, sizeof(retention_type_row), type_row_read, NULL, error);
 }
 
 gboolean retention_top_read(sqlite3 *db, const char *path, const char *snapshot_text,

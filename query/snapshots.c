@@ -12,35 +12,31 @@ static void snapshot_clear(void *row)
     g_free(((query_snapshot *)row)->trigger);
 }
 
+static void snapshot_read(sqlite3_stmt *stmt, void *row)
+{
+    int64_t v[14];
+    for (int i = 0; i < 14; i++)
+        v[i] = sqlite3_column_int64(stmt, i);
+    *(query_snapshot *)row = (query_snapshot){
+        .snapshot = v[0], .gc = v[1],
+        .trigger = g_strdup((const char *)sqlite3_column_text(stmt, 2)),
+        .objects = v[3], .refs = v[4], .roots = v[5], .handles = v[6], .bytes = v[7],
+        .model_missing = v[8], .model_extra = v[9], .frozen = v[10], .unresolved = v[11],
+        .walk_ns = v[12], .model_unreported = v[13],
+    };
+}
+
 GArray *query_snapshots_read(sqlite3 *db, int64_t *drift, GError **error)
 {
-    gboolean row = FALSE, stepped = FALSE;
-    GArray *snapshots = g_array_new(FALSE, TRUE, sizeof(query_snapshot));
-    g_array_set_clear_func(snapshots, snapshot_clear);
-    sqlite3_stmt *stmt = query_db_prepare(db, snapshots_sql, error);
+    GArray *snapshots = query_db_rows_read(query_db_prepare(db, snapshots_sql, error),
+                                           sizeof(query_snapshot), snapshot_read,
+                                           snapshot_clear, error);
     *drift = 0;
-    if (!stmt)
-        goto fail;
-    while ((stepped = query_db_step(stmt, &row, error)) && row) {
-        int64_t v[14];
-        for (int i = 0; i < 14; i++)
-            v[i] = sqlite3_column_int64(stmt, i);
-        query_snapshot s = {
-            .snapshot = v[0], .gc = v[1],
-            .trigger = g_strdup((const char *)sqlite3_column_text(stmt, 2)),
-            .objects = v[3], .refs = v[4], .roots = v[5], .handles = v[6], .bytes = v[7],
-            .model_missing = v[8], .model_extra = v[9], .frozen = v[10], .unresolved = v[11],
-            .walk_ns = v[12], .model_unreported = v[13],
-        };
-        *drift += v[8] + v[9];
-        g_array_append_val(snapshots, s);
+    if (!snapshots)
+        return NULL;
+    for (guint i = 0; i < snapshots->len; i++) {
+        const query_snapshot *s = &g_array_index(snapshots, query_snapshot, i);
+        *drift += s->model_missing + s->model_extra;
     }
-    if (!stepped)
-        goto fail;
-    sqlite3_finalize(stmt);
     return snapshots;
-fail:
-    sqlite3_finalize(stmt);
-    g_array_unref(snapshots);
-    return NULL;
 }
