@@ -9,8 +9,8 @@
  *
  * Errors: QUERY_ERROR_IO "cannot write OUT: <why>". Single-threaded.
  */
-#ifndef HEAPLENS_QUERY_OUTPUT_FILE_H
-#define HEAPLENS_QUERY_OUTPUT_FILE_H
+#ifndef HEAPLENS_CLI_OUTPUT_FILE_H
+#define HEAPLENS_CLI_OUTPUT_FILE_H
 
 #include <glib.h>
 #include <stdio.h>
@@ -31,4 +31,4 @@ gboolean query_output_file_commit(query_output_file *file, GError **error);
 /* Closes what is open and removes what a failed write left behind; accepts a zeroed file. */
 void query_output_file_release(query_output_file *file);
 
-#endif /* HEAPLENS_QUERY_OUTPUT_FILE_H */
+#endif /* HEAPLENS_CLI_OUTPUT_FILE_H */

@@ -5,7 +5,7 @@
  *   heaplens-attach 1
  *   socket=/tmp/heaplens-XXXXXX/collector.sock     where the writer listens (required)
  *   snapshot=induced                              the --snapshot policy (optional)
- * query/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
+ * session/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
 #ifndef HEAPLENS_ATTACH_CONFIG_H
 #define HEAPLENS_ATTACH_CONFIG_H
 

@@ -14,8 +14,8 @@
  *
  * Internal to the report command; single-threaded like the whole of `heaplens`.
  */
-#ifndef HEAPLENS_QUERY_REPORT_H
-#define HEAPLENS_QUERY_REPORT_H
+#ifndef HEAPLENS_REPORT_H
+#define HEAPLENS_REPORT_H
 
 #include "query/gcs.h"
 #include "query/progress.h"
@@ -126,4 +126,4 @@ extern const char report_page_template[];
 extern const char report_page_css[];
 extern const char report_page_js[];
 
-#endif /* HEAPLENS_QUERY_REPORT_H */
+#endif /* HEAPLENS_REPORT_H */

@@ -2,8 +2,8 @@
  * diagnostic socket and send it AttachProfiler (dotnet/diagnostics
  * documentation/design-docs/ipc-protocol.md; dotnet/runtime src/native/eventpipe/ds-protocol.c
  * and ds-profiler-protocol.c). Errors are one line, meant to follow "heaplens: ". */
-#ifndef HEAPLENS_QUERY_ATTACH_IPC_H
-#define HEAPLENS_QUERY_ATTACH_IPC_H
+#ifndef HEAPLENS_SESSION_ATTACH_IPC_H
+#define HEAPLENS_SESSION_ATTACH_IPC_H
 
 #include <glib.h>
 #include <stdint.h>
@@ -35,4 +35,4 @@ gboolean attach_ipc_attach_profiler(pid_t pid, const char *socket_path, uint32_t
 /* One line saying why an attach answered `hresult` failed. */
 char *attach_ipc_refusal(pid_t pid, uint32_t hresult, uint32_t timeout_ms);
 
-#endif /* HEAPLENS_QUERY_ATTACH_IPC_H */
+#endif /* HEAPLENS_SESSION_ATTACH_IPC_H */

@@ -5,8 +5,8 @@
  *                          ▲ unix socket in a private 0700 directory, socket file 0600
  *   the collector in the recorded process connects there (started by record, or attached)
  */
-#ifndef HEAPLENS_QUERY_RECORDING_H
-#define HEAPLENS_QUERY_RECORDING_H
+#ifndef HEAPLENS_SESSION_RECORDING_H
+#define HEAPLENS_SESSION_RECORDING_H
 
 #include <glib.h>
 #include <jansson.h>
@@ -59,4 +59,4 @@ typedef struct recording_summary_options {
 /* The summary of one database: printed on stderr, or returned as JSON with `json`. */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o);
 
-#endif /* HEAPLENS_QUERY_RECORDING_H */
+#endif /* HEAPLENS_SESSION_RECORDING_H */

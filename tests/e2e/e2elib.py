@@ -174,7 +174,7 @@ def get(port, path, timeout=30):
 
 def session_control(pid):
     """The control socket of the recording of process `pid`, from the session file `heaplens
-    record` writes (query/session.c: $XDG_RUNTIME_DIR/heaplens/PID, else /tmp/heaplens-UID/PID);
+    record` writes (session/session.c: $XDG_RUNTIME_DIR/heaplens/PID, else /tmp/heaplens-UID/PID);
     None when there is none."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     d = (os.path.join(runtime, "heaplens") if runtime and os.path.isabs(runtime)

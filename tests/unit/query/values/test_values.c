@@ -1,0 +1,110 @@
+/* test_values.c — the values every command says alike (query/query.h), linked from hlquery as
+ * the executable links it: sizes, counts and times as text, generation names, a number the user
+ * gave, saturating sums, NULL-able values as JSON, and rows read into an array. */
+#include "query/query.h"
+#include "tests/unit/common/check.h"
+
+static void check_formats(void)
+{
+    char buf[QUERY_FORMAT_MAX];
+    CHECK_STR(query_size_format(0, buf), "0 B");
+    CHECK_STR(query_size_format(1023, buf), "1023 B");
+    CHECK_STR(query_size_format(1024, buf), "1.0 KiB");
+    CHECK_STR(query_size_format(1536, buf), "1.5 KiB");
+    /* 1023.95 KiB would print as 1024.0 KiB: one unit up instead */
+    CHECK_STR(query_size_format(1048524, buf), "1023.9 KiB");
+    CHECK_STR(query_size_format(1048525, buf), "1.0 MiB");
+    CHECK_STR(query_size_format(-2048, buf), "-2.0 KiB");
+    CHECK_STR(query_size_format(INT64_MIN, buf), "-8.0 EiB");
+    CHECK_STR(query_count_format(0, buf), "0");
+    CHECK_STR(query_count_format(999, buf), "999");
+    CHECK_STR(query_count_format(1234567, buf), "1,234,567");
+    CHECK_STR(query_count_format(-1000, buf), "-1,000");
+    CHECK_STR(query_count_format(INT64_MIN, buf), "-9,223,372,036,854,775,808");
+    CHECK_STR(query_ms_format(412345, buf), "0.412");
+    CHECK_STR(query_ms_format(499, buf), "0.000");
+    CHECK_STR(query_ms_format(500, buf), "0.001");
+    CHECK_STR(query_ms_format(-1500000, buf), "-1.500");
+    CHECK_STR(query_generation_name(0, buf), "gen0");
+    CHECK_STR(query_generation_name(5, buf), "nongc");
+    CHECK_STR(query_generation_name(9, buf), "gen9");
+}
+
+static void check_parse(void)
+{
+    uint64_t v = 0;
+    GError *error = NULL;
+    CHECK(query_args_parse_uint("gcs", "top", "42", 1, 100, "a number", &v, &error));
+    CHECK_INT(v, 42);
+    CHECK(!query_args_parse_uint("gcs", "top", "0", 1, 100, "a positive number", &v, &error));
+    CHECK_STR(error ? error->message : NULL, "gcs: --top expects a positive number, not '0'");
+    g_clear_error(&error);
+    CHECK(!query_args_parse_uint("gcs", "top", "+5", 1, 100, "a number", &v, &error));
+    g_clear_error(&error);
+    CHECK(!query_args_parse_uint("gcs", "top", "5 ", 1, 100, "a number", &v, &error));
+    g_clear_error(&error);
+}
+
+static void check_sums_and_json(void)
+{
+    CHECK_INT(query_add_saturating(INT64_MAX, 1), INT64_MAX);
+    CHECK_INT(query_add_saturating(INT64_MIN, -1), INT64_MIN);
+    CHECK_INT(query_sub_saturating(INT64_MIN, 1), INT64_MIN);
+    CHECK_INT(query_add_saturating(2, 3), 5);
+    json_t *v = query_json_value(QUERY_NULL);
+    CHECK(json_is_null(v));
+    json_decref(v);
+    v = query_json_value(7);
+    CHECK_INT(json_integer_value(v), 7);
+    json_decref(v);
+    v = query_json_flag(2);
+    CHECK(json_is_true(v));
+    json_decref(v);
+    v = query_json_flag(QUERY_NULL);
+    CHECK(json_is_null(v));
+    json_decref(v);
+    v = query_json_string("a\xff" "b"); /* invalid UTF-8 is repaired, never lost */
+    CHECK(json_is_string(v));
+    json_decref(v);
+}
+
+static void row_read(sqlite3_stmt *stmt, void *element)
+{
+    *(int64_t *)element = query_db_column_value(stmt, 0);
+}
+
+static void check_rows(void)
+{
+    sqlite3 *db = NULL;
+    GError *error = NULL;
+    CHECK_INT(sqlite3_open(":memory:", &db), SQLITE_OK);
+    GArray *rows = query_db_rows_read(
+        query_db_prepare(db, "SELECT 1 UNION ALL SELECT NULL UNION ALL SELECT 3", &error),
+        sizeof(int64_t), row_read, NULL, &error);
+    CHECK(rows && rows->len == 3);
+    if (rows && rows->len == 3) {
+        CHECK_INT(g_array_index(rows, int64_t, 0), 1);
+        CHECK(g_array_index(rows, int64_t, 1) == QUERY_NULL);
+        CHECK_INT(g_array_index(rows, int64_t, 2), 3);
+    }
+    if (rows)
+        g_array_unref(rows);
+    /* a statement that cannot be prepared: NULL and the error, nothing leaked */
+    rows = query_db_rows_read(query_db_prepare(db, "SELECT * FROM nothing", &error),
+                              sizeof(int64_t), row_read, NULL, &error);
+    CHECK(rows == NULL);
+    CHECK(error != NULL);
+    g_clear_error(&error);
+    sqlite3_close(db);
+}
+
+int main(void)
+{
+    check_formats();
+    check_parse();
+    check_sums_and_json();
+    check_rows();
+    if (failures)
+        fprintf(stderr, "%d checks failed\n", failures);
+    return failures ? 1 : 0;
+}
