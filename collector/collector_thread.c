@@ -797,6 +797,34 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 c->discover_found ? (double)c->discover_apply_ns / (double)c->discover_found : 0.0);
 }
 
+/* The writer was lost, so the stream cannot say how the run ended: the end file (wire/hl_wire.h)
+ * beside `socket_path` says it instead — a stream header and the RUN_END that was not sent. On
+ * the collector thread, at the run's end; written under a temporary name and renamed, so a
+ * reader sees it whole or not at all. Best effort: a failure costs only the explanation. */
+static void end_file_write(const char *socket_path, const hl_run_end *e) {
+    const char *slash = strrchr(socket_path, '/');
+    char path[sizeof ((hl_profiler *)0)->socket_path + 32], tmp[sizeof path + 8];
+    if (!slash || snprintf(path, sizeof path, "%.*s/end.%ld", (int)(slash - socket_path),
+                           socket_path, (long)getpid()) >= (int)sizeof path ||
+        snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return;
+    struct {
+        hl_stream_header h;
+        hl_rec_header r;
+        hl_run_end e;
+    } file = {.h = {.version = HL_STREAM_VERSION},
+              .r = {.type = HL_REC_RUN_END, .size = sizeof(hl_run_end)},
+              .e = *e};
+    memcpy(file.h.magic, HL_STREAM_MAGIC, 8);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    bool whole = write(fd, &file, sizeof file) == (ssize_t)sizeof file;
+    close(fd);
+    if (!whole || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
 static void finish(collector *c) {
     hl_profiler *p = c->p;
     uint64_t shutdown_ns = p->shutdown_ns ? p->shutdown_ns : hl_now_ns();
@@ -831,6 +859,11 @@ static void finish(collector *c) {
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_RUN_END, &e, sizeof e, NULL, 0, NULL, 0);
     hl_outbox_flush(&c->out, c->out.stall_ms);
+    if (c->out.lost) {
+        counters_fill(c, &e.counters); /* the end record's own drop included */
+        e.flags = c->out.stalled ? HL_RUN_END_FLAG_WRITER_STALLED : 0;
+        end_file_write(c->p->socket_path, &e);
+    }
     const char *stats = getenv("HEAPLENS_STATS");
     if (stats && strcmp(stats, "1") == 0)
         print_stats(c, shutdown_ns);

@@ -105,6 +105,7 @@ static uint8_t *reserve(hl_outbox *o, size_t n) {
                 break;
             uint64_t t = now_ns();
             if (t - progress >= (uint64_t)o->stall_ms * 1000000u) {
+                o->stalled = true;
                 writer_lost(o); /* it took nothing for the stall limit */
                 break;
             }
@@ -206,6 +207,7 @@ void hl_outbox_flush(hl_outbox *o, int stall_ms) {
         struct pollfd p = {.fd = o->fd, .events = POLLOUT};
         int r = poll(&p, 1, stall_ms);
         if (r == 0) {
+            o->stalled = true;
             writer_lost(o); /* the writer has stalled for stall_ms: give up, count the rest */
             return;
         }

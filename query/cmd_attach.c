@@ -246,7 +246,12 @@ int cmd_attach(int argc, char **argv) {
         clean = request_detach(sockets.control_path, gone_r, &error);
     }
     query_session_remove((pid_t)pid);
-    close(stop_w); /* no exit status: the process runs on (or is not ours to wait for) */
+    /* No exit status: the process runs on (or is not ours to wait for). A line all the same:
+     * a stop pipe closed without one means heaplens was killed (store_writer_set_session). */
+    if (write(stop_w, "detached\n", 9) < 0) {
+        /* the writer is gone; its own exit status tells */
+    }
+    close(stop_w);
     int writer_status = 0;
     while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
         ;
@@ -254,17 +259,15 @@ int cmd_attach(int argc, char **argv) {
     if (target >= 0)
         close(target);
     close(signals);
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    if (!writer_ok) /* said, and what the writer could not store stored (no exit status) */
+        recording_writer_died(output, &sockets, writer_status, FALSE, 0);
     recording_sockets_remove(&sockets);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     if (!clean)
         query_error_report(error);
-    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
-    if (!writer_ok) {
-        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
-            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
-                    output);
+    if (!writer_ok)
         return 1;
-    }
     if (exited && !quiet && !json)
         fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
     recording_summary_options so = {.json = json, .quiet = quiet};

@@ -265,6 +265,8 @@ static const struct {
     {"writer_run_cpu_ns", "the writer's CPU time while the program ran"},
     {"writer_finish_cpu_ns", "the writer's CPU time after the end of the run (finishing)"},
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
+    {"program_gcs", "GCs the program ran while recorded (the collector's count at its end)"},
+    {"writer_signal", "the signal that killed the writer: GCs after the last stored are missing"},
 };
 
 static const char *info_counter_words_get(const char *name)

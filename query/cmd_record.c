@@ -579,23 +579,21 @@ int cmd_record(int argc, char **argv) {
         ;
     g_autoptr(GPtrArray) recorded = children > 0 ? children_finish(children, children_report)
                                                  : NULL;
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    /* The program's exit status still passes through unchanged: scripts that wrap a program in
+     * `heaplens record` must see what the program did. A writer that died is said here, and
+     * what it could not store is stored now (before the session's directory, which holds the
+     * collector's end file, goes). */
+    if (!writer_ok && started)
+        recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
     recording_sockets_remove(&sockets);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */
         return query_error_report(error);
     }
-    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
-    if (!writer_ok) {
-        /* The program's exit status still passes through unchanged: scripts that wrap a program
-         * in `heaplens record` must see what the program did. The loss is said here (unless the
-         * writer's own line said it already). */
-        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
-            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
-                    output);
-        if (!recorded)
-            return exit_status;
-    }
+    if (!writer_ok && !recorded)
+        return exit_status;
     json_t *main_summary = writer_ok ? recording_summary_print(output, &so) : NULL;
     if (!recorded) {
         if (main_summary) {

@@ -93,22 +93,33 @@ int recording_socket_listen(const char *path, GError **error) {
     return fd;
 }
 
+/* What a session puts in its private directory: the sockets (collector.sock, control.sock,
+ * children.sock, control.PID.sock), the claim (`recorded`) and the collectors' end files
+ * (end.PID, end.PID.tmp). Only those are removed, then the directory if it is empty. */
+void recording_dir_remove(const char *dir) {
+    GDir *d = dir ? g_dir_open(dir, 0, NULL) : NULL;
+    const char *name;
+    while (d && (name = g_dir_read_name(d)) != NULL) {
+        if (strcmp(name, "collector.sock") == 0 || strcmp(name, "control.sock") == 0 ||
+            strcmp(name, "children.sock") == 0 || strcmp(name, "recorded") == 0 ||
+            g_str_has_prefix(name, "end.") ||
+            (g_str_has_prefix(name, "control.") && g_str_has_suffix(name, ".sock"))) {
+            g_autofree char *path = g_build_filename(dir, name, NULL);
+            unlink(path);
+        }
+    }
+    if (d)
+        g_dir_close(d);
+    if (dir)
+        rmdir(dir);
+}
 
 void recording_sockets_remove(recording_sockets *s) {
     if (s->collector_fd >= 0)
         close(s->collector_fd);
     if (s->control_fd >= 0)
         close(s->control_fd);
-    if (s->collector_path)
-        unlink(s->collector_path);
-    if (s->control_path)
-        unlink(s->control_path);
-    if (s->claim_path)
-        unlink(s->claim_path);
-    if (s->children_path)
-        unlink(s->children_path);
-    if (s->dir)
-        rmdir(s->dir);
+    recording_dir_remove(s->dir);
     g_free(s->dir);
     g_free(s->collector_path);
     g_free(s->control_path);
@@ -139,8 +150,9 @@ gboolean recording_sockets_create(recording_sockets *s, GError **error) {
 
 /* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording
  * until the stream ended and `stop_fd` gave the exit status (or end of file). */
-static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
-                                   int control_fd, int stop_fd, int ready_fd) {
+static G_NORETURN void writer_main(const char *output, const char *command, const char *dir,
+                                   int listen_fd, int control_fd, int stop_fd, int ready_fd) {
+    pid_t recorder = getppid();
     /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
      * program to finish the recording. It ends when heaplens closes the stop pipe (heaplens
      * itself killed: end of file). */
@@ -155,11 +167,16 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
     if (write(ready_fd, msg, strlen(msg)) < 0 || !w)
         _exit(1);
     close(ready_fd);
+    store_writer_set_session(w, dir, recorder);
     gboolean ok = store_writer_serve(w, listen_fd, control_fd, stop_fd, STOP_WAIT_MS, &error);
     close(control_fd); /* a client connecting now gets EOF at once instead of waiting */
     store_summary summary;
     g_autoptr(GError) finish_error = NULL;
     gboolean finished = store_writer_finish(w, &summary, &finish_error);
+    /* A killed recorder removes nothing: its session's directory goes with the writer, which
+     * outlived it (the file says it: loss recorder-killed). */
+    if ((finished && summary.recorder_killed) || getppid() != recorder)
+        recording_dir_remove(dir);
     if (!finished && g_error_matches(finish_error, STORE_ERROR, STORE_ERROR_IO)) {
         /* The database could take no more (disk full, I/O error): the one line that says so,
          * with what is kept; the program was not stopped (its collector saw the writer go). */
@@ -206,8 +223,8 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
         close(ready[0]);
         if (gone_fd)
             close(gone[0]); /* gone[1] stays open in the writer: end of file when it exits */
-        writer_main(output, command, sockets->collector_fd, sockets->control_fd, stop[0],
-                    ready[1]);
+        writer_main(output, command, sockets->dir, sockets->collector_fd, sockets->control_fd,
+                    stop[0], ready[1]);
     }
     close(sockets->collector_fd);
     close(sockets->control_fd);
@@ -231,6 +248,25 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
     }
     *stop_fd = stop[1];
     return writer;
+}
+
+void recording_writer_died(const char *output, const recording_sockets *sockets,
+                           int writer_status, gboolean exit_known, int exit_status) {
+    gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
+    if (WIFSIGNALED(writer_status))
+        fprintf(stderr, "heaplens: the writer failed (killed by signal %d); %s holds what was "
+                        "committed before\n", WTERMSIG(writer_status), output);
+    else if (!stopped)
+        fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
+                output);
+    store_ending ending = {.session_dir = sockets->dir, .exit_known = exit_known,
+                           .exit_status = exit_status,
+                           .writer_signal = WIFSIGNALED(writer_status) ? WTERMSIG(writer_status) : 0};
+    g_autoptr(GError) error = NULL;
+    if (!store_recording_end(output, &ending, &error) &&
+        !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
+        fprintf(stderr, "heaplens: could not store how the recording ended: %s\n",
+                error->message);
 }
 
 /* The summary of one database: printed, or returned as JSON with --json. With --children

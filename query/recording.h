@@ -34,7 +34,22 @@ typedef struct recording_sockets {
     int collector_fd, control_fd;
 } recording_sockets;
 gboolean recording_sockets_create(recording_sockets *s, GError **error);
+/* Closes the listening ends and removes the session's directory with what the session put in it
+ * (recording_dir_remove). */
 void recording_sockets_remove(recording_sockets *s);
+/* Removes a session's directory `dir` (NULL: nothing) and the files a session puts there — its
+ * sockets, the collector's claim and end files — but nothing else (a directory holding anything
+ * else stays). */
+void recording_dir_remove(const char *dir);
+
+/* The writer did not exit 0 (`writer_status` from waitpid): says so in one line on stderr
+ * (unless it stopped at a write error: its own line said it), and stores in `output` what is
+ * known of the recording's end when the writer could not (store_recording_end: killed, or
+ * stopped by a full disk; from the collector's end file in the session's directory, and the
+ * program's exit status when `exit_known`). A file that cannot take it stays as it was: one more
+ * line says so, except after a write error (the writer's line said the disk is full). */
+void recording_writer_died(const char *output, const recording_sockets *sockets,
+                           int writer_status, gboolean exit_known, int exit_status);
 
 /* Forks the writer process (socket → SQLite into `output`, the program's `command` or NULL),
  * hands it the sockets' listening ends (closed here, set to -1) and waits until it has created
