@@ -55,10 +55,66 @@ char *recording_collector_path(GError **error) {
     return NULL;
 }
 
-/* A fresh private (0700) directory for the recording's sockets. */
+/* Is anything listening on one of the control sockets (control.sock, control.PID.sock) in
+ * `dir`? A writer that outlived its recorder serves there. */
+static gboolean session_dir_served(const char *dir) {
+    gboolean served = FALSE;
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d && !served && (name = g_dir_read_name(d)) != NULL) {
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        if (!g_str_has_prefix(name, "control") || !g_str_has_suffix(name, ".sock") ||
+            strlen(path) >= sizeof addr.sun_path)
+            continue;
+        strcpy(addr.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        /* Refused: nobody listens. Anything else (accepted, a full backlog) counts as served. */
+        served = fd >= 0 && (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 ||
+                             (errno != ECONNREFUSED && errno != ENOENT));
+        if (fd >= 0)
+            close(fd);
+    }
+    if (d)
+        g_dir_close(d);
+    return served;
+}
+
+/* Session directories left in `tmp` by a recorder that is gone (`kill -9` of heaplens record
+ * and of its writer): only ours — named heaplens-PID-XXXXXX, a real directory of this user,
+ * mode 0700 — whose recorder PID no longer exists and whose control sockets nobody serves (a
+ * writer that outlived its recorder still records, and cleans up itself). What a session puts
+ * there is removed (recording_dir_remove), nothing else. */
+static void recording_stale_dirs_remove(const char *tmp) {
+    GDir *d = g_dir_open(tmp, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d)) != NULL) {
+        long pid = 0;
+        int end = 0;
+        struct stat st;
+        if (sscanf(name, "heaplens-%ld-%*6[A-Za-z0-9]%n", &pid, &end) != 1 || end == 0 ||
+            name[end] != 0 || strlen(strrchr(name, '-') + 1) != 6 || pid <= 0 ||
+            pid == (long)getpid())
+            continue;
+        g_autofree char *path = g_build_filename(tmp, name, NULL);
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+            (st.st_mode & 077) != 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH || session_dir_served(path))
+            continue;
+        recording_dir_remove(path);
+    }
+    if (d)
+        g_dir_close(d);
+}
+
+/* A fresh private (0700) directory for the recording's sockets, named after this process (so
+ * that a later run can tell it was left behind: recording_stale_dirs_remove). */
 char *recording_private_dir(GError **error) {
     const char *tmp = g_get_tmp_dir();
-    char *dir = g_build_filename(tmp, "heaplens-XXXXXX", NULL);
+    recording_stale_dirs_remove(tmp);
+    g_autofree char *base = g_strdup_printf("heaplens-%ld-XXXXXX", (long)getpid());
+    char *dir = g_build_filename(tmp, base, NULL);
     if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
                     tmp, g_strerror(errno));

@@ -7,7 +7,13 @@ a third run records into files that cannot grow past 4 MiB (a full disk).
 Checked: the program runs to its end and `heaplens record` exits with its status; nothing
 already committed is lost and the database stays readable; a writer paused for a while with the
 default buffers costs nothing (the collector waits for it); a writer stalled while the buffers are
-small costs drops that are counted, in allocations and with their reason, not a blocked program. One line per failed check, then "N passed, M failed".
+small costs drops that are counted, in allocations and with their reason, not a blocked program.
+A writer stopped until the program has exited is given up by the collector, whose end file brings
+the true reason (writer-stalled) and counts into the file; a killed writer and a full disk are
+stored by `heaplens record` (writer-killed, write-failed, the exit status, the GCs missing); a
+killed `heaplens record` is stored by its writer (recorder-killed), which cleans up the session's
+directory; what a recorder and writer killed together leave is removed by the next run.
+One line per failed check, then "N passed, M failed".
 
 Synchronisation is on observable conditions only (a committed GC in the database, the program's
 own output line, process exit), each with a timeout -- never on sleeps."""
@@ -318,6 +324,62 @@ def recorder_killed(hl, dll, workdir, iterations):
           r.stdout[-400:] + r.stderr)
 
 
+def stale_sessions(hl, workdir):
+    """What a recorder and its writer killed together leave (their private directory in TMPDIR,
+    the program's session file) is removed by the next `heaplens record` -- only ours, only
+    when its owner is gone and nobody serves it, and only the files a session puts there."""
+    import shutil
+    import socket
+    tmp, xdg = os.path.join(workdir, "tmp-stale"), os.path.join(workdir, "xdg-stale")
+    for d in (tmp, xdg):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d, mode=0o700)
+    os.makedirs(os.path.join(xdg, "heaplens"), mode=0o700)
+    p = subprocess.Popen(["true"])
+    p.wait()
+    dead, alive = p.pid, os.getpid()
+
+    def session_dir(name, files, mode=0o700):
+        path = os.path.join(tmp, name)
+        os.makedirs(path)
+        os.chmod(path, mode)
+        for f in files:
+            open(os.path.join(path, f), "w").close()
+        return path
+
+    stale = session_dir(f"heaplens-{dead}-aaaaaa", ["collector.sock", f"end.{dead}", "recorded"])
+    served = session_dir(f"heaplens-{dead}-bbbbbb", ["collector.sock"])
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(served, "control.sock"))
+    listener.listen(1)
+    owned = session_dir(f"heaplens-{alive}-cccccc", ["collector.sock"])
+    foreign = session_dir(f"heaplens-{dead}-dddddd", ["collector.sock", "notes.txt"])
+    public = session_dir(f"heaplens-{dead}-eeeeee", ["collector.sock"], mode=0o755)
+    for pid in (dead, alive):
+        open(os.path.join(xdg, "heaplens", str(pid)), "w").close()
+    r = subprocess.run([hl, "record", "-o", os.path.join(tmp, "none.db"), "--", "true"],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, TMPDIR=tmp, XDG_RUNTIME_DIR=xdg))
+    listener.close()
+    check("stale: record runs", r.returncode == 0, r.stderr.strip())
+    check("stale: a directory whose recorder is gone is removed", not os.path.exists(stale))
+    check("stale: one still served (a writer outlived its recorder) stays",
+          os.path.exists(os.path.join(served, "collector.sock")))
+    check("stale: one whose recorder lives stays", os.path.exists(os.path.join(owned, "collector.sock")))
+    check("stale: a file heaplens never puts there stays, with its directory",
+          os.path.exists(os.path.join(foreign, "notes.txt"))
+          and not os.path.exists(os.path.join(foreign, "collector.sock")))
+    check("stale: a directory that is not private stays",
+          os.path.exists(os.path.join(public, "collector.sock")))
+    check("stale: the session file of a process that is gone is removed, a live one's stays",
+          not os.path.exists(os.path.join(xdg, "heaplens", str(dead)))
+          and os.path.exists(os.path.join(xdg, "heaplens", str(alive))))
+    check("stale: record leaves no directory of its own",
+          set(n for n in os.listdir(tmp) if n.startswith("heaplens-")) ==
+          set(os.path.basename(x) for x in (served, owned, foreign, public)),
+          repr(os.listdir(tmp)))
+
+
 def writer_disk_full(hl, dll, workdir, iterations):
     """The database's files cannot grow past 4 MiB (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail
     as on a full disk, without root or a small file system)."""
@@ -379,6 +441,7 @@ def main():
     a = ap.parse_args()
     faulthandler.dump_traceback_later(a.deadline, exit=True)  # a hang says where, then fails
     os.makedirs(a.workdir, exist_ok=True)
+    stale_sessions(a.heaplens, a.workdir)
     writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_paused(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
