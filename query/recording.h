@@ -21,7 +21,9 @@
 gboolean recording_snapshot_policy_valid(const char *p);
 /* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens. */
 char *recording_collector_path(GError **error);
-/* A fresh private (0700) directory in TMPDIR. */
+/* A fresh private (0700) directory in TMPDIR, heaplens-PID-XXXXXX (PID: this process). First
+ * removes those a killed recorder and writer left there (only this user's, so named, 0700,
+ * their PID gone and their control sockets served by nobody: recording_dir_remove). */
 char *recording_private_dir(GError **error);
 /* A listening unix socket `path` (0600). */
 int recording_socket_listen(const char *path, GError **error);
