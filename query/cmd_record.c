@@ -592,9 +592,12 @@ int cmd_record(int argc, char **argv) {
         unlink(output); /* nothing was recorded: leave no empty database behind */
         return query_error_report(error);
     }
-    if (!writer_ok && !recorded)
+    /* A killed writer's file now says how it ended: its summary says what it holds and what
+     * is missing (a writer stopped by a full disk said so in its own line). */
+    gboolean summarise = writer_ok || WIFSIGNALED(writer_status);
+    if (!summarise && !recorded)
         return exit_status;
-    json_t *main_summary = writer_ok ? recording_summary_print(output, &so) : NULL;
+    json_t *main_summary = summarise ? recording_summary_print(output, &so) : NULL;
     if (!recorded) {
         if (main_summary) {
             query_json_print(main_summary, stdout);
