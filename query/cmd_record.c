@@ -488,6 +488,9 @@ int cmd_record(int argc, char **argv) {
         query_command_help("record", stdout);
         return 0;
     }
+    /* The settings the program inherits are checked before anything starts. */
+    if (!recording_settings_check("record", environ, NULL, &error))
+        return query_error_report(error);
     g_autofree char *collector = recording_collector_path(&error);
     if (!collector || !program_check(o.program[0], &error))
         return query_error_report(error);
@@ -579,13 +582,22 @@ int cmd_record(int argc, char **argv) {
         ;
     g_autoptr(GPtrArray) recorded = children > 0 ? children_finish(children, children_report)
                                                  : NULL;
+    /* .NET processes of the session that declined (every descendant without --children): the
+     * recording says they ran, so that a launcher's summary does not hide its child's work. */
+    g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
     recording_sockets_remove(&sockets);
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    g_autoptr(GError) unrecorded_error = NULL;
+    if (started && writer_ok && unrecorded->len > 0 &&
+        !store_db_unrecorded_add(output, (store_unrecorded *)(void *)unrecorded->data,
+                                 unrecorded->len, &unrecorded_error))
+        fprintf(stderr, "heaplens: warning: %u .NET processes ran unrecorded, and %s\n",
+                unrecorded->len, unrecorded_error->message);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */
         return query_error_report(error);
     }
-    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
     if (!writer_ok) {
         /* The program's exit status still passes through unchanged: scripts that wrap a program
          * in `heaplens record` must see what the program did. The loss is said here (unless the

@@ -166,7 +166,7 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     if (!counter)
         goto out;
 
-    status = query_db_prepare(db, "SELECT status, loss FROM run WHERE id = 1", error);
+    status = query_db_prepare(db, "SELECT status, loss, flags FROM run WHERE id = 1", error);
     if (!status || !query_db_step(status, &row, error))
         goto out;
     run_status = row ? (const char *)sqlite3_column_text(status, 0) : NULL;
@@ -188,6 +188,14 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     } else if (strcmp(run_status, "complete") != 0) {
         g_ptr_array_add(clauses, g_strdup_printf("the recording's status is '%s'", run_status));
     }
+
+    /* HEAPLENS_EMPTY=1 (a benchmark's empty profiler) records nothing: a run that looks
+     * complete and empty must say why. */
+    const char *flags = row ? (const char *)sqlite3_column_text(status, 2) : NULL;
+    if (flags && strstr(flags, "empty-profiler"))
+        g_ptr_array_add(clauses, g_strdup("the collector ran as the empty profiler "
+                                          "(HEAPLENS_EMPTY=1): its callbacks did nothing, so "
+                                          "nothing was recorded"));
 
     /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
      * edited file); it is said so, never shown as a loss. */

@@ -9,7 +9,9 @@ sessions: the target leaks LeakedRecord steadily and churns on two threads; thre
   leaks`, its count in the last snapshot between the counts the program logged before and
   after the session; the --duration one for its own end and 2 exact snapshots. After each
   detach the program keeps answering; at "stop" it verifies its own data and exits 0.
-refusals: no such pid, a non-.NET process, a process already under `heaplens record`.
+refusals: no such pid, a non-.NET process, a process already under `heaplens record`, a
+  diagnostic socket planted by another user, a bad HEAPLENS_* setting in the process's
+  environment.
 --server-gc runs the target with DOTNET_gcServer=1 (and checks the runtime says so).
 
 The program is driven through its stdin/stdout lines: no sleeping as synchronisation."""
@@ -170,6 +172,7 @@ def refusals(checks, args, log):
         e2elib.remove_stale(stale)
         sleeper.kill()
         sleeper.wait()
+    planted_refusals(checks, args, log)
     # A process under `heaplens record` already has a profiler.
     db = os.path.join(args.workdir, "recorded.db")
     rec = subprocess.Popen([args.heaplens, "record", "-q", "-o", db, "--"] + args.target,
@@ -185,6 +188,45 @@ def refusals(checks, args, log):
     rec.stdin.write("stop\n")
     rec.stdin.flush()
     rec.wait(timeout=120)
+
+
+def planted_refusals(checks, args, log):
+    """A socket planted under a process's diagnostic name, listening: owned by another user it
+    is refused before heaplens connects; owned by the process's user, the process's own
+    HEAPLENS_* settings (which the collector would read) are checked before it is talked to."""
+    for case in ("another user's socket", "a bad setting in the process's environment"):
+        env = dict(os.environ)
+        if case.startswith("a bad"):
+            env["HEAPLENS_POOL_MB"] = "abc"
+        sleeper = subprocess.Popen(["sleep", "600"], env=env)
+        planted = os.path.join(tempfile.gettempdir(), f"dotnet-diagnostic-{sleeper.pid}-1-socket")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            e2elib.remove_stale(planted)
+            listener.bind(planted)
+            listener.listen(4)
+            if case.startswith("another"):
+                os.chown(planted, 54321, 54321)  # tests run as root
+            db = os.path.join(args.workdir, "planted.db")
+            rc, out, err = e2elib.run([args.heaplens, "attach", str(sleeper.pid), "-o", db],
+                                      log=log, timeout=120)
+            listener.setblocking(False)
+            try:
+                listener.accept()[0].close()
+                connected = True
+            except BlockingIOError:
+                connected = False
+            want = ("belongs to uid 54321" if case.startswith("another")
+                    else "HEAPLENS_POOL_MB='abc'")
+            checks.ok(f"refusal: {case}, in one line", rc == 1 and want in err and
+                      err.count("\n") == 1, err.strip())
+            checks.ok(f"refusal: {case}: heaplens never connected", not connected)
+            checks.ok(f"refusal: {case}: leaves no database", not os.path.exists(db))
+        finally:
+            listener.close()
+            e2elib.remove_stale(planted)
+            sleeper.kill()
+            sleeper.wait()
 
 
 def main():
