@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "collector/attach_config.h"
 #include "collector/collector.h"
+#include "collector/mem.h"
 #include "wire/hl_wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -614,6 +616,20 @@ static HRESULT on_profiler_attach_complete(hl_profiler *p) {
  * and dlclose()s us next (the library stays mapped: RTLD_NODELETE). */
 static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
     hl_session_reset(p);
+    /* Everything the session allocated is given back (hl_mem_stats_get says 0; its large
+     * blocks were mappings of their own, unmapped already). The C library keeps the free pages
+     * of its arenas, the runtime's included: give them back (collector/README.md, "Memory
+     * after the detach"). */
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    const char *stats = getenv("HEAPLENS_STATS");
+    if (stats && strcmp(stats, "1") == 0) {
+        hl_mem_stats m = hl_mem_stats_get();
+        fprintf(stderr, "heaplens: detached: the collector holds %llu heap bytes and %llu mapped "
+                        "(at most %llu heap bytes at once)\n", (unsigned long long)m.heap_bytes,
+                (unsigned long long)m.mapped_bytes, (unsigned long long)m.heap_peak_bytes);
+    }
     return S_OK;
 }
 
