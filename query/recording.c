@@ -430,8 +430,9 @@ static void unrecorded_print(json_t *list) {
     }
     if (shown < n)
         g_string_append_printf(line, " and %zu more", n - shown);
-    g_string_append(line, "; record them too with --children, or --children=PATTERN for those "
-                          "whose command line contains PATTERN");
+    g_string_append_printf(line, "; record %s too with --children, or --children=PATTERN for "
+                                 "those whose command line contains PATTERN",
+                           n == 1 ? "it" : "them");
     fprintf(stderr, "%s\n", line->str);
 }
 

@@ -395,7 +395,7 @@ def twins_case(c, a, name, option, recorded_labels):
     # program's database, with their pids and command lines; --children is suggested.
     unrecorded = sorted(probes[l][0] for l in ("alpha", "beta") if l not in recorded_labels)
     said = re.search(r"^heaplens: (\d+) \.NET process(?:es)? started under the program ran and "
-                     r"(?:was|were) not recorded: (.*); record them too with --children", err, re.M)
+                     r"(?:was|were) not recorded: (.*); record (?:it|them) too with --children", err, re.M)
     c.eq(f"{name}: the summary says which .NET children ran unrecorded", unrecorded,
          sorted(int(p) for p in re.findall(r"pid (\d+) \(", said.group(2))) if said else [])
     try:
