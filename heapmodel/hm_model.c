@@ -106,7 +106,7 @@ void hm_free(const hm_model *m, void *p)
 
 static void *hm_libc_realloc(void *p, size_t size)
 {
-    return realloc(p, size);
+    return realloc(p, size); /* the C library's allocator */
 }
 
 static const hm_allocator hm_libc_allocator = {.realloc = hm_libc_realloc, .free = free};
