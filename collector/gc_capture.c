@@ -134,7 +134,8 @@ void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
         size_t cap = c->cap_moves ? c->cap_moves * 2 : 4096;
         while (cap < c->n_moves + count)
             cap *= 2;
-        hm_move *grown = cap <= HL_GC_MAX_MOVES ? hl_mem_realloc(c->moves, cap * sizeof *grown) : NULL;
+        hm_move *grown =
+            cap <= HL_GC_MAX_MOVES ? hl_mem_realloc(c->moves, cap * sizeof *grown) : NULL;
         if (!grown) {
             c->incomplete = true;
             goto out;

@@ -75,8 +75,8 @@ gboolean recording_settings_check(const char *who, char *const *env, const char 
             if (s->choices) {
                 for (size_t c = 0; s->choices[c]; c++) {
                     ok = ok || strcmp(value, s->choices[c]) == 0;
-                    g_string_append_printf(takes, "%s%s", c == 0 ? "" : s->choices[c + 1] ? ", " : " or ",
-                                           s->choices[c]);
+                    const char *sep = c == 0 ? "" : s->choices[c + 1] ? ", " : " or ";
+                    g_string_append_printf(takes, "%s%s", sep, s->choices[c]);
                 }
             } else {
                 guint64 v = 0;
@@ -87,10 +87,12 @@ gboolean recording_settings_check(const char *who, char *const *env, const char 
             }
             if (ok)
                 continue;
+            /* A running process's environment cannot be changed: its collector would read
+             * the value, so the attach is refused with what the setting takes. */
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "%s: %s%s%s='%s' is not a value it takes: %s (%s), or leave it unset",
-                        who, whose ? whose : "", whose ? " " : "", s->name, value, takes->str,
-                        s->what);
+                        "%s: %s%s%s='%s' is not a value it takes: %s (%s)%s", who,
+                        whose ? whose : "", whose ? " " : "", s->name, value, takes->str, s->what,
+                        whose ? ", and its collector would read it" : ", or leave it unset");
             return FALSE;
         }
     }
