@@ -14,6 +14,7 @@
  * room in the pool.
  */
 #define _GNU_SOURCE
+#include "collector/mem.h"
 #include "collector/collector_internal.h"
 #include "collector/eventpipe.h"
 #include "collector/discovery.h"
@@ -225,10 +226,10 @@ static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
         size_t cap = c->cap_traits ? c->cap_traits * 2 : 1024;
         while (cap <= id)
             cap *= 2;
-        uint8_t *grown = realloc(c->type_traits, cap);
+        uint8_t *grown = hl_mem_realloc(c->type_traits, cap);
         if (grown)
             c->type_traits = grown;
-        uint32_t *sizes = grown ? realloc(c->type_sizes, cap * sizeof *sizes) : NULL;
+        uint32_t *sizes = grown ? hl_mem_realloc(c->type_sizes, cap * sizeof *sizes) : NULL;
         if (sizes)
             c->type_sizes = sizes;
         if (!grown || !sizes) {
@@ -410,7 +411,7 @@ static known_thread *thread_entry(collector *c, ThreadID id) {
             return &c->threads[i];
     if (c->n_threads == c->cap_threads) {
         size_t cap = c->cap_threads ? c->cap_threads * 2 : 64;
-        known_thread *grown = realloc(c->threads, cap * sizeof *grown);
+        known_thread *grown = hl_mem_realloc(c->threads, cap * sizeof *grown);
         if (!grown)
             return NULL;
         c->threads = grown;
@@ -956,8 +957,8 @@ static void collector_free(collector *c) {
     hl_u64map_release(&c->weak_pending);
     hl_u64map_release(&c->weak_owned);
     hl_vec_release(&c->handles_freed);
-    free(c->type_traits);
-    free(c->type_sizes);
+    hl_mem_free(c->type_traits);
+    hl_mem_free(c->type_sizes);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
@@ -966,12 +967,12 @@ static void collector_free(collector *c) {
     hl_vec_release(&c->survivors);
     hl_vec_release(&c->samples);
     hl_frames_release(&c->frames);
-    free(c->threads);
-    free(c);
+    hl_mem_free(c->threads);
+    hl_mem_free(c);
 }
 
 int hl_collector_start(hl_profiler *p) {
-    collector *c = calloc(1, sizeof *c);
+    collector *c = hl_mem_calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
     c->p = p;
@@ -990,7 +991,7 @@ int hl_collector_start(hl_profiler *p) {
     hl_u64map_init(&c->weak_owned);
     c->handles_freed.elem = sizeof(uint64_t);
     hl_type_names_init(&c->names, p->info);
-    c->model = hm_model_new();
+    c->model = hm_model_new_with(&hl_mem_model_allocator);
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {
         collector_free(c);
         return ENOMEM;

@@ -1,4 +1,5 @@
 /* outbox.c — see outbox.h. */
+#include "collector/mem.h"
 #include "collector/outbox.h"
 
 #include <errno.h>
@@ -33,7 +34,7 @@ static int socket_connect(const char *path) {
 int hl_outbox_init(hl_outbox *o, const char *path, size_t cap) {
     memset(o, 0, sizeof *o);
     o->stall_ms = HL_OUTBOX_STALL_MS;
-    o->data = malloc(cap);
+    o->data = hl_mem_malloc(cap);
     if (!o->data)
         return -1;
     o->cap = cap;
@@ -70,7 +71,7 @@ static void writer_lost(hl_outbox *o) {
 void hl_outbox_release(hl_outbox *o) {
     if (o->fd >= 0)
         close(o->fd);
-    free(o->data);
+    hl_mem_free(o->data);
     memset(o, 0, sizeof *o);
     o->fd = -1;
 }

@@ -146,6 +146,11 @@ int cmd_attach(int argc, char **argv) {
     g_autofree char *collector = diagnostic ? recording_collector_path(&error) : NULL;
     if (!collector)
         return query_error_report(error);
+    /* The collector reads its settings from the process's environment, not from ours. */
+    g_auto(GStrv) target_env = attach_ipc_process_environ((pid_t)pid);
+    g_autofree char *whose = g_strdup_printf("process %ld's", pid);
+    if (!recording_settings_check("attach", target_env, whose, &error))
+        return query_error_report(error);
     g_autofree char *named = output_text ? g_strdup(output_text) : default_output((pid_t)pid);
     g_autofree char *output = NULL;
     if (!recording_output_prepare(named, force, &output, &error))

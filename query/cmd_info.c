@@ -2,6 +2,7 @@
 #include "query/commands.h"
 #include "query/estimates.h"
 #include "query/query.h"
+#include "query/recording.h"
 
 #include <glib/gstdio.h>
 #include <inttypes.h>
@@ -366,9 +367,10 @@ int cmd_info(int argc, char **argv)
     if (json) {
         json_t *totals_json = info_totals_json(&totals);
         json_object_set_new(totals_json, "allocations_estimated", json_boolean(estimates.estimated));
-        json_t *doc = json_pack("{s:o, s:O, s:O, s:o, s:o}", "file", query_json_string(path),
+        json_t *doc = json_pack("{s:o, s:O, s:O, s:o, s:o, s:o}", "file", query_json_string(path),
                                 "run", run, "counters", counters, "totals", totals_json,
-                                "allocations", query_estimates_json(&estimates));
+                                "allocations", query_estimates_json(&estimates),
+                                "unrecorded_processes", recording_unrecorded_json(db));
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
@@ -383,6 +385,19 @@ int cmd_info(int argc, char **argv)
         info_lines_print(&counter_lines, "counters", stdout);
         fputc('\n', stdout);
         info_lines_print(&total_lines, "totals", stdout);
+        /* .NET processes started under the program that declined (record without --children) */
+        json_t *unrecorded = recording_unrecorded_json(db);
+        if (json_array_size(unrecorded) > 0) {
+            printf("\n.NET processes that ran unrecorded (record --children[=PATTERN] records "
+                   "them)\n");
+            size_t i;
+            json_t *u;
+            json_array_foreach(unrecorded, i, u)
+                printf("  pid %-8" JSON_INTEGER_FORMAT "  %s\n",
+                       json_integer_value(json_object_get(u, "pid")),
+                       json_string_value(json_object_get(u, "command")));
+        }
+        json_decref(unrecorded);
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;

@@ -488,6 +488,9 @@ int cmd_record(int argc, char **argv) {
         query_command_help("record", stdout);
         return 0;
     }
+    /* The settings the program inherits are checked before anything starts. */
+    if (!recording_settings_check("record", environ, NULL, &error))
+        return query_error_report(error);
     g_autofree char *collector = recording_collector_path(&error);
     if (!collector || !program_check(o.program[0], &error))
         return query_error_report(error);
@@ -586,7 +589,16 @@ int cmd_record(int argc, char **argv) {
      * collector's end file, goes). */
     if (!writer_ok && started)
         recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
+    /* .NET processes of the session that declined (every descendant without --children): the
+     * recording says they ran, so that a launcher's summary does not hide its child's work. */
+    g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
     recording_sockets_remove(&sockets);
+    g_autoptr(GError) unrecorded_error = NULL;
+    if (started && writer_ok && unrecorded->len > 0 &&
+        !store_db_unrecorded_add(output, (store_unrecorded *)(void *)unrecorded->data,
+                                 unrecorded->len, &unrecorded_error))
+        fprintf(stderr, "heaplens: warning: %u .NET processes ran unrecorded, and %s\n",
+                unrecorded->len, unrecorded_error->message);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */

@@ -176,7 +176,7 @@ char *query_db_note_new(sqlite3 *db, GError **error)
         goto out;
 
     status = query_db_prepare(db,
-                              "SELECT status, loss, exit_status, (SELECT max(gc) FROM gcs) "
+                              "SELECT status, loss, exit_status, (SELECT max(gc) FROM gcs), flags "
                               "FROM run WHERE id = 1", error);
     if (!status || !query_db_step(status, &row, error))
         goto out;
@@ -231,6 +231,14 @@ char *query_db_note_new(sqlite3 *db, GError **error)
         strstr((const char *)sqlite3_column_text(status, 1), LOSS_RECORDER_KILLED))
         g_ptr_array_add(clauses, g_strdup("heaplens record was killed: the program's exit status "
                                           "is unknown"));
+
+    /* HEAPLENS_EMPTY=1 (a benchmark's empty profiler) records nothing: a run that looks
+     * complete and empty must say why. */
+    const char *flags = row ? (const char *)sqlite3_column_text(status, 4) : NULL;
+    if (flags && strstr(flags, "empty-profiler"))
+        g_ptr_array_add(clauses, g_strdup("the collector ran as the empty profiler "
+                                          "(HEAPLENS_EMPTY=1): its callbacks did nothing, so "
+                                          "nothing was recorded"));
 
     /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
      * edited file); it is said so, never shown as a loss. */

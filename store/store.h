@@ -139,6 +139,18 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
 
+/* A .NET process that ran under `heaplens record` and declined to be recorded (a launcher's
+ * child, without --children or not matching its PATTERN): its pid and command line. */
+typedef struct store_unrecorded {
+    int64_t pid;
+    const char *command; /* borrowed; NULL is stored as "" */
+} store_unrecorded;
+/* Adds `n` such processes to the finished recording at `path` (table unrecorded_processes,
+ * created in a file that lacks it), in one transaction: on failure nothing is added. Called by
+ * `heaplens record` after the writer ended. */
+gboolean store_db_unrecorded_add(const char *path, const store_unrecorded *list, size_t n,
+                                 GError **error);
+
 /* What PRAGMA quick_check(1) finds wrong in the file ("*** in database main *** Page 5: ...", or
  * SQLite's error when the check cannot run), NULL for an intact file; g_free it. A reader that
  * adds to a recording checks first: writing into damage only makes it worse. */

@@ -464,6 +464,7 @@ static void test_schema(void)
                "table|stacks\n"
                "table|threads\n"
                "table|types\n"
+               "table|unrecorded_processes\n"
                "view|allocation_estimates_by_type\n"
                "view|allocations_by_type\n"
                "view|allocations_by_type_thread\n"
@@ -490,6 +491,22 @@ static void test_schema(void)
                      " + (SELECT count(*) FROM snapshot_handles) + (SELECT count(*) FROM strong_handles_never_freed)"
                      " + (SELECT count(*) FROM pinned_handles_per_gc)"
                      " + (SELECT count(*) FROM allocations_estimated_by_type_thread)") == 0);
+    sqlite3_close(db);
+
+    /* `heaplens record` adds the .NET processes that declined, after the writer; a file
+     * recorded before the table existed gets it. */
+    store_unrecorded declined[] = {{12, "dotnet run"}, {13, NULL}};
+    CHECK(store_db_unrecorded_add(path, declined, 2, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_ROWS(db, "SELECT pid, command FROM unrecorded_processes", "12|dotnet run\n13|\n");
+    CHECK(sqlite3_exec(db, "DROP TABLE unrecorded_processes", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_db_unrecorded_add(path, declined, 1, &error));
+    CHECK_NO_ERROR(error);
+    db = store_db_open_readonly(path, &error);
+    CHECK(db != NULL);
+    CHECK_ROWS(db, "SELECT pid, command FROM unrecorded_processes", "12|dotnet run\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
