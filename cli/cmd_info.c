@@ -157,6 +157,8 @@ static const struct {
     {"writer_run_cpu_ns", "the writer's CPU time while the program ran"},
     {"writer_finish_cpu_ns", "the writer's CPU time after the end of the run (finishing)"},
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
+    {"program_gcs", "GCs the program ran while recorded (the collector's count at its end)"},
+    {"writer_signal", "the signal that killed the writer: GCs after the last stored are missing"},
 };
 
 static const char *info_counter_words_get(const char *name)
@@ -230,10 +232,11 @@ int cmd_info(int argc, char **argv)
         json_t *totals_json = info_totals_json(&info.totals);
         json_object_set_new(totals_json, "allocations_estimated",
                             json_boolean(info.estimates.estimated));
-        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o}", "file", query_json_string(path),
+        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O}", "file", query_json_string(path),
                                 "run", query_info_values_json(info.run), "counters",
                                 query_info_values_json(info.counters), "totals", totals_json,
-                                "allocations", query_estimates_json(&info.estimates));
+                                "allocations", query_estimates_json(&info.estimates),
+                                "unrecorded_processes", info.unrecorded);
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
@@ -254,6 +257,18 @@ int cmd_info(int argc, char **argv)
         info_lines_print(&counter_lines, "counters", stdout);
         fputc('\n', stdout);
         info_lines_print(&total_lines, "totals", stdout);
+        /* .NET processes started under the program that declined (record without --children) */
+        const json_t *unrecorded = info.unrecorded;
+        if (json_array_size(unrecorded) > 0) {
+            printf("\n.NET processes that ran unrecorded (record --children[=PATTERN] records "
+                   "them)\n");
+            size_t i;
+            json_t *u;
+            json_array_foreach((json_t *)unrecorded, i, u)
+                printf("  pid %-8" JSON_INTEGER_FORMAT "  %s\n",
+                       json_integer_value(json_object_get(u, "pid")),
+                       json_string_value(json_object_get(u, "command")));
+        }
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;

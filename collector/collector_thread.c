@@ -14,6 +14,7 @@
  * room in the pool.
  */
 #define _GNU_SOURCE
+#include "collector/mem.h"
 #include "collector/collector_internal.h"
 #include "collector/eventpipe.h"
 #include "collector/discovery.h"
@@ -225,10 +226,10 @@ static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
         size_t cap = c->cap_traits ? c->cap_traits * 2 : 1024;
         while (cap <= id)
             cap *= 2;
-        uint8_t *grown = realloc(c->type_traits, cap);
+        uint8_t *grown = hl_mem_realloc(c->type_traits, cap);
         if (grown)
             c->type_traits = grown;
-        uint32_t *sizes = grown ? realloc(c->type_sizes, cap * sizeof *sizes) : NULL;
+        uint32_t *sizes = grown ? hl_mem_realloc(c->type_sizes, cap * sizeof *sizes) : NULL;
         if (sizes)
             c->type_sizes = sizes;
         if (!grown || !sizes) {
@@ -410,7 +411,7 @@ static known_thread *thread_entry(collector *c, ThreadID id) {
             return &c->threads[i];
     if (c->n_threads == c->cap_threads) {
         size_t cap = c->cap_threads ? c->cap_threads * 2 : 64;
-        known_thread *grown = realloc(c->threads, cap * sizeof *grown);
+        known_thread *grown = hl_mem_realloc(c->threads, cap * sizeof *grown);
         if (!grown)
             return NULL;
         c->threads = grown;
@@ -797,6 +798,34 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 c->discover_found ? (double)c->discover_apply_ns / (double)c->discover_found : 0.0);
 }
 
+/* The writer was lost, so the stream cannot say how the run ended: the end file (wire/hl_wire.h)
+ * beside `socket_path` says it instead — a stream header and the RUN_END that was not sent. On
+ * the collector thread, at the run's end; written under a temporary name and renamed, so a
+ * reader sees it whole or not at all. Best effort: a failure costs only the explanation. */
+static void end_file_write(const char *socket_path, const hl_run_end *e) {
+    const char *slash = strrchr(socket_path, '/');
+    char path[sizeof ((hl_profiler *)0)->socket_path + 32], tmp[sizeof path + 8];
+    if (!slash || snprintf(path, sizeof path, "%.*s/end.%ld", (int)(slash - socket_path),
+                           socket_path, (long)getpid()) >= (int)sizeof path ||
+        snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return;
+    struct {
+        hl_stream_header h;
+        hl_rec_header r;
+        hl_run_end e;
+    } file = {.h = {.version = HL_STREAM_VERSION},
+              .r = {.type = HL_REC_RUN_END, .size = sizeof(hl_run_end)},
+              .e = *e};
+    memcpy(file.h.magic, HL_STREAM_MAGIC, 8);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    bool whole = write(fd, &file, sizeof file) == (ssize_t)sizeof file;
+    close(fd);
+    if (!whole || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
 static void finish(collector *c) {
     hl_profiler *p = c->p;
     uint64_t shutdown_ns = p->shutdown_ns ? p->shutdown_ns : hl_now_ns();
@@ -831,6 +860,11 @@ static void finish(collector *c) {
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_RUN_END, &e, sizeof e, NULL, 0, NULL, 0);
     hl_outbox_flush(&c->out, c->out.stall_ms);
+    if (c->out.lost) {
+        counters_fill(c, &e.counters); /* the end record's own drop included */
+        e.flags = c->out.stalled ? HL_RUN_END_FLAG_WRITER_STALLED : 0;
+        end_file_write(c->p->socket_path, &e);
+    }
     const char *stats = getenv("HEAPLENS_STATS");
     if (stats && strcmp(stats, "1") == 0)
         print_stats(c, shutdown_ns);
@@ -923,8 +957,8 @@ static void collector_free(collector *c) {
     hl_u64map_release(&c->weak_pending);
     hl_u64map_release(&c->weak_owned);
     hl_vec_release(&c->handles_freed);
-    free(c->type_traits);
-    free(c->type_sizes);
+    hl_mem_free(c->type_traits);
+    hl_mem_free(c->type_sizes);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
     hl_vec_release(&c->promotions);
@@ -933,12 +967,12 @@ static void collector_free(collector *c) {
     hl_vec_release(&c->survivors);
     hl_vec_release(&c->samples);
     hl_frames_release(&c->frames);
-    free(c->threads);
-    free(c);
+    hl_mem_free(c->threads);
+    hl_mem_free(c);
 }
 
 int hl_collector_start(hl_profiler *p) {
-    collector *c = calloc(1, sizeof *c);
+    collector *c = hl_mem_calloc(1, sizeof *c);
     if (!c)
         return ENOMEM;
     c->p = p;
@@ -957,7 +991,7 @@ int hl_collector_start(hl_profiler *p) {
     hl_u64map_init(&c->weak_owned);
     c->handles_freed.elem = sizeof(uint64_t);
     hl_type_names_init(&c->names, p->info);
-    c->model = hm_model_new();
+    c->model = hm_model_new_with(&hl_mem_model_allocator);
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {
         collector_free(c);
         return ENOMEM;

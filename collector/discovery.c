@@ -1,6 +1,7 @@
 /* discovery.c — see discovery.h. The first half runs inside GarbageCollectionFinished on a GC
  * thread (copy and return: no lock, no I/O; malloc as gc_capture.c explains), the second on the
  * collector thread. */
+#include "collector/mem.h"
 #include "collector/discovery.h"
 #include "collector/collector_internal.h"
 #include "collector/gen_lookup.h"
@@ -10,7 +11,7 @@
 static bool found_push(hl_gc_capture *c, ObjectID object, ClassID class_id, uint64_t size) {
     if (c->n_found == c->cap_found) {
         size_t cap = c->cap_found ? c->cap_found * 2 : 16384;
-        hl_found_object *grown = realloc(c->found, cap * sizeof *grown);
+        hl_found_object *grown = hl_mem_realloc(c->found, cap * sizeof *grown);
         if (!grown) {
             c->discover_incomplete = true;
             return false;
@@ -71,10 +72,10 @@ void hl_discover_ranges(hl_gc_capture *c, ICorProfilerInfo *info) {
 uint64_t hl_discover_apply(collector *c, const hl_gc_capture *g, id_vec *out) {
     if (!g->n_found)
         return 0;
-    hm_found *found = malloc(g->n_found * sizeof *found);
+    hm_found *found = hl_mem_malloc(g->n_found * sizeof *found);
     hl_gen_lookup after;
     if (!found || !hl_gen_lookup_init(&after, g->after, g->n_after)) {
-        free(found);
+        hl_mem_free(found);
         c->model_failures++;
         return 0;
     }
@@ -89,7 +90,7 @@ uint64_t hl_discover_apply(collector *c, const hl_gc_capture *g, id_vec *out) {
     size_t n_new = 0;
     if (hm_model_discover(c->model, found, g->n_found, &next, &n_new) != HM_OK) {
         c->model_failures++;
-        free(found);
+        hl_mem_free(found);
         return 0;
     }
     for (size_t i = 0; i < g->n_found; i++) {
@@ -102,7 +103,7 @@ uint64_t hl_discover_apply(collector *c, const hl_gc_capture *g, id_vec *out) {
         if (!hl_vec_push(out, &d))
             c->model_failures++;
     }
-    free(found);
+    hl_mem_free(found);
     c->discovered += n_new;
     c->discovered_at_gcs += n_new;
     return n_new;

@@ -1,4 +1,5 @@
 /* frames.c — see frames.h. */
+#include "collector/mem.h"
 #include "collector/frames.h"
 
 #include <stdlib.h>
@@ -45,7 +46,7 @@ void hl_frames_release(hl_frames *f) {
     hl_vec_release(&f->stack_ids);
     hl_vec_release(&f->pending_frames);
     hl_vec_release(&f->pending_stacks);
-    free(f->names);
+    hl_mem_free(f->names);
     memset(f, 0, sizeof *f);
 }
 
@@ -73,7 +74,7 @@ uint32_t hl_frames_intern_name(hl_frames *f, const char *name, uint32_t flags,
         size_t cap = f->names_cap ? f->names_cap * 2 : 65536;
         while (cap < f->names_len + len + 1)
             cap *= 2;
-        char *grown = realloc(f->names, cap);
+        char *grown = hl_mem_realloc(f->names, cap);
         if (!grown) {
             f->failures++;
             return 0;

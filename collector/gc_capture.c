@@ -3,6 +3,7 @@
  * malloc is used here (for the capture and its growing range array). That is safe inside GC
  * callbacks: managed threads are stopped at GC-safe points, never inside malloc, and native
  * threads keep running and release any allocator lock they hold. */
+#include "collector/mem.h"
 #include "collector/gc_capture.h"
 #include "collector/discovery.h"
 
@@ -28,14 +29,14 @@ void hl_gc_queue_init(hl_gc_queue *q) {
 static void capture_free(hl_gc_capture *c) {
     if (!c)
         return;
-    free(c->before);
-    free(c->after);
-    free(c->moves);
-    free(c->roots);
-    free(c->by_class);
-    free(c->walk);
-    free(c->found);
-    free(c);
+    hl_mem_free(c->before);
+    hl_mem_free(c->after);
+    hl_mem_free(c->moves);
+    hl_mem_free(c->roots);
+    hl_mem_free(c->by_class);
+    hl_mem_free(c->walk);
+    hl_mem_free(c->found);
+    hl_mem_free(c);
 }
 
 void hl_gc_queue_release(hl_gc_queue *q) {
@@ -43,7 +44,7 @@ void hl_gc_queue_release(hl_gc_queue *q) {
     while (hl_gc_peek(q))
         hl_gc_pop(q);
     q->current = NULL;
-    free(q->scratch);
+    hl_mem_free(q->scratch);
     q->scratch = NULL;
     atomic_store(&q->awaiting_resume, NULL);
 }
@@ -56,7 +57,7 @@ static bool bounds_copy(hl_gc_queue *q, ICorProfilerInfo *info, hm_gen_range **o
         return false;
     if (total > q->scratch_cap) {
         ULONG cap = total * 2;
-        COR_PRF_GC_GENERATION_RANGE *grown = realloc(q->scratch, cap * sizeof *grown);
+        COR_PRF_GC_GENERATION_RANGE *grown = hl_mem_realloc(q->scratch, cap * sizeof *grown);
         if (!grown)
             return false;
         q->scratch = grown;
@@ -65,7 +66,7 @@ static bool bounds_copy(hl_gc_queue *q, ICorProfilerInfo *info, hm_gen_range **o
         if (HR_FAILED(hr) || total > q->scratch_cap)
             return false;
     }
-    hm_gen_range *ranges = malloc((total ? total : 1) * sizeof *ranges);
+    hm_gen_range *ranges = hl_mem_malloc((total ? total : 1) * sizeof *ranges);
     if (!ranges)
         return false;
     for (ULONG i = 0; i < total; i++) {
@@ -85,12 +86,12 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
                       void *policy_ctx) {
     uint64_t t = now_ns();
     q->gcs_started++;
-    hl_gc_capture *c = calloc(1, sizeof *c);
+    hl_gc_capture *c = hl_mem_calloc(1, sizeof *c);
     uint64_t w = atomic_load_explicit(&q->written, memory_order_relaxed);
     if (!c || w - atomic_load_explicit(&q->read, memory_order_acquire) >= HL_GC_QUEUE) {
         /* The collector thread is far behind or memory is gone: this GC's input is lost. It
          * cannot be applied, so the model is wrong from here on; the loss is counted. */
-        free(c);
+        hl_mem_free(c);
         q->current = NULL;
         atomic_fetch_add(&q->lost, 1);
         q->discover_full_next = q->discover; /* identity comes back with the next full walk */
@@ -133,7 +134,8 @@ void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
         size_t cap = c->cap_moves ? c->cap_moves * 2 : 4096;
         while (cap < c->n_moves + count)
             cap *= 2;
-        hm_move *grown = cap <= HL_GC_MAX_MOVES ? realloc(c->moves, cap * sizeof *grown) : NULL;
+        hm_move *grown =
+            cap <= HL_GC_MAX_MOVES ? hl_mem_realloc(c->moves, cap * sizeof *grown) : NULL;
         if (!grown) {
             c->incomplete = true;
             goto out;
@@ -171,7 +173,7 @@ static bool grow(void **buf, size_t *cap, size_t len, size_t need, size_t elem) 
     size_t cap2 = *cap ? *cap * 2 : 4096;
     while (cap2 < len + need)
         cap2 *= 2;
-    void *grown = realloc(*buf, cap2 * elem);
+    void *grown = hl_mem_realloc(*buf, cap2 * elem);
     if (!grown)
         return false;
     *buf = grown;

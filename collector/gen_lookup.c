@@ -1,4 +1,5 @@
 /* gen_lookup.c — see gen_lookup.h. */
+#include "collector/mem.h"
 #include "collector/gen_lookup.h"
 #include "wire/hl_wire.h"
 
@@ -11,7 +12,7 @@ static int range_cmp(const void *a, const void *b) {
 
 bool hl_gen_lookup_init(hl_gen_lookup *l, const hm_gen_range *r, size_t n) {
     l->n = 0;
-    l->ranges = malloc((n ? n : 1) * sizeof *l->ranges);
+    l->ranges = hl_mem_malloc((n ? n : 1) * sizeof *l->ranges);
     if (!l->ranges)
         return false;
     for (size_t i = 0; i < n; i++)
@@ -37,7 +38,7 @@ uint32_t hl_gen_lookup_find(const hl_gen_lookup *l, uint64_t addr) {
 }
 
 void hl_gen_lookup_release(hl_gen_lookup *l) {
-    free(l->ranges);
+    hl_mem_free(l->ranges);
     l->ranges = NULL;
     l->n = 0;
 }

@@ -1,4 +1,5 @@
 /* outbox.c — see outbox.h. */
+#include "collector/mem.h"
 #include "collector/outbox.h"
 
 #include <errno.h>
@@ -33,7 +34,7 @@ static int socket_connect(const char *path) {
 int hl_outbox_init(hl_outbox *o, const char *path, size_t cap) {
     memset(o, 0, sizeof *o);
     o->stall_ms = HL_OUTBOX_STALL_MS;
-    o->data = malloc(cap);
+    o->data = hl_mem_malloc(cap);
     if (!o->data)
         return -1;
     o->cap = cap;
@@ -70,7 +71,7 @@ static void writer_lost(hl_outbox *o) {
 void hl_outbox_release(hl_outbox *o) {
     if (o->fd >= 0)
         close(o->fd);
-    free(o->data);
+    hl_mem_free(o->data);
     memset(o, 0, sizeof *o);
     o->fd = -1;
 }
@@ -105,6 +106,7 @@ static uint8_t *reserve(hl_outbox *o, size_t n) {
                 break;
             uint64_t t = now_ns();
             if (t - progress >= (uint64_t)o->stall_ms * 1000000u) {
+                o->stalled = true;
                 writer_lost(o); /* it took nothing for the stall limit */
                 break;
             }
@@ -206,6 +208,7 @@ void hl_outbox_flush(hl_outbox *o, int stall_ms) {
         struct pollfd p = {.fd = o->fd, .events = POLLOUT};
         int r = poll(&p, 1, stall_ms);
         if (r == 0) {
+            o->stalled = true;
             writer_lost(o); /* the writer has stalled for stall_ms: give up, count the rest */
             return;
         }

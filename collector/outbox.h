@@ -29,6 +29,7 @@ typedef void (*hl_outbox_lost_fn)(void *ctx, uint16_t type, const void *a, size_
 typedef struct hl_outbox {
     int fd;              /* -1 when not connected or the writer was lost */
     bool lost;           /* the writer went away or stalled (not set when never connected) */
+    bool stalled;        /* ... and it was given up for taking nothing for stall_ms */
     uint8_t *data;
     size_t cap, start, end;
     size_t boundary;     /* offset of the first record not wholly sent (start may be inside it) */

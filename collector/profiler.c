@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "collector/attach_config.h"
 #include "collector/collector.h"
+#include "collector/mem.h"
 #include "wire/hl_wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -264,28 +266,56 @@ static void runtime_version(hl_profiler *p) {
         snprintf(p->runtime_version, sizeof p->runtime_version, "%u.%u.%u", major, minor, build);
 }
 
+/* This process's command line (/proc/self/cmdline, arguments joined by spaces) into `line`;
+ * its length (0 when it cannot be read). */
+static size_t command_line(char *line, size_t size) {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t len = 0;
+    ssize_t n;
+    while (len < size - 1 && (n = read(fd, line + len, size - 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    while (len > 0 && line[len - 1] == 0)
+        len--;
+    for (size_t i = 0; i < len; i++)
+        if (line[i] == 0)
+            line[i] = ' ';
+    line[len] = 0;
+    return len;
+}
+
 /* Whether this descendant is to be recorded under `heaplens record --children[=PATTERN]`
  * (HEAPLENS_CHILDREN: the pattern, empty for every descendant; unset: none is): its command
- * line (/proc/self/cmdline, arguments joined by spaces) contains PATTERN. */
+ * line (arguments joined by spaces) contains PATTERN. */
 static bool children_match(const char *pattern) {
     if (!pattern)
         return false;
     if (!*pattern)
         return true;
     char line[8192];
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    return command_line(line, sizeof line) > 0 && strstr(line, pattern) != NULL;
+}
+
+/* A .NET process of the session that declines leaves a mark beside the session's socket,
+ * `declined.PID` holding its command line, so that `heaplens record` can say which .NET
+ * processes ran unrecorded (a launcher's child did the work). One small file: no thread, no
+ * socket, nothing on stderr; a failure only loses the mark. */
+static void session_mark_declined(const char *dir, int dir_len) {
+    char path[sizeof the_profiler.socket_path + 32];
+    int n = snprintf(path, sizeof path, "%.*s/declined.%ld", dir_len, dir, (long)getpid());
+    if (n < 0 || (size_t)n >= sizeof path)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return false;
-    size_t len = 0;
-    ssize_t n;
-    while (len < sizeof line - 1 && (n = read(fd, line + len, sizeof line - 1 - len)) > 0)
-        len += (size_t)n;
+        return;
+    char line[4096];
+    size_t len = command_line(line, sizeof line);
+    if (len > 0 && write(fd, line, len) < 0) {
+        /* the mark stays, without its command line */
+    }
     close(fd);
-    for (size_t i = 0; i + 1 < len; i++)
-        if (line[i] == 0)
-            line[i] = ' ';
-    line[len] = 0;
-    return strstr(line, pattern) != NULL;
 }
 
 /* Whether this process is one to record, and where its collector connects (`connect_to`). The
@@ -318,8 +348,11 @@ static bool session_claim(const char *socket_path, char *connect_to, size_t size
         n = snprintf(connect_to, size, "%s", socket_path);
         return n >= 0 && (size_t)n < size;
     }
-    if (!fits || !children_match(getenv("HEAPLENS_CHILDREN")))
+    if (!fits || !children_match(getenv("HEAPLENS_CHILDREN"))) {
+        if (slash)
+            session_mark_declined(socket_path, (int)(slash - socket_path));
         return false;
+    }
     n = snprintf(connect_to, size, "%.*s/children.sock", (int)(slash - socket_path), socket_path);
     return n >= 0 && (size_t)n < size;
 }
@@ -583,6 +616,20 @@ static HRESULT on_profiler_attach_complete(hl_profiler *p) {
  * and dlclose()s us next (the library stays mapped: RTLD_NODELETE). */
 static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
     hl_session_reset(p);
+    /* Everything the session allocated is given back (hl_mem_stats_get says 0; its large
+     * blocks were mappings of their own, unmapped already). The C library keeps the free pages
+     * of its arenas, the runtime's included: give them back (collector/README.md, "Memory
+     * after the detach"). */
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    const char *stats = getenv("HEAPLENS_STATS");
+    if (stats && strcmp(stats, "1") == 0) {
+        hl_mem_stats m = hl_mem_stats_get();
+        fprintf(stderr, "heaplens: detached: the collector holds %llu heap bytes and %llu mapped "
+                        "(at most %llu heap bytes at once)\n", (unsigned long long)m.heap_bytes,
+                (unsigned long long)m.mapped_bytes, (unsigned long long)m.heap_peak_bytes);
+    }
     return S_OK;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/mem.h"
 #include "collector/collector_internal.h"
 #include "collector/gen_lookup.h"
 
@@ -235,7 +236,7 @@ static void send_batch(collector *c, uint16_t type, uint32_t snap, const id_vec 
 struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     if (!g->snapshot_trigger)
         return NULL;
-    snapshot *s = calloc(1, sizeof *s);
+    snapshot *s = hl_mem_calloc(1, sizeof *s);
     if (!s) {
         c->model_failures++;
         return NULL;
@@ -247,10 +248,10 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
     hl_u64map_init(&s->frozen);
-    s->walked = malloc((g->walk_objects ? g->walk_objects : 1) * sizeof *s->walked);
+    s->walked = hl_mem_malloc((g->walk_objects ? g->walk_objects : 1) * sizeof *s->walked);
     if (!s->walked) {
         c->model_failures++;
-        free(s);
+        hl_mem_free(s);
         return NULL;
     }
     walk_objects(s);
@@ -260,7 +261,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     missing_scan m = {.walked = s->walked, .n = g->walk_objects};
     hm_model_foreach(c->model, missing_visit, &m);
     s->end.model_missing = m.missing;
-    free(s->walked);
+    hl_mem_free(s->walked);
     s->walked = NULL;
     hl_u64map_release(&s->frozen);
     return s;
@@ -292,5 +293,5 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_vec_release(&s->refs);
     hl_vec_release(&s->roots);
     hl_vec_release(&s->discovered);
-    free(s);
+    hl_mem_free(s);
 }

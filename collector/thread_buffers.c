@@ -13,6 +13,7 @@
  * again, so emptying it is final; the consumer reads the state before the chunks, so RETIRED
  * (release by the exiting thread) makes every event of that thread visible.
  */
+#include "collector/mem.h"
 #include "collector/thread_buffers.h"
 
 #include <pthread.h>
@@ -108,9 +109,11 @@ int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
     if (mem == MAP_FAILED)
         return -1;
     r->pool = mem;
-    r->desc = calloc(n, sizeof *r->desc);
+    hl_mem_mapped_add((int64_t)r->pool_bytes);
+    r->desc = hl_mem_calloc(n, sizeof *r->desc);
     if (!r->desc) {
         munmap(mem, r->pool_bytes);
+        hl_mem_mapped_add(-(int64_t)r->pool_bytes);
         r->pool = NULL;
         return -1;
     }
@@ -124,9 +127,11 @@ int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
 }
 
 void hl_tbufs_release(hl_tbufs *r) {
-    if (r->pool)
+    if (r->pool) {
         munmap(r->pool, r->pool_bytes);
-    free(r->desc);
+        hl_mem_mapped_add(-(int64_t)r->pool_bytes);
+    }
+    hl_mem_free(r->desc);
     r->pool = NULL;
     r->desc = NULL;
 }

@@ -1,6 +1,7 @@
 /* type_names.c — see type_names.h. Recipe: IsArrayClass for arrays; otherwise GetClassIDInfo2
  * (module, typedef token, type arguments) -> IMetaDataImport::GetTypeDefProps for the name and
  * GetNestedClassProps for enclosing types. */
+#include "collector/mem.h"
 #include "collector/type_names.h"
 
 #include <stdbool.h>
@@ -62,7 +63,7 @@ void hl_type_names_release(hl_type_names *t) {
     for (size_t i = 0; i < t->n_modules; i++)
         if (t->modules[i].mdi)
             clr_release(t->modules[i].mdi);
-    free(t->modules);
+    hl_mem_free(t->modules);
     memset(t, 0, sizeof *t);
 }
 
@@ -75,7 +76,7 @@ static IMetaDataImport *module_metadata(hl_type_names *t, ModuleID module) {
         mdi = NULL;
     if (t->n_modules == t->cap_modules) {
         size_t cap = t->cap_modules ? t->cap_modules * 2 : 32;
-        void *grown = realloc(t->modules, cap * sizeof *t->modules);
+        void *grown = hl_mem_realloc(t->modules, cap * sizeof *t->modules);
         if (!grown)
             return mdi; /* not cached; leaks one reference, harmless */
         t->modules = grown;

@@ -1,4 +1,5 @@
 /* u64map.c — see u64map.h. */
+#include "collector/mem.h"
 #include "collector/u64map.h"
 
 #include <stdlib.h>
@@ -11,7 +12,7 @@ static size_t home(uint64_t key, size_t cap) {
 void hl_u64map_init(hl_u64map *m) { memset(m, 0, sizeof *m); }
 
 void hl_u64map_release(hl_u64map *m) {
-    free(m->slots);
+    hl_mem_free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
@@ -34,7 +35,7 @@ uint64_t *hl_u64map_get(const hl_u64map *m, uint64_t key) {
 
 static bool grow(hl_u64map *m) {
     size_t cap = m->cap ? m->cap * 2 : 256;
-    struct hl_u64map_slot *slots = calloc(cap, sizeof *slots);
+    struct hl_u64map_slot *slots = hl_mem_calloc(cap, sizeof *slots);
     if (!slots)
         return false;
     for (size_t i = 0; i < m->cap; i++) {
@@ -45,7 +46,7 @@ static bool grow(hl_u64map *m) {
             j = (j + 1) & (cap - 1);
         slots[j] = m->slots[i];
     }
-    free(m->slots);
+    hl_mem_free(m->slots);
     m->slots = slots;
     m->cap = cap;
     return true;

@@ -1,4 +1,5 @@
 /* young.c — see young.h. */
+#include "collector/mem.h"
 #include "collector/young.h"
 
 #include <stdlib.h>
@@ -7,7 +8,7 @@
 bool hl_vec_push(id_vec *v, const void *elem) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4096;
-        void *grown = realloc(v->p, cap * v->elem);
+        void *grown = hl_mem_realloc(v->p, cap * v->elem);
         if (!grown)
             return false;
         v->p = grown;
@@ -19,7 +20,7 @@ bool hl_vec_push(id_vec *v, const void *elem) {
 }
 
 void hl_vec_release(id_vec *v) {
-    free(v->p);
+    hl_mem_free(v->p);
     v->p = NULL;
     v->n = v->cap = 0;
 }
@@ -36,10 +37,10 @@ void hl_young_init(hl_young *y, uint64_t first) {
 }
 
 void hl_young_release(hl_young *y) {
-    free(y->type);
-    free(y->size_tix);
-    free(y->fate);
-    free(y->tids);
+    hl_mem_free(y->type);
+    hl_mem_free(y->size_tix);
+    hl_mem_free(y->fate);
+    hl_mem_free(y->tids);
     hl_vec_release(&y->counts);
     hl_u64map_release(&y->count_keys);
     hl_u64map_release(&y->tid_index);
@@ -58,7 +59,7 @@ static uint32_t thread_index(hl_young *y, uint32_t os_tid) {
     } else if (y->n_tids <= TIX_MASK) {
         if (y->n_tids == y->cap_tids) {
             size_t cap = y->cap_tids ? y->cap_tids * 2 : 256;
-            uint32_t *grown = realloc(y->tids, cap * sizeof *grown);
+            uint32_t *grown = hl_mem_realloc(y->tids, cap * sizeof *grown);
             if (grown) {
                 y->tids = grown;
                 y->cap_tids = cap;
@@ -109,13 +110,13 @@ static bool grow(hl_young *y, size_t index) {
         cap *= 2;
     /* Each array keeps what realloc gave it: a partial failure leaves valid, larger arrays
      * and the old capacity. */
-    uint32_t *type = realloc(y->type, cap * sizeof *type);
+    uint32_t *type = hl_mem_realloc(y->type, cap * sizeof *type);
     if (type)
         y->type = type;
-    uint64_t *size_tix = realloc(y->size_tix, cap * sizeof *size_tix);
+    uint64_t *size_tix = hl_mem_realloc(y->size_tix, cap * sizeof *size_tix);
     if (size_tix)
         y->size_tix = size_tix;
-    uint8_t *fate = realloc(y->fate, cap);
+    uint8_t *fate = hl_mem_realloc(y->fate, cap);
     if (fate)
         y->fate = fate;
     if (!type || !size_tix || !fate)
@@ -179,9 +180,9 @@ void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
     }
     if (y->cap > HL_YOUNG_KEEP && y->n < y->cap / 4) {
         /* A burst grew the arrays far beyond this interval: give the memory back. */
-        free(y->type);
-        free(y->size_tix);
-        free(y->fate);
+        hl_mem_free(y->type);
+        hl_mem_free(y->size_tix);
+        hl_mem_free(y->fate);
         y->type = NULL;
         y->size_tix = NULL;
         y->fate = NULL;

@@ -77,14 +77,39 @@ static bool hm_may_allocate(hm_model *m)
 
 static void *hm_realloc(hm_model *m, void *p, size_t size)
 {
-    return hm_may_allocate(m) ? realloc(p, size) : NULL;
+    return hm_may_allocate(m) ? m->alloc->realloc(p, size) : NULL;
 }
 
 /* Zeroed memory for n elements of `size` bytes, failing like hm_realloc under test. */
 void *hm_calloc(hm_model *m, size_t n, size_t size)
 {
-    return hm_may_allocate(m) ? calloc(n, size) : NULL;
+    if (n > 0 && size > SIZE_MAX / n)
+        return NULL;
+    size_t bytes = n * size;
+    void *p = hm_realloc(m, NULL, bytes > 0 ? bytes : 1);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
 }
+
+/* Memory for a scratch buffer (never failed under test: its users report no error). */
+static void *hm_malloc(const hm_model *m, size_t size)
+{
+    return m->alloc->realloc(NULL, size);
+}
+
+/* Gives back what hm_realloc, hm_calloc or hm_malloc returned (NULL: nothing). */
+void hm_free(const hm_model *m, void *p)
+{
+    m->alloc->free(p);
+}
+
+static void *hm_libc_realloc(void *p, size_t size)
+{
+    return realloc(p, size); /* the C library's allocator */
+}
+
+static const hm_allocator hm_libc_allocator = {.realloc = hm_libc_realloc, .free = free};
 
 /* Grows the array whose pointer is at pp (any T **) to hold at least `need` elements of `size`
  * bytes; growth is geometric so repeated calls cost amortised O(1). Returns HM_OK or
@@ -111,19 +136,19 @@ int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size)
     return HM_OK;
 }
 
-static void hm_scratch_release(void *pp, size_t *cap, size_t size)
+static void hm_scratch_release(const hm_model *m, void *pp, size_t *cap, size_t size)
 {
     if (*cap * size > HM_SCRATCH_KEEP_BYTES) {
         void *p = NULL;
         memcpy(&p, pp, sizeof(p));
-        free(p);
+        hm_free(m, p);
         p = NULL;
         memcpy(pp, &p, sizeof(p));
         *cap = 0;
     }
 }
 
-#define HM_SCRATCH_RELEASE(ptr, cap) hm_scratch_release(&(ptr), &(cap), sizeof(*(ptr)))
+#define HM_SCRATCH_RELEASE(ptr, cap) hm_scratch_release(m, &(ptr), &(cap), sizeof(*(ptr)))
 /* ---- small helpers ---------------------------------------------------------------------- */
 
 /* First window index in [lo, n_win) whose key is >= key. */
@@ -198,9 +223,18 @@ int hm_window_reserve(hm_model *m, hm_window *w, size_t need)
 
 hm_model *hm_model_new(void)
 {
-    hm_model *m = calloc(1, sizeof(*m));
+    return hm_model_new_with(NULL);
+}
+
+hm_model *hm_model_new_with(const hm_allocator *alloc)
+{
+    if (!alloc)
+        alloc = &hm_libc_allocator;
+    hm_model *m = alloc->realloc(NULL, sizeof(*m));
     if (!m)
         return NULL;
+    memset(m, 0, sizeof(*m));
+    m->alloc = alloc;
     m->slot_shift = 64;
     m->epoch = 1;
 #ifdef HM_TESTING
@@ -214,19 +248,19 @@ void hm_model_free(hm_model *m)
     if (!m)
         return;
     for (size_t i = 0; i < m->n_win; i++)
-        free(m->win[i].e);
-    free(m->win);
-    free(m->young);
-    free(m->slots);
-    free(m->bb);
-    free(m->ba);
-    free(m->cr);
-    free(m->mv);
-    free(m->ins);
-    free(m->tmp);
-    free(m->dead);
-    free(m->cls);
-    free(m);
+        hm_free(m, m->win[i].e);
+    hm_free(m, m->win);
+    hm_free(m, m->young);
+    hm_free(m, m->slots);
+    hm_free(m, m->bb);
+    hm_free(m, m->ba);
+    hm_free(m, m->cr);
+    hm_free(m, m->mv);
+    hm_free(m, m->ins);
+    hm_free(m, m->tmp);
+    hm_free(m, m->dead);
+    hm_free(m, m->cls);
+    m->alloc->free(m);
 }
 
 #ifdef HM_TESTING
@@ -752,14 +786,14 @@ static void hm_gc_commit_windows_tidy(hm_model *m)
     for (size_t i = 0; i < m->n_win; i++) {
         hm_window *w = &m->win[i];
         if (w->n == 0) {
-            free(w->e);
+            hm_free(m, w->e);
             continue;
         }
         if (w->touched) {
             w->touched = 0;
             if (w->n < w->cap / 4) {
                 uint32_t cap = w->n + w->n / 4;
-                hm_entry *e = realloc(w->e, (size_t)cap * sizeof(*e)); /* shrinking: may fail */
+                hm_entry *e = m->alloc->realloc(w->e, (size_t)cap * sizeof(*e)); /* shrinking: may fail */
                 if (e) {
                     w->e = e;
                     w->cap = cap;
@@ -863,7 +897,7 @@ bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
     if (m->n_young > 0) {
         /* Young objects are in arrival order: sort a copy to merge them in. */
         size_t n = m->n_young;
-        buf = malloc((n + hm_sort_tmp_size(n)) * sizeof(*buf));
+        buf = hm_malloc(m, (n + hm_sort_tmp_size(n)) * sizeof(*buf));
         if (!buf)
             goto out;
         for (size_t i = 0; i < n; i++)
@@ -891,7 +925,8 @@ bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
             goto out;
     ok = true;
 out:
-    free(buf);
+    if (buf)
+        hm_free(m, buf);
     return ok;
 }
 
@@ -962,7 +997,7 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
 
     HM_CHECK(m, "model is NULL");
     HM_CHECK(m->n_young <= m->cap_young, "young n %zu > cap %zu", m->n_young, m->cap_young);
-    by_addr = malloc((m->n_young + 1) * sizeof(*by_addr));
+    by_addr = hm_malloc(m, (m->n_young + 1) * sizeof(*by_addr));
     HM_CHECK(by_addr, "check: out of memory");
     for (size_t i = 0; i < m->n_young; i++)
         by_addr[i] = (hm_pair){m->young[i].key, i};
@@ -1064,6 +1099,7 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
     if (m->cache_valid)
         HM_CHECK(m->cache_wi == hm_windows_find(m, m->cache_key), "I7: stale window cache");
 out:
-    free(by_addr);
+    if (by_addr)
+        hm_free(m, by_addr);
     return ok;
 }

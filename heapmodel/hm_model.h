@@ -148,6 +148,16 @@ typedef struct hm_gc_stats {
 
 /* A new, empty model, or NULL when out of memory. Free with hm_model_free (NULL is accepted). */
 hm_model *hm_model_new(void);
+/* Where a model's memory comes from: `realloc` with the C library's meaning (a NULL pointer
+ * allocates), `free` accepting NULL. A host that counts its memory passes its own (the
+ * collector does: collector/mem.h). */
+typedef struct hm_allocator {
+    void *(*realloc)(void *p, size_t size);
+    void (*free)(void *p);
+} hm_allocator;
+/* hm_model_new with `alloc` for every allocation of the model, itself included (borrowed: it
+ * must outlive the model); NULL: the C library's. */
+hm_model *hm_model_new_with(const hm_allocator *alloc);
 void hm_model_free(hm_model *m);
 
 /* Adds an object allocated at `addr` with stable id `id` (ids need not arrive in order, but must

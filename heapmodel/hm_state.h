@@ -111,6 +111,7 @@ struct hm_model {
     size_t cap_dead;
     uint64_t *cls; /* young objects classified, id << 4 | heap, for a batch sink */
     size_t cap_cls;
+    const hm_allocator *alloc; /* every allocation of the model (hm_model_new_with) */
 
 #ifdef HM_TESTING
     long fail_after; /* allocations to let through before failing one; < 0: never fail */
@@ -197,6 +198,8 @@ int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size);
 #define HM_RESERVE(m, ptr, cap, need) hm_reserve((m), &(ptr), &(cap), (need), sizeof(*(ptr)))
 /* Zeroed memory for n elements of `size` bytes (fails on purpose under HM_TESTING). */
 void *hm_calloc(hm_model *m, size_t n, size_t size);
+/* Gives back what the model allocated (through its allocator); NULL: nothing. */
+void hm_free(const hm_model *m, void *p);
 /* Index of the window with `key`, or HM_NONE. */
 size_t hm_windows_find(const hm_model *m, uint64_t key);
 /* Index of the live (not tombstone) entry at addr in window w, or HM_NONE. */

@@ -189,7 +189,7 @@ int hm_young_grow(hm_model *m)
     uint64_t *slots = hm_calloc(m, cap, sizeof(*slots)); /* epoch 0 is never current: empty */
     if (!slots)
         return HM_ERR_NOMEM;
-    free(m->slots);
+    hm_free(m, m->slots);
     m->slots = slots;
     m->cap_slots = cap;
     m->slot_shift = shift;
@@ -208,8 +208,8 @@ void hm_young_reset(hm_model *m, size_t used)
     m->n_keyed = 0;
     m->ywin_full = false;
     if (m->cap_young > 4 * used && m->cap_young > 4096) {
-        free(m->young);
-        free(m->slots);
+        hm_free(m, m->young);
+        hm_free(m, m->slots);
         m->young = NULL;
         m->slots = NULL;
         m->cap_young = m->cap_slots = 0;

@@ -94,6 +94,10 @@ static const struct {
     {"gc_events_dropped", "GC event", "GC events"},
 };
 
+/* `heaplens record` was killed: nothing is missing but the program's exit status, said in a
+ * clause of its own (not a loss). */
+#define LOSS_RECORDER_KILLED "recorder-killed"
+
 /* run.loss reasons (SCHEMA.md, "Losses") in words; `ending`: the reason is how the stream
  * ended (said with the 'truncated' status), not why items were lost on the way. */
 static const struct {
@@ -104,8 +108,11 @@ static const struct {
     {"buffer-full", "the collector's buffers were full", FALSE},
     {"writer-behind", "the writer fell behind", FALSE},
     {"writer-lost", "the writer was lost", FALSE},
+    {"writer-stalled", "the writer stalled and the collector gave it up", FALSE},
     {"gc-input-lost", "GC input was lost", FALSE},
     {"program-killed", "the program was killed", TRUE},
+    {"writer-killed", "the writer was killed", TRUE},
+    {"write-failed", "the file could not be written: disk full or an I/O error", TRUE},
     {"stream-corrupt", "the record stream was corrupt", TRUE},
     {"recording-stopped", "the process outlived heaplens record", TRUE},
 };
@@ -120,6 +127,8 @@ static char *loss_words_new(const char *loss, gboolean ending)
     g_autoptr(GString) text = g_string_new(NULL);
     for (char **r = reasons; *r; r++) {
         const char *words = *r;
+        if (strcmp(*r, LOSS_RECORDER_KILLED) == 0)
+            continue;
         gboolean is_ending = FALSE;
         for (size_t i = 0; i < G_N_ELEMENTS(loss_words); i++)
             if (strcmp(*r, loss_words[i].reason) == 0) {
@@ -166,17 +175,26 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     if (!counter)
         goto out;
 
-    status = query_db_prepare(db, "SELECT status, loss FROM run WHERE id = 1", error);
+    status = query_db_prepare(db,
+                              "SELECT status, loss, exit_status, (SELECT max(gc) FROM gcs), flags "
+                              "FROM run WHERE id = 1", error);
     if (!status || !query_db_step(status, &row, error))
         goto out;
     run_status = row ? (const char *)sqlite3_column_text(status, 0) : NULL;
     reasons = loss_words_new(row ? (const char *)sqlite3_column_text(status, 1) : NULL, FALSE);
     ending = loss_words_new(row ? (const char *)sqlite3_column_text(status, 1) : NULL, TRUE);
+    /* Truncated without an ending reason, but the writer was given up: that is why the end
+     * never arrived (the collector's end file told the rest). */
+    const char *loss_text = row ? (const char *)sqlite3_column_text(status, 1) : NULL;
+    gboolean given_up = loss_text && (strstr(loss_text, "writer-lost") ||
+                                      strstr(loss_text, "writer-stalled"));
     if (!run_status) {
         g_ptr_array_add(clauses, g_strdup("the recording has no run status"));
     } else if (strcmp(run_status, "truncated") == 0) {
         g_ptr_array_add(clauses, g_strdup_printf("the recording is truncated (%s)",
-                                                 ending ? ending : "its end never arrived"));
+                                                 ending ? ending
+                                                 : given_up ? "the collector gave its writer up"
+                                                            : "its end never arrived"));
         lower_bounds = TRUE;
     } else if (strcmp(run_status, "recording") == 0) {
         g_ptr_array_add(clauses,
@@ -188,6 +206,39 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     } else if (strcmp(run_status, "complete") != 0) {
         g_ptr_array_add(clauses, g_strdup_printf("the recording's status is '%s'", run_status));
     }
+    /* What is missing at the end: the GCs after the last one stored, up to the program's end
+     * (program_gcs: the collector's count, from RUN_END or its end file). */
+    if (!counter_get(counter, "program_gcs", &value, error))
+        goto out;
+    int64_t last_gc = row ? sqlite3_column_int64(status, 3) : 0;
+    if (value > 0 && value > last_gc) {
+        g_autoptr(GString) clause = g_string_new(NULL);
+        char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX];
+        if (value == last_gc + 1)
+            g_string_append_printf(clause, "GC %s", query_count_format(value, a));
+        else
+            g_string_append_printf(clause, "GCs %s to %s", query_count_format(last_gc + 1, a),
+                                   query_count_format(value, b));
+        g_string_append_printf(clause, " of the program's %s %s missing",
+                               query_count_format(value, a), value == last_gc + 1 ? "is" : "are");
+        if (row && sqlite3_column_type(status, 2) != SQLITE_NULL)
+            g_string_append_printf(clause, " (the program's exit status: %" PRId64 ")",
+                                   (int64_t)sqlite3_column_int64(status, 2));
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+        lower_bounds = TRUE;
+    }
+    if (row && sqlite3_column_text(status, 1) &&
+        strstr((const char *)sqlite3_column_text(status, 1), LOSS_RECORDER_KILLED))
+        g_ptr_array_add(clauses, g_strdup("heaplens record was killed: the program's exit status "
+                                          "is unknown"));
+
+    /* HEAPLENS_EMPTY=1 (a benchmark's empty profiler) records nothing: a run that looks
+     * complete and empty must say why. */
+    const char *flags = row ? (const char *)sqlite3_column_text(status, 4) : NULL;
+    if (flags && strstr(flags, "empty-profiler"))
+        g_ptr_array_add(clauses, g_strdup("the collector ran as the empty profiler "
+                                          "(HEAPLENS_EMPTY=1): its callbacks did nothing, so "
+                                          "nothing was recorded"));
 
     /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
      * edited file); it is said so, never shown as a loss. */

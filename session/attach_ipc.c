@@ -59,13 +59,24 @@ static long namespace_pid(pid_t pid) {
     return ns;
 }
 
-/* TMPDIR of the process, from its environment (readable for our own processes). */
-static char *process_tmpdir(pid_t pid) {
+char **attach_ipc_process_environ(pid_t pid) {
     gsize len = 0;
     g_autofree char *env = proc_read(pid, "environ", &len);
-    for (gsize at = 0; env && at < len; at += strlen(env + at) + 1)
-        if (strncmp(env + at, "TMPDIR=", 7) == 0 && env[at + 7] == '/')
-            return g_strdup(env + at + 7);
+    if (!env)
+        return NULL;
+    GPtrArray *vars = g_ptr_array_new();
+    for (gsize at = 0; at < len; at += strlen(env + at) + 1) /* proc_read ends it with a NUL */
+        g_ptr_array_add(vars, g_strdup(env + at));
+    g_ptr_array_add(vars, NULL);
+    return (char **)g_ptr_array_free(vars, FALSE);
+}
+
+/* TMPDIR of the process, from its environment (readable for our own processes). */
+static char *process_tmpdir(pid_t pid) {
+    g_auto(GStrv) env = attach_ipc_process_environ(pid);
+    for (size_t i = 0; env && env[i]; i++)
+        if (strncmp(env[i], "TMPDIR=", 7) == 0 && env[i][7] == '/')
+            return g_strdup(env[i] + 7);
     return NULL;
 }
 
@@ -96,6 +107,27 @@ static time_t process_started(const char *key) {
         !(btime = strstr(stat, "\nbtime ")))
         return 0;
     return (time_t)(g_ascii_strtoull(btime + 7, NULL, 10) + g_ascii_strtoull(key, NULL, 10) / ticks);
+}
+
+/* Whether `path` is a socket owned by `uid`, the process's: a socket planted by another user
+ * in a shared directory (/tmp) under the process's name must not be talked to (attach may run
+ * as root). FALSE with the refusal otherwise. */
+static gboolean socket_owned(pid_t pid, const char *path, uid_t uid, GError **error) {
+    struct stat s;
+    if (lstat(path, &s) != 0 || !S_ISSOCK(s.st_mode)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "process %ld's diagnostic socket %s is not a socket: not talking to it",
+                    (long)pid, path);
+        return FALSE;
+    }
+    if (s.st_uid != uid) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "process %ld's diagnostic socket %s belongs to uid %u, not to the process's "
+                    "user (uid %u): not talking to it", (long)pid, path, (unsigned)s.st_uid,
+                    (unsigned)uid);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 char *attach_ipc_find_socket(pid_t pid, GError **error) {
@@ -151,6 +183,10 @@ char *attach_ipc_find_socket(pid_t pid, GError **error) {
                 }
             }
             globfree(&g);
+            if (best && !socket_owned(pid, best, st.st_uid, error)) {
+                g_free(best);
+                return NULL;
+            }
             if (best)
                 return best;
         }
@@ -250,6 +286,26 @@ gboolean attach_ipc_attach_profiler(pid_t pid, const char *socket_path, uint32_t
             fd = -1;
             errno = e;
         }
+    }
+    /* The file's owner was checked (attach_ipc_find_socket); the listener must be the
+     * process's user too: the file may have been replaced since. Nothing is sent before. */
+    struct ucred peer;
+    socklen_t peer_len = sizeof peer;
+    struct stat proc;
+    g_autofree char *proc_path = g_strdup_printf("/proc/%ld", (long)pid);
+    if (fd >= 0 && (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &peer_len) != 0 ||
+                    stat(proc_path, &proc) != 0 || peer.uid != proc.st_uid)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "process %ld's diagnostic socket %s is served by another user: not talking "
+                    "to it", (long)pid, socket_path);
+        close(fd);
+        return FALSE;
+    }
+    if (fd < 0 && strlen(socket_path) >= sizeof addr.sun_path) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "process %ld's diagnostic socket path %s is longer than a unix socket "
+                    "allows (%zu bytes)", (long)pid, socket_path, sizeof addr.sun_path - 1);
+        return FALSE;
     }
     if (fd < 0) {
         if (errno == EACCES || errno == EPERM)

@@ -25,6 +25,10 @@
  * another user's process, not a .NET process. */
 char *attach_ipc_find_socket(pid_t pid, GError **error);
 
+/* The environment process `pid` started with (/proc/PID/environ), as NULL-terminated
+ * "NAME=VALUE" strings (g_strfreev); NULL when it cannot be read. */
+char **attach_ipc_process_environ(pid_t pid);
+
 /* Sends AttachProfiler and waits for the answer (at most timeout_ms plus 10 s). TRUE when the
  * runtime answered: *hresult is its result (0 = attached). */
 gboolean attach_ipc_attach_profiler(pid_t pid, const char *socket_path, uint32_t timeout_ms,

@@ -104,6 +104,11 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     g_autofree char *collector = diagnostic ? recording_collector_path(error) : NULL;
     if (!collector)
         return FALSE;
+    /* The collector reads its settings from the process's environment, not from ours. */
+    g_auto(GStrv) target_env = attach_ipc_process_environ((pid_t)pid);
+    g_autofree char *whose = g_strdup_printf("process %ld's", pid);
+    if (!recording_settings_check("attach", target_env, whose, error))
+        return FALSE;
     g_autofree char *named = o->output ? g_strdup(o->output) : default_output((pid_t)pid);
     g_autofree char *output = NULL;
     if (!recording_output_prepare(named, o->force, &output, error))
@@ -204,7 +209,12 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         clean = request_detach(sockets.control_path, gone_r, error);
     }
     query_session_remove((pid_t)pid);
-    close(stop_w); /* no exit status: the process runs on (or is not ours to wait for) */
+    /* No exit status: the process runs on (or is not ours to wait for). A line all the same:
+     * a stop pipe closed without one means heaplens was killed (store_writer_set_session). */
+    if (write(stop_w, "detached\n", 9) < 0) {
+        /* the writer is gone; its own exit status tells */
+    }
+    close(stop_w);
     int writer_status = 0;
     while (waitpid(writer, &writer_status, 0) < 0 && errno == EINTR)
         ;
@@ -212,19 +222,17 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     if (target >= 0)
         close(target);
     close(signals);
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    if (!writer_ok) /* said, and what the writer could not store stored (no exit status) */
+        recording_writer_died(output, &sockets, writer_status, FALSE, 0);
     recording_sockets_remove(&sockets);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     if (!clean) {
-        query_error_report(*error); /* said now, before what the writer says */
+        query_error_report(*error); /* said now, before the summary */
         g_clear_error(error);
     }
-    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
-    if (!writer_ok) {
-        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
-            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
-                    output);
-        return TRUE;
-    }
+    if (!writer_ok)
+        return TRUE; /* *status 1 */
     if (exited && !quiet && !json)
         fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
     recording_summary_options so = {.json = json, .quiet = quiet};

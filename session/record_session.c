@@ -393,6 +393,9 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     const record_options o = *options;
     *summary = NULL;
     *exit_status_out = 1;
+    /* The settings the program inherits are checked before anything starts. */
+    if (!recording_settings_check("record", environ, NULL, error))
+        return FALSE;
     g_autofree char *collector = recording_collector_path(error);
     if (!collector || !program_check(o.program[0], error))
         return FALSE;
@@ -484,25 +487,35 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         ;
     g_autoptr(GPtrArray) recorded = children > 0 ? children_finish(children, children_report)
                                                  : NULL;
+    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
+    /* The program's exit status still passes through unchanged: scripts that wrap a program in
+     * `heaplens record` must see what the program did. A writer that died is said here, and
+     * what it could not store is stored now (before the session's directory, which holds the
+     * collector's end file, goes). */
+    if (!writer_ok && started)
+        recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
+    /* .NET processes of the session that declined (every descendant without --children): the
+     * recording says they ran, so that a launcher's summary does not hide its child's work. */
+    g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
     recording_sockets_remove(&sockets);
+    g_autoptr(GError) unrecorded_error = NULL;
+    if (started && writer_ok && unrecorded->len > 0 &&
+        !store_db_unrecorded_add(output, (store_unrecorded *)(void *)unrecorded->data,
+                                 unrecorded->len, &unrecorded_error))
+        fprintf(stderr, "heaplens: warning: %u .NET processes ran unrecorded, and %s\n",
+                unrecorded->len, unrecorded_error->message);
 
     if (!started) {
         unlink(output); /* nothing was recorded: leave no empty database behind */
         return FALSE;
     }
     *exit_status_out = exit_status;
-    gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
-    if (!writer_ok) {
-        /* The program's exit status still passes through unchanged: scripts that wrap a program
-         * in `heaplens record` must see what the program did. The loss is said here (unless the
-         * writer's own line said it already). */
-        if (!WIFEXITED(writer_status) || WEXITSTATUS(writer_status) != WRITER_EXIT_STOPPED)
-            fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
-                    output);
-        if (!recorded)
-            return TRUE;
-    }
-    json_t *main_summary = writer_ok ? recording_summary_print(output, &so) : NULL;
+    /* A killed writer's file now says how it ended: its summary says what it holds and what
+     * is missing (a writer stopped by a full disk said so in its own line). */
+    gboolean summarise = writer_ok || WIFSIGNALED(writer_status);
+    if (!summarise && !recorded)
+        return TRUE;
+    json_t *main_summary = summarise ? recording_summary_print(output, &so) : NULL;
     if (!recorded) {
         *summary = main_summary;
         return TRUE;

@@ -32,6 +32,73 @@ gboolean recording_snapshot_policy_valid(const char *p) {
     return *end == 0 && n >= 1 && n <= 1000000;
 }
 
+/* The settings users may set (README.md, "Settings"; the collector keeps its own defensive
+ * parsing of each, with the same ranges: collector/profiler.c pool_bytes, collector_thread.c
+ * outbox_capacity). A number is digits only: no sign, no space, no unit. */
+typedef struct recording_setting {
+    const char *name;
+    uint64_t min, max;        /* a number from min to max, when `choices` is NULL */
+    const char *const *choices; /* else one of these words, NULL-terminated */
+    const char *what;         /* what it sets, for the message */
+} recording_setting;
+
+static const char *const setting_bool[] = {"0", "1", NULL};
+static const char *const setting_stack_walk[] = {"on", "off", NULL};
+static const char *const setting_full_sampler[] = {"own", "eventpipe", NULL};
+static const char *const setting_sample_source[] = {"auto", "tick", NULL};
+static const char *const setting_one[] = {"1", NULL};
+
+static const recording_setting recording_settings[] = {
+    {"HEAPLENS_POOL_MB", 1, 65536, NULL, "MiB of the collector's thread buffers"},
+    {"HEAPLENS_BUFFER_MB", 1, 16384, NULL, "MiB of the collector's outbox"},
+    {"HEAPLENS_STATS", 0, 0, setting_bool, "the collector's statistics on stderr at the end"},
+    {"HEAPLENS_EMPTY", 0, 0, setting_bool, "the empty profiler: callbacks that do nothing"},
+    {"HEAPLENS_STACK_WALK", 0, 0, setting_stack_walk, "the stack walk of sampled allocations"},
+    {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
+    {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
+    {"HEAPLENS_THREADS", 0, 0, setting_one,
+     "one thread for a snapshot's graph (query commands)"},
+};
+
+gboolean recording_settings_check(const char *who, char *const *env, const char *whose,
+                                  GError **error) {
+    for (size_t e = 0; env && env[e]; e++) {
+        const char *eq = strchr(env[e], '=');
+        for (size_t i = 0; eq && i < G_N_ELEMENTS(recording_settings); i++) {
+            const recording_setting *s = &recording_settings[i];
+            size_t len = strlen(s->name);
+            if ((size_t)(eq - env[e]) != len || strncmp(env[e], s->name, len) != 0)
+                continue;
+            const char *value = eq + 1;
+            gboolean ok = FALSE;
+            g_autoptr(GString) takes = g_string_new(NULL);
+            if (s->choices) {
+                for (size_t c = 0; s->choices[c]; c++) {
+                    ok = ok || strcmp(value, s->choices[c]) == 0;
+                    const char *sep = c == 0 ? "" : s->choices[c + 1] ? ", " : " or ";
+                    g_string_append_printf(takes, "%s%s", sep, s->choices[c]);
+                }
+            } else {
+                guint64 v = 0;
+                /* digits only: g_ascii_string_to_unsigned refuses signs, spaces and junk */
+                ok = g_ascii_string_to_unsigned(value, 10, s->min, s->max, &v, NULL);
+                g_string_printf(takes, "a whole number from %" PRIu64 " to %" PRIu64, s->min,
+                                s->max);
+            }
+            if (ok)
+                continue;
+            /* A running process's environment cannot be changed: its collector would read
+             * the value, so the attach is refused with what the setting takes. */
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "%s: %s%s%s='%s' is not a value it takes: %s (%s)%s", who,
+                        whose ? whose : "", whose ? " " : "", s->name, value, takes->str, s->what,
+                        whose ? ", and its collector would read it" : ", or leave it unset");
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens (installed). */
 char *recording_collector_path(GError **error) {
     char exe[PATH_MAX];
@@ -55,10 +122,66 @@ char *recording_collector_path(GError **error) {
     return NULL;
 }
 
-/* A fresh private (0700) directory for the recording's sockets. */
+/* Is anything listening on one of the control sockets (control.sock, control.PID.sock) in
+ * `dir`? A writer that outlived its recorder serves there. */
+static gboolean session_dir_served(const char *dir) {
+    gboolean served = FALSE;
+    GDir *d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d && !served && (name = g_dir_read_name(d)) != NULL) {
+        struct sockaddr_un addr = {.sun_family = AF_UNIX};
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        if (!g_str_has_prefix(name, "control") || !g_str_has_suffix(name, ".sock") ||
+            strlen(path) >= sizeof addr.sun_path)
+            continue;
+        strcpy(addr.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        /* Refused: nobody listens. Anything else (accepted, a full backlog) counts as served. */
+        served = fd >= 0 && (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 ||
+                             (errno != ECONNREFUSED && errno != ENOENT));
+        if (fd >= 0)
+            close(fd);
+    }
+    if (d)
+        g_dir_close(d);
+    return served;
+}
+
+/* Session directories left in `tmp` by a recorder that is gone (`kill -9` of heaplens record
+ * and of its writer): only ours — named heaplens-PID-XXXXXX, a real directory of this user,
+ * mode 0700 — whose recorder PID no longer exists and whose control sockets nobody serves (a
+ * writer that outlived its recorder still records, and cleans up itself). What a session puts
+ * there is removed (recording_dir_remove), nothing else. */
+static void recording_stale_dirs_remove(const char *tmp) {
+    GDir *d = g_dir_open(tmp, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d)) != NULL) {
+        long pid = 0;
+        int end = 0;
+        struct stat st;
+        if (sscanf(name, "heaplens-%ld-%*6[A-Za-z0-9]%n", &pid, &end) != 1 || end == 0 ||
+            name[end] != 0 || strlen(strrchr(name, '-') + 1) != 6 || pid <= 0 ||
+            pid == (long)getpid())
+            continue;
+        g_autofree char *path = g_build_filename(tmp, name, NULL);
+        if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+            (st.st_mode & 077) != 0)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH || session_dir_served(path))
+            continue;
+        recording_dir_remove(path);
+    }
+    if (d)
+        g_dir_close(d);
+}
+
+/* A fresh private (0700) directory for the recording's sockets, named after this process (so
+ * that a later run can tell it was left behind: recording_stale_dirs_remove). */
 char *recording_private_dir(GError **error) {
     const char *tmp = g_get_tmp_dir();
-    char *dir = g_build_filename(tmp, "heaplens-XXXXXX", NULL);
+    recording_stale_dirs_remove(tmp);
+    g_autofree char *base = g_strdup_printf("heaplens-%ld-XXXXXX", (long)getpid());
+    char *dir = g_build_filename(tmp, base, NULL);
     if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
                     tmp, g_strerror(errno));
@@ -71,12 +194,17 @@ char *recording_private_dir(GError **error) {
 /* A listening unix socket `path` (0600). */
 int recording_socket_listen(const char *path, GError **error) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        /* The sockets live in TMPDIR (recording_private_dir): a long TMPDIR is the usual cause. */
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "record: the socket path %s is longer than a unix socket allows (%zu bytes); "
+                    "set TMPDIR to a shorter directory", path, sizeof addr.sun_path - 1);
+        return -1;
+    }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || strlen(path) >= sizeof addr.sun_path) {
+    if (fd < 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a socket: %s",
                     g_strerror(errno));
-        if (fd >= 0)
-            close(fd);
         return -1;
     }
     strcpy(addr.sun_path, path);
@@ -93,22 +221,83 @@ int recording_socket_listen(const char *path, GError **error) {
     return fd;
 }
 
+/* What a session puts in its private directory: the sockets (collector.sock, control.sock,
+ * children.sock, control.PID.sock), the claim (`recorded`) and the collectors' end files
+ * (end.PID, end.PID.tmp) and the marks of .NET processes that declined (declined.PID). Only
+ * those are removed, then the directory if it is empty. */
+void recording_dir_remove(const char *dir) {
+    GDir *d = dir ? g_dir_open(dir, 0, NULL) : NULL;
+    const char *name;
+    while (d && (name = g_dir_read_name(d)) != NULL) {
+        if (strcmp(name, "collector.sock") == 0 || strcmp(name, "control.sock") == 0 ||
+            strcmp(name, "children.sock") == 0 || strcmp(name, "recorded") == 0 ||
+            g_str_has_prefix(name, "end.") || g_str_has_prefix(name, "declined.") ||
+            (g_str_has_prefix(name, "control.") && g_str_has_suffix(name, ".sock"))) {
+            g_autofree char *path = g_build_filename(dir, name, NULL);
+            unlink(path);
+        }
+    }
+    if (d)
+        g_dir_close(d);
+    if (dir)
+        rmdir(dir);
+}
+
+/* The marks `declined.PID` that .NET processes of the session leave when they decline
+ * (collector/profiler.c session_mark_declined). */
+static gboolean declined_name(const char *name, long *pid) {
+    char *end = NULL;
+    if (strncmp(name, "declined.", 9) != 0 || !g_ascii_isdigit(name[9]))
+        return FALSE;
+    *pid = strtol(name + 9, &end, 10);
+    return *end == 0 && *pid > 0;
+}
+
+static gint unrecorded_by_pid(gconstpointer a, gconstpointer b) {
+    const store_unrecorded *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void unrecorded_clear(gpointer p) {
+    g_free((char *)((store_unrecorded *)p)->command);
+}
+
+GArray *recording_unrecorded_read(const recording_sockets *s) {
+    GArray *list = g_array_new(FALSE, TRUE, sizeof(store_unrecorded));
+    g_array_set_clear_func(list, unrecorded_clear);
+    GDir *dir = s->dir ? g_dir_open(s->dir, 0, NULL) : NULL;
+    for (const char *name; dir && (name = g_dir_read_name(dir));) {
+        long pid = 0;
+        if (!declined_name(name, &pid))
+            continue;
+        g_autofree char *path = g_build_filename(s->dir, name, NULL);
+        char *command = NULL;
+        gsize len = 0;
+        /* Written by the process itself: at most its command line; kept as text. */
+        if (!g_file_get_contents(path, &command, &len, NULL) || len > 65536) {
+            g_free(command);
+            command = g_strdup("");
+        }
+        if (!g_utf8_validate(command, -1, NULL)) {
+            char *valid = g_utf8_make_valid(command, -1);
+            g_free(command);
+            command = valid;
+        }
+        store_unrecorded u = {.pid = pid, .command = command};
+        g_array_append_val(list, u);
+    }
+    if (dir)
+        g_dir_close(dir);
+    g_array_sort(list, unrecorded_by_pid);
+    return list;
+}
 
 void recording_sockets_remove(recording_sockets *s) {
     if (s->collector_fd >= 0)
         close(s->collector_fd);
     if (s->control_fd >= 0)
         close(s->control_fd);
-    if (s->collector_path)
-        unlink(s->collector_path);
-    if (s->control_path)
-        unlink(s->control_path);
-    if (s->claim_path)
-        unlink(s->claim_path);
-    if (s->children_path)
-        unlink(s->children_path);
-    if (s->dir)
-        rmdir(s->dir);
+    recording_dir_remove(s->dir);
     g_free(s->dir);
     g_free(s->collector_path);
     g_free(s->control_path);
@@ -127,6 +316,15 @@ gboolean recording_sockets_create(recording_sockets *s, GError **error) {
     s->collector_path = g_build_filename(s->dir, "collector.sock", NULL);
     s->control_path = g_build_filename(s->dir, "control.sock", NULL);
     s->claim_path = g_build_filename(s->dir, "recorded", NULL);
+    /* The longest socket the session may need (a descendant's control.PID.sock) must fit too:
+     * refused now, with its reason, rather than half-way through. */
+    g_autofree char *longest = g_build_filename(s->dir, "control.4194304.sock", NULL);
+    struct sockaddr_un addr;
+    if (strlen(longest) >= sizeof addr.sun_path) {
+        s->collector_fd = recording_socket_listen(longest, error); /* the message: too long */
+        recording_sockets_remove(s);
+        return FALSE;
+    }
     s->collector_fd = recording_socket_listen(s->collector_path, error);
     if (s->collector_fd >= 0)
         s->control_fd = recording_socket_listen(s->control_path, error);
@@ -139,8 +337,9 @@ gboolean recording_sockets_create(recording_sockets *s, GError **error) {
 
 /* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording
  * until the stream ended and `stop_fd` gave the exit status (or end of file). */
-static G_NORETURN void writer_main(const char *output, const char *command, int listen_fd,
-                                   int control_fd, int stop_fd, int ready_fd) {
+static G_NORETURN void writer_main(const char *output, const char *command, const char *dir,
+                                   int listen_fd, int control_fd, int stop_fd, int ready_fd) {
+    pid_t recorder = getppid();
     /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
      * program to finish the recording. It ends when heaplens closes the stop pipe (heaplens
      * itself killed: end of file). */
@@ -155,11 +354,16 @@ static G_NORETURN void writer_main(const char *output, const char *command, int 
     if (write(ready_fd, msg, strlen(msg)) < 0 || !w)
         _exit(1);
     close(ready_fd);
+    store_writer_set_session(w, dir, recorder);
     gboolean ok = store_writer_serve(w, listen_fd, control_fd, stop_fd, STOP_WAIT_MS, &error);
     close(control_fd); /* a client connecting now gets EOF at once instead of waiting */
     store_summary summary;
     g_autoptr(GError) finish_error = NULL;
     gboolean finished = store_writer_finish(w, &summary, &finish_error);
+    /* A killed recorder removes nothing: its session's directory goes with the writer, which
+     * outlived it (the file says it: loss recorder-killed). */
+    if ((finished && summary.recorder_killed) || getppid() != recorder)
+        recording_dir_remove(dir);
     if (!finished && g_error_matches(finish_error, STORE_ERROR, STORE_ERROR_IO)) {
         /* The database could take no more (disk full, I/O error): the one line that says so,
          * with what is kept; the program was not stopped (its collector saw the writer go). */
@@ -206,8 +410,8 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
         close(ready[0]);
         if (gone_fd)
             close(gone[0]); /* gone[1] stays open in the writer: end of file when it exits */
-        writer_main(output, command, sockets->collector_fd, sockets->control_fd, stop[0],
-                    ready[1]);
+        writer_main(output, command, sockets->dir, sockets->collector_fd, sockets->control_fd,
+                    stop[0], ready[1]);
     }
     close(sockets->collector_fd);
     close(sockets->control_fd);
@@ -231,6 +435,90 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
     }
     *stop_fd = stop[1];
     return writer;
+}
+
+void recording_writer_died(const char *output, const recording_sockets *sockets,
+                           int writer_status, gboolean exit_known, int exit_status) {
+    gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
+    if (WIFSIGNALED(writer_status))
+        fprintf(stderr, "heaplens: the writer failed (killed by signal %d); %s holds what was "
+                        "committed before\n", WTERMSIG(writer_status), output);
+    else if (!stopped)
+        fprintf(stderr, "heaplens: the writer failed; %s holds what was committed before\n",
+                output);
+    store_ending ending = {.session_dir = sockets->dir, .exit_known = exit_known,
+                           .exit_status = exit_status,
+                           .writer_signal = WIFSIGNALED(writer_status) ? WTERMSIG(writer_status) : 0};
+    g_autoptr(GError) error = NULL;
+    if (!store_recording_end(output, &ending, &error) &&
+        !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
+        fprintf(stderr, "heaplens: could not store how the recording ended: %s\n",
+                error->message);
+}
+
+/* A command line short enough for a summary: paths by their last component, at most 60
+ * characters. */
+static char *command_short_new(const char *command) {
+    g_auto(GStrv) words = g_strsplit(command, " ", -1);
+    for (size_t i = 0; words[i]; i++) {
+        const char *slash = strrchr(words[i], '/');
+        if (slash && slash[1]) {
+            char *base = g_strdup(slash + 1);
+            g_free(words[i]);
+            words[i] = base;
+        }
+    }
+    char *text = g_strjoinv(" ", words);
+    if (g_utf8_strlen(text, -1) > 60) {
+        char *cut = g_utf8_substring(text, 0, 57);
+        g_free(text);
+        text = g_strconcat(cut, "...", NULL);
+        g_free(cut);
+    }
+    return text;
+}
+
+json_t *recording_unrecorded_json(sqlite3 *db) {
+    json_t *list = json_array();
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM unrecorded_processes ORDER BY rowid", -1,
+                           &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return list;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *command = (const char *)sqlite3_column_text(st, 1);
+        json_array_append_new(list, json_pack("{s:I, s:s}", "pid",
+                                              (json_int_t)sqlite3_column_int64(st, 0), "command",
+                                              command ? command : ""));
+    }
+    sqlite3_finalize(st);
+    return list;
+}
+
+/* "2 .NET processes started under the program ran unrecorded: pid 12 (dotnet app.dll), ...":
+ * a launcher (dotnet run, a tool's shim) records little itself; its child did the work. */
+static void unrecorded_print(json_t *list) {
+    size_t n = json_array_size(list);
+    if (n == 0)
+        return;
+    g_autoptr(GString) line = g_string_new(NULL);
+    g_string_append_printf(line, "heaplens: %zu .NET %s started under the program ran and %s not "
+                                 "recorded: ", n, n == 1 ? "process" : "processes",
+                           n == 1 ? "was" : "were");
+    size_t shown = n > 4 ? 3 : n;
+    for (size_t i = 0; i < shown; i++) {
+        json_t *u = json_array_get(list, i);
+        g_autofree char *text = command_short_new(json_string_value(json_object_get(u, "command")));
+        g_string_append_printf(line, "%spid %" JSON_INTEGER_FORMAT " (%s)", i ? ", " : "",
+                               json_integer_value(json_object_get(u, "pid")), text);
+    }
+    if (shown < n)
+        g_string_append_printf(line, " and %zu more", n - shown);
+    g_string_append_printf(line, "; record %s too with --children, or --children=PATTERN for "
+                                 "those whose command line contains PATTERN",
+                           n == 1 ? "it" : "them");
+    fprintf(stderr, "%s\n", line->str);
 }
 
 /* The summary of one database: printed, or returned as JSON with --json. With --children
@@ -288,6 +576,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         loss = g_strdup((const char *)sqlite3_column_text(loss_stmt, 0));
     sqlite3_finalize(loss_stmt);
     g_autofree char *note = query_db_note_new(db, NULL);
+    json_t *unrecorded = recording_unrecorded_json(db);
     sqlite3_close(db);
     struct stat st = {0};
     stat(output, &st);
@@ -302,15 +591,19 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                               (json_int_t)st.st_size, "collector_loaded", !nodata, "loss",
                               loss ? json_string(loss) : json_null());
         json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0));
+        json_object_set_new(j, "unrecorded", unrecorded);
         if (o->whose) {
             json_object_set_new(j, "pid", json_integer(pid));
             json_object_set_new(j, "command", json_string(command ? command : ""));
         }
         return j;
     }
-    if (o->quiet)
+    if (o->quiet) {
+        json_decref(unrecorded);
         return NULL;
+    }
     if (nodata) {
+        json_decref(unrecorded);
         fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a .NET "
                         "program?); %s holds no data\n", output);
         return NULL;
@@ -339,6 +632,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
             query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
+    unrecorded_print(unrecorded);
+    json_decref(unrecorded);
     return NULL;
 }
 

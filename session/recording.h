@@ -12,6 +12,8 @@
 #include <jansson.h>
 #include <sys/types.h>
 
+#include "store/store.h"
+
 #define PROFILER_CLSID "{A3E1B5C2-6D4F-4E8A-9B17-2C5D8E0F4A61}" /* collector/clr_guids.c */
 #define COLLECTOR_NAME "libheaplens.so"
 #define STOP_WAIT_MS 5000
@@ -19,9 +21,21 @@
 
 /* The --snapshot policies the collector understands (collector/profiler.c). */
 gboolean recording_snapshot_policy_valid(const char *p);
+/* The HEAPLENS_* settings a user may put in a recorded program's environment (the one table,
+ * README.md "Settings"): each named with its range. `env` is an environment ("NAME=VALUE"
+ * strings, NULL-terminated): heaplens' own for `record` (the program inherits it), the target's
+ * for `attach` (/proc/PID/environ: the collector reads the process's own environment). `whose`
+ * says whose environment it is in the message (NULL: none). FALSE with one line naming the
+ * variable, its value and what it takes, when a value is not one the setting takes. Variables
+ * heaplens itself sets for the collector (HEAPLENS_SOCKET, HEAPLENS_PID, ...) are not in the
+ * table: record replaces them, attach does not use them. */
+gboolean recording_settings_check(const char *who, char *const *env, const char *whose,
+                                  GError **error);
 /* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens. */
 char *recording_collector_path(GError **error);
-/* A fresh private (0700) directory in TMPDIR. */
+/* A fresh private (0700) directory in TMPDIR, heaplens-PID-XXXXXX (PID: this process). First
+ * removes those a killed recorder and writer left there (only this user's, so named, 0700,
+ * their PID gone and their control sockets served by nobody: recording_dir_remove). */
 char *recording_private_dir(GError **error);
 /* A listening unix socket `path` (0600). */
 int recording_socket_listen(const char *path, GError **error);
@@ -34,7 +48,26 @@ typedef struct recording_sockets {
     int collector_fd, control_fd;
 } recording_sockets;
 gboolean recording_sockets_create(recording_sockets *s, GError **error);
+/* Closes the listening ends and removes the session's directory with what the session put in it
+ * (recording_dir_remove). */
 void recording_sockets_remove(recording_sockets *s);
+/* Removes a session's directory `dir` (NULL: nothing) and the files a session puts there — its
+ * sockets, the collector's claim and end files — but nothing else (a directory holding anything
+ * else stays). */
+void recording_dir_remove(const char *dir);
+
+/* The writer did not exit 0 (`writer_status` from waitpid): says so in one line on stderr
+ * (unless it stopped at a write error: its own line said it), and stores in `output` what is
+ * known of the recording's end when the writer could not (store_recording_end: killed, or
+ * stopped by a full disk; from the collector's end file in the session's directory, and the
+ * program's exit status when `exit_known`). A file that cannot take it stays as it was: one more
+ * line says so, except after a write error (the writer's line said the disk is full). */
+void recording_writer_died(const char *output, const recording_sockets *sockets,
+                           int writer_status, gboolean exit_known, int exit_status);
+/* The .NET processes of the session that declined to be recorded (each left a mark in the
+ * sockets' directory: collector/profiler.c), by pid: a GArray of store_unrecorded whose
+ * commands it owns (g_array_unref frees them). Empty when none did. */
+GArray *recording_unrecorded_read(const recording_sockets *s);
 
 /* Forks the writer process (socket → SQLite into `output`, the program's `command` or NULL),
  * hands it the sockets' listening ends (closed here, set to -1) and waits until it has created
@@ -51,6 +84,11 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
 /* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                   GError **error);
+
+/* The processes a recording's unrecorded_processes holds, as [{"pid":N,"command":"..."}] in
+ * the order stored (a file without the table: []). For the summary and `heaplens info`. */
+struct sqlite3;
+json_t *recording_unrecorded_json(struct sqlite3 *db);
 
 typedef struct recording_summary_options {
     gboolean json, quiet;

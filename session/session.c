@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,27 @@ static char *session_path(pid_t pid, GError **error) {
     return g_build_filename(dir, name, NULL);
 }
 
+/* Session files of processes that are gone (their recorder was killed before it could remove
+ * them): only names that are pids, of regular files, in our private directory. */
+static void session_stale_remove(const char *dir) {
+    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+    const char *name;
+    while (d && (name = g_dir_read_name(d)) != NULL) {
+        char *end = NULL;
+        long pid = strtol(name, &end, 10);
+        struct stat st;
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        if (pid > 0 && end && *end == 0 && name[0] != '0' && kill((pid_t)pid, 0) != 0 &&
+            errno == ESRCH && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+            unlink(path);
+    }
+}
+
 gboolean query_session_write(pid_t pid, const char *control, const char *db, GError **error) {
+    g_autofree char *dir = session_dir(error);
+    if (!dir)
+        return FALSE;
+    session_stale_remove(dir);
     g_autofree char *path = session_path(pid, error);
     if (!path)
         return FALSE;

@@ -18,7 +18,8 @@ typedef struct query_session {
     char *db;
 } query_session;
 
-/* Writes the session file of `pid` (0600). */
+/* Writes the session file of `pid` (0600), after removing those of pids that no longer exist
+ * (a recorder killed before it could). */
 gboolean query_session_write(pid_t pid, const char *control, const char *db, GError **error);
 /* Reads it; fails with one clear line when there is none. Free the fields with g_free. */
 gboolean query_session_read(pid_t pid, query_session *session, GError **error);

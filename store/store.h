@@ -12,6 +12,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define STORE_SCHEMA_VERSION 4
 #define STORE_SCHEMA_OLDEST_READ 3 /* schema 3 differs only in generation_changes.ids (no gaps) */
@@ -42,6 +43,7 @@ typedef struct store_summary {
                             * snapshots_dropped (collector) */
     gboolean complete;     /* end-of-run record received */
     gboolean connected;    /* a valid stream header arrived (a collector connected) */
+    gboolean recorder_killed; /* the recorder died without a word (store_writer_set_session) */
 } store_summary;
 
 /* Creates a new database at `path` (refuses an existing file, or an existing `path`-wal or
@@ -93,6 +95,17 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
  * `control_fd` as for store_writer_serve. */
 gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd, int stop_fd,
                                        int stop_wait_ms, GError **error);
+/* Where the recording's session lives, for what the stream cannot say (call before serving):
+ * `dir` is the private directory of the collector's socket, where a collector that lost its
+ * writer leaves its end file (wire/hl_wire.h; read by store_writer_finish when RUN_END never
+ * arrived: the collector's final counters, the program's GC count, loss `writer-stalled` or
+ * `writer-lost` instead of `program-killed`). `recorder` (> 0) is the pid of the process that
+ * started the writer and holds the stop pipe: it always writes one line before closing it
+ * ("exit N", "signal N", or a line that is no status, such as attach's "detached"), so a stop
+ * pipe that reaches end of file before any line means the recorder was killed — the stream is
+ * then read to its end (the program runs on), run.exit_status stays NULL and run.loss gets
+ * `recorder-killed` (store_summary.recorder_killed). */
+void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder);
 /* Records the program's exit status (128+N for signal N). */
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);
 
@@ -104,12 +117,39 @@ gboolean store_writer_set_exit_status(store_writer *w, int status, GError **erro
  * committed before, status 'recording'. */
 gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **error);
 
+/* How a recording ended, told by the process that outlived its writer. */
+typedef struct store_ending {
+    const char *session_dir; /* where the collector's end file may be (NULL: none) */
+    gboolean exit_known;     /* `exit_status` is the program's (128+N for signal N) */
+    int exit_status;
+    int writer_signal;       /* the writer was killed by this signal; 0: it stopped at a write
+                              * error (disk full, I/O error) */
+} store_ending;
+/* Stores in the recording at `path`, whose writer died before finishing it (run.status still
+ * 'recording'), what is known of its end, in one transaction: status 'truncated', run.loss with
+ * `writer-killed` (counter writer_signal) or `write-failed`, the exit status, and from the
+ * collector's end file (if there is one) its final counters and program_gcs. A file the writer
+ * did finish is left as it is. Fails (changing nothing) when the file cannot take the write — a
+ * full disk — or is damaged (STORE_ERROR_DAMAGED). */
+gboolean store_recording_end(const char *path, const store_ending *ending, GError **error);
 /* Opens an existing heaplens database for reading (read-only). Fails with one clear line for a
  * missing file, a file that is not SQLite, a SQLite file that is not a heaplens database, or a
  * database of another schema version. The returned handle is a sqlite3 *, closed by the caller
  * with sqlite3_close. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
+
+/* A .NET process that ran under `heaplens record` and declined to be recorded (a launcher's
+ * child, without --children or not matching its PATTERN): its pid and command line. */
+typedef struct store_unrecorded {
+    int64_t pid;
+    const char *command; /* borrowed; NULL is stored as "" */
+} store_unrecorded;
+/* Adds `n` such processes to the finished recording at `path` (table unrecorded_processes,
+ * created in a file that lacks it), in one transaction: on failure nothing is added. Called by
+ * `heaplens record` after the writer ended. */
+gboolean store_db_unrecorded_add(const char *path, const store_unrecorded *list, size_t n,
+                                 GError **error);
 
 /* What PRAGMA quick_check(1) finds wrong in the file ("*** in database main *** Page 5: ...", or
  * SQLite's error when the check cannot run), NULL for an intact file; g_free it. A reader that

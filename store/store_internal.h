@@ -250,6 +250,15 @@ void store_sql_set_error(sqlite3 *db, const char *path, int rc, const char *msg,
 /* Sets STORE_ERROR_SQLITE from the connection's last error. Always returns FALSE. */
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error);
 
+/* ---- store_ending.c ----------------------------------------------------------------------- */
+
+/* Appends the run.loss reasons the collector's counters `c` give (SCHEMA.md, "Losses") to
+ * `names` (static strings); `stalled`: a writer_lost was a stall (HL_RUN_END_FLAG_WRITER_STALLED). */
+void store_loss_add(GPtrArray *names, const hl_counters *c, gboolean stalled);
+/* Reads the collector's end file of process `pid` in `dir` (wire/hl_wire.h): TRUE with *end
+ * when there is one, whole and well-formed; FALSE (nothing set) otherwise. */
+gboolean store_ending_file_read(const char *dir, int64_t pid, hl_run_end *end);
+
 /* ---- store_control.c ---------------------------------------------------------------------- */
 
 /* The control socket's server (protocol in README.md). Single-threaded: the serve loop polls
@@ -451,6 +460,14 @@ struct store_writer {
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
     uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */
+    uint32_t program_gcs;         /* RUN_END's GC count (the stream's, or the end file's) */
+    gboolean have_program_gcs;
+    int64_t run_pid;              /* RUN_START's pid (0: not received) */
+    char *session_dir;            /* store_writer_set_session: where the end file may be */
+    pid_t recorder;               /* ... and the recorder's pid (0: not watched) */
+    gboolean recorder_killed;     /* the stop pipe ended before any line: the recorder died */
+    gboolean collector_ended;     /* no RUN_END on the stream, but the collector's end file came */
+    gboolean writer_stalled;      /* the end file says the collector gave us up for a stall */
     gboolean corrupt;     /* the stream stopped at a corrupt record */
     gboolean stopped;     /* store_writer_serve_connection ended the stream: record ended first */
     char *db_failure;     /* a write to the database failed (disk full, I/O error): what; nothing

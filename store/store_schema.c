@@ -130,6 +130,10 @@ static const char store_schema_tables[] =
     "  est_count REAL NOT NULL,\n"
     "  est_bytes REAL NOT NULL\n"
     ");\n"
+    "CREATE TABLE unrecorded_processes (\n"
+    "  pid INTEGER NOT NULL,\n"
+    "  command TEXT NOT NULL\n"
+    ");\n"
     "CREATE TABLE sampling (\n"
     "  id INTEGER PRIMARY KEY CHECK (id = 1),\n"
     "  source TEXT NOT NULL,\n"
@@ -475,6 +479,49 @@ gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **e
 {
     return store_sql_exec(db, path, "DELETE FROM generation_changes", error) &&
            store_sql_exec(db, path, store_schema_final_views, error);
+}
+
+gboolean store_db_unrecorded_add(const char *path, const store_unrecorded *list, size_t n,
+                                 GError **error)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *insert = NULL;
+    gboolean ok = FALSE;
+
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        store_sql_fail(db, path, "cannot open", error);
+        goto out;
+    }
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, 2000);
+    /* A file of schema 4 recorded before the table existed gets it. */
+    if (!store_sql_exec(db, path, "BEGIN IMMEDIATE", error) ||
+        !store_sql_exec(db, path,
+                        "CREATE TABLE IF NOT EXISTS unrecorded_processes (pid INTEGER NOT NULL, "
+                        "command TEXT NOT NULL)", error))
+        goto out;
+    if (sqlite3_prepare_v2(db, "INSERT INTO unrecorded_processes (pid, command) VALUES (?1, ?2)",
+                           -1, &insert, NULL) != SQLITE_OK) {
+        store_sql_fail(db, path, "cannot prepare", error);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_bind_int64(insert, 1, list[i].pid);
+        sqlite3_bind_text(insert, 2, list[i].command ? list[i].command : "", -1, SQLITE_STATIC);
+        int rc = sqlite3_step(insert);
+        sqlite3_reset(insert);
+        if (rc != SQLITE_DONE) {
+            store_sql_set_error(db, path, sqlite3_extended_errcode(db), NULL, error);
+            goto out;
+        }
+    }
+    ok = store_sql_exec(db, path, "COMMIT", error);
+out:
+    sqlite3_finalize(insert);
+    if (!ok && db)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    return ok;
 }
 
 int64_t store_db_pragma_int(sqlite3 *db, const char *sql)

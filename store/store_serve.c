@@ -107,6 +107,16 @@ static int store_serve_poll(store_control *control, struct pollfd *fds, nfds_t n
     }
 }
 
+/* The stop pipe reached end of file before any line: the recorder (store_writer_set_session)
+ * died without a word. It always writes a line before it closes the pipe ("exit N", "signal
+ * N", or attach's "detached"), so this is the recorder killed, not merely done. */
+static gboolean store_stop_recorder_gone(store_writer *w, const store_stop *s)
+{
+    if (s->done && s->len == 0 && w->recorder > 0)
+        w->recorder_killed = TRUE;
+    return w->recorder_killed;
+}
+
 /* Waits at most `wait_ms` for the rest of the exit status line. */
 static gboolean store_stop_wait(store_stop *s, store_control *control, int wait_ms,
                                 GError **error)
@@ -130,6 +140,7 @@ static gboolean store_stop_wait(store_stop *s, store_control *control, int wait_
 
 /* The connection as a stream source: reads wait on the connection and on stop_fd. */
 typedef struct store_conn_source {
+    store_writer *w;
     int fd;
     store_stop *stop;
     int stop_wait_ms;
@@ -146,7 +157,9 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
         struct pollfd pfd[2] = {{.fd = src->fd, .events = POLLIN},
                                 {.fd = src->stop->fd, .events = POLLIN}};
         nfds_t n = src->stop->done ? 1 : 2;
-        int wait_ms = src->stop->done ? src->stop_wait_ms : -1;
+        /* A killed recorder sends no status: the program may run on, the stream goes on. */
+        gboolean to_end = src->w != NULL && store_stop_recorder_gone(src->w, src->stop);
+        int wait_ms = src->stop->done && !to_end ? src->stop_wait_ms : -1;
         if (src->bounded && src->stop->done) {
             gint64 now = g_get_monotonic_time();
             if (src->end_by_us == 0)
@@ -285,8 +298,8 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
             goto out;
     }
     if (conn >= 0) {
-        store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
-                                 .control = control};
+        store_conn_source src = {.w = w, .fd = conn, .stop = &stop,
+                                 .stop_wait_ms = stop_wait_ms, .control = control};
         store_control_set_collector(control, conn);
         store_serve_hook_control(w, control);
         ingested = store_writer_ingest(w, store_conn_read, &src, &ingest_error);
@@ -302,6 +315,7 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
     store_control_end(control);
     if (!store_stop_wait(&stop, control, stop_wait_ms, error))
         goto out;
+    store_stop_recorder_gone(w, &stop);
     if (stop.known && !store_writer_set_exit_status(w, stop.status, error))
         goto out;
     if (!ingested) {

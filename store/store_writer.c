@@ -284,6 +284,7 @@ static gboolean store_writer_run_start(store_writer *w, const store_record *rec,
 {
     store_writer_keep_for_replay(w, rec);
     w->run_flags = rec->u.run_start.h.flags;
+    w->run_pid = rec->u.run_start.h.pid;
     return store_writer_run_once(w,
                                  "UPDATE run SET command = coalesce(command, ?1), pid = ?2, "
                                  "runtime_version = ?3, producer = ?4, mode = ?5, "
@@ -366,6 +367,8 @@ static gboolean store_writer_run_end(store_writer *w, const store_record *rec, G
     w->run_end_received_ns = (uint64_t)g_get_monotonic_time() * 1000u;
     w->run_end_cpu_ns = store_writer_cpu_ns();
     w->program_peak_rss_bytes = e->program_peak_rss_bytes;
+    w->program_gcs = e->gcs;
+    w->have_program_gcs = TRUE;
     if (e->shutdown_mono_ns != 0 && e->end_mono_ns >= e->shutdown_mono_ns) {
         w->exit_wait_ns = e->end_mono_ns - e->shutdown_mono_ns;
         w->have_exit_wait = TRUE;
@@ -447,21 +450,17 @@ static gboolean store_writer_update_loss(store_writer *w, GError **error)
     const hl_counters *c = &w->counters;
     g_autoptr(GPtrArray) names = g_ptr_array_new();
 
-    if (w->have_counters) {
-        if (c->allocs_dropped_buffer > 0 || c->threads_overflowed > 0)
-            g_ptr_array_add(names, "buffer-full");
-        if (c->writer_lost != 0)
-            g_ptr_array_add(names, "writer-lost");
-        else if (c->allocs_dropped_writer > 0 || c->gcs_dropped > 0 ||
-                 c->snapshots_dropped > 0 || c->records_dropped > 0)
-            g_ptr_array_add(names, "writer-behind");
-        if (c->gc_events_dropped > 0)
-            g_ptr_array_add(names, "gc-input-lost");
-    }
-    if (w->finished && !w->complete && w->connected && !w->no_data_forced)
+    if (w->have_counters)
+        store_loss_add(names, c, w->writer_stalled);
+    /* How the stream ended; with the collector's end file the program was not killed: the
+     * collector gave the writer up (the reason above says why). */
+    if (w->finished && !w->complete && w->connected && !w->no_data_forced &&
+        (w->corrupt || w->stopped || !w->collector_ended))
         g_ptr_array_add(names, w->corrupt   ? "stream-corrupt"
                                : w->stopped ? "recording-stopped"
                                             : "program-killed");
+    if (w->recorder_killed)
+        g_ptr_array_add(names, "recorder-killed");
     g_ptr_array_add(names, NULL);
     g_autofree char *loss = names->len > 1 ? g_strjoinv(",", (char **)names->pdata) : NULL;
     return store_writer_run_once(w, "UPDATE run SET loss = ?1 WHERE id = 1", store_bind_text1,
@@ -514,6 +513,8 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
     }
     if (w->program_peak_rss_bytes != 0 &&
         !store_writer_set_counter(w, "program_peak_rss_bytes", w->program_peak_rss_bytes, error))
+        return FALSE;
+    if (w->have_program_gcs && !store_writer_set_counter(w, "program_gcs", w->program_gcs, error))
         return FALSE;
     return store_writer_update_loss(w, error);
 }
@@ -592,6 +593,7 @@ static void store_writer_close(store_writer *w)
     if (w->change_json != NULL)
         g_string_free(w->change_json, TRUE);
     g_free(w->db_failure);
+    g_free(w->session_dir);
     g_free(w->path);
     g_free(w);
 }
@@ -764,6 +766,30 @@ gboolean store_writer_ingest_fd(store_writer *w, int fd, GError **error)
     return store_writer_ingest(w, store_fd_read, &src, error);
 }
 
+void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder)
+{
+    g_free(w->session_dir);
+    w->session_dir = g_strdup(dir);
+    w->recorder = recorder;
+}
+
+/* The stream ended without RUN_END: the collector's end file, if it left one, says how the run
+ * ended instead (wire/hl_wire.h). */
+static void store_writer_read_ending(store_writer *w)
+{
+    hl_run_end e;
+    if (w->complete || !w->connected || !store_ending_file_read(w->session_dir, w->run_pid, &e))
+        return;
+    w->counters = e.counters;
+    w->have_counters = TRUE;
+    w->collector_ended = TRUE;
+    w->writer_stalled = (e.flags & HL_RUN_END_FLAG_WRITER_STALLED) != 0;
+    w->program_gcs = e.gcs;
+    w->have_program_gcs = TRUE;
+    if (e.program_peak_rss_bytes != 0)
+        w->program_peak_rss_bytes = e.program_peak_rss_bytes;
+}
+
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error)
 {
     if (w->db_failure != NULL)
@@ -794,6 +820,7 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         ok = TRUE;
         goto out;
     }
+    store_writer_read_ending(w);
     if (w->complete)
         status = "complete";
     else if (w->connected && !w->no_data_forced)
@@ -834,6 +861,7 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         summary->complete = w->complete;
         summary->connected = w->connected;
         summary->snapshots = w->snapshots_written;
+        summary->recorder_killed = w->recorder_killed;
     }
     ok = TRUE;
 out:

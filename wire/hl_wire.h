@@ -29,7 +29,12 @@
  * writer keeps taking bytes. It gives the writer up only when the socket breaks or the writer
  * took nothing for 10 s (writer_lost); from then on nothing is sent, and what was not sent is
  * counted in records/bytes_dropped and in the user's units (allocs_dropped_writer, gcs_dropped,
- * snapshots_dropped). The only other gap: a GC whose capture found the collector's queue of
+ * snapshots_dropped). Those counts cannot travel on the stream it gave up, so at its end (the
+ * runtime's Shutdown, or a detach) a collector that lost its writer writes them into the *end
+ * file* `end.<pid>` beside the socket it connected to (0600, in the session's private
+ * directory, written whole under another name and renamed): a stream header and one RUN_END
+ * record, nothing else. The writer (or `heaplens record`, when the writer died) reads it when
+ * the stream itself ended without RUN_END. The only other gap: a GC whose capture found the collector's queue of
  * 1024 unapplied GCs full has no records at all (counted in gc_events_dropped; its interval's
  * allocations are counted with the next GC's).
  */
@@ -270,7 +275,7 @@ typedef struct hl_run_end {
     uint64_t end_unix_ns;
     uint64_t end_mono_ns;
     uint32_t gcs;          /* GCs recorded */
-    uint32_t flags;        /* reserved */
+    uint32_t flags;        /* HL_RUN_END_FLAG_* (only in the end file; 0 on the stream) */
     uint64_t shutdown_mono_ns; /* when the runtime called Shutdown: end_mono_ns - this is the
                                 * time the program's exit waited for the collector */
     hl_counters counters;  /* final */
@@ -278,6 +283,11 @@ typedef struct hl_run_end {
                                       * /proc/self/status, read at Shutdown), 0 if unknown */
 } hl_run_end;
 static_assert(sizeof(hl_run_end) == 136, "wire layout");
+enum {
+    /* The writer was given up because it took nothing for the stall limit (it was stopped or
+     * frozen), not because the connection broke. */
+    HL_RUN_END_FLAG_WRITER_STALLED = 1,
+};
 
 /* ---- allocation samples and call stacks -------------------------------------------------
  * The runtime samples allocations (EventPipe, read in-process: collector/eventpipe.h) and walks

@@ -22,7 +22,10 @@ itself) and one after the detach, on the same process (so every run re-attaches)
           request (/proc/PID/stat utime+stime; the Python client shares the machine's cores).
   heap    examples/SnapshotBench with a tree of N nodes, waiting before its own GC.Collect:
           `heaplens attach` → the first snapshot committed to the database (polled every 10 ms),
-          and that snapshot's objects, heap walk, and the pause of the GC that took it.
+          and that snapshot's objects, heap walk, and the pause of the GC that took it; the
+          program's RSS before the attach, attached (first snapshot stored) and after the detach
+          (once the collector says the runtime confirmed it: HEAPLENS_STATS=1), its peak, and
+          what the collector held at most and after the detach (its own count).
 
 Medians over --runs are printed, with the ratios attached/before and after/before. Not a test:
 the numbers depend on the machine; on a shared one prefer the CPU figures.
@@ -272,6 +275,48 @@ def case_webapi(a):
               f"after/before {ratio(med['after'], med['before'])}")
 
 
+def rss_bytes(pid, field="VmRSS"):
+    """The process's resident set (or another /proc/PID/status field) in bytes; 0 if unknown."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class Lines:
+    """A program's output lines, read on a thread, waited for by pattern with a deadline."""
+
+    def __init__(self, stream):
+        self.lines, self.cv = [], threading.Condition()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            with self.cv:
+                self.lines.append(line)
+                self.cv.notify_all()
+        with self.cv:
+            self.lines.append(None)
+            self.cv.notify_all()
+
+    def wait(self, pattern, count=1, timeout=600):
+        """The count-th line matching pattern (a regex match), or None at end of file or timeout."""
+        def found():
+            hits = [m for m in (re.search(pattern, l) for l in self.lines if l) if m]
+            return hits[count - 1] if len(hits) >= count else (False if None in self.lines else None)
+        with self.cv:
+            self.cv.wait_for(lambda: found() is not None, timeout)
+            return found() or None
+
+    def text(self):
+        with self.cv:
+            return "".join(l for l in self.lines if l)
+
+
 def case_heap(a, nodes):
     dll = build_example("SnapshotBench", a.workdir)
     rows = []
@@ -279,24 +324,28 @@ def case_heap(a, nodes):
         go = os.path.join(a.workdir, "heap.go")
         if os.path.exists(go):
             os.remove(go)
+        # HEAPLENS_STATS=1: the collector says when the runtime has confirmed the detach
+        # ("heaplens: detached: ..."), and how much it still holds (nothing).
         p = subprocess.Popen(["dotnet", dll, "--nodes", str(nodes), "--gen0", "1",
-                              "--wait-before-collect", go], env=CLEAN_ENV,
+                              "--wait-before-collect", go], env=dict(CLEAN_ENV, HEAPLENS_STATS="1"),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        pid = None
-        for line in p.stdout:
-            m = re.search(r"collect-ready .*pid=(\d+)", line)
-            if m:
-                pid = int(m.group(1))
-                break
-        if pid is None:
+        out = Lines(p.stdout)
+        ready = out.wait(r"collect-ready .*pid=(\d+)")
+        if ready is None:
             die("SnapshotBench did not get ready")
+        pid = int(ready.group(1))
+        rss_before = rss_bytes(pid)
         db = os.path.join(a.workdir, f"heap-{nodes}-{i}.db")
         s = Session(a, pid, db, ["--snapshot", "none"])
+        rss_attached = rss_bytes(pid)
         s.stop()
+        detached = out.wait(r"heaplens: detached: the collector holds (\d+) heap bytes and (\d+) "
+                            r"mapped \(at most (\d+)", timeout=120)
+        rss_after = rss_bytes(pid)
+        peak = rss_bytes(pid, "VmHWM")
         open(go, "w").close()
-        rest = p.stdout.read()
         if p.wait(600) != 0:
-            die(f"SnapshotBench exited with {p.returncode}: {rest[-2000:]}")
+            die(f"SnapshotBench exited with {p.returncode}: {out.text()[-2000:]}")
         c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         k = dict(c.execute("SELECT name, value FROM counters").fetchall())
         c.close()
@@ -304,7 +353,12 @@ def case_heap(a, nodes):
         rows.append({"first_s": s.first_s, "attach_s": s.attach_s, "objects": objects,
                      "walk_ms": walk_ns / 1e6, "pause_ms": pause_ns / 1e6,
                      "prog_rss": k.get("program_peak_rss_bytes", 0),
-                     "writer_rss": k.get("writer_peak_rss_bytes", 0)})
+                     "writer_rss": k.get("writer_peak_rss_bytes", 0),
+                     "rss_before": rss_before, "rss_attached": rss_attached,
+                     "rss_after": rss_after, "rss_peak": peak,
+                     "held_after": int(detached.group(1)) + int(detached.group(2))
+                     if detached else float("nan"),
+                     "held_peak": int(detached.group(3)) if detached else float("nan")})
         print(f"  heap {nodes:,} run {i + 1}: attach → first snapshot stored "
               f"{s.first_s:.1f} s", flush=True)
         if not a.keep:
@@ -315,6 +369,11 @@ def case_heap(a, nodes):
           f"{med['attach_s']:.2f} s); snapshot {med['objects']:,.0f} objects, the forced GC's pause "
           f"{med['pause_ms']:.0f} ms, heap walk {med['walk_ms']:.0f} ms; peak RSS program "
           f"{mib(med['prog_rss'])}, writer {mib(med['writer_rss'])}")
+    print(f"program RSS: before the attach {mib(med['rss_before'])}, attached (first snapshot "
+          f"stored) {mib(med['rss_attached'])} ({ratio(med['rss_attached'], med['rss_before'])}), "
+          f"after the detach {mib(med['rss_after'])} ({ratio(med['rss_after'], med['rss_before'])}"
+          f"); peak {mib(med['rss_peak'])}; the collector held at most {mib(med['held_peak'])} and "
+          f"{med['held_after']:,.0f} bytes after the detach (its own count)")
 
 
 def main():

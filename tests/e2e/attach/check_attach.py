@@ -8,8 +8,11 @@ sessions: the target leaks LeakedRecord steadily and churns on two threads; thre
   model_extra 0 in every snapshot, run.mode 'attach', LeakedRecord ranked first by `heaplens
   leaks`, its count in the last snapshot between the counts the program logged before and
   after the session; the --duration one for its own end and 2 exact snapshots. After each
-  detach the program keeps answering; at "stop" it verifies its own data and exits 0.
-refusals: no such pid, a non-.NET process, a process already under `heaplens record`.
+  detach the program keeps answering and the collector holds 0 bytes (its own count, on the
+  program's stderr with HEAPLENS_STATS=1); at "stop" it verifies its own data and exits 0.
+refusals: no such pid, a non-.NET process, a process already under `heaplens record`, a
+  diagnostic socket planted by another user, a bad HEAPLENS_* setting in the process's
+  environment.
 --server-gc runs the target with DOTNET_gcServer=1 (and checks the runtime says so).
 
 The program is driven through its stdin/stdout lines: no sleeping as synchronisation."""
@@ -24,6 +27,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -32,10 +36,33 @@ import e2elib  # noqa: E402
 
 class Target:
     def __init__(self, cmd, env=None):
-        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  bufsize=1, env=env)
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, bufsize=1, env=env)
+        # The collector's lines on the program's stderr (HEAPLENS_STATS=1), read as they come.
+        self.err = []
+        self.err_cv = threading.Condition()
+        threading.Thread(target=self._read_err, daemon=True).start()
         ready = self.p.stdout.readline().split()
         self.pid = int(ready[1]) if len(ready) == 2 and ready[0] == "ready" else None
+
+    def _read_err(self):
+        for line in self.p.stderr:
+            with self.err_cv:
+                self.err.append(line.rstrip("\n"))
+                self.err_cv.notify_all()
+        with self.err_cv:
+            self.err.append(None)  # end of file
+            self.err_cv.notify_all()
+
+    def detached_line(self, n, timeout=120):
+        """The n-th 'heaplens: detached:' line of the collector (1-based), once the runtime has
+        called ProfilerDetachSucceeded; None if it never came."""
+        def found():
+            lines = [l for l in self.err if l and l.startswith("heaplens: detached:")]
+            return lines[n - 1] if len(lines) >= n else (False if None in self.err else None)
+        with self.err_cv:
+            self.err_cv.wait_for(lambda: found() is not None, timeout)
+            return found() or None
 
     def ask(self, command):
         self.p.stdin.write(command + "\n")
@@ -108,6 +135,18 @@ def session(checks, args, target, n, ending, log):
         checks.ok(f"session {n}: LeakedRecord in the last snapshot between the program's counts",
                   last is not None and before <= last <= after, f"{before} <= {last} <= {after}")
     checks.ok(f"session {n}: the program answers after the detach", after is not None)
+    check_released(checks, target, n)
+
+
+def check_released(checks, target, n):
+    """After the detach the collector holds nothing: every byte it allocated (heap model, young
+    arrays, GC captures, snapshots, names, outbox) given back, the pool unmapped — its own count,
+    printed with HEAPLENS_STATS=1 once the runtime confirmed the detach."""
+    line = target.detached_line(n)
+    m = re.search(r"holds (\d+) heap bytes and (\d+) mapped \(at most (\d+)", line or "")
+    checks.ok(f"session {n}: after the detach the collector holds 0 bytes (it held some)",
+              m is not None and m.group(1) == "0" and m.group(2) == "0" and int(m.group(3)) > 0,
+              line)
 
 
 def check_recording(checks, args, target, db, n, log, min_snapshots):
@@ -149,6 +188,7 @@ def duration_session(checks, args, target, n, log):
     checks.eq(f"session {n}: --json summary names the process", target.pid, summary.get("pid"))
     check_recording(checks, args, target, db, n, log, 2)
     checks.ok(f"session {n}: the program answers after the detach", target.count() is not None)
+    check_released(checks, target, n)
 
 
 def refusals(checks, args, log):
@@ -170,6 +210,7 @@ def refusals(checks, args, log):
         e2elib.remove_stale(stale)
         sleeper.kill()
         sleeper.wait()
+    planted_refusals(checks, args, log)
     # A process under `heaplens record` already has a profiler.
     db = os.path.join(args.workdir, "recorded.db")
     rec = subprocess.Popen([args.heaplens, "record", "-q", "-o", db, "--"] + args.target,
@@ -185,6 +226,45 @@ def refusals(checks, args, log):
     rec.stdin.write("stop\n")
     rec.stdin.flush()
     rec.wait(timeout=120)
+
+
+def planted_refusals(checks, args, log):
+    """A socket planted under a process's diagnostic name, listening: owned by another user it
+    is refused before heaplens connects; owned by the process's user, the process's own
+    HEAPLENS_* settings (which the collector would read) are checked before it is talked to."""
+    for case in ("another user's socket", "a bad setting in the process's environment"):
+        env = dict(os.environ)
+        if case.startswith("a bad"):
+            env["HEAPLENS_POOL_MB"] = "abc"
+        sleeper = subprocess.Popen(["sleep", "600"], env=env)
+        planted = os.path.join(tempfile.gettempdir(), f"dotnet-diagnostic-{sleeper.pid}-1-socket")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            e2elib.remove_stale(planted)
+            listener.bind(planted)
+            listener.listen(4)
+            if case.startswith("another"):
+                os.chown(planted, 54321, 54321)  # tests run as root
+            db = os.path.join(args.workdir, "planted.db")
+            rc, out, err = e2elib.run([args.heaplens, "attach", str(sleeper.pid), "-o", db],
+                                      log=log, timeout=120)
+            listener.setblocking(False)
+            try:
+                listener.accept()[0].close()
+                connected = True
+            except BlockingIOError:
+                connected = False
+            want = ("belongs to uid 54321" if case.startswith("another")
+                    else "HEAPLENS_POOL_MB='abc'")
+            checks.ok(f"refusal: {case}, in one line", rc == 1 and want in err and
+                      err.count("\n") == 1, err.strip())
+            checks.ok(f"refusal: {case}: heaplens never connected", not connected)
+            checks.ok(f"refusal: {case}: leaves no database", not os.path.exists(db))
+        finally:
+            listener.close()
+            e2elib.remove_stale(planted)
+            sleeper.kill()
+            sleeper.wait()
 
 
 def main():
@@ -203,7 +283,7 @@ def main():
     log = os.path.join(args.workdir, "log.txt")
     checks = e2elib.Checks(args.verbose)
     if args.only in (None, "sessions"):
-        env = dict(os.environ)
+        env = dict(os.environ, HEAPLENS_STATS="1")  # the collector's count after each detach
         if args.server_gc:
             env["DOTNET_gcServer"] = "1"
         target = Target(args.target, env=env)

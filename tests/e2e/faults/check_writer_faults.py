@@ -7,7 +7,13 @@ a third run records into files that cannot grow past 4 MiB (a full disk).
 Checked: the program runs to its end and `heaplens record` exits with its status; nothing
 already committed is lost and the database stays readable; a writer paused for a while with the
 default buffers costs nothing (the collector waits for it); a writer stalled while the buffers are
-small costs drops that are counted, in allocations and with their reason, not a blocked program. One line per failed check, then "N passed, M failed".
+small costs drops that are counted, in allocations and with their reason, not a blocked program.
+A writer stopped until the program has exited is given up by the collector, whose end file brings
+the true reason (writer-stalled) and counts into the file; a killed writer and a full disk are
+stored by `heaplens record` (writer-killed, write-failed, the exit status, the GCs missing); a
+killed `heaplens record` is stored by its writer (recorder-killed), which cleans up the session's
+directory; what a recorder and writer killed together leave is removed by the next run.
+One line per failed check, then "N passed, M failed".
 
 Synchronisation is on observable conditions only (a committed GC in the database, the program's
 own output line, process exit), each with a timeout -- never on sleeps."""
@@ -44,8 +50,9 @@ def committed_gcs(db):
     return count_rows(db, "gcs", busy_timeout=0.1)
 
 
-def writer_pid(heaplens_pid, proc):
-    """The writer is the child of `heaplens record` that is not the program (dotnet)."""
+def child_pid(heaplens_pid, proc, writer=True):
+    """The writer is the child of `heaplens record` that is not the program (dotnet); the
+    program is the other one."""
     if proc.poll() is not None:
         raise SystemExit("FAIL the recording ended before the fault could be injected; "
                          "raise --iterations")
@@ -53,9 +60,22 @@ def writer_pid(heaplens_pid, proc):
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
         pid, comm = line.split(None, 1)
-        if comm.strip() == "heaplens":
+        if (comm.strip() == "heaplens") == writer:
             return int(pid)
     return None
+
+
+def writer_pid(heaplens_pid, proc):
+    return child_pid(heaplens_pid, proc, writer=True)
+
+
+def gone(pid):
+    """The process has exited (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def heaplens_json(hl, *args):
@@ -104,6 +124,21 @@ def writer_killed(hl, dll, workdir, iterations):
     rc, info, e = heaplens_json(hl, "info", db)
     check("killed: the run is not marked complete",
           rc == 0 and info and info["run"]["status"] != "complete", json.dumps(info and info["run"]))
+    if not info:
+        return
+    # `heaplens record` outlived its writer: it stores how the recording ended.
+    run, counters = info["run"], info["counters"]
+    check("killed: run.loss says the writer was killed, and that the collector lost it",
+          "writer-killed" in (run.get("loss") or "").split(",")
+          and "writer-lost" in (run.get("loss") or "").split(","), repr(run.get("loss")))
+    check("killed: the signal and the program's exit status are stored",
+          counters.get("writer_signal") == signal.SIGKILL and run["exit_status"] == 0
+          and run["status"] == "truncated", json.dumps(run) + json.dumps(counters))
+    program_gcs = int(re.search(r"gcs=(\d+)/", line or "gcs=-1/").group(1))
+    check("killed: the collector's final counts are stored",
+          counters.get("program_gcs", 0) >= program_gcs and counters.get("writer_lost") == 1,
+          json.dumps(counters))
+    check_missing_said("killed", hl, db, counters.get("program_gcs", 0))
 
 
 def stall_writer(hl, dll, db, iterations, env):
@@ -196,6 +231,155 @@ def writer_stalled(hl, dll, workdir, iterations):
     check_gcs_whole("stalled", db, line)
 
 
+def check_missing_said(what, hl, db, program_gcs):
+    """Every command's loss note names the GCs that are missing, up to the program's own count."""
+    r = subprocess.run([hl, "gcs", db], capture_output=True, text=True)
+    note = [x for x in (r.stdout + r.stderr).splitlines() if x.startswith("note:")]
+    check(f"{what}: the loss note says which GCs are missing, up to the program's {program_gcs}",
+          bool(note) and f"of the program's {program_gcs:,} " in note[0] and "missing" in note[0],
+          r.stdout[-300:] + r.stderr)
+
+
+def writer_given_up(hl, dll, workdir, iterations):
+    """The writer stopped (SIGSTOP) from the first committed GC until the program has exited,
+    with small buffers: the collector must give it up (it took nothing for the stall limit) and
+    can say so only through its end file. The true reason and counts must reach the file, the
+    summary and the loss note: not "program killed, 0 lost"."""
+    db = os.path.join(workdir, "given_up.db")
+    env = dict(os.environ, HEAPLENS_BUFFER_MB="1")
+    proc = start(hl, dll, db, iterations, env)
+    wait_for("given up: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    ppid = wait_for("the program process", lambda: child_pid(proc.pid, proc, writer=False), 10)
+    os.kill(wpid, signal.SIGSTOP)
+    try:
+        line = program_line(proc)
+        # Its exit waits for the collector, which gives the stopped writer up after the limit.
+        wait_for("the program's exit", lambda: gone(ppid), 120)
+    finally:
+        os.kill(wpid, signal.SIGCONT)
+    err = proc.stderr.read()
+    status = proc.wait(timeout=300)
+    check("given up: the program ran to its end", line is not None, err.strip())
+    check("given up: heaplens exits with the program's status (0)", status == 0, f"status {status}")
+    program_gcs = int(re.search(r"gcs=(\d+)/", line or "gcs=-1/").group(1))
+    rc, info, e = heaplens_json(hl, "info", db)
+    if not check("given up: the database is readable", rc == 0 and info is not None, e.strip()):
+        return
+    run, counters = info["run"], info["counters"]
+    loss = (run.get("loss") or "").split(",")
+    check("given up: run.loss is writer-stalled, not program-killed",
+          "writer-stalled" in loss and "program-killed" not in loss, repr(run.get("loss")))
+    check("given up: the run is truncated, with the program's exit status",
+          run["status"] == "truncated" and run["exit_status"] == 0, json.dumps(run))
+    check("given up: writer_lost is stored", counters.get("writer_lost") == 1, json.dumps(counters))
+    check("given up: the collector's GC count is stored", counters.get("program_gcs", 0) >= program_gcs,
+          f"{counters.get('program_gcs')} vs the program's {program_gcs}")
+    stored = info["totals"]["gcs"]
+    check("given up: GCs not stored are counted as lost",
+          stored < program_gcs and counters.get("gcs_dropped", 0) > 0
+          and stored + counters.get("gcs_dropped", 0) + counters.get("gcs_discarded_incomplete", 0)
+          >= program_gcs, f"{stored} stored, {json.dumps(counters)}, program {program_gcs}")
+    dropped = counters.get("allocs_dropped", 0)
+    check("given up: the allocations not stored are counted, exactly",
+          dropped > 0 and stored_allocations(db) + dropped <= counters.get("allocs_seen", 0),
+          f"{stored_allocations(db)} stored + {dropped} lost vs {counters.get('allocs_seen')} seen")
+    summary = [x for x in err.splitlines() if x.startswith("heaplens: recorded")]
+    check("given up: the summary says what was lost and why",
+          bool(summary) and " 0 lost" not in summary[0] and "writer-stalled" in summary[0],
+          err.strip())
+    check_missing_said("given up", hl, db, counters.get("program_gcs", 0))
+
+
+def recorder_killed(hl, dll, workdir, iterations):
+    """`heaplens record` killed (SIGKILL) once the first GC is committed: the program and the
+    writer outlive it. The writer records the program to its end, stores that the recorder was
+    killed (the exit status is unknown), and removes the session's private directory."""
+    db = os.path.join(workdir, "recorder.db")
+    tmp = os.path.join(workdir, "tmp-recorder")  # TMPDIR: where record makes its directory
+    os.makedirs(tmp, exist_ok=True)
+    for name in os.listdir(tmp):
+        if name.startswith("heaplens-"):
+            subprocess.run(["rm", "-rf", os.path.join(tmp, name)])
+    proc = start(hl, dll, db, iterations, dict(os.environ, TMPDIR=tmp))
+    wait_for("recorder killed: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    line = program_line(proc)  # the program runs on, its output still comes
+    wait_for("the writer's end", lambda: gone(wpid), 300)
+    check("recorder killed: the program ran to its end", line is not None)
+    left = [n for n in os.listdir(tmp) if n.startswith("heaplens-")]
+    check("recorder killed: the session's directory is removed", not left, repr(left))
+    rc, info, e = heaplens_json(hl, "info", db)
+    if not check("recorder killed: the database is readable", rc == 0 and info is not None, e.strip()):
+        return
+    run = info["run"]
+    check("recorder killed: run.loss says so, the stream is complete, the exit status unknown",
+          "recorder-killed" in (run.get("loss") or "").split(",") and run["status"] == "complete"
+          and run["exit_status"] is None, json.dumps(run))
+    check_gcs_whole("recorder killed", db, line)
+    r = subprocess.run([hl, "info", db], capture_output=True, text=True)
+    check("recorder killed: info says it", "heaplens record was killed" in r.stdout + r.stderr,
+          r.stdout[-400:] + r.stderr)
+
+
+def stale_sessions(hl, workdir):
+    """What a recorder and its writer killed together leave (their private directory in TMPDIR,
+    the program's session file) is removed by the next `heaplens record` -- only ours, only
+    when its owner is gone and nobody serves it, and only the files a session puts there."""
+    import shutil
+    import socket
+    tmp, xdg = os.path.join(workdir, "tmp-stale"), os.path.join(workdir, "xdg-stale")
+    for d in (tmp, xdg):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d, mode=0o700)
+    os.makedirs(os.path.join(xdg, "heaplens"), mode=0o700)
+    p = subprocess.Popen(["true"])
+    p.wait()
+    dead, alive = p.pid, os.getpid()
+
+    def session_dir(name, files, mode=0o700):
+        path = os.path.join(tmp, name)
+        os.makedirs(path)
+        os.chmod(path, mode)
+        for f in files:
+            open(os.path.join(path, f), "w").close()
+        return path
+
+    stale = session_dir(f"heaplens-{dead}-aaaaaa", ["collector.sock", f"end.{dead}", "recorded"])
+    served = session_dir(f"heaplens-{dead}-bbbbbb", ["collector.sock"])
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(served, "control.sock"))
+    listener.listen(1)
+    owned = session_dir(f"heaplens-{alive}-cccccc", ["collector.sock"])
+    foreign = session_dir(f"heaplens-{dead}-dddddd", ["collector.sock", "notes.txt"])
+    public = session_dir(f"heaplens-{dead}-eeeeee", ["collector.sock"], mode=0o755)
+    for pid in (dead, alive):
+        open(os.path.join(xdg, "heaplens", str(pid)), "w").close()
+    r = subprocess.run([hl, "record", "-o", os.path.join(tmp, "none.db"), "--", "true"],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, TMPDIR=tmp, XDG_RUNTIME_DIR=xdg))
+    listener.close()
+    check("stale: record runs", r.returncode == 0, r.stderr.strip())
+    check("stale: a directory whose recorder is gone is removed", not os.path.exists(stale))
+    check("stale: one still served (a writer outlived its recorder) stays",
+          os.path.exists(os.path.join(served, "collector.sock")))
+    check("stale: one whose recorder lives stays", os.path.exists(os.path.join(owned, "collector.sock")))
+    check("stale: a file heaplens never puts there stays, with its directory",
+          os.path.exists(os.path.join(foreign, "notes.txt"))
+          and not os.path.exists(os.path.join(foreign, "collector.sock")))
+    check("stale: a directory that is not private stays",
+          os.path.exists(os.path.join(public, "collector.sock")))
+    check("stale: the session file of a process that is gone is removed, a live one's stays",
+          not os.path.exists(os.path.join(xdg, "heaplens", str(dead)))
+          and os.path.exists(os.path.join(xdg, "heaplens", str(alive))))
+    check("stale: record leaves no directory of its own",
+          set(n for n in os.listdir(tmp) if n.startswith("heaplens-")) ==
+          set(os.path.basename(x) for x in (served, owned, foreign, public)),
+          repr(os.listdir(tmp)))
+
+
 def writer_disk_full(hl, dll, workdir, iterations):
     """The database's files cannot grow past 4 MiB (RLIMIT_FSIZE, SIGXFSZ ignored: writes fail
     as on a full disk, without root or a small file system)."""
@@ -228,6 +412,21 @@ def writer_disk_full(hl, dll, workdir, iterations):
               len(gcs["rows"]) >= 1 and
               [r["gc"] for r in gcs["rows"]] == list(range(1, len(gcs["rows"]) + 1)),
               json.dumps([r["gc"] for r in gcs["rows"]]))
+    # `heaplens record` stores why the recording stopped, when the file takes a few more pages
+    # (it does here: the failed transaction was rolled back); a file that cannot take them
+    # stays as the writer left it, whole.
+    rc, info, e = heaplens_json(hl, "info", db)
+    if info:
+        run = info["run"]
+        stored = "write-failed" in (run.get("loss") or "").split(",")
+        check("disk full: the reason, the exit status and the program's GC count are stored "
+              "(or the file stayed as the writer left it)",
+              (stored and run["status"] == "truncated" and run["exit_status"] == 0
+               and info["counters"].get("program_gcs", 0) > len(gcs["rows"] if gcs else []))
+              or (not stored and run["status"] == "recording"),
+              json.dumps(run) + json.dumps(info["counters"]))
+        if stored:
+            check_missing_said("disk full", hl, db, info["counters"]["program_gcs"])
 
 
 def main():
@@ -242,9 +441,12 @@ def main():
     a = ap.parse_args()
     faulthandler.dump_traceback_later(a.deadline, exit=True)  # a hang says where, then fails
     os.makedirs(a.workdir, exist_ok=True)
+    stale_sessions(a.heaplens, a.workdir)
     writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_paused(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
+    writer_given_up(a.heaplens, a.dll, a.workdir, a.iterations)
+    recorder_killed(a.heaplens, a.dll, a.workdir, a.iterations)
     writer_disk_full(a.heaplens, a.dll, a.workdir, a.iterations)
     return checks.summary()
 

@@ -15,7 +15,8 @@
             children at once): with --children three databases, each complete, with its
             process's pid and command line, the children's named FILE-stem.PID.db and listed in
             the summary; with --children=beta only that child; without the option only the
-            parent; `heaplens snapshot PID` of a recorded child (with "progress" lines on its
+            parent; the children not recorded are said in the summary and stored
+            (unrecorded_processes); HEAPLENS_EMPTY=1 left in the environment is said; `heaplens snapshot PID` of a recorded child (with "progress" lines on its
             control socket); `dotnet build` with
             --children=PATTERN (the compiler run, then the compiler server that outlives the
             build) finishes and writes the databases its summary lists.
@@ -390,6 +391,22 @@ def twins_case(c, a, name, option, recorded_labels):
               for m in SUMMARY_RE.finditer(err)}
     if option:
         c.eq(f"{name}: the summary lists every database", sorted(expected), sorted(listed))
+    # The children that were not recorded (declined) are said in the summary and stored in the
+    # program's database, with their pids and command lines; --children is suggested.
+    unrecorded = sorted(probes[l][0] for l in ("alpha", "beta") if l not in recorded_labels)
+    said = re.search(r"^heaplens: (\d+) \.NET process(?:es)? started under the program ran and "
+                     r"(?:was|were) not recorded: (.*); record (?:it|them) too with --children", err, re.M)
+    c.eq(f"{name}: the summary says which .NET children ran unrecorded", unrecorded,
+         sorted(int(p) for p in re.findall(r"pid (\d+) \(", said.group(2))) if said else [])
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        stored = con.execute("SELECT pid, command FROM unrecorded_processes ORDER BY pid").fetchall()
+        con.close()
+    except sqlite3.Error as e:
+        stored = str(e)
+    c.eq(f"{name}: the database stores them", [(p, f"dotnet {a.dll} probe {l}") for p, l in
+                                               sorted((probes[l][0], l) for l in ("alpha", "beta")
+                                                      if l not in recorded_labels)], stored)
     prefix = f"{a.dotnet} {a.dll}"  # the children are started as "dotnet" (ProcessStartInfo)
     for f, pid in sorted(expected.items()):
         row = run_row(os.path.join(a.workdir, f))
@@ -408,6 +425,23 @@ def twins_case(c, a, name, option, recorded_labels):
         if option:
             c.eq(f"{name}: {f} in the summary with pid and command", (want_pid, want_command),
                  listed.get(f))
+
+
+def empty_case(c, a):
+    """HEAPLENS_EMPTY=1 left in the environment: the collector loads with empty callbacks and
+    records nothing; the summary and `heaplens info` say so (run.flags empty-profiler)."""
+    name = "empty"
+    db = os.path.join(a.workdir, "empty.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    log = os.path.join(a.workdir, "heaplens.log")
+    env = dict(os.environ, HEAPLENS_EMPTY="1")
+    rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "probe",
+                               "empty"], log=log, timeout=DEADLINE_S, env=env)
+    c.eq(f"{name}: heaplens record exit status", 0, rc)
+    c.ok(f"{name}: the summary says the empty profiler ran", "(HEAPLENS_EMPTY=1)" in err, err)
+    rc, out, err = e2elib.run([a.heaplens, "info", db], log=log, timeout=DEADLINE_S)
+    c.ok(f"{name}: info says so", rc == 0 and "empty-profiler" in out and
+         "(HEAPLENS_EMPTY=1)" in out, out + err)
 
 
 def child_snapshot_case(c, a):
@@ -584,6 +618,7 @@ def main():
         twins_case(c, a, "all", ["--children"], ["alpha", "beta"])
         twins_case(c, a, "pattern", ["--children=beta"], ["beta"])
         twins_case(c, a, "none", [], [])
+        empty_case(c, a)
         child_snapshot_case(c, a)
         children_build_case(c, a, "compiler", "bincore/csc", shared=False)
         children_build_case(c, a, "server", "VBCSCompiler", shared=True)

@@ -436,7 +436,8 @@ static void case_info_json(void)
         "    \"estimated\": false,\n"
         "    \"note\": null,\n"
         "    \"sampling\": null\n"
-        "  }\n"
+        "  },\n"
+        "  \"unrecorded_processes\": []\n"
         "}\n",
         "COUNTERS", size);
     run_result r = RUN("info", "app.db", "--json");

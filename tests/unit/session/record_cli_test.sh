@@ -71,5 +71,23 @@ grep -q -- "--children\[=PATTERN\]" out && pass=$((pass + 1)) || { fail=$((fail 
 "$hl" record -o kids2.db --children=x -- no-such-program-xyz 2>err; check "--children, missing program" 1 $? err "^heaplens: cannot run 'no-such-program-xyz'"
 [ ! -e kids2.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --children: missing program left kids2.db"; }
 
+# HEAPLENS_* settings the program would inherit: a value the setting does not take is refused
+# before anything starts, in one line naming the variable and what it takes; nothing is left.
+for v in 0 -1 abc 99999999 ' 5' ''; do
+  HEAPLENS_POOL_MB="$v" "$hl" record -o set.db -- true 2>err
+  check "HEAPLENS_POOL_MB='$v'" 1 $? err "^heaplens: record: HEAPLENS_POOL_MB='$v' is not a value it takes: a whole number from 1 to 65536"
+done
+HEAPLENS_BUFFER_MB=16385 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_BUFFER_MB too large" 1 $? err "HEAPLENS_BUFFER_MB='16385' .* from 1 to 16384"
+HEAPLENS_STATS=yes "$hl" record -o set.db -- true 2>err; check "HEAPLENS_STATS=yes" 1 $? err "HEAPLENS_STATS='yes' .*: 0 or 1"
+HEAPLENS_SAMPLE_SOURCE=Tick "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SAMPLE_SOURCE=Tick" 1 $? err "auto or tick"
+[ ! -e set.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused setting left set.db"; }
+HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
+
+# A TMPDIR too long for the session's unix sockets: said so, nothing left in it.
+long=$work/$(printf 'd%.0s' $(seq 1 90))
+mkdir -p "$long"
+TMPDIR=$long "$hl" record -o tmp.db -- true 2>err; check "TMPDIR too long" 1 $? err "longer than a unix socket allows .*set TMPDIR to a shorter directory"
+[ -z "$(ls -A "$long")" ] && [ ! -e tmp.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a long TMPDIR left"; ls -A "$long"; }
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

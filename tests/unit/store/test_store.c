@@ -464,6 +464,7 @@ static void test_schema(void)
                "table|stacks\n"
                "table|threads\n"
                "table|types\n"
+               "table|unrecorded_processes\n"
                "view|allocation_estimates_by_type\n"
                "view|allocations_by_type\n"
                "view|allocations_by_type_thread\n"
@@ -490,6 +491,22 @@ static void test_schema(void)
                      " + (SELECT count(*) FROM snapshot_handles) + (SELECT count(*) FROM strong_handles_never_freed)"
                      " + (SELECT count(*) FROM pinned_handles_per_gc)"
                      " + (SELECT count(*) FROM allocations_estimated_by_type_thread)") == 0);
+    sqlite3_close(db);
+
+    /* `heaplens record` adds the .NET processes that declined, after the writer; a file
+     * recorded before the table existed gets it. */
+    store_unrecorded declined[] = {{12, "dotnet run"}, {13, NULL}};
+    CHECK(store_db_unrecorded_add(path, declined, 2, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_ROWS(db, "SELECT pid, command FROM unrecorded_processes", "12|dotnet run\n13|\n");
+    CHECK(sqlite3_exec(db, "DROP TABLE unrecorded_processes", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_db_unrecorded_add(path, declined, 1, &error));
+    CHECK_NO_ERROR(error);
+    db = store_db_open_readonly(path, &error);
+    CHECK(db != NULL);
+    CHECK_ROWS(db, "SELECT pid, command FROM unrecorded_processes", "12|dotnet run\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -549,6 +566,7 @@ static void test_golden_rows(void)
                                                 "gcs_dropped|0\n"
                                                 "handles_closed_by_reuse|0\n"
                                                 "model_anomalies|0\n"
+                                                "program_gcs|3\n"
                                                 "records_dropped|0\n"
                                                 "records_read|37\n"
                                                 "records_skipped_unknown|0\n"
@@ -1400,6 +1418,149 @@ static void test_loss_reasons(void)
                          " WHERE name = 'program_peak_rss_bytes'), -1)") ==
               (cases[i].run_end ? 123456789 : -1));
         sqlite3_close(db);
+        if (failures > 0)
+            fprintf(stderr, "  ... in case %zu\n", i);
+    }
+    tmp_dir_free(dir);
+}
+
+/* A stream cut after GC 1 (pid 4242): what the collector's end file tells when it says the run
+ * went on after its writer was lost. */
+static hl_sb *ending_stream(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "x");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_gc_end(sb, 1, 0);
+    return sb;
+}
+
+/* The collector's end file in `dir` (wire/hl_wire.h: a stream header and one RUN_END). */
+static void ending_file_write(const char *dir, uint32_t flags)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_run_end r = {.end_mono_ns = 100, .gcs = 4, .flags = flags,
+                    .counters = {.allocs_seen = 50, .allocs_dropped = 30,
+                                 .allocs_dropped_writer = 30, .records_dropped = 9,
+                                 .gcs_dropped = 3, .writer_lost = 1}};
+    hl_sb_run_end_full(sb, &r);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    g_autofree char *path = g_build_filename(dir, "end.4242", NULL);
+    g_assert(g_file_set_contents(path, (const char *)bytes, (gssize)len, NULL));
+    hl_sb_free(sb);
+}
+
+/* The writer reads the end file when the stream ended without RUN_END: the collector gave it up
+ * (a stall here), the program was not killed, and its final counts are stored. Without the end
+ * file the same stream reads as a killed program. */
+static void test_ending_writer(void)
+{
+    char *dir = tmp_dir_new();
+    static const struct {
+        gboolean end_file;
+        uint32_t flags;
+        const char *status_loss;
+    } cases[] = {
+        {FALSE, 0, "truncated|program-killed|0|NULL\n"},
+        {TRUE, HL_RUN_END_FLAG_WRITER_STALLED, "truncated|writer-stalled|30|4\n"},
+        {TRUE, 0, "truncated|writer-lost|30|4\n"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *session = g_strdup_printf("%s/s%zu", dir, i);
+        g_autofree char *path = g_strdup_printf("%s/e%zu.db", dir, i);
+        g_assert(mkdir(session, 0700) == 0);
+        if (cases[i].end_file)
+            ending_file_write(session, cases[i].flags);
+        hl_sb *sb = ending_stream();
+        size_t len;
+        hl_sb_bytes(sb, &len);
+        int fd = hl_sb_memfd(sb, len);
+        store_writer *w = store_writer_create(path, NULL, &error);
+        CHECK(w != NULL);
+        store_writer_set_session(w, session, 0);
+        CHECK(store_writer_ingest_fd(w, fd, &error));
+        CHECK(store_writer_finish(w, NULL, &error));
+        CHECK_NO_ERROR(error);
+        close(fd);
+        hl_sb_free(sb);
+        sqlite3 *db = db_open(path);
+        CHECK_ROWS(db,
+                   "SELECT status, loss, (SELECT value FROM counters WHERE name = "
+                   "'allocs_dropped_writer'), (SELECT value FROM counters WHERE name = "
+                   "'program_gcs') FROM run",
+                   cases[i].status_loss);
+        sqlite3_close(db);
+        g_autofree char *end = g_build_filename(session, "end.4242", NULL);
+        unlink(end);
+        rmdir(session);
+        if (failures > 0)
+            fprintf(stderr, "  ... in case %zu\n", i);
+    }
+    tmp_dir_free(dir);
+}
+
+/* A writer that died before finishing (here: it exits without finish, as a killed one leaves
+ * the file: status 'recording', committed GCs in the WAL). `heaplens record`, which outlived
+ * it, stores how the recording ended: once, and never into a finished file. */
+static void test_ending_writer_died(void)
+{
+    char *dir = tmp_dir_new();
+    static const struct {
+        int signal;
+        gboolean end_file;
+        const char *run;
+    } cases[] = {
+        {9, TRUE, "truncated|writer-lost,writer-killed|0|9|4|30\n"},
+        {0, FALSE, "truncated|write-failed|0|NULL|NULL|0\n"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *session = g_strdup_printf("%s/s%zu", dir, i);
+        g_autofree char *path = g_strdup_printf("%s/d%zu.db", dir, i);
+        g_assert(mkdir(session, 0700) == 0);
+        hl_sb *sb = ending_stream();
+        size_t len;
+        hl_sb_bytes(sb, &len);
+        int fd = hl_sb_memfd(sb, len);
+        pid_t child = fork();
+        g_assert(child >= 0);
+        if (child == 0) {
+            store_writer *w = store_writer_create(path, "died", NULL);
+            _exit(w != NULL && store_writer_ingest_fd(w, fd, NULL) ? 0 : 2);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        close(fd);
+        hl_sb_free(sb);
+        if (cases[i].end_file)
+            ending_file_write(session, 0);
+        store_ending ending = {.session_dir = session, .exit_known = TRUE, .exit_status = 0,
+                               .writer_signal = cases[i].signal};
+        CHECK(store_recording_end(path, &ending, &error));
+        CHECK_NO_ERROR(error);
+        static const char *run_sql =
+            "SELECT status, loss, exit_status, (SELECT value FROM counters WHERE name = "
+            "'writer_signal'), (SELECT value FROM counters WHERE name = 'program_gcs'), "
+            "(SELECT value FROM counters WHERE name = 'allocs_dropped') FROM run";
+        sqlite3 *db = db_open(path);
+        CHECK_ROWS(db, run_sql, cases[i].run);
+        CHECK_ROWS(db, "SELECT gc FROM gcs", "1\n");
+        sqlite3_close(db);
+        /* A second time (or a finished file): nothing changes. */
+        ending.exit_status = 3;
+        CHECK(store_recording_end(path, &ending, &error));
+        CHECK_NO_ERROR(error);
+        db = db_open(path);
+        CHECK_ROWS(db, run_sql, cases[i].run);
+        sqlite3_close(db);
+        g_autofree char *end = g_build_filename(session, "end.4242", NULL);
+        unlink(end);
+        rmdir(session);
         if (failures > 0)
             fprintf(stderr, "  ... in case %zu\n", i);
     }
@@ -3064,6 +3225,8 @@ static const struct {
     {"out_of_order_gc", test_out_of_order_gc},
     {"anomalies", test_anomalies},
     {"loss_reasons", test_loss_reasons},
+    {"ending_writer", test_ending_writer},
+    {"ending_writer_died", test_ending_writer_died},
     {"differential", test_differential},
     {"chunk_boundaries", test_chunk_boundaries},
     {"discovered", test_discovered},
