@@ -155,13 +155,35 @@ json_t *query_info_values_json(const GArray *values)
     return object;
 }
 
+json_t *query_info_unrecorded_json(sqlite3 *db)
+{
+    json_t *list = json_array();
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM unrecorded_processes ORDER BY rowid", -1,
+                           &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return list;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *command = (const char *)sqlite3_column_text(st, 1);
+        json_array_append_new(list, json_pack("{s:I, s:s}", "pid",
+                                              (json_int_t)sqlite3_column_int64(st, 0), "command",
+                                              command ? command : ""));
+    }
+    sqlite3_finalize(st);
+    return list;
+}
+
 gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError **error)
 {
     memset(info, 0, sizeof *info);
-    return query_estimates_get(db, &info->estimates, error) &&
-           (info->run = query_info_run_read(db, error)) &&
-           (info->counters = query_info_counters_read(db, error)) &&
-           info_totals_get(db, path, &info->estimates, &info->totals, error);
+    if (!query_estimates_get(db, &info->estimates, error) ||
+        !(info->run = query_info_run_read(db, error)) ||
+        !(info->counters = query_info_counters_read(db, error)) ||
+        !info_totals_get(db, path, &info->estimates, &info->totals, error))
+        return FALSE;
+    info->unrecorded = query_info_unrecorded_json(db);
+    return TRUE;
 }
 
 void query_info_clear(query_info *info)
@@ -169,4 +191,5 @@ void query_info_clear(query_info *info)
     query_estimates_clear(&info->estimates);
     g_clear_pointer(&info->run, g_array_unref);
     g_clear_pointer(&info->counters, g_array_unref);
+    g_clear_pointer(&info->unrecorded, json_decref);
 }

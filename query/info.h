@@ -35,6 +35,7 @@ typedef struct query_info {
     GArray *run;      /* query_info_value: the run row's columns but id, in order */
     GArray *counters; /* query_info_value: by name */
     query_info_totals totals;
+    json_t *unrecorded; /* query_info_unrecorded_json */
 } query_info;
 
 /* The run row's columns but id, in order; the counters, by name: new arrays of
@@ -44,6 +45,11 @@ GArray *query_info_run_read(sqlite3 *db, GError **error);
 GArray *query_info_counters_read(sqlite3 *db, GError **error);
 /* The values as one JSON object, name -> value as stored (new reference). */
 json_t *query_info_values_json(const GArray *values);
+
+/* The .NET processes started under the program that declined to be recorded (record without
+ * --children; table unrecorded_processes): [{"pid":N,"command":"..."}], empty when none or when
+ * the file has no such table (new reference; never fails). */
+json_t *query_info_unrecorded_json(sqlite3 *db);
 
 /* Reads what `heaplens info` says of the recording at `path` (open as `db`) into *info
  * (release with query_info_clear, also after a failure). */

@@ -3,6 +3,7 @@
 #include "session/recording.h"
 
 #include "query/estimates.h"
+#include "query/info.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -478,24 +479,6 @@ static char *command_short_new(const char *command) {
     return text;
 }
 
-json_t *recording_unrecorded_json(sqlite3 *db) {
-    json_t *list = json_array();
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT pid, command FROM unrecorded_processes ORDER BY rowid", -1,
-                           &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return list;
-    }
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *command = (const char *)sqlite3_column_text(st, 1);
-        json_array_append_new(list, json_pack("{s:I, s:s}", "pid",
-                                              (json_int_t)sqlite3_column_int64(st, 0), "command",
-                                              command ? command : ""));
-    }
-    sqlite3_finalize(st);
-    return list;
-}
-
 /* "2 .NET processes started under the program ran unrecorded: pid 12 (dotnet app.dll), ...":
  * a launcher (dotnet run, a tool's shim) records little itself; its child did the work. */
 static void unrecorded_print(json_t *list) {
@@ -576,7 +559,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         loss = g_strdup((const char *)sqlite3_column_text(loss_stmt, 0));
     sqlite3_finalize(loss_stmt);
     g_autofree char *note = query_db_note_new(db, NULL);
-    json_t *unrecorded = recording_unrecorded_json(db);
+    json_t *unrecorded = query_info_unrecorded_json(db);
     sqlite3_close(db);
     struct stat st = {0};
     stat(output, &st);

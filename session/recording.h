@@ -85,11 +85,6 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                   GError **error);
 
-/* The processes a recording's unrecorded_processes holds, as [{"pid":N,"command":"..."}] in
- * the order stored (a file without the table: []). For the summary and `heaplens info`. */
-struct sqlite3;
-json_t *recording_unrecorded_json(struct sqlite3 *db);
-
 typedef struct recording_summary_options {
     gboolean json, quiet;
     gboolean whose; /* say whose database it is (run.pid, run.command) */

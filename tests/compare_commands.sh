@@ -103,6 +103,10 @@ run record-badmode record --mode bogus -o y.db -- true
 run record-badsnap record --snapshot bogus -o y.db -- true
 run record-badstacks record --stacks maybe -o y.db -- true
 run record-missing record -o z.db -- ./no-such-program
+run record-nodotnet record -o t1.db -- true
+run record-nodotnet-json record --json -o t2.db -- sh -c 'exit 3'
+run record-nodotnet-quiet record -q -o t3.db -- true
+run gcs-nodotnet gcs t1.db --json
 
 # ---- every query, on every recording ----
 i=0
