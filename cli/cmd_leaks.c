@@ -1,8 +1,8 @@
 /* cmd_leaks.c — `heaplens leaks FILE [--top K] [--all] [--json] [--progress]`: the leak suspects
- * of leaks.c, as text or JSON. */
+ * of query/leaks.h, as text or JSON. */
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/leaks.h"
-#include "cli/cli.h"
 #include "query/retention.h"
 
 #include <inttypes.h>
@@ -175,13 +175,7 @@ int cmd_leaks(int argc, char **argv)
     } else {
         leaks_print(found, stdout);
     }
-    {
-        size_t k = 0;
-        const snapshot_info *first = NULL, *last = NULL;
-        const char *series_note = NULL;
-        leaks_series_get(found, &k, &first, &last, &series_note);
-        query_note_print(series_note, json);
-    }
+    query_note_print(leaks_series_note(found), json);
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     /* Last, when everything is read and printed: a failure leaves the file as it was. */

@@ -477,6 +477,11 @@ void leaks_series_get(const leaks *l, size_t *k, const snapshot_info **first,
     *note = l->series_note;
 }
 
+const char *leaks_series_note(const leaks *l)
+{
+    return l->series_note;
+}
+
 guint leaks_flagged_count(const leaks *l)
 {
     return l->n_flagged;

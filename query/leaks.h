@@ -36,6 +36,9 @@ json_t *leaks_json_row(const leaks *l, guint i);
  * snapshots after full GCs (NULL when it is). Borrowed from `l`. */
 void leaks_series_get(const leaks *l, size_t *k, const snapshot_info **first,
                       const snapshot_info **last, const char **note);
+/* Why the series is not the snapshots after full GCs (a note for the user); NULL when it is.
+ * Borrowed from `l`. */
+const char *leaks_series_note(const leaks *l);
 /* How many of the suspects shown (leaks_count) are flagged. */
 guint leaks_flagged_count(const leaks *l);
 
