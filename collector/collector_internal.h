@@ -47,6 +47,7 @@ typedef struct collector {
     /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown). */
     uint64_t counted; /* allocations in ALLOC_COUNTS built (sent or not) */
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
+    uint64_t spilled; /* events moved out of the pool for waiting threads (hl_tbufs_spill) */
     uint64_t anomalies;
     uint64_t model_failures;
     uint64_t unreported_drops; /* drops_at_start of the last GC applied */

@@ -555,6 +555,8 @@ static void test_golden_rows(void)
                                                 "snapshots_discarded|0\n"
                                                 "snapshots_dropped|0\n"
                                                 "stream_bytes|%s\n"
+                                                "thread_wait_ns|0\n"
+                                                "thread_waits|0\n"
                                                 "threads_overflowed|0\n"
                                                 "writer_anomalies|0\n"
                                                 "writer_lost|0\n",
@@ -1130,9 +1132,9 @@ static void test_bad_header(void)
         {"HEAPLENZ", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         {"GET / HT", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         /* Version 1 (a row per allocation) is refused like any foreign stream. */
-        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads version 2"},
-        {HL_STREAM_MAGIC, 3, "record stream version 3 (a newer collector); this heaplens reads version 2"},
-        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads version 2"},
+        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 3"},
+        {HL_STREAM_MAGIC, 4, "record stream version 4 (a newer collector); this heaplens reads versions 2 to 3"},
+        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 3"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         hl_sb *sb = hl_sb_new_empty();
