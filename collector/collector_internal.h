@@ -41,6 +41,7 @@ typedef struct collector {
     bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
     id_vec survivors;     /* hl_survivor, per GC */
     uint32_t gcs_applied;
+    bool model_stale;     /* full mode: a GC was not applied; no later one is (apply_gc) */
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
     uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
     uint32_t last_gc_dropped, last_snapshot_dropped;

@@ -617,12 +617,18 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                        .survived = sink_survived, .classified_young = sink_classified_young,
                        .died_young = sink_died_young};
     hm_gc_stats stats = {0};
-    bool classified = !g->incomplete;
+    /* A GC the model did not apply (input lost, or the whole GC lost: a gap in the ordinals)
+     * leaves its addresses stale. Full mode has no walk to find its objects again, so no later
+     * GC is applied as if the model were whole: each is marked incomplete, its counts exact. */
+    if (c->p->mode == HL_MODE_FULL && (g->incomplete || g->gc != c->interval_gc + 1))
+        c->model_stale = true;
+    bool classified = !g->incomplete && !c->model_stale;
     if (classified) {
         uint64_t t0 = cpu_ns();
         if (hm_model_apply_gc(c->model, &in, &sink, &stats) != HM_OK) {
             c->model_failures++;
             classified = false;
+            c->model_stale = c->p->mode == HL_MODE_FULL;
         }
         c->model_ns += cpu_ns() - t0;
         c->anomalies += stats.anomalies;
@@ -918,6 +924,7 @@ static void *collector_main(void *arg) {
     }
     finish(c);
     hl_tbufs_close(&p->rings); /* a thread that still finds no chunk drops: nobody drains now */
+    atomic_store(&p->gcs.closed, true); /* ... and a GC that finds the queue full is lost */
     collector_free(c); /* its type names release metadata interfaces: before the detach */
     if (detaching && !atomic_load(&p->stopping))
         request_detach(p);
