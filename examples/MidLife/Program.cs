@@ -2,7 +2,7 @@
 // truth.
 //
 //   dotnet MidLife.dll [truth.json] [--rounds N] [--threads T] [--window W] [--events E]
-//                      [--checkpoints K] [--exit-code N]
+//                      [--checkpoints K] [--exit-code N] [--pauses]
 //
 // T worker threads ("worker-1".."worker-T", default 4) each run N rounds (default 400,000: about
 // 21M allocations in all). A round allocates 8 Requests (dead a few rounds later), an Order with
@@ -19,6 +19,8 @@
 //    alive are the objects held (gen1: made in the burst; gen2: older) plus those dropped in the
 //    burst that were made before the gen2 GC (dead but in gen2, which a gen0 GC does not
 //    condemn). Written only when no other GC ran in between (else left out, and counted).
+// With --pauses a sampler thread prints each GC's pause as examples/Workload does
+// ("MidLife: pause gc=12 gen=0 us=345"), for the benchmark (bench/record/run.py --case midlife).
 // Checkpoints allocate nothing of ours; the workers allocate only in [NoInlining] methods that
 // leave their objects in the worker's arrays, so no stale stack slot keeps a dropped one alive.
 using System;
@@ -160,6 +162,7 @@ namespace MidLife
         {
             string? truthPath = null;
             int exitCode = 0, threads = 4, window = 60_000, events = 8_000;
+            bool pauses = false;
             try
             {
                 for (int i = 0; i < args.Length; i++)
@@ -172,10 +175,11 @@ namespace MidLife
                     else if (a == "--events" && value) events = Math.Max(1, int.Parse(args[++i]));
                     else if (a == "--checkpoints" && value) s_checkpoints = Math.Clamp(int.Parse(args[++i]), 1, 30);
                     else if (a == "--exit-code" && value) exitCode = int.Parse(args[++i]);
+                    else if (a == "--pauses") pauses = true;
                     else if (a == "--help" || a == "-h")
                     {
                         Console.WriteLine("usage: dotnet MidLife.dll [truth.json] [--rounds N] [--threads T] " +
-                                          "[--window W] [--events E] [--checkpoints K] [--exit-code N]");
+                                          "[--window W] [--events E] [--checkpoints K] [--exit-code N] [--pauses]");
                         return 0;
                     }
                     else if (truthPath == null && !a.StartsWith("--")) truthPath = a;
@@ -191,6 +195,8 @@ namespace MidLife
             if (string.IsNullOrEmpty(truthPath)) truthPath = null;
 
             Thread.CurrentThread.Name = "main";
+            var sampler = pauses ? new Thread(SamplePauses) { IsBackground = true, Name = "pause-sampler" } : null;
+            sampler?.Start();
             var clock = Stopwatch.StartNew();
             s_workers = new Worker[threads];
             for (int k = 0; k < threads; k++)
@@ -215,6 +221,8 @@ namespace MidLife
             }
             foreach (Worker w in s_workers) w.Thread!.Join();
             long elapsedMs = clock.ElapsedMilliseconds;
+            s_done = true;
+            sampler?.Join();
             int gcsTotal = GC.CollectionCount(0);
             PrintSummary(elapsedMs, gcsTotal);
             if (truthPath != null)
@@ -241,6 +249,23 @@ namespace MidLife
         }
 
         private static int s_countsBeforeBurst;
+        private static volatile bool s_done;
+
+        private static void SamplePauses()
+        {
+            long last = -1;
+            while (!s_done)
+            {
+                GCMemoryInfo info = GC.GetGCMemoryInfo(GCKind.Any);
+                if (info.Index != last && info.Index > 0)
+                {
+                    last = info.Index;
+                    double us = info.PauseDurations.Length > 0 ? info.PauseDurations[0].TotalMicroseconds : 0;
+                    Console.WriteLine($"MidLife: pause gc={info.Index} gen={info.Generation} us={us.ToString("F0", System.Globalization.CultureInfo.InvariantCulture)}");
+                }
+                Thread.Sleep(1);
+            }
+        }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         private static void TakeGen2()
