@@ -302,8 +302,11 @@ def report(case, results, mode):
     seen = k.get("allocs_seen", 0)
     lost = max(r["k"].get("allocs_dropped", 0) for r in results["recorded"])
     gcs_lost = max(r["k"].get("gcs_dropped", 0) for r in results["recorded"])
+    waits = statistics.median(r["k"].get("thread_waits", 0) for r in results["recorded"])
+    wait_ms = statistics.median(r["k"].get("thread_wait_ns", 0) for r in results["recorded"]) / 1e6
     print(f"allocations: {seen:,} seen, {lost:,} lost ({100.0 * lost / seen if seen else 0:.2f}%), "
-          f"GCs {k.get('gcs')} stored, {gcs_lost} lost; status {k.get('status')}")
+          f"GCs {k.get('gcs')} stored, {gcs_lost} lost; status {k.get('status')}; threads waited "
+          f"{wait_ms:.0f} ms for the collector ({waits:,.0f} waits)")
     size = os.path.getsize(rec["db"])
     if case == "heap":
         objs = k.get("snapshot_objects", 0)
