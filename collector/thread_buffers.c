@@ -162,11 +162,6 @@ static uint32_t pool_take(hl_tbufs *r, hl_tbuf *b) {
     return fresh;
 }
 
-void hl_tbufs_note_progress(hl_tbufs *r) {
-    if (atomic_load_explicit(&r->waiters, memory_order_relaxed))
-        atomic_fetch_add_explicit(&r->freed, 1, memory_order_release);
-}
-
 void hl_tbufs_close(hl_tbufs *r) {
     atomic_store_explicit(&r->consumer_known, false, memory_order_release);
     atomic_store_explicit(&r->closed, true, memory_order_release);

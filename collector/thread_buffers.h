@@ -130,7 +130,7 @@ struct hl_tbufs {
     atomic_uint in_use;                /* chunks out of the pool */
     uint32_t in_use_max;               /* high-water mark, updated by the consumer */
     /* Waiting for a chunk. `freed` is the futex word: bumped (and waiters woken) when a chunk
-     * goes back while someone waits, or when the consumer notes progress. */
+     * goes back while someone waits or after a wait gave up. */
     _Alignas(64) atomic_uint waiters;  /* threads waiting for a chunk now */
     atomic_uint freed;
     atomic_uint stalled;               /* `freed` + 1 when a wait gave up: drop until it moves */
@@ -205,9 +205,6 @@ static inline unsigned hl_tbufs_waiters(hl_tbufs *r) {
  * so waiting threads go on while the consumer cannot consume (no limit applies: the spill keeps
  * push order, the next drains apply their limit to it). Returns the events moved. */
 uint64_t hl_tbufs_spill(hl_tbufs *r);
-/* Consumer side: the consumer did work that frees no chunk yet (sent bytes to the writer): a
- * waiting thread's stall clock starts over. */
-void hl_tbufs_note_progress(hl_tbufs *r);
 /* Called on the consumer's thread: its CPU time tells waiting threads that it works (a long
  * model update frees no chunk, but is progress). */
 void hl_tbufs_set_consumer(hl_tbufs *r);
