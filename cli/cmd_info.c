@@ -142,6 +142,8 @@ static const struct {
     {"gcs_dropped", "GCs the writer never received"},
     {"snapshots_dropped", "heap snapshots the writer never received"},
     {"writer_lost", "the writer went away or stalled: nothing was sent after that"},
+    {"thread_waits", "allocations that waited for room in the collector's buffers (nothing lost)"},
+    {"thread_wait_ns", "time program threads waited for the collector, summed over threads"},
     {"stream_bytes", "bytes the writer read from the collector"},
     {"records_read", "records the writer read"},
     {"records_skipped_unknown", "records of types this heaplens does not know (newer collector)"},

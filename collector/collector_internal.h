@@ -41,12 +41,14 @@ typedef struct collector {
     bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
     id_vec survivors;     /* hl_survivor, per GC */
     uint32_t gcs_applied;
+    bool model_stale;     /* full mode: a GC was not applied; no later one is (apply_gc) */
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
     uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
     uint32_t last_gc_dropped, last_snapshot_dropped;
     /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown). */
     uint64_t counted; /* allocations in ALLOC_COUNTS built (sent or not) */
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
+    uint64_t spilled; /* events moved out of the pool for waiting threads (hl_tbufs_spill) */
     uint64_t anomalies;
     uint64_t model_failures;
     uint64_t unreported_drops; /* drops_at_start of the last GC applied */

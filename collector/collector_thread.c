@@ -129,6 +129,8 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->gcs_dropped = c->gcs_dropped;
     k->snapshots_dropped = c->snapshots_dropped;
     k->writer_lost = c->out.lost;
+    k->thread_waits = hl_tbufs_waits(&p->rings);
+    k->thread_wait_ns = hl_tbufs_wait_ns(&p->rings);
 }
 
 /* The program's peak resident memory so far: VmHWM of /proc/self/status (kB), in bytes; 0 when
@@ -390,17 +392,25 @@ static uint64_t drain_limit(collector *c) {
     return limit;
 }
 
+/* Threads wait for a free chunk: free the chunks whose events this thread cannot take yet (past
+ * a GC boundary, or while a GC is half applied) by moving those events into its own memory. */
+static void spill_for_waiters(collector *c) {
+    if (hl_tbufs_waiters(&c->p->rings))
+        c->spilled += hl_tbufs_spill(&c->p->rings);
+}
+
 /* The outbox's on_wait: while it waits for the writer, keep the pool from filling, as far as the
  * GC boundary allows (and not while a GC is half applied: drain_while_waiting). */
 static void wait_drain(void *ctx) {
     collector *c = ctx;
-    if (!c->drain_while_waiting)
-        return;
-    uint64_t t0 = cpu_ns();
-    uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_events, c);
-    c->drain_ns += cpu_ns() - t0;
-    c->drained += n;
-    c->drained_waiting += n;
+    if (c->drain_while_waiting) {
+        uint64_t t0 = cpu_ns();
+        uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_events, c);
+        c->drain_ns += cpu_ns() - t0;
+        c->drained += n;
+        c->drained_waiting += n;
+    }
+    spill_for_waiters(c);
 }
 
 /* A thread's name and its OS thread come in separate callbacks, in either order (a Thread is
@@ -608,12 +618,18 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
                        .survived = sink_survived, .classified_young = sink_classified_young,
                        .died_young = sink_died_young};
     hm_gc_stats stats = {0};
-    bool classified = !g->incomplete;
+    /* A GC the model did not apply (input lost, or the whole GC lost: a gap in the ordinals)
+     * leaves its addresses stale. Full mode has no walk to find its objects again, so no later
+     * GC is applied as if the model were whole: each is marked incomplete, its counts exact. */
+    if (c->p->mode == HL_MODE_FULL && (g->incomplete || g->gc != c->interval_gc + 1))
+        c->model_stale = true;
+    bool classified = !g->incomplete && !c->model_stale;
     if (classified) {
         uint64_t t0 = cpu_ns();
         if (hm_model_apply_gc(c->model, &in, &sink, &stats) != HM_OK) {
             c->model_failures++;
             classified = false;
+            c->model_stale = c->p->mode == HL_MODE_FULL;
         }
         c->model_ns += cpu_ns() - t0;
         c->anomalies += stats.anomalies;
@@ -750,6 +766,7 @@ static bool pass(collector *c) {
         hl_gc_pop(&p->gcs);
         worked = true;
     }
+    spill_for_waiters(c);
     if (hl_outbox_send(&c->out))
         worked = true;
     take_requests(c);
@@ -767,7 +784,8 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f "
             "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_dropped=%llu "
             "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
-            "walk_us_per_sample=%.1f frames_per_walk=%.1f\n",
+            "walk_us_per_sample=%.1f frames_per_walk=%.1f thread_waits=%llu thread_wait_ms=%.1f "
+            "spilled=%llu\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
@@ -786,7 +804,9 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                              : 0.0,
             c->samples_taken
                 ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
-                : 0.0);
+                : 0.0,
+            (unsigned long long)k.thread_waits, k.thread_wait_ns / 1e6,
+            (unsigned long long)c->spilled);
     if (p->gcs.discover)
         fprintf(stderr,
                 "heaplens: discovery: found=%llu new=%llu pause_ms=%.2f (%.1f ns per found "
@@ -910,6 +930,7 @@ static void request_detach(hl_profiler *p) {
 static void *collector_main(void *arg) {
     collector *c = arg;
     hl_profiler *p = c->p;
+    hl_tbufs_set_consumer(&p->rings);
     send_run_start(c);
     while (!atomic_load_explicit(&p->stopping, memory_order_acquire) &&
            !atomic_load(&p->detach_requested)) {
@@ -936,6 +957,8 @@ static void *collector_main(void *arg) {
         hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
     }
     finish(c);
+    hl_tbufs_close(&p->rings); /* a thread that still finds no chunk drops: nobody drains now */
+    atomic_store(&p->gcs.closed, true); /* ... and a GC that finds the queue full is lost */
     collector_free(c); /* its type names release metadata interfaces: before the detach */
     if (detaching && !atomic_load(&p->stopping))
         request_detach(p);

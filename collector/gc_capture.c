@@ -88,8 +88,22 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     q->gcs_started++;
     hl_gc_capture *c = hl_mem_calloc(1, sizeof *c);
     uint64_t w = atomic_load_explicit(&q->written, memory_order_relaxed);
-    if (!c || w - atomic_load_explicit(&q->read, memory_order_acquire) >= HL_GC_QUEUE) {
-        /* The collector thread is far behind or memory is gone: this GC's input is lost. It
+    /* The collector is HL_GC_QUEUE GCs behind: wait for it (inside the pause, on the GC thread)
+     * rather than lose this GC. It applies older GCs without this one, so it never waits for
+     * us; it is given up when gone or when it applied nothing for HL_GC_QUEUE_STALL_NS. */
+    uint64_t progress = t, read = atomic_load_explicit(&q->read, memory_order_acquire);
+    while (c && w - read >= HL_GC_QUEUE && !atomic_load(&q->closed)) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+        uint64_t r = atomic_load_explicit(&q->read, memory_order_acquire), now = now_ns();
+        if (r != read)
+            progress = now;
+        else if (now - progress >= HL_GC_QUEUE_STALL_NS)
+            break;
+        read = r;
+    }
+    if (!c || w - read >= HL_GC_QUEUE) {
+        /* Memory is gone, or the collector thread is gone or stuck: this GC's input is lost. It
          * cannot be applied, so the model is wrong from here on; the loss is counted. */
         hl_mem_free(c);
         q->current = NULL;

@@ -19,7 +19,8 @@
 #include "collector/clr_info.h"
 #include "heapmodel/hm_model.h"
 
-#define HL_GC_QUEUE 1024                 /* GCs the collector thread may lag behind */
+#define HL_GC_QUEUE 1024                 /* GCs the collector thread may lag behind... */
+#define HL_GC_QUEUE_STALL_NS (10ull * 1000000000u) /* ...before a GC waits; given up after this */
 #define HL_GC_MAX_MOVES (64u << 20)       /* ranges kept per GC (1.5 GiB) before giving up */
 
 typedef struct hl_root {
@@ -96,6 +97,7 @@ typedef struct hl_gc_queue {
     hl_gc_capture *ring[HL_GC_QUEUE];
     atomic_uint_fast64_t written; /* captures published (producer) */
     atomic_uint_fast64_t read;    /* captures consumed (consumer) */
+    atomic_bool closed;           /* the consumer is gone: a full queue loses the GC */
     hl_gc_capture *current;       /* the GC in progress, producer side */
     hl_gc_capture *_Atomic awaiting_resume; /* finished, its RuntimeResumeFinished not seen yet */
     atomic_flag moves_lock;

@@ -16,11 +16,14 @@
 #include "collector/mem.h"
 #include "collector/thread_buffers.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { SLOT_FREE = 0, SLOT_ACTIVE = 1, SLOT_RETIRED = 2 };
@@ -82,6 +85,89 @@ static void pool_push(hl_tbufs *r, uint32_t chunk) {
             break;
     }
     atomic_fetch_sub_explicit(&r->in_use, 1, memory_order_relaxed);
+    /* Against a waiter's "waiters++, then pop": one of the two sees the other's write. */
+    atomic_thread_fence(memory_order_seq_cst);
+    bool waiting = atomic_load_explicit(&r->waiters, memory_order_relaxed) != 0;
+    if (waiting || atomic_load_explicit(&r->stalled, memory_order_relaxed)) {
+        atomic_store_explicit(&r->stalled, 0, memory_order_relaxed); /* progress again */
+        atomic_fetch_add_explicit(&r->freed, 1, memory_order_release);
+        if (waiting)
+            syscall(SYS_futex, &r->freed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
+}
+
+/* ---- waiting for a chunk ------------------------------------------------------------------ */
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count_add(atomic_uint_fast64_t *counter, uint64_t n) {
+    uint64_t v = atomic_load_explicit(counter, memory_order_relaxed);
+    atomic_store_explicit(counter, v + n, memory_order_relaxed); /* producer only */
+}
+
+/* The consumer thread's CPU time (0 when it did not tell its thread, or it is gone). */
+static uint64_t consumer_cpu_ns(hl_tbufs *r) {
+    struct timespec ts;
+    if (!atomic_load_explicit(&r->consumer_known, memory_order_acquire) ||
+        clock_gettime(r->consumer_clock, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void hl_tbufs_set_consumer(hl_tbufs *r) {
+    if (pthread_getcpuclockid(pthread_self(), &r->consumer_clock) == 0)
+        atomic_store_explicit(&r->consumer_known, true, memory_order_release);
+}
+
+/* A chunk for the slot's thread: from the pool, or after waiting until the consumer frees one.
+ * HL_TBUF_NONE when the consumer is gone or freed nothing for stall_ns. The thread may be inside
+ * an allocation callback and so hold up any GC (suspension waits for it): the consumer must never
+ * need a GC to free a chunk (collector README, "Waiting instead of dropping"). */
+static uint32_t pool_take(hl_tbufs *r, hl_tbuf *b) {
+    uint32_t fresh = pool_pop(r);
+    if (fresh != HL_TBUF_NONE || atomic_load_explicit(&r->closed, memory_order_acquire))
+        return fresh;
+    unsigned seq = atomic_load_explicit(&r->freed, memory_order_acquire);
+    if (atomic_load_explicit(&r->stalled, memory_order_relaxed) == seq + 1)
+        return HL_TBUF_NONE; /* a wait already gave up, and nothing was freed since */
+    atomic_fetch_add_explicit(&r->waiters, 1, memory_order_seq_cst);
+    uint64_t t0 = mono_ns(), progress = t0, now = t0, cpu = consumer_cpu_ns(r);
+    for (;;) {
+        seq = atomic_load_explicit(&r->freed, memory_order_acquire);
+        atomic_thread_fence(memory_order_seq_cst);
+        fresh = pool_pop(r);
+        if (fresh != HL_TBUF_NONE || atomic_load_explicit(&r->closed, memory_order_acquire))
+            break;
+        /* Sleeps until `freed` moves; 100 ms at most, to notice the stall limit and `closed`. */
+        struct timespec most = {0, 100000000};
+        syscall(SYS_futex, &r->freed, FUTEX_WAIT_PRIVATE, seq, &most, NULL, 0);
+        now = mono_ns();
+        uint64_t cpu_now = consumer_cpu_ns(r);
+        /* Progress: a chunk freed, or the consumer's thread working (a long model update, a
+         * snapshot). A consumer blocked (or gone) for stall_ns is given up. */
+        if (atomic_load_explicit(&r->freed, memory_order_acquire) != seq || cpu_now != cpu) {
+            progress = now;
+            cpu = cpu_now;
+        } else if (now - progress >= r->stall_ns) {
+            atomic_store_explicit(&r->stalled, seq + 1, memory_order_relaxed);
+            break;
+        }
+    }
+    atomic_fetch_sub_explicit(&r->waiters, 1, memory_order_relaxed);
+    count_add(&b->waits, 1);
+    count_add(&b->wait_ns, mono_ns() - t0);
+    return fresh;
+}
+
+void hl_tbufs_close(hl_tbufs *r) {
+    atomic_store_explicit(&r->consumer_known, false, memory_order_release);
+    atomic_store_explicit(&r->closed, true, memory_order_release);
+    atomic_fetch_add_explicit(&r->freed, 1, memory_order_release);
+    syscall(SYS_futex, &r->freed, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* ---- setup -------------------------------------------------------------------------------- */
@@ -96,12 +182,14 @@ int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
         atomic_init(&r->slots[i].state, SLOT_FREE);
     }
     size_t n = pool_bytes / CHUNK_BYTES;
-    if (n < 16)
-        n = 16;
+    if (n < 64)
+        n = 64; /* more than the threads that hold a chunk each: a waiter finds one freed */
     if (n > UINT32_MAX / 2)
         n = UINT32_MAX / 2;
     r->n_chunks = (uint32_t)n;
     r->pool_bytes = n * CHUNK_BYTES;
+    r->stall_ns = 10ull * 1000000000u;
+    r->spill_limit = n * HL_TBUF_CHUNK_EVENTS; /* as much again as the pool */
     /* mmap, not malloc: pages of chunks never used cost nothing; NORESERVE because the pool is
      * a ceiling, not an expectation. */
     void *mem = mmap(NULL, r->pool_bytes, PROT_READ | PROT_WRITE,
@@ -127,6 +215,10 @@ int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
 }
 
 void hl_tbufs_release(hl_tbufs *r) {
+    for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
+        hl_mem_free(r->slots[i].spill);
+        r->slots[i].spill = NULL;
+    }
     if (r->pool) {
         munmap(r->pool, r->pool_bytes);
         hl_mem_mapped_add(-(int64_t)r->pool_bytes);
@@ -210,7 +302,7 @@ bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
     hl_tbufs *r = b->owner;
     uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
     if (chunk == HL_TBUF_NONE || fill == HL_TBUF_CHUNK_EVENTS) {
-        uint32_t fresh = pool_pop(r);
+        uint32_t fresh = pool_take(r, b);
         if (fresh == HL_TBUF_NONE) {
             count_drop(b, ev);
             return false;
@@ -231,7 +323,7 @@ bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n) {
     if (n == 0 || n > HL_TBUF_CHUNK_EVENTS)
         return false;
     if (chunk == HL_TBUF_NONE || fill + n > HL_TBUF_CHUNK_EVENTS) {
-        uint32_t fresh = pool_pop(r);
+        uint32_t fresh = pool_take(r, b);
         if (fresh == HL_TBUF_NONE)
             return false;
         if (chunk != HL_TBUF_NONE && fill < HL_TBUF_CHUNK_EVENTS) {
@@ -279,18 +371,45 @@ void hl_tbuf_count_allocation(hl_tbuf *b) {
 
 /* ---- consumer side -------------------------------------------------------------------------- */
 
+/* The slot's spilled events below the limit, in runs of at most a chunk. Returns false when it
+ * stopped at the limit (the chunks hold only later events). */
+static bool spill_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_events_fn fn, void *ctx,
+                        uint64_t *n) {
+    size_t pos = b->spill_pos, end = pos;
+    while (end < b->spill_n && b->spill[end].id < limit)
+        end++;
+    for (size_t at = pos; at < end; at += HL_TBUF_CHUNK_EVENTS) {
+        size_t run = end - at < HL_TBUF_CHUNK_EVENTS ? end - at : HL_TBUF_CHUNK_EVENTS;
+        fn(ctx, &b->spill[at], run, b->os_tid);
+    }
+    *n += end - pos;
+    r->spilled -= end - pos;
+    b->spill_pos = end;
+    if (end < b->spill_n)
+        return false;
+    b->spill_pos = b->spill_n = 0;
+    if (b->spill_cap > 4 * HL_TBUF_CHUNK_EVENTS) { /* a burst's memory goes back */
+        hl_mem_free(b->spill);
+        b->spill = NULL;
+        b->spill_cap = 0;
+    }
+    return true;
+}
+
 static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_events_fn fn,
                            void *ctx) {
     int state = atomic_load_explicit(&b->state, memory_order_acquire);
     if (state == SLOT_FREE)
         return 0;
+    uint64_t n = 0;
+    if (b->spill_n && !spill_drain(r, b, limit, fn, ctx, &n))
+        return n;
     uint32_t chunk = atomic_load_explicit(&b->head_chunk, memory_order_acquire);
     if (chunk == HL_TBUF_NONE) {
         if (state == SLOT_RETIRED) /* exited before its first event went through */
             atomic_store_explicit(&b->state, SLOT_FREE, memory_order_release);
-        return 0;
+        return n;
     }
-    uint64_t n = 0;
     uint32_t pos = b->head_pos;
     for (;;) {
         uint32_t fill = atomic_load_explicit(&r->desc[chunk].fill, memory_order_acquire);
@@ -338,6 +457,76 @@ uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_events_fn fn, void
     unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
     for (unsigned i = 0; i < used; i++)
         n += slot_drain(r, &r->slots[i], limit, fn, ctx);
+    return n;
+}
+
+/* Moves the unread rest of the slot's full, left chunks into its spill (see hl_tbufs_spill). */
+static uint64_t slot_spill(hl_tbufs *r, hl_tbuf *b) {
+    if (atomic_load_explicit(&b->state, memory_order_acquire) == SLOT_FREE)
+        return 0;
+    uint32_t chunk = atomic_load_explicit(&b->head_chunk, memory_order_acquire);
+    uint64_t moved = 0;
+    while (chunk != HL_TBUF_NONE &&
+           atomic_load_explicit(&r->desc[chunk].fill, memory_order_acquire) ==
+               HL_TBUF_CHUNK_EVENTS) {
+        uint32_t next = atomic_load_explicit(&r->desc[chunk].next, memory_order_acquire);
+        if (next == HL_TBUF_NONE)
+            break; /* the thread still holds it */
+        size_t n = HL_TBUF_CHUNK_EVENTS - b->head_pos;
+        if (r->spilled + n > r->spill_limit)
+            break;
+        if (b->spill_pos == b->spill_n) {
+            b->spill_pos = b->spill_n = 0;
+        } else if (b->spill_pos) {
+            memmove(b->spill, b->spill + b->spill_pos,
+                    (b->spill_n - b->spill_pos) * sizeof *b->spill);
+            b->spill_n -= b->spill_pos;
+            b->spill_pos = 0;
+        }
+        if (b->spill_n + n > b->spill_cap) {
+            size_t cap = b->spill_cap ? b->spill_cap * 2 : 4 * HL_TBUF_CHUNK_EVENTS;
+            while (cap < b->spill_n + n)
+                cap *= 2;
+            hl_alloc_event *grown = hl_mem_realloc(b->spill, cap * sizeof *grown);
+            if (!grown)
+                break; /* the threads wait for the ordinary drain */
+            b->spill = grown;
+            b->spill_cap = cap;
+        }
+        memcpy(b->spill + b->spill_n, r->pool + (size_t)chunk * HL_TBUF_CHUNK_EVENTS + b->head_pos,
+               n * sizeof *b->spill);
+        b->spill_n += n;
+        r->spilled += n;
+        moved += n;
+        atomic_store_explicit(&b->head_chunk, next, memory_order_relaxed);
+        b->head_pos = 0;
+        pool_push(r, chunk);
+        chunk = next;
+    }
+    return moved;
+}
+
+uint64_t hl_tbufs_spill(hl_tbufs *r) {
+    uint64_t n = 0;
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += slot_spill(r, &r->slots[i]);
+    return n;
+}
+
+uint64_t hl_tbufs_waits(hl_tbufs *r) {
+    uint64_t n = 0;
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += atomic_load_explicit(&r->slots[i].waits, memory_order_relaxed);
+    return n;
+}
+
+uint64_t hl_tbufs_wait_ns(hl_tbufs *r) {
+    uint64_t n = 0;
+    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
+    for (unsigned i = 0; i < used; i++)
+        n += atomic_load_explicit(&r->slots[i].wait_ns, memory_order_relaxed);
     return n;
 }
 

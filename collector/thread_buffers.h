@@ -9,10 +9,15 @@
  * producer), the collector thread reads from the first one (single consumer), even while it is
  * partly filled, and gives each chunk back to the pool once it has read all of it and the thread
  * has moved on. A push is a few stores; once per chunk (2048 events) it takes a chunk from the
- * pool's lock-free free stack. It never blocks, never allocates, never makes a system call (only
- * a thread's first event does: gettid and the exit hook); an empty pool drops the event and counts
- * it. A thread that exits retires its slot; the collector drains it and frees it for the next
- * thread.
+ * pool's lock-free free stack. It never allocates and makes no system call (only a thread's
+ * first event does: gettid and the exit hook) while the pool has a free chunk. An empty pool makes
+ * the pushing thread wait (a futex) until the consumer frees a chunk: nothing is lost while the
+ * consumer makes progress. The wait is counted (waits, nanoseconds) per slot. A push drops its
+ * event (counted) only when the consumer is gone (hl_tbufs_close) or freed no chunk for
+ * `stall_ns` (10 s); after such a drop, pushes drop at once until a chunk is freed again. The
+ * consumer keeps chunks free while it cannot consume (a GC boundary, a slow writer) by moving
+ * the events of full chunks into its own memory (hl_tbufs_spill). A thread that exits retires its
+ * slot; the collector drains it and frees it for the next thread.
  */
 #ifndef HEAPLENS_THREAD_BUFFERS_H
 #define HEAPLENS_THREAD_BUFFERS_H
@@ -21,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define HL_TBUF_SLOTS 512           /* threads allocating at the same time */
 #define HL_TBUF_CHUNK_EVENTS 2048u  /* events per chunk: 2048 x 32 bytes = 64 KiB */
@@ -81,6 +87,8 @@ typedef struct hl_tbuf {
     atomic_uint_fast64_t dropped;     /* allocation events dropped: pool empty (producer only) */
     atomic_uint_fast64_t handles_dropped; /* handle events dropped: pool empty (producer only) */
     atomic_uint_fast64_t allocations; /* allocations seen on this slot (producer writes only) */
+    atomic_uint_fast64_t waits;   /* pushes that waited for a free chunk (producer only) */
+    atomic_uint_fast64_t wait_ns; /* ... and the time they waited */
     uint64_t id_next, id_end;     /* the thread's block of allocation ids (hl_tbuf_next_id) */
     uint64_t id_epoch;            /* the GC epoch the block was taken in */
     /* shared: the first chunk of the list. Written by the producer only while it is
@@ -89,6 +97,10 @@ typedef struct hl_tbuf {
     atomic_int state;             /* FREE -> ACTIVE (claimed) -> RETIRED (thread exited) -> FREE */
     /* consumer (the collector thread) */
     _Alignas(64) uint32_t head_pos; /* events of head_chunk already consumed */
+    /* Events moved out of full chunks by hl_tbufs_spill, consumed before head_chunk: they were
+     * pushed before every event still in the chunks. spill[spill_pos..spill_n) are unread. */
+    hl_alloc_event *spill;
+    size_t spill_pos, spill_n, spill_cap;
 } hl_tbuf;
 
 #define HL_TBUF_NONE UINT32_MAX
@@ -117,9 +129,20 @@ struct hl_tbufs {
     _Alignas(64) atomic_uint_fast64_t free_top;
     atomic_uint in_use;                /* chunks out of the pool */
     uint32_t in_use_max;               /* high-water mark, updated by the consumer */
+    /* Waiting for a chunk. `freed` is the futex word: bumped (and waiters woken) when a chunk
+     * goes back while someone waits or after a wait gave up. */
+    _Alignas(64) atomic_uint waiters;  /* threads waiting for a chunk now */
+    atomic_uint freed;
+    atomic_uint stalled;               /* `freed` + 1 when a wait gave up: drop until it moves */
+    atomic_bool closed;                /* the consumer is gone: never wait */
+    atomic_bool consumer_known;        /* consumer_clock is the consumer thread's CPU clock */
+    clockid_t consumer_clock;
+    uint64_t stall_ns;                 /* give up after this long without a chunk (10 s) */
+    /* consumer: events held in the slots' spill arrays, and the most it may hold */
+    size_t spilled, spill_limit;
 };
 
-/* Sets up the slots and maps the pool (`pool_bytes` rounded down to whole chunks, at least 16
+/* Sets up the slots and maps the pool (`pool_bytes` rounded down to whole chunks, at least 64
  * chunks). Call once, before any thread pushes. Returns 0, or -1 when the pool cannot be mapped
  * or the exit hook not be created. */
 int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes);
@@ -152,25 +175,46 @@ hl_tbuf *hl_tbufs_current(hl_tbufs *r);
 /* An allocation on a thread without a slot: counted as seen and as dropped. */
 void hl_tbufs_count_overflow_allocation(hl_tbufs *r);
 
-/* Producer side, called by the slot's own thread. Returns false (and counts a drop) when the
- * pool has no chunk left. */
+/* Producer side, called by the slot's own thread. Waits while the pool has no chunk left (see
+ * above); returns false (and counts a drop) when the wait gives up or the consumer is gone. */
 bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev);
 /* Pushes `n` events (at most HL_TBUF_CHUNK_EVENTS) into one chunk, published together: the
  * consumer sees all of them or none. A chunk without room for them is closed with PAD sample
- * events. Returns false when the pool has no chunk left (nothing is pushed or counted: the
- * caller counts what it lost). */
+ * events. Waits like hl_tbuf_push; returns false when it gives up (nothing is pushed or counted:
+ * the caller counts what it lost). */
 bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n);
 /* Counts one allocation on the calling thread's slot (producer side). */
 void hl_tbuf_count_allocation(hl_tbuf *b);
 
 /* Consumer side (collector thread only). Hands every event with id < limit to fn, in push order
- * per slot (slots one after another), as runs of consecutive events of one slot (ev[0..n), n >= 1,
- * never more than a chunk): one indirect call per run, not per event, since the collector takes
- * tens of millions of events per second. Returns the number of events consumed. Chunks read to
- * the end go back to the pool; slots whose thread exited are freed for reuse once empty. */
+ * per slot (slots one after another; a slot's spilled events first), as runs of consecutive
+ * events of one slot (ev[0..n), n >= 1, never more than a chunk): one indirect call per run, not
+ * per event, since the collector takes tens of millions of events per second. Returns the number
+ * of events consumed. Chunks read to the end go back to the pool; slots whose thread exited are
+ * freed for reuse once empty. */
 typedef void (*hl_alloc_events_fn)(void *ctx, const hl_alloc_event *ev, size_t n,
                                    uint32_t os_tid);
 uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_events_fn fn, void *ctx);
+
+/* Consumer side: threads waiting for a chunk now (a hint: the consumer should spill). */
+static inline unsigned hl_tbufs_waiters(hl_tbufs *r) {
+    return atomic_load_explicit(&r->waiters, memory_order_relaxed);
+}
+/* Consumer side: moves the unread events of every full chunk a thread has moved on from into
+ * the slot's spill (malloc'd; at most `spill_limit` events in all) and gives those chunks back,
+ * so waiting threads go on while the consumer cannot consume (no limit applies: the spill keeps
+ * push order, the next drains apply their limit to it). Returns the events moved. */
+uint64_t hl_tbufs_spill(hl_tbufs *r);
+/* Called on the consumer's thread: its CPU time tells waiting threads that it works (a long
+ * model update frees no chunk, but is progress). */
+void hl_tbufs_set_consumer(hl_tbufs *r);
+/* The consumer is gone (its last drain is done): waiting threads stop waiting, later pushes
+ * that find no chunk drop at once. */
+void hl_tbufs_close(hl_tbufs *r);
+/* Pushes that waited for a chunk, and the nanoseconds they waited (all slots; approximate
+ * while running). */
+uint64_t hl_tbufs_waits(hl_tbufs *r);
+uint64_t hl_tbufs_wait_ns(hl_tbufs *r);
 
 /* Allocation events dropped because the pool was empty, plus allocations of threads without a
  * slot (consumer side; approximate while running). */

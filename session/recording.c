@@ -550,6 +550,12 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                  &allocs_lost, NULL);
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'gcs_dropped'",
                  &gcs_lost, NULL);
+    /* Full mode: time program threads waited for room in the collector's buffers (not lost). */
+    int64_t waits = 0, wait_ns = 0;
+    query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'thread_waits'",
+                 &waits, NULL);
+    query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'thread_wait_ns'",
+                 &wait_ns, NULL);
     query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
     g_autofree char *loss = NULL; /* run.loss: why, as stored (SCHEMA.md, "Losses") */
     sqlite3_stmt *loss_stmt = NULL;
@@ -575,6 +581,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                               loss ? json_string(loss) : json_null());
         json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0));
         json_object_set_new(j, "unrecorded", unrecorded);
+        json_object_set_new(j, "thread_waits", json_integer(waits));
+        json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
         if (o->whose) {
             json_object_set_new(j, "pid", json_integer(pid));
             json_object_set_new(j, "command", json_string(command ? command : ""));
@@ -601,6 +609,14 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         lost = g_strdup_printf("lost %s allocations and %s GCs (%s)",
                                query_count_format(allocs_lost, f), query_count_format(gcs_lost, g),
                                loss ? loss : "reason unknown");
+    }
+    if (waits > 0) {
+        char w[QUERY_FORMAT_MAX], t[QUERY_FORMAT_MAX];
+        char *with_waits = g_strdup_printf("%s, threads waited %s ms for the collector (%s waits)",
+                                           lost, query_ms_format(wait_ns, t),
+                                           query_count_format(waits, w));
+        g_free(lost);
+        lost = with_waits;
     }
     char s[QUERY_FORMAT_MAX];
     g_autofree char *estimated = samples > 0 ? g_strdup_printf(

@@ -12,6 +12,7 @@
 #include "store/store_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -203,16 +204,32 @@ static gboolean store_decode_handles_freed(const uint8_t *p, uint32_t size, stor
                                    &out->u.handles_freed.ids, error);
 }
 
+/* GC_END of version 2: its counters are the last field, without the two of version 3. */
 static gboolean store_decode_gc_end(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
+    if (size == HL_GC_END_V2_SIZE) {
+        memset(&out->u.gc_end, 0, sizeof out->u.gc_end);
+        memcpy(&out->u.gc_end, p, size);
+        return TRUE;
+    }
     return store_decode_fixed(p, size, &out->u.gc_end, sizeof out->u.gc_end, error);
 }
 
+/* RUN_END of version 2: the shorter counters, then program_peak_rss_bytes. */
 static gboolean store_decode_run_end(const uint8_t *p, uint32_t size, store_record *out,
                                      GError **error)
 {
-    return store_decode_fixed(p, size, &out->u.run_end, sizeof out->u.run_end, error);
+    hl_run_end *e = &out->u.run_end;
+    if (size == HL_RUN_END_V2_SIZE) {
+        size_t counters_at = offsetof(hl_run_end, counters);
+        memset(e, 0, sizeof *e);
+        memcpy(e, p, counters_at + HL_COUNTERS_V2_SIZE);
+        memcpy(&e->program_peak_rss_bytes, p + counters_at + HL_COUNTERS_V2_SIZE,
+               sizeof e->program_peak_rss_bytes);
+        return TRUE;
+    }
+    return store_decode_fixed(p, size, e, sizeof *e, error);
 }
 
 static gboolean store_decode_handle_created(const uint8_t *p, uint32_t size, store_record *out,
@@ -414,12 +431,14 @@ static gboolean store_stream_read_header(store_stream_buf *b, store_stream_end *
     }
     memcpy(&h, b->data + b->start, sizeof h);
     b->start += sizeof h;
-    if (h.version != HL_STREAM_VERSION) {
-        /* Version 1 sent a record per allocation; nothing of it maps onto version 2's counts. */
+    if (h.version < HL_STREAM_VERSION_MIN || h.version > HL_STREAM_VERSION) {
+        /* Version 1 sent a record per allocation; nothing of it maps onto version 2's counts.
+         * Version 2 differs from 3 only in the size of GC_END and RUN_END (decoded by size). */
         g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
-                    "record stream version %" PRIu32 " (%s collector); this heaplens reads version %u",
+                    "record stream version %" PRIu32 " (%s collector); this heaplens reads "
+                    "versions %u to %u",
                     h.version, h.version < HL_STREAM_VERSION ? "an older" : "a newer",
-                    HL_STREAM_VERSION);
+                    HL_STREAM_VERSION_MIN, HL_STREAM_VERSION);
         return FALSE;
     }
     b->stats->header_ok = TRUE;

@@ -496,6 +496,8 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"gcs_dropped", c->gcs_dropped, TRUE},
         {"snapshots_dropped", c->snapshots_dropped, TRUE},
         {"writer_lost", c->writer_lost, TRUE},
+        {"thread_waits", c->thread_waits, TRUE},
+        {"thread_wait_ns", c->thread_wait_ns, TRUE},
         {"stream_bytes", w->stream.stream_bytes, FALSE},
         {"records_read", w->stream.records_read, FALSE},
         {"records_skipped_unknown", w->stream.records_skipped_unknown, FALSE},

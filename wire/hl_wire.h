@@ -45,12 +45,16 @@
 #include <stdint.h>
 
 #define HL_STREAM_MAGIC "HEAPLENS"  /* 8 bytes, no NUL on the wire */
-#define HL_STREAM_VERSION 2u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors */
+#define HL_STREAM_VERSION 3u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors;
+                               * 3: counters carry the threads' waits (GC_END 224 bytes, RUN_END
+                               * 152; a reader takes version 2's 208 and 136 with waits 0) */
+#define HL_STREAM_VERSION_MIN 2u /* the oldest version a reader takes */
 #define HL_REC_MAX_PAYLOAD (16u * 1024u * 1024u)
 
 typedef struct hl_stream_header {
     char magic[8];     /* HL_STREAM_MAGIC */
-    uint32_t version;  /* HL_STREAM_VERSION; a reader refuses other versions */
+    uint32_t version;  /* HL_STREAM_VERSION; a reader refuses versions outside
+                        * HL_STREAM_VERSION_MIN..HL_STREAM_VERSION */
     uint32_t flags;    /* reserved, 0 */
 } hl_stream_header;
 static_assert(sizeof(hl_stream_header) == 16, "wire layout");
@@ -125,8 +129,13 @@ typedef struct hl_counters {
     uint64_t snapshots_dropped;  /* snapshots taken whose records the writer never received */
     uint64_t writer_lost;        /* 1 once the writer went away (EPIPE) or took nothing for the
                                   * stall limit; then nothing more is sent */
+    /* Version 3. Full mode: a thread whose allocation found the collector's buffers full waits
+     * for it instead of dropping (collector/README.md). */
+    uint64_t thread_waits;       /* waits of program threads for a free buffer chunk */
+    uint64_t thread_wait_ns;     /* ... their total time, summed over threads */
 } hl_counters;
-static_assert(sizeof(hl_counters) == 96, "wire layout");
+static_assert(sizeof(hl_counters) == 112, "wire layout");
+#define HL_COUNTERS_V2_SIZE 96u /* without thread_waits and thread_wait_ns */
 
 /* HL_REC_RUN_START. Followed by three hl_str: command line (arguments joined by spaces),
  * runtime version ("10.0.12"), producer ("heaplens 0.1.0"). */
@@ -264,7 +273,8 @@ typedef struct hl_gc_end {
     uint64_t pinned_roots;        /* of those, with the PINNING flag */
     hl_counters counters;         /* cumulative */
 } hl_gc_end;
-static_assert(sizeof(hl_gc_end) == 208, "wire layout");
+static_assert(sizeof(hl_gc_end) == 224, "wire layout");
+#define HL_GC_END_V2_SIZE 208u
 enum {
     HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
     HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
@@ -282,12 +292,13 @@ typedef struct hl_run_end {
     uint64_t program_peak_rss_bytes; /* the program's peak resident memory (VmHWM of
                                       * /proc/self/status, read at Shutdown), 0 if unknown */
 } hl_run_end;
-static_assert(sizeof(hl_run_end) == 136, "wire layout");
+static_assert(sizeof(hl_run_end) == 152, "wire layout");
 enum {
     /* The writer was given up because it took nothing for the stall limit (it was stopped or
      * frozen), not because the connection broke. */
     HL_RUN_END_FLAG_WRITER_STALLED = 1,
 };
+#define HL_RUN_END_V2_SIZE 136u
 
 /* ---- allocation samples and call stacks -------------------------------------------------
  * The runtime samples allocations (EventPipe, read in-process: collector/eventpipe.h) and walks

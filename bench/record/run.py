@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Recording benchmark: whole recordings of real programs, plain / empty profiler / recorded.
 
-    bench/record/run.py --heaplens build/bin/heaplens [--case workload|csc|heap|stacks|all]
+    bench/record/run.py --heaplens build/bin/heaplens
+                        [--case workload|csc|heap|stacks|service|midlife|all]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N]
-                        [--eventpipe-sampler] [--workdir DIR] [--keep]
+                        [--rounds N] [--eventpipe-sampler] [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
   workload  examples/Workload: 4 threads, about 24M allocations of varied shapes, GCs on their
@@ -22,6 +23,16 @@ Cases (the programs are built or generated into the work directory first):
             AllocationSampled events instead of the collector's own sampler
             (HEAPLENS_FULL_SAMPLER=eventpipe: the cost before this change) and with the walk
             skipped (HEAPLENS_STACK_WALK=off: the walk's share), and sampled --stacks off.
+
+  midlife   (issue 17; not in `all`) examples/MidLife: 4 threads, about 21M allocations (--rounds
+            per thread, default 400,000), objects that live a few GCs, a growing cache; plain,
+            empty profiler (full flags), full, sampled, interleaved. Prints for full mode
+            recorded/plain and recorded/empty (wall and CPU), allocations lost, the time program
+            threads waited for the collector (thread_waits, thread_wait_ns), the collector's and
+            the writer's CPU per surviving object (HEAPLENS_STATS' cpu_ms; writer_run_cpu_ns +
+            writer_finish_cpu_ns; survivors: objects rows), database bytes per survivor, the exit
+            wait, gen0/gen1 pause p50/p99 against plain (the program's --pauses sampler); and
+            sampled/plain.
 
 Each mode runs --runs times, interleaved; medians are printed. Figures, per case:
   wall            whole command, ms; ratios recorded/plain and recorded/empty (the empty
@@ -183,7 +194,7 @@ def counters_of(db):
 def pauses_of(out):
     """The program's pause sampler lines → {gen: [us, ...]}."""
     by = {}
-    for gen, us in re.findall(r"Workload: pause gc=\d+ gen=(\d+) us=(\d+)", out):
+    for gen, us in re.findall(r"(?:Workload|MidLife): pause gc=\d+ gen=(\d+) us=(\d+)", out):
         by.setdefault(int(gen), []).append(float(us))
     return by
 
@@ -291,8 +302,11 @@ def report(case, results, mode):
     seen = k.get("allocs_seen", 0)
     lost = max(r["k"].get("allocs_dropped", 0) for r in results["recorded"])
     gcs_lost = max(r["k"].get("gcs_dropped", 0) for r in results["recorded"])
+    waits = statistics.median(r["k"].get("thread_waits", 0) for r in results["recorded"])
+    wait_ms = statistics.median(r["k"].get("thread_wait_ns", 0) for r in results["recorded"]) / 1e6
     print(f"allocations: {seen:,} seen, {lost:,} lost ({100.0 * lost / seen if seen else 0:.2f}%), "
-          f"GCs {k.get('gcs')} stored, {gcs_lost} lost; status {k.get('status')}")
+          f"GCs {k.get('gcs')} stored, {gcs_lost} lost; status {k.get('status')}; threads waited "
+          f"{wait_ms:.0f} ms for the collector ({waits:,.0f} waits)")
     size = os.path.getsize(rec["db"])
     if case == "heap":
         objs = k.get("snapshot_objects", 0)
@@ -548,11 +562,106 @@ def service_case(a):
               f"CPU per request {fmt_ratio(med[n]['cpu_per_req'], med['plain']['cpu_per_req'])}")
 
 
+# name -> record arguments (None: the plain program); extra environment. HEAPLENS_STATS makes
+# the collector print its thread's CPU time (cpu_ms) at Shutdown.
+MIDLIFE_CONFIGS = {
+    "plain": (None, {}),
+    "empty": (["--mode", "full"], {"HEAPLENS_EMPTY": "1"}),
+    "full": (["--mode", "full"], {"HEAPLENS_STATS": "1"}),
+    "sampled": (["--mode", "sampled"], {"HEAPLENS_STATS": "1"}),
+}
+
+
+def run_midlife_config(a, name, config, program, i):
+    args, extra_env = config
+    db = os.path.join(a.workdir, f"midlife-{name}-{i}.db")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    env = {k: v for k, v in os.environ.items() if k not in ("HEAPLENS_EMPTY", "HEAPLENS_STATS")}
+    env.update(extra_env)
+    cmd = list(program)
+    if args is not None:
+        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
+    rc, wall, rss, out, cpu = timed(cmd, env=env)
+    if rc != 0:
+        print(out[-3000:], file=sys.stderr)
+        die(f"midlife {name} run {i} exited with {rc}")
+    res = {"wall": wall, "cpu": cpu, "pauses": pauses_of(out)}
+    m = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", out)
+    res["collector_cpu_ms"] = float(m.group(1)) if m else float("nan")
+    if args is not None and "HEAPLENS_EMPTY" not in extra_env:
+        res["k"] = counters_of(db)
+        res["db_bytes"] = os.path.getsize(db)
+    if not a.keep:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.remove(db + suffix)
+    return res
+
+
+def midlife_case(a):
+    program = ["dotnet", build_example("MidLife", a.workdir), "--pauses", "--checkpoints", "1",
+               "--rounds", str(a.rounds)]
+    results = {n: [] for n in MIDLIFE_CONFIGS}
+    for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
+        for n, config in MIDLIFE_CONFIGS.items():
+            r = run_midlife_config(a, n, config, program, i)
+            results[n].append(r)
+            print(f"  midlife {n} run {i + 1}: wall {r['wall']:.0f} ms, cpu {r['cpu']:.0f} ms",
+                  flush=True)
+
+    def med(n, f):
+        return statistics.median(f(r) for r in results[n])
+    wall = {n: med(n, lambda r: r["wall"]) for n in MIDLIFE_CONFIGS}
+    cpu = {n: med(n, lambda r: r["cpu"]) for n in MIDLIFE_CONFIGS}
+    print(f"\n== midlife (MidLife --rounds {a.rounds}, medians of {a.runs} interleaved runs; CPU = "
+          f"user + system of the whole command)")
+    for label, v in (("wall", wall), ("cpu", cpu)):
+        print(f"{label} ms: " + ", ".join(f"{n} {v[n]:.0f}" for n in MIDLIFE_CONFIGS))
+        print(f"  full/plain {fmt_ratio(v['full'], v['plain'])}, full/empty "
+              f"{fmt_ratio(v['full'], v['empty'])}, empty/plain {fmt_ratio(v['empty'], v['plain'])}, "
+              f"sampled/plain {fmt_ratio(v['sampled'], v['plain'])}")
+    for n in ("full", "sampled"):
+        ks = [r["k"] for r in results[n]]
+        seen = statistics.median(k.get("allocs_seen", 0) for k in ks)
+        lost = max(k.get("allocs_dropped", 0) for k in ks)
+        surv = statistics.median(k.get("survivors", 0) for k in ks)
+        waits = statistics.median(k.get("thread_waits", 0) for k in ks)
+        wait_ms = statistics.median(k.get("thread_wait_ns", 0) for k in ks) / 1e6
+        coll = med(n, lambda r: r["collector_cpu_ms"]) * 1e6
+        writer = med(n, lambda r: r["k"].get("writer_run_cpu_ns", 0) +
+                     r["k"].get("writer_finish_cpu_ns", 0))
+        size = med(n, lambda r: r["db_bytes"])
+        exit_wait = med(n, lambda r: r["k"].get("collector_exit_wait_ns", 0)) / 1e6
+        gcs_lost = max(k.get("gcs_dropped", 0) for k in ks)
+        incomplete = max(k.get("gc_events_dropped", 0) for k in ks)
+        share = (f" ({100.0 * surv / seen:.1f}% of allocations)" if n == "full" and seen
+                 else "")  # sampled mode sees only LOH and POH allocations one by one
+        print(f"{n}: allocations {seen:,.0f} seen, {lost:,} lost, GCs lost {gcs_lost}, GC inputs "
+              f"lost {incomplete}; threads waited {wait_ms:.0f} ms ({waits:,.0f} waits); "
+              f"{surv:,.0f} survivors{share}")
+        print(f"  CPU per survivor: collector {coll / surv if surv else float('nan'):.0f} ns, writer "
+              f"{writer / surv if surv else float('nan'):.0f} ns, together "
+              f"{(coll + writer) / surv if surv else float('nan'):.0f} ns; database {mib(size)}, "
+              f"{size / surv if surv else float('nan'):.1f} bytes per survivor; exit waited "
+              f"{exit_wait:.0f} ms")
+    for gen in (0, 1):
+        row = {}
+        for n in MIDLIFE_CONFIGS:
+            v = [u for r in results[n] for u in r["pauses"].get(gen, [])]
+            row[n] = (pct(v, 50), pct(v, 99), len(v))
+        print(f"gen{gen} pause us p50/p99 (samples): " + ", ".join(
+            f"{n} {row[n][0]:.0f}/{row[n][1]:.0f} ({row[n][2]})" for n in MIDLIFE_CONFIGS) +
+            f"; full/plain p50 {fmt_ratio(row['full'][0], row['plain'][0])}, p99 "
+            f"{fmt_ratio(row['full'][1], row['plain'][1])}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--case", default="all",
-                    choices=["workload", "csc", "heap", "stacks", "service", "all"])
+                    choices=["workload", "csc", "heap", "stacks", "service", "midlife", "all"])
     ap.add_argument("--eventpipe-sampler", action="store_true",
                     help="stacks case: also the runtime's sampler and the walk skipped")
     ap.add_argument("--runs", type=int, default=3)
@@ -562,6 +671,7 @@ def main():
     ap.add_argument("--files", type=int, default=50, help="generated sources for csc")
     ap.add_argument("--nodes", type=int, default=10_000_000, help="heap case: live objects")
     ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
+    ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -582,6 +692,9 @@ def main():
             continue
         if case == "service":
             service_case(a)
+            continue
+        if case == "midlife":
+            midlife_case(a)
             continue
         if case == "workload":
             program = ["dotnet", build_example("Workload", a.workdir), "--pauses",

@@ -7,7 +7,8 @@ a third run records into files that cannot grow past 4 MiB (a full disk).
 Checked: the program runs to its end and `heaplens record` exits with its status; nothing
 already committed is lost and the database stays readable; a writer paused for a while with the
 default buffers costs nothing (the collector waits for it); a writer stalled while the buffers are
-small costs drops that are counted, in allocations and with their reason, not a blocked program.
+small makes the program's threads wait until the collector gives the writer up (10 s without
+progress), then the program goes on and the run reads as truncated, never a blocked program.
 A writer stopped until the program has exited is given up by the collector, whose end file brings
 the true reason (writer-stalled) and counts into the file; a killed writer and a full disk are
 stored by `heaplens record` (writer-killed, write-failed, the exit status, the GCs missing); a
@@ -198,8 +199,12 @@ def writer_paused(hl, dll, workdir, iterations):
 
 def writer_stalled(hl, dll, workdir, iterations):
     """A writer stopped while the buffers are small: the collector's outbox fills, the thread
-    buffer pool fills behind it, allocations are dropped -- and every one is counted, with its
-    reason, in allocations."""
+    buffer pool fills behind it, and the program's threads wait for the collector (full mode
+    drops nothing while the writer may still come back). After 10 s without progress the
+    collector gives the writer up (writer_lost: nothing more is sent, what follows is counted as
+    dropped) and the program goes on to its end. The run reads as truncated, with the reason the
+    collector's end file gives (writer-stalled): what was committed stays whole and readable, and
+    the commands say the counts are lower bounds."""
     db = os.path.join(workdir, "stalled.db")
     env = dict(os.environ, HEAPLENS_BUFFER_MB="1", HEAPLENS_POOL_MB="4")
     line, status, err = stall_writer(hl, dll, db, iterations, env)
@@ -209,26 +214,20 @@ def writer_stalled(hl, dll, workdir, iterations):
     check("stalled: the database is readable", rc == 0 and info is not None, e.strip())
     if info:
         counters = info["counters"]
-        dropped = counters.get("allocs_dropped", 0)
-        check("stalled: drops were counted in allocations", dropped > 0, json.dumps(counters))
-        check("stalled: allocs_dropped is the sum of its reasons",
-              dropped == counters.get("allocs_dropped_buffer", 0) + counters.get("allocs_dropped_writer", 0),
-              json.dumps(counters))
-        check("stalled: stored + lost == seen, exactly",
-              stored_allocations(db) + dropped == counters.get("allocs_seen"),
-              f"{stored_allocations(db)} stored + {dropped} lost vs {counters.get('allocs_seen')} seen")
-        check("stalled: run.loss names the reason",
-              any(r in (info["run"].get("loss") or "").split(",")
-                  for r in ("buffer-full", "writer-behind", "writer-lost")),
-              repr(info["run"].get("loss")))
-        check("stalled: the run is complete (the end-of-run record got through)",
-              info["run"]["status"] == "complete",
+        check("stalled: the writer was given up, and the file says it was stalled",
+              counters.get("writer_lost", 0) == 1
+              and "writer-stalled" in (info["run"].get("loss") or "").split(","),
+              f'{info["run"].get("loss")}; {json.dumps(counters)}')
+        check("stalled: the run is truncated (the writer was given up: no end-of-run record)",
+              info["run"]["status"] == "truncated",
               f'{info["run"]["status"]}; flags {info["run"].get("flags")}; {json.dumps(counters)}')
     r = subprocess.run([hl, "allocations", db, "--top", "1"], capture_output=True, text=True)
-    check("stalled: commands say what was lost and that counts are lower bounds",
-          " lost" in r.stdout + r.stderr and "lower bounds" in r.stdout + r.stderr,
-          r.stdout + r.stderr)
-    check_gcs_whole("stalled", db, line)
+    check("stalled: commands say that counts are lower bounds",
+          "lower bounds" in r.stdout + r.stderr, r.stdout + r.stderr)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    stored, last = con.execute("SELECT count(*), max(gc) FROM gcs").fetchone()
+    con.close()
+    check("stalled: GCs stored without gaps", stored == last, f"{stored} GCs, the last is {last}")
 
 
 def check_missing_said(what, hl, db, program_gcs):

@@ -1,8 +1,12 @@
 /* test_thread_buffers.c — the chunked thread buffers under real threads: several producer
  * threads push events with ids from one counter (as ObjectAllocated does) while the consumer
  * drains with a moving limit. Checks: every event arrives exactly once, per-thread order is kept,
- * nothing at or above the limit is consumed, an empty pool drops and counts exactly what does
- * not fit, chunks go back to the pool and are reused, slots of exited threads are reused. */
+ * nothing at or above the limit is consumed, a thread that finds the pool empty waits until the
+ * consumer frees a chunk (here by spilling: events moved into the consumer's memory, still
+ * delivered in order and under the limit) and loses nothing, a wait gives up after the stall
+ * limit and then drops and counts exactly what does not fit, chunks go back to the pool and are
+ * reused, slots of exited threads are reused. */
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -133,19 +137,48 @@ int main(void) {
     CHECK(atomic_load(&bufs.slots_used) <= THREADS);
     uint64_t dropped_concurrent = hl_tbufs_dropped(&bufs);
 
-    /* An empty pool drops and counts exactly what does not fit (nobody drains meanwhile)... */
+    /* A full pool makes the thread wait; spilling frees every chunk it has left... */
     pushed_ok = 0;
     overfill_count = overfill_total;
     uint64_t before = atomic_load(&next_id);
     pthread_t over;
     pthread_create(&over, NULL, overfill, NULL);
+    while (hl_tbufs_waiters(&bufs) == 0)
+        sched_yield(); /* no timing: the thread waits until we spill, however long that takes */
+    /* At least every chunk but the one it waits on; more when it got a chunk back meanwhile
+     * and moved on from that one too. */
+    uint64_t spilled = hl_tbufs_spill(&bufs);
+    CHECK(spilled >= (uint64_t)(POOL_CHUNKS - 1) * HL_TBUF_CHUNK_EVENTS);
+    pthread_join(over, NULL);
+    CHECK_INT(atomic_load(&pushed_ok), overfill_total);
+    CHECK_INT(hl_tbufs_dropped(&bufs), dropped_concurrent);
+    CHECK(hl_tbufs_waits(&bufs) >= 1 && hl_tbufs_wait_ns(&bufs) > 0);
+    /* ...and the spilled events come out first, in order, under the limit. */
+    uint64_t consumed_before = d.consumed;
+    d.limit = before + 10;
+    hl_tbufs_drain(&bufs, d.limit, consume, &d);
+    CHECK_INT(d.consumed - consumed_before, 10);
+    d.limit = UINT64_MAX;
+    hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
+    CHECK_INT(d.consumed - consumed_before, overfill_total);
+    CHECK_INT(atomic_load(&next_id) - before, overfill_total);
+    CHECK_INT(hl_tbufs_chunks_in_use(&bufs), 0);
+    CHECK_INT(bufs.spilled, 0);
+
+    /* Nobody drains: the wait gives up after the stall limit, then what does not fit is dropped
+     * (at once: no second wait until a chunk is freed) and counted exactly. */
+    memset(last_per_thread, 0, 65536 * sizeof *last_per_thread);
+    free(seen);
+    seen = calloc(total + 2 * overfill_total + 2, 1);
+    bufs.stall_ns = 20000000;
+    pushed_ok = 0;
+    before = atomic_load(&next_id);
+    pthread_create(&over, NULL, overfill, NULL);
     pthread_join(over, NULL);
     CHECK_INT(atomic_load(&pushed_ok), POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS);
     CHECK_INT(hl_tbufs_dropped(&bufs) - dropped_concurrent, 1000);
     CHECK_INT(hl_tbufs_chunks_in_use(&bufs), POOL_CHUNKS);
-    /* ...and everything that went in comes out, in order, and the chunks are recycled. */
-    uint64_t consumed_before = d.consumed;
-    d.limit = UINT64_MAX;
+    consumed_before = d.consumed;
     hl_tbufs_drain(&bufs, UINT64_MAX, consume, &d);
     CHECK_INT(d.consumed - consumed_before, POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS);
     CHECK_INT(atomic_load(&next_id) - before, overfill_total);
@@ -156,7 +189,7 @@ int main(void) {
     pushed_ok = 0;
     overfill_count = POOL_CHUNKS * HL_TBUF_CHUNK_EVENTS;
     free(seen);
-    seen = calloc(total + overfill_count + 2, 1);
+    seen = calloc(total + 2 * overfill_total + overfill_count + 2, 1);
     pthread_create(&over, NULL, overfill, NULL);
     pthread_join(over, NULL);
     CHECK_INT(atomic_load(&pushed_ok), overfill_count);
@@ -187,12 +220,12 @@ int main(void) {
     pthread_barrier_destroy(&release_all);
 
     uint64_t dropped = hl_tbufs_dropped(&bufs), allocations = hl_tbufs_allocations(&bufs);
-    CHECK_INT(d.consumed + dropped, total + overfill_count);
-    CHECK_INT(allocations, total + overfill_count);
+    CHECK_INT(d.consumed + dropped, total + overfill_total + overfill_count);
+    CHECK_INT(allocations, total + overfill_total + overfill_count);
     CHECK_INT(hl_tbufs_chunks_in_use(&bufs), 0);
     printf("%s: %llu events, %llu consumed, %llu dropped (%llu while draining), %u slots, "
            "%u chunks at most, %d failures\n",
-           failures ? "FAIL" : "ok", (unsigned long long)(total + overfill_count),
+           failures ? "FAIL" : "ok", (unsigned long long)(total + overfill_total + overfill_count),
            (unsigned long long)d.consumed, (unsigned long long)dropped,
            (unsigned long long)dropped_concurrent, atomic_load(&bufs.slots_used),
            hl_tbufs_chunks_max(&bufs), failures);

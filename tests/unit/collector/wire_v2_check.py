@@ -31,7 +31,8 @@ REC = {1: "RUN_START", 2: "TYPE", 3: "THREAD", 5: "GC_START", 7: "GC_DEATHS", 8:
        21: "GC_SURVIVORS"}
 COUNTERS = ["allocs_seen", "allocs_dropped", "allocs_dropped_buffer", "allocs_dropped_writer",
             "gc_events_dropped", "records_dropped", "bytes_dropped", "model_anomalies",
-            "threads_overflowed", "gcs_dropped", "snapshots_dropped", "writer_lost"]
+            "threads_overflowed", "gcs_dropped", "snapshots_dropped", "writer_lost",
+            "thread_waits", "thread_wait_ns"]  # the last two: stream version 3
 
 
 def main():
@@ -120,7 +121,8 @@ def check(data, elapsed):
                 errors.append("GC_END %d without its start" % gc)
             gc_open = None
             last_gc = gc
-            last_counters = struct.unpack_from("<12Q", p, 208 - 96)
+            n = 14 if version >= 3 else 12  # GC_END ends with the counters
+            last_counters = struct.unpack_from(f"<{n}Q", p, len(p) - 8 * n)
         elif typ == 20:
             gc, n = struct.unpack_from("<II", p, 0)
             iv = intervals.setdefault(gc, [0, 0])
@@ -158,7 +160,7 @@ def check(data, elapsed):
             snap_extra += extra
         elif typ == 10:
             run_end = struct.unpack_from("<QQIIQ", p, 0)
-            last_counters = struct.unpack_from("<12Q", p, 32)
+            last_counters = struct.unpack_from(f"<{14 if version >= 3 else 12}Q", p, 32)
     if survivor_ranges_bad:
         errors.append("%d survivors outside their interval" % survivor_ranges_bad)
     for gc, (cnt, surv) in intervals.items():

@@ -573,6 +573,8 @@ static void test_golden_rows(void)
                                                 "snapshots_discarded|0\n"
                                                 "snapshots_dropped|0\n"
                                                 "stream_bytes|%s\n"
+                                                "thread_wait_ns|0\n"
+                                                "thread_waits|0\n"
                                                 "threads_overflowed|0\n"
                                                 "writer_anomalies|0\n"
                                                 "writer_lost|0\n",
@@ -1148,9 +1150,9 @@ static void test_bad_header(void)
         {"HEAPLENZ", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         {"GET / HT", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         /* Version 1 (a row per allocation) is refused like any foreign stream. */
-        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads version 2"},
-        {HL_STREAM_MAGIC, 3, "record stream version 3 (a newer collector); this heaplens reads version 2"},
-        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads version 2"},
+        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 3"},
+        {HL_STREAM_MAGIC, 4, "record stream version 4 (a newer collector); this heaplens reads versions 2 to 3"},
+        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 3"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         hl_sb *sb = hl_sb_new_empty();
@@ -1563,6 +1565,53 @@ static void test_ending_writer_died(void)
         rmdir(session);
         if (failures > 0)
             fprintf(stderr, "  ... in case %zu\n", i);
+    }
+    tmp_dir_free(dir);
+}
+
+/* Stream version 3 carries the threads' waits in the counters; a version 2 stream (GC_END of
+ * 208 bytes, RUN_END of 136 with program_peak_rss_bytes after the shorter counters) is still
+ * read, its waits 0 and every other counter where it was. */
+static void test_stream_versions(void)
+{
+    char *dir = tmp_dir_new();
+    for (uint32_t version = 2; version <= 3; version++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *p = g_strdup_printf("%s/v%u.db", dir, version);
+        hl_counters k = {.allocs_seen = 1, .thread_waits = 5, .thread_wait_ns = 7000};
+        hl_sb *sb = hl_sb_new_empty();
+        hl_sb_header(sb, HL_STREAM_MAGIC, version);
+        hl_sb_run_start(sb, 1, "x");
+        hl_sb_type(sb, 1, "A");
+        hl_sb_alloc(sb, 1, 1, 24, 100);
+        hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+        hl_gc_end e = {.gc = 1, .end_mono_ns = 5, .counters = k};
+        hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1, .counters = k,
+                        .program_peak_rss_bytes = 123456789};
+        if (version == 2) {
+            hl_sb_record(sb, HL_REC_GC_END, &e, HL_GC_END_V2_SIZE);
+            uint8_t old[HL_RUN_END_V2_SIZE];
+            size_t at = offsetof(hl_run_end, counters) + HL_COUNTERS_V2_SIZE;
+            memcpy(old, &r, at);
+            memcpy(old + at, &r.program_peak_rss_bytes, sizeof r.program_peak_rss_bytes);
+            hl_sb_record(sb, HL_REC_RUN_END, old, sizeof old);
+        } else {
+            hl_sb_gc_end_full(sb, &e);
+            hl_sb_run_end_full(sb, &r);
+        }
+        store_summary sum;
+        CHECK(hl_sb_write_db(sb, p, NULL, &sum, &error));
+        CHECK_NO_ERROR(error);
+        hl_sb_free(sb);
+        sqlite3 *db = db_open(p);
+        CHECK_ROWS(db, "SELECT status, loss FROM run", "complete|NULL\n");
+        CHECK_ROWS(db,
+                   "SELECT (SELECT value FROM counters WHERE name = 'allocs_seen'),"
+                   " (SELECT value FROM counters WHERE name = 'thread_waits'),"
+                   " (SELECT value FROM counters WHERE name = 'thread_wait_ns'),"
+                   " (SELECT value FROM counters WHERE name = 'program_peak_rss_bytes')",
+                   version == 2 ? "1|0|0|123456789\n" : "1|5|7000|123456789\n");
+        sqlite3_close(db);
     }
     tmp_dir_free(dir);
 }
@@ -3220,6 +3269,7 @@ static const struct {
     {"corrupt_count", test_corrupt_count},
     {"unknown_types", test_unknown_types},
     {"bad_header", test_bad_header},
+    {"stream_versions", test_stream_versions},
     {"empty_stream", test_empty_stream},
     {"discarded_gc", test_discarded_gc},
     {"out_of_order_gc", test_out_of_order_gc},
