@@ -156,6 +156,23 @@ out:
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
 }
 
+void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason) {
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ; /* GC threads only, a few stores */
+    hl_gc_capture *c = q->current;
+    if (c && !c->gc_reason_known && count >= c->gc) {
+        if (!q->count_offset_known) {
+            q->count_offset = count - c->gc;
+            q->count_offset_known = true;
+        }
+        if (count - c->gc == q->count_offset) {
+            c->gc_reason = reason;
+            c->gc_reason_known = true;
+        }
+    }
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
 void hl_gc_mark_incomplete(hl_gc_queue *q) {
     while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
         ;
