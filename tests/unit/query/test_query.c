@@ -648,6 +648,14 @@ static void case_unknown_command(void)
     EXPECT(RUN("--frob"), 1, "", "heaplens: unknown option '--frob'; see 'heaplens --help'\n");
 }
 
+/* --handles needs full mode: refused in one line before anything runs. */
+static void case_record_handles_sampled(void)
+{
+    EXPECT(RUN("record", "--mode", "sampled", "--handles", "--", "true"), 1, "",
+           "heaplens: record: --handles needs full mode (sampled mode records no handle "
+           "lifetimes)\n");
+}
+
 static void case_bad_option(void)
 {
     for (size_t i = 1; i < G_N_ELEMENTS(command_names); i++) {
@@ -717,6 +725,7 @@ static const cli_test_case cases[] = {
     {"help", case_help},
     {"version", case_version},
     {"unknown_command", case_unknown_command},
+    {"record_handles_sampled", case_record_handles_sampled},
     {"bad_option", case_bad_option},
     {"bad_files", case_bad_files},
 };
