@@ -888,6 +888,15 @@ static void *collector_main(void *arg) {
             atomic_store(&p->detach_requested, true); /* the writer is gone: detach by ourselves */
             break;
         }
+        /* The program's threads are stopped for a GC: its pause is the program's latency, so
+         * the GC threads get the cores (on 2 shared cores the drain and the writer's socket
+         * made gen0 pauses 3x longer). Nothing new can be allocated meanwhile; the backlog
+         * waits a millisecond or so. Draining resumes at GarbageCollectionFinished. */
+        if (hl_gc_in_progress(&p->gcs)) {
+            struct pollfd fd = {.fd = p->wake_fd, .events = POLLIN};
+            poll(&fd, 1, 1);
+            continue;
+        }
         if (pass(c))
             continue;
         /* Idle: sleep until the socket can take more or has a request, Shutdown wakes us, or

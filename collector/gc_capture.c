@@ -304,6 +304,14 @@ hl_gc_capture *hl_gc_peek(hl_gc_queue *q) {
     return q->ring[r % HL_GC_QUEUE];
 }
 
+bool hl_gc_in_progress(hl_gc_queue *q) {
+    uint64_t w = atomic_load_explicit(&q->written, memory_order_acquire);
+    if (w == atomic_load_explicit(&q->read, memory_order_relaxed))
+        return false;
+    /* Not popped: only the consumer (the caller) frees captures. */
+    return !atomic_load_explicit(&q->ring[(w - 1) % HL_GC_QUEUE]->finished, memory_order_acquire);
+}
+
 hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k) {
     uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
     if (atomic_load_explicit(&q->written, memory_order_acquire) - r <= k)

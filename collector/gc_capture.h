@@ -154,6 +154,8 @@ bool hl_gc_ready(hl_gc_queue *q, hl_gc_capture *c, uint64_t now_ns, uint64_t gra
 /* Consumer side: the collector thread. Peek returns the oldest unapplied GC (finished or still
  * in progress) or NULL; pop frees it. */
 hl_gc_capture *hl_gc_peek(hl_gc_queue *q);
+/* Whether the newest GC has started and not finished (the runtime is suspended for it). */
+bool hl_gc_in_progress(hl_gc_queue *q);
 /* The k-th unapplied GC (0 = the one hl_gc_peek returns), or NULL. */
 hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k);
 void hl_gc_pop(hl_gc_queue *q);

@@ -38,10 +38,10 @@ Each mode runs --runs times, interleaved; medians are printed. Figures, per case
                   the steady figure when other processes share the machine
   peak RSS        of the program (plain: /usr/bin/time; recorded: the collector's
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
-  GC pause        workload and csc: p50/p99 of gen0 and gen1 pauses per mode (the runtime's
-                  own pause figure, GC.GetGCMemoryInfo, polled every millisecond: Workload's
-                  --pauses sampler; for csc bench/record/PauseHook, a startup hook), recorded −
-                  empty, and recorded/plain
+  GC pause        p50/p99 of gen0 and gen1 pauses per mode (the runtime's own pause figure,
+                  GC.GetGCMemoryInfo, polled every millisecond: Workload's --pauses sampler; for
+                  csc and heap bench/record/PauseHook, a startup hook), recorded − empty, and
+                  recorded/plain
 --mode sampled records with `heaplens record --mode sampled` (no ObjectAllocated for small
 objects) and runs the empty profiler with the sampled mode's flags too, so recorded/empty is
 heaplens' own cost and empty/plain the runtime's cost of MONITOR_GC and the LOH/POH callbacks.
@@ -219,7 +219,7 @@ def run_mode(a, case, mode, program, i):
             os.remove(db + suffix)
     env = dict(os.environ)
     env.pop("HEAPLENS_EMPTY", None)
-    if case == "csc":  # pauses the same way in every mode (Workload samples its own)
+    if case in ("csc", "heap"):  # pauses the same way in every mode (Workload samples its own)
         env["DOTNET_STARTUP_HOOKS"] = build_pause_hook(a.workdir)
     cmd = list(program)
     if mode != "plain":
@@ -339,7 +339,7 @@ def report(case, results, mode):
     plain_rss = statistics.median(r["rss_kib"] for r in results["plain"]) * 1024
     print(f"peak RSS: program plain {mib(plain_rss)}, recorded "
           f"{mib(k.get('program_peak_rss_bytes', 0))}; writer {mib(k.get('writer_peak_rss_bytes', 0))}")
-    if case in ("workload", "csc"):
+    if case in ("workload", "csc", "heap"):
         for gen in (0, 1):
             row = {}
             for m in MODES:
