@@ -349,7 +349,9 @@ static size_t pool_bytes(void) {
 /* What each recording mode asks of the runtime. The one place the event flags are chosen.
  *   full     every allocation by ObjectAllocated (ENABLE_OBJECT_ALLOCATED sends every
  *            allocation down the runtime's slow path: 2-3x on allocation-heavy code; startup
- *            only, and it forbids detaching).
+ *            only, and it forbids detaching), with the heap walk on demand (below) unless
+ *            HEAPLENS_HANDLES=1 (`record --handles`) keeps MONITOR_GC at every GC for handle
+ *            lifetimes and ObjectsAllocatedByClass.
  *   sampled  no ObjectAllocated for small objects: identity comes from discovery after each GC
  *            (discovery.h), and the heap walk on demand (below); LOH and POH objects still
  *            by ObjectAllocated (HIGH_MONITOR_
@@ -367,8 +369,9 @@ static size_t pool_bytes(void) {
  * GC, a walk of all of gen0 for ObjectsAllocatedByClass at its start (gcenv.ee.cpp
  * DiagGCStart; the .NET 11 flag that skips it, dotnet/runtime PR #123177, is not honoured by
  * 10.0.x: measured) and a scan of every root and handle at its end (GCProfileWalkHeap):
- * gen0 pauses 4x longer than without a profiler on examples/Workload. Sampled mode needs
- * neither except at the GCs that walk the heap, so it has MONITOR_GC on only at Initialize
+ * gen0 pauses 4x longer than without a profiler on examples/Workload. No mode needs either
+ * except at the GCs that walk the heap (full mode follows moves by the ranges), so each has
+ * MONITOR_GC on only at Initialize
  * (which turns background GC off for the process, as before: the model cannot follow a
  * background GC, whose survivors the runtime never tells a profiler) and during the GCs that
  * walk (gc_walk_set). Every GC is followed with HIGH_BASIC_GC (started, finished, generation
