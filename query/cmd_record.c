@@ -49,6 +49,7 @@ typedef struct record_options {
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
     const char *mode;     /* --mode: "full" (default) or "sampled", for HEAPLENS_MODE */
     const char *stacks;   /* --stacks on|off: HEAPLENS_STACKS (NULL: the default, on) */
+    gboolean handles; /* --handles: HEAPLENS_HANDLES=1 (full mode only) */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;
@@ -114,6 +115,8 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             o->children = "";
         } else if (strncmp(a, "--children=", 11) == 0) {
             o->children = a + 11;
+        } else if (strcmp(a, "--handles") == 0) {
+            o->handles = TRUE;
         } else if (strcmp(a, "--force") == 0) {
             o->force = TRUE;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
@@ -129,6 +132,11 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
     if (i >= argc) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "record: no program to run; usage: heaplens record [-o FILE] -- PROGRAM [ARGS...]");
+        return FALSE;
+    }
+    if (o->handles && o->mode && strcmp(o->mode, "full") != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "record: --handles needs full mode (sampled mode records no handle lifetimes)");
         return FALSE;
     }
     o->program = argv + i;
@@ -543,6 +551,11 @@ int cmd_record(int argc, char **argv) {
         setenv("HEAPLENS_MODE", o.mode, 1);
     else
         unsetenv("HEAPLENS_MODE");
+    /* --handles: MONITOR_GC at every GC (collector/README.md, "Event mask"). */
+    if (o.handles)
+        setenv("HEAPLENS_HANDLES", "1", 1);
+    else
+        unsetenv("HEAPLENS_HANDLES");
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
                                   o.children, o.stacks, original, &original_mask, &error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);

@@ -363,18 +363,45 @@ gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **
     return store_batch_flush(w, &w->object_rows, error);
 }
 
+/* The runtime's gc_reason values by the names of its GCStart event's GCReason map (14..17 have
+ * none there: named after gc.h). */
+static const char *const store_gc_reason_names[] = {
+    "AllocSmall", "Induced", "LowMemory", "Empty", "AllocLarge", "OutOfSpaceSOH",
+    "OutOfSpaceLOH", "InducedNotForced", "Internal", "InducedLowMemory", "InducedCompacting",
+    "LowMemoryHost", "PMFullGC", "LowMemoryHostBlocking", "BGCTuningSOH", "BGCTuningLOH",
+    "BGCStepping", "InducedAggressive",
+};
+
+/* gcs.reason: the runtime's own reason when its GCStart event came, else what the profiler
+ * was told (`Induced`, or `unknown` for COR_PRF_GC_OTHER). NULL: a number without a name (the
+ * caller stores it as `reason N`). */
+static const char *store_gc_reason_name(const hl_gc_start *s)
+{
+    if (!(s->flags & HL_GC_START_REASON_KNOWN))
+        return s->reason == 1 ? "Induced" : "unknown";
+    if (s->gc_reason < G_N_ELEMENTS(store_gc_reason_names))
+        return store_gc_reason_names[s->gc_reason];
+    return NULL;
+}
+
 static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError **error)
 {
     const hl_gc_start *s = &w->gc.start;
     sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_GC];
-    gboolean induced = s->reason == 1;
+    gboolean induced = s->reason == 1; /* as the profiler was told: what snapshots follow */
+    const char *reason = store_gc_reason_name(s);
+    char unnamed[32];
+    if (!reason) {
+        g_snprintf(unnamed, sizeof unnamed, "reason %u", s->gc_reason);
+        reason = unnamed;
+    }
     int64_t pause = s->suspend_mono_ns != 0 && e->resume_mono_ns >= s->suspend_mono_ns
                         ? (int64_t)(e->resume_mono_ns - s->suspend_mono_ns)
                         : (int64_t)(e->end_mono_ns - s->start_mono_ns);
 
     sqlite3_bind_int64(st, 1, s->gc);
     sqlite3_bind_int64(st, 2, s->generation);
-    sqlite3_bind_text(st, 3, induced ? "induced" : "other", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 4, induced);
     sqlite3_bind_int64(st, 5, (e->flags & HL_GC_FLAG_COMPACTING) != 0);
     sqlite3_bind_int64(st, 6, (int64_t)s->start_mono_ns);

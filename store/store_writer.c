@@ -113,6 +113,7 @@ static const struct {
     const char *name;
 } store_run_flag_names[] = {
     {HL_RUN_FLAG_EMPTY_PROFILER, "empty-profiler"},
+    {HL_RUN_FLAG_HANDLES, "handles"},
 };
 
 gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)

@@ -540,9 +540,9 @@ static void test_golden_rows(void)
                "SELECT gc, generation, reason, induced, compacting, start_ns, end_ns, pause_ns,"
                " survived_bytes, moved_bytes, first_object_id, objects_live, incomplete"
                " FROM gcs ORDER BY gc",
-               "1|0|other|0|1|1010000000|1011000000|1020000|72|72|7|4|0\n"
-               "2|1|other|0|0|1020000000|1021000000|1020000|0|0|10|0|0\n"
-               "3|2|induced|1|1|1030000000|1031000000|1020000|0|0|12|0|0\n");
+               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0\n"
+               "2|1|AllocSmall|0|0|1020000000|1021000000|1020000|0|0|10|0|0\n"
+               "3|2|Induced|1|1|1030000000|1031000000|1020000|0|0|12|0|0\n");
     CHECK_ROWS(db, "SELECT gc, generation, size_before, size_after FROM gc_generations WHERE gc = 1",
                "1|0|1000|0\n1|1|200|72\n1|2|300|300\n1|3|100000|100000\n1|4|64|64\n");
     CHECK(db_int(db, "SELECT count(*) FROM gc_generations") == 15);
@@ -627,7 +627,7 @@ static void test_golden_views(void)
                "System.String|6|200\n"
                "App.Node|5|120\n");
     CHECK_ROWS(db, "SELECT * FROM gc_summary WHERE gc = 1",
-               "1|0|other|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|"
+               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|"
                "1000|0|200|72|300|300|100000|100000|64|64\n");
     CHECK_ROWS(db, "SELECT gc, gen0_before, poh_after FROM gc_summary WHERE gc > 1 ORDER BY gc",
                "2|0|0\n3|0|0\n");
