@@ -13,8 +13,11 @@
 #include <glib.h>
 #include <stdint.h>
 
-#define STORE_SCHEMA_VERSION 4
-#define STORE_SCHEMA_OLDEST_READ 3 /* schema 3 differs only in generation_changes.ids (no gaps) */
+#define STORE_SCHEMA_VERSION 5
+/* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
+ * table written by the writer (5: packed in object_chunks and object_deaths until the first
+ * read). */
+#define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
 #define STORE_ERROR (store_error_quark())

@@ -453,8 +453,9 @@ static void test_schema(void)
                "table|gcs\n"
                "table|generation_changes\n"
                "table|handles\n"
+               "table|object_chunks\n"
+               "table|object_deaths\n"
                "table|object_generation_rows\n"
-               "table|objects\n"
                "table|run\n"
                "table|sampling\n"
                "table|snapshot_objects\n"
@@ -471,8 +472,10 @@ static void test_schema(void)
                "view|gc_summary\n"
                "view|generation_change_rows\n" /* no changes: nothing to build */
                "view|live_objects\n"
+               "view|object_death_rows\n" /* the packed objects: nothing expanded yet */
                "view|object_generations\n"
                "view|object_lifetimes\n"
+               "view|objects\n"
                "view|pinned_handles_per_gc\n"
                "view|snapshot_contents\n"
                "view|snapshot_handles\n"
@@ -490,6 +493,14 @@ static void test_schema(void)
                      " + (SELECT count(*) FROM snapshot_handles) + (SELECT count(*) FROM strong_handles_never_freed)"
                      " + (SELECT count(*) FROM pinned_handles_per_gc)"
                      " + (SELECT count(*) FROM allocations_estimated_by_type_thread)") == 0);
+    /* The first read expands the packed objects, none here: `objects` becomes the table. */
+    CHECK(store_history_pending(db));
+    CHECK(store_history_build_file(path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(!store_history_pending(db));
+    CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name IN ('objects', 'object_death_rows')",
+               "table|objects\n");
+    CHECK(db_int(db, "SELECT count(*) FROM objects") + db_int(db, "SELECT count(*) FROM object_lifetimes") == 0);
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
