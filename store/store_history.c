@@ -27,8 +27,8 @@
  *
  * all in one transaction: a reader killed meanwhile leaves the packed tables and the derived
  * views, and a second reader that waited for the first finds nothing left to build. A count
- * or a JSON text that does not add up is a damaged file (one line, nothing written); no size
- * read from the file is allocated before the items it counts are parsed.
+ * or a JSON text that does not add up fails the build (one line naming the row, nothing
+ * written); no size read from the file is allocated before the items it counts are parsed.
  * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, 16 per row),
  * and 29 per object (58 while sorting them).
  */
@@ -94,9 +94,8 @@ typedef struct store_history {
 static gboolean store_history_corrupt(store_history *h, const char *table, int64_t rowid,
                                       const char *what, GError **error)
 {
-    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                "%s is damaged (%s row %" PRId64 " is not %s); nothing was built", h->path, table,
-                rowid, what);
+    g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: %s row %" PRId64 " is not %s",
+                h->path, table, rowid, what);
     return FALSE;
 }
 
@@ -534,7 +533,8 @@ gboolean store_history_build_file(const char *path, store_progress_fn progress, 
     store_history_batch *batches[] = {&h.generations, &h.object_rows};
     gboolean ok = FALSE;
 
-    if (sqlite3_open_v2(path, &h.db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &h.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         store_sql_fail(h.db, path, "cannot open for writing", error);
         goto out;
     }
