@@ -119,20 +119,22 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
  * adds to a recording checks first: writing into damage only makes it worse. */
 char *store_db_damage_new(struct sqlite3 *db);
 
-/* Each object's generation history. The writer leaves it as the GCs' generation changes
- * (generation_changes: appended while recording, so the end of a recording waits for no
- * rebuilding); the views derive the history from them. The first reader that may write the
- * file builds object_generation_rows from them, once, which the views then read: the same
- * answers, read by key. */
+/* The objects rows and each object's generation history. The writer leaves them packed as the
+ * GCs found them (object_chunks, object_deaths, generation_changes: appended while recording,
+ * so the end of a recording waits for no rebuilding); the views derive the rows from them. The
+ * first reader that may write the file builds the table objects and object_generation_rows
+ * from them, once, which the views then read: the same answers, read by key. */
 typedef void (*store_progress_fn)(void *ctx, uint64_t done, uint64_t total);
-/* TRUE when the recording has ended (run.status is not 'recording') and its generation changes
- * are not built yet. */
+/* TRUE when the recording has ended (run.status is not 'recording') and its packed objects or
+ * generation changes are not built yet. */
 gboolean store_history_pending(struct sqlite3 *db);
 /* Builds them in the file at `path` (opened for writing, one transaction: an interrupted build
  * leaves the file as it was). Waits for another process building them, then does nothing.
  * Never writes into a damaged file (PRAGMA quick_check first: STORE_ERROR_DAMAGED).
  * Fails, changing nothing, when a reader keeps a statement open on the file for more than 5 s
- * (the commit waits for it). `progress` (may be NULL) gets rows written / rows to write. */
+ * (the commit waits for it), or with STORE_ERROR_SQLITE and one line naming the row when a
+ * packed row does not hold what the writer writes. `progress` (may be NULL) gets rows written /
+ * rows to write. */
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
                                   GError **error);
 
