@@ -114,6 +114,10 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
 
+/* The number of objects rows, read cheaply: packed (schema 5 before the first read) from the
+ * chunks' counts, not by deriving every row through the view; -1 when it cannot be read. */
+int64_t store_db_objects_count(struct sqlite3 *db);
+
 /* What PRAGMA quick_check(1) finds wrong in the file ("*** in database main *** Page 5: ...", or
  * SQLite's error when the check cannot run), NULL for an intact file; g_free it. A reader that
  * adds to a recording checks first: writing into damage only makes it worse. */

@@ -542,6 +542,13 @@ int64_t store_db_pragma_int(sqlite3 *db, const char *sql)
     return v;
 }
 
+int64_t store_db_objects_count(sqlite3 *db)
+{
+    return store_db_pragma_int(db, "SELECT type = 'view' FROM sqlite_schema WHERE name = 'objects'") == 1
+               ? store_db_pragma_int(db, "SELECT coalesce(sum(count), 0) FROM object_chunks")
+               : store_db_pragma_int(db, "SELECT count(*) FROM objects");
+}
+
 char *store_db_damage_new(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;

@@ -701,6 +701,9 @@ static void test_derived_views(void)
             failures++;
         }
     }
+    CHECK(store_db_objects_count(db) == db_int(db, "SELECT count(*) FROM objects"));
+    CHECK(store_db_objects_count(db) == db_int(done, "SELECT count(*) FROM objects"));
+    CHECK(store_db_objects_count(done) == db_int(done, "SELECT count(*) FROM objects"));
     CHECK(!store_history_pending(db)); /* still recording: nothing to build */
     sqlite3_close(db);
 
