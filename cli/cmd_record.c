@@ -68,6 +68,8 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             o->children = "";
         } else if (strncmp(a, "--children=", 11) == 0) {
             o->children = a + 11;
+        } else if (strcmp(a, "--handles") == 0) {
+            o->handles = TRUE;
         } else if (strcmp(a, "--force") == 0) {
             o->force = TRUE;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
@@ -83,6 +85,11 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
     if (i >= argc) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "record: no program to run; usage: heaplens record [-o FILE] -- PROGRAM [ARGS...]");
+        return FALSE;
+    }
+    if (o->handles && o->mode && strcmp(o->mode, "full") != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "record: --handles needs full mode (sampled mode records no handle lifetimes)");
         return FALSE;
     }
     o->program = argv + i;

@@ -57,6 +57,8 @@ typedef struct hl_profiler {
     bool walk_on_demand;        /* the mode has MONITOR_GC only during the GCs that walk
                                  * (profiler.c, modes): no handle lifetimes */
     bool walk_toggles;          /* ... and the runtime allows it (the EventPipe session runs) */
+    bool handles;               /* full mode with MONITOR_GC at every GC (`record --handles`,
+                                 * or no session): handle lifetimes and unreported counts */
     bool walk_on;               /* MONITOR_GC is on now (changed on GC threads only) */
     hl_sampling sampling;       /* the EventPipe session (eventpipe.h) */
 

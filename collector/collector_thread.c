@@ -175,7 +175,8 @@ static void send_run_start(collector *c) {
     const char *strings[3] = {cmdline, p->runtime_version, "heaplens " HEAPLENS_VERSION};
     hl_run_start rs = {.pid = (uint32_t)getpid(), .mode = p->mode,
                        .start_unix_ns = p->start_unix_ns, .start_mono_ns = p->start_mono_ns,
-                       .flags = p->empty ? HL_RUN_FLAG_EMPTY_PROFILER : 0, .pointer_size = 8};
+                       .flags = (p->empty ? HL_RUN_FLAG_EMPTY_PROFILER : 0) |
+                                (p->handles ? HL_RUN_FLAG_HANDLES : 0), .pointer_size = 8};
     char payload[sizeof rs + 3 * 4 + sizeof cmdline + 64];
     size_t n = 0;
     memcpy(payload, &rs, sizeof rs);
@@ -641,8 +642,10 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
     id_vec samples;
     hl_samples_close(c, &c->survivors, &samples);
-    /* Without ObjectAllocated (sampled mode) there are no reported allocations to subtract. */
-    if (c->p->mode == HL_MODE_FULL)
+    /* Without ObjectAllocated (sampled mode) there are no reported allocations to subtract;
+     * without MONITOR_GC at every GC (full mode without --handles) no gen0 walk to subtract
+     * them from. */
+    if (c->p->handles)
         unreported_counts(c, g, &counts);
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
@@ -666,7 +669,9 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_samples_flush_names(c);
     hl_gc_start s = {.gc = g->gc, .generation = g->generation, .reason = g->reason,
                      .condemned_mask = g->condemned_mask, .start_mono_ns = g->start_ns,
-                     .suspend_mono_ns = g->suspend_ns, .first_id_after = g->first_id_after};
+                     .suspend_mono_ns = g->suspend_ns, .first_id_after = g->first_id_after,
+                     .gc_reason = g->gc_reason,
+                     .flags = g->gc_reason_known ? HL_GC_START_REASON_KNOWN : 0};
     sizes_by_generation(g->before, g->n_before, s.size_before);
     hl_outbox_put(&c->out, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0);
     send_counts(c, g->gc, &counts);
@@ -937,6 +942,16 @@ static void *collector_main(void *arg) {
         if (p->attach && c->out.lost) {
             atomic_store(&p->detach_requested, true); /* the writer is gone: detach by ourselves */
             break;
+        }
+        /* The program's threads are stopped for a GC: its pause is the program's latency, so
+         * the GC threads get the cores (on 2 shared cores the drain and the writer's socket
+         * made gen0 pauses 3x longer). Nothing new can be allocated meanwhile; the backlog
+         * waits a millisecond or so. Draining resumes at GarbageCollectionFinished. A thread
+         * waiting for a chunk is never left waiting on this (an event pushed inside the GC). */
+        if (hl_gc_in_progress(&p->gcs) && hl_tbufs_waiters(&p->rings) == 0) {
+            struct pollfd fd = {.fd = p->wake_fd, .events = POLLIN};
+            poll(&fd, 1, 1);
+            continue;
         }
         if (pass(c))
             continue;

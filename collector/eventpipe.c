@@ -186,8 +186,15 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
             ranges_deliver(p, data, data_size, event_id);
         return S_OK;
     }
+    if (event_id == HL_EVENT_GC_START) { /* on the GC thread, before GarbageCollectionStarted */
+        uint32_t count, reason;
+        if (p->active && hl_parse_gc_start(data, data_size, event_version, &count, &reason))
+            hl_gc_on_start_event(&p->gcs, count, reason);
+        return S_OK;
+    }
     uint32_t source = p->sampling.source;
-    if (!p->active || !source)
+    /* The collector's own sampler takes no sample from the session. */
+    if (!p->active || !source || source == HL_SAMPLE_SOURCE_OBJECT_ALLOCATED)
         return S_OK;
     hl_sample_payload s;
     bool parsed;
@@ -225,23 +232,26 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     const char *walk = getenv("HEAPLENS_STACK_WALK"); /* benchmark: the walk's share */
     p->sampling.no_walk = walk && strcmp(walk, "off") == 0;
     /* Full mode sees every allocation in ObjectAllocated: the collector samples there itself,
-     * on every runtime, without the session (HEAPLENS_FULL_SAMPLER=eventpipe: the runtime's). */
+     * on every runtime, not from the session (HEAPLENS_FULL_SAMPLER=eventpipe: the runtime's).
+     * The session still runs for extra_keywords (GC reasons, survivor ranges). */
     const char *sampler = getenv("HEAPLENS_FULL_SAMPLER");
-    p->sampling.own_sampler = mode == HL_MODE_FULL && !(sampler && strcmp(sampler, "eventpipe") == 0);
-    if (p->sampling.own_sampler) {
+    bool own = samples && mode == HL_MODE_FULL && !(sampler && strcmp(sampler, "eventpipe") == 0);
+    int rc = 0;
+    if (own) {
         DWORD low = 0, high = 0;
         HRESULT hr = info_get_event_mask2(p->info, &low, &high);
         if (!HR_FAILED(hr))
             hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT, high);
         if (HR_FAILED(hr)) {
-            p->sampling.own_sampler = false;
-            return -1;
+            rc = -1;
+        } else {
+            p->sampling.own_sampler = true;
+            p->sampling.source = HL_SAMPLE_SOURCE_OBJECT_ALLOCATED; /* AllocationSampled's statistics */
         }
-        p->sampling.source = HL_SAMPLE_SOURCE_OBJECT_ALLOCATED; /* AllocationSampled's statistics */
-        return 0;
+        samples = false; /* none from the session */
     }
     if (!samples && !extra_keywords)
-        return 0; /* nothing asked for */
+        return rc; /* nothing asked of a session */
     if (p->info_version < 12)
         return -1;
     int major = atoi(p->runtime_version);
@@ -255,7 +265,7 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     DWORD low = 0, high = 0;
     HRESULT hr = info_get_event_mask2(p->info, &low, &high);
     if (!HR_FAILED(hr))
-        hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT,
+        hr = info_set_event_mask2(p->info, low | (samples ? COR_PRF_ENABLE_STACK_SNAPSHOT : 0),
                                   high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
     if (HR_FAILED(hr)) {
         return -1;
@@ -273,16 +283,18 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
                                                                      : LEVEL_INFORMATIONAL,
     };
     /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
-    p->sampling.source = source;
+    if (samples)
+        p->sampling.source = source;
     EVENTPIPE_SESSION session = 0;
     hr = info_event_pipe_start_session(p->info, 1, &config, 0, &session);
     if (HR_FAILED(hr)) {
-        p->sampling.source = HL_SAMPLE_SOURCE_NONE;
+        if (samples)
+            p->sampling.source = HL_SAMPLE_SOURCE_NONE;
         return -1;
     }
     p->sampling.session = session;
     p->sampling.session_on = true;
-    return 0;
+    return rc;
 }
 
 /* The source stays: the samples still in the buffers (the tail interval's) are sent with it.

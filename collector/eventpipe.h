@@ -55,6 +55,11 @@ struct hl_profiler;
  * eventtrace.cpp ETW::GCLog::MovedReference notifies the profiler too). The GCBulk*ObjectRanges
  * events it also produces are ignored by the callback. */
 #define HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT 0x400000ull
+/* The runtime provider's GC keyword at level Informational: GCStart (the GC's true reason) and
+ * the other per-GC events (GCEnd, heap stats, suspension: a few per GC, ignored). Every mode's
+ * session has it. Not Verbose: that adds GCAllocationTick (one per 100 KB allocated). */
+#define HL_KEYWORD_GC 0x1ull
+#define HL_EVENT_GC_START 1u
 #define HL_EVENT_GC_BULK_SURVIVING_RANGES 21u
 #define HL_EVENT_GC_BULK_MOVED_RANGES 22u
 
@@ -99,6 +104,12 @@ bool hl_parse_allocation_sampled(const uint8_t *data, uint32_t size, uint32_t ve
                                  hl_sample_payload *out);
 bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t version,
                               hl_sample_payload *out);
+
+/* GCStart (event 1, GC keyword, level Informational): the runtime's GC count (its
+ * GC.CollectionCount(0) once the GC began) and its gc_reason (hl_wire.h HL_GC_REASON_*), which
+ * GarbageCollectionStarted does not tell (induced or other only). */
+bool hl_parse_gc_start(const uint8_t *data, uint32_t size, uint32_t version, uint32_t *count,
+                       uint32_t *reason);
 
 /* GCBulkMovedObjectRanges / GCBulkSurvivingObjectRanges: the survivor ranges of a GC, the same
  * ones (same calls, same order) the runtime gives a MONITOR_GC profiler as MovedReferences2 /

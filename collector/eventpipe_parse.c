@@ -90,6 +90,20 @@ void hl_ranges_at(const hl_ranges_payload *r, uint32_t i, uint64_t *old_start, u
     *length = read_u64(v + (r->moved ? 16 : 8));
 }
 
+/* GCStart v1/v2: Count u32, Depth u32, Reason u32, Type u32, ClrInstanceID u16 (v2 adds
+ * ClientSequenceNumber u64). v0 has Count and Reason only (u32 each). */
+bool hl_parse_gc_start(const uint8_t *data, uint32_t size, uint32_t version, uint32_t *count,
+                       uint32_t *reason) {
+    /* Exact sizes: other providers' event 1 reach the same callback (EventPipe's own
+     * ProcessInfo, a command line, at the session's end). */
+    static const uint32_t sizes[] = {8, 18, 26};
+    if (!data || version > 2 || size != sizes[version])
+        return false;
+    *count = read_u32(data);
+    *reason = read_u32(data + (version == 0 ? 4 : 8));
+    return true;
+}
+
 /* Geometric: the number of Bernoulli(1/mean) trials up to the first success. */
 uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
     /* uniform in (0, 1]: never log(0) */

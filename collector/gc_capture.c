@@ -172,6 +172,23 @@ out:
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
 }
 
+void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason) {
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ; /* GC threads only, a few stores */
+    hl_gc_capture *c = q->current;
+    if (c && !c->gc_reason_known && count >= c->gc) {
+        if (!q->count_offset_known) {
+            q->count_offset = count - c->gc;
+            q->count_offset_known = true;
+        }
+        if (count - c->gc == q->count_offset) {
+            c->gc_reason = reason;
+            c->gc_reason_known = true;
+        }
+    }
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
 void hl_gc_mark_incomplete(hl_gc_queue *q) {
     while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
         ;
@@ -301,6 +318,14 @@ hl_gc_capture *hl_gc_peek(hl_gc_queue *q) {
     if (r == atomic_load_explicit(&q->written, memory_order_acquire))
         return NULL;
     return q->ring[r % HL_GC_QUEUE];
+}
+
+bool hl_gc_in_progress(hl_gc_queue *q) {
+    uint64_t w = atomic_load_explicit(&q->written, memory_order_acquire);
+    if (w == atomic_load_explicit(&q->read, memory_order_relaxed))
+        return false;
+    /* Not popped: only the consumer (the caller) frees captures. */
+    return !atomic_load_explicit(&q->ring[(w - 1) % HL_GC_QUEUE]->finished, memory_order_acquire);
 }
 
 hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k) {

@@ -51,7 +51,9 @@ typedef struct hl_found_object {
 typedef struct hl_gc_capture {
     uint32_t gc;             /* ordinal from 1 */
     uint32_t generation;     /* highest condemned SOH generation */
-    uint32_t reason;
+    uint32_t reason;         /* COR_PRF_GC_REASON: induced or other */
+    uint32_t gc_reason;      /* the runtime's own (GCStart event), when gc_reason_known */
+    bool gc_reason_known;
     uint32_t condemned_mask;
     uint64_t start_ns, suspend_ns, end_ns;
     uint64_t first_id_after; /* allocation ids >= this came after the GC began */
@@ -105,6 +107,12 @@ typedef struct hl_gc_queue {
     COR_PRF_GC_GENERATION_RANGE *scratch; /* GetGenerationBounds buffer, grown as needed */
     ULONG scratch_cap;
     atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */
+    /* The runtime's GCStart events (its reason) are matched to GCs by count: the first one
+     * fixes the difference between the runtime's count and our ordinal (0 when recording from
+     * the start, the GCs before an attach otherwise); an event whose count does not fit is
+     * not the current GC's. */
+    bool count_offset_known;
+    uint32_t count_offset;
     /* Discovery (sampled mode, attach): on, and whether the next GC must walk the whole heap
      * (the first GC, and the GC after one whose discovery was incomplete). */
     bool discover;
@@ -132,6 +140,9 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
                      ULONG n_refs, const ObjectID *refs);
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
                      const ObjectID *new_starts, const SIZE_T *lengths);
+/* The runtime's GCStart event (its GC count and reason), on a GC thread: it comes after
+ * GarbageCollectionStarted (measured on 10.0.12), so it belongs to the current GC. */
+void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason);
 /* The current GC's survivors cannot be known (a range event not understood). */
 void hl_gc_mark_incomplete(hl_gc_queue *q);
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info);
@@ -145,6 +156,8 @@ bool hl_gc_ready(hl_gc_queue *q, hl_gc_capture *c, uint64_t now_ns, uint64_t gra
 /* Consumer side: the collector thread. Peek returns the oldest unapplied GC (finished or still
  * in progress) or NULL; pop frees it. */
 hl_gc_capture *hl_gc_peek(hl_gc_queue *q);
+/* Whether the newest GC has started and not finished (the runtime is suspended for it). */
+bool hl_gc_in_progress(hl_gc_queue *q);
 /* The k-th unapplied GC (0 = the one hl_gc_peek returns), or NULL. */
 hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k);
 void hl_gc_pop(hl_gc_queue *q);

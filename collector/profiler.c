@@ -72,17 +72,17 @@ static void handle_event(hl_profiler *p, unsigned kind, GCHandleID handle, Objec
     hl_tbuf_push(ring, &ev);
 }
 
-/* With the heap walk on demand (sampled mode) the runtime reports handles only while MONITOR_GC
- * is on, at some GCs: a partial record would be wrong, so none is kept; handles are known
- * from the roots of the GCs that walk (as in attach mode). */
+/* With the heap walk on demand the runtime reports handles only while MONITOR_GC is on, at
+ * some GCs: a partial record would be wrong, so none is kept; handles are known from the roots
+ * of the GCs that walk (as in attach mode). `record --handles` keeps MONITOR_GC on. */
 static HRESULT on_handle_created(hl_profiler *p, GCHandleID handle, ObjectID initial) {
-    if (p->active && !p->walk_on_demand)
+    if (p->active && p->handles)
         handle_event(p, HL_EV_HANDLE_CREATED, handle, initial);
     return S_OK;
 }
 
 static HRESULT on_handle_destroyed(hl_profiler *p, GCHandleID handle) {
-    if (p->active && !p->walk_on_demand)
+    if (p->active && p->handles)
         handle_event(p, HL_EV_HANDLE_DESTROYED, handle, 0);
     return S_OK;
 }
@@ -174,8 +174,9 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
  * only trace of allocations it never reported (.NET 10 delegates and boxes). */
 static HRESULT on_objects_allocated_by_class(hl_profiler *p, ULONG count, ClassID classes[],
                                              ULONG objects[]) {
-    /* Only full mode sees every reported allocation, to subtract from the walk's counts. */
-    if (p->active && p->mode == HL_MODE_FULL)
+    /* Only full mode sees every reported allocation, to subtract from the walk's counts, and
+     * only with MONITOR_GC at every GC (`record --handles`) is the walk there at every GC. */
+    if (p->active && p->handles)
         hl_gc_on_alloc_by_class(&p->gcs, count, classes, objects);
     return S_OK;
 }
@@ -363,7 +364,8 @@ static void forget_session_environment(void) {
     static const char *const names[] = {"CORECLR_ENABLE_PROFILING", "CORECLR_PROFILER",
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
-                                        "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS"};
+                                        "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS",
+                                        "HEAPLENS_HANDLES"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -380,7 +382,9 @@ static size_t pool_bytes(void) {
 /* What each recording mode asks of the runtime. The one place the event flags are chosen.
  *   full     every allocation by ObjectAllocated (ENABLE_OBJECT_ALLOCATED sends every
  *            allocation down the runtime's slow path: 2-3x on allocation-heavy code; startup
- *            only, and it forbids detaching).
+ *            only, and it forbids detaching), with the heap walk on demand (below) unless
+ *            HEAPLENS_HANDLES=1 (`record --handles`) keeps MONITOR_GC at every GC for handle
+ *            lifetimes and ObjectsAllocatedByClass.
  *   sampled  no ObjectAllocated for small objects: identity comes from discovery after each GC
  *            (discovery.h), and the heap walk on demand (below); LOH and POH objects still
  *            by ObjectAllocated (HIGH_MONITOR_
@@ -398,8 +402,9 @@ static size_t pool_bytes(void) {
  * GC, a walk of all of gen0 for ObjectsAllocatedByClass at its start (gcenv.ee.cpp
  * DiagGCStart; the .NET 11 flag that skips it, dotnet/runtime PR #123177, is not honoured by
  * 10.0.x: measured) and a scan of every root and handle at its end (GCProfileWalkHeap):
- * gen0 pauses 4x longer than without a profiler on examples/Workload. Sampled mode needs
- * neither except at the GCs that walk the heap, so it has MONITOR_GC on only at Initialize
+ * gen0 pauses 4x longer than without a profiler on examples/Workload. No mode needs either
+ * except at the GCs that walk the heap (full mode follows moves by the ranges), so each has
+ * MONITOR_GC on only at Initialize
  * (which turns background GC off for the process, as before: the model cannot follow a
  * background GC, whose survivors the runtime never tells a profiler) and during the GCs that
  * walk (gc_walk_set). Every GC is followed with HIGH_BASIC_GC (started, finished, generation
@@ -423,7 +428,7 @@ static const hl_mode_spec hl_modes[] = {
     {HL_MODE_FULL, "full",
      COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED | COR_PRF_MONITOR_GC |
          COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
-     0, false, false},
+     COR_PRF_HIGH_BASIC_GC, false, true},
     {HL_MODE_SAMPLED, "sampled",
      COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
      COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED |
@@ -459,6 +464,8 @@ typedef struct session_config {
     const char *snapshot_policy; /* HEAPLENS_SNAPSHOT / snapshot= */
     uint32_t mode;               /* HL_MODE_* */
     bool empty;                  /* HEAPLENS_EMPTY=1 (benchmark of the flags alone) */
+    bool handles;                /* HEAPLENS_HANDLES=1 (`record --handles`): full mode keeps
+                                  * MONITOR_GC at every GC (handle lifetimes, unreported counts) */
     bool stacks;                 /* allocation samples with stacks (EventPipe session) */
 } session_config;
 
@@ -506,23 +513,29 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
     p->gcs.discover = spec->discover;
     p->gcs.discover_full_next = spec->discover;
+    /* Before the collector thread (its RUN_START says it). Handle lifetimes and the unreported
+     * counts need MONITOR_GC at every GC; without the option none are kept, even if the
+     * session fails to start and MONITOR_GC stays on anyway (a partial record would mislead). */
+    p->handles = cfg->mode == HL_MODE_FULL && cfg->handles;
     /* In empty mode the collector thread still reports the run (flagged), but the callbacks
      * stay inactive: the benchmark measures the runtime's cost of the flags alone. */
     if (hl_collector_start(p) != 0) {
         hl_session_reset(p);
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     }
-    p->walk_on_demand = spec->walk_on_demand;
+    bool walk_on_demand = spec->walk_on_demand && !p->handles;
+    p->walk_on_demand = walk_on_demand;
     p->active = !p->empty;
     /* After `active`: the session may deliver events before it returns. Without it the run
-     * goes on without samples. The heap walk on demand needs the session's survivor keyword
-     * (also in empty mode: it is part of the runtime's cost); without it MONITOR_GC stays. */
-    uint64_t keywords = spec->walk_on_demand ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT : 0;
-    p->sampling.ranges = spec->walk_on_demand;
-    bool session = (p->stacks || keywords) &&
-                   hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
+     * goes on without samples and GC reasons. The heap walk on demand needs the session's
+     * survivor keyword (also in empty mode: it is part of the runtime's cost); without it
+     * MONITOR_GC stays. The GC keyword brings each GC's true reason (GCStart), in every mode. */
+    uint64_t keywords = HL_KEYWORD_GC |
+                        (walk_on_demand ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT : 0);
+    p->sampling.ranges = walk_on_demand;
+    bool session = hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
     p->walk_on = true; /* MONITOR_GC is on until the first GC ends */
-    p->walk_toggles = spec->walk_on_demand && session && p->sampling.session_on;
+    p->walk_toggles = walk_on_demand && session && p->sampling.session_on;
     p->sampling.ranges = p->walk_toggles; /* else from the profiler callbacks, MONITOR_GC kept */
     return S_OK;
 }
@@ -532,10 +545,12 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     if (!session_claim(getenv("HEAPLENS_SOCKET"), connect_to, sizeof connect_to))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION; /* before taking any reference */
     const char *empty = getenv("HEAPLENS_EMPTY");
-    const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples, no EventPipe session */
+    const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples */
+    const char *handles = getenv("HEAPLENS_HANDLES");
     session_config cfg = {.socket_path = connect_to, .snapshot_policy = getenv("HEAPLENS_SNAPSHOT"),
                           .mode = mode_from_env(), .empty = empty && strcmp(empty, "1") == 0,
-                          .stacks = !(stacks && strcmp(stacks, "off") == 0)};
+                          .stacks = !(stacks && strcmp(stacks, "off") == 0),
+                          .handles = handles && strcmp(handles, "1") == 0};
     HRESULT hr = session_start(p, info_unknown, &cfg);
     if (hr == S_OK)
         forget_session_environment();

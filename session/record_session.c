@@ -448,6 +448,11 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         setenv("HEAPLENS_MODE", o.mode, 1);
     else
         unsetenv("HEAPLENS_MODE");
+    /* --handles: MONITOR_GC at every GC (collector/README.md, "Event mask"). */
+    if (o.handles)
+        setenv("HEAPLENS_HANDLES", "1", 1);
+    else
+        unsetenv("HEAPLENS_HANDLES");
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
                                   o.children, o.stacks, original, &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);

@@ -18,6 +18,7 @@ typedef struct record_options {
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
     const char *mode;     /* --mode: "full" (default) or "sampled", for HEAPLENS_MODE */
     const char *stacks;   /* --stacks on|off: HEAPLENS_STACKS (NULL: the default, on) */
+    gboolean handles; /* --handles: HEAPLENS_HANDLES=1 (full mode only) */
     gboolean force, quiet, json;
     char **program; /* argv of the program, NULL-terminated, borrowed */
 } record_options;

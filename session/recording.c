@@ -530,7 +530,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     int64_t gcs = 0, objects = 0, types = 0, nodata = 0;
     int64_t allocations = 0, survived = 0, allocs_lost = 0, gcs_lost = 0;
     query_db_int(db, "SELECT count(*) FROM gcs", &gcs, NULL);
-    query_db_int(db, "SELECT count(*) FROM objects", &objects, NULL);
+    objects = MAX(0, store_db_objects_count(db)); /* packed: not every row derived */
     query_db_int(db, "SELECT count(*) FROM types", &types, NULL);
     query_db_int(db, "SELECT total(count) FROM alloc_counts", &allocations, NULL);
     query_db_int(db, "SELECT total(survived) FROM alloc_counts", &survived, NULL);

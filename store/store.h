@@ -14,8 +14,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 4
-#define STORE_SCHEMA_OLDEST_READ 3 /* schema 3 differs only in generation_changes.ids (no gaps) */
+#define STORE_SCHEMA_VERSION 5
+/* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
+ * table written by the writer (5: packed in object_chunks and object_deaths until the first
+ * read). */
+#define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
 #define STORE_ERROR (store_error_quark())
@@ -150,26 +153,31 @@ typedef struct store_unrecorded {
  * `heaplens record` after the writer ended. */
 gboolean store_db_unrecorded_add(const char *path, const store_unrecorded *list, size_t n,
                                  GError **error);
+/* The number of objects rows, read cheaply: packed (schema 5 before the first read) from the
+ * chunks' counts, not by deriving every row through the view; -1 when it cannot be read. */
+int64_t store_db_objects_count(struct sqlite3 *db);
 
 /* What PRAGMA quick_check(1) finds wrong in the file ("*** in database main *** Page 5: ...", or
  * SQLite's error when the check cannot run), NULL for an intact file; g_free it. A reader that
  * adds to a recording checks first: writing into damage only makes it worse. */
 char *store_db_damage_new(struct sqlite3 *db);
 
-/* Each object's generation history. The writer leaves it as the GCs' generation changes
- * (generation_changes: appended while recording, so the end of a recording waits for no
- * rebuilding); the views derive the history from them. The first reader that may write the
- * file builds object_generation_rows from them, once, which the views then read: the same
- * answers, read by key. */
+/* The objects rows and each object's generation history. The writer leaves them packed as the
+ * GCs found them (object_chunks, object_deaths, generation_changes: appended while recording,
+ * so the end of a recording waits for no rebuilding); the views derive the rows from them. The
+ * first reader that may write the file builds the table objects and object_generation_rows
+ * from them, once, which the views then read: the same answers, read by key. */
 typedef void (*store_progress_fn)(void *ctx, uint64_t done, uint64_t total);
-/* TRUE when the recording has ended (run.status is not 'recording') and its generation changes
- * are not built yet. */
+/* TRUE when the recording has ended (run.status is not 'recording') and its packed objects or
+ * generation changes are not built yet. */
 gboolean store_history_pending(struct sqlite3 *db);
 /* Builds them in the file at `path` (opened for writing, one transaction: an interrupted build
  * leaves the file as it was). Waits for another process building them, then does nothing.
  * Never writes into a damaged file (PRAGMA quick_check first: STORE_ERROR_DAMAGED).
  * Fails, changing nothing, when a reader keeps a statement open on the file for more than 5 s
- * (the commit waits for it). `progress` (may be NULL) gets rows written / rows to write. */
+ * (the commit waits for it), or with STORE_ERROR_SQLITE and one line naming the row when a
+ * packed row does not hold what the writer writes. `progress` (may be NULL) gets rows written /
+ * rows to write. */
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
                                   GError **error);
 

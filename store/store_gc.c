@@ -4,22 +4,25 @@
  *   GC_START      SAVEPOINT gc; remember the start record
  *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
  *                 per key (after the last GC_END: the tail interval, in the final transaction)
- *   SURVIVORS     the objects of interval n alive after GC n: an objects row each (first_gc n,
- *                 died_gc NULL), appended in id order; their ids join the GC's generation changes
- *   DEATHS        older objects: objects.died_gc = n (one UPDATE each: deaths of objects that had
- *                 survived a GC are few next to survivors and promotions)
+ *   SURVIVORS     the objects of interval n alive after GC n: packed, [id gap, type, size] in
+ *                 the JSON text of an object_chunks row per (thread, heap) (no row each); their
+ *                 ids join the GC's generation changes
+ *   DEATHS        older objects: their ids join the GC's deaths (nothing updated)
  *   PROMOTIONS    older objects: their ids join the GC's generation changes (nothing updated)
- *   DISCOVERED    objects first seen in a heap walk: inserted, their ids join the changes
+ *   DISCOVERED    objects first seen in a heap walk: packed like survivors, their ids join the
+ *                 changes
  *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
- *   GC_END        the generation changes (a generation_changes row per generation, ids sorted,
- *                 as a JSON array of gaps); the gcs and gc_generations rows; the counters;
- *                 RELEASE gc; COMMIT; BEGIN; then announce the snapshots that commit stored
+ *   GC_END        the object chunks; the generation changes and the deaths (a generation_changes
+ *                 row per generation, an object_deaths row, ids sorted, as JSON arrays of gaps);
+ *                 the gcs and gc_generations rows; the counters; RELEASE gc; COMMIT; BEGIN;
+ *                 then announce the snapshots that commit stored
  *
  * Nothing here is per allocation: an object that died in its first GC is one more in a count,
- * so the work of a GC follows its survivors, promotions and deaths. Only appends, and an UPDATE
- * per death: a generation change is a gap in a JSON array, and each object's generation
- * history (object_generations, with until_gc) is built from them once, in one sorted pass, by
- * the first reader of the finished file (store_history.c); until then the view derives it.
+ * so the work of a GC follows its survivors, promotions and deaths, and is text appended to a
+ * few rows per GC: a row per object (and an UPDATE per death) cost SQLite's per-row work, most
+ * of the writer's time on a service. The rows of `objects` and each object's generation history
+ * (object_generations, with until_gc) are built from them once, in one sorted pass, by the
+ * first reader of the finished file (store_history.c); until then the views derive them.
  *
  * A snapshot lives and dies with its GC: rolled back with it, and committed only by its GC_END.
  * A record that names another GC than the open one is skipped and counted as a writer anomaly;
@@ -38,24 +41,32 @@ static gboolean store_gc_is_open(store_writer *w, uint32_t gc)
     return FALSE;
 }
 
-/* Drops the open GC's generation changes not written yet. */
+/* Drops the open GC's generation changes, deaths and object chunks not written yet. */
 static void store_gc_forget_changes(store_writer *w)
 {
-    for (int g = 0; g <= HL_GEN_NONGC; g++)
+    for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
         w->change_count[g] = 0;
+    for (int c = 0; c < w->chunks_open; c++)
+        w->chunks[c].count = 0;
+    w->chunks_open = 0;
+    w->chunk_last = 0;
 }
 
-/* Writes generation `gen`'s pending changes as one generation_changes row of the open GC: the
- * ids sorted (they come in the model's address order, mostly ascending), written as the first id
- * and the gap to each next one. A gap is mostly 1 or a few digits where an id has up to 15
- * (discovered ids start at 2^48): about 2 bytes a change instead of 16, which halved the
- * writer's CPU time on a sampled recording. */
+/* Writes generation `gen`'s pending changes as one generation_changes row of the open GC (or,
+ * for STORE_CHANGE_DEATHS, its deaths as an object_deaths row): the ids sorted (they come in the
+ * model's address order, mostly ascending), written as the first id and the gap to each next
+ * one. A gap is mostly 1 or a few digits where an id has up to 15 (discovered ids start at
+ * 2^48): about 2 bytes a change instead of 16, which halved the writer's CPU time on a sampled
+ * recording. */
 static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError **error)
 {
     uint64_t *ids = w->change_ids[gen];
     uint32_t n = w->change_count[gen];
     GString *json = w->change_json;
-    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_GENERATION_CHANGES];
+    gboolean deaths = gen == STORE_CHANGE_DEATHS;
+    store_stmt_id id = deaths ? STORE_STMT_INSERT_OBJECT_DEATHS : STORE_STMT_INSERT_GENERATION_CHANGES;
+    sqlite3_stmt *st = w->stmt[id];
+    int col = 1;
     gboolean ok;
 
     if (n == 0)
@@ -72,17 +83,19 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
         store_append_u64(json, ids[i] - ids[i - 1]);
     }
     g_string_append_c(json, ']');
-    sqlite3_bind_int64(st, 1, w->gc.start.gc);
-    sqlite3_bind_int64(st, 2, gen);
-    sqlite3_bind_int64(st, 3, n);
-    sqlite3_bind_text(st, 4, json->str, (int)json->len, SQLITE_STATIC);
-    ok = store_writer_step(w, STORE_STMT_INSERT_GENERATION_CHANGES, error);
+    sqlite3_bind_int64(st, col++, w->gc.start.gc);
+    if (!deaths)
+        sqlite3_bind_int64(st, col++, gen);
+    sqlite3_bind_int64(st, col++, n);
+    sqlite3_bind_text(st, col, json->str, (int)json->len, SQLITE_STATIC);
+    ok = store_writer_step(w, id, error);
     sqlite3_clear_bindings(st); /* the text is about to change */
     w->change_count[gen] = 0;
     return ok;
 }
 
-/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion). */
+/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion); or, with
+ * STORE_CHANGE_DEATHS, died in it. */
 static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen, GError **error)
 {
     w->change_ids[gen][w->change_count[gen]] = id;
@@ -93,10 +106,89 @@ static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen,
 
 static gboolean store_gc_flush_changes(store_writer *w, GError **error)
 {
-    for (uint32_t g = 0; g <= HL_GEN_NONGC; g++)
+    for (uint32_t g = 0; g <= STORE_CHANGE_DEATHS; g++)
         if (!store_gc_flush_changes_of(w, g, error))
             return FALSE;
     return TRUE;
+}
+
+/* Writes chunk `c` as an object_chunks row of the open GC and empties it. */
+static gboolean store_gc_flush_chunk(store_writer *w, store_object_chunk *c, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_OBJECT_CHUNK];
+    gboolean ok;
+
+    if (c->count == 0)
+        return TRUE;
+    g_string_append_c(c->json, ']');
+    sqlite3_bind_int64(st, 1, w->gc.start.gc);
+    store_bind_optional(st, 2, c->os_tid, c->os_tid != 0);
+    store_bind_optional(st, 3, c->heap, c->heap != HL_GEN_NONE);
+    sqlite3_bind_int64(st, 4, c->count);
+    sqlite3_bind_text(st, 5, c->json->str, (int)c->json->len, SQLITE_STATIC);
+    ok = store_writer_step(w, STORE_STMT_INSERT_OBJECT_CHUNK, error);
+    sqlite3_clear_bindings(st); /* the text is about to change */
+    c->count = 0;
+    return ok;
+}
+
+static gboolean store_gc_flush_chunks(store_writer *w, GError **error)
+{
+    for (int c = 0; c < w->chunks_open; c++)
+        if (!store_gc_flush_chunk(w, &w->chunks[c], error))
+            return FALSE;
+    w->chunks_open = 0;
+    w->chunk_last = 0;
+    return TRUE;
+}
+
+/* Packs one object of the open GC (a survivor or a discovered object) into the chunk of its
+ * (thread, heap): "[gap,type_id,size]", the gap from the chunk's previous id (the first one's
+ * is the id). An id not above the chunk's last (discovered objects after survivors without a
+ * thread) starts a new chunk: ids ascend within one. */
+static gboolean store_gc_pack_object(store_writer *w, uint64_t id, uint32_t type_id,
+                                     uint64_t size, uint32_t os_tid, uint32_t heap,
+                                     GError **error)
+{
+    store_object_chunk *c = &w->chunks[w->chunk_last];
+    if (w->chunks_open == 0 || c->os_tid != os_tid || c->heap != heap) {
+        int i = 0;
+        while (i < w->chunks_open && (w->chunks[i].os_tid != os_tid || w->chunks[i].heap != heap))
+            i++;
+        if (i == STORE_CHUNKS_OPEN) { /* more keys than chunks in one GC: start again */
+            if (!store_gc_flush_chunks(w, error))
+                return FALSE;
+            i = 0;
+        }
+        if (i == w->chunks_open) {
+            w->chunks_open++;
+            w->chunks[i].os_tid = os_tid;
+            w->chunks[i].heap = heap;
+            w->chunks[i].count = 0;
+        }
+        w->chunk_last = i;
+        c = &w->chunks[i];
+    }
+    if (c->count > 0 && id <= c->last_id && !store_gc_flush_chunk(w, c, error))
+        return FALSE;
+    GString *json = c->json;
+    if (c->count == 0) {
+        g_string_truncate(json, 0);
+        g_string_append(json, "[[");
+        store_append_u64(json, id);
+    } else {
+        g_string_append(json, ",[");
+        store_append_u64(json, id - c->last_id);
+    }
+    g_string_append_c(json, ',');
+    store_append_u64(json, type_id);
+    g_string_append_c(json, ',');
+    store_append_u64(json, size);
+    g_string_append_c(json, ']');
+    c->last_id = id;
+    if (++c->count < STORE_CHUNK_OBJECTS)
+        return TRUE;
+    return store_gc_flush_chunk(w, c, error);
 }
 
 gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
@@ -109,7 +201,6 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
     }
     w->gc.open = FALSE;
     w->gcs_discarded_incomplete++;
-    w->object_rows.rows = 0; /* rows of a drain that failed half-way */
     store_gc_forget_changes(w);
     w->snapshot_object_rows.rows = 0;
     g_string_truncate(w->snapshot_object_rows.text, 0);
@@ -239,8 +330,8 @@ gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError 
     return TRUE;
 }
 
-/* The objects of interval n alive after GC n, in ascending id order: an objects row each, and
- * the generation it holds from n. Ids must lie in the interval (at or above the first id after
+/* The objects of interval n alive after GC n, in ascending id order: packed (an objects row
+ * each once expanded), and the generation it holds from n. Ids must lie in the interval (at or above the first id after
  * the last stored GC, below this GC's first_id_after) and above every survivor stored. */
 gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **error)
 {
@@ -257,64 +348,28 @@ gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **e
             w->writer_anomalies++;
             continue;
         }
-        const int64_t row[7] = {
-            (int64_t)v.id,
-            v.type_id,
-            (int64_t)v.size,
-            v.os_tid != 0 ? (int64_t)v.os_tid : STORE_NULL,
-            v.heap != HL_GEN_NONE ? v.heap : STORE_NULL,
-            h->gc,
-            STORE_NULL,
-        };
         if (v.os_tid != 0 && !store_writer_note_thread(w, v.os_tid, error))
             return FALSE;
-        if (!store_batch_add(w, &w->object_rows, row, error) ||
+        if (!store_gc_pack_object(w, v.id, v.type_id, v.size, v.os_tid, v.heap, error) ||
             !store_gc_note_change(w, v.id, v.generation, error))
             return FALSE;
         w->last_survivor = v.id;
         w->gc.survivors++;
     }
-    return store_batch_flush(w, &w->object_rows, error);
-}
-
-/* Older objects that died in `gc`: objects.died_gc = gc (their last generation_changes entry
- * ends there). A full batch of STORE_BATCH_ROWS ids goes through the multi-id statement. */
-static gboolean store_gc_apply_deaths(store_writer *w, uint32_t gc, const uint64_t *ids, int n,
-                                      GError **error)
-{
-    if (n == STORE_BATCH_ROWS) {
-        sqlite3_stmt *st = w->stmt[STORE_STMT_OBJECTS_DIED_MANY];
-        sqlite3_bind_int64(st, 1, gc);
-        for (int i = 0; i < n; i++)
-            sqlite3_bind_int64(st, i + 2, (int64_t)ids[i]);
-        return store_writer_step(w, STORE_STMT_OBJECTS_DIED_MANY, error);
-    }
-    for (int i = 0; i < n; i++) {
-        sqlite3_stmt *st = w->stmt[STORE_STMT_OBJECT_DIED];
-        sqlite3_bind_int64(st, 1, gc);
-        sqlite3_bind_int64(st, 2, (int64_t)ids[i]);
-        if (!store_writer_step(w, STORE_STMT_OBJECT_DIED, error))
-            return FALSE;
-    }
     return TRUE;
 }
 
+/* Older objects that died in `gc`: their ids join the GC's deaths (objects.died_gc once
+ * expanded; their last generation_changes entry ends there). */
 gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **error)
 {
     const hl_gc_deaths *h = &rec->u.deaths.h;
-    uint64_t ids[STORE_BATCH_ROWS];
-    int n = 0;
 
     if (!store_gc_is_open(w, h->gc))
         return TRUE;
-    for (uint32_t i = 0; i < h->count; i++) {
-        ids[n++] = store_record_death_at(rec, i);
-        if (n == STORE_BATCH_ROWS || i + 1 == h->count) {
-            if (!store_gc_apply_deaths(w, h->gc, ids, n, error))
-                return FALSE;
-            n = 0;
-        }
-    }
+    for (uint32_t i = 0; i < h->count; i++)
+        if (!store_gc_note_change(w, store_record_death_at(rec, i), STORE_CHANGE_DEATHS, error))
+            return FALSE;
     return TRUE;
 }
 
@@ -351,30 +406,54 @@ gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **
             w->writer_anomalies++;
             continue;
         }
-        const int64_t row[7] = {
-            (int64_t)d.id, d.type_id, (int64_t)d.size, STORE_NULL,
-            d.generation <= HL_GEN_2 ? HL_GEN_0 : d.generation, h->gc, STORE_NULL,
-        };
-        if (!store_batch_add(w, &w->object_rows, row, error) ||
+        uint32_t heap = d.generation <= HL_GEN_2 ? HL_GEN_0 : d.generation;
+        if (!store_gc_pack_object(w, d.id, d.type_id, d.size, 0, heap, error) ||
             !store_gc_note_change(w, d.id, d.generation, error))
             return FALSE;
         w->gc.discovered++;
     }
-    return store_batch_flush(w, &w->object_rows, error);
+    return TRUE;
+}
+
+/* The runtime's gc_reason values by the names of its GCStart event's GCReason map (14..17 have
+ * none there: named after gc.h). */
+static const char *const store_gc_reason_names[] = {
+    "AllocSmall", "Induced", "LowMemory", "Empty", "AllocLarge", "OutOfSpaceSOH",
+    "OutOfSpaceLOH", "InducedNotForced", "Internal", "InducedLowMemory", "InducedCompacting",
+    "LowMemoryHost", "PMFullGC", "LowMemoryHostBlocking", "BGCTuningSOH", "BGCTuningLOH",
+    "BGCStepping", "InducedAggressive",
+};
+
+/* gcs.reason: the runtime's own reason when its GCStart event came, else what the profiler
+ * was told (`Induced`, or `unknown` for COR_PRF_GC_OTHER). NULL: a number without a name (the
+ * caller stores it as `reason N`). */
+static const char *store_gc_reason_name(const hl_gc_start *s)
+{
+    if (!(s->flags & HL_GC_START_REASON_KNOWN))
+        return s->reason == 1 ? "Induced" : "unknown";
+    if (s->gc_reason < G_N_ELEMENTS(store_gc_reason_names))
+        return store_gc_reason_names[s->gc_reason];
+    return NULL;
 }
 
 static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError **error)
 {
     const hl_gc_start *s = &w->gc.start;
     sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_GC];
-    gboolean induced = s->reason == 1;
+    gboolean induced = s->reason == 1; /* as the profiler was told: what snapshots follow */
+    const char *reason = store_gc_reason_name(s);
+    char unnamed[32];
+    if (!reason) {
+        g_snprintf(unnamed, sizeof unnamed, "reason %u", s->gc_reason);
+        reason = unnamed;
+    }
     int64_t pause = s->suspend_mono_ns != 0 && e->resume_mono_ns >= s->suspend_mono_ns
                         ? (int64_t)(e->resume_mono_ns - s->suspend_mono_ns)
                         : (int64_t)(e->end_mono_ns - s->start_mono_ns);
 
     sqlite3_bind_int64(st, 1, s->gc);
     sqlite3_bind_int64(st, 2, s->generation);
-    sqlite3_bind_text(st, 3, induced ? "induced" : "other", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, reason, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 4, induced);
     sqlite3_bind_int64(st, 5, (e->flags & HL_GC_FLAG_COMPACTING) != 0);
     sqlite3_bind_int64(st, 6, (int64_t)s->start_mono_ns);
@@ -416,7 +495,8 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
                             "the collector dropped all its records (the writer fell behind)");
     w->counters = e->counters;
     w->have_counters = TRUE;
-    if (!store_gc_flush_changes(w, error) || !store_gc_insert_row(w, e, error) ||
+    if (!store_gc_flush_chunks(w, error) || !store_gc_flush_changes(w, error) ||
+        !store_gc_insert_row(w, e, error) ||
         !store_writer_write_counters(w, error) ||
         !store_sql_exec(w->db, w->path, "RELEASE gc; COMMIT; BEGIN", error))
         return FALSE;

@@ -1,4 +1,5 @@
-/* store_history.c — each object's generation history, built once after the recording.
+/* store_history.c — the objects rows and each object's generation history, built once after
+ * the recording.
  *
  * While recording, a GC's generation changes (an object's first generation when it survives its
  * first GC or is discovered, and every promotion) are appended as JSON arrays of ascending ids
@@ -8,19 +9,28 @@
  * more (the recording's end waits for nothing that is not data); the first command that reads
  * the finished file builds object_generation_rows from them, once, in the file (query_db_open
  * calls store_history_build_file): one row per generation an object held, with its end
- * (until_gc: the object's next change, else its death):
+ * (until_gc: the object's next change, else its death). Since schema 5 the survivors and the
+ * deaths are packed too (object_chunks, object_deaths) and the same pass expands them into the
+ * table `objects`:
  *
- *   read every change in arrival order  (GC order; within a GC the order the records came)
- *   sort them by object id, stably      (radix: an object's changes stay in GC order)
- *   merge with objects by id            (a change of an object without a row is dropped, as the
- *                                        view's JOIN does; died_gc ends the last one)
+ *   read every change in arrival order  (GC order; within a GC the order the records came),
+ *   then every death (schema 5; before: the objects rows' died_gc), as a change to "dead"
+ *   read the objects                    (schema 5: the chunks' JSON; before: the objects table)
+ *   empty the packed tables             (their pages are reused by the rows written below)
+ *   sort both by object id, stably      (radix: an object's changes stay in GC order)
+ *   merge them by id                    (a change of an object without a row is dropped, as the
+ *                                        view's JOIN does; the first death ends the last one)
+ *                                       schema 5: insert each objects row, in id order (appends)
  *   bucket the rows by from_gc          (counting sort: ids stay ascending within a GC)
  *   insert in key order (from_gc, object_id), 256 rows per statement: appends only, and no
- *   other index to build; empty generation_changes; swap the views
+ *   other index to build; swap the views
  *
- * all in one transaction: a reader killed meanwhile leaves the changes and the derived views,
- * and a second reader that waited for the first finds nothing left to build.
- * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, 16 per row).
+ * all in one transaction: a reader killed meanwhile leaves the packed tables and the derived
+ * views, and a second reader that waited for the first finds nothing left to build. A count
+ * or a JSON text that does not add up fails the build (one line naming the row, nothing
+ * written); no size read from the file is allocated before the items it counts are parsed.
+ * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, 16 per row),
+ * and 29 per object (58 while sorting them).
  */
 #include "store/store_internal.h"
 
@@ -33,8 +43,37 @@ typedef struct __attribute__((packed)) store_change {
     uint32_t gc_gen;
 } store_change;
 
+#define STORE_HISTORY_DEAD 7 /* a change's generation bits: the object died in that GC */
+
+/* One object read from the file: its objects row but died_gc (the deaths are changes). */
+typedef struct __attribute__((packed)) store_history_object {
+    uint64_t id;
+    uint64_t size;
+    uint32_t type_id;
+    uint32_t os_tid;   /* 0: NULL */
+    uint32_t first_gc;
+    uint8_t heap;      /* HL_GEN_NONE: NULL */
+} store_history_object;
+
 #define STORE_HISTORY_ROWS 256
 #define STORE_HISTORY_WAIT_MS 5000
+#define STORE_HISTORY_OPEN 0x1fffffffu /* until_gc (died_gc) NULL */
+/* At most this many items are reserved from a count read in the file; more grow as parsed. */
+#define STORE_HISTORY_RESERVE (1u << 22)
+
+/* One row of object_generation_rows, placed in its GC's bucket. */
+typedef struct store_history_row {
+    uint64_t id;
+    uint32_t gen_until; /* generation << 29 | until_gc, or STORE_HISTORY_OPEN */
+    uint32_t from_gen;  /* from_gc << 3 | generation */
+} store_history_row;
+
+/* Rows of one table inserted STORE_HISTORY_ROWS at a time (the rest one by one). */
+typedef struct store_history_batch {
+    sqlite3_stmt *many, *one;
+    int columns, pending;
+    int64_t rows[STORE_HISTORY_ROWS][7];
+} store_history_batch;
 
 typedef struct store_history {
     sqlite3 *db;
@@ -44,86 +83,224 @@ typedef struct store_history {
     uint64_t rows_written, rows_total;
     store_change *changes;
     size_t n, cap;
-    sqlite3_stmt *insert_many, *insert_one;
-    int64_t rows[STORE_HISTORY_ROWS][4]; /* object_id, generation, from_gc, until_gc */
-    gboolean gaps; /* ids after a row's first are gaps (schema 4 on) */
-    int pending;
+    store_history_object *objects;
+    size_t objects_n, objects_cap;
+    store_history_batch generations; /* object_id, generation, from_gc, until_gc */
+    store_history_batch object_rows; /* schema 5: objects (id, ..., died_gc) */
+    gboolean gaps;   /* ids after a row's first are gaps (schema 4 on) */
+    gboolean packed; /* survivors and deaths packed (schema 5 on) */
 } store_history;
 
-static gboolean store_history_corrupt(store_history *h, int64_t rowid, GError **error)
+static gboolean store_history_corrupt(store_history *h, const char *table, int64_t rowid,
+                                      const char *what, GError **error)
 {
-    g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
-                "%s: generation_changes row %" PRId64 " is not a JSON array of ids", h->path, rowid);
+    g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: %s row %" PRId64 " is not %s",
+                h->path, table, rowid, what);
     return FALSE;
 }
 
-/* Appends the ids of one generation_changes row ("[5,1,3]" for 5, 6, 9 as store_gc.c writes
- * it; "[5,6,9]" in schema 3). */
-static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc, uint32_t gen,
-                                    const unsigned char *p, int len, GError **error)
+/* Room for one more item in a growing array of `cap` items (doubled when full). */
+static void *store_history_grow(void *items, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return items;
+    *cap = *cap < 4096 ? 4096 : *cap * 2;
+    return g_realloc_n(items, *cap, size);
+}
+
+static void store_history_add_change(store_history *h, uint64_t id, uint32_t gc, uint32_t gen)
+{
+    h->changes = store_history_grow(h->changes, h->n, &h->cap, sizeof *h->changes);
+    h->changes[h->n].id = id;
+    h->changes[h->n].gc_gen = gc << 3 | gen;
+    h->n++;
+}
+
+/* Reads one unsigned decimal number at *p (before end); FALSE if there is none or it does not
+ * fit in 64 bits. */
+static gboolean store_history_number(const unsigned char **p, const unsigned char *end,
+                                     uint64_t *out)
+{
+    const unsigned char *s = *p;
+    uint64_t v = 0;
+    while (s < end && *s >= '0' && *s <= '9') {
+        if (v > (UINT64_MAX - 9) / 10)
+            return FALSE;
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    }
+    if (s == *p)
+        return FALSE;
+    *p = s;
+    *out = v;
+    return TRUE;
+}
+
+/* Appends the ids of one generation_changes or object_deaths row ("[5,1,3]" for 5, 6, 9 as
+ * store_gc.c writes it; "[5,6,9]" in schema 3) as changes to `gen`; their number must be
+ * `count`. */
+static gboolean store_history_parse(store_history *h, uint32_t gc, uint32_t gen, int64_t count,
+                                    const unsigned char *p, int len)
 {
     const unsigned char *end = p + len;
-    if (gen > HL_GEN_NONGC || gc >= (1u << 29) || len < 2 || *p != '[' || end[-1] != ']')
-        return store_history_corrupt(h, rowid, error);
+    int64_t n = 0;
+    if (gc >= (1u << 29) || len < 2 || *p != '[' || end[-1] != ']')
+        return FALSE;
     p++;
     end--;
     uint64_t last = 0;
     while (p < end) {
-        uint64_t id = 0;
-        const unsigned char *start = p;
-        while (p < end && *p >= '0' && *p <= '9')
-            id = id * 10 + (uint64_t)(*p++ - '0');
-        if (p == start || (p < end && *p++ != ','))
-            return store_history_corrupt(h, rowid, error);
+        uint64_t id;
+        if (!store_history_number(&p, end, &id) || (p < end && *p++ != ','))
+            return FALSE;
         if (h->gaps) {
             id += last;
             last = id;
         }
-        if (h->n == h->cap) {
-            h->cap = h->cap < 4096 ? 4096 : h->cap * 2;
-            h->changes = g_realloc_n(h->changes, h->cap, sizeof *h->changes);
-        }
-        h->changes[h->n].id = id;
-        h->changes[h->n].gc_gen = gc << 3 | gen;
-        h->n++;
+        store_history_add_change(h, id, gc, gen);
+        n++;
     }
-    return TRUE;
+    return n == count;
 }
 
+/* Appends the objects of one object_chunks row: "[[5,17,24],[1,17,32]]" is object 5 (type 17,
+ * 24 bytes) and object 6 (type 17, 32 bytes); their number must be `count`. */
+static gboolean store_history_parse_chunk(store_history *h, uint32_t gc, int64_t thread,
+                                          int64_t heap, int64_t count, const unsigned char *p,
+                                          int len)
+{
+    const unsigned char *end = p + len;
+    int64_t n = 0;
+    uint64_t last = 0;
+    if (gc >= (1u << 29) || len < 2 || *p != '[' || end[-1] != ']' || thread < 0 ||
+        thread > UINT32_MAX || heap < 0 || (heap > HL_GEN_NONGC && heap != HL_GEN_NONE))
+        return FALSE;
+    p++;
+    end--;
+    while (p < end) {
+        uint64_t v[3];
+        if (*p++ != '[')
+            return FALSE;
+        for (int k = 0; k < 3; k++)
+            if (!store_history_number(&p, end, &v[k]) || p == end || *p++ != (k < 2 ? ',' : ']'))
+                return FALSE;
+        if ((p < end && *p++ != ',') || v[1] > UINT32_MAX || v[2] > INT64_MAX ||
+            (n > 0 && v[0] == 0) || last + v[0] < last)
+            return FALSE;
+        last += v[0];
+        h->objects = store_history_grow(h->objects, h->objects_n, &h->objects_cap,
+                                        sizeof *h->objects);
+        h->objects[h->objects_n++] = (store_history_object){
+            .id = last,
+            .size = v[2],
+            .type_id = (uint32_t)v[1],
+            .os_tid = (uint32_t)thread,
+            .first_gc = gc,
+            .heap = (uint8_t)heap,
+        };
+        n++;
+    }
+    return n == count;
+}
+
+/* sum(count) of `table`, capped: the room reserved before parsing. */
+static size_t store_history_reserve(store_history *h, const char *table)
+{
+    g_autofree char *sql = g_strdup_printf("SELECT coalesce(sum(count), 0) FROM %s", table);
+    int64_t n = store_db_pragma_int(h->db, sql);
+    return n < 0 ? 1 : (size_t)MIN((uint64_t)n, STORE_HISTORY_RESERVE) + 1;
+}
+
+/* Parses one row of store_history_read's query `t` (0 generation_changes, 1 object_deaths,
+ * 2 object_chunks). */
+static gboolean store_history_parse_row(store_history *h, size_t t, sqlite3_stmt *st)
+{
+    int text_col = t == 2 ? 5 : 4;
+    const unsigned char *text = sqlite3_column_text(st, text_col);
+    int len = sqlite3_column_bytes(st, text_col);
+    int64_t gc = sqlite3_column_int64(st, 1), count = sqlite3_column_int64(st, text_col - 1);
+
+    if (text == NULL || gc < 0)
+        return FALSE;
+    if (t == 2)
+        return store_history_parse_chunk(
+            h, (uint32_t)gc,
+            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2),
+            sqlite3_column_type(st, 3) == SQLITE_NULL ? HL_GEN_NONE : sqlite3_column_int64(st, 3),
+            count, text, len);
+    int64_t gen = sqlite3_column_int64(st, 2);
+    return gen >= 0 && (gen <= HL_GEN_NONGC || gen == STORE_HISTORY_DEAD) &&
+           store_history_parse(h, (uint32_t)gc, (uint32_t)gen, count, text, len);
+}
+
+/* Reads every row of generation_changes, and of object_deaths and object_chunks (schema 5) or
+ * the ids and deaths of the objects table (before), into h. */
 static gboolean store_history_read(store_history *h, GError **error)
 {
+    static const struct {
+        const char *table, *select, *what;
+    } reads[] = {
+        {"generation_changes",
+         "SELECT rowid, gc, generation, count, ids FROM generation_changes ORDER BY rowid",
+         "a JSON array of ids"},
+        {"object_deaths",
+         "SELECT rowid, gc, " G_STRINGIFY(STORE_HISTORY_DEAD) ", count, ids FROM object_deaths "
+         "ORDER BY rowid",
+         "a JSON array of ids"},
+        {"object_chunks",
+         "SELECT rowid, gc, thread, heap, count, objects FROM object_chunks ORDER BY rowid",
+         "a JSON array of [id gap, type_id, size]"},
+    };
     sqlite3_stmt *st = NULL;
     gboolean ok = FALSE;
-    int rc;
+    int rc = SQLITE_DONE;
 
-    if (sqlite3_prepare_v2(h->db, "SELECT coalesce(sum(count), 0) FROM generation_changes", -1,
-                           &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        store_sql_fail(h->db, h->path, "reading generation_changes", error);
-        goto out;
-    }
-    h->cap = (size_t)sqlite3_column_int64(st, 0) + 1;
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
+    h->cap = store_history_reserve(h, "generation_changes");
+    h->objects_cap = 4096;
+    if (h->packed) {
+        h->cap += store_history_reserve(h, "object_deaths");
+        h->objects_cap = store_history_reserve(h, "object_chunks");
+    }
     h->changes = g_new(store_change, h->cap);
-    sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(h->db, "SELECT rowid, gc, generation, ids FROM generation_changes "
-                                  "ORDER BY rowid",
-                           -1, &st, NULL) != SQLITE_OK) {
-        store_sql_fail(h->db, h->path, "reading generation_changes", error);
-        goto out;
-    }
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const unsigned char *ids = sqlite3_column_text(st, 3);
-        if (ids == NULL ||
-            !store_history_parse(h, sqlite3_column_int64(st, 0),
-                                 (uint32_t)sqlite3_column_int64(st, 1),
-                                 (uint32_t)sqlite3_column_int64(st, 2), ids,
-                                 sqlite3_column_bytes(st, 3), error))
+    h->objects = g_new(store_history_object, h->objects_cap);
+    for (size_t t = 0; t < (h->packed ? G_N_ELEMENTS(reads) : 1); t++) {
+        if (sqlite3_prepare_v2(h->db, reads[t].select, -1, &st, NULL) != SQLITE_OK) {
+            store_sql_fail(h->db, h->path, reads[t].table, error);
             goto out;
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            if (!store_history_parse_row(h, t, st)) {
+                store_history_corrupt(h, reads[t].table, sqlite3_column_int64(st, 0),
+                                      reads[t].what, error);
+                goto out;
+            }
+        if (rc != SQLITE_DONE) {
+            store_sql_fail(h->db, h->path, reads[t].table, error);
+            goto out;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
     }
-    if (rc != SQLITE_DONE) {
-        store_sql_fail(h->db, h->path, "reading generation_changes", error);
-        goto out;
+    if (!h->packed) {
+        /* Schema 4 and before: the objects exist as rows, their deaths in died_gc. */
+        if (sqlite3_prepare_v2(h->db, "SELECT id, died_gc FROM objects ORDER BY id", -1, &st,
+                               NULL) != SQLITE_OK) {
+            store_sql_fail(h->db, h->path, "reading objects", error);
+            goto out;
+        }
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+            int64_t died = sqlite3_column_int64(st, 1);
+            h->objects = store_history_grow(h->objects, h->objects_n, &h->objects_cap,
+                                            sizeof *h->objects);
+            h->objects[h->objects_n++] = (store_history_object){.id = id};
+            if (sqlite3_column_type(st, 1) != SQLITE_NULL && died >= 0 && died < (1 << 29))
+                store_history_add_change(h, id, (uint32_t)died, STORE_HISTORY_DEAD);
+        }
+        if (rc != SQLITE_DONE) {
+            store_sql_fail(h->db, h->path, "reading objects", error);
+            goto out;
+        }
     }
     ok = TRUE;
 out:
@@ -142,63 +319,67 @@ static gboolean store_history_step(store_history *h, sqlite3_stmt *st, GError **
     return TRUE;
 }
 
-/* Writes the pending rows: one full statement, or row by row for the last few. */
-static gboolean store_history_flush(store_history *h, GError **error)
+/* Writes the pending rows of `b`: one full statement, or row by row for the last few. */
+static gboolean store_history_flush(store_history *h, store_history_batch *b, GError **error)
 {
-    gboolean many = h->pending == STORE_HISTORY_ROWS;
-    sqlite3_stmt *st = many ? h->insert_many : h->insert_one;
+    gboolean many = b->pending == STORE_HISTORY_ROWS;
+    sqlite3_stmt *st = many ? b->many : b->one;
 
-    for (int r = 0; r < h->pending; r++) {
-        int base = many ? r * 4 : 0;
-        for (int c = 0; c < 4; c++) {
-            if (h->rows[r][c] == STORE_NULL)
+    for (int r = 0; r < b->pending; r++) {
+        int base = many ? r * b->columns : 0;
+        for (int c = 0; c < b->columns; c++) {
+            if (b->rows[r][c] == STORE_NULL)
                 sqlite3_bind_null(st, base + c + 1);
             else
-                sqlite3_bind_int64(st, base + c + 1, h->rows[r][c]);
+                sqlite3_bind_int64(st, base + c + 1, b->rows[r][c]);
         }
         if (!many && !store_history_step(h, st, error))
             return FALSE;
     }
     if (many && !store_history_step(h, st, error))
         return FALSE;
-    h->rows_written += (uint64_t)h->pending;
-    h->pending = 0;
+    h->rows_written += (uint64_t)b->pending;
+    b->pending = 0;
     if (h->progress != NULL)
         h->progress(h->progress_ctx, h->rows_written, h->rows_total);
     return TRUE;
 }
 
-static gboolean store_history_add(store_history *h, uint64_t id, uint32_t gen, uint32_t from,
-                                  int64_t until, GError **error)
+/* Buffers one row of `b` (its columns' values, STORE_NULL for NULL). */
+static gboolean store_history_add(store_history *h, store_history_batch *b, const int64_t *row,
+                                  GError **error)
 {
-    int64_t *row = h->rows[h->pending];
-    row[0] = (int64_t)id;
-    row[1] = gen;
-    row[2] = from;
-    row[3] = until;
-    if (++h->pending < STORE_HISTORY_ROWS)
+    memcpy(b->rows[b->pending], row, sizeof *row * (size_t)b->columns);
+    if (++b->pending < STORE_HISTORY_ROWS)
         return TRUE;
-    return store_history_flush(h, error);
+    return store_history_flush(h, b, error);
 }
 
-/* One row of object_generation_rows, placed in its GC's bucket. */
-typedef struct store_history_row {
-    uint64_t id;
-    uint32_t gen_until; /* generation << 29 | until_gc, or STORE_HISTORY_OPEN */
-    uint32_t from_gen;  /* from_gc << 3 | generation */
-} store_history_row;
-#define STORE_HISTORY_OPEN 0x1fffffffu /* until_gc NULL */
+/* The objects row of `o` (schema 5), with its death. */
+static gboolean store_history_add_object(store_history *h, const store_history_object *o,
+                                         uint32_t died, GError **error)
+{
+    const int64_t row[7] = {
+        (int64_t)o->id,
+        o->type_id,
+        (int64_t)o->size,
+        o->os_tid != 0 ? (int64_t)o->os_tid : STORE_NULL,
+        o->heap != HL_GEN_NONE ? o->heap : STORE_NULL,
+        o->first_gc,
+        died == STORE_HISTORY_OPEN ? STORE_NULL : (int64_t)died,
+    };
+    return store_history_add(h, &h->object_rows, row, error);
+}
 
-/* Walks the changes sorted by id along objects (by id) and computes each row's end; puts the
+/* Walks the changes sorted by id along the objects (sorted by id) and computes each row's end;
+ * schema 5: inserts each objects row with its death, in id order (appends). Puts the generation
  * rows of the objects that exist into buckets by from_gc (a counting sort, stable: ids stay
- * ascending in each), then writes them in key order (from_gc, object_id): every insert appends. */
+ * ascending in each), then writes them in key order (from_gc, object_id): every insert
+ * appends. */
 static gboolean store_history_write(store_history *h, GError **error)
 {
-    sqlite3_stmt *objects = NULL;
-    gboolean ok = FALSE;
     uint32_t max_gc = 0;
     size_t i = 0;
-    int rc = SQLITE_DONE;
     g_autofree size_t *start = NULL, *fill = NULL;
     g_autofree store_history_row *rows = NULL;
 
@@ -212,79 +393,105 @@ static gboolean store_history_write(store_history *h, GError **error)
         start[g] += start[g - 1];
     memcpy(fill, start, sizeof *fill * ((size_t)max_gc + 2));
     rows = g_new(store_history_row, h->n + 1);
+    if (h->packed)
+        h->rows_total = h->objects_n;
 
-    if (sqlite3_prepare_v2(h->db, "SELECT id, died_gc FROM objects ORDER BY id", -1, &objects,
-                           NULL) != SQLITE_OK) {
-        store_sql_fail(h->db, h->path, "reading objects", error);
-        goto out;
-    }
-    while (i < h->n && (rc = sqlite3_step(objects)) == SQLITE_ROW) {
-        uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
-        int64_t died = sqlite3_column_int64(objects, 1);
-        uint32_t end = sqlite3_column_type(objects, 1) == SQLITE_NULL || died < 0 ||
-                               died >= STORE_HISTORY_OPEN
-                           ? STORE_HISTORY_OPEN
-                           : (uint32_t)died;
+    for (size_t o = 0; o < h->objects_n; o++) {
+        uint64_t id = h->objects[o].id;
+        if (o > 0 && id == h->objects[o - 1].id)
+            continue; /* the same id twice (never sent): the first one holds */
         while (i < h->n && h->changes[i].id < id)
             i++; /* no objects row: the collector dropped its record */
+        size_t first = i, live_end = i; /* its changes before its first death */
+        uint32_t died = STORE_HISTORY_OPEN;
         for (; i < h->n && h->changes[i].id == id; i++) {
-            uint32_t from = h->changes[i].gc_gen >> 3;
-            gboolean last = i + 1 == h->n || h->changes[i + 1].id != id;
-            if (!last && h->changes[i + 1].gc_gen >> 3 == from)
+            if (died != STORE_HISTORY_OPEN)
+                continue;
+            if ((h->changes[i].gc_gen & 7) == STORE_HISTORY_DEAD)
+                died = h->changes[i].gc_gen >> 3;
+            else
+                live_end = i + 1;
+        }
+        if (h->packed && !store_history_add_object(h, &h->objects[o], died, error))
+            return FALSE;
+        for (size_t k = first; k < live_end; k++) {
+            uint32_t from = h->changes[k].gc_gen >> 3;
+            gboolean last = k + 1 == live_end;
+            if (!last && h->changes[k + 1].gc_gen >> 3 == from)
                 continue; /* two changes in one GC (never sent): the later one holds */
-            uint32_t until = last ? end : h->changes[i + 1].gc_gen >> 3;
+            uint32_t until = last ? died : h->changes[k + 1].gc_gen >> 3;
             rows[fill[from]++] = (store_history_row){
                 .id = id,
-                .gen_until = (h->changes[i].gc_gen & 7) << 29 | until,
-                .from_gen = h->changes[i].gc_gen,
+                .gen_until = (h->changes[k].gc_gen & 7) << 29 | until,
+                .from_gen = h->changes[k].gc_gen,
             };
         }
     }
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        store_sql_fail(h->db, h->path, "reading objects", error);
-        goto out;
-    }
+    if (h->packed && !store_history_flush(h, &h->object_rows, error))
+        return FALSE;
     for (uint32_t g = 0; g <= max_gc; g++)
         h->rows_total += fill[g] - start[g];
     for (uint32_t g = 0; g <= max_gc; g++) {
         for (size_t k = start[g]; k < fill[g]; k++) {
             uint32_t until = rows[k].gen_until & STORE_HISTORY_OPEN;
-            if (!store_history_add(h, rows[k].id, rows[k].gen_until >> 29, g,
-                                   until == STORE_HISTORY_OPEN ? STORE_NULL : (int64_t)until,
-                                   error))
-                goto out;
+            const int64_t row[4] = {
+                (int64_t)rows[k].id,
+                rows[k].gen_until >> 29,
+                g,
+                until == STORE_HISTORY_OPEN ? STORE_NULL : (int64_t)until,
+            };
+            if (!store_history_add(h, &h->generations, row, error))
+                return FALSE;
         }
     }
-    ok = store_history_flush(h, error);
-out:
-    sqlite3_finalize(objects);
-    return ok;
+    return store_history_flush(h, &h->generations, error);
 }
 
-static gboolean store_history_prepare(store_history *h, GError **error)
+/* Prepares `b`'s statements, INSERT INTO `table` (`columns`, n of them) VALUES ..., for
+ * STORE_HISTORY_ROWS rows and for one. */
+static gboolean store_history_prepare(store_history *h, store_history_batch *b, const char *table,
+                                      const char *columns, int n, GError **error)
 {
-    GString *sql = g_string_new("INSERT INTO object_generation_rows "
-                                "(object_id, generation, from_gc, until_gc) VALUES ");
-    gboolean ok;
-    for (int r = 0; r < STORE_HISTORY_ROWS; r++)
-        g_string_append(sql, r > 0 ? ",(?,?,?,?)" : "(?,?,?,?)");
-    ok = sqlite3_prepare_v2(h->db, sql->str, -1, &h->insert_many, NULL) == SQLITE_OK &&
-         sqlite3_prepare_v2(h->db,
-                            "INSERT INTO object_generation_rows "
-                            "(object_id, generation, from_gc, until_gc) VALUES (?,?,?,?)",
-                            -1, &h->insert_one, NULL) == SQLITE_OK;
-    g_string_free(sql, TRUE);
-    if (!ok)
-        store_sql_fail(h->db, h->path, "prepare", error);
-    return ok;
+    g_autoptr(GString) row = g_string_new("(?");
+    for (int c = 1; c < n; c++)
+        g_string_append(row, ",?");
+    g_string_append_c(row, ')');
+    g_autoptr(GString) sql = g_string_new(NULL);
+    g_string_printf(sql, "INSERT INTO %s (%s) VALUES ", table, columns);
+    gsize head = sql->len;
+    for (int r = 0; r < STORE_HISTORY_ROWS; r++) {
+        if (r > 0)
+            g_string_append_c(sql, ',');
+        g_string_append(sql, row->str);
+    }
+    b->columns = n;
+    if (sqlite3_prepare_v2(h->db, sql->str, -1, &b->many, NULL) != SQLITE_OK)
+        return store_sql_fail(h->db, h->path, "prepare", error);
+    g_string_truncate(sql, head);
+    g_string_append(sql, row->str);
+    if (sqlite3_prepare_v2(h->db, sql->str, -1, &b->one, NULL) != SQLITE_OK)
+        return store_sql_fail(h->db, h->path, "prepare", error);
+    return TRUE;
 }
 
-/* Builds the history inside the caller's write transaction. */
+/* Builds the objects rows (schema 5) and the history inside the caller's write transaction. */
 static gboolean store_history_build(store_history *h, GError **error)
 {
-    if (!store_history_prepare(h, error) || !store_history_read(h, error))
+    if (!store_history_read(h, error))
+        return FALSE;
+    /* Emptied before writing: the rows below reuse the pages of the packed text. */
+    if (h->packed ? !store_schema_use_object_rows(h->db, h->path, error)
+                  : !store_sql_exec(h->db, h->path, "DELETE FROM generation_changes", error))
+        return FALSE;
+    if (!store_history_prepare(h, &h->generations, "object_generation_rows",
+                               "object_id, generation, from_gc, until_gc", 4, error) ||
+        (h->packed &&
+         !store_history_prepare(h, &h->object_rows, "objects",
+                                "id, type_id, size, thread, heap, first_gc, died_gc", 7, error)))
         return FALSE;
     store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
+    store_radix_sort(h->objects, h->objects_n, sizeof *h->objects,
+                     G_STRUCT_OFFSET(store_history_object, id));
     return store_history_write(h, error) && store_schema_use_history_rows(h->db, h->path, error);
 }
 
@@ -294,7 +501,9 @@ gboolean store_history_pending(sqlite3 *db)
     gboolean pending = FALSE;
     if (sqlite3_prepare_v2(db,
                            "SELECT (SELECT status FROM run WHERE id = 1) <> 'recording' AND "
-                           "EXISTS (SELECT 1 FROM generation_changes)",
+                           "(EXISTS (SELECT 1 FROM generation_changes) OR "
+                           " EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'view' AND "
+                           "         name = 'objects'))",
                            -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         pending = sqlite3_column_int(st, 0) != 0;
@@ -321,9 +530,11 @@ gboolean store_history_build_file(const char *path, store_progress_fn progress, 
                                   GError **error)
 {
     store_history h = {.path = path, .progress = progress, .progress_ctx = ctx};
+    store_history_batch *batches[] = {&h.generations, &h.object_rows};
     gboolean ok = FALSE;
 
-    if (sqlite3_open_v2(path, &h.db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &h.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         store_sql_fail(h.db, path, "cannot open for writing", error);
         goto out;
     }
@@ -335,6 +546,7 @@ gboolean store_history_build_file(const char *path, store_progress_fn progress, 
     if (!store_sql_exec(h.db, path, "PRAGMA cache_size = -262144", error) ||
         !store_sql_exec(h.db, path, "BEGIN IMMEDIATE", error))
         goto out;
+    h.packed = store_db_pragma_int(h.db, "PRAGMA user_version") >= 5;
     if (store_history_pending(h.db) &&
         (!store_history_check(&h, error) || !store_history_build(&h, error)))
         goto out;
@@ -352,9 +564,12 @@ out:
         if (!sqlite3_get_autocommit(h.db))
             sqlite3_exec(h.db, "ROLLBACK", NULL, NULL, NULL);
     }
-    sqlite3_finalize(h.insert_many);
-    sqlite3_finalize(h.insert_one);
+    for (size_t b = 0; b < G_N_ELEMENTS(batches); b++) {
+        sqlite3_finalize(batches[b]->many);
+        sqlite3_finalize(batches[b]->one);
+    }
     g_free(h.changes);
+    g_free(h.objects);
     sqlite3_close(h.db);
     return ok;
 }

@@ -234,6 +234,9 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key);
 /* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the
  * schema, application_id and user_version in one transaction. */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
+/* Empties object_chunks and object_deaths and turns `objects` from a view over them into the
+ * table the caller fills (schema 5; inside the caller's transaction: store_history_build_file). */
+gboolean store_schema_use_object_rows(sqlite3 *db, const char *path, GError **error);
 /* Empties generation_changes and points object_generations and object_lifetimes at
  * object_generation_rows (inside the caller's transaction: store_history_build_file). */
 gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error);
@@ -305,11 +308,9 @@ typedef enum store_stmt_id {
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
     STORE_STMT_INSERT_ALLOC_COUNT,
-    STORE_STMT_INSERT_OBJECT,
-    STORE_STMT_INSERT_OBJECTS_MANY,     /* STORE_BATCH_ROWS rows in one statement */
+    STORE_STMT_INSERT_OBJECT_CHUNK,
     STORE_STMT_INSERT_GENERATION_CHANGES,
-    STORE_STMT_OBJECT_DIED,
-    STORE_STMT_OBJECTS_DIED_MANY,
+    STORE_STMT_INSERT_OBJECT_DEATHS,
     STORE_STMT_INSERT_GC,
     STORE_STMT_INSERT_GC_GENERATION,
     STORE_STMT_SET_COUNTER,
@@ -332,8 +333,14 @@ typedef enum store_stmt_id {
 /* Rows inserted when a GC ends go out STORE_BATCH_ROWS at a time through one multi-row INSERT:
  * per-statement costs dominate SQLite's per-row cost for rows this small. */
 #define STORE_BATCH_ROWS 256
-/* Ids per generation_changes row: a few pages of JSON text, few rows per GC. */
+/* Ids per generation_changes or object_deaths row: a few pages of JSON text, few rows per GC. */
 #define STORE_CHANGE_IDS 8192
+/* The open GC's deaths wait with its generation changes, in the slot after the generations. */
+#define STORE_CHANGE_DEATHS (HL_GEN_NONGC + 1)
+/* Objects per object_chunks row, and chunks open at once (a GC's survivors are packed per
+ * (thread, heap): a thread's ids are close, so their gaps short). */
+#define STORE_CHUNK_OBJECTS 8192
+#define STORE_CHUNKS_OPEN 64
 #define STORE_BATCH_MAX_COLUMNS 7
 #define STORE_NULL INT64_MIN /* a NULL in a buffered row */
 
@@ -350,6 +357,16 @@ typedef struct store_row_batch {
     GString *text;
     size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
+
+/* An object_chunks row being filled: objects of the open GC with one (thread, heap), ids
+ * ascending, as JSON text "[[gap,type_id,size],..." (closed when written). */
+typedef struct store_object_chunk {
+    uint32_t os_tid; /* 0: unknown (NULL) */
+    uint32_t heap;   /* HL_GEN_NONE: unknown (NULL) */
+    uint32_t count;
+    uint64_t last_id;
+    GString *json;
+} store_object_chunk;
 
 /* The GC being read (between its GC_START and GC_END). */
 typedef struct store_open_gc {
@@ -397,13 +414,18 @@ struct store_writer {
     sqlite3 *db;
     char *path;
     sqlite3_stmt *stmt[STORE_STMT_COUNT];
-    store_row_batch object_rows;     /* objects (id, type_id, size, thread, heap, first_gc, died_gc) */
+    /* The open GC's survivors and discovered objects, packed: a chunk per (thread, heap) being
+     * filled, written as an object_chunks row when it holds STORE_CHUNK_OBJECTS and at GC_END.
+     * chunk_last: the chunk used last (consecutive survivors mostly share one). */
+    store_object_chunk chunks[STORE_CHUNKS_OPEN];
+    int chunks_open, chunk_last;
     /* The open GC's generation changes (first generations of survivors and discovered objects,
-     * promotions), per generation: the ids, written as a generation_changes row when they reach
-     * STORE_CHANGE_IDS and at GC_END (sorted, as a JSON array of the first id and then each
-     * id's gap from the one before, formatted in change_json). */
-    uint64_t *change_ids[HL_GEN_NONGC + 1];
-    uint32_t change_count[HL_GEN_NONGC + 1];
+     * promotions), per generation, and its deaths (slot STORE_CHANGE_DEATHS): the ids, written
+     * as a generation_changes (object_deaths) row when they reach STORE_CHANGE_IDS and at
+     * GC_END (sorted, as a JSON array of the first id and then each id's gap from the one
+     * before, formatted in change_json). */
+    uint64_t *change_ids[STORE_CHANGE_DEATHS + 1];
+    uint32_t change_count[STORE_CHANGE_DEATHS + 1];
     GString *change_json;
     store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
                                              flags, refs TEXT) */
@@ -442,7 +464,7 @@ struct store_writer {
     uint64_t writer_anomalies;
     uint64_t handles_closed_by_reuse; /* HANDLE_CREATED at a live handle's address */
     uint64_t connections_refused;
-    uint64_t objects_written;     /* objects rows: survivors and discovered objects */
+    uint64_t objects_written;     /* objects (packed): survivors and discovered objects */
     uint64_t allocations;         /* sum of ALLOC_COUNTS count stored */
     uint64_t allocations_survived;
     uint64_t gcs_written;

@@ -142,14 +142,24 @@ static const char store_schema_tables[] =
     "  samples INTEGER NOT NULL,\n"
     "  samples_dropped INTEGER NOT NULL\n"
     ");\n"
-    "CREATE TABLE objects (\n"
-    "  id INTEGER PRIMARY KEY,\n"
-    "  type_id INTEGER NOT NULL,\n"
-    "  size INTEGER NOT NULL,\n"
+    /* The objects that survived a GC, packed as the GCs found them (store_gc.c): a row per
+     * (GC, thread, heap) and at most 8192 objects, each a JSON array [id gap, type_id, size]
+     * (ids ascending in a row: the first one's gap is the id itself). The view `objects`
+     * derives their rows while recording; the first reader of the finished file expands them
+     * into the table `objects` (store_history.c). */
+    "CREATE TABLE object_chunks (\n"
+    "  gc INTEGER NOT NULL,\n"
     "  thread INTEGER,\n"
     "  heap INTEGER,\n"
-    "  first_gc INTEGER NOT NULL,\n"
-    "  died_gc INTEGER\n"
+    "  count INTEGER NOT NULL,\n"
+    "  objects TEXT NOT NULL\n"
+    ");\n"
+    /* The deaths of objects that had survived a GC: a row per GC and at most 8192 ids, a JSON
+     * array of the first id and the gaps after it, like generation_changes. */
+    "CREATE TABLE object_deaths (\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  count INTEGER NOT NULL,\n"
+    "  ids TEXT NOT NULL\n"
     ");\n"
     /* Generation changes as the GCs made them, appended: the ids of the objects that hold
      * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
@@ -220,6 +230,19 @@ static const char store_schema_tables[] =
     ");\n"
     "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
 
+/* `objects` as a table: built by the first reader of a finished recording from object_chunks and
+ * object_deaths (schema 4 and earlier: written by the writer). */
+static const char store_schema_objects_table[] =
+    "CREATE TABLE objects (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  type_id INTEGER NOT NULL,\n"
+    "  size INTEGER NOT NULL,\n"
+    "  thread INTEGER,\n"
+    "  heap INTEGER,\n"
+    "  first_gc INTEGER NOT NULL,\n"
+    "  died_gc INTEGER\n"
+    ");\n";
+
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
 
@@ -239,12 +262,35 @@ static const char store_schema_tables[] =
  * next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
  * Two changes of one object in one GC (never sent) leave the later one, as the rows do. */
 static const char store_schema_derived_views[] =
+    /* The objects rows, from the packed chunks: a running sum of the gaps per chunk gives the
+     * ids; died_gc from the deaths (the first one, as the UPDATE it replaces kept). The CASTs
+     * give the derived columns the table's INTEGER affinity: a join on objects.id (snapshot
+     * objects, handles) then gets an automatic index instead of a scan of every object per
+     * row. */
+    "CREATE VIEW object_death_rows AS\n"
+    "SELECT CAST(sum(j.value) OVER (PARTITION BY d.rowid ORDER BY j.key) AS INTEGER) AS object_id,\n"
+    "       d.gc AS gc\n"
+    "FROM object_deaths d, json_each(d.ids) j;\n"
+    "\n"
+    "CREATE VIEW objects AS\n"
+    "SELECT o.id AS id, o.type_id AS type_id, o.size AS size, o.thread AS thread, o.heap AS heap,\n"
+    "       o.first_gc AS first_gc, d.gc AS died_gc\n"
+    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ORDER BY j.key)\n"
+    "                  AS INTEGER) AS id,\n"
+    "             CAST(j.value ->> 1 AS INTEGER) AS type_id, CAST(j.value ->> 2 AS INTEGER) AS size,\n"
+    "             c.thread AS thread,\n"
+    "             c.heap AS heap, c.gc AS first_gc\n"
+    "      FROM object_chunks c, json_each(c.objects) j) o\n"
+    "LEFT JOIN (SELECT object_id, min(gc) AS gc FROM object_death_rows GROUP BY object_id) d\n"
+    "  ON d.object_id = o.id;\n"
+    "\n"
     "CREATE VIEW generation_change_rows AS\n"
     "SELECT c.object_id AS object_id, c.generation AS generation, c.from_gc AS from_gc,\n"
     "       c.chunk AS chunk, c.nth AS nth,\n"
     "       lead(c.from_gc) OVER w AS next_gc,\n"
     "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
-    "FROM (SELECT sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key) AS object_id,\n"
+    "FROM (SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key) AS INTEGER)\n"
+    "             AS object_id,\n"
     "             g.generation AS generation, g.gc AS from_gc, g.rowid AS chunk, j.key AS nth\n"
     "      FROM generation_changes g, json_each(g.ids) j) c\n"
     "JOIN objects o ON o.id = c.object_id\n"
@@ -475,6 +521,15 @@ out:
     return ok;
 }
 
+gboolean store_schema_use_object_rows(sqlite3 *db, const char *path, GError **error)
+{
+    return store_sql_exec(db, path,
+                          "DELETE FROM object_chunks; DELETE FROM object_deaths;\n"
+                          "DROP VIEW objects; DROP VIEW object_death_rows;\n",
+                          error) &&
+           store_sql_exec(db, path, store_schema_objects_table, error);
+}
+
 gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error)
 {
     return store_sql_exec(db, path, "DELETE FROM generation_changes", error) &&
@@ -532,6 +587,13 @@ int64_t store_db_pragma_int(sqlite3 *db, const char *sql)
         v = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return v;
+}
+
+int64_t store_db_objects_count(sqlite3 *db)
+{
+    return store_db_pragma_int(db, "SELECT type = 'view' FROM sqlite_schema WHERE name = 'objects'") == 1
+               ? store_db_pragma_int(db, "SELECT coalesce(sum(count), 0) FROM object_chunks")
+               : store_db_pragma_int(db, "SELECT count(*) FROM objects");
 }
 
 char *store_db_damage_new(sqlite3 *db)

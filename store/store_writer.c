@@ -46,13 +46,12 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_ALLOC_COUNT] =
         "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
         "survived_bytes, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [STORE_STMT_INSERT_OBJECT] =
-        "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [STORE_STMT_INSERT_OBJECTS_MANY] = NULL, /* store_stmt_many */
+    [STORE_STMT_INSERT_OBJECT_CHUNK] =
+        "INSERT INTO object_chunks (gc, thread, heap, count, objects) VALUES (?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_INSERT_GENERATION_CHANGES] =
         "INSERT INTO generation_changes (gc, generation, count, ids) VALUES (?1, ?2, ?3, ?4)",
-    [STORE_STMT_OBJECT_DIED] = "UPDATE objects SET died_gc = ?1 WHERE id = ?2 AND died_gc IS NULL",
+    [STORE_STMT_INSERT_OBJECT_DEATHS] =
+        "INSERT INTO object_deaths (gc, count, ids) VALUES (?1, ?2, ?3)",
     [STORE_STMT_INSERT_GC] =
         "INSERT OR REPLACE INTO gcs (gc, generation, reason, induced, compacting, start_ns, "
         "end_ns, pause_ns, survived_bytes, moved_bytes, first_object_id, objects_live, incomplete, "
@@ -87,11 +86,6 @@ static const struct {
     store_stmt_id id;
     const char *head, *row, *tail;
 } store_stmt_many[] = {
-    {STORE_STMT_INSERT_OBJECTS_MANY,
-     "INSERT OR IGNORE INTO objects (id, type_id, size, thread, heap, first_gc, died_gc) VALUES ",
-     "(?,?,?,?,?,?,?)", ""},
-    {STORE_STMT_OBJECTS_DIED_MANY,
-     "UPDATE objects SET died_gc = ?1 WHERE died_gc IS NULL AND id IN (", "?", ")"},
     {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
      "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) VALUES ",
      "(?,?,?,?,?)", ""},
@@ -113,6 +107,7 @@ static const struct {
     const char *name;
 } store_run_flag_names[] = {
     {HL_RUN_FLAG_EMPTY_PROFILER, "empty-profiler"},
+    {HL_RUN_FLAG_HANDLES, "handles"},
 };
 
 gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)
@@ -590,8 +585,11 @@ static void store_writer_close(store_writer *w)
     if (w->replay != NULL)
         g_ptr_array_unref(w->replay);
     store_batch_release(&w->snapshot_object_rows);
-    for (int g = 0; g <= HL_GEN_NONGC; g++)
+    for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
         g_free(w->change_ids[g]);
+    for (int c = 0; c < STORE_CHUNKS_OPEN; c++)
+        if (w->chunks[c].json != NULL)
+            g_string_free(w->chunks[c].json, TRUE);
     if (w->change_json != NULL)
         g_string_free(w->change_json, TRUE);
     g_free(w->db_failure);
@@ -611,10 +609,10 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
-    store_batch_init(&w->object_rows, STORE_STMT_INSERT_OBJECT, STORE_STMT_INSERT_OBJECTS_MANY, 7,
-                     -1);
-    for (int g = 0; g <= HL_GEN_NONGC; g++)
+    for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
         w->change_ids[g] = g_new(uint64_t, STORE_CHANGE_IDS);
+    for (int c = 0; c < STORE_CHUNKS_OPEN; c++)
+        w->chunks[c].json = g_string_sized_new(1024);
     w->change_json = g_string_sized_new(STORE_CHANGE_IDS * 4);
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
                      STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 5, 4);

@@ -148,7 +148,11 @@ typedef struct hl_run_start {
     uint32_t pointer_size;   /* 8 */
 } hl_run_start;
 static_assert(sizeof(hl_run_start) == 32, "wire layout");
-enum { HL_RUN_FLAG_EMPTY_PROFILER = 1 }; /* benchmark mode: flags set, callbacks do nothing */
+enum {
+    HL_RUN_FLAG_EMPTY_PROFILER = 1, /* benchmark mode: flags set, callbacks do nothing */
+    HL_RUN_FLAG_HANDLES = 2,        /* full mode with MONITOR_GC at every GC (record --handles):
+                                     * handle lifetimes and unreported allocation counts */
+};
 
 /* HL_REC_TYPE. Followed by one hl_str: the type name (format in collector/README.md). */
 typedef struct hl_type {
@@ -226,14 +230,22 @@ static_assert(sizeof(hl_gc_survivors) == 8 && sizeof(hl_survivor) == 32, "wire l
 typedef struct hl_gc_start {
     uint32_t gc;                  /* ordinal: 1, 2, 3, ... == GC.CollectionCount(0) after it */
     uint32_t generation;          /* highest condemned generation, 0..2 */
-    uint32_t reason;              /* 0 other, 1 induced (COR_PRF_GC_REASON) */
+    uint32_t reason;              /* 0 other, 1 induced (COR_PRF_GC_REASON: all a profiler is
+                                   * told in GarbageCollectionStarted) */
     uint32_t condemned_mask;      /* bit g set when generation g (0..4) is condemned */
     uint64_t start_mono_ns;       /* GarbageCollectionStarted */
     uint64_t suspend_mono_ns;     /* RuntimeSuspendStarted for this GC, or 0 if unknown */
     uint64_t first_id_after;      /* ids >= this were allocated after this GC started */
     uint64_t size_before[HL_GEN_COUNT_GC]; /* bytes in use per generation 0..4, from the bounds */
+    uint32_t gc_reason;           /* the runtime's gc_reason (its GCStart event: HL_GC_REASON_*),
+                                   * valid when flags has HL_GC_START_REASON_KNOWN */
+    uint32_t flags;               /* HL_GC_START_* */
 } hl_gc_start;
-static_assert(sizeof(hl_gc_start) == 80, "wire layout");
+static_assert(sizeof(hl_gc_start) == 88, "wire layout");
+enum { HL_GC_START_REASON_KNOWN = 1 };
+/* The runtime's gc_reason values (gc.h; the names are those of its GCStart event's GCReason map,
+ * the store writes them: store/SCHEMA.md, gcs.reason). */
+enum { HL_GC_REASON_ALLOC_SMALL = 0, HL_GC_REASON_INDUCED = 1, HL_GC_REASON_ALLOC_LARGE = 4 };
 
 /* HL_REC_GC_DEATHS: older objects (survivors of an earlier GC) that died in GC `gc`.
  * `count` uint64 ids follow. */

@@ -4,7 +4,7 @@
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|all]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N]
-                        [--rounds N] [--eventpipe-sampler] [--workdir DIR] [--keep]
+                        [--rounds N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
   workload  examples/Workload: 4 threads, about 24M allocations of varied shapes, GCs on their
@@ -49,8 +49,10 @@ Each mode runs --runs times, interleaved; medians are printed. Figures, per case
                   the steady figure when other processes share the machine
   peak RSS        of the program (plain: /usr/bin/time; recorded: the collector's
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
-  GC pause        workload: p50/p99 of gen0 and gen1 pauses (the program's own sampler) per mode,
-                  and recorded − empty
+  GC pause        p50/p99 of gen0 and gen1 pauses per mode (the runtime's own pause figure,
+                  GC.GetGCMemoryInfo, polled every millisecond: Workload's --pauses sampler; for
+                  csc and heap bench/record/PauseHook, a startup hook), recorded − empty, and
+                  recorded/plain
 --mode sampled records with `heaplens record --mode sampled` (no ObjectAllocated for small
 objects) and runs the empty profiler with the sampled mode's flags too, so recorded/empty is
 heaplens' own cost and empty/plain the runtime's cost of MONITOR_GC and the LOH/POH callbacks.
@@ -95,6 +97,21 @@ def build_example(name, workdir):
     if p.returncode != 0:
         print(p.stdout, file=sys.stderr)
         die(f"building {name} failed")
+    return dll
+
+
+def build_pause_hook(workdir):
+    """bench/record/PauseHook (a startup hook that prints every GC's pause): its dll."""
+    out = os.path.join(workdir, "PauseHook")
+    dll = os.path.join(out, "PauseHook.dll")
+    if os.path.exists(dll):
+        return dll
+    p = subprocess.run(["dotnet", "build", os.path.join(HERE, "PauseHook", "PauseHook.csproj"),
+                        "-c", "Release", "--nologo", "-v", "quiet", "-o", out],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        print(p.stdout, file=sys.stderr)
+        die("building PauseHook failed")
     return dll
 
 
@@ -192,9 +209,9 @@ def counters_of(db):
 
 
 def pauses_of(out):
-    """The program's pause sampler lines → {gen: [us, ...]}."""
+    """The pause sampler's lines (Workload --pauses, PauseHook) → {gen: [us, ...]}."""
     by = {}
-    for gen, us in re.findall(r"(?:Workload|MidLife): pause gc=\d+ gen=(\d+) us=(\d+)", out):
+    for gen, us in re.findall(r"^(?:Workload: |MidLife: )?pause gc=\d+ gen=(\d+) us=(\d+)", out, re.M):
         by.setdefault(int(gen), []).append(float(us))
     return by
 
@@ -213,9 +230,11 @@ def run_mode(a, case, mode, program, i):
             os.remove(db + suffix)
     env = dict(os.environ)
     env.pop("HEAPLENS_EMPTY", None)
+    if case in ("csc", "heap"):  # pauses the same way in every mode (Workload samples its own)
+        env["DOTNET_STARTUP_HOOKS"] = build_pause_hook(a.workdir)
     cmd = list(program)
     if mode != "plain":
-        extra = ["--snapshot", "none", "--mode", a.mode]
+        extra = ["--snapshot", "none", "--mode", a.mode] + a.record_option
         cmd = [a.heaplens, "record", "-o", db] + extra + ["--"] + cmd
         if mode == "empty":
             env["HEAPLENS_EMPTY"] = "1"
@@ -254,8 +273,8 @@ def run_mode(a, case, mode, program, i):
     res.update(wall=wall, cpu=cpu, rss_kib=rss, out=out, db=db)
     if mode != "plain":
         res["k"] = counters_of(db)
+    res["pauses"] = pauses_of(out)
     if case == "workload":
-        res["pauses"] = pauses_of(out)
         m = re.search(r"elapsed_ms=([0-9.]+)", out)
         res["program_ms"] = float(m.group(1)) if m else float("nan")
     if not a.keep and mode != "recorded":
@@ -334,7 +353,7 @@ def report(case, results, mode):
     plain_rss = statistics.median(r["rss_kib"] for r in results["plain"]) * 1024
     print(f"peak RSS: program plain {mib(plain_rss)}, recorded "
           f"{mib(k.get('program_peak_rss_bytes', 0))}; writer {mib(k.get('writer_peak_rss_bytes', 0))}")
-    if case == "workload":
+    if case in ("workload", "csc", "heap"):
         for gen in (0, 1):
             row = {}
             for m in MODES:
@@ -343,7 +362,9 @@ def report(case, results, mode):
             print(f"gen{gen} pause us p50/p99 (samples): " + ", ".join(
                 f"{m} {row[m][0]:.0f}/{row[m][1]:.0f} ({row[m][2]})" for m in MODES) +
                 f"; added vs empty: p50 {row['recorded'][0] - row['empty'][0]:+.0f}, "
-                f"p99 {row['recorded'][1] - row['empty'][1]:+.0f}")
+                f"p99 {row['recorded'][1] - row['empty'][1]:+.0f}; {name}/plain p50 "
+                f"{fmt_ratio(row['recorded'][0], row['plain'][0])}, p99 "
+                f"{fmt_ratio(row['recorded'][1], row['plain'][1])}")
 
 
 # The collector in sampled mode with its stream going to a socket that drops it (capture.py):
@@ -669,6 +690,8 @@ def main():
                     help="heaplens record --mode for the empty and recorded runs")
     ap.add_argument("--orders", type=int, default=250000, help="Workload orders per thread")
     ap.add_argument("--files", type=int, default=50, help="generated sources for csc")
+    ap.add_argument("--record-option", action="append", default=[],
+                    help="an extra `heaplens record` option (repeatable): --record-option=--handles")
     ap.add_argument("--nodes", type=int, default=10_000_000, help="heap case: live objects")
     ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")

@@ -535,14 +535,24 @@ static int bench_replay_main(int argc, char **argv)
             fprintf(stderr, "bench_store: %s\n", error ? error->message : "replay failed");
             goto out;
         }
-        struct stat db;
+        struct stat db, built;
         stat(path, &db);
+        /* The first read of the finished file: what the first `heaplens` command adds. */
+        if (!store_history_build_file(path, NULL, NULL, &error)) {
+            fprintf(stderr, "bench_store: %s\n", error->message);
+            goto out;
+        }
+        double t3 = bench_now(), c3 = bench_cpu();
+        stat(path, &built);
+        double per = sum.objects ? 1.0 / (double)sum.objects : 0.0;
         printf("replay %d: stream %.1f MB; ingest %.3f s (cpu %.3f s), finish %.3f s (cpu %.3f "
                "s); %" G_GUINT64_FORMAT " gcs, %" G_GUINT64_FORMAT " objects, %.2f us cpu per "
-               "object; database %.1f MB\n",
+               "object; database %.1f MB (%.1f bytes per object); first read %.3f s (cpu %.3f s), "
+               "database then %.1f MB (x%.2f)\n",
                i + 1, (double)st.st_size / 1e6, t1 - t0, c1 - c0, t2 - t1, c2 - c1, sum.gcs,
-               sum.objects, sum.objects ? (c2 - c0) * 1e6 / (double)sum.objects : 0.0,
-               (double)db.st_size / 1e6);
+               sum.objects, (c2 - c0) * 1e6 * per, (double)db.st_size / 1e6,
+               (double)db.st_size * per, t3 - t2, c3 - c2, (double)built.st_size / 1e6,
+               (double)built.st_size / (double)db.st_size);
     }
     rc = 0;
 out:

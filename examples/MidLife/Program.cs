@@ -270,7 +270,7 @@ namespace MidLife
         [MethodImpl(MethodImplOptions.NoInlining)]
         private static void TakeGen2()
         {
-            var cp = new Checkpoint { Label = $"segment-{s_cpCount / 2 + 1}-gen2", Requested = 2 };
+            var cp = new Checkpoint { Label = $"segment-{s_cpCount / 2 + 1}-gen2-compacting", Requested = 2 };
             long t0 = Stopwatch.GetTimestamp();
             for (int attempt = 0; ; attempt++)
             {

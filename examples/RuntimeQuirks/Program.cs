@@ -7,6 +7,8 @@
 //   gcdump-target TRUTH.json N    keeps N objects alive, prints "ready PID", waits for a line on
 //                                 stdin, then exits
 //   collect-cost N K              N live objects, K GC.Collect(): prints the median time
+//   reasons TRUTH.json            a GC.Collect(), a GC caused by small objects, one by large
+//                                 arrays, with the GC counts around each
 //   gcdump-client PID OUT.nettrace  a diagnostics-IPC client (no packages): starts an EventPipe
 //                                 session like dotnet-gcdump, keeps the stream until the heap
 //                                 dump's GC ended and the stream went quiet, stops the session
@@ -261,6 +263,33 @@ namespace HeapLens.Examples.Quirks
             return 0;
         }
 
+        static object? s_sink;
+
+        // Three GCs with known causes, each with the GC counts before and after it: GC.Collect()
+        // (reason Induced), small objects until a GC comes (AllocSmall), then only large arrays
+        // until a GC comes (AllocLarge: the large object heap's budget runs out; the loop
+        // allocates nothing small, so gen0's budget cannot).
+        static int Reasons(string truthPath)
+        {
+            var truth = new Dictionary<string, object?>();
+            int before = Gcs();
+            GC.Collect();
+            truth["induced"] = new[] { before, Gcs() };
+            before = Gcs();
+            while (Gcs() == before)
+                s_sink = new Held();
+            truth["alloc_small"] = new[] { before, Gcs() };
+            var large = new byte[64][];
+            before = Gcs();
+            for (int i = 0; Gcs() == before; i = (i + 1) & 63)
+                large[i] = new byte[1 << 20];
+            truth["alloc_large"] = new[] { before, Gcs() };
+            s_sink = large;
+            truth["collector"] = HeapLensSupport.LoadedCollector();
+            File.WriteAllText(truthPath, JsonSerializer.Serialize(truth));
+            return 0;
+        }
+
         // The cost of one GC.Collect() with N live objects: median of K, in milliseconds.
         static int CollectCost(int n, int k)
         {
@@ -405,8 +434,9 @@ namespace HeapLens.Examples.Quirks
                 case "gcdump-target": return GcdumpTarget(args[1], int.Parse(args[2]));
                 case "gcdump-client": return GcdumpClient(int.Parse(args[1]), args[2]);
                 case "collect-cost": return CollectCost(int.Parse(args[1]), int.Parse(args[2]));
+                case "reasons": return Reasons(args[1]);
                 default:
-                    Console.Error.WriteLine("usage: RuntimeQuirks handles|unreported|gcdump-target|gcdump-client ...");
+                    Console.Error.WriteLine("usage: RuntimeQuirks handles|unreported|gcdump-target|gcdump-client|collect-cost|reasons ...");
                     return 2;
             }
         }

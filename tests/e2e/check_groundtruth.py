@@ -125,7 +125,7 @@ def main():
     if conn is not None:
         checks.eq("(c) PRAGMA application_id", 1212960339,
                   conn.execute("PRAGMA application_id").fetchone()[0])
-        checks.eq("(c) PRAGMA user_version", 4, conn.execute("PRAGMA user_version").fetchone()[0])
+        checks.eq("(c) PRAGMA user_version", 5, conn.execute("PRAGMA user_version").fetchone()[0])
         version = conn.execute("SELECT runtime_version FROM run").fetchone()[0] or ""
         runtime_major = int(version.split(".")[0]) if version[:1].isdigit() else None
         print(f"runtime {version}")
@@ -228,15 +228,14 @@ def main():
             checks.eq(f"{where}: gen2 GCs up to it (CollectionCount(2))", c2,
                       sum(1 for k, r in gcs.items() if k <= n and r["generation"] == 2))
             checks.eq(f"{where}: generation", cp["generation"], g["generation"])
-            if runtime_major == 8 and "compacting" in label:
-                # .NET 8 reports GC.Collect(..., compacting: true) to profilers as
-                # COR_PRF_GC_OTHER (reason_induced_compacting was not counted as induced):
-                # heaplens stores what the runtime said.
-                checks.eq(f"{where}: reason as .NET 8 reports it", "other", g.get("reason"))
-            else:
-                checks.ok(f"{where}: induced", g.get("induced") in (1, True) and
-                          g.get("reason") == "induced",
-                          f"induced={g.get('induced')!r} reason={g.get('reason')!r}")
+            # The reason is the runtime's own (its GCStart event): InducedCompacting for
+            # GC.Collect(..., compacting: true). `induced` is what the profiler was told: .NET 8
+            # tells COR_PRF_GC_OTHER for that one.
+            want = "InducedCompacting" if "compacting" in label else "Induced"
+            induced = not (runtime_major == 8 and "compacting" in label)
+            checks.ok(f"{where}: reason {want}, induced {induced}",
+                      bool(g.get("induced")) == induced and g.get("reason") == want,
+                      f"induced={g.get('induced')!r} reason={g.get('reason')!r}")
 
         surv = heaplens_json(checks, a.heaplens, ["survivors", db, "--gc", str(n)], log)
         if surv is None:
@@ -294,8 +293,8 @@ def main():
     if conn is not None:
         snaps = conn.execute("SELECT snapshot, gc, model_missing, model_extra FROM snapshots"
                              " ORDER BY snapshot").fetchall()
-        # The default policy snapshots GCs the runtime reports as induced (on .NET 8 a
-        # compacting GC.Collect is reported with reason "other": checked in (b)).
+        # The default policy snapshots GCs the runtime reports to profilers as induced (on
+        # .NET 8 a compacting GC.Collect is not: checked in (b)).
         induced = {gc for (gc,) in conn.execute("SELECT gc FROM gcs WHERE induced = 1")}
         wanted = {c["gc"] for c in truth["checkpoints"]} & induced
         checks.ok("(e) the induced GCs took snapshots", wanted <= {gc for _, gc, _, _ in snaps},

@@ -170,7 +170,15 @@ def check_recording(checks, args, target, db, n, log, min_snapshots):
     # Its threads were named before the attach: their names come from the catch-up at attach.
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     names = {r[0] for r in conn.execute("SELECT name FROM threads WHERE name IS NOT NULL")}
+    # Every GC's reason is the runtime's own (GCStart events matched by count: the runtime's
+    # count runs ahead of the session's GC numbers by the GCs before the attach); the first
+    # snapshot's GC is forced (Induced).
+    reasons = dict(conn.execute("SELECT gc, reason FROM gcs"))
     conn.close()
+    checks.eq(f"session {n}: GCs whose reason is unknown", [],
+              sorted(g for g, r in reasons.items() if r == "unknown"))
+    checks.ok(f"session {n}: the forced GCs are Induced", "Induced" in reasons.values(),
+              str(sorted(set(reasons.values()))))
     checks.ok(f"session {n}: threads named before the attach are named",
               {"leak", "churn-1", "churn-2"} <= names, str(sorted(names)))
 

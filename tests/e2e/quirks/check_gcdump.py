@@ -104,7 +104,7 @@ def main():
     for name in DROP_COUNTERS + ["writer_anomalies"]:
         if name in counters:
             checks.eq(name, 0, counters[name])
-    induced = con.execute("SELECT gc FROM gcs WHERE reason = 'induced' AND generation = 2"
+    induced = con.execute("SELECT gc FROM gcs WHERE induced = 1 AND generation = 2"
                           " ORDER BY gc").fetchall()
     checks.ok("the dump's GC is recorded (induced, gen2)", len(induced) >= 1, str(induced))
     if a.snapshot == "none" or (a.snapshot.startswith("every:") and len(induced) == 1 and

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""End-to-end handle lifetimes: record `RuntimeQuirks handles` and compare `handles` with the
-program's own facts (examples/README.md, RuntimeQuirks).
+"""End-to-end handle lifetimes: record `RuntimeQuirks handles` with `record --handles` (handle
+lifetimes need the runtime's GC monitoring at every GC) and compare `handles` with the program's
+own facts (examples/README.md, RuntimeQuirks).
 
     check_handles.py --heaplens build/bin/heaplens --dll build/examples/RuntimeQuirks/RuntimeQuirks.dll \
         --workdir /tmp/h
@@ -40,7 +41,9 @@ def main():
     log = start_log(a.workdir)
     db_path = os.path.join(a.workdir, "handles.db")
     truth_path = os.path.join(a.workdir, "handles.json")
-    rc = record(a, db_path, truth_path, [], log, args_before_truth=["handles"])
+    # Handle lifetimes between snapshots need `record --handles` (MONITOR_GC at every GC).
+    rc = record(a, db_path, truth_path, [], log, record_options=["--handles"],
+                args_before_truth=["handles"])
     checks.eq("heaplens record exit status", 0, rc)
     if not os.path.exists(truth_path) or not os.path.exists(db_path):
         checks.ok("program wrote its facts and heaplens its recording", False)
@@ -51,6 +54,8 @@ def main():
     checks.ok("batch 2 reuses batch 1's handle addresses (the test means something)",
               t["batch2_reused_addresses"] >= 100, str(t["batch2_reused_addresses"]))
     db = sqlite3.connect(db_path)
+    flags = (db.execute("SELECT flags FROM run").fetchone() or [None])[0] or ""
+    checks.ok("run.flags has 'handles'", "handles" in flags.split(","), flags)
     rows = {}
     for hid, kind, created, destroyed in db.execute(
             "SELECT handle_id, kind, created_after_gc, destroyed_after_gc FROM handles ORDER BY id"):

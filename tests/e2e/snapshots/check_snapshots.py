@@ -27,7 +27,8 @@ then checks with SQL on the recording's snapshot tables, each comparison being o
   (d) per checkpoint, roots of the named objects: exact kinds and flags (handle 3, finalizer 2,
       stack 1; pinning 1, weak 2), handle roots' root_id == the handle's address, and no root
       at all on objects reachable only through fields;
-  (e) `handles`: one row per handle of the program, by target: handle_id == its address, kind
+  (e) `handles` (recorded with `record --handles`, which keeps the handle events): one row per
+      handle of the program, by target: handle_id == its address, kind
       (text or code), created_after_gc, destroyed_after_gc (the freed strong handle has it, the
       others NULL); the cleared weak handle is no root any more;
   (f) `heaplens snapshots FILE --json` equals the snapshots table (skipped, with a note, while
@@ -814,7 +815,9 @@ def main():
             ap.error("--dll is required (or --db and --truth)")
         db = os.path.join(a.workdir, "snapshotgraphs.db")
         truth_path = os.path.join(a.workdir, "truth.json")
-        heaplens_rc = record(a, db, truth_path, [], log)
+        # --handles: the handle lifetimes of (e) need the runtime's GC monitoring at every GC;
+        # the on-demand recording (h) is made without it.
+        heaplens_rc = record(a, db, truth_path, [], log, record_options=["--handles"])
 
     truth = load_truth(checks, truth_path, "checkpoints")
     if truth is not None:

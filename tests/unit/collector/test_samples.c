@@ -132,6 +132,28 @@ static void test_parse_ranges(void) {
     assert(o == 0x1000 && n == 0x1000 && len == 0x2000);
 }
 
+/* GCStart v0..v2: count and reason; any other size (EventPipe's own event 1, ProcessInfo, a
+ * command line, reaches the same callback) is not a GCStart. */
+static void test_parse_gc_start(void) {
+    uint8_t d[26];
+    memset(d, 0, sizeof d);
+    uint32_t count = 7, depth = 2, reason = 4, type = 0;
+    memcpy(d, &count, 4);
+    memcpy(d + 4, &depth, 4);
+    memcpy(d + 8, &reason, 4);
+    memcpy(d + 12, &type, 4);
+    uint32_t c = 0, r = 0;
+    assert(hl_parse_gc_start(d, 26, 2, &c, &r) && c == 7 && r == 4);
+    assert(hl_parse_gc_start(d, 18, 1, &c, &r) && c == 7 && r == 4);
+    memcpy(d + 4, &reason, 4); /* v0: Count, Reason */
+    c = r = 0;
+    assert(hl_parse_gc_start(d, 8, 0, &c, &r) && c == 7 && r == 4);
+    assert(!hl_parse_gc_start(d, 25, 2, &c, &r));
+    assert(!hl_parse_gc_start(d, 26, 1, &c, &r));
+    assert(!hl_parse_gc_start(d, 26, 3, &c, &r));
+    assert(!hl_parse_gc_start(NULL, 26, 2, &c, &r));
+}
+
 /* The own sampler's distances (full mode): geometric, mean 102400, never 0. */
 static void test_sample_distance(void) {
     uint64_t x = 0x9E3779B97F4A7C15ull, min = UINT64_MAX;
@@ -156,6 +178,7 @@ int main(void) {
     test_interning();
     test_parse();
     test_parse_ranges();
+    test_parse_gc_start();
     puts("ok");
     return 0;
 }

@@ -386,6 +386,8 @@ void hl_sb_gc_start(hl_sb *sb, uint32_t gc, uint32_t generation, gboolean induce
         .gc = gc,
         .generation = generation,
         .reason = induced ? 1 : 0,
+        .gc_reason = induced ? HL_GC_REASON_INDUCED : HL_GC_REASON_ALLOC_SMALL,
+        .flags = HL_GC_START_REASON_KNOWN,
         .condemned_mask = ((1u << (generation + 1)) - 1u) | (generation == 2 ? 0x18u : 0u),
         .start_mono_ns = hl_sb_gc_mono(gc),
         .suspend_mono_ns = hl_sb_gc_mono(gc) - 10000u,

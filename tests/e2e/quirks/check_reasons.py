@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""End-to-end GC reasons: record `RuntimeQuirks reasons` and compare each GC's reason with what
+the program caused (examples/README.md, RuntimeQuirks).
+
+    check_reasons.py --heaplens build/bin/heaplens --dll build/examples/RuntimeQuirks/RuntimeQuirks.dll \
+        --workdir /tmp/r [--mode full|sampled]
+
+The program reads GC.CollectionCount(0) before and after a GC.Collect(), a loop of small objects
+that runs until a GC comes, and a loop of 1 MiB arrays (nothing small) that runs until a GC
+comes. Checks: the GCs after each are in the recording with the runtime's own reason, as
+`heaplens gcs --json` and `heaplens report --json` show it — Induced (induced true), AllocSmall,
+AllocLarge (induced false) —; no GC's reason is unknown. Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2elib import Checks, heaplens_json, record, start_log  # noqa: E402
+
+WANT = {"induced": ("Induced", True), "alloc_small": ("AllocSmall", False),
+        "alloc_large": ("AllocLarge", False)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--heaplens", required=True)
+    ap.add_argument("--dotnet", default="dotnet")
+    ap.add_argument("--dll", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--mode", default="full")
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    checks = Checks(a.verbose)
+    log = start_log(a.workdir)
+    db_path = os.path.join(a.workdir, "reasons.db")
+    truth_path = os.path.join(a.workdir, "reasons.json")
+    rc = record(a, db_path, truth_path, [], log, record_options=["--mode", a.mode],
+                args_before_truth=["reasons"])
+    checks.eq("heaplens record exit status", 0, rc)
+    if not os.path.exists(truth_path) or not os.path.exists(db_path):
+        checks.ok("program wrote its facts and heaplens its recording", False)
+        return checks.summary()
+    t = json.load(open(truth_path))
+    checks.ok("collector loaded", bool(t.get("collector")), str(t.get("collector")))
+    for source, args in (("gcs", ["gcs", db_path]), ("report", ["report", db_path])):
+        doc = heaplens_json(checks, a.heaplens, args, log)
+        if doc is None:
+            continue
+        rows = doc["rows"] if source == "gcs" else doc["gcs"]
+        gcs = {r["gc"]: r for r in rows}
+        unknown = sorted(g for g, r in gcs.items() if r["reason"] == "unknown")
+        checks.eq(f"{source}: GCs whose reason is unknown", [], unknown)
+        for key, (reason, induced) in WANT.items():
+            before, after = t[key]
+            caused = list(range(before + 1, after + 1))
+            checks.ok(f"{source}: {key} caused a GC", caused, f"counts {before} -> {after}")
+            for g in caused:
+                r = gcs.get(g)
+                if not checks.ok(f"{source}: GC {g} ({key}) recorded", r is not None,
+                                 f"{len(gcs)} GCs"):
+                    continue
+                checks.eq(f"{source}: GC {g} ({key}) reason", reason, r["reason"])
+                checks.eq(f"{source}: GC {g} ({key}) induced", induced, bool(r["induced"]))
+    return checks.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
