@@ -17,28 +17,36 @@ static void query_db_history_progress(void *ctx, uint64_t done, uint64_t total)
 
 /* The first command to read a finished recording builds its generation history into the file
  * (store.h: the recording's end does not wait for it). A file this user may not write, or a
- * build that fails, keeps the views over the changes: the same answers, read more slowly. */
-static void query_db_build_history(const char *path)
+ * build that fails for want of time or room, keeps the views over the changes: the same answers,
+ * read more slowly; their text is checked all the same. A damaged file is refused: its views
+ * would answer wrongly. */
+static gboolean query_db_build_history(sqlite3 *db, const char *path, GError **error)
 {
     g_autofree char *dir = g_path_get_dirname(path);
-    g_autoptr(GError) error = NULL;
+    g_autoptr(GError) local = NULL;
     g_autofree char *name = g_path_get_basename(path);
 
     if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
-        return;
+        return store_history_check_changes(db, path, error);
     g_autoptr(query_progress) progress = query_progress_new(name, FALSE);
-    /* A damaged file is left to the command, which says so in its own words if it meets it. */
-    if (!store_history_build_file(path, query_db_history_progress, progress, &error) &&
-        !g_error_matches(error, STORE_ERROR, STORE_ERROR_DAMAGED))
-        fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
-                error->message);
+    if (store_history_build_file(path, query_db_history_progress, progress, &local))
+        return TRUE;
+    if (g_error_matches(local, STORE_ERROR, STORE_ERROR_DAMAGED)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
+            local->message);
+    return store_history_check_changes(db, path, error);
 }
 
 sqlite3 *query_db_open(const char *path, GError **error)
 {
     sqlite3 *db = store_db_open_readonly(path, error);
-    if (db != NULL && store_history_pending(db))
-        query_db_build_history(path);
+    if (db != NULL && store_history_pending(db) && !query_db_build_history(db, path, error)) {
+        sqlite3_close(db);
+        return NULL;
+    }
     return db;
 }
 

@@ -47,46 +47,60 @@ typedef struct store_history {
     sqlite3_stmt *insert_many, *insert_one;
     int64_t rows[STORE_HISTORY_ROWS][4]; /* object_id, generation, from_gc, until_gc */
     gboolean gaps; /* ids after a row's first are gaps (schema 4 on) */
+    int64_t gc_limit; /* GC numbers above it are damage: the write's buckets are one per GC */
     int pending;
 } store_history;
 
-static gboolean store_history_corrupt(store_history *h, int64_t rowid, GError **error)
+static void store_history_damaged(GError **error, const char *path, const char *why)
 {
-    g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
-                "%s: generation_changes row %" PRId64 " is not a JSON array of ids", h->path, rowid);
+    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
+                "%s is damaged (%s); its generation history was not built", path, why);
+}
+
+static gboolean store_history_corrupt(store_history *h, int64_t rowid, const char *why,
+                                      GError **error)
+{
+    g_autofree char *text = g_strdup_printf("generation_changes row %" PRId64 " %s", rowid, why);
+    store_history_damaged(error, h->path, text);
     return FALSE;
 }
 
 /* Appends the ids of one generation_changes row ("[5,1,3]" for 5, 6, 9 as store_gc.c writes
- * it; "[5,6,9]" in schema 3). */
+ * it; "[5,6,9]" in schema 3): exactly `count` of them. */
 static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc, uint32_t gen,
-                                    const unsigned char *p, int len, GError **error)
+                                    int64_t count, const unsigned char *p, int len,
+                                    GError **error)
 {
     const unsigned char *end = p + len;
-    if (gen > HL_GEN_NONGC || gc >= (1u << 29) || len < 2 || *p != '[' || end[-1] != ']')
-        return store_history_corrupt(h, rowid, error);
+    size_t first = h->n;
+    if (gen > HL_GEN_NONGC || gc >= (1u << 29))
+        return store_history_corrupt(h, rowid, "has a GC or generation out of range", error);
+    if (len < 2 || *p != '[' || end[-1] != ']')
+        return store_history_corrupt(h, rowid, "is not a JSON array of ids", error);
     p++;
     end--;
     uint64_t last = 0;
     while (p < end) {
         uint64_t id = 0;
         const unsigned char *start = p;
-        while (p < end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9' && p - start < 19)
             id = id * 10 + (uint64_t)(*p++ - '0');
         if (p == start || (p < end && *p++ != ','))
-            return store_history_corrupt(h, rowid, error);
+            return store_history_corrupt(h, rowid, "is not a JSON array of ids", error);
         if (h->gaps) {
             id += last;
             last = id;
         }
-        if (h->n == h->cap) {
-            h->cap = h->cap < 4096 ? 4096 : h->cap * 2;
-            h->changes = g_realloc_n(h->changes, h->cap, sizeof *h->changes);
-        }
+        /* The capacity is the sum of the rows' counts, checked against the text they take. */
+        if (h->n == h->cap)
+            return store_history_corrupt(h, rowid, "holds more ids than its count", error);
         h->changes[h->n].id = id;
         h->changes[h->n].gc_gen = gc << 3 | gen;
         h->n++;
     }
+    if (h->n - first != (uint64_t)count)
+        return store_history_corrupt(h, rowid, "holds another number of ids than its count",
+                                     error);
     return TRUE;
 }
 
@@ -96,29 +110,56 @@ static gboolean store_history_read(store_history *h, GError **error)
     gboolean ok = FALSE;
     int rc;
 
-    if (sqlite3_prepare_v2(h->db, "SELECT coalesce(sum(count), 0) FROM generation_changes", -1,
-                           &st, NULL) != SQLITE_OK ||
+    /* Every id takes at least two characters ("1," or "1]"), so counts summing to more than
+     * half the ids' text (or a negative one) are a damaged file: nothing is allocated for them. */
+    if (sqlite3_prepare_v2(h->db,
+                           "SELECT coalesce(sum(count), 0), coalesce(min(count), 0), "
+                           "coalesce(sum(length(ids)), 0) FROM generation_changes",
+                           -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
         store_sql_fail(h->db, h->path, "reading generation_changes", error);
         goto out;
     }
-    h->cap = (size_t)sqlite3_column_int64(st, 0) + 1;
+    int64_t total = sqlite3_column_int64(st, 0), least = sqlite3_column_int64(st, 1),
+            text = sqlite3_column_int64(st, 2);
+    if (least < 0 || total < 0 || total > text / 2) {
+        store_history_damaged(error, h->path, "generation_changes counts more ids than it holds");
+        goto out;
+    }
+    /* A GC takes far more than 16 bytes of the file (its gcs row alone), so no GC number a
+     * recording can hold makes the buckets (16 bytes per GC) larger than the file. */
+    h->gc_limit = MIN(store_db_pragma_int(h->db, "PRAGMA page_count") *
+                          store_db_pragma_int(h->db, "PRAGMA page_size") / 16,
+                      (int64_t)(1u << 29) - 1);
+    h->cap = (size_t)total;
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
-    h->changes = g_new(store_change, h->cap);
+    h->changes = g_new(store_change, h->cap + 1);
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(h->db, "SELECT rowid, gc, generation, ids FROM generation_changes "
-                                  "ORDER BY rowid",
+    if (sqlite3_prepare_v2(h->db, "SELECT rowid, gc, generation, ids, count "
+                                  "FROM generation_changes ORDER BY rowid",
                            -1, &st, NULL) != SQLITE_OK) {
         store_sql_fail(h->db, h->path, "reading generation_changes", error);
         goto out;
     }
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t rowid = sqlite3_column_int64(st, 0);
+        int64_t gc = sqlite3_column_int64(st, 1), gen = sqlite3_column_int64(st, 2);
+        if (sqlite3_column_type(st, 1) != SQLITE_INTEGER ||
+            sqlite3_column_type(st, 2) != SQLITE_INTEGER ||
+            sqlite3_column_type(st, 4) != SQLITE_INTEGER || gc < 0 || gc > h->gc_limit ||
+            gen < 0 || gen > UINT32_MAX) {
+            store_history_corrupt(h, rowid, "has a GC, generation or count that is not a number "
+                                            "in range", error);
+            goto out;
+        }
         const unsigned char *ids = sqlite3_column_text(st, 3);
-        if (ids == NULL ||
-            !store_history_parse(h, sqlite3_column_int64(st, 0),
-                                 (uint32_t)sqlite3_column_int64(st, 1),
-                                 (uint32_t)sqlite3_column_int64(st, 2), ids,
-                                 sqlite3_column_bytes(st, 3), error))
+        if (ids == NULL) {
+            store_history_corrupt(h, rowid, "is not a JSON array of ids", error);
+            goto out;
+        }
+        if (!store_history_parse(h, rowid, (uint32_t)gc, (uint32_t)gen,
+                                 sqlite3_column_int64(st, 4), ids, sqlite3_column_bytes(st, 3),
+                                 error))
             goto out;
     }
     if (rc != SQLITE_DONE) {
@@ -302,12 +343,6 @@ gboolean store_history_pending(sqlite3 *db)
     return pending;
 }
 
-static void store_history_damaged(GError **error, const char *path, const char *why)
-{
-    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                "%s is damaged (%s); its generation history was not built", path, why);
-}
-
 /* Never write into a damaged file: it would only get worse. */
 static gboolean store_history_check(store_history *h, GError **error)
 {
@@ -315,6 +350,14 @@ static gboolean store_history_check(store_history *h, GError **error)
     if (damage)
         store_history_damaged(error, h->path, damage);
     return damage == NULL;
+}
+
+gboolean store_history_check_changes(sqlite3 *db, const char *path, GError **error)
+{
+    store_history h = {.db = db, .path = path};
+    gboolean ok = store_history_read(&h, error);
+    g_free(h.changes);
+    return ok;
 }
 
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
