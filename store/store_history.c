@@ -57,6 +57,8 @@ static void store_history_damaged(GError **error, const char *path, const char *
                 "%s is damaged (%s); its generation history was not built", path, why);
 }
 
+#define STORE_HISTORY_BAD_NUMBER "has a GC, generation or count that is not a number in range"
+
 static gboolean store_history_corrupt(store_history *h, int64_t rowid, const char *why,
                                       GError **error)
 {
@@ -74,7 +76,7 @@ static gboolean store_history_parse(store_history *h, int64_t rowid, uint32_t gc
     const unsigned char *end = p + len;
     size_t first = h->n;
     if (gen > HL_GEN_NONGC || gc >= (1u << 29))
-        return store_history_corrupt(h, rowid, "has a GC or generation out of range", error);
+        return store_history_corrupt(h, rowid, STORE_HISTORY_BAD_NUMBER, error);
     if (len < 2 || *p != '[' || end[-1] != ']')
         return store_history_corrupt(h, rowid, "is not a JSON array of ids", error);
     p++;
@@ -148,8 +150,7 @@ static gboolean store_history_read(store_history *h, GError **error)
             sqlite3_column_type(st, 2) != SQLITE_INTEGER ||
             sqlite3_column_type(st, 4) != SQLITE_INTEGER || gc < 0 || gc > h->gc_limit ||
             gen < 0 || gen > UINT32_MAX) {
-            store_history_corrupt(h, rowid, "has a GC, generation or count that is not a number "
-                                            "in range", error);
+            store_history_corrupt(h, rowid, STORE_HISTORY_BAD_NUMBER, error);
             goto out;
         }
         const unsigned char *ids = sqlite3_column_text(st, 3);
