@@ -109,9 +109,23 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         stmt = NULL;
     }
 
-    stmt = query_db_prepare(db, "SELECT COUNT(*), TOTAL(size) FROM objects", error);
-    if (!stmt || !query_db_step(stmt, &row, error) ||
-        !query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
+    /* The scan that sums the sizes checks them too; which row broke what, only when one did. */
+    stmt = query_db_prepare(db,
+                            "SELECT COUNT(*), TOTAL(size), TOTAL(typeof(size) <> 'integer' OR"
+                            " size < 0 OR typeof(died_gc) NOT IN ('integer', 'null')) FROM objects",
+                            error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    if (sqlite3_column_double(stmt, 2) > 0) {
+        static const query_value_check objects[] = {
+            {"size", QUERY_VALUE_NATURAL, FALSE},
+            {"died_gc", QUERY_VALUE_NATURAL, TRUE},
+            {NULL, 0, FALSE},
+        };
+        query_db_check_values(db, "objects", NULL, objects, error);
+        goto out;
+    }
+    if (!query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
         goto out;
     totals->objects = sqlite3_column_int64(stmt, 0);
     totals->object_bytes = sqlite3_column_int64(stmt, 1);
@@ -353,7 +367,7 @@ int cmd_info(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db)
+    if (!db || !query_db_check_alloc_counts(db, &error))
         goto out;
     info_lines_add(&run_lines, "file", g_strdup(path));
     if (!query_estimates_get(db, &estimates, &error) ||

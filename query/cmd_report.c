@@ -81,7 +81,7 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     db = query_db_open(path, &error);
-    if (!db)
+    if (!db || !query_db_check_alloc_counts(db, &error))
         goto out;
     /* Open the output before the work, so that an unwritable one fails at once. */
     if (!to_stdout) {

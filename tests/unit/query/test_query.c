@@ -787,6 +787,49 @@ static void case_bad_files(void)
     }
 }
 
+/* Values no recording holds are said to be damage, in one line, by the commands that read them,
+ * never printed as figures ("-146,517 allocations (-5.8 MiB)"). */
+static void case_damaged_values(void)
+{
+    static const struct {
+        const char *edit, *command, *err;
+    } cases[] = {
+        {"UPDATE alloc_counts SET count = -146517 WHERE rowid = 1", "allocations",
+         "heaplens: the database is damaged: alloc_counts.count holds -146517, which no "
+         "recording holds there\n"},
+        {"UPDATE alloc_counts SET bytes = 'abc' WHERE rowid = 2", "info",
+         "heaplens: the database is damaged: alloc_counts.bytes holds 'abc', which no recording "
+         "holds there\n"},
+        {"UPDATE gcs SET generation = 'abc' WHERE gc = 1", "gcs",
+         "heaplens: the database is damaged: gcs.generation holds 'abc', which no recording "
+         "holds there\n"},
+        {"UPDATE gcs SET generation = 3 WHERE gc = 2", "survivors",
+         "heaplens: the database is damaged: gcs.generation holds 3, which no recording holds "
+         "there\n"},
+        {"UPDATE gc_generations SET size_after = -5 WHERE gc = 1 AND generation = 1", "gcs",
+         "heaplens: the database is damaged: gc_generations.size_after holds -5, which no "
+         "recording holds there\n"},
+        {"UPDATE run SET pid = 'x'", "info",
+         "heaplens: the database is damaged: run.pid holds 'x', which no recording holds "
+         "there\n"},
+        {"UPDATE objects SET size = -5 WHERE id = 2", "survivors",
+         "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
+         "generations that no recording holds\n"},
+        {"UPDATE objects SET size = 'abc' WHERE id = 2", "info",
+         "heaplens: the database is damaged: objects.size holds 'abc', which no recording holds "
+         "there\n"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *path = fixture_path("dmg.db");
+        g_remove(path);
+        fixture_app("dmg.db");
+        EXPECT(RUN("info", "dmg.db"), 0, NULL, ""); /* the generation history, built once */
+        fixture_sql("dmg.db", cases[i].edit);
+        EXPECT(RUN(cases[i].command, "dmg.db"), 1, NULL, cases[i].err);
+        EXPECT(RUN(cases[i].command, "dmg.db", "--json"), 1, NULL, cases[i].err);
+    }
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static const cli_test_case cases[] = {
@@ -809,6 +852,7 @@ static const cli_test_case cases[] = {
     {"snapshot_pid", case_snapshot_pid},
     {"fifo_input", case_fifo_input},
     {"history_damaged", case_history_damaged},
+    {"damaged_values", case_damaged_values},
     {"unknown_command", case_unknown_command},
     {"bad_option", case_bad_option},
     {"bad_files", case_bad_files},
