@@ -109,26 +109,9 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         stmt = NULL;
     }
 
-    /* The scan that sums the sizes checks them too; which row broke what, only when one did. */
-    stmt = query_db_prepare(db,
-                            "SELECT COUNT(*), TOTAL(size), TOTAL(typeof(size) <> 'integer' OR"
-                            " size < 0 OR typeof(died_gc) NOT IN ('integer', 'null')) FROM objects",
-                            error);
-    if (!stmt || !query_db_step(stmt, &row, error))
+    if (!query_db_objects_totals(db, &totals->objects, &totals->object_bytes,
+                                 &totals->objects_alive, error))
         goto out;
-    if (sqlite3_column_double(stmt, 2) > 0) {
-        static const query_value_check objects[] = {
-            {"size", QUERY_VALUE_NATURAL, FALSE},
-            {"died_gc", QUERY_VALUE_NATURAL, TRUE},
-            {NULL, 0, FALSE},
-        };
-        query_db_check_values(db, "objects", NULL, objects, error);
-        goto out;
-    }
-    if (!query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
-        goto out;
-    totals->objects = sqlite3_column_int64(stmt, 0);
-    totals->object_bytes = sqlite3_column_int64(stmt, 1);
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
     if (estimates->uncounted) {

@@ -13,7 +13,7 @@
  * count (columns 4..6) are over all groups. */
 /* Rows read that no recording holds (a size or type that is not a number, a negative size, an
  * unknown generation), counted over all groups as they are read: column 7 (8 by age). */
-#define SURVIVORS_DAMAGED "SUM(SUM(" QUERY_LIVE_ROW_DAMAGED_SQL ")) OVER () AS damaged"
+#define SURVIVORS_DAMAGED "SUM(" QUERY_LIVE_GROUP_DAMAGED_SQL ") OVER () AS damaged"
 
 static const char survivors_sql[] =
     "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"

@@ -212,23 +212,24 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error);
 /* alloc_counts, for the commands that sum it (allocations, info, report, stacks). */
 gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error);
 
-/* A row of object_generations AS og LEFT JOIN objects AS o (ON o.id = og.object_id) that no
- * recording holds: SQL true for it (every object_generations row has its objects row, sizes
- * are not negative, generations 0..5, the rest integers). Summed over the rows a command reads
- * anyway (survivors, report), it checks them at no extra pass. */
-#define QUERY_LIVE_ROW_DAMAGED_SQL                                                                \
-    "(o.id IS NULL OR typeof(o.size) <> 'integer' OR o.size < 0"                                   \
-    " OR typeof(o.type_id) <> 'integer' OR typeof(o.first_gc) <> 'integer'"                       \
-    " OR typeof(o.died_gc) NOT IN ('integer', 'null') OR typeof(og.generation) <> 'integer'"      \
-    " OR og.generation NOT BETWEEN 0 AND 5 OR typeof(og.from_gc) <> 'integer'"                    \
-    " OR typeof(og.until_gc) NOT IN ('integer', 'null'))"
+/* A group of rows of object_generations AS og LEFT JOIN objects AS o (ON o.id = og.object_id)
+ * GROUP BY og.generation, o.type_id (and more) that no recording holds: SQL true for it. Every
+ * object_generations row has its objects row, sizes are not negative integers (SUM of text is a
+ * real), generations 0..5, type ids numbers (text orders after every number: outside the
+ * range). Per group, it costs two aggregates per row (MIN, COUNT) in a scan the command makes
+ * anyway (survivors, report). */
+#define QUERY_LIVE_GROUP_DAMAGED_SQL                                                              \
+    "(MIN(o.size) < 0 OR typeof(SUM(o.size)) NOT IN ('integer', 'null')"                           \
+    " OR COUNT(o.id) <> COUNT(*) OR NOT (og.generation BETWEEN 0 AND 5)"                          \
+    " OR NOT (coalesce(o.type_id, 0) BETWEEN 0 AND 4294967295))"
 
-/* Objects alive when the recording ended: tracked objects never collected, and the allocations
- * after the last GC (no GC judged them). `heaplens info` and `report` both say it. */
-#define QUERY_ALIVE_AT_END_SQL                                                                    \
-    "SELECT (SELECT COUNT(*) FROM objects WHERE died_gc IS NULL)"                                 \
-    "       + (SELECT COALESCE(SUM(count), 0) FROM alloc_counts"                                  \
-    "          WHERE gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs))"
+/* In one scan of `objects`: its rows (*objects), their bytes (*bytes) and the objects alive when
+ * the recording ended (*alive: tracked objects never collected, and the allocations after the
+ * last GC, which no GC judged; `heaplens info` and `report` both say it). Each pointer may be
+ * NULL. A size that is negative or not a number, or a died_gc that is not a number, is damage
+ * (query_db_damaged). */
+gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, int64_t *alive,
+                                 GError **error);
 
 /* The accuracy note for this recording: one line such as "note: 1,234 allocations, 2 GCs were
  * lost (the writer fell behind); counts are lower bounds" when the collector counted losses

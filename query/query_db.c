@@ -62,17 +62,21 @@ gboolean query_db_damaged(GError **error, const char *format, ...)
     return FALSE;
 }
 
-/* The SQL condition "column `c` breaks `check`". */
+/* The SQL condition "column `c` breaks `check`": outside its range (text and blobs order after
+ * every number, so they are outside too). NULL is checked only where the schema allows it
+ * (SQLite refuses it in a NOT NULL column). No function call: it runs on every row. */
 static void value_check_append(GString *sql, const query_value_check *c)
 {
-    g_string_append_printf(sql, "(typeof(\"%s\") NOT IN ('integer'%s)", c->column,
-                           c->nullable ? ", 'null'" : "");
-    if (c->kind == QUERY_VALUE_NATURAL)
-        g_string_append_printf(sql, " OR \"%s\" < 0", c->column);
-    else if (c->kind == QUERY_VALUE_GENERATION || c->kind == QUERY_VALUE_CONDEMNED)
-        g_string_append_printf(sql, " OR \"%s\" NOT BETWEEN 0 AND %d", c->column,
-                               c->kind == QUERY_VALUE_CONDEMNED ? 2 : 5);
-    g_string_append(sql, ")");
+    static const char *const ranges[] = {
+        [QUERY_VALUE_INTEGER] = "-9223372036854775808 AND 9223372036854775807",
+        [QUERY_VALUE_NATURAL] = "0 AND 9223372036854775807",
+        [QUERY_VALUE_GENERATION] = "0 AND 5",
+        [QUERY_VALUE_CONDEMNED] = "0 AND 2",
+    };
+    if (c->nullable)
+        g_string_append_printf(sql, "(\"%s\" IS NOT NULL AND ", c->column);
+    g_string_append_printf(sql, "NOT (\"%s\" BETWEEN %s)%s", c->column, ranges[c->kind],
+                           c->nullable ? ")" : "");
 }
 
 gboolean query_db_check_values(sqlite3 *db, const char *table, const char *where,
@@ -166,6 +170,46 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
            query_db_check_values(db, "gc_generations", NULL, gc_generations, error) &&
            query_db_check_values(db, "snapshots", NULL, snapshots, error) &&
            query_db_check_values(db, "sampling", NULL, sampling, error);
+}
+
+gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, int64_t *alive,
+                                 GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    /* One scan sums and checks: SUM of text is a real, a negative size is the minimum, a
+     * died_gc that is text is the maximum (text orders after every number). */
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT COUNT(*), SUM(size), MIN(size) < 0, SUM(died_gc IS NULL),"
+        "       typeof(MAX(died_gc)) IN ('integer', 'null'),"
+        "       (SELECT coalesce(SUM(count), 0) FROM alloc_counts"
+        "         WHERE gc > (SELECT coalesce(MAX(gc), 0) FROM gcs))"
+        "  FROM objects",
+        error);
+    if (!stmt || !query_db_step(stmt, &row, error) || !row)
+        goto out;
+    if (sqlite3_column_type(stmt, 1) == SQLITE_FLOAT || sqlite3_column_int(stmt, 2)) {
+        static const query_value_check sizes[] = {
+            {"size", QUERY_VALUE_NATURAL, FALSE},
+            {NULL, 0, FALSE},
+        };
+        query_db_check_values(db, "objects", NULL, sizes, error); /* which one */
+        goto out;
+    }
+    if (!sqlite3_column_int(stmt, 4)) {
+        query_db_damaged(error, "objects.died_gc holds text where a GC number belongs");
+        goto out;
+    }
+    if (objects)
+        *objects = sqlite3_column_int64(stmt, 0);
+    if (bytes)
+        *bytes = sqlite3_column_int64(stmt, 1);
+    if (alive)
+        *alive = query_add_saturating(sqlite3_column_int64(stmt, 3), sqlite3_column_int64(stmt, 5));
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
 }
 
 gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error)

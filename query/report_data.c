@@ -87,7 +87,7 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
         }
     }
     /* The allocation totals (t->objects, t->object_bytes) come from report_allocations_get. */
-    return query_db_int(db, QUERY_ALIVE_AT_END_SQL, &t->objects_alive_at_end, error) &&
+    return query_db_objects_totals(db, NULL, NULL, &t->objects_alive_at_end, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error);
 }
@@ -178,7 +178,8 @@ double report_gc_survival_rate(const report_gc *gc)
  * hundred thousand objects. */
 static const char report_sweep_sql[] =
     "SELECT o.type_id, og.generation, og.from_gc, og.until_gc, SUM(o.size),"
-    "       SUM(" QUERY_LIVE_ROW_DAMAGED_SQL ")"
+    "       " QUERY_LIVE_GROUP_DAMAGED_SQL " OR typeof(og.from_gc) <> 'integer'"
+    "       OR NOT (coalesce(og.until_gc, 0) BETWEEN 0 AND 4294967295)"
     "  FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
     " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc";
 

@@ -10,7 +10,7 @@ number, a huge one, NULL, text where a number belongs, an unknown generation; an
 loses a row and all its rows. Every input then goes through every query command (text or --json,
 alternating), each run on its own copy, and checks:
 
-  crash     killed by a signal, or an exit status other than 0 and 1
+  crash     killed by a signal, an exit status other than 0 and 1, or a sanitizer's report
   hang      still running after the time limit (TIMEOUT s)
   lines     exit 1 with anything but one line "heaplens: ..." on stderr
   changed   the input (or its -wal/-shm) changed where the command may not write: only the first
@@ -150,7 +150,7 @@ def run_one(heaplens, cmd, path, json_flag):
 def classify(rc, out, err, impossible, baseline, changed_ok, before, after):
     if rc is None:
         return 'hang'
-    if rc < 0 or rc not in (0, 1):
+    if rc < 0 or rc not in (0, 1) or 'runtime error' in err or 'Sanitizer' in err:
         return 'crash'
     if before != after and not changed_ok:
         return 'changed'
