@@ -192,7 +192,7 @@ int cmd_allocations(int argc, char **argv)
                                            "a positive number", &top, &error))
         goto out;
     db = query_db_open(path, &error);
-    if (!db)
+    if (!db || !query_db_check_alloc_counts(db, &error))
         goto out;
     if (thread) {
         thread_ids = thread_ids_new(db, path, thread, &error);

@@ -110,12 +110,9 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         stmt = NULL;
     }
 
-    stmt = query_db_prepare(db, "SELECT COUNT(*), TOTAL(size) FROM objects", error);
-    if (!stmt || !query_db_step(stmt, &row, error) ||
-        !query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
+    if (!query_db_objects_totals(db, &totals->objects, &totals->object_bytes,
+                                 &totals->objects_alive, error))
         goto out;
-    totals->objects = sqlite3_column_int64(stmt, 0);
-    totals->object_bytes = sqlite3_column_int64(stmt, 1);
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
     if (estimates->uncounted) {
@@ -358,7 +355,7 @@ int cmd_info(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db)
+    if (!db || !query_db_check_alloc_counts(db, &error))
         goto out;
     info_lines_add(&run_lines, "file", g_strdup(path));
     if (!query_estimates_get(db, &estimates, &error) ||
