@@ -111,8 +111,9 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
 gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error)
 {
     char *end = NULL;
-    long value = strtol(text, &end, 10);
-    if (*end || value < 1 || value > INT32_MAX) {
+    /* Digits only, as every number heaplens reads: strtol alone would take " 5" and "+5". */
+    long value = g_ascii_isdigit(text[0]) ? strtol(text, &end, 10) : 0;
+    if (!end || *end || value < 1 || value > INT32_MAX) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: PID must be a process id, not '%s'",
                     command, text);
         return FALSE;

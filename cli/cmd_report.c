@@ -35,13 +35,6 @@ static char **report_argv_new(int argc, char **argv, GPtrArray *owned)
     return out;
 }
 
-static gboolean same_file(const char *a, const char *b)
-{
-    GStatBuf sa, sb;
-    return g_stat(a, &sa) == 0 && g_stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
 int cmd_report(int argc, char **argv)
 {
     int status = 1;
@@ -88,16 +81,12 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     db = query_db_open(path, &error);
-    if (!db)
+    if (!db || !query_db_check_alloc_counts(db, &error))
         goto out;
     /* Open the output before the work, so that an unwritable one fails at once. */
-    if (!to_stdout && same_file(path, output)) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "report: %s is the recording itself; give -o another file", output);
-        goto out;
-    }
     if (!to_stdout) {
-        if (!query_output_file_open(&file, output, &error))
+        const char *const inputs[] = {path, NULL};
+        if (!query_output_file_open(&file, output, inputs, &error))
             goto out;
         out = file.out;
     }

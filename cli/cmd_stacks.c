@@ -161,7 +161,8 @@ static gboolean speedscope_write(const stacks_result *r, const stacks_query *q, 
     query_output_file file = {0};
     gboolean ok = FALSE;
     json_t *doc = speedscope_new(r, q, path);
-    if (!query_output_file_open(&file, output, error))
+    const char *const inputs[] = {path, NULL};
+    if (!query_output_file_open(&file, output, inputs, error))
         goto out;
     json_dumpf(doc, file.out, JSON_COMPACT);
     fputc('\n', file.out);

@@ -33,11 +33,14 @@ static const query_command commands[] = {
                  "  -o, --output FILE    the database to write (default:\n"
                  "                       heaplens-PROGRAM-YYYYMMDD-HHMMSS.db)\n"
                  "  --mode MODE          full (default): every allocation counted, by type and\n"
-                 "                       thread (the program allocates 2-3x slower); sampled:\n"
-                 "                       no per-allocation callback, objects get their ids at\n"
-                 "                       the first GC that finds them alive; GCs, survivors,\n"
-                 "                       snapshots and leaks stay exact, allocation counts are\n"
-                 "                       not recorded (large objects only)\n"
+                 "                       thread (the program runs 1.6x slower, up to 3-4x on\n"
+                 "                       allocation-heavy code: README, 'Costs'); sampled: no\n"
+                 "                       per-allocation callback, objects get their ids at the\n"
+                 "                       first GC that finds them alive; GCs, survivors,\n"
+                 "                       snapshots and leaks stay exact, large objects are\n"
+                 "                       counted exactly, small ones ESTIMATED from the\n"
+                 "                       allocation samples of --stacks on (every command\n"
+                 "                       says so)\n"
                  "  --snapshot POLICY    which GCs take a heap snapshot: induced (default: every\n"
                  "                       GC.Collect), gen2 (every full GC), every:N (every Nth\n"
                  "                       GC), none\n"
@@ -363,12 +366,14 @@ int main(int argc, char **argv)
         usage_print(stderr);
         return 1;
     }
-    if (is_help(argv[1])) {
-        usage_print(stdout);
-        return 0;
-    }
     const char *name = argv[1];
-    if (strcmp(name, "help") == 0) {
+    /* `heaplens --help COMMAND` is `heaplens help COMMAND`. */
+    if (is_help(name) || strcmp(name, "help") == 0) {
+        if (argc > 3) {
+            fprintf(stderr, "heaplens: %s takes one COMMAND at most; see 'heaplens --help'\n",
+                    name);
+            return 1;
+        }
         if (argc < 3) {
             usage_print(stdout);
             return 0;
@@ -380,6 +385,10 @@ int main(int argc, char **argv)
         return 1;
     }
     if (strcmp(name, "--version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "heaplens: --version takes no argument, not '%s'\n", argv[2]);
+            return 1;
+        }
         printf("heaplens %s\n", HEAPLENS_VERSION);
         return 0;
     }

@@ -38,11 +38,89 @@ static gboolean query_output_file_open_temporary(query_output_file *file, mode_t
     return TRUE;
 }
 
-gboolean query_output_file_open(query_output_file *file, const char *path, GError **error)
+/* `path` with its directory resolved (`path` itself need not exist); NULL if the directory
+ * does not resolve. */
+static char *query_output_file_canonical_new(const char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    char *real_dir = realpath(dir, NULL);
+    if (!real_dir)
+        return NULL;
+    char *canonical = g_build_filename(real_dir, base, NULL);
+    free(real_dir);
+    return canonical;
+}
+
+/* TRUE when `a` and `b` both exist and are one file (after following links). */
+static gboolean query_output_file_same(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* Refuses a target that is, or would become, a file the command reads: an input, or its SQLite
+ * -wal or -shm file (which SQLite may create later: compared by name as well). */
+static gboolean query_output_file_check_inputs(query_output_file *file,
+                                               const char *const *inputs, GError **error)
+{
+    g_autofree char *target = query_output_file_canonical_new(file->path);
+    for (const char *const *input = inputs; input && *input; input++) {
+        static const char *const suffixes[] = {"", "-wal", "-shm"};
+        char *real_input = realpath(*input, NULL);
+        const char *suffix = NULL;
+        for (size_t i = 0; i < G_N_ELEMENTS(suffixes) && !suffix; i++) {
+            g_autofree char *name = g_strconcat(*input, suffixes[i], NULL);
+            g_autofree char *real_name =
+                real_input ? g_strconcat(real_input, suffixes[i], NULL) : NULL;
+            if (query_output_file_same(file->path, name) ||
+                (target && real_name && strcmp(target, real_name) == 0))
+                suffix = suffixes[i];
+        }
+        free(real_input);
+        if (suffix) {
+            g_autofree char *why =
+                g_strdup_printf("it is %s%s, which this command reads; name another file", *input,
+                                suffix);
+            return query_output_file_fail(file, why, error);
+        }
+    }
+    return TRUE;
+}
+
+/* Opens a FIFO, a character device or a socket for writing as it is. A FIFO is opened without
+ * waiting: with no reader there (ENXIO) nothing would ever take the output. */
+static gboolean query_output_file_open_special(query_output_file *file, GError **error)
+{
+    int fd = open(file->path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENXIO)
+        return query_output_file_fail(file, "it is a FIFO that no process is reading", error);
+    int flags = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+    /* Blocking writes from here on: a slow reader is waited for, as any writer's would be. */
+    if (fd < 0 || flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        !(file->out = fdopen(fd, "w"))) {
+        int saved = errno;
+        if (fd >= 0)
+            close(fd);
+        return query_output_file_fail(file, g_strerror(saved), error);
+    }
+    return TRUE;
+}
+
+gboolean query_output_file_open(query_output_file *file, const char *path,
+                                const char *const *inputs, GError **error)
 {
     memset(file, 0, sizeof *file);
     file->path = g_strdup(path);
     struct stat st, out_st, link_st;
+    if (strcmp(path, "-") == 0) {
+        file->is_stdout = TRUE;
+        file->out = stdout;
+        return TRUE;
+    }
+    if (!query_output_file_check_inputs(file, inputs, error))
+        return FALSE;
     if (stat(path, &st) != 0) {
         int saved = errno;
         if (saved == ENOENT && lstat(path, &link_st) == 0)
@@ -70,16 +148,9 @@ gboolean query_output_file_open(query_output_file *file, const char *path, GErro
             return query_output_file_fail(file, g_strerror(errno), error);
         return query_output_file_open_temporary(file, st.st_mode & 07777, error);
     }
-    /* A FIFO (opening waits for its reader, as any writer's would), a character device, a
-     * socket: written as it is, never created, truncated or replaced. */
-    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0 || !(file->out = fdopen(fd, "w"))) {
-        int saved = errno;
-        if (fd >= 0)
-            close(fd);
-        return query_output_file_fail(file, g_strerror(saved), error);
-    }
-    return TRUE;
+    /* A FIFO, a character device, a socket: written as it is, never created, truncated or
+     * replaced. */
+    return query_output_file_open_special(file, error);
 }
 
 /* Flushes and closes the output; renames a temporary file into place. */

@@ -4,8 +4,11 @@
  * complete, so that a failure never leaves half a file (nor destroys an older one); through a
  * symbolic link, the link's target is the file replaced, never the link. Anything else the user
  * names (a FIFO, a terminal, /dev/null, /dev/full) is written through as it is: it is not ours
- * to replace. /dev/stdout and its kin are heaplens' own standard output. A directory, a block
- * device or a link to nothing is refused.
+ * to replace; a FIFO must have its reader already (it is opened without waiting: a FIFO nobody
+ * reads is refused, never waited on). "-", /dev/stdout and its kin are heaplens' own standard
+ * output. A directory, a block device or a link to nothing is refused, and so is every file the
+ * command reads: an input, or (existing or not yet) its SQLite -wal or -shm file, by name or
+ * through links (compared by device and inode).
  *
  * Errors: QUERY_ERROR_IO "cannot write OUT: <why>". Single-threaded.
  */
@@ -23,9 +26,11 @@ typedef struct query_output_file {
     gboolean is_stdout;
 } query_output_file;
 
-/* Opens `path` for writing (`file` zeroed first). On failure `file` still needs
- * query_output_file_release. */
-gboolean query_output_file_open(query_output_file *file, const char *path, GError **error);
+/* Opens `path` for writing (`file` zeroed first). `inputs`: the files the command reads, a
+ * NULL-terminated array (borrowed; NULL for none); `path` may be none of them. On failure `file`
+ * still needs query_output_file_release. */
+gboolean query_output_file_open(query_output_file *file, const char *path,
+                                const char *const *inputs, GError **error);
 /* Flushes and closes the output; renames a temporary file into place. */
 gboolean query_output_file_commit(query_output_file *file, GError **error);
 /* Closes what is open and removes what a failed write left behind; accepts a zeroed file. */

@@ -145,6 +145,8 @@ GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread
     g_autofree char *thread_ids = NULL;
     GArray *types = g_array_new(FALSE, TRUE, sizeof(query_allocation));
     g_array_set_clear_func(types, allocation_clear);
+    if (!query_db_check_alloc_counts(db, error))
+        goto fail;
     if (thread) {
         thread_ids = thread_ids_new(db, path, thread, error);
         if (!thread_ids)

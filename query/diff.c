@@ -22,12 +22,31 @@ typedef struct diff_side {
     int64_t id;
     uint32_t type_id;
     int64_t size;
+    int64_t read; /* objects read so far */
 } diff_side;
 
 static gboolean side_next(diff_side *s, GError **error)
 {
     if (!query_db_step(s->stmt, &s->row, error))
         return FALSE;
+    /* What no recording holds is said, never counted: ids ascend (the key), sizes are sizes
+     * (NULL: no objects row), and the snapshot holds as many objects as its row counts. */
+    if (s->row) {
+        int64_t id = sqlite3_column_int64(s->stmt, 0);
+        int t1 = sqlite3_column_type(s->stmt, 1), t2 = sqlite3_column_type(s->stmt, 2);
+        if (sqlite3_column_type(s->stmt, 0) != SQLITE_INTEGER || (s->read > 0 && id <= s->id) ||
+            (t1 != SQLITE_INTEGER && t1 != SQLITE_NULL) ||
+            (t2 != SQLITE_INTEGER && t2 != SQLITE_NULL) || sqlite3_column_int64(s->stmt, 2) < 0)
+            return query_db_damaged(error, "%s: snapshot %" PRId64 " holds an object whose id, "
+                                           "size or type is not one a recording holds",
+                                    s->path, s->info.snapshot);
+        s->read++;
+    } else if (s->read != s->info.objects) {
+        return query_db_damaged(error,
+                                "%s: snapshot %" PRId64 " holds %" PRId64
+                                " objects, its snapshots row counts %" PRId64,
+                                s->path, s->info.snapshot, s->read, s->info.objects);
+    }
     if (s->row) {
         s->id = sqlite3_column_int64(s->stmt, 0);
         int64_t type = sqlite3_column_int64(s->stmt, 1); /* NULL (no objects row): 0 */

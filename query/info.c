@@ -57,12 +57,9 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         stmt = NULL;
     }
 
-    stmt = query_db_prepare(db, "SELECT COUNT(*), TOTAL(size) FROM objects", error);
-    if (!stmt || !query_db_step(stmt, &row, error) ||
-        !query_db_int(db, QUERY_ALIVE_AT_END_SQL, &totals->objects_alive, error))
+    if (!query_db_objects_totals(db, &totals->objects, &totals->object_bytes,
+                                 &totals->objects_alive, error))
         goto out;
-    totals->objects = sqlite3_column_int64(stmt, 0);
-    totals->object_bytes = sqlite3_column_int64(stmt, 1);
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
     if (estimates->uncounted) {
@@ -177,7 +174,8 @@ json_t *query_info_unrecorded_json(sqlite3 *db)
 gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError **error)
 {
     memset(info, 0, sizeof *info);
-    if (!query_estimates_get(db, &info->estimates, error) ||
+    if (!query_db_check_alloc_counts(db, error) ||
+        !query_estimates_get(db, &info->estimates, error) ||
         !(info->run = query_info_run_read(db, error)) ||
         !(info->counters = query_info_counters_read(db, error)) ||
         !info_totals_get(db, path, &info->estimates, &info->totals, error))

@@ -25,6 +25,7 @@ typedef enum {
     QUERY_ERROR_NOT_FOUND, /* the thing asked for is not in the recording (a GC, a thread) */
     QUERY_ERROR_SQLITE,    /* SQLite failed while reading */
     QUERY_ERROR_IO,        /* writing the output failed */
+    QUERY_ERROR_DAMAGED,   /* the file holds what no recording holds (query_db_damaged) */
 } QueryError;
 
 /* Prints `error`'s message as one line "heaplens: <message>" on stderr (newlines in the message
@@ -88,8 +89,9 @@ json_t *query_json_column(sqlite3_stmt *stmt, int column);
 /* ---- the database ---------------------------------------------------------------------- */
 
 /* Opens a heaplens database read-only (store_db_open_readonly: a missing file, a file that is not
- * SQLite, another SQLite file or another schema version fail with one line). Close with
- * sqlite3_close. */
+ * SQLite, another SQLite file or another schema version fail with one line), builds its
+ * generation history when no command has yet (damaged changes fail), and checks the small
+ * tables (query_db_check_small_tables). Close with sqlite3_close. */
 sqlite3 *query_db_open(const char *path, GError **error);
 /* Prepares `sql`; NULL and a QUERY_ERROR_SQLITE error on failure. */
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error);
@@ -109,12 +111,57 @@ GArray *query_db_rows_read(sqlite3_stmt *stmt, guint size,
                            GDestroyNotify clear, GError **error);
 /* Runs `sql`, which yields one integer (NULL counts as 0), into *value. */
 gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error);
-/* Objects alive when the recording ended: tracked objects never collected, and the allocations
- * after the last GC (no GC judged them). `heaplens info` and `report` both say it. */
-#define QUERY_ALIVE_AT_END_SQL                                                                    \
-    "SELECT (SELECT COUNT(*) FROM objects WHERE died_gc IS NULL)"                                 \
-    "       + (SELECT COALESCE(SUM(count), 0) FROM alloc_counts"                                  \
-    "          WHERE gc > (SELECT COALESCE(MAX(gc), 0) FROM gcs))"
+/* ---- damage: values no recording holds ------------------------------------------------ */
+
+/* Sets a QUERY_ERROR_DAMAGED error "the database is damaged: <what>" (printf-style `format`):
+ * how every command says that what it read cannot be a recording (a negative size or count,
+ * text where a number belongs, an unknown generation, a snapshot missing objects its header
+ * counts). Returns FALSE. */
+gboolean query_db_damaged(GError **error, const char *format, ...) G_GNUC_PRINTF(2, 3);
+
+typedef enum {
+    QUERY_VALUE_INTEGER,    /* any integer */
+    QUERY_VALUE_NATURAL,    /* an integer >= 0: a size, a count, an id, a time */
+    QUERY_VALUE_GENERATION, /* 0..5 (SCHEMA.md, "Generations") */
+    QUERY_VALUE_CONDEMNED,  /* 0..2: the generation a GC condemned */
+} query_value_kind;
+
+typedef struct query_value_check {
+    const char *column; /* NULL ends a table */
+    query_value_kind kind;
+    gboolean nullable; /* NULL is a value the recording may hold there */
+} query_value_check;
+
+/* Checks every row of `table` (those matching `where`, SQL, or all when NULL) against `checks`
+ * in one pass: the first value that breaks one is a query_db_damaged error naming the table,
+ * the column and the value. For the tables a command reads whole anyway, or small ones (a row
+ * per GC); never for the per-object tables (those are checked as they are read). */
+gboolean query_db_check_values(sqlite3 *db, const char *table, const char *where,
+                               const query_value_check *checks, GError **error);
+/* The tables of a row per GC or fewer (run, gcs, gc_generations, snapshots, sampling), which
+ * every command reads some of: checked whole by query_db_open. */
+gboolean query_db_check_small_tables(sqlite3 *db, GError **error);
+/* alloc_counts, for the commands that sum it (allocations, info, report, stacks). */
+gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error);
+
+/* A group of rows of object_generations AS og LEFT JOIN objects AS o (ON o.id = og.object_id)
+ * GROUP BY og.generation, o.type_id (and more) that no recording holds: SQL true for it. Every
+ * object_generations row has its objects row, sizes are not negative integers (SUM of text is a
+ * real), generations 0..5, type ids numbers (text orders after every number: outside the
+ * range). Per group, it costs two aggregates per row (MIN, COUNT) in a scan the command makes
+ * anyway (survivors, report). */
+#define QUERY_LIVE_GROUP_DAMAGED_SQL                                                              \
+    "(MIN(o.size) < 0 OR typeof(SUM(o.size)) NOT IN ('integer', 'null')"                           \
+    " OR COUNT(o.id) <> COUNT(*) OR NOT (og.generation BETWEEN 0 AND 5)"                          \
+    " OR NOT (coalesce(o.type_id, 0) BETWEEN 0 AND 4294967295))"
+
+/* In one scan of `objects`: its rows (*objects), their bytes (*bytes) and the objects alive when
+ * the recording ended (*alive: tracked objects never collected, and the allocations after the
+ * last GC, which no GC judged; `heaplens info` and `report` both say it). Each pointer may be
+ * NULL. A size that is negative or not a number, or a died_gc that is not a number, is damage
+ * (query_db_damaged). */
+gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, int64_t *alive,
+                                 GError **error);
 
 /* The accuracy note for this recording: one line such as "note: 1,234 allocations, 2 GCs were
  * lost (the writer fell behind); counts are lower bounds" when the collector counted losses

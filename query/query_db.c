@@ -6,6 +6,7 @@
 #include "query/progress.h"
 #include "store/store.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,29 +18,211 @@ static void query_db_history_progress(void *ctx, uint64_t done, uint64_t total)
 
 /* The first command to read a finished recording builds its generation history into the file
  * (store.h: the recording's end does not wait for it). A file this user may not write, or a
- * build that fails, keeps the views over the changes: the same answers, read more slowly. */
-static void query_db_build_history(const char *path)
+ * build that fails for want of time or room, keeps the views over the changes: the same answers,
+ * read more slowly; their text is checked all the same. A damaged file is refused: its views
+ * would answer wrongly. */
+static gboolean query_db_build_history(sqlite3 *db, const char *path, GError **error)
 {
     g_autofree char *dir = g_path_get_dirname(path);
-    g_autoptr(GError) error = NULL;
+    g_autoptr(GError) local = NULL;
     g_autofree char *name = g_path_get_basename(path);
 
     if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
-        return;
+        return store_history_check_changes(db, path, error);
     g_autoptr(query_progress) progress = query_progress_new(name, FALSE);
-    /* A damaged file is left to the command, which says so in its own words if it meets it. */
-    if (!store_history_build_file(path, query_db_history_progress, progress, &error) &&
-        !g_error_matches(error, STORE_ERROR, STORE_ERROR_DAMAGED))
-        fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
-                error->message);
+    if (store_history_build_file(path, query_db_history_progress, progress, &local))
+        return TRUE;
+    if (g_error_matches(local, STORE_ERROR, STORE_ERROR_DAMAGED)) {
+        g_propagate_error(error, g_steal_pointer(&local));
+        return FALSE;
+    }
+    fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
+            local->message);
+    return store_history_check_changes(db, path, error);
 }
 
 sqlite3 *query_db_open(const char *path, GError **error)
 {
     sqlite3 *db = store_db_open_readonly(path, error);
-    if (db != NULL && store_history_pending(db))
-        query_db_build_history(path);
+    if (db != NULL && ((store_history_pending(db) && !query_db_build_history(db, path, error)) ||
+                       !query_db_check_small_tables(db, error))) {
+        sqlite3_close(db);
+        return NULL;
+    }
     return db;
+}
+
+gboolean query_db_damaged(GError **error, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    g_autofree char *what = g_strdup_vprintf(format, args);
+    va_end(args);
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_DAMAGED, "the database is damaged: %s", what);
+    return FALSE;
+}
+
+/* The SQL condition "column `c` breaks `check`": outside its range (text and blobs order after
+ * every number, so they are outside too). NULL is checked only where the schema allows it
+ * (SQLite refuses it in a NOT NULL column). No function call: it runs on every row. */
+static void value_check_append(GString *sql, const query_value_check *c)
+{
+    static const char *const ranges[] = {
+        [QUERY_VALUE_INTEGER] = "-9223372036854775808 AND 9223372036854775807",
+        [QUERY_VALUE_NATURAL] = "0 AND 9223372036854775807",
+        [QUERY_VALUE_GENERATION] = "0 AND 5",
+        [QUERY_VALUE_CONDEMNED] = "0 AND 2",
+    };
+    if (c->nullable)
+        g_string_append_printf(sql, "(\"%s\" IS NOT NULL AND ", c->column);
+    g_string_append_printf(sql, "NOT (\"%s\" BETWEEN %s)%s", c->column, ranges[c->kind],
+                           c->nullable ? ")" : "");
+}
+
+gboolean query_db_check_values(sqlite3 *db, const char *table, const char *where,
+                               const query_value_check *checks, GError **error)
+{
+    /* SELECT CASE WHEN <bad a> THEN 'a ' || quote(a) ... END FROM t WHERE <bad a> OR ... */
+    g_autoptr(GString) sql = g_string_new("SELECT CASE");
+    for (const query_value_check *c = checks; c->column; c++) {
+        g_string_append(sql, " WHEN ");
+        value_check_append(sql, c);
+        g_string_append_printf(sql, " THEN '%s ' || quote(\"%s\")", c->column, c->column);
+    }
+    g_string_append_printf(sql, " END FROM \"%s\" WHERE (%s) AND (", table, where ? where : "1");
+    for (const query_value_check *c = checks; c->column; c++) {
+        if (c != checks)
+            g_string_append(sql, " OR ");
+        value_check_append(sql, c);
+    }
+    g_string_append(sql, ") LIMIT 1");
+    gboolean row = FALSE, ok = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, sql->str, error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    if (row) {
+        /* "size -5": the column and the value as SQL shows it */
+        const char *bad = (const char *)sqlite3_column_text(stmt, 0);
+        const char *space = bad ? strchr(bad, ' ') : NULL;
+        query_db_damaged(error, "%s.%.*s holds %s, which no recording holds there", table,
+                         space ? (int)(space - bad) : 0, bad ? bad : "", space ? space + 1 : "?");
+        goto out;
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
+{
+    static const query_value_check run[] = {
+        {"pid", QUERY_VALUE_NATURAL, TRUE},         {"start_mono_ns", QUERY_VALUE_NATURAL, TRUE},
+        {"end_mono_ns", QUERY_VALUE_NATURAL, TRUE}, {"exit_status", QUERY_VALUE_INTEGER, TRUE},
+        {NULL, 0, FALSE},
+    };
+    static const query_value_check gcs[] = {
+        {"gc", QUERY_VALUE_NATURAL, FALSE},           {"generation", QUERY_VALUE_CONDEMNED, FALSE},
+        {"induced", QUERY_VALUE_NATURAL, TRUE},       {"compacting", QUERY_VALUE_NATURAL, TRUE},
+        {"start_ns", QUERY_VALUE_NATURAL, TRUE},      {"end_ns", QUERY_VALUE_NATURAL, TRUE},
+        {"pause_ns", QUERY_VALUE_NATURAL, TRUE},      {"survived_bytes", QUERY_VALUE_NATURAL, TRUE},
+        {"moved_bytes", QUERY_VALUE_NATURAL, TRUE},   {"first_object_id", QUERY_VALUE_NATURAL, TRUE},
+        {"objects_live", QUERY_VALUE_NATURAL, TRUE},  {"incomplete", QUERY_VALUE_NATURAL, TRUE},
+        {"roots", QUERY_VALUE_NATURAL, TRUE},         {"pinned_roots", QUERY_VALUE_NATURAL, TRUE},
+        {NULL, 0, FALSE},
+    };
+    static const query_value_check gc_generations[] = {
+        {"gc", QUERY_VALUE_NATURAL, FALSE},
+        {"generation", QUERY_VALUE_GENERATION, FALSE},
+        {"size_before", QUERY_VALUE_NATURAL, TRUE},
+        {"size_after", QUERY_VALUE_NATURAL, TRUE},
+        {NULL, 0, FALSE},
+    };
+    static const query_value_check snapshots[] = {
+        {"snapshot", QUERY_VALUE_NATURAL, FALSE},     {"gc", QUERY_VALUE_NATURAL, FALSE},
+        {"objects", QUERY_VALUE_NATURAL, TRUE},       {"refs", QUERY_VALUE_NATURAL, TRUE},
+        {"roots", QUERY_VALUE_NATURAL, TRUE},         {"handles", QUERY_VALUE_NATURAL, TRUE},
+        {"bytes", QUERY_VALUE_NATURAL, TRUE},         {"model_missing", QUERY_VALUE_NATURAL, TRUE},
+        {"model_extra", QUERY_VALUE_NATURAL, TRUE},   {"frozen", QUERY_VALUE_NATURAL, TRUE},
+        {"unresolved", QUERY_VALUE_NATURAL, TRUE},    {"walk_ns", QUERY_VALUE_NATURAL, TRUE},
+        {"model_unreported", QUERY_VALUE_NATURAL, TRUE},
+        {NULL, 0, FALSE},
+    };
+    static const query_value_check sampling[] = {
+        {"samples", QUERY_VALUE_NATURAL, TRUE},
+        {"mean_distance_bytes", QUERY_VALUE_NATURAL, TRUE},
+        {NULL, 0, FALSE},
+    };
+    /* Text (or a blob) in a key is a row no query finds: SQLite orders it after every number,
+     * so one probe of the key's end finds it. */
+    int64_t hidden = 0;
+    if (!query_db_int(db,
+                      "SELECT EXISTS (SELECT 1 FROM object_generation_rows WHERE from_gc >= '')"
+                      "    OR EXISTS (SELECT 1 FROM snapshot_objects WHERE snapshot >= '')"
+                      "    OR EXISTS (SELECT 1 FROM stack_frames WHERE stack_id >= '')",
+                      &hidden, error))
+        return FALSE;
+    if (hidden)
+        return query_db_damaged(error, "a key of object_generation_rows, snapshot_objects or "
+                                       "stack_frames is not a number");
+    return query_db_check_values(db, "run", NULL, run, error) &&
+           query_db_check_values(db, "gcs", NULL, gcs, error) &&
+           query_db_check_values(db, "gc_generations", NULL, gc_generations, error) &&
+           query_db_check_values(db, "snapshots", NULL, snapshots, error) &&
+           query_db_check_values(db, "sampling", NULL, sampling, error);
+}
+
+gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, int64_t *alive,
+                                 GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    /* One scan sums and checks: SUM of text is a real, a negative size is the minimum, a
+     * died_gc that is text is the maximum (text orders after every number). */
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT COUNT(*), SUM(size), MIN(size) < 0, SUM(died_gc IS NULL),"
+        "       typeof(MAX(died_gc)) IN ('integer', 'null'),"
+        "       (SELECT coalesce(SUM(count), 0) FROM alloc_counts"
+        "         WHERE gc > (SELECT coalesce(MAX(gc), 0) FROM gcs))"
+        "  FROM objects",
+        error);
+    if (!stmt || !query_db_step(stmt, &row, error) || !row)
+        goto out;
+    if (sqlite3_column_type(stmt, 1) == SQLITE_FLOAT || sqlite3_column_int(stmt, 2)) {
+        static const query_value_check sizes[] = {
+            {"size", QUERY_VALUE_NATURAL, FALSE},
+            {NULL, 0, FALSE},
+        };
+        query_db_check_values(db, "objects", NULL, sizes, error); /* which one */
+        goto out;
+    }
+    if (!sqlite3_column_int(stmt, 4)) {
+        query_db_damaged(error, "objects.died_gc holds text where a GC number belongs");
+        goto out;
+    }
+    if (objects)
+        *objects = sqlite3_column_int64(stmt, 0);
+    if (bytes)
+        *bytes = sqlite3_column_int64(stmt, 1);
+    if (alive)
+        *alive = query_add_saturating(sqlite3_column_int64(stmt, 3), sqlite3_column_int64(stmt, 5));
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error)
+{
+    static const query_value_check alloc_counts[] = {
+        {"gc", QUERY_VALUE_NATURAL, FALSE},        {"type_id", QUERY_VALUE_NATURAL, FALSE},
+        {"thread", QUERY_VALUE_INTEGER, TRUE},     {"heap", QUERY_VALUE_GENERATION, TRUE},
+        {"count", QUERY_VALUE_NATURAL, FALSE},     {"bytes", QUERY_VALUE_NATURAL, FALSE},
+        {"survived", QUERY_VALUE_NATURAL, FALSE},  {"survived_bytes", QUERY_VALUE_NATURAL, FALSE},
+        {"flags", QUERY_VALUE_NATURAL, FALSE},
+        {NULL, 0, FALSE},
+    };
+    return query_db_check_values(db, "alloc_counts", NULL, alloc_counts, error);
 }
 
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error)

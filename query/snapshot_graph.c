@@ -823,6 +823,15 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
         /* Sizes are summed into retained sizes: each one and their total stay far below
          * 2^63, so no sum of them can overflow (a hand-edited or damaged file says so). */
         int64_t size = sqlite3_column_int64(stmt, 2);
+        /* NULL: an object without its objects row (unknown size and type); text is damage. */
+        if ((sqlite3_column_type(stmt, 1) != SQLITE_INTEGER &&
+             sqlite3_column_type(stmt, 1) != SQLITE_NULL) ||
+            (sqlite3_column_type(stmt, 2) != SQLITE_INTEGER &&
+             sqlite3_column_type(stmt, 2) != SQLITE_NULL)) {
+            query_db_damaged(error, "object %" PRIu64 " has a size or type id that is not a number",
+                             id);
+            goto fail;
+        }
         if (size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ||
             (total_size += (uint64_t)size) > SNAPSHOT_TOTAL_SIZE_MAX) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
@@ -848,6 +857,12 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     }
     if (error && *error)
         goto fail;
+    if (g->n != cap) { /* fewer objects than the snapshots row counts: rows were lost */
+        query_db_damaged(error,
+                         "snapshot %" PRId64 " holds %u objects, its snapshots row counts %" PRId64,
+                         info->snapshot, g->n - 1, info->objects);
+        goto fail;
+    }
     sqlite3_finalize(stmt);
     stmt = NULL;
     query_progress_update(progress, objects_step, g->n, cap);
@@ -873,7 +888,15 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
         goto fail;
     sqlite3_bind_int64(stmt, 1, info->snapshot);
     GArray *roots = g_array_new(FALSE, FALSE, sizeof(snapshot_root));
+    int64_t root_rows = 0;
     while (query_db_step(stmt, &row, error) && row) {
+        root_rows++;
+        if (sqlite3_column_type(stmt, 0) != SQLITE_INTEGER &&
+            sqlite3_column_type(stmt, 0) != SQLITE_NULL) {
+            query_db_damaged(error, "a root of snapshot %" PRId64 " is not an object id",
+                             info->snapshot);
+            break;
+        }
         uint32_t node = sqlite3_column_type(stmt, 0) == SQLITE_NULL
                             ? AN_NONE
                             : id_index_find(&index, (uint64_t)sqlite3_column_int64(stmt, 0));
@@ -898,6 +921,12 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     g->roots = (snapshot_root *)(void *)g_array_free(roots, FALSE);
     if (error && *error)
         goto fail;
+    if (root_rows != info->roots) {
+        query_db_damaged(error,
+                         "snapshot %" PRId64 " holds %" PRId64 " roots, its snapshots row counts %"
+                         PRId64, info->snapshot, root_rows, info->roots);
+        goto fail;
+    }
     sqlite3_finalize(stmt);
     stmt = NULL;
 

@@ -29,7 +29,11 @@ char *stacks_absent_message_new(const char *path)
  * before its first GC never reached gen2 either. */
 static const char sites_sql[] =
     "SELECT coalesce(s.stack_id, -1), s.type_id, coalesce(t.name, '<type ' || s.type_id || '>'),"
-    "       sum(s.est_count), sum(s.est_bytes), count(*)"
+    "       sum(s.est_count), sum(s.est_bytes), count(*),"
+    "       sum(typeof(s.type_id) <> 'integer' OR typeof(s.stack_id) NOT IN ('integer', 'null')"
+    "           OR typeof(s.gc) <> 'integer' OR typeof(s.est_count) NOT IN ('integer', 'real')"
+    "           OR typeof(s.est_bytes) NOT IN ('integer', 'real') OR s.est_count < 0"
+    "           OR s.est_bytes < 0 OR s.size < 0)"
     "  FROM alloc_samples AS s LEFT JOIN types AS t ON t.id = s.type_id"
     " WHERE (?1 IS NULL OR t.name = ?1)"
     "   AND (?2 IS NULL OR s.gc >= ?2) AND (?3 IS NULL OR s.gc <= ?3)"
@@ -41,7 +45,8 @@ static const char sites_sql[] =
     " GROUP BY s.stack_id, s.type_id";
 
 static const char frames_sql[] =
-    "SELECT sf.frame_id, f.name FROM stack_frames AS sf LEFT JOIN frames AS f ON f.id = sf.frame_id"
+    "SELECT sf.frame_id, f.name, typeof(sf.frame_id) = 'integer' AND typeof(sf.position) = 'integer'"
+    "  FROM stack_frames AS sf LEFT JOIN frames AS f ON f.id = sf.frame_id"
     " WHERE sf.stack_id = ?1 ORDER BY sf.position";
 
 typedef struct site_order {
@@ -80,6 +85,9 @@ static gboolean site_frames_load(stacks_result *r, stacks_site *site, sqlite3_st
     sqlite3_reset(stmt);
     sqlite3_bind_int64(stmt, 1, site->stack_id);
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        if (!sqlite3_column_int(stmt, 2))
+            return query_db_damaged(error, "a frame of stack %" PRId64 " is not a number",
+                                    site->stack_id);
         int64_t frame_id = sqlite3_column_int64(stmt, 0);
         gpointer slot = g_hash_table_lookup(r->frame_index, &frame_id);
         if (!slot) {
@@ -128,6 +136,11 @@ stacks_result *stacks_load(sqlite3 *db, const stacks_query *q, GError **error)
         sqlite3_bind_int64(stmt, 3, q->gc_to);
     sqlite3_bind_int(stmt, 4, q->by == STACKS_BY_ALLOCATED ? 0 : q->by == STACKS_BY_SURVIVED ? 1 : 2);
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        if (sqlite3_column_int64(stmt, 6) > 0) {
+            query_db_damaged(error, "allocation samples hold values no recording holds (a type, "
+                                    "stack, GC or estimate that is not a number, or a negative one)");
+            goto out;
+        }
         const char *type = (const char *)sqlite3_column_text(stmt, 2);
         stacks_site site = {
             .stack_id = sqlite3_column_int64(stmt, 0),
@@ -136,7 +149,7 @@ stacks_result *stacks_load(sqlite3 *db, const stacks_query *q, GError **error)
             .bytes = sqlite3_column_double(stmt, 4),
             .samples = sqlite3_column_int64(stmt, 5),
         };
-        /* A damaged file may hold anything: estimates are finite and not negative. */
+        /* Huge estimates sum to infinity: still finite and not negative here. */
         if (!isfinite(site.count) || site.count < 0)
             site.count = 0;
         if (!isfinite(site.bytes) || site.bytes < 0)

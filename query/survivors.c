@@ -10,14 +10,19 @@
  * can use object_generations_by_gc; objects are joined by primary key. */
 /* ?2: --top K keeps the K groups with the most bytes (all when NULL); the totals and the group
  * count (columns 4..6) are over all groups. */
+/* Rows read that no recording holds (a size or type that is not a number, a negative size, an
+ * unknown generation), counted over all groups as they are read: column 7 (8 by age). */
+#define SURVIVORS_DAMAGED "SUM(" QUERY_LIVE_GROUP_DAMAGED_SQL ") OVER () AS damaged"
+
 static const char survivors_sql[] =
     "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
-    "       s.all_n, s.all_bytes, s.groups"
+    "       s.all_n, s.all_bytes, s.groups, s.damaged"
     "  FROM (SELECT og.generation, o.type_id, COUNT(*) AS n, SUM(o.size) AS bytes,"
     "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "               " SURVIVORS_DAMAGED ","
     "               COUNT(*) OVER () AS groups,"
     "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
-    "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    "          FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
     "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
     "         GROUP BY og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
@@ -29,18 +34,25 @@ static const char survivors_sql[] =
  * ?2 and columns 6..8 as in survivors_sql: --top K keeps the K groups with the most bytes. */
 static const char survivors_age_sql[] =
     "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
-    "       s.all_n, s.all_bytes, s.groups"
+    "       s.all_n, s.all_bytes, s.groups, s.damaged"
     "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id, COUNT(*) AS n,"
-    "               SUM(o.size) AS bytes,"
+    "               SUM(o.size) AS bytes, " SURVIVORS_DAMAGED ","
     "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
     "               COUNT(*) OVER () AS groups,"
     "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
-    "          FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    "          FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
     "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
     "         GROUP BY age, og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
     " WHERE ?2 IS NULL OR s.rank <= ?2"
     " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3";
+
+static void survivors_damaged(int64_t gc, GError **error)
+{
+    query_db_damaged(error,
+                     "objects alive after GC %" PRId64 " have sizes, types or generations that "
+                     "no recording holds", gc);
+}
 
 /* Picks the GC: `text` (the --gc value) or, when NULL, the last GC. Fails with one line naming
  * the valid range when there is no such GC, or when the recording has no GC at all. */
@@ -135,6 +147,11 @@ gboolean query_survivors_read(sqlite3 *db, const char *path, const char *gc_text
     if (top)
         sqlite3_bind_int64(stmt, 2, (sqlite3_int64)top);
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        if (sqlite3_column_int64(stmt, first + 7) > 0) {
+            survivors_damaged(s->gc, error);
+            stepped = FALSE;
+            break;
+        }
         query_survivor_group g = {
             .age = by_age ? sqlite3_column_int64(stmt, 0) : 0,
             .generation = sqlite3_column_int64(stmt, first),

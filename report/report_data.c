@@ -69,7 +69,7 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
         }
     }
     /* The allocation totals (t->objects, t->object_bytes) come from report_allocations_get. */
-    return query_db_int(db, QUERY_ALIVE_AT_END_SQL, &t->objects_alive_at_end, error) &&
+    return query_db_objects_totals(db, NULL, NULL, &t->objects_alive_at_end, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error);
 }
@@ -128,8 +128,10 @@ double report_gc_survival_rate(const report_gc *gc)
 /* Rows of one type, generation and lifetime summed: typically a few hundred groups for a
  * hundred thousand objects. */
 static const char report_sweep_sql[] =
-    "SELECT o.type_id, og.generation, og.from_gc, og.until_gc, SUM(o.size)"
-    "  FROM object_generations AS og JOIN objects AS o ON o.id = og.object_id"
+    "SELECT o.type_id, og.generation, og.from_gc, og.until_gc, SUM(o.size),"
+    "       " QUERY_LIVE_GROUP_DAMAGED_SQL " OR typeof(og.from_gc) <> 'integer'"
+    "       OR NOT (coalesce(og.until_gc, 0) BETWEEN 0 AND 4294967295)"
+    "  FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
     " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc";
 
 /* A change of a type's live bytes at a GC ordinal. */
@@ -261,6 +263,12 @@ static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
     if (!stmt)
         goto out;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        if (sqlite3_column_int64(stmt, 5) > 0) {
+            query_db_damaged(error, "objects hold sizes, types or generations that no recording "
+                                    "holds");
+            stepped = FALSE;
+            break;
+        }
         int64_t type_id = sqlite3_column_int64(stmt, 0);
         int64_t generation = sqlite3_column_int64(stmt, 1);
         int64_t from = sqlite3_column_int64(stmt, 2);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "session/attach_ipc.h"
 #include "query/query.h"
 
 /* The private directory, created if needed; NULL (and an error) when it is not safe to use. */
@@ -108,6 +109,28 @@ static pid_t session_recorded_child(pid_t pid) {
     return 0;
 }
 
+/* Why `pid` has no session, in the words that lead on: no such process; a .NET process (it has a
+ * diagnostic socket), which 'heaplens attach' can record from now on; or any other process. */
+static void session_not_recorded(pid_t pid, GError **error) {
+    g_autofree char *proc = g_strdup_printf("/proc/%ld", (long)pid);
+    g_autoptr(GError) why = NULL;
+    g_autofree char *socket = NULL;
+    if (!g_file_test(proc, G_FILE_TEST_IS_DIR)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND, "no process with id %ld",
+                    (long)pid);
+        return;
+    }
+    socket = attach_ipc_find_socket(pid, &why);
+    if (socket)
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "process %ld is not being recorded; 'heaplens attach %ld' records it from now "
+                    "on (snapshots included)", (long)pid, (long)pid);
+    else
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "process %ld is not being recorded (start it with 'heaplens record')",
+                    (long)pid);
+}
+
 gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
     memset(session, 0, sizeof *session);
     g_autofree char *path = session_path(pid, error);
@@ -121,9 +144,7 @@ gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
                         "process %ld is not being recorded, its child %ld is: heaplens snapshot %ld",
                         (long)pid, (long)child, (long)child);
         else
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                        "process %ld is not being recorded (start it with 'heaplens record')",
-                        (long)pid);
+            session_not_recorded(pid, error);
         return FALSE;
     }
     g_auto(GStrv) lines = g_strsplit(text, "\n", -1);

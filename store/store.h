@@ -173,12 +173,19 @@ typedef void (*store_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 gboolean store_history_pending(struct sqlite3 *db);
 /* Builds them in the file at `path` (opened for writing, one transaction: an interrupted build
  * leaves the file as it was). Waits for another process building them, then does nothing.
- * Never writes into a damaged file (PRAGMA quick_check first: STORE_ERROR_DAMAGED).
- * Fails, changing nothing, when a reader keeps a statement open on the file for more than 5 s
- * (the commit waits for it), or with STORE_ERROR_SQLITE and one line naming the row when a
- * packed row does not hold what the writer writes. `progress` (may be NULL) gets rows written /
- * rows to write. */
+ * Never writes into a damaged file (PRAGMA quick_check first: STORE_ERROR_DAMAGED), and
+ * packed rows a recording cannot hold (a count that is not the items' number or more than their
+ * text can hold, text that is not what the writer writes, a GC, generation, thread or heap out
+ * of range or not a number) are STORE_ERROR_DAMAGED too, with one line naming the row, found
+ * before anything is reserved for them. Fails, changing nothing, when a reader keeps a
+ * statement open on the file for more than 5 s (the commit waits for it). `progress` (may be
+ * NULL) gets rows written / rows to write. */
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
                                   GError **error);
+/* Reads the generation changes of `db` (opened by the caller, read-only will do) as the build
+ * would, writing nothing: STORE_ERROR_DAMAGED as store_history_build_file says for what the
+ * build would refuse. For a file whose history is pending but that this user cannot write (its
+ * views then read the packed rows as they are). Memory: as the build's reading (store_history.c). */
+gboolean store_history_check_changes(struct sqlite3 *db, const char *path, GError **error);
 
 #endif /* HEAPLENS_STORE_H */

@@ -89,13 +89,26 @@ typedef struct store_history {
     store_history_batch object_rows; /* schema 5: objects (id, ..., died_gc) */
     gboolean gaps;   /* ids after a row's first are gaps (schema 4 on) */
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
+    int64_t gc_limit; /* GC numbers above it are damage: the write's buckets are one per GC */
 } store_history;
 
-static gboolean store_history_corrupt(store_history *h, const char *table, int64_t rowid,
-                                      const char *what, GError **error)
+static void store_history_damaged(GError **error, const char *path, const char *why)
 {
-    g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: %s row %" PRId64 " is not %s",
-                h->path, table, rowid, what);
+    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
+                "%s is damaged (%s); its generation history was not built", path, why);
+}
+
+/* Why a packed row is not what the writer writes (store_history_parse_row). */
+#define STORE_HISTORY_BAD_NUMBER "has a GC, generation or count that is not a number in range"
+#define STORE_HISTORY_BAD_CHUNK_NUMBER \
+    "has a GC, thread, heap or count that is not a number in range"
+#define STORE_HISTORY_BAD_COUNT "holds another number of ids than its count"
+
+static gboolean store_history_corrupt(store_history *h, const char *table, int64_t rowid,
+                                      const char *why, GError **error)
+{
+    g_autofree char *text = g_strdup_printf("%s row %" PRId64 " %s", table, rowid, why);
+    store_history_damaged(error, h->path, text);
     return FALSE;
 }
 
@@ -137,21 +150,22 @@ static gboolean store_history_number(const unsigned char **p, const unsigned cha
 
 /* Appends the ids of one generation_changes or object_deaths row ("[5,1,3]" for 5, 6, 9 as
  * store_gc.c writes it; "[5,6,9]" in schema 3) as changes to `gen`; their number must be
- * `count`. */
-static gboolean store_history_parse(store_history *h, uint32_t gc, uint32_t gen, int64_t count,
-                                    const unsigned char *p, int len)
+ * `count`. NULL, or why the row is damaged. */
+static const char *store_history_parse(store_history *h, uint32_t gc, uint32_t gen,
+                                       int64_t count, const unsigned char *p, int len,
+                                       const char *not_array)
 {
     const unsigned char *end = p + len;
     int64_t n = 0;
-    if (gc >= (1u << 29) || len < 2 || *p != '[' || end[-1] != ']')
-        return FALSE;
+    if (len < 2 || *p != '[' || end[-1] != ']')
+        return not_array;
     p++;
     end--;
     uint64_t last = 0;
     while (p < end) {
         uint64_t id;
         if (!store_history_number(&p, end, &id) || (p < end && *p++ != ','))
-            return FALSE;
+            return not_array;
         if (h->gaps) {
             id += last;
             last = id;
@@ -159,33 +173,37 @@ static gboolean store_history_parse(store_history *h, uint32_t gc, uint32_t gen,
         store_history_add_change(h, id, gc, gen);
         n++;
     }
-    return n == count;
+    return n == count ? NULL : STORE_HISTORY_BAD_COUNT;
 }
 
 /* Appends the objects of one object_chunks row: "[[5,17,24],[1,17,32]]" is object 5 (type 17,
- * 24 bytes) and object 6 (type 17, 32 bytes); their number must be `count`. */
-static gboolean store_history_parse_chunk(store_history *h, uint32_t gc, int64_t thread,
-                                          int64_t heap, int64_t count, const unsigned char *p,
-                                          int len)
+ * 24 bytes) and object 6 (type 17, 32 bytes); their number must be `count`. NULL, or why the
+ * row is damaged. */
+static const char *store_history_parse_chunk(store_history *h, uint32_t gc, int64_t thread,
+                                             int64_t heap, int64_t count,
+                                             const unsigned char *p, int len,
+                                             const char *not_array)
 {
     const unsigned char *end = p + len;
     int64_t n = 0;
     uint64_t last = 0;
-    if (gc >= (1u << 29) || len < 2 || *p != '[' || end[-1] != ']' || thread < 0 ||
-        thread > UINT32_MAX || heap < 0 || (heap > HL_GEN_NONGC && heap != HL_GEN_NONE))
-        return FALSE;
+    if (thread < 0 || thread > UINT32_MAX || heap < 0 ||
+        (heap > HL_GEN_NONGC && heap != HL_GEN_NONE))
+        return STORE_HISTORY_BAD_CHUNK_NUMBER;
+    if (len < 2 || *p != '[' || end[-1] != ']')
+        return not_array;
     p++;
     end--;
     while (p < end) {
         uint64_t v[3];
         if (*p++ != '[')
-            return FALSE;
+            return not_array;
         for (int k = 0; k < 3; k++)
             if (!store_history_number(&p, end, &v[k]) || p == end || *p++ != (k < 2 ? ',' : ']'))
-                return FALSE;
+                return not_array;
         if ((p < end && *p++ != ',') || v[1] > UINT32_MAX || v[2] > INT64_MAX ||
             (n > 0 && v[0] == 0) || last + v[0] < last)
-            return FALSE;
+            return not_array;
         last += v[0];
         h->objects = store_history_grow(h->objects, h->objects_n, &h->objects_cap,
                                         sizeof *h->objects);
@@ -199,7 +217,7 @@ static gboolean store_history_parse_chunk(store_history *h, uint32_t gc, int64_t
         };
         n++;
     }
-    return n == count;
+    return n == count ? NULL : STORE_HISTORY_BAD_COUNT;
 }
 
 /* sum(count) of `table`, capped: the room reserved before parsing. */
@@ -211,25 +229,65 @@ static size_t store_history_reserve(store_history *h, const char *table)
 }
 
 /* Parses one row of store_history_read's query `t` (0 generation_changes, 1 object_deaths,
- * 2 object_chunks). */
-static gboolean store_history_parse_row(store_history *h, size_t t, sqlite3_stmt *st)
+ * 2 object_chunks). NULL, or why the row is damaged. */
+static const char *store_history_parse_row(store_history *h, size_t t, sqlite3_stmt *st,
+                                           const char *not_array)
 {
     int text_col = t == 2 ? 5 : 4;
     const unsigned char *text = sqlite3_column_text(st, text_col);
     int len = sqlite3_column_bytes(st, text_col);
     int64_t gc = sqlite3_column_int64(st, 1), count = sqlite3_column_int64(st, text_col - 1);
+    const char *bad_number = t == 2 ? STORE_HISTORY_BAD_CHUNK_NUMBER : STORE_HISTORY_BAD_NUMBER;
 
-    if (text == NULL || gc < 0)
-        return FALSE;
-    if (t == 2)
+    if (sqlite3_column_type(st, 1) != SQLITE_INTEGER ||
+        sqlite3_column_type(st, text_col - 1) != SQLITE_INTEGER || gc < 0 || gc > h->gc_limit)
+        return bad_number;
+    if (text == NULL)
+        return not_array;
+    if (t == 2) {
+        int thread_type = sqlite3_column_type(st, 2), heap_type = sqlite3_column_type(st, 3);
+        if ((thread_type != SQLITE_NULL && thread_type != SQLITE_INTEGER) ||
+            (heap_type != SQLITE_NULL && heap_type != SQLITE_INTEGER))
+            return bad_number;
         return store_history_parse_chunk(
-            h, (uint32_t)gc,
-            sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2),
-            sqlite3_column_type(st, 3) == SQLITE_NULL ? HL_GEN_NONE : sqlite3_column_int64(st, 3),
-            count, text, len);
+            h, (uint32_t)gc, thread_type == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2),
+            heap_type == SQLITE_NULL ? HL_GEN_NONE : sqlite3_column_int64(st, 3), count, text,
+            len, not_array);
+    }
     int64_t gen = sqlite3_column_int64(st, 2);
-    return gen >= 0 && (gen <= HL_GEN_NONGC || gen == STORE_HISTORY_DEAD) &&
-           store_history_parse(h, (uint32_t)gc, (uint32_t)gen, count, text, len);
+    if (sqlite3_column_type(st, 2) != SQLITE_INTEGER || gen < 0 ||
+        (gen > HL_GEN_NONGC && gen != STORE_HISTORY_DEAD))
+        return bad_number;
+    return store_history_parse(h, (uint32_t)gc, (uint32_t)gen, count, text, len, not_array);
+}
+
+/* Every id takes at least two characters of its row's text ("1," or "1]"), so counts summing to
+ * more than half the text (or a negative one) are a damaged file: found before anything is
+ * reserved for them. */
+static gboolean store_history_counts_check(store_history *h, const char *table,
+                                           const char *text_column, GError **error)
+{
+    g_autofree char *sql = g_strdup_printf(
+        "SELECT coalesce(sum(count), 0), coalesce(min(count), 0), "
+        "coalesce(sum(length(%s)), 0) FROM %s", text_column, table);
+    sqlite3_stmt *st = NULL;
+    gboolean ok = FALSE;
+    if (sqlite3_prepare_v2(h->db, sql, -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_step(st) != SQLITE_ROW) {
+        store_sql_fail(h->db, h->path, table, error);
+        goto out;
+    }
+    int64_t total = sqlite3_column_int64(st, 0), least = sqlite3_column_int64(st, 1),
+            text = sqlite3_column_int64(st, 2);
+    if (least < 0 || total < 0 || total > text / 2) {
+        g_autofree char *why = g_strdup_printf("%s counts more ids than it holds", table);
+        store_history_damaged(error, h->path, why);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(st);
+    return ok;
 }
 
 /* Reads every row of generation_changes, and of object_deaths and object_chunks (schema 5) or
@@ -237,23 +295,32 @@ static gboolean store_history_parse_row(store_history *h, size_t t, sqlite3_stmt
 static gboolean store_history_read(store_history *h, GError **error)
 {
     static const struct {
-        const char *table, *select, *what;
+        const char *table, *text_column, *select, *not_array;
     } reads[] = {
-        {"generation_changes",
+        {"generation_changes", "ids",
          "SELECT rowid, gc, generation, count, ids FROM generation_changes ORDER BY rowid",
-         "a JSON array of ids"},
-        {"object_deaths",
+         "is not a JSON array of ids"},
+        {"object_deaths", "ids",
          "SELECT rowid, gc, " G_STRINGIFY(STORE_HISTORY_DEAD) ", count, ids FROM object_deaths "
          "ORDER BY rowid",
-         "a JSON array of ids"},
-        {"object_chunks",
+         "is not a JSON array of ids"},
+        {"object_chunks", "objects",
          "SELECT rowid, gc, thread, heap, count, objects FROM object_chunks ORDER BY rowid",
-         "a JSON array of [id gap, type_id, size]"},
+         "is not a JSON array of [id gap, type_id, size]"},
     };
+    size_t tables = h->packed ? G_N_ELEMENTS(reads) : 1;
     sqlite3_stmt *st = NULL;
     gboolean ok = FALSE;
     int rc = SQLITE_DONE;
 
+    for (size_t t = 0; t < tables; t++)
+        if (!store_history_counts_check(h, reads[t].table, reads[t].text_column, error))
+            return FALSE;
+    /* A GC takes far more than 16 bytes of the file (its gcs row alone), so no GC number a
+     * recording can hold makes the buckets (16 bytes per GC) larger than the file. */
+    h->gc_limit = MIN(store_db_pragma_int(h->db, "PRAGMA page_count") *
+                          store_db_pragma_int(h->db, "PRAGMA page_size") / 16,
+                      (int64_t)(1u << 29) - 1);
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
     h->cap = store_history_reserve(h, "generation_changes");
     h->objects_cap = 4096;
@@ -263,17 +330,18 @@ static gboolean store_history_read(store_history *h, GError **error)
     }
     h->changes = g_new(store_change, h->cap);
     h->objects = g_new(store_history_object, h->objects_cap);
-    for (size_t t = 0; t < (h->packed ? G_N_ELEMENTS(reads) : 1); t++) {
+    for (size_t t = 0; t < tables; t++) {
         if (sqlite3_prepare_v2(h->db, reads[t].select, -1, &st, NULL) != SQLITE_OK) {
             store_sql_fail(h->db, h->path, reads[t].table, error);
             goto out;
         }
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-            if (!store_history_parse_row(h, t, st)) {
-                store_history_corrupt(h, reads[t].table, sqlite3_column_int64(st, 0),
-                                      reads[t].what, error);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *why = store_history_parse_row(h, t, st, reads[t].not_array);
+            if (why) {
+                store_history_corrupt(h, reads[t].table, sqlite3_column_int64(st, 0), why, error);
                 goto out;
             }
+        }
         if (rc != SQLITE_DONE) {
             store_sql_fail(h->db, h->path, reads[t].table, error);
             goto out;
@@ -511,12 +579,6 @@ gboolean store_history_pending(sqlite3 *db)
     return pending;
 }
 
-static void store_history_damaged(GError **error, const char *path, const char *why)
-{
-    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                "%s is damaged (%s); its generation history was not built", path, why);
-}
-
 /* Never write into a damaged file: it would only get worse. */
 static gboolean store_history_check(store_history *h, GError **error)
 {
@@ -524,6 +586,16 @@ static gboolean store_history_check(store_history *h, GError **error)
     if (damage)
         store_history_damaged(error, h->path, damage);
     return damage == NULL;
+}
+
+gboolean store_history_check_changes(sqlite3 *db, const char *path, GError **error)
+{
+    store_history h = {.db = db, .path = path,
+                       .packed = store_db_pragma_int(db, "PRAGMA user_version") >= 5};
+    gboolean ok = store_history_read(&h, error);
+    g_free(h.changes);
+    g_free(h.objects);
+    return ok;
 }
 
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,

@@ -612,7 +612,8 @@ char *store_db_damage_new(sqlite3 *db)
     return damage;
 }
 
-/* Checks that `path` is a readable regular file starting with the SQLite header. */
+/* Checks that `path` is a readable regular file starting with the SQLite header (O_NONBLOCK: a
+ * FIFO swapped in after the stat is not waited on either). */
 static gboolean store_db_check_file(const char *path, GError **error)
 {
     static const char sqlite_magic[16] = "SQLite format 3";
@@ -633,7 +634,18 @@ static gboolean store_db_check_file(const char *path, GError **error)
                     path);
         goto out;
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* A FIFO, a device or a socket is never a recording, and opening one may wait forever. */
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
+                    "%s is not a regular file (%s), not a heaplens database", path,
+                    S_ISFIFO(st.st_mode)  ? "a FIFO"
+                    : S_ISSOCK(st.st_mode) ? "a socket"
+                    : S_ISCHR(st.st_mode)  ? "a character device"
+                    : S_ISBLK(st.st_mode)  ? "a block device"
+                                           : "a special file");
+        goto out;
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s: %s", path, g_strerror(errno));
         goto out;

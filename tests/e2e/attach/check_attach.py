@@ -202,6 +202,9 @@ def duration_session(checks, args, target, n, log):
 def refusals(checks, args, log):
     rc, out, err = e2elib.run([args.heaplens, "attach", "999999999"], log=log)
     checks.ok("refusal: no such process", rc == 1 and "no process with id" in err, err.strip())
+    rc, out, err = e2elib.run([args.heaplens, "snapshot", "999999999"], log=log)
+    checks.ok("snapshot: no such process", rc == 1 and err == "heaplens: no process with id 999999999\n",
+              err.strip())
     sleeper = subprocess.Popen(["sleep", "600"])
     # A socket left by an earlier .NET process of the same pid (PIDs are reused; a killed
     # runtime leaves its socket), older than the sleeper: not its socket.
@@ -300,6 +303,12 @@ def main():
                 checks.eq("the target runs the GC asked for",
                           "gcmode " + ("server" if args.server_gc else "workstation"),
                           target.ask("gcmode"))
+                # Not recorded yet: `heaplens snapshot` points to attach, not to record.
+                rc, out, err = e2elib.run([args.heaplens, "snapshot", str(target.pid)], log=log)
+                checks.ok("snapshot of a .NET process not recorded suggests attach",
+                          rc == 1 and err == f"heaplens: process {target.pid} is not being recorded; "
+                          f"'heaplens attach {target.pid}' records it from now on (snapshots "
+                          "included)\n", err.strip())
                 # Ctrl-C, then SIGTERM, then --duration: each ends a session, and the
                 # library, left mapped, starts afresh at every attach.
                 session(checks, args, target, 1, signal.SIGINT, log)

@@ -8,6 +8,8 @@
  */
 #include "tests/unit/common/cli_test.h"
 
+#include <sys/stat.h>
+
 /* ---- checking runs ------------------------------------------------------------------ */
 
 /* A successful JSON run: exact stdout, which must also parse as one JSON document. */
@@ -641,6 +643,95 @@ static void case_help(void)
 static void case_version(void)
 {
     EXPECT(RUN("--version"), 0, "heaplens " HEAPLENS_VERSION "\n", "");
+    EXPECT(RUN("--version", "x"), 1, "", "heaplens: --version takes no argument, not 'x'\n");
+}
+
+/* `heaplens --help COMMAND` is the command's help, as `heaplens help COMMAND`; record's help
+ * says what the modes cost and give as measured (README, "Costs"). */
+static void case_help_command(void)
+{
+    run_result usage = RUN("record", "--help");
+    EXPECT(RUN("--help", "record"), 0, usage.out, "");
+    EXPECT(RUN("-h", "gcs"), 0, NULL, "");
+    EXPECT(RUN("--help", "frob"), 1, "",
+           "heaplens: 'frob' is not a heaplens command; see 'heaplens --help'\n");
+    EXPECT(RUN("--help", "record", "x"), 1, "",
+           "heaplens: --help takes one COMMAND at most; see 'heaplens --help'\n");
+    CHECK(strstr(usage.out, "2-3x") == NULL && strstr(usage.out, "up to 3-4x") != NULL);
+    CHECK(strstr(usage.out, "not recorded") == NULL && strstr(usage.out, "ESTIMATED") != NULL);
+    run_result_release(&usage);
+}
+
+/* A PID operand is digits only; a process that does not exist is said so. */
+static void case_snapshot_pid(void)
+{
+    EXPECT(RUN("snapshot", " 5"), 1, "", "heaplens: snapshot: PID must be a process id, not ' 5'\n");
+    EXPECT(RUN("snapshot", "+5"), 1, "", "heaplens: snapshot: PID must be a process id, not '+5'\n");
+    EXPECT(RUN("snapshot", "2147483647"), 1, "", "heaplens: no process with id 2147483647\n");
+}
+
+/* A FIFO (or any file that is not a regular one) given as FILE is refused without waiting for a
+ * writer to open it. */
+static void case_fifo_input(void)
+{
+    g_autofree char *fifo = fixture_path("fifo.db");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    for (size_t i = 1; i < G_N_ELEMENTS(command_names); i++)
+        EXPECT(RUN(command_names[i], "fifo.db"), 1, "",
+               "heaplens: fifo.db is not a regular file (a FIFO), not a heaplens database\n");
+    EXPECT(RUN("diff", "app.db", "--to-file", "fifo.db"), 1, "",
+           "heaplens: fifo.db is not a regular file (a FIFO), not a heaplens database\n");
+    EXPECT(RUN("info", "/dev/null"), 1, "",
+           "heaplens: /dev/null is not a regular file (a character device), not a heaplens "
+           "database\n");
+}
+
+/* A recording no command has read yet, its generation changes edited into what no writer
+ * writes: every command says the file is damaged in one line (no allocation from the count,
+ * no answer from the views), and the file is left as it was, writable or not. */
+static void case_history_damaged(void)
+{
+    static const struct {
+        const char *edit, *why;
+    } edits[] = {
+        {"UPDATE generation_changes SET count = -100000 WHERE rowid = 1",
+         "generation_changes counts more ids than it holds"},
+        {"UPDATE generation_changes SET count = 5000000000 WHERE rowid = 1",
+         "generation_changes counts more ids than it holds"},
+        {"UPDATE generation_changes SET count = count + 1 WHERE rowid = 1",
+         "generation_changes row 1 holds another number of ids than its count"},
+        {"UPDATE generation_changes SET ids = 'null' WHERE rowid = 1",
+         "generation_changes row 1 is not a JSON array of ids"},
+        {"UPDATE generation_changes SET ids = '[1,x]' WHERE rowid = 1",
+         "generation_changes row 1 is not a JSON array of ids"},
+        {"UPDATE generation_changes SET generation = 'abc' WHERE rowid = 1",
+         "generation_changes row 1 has a GC, generation or count that is not a number in range"},
+        {"UPDATE generation_changes SET generation = 9 WHERE rowid = 1",
+         "generation_changes row 1 has a GC, generation or count that is not a number in range"},
+        {"UPDATE generation_changes SET gc = 400000000 WHERE rowid = 1",
+         "generation_changes row 1 has a GC, generation or count that is not a number in range"},
+    };
+    for (size_t e = 0; e < G_N_ELEMENTS(edits); e++) {
+        for (int writable = 1; writable >= 0; writable--) {
+            g_autofree char *path = fixture_path("edited.db");
+            g_remove(path);
+            fixture_app("edited.db");
+            fixture_sql("edited.db", edits[e].edit);
+            g_autofree char *before = NULL, *after = NULL;
+            gsize before_len = 0, after_len = 0;
+            CHECK(g_file_get_contents(path, &before, &before_len, NULL));
+            if (!writable)
+                CHECK(g_chmod(path, 0444) == 0);
+            g_autofree char *err = g_strdup_printf(
+                "heaplens: edited.db is damaged (%s); its generation history was not built\n",
+                edits[e].why);
+            for (size_t i = 1; i < G_N_ELEMENTS(command_names); i++)
+                EXPECT(RUN(command_names[i], "edited.db"), 1, "", err);
+            CHECK(g_file_get_contents(path, &after, &after_len, NULL));
+            CHECK(before_len == after_len && memcmp(before, after, before_len) == 0);
+            g_chmod(path, 0644);
+        }
+    }
 }
 
 static void case_unknown_command(void)
@@ -710,6 +801,49 @@ static void case_bad_files(void)
     }
 }
 
+/* Values no recording holds are said to be damage, in one line, by the commands that read them,
+ * never printed as figures ("-146,517 allocations (-5.8 MiB)"). */
+static void case_damaged_values(void)
+{
+    static const struct {
+        const char *edit, *command, *err;
+    } cases[] = {
+        {"UPDATE alloc_counts SET count = -146517 WHERE rowid = 1", "allocations",
+         "heaplens: the database is damaged: alloc_counts.count holds -146517, which no "
+         "recording holds there\n"},
+        {"UPDATE alloc_counts SET bytes = 'abc' WHERE rowid = 2", "info",
+         "heaplens: the database is damaged: alloc_counts.bytes holds 'abc', which no recording "
+         "holds there\n"},
+        {"UPDATE gcs SET generation = 'abc' WHERE gc = 1", "gcs",
+         "heaplens: the database is damaged: gcs.generation holds 'abc', which no recording "
+         "holds there\n"},
+        {"UPDATE gcs SET generation = 3 WHERE gc = 2", "survivors",
+         "heaplens: the database is damaged: gcs.generation holds 3, which no recording holds "
+         "there\n"},
+        {"UPDATE gc_generations SET size_after = -5 WHERE gc = 1 AND generation = 1", "gcs",
+         "heaplens: the database is damaged: gc_generations.size_after holds -5, which no "
+         "recording holds there\n"},
+        {"UPDATE run SET pid = 'x'", "info",
+         "heaplens: the database is damaged: run.pid holds 'x', which no recording holds "
+         "there\n"},
+        {"UPDATE objects SET size = -5 WHERE id = 2", "survivors",
+         "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
+         "generations that no recording holds\n"},
+        {"UPDATE objects SET size = 'abc' WHERE id = 2", "info",
+         "heaplens: the database is damaged: objects.size holds 'abc', which no recording holds "
+         "there\n"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *path = fixture_path("dmg.db");
+        g_remove(path);
+        fixture_app("dmg.db");
+        EXPECT(RUN("info", "dmg.db"), 0, NULL, ""); /* the generation history, built once */
+        fixture_sql("dmg.db", cases[i].edit);
+        EXPECT(RUN(cases[i].command, "dmg.db"), 1, NULL, cases[i].err);
+        EXPECT(RUN(cases[i].command, "dmg.db", "--json"), 1, NULL, cases[i].err);
+    }
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static const cli_test_case cases[] = {
@@ -728,6 +862,11 @@ static const cli_test_case cases[] = {
     {"note", case_note},
     {"help", case_help},
     {"version", case_version},
+    {"help_command", case_help_command},
+    {"snapshot_pid", case_snapshot_pid},
+    {"fifo_input", case_fifo_input},
+    {"history_damaged", case_history_damaged},
+    {"damaged_values", case_damaged_values},
     {"unknown_command", case_unknown_command},
     {"record_handles_sampled", case_record_handles_sampled},
     {"bad_option", case_bad_option},

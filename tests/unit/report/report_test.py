@@ -16,6 +16,7 @@ import json
 import os
 import pty
 import re
+import select
 import shutil
 import sqlite3
 import stat
@@ -330,13 +331,32 @@ def test_output_targets(env):
     r = run([env.heaplens, 'report', db, '--json', '-o', os.path.join(d, 'dangling.json')])
     check(r.returncode == 1 and len(r.stderr.splitlines()) == 1 and 'symbolic link to nothing' in r.stderr
           and not os.path.exists(os.path.join(d, 'nowhere.json')), 'dangling symlink: %r' % r.stderr)
-    # A FIFO, read concurrently: it stays a FIFO and the reader gets the whole report.
+    # A FIFO nobody reads: refused at once (never waited on), still a FIFO.
     fifo = os.path.join(d, 'pipe')
     os.mkfifo(fifo)
-    reader = subprocess.Popen(['cat', fifo], stdout=subprocess.PIPE, text=True)
     r = run([env.heaplens, 'report', db, '--json', '-o', fifo], timeout=60)
-    got = reader.communicate(timeout=60)[0]
-    check(r.returncode == 0 and got == want, 'fifo: exit %d, %d of %d bytes: %s' % (r.returncode, len(got), len(want), r.stderr))
+    check(r.returncode == 1 and r.stderr == 'heaplens: cannot write %s: it is a FIFO that no process is '
+          'reading\n' % fifo, 'fifo without a reader: exit %d, %r' % (r.returncode, r.stderr))
+    # A FIFO with its reader (opened before heaplens starts, so no race): the reader gets the whole
+    # report. Polling the read end waits for data or for the writer's close (Linux reports no hang-up
+    # before a writer came).
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    proc = subprocess.Popen([env.heaplens, 'report', db, '--json', '-o', fifo], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    poller = select.poll()
+    poller.register(rfd, select.POLLIN)
+    chunks = []
+    while True:
+        if not poller.poll(60000):
+            break
+        chunk = os.read(rfd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(rfd)
+    err = proc.communicate(timeout=60)[1]
+    got = b''.join(chunks).decode()
+    check(proc.returncode == 0 and got == want, 'fifo: exit %s, %d of %d bytes: %s' % (proc.returncode, len(got), len(want), err))
     check(stat.S_ISFIFO(os.lstat(fifo).st_mode), 'fifo: still a FIFO')
     # /dev/full: ENOSPC is one line and exit 1; the device is still a device.
     r = run([env.heaplens, 'report', db, '-o', '/dev/full'])
@@ -386,7 +406,8 @@ def test_errors(env):
         ([db, '-o', '/nonexistent-dir/r.html'], r'heaplens: cannot write /nonexistent-dir/r\.html: No such file or directory'),
         ([db, '-o', env.path('adir')], r'heaplens: cannot write .*adir: it is a directory'),
         ([db, '-o', ''], r'heaplens: report: -o needs a file name'),
-        ([db, '-o', db], r'heaplens: report: .*err\.db is the recording itself; give -o another file'),
+        ([db, '-o', db], r'heaplens: cannot write (.*)err\.db: it is \1err\.db, which this command reads; name another file'),
+        ([db, '-o', db + '-wal'], r'heaplens: cannot write (.*)err\.db-wal: it is \1err\.db-wal, which this command reads; name another file'),
         ([db, '--bogus'], r"heaplens: report: unknown option '--bogus'.*"),
         ([db, '-x'], r"heaplens: report: unknown option '-x'.*"),
         ([], r'heaplens: report: missing FILE.*'),

@@ -3,6 +3,7 @@
  * tables and views, and every examples/queries/ .sql file, checked through SQLite.
  *
  *   test_leaks HEAPLENS SOURCE_DIR CASE|all      (HEAPLENS_TEST_KEEP=1 keeps the fixtures)
+ *   test_leaks fixture DIR                       only writes graph.db, unread, with samples
  *
  * graph.db — four induced gen2 GCs, each with a snapshot (snapshot s of GC s):
  *
@@ -23,6 +24,7 @@
  * retained(17) = 100; 16's dominator is the virtual root; 19 and 20 are unreachable.
  */
 #include "tests/unit/common/cli_test.h"
+#include "tests/unit/common/hl_stack_fixture.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -158,9 +160,13 @@ static void grow(hl_sb *sb, graph_state *st, int replace)
 
 /* As the writer leaves it and its first reader completes it (the generation history): the
  * cases that damage it check what the commands do to such a file. */
+static gboolean no_history; /* `test_leaks fixture`: as the writer leaves it */
+
 static void fixture_write_history(hl_sb *sb, const char *name)
 {
     fixture_write(sb, name);
+    if (no_history)
+        return;
     g_autofree char *path = fixture_path(name);
     g_autoptr(GError) error = NULL;
     if (!store_history_build_file(path, NULL, NULL, &error)) {
@@ -728,6 +734,26 @@ static void case_diff(void)
     run_result_release(&r);
 }
 
+/* A snapshot whose objects (or roots) were deleted is damage, said in one line by every command
+ * that reads it, never "N dead"; `snapshots` still lists the header as stored. */
+static void case_snapshot_rows_lost(void)
+{
+    file_copy("graph.db", "lost.db");
+    fixture_sql("lost.db", "DELETE FROM snapshot_objects WHERE snapshot = 1");
+    EXPECT(RUN("diff", "lost.db", "--from", "1", "--to", "2"), 1, "",
+           "heaplens: the database is damaged: lost.db: snapshot 1 holds 0 objects, its "
+           "snapshots row counts 21\n");
+    EXPECT(RUN("retention", "lost.db", "--snapshot", "1"), 1, "",
+           "heaplens: the database is damaged: snapshot 1 holds 0 objects, its snapshots row "
+           "counts 21\n");
+    file_copy("graph.db", "lost.db");
+    fixture_sql("lost.db", "DELETE FROM snapshot_roots WHERE snapshot = 4 AND rowid IN "
+                           "(SELECT min(rowid) FROM snapshot_roots WHERE snapshot = 4)");
+    EXPECT(RUN("retention", "lost.db"), 1, "",
+           "heaplens: the database is damaged: snapshot 4 holds 3 roots, its snapshots row "
+           "counts 4\n");
+}
+
 /* Two files of the same program: identity by allocation number and type name. */
 static void case_diff_files(void)
 {
@@ -1017,6 +1043,7 @@ static const cli_test_case cases[] = {
     {"leaks", case_leaks},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
+    {"snapshot_rows_lost", case_snapshot_rows_lost},
     {"survivors_age", case_survivors_age},
     {"errors", case_errors},
     {"damaged_pages", case_damaged_pages},
@@ -1024,10 +1051,33 @@ static const cli_test_case cases[] = {
     {"example_queries", case_example_queries},
 };
 
+/* `test_leaks fixture DIR`: graph.db as the writer leaves it (no command has read it: the
+ * generation history is not built), with the allocation samples of hl_stack_fixture.h, for
+ * tests/unit/cli/fuzz_test.py. */
+static int fixture_only(const char *dir)
+{
+    g_autoptr(GError) error = NULL;
+    workdir = g_strdup(dir);
+    g_mkdir_with_parents(workdir, 0755);
+    g_autofree char *path = fixture_path("graph.db");
+    g_remove(path);
+    no_history = TRUE;
+    fixture_graph("graph.db", 4);
+    if (!hl_stack_fixture_add(path, TRUE, 0, &error)) {
+        fprintf(stderr, "cannot add samples to graph.db: %s\n", error->message);
+        return 2;
+    }
+    g_free(workdir);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "fixture") == 0)
+        return fixture_only(argv[2]);
     if (argc != 4) {
-        fprintf(stderr, "usage: test_leaks HEAPLENS SOURCE_DIR CASE|all\n");
+        fprintf(stderr, "usage: test_leaks HEAPLENS SOURCE_DIR CASE|all\n"
+                        "       test_leaks fixture DIR\n");
         return 2;
     }
     heaplens = argv[1];

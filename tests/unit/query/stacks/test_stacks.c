@@ -10,6 +10,7 @@
  */
 #include "tests/unit/common/cli_test.h"
 #include "tests/unit/common/hl_stack_fixture.h"
+#include <unistd.h>
 
 /* ---- checking runs ------------------------------------------------------------------ */
 
@@ -430,12 +431,65 @@ static void case_speedscope(void)
            "heaplens: cannot write .: it is a directory\n");
 }
 
+/* The bytes of work-directory file `name` (NULL when unreadable). */
+static GBytes *workdir_bytes(const char *name)
+{
+    g_autofree char *path = fixture_path(name);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &data, &len, NULL))
+        return NULL;
+    return g_bytes_new_take(g_steal_pointer(&data), len);
+}
+
+/* --speedscope never writes over what the command reads: the recording, by name or through a
+ * link, nor its -wal or -shm file (existing or not yet); "-" is stdout, as `report -o -`. */
+static void case_speedscope_inputs(void)
+{
+    run_result first = RUN("info", "stacks.db"); /* builds the generation history, once */
+    run_result_release(&first);
+    g_autoptr(GBytes) before = workdir_bytes("stacks.db");
+    g_autofree char *link = fixture_path("link.db");
+    CHECK(symlink("stacks.db", link) == 0);
+    EXPECT(RUN("stacks", "stacks.db", "--speedscope", "stacks.db"), 1, "",
+           "heaplens: cannot write stacks.db: it is stacks.db, which this command reads; name "
+           "another file\n");
+    EXPECT(RUN("stacks", "stacks.db", "--speedscope", "link.db"), 1, "",
+           "heaplens: cannot write link.db: it is stacks.db, which this command reads; name "
+           "another file\n");
+    EXPECT(RUN("stacks", "link.db", "--speedscope", "./stacks.db"), 1, "",
+           "heaplens: cannot write ./stacks.db: it is link.db, which this command reads; name "
+           "another file\n");
+    EXPECT(RUN("stacks", "stacks.db", "--speedscope", "stacks.db-wal"), 1, "",
+           "heaplens: cannot write stacks.db-wal: it is stacks.db-wal, which this command reads; "
+           "name another file\n");
+    EXPECT(RUN("stacks", "link.db", "--speedscope", "stacks.db-shm"), 1, "",
+           "heaplens: cannot write stacks.db-shm: it is link.db-shm, which this command reads; "
+           "name another file\n");
+    g_autoptr(GBytes) after = workdir_bytes("stacks.db");
+    CHECK(before && after && g_bytes_equal(before, after));
+    g_autofree char *wal = fixture_path("stacks.db-wal");
+    CHECK(!g_file_test(wal, G_FILE_TEST_EXISTS));
+
+    run_result r = RUN("stacks", "stacks.db", "--speedscope", "-");
+    json_error_t jerr;
+    json_t *doc = json_loads(r.out, 0, &jerr);
+    CHECK(r.status == 0 && doc && json_array_size(json_object_get(doc, "profiles")) == 2);
+    CHECK(strcmp(r.err, "heaplens: 6 allocation sites (437.9 KiB, 11,610 allocations, "
+                        "estimated) -> -\n") == 0);
+    json_decref(doc);
+    run_result_release(&r);
+    g_autofree char *dash = fixture_path("-");
+    CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
+}
+
 static const cli_test_case cases[] = {
     {"json", case_json},       {"estimates", case_estimates}, {"text", case_text},
     {"top", case_top},         {"sort", case_sort},           {"type", case_type},
     {"by_survived", case_by_survived}, {"by_midlife", case_by_midlife}, {"gc", case_gc},
     {"no_stacks", case_no_stacks}, {"note", case_note},       {"help", case_help},
     {"speedscope", case_speedscope}, {"biased", case_biased},
+    {"speedscope_inputs", case_speedscope_inputs},
 };
 
 int main(int argc, char **argv)
