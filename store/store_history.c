@@ -56,6 +56,7 @@ typedef struct __attribute__((packed)) store_history_object {
 } store_history_object;
 
 #define STORE_HISTORY_ROWS 256
+#define STORE_HISTORY_COLUMNS 9 /* the widest table written: objects */
 #define STORE_HISTORY_WAIT_MS 5000
 #define STORE_HISTORY_OPEN 0x1fffffffu /* until_gc (died_gc) NULL */
 /* At most this many items are reserved from a count read in the file; more grow as parsed. */
@@ -72,7 +73,7 @@ typedef struct store_history_row {
 typedef struct store_history_batch {
     sqlite3_stmt *many, *one;
     int columns, pending;
-    int64_t rows[STORE_HISTORY_ROWS][7];
+    int64_t rows[STORE_HISTORY_ROWS][STORE_HISTORY_COLUMNS];
 } store_history_batch;
 
 typedef struct store_history {
@@ -355,11 +356,14 @@ static gboolean store_history_add(store_history *h, store_history_batch *b, cons
     return store_history_flush(h, b, error);
 }
 
-/* The objects row of `o` (schema 5), with its death. */
+/* The objects row of `o` (schema 5), with its death and its first generation (`gen`, held
+ * until `next`, the GC of its next change; HL_GEN_NONE: none held from first_gc, all its
+ * generations are rows). */
 static gboolean store_history_add_object(store_history *h, const store_history_object *o,
-                                         uint32_t died, GError **error)
+                                         uint32_t died, uint32_t gen, uint32_t next,
+                                         GError **error)
 {
-    const int64_t row[7] = {
+    const int64_t row[STORE_HISTORY_COLUMNS] = {
         (int64_t)o->id,
         o->type_id,
         (int64_t)o->size,
@@ -367,6 +371,8 @@ static gboolean store_history_add_object(store_history *h, const store_history_o
         o->heap != HL_GEN_NONE ? o->heap : STORE_NULL,
         o->first_gc,
         died == STORE_HISTORY_OPEN ? STORE_NULL : (int64_t)died,
+        gen != HL_GEN_NONE ? (int64_t)gen : STORE_NULL,
+        gen != HL_GEN_NONE && next != STORE_HISTORY_OPEN ? (int64_t)next : STORE_NULL,
     };
     return store_history_add(h, &h->object_rows, row, error);
 }
@@ -412,20 +418,34 @@ static gboolean store_history_write(store_history *h, GError **error)
             else
                 live_end = i + 1;
         }
-        if (h->packed && !store_history_add_object(h, &h->objects[o], died, error))
-            return FALSE;
+        /* Schema 5: the first row goes into the objects row when it starts at first_gc (it
+         * always does: a survivor's and a discovered object's first generation come with it),
+         * so most objects, which never change generation, need no row of their own. */
+        gboolean inline_first = h->packed;
+        uint32_t first_gen = HL_GEN_NONE, first_next = STORE_HISTORY_OPEN;
         for (size_t k = first; k < live_end; k++) {
             uint32_t from = h->changes[k].gc_gen >> 3;
             gboolean last = k + 1 == live_end;
             if (!last && h->changes[k + 1].gc_gen >> 3 == from)
                 continue; /* two changes in one GC (never sent): the later one holds */
             uint32_t until = last ? died : h->changes[k + 1].gc_gen >> 3;
+            if (inline_first) {
+                inline_first = FALSE;
+                if (from == h->objects[o].first_gc) {
+                    first_gen = h->changes[k].gc_gen & 7;
+                    first_next = last ? STORE_HISTORY_OPEN : until;
+                    continue;
+                }
+            }
             rows[fill[from]++] = (store_history_row){
                 .id = id,
                 .gen_until = (h->changes[k].gc_gen & 7) << 29 | until,
                 .from_gen = h->changes[k].gc_gen,
             };
         }
+        if (h->packed &&
+            !store_history_add_object(h, &h->objects[o], died, first_gen, first_next, error))
+            return FALSE;
     }
     if (h->packed && !store_history_flush(h, &h->object_rows, error))
         return FALSE;
@@ -483,11 +503,22 @@ static gboolean store_history_build(store_history *h, GError **error)
     if (h->packed ? !store_schema_use_object_rows(h->db, h->path, error)
                   : !store_sql_exec(h->db, h->path, "DELETE FROM generation_changes", error))
         return FALSE;
+    /* Schema 4 and before: the writer's objects table has no first generation; NULL (every
+     * generation is a row) for the views, which read it. */
+    if (!h->packed && store_db_pragma_int(h->db, "SELECT count(*) FROM pragma_table_info("
+                                                 "'objects') WHERE name = 'first_generation'") == 0 &&
+        !store_sql_exec(h->db, h->path,
+                        "ALTER TABLE objects ADD COLUMN first_generation INTEGER;\n"
+                        "ALTER TABLE objects ADD COLUMN next_gc INTEGER;\n",
+                        error))
+        return FALSE;
     if (!store_history_prepare(h, &h->generations, "object_generation_rows",
                                "object_id, generation, from_gc, until_gc", 4, error) ||
         (h->packed &&
          !store_history_prepare(h, &h->object_rows, "objects",
-                                "id, type_id, size, thread, heap, first_gc, died_gc", 7, error)))
+                                "id, type_id, size, thread, heap, first_gc, died_gc, "
+                                "first_generation, next_gc",
+                                STORE_HISTORY_COLUMNS, error)))
         return FALSE;
     store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
     store_radix_sort(h->objects, h->objects_n, sizeof *h->objects,
