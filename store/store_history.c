@@ -32,8 +32,10 @@
  * views, and a second reader that waited for the first finds nothing left to build. A count
  * or a JSON text that does not add up fails the build (one line naming the row, nothing
  * written); no size read from the file is allocated before the items it counts are parsed.
- * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, 16 per row),
- * and 29 per object (58 while sorting them).
+ * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, before the
+ * objects are read; 16 per row, for the rows after an object's first), 29 per object (and 29
+ * per object of one GC while sorting them, of all of them when the GCs' ids interleave), and
+ * 64 MiB of SQLite pages.
  */
 #include "store/store_internal.h"
 
