@@ -231,7 +231,11 @@ static const char store_schema_tables[] =
     "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
 
 /* `objects` as a table: built by the first reader of a finished recording from object_chunks and
- * object_deaths (schema 4 and earlier: written by the writer). */
+ * object_deaths (schema 4 and earlier: written by the writer; the first reader adds the last two
+ * columns, NULL). first_generation: the generation the object held from first_gc on, until
+ * next_gc (its next generation change; NULL: none, held until died_gc) — the first row of its
+ * history, kept here because most objects never change generation: it saves a row of
+ * object_generation_rows each (NULL: every generation is a row there). */
 static const char store_schema_objects_table[] =
     "CREATE TABLE objects (\n"
     "  id INTEGER PRIMARY KEY,\n"
@@ -240,7 +244,9 @@ static const char store_schema_objects_table[] =
     "  thread INTEGER,\n"
     "  heap INTEGER,\n"
     "  first_gc INTEGER NOT NULL,\n"
-    "  died_gc INTEGER\n"
+    "  died_gc INTEGER,\n"
+    "  first_generation INTEGER,\n"
+    "  next_gc INTEGER\n"
     ");\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
@@ -274,7 +280,8 @@ static const char store_schema_derived_views[] =
     "\n"
     "CREATE VIEW objects AS\n"
     "SELECT o.id AS id, o.type_id AS type_id, o.size AS size, o.thread AS thread, o.heap AS heap,\n"
-    "       o.first_gc AS first_gc, d.gc AS died_gc\n"
+    "       o.first_gc AS first_gc, d.gc AS died_gc, NULL AS first_generation,\n"
+    "       NULL AS next_gc\n"
     "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ORDER BY j.key)\n"
     "                  AS INTEGER) AS id,\n"
     "             CAST(j.value ->> 1 AS INTEGER) AS type_id, CAST(j.value ->> 2 AS INTEGER) AS size,\n"
@@ -314,11 +321,17 @@ static const char store_schema_final_views[] =
     "DROP VIEW object_lifetimes;\n"
     "DROP VIEW object_generations;\n"
     "DROP VIEW generation_change_rows;\n"
+    /* An object's first row is in its objects row (first_generation), the later ones in
+     * object_generation_rows (all of them when first_generation is NULL). */
     "CREATE VIEW object_generations AS\n"
+    "SELECT id AS object_id, first_generation AS generation, first_gc AS from_gc,\n"
+    "       coalesce(next_gc, died_gc) AS until_gc\n"
+    "FROM objects WHERE first_generation IS NOT NULL\n"
+    "UNION ALL\n"
     "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows;\n"
     "\n"
     OBJECT_LIFETIMES_HEAD
-    "       f.generation AS final_generation\n"
+    "       coalesce(f.generation, o.first_generation) AS final_generation\n"
     "FROM objects o\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = o.thread\n"
