@@ -204,7 +204,11 @@ static_assert(sizeof(hl_alloc_counts) == 8 && sizeof(hl_alloc_count) == 48, "wir
  * known), heap HL_GEN_0, survived 0 (not known), bytes = count x the class's object size when the
  * collector has seen one (else 0). Not part of allocs_seen: sum(count of unflagged entries) +
  * allocs_dropped == allocs_seen. */
-enum { HL_ALLOC_FLAG_UNREPORTED = 1 };
+/* CENSUS: small-object allocations of interval `gc` counted by the census of gen0 at GC `gc`'s
+ * start (sampled and attach modes without ObjectAllocated: collector/census.h): exact per
+ * class, os_tid 0 (no thread is known), heap HL_GEN_0, survived 0 (not known per class).
+ * Not part of allocs_seen either. */
+enum { HL_ALLOC_FLAG_UNREPORTED = 1, HL_ALLOC_FLAG_CENSUS = 2 };
 
 /* HL_REC_GC_SURVIVORS, inside GC `gc`: the objects of interval `gc` alive after it (survivors
  * of their first GC, and objects of heaps it did not condemn), in ascending id order. From
