@@ -708,7 +708,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns,
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
-                   .surviving_ranges = g->surviving_ranges};
+                   .surviving_ranges = g->surviving_ranges, .census_ns = g->census_ns,
+                   .census_objects = g->census_objects};
     if (classified)
         hl_roots_apply(c, g, &e);
     hl_discover_send(c, g, &found_new);
@@ -716,7 +717,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
-              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
+              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0);
     sizes_by_generation(g->after, g->n_after, e.size_after);
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);
