@@ -1676,7 +1676,8 @@ static void test_stream_versions(void)
         hl_sb_type(sb, 1, "A");
         hl_sb_alloc(sb, 1, 1, 24, 100);
         hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-        hl_gc_end e = {.gc = 1, .flags = HL_GC_FLAG_CENSUS, .end_mono_ns = 5, .counters = k,
+        hl_gc_end e = {.gc = 1, .flags = version == 4 ? HL_GC_FLAG_CENSUS : 0, .end_mono_ns = 5,
+                       .counters = k,
                        .census_ns = 900,
                        .census_objects = 12};
         hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1, .counters = k,
