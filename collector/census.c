@@ -107,10 +107,11 @@ static hl_census_count *count_slot(hl_census *s, uint64_t mt) {
     return &s->counts[s->n_counts++];
 }
 
-/* One object's step: its size (aligned) or 0 when the range does not parse. */
-static uint64_t step(uint64_t at, uint64_t end) {
-    uint64_t size = hl_census_object_size((const void *)(uintptr_t)at);
-    size = (size + OBJECT_ALIGN - 1) & ~(uint64_t)(OBJECT_ALIGN - 1);
+/* One object's step: its size aligned (its own size in *raw), or 0 when the range does not
+ * parse. */
+static uint64_t step(uint64_t at, uint64_t end, uint64_t *raw) {
+    *raw = hl_census_object_size((const void *)(uintptr_t)at);
+    uint64_t size = (*raw + OBJECT_ALIGN - 1) & ~(uint64_t)(OBJECT_ALIGN - 1);
     return size < MIN_OBJECT || size > end - at ? 0 : size;
 }
 
@@ -127,20 +128,24 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
     bool ok = true;
     s->n_counts = 0;
     hl_u64map_clear(&s->index);
-    uint64_t last_mt = 0;
-    hl_census_count *last = NULL;
+    memset(s->cache, 0, sizeof s->cache);
     for (size_t i = 0; i < n_before && ok; i++) {
         if (before[i].generation != HM_GEN_0)
             continue;
         uint64_t at = before[i].start, end = before[i].start + before[i].length;
         while (at < end) {
-            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
-            uint64_t size = mt ? step(at, end) : 0;
+            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7, raw = 0;
+            uint64_t size = mt ? step(at, end, &raw) : 0;
             if (!size) {
                 ok = false;
                 break;
             }
-            if (mt != last_mt || !last) {
+            if (mt == s->free_mt) {
+                at += size;
+                continue;
+            }
+            struct hl_census_cache *e = &s->cache[(mt >> 3) & 255];
+            if (e->mt != mt) {
                 int kind = mt_classify(s, info, at, mt);
                 if (kind == MT_ERROR) {
                     ok = false;
@@ -150,16 +155,17 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
                     at += size;
                     continue;
                 }
-                last = count_slot(s, mt);
-                last_mt = mt;
-                if (!last) {
+                hl_census_count *slot = count_slot(s, mt);
+                if (!slot) {
                     ok = false;
                     break;
                 }
+                *e = (struct hl_census_cache){mt, (size_t)(slot - s->counts)};
             }
             if (!old_contains(s, at)) {
-                last->count++;
-                last->bytes += hl_census_object_size((const void *)(uintptr_t)at);
+                hl_census_count *slot = &s->counts[e->ix];
+                slot->count++;
+                slot->bytes += raw;
                 r.objects++;
             }
             at += size;
@@ -202,8 +208,8 @@ uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_r
             continue;
         uint64_t at = after[i].start, end = after[i].start + after[i].length;
         while (at < end) {
-            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
-            uint64_t size = mt ? step(at, end) : 0;
+            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7, raw = 0;
+            uint64_t size = mt ? step(at, end, &raw) : 0;
             int kind = size ? mt_classify(s, info, at, mt) : MT_ERROR;
             if (kind == MT_ERROR)
                 return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */

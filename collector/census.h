@@ -44,6 +44,9 @@ typedef struct hl_census {
     hl_u64map checked;     /* method tables whose size was checked against the runtime */
     hl_census_count *counts;
     size_t n_counts, cap_counts;
+    /* Method table -> counts slot, direct-mapped, for this walk: programs interleave a few
+     * types, and two hash lookups per object cost more than the walk itself. */
+    struct hl_census_cache { uint64_t mt; size_t ix; } cache[256];
     uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
     size_t n_old, cap_old;
     bool old_valid;        /* `old` describes the previous GC's end */

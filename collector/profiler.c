@@ -522,7 +522,9 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     p->gcs.discover_full_next = spec->discover;
     /* Without ObjectAllocated small objects are counted by the census of gen0 (census.h). After
      * an attach the first GC's gen0 holds objects from before it: that walk only learns. */
-    hl_census_init(&p->gcs.census, spec->discover && !cfg->empty);
+    const char *census = getenv("HEAPLENS_CENSUS"); /* "off": the benchmark's baseline */
+    hl_census_init(&p->gcs.census,
+                   spec->discover && !cfg->empty && !(census && strcmp(census, "off") == 0));
     p->gcs.census.old_valid = cfg->mode != HL_MODE_ATTACH;
     /* Before the collector thread (its RUN_START says it). Handle lifetimes and the unreported
      * counts need MONITOR_GC at every GC; without the option none are kept, even if the

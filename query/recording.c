@@ -47,6 +47,7 @@ static const char *const setting_stack_walk[] = {"on", "off", NULL};
 static const char *const setting_full_sampler[] = {"own", "eventpipe", NULL};
 static const char *const setting_sample_source[] = {"auto", "tick", NULL};
 static const char *const setting_one[] = {"1", NULL};
+static const char *const setting_on_off[] = {"on", "off", NULL};
 
 static const recording_setting recording_settings[] = {
     {"HEAPLENS_POOL_MB", 1, 65536, NULL, "MiB of the collector's thread buffers"},
@@ -56,6 +57,9 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_STACK_WALK", 0, 0, setting_stack_walk, "the stack walk of sampled allocations"},
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
+    {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_CENSUS_CHECK", 0, 0, setting_bool,
+     "sampled mode with ObjectAllocated too, to check the census (tests)"},
     {"HEAPLENS_THREADS", 0, 0, setting_one,
      "one thread for a snapshot's graph (query commands)"},
 };
