@@ -205,6 +205,15 @@ def main():
                       n)
         exact = conn.execute("SELECT count(*), count(census_objects) FROM gcs").fetchone()
         checks.eq("(a) every GC's interval counted by the census", exact[0], exact[1])
+        # Per thread only estimates: the samples spread each type's exact total over the threads
+        # (allocations_estimated_by_type_thread), so that they add up to `allocations`' figure.
+        if doc is not None and not a.census_check:
+            for name in types:
+                spread = conn.execute(
+                    "SELECT coalesce(sum(count), 0) FROM allocations_estimated_by_type_thread"
+                    " WHERE type = ?", (name,)).fetchone()[0]
+                checks.ok(f"(a) {name}: the threads' estimates add up to the exact total",
+                          abs(spread - got.get(name, 0)) <= 1, f"{spread} vs {got.get(name, 0)}")
     if conn is not None and a.census_check:
         # The census against ObjectAllocated, per GC interval and type (small-object heap).
         diff = conn.execute(
