@@ -79,7 +79,9 @@ static const char store_schema_tables[] =
     "  objects_live INTEGER,\n"
     "  incomplete INTEGER NOT NULL,\n"
     "  roots INTEGER,\n"
-    "  pinned_roots INTEGER\n"
+    "  pinned_roots INTEGER,\n"
+    "  census_ns INTEGER,\n"
+    "  census_objects INTEGER\n"
     ");\n"
     "CREATE TABLE gc_generations (\n"
     "  gc INTEGER NOT NULL,\n"
@@ -354,7 +356,7 @@ static const char store_schema_views[] =
     "CREATE VIEW gc_summary AS\n"
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
-    "       g.incomplete, g.roots, g.pinned_roots,\n"
+    "       g.incomplete, g.roots, g.pinned_roots, g.census_ns, g.census_objects,\n"
     "       g0.size_before AS gen0_before, g0.size_after AS gen0_after,\n"
     "       g1.size_before AS gen1_before, g1.size_after AS gen1_after,\n"
     "       g2.size_before AS gen2_before, g2.size_after AS gen2_after,\n"
@@ -460,20 +462,18 @@ static const char store_schema_views[] =
     "JOIN handles h ON h.kind = 'pinned' AND coalesce(h.created_after_gc, 0) < g.gc\n"
     "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n"
     /* ---- helper "estimates" (issue 11): allocations per type and thread, exact or estimated.
-     * Without ObjectAllocated (run.mode 'sampled', 'attach') alloc_counts holds only the
-     * allocations the runtime still reports (LOH; POH in sampled mode): this view adds the
-     * estimates of the others from alloc_samples, the same figures as `heaplens allocations`
-     * (query/estimates.c). In a full recording it is alloc_counts, exact (samples 0). */
+     * Without ObjectAllocated (run.mode 'sampled', 'attach') alloc_counts holds the allocations
+     * the runtime still reports (LOH; POH in sampled mode) and the census's exact small-object
+     * counts per type, without threads: this view spreads those over the threads by their
+     * samples and adds the samples of what no census counted (STORE_ALLOCATIONS_SPREAD_SQL),
+     * the same figures as `heaplens allocations --thread` (query/estimates.c). In a full
+     * recording it is alloc_counts, exact (samples 0). */
     "\n"
     "CREATE VIEW allocations_estimated_by_type_thread AS\n"
     "SELECT coalesce(t.name, '<type ' || a.type_id || '>') AS type, a.thread AS thread,\n"
     "       th.name AS thread_name, sum(a.count) AS count, sum(a.bytes) AS bytes,\n"
     "       sum(a.sampled) AS samples\n"
-    "FROM (SELECT type_id, thread, count, bytes, 0 AS sampled FROM alloc_counts\n"
-    "      UNION ALL\n"
-    "      SELECT s.type_id, s.thread, s.est_count, s.est_bytes, 1 FROM alloc_samples s\n"
-    "      JOIN run r ON r.id = 1 AND r.mode IN ('sampled', 'attach')\n"
-    "      WHERE s.heap = 0 OR (s.heap = 4 AND r.mode = 'attach')) a\n"
+    "FROM (" STORE_ALLOCATIONS_SPREAD_SQL ") a\n"
     "LEFT JOIN types t ON t.id = a.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = a.thread\n"
     "GROUP BY a.type_id, a.thread;\n";

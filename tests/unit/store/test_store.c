@@ -638,7 +638,7 @@ static void test_golden_views(void)
                "System.String|6|200\n"
                "App.Node|5|120\n");
     CHECK_ROWS(db, "SELECT * FROM gc_summary WHERE gc = 1",
-               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|"
+               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|NULL|NULL|"
                "1000|0|200|72|300|300|100000|100000|64|64\n");
     CHECK_ROWS(db, "SELECT gc, gen0_before, poh_after FROM gc_summary WHERE gc > 1 ORDER BY gc",
                "2|0|0\n3|0|0\n");
@@ -1246,9 +1246,9 @@ static void test_bad_header(void)
         {"HEAPLENZ", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         {"GET / HT", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         /* Version 1 (a row per allocation) is refused like any foreign stream. */
-        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 3"},
-        {HL_STREAM_MAGIC, 4, "record stream version 4 (a newer collector); this heaplens reads versions 2 to 3"},
-        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 3"},
+        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 4"},
+        {HL_STREAM_MAGIC, 5, "record stream version 5 (a newer collector); this heaplens reads versions 2 to 4"},
+        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 4"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         hl_sb *sb = hl_sb_new_empty();
@@ -1667,11 +1667,12 @@ static void test_ending_writer_died(void)
 
 /* Stream version 3 carries the threads' waits in the counters; a version 2 stream (GC_END of
  * 208 bytes, RUN_END of 136 with program_peak_rss_bytes after the shorter counters) is still
- * read, its waits 0 and every other counter where it was. */
+ * read, its waits 0 and every other counter where it was. Version 4's GC_END carries the census
+ * (gcs.census_ns, census_objects); version 3's (224 bytes) is read with them NULL. */
 static void test_stream_versions(void)
 {
     char *dir = tmp_dir_new();
-    for (uint32_t version = 2; version <= 3; version++) {
+    for (uint32_t version = 2; version <= 4; version++) {
         g_autoptr(GError) error = NULL;
         g_autofree char *p = g_strdup_printf("%s/v%u.db", dir, version);
         hl_counters k = {.allocs_seen = 1, .thread_waits = 5, .thread_wait_ns = 7000};
@@ -1681,7 +1682,10 @@ static void test_stream_versions(void)
         hl_sb_type(sb, 1, "A");
         hl_sb_alloc(sb, 1, 1, 24, 100);
         hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-        hl_gc_end e = {.gc = 1, .end_mono_ns = 5, .counters = k};
+        hl_gc_end e = {.gc = 1, .flags = version == 4 ? HL_GC_FLAG_CENSUS : 0, .end_mono_ns = 5,
+                       .counters = k,
+                       .census_ns = 900,
+                       .census_objects = 12};
         hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1, .counters = k,
                         .program_peak_rss_bytes = 123456789};
         if (version == 2) {
@@ -1692,7 +1696,10 @@ static void test_stream_versions(void)
             memcpy(old + at, &r.program_peak_rss_bytes, sizeof r.program_peak_rss_bytes);
             hl_sb_record(sb, HL_REC_RUN_END, old, sizeof old);
         } else {
-            hl_sb_gc_end_full(sb, &e);
+            if (version == 3)
+                hl_sb_record(sb, HL_REC_GC_END, &e, HL_GC_END_V3_SIZE);
+            else
+                hl_sb_gc_end_full(sb, &e);
             hl_sb_run_end_full(sb, &r);
         }
         store_summary sum;
@@ -1707,6 +1714,8 @@ static void test_stream_versions(void)
                    " (SELECT value FROM counters WHERE name = 'thread_wait_ns'),"
                    " (SELECT value FROM counters WHERE name = 'program_peak_rss_bytes')",
                    version == 2 ? "1|0|0|123456789\n" : "1|5|7000|123456789\n");
+        CHECK_ROWS(db, "SELECT census_ns, census_objects FROM gcs",
+                   version == 4 ? "900|12\n" : "NULL|NULL\n");
         sqlite3_close(db);
     }
     tmp_dir_free(dir);
