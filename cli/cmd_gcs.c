@@ -21,7 +21,19 @@ static const query_column gcs_columns[] = {
     {"poh", QUERY_ALIGN_RIGHT, NULL},
     {"", QUERY_ALIGN_RIGHT, " → "},
     {"survived", QUERY_ALIGN_RIGHT, NULL},
+    {"census (ms)", QUERY_ALIGN_RIGHT, NULL}, /* shown only with a census */
 };
+
+/* The row of query_gc_json, and with a census its time and objects. */
+static json_t *gcs_row_json(const query_gc *gc, gboolean census)
+{
+    json_t *j = query_gc_json(gc);
+    if (census && j) {
+        json_object_set_new(j, "census_ns", query_json_value(gc->census_ns));
+        json_object_set_new(j, "census_objects", query_json_value(gc->census_objects));
+    }
+    return j;
+}
 
 static const char *yes_no(int64_t v)
 {
@@ -34,7 +46,7 @@ static void size_cell_add(query_table *table, int64_t v)
     query_table_add(table, v == QUERY_NULL ? NULL : query_size_format(v, buf));
 }
 
-static void gcs_row_add(query_table *table, const query_gc *gc)
+static void gcs_row_add(query_table *table, const query_gc *gc, gboolean census)
 {
     char buf[QUERY_FORMAT_MAX];
     query_table_add(table, query_count_format(gc->gc, buf));
@@ -50,6 +62,9 @@ static void gcs_row_add(query_table *table, const query_gc *gc)
         size_cell_add(table, gc->size_after[g]);
     }
     size_cell_add(table, gc->survived_bytes);
+    if (census)
+        query_table_add(table, gc->census_ns == QUERY_NULL ? NULL
+                                                           : query_ms_format(gc->census_ns, buf));
 }
 
 int cmd_gcs(int argc, char **argv)
@@ -63,6 +78,7 @@ int cmd_gcs(int argc, char **argv)
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(GArray) gcs = NULL;
+    gboolean census = FALSE;
     sqlite3 *db = NULL;
 
     switch (query_args_parse(argc, argv, options, &path, &error)) {
@@ -75,20 +91,21 @@ int cmd_gcs(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db || !(gcs = query_gcs_read(db, &error)))
+    if (!db || !(gcs = query_gcs_read(db, &census, &error)))
         goto out;
     if (json) {
         query_json_rows rows;
         query_json_rows_begin(&rows, stdout, NULL);
         for (guint i = 0; i < gcs->len; i++)
-            query_json_rows_add(&rows, query_gc_json(&g_array_index(gcs, query_gc, i)));
+            query_json_rows_add(&rows, gcs_row_json(&g_array_index(gcs, query_gc, i), census));
         query_json_rows_end(&rows);
     } else if (gcs->len == 0) {
         printf("no GC was recorded\n");
     } else {
-        g_autoptr(query_table) table = query_table_new(gcs_columns, G_N_ELEMENTS(gcs_columns));
+        g_autoptr(query_table) table =
+            query_table_new(gcs_columns, G_N_ELEMENTS(gcs_columns) - (census ? 0 : 1));
         for (guint i = 0; i < gcs->len; i++)
-            gcs_row_add(table, &g_array_index(gcs, query_gc, i));
+            gcs_row_add(table, &g_array_index(gcs, query_gc, i), census);
         query_table_print(table, stdout);
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))

@@ -82,7 +82,8 @@ static void on_record_lost(void *ctx, uint16_t type, const void *a, size_t na, c
             size_t at = sizeof(hl_alloc_counts) + k * sizeof(hl_alloc_count);
             /* Unreported allocations are not in allocs_seen: not counted as dropped either. */
             if (piece_read(a, na, b, nb, at + offsetof(hl_alloc_count, flags), &flags,
-                           sizeof flags) && !(flags & HL_ALLOC_FLAG_UNREPORTED) &&
+                           sizeof flags) &&
+                !(flags & (HL_ALLOC_FLAG_UNREPORTED | HL_ALLOC_FLAG_CENSUS)) &&
                 piece_read(a, na, b, nb, at + offsetof(hl_alloc_count, count), &count,
                            sizeof count))
                 c->allocs_dropped_writer += count;
@@ -545,7 +546,8 @@ static void sizes_by_generation(const hm_gen_range *r, size_t n, uint64_t out[HL
 
 static void send_counts(collector *c, uint32_t gc, id_vec *counts) {
     for (size_t i = 0; i < counts->n; i++)
-        if (!(((const hl_alloc_count *)counts->p)[i].flags & HL_ALLOC_FLAG_UNREPORTED))
+        if (!(((const hl_alloc_count *)counts->p)[i].flags &
+              (HL_ALLOC_FLAG_UNREPORTED | HL_ALLOC_FLAG_CENSUS)))
             c->counted += ((const hl_alloc_count *)counts->p)[i].count;
     hl_alloc_counts head = {.gc = gc};
     hl_collector_put_chunked(c, HL_REC_ALLOC_COUNTS, &head, sizeof head, &head.count, counts->p,
@@ -602,6 +604,18 @@ static void unreported_counts(collector *c, const hl_gc_capture *g, id_vec *coun
     hl_u64map_release(&walked);
 }
 
+/* The census of gen0 at this GC's start (census.h): the interval's small-object allocations,
+ * one flagged entry per class. */
+static void census_counts(collector *c, const hl_gc_capture *g, id_vec *counts) {
+    for (size_t i = 0; i < g->n_census; i++) {
+        hl_alloc_count e = {.type_id = hl_collector_type_id(c, g->census[i].class_id),
+                            .heap = HL_GEN_0, .flags = HL_ALLOC_FLAG_CENSUS,
+                            .count = g->census[i].count, .bytes = g->census[i].bytes};
+        if (!hl_vec_push(counts, &e))
+            c->model_failures++;
+    }
+}
+
 static void apply_gc(collector *c, hl_gc_capture *g) {
     /* No drain while the outbox waits until the model has applied this GC and its interval is
      * closed: allocations after the GC must not enter the model before it. */
@@ -647,6 +661,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
      * them from. */
     if (c->p->handles)
         unreported_counts(c, g, &counts);
+    if (g->census_done)
+        census_counts(c, g, &counts);
     c->aggregate_ns += cpu_ns() - t0;
     c->interval_gc = g->gc;
     /* Sampled mode: the objects this GC found alive get their ids, before the snapshot reads
@@ -692,7 +708,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_gc_end e = {.gc = g->gc, .end_mono_ns = g->end_ns,
                    .resume_mono_ns = atomic_load(&g->resume_ns), .survived_bytes = g->survived_bytes,
                    .moved_bytes = g->moved_bytes, .moved_ranges = g->moved_ranges,
-                   .surviving_ranges = g->surviving_ranges};
+                   .surviving_ranges = g->surviving_ranges, .census_ns = g->census_ns,
+                   .census_objects = g->census_objects};
     if (classified)
         hl_roots_apply(c, g, &e);
     hl_discover_send(c, g, &found_new);
@@ -700,7 +717,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
-              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0);
+              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0);
     sizes_by_generation(g->after, g->n_after, e.size_after);
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);

@@ -24,6 +24,7 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     atomic_init(&q->lost, 0);
     atomic_init(&q->awaiting_resume, NULL);
     atomic_flag_clear(&q->moves_lock);
+    hl_census_init(&q->census, false);
 }
 
 static void capture_free(hl_gc_capture *c) {
@@ -36,6 +37,7 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->by_class);
     hl_mem_free(c->walk);
     hl_mem_free(c->found);
+    hl_mem_free(c->census);
     hl_mem_free(c);
 }
 
@@ -46,6 +48,7 @@ void hl_gc_queue_release(hl_gc_queue *q) {
     q->current = NULL;
     hl_mem_free(q->scratch);
     q->scratch = NULL;
+    hl_census_release(&q->census);
     atomic_store(&q->awaiting_resume, NULL);
 }
 
@@ -109,6 +112,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
         q->current = NULL;
         atomic_fetch_add(&q->lost, 1);
         q->discover_full_next = q->discover; /* identity comes back with the next full walk */
+        q->census.old_valid = false; /* this GC's gen0 goes unseen: the next walk is not exact */
         return;
     }
     c->gc = q->gcs_started;
@@ -122,6 +126,19 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     c->first_id_after = next_id;
     if (!bounds_copy(q, info, &c->before, &c->n_before))
         c->incomplete = true;
+    /* The census walks only a runtime suspended for this GC (its suspension was seen): gen0 is
+     * then fixed and nothing allocates. */
+    if (q->census.on) {
+        hl_census_result r = suspend_ns ? hl_census_walk(&q->census, info, c->before, c->n_before)
+                                        : (hl_census_result){0};
+        if (!suspend_ns)
+            q->census.old_valid = false;
+        c->census_done = r.done;
+        c->census = r.counts;
+        c->n_census = r.n;
+        c->census_objects = r.objects;
+        c->census_ns = r.walk_ns;
+    }
     c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
     c->walk_shared = reason == COR_PRF_GC_REASON_INDUCED && c->generation == 2;
     if (q->discover && q->discover_full_next) {
@@ -277,6 +294,8 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     q->current = NULL;
     if (!bounds_copy(q, info, &c->after, &c->n_after))
         c->incomplete = true;
+    if (q->census.on)
+        c->census_ns += hl_census_remember(&q->census, info, c->after, c->after ? c->n_after : 0);
     if (q->discover) {
         if (!c->discover_walk && !c->incomplete)
             hl_discover_ranges(c, info);

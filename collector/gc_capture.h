@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collector/census.h"
 #include "collector/clr_info.h"
 #include "heapmodel/hm_model.h"
 
@@ -91,6 +92,13 @@ typedef struct hl_gc_capture {
     hl_found_object *found;
     size_t n_found, cap_found;
     uint64_t discover_ns;    /* pause time spent parsing ranges (GC thread) */
+    /* The census (sampled mode: census.h): this interval's small-object allocations per class,
+     * counted in gen0 at this GC's start; census_done false when there is none. census_ns is
+     * the pause time of the walk at the start and of remembering gen0 at the end. */
+    bool census_done;
+    hl_census_count *census;
+    size_t n_census;
+    uint64_t census_objects, census_ns;
     atomic_bool finished;    /* set last, at GarbageCollectionFinished */
     atomic_uint_fast64_t resume_ns; /* RuntimeResumeFinished after it; 0 until then */
 } hl_gc_capture;
@@ -117,6 +125,7 @@ typedef struct hl_gc_queue {
      * (the first GC, and the GC after one whose discovery was incomplete). */
     bool discover;
     bool discover_full_next;
+    hl_census census; /* sampled mode: allocation counts by a census of gen0 (census.h) */
 } hl_gc_queue;
 
 void hl_gc_queue_init(hl_gc_queue *q);

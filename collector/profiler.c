@@ -492,7 +492,14 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     p->empty = cfg->empty;
     p->attach = cfg->mode == HL_MODE_ATTACH;
 
-    if (HR_FAILED(info_set_event_mask2(p->info, spec->low, spec->high)))
+    /* HEAPLENS_CENSUS_CHECK=1 (tests only): sampled mode with ObjectAllocated as well, so that
+     * every interval has both the census's counts and the reported ones, to compare. */
+    DWORD low = spec->low;
+    bool census_check = cfg->mode == HL_MODE_SAMPLED && getenv("HEAPLENS_CENSUS_CHECK") &&
+                        strcmp(getenv("HEAPLENS_CENSUS_CHECK"), "1") == 0;
+    if (census_check)
+        low |= COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED;
+    if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high)))
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     p->mode = cfg->mode;
     p->stacks = cfg->stacks && !cfg->empty;
@@ -513,6 +520,12 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
     p->gcs.discover = spec->discover;
     p->gcs.discover_full_next = spec->discover;
+    /* Without ObjectAllocated small objects are counted by the census of gen0 (census.h). After
+     * an attach the first GC's gen0 holds objects from before it: that walk only learns. */
+    const char *census = getenv("HEAPLENS_CENSUS"); /* "off": the benchmark's baseline */
+    hl_census_init(&p->gcs.census,
+                   spec->discover && !cfg->empty && !(census && strcmp(census, "off") == 0));
+    p->gcs.census.old_valid = cfg->mode != HL_MODE_ATTACH;
     /* Before the collector thread (its RUN_START says it). Handle lifetimes and the unreported
      * counts need MONITOR_GC at every GC; without the option none are kept, even if the
      * session fails to start and MONITOR_GC stays on anyway (a partial record would mislead). */

@@ -2,6 +2,7 @@
 #include "query/estimates.h"
 
 #include "query/query.h"
+#include "store/store.h"
 
 #include <string.h>
 
@@ -37,6 +38,24 @@ gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
         e->samples_dropped = MAX(sqlite3_column_int64(stmt, 4), 0);
     }
     e->estimated = e->uncounted && e->samples > 0;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if (e->uncounted) {
+        /* The census exists from schema 6 on (gcs.census_objects). */
+        stmt = query_db_prepare(db, "PRAGMA user_version", error);
+        if (!stmt || !query_db_step(stmt, &row, error))
+            goto out;
+        gboolean v6 = row && sqlite3_column_int(stmt, 0) >= 6;
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+        if (v6) {
+            stmt = query_db_prepare(
+                db, "SELECT EXISTS (SELECT 1 FROM alloc_counts WHERE flags & 2)", error);
+            if (!stmt || !query_db_step(stmt, &row, error))
+                goto out;
+            e->census = row && sqlite3_column_int(stmt, 0) != 0;
+        }
+    }
     ok = TRUE;
 out:
     sqlite3_finalize(stmt);
@@ -72,6 +91,19 @@ char *query_estimates_note_new(const query_estimates *e)
     if (!e->uncounted)
         return NULL;
     const char *exact = e->attach ? "large-object" : "large-object and pinned-object";
+    if (e->census) {
+        char samples[QUERY_FORMAT_MAX];
+        g_autofree char *sampled =
+            e->samples > 0 ? g_strdup_printf("ESTIMATES from %s allocation samples (%s), scaled "
+                                             "to the exact totals per type",
+                                             query_count_format(e->samples, samples), e->source)
+                           : g_strdup("not known (no allocation was sampled)");
+        return g_strdup_printf("%s mode: allocation counts per type are EXACT (small objects by a "
+                               "census of gen0 at every GC, %s allocations reported by the "
+                               "runtime), except after the last GC (estimated); per thread and "
+                               "per stack they are %s; survivors, GCs and snapshots are exact",
+                               e->mode, exact, sampled);
+    }
     if (!e->estimated)
         return g_strdup_printf("%s mode: allocation counts are not recorded (only %s allocations "
                                "are counted exactly, and no allocation was sampled); survivors, "
@@ -102,16 +134,19 @@ json_t *query_estimates_json(const query_estimates *e)
                         "biased", e->biased, "samples", (json_int_t)e->samples,
                         "samples_dropped", (json_int_t)e->samples_dropped)
             : json_null();
-    return json_pack("{s:o, s:b, s:o, s:o}", "mode", query_json_string(e->mode), "estimated",
-                     e->estimated, "note", query_json_string(note), "sampling", sampling);
+    return json_pack("{s:o, s:b, s:b, s:o, s:o}", "mode", query_json_string(e->mode),
+                     "estimated", e->estimated, "exact_per_type", !e->uncounted || e->census,
+                     "note", query_json_string(note), "sampling", sampling);
 }
 
 char *query_estimates_sql_new(const query_estimates *e, const char *group, const char *where)
 {
     /* Estimates are summed as reals and rounded once, per group. The samples of the objects
      * alloc_counts already holds exactly (LOH; POH except in attach mode) are left out. */
+    gboolean spread = where || (group && strstr(group, "thread"));
     const char *source =
-        !e->estimated ? "alloc_counts"
+        e->census ? (spread ? "(" STORE_ALLOCATIONS_SPREAD_SQL ")" : "(" STORE_ALLOCATIONS_EXACT_SQL ")")
+        : !e->estimated ? "alloc_counts"
         : e->attach
             ? "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
               " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
@@ -119,7 +154,7 @@ char *query_estimates_sql_new(const query_estimates *e, const char *group, const
             : "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
               " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
               " WHERE heap = 0)";
-    const char *sums = e->estimated ? "CAST(round(total(count)) AS INTEGER) AS count,"
+    const char *sums = e->estimated || e->census ? "CAST(round(total(count)) AS INTEGER) AS count,"
                                       " CAST(round(total(bytes)) AS INTEGER) AS bytes"
                                     : "coalesce(sum(count), 0) AS count,"
                                       " coalesce(sum(bytes), 0) AS bytes";

@@ -25,6 +25,8 @@ typedef struct query_estimates {
     int64_t mean_distance_bytes; /* -1 when unknown */
     gboolean biased;
     int64_t samples, samples_dropped;
+    gboolean census;             /* small objects counted per type and GC interval by the census
+                                  * of gen0 (schema 6, alloc_counts flags 2): exact per type */
 } query_estimates;
 
 /* Reads run.mode and the sampling row. A recording without either (an older file) is full. */
@@ -46,7 +48,11 @@ char *query_estimates_sampling_text_new(const query_estimates *e);
  * reference. */
 json_t *query_estimates_json(const query_estimates *e);
 
-/* SQL that sums the allocations, exact or estimated as the recording allows:
+/* SQL that sums the allocations, exact or estimated as the recording allows. With the census
+ * (store.h STORE_ALLOCATIONS_EXACT_SQL / _SPREAD_SQL): exact per type and interval, plus the
+ * samples of the intervals no census counted; a `where` or a group with "thread" spreads the
+ * census's counts over the threads by their samples (estimates adding up to the exact totals).
+ * Without it:
  *   SELECT <group>, count, bytes FROM <every allocation> [WHERE <where>] GROUP BY <group>
  * count and bytes (named so) are integers (estimates rounded after summing). Full recordings and
  * recordings without samples: alloc_counts as it is. Estimated ones: alloc_counts (the large

@@ -5,21 +5,24 @@
 
 /* One row per GC with its per-generation sizes pivoted into columns; GROUP BY the primary key
  * keeps it in GC order. */
-static const char gcs_sql[] =
-    "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.pause_ns, g.start_ns,"
-    "       g.end_ns, g.survived_bytes, g.moved_bytes, g.objects_live, g.incomplete,"
-    "       MAX(CASE WHEN s.generation = 0 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 0 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 1 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 1 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 2 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 2 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 3 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 3 THEN s.size_after END),"
-    "       MAX(CASE WHEN s.generation = 4 THEN s.size_before END),"
-    "       MAX(CASE WHEN s.generation = 4 THEN s.size_after END)"
-    "  FROM gcs AS g LEFT JOIN gc_generations AS s ON s.gc = g.gc"
-    " GROUP BY g.gc ORDER BY g.gc";
+#define GCS_SQL(census)                                                                        \
+    "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.pause_ns, g.start_ns,"    \
+    "       g.end_ns, g.survived_bytes, g.moved_bytes, g.objects_live, g.incomplete,"          \
+    "       MAX(CASE WHEN s.generation = 0 THEN s.size_before END),"                           \
+    "       MAX(CASE WHEN s.generation = 0 THEN s.size_after END),"                            \
+    "       MAX(CASE WHEN s.generation = 1 THEN s.size_before END),"                           \
+    "       MAX(CASE WHEN s.generation = 1 THEN s.size_after END),"                            \
+    "       MAX(CASE WHEN s.generation = 2 THEN s.size_before END),"                           \
+    "       MAX(CASE WHEN s.generation = 2 THEN s.size_after END),"                            \
+    "       MAX(CASE WHEN s.generation = 3 THEN s.size_before END),"                           \
+    "       MAX(CASE WHEN s.generation = 3 THEN s.size_after END),"                            \
+    "       MAX(CASE WHEN s.generation = 4 THEN s.size_before END),"                           \
+    "       MAX(CASE WHEN s.generation = 4 THEN s.size_after END), " census                    \
+    "  FROM gcs AS g LEFT JOIN gc_generations AS s ON s.gc = g.gc"                             \
+    " GROUP BY g.gc ORDER BY g.gc"
+/* The census of gen0 (sampled mode, schema 6): its pause time and objects per GC. */
+static const char gcs_sql[] = GCS_SQL("NULL, NULL");
+static const char gcs_census_sql[] = GCS_SQL("g.census_ns, g.census_objects");
 
 static const char *const size_gen_names[QUERY_SIZE_GENS] = {"gen0", "gen1", "gen2", "loh", "poh"};
 
@@ -40,6 +43,8 @@ void query_gc_read(sqlite3_stmt *stmt, query_gc *gc)
         .objects_live = query_db_column_value(stmt, 10),
         .incomplete = query_db_column_flag(stmt, 11),
         .pinned_objects = QUERY_NULL,
+        .census_ns = QUERY_NULL,
+        .census_objects = QUERY_NULL,
     };
     for (int g = 0; g < QUERY_SIZE_GENS; g++) {
         gc->size_before[g] = query_db_column_value(stmt, 12 + 2 * g);
@@ -72,13 +77,23 @@ json_t *query_gc_json(const query_gc *gc)
                      "size_after", after);
 }
 
-static void gc_row_read(sqlite3_stmt *stmt, void *gc)
+static void gc_row_read(sqlite3_stmt *stmt, void *row)
 {
+    query_gc *gc = row;
     query_gc_read(stmt, gc);
+    gc->census_ns = query_db_column_value(stmt, 22);
+    gc->census_objects = query_db_column_value(stmt, 23);
 }
 
-GArray *query_gcs_read(sqlite3 *db, GError **error)
+GArray *query_gcs_read(sqlite3 *db, gboolean *census, GError **error)
 {
-    return query_db_rows_read(query_db_prepare(db, gcs_sql, error), sizeof(query_gc), gc_row_read,
-                              NULL, error);
+    int64_t version = 0, census_gcs = 0;
+    *census = FALSE;
+    if (!query_db_int(db, "PRAGMA user_version", &version, error) ||
+        (version >= 6 &&
+         !query_db_int(db, "SELECT count(census_ns) FROM gcs", &census_gcs, error)))
+        return NULL;
+    *census = census_gcs > 0;
+    return query_db_rows_read(query_db_prepare(db, *census ? gcs_census_sql : gcs_sql, error),
+                              sizeof(query_gc), gc_row_read, NULL, error);
 }

@@ -30,6 +30,9 @@ typedef struct query_gc {
      * ones. */
     int64_t pinned_objects;
     int64_t allocated_count, allocated_bytes;
+    /* The census of gen0 at the GC's start (sampled mode, schema 6): its time and objects;
+     * QUERY_NULL without one (filled by query_gcs_read only). */
+    int64_t census_ns, census_objects;
 } query_gc;
 
 /* The GC of columns 0..21 of the current row of `stmt`: gc, generation, reason, induced,
@@ -42,7 +45,8 @@ void query_gc_read(sqlite3_stmt *stmt, query_gc *gc);
  * "size_before":{"gen0",...,"poh"},"size_after":{...}} (new reference). */
 json_t *query_gc_json(const query_gc *gc);
 
-/* Every GC of `db`, in GC order: a new array of query_gc. */
-GArray *query_gcs_read(sqlite3 *db, GError **error);
+/* Every GC of `db`, in GC order: a new array of query_gc. *census: some GC has a census (then
+ * `heaplens gcs` shows its time). */
+GArray *query_gcs_read(sqlite3 *db, gboolean *census, GError **error);
 
 #endif /* HEAPLENS_QUERY_GCS_H */

@@ -48,6 +48,7 @@ static const char *const setting_stack_walk[] = {"on", "off", NULL};
 static const char *const setting_full_sampler[] = {"own", "eventpipe", NULL};
 static const char *const setting_sample_source[] = {"auto", "tick", NULL};
 static const char *const setting_one[] = {"1", NULL};
+static const char *const setting_on_off[] = {"on", "off", NULL};
 
 static const recording_setting recording_settings[] = {
     {"HEAPLENS_POOL_MB", 1, 65536, NULL, "MiB of the collector's thread buffers"},
@@ -57,6 +58,9 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_STACK_WALK", 0, 0, setting_stack_walk, "the stack walk of sampled allocations"},
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
+    {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_CENSUS_CHECK", 0, 0, setting_bool,
+     "sampled mode with ObjectAllocated too, to check the census (tests)"},
     {"HEAPLENS_THREADS", 0, 0, setting_one,
      "one thread for a snapshot's graph (query commands)"},
 };
@@ -538,9 +542,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
      * and every object that survived a GC has its objects row. */
     query_estimates estimates = {0};
     int64_t samples = 0;
-    if (query_estimates_get(db, &estimates, NULL) && estimates.estimated) {
+    gboolean census = FALSE; /* sampled mode's census: exact per type, per thread estimated */
+    if (query_estimates_get(db, &estimates, NULL) && (estimates.estimated || estimates.census)) {
         g_autofree char *sql = query_estimates_sql_new(&estimates, NULL, NULL);
         samples = estimates.samples;
+        census = estimates.census;
         query_db_int(db, sql, &allocations, NULL);
         survived = objects;
     }
@@ -579,7 +585,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                               (json_int_t)(allocs_lost + gcs_lost), "file_bytes",
                               (json_int_t)st.st_size, "collector_loaded", !nodata, "loss",
                               loss ? json_string(loss) : json_null());
-        json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0));
+        json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0 && !census));
+        json_object_set_new(j, "allocations_census", json_boolean(census));
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
@@ -619,14 +626,16 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         lost = with_waits;
     }
     char s[QUERY_FORMAT_MAX];
-    g_autofree char *estimated = samples > 0 ? g_strdup_printf(
-                                                   " estimated from %s samples",
-                                                   query_count_format(samples, s))
-                                             : g_strdup("");
+    g_autofree char *estimated =
+        census ? g_strdup_printf(" (exact per type: census of gen0; per thread estimated from %s "
+                                 "samples)", query_count_format(samples, s))
+        : samples > 0 ? g_strdup_printf(" estimated from %s samples", query_count_format(samples, s))
+                      : g_strdup("");
     fprintf(stderr,
             "heaplens: recorded %s GCs, %s%s allocations%s (%s survived a GC) of %s types, %s -> "
             "%s (%s)%s\n",
-            query_count_format(gcs, a), samples > 0 ? "~" : "", query_count_format(allocations, b),
+            query_count_format(gcs, a), samples > 0 && !census ? "~" : "",
+            query_count_format(allocations, b),
             estimated, query_count_format(survived, c), query_count_format(types, d), lost, output,
             query_size_format(st.st_size, e), whose);
     if (note)

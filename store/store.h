@@ -14,12 +14,50 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 /* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
  * table written by the writer (5: packed in object_chunks and object_deaths until the first
- * read). */
+ * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before. */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
+
+/* Every allocation of a recording, exact where it was counted and estimated where it was not,
+ * as rows (gc, type_id, thread, heap, count, bytes, sampled) — a SELECT to put in parentheses
+ * (schema 6; SCHEMA.md "Sampled and attach recordings"). Full mode: alloc_counts. Sampled and
+ * attach modes: alloc_counts (the large and pinned objects the runtime reports, and the census's
+ * exact small-object counts per type and interval) plus the samples of the small objects (and
+ * of the pinned ones in attach mode) in the intervals the census did not count exactly (the
+ * tail after the last GC): STORE_ALLOCATIONS_EXACT_SQL, whose sums per type and per interval
+ * are exact where the census counted. Per thread the census knows nothing:
+ * STORE_ALLOCATIONS_SPREAD_SQL gives each census type's exact total to the threads in
+ * proportion to their samples of that type in the census's intervals (estimates, scaled so that
+ * they add up to the exact totals; the interval is the sample's), and a census type no sample
+ * saw to thread NULL. */
+#define STORE_ALLOCATIONS_WITH_SQL \
+    "WITH census AS (SELECT type_id, total(count) AS n, total(bytes) AS b FROM alloc_counts" \
+    "  WHERE flags & 2 GROUP BY type_id)," \
+    " run_mode AS (SELECT mode FROM run WHERE id = 1 AND mode IN ('sampled', 'attach'))," \
+    " s AS (SELECT a.gc, a.type_id, a.thread, a.heap, a.est_count, a.est_bytes," \
+    "  g.census_objects IS NOT NULL AND a.heap = 0 AS exact" \
+    "  FROM alloc_samples a LEFT JOIN gcs g ON g.gc = a.gc" \
+    "  WHERE EXISTS (SELECT 1 FROM run_mode) AND (a.heap = 0 OR (a.heap = 4 AND" \
+    "  (SELECT mode FROM run_mode) = 'attach')))"
+#define STORE_ALLOCATIONS_EXACT_SQL \
+    STORE_ALLOCATIONS_WITH_SQL \
+    " SELECT gc, type_id, thread, heap, count, bytes, 0 AS sampled FROM alloc_counts" \
+    " UNION ALL SELECT gc, type_id, thread, heap, est_count, est_bytes, 1 FROM s WHERE NOT exact"
+#define STORE_ALLOCATIONS_SPREAD_SQL \
+    STORE_ALLOCATIONS_WITH_SQL ", " \
+    " st AS (SELECT type_id, total(est_count) AS n, total(est_bytes) AS b FROM s WHERE exact" \
+    "  GROUP BY type_id)" \
+    " SELECT gc, type_id, thread, heap, count, bytes, 0 AS sampled FROM alloc_counts" \
+    "  WHERE flags & 2 = 0" \
+    " UNION ALL SELECT s.gc, s.type_id, s.thread, 0, s.est_count * c.n / st.n," \
+    "  s.est_bytes * c.b / st.b, 1 FROM s JOIN st USING (type_id) JOIN census c USING (type_id)" \
+    "  WHERE s.exact" \
+    " UNION ALL SELECT NULL, type_id, NULL, 0, n, b, 0 FROM census" \
+    "  WHERE type_id NOT IN (SELECT type_id FROM st)" \
+    " UNION ALL SELECT gc, type_id, thread, heap, est_count, est_bytes, 1 FROM s WHERE NOT exact"
 
 #define STORE_ERROR (store_error_quark())
 GQuark store_error_quark(void);

@@ -466,6 +466,10 @@ static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError 
     sqlite3_bind_int64(st, 13, (e->flags & HL_GC_FLAG_INCOMPLETE) != 0);
     sqlite3_bind_int64(st, 14, (int64_t)e->roots);
     sqlite3_bind_int64(st, 15, (int64_t)e->pinned_roots);
+    /* NULL without a census (full mode): 0 would read as a free walk. census_objects only when
+     * the census counted the interval exactly: what says that its counts are whole. */
+    store_bind_optional(st, 16, e->census_ns, e->census_ns != 0);
+    store_bind_optional(st, 17, e->census_objects, (e->flags & HL_GC_FLAG_CENSUS) != 0);
     if (!store_writer_step(w, STORE_STMT_INSERT_GC, error))
         return FALSE;
     st = w->stmt[STORE_STMT_INSERT_GC_GENERATION];

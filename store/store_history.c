@@ -20,7 +20,10 @@
  *   sort both by object id, stably      (radix: an object's changes stay in GC order)
  *   merge them by id                    (a change of an object without a row is dropped, as the
  *                                        view's JOIN does; the first death ends the last one)
- *                                       schema 5: insert each objects row, in id order (appends)
+ *                                       schema 5: insert each objects row, in id order (appends),
+ *                                       with its first generation row as two columns
+ *                                       (first_generation, next_gc): most objects never change
+ *                                       generation, and so need no row of their own
  *   bucket the rows by from_gc          (counting sort: ids stay ascending within a GC)
  *   insert in key order (from_gc, object_id), 256 rows per statement: appends only, and no
  *   other index to build; swap the views
@@ -29,8 +32,10 @@
  * views, and a second reader that waited for the first finds nothing left to build. A count
  * or a JSON text that does not add up fails the build (one line naming the row, nothing
  * written); no size read from the file is allocated before the items it counts are parsed.
- * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, 16 per row),
- * and 29 per object (58 while sorting them).
+ * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, before the
+ * objects are read; 16 per row, for the rows after an object's first), 29 per object (and 29
+ * per object of one GC while sorting them, of all of them when the GCs' ids interleave), and
+ * 64 MiB of SQLite pages.
  */
 #include "store/store_internal.h"
 
@@ -56,6 +61,7 @@ typedef struct __attribute__((packed)) store_history_object {
 } store_history_object;
 
 #define STORE_HISTORY_ROWS 256
+#define STORE_HISTORY_COLUMNS 9 /* the widest table written: objects */
 #define STORE_HISTORY_WAIT_MS 5000
 #define STORE_HISTORY_OPEN 0x1fffffffu /* until_gc (died_gc) NULL */
 /* At most this many items are reserved from a count read in the file; more grow as parsed. */
@@ -72,7 +78,7 @@ typedef struct store_history_row {
 typedef struct store_history_batch {
     sqlite3_stmt *many, *one;
     int columns, pending;
-    int64_t rows[STORE_HISTORY_ROWS][7];
+    int64_t rows[STORE_HISTORY_ROWS][STORE_HISTORY_COLUMNS];
 } store_history_batch;
 
 typedef struct store_history {
@@ -331,6 +337,11 @@ static gboolean store_history_read(store_history *h, GError **error)
     h->changes = g_new(store_change, h->cap);
     h->objects = g_new(store_history_object, h->objects_cap);
     for (size_t t = 0; t < tables; t++) {
+        /* Schema 5: every change is read before the objects; sorted now, its sort's buffer
+         * is freed before the objects fill theirs (peak memory). */
+        if (t == 2)
+            store_radix_sort(h->changes, h->n, sizeof *h->changes,
+                             G_STRUCT_OFFSET(store_change, id));
         if (sqlite3_prepare_v2(h->db, reads[t].select, -1, &st, NULL) != SQLITE_OK) {
             store_sql_fail(h->db, h->path, reads[t].table, error);
             goto out;
@@ -423,11 +434,14 @@ static gboolean store_history_add(store_history *h, store_history_batch *b, cons
     return store_history_flush(h, b, error);
 }
 
-/* The objects row of `o` (schema 5), with its death. */
+/* The objects row of `o` (schema 5), with its death and its first generation (`gen`, held
+ * until `next`, the GC of its next change; HL_GEN_NONE: none held from first_gc, all its
+ * generations are rows). */
 static gboolean store_history_add_object(store_history *h, const store_history_object *o,
-                                         uint32_t died, GError **error)
+                                         uint32_t died, uint32_t gen, uint32_t next,
+                                         GError **error)
 {
-    const int64_t row[7] = {
+    const int64_t row[STORE_HISTORY_COLUMNS] = {
         (int64_t)o->id,
         o->type_id,
         (int64_t)o->size,
@@ -435,6 +449,8 @@ static gboolean store_history_add_object(store_history *h, const store_history_o
         o->heap != HL_GEN_NONE ? o->heap : STORE_NULL,
         o->first_gc,
         died == STORE_HISTORY_OPEN ? STORE_NULL : (int64_t)died,
+        gen != HL_GEN_NONE ? (int64_t)gen : STORE_NULL,
+        gen != HL_GEN_NONE && next != STORE_HISTORY_OPEN ? (int64_t)next : STORE_NULL,
     };
     return store_history_add(h, &h->object_rows, row, error);
 }
@@ -480,20 +496,34 @@ static gboolean store_history_write(store_history *h, GError **error)
             else
                 live_end = i + 1;
         }
-        if (h->packed && !store_history_add_object(h, &h->objects[o], died, error))
-            return FALSE;
+        /* Schema 5: the first row goes into the objects row when it starts at first_gc (it
+         * always does: a survivor's and a discovered object's first generation come with it),
+         * so most objects, which never change generation, need no row of their own. */
+        gboolean inline_first = h->packed;
+        uint32_t first_gen = HL_GEN_NONE, first_next = STORE_HISTORY_OPEN;
         for (size_t k = first; k < live_end; k++) {
             uint32_t from = h->changes[k].gc_gen >> 3;
             gboolean last = k + 1 == live_end;
             if (!last && h->changes[k + 1].gc_gen >> 3 == from)
                 continue; /* two changes in one GC (never sent): the later one holds */
             uint32_t until = last ? died : h->changes[k + 1].gc_gen >> 3;
+            if (inline_first) {
+                inline_first = FALSE;
+                if (from == h->objects[o].first_gc) {
+                    first_gen = h->changes[k].gc_gen & 7;
+                    first_next = last ? STORE_HISTORY_OPEN : until;
+                    continue;
+                }
+            }
             rows[fill[from]++] = (store_history_row){
                 .id = id,
                 .gen_until = (h->changes[k].gc_gen & 7) << 29 | until,
                 .from_gen = h->changes[k].gc_gen,
             };
         }
+        if (h->packed &&
+            !store_history_add_object(h, &h->objects[o], died, first_gen, first_next, error))
+            return FALSE;
     }
     if (h->packed && !store_history_flush(h, &h->object_rows, error))
         return FALSE;
@@ -542,6 +572,26 @@ static gboolean store_history_prepare(store_history *h, store_history_batch *b, 
     return TRUE;
 }
 
+/* Sorts the objects by id, stably. The chunks are read in GC order, and in a full recording
+ * every object a GC found has a larger id than those the GCs before it found (ids grow with
+ * allocations): sorting each GC's objects alone then sorts them all, with a buffer the size of
+ * one GC's objects instead of all of them (29 bytes per object less at the peak). Otherwise
+ * (sampled and attach recordings mix allocation ids with discovered ones) the whole is sorted
+ * too. */
+static void store_history_sort_objects(store_history *h)
+{
+    store_history_object *o = h->objects;
+    gboolean sorted = TRUE;
+    for (size_t a = 0, b; a < h->objects_n; a = b) {
+        for (b = a + 1; b < h->objects_n && o[b].first_gc == o[a].first_gc; b++)
+            ;
+        store_radix_sort(o + a, b - a, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
+        sorted = sorted && (a == 0 || o[a - 1].id <= o[a].id);
+    }
+    if (!sorted)
+        store_radix_sort(o, h->objects_n, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
+}
+
 /* Builds the objects rows (schema 5) and the history inside the caller's write transaction. */
 static gboolean store_history_build(store_history *h, GError **error)
 {
@@ -551,15 +601,26 @@ static gboolean store_history_build(store_history *h, GError **error)
     if (h->packed ? !store_schema_use_object_rows(h->db, h->path, error)
                   : !store_sql_exec(h->db, h->path, "DELETE FROM generation_changes", error))
         return FALSE;
+    /* Schema 4 and before: the writer's objects table has no first generation; NULL (every
+     * generation is a row) for the views, which read it. */
+    if (!h->packed && store_db_pragma_int(h->db, "SELECT count(*) FROM pragma_table_info("
+                                                 "'objects') WHERE name = 'first_generation'") == 0 &&
+        !store_sql_exec(h->db, h->path,
+                        "ALTER TABLE objects ADD COLUMN first_generation INTEGER;\n"
+                        "ALTER TABLE objects ADD COLUMN next_gc INTEGER;\n",
+                        error))
+        return FALSE;
     if (!store_history_prepare(h, &h->generations, "object_generation_rows",
                                "object_id, generation, from_gc, until_gc", 4, error) ||
         (h->packed &&
          !store_history_prepare(h, &h->object_rows, "objects",
-                                "id, type_id, size, thread, heap, first_gc, died_gc", 7, error)))
+                                "id, type_id, size, thread, heap, first_gc, died_gc, "
+                                "first_generation, next_gc",
+                                STORE_HISTORY_COLUMNS, error)))
         return FALSE;
-    store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
-    store_radix_sort(h->objects, h->objects_n, sizeof *h->objects,
-                     G_STRUCT_OFFSET(store_history_object, id));
+    if (!h->packed) /* schema 5: sorted while reading */
+        store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
+    store_history_sort_objects(h);
     return store_history_write(h, error) && store_schema_use_history_rows(h->db, h->path, error);
 }
 
@@ -615,7 +676,10 @@ gboolean store_history_build_file(const char *path, store_progress_fn progress, 
      * The commit waits for readers in the middle of a statement; one that holds the file longer
      * makes the build give up (rolled back: the changes stay, the next reader tries again). */
     sqlite3_busy_timeout(h.db, STORE_HISTORY_WAIT_MS);
-    if (!store_sql_exec(h.db, path, "PRAGMA cache_size = -262144", error) ||
+    /* 64 MiB of pages: the rows are appended in key order, so a larger cache only holds pages
+     * that are done (256 MiB held the whole output of a 200 MB file: 140 MB more peak memory
+     * on MidLife, no less CPU). */
+    if (!store_sql_exec(h.db, path, "PRAGMA cache_size = -65536", error) ||
         !store_sql_exec(h.db, path, "BEGIN IMMEDIATE", error))
         goto out;
     h.packed = store_db_pragma_int(h.db, "PRAGMA user_version") >= 5;

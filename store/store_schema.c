@@ -79,7 +79,9 @@ static const char store_schema_tables[] =
     "  objects_live INTEGER,\n"
     "  incomplete INTEGER NOT NULL,\n"
     "  roots INTEGER,\n"
-    "  pinned_roots INTEGER\n"
+    "  pinned_roots INTEGER,\n"
+    "  census_ns INTEGER,\n"
+    "  census_objects INTEGER\n"
     ");\n"
     "CREATE TABLE gc_generations (\n"
     "  gc INTEGER NOT NULL,\n"
@@ -231,7 +233,11 @@ static const char store_schema_tables[] =
     "CREATE INDEX handles_by_handle_id ON handles (handle_id);\n";
 
 /* `objects` as a table: built by the first reader of a finished recording from object_chunks and
- * object_deaths (schema 4 and earlier: written by the writer). */
+ * object_deaths (schema 4 and earlier: written by the writer; the first reader adds the last two
+ * columns, NULL). first_generation: the generation the object held from first_gc on, until
+ * next_gc (its next generation change; NULL: none, held until died_gc) — the first row of its
+ * history, kept here because most objects never change generation: it saves a row of
+ * object_generation_rows each (NULL: every generation is a row there). */
 static const char store_schema_objects_table[] =
     "CREATE TABLE objects (\n"
     "  id INTEGER PRIMARY KEY,\n"
@@ -240,7 +246,9 @@ static const char store_schema_objects_table[] =
     "  thread INTEGER,\n"
     "  heap INTEGER,\n"
     "  first_gc INTEGER NOT NULL,\n"
-    "  died_gc INTEGER\n"
+    "  died_gc INTEGER,\n"
+    "  first_generation INTEGER,\n"
+    "  next_gc INTEGER\n"
     ");\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
@@ -274,7 +282,8 @@ static const char store_schema_derived_views[] =
     "\n"
     "CREATE VIEW objects AS\n"
     "SELECT o.id AS id, o.type_id AS type_id, o.size AS size, o.thread AS thread, o.heap AS heap,\n"
-    "       o.first_gc AS first_gc, d.gc AS died_gc\n"
+    "       o.first_gc AS first_gc, d.gc AS died_gc, NULL AS first_generation,\n"
+    "       NULL AS next_gc\n"
     "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ORDER BY j.key)\n"
     "                  AS INTEGER) AS id,\n"
     "             CAST(j.value ->> 1 AS INTEGER) AS type_id, CAST(j.value ->> 2 AS INTEGER) AS size,\n"
@@ -314,11 +323,17 @@ static const char store_schema_final_views[] =
     "DROP VIEW object_lifetimes;\n"
     "DROP VIEW object_generations;\n"
     "DROP VIEW generation_change_rows;\n"
+    /* An object's first row is in its objects row (first_generation), the later ones in
+     * object_generation_rows (all of them when first_generation is NULL). */
     "CREATE VIEW object_generations AS\n"
+    "SELECT id AS object_id, first_generation AS generation, first_gc AS from_gc,\n"
+    "       coalesce(next_gc, died_gc) AS until_gc\n"
+    "FROM objects WHERE first_generation IS NOT NULL\n"
+    "UNION ALL\n"
     "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows;\n"
     "\n"
     OBJECT_LIFETIMES_HEAD
-    "       f.generation AS final_generation\n"
+    "       coalesce(f.generation, o.first_generation) AS final_generation\n"
     "FROM objects o\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = o.thread\n"
@@ -341,7 +356,7 @@ static const char store_schema_views[] =
     "CREATE VIEW gc_summary AS\n"
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
-    "       g.incomplete, g.roots, g.pinned_roots,\n"
+    "       g.incomplete, g.roots, g.pinned_roots, g.census_ns, g.census_objects,\n"
     "       g0.size_before AS gen0_before, g0.size_after AS gen0_after,\n"
     "       g1.size_before AS gen1_before, g1.size_after AS gen1_after,\n"
     "       g2.size_before AS gen2_before, g2.size_after AS gen2_after,\n"
@@ -447,20 +462,18 @@ static const char store_schema_views[] =
     "JOIN handles h ON h.kind = 'pinned' AND coalesce(h.created_after_gc, 0) < g.gc\n"
     "  AND (h.destroyed_after_gc IS NULL OR h.destroyed_after_gc >= g.gc);\n"
     /* ---- helper "estimates" (issue 11): allocations per type and thread, exact or estimated.
-     * Without ObjectAllocated (run.mode 'sampled', 'attach') alloc_counts holds only the
-     * allocations the runtime still reports (LOH; POH in sampled mode): this view adds the
-     * estimates of the others from alloc_samples, the same figures as `heaplens allocations`
-     * (query/estimates.c). In a full recording it is alloc_counts, exact (samples 0). */
+     * Without ObjectAllocated (run.mode 'sampled', 'attach') alloc_counts holds the allocations
+     * the runtime still reports (LOH; POH in sampled mode) and the census's exact small-object
+     * counts per type, without threads: this view spreads those over the threads by their
+     * samples and adds the samples of what no census counted (STORE_ALLOCATIONS_SPREAD_SQL),
+     * the same figures as `heaplens allocations --thread` (query/estimates.c). In a full
+     * recording it is alloc_counts, exact (samples 0). */
     "\n"
     "CREATE VIEW allocations_estimated_by_type_thread AS\n"
     "SELECT coalesce(t.name, '<type ' || a.type_id || '>') AS type, a.thread AS thread,\n"
     "       th.name AS thread_name, sum(a.count) AS count, sum(a.bytes) AS bytes,\n"
     "       sum(a.sampled) AS samples\n"
-    "FROM (SELECT type_id, thread, count, bytes, 0 AS sampled FROM alloc_counts\n"
-    "      UNION ALL\n"
-    "      SELECT s.type_id, s.thread, s.est_count, s.est_bytes, 1 FROM alloc_samples s\n"
-    "      JOIN run r ON r.id = 1 AND r.mode IN ('sampled', 'attach')\n"
-    "      WHERE s.heap = 0 OR (s.heap = 4 AND r.mode = 'attach')) a\n"
+    "FROM (" STORE_ALLOCATIONS_SPREAD_SQL ") a\n"
     "LEFT JOIN types t ON t.id = a.type_id\n"
     "LEFT JOIN threads th ON th.os_tid = a.thread\n"
     "GROUP BY a.type_id, a.thread;\n";

@@ -204,11 +204,12 @@ static gboolean store_decode_handles_freed(const uint8_t *p, uint32_t size, stor
                                    &out->u.handles_freed.ids, error);
 }
 
-/* GC_END of version 2: its counters are the last field, without the two of version 3. */
+/* GC_END of version 2: its counters are the last field, without the two of version 3; version
+ * 3's ends with them, without the census of version 4. */
 static gboolean store_decode_gc_end(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
-    if (size == HL_GC_END_V2_SIZE) {
+    if (size == HL_GC_END_V2_SIZE || size == HL_GC_END_V3_SIZE) {
         memset(&out->u.gc_end, 0, sizeof out->u.gc_end);
         memcpy(&out->u.gc_end, p, size);
         return TRUE;

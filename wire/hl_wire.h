@@ -45,9 +45,10 @@
 #include <stdint.h>
 
 #define HL_STREAM_MAGIC "HEAPLENS"  /* 8 bytes, no NUL on the wire */
-#define HL_STREAM_VERSION 3u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors;
+#define HL_STREAM_VERSION 4u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors;
                                * 3: counters carry the threads' waits (GC_END 224 bytes, RUN_END
-                               * 152; a reader takes version 2's 208 and 136 with waits 0) */
+                               * 152; a reader takes version 2's 208 and 136 with waits 0);
+                               * 4: GC_END carries the census (240 bytes; 3's 224: census 0) */
 #define HL_STREAM_VERSION_MIN 2u /* the oldest version a reader takes */
 #define HL_REC_MAX_PAYLOAD (16u * 1024u * 1024u)
 
@@ -204,7 +205,11 @@ static_assert(sizeof(hl_alloc_counts) == 8 && sizeof(hl_alloc_count) == 48, "wir
  * known), heap HL_GEN_0, survived 0 (not known), bytes = count x the class's object size when the
  * collector has seen one (else 0). Not part of allocs_seen: sum(count of unflagged entries) +
  * allocs_dropped == allocs_seen. */
-enum { HL_ALLOC_FLAG_UNREPORTED = 1 };
+/* CENSUS: small-object allocations of interval `gc` counted by the census of gen0 at GC `gc`'s
+ * start (sampled and attach modes without ObjectAllocated: collector/census.h): exact per
+ * class, os_tid 0 (no thread is known), heap HL_GEN_0, survived 0 (not known per class).
+ * Not part of allocs_seen either. */
+enum { HL_ALLOC_FLAG_UNREPORTED = 1, HL_ALLOC_FLAG_CENSUS = 2 };
 
 /* HL_REC_GC_SURVIVORS, inside GC `gc`: the objects of interval `gc` alive after it (survivors
  * of their first GC, and objects of heaps it did not condemn), in ascending id order. From
@@ -284,12 +289,19 @@ typedef struct hl_gc_end {
     uint64_t roots;               /* RootReferences2 entries reported at the end of this GC */
     uint64_t pinned_roots;        /* of those, with the PINNING flag */
     hl_counters counters;         /* cumulative */
+    /* The census of gen0 (sampled mode, collector/census.h): pause time of the walk at this
+     * GC's start and of remembering gen0 at its end, and the objects it counted; 0 without.
+     * Its counts are the interval's exact ones only with HL_GC_FLAG_CENSUS. */
+    uint64_t census_ns;
+    uint64_t census_objects;
 } hl_gc_end;
-static_assert(sizeof(hl_gc_end) == 224, "wire layout");
+static_assert(sizeof(hl_gc_end) == 240, "wire layout");
 #define HL_GC_END_V2_SIZE 208u
+#define HL_GC_END_V3_SIZE 224u
 enum {
     HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
     HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
+    HL_GC_FLAG_CENSUS = 4,     /* the census counted this interval's small objects (exact) */
 };
 
 /* HL_REC_RUN_END: the program is shutting down; nothing follows. */

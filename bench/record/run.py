@@ -2,9 +2,9 @@
 """Recording benchmark: whole recordings of real programs, plain / empty profiler / recorded.
 
     bench/record/run.py --heaplens build/bin/heaplens
-                        [--case workload|csc|heap|stacks|service|midlife|all]
+                        [--case workload|csc|heap|stacks|service|midlife|census|all]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N]
-                        [--rounds N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
+                        [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
   workload  examples/Workload: 4 threads, about 24M allocations of varied shapes, GCs on their
@@ -33,6 +33,12 @@ Cases (the programs are built or generated into the work directory first):
             writer_finish_cpu_ns; survivors: objects rows), database bytes per survivor, the exit
             wait, gen0/gen1 pause p50/p99 against plain (the program's --pauses sampler); and
             sampled/plain.
+
+  census    (issue 20; not in `all`) sampled mode with the census of gen0 (exact counts per
+            type) against the program alone and against sampled mode without the census
+            (HEAPLENS_CENSUS=off), on a tight allocation loop (AllocBench --iterations, 4
+            threads) and MidLife (--rounds): wall and CPU ratios, the census's own time per gen0
+            GC (gcs.census_ns p50/p99) and MidLife's gen0 pause p50 with and without it.
 
 Each mode runs --runs times, interleaved; medians are printed. Figures, per case:
   wall            whole command, ms; ratios recorded/plain and recorded/empty (the empty
@@ -678,11 +684,95 @@ def midlife_case(a):
             f"{fmt_ratio(row['full'][1], row['plain'][1])}")
 
 
+CENSUS_CONFIGS = {
+    "plain": None,
+    "nocensus": {"HEAPLENS_CENSUS": "off"},
+    "sampled": {},
+}
+
+
+def run_census_config(a, prog, name, env_extra, program, i):
+    db = os.path.join(a.workdir, f"census-{prog}-{name}-{i}.db")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
+    cmd = list(program)
+    if env_extra is not None:
+        env.update(env_extra)
+        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none", "--mode",
+               "sampled"] + ["--"] + cmd
+    rc, wall, rss, out, cpu = timed(cmd, env=env)
+    if rc != 0:
+        print(out[-3000:], file=sys.stderr)
+        die(f"census {prog} {name} run {i} exited with {rc}")
+    res = {"wall": wall, "cpu": cpu, "pauses": pauses_of(out), "census_us": [], "objects": 0}
+    if env_extra is not None:
+        con = sqlite3.connect(db)
+        res["census_us"] = [ns / 1000 for (ns,) in con.execute(
+            "SELECT census_ns FROM gcs WHERE generation = 0 AND census_ns IS NOT NULL")]
+        res["objects"] = con.execute("SELECT coalesce(sum(census_objects), 0) FROM gcs"
+                                     ).fetchone()[0]
+        con.close()
+    if not a.keep:
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(db + suffix):
+                os.remove(db + suffix)
+    return res
+
+
+def census_case(a):
+    """Sampled mode with the census of gen0 (exact counts per type) against the program alone
+    and against sampled mode without it (HEAPLENS_CENSUS=off): a tight allocation loop
+    (AllocBench) and MidLife. The added gen0 pause: the census's own time per gen0 GC
+    (gcs.census_ns), and MidLife's gen0 pause p50 with and without it."""
+    programs = {
+        "allocbench": ["dotnet", build_example("AllocBench", a.workdir), str(a.iterations),
+                       "--threads", "4"],
+        "midlife": ["dotnet", build_example("MidLife", a.workdir), "--pauses", "--checkpoints",
+                    "1", "--rounds", str(a.rounds)],
+    }
+    for prog, program in programs.items():
+        results = {n: [] for n in CENSUS_CONFIGS}
+        for i in range(a.runs):
+            for n, env_extra in CENSUS_CONFIGS.items():
+                r = run_census_config(a, prog, n, env_extra, program, i)
+                results[n].append(r)
+                print(f"  census {prog} {n} run {i + 1}: wall {r['wall']:.0f} ms, "
+                      f"cpu {r['cpu']:.0f} ms", flush=True)
+
+        def med(n, key):
+            return statistics.median(r[key] for r in results[n])
+        print(f"\n== census: {' '.join(program[1:])} (medians of {a.runs} interleaved runs; "
+              f"CPU = user + system of the whole command)")
+        for key in ("wall", "cpu"):
+            v = {n: med(n, key) for n in CENSUS_CONFIGS}
+            print(f"{key} ms: " + ", ".join(f"{n} {v[n]:.0f}" for n in CENSUS_CONFIGS) +
+                  f"; sampled (census)/plain {fmt_ratio(v['sampled'], v['plain'])}, "
+                  f"sampled/no census {fmt_ratio(v['sampled'], v['nocensus'])}, "
+                  f"no census/plain {fmt_ratio(v['nocensus'], v['plain'])}")
+        walks = [u for r in results["sampled"] for u in r["census_us"]]
+        objects = statistics.median(r["objects"] for r in results["sampled"])
+        print(f"census per gen0 GC (gcs.census_ns): p50 {pct(walks, 50):.0f} us, p99 "
+              f"{pct(walks, 99):.0f} us ({len(walks)} GCs); {objects:,.0f} objects counted "
+              f"per run")
+        if any(r["pauses"] for r in results["plain"]):
+            row = {}
+            for n in CENSUS_CONFIGS:
+                v = [u for r in results[n] for u in r["pauses"].get(0, [])]
+                row[n] = (pct(v, 50), len(v))
+            print("gen0 pause us p50 (samples): " + ", ".join(
+                f"{n} {row[n][0]:.0f} ({row[n][1]})" for n in CENSUS_CONFIGS) +
+                f"; added by the census (sampled - no census): "
+                f"{row['sampled'][0] - row['nocensus'][0]:.0f} us")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--case", default="all",
-                    choices=["workload", "csc", "heap", "stacks", "service", "midlife", "all"])
+                    choices=["workload", "csc", "heap", "stacks", "service", "midlife", "census",
+                             "all"])
     ap.add_argument("--eventpipe-sampler", action="store_true",
                     help="stacks case: also the runtime's sampler and the walk skipped")
     ap.add_argument("--runs", type=int, default=3)
@@ -695,6 +785,8 @@ def main():
     ap.add_argument("--nodes", type=int, default=10_000_000, help="heap case: live objects")
     ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
+    ap.add_argument("--iterations", type=int, default=30000,
+                    help="census case: AllocBench iterations (4 threads)")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -718,6 +810,9 @@ def main():
             continue
         if case == "midlife":
             midlife_case(a)
+            continue
+        if case == "census":
+            census_case(a)
             continue
         if case == "workload":
             program = ["dotnet", build_example("Workload", a.workdir), "--pauses",

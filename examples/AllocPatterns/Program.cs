@@ -466,6 +466,11 @@ namespace AllocPatterns
             j.WriteEndObject();
             j.WriteEndObject();
 
+            // Allocations after the last GC (phase E): no GC has seen them.
+            j.WriteStartObject("after_last_gc");
+            j.WriteNumber(workItem, TailItems);
+            j.WriteEndObject();
+
             j.WriteStartArray("checkpoints");
             for (int cp = 0; cp < s_cpCount; cp++)
             {

@@ -4,6 +4,9 @@
 //   count  -> "count N"   LeakedRecord objects held right now
 //   leak K -> "count N"   leaks K more records now (a known growth between two snapshots)
 //   gc     -> "gc N"      after GC.Collect(): GC.CollectionCount(0)
+//   mark   -> "mark N L"  GC.Collect() while no LeakedRecord is being allocated: N =
+//                         GC.CollectionCount(0) after it, L = LeakedRecords allocated before it
+//                         (two marks: exactly L2 - L1 allocated between GC N1 and GC N2)
 //   gcmode -> "gcmode server|workstation"   which GC the runtime runs (DOTNET_gcServer=1)
 //   stop   -> stops the threads, checks every record it kept, prints "verified N" and exits 0
 //                         (exit 1 with "corrupt ..." if any record is not what it wrote)
@@ -107,6 +110,16 @@ namespace AttachTarget
                 {
                     GC.Collect();
                     Console.Out.WriteLine($"gc {GC.CollectionCount(0)}");
+                }
+                else if (line == "mark")
+                {
+                    // Every LeakedRecord is allocated under this lock: none is between the GC
+                    // and the count.
+                    lock (Kept)
+                    {
+                        GC.Collect();
+                        Console.Out.WriteLine($"mark {GC.CollectionCount(0)} {leakIndex}");
+                    }
                 }
                 else if (line == "gcmode")
                 {

@@ -73,8 +73,12 @@ def main():
     ap.add_argument("--truth", help="ground truth JSON of the --db recording")
     ap.add_argument("--timeout", type=int, default=600, help="seconds allowed for the recording")
     ap.add_argument("--mode", choices=("full", "sampled"), default="full",
-                    help="heaplens record --mode (sampled: allocation counts of small objects "
-                         "are not recorded; survivors and snapshots must still be exact)")
+                    help="heaplens record --mode (sampled: small objects counted per type by the "
+                         "census of gen0, exactly; survivors and snapshots must still be exact)")
+    ap.add_argument("--census-check", action="store_true",
+                    help="sampled mode with HEAPLENS_CENSUS_CHECK=1 (ObjectAllocated as well): "
+                         "the census must equal the reported allocations per type and GC "
+                         "interval, count and bytes")
     ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
     a = ap.parse_args()
 
@@ -93,6 +97,8 @@ def main():
         truth_path = os.path.join(a.workdir, "truth.json")
         program_args = (shlex.split(a.program_args) if a.program_args is not None
                         else ["--scale", str(a.scale)])
+        if a.census_check:
+            os.environ["HEAPLENS_CENSUS_CHECK"] = "1"
         heaplens_rc = record(a, db, truth_path, ["--exit-code", str(a.exit_code)] + program_args,
                              log, ["--mode", a.mode])
 
@@ -105,6 +111,7 @@ def main():
         return 1
     ns = truth["namespace"]
     types = truth["types"]
+    tail = truth.get("after_last_gc", {})  # allocated after the program's last GC
     program_status = truth["exit_status"]
 
     # ---------------------------------------------------------------- (d) exit status
@@ -125,7 +132,7 @@ def main():
     if conn is not None:
         checks.eq("(c) PRAGMA application_id", 1212960339,
                   conn.execute("PRAGMA application_id").fetchone()[0])
-        checks.eq("(c) PRAGMA user_version", 5, conn.execute("PRAGMA user_version").fetchone()[0])
+        checks.eq("(c) PRAGMA user_version", 6, conn.execute("PRAGMA user_version").fetchone()[0])
         version = conn.execute("SELECT runtime_version FROM run").fetchone()[0] or ""
         runtime_major = int(version.split(".")[0]) if version[:1].isdigit() else None
         print(f"runtime {version}")
@@ -152,7 +159,7 @@ def main():
                   f"({waits} waits)")
         # Sampled mode: ObjectAllocated reports only LOH and POH allocations.
         total_allocs = sum(t["allocations"] for t in types.values()
-                           if a.mode == "full" or t["heap"] in ("loh", "poh"))
+                           if a.mode == "full" or a.census_check or t["heap"] in ("loh", "poh"))
         seen = counters.get("allocs_seen")
         checks.ok("(c) counter allocs_seen >= example allocations", isinstance(seen, int)
                   and seen >= total_allocs, f"allocs_seen {seen!r} < {total_allocs}")
@@ -173,12 +180,54 @@ def main():
         for r in doc.get("rows", []):
             got[r["type"]] = got.get(r["type"], 0) + r["count"]
         for name, t in types.items():
-            if a.mode == "sampled" and t["heap"] not in ("loh", "poh"):
-                continue  # not recorded: the EventPipe samples estimate them
+            if a.census_check:
+                continue  # the census and ObjectAllocated both counted: compared below
+            if a.mode == "sampled" and tail.get(name):
+                # The census counts up to the last GC; after it, samples estimate.
+                checks.ok(f"(a) allocations of {name} (exact up to the last GC, then estimated)",
+                          got.get(name, 0) >= t["allocations"] - tail[name],
+                          f"{got.get(name, 0)} < {t['allocations'] - tail[name]}")
+                continue
             checks.eq(f"(a) allocations of {name}", t["allocations"], got.get(name, 0))
         if a.mode == "sampled":
-            checks.ok("(a) allocations --json says counts are not recorded in sampled mode",
-                      doc.get("mode") == "sampled" and "note" in doc, f"{doc.get('mode')!r}")
+            checks.ok("(a) allocations --json says counts per type are exact (census)",
+                      doc.get("mode") == "sampled" and doc.get("exact_per_type") is True
+                      and "census" in (doc.get("note") or ""), f"{doc.get('note')!r}")
+    if conn is not None and a.mode == "sampled":
+        # The census (up to the last GC) and the LOH/POH callbacks, exact, per example type.
+        for name, t in types.items():
+            n = conn.execute(
+                "SELECT coalesce(sum(a.count), 0) FROM alloc_counts a JOIN types t"
+                " ON t.id = a.type_id WHERE t.name = ? AND (a.flags & 2 OR (a.flags = 0"
+                " AND a.heap IN (3, 4)))", (name,)).fetchone()[0]
+            checks.eq(f"(a) alloc_counts (census, LOH, POH) of {name}",
+                      t["allocations"] - (0 if t["heap"] in ("loh", "poh") else tail.get(name, 0)),
+                      n)
+        exact = conn.execute("SELECT count(*), count(census_objects) FROM gcs").fetchone()
+        checks.eq("(a) every GC's interval counted by the census", exact[0], exact[1])
+        # Per thread only estimates: the samples spread each type's exact total over the threads
+        # (allocations_estimated_by_type_thread), so that they add up to `allocations`' figure.
+        if doc is not None and not a.census_check:
+            for name in types:
+                spread = conn.execute(
+                    "SELECT coalesce(sum(count), 0) FROM allocations_estimated_by_type_thread"
+                    " WHERE type = ?", (name,)).fetchone()[0]
+                checks.ok(f"(a) {name}: the threads' estimates add up to the exact total",
+                          abs(spread - got.get(name, 0)) <= 1, f"{spread} vs {got.get(name, 0)}")
+    if conn is not None and a.census_check:
+        # The census against ObjectAllocated, per GC interval and type (small-object heap).
+        diff = conn.execute(
+            "WITH c AS (SELECT gc, type_id, sum(count) n, sum(bytes) b FROM alloc_counts"
+            "           WHERE flags & 2 GROUP BY gc, type_id),"
+            "     r AS (SELECT gc, type_id, sum(count) n, sum(bytes) b FROM alloc_counts"
+            "           WHERE flags = 0 AND heap = 0 GROUP BY gc, type_id)"
+            " SELECT count(*), (SELECT coalesce(sum(n), 0) FROM c), (SELECT count(*) FROM c)"
+            " FROM c FULL JOIN r USING (gc, type_id) WHERE c.n IS NOT r.n OR c.b IS NOT r.b"
+        ).fetchone()
+        print(f"census self-check: {diff[0]} differences; {diff[1]} allocations in "
+              f"{diff[2]} (interval, type) entries")
+        checks.eq("(a) census vs ObjectAllocated: (interval, type) differences", 0, diff[0])
+        checks.ok("(a) the census counted allocations", diff[1] > 0, f"{diff[1]}")
         extra = {n: c for n, c in got.items() if in_namespace(n, ns) and n not in types}
         checks.ok(f"(a) no unexpected {ns}.* types allocated", not extra, f"{extra}")
         byname = {r["type"]: r for r in doc.get("rows", [])}

@@ -100,14 +100,17 @@ def session(checks, args, target, n, ending, log):
     first = attach.stderr.readline()
     attached = re.match(r"heaplens: attached to process \d+ in ([0-9.]+) s", first)
     snap_rc = None
+    marks = []  # "mark N L": GC.CollectionCount(0) after an induced GC, LeakedRecords before it
     if attached:
         try:
             wait_for(lambda: e2elib.count_rows(db, "snapshots") >= 1 or attach.poll() is not None,
                      "the first snapshot")
+            marks.append(target.ask("mark").split())
             target.ask("leak 1000")
             snap_rc, _, _ = e2elib.run([args.heaplens, "snapshot", str(target.pid)], log=log,
                                        timeout=120)
             target.ask("leak 1000")
+            marks.append(target.ask("mark").split())
         except TimeoutError as e:
             print(f"session {n}: timed out waiting for {e}")
         if attach.poll() is None:
@@ -134,8 +137,37 @@ def session(checks, args, target, n, ending, log):
         last = per[-1] if isinstance(per, list) and per else None
         checks.ok(f"session {n}: LeakedRecord in the last snapshot between the program's counts",
                   last is not None and before <= last <= after, f"{before} <= {last} <= {after}")
+    check_census(checks, db, n, marks)
     checks.ok(f"session {n}: the program answers after the detach", after is not None)
     check_released(checks, target, n)
+
+
+def check_census(checks, db, n, marks):
+    """The census's exact counts: the LeakedRecords the program allocated between its two marks
+    (GC N1 and GC N2) equal the census's LeakedRecord counts of the intervals N1+1..N2. The
+    recording numbers GCs from the attach: GC a of the recording is the first mark's if it and
+    GC a + (N2 - N1) are both induced and the counts between them match."""
+    if not checks.ok(f"session {n}: the program's two marks",
+                     len(marks) == 2 and all(len(m) == 3 and m[0] == "mark" for m in marks),
+                     str(marks)):
+        return
+    (g1, l1), (g2, l2) = [(int(m[1]), int(m[2])) for m in marks]
+    d, want = g2 - g1, l2 - l1
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    gcs = dict(con.execute("SELECT gc, reason FROM gcs").fetchall())
+    exact = {gc for (gc,) in con.execute("SELECT gc FROM gcs WHERE census_objects IS NOT NULL")}
+    per_gc = dict(con.execute(
+        "SELECT a.gc, sum(a.count) FROM alloc_counts a JOIN types t ON t.id = a.type_id"
+        " WHERE t.name = 'AttachTarget.LeakedRecord' AND a.flags & 2 GROUP BY a.gc").fetchall())
+    con.close()
+    found = []
+    for a in sorted(gcs):
+        if gcs.get(a) == "Induced" and gcs.get(a + d) == "Induced" and \
+                all(g in exact for g in range(a + 1, a + d + 1)):
+            found.append((a, sum(per_gc.get(g, 0) for g in range(a + 1, a + d + 1))))
+    checks.ok(f"session {n}: census counts the {want} LeakedRecords allocated between the "
+              f"marks exactly (GCs {g1}..{g2} of the program)",
+              any(got == want for _, got in found), f"candidates (first GC, count): {found}")
 
 
 def check_released(checks, target, n):

@@ -638,7 +638,7 @@ static void test_golden_views(void)
                "System.String|6|200\n"
                "App.Node|5|120\n");
     CHECK_ROWS(db, "SELECT * FROM gc_summary WHERE gc = 1",
-               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|"
+               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|NULL|NULL|"
                "1000|0|200|72|300|300|100000|100000|64|64\n");
     CHECK_ROWS(db, "SELECT gc, gen0_before, poh_after FROM gc_summary WHERE gc > 1 ORDER BY gc",
                "2|0|0\n3|0|0\n");
@@ -743,9 +743,13 @@ static void test_derived_views(void)
     CHECK(store_history_build_file(path, NULL, NULL, &error));
     CHECK_NO_ERROR(error);
     CHECK(!store_history_pending(db));
+    CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
+    /* Each object's first generation is in its objects row; only the later ones are rows. */
     CHECK_ROWS(db, "SELECT object_id, generation, from_gc, until_gc FROM object_generation_rows"
                    " ORDER BY object_id, from_gc",
-               golden_generations);
+               "1|2|2|NULL\n9|2|3|NULL\n");
+    CHECK_ROWS(db, "SELECT id, first_generation, next_gc FROM objects ORDER BY id",
+               "1|1|2\n2|3|NULL\n4|1|NULL\n6|4|NULL\n7|1|NULL\n9|1|3\n10|1|NULL\n");
     CHECK(db_int(db, "SELECT count(*) FROM generation_changes") == 0);
     for (size_t i = 0; i < G_N_ELEMENTS(queries); i++) {
         g_autofree char *want = db_rows(done, queries[i]);
@@ -753,7 +757,7 @@ static void test_derived_views(void)
     }
     CHECK(store_history_build_file(path, NULL, NULL, &error));
     CHECK_NO_ERROR(error);
-    CHECK_ROWS(db, "SELECT count(*) FROM object_generation_rows", "9\n");
+    CHECK_ROWS(db, "SELECT count(*) FROM object_generation_rows", "2\n");
     sqlite3_close(db);
     sqlite3_close(done);
 
@@ -1242,9 +1246,9 @@ static void test_bad_header(void)
         {"HEAPLENZ", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         {"GET / HT", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         /* Version 1 (a row per allocation) is refused like any foreign stream. */
-        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 3"},
-        {HL_STREAM_MAGIC, 4, "record stream version 4 (a newer collector); this heaplens reads versions 2 to 3"},
-        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 3"},
+        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 4"},
+        {HL_STREAM_MAGIC, 5, "record stream version 5 (a newer collector); this heaplens reads versions 2 to 4"},
+        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 4"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         hl_sb *sb = hl_sb_new_empty();
@@ -1663,11 +1667,12 @@ static void test_ending_writer_died(void)
 
 /* Stream version 3 carries the threads' waits in the counters; a version 2 stream (GC_END of
  * 208 bytes, RUN_END of 136 with program_peak_rss_bytes after the shorter counters) is still
- * read, its waits 0 and every other counter where it was. */
+ * read, its waits 0 and every other counter where it was. Version 4's GC_END carries the census
+ * (gcs.census_ns, census_objects); version 3's (224 bytes) is read with them NULL. */
 static void test_stream_versions(void)
 {
     char *dir = tmp_dir_new();
-    for (uint32_t version = 2; version <= 3; version++) {
+    for (uint32_t version = 2; version <= 4; version++) {
         g_autoptr(GError) error = NULL;
         g_autofree char *p = g_strdup_printf("%s/v%u.db", dir, version);
         hl_counters k = {.allocs_seen = 1, .thread_waits = 5, .thread_wait_ns = 7000};
@@ -1677,7 +1682,10 @@ static void test_stream_versions(void)
         hl_sb_type(sb, 1, "A");
         hl_sb_alloc(sb, 1, 1, 24, 100);
         hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-        hl_gc_end e = {.gc = 1, .end_mono_ns = 5, .counters = k};
+        hl_gc_end e = {.gc = 1, .flags = version == 4 ? HL_GC_FLAG_CENSUS : 0, .end_mono_ns = 5,
+                       .counters = k,
+                       .census_ns = 900,
+                       .census_objects = 12};
         hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1, .counters = k,
                         .program_peak_rss_bytes = 123456789};
         if (version == 2) {
@@ -1688,7 +1696,10 @@ static void test_stream_versions(void)
             memcpy(old + at, &r.program_peak_rss_bytes, sizeof r.program_peak_rss_bytes);
             hl_sb_record(sb, HL_REC_RUN_END, old, sizeof old);
         } else {
-            hl_sb_gc_end_full(sb, &e);
+            if (version == 3)
+                hl_sb_record(sb, HL_REC_GC_END, &e, HL_GC_END_V3_SIZE);
+            else
+                hl_sb_gc_end_full(sb, &e);
             hl_sb_run_end_full(sb, &r);
         }
         store_summary sum;
@@ -1703,6 +1714,8 @@ static void test_stream_versions(void)
                    " (SELECT value FROM counters WHERE name = 'thread_wait_ns'),"
                    " (SELECT value FROM counters WHERE name = 'program_peak_rss_bytes')",
                    version == 2 ? "1|0|0|123456789\n" : "1|5|7000|123456789\n");
+        CHECK_ROWS(db, "SELECT census_ns, census_objects FROM gcs",
+                   version == 4 ? "900|12\n" : "NULL|NULL\n");
         sqlite3_close(db);
     }
     tmp_dir_free(dir);
@@ -2067,6 +2080,47 @@ static void test_differential(void)
  * snapshot that never ends.) */
 /* A GC's generation changes are stored sorted, as the first id and the gaps after it (ids that
  * came out of order included): the view and the built rows read them back. */
+/* The first read sorts each GC's objects alone when the GCs' ids follow one another (a full
+ * recording) and all of them when they do not: here GC 1 discovers a walked object (an id at
+ * 2^48) and GC 2 finds an allocated one (id 3, a LOH object in a sampled recording). Sorted
+ * per GC only, the merge with the changes would pass over id 3's. */
+static void test_first_read_order(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "order.db", NULL);
+    const uint64_t base = HL_DISCOVERED_ID_BASE;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_gc_start(sb, 1, 2, TRUE, 2);
+    hl_sb_discovered(sb, 1, base + 5, 1, 24, HL_GEN_0);
+    hl_sb_discovered(sb, 1, base + 4, 1, 24, HL_GEN_0);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 1, FALSE, 10);
+    hl_sb_survivor(sb, 2, &(hl_survivor){.id = 3, .size = 90000, .type_id = 1, .os_tid = 100,
+                                         .heap = HL_GEN_LOH, .generation = HL_GEN_LOH});
+    hl_sb_promotion(sb, 2, base + 5, HL_GEN_1);
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_gc_start(sb, 3, 1, FALSE, 10);
+    hl_sb_death(sb, 3, 3);
+    hl_sb_gc_end(sb, 3, 0);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    static const char want[] = "3|3|2|3\n4|0|1|NULL\n5|0|1|2\n5|1|2|NULL\n";
+    static const char sql[] = "SELECT object_id % 281474976710656, generation, from_gc, until_gc"
+                              " FROM object_generations ORDER BY object_id, from_gc";
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, sql, want);
+    CHECK(store_history_build_file(p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK_ROWS(db, sql, want);
+    CHECK_ROWS(db, "SELECT id % 281474976710656, first_gc, died_gc FROM objects ORDER BY id",
+               "3|2|3\n4|1|NULL\n5|1|NULL\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 static void test_change_gaps(void)
 {
     char *dir = tmp_dir_new();
@@ -2095,7 +2149,7 @@ static void test_change_gaps(void)
     CHECK_ROWS(db, sql, want);
     CHECK(store_history_build_file(p, NULL, NULL, &error));
     CHECK_NO_ERROR(error);
-    CHECK(db_int(db, "SELECT count(*) FROM object_generation_rows") == 4);
+    CHECK(db_int(db, "SELECT count(*) FROM object_generation_rows") == 0); /* in objects */
     CHECK_ROWS(db, sql, want);
     sqlite3_close(db);
     tmp_dir_free(dir);
@@ -3421,6 +3475,7 @@ static const struct {
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
     {"change_gaps", test_change_gaps},
+    {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
 };
 

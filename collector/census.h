@@ -1,0 +1,78 @@
+/* census.h — exact small-object allocation counts without ObjectAllocated: a census of gen0 at
+ * every GC start (sampled mode).
+ *
+ * At GarbageCollectionStarted the runtime is suspended and every thread's allocation context
+ * has been fixed (its unused tail made a free object) before the callback: gen0 is walkable
+ * object by object, and everything in it was allocated since the previous GC except what that
+ * GC left in gen0 (survivors it did not promote, pinned regions demoted to gen0). So:
+ *   GC thread, GarbageCollectionStarted: walk every gen0 range of the bounds linearly (method
+ *     table at +0 with the low bits masked; base size at MT+4, component size in the low 16
+ *     bits of the flags at MT+0 when bit 31 is set, length at object+8; the next object at the
+ *     size rounded up to 8), skip free objects (their method table, learned once: the runtime's
+ *     GetClassFromObject gives ClassID 0 for one) and the objects remembered from the previous
+ *     GC, and count per ClassID (= the method table): objects and bytes.
+ *   GC thread, GarbageCollectionFinished: remember the addresses of the objects in gen0 after
+ *     the GC (sorted), to skip at the next walk. Nothing moves between the two callbacks.
+ * The first time a method table is seen, its computed size is checked against GetObjectSize2:
+ * a difference (a layout this code does not know) turns the census off for the run.
+ * Not walked (the GC's census marked incomplete): a GC that starts while the runtime is not
+ * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
+ * were lost. A GC the runtime runs without GarbageCollectionStarted leaves its objects in gen0
+ * (counted by the next walk) or promotes them unseen (lost to the census). */
+#ifndef HEAPLENS_CENSUS_H
+#define HEAPLENS_CENSUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector/clr_info.h"
+#include "collector/u64map.h"
+#include "heapmodel/hm_model.h"
+
+/* One class's allocations in one GC interval, found by the census. */
+typedef struct hl_census_count {
+    ClassID class_id;
+    uint64_t count, bytes;
+} hl_census_count;
+
+typedef struct hl_census {
+    bool on;               /* sampled mode, and no layout surprise so far */
+    bool broken;           /* a size differed from GetObjectSize2: off for the run */
+    uint64_t free_mt;      /* the free objects' method table, 0 until learned */
+    hl_u64map index;       /* method table -> 1 + index into counts (this walk) */
+    hl_u64map checked;     /* method tables whose size was checked against the runtime */
+    hl_census_count *counts;
+    size_t n_counts, cap_counts;
+    /* Method table -> counts slot, direct-mapped, for this walk: programs interleave a few
+     * types, and two hash lookups per object cost more than the walk itself. */
+    struct hl_census_cache { uint64_t mt; size_t ix; } cache[256];
+    uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
+    size_t n_old, cap_old;
+    bool old_valid;        /* `old` describes the previous GC's end */
+} hl_census;
+
+void hl_census_init(hl_census *s, bool on);
+void hl_census_release(hl_census *s);
+
+/* The result of one walk, handed to the GC's capture. */
+typedef struct hl_census_result {
+    hl_census_count *counts; /* hl_mem_malloc'd; the capture frees it */
+    size_t n;
+    uint64_t objects;        /* objects counted (free and remembered ones not) */
+    uint64_t walk_ns;        /* time in the pause */
+    bool done;               /* false: no census for this interval (see above) */
+} hl_census_result;
+
+/* GC thread, GarbageCollectionStarted, runtime suspended: walks gen0 of `before`. */
+hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *before,
+                                size_t n_before);
+/* GC thread, GarbageCollectionFinished: remembers gen0's objects of `after` (NULL, 0: unknown,
+ * the next walk is then not exact and says so). Returns the time taken. */
+uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *after,
+                            size_t n_after);
+
+/* The object size the GC steps by, from the method table (exposed for the unit test). */
+uint64_t hl_census_object_size(const void *object);
+
+#endif /* HEAPLENS_CENSUS_H */

@@ -1,0 +1,135 @@
+/* test_census.c — the census of gen0 (census.h) on a fake heap: objects counted per method table
+ * with their sizes (arrays by length x component size), free objects skipped by their method
+ * table even where a counted class has the same shape (byte[]), the previous GC's gen0 objects
+ * skipped at the next walk while new objects in the gaps between them are counted, a size the
+ * runtime reports differently turns the census off, and a walk without the previous GC's end
+ * known is not exact. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
+ * as the runtime does) and GetObjectSize2. */
+#include <string.h>
+
+#include "collector/census.h"
+#include "collector/collector.h"
+#include "collector/mem.h"
+#include "tests/unit/common/check.h"
+
+uint64_t hl_now_ns(void) { return 0; }
+
+typedef struct fake_mt { uint32_t flags, base; } fake_mt;
+#define COMPONENT(n) (0x80000000u | (n))
+static fake_mt mt_free = {COMPONENT(1), 24}, mt_bytes = {COMPONENT(1), 24},
+               mt_node = {0, 32}, mt_chars = {COMPONENT(2), 22}, mt_odd = {0, 40};
+static uint64_t odd_runtime_size = 40;
+
+static HRESULT fake_class(ICorProfilerInfo *i, ObjectID o, ClassID *cls) {
+    (void)i;
+    uint64_t mt = *(uint64_t *)(uintptr_t)o & ~(uint64_t)7;
+    *cls = mt == (uint64_t)(uintptr_t)&mt_free ? 0 : mt;
+    return S_OK;
+}
+static HRESULT fake_size(ICorProfilerInfo *i, ObjectID o, SIZE_T *size) {
+    (void)i;
+    uint64_t mt = *(uint64_t *)(uintptr_t)o & ~(uint64_t)7;
+    *size = mt == (uint64_t)(uintptr_t)&mt_odd ? odd_runtime_size
+                                             : hl_census_object_size((void *)(uintptr_t)o);
+    return S_OK;
+}
+static clr_method vtbl[INFO_GetObjectSize2 + INFO_GetClassFromObject + 1];
+static clr_object info_obj = {.vtbl = vtbl};
+#define INFO ((ICorProfilerInfo *)&info_obj)
+
+static _Alignas(8) uint8_t heap[4096];
+static size_t used;
+
+/* Places an object at the end of the fake gen0; returns its address. */
+static uint64_t put(fake_mt *mt, uint32_t length) {
+    uint8_t *o = heap + used;
+    memset(o, 0, 24);
+    uint64_t m = (uint64_t)(uintptr_t)mt | (mt == &mt_node ? 1 : 0); /* a GC bit: masked */
+    memcpy(o, &m, 8);
+    memcpy(o + 8, &length, 4);
+    uint64_t size = hl_census_object_size(o);
+    used += (size + 7) & ~(uint64_t)7;
+    return (uint64_t)(uintptr_t)o;
+}
+static hm_gen_range gen0(size_t from) {
+    return (hm_gen_range){.start = (uint64_t)(uintptr_t)heap + from, .length = used - from,
+                          .generation = HM_GEN_0};
+}
+static const hl_census_count *find(const hl_census_result *r, fake_mt *mt) {
+    for (size_t i = 0; i < r->n; i++)
+        if (r->counts[i].class_id == (ClassID)(uintptr_t)mt)
+            return &r->counts[i];
+    return NULL;
+}
+
+int main(void) {
+    vtbl[INFO_GetClassFromObject] = (clr_method)fake_class;
+    vtbl[INFO_GetObjectSize2] = (clr_method)fake_size;
+    hl_census s;
+    hl_census_init(&s, true);
+
+    /* Interval 1: a free gap (as gen0 starts with segments), objects, a fixed allocation
+     * context's tail (a free object), an LOH range that is not walked. */
+    put(&mt_free, 0);
+    uint64_t a = put(&mt_node, 0);
+    put(&mt_bytes, 10); /* 34 bytes, 40 aligned */
+    put(&mt_free, 40);
+    uint64_t b = put(&mt_node, 0);
+    put(&mt_chars, 5); /* 32 */
+    hm_gen_range before1[2] = {gen0(0), {.start = 8, .length = 1u << 20, .generation = HM_GEN_LOH}};
+    hl_census_result r = hl_census_walk(&s, INFO, before1, 2);
+    CHECK(r.done);
+    CHECK_INT(r.objects, 4);
+    CHECK_INT(r.n, 3);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 2 && find(&r, &mt_node)->bytes == 64);
+    CHECK(find(&r, &mt_bytes) && find(&r, &mt_bytes)->bytes == 34);
+    CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->bytes == 32);
+    CHECK(!find(&r, &mt_free));
+    CHECK_INT(s.free_mt, (uint64_t)(uintptr_t)&mt_free);
+    hl_mem_free(r.counts);
+
+    /* GC 1 leaves a and b in gen0 (not promoted): remembered. Interval 2 allocates into the gap
+     * where the free object was (a new object at a free object's address) and after them. */
+    hm_gen_range after1 = gen0(0);
+    hl_census_remember(&s, INFO, &after1, 1);
+    CHECK_INT(s.n_old, 4);
+    size_t end1 = used;
+    (void)a, (void)b;
+    used = end1;
+    uint64_t c = put(&mt_node, 0);
+    put(&mt_bytes, 3);
+    hm_gen_range before2 = gen0(0);
+    r = hl_census_walk(&s, INFO, &before2, 1);
+    CHECK(r.done);
+    CHECK_INT(r.objects, 2);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 1);
+    CHECK(find(&r, &mt_bytes) && find(&r, &mt_bytes)->count == 1);
+    CHECK(!find(&r, &mt_chars));
+    hl_mem_free(r.counts);
+    (void)c;
+
+    /* GC 2's end could not be remembered: the next walk counts but is not exact. */
+    hl_census_remember(&s, INFO, NULL, 0);
+    r = hl_census_walk(&s, INFO, &before2, 1);
+    CHECK(!r.done);
+    CHECK(r.counts == NULL);
+    hm_gen_range empty = {.start = (uint64_t)(uintptr_t)heap, .length = 0, .generation = HM_GEN_0};
+    hl_census_remember(&s, INFO, &empty, 1);
+
+    /* A class whose size the runtime reports differently: the census stops for the run. */
+    used = 0;
+    put(&mt_node, 0);
+    put(&mt_odd, 0);
+    odd_runtime_size = 48;
+    hm_gen_range before3 = gen0(0);
+    r = hl_census_walk(&s, INFO, &before3, 1);
+    CHECK(!r.done);
+    CHECK(s.broken);
+    hl_census_remember(&s, INFO, &empty, 1);
+    r = hl_census_walk(&s, INFO, &before3, 1);
+    CHECK(!r.done);
+
+    hl_census_release(&s);
+    printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
+    return failures != 0;
+}
