@@ -28,7 +28,6 @@ using System.Diagnostics;
 using System.IO;
 using System.Runtime;
 using System.Runtime.CompilerServices;
-using System.Text.Encodings.Web;
 using System.Text.Json;
 using System.Threading;
 using HeapLens.Examples.MidLife;
@@ -391,23 +390,8 @@ namespace MidLife
 
         private static void WriteTruth(string path, int exitCode, int gcsTotal, long elapsedMs)
         {
-            string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
-            if (dir != null) Directory.CreateDirectory(dir);
-            using var stream = File.Create(path);
-            using var j = new Utf8JsonWriter(stream, new JsonWriterOptions
-            {
-                Indented = true,
-                Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping,
-            });
-            j.WriteStartObject();
-            j.WriteString("program", "MidLife");
-            j.WriteNumber("format", 1);
-            j.WriteString("runtime", Environment.Version.ToString());
-            j.WriteNumber("pid", Environment.ProcessId);
-            string? collector = LoadedCollector();
-            if (collector != null) j.WriteString("collector", collector);
-            else j.WriteNull("collector");
-            j.WriteBoolean("server_gc", GCSettings.IsServerGC);
+            using var truth = new TruthFile(path, "MidLife");
+            Utf8JsonWriter j = truth.Json;
             j.WriteString("gc_latency_mode", GCSettings.LatencyMode.ToString());
             j.WriteNumber("exit_status", exitCode);
             j.WriteNumber("rounds", s_rounds);

@@ -5,7 +5,10 @@ using System;
 using System.Collections.Generic;
 using System.Globalization;
 using System.IO;
+using System.Runtime;
 using System.Text;
+using System.Text.Encodings.Web;
+using System.Text.Json;
 
 namespace HeapLensShared
 {
@@ -72,6 +75,44 @@ namespace HeapLensShared
             catch (IOException) { }
             catch (UnauthorizedAccessException) { }
             return null;
+        }
+
+        /// <summary>A program's ground-truth file (what tests/e2e compares a recording with): its
+        /// folder made, an indented JSON object (names and strings keep '+', '&lt;', '&gt;'
+        /// readable) begun with what every program's truth starts with: program, format 1, runtime,
+        /// pid, collector (null when it is not loaded), server_gc. The program writes the rest to
+        /// Json and ends the object; Dispose flushes and closes the file.</summary>
+        internal sealed class TruthFile : IDisposable
+        {
+            private readonly FileStream _stream;
+            internal readonly Utf8JsonWriter Json;
+
+            internal TruthFile(string path, string program)
+            {
+                string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
+                if (dir != null) Directory.CreateDirectory(dir);
+                _stream = File.Create(path);
+                Json = new Utf8JsonWriter(_stream, new JsonWriterOptions
+                {
+                    Indented = true,
+                    Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping,
+                });
+                Json.WriteStartObject();
+                Json.WriteString("program", program);
+                Json.WriteNumber("format", 1);
+                Json.WriteString("runtime", Environment.Version.ToString());
+                Json.WriteNumber("pid", Environment.ProcessId);
+                string? collector = LoadedCollector();
+                if (collector != null) Json.WriteString("collector", collector);
+                else Json.WriteNull("collector");
+                Json.WriteBoolean("server_gc", GCSettings.IsServerGC);
+            }
+
+            public void Dispose()
+            {
+                Json.Dispose();
+                _stream.Dispose();
+            }
         }
     }
 }
