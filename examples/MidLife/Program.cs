@@ -194,8 +194,7 @@ namespace MidLife
             if (string.IsNullOrEmpty(truthPath)) truthPath = null;
 
             Thread.CurrentThread.Name = "main";
-            var sampler = pauses ? new Thread(SamplePauses) { IsBackground = true, Name = "pause-sampler" } : null;
-            sampler?.Start();
+            var sampler = pauses ? new PauseSampler("MidLife") : null;
             var clock = Stopwatch.StartNew();
             s_workers = new Worker[threads];
             for (int k = 0; k < threads; k++)
@@ -220,8 +219,7 @@ namespace MidLife
             }
             foreach (Worker w in s_workers) w.Thread!.Join();
             long elapsedMs = clock.ElapsedMilliseconds;
-            s_done = true;
-            sampler?.Join();
+            sampler?.Stop();
             int gcsTotal = GC.CollectionCount(0);
             PrintSummary(elapsedMs, gcsTotal);
             if (truthPath != null)
@@ -248,23 +246,6 @@ namespace MidLife
         }
 
         private static int s_countsBeforeBurst;
-        private static volatile bool s_done;
-
-        private static void SamplePauses()
-        {
-            long last = -1;
-            while (!s_done)
-            {
-                GCMemoryInfo info = GC.GetGCMemoryInfo(GCKind.Any);
-                if (info.Index != last && info.Index > 0)
-                {
-                    last = info.Index;
-                    double us = info.PauseDurations.Length > 0 ? info.PauseDurations[0].TotalMicroseconds : 0;
-                    Console.WriteLine($"MidLife: pause gc={info.Index} gen={info.Generation} us={us.ToString("F0", System.Globalization.CultureInfo.InvariantCulture)}");
-                }
-                Thread.Sleep(1);
-            }
-        }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         private static void TakeGen2()

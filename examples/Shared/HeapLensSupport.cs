@@ -9,6 +9,7 @@ using System.Runtime;
 using System.Text;
 using System.Text.Encodings.Web;
 using System.Text.Json;
+using System.Threading;
 
 namespace HeapLensShared
 {
@@ -112,6 +113,45 @@ namespace HeapLensShared
             {
                 Json.Dispose();
                 _stream.Dispose();
+            }
+        }
+
+        /// <summary>`--pauses`: a background thread (pause-sampler) that prints each GC it sees as
+        /// "{program}: pause gc=N gen=G us=U" (the runtime's pause, in microseconds) until Stop();
+        /// bench/record/run.py reads these lines.</summary>
+        internal sealed class PauseSampler
+        {
+            private readonly string _program;
+            private readonly Thread _thread;
+            private volatile bool _done;
+
+            internal PauseSampler(string program)
+            {
+                _program = program;
+                _thread = new Thread(Run) { IsBackground = true, Name = "pause-sampler" };
+                _thread.Start();
+            }
+
+            internal void Stop()
+            {
+                _done = true;
+                _thread.Join();
+            }
+
+            private void Run()
+            {
+                long last = -1;
+                while (!_done)
+                {
+                    GCMemoryInfo info = GC.GetGCMemoryInfo(GCKind.Any);
+                    if (info.Index != last && info.Index > 0)
+                    {
+                        last = info.Index;
+                        double us = info.PauseDurations.Length > 0 ? info.PauseDurations[0].TotalMicroseconds : 0;
+                        Console.WriteLine($"{_program}: pause gc={info.Index} gen={info.Generation} us={us.ToString("F0", CultureInfo.InvariantCulture)}");
+                    }
+                    Thread.Sleep(1);
+                }
             }
         }
     }
