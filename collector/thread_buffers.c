@@ -19,6 +19,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -514,36 +515,32 @@ uint64_t hl_tbufs_spill(hl_tbufs *r) {
     return n;
 }
 
-uint64_t hl_tbufs_waits(hl_tbufs *r) {
+/* One producer counter summed over the slots in use (each slot's thread writes only its own). */
+static uint64_t slots_sum(hl_tbufs *r, size_t counter) {
     uint64_t n = 0;
     unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
     for (unsigned i = 0; i < used; i++)
-        n += atomic_load_explicit(&r->slots[i].waits, memory_order_relaxed);
+        n += atomic_load_explicit((atomic_uint_fast64_t *)((char *)&r->slots[i] + counter),
+                                  memory_order_relaxed);
     return n;
+}
+
+uint64_t hl_tbufs_waits(hl_tbufs *r) {
+    return slots_sum(r, offsetof(hl_tbuf, waits));
 }
 
 uint64_t hl_tbufs_wait_ns(hl_tbufs *r) {
-    uint64_t n = 0;
-    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
-    for (unsigned i = 0; i < used; i++)
-        n += atomic_load_explicit(&r->slots[i].wait_ns, memory_order_relaxed);
-    return n;
+    return slots_sum(r, offsetof(hl_tbuf, wait_ns));
 }
 
 uint64_t hl_tbufs_allocations(hl_tbufs *r) {
-    uint64_t n = atomic_load_explicit(&r->overflow_allocations, memory_order_relaxed);
-    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
-    for (unsigned i = 0; i < used; i++)
-        n += atomic_load_explicit(&r->slots[i].allocations, memory_order_relaxed);
-    return n;
+    return atomic_load_explicit(&r->overflow_allocations, memory_order_relaxed) +
+           slots_sum(r, offsetof(hl_tbuf, allocations));
 }
 
 uint64_t hl_tbufs_dropped(hl_tbufs *r) {
-    uint64_t n = atomic_load_explicit(&r->overflow_allocations, memory_order_relaxed);
-    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
-    for (unsigned i = 0; i < used; i++)
-        n += atomic_load_explicit(&r->slots[i].dropped, memory_order_relaxed);
-    return n;
+    return atomic_load_explicit(&r->overflow_allocations, memory_order_relaxed) +
+           slots_sum(r, offsetof(hl_tbuf, dropped));
 }
 
 uint32_t hl_tbufs_chunks_in_use(hl_tbufs *r) {
@@ -556,9 +553,5 @@ uint32_t hl_tbufs_chunks_max(hl_tbufs *r) {
 }
 
 uint64_t hl_tbufs_handles_dropped(hl_tbufs *r) {
-    uint64_t n = 0;
-    unsigned used = atomic_load_explicit(&r->slots_used, memory_order_acquire);
-    for (unsigned i = 0; i < used; i++)
-        n += atomic_load_explicit(&r->slots[i].handles_dropped, memory_order_relaxed);
-    return n;
+    return slots_sum(r, offsetof(hl_tbuf, handles_dropped));
 }

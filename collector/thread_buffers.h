@@ -84,8 +84,9 @@ typedef struct hl_tbuf {
     uint32_t tail_chunk;          /* chunk being filled, HL_TBUF_NONE before the first event */
     uint32_t tail_fill;           /* events in it (the producer's own copy of its `fill`) */
     uint32_t os_tid;
-    atomic_uint_fast64_t dropped;     /* allocation events dropped: pool empty (producer only) */
-    atomic_uint_fast64_t handles_dropped; /* handle events dropped: pool empty (producer only) */
+    /* events dropped: no chunk, and the wait gave up or the consumer is gone (producer only) */
+    atomic_uint_fast64_t dropped;         /* allocation events */
+    atomic_uint_fast64_t handles_dropped; /* handle events */
     atomic_uint_fast64_t allocations; /* allocations seen on this slot (producer writes only) */
     atomic_uint_fast64_t waits;   /* pushes that waited for a free chunk (producer only) */
     atomic_uint_fast64_t wait_ns; /* ... and the time they waited */

@@ -131,6 +131,12 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
         {"roots", QUERY_VALUE_NATURAL, TRUE},         {"pinned_roots", QUERY_VALUE_NATURAL, TRUE},
         {NULL, 0, FALSE},
     };
+    /* Schema 6 on: the census's pause time and objects per GC (sampled mode, attach). */
+    static const query_value_check gcs_census[] = {
+        {"census_ns", QUERY_VALUE_NATURAL, TRUE},
+        {"census_objects", QUERY_VALUE_NATURAL, TRUE},
+        {NULL, 0, FALSE},
+    };
     static const query_value_check gc_generations[] = {
         {"gc", QUERY_VALUE_NATURAL, FALSE},
         {"generation", QUERY_VALUE_GENERATION, FALSE},
@@ -165,8 +171,12 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
     if (hidden)
         return query_db_damaged(error, "a key of object_generation_rows, snapshot_objects or "
                                        "stack_frames is not a number");
+    int64_t version = 0;
+    if (!query_db_int(db, "PRAGMA user_version", &version, error))
+        return FALSE;
     return query_db_check_values(db, "run", NULL, run, error) &&
            query_db_check_values(db, "gcs", NULL, gcs, error) &&
+           (version < 6 || query_db_check_values(db, "gcs", NULL, gcs_census, error)) &&
            query_db_check_values(db, "gc_generations", NULL, gc_generations, error) &&
            query_db_check_values(db, "snapshots", NULL, snapshots, error) &&
            query_db_check_values(db, "sampling", NULL, sampling, error);

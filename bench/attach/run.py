@@ -51,21 +51,15 @@ sys.dont_write_bytecode = True
 _spec = importlib.util.spec_from_file_location("record_bench", os.path.join(HERE, "..", "record", "run.py"))
 record_bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(record_bench)
-die, build_example, pct, mib, stop_process = (record_bench.die, record_bench.build_example,
-                                              record_bench.pct, record_bench.mib,
-                                              record_bench.stop_process)
+die, build_example, pct, mib, stop_process, remove_db = (
+    record_bench.die, record_bench.build_example, record_bench.pct, record_bench.mib,
+    record_bench.stop_process, record_bench.remove_db)
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e", "attach"))
 import check_attach_aspnet as aspnet  # noqa: E402  (its free_port, get and Load)
 
 PHASES = ["before", "attached", "after"]
 CLEAN_ENV = {k: v for k, v in os.environ.items()
              if not k.startswith(("CORECLR_", "DOTNET_ENABLE_PROFIL", "HEAPLENS_"))}
-
-
-def remove_db(db):
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
 
 
 def first_snapshot(db, deadline):

@@ -90,6 +90,13 @@ def die(msg):
     sys.exit(1)
 
 
+def remove_db(db):
+    """The database and its SQLite side files, those that exist."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
 def build_example(name, workdir):
     out = os.path.join(workdir, name)
     dll = os.path.join(out, name + ".dll")
@@ -231,9 +238,7 @@ def pct(v, q):
 
 def run_mode(a, case, mode, program, i):
     db = os.path.join(a.workdir, f"{case}-{mode}-{i}.db")
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
     env = dict(os.environ)
     env.pop("HEAPLENS_EMPTY", None)
     if case in ("csc", "heap"):  # pauses the same way in every mode (Workload samples its own)
@@ -284,9 +289,7 @@ def run_mode(a, case, mode, program, i):
         m = re.search(r"elapsed_ms=([0-9.]+)", out)
         res["program_ms"] = float(m.group(1)) if m else float("nan")
     if not a.keep and mode != "recorded":
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(db + suffix):
-                os.remove(db + suffix)
+        remove_db(db)
     return res
 
 
@@ -413,9 +416,7 @@ def sample_figures(db):
 def run_stack_config(a, name, config, program, i):
     args, extra_env = config
     db = os.path.join(a.workdir, "stacks-%s-%d.db" % (re.sub(r"[^a-z0-9]+", "-", name), i))
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
     env = {k: v for k, v in os.environ.items()
            if k not in ("HEAPLENS_EMPTY", "HEAPLENS_FULL_SAMPLER", "HEAPLENS_STACK_WALK")}
     env.update(extra_env)
@@ -437,9 +438,7 @@ def run_stack_config(a, name, config, program, i):
         res["db_bytes"] = os.path.getsize(db)
         res["k"] = counters_of(db)
     if not a.keep:
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(db + suffix):
-                os.remove(db + suffix)
+        remove_db(db)
     return res
 
 
@@ -538,9 +537,7 @@ def run_service_config(a, name, dll, i):
     args, extra_env = SERVICE_CONFIGS[name]
     port = aspnet.free_port()
     db = os.path.join(a.workdir, f"service-{name}-{i}.db")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
     cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{port}"]
     if args is not None:
         cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
@@ -602,9 +599,7 @@ MIDLIFE_CONFIGS = {
 def run_midlife_config(a, name, config, program, i):
     args, extra_env = config
     db = os.path.join(a.workdir, f"midlife-{name}-{i}.db")
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
     env = {k: v for k, v in os.environ.items() if k not in ("HEAPLENS_EMPTY", "HEAPLENS_STATS")}
     env.update(extra_env)
     cmd = list(program)
@@ -621,9 +616,7 @@ def run_midlife_config(a, name, config, program, i):
         res["k"] = counters_of(db)
         res["db_bytes"] = os.path.getsize(db)
     if not a.keep:
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(db + suffix):
-                os.remove(db + suffix)
+        remove_db(db)
     return res
 
 
@@ -693,9 +686,7 @@ CENSUS_CONFIGS = {
 
 def run_census_config(a, prog, name, env_extra, program, i):
     db = os.path.join(a.workdir, f"census-{prog}-{name}-{i}.db")
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        if os.path.exists(db + suffix):
-            os.remove(db + suffix)
+    remove_db(db)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
     cmd = list(program)
     if env_extra is not None:
@@ -715,9 +706,7 @@ def run_census_config(a, prog, name, env_extra, program, i):
                                      ).fetchone()[0]
         con.close()
     if not a.keep:
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(db + suffix):
-                os.remove(db + suffix)
+        remove_db(db)
     return res
 
 

@@ -28,7 +28,6 @@ using System.IO;
 using System.Runtime;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
-using System.Text.Encodings.Web;
 using System.Text.Json;
 using System.Threading;
 using HeapLens.Examples;
@@ -414,23 +413,8 @@ namespace AllocPatterns
 
         private static void WriteTruth(string path, int exitCode, int gcsTotal, long elapsedMs)
         {
-            string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
-            if (dir != null) Directory.CreateDirectory(dir);
-            using var stream = File.Create(path);
-            using var j = new Utf8JsonWriter(stream, new JsonWriterOptions
-            {
-                Indented = true,
-                Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping, // keep '+', '<', '>' readable
-            });
-            j.WriteStartObject();
-            j.WriteString("program", "AllocPatterns");
-            j.WriteNumber("format", 1);
-            j.WriteString("runtime", Environment.Version.ToString());
-            j.WriteNumber("pid", Environment.ProcessId);
-            string? collector = LoadedCollector();
-            if (collector != null) j.WriteString("collector", collector);
-            else j.WriteNull("collector");
-            j.WriteBoolean("server_gc", GCSettings.IsServerGC);
+            using var truth = new TruthFile(path, "AllocPatterns");
+            Utf8JsonWriter j = truth.Json;
             j.WriteString("gc_latency_mode", GCSettings.LatencyMode.ToString());
             j.WriteNumber("exit_status", exitCode);
             j.WriteNumber("scale", s_scale);

@@ -29,7 +29,6 @@ using System.Globalization;
 using System.IO;
 using System.Runtime;
 using System.Runtime.CompilerServices;
-using System.Text.Encodings.Web;
 using System.Text.Json;
 using HeapLens.Examples.Leaks;
 using static HeapLensShared.HeapLensSupport;
@@ -279,24 +278,9 @@ namespace LeakDemo
 
         private static void WriteTruth(string path, int iterations, int gcsTotal, long elapsedMs)
         {
-            string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
-            if (dir != null) Directory.CreateDirectory(dir);
-            using var stream = File.Create(path);
-            using var j = new Utf8JsonWriter(stream, new JsonWriterOptions
-            {
-                Indented = true,
-                Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping, // keep '+', '<', '>' readable
-            });
+            using var truth = new TruthFile(path, "LeakDemo");
+            Utf8JsonWriter j = truth.Json;
             string N(int t) => HeapLensName(s_types[t]);
-            j.WriteStartObject();
-            j.WriteString("program", "LeakDemo");
-            j.WriteNumber("format", 1);
-            j.WriteString("runtime", Environment.Version.ToString());
-            j.WriteNumber("pid", Environment.ProcessId);
-            string? collector = LoadedCollector();
-            if (collector != null) j.WriteString("collector", collector);
-            else j.WriteNull("collector");
-            j.WriteBoolean("server_gc", GCSettings.IsServerGC);
             j.WriteString("namespace", "HeapLens.Examples.Leaks");
             j.WriteNumber("elapsed_ms", elapsedMs);
             j.WriteNumber("iterations", iterations);

@@ -28,7 +28,6 @@ using System.Diagnostics;
 using System.IO;
 using System.Runtime;
 using System.Runtime.CompilerServices;
-using System.Text.Encodings.Web;
 using System.Text.Json;
 using System.Threading;
 using HeapLens.Examples.MidLife;
@@ -195,8 +194,7 @@ namespace MidLife
             if (string.IsNullOrEmpty(truthPath)) truthPath = null;
 
             Thread.CurrentThread.Name = "main";
-            var sampler = pauses ? new Thread(SamplePauses) { IsBackground = true, Name = "pause-sampler" } : null;
-            sampler?.Start();
+            var sampler = pauses ? new PauseSampler("MidLife") : null;
             var clock = Stopwatch.StartNew();
             s_workers = new Worker[threads];
             for (int k = 0; k < threads; k++)
@@ -221,8 +219,7 @@ namespace MidLife
             }
             foreach (Worker w in s_workers) w.Thread!.Join();
             long elapsedMs = clock.ElapsedMilliseconds;
-            s_done = true;
-            sampler?.Join();
+            sampler?.Stop();
             int gcsTotal = GC.CollectionCount(0);
             PrintSummary(elapsedMs, gcsTotal);
             if (truthPath != null)
@@ -249,23 +246,6 @@ namespace MidLife
         }
 
         private static int s_countsBeforeBurst;
-        private static volatile bool s_done;
-
-        private static void SamplePauses()
-        {
-            long last = -1;
-            while (!s_done)
-            {
-                GCMemoryInfo info = GC.GetGCMemoryInfo(GCKind.Any);
-                if (info.Index != last && info.Index > 0)
-                {
-                    last = info.Index;
-                    double us = info.PauseDurations.Length > 0 ? info.PauseDurations[0].TotalMicroseconds : 0;
-                    Console.WriteLine($"MidLife: pause gc={info.Index} gen={info.Generation} us={us.ToString("F0", System.Globalization.CultureInfo.InvariantCulture)}");
-                }
-                Thread.Sleep(1);
-            }
-        }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         private static void TakeGen2()
@@ -391,23 +371,8 @@ namespace MidLife
 
         private static void WriteTruth(string path, int exitCode, int gcsTotal, long elapsedMs)
         {
-            string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
-            if (dir != null) Directory.CreateDirectory(dir);
-            using var stream = File.Create(path);
-            using var j = new Utf8JsonWriter(stream, new JsonWriterOptions
-            {
-                Indented = true,
-                Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping,
-            });
-            j.WriteStartObject();
-            j.WriteString("program", "MidLife");
-            j.WriteNumber("format", 1);
-            j.WriteString("runtime", Environment.Version.ToString());
-            j.WriteNumber("pid", Environment.ProcessId);
-            string? collector = LoadedCollector();
-            if (collector != null) j.WriteString("collector", collector);
-            else j.WriteNull("collector");
-            j.WriteBoolean("server_gc", GCSettings.IsServerGC);
+            using var truth = new TruthFile(path, "MidLife");
+            Utf8JsonWriter j = truth.Json;
             j.WriteString("gc_latency_mode", GCSettings.LatencyMode.ToString());
             j.WriteNumber("exit_status", exitCode);
             j.WriteNumber("rounds", s_rounds);

@@ -5,7 +5,11 @@ using System;
 using System.Collections.Generic;
 using System.Globalization;
 using System.IO;
+using System.Runtime;
 using System.Text;
+using System.Text.Encodings.Web;
+using System.Text.Json;
+using System.Threading;
 
 namespace HeapLensShared
 {
@@ -72,6 +76,83 @@ namespace HeapLensShared
             catch (IOException) { }
             catch (UnauthorizedAccessException) { }
             return null;
+        }
+
+        /// <summary>A program's ground-truth file (what tests/e2e compares a recording with): its
+        /// folder made, an indented JSON object (names and strings keep '+', '&lt;', '&gt;'
+        /// readable) begun with what every program's truth starts with: program, format 1, runtime,
+        /// pid, collector (null when it is not loaded), server_gc. The program writes the rest to
+        /// Json and ends the object; Dispose flushes and closes the file.</summary>
+        internal sealed class TruthFile : IDisposable
+        {
+            private readonly FileStream _stream;
+            internal readonly Utf8JsonWriter Json;
+
+            internal TruthFile(string path, string program)
+            {
+                string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
+                if (dir != null) Directory.CreateDirectory(dir);
+                _stream = File.Create(path);
+                Json = new Utf8JsonWriter(_stream, new JsonWriterOptions
+                {
+                    Indented = true,
+                    Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping,
+                });
+                Json.WriteStartObject();
+                Json.WriteString("program", program);
+                Json.WriteNumber("format", 1);
+                Json.WriteString("runtime", Environment.Version.ToString());
+                Json.WriteNumber("pid", Environment.ProcessId);
+                string? collector = LoadedCollector();
+                if (collector != null) Json.WriteString("collector", collector);
+                else Json.WriteNull("collector");
+                Json.WriteBoolean("server_gc", GCSettings.IsServerGC);
+            }
+
+            public void Dispose()
+            {
+                Json.Dispose();
+                _stream.Dispose();
+            }
+        }
+
+        /// <summary>`--pauses`: a background thread (pause-sampler) that prints each GC it sees as
+        /// "{program}: pause gc=N gen=G us=U" (the runtime's pause, in microseconds) until Stop();
+        /// bench/record/run.py reads these lines.</summary>
+        internal sealed class PauseSampler
+        {
+            private readonly string _program;
+            private readonly Thread _thread;
+            private volatile bool _done;
+
+            internal PauseSampler(string program)
+            {
+                _program = program;
+                _thread = new Thread(Run) { IsBackground = true, Name = "pause-sampler" };
+                _thread.Start();
+            }
+
+            internal void Stop()
+            {
+                _done = true;
+                _thread.Join();
+            }
+
+            private void Run()
+            {
+                long last = -1;
+                while (!_done)
+                {
+                    GCMemoryInfo info = GC.GetGCMemoryInfo(GCKind.Any);
+                    if (info.Index != last && info.Index > 0)
+                    {
+                        last = info.Index;
+                        double us = info.PauseDurations.Length > 0 ? info.PauseDurations[0].TotalMicroseconds : 0;
+                        Console.WriteLine($"{_program}: pause gc={info.Index} gen={info.Generation} us={us.ToString("F0", CultureInfo.InvariantCulture)}");
+                    }
+                    Thread.Sleep(1);
+                }
+            }
         }
     }
 }

@@ -42,7 +42,6 @@ using System.IO;
 using System.Runtime;
 using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
-using System.Text.Encodings.Web;
 using System.Text.Json;
 using System.Threading;
 using HeapLens.Examples.Graphs;
@@ -665,24 +664,9 @@ namespace SnapshotGraphs
 
         private static void WriteTruth(string path, int gcsTotal, long elapsedMs)
         {
-            string? dir = Path.GetDirectoryName(Path.GetFullPath(path));
-            if (dir != null) Directory.CreateDirectory(dir);
-            using var stream = File.Create(path);
-            using var j = new Utf8JsonWriter(stream, new JsonWriterOptions
-            {
-                Indented = true,
-                Encoder = JavaScriptEncoder.UnsafeRelaxedJsonEscaping, // keep '+', '<', '>' readable
-            });
+            using var truth = new TruthFile(path, "SnapshotGraphs");
+            Utf8JsonWriter j = truth.Json;
             string N(int t) => HeapLensName(s_types[t]);
-            j.WriteStartObject();
-            j.WriteString("program", "SnapshotGraphs");
-            j.WriteNumber("format", 1);
-            j.WriteString("runtime", Environment.Version.ToString());
-            j.WriteNumber("pid", Environment.ProcessId);
-            string? collector = LoadedCollector();
-            if (collector != null) j.WriteString("collector", collector);
-            else j.WriteNull("collector");
-            j.WriteBoolean("server_gc", GCSettings.IsServerGC);
             j.WriteString("gc_latency_mode", GCSettings.LatencyMode.ToString());
             j.WriteString("namespace", "HeapLens.Examples.Graphs");
             j.WriteNumber("elapsed_ms", elapsedMs);

@@ -64,7 +64,6 @@ namespace HeapLens.Examples.Workload
 
         private static readonly Order?[] s_cache = new Order?[CacheSize];
         private static long s_cacheNext;
-        private static volatile bool s_done;
 
         private static int Main(string[] args)
         {
@@ -86,8 +85,7 @@ namespace HeapLens.Examples.Workload
                 }
             }
 
-            var sampler = pauses ? new Thread(SamplePauses) { IsBackground = true, Name = "pause-sampler" } : null;
-            sampler?.Start();
+            var sampler = pauses ? new PauseSampler("Workload") : null;
             int g0 = GC.CollectionCount(0), g1 = GC.CollectionCount(1), g2 = GC.CollectionCount(2);
             var counts = new Counts[threads];
             var workers = new Thread[threads];
@@ -102,8 +100,7 @@ namespace HeapLens.Examples.Workload
             }
             foreach (var w in workers) w.Join();
             double ms = clock.Elapsed.TotalMilliseconds;
-            s_done = true;
-            sampler?.Join();
+            sampler?.Stop();
 
             for (int t = 0; t < threads; t++)
                 Console.WriteLine($"Workload: worker=worker-{t + 1} Order={counts[t].Orders} OrderLine={counts[t].Lines} Receipt={counts[t].Receipts}");
@@ -159,22 +156,6 @@ namespace HeapLens.Examples.Workload
                     long slot = Interlocked.Increment(ref s_cacheNext) % CacheSize;
                     Volatile.Write(ref s_cache[slot], order); // evicts the oldest: it dies in gen1 or gen2
                 }
-            }
-        }
-
-        private static void SamplePauses()
-        {
-            long last = -1;
-            while (!s_done)
-            {
-                GCMemoryInfo info = GC.GetGCMemoryInfo(GCKind.Any);
-                if (info.Index != last && info.Index > 0)
-                {
-                    last = info.Index;
-                    double us = info.PauseDurations.Length > 0 ? info.PauseDurations[0].TotalMicroseconds : 0;
-                    Console.WriteLine($"Workload: pause gc={info.Index} gen={info.Generation} us={us.ToString("F0", CultureInfo.InvariantCulture)}");
-                }
-                Thread.Sleep(1);
             }
         }
     }

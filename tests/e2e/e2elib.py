@@ -132,6 +132,21 @@ def record(a, db, truth_path, program_args, log, record_options=(), args_before_
     return heaplens_rc
 
 
+def record_facts(checks, a, db, truth_path, program_args, log, **record_kw):
+    """record() (record_kw: its options), then what every RuntimeQuirks check starts with:
+    heaplens exited 0, the program wrote its facts and heaplens its recording, the collector was
+    loaded. Returns the program's facts (its JSON), or None when either file is missing."""
+    rc = record(a, db, truth_path, program_args, log, **record_kw)
+    checks.eq("heaplens record exit status", 0, rc)
+    if not os.path.exists(truth_path) or not os.path.exists(db):
+        checks.ok("program wrote its facts and heaplens its recording", False)
+        return None
+    with open(truth_path) as f:
+        t = json.load(f)
+    checks.ok("collector loaded", bool(t.get("collector")), str(t.get("collector")))
+    return t
+
+
 def count_rows(db, table, busy_timeout=5):
     """count(*) of `table` in a database that may still be being written (opened read-only,
     waiting at most `busy_timeout` s for a lock); 0 while it cannot be read yet (no file, no

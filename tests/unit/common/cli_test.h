@@ -79,6 +79,18 @@ static inline char *fixture_path(const char *name)
     return g_build_filename(workdir, name, NULL);
 }
 
+/* The bytes of work-directory file `name` (NULL when unreadable): to check a command left a file
+ * as it was. */
+static inline GBytes *fixture_bytes(const char *name)
+{
+    g_autofree char *path = fixture_path(name);
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &data, &len, NULL))
+        return NULL;
+    return g_bytes_new_take(g_steal_pointer(&data), len);
+}
+
 /* Writes the recording `sb` describes through the real writer as `name`, then frees `sb`. */
 static inline void fixture_write(hl_sb *sb, const char *name)
 {

@@ -1522,9 +1522,9 @@ static void test_loss_reasons(void)
     tmp_dir_free(dir);
 }
 
-/* A stream cut after GC 1 (pid 4242): what the collector's end file tells when it says the run
- * went on after its writer was lost. */
-static hl_sb *ending_stream(void)
+/* A stream cut after GC 1 (pid 4242), in a memfd at 0: what the collector's end file tells when
+ * it says the run went on after its writer was lost. */
+static int ending_stream_fd(void)
 {
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 4242, "x");
@@ -1532,7 +1532,18 @@ static hl_sb *ending_stream(void)
     hl_sb_alloc(sb, 1, 1, 24, 100);
     hl_sb_gc_start(sb, 1, 0, FALSE, 2);
     hl_sb_gc_end(sb, 1, 0);
-    return sb;
+    int fd = hl_sb_memfd(sb, SIZE_MAX);
+    g_assert(fd >= 0);
+    hl_sb_free(sb);
+    return fd;
+}
+
+/* Removes a session folder the ending tests made (its end file, if any, and the folder). */
+static void ending_session_remove(const char *session)
+{
+    g_autofree char *end = g_build_filename(session, "end.4242", NULL);
+    unlink(end);
+    rmdir(session);
 }
 
 /* The collector's end file in `dir` (wire/hl_wire.h: a stream header and one RUN_END). */
@@ -1573,10 +1584,7 @@ static void test_ending_writer(void)
         g_assert(mkdir(session, 0700) == 0);
         if (cases[i].end_file)
             ending_file_write(session, cases[i].flags);
-        hl_sb *sb = ending_stream();
-        size_t len;
-        hl_sb_bytes(sb, &len);
-        int fd = hl_sb_memfd(sb, len);
+        int fd = ending_stream_fd();
         store_writer *w = store_writer_create(path, NULL, &error);
         CHECK(w != NULL);
         store_writer_set_session(w, session, 0);
@@ -1584,7 +1592,6 @@ static void test_ending_writer(void)
         CHECK(store_writer_finish(w, NULL, &error));
         CHECK_NO_ERROR(error);
         close(fd);
-        hl_sb_free(sb);
         sqlite3 *db = db_open(path);
         CHECK_ROWS(db,
                    "SELECT status, loss, (SELECT value FROM counters WHERE name = "
@@ -1592,9 +1599,7 @@ static void test_ending_writer(void)
                    "'program_gcs') FROM run",
                    cases[i].status_loss);
         sqlite3_close(db);
-        g_autofree char *end = g_build_filename(session, "end.4242", NULL);
-        unlink(end);
-        rmdir(session);
+        ending_session_remove(session);
         if (failures > 0)
             fprintf(stderr, "  ... in case %zu\n", i);
     }
@@ -1620,10 +1625,7 @@ static void test_ending_writer_died(void)
         g_autofree char *session = g_strdup_printf("%s/s%zu", dir, i);
         g_autofree char *path = g_strdup_printf("%s/d%zu.db", dir, i);
         g_assert(mkdir(session, 0700) == 0);
-        hl_sb *sb = ending_stream();
-        size_t len;
-        hl_sb_bytes(sb, &len);
-        int fd = hl_sb_memfd(sb, len);
+        int fd = ending_stream_fd();
         pid_t child = fork();
         g_assert(child >= 0);
         if (child == 0) {
@@ -1634,7 +1636,6 @@ static void test_ending_writer_died(void)
         waitpid(child, &status, 0);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         close(fd);
-        hl_sb_free(sb);
         if (cases[i].end_file)
             ending_file_write(session, 0);
         store_ending ending = {.session_dir = session, .exit_known = TRUE, .exit_status = 0,
@@ -1656,9 +1657,7 @@ static void test_ending_writer_died(void)
         db = db_open(path);
         CHECK_ROWS(db, run_sql, cases[i].run);
         sqlite3_close(db);
-        g_autofree char *end = g_build_filename(session, "end.4242", NULL);
-        unlink(end);
-        rmdir(session);
+        ending_session_remove(session);
         if (failures > 0)
             fprintf(stderr, "  ... in case %zu\n", i);
     }

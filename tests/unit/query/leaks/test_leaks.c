@@ -810,24 +810,13 @@ static void case_survivors_age(void)
     json_decref(doc);
 }
 
-/* The bytes of fixture `name` (NULL when unreadable). */
-static GBytes *file_bytes(const char *name)
-{
-    g_autofree char *path = fixture_path(name);
-    g_autofree char *data = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &data, &len, NULL))
-        return NULL;
-    return g_bytes_new_take(g_steal_pointer(&data), len);
-}
-
 /* A command on a file that fails (`damaged`) exits 1 with one line and leaves every byte as it
  * was; one on a sound file may succeed (and store retained sizes). Never a sanitizer report. */
 static void expect_untouched_on_failure(const char *file, gboolean damaged, const char *what,
                                         run_result r)
 {
-    g_autoptr(GBytes) after = file_bytes(file);
-    g_autoptr(GBytes) before = file_bytes("before.db");
+    g_autoptr(GBytes) after = fixture_bytes(file);
+    g_autoptr(GBytes) before = fixture_bytes("before.db");
     gboolean one_line = r.err[0] && strchr(r.err, '\n') && !strchr(r.err, '\n')[1] &&
                         g_str_has_prefix(r.err, "heaplens: ");
     CHECK(strstr(r.err, "runtime error") == NULL && strstr(r.err, "Sanitizer") == NULL);
@@ -846,7 +835,7 @@ static void expect_untouched_on_failure(const char *file, gboolean damaged, cons
  * and leaks check the file before storing and never change a damaged one. */
 static void case_damaged_pages(void)
 {
-    g_autoptr(GBytes) good = file_bytes("graph.db");
+    g_autoptr(GBytes) good = fixture_bytes("graph.db");
     gsize len = 0;
     const guint8 *data = g_bytes_get_data(good, &len);
     guint page = (guint)data[16] << 8 | data[17];

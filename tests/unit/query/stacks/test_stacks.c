@@ -431,24 +431,13 @@ static void case_speedscope(void)
            "heaplens: cannot write .: it is a directory\n");
 }
 
-/* The bytes of work-directory file `name` (NULL when unreadable). */
-static GBytes *workdir_bytes(const char *name)
-{
-    g_autofree char *path = fixture_path(name);
-    g_autofree char *data = NULL;
-    gsize len = 0;
-    if (!g_file_get_contents(path, &data, &len, NULL))
-        return NULL;
-    return g_bytes_new_take(g_steal_pointer(&data), len);
-}
-
 /* --speedscope never writes over what the command reads: the recording, by name or through a
  * link, nor its -wal or -shm file (existing or not yet); "-" is stdout, as `report -o -`. */
 static void case_speedscope_inputs(void)
 {
     run_result first = RUN("info", "stacks.db"); /* builds the generation history, once */
     run_result_release(&first);
-    g_autoptr(GBytes) before = workdir_bytes("stacks.db");
+    g_autoptr(GBytes) before = fixture_bytes("stacks.db");
     g_autofree char *link = fixture_path("link.db");
     CHECK(symlink("stacks.db", link) == 0);
     EXPECT(RUN("stacks", "stacks.db", "--speedscope", "stacks.db"), 1, "",
@@ -466,7 +455,7 @@ static void case_speedscope_inputs(void)
     EXPECT(RUN("stacks", "link.db", "--speedscope", "stacks.db-shm"), 1, "",
            "heaplens: cannot write stacks.db-shm: it is link.db-shm, which this command reads; "
            "name another file\n");
-    g_autoptr(GBytes) after = workdir_bytes("stacks.db");
+    g_autoptr(GBytes) after = fixture_bytes("stacks.db");
     CHECK(before && after && g_bytes_equal(before, after));
     g_autofree char *wal = fixture_path("stacks.db-wal");
     CHECK(!g_file_test(wal, G_FILE_TEST_EXISTS));
