@@ -140,7 +140,6 @@ int cmd_leaks(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(query_progress) progress = NULL;
     g_autoptr(leaks) found = NULL;
-    g_autofree char *note = NULL;
     uint64_t top = 10;
     sqlite3 *db = NULL;
 
@@ -176,13 +175,7 @@ int cmd_leaks(int argc, char **argv)
         leaks_print(found, stdout);
     }
     query_note_print(leaks_series_note(found), json);
-    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
-        goto out;
-    /* Last, when everything is read and printed: a failure leaves the file as it was. */
-    if (!retention_commit(db, path, progress, &note, &error))
-        goto out;
-    query_note_print(note, json);
-    if (!query_output_finish(stdout, &error))
+    if (!query_output_finish_retained(db, path, progress, json, &error))
         goto out;
     status = 0;
 out:

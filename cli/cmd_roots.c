@@ -33,7 +33,6 @@ int cmd_roots(int argc, char **argv)
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(query_progress) progress = NULL;
-    g_autofree char *note = NULL;
     root_paths_answer found = {0};
     uint64_t limit = 10, object_id = 0;
     sqlite3 *db = NULL;
@@ -123,13 +122,7 @@ int cmd_roots(int argc, char **argv)
             query_table_print(table, stdout);
         }
     }
-    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
-        goto out;
-    /* Last, when everything is read and printed: a failure leaves the file as it was. */
-    if (!retention_commit(db, path, progress, &note, &error))
-        goto out;
-    query_note_print(note, json);
-    if (!query_output_finish(stdout, &error))
+    if (!query_output_finish_retained(db, path, progress, json, &error))
         goto out;
     status = 0;
 out:

@@ -1,5 +1,6 @@
 /* output.c — aligned text tables and JSON emission for every command (cli.h). */
 #include "cli/cli.h"
+#include "query/retention.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -173,6 +174,17 @@ gboolean query_output_finish(FILE *out, GError **error)
         return FALSE;
     }
     return TRUE;
+}
+
+gboolean query_output_finish_retained(sqlite3 *db, const char *path, query_progress *progress,
+                                      gboolean json, GError **error)
+{
+    g_autofree char *note = NULL;
+    if (!query_db_note_print(db, json, error) || !query_output_finish(stdout, error) ||
+        !retention_commit(db, path, progress, &note, error))
+        return FALSE;
+    query_note_print(note, json);
+    return query_output_finish(stdout, error);
 }
 
 void query_note_print(const char *note, gboolean json)
