@@ -75,44 +75,186 @@ static int mt_classify(hl_census *s, ICorProfilerInfo *info, uint64_t at, uint64
     return MT_OBJECT;
 }
 
-static bool old_contains(const hl_census *s, uint64_t at) {
-    if (!s->n_old || at < s->old[0] || at > s->old[s->n_old - 1])
-        return false;
-    size_t lo = 0, hi = s->n_old;
+/* Adds a cache slot's counts to this walk's `counts` (through `index`); false when out of
+ * memory. */
+static bool slot_flush(hl_census *s, const struct hl_census_type *t) {
+    if (!t->mt || t->mt == s->free_mt || !t->count)
+        return true;
+    uint64_t *ix = hl_u64map_get(&s->index, t->mt);
+    if (!ix) {
+        if (s->n_counts == s->cap_counts) {
+            size_t cap = s->cap_counts ? s->cap_counts * 2 : 256;
+            hl_census_count *grown = hl_mem_realloc(s->counts, cap * sizeof *grown);
+            if (!grown)
+                return false;
+            s->counts = grown;
+            s->cap_counts = cap;
+        }
+        if (!hl_u64map_put(&s->index, t->mt, s->n_counts + 1))
+            return false;
+        s->counts[s->n_counts++] = (hl_census_count){.class_id = t->mt};
+        ix = hl_u64map_get(&s->index, t->mt);
+    }
+    s->counts[*ix - 1].count += t->count;
+    s->counts[*ix - 1].bytes += t->bytes;
+    return true;
+}
+
+/* Method tables are 8-aligned and a few dozen bytes apart in the loader heaps. */
+static inline size_t slot_of(uint64_t mt) {
+    return (size_t)((mt ^ (mt >> 11)) >> 3) & 255;
+}
+
+/* The slot of `mt` (the method table of the object at `at`) after a miss: the method table
+ * classified (mt_classify), the slot's previous type flushed. NULL
+ * when the object cannot be counted (the walk is then not exact). */
+static struct hl_census_type *slot_fill(hl_census *s, ICorProfilerInfo *info, uint64_t at,
+                                        uint64_t mt) {
+    if (mt_classify(s, info, at, mt) == MT_ERROR)
+        return NULL;
+    struct hl_census_type *t = &s->cache[slot_of(mt)];
+    if (!slot_flush(s, t))
+        return NULL;
+    *t = (struct hl_census_type){.mt = mt};
+    return t;
+}
+
+/* One walk in progress over a gen0 range: the next object, the range's end, and (counting) the
+ * remembered addresses not yet passed. */
+typedef struct lane {
+    uint64_t at, end, next_old;
+    const uint64_t *old, *old_end;
+} lane;
+
+/* Starts `l` on [at, end): the first remembered address at or after `at` by binary search,
+ * then one compare per object. */
+static void lane_start(const hl_census *s, lane *l, uint64_t at, uint64_t end, bool count) {
+    const uint64_t *old = count ? s->old : NULL, *old_end = count ? s->old + s->n_old : NULL;
+    size_t lo = 0, hi = (size_t)(old_end - old);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (s->old[mid] < at)
+        if (old[mid] < at)
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < s->n_old && s->old[lo] == at;
+    *l = (lane){.at = at, .end = end, .old = old + lo, .old_end = old_end};
+    l->next_old = l->old != old_end ? *l->old : UINT64_MAX;
 }
 
-static hl_census_count *count_slot(hl_census *s, uint64_t mt) {
-    uint64_t *ix = hl_u64map_get(&s->index, mt);
-    if (ix)
-        return &s->counts[*ix - 1];
-    if (s->n_counts == s->cap_counts) {
-        size_t cap = s->cap_counts ? s->cap_counts * 2 : 256;
-        hl_census_count *grown = hl_mem_realloc(s->counts, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        s->counts = grown;
-        s->cap_counts = cap;
+/* One object of a lane with room for one (end - at >= MIN_OBJECT), stepped as the GC steps.
+ * count: the object is counted in its method table's cache slot unless remembered from the
+ * previous GC; else (remembering) its address is appended to s->old unless it is free. false
+ * when it does not parse (no method table, a size past the range's end), its method table
+ * cannot be classified, or memory runs out. */
+__attribute__((always_inline)) static inline bool lane_step(hl_census *s, ICorProfilerInfo *info, lane *l, bool count) {
+    uint64_t at = l->at;
+    /* The step reads the method table itself (in L1: a program interleaves a few) rather than
+     * a cache of sizes: the next object's address then waits for two loads only, and the
+     * cache lookup for the counting runs beside it, not before it. */
+    uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
+    if (__builtin_expect(!mt, 0))
+        return false;
+    uint32_t flags, base;
+    memcpy(&flags, (const void *)(uintptr_t)mt, sizeof flags);
+    memcpy(&base, (const uint8_t *)(uintptr_t)mt + 4, sizeof base);
+    uint64_t raw = base;
+    if (flags & MT_HAS_COMPONENT_SIZE) {
+        uint32_t length;
+        memcpy(&length, (const uint8_t *)(uintptr_t)at + 8, sizeof length);
+        raw += (uint64_t)length * (flags & 0xffffu);
     }
-    if (!hl_u64map_put(&s->index, mt, s->n_counts + 1))
-        return NULL;
-    s->counts[s->n_counts] = (hl_census_count){.class_id = mt};
-    return &s->counts[s->n_counts++];
+    uint64_t size = (raw + OBJECT_ALIGN - 1) & ~(uint64_t)(OBJECT_ALIGN - 1);
+    if (__builtin_expect(size < MIN_OBJECT || size > l->end - at, 0))
+        return false;
+    l->at = at + size;
+    struct hl_census_type *t = &s->cache[slot_of(mt)];
+    if (__builtin_expect(t->mt != mt, 0) && !(t = slot_fill(s, info, at, mt)))
+        return false;
+    if (count) {
+        if (__builtin_expect(at >= l->next_old, 0)) {
+            while (l->old != l->old_end && *l->old < at)
+                l->old++;
+            l->next_old = l->old != l->old_end ? *l->old : UINT64_MAX;
+        }
+        if (at != l->next_old) { /* free objects count in their own slot, never reported */
+            t->count++;
+            t->bytes += raw;
+        }
+    } else if (mt != s->free_mt) {
+        if (s->n_old == s->cap_old) {
+            size_t cap = s->cap_old ? s->cap_old * 2 : 4096;
+            uint64_t *grown = hl_mem_realloc(s->old, cap * sizeof *grown);
+            if (!grown)
+                return false;
+            s->old = grown;
+            s->cap_old = cap;
+        }
+        s->old[s->n_old++] = at;
+    }
+    return true;
 }
 
-/* One object's step: its size aligned (its own size in *raw), or 0 when the range does not
- * parse. */
-static uint64_t step(uint64_t at, uint64_t end, uint64_t *raw) {
-    *raw = hl_census_object_size((const void *)(uintptr_t)at);
-    uint64_t size = (*raw + OBJECT_ALIGN - 1) & ~(uint64_t)(OBJECT_ALIGN - 1);
-    return size < MIN_OBJECT || size > end - at ? 0 : size;
+/* Starts `l` on the next gen0 range of `ranges` from *next; false when none is left. */
+static bool lane_next(const hl_census *s, lane *l, const hm_gen_range *ranges, size_t n,
+                      size_t *next, bool count) {
+    while (*next < n && ranges[*next].generation != HM_GEN_0)
+        ++*next;
+    if (*next == n)
+        return false;
+    const hm_gen_range *r = &ranges[(*next)++];
+    lane_start(s, l, r->start, r->start + r->length, count);
+    return true;
+}
+
+/* Walks the rest of `l`'s range alone; false as lane_step, or when the range ends inside an
+ * object. */
+__attribute__((always_inline)) static inline bool lane_finish(hl_census *s, ICorProfilerInfo *info,
+                                                              lane *l, bool count) {
+    while (l->end - l->at >= MIN_OBJECT)
+        if (!lane_step(s, info, l, count))
+            return false;
+    return l->at == l->end;
+}
+
+/* Gen0 ranges walked at once: each object's address waits for the previous object's size (two
+ * dependent loads), which leaves the core mostly idle; with regions gen0 is many ranges (one
+ * per region), and walking CENSUS_LANES of them in one loop overlaps their waits
+ * (bench_census: 3.7 -> 2.5 ns per object). The ranges left when too few remain for every
+ * lane (a segment's single gen0 range) are walked one at a time. */
+#define CENSUS_LANES 4
+
+/* Walks every gen0 range of `ranges` (see lane_step for `count`); false when one does not
+ * parse into whole objects or a step fails. Inlined into both callers with `count` constant. */
+__attribute__((always_inline)) static inline bool walk_gen0(hl_census *s, ICorProfilerInfo *info,
+                                                            const hm_gen_range *ranges, size_t n,
+                                                            bool count) {
+    lane lanes[CENSUS_LANES];
+    size_t next = 0;
+    int active = 0;
+    while (active < CENSUS_LANES && lane_next(s, &lanes[active], ranges, n, &next, count))
+        active++;
+    bool refill = active == CENSUS_LANES;
+    while (refill) {
+        for (int k = 0; k < CENSUS_LANES; k++) {
+            lane *l = &lanes[k];
+            if (__builtin_expect(l->end - l->at >= MIN_OBJECT, 1)) {
+                if (!lane_step(s, info, l, count))
+                    return false;
+                continue;
+            }
+            if (l->at != l->end)
+                return false; /* the range ends inside an object */
+            if (!lane_next(s, l, ranges, n, &next, count)) {
+                refill = false; /* no range left for this lane: the others finish alone */
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < active; k++)
+        if (!lane_finish(s, info, &lanes[k], count))
+            return false;
+    return true;
 }
 
 hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *before,
@@ -129,48 +271,9 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
     s->n_counts = 0;
     hl_u64map_clear(&s->index);
     memset(s->cache, 0, sizeof s->cache);
-    for (size_t i = 0; i < n_before && ok; i++) {
-        if (before[i].generation != HM_GEN_0)
-            continue;
-        uint64_t at = before[i].start, end = before[i].start + before[i].length;
-        while (at < end) {
-            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7, raw = 0;
-            uint64_t size = mt ? step(at, end, &raw) : 0;
-            if (!size) {
-                ok = false;
-                break;
-            }
-            if (mt == s->free_mt) {
-                at += size;
-                continue;
-            }
-            struct hl_census_cache *e = &s->cache[(mt >> 3) & 255];
-            if (e->mt != mt) {
-                int kind = mt_classify(s, info, at, mt);
-                if (kind == MT_ERROR) {
-                    ok = false;
-                    break;
-                }
-                if (kind == MT_FREE) {
-                    at += size;
-                    continue;
-                }
-                hl_census_count *slot = count_slot(s, mt);
-                if (!slot) {
-                    ok = false;
-                    break;
-                }
-                *e = (struct hl_census_cache){mt, (size_t)(slot - s->counts)};
-            }
-            if (!old_contains(s, at)) {
-                hl_census_count *slot = &s->counts[e->ix];
-                slot->count++;
-                slot->bytes += raw;
-                r.objects++;
-            }
-            at += size;
-        }
-    }
+    ok = walk_gen0(s, info, before, n_before, true);
+    for (size_t i = 0; i < 256 && ok; i++)
+        ok = slot_flush(s, &s->cache[i]);
     /* Not exact unless the previous GC's gen0 is known (it is not at the first GC after an
      * attach, nor after a GC whose end could not be remembered). */
     r.done = ok && s->old_valid;
@@ -178,9 +281,10 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
     if (r.done && s->n_counts) {
         r.counts = hl_mem_malloc(s->n_counts * sizeof *r.counts);
         if (r.counts) {
-            for (size_t i = 0; i < s->n_counts; i++) /* classes seen only among the skipped */
-                if (s->counts[i].count)
-                    r.counts[r.n++] = s->counts[i];
+            for (size_t i = 0; i < s->n_counts; i++) {
+                r.counts[r.n++] = s->counts[i];
+                r.objects += s->counts[i].count;
+            }
         } else {
             r.done = false;
         }
@@ -203,30 +307,9 @@ uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_r
     s->old_valid = false;
     if (!after)
         return hl_now_ns() - t0;
-    for (size_t i = 0; i < n_after; i++) {
-        if (after[i].generation != HM_GEN_0)
-            continue;
-        uint64_t at = after[i].start, end = after[i].start + after[i].length;
-        while (at < end) {
-            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7, raw = 0;
-            uint64_t size = mt ? step(at, end, &raw) : 0;
-            int kind = size ? mt_classify(s, info, at, mt) : MT_ERROR;
-            if (kind == MT_ERROR)
-                return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */
-            if (kind == MT_OBJECT) {
-                if (s->n_old == s->cap_old) {
-                    size_t cap = s->cap_old ? s->cap_old * 2 : 4096;
-                    uint64_t *grown = hl_mem_realloc(s->old, cap * sizeof *grown);
-                    if (!grown)
-                        return hl_now_ns() - t0;
-                    s->old = grown;
-                    s->cap_old = cap;
-                }
-                s->old[s->n_old++] = at;
-            }
-            at += size;
-        }
-    }
+    memset(s->cache, 0, sizeof s->cache); /* the walk flushed its counts; sizes only here */
+    if (!walk_gen0(s, info, after, n_after, false))
+        return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */
     qsort(s->old, s->n_old, sizeof *s->old, u64_cmp);
     s->old_valid = true;
     return hl_now_ns() - t0;

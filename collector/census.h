@@ -44,9 +44,11 @@ typedef struct hl_census {
     hl_u64map checked;     /* method tables whose size was checked against the runtime */
     hl_census_count *counts;
     size_t n_counts, cap_counts;
-    /* Method table -> counts slot, direct-mapped, for this walk: programs interleave a few
-     * types, and two hash lookups per object cost more than the walk itself. */
-    struct hl_census_cache { uint64_t mt; size_t ix; } cache[256];
+    /* This walk's counts per method table, direct-mapped: programs interleave a few types,
+     * and a hash lookup per object costs more than the step itself. A miss (first sight, or
+     * another type in the slot) moves the slot's counts into `counts` through `index`. The
+     * free objects' method table has a slot like any other, never reported. */
+    struct hl_census_type { uint64_t mt, count, bytes; } cache[256];
     uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
     size_t n_old, cap_old;
     bool old_valid;        /* `old` describes the previous GC's end */

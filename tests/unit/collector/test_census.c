@@ -2,8 +2,10 @@
  * with their sizes (arrays by length x component size), free objects skipped by their method
  * table even where a counted class has the same shape (byte[]), the previous GC's gen0 objects
  * skipped at the next walk while new objects in the gaps between them are counted, a size the
- * runtime reports differently turns the census off, and a walk without the previous GC's end
- * known is not exact. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
+ * runtime reports differently turns the census off, a walk without the previous GC's end
+ * known is not exact, and many gen0 ranges (regions: more than the walk's lanes, walked side
+ * by side) count the same as the objects one by one, remembered ones skipped in every range,
+ * while a range that ends inside an object makes the walk not exact. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
  * as the runtime does) and GetObjectSize2. */
 #include <string.h>
 
@@ -37,7 +39,7 @@ static clr_method vtbl[INFO_GetObjectSize2 + INFO_GetClassFromObject + 1];
 static clr_object info_obj = {.vtbl = vtbl};
 #define INFO ((ICorProfilerInfo *)&info_obj)
 
-static _Alignas(8) uint8_t heap[4096];
+static _Alignas(8) uint8_t heap[16384];
 static size_t used;
 
 /* Places an object at the end of the fake gen0; returns its address. */
@@ -114,6 +116,63 @@ int main(void) {
     CHECK(!r.done);
     CHECK(r.counts == NULL);
     hm_gen_range empty = {.start = (uint64_t)(uintptr_t)heap, .length = 0, .generation = HM_GEN_0};
+    hl_census_remember(&s, INFO, &empty, 1);
+
+    /* Seven gen0 ranges of different lengths (regions; more than the walk's lanes), with an
+     * LOH range among them, some objects remembered from the previous GC in several ranges. */
+    used = 0;
+    hm_gen_range regions[8];
+    size_t n_regions = 0, want_nodes = 0, want_chars = 0, want_bytes_total = 0;
+    uint64_t remembered[4];
+    size_t n_remembered = 0;
+    for (size_t g = 0; g < 7; g++) {
+        size_t from = used;
+        for (size_t k = 0; k < 3 + 5 * g; k++) {
+            uint64_t o = k % 3 == 2 ? put(&mt_chars, (uint32_t)k) : put(&mt_node, 0);
+            if (k == 1 && g % 2 == 0 && n_remembered < 4) {
+                remembered[n_remembered++] = o; /* a node, skipped */
+                continue;
+            }
+            if (k % 3 == 2) {
+                want_chars++;
+                want_bytes_total += 22 + 2 * k;
+            } else {
+                want_nodes++;
+                want_bytes_total += 32;
+            }
+        }
+        put(&mt_free, (uint32_t)g); /* an allocation context's tail */
+        regions[n_regions++] = gen0(from);
+        used += 64; /* a gap between regions, never walked */
+        if (g == 3)
+            regions[n_regions++] = (hm_gen_range){.start = 8, .length = 1u << 20,
+                                                  .generation = HM_GEN_LOH};
+    }
+    CHECK(used <= sizeof heap);
+    s.old = hl_mem_realloc(s.old, sizeof remembered);
+    memcpy(s.old, remembered, sizeof remembered); /* ascending: put() goes up */
+    s.n_old = s.cap_old = n_remembered;
+    s.old_valid = true;
+    r = hl_census_walk(&s, INFO, regions, n_regions);
+    CHECK(r.done);
+    CHECK_INT(n_remembered, 4);
+    CHECK_INT(r.objects, want_nodes + want_chars);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == want_nodes);
+    CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->count == want_chars);
+    CHECK_INT(find(&r, &mt_node)->bytes + find(&r, &mt_chars)->bytes, want_bytes_total);
+    hl_mem_free(r.counts);
+    /* The GC's end remembered over the same ranges: every object but the free ones. */
+    hl_census_remember(&s, INFO, regions, n_regions);
+    CHECK(s.old_valid);
+    CHECK_INT(s.n_old, want_nodes + want_chars + n_remembered);
+    for (size_t i = 1; i < s.n_old; i++)
+        CHECK(s.old[i - 1] < s.old[i]);
+    /* A range that ends inside an object (the fifth gen0 one): not exact. */
+    regions[5].length -= 8;
+    s.old_valid = true;
+    r = hl_census_walk(&s, INFO, regions, n_regions);
+    CHECK(!r.done);
+    CHECK(r.counts == NULL);
     hl_census_remember(&s, INFO, &empty, 1);
 
     /* A class whose size the runtime reports differently: the census stops for the run. */
