@@ -76,7 +76,8 @@ static void info_totals_lines(const query_info_totals *t, const query_estimates 
                               info_lines *lines)
 {
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
-    const char *approx = estimates->estimated ? "~" : "";
+    gboolean census = estimates->census;
+    const char *approx = estimates->estimated && !census ? "~" : "";
     info_lines_add(lines, "GCs",
                    g_strdup_printf("%s (gen0 %s, gen1 %s, gen2 %s)", query_count_format(t->gcs, a),
                                    query_count_format(t->gcs_gen[0], b),
@@ -86,10 +87,19 @@ static void info_totals_lines(const query_info_totals *t, const query_estimates 
     info_lines_add(lines, "compacting", count_dup(t->gcs_compacting));
     info_lines_add(lines, "incomplete", count_dup(t->gcs_incomplete));
     info_lines_add(lines, "pauses", g_strdup_printf("%s ms", query_ms_format(t->pause_ns, a)));
+    char e[QUERY_FORMAT_MAX], f[QUERY_FORMAT_MAX];
+    g_autofree char *census_part =
+        census ? g_strdup_printf("  EXACT per type where the census counted; ~%s (~%s) of them "
+                                 "ESTIMATED from the samples (after the last GC, intervals "
+                                 "without a census)",
+                                 query_count_format(t->estimated_allocations, e),
+                                 query_size_format(t->estimated_allocation_bytes, f))
+               : NULL;
     info_lines_add(lines, "allocations",
                    g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
                                    approx, query_size_format(t->allocation_bytes, b),
-                                   estimates->estimated ? "  ESTIMATED from the samples"
+                                   census_part ? census_part
+                                   : estimates->estimated ? "  ESTIMATED from the samples"
                                    : estimates->uncounted ? "  large objects only (not sampled)"
                                                           : ""));
     info_lines_add(lines, "survived a GC",
@@ -232,8 +242,18 @@ int cmd_info(int argc, char **argv)
         goto out;
     if (json) {
         json_t *totals_json = info_totals_json(&info.totals);
+        /* With the census the totals are exact but for the part it did not count, given
+         * apart (as the record summary's allocations_census). */
         json_object_set_new(totals_json, "allocations_estimated",
-                            json_boolean(info.estimates.estimated));
+                            json_boolean(info.estimates.estimated && !info.estimates.census));
+        json_object_set_new(totals_json, "allocations_census",
+                            json_boolean(info.estimates.census));
+        if (info.estimates.census) {
+            json_object_set_new(totals_json, "estimated_allocations",
+                                json_integer(info.totals.estimated_allocations));
+            json_object_set_new(totals_json, "estimated_allocation_bytes",
+                                json_integer(info.totals.estimated_allocation_bytes));
+        }
         json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O}", "file", query_json_string(path),
                                 "run", query_info_values_json(info.run), "counters",
                                 query_info_values_json(info.counters), "totals", totals_json,

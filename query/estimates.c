@@ -54,6 +54,12 @@ gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
             if (!stmt || !query_db_step(stmt, &row, error))
                 goto out;
             e->census = row && sqlite3_column_int(stmt, 0) != 0;
+            sqlite3_finalize(stmt);
+            stmt = NULL;
+            if (e->census &&
+                !query_db_int(db, "SELECT count(*) FROM gcs WHERE census_objects IS NULL",
+                              &e->census_missing, error))
+                goto out;
         }
     }
     ok = TRUE;
@@ -98,11 +104,18 @@ char *query_estimates_note_new(const query_estimates *e)
                                              "to the exact totals per type",
                                              query_count_format(e->samples, samples), e->source)
                            : g_strdup("not known (no allocation was sampled)");
+        char missing[QUERY_FORMAT_MAX];
+        g_autofree char *gaps =
+            e->census_missing > 0
+                ? g_strdup_printf(" and in %s GC %s it did not count",
+                                  query_count_format(e->census_missing, missing),
+                                  e->census_missing == 1 ? "interval" : "intervals")
+                : g_strdup("");
         return g_strdup_printf("%s mode: allocation counts per type are EXACT (small objects by a "
                                "census of gen0 at every GC, %s allocations reported by the "
-                               "runtime), except after the last GC (estimated); per thread and "
+                               "runtime), except after the last GC%s (estimated); per thread and "
                                "per stack they are %s; survivors, GCs and snapshots are exact",
-                               e->mode, exact, sampled);
+                               e->mode, exact, gaps, sampled);
     }
     if (!e->estimated)
         return g_strdup_printf("%s mode: allocation counts are not recorded (only %s allocations "

@@ -27,6 +27,9 @@ typedef struct query_estimates {
     int64_t samples, samples_dropped;
     gboolean census;             /* small objects counted per type and GC interval by the census
                                   * of gen0 (schema 6, alloc_counts flags 2): exact per type */
+    int64_t census_missing;      /* with the census: GC intervals it did not count
+                                  * (gcs.census_objects NULL: the first GC after an attach),
+                                  * estimated like the tail after the last GC */
 } query_estimates;
 
 /* Reads run.mode and the sampling row. A recording without either (an older file) is full. */

@@ -85,15 +85,22 @@ static void gc_row_read(sqlite3_stmt *stmt, void *row)
     gc->census_objects = query_db_column_value(stmt, 23);
 }
 
-GArray *query_gcs_read(sqlite3 *db, gboolean *census, GError **error)
+gboolean query_gcs_census(sqlite3 *db, gboolean *census, GError **error)
 {
     int64_t version = 0, census_gcs = 0;
     *census = FALSE;
     if (!query_db_int(db, "PRAGMA user_version", &version, error) ||
         (version >= 6 &&
          !query_db_int(db, "SELECT count(census_ns) FROM gcs", &census_gcs, error)))
-        return NULL;
+        return FALSE;
     *census = census_gcs > 0;
+    return TRUE;
+}
+
+GArray *query_gcs_read(sqlite3 *db, gboolean *census, GError **error)
+{
+    if (!query_gcs_census(db, census, error))
+        return NULL;
     return query_db_rows_read(query_db_prepare(db, *census ? gcs_census_sql : gcs_sql, error),
                               sizeof(query_gc), gc_row_read, NULL, error);
 }

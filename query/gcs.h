@@ -31,7 +31,7 @@ typedef struct query_gc {
     int64_t pinned_objects;
     int64_t allocated_count, allocated_bytes;
     /* The census of gen0 at the GC's start (sampled mode, schema 6): its time and objects;
-     * QUERY_NULL without one (filled by query_gcs_read only). */
+     * QUERY_NULL without one (filled by query_gcs_read and `heaplens report`). */
     int64_t census_ns, census_objects;
 } query_gc;
 
@@ -44,6 +44,10 @@ void query_gc_read(sqlite3_stmt *stmt, query_gc *gc);
  * "pause_ns","start_ns","end_ns","survived_bytes","moved_bytes","objects_live","incomplete",
  * "size_before":{"gen0",...,"poh"},"size_after":{...}} (new reference). */
 json_t *query_gc_json(const query_gc *gc);
+
+/* *census: some GC of `db` has a census of gen0 (gcs.census_ns, schema 6 on). FALSE and an
+ * error when the file cannot be read. */
+gboolean query_gcs_census(sqlite3 *db, gboolean *census, GError **error);
 
 /* Every GC of `db`, in GC order: a new array of query_gc. *census: some GC has a census (then
  * `heaplens gcs` shows its time). */

@@ -47,6 +47,9 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     /* Without ObjectAllocated alloc_counts holds the large (and pinned) objects only: the totals
      * are those plus the estimates of the small objects (estimates.h). */
     if (estimates->estimated) {
+        /* With the census the exact part is alloc_counts (the census, LOH, POH); the rest of
+         * the total, the samples of the intervals it did not count, is the estimate. */
+        int64_t exact = totals->allocations, exact_bytes = totals->allocation_bytes;
         g_autofree char *sql = query_estimates_sql_new(estimates, NULL, NULL);
         stmt = query_db_prepare(db, sql, error);
         if (!stmt || !query_db_step(stmt, &row, error))
@@ -55,8 +58,11 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
         sqlite3_finalize(stmt);
         stmt = NULL;
+        if (estimates->census) {
+            totals->estimated_allocations = MAX(totals->allocations - exact, 0);
+            totals->estimated_allocation_bytes = MAX(totals->allocation_bytes - exact_bytes, 0);
+        }
     }
-
     if (!query_db_objects_totals(db, &totals->objects, &totals->object_bytes,
                                  &totals->objects_alive, error))
         goto out;

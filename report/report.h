@@ -36,7 +36,8 @@
 /* Types shown in the "top types by live bytes" plot. */
 #define REPORT_TOP_TYPES 8
 
-/* One GC (query/gcs.h), with pinned_objects and allocated_count/bytes filled. */
+/* One GC (query/gcs.h), with pinned_objects, allocated_count/bytes and (with a census)
+ * census_ns/census_objects filled. */
 typedef query_gc report_gc;
 
 /* One of the top types: its live bytes right after every GC. */
@@ -86,9 +87,13 @@ typedef struct report_data {
     /* Whether the allocation figures (totals.objects/object_bytes, gcs[].allocated_*, the
      * allocation plot, top allocating types) are exact or estimates: the head of estimates.h
      * ({"mode","estimated","note","sampling"}) plus "after_last_gc":{"count","bytes"} and
-     * "top_types":[{"type","count","bytes"}] (REPORT_TOP_TYPES, most bytes first). */
+     * "top_types":[{"type","count","bytes"}] (REPORT_TOP_TYPES, most bytes first) and
+     * "census": small objects counted exactly per type in the intervals whose GC has
+     * census_objects (then "estimated" applies only to the others: the tail after the last GC,
+     * the first GC after an attach). */
     json_t *allocations;
     gboolean allocations_estimated;
+    gboolean census; /* some GC has a census of gen0: gcs[] carry census_ns, census_objects */
 } report_data;
 
 #define REPORT_TOP_SITES 10

@@ -76,24 +76,32 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
 
 /* ---- one row per GC --------------------------------------------------------------------- */
 
-static const char report_gcs_sql[] =
-    "SELECT gc, generation, reason, induced, compacting, pause_ns, start_ns, end_ns,"
-    "       survived_bytes, moved_bytes, objects_live, incomplete,"
-    "       gen0_before, gen0_after, gen1_before, gen1_after, gen2_before, gen2_after,"
-    "       loh_before, loh_after, poh_before, poh_after, pinned_roots"
-    "  FROM gc_summary ORDER BY gc";
+#define REPORT_GCS_SQL(census)                                                                 \
+    "SELECT gc, generation, reason, induced, compacting, pause_ns, start_ns, end_ns,"          \
+    "       survived_bytes, moved_bytes, objects_live, incomplete,"                            \
+    "       gen0_before, gen0_after, gen1_before, gen1_after, gen2_before, gen2_after,"        \
+    "       loh_before, loh_after, poh_before, poh_after, pinned_roots, " census               \
+    "  FROM gc_summary ORDER BY gc"
+/* The census's columns exist from schema 6 on (query_gcs_census). */
+static const char report_gcs_sql[] = REPORT_GCS_SQL("NULL, NULL");
+static const char report_gcs_census_sql[] = REPORT_GCS_SQL("census_ns, census_objects");
 
 static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
 {
     gboolean row = FALSE;
     gboolean stepped = FALSE;
-    sqlite3_stmt *stmt = query_db_prepare(db, report_gcs_sql, error);
+    if (!query_gcs_census(db, &data->census, error))
+        return FALSE;
+    sqlite3_stmt *stmt =
+        query_db_prepare(db, data->census ? report_gcs_census_sql : report_gcs_sql, error);
     if (!stmt)
         return FALSE;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
         report_gc gc;
         query_gc_read(stmt, &gc);
         gc.pinned_objects = query_db_column_value(stmt, 22);
+        gc.census_ns = query_db_column_value(stmt, 23);
+        gc.census_objects = query_db_column_value(stmt, 24);
         g_array_append_val(data->gcs, gc);
     }
     sqlite3_finalize(stmt);
@@ -352,6 +360,9 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
         return FALSE;
     data->allocations_estimated = estimates.estimated;
     data->allocations = query_estimates_json(&estimates);
+    /* With the census the intervals it counted (gcs[].census_objects set) are exact, the
+     * others (the tail, the first GC after an attach) estimated. */
+    json_object_set_new(data->allocations, "census", json_boolean(estimates.census));
     by_gc = query_estimates_sql_new(&estimates, "gc", NULL);
     stmt = query_db_prepare(db, by_gc, error);
     if (!stmt)

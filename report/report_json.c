@@ -49,11 +49,16 @@ static void out_raw(report_out *o, const char *text)
 static const char *const live_gen_names[REPORT_LIVE_GENS] = {"gen0", "gen1", "gen2",
                                                              "loh",  "poh",  "nongc"};
 
-/* A GC as `heaplens gcs --json` writes it, plus survival_rate, pinned_objects and what was
- * allocated in its interval (estimates when the document's allocations.estimated is true). */
-static json_t *report_gc_json(const report_gc *gc)
+/* A GC as `heaplens gcs --json` writes it (with a census: census_ns and census_objects), plus
+ * survival_rate, pinned_objects and what was allocated in its interval (estimates when the
+ * document's allocations.estimated is true, except in the intervals the census counted). */
+static json_t *report_gc_json(const report_gc *gc, gboolean census)
 {
     json_t *row = query_gc_json(gc);
+    if (census) {
+        json_object_set_new(row, "census_ns", query_json_value(gc->census_ns));
+        json_object_set_new(row, "census_objects", query_json_value(gc->census_objects));
+    }
     double rate = report_gc_survival_rate(gc);
     json_object_set_new(row, "survival_rate", rate >= 0 ? json_real(rate) : json_null());
     json_object_set_new(row, "pinned_objects", query_json_value(gc->pinned_objects));
@@ -92,7 +97,7 @@ static json_t *series_json(const int64_t *values, guint n)
 json_t *report_definitions_new(void)
 {
     return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
         "pause", "Runtime suspended to resumed when known, else GC start to GC end.",
         "heap_size",
         "Bytes in use per generation right before and right after the GC, from the runtime's "
@@ -115,9 +120,15 @@ json_t *report_definitions_new(void)
         "gcs.pinned_roots); \xe2\x80\x94 (null in JSON) when the recording does not say.",
         "allocated",
         "Objects and bytes allocated in the GC's interval: after the previous GC began, before "
-        "this one began. Exact in a full recording (every allocation counted); in a sampled or "
-        "attach recording small objects are ESTIMATES from the allocation samples and large "
-        "objects are counted exactly.");
+        "this one began. Exact in a full recording (every allocation counted), and in a sampled "
+        "or attach recording in every interval the census of gen0 counted (small objects by the "
+        "census, large and pinned ones by the runtime's callback); elsewhere (the first GC "
+        "after an attach, recordings without a census) small objects are ESTIMATES "
+        "from the allocation samples, and so is what was allocated after the last GC.",
+        "census",
+        "Sampled and attach recordings: the time the census of gen0 added to the GC's pause "
+        "(counting gen0's objects per type at the GC's start, remembering the survivors it left "
+        "in gen0 at its end; gcs.census_ns); empty when the interval was not counted.");
 }
 
 static void report_plots_write(report_out *o, const report_data *data)
@@ -133,7 +144,7 @@ static void report_plots_write(report_out *o, const report_data *data)
     out_raw(o, "\"pauses\":{\"unit\":\"ns\",\"from\":\"gcs[].pause_ns\"},\n");
     out_raw(o, "\"allocated\":");
     out_json(o, json_pack("{s:s, s:s, s:b}", "unit", "bytes", "from", "gcs[].allocated_bytes",
-                          "estimated", data->allocations_estimated));
+                          "estimated", data->allocations_estimated && !data->census));
     out_raw(o, ",\n");
     out_raw(o, "\"survivors\":{\"unit\":\"bytes\",\"series\":{");
     for (int g = 0; g < REPORT_LIVE_GENS; g++) {
@@ -176,7 +187,7 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     out_raw(&o, ",\n\"gcs\":[");
     for (guint i = 0; i < data->gcs->len; i++) {
         out_raw(&o, i ? ",\n" : "\n");
-        out_json(&o, report_gc_json(&g_array_index(data->gcs, report_gc, i)));
+        out_json(&o, report_gc_json(&g_array_index(data->gcs, report_gc, i), data->census));
     }
     out_raw(&o, data->gcs->len ? "\n],\n" : "],\n");
 

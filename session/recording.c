@@ -627,8 +627,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     }
     char s[QUERY_FORMAT_MAX];
     g_autofree char *estimated =
-        census ? g_strdup_printf(" (exact per type: census of gen0; per thread estimated from %s "
-                                 "samples)", query_count_format(samples, s))
+        census ? g_strdup_printf(" (exact per type up to the last GC: census of gen0; after it "
+                                 "and per thread estimated from %s samples)",
+                                 query_count_format(samples, s))
         : samples > 0 ? g_strdup_printf(" estimated from %s samples", query_count_format(samples, s))
                       : g_strdup("");
     fprintf(stderr,

@@ -632,6 +632,44 @@ def test_estimates(a, heaplens, workdir):
             check('\u2248' not in page_text.replace('\u2248 allocated', ''), '%s: nothing marked as an estimate' % label)
 
 
+def test_census(a, heaplens, workdir):
+    """A sampled recording with the census of gen0 (report_fixture census: intervals 1 and 2
+    counted exactly, GC 3 and the tail estimated): the GC table has the census's time column
+    (as `heaplens gcs` prints it), only GC 3's allocated cell is marked \u2248, the card says
+    the total is exact up to the last GC, and the plot and top types are not marked estimates."""
+    db = os.path.join(workdir, 'census.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'census', db])
+    assert r.returncode == 0, r.stderr
+    page = os.path.join(workdir, 'census.html')
+    r = run([heaplens, 'report', db, '-o', page])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    dom, _ = dump_dom(workdir, page)
+    header = dom.find('table', id='gc-table').find('thead').text()
+    check('census (ms)' in header and '\u2248 allocated' not in header, 'census: column headers %r' % header)
+    for tr in table_rows(dom):
+        c = cells(tr)
+        g = next(x for x in doc['gcs'] if x['gc'] == int(tr.attrs['data-gc']))
+        want = '\u2014' if g['census_ns'] is None else '%.3f' % (round(g['census_ns'] / 1000) / 1000)
+        check(c.get('census') is not None and c['census'].text() == want,
+              'census: GC %s census cell %r, want %r' % (g['gc'], c.get('census') and c['census'].text(), want))
+        check(c.get('allocated') is not None and
+              c['allocated'].text().startswith('\u2248 ') == (g['census_objects'] is None),
+              'census: GC %s allocated cell %r' % (g['gc'], c.get('allocated') and c['allocated'].text()))
+    summary = dom.find(id='summary').text()
+    check('Allocated (est.)' not in summary and 'exact up to the last GC' in summary,
+          'census: card %r' % summary)
+    title = dom.find(id='plot-allocated').find('h2').text()
+    check(title == 'Allocated per GC interval', 'census: plot title %r' % title)
+    head = dom.find(id='plot-allocated').find('table').find('thead').text()
+    check('(exact up to the last GC)' in head and '(est.)' not in head, 'census: top types header %r' % head)
+    note = dom.find(id='estimates-note')
+    check(note is not None and 'hidden' not in note.attrs and 'EXACT' in note.text(),
+          'census: the note at the top %r' % (note and note.text()))
+
+
 def path_points(d):
     return len(re.findall(r'[ML]', d or ''))
 
@@ -699,7 +737,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     heaplens = os.path.abspath(a.heaplens)
-    for test in (test_example, test_stacks, test_estimates, test_rounding, test_interaction, test_big):
+    for test in (test_example, test_stacks, test_estimates, test_census, test_rounding, test_interaction, test_big):
         before = len(FAILURES)
         test(a, heaplens, a.workdir)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

@@ -10,6 +10,11 @@
  *                                          (what the runtime still reports without
  *                                          ObjectAllocated), the samples estimate the rest
  *   report_fixture attach OUT.db           the same with run.mode 'attach'
+ *   report_fixture census OUT.db           "sampled" with the small objects of intervals 1
+ *                                          and 2 counted by the census of gen0 (alloc_counts
+ *                                          flags 2, thread NULL; gcs.census_ns and
+ *                                          census_objects), not those of GC 3 (as the first GC
+ *                                          after an attach) nor the tail
  *   report_fixture empty OUT.db            a complete run without any GC
  *   report_fixture ties OUT.db             2 GCs whose sizes print with a rounding tie
  *                                          (1280 B = 1.25 KiB prints "1.2 KiB", like printf)
@@ -285,13 +290,26 @@ static void build_sim(hl_sb *sb, uint32_t n_gcs, uint32_t seed, gboolean truncat
 }
 
 /* Makes the recording at `path` look recorded without ObjectAllocated (sampled or attach mode):
- * small-object allocations were never counted, only those on the LOH and POH. */
+ * small-object allocations were never counted, only those on the LOH and POH. "census": sampled
+ * mode whose census of gen0 counted the small objects of intervals 1 and 2 per type. */
 static gboolean without_counts(const char *path, const char *mode, GError **error)
 {
     sqlite3 *db = NULL;
+    gboolean census = strcmp(mode, "census") == 0;
     g_autofree char *sql = g_strdup_printf(
-        "BEGIN; UPDATE run SET mode = '%s';"
-        " DELETE FROM alloc_counts WHERE heap IS NULL OR heap NOT IN (3, 4); COMMIT;", mode);
+        "BEGIN; UPDATE run SET mode = '%s';%s"
+        " DELETE FROM alloc_counts WHERE (heap IS NULL OR heap NOT IN (3, 4)) AND flags = 0;%s"
+        " COMMIT;",
+        census ? "sampled" : mode,
+        census ? " INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived,"
+                 " survived_bytes, flags) SELECT gc, type_id, NULL, 0, sum(count), sum(bytes), 0,"
+                 " 0, 2 FROM alloc_counts WHERE (heap IS NULL OR heap NOT IN (3, 4))"
+                 " AND gc IN (1, 2) GROUP BY gc, type_id;"
+               : "",
+        census ? " UPDATE gcs SET census_ns = 1000000 * gc + 234567, census_objects = (SELECT"
+                 " sum(count) FROM alloc_counts a WHERE a.gc = gcs.gc AND a.flags = 2)"
+                 " WHERE gc IN (1, 2);"
+               : "");
     gboolean ok = sqlite3_open(path, &db) == SQLITE_OK &&
                   sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
     if (!ok)
@@ -307,6 +325,7 @@ static int usage(void)
                     "       report_fixture stacks OUT.db\n"
                     "       report_fixture sampled OUT.db\n"
                     "       report_fixture attach OUT.db\n"
+                    "       report_fixture census OUT.db\n"
                     "       report_fixture empty OUT.db\n"
                     "       report_fixture ties OUT.db\n"
                     "       report_fixture sim GCS SEED OUT.db [truncated]\n");
@@ -323,11 +342,15 @@ int main(int argc, char **argv)
     int status = 1;
 
     if (argc == 3 && (strcmp(argv[1], "small") == 0 || strcmp(argv[1], "stacks") == 0 ||
-                      strcmp(argv[1], "sampled") == 0 || strcmp(argv[1], "attach") == 0)) {
+                      strcmp(argv[1], "sampled") == 0 || strcmp(argv[1], "attach") == 0 ||
+                      strcmp(argv[1], "census") == 0)) {
         build_small(sb);
         out = argv[2];
         stacks = strcmp(argv[1], "small") != 0;
-        mode = strcmp(argv[1], "sampled") == 0 || strcmp(argv[1], "attach") == 0 ? argv[1] : NULL;
+        mode = strcmp(argv[1], "sampled") == 0 || strcmp(argv[1], "attach") == 0 ||
+                       strcmp(argv[1], "census") == 0
+                   ? argv[1]
+                   : NULL;
     } else if (argc == 3 && strcmp(argv[1], "ties") == 0) {
         const uint64_t ms = 1000000;
         hl_sb_run_start(sb, 8, "dotnet Ties.dll");

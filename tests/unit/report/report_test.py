@@ -226,6 +226,69 @@ def test_estimates(env):
     check(view == exact and no_samples == 0, 'full: the view is the exact counts %r vs %r' % (view, exact))
 
 
+def test_census(env):
+    """A sampled recording with the census of gen0 (report_fixture census: the small objects of
+    intervals 1 and 2 counted exactly per type, not those of GC 3 nor the tail): every interval
+    the census counted is exact (its alloc_counts), the others are the LOH count plus the
+    samples' estimates; each GC carries census_ns and census_objects as `heaplens gcs --json`
+    does, and the head says which is which (census, exact_per_type)."""
+    db = env.fixture_db('census.db', 'census')
+    doc = env.report_json(db)
+    if doc is None:
+        return
+    con = sqlite3.connect(db)
+    counted = dict((gc, (n, ns)) for gc, n, ns in con.execute(
+        'SELECT gc, census_objects, census_ns FROM gcs WHERE census_objects IS NOT NULL'))
+    want = {}
+    for gc, n, b in con.execute('SELECT gc, sum(count), sum(bytes) FROM alloc_counts GROUP BY gc'):
+        want[gc] = (n, b)
+    for gc, n, b in con.execute('SELECT gc, total(est_count), total(est_bytes) FROM alloc_samples'
+                                ' WHERE heap = 0 GROUP BY gc'):
+        if gc not in counted:
+            c, cb = want.get(gc, (0, 0))
+            want[gc] = (c + round(n), cb + round(b))
+    con.close()
+    check(sorted(counted) == [1, 2], 'census: the fixture counted intervals 1 and 2 %r' % counted)
+    A = doc['allocations']
+    check(A['census'] is True and A['exact_per_type'] is True and A['estimated'] is True
+          and 'EXACT' in A['note'], 'census: allocations head %r' % A)
+    got = {g['gc']: (g['allocated_count'], g['allocated_bytes']) for g in doc['gcs']}
+    check(got == {gc: want[gc] for gc in (1, 2, 3)}, 'census: allocated per GC %r, want %r' % (got, want))
+    check(A['after_last_gc'] == {'count': want[4][0], 'bytes': want[4][1]},
+          'census: after the last GC %r' % A['after_last_gc'])
+    t = doc['totals']
+    check(t['objects'] == sum(n for n, _ in want.values()) and t['object_bytes'] == sum(b for _, b in want.values()),
+          'census: totals %r' % t)
+    for g in doc['gcs']:
+        n, ns = counted.get(g['gc'], (None, None))
+        check(g.get('census_objects') == n and g.get('census_ns') == ns,
+              'census: GC %d census %r %r' % (g['gc'], g.get('census_objects'), g.get('census_ns')))
+    rows = {r['gc']: r for r in env.gcs_json(db)}
+    check(all(rows[g['gc']].get('census_ns') == g['census_ns'] for g in doc['gcs']), 'census: as heaplens gcs --json')
+    check(doc['plots']['allocated']['estimated'] is False, 'census: the plot is exact (rows say where not)')
+    check('census' in doc['definitions'], 'census: defined')
+    check_rows_match_gcs(env, db, doc, 'census')
+    check('except after the last GC and in 1 GC interval it did not count (estimated)' in A['note'],
+          'census: the note names the intervals not counted %r' % A['note'])
+    # info: exact totals, the estimated part apart (the samples of the intervals not counted)
+    est = sum(round(n) for gc, n in sqlite3.connect(db).execute(
+        'SELECT gc, total(est_count) FROM alloc_samples WHERE heap = 0 AND gc NOT IN'
+        ' (SELECT gc FROM gcs WHERE census_objects IS NOT NULL) GROUP BY gc'))
+    info = json_of(env, 'info', db)
+    T = info['totals']
+    check(T['allocations'] == t['objects'] and T['allocations_estimated'] is False and T['allocations_census'] is True
+          and T['estimated_allocations'] == est, 'census: info totals %r (estimated part %d)' % (T, est))
+    text = text_of(env, 'info', db)
+    check('  allocations      %s (' % format(t['objects'], ',') in text and
+          'EXACT per type where the census counted; ~%s (' % format(est, ',') in text,
+          'census: info text %r' % [l for l in text.splitlines() if 'allocations ' in l])
+    check(text_of(env, 'allocations', db).startswith(A['note'] + '\n'), 'census: allocations text note')
+    # without a census (the sampled fixture): no census fields
+    doc = env.report_json(env.fixture_db('est-nocensus.db', 'sampled'))
+    check(doc['allocations']['census'] is False and all('census_ns' not in g for g in doc['gcs']),
+          'no census: no census fields')
+
+
 def naive_survivors(db, gcs):
     con = sqlite3.connect(db)
     out = {g: [] for g in LIVE_GENS}
@@ -454,7 +517,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     env = Env(a.heaplens, a.fixture, a.workdir)
-    for test in (test_small, test_estimates, test_sim_differential, test_html, test_note_and_empty, test_errors,
+    for test in (test_small, test_estimates, test_census, test_sim_differential, test_html, test_note_and_empty, test_errors,
                  test_output_targets):
         before = len(FAILURES)
         test(env)
