@@ -14,7 +14,11 @@
  *   GC thread, GarbageCollectionFinished: remember the addresses of the objects in gen0 after
  *     the GC (sorted), to skip at the next walk. Nothing moves between the two callbacks.
  * The first time a method table is seen, its computed size is checked against GetObjectSize2:
- * a difference (a layout this code does not know) turns the census off for the run.
+ * a difference (a layout this code does not know) turns the census off for the run. No other
+ * call into the runtime: per object the walk reads the header, the method table's two words
+ * and an array's length, counts in a direct-mapped cache slot, and skips remembered objects by
+ * a cursor; four gen0 ranges (regions) are walked side by side so that their dependent loads
+ * overlap (collector/README.md, "The census", Cost).
  * Not walked (the GC's census marked incomplete): a GC that starts while the runtime is not
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
  * were lost. A GC the runtime runs without GarbageCollectionStarted leaves its objects in gen0
