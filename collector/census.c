@@ -30,7 +30,6 @@ uint64_t hl_census_object_size(const void *object) {
 void hl_census_init(hl_census *s, bool on) {
     memset(s, 0, sizeof *s);
     s->on = on;
-    hl_u64map_init(&s->index);
     hl_u64map_init(&s->checked);
     /* Recording from the start: the first GC's gen0 is all new. After an attach it is not (the
      * first walk then only learns; hl_census_start_unknown). */
@@ -38,9 +37,8 @@ void hl_census_init(hl_census *s, bool on) {
 }
 
 void hl_census_release(hl_census *s) {
-    hl_u64map_release(&s->index);
     hl_u64map_release(&s->checked);
-    hl_mem_free(s->counts);
+    hl_mem_free(s->types);
     hl_mem_free(s->old);
     memset(s, 0, sizeof *s);
 }
@@ -75,48 +73,65 @@ static int mt_classify(hl_census *s, ICorProfilerInfo *info, uint64_t at, uint64
     return MT_OBJECT;
 }
 
-/* Adds a cache slot's counts to this walk's `counts` (through `index`); false when out of
- * memory. */
-static bool slot_flush(hl_census *s, const struct hl_census_type *t) {
-    if (!t->mt || t->mt == s->free_mt || !t->count)
-        return true;
-    uint64_t *ix = hl_u64map_get(&s->index, t->mt);
-    if (!ix) {
-        if (s->n_counts == s->cap_counts) {
-            size_t cap = s->cap_counts ? s->cap_counts * 2 : 256;
-            hl_census_count *grown = hl_mem_realloc(s->counts, cap * sizeof *grown);
-            if (!grown)
-                return false;
-            s->counts = grown;
-            s->cap_counts = cap;
-        }
-        if (!hl_u64map_put(&s->index, t->mt, s->n_counts + 1))
-            return false;
-        s->counts[s->n_counts++] = (hl_census_count){.class_id = t->mt};
-        ix = hl_u64map_get(&s->index, t->mt);
+/* The table's first probe for `mt`: a multiplicative hash (method tables are 8-aligned and a
+ * few dozen bytes apart; the multiply is off the path to the next object). */
+static inline size_t type_home(const hl_census *s, uint64_t mt) {
+    return (size_t)((mt * UINT64_C(0x9E3779B97F4A7C15)) >> 32) & (s->types_cap - 1);
+}
+
+/* Makes the table hold at least `cap` slots, rehashing what it has; false when out of memory
+ * (the table is then unchanged). */
+static bool types_grow(hl_census *s, size_t cap) {
+    struct hl_census_type *old = s->types, *grown = hl_mem_calloc(cap, sizeof *grown);
+    size_t old_cap = s->types_cap;
+    if (!grown)
+        return false;
+    s->types = grown;
+    s->types_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+        if (!old[i].mt)
+            continue;
+        size_t j = type_home(s, old[i].mt);
+        while (grown[j].mt)
+            j = (j + 1) & (cap - 1);
+        grown[j] = old[i];
     }
-    s->counts[*ix - 1].count += t->count;
-    s->counts[*ix - 1].bytes += t->bytes;
+    hl_mem_free(old);
     return true;
 }
 
-/* Method tables are 8-aligned and a few dozen bytes apart in the loader heaps. */
-static inline size_t slot_of(uint64_t mt) {
-    return (size_t)((mt ^ (mt >> 11)) >> 3) & 255;
-}
-
-/* The slot of `mt` (the method table of the object at `at`) after a miss: the method table
- * classified (mt_classify), the slot's previous type flushed. NULL
- * when the object cannot be counted (the walk is then not exact). */
-static struct hl_census_type *slot_fill(hl_census *s, ICorProfilerInfo *info, uint64_t at,
+/* The slot of `mt` (the method table of the object at `at`) when the first probe missed: the
+ * next probes, or a new slot, the method table classified (mt_classify) on first sight in this
+ * walk. NULL when the object cannot be counted (the walk is then not exact). */
+static struct hl_census_type *type_find(hl_census *s, ICorProfilerInfo *info, uint64_t at,
                                         uint64_t mt) {
+    size_t i = type_home(s, mt);
+    while (s->types[i].mt) {
+        if (s->types[i].mt == mt)
+            return &s->types[i];
+        i = (i + 1) & (s->types_cap - 1);
+    }
     if (mt_classify(s, info, at, mt) == MT_ERROR)
         return NULL;
-    struct hl_census_type *t = &s->cache[slot_of(mt)];
-    if (!slot_flush(s, t))
-        return NULL;
-    *t = (struct hl_census_type){.mt = mt};
-    return t;
+    if ((s->n_types + 1) * 2 > s->types_cap) {
+        if (!types_grow(s, s->types_cap * 2))
+            return NULL;
+        i = type_home(s, mt);
+        while (s->types[i].mt)
+            i = (i + 1) & (s->types_cap - 1);
+    }
+    s->n_types++;
+    s->types[i].mt = mt;
+    return &s->types[i];
+}
+
+/* Empties the table for a walk (allocated at the first one); false when out of memory. */
+static bool types_clear(hl_census *s) {
+    if (!s->types)
+        return types_grow(s, 1024);
+    memset(s->types, 0, s->types_cap * sizeof *s->types);
+    s->n_types = 0;
+    return true;
 }
 
 /* One walk in progress over a gen0 range: the next object, the range's end, and (counting) the
@@ -143,15 +158,15 @@ static void lane_start(const hl_census *s, lane *l, uint64_t at, uint64_t end, b
 }
 
 /* One object of a lane with room for one (end - at >= MIN_OBJECT), stepped as the GC steps.
- * count: the object is counted in its method table's cache slot unless remembered from the
+ * count: the object is counted in its method table's slot unless remembered from the
  * previous GC; else (remembering) its address is appended to s->old unless it is free. false
  * when it does not parse (no method table, a size past the range's end), its method table
  * cannot be classified, or memory runs out. */
 __attribute__((always_inline)) static inline bool lane_step(hl_census *s, ICorProfilerInfo *info, lane *l, bool count) {
     uint64_t at = l->at;
     /* The step reads the method table itself (in L1: a program interleaves a few) rather than
-     * a cache of sizes: the next object's address then waits for two loads only, and the
-     * cache lookup for the counting runs beside it, not before it. */
+     * a table of sizes: the next object's address then waits for two loads only, and the
+     * table lookup for the counting runs beside it, not before it. */
     uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
     if (__builtin_expect(!mt, 0))
         return false;
@@ -168,8 +183,8 @@ __attribute__((always_inline)) static inline bool lane_step(hl_census *s, ICorPr
     if (__builtin_expect(size < MIN_OBJECT || size > l->end - at, 0))
         return false;
     l->at = at + size;
-    struct hl_census_type *t = &s->cache[slot_of(mt)];
-    if (__builtin_expect(t->mt != mt, 0) && !(t = slot_fill(s, info, at, mt)))
+    struct hl_census_type *t = &s->types[type_home(s, mt)];
+    if (__builtin_expect(t->mt != mt, 0) && !(t = type_find(s, info, at, mt)))
         return false;
     if (count) {
         if (__builtin_expect(at >= l->next_old, 0)) {
@@ -267,27 +282,22 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
         return r;
     }
     uint64_t t0 = hl_now_ns();
-    bool ok = true;
-    s->n_counts = 0;
-    hl_u64map_clear(&s->index);
-    memset(s->cache, 0, sizeof s->cache);
-    ok = walk_gen0(s, info, before, n_before, true);
-    for (size_t i = 0; i < 256 && ok; i++)
-        ok = slot_flush(s, &s->cache[i]);
+    bool ok = types_clear(s) && walk_gen0(s, info, before, n_before, true);
     /* Not exact unless the previous GC's gen0 is known (it is not at the first GC after an
      * attach, nor after a GC whose end could not be remembered). */
     r.done = ok && s->old_valid;
     s->old_valid = false; /* until this GC's end is remembered */
-    if (r.done && s->n_counts) {
-        r.counts = hl_mem_malloc(s->n_counts * sizeof *r.counts);
-        if (r.counts) {
-            for (size_t i = 0; i < s->n_counts; i++) {
-                r.counts[r.n++] = s->counts[i];
-                r.objects += s->counts[i].count;
-            }
-        } else {
-            r.done = false;
+    if (r.done && s->n_types) {
+        r.counts = hl_mem_malloc(s->n_types * sizeof *r.counts);
+        for (size_t i = 0; r.counts && i < s->types_cap; i++) {
+            const struct hl_census_type *t = &s->types[i];
+            if (!t->mt || t->mt == s->free_mt || !t->count) /* free; or only remembered ones */
+                continue;
+            r.counts[r.n++] = (hl_census_count){.class_id = t->mt, .count = t->count,
+                                                .bytes = t->bytes};
+            r.objects += t->count;
         }
+        r.done = r.counts != NULL;
     }
     r.walk_ns = hl_now_ns() - t0;
     return r;
@@ -307,8 +317,7 @@ uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_r
     s->old_valid = false;
     if (!after)
         return hl_now_ns() - t0;
-    memset(s->cache, 0, sizeof s->cache); /* the walk flushed its counts; sizes only here */
-    if (!walk_gen0(s, info, after, n_after, false))
+    if (!types_clear(s) || !walk_gen0(s, info, after, n_after, false))
         return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */
     qsort(s->old, s->n_old, sizeof *s->old, u64_cmp);
     s->old_valid = true;

@@ -1,12 +1,14 @@
 /* bench_census.c — the census of gen0 (collector/census.h) alone, on a synthetic gen0: how
  * many nanoseconds one walk takes per object, the figure that bounds the pause it adds.
  *
- *   bench_census [MIB [WALKS [OLD_PERCENT [RANGES]]]]
+ *   bench_census [MIB [WALKS [OLD_PERCENT [RANGES [TYPES]]]]]
  *
  * gen0 is MIB MiB (default 16: about one AllocBench gen0 on a 32 MiB L3) in RANGES ranges
  * (default 4: regions of 4 MiB; 1 is a segment's gen0) of objects in
  * AllocBench's mix (a 40-byte class, an int[] of 0-7 elements, a boxed long, a string of 4-11
- * chars) with a free object (a fixed allocation context's tail) every 8 KiB. OLD_PERCENT of
+ * chars) with a free object (a fixed allocation context's tail) every 8 KiB; with TYPES > 4,
+ * objects of TYPES classes (24 to 80 bytes) in random order instead, as a large program's
+ * many types interleave. OLD_PERCENT of
  * the objects (default 1) are remembered as the previous GC's gen0 survivors, so the walk
  * skips them. Each walk runs twice: "warm" right after the previous one (gen0 in the caches,
  * as after threads allocated it), and "cold" after 64 MiB of other memory was read. Prints
@@ -80,9 +82,10 @@ int main(int argc, char **argv) {
     int walks = argc > 2 ? atoi(argv[2]) : 21;
     int old_percent = argc > 3 ? atoi(argv[3]) : 1;
     size_t n_ranges = argc > 4 ? strtoul(argv[4], NULL, 10) : 4;
+    size_t n_types = argc > 5 ? strtoul(argv[5], NULL, 10) : 4;
     if (!mib || walks < 1 || old_percent < 0 || old_percent > 100 || !n_ranges ||
-        n_ranges > 64 || (mib << 20) / n_ranges < 4096) {
-        fprintf(stderr, "usage: bench_census [MIB [WALKS [OLD_PERCENT [RANGES]]]]\n");
+        n_ranges > 64 || (mib << 20) / n_ranges < 4096 || n_types < 4 || n_types > 65536) {
+        fprintf(stderr, "usage: bench_census [MIB [WALKS [OLD_PERCENT [RANGES [TYPES]]]]]\n");
         return 1;
     }
     vtbl[INFO_GetClassFromObject] = (clr_method)fake_class;
@@ -95,6 +98,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     memset(evict, 1, evict_size);
+    /* TYPES classes' method tables, laid out as the loader heaps do (a few dozen bytes apart). */
+    fake_mt *many = aligned_alloc(64, n_types * sizeof *many);
+    for (size_t k = 0; k < n_types; k++)
+        many[k] = (fake_mt){0, (uint32_t)(24 + 8 * (k % 8)), {0}};
+    uint64_t rng = 88172645463325252ull;
     /* RANGES ranges of size / RANGES bytes, a page apart: no object spans two. */
     hm_gen_range gen0[64];
     size_t per = (size / n_ranges) & ~(size_t)4095;
@@ -107,6 +115,12 @@ int main(int argc, char **argv) {
             if (at >= next_free) { /* an allocation context's unused tail, made a free object */
                 at = put(at, &mt_free, 16 + i % 64);
                 next_free = at + 8192;
+                continue;
+            }
+            if (n_types > 4) {
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                at = put(at, &many[rng % n_types], 0);
+                objects++;
                 continue;
             }
             switch (i % 4) {
@@ -164,10 +178,10 @@ int main(int argc, char **argv) {
     qsort(warm, (size_t)walks, sizeof *warm, cmp_double);
     qsort(cold, (size_t)walks, sizeof *cold, cmp_double);
     double wm = warm[walks / 2], cm = cold[walks / 2];
-    printf("census walk of %zu MiB gen0 in %zu ranges, %llu objects (%llu counted, %d%% "
-           "remembered), median of %d walks (CPU time):\n",
-           mib, n_ranges, (unsigned long long)objects, (unsigned long long)counted, old_percent,
-           walks);
+    printf("census walk of %zu MiB gen0 in %zu ranges, %llu objects of %zu types (%llu "
+           "counted, %d%% remembered), median of %d walks (CPU time):\n",
+           mib, n_ranges, (unsigned long long)objects, n_types, (unsigned long long)counted,
+           old_percent, walks);
     printf("  warm (gen0 in the caches): %.3f ms, %.2f ns per object\n", wm / 1e6,
            wm / (double)objects);
     printf("  cold (64 MiB read before): %.3f ms, %.2f ns per object\n", cm / 1e6,
@@ -179,5 +193,6 @@ int main(int argc, char **argv) {
     free(cold);
     free(heap);
     free(evict);
+    free(many);
     return 0;
 }

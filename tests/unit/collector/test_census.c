@@ -5,7 +5,8 @@
  * runtime reports differently turns the census off, a walk without the previous GC's end
  * known is not exact, and many gen0 ranges (regions: more than the walk's lanes, walked side
  * by side) count the same as the objects one by one, remembered ones skipped in every range,
- * while a range that ends inside an object makes the walk not exact. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
+ * while a range that ends inside an object makes the walk not exact, and 1,500 types in one
+ * walk (the table of counts grows) are each counted. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
  * as the runtime does) and GetObjectSize2. */
 #include <string.h>
 
@@ -39,7 +40,8 @@ static clr_method vtbl[INFO_GetObjectSize2 + INFO_GetClassFromObject + 1];
 static clr_object info_obj = {.vtbl = vtbl};
 #define INFO ((ICorProfilerInfo *)&info_obj)
 
-static _Alignas(8) uint8_t heap[16384];
+static _Alignas(8) uint8_t heap[131072];
+static fake_mt many[1500]; /* more types than the walk's first table holds */
 static size_t used;
 
 /* Places an object at the end of the fake gen0; returns its address. */
@@ -173,6 +175,28 @@ int main(void) {
     r = hl_census_walk(&s, INFO, regions, n_regions);
     CHECK(!r.done);
     CHECK(r.counts == NULL);
+    hl_census_remember(&s, INFO, &empty, 1);
+
+    /* 1,500 types, each twice, the second time in reverse order: each counted twice. */
+    used = 0;
+    for (size_t k = 0; k < 1500; k++)
+        many[k] = (fake_mt){0, 24 + 8 * (uint32_t)(k % 3)};
+    for (size_t k = 0; k < 3000; k++)
+        put(&many[k < 1500 ? k : 2999 - k], 0);
+    CHECK(used <= sizeof heap);
+    hm_gen_range wide = gen0(0);
+    s.old_valid = true;
+    r = hl_census_walk(&s, INFO, &wide, 1);
+    CHECK(r.done);
+    CHECK_INT(r.n, 1500);
+    CHECK_INT(r.objects, 3000);
+    size_t twice = 0;
+    for (size_t k = 0; k < 1500; k++) {
+        const hl_census_count *got = find(&r, &many[k]);
+        twice += got && got->count == 2 && got->bytes == 2 * many[k].base;
+    }
+    CHECK_INT(twice, 1500);
+    hl_mem_free(r.counts);
     hl_census_remember(&s, INFO, &empty, 1);
 
     /* A class whose size the runtime reports differently: the census stops for the run. */
