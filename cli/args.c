@@ -121,3 +121,22 @@ gboolean query_args_parse_pid(const char *command, const char *text, long *pid, 
     *pid = value;
     return TRUE;
 }
+
+char **query_args_short_output_new(int argc, char **argv, GPtrArray *owned)
+{
+    char **out = g_new0(char *, (size_t)argc + 1);
+    gboolean options_done = FALSE;
+    for (int i = 0; i < argc; i++) {
+        char *arg = argv[i];
+        if (i > 0 && !options_done && strcmp(arg, "--") == 0)
+            options_done = TRUE;
+        if (i > 0 && !options_done && strcmp(arg, "-o") == 0) {
+            arg = "--output";
+        } else if (i > 0 && !options_done && strncmp(arg, "-o", 2) == 0) {
+            arg = g_strconcat("--output=", arg + 2, NULL);
+            g_ptr_array_add(owned, arg);
+        }
+        out[i] = arg;
+    }
+    return out;
+}

@@ -60,6 +60,11 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
  * QUERY_ERROR_USAGE error "<command>: PID must be a process id, not '<text>'". */
 gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error);
 
+/* query_args_parse takes long options only: "-o X" and "-oX" become "--output X" and
+ * "--output=X" (`report -o`, `import -o`). Returns a new argv (g_free it; its strings are borrowed
+ * from `argv`, but the "--output=X" ones are owned by `owned`, a GPtrArray freeing with g_free). */
+char **query_args_short_output_new(int argc, char **argv, GPtrArray *owned);
+
 /* ---- text tables ----------------------------------------------------------------------- */
 
 typedef enum { QUERY_ALIGN_LEFT, QUERY_ALIGN_RIGHT } query_align;
