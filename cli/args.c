@@ -62,10 +62,12 @@ query_args_result query_args_parse_operand(int argc, char **argv, const query_op
                     return QUERY_ARGS_ERROR;
                 }
                 *(gboolean *)option->target = TRUE;
-            } else if (equals) {
-                *(const char **)option->target = equals + 1;
-            } else if (i + 1 < argc) {
-                *(const char **)option->target = argv[++i];
+            } else if (equals || i + 1 < argc) {
+                const char *value = equals ? equals + 1 : argv[++i];
+                if (option->kind == QUERY_OPT_LIST)
+                    g_ptr_array_add((GPtrArray *)option->target, (gpointer)value);
+                else
+                    *(const char **)option->target = value;
             } else {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "%s: option '--%s' needs a value; see 'heaplens %s --help'", command,

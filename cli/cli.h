@@ -25,6 +25,8 @@ typedef enum {
     QUERY_OPT_FLAG,  /* --name; target is a gboolean *, set to TRUE */
     QUERY_OPT_VALUE, /* --name VALUE or --name=VALUE; target is a const char **, set to a string
                       * borrowed from argv */
+    QUERY_OPT_LIST,  /* the same, repeatable; target is a GPtrArray * each value (borrowed from
+                      * argv) is appended to */
 } query_opt_kind;
 
 typedef struct query_option {

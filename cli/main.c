@@ -334,6 +334,30 @@ static const query_command commands[] = {
                      HELP_OPTION,
     },
     {
+        .name = "check",
+        .handler = cmd_check,
+        .summary = "memory assertions for CI: exit 1 with a line per assertion that fails",
+        .usage = "usage: heaplens check FILE ASSERTION... [--json]\n"
+                 "\n"
+                 "Checks memory assertions on a recording (or an imported .gcdump). Exits 0 when\n"
+                 "all hold; 1 with one line per failed assertion: what was expected, what was\n"
+                 "found, and the query that shows it. Each option may be given several times.\n"
+                 "TYPE is a full type name or one without its namespaces (as roots --type);\n"
+                 "a type the recording never saw has 0 objects.\n"
+                 "\n"
+                 "assertions:\n"
+                 "  --max-live TYPE=N       at most N objects of TYPE in the last snapshot\n"
+                 "                          (without snapshots: alive after the last GC)\n"
+                 "  --max-allocated TYPE=N  at most N allocations of TYPE in the whole run (as\n"
+                 "                          'allocations' counts them: estimates are rounded)\n"
+                 "  --max-retained TYPE=BYTES  TYPE retains at most BYTES in the last snapshot\n"
+                 "                          (K, M, G: KiB, MiB, GiB; stores retained sizes as\n"
+                 "                          'retention' does)\n"
+                 "  --no-leaks              'leaks' flags no suspect type\n"
+                 "  --sql \"SELECT ...\"      the query returns no row (its first rows are shown)\n"
+                 JSON_OPTION HELP_OPTION,
+    },
+    {
         .name = "report",
         .handler = cmd_report,
         .summary = "the per-GC report: one self-contained HTML page with plots, or JSON",
