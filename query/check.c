@@ -147,6 +147,17 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
         return FALSE;
     g_autofree char *literal = check_sql_literal(type);
     if (any) {
+        /* Rows missing from the snapshot would read as objects that are gone: its header says
+         * how many it holds (as diff checks). */
+        int64_t rows;
+        if (!check_int(db, "SELECT count(*) FROM snapshot_objects WHERE snapshot = ?2", "",
+                       info.snapshot, &rows, error))
+            return FALSE;
+        if (rows != info.objects)
+            return query_db_damaged(error,
+                                    "%s: snapshot %" G_GINT64_FORMAT " holds %" G_GINT64_FORMAT
+                                    " objects, its snapshots row counts %" G_GINT64_FORMAT,
+                                    path, info.snapshot, rows, info.objects);
         if (!check_int(db, "SELECT count(*) FROM snapshot_contents WHERE snapshot = ?2 AND "
                            "type = ?1", type, info.snapshot, &r->value, error))
             return FALSE;
