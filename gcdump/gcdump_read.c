@@ -7,7 +7,9 @@
  */
 #include "gcdump/gcdump.h"
 
+#include <glib/gstdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 G_DEFINE_QUARK(heaplens-gcdump-error-quark, gcdump_error)
 
@@ -505,6 +507,13 @@ char *gcdump_type_name_base(const char *name)
 gcdump_graph *gcdump_graph_read(const char *path, GError **error)
 {
     g_autoptr(GError) io = NULL;
+    GStatBuf st;
+    /* A FIFO or a device is refused unopened: opening one could wait for ever. */
+    if (g_stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        g_set_error(error, GCDUMP_ERROR, GCDUMP_ERROR_IO, "cannot read %s: not a regular file",
+                    path);
+        return NULL;
+    }
     GMappedFile *file = g_mapped_file_new(path, FALSE, &io);
     if (!file) {
         g_set_error(error, GCDUMP_ERROR, GCDUMP_ERROR_IO, "cannot read %s: %s", path,

@@ -14,6 +14,7 @@
 #include <glib/gstdio.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char *workdir;
@@ -277,6 +278,19 @@ static void test_damage(const char *source, gboolean every_prefix)
     (void)tries;
 }
 
+/* Not a regular file: refused without being opened (a FIFO would wait for a writer). */
+static void test_not_regular(void)
+{
+    g_autofree char *fifo = g_build_filename(workdir, "fifo.gcdump", NULL);
+    g_autoptr(GError) error = NULL;
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK(gcdump_graph_read(fifo, &error) == NULL);
+    CHECK(error && error->code == GCDUMP_ERROR_IO && strstr(error->message, "not a regular file"));
+    g_clear_error(&error);
+    CHECK(gcdump_graph_read(workdir, &error) == NULL);
+    CHECK(error && error->code == GCDUMP_ERROR_IO);
+}
+
 int main(void)
 {
     /* On tmpfs when there is one: each import syncs its database some 26 times, seconds on a
@@ -288,6 +302,7 @@ int main(void)
     if (!g_mkdtemp(workdir))
         return 2;
     test_size_buckets();
+    test_not_regular();
     test_real_file();
     test_round_trip();
     test_damage(GCDUMP_FIXTURE, TRUE);
