@@ -318,7 +318,8 @@ static gboolean gcdump_blob_int(const uint8_t *blob, uint32_t len, uint32_t *pos
         if (*pos >= len)
             return FALSE;
         b = blob[(*pos)++];
-        v = (int32_t)((uint32_t)v << 7) + (i == 4 ? b : (b & 0x7F));
+        /* In unsigned arithmetic: the format wraps, and a damaged file must not overflow. */
+        v = (int32_t)(((uint32_t)v << 7) + (uint32_t)(i == 4 ? b : (b & 0x7F)));
     }
     *out = v;
     return TRUE;
