@@ -62,10 +62,12 @@ query_args_result query_args_parse_operand(int argc, char **argv, const query_op
                     return QUERY_ARGS_ERROR;
                 }
                 *(gboolean *)option->target = TRUE;
-            } else if (equals) {
-                *(const char **)option->target = equals + 1;
-            } else if (i + 1 < argc) {
-                *(const char **)option->target = argv[++i];
+            } else if (equals || i + 1 < argc) {
+                const char *value = equals ? equals + 1 : argv[++i];
+                if (option->kind == QUERY_OPT_LIST)
+                    g_ptr_array_add((GPtrArray *)option->target, (gpointer)value);
+                else
+                    *(const char **)option->target = value;
             } else {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "%s: option '--%s' needs a value; see 'heaplens %s --help'", command,
@@ -120,4 +122,23 @@ gboolean query_args_parse_pid(const char *command, const char *text, long *pid, 
     }
     *pid = value;
     return TRUE;
+}
+
+char **query_args_short_output_new(int argc, char **argv, GPtrArray *owned)
+{
+    char **out = g_new0(char *, (size_t)argc + 1);
+    gboolean options_done = FALSE;
+    for (int i = 0; i < argc; i++) {
+        char *arg = argv[i];
+        if (i > 0 && !options_done && strcmp(arg, "--") == 0)
+            options_done = TRUE;
+        if (i > 0 && !options_done && strcmp(arg, "-o") == 0) {
+            arg = "--output";
+        } else if (i > 0 && !options_done && strncmp(arg, "-o", 2) == 0) {
+            arg = g_strconcat("--output=", arg + 2, NULL);
+            g_ptr_array_add(owned, arg);
+        }
+        out[i] = arg;
+    }
+    return out;
 }

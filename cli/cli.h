@@ -25,6 +25,8 @@ typedef enum {
     QUERY_OPT_FLAG,  /* --name; target is a gboolean *, set to TRUE */
     QUERY_OPT_VALUE, /* --name VALUE or --name=VALUE; target is a const char **, set to a string
                       * borrowed from argv */
+    QUERY_OPT_LIST,  /* the same, repeatable; target is a GPtrArray * each value (borrowed from
+                      * argv) is appended to */
 } query_opt_kind;
 
 typedef struct query_option {
@@ -59,6 +61,11 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
 /* Parses `text`, a PID operand of `command`: a process id (1 .. INT32_MAX), else a
  * QUERY_ERROR_USAGE error "<command>: PID must be a process id, not '<text>'". */
 gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error);
+
+/* query_args_parse takes long options only: "-o X" and "-oX" become "--output X" and
+ * "--output=X" (`report -o`, `import -o`). Returns a new argv (g_free it; its strings are borrowed
+ * from `argv`, but the "--output=X" ones are owned by `owned`, a GPtrArray freeing with g_free). */
+char **query_args_short_output_new(int argc, char **argv, GPtrArray *owned);
 
 /* ---- text tables ----------------------------------------------------------------------- */
 

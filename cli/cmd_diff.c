@@ -128,7 +128,13 @@ int cmd_diff(int argc, char **argv)
                    "has the same type in both (exact only for a program that allocates the same "
                    "way each run)\n");
     }
-    if (diff->renumbered_path)
+    if (diff->renumbered_path && g_strcmp0(diff->renumbered_mode, "import") == 0)
+        fprintf(json ? stderr : stdout,
+                "%snote: %s was imported from a .gcdump, which has no object identity (its "
+                "objects are numbered in the file's order), so 'survived' across two files "
+                "means nothing there; read the per-type counts\n",
+                json ? "heaplens: " : "", diff->renumbered_path);
+    else if (diff->renumbered_path)
         fprintf(json ? stderr : stdout,
                 "%snote: %s is a %s recording: its objects are numbered as GCs find them, "
                 "not by allocation, so 'survived' across two files means nothing there; read "

@@ -14,27 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* query_args_parse takes long options only: "-o X" and "-oX" become "--output X", "--output=X".
- * Returns a new argv (strings borrowed from `argv`, but "--output=X" ones owned by `owned`). */
-static char **report_argv_new(int argc, char **argv, GPtrArray *owned)
-{
-    char **out = g_new0(char *, (size_t)argc + 1);
-    gboolean options_done = FALSE;
-    for (int i = 0; i < argc; i++) {
-        char *arg = argv[i];
-        if (i > 0 && !options_done && strcmp(arg, "--") == 0)
-            options_done = TRUE;
-        if (i > 0 && !options_done && strcmp(arg, "-o") == 0) {
-            arg = "--output";
-        } else if (i > 0 && !options_done && strncmp(arg, "-o", 2) == 0) {
-            arg = g_strconcat("--output=", arg + 2, NULL);
-            g_ptr_array_add(owned, arg);
-        }
-        out[i] = arg;
-    }
-    return out;
-}
-
 int cmd_report(int argc, char **argv)
 {
     int status = 1;
@@ -49,7 +28,7 @@ int cmd_report(int argc, char **argv)
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(GPtrArray) owned = g_ptr_array_new_with_free_func(g_free);
-    g_autofree char **args = report_argv_new(argc, argv, owned);
+    g_autofree char **args = query_args_short_output_new(argc, argv, owned);
     g_autoptr(report_data) data = NULL;
     g_autoptr(query_progress) progress = NULL;
     query_output_file file = {0};

@@ -25,6 +25,9 @@ int cmd_roots(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Prints the usage text of command `name` from the table to `out`. FALSE if there is no such
  * command. A handler that sees --help calls this and returns 0. */

@@ -297,6 +297,67 @@ static const query_command commands[] = {
                      HELP_OPTION,
     },
     {
+        .name = "import",
+        .handler = cmd_import,
+        .summary = "a .gcdump (dotnet-gcdump, dotnet-monitor, PerfView) as a heaplens database",
+        .usage = "usage: heaplens import FILE.gcdump [-o DB] [--json]\n"
+                 "\n"
+                 "Reads a .gcdump (the heap graph dotnet-gcdump, dotnet-monitor and PerfView\n"
+                 "write) into a new heaplens database with one snapshot: every object with its\n"
+                 "type, size and references, and the roots by kind (local variables, handles:\n"
+                 "strong, pinning; finalizer; static variables and others as 'other').\n"
+                 "snapshots, retention, roots, leaks, diff and report work on it. A .gcdump has\n"
+                 "no object identity (ids are its node numbers + 1: diff and leaks across\n"
+                 "imported files compare by type), no generations (stored as 2), no field\n"
+                 "names or values, and no allocations. Types keep their names, without the size\n"
+                 "buckets dotnet-gcdump appends (' (Bytes > 10K)'). The file's own metadata is in\n"
+                 "the table imports.\n"
+                 "\n"
+                 "options:\n"
+                 "  -o, --output DB      the database to write (default: FILE with .db for\n"
+                 "                       .gcdump); never overwritten\n" JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "export",
+        .handler = cmd_export,
+        .summary = "a heap snapshot as a .gcdump for dotnet-gcdump report, PerfView, Visual Studio",
+        .usage = "usage: heaplens export FILE [--snapshot S] --gcdump OUT [--json]\n"
+                 "\n"
+                 "Writes heap snapshot S (default: the last) as a .gcdump: every object with its\n"
+                 "type and size, its references, and the strong roots by kind, as dotnet-gcdump\n"
+                 "lays them out. Objects' addresses are their heaplens ids (a snapshot keeps\n"
+                 "none); sizes above 2 GiB - 1 are cut to it (the format's limit).\n"
+                 "\n"
+                 "options:\n"
+                 "  --snapshot S         the snapshot to write (default: the last one)\n"
+                 "  --gcdump OUT         the .gcdump to write ('-': standard output)\n" JSON_OPTION
+                     HELP_OPTION,
+    },
+    {
+        .name = "check",
+        .handler = cmd_check,
+        .summary = "memory assertions for CI: exit 1 with a line per assertion that fails",
+        .usage = "usage: heaplens check FILE ASSERTION... [--json]\n"
+                 "\n"
+                 "Checks memory assertions on a recording (or an imported .gcdump). Exits 0 when\n"
+                 "all hold; 1 with one line per failed assertion: what was expected, what was\n"
+                 "found, and the query that shows it. Each option may be given several times.\n"
+                 "TYPE is a full type name or one without its namespaces (as roots --type);\n"
+                 "a type the recording never saw has 0 objects.\n"
+                 "\n"
+                 "assertions:\n"
+                 "  --max-live TYPE=N       at most N objects of TYPE in the last snapshot\n"
+                 "                          (without snapshots: alive after the last GC)\n"
+                 "  --max-allocated TYPE=N  at most N allocations of TYPE in the whole run (as\n"
+                 "                          'allocations' counts them: estimates are rounded)\n"
+                 "  --max-retained TYPE=BYTES  TYPE retains at most BYTES in the last snapshot\n"
+                 "                          (K, M, G: KiB, MiB, GiB; stores retained sizes as\n"
+                 "                          'retention' does)\n"
+                 "  --no-leaks              'leaks' flags no suspect type\n"
+                 "  --sql \"SELECT ...\"      the query returns no row (its first rows are shown)\n"
+                 JSON_OPTION HELP_OPTION,
+    },
+    {
         .name = "report",
         .handler = cmd_report,
         .summary = "the per-GC report: one self-contained HTML page with plots, or JSON",

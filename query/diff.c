@@ -221,9 +221,12 @@ query_diff *query_diff_new(sqlite3 *from_db, const char *path, sqlite3 *to_db,
         if (!query_estimates_get(from_db, &from_mode, error) ||
             !query_estimates_get(to_db, &to_mode, error))
             goto out;
-        if (from_mode.uncounted || to_mode.uncounted) {
-            d->renumbered_path = from_mode.uncounted ? path : to_path;
-            d->renumbered_mode = g_strdup(from_mode.uncounted ? from_mode.mode : to_mode.mode);
+        /* An imported .gcdump has no identity at all: ids are its node order. */
+        gboolean from_renumbered = from_mode.uncounted || g_strcmp0(from_mode.mode, "import") == 0;
+        gboolean to_renumbered = to_mode.uncounted || g_strcmp0(to_mode.mode, "import") == 0;
+        if (from_renumbered || to_renumbered) {
+            d->renumbered_path = from_renumbered ? path : to_path;
+            d->renumbered_mode = g_strdup(from_renumbered ? from_mode.mode : to_mode.mode);
         }
     }
     ok = TRUE;

@@ -33,6 +33,7 @@ static const char *const store_trigger_names[] = {
     [HL_SNAPSHOT_EVERY] = "every",
     [HL_SNAPSHOT_GEN2] = "gen2",
     [HL_SNAPSHOT_REQUESTED] = "requested",
+    [HL_SNAPSHOT_IMPORTED] = "import",
 };
 
 void store_snapshot_release(store_open_snapshot *s)

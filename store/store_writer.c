@@ -100,6 +100,7 @@ static const char *const store_mode_names[] = {
     [HL_MODE_FULL] = "full",
     [HL_MODE_SAMPLED] = "sampled",
     [HL_MODE_ATTACH] = "attach",
+    [HL_MODE_IMPORT] = "import",
 };
 
 static const struct {

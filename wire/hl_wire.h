@@ -108,8 +108,10 @@ enum {
     HL_GEN_NONE = 15,    /* unknown, or (in a fate) dead */
 };
 
-/* Recording modes (run metadata). */
-enum { HL_MODE_FULL = 1, HL_MODE_SAMPLED = 2, HL_MODE_ATTACH = 3 };
+/* Recording modes (run metadata). IMPORT: no program ran; the stream was made from a heap dump
+ * file (`heaplens import`, gcdump/gcdump.h): one GC whose survivors are the dump's objects, and
+ * its snapshot. */
+enum { HL_MODE_FULL = 1, HL_MODE_SAMPLED = 2, HL_MODE_ATTACH = 3, HL_MODE_IMPORT = 4 };
 
 /* Counters kept by the collector; cumulative since the start, sent in GC_END and RUN_END.
  * Losses are counted in the units users think in (allocations, GCs, snapshots), each with its
@@ -480,6 +482,7 @@ enum {
     HL_SNAPSHOT_EVERY = 2,     /* --snapshot every:N */
     HL_SNAPSHOT_GEN2 = 3,      /* --snapshot gen2 */
     HL_SNAPSHOT_REQUESTED = 4, /* heaplens snapshot PID */
+    HL_SNAPSHOT_IMPORTED = 5,  /* heaplens import: the heap dump file's graph */
 };
 typedef struct hl_snapshot_start {
     uint32_t snapshot;    /* 1, 2, 3, ... */

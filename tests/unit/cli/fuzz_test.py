@@ -42,7 +42,7 @@ TIMEOUT = 30
 COMMANDS = [
     ['info'], ['gcs'], ['allocations'], ['survivors'], ['retention'],
     ['roots', '--type', 'App.Leak'], ['leaks'], ['diff'], ['stacks'], ['snapshots'],
-    ['report'],
+    ['report'], ['export', '--gcdump', 'out.gcdump'], ['check', '--max-live', 'App.Leak=100'],
 ]
 # Commands that may store what they computed in the file (retained sizes); every command may
 # build the generation history of an unread file.

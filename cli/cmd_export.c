@@ -1,0 +1,73 @@
+/* cmd_export.c — `heaplens export FILE [--snapshot S] --gcdump OUT [--json]`: a heap snapshot
+ * as a .gcdump that dotnet-gcdump report, PerfView and Visual Studio open (gcdump/gcdump.h). */
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "gcdump/gcdump.h"
+
+#include <string.h>
+
+int cmd_export(int argc, char **argv)
+{
+    int status = 1;
+    gboolean json = FALSE;
+    const char *path = NULL, *snapshot = NULL, *output = NULL;
+    const query_option options[] = {
+        {"json", QUERY_OPT_FLAG, &json},
+        {"snapshot", QUERY_OPT_VALUE, &snapshot},
+        {"gcdump", QUERY_OPT_VALUE, &output},
+        {NULL, 0, NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(gcdump_graph) g = NULL;
+    query_output_file file = {0};
+    snapshot_info info;
+    sqlite3 *db = NULL;
+
+    switch (query_args_parse(argc, argv, options, &path, &error)) {
+    case QUERY_ARGS_HELP:
+        status = 0;
+        goto out;
+    case QUERY_ARGS_ERROR:
+        goto out;
+    case QUERY_ARGS_OK:
+        break;
+    }
+    if (!output || !*output) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "export: --gcdump OUT is needed (the .gcdump file to write)");
+        goto out;
+    }
+    if (!(db = query_db_open(path, &error)) ||
+        !snapshot_pick(db, path, "export", "snapshot", snapshot, &info, &error))
+        goto out;
+    const char *const inputs[] = {path, NULL};
+    if (!query_output_file_open(&file, output, inputs, &error) ||
+        !(g = gcdump_export_graph(db, &info, &error)) ||
+        !gcdump_graph_write(g, file.out, output, &error) ||
+        !query_output_file_commit(&file, &error))
+        goto out;
+    if (json) {
+        json_t *o = json_pack("{s:s, s:I, s:I, s:s, s:I, s:I}", "file", path, "snapshot",
+                              (json_int_t)info.snapshot, "gc", (json_int_t)info.gc, "output",
+                              output, "objects", (json_int_t)info.objects, "bytes",
+                              (json_int_t)g->total_size);
+        query_json_print(o, stdout);
+        json_decref(o);
+    } else {
+        char f[2][QUERY_FORMAT_MAX];
+        printf("heaplens: snapshot %" G_GINT64_FORMAT " (GC %" G_GINT64_FORMAT "): %s objects "
+               "(%s) -> %s\n",
+               info.snapshot, info.gc, query_count_format(info.objects, f[0]),
+               query_size_format(g->total_size, f[1]), output);
+    }
+    if (!query_output_finish(stdout, &error))
+        goto out;
+    status = 0;
+out:
+    query_output_file_release(&file);
+    sqlite3_close(db);
+    if (error)
+        query_error_report(error);
+    return status;
+}

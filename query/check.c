@@ -1,0 +1,348 @@
+/* check.c — memory assertions over a recording (check.h): each a question another query tool
+ * already answers (snapshot contents, allocations, retention, leaks), compared with a limit. */
+#include "query/check.h"
+#include "query/leaks.h"
+#include "query/query.h"
+#include "query/retention.h"
+#include "query/snapshot_graph.h"
+
+#include <string.h>
+
+void check_result_clear(check_result *r)
+{
+    g_free(r->assertion);
+    g_free(r->expected);
+    g_free(r->found);
+    g_free(r->query);
+    memset(r, 0, sizeof *r);
+}
+
+/* `text` inside double quotes for a POSIX shell. */
+static char *check_shell_dquote(const char *text)
+{
+    GString *s = g_string_new("\"");
+    for (const char *p = text; *p; p++) {
+        if (strchr("\"\\$`", *p))
+            g_string_append_c(s, '\\');
+        g_string_append_c(s, *p);
+    }
+    g_string_append_c(s, '"');
+    return g_string_free(s, FALSE);
+}
+
+/* 'text' as an SQL string literal. */
+static char *check_sql_literal(const char *text)
+{
+    GString *s = g_string_new("'");
+    for (const char *p = text; *p; p++) {
+        if (*p == '\'')
+            g_string_append_c(s, '\'');
+        g_string_append_c(s, *p);
+    }
+    g_string_append_c(s, '\'');
+    return g_string_free(s, FALSE);
+}
+
+/* sqlite3 'FILE' "SQL", the query a user runs to see what an assertion found. */
+static char *check_sqlite_command(const char *path, const char *sql)
+{
+    g_autofree char *file = g_shell_quote(path);
+    g_autofree char *quoted = check_shell_dquote(sql);
+    return g_strdup_printf("sqlite3 %s %s", file, quoted);
+}
+
+/* "TYPE=N": the type name and the limit (K, M, G: KiB, MiB, GiB with `sizes`). */
+static gboolean check_parse_limit(const char *option, const char *value, gboolean sizes,
+                                  char **type, int64_t *limit, GError **error)
+{
+    const char *eq = value ? strrchr(value, '=') : NULL;
+    if (!eq || eq == value || !eq[1]) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "check: --%s takes TYPE=%s, not '%s'", option, sizes ? "BYTES" : "N",
+                    value ? value : "");
+        return FALSE;
+    }
+    g_autofree char *number = g_strdup(eq + 1);
+    uint64_t unit = 1, n;
+    size_t len = strlen(number);
+    if (sizes && len > 1) {
+        const char *suffix = number + len - 1;
+        if (len > 3 && g_str_has_suffix(number, "iB"))
+            suffix = number + len - 3;
+        unit = g_ascii_toupper(*suffix) == 'K'   ? 1024
+               : g_ascii_toupper(*suffix) == 'M' ? 1024 * 1024
+               : g_ascii_toupper(*suffix) == 'G' ? 1024 * 1024 * 1024
+                                                 : 1;
+        if (unit > 1)
+            number[suffix - number] = 0;
+    }
+    if (!query_args_parse_uint("check", option, number, 0, (uint64_t)INT64_MAX / unit,
+                               sizes ? "a number of bytes (K, M, G: KiB, MiB, GiB)"
+                                     : "a number of objects",
+                               &n, error))
+        return FALSE;
+    *type = g_strndup(value, (gsize)(eq - value));
+    *limit = (int64_t)(n * unit);
+    return TRUE;
+}
+
+/* The type `name` names (check.h: a full name or one without namespaces): its full name, or
+ * the name as given when the recording has no such type (*known FALSE). */
+static gboolean check_type_resolve(sqlite3 *db, const char *path, const char *name, char **full,
+                                   gboolean *known, GError **error)
+{
+    g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
+    g_autoptr(GError) not_found = NULL;
+    if (!types)
+        return FALSE;
+    uint32_t id = snapshot_types_resolve(types, name, path, &not_found);
+    if (id == 0 && not_found && not_found->code != QUERY_ERROR_NOT_FOUND) {
+        g_propagate_error(error, g_steal_pointer(&not_found));
+        return FALSE;
+    }
+    char buf[QUERY_FORMAT_MAX];
+    *known = id != 0;
+    *full = g_strdup(id ? snapshot_types_name(types, id, buf) : name);
+    return TRUE;
+}
+
+static gboolean check_last_snapshot(sqlite3 *db, snapshot_info *info, gboolean *any,
+                                    GError **error)
+{
+    g_autoptr(GArray) list = snapshot_list_new(db, error);
+    if (!list)
+        return FALSE;
+    *any = list->len > 0;
+    if (*any)
+        *info = g_array_index(list, snapshot_info, list->len - 1);
+    return TRUE;
+}
+
+/* One integer from `sql` with `text` bound to ?1 and `n` to ?2. */
+static gboolean check_int(sqlite3 *db, const char *sql, const char *text, int64_t n,
+                          int64_t *value, GError **error)
+{
+    sqlite3_stmt *st = query_db_prepare(db, sql, error);
+    gboolean row = FALSE;
+    if (!st)
+        return FALSE;
+    sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, n);
+    gboolean ok = query_db_step(st, &row, error);
+    *value = ok && row ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    return ok;
+}
+
+static gboolean check_max_live(sqlite3 *db, const char *path, const char *value, check_result *r,
+                               GError **error)
+{
+    g_autofree char *name = NULL, *type = NULL, *sql = NULL;
+    gboolean known, any;
+    snapshot_info info;
+    char f[2][QUERY_FORMAT_MAX];
+    if (!check_parse_limit("max-live", value, FALSE, &name, &r->limit, error) ||
+        !check_type_resolve(db, path, name, &type, &known, error) ||
+        !check_last_snapshot(db, &info, &any, error))
+        return FALSE;
+    g_autofree char *literal = check_sql_literal(type);
+    if (any) {
+        /* Rows missing from the snapshot would read as objects that are gone: its header says
+         * how many it holds (as diff checks). */
+        int64_t rows;
+        if (!check_int(db, "SELECT count(*) FROM snapshot_objects WHERE snapshot = ?2", "",
+                       info.snapshot, &rows, error))
+            return FALSE;
+        if (rows != info.objects)
+            return query_db_damaged(error,
+                                    "%s: snapshot %" G_GINT64_FORMAT " holds %" G_GINT64_FORMAT
+                                    " objects, its snapshots row counts %" G_GINT64_FORMAT,
+                                    path, info.snapshot, rows, info.objects);
+        if (!check_int(db, "SELECT count(*) FROM snapshot_contents WHERE snapshot = ?2 AND "
+                           "type = ?1", type, info.snapshot, &r->value, error))
+            return FALSE;
+        sql = g_strdup_printf("SELECT count(*) FROM snapshot_contents WHERE snapshot = %"
+                              G_GINT64_FORMAT " AND type = %s", info.snapshot, literal);
+        r->found = g_strdup_printf("%s objects of %s in snapshot %" G_GINT64_FORMAT
+                                   " (GC %" G_GINT64_FORMAT ", the last)",
+                                   query_count_format(r->value, f[0]), type, info.snapshot,
+                                   info.gc);
+    } else {
+        if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = (SELECT max(gc) FROM "
+                           "gcs) AND type = ?1", type, 0, &r->value, error))
+            return FALSE;
+        sql = g_strdup_printf("SELECT count(*) FROM live_objects WHERE gc = (SELECT max(gc) "
+                              "FROM gcs) AND type = %s", literal);
+        r->found = g_strdup_printf("%s objects of %s alive after the last GC (no snapshots)",
+                                   query_count_format(r->value, f[0]), type);
+    }
+    if (!known) {
+        char *more = g_strdup_printf("%s; the recording has no type named '%s'", r->found, name);
+        g_free(r->found);
+        r->found = more;
+    }
+    r->expected = g_strdup_printf("at most %s", query_count_format(r->limit, f[1]));
+    r->query = check_sqlite_command(path, sql);
+    r->ok = r->value <= r->limit;
+    return TRUE;
+}
+
+static gboolean check_max_allocated(sqlite3 *db, const char *path, const char *value,
+                                    check_result *r, GError **error)
+{
+    g_autofree char *name = NULL, *type = NULL, *sql = NULL;
+    gboolean known;
+    char f[2][QUERY_FORMAT_MAX];
+    if (!check_parse_limit("max-allocated", value, FALSE, &name, &r->limit, error) ||
+        !check_type_resolve(db, path, name, &type, &known, error))
+        return FALSE;
+    /* The figures of `heaplens allocations`: exact in full mode, the census's exact counts plus
+     * estimates in sampled and attach recordings (rounded). */
+    if (!check_int(db, "SELECT CAST(round(total(count)) AS INTEGER) FROM "
+                       "allocations_estimated_by_type_thread WHERE type = ?1",
+                   type, 0, &r->value, error))
+        return FALSE;
+    g_autofree char *literal = check_sql_literal(type);
+    sql = g_strdup_printf("SELECT round(total(count)) FROM allocations_estimated_by_type_thread "
+                          "WHERE type = %s", literal);
+    r->found = g_strdup_printf("%s allocations of %s%s", query_count_format(r->value, f[0]), type,
+                               known ? "" : " (the recording has no such type)");
+    r->expected = g_strdup_printf("at most %s", query_count_format(r->limit, f[1]));
+    r->query = check_sqlite_command(path, sql);
+    r->ok = r->value <= r->limit;
+    return TRUE;
+}
+
+static gboolean check_max_retained(sqlite3 *db, const char *path, const char *value,
+                                   check_result *r, GError **error)
+{
+    g_autofree char *name = NULL, *type = NULL, *sql = NULL;
+    gboolean known;
+    snapshot_info info;
+    char f[2][QUERY_FORMAT_MAX];
+    if (!check_parse_limit("max-retained", value, TRUE, &name, &r->limit, error) ||
+        !check_type_resolve(db, path, name, &type, &known, error) ||
+        !snapshot_pick(db, path, "check", "snapshot", NULL, &info, error) ||
+        !retention_ensure(db, &info, NULL, error))
+        return FALSE;
+    r->retention = TRUE;
+    if (!check_int(db, "SELECT coalesce(sum(r.retained_bytes), 0) FROM retention_types r JOIN "
+                       "types t ON t.id = r.type_id WHERE r.snapshot = ?2 AND t.name = ?1",
+                   type, info.snapshot, &r->value, error))
+        return FALSE;
+    g_autofree char *literal = check_sql_literal(type);
+    sql = g_strdup_printf("SELECT retained_bytes FROM retained_by_type WHERE snapshot = %"
+                          G_GINT64_FORMAT " AND type = %s", info.snapshot, literal);
+    r->found = g_strdup_printf("%s retained by %s in snapshot %" G_GINT64_FORMAT
+                               " (GC %" G_GINT64_FORMAT ", the last)",
+                               query_size_format(r->value, f[0]), type, info.snapshot, info.gc);
+    r->expected = g_strdup_printf("at most %s", query_size_format(r->limit, f[1]));
+    r->query = check_sqlite_command(path, sql);
+    r->ok = r->value <= r->limit;
+    return TRUE;
+}
+
+static gboolean check_no_leaks(sqlite3 *db, const char *path, check_result *r, GError **error)
+{
+    g_autoptr(GError) none = NULL;
+    g_autoptr(leaks) l = leaks_find(db, path, 5, FALSE, NULL, &none);
+    g_autofree char *file = g_shell_quote(path);
+    r->limit = 0;
+    r->expected = g_strdup("no leak suspect");
+    r->query = g_strdup_printf("heaplens leaks %s", file);
+    r->retention = TRUE;
+    if (!l) {
+        if (none->code != QUERY_ERROR_NOT_FOUND) {
+            g_propagate_error(error, g_steal_pointer(&none));
+            return FALSE;
+        }
+        /* Fewer than two snapshots: nothing grew across them. */
+        r->found = g_strdup_printf("nothing to compare: %s", none->message);
+        r->ok = TRUE;
+        return TRUE;
+    }
+    r->value = leaks_flagged_count(l);
+    GString *found = g_string_new(NULL);
+    g_string_printf(found, "%" G_GINT64_FORMAT " suspect%s", r->value, r->value == 1 ? "" : "s");
+    for (guint i = 0, shown = 0; i < leaks_count(l) && shown < 3; i++) {
+        leaks_suspect s;
+        char buf[QUERY_FORMAT_MAX], holder[QUERY_FORMAT_MAX], n[QUERY_FORMAT_MAX];
+        leaks_suspect_get(l, i, &s, buf, holder);
+        if (!s.flagged)
+            continue;
+        g_string_append_printf(found, "%s%s (+%s objects)", shown++ ? ", " : ": ", s.type,
+                               query_count_format(s.growth_count, n));
+    }
+    r->found = g_string_free(found, FALSE);
+    r->ok = r->value == 0;
+    return TRUE;
+}
+
+static gboolean check_sql(sqlite3 *db, const char *path, const char *sql, check_result *r,
+                          GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    if (!sql || !*sql) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "check: --sql needs a query");
+        return FALSE;
+    }
+    /* A query, not a change: the connection is read-only, and anything but a statement that
+     * reads is refused before it runs. */
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || !st ||
+        !sqlite3_stmt_readonly(st)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "check: --sql %s",
+                    st ? "must be a query that reads (SELECT ...)" : sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return FALSE;
+    }
+    GString *rows = g_string_new(NULL);
+    gboolean row;
+    while (query_db_step(st, &row, error) && row) {
+        if (r->value++ < 5) {
+            g_string_append(rows, r->value == 1 ? ": " : "; ");
+            for (int c = 0; c < sqlite3_column_count(st); c++) {
+                const char *v = (const char *)sqlite3_column_text(st, c);
+                g_string_append_printf(rows, "%s%s", c ? "|" : "", v ? v : "NULL");
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    if (error && *error) {
+        g_string_free(rows, TRUE);
+        return FALSE;
+    }
+    r->limit = 0;
+    r->expected = g_strdup("no row");
+    r->found = g_strdup_printf("%" G_GINT64_FORMAT " row%s%s%s", r->value,
+                               r->value == 1 ? "" : "s", rows->str, r->value > 5 ? "; ..." : "");
+    g_string_free(rows, TRUE);
+    r->query = check_sqlite_command(path, sql);
+    r->ok = r->value == 0;
+    return TRUE;
+}
+
+gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *value,
+                    check_result *out, GError **error)
+{
+    static const char *const names[] = {
+        [CHECK_MAX_LIVE] = "--max-live",   [CHECK_MAX_ALLOCATED] = "--max-allocated",
+        [CHECK_MAX_RETAINED] = "--max-retained", [CHECK_NO_LEAKS] = "--no-leaks",
+        [CHECK_SQL] = "--sql",
+    };
+    memset(out, 0, sizeof *out);
+    out->limit = -1;
+    out->assertion = value ? g_strdup_printf("%s %s", names[kind], value) : g_strdup(names[kind]);
+    switch (kind) {
+    case CHECK_MAX_LIVE:
+        return check_max_live(db, path, value, out, error);
+    case CHECK_MAX_ALLOCATED:
+        return check_max_allocated(db, path, value, out, error);
+    case CHECK_MAX_RETAINED:
+        return check_max_retained(db, path, value, out, error);
+    case CHECK_NO_LEAKS:
+        return check_no_leaks(db, path, out, error);
+    case CHECK_SQL:
+        return check_sql(db, path, value, out, error);
+    }
+    return FALSE;
+}

@@ -1,0 +1,50 @@
+/* check.h — memory assertions over a recording, for CI (`heaplens check`): each holds or not,
+ * with what was expected, what was found and a query to see it.
+ *
+ *   --max-live TYPE=N       objects of TYPE in the last snapshot (or, without snapshots, alive
+ *                           after the last GC) at most N
+ *   --max-allocated TYPE=N  allocations of TYPE over the whole run at most N (estimates rounded
+ *                           in sampled and attach recordings, as `allocations` shows them)
+ *   --max-retained TYPE=B   bytes TYPE retains in the last snapshot at most B (suffixes K, M, G:
+ *                           KiB, MiB, GiB); computes and stores retained sizes as `retention`
+ *   --no-leaks              `leaks` flags no suspect
+ *   --sql "SELECT ..."      the query returns no row
+ *
+ * TYPE is a full name or one without its namespaces, as `roots --type` takes it; a type the
+ * recording never saw has 0 objects. Errors: GError ** last (QUERY_ERROR_USAGE for a bad
+ * assertion), one line. Single-threaded.
+ */
+#ifndef HEAPLENS_QUERY_CHECK_H
+#define HEAPLENS_QUERY_CHECK_H
+
+#include <glib.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+typedef enum {
+    CHECK_MAX_LIVE,
+    CHECK_MAX_ALLOCATED,
+    CHECK_MAX_RETAINED,
+    CHECK_NO_LEAKS,
+    CHECK_SQL,
+} check_kind;
+
+typedef struct check_result {
+    char *assertion; /* as given: "--max-live App.Leak=100" */
+    gboolean ok;
+    char *expected;  /* "at most 100" */
+    char *found;     /* "1,200 objects of App.Leak in snapshot 7 (GC 7)" */
+    char *query;     /* a command that shows it: sqlite3 FILE "SELECT ..." or heaplens ... */
+    int64_t value, limit; /* the numbers compared (value: rows for --sql); limit -1 for none */
+    gboolean retention;   /* retained sizes were computed (the caller commits them) */
+} check_result;
+
+/* Evaluates one assertion of kind `kind` with `value` (NULL for --no-leaks) on the recording at
+ * `path`, open as `db` (query_db_open). Fills *out (release with check_result_clear, also after
+ * a failure). FALSE with an error when the assertion cannot be evaluated (a bad value, a
+ * recording without the snapshot it needs, SQL that does not run). */
+gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *value,
+                    check_result *out, GError **error);
+void check_result_clear(check_result *r);
+
+#endif /* HEAPLENS_QUERY_CHECK_H */

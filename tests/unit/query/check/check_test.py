@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""check_test.py -- `heaplens check` on the leak fixture (`test_leaks fixture`: 4 snapshots,
+App.Leak growing 3 a snapshot under App.Holder): assertions that hold (exit 0), each kind failing
+on purpose with its exact line (expected, found, the query to see it, which gives what was
+found), --json, and bad assertions refused in one line without touching the file.
+
+Usage: check_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+failures = 0
+
+
+def expect(name, cond, detail=""):
+    global failures
+    if not cond:
+        failures += 1
+        print(f"FAIL {name}: {detail}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--heaplens", required=True)
+    ap.add_argument("--fixture", required=True)
+    ap.add_argument("--workdir", required=True)
+    a = ap.parse_args()
+    a.heaplens = os.path.abspath(a.heaplens)
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    subprocess.run([a.fixture, "fixture", a.workdir], check=True)
+    db = "graph.db"
+
+    def check(*args):
+        p = subprocess.run([a.heaplens, "check", db] + list(args), cwd=a.workdir,
+                           capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    rc, out, err = check("--max-live", "App.Leak=12", "--max-allocated", "Leak=12",
+                         "--max-retained", "Holder=20K", "--sql", "SELECT 1 WHERE 0")
+    expect("assertions that hold", rc == 0 and out == "4 assertions hold\n", f"{rc} {out!r} {err!r}")
+
+    q_live = ("sqlite3 'graph.db' \"SELECT count(*) FROM snapshot_contents WHERE snapshot = 4 "
+              "AND type = 'App.Leak'\"")
+    cases = [
+        (["--max-live", "Leak=11"],
+         "FAIL --max-live Leak=11: expected at most 11, found 12 objects of App.Leak in snapshot "
+         f"4 (GC 4, the last); see: {q_live}", "12"),
+        (["--max-allocated", "App.Leaf=11"],
+         "FAIL --max-allocated App.Leaf=11: expected at most 11, found 12 allocations of App.Leaf; "
+         "see: sqlite3 'graph.db' \"SELECT round(total(count)) FROM "
+         "allocations_estimated_by_type_thread WHERE type = 'App.Leaf'\"", "12.0"),
+        (["--max-retained", "App.Holder=1K"], None, None),
+        (["--no-leaks"],
+         "FAIL --no-leaks: expected no leak suspect, found 2 suspects: App.Leak (+9 objects), "
+         "App.Leaf (+9 objects); see: heaplens leaks 'graph.db'", None),
+        (["--sql", "SELECT type FROM snapshot_contents WHERE snapshot = 4 AND type LIKE 'App.Leak%' "
+                   "GROUP BY type"],
+         "FAIL --sql SELECT type FROM snapshot_contents WHERE snapshot = 4 AND type LIKE "
+         "'App.Leak%' GROUP BY type: expected no row, found 2 rows: App.Leak; App.Leak[]; see: "
+         "sqlite3 'graph.db' \"SELECT type FROM snapshot_contents WHERE snapshot = 4 AND type "
+         "LIKE 'App.Leak%' GROUP BY type\"", None),
+    ]
+    for args, line, shows in cases:
+        rc, out, err = check(*args)
+        lines = out.splitlines()
+        expect(f"{args[0]} fails: exit 1", rc == 1, f"{rc} {err!r}")
+        expect(f"{args[0]} fails: two lines", len(lines) == 2 and lines[1] == "1 of 1 assertion failed",
+               repr(out))
+        if line is not None:
+            expect(f"{args[0]} line", lines and lines[0] == line, f"\n got  {lines[:1]}\n want {line!r}")
+        elif lines:
+            expect(f"{args[0]} line", lines[0].startswith(f"FAIL {' '.join(args)}: expected at most "
+                                                          "1.0 KiB, found 12."), repr(lines[0]))
+        if shows is not None and lines:
+            cmd = lines[0].split("; see: ", 1)[1]
+            p = subprocess.run(cmd, shell=True, cwd=a.workdir, capture_output=True, text=True)
+            expect(f"{args[0]}: its query shows what was found", p.stdout.strip() == shows,
+                   f"{cmd}: {p.stdout!r} {p.stderr!r}")
+
+    rc, out, err = check("--max-live", "App.Leak=12", "--max-live", "App.Leaf=1", "--json")
+    try:
+        doc = json.loads(out)
+        expect("--json", rc == 1 and doc["ok"] is False and doc["assertions"] == 2 and
+               doc["failed"] == 1 and [r["ok"] for r in doc["results"]] == [True, False] and
+               doc["results"][1]["value"] == 12 and doc["results"][1]["limit"] == 1, out)
+    except ValueError:
+        expect("--json is JSON", False, out)
+
+    with open(os.path.join(a.workdir, db), "rb") as f:
+        before = hashlib.sha256(f.read()).hexdigest()
+    for args in (["--max-live", "App.Leak"], ["--max-live", "App.Leak=-1"],
+                 ["--max-retained", "App.Leak=3X"], ["--sql", "DELETE FROM gcs"],
+                 ["--sql", "SELECT nope FROM nothing"], []):
+        rc, out, err = check(*args)
+        expect(f"refused: {args}", rc == 1 and out == "" and len(err.splitlines()) == 1 and
+               err.startswith("heaplens: check: ") or (rc == 1 and err.startswith("heaplens: ")
+                                                       and len(err.splitlines()) == 1 and out == ""),
+               f"{rc} {out!r} {err!r}")
+    with open(os.path.join(a.workdir, db), "rb") as f:
+        expect("refused assertions leave the file as it was",
+               hashlib.sha256(f.read()).hexdigest() == before)
+    print(f"{failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
