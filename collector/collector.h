@@ -74,6 +74,7 @@ typedef struct hl_profiler {
     atomic_bool stopping;
     uint64_t shutdown_ns;       /* when Shutdown called hl_collector_stop (before the join) */
     int wake_fd;                /* eventfd: Shutdown wakes the collector thread */
+    struct hl_rejit *rejit;     /* counted sites (`--count`, rejit.h); NULL when not counting */
 } hl_profiler;
 
 /* Starts the collector thread (connects to the writer there). Returns 0 or an errno. */

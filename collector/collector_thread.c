@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "collector/mem.h"
 #include "collector/collector_internal.h"
+#include "collector/rejit.h"
 #include "collector/eventpipe.h"
 #include "collector/discovery.h"
 
@@ -893,6 +894,7 @@ static void finish(collector *c) {
     hl_samples_flush_names(c);
     send_counts(c, last_gc + 1, &counts);
     hl_samples_send(c, last_gc + 1, &samples);
+    hl_rejit_send(c, p->rejit);
     /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
      * end record arrives: it tells the writer the recording is complete. */
     hl_outbox_flush(&c->out, c->out.stall_ms);

@@ -17,6 +17,7 @@
 #include "collector/attach_config.h"
 #include "collector/collector.h"
 #include "collector/mem.h"
+#include "collector/rejit.h"
 #include "wire/hl_wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -365,7 +366,7 @@ static void forget_session_environment(void) {
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
                                         "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS",
-                                        "HEAPLENS_HANDLES"};
+                                        "HEAPLENS_HANDLES", "HEAPLENS_COUNT"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -467,6 +468,7 @@ typedef struct session_config {
     bool handles;                /* HEAPLENS_HANDLES=1 (`record --handles`): full mode keeps
                                   * MONITOR_GC at every GC (handle lifetimes, unreported counts) */
     bool stacks;                 /* allocation samples with stacks (EventPipe session) */
+    const char *count;           /* HEAPLENS_COUNT: `--count` patterns, ';'-separated (rejit.h) */
 } session_config;
 
 /* The one start shared by Initialize and InitializeForAttach: the mode's event mask, the
@@ -499,8 +501,17 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
                         strcmp(getenv("HEAPLENS_CENSUS_CHECK"), "1") == 0;
     if (census_check)
         low |= COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED;
-    if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high)))
+    /* Counted sites: before the mask, so that no module load is missed. */
+    if (cfg->count && *cfg->count && !cfg->empty) {
+        p->rejit = hl_rejit_start(p->info, p->info_version, cfg->count);
+        if (p->rejit)
+            low |= HL_REJIT_EVENT_FLAGS;
+    }
+    if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high))) {
+        hl_rejit_stop(p->rejit);
+        p->rejit = NULL;
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    }
     p->mode = cfg->mode;
     p->stacks = cfg->stacks && !cfg->empty;
 
@@ -563,7 +574,8 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     session_config cfg = {.socket_path = connect_to, .snapshot_policy = getenv("HEAPLENS_SNAPSHOT"),
                           .mode = mode_from_env(), .empty = empty && strcmp(empty, "1") == 0,
                           .stacks = !(stacks && strcmp(stacks, "off") == 0),
-                          .handles = handles && strcmp(handles, "1") == 0};
+                          .handles = handles && strcmp(handles, "1") == 0,
+                          .count = getenv("HEAPLENS_COUNT")};
     HRESULT hr = session_start(p, info_unknown, &cfg);
     if (hr == S_OK)
         forget_session_environment();
@@ -663,7 +675,25 @@ static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
 
 static HRESULT on_shutdown(hl_profiler *p) {
     p->active = false; /* late callbacks on other threads become no-ops */
+    hl_rejit_stop(p->rejit); /* its counters stay: the collector sends them at the end */
     hl_collector_stop(p);
+    return S_OK;
+}
+
+/* Counted sites (rejit.h): module loads queue, the runtime asks for a prepared body. */
+static HRESULT on_module_load_finished(hl_profiler *p, ModuleID module, HRESULT status) {
+    if (!HR_FAILED(status))
+        hl_rejit_module_loaded(p->rejit, module, !p->attach);
+    return S_OK;
+}
+static HRESULT on_get_rejit_parameters(hl_profiler *p, ModuleID module, uint32_t method,
+                                       void *function_control) {
+    return hl_rejit_parameters(p->rejit, module, method, function_control);
+}
+static HRESULT on_rejit_error(hl_profiler *p, ModuleID module, uint32_t method,
+                              FunctionID function, HRESULT status) {
+    (void)function;
+    hl_rejit_error(p->rejit, module, method, status);
     return S_OK;
 }
 
@@ -719,6 +749,9 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .ThreadNameChanged = on_thread_name_changed,
     .LoadAsNotificationOnly = on_load_as_notification_only,
     .EventPipeEventDelivered = hl_eventpipe_on_event,
+    .ModuleLoadFinished = on_module_load_finished,
+    .GetReJITParameters = on_get_rejit_parameters,
+    .ReJITError = on_rejit_error,
 };
 #pragma GCC diagnostic pop
 

@@ -453,6 +453,11 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         setenv("HEAPLENS_HANDLES", "1", 1);
     else
         unsetenv("HEAPLENS_HANDLES");
+    /* --count: the methods whose allocation sites are counted (collector/rejit.h). */
+    if (o.count)
+        setenv("HEAPLENS_COUNT", o.count, 1);
+    else
+        unsetenv("HEAPLENS_COUNT");
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
                                   o.children, o.stacks, original, &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);

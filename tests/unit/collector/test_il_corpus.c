@@ -264,8 +264,10 @@ int main(int argc, char **argv) {
            "widened branches\n",
            assemblies, st.methods, st.rewritten, st.sites, st.newobj, st.newarr, st.box,
            st.may_elide, st.generic, st.clauses, st.widened_bodies);
-    CHECK(st.methods > 10000);
-    CHECK(st.widened_bodies > 0);
+    if (argc == 2 && !strstr(argv[1], ".dll")) { /* the shared framework: a real corpus */
+        CHECK(st.methods > 10000);
+        CHECK(st.widened_bodies > 0);
+    }
     if (failures)
         fprintf(stderr, "%d failures\n", failures);
     return failures != 0;
