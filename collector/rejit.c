@@ -40,11 +40,21 @@ typedef struct rejit_method {
     uint32_t refused;   /* HL_COUNT_REFUSED_*, 0 when counted */
 } rejit_method;
 
+/* A pattern that matches nothing is reported with the names closest to it: the smallest edit
+ * distance to the pattern without its '*' (a misspelt namespace, type or method shows). */
+#define CLOSEST 3
+typedef struct pattern_state {
+    uint64_t matched;
+    size_t score[CLOSEST];
+    char *closest[CLOSEST];
+} pattern_state;
+
 struct hl_rejit {
     ICorProfilerInfo *info;
     int info_version;
     char **patterns;
     size_t n_patterns;
+    pattern_state *pstate; /* per pattern; the rejit thread's */
     pthread_mutex_t lock; /* the queue and the arrays' growth */
     pthread_cond_t wake;
     ModuleID *queue;
@@ -352,11 +362,71 @@ out:
     return m->increment;
 }
 
-static bool matches(const hl_rejit *r, const char *name) {
-    for (size_t i = 0; i < r->n_patterns; i++)
-        if (fnmatch(r->patterns[i], name, 0) == 0)
-            return true;
-    return false;
+/* The edit distance between `pattern` (its '*' left out) and `name`, or `bound` when it is at
+ * least that: names much longer or shorter are not compared at all. */
+static size_t edit_distance(const char *pattern, const char *name, size_t bound) {
+    char p[NAME_MAX_BYTES];
+    size_t np = 0, nn = strlen(name);
+    for (const char *c = pattern; *c && np + 1 < sizeof p; c++)
+        if (*c != '*')
+            p[np++] = *c;
+    if (nn >= NAME_MAX_BYTES || (np > nn ? np - nn : nn - np) >= bound)
+        return bound;
+    size_t row[NAME_MAX_BYTES + 1];
+    for (size_t j = 0; j <= nn; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= np; i++) {
+        size_t diag = row[0], best = row[0] = i;
+        for (size_t j = 1; j <= nn; j++) {
+            size_t up = row[j];
+            size_t v = diag + (p[i - 1] != name[j - 1]);
+            if (up + 1 < v)
+                v = up + 1;
+            if (row[j - 1] + 1 < v)
+                v = row[j - 1] + 1;
+            row[j] = v;
+            diag = up;
+            if (v < best)
+                best = v;
+        }
+        if (best >= bound)
+            return bound;
+    }
+    return row[nn] < bound ? row[nn] : bound;
+}
+
+/* Whether a method's name matches any pattern; counts matches, and keeps the closest names of
+ * the patterns it does not match. */
+static bool matches(hl_rejit *r, const char *name) {
+    bool any = false;
+    for (size_t i = 0; i < r->n_patterns; i++) {
+        pattern_state *ps = &r->pstate[i];
+        if (fnmatch(r->patterns[i], name, 0) == 0) {
+            ps->matched++;
+            any = true;
+            continue;
+        }
+        if (ps->matched)
+            continue;
+        size_t worst = 0;
+        for (size_t k = 1; k < CLOSEST; k++)
+            if (!ps->closest[k] || (ps->closest[worst] && ps->score[k] > ps->score[worst]))
+                worst = k;
+        size_t bound = ps->closest[worst] ? ps->score[worst] : SIZE_MAX;
+        size_t score = edit_distance(r->patterns[i], name, bound);
+        if (score >= bound)
+            continue;
+        bool seen = false; /* overloads share a name */
+        for (size_t k = 0; k < CLOSEST && !seen; k++)
+            seen = ps->closest[k] && strcmp(ps->closest[k], name) == 0;
+        char *copy = seen ? NULL : dup_str(name);
+        if (!copy)
+            continue;
+        hl_mem_free(ps->closest[worst]);
+        ps->closest[worst] = copy;
+        ps->score[worst] = score;
+    }
+    return any;
 }
 
 typedef struct counters_ctx {
@@ -604,6 +674,7 @@ hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns) {
         }
         s += len + (s[len] == ';');
     }
+    r->pstate = hl_mem_calloc(r->n_patterns ? r->n_patterns : 1, sizeof *r->pstate);
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
     pthread_condattr_t ca;
@@ -611,10 +682,12 @@ hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->processed, &ca);
     pthread_condattr_destroy(&ca);
-    if (!r->n_patterns || pthread_create(&r->thread, NULL, rejit_thread, r) != 0) {
+    if (!r->n_patterns || !r->pstate ||
+        pthread_create(&r->thread, NULL, rejit_thread, r) != 0) {
         for (size_t i = 0; i < r->n_patterns; i++)
             hl_mem_free(r->patterns[i]);
         hl_mem_free(r->patterns);
+        hl_mem_free(r->pstate);
         hl_mem_free(r);
         return NULL;
     }
@@ -716,6 +789,30 @@ void hl_rejit_send(struct collector *c, hl_rejit *r) {
                      m->types && m->types[k] ? m->types[k] : "?");
             hl_collector_put_str(c, HL_REC_COUNT_SITE, &s, sizeof s, text);
         }
+    }
+    /* Patterns that matched nothing, with the closest names (the thread has stopped, or its
+     * module under way is not finished: a later match is not seen then). */
+    for (size_t i = 0; i < r->n_patterns; i++) {
+        const pattern_state *ps = &r->pstate[i];
+        if (ps->matched)
+            continue;
+        char text[4 * NAME_MAX_BYTES];
+        int n = snprintf(text, sizeof text, "\n%s\n", r->patterns[i]);
+        bool used[CLOSEST] = {false};
+        for (size_t round = 0; round < CLOSEST && n > 0 && (size_t)n < sizeof text; round++) {
+            size_t best = CLOSEST; /* the closest not written yet */
+            for (size_t k = 0; k < CLOSEST; k++)
+                if (ps->closest[k] && !used[k] && (best == CLOSEST || ps->score[k] < ps->score[best]))
+                    best = k;
+            if (best == CLOSEST)
+                break;
+            used[best] = true;
+            n += snprintf(text + n, sizeof text - (size_t)n, "%s%s",
+                          text[n - 1] == '\n' ? "" : ", ", ps->closest[best]);
+        }
+        hl_count_site s = {.il_offset = HL_COUNT_REFUSED_NO_MATCH,
+                           .kind = HL_COUNT_KIND_REFUSED};
+        hl_collector_put_str(c, HL_REC_COUNT_SITE, &s, sizeof s, text);
     }
     pthread_mutex_unlock(&r->lock);
 }

@@ -56,6 +56,8 @@ static const char *store_counts_reason(uint32_t reason)
         return "the runtime refused to recompile it";
     case HL_COUNT_REFUSED_MODULE:
         return "dynamic or collectible module, or its metadata could not be extended";
+    case HL_COUNT_REFUSED_NO_MATCH:
+        return "matched no method";
     default:
         return "unknown";
     }
@@ -99,6 +101,11 @@ gboolean store_counts_site(store_writer *w, const store_record *rec, GError **er
         sqlite3_bind_int64(st, 7, (sqlite3_int64)h->count);
         sqlite3_bind_int(st, 8, (h->flags & HL_COUNT_FLAG_MAY_ELIDE) != 0);
         sqlite3_bind_int(st, 9, (h->flags & HL_COUNT_FLAG_MAYBE) != 0);
+    } else if (h->il_offset == HL_COUNT_REFUSED_NO_MATCH) {
+        /* the closest names, in the type part */
+        char *reason = g_strdup_printf("%s; closest: %.*s", store_counts_reason(h->il_offset),
+                                       (int)(len - (uint32_t)(nl2 + 1 - text)), nl2 + 1);
+        sqlite3_bind_text(st, 5, reason, -1, g_free);
     } else {
         sqlite3_bind_text(st, 5, store_counts_reason(h->il_offset), -1, SQLITE_STATIC);
     }

@@ -376,6 +376,8 @@ enum {
     HL_COUNT_REFUSED_NO_SITE = 4,   /* nothing to count (not an error) */
     HL_COUNT_REFUSED_REJIT = 5,     /* the runtime refused the recompilation (ReJITError) */
     HL_COUNT_REFUSED_MODULE = 6,    /* dynamic or collectible module, or metadata not writable */
+    HL_COUNT_REFUSED_NO_MATCH = 7,  /* a pattern that matched no method: 'method' is the
+                                     * pattern, 'type' the closest names, ', '-separated */
 };
 
 /* HL_REC_STACK: `depth` uint32 frame ids follow, innermost (the allocating method) first. */

@@ -1,6 +1,9 @@
 // CountedSites: runs the sites of HeapLens.Examples.Counted (Sites.cs) and writes its own counts.
 //   dotnet CountedSites.dll --iterations N --truth FILE
 //       runs every site method N times, writes FILE, checks its own data, exits 0.
+//   dotnet CountedSites.dll --workload N
+//       LINQ and the generic collections (Workload.cs), each result checked: exit 0 when all
+//       agree (the differential run of `record --count 'System.Linq.*'`).
 //   dotnet CountedSites.dll --stdin --truth FILE
 //       prints "ready PID", then reads commands: "run N" (prints "done N"), "truth" (writes FILE
 //       with the counts since the last "reset"), "reset", "quit". For `heaplens attach --count`.
@@ -47,15 +50,18 @@ namespace HeapLens.Examples.CountedSites
         public static int Main(string[] args)
         {
             string? truth = null;
-            int iterations = 0;
+            int iterations = 0, workload = 0;
             bool stdin = false;
             for (int i = 0; i < args.Length; i++)
             {
                 if (args[i] == "--truth" && i + 1 < args.Length) truth = args[++i];
                 else if (args[i] == "--iterations" && i + 1 < args.Length) iterations = int.Parse(args[++i]);
                 else if (args[i] == "--stdin") stdin = true;
+                else if (args[i] == "--workload" && i + 1 < args.Length) workload = int.Parse(args[++i]);
                 else { Console.Error.WriteLine("CountedSites: unknown argument " + args[i]); return 2; }
             }
+            if (workload > 0)
+                return Workload.Run(workload) ? 0 : 1;
             if (!stdin)
             {
                 Sites.RunAll(iterations);
