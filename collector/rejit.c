@@ -3,6 +3,8 @@
 #include "collector/rejit.h"
 
 #include <fnmatch.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,6 +70,9 @@ struct hl_rejit {
     pthread_t thread;
     bool stop, started;
     atomic_uint_fast64_t handed, errors;
+    /* HEAPLENS_STATS: how long a module took from its scan to its request returning (the time
+     * to counting active), and how long loading threads waited for it */
+    uint64_t request_ns_max, request_ns_total, requests, wait_ns_max;
 };
 
 static void *grow(void *p, size_t *cap, size_t n, size_t elem) {
@@ -395,37 +400,14 @@ static size_t edit_distance(const char *pattern, const char *name, size_t bound)
     return row[nn] < bound ? row[nn] : bound;
 }
 
-/* Whether a method's name matches any pattern; counts matches, and keeps the closest names of
- * the patterns it does not match. */
+/* Whether a method's name matches any pattern (each pattern counts its matches). */
 static bool matches(hl_rejit *r, const char *name) {
     bool any = false;
-    for (size_t i = 0; i < r->n_patterns; i++) {
-        pattern_state *ps = &r->pstate[i];
+    for (size_t i = 0; i < r->n_patterns; i++)
         if (fnmatch(r->patterns[i], name, 0) == 0) {
-            ps->matched++;
+            r->pstate[i].matched++;
             any = true;
-            continue;
         }
-        if (ps->matched)
-            continue;
-        size_t worst = 0;
-        for (size_t k = 1; k < CLOSEST; k++)
-            if (!ps->closest[k] || (ps->closest[worst] && ps->score[k] > ps->score[worst]))
-                worst = k;
-        size_t bound = ps->closest[worst] ? ps->score[worst] : SIZE_MAX;
-        size_t score = edit_distance(r->patterns[i], name, bound);
-        if (score >= bound)
-            continue;
-        bool seen = false; /* overloads share a name */
-        for (size_t k = 0; k < CLOSEST && !seen; k++)
-            seen = ps->closest[k] && strcmp(ps->closest[k], name) == 0;
-        char *copy = seen ? NULL : dup_str(name);
-        if (!copy)
-            continue;
-        hl_mem_free(ps->closest[worst]);
-        ps->closest[worst] = copy;
-        ps->score[worst] = score;
-    }
     return any;
 }
 
@@ -493,6 +475,97 @@ static void method_prepare(hl_rejit *r, size_t mi, mdToken md, const char *name,
     }
 }
 
+/* Calls fn(ctx, method token, 'Namespace.Type.Method') for every method of a module. */
+static void module_methods(IMetaDataImport *mdi, void (*fn)(void *, mdToken, const char *),
+                           void *ctx) {
+    HCORENUM types = NULL;
+    mdTypeDef tds[64];
+    ULONG got = 0;
+    while (mdi_enum_type_defs(mdi, &types, tds, 64, &got) == S_OK && got) {
+        for (ULONG t = 0; t < got; t++) {
+            char type[NAME_MAX_BYTES];
+            if (!hl_typedef_name(mdi, tds[t], type, sizeof type))
+                continue;
+            HCORENUM methods = NULL;
+            mdToken mds[64];
+            ULONG k = 0;
+            while (mdi_enum_methods(mdi, &methods, tds[t], mds, 64, &k) == S_OK && k) {
+                for (ULONG j = 0; j < k; j++) {
+                    WCHAR w[NAME_MAX_BYTES];
+                    ULONG wn = 0, rva = 0;
+                    DWORD attr = 0, impl = 0;
+                    mdTypeDef cls;
+                    if (HR_FAILED(mdi_get_method_props_full(mdi, mds[j], &cls, w,
+                                                            NAME_MAX_BYTES, &wn, &attr, &rva,
+                                                            &impl)))
+                        continue;
+                    char method[NAME_MAX_BYTES], name[2 * NAME_MAX_BYTES + 2];
+                    hl_utf16_name(method, sizeof method, w, wn);
+                    snprintf(name, sizeof name, "%s.%s", type, method);
+                    fn(ctx, mds[j], name);
+                }
+            }
+            mdi_close_enum(mdi, methods);
+        }
+    }
+    mdi_close_enum(mdi, types);
+}
+
+typedef struct found {
+    mdToken token;
+    char *name;
+} found;
+typedef struct scan_ctx {
+    hl_rejit *r;
+    found *matched;
+    size_t n, cap;
+} scan_ctx;
+
+static void scan_method(void *ctx, mdToken md, const char *name) {
+    scan_ctx *sc = ctx;
+    if (!matches(sc->r, name))
+        return;
+    found *f = grow(sc->matched, &sc->cap, sc->n, sizeof *f);
+    char *copy = dup_str(name);
+    if (!f || !copy) {
+        hl_mem_free(copy);
+        if (f)
+            sc->matched = f;
+        return;
+    }
+    sc->matched = f;
+    sc->matched[sc->n++] = (found){md, copy};
+}
+
+/* The closest names of the patterns that matched nothing: every module's methods again (once,
+ * at the end: the scan at load time stays a match per method, so that module loads wait less). */
+static void closest_method(void *ctx, mdToken md, const char *name) {
+    (void)md;
+    hl_rejit *r = ctx;
+    for (size_t i = 0; i < r->n_patterns; i++) {
+        pattern_state *ps = &r->pstate[i];
+        if (ps->matched)
+            continue;
+        size_t worst = 0;
+        for (size_t k = 1; k < CLOSEST; k++)
+            if (!ps->closest[k] || (ps->closest[worst] && ps->score[k] > ps->score[worst]))
+                worst = k;
+        size_t bound = ps->closest[worst] ? ps->score[worst] : SIZE_MAX;
+        size_t score = edit_distance(r->patterns[i], name, bound);
+        if (score >= bound)
+            continue;
+        bool seen = false; /* overloads share a name */
+        for (size_t k = 0; k < CLOSEST && !seen; k++)
+            seen = ps->closest[k] && strcmp(ps->closest[k], name) == 0;
+        char *copy = seen ? NULL : dup_str(name);
+        if (!copy)
+            continue;
+        hl_mem_free(ps->closest[worst]);
+        ps->closest[worst] = copy;
+        ps->score[worst] = score;
+    }
+}
+
 /* Opens a module, finds its matching methods, prepares them and asks for their recompilation. */
 static void module_process(hl_rejit *r, ModuleID id) {
     for (size_t i = 0; i < r->n_modules; i++)
@@ -526,55 +599,12 @@ static void module_process(hl_rejit *r, ModuleID id) {
         return;
     size_t mi = r->n_modules - 1;
     size_t first = r->n_methods;
-    typedef struct found {
-        mdToken token;
-        char *name;
-    } found;
-    found *matched = NULL;
-    size_t n_matched = 0, cap_matched = 0;
+    uint64_t t0 = hl_now_ns();
 
-    HCORENUM types = NULL;
-    mdTypeDef tds[64];
-    ULONG got = 0;
-    while (mdi_enum_type_defs(m.mdi, &types, tds, 64, &got) == S_OK && got) {
-        for (ULONG t = 0; t < got; t++) {
-            char type[NAME_MAX_BYTES];
-            if (!hl_typedef_name(m.mdi, tds[t], type, sizeof type))
-                continue;
-            HCORENUM methods = NULL;
-            mdToken mds[64];
-            ULONG k = 0;
-            while (mdi_enum_methods(m.mdi, &methods, tds[t], mds, 64, &k) == S_OK && k) {
-                for (ULONG j = 0; j < k; j++) {
-                    WCHAR w[NAME_MAX_BYTES];
-                    ULONG wn = 0, rva = 0;
-                    DWORD attr = 0, impl = 0;
-                    mdTypeDef cls;
-                    if (HR_FAILED(mdi_get_method_props_full(m.mdi, mds[j], &cls, w,
-                                                            NAME_MAX_BYTES, &wn, &attr, &rva,
-                                                            &impl)))
-                        continue;
-                    char method[NAME_MAX_BYTES], name[2 * NAME_MAX_BYTES + 2];
-                    hl_utf16_name(method, sizeof method, w, wn);
-                    snprintf(name, sizeof name, "%s.%s", type, method);
-                    if (!matches(r, name))
-                        continue;
-                    found *f = grow(matched, &cap_matched, n_matched, sizeof *f);
-                    char *copy = dup_str(name);
-                    if (!f || !copy) {
-                        hl_mem_free(copy);
-                        if (f)
-                            matched = f;
-                        continue;
-                    }
-                    matched = f;
-                    matched[n_matched++] = (found){mds[j], copy};
-                }
-            }
-            mdi_close_enum(m.mdi, methods);
-        }
-    }
-    mdi_close_enum(m.mdi, types);
+    scan_ctx sc = {r, NULL, 0, 0};
+    module_methods(m.mdi, scan_method, &sc);
+    found *matched = sc.matched;
+    size_t n_matched = sc.n;
     /* Prepared after the enumeration: defining the probe's MemberRef changes the metadata under
      * an open enumerator (measured: a crash in the next EnumTypeDefs). */
     for (size_t i = 0; i < n_matched; i++) {
@@ -613,6 +643,11 @@ static void module_process(hl_rejit *r, ModuleID id) {
             for (size_t i = first; i < r->n_methods; i++)
                 if (r->methods[i].refused == 0)
                     r->methods[i].refused = HL_COUNT_REFUSED_REJIT;
+        uint64_t took = hl_now_ns() - t0;
+        r->request_ns_total += took;
+        r->requests++;
+        if (took > r->request_ns_max)
+            r->request_ns_max = took;
     }
     hl_mem_free(ids);
     hl_mem_free(tokens);
@@ -722,10 +757,14 @@ void hl_rejit_module_loaded(hl_rejit *r, ModuleID module, bool wait) {
          * need this thread, the module's first calls go uncounted instead of a hang. */
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
+        uint64_t t0 = hl_now_ns();
         until.tv_sec += HL_REJIT_MODULE_WAIT_S;
         while (wait && !r->stop && r->done_seq < seq &&
                pthread_cond_timedwait(&r->processed, &r->lock, &until) == 0)
             ;
+        uint64_t waited = hl_now_ns() - t0;
+        if (wait && waited > r->wait_ns_max)
+            r->wait_ns_max = waited;
     }
     pthread_mutex_unlock(&r->lock);
 }
@@ -790,8 +829,14 @@ void hl_rejit_send(struct collector *c, hl_rejit *r) {
             hl_collector_put_str(c, HL_REC_COUNT_SITE, &s, sizeof s, text);
         }
     }
-    /* Patterns that matched nothing, with the closest names (the thread has stopped, or its
-     * module under way is not finished: a later match is not seen then). */
+    /* Patterns that matched nothing, with the closest names (the rejit thread has stopped:
+     * the modules and the pattern states are ours now). */
+    bool unmatched = false;
+    for (size_t i = 0; i < r->n_patterns; i++)
+        unmatched |= r->pstate[i].matched == 0;
+    for (size_t m = 0; unmatched && m < r->n_modules; m++)
+        if (r->modules[m].mdi)
+            module_methods(r->modules[m].mdi, closest_method, r);
     for (size_t i = 0; i < r->n_patterns; i++) {
         const pattern_state *ps = &r->pstate[i];
         if (ps->matched)
@@ -813,6 +858,20 @@ void hl_rejit_send(struct collector *c, hl_rejit *r) {
         hl_count_site s = {.il_offset = HL_COUNT_REFUSED_NO_MATCH,
                            .kind = HL_COUNT_KIND_REFUSED};
         hl_collector_put_str(c, HL_REC_COUNT_SITE, &s, sizeof s, text);
+    }
+    const char *stats = getenv("HEAPLENS_STATS");
+    if (stats && strcmp(stats, "1") == 0) {
+        size_t sites = 0, counted = 0;
+        for (size_t i = 0; i < r->n_methods; i++)
+            if (!r->methods[i].refused)
+                sites += r->methods[i].n_sites, counted++;
+        fprintf(stderr,
+                "heaplens: rejit: %zu sites in %zu methods, %" PRIuFAST64 " bodies handed over, "
+                "%" PRIuFAST64 " errors; scan to request %.3f ms at most (%.3f ms in all, %" PRIu64
+                " requests); module loads waited %.3f ms at most\n",
+                sites, counted, atomic_load(&r->handed), atomic_load(&r->errors),
+                r->request_ns_max / 1e6, r->request_ns_total / 1e6, r->requests,
+                r->wait_ns_max / 1e6);
     }
     pthread_mutex_unlock(&r->lock);
 }

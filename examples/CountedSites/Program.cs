@@ -4,6 +4,9 @@
 //   dotnet CountedSites.dll --workload N
 //       LINQ and the generic collections (Workload.cs), each result checked: exit 0 when all
 //       agree (the differential run of `record --count 'System.Linq.*'`).
+//   dotnet CountedSites.dll --loop N
+//       the benchmark: Sites.Loop(N) (one counted newobj per iteration) after a warm-up; prints
+//       "loop N ns_per_iteration cpu_ns_per_iteration".
 //   dotnet CountedSites.dll --stdin --truth FILE
 //       prints "ready PID", then reads commands: "run N" (prints "done N"), "truth" (writes FILE
 //       with the counts since the last "reset"), "reset", "quit". For `heaplens attach --count`.
@@ -50,7 +53,7 @@ namespace HeapLens.Examples.CountedSites
         public static int Main(string[] args)
         {
             string? truth = null;
-            int iterations = 0, workload = 0;
+            int iterations = 0, workload = 0, loop = 0;
             bool stdin = false;
             for (int i = 0; i < args.Length; i++)
             {
@@ -58,10 +61,23 @@ namespace HeapLens.Examples.CountedSites
                 else if (args[i] == "--iterations" && i + 1 < args.Length) iterations = int.Parse(args[++i]);
                 else if (args[i] == "--stdin") stdin = true;
                 else if (args[i] == "--workload" && i + 1 < args.Length) workload = int.Parse(args[++i]);
+                else if (args[i] == "--loop" && i + 1 < args.Length) loop = int.Parse(args[++i]);
                 else { Console.Error.WriteLine("CountedSites: unknown argument " + args[i]); return 2; }
             }
             if (workload > 0)
                 return Workload.Run(workload) ? 0 : 1;
+            if (loop > 0)
+            {
+                Sites.Loop(1000); // jitted (and, counted, recompiled) before the measurement
+                var cpu0 = System.Diagnostics.Process.GetCurrentProcess().TotalProcessorTime;
+                var clock = System.Diagnostics.Stopwatch.StartNew();
+                Sites.Loop(loop);
+                double wall = clock.Elapsed.TotalMilliseconds * 1e6 / loop;
+                double cpu = (System.Diagnostics.Process.GetCurrentProcess().TotalProcessorTime - cpu0)
+                             .TotalMilliseconds * 1e6 / loop;
+                Console.WriteLine($"loop {loop} {wall:F2} {cpu:F2}");
+                return 0;
+            }
             if (!stdin)
             {
                 Sites.RunAll(iterations);
