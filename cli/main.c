@@ -85,7 +85,8 @@ static const query_command commands[] = {
         .handler = cmd_attach,
         .summary = "attach to a running .NET process, record it for a while, and detach",
         .usage = "usage: heaplens attach PID [-o FILE] [--duration SECONDS] [--snapshot POLICY]\n"
-                 "                       [--timeout SECONDS] [--force] [-q] [--json]\n"
+                 "                       [--timeout SECONDS] [--count PATTERN]... [--force] [-q]\n"
+                 "                       [--json]\n"
                  "\n"
                  "Loads the heaplens collector into the running .NET process PID (through its\n"
                  "diagnostic socket; .NET 5 or later, same user) and stores what each GC does\n"
@@ -107,6 +108,14 @@ static const query_command commands[] = {
                  "                       every:N, none\n"
                  "  --timeout SECONDS    how long the runtime may wait for a background GC to\n"
                  "                       end before it gives the attach up (default 10)\n"
+                 "  --count PATTERN      count exactly how often each allocating instruction of\n"
+                 "                       the methods matching PATTERN (Namespace.Type.Method, *\n"
+                 "                       wildcards) runs, as 'record --count' does: the methods\n"
+                 "                       are recompiled (ReJIT) when the attach completes and\n"
+                 "                       restored at the end; calls already running are not\n"
+                 "                       counted. Repeatable. The runtime then keeps the\n"
+                 "                       collector loaded (dormant) until the process exits:\n"
+                 "                       it cannot be attached to again\n"
                  "  --force              replace FILE if it exists\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,

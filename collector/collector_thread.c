@@ -946,9 +946,16 @@ static void request_detach(hl_profiler *p) {
         nanosleep(&ms, NULL);
     }
     HRESULT hr = info_request_profiler_detach(p->info, 0);
-    if (HR_FAILED(hr))
+    if (HR_FAILED(hr) && p->rejit) {
+        /* --count: the runtime keeps a profiler that recompiled code until the process exits.
+         * It stays dormant: no callback beyond what the runtime forces (clearing ENABLE_REJIT
+         * may be refused), so that background GC and the GCs' costs are as without us. */
+        if (HR_FAILED(info_set_event_mask2(p->info, 0, 0)))
+            info_set_event_mask2(p->info, COR_PRF_ENABLE_REJIT, 0);
+    } else if (HR_FAILED(hr)) {
         fprintf(stderr, "heaplens: the runtime refused to unload the collector (0x%08x); it stays "
                         "loaded and inactive\n", (unsigned)hr);
+    }
 }
 
 static void *collector_main(void *arg) {
@@ -989,8 +996,11 @@ static void *collector_main(void *arg) {
         final_snapshot(c);
         p->active = false; /* callbacks become no-ops; what they copied is drained by finish */
         hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
+        hl_rejit_stop(p->rejit); /* --count: no new request; finish sends the counts */
     }
     finish(c);
+    if (detaching)
+        hl_rejit_revert(p->rejit); /* the original code back (rejit.h) */
     hl_tbufs_close(&p->rings); /* a thread that still finds no chunk drops: nobody drains now */
     atomic_store(&p->gcs.closed, true); /* ... and a GC that finds the queue full is lost */
     collector_free(c); /* its type names release metadata interfaces: before the detach */

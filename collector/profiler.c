@@ -503,7 +503,8 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         low |= COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED;
     /* Counted sites: before the mask, so that no module load is missed. */
     if (cfg->count && *cfg->count && !cfg->empty) {
-        p->rejit = hl_rejit_start(p->info, p->info_version, cfg->count);
+        p->rejit = hl_rejit_start(p->info, p->info_version, cfg->count,
+                                  cfg->mode == HL_MODE_ATTACH);
         if (p->rejit)
             low |= HL_REJIT_EVENT_FLAGS;
     }
@@ -592,7 +593,8 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
     if (!hl_attach_config_parse(data, size, &a))
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
-                          .mode = HL_MODE_ATTACH, .stacks = true};
+                          .mode = HL_MODE_ATTACH, .stacks = true,
+                          .count = a.count[0] ? a.count : NULL};
     return session_start(p, info_unknown, &cfg);
 }
 
@@ -647,6 +649,7 @@ static void name_existing_threads(hl_profiler *p) {
 static HRESULT on_profiler_attach_complete(hl_profiler *p) {
     if (!p->active)
         return S_OK;
+    hl_rejit_begin(p->rejit); /* --count: counting is on when heaplens hears of the attach */
     name_existing_threads(p);
     hl_collector_request_snapshot(p);
     return S_OK;
@@ -682,7 +685,7 @@ static HRESULT on_shutdown(hl_profiler *p) {
 
 /* Counted sites (rejit.h): module loads queue, the runtime asks for a prepared body. */
 static HRESULT on_module_load_finished(hl_profiler *p, ModuleID module, HRESULT status) {
-    if (!HR_FAILED(status))
+    if (p->active && !HR_FAILED(status))
         hl_rejit_module_loaded(p->rejit, module, !p->attach);
     return S_OK;
 }

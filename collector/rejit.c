@@ -69,6 +69,8 @@ struct hl_rejit {
     uint64_t queued_seq, done_seq; /* modules queued and processed so far */
     pthread_t thread;
     bool stop, started;
+    bool begun;        /* the thread may look at the modules (hl_rejit_begin when deferred) */
+    bool initial_done; /* the modules loaded before the thread began are requested */
     atomic_uint_fast64_t handed, errors;
     /* HEAPLENS_STATS: how long a module took from its scan to its request returning (the time
      * to counting active), and how long loading threads waited for it */
@@ -655,17 +657,25 @@ static void module_process(hl_rejit *r, ModuleID id) {
 
 static void *rejit_thread(void *arg) {
     hl_rejit *r = arg;
-    /* Modules loaded before us (CoreLib at least): their types resolve references. */
+    pthread_mutex_lock(&r->lock);
+    while (!r->begun && !r->stop)
+        pthread_cond_wait(&r->wake, &r->lock);
+    pthread_mutex_unlock(&r->lock);
+    /* Modules loaded before us (CoreLib at least at startup; every one after an attach): their
+     * methods, and their types to resolve references. */
     IUnknown *e = NULL;
     if (info_enum_modules(r->info, &e) == S_OK && e) {
         ModuleID ids[64];
         ULONG got = 0;
-        while (module_enum_next(e, 64, ids, &got) == S_OK && got)
-            for (ULONG i = 0; i < got; i++)
-                hl_rejit_module_loaded(r, ids[i], false);
+        /* S_FALSE with the last, shorter batch */
+        while (!HR_FAILED(module_enum_next(e, 64, ids, &got)) && got)
+            for (ULONG i = 0; i < got && !r->stop; i++)
+                module_process(r, ids[i]);
         clr_release(e);
     }
     pthread_mutex_lock(&r->lock);
+    r->initial_done = true;
+    pthread_cond_broadcast(&r->processed);
     for (;;) {
         while (!r->n_queue && !r->stop)
             pthread_cond_wait(&r->wake, &r->lock);
@@ -683,7 +693,7 @@ static void *rejit_thread(void *arg) {
     return NULL;
 }
 
-hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns) {
+hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns, bool deferred) {
     if (!patterns || !*patterns || info_version < 4)
         return NULL;
     hl_rejit *r = hl_mem_calloc(1, sizeof *r);
@@ -691,6 +701,7 @@ hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns) {
         return NULL;
     r->info = info;
     r->info_version = info_version;
+    r->begun = !deferred;
     for (const char *s = patterns; *s;) {
         size_t len = strcspn(s, ";");
         if (len) {
@@ -729,6 +740,44 @@ hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns) {
     pthread_setname_np(r->thread, "heaplens-rejit");
     r->started = true;
     return r;
+}
+
+void hl_rejit_begin(hl_rejit *r) {
+    if (!r || !r->started)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->begun = true;
+    pthread_cond_broadcast(&r->wake);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 30;
+    while (!r->initial_done && !r->stop &&
+           pthread_cond_timedwait(&r->processed, &r->lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void hl_rejit_revert(hl_rejit *r) {
+    if (!r)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_methods; i++)
+        n += r->methods[i].refused == 0;
+    if (!n)
+        return;
+    ModuleID *ids = hl_mem_malloc(n * sizeof *ids);
+    mdToken *tokens = hl_mem_malloc(n * sizeof *tokens);
+    HRESULT *status = hl_mem_malloc(n * sizeof *status);
+    if (ids && tokens && status) {
+        size_t k = 0;
+        for (size_t i = 0; i < r->n_methods; i++)
+            if (r->methods[i].refused == 0)
+                ids[k] = r->methods[i].module, tokens[k++] = r->methods[i].token;
+        info_request_revert(r->info, (ULONG)n, ids, tokens, status);
+    }
+    hl_mem_free(ids);
+    hl_mem_free(tokens);
+    hl_mem_free(status);
 }
 
 void hl_rejit_stop(hl_rejit *r) {

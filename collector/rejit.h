@@ -33,8 +33,19 @@ typedef struct hl_rejit hl_rejit;
     (COR_PRF_ENABLE_REJIT | COR_PRF_MONITOR_MODULE_LOADS | COR_PRF_MONITOR_JIT_COMPILATION)
 
 /* Parses `patterns` (separated by ';') and starts the rejit thread. NULL when out of memory or
- * no pattern. info must answer ICorProfilerInfo4 at least. */
-hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns);
+ * no pattern. info must answer ICorProfilerInfo4 at least. With `deferred` (attach: the
+ * runtime's info calls work only once the attach is complete) the thread waits for
+ * hl_rejit_begin before it looks at the modules loaded already. */
+hl_rejit *hl_rejit_start(void *info, int info_version, const char *patterns, bool deferred);
+/* Attach (ProfilerAttachComplete, the runtime's attach thread): lets a deferred thread begin and
+ * waits, at most 30 s, until every module loaded already has had its methods scanned and their
+ * recompilation requested: when `heaplens attach` hears that the attach succeeded, counting is
+ * on for every later call. */
+void hl_rejit_begin(hl_rejit *r);
+/* The end of an attach session (the collector thread, after hl_rejit_send, the rejit thread
+ * stopped): RequestRevert of every recompiled method, the original code back at its next call.
+ * The runtime then refuses to unload the collector: it stays, dormant. */
+void hl_rejit_revert(hl_rejit *r);
 /* Stops the thread (a request under way finishes). Counters and bodies stay (see above). */
 void hl_rejit_stop(hl_rejit *r);
 

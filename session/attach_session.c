@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "session/attach_session.h"
+#include "session/counted.h"
 
 #include "collector/attach_config.h"
 #include "query/query.h"
@@ -141,10 +142,15 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         return FALSE;
 
     /* The attach itself. */
-    g_autofree char *client_data = g_strdup_printf(HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s",
-                                                   sockets.collector_path,
-                                                   snapshot ? "snapshot=" : "",
-                                                   snapshot ? snapshot : "", snapshot ? "\n" : "");
+    g_autofree char *client_data = g_strdup_printf(
+        HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s%s%s%s", sockets.collector_path,
+        snapshot ? "snapshot=" : "", snapshot ? snapshot : "", snapshot ? "\n" : "",
+        o->count ? "count=" : "", o->count ? o->count : "", o->count ? "\n" : "");
+    /* --count recompiles methods: the runtime then keeps the collector until the process exits
+     * and refuses any later attach (clr-profiler-facts.md §13). Said before it happens. */
+    if (o->count && !quiet && !json)
+        fprintf(stderr, "heaplens: --count leaves the collector loaded in process %ld until it "
+                        "exits: it cannot be attached to again\n", pid);
     uint64_t attach_started = query_now_ms();
     uint32_t hr = 0;
     gboolean answered = attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
@@ -237,6 +243,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
     recording_summary_options so = {.json = json, .quiet = quiet};
     *summary = recording_summary_print(output, &so);
+    if (o->count && !quiet && !json)
+        counted_summary_print(output);
     if (*summary) {
         json_object_set_new(*summary, "pid", json_integer(pid));
         json_object_set_new(*summary, "attach_seconds",

@@ -17,6 +17,12 @@ allocations per (method, type) and writes them. Checks:
     that reason, and no method was refused for another;
   - a recording without --count has no counted sites: `allocations --by site` says so in one
     line on stderr and exits 1;
+  - attach --count: CountedSites --stdin started without heaplens runs every site method once
+    (jitted), then `heaplens attach PID --count` (counting is on when it says it attached),
+    the program runs N iterations and writes its counts, the session ends (Ctrl-C): every
+    site's count equals the program's; the methods' original code is back and the program runs
+    on, checks its own data and exits 0; a second `heaplens attach` is refused in one line
+    (the runtime keeps the collector that recompiled code);
   - the differential run: `--count 'System.Linq.*' --count 'System.Collections.Generic.*'`
     rewrites every method of those namespaces in System.Linq and System.Private.CoreLib (loaded
     before the collector: recompiled at their next call) while CountedSites --workload checks
@@ -27,6 +33,8 @@ Python 3 standard library only; prints every mismatch and "N passed, M failed".
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -35,6 +43,77 @@ from e2elib import Checks, heaplens_json, program, remove_stale, run, start_log 
 
 PATTERN = "HeapLens.Examples.Counted.*"
 NS = "HeapLens.Examples.Counted."
+
+
+def compare(checks, label, want, doc):
+    got = {}
+    for row in doc["rows"]:
+        key = (row["method"], row["type"])
+        got[key] = got.get(key, 0) + row["count"]
+    for key in sorted(want):
+        checks.eq(f"{label}: {key[0]} {key[1]} count", want[key], got.get(key))
+    checks.eq(f"{label}: every counted site is one of the program's", [],
+              sorted(k for k in got if k not in want))
+
+
+def check_attach(checks, a, log):
+    db = os.path.join(a.workdir, "attach.db")
+    truth_path = os.path.join(a.workdir, "attach-truth.json")
+    remove_stale(db, db + "-wal", db + "-shm", truth_path)
+    prog = subprocess.Popen(program(a.dotnet, a.dll) + ["--stdin", "--truth", truth_path],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def say(command):
+        prog.stdin.write(command + "\n")
+        prog.stdin.flush()
+        return prog.stdout.readline().strip()
+
+    try:
+        ready = prog.stdout.readline().strip()
+        if not checks.ok("attach: the program is ready", ready.startswith("ready"), ready):
+            return
+        checks.eq("attach: a round before the attach", "done 50", say("run 50"))
+        checks.eq("attach: counts reset", "reset", say("reset"))
+        session = subprocess.Popen([a.heaplens, "attach", str(prog.pid), "--count", PATTERN,
+                                    "--snapshot", "none", "-o", db], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in session.stderr:
+            lines.append(line)
+            if "attached to process" in line or "recording to" in line:
+                break
+        checks.ok("attach: says first that the collector stays loaded",
+                  any("cannot be attached to again" in l for l in lines), "".join(lines))
+        if not checks.ok("attach: attached", any("attached to process" in l for l in lines),
+                         "".join(lines)):
+            session.kill()
+            return
+        n = a.iterations
+        checks.eq("attach: the counted round", f"done {n}", say(f"run {n}"))
+        checks.eq("attach: the program wrote its counts", "truth", say("truth"))
+        session.send_signal(signal.SIGINT)
+        out, err = session.communicate(timeout=300)
+        with open(log, "a") as f:
+            f.write("--- attach --count\n" + "".join(lines) + err)
+        checks.eq("attach: heaplens attach exits 0", 0, session.returncode)
+        checks.ok("attach: says what it counted", "counted 17 sites in 7 methods" in err, err)
+        truth = json.load(open(truth_path))
+        want = {(t["method"], t["type"]): t["count"] for t in truth["sites"]}
+        doc = heaplens_json(checks, a.heaplens, ["allocations", db, "--by", "site"], log)
+        if doc is not None:
+            compare(checks, "attach", want, doc)
+        checks.eq("attach: the program runs on after the session", "done 100", say("run 100"))
+        rc, out, err = run([a.heaplens, "attach", str(prog.pid), "-o",
+                            os.path.join(a.workdir, "again.db"), "--force"], log=log, timeout=120)
+        checks.ok("attach: a second attach is refused in one line", rc == 1 and
+                  len(err.strip().splitlines()) == 1 and "already has a profiler" in err,
+                  f"exit {rc}: {err!r}")
+        prog.stdin.write("quit\n")
+        prog.stdin.flush()
+        checks.eq("attach: the program checks its own data and exits 0", 0, prog.wait(timeout=120))
+    finally:
+        if prog.poll() is None:
+            prog.kill()
 
 
 def main():
@@ -96,6 +175,8 @@ def main():
     checks.ok("allocations --by site without counted sites: exit 1, one line",
               rc == 1 and len(err.strip().splitlines()) == 1 and "--count" in err,
               f"exit {rc}: {err!r}")
+
+    check_attach(checks, a, log)
 
     # The differential run over the runtime's own LINQ and collections.
     linq = os.path.join(a.workdir, "linq.db")

@@ -1,0 +1,32 @@
+/* counted.c — see counted.h. */
+#include "session/counted.h"
+
+#include <stdio.h>
+
+#include "query/count_sites.h"
+#include "query/query.h"
+#include "store/store.h"
+
+/* --count: the line that says what was counted, and a warning per pattern that matched no
+ * method, with the names closest to it (query/count_sites.h). */
+void counted_summary_print(const char *output) {
+    g_autoptr(GError) error = NULL;
+    sqlite3 *db = store_db_open_readonly(output, &error);
+    query_count_sites s;
+    if (!db || !query_count_sites_read(db, output, &s, &error)) {
+        fprintf(stderr, "heaplens: warning: no counted sites: %s\n",
+                error ? error->message : "the recording cannot be read");
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_close(db);
+    fprintf(stderr, "heaplens: counted %u sites in %" G_GUINT64_FORMAT " methods "
+                    "(heaplens allocations %s --by site)\n",
+            s.sites->len, s.methods, output);
+    for (guint i = 0; i < s.refused->len; i++) {
+        const query_count_refused *r = &g_array_index(s.refused, query_count_refused, i);
+        if (g_str_has_prefix(r->reason, "matched no method"))
+            fprintf(stderr, "heaplens: warning: --count '%s' %s\n", r->method, r->reason);
+    }
+    query_count_sites_clear(&s);
+}
