@@ -30,6 +30,12 @@ typedef struct query_count_sites {
     uint64_t methods; /* distinct methods with a counted site */
 } query_count_sites;
 
+/* What no counted site sees (the commands and README say it). */
+#define QUERY_COUNT_SITES_NOT_COUNTED                                                              \
+    "allocations in methods not matched, in the runtime's native code (strings, reflection, "      \
+    "MemberwiseClone) and in dynamic methods; calls already running when counting started; "     \
+    "which generic instantiation allocated at a shared site"
+
 /* Reads the recording's counted sites into *out (query_count_sites_clear). FALSE with
  * QUERY_ERROR_NOT_FOUND when the recording has none (made without --count). */
 gboolean query_count_sites_read(sqlite3 *db, const char *path, query_count_sites *out,

@@ -34,6 +34,7 @@ import argparse
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -158,6 +159,19 @@ def main():
                    r["kind"] == "box"]
     checks.ok("the box of a generic parameter is flagged", len(generic_box) == 1 and
               generic_box[0]["exact"] is False, str(generic_box))
+    # The runtime's own count (full mode: ObjectAllocated for every object) agrees: Node is
+    # allocated at counted sites only.
+    con = sqlite3.connect(db)
+    node = con.execute("SELECT sum(a.count) FROM alloc_counts a JOIN types t ON t.id = a.type_id "
+                       "WHERE t.name = ?", (NS + "Node",)).fetchone()[0]
+    sites_node = con.execute("SELECT sum(count) FROM count_sites WHERE type = ?",
+                             (NS + "Node",)).fetchone()[0]
+    con.close()
+    checks.eq("Node: counted sites sum to the runtime's own count (alloc_counts)", node, sites_node)
+    report = heaplens_json(checks, a.heaplens, ["report", db], log)
+    if report is not None:
+        c = report.get("counted_sites") or {}
+        checks.eq("the report lists the counted sites", (17, 7), (c.get("sites"), c.get("methods")))
     reasons = {r["method"]: r["reason"] for r in doc["not_rewritten"]}
     checks.eq("matched methods not rewritten", {
         NS + "Node..ctor": "no allocating instruction",
