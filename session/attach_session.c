@@ -246,6 +246,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     if (o->count && !quiet && !json)
         counted_summary_print(output);
     if (*summary) {
+        if (o->count)
+            json_object_set_new(*summary, "counted_sites", counted_summary_json(output));
         json_object_set_new(*summary, "pid", json_integer(pid));
         json_object_set_new(*summary, "attach_seconds",
                             json_real((attached - attach_started) / 1000.0));

@@ -2,6 +2,7 @@
 #include "session/counted.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "query/count_sites.h"
 #include "query/query.h"
@@ -29,4 +30,27 @@ void counted_summary_print(const char *output) {
             fprintf(stderr, "heaplens: warning: --count '%s' %s\n", r->method, r->reason);
     }
     query_count_sites_clear(&s);
+}
+
+json_t *counted_summary_json(const char *output) {
+    g_autoptr(GError) error = NULL;
+    sqlite3 *db = store_db_open_readonly(output, &error);
+    query_count_sites s;
+    if (!db || !query_count_sites_read(db, output, &s, &error)) {
+        sqlite3_close(db);
+        return json_null();
+    }
+    sqlite3_close(db);
+    json_t *unmatched = json_array();
+    for (guint i = 0; i < s.refused->len; i++) {
+        const query_count_refused *r = &g_array_index(s.refused, query_count_refused, i);
+        const char *closest = strstr(r->reason, "closest: ");
+        if (g_str_has_prefix(r->reason, "matched no method"))
+            json_array_append_new(unmatched, json_pack("{s:s, s:s}", "pattern", r->method,
+                                                       "closest", closest ? closest + 9 : ""));
+    }
+    json_t *j = json_pack("{s:I, s:I, s:o}", "sites", (json_int_t)s.sites->len, "methods",
+                          (json_int_t)s.methods, "unmatched", unmatched);
+    query_count_sites_clear(&s);
+    return j;
 }

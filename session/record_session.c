@@ -529,6 +529,8 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     json_t *main_summary = summarise ? recording_summary_print(output, &so) : NULL;
     if (summarise && o.count && !o.quiet && !o.json)
         counted_summary_print(output);
+    if (main_summary && o.count)
+        json_object_set_new(main_summary, "counted_sites", counted_summary_json(output));
     if (!recorded) {
         *summary = main_summary;
         return TRUE;
