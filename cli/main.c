@@ -114,8 +114,9 @@ static const query_command commands[] = {
                  "                       are recompiled (ReJIT) when the attach completes and\n"
                  "                       restored at the end; calls already running are not\n"
                  "                       counted. Repeatable. The runtime then keeps the\n"
-                 "                       collector loaded (dormant) until the process exits:\n"
-                 "                       it cannot be attached to again\n"
+                 "                       collector loaded (dormant, its memory given back)\n"
+                 "                       until the process exits; a later 'heaplens attach'\n"
+                 "                       reaches it over its own socket\n"
                  "  --force              replace FILE if it exists\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,

@@ -14,6 +14,9 @@
 #include <stddef.h>
 
 #define HL_ATTACH_CONFIG_MAGIC "heaplens-attach 1"
+/* Where a collector the runtime kept after `attach --count` listens for the same client data
+ * (collector/resident.h): the target's uid and pid. */
+#define HL_RESIDENT_SOCKET_FMT "/tmp/heaplens-%u/resident.%ld.sock"
 #define HL_ATTACH_CONFIG_MAX 4096
 
 typedef struct hl_attach_config {

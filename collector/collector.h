@@ -77,6 +77,11 @@ typedef struct hl_profiler {
     struct hl_rejit *rejit;     /* counted sites (`--count`, rejit.h); NULL when not counting */
 } hl_profiler;
 
+/* resident.c: a fresh attach session in a collector the runtime kept (no InitializeForAttach
+ * comes): what InitializeForAttach and ProfilerAttachComplete do, on a thread of ours, from the
+ * client data `data` (attach_config.h). S_OK, or why not (nothing left running). */
+HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data, size_t size);
+
 /* Starts the collector thread (connects to the writer there). Returns 0 or an errno. */
 int hl_collector_start(hl_profiler *p);
 /* Drains everything, sends the tail interval and the end-of-run record, waits for the writer

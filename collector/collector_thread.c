@@ -17,6 +17,7 @@
 #include "collector/mem.h"
 #include "collector/collector_internal.h"
 #include "collector/rejit.h"
+#include "collector/resident.h"
 #include "collector/eventpipe.h"
 #include "collector/discovery.h"
 
@@ -946,12 +947,13 @@ static void request_detach(hl_profiler *p) {
         nanosleep(&ms, NULL);
     }
     HRESULT hr = info_request_profiler_detach(p->info, 0);
-    if (HR_FAILED(hr) && p->rejit) {
+    if (HR_FAILED(hr) && (p->rejit || hl_resident_is())) {
         /* --count: the runtime keeps a profiler that recompiled code until the process exits.
          * It stays dormant: no callback beyond what the runtime forces (clearing ENABLE_REJIT
-         * may be refused), so that background GC and the GCs' costs are as without us. */
+         * may be refused), and waits for a later `heaplens attach` (resident.h). */
         if (HR_FAILED(info_set_event_mask2(p->info, 0, 0)))
             info_set_event_mask2(p->info, COR_PRF_ENABLE_REJIT, 0);
+        hl_resident_wait(p);
     } else if (HR_FAILED(hr)) {
         fprintf(stderr, "heaplens: the runtime refused to unload the collector (0x%08x); it stays "
                         "loaded and inactive\n", (unsigned)hr);

@@ -655,6 +655,19 @@ static HRESULT on_profiler_attach_complete(hl_profiler *p) {
     return S_OK;
 }
 
+HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data, size_t size) {
+    hl_attach_config a;
+    if (!hl_attach_config_parse(data, size, &a))
+        return E_INVALIDARG;
+    session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
+                          .mode = HL_MODE_ATTACH, .stacks = true,
+                          .count = a.count[0] ? a.count : NULL};
+    HRESULT hr = session_start(p, info, &cfg);
+    if (hr == S_OK)
+        on_profiler_attach_complete(p);
+    return hr;
+}
+
 /* After RequestProfilerDetach: no callback is running or will run again; the runtime releases
  * and dlclose()s us next (the library stays mapped: RTLD_NODELETE). */
 static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {

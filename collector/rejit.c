@@ -355,10 +355,11 @@ static uint32_t increment_token(hl_rejit *r, rejit_module *m) {
     ascii_to_utf16(corelib, 32, "System.Private.CoreLib");
     ascii_to_utf16(name, 16, "Increment");
     mdToken ar, tr, mr;
-    if (mdae_define_assembly_ref(asm_emit, corelib_key, sizeof corelib_key, corelib, &amd, &ar) ==
-            S_OK &&
-        mde_define_type_ref_by_name(emit, ar, w, &tr) == S_OK &&
-        mde_define_member_ref(emit, tr, name, sig, sizeof sig, &mr) == S_OK &&
+    /* A later session finds them defined already: META_S_DUPLICATE, a success with the token */
+    if (!HR_FAILED(mdae_define_assembly_ref(asm_emit, corelib_key, sizeof corelib_key, corelib,
+                                            &amd, &ar)) &&
+        !HR_FAILED(mde_define_type_ref_by_name(emit, ar, w, &tr)) &&
+        !HR_FAILED(mde_define_member_ref(emit, tr, name, sig, sizeof sig, &mr)) &&
         (r->info_version < 7 || !HR_FAILED(info_apply_metadata(r->info, m->id))))
         m->increment = mr;
 out:

@@ -33,6 +33,7 @@
 
 #include "session/attach_session.h"
 #include "session/counted.h"
+#include "session/resident_client.h"
 
 #include "collector/attach_config.h"
 #include "query/query.h"
@@ -150,12 +151,17 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
      * and refuses any later attach (clr-profiler-facts.md §13). Said before it happens. */
     if (o->count && !quiet && !json)
         fprintf(stderr, "heaplens: --count leaves the collector loaded in process %ld until it "
-                        "exits: it cannot be attached to again\n", pid);
+                        "exits (later attaches reach it over its own socket)\n", pid);
     uint64_t attach_started = query_now_ms();
     uint32_t hr = 0;
-    gboolean answered = attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
-                                                   PROFILER_CLSID, collector, client_data,
-                                                   strlen(client_data), &hr, error);
+    /* A collector that stayed after an earlier `attach --count` takes the session over its own
+     * socket (the runtime would refuse a second profiler). */
+    gboolean resident = resident_client_present((pid_t)pid);
+    gboolean answered =
+        resident ? resident_client_attach((pid_t)pid, client_data, (uint32_t)timeout * 1000, error)
+                 : attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
+                                              PROFILER_CLSID, collector, client_data,
+                                              strlen(client_data), &hr, error);
     if (!answered || hr != 0) {
         if (answered) {
             g_autofree char *why = attach_ipc_refusal((pid_t)pid, hr, (uint32_t)timeout * 1000);

@@ -20,9 +20,10 @@ allocations per (method, type) and writes them. Checks:
   - attach --count: CountedSites --stdin started without heaplens runs every site method once
     (jitted), then `heaplens attach PID --count` (counting is on when it says it attached),
     the program runs N iterations and writes its counts, the session ends (Ctrl-C): every
-    site's count equals the program's; the methods' original code is back and the program runs
-    on, checks its own data and exits 0; a second `heaplens attach` is refused in one line
-    (the runtime keeps the collector that recompiled code);
+    site's count equals the program's; the runtime keeps that collector, and a second
+    `heaplens attach` without --count and a third with it reach it over its own socket: each
+    records a complete session, the third counts exactly again; the program runs on, checks
+    its own data and exits 0;
   - the differential run: `--count 'System.Linq.*' --count 'System.Collections.Generic.*'`
     rewrites every method of those namespaces in System.Linq and System.Private.CoreLib (loaded
     before the collector: recompiled at their next call) while CountedSites --workload checks
@@ -75,40 +76,54 @@ def check_attach(checks, a, log):
             return
         checks.eq("attach: a round before the attach", "done 50", say("run 50"))
         checks.eq("attach: counts reset", "reset", say("reset"))
-        session = subprocess.Popen([a.heaplens, "attach", str(prog.pid), "--count", PATTERN,
-                                    "--snapshot", "none", "-o", db], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
-        lines = []
-        for line in session.stderr:
-            lines.append(line)
-            if "attached to process" in line or "recording to" in line:
-                break
-        checks.ok("attach: says first that the collector stays loaded",
-                  any("cannot be attached to again" in l for l in lines), "".join(lines))
-        if not checks.ok("attach: attached", any("attached to process" in l for l in lines),
-                         "".join(lines)):
-            session.kill()
-            return
-        n = a.iterations
-        checks.eq("attach: the counted round", f"done {n}", say(f"run {n}"))
-        checks.eq("attach: the program wrote its counts", "truth", say("truth"))
-        session.send_signal(signal.SIGINT)
-        out, err = session.communicate(timeout=300)
-        with open(log, "a") as f:
-            f.write("--- attach --count\n" + "".join(lines) + err)
-        checks.eq("attach: heaplens attach exits 0", 0, session.returncode)
-        checks.ok("attach: says what it counted", "counted 17 sites in 7 methods" in err, err)
-        truth = json.load(open(truth_path))
-        want = {(t["method"], t["type"]): t["count"] for t in truth["sites"]}
-        doc = heaplens_json(checks, a.heaplens, ["allocations", db, "--by", "site"], log)
-        if doc is not None:
-            compare(checks, "attach", want, doc)
-        checks.eq("attach: the program runs on after the session", "done 100", say("run 100"))
-        rc, out, err = run([a.heaplens, "attach", str(prog.pid), "-o",
-                            os.path.join(a.workdir, "again.db"), "--force"], log=log, timeout=120)
-        checks.ok("attach: a second attach is refused in one line", rc == 1 and
-                  len(err.strip().splitlines()) == 1 and "already has a profiler" in err,
-                  f"exit {rc}: {err!r}")
+        # The first attach counts; the collector then stays. A second attach without --count
+        # and a third with it reach that collector over its own socket.
+        for label, counted in (("attach", True), ("attach again", False),
+                               ("attach --count again", True)):
+            db = os.path.join(a.workdir, label.replace(" ", "-") + ".db")
+            remove_stale(db, db + "-wal", db + "-shm", truth_path)
+            checks.eq(f"{label}: counts reset", "reset", say("reset"))
+            cmd = [a.heaplens, "attach", str(prog.pid), "--snapshot", "none", "-o", db]
+            if counted:
+                cmd += ["--count", PATTERN]
+            session = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)
+            lines = []
+            for line in session.stderr:
+                lines.append(line)
+                if "attached to process" in line:
+                    break
+            if counted:
+                checks.ok(f"{label}: says first that the collector stays loaded",
+                          any("leaves the collector loaded" in l for l in lines), "".join(lines))
+            if not checks.ok(f"{label}: attached", any("attached to process" in l for l in lines),
+                             "".join(lines)):
+                session.kill()
+                session.communicate()
+                return
+            n = a.iterations
+            checks.eq(f"{label}: the round", f"done {n}", say(f"run {n}"))
+            checks.eq(f"{label}: the program wrote its counts", "truth", say("truth"))
+            session.send_signal(signal.SIGINT)
+            out, err = session.communicate(timeout=300)
+            with open(log, "a") as f:
+                f.write(f"--- {label}\n" + "".join(lines) + err)
+            checks.eq(f"{label}: heaplens attach exits 0", 0, session.returncode)
+            info = heaplens_json(checks, a.heaplens, ["info", db], log)
+            if info is not None:
+                checks.eq(f"{label}: the recording is complete", "complete",
+                          info["run"].get("status"))
+            if not counted:
+                checks.ok(f"{label}: no counted sites", info is not None and
+                          info.get("counted_sites") is None, str(info and info.get("counted_sites")))
+                continue
+            checks.ok(f"{label}: says what it counted", "counted 17 sites in 7 methods" in err, err)
+            truth = json.load(open(truth_path))
+            want = {(t["method"], t["type"]): t["count"] for t in truth["sites"]}
+            doc = heaplens_json(checks, a.heaplens, ["allocations", db, "--by", "site"], log)
+            if doc is not None:
+                compare(checks, label, want, doc)
+        checks.eq("attach: the program runs on after the sessions", "done 100", say("run 100"))
         prog.stdin.write("quit\n")
         prog.stdin.flush()
         checks.eq("attach: the program checks its own data and exits 0", 0, prog.wait(timeout=120))
