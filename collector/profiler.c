@@ -18,6 +18,7 @@
 #include "collector/collector.h"
 #include "collector/mem.h"
 #include "collector/rejit.h"
+#include "collector/resident.h"
 #include "wire/hl_wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -692,6 +693,7 @@ static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
 static HRESULT on_shutdown(hl_profiler *p) {
     p->active = false; /* late callbacks on other threads become no-ops */
     hl_rejit_stop(p->rejit); /* its counters stay: the collector sends them at the end */
+    hl_resident_exit();
     hl_collector_stop(p);
     return S_OK;
 }

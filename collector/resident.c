@@ -3,6 +3,7 @@
 #include "collector/resident.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -74,11 +75,14 @@ static bool resident_serve(hl_profiler *p, int conn) {
     setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     for (ssize_t got; n < sizeof data && (got = read(conn, data + n, sizeof data - n)) > 0;)
         n += (size_t)got;
+    if (n == 0)
+        return false; /* a client that only looked (resident_client_present) */
     HRESULT hr = hl_profiler_session_resume(p, resident_info, data, n);
     char answer[64];
     int k = hr == S_OK ? snprintf(answer, sizeof answer, "ok\n")
                        : snprintf(answer, sizeof answer, "error 0x%08x\n", (unsigned)hr);
-    if (write(conn, answer, (size_t)k) < 0) {
+    /* MSG_NOSIGNAL: a client gone must not SIGPIPE the program */
+    if (send(conn, answer, (size_t)k, MSG_NOSIGNAL) < 0) {
         /* the client is gone: the session runs on and ends when its writer is found gone */
     }
     return hr == S_OK;
@@ -93,6 +97,7 @@ static void *resident_main(void *arg) {
         nanosleep(&ms, NULL);
     }
     hl_session_reset(p); /* joins the collector thread: it returns right after calling us */
+    malloc_trim(0);      /* the C library's free pages back, as after a detach */
     const char *stats = getenv("HEAPLENS_STATS");
     if (stats && strcmp(stats, "1") == 0) {
         hl_mem_stats m = hl_mem_stats_get();
@@ -118,11 +123,17 @@ static void *resident_main(void *arg) {
         if (started)
             break; /* the session's end calls hl_resident_wait again */
         /* a refused start leaves the collector as it was: reset for the next request */
-        hl_session_reset(p);
+        if (p->info)
+            hl_session_reset(p);
     }
     close(fd);
     resident_unlink();
     return NULL;
+}
+
+void hl_resident_exit(void) {
+    if (atomic_load(&resident))
+        resident_unlink();
 }
 
 void hl_resident_wait(hl_profiler *p) {

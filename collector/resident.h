@@ -30,6 +30,9 @@ bool hl_resident_socket_path(unsigned uid, long pid, char *out, size_t size);
  * is over, its callbacks off. Starts the waiting thread (above). */
 void hl_resident_wait(struct hl_profiler *p);
 
+/* Shutdown: the socket file goes with the process. */
+void hl_resident_exit(void);
+
 /* True once the collector has stayed resident: later sessions go dormant at their end too. */
 bool hl_resident_is(void);
 

@@ -40,7 +40,19 @@ static gboolean resident_path(pid_t pid, char *out, size_t size) {
 
 gboolean resident_client_present(pid_t pid) {
     char path[128];
-    return resident_path(pid, path, sizeof path);
+    if (!resident_path(pid, path, sizeof path))
+        return FALSE;
+    /* A socket left by an earlier process of the same pid answers no one: not this one's. */
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, path, strlen(path) + 1);
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    gboolean live = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid == pid;
+    if (fd >= 0)
+        close(fd); /* the collector reads nothing and answers an error: it listens on */
+    return live;
 }
 
 gboolean resident_client_attach(pid_t pid, const char *client_data, uint32_t timeout_ms,
