@@ -55,7 +55,8 @@ enum {
     /* `box` followed by unbox.any, isinst, brtrue/brfalse or ldnull+ceq/cgt.un: the JIT may fold
      * the pair and allocate nothing (the probe still counts the execution). */
     HL_IL_SITE_MAY_ELIDE = 1u << 0,
-    /* the resolver said HL_IL_ALLOC_MAYBE: a shared generic site. */
+    /* the resolver said HL_IL_ALLOC_MAYBE: a generic parameter (allocates only for value-type
+     * instantiations), or a type it could not place as value or reference. */
     HL_IL_SITE_GENERIC = 1u << 1,
 };
 

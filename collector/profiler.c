@@ -510,9 +510,16 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
             low |= HL_REJIT_EVENT_FLAGS;
     }
     if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high))) {
-        hl_rejit_stop(p->rejit);
-        p->rejit = NULL;
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+        /* A runtime that refuses ReJIT (after attach with DOTNET_ProfApi_RejitOnAttach=0, or
+         * too old): the session goes on without counting, which the recording says. */
+        if (!p->rejit ||
+            HR_FAILED(info_set_event_mask2(p->info, low & ~(DWORD)HL_REJIT_EVENT_FLAGS,
+                                           spec->high))) {
+            hl_rejit_stop(p->rejit);
+            p->rejit = NULL;
+            return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+        }
+        hl_rejit_unsupported(p->rejit);
     }
     p->mode = cfg->mode;
     p->stacks = cfg->stacks && !cfg->empty;

@@ -70,6 +70,7 @@ struct hl_rejit {
     pthread_t thread;
     bool stop, started;
     bool begun;        /* the thread may look at the modules (hl_rejit_begin when deferred) */
+    bool unsupported;  /* the runtime refused ENABLE_REJIT: nothing is counted */
     bool initial_done; /* the modules loaded before the thread began are requested */
     atomic_uint_fast64_t handed, errors;
     /* HEAPLENS_STATS: how long a module took from its scan to its request returning (the time
@@ -781,12 +782,20 @@ void hl_rejit_revert(hl_rejit *r) {
     hl_mem_free(status);
 }
 
+void hl_rejit_unsupported(hl_rejit *r) {
+    if (!r)
+        return;
+    hl_rejit_stop(r);
+    r->unsupported = true;
+}
+
 void hl_rejit_stop(hl_rejit *r) {
     if (!r || !r->started)
         return;
     pthread_mutex_lock(&r->lock);
     r->stop = true;
     pthread_cond_signal(&r->wake);
+    pthread_cond_broadcast(&r->processed); /* loading threads and hl_rejit_begin stop waiting */
     pthread_mutex_unlock(&r->lock);
     pthread_join(r->thread, NULL);
     r->started = false;
@@ -878,6 +887,17 @@ void hl_rejit_send(struct collector *c, hl_rejit *r) {
                      m->types && m->types[k] ? m->types[k] : "?");
             hl_collector_put_str(c, HL_REC_COUNT_SITE, &s, sizeof s, text);
         }
+    }
+    if (r->unsupported) { /* one refusal per pattern: nothing was scanned */
+        for (size_t i = 0; i < r->n_patterns; i++) {
+            char text[NAME_MAX_BYTES + 4];
+            snprintf(text, sizeof text, "\n%s\n", r->patterns[i]);
+            hl_count_site s = {.il_offset = HL_COUNT_REFUSED_NO_REJIT,
+                               .kind = HL_COUNT_KIND_REFUSED};
+            hl_collector_put_str(c, HL_REC_COUNT_SITE, &s, sizeof s, text);
+        }
+        pthread_mutex_unlock(&r->lock);
+        return;
     }
     /* Patterns that matched nothing, with the closest names (the rejit thread has stopped:
      * the modules and the pattern states are ours now). */

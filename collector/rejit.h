@@ -46,6 +46,9 @@ void hl_rejit_begin(hl_rejit *r);
  * stopped): RequestRevert of every recompiled method, the original code back at its next call.
  * The runtime then refuses to unload the collector: it stays, dormant. */
 void hl_rejit_revert(hl_rejit *r);
+/* The runtime refused the flags (ENABLE_REJIT): stops the thread; the session goes on without
+ * counting, and hl_rejit_send says so per pattern (HL_COUNT_REFUSED_NO_REJIT). */
+void hl_rejit_unsupported(hl_rejit *r);
 /* Stops the thread (a request under way finishes). Counters and bodies stay (see above). */
 void hl_rejit_stop(hl_rejit *r);
 

@@ -26,8 +26,9 @@ void counted_summary_print(const char *output) {
             s.sites->len, s.methods, output);
     for (guint i = 0; i < s.refused->len; i++) {
         const query_count_refused *r = &g_array_index(s.refused, query_count_refused, i);
-        if (g_str_has_prefix(r->reason, "matched no method"))
-            fprintf(stderr, "heaplens: warning: --count '%s' %s\n", r->method, r->reason);
+        if (g_str_has_prefix(r->reason, "matched no method") ||
+            g_str_has_prefix(r->reason, "the runtime does not allow"))
+            fprintf(stderr, "heaplens: warning: --count '%s': %s\n", r->method, r->reason);
     }
     query_count_sites_clear(&s);
 }

@@ -58,6 +58,9 @@ static const char *store_counts_reason(uint32_t reason)
         return "dynamic or collectible module, or its metadata could not be extended";
     case HL_COUNT_REFUSED_NO_MATCH:
         return "matched no method";
+    case HL_COUNT_REFUSED_NO_REJIT:
+        return "the runtime does not allow recompiling code in this process (ReJIT): nothing "
+               "counted";
     default:
         return "unknown";
     }

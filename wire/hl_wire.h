@@ -378,6 +378,8 @@ enum {
     HL_COUNT_REFUSED_MODULE = 6,    /* dynamic or collectible module, or metadata not writable */
     HL_COUNT_REFUSED_NO_MATCH = 7,  /* a pattern that matched no method: 'method' is the
                                      * pattern, 'type' the closest names, ', '-separated */
+    HL_COUNT_REFUSED_NO_REJIT = 8,  /* the runtime refused ENABLE_REJIT (disabled after attach,
+                                     * or too old): 'method' is the pattern, nothing counted */
 };
 
 /* HL_REC_STACK: `depth` uint32 frame ids follow, innermost (the allocating method) first. */

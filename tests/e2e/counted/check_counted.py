@@ -24,6 +24,8 @@ allocations per (method, type) and writes them. Checks:
     `heaplens attach` without --count and a third with it reach it over its own socket: each
     records a complete session, the third counts exactly again; the program runs on, checks
     its own data and exits 0;
+  - a process whose runtime refuses ReJIT after attach (DOTNET_ProfApi_RejitOnAttach=0):
+    attach --count records the session without counting and says so in one line per pattern;
   - the differential run: `--count 'System.Linq.*' --count 'System.Collections.Generic.*'`
     rewrites every method of those namespaces in System.Linq and System.Private.CoreLib (loaded
     before the collector: recompiled at their next call) while CountedSites --workload checks
@@ -132,6 +134,43 @@ def check_attach(checks, a, log):
             prog.kill()
 
 
+def check_no_rejit(checks, a, log):
+    db = os.path.join(a.workdir, "norejit.db")
+    remove_stale(db, db + "-wal", db + "-shm")
+    env = dict(os.environ, DOTNET_ProfApi_RejitOnAttach="0")
+    prog = subprocess.Popen(program(a.dotnet, a.dll) + ["--stdin"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        ready = prog.stdout.readline().strip()
+        if not checks.ok("no ReJIT: the program is ready", ready.startswith("ready"), ready):
+            return
+        session = subprocess.Popen([a.heaplens, "attach", str(prog.pid), "--count", PATTERN,
+                                    "--snapshot", "none", "-o", db], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        lines = []
+        for line in session.stderr:
+            lines.append(line)
+            if "attached to process" in line:
+                break
+        prog.stdin.write("run 100\n")
+        prog.stdin.flush()
+        checks.eq("no ReJIT: the program runs", "done 100", prog.stdout.readline().strip())
+        session.send_signal(signal.SIGINT)
+        out, err = session.communicate(timeout=300)
+        with open(log, "a") as f:
+            f.write("--- no ReJIT\n" + "".join(lines) + err)
+        checks.eq("no ReJIT: heaplens attach exits 0", 0, session.returncode)
+        said = [l for l in err.splitlines() if "does not allow recompiling" in l]
+        checks.ok("no ReJIT: said in one line per pattern", len(said) == 1 and PATTERN in said[0],
+                  err)
+        prog.stdin.write("quit\n")
+        prog.stdin.flush()
+        checks.eq("no ReJIT: the program exits 0", 0, prog.wait(timeout=120))
+    finally:
+        if prog.poll() is None:
+            prog.kill()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--heaplens", required=True)
@@ -206,6 +245,7 @@ def main():
               f"exit {rc}: {err!r}")
 
     check_attach(checks, a, log)
+    check_no_rejit(checks, a, log)
 
     # The differential run over the runtime's own LINQ and collections.
     linq = os.path.join(a.workdir, "linq.db")
