@@ -8,13 +8,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Whether process `pid` has a resident collector listening (its socket exists, in a directory
- * of the process's user alone). */
+/* Whether process `pid` has a resident collector listening: its socket, in a directory of the
+ * process's user alone, answers a connection from that very process (a socket left by an exited
+ * process of the same pid does not). */
 gboolean resident_client_present(pid_t pid);
 
 /* Sends `client_data` to the resident collector of `pid` and waits (at most `timeout_ms`) for
- * its answer: TRUE with *started when it began the session, FALSE with *error (one line) when it
- * refused or could not be reached. */
+ * its answer: TRUE when it began the session, FALSE with *error (one line) when it refused or
+ * could not be reached. */
 gboolean resident_client_attach(pid_t pid, const char *client_data, uint32_t timeout_ms,
                                 GError **error);
 
