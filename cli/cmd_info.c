@@ -252,14 +252,15 @@ int cmd_info(int argc, char **argv)
                                 query_info_values_json(info.counters), "totals", totals_json,
                                 "allocations", query_estimates_json(&info.estimates),
                                 "unrecorded_processes", info.unrecorded);
-        json_object_set_new(doc, "counted_sites",
-                            counted ? json_pack("{s:I, s:I, s:I, s:I, s:s}", "sites",
-                                                (json_int_t)sites.sites->len, "methods",
-                                                (json_int_t)sites.methods, "count",
-                                                (json_int_t)executions, "not_rewritten",
-                                                (json_int_t)sites.refused->len, "not_counted",
-                                                QUERY_COUNT_SITES_NOT_COUNTED)
-                                    : json_null());
+        /* only in recordings made with --count: the documents of the others stay as they were */
+        if (counted)
+            json_object_set_new(doc, "counted_sites",
+                                json_pack("{s:I, s:I, s:I, s:I, s:s}", "sites",
+                                          (json_int_t)sites.sites->len, "methods",
+                                          (json_int_t)sites.methods, "count",
+                                          (json_int_t)executions, "not_rewritten",
+                                          (json_int_t)sites.refused->len, "not_counted",
+                                          QUERY_COUNT_SITES_NOT_COUNTED));
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
