@@ -1,4 +1,5 @@
-/* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]`: the options,
+/* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]
+ * [--count PATTERN]...`: the options,
  * then the session (session/attach_session.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -22,11 +23,32 @@ int cmd_attach(int argc, char **argv) {
         {"json", QUERY_OPT_FLAG, &json},
         {NULL, 0, NULL},
     };
-    /* -o and -q: the short forms record has too. */
+    /* -o and -q: the short forms record has too. --count (repeatable) is taken out here and
+     * joined by ';' (the other options take one value). */
     g_autofree char **args = g_new0(char *, argc + 1);
-    for (int i = 0; i < argc; i++)
-        args[i] = strcmp(argv[i], "-o") == 0 ? "--output" : strcmp(argv[i], "-q") == 0 ? "--quiet" : argv[i];
+    g_autoptr(GString) count = NULL;
     g_autoptr(GError) error = NULL;
+    int n_args = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--count") == 0 || strncmp(argv[i], "--count=", 8) == 0) {
+            const char *pattern = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
+            if (!pattern || !*pattern || strchr(pattern, ';')) {
+                g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "attach: --count takes a non-empty method pattern without ';' "
+                            "(Namespace.Type.Method, * wildcards)");
+                return query_error_report(error);
+            }
+            if (!count)
+                count = g_string_new(pattern);
+            else
+                g_string_append_printf(count, ";%s", pattern);
+            continue;
+        }
+        args[n_args++] = strcmp(argv[i], "-o") == 0   ? "--output"
+                         : strcmp(argv[i], "-q") == 0 ? "--quiet"
+                                                      : argv[i];
+    }
+    argc = n_args;
     switch (query_args_parse_operand(argc, args, options, "PID",
                                      "the process id of a running .NET program", &pid_text,
                                      &error)) {
@@ -60,7 +82,7 @@ int cmd_attach(int argc, char **argv) {
     }
     const attach_options o = {.pid = pid, .output = output_text, .snapshot = snapshot,
                               .duration = duration, .timeout = timeout, .force = force,
-                              .quiet = quiet, .json = json};
+                              .quiet = quiet, .json = json, .count = count ? count->str : NULL};
     int status = 1;
     json_t *summary = NULL;
     if (!attach_session_run(&o, &status, &summary, &error))

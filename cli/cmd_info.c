@@ -2,6 +2,7 @@
  * (query/info.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "query/count_sites.h"
 #include "query/info.h"
 
 #include <string.h>
@@ -223,6 +224,10 @@ int cmd_info(int argc, char **argv)
     query_info info = {0};
     info_lines run_lines, counter_lines, total_lines, sampling_lines;
     sqlite3 *db = NULL;
+    g_autoptr(GError) no_sites = NULL;
+    query_count_sites sites = {0};
+    gboolean counted = FALSE;
+    int64_t executions = 0;
 
     info_lines_init(&run_lines);
     info_lines_init(&counter_lines);
@@ -240,6 +245,14 @@ int cmd_info(int argc, char **argv)
     db = query_db_open(path, &error);
     if (!db || !query_info_read(db, path, &info, &error))
         goto out;
+    /* --count: the counted sites, and what they do not see (a recording without has none). */
+    counted = query_count_sites_read(db, path, &sites, &no_sites);
+    if (!counted && !g_error_matches(no_sites, QUERY_ERROR, QUERY_ERROR_NOT_FOUND)) {
+        g_propagate_error(&error, g_steal_pointer(&no_sites));
+        goto out;
+    }
+    for (guint i = 0; counted && i < sites.sites->len; i++)
+        executions += g_array_index(sites.sites, query_count_site, i).count;
     if (json) {
         json_t *totals_json = info_totals_json(&info.totals);
         /* With the census the totals are exact but for the part it did not count, given
@@ -259,6 +272,15 @@ int cmd_info(int argc, char **argv)
                                 query_info_values_json(info.counters), "totals", totals_json,
                                 "allocations", query_estimates_json(&info.estimates),
                                 "unrecorded_processes", info.unrecorded);
+        /* only in recordings made with --count: the documents of the others stay as they were */
+        if (counted)
+            json_object_set_new(doc, "counted_sites",
+                                json_pack("{s:I, s:I, s:I, s:I, s:s}", "sites",
+                                          (json_int_t)sites.sites->len, "methods",
+                                          (json_int_t)sites.methods, "count",
+                                          (json_int_t)executions, "not_rewritten",
+                                          (json_int_t)sites.refused->len, "not_counted",
+                                          QUERY_COUNT_SITES_NOT_COUNTED));
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
@@ -279,6 +301,15 @@ int cmd_info(int argc, char **argv)
         info_lines_print(&counter_lines, "counters", stdout);
         fputc('\n', stdout);
         info_lines_print(&total_lines, "totals", stdout);
+        if (counted) {
+            char n[QUERY_FORMAT_MAX];
+            printf("\ncounted sites (--count; heaplens allocations FILE --by site)\n"
+                   "  sites          %u in %" G_GUINT64_FORMAT " methods, %s executions "
+                   "counted\n  not rewritten  %u matched methods (no site, no IL, or "
+                   "refused)\n  not counted    %s\n",
+                   sites.sites->len, sites.methods, query_count_format(executions, n),
+                   sites.refused->len, QUERY_COUNT_SITES_NOT_COUNTED);
+        }
         /* .NET processes started under the program that declined (record without --children) */
         const json_t *unrecorded = info.unrecorded;
         if (json_array_size(unrecorded) > 0) {
@@ -296,6 +327,8 @@ int cmd_info(int argc, char **argv)
         goto out;
     status = 0;
 out:
+    if (counted)
+        query_count_sites_clear(&sites);
     query_info_clear(&info);
     info_lines_release(&run_lines);
     info_lines_release(&counter_lines);

@@ -70,6 +70,22 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             o->children = a + 11;
         } else if (strcmp(a, "--handles") == 0) {
             o->handles = TRUE;
+        } else if (strcmp(a, "--count") == 0 || strncmp(a, "--count=", 8) == 0) {
+            if (a[7] == 0 && i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --count needs a method pattern (Namespace.Type.Method, * wildcards)");
+                return FALSE;
+            }
+            const char *pattern = a[7] == '=' ? a + 8 : argv[++i];
+            if (!*pattern || strchr(pattern, ';')) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --count takes a non-empty pattern without ';', not '%s'", pattern);
+                return FALSE;
+            }
+            /* repeatable: joined by ';' for the collector (HEAPLENS_COUNT) */
+            char *joined = o->count ? g_strconcat(o->count, ";", pattern, NULL) : g_strdup(pattern);
+            g_free(o->count_owned);
+            o->count = o->count_owned = joined;
         } else if (strcmp(a, "--force") == 0) {
             o->force = TRUE;
         } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
@@ -102,13 +118,18 @@ int cmd_record(int argc, char **argv) {
     int exit_status = 1;
     json_t *summary = NULL;
     g_autoptr(GError) error = NULL;
-    if (!parse_options(argc, argv, &o, &help, &error))
+    if (!parse_options(argc, argv, &o, &help, &error)) {
+        g_free(o.count_owned);
         return query_error_report(error);
+    }
     if (help) {
+        g_free(o.count_owned);
         query_command_help("record", stdout);
         return 0;
     }
-    if (!record_session_run(&o, &exit_status, &summary, &error))
+    gboolean ran = record_session_run(&o, &exit_status, &summary, &error);
+    g_free(o.count_owned);
+    if (!ran)
         return query_error_report(error);
     return query_summary_print(summary, exit_status);
 }

@@ -22,7 +22,8 @@ static const query_command commands[] = {
                    "does",
         .usage = "usage: heaplens record [-o FILE] [--mode full|sampled] [--stacks on|off]\n"
                  "                       [--snapshot POLICY] [--handles] [--children[=PATTERN]]\n"
-                 "                       [--force] [-q] [--json] [--] PROGRAM [ARGS...]\n"
+                 "                       [--count PATTERN]... [--force] [-q] [--json]\n"
+                 "                       [--] PROGRAM [ARGS...]\n"
                  "\n"
                  "Runs PROGRAM with the heaplens collector loaded and stores what it allocates\n"
                  "and what each GC does in a heaplens database (one SQLite file). Exits with\n"
@@ -65,6 +66,16 @@ static const query_command commands[] = {
                  "                       running 5 s after PROGRAM exited stops being recorded\n"
                  "                       (status truncated). Without it descendants are never\n"
                  "                       recorded\n"
+                 "  --count PATTERN      count exactly how often each allocating instruction\n"
+                 "                       (newobj of a class, newarr, box of a value type) of\n"
+                 "                       the methods named Namespace.Type.Method that match\n"
+                 "                       PATTERN (* matches any text, dots too) runs: the\n"
+                 "                       methods are recompiled (ReJIT) with a counter before\n"
+                 "                       each, in every module as it loads. Repeatable.\n"
+                 "                       'heaplens allocations FILE --by site' shows them. Not\n"
+                 "                       counted: allocations in methods not matched, in the\n"
+                 "                       runtime's native code, in dynamic methods; which\n"
+                 "                       generic instantiation allocated at a shared site\n"
                  "  --force              replace FILE if it exists (and the descendants' files)\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
@@ -74,7 +85,8 @@ static const query_command commands[] = {
         .handler = cmd_attach,
         .summary = "attach to a running .NET process, record it for a while, and detach",
         .usage = "usage: heaplens attach PID [-o FILE] [--duration SECONDS] [--snapshot POLICY]\n"
-                 "                       [--timeout SECONDS] [--force] [-q] [--json]\n"
+                 "                       [--timeout SECONDS] [--count PATTERN]... [--force] [-q]\n"
+                 "                       [--json]\n"
                  "\n"
                  "Loads the heaplens collector into the running .NET process PID (through its\n"
                  "diagnostic socket; .NET 5 or later, same user) and stores what each GC does\n"
@@ -96,6 +108,15 @@ static const query_command commands[] = {
                  "                       every:N, none\n"
                  "  --timeout SECONDS    how long the runtime may wait for a background GC to\n"
                  "                       end before it gives the attach up (default 10)\n"
+                 "  --count PATTERN      count exactly how often each allocating instruction of\n"
+                 "                       the methods matching PATTERN (Namespace.Type.Method, *\n"
+                 "                       wildcards) runs, as 'record --count' does: the methods\n"
+                 "                       are recompiled (ReJIT) when the attach completes and\n"
+                 "                       restored at the end; calls already running are not\n"
+                 "                       counted. Repeatable. The runtime then keeps the\n"
+                 "                       collector loaded (dormant, its memory given back)\n"
+                 "                       until the process exits; a later 'heaplens attach'\n"
+                 "                       reaches it over its own socket\n"
                  "  --force              replace FILE if it exists\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
@@ -158,13 +179,19 @@ static const query_command commands[] = {
         .handler = cmd_allocations,
         .summary = "count and bytes allocated per type, most bytes first",
         .usage = "usage: heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]\n"
+                 "                       [--by type|site]\n"
                  "\n"
                  "Objects allocated during the run, per type: count and bytes, most bytes first.\n"
+                 "With --by site, the counted sites of a recording made with --count: how many\n"
+                 "times each allocating IL instruction of the matched methods ran, exactly, most\n"
+                 "first (method, IL offset, kind, type), and the matched methods that were not\n"
+                 "rewritten, with the reason.\n"
                  "\n"
                  "options:\n" JSON_OPTION
-                 "  --top K              show only the K types with the most bytes\n"
+                 "  --top K              show only the K types (or sites) first in the order\n"
                  "  --thread TID|NAME    only allocations of this thread (OS thread id or\n"
-                 "                       managed thread name)\n" HELP_OPTION,
+                 "                       managed thread name); not with --by site\n"
+                 "  --by type|site       per type (default) or per counted site\n" HELP_OPTION,
     },
     {
         .name = "survivors",

@@ -29,6 +29,9 @@ bool hl_attach_config_parse(const void *data, size_t size, hl_attach_config *out
         } else if (len > 9 && memcmp(line, "snapshot=", 9) == 0) {
             if (!copy_value(out->snapshot_policy, sizeof out->snapshot_policy, line + 9, len - 9))
                 return false;
+        } else if (len > 6 && memcmp(line, "count=", 6) == 0) {
+            if (!copy_value(out->count, sizeof out->count, line + 6, len - 6))
+                return false;
         }
     }
     return out->socket_path[0] == '/';

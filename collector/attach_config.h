@@ -5,6 +5,7 @@
  *   heaplens-attach 1
  *   socket=/tmp/heaplens-XXXXXX/collector.sock     where the writer listens (required)
  *   snapshot=induced                              the --snapshot policy (optional)
+ *   count=NS.Type.*;NS.Other.M                    the --count patterns, ';'-joined (optional)
  * session/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
 #ifndef HEAPLENS_ATTACH_CONFIG_H
 #define HEAPLENS_ATTACH_CONFIG_H
@@ -13,11 +14,15 @@
 #include <stddef.h>
 
 #define HL_ATTACH_CONFIG_MAGIC "heaplens-attach 1"
+/* Where a collector the runtime kept after `attach --count` listens for the same client data
+ * (collector/resident.h): the target's uid and pid. */
+#define HL_RESIDENT_SOCKET_FMT "/tmp/heaplens-%u/resident.%ld.sock"
 #define HL_ATTACH_CONFIG_MAX 4096
 
 typedef struct hl_attach_config {
     char socket_path[256];
     char snapshot_policy[32]; /* empty: the default */
+    char count[2048];         /* --count patterns, ';'-joined; empty: not counting */
 } hl_attach_config;
 
 /* Parses the client data; false when it is not ours, of another version, or lacks the socket. */

@@ -60,6 +60,10 @@ enum {
     COR_PRF_MONITOR_SUSPENDS = 0x00010000,
     COR_PRF_ENABLE_OBJECT_ALLOCATED = 0x00800000,
     COR_PRF_ENABLE_STACK_SNAPSHOT = 0x10000000,
+    /* counted sites (rejit.c) */
+    COR_PRF_MONITOR_MODULE_LOADS = 0x00000004,
+    COR_PRF_MONITOR_JIT_COMPILATION = 0x00000020,
+    COR_PRF_ENABLE_REJIT = 0x00040000,
 };
 /* COR_PRF_HIGH_MONITOR (high event mask, SetEventMask2's second argument). */
 enum {
@@ -161,6 +165,7 @@ extern const GUID IID_IClassFactory;
 extern const GUID IID_ICorProfilerCallback[12];  /* index 1..11; [0] unused */
 extern const GUID IID_ICorProfilerInfo_by_version[16]; /* index 1..15 */
 extern const GUID IID_IMetaDataImport;
+extern const GUID IID_IMetaDataEmit, IID_IMetaDataAssemblyEmit; /* counted sites (rejit.c) */
 extern const GUID CLSID_heaplens;
 int guid_equal(const GUID *a, const GUID *b);
 

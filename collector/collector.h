@@ -74,7 +74,13 @@ typedef struct hl_profiler {
     atomic_bool stopping;
     uint64_t shutdown_ns;       /* when Shutdown called hl_collector_stop (before the join) */
     int wake_fd;                /* eventfd: Shutdown wakes the collector thread */
+    struct hl_rejit *rejit;     /* counted sites (`--count`, rejit.h); NULL when not counting */
 } hl_profiler;
+
+/* resident.c: a fresh attach session in a collector the runtime kept (no InitializeForAttach
+ * comes): what InitializeForAttach and ProfilerAttachComplete do, on a thread of ours, from the
+ * client data `data` (attach_config.h). S_OK, or why not (nothing left running). */
+HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data, size_t size);
 
 /* Starts the collector thread (connects to the writer there). Returns 0 or an errno. */
 int hl_collector_start(hl_profiler *p);

@@ -16,6 +16,8 @@
 #define _GNU_SOURCE
 #include "collector/mem.h"
 #include "collector/collector_internal.h"
+#include "collector/rejit.h"
+#include "collector/resident.h"
 #include "collector/eventpipe.h"
 #include "collector/discovery.h"
 
@@ -893,6 +895,7 @@ static void finish(collector *c) {
     hl_samples_flush_names(c);
     send_counts(c, last_gc + 1, &counts);
     hl_samples_send(c, last_gc + 1, &samples);
+    hl_rejit_send(c, p->rejit);
     /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
      * end record arrives: it tells the writer the recording is complete. */
     hl_outbox_flush(&c->out, c->out.stall_ms);
@@ -944,9 +947,17 @@ static void request_detach(hl_profiler *p) {
         nanosleep(&ms, NULL);
     }
     HRESULT hr = info_request_profiler_detach(p->info, 0);
-    if (HR_FAILED(hr))
+    if (HR_FAILED(hr) && (p->rejit || hl_resident_is())) {
+        /* --count: the runtime keeps a profiler that recompiled code until the process exits.
+         * It stays dormant: no callback beyond what the runtime forces (clearing ENABLE_REJIT
+         * may be refused), and waits for a later `heaplens attach` (resident.h). */
+        if (HR_FAILED(info_set_event_mask2(p->info, 0, 0)))
+            info_set_event_mask2(p->info, COR_PRF_ENABLE_REJIT, 0);
+        hl_resident_wait(p);
+    } else if (HR_FAILED(hr)) {
         fprintf(stderr, "heaplens: the runtime refused to unload the collector (0x%08x); it stays "
                         "loaded and inactive\n", (unsigned)hr);
+    }
 }
 
 static void *collector_main(void *arg) {
@@ -987,8 +998,11 @@ static void *collector_main(void *arg) {
         final_snapshot(c);
         p->active = false; /* callbacks become no-ops; what they copied is drained by finish */
         hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
+        hl_rejit_stop(p->rejit); /* --count: no new request; finish sends the counts */
     }
     finish(c);
+    if (detaching)
+        hl_rejit_revert(p->rejit); /* the original code back (rejit.h) */
     hl_tbufs_close(&p->rings); /* a thread that still finds no chunk drops: nobody drains now */
     atomic_store(&p->gcs.closed, true); /* ... and a GC that finds the queue full is lost */
     collector_free(c); /* its type names release metadata interfaces: before the detach */

@@ -17,6 +17,8 @@
 #include "collector/attach_config.h"
 #include "collector/collector.h"
 #include "collector/mem.h"
+#include "collector/rejit.h"
+#include "collector/resident.h"
 #include "wire/hl_wire.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -365,7 +367,7 @@ static void forget_session_environment(void) {
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
                                         "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS",
-                                        "HEAPLENS_HANDLES"};
+                                        "HEAPLENS_HANDLES", "HEAPLENS_COUNT"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -467,6 +469,7 @@ typedef struct session_config {
     bool handles;                /* HEAPLENS_HANDLES=1 (`record --handles`): full mode keeps
                                   * MONITOR_GC at every GC (handle lifetimes, unreported counts) */
     bool stacks;                 /* allocation samples with stacks (EventPipe session) */
+    const char *count;           /* HEAPLENS_COUNT: `--count` patterns, ';'-separated (rejit.h) */
 } session_config;
 
 /* The one start shared by Initialize and InitializeForAttach: the mode's event mask, the
@@ -499,8 +502,25 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
                         strcmp(getenv("HEAPLENS_CENSUS_CHECK"), "1") == 0;
     if (census_check)
         low |= COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED;
-    if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high)))
-        return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+    /* Counted sites: before the mask, so that no module load is missed. */
+    if (cfg->count && *cfg->count && !cfg->empty) {
+        p->rejit = hl_rejit_start(p->info, p->info_version, cfg->count,
+                                  cfg->mode == HL_MODE_ATTACH);
+        if (p->rejit)
+            low |= HL_REJIT_EVENT_FLAGS;
+    }
+    if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high))) {
+        /* A runtime that refuses ReJIT (after attach with DOTNET_ProfApi_RejitOnAttach=0, or
+         * too old): the session goes on without counting, which the recording says. */
+        if (!p->rejit ||
+            HR_FAILED(info_set_event_mask2(p->info, low & ~(DWORD)HL_REJIT_EVENT_FLAGS,
+                                           spec->high))) {
+            hl_rejit_stop(p->rejit);
+            p->rejit = NULL;
+            return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
+        }
+        hl_rejit_unsupported(p->rejit);
+    }
     p->mode = cfg->mode;
     p->stacks = cfg->stacks && !cfg->empty;
 
@@ -563,7 +583,8 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     session_config cfg = {.socket_path = connect_to, .snapshot_policy = getenv("HEAPLENS_SNAPSHOT"),
                           .mode = mode_from_env(), .empty = empty && strcmp(empty, "1") == 0,
                           .stacks = !(stacks && strcmp(stacks, "off") == 0),
-                          .handles = handles && strcmp(handles, "1") == 0};
+                          .handles = handles && strcmp(handles, "1") == 0,
+                          .count = getenv("HEAPLENS_COUNT")};
     HRESULT hr = session_start(p, info_unknown, &cfg);
     if (hr == S_OK)
         forget_session_environment();
@@ -580,7 +601,8 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
     if (!hl_attach_config_parse(data, size, &a))
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
-                          .mode = HL_MODE_ATTACH, .stacks = true};
+                          .mode = HL_MODE_ATTACH, .stacks = true,
+                          .count = a.count[0] ? a.count : NULL};
     return session_start(p, info_unknown, &cfg);
 }
 
@@ -635,9 +657,23 @@ static void name_existing_threads(hl_profiler *p) {
 static HRESULT on_profiler_attach_complete(hl_profiler *p) {
     if (!p->active)
         return S_OK;
+    hl_rejit_begin(p->rejit); /* --count: counting is on when heaplens hears of the attach */
     name_existing_threads(p);
     hl_collector_request_snapshot(p);
     return S_OK;
+}
+
+HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data, size_t size) {
+    hl_attach_config a;
+    if (!hl_attach_config_parse(data, size, &a))
+        return E_INVALIDARG;
+    session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
+                          .mode = HL_MODE_ATTACH, .stacks = true,
+                          .count = a.count[0] ? a.count : NULL};
+    HRESULT hr = session_start(p, info, &cfg);
+    if (hr == S_OK)
+        on_profiler_attach_complete(p);
+    return hr;
 }
 
 /* After RequestProfilerDetach: no callback is running or will run again; the runtime releases
@@ -663,7 +699,26 @@ static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
 
 static HRESULT on_shutdown(hl_profiler *p) {
     p->active = false; /* late callbacks on other threads become no-ops */
+    hl_rejit_stop(p->rejit); /* its counters stay: the collector sends them at the end */
+    hl_resident_exit();
     hl_collector_stop(p);
+    return S_OK;
+}
+
+/* Counted sites (rejit.h): module loads queue, the runtime asks for a prepared body. */
+static HRESULT on_module_load_finished(hl_profiler *p, ModuleID module, HRESULT status) {
+    if (p->active && !HR_FAILED(status))
+        hl_rejit_module_loaded(p->rejit, module, !p->attach);
+    return S_OK;
+}
+static HRESULT on_get_rejit_parameters(hl_profiler *p, ModuleID module, uint32_t method,
+                                       void *function_control) {
+    return hl_rejit_parameters(p->rejit, module, method, function_control);
+}
+static HRESULT on_rejit_error(hl_profiler *p, ModuleID module, uint32_t method,
+                              FunctionID function, HRESULT status) {
+    (void)function;
+    hl_rejit_error(p->rejit, module, method, status);
     return S_OK;
 }
 
@@ -719,6 +774,9 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .ThreadNameChanged = on_thread_name_changed,
     .LoadAsNotificationOnly = on_load_as_notification_only,
     .EventPipeEventDelivered = hl_eventpipe_on_event,
+    .ModuleLoadFinished = on_module_load_finished,
+    .GetReJITParameters = on_get_rejit_parameters,
+    .ReJITError = on_rejit_error,
 };
 #pragma GCC diagnostic pop
 

@@ -270,3 +270,19 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
         put_type_args(t, &b, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, 1, &flags);
     return true;
 }
+
+bool hl_typedef_name(IMetaDataImport *mdi, mdTypeDef td, char *out, size_t size) {
+    name_buf b = {out, size, 0};
+    uint32_t flags = 0;
+    if (size)
+        out[0] = 0;
+    return size && put_typedef(NULL, &b, mdi, td, NULL, 0, 0, &flags);
+}
+
+void hl_utf16_name(char *out, size_t size, const WCHAR *w, size_t n) {
+    name_buf b = {out, size, 0};
+    if (size) {
+        out[0] = 0;
+        put_utf16_name(&b, w, n);
+    }
+}

@@ -39,4 +39,10 @@ uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size
  * arguments as '<...>' after the name. Returns false when the runtime would not say. */
 bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t size);
 
+/* 'Namespace.Outer+Inner' of a typedef from its metadata alone (no type arguments; arity
+ * suffixes dropped): for names of methods before any of their code runs (rejit.c). */
+bool hl_typedef_name(IMetaDataImport *mdi, mdTypeDef td, char *out, size_t size);
+/* A metadata name (UTF-16, n units or up to a NUL) as UTF-8 into out, arity suffix dropped. */
+void hl_utf16_name(char *out, size_t size, const WCHAR *w, size_t n);
+
 #endif /* HEAPLENS_TYPE_NAMES_H */

@@ -94,7 +94,13 @@ typedef struct report_data {
     json_t *allocations;
     gboolean allocations_estimated;
     gboolean census; /* some GC has a census of gen0: gcs[] carry census_ns, census_objects */
+    /* Counted allocation sites (`--count`, count_sites.h): NULL when the recording has none, else
+     * {"sites","methods","not_rewritten","not_counted","rows":[REPORT_TOP_COUNTED rows of
+     * `heaplens allocations --by site --json`, most counted first]} */
+    json_t *counted_sites;
 } report_data;
+
+#define REPORT_TOP_COUNTED 20
 
 #define REPORT_TOP_SITES 10
 #define REPORT_FLAME_MIN 0.001

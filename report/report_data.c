@@ -11,6 +11,7 @@
  */
 #include "report/report.h"
 
+#include "query/count_sites.h"
 #include "query/estimates.h"
 #include "query/info.h"
 #include "query/leaks.h"
@@ -503,6 +504,37 @@ static gboolean report_stacks_get(sqlite3 *db, report_data *data, GError **error
     return TRUE;
 }
 
+/* The counted sites, when the recording was made with --count (count_sites.h). */
+static gboolean report_counted_get(sqlite3 *db, const char *file, report_data *data,
+                                   GError **error)
+{
+    GError *local = NULL;
+    query_count_sites s;
+    if (!query_count_sites_read(db, file, &s, &local)) {
+        gboolean none = g_error_matches(local, QUERY_ERROR, QUERY_ERROR_NOT_FOUND);
+        if (none)
+            g_error_free(local);
+        else
+            g_propagate_error(error, local);
+        return none;
+    }
+    json_t *rows = json_array();
+    for (guint i = 0; i < s.sites->len && i < REPORT_TOP_COUNTED; i++) {
+        const query_count_site *c = &g_array_index(s.sites, query_count_site, i);
+        json_array_append_new(rows, json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:b}", "module",
+                                              c->module, "method", c->method, "il_offset",
+                                              (json_int_t)c->il_offset, "kind", c->kind, "type",
+                                              c->type, "count", (json_int_t)c->count, "exact",
+                                              !c->may_elide && !c->maybe_none));
+    }
+    data->counted_sites = json_pack("{s:I, s:I, s:I, s:s, s:o}", "sites",
+                                    (json_int_t)s.sites->len, "methods", (json_int_t)s.methods,
+                                    "not_rewritten", (json_int_t)s.refused->len, "not_counted",
+                                    QUERY_COUNT_SITES_NOT_COUNTED, "rows", rows);
+    query_count_sites_clear(&s);
+    return TRUE;
+}
+
 report_data *report_data_new(sqlite3 *db, const char *file, query_progress *progress,
                              GError **error)
 {
@@ -520,7 +552,7 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
         !report_allocations_get(db, data, error) ||
         !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error) ||
-        !report_stacks_get(db, data, error))
+        !report_stacks_get(db, data, error) || !report_counted_get(db, file, data, error))
         goto fail;
     data->note = query_db_note_new(db, &local);
     if (local) {
@@ -553,6 +585,7 @@ void report_data_free(report_data *data)
     json_decref(data->retainers);
     json_decref(data->leak_suspects);
     json_decref(data->allocation_stacks);
+    json_decref(data->counted_sites);
     json_decref(data->allocations);
     if (data->notes)
         g_ptr_array_free(data->notes, TRUE);

@@ -205,5 +205,7 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     out_json(&o, json_incref(data->allocations));
     out_raw(&o, ",\n\"allocation_stacks\":");
     out_json(&o, data->allocation_stacks ? json_incref(data->allocation_stacks) : json_null());
+    out_raw(&o, ",\n\"counted_sites\":");
+    out_json(&o, data->counted_sites ? json_incref(data->counted_sites) : json_null());
     out_raw(&o, "}\n");
 }

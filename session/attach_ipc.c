@@ -363,7 +363,8 @@ char *attach_ipc_refusal(pid_t pid, uint32_t hr, uint32_t timeout_ms) {
     switch (hr) {
     case ATTACH_E_PROFILER_ALREADY_ACTIVE:
         return g_strdup_printf("process %ld already has a profiler (heaplens record, heaplens "
-                               "attach or another tool): a process takes only one", (long)pid);
+                               "attach, a collector left by attach --count, or another tool): a "
+                               "process takes only one", (long)pid);
     case ATTACH_E_TIMEOUT_WAITING_FOR_CONCURRENT_GC:
         return g_strdup_printf("attach to process %ld timed out: its background GC did not "
                                "finish within %.0f s (try again, or --timeout)", (long)pid,

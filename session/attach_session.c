@@ -32,6 +32,8 @@
 #include <unistd.h>
 
 #include "session/attach_session.h"
+#include "session/counted.h"
+#include "session/resident_client.h"
 
 #include "collector/attach_config.h"
 #include "query/query.h"
@@ -141,15 +143,25 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         return FALSE;
 
     /* The attach itself. */
-    g_autofree char *client_data = g_strdup_printf(HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s",
-                                                   sockets.collector_path,
-                                                   snapshot ? "snapshot=" : "",
-                                                   snapshot ? snapshot : "", snapshot ? "\n" : "");
+    g_autofree char *client_data = g_strdup_printf(
+        HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s%s%s%s", sockets.collector_path,
+        snapshot ? "snapshot=" : "", snapshot ? snapshot : "", snapshot ? "\n" : "",
+        o->count ? "count=" : "", o->count ? o->count : "", o->count ? "\n" : "");
+    /* --count recompiles methods: the runtime then keeps the collector until the process exits
+     * and refuses any later attach (clr-profiler-facts.md §13). Said before it happens. */
+    if (o->count && !quiet && !json)
+        fprintf(stderr, "heaplens: --count leaves the collector loaded in process %ld until it "
+                        "exits (later attaches reach it over its own socket)\n", pid);
     uint64_t attach_started = query_now_ms();
     uint32_t hr = 0;
-    gboolean answered = attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
-                                                   PROFILER_CLSID, collector, client_data,
-                                                   strlen(client_data), &hr, error);
+    /* A collector that stayed after an earlier `attach --count` takes the session over its own
+     * socket (the runtime would refuse a second profiler). */
+    gboolean resident = resident_client_present((pid_t)pid);
+    gboolean answered =
+        resident ? resident_client_attach((pid_t)pid, client_data, (uint32_t)timeout * 1000, error)
+                 : attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,
+                                              PROFILER_CLSID, collector, client_data,
+                                              strlen(client_data), &hr, error);
     if (!answered || hr != 0) {
         if (answered) {
             g_autofree char *why = attach_ipc_refusal((pid_t)pid, hr, (uint32_t)timeout * 1000);
@@ -237,7 +249,11 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
     recording_summary_options so = {.json = json, .quiet = quiet};
     *summary = recording_summary_print(output, &so);
+    if (o->count && !quiet && !json)
+        counted_summary_print(output);
     if (*summary) {
+        if (o->count)
+            json_object_set_new(*summary, "counted_sites", counted_summary_json(output));
         json_object_set_new(*summary, "pid", json_integer(pid));
         json_object_set_new(*summary, "attach_seconds",
                             json_real((attached - attach_started) / 1000.0));

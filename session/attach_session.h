@@ -21,6 +21,7 @@ typedef struct attach_options {
     const char *snapshot; /* a valid --snapshot policy (recording_snapshot_policy_valid), or NULL */
     uint64_t duration;    /* seconds; 0: until Ctrl-C or the process's exit */
     uint64_t timeout;     /* seconds the runtime may take to load the collector */
+    const char *count;    /* --count patterns, ';'-joined (collector/rejit.h), or NULL */
     gboolean force, quiet, json;
 } attach_options;
 

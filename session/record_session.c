@@ -40,6 +40,7 @@
 #include "session/record_session.h"
 
 #include "query/query.h"
+#include "session/counted.h"
 #include "session/recording.h"
 #include "session/session.h"
 #include "store/store.h"
@@ -453,6 +454,11 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         setenv("HEAPLENS_HANDLES", "1", 1);
     else
         unsetenv("HEAPLENS_HANDLES");
+    /* --count: the methods whose allocation sites are counted (collector/rejit.h). */
+    if (o.count)
+        setenv("HEAPLENS_COUNT", o.count, 1);
+    else
+        unsetenv("HEAPLENS_COUNT");
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
                                   o.children, o.stacks, original, &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
@@ -521,6 +527,10 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     if (!summarise && !recorded)
         return TRUE;
     json_t *main_summary = summarise ? recording_summary_print(output, &so) : NULL;
+    if (summarise && o.count && !o.quiet && !o.json)
+        counted_summary_print(output);
+    if (main_summary && o.count)
+        json_object_set_new(main_summary, "counted_sites", counted_summary_json(output));
     if (!recorded) {
         *summary = main_summary;
         return TRUE;

@@ -99,6 +99,10 @@ typedef struct store_record {
             hl_alloc_samples h;
             const uint8_t *items; /* h.count hl_alloc_sample */
         } alloc_samples;
+        struct {
+            hl_count_site h;
+            store_str text; /* 'module\nmethod\ntype' */
+        } count_site;
     } u;
 } store_record;
 
@@ -546,6 +550,9 @@ void store_snapshot_release(store_open_snapshot *s);
 /* Allocation samples and stacks (store_samples.c). METHOD and STACK are kept for replay like
  * TYPE; ALLOC_SAMPLES belongs to the open GC (or the tail, after the last GC_END). */
 gboolean store_samples_method(store_writer *w, const store_record *rec, GError **error);
+/* store_counts.c: a COUNT_SITE record into count_sites or count_refused (created with the
+ * first one: files without `--count` have neither table). */
+gboolean store_counts_site(store_writer *w, const store_record *rec, GError **error);
 gboolean store_samples_stack(store_writer *w, const store_record *rec, GError **error);
 gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **error);
 /* A sample's weight: (est_count, est_bytes) for an object of `size` bytes (pure; unit-tested).

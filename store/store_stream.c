@@ -316,6 +316,14 @@ static gboolean store_decode_alloc_samples(const uint8_t *p, uint32_t size, stor
                                    &out->u.alloc_samples.items, error);
 }
 
+static gboolean store_decode_count_site(const uint8_t *p, uint32_t size, store_record *out,
+                                        GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.count_site.h,
+                                        sizeof out->u.count_site.h, &out->u.count_site.text,
+                                        error);
+}
+
 static const store_record_def store_record_defs[] = {
     [HL_REC_RUN_START] = {"RUN_START", store_decode_run_start},
     [HL_REC_TYPE] = {"TYPE", store_decode_type},
@@ -340,6 +348,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_METHOD] = {"METHOD", store_decode_method},
     [HL_REC_STACK] = {"STACK", store_decode_stack},
     [HL_REC_ALLOC_SAMPLES] = {"ALLOC_SAMPLES", store_decode_alloc_samples},
+    [HL_REC_COUNT_SITE] = {"COUNT_SITE", store_decode_count_site},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

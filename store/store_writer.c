@@ -399,6 +399,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_METHOD] = store_samples_method,
     [HL_REC_STACK] = store_samples_stack,
     [HL_REC_ALLOC_SAMPLES] = store_samples_alloc,
+    [HL_REC_COUNT_SITE] = store_counts_site,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)

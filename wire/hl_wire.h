@@ -85,6 +85,7 @@ typedef enum hl_rec_type {
     HL_REC_METHOD = 23,
     HL_REC_STACK = 24,
     HL_REC_ALLOC_SAMPLES = 25,
+    HL_REC_COUNT_SITE = 40, /* counted sites (--count), numbered apart from the others' growth */
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -342,6 +343,46 @@ typedef struct hl_method {
 } hl_method;
 static_assert(sizeof(hl_method) == 16, "wire layout");
 enum { HL_METHOD_FLAG_NATIVE = 1, HL_METHOD_FLAG_UNKNOWN = 2 };
+
+/* HL_REC_COUNT_SITE (`--count`): one counted allocation site, or one matched method that was
+ * not rewritten (kind HL_COUNT_KIND_REFUSED, il_offset its HL_COUNT_REFUSED_* reason), sent at
+ * the session's end after the tail interval, before RUN_END. Followed by one hl_str:
+ * 'module\nmethod\ntype' (module: the file name without directory; method:
+ * 'Namespace.Type.Method'; type: the allocated type, for newarr the array type, empty for a
+ * refused method). */
+typedef struct hl_count_site {
+    uint64_t count;         /* executions of the probe while the rewritten code ran */
+    uint32_t il_offset;     /* of the allocating instruction in the original IL */
+    uint32_t method_token;  /* the method's MethodDef token */
+    uint8_t kind;           /* HL_COUNT_KIND_* */
+    uint8_t flags;          /* HL_COUNT_FLAG_* */
+    uint16_t reserved;
+    uint32_t reserved2;
+} hl_count_site;
+static_assert(sizeof(hl_count_site) == 24, "wire layout");
+enum {
+    HL_COUNT_KIND_REFUSED = 0,
+    HL_COUNT_KIND_NEWOBJ = 1,
+    HL_COUNT_KIND_NEWARR = 2,
+    HL_COUNT_KIND_BOX = 3,
+};
+enum {
+    HL_COUNT_FLAG_MAY_ELIDE = 1, /* a box the JIT may fold away: the count may exceed the objects */
+    HL_COUNT_FLAG_MAYBE = 2,     /* may allocate nothing: box of a generic parameter, or a type
+                                  * the collector could not place (value or reference) */
+};
+enum {
+    HL_COUNT_REFUSED_NO_BODY = 1,   /* abstract, extern, runtime-implemented: no IL */
+    HL_COUNT_REFUSED_MALFORMED = 2, /* the IL did not decode */
+    HL_COUNT_REFUSED_TOO_BIG = 3,   /* maxstack or size past what IL can say */
+    HL_COUNT_REFUSED_NO_SITE = 4,   /* nothing to count (not an error) */
+    HL_COUNT_REFUSED_REJIT = 5,     /* the runtime refused the recompilation (ReJITError) */
+    HL_COUNT_REFUSED_MODULE = 6,    /* dynamic or collectible module, or metadata not writable */
+    HL_COUNT_REFUSED_NO_MATCH = 7,  /* a pattern that matched no method: 'method' is the
+                                     * pattern, 'type' the closest names, ', '-separated */
+    HL_COUNT_REFUSED_NO_REJIT = 8,  /* the runtime refused ENABLE_REJIT (disabled after attach,
+                                     * or too old): 'method' is the pattern, nothing counted */
+};
 
 /* HL_REC_STACK: `depth` uint32 frame ids follow, innermost (the allocating method) first. */
 typedef struct hl_stack {

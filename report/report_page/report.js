@@ -668,6 +668,28 @@
       }).join('') + '</tbody></table></div>';
   }
 
+  /* Counted sites (record/attach --count): exact counts per allocating instruction. */
+  function renderCounted() {
+    var C = D.counted_sites, el = $('counted');
+    if (!C) return;
+    el.hidden = false;
+    el.innerHTML = '<h2>Counted allocation sites</h2><p class="muted small">' + esc(fmtCount(C.sites)) +
+      ' sites in ' + esc(fmtCount(C.methods)) + ' methods matched by --count, the ' + C.rows.length +
+      ' most counted; exact: every execution of the allocating instruction while counting was on ' +
+      '(<code>heaplens allocations FILE --by site</code>). Not counted: ' + esc(C.not_counted) +
+      '.</p><div class="table-wrap"><table class="list" id="counted-table"><thead><tr><th>count</th>' +
+      '<th class="l">method</th><th class="l">IL</th><th class="l">kind</th><th class="l">type</th></tr></thead><tbody>' +
+      C.rows.map(function (r) {
+        var il = r.il_offset.toString(16);
+        return '<tr><td data-v="' + r.count + '">' + esc(fmtCount(r.count)) + (r.exact ? '' : ' *') +
+          '</td><td class="l">' + esc(r.method) + '</td><td class="l">IL_' + ('0000' + il).slice(-Math.max(4, il.length)) +
+          '</td><td class="l">' + esc(r.kind) + '</td><td class="l">' + esc(r.type) + '</td></tr>';
+      }).join('') + '</tbody></table></div>' +
+      (C.rows.some(function (r) { return !r.exact; }) ?
+        '<p class="muted small">* the JIT may fold this box away, or the site may allocate nothing (a generic ' +
+        'parameter): the count is of executions.</p>' : '');
+  }
+
   function renderAbout() {
     var items = [
       ['Pause', DEF.pause], ['Heap size', DEF.heap_size], ['Promoted', DEF.promoted],
@@ -948,6 +970,7 @@
   renderPlots();
   renderSnapshots();
   renderStacks();
+  renderCounted();
   renderAbout();
   readHash();
   bindTable();
