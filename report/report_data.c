@@ -134,6 +134,16 @@ static const char report_sweep_sql[] =
     "  FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
     " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc";
 
+/* The same groups from object_spans (query_db_has_spans): a few rows instead of every object. */
+static const char report_sweep_spans_sql[] =
+    "SELECT type_id, generation, from_gc, until_gc, SUM(bytes),"
+    "       MIN(bytes) < 0 OR MIN(count) < 0 OR typeof(SUM(bytes)) NOT IN ('integer', 'null')"
+    "       OR NOT (generation BETWEEN 0 AND 5) OR NOT (type_id BETWEEN 0 AND 4294967295)"
+    "       OR typeof(from_gc) <> 'integer'"
+    "       OR NOT (coalesce(until_gc, 0) BETWEEN 0 AND 4294967295)"
+    "  FROM object_spans"
+    " GROUP BY type_id, generation, from_gc, until_gc";
+
 /* A change of a type's live bytes at a GC ordinal. */
 typedef struct type_event {
     int64_t gc;
@@ -259,7 +269,10 @@ static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
         diff[g] = g_new0(int64_t, n + 1);
         data->survivors[g] = g_new0(int64_t, n);
     }
-    stmt = query_db_prepare(db, report_sweep_sql, error);
+    gboolean spans = FALSE;
+    if (!query_db_has_spans(db, &spans, error))
+        goto out;
+    stmt = query_db_prepare(db, spans ? report_sweep_spans_sql : report_sweep_sql, error);
     if (!stmt)
         goto out;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
