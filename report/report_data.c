@@ -437,13 +437,9 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                                     (json_int_t)info.snapshot, "gc", (json_int_t)info.gc,
                                     "objects", (json_int_t)info.objects, "references",
                                     (json_int_t)info.refs, "roots", (json_int_t)info.roots);
-    char *note = NULL;
     g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
-    if (!types || !retention_ensure(db, &info, progress, error) ||
-        !retention_commit(db, file, progress, &note, error))
+    if (!types || !retention_ensure(db, &info, progress, error))
         return FALSE;
-    if (note)
-        g_ptr_array_add(data->notes, note);
     g_autoptr(GArray) top = retention_top_objects(db, info.snapshot, REPORT_TOP_RETAINERS, error);
     if (!top)
         return FALSE;
@@ -453,16 +449,25 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                               retention_object_json(&g_array_index(top, retention_object, i), types));
     data->retainers = json_pack("{s:I, s:I, s:o}", "snapshot", (json_int_t)info.snapshot, "gc",
                                 (json_int_t)info.gc, "rows", rows);
-    if (list->len < 2)
-        return TRUE; /* growth needs two snapshots */
-    g_autoptr(leaks) found = leaks_find(db, file, REPORT_LEAK_SUSPECTS, FALSE, progress, error);
-    if (!found)
+    if (list->len >= 2) { /* growth needs two snapshots */
+        g_autoptr(leaks) found =
+            leaks_find(db, file, REPORT_LEAK_SUSPECTS, FALSE, progress, error);
+        if (!found)
+            return FALSE;
+        data->leak_suspects = leaks_json_head(found);
+        rows = json_array();
+        for (guint i = 0; i < leaks_count(found); i++)
+            json_array_append_new(rows, leaks_json_row(found, i));
+        json_object_set_new(data->leak_suspects, "rows", rows);
+    }
+    /* Last: what retention and leaks computed (the last snapshot's and the first of the leak
+     * series' retained sizes) is stored, so that the next report, retention or leaks reads it
+     * instead of computing it again. */
+    char *note = NULL;
+    if (!retention_commit(db, file, progress, &note, error))
         return FALSE;
-    data->leak_suspects = leaks_json_head(found);
-    rows = json_array();
-    for (guint i = 0; i < leaks_count(found); i++)
-        json_array_append_new(rows, leaks_json_row(found, i));
-    json_object_set_new(data->leak_suspects, "rows", rows);
+    if (note)
+        g_ptr_array_add(data->notes, note);
     return TRUE;
 }
 
