@@ -898,6 +898,13 @@ gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progre
                          GError **error)
 {
     char *errmsg = NULL;
+    /* Stored already (leaks computes the last snapshot's tree for its holders every time):
+     * nothing to keep, and the file's rows need no copy into TEMP tables. */
+    gboolean stored = FALSE;
+    if (!retention_is_stored(db, r->graph->info.snapshot, &stored, error))
+        return FALSE;
+    if (stored)
+        return TRUE;
     /* TEMP tables of the read-only connection, the same names: retention_commit copies them into
      * the file once the command has read everything it needs */
     gboolean in_file = FALSE; /* the file has the tables (other snapshots): TEMP ones hide them */
@@ -926,7 +933,6 @@ gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progre
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return FALSE;
     }
-    gboolean stored = FALSE;
     if (!retention_is_stored(db, r->graph->info.snapshot, &stored, error) ||
         (!stored && !rows_write(r, db, progress, error))) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
