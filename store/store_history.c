@@ -28,14 +28,21 @@
  *   insert in key order (from_gc, object_id), 256 rows per statement: appends only, and no
  *   other index to build; swap the views
  *
+ * The first read of a finished file does less (store_history_summarize_file): the same reading,
+ * sorting and merge, but only the sums of the rows it would write — object_spans, a row per
+ * (type, generation, first_gc, from_gc, until_gc) with its objects and bytes, and object_totals
+ * — and the packed tables stay (what survivors, report and info ask needs no object by id).
+ * The whole build runs for the first command that reads objects one by one (a snapshot's), and
+ * writes the sums too when the file has none.
+ *
  * all in one transaction: a reader killed meanwhile leaves the packed tables and the derived
  * views, and a second reader that waited for the first finds nothing left to build. A count
  * or a JSON text that does not add up fails the build (one line naming the row, nothing
  * written); no size read from the file is allocated before the items it counts are parsed.
  * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, before the
- * objects are read; 16 per row, for the rows after an object's first), 29 per object (and 29
- * per object of one GC while sorting them, of all of them when the GCs' ids interleave), and
- * 64 MiB of SQLite pages.
+ * objects are read; 16 per row, for the rows after an object's first: not in the summary), 29
+ * per object (and 29 per object of one GC while sorting them, of all of them when the GCs' ids
+ * interleave), 32 to 128 per span, and 64 MiB of SQLite pages.
  */
 #include "store/store_internal.h"
 
@@ -523,8 +530,8 @@ static void store_history_span_add(store_history_spans *sp, uint32_t type_id, ui
         sp->overflow = TRUE;
 }
 
-/* Writes object_spans (in (from_gc, until_gc, generation, type_id, first_gc) order) and the
- * one row of object_totals. */
+/* Writes object_spans (in the hash's order: the readers group and sort) and the one row of
+ * object_totals. */
 static gboolean store_history_spans_write(store_history *h, GError **error)
 {
     store_history_spans *sp = &h->spans;
