@@ -225,7 +225,9 @@ int cmd_stacks(int argc, char **argv)
     /* The speedscope file holds every site (a viewer shows what is small); the rows, the top K. */
     q.top = speedscope && !top_text ? 0 : (guint)top;
     db = query_db_open(path, &error);
-    if (!db || !(result = stacks_find(db, path, type, gc_text, interval, &q, &error)))
+    /* --by survived and mid-life read each sampled object's generations and death. */
+    if (!db || (q.by != STACKS_BY_ALLOCATED && !query_db_objects_ensure(db, &error)) ||
+        !(result = stacks_find(db, path, type, gc_text, interval, &q, &error)))
         goto out;
     if (speedscope) {
         if (!speedscope_write(result, &q, path, speedscope, &error))

@@ -308,8 +308,14 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
         query_progress_update(progress, "counting objects per snapshot", i, k);
         memset(cs, 0, n_types * sizeof *cs);
         memset(bs, 0, n_types * sizeof *bs);
-        if (!series_read(l->db, &g_array_index(l->series, snapshot_info, i), n_types, cs,
-                         bs, error))
+        /* Counted once per snapshot (a scan of its objects joined with `objects`), then read
+         * back from the few rows stored. */
+        const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
+        gboolean found = FALSE;
+        if (!retention_counts_read(l->db, info, n_types, cs, bs, &found, error))
+            return FALSE;
+        if (!found && (!series_read(l->db, info, n_types, cs, bs, error) ||
+                       !retention_counts_keep(l->db, info->snapshot, n_types, cs, bs, error)))
             return FALSE;
         for (uint32_t t = 0; t < n_types; t++) {
             l->counts[(size_t)t * k + i] = cs[t];

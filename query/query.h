@@ -89,10 +89,21 @@ json_t *query_json_column(sqlite3_stmt *stmt, int column);
 /* ---- the database ---------------------------------------------------------------------- */
 
 /* Opens a heaplens database read-only (store_db_open_readonly: a missing file, a file that is not
- * SQLite, another SQLite file or another schema version fail with one line), builds its
- * generation history when no command has yet (damaged changes fail), and checks the small
- * tables (query_db_check_small_tables). Close with sqlite3_close. */
+ * SQLite, another SQLite file or another schema version fail with one line), sums up its
+ * objects when no command has yet (object_spans, object_totals: store_history_summarize_file;
+ * damaged packed rows fail), and checks the small tables (query_db_check_small_tables). The
+ * objects rows one by one are built later, by query_db_objects_ensure. Close with
+ * sqlite3_close. */
 sqlite3 *query_db_open(const char *path, GError **error);
+/* For the tools that read objects one by one (a snapshot's objects joined with `objects`, the
+ * fate of sampled objects): builds the objects rows and the generation history of `db`'s file
+ * when no command has yet (store_history_build_file), once; a file this user may not write keeps
+ * the views. Call it with no statement of `db` running (the build's commit waits for them). */
+gboolean query_db_objects_ensure(sqlite3 *db, GError **error);
+/* Whether `db` holds object_spans and object_totals (the first read of this heaplens wrote
+ * them; a file read first by an older one, or one this user may not write, has none: the tools
+ * then read object_generations and objects). */
+gboolean query_db_has_spans(sqlite3 *db, gboolean *has, GError **error);
 /* Prepares `sql`; NULL and a QUERY_ERROR_SQLITE error on failure. */
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error);
 /* Steps `stmt`: TRUE with *row set when a row is ready or the statement is done (*row FALSE);

@@ -16,21 +16,29 @@ static void query_db_history_progress(void *ctx, uint64_t done, uint64_t total)
     query_progress_update(ctx, "building each object's generation history (once)", done, total);
 }
 
-/* The first command to read a finished recording builds its generation history into the file
- * (store.h: the recording's end does not wait for it). A file this user may not write, or a
- * build that fails for want of time or room, keeps the views over the changes: the same answers,
- * read more slowly; their text is checked all the same. A damaged file is refused: its views
- * would answer wrongly. */
-static gboolean query_db_build_history(sqlite3 *db, const char *path, GError **error)
+static void query_db_summary_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    query_progress_update(ctx, "summing up the objects that survived a GC (once)", done, total);
+}
+
+/* The first command to read a finished recording sums up its objects into the file (`whole`
+ * FALSE), and the first that reads objects one by one builds their rows and generation history
+ * (`whole`; store.h: the recording's end does not wait for either). A file this user may not
+ * write, or a build that fails for want of time or room, keeps the views over the packed rows:
+ * the same answers, read more slowly; their text is checked all the same (`check`). A damaged
+ * file is refused: its views would answer wrongly. */
+static gboolean query_db_build_history(sqlite3 *db, const char *path, gboolean whole,
+                                       gboolean check, GError **error)
 {
     g_autofree char *dir = g_path_get_dirname(path);
     g_autoptr(GError) local = NULL;
     g_autofree char *name = g_path_get_basename(path);
 
     if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
-        return store_history_check_changes(db, path, error);
+        return !check || store_history_check_changes(db, path, error);
     g_autoptr(query_progress) progress = query_progress_new(name, FALSE);
-    if (store_history_build_file(path, query_db_history_progress, progress, &local))
+    if (whole ? store_history_build_file(path, query_db_history_progress, progress, &local)
+              : store_history_summarize_file(path, query_db_summary_progress, progress, &local))
         return TRUE;
     if (g_error_matches(local, STORE_ERROR, STORE_ERROR_DAMAGED)) {
         g_propagate_error(error, g_steal_pointer(&local));
@@ -38,18 +46,45 @@ static gboolean query_db_build_history(sqlite3 *db, const char *path, GError **e
     }
     fprintf(stderr, "heaplens: %s (each object's generation history is read from its changes)\n",
             local->message);
-    return store_history_check_changes(db, path, error);
+    return !check || store_history_check_changes(db, path, error);
 }
 
 sqlite3 *query_db_open(const char *path, GError **error)
 {
     sqlite3 *db = store_db_open_readonly(path, error);
-    if (db != NULL && ((store_history_pending(db) && !query_db_build_history(db, path, error)) ||
-                       !query_db_check_small_tables(db, error))) {
+    int64_t version = 0;
+    if (db == NULL)
+        return NULL;
+    /* Schema 4 and before has no summary without the whole build (store_history_summarize_file
+     * does it whole there). */
+    if (!query_db_int(db, "PRAGMA user_version", &version, error) ||
+        (store_history_pending(db) && (store_history_spans_pending(db) || version < 5) &&
+         !query_db_build_history(db, path, FALSE, TRUE, error)) ||
+        !query_db_check_small_tables(db, error)) {
         sqlite3_close(db);
         return NULL;
     }
     return db;
+}
+
+gboolean query_db_objects_ensure(sqlite3 *db, GError **error)
+{
+    const char *path = sqlite3_db_filename(db, "main");
+    /* query_db_open checked the changes of a file it could not write: not again. */
+    return !store_history_pending(db) || path == NULL || !*path ||
+           query_db_build_history(db, path, TRUE, FALSE, error);
+}
+
+gboolean query_db_has_spans(sqlite3 *db, gboolean *has, GError **error)
+{
+    int64_t n = 0;
+    if (!query_db_int(db,
+                      "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+                      "name IN ('object_spans', 'object_totals')",
+                      &n, error))
+        return FALSE;
+    *has = n == 2;
+    return TRUE;
 }
 
 gboolean query_db_damaged(GError **error, const char *format, ...)
@@ -182,18 +217,59 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
            query_db_check_values(db, "sampling", NULL, sampling, error);
 }
 
+/* The tail: allocations after the last GC, which no GC judged (alive at the end). */
+#define QUERY_DB_TAIL_SQL                                                                          \
+    "(SELECT coalesce(SUM(count), 0) FROM alloc_counts"                                            \
+    "  WHERE gc > (SELECT coalesce(MAX(gc), 0) FROM gcs))"
+
+/* query_db_objects_totals from the one row of object_totals (its first reader summed them up). */
+static gboolean query_db_totals_read(sqlite3 *db, int64_t *objects, int64_t *bytes,
+                                     int64_t *alive, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT objects, bytes, alive, " QUERY_DB_TAIL_SQL ","
+        "       (SELECT count(*) FROM object_totals),"
+        "       typeof(objects) = 'integer' AND typeof(bytes) = 'integer'"
+        "       AND typeof(alive) = 'integer' AND objects >= 0 AND bytes >= 0"
+        "       AND alive BETWEEN 0 AND objects"
+        "  FROM object_totals",
+        error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    if (!row || sqlite3_column_int64(stmt, 4) != 1 || !sqlite3_column_int(stmt, 5)) {
+        query_db_damaged(error, "object_totals holds no row, more than one, or figures that no "
+                                "recording holds");
+        goto out;
+    }
+    if (objects)
+        *objects = sqlite3_column_int64(stmt, 0);
+    if (bytes)
+        *bytes = sqlite3_column_int64(stmt, 1);
+    if (alive)
+        *alive = query_add_saturating(sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
 gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, int64_t *alive,
                                  GError **error)
 {
-    gboolean row = FALSE, ok = FALSE;
+    gboolean row = FALSE, ok = FALSE, spans = FALSE;
+    if (!query_db_has_spans(db, &spans, error))
+        return FALSE;
+    if (spans)
+        return query_db_totals_read(db, objects, bytes, alive, error);
     /* One scan sums and checks: SUM of text is a real, a negative size is the minimum, a
      * died_gc that is text is the maximum (text orders after every number). */
     sqlite3_stmt *stmt = query_db_prepare(
         db,
         "SELECT COUNT(*), SUM(size), MIN(size) < 0, SUM(died_gc IS NULL),"
         "       typeof(MAX(died_gc)) IN ('integer', 'null'),"
-        "       (SELECT coalesce(SUM(count), 0) FROM alloc_counts"
-        "         WHERE gc > (SELECT coalesce(MAX(gc), 0) FROM gcs))"
+        "       " QUERY_DB_TAIL_SQL
         "  FROM objects",
         error);
     if (!stmt || !query_db_step(stmt, &row, error) || !row)

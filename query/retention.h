@@ -59,6 +59,16 @@ gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GE
 gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progress,
                          GError **error);
 
+/* Objects and bytes per type of one snapshot (leaks' series), as computed once and stored:
+ * added into count[type] and bytes[type] (n_types each; a type id beyond them is counted as
+ * 0), *found FALSE when neither the file nor this command holds them. A row that no recording
+ * holds, or rows that do not add up to the snapshot's objects, are damage. */
+gboolean retention_counts_read(sqlite3 *db, const snapshot_info *info, uint32_t n_types,
+                               int64_t *count, int64_t *bytes, gboolean *found, GError **error);
+/* Keeps them (TEMP table snapshot_type_counts of `db`); retention_commit stores them in the file
+ * with the retained sizes (store/SCHEMA.md, "Retention"). */
+gboolean retention_counts_keep(sqlite3 *db, int64_t snapshot, uint32_t n_types,
+                               const int64_t *count, const int64_t *bytes, GError **error);
 /* retention_is_stored, else retention_compute and retention_store. */
 gboolean retention_ensure(sqlite3 *db, const snapshot_info *info, query_progress *progress,
                           GError **error);

@@ -143,6 +143,16 @@ static const char report_sweep_sql[] =
     "  FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
     " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc";
 
+/* The same groups from object_spans (query_db_has_spans): a few rows instead of every object. */
+static const char report_sweep_spans_sql[] =
+    "SELECT type_id, generation, from_gc, until_gc, SUM(bytes),"
+    "       MIN(bytes) < 0 OR MIN(count) < 0 OR typeof(SUM(bytes)) NOT IN ('integer', 'null')"
+    "       OR NOT (generation BETWEEN 0 AND 5) OR NOT (type_id BETWEEN 0 AND 4294967295)"
+    "       OR typeof(from_gc) <> 'integer'"
+    "       OR NOT (coalesce(until_gc, 0) BETWEEN 0 AND 4294967295)"
+    "  FROM object_spans"
+    " GROUP BY type_id, generation, from_gc, until_gc";
+
 /* A change of a type's live bytes at a GC ordinal. */
 typedef struct type_event {
     int64_t gc;
@@ -268,7 +278,10 @@ static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
         diff[g] = g_new0(int64_t, n + 1);
         data->survivors[g] = g_new0(int64_t, n);
     }
-    stmt = query_db_prepare(db, report_sweep_sql, error);
+    gboolean spans = FALSE;
+    if (!query_db_has_spans(db, &spans, error))
+        goto out;
+    stmt = query_db_prepare(db, spans ? report_sweep_spans_sql : report_sweep_sql, error);
     if (!stmt)
         goto out;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
@@ -436,13 +449,9 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                                     (json_int_t)info.snapshot, "gc", (json_int_t)info.gc,
                                     "objects", (json_int_t)info.objects, "references",
                                     (json_int_t)info.refs, "roots", (json_int_t)info.roots);
-    char *note = NULL;
     g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
-    if (!types || !retention_ensure(db, &info, progress, error) ||
-        !retention_commit(db, file, progress, &note, error))
+    if (!types || !retention_ensure(db, &info, progress, error))
         return FALSE;
-    if (note)
-        g_ptr_array_add(data->notes, note);
     g_autoptr(GArray) top = retention_top_objects(db, info.snapshot, REPORT_TOP_RETAINERS, error);
     if (!top)
         return FALSE;
@@ -452,16 +461,25 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                               retention_object_json(&g_array_index(top, retention_object, i), types));
     data->retainers = json_pack("{s:I, s:I, s:o}", "snapshot", (json_int_t)info.snapshot, "gc",
                                 (json_int_t)info.gc, "rows", rows);
-    if (list->len < 2)
-        return TRUE; /* growth needs two snapshots */
-    g_autoptr(leaks) found = leaks_find(db, file, REPORT_LEAK_SUSPECTS, FALSE, progress, error);
-    if (!found)
+    if (list->len >= 2) { /* growth needs two snapshots */
+        g_autoptr(leaks) found =
+            leaks_find(db, file, REPORT_LEAK_SUSPECTS, FALSE, progress, error);
+        if (!found)
+            return FALSE;
+        data->leak_suspects = leaks_json_head(found);
+        rows = json_array();
+        for (guint i = 0; i < leaks_count(found); i++)
+            json_array_append_new(rows, leaks_json_row(found, i));
+        json_object_set_new(data->leak_suspects, "rows", rows);
+    }
+    /* Last: what retention and leaks computed (the last snapshot's and the first of the leak
+     * series' retained sizes) is stored, so that the next report, retention or leaks reads it
+     * instead of computing it again. */
+    char *note = NULL;
+    if (!retention_commit(db, file, progress, &note, error))
         return FALSE;
-    data->leak_suspects = leaks_json_head(found);
-    rows = json_array();
-    for (guint i = 0; i < leaks_count(found); i++)
-        json_array_append_new(rows, leaks_json_row(found, i));
-    json_object_set_new(data->leak_suspects, "rows", rows);
+    if (note)
+        g_ptr_array_add(data->notes, note);
     return TRUE;
 }
 

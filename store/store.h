@@ -220,6 +220,20 @@ gboolean store_history_pending(struct sqlite3 *db);
  * NULL) gets rows written / rows to write. */
 gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
                                   GError **error);
+/* What most commands need is far less than every object: `survivors`, `report`'s plots and
+ * `info`'s totals read object_spans (object_generations added up per type, generation,
+ * first_gc, from_gc and until_gc) and object_totals (SCHEMA.md, "Object spans"). TRUE when the
+ * history is pending (store_history_pending), the file is of schema 5 or later and has no
+ * object_spans yet. */
+gboolean store_history_spans_pending(struct sqlite3 *db);
+/* Writes object_spans and object_totals into the file at `path` from the packed rows, which
+ * stay as they are (the views still read them; store_history_build_file builds the rows later,
+ * for the commands that read objects one by one: snapshots' objects, stacks by fate). As
+ * store_history_build_file otherwise (one transaction, damage refused, the same reading and
+ * its memory), and writes a few rows: about as fast as reading the packed text. A file of
+ * schema 4 or before gets the whole build. */
+gboolean store_history_summarize_file(const char *path, store_progress_fn progress, void *ctx,
+                                      GError **error);
 /* Reads the generation changes of `db` (opened by the caller, read-only will do) as the build
  * would, writing nothing: STORE_ERROR_DAMAGED as store_history_build_file says for what the
  * build would refuse. For a file whose history is pending but that this user cannot write (its

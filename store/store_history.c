@@ -28,14 +28,21 @@
  *   insert in key order (from_gc, object_id), 256 rows per statement: appends only, and no
  *   other index to build; swap the views
  *
+ * The first read of a finished file does less (store_history_summarize_file): the same reading,
+ * sorting and merge, but only the sums of the rows it would write — object_spans, a row per
+ * (type, generation, first_gc, from_gc, until_gc) with its objects and bytes, and object_totals
+ * — and the packed tables stay (what survivors, report and info ask needs no object by id).
+ * The whole build runs for the first command that reads objects one by one (a snapshot's), and
+ * writes the sums too when the file has none.
+ *
  * all in one transaction: a reader killed meanwhile leaves the packed tables and the derived
  * views, and a second reader that waited for the first finds nothing left to build. A count
  * or a JSON text that does not add up fails the build (one line naming the row, nothing
  * written); no size read from the file is allocated before the items it counts are parsed.
  * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, before the
- * objects are read; 16 per row, for the rows after an object's first), 29 per object (and 29
- * per object of one GC while sorting them, of all of them when the GCs' ids interleave), and
- * 64 MiB of SQLite pages.
+ * objects are read; 16 per row, for the rows after an object's first: not in the summary), 29
+ * per object (and 29 per object of one GC while sorting them, of all of them when the GCs' ids
+ * interleave), 32 to 128 per span, and 64 MiB of SQLite pages.
  */
 #include "store/store_internal.h"
 
@@ -74,6 +81,21 @@ typedef struct store_history_row {
     uint32_t from_gen;  /* from_gc << 3 | generation */
 } store_history_row;
 
+/* One row of object_spans: the objects of a type, allocated in the interval of first_gc, that
+ * held `generation` from from_gc until until_gc (STORE_HISTORY_OPEN: NULL), added up. */
+typedef struct store_history_span {
+    uint32_t type_id, first_gc, from_gc, until_gc;
+    uint32_t generation; /* HL_GEN_NONE: an empty slot */
+    uint64_t count, bytes;
+} store_history_span;
+
+/* The spans, hashed by their key (open addressing, linear probing, at most half full). */
+typedef struct store_history_spans {
+    store_history_span *slots;
+    size_t cap, n;
+    gboolean overflow; /* a sum of sizes above INT64_MAX: damage */
+} store_history_spans;
+
 /* Rows of one table inserted STORE_HISTORY_ROWS at a time (the rest one by one). */
 typedef struct store_history_batch {
     sqlite3_stmt *many, *one;
@@ -93,8 +115,13 @@ typedef struct store_history {
     size_t objects_n, objects_cap;
     store_history_batch generations; /* object_id, generation, from_gc, until_gc */
     store_history_batch object_rows; /* schema 5: objects (id, ..., died_gc) */
+    store_history_batch span_rows;   /* object_spans */
     gboolean gaps;   /* ids after a row's first are gaps (schema 4 on) */
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
+    gboolean summary_only; /* object_spans and object_totals alone: the packed rows stay */
+    gboolean spans_wanted; /* write object_spans and object_totals (absent yet) */
+    store_history_spans spans;
+    uint64_t total_objects, total_bytes, total_alive;
     int64_t gc_limit; /* GC numbers above it are damage: the write's buckets are one per GC */
 } store_history;
 
@@ -455,6 +482,91 @@ static gboolean store_history_add_object(store_history *h, const store_history_o
     return store_history_add(h, &h->object_rows, row, error);
 }
 
+static gboolean store_history_prepare(store_history *h, store_history_batch *b, const char *table,
+                                      const char *columns, int n, GError **error);
+
+static size_t store_history_span_slot(const store_history_spans *sp, const store_history_span *k)
+{
+    uint64_t x = ((uint64_t)k->type_id << 32 | k->first_gc) * 0x9e3779b97f4a7c15ull;
+    x ^= ((uint64_t)k->from_gc << 32 | k->until_gc) * 0xc2b2ae3d27d4eb4full;
+    x ^= (uint64_t)k->generation * 0x165667b19e3779f9ull;
+    x ^= x >> 31;
+    size_t i = (size_t)x & (sp->cap - 1);
+    while (sp->slots[i].generation != HL_GEN_NONE &&
+           (sp->slots[i].type_id != k->type_id || sp->slots[i].first_gc != k->first_gc ||
+            sp->slots[i].from_gc != k->from_gc || sp->slots[i].until_gc != k->until_gc ||
+            sp->slots[i].generation != k->generation))
+        i = (i + 1) & (sp->cap - 1);
+    return i;
+}
+
+/* Adds one object of `size` bytes to its span (one row of object_generations). */
+static void store_history_span_add(store_history_spans *sp, uint32_t type_id, uint32_t first_gc,
+                                   uint32_t generation, uint32_t from, uint32_t until,
+                                   uint64_t size)
+{
+    if (sp->n * 2 >= sp->cap) {
+        store_history_spans bigger = {.cap = sp->cap ? sp->cap * 2 : 1024, .n = sp->n,
+                                      .overflow = sp->overflow};
+        bigger.slots = g_new(store_history_span, bigger.cap);
+        for (size_t i = 0; i < bigger.cap; i++)
+            bigger.slots[i].generation = HL_GEN_NONE;
+        for (size_t i = 0; i < sp->cap; i++)
+            if (sp->slots[i].generation != HL_GEN_NONE)
+                bigger.slots[store_history_span_slot(&bigger, &sp->slots[i])] = sp->slots[i];
+        g_free(sp->slots);
+        *sp = bigger;
+    }
+    store_history_span key = {.type_id = type_id, .first_gc = first_gc, .from_gc = from,
+                              .until_gc = until, .generation = generation};
+    store_history_span *slot = &sp->slots[store_history_span_slot(sp, &key)];
+    if (slot->generation == HL_GEN_NONE) {
+        *slot = key;
+        sp->n++;
+    }
+    slot->count++;
+    slot->bytes += size;
+    if (slot->bytes > INT64_MAX || slot->bytes < size)
+        sp->overflow = TRUE;
+}
+
+/* Writes object_spans (in the hash's order: the readers group and sort) and the one row of
+ * object_totals. */
+static gboolean store_history_spans_write(store_history *h, GError **error)
+{
+    store_history_spans *sp = &h->spans;
+    if (sp->overflow || h->total_bytes > INT64_MAX) {
+        store_history_damaged(error, h->path, "object_chunks holds sizes that add up to more than "
+                                              "a recording can hold");
+        return FALSE;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < sp->cap; i++)
+        if (sp->slots[i].generation != HL_GEN_NONE)
+            sp->slots[n++] = sp->slots[i];
+    sp->n = n;
+    if (!store_sql_exec(h->db, h->path, store_schema_object_spans, error) ||
+        !store_history_prepare(h, &h->span_rows, "object_spans",
+                               "type_id, generation, first_gc, from_gc, until_gc, count, bytes", 7,
+                               error))
+        return FALSE;
+    for (size_t i = 0; i < n; i++) {
+        const store_history_span *x = &sp->slots[i];
+        const int64_t row[7] = {x->type_id, x->generation, x->first_gc, x->from_gc,
+                                x->until_gc == STORE_HISTORY_OPEN ? STORE_NULL
+                                                                  : (int64_t)x->until_gc,
+                                (int64_t)x->count, (int64_t)x->bytes};
+        if (!store_history_add(h, &h->span_rows, row, error))
+            return FALSE;
+    }
+    if (!store_history_flush(h, &h->span_rows, error))
+        return FALSE;
+    g_autofree char *totals = g_strdup_printf(
+        "INSERT INTO object_totals (objects, bytes, alive) VALUES (%" PRIu64 ", %" PRIu64
+        ", %" PRIu64 ")", h->total_objects, h->total_bytes, h->total_alive);
+    return store_sql_exec(h->db, h->path, totals, error);
+}
+
 /* Walks the changes sorted by id along the objects (sorted by id) and computes each row's end;
  * schema 5: inserts each objects row with its death, in id order (appends). Puts the generation
  * rows of the objects that exist into buckets by from_gc (a counting sort, stable: ids stay
@@ -471,13 +583,15 @@ static gboolean store_history_write(store_history *h, GError **error)
         max_gc = MAX(max_gc, h->changes[k].gc_gen >> 3);
     start = g_new0(size_t, (size_t)max_gc + 2);
     fill = g_new0(size_t, (size_t)max_gc + 2);
-    for (size_t k = 0; k < h->n; k++)
-        start[(h->changes[k].gc_gen >> 3) + 1]++;
-    for (uint32_t g = 1; g <= max_gc + 1; g++)
-        start[g] += start[g - 1];
-    memcpy(fill, start, sizeof *fill * ((size_t)max_gc + 2));
-    rows = g_new(store_history_row, h->n + 1);
-    if (h->packed)
+    if (!h->summary_only) {
+        for (size_t k = 0; k < h->n; k++)
+            start[(h->changes[k].gc_gen >> 3) + 1]++;
+        for (uint32_t g = 1; g <= max_gc + 1; g++)
+            start[g] += start[g - 1];
+        memcpy(fill, start, sizeof *fill * ((size_t)max_gc + 2));
+        rows = g_new(store_history_row, h->n + 1);
+    }
+    if (h->packed && !h->summary_only)
         h->rows_total = h->objects_n;
 
     for (size_t o = 0; o < h->objects_n; o++) {
@@ -507,6 +621,12 @@ static gboolean store_history_write(store_history *h, GError **error)
             if (!last && h->changes[k + 1].gc_gen >> 3 == from)
                 continue; /* two changes in one GC (never sent): the later one holds */
             uint32_t until = last ? died : h->changes[k + 1].gc_gen >> 3;
+            if (h->spans_wanted)
+                store_history_span_add(&h->spans, h->objects[o].type_id, h->objects[o].first_gc,
+                                       h->changes[k].gc_gen & 7, from, until,
+                                       h->objects[o].size);
+            if (h->summary_only)
+                continue;
             if (inline_first) {
                 inline_first = FALSE;
                 if (from == h->objects[o].first_gc) {
@@ -521,12 +641,21 @@ static gboolean store_history_write(store_history *h, GError **error)
                 .from_gen = h->changes[k].gc_gen,
             };
         }
-        if (h->packed &&
+        h->total_objects++;
+        h->total_bytes += h->objects[o].size;
+        if (h->total_bytes > INT64_MAX)
+            h->spans.overflow = TRUE;
+        h->total_alive += died == STORE_HISTORY_OPEN;
+        if (h->packed && !h->summary_only &&
             !store_history_add_object(h, &h->objects[o], died, first_gen, first_next, error))
             return FALSE;
     }
-    if (h->packed && !store_history_flush(h, &h->object_rows, error))
+    if (h->packed && !h->summary_only && !store_history_flush(h, &h->object_rows, error))
         return FALSE;
+    if (h->spans_wanted && !store_history_spans_write(h, error))
+        return FALSE;
+    if (h->summary_only)
+        return TRUE;
     for (uint32_t g = 0; g <= max_gc; g++)
         h->rows_total += fill[g] - start[g];
     for (uint32_t g = 0; g <= max_gc; g++) {
@@ -592,11 +721,16 @@ static void store_history_sort_objects(store_history *h)
         store_radix_sort(o, h->objects_n, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
 }
 
-/* Builds the objects rows (schema 5) and the history inside the caller's write transaction. */
+/* Builds the objects rows (schema 5) and the history inside the caller's write transaction;
+ * with h->summary_only, object_spans and object_totals alone. */
 static gboolean store_history_build(store_history *h, GError **error)
 {
     if (!store_history_read(h, error))
         return FALSE;
+    if (h->summary_only) { /* the changes were sorted while reading (schema 5) */
+        store_history_sort_objects(h);
+        return store_history_write(h, error);
+    }
     /* Emptied before writing: the rows below reuse the pages of the packed text. */
     if (h->packed ? !store_schema_use_object_rows(h->db, h->path, error)
                   : !store_sql_exec(h->db, h->path, "DELETE FROM generation_changes", error))
@@ -659,11 +793,19 @@ gboolean store_history_check_changes(sqlite3 *db, const char *path, GError **err
     return ok;
 }
 
-gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
-                                  GError **error)
+gboolean store_history_spans_pending(sqlite3 *db)
+{
+    return store_history_pending(db) && store_db_pragma_int(db, "PRAGMA user_version") >= 5 &&
+           store_db_pragma_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+                                   "name = 'object_spans'") == 0;
+}
+
+/* The build of store_history_build_file (summary FALSE) or store_history_summarize_file. */
+static gboolean store_history_build_path(const char *path, gboolean summary,
+                                         store_progress_fn progress, void *ctx, GError **error)
 {
     store_history h = {.path = path, .progress = progress, .progress_ctx = ctx};
-    store_history_batch *batches[] = {&h.generations, &h.object_rows};
+    store_history_batch *batches[] = {&h.generations, &h.object_rows, &h.span_rows};
     gboolean ok = FALSE;
 
     if (sqlite3_open_v2(path, &h.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
@@ -683,7 +825,10 @@ gboolean store_history_build_file(const char *path, store_progress_fn progress, 
         !store_sql_exec(h.db, path, "BEGIN IMMEDIATE", error))
         goto out;
     h.packed = store_db_pragma_int(h.db, "PRAGMA user_version") >= 5;
-    if (store_history_pending(h.db) &&
+    /* Schema 4 and before: the objects rows lack their type and size here; built whole. */
+    h.spans_wanted = store_history_spans_pending(h.db);
+    h.summary_only = summary && h.packed;
+    if ((h.summary_only ? h.spans_wanted : store_history_pending(h.db)) &&
         (!store_history_check(&h, error) || !store_history_build(&h, error)))
         goto out;
     if (!store_sql_exec(h.db, path, "COMMIT", error))
@@ -706,6 +851,19 @@ out:
     }
     g_free(h.changes);
     g_free(h.objects);
+    g_free(h.spans.slots);
     sqlite3_close(h.db);
     return ok;
+}
+
+gboolean store_history_build_file(const char *path, store_progress_fn progress, void *ctx,
+                                  GError **error)
+{
+    return store_history_build_path(path, FALSE, progress, ctx, error);
+}
+
+gboolean store_history_summarize_file(const char *path, store_progress_fn progress, void *ctx,
+                                      GError **error)
+{
+    return store_history_build_path(path, TRUE, progress, ctx, error);
 }

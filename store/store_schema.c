@@ -251,6 +251,26 @@ static const char store_schema_objects_table[] =
     "  next_gc INTEGER\n"
     ");\n";
 
+/* What `survivors`, `report` and `info` read instead of every object: object_generations
+ * added up per (type, generation, first_gc, from_gc, until_gc), and the objects' totals.
+ * Written by the first reader of a finished file (store_history.c), which leaves the packed
+ * rows as they are until a command needs the objects one by one. */
+const char store_schema_object_spans[] =
+    "CREATE TABLE object_spans (\n"
+    "  type_id INTEGER NOT NULL,\n"
+    "  generation INTEGER NOT NULL,\n"
+    "  first_gc INTEGER NOT NULL,\n"
+    "  from_gc INTEGER NOT NULL,\n"
+    "  until_gc INTEGER,\n"
+    "  count INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE TABLE object_totals (\n"
+    "  objects INTEGER NOT NULL,\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  alive INTEGER NOT NULL\n"
+    ");\n";
+
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
 

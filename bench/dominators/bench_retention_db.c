@@ -1,11 +1,14 @@
 /* bench_retention_db.c — writes a heaplens database holding one heap snapshot of the synthetic
  * heap of synth_heap.h, through the real writer, for timing `heaplens retention` on it.
  *
- * usage: bench_retention_db FILE [N_OBJECTS] [SEED]     (default 10,000,000 and 1)
+ * usage: bench_retention_db FILE [N_OBJECTS] [SEED] [SNAPSHOTS]
+ *        (default 10,000,000, 1 and 1)
  *
  * The recording: N allocations (ids 1 .. N, types 1 .. 2000 named "Synth.TypeK"), one induced
  * gen2 GC in which all of them survive, and snapshot 1 of that GC holding every object, every
- * reference and the roots (strong handles and stack roots). Then run, for instance:
+ * reference and the roots (strong handles and stack roots); with SNAPSHOTS > 1, as many more
+ * induced gen2 GCs in which nothing dies, each with a snapshot of the same heap (what `leaks`
+ * reads: bench/read). Then run, for instance:
  *
  *   /usr/bin/time -v heaplens retention FILE --progress     # first run: computes and stores
  *   /usr/bin/time -v heaplens retention FILE                # later runs: reads the tables
@@ -32,6 +35,7 @@ static double now_s(void)
 typedef struct edge_sink {
     hl_sb *sb;
     uint64_t refs, roots;
+    uint32_t snapshot;
 } edge_sink;
 
 static void edge_add(void *ctx, uint32_t from, uint32_t to)
@@ -40,12 +44,12 @@ static void edge_add(void *ctx, uint32_t from, uint32_t to)
     if (from == 0) {
         /* every tenth root a stack slot, the others strong handles */
         if (s->roots % 10 == 0)
-            hl_sb_snapshot_root(s->sb, 1, to, HL_ROOT_STACK, 0, 0x5000);
+            hl_sb_snapshot_root(s->sb, s->snapshot, to, HL_ROOT_STACK, 0, 0x5000);
         else
-            hl_sb_snapshot_root(s->sb, 1, to, HL_ROOT_HANDLE, 0, 0x7f0000000000ull + 8 * s->roots);
+            hl_sb_snapshot_root(s->sb, s->snapshot, to, HL_ROOT_HANDLE, 0, 0x7f0000000000ull + 8 * s->roots);
         s->roots++;
     } else {
-        hl_sb_snapshot_ref(s->sb, 1, from, to);
+        hl_sb_snapshot_ref(s->sb, s->snapshot, from, to);
         s->refs++;
     }
 }
@@ -53,12 +57,17 @@ static void edge_add(void *ctx, uint32_t from, uint32_t to)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_retention_db FILE [N_OBJECTS] [SEED]\n");
+        fprintf(stderr, "usage: bench_retention_db FILE [N_OBJECTS] [SEED] [SNAPSHOTS]\n");
         return 2;
     }
     const char *path = argv[1];
     uint32_t n_objects = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 10000000u;
     uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 0) : 1;
+    uint32_t snapshots = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 0) : 1;
+    if (snapshots < 1 || snapshots > 100) {
+        fprintf(stderr, "bench_retention_db: 1 to 100 snapshots\n");
+        return 2;
+    }
     if (n_objects < 1000) {
         fprintf(stderr, "bench_retention_db: at least 1000 objects\n");
         return 2;
@@ -75,7 +84,7 @@ int main(int argc, char **argv)
     /* the generator gives sizes and types before the edges: keep the edges' records apart by
      * generating twice (same seed, same heap) */
     synth_heap h;
-    edge_sink counter = {NULL, 0, 0};
+    edge_sink counter = {NULL, 0, 0, 1};
     hl_sb *scratch = hl_sb_new();
     counter.sb = scratch;
     synth_heap_generate(&h, n_objects, seed, edge_add, &counter);
@@ -105,11 +114,24 @@ int main(int argc, char **argv)
     for (uint32_t v = 1; v <= n_objects; v++)
         hl_sb_snapshot_object(sb, 1, v, HL_GEN_1, 0);
     synth_heap_release(&h);
-    edge_sink sink = {sb, 0, 0};
+    edge_sink sink = {sb, 0, 0, 1};
     synth_heap_generate(&h, n_objects, seed, edge_add, &sink);
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
-    hl_sb_run_end(sb, 1);
+    /* The same heap again after each later GC (the generator is deterministic for a seed). */
+    for (uint32_t s = 2; s <= snapshots; s++) {
+        hl_sb_gc_start(sb, s, 2, TRUE, (uint64_t)n_objects + 1);
+        hl_sb_snapshot_start(sb, s, s, HL_SNAPSHOT_INDUCED);
+        for (uint32_t v = 1; v <= n_objects; v++)
+            hl_sb_snapshot_object(sb, s, v, HL_GEN_1, 0);
+        synth_heap_release(&h);
+        sink.sb = sb;
+        sink.snapshot = s;
+        synth_heap_generate(&h, n_objects, seed, edge_add, &sink);
+        hl_sb_snapshot_end(sb, s, s);
+        hl_sb_gc_end(sb, s, HL_GC_FLAG_COMPACTING);
+    }
+    hl_sb_run_end(sb, snapshots);
     size_t len = 0;
     hl_sb_bytes(sb, &len);
     printf("stream            %.1f MiB built in %.1f s\n", (double)len / (1 << 20), now_s() - t0);

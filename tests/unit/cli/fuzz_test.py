@@ -3,9 +3,10 @@
 
 The corpus is made here, deterministically, from one recording built through the real writer
 (`test_leaks fixture`: 4 GCs with heap snapshots, handles, roots, allocation samples and stacks),
-as the writer leaves it ("unread": its generation history not built yet) and as its first reader
-leaves it ("read"). For each, every table and column the file itself lists (sqlite_master,
-PRAGMA table_info: the corpus follows the schema as it changes) gets edits of one row: a negative
+as the writer leaves it ("unread": its generation history not built yet) and as its readers
+leave it, summed up and its objects rows built ("read": after info and diff). For each, every
+table and column the file itself lists (sqlite_master, PRAGMA table_info: the corpus follows the
+schema as it changes) gets edits of one row: a negative
 number, a huge one, NULL, text where a number belongs, an unknown generation; and each table
 loses a row and all its rows. Every input then goes through every query command (text or --json,
 alternating), each run on its own copy, and checks:
@@ -209,10 +210,13 @@ def main():
     os.rename(os.path.join(args.workdir, 'graph.db'), unread)
     read = os.path.join(args.workdir, 'read.db')
     shutil.copyfile(unread, read)
-    # Its first reader builds the generation history (with this binary or an older one).
-    r = subprocess.run([heaplens, 'info', read], capture_output=True, text=True, timeout=TIMEOUT)
-    if r.returncode != 0:
-        sys.exit('heaplens info on the fixture failed: %s' % r.stderr)
+    # Its first reader sums up its objects (object_spans, object_totals), the first that reads
+    # objects one by one (diff) builds their rows and generation history (with this binary or
+    # an older one, which builds both at once): "read" is the file with everything built.
+    for cmd in ('info', 'diff'):
+        r = subprocess.run([heaplens, cmd, read], capture_output=True, text=True, timeout=TIMEOUT)
+        if r.returncode != 0:
+            sys.exit('heaplens %s on the fixture failed: %s' % (cmd, r.stderr))
 
     inputs = []
     for half, (variant, base) in enumerate((('unread', unread), ('read', read))):

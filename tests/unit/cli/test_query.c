@@ -828,12 +828,22 @@ static void case_damaged_values(void)
         {"UPDATE run SET pid = 'x'", "info",
          "heaplens: the database is damaged: run.pid holds 'x', which no recording holds "
          "there\n"},
-        {"UPDATE objects SET size = -5 WHERE id = 2", "survivors",
+        /* The first read sums up the objects (object_spans, object_totals): what survivors
+         * and info read. */
+        {"UPDATE object_spans SET bytes = -5 WHERE rowid = "
+         "(SELECT min(rowid) FROM object_spans WHERE until_gc IS NULL)", "survivors",
          "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
          "generations that no recording holds\n"},
-        {"UPDATE objects SET size = 'abc' WHERE id = 2", "info",
-         "heaplens: the database is damaged: objects.size holds 'abc', which no recording holds "
-         "there\n"},
+        {"UPDATE object_spans SET generation = 9 WHERE rowid = "
+         "(SELECT min(rowid) FROM object_spans WHERE until_gc IS NULL)", "survivors",
+         "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
+         "generations that no recording holds\n"},
+        {"UPDATE object_totals SET bytes = 'abc'", "info",
+         "heaplens: the database is damaged: object_totals holds no row, more than one, or "
+         "figures that no recording holds\n"},
+        {"DELETE FROM object_totals", "info",
+         "heaplens: the database is damaged: object_totals holds no row, more than one, or "
+         "figures that no recording holds\n"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autofree char *path = fixture_path("dmg.db");
