@@ -113,6 +113,7 @@ enum {
     INFO_GetThreadInfo = 12,
     INFO_GetModuleMetaData = 21,
     INFO_ForceGC = 28,
+    INFO_GetClassLayout = 40,
     INFO_GetClassIDInfo2 = 41,
     INFO_GetGenerationBounds = 54,
     INFO_GetObjectGeneration = 55,
@@ -151,6 +152,7 @@ enum {
     MDI_Release = 2,
     MDI_GetTypeDefProps = 12,
     MDI_GetMethodProps = 30,
+    MDI_GetFieldProps = 57,
     MDI_GetNestedClassProps = 62,
 };
 enum { ofRead = 0 };

@@ -139,6 +139,33 @@ static inline HRESULT mdi_get_method_props(IMetaDataImport *m, mdToken method, m
                     method, cls, name, capacity, length, &attr, &sig, &sig_size, &rva, &impl);
 }
 
+/* A class's own instance fields (parents not included): token and offset from the ObjectID. */
+typedef struct COR_FIELD_OFFSET {
+    mdToken field;
+    ULONG offset;
+} COR_FIELD_OFFSET;
+static inline HRESULT info_get_class_layout(ICorProfilerInfo *i, ClassID c, COR_FIELD_OFFSET *fields,
+                                            ULONG capacity, ULONG *count, ULONG *class_size) {
+    return CLR_CALL(i, INFO_GetClassLayout,
+                    HRESULT (*)(ICorProfilerInfo *, ClassID, COR_FIELD_OFFSET *, ULONG, ULONG *,
+                                ULONG *),
+                    c, fields, capacity, count, class_size);
+}
+static inline HRESULT mdi_get_field_props(IMetaDataImport *m, mdToken field, WCHAR *name,
+                                          ULONG capacity, ULONG *length) {
+    mdTypeDef cls = 0;
+    DWORD attr = 0, cplus_type = 0;
+    const uint8_t *sig = NULL;
+    const void *value = NULL;
+    ULONG sig_size = 0, value_size = 0;
+    return CLR_CALL(m, MDI_GetFieldProps,
+                    HRESULT (*)(IMetaDataImport *, mdToken, mdTypeDef *, WCHAR *, ULONG, ULONG *,
+                                DWORD *, const uint8_t **, ULONG *, DWORD *, const void **,
+                                ULONG *),
+                    field, &cls, name, capacity, length, &attr, &sig, &sig_size, &cplus_type,
+                    &value, &value_size);
+}
+
 /* Asks the runtime to unload the profiler once no thread is inside a callback. */
 static inline HRESULT info_request_profiler_detach(ICorProfilerInfo *i, DWORD expected_ms) {
     return CLR_CALL(i, INFO_RequestProfilerDetach, HRESULT (*)(ICorProfilerInfo *, DWORD), expected_ms);

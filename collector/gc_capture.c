@@ -252,6 +252,29 @@ void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const ui
         c->roots[c->n_roots++] = (hl_root){roots[i], ids ? ids[i] : 0, kinds[i], flags[i]};
 }
 
+/* The offset in the object of each reference's slot, for the field (or element) that holds it.
+ * The runtime reports an object's references in ascending slot order and leaves out null ones
+ * (DiagWalkObject), so one forward scan of the object's words finds them in turn; a reference
+ * with no slot (a collectible type's LoaderAllocator object comes first, from its MethodTable)
+ * gets 0 and the scan goes on from where it was. The object is stable: the runtime is inside the
+ * GC's heap walk. */
+static void slot_offsets(ObjectID object, uint64_t size, ULONG n_refs, const ObjectID *refs,
+                         uint8_t *out) {
+    const ObjectID *words = (const ObjectID *)object;
+    size_t n_words = size / sizeof(ObjectID), at = 1; /* word 0 is the MethodTable */
+    for (ULONG k = 0; k < n_refs; k++) {
+        size_t i = at;
+        while (i < n_words && words[i] != refs[k])
+            i++;
+        uint32_t offset = 0;
+        if (i < n_words) {
+            offset = (uint32_t)(i * sizeof(ObjectID));
+            at = i + 1;
+        }
+        memcpy(out + (size_t)k * sizeof offset, &offset, sizeof offset);
+    }
+}
+
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs) {
     hl_gc_capture *c = q->current;
@@ -270,7 +293,7 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     if (!c->walk_objects)
         c->walk_first_ns = t;
     c->walk_last_ns = t;
-    size_t need = sizeof(hl_walk_object) + (size_t)n_refs * sizeof(ObjectID);
+    size_t need = hl_walk_object_bytes(n_refs);
     if (!grow((void **)&c->walk, &c->walk_cap, c->walk_len, need, 1)) {
         c->incomplete = true;
         c->snapshot_trigger = 0; /* a partial walk is no snapshot: drop it, say so */
@@ -280,8 +303,11 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
         info_get_object_size2(info, object, &size);
     hl_walk_object w = {object, class_id, size, n_refs};
     memcpy(c->walk + c->walk_len, &w, sizeof w);
-    if (n_refs)
-        memcpy(c->walk + c->walk_len + sizeof w, refs, (size_t)n_refs * sizeof(ObjectID));
+    if (n_refs) {
+        uint8_t *at = c->walk + c->walk_len + sizeof w;
+        memcpy(at, refs, (size_t)n_refs * sizeof(ObjectID));
+        slot_offsets(object, size, n_refs, refs, at + (size_t)n_refs * sizeof(ObjectID));
+    }
     c->walk_len += need;
     c->walk_objects++;
     return true;

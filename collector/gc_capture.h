@@ -42,6 +42,12 @@ typedef struct hl_walk_object {
     uint64_t n_refs;
 } hl_walk_object;
 
+/* Bytes of one walked object in hl_gc_capture.walk: the hl_walk_object, its `n_refs` ObjectIDs,
+ * then the offset of each reference's slot in the object (uint32; 0: no slot found). */
+static inline size_t hl_walk_object_bytes(uint64_t n_refs) {
+    return sizeof(hl_walk_object) + (size_t)n_refs * (sizeof(ObjectID) + sizeof(uint32_t));
+}
+
 /* An object found alive after a GC without ObjectAllocated (sampled mode, attach: discovery.h). */
 typedef struct hl_found_object {
     ObjectID object; /* post-GC address */
@@ -76,7 +82,8 @@ typedef struct hl_gc_capture {
     hl_root *roots;
     size_t n_roots, cap_roots;
     /* The runtime's heap walk (ObjectReferences), kept only when this GC takes a snapshot:
-     * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs. */
+     * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs and their slots'
+     * offsets (hl_walk_object_bytes). */
     uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
     bool walk_shared;        /* induced gen2 GC: let the runtime's walk run to the end even
                               * without a snapshot (another tool's heap dump may share it) */

@@ -270,3 +270,30 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
         put_type_args(t, &b, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, 1, &flags);
     return true;
 }
+
+bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, size_t size) {
+    name_buf b = {.p = out, .size = size, .len = 0};
+    out[0] = 0;
+    IMetaDataImport *mdi = module_metadata(t, module);
+    WCHAR w[512];
+    ULONG n = 0;
+    if (!mdi || HR_FAILED(mdi_get_field_props(mdi, field, w, 512, &n)))
+        return false;
+    n = n < 512 ? n : 512;
+    /* An auto-property's field reads as the property, as C# code names it. */
+    static const char suffix[] = ">k__BackingField";
+    size_t ns = sizeof suffix - 1, len = 0;
+    while (len < n && w[len])
+        len++;
+    if (len > ns + 1 && w[0] == '<') {
+        bool match = true;
+        for (size_t i = 0; i < ns && match; i++)
+            match = w[len - ns + i] == (WCHAR)suffix[i];
+        if (match) {
+            put_utf16_name(&b, w + 1, len - ns - 1);
+            return true;
+        }
+    }
+    put_utf16_name(&b, w, n);
+    return true;
+}

@@ -39,4 +39,9 @@ uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size
  * arguments as '<...>' after the name. Returns false when the runtime would not say. */
 bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t size);
 
+/* Writes the name of field `field` (a FieldDef token of `module`) as the source declares it; an
+ * auto-property's backing field ("<Name>k__BackingField") as the property ("Name"). Returns
+ * false when the metadata would not say. */
+bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, size_t size);
+
 #endif /* HEAPLENS_TYPE_NAMES_H */

@@ -21,8 +21,13 @@
  * discarded. Records that name another GC or snapshot than the open one are skipped and counted
  * as writer anomalies.
  *
- * Memory: a snapshot's items are held until its SNAPSHOT_END: 16 bytes per object and per
- * reference, 24 per root (the collector held the same to send them).
+ *   SNAPSHOT_REF_FIELDS  items appended in memory: the field of each reference, in the order
+ *                     the references came; stored as snapshot_objects.fields when there is one
+ *                     per reference (a collector without them: every field unknown)
+ *
+ * Memory: a snapshot's items are held until its SNAPSHOT_END: 16 bytes per object, 20 per
+ * reference, 24 per root (the collector held the same to send them); while writing, 24 bytes
+ * more per reference (each with its field, sorted).
  */
 #include "store/store_internal.h"
 
@@ -41,6 +46,8 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->objects);
     if (s->refs != NULL)
         g_array_unref(s->refs);
+    if (s->ref_fields != NULL)
+        g_array_unref(s->ref_fields);
     if (s->roots != NULL)
         g_array_unref(s->roots);
     memset(s, 0, sizeof *s);
@@ -98,6 +105,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.start = *s;
     w->snap.objects = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_object));
     w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
+    w->snap.ref_fields = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
     w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
@@ -119,6 +127,9 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
         break;
     case HL_REC_SNAPSHOT_REFS:
         to = w->snap.refs;
+        break;
+    case HL_REC_SNAPSHOT_REF_FIELDS:
+        to = w->snap.ref_fields;
         break;
     default:
         to = w->snap.roots;
@@ -171,6 +182,7 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key)
         switch (size) {
         case 12: STORE_RADIX_SCATTER(12); break;
         case 16: STORE_RADIX_SCATTER(16); break;
+        case 24: STORE_RADIX_SCATTER(24); break;
         case 29: STORE_RADIX_SCATTER(29); break;
         default: STORE_RADIX_SCATTER(size); break;
         }
@@ -200,30 +212,55 @@ typedef struct store_snapshot_counts {
     uint64_t objects, refs, roots, handles, frozen;
 } store_snapshot_counts;
 
+/* A reference with the field that holds it (HL_FIELD_UNKNOWN: not known), sorted by `from`. */
+typedef struct store_ref {
+    uint64_t from;
+    uint64_t to;
+    uint32_t field;
+    uint32_t reserved;
+} store_ref;
+
 /* Writes object row `o` (flags and generation merged over its duplicates) with its references
- * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets. */
+ * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets, and the fields
+ * holding them as a parallel array (NULL when no field is known). */
 static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_object *o,
-                                            const hl_snapshot_ref *r, size_t nr,
+                                            const store_ref *r, size_t nr,
                                             store_snapshot_counts *n, GError **error)
 {
     store_row_batch *b = &w->snapshot_object_rows;
     uint32_t flags = o->flags | (o->generation == HL_GEN_NONGC ? HL_SNAP_OBJ_FROZEN : 0);
-    int64_t row[5] = {
+    int64_t row[6] = {
         w->snap.start.snapshot,
         (int64_t)o->id,
         o->generation <= HL_GEN_NONGC ? (int64_t)o->generation : STORE_NULL,
         flags,
         STORE_NULL,
+        STORE_NULL,
     };
     if (nr > 0) {
+        gboolean known = FALSE;
         row[4] = (int64_t)b->text->len;
         g_string_append_c(b->text, '[');
         for (size_t i = 0; i < nr; i++) {
             if (i > 0)
                 g_string_append_c(b->text, ',');
             store_append_u64(b->text, r[i].to);
+            known = known || r[i].field != HL_FIELD_UNKNOWN;
         }
         g_string_append_c(b->text, ']');
+        if (known) {
+            row[5] = (int64_t)b->text->len;
+            g_string_append_c(b->text, '[');
+            for (size_t i = 0; i < nr; i++) {
+                if (i > 0)
+                    g_string_append_c(b->text, ',');
+                if (r[i].field == HL_FIELD_UNKNOWN)
+                    g_string_append(b->text, "null");
+                else
+                    store_append_u64(b->text, r[i].field);
+            }
+            g_string_append_c(b->text, ']');
+        }
     }
     n->objects++;
     n->refs += nr;
@@ -239,14 +276,23 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
 {
     const store_open_snapshot *s = &w->snap;
     const hl_snapshot_object *o = (const hl_snapshot_object *)(void *)s->objects->data;
-    const hl_snapshot_ref *r = (const hl_snapshot_ref *)(void *)s->refs->data;
+    const hl_snapshot_ref *in = (const hl_snapshot_ref *)(void *)s->refs->data;
     size_t ri = 0, nrefs = s->refs->len;
     hl_snapshot_object cur = {0};
+    /* The fields travel with their references through the sort. A collector without them (or
+     * whose REF_FIELDS do not add up: a break of its promise) leaves every field unknown. */
+    const uint32_t *fields = (const uint32_t *)(void *)s->ref_fields->data;
+    if (s->ref_fields->len != nrefs) {
+        w->writer_anomalies += s->ref_fields->len != 0;
+        fields = NULL;
+    }
+    g_autofree store_ref *r = g_new(store_ref, nrefs ? nrefs : 1);
+    for (size_t i = 0; i < nrefs; i++)
+        r[i] = (store_ref){in[i].from, in[i].to, fields ? fields[i] : HL_FIELD_UNKNOWN, 0};
 
     store_radix_sort(s->objects->data, s->objects->len, sizeof *o,
                               G_STRUCT_OFFSET(hl_snapshot_object, id));
-    store_radix_sort(s->refs->data, s->refs->len, sizeof *r,
-                              G_STRUCT_OFFSET(hl_snapshot_ref, from));
+    store_radix_sort(r, nrefs, sizeof *r, G_STRUCT_OFFSET(store_ref, from));
     for (guint i = 0; i <= s->objects->len; i++) {
         if (i > 0 && i < s->objects->len && o[i].id == cur.id) { /* the same object again */
             cur.flags |= o[i].flags;

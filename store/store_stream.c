@@ -281,6 +281,19 @@ static gboolean store_decode_snapshot_refs(const uint8_t *p, uint32_t size, stor
     return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_ref), error);
 }
 
+static gboolean store_decode_snapshot_ref_fields(const uint8_t *p, uint32_t size,
+                                                 store_record *out, GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(uint32_t), error);
+}
+
+static gboolean store_decode_field(const uint8_t *p, uint32_t size, store_record *out,
+                                   GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.field.h, sizeof out->u.field.h,
+                                        &out->u.field.name, error);
+}
+
 static gboolean store_decode_snapshot_roots(const uint8_t *p, uint32_t size, store_record *out,
                                             GError **error)
 {
@@ -340,6 +353,8 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_METHOD] = {"METHOD", store_decode_method},
     [HL_REC_STACK] = {"STACK", store_decode_stack},
     [HL_REC_ALLOC_SAMPLES] = {"ALLOC_SAMPLES", store_decode_alloc_samples},
+    [HL_REC_FIELD] = {"FIELD", store_decode_field},
+    [HL_REC_SNAPSHOT_REF_FIELDS] = {"SNAPSHOT_REF_FIELDS", store_decode_snapshot_ref_fields},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

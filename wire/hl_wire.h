@@ -21,8 +21,9 @@
  *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
  *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
  *    GC_PROMOTIONS*, GC_HANDLES_FREED*,
- *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
- *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
+ *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|REF_FIELDS|ROOTS*,
+ *    SNAPSHOT_END)?, GC_END (TYPE and FIELD records may come in between), and GCs come in
+ *    ordinal order
  *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
  *    HL_GC_FLAG_INCOMPLETE set and its interval's allocations counted unclassified).
  * The collector drops no record for a slow writer: its own thread waits for room as long as the
@@ -85,6 +86,8 @@ typedef enum hl_rec_type {
     HL_REC_METHOD = 23,
     HL_REC_STACK = 24,
     HL_REC_ALLOC_SAMPLES = 25,
+    HL_REC_FIELD = 26,
+    HL_REC_SNAPSHOT_REF_FIELDS = 27,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -509,6 +512,25 @@ typedef struct hl_snapshot_ref { /* one reference: `from` has a field that point
     uint64_t to;
 } hl_snapshot_ref;
 static_assert(sizeof(hl_snapshot_ref) == 16, "wire layout");
+
+/* HL_REC_SNAPSHOT_REF_FIELDS (head hl_snapshot_batch, then `count` uint32): which field of its
+ * `from` object holds each reference, one value per item of the snapshot's REFS records in the
+ * order they were sent. Objects: the field number (HL_REC_FIELD of the object's type); arrays:
+ * the element index; HL_FIELD_UNKNOWN: not known (no slot held it, or the runtime would not
+ * describe the class). A writer that does not know the record skips it (the
+ * references stay, without fields). Added in stream version 4 without changing its number: it
+ * is optional. */
+
+/* HL_REC_FIELD: names instance field `field` (1, 2, 3 ... in offset order, inherited fields
+ * first: the numbers REF_FIELDS uses) of type `type_id`. Followed by one hl_str: the field's name
+ * ("_items"; an auto-property's backing field as the property: "Instance"). Sent once per type,
+ * before the first snapshot whose REF_FIELDS use it. */
+#define HL_FIELD_UNKNOWN UINT32_MAX
+typedef struct hl_field {
+    uint32_t type_id;
+    uint32_t field;
+} hl_field;
+static_assert(sizeof(hl_field) == 8, "wire layout");
 
 /* Root kinds and flags as COR_PRF_GC_ROOT_KIND / COR_PRF_GC_ROOT_FLAGS. */
 enum { HL_ROOT_OTHER = 0, HL_ROOT_STACK = 1, HL_ROOT_FINALIZER = 2, HL_ROOT_HANDLE = 3 };

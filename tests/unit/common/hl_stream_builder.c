@@ -145,6 +145,7 @@ void hl_sb_flush(hl_sb *sb)
         break;
     case HL_REC_SNAPSHOT_OBJECTS:
     case HL_REC_SNAPSHOT_REFS:
+    case HL_REC_SNAPSHOT_REF_FIELDS:
     case HL_REC_SNAPSHOT_ROOTS:
         /* group_gc holds the snapshot number for these */
         h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
@@ -471,6 +472,17 @@ void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to
     hl_snapshot_ref r = {.from = from, .to = to};
     hl_sb_group(sb, HL_REC_SNAPSHOT_REFS, snapshot, &r, sizeof r);
     sb->snap_refs += snapshot == sb->snap_id;
+}
+
+void hl_sb_snapshot_ref_field(hl_sb *sb, uint32_t snapshot, uint32_t field)
+{
+    hl_sb_group(sb, HL_REC_SNAPSHOT_REF_FIELDS, snapshot, &field, sizeof field);
+}
+
+void hl_sb_field(hl_sb *sb, uint32_t type_id, uint32_t field, const char *name)
+{
+    hl_field f = {.type_id = type_id, .field = field};
+    hl_sb_record_strs(sb, HL_REC_FIELD, &f, sizeof f, &name, 1);
 }
 
 void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t kind,
