@@ -77,6 +77,7 @@ typedef struct hl_snapshot {
     id_vec objects;    /* hl_snapshot_object; the first walk_objects are the walk, in order */
     id_vec refs;       /* hl_snapshot_ref */
     id_vec ref_fields; /* uint32 per ref: the field holding it (HL_REC_SNAPSHOT_REF_FIELDS) */
+    id_vec statics;    /* hl_snapshot_static: references that are static fields */
     id_vec roots;      /* hl_snapshot_root */
     id_vec discovered; /* hl_discovered */
     uint64_t *walked;  /* addresses of the walk, sorted, for the self-check */
@@ -101,6 +102,7 @@ static void walk_objects(snapshot *s) {
         hl_walk_object w;
         memcpy(&w, g->walk + off, sizeof w);
         off += hl_walk_object_bytes(w.n_refs);
+        hl_statics_note_class(c, w.class_id);
         uint64_t id = 0;
         uint32_t gen = HL_GEN_NONE;
         hl_snapshot_object o = {0};
@@ -195,6 +197,11 @@ static void walk_refs(snapshot *s) {
                 uint32_t field = hl_layout_field(layout, slot);
                 push(s, &s->refs, &r);
                 push(s, &s->ref_fields, &field);
+                uint32_t st = slot ? hl_statics_at(&s->c->statics, w.object + slot) : 0;
+                if (st) {
+                    hl_snapshot_static named = {.object_id = from, .field = field, .static_id = st};
+                    push(s, &s->statics, &named);
+                }
             }
             objects = s->objects.p;
         }
@@ -254,6 +261,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->objects.elem = sizeof(hl_snapshot_object);
     s->refs.elem = sizeof(hl_snapshot_ref);
     s->ref_fields.elem = sizeof(uint32_t);
+    s->statics.elem = sizeof(hl_snapshot_static);
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
     hl_u64map_init(&s->frozen);
@@ -264,6 +272,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
         return NULL;
     }
     walk_objects(s);
+    hl_statics_prepare(c, g); /* the classes walk_objects noted included */
     walk_refs(s);
     walk_roots(s);
     qsort(s->walked, g->walk_objects, sizeof *s->walked, addr_cmp);
@@ -283,6 +292,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     uint32_t snap = ++c->snapshots;
     hl_collector_flush_types(c); /* types of discovered objects */
     hl_fields_flush(c);          /* names of the fields REF_FIELDS uses */
+    hl_statics_flush(c);         /* ... and of the statics STATICS uses */
     hl_discovered_head dh = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s->discovered.p,
                              s->discovered.n, sizeof(hl_discovered));
@@ -291,6 +301,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     send_batch(c, HL_REC_SNAPSHOT_OBJECTS, snap, &s->objects);
     send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s->refs);
     send_batch(c, HL_REC_SNAPSHOT_REF_FIELDS, snap, &s->ref_fields);
+    send_batch(c, HL_REC_SNAPSHOT_STATICS, snap, &s->statics);
     send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s->roots);
     s->end.snapshot = snap;
     s->end.gc = g->gc;
@@ -303,6 +314,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_vec_release(&s->objects);
     hl_vec_release(&s->refs);
     hl_vec_release(&s->ref_fields);
+    hl_vec_release(&s->statics);
     hl_vec_release(&s->roots);
     hl_vec_release(&s->discovered);
     hl_mem_free(s);

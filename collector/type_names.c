@@ -297,3 +297,7 @@ bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, 
     put_utf16_name(&b, w, n);
     return true;
 }
+
+IMetaDataImport *hl_type_names_metadata(hl_type_names *t, ModuleID module) {
+    return module_metadata(t, module);
+}

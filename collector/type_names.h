@@ -44,4 +44,7 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
  * false when the metadata would not say. */
 bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, size_t size);
 
+/* The metadata of `module` (cached, owned by `t`); NULL when the runtime would not give it. */
+IMetaDataImport *hl_type_names_metadata(hl_type_names *t, ModuleID module);
+
 #endif /* HEAPLENS_TYPE_NAMES_H */

@@ -96,6 +96,10 @@ typedef struct store_record {
             store_str name;
         } field;
         struct {
+            hl_static h;
+            store_str name;
+        } static_field;
+        struct {
             hl_stack h;
             const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
         } stack;
@@ -310,6 +314,8 @@ void store_control_snapshot_progress(void *ctx, uint32_t snapshot, uint32_t trig
 typedef enum store_stmt_id {
     STORE_STMT_INSERT_TYPE,
     STORE_STMT_INSERT_FIELD,
+    STORE_STMT_INSERT_STATIC,
+    STORE_STMT_INSERT_SNAPSHOT_STATIC,
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
     STORE_STMT_INSERT_ALLOC_COUNT,
@@ -396,6 +402,7 @@ typedef struct store_open_snapshot {
     GArray *objects; /* hl_snapshot_object */
     GArray *refs;    /* hl_snapshot_ref */
     GArray *ref_fields; /* uint32 per ref (SNAPSHOT_REF_FIELDS), in the order the refs came */
+    GArray *statics; /* hl_snapshot_static */
     GArray *roots;   /* hl_snapshot_root */
 } store_open_snapshot;
 

@@ -21,6 +21,7 @@
  * discarded. Records that name another GC or snapshot than the open one are skipped and counted
  * as writer anomalies.
  *
+ *   SNAPSHOT_STATICS  items appended in memory; written as snapshot_statics rows
  *   SNAPSHOT_REF_FIELDS  items appended in memory: the field of each reference, in the order
  *                     the references came; stored as snapshot_objects.fields when there is one
  *                     per reference (a collector without them: every field unknown)
@@ -48,6 +49,8 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->refs);
     if (s->ref_fields != NULL)
         g_array_unref(s->ref_fields);
+    if (s->statics != NULL)
+        g_array_unref(s->statics);
     if (s->roots != NULL)
         g_array_unref(s->roots);
     memset(s, 0, sizeof *s);
@@ -106,6 +109,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.objects = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_object));
     w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
     w->snap.ref_fields = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    w->snap.statics = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_static));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
     w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
@@ -130,6 +134,9 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
         break;
     case HL_REC_SNAPSHOT_REF_FIELDS:
         to = w->snap.ref_fields;
+        break;
+    case HL_REC_SNAPSHOT_STATICS:
+        to = w->snap.statics;
         break;
     default:
         to = w->snap.roots;
@@ -341,6 +348,24 @@ static gboolean store_snapshot_write_roots(store_writer *w, store_snapshot_count
     return store_batch_flush(w, &w->snapshot_root_rows, error);
 }
 
+/* The references that are static fields: a row each (a few hundred per snapshot). */
+static gboolean store_snapshot_write_statics(store_writer *w, GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT_STATIC];
+
+    for (guint i = 0; i < s->statics->len; i++) {
+        const hl_snapshot_static *v = &g_array_index(s->statics, hl_snapshot_static, i);
+        sqlite3_bind_int64(st, 1, s->start.snapshot);
+        sqlite3_bind_int64(st, 2, (int64_t)v->object_id);
+        sqlite3_bind_int64(st, 3, v->field);
+        sqlite3_bind_int64(st, 4, v->static_id);
+        if (!store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT_STATIC, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end *e,
                                          const store_snapshot_counts *n, GError **error)
 {
@@ -386,6 +411,7 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
     }
     store_snapshot_progress(w, TRUE);
     if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_roots(w, &n, error) ||
+        !store_snapshot_write_statics(w, error) ||
         !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,

@@ -287,6 +287,20 @@ static gboolean store_decode_snapshot_ref_fields(const uint8_t *p, uint32_t size
     return store_decode_snapshot_batch(p, size, out, sizeof(uint32_t), error);
 }
 
+static gboolean store_decode_snapshot_statics(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_static), error);
+}
+
+static gboolean store_decode_static(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.static_field.h,
+                                        sizeof out->u.static_field.h, &out->u.static_field.name,
+                                        error);
+}
+
 static gboolean store_decode_field(const uint8_t *p, uint32_t size, store_record *out,
                                    GError **error)
 {
@@ -355,6 +369,8 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_ALLOC_SAMPLES] = {"ALLOC_SAMPLES", store_decode_alloc_samples},
     [HL_REC_FIELD] = {"FIELD", store_decode_field},
     [HL_REC_SNAPSHOT_REF_FIELDS] = {"SNAPSHOT_REF_FIELDS", store_decode_snapshot_ref_fields},
+    [HL_REC_STATIC] = {"STATIC", store_decode_static},
+    [HL_REC_SNAPSHOT_STATICS] = {"SNAPSHOT_STATICS", store_decode_snapshot_statics},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

@@ -41,6 +41,11 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT OR REPLACE INTO types (id, name, class_id, flags) VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_INSERT_FIELD] =
         "INSERT OR REPLACE INTO fields (type_id, field, name) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_INSERT_STATIC] =
+        "INSERT OR REPLACE INTO statics (id, type_id, name) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_INSERT_SNAPSHOT_STATIC] =
+        "INSERT OR REPLACE INTO snapshot_statics (snapshot, object_id, field, static_id) "
+        "VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_UPSERT_THREAD] =
         "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
         "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
@@ -325,6 +330,18 @@ static gboolean store_writer_field(store_writer *w, const store_record *rec, GEr
     return store_writer_step(w, STORE_STMT_INSERT_FIELD, error);
 }
 
+static gboolean store_writer_static(store_writer *w, const store_record *rec, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_STATIC];
+    const hl_static *h = &rec->u.static_field.h;
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, h->static_id);
+    sqlite3_bind_int64(st, 2, h->type_id);
+    store_bind_str(st, 3, rec->u.static_field.name, FALSE);
+    return store_writer_step(w, STORE_STMT_INSERT_STATIC, error);
+}
+
 static gboolean store_writer_thread(store_writer *w, const store_record *rec, GError **error)
 {
     sqlite3_stmt *st = w->stmt[STORE_STMT_UPSERT_THREAD];
@@ -416,6 +433,8 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_REFS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_REF_FIELDS] = store_snapshot_items,
     [HL_REC_FIELD] = store_writer_field,
+    [HL_REC_STATIC] = store_writer_static,
+    [HL_REC_SNAPSHOT_STATICS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,

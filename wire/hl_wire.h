@@ -21,8 +21,9 @@
  *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
  *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
  *    GC_PROMOTIONS*, GC_HANDLES_FREED*,
- *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|REF_FIELDS|ROOTS*,
- *    SNAPSHOT_END)?, GC_END (TYPE and FIELD records may come in between), and GCs come in
+ *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START,
+ *    SNAPSHOT_OBJECTS|REFS|REF_FIELDS|STATICS|ROOTS*, SNAPSHOT_END)?, GC_END (TYPE, FIELD and
+ *    STATIC records may come in between), and GCs come in
  *    ordinal order
  *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
  *    HL_GC_FLAG_INCOMPLETE set and its interval's allocations counted unclassified).
@@ -88,6 +89,8 @@ typedef enum hl_rec_type {
     HL_REC_ALLOC_SAMPLES = 25,
     HL_REC_FIELD = 26,
     HL_REC_SNAPSHOT_REF_FIELDS = 27,
+    HL_REC_STATIC = 28,
+    HL_REC_SNAPSHOT_STATICS = 29,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -531,6 +534,26 @@ typedef struct hl_field {
     uint32_t field;
 } hl_field;
 static_assert(sizeof(hl_field) == 8, "wire layout");
+
+/* HL_REC_STATIC: names static field `static_id` (1, 2, 3 ... numbered by the collector) of type
+ * `type_id`. Followed by one hl_str: the field's name (an auto-property's as the property). */
+typedef struct hl_static {
+    uint32_t static_id;
+    uint32_t type_id;
+} hl_static;
+static_assert(sizeof(hl_static) == 8, "wire layout");
+
+/* HL_REC_SNAPSHOT_STATICS (head hl_snapshot_batch, then `count` of these): the reference of
+ * `object_id` held in its field (or element) `field` — as in REF_FIELDS — is static field
+ * `static_id`: the runtime keeps statics in slots of its own objects (Object[] arrays held by
+ * handles), and the slot's address is the static's (GetAppDomainStaticAddress). Optional: a
+ * writer that does not know it keeps the references unnamed. */
+typedef struct hl_snapshot_static {
+    uint64_t object_id;
+    uint32_t field;
+    uint32_t static_id;
+} hl_snapshot_static;
+static_assert(sizeof(hl_snapshot_static) == 16, "wire layout");
 
 /* Root kinds and flags as COR_PRF_GC_ROOT_KIND / COR_PRF_GC_ROOT_FLAGS. */
 enum { HL_ROOT_OTHER = 0, HL_ROOT_STACK = 1, HL_ROOT_FINALIZER = 2, HL_ROOT_HANDLE = 3 };

@@ -146,6 +146,7 @@ void hl_sb_flush(hl_sb *sb)
     case HL_REC_SNAPSHOT_OBJECTS:
     case HL_REC_SNAPSHOT_REFS:
     case HL_REC_SNAPSHOT_REF_FIELDS:
+    case HL_REC_SNAPSHOT_STATICS:
     case HL_REC_SNAPSHOT_ROOTS:
         /* group_gc holds the snapshot number for these */
         h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
@@ -477,6 +478,19 @@ void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to
 void hl_sb_snapshot_ref_field(hl_sb *sb, uint32_t snapshot, uint32_t field)
 {
     hl_sb_group(sb, HL_REC_SNAPSHOT_REF_FIELDS, snapshot, &field, sizeof field);
+}
+
+void hl_sb_static(hl_sb *sb, uint32_t static_id, uint32_t type_id, const char *name)
+{
+    hl_static f = {.static_id = static_id, .type_id = type_id};
+    hl_sb_record_strs(sb, HL_REC_STATIC, &f, sizeof f, &name, 1);
+}
+
+void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t field,
+                           uint32_t static_id)
+{
+    hl_snapshot_static v = {.object_id = object_id, .field = field, .static_id = static_id};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_STATICS, snapshot, &v, sizeof v);
 }
 
 void hl_sb_field(hl_sb *sb, uint32_t type_id, uint32_t field, const char *name)

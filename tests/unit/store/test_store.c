@@ -461,9 +461,11 @@ static void test_schema(void)
                "table|sampling\n"
                "table|snapshot_objects\n"
                "table|snapshot_roots\n"
+               "table|snapshot_statics\n"
                "table|snapshots\n"
                "table|stack_frames\n"
                "table|stacks\n"
+               "table|statics\n"
                "table|threads\n"
                "table|types\n"
                "table|unrecorded_processes\n"
@@ -2363,7 +2365,8 @@ static void test_golden_handles(void)
 /* References with the fields that hold them (schema 7): a field number per reference of an object
  * (named in `fields`), an element index per reference of an array, null where unknown; carried
  * through the sort by `from`. A snapshot whose REF_FIELDS do not add up keeps its references
- * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. */
+ * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
+ * is a static field is named in snapshot_statics. */
 static void test_snapshot_fields(void)
 {
     char *dir = tmp_dir_new();
@@ -2376,6 +2379,8 @@ static void test_snapshot_fields(void)
     hl_sb_type(sb, 3, "App.Session");
     hl_sb_field(sb, 1, 1, "_name");
     hl_sb_field(sb, 1, 2, "_sessions");
+    hl_sb_type(sb, 4, "App.Program");
+    hl_sb_static(sb, 1, 4, "s_registry");
     hl_sb_alloc(sb, 1, 3, 24, 7);
     hl_sb_alloc(sb, 2, 3, 24, 7);
     hl_sb_alloc(sb, 3, 2, 48, 7);
@@ -2394,6 +2399,7 @@ static void test_snapshot_fields(void)
     hl_sb_snapshot_ref_field(sb, 1, 1);
     hl_sb_snapshot_ref_field(sb, 1, 7);
     hl_sb_snapshot_ref_field(sb, 1, HL_FIELD_UNKNOWN);
+    hl_sb_snapshot_static(sb, 1, 3, 7, 1); /* as if the array held the statics */
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
     /* GC 2: one field for two references: the references stay, without fields */
@@ -2429,6 +2435,8 @@ static void test_snapshot_fields(void)
                "1|2|1|0|NULL\n1|3|1|0|7\n1|3|2|0|1\n1|4|3|0|2\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_ref_fields WHERE snapshot = 1 ORDER BY from_id, to_id",
                "1|2|1|0|NULL|NULL\n1|3|1|0|7|[7]\n1|3|2|0|1|[1]\n1|4|3|0|2|_sessions\n");
+    CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_statics", "1|3|7|1\n");
     CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'", "1\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
