@@ -46,10 +46,7 @@ typedef struct suspect {
 
 static void suspect_release(suspect *s)
 {
-    if (s->path) {
-        g_free(s->path->nodes);
-        g_free(s->path);
-    }
+    root_path_free(s->path);
 }
 
 static int suspect_cmp(const void *a, const void *b)
@@ -392,6 +389,8 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
             goto out;
         if (paths->len > 0)
             s->path = g_ptr_array_steal_index(paths, 0);
+        if (s->path && !root_path_name(l->db, g, l->types, s->path, error))
+            goto out;
     }
     ok = TRUE;
 out:
@@ -472,7 +471,7 @@ json_t *leaks_json_row(const leaks *l, guint i)
     }
     if (s->path) {
         json_object_set_new(row, "path", root_path_hops_json(g, l->types, s->path));
-        json_object_set_new(row, "roots", root_paths_roots_json(g, s->path->nodes[0]));
+        json_object_set_new(row, "roots", root_path_roots_json(g, s->path));
     } else {
         json_object_set_new(row, "path", json_null());
         json_object_set_new(row, "roots", json_null());
@@ -530,7 +529,7 @@ char *leaks_suspect_path_text_new(const leaks *l, guint i)
     if (!s->path)
         return NULL;
     const snapshot_graph *g = retention_graph(l->last);
-    g_autofree char *roots = root_paths_roots_text(g, s->path->nodes[0]);
+    g_autofree char *roots = root_path_root_text(g, s->path);
     g_autofree char *hops = root_path_text(g, l->types, s->path);
     return g_strdup_printf("%s -> %s", roots, hops);
 }

@@ -441,6 +441,11 @@
   function rootText(roots) {
     if (!roots || !roots.length) return 'root';
     var r = roots[0], flags = (r.flags || []).slice();
+    if (r.kind === 'static') {
+      var dot = String(r.static).lastIndexOf('.');
+      return 'static ' + (dot < 0 ? r.static : shortType(r.static.slice(0, dot)).replace('\u2026', '') +
+        r.static.slice(dot));
+    }
     if (r.handle) flags.unshift(r.handle);
     return r.kind + (flags.length ? ' (' + flags.join(', ') + ')' : '') +
       (roots.length > 1 ? ' +' + (roots.length - 1) : '');
@@ -448,8 +453,10 @@
   function pathHtml(row) {
     if (!row.path) return '<span class="nil">\u2014</span>';
     var hops = row.path.map(function (h) {
+      /* the field (or element) holding the next hop, as code reads it */
+      var label = h.field != null ? '.' + h.field : h.index != null ? '[' + h.index + ']' : ' #' + h.object;
       return '<span title="' + esc(h.type + ' #' + h.object + ', ' + fmtSize(h.size)) + '">' +
-        esc(shortType(h.type)) + ' #' + esc(h.object) + '</span>';
+        esc(shortType(h.type) + label) + '</span>';
     });
     return esc(rootText(row.roots)) + ' \u2192 ' + hops.join(' \u2192 ');
   }

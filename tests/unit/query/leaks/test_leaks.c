@@ -247,8 +247,52 @@ static void fixture_nosnap(void)
     fixture_write_history(sb, "nosnap.db");
 }
 
+/* named.db (schema 7): a static holds a registry whose field holds a list whose array holds the
+ * object asked for. Object[] #1 (the runtime's statics, held by a handle) -[5]-> Registry #2
+ * ._sessions -> List<Session> #3 ._items -> Session[] #4 [7] -> Session #5; element 5 of #1 is
+ * the static App.Program.s_registry. */
+static void fixture_named(void)
+{
+    enum { N_STATICS = 1, N_REGISTRY, N_LIST, N_ARRAY, N_SESSION, N_PROGRAM };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 6, "dotnet Named.dll");
+    hl_sb_type_full(sb, &(hl_type){.type_id = N_STATICS, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
+    hl_sb_type(sb, N_REGISTRY, "App.Registry");
+    hl_sb_type(sb, N_LIST, "System.Collections.Generic.List<App.Session>");
+    hl_sb_type_full(sb, &(hl_type){.type_id = N_ARRAY, .flags = HL_TYPE_FLAG_ARRAY},
+                    "App.Session[]");
+    hl_sb_type(sb, N_SESSION, "App.Session");
+    hl_sb_type(sb, N_PROGRAM, "App.Program");
+    hl_sb_field(sb, N_REGISTRY, 1, "Name");
+    hl_sb_field(sb, N_REGISTRY, 2, "_sessions");
+    hl_sb_field(sb, N_LIST, 1, "_items");
+    hl_sb_static(sb, 1, N_PROGRAM, "s_registry");
+    const uint32_t sizes[] = {0, 8192, 32, 32, 96, 24};
+    for (uint32_t id = 1; id <= 5; id++)
+        hl_sb_alloc(sb, id, id, sizes[id], 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 6);
+    for (uint64_t id = 1; id <= 5; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= 5; id++)
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+    const uint32_t refs[][3] = {{1, 2, 5}, {2, 3, 2}, {3, 4, 1}, {4, 5, 7}};
+    for (size_t i = 0; i < G_N_ELEMENTS(refs); i++)
+        hl_sb_snapshot_ref(sb, 1, refs[i][0], refs[i][1]);
+    for (size_t i = 0; i < G_N_ELEMENTS(refs); i++)
+        hl_sb_snapshot_ref_field(sb, 1, refs[i][2]);
+    hl_sb_snapshot_static(sb, 1, 1, 5, 1);
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_HANDLE, 0, 0x1000);
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, "named.db");
+}
+
 static void fixtures_build(void)
 {
+    fixture_named();
     fixture_graph("graph.db", 4);
     fixture_graph("one.db", 1);
     fixture_nosnap();
@@ -550,6 +594,39 @@ static void case_roots_object(void)
                      "  0      13  10 B  App.Root\n"
                      "  1      17  50 B  App.Node\n"
                      "  2      18  50 B  App.Node\n");
+    run_result_release(&r);
+}
+
+/* A path that reads like code: it starts at the static, each hop says the field (or element)
+ * holding the next (issue 21). */
+static void case_roots_named(void)
+{
+    json_t *doc = RUN_JSON("roots", "named.db", "--object", "5", "--json");
+    if (!doc)
+        return;
+    json_t *row = jrow(doc, 0);
+    CHECK_INT(jint(row, "length"), 3);
+    json_t *root = json_array_get(json_object_get(row, "roots"), 0);
+    CHECK_STR(jstr(root, "kind"), "static");
+    CHECK_STR(jstr(root, "static"), "App.Program.s_registry");
+    json_t *hops = json_object_get(row, "path");
+    path_expect(hops, (const long long[]){2, 3, 4, 5}, 4);
+    CHECK_STR(jstr(json_array_get(hops, 0), "field"), "_sessions");
+    CHECK_STR(jstr(json_array_get(hops, 1), "field"), "_items");
+    CHECK_INT(jint(json_array_get(hops, 2), "index"), 7);
+    CHECK(json_object_get(json_array_get(hops, 3), "field") == NULL);
+    json_decref(doc);
+
+    run_result r = RUN("roots", "named.db", "--object", "5");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out,
+              "shortest path from a GC root to object 5 (App.Session), snapshot 1 (GC 1):\n"
+              "root: static Program.s_registry\n"
+              "hop  object  size  type                                          holds the next in\n"
+              "  0       2  32 B  App.Registry                                  ._sessions\n"
+              "  1       3  32 B  System.Collections.Generic.List<App.Session>  ._items\n"
+              "  2       4  96 B  App.Session[]                                 [7]\n"
+              "  3       5  24 B  App.Session                                   \n");
     run_result_release(&r);
 }
 
@@ -1025,6 +1102,7 @@ static const cli_test_case cases[] = {
     {"retention_refs_text", case_retention_refs_text},
     {"retention_readonly", case_retention_readonly},
     {"roots_object", case_roots_object},
+    {"roots_named", case_roots_named},
     {"roots_all", case_roots_all},
     {"roots_type", case_roots_type},
     {"roots_type_names", case_roots_type_names},
