@@ -23,6 +23,8 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     atomic_init(&q->read, 0);
     atomic_init(&q->lost, 0);
     atomic_init(&q->awaiting_resume, NULL);
+    atomic_init(&q->string_class, 0);
+    q->string_chars = true;
     atomic_flag_clear(&q->moves_lock);
     hl_census_init(&q->census, false);
 }
@@ -36,6 +38,7 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->roots);
     hl_mem_free(c->by_class);
     hl_mem_free(c->walk);
+    hl_mem_free(c->strings);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
     hl_mem_free(c);
@@ -275,6 +278,25 @@ static void slot_offsets(ObjectID object, uint64_t size, ULONG n_refs, const Obj
     }
 }
 
+/* A string's length, hash and first characters (x64: length at +8, UTF-16 at +12). */
+static bool string_read(hl_gc_queue *q, hl_gc_capture *c, ObjectID object) {
+    if (!grow((void **)&c->strings, &c->cap_strings, c->n_strings, 1, sizeof *c->strings))
+        return false;
+    hl_walk_string *s = &c->strings[c->n_strings++];
+    uint32_t length;
+    memcpy(&length, (const uint8_t *)object + 8, sizeof length);
+    const uint8_t *chars = (const uint8_t *)object + 12;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+    for (size_t i = 0; i < (size_t)length * 2; i++)
+        h = (h ^ chars[i]) * 0x100000001b3ull;
+    s->object = object;
+    s->hash = h;
+    s->length = length;
+    s->n_chars = q->string_chars ? (length < HL_STRING_CHARS ? length : HL_STRING_CHARS) : 0;
+    memcpy(s->chars, chars, s->n_chars * sizeof(uint16_t));
+    return true;
+}
+
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs) {
     hl_gc_capture *c = q->current;
@@ -310,6 +332,26 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     }
     c->walk_len += need;
     c->walk_objects++;
+    /* System.String is the one class that is neither an array nor has a class layout: found
+     * at the first snapshot's first strings (a call or two per class before it), then kept. */
+    ClassID string_class = atomic_load_explicit(&q->string_class, memory_order_relaxed);
+    if (!string_class && class_id != q->not_string) {
+        ULONG n = 0, class_size = 0;
+        uint32_t elem_type = 0;
+        ClassID elem = 0;
+        ULONG rank = 0;
+        if (info_get_class_layout(info, class_id, NULL, 0, &n, &class_size) == E_INVALIDARG &&
+            info_is_array_class(info, class_id, &elem_type, &elem, &rank) != S_OK) {
+            string_class = class_id;
+            atomic_store(&q->string_class, class_id);
+        } else {
+            q->not_string = class_id;
+        }
+    }
+    if (class_id == string_class && !string_read(q, c, object)) {
+        c->incomplete = true;
+        c->snapshot_trigger = 0; /* as for the walk: no snapshot with holes */
+    }
     return true;
 }
 

@@ -78,6 +78,7 @@ typedef struct hl_snapshot {
     id_vec refs;       /* hl_snapshot_ref */
     id_vec ref_fields; /* uint32 per ref: the field holding it (HL_REC_SNAPSHOT_REF_FIELDS) */
     id_vec statics;    /* hl_snapshot_static: references that are static fields */
+    id_vec strings;    /* hl_snapshot_string: the strings' values */
     id_vec roots;      /* hl_snapshot_root */
     id_vec discovered; /* hl_discovered */
     uint64_t *walked;  /* addresses of the walk, sorted, for the self-check */
@@ -156,6 +157,26 @@ static void walk_objects(snapshot *s) {
         s->end.bytes += w.size;
     }
     hl_gen_lookup_release(&after);
+}
+
+/* The strings' values with their ids: the capture read them in walk order, so the walk's
+ * strings are, in order, the capture's. */
+static void walk_strings(snapshot *s) {
+    const hl_gc_capture *g = s->g;
+    const hl_snapshot_object *objects = s->objects.p;
+    size_t i = 0, k = 0;
+    for (size_t off = 0; off < g->walk_len && k < g->n_strings; i++) {
+        hl_walk_object w;
+        memcpy(&w, g->walk + off, sizeof w);
+        off += hl_walk_object_bytes(w.n_refs);
+        if (w.object != g->strings[k].object)
+            continue;
+        const hl_walk_string *v = &g->strings[k++];
+        hl_snapshot_string out = {.object_id = objects[i].id, .hash = v->hash,
+                                  .length = v->length, .n_chars = v->n_chars};
+        memcpy(out.chars, v->chars, v->n_chars * sizeof(uint16_t));
+        push(s, &s->strings, &out);
+    }
 }
 
 /* The id of a referenced address; frozen objects join the snapshot the first time. */
@@ -262,6 +283,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->refs.elem = sizeof(hl_snapshot_ref);
     s->ref_fields.elem = sizeof(uint32_t);
     s->statics.elem = sizeof(hl_snapshot_static);
+    s->strings.elem = sizeof(hl_snapshot_string);
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
     hl_u64map_init(&s->frozen);
@@ -272,6 +294,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
         return NULL;
     }
     walk_objects(s);
+    walk_strings(s);
     hl_statics_prepare(c, g); /* the classes walk_objects noted included */
     walk_refs(s);
     walk_roots(s);
@@ -302,6 +325,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s->refs);
     send_batch(c, HL_REC_SNAPSHOT_REF_FIELDS, snap, &s->ref_fields);
     send_batch(c, HL_REC_SNAPSHOT_STATICS, snap, &s->statics);
+    send_batch(c, HL_REC_SNAPSHOT_STRINGS, snap, &s->strings);
     send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s->roots);
     s->end.snapshot = snap;
     s->end.gc = g->gc;
@@ -315,6 +339,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_vec_release(&s->refs);
     hl_vec_release(&s->ref_fields);
     hl_vec_release(&s->statics);
+    hl_vec_release(&s->strings);
     hl_vec_release(&s->roots);
     hl_vec_release(&s->discovered);
     hl_mem_free(s);

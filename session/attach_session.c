@@ -141,10 +141,11 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         return FALSE;
 
     /* The attach itself. */
-    g_autofree char *client_data = g_strdup_printf(HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s",
+    g_autofree char *client_data = g_strdup_printf(HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s%s",
                                                    sockets.collector_path,
                                                    snapshot ? "snapshot=" : "",
-                                                   snapshot ? snapshot : "", snapshot ? "\n" : "");
+                                                   snapshot ? snapshot : "", snapshot ? "\n" : "",
+                                                   o->no_strings ? "strings=off\n" : "");
     uint64_t attach_started = query_now_ms();
     uint32_t hr = 0;
     gboolean answered = attach_ipc_attach_profiler((pid_t)pid, diagnostic, (uint32_t)timeout * 1000,

@@ -22,6 +22,7 @@ typedef struct attach_options {
     uint64_t duration;    /* seconds; 0: until Ctrl-C or the process's exit */
     uint64_t timeout;     /* seconds the runtime may take to load the collector */
     gboolean force, quiet, json;
+    gboolean no_strings;  /* --no-strings: snapshots keep strings' lengths and hashes only */
 } attach_options;
 
 /* Attaches to o->pid, records, detaches. FALSE with *error when the attach was refused or could

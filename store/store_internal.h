@@ -316,6 +316,7 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_FIELD,
     STORE_STMT_INSERT_STATIC,
     STORE_STMT_INSERT_SNAPSHOT_STATIC,
+    STORE_STMT_INSERT_SNAPSHOT_STRING,
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
     STORE_STMT_INSERT_ALLOC_COUNT,
@@ -403,6 +404,7 @@ typedef struct store_open_snapshot {
     GArray *refs;    /* hl_snapshot_ref */
     GArray *ref_fields; /* uint32 per ref (SNAPSHOT_REF_FIELDS), in the order the refs came */
     GArray *statics; /* hl_snapshot_static */
+    GArray *strings; /* hl_snapshot_string */
     GArray *roots;   /* hl_snapshot_root */
 } store_open_snapshot;
 

@@ -22,6 +22,7 @@
  * as writer anomalies.
  *
  *   SNAPSHOT_STATICS  items appended in memory; written as snapshot_statics rows
+ *   SNAPSHOT_STRINGS  items appended in memory; written as snapshot_strings rows
  *   SNAPSHOT_REF_FIELDS  items appended in memory: the field of each reference, in the order
  *                     the references came; stored as snapshot_objects.fields when there is one
  *                     per reference (a collector without them: every field unknown)
@@ -51,6 +52,8 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->ref_fields);
     if (s->statics != NULL)
         g_array_unref(s->statics);
+    if (s->strings != NULL)
+        g_array_unref(s->strings);
     if (s->roots != NULL)
         g_array_unref(s->roots);
     memset(s, 0, sizeof *s);
@@ -110,6 +113,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
     w->snap.ref_fields = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     w->snap.statics = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_static));
+    w->snap.strings = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_string));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
     w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
@@ -137,6 +141,9 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
         break;
     case HL_REC_SNAPSHOT_STATICS:
         to = w->snap.statics;
+        break;
+    case HL_REC_SNAPSHOT_STRINGS:
+        to = w->snap.strings;
         break;
     default:
         to = w->snap.roots;
@@ -366,6 +373,41 @@ static gboolean store_snapshot_write_statics(store_writer *w, GError **error)
     return TRUE;
 }
 
+/* The strings' values: a row each, the characters kept as UTF-8 text (an unpaired surrogate, as
+ * the first 64 code units can cut a pair, becomes U+FFFD); NULL when none were kept. */
+static gboolean store_snapshot_write_strings(store_writer *w, GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT_STRING];
+    g_autoptr(GString) text = g_string_sized_new(HL_STRING_CHARS * 3);
+
+    for (guint i = 0; i < s->strings->len; i++) {
+        const hl_snapshot_string *v = &g_array_index(s->strings, hl_snapshot_string, i);
+        uint32_t n = MIN(v->n_chars, (uint32_t)HL_STRING_CHARS);
+        g_string_truncate(text, 0);
+        for (uint32_t k = 0; k < n; k++) {
+            gunichar c = v->chars[k];
+            if (c >= 0xD800 && c < 0xDC00 && k + 1 < n && v->chars[k + 1] >= 0xDC00 &&
+                v->chars[k + 1] < 0xE000)
+                c = 0x10000 + ((c - 0xD800) << 10) + (v->chars[++k] - 0xDC00u);
+            else if (c >= 0xD800 && c < 0xE000)
+                c = 0xFFFD;
+            g_string_append_unichar(text, c);
+        }
+        sqlite3_bind_int64(st, 1, s->start.snapshot);
+        sqlite3_bind_int64(st, 2, (int64_t)v->object_id);
+        sqlite3_bind_int64(st, 3, v->length);
+        sqlite3_bind_int64(st, 4, (int64_t)v->hash);
+        if (v->n_chars > 0 || v->length == 0)
+            sqlite3_bind_text(st, 5, text->str, (int)text->len, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(st, 5);
+        if (!store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT_STRING, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end *e,
                                          const store_snapshot_counts *n, GError **error)
 {
@@ -411,7 +453,7 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
     }
     store_snapshot_progress(w, TRUE);
     if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_roots(w, &n, error) ||
-        !store_snapshot_write_statics(w, error) ||
+        !store_snapshot_write_statics(w, error) || !store_snapshot_write_strings(w, error) ||
         !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,

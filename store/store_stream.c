@@ -293,6 +293,12 @@ static gboolean store_decode_snapshot_statics(const uint8_t *p, uint32_t size, s
     return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_static), error);
 }
 
+static gboolean store_decode_snapshot_strings(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_string), error);
+}
+
 static gboolean store_decode_static(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
@@ -371,6 +377,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_SNAPSHOT_REF_FIELDS] = {"SNAPSHOT_REF_FIELDS", store_decode_snapshot_ref_fields},
     [HL_REC_STATIC] = {"STATIC", store_decode_static},
     [HL_REC_SNAPSHOT_STATICS] = {"SNAPSHOT_STATICS", store_decode_snapshot_statics},
+    [HL_REC_SNAPSHOT_STRINGS] = {"SNAPSHOT_STRINGS", store_decode_snapshot_strings},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

@@ -46,6 +46,9 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_SNAPSHOT_STATIC] =
         "INSERT OR REPLACE INTO snapshot_statics (snapshot, object_id, field, static_id) "
         "VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_INSERT_SNAPSHOT_STRING] =
+        "INSERT OR REPLACE INTO snapshot_strings (snapshot, object_id, length, hash, value) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_UPSERT_THREAD] =
         "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
         "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
@@ -435,6 +438,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_FIELD] = store_writer_field,
     [HL_REC_STATIC] = store_writer_static,
     [HL_REC_SNAPSHOT_STATICS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_STRINGS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,

@@ -22,7 +22,7 @@
  *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
  *    GC_PROMOTIONS*, GC_HANDLES_FREED*,
  *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START,
- *    SNAPSHOT_OBJECTS|REFS|REF_FIELDS|STATICS|ROOTS*, SNAPSHOT_END)?, GC_END (TYPE, FIELD and
+ *    SNAPSHOT_OBJECTS|REFS|REF_FIELDS|STATICS|STRINGS|ROOTS*, SNAPSHOT_END)?, GC_END (TYPE, FIELD and
  *    STATIC records may come in between), and GCs come in
  *    ordinal order
  *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
@@ -91,6 +91,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_REF_FIELDS = 27,
     HL_REC_STATIC = 28,
     HL_REC_SNAPSHOT_STATICS = 29,
+    HL_REC_SNAPSHOT_STRINGS = 30,
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -554,6 +555,20 @@ typedef struct hl_snapshot_static {
     uint32_t static_id;
 } hl_snapshot_static;
 static_assert(sizeof(hl_snapshot_static) == 16, "wire layout");
+
+/* HL_REC_SNAPSHOT_STRINGS (head hl_snapshot_batch, then `count` of these): the value of each
+ * System.String of the snapshot, read during the GC's heap walk. `chars` holds its first
+ * `n_chars` UTF-16 code units: min(length, HL_STRING_CHARS), or none when the recording keeps
+ * no characters (record/attach --no-strings). Optional, like REF_FIELDS. */
+#define HL_STRING_CHARS 64
+typedef struct hl_snapshot_string {
+    uint64_t object_id;
+    uint64_t hash;     /* FNV-1a 64 of all its UTF-16 code units (little-endian bytes) */
+    uint32_t length;   /* in UTF-16 code units */
+    uint32_t n_chars;
+    uint16_t chars[HL_STRING_CHARS];
+} hl_snapshot_string;
+static_assert(sizeof(hl_snapshot_string) == 152, "wire layout");
 
 /* Root kinds and flags as COR_PRF_GC_ROOT_KIND / COR_PRF_GC_ROOT_FLAGS. */
 enum { HL_ROOT_OTHER = 0, HL_ROOT_STACK = 1, HL_ROOT_FINALIZER = 2, HL_ROOT_HANDLE = 3 };

@@ -16,6 +16,11 @@ compare with the program's own ground truth.
       sparse array's are the elements i % every == 0; the statics Program.s_holder,
       SessionRegistry.Instance and Ticker.Tick are named, and Ticker.Tick's delegate holds the
       subscribers' handlers.
+  (d) `heaplens inspect --json`: the duplicate string (5,000 copies, all but one wasted), the
+      empty List<int> and Dictionary<int, int> counts, the sparse Node?[] arrays (count, fill,
+      wasted bytes), the static event's 1,000 handlers and their target type, ranked by bytes.
+`--no-strings` run: snapshot_strings has lengths and hashes, no characters; inspect still finds
+the duplicates, without their value.
 `steady` run (three snapshots of a heap that does not change): `heaplens leaks` finds no
 suspect.
 
@@ -136,6 +141,68 @@ def check_grow(checks, a, log, workdir):
             (snap, delegate[0] if delegate else -1)).fetchone()[0]
         checks.eq("sql: the event's delegate holds the subscribers' handlers", truth["subscribers"], handlers)
     con.close()
+    check_inspect(checks, a, log, db, truth)
+
+
+def check_inspect(checks, a, log, db, truth):
+    """`heaplens inspect --json`: every structure found, with its exact count."""
+    doc = heaplens_json(checks, a.heaplens, ["inspect", db], log)
+    if doc is None:
+        return
+    findings = doc.get("findings", [])
+
+    def find(kind, **match):
+        return [f for f in findings if f.get("kind") == kind and
+                all(f.get(k) == v for k, v in match.items())]
+
+    dup = find("duplicate-strings", value=truth["copy_value"])
+    checks.eq("inspect: the duplicate string's copies", [truth["copies"]], [f.get("count") for f in dup])
+    if dup:
+        checks.eq("inspect: all but one copy wasted", dup[0]["bytes"] - dup[0]["bytes"] // truth["copies"],
+                  dup[0].get("wasted"))
+    lists = find("empty-collections", type="System.Collections.Generic.List<System.Int32>")
+    checks.eq("inspect: empty lists", [truth["empty_lists"]], [f.get("count") for f in lists])
+    dicts = find("empty-collections", type="System.Collections.Generic.Dictionary<System.Int32, System.Int32>")
+    checks.eq("inspect: empty dictionaries", [truth["empty_dicts"]], [f.get("count") for f in dicts])
+    sparse = find("sparse", type="HeapLens.Examples.Inspections.Node[]")
+    checks.eq("inspect: sparse arrays", [truth["sparse_arrays"]], [f.get("count") for f in sparse])
+    if sparse:
+        fill = 1 / truth["sparse_every"]
+        checks.ok("inspect: their fill", abs(sparse[0].get("fill", -1) - fill) < 1e-9, repr(sparse[0]))
+        checks.eq("inspect: their wasted bytes",
+                  truth["sparse_arrays"] * (truth["sparse_length"] - truth["sparse_length"] // truth["sparse_every"]) * 8,
+                  sparse[0].get("wasted"))
+    events = find("event-handlers", owner=truth["event_static"].rsplit(".", 1)[0],
+                  field=truth["event_static"].rsplit(".", 1)[1])
+    checks.eq("inspect: the event's handlers", [truth["subscribers"]], [f.get("subscribers") for f in events])
+    if events:
+        checks.eq("inspect: the handlers' targets",
+                  [{"type": "HeapLens.Examples.Inspections.Subscriber", "count": truth["subscribers"]}],
+                  events[0].get("targets"))
+    ranks = [f.get("rank_bytes", 0) for f in findings]
+    checks.ok("inspect: ranked by bytes", ranks == sorted(ranks, reverse=True), repr(ranks[:8]))
+
+
+def check_no_strings(checks, a, log, workdir):
+    """record --no-strings: lengths and hashes, no characters; the duplicates still found."""
+    db = os.path.join(workdir, "nostrings.db")
+    truth_path = os.path.join(workdir, "nostrings.json")
+    rc = record(a, db, truth_path, ["grow"], log, record_options=["-q", "--no-strings"])
+    checks.eq("no-strings: recorded (exit status)", 0, rc)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows, kept = con.execute("SELECT count(*), count(*) FILTER (WHERE value IS NOT NULL AND length > 0)"
+                             " FROM snapshot_strings").fetchone()
+    con.close()
+    checks.ok("no-strings: strings stored", rows > 0, repr(rows))
+    checks.eq("no-strings: no characters stored", 0, kept)
+    doc = heaplens_json(checks, a.heaplens, ["inspect", db], log)
+    if doc is not None:
+        with open(truth_path) as f:
+            truth = json.load(f)
+        dup = [f for f in doc.get("findings", []) if f.get("kind") == "duplicate-strings"
+               and f.get("count") == truth["copies"]]
+        checks.ok("no-strings: the duplicates found by hash, without their value",
+                  len(dup) == 1 and dup[0].get("value") is None, repr(dup))
 
 
 def check_steady(checks, a, log, workdir):
@@ -161,6 +228,7 @@ def main():
     log = start_log(a.workdir)
     checks = Checks(a.verbose)
     check_grow(checks, a, log, a.workdir)
+    check_no_strings(checks, a, log, a.workdir)
     check_steady(checks, a, log, a.workdir)
     return checks.summary(f" (log: {log})")
 

@@ -34,6 +34,15 @@ static HRESULT fake_size(ICorProfilerInfo *i, ObjectID o, SIZE_T *size) {
     return S_OK;
 }
 
+/* Every class of the test has a layout: none is System.String. */
+static HRESULT fake_layout(ICorProfilerInfo *i, ClassID c, COR_FIELD_OFFSET *f, ULONG cap,
+                           ULONG *n, ULONG *size) {
+    (void)i, (void)c, (void)f, (void)cap;
+    *n = 0;
+    *size = 24;
+    return S_OK;
+}
+
 static clr_method fake_vtbl[INFO_GetObjectSize2 + 1];
 static clr_object fake_info = {.vtbl = fake_vtbl};
 
@@ -118,6 +127,7 @@ int main(void) {
     test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
     fake_vtbl[INFO_GetObjectSize2] = (clr_method)fake_size;
+    fake_vtbl[INFO_GetClassLayout] = (clr_method)fake_layout;
     test_slot_offsets();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)

@@ -147,6 +147,7 @@ void hl_sb_flush(hl_sb *sb)
     case HL_REC_SNAPSHOT_REFS:
     case HL_REC_SNAPSHOT_REF_FIELDS:
     case HL_REC_SNAPSHOT_STATICS:
+    case HL_REC_SNAPSHOT_STRINGS:
     case HL_REC_SNAPSHOT_ROOTS:
         /* group_gc holds the snapshot number for these */
         h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
@@ -491,6 +492,21 @@ void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uin
 {
     hl_snapshot_static v = {.object_id = object_id, .field = field, .static_id = static_id};
     hl_sb_group(sb, HL_REC_SNAPSHOT_STATICS, snapshot, &v, sizeof v);
+}
+
+void hl_sb_snapshot_string(hl_sb *sb, uint32_t snapshot, uint64_t object_id, const char *text,
+                           uint32_t kept)
+{
+    hl_snapshot_string v = {.object_id = object_id, .length = (uint32_t)strlen(text),
+                            .n_chars = kept, .hash = 0xcbf29ce484222325ull};
+    for (size_t i = 0; text[i]; i++) {
+        /* FNV-1a 64 over the UTF-16 little-endian bytes: the character, then 0 */
+        v.hash = (v.hash ^ (uint8_t)text[i]) * 0x100000001b3ull;
+        v.hash = v.hash * 0x100000001b3ull;
+        if (i < kept && i < HL_STRING_CHARS)
+            v.chars[i] = (uint16_t)text[i];
+    }
+    hl_sb_group(sb, HL_REC_SNAPSHOT_STRINGS, snapshot, &v, sizeof v);
 }
 
 void hl_sb_field(hl_sb *sb, uint32_t type_id, uint32_t field, const char *name)

@@ -462,6 +462,7 @@ static void test_schema(void)
                "table|snapshot_objects\n"
                "table|snapshot_roots\n"
                "table|snapshot_statics\n"
+               "table|snapshot_strings\n"
                "table|snapshots\n"
                "table|stack_frames\n"
                "table|stacks\n"
@@ -2400,6 +2401,8 @@ static void test_snapshot_fields(void)
     hl_sb_snapshot_ref_field(sb, 1, 7);
     hl_sb_snapshot_ref_field(sb, 1, HL_FIELD_UNKNOWN);
     hl_sb_snapshot_static(sb, 1, 3, 7, 1); /* as if the array held the statics */
+    hl_sb_snapshot_string(sb, 1, 1, "session-one", 11);
+    hl_sb_snapshot_string(sb, 1, 2, "secret", 0); /* --no-strings: no characters kept */
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
     /* GC 2: one field for two references: the references stay, without fields */
@@ -2437,6 +2440,8 @@ static void test_snapshot_fields(void)
                "1|2|1|0|NULL|NULL\n1|3|1|0|7|[7]\n1|3|2|0|1|[1]\n1|4|3|0|2|_sessions\n");
     CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_statics", "1|3|7|1\n");
+    CHECK_ROWS(db, "SELECT object_id, length, quote(value) FROM snapshot_strings",
+               "1|11|'session-one'\n2|6|NULL\n");
     CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'", "1\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
