@@ -327,8 +327,32 @@ static void fixture_noise(void)
     fixture_write_history(sb, "noise.db");
 }
 
+/* strings.db: one snapshot of 12 copies of "dup" (30 B each) and one "other". */
+static void fixture_strings(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 8, "dotnet Strings.dll");
+    hl_sb_type(sb, 1, "System.String");
+    for (uint64_t id = 1; id <= 13; id++)
+        hl_sb_alloc(sb, id, 1, 30, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 14);
+    for (uint64_t id = 1; id <= 13; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= 13; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+        hl_sb_snapshot_root(sb, 1, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+        hl_sb_snapshot_string(sb, 1, id, id <= 12 ? "dup" : "other", 64);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, "strings.db");
+}
+
 static void fixtures_build(void)
 {
+    fixture_strings();
     fixture_noise();
     fixture_named();
     fixture_graph("graph.db", 4);
@@ -763,6 +787,39 @@ static void case_leaks_noise(void)
     json_decref(doc);
 }
 
+/* inspect: a value held by at least --min-duplicates strings, all but one copy wasted; a bad
+ * threshold is one line and exit 1. */
+static void case_inspect(void)
+{
+    json_t *doc = RUN_JSON("inspect", "strings.db", "--json");
+    if (!doc)
+        return;
+    json_t *findings = json_object_get(doc, "findings");
+    CHECK_INT(json_array_size(findings), 1);
+    json_t *f = json_array_get(findings, 0);
+    CHECK_STR(jstr(f, "kind"), "duplicate-strings");
+    CHECK_STR(jstr(f, "value"), "dup");
+    CHECK_INT(jint(f, "count"), 12);
+    CHECK_INT(jint(f, "bytes"), 360);
+    CHECK_INT(jint(f, "wasted"), 330);
+    json_decref(doc);
+    doc = RUN_JSON("inspect", "strings.db", "--min-duplicates", "13", "--json");
+    if (doc)
+        CHECK_INT(json_array_size(json_object_get(doc, "findings")), 0);
+    json_decref(doc);
+    run_result r = RUN("inspect", "strings.db");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "inspections of snapshot 1 (GC 1): 1 finding\n"
+                     "bytes  finding            what\n"
+                     "330 B  duplicate-strings  12 strings \"dup\" (330 B wasted)\n");
+    run_result_release(&r);
+    r = RUN("inspect", "strings.db", "--max-fill", "2");
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "heaplens: inspect: --max-fill takes a fraction from 0 to 1 (0.21: 21%), "
+                     "not '2'\n");
+    run_result_release(&r);
+}
+
 static void case_leaks(void)
 {
     file_copy("graph.db", "l1.db");
@@ -1160,6 +1217,7 @@ static const cli_test_case cases[] = {
     {"roots_unreachable", case_roots_unreachable},
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
+    {"inspect", case_inspect},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"snapshot_rows_lost", case_snapshot_rows_lost},
