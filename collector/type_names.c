@@ -210,7 +210,8 @@ static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint3
     ULONG rank = 0;
     if (info_is_array_class(t->info, c, &elem_type, &elem_class, &rank) == S_OK) {
         if (depth == 0)
-            *flags |= HL_TYPE_FLAG_ARRAY;
+            *flags |= HL_TYPE_FLAG_ARRAY |
+                      (elem_type == ELEMENT_TYPE_VALUETYPE ? HL_TYPE_FLAG_VALUE_ELEMENTS : 0);
         return put_array(t, b, elem_class, elem_type, rank, depth, flags);
     }
     ModuleID module = 0;

@@ -213,7 +213,7 @@ static gboolean sparse(sqlite3 *db, int64_t snapshot, const inspect_options *o, 
                     "  coalesce(json_array_length(so.refs), 0) AS used"
                     "  FROM snapshot_objects so JOIN objects o ON o.id = so.object_id"
                     "  JOIN types t ON t.id = o.type_id"
-                    "  WHERE so.snapshot = ?1 AND t.flags & 1 AND t.name NOT GLOB '*,*]'"
+                    "  WHERE so.snapshot = ?1 AND t.flags & 9 = 1 AND t.name NOT GLOB '*,*]'"
                     "  AND o.type_id IN (SELECT o2.type_id FROM snapshot_objects s2"
                     "   JOIN objects o2 ON o2.id = s2.object_id"
                     "   WHERE s2.snapshot = ?1 AND s2.refs IS NOT NULL))"

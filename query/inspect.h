@@ -8,7 +8,8 @@
  *                      Dictionary<K,V>, HashSet<T> without entries (never filled: the runtime
  *                      gives them storage at the first add), per type; an empty collection
  *                      holds nothing of its own, so it retains its own bytes
- *   sparse             reference arrays with at most `max_fill` of their elements set, per type
+ *   sparse             reference arrays (not arrays of structs: types.flags 8) with at most
+ *                      `max_fill` of their elements set, per type
  *                      (a List's backing array beyond its count included); wasted = the null
  *                      elements' 8 bytes each
  *   event-handlers     multicast delegates (a field `_invocationList`) with at least

@@ -169,7 +169,8 @@ typedef struct hl_type {
     uint64_t class_id;   /* the runtime's ClassID (MethodTable address), for diagnostics */
 } hl_type;
 static_assert(sizeof(hl_type) == 16, "wire layout");
-enum { HL_TYPE_FLAG_ARRAY = 1, HL_TYPE_FLAG_VALUE_TYPE = 2, HL_TYPE_FLAG_UNRESOLVED = 4 };
+enum { HL_TYPE_FLAG_ARRAY = 1, HL_TYPE_FLAG_VALUE_TYPE = 2, HL_TYPE_FLAG_UNRESOLVED = 4,
+       HL_TYPE_FLAG_VALUE_ELEMENTS = 8 /* an array whose elements are a value type (structs) */ };
 
 /* HL_REC_THREAD: names a thread. Followed by one hl_str: the managed thread name (may be empty). */
 typedef struct hl_thread {
