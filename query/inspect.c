@@ -333,13 +333,19 @@ static gboolean event_handlers(sqlite3 *db, int64_t snapshot, const inspect_opti
 {
     handlers h = {.db = db, .snapshot = snapshot, .min_subscribers = o->min_subscribers,
                   .findings = findings};
+    /* Delegates: objects of a type with a field `_invocationList`; that field's target read from
+     * the delegate's own (short) arrays. */
     return each_row(db,
-                    "SELECT r.from_id, r.to_id, json_array_length(l.refs), lo.size"
-                    " FROM snapshot_ref_fields r"
-                    " JOIN snapshot_objects l ON l.snapshot = r.snapshot AND l.object_id = r.to_id"
-                    " JOIN objects lo ON lo.id = r.to_id"
-                    " WHERE r.snapshot = ?1 AND r.name = '_invocationList'"
-                    " AND json_array_length(l.refs) >= ?2",
+                    "WITH d AS (SELECT so.object_id AS id,"
+                    "  (SELECT j.value FROM json_each(so.refs) j"
+                    "   WHERE json_extract(so.fields, '$[' || j.key || ']') = f.field) AS list"
+                    "  FROM snapshot_objects so JOIN objects o ON o.id = so.object_id"
+                    "  JOIN fields f ON f.type_id = o.type_id AND f.name = '_invocationList'"
+                    "  WHERE so.snapshot = ?1 AND so.fields IS NOT NULL)"
+                    " SELECT d.id, d.list, json_array_length(l.refs), lo.size FROM d"
+                    " JOIN snapshot_objects l ON l.snapshot = ?1 AND l.object_id = d.list"
+                    " JOIN objects lo ON lo.id = d.list"
+                    " WHERE json_array_length(l.refs) >= ?2",
                     snapshot, o->min_subscribers, 0, handler_row, &h, error);
 }
 

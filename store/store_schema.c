@@ -380,18 +380,25 @@ static const char store_schema_views[] =
      * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
     "CREATE VIEW snapshot_refs AS\n"
     "SELECT snapshot, from_id, to_id,\n"
-    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY k) - 1 AS nth,\n"
-    "       field\n"
+    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY field) - 1 AS nth\n"
     "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
-    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"
+    "             j.key AS field\n"
     "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL);\n"
-    /* ... with the field's name: `fields` for objects, "[index]" for arrays. */
+    /* A row per reference with the field that holds it (snapshot_objects.fields) and its name:
+     * `fields` for objects, "[index]" for arrays. Its own view, so that snapshot_refs stays
+     * as cheap as it was: the element of `fields` is looked up per reference (quadratic in a
+     * large array's length). */
     "CREATE VIEW snapshot_ref_fields AS\n"
-    "SELECT r.snapshot, r.from_id, r.to_id, r.nth, r.field,\n"
+    "SELECT r.snapshot, r.from_id, r.to_id,\n"
+    "       row_number() OVER (PARTITION BY r.snapshot, r.from_id, r.to_id ORDER BY r.k) - 1\n"
+    "         AS nth, r.field,\n"
     "       CASE WHEN r.field IS NULL THEN NULL\n"
     "            WHEN t.flags & 1 THEN '[' || r.field || ']'\n"
     "            ELSE f.name END AS name\n"
-    "FROM snapshot_refs r LEFT JOIN objects o ON o.id = r.from_id\n"
+    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
+    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL) r\n"
+    "LEFT JOIN objects o ON o.id = r.from_id\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "LEFT JOIN fields f ON f.type_id = o.type_id AND f.field = r.field;\n"
     "\n"

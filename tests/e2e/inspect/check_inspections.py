@@ -114,7 +114,7 @@ def check_grow(checks, a, log, workdir):
         checks.eq("sql: Copies' elements", list(range(truth["copies"])), elements(copies))
         sparse = field_target("Sparse")
         arrays = [r[0] for r in con.execute(
-            "SELECT to_id FROM snapshot_refs WHERE snapshot = ? AND from_id = ? ORDER BY field",
+            "SELECT to_id FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ? ORDER BY field",
             (snap, sparse))]
         checks.eq("sql: sparse arrays", truth["sparse_arrays"], len(arrays))
         want = list(range(0, truth["sparse_length"], truth["sparse_every"]))
@@ -132,7 +132,7 @@ def check_grow(checks, a, log, workdir):
         checks.ok(f"sql: static {truth[key]} named", truth[key] in statics, "")
     if truth["event_static"] in statics:
         obj, field = statics[truth["event_static"]]
-        delegate = con.execute("SELECT to_id FROM snapshot_refs WHERE snapshot = ? AND from_id = ?"
+        delegate = con.execute("SELECT to_id FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ?"
                                " AND field = ?", (snap, obj, field)).fetchone()
         handlers = con.execute(
             "SELECT count(*) FROM snapshot_ref_fields r JOIN snapshot_ref_fields l"

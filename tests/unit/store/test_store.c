@@ -2265,7 +2265,7 @@ static void test_golden_snapshot(void)
     CHECK_ROWS(db, "SELECT * FROM snapshot_objects",
                "1|1|2|0|[9,6,9]|NULL\n1|6|4|0|NULL|NULL\n1|9|2|0|[10]|NULL\n1|10|1|0|[1]|NULL\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
-               "1|1|6|0|NULL\n1|1|9|0|NULL\n1|1|9|1|NULL\n1|9|10|0|NULL\n1|10|1|0|NULL\n");
+               "1|1|6|0\n1|1|9|0\n1|1|9|1\n1|9|10|0\n1|10|1|0\n");
     CHECK_ROWS(db, "SELECT snapshot, object_id, kind, flags, root_id FROM snapshot_roots"
                    " ORDER BY object_id, kind, flags",
                "1|NULL|other|0|NULL\n"
@@ -2435,7 +2435,7 @@ static void test_snapshot_fields(void)
                "2|3|[4]|NULL\n2|4|[3]|NULL\n"
                "3|3|NULL|NULL\n3|4|[3]|NULL\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_refs WHERE snapshot = 1 ORDER BY from_id, to_id",
-               "1|2|1|0|NULL\n1|3|1|0|7\n1|3|2|0|1\n1|4|3|0|2\n");
+               "1|2|1|0\n1|3|1|0\n1|3|2|0\n1|4|3|0\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_ref_fields WHERE snapshot = 1 ORDER BY from_id, to_id",
                "1|2|1|0|NULL|NULL\n1|3|1|0|7|[7]\n1|3|2|0|1|[1]\n1|4|3|0|2|_sessions\n");
     CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry\n");
@@ -2513,7 +2513,7 @@ static void test_snapshot_incomplete(void)
     CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects, refs, roots, handles FROM snapshots",
                "3|2|gen2|2|1|0|0\n6|5|requested|0|0|0|0\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "3|1|2|0|NULL|NULL\n3|2|2|0|[1]|NULL\n");
-    CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY from_id", "3|2|1|0|NULL\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY from_id", "3|2|1|0\n");
     CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('snapshots_discarded',"
                    " 'writer_anomalies', 'gcs_discarded_incomplete') ORDER BY name",
                "gcs_discarded_incomplete|1\nsnapshots_discarded|4\n"
