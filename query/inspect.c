@@ -140,7 +140,7 @@ static gboolean collection_row(sqlite3_stmt *st, void *ctx, GError **error)
         g_hash_table_insert(c->by_type, g_strdup(type), agg);
     }
     agg[0]++;
-    agg[1] += bytes;
+    agg[1] = query_add_saturating(agg[1], bytes);
     return TRUE;
 }
 
@@ -193,7 +193,8 @@ static gboolean sparse_row(sqlite3_stmt *st, void *ctx, GError **error)
 {
     (void)error;
     int64_t slots = sqlite3_column_int64(st, 2), set = sqlite3_column_int64(st, 3);
-    int64_t wasted = (slots - set) * 8;
+    int64_t unset = query_sub_saturating(slots, set); /* sums of a file's values: clamped */
+    int64_t wasted = unset > INT64_MAX / 8 ? INT64_MAX : unset * 8;
     finding_add(ctx,
                 json_pack("{s:s, s:o, s:I, s:f, s:I}", "kind", "sparse", "type",
                           query_json_string(column_text(st, 0)), "count",
@@ -315,7 +316,7 @@ static gboolean handler_row(sqlite3_stmt *st, void *ctx, GError **error)
         json_array_append_new(targets, json_pack("{s:o, s:I}", "type",
                                                  query_json_string(column_text(t, 0)), "count",
                                                  (json_int_t)sqlite3_column_int64(t, 1)));
-        bytes += sqlite3_column_int64(t, 2);
+        bytes = query_add_saturating(bytes, sqlite3_column_int64(t, 2));
     }
     sqlite3_finalize(t);
     finding_add(h->findings,

@@ -330,7 +330,7 @@ static void trends_classify(leaks *l, gboolean all)
     const size_t k = l->k;
     int64_t heap_last = 0;
     for (uint32_t t = 0; t < l->n_types; t++)
-        heap_last += l->bytes[(size_t)t * k + k - 1];
+        heap_last = query_add_saturating(heap_last, l->bytes[(size_t)t * k + k - 1]);
     l->suspects = g_new0(suspect, l->n_types);
     for (uint32_t t = 0; t < l->n_types; t++) {
         const int64_t *cv = l->counts + (size_t)t * k, *bv = l->bytes + (size_t)t * k;
@@ -347,7 +347,7 @@ static void trends_classify(leaks *l, gboolean all)
         size_t intervals = k - 1;
         gboolean meaningful =
             s->growth_count >= (int64_t)(LEAKS_MIN_OBJECTS_PER_INTERVAL * intervals) ||
-            s->growth_bytes * LEAKS_MIN_HEAP_SHARE >= heap_last;
+            s->growth_bytes >= heap_last / LEAKS_MIN_HEAP_SHARE;
         s->flagged = s->growth_count > 0 && s->growth_bytes > 0 && cv[k - 1] > cv[k - 2] &&
                      (size_t)s->up * 3 >= intervals * 2 && (size_t)s->down * 4 <= intervals &&
                      meaningful;
