@@ -11,7 +11,7 @@
 
 int cmd_attach(int argc, char **argv) {
     const char *output_text = NULL, *duration_text = NULL, *snapshot = NULL, *timeout_text = NULL;
-    gboolean json = FALSE, force = FALSE, quiet = FALSE;
+    gboolean json = FALSE, force = FALSE, quiet = FALSE, no_strings = FALSE;
     const char *pid_text = NULL;
     const query_option options[] = {
         {"output", QUERY_OPT_VALUE, &output_text},
@@ -19,6 +19,7 @@ int cmd_attach(int argc, char **argv) {
         {"snapshot", QUERY_OPT_VALUE, &snapshot},
         {"timeout", QUERY_OPT_VALUE, &timeout_text},
         {"force", QUERY_OPT_FLAG, &force},
+        {"no-strings", QUERY_OPT_FLAG, &no_strings},
         {"quiet", QUERY_OPT_FLAG, &quiet},
         {"json", QUERY_OPT_FLAG, &json},
         {NULL, 0, NULL},
@@ -82,7 +83,8 @@ int cmd_attach(int argc, char **argv) {
     }
     const attach_options o = {.pid = pid, .output = output_text, .snapshot = snapshot,
                               .duration = duration, .timeout = timeout, .force = force,
-                              .quiet = quiet, .json = json, .count = count ? count->str : NULL};
+                              .quiet = quiet, .json = json, .count = count ? count->str : NULL,
+                              .no_strings = no_strings};
     int status = 1;
     json_t *summary = NULL;
     if (!attach_session_run(&o, &status, &summary, &error))

@@ -68,6 +68,9 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             o->children = "";
         } else if (strncmp(a, "--children=", 11) == 0) {
             o->children = a + 11;
+        } else if (strcmp(a, "--no-strings") == 0) {
+            /* inherited by the program: its collector reads it (collector/profiler.c) */
+            g_setenv("HEAPLENS_STRINGS", "off", TRUE);
         } else if (strcmp(a, "--handles") == 0) {
             o->handles = TRUE;
         } else if (strcmp(a, "--count") == 0 || strncmp(a, "--count=", 8) == 0) {

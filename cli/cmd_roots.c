@@ -13,6 +13,7 @@ static const query_column hop_columns[] = {
     {"object", QUERY_ALIGN_RIGHT, NULL},
     {"size", QUERY_ALIGN_RIGHT, NULL},
     {"type", QUERY_ALIGN_LEFT, NULL},
+    {"holds the next in", QUERY_ALIGN_LEFT, NULL},
 };
 
 int cmd_roots(int argc, char **argv)
@@ -87,8 +88,8 @@ int cmd_roots(int argc, char **argv)
         for (guint i = 0; i < paths->len; i++) {
             const root_path *p = paths->pdata[i];
             query_json_rows_add(&rows, json_pack("{s:o, s:I, s:o}", "roots",
-                                                 root_paths_roots_json(g, p->nodes[0]), "length",
-                                                 (json_int_t)(p->len - 1), "path",
+                                                 root_path_roots_json(g, p), "length",
+                                                 (json_int_t)(p->len - 1 - p->start), "path",
                                                  root_path_hops_json(g, types, p)));
         }
         query_json_rows_end(&rows);
@@ -100,7 +101,7 @@ int cmd_roots(int argc, char **argv)
     } else {
         for (guint i = 0; i < paths->len; i++) {
             const root_path *p = paths->pdata[i];
-            g_autofree char *roots = root_paths_roots_text(g, p->nodes[0]);
+            g_autofree char *roots = root_path_root_text(g, p);
             if (i == 0)
                 printf("%s from a GC root to object %" PRId64 " (%s), snapshot %" PRId64
                        " (GC %" PRId64 "):\n",
@@ -108,16 +109,24 @@ int cmd_roots(int argc, char **argv)
                        info.gc);
             if (all)
                 printf("%spath %u of %u, %u %s; root: %s\n", i ? "\n" : "", i + 1, paths->len,
-                       p->len - 1, p->len == 2 ? "hop" : "hops", roots);
+                       p->len - 1 - p->start, p->len - p->start == 2 ? "hop" : "hops", roots);
             else
                 printf("root: %s\n", roots);
-            g_autoptr(query_table) table = query_table_new(hop_columns, G_N_ELEMENTS(hop_columns));
-            for (uint32_t k = 0; k < p->len; k++) {
+            /* the last column only for a named path (a recording with fields) */
+            g_autoptr(query_table) table = query_table_new(
+                hop_columns, G_N_ELEMENTS(hop_columns) - (p->fields ? 0 : 1));
+            for (uint32_t k = p->start; k < p->len; k++) {
                 uint32_t v = p->nodes[k];
-                query_table_addf(table, "%u", k);
+                query_table_addf(table, "%u", k - p->start);
                 query_table_addf(table, "%" PRIu64, g->ids[v]);
                 query_table_add(table, query_size_format((int64_t)g->sizes[v], b));
                 query_table_add(table, snapshot_types_name(types, g->type_ids[v], a));
+                if (p->fields && p->fields[k])
+                    query_table_addf(table, ".%s", p->fields[k]);
+                else if (p->fields && p->index[k] >= 0)
+                    query_table_addf(table, "[%" PRId64 "]", p->index[k]);
+                else if (p->fields)
+                    query_table_add(table, "");
             }
             query_table_print(table, stdout);
         }

@@ -24,6 +24,7 @@ int cmd_retention(int argc, char **argv);
 int cmd_roots(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 int cmd_stacks(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_export(int argc, char **argv);

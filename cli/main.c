@@ -21,8 +21,9 @@ static const query_command commands[] = {
         .summary = "run a program with the collector and store what it allocates and what each GC "
                    "does",
         .usage = "usage: heaplens record [-o FILE] [--mode full|sampled] [--stacks on|off]\n"
-                 "                       [--snapshot POLICY] [--handles] [--children[=PATTERN]]\n"
-                 "                       [--count PATTERN]... [--force] [-q] [--json]\n"
+                 "                       [--snapshot POLICY] [--no-strings] [--handles]\n"
+                 "                       [--children[=PATTERN]] [--count PATTERN]... [--force]\n"
+                 "                       [-q] [--json]\n"
                  "                       [--] PROGRAM [ARGS...]\n"
                  "\n"
                  "Runs PROGRAM with the heaplens collector loaded and stores what it allocates\n"
@@ -45,6 +46,8 @@ static const query_command commands[] = {
                  "  --snapshot POLICY    which GCs take a heap snapshot: induced (default: every\n"
                  "                       GC.Collect), gen2 (every full GC), every:N (every Nth\n"
                  "                       GC), none\n"
+                 "  --no-strings         snapshots keep each string's length and a hash of its\n"
+                 "                       contents, not its first 64 characters (privacy)\n"
                  "  --stacks on|off      allocation samples with call stacks (default on): the\n"
                  "                       runtime samples one allocation per 100 KiB on average\n"
                  "                       (.NET 10; older runtimes: GCAllocationTick, biased)\n"
@@ -85,8 +88,8 @@ static const query_command commands[] = {
         .handler = cmd_attach,
         .summary = "attach to a running .NET process, record it for a while, and detach",
         .usage = "usage: heaplens attach PID [-o FILE] [--duration SECONDS] [--snapshot POLICY]\n"
-                 "                       [--timeout SECONDS] [--count PATTERN]... [--force] [-q]\n"
-                 "                       [--json]\n"
+                 "                       [--no-strings] [--timeout SECONDS] [--count PATTERN]...\n"
+                 "                       [--force] [-q] [--json]\n"
                  "\n"
                  "Loads the heaplens collector into the running .NET process PID (through its\n"
                  "diagnostic socket; .NET 5 or later, same user) and stores what each GC does\n"
@@ -106,6 +109,8 @@ static const query_command commands[] = {
                  "  --snapshot POLICY    which GCs take a heap snapshot besides the first and\n"
                  "                       last: induced (default: every GC.Collect), gen2,\n"
                  "                       every:N, none\n"
+                 "  --no-strings         snapshots keep each string's length and a hash of its\n"
+                 "                       contents, not its first 64 characters (privacy)\n"
                  "  --timeout SECONDS    how long the runtime may wait for a background GC to\n"
                  "                       end before it gives the attach up (default 10)\n"
                  "  --count PATTERN      count exactly how often each allocating instruction of\n"
@@ -383,6 +388,33 @@ static const query_command commands[] = {
                  "  --no-leaks              'leaks' flags no suspect type\n"
                  "  --sql \"SELECT ...\"      the query returns no row (its first rows are shown)\n"
                  JSON_OPTION HELP_OPTION,
+    },
+    {
+        .name = "inspect",
+        .handler = cmd_inspect,
+        .summary = "automatic inspections of a heap snapshot: duplicate strings, empty "
+                   "collections, sparse arrays, event handlers, pinning, LOH free space",
+        .usage = "usage: heaplens inspect FILE [--snapshot S] [--min-duplicates N]\n"
+                 "                        [--max-fill P] [--min-subscribers N] [--json]\n"
+                 "\n"
+                 "Looks for common waste in one heap snapshot without a question asked, and\n"
+                 "ranks the findings by the bytes each wastes or holds: strings whose value at\n"
+                 "least N String objects hold (all but one copy wasted); List, Dictionary,\n"
+                 "HashSet, Queue and Stack objects never filled, per type; reference arrays\n"
+                 "with at most P of their elements set, per type (the nulls wasted); multicast\n"
+                 "delegates (events) with at least N handlers, with the static or field that\n"
+                 "holds them and the handlers' target types; objects pinned in gen0 or gen1;\n"
+                 "the large-object heap's free space between live objects. Needs a recording\n"
+                 "with fields and string values (this heaplens): an older one gets the last two.\n"
+                 "\n"
+                 "options:\n"
+                 "  --snapshot S         the snapshot to inspect (default: the last one)\n"
+                 "  --min-duplicates N   copies of one string value that make a finding\n"
+                 "                       (default 10, Eclipse MAT's)\n"
+                 "  --max-fill P         the fill (0 to 1) at or under which an array is sparse\n"
+                 "                       (default 0.21)\n"
+                 "  --min-subscribers N  handlers that make an event a finding (default 100)\n"
+                     JSON_OPTION HELP_OPTION,
     },
     {
         .name = "report",

@@ -6,6 +6,7 @@
  *   socket=/tmp/heaplens-XXXXXX/collector.sock     where the writer listens (required)
  *   snapshot=induced                              the --snapshot policy (optional)
  *   count=NS.Type.*;NS.Other.M                    the --count patterns, ';'-joined (optional)
+ *   strings=off                                   --no-strings (optional)
  * session/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
 #ifndef HEAPLENS_ATTACH_CONFIG_H
 #define HEAPLENS_ATTACH_CONFIG_H
@@ -23,6 +24,7 @@ typedef struct hl_attach_config {
     char socket_path[256];
     char snapshot_policy[32]; /* empty: the default */
     char count[2048];         /* --count patterns, ';'-joined; empty: not counting */
+    bool no_strings;          /* strings=off: snapshots keep no characters of strings */
 } hl_attach_config;
 
 /* Parses the client data; false when it is not ours, of another version, or lacks the socket. */

@@ -115,12 +115,17 @@ enum {
     INFO_GetClassFromObject = 3,
     INFO_IsArrayClass = 11,
     INFO_GetThreadInfo = 12,
+    INFO_GetModuleInfo = 20,
     INFO_GetModuleMetaData = 21,
+    INFO_GetAssemblyInfo = 26,
     INFO_ForceGC = 28,
+    INFO_GetClassLayout = 40,
     INFO_GetClassIDInfo2 = 41,
+    INFO_GetAppDomainStaticAddress = 50,
     INFO_GetGenerationBounds = 54,
     INFO_GetObjectGeneration = 55,
-    INFO_RequestProfilerDetach = 58, /* ICorProfilerInfo3 */
+    INFO_EnumJITedFunctions = 57, /* ICorProfilerInfo3 */
+    INFO_RequestProfilerDetach = 58,
     INFO_GetRuntimeInformation = 67,
     INFO_EnumThreads = 71, /* ICorProfilerInfo4 */
     INFO_GetFunctionFromIP = 7,
@@ -153,8 +158,11 @@ _Static_assert(sizeof(COR_PRF_EVENTPIPE_PROVIDER_CONFIG) == 32, "provider config
 /* IMetaDataImport slots. */
 enum {
     MDI_Release = 2,
+    MDI_CloseEnum = 3,
+    MDI_EnumFields = 20,
     MDI_GetTypeDefProps = 12,
     MDI_GetMethodProps = 30,
+    MDI_GetFieldProps = 57,
     MDI_GetNestedClassProps = 62,
 };
 enum { ofRead = 0 };

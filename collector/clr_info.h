@@ -139,6 +139,99 @@ static inline HRESULT mdi_get_method_props(IMetaDataImport *m, mdToken method, m
                     method, cls, name, capacity, length, &attr, &sig, &sig_size, &rva, &impl);
 }
 
+/* A class's own instance fields (parents not included): token and offset from the ObjectID. */
+typedef struct COR_FIELD_OFFSET {
+    mdToken field;
+    ULONG offset;
+} COR_FIELD_OFFSET;
+static inline HRESULT info_get_class_layout(ICorProfilerInfo *i, ClassID c, COR_FIELD_OFFSET *fields,
+                                            ULONG capacity, ULONG *count, ULONG *class_size) {
+    return CLR_CALL(i, INFO_GetClassLayout,
+                    HRESULT (*)(ICorProfilerInfo *, ClassID, COR_FIELD_OFFSET *, ULONG, ULONG *,
+                                ULONG *),
+                    c, fields, capacity, count, class_size);
+}
+static inline HRESULT mdi_get_field_props(IMetaDataImport *m, mdToken field, WCHAR *name,
+                                          ULONG capacity, ULONG *length) {
+    mdTypeDef cls = 0;
+    DWORD attr = 0, cplus_type = 0;
+    const uint8_t *sig = NULL;
+    const void *value = NULL;
+    ULONG sig_size = 0, value_size = 0;
+    return CLR_CALL(m, MDI_GetFieldProps,
+                    HRESULT (*)(IMetaDataImport *, mdToken, mdTypeDef *, WCHAR *, ULONG, ULONG *,
+                                DWORD *, const uint8_t **, ULONG *, DWORD *, const void **,
+                                ULONG *),
+                    field, &cls, name, capacity, length, &attr, &sig, &sig_size, &cplus_type,
+                    &value, &value_size);
+}
+
+/* A field's name, attributes (fd*) and signature. */
+static inline HRESULT mdi_get_field_props_sig(IMetaDataImport *m, mdToken field, WCHAR *name,
+                                              ULONG capacity, ULONG *length, DWORD *attr,
+                                              const uint8_t **sig, ULONG *sig_size) {
+    mdTypeDef cls = 0;
+    DWORD cplus_type = 0;
+    const void *value = NULL;
+    ULONG value_size = 0;
+    return CLR_CALL(m, MDI_GetFieldProps,
+                    HRESULT (*)(IMetaDataImport *, mdToken, mdTypeDef *, WCHAR *, ULONG, ULONG *,
+                                DWORD *, const uint8_t **, ULONG *, DWORD *, const void **,
+                                ULONG *),
+                    field, &cls, name, capacity, length, attr, sig, sig_size, &cplus_type,
+                    &value, &value_size);
+}
+/* The fields of a typedef, `capacity` at a time: *e starts NULL, mdi_close_enum ends it. */
+static inline HRESULT mdi_enum_fields(IMetaDataImport *m, void **e, mdTypeDef td, mdToken *fields,
+                                      ULONG capacity, ULONG *count) {
+    return CLR_CALL(m, MDI_EnumFields,
+                    HRESULT (*)(IMetaDataImport *, void **, mdTypeDef, mdToken *, ULONG, ULONG *),
+                    e, td, fields, capacity, count);
+}
+static inline void mdi_close_enum(IMetaDataImport *m, void *e) {
+    CLR_CALL(m, MDI_CloseEnum, void (*)(IMetaDataImport *, void *), e);
+}
+enum { fdStatic = 0x10, fdLiteral = 0x40, fdHasFieldRVA = 0x100 };
+static inline HRESULT info_get_module_info(ICorProfilerInfo *i, ModuleID m, AssemblyID *assembly) {
+    const uint8_t *base = NULL;
+    ULONG n = 0;
+    return CLR_CALL(i, INFO_GetModuleInfo,
+                    HRESULT (*)(ICorProfilerInfo *, ModuleID, const uint8_t **, ULONG, ULONG *,
+                                WCHAR *, AssemblyID *),
+                    m, &base, 0u, &n, (WCHAR *)NULL, assembly);
+}
+static inline HRESULT info_get_assembly_domain(ICorProfilerInfo *i, AssemblyID a,
+                                               AppDomainID *domain) {
+    ULONG n = 0;
+    ModuleID module = 0;
+    return CLR_CALL(i, INFO_GetAssemblyInfo,
+                    HRESULT (*)(ICorProfilerInfo *, AssemblyID, ULONG, ULONG *, WCHAR *,
+                                AppDomainID *, ModuleID *),
+                    a, 0u, &n, (WCHAR *)NULL, domain, &module);
+}
+static inline HRESULT info_get_app_domain_static_address(ICorProfilerInfo *i, ClassID c,
+                                                         mdToken field, AppDomainID domain,
+                                                         void **address) {
+    return CLR_CALL(i, INFO_GetAppDomainStaticAddress,
+                    HRESULT (*)(ICorProfilerInfo *, ClassID, mdToken, AppDomainID, void **),
+                    c, field, domain, address);
+}
+/* ICorProfilerInfo3::EnumJITedFunctions: an ICorProfilerFunctionEnum (IUnknown, then Skip,
+ * Reset, Clone, GetCount, Next of COR_PRF_FUNCTION). */
+typedef struct COR_PRF_FUNCTION {
+    FunctionID function;
+    uintptr_t rejit;
+} COR_PRF_FUNCTION;
+static inline HRESULT info_enum_jited_functions(ICorProfilerInfo *i, IUnknown **functions) {
+    return CLR_CALL(i, INFO_EnumJITedFunctions, HRESULT (*)(ICorProfilerInfo *, IUnknown **),
+                    functions);
+}
+static inline HRESULT function_enum_next(IUnknown *e, ULONG wanted, COR_PRF_FUNCTION *out,
+                                         ULONG *got) {
+    return CLR_CALL(e, 7, HRESULT (*)(IUnknown *, ULONG, COR_PRF_FUNCTION *, ULONG *), wanted,
+                    out, got);
+}
+
 /* Asks the runtime to unload the profiler once no thread is inside a callback. */
 static inline HRESULT info_request_profiler_detach(ICorProfilerInfo *i, DWORD expected_ms) {
     return CLR_CALL(i, INFO_RequestProfilerDetach, HRESULT (*)(ICorProfilerInfo *, DWORD), expected_ms);

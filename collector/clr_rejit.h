@@ -8,7 +8,7 @@
 
 typedef clr_object IMetaDataEmit;
 typedef clr_object IMetaDataAssemblyEmit;
-typedef void *HCORENUM;
+typedef void *HCORENUM; /* mdi_close_enum (clr_info.h) ends one */
 
 enum {
     INFO_GetModuleInfo2 = 70,
@@ -20,7 +20,6 @@ enum {
     INFO_RequestReJITWithInliners = 96,
 };
 enum {
-    MDI_CloseEnum = 3,
     MDI_EnumTypeDefs = 6,
     MDI_FindTypeDefByName = 9,
     MDI_GetTypeRefProps = 14,
@@ -93,9 +92,6 @@ static inline HRESULT info_apply_metadata(ICorProfilerInfo *i, ModuleID m) {
     return CLR_CALL(i, INFO_ApplyMetaData, HRESULT (*)(ICorProfilerInfo *, ModuleID), m);
 }
 
-static inline void mdi_close_enum(IMetaDataImport *m, HCORENUM e) {
-    CLR_CALL(m, MDI_CloseEnum, void (*)(IMetaDataImport *, HCORENUM), e);
-}
 static inline HRESULT mdi_enum_type_defs(IMetaDataImport *m, HCORENUM *e, mdTypeDef *out,
                                          ULONG max, ULONG *got) {
     return CLR_CALL(m, MDI_EnumTypeDefs,

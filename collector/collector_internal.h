@@ -4,6 +4,8 @@
 #define HEAPLENS_COLLECTOR_INTERNAL_H
 
 #include "collector/collector.h"
+#include "collector/fields.h"
+#include "collector/statics.h"
 #include "collector/frames.h"
 #include "collector/outbox.h"
 #include "collector/type_names.h"
@@ -27,6 +29,8 @@ typedef struct collector {
     hl_u64map types;      /* ClassID -> type id */
     uint32_t n_types;
     hl_type_names names;
+    hl_fields fields;     /* classes' field layouts, for snapshot references (fields.h) */
+    hl_statics statics;   /* static fields and their slots, for snapshot references (statics.h) */
     hl_outbox out;
     /* A direct-mapped cache in front of `types`: programs alternate a few hot types, and a
      * hash probe per allocation would double the drain's cost. */

@@ -1019,6 +1019,8 @@ static size_t outbox_capacity(void) {
 
 static void collector_free(collector *c) {
     hl_outbox_release(&c->out);
+    hl_fields_release(&c->fields);
+    hl_statics_release(&c->statics);
     hl_type_names_release(&c->names);
     hm_model_free(c->model);
     hl_u64map_release(&c->types);
@@ -1060,6 +1062,8 @@ int hl_collector_start(hl_profiler *p) {
     hl_u64map_init(&c->weak_owned);
     c->handles_freed.elem = sizeof(uint64_t);
     hl_type_names_init(&c->names, p->info);
+    hl_fields_init(&c->fields);
+    hl_statics_init(&c->statics);
     c->model = hm_model_new_with(&hl_mem_model_allocator);
     if (!c->model || hl_outbox_init(&c->out, p->socket_path, outbox_capacity()) != 0) {
         collector_free(c);

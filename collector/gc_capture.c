@@ -23,6 +23,8 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     atomic_init(&q->read, 0);
     atomic_init(&q->lost, 0);
     atomic_init(&q->awaiting_resume, NULL);
+    atomic_init(&q->string_class, 0);
+    q->string_chars = true;
     atomic_flag_clear(&q->moves_lock);
     hl_census_init(&q->census, false);
 }
@@ -36,6 +38,7 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->roots);
     hl_mem_free(c->by_class);
     hl_mem_free(c->walk);
+    hl_mem_free(c->strings);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
     hl_mem_free(c);
@@ -252,6 +255,48 @@ void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const ui
         c->roots[c->n_roots++] = (hl_root){roots[i], ids ? ids[i] : 0, kinds[i], flags[i]};
 }
 
+/* The offset in the object of each reference's slot, for the field (or element) that holds it.
+ * The runtime reports an object's references in ascending slot order and leaves out null ones
+ * (DiagWalkObject), so one forward scan of the object's words finds them in turn; a reference
+ * with no slot (a collectible type's LoaderAllocator object comes first, from its MethodTable)
+ * gets 0 and the scan goes on from where it was. The object is stable: the runtime is inside the
+ * GC's heap walk. */
+static void slot_offsets(ObjectID object, uint64_t size, ULONG n_refs, const ObjectID *refs,
+                         uint8_t *out) {
+    const ObjectID *words = (const ObjectID *)object;
+    size_t n_words = size / sizeof(ObjectID), at = 1; /* word 0 is the MethodTable */
+    for (ULONG k = 0; k < n_refs; k++) {
+        size_t i = at;
+        while (i < n_words && words[i] != refs[k])
+            i++;
+        uint32_t offset = 0;
+        if (i < n_words) {
+            offset = (uint32_t)(i * sizeof(ObjectID));
+            at = i + 1;
+        }
+        memcpy(out + (size_t)k * sizeof offset, &offset, sizeof offset);
+    }
+}
+
+/* A string's length, hash and first characters (x64: length at +8, UTF-16 at +12). */
+static bool string_read(hl_gc_queue *q, hl_gc_capture *c, ObjectID object) {
+    if (!grow((void **)&c->strings, &c->cap_strings, c->n_strings, 1, sizeof *c->strings))
+        return false;
+    hl_walk_string *s = &c->strings[c->n_strings++];
+    uint32_t length;
+    memcpy(&length, (const uint8_t *)object + 8, sizeof length);
+    const uint8_t *chars = (const uint8_t *)object + 12;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64 */
+    for (size_t i = 0; i < (size_t)length * 2; i++)
+        h = (h ^ chars[i]) * 0x100000001b3ull;
+    s->object = object;
+    s->hash = h;
+    s->length = length;
+    s->n_chars = q->string_chars ? (length < HL_STRING_CHARS ? length : HL_STRING_CHARS) : 0;
+    memcpy(s->chars, chars, s->n_chars * sizeof(uint16_t));
+    return true;
+}
+
 bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, ClassID class_id,
                      ULONG n_refs, const ObjectID *refs) {
     hl_gc_capture *c = q->current;
@@ -270,7 +315,7 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     if (!c->walk_objects)
         c->walk_first_ns = t;
     c->walk_last_ns = t;
-    size_t need = sizeof(hl_walk_object) + (size_t)n_refs * sizeof(ObjectID);
+    size_t need = hl_walk_object_bytes(n_refs);
     if (!grow((void **)&c->walk, &c->walk_cap, c->walk_len, need, 1)) {
         c->incomplete = true;
         c->snapshot_trigger = 0; /* a partial walk is no snapshot: drop it, say so */
@@ -280,10 +325,33 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
         info_get_object_size2(info, object, &size);
     hl_walk_object w = {object, class_id, size, n_refs};
     memcpy(c->walk + c->walk_len, &w, sizeof w);
-    if (n_refs)
-        memcpy(c->walk + c->walk_len + sizeof w, refs, (size_t)n_refs * sizeof(ObjectID));
+    if (n_refs) {
+        uint8_t *at = c->walk + c->walk_len + sizeof w;
+        memcpy(at, refs, (size_t)n_refs * sizeof(ObjectID));
+        slot_offsets(object, size, n_refs, refs, at + (size_t)n_refs * sizeof(ObjectID));
+    }
     c->walk_len += need;
     c->walk_objects++;
+    /* System.String is the one class that is neither an array nor has a class layout: found
+     * at the first snapshot's first strings (a call or two per class before it), then kept. */
+    ClassID string_class = atomic_load_explicit(&q->string_class, memory_order_relaxed);
+    if (!string_class && class_id != q->not_string) {
+        ULONG n = 0, class_size = 0;
+        uint32_t elem_type = 0;
+        ClassID elem = 0;
+        ULONG rank = 0;
+        if (info_get_class_layout(info, class_id, NULL, 0, &n, &class_size) == E_INVALIDARG &&
+            info_is_array_class(info, class_id, &elem_type, &elem, &rank) != S_OK) {
+            string_class = class_id;
+            atomic_store(&q->string_class, class_id);
+        } else {
+            q->not_string = class_id;
+        }
+    }
+    if (class_id == string_class && !string_read(q, c, object)) {
+        c->incomplete = true;
+        c->snapshot_trigger = 0; /* as for the walk: no snapshot with holes */
+    }
     return true;
 }
 

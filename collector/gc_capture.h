@@ -19,6 +19,7 @@
 #include "collector/census.h"
 #include "collector/clr_info.h"
 #include "heapmodel/hm_model.h"
+#include "wire/hl_wire.h"
 
 #define HL_GC_QUEUE 1024                 /* GCs the collector thread may lag behind... */
 #define HL_GC_QUEUE_STALL_NS (10ull * 1000000000u) /* ...before a GC waits; given up after this */
@@ -41,6 +42,21 @@ typedef struct hl_walk_object {
     uint64_t size;
     uint64_t n_refs;
 } hl_walk_object;
+
+/* Bytes of one walked object in hl_gc_capture.walk: the hl_walk_object, its `n_refs` ObjectIDs,
+ * then the offset of each reference's slot in the object (uint32; 0: no slot found). */
+static inline size_t hl_walk_object_bytes(uint64_t n_refs) {
+    return sizeof(hl_walk_object) + (size_t)n_refs * (sizeof(ObjectID) + sizeof(uint32_t));
+}
+
+/* A string's value, read during a snapshot's walk (in walk order). */
+typedef struct hl_walk_string {
+    ObjectID object;
+    uint64_t hash;
+    uint32_t length;
+    uint32_t n_chars;
+    uint16_t chars[HL_STRING_CHARS];
+} hl_walk_string;
 
 /* An object found alive after a GC without ObjectAllocated (sampled mode, attach: discovery.h). */
 typedef struct hl_found_object {
@@ -76,7 +92,8 @@ typedef struct hl_gc_capture {
     hl_root *roots;
     size_t n_roots, cap_roots;
     /* The runtime's heap walk (ObjectReferences), kept only when this GC takes a snapshot:
-     * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs. */
+     * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs and their slots'
+     * offsets (hl_walk_object_bytes). */
     uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
     bool walk_shared;        /* induced gen2 GC: let the runtime's walk run to the end even
                               * without a snapshot (another tool's heap dump may share it) */
@@ -84,6 +101,9 @@ typedef struct hl_gc_capture {
     size_t walk_len, walk_cap;
     uint64_t walk_objects;
     uint64_t walk_first_ns, walk_last_ns;
+    /* The values of the walk's strings (System.String objects), in walk order. */
+    hl_walk_string *strings;
+    size_t n_strings, cap_strings;
     /* Discovery (sampled mode, attach; discovery.h): the objects found alive after this GC, in
      * the survivor ranges of its young generations or, when `discover_walk`, by the runtime's
      * walk of the whole heap. */
@@ -126,6 +146,11 @@ typedef struct hl_gc_queue {
     bool discover;
     bool discover_full_next;
     hl_census census; /* sampled mode: allocation counts by a census of gen0 (census.h) */
+    /* System.String's ClassID once a snapshot's walk met a string (gc_capture.c), the last class
+     * found not to be it, and whether characters are kept (--no-strings: not). */
+    _Atomic ClassID string_class;
+    ClassID not_string;
+    bool string_chars;
 } hl_gc_queue;
 
 void hl_gc_queue_init(hl_gc_queue *q);

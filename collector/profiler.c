@@ -367,7 +367,7 @@ static void forget_session_environment(void) {
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
                                         "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS",
-                                        "HEAPLENS_HANDLES", "HEAPLENS_COUNT"};
+                                        "HEAPLENS_HANDLES", "HEAPLENS_COUNT", "HEAPLENS_STRINGS"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -470,6 +470,8 @@ typedef struct session_config {
                                   * MONITOR_GC at every GC (handle lifetimes, unreported counts) */
     bool stacks;                 /* allocation samples with stacks (EventPipe session) */
     const char *count;           /* HEAPLENS_COUNT: `--count` patterns, ';'-separated (rejit.h) */
+    bool no_strings;             /* snapshots keep strings' lengths and hashes, no characters
+                                  * (HEAPLENS_STRINGS=off / strings=off: --no-strings) */
 } session_config;
 
 /* The one start shared by Initialize and InitializeForAttach: the mode's event mask, the
@@ -537,6 +539,7 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
+    p->gcs.string_chars = !cfg->no_strings;
     /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
     p->gcs.discover = spec->discover;
     p->gcs.discover_full_next = spec->discover;
@@ -580,11 +583,13 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     const char *empty = getenv("HEAPLENS_EMPTY");
     const char *stacks = getenv("HEAPLENS_STACKS"); /* "off": no samples */
     const char *handles = getenv("HEAPLENS_HANDLES");
+    const char *strings = getenv("HEAPLENS_STRINGS"); /* "off": --no-strings */
     session_config cfg = {.socket_path = connect_to, .snapshot_policy = getenv("HEAPLENS_SNAPSHOT"),
                           .mode = mode_from_env(), .empty = empty && strcmp(empty, "1") == 0,
                           .stacks = !(stacks && strcmp(stacks, "off") == 0),
                           .handles = handles && strcmp(handles, "1") == 0,
-                          .count = getenv("HEAPLENS_COUNT")};
+                          .count = getenv("HEAPLENS_COUNT"),
+                          .no_strings = strings && strcmp(strings, "off") == 0};
     HRESULT hr = session_start(p, info_unknown, &cfg);
     if (hr == S_OK)
         forget_session_environment();
@@ -602,7 +607,7 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
                           .mode = HL_MODE_ATTACH, .stacks = true,
-                          .count = a.count[0] ? a.count : NULL};
+                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings};
     return session_start(p, info_unknown, &cfg);
 }
 

@@ -76,6 +76,9 @@ typedef struct hl_snapshot {
     const hl_gc_capture *g;
     id_vec objects;    /* hl_snapshot_object; the first walk_objects are the walk, in order */
     id_vec refs;       /* hl_snapshot_ref */
+    id_vec ref_fields; /* uint32 per ref: the field holding it (HL_REC_SNAPSHOT_REF_FIELDS) */
+    id_vec statics;    /* hl_snapshot_static: references that are static fields */
+    id_vec strings;    /* hl_snapshot_string: the strings' values */
     id_vec roots;      /* hl_snapshot_root */
     id_vec discovered; /* hl_discovered */
     uint64_t *walked;  /* addresses of the walk, sorted, for the self-check */
@@ -99,7 +102,8 @@ static void walk_objects(snapshot *s) {
     for (size_t off = 0; off < g->walk_len; i++) {
         hl_walk_object w;
         memcpy(&w, g->walk + off, sizeof w);
-        off += sizeof w + w.n_refs * sizeof(ObjectID);
+        off += hl_walk_object_bytes(w.n_refs);
+        hl_statics_note_class(c, w.class_id);
         uint64_t id = 0;
         uint32_t gen = HL_GEN_NONE;
         hl_snapshot_object o = {0};
@@ -155,6 +159,26 @@ static void walk_objects(snapshot *s) {
     hl_gen_lookup_release(&after);
 }
 
+/* The strings' values with their ids: the capture read them in walk order, so the walk's
+ * strings are, in order, the capture's. */
+static void walk_strings(snapshot *s) {
+    const hl_gc_capture *g = s->g;
+    const hl_snapshot_object *objects = s->objects.p;
+    size_t i = 0, k = 0;
+    for (size_t off = 0; off < g->walk_len && k < g->n_strings; i++) {
+        hl_walk_object w;
+        memcpy(&w, g->walk + off, sizeof w);
+        off += hl_walk_object_bytes(w.n_refs);
+        if (w.object != g->strings[k].object)
+            continue;
+        const hl_walk_string *v = &g->strings[k++];
+        hl_snapshot_string out = {.object_id = objects[i].id, .hash = v->hash,
+                                  .length = v->length, .n_chars = v->n_chars};
+        memcpy(out.chars, v->chars, v->n_chars * sizeof(uint16_t));
+        push(s, &s->strings, &out);
+    }
+}
+
 /* The id of a referenced address; frozen objects join the snapshot the first time. */
 static bool resolve(snapshot *s, uint64_t addr, uint64_t *id) {
     uint32_t gen = HL_GEN_NONE;
@@ -180,14 +204,26 @@ static void walk_refs(snapshot *s) {
         hl_walk_object w;
         memcpy(&w, g->walk + off, sizeof w);
         const uint8_t *refs = g->walk + off + sizeof w;
-        off += sizeof w + w.n_refs * sizeof(ObjectID);
+        const uint8_t *slots = refs + w.n_refs * sizeof(ObjectID);
+        off += hl_walk_object_bytes(w.n_refs);
         uint64_t from = objects[i].id; /* objects may grow (frozen), index i stays valid */
+        const hl_layout *layout = w.n_refs ? hl_fields_layout(s->c, w.class_id) : NULL;
         for (uint64_t k = 0; k < w.n_refs; k++) {
             ObjectID to_addr;
+            uint32_t slot;
             memcpy(&to_addr, refs + k * sizeof to_addr, sizeof to_addr);
+            memcpy(&slot, slots + k * sizeof slot, sizeof slot);
             hl_snapshot_ref r = {.from = from};
-            if (to_addr && resolve(s, to_addr, &r.to))
+            if (to_addr && resolve(s, to_addr, &r.to)) {
+                uint32_t field = hl_layout_field(layout, slot);
                 push(s, &s->refs, &r);
+                push(s, &s->ref_fields, &field);
+                uint32_t st = slot ? hl_statics_at(&s->c->statics, w.object + slot) : 0;
+                if (st) {
+                    hl_snapshot_static named = {.object_id = from, .field = field, .static_id = st};
+                    push(s, &s->statics, &named);
+                }
+            }
             objects = s->objects.p;
         }
     }
@@ -245,6 +281,9 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->g = g;
     s->objects.elem = sizeof(hl_snapshot_object);
     s->refs.elem = sizeof(hl_snapshot_ref);
+    s->ref_fields.elem = sizeof(uint32_t);
+    s->statics.elem = sizeof(hl_snapshot_static);
+    s->strings.elem = sizeof(hl_snapshot_string);
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
     hl_u64map_init(&s->frozen);
@@ -255,6 +294,8 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
         return NULL;
     }
     walk_objects(s);
+    walk_strings(s);
+    hl_statics_prepare(c, g); /* the classes walk_objects noted included */
     walk_refs(s);
     walk_roots(s);
     qsort(s->walked, g->walk_objects, sizeof *s->walked, addr_cmp);
@@ -273,6 +314,8 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     const hl_gc_capture *g = s->g;
     uint32_t snap = ++c->snapshots;
     hl_collector_flush_types(c); /* types of discovered objects */
+    hl_fields_flush(c);          /* names of the fields REF_FIELDS uses */
+    hl_statics_flush(c);         /* ... and of the statics STATICS uses */
     hl_discovered_head dh = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s->discovered.p,
                              s->discovered.n, sizeof(hl_discovered));
@@ -280,6 +323,9 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_outbox_put(&c->out, HL_REC_SNAPSHOT_START, &start, sizeof start, NULL, 0, NULL, 0);
     send_batch(c, HL_REC_SNAPSHOT_OBJECTS, snap, &s->objects);
     send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s->refs);
+    send_batch(c, HL_REC_SNAPSHOT_REF_FIELDS, snap, &s->ref_fields);
+    send_batch(c, HL_REC_SNAPSHOT_STATICS, snap, &s->statics);
+    send_batch(c, HL_REC_SNAPSHOT_STRINGS, snap, &s->strings);
     send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s->roots);
     s->end.snapshot = snap;
     s->end.gc = g->gc;
@@ -291,6 +337,9 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
 
     hl_vec_release(&s->objects);
     hl_vec_release(&s->refs);
+    hl_vec_release(&s->ref_fields);
+    hl_vec_release(&s->statics);
+    hl_vec_release(&s->strings);
     hl_vec_release(&s->roots);
     hl_vec_release(&s->discovered);
     hl_mem_free(s);

@@ -210,7 +210,8 @@ static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint3
     ULONG rank = 0;
     if (info_is_array_class(t->info, c, &elem_type, &elem_class, &rank) == S_OK) {
         if (depth == 0)
-            *flags |= HL_TYPE_FLAG_ARRAY;
+            *flags |= HL_TYPE_FLAG_ARRAY |
+                      (elem_type == ELEMENT_TYPE_VALUETYPE ? HL_TYPE_FLAG_VALUE_ELEMENTS : 0);
         return put_array(t, b, elem_class, elem_type, rank, depth, flags);
     }
     ModuleID module = 0;
@@ -285,4 +286,35 @@ void hl_utf16_name(char *out, size_t size, const WCHAR *w, size_t n) {
         out[0] = 0;
         put_utf16_name(&b, w, n);
     }
+}
+
+bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, size_t size) {
+    name_buf b = {.p = out, .size = size, .len = 0};
+    out[0] = 0;
+    IMetaDataImport *mdi = module_metadata(t, module);
+    WCHAR w[512];
+    ULONG n = 0;
+    if (!mdi || HR_FAILED(mdi_get_field_props(mdi, field, w, 512, &n)))
+        return false;
+    n = n < 512 ? n : 512;
+    /* An auto-property's field reads as the property, as C# code names it. */
+    static const char suffix[] = ">k__BackingField";
+    size_t ns = sizeof suffix - 1, len = 0;
+    while (len < n && w[len])
+        len++;
+    if (len > ns + 1 && w[0] == '<') {
+        bool match = true;
+        for (size_t i = 0; i < ns && match; i++)
+            match = w[len - ns + i] == (WCHAR)suffix[i];
+        if (match) {
+            put_utf16_name(&b, w + 1, len - ns - 1);
+            return true;
+        }
+    }
+    put_utf16_name(&b, w, n);
+    return true;
+}
+
+IMetaDataImport *hl_type_names_metadata(hl_type_names *t, ModuleID module) {
+    return module_metadata(t, module);
 }

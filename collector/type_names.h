@@ -44,5 +44,12 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
 bool hl_typedef_name(IMetaDataImport *mdi, mdTypeDef td, char *out, size_t size);
 /* A metadata name (UTF-16, n units or up to a NUL) as UTF-8 into out, arity suffix dropped. */
 void hl_utf16_name(char *out, size_t size, const WCHAR *w, size_t n);
+/* Writes the name of field `field` (a FieldDef token of `module`) as the source declares it; an
+ * auto-property's backing field ("<Name>k__BackingField") as the property ("Name"). Returns
+ * false when the metadata would not say. */
+bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, size_t size);
+
+/* The metadata of `module` (cached, owned by `t`); NULL when the runtime would not give it. */
+IMetaDataImport *hl_type_names_metadata(hl_type_names *t, ModuleID module);
 
 #endif /* HEAPLENS_TYPE_NAMES_H */

@@ -8,7 +8,11 @@
  *   - c_k > c_1 and b_k > b_1 (it grew overall),
  *   - c_k > c_(k-1) (it still grows at the end: a cache that warmed up and stopped is not),
  *   - the count rose in at least two thirds of the k-1 intervals and fell in at most a quarter
- *     (churn goes up and down; a steady cache stays flat).
+ *     (churn goes up and down; a steady cache stays flat),
+ *   - it grew by a meaningful amount: at least LEAKS_MIN_OBJECTS_PER_INTERVAL objects per
+ *     interval on average, or at least 1/LEAKS_MIN_HEAP_SHARE of the last snapshot's bytes (a
+ *     few large objects). The runtime's own state moves by an object or two between snapshots
+ *     of a heap that does not change (an Object[], a Thread, a String): that is no leak.
  * Suspects are ranked by how much more their instances retain in the last snapshot than in the
  * first (retained size per type: what the instances dominate, each object once), then by bytes
  * grown: a leaking type ranks above the objects it drags along (its buffers, strings), which
@@ -46,10 +50,7 @@ typedef struct suspect {
 
 static void suspect_release(suspect *s)
 {
-    if (s->path) {
-        g_free(s->path->nodes);
-        g_free(s->path);
-    }
+    root_path_free(s->path);
 }
 
 static int suspect_cmp(const void *a, const void *b)
@@ -326,9 +327,16 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
 }
 
 /* The trend of each type: the suspects (and, with `all`, every type that grew) first. */
+/* The minimum growth of a suspect (see above). */
+#define LEAKS_MIN_OBJECTS_PER_INTERVAL 3
+#define LEAKS_MIN_HEAP_SHARE 100
+
 static void trends_classify(leaks *l, gboolean all)
 {
     const size_t k = l->k;
+    int64_t heap_last = 0;
+    for (uint32_t t = 0; t < l->n_types; t++)
+        heap_last = query_add_saturating(heap_last, l->bytes[(size_t)t * k + k - 1]);
     l->suspects = g_new0(suspect, l->n_types);
     for (uint32_t t = 0; t < l->n_types; t++) {
         const int64_t *cv = l->counts + (size_t)t * k, *bv = l->bytes + (size_t)t * k;
@@ -343,8 +351,12 @@ static void trends_classify(leaks *l, gboolean all)
             s->down += cv[i] < cv[i - 1];
         }
         size_t intervals = k - 1;
+        gboolean meaningful =
+            s->growth_count >= (int64_t)(LEAKS_MIN_OBJECTS_PER_INTERVAL * intervals) ||
+            s->growth_bytes >= heap_last / LEAKS_MIN_HEAP_SHARE;
         s->flagged = s->growth_count > 0 && s->growth_bytes > 0 && cv[k - 1] > cv[k - 2] &&
-                     (size_t)s->up * 3 >= intervals * 2 && (size_t)s->down * 4 <= intervals;
+                     (size_t)s->up * 3 >= intervals * 2 && (size_t)s->down * 4 <= intervals &&
+                     meaningful;
         if (s->flagged || (all && s->growth_count > 0)) {
             l->n_flagged += s->flagged;
             l->n_suspects++;
@@ -398,6 +410,8 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
             goto out;
         if (paths->len > 0)
             s->path = g_ptr_array_steal_index(paths, 0);
+        if (s->path && !root_path_name(l->db, g, l->types, s->path, error))
+            goto out;
     }
     ok = TRUE;
 out:
@@ -478,7 +492,7 @@ json_t *leaks_json_row(const leaks *l, guint i)
     }
     if (s->path) {
         json_object_set_new(row, "path", root_path_hops_json(g, l->types, s->path));
-        json_object_set_new(row, "roots", root_paths_roots_json(g, s->path->nodes[0]));
+        json_object_set_new(row, "roots", root_path_roots_json(g, s->path));
     } else {
         json_object_set_new(row, "path", json_null());
         json_object_set_new(row, "roots", json_null());
@@ -536,7 +550,7 @@ char *leaks_suspect_path_text_new(const leaks *l, guint i)
     if (!s->path)
         return NULL;
     const snapshot_graph *g = retention_graph(l->last);
-    g_autofree char *roots = root_paths_roots_text(g, s->path->nodes[0]);
+    g_autofree char *roots = root_path_root_text(g, s->path);
     g_autofree char *hops = root_path_text(g, l->types, s->path);
     return g_strdup_printf("%s -> %s", roots, hops);
 }

@@ -9,11 +9,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void root_path_free(gpointer p)
+void root_path_free(root_path *path)
 {
-    root_path *path = p;
+    if (!path)
+        return;
+    if (path->fields)
+        for (uint32_t k = 0; k < path->len; k++)
+            g_free(path->fields[k]);
+    g_free(path->fields);
+    g_free(path->index);
+    g_free(path->static_name);
     g_free(path->nodes);
     g_free(path);
+}
+
+static void root_path_free_cb(gpointer p)
+{
+    root_path_free(p);
 }
 
 typedef struct candidate {
@@ -32,7 +44,7 @@ static int candidate_cmp(const void *a, const void *b)
 GPtrArray *root_paths_find(const snapshot_graph *g, const an_graph *reversed, uint32_t target,
                            size_t limit, GError **error)
 {
-    GPtrArray *paths = g_ptr_array_new_with_free_func(root_path_free);
+    GPtrArray *paths = g_ptr_array_new_with_free_func(root_path_free_cb);
     uint32_t *next = g_try_new(uint32_t, g->n);
     uint32_t *dist = g_try_new(uint32_t, g->n);
     GArray *cands = g_array_new(FALSE, FALSE, sizeof(candidate));
@@ -142,28 +154,181 @@ json_t *root_path_hops_json(const snapshot_graph *g, const snapshot_types *types
 {
     char buf[QUERY_FORMAT_MAX];
     json_t *hops = json_array();
-    for (uint32_t k = 0; k < path->len; k++) {
+    for (uint32_t k = path->start; k < path->len; k++) {
         uint32_t v = path->nodes[k];
-        json_array_append_new(
-            hops, json_pack("{s:I, s:o, s:I}", "object", (json_int_t)g->ids[v], "type",
-                            query_json_string(snapshot_types_name(types, g->type_ids[v], buf)),
-                            "size", (json_int_t)g->sizes[v]));
+        json_t *hop =
+            json_pack("{s:I, s:o, s:I}", "object", (json_int_t)g->ids[v], "type",
+                      query_json_string(snapshot_types_name(types, g->type_ids[v], buf)), "size",
+                      (json_int_t)g->sizes[v]);
+        if (path->fields && path->fields[k])
+            json_object_set_new(hop, "field", query_json_string(path->fields[k]));
+        else if (path->index && path->index[k] >= 0)
+            json_object_set_new(hop, "index", json_integer((json_int_t)path->index[k]));
+        json_array_append_new(hops, hop);
     }
     return hops;
+}
+
+/* A type's name without namespaces, also inside its type arguments:
+ * "System.Collections.Generic.List<App.Session>" -> "List<Session>". */
+static void append_short_type(GString *out, const char *name)
+{
+    size_t segment = out->len; /* where the current dotted name began */
+    for (const char *c = name; *c; c++) {
+        if (*c == '.') {
+            g_string_truncate(out, segment);
+            continue;
+        }
+        g_string_append_c(out, *c);
+        if (strchr("<>, [+", *c))
+            segment = out->len;
+    }
 }
 
 char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const root_path *path)
 {
     char buf[QUERY_FORMAT_MAX];
     GString *text = g_string_new(NULL);
-    for (uint32_t k = 0; k < path->len; k++) {
+    for (uint32_t k = path->start; k < path->len; k++) {
         uint32_t v = path->nodes[k];
-        if (k)
+        const char *type = snapshot_types_name(types, g->type_ids[v], buf);
+        if (k > path->start)
             g_string_append(text, " -> ");
-        g_string_append_printf(text, "%s #%" PRIu64,
-                               snapshot_types_name(types, g->type_ids[v], buf), g->ids[v]);
+        if (path->fields && path->fields[k]) {
+            append_short_type(text, type);
+            g_string_append_printf(text, ".%s", path->fields[k]);
+        } else if (path->index && path->index[k] >= 0) {
+            append_short_type(text, type);
+            g_string_append_printf(text, "[%" PRId64 "]", path->index[k]);
+        } else if (path->fields) {
+            append_short_type(text, type);
+            g_string_append_printf(text, " #%" PRIu64, g->ids[v]);
+        } else {
+            g_string_append_printf(text, "%s #%" PRIu64, type, g->ids[v]);
+        }
     }
     return g_string_free(text, FALSE);
+}
+
+json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path)
+{
+    if (path->static_name)
+        return json_pack("[{s:s, s:o}]", "kind", "static", "static",
+                         query_json_string(path->static_name));
+    return root_paths_roots_json(g, path->nodes[0]);
+}
+
+char *root_path_root_text(const snapshot_graph *g, const root_path *path)
+{
+    if (!path->static_name)
+        return root_paths_roots_text(g, path->nodes[0]);
+    /* "Ns.Type.Field": the type without namespaces, then the field */
+    GString *text = g_string_new("static ");
+    const char *field = strrchr(path->static_name, '.');
+    g_autofree char *type =
+        field ? g_strndup(path->static_name, (gsize)(field - path->static_name)) : NULL;
+    if (type) {
+        append_short_type(text, type);
+        g_string_append(text, field);
+    } else {
+        g_string_append(text, path->static_name);
+    }
+    return g_string_free(text, FALSE);
+}
+
+/* The position of `to` in the JSON id array `refs` (its first), or -1. */
+static gssize json_ids_find(json_t *refs, uint64_t to)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(refs, i, v)
+        if (json_is_integer(v) && (uint64_t)json_integer_value(v) == to)
+            return (gssize)i;
+    return -1;
+}
+
+gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_types *types,
+                        root_path *path, GError **error)
+{
+    int64_t version = 0;
+    gboolean ok = FALSE, row = FALSE;
+    sqlite3_stmt *refs = NULL, *field = NULL, *stat = NULL;
+    if (!query_db_int(db, "PRAGMA user_version", &version, error))
+        return FALSE;
+    if (version < 7 || path->len < 2 || path->fields)
+        return TRUE; /* no fields recorded, nothing to name, or named already */
+    refs = query_db_prepare(db, "SELECT refs, fields FROM snapshot_objects"
+                                " WHERE snapshot = ?1 AND object_id = ?2", error);
+    field = query_db_prepare(db, "SELECT name FROM fields WHERE type_id = ?1 AND field = ?2",
+                             error);
+    stat = query_db_prepare(db, "SELECT coalesce(t.name, '?') || '.' || s.name"
+                                " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
+                                " LEFT JOIN types t ON t.id = s.type_id"
+                                " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3",
+                            error);
+    if (!refs || !field || !stat)
+        goto out;
+    path->fields = g_new0(char *, path->len);
+    path->index = g_new(int64_t, path->len);
+    for (uint32_t k = 0; k < path->len; k++)
+        path->index[k] = -1;
+    for (uint32_t k = 0; k + 1 < path->len; k++) {
+        uint32_t from = path->nodes[k], to = path->nodes[k + 1];
+        sqlite3_reset(refs);
+        sqlite3_bind_int64(refs, 1, g->info.snapshot);
+        sqlite3_bind_int64(refs, 2, (int64_t)g->ids[from]);
+        if (!query_db_step(refs, &row, error))
+            goto out;
+        if (!row || sqlite3_column_type(refs, 1) != SQLITE_TEXT)
+            continue;
+        json_t *ids = json_loads((const char *)sqlite3_column_text(refs, 0), 0, NULL);
+        json_t *fields = json_loads((const char *)sqlite3_column_text(refs, 1), 0, NULL);
+        gssize at = ids ? json_ids_find(ids, g->ids[to]) : -1;
+        json_t *f = at >= 0 && fields ? json_array_get(fields, (size_t)at) : NULL;
+        int64_t number = json_is_integer(f) ? (int64_t)json_integer_value(f) : -1;
+        json_decref(ids);
+        json_decref(fields);
+        if (number < 0)
+            continue; /* damaged text, or a field the collector could not tell */
+        if (snapshot_types_is_array(types, g->type_ids[from])) {
+            path->index[k] = number;
+        } else {
+            sqlite3_reset(field);
+            sqlite3_bind_int64(field, 1, g->type_ids[from]);
+            sqlite3_bind_int64(field, 2, number);
+            if (!query_db_step(field, &row, error))
+                goto out;
+            if (row)
+                path->fields[k] = g_strdup((const char *)sqlite3_column_text(field, 0));
+        }
+        if (path->static_name)
+            continue;
+        sqlite3_reset(stat);
+        sqlite3_bind_int64(stat, 1, g->info.snapshot);
+        sqlite3_bind_int64(stat, 2, (int64_t)g->ids[from]);
+        sqlite3_bind_int64(stat, 3, number);
+        if (!query_db_step(stat, &row, error))
+            goto out;
+        if (row) {
+            path->static_name = g_strdup((const char *)sqlite3_column_text(stat, 0));
+            path->start = k + 1;
+        }
+    }
+    ok = TRUE;
+out:
+    /* A path with no name found reads as before: full type names and ids. */
+    gboolean named = path->static_name != NULL;
+    for (uint32_t k = 0; path->fields && k < path->len && !named; k++)
+        named = path->fields[k] || path->index[k] >= 0;
+    if (!named && path->fields) {
+        g_free(path->fields);
+        g_clear_pointer(&path->index, g_free);
+        path->fields = NULL;
+    }
+    sqlite3_finalize(refs);
+    sqlite3_finalize(field);
+    sqlite3_finalize(stat);
+    return ok;
 }
 
 /* The instance of `type_id` that retains the most (retention is ensured first), or 0 with
@@ -263,7 +428,12 @@ gboolean root_paths_answer_read(sqlite3 *db, const char *path, const char *snaps
     }
     query_progress_update(progress, "finding paths", 0, 0);
     a->paths = root_paths_find(a->graph, NULL, a->target, limit, error);
-    return a->paths != NULL;
+    if (!a->paths)
+        return FALSE;
+    for (guint i = 0; i < a->paths->len; i++)
+        if (!root_path_name(db, a->graph, a->types, a->paths->pdata[i], error))
+            return FALSE;
+    return TRUE;
 }
 
 void root_paths_answer_clear(root_paths_answer *a)

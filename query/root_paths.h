@@ -19,7 +19,15 @@
 typedef struct root_path {
     uint32_t *nodes; /* len nodes: the rooted object first, the target last */
     uint32_t len;
+    /* Set by root_path_name (schema 7 recordings): what holds each hop's successor. */
+    char **fields;   /* len: the field of hop k holding hop k + 1 ("_items"); NULL: unknown,
+                      * an array's element, or the last hop */
+    int64_t *index;  /* len: the element of array hop k holding hop k + 1; -1: not an array */
+    char *static_name; /* the static field holding hop `start` ("Ns.Type.Field"), or NULL */
+    uint32_t start;    /* the first hop shown: 0, or the hop a static holds */
 } root_path;
+
+void root_path_free(root_path *path); /* accepts NULL */
 
 /* Up to `limit` shortest paths to `target` in `g`, whose graph must be REVERSED (or `reversed`
  * given: a reversed an_graph of the same nodes, e.g. an_graph_new_reversed of a forward one).
@@ -28,6 +36,19 @@ typedef struct root_path {
 GPtrArray *root_paths_find(const snapshot_graph *g, const an_graph *reversed, uint32_t target,
                            size_t limit, GError **error);
 
+/* Names the hops of `path` in the snapshot `g` was loaded from: the field (or element) of each
+ * hop that holds the next (snapshot_objects.fields, `fields`), and the static that holds a hop
+ * (snapshot_statics: the path then starts there, the runtime's statics array and its handle
+ * left out). A recording older than schema 7 leaves the path unnamed. One lookup per hop. */
+gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_types *types,
+                        root_path *path, GError **error);
+
+/* The root of `path` as JSON: [{"kind":"static","static":"Ns.Type.Field"}] when a static holds
+ * it, else root_paths_roots_json of its first hop. New reference. */
+json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path);
+/* ... as text: "static Ns.Type.Field", else root_paths_roots_text. g_free. */
+char *root_path_root_text(const snapshot_graph *g, const root_path *path);
+
 /* The strong roots holding `node`, as JSON: [{"kind":"handle","flags":["pinning"],
  * "root_id":N,"handle":"pinned"}...] ("handle" only for handle roots: pinned, weak,
  * refcounted or strong, from the flags). New reference. */
@@ -35,10 +56,14 @@ json_t *root_paths_roots_json(const snapshot_graph *g, uint32_t node);
 /* The same as text: "handle (strong, 0x7f...)", "stack", joined by "; ". Free with g_free. */
 char *root_paths_roots_text(const snapshot_graph *g, uint32_t node);
 
-/* The hops of `path` as JSON: [{"object":id,"type":"...","size":N}, ...]. New reference. */
+/* The hops of `path` from its start as JSON: [{"object":id,"type":"...","size":N,
+ * "field":"_items"}, {..., "index":1199}, ...]: "field" (or "index" for an array's element) is
+ * what holds the next hop, when known. New reference. */
 json_t *root_path_hops_json(const snapshot_graph *g, const snapshot_types *types,
                             const root_path *path);
-/* The path in one line: "System.Object[] #5 -> App.Registry #204 -> ..." (g_free). */
+/* The path in one line, from its start: "App.Registry #204 -> App.Session[] #300 -> ...", or
+ * once named (root_path_name), as code reads it, types without namespaces:
+ * "Registry._sessions -> List<Session>._items -> Session[][7] -> Session #20661" (g_free). */
 char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const root_path *path);
 
 /* What `heaplens roots` shows: why an object is alive. */

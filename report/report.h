@@ -77,6 +77,7 @@ typedef struct report_data {
      * could not be stored. */
     int64_t snapshots;
     json_t *last_snapshot, *retainers, *leak_suspects;
+    json_t *inspections; /* `heaplens inspect --json` of the last snapshot (query/inspect.h) */
     GPtrArray *notes; /* char *, one line each */
     GStringChunk *strings;
     /* Allocation stacks (stacks.h): NULL when the recording has no samples, else

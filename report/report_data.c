@@ -14,11 +14,13 @@
 #include "query/count_sites.h"
 #include "query/estimates.h"
 #include "query/info.h"
+#include "query/inspect.h"
 #include "query/leaks.h"
 #include "query/query.h"
 #include "query/retention.h"
 #include "query/stacks.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,8 +434,9 @@ out:
 
 /* ---- snapshots -------------------------------------------------------------------------- */
 
-/* The last snapshot, its largest retainers, and the leak suspects over all snapshots: what
- * `heaplens retention --top 10` and `heaplens leaks --top 10` show, from the same functions. */
+/* The last snapshot, its largest retainers, its inspections and the leak suspects over all
+ * snapshots: what `heaplens retention --top 10`, `heaplens inspect` and `heaplens leaks --top 10`
+ * show, from the same functions. */
 static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data *data,
                                      query_progress *progress, GError **error)
 {
@@ -461,6 +464,13 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                               retention_object_json(&g_array_index(top, retention_object, i), types));
     data->retainers = json_pack("{s:I, s:I, s:o}", "snapshot", (json_int_t)info.snapshot, "gc",
                                 (json_int_t)info.gc, "rows", rows);
+    const inspect_options defaults = {.min_duplicates = INSPECT_MIN_DUPLICATES,
+                                      .max_fill = INSPECT_MAX_FILL,
+                                      .min_subscribers = INSPECT_MIN_SUBSCRIBERS};
+    g_autofree char *last = g_strdup_printf("%" PRId64, info.snapshot);
+    data->inspections = inspect_snapshot(db, file, last, &defaults, error);
+    if (!data->inspections)
+        return FALSE;
     if (list->len >= 2) { /* growth needs two snapshots */
         g_autoptr(leaks) found =
             leaks_find(db, file, REPORT_LEAK_SUSPECTS, FALSE, progress, error);
@@ -602,6 +612,7 @@ void report_data_free(report_data *data)
     json_decref(data->last_snapshot);
     json_decref(data->retainers);
     json_decref(data->leak_suspects);
+    json_decref(data->inspections);
     json_decref(data->allocation_stacks);
     json_decref(data->counted_sites);
     json_decref(data->allocations);

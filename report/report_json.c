@@ -201,6 +201,8 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     out_json(&o, data->leak_suspects ? json_incref(data->leak_suspects) : json_null());
     out_raw(&o, ",\n\"retainers\":");
     out_json(&o, data->retainers ? json_incref(data->retainers) : json_null());
+    out_raw(&o, ",\n\"inspections\":");
+    out_json(&o, data->inspections ? json_incref(data->inspections) : json_null());
     out_raw(&o, ",\n\"allocations\":");
     out_json(&o, json_incref(data->allocations));
     out_raw(&o, ",\n\"allocation_stacks\":");

@@ -23,6 +23,7 @@ typedef struct attach_options {
     uint64_t timeout;     /* seconds the runtime may take to load the collector */
     const char *count;    /* --count patterns, ';'-joined (collector/rejit.h), or NULL */
     gboolean force, quiet, json;
+    gboolean no_strings;  /* --no-strings: snapshots keep strings' lengths and hashes only */
 } attach_options;
 
 /* Attaches to o->pid, records, detaches. FALSE with *error when the attach was refused or could

@@ -92,6 +92,14 @@ typedef struct store_record {
             store_str name;
         } method;
         struct {
+            hl_field h;
+            store_str name;
+        } field;
+        struct {
+            hl_static h;
+            store_str name;
+        } static_field;
+        struct {
             hl_stack h;
             const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
         } stack;
@@ -311,6 +319,10 @@ void store_control_snapshot_progress(void *ctx, uint32_t snapshot, uint32_t trig
 /* Prepared statements, prepared once in store_writer_create. */
 typedef enum store_stmt_id {
     STORE_STMT_INSERT_TYPE,
+    STORE_STMT_INSERT_FIELD,
+    STORE_STMT_INSERT_STATIC,
+    STORE_STMT_INSERT_SNAPSHOT_STATIC,
+    STORE_STMT_INSERT_SNAPSHOT_STRING,
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
     STORE_STMT_INSERT_ALLOC_COUNT,
@@ -360,6 +372,8 @@ typedef struct store_row_batch {
      * the text of a row ends at text_end[row]. Append a row's text to `text` before
      * store_batch_add; the flush empties it. */
     int text_column; /* -1: none */
+    int text_columns; /* text columns from text_column on (1, or 2: snapshot_objects' refs and
+                       * fields): a row's texts follow each other in `text` in column order */
     GString *text;
     size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
@@ -394,6 +408,9 @@ typedef struct store_open_snapshot {
     gint64 progress_us; /* when on_snapshot_progress was last called for it */
     GArray *objects; /* hl_snapshot_object */
     GArray *refs;    /* hl_snapshot_ref */
+    GArray *ref_fields; /* uint32 per ref (SNAPSHOT_REF_FIELDS), in the order the refs came */
+    GArray *statics; /* hl_snapshot_static */
+    GArray *strings; /* hl_snapshot_string */
     GArray *roots;   /* hl_snapshot_root */
 } store_open_snapshot;
 
@@ -434,7 +451,7 @@ struct store_writer {
     uint32_t change_count[STORE_CHANGE_DEATHS + 1];
     GString *change_json;
     store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
-                                             flags, refs TEXT) */
+                                             flags, refs TEXT, fields TEXT) */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */
     GHashTable *threads_seen; /* os_tid (as pointer) → present in `threads` */
     uint32_t last_tid;        /* last os_tid found in threads_seen (0: none) */

@@ -21,8 +21,15 @@
  * discarded. Records that name another GC or snapshot than the open one are skipped and counted
  * as writer anomalies.
  *
- * Memory: a snapshot's items are held until its SNAPSHOT_END: 16 bytes per object and per
- * reference, 24 per root (the collector held the same to send them).
+ *   SNAPSHOT_STATICS  items appended in memory; written as snapshot_statics rows
+ *   SNAPSHOT_STRINGS  items appended in memory; written as snapshot_strings rows
+ *   SNAPSHOT_REF_FIELDS  items appended in memory: the field of each reference, in the order
+ *                     the references came; stored as snapshot_objects.fields when there is one
+ *                     per reference (a collector without them: every field unknown)
+ *
+ * Memory: a snapshot's items are held until its SNAPSHOT_END: 16 bytes per object, 20 per
+ * reference, 24 per root (the collector held the same to send them); while writing, 24 bytes
+ * more per reference (each with its field, sorted).
  */
 #include "store/store_internal.h"
 
@@ -42,6 +49,12 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->objects);
     if (s->refs != NULL)
         g_array_unref(s->refs);
+    if (s->ref_fields != NULL)
+        g_array_unref(s->ref_fields);
+    if (s->statics != NULL)
+        g_array_unref(s->statics);
+    if (s->strings != NULL)
+        g_array_unref(s->strings);
     if (s->roots != NULL)
         g_array_unref(s->roots);
     memset(s, 0, sizeof *s);
@@ -99,6 +112,9 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.start = *s;
     w->snap.objects = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_object));
     w->snap.refs = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_ref));
+    w->snap.ref_fields = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    w->snap.statics = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_static));
+    w->snap.strings = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_string));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
     w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
@@ -120,6 +136,15 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
         break;
     case HL_REC_SNAPSHOT_REFS:
         to = w->snap.refs;
+        break;
+    case HL_REC_SNAPSHOT_REF_FIELDS:
+        to = w->snap.ref_fields;
+        break;
+    case HL_REC_SNAPSHOT_STATICS:
+        to = w->snap.statics;
+        break;
+    case HL_REC_SNAPSHOT_STRINGS:
+        to = w->snap.strings;
         break;
     default:
         to = w->snap.roots;
@@ -172,6 +197,7 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key)
         switch (size) {
         case 12: STORE_RADIX_SCATTER(12); break;
         case 16: STORE_RADIX_SCATTER(16); break;
+        case 24: STORE_RADIX_SCATTER(24); break;
         case 29: STORE_RADIX_SCATTER(29); break;
         default: STORE_RADIX_SCATTER(size); break;
         }
@@ -201,30 +227,55 @@ typedef struct store_snapshot_counts {
     uint64_t objects, refs, roots, handles, frozen;
 } store_snapshot_counts;
 
+/* A reference with the field that holds it (HL_FIELD_UNKNOWN: not known), sorted by `from`. */
+typedef struct store_ref {
+    uint64_t from;
+    uint64_t to;
+    uint32_t field;
+    uint32_t reserved;
+} store_ref;
+
 /* Writes object row `o` (flags and generation merged over its duplicates) with its references
- * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets. */
+ * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets, and the fields
+ * holding them as a parallel array (NULL when no field is known). */
 static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_object *o,
-                                            const hl_snapshot_ref *r, size_t nr,
+                                            const store_ref *r, size_t nr,
                                             store_snapshot_counts *n, GError **error)
 {
     store_row_batch *b = &w->snapshot_object_rows;
     uint32_t flags = o->flags | (o->generation == HL_GEN_NONGC ? HL_SNAP_OBJ_FROZEN : 0);
-    int64_t row[5] = {
+    int64_t row[6] = {
         w->snap.start.snapshot,
         (int64_t)o->id,
         o->generation <= HL_GEN_NONGC ? (int64_t)o->generation : STORE_NULL,
         flags,
         STORE_NULL,
+        STORE_NULL,
     };
     if (nr > 0) {
+        gboolean known = FALSE;
         row[4] = (int64_t)b->text->len;
         g_string_append_c(b->text, '[');
         for (size_t i = 0; i < nr; i++) {
             if (i > 0)
                 g_string_append_c(b->text, ',');
             store_append_u64(b->text, r[i].to);
+            known = known || r[i].field != HL_FIELD_UNKNOWN;
         }
         g_string_append_c(b->text, ']');
+        if (known) {
+            row[5] = (int64_t)b->text->len;
+            g_string_append_c(b->text, '[');
+            for (size_t i = 0; i < nr; i++) {
+                if (i > 0)
+                    g_string_append_c(b->text, ',');
+                if (r[i].field == HL_FIELD_UNKNOWN)
+                    g_string_append(b->text, "null");
+                else
+                    store_append_u64(b->text, r[i].field);
+            }
+            g_string_append_c(b->text, ']');
+        }
     }
     n->objects++;
     n->refs += nr;
@@ -240,14 +291,23 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
 {
     const store_open_snapshot *s = &w->snap;
     const hl_snapshot_object *o = (const hl_snapshot_object *)(void *)s->objects->data;
-    const hl_snapshot_ref *r = (const hl_snapshot_ref *)(void *)s->refs->data;
+    const hl_snapshot_ref *in = (const hl_snapshot_ref *)(void *)s->refs->data;
     size_t ri = 0, nrefs = s->refs->len;
     hl_snapshot_object cur = {0};
+    /* The fields travel with their references through the sort. A collector without them (or
+     * whose REF_FIELDS do not add up: a break of its promise) leaves every field unknown. */
+    const uint32_t *fields = (const uint32_t *)(void *)s->ref_fields->data;
+    if (s->ref_fields->len != nrefs) {
+        w->writer_anomalies += s->ref_fields->len != 0;
+        fields = NULL;
+    }
+    g_autofree store_ref *r = g_new(store_ref, nrefs ? nrefs : 1);
+    for (size_t i = 0; i < nrefs; i++)
+        r[i] = (store_ref){in[i].from, in[i].to, fields ? fields[i] : HL_FIELD_UNKNOWN, 0};
 
     store_radix_sort(s->objects->data, s->objects->len, sizeof *o,
                               G_STRUCT_OFFSET(hl_snapshot_object, id));
-    store_radix_sort(s->refs->data, s->refs->len, sizeof *r,
-                              G_STRUCT_OFFSET(hl_snapshot_ref, from));
+    store_radix_sort(r, nrefs, sizeof *r, G_STRUCT_OFFSET(store_ref, from));
     for (guint i = 0; i <= s->objects->len; i++) {
         if (i > 0 && i < s->objects->len && o[i].id == cur.id) { /* the same object again */
             cur.flags |= o[i].flags;
@@ -296,6 +356,59 @@ static gboolean store_snapshot_write_roots(store_writer *w, store_snapshot_count
     return store_batch_flush(w, &w->snapshot_root_rows, error);
 }
 
+/* The references that are static fields: a row each (a few hundred per snapshot). */
+static gboolean store_snapshot_write_statics(store_writer *w, GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT_STATIC];
+
+    for (guint i = 0; i < s->statics->len; i++) {
+        const hl_snapshot_static *v = &g_array_index(s->statics, hl_snapshot_static, i);
+        sqlite3_bind_int64(st, 1, s->start.snapshot);
+        sqlite3_bind_int64(st, 2, (int64_t)v->object_id);
+        sqlite3_bind_int64(st, 3, v->field);
+        sqlite3_bind_int64(st, 4, v->static_id);
+        if (!store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT_STATIC, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* The strings' values: a row each, the characters kept as UTF-8 text (an unpaired surrogate, as
+ * the first 64 code units can cut a pair, becomes U+FFFD); NULL when none were kept. */
+static gboolean store_snapshot_write_strings(store_writer *w, GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT_STRING];
+    g_autoptr(GString) text = g_string_sized_new(HL_STRING_CHARS * 3);
+
+    for (guint i = 0; i < s->strings->len; i++) {
+        const hl_snapshot_string *v = &g_array_index(s->strings, hl_snapshot_string, i);
+        uint32_t n = MIN(v->n_chars, (uint32_t)HL_STRING_CHARS);
+        g_string_truncate(text, 0);
+        for (uint32_t k = 0; k < n; k++) {
+            gunichar c = v->chars[k];
+            if (c >= 0xD800 && c < 0xDC00 && k + 1 < n && v->chars[k + 1] >= 0xDC00 &&
+                v->chars[k + 1] < 0xE000)
+                c = 0x10000 + ((c - 0xD800) << 10) + (v->chars[++k] - 0xDC00u);
+            else if (c >= 0xD800 && c < 0xE000)
+                c = 0xFFFD;
+            g_string_append_unichar(text, c);
+        }
+        sqlite3_bind_int64(st, 1, s->start.snapshot);
+        sqlite3_bind_int64(st, 2, (int64_t)v->object_id);
+        sqlite3_bind_int64(st, 3, v->length);
+        sqlite3_bind_int64(st, 4, (int64_t)v->hash);
+        if (v->n_chars > 0 || v->length == 0)
+            sqlite3_bind_text(st, 5, text->str, (int)text->len, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_null(st, 5);
+        if (!store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT_STRING, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end *e,
                                          const store_snapshot_counts *n, GError **error)
 {
@@ -341,6 +454,7 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
     }
     store_snapshot_progress(w, TRUE);
     if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_roots(w, &n, error) ||
+        !store_snapshot_write_statics(w, error) || !store_snapshot_write_strings(w, error) ||
         !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,

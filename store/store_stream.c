@@ -281,6 +281,39 @@ static gboolean store_decode_snapshot_refs(const uint8_t *p, uint32_t size, stor
     return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_ref), error);
 }
 
+static gboolean store_decode_snapshot_ref_fields(const uint8_t *p, uint32_t size,
+                                                 store_record *out, GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(uint32_t), error);
+}
+
+static gboolean store_decode_snapshot_statics(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_static), error);
+}
+
+static gboolean store_decode_snapshot_strings(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_string), error);
+}
+
+static gboolean store_decode_static(const uint8_t *p, uint32_t size, store_record *out,
+                                    GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.static_field.h,
+                                        sizeof out->u.static_field.h, &out->u.static_field.name,
+                                        error);
+}
+
+static gboolean store_decode_field(const uint8_t *p, uint32_t size, store_record *out,
+                                   GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.field.h, sizeof out->u.field.h,
+                                        &out->u.field.name, error);
+}
+
 static gboolean store_decode_snapshot_roots(const uint8_t *p, uint32_t size, store_record *out,
                                             GError **error)
 {
@@ -348,6 +381,11 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_METHOD] = {"METHOD", store_decode_method},
     [HL_REC_STACK] = {"STACK", store_decode_stack},
     [HL_REC_ALLOC_SAMPLES] = {"ALLOC_SAMPLES", store_decode_alloc_samples},
+    [HL_REC_FIELD] = {"FIELD", store_decode_field},
+    [HL_REC_SNAPSHOT_REF_FIELDS] = {"SNAPSHOT_REF_FIELDS", store_decode_snapshot_ref_fields},
+    [HL_REC_STATIC] = {"STATIC", store_decode_static},
+    [HL_REC_SNAPSHOT_STATICS] = {"SNAPSHOT_STATICS", store_decode_snapshot_statics},
+    [HL_REC_SNAPSHOT_STRINGS] = {"SNAPSHOT_STRINGS", store_decode_snapshot_strings},
     [HL_REC_COUNT_SITE] = {"COUNT_SITE", store_decode_count_site},
 };
 

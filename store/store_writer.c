@@ -39,6 +39,16 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "samples_dropped) VALUES (1, ?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_INSERT_TYPE] =
         "INSERT OR REPLACE INTO types (id, name, class_id, flags) VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_INSERT_FIELD] =
+        "INSERT OR REPLACE INTO fields (type_id, field, name) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_INSERT_STATIC] =
+        "INSERT OR REPLACE INTO statics (id, type_id, name) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_INSERT_SNAPSHOT_STATIC] =
+        "INSERT OR REPLACE INTO snapshot_statics (snapshot, object_id, field, static_id) "
+        "VALUES (?1, ?2, ?3, ?4)",
+    [STORE_STMT_INSERT_SNAPSHOT_STRING] =
+        "INSERT OR REPLACE INTO snapshot_strings (snapshot, object_id, length, hash, value) "
+        "VALUES (?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_UPSERT_THREAD] =
         "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
         "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
@@ -66,8 +76,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
-        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) "
-        "VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs, fields) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY] = NULL,
     [STORE_STMT_INSERT_SNAPSHOT_ROOT] =
         "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
@@ -87,8 +97,9 @@ static const struct {
     const char *head, *row, *tail;
 } store_stmt_many[] = {
     {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
-     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs) VALUES ",
-     "(?,?,?,?,?)", ""},
+     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs, fields) "
+     "VALUES ",
+     "(?,?,?,?,?,?)", ""},
     {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
      "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
      "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5 "
@@ -131,6 +142,7 @@ static void store_batch_init(store_row_batch *b, store_stmt_id one, store_stmt_i
     b->columns = columns;
     b->rows = 0;
     b->text_column = text_column;
+    b->text_columns = 1;
     b->text = text_column >= 0 ? g_string_sized_new(4096) : NULL;
 }
 
@@ -149,8 +161,16 @@ static void store_batch_bind(const store_row_batch *b, sqlite3_stmt *st, int fir
     for (int i = 0; i < rows * b->columns; i++) {
         if (v[i] == STORE_NULL) {
             sqlite3_bind_null(st, i + 1);
-        } else if (i % b->columns == b->text_column) {
+        } else if (i % b->columns >= b->text_column &&
+                   i % b->columns < b->text_column + b->text_columns) {
+            /* ends where the row's next text starts, or at the row's end */
             size_t end = b->text_end[first + i / b->columns];
+            for (int c = i % b->columns + 1; c < b->text_column + b->text_columns; c++) {
+                if (v[i - i % b->columns + c] != STORE_NULL) {
+                    end = (size_t)v[i - i % b->columns + c];
+                    break;
+                }
+            }
             sqlite3_bind_text(st, i + 1, b->text->str + v[i], (int)(end - (size_t)v[i]),
                               SQLITE_STATIC);
         } else {
@@ -302,6 +322,30 @@ static gboolean store_writer_type(store_writer *w, const store_record *rec, GErr
     return store_writer_step(w, STORE_STMT_INSERT_TYPE, error);
 }
 
+static gboolean store_writer_field(store_writer *w, const store_record *rec, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_FIELD];
+    const hl_field *h = &rec->u.field.h;
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, h->type_id);
+    sqlite3_bind_int64(st, 2, h->field);
+    store_bind_str(st, 3, rec->u.field.name, FALSE);
+    return store_writer_step(w, STORE_STMT_INSERT_FIELD, error);
+}
+
+static gboolean store_writer_static(store_writer *w, const store_record *rec, GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_STATIC];
+    const hl_static *h = &rec->u.static_field.h;
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, h->static_id);
+    sqlite3_bind_int64(st, 2, h->type_id);
+    store_bind_str(st, 3, rec->u.static_field.name, FALSE);
+    return store_writer_step(w, STORE_STMT_INSERT_STATIC, error);
+}
+
 static gboolean store_writer_thread(store_writer *w, const store_record *rec, GError **error)
 {
     sqlite3_stmt *st = w->stmt[STORE_STMT_UPSERT_THREAD];
@@ -391,6 +435,11 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_START] = store_snapshot_start,
     [HL_REC_SNAPSHOT_OBJECTS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_REFS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_REF_FIELDS] = store_snapshot_items,
+    [HL_REC_FIELD] = store_writer_field,
+    [HL_REC_STATIC] = store_writer_static,
+    [HL_REC_SNAPSHOT_STATICS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_STRINGS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
@@ -617,7 +666,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
         w->chunks[c].json = g_string_sized_new(1024);
     w->change_json = g_string_sized_new(STORE_CHANGE_IDS * 4);
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
-                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 5, 4);
+                     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 6, 4);
+    w->snapshot_object_rows.text_columns = 2;
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
                      STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5, -1);
 

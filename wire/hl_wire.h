@@ -21,8 +21,10 @@
  *  - HANDLE_CREATED / HANDLE_DESTROYED come between GCs, in allocation order;
  *  - GC n's records come in the order GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, GC_DEATHS*,
  *    GC_PROMOTIONS*, GC_HANDLES_FREED*,
- *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START, SNAPSHOT_OBJECTS|REFS|ROOTS*,
- *    SNAPSHOT_END)?, GC_END (TYPE records may come in between), and GCs come in ordinal order
+ *    GC_HANDLE_KINDS*, (DISCOVERED*, SNAPSHOT_START,
+ *    SNAPSHOT_OBJECTS|REFS|REF_FIELDS|STATICS|STRINGS|ROOTS*, SNAPSHOT_END)?, GC_END (TYPE, FIELD and
+ *    STATIC records may come in between), and GCs come in
+ *    ordinal order
  *    1, 2, 3, ... without gaps (a GC whose input the collector lost is still sent, with
  *    HL_GC_FLAG_INCOMPLETE set and its interval's allocations counted unclassified).
  * The collector drops no record for a slow writer: its own thread waits for room as long as the
@@ -85,6 +87,11 @@ typedef enum hl_rec_type {
     HL_REC_METHOD = 23,
     HL_REC_STACK = 24,
     HL_REC_ALLOC_SAMPLES = 25,
+    HL_REC_FIELD = 26,
+    HL_REC_SNAPSHOT_REF_FIELDS = 27,
+    HL_REC_STATIC = 28,
+    HL_REC_SNAPSHOT_STATICS = 29,
+    HL_REC_SNAPSHOT_STRINGS = 30,
     HL_REC_COUNT_SITE = 40, /* counted sites (--count), numbered apart from the others' growth */
 } hl_rec_type;
 
@@ -165,7 +172,8 @@ typedef struct hl_type {
     uint64_t class_id;   /* the runtime's ClassID (MethodTable address), for diagnostics */
 } hl_type;
 static_assert(sizeof(hl_type) == 16, "wire layout");
-enum { HL_TYPE_FLAG_ARRAY = 1, HL_TYPE_FLAG_VALUE_TYPE = 2, HL_TYPE_FLAG_UNRESOLVED = 4 };
+enum { HL_TYPE_FLAG_ARRAY = 1, HL_TYPE_FLAG_VALUE_TYPE = 2, HL_TYPE_FLAG_UNRESOLVED = 4,
+       HL_TYPE_FLAG_VALUE_ELEMENTS = 8 /* an array whose elements are a value type (structs) */ };
 
 /* HL_REC_THREAD: names a thread. Followed by one hl_str: the managed thread name (may be empty). */
 typedef struct hl_thread {
@@ -553,6 +561,59 @@ typedef struct hl_snapshot_ref { /* one reference: `from` has a field that point
     uint64_t to;
 } hl_snapshot_ref;
 static_assert(sizeof(hl_snapshot_ref) == 16, "wire layout");
+
+/* HL_REC_SNAPSHOT_REF_FIELDS (head hl_snapshot_batch, then `count` uint32): which field of its
+ * `from` object holds each reference, one value per item of the snapshot's REFS records in the
+ * order they were sent. Objects: the field number (HL_REC_FIELD of the object's type); arrays:
+ * the element index; HL_FIELD_UNKNOWN: not known (no slot held it, or the runtime would not
+ * describe the class). A writer that does not know the record skips it (the
+ * references stay, without fields). Added in stream version 4 without changing its number: it
+ * is optional. */
+
+/* HL_REC_FIELD: names instance field `field` (1, 2, 3 ... in offset order, inherited fields
+ * first: the numbers REF_FIELDS uses) of type `type_id`. Followed by one hl_str: the field's name
+ * ("_items"; an auto-property's backing field as the property: "Instance"). Sent once per type,
+ * before the first snapshot whose REF_FIELDS use it. */
+#define HL_FIELD_UNKNOWN UINT32_MAX
+typedef struct hl_field {
+    uint32_t type_id;
+    uint32_t field;
+} hl_field;
+static_assert(sizeof(hl_field) == 8, "wire layout");
+
+/* HL_REC_STATIC: names static field `static_id` (1, 2, 3 ... numbered by the collector) of type
+ * `type_id`. Followed by one hl_str: the field's name (an auto-property's as the property). */
+typedef struct hl_static {
+    uint32_t static_id;
+    uint32_t type_id;
+} hl_static;
+static_assert(sizeof(hl_static) == 8, "wire layout");
+
+/* HL_REC_SNAPSHOT_STATICS (head hl_snapshot_batch, then `count` of these): the reference of
+ * `object_id` held in its field (or element) `field` — as in REF_FIELDS — is static field
+ * `static_id`: the runtime keeps statics in slots of its own objects (Object[] arrays held by
+ * handles), and the slot's address is the static's (GetAppDomainStaticAddress). Optional: a
+ * writer that does not know it keeps the references unnamed. */
+typedef struct hl_snapshot_static {
+    uint64_t object_id;
+    uint32_t field;
+    uint32_t static_id;
+} hl_snapshot_static;
+static_assert(sizeof(hl_snapshot_static) == 16, "wire layout");
+
+/* HL_REC_SNAPSHOT_STRINGS (head hl_snapshot_batch, then `count` of these): the value of each
+ * System.String of the snapshot, read during the GC's heap walk. `chars` holds its first
+ * `n_chars` UTF-16 code units: min(length, HL_STRING_CHARS), or none when the recording keeps
+ * no characters (record/attach --no-strings). Optional, like REF_FIELDS. */
+#define HL_STRING_CHARS 64
+typedef struct hl_snapshot_string {
+    uint64_t object_id;
+    uint64_t hash;     /* FNV-1a 64 of all its UTF-16 code units (little-endian bytes) */
+    uint32_t length;   /* in UTF-16 code units */
+    uint32_t n_chars;
+    uint16_t chars[HL_STRING_CHARS];
+} hl_snapshot_string;
+static_assert(sizeof(hl_snapshot_string) == 152, "wire layout");
 
 /* Root kinds and flags as COR_PRF_GC_ROOT_KIND / COR_PRF_GC_ROOT_FLAGS. */
 enum { HL_ROOT_OTHER = 0, HL_ROOT_STACK = 1, HL_ROOT_FINALIZER = 2, HL_ROOT_HANDLE = 3 };

@@ -447,6 +447,11 @@
   function rootText(roots) {
     if (!roots || !roots.length) return 'root';
     var r = roots[0], flags = (r.flags || []).slice();
+    if (r.kind === 'static') {
+      var dot = String(r.static).lastIndexOf('.');
+      return 'static ' + (dot < 0 ? r.static : shortType(r.static.slice(0, dot)).replace('\u2026', '') +
+        r.static.slice(dot));
+    }
     if (r.handle) flags.unshift(r.handle);
     return r.kind + (flags.length ? ' (' + flags.join(', ') + ')' : '') +
       (roots.length > 1 ? ' +' + (roots.length - 1) : '');
@@ -454,10 +459,27 @@
   function pathHtml(row) {
     if (!row.path) return '<span class="nil">\u2014</span>';
     var hops = row.path.map(function (h) {
+      /* the field (or element) holding the next hop, as code reads it */
+      var label = h.field != null ? '.' + h.field : h.index != null ? '[' + h.index + ']' : ' #' + h.object;
       return '<span title="' + esc(h.type + ' #' + h.object + ', ' + fmtSize(h.size)) + '">' +
-        esc(shortType(h.type)) + ' #' + esc(h.object) + '</span>';
+        esc(shortType(h.type) + label) + '</span>';
     });
     return esc(rootText(row.roots)) + ' \u2192 ' + hops.join(' \u2192 ');
+  }
+  /* One inspection finding in words, as `heaplens inspect` writes it. */
+  function findingText(f) {
+    switch (f.kind) {
+      case 'duplicate-strings':
+        return fmtCount(f.count) + ' strings ' + (f.value == null ? '(' + f.length + ' characters, not kept)' :
+          JSON.stringify(f.value)) + ' (' + fmtSize(f.wasted) + ' wasted)';
+      case 'empty-collections': return fmtCount(f.count) + ' empty ' + f.type;
+      case 'sparse': return fmtCount(f.count) + ' ' + f.type + ' filled ' + Math.round(100 * f.fill) + '% (' +
+        fmtSize(f.wasted) + ' wasted)';
+      case 'event-handlers': return fmtCount(f.subscribers) + ' handlers on ' + f.owner + (f.field ? '.' + f.field : '');
+      case 'pinned': return fmtCount(f.count) + ' ' + f.type + ' pinned in gen' + f.generation;
+      case 'loh-free': return 'large-object heap: ' + fmtSize(f.free) + ' free between ' + fmtSize(f.live) + ' of live objects';
+      default: return f.kind;
+    }
   }
   function holderText(row) {
     if (row.holder == null) return 'nothing but GC roots and collections';
@@ -520,6 +542,20 @@
             esc(fmtCount(r.retained_count)) + '</td><td>' + esc(fmtSize(r.shallow_bytes)) + '</td><td>' +
             esc(r.object) + '</td><td class="l">' + esc(type) + '</td></tr>';
         }).join('') + '</tbody></table></div>';
+    }
+    var I = D.inspections;
+    if (I) {
+      html += '<h3>Inspections of snapshot ' + esc(I.snapshot) + '</h3>';
+      if (!I.findings.length) {
+        html += '<p>Nothing found: no duplicate strings, empty collections, sparse arrays, crowded events, young pinned objects or LOH free space.</p>';
+      } else {
+        html += '<div class="table-wrap"><table class="list" id="inspection-table"><thead><tr>' +
+          '<th>bytes</th><th class="l">finding</th><th class="l">what</th></tr></thead><tbody>' +
+          I.findings.map(function (f) {
+            return '<tr><td>' + esc(fmtSize(f.rank_bytes)) + '</td><td class="l">' + esc(f.kind) +
+              '</td><td class="l wrap">' + esc(findingText(f)) + '</td></tr>';
+          }).join('') + '</tbody></table></div>';
+      }
     }
     el.innerHTML = html;
   }

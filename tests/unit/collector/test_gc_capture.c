@@ -5,10 +5,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "collector/discovery.h"
 #include "collector/collector.h"
 #include "collector/mem.h"
+#include "collector/fields.h"
 #include "collector/gc_capture.h"
 #include "tests/unit/common/check.h"
 
@@ -26,12 +28,32 @@ static HRESULT fake_bounds(ICorProfilerInfo *i, ULONG capacity, ULONG *total,
     return S_OK;
 }
 
-static clr_method fake_vtbl[INFO_GetGenerationBounds + 1];
+static HRESULT fake_size(ICorProfilerInfo *i, ObjectID o, SIZE_T *size) {
+    (void)i;
+    *size = ((const uint64_t *)o)[-1]; /* the test's objects carry their size before them */
+    return S_OK;
+}
+
+/* Every class of the test has a layout: none is System.String. */
+static HRESULT fake_layout(ICorProfilerInfo *i, ClassID c, COR_FIELD_OFFSET *f, ULONG cap,
+                           ULONG *n, ULONG *size) {
+    (void)i, (void)c, (void)f, (void)cap;
+    *n = 0;
+    *size = 24;
+    return S_OK;
+}
+
+static clr_method fake_vtbl[INFO_GetObjectSize2 + 1];
 static clr_object fake_info = {.vtbl = fake_vtbl};
 
 static uint32_t no_snapshot(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
     (void)ctx, (void)gc, (void)generation, (void)reason;
     return 0;
+}
+
+static uint32_t induced(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
+    (void)ctx, (void)gc, (void)generation, (void)reason;
+    return HL_SNAPSHOT_INDUCED;
 }
 
 static hl_gc_queue q;
@@ -53,8 +75,60 @@ static void *consumer(void *arg) {
     return NULL;
 }
 
+/* A snapshot's walk keeps the offset of each reference's slot (the field holding it): the runtime
+ * reports an object's non-null references in slot order; a value twice is two slots, a reference
+ * with no slot (a collectible type's LoaderAllocator) gets 0 and the scan goes on. */
+static void test_slot_offsets(void) {
+    static const BOOL collected[3] = {1, 1, 1};
+    hl_gc_queue sq;
+    hl_gc_queue_init(&sq);
+    hl_gc_on_started(&sq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, induced, NULL);
+    /* [size] MT, A, 0, 7 (not a reference), B, A, C: 7 words = 56 bytes */
+    uint64_t mem[8] = {56, 0x1000, 0xA0, 0, 7, 0xB0, 0xA0, 0xC0};
+    ObjectID obj = (ObjectID)&mem[1];
+    const ObjectID refs[] = {0xD0 /* no slot */, 0xA0, 0xB0, 0xA0, 0xC0};
+    CHECK(hl_gc_on_object(&sq, (ICorProfilerInfo *)&fake_info, obj, 0x77, 5, refs));
+    hl_gc_capture *c = sq.current;
+    CHECK_INT(c->walk_objects, 1);
+    CHECK_INT(c->walk_len, hl_walk_object_bytes(5));
+    uint32_t offsets[5];
+    memcpy(offsets, c->walk + sizeof(hl_walk_object) + sizeof refs, sizeof offsets);
+    CHECK_INT(offsets[0], 0);
+    CHECK_INT(offsets[1], 8);
+    CHECK_INT(offsets[2], 32);
+    CHECK_INT(offsets[3], 40);
+    CHECK_INT(offsets[4], 48);
+    hl_gc_on_finished(&sq, (ICorProfilerInfo *)&fake_info);
+    hl_gc_queue_release(&sq);
+}
+
+/* A slot's field: the last field starting at or before it (a slot inside a struct field is that
+ * field's); an array's slot is its element index; offset 0 (no slot) is unknown. */
+static void test_layout_field(void) {
+    uint32_t offsets[] = {8, 16, 32};
+    hl_layout fields = {.kind = HL_LAYOUT_FIELDS, .n = 3, .offsets = offsets};
+    CHECK_INT(hl_layout_field(&fields, 8), 1);
+    CHECK_INT(hl_layout_field(&fields, 24), 2);
+    CHECK_INT(hl_layout_field(&fields, 32), 3);
+    CHECK_INT(hl_layout_field(&fields, 0), HL_FIELD_UNKNOWN);
+    uint32_t late[] = {16};
+    hl_layout one = {.kind = HL_LAYOUT_FIELDS, .n = 1, .offsets = late};
+    CHECK_INT(hl_layout_field(&one, 8), HL_FIELD_UNKNOWN);
+    hl_layout array = {.kind = HL_LAYOUT_ARRAY, .data_offset = 16, .elem_size = 8};
+    CHECK_INT(hl_layout_field(&array, 16), 0);
+    CHECK_INT(hl_layout_field(&array, 40), 3);
+    hl_layout structs = {.kind = HL_LAYOUT_ARRAY, .data_offset = 16, .elem_size = 24};
+    CHECK_INT(hl_layout_field(&structs, 16 + 24 * 5 + 8), 5);
+    hl_layout unknown = {.kind = HL_LAYOUT_UNKNOWN};
+    CHECK_INT(hl_layout_field(&unknown, 8), HL_FIELD_UNKNOWN);
+}
+
 int main(void) {
+    test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
+    fake_vtbl[INFO_GetObjectSize2] = (clr_method)fake_size;
+    fake_vtbl[INFO_GetClassLayout] = (clr_method)fake_layout;
+    test_slot_offsets();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)
         gc();

@@ -145,6 +145,9 @@ void hl_sb_flush(hl_sb *sb)
         break;
     case HL_REC_SNAPSHOT_OBJECTS:
     case HL_REC_SNAPSHOT_REFS:
+    case HL_REC_SNAPSHOT_REF_FIELDS:
+    case HL_REC_SNAPSHOT_STATICS:
+    case HL_REC_SNAPSHOT_STRINGS:
     case HL_REC_SNAPSHOT_ROOTS:
         /* group_gc holds the snapshot number for these */
         h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
@@ -471,6 +474,45 @@ void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to
     hl_snapshot_ref r = {.from = from, .to = to};
     hl_sb_group(sb, HL_REC_SNAPSHOT_REFS, snapshot, &r, sizeof r);
     sb->snap_refs += snapshot == sb->snap_id;
+}
+
+void hl_sb_snapshot_ref_field(hl_sb *sb, uint32_t snapshot, uint32_t field)
+{
+    hl_sb_group(sb, HL_REC_SNAPSHOT_REF_FIELDS, snapshot, &field, sizeof field);
+}
+
+void hl_sb_static(hl_sb *sb, uint32_t static_id, uint32_t type_id, const char *name)
+{
+    hl_static f = {.static_id = static_id, .type_id = type_id};
+    hl_sb_record_strs(sb, HL_REC_STATIC, &f, sizeof f, &name, 1);
+}
+
+void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t field,
+                           uint32_t static_id)
+{
+    hl_snapshot_static v = {.object_id = object_id, .field = field, .static_id = static_id};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_STATICS, snapshot, &v, sizeof v);
+}
+
+void hl_sb_snapshot_string(hl_sb *sb, uint32_t snapshot, uint64_t object_id, const char *text,
+                           uint32_t kept)
+{
+    hl_snapshot_string v = {.object_id = object_id, .length = (uint32_t)strlen(text),
+                            .n_chars = kept, .hash = 0xcbf29ce484222325ull};
+    for (size_t i = 0; text[i]; i++) {
+        /* FNV-1a 64 over the UTF-16 little-endian bytes: the character, then 0 */
+        v.hash = (v.hash ^ (uint8_t)text[i]) * 0x100000001b3ull;
+        v.hash = v.hash * 0x100000001b3ull;
+        if (i < kept && i < HL_STRING_CHARS)
+            v.chars[i] = (uint16_t)text[i];
+    }
+    hl_sb_group(sb, HL_REC_SNAPSHOT_STRINGS, snapshot, &v, sizeof v);
+}
+
+void hl_sb_field(hl_sb *sb, uint32_t type_id, uint32_t field, const char *name)
+{
+    hl_field f = {.type_id = type_id, .field = field};
+    hl_sb_record_strs(sb, HL_REC_FIELD, &f, sizeof f, &name, 1);
 }
 
 void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t kind,

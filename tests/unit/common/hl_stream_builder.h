@@ -142,6 +142,21 @@ void hl_sb_snapshot_object(hl_sb *sb, uint32_t snapshot, uint64_t id, uint32_t g
                            uint32_t flags);
 /* One reference from -> to, gathered into SNAPSHOT_REFS. */
 void hl_sb_snapshot_ref(hl_sb *sb, uint32_t snapshot, uint64_t from, uint64_t to);
+/* The field holding the next reference of the snapshot (a field number, an array's element index,
+ * or HL_FIELD_UNKNOWN), gathered into SNAPSHOT_REF_FIELDS: one per hl_sb_snapshot_ref, in order. */
+void hl_sb_snapshot_ref_field(hl_sb *sb, uint32_t snapshot, uint32_t field);
+/* The value of string `object_id` (ASCII `text`, its first `kept` characters kept), gathered
+ * into SNAPSHOT_STRINGS. */
+void hl_sb_snapshot_string(hl_sb *sb, uint32_t snapshot, uint64_t object_id, const char *text,
+                           uint32_t kept);
+/* STATIC: static field `static_id` of type `type_id` is named `name`. */
+void hl_sb_static(hl_sb *sb, uint32_t static_id, uint32_t type_id, const char *name);
+/* The reference of `object_id` in its field (element) `field` is static `static_id`, gathered
+ * into SNAPSHOT_STATICS. */
+void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t field,
+                           uint32_t static_id);
+/* FIELD: field `field` of type `type_id` is named `name`. */
+void hl_sb_field(hl_sb *sb, uint32_t type_id, uint32_t field, const char *name);
 /* One root (kind HL_ROOT_OTHER..HANDLE, flags HL_ROOT_PINNING...), gathered into SNAPSHOT_ROOTS.
  * object_id 0: a null root; root_id: the handle id, the frame's FunctionID, or 0. */
 void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t kind,

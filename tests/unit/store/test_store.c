@@ -448,6 +448,7 @@ static void test_schema(void)
                "table|alloc_counts\n"
                "table|alloc_samples\n"
                "table|counters\n"
+               "table|fields\n"
                "table|frames\n"
                "table|gc_generations\n"
                "table|gcs\n"
@@ -460,9 +461,12 @@ static void test_schema(void)
                "table|sampling\n"
                "table|snapshot_objects\n"
                "table|snapshot_roots\n"
+               "table|snapshot_statics\n"
+               "table|snapshot_strings\n"
                "table|snapshots\n"
                "table|stack_frames\n"
                "table|stacks\n"
+               "table|statics\n"
                "table|threads\n"
                "table|types\n"
                "table|unrecorded_processes\n"
@@ -480,6 +484,7 @@ static void test_schema(void)
                "view|pinned_handles_per_gc\n"
                "view|snapshot_contents\n"
                "view|snapshot_handles\n"
+               "view|snapshot_ref_fields\n"
                "view|snapshot_refs\n"
                "view|stack_folded\n"
                "view|stack_text\n"
@@ -1808,11 +1813,11 @@ static void test_open_readonly(void)
     sqlite3_close(db);
 
     CHECK(sqlite3_open(good, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 7); this heaplens reads "
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 8); this heaplens reads "
                            "schemas %d to %d", good, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
@@ -2258,7 +2263,7 @@ static void test_golden_snapshot(void)
                "1|3|induced|4|5|7|2|168|0|0|0|1|5000\n");
     /* references with their object, in field order (1 has fields to 9, 6, 9) */
     CHECK_ROWS(db, "SELECT * FROM snapshot_objects",
-               "1|1|2|0|[9,6,9]\n1|6|4|0|NULL\n1|9|2|0|[10]\n1|10|1|0|[1]\n");
+               "1|1|2|0|[9,6,9]|NULL\n1|6|4|0|NULL|NULL\n1|9|2|0|[10]|NULL\n1|10|1|0|[1]|NULL\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
                "1|1|6|0\n1|1|9|0\n1|1|9|1\n1|9|10|0\n1|10|1|0\n");
     CHECK_ROWS(db, "SELECT snapshot, object_id, kind, flags, root_id FROM snapshot_roots"
@@ -2358,6 +2363,90 @@ static void test_golden_handles(void)
     tmp_dir_free(dir);
 }
 
+/* References with the fields that hold them (schema 7): a field number per reference of an object
+ * (named in `fields`), an element index per reference of an array, null where unknown; carried
+ * through the sort by `from`. A snapshot whose REF_FIELDS do not add up keeps its references
+ * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
+ * is a static field is named in snapshot_statics. */
+static void test_snapshot_fields(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "f.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "App.Registry");
+    hl_type arr = {.type_id = 2, .flags = HL_TYPE_FLAG_ARRAY};
+    hl_sb_type_full(sb, &arr, "App.Session[]");
+    hl_sb_type(sb, 3, "App.Session");
+    hl_sb_field(sb, 1, 1, "_name");
+    hl_sb_field(sb, 1, 2, "_sessions");
+    hl_sb_type(sb, 4, "App.Program");
+    hl_sb_static(sb, 1, 4, "s_registry");
+    hl_sb_alloc(sb, 1, 3, 24, 7);
+    hl_sb_alloc(sb, 2, 3, 24, 7);
+    hl_sb_alloc(sb, 3, 2, 48, 7);
+    hl_sb_alloc(sb, 4, 1, 32, 7);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 5);
+    for (uint64_t id = 1; id <= 4; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 4; id >= 1; id--) /* out of id order: the sort carries the fields */
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+    hl_sb_snapshot_ref(sb, 1, 4, 3); /* Registry._sessions -> the array */
+    hl_sb_snapshot_ref(sb, 1, 3, 2); /* array[1] -> session 2 */
+    hl_sb_snapshot_ref(sb, 1, 3, 1); /* array[7] -> session 1 */
+    hl_sb_snapshot_ref(sb, 1, 2, 1); /* a field the collector could not name */
+    hl_sb_snapshot_ref_field(sb, 1, 2);
+    hl_sb_snapshot_ref_field(sb, 1, 1);
+    hl_sb_snapshot_ref_field(sb, 1, 7);
+    hl_sb_snapshot_ref_field(sb, 1, HL_FIELD_UNKNOWN);
+    hl_sb_snapshot_static(sb, 1, 3, 7, 1); /* as if the array held the statics */
+    hl_sb_snapshot_string(sb, 1, 1, "session-one", 11);
+    hl_sb_snapshot_string(sb, 1, 2, "secret", 0); /* --no-strings: no characters kept */
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, 0);
+    /* GC 2: one field for two references: the references stay, without fields */
+    hl_sb_gc_start(sb, 2, 2, TRUE, 5);
+    hl_sb_snapshot_start(sb, 2, 2, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 2, 3, HL_GEN_2, 0);
+    hl_sb_snapshot_object(sb, 2, 4, HL_GEN_2, 0);
+    hl_sb_snapshot_ref(sb, 2, 4, 3);
+    hl_sb_snapshot_ref(sb, 2, 3, 4);
+    hl_sb_snapshot_ref_field(sb, 2, 2);
+    hl_sb_snapshot_end(sb, 2, 2);
+    hl_sb_gc_end(sb, 2, 0);
+    /* GC 3: no REF_FIELDS at all */
+    hl_sb_gc_start(sb, 3, 2, TRUE, 5);
+    hl_sb_snapshot_start(sb, 3, 3, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 3, 4, HL_GEN_2, 0);
+    hl_sb_snapshot_object(sb, 3, 3, HL_GEN_2, 0);
+    hl_sb_snapshot_ref(sb, 3, 4, 3);
+    hl_sb_snapshot_end(sb, 3, 3);
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_run_end(sb, 3);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT * FROM fields ORDER BY type_id, field", "1|1|_name\n1|2|_sessions\n");
+    CHECK_ROWS(db, "SELECT snapshot, object_id, refs, fields FROM snapshot_objects",
+               "1|1|NULL|NULL\n1|2|[1]|NULL\n1|3|[2,1]|[1,7]\n1|4|[3]|[2]\n"
+               "2|3|[4]|NULL\n2|4|[3]|NULL\n"
+               "3|3|NULL|NULL\n3|4|[3]|NULL\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_refs WHERE snapshot = 1 ORDER BY from_id, to_id",
+               "1|2|1|0\n1|3|1|0\n1|3|2|0\n1|4|3|0\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_ref_fields WHERE snapshot = 1 ORDER BY from_id, to_id",
+               "1|2|1|0|NULL|NULL\n1|3|1|0|7|[7]\n1|3|2|0|1|[1]\n1|4|3|0|2|_sessions\n");
+    CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_statics", "1|3|7|1\n");
+    CHECK_ROWS(db, "SELECT object_id, length, quote(value) FROM snapshot_strings",
+               "1|11|'session-one'\n2|6|NULL\n");
+    CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'", "1\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* Snapshots that must not be stored, and records that break the collector's promises. */
 static void test_snapshot_incomplete(void)
 {
@@ -2423,7 +2512,7 @@ static void test_snapshot_incomplete(void)
     sqlite3 *db = db_open(p);
     CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects, refs, roots, handles FROM snapshots",
                "3|2|gen2|2|1|0|0\n6|5|requested|0|0|0|0\n");
-    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "3|1|2|0|NULL\n3|2|2|0|[1]\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_objects", "3|1|2|0|NULL|NULL\n3|2|2|0|[1]|NULL\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_refs ORDER BY from_id", "3|2|1|0\n");
     CHECK_ROWS(db, "SELECT name, value FROM counters WHERE name IN ('snapshots_discarded',"
                    " 'writer_anomalies', 'gcs_discarded_incomplete') ORDER BY name",
@@ -3458,6 +3547,7 @@ static const struct {
     {"chunk_boundaries", test_chunk_boundaries},
     {"discovered", test_discovered},
     {"golden_snapshot", test_golden_snapshot},
+    {"snapshot_fields", test_snapshot_fields},
     {"golden_handles", test_golden_handles},
     {"snapshot_incomplete", test_snapshot_incomplete},
     {"snapshot_flags", test_snapshot_flags},

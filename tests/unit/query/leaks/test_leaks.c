@@ -247,8 +247,114 @@ static void fixture_nosnap(void)
     fixture_write_history(sb, "nosnap.db");
 }
 
+/* named.db (schema 7): a static holds a registry whose field holds a list whose array holds the
+ * object asked for. Object[] #1 (the runtime's statics, held by a handle) -[5]-> Registry #2
+ * ._sessions -> List<Session> #3 ._items -> Session[] #4 [7] -> Session #5; element 5 of #1 is
+ * the static App.Program.s_registry. */
+static void fixture_named(void)
+{
+    enum { N_STATICS = 1, N_REGISTRY, N_LIST, N_ARRAY, N_SESSION, N_PROGRAM };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 6, "dotnet Named.dll");
+    hl_sb_type_full(sb, &(hl_type){.type_id = N_STATICS, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
+    hl_sb_type(sb, N_REGISTRY, "App.Registry");
+    hl_sb_type(sb, N_LIST, "System.Collections.Generic.List<App.Session>");
+    hl_sb_type_full(sb, &(hl_type){.type_id = N_ARRAY, .flags = HL_TYPE_FLAG_ARRAY},
+                    "App.Session[]");
+    hl_sb_type(sb, N_SESSION, "App.Session");
+    hl_sb_type(sb, N_PROGRAM, "App.Program");
+    hl_sb_field(sb, N_REGISTRY, 1, "Name");
+    hl_sb_field(sb, N_REGISTRY, 2, "_sessions");
+    hl_sb_field(sb, N_LIST, 1, "_items");
+    hl_sb_static(sb, 1, N_PROGRAM, "s_registry");
+    const uint32_t sizes[] = {0, 8192, 32, 32, 96, 24};
+    for (uint32_t id = 1; id <= 5; id++)
+        hl_sb_alloc(sb, id, id, sizes[id], 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 6);
+    for (uint64_t id = 1; id <= 5; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= 5; id++)
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+    const uint32_t refs[][3] = {{1, 2, 5}, {2, 3, 2}, {3, 4, 1}, {4, 5, 7}};
+    for (size_t i = 0; i < G_N_ELEMENTS(refs); i++)
+        hl_sb_snapshot_ref(sb, 1, refs[i][0], refs[i][1]);
+    for (size_t i = 0; i < G_N_ELEMENTS(refs); i++)
+        hl_sb_snapshot_ref_field(sb, 1, refs[i][2]);
+    hl_sb_snapshot_static(sb, 1, 1, 5, 1);
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_HANDLE, 0, 0x1000);
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, "named.db");
+}
+
+/* noise.db: two snapshots after full GCs of a heap that hardly changes: 200 App.Steady objects
+ * throughout; between the two, one more System.String (30 B) and System.Object[] (160 B), as the
+ * runtime's own state moves, and one App.Big of 100,000 B (over 1% of the heap). */
+static void fixture_noise(void)
+{
+    enum { S_STEADY = 1, S_STRING, S_ARRAY, S_BIG };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 7, "dotnet Noise.dll");
+    hl_sb_type(sb, S_STEADY, "App.Steady");
+    hl_sb_type(sb, S_STRING, "System.String");
+    hl_sb_type_full(sb, &(hl_type){.type_id = S_ARRAY, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
+    hl_sb_type(sb, S_BIG, "App.Big");
+    for (uint64_t id = 1; id <= 200; id++)
+        hl_sb_alloc(sb, id, S_STEADY, 5000, 100);
+    for (uint32_t gc = 1; gc <= 2; gc++) {
+        uint64_t last = gc == 1 ? 200 : 203;
+        if (gc == 2) {
+            hl_sb_alloc(sb, 201, S_STRING, 30, 100);
+            hl_sb_alloc(sb, 202, S_ARRAY, 160, 100);
+            hl_sb_alloc(sb, 203, S_BIG, 100000, 100);
+        }
+        hl_sb_gc_start(sb, gc, 2, TRUE, last + 1);
+        for (uint64_t id = gc == 1 ? 1 : 201; id <= last; id++)
+            hl_sb_fate(sb, gc, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+        hl_sb_snapshot_start(sb, gc, gc, HL_SNAPSHOT_INDUCED);
+        for (uint64_t id = 1; id <= last; id++) {
+            hl_sb_snapshot_object(sb, gc, id, HL_GEN_1, 0);
+            hl_sb_snapshot_root(sb, gc, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+        }
+        hl_sb_snapshot_end(sb, gc, gc);
+        hl_sb_gc_end(sb, gc, HL_GC_FLAG_COMPACTING);
+    }
+    hl_sb_run_end(sb, 2);
+    fixture_write_history(sb, "noise.db");
+}
+
+/* strings.db: one snapshot of 12 copies of "dup" (30 B each) and one "other". */
+static void fixture_strings(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 8, "dotnet Strings.dll");
+    hl_sb_type(sb, 1, "System.String");
+    for (uint64_t id = 1; id <= 13; id++)
+        hl_sb_alloc(sb, id, 1, 30, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, 14);
+    for (uint64_t id = 1; id <= 13; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= 13; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+        hl_sb_snapshot_root(sb, 1, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+        hl_sb_snapshot_string(sb, 1, id, id <= 12 ? "dup" : "other", 64);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, "strings.db");
+}
+
 static void fixtures_build(void)
 {
+    fixture_strings();
+    fixture_noise();
+    fixture_named();
     fixture_graph("graph.db", 4);
     fixture_graph("one.db", 1);
     fixture_nosnap();
@@ -553,6 +659,39 @@ static void case_roots_object(void)
     run_result_release(&r);
 }
 
+/* A path that reads like code: it starts at the static, each hop says the field (or element)
+ * holding the next (issue 21). */
+static void case_roots_named(void)
+{
+    json_t *doc = RUN_JSON("roots", "named.db", "--object", "5", "--json");
+    if (!doc)
+        return;
+    json_t *row = jrow(doc, 0);
+    CHECK_INT(jint(row, "length"), 3);
+    json_t *root = json_array_get(json_object_get(row, "roots"), 0);
+    CHECK_STR(jstr(root, "kind"), "static");
+    CHECK_STR(jstr(root, "static"), "App.Program.s_registry");
+    json_t *hops = json_object_get(row, "path");
+    path_expect(hops, (const long long[]){2, 3, 4, 5}, 4);
+    CHECK_STR(jstr(json_array_get(hops, 0), "field"), "_sessions");
+    CHECK_STR(jstr(json_array_get(hops, 1), "field"), "_items");
+    CHECK_INT(jint(json_array_get(hops, 2), "index"), 7);
+    CHECK(json_object_get(json_array_get(hops, 3), "field") == NULL);
+    json_decref(doc);
+
+    run_result r = RUN("roots", "named.db", "--object", "5");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out,
+              "shortest path from a GC root to object 5 (App.Session), snapshot 1 (GC 1):\n"
+              "root: static Program.s_registry\n"
+              "hop  object  size  type                                          holds the next in\n"
+              "  0       2  32 B  App.Registry                                  ._sessions\n"
+              "  1       3  32 B  System.Collections.Generic.List<App.Session>  ._items\n"
+              "  2       4  96 B  App.Session[]                                 [7]\n"
+              "  3       5  24 B  App.Session                                   \n");
+    run_result_release(&r);
+}
+
 static void case_roots_all(void)
 {
     json_t *doc =
@@ -633,6 +772,52 @@ static void case_roots_unreachable(void)
     json_t *doc = RUN_JSON("roots", "graph.db", "--snapshot", "1", "--object", "19", "--json");
     CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 0);
     json_decref(doc);
+}
+
+/* An object or two more between two snapshots is the runtime's own noise, not a leak; one
+ * large object over 1% of the heap is (leaks.c, the minimum growth). */
+static void case_leaks_noise(void)
+{
+    json_t *doc = RUN_JSON("leaks", "noise.db", "--json");
+    if (!doc)
+        return;
+    json_t *rows = json_object_get(doc, "rows");
+    CHECK_INT(json_array_size(rows), 1);
+    CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Big");
+    json_decref(doc);
+}
+
+/* inspect: a value held by at least --min-duplicates strings, all but one copy wasted; a bad
+ * threshold is one line and exit 1. */
+static void case_inspect(void)
+{
+    json_t *doc = RUN_JSON("inspect", "strings.db", "--json");
+    if (!doc)
+        return;
+    json_t *findings = json_object_get(doc, "findings");
+    CHECK_INT(json_array_size(findings), 1);
+    json_t *f = json_array_get(findings, 0);
+    CHECK_STR(jstr(f, "kind"), "duplicate-strings");
+    CHECK_STR(jstr(f, "value"), "dup");
+    CHECK_INT(jint(f, "count"), 12);
+    CHECK_INT(jint(f, "bytes"), 360);
+    CHECK_INT(jint(f, "wasted"), 330);
+    json_decref(doc);
+    doc = RUN_JSON("inspect", "strings.db", "--min-duplicates", "13", "--json");
+    if (doc)
+        CHECK_INT(json_array_size(json_object_get(doc, "findings")), 0);
+    json_decref(doc);
+    run_result r = RUN("inspect", "strings.db");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "inspections of snapshot 1 (GC 1): 1 finding\n"
+                     "bytes  finding            what\n"
+                     "330 B  duplicate-strings  12 strings \"dup\" (330 B wasted)\n");
+    run_result_release(&r);
+    r = RUN("inspect", "strings.db", "--max-fill", "2");
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.err, "heaplens: inspect: --max-fill takes a fraction from 0 to 1 (0.21: 21%), "
+                     "not '2'\n");
+    run_result_release(&r);
 }
 
 static void case_leaks(void)
@@ -1025,11 +1210,14 @@ static const cli_test_case cases[] = {
     {"retention_refs_text", case_retention_refs_text},
     {"retention_readonly", case_retention_readonly},
     {"roots_object", case_roots_object},
+    {"roots_named", case_roots_named},
     {"roots_all", case_roots_all},
     {"roots_type", case_roots_type},
     {"roots_type_names", case_roots_type_names},
     {"roots_unreachable", case_roots_unreachable},
     {"leaks", case_leaks},
+    {"leaks_noise", case_leaks_noise},
+    {"inspect", case_inspect},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"snapshot_rows_lost", case_snapshot_rows_lost},

@@ -1,0 +1,204 @@
+/* statics.c — see statics.h. */
+#include "collector/statics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector_internal.h"
+#include "collector/mem.h"
+
+typedef struct static_field {
+    ClassID cls;
+    mdToken token;
+    ModuleID module;
+} static_field;
+
+typedef struct static_slot {
+    uint64_t addr;
+    uint32_t id;
+} static_slot;
+
+typedef struct pending_static {
+    hl_static s;
+    char name[120];
+} pending_static;
+
+void hl_statics_init(hl_statics *s) {
+    memset(s, 0, sizeof *s);
+    hl_u64map_init(&s->classes);
+    s->fields.elem = sizeof(static_field);
+    s->pending.elem = sizeof(pending_static);
+    s->slots.elem = sizeof(static_slot);
+}
+
+void hl_statics_release(hl_statics *s) {
+    hl_u64map_release(&s->classes);
+    hl_vec_release(&s->fields);
+    hl_vec_release(&s->pending);
+    hl_vec_release(&s->slots);
+}
+
+/* A field whose value may be a heap reference: not a primitive, pointer or function pointer
+ * (those never sit in a GC slot). The signature is FIELD (6), custom modifiers, then the type. */
+static bool may_hold_reference(const uint8_t *sig, ULONG n) {
+    ULONG i = 1;
+    if (n < 2 || sig[0] != 0x06)
+        return false;
+    while (i < n && (sig[i] == 0x1f || sig[i] == 0x20)) { /* CMOD_REQD / CMOD_OPT token */
+        i++;
+        if (i < n)
+            i += (sig[i] & 0x80) == 0 ? 1 : (sig[i] & 0xC0) == 0x80 ? 2 : 4;
+    }
+    if (i >= n)
+        return false;
+    uint8_t t = sig[i];
+    return !((t >= 0x01 && t <= 0x0d) || t == 0x0f || t == 0x18 || t == 0x19 || t == 0x1b);
+}
+
+void hl_statics_note_class(collector *c, ClassID cls) {
+    hl_statics *s = &c->statics;
+    if (!cls || cls == s->last)
+        return;
+    s->last = cls;
+    if (hl_u64map_get(&s->classes, cls))
+        return;
+    if (!hl_u64map_put(&s->classes, cls, 1)) {
+        c->model_failures++;
+        return;
+    }
+    ICorProfilerInfo *info = c->p->info;
+    ModuleID module = 0;
+    mdTypeDef td = 0;
+    ClassID parent = 0, args[8];
+    uint32_t n_args = 0;
+    uint32_t elem_type = 0;
+    ClassID elem = 0;
+    ULONG rank = 0;
+    if (info_is_array_class(info, cls, &elem_type, &elem, &rank) == S_OK ||
+        HR_FAILED(info_get_class_id_info2(info, cls, &module, &td, &parent, 8, &n_args, args)) ||
+        !module || !td)
+        return;
+    IMetaDataImport *mdi = hl_type_names_metadata(&c->names, module);
+    if (!mdi)
+        return;
+    void *e = NULL;
+    mdToken tokens[64];
+    ULONG got = 0;
+    uint32_t type_id = 0;
+    while (!HR_FAILED(mdi_enum_fields(mdi, &e, td, tokens, 64, &got)) && got > 0) {
+        for (ULONG k = 0; k < got; k++) {
+            WCHAR w[8];
+            ULONG len = 0, sig_size = 0;
+            DWORD attr = 0;
+            const uint8_t *sig = NULL;
+            if (HR_FAILED(mdi_get_field_props_sig(mdi, tokens[k], w, 8, &len, &attr, &sig,
+                                                  &sig_size)) ||
+                !(attr & fdStatic) || (attr & (fdLiteral | fdHasFieldRVA)) ||
+                !may_hold_reference(sig, sig_size))
+                continue;
+            static_field f = {.cls = cls, .token = tokens[k], .module = module};
+            if (!type_id)
+                type_id = hl_collector_type_id(c, cls);
+            pending_static p = {.s = {.static_id = (uint32_t)s->fields.n + 1, .type_id = type_id}};
+            if (!hl_field_name(&c->names, module, tokens[k], p.name, sizeof p.name))
+                strcpy(p.name, "?");
+            if (!hl_vec_push(&s->fields, &f) || !hl_vec_push(&s->pending, &p))
+                c->model_failures++;
+        }
+    }
+    if (e)
+        mdi_close_enum(mdi, e);
+}
+
+static int slot_cmp(const void *a, const void *b) {
+    const static_slot *x = a, *y = b;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* The AppDomain a module's statics live in (there is one in .NET Core; asked per module). */
+static AppDomainID module_domain(ICorProfilerInfo *info, ModuleID module) {
+    AssemblyID assembly = 0;
+    AppDomainID domain = 0;
+    if (HR_FAILED(info_get_module_info(info, module, &assembly)) || !assembly ||
+        HR_FAILED(info_get_assembly_domain(info, assembly, &domain)))
+        return 0;
+    return domain;
+}
+
+/* Notes the class of a method (none for shared generic code without its instantiation). */
+static void note_function(collector *c, FunctionID function) {
+    ClassID cls = 0;
+    ModuleID module = 0;
+    mdToken token = 0;
+    uint32_t n_args = 0;
+    if (!HR_FAILED(info_get_function_info2(c->p->info, function, &cls, &module, &token, 0, &n_args,
+                                           NULL)))
+        hl_statics_note_class(c, cls);
+}
+
+void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
+    hl_statics *s = &c->statics;
+    ICorProfilerInfo *info = c->p->info;
+    IUnknown *e = NULL;
+    if (!HR_FAILED(info_enum_jited_functions(info, &e)) && e) {
+        COR_PRF_FUNCTION f[256];
+        ULONG got = 0;
+        while (!HR_FAILED(function_enum_next(e, 256, f, &got)) && got > 0)
+            for (ULONG k = 0; k < got; k++)
+                note_function(c, f[k].function);
+        clr_release(e);
+    }
+    /* Methods on the stack: the enumeration leaves out some that run (a program's Main) */
+    for (size_t i = 0; i < g->n_roots; i++)
+        if (g->roots[i].kind == HL_ROOT_STACK && g->roots[i].root_id)
+            note_function(c, (FunctionID)g->roots[i].root_id);
+    s->slots.n = 0;
+    s->lo = UINT64_MAX;
+    s->hi = 0;
+    ModuleID module = 0;
+    AppDomainID domain = 0;
+    for (size_t i = 0; i < s->fields.n; i++) {
+        const static_field *f = (const static_field *)s->fields.p + i;
+        if (f->module != module) {
+            module = f->module;
+            domain = module_domain(info, module);
+        }
+        void *addr = NULL;
+        if (!domain ||
+            HR_FAILED(info_get_app_domain_static_address(info, f->cls, f->token, domain, &addr)) ||
+            !addr)
+            continue; /* not initialised yet, or a thread static */
+        static_slot slot = {.addr = (uint64_t)(uintptr_t)addr, .id = (uint32_t)i + 1};
+        if (!hl_vec_push(&s->slots, &slot)) {
+            c->model_failures++;
+            break;
+        }
+        s->lo = slot.addr < s->lo ? slot.addr : s->lo;
+        s->hi = slot.addr > s->hi ? slot.addr : s->hi;
+    }
+    if (s->slots.n > 1)
+        qsort(s->slots.p, s->slots.n, sizeof(static_slot), slot_cmp);
+}
+
+uint32_t hl_statics_at(const hl_statics *s, uint64_t addr) {
+    if (addr < s->lo || addr > s->hi)
+        return 0;
+    const static_slot *v = s->slots.p;
+    size_t lo = 0, hi = s->slots.n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->slots.n && v[lo].addr == addr ? v[lo].id : 0;
+}
+
+void hl_statics_flush(collector *c) {
+    for (size_t i = 0; i < c->statics.pending.n; i++) {
+        const pending_static *p = (const pending_static *)c->statics.pending.p + i;
+        hl_collector_put_str(c, HL_REC_STATIC, &p->s, sizeof p->s, p->name);
+    }
+    c->statics.pending.n = 0;
+}

@@ -1,0 +1,51 @@
+/* statics.h — naming the slots that hold static fields, for heap snapshots.
+ *
+ * The runtime keeps a class's static references in slots of its own heap objects (Object[]
+ * arrays held by strong handles, on .NET 8 and 10): a path to a root runs "handle -> Object[] ->
+ * the object a static holds". GetAppDomainStaticAddress gives a static's slot address; a walked
+ * reference whose slot (object + offset) is that address is the static. Which classes: those of
+ * walked objects, those with JIT-compiled methods (EnumJITedFunctions: a class whose statics are
+ * set has run code — its static constructor or a method — unless precompiled) and those of the
+ * methods on the stack (the enumeration leaves out a running Main). Never a class
+ * the runtime has not loaded (GetClassFromToken would load it). A class's static reference
+ * fields are read from metadata once (EnumFields, GetFieldProps: static, not literal, not RVA,
+ * not a primitive); their addresses before each snapshot (a class initialised since then is
+ * found; one not initialised yet has none). Thread statics are not named. Collector thread only.
+ */
+#ifndef HEAPLENS_COLLECTOR_STATICS_H
+#define HEAPLENS_COLLECTOR_STATICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collector/clr_info.h"
+#include "collector/gc_capture.h"
+#include "collector/u64map.h"
+#include "collector/young.h"
+
+typedef struct hl_statics {
+    hl_u64map classes;  /* ClassID -> 1: its statics listed */
+    id_vec fields;      /* static_field: the static reference fields found, by id - 1 */
+    id_vec pending;     /* STATIC records not sent yet */
+    id_vec slots;       /* static_slot of the snapshot being built, by address */
+    uint64_t lo, hi;    /* the addresses' range */
+    ClassID last;       /* the last class noted (most objects follow one of their class) */
+    size_t jited_seen;  /* JIT-compiled functions already looked at */
+} hl_statics;
+
+struct collector;
+
+void hl_statics_init(hl_statics *s);
+void hl_statics_release(hl_statics *s);
+
+/* Lists the static reference fields of `cls` the first time it is seen. */
+void hl_statics_note_class(struct collector *c, ClassID cls);
+/* Before a snapshot's references: notes the classes of JIT-compiled methods and of the methods
+ * of `g`'s stack roots, then asks each static's slot address. */
+void hl_statics_prepare(struct collector *c, const hl_gc_capture *g);
+/* The static held at slot address `addr`, or 0. */
+uint32_t hl_statics_at(const hl_statics *s, uint64_t addr);
+/* Sends the STATIC records not sent yet. */
+void hl_statics_flush(struct collector *c);
+
+#endif /* HEAPLENS_COLLECTOR_STATICS_H */

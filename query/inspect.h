@@ -1,0 +1,52 @@
+/* inspect.h — automatic inspections of one heap snapshot (the analysis behind `heaplens
+ * inspect`, also shown by `heaplens report`): common waste found without a question asked, each
+ * finding with the bytes it wastes or holds, ranked. The kinds and how each is found:
+ *
+ *   duplicate-strings  a value held by at least `min_duplicates` String objects (same length and
+ *                      hash of the contents: snapshot_strings); wasted = all but one copy
+ *   empty-collections  List<T>, Queue<T>, Stack<T> whose storage is an empty array, and
+ *                      Dictionary<K,V>, HashSet<T> without entries (never filled: the runtime
+ *                      gives them storage at the first add), per type; an empty collection
+ *                      holds nothing of its own, so it retains its own bytes
+ *   sparse             reference arrays (not arrays of structs: types.flags 8) with at most
+ *                      `max_fill` of their elements set, per type
+ *                      (a List's backing array beyond its count included); wasted = the null
+ *                      elements' 8 bytes each
+ *   event-handlers     multicast delegates (a field `_invocationList`) with at least
+ *                      `min_subscribers` handlers, with the owner (a static, or the type and
+ *                      field that hold the delegate) and the handlers' target types
+ *   pinned             objects in gen0 or gen1 a pinning root holds, per type and generation
+ *   loh-free           the large-object heap's bytes in use after the snapshot's GC that no
+ *                      live object covers (fragmentation)
+ * ConcurrentDictionary's count, and finalizable objects, are not in a snapshot: not inspected.
+ *
+ * Errors: GError ** last, one line. */
+#ifndef HEAPLENS_QUERY_INSPECT_H
+#define HEAPLENS_QUERY_INSPECT_H
+
+#include "query/query.h"
+
+#include <glib.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdint.h>
+
+/* The thresholds: Eclipse MAT's where it has one (duplicate strings: 10; fill ratio: 0.2). */
+#define INSPECT_MIN_DUPLICATES 10
+#define INSPECT_MAX_FILL 0.21
+#define INSPECT_MIN_SUBSCRIBERS 100
+
+typedef struct inspect_options {
+    int64_t min_duplicates;
+    double max_fill;
+    int64_t min_subscribers;
+} inspect_options;
+
+/* The inspections of the snapshot `snapshot_text` names (NULL: the last) of the recording at
+ * `path` (open as `db`): {"snapshot":S,"gc":G,"findings":[{"kind":...,...,"rank_bytes":B}, ...]},
+ * the findings by rank_bytes (what each wastes or holds), largest first. New reference. A
+ * recording older than schema 7 has no string values: no duplicate-strings finding. */
+json_t *inspect_snapshot(sqlite3 *db, const char *path, const char *snapshot_text,
+                         const inspect_options *o, GError **error);
+
+#endif /* HEAPLENS_QUERY_INSPECT_H */

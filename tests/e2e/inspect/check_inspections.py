@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""End-to-end test of snapshots that explain themselves: record examples/Inspections twice and
+compare with the program's own ground truth.
+
+    check_inspections.py --heaplens build/bin/heaplens --dotnet dotnet \
+        --dll build/examples/Inspections/Inspections.dll --workdir /tmp/inspect
+
+`grow` run (a static registry whose List field gains 100 sessions per snapshot):
+  (a) `heaplens leaks --json`: the session type ranks first; its path starts at the static
+      SessionRegistry.Instance and names every field: SessionRegistry._sessions ->
+      List<Session>._items -> Session[][i] -> Session, i an element the array holds;
+  (b) `heaplens roots --type Session --json`: the same root and fields; the text says
+      "root: static SessionRegistry.Instance";
+  (c) the last snapshot in SQL (snapshot_ref_fields, snapshot_statics): the Holder's references
+      are exactly its five fields by name; Copies' references are elements 0 .. copies-1; each
+      sparse array's are the elements i % every == 0; the statics Program.s_holder,
+      SessionRegistry.Instance and Ticker.Tick are named, and Ticker.Tick's delegate holds the
+      subscribers' handlers.
+  (d) `heaplens inspect --json`: the duplicate string (5,000 copies, all but one wasted), the
+      empty List<int> and Dictionary<int, int> counts, the sparse Node?[] arrays (count, fill,
+      wasted bytes), the static event's 1,000 handlers and their target type, ranked by bytes.
+`--no-strings` run: snapshot_strings has lengths and hashes, no characters; inspect still finds
+the duplicates, without their value.
+`steady` run (three snapshots of a heap that does not change): `heaplens leaks` finds no
+suspect.
+
+Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
+exits 1 if anything failed.
+"""
+import argparse
+import json
+import os
+import sqlite3
+import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from e2elib import Checks, heaplens_json, record, run, start_log  # noqa: E402
+
+
+def check_path(checks, what, row, truth):
+    """A path as the issue wants it: the static, then each hop's field."""
+    roots = row.get("roots") or []
+    checks.eq(f"{what}: the root is the static", [{"kind": "static", "static": truth["registry_static"]}],
+              roots)
+    hops = row.get("path") or []
+    types = [h.get("type") for h in hops]
+    checks.eq(f"{what}: the hops' types",
+              [truth["registry_type"], truth["list_type"], truth["array_type"], truth["session_type"]],
+              types)
+    if len(hops) != 4:
+        return
+    checks.eq(f"{what}: SessionRegistry's field", "_sessions", hops[0].get("field"))
+    checks.eq(f"{what}: List's field", "_items", hops[1].get("field"))
+    index = hops[2].get("index")
+    checks.ok(f"{what}: the array's element is an index among the sessions",
+              isinstance(index, int) and 0 <= index < truth["checkpoints"][-1]["sessions"], repr(index))
+    checks.ok(f"{what}: the last hop holds nothing named", "field" not in hops[3] and "index" not in hops[3],
+              repr(hops[3]))
+
+
+def check_grow(checks, a, log, workdir):
+    db = os.path.join(workdir, "grow.db")
+    truth_path = os.path.join(workdir, "grow.json")
+    rc = record(a, db, truth_path, ["grow"], log, record_options=["-q"])
+    checks.eq("grow: recorded (exit status)", 0, rc)
+    if not checks.ok("grow: truth written", os.path.exists(truth_path)):
+        return
+    with open(truth_path) as f:
+        truth = json.load(f)
+
+    doc = heaplens_json(checks, a.heaplens, ["leaks", db], log)
+    rows = doc.get("rows", []) if doc else []
+    if checks.ok("leaks: a suspect", len(rows) >= 1):
+        checks.eq("leaks: the sessions rank first", truth["session_type"], rows[0].get("type"))
+        checks.eq("leaks: growth", truth["checkpoints"][-1]["sessions"] - truth["checkpoints"][0]["sessions"],
+                  rows[0].get("growth_count"))
+        check_path(checks, "leaks", rows[0], truth)
+    rc, out, err = run([a.heaplens, "leaks", db, "--top", "1"], log=log)
+    expected = (f"path:    static SessionRegistry.Instance -> SessionRegistry._sessions -> "
+                f"List<Session>._items -> Session[][")
+    checks.ok("leaks: the path reads like code", expected in out, out[-600:])
+
+    doc = heaplens_json(checks, a.heaplens, ["roots", db, "--type", truth["session_type"]], log)
+    rows = doc.get("rows", []) if doc else []
+    if checks.ok("roots: a path", len(rows) == 1):
+        check_path(checks, "roots", rows[0], truth)
+    rc, out, err = run([a.heaplens, "roots", db, "--type", truth["session_type"]], log=log)
+    checks.ok("roots: the text names the static", "root: static SessionRegistry.Instance\n" in out, out[:400])
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    snap = con.execute("SELECT max(snapshot) FROM snapshots").fetchone()[0]
+    holder = con.execute(
+        "SELECT so.object_id FROM snapshot_objects so JOIN objects o ON o.id = so.object_id"
+        " JOIN types t ON t.id = o.type_id WHERE so.snapshot = ? AND t.name = ?",
+        (snap, truth["holder_type"])).fetchall()
+    if checks.eq("sql: one Holder", 1, len(holder)):
+        hid = holder[0][0]
+        names = sorted(r[0] for r in con.execute(
+            "SELECT name FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ?", (snap, hid)))
+        checks.eq("sql: the Holder's references are its fields", sorted(truth["holder_fields"]), names)
+
+        def field_target(name):
+            r = con.execute("SELECT to_id FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ?"
+                            " AND name = ?", (snap, hid, name)).fetchone()
+            return r[0] if r else None
+
+        def elements(array_id):
+            r = con.execute("SELECT fields FROM snapshot_objects WHERE snapshot = ? AND object_id = ?",
+                            (snap, array_id)).fetchone()
+            return json.loads(r[0]) if r and r[0] else []
+
+        copies = field_target("Copies")
+        checks.eq("sql: Copies' elements", list(range(truth["copies"])), elements(copies))
+        sparse = field_target("Sparse")
+        arrays = [r[0] for r in con.execute(
+            "SELECT to_id FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ? ORDER BY field",
+            (snap, sparse))]
+        checks.eq("sql: sparse arrays", truth["sparse_arrays"], len(arrays))
+        want = list(range(0, truth["sparse_length"], truth["sparse_every"]))
+        checks.ok("sql: each sparse array's elements", all(elements(x) == want for x in arrays),
+                  repr([elements(x) for x in arrays[:2]]))
+        lists = field_target("EmptyLists")
+        checks.eq("sql: EmptyLists' elements", truth["empty_lists"], len(elements(lists)))
+        dicts = field_target("EmptyDicts")
+        checks.eq("sql: EmptyDicts' elements", truth["empty_dicts"], len(elements(dicts)))
+    statics = {r[0]: (r[1], r[2]) for r in con.execute(
+        "SELECT t.name || '.' || s.name, ss.object_id, ss.field FROM snapshot_statics ss"
+        " JOIN statics s ON s.id = ss.static_id JOIN types t ON t.id = s.type_id"
+        " WHERE ss.snapshot = ?", (snap,))}
+    for key in ("holder_static", "registry_static", "event_static"):
+        checks.ok(f"sql: static {truth[key]} named", truth[key] in statics, "")
+    if truth["event_static"] in statics:
+        obj, field = statics[truth["event_static"]]
+        delegate = con.execute("SELECT to_id FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ?"
+                               " AND field = ?", (snap, obj, field)).fetchone()
+        handlers = con.execute(
+            "SELECT count(*) FROM snapshot_ref_fields r JOIN snapshot_ref_fields l"
+            " ON l.snapshot = r.snapshot AND l.from_id = r.to_id"
+            " WHERE r.snapshot = ? AND r.from_id = ? AND r.name = '_invocationList'",
+            (snap, delegate[0] if delegate else -1)).fetchone()[0]
+        checks.eq("sql: the event's delegate holds the subscribers' handlers", truth["subscribers"], handlers)
+    con.close()
+    check_inspect(checks, a, log, db, truth)
+
+
+def check_inspect(checks, a, log, db, truth):
+    """`heaplens inspect --json`: every structure found, with its exact count."""
+    doc = heaplens_json(checks, a.heaplens, ["inspect", db], log)
+    if doc is None:
+        return
+    findings = doc.get("findings", [])
+
+    def find(kind, **match):
+        return [f for f in findings if f.get("kind") == kind and
+                all(f.get(k) == v for k, v in match.items())]
+
+    dup = find("duplicate-strings", value=truth["copy_value"])
+    checks.eq("inspect: the duplicate string's copies", [truth["copies"]], [f.get("count") for f in dup])
+    if dup:
+        checks.eq("inspect: all but one copy wasted", dup[0]["bytes"] - dup[0]["bytes"] // truth["copies"],
+                  dup[0].get("wasted"))
+    lists = find("empty-collections", type="System.Collections.Generic.List<System.Int32>")
+    checks.eq("inspect: empty lists", [truth["empty_lists"]], [f.get("count") for f in lists])
+    dicts = find("empty-collections", type="System.Collections.Generic.Dictionary<System.Int32, System.Int32>")
+    checks.eq("inspect: empty dictionaries", [truth["empty_dicts"]], [f.get("count") for f in dicts])
+    sparse = find("sparse", type="HeapLens.Examples.Inspections.Node[]")
+    checks.eq("inspect: sparse arrays", [truth["sparse_arrays"]], [f.get("count") for f in sparse])
+    if sparse:
+        fill = 1 / truth["sparse_every"]
+        checks.ok("inspect: their fill", abs(sparse[0].get("fill", -1) - fill) < 1e-9, repr(sparse[0]))
+        checks.eq("inspect: their wasted bytes",
+                  truth["sparse_arrays"] * (truth["sparse_length"] - truth["sparse_length"] // truth["sparse_every"]) * 8,
+                  sparse[0].get("wasted"))
+    events = find("event-handlers", owner=truth["event_static"].rsplit(".", 1)[0],
+                  field=truth["event_static"].rsplit(".", 1)[1])
+    checks.eq("inspect: the event's handlers", [truth["subscribers"]], [f.get("subscribers") for f in events])
+    if events:
+        checks.eq("inspect: the handlers' targets",
+                  [{"type": "HeapLens.Examples.Inspections.Subscriber", "count": truth["subscribers"]}],
+                  events[0].get("targets"))
+    ranks = [f.get("rank_bytes", 0) for f in findings]
+    checks.ok("inspect: ranked by bytes", ranks == sorted(ranks, reverse=True), repr(ranks[:8]))
+
+
+def check_no_strings(checks, a, log, workdir):
+    """record --no-strings: lengths and hashes, no characters; the duplicates still found."""
+    db = os.path.join(workdir, "nostrings.db")
+    truth_path = os.path.join(workdir, "nostrings.json")
+    rc = record(a, db, truth_path, ["grow"], log, record_options=["-q", "--no-strings"])
+    checks.eq("no-strings: recorded (exit status)", 0, rc)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows, kept = con.execute("SELECT count(*), count(*) FILTER (WHERE value IS NOT NULL AND length > 0)"
+                             " FROM snapshot_strings").fetchone()
+    con.close()
+    checks.ok("no-strings: strings stored", rows > 0, repr(rows))
+    checks.eq("no-strings: no characters stored", 0, kept)
+    doc = heaplens_json(checks, a.heaplens, ["inspect", db], log)
+    if doc is not None:
+        with open(truth_path) as f:
+            truth = json.load(f)
+        dup = [f for f in doc.get("findings", []) if f.get("kind") == "duplicate-strings"
+               and f.get("count") == truth["copies"]]
+        checks.ok("no-strings: the duplicates found by hash, without their value",
+                  len(dup) == 1 and dup[0].get("value") is None, repr(dup))
+
+
+def check_steady(checks, a, log, workdir):
+    db = os.path.join(workdir, "steady.db")
+    truth_path = os.path.join(workdir, "steady.json")
+    rc = record(a, db, truth_path, ["steady"], log, record_options=["-q"])
+    checks.eq("steady: recorded (exit status)", 0, rc)
+    doc = heaplens_json(checks, a.heaplens, ["leaks", db], log)
+    if doc is not None:
+        checks.eq("steady: leaks finds no suspect", [], [r.get("type") for r in doc.get("rows", [])])
+        checks.eq("steady: over the snapshots", 3, len(doc.get("snapshots", [])))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--heaplens", required=True)
+    ap.add_argument("--dotnet", default="dotnet")
+    ap.add_argument("--dll", required=True, help="Inspections.dll, or a self-contained executable")
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    log = start_log(a.workdir)
+    checks = Checks(a.verbose)
+    check_grow(checks, a, log, a.workdir)
+    check_no_strings(checks, a, log, a.workdir)
+    check_steady(checks, a, log, a.workdir)
+    return checks.summary(f" (log: {log})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
