@@ -102,16 +102,28 @@ typedef struct store_record {
     } u;
 } store_record;
 
+/* Writes `v` in decimal at `p` (at most STORE_U64_DIGITS bytes, no terminator); returns the
+ * end. For text built a piece at a time in a buffer of known room: one GString call per piece,
+ * not per number (the packed survivors are most of what the writer writes). */
+#define STORE_U64_DIGITS 20
+static inline char *store_put_u64(char *p, uint64_t v)
+{
+    char buf[STORE_U64_DIGITS];
+    int n = 0;
+    do {
+        buf[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    while (n > 0)
+        *p++ = buf[--n];
+    return p;
+}
+
 /* Appends `v` in decimal: JSON id arrays are much of what the writer writes, so no printf. */
 static inline void store_append_u64(GString *out, uint64_t v)
 {
-    char buf[20];
-    int n = 0;
-    do {
-        buf[sizeof buf - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    g_string_append_len(out, buf + sizeof buf - n, n);
+    char buf[STORE_U64_DIGITS];
+    g_string_append_len(out, buf, store_put_u64(buf, v) - buf);
 }
 
 /* Binds `value` to parameter `i`, or NULL when it is not `present` (an optional column). */
