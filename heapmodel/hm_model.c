@@ -189,6 +189,31 @@ size_t hm_window_find_live(const hm_window *w, uint64_t addr)
     return HM_NONE;
 }
 
+/* hm_window_find_live, searching from entry `hint` (any value: a hint out of range or past
+ * addr costs one binary search of the window, as without it): an exponential search forward
+ * from there, so that ascending lookups cost a few compares each instead of a full search. */
+static size_t hm_window_find_live_from(const hm_window *w, uint64_t addr, uint32_t hint)
+{
+    if (w->n == 0 || addr < w->e[0].addr || addr > w->e[w->n - 1].addr)
+        return HM_NONE;
+    uint32_t lo = 0, hi = w->n;
+    if (hint < w->n && w->e[hint].addr <= addr) {
+        /* e[lo].addr <= addr; widen the step until an entry at or past addr bounds it */
+        lo = hint;
+        for (uint32_t step = 1; lo + step < w->n; step *= 2) {
+            if (w->e[lo + step].addr >= addr) {
+                hi = lo + step + 1;
+                break;
+            }
+            lo += step;
+        }
+    }
+    uint32_t i = hm_entries_lower_bound(w->e, lo, hi, addr);
+    if (i < w->n && w->e[i].addr == addr && hm_entry_gen(&w->e[i]) != HM_GEN_TOMB)
+        return i;
+    return HM_NONE;
+}
+
 /* Window holding key, creating an empty one if needed. Returns its index or HM_NONE (NOMEM).
  * An empty window is harmless to every invariant, so creating one counts as no change. */
 size_t hm_windows_get(hm_model *m, uint64_t key, size_t from)
@@ -888,10 +913,16 @@ bool hm_model_lookup(const hm_model *cm, uint64_t addr, uint64_t *id, uint32_t *
             *generation = HM_GEN_UNKNOWN;
         return true;
     }
-    size_t wi = hm_windows_find(m, addr >> HM_WINDOW_SHIFT);
-    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live(&m->win[wi], addr);
+    uint64_t key = addr >> HM_WINDOW_SHIFT;
+    size_t wi = m->finger_wi < m->n_win && m->win[m->finger_wi].key == key
+                    ? m->finger_wi
+                    : hm_windows_find(m, key);
+    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live_from(&m->win[wi], addr,
+                                                                   m->finger_ei);
     if (ei == HM_NONE)
         return false;
+    m->finger_wi = wi;
+    m->finger_ei = (uint32_t)ei;
     if (id)
         *id = hm_entry_id(&m->win[wi].e[ei]);
     if (generation)

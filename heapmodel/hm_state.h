@@ -85,6 +85,12 @@ struct hm_model {
     uint64_t cache_key;
     size_t cache_wi; /* HM_NONE when no window has that key */
 
+    /* Where hm_model_lookup found its last object: a hint only (checked before use, never
+     * trusted), so that lookups in ascending address order — a snapshot's walk, references to
+     * neighbours — search forward from there instead of from the whole window. */
+    size_t finger_wi;
+    uint32_t finger_ei;
+
     /* key addr, val id << 8 | scratch: HM_Y_EVICTED, or the generation at GC start (gen << 4)
      * during a GC */
     hm_pair *young;

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "store/store.h"
+#include "store/store_internal.h"
 #include "tests/unit/common/hl_stream_builder.h"
 #include "wire/hl_wire.h"
 
@@ -2120,6 +2121,41 @@ static void test_first_read_order(void)
     tmp_dir_free(dir);
 }
 
+/* store_radix_sort against a stable comparison sort: random keys with repeats (the items keep
+ * their order among equal keys), and inputs sorted already or but for their last item (the
+ * sorted ones are left as they are, without a pass). */
+typedef struct radix_item {
+    uint64_t key, seq;
+} radix_item;
+
+static int radix_item_cmp(const void *a, const void *b)
+{
+    const radix_item *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void test_radix_sort(void)
+{
+    enum { N = 5000 };
+    static radix_item items[N], want[N];
+    uint64_t rng = 0x9e3779b97f4a7c15u;
+    for (int shape = 0; shape < 4; shape++) {
+        for (size_t i = 0; i < N; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            uint64_t key = shape == 0 ? rng % 97 : shape == 1 ? rng : 1000 + 3 * i;
+            if (shape == 3 && i == N - 1)
+                key = 5; /* sorted but for the last */
+            items[i] = (radix_item){.key = key, .seq = i};
+        }
+        memcpy(want, items, sizeof items);
+        qsort(want, N, sizeof *want, radix_item_cmp);
+        store_radix_sort(items, N, sizeof *items, G_STRUCT_OFFSET(radix_item, key));
+        CHECK(memcmp(items, want, sizeof items) == 0);
+    }
+}
+
 static void test_change_gaps(void)
 {
     char *dir = tmp_dir_new();
@@ -3474,6 +3510,7 @@ static const struct {
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
     {"change_gaps", test_change_gaps},
+    {"radix_sort", test_radix_sort},
     {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
 };
