@@ -523,5 +523,6 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     for (guint i = 0; i < w->gc.snapshots->len && w->on_snapshot != NULL; i++)
         w->on_snapshot(w->on_snapshot_ctx, &g_array_index(w->gc.snapshots, store_snapshot_done, i));
     g_array_set_size(w->gc.snapshots, 0);
+    store_writer_checkpoint(w); /* after the answers: the data is stored once committed */
     return TRUE;
 }
