@@ -74,11 +74,10 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
  * ObjectAllocated sends every allocation down it: that draw alone cost more than the walks
  * (perf: libm's log at 6-7% of the recording's CPU). Here the thread counts its bytes down and
  * draws once per sample. */
-typedef struct sampler_state {
-    uint64_t rng;   /* xorshift64* state, 0 until the thread's first allocation */
-    uint64_t left;  /* bytes until the next sampling point (>= 1) */
-} sampler_state;
-static _Thread_local sampler_state tls_sampler; /* one TLS lookup per allocation: by pointer */
+/* One per thread, in the thread's slot (hl_sampler_state, thread_buffers.h); a thread without a
+ * slot (all taken) keeps its own, looked up by pointer. */
+typedef hl_sampler_state sampler_state;
+static _Thread_local sampler_state tls_sampler;
 
 static uint64_t next_random(sampler_state *t) {
     uint64_t x = t->rng;
@@ -113,8 +112,9 @@ static uint32_t heap_kind_of(hl_profiler *p, ObjectID object, uint64_t size) {
     return size >= 85000 ? 1 : 0; /* the default LOH threshold */
 }
 
-static void own_sample(hl_profiler *p, ObjectID object, ClassID class_id, uint64_t size) {
-    sampler_state *t = &tls_sampler;
+static void own_sample(hl_profiler *p, hl_tbuf *ring, ObjectID object, ClassID class_id,
+                       uint64_t size) {
+    sampler_state *t = ring ? &ring->sampler : &tls_sampler;
     if (__builtin_expect(t->left > size, 1)) {
         t->left -= size;
         return;
@@ -135,10 +135,10 @@ static void own_sample(hl_profiler *p, ObjectID object, ClassID class_id, uint64
     sample_push(p, &s, true);
 }
 
-void hl_eventpipe_on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id,
-                                      uint64_t size) {
+void hl_eventpipe_on_object_allocated(hl_profiler *p, hl_tbuf *ring, ObjectID object,
+                                      ClassID class_id, uint64_t size) {
     if (p->sampling.own_sampler) {
-        own_sample(p, object, class_id, size);
+        own_sample(p, ring, object, class_id, size);
         return;
     }
     if (!tls_sample.waiting)

@@ -47,6 +47,7 @@ typedef struct hl_sampling {
 } hl_sampling;
 
 struct hl_profiler;
+struct hl_tbuf;
 
 /* The runtime provider's GCHeapSurvivalAndMovement keyword. Its only use here: while a session
  * has it on (level Informational), the runtime reports every GC's survivor ranges, sweeping
@@ -75,10 +76,11 @@ void hl_eventpipe_stop(struct hl_profiler *p);
 /* ObjectAllocated (full mode) calls this first, with the object's class and size. With the
  * collector's own sampler (the default in full mode) it counts the thread's bytes down to the
  * next sampling point and, when the object holds that point, walks the stack and pushes the
- * sample. With the EventPipe sampler (HEAPLENS_FULL_SAMPLER=eventpipe): when the calling thread's
+ * sample; `ring` is the calling thread's slot (NULL: none), which holds the sampler's state.
+ * With the EventPipe sampler (HEAPLENS_FULL_SAMPLER=eventpipe): when the calling thread's
  * last sample event is this object, its stack is walked here and the sample is pushed. */
-void hl_eventpipe_on_object_allocated(struct hl_profiler *p, ObjectID object, ClassID class_id,
-                                      uint64_t size);
+void hl_eventpipe_on_object_allocated(struct hl_profiler *p, struct hl_tbuf *ring,
+                                      ObjectID object, ClassID class_id, uint64_t size);
 
 /* The next sampling distance in bytes: geometric with mean `mean` (each byte a sampling point
  * with p = 1/mean), from the uniform 64-bit random `u`. Pure (tests/unit/collector). */

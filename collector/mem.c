@@ -142,4 +142,5 @@ hl_mem_stats hl_mem_stats_get(void) {
                           .heap_peak_bytes = atomic_load(&mem_heap_peak)};
 }
 
-const hm_allocator hl_mem_model_allocator = {.realloc = hl_mem_realloc, .free = hl_mem_free};
+const hm_allocator hl_mem_model_allocator = {.realloc = hl_mem_realloc, .free = hl_mem_free,
+                                              .calloc = hl_mem_calloc};

@@ -77,12 +77,16 @@ void hl_outbox_release(hl_outbox *o) {
 }
 
 /* Moves what is not wholly sent to the front. The partly sent record stays whole, so that
- * writer_lost can still read its header. */
+ * writer_lost can still read its header. Only when the bytes to move are no more than the room
+ * it gains: a full queue behind a slow writer would otherwise move all of itself each time the
+ * writer took a socket's worth (most of the collector thread's time on MidLife went there).
+ * So every byte moved was sent before it, and a put waits at most until half the queue is out. */
 static void compact(hl_outbox *o) {
     size_t from = o->boundary < o->start ? o->boundary : o->start;
-    if (!from)
+    if (!from || o->end - from > from)
         return;
     memmove(o->data, o->data + from, o->end - from);
+    o->bytes_moved += o->end - from;
     o->start -= from;
     o->end -= from;
     o->boundary -= from;

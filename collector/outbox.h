@@ -35,6 +35,7 @@ typedef struct hl_outbox {
     size_t boundary;     /* offset of the first record not wholly sent (start may be inside it) */
     uint64_t records_dropped, bytes_dropped;
     uint64_t bytes_sent;
+    uint64_t bytes_moved; /* moved to the front to make room: never more than bytes_sent */
     uint64_t wait_ns;    /* time spent waiting for room (for the benchmark and tests) */
     int stall_ms;        /* HL_OUTBOX_STALL_MS; tests set less */
     void (*on_wait)(void *ctx);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "collector/attach_config.h"
+#include "collector/census.h"
 #include "collector/collector.h"
 #include "collector/mem.h"
 #include "collector/rejit.h"
@@ -42,14 +43,31 @@ static ULONG profiler_release(hl_profiler *self) { (void)self; return 1; }
 
 /* ---- allocation --------------------------------------------------------------------------- */
 
+/* The object's size. GetObjectSize2 is a call into the runtime for every allocation; the
+ * object, just allocated on this thread, is whole, and its size is its method table's base size
+ * plus, for arrays and strings, length times component size (census.c's layout, the runtime's
+ * own Object::GetSize). A thread checks each method table once against GetObjectSize2 (as the
+ * census does: a layout this code does not know, or a ClassID that is not the object's method
+ * table, keeps the runtime's answer) and then reads it itself. */
+static uint64_t object_size(hl_profiler *p, hl_tbuf *ring, ObjectID object, ClassID class_id) {
+    uint64_t mt = *(const uintptr_t *)object & ~(uintptr_t)7;
+    uint64_t *sized = ring ? &ring->sized[(mt >> 3) & (HL_TBUF_SIZED - 1)] : NULL;
+    if (sized && *sized == mt && mt == class_id)
+        return hl_census_object_size((const void *)(uintptr_t)object);
+    SIZE_T size = 0;
+    info_get_object_size2(p->info, object, &size);
+    if (sized && mt == class_id && size == hl_census_object_size((const void *)(uintptr_t)object))
+        *sized = mt;
+    return size;
+}
+
 static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID class_id) {
     if (!p->active)
         return S_OK;
-    SIZE_T size = 0;
-    info_get_object_size2(p->info, object, &size);
-    if (p->stacks) /* a sample (with its stack) goes before its object */
-        hl_eventpipe_on_object_allocated(p, object, class_id, size);
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
+    uint64_t size = object_size(p, ring, object, class_id);
+    if (p->stacks) /* a sample (with its stack) goes before its object */
+        hl_eventpipe_on_object_allocated(p, ring, object, class_id, size);
     if (!ring) {
         hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped */
         return S_OK;

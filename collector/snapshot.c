@@ -81,7 +81,7 @@ typedef struct hl_snapshot {
     id_vec strings;    /* hl_snapshot_string: the strings' values */
     id_vec roots;      /* hl_snapshot_root */
     id_vec discovered; /* hl_discovered */
-    uint64_t *walked;  /* addresses of the walk, sorted, for the self-check */
+    uint64_t known;    /* walked objects the model holds in a GC generation (self-check) */
     hl_u64map frozen;  /* frozen objects already listed */
     hl_snapshot_end end;
 } snapshot;
@@ -98,8 +98,7 @@ static void walk_objects(snapshot *s) {
     hl_gen_lookup after; /* the generation of an object the model does not know */
     if (!hl_gen_lookup_init(&after, g->after, g->n_after))
         c->model_failures++; /* such objects would read as frozen */
-    size_t i = 0;
-    for (size_t off = 0; off < g->walk_len; i++) {
+    for (size_t off = 0; off < g->walk_len;) {
         hl_walk_object w;
         memcpy(&w, g->walk + off, sizeof w);
         off += hl_walk_object_bytes(w.n_refs);
@@ -109,6 +108,7 @@ static void walk_objects(snapshot *s) {
         hl_snapshot_object o = {0};
         if (hm_model_lookup(c->model, w.object, &id, &gen) && gen != HM_GEN_UNKNOWN) {
             o = (hl_snapshot_object){.id = id, .generation = gen};
+            s->known += gen != HM_GEN_NONGC;
             if (gen == HM_GEN_NONGC) {
                 /* .NET 10's walk reports frozen objects too: list them once, flagged, and keep
                  * resolve() from adding them a second time. */
@@ -153,7 +153,6 @@ static void walk_objects(snapshot *s) {
                 s->end.model_extra++;
         }
         push(s, &s->objects, &o);
-        s->walked[i] = w.object;
         s->end.bytes += w.size;
     }
     hl_gen_lookup_release(&after);
@@ -240,27 +239,11 @@ static void walk_roots(snapshot *s) {
     }
 }
 
-static int addr_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef struct missing_scan {
-    const uint64_t *walked;
-    size_t n, at;
-    uint64_t missing;
-} missing_scan;
-
-/* hm_model_foreach visits ascending addresses, the walk is sorted: one merge pass. */
-static bool missing_visit(void *ctx, uint64_t addr, uint64_t id, uint32_t generation) {
-    missing_scan *m = ctx;
-    (void)id;
-    if (generation == HM_GEN_NONGC || generation == HM_GEN_UNKNOWN)
-        return true; /* frozen objects need not be walked; unknown ones were just discovered */
-    while (m->at < m->n && m->walked[m->at] < addr)
-        m->at++;
-    if (m->at == m->n || m->walked[m->at] != addr)
-        m->missing++;
+/* The model's objects in a GC generation: frozen objects need not be walked, and the model
+ * holds no young (unknown) one right after applying the GC. */
+static bool count_visit(void *ctx, uint64_t addr, uint64_t id, uint32_t generation) {
+    (void)addr, (void)id;
+    *(uint64_t *)ctx += generation != HM_GEN_NONGC && generation != HM_GEN_UNKNOWN;
     return true;
 }
 
@@ -287,23 +270,18 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
     hl_u64map_init(&s->frozen);
-    s->walked = hl_mem_malloc((g->walk_objects ? g->walk_objects : 1) * sizeof *s->walked);
-    if (!s->walked) {
-        c->model_failures++;
-        hl_mem_free(s);
-        return NULL;
-    }
+    /* Self-check, missing: the model's objects the walk did not name. The walk names an address
+     * once, and a lookup finds one object per address, so that is the model's objects less
+     * those the walk found (no sort of the walk to merge with the model: a qsort of 10M
+     * addresses was a fifth of the collector's time for a 10M-object snapshot). */
+    uint64_t held = 0;
+    hm_model_foreach(c->model, count_visit, &held);
     walk_objects(s);
     walk_strings(s);
     hl_statics_prepare(c, g); /* the classes walk_objects noted included */
     walk_refs(s);
     walk_roots(s);
-    qsort(s->walked, g->walk_objects, sizeof *s->walked, addr_cmp);
-    missing_scan m = {.walked = s->walked, .n = g->walk_objects};
-    hm_model_foreach(c->model, missing_visit, &m);
-    s->end.model_missing = m.missing;
-    hl_mem_free(s->walked);
-    s->walked = NULL;
+    s->end.model_missing = held > s->known ? held - s->known : 0;
     hl_u64map_release(&s->frozen);
     return s;
 }

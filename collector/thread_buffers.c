@@ -299,7 +299,7 @@ static inline void tail_append(hl_tbufs *r, hl_tbuf *b, uint32_t chunk, uint32_t
     b->tail_chunk = fresh;
 }
 
-bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
+bool hl_tbuf_push_slow(hl_tbuf *b, const hl_alloc_event *ev) {
     hl_tbufs *r = b->owner;
     uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
     if (chunk == HL_TBUF_NONE || fill == HL_TBUF_CHUNK_EVENTS) {
@@ -363,11 +363,6 @@ uint32_t hl_sample_encode(hl_alloc_event *out, uint64_t id, uint64_t address, ui
                                   .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_FRAMES, c)};
     }
     return n;
-}
-
-void hl_tbuf_count_allocation(hl_tbuf *b) {
-    uint64_t n = atomic_load_explicit(&b->allocations, memory_order_relaxed);
-    atomic_store_explicit(&b->allocations, n + 1, memory_order_relaxed);
 }
 
 /* ---- consumer side -------------------------------------------------------------------------- */

@@ -76,6 +76,16 @@ uint32_t hl_sample_encode(hl_alloc_event *out, uint64_t id, uint64_t address, ui
 
 typedef struct hl_tbufs hl_tbufs;
 
+/* The collector's own allocation sampler, per thread (eventpipe.c): kept in the thread's slot,
+ * which ObjectAllocated holds anyway, so that an allocation costs one thread-local lookup. */
+typedef struct hl_sampler_state {
+    uint64_t rng;  /* xorshift64* state, 0 until the thread's first allocation */
+    uint64_t left; /* bytes until the next sampling point (>= 1) */
+} hl_sampler_state;
+
+/* Method tables whose objects' size a thread computes itself (profiler.c), direct-mapped. */
+#define HL_TBUF_SIZED 32
+
 /* One thread's slot. Fields are grouped by the side that writes them, one cache line each, so
  * the producer and the consumer do not bounce a line on every event. */
 typedef struct hl_tbuf {
@@ -92,6 +102,10 @@ typedef struct hl_tbuf {
     atomic_uint_fast64_t wait_ns; /* ... and the time they waited */
     uint64_t id_next, id_end;     /* the thread's block of allocation ids (hl_tbuf_next_id) */
     uint64_t id_epoch;            /* the GC epoch the block was taken in */
+    hl_sampler_state sampler;     /* full mode's own sampler (eventpipe.c) */
+    /* Method tables checked against GetObjectSize2 by this slot's threads (profiler.c
+     * object_size): their objects' size is read from the table, no runtime call. */
+    uint64_t sized[HL_TBUF_SIZED];
     /* shared: the first chunk of the list. Written by the producer only while it is
      * HL_TBUF_NONE (its first chunk), by the consumer otherwise (it advances or frees it). */
     _Alignas(64) atomic_uint head_chunk;
@@ -177,15 +191,21 @@ hl_tbuf *hl_tbufs_current(hl_tbufs *r);
 void hl_tbufs_count_overflow_allocation(hl_tbufs *r);
 
 /* Producer side, called by the slot's own thread. Waits while the pool has no chunk left (see
- * above); returns false (and counts a drop) when the wait gives up or the consumer is gone. */
-bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev);
+ * above); returns false (and counts a drop) when the wait gives up or the consumer is gone.
+ * Inline: a store and a release once the thread has a chunk with room; the rest is
+ * hl_tbuf_push_slow (a new chunk: once per HL_TBUF_CHUNK_EVENTS events). */
+bool hl_tbuf_push_slow(hl_tbuf *b, const hl_alloc_event *ev);
+static inline bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev);
 /* Pushes `n` events (at most HL_TBUF_CHUNK_EVENTS) into one chunk, published together: the
  * consumer sees all of them or none. A chunk without room for them is closed with PAD sample
  * events. Waits like hl_tbuf_push; returns false when it gives up (nothing is pushed or counted:
  * the caller counts what it lost). */
 bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n);
 /* Counts one allocation on the calling thread's slot (producer side). */
-void hl_tbuf_count_allocation(hl_tbuf *b);
+static inline void hl_tbuf_count_allocation(hl_tbuf *b) {
+    uint64_t n = atomic_load_explicit(&b->allocations, memory_order_relaxed);
+    atomic_store_explicit(&b->allocations, n + 1, memory_order_relaxed); /* producer only */
+}
 
 /* Consumer side (collector thread only). Hands every event with id < limit to fn, in push order
  * per slot (slots one after another; a slot's spilled events first), as runs of consecutive
@@ -228,5 +248,16 @@ uint64_t hl_tbufs_allocations(hl_tbufs *r);
  * and tests). */
 uint32_t hl_tbufs_chunks_in_use(hl_tbufs *r);
 uint32_t hl_tbufs_chunks_max(hl_tbufs *r);
+
+static inline bool hl_tbuf_push(hl_tbuf *b, const hl_alloc_event *ev) {
+    uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
+    if (__builtin_expect(chunk == HL_TBUF_NONE || fill == HL_TBUF_CHUNK_EVENTS, 0))
+        return hl_tbuf_push_slow(b, ev);
+    hl_tbufs *r = b->owner;
+    r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill] = *ev;
+    b->tail_fill = fill + 1;
+    atomic_store_explicit(&r->desc[chunk].fill, fill + 1, memory_order_release);
+    return true;
+}
 
 #endif /* HEAPLENS_THREAD_BUFFERS_H */

@@ -85,6 +85,8 @@ void *hm_calloc(hm_model *m, size_t n, size_t size)
 {
     if (n > 0 && size > SIZE_MAX / n)
         return NULL;
+    if (m->alloc->calloc)
+        return hm_may_allocate(m) ? m->alloc->calloc(n > 0 ? n : 1, size > 0 ? size : 1) : NULL;
     size_t bytes = n * size;
     void *p = hm_realloc(m, NULL, bytes > 0 ? bytes : 1);
     if (p)
@@ -109,7 +111,8 @@ static void *hm_libc_realloc(void *p, size_t size)
     return realloc(p, size); /* the C library's allocator */
 }
 
-static const hm_allocator hm_libc_allocator = {.realloc = hm_libc_realloc, .free = free};
+static const hm_allocator hm_libc_allocator = {.realloc = hm_libc_realloc, .free = free,
+                                               .calloc = calloc};
 
 /* Grows the array whose pointer is at pp (any T **) to hold at least `need` elements of `size`
  * bytes; growth is geometric so repeated calls cost amortised O(1). Returns HM_OK or
@@ -136,9 +139,12 @@ int hm_reserve(hm_model *m, void *pp, size_t *cap, size_t need, size_t size)
     return HM_OK;
 }
 
-static void hm_scratch_release(const hm_model *m, void *pp, size_t *cap, size_t size)
+/* Frees a scratch buffer above HM_SCRATCH_KEEP_BYTES whose capacity is more than
+ * HM_SCRATCH_SLACK times `demand`, the most elements any scratch buffer held in this GC. */
+static void hm_scratch_release(const hm_model *m, void *pp, size_t *cap, size_t size,
+                               size_t demand)
 {
-    if (*cap * size > HM_SCRATCH_KEEP_BYTES) {
+    if (*cap * size > HM_SCRATCH_KEEP_BYTES && *cap / HM_SCRATCH_SLACK > demand) {
         void *p = NULL;
         memcpy(&p, pp, sizeof(p));
         hm_free(m, p);
@@ -148,7 +154,8 @@ static void hm_scratch_release(const hm_model *m, void *pp, size_t *cap, size_t 
     }
 }
 
-#define HM_SCRATCH_RELEASE(ptr, cap) hm_scratch_release(m, &(ptr), &(cap), sizeof(*(ptr)))
+#define HM_SCRATCH_RELEASE(ptr, cap, demand)                                                  \
+    hm_scratch_release(m, &(ptr), &(cap), sizeof(*(ptr)), (demand))
 /* ---- small helpers ---------------------------------------------------------------------- */
 
 /* First window index in [lo, n_win) whose key is >= key. */
@@ -177,6 +184,31 @@ size_t hm_window_find_live(const hm_window *w, uint64_t addr)
     if (w->n == 0 || addr < w->e[0].addr || addr > w->e[w->n - 1].addr)
         return HM_NONE; /* the usual case for a fresh allocation: past the window's last object */
     uint32_t i = hm_entries_lower_bound(w->e, 0, w->n, addr);
+    if (i < w->n && w->e[i].addr == addr && hm_entry_gen(&w->e[i]) != HM_GEN_TOMB)
+        return i;
+    return HM_NONE;
+}
+
+/* hm_window_find_live, searching from entry `hint` (any value: a hint out of range or past
+ * addr costs one binary search of the window, as without it): an exponential search forward
+ * from there, so that ascending lookups cost a few compares each instead of a full search. */
+static size_t hm_window_find_live_from(const hm_window *w, uint64_t addr, uint32_t hint)
+{
+    if (w->n == 0 || addr < w->e[0].addr || addr > w->e[w->n - 1].addr)
+        return HM_NONE;
+    uint32_t lo = 0, hi = w->n;
+    if (hint < w->n && w->e[hint].addr <= addr) {
+        /* e[lo].addr <= addr; widen the step until an entry at or past addr bounds it */
+        lo = hint;
+        for (uint32_t step = 1; lo + step < w->n; step *= 2) {
+            if (w->e[lo + step].addr >= addr) {
+                hi = lo + step + 1;
+                break;
+            }
+            lo += step;
+        }
+    }
+    uint32_t i = hm_entries_lower_bound(w->e, lo, hi, addr);
     if (i < w->n && w->e[i].addr == addr && hm_entry_gen(&w->e[i]) != HM_GEN_TOMB)
         return i;
     return HM_NONE;
@@ -836,14 +868,22 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
     st.anomalies += g.anomalies;
     st.live_after = hm_model_count(m);
 
-    HM_SCRATCH_RELEASE(m->bb, m->cap_bb);
-    HM_SCRATCH_RELEASE(m->ba, m->cap_ba);
-    HM_SCRATCH_RELEASE(m->cr, m->cap_cr);
-    HM_SCRATCH_RELEASE(m->mv, m->cap_mv);
-    HM_SCRATCH_RELEASE(m->ins, m->cap_ins);
-    HM_SCRATCH_RELEASE(m->tmp, m->cap_tmp);
-    HM_SCRATCH_RELEASE(m->dead, m->cap_dead);
-    HM_SCRATCH_RELEASE(m->cls, m->cap_cls);
+    /* What this GC's scratch held at most: the young list (ins, dead, cls), the moves, the
+     * insert list and its sort scratch (tmp: twice the larger one, with the sort's own). */
+    size_t demand = young > g.n_ins ? young : g.n_ins;
+    if (in->n_moves > demand)
+        demand = in->n_moves;
+    if (in->n_bounds_before + in->n_bounds_after > demand)
+        demand = in->n_bounds_before + in->n_bounds_after;
+    demand = 2 * demand + hm_sort_tmp_size(demand);
+    HM_SCRATCH_RELEASE(m->bb, m->cap_bb, demand);
+    HM_SCRATCH_RELEASE(m->ba, m->cap_ba, demand);
+    HM_SCRATCH_RELEASE(m->cr, m->cap_cr, demand);
+    HM_SCRATCH_RELEASE(m->mv, m->cap_mv, demand);
+    HM_SCRATCH_RELEASE(m->ins, m->cap_ins, demand);
+    HM_SCRATCH_RELEASE(m->tmp, m->cap_tmp, demand);
+    HM_SCRATCH_RELEASE(m->dead, m->cap_dead, demand);
+    HM_SCRATCH_RELEASE(m->cls, m->cap_cls, demand);
 out:
     if (stats)
         *stats = st;
@@ -873,10 +913,16 @@ bool hm_model_lookup(const hm_model *cm, uint64_t addr, uint64_t *id, uint32_t *
             *generation = HM_GEN_UNKNOWN;
         return true;
     }
-    size_t wi = hm_windows_find(m, addr >> HM_WINDOW_SHIFT);
-    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live(&m->win[wi], addr);
+    uint64_t key = addr >> HM_WINDOW_SHIFT;
+    size_t wi = m->finger_wi < m->n_win && m->win[m->finger_wi].key == key
+                    ? m->finger_wi
+                    : hm_windows_find(m, key);
+    size_t ei = wi == HM_NONE ? HM_NONE : hm_window_find_live_from(&m->win[wi], addr,
+                                                                   m->finger_ei);
     if (ei == HM_NONE)
         return false;
+    m->finger_wi = wi;
+    m->finger_ei = (uint32_t)ei;
     if (id)
         *id = hm_entry_id(&m->win[wi].e[ei]);
     if (generation)

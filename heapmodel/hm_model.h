@@ -149,11 +149,14 @@ typedef struct hm_gc_stats {
 /* A new, empty model, or NULL when out of memory. Free with hm_model_free (NULL is accepted). */
 hm_model *hm_model_new(void);
 /* Where a model's memory comes from: `realloc` with the C library's meaning (a NULL pointer
- * allocates), `free` accepting NULL. A host that counts its memory passes its own (the
- * collector does: collector/mem.h). */
+ * allocates), `free` accepting NULL, and optionally `calloc` (NULL: realloc, then memset). A
+ * host that counts its memory passes its own (the collector does: collector/mem.h). The young
+ * list's hash is large and mostly never touched: a calloc that maps fresh zero pages spares
+ * zeroing (and faulting in) all of it. */
 typedef struct hm_allocator {
     void *(*realloc)(void *p, size_t size);
     void (*free)(void *p);
+    void *(*calloc)(size_t n, size_t size);
 } hm_allocator;
 /* hm_model_new with `alloc` for every allocation of the model, itself included (borrowed: it
  * must outlive the model); NULL: the C library's. */

@@ -53,10 +53,13 @@
  * kept young object (inserted, but it did not go through this GC as a survivor). */
 #define HM_INS_KEEP HM_GEN_UNKNOWN
 
-/* Scratch buffers above this size are freed after the GC that needed them: a full GC of a big
- * heap needs 32 bytes per survivor for a moment, and holding that forever would double the
- * model's footprint. gen0 GCs stay below it and keep their buffers. */
+/* Scratch buffers above this size are freed after a GC that needed less than a quarter of them
+ * (HM_SCRATCH_SLACK): a full GC of a big heap needs 32 bytes per survivor for a moment, and
+ * holding that forever would double the model's footprint. A program whose every GC is that
+ * large keeps them: freed and mapped again at each GC, their pages were faulted in anew every
+ * time (a third of the collector thread's CPU on MidLife, 2.3M young objects per GC). */
 #define HM_SCRATCH_KEEP_BYTES ((size_t)8 << 20)
+#define HM_SCRATCH_SLACK 4
 
 typedef struct hm_entry {
     uint64_t addr;
@@ -81,6 +84,12 @@ struct hm_model {
     bool cache_valid;
     uint64_t cache_key;
     size_t cache_wi; /* HM_NONE when no window has that key */
+
+    /* Where hm_model_lookup found its last object: a hint only (checked before use, never
+     * trusted), so that lookups in ascending address order — a snapshot's walk, references to
+     * neighbours — search forward from there instead of from the whole window. */
+    size_t finger_wi;
+    uint32_t finger_ei;
 
     /* key addr, val id << 8 | scratch: HM_Y_EVICTED, or the generation at GC start (gen << 4)
      * during a GC */

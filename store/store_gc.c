@@ -76,13 +76,17 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
             store_radix_sort(ids, n, sizeof *ids, 0);
             break;
         }
-    g_string_assign(json, "[");
-    store_append_u64(json, ids[0]);
+    /* Written in place: room for every number and its comma, then cut to what was written. */
+    g_string_set_size(json, 2 + (gsize)n * (STORE_U64_DIGITS + 1));
+    char *p = json->str;
+    *p++ = '[';
+    p = store_put_u64(p, ids[0]);
     for (uint32_t i = 1; i < n; i++) {
-        g_string_append_c(json, ',');
-        store_append_u64(json, ids[i] - ids[i - 1]);
+        *p++ = ',';
+        p = store_put_u64(p, ids[i] - ids[i - 1]);
     }
-    g_string_append_c(json, ']');
+    *p++ = ']';
+    g_string_truncate(json, (gsize)(p - json->str));
     sqlite3_bind_int64(st, col++, w->gc.start.gc);
     if (!deaths)
         sqlite3_bind_int64(st, col++, gen);
@@ -171,20 +175,19 @@ static gboolean store_gc_pack_object(store_writer *w, uint64_t id, uint32_t type
     }
     if (c->count > 0 && id <= c->last_id && !store_gc_flush_chunk(w, c, error))
         return FALSE;
-    GString *json = c->json;
-    if (c->count == 0) {
-        g_string_truncate(json, 0);
-        g_string_append(json, "[[");
-        store_append_u64(json, id);
-    } else {
-        g_string_append(json, ",[");
-        store_append_u64(json, id - c->last_id);
-    }
-    g_string_append_c(json, ',');
-    store_append_u64(json, type_id);
-    g_string_append_c(json, ',');
-    store_append_u64(json, size);
-    g_string_append_c(json, ']');
+    /* The object's text in one piece: one append instead of seven. */
+    char text[3 * STORE_U64_DIGITS + 5], *p = text;
+    if (c->count == 0)
+        g_string_truncate(c->json, 0);
+    *p++ = c->count == 0 ? '[' : ',';
+    *p++ = '[';
+    p = store_put_u64(p, c->count == 0 ? id : id - c->last_id);
+    *p++ = ',';
+    p = store_put_u64(p, type_id);
+    *p++ = ',';
+    p = store_put_u64(p, size);
+    *p++ = ']';
+    g_string_append_len(c->json, text, p - text);
     c->last_id = id;
     if (++c->count < STORE_CHUNK_OBJECTS)
         return TRUE;
@@ -520,5 +523,6 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     for (guint i = 0; i < w->gc.snapshots->len && w->on_snapshot != NULL; i++)
         w->on_snapshot(w->on_snapshot_ctx, &g_array_index(w->gc.snapshots, store_snapshot_done, i));
     g_array_set_size(w->gc.snapshots, 0);
+    store_writer_checkpoint(w); /* after the answers: the data is stored once committed */
     return TRUE;
 }

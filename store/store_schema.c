@@ -19,7 +19,10 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
  * power failure, never corrupted), a page cache of up to 256 MiB for the per-GC UPDATEs of older
  * objects (deaths in a gen2 GC touch pages all over the objects table), checkpoints every 4 MiB of
  * WAL: the copying happens in small steps while recording, so the checkpoint at the end of a
- * recording is short (Workload's finishing: 130 ms with 64 MiB steps, 25 ms). No mmap: an I/O
+ * recording is short (Workload's finishing: 130 ms with 64 MiB steps, 25 ms). The writer's
+ * connection replaces this autocheckpoint by its own WAL hook, so that the copy runs after a
+ * GC's commit and the answers to its snapshots, not inside the commit (store_writer.c,
+ * STORE_WAL_CHECKPOINT_FRAMES). No mmap: an I/O
  * error would become SIGBUS instead of an error. temp_store FILE: every statement inside a GC's
  * SAVEPOINT has a statement sub-journal, and SQLite truncates an in-memory one by walking it from
  * its start at each statement's end — quadratic in a GC that touches many old pages (a 10M-object

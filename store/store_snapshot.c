@@ -164,7 +164,20 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
 void store_radix_sort(void *items, size_t n, size_t size, size_t key)
 {
     uint8_t *src = items;
-    g_autofree uint8_t *tmp = n > 1 ? g_malloc(n * size) : NULL;
+    /* Items often come sorted already (a snapshot's objects when ids follow addresses, each
+     * object's references after it): then a look at each key is all, no copy, no buffer. */
+    size_t sorted = 1;
+    while (sorted < n) {
+        uint64_t a, b;
+        memcpy(&a, src + (sorted - 1) * size + key, sizeof a);
+        memcpy(&b, src + sorted * size + key, sizeof b);
+        if (b < a)
+            break;
+        sorted++;
+    }
+    if (sorted >= n)
+        return;
+    g_autofree uint8_t *tmp = g_malloc(n * size);
     uint8_t *dst = tmp;
     size_t count[256];
 

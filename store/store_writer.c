@@ -179,6 +179,24 @@ static void store_batch_bind(const store_row_batch *b, sqlite3_stmt *st, int fir
     }
 }
 
+/* SQLite calls this after each commit: how large the WAL is (store_writer_checkpoint). */
+static int store_writer_wal_hook(void *ctx, sqlite3 *db G_GNUC_UNUSED,
+                                 const char *name G_GNUC_UNUSED, int frames)
+{
+    ((store_writer *)ctx)->wal_frames = frames;
+    return SQLITE_OK;
+}
+
+void store_writer_checkpoint(store_writer *w)
+{
+    if (w->wal_frames < STORE_WAL_CHECKPOINT_FRAMES)
+        return;
+    /* Passive: never waits for a reader; what a reader still uses is copied next time. A
+     * failure costs only a longer WAL (the finishing checkpoint copies the rest). */
+    sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    w->wal_frames = 0;
+}
+
 gboolean store_batch_flush(store_writer *w, store_row_batch *b, GError **error)
 {
     gboolean ok = FALSE;
@@ -693,6 +711,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     sqlite3_extended_result_codes(w->db, 1);
     if (!store_schema_create(w->db, path, error))
         goto out;
+    sqlite3_wal_hook(w->db, store_writer_wal_hook, w); /* instead of the autocheckpoint */
     if (!store_writer_run_once(w, "INSERT INTO run (id, command, status) VALUES (1, ?1, 'recording')",
                                store_bind_text1, command, error))
         goto out;

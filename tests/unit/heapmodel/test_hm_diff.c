@@ -182,6 +182,19 @@ static void sim_compare_state(sim *s)
         CHECK_EQ(id1, id2);
         CHECK_EQ(g1, g2);
     }
+    /* And in ascending order (a snapshot's walk): lookups search on from the last one found. */
+    size_t stride = s->on.n / 256 + 1;
+    for (size_t i = rnd(s, stride); i < s->on.n; i += 1 + rnd(s, stride)) {
+        for (int miss = 0; miss < 2; miss++) {
+            uint64_t addr = s->on.v[i].addr + (uint64_t)miss * 8, id1 = 0, id2 = 0;
+            uint32_t g1 = 0, g2 = 0;
+            bool f1 = hm_model_lookup(s->m, addr, &id1, &g1);
+            bool f2 = hm_naive_lookup(s->nv, addr, &id2, &g2);
+            CHECK_EQ(f1, f2);
+            CHECK_EQ(id1, id2);
+            CHECK_EQ(g1, g2);
+        }
+    }
 }
 
 /* ---- allocation ------------------------------------------------------------------------- */

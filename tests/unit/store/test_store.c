@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "store/store.h"
+#include "store/store_internal.h"
 #include "tests/unit/common/hl_stream_builder.h"
 #include "wire/hl_wire.h"
 
@@ -2125,6 +2126,99 @@ static void test_first_read_order(void)
     tmp_dir_free(dir);
 }
 
+/* store_radix_sort against a stable comparison sort: random keys with repeats (the items keep
+ * their order among equal keys), and inputs sorted already or but for their last item (the
+ * sorted ones are left as they are, without a pass). */
+typedef struct radix_item {
+    uint64_t key, seq;
+} radix_item;
+
+static int radix_item_cmp(const void *a, const void *b)
+{
+    const radix_item *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void test_radix_sort(void)
+{
+    enum { N = 5000 };
+    static radix_item items[N], want[N];
+    uint64_t rng = 0x9e3779b97f4a7c15u;
+    for (int shape = 0; shape < 4; shape++) {
+        for (size_t i = 0; i < N; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            uint64_t key = shape == 0 ? rng % 97 : shape == 1 ? rng : 1000 + 3 * i;
+            if (shape == 3 && i == N - 1)
+                key = 5; /* sorted but for the last */
+            items[i] = (radix_item){.key = key, .seq = i};
+        }
+        memcpy(want, items, sizeof items);
+        qsort(want, N, sizeof *want, radix_item_cmp);
+        store_radix_sort(items, N, sizeof *items, G_STRUCT_OFFSET(radix_item, key));
+        CHECK(memcmp(items, want, sizeof items) == 0);
+    }
+}
+
+/* The WAL is checkpointed after a GC's commit and after the answers to the snapshots it
+ * stored, not inside the commit: a snapshot of 10M objects is stored (and its client answered)
+ * before its 170 MB are copied into the database file. A GC large enough to pass the checkpoint
+ * threshold with a snapshot: when the snapshot is announced the WAL still holds its frames;
+ * once the GC is done, they were copied (the count the writer keeps is 0 again). */
+typedef struct checkpoint_seen {
+    store_writer *w;
+    int frames_at_answer, answers;
+} checkpoint_seen;
+
+static void checkpoint_on_snapshot(void *ctx, const store_snapshot_done *d G_GNUC_UNUSED)
+{
+    checkpoint_seen *seen = ctx;
+    seen->frames_at_answer = seen->w->wal_frames;
+    seen->answers++;
+}
+
+static void test_checkpoint_after_answer(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "checkpoint.db", NULL);
+    enum { OBJECTS = 300000 }; /* ~15 MiB of snapshot rows: past 1024 frames of 4 KiB */
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet App.dll");
+    hl_sb_type(sb, T_NODE, "App.Node");
+    hl_sb_gc_start(sb, 1, 2, TRUE, OBJECTS + 1);
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_REQUESTED);
+    for (uint64_t id = 1; id <= OBJECTS; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_2, 0);
+        hl_sb_snapshot_ref(sb, 1, id, id % OBJECTS + 1);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+
+    store_writer *w = store_writer_create(path, "cmd", &error);
+    CHECK_NO_ERROR(error);
+    checkpoint_seen seen = {.w = w};
+    w->on_snapshot = checkpoint_on_snapshot;
+    w->on_snapshot_ctx = &seen;
+    int fd = hl_sb_memfd(sb, SIZE_MAX);
+    CHECK(store_writer_ingest_fd(w, fd, &error));
+    CHECK_NO_ERROR(error);
+    close(fd);
+    CHECK(seen.answers == 1);
+    CHECK(seen.frames_at_answer >= STORE_WAL_CHECKPOINT_FRAMES);
+    CHECK(w->wal_frames == 0);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT objects, refs FROM snapshots", "300000|300000\n");
+    sqlite3_close(db);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 static void test_change_gaps(void)
 {
     char *dir = tmp_dir_new();
@@ -3564,6 +3658,8 @@ static const struct {
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
     {"change_gaps", test_change_gaps},
+    {"radix_sort", test_radix_sort},
+    {"checkpoint_after_answer", test_checkpoint_after_answer},
     {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
 };
