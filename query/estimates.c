@@ -208,15 +208,19 @@ gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *
         goto out;
     sqlite3_finalize(stmt);
     stmt = NULL;
-    /* What was estimated: the samples the source adds to alloc_counts. */
+    /* What was estimated: the samples the source adds to alloc_counts, rounded per type as
+     * `allocations` and `stacks` show them, so that their rows add up to the total. */
     if (e->census || e->estimated) {
         const char *sql =
-            e->census ? "SELECT total(count), total(bytes) FROM (" STORE_ALLOCATIONS_EXACT_SQL
-                        ") WHERE sampled"
-            : e->attach ? "SELECT total(est_count), total(est_bytes) FROM alloc_samples"
-                          " WHERE heap = 0 OR heap = 4"
-                        : "SELECT total(est_count), total(est_bytes) FROM alloc_samples"
-                          " WHERE heap = 0";
+            e->census ? "SELECT total(c), total(b) FROM (SELECT round(total(count)) AS c,"
+                        " round(total(bytes)) AS b FROM (" STORE_ALLOCATIONS_EXACT_SQL
+                        ") WHERE sampled GROUP BY type_id)"
+            : e->attach ? "SELECT total(c), total(b) FROM (SELECT round(total(est_count)) AS c,"
+                          " round(total(est_bytes)) AS b FROM alloc_samples"
+                          " WHERE heap = 0 OR heap = 4 GROUP BY type_id)"
+                        : "SELECT total(c), total(b) FROM (SELECT round(total(est_count)) AS c,"
+                          " round(total(est_bytes)) AS b FROM alloc_samples"
+                          " WHERE heap = 0 GROUP BY type_id)";
         stmt = query_db_prepare(db, sql, error);
         if (!stmt || !query_db_step(stmt, &row, error))
             goto out;
@@ -236,6 +240,9 @@ gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *
     /* A negative counter is not a count (the note says the file is damaged or edited). */
     if (sqlite3_column_type(stmt, 1) == SQLITE_INTEGER)
         t->lost = MAX(sqlite3_column_int64(stmt, 1), 0);
+    if (t->seen != QUERY_NULL)
+        t->unstored = MAX(query_sub_saturating(query_sub_saturating(t->seen, t->reported), t->lost),
+                          0);
     t->count = query_add_saturating(
         query_add_saturating(t->reported, t->unreported),
         query_add_saturating(t->census, t->estimated));
@@ -253,7 +260,7 @@ GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX];
     GPtrArray *terms = g_ptr_array_new_with_free_func(g_free);
     if (t->unreported == 0 && t->census == 0 && t->estimated == 0 && t->lost == 0 &&
-        !e->uncounted)
+        t->unstored == 0 && !e->uncounted)
         return terms;
     /* Each line fits a 120-column terminal after info's indentation (19 columns). */
     const char *plus = "";
@@ -283,14 +290,20 @@ GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *
                                                query_size_format(t->estimated_bytes, b),
                                                e->census ? " after the last GC," : "",
                                                query_count_format(e->samples, c)));
+    int64_t least = query_add_saturating(query_add_saturating(t->count, t->lost), t->unstored);
+    g_autofree char *in_all = g_strdup_printf(": at least %s in all", query_count_format(least, b));
     if (t->lost > 0)
         g_ptr_array_add(terms, g_strdup_printf("not in the total: %s reported, then lost uncounted "
-                                               "(allocs_dropped): at least %s in all",
+                                               "(allocs_dropped)%s",
                                                query_count_format(t->lost, a),
-                                               query_count_format(
-                                                   query_add_saturating(t->count, t->lost), b)));
+                                               t->unstored > 0 ? "" : in_all));
+    if (t->unstored > 0)
+        g_ptr_array_add(terms, g_strdup_printf("not in the total: %s reported and sent, never "
+                                               "stored (the writer stopped)%s",
+                                               query_count_format(t->unstored, a), in_all));
     if (estimates && e->samples_dropped > 0)
-        g_ptr_array_add(terms, g_strdup_printf("%s allocation samples were lost: the estimate is low",
+        g_ptr_array_add(terms, g_strdup_printf("%s allocation samples were lost: the estimate "
+                                               "is low",
                                                query_count_format(e->samples_dropped, a)));
     return terms;
 }
@@ -306,11 +319,12 @@ json_t *query_totals_json(const query_totals *t, const query_estimates *e)
     json_t *words = json_array();
     for (guint i = 0; i < terms->len; i++)
         json_array_append_new(words, query_json_string(g_ptr_array_index(terms, i)));
-    return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "count",
+    return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}", "count",
                      (json_int_t)t->count, "bytes", (json_int_t)t->bytes, "reported",
                      totals_pair_json(t->reported, t->reported_bytes), "unreported",
                      totals_pair_json(t->unreported, t->unreported_bytes), "census",
                      totals_pair_json(t->census, t->census_bytes), "estimated",
                      totals_pair_json(t->estimated, t->estimated_bytes), "seen",
-                     query_json_value(t->seen), "lost", (json_int_t)t->lost, "terms", words);
+                     query_json_value(t->seen), "lost", (json_int_t)t->lost, "unstored",
+                     (json_int_t)t->unstored, "terms", words);
 }

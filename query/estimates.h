@@ -78,8 +78,11 @@ const char *query_estimates_source_sql(const query_estimates *e);
  * without reporting them, counted in gen0 at each GC (flags 1, full mode with record
  * --handles); census: small objects counted exactly by the census of gen0 (flags 2, sampled and
  * attach mode); estimated: small objects estimated from the allocation samples where nothing
- * counted them (rounded once). Not in the total: `lost`, allocations the runtime reported that
- * were dropped before they were counted (counters.allocs_dropped): seen = reported + lost. */
+ * counted them (rounded per type, as `allocations` shows them: its rows add up to the total).
+ * Not in the total: `lost`, allocations the runtime reported that were dropped before they were
+ * counted (counters.allocs_dropped), and `unstored`, those the collector sent and the writer
+ * never stored (a recording that ended early: the writer stopped or was given up with records
+ * on their way): seen = reported + lost + unstored. */
 typedef struct query_totals {
     int64_t count, bytes;
     int64_t reported, reported_bytes;
@@ -88,6 +91,7 @@ typedef struct query_totals {
     int64_t estimated, estimated_bytes;
     int64_t seen; /* counters.allocs_seen; QUERY_NULL (query.h) when absent */
     int64_t lost; /* counters.allocs_dropped; 0 when absent or not a count */
+    int64_t unstored; /* seen - reported - lost when above 0 (seen known), else 0 */
 } query_totals;
 
 /* Reads the totals of the recording (`e` from query_estimates_get). */
@@ -100,7 +104,8 @@ gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *
 GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *e);
 
 /* {"count","bytes","reported":{"count","bytes"},"unreported":{...},"census":{...},
- *  "estimated":{...},"seen":N|null,"lost":N,"terms":["...", ...]} (new reference). */
+ *  "estimated":{...},"seen":N|null,"lost":N,"unstored":N,"terms":["...", ...]} (new
+ * reference). */
 json_t *query_totals_json(const query_totals *t, const query_estimates *e);
 
 #endif /* HEAPLENS_QUERY_ESTIMATES_H */

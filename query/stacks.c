@@ -48,7 +48,8 @@ static const char sites_sql[] =
 static const char sampled_sql[] =
     "SELECT s.type_id, total(s.est_count), total(s.est_bytes)"
     "  FROM alloc_samples AS s LEFT JOIN types AS t ON t.id = s.type_id"
-    " WHERE (?1 IS NULL OR t.name = ?1) AND (?2 IS NULL OR s.gc >= ?2) AND (?3 IS NULL OR s.gc <= ?3)"
+    " WHERE (?1 IS NULL OR t.name = ?1)"
+    "   AND (?2 IS NULL OR s.gc >= ?2) AND (?3 IS NULL OR s.gc <= ?3)"
     " GROUP BY s.type_id";
 
 /* The allocations per type in the intervals (%s: the source of estimates.h; %s: what is
@@ -57,7 +58,8 @@ static const char allocated_sql[] =
     "SELECT a.type_id, %s, coalesce(t.name, '<type ' || a.type_id || '>'), total(a.count),"
     "       total(a.bytes)"
     "  FROM %s AS a LEFT JOIN types AS t ON t.id = a.type_id"
-    " WHERE (?1 IS NULL OR t.name = ?1) AND (?2 IS NULL OR a.gc >= ?2) AND (?3 IS NULL OR a.gc <= ?3)"
+    " WHERE (?1 IS NULL OR t.name = ?1)"
+    "   AND (?2 IS NULL OR a.gc >= ?2) AND (?3 IS NULL OR a.gc <= ?3)"
     " GROUP BY 1, 2";
 
 static const char frames_sql[] =
@@ -125,6 +127,7 @@ typedef struct stacks_loader {
     GHashTable *folded;  /* stack id -> folded_stack */
     GHashTable *sites;   /* key -> 1 + index into r->sites */
     GHashTable *types;   /* type id -> type_figures */
+    GHashTable *pseudo;  /* pseudo frame name (static) -> 1 + index into frame_names */
 } stacks_loader;
 
 /* The index in frame_names of the frame `frame_id` (interned). */
@@ -145,11 +148,13 @@ static guint frame_intern(stacks_loader *l, int64_t frame_id)
 /* A pseudo frame (a name no frame id has) interned by name. */
 static guint frame_intern_pseudo(stacks_loader *l, const char *name)
 {
-    for (guint i = 0; i < l->r->frame_names->len; i++)
-        if (strcmp(g_ptr_array_index(l->r->frame_names, i), name) == 0)
-            return i;
-    g_ptr_array_add(l->r->frame_names, g_strdup(name));
-    return l->r->frame_names->len - 1;
+    gpointer slot = g_hash_table_lookup(l->pseudo, name);
+    if (!slot) {
+        g_ptr_array_add(l->r->frame_names, g_strdup(name));
+        slot = GUINT_TO_POINTER(l->r->frame_names->len);
+        g_hash_table_insert(l->pseudo, (gpointer)name, slot);
+    }
+    return GPOINTER_TO_UINT(slot) - 1;
 }
 
 /* Folds `n` frames: at each place, the block of up to STACKS_FOLD_MAX frames repeated back to
@@ -180,9 +185,11 @@ static void stack_fold(const guint *f, guint n, folded_stack *out)
     GString *key = g_string_new(NULL);
     guint next_fold = 0;
     for (guint k = 0; k < out->frames->len; k++) {
-        if (next_fold < out->folds->len &&
-            g_array_index(out->folds, stacks_fold, next_fold).first == k) {
-            g_string_append_printf(key, "(%u)", g_array_index(out->folds, stacks_fold, next_fold).frames);
+        const stacks_fold *fold = next_fold < out->folds->len
+                                      ? &g_array_index(out->folds, stacks_fold, next_fold)
+                                      : NULL;
+        if (fold && fold->first == k) {
+            g_string_append_printf(key, "(%u)", fold->frames);
             next_fold++;
         }
         g_string_append_printf(key, "%u,", g_array_index(out->frames, guint, k));
@@ -338,18 +345,35 @@ out:
 }
 
 /* Rounds the figures of each type's sites to whole numbers that add up to the type's figure
- * rounded (the largest remainders get the units left), so that a type's rows add up exactly. */
+ * rounded: each site gets its figure's floor, and the units left go to the largest remainders
+ * (ties: the site first in the list), so that a type's rows add up exactly. */
+typedef struct site_remainder {
+    double fraction;
+    guint site;
+} site_remainder;
+
+static gint remainder_compare(gconstpointer a, gconstpointer b)
+{
+    const site_remainder *x = a, *y = b;
+    if (x->fraction != y->fraction)
+        return x->fraction > y->fraction ? -1 : 1;
+    return x->site < y->site ? -1 : x->site > y->site;
+}
+
 static void sites_round(stacks_result *r, gboolean bytes)
 {
-    g_autoptr(GHashTable) by_type = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) by_type =
+        g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)g_array_unref);
     for (guint i = 0; i < r->sites->len; i++) {
         stacks_site *s = &g_array_index(r->sites, stacks_site, i);
         GArray *list = g_hash_table_lookup(by_type, s->type);
         if (!list) {
-            list = g_array_new(FALSE, FALSE, sizeof(guint));
+            list = g_array_new(FALSE, FALSE, sizeof(site_remainder));
             g_hash_table_insert(by_type, (gpointer)s->type, list);
         }
-        g_array_append_val(list, i);
+        double v = bytes ? s->bytes : s->count;
+        site_remainder rem = {v - floor(v), i};
+        g_array_append_val(list, rem);
     }
     GHashTableIter it;
     gpointer value;
@@ -358,42 +382,20 @@ static void sites_round(stacks_result *r, gboolean bytes)
         GArray *list = value;
         double sum = 0, floors = 0;
         for (guint k = 0; k < list->len; k++) {
-            stacks_site *s = &g_array_index(r->sites, stacks_site, g_array_index(list, guint, k));
+            stacks_site *s = &g_array_index(r->sites, stacks_site,
+                                            g_array_index(list, site_remainder, k).site);
             double *v = bytes ? &s->bytes : &s->count;
             sum += *v;
-        }
-        for (guint k = 0; k < list->len; k++) {
-            stacks_site *s = &g_array_index(r->sites, stacks_site, g_array_index(list, guint, k));
-            double *v = bytes ? &s->bytes : &s->count;
-            floors += floor(*v);
-        }
-        double left = round(sum) - floors;
-        while (left >= 1) {
-            /* the site with the largest remainder not yet rounded up */
-            stacks_site *best = NULL;
-            double best_frac = -1;
-            for (guint k = 0; k < list->len; k++) {
-                stacks_site *s =
-                    &g_array_index(r->sites, stacks_site, g_array_index(list, guint, k));
-                double v = bytes ? s->bytes : s->count;
-                double frac = v - floor(v);
-                if (frac > best_frac && v != floor(v)) {
-                    best = s;
-                    best_frac = frac;
-                }
-            }
-            if (!best)
-                break;
-            double *v = bytes ? &best->bytes : &best->count;
-            *v = floor(*v) + 1;
-            left -= 1;
-        }
-        for (guint k = 0; k < list->len; k++) {
-            stacks_site *s = &g_array_index(r->sites, stacks_site, g_array_index(list, guint, k));
-            double *v = bytes ? &s->bytes : &s->count;
             *v = floor(*v);
+            floors += *v;
         }
-        g_array_free(list, TRUE);
+        g_array_sort(list, remainder_compare);
+        double left = round(sum) - floors;
+        for (guint k = 0; k < list->len && left >= 1; k++, left -= 1) {
+            stacks_site *s = &g_array_index(r->sites, stacks_site,
+                                            g_array_index(list, site_remainder, k).site);
+            *(bytes ? &s->bytes : &s->count) += 1;
+        }
     }
 }
 
@@ -562,8 +564,8 @@ static stacks_focus *focus_new(stacks_result *r, guint m)
             g_autofree char *alloc = g_strconcat("new ", s->type, NULL);
             edge_add(focus->callees, callees, g_string_chunk_insert_const(r->strings, alloc), s);
         } else {
-            edge_add(focus->callees, callees, g_ptr_array_index(r->frame_names, s->frames[inner - 1]),
-                     s);
+            edge_add(focus->callees, callees,
+                     g_ptr_array_index(r->frame_names, s->frames[inner - 1]), s);
         }
         edge_add(focus->callers, callers,
                  outer + 1 < s->depth ? g_ptr_array_index(r->frame_names, s->frames[outer + 1])
@@ -594,6 +596,7 @@ stacks_result *stacks_load(sqlite3 *db, const stacks_query *q, GError **error)
     l.folded = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, folded_stack_free);
     l.sites = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     l.types = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+    l.pseudo = g_hash_table_new(g_str_hash, g_str_equal);
     if (!query_db_check_alloc_counts(db, error) ||
         !query_estimates_get(db, &r->sampling, error) ||
         !query_totals_read(db, &r->sampling, &r->totals, error) ||
@@ -710,6 +713,7 @@ out:
     g_hash_table_destroy(l.folded);
     g_hash_table_destroy(l.sites);
     g_hash_table_destroy(l.types);
+    g_hash_table_destroy(l.pseudo);
     return ok ? g_steal_pointer(&r) : NULL;
 }
 

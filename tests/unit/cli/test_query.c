@@ -223,13 +223,17 @@ static void case_gcs_text(void)
 
 /* ---- cases: allocations ---------------------------------------------------------------- */
 
+/* The head of app.db's allocations: its total, every allocation reported and counted. */
+#define TOTAL_11                                                                                   \
+    "{\"total\":{\"count\":11,\"bytes\":105456,\"reported\":{\"count\":11,"                      \
+    "\"bytes\":105456},\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,"          \
+    "\"bytes\":0},\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":11,\"lost\":0,\"unstored\":0,"  \
+    "\"terms\":[]},"
+
 static void case_allocations_json(void)
 {
     EXPECT_JSON(RUN("allocations", "--json", "app.db"),
-                "{\"total\":{\"count\":11,\"bytes\":105456,\"reported\":{\"count\":11,\"bytes\":105456},"
-                "\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,\"bytes\":0},"
-                "\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":11,\"lost\":0,\"terms\":[]},"
-                "\"rows\":[\n"
+                TOTAL_11 "\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200},\n"
                 "{\"type\":\"System.Int32[]\",\"count\":2,\"bytes\":5000},\n"
                 "{\"type\":\"System.String\",\"count\":6,\"bytes\":216},\n"
@@ -255,19 +259,13 @@ static void case_allocations_text(void)
 static void case_allocations_top(void)
 {
     EXPECT_JSON(RUN("allocations", "app.db", "--json", "--top", "2"),
-                "{\"total\":{\"count\":11,\"bytes\":105456,\"reported\":{\"count\":11,\"bytes\":105456},"
-                "\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,\"bytes\":0},"
-                "\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":11,\"lost\":0,\"terms\":[]},"
-                "\"rows\":[\n"
+                TOTAL_11 "\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200},\n"
                 "{\"type\":\"System.Int32[]\",\"count\":2,\"bytes\":5000}\n"
                 "]}\n",
                 "");
     EXPECT_JSON(RUN("allocations", "app.db", "--json", "--top=1"),
-                "{\"total\":{\"count\":11,\"bytes\":105456,\"reported\":{\"count\":11,\"bytes\":105456},"
-                "\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,\"bytes\":0},"
-                "\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":11,\"lost\":0,\"terms\":[]},"
-                "\"rows\":[\n"
+                TOTAL_11 "\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200}\n"
                 "]}\n",
                 "");
@@ -480,6 +478,7 @@ static void case_info_json(void)
         "      },\n"
         "      \"seen\": 11,\n"
         "      \"lost\": 0,\n"
+        "      \"unstored\": 0,\n"
         "      \"terms\": []\n"
         "    }\n"
         "  },\n"
@@ -630,8 +629,9 @@ static void case_note(void)
     EXPECT_JSON(RUN("allocations", "lossy.db", "--json"),
                 "{\"total\":{\"count\":2,\"bytes\":48,\"reported\":{\"count\":2,\"bytes\":48},"
                 "\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,\"bytes\":0},"
-                "\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":1236,\"lost\":1234,\"terms\":"
-                "[\"2 (48 B) reported by the runtime one by one\",\"not in the total: 1,234 "
+                "\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":1236,\"lost\":1234,"
+                "\"unstored\":0,\"terms\":[\"2 (48 B) reported by the runtime one by one\","
+                "\"not in the total: 1,234 "
                 "reported, then lost uncounted (allocs_dropped): at least 1,236 in all\"]},"
                 "\"rows\":[\n{\"type\":\"System.Object\",\"count\":2,\"bytes\":48}\n]}\n",
                 json_err);

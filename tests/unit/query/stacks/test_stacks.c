@@ -659,7 +659,8 @@ static void case_totals(void)
     json_t *s = json_object_get(json_object_get(stacks, "total"), "allocations");
     CHECK(a && json_equal(a, i) && json_equal(a, s));
     /* the terms add up to the total; the lost are not in it */
-    json_int_t reported = json_integer_value(json_object_get(json_object_get(a, "reported"), "count"));
+    json_int_t reported =
+        json_integer_value(json_object_get(json_object_get(a, "reported"), "count"));
     json_int_t unreported =
         json_integer_value(json_object_get(json_object_get(a, "unreported"), "count"));
     CHECK(reported == 11610 && unreported == 40);
@@ -793,20 +794,21 @@ static void check_methods(const char *name)
     {
         const char *method = json_string_value(json_object_get(row, "method"));
         json_t *inclusive = json_object_get(row, "inclusive");
-        exclusive += json_integer_value(json_object_get(json_object_get(row, "exclusive"), "count"));
-        exclusive_bytes +=
-            json_integer_value(json_object_get(json_object_get(row, "exclusive"), "bytes"));
+        json_t *excl = json_object_get(row, "exclusive");
+        exclusive += json_integer_value(json_object_get(excl, "count"));
+        exclusive_bytes += json_integer_value(json_object_get(excl, "bytes"));
         if (method[0] == '[' && strcmp(method, "[native]") != 0)
             continue; /* a pseudo frame: no stack_frames row */
         sqlite3_reset(stmt);
         sqlite3_bind_text(stmt, 1, method, -1, SQLITE_TRANSIENT);
         CHECK(sqlite3_step(stmt) == SQLITE_ROW);
-        if (json_integer_value(json_object_get(inclusive, "count")) != sqlite3_column_int64(stmt, 1) ||
-            json_integer_value(json_object_get(inclusive, "bytes")) != sqlite3_column_int64(stmt, 2)) {
+        long long count = (long long)json_integer_value(json_object_get(inclusive, "count"));
+        long long bytes = (long long)json_integer_value(json_object_get(inclusive, "bytes"));
+        long long want_count = (long long)sqlite3_column_int64(stmt, 1);
+        long long want_bytes = (long long)sqlite3_column_int64(stmt, 2);
+        if (count != want_count || bytes != want_bytes) {
             fprintf(stderr, "%s: %s inclusive %lld, %lld; the stacks that hold it %lld, %lld\n",
-                    name, method, (long long)json_integer_value(json_object_get(inclusive, "count")),
-                    (long long)json_integer_value(json_object_get(inclusive, "bytes")),
-                    (long long)sqlite3_column_int64(stmt, 1), (long long)sqlite3_column_int64(stmt, 2));
+                    name, method, count, bytes, want_count, want_bytes);
             failures++;
         }
     }
