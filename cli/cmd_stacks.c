@@ -219,8 +219,8 @@ static void methods_text_print(const stacks_result *r, const stacks_query *q, co
         return;
     }
     fprintf(out,
-            "%s%u of %s methods by inclusive %s (allocated in the method and what it calls, "
-            "recursion once; exclusive: in the method itself):\n\n",
+            "%s%u of %s methods by inclusive %s:\n(inclusive: allocated in the method and in what "
+            "it calls, recursion once; exclusive: in the method itself)\n\n",
             r->methods_all > r->methods->len ? "the heaviest " : "", r->methods->len,
             query_count_format(r->methods_all, methods), sort_names[q->sort]);
     g_autoptr(query_table) table = query_table_new(method_columns, G_N_ELEMENTS(method_columns));
@@ -290,7 +290,8 @@ static void focus_text_print(const stacks_result *r, const stacks_query *q, cons
     char pct[QUERY_FORMAT_MAX];
     const stacks_method *m = &r->focus->method;
     stacks_head_print(r, q, path, "by call stack", out);
-    fprintf(out, "\n%s\n", m->name);
+    g_autofree char *name = stacks_name_fit_new(m->name, STACKS_TEXT_WIDTH);
+    fprintf(out, "\n%s\n", name);
     fprintf(out, "  inclusive %s, %s allocations (%s of all): in it and in what it calls\n",
             query_size_format(stacks_round(m->inclusive_bytes), a),
             query_count_format(stacks_round(m->inclusive_count), b),
