@@ -73,12 +73,11 @@ static json_t *info_totals_json(const query_info_totals *t)
                      "file_bytes", t->file_bytes >= 0 ? json_integer(t->file_bytes) : json_null());
 }
 
-static void info_totals_lines(const query_info_totals *t, const query_estimates *estimates,
-                              info_lines *lines)
+static void info_totals_lines(const query_info *info, info_lines *lines)
 {
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
-    gboolean census = estimates->census;
-    const char *approx = estimates->estimated && !census ? "~" : "";
+    const query_info_totals *t = &info->totals;
+    const query_estimates *estimates = &info->estimates;
     info_lines_add(lines, "GCs",
                    g_strdup_printf("%s (gen0 %s, gen1 %s, gen2 %s)", query_count_format(t->gcs, a),
                                    query_count_format(t->gcs_gen[0], b),
@@ -88,14 +87,17 @@ static void info_totals_lines(const query_info_totals *t, const query_estimates 
     info_lines_add(lines, "compacting", count_dup(t->gcs_compacting));
     info_lines_add(lines, "incomplete", count_dup(t->gcs_incomplete));
     info_lines_add(lines, "pauses", g_strdup_printf("%s ms", query_ms_format(t->pause_ns, a)));
+    const query_totals *all = &info->allocations;
+    const char *approx = all->estimated > 0 && !estimates->census ? "~" : "";
     char e[QUERY_FORMAT_MAX], f[QUERY_FORMAT_MAX];
     g_autofree char *census_part =
-        census ? g_strdup_printf("  EXACT per type where the census counted; ~%s (~%s) of them "
-                                 "ESTIMATED from the samples (after the last GC, intervals "
-                                 "without a census)",
-                                 query_count_format(t->estimated_allocations, e),
-                                 query_size_format(t->estimated_allocation_bytes, f))
-               : NULL;
+        estimates->census
+            ? g_strdup_printf("  EXACT per type where the census counted; ~%s (~%s) of them "
+                              "ESTIMATED from the samples (after the last GC, intervals "
+                              "without a census)",
+                              query_count_format(t->estimated_allocations, e),
+                              query_size_format(t->estimated_allocation_bytes, f))
+            : NULL;
     info_lines_add(lines, "allocations",
                    g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
                                    approx, query_size_format(t->allocation_bytes, b),
@@ -103,6 +105,10 @@ static void info_totals_lines(const query_info_totals *t, const query_estimates 
                                    : estimates->estimated ? "  ESTIMATED from the samples"
                                    : estimates->uncounted ? "  large objects only (not sampled)"
                                                           : ""));
+    /* Where the total differs from the runtime's reports, why, in the same place. */
+    g_autoptr(GPtrArray) terms = query_totals_terms_new(all, estimates);
+    for (guint i = 0; i < terms->len; i++)
+        info_lines_add(lines, "", g_strdup(g_ptr_array_index(terms, i)));
     info_lines_add(lines, "survived a GC",
                    g_strdup_printf("%s (%s)", query_count_format(t->survived, a),
                                    query_size_format(t->survived_bytes, b)));
@@ -267,10 +273,13 @@ int cmd_info(int argc, char **argv)
             json_object_set_new(totals_json, "estimated_allocation_bytes",
                                 json_integer(info.totals.estimated_allocation_bytes));
         }
+        json_t *allocations = query_estimates_json(&info.estimates);
+        json_object_set_new(allocations, "total",
+                            query_totals_json(&info.allocations, &info.estimates));
         json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O}", "file", query_json_string(path),
                                 "run", query_info_values_json(info.run), "counters",
                                 query_info_values_json(info.counters), "totals", totals_json,
-                                "allocations", query_estimates_json(&info.estimates),
+                                "allocations", allocations,
                                 "unrecorded_processes", info.unrecorded);
         /* only in recordings made with --count: the documents of the others stay as they were */
         if (counted)
@@ -290,7 +299,7 @@ int cmd_info(int argc, char **argv)
             info_lines_add(&run_lines, v->name, v->text ? g_strdup(v->text) : NULL);
         }
         info_counters_lines(info.counters, &info.estimates, &counter_lines);
-        info_totals_lines(&info.totals, &info.estimates, &total_lines);
+        info_totals_lines(&info, &total_lines);
         info_lines_print(&run_lines, NULL, stdout);
         fputc('\n', stdout);
         if (info.estimates.uncounted) {

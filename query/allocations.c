@@ -140,7 +140,7 @@ out:
 }
 
 GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread,
-                               query_estimates *estimates, GError **error)
+                               query_estimates *estimates, query_totals *totals, GError **error)
 {
     g_autofree char *thread_ids = NULL;
     GArray *types = g_array_new(FALSE, TRUE, sizeof(query_allocation));
@@ -153,6 +153,7 @@ GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread
             goto fail;
     }
     if (!query_estimates_get(db, estimates, error) ||
+        !query_totals_read(db, estimates, totals, error) ||
         !allocations_sum(db, estimates, thread_ids, types, error))
         goto fail;
     return types;

@@ -23,9 +23,10 @@ typedef struct query_allocation {
 /* The allocations of the recording at `path` (open as `db`) per type, most bytes first (then
  * most objects, then by name): of the threads `thread` names (an OS thread id of a thread in the
  * recording, or else the name of one or more threads), of every thread when NULL. Fills
- * *estimates (query_estimates_clear). A new array of query_allocation (its free function
- * releases the rows); NULL on error. */
+ * *estimates (query_estimates_clear) and *totals: the recording's allocation total and its terms
+ * (query_totals_read, the same as `info` and `stacks`; of every thread also with `thread`). A
+ * new array of query_allocation (its free function releases the rows); NULL on error. */
 GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread,
-                               query_estimates *estimates, GError **error);
+                               query_estimates *estimates, query_totals *totals, GError **error);
 
 #endif /* HEAPLENS_QUERY_ALLOCATIONS_H */

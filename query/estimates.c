@@ -4,6 +4,7 @@
 #include "query/query.h"
 #include "store/store.h"
 
+#include <math.h>
 #include <string.h>
 
 gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
@@ -152,21 +153,28 @@ json_t *query_estimates_json(const query_estimates *e)
                      "note", query_json_string(note), "sampling", sampling);
 }
 
+const char *query_estimates_source_sql(const query_estimates *e)
+{
+    /* The samples of the objects alloc_counts already holds exactly (LOH; POH except in attach
+     * mode) are left out. */
+    return e->census ? "(" STORE_ALLOCATIONS_EXACT_SQL ")"
+           : !e->estimated ? "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts)"
+           : e->attach
+               ? "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
+                 " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
+                 " WHERE heap = 0 OR heap = 4)"
+               : "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
+                 " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
+                 " WHERE heap = 0)";
+}
+
 char *query_estimates_sql_new(const query_estimates *e, const char *group, const char *where)
 {
-    /* Estimates are summed as reals and rounded once, per group. The samples of the objects
-     * alloc_counts already holds exactly (LOH; POH except in attach mode) are left out. */
+    /* Estimates are summed as reals and rounded once, per group. */
     gboolean spread = where || (group && strstr(group, "thread"));
-    const char *source =
-        e->census ? (spread ? "(" STORE_ALLOCATIONS_SPREAD_SQL ")" : "(" STORE_ALLOCATIONS_EXACT_SQL ")")
-        : !e->estimated ? "alloc_counts"
-        : e->attach
-            ? "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
-              " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
-              " WHERE heap = 0 OR heap = 4)"
-            : "(SELECT gc, type_id, thread, heap, count, bytes FROM alloc_counts UNION ALL"
-              " SELECT gc, type_id, thread, heap, est_count, est_bytes FROM alloc_samples"
-              " WHERE heap = 0)";
+    const char *source = e->census && spread ? "(" STORE_ALLOCATIONS_SPREAD_SQL ")"
+                         : e->census || e->estimated ? query_estimates_source_sql(e)
+                                                     : "alloc_counts";
     const char *sums = e->estimated || e->census ? "CAST(round(total(count)) AS INTEGER) AS count,"
                                       " CAST(round(total(bytes)) AS INTEGER) AS bytes"
                                     : "coalesce(sum(count), 0) AS count,"
@@ -174,4 +182,162 @@ char *query_estimates_sql_new(const query_estimates *e, const char *group, const
     return g_strdup_printf("SELECT %s%s%s FROM %s%s%s%s%s", group ? group : "", group ? ", " : "",
                            sums, source, where ? " WHERE " : "", where ? where : "",
                            group ? " GROUP BY " : "", group ? group : "");
+}
+
+/* ---- the one allocation total ------------------------------------------------------------ */
+
+static int64_t totals_round(double v)
+{
+    return v >= 9.2e18 ? INT64_MAX : v <= 0 ? 0 : (int64_t)llround(v);
+}
+
+gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *t, GError **error)
+{
+    gboolean ok = FALSE;
+    gboolean row = FALSE;
+    gboolean stepped = FALSE;
+    memset(t, 0, sizeof *t);
+    t->seen = QUERY_NULL;
+    /* What was counted, by how: reported one by one (0), unreported (1), the census (2). */
+    sqlite3_stmt *stmt = query_db_prepare(
+        db, "SELECT flags & 3, total(count), total(bytes) FROM alloc_counts GROUP BY 1", error);
+    while (stmt && (stepped = query_db_step(stmt, &row, error)) && row) {
+        int64_t count = totals_round(sqlite3_column_double(stmt, 1));
+        int64_t bytes = totals_round(sqlite3_column_double(stmt, 2));
+        switch (sqlite3_column_int(stmt, 0)) {
+        case 0:
+            t->reported = count, t->reported_bytes = bytes;
+            break;
+        case 1:
+            t->unreported = count, t->unreported_bytes = bytes;
+            break;
+        default: /* 2, and 3, which no writer makes: counted, not reported */
+            t->census = query_add_saturating(t->census, count);
+            t->census_bytes = query_add_saturating(t->census_bytes, bytes);
+            break;
+        }
+    }
+    if (!stmt || !stepped)
+        goto out;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    /* What was estimated: the samples the source adds to alloc_counts, rounded per type as
+     * `allocations` and `stacks` show them, so that their rows add up to the total. */
+    if (e->census || e->estimated) {
+        const char *sql =
+            e->census ? "SELECT total(c), total(b) FROM (SELECT round(total(count)) AS c,"
+                        " round(total(bytes)) AS b FROM (" STORE_ALLOCATIONS_EXACT_SQL
+                        ") WHERE sampled GROUP BY type_id)"
+            : e->attach ? "SELECT total(c), total(b) FROM (SELECT round(total(est_count)) AS c,"
+                          " round(total(est_bytes)) AS b FROM alloc_samples"
+                          " WHERE heap = 0 OR heap = 4 GROUP BY type_id)"
+                        : "SELECT total(c), total(b) FROM (SELECT round(total(est_count)) AS c,"
+                          " round(total(est_bytes)) AS b FROM alloc_samples"
+                          " WHERE heap = 0 GROUP BY type_id)";
+        stmt = query_db_prepare(db, sql, error);
+        if (!stmt || !query_db_step(stmt, &row, error))
+            goto out;
+        t->estimated = totals_round(sqlite3_column_double(stmt, 0));
+        t->estimated_bytes = totals_round(sqlite3_column_double(stmt, 1));
+        sqlite3_finalize(stmt);
+        stmt = NULL;
+    }
+    stmt = query_db_prepare(db,
+                            "SELECT (SELECT value FROM counters WHERE name = 'allocs_seen'),"
+                            "       (SELECT value FROM counters WHERE name = 'allocs_dropped')",
+                            error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    if (sqlite3_column_type(stmt, 0) == SQLITE_INTEGER)
+        t->seen = sqlite3_column_int64(stmt, 0);
+    /* A negative counter is not a count (the note says the file is damaged or edited). */
+    if (sqlite3_column_type(stmt, 1) == SQLITE_INTEGER)
+        t->lost = MAX(sqlite3_column_int64(stmt, 1), 0);
+    if (t->seen != QUERY_NULL)
+        t->unstored = MAX(query_sub_saturating(query_sub_saturating(t->seen, t->reported), t->lost),
+                          0);
+    t->count = query_add_saturating(
+        query_add_saturating(t->reported, t->unreported),
+        query_add_saturating(t->census, t->estimated));
+    t->bytes = query_add_saturating(
+        query_add_saturating(t->reported_bytes, t->unreported_bytes),
+        query_add_saturating(t->census_bytes, t->estimated_bytes));
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *e)
+{
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX];
+    GPtrArray *terms = g_ptr_array_new_with_free_func(g_free);
+    if (t->unreported == 0 && t->census == 0 && t->estimated == 0 && t->lost == 0 &&
+        t->unstored == 0 && !e->uncounted)
+        return terms;
+    /* Each line fits a 120-column terminal after info's indentation (19 columns). */
+    const char *plus = "";
+    if (t->census > 0) {
+        g_ptr_array_add(terms, g_strdup_printf("%s (%s) small objects counted exactly by the "
+                                               "census of gen0",
+                                               query_count_format(t->census, a),
+                                               query_size_format(t->census_bytes, b)));
+        plus = "+ ";
+    }
+    g_ptr_array_add(terms, g_strdup_printf("%s%s (%s) %sreported by the runtime one by one", plus,
+                                           query_count_format(t->reported, a),
+                                           query_size_format(t->reported_bytes, b),
+                                           !e->uncounted ? ""
+                                           : e->attach   ? "large objects "
+                                                         : "large and pinned objects "));
+    if (t->unreported > 0)
+        g_ptr_array_add(terms, g_strdup_printf("+ %s (%s) not reported by the runtime (delegates, "
+                                               "boxes), counted in gen0 at each GC",
+                                               query_count_format(t->unreported, a),
+                                               query_size_format(t->unreported_bytes, b)));
+    gboolean estimates = t->estimated > 0 || (e->uncounted && !e->census);
+    if (estimates)
+        g_ptr_array_add(terms, g_strdup_printf("+ ~%s (~%s) small objects%s ESTIMATED from %s "
+                                               "samples",
+                                               query_count_format(t->estimated, a),
+                                               query_size_format(t->estimated_bytes, b),
+                                               e->census ? " after the last GC," : "",
+                                               query_count_format(e->samples, c)));
+    int64_t least = query_add_saturating(query_add_saturating(t->count, t->lost), t->unstored);
+    g_autofree char *in_all = g_strdup_printf(": at least %s in all", query_count_format(least, b));
+    if (t->lost > 0)
+        g_ptr_array_add(terms, g_strdup_printf("not in the total: %s reported, then lost uncounted "
+                                               "(allocs_dropped)%s",
+                                               query_count_format(t->lost, a),
+                                               t->unstored > 0 ? "" : in_all));
+    if (t->unstored > 0)
+        g_ptr_array_add(terms, g_strdup_printf("not in the total: %s reported and sent, never "
+                                               "stored (the writer stopped)%s",
+                                               query_count_format(t->unstored, a), in_all));
+    if (estimates && e->samples_dropped > 0)
+        g_ptr_array_add(terms, g_strdup_printf("%s allocation samples were lost: the estimate "
+                                               "is low",
+                                               query_count_format(e->samples_dropped, a)));
+    return terms;
+}
+
+static json_t *totals_pair_json(int64_t count, int64_t bytes)
+{
+    return json_pack("{s:I, s:I}", "count", (json_int_t)count, "bytes", (json_int_t)bytes);
+}
+
+json_t *query_totals_json(const query_totals *t, const query_estimates *e)
+{
+    g_autoptr(GPtrArray) terms = query_totals_terms_new(t, e);
+    json_t *words = json_array();
+    for (guint i = 0; i < terms->len; i++)
+        json_array_append_new(words, query_json_string(g_ptr_array_index(terms, i)));
+    return json_pack("{s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o}", "count",
+                     (json_int_t)t->count, "bytes", (json_int_t)t->bytes, "reported",
+                     totals_pair_json(t->reported, t->reported_bytes), "unreported",
+                     totals_pair_json(t->unreported, t->unreported_bytes), "census",
+                     totals_pair_json(t->census, t->census_bytes), "estimated",
+                     totals_pair_json(t->estimated, t->estimated_bytes), "seen",
+                     query_json_value(t->seen), "lost", (json_int_t)t->lost, "unstored",
+                     (json_int_t)t->unstored, "terms", words);
 }

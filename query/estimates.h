@@ -65,4 +65,50 @@ json_t *query_estimates_json(const query_estimates *e);
  * column list ("type_id", "gc, type_id"). Free with g_free. */
 char *query_estimates_sql_new(const query_estimates *e, const char *group, const char *where);
 
+/* Every allocation, exact where counted and estimated where not, as a sub-select in parentheses
+ * with the columns gc, type_id, thread, heap, count, bytes (estimates as reals): what
+ * query_estimates_sql_new sums without a thread (per type and per interval exact where the census
+ * counted). A static string. */
+const char *query_estimates_source_sql(const query_estimates *e);
+
+/* ---- the one allocation total ----------------------------------------------------------------
+ *
+ * What `info`, `allocations` and `stacks` give as the recording's allocation total, and the
+ * terms it is made of, so that the three agree and say the same words:
+ *   count = reported + unreported + census + estimated
+ * reported: counted one by one from the runtime's reports (alloc_counts flags 0; in sampled and
+ * attach mode the large and pinned objects only); unreported: allocations the runtime made
+ * without reporting them, counted in gen0 at each GC (flags 1, full mode with record
+ * --handles); census: small objects counted exactly by the census of gen0 (flags 2, sampled and
+ * attach mode); estimated: small objects estimated from the allocation samples where nothing
+ * counted them (rounded per type, as `allocations` shows them: its rows add up to the total).
+ * Not in the total: `lost`, allocations the runtime reported that were dropped before they were
+ * counted (counters.allocs_dropped), and `unstored`, those the collector sent and the writer
+ * never stored (a recording that ended early: the writer stopped or was given up with records
+ * on their way): seen = reported + lost + unstored. */
+typedef struct query_totals {
+    int64_t count, bytes;
+    int64_t reported, reported_bytes;
+    int64_t unreported, unreported_bytes;
+    int64_t census, census_bytes;
+    int64_t estimated, estimated_bytes;
+    int64_t seen; /* counters.allocs_seen; QUERY_NULL (query.h) when absent */
+    int64_t lost; /* counters.allocs_dropped; 0 when absent or not a count */
+    int64_t unstored; /* seen - reported - lost when above 0 (seen known), else 0 */
+} query_totals;
+
+/* Reads the totals of the recording (`e` from query_estimates_get). */
+gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *t, GError **error);
+
+/* The terms of the total in words, one line each ("10,975,224 (686.7 MiB) reported by the
+ * runtime one by one", "+ 12,719 (406.1 KiB) made by the runtime without reporting them ...",
+ * "not in the total: ..."), for a total that is more than the runtime's reports (an empty array
+ * when every allocation was reported and counted and none lost). A new array of strings. */
+GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *e);
+
+/* {"count","bytes","reported":{"count","bytes"},"unreported":{...},"census":{...},
+ *  "estimated":{...},"seen":N|null,"lost":N,"unstored":N,"terms":["...", ...]} (new
+ * reference). */
+json_t *query_totals_json(const query_totals *t, const query_estimates *e);
+
 #endif /* HEAPLENS_QUERY_ESTIMATES_H */

@@ -7,7 +7,8 @@
 #include <string.h>
 
 static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estimates *estimates,
-                                query_info_totals *totals, GError **error)
+                                const query_totals *allocations, query_info_totals *totals,
+                                GError **error)
 {
     gboolean ok = FALSE;
     gboolean row = FALSE;
@@ -31,38 +32,24 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     sqlite3_finalize(stmt);
 
     /* Every allocation is counted (alloc_counts); objects rows are those that survived a GC
-     * (and objects first seen in a heap walk). */
-    stmt = query_db_prepare(db,
-                            "SELECT TOTAL(count), TOTAL(bytes), TOTAL(survived), TOTAL(survived_bytes)"
-                            "  FROM alloc_counts",
+     * (and objects first seen in a heap walk). The allocation total is the one every command
+     * gives (estimates.h, query_totals_read): without ObjectAllocated, the large (and pinned)
+     * objects and the census's counts plus the estimates of the small objects. */
+    stmt = query_db_prepare(db, "SELECT TOTAL(survived), TOTAL(survived_bytes) FROM alloc_counts",
                             error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
-    totals->allocations = sqlite3_column_int64(stmt, 0);
-    totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
-    totals->survived = sqlite3_column_int64(stmt, 2);
-    totals->survived_bytes = sqlite3_column_int64(stmt, 3);
+    totals->survived = sqlite3_column_int64(stmt, 0);
+    totals->survived_bytes = sqlite3_column_int64(stmt, 1);
     sqlite3_finalize(stmt);
     stmt = NULL;
-    /* Without ObjectAllocated alloc_counts holds the large (and pinned) objects only: the totals
-     * are those plus the estimates of the small objects (estimates.h). */
-    if (estimates->estimated) {
-        /* With the census the exact part is alloc_counts (the census, LOH, POH); the rest of
-         * the total, the samples of the intervals it did not count, is the estimate. */
-        int64_t exact = totals->allocations, exact_bytes = totals->allocation_bytes;
-        g_autofree char *sql = query_estimates_sql_new(estimates, NULL, NULL);
-        stmt = query_db_prepare(db, sql, error);
-        if (!stmt || !query_db_step(stmt, &row, error))
-            goto out;
-        totals->allocations = sqlite3_column_int64(stmt, 0);
-        totals->allocation_bytes = sqlite3_column_int64(stmt, 1);
-        sqlite3_finalize(stmt);
-        stmt = NULL;
-        if (estimates->census) {
-            totals->estimated_allocations = MAX(totals->allocations - exact, 0);
-            totals->estimated_allocation_bytes = MAX(totals->allocation_bytes - exact_bytes, 0);
-        }
+    totals->allocations = allocations->count;
+    totals->allocation_bytes = allocations->bytes;
+    if (estimates->census) { /* the part the census did not count (after the last GC, ...) */
+        totals->estimated_allocations = allocations->estimated;
+        totals->estimated_allocation_bytes = allocations->estimated_bytes;
     }
+
     if (!query_db_objects_totals(db, &totals->objects, &totals->object_bytes,
                                  &totals->objects_alive, error))
         goto out;
@@ -184,7 +171,8 @@ gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError
         !query_estimates_get(db, &info->estimates, error) ||
         !(info->run = query_info_run_read(db, error)) ||
         !(info->counters = query_info_counters_read(db, error)) ||
-        !info_totals_get(db, path, &info->estimates, &info->totals, error))
+        !query_totals_read(db, &info->estimates, &info->allocations, error) ||
+        !info_totals_get(db, path, &info->estimates, &info->allocations, &info->totals, error))
         return FALSE;
     info->unrecorded = query_info_unrecorded_json(db);
     return TRUE;

@@ -38,6 +38,8 @@ typedef struct query_info {
     GArray *run;      /* query_info_value: the run row's columns but id, in order */
     GArray *counters; /* query_info_value: by name */
     query_info_totals totals;
+    query_totals allocations; /* the allocation total and its terms (totals.allocations is
+                               * allocations.count) */
     json_t *unrecorded; /* query_info_unrecorded_json */
 } query_info;
 

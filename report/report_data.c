@@ -519,10 +519,10 @@ static gboolean report_stacks_get(sqlite3 *db, report_data *data, GError **error
     g_autoptr(stacks_result) r = stacks_load(db, &q, error);
     if (!r)
         return FALSE;
-    g_autofree char *text = stacks_sampling_text_new(&r->sampling);
+    g_autofree char *text = stacks_sampling_text_new(r);
     json_t *sites = json_array();
     for (guint i = 0; i < r->sites->len && i < REPORT_TOP_SITES; i++)
-        json_array_append_new(sites, stacks_site_json(r, &g_array_index(r->sites, stacks_site, i)));
+        json_array_append_new(sites, stacks_site_json(r, &g_array_index(r->sites, stacks_site, i), 0));
     data->allocation_stacks = json_pack(
         "{s:o, s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:o}", "sampling",
         stacks_sampling_json(&r->sampling), "text", text, "total", "count",

@@ -544,10 +544,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     int64_t samples = 0;
     gboolean census = FALSE; /* sampled mode's census: exact per type, per thread estimated */
     if (query_estimates_get(db, &estimates, NULL) && (estimates.estimated || estimates.census)) {
-        g_autofree char *sql = query_estimates_sql_new(&estimates, NULL, NULL);
+        query_totals totals; /* the total info, allocations and stacks give */
         samples = estimates.samples;
         census = estimates.census;
-        query_db_int(db, sql, &allocations, NULL);
+        if (query_totals_read(db, &estimates, &totals, NULL))
+            allocations = totals.count;
         survived = objects;
     }
     query_estimates_clear(&estimates);

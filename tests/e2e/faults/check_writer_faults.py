@@ -224,10 +224,45 @@ def writer_stalled(hl, dll, workdir, iterations):
     r = subprocess.run([hl, "allocations", db, "--top", "1"], capture_output=True, text=True)
     check("stalled: commands say that counts are lower bounds",
           "lower bounds" in r.stdout + r.stderr, r.stdout + r.stderr)
+    check_totals_agree("stalled", hl, db)
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     stored, last = con.execute("SELECT count(*), max(gc) FROM gcs").fetchone()
     con.close()
     check("stalled: GCs stored without gaps", stored == last, f"{stored} GCs, the last is {last}")
+
+
+def check_totals_agree(what, hl, db):
+    """info, allocations and stacks give one allocation total: the same figures and words, the
+    terms adding up to it, and what is not in it (lost: allocs_dropped; sent and never stored: a
+    writer that stopped) makes up the runtime's own count (allocs_seen), said in words."""
+    docs = {}
+    for cmd, args in (("info", []), ("allocations", []), ("stacks", ["--top", "1"])):
+        rc, doc, err = heaplens_json(hl, cmd, db, *args)
+        check(f"{what}: {cmd} --json reads the file", rc == 0 and doc is not None, err.strip()[-300:])
+        if doc is None:
+            return
+        docs[cmd] = doc
+    totals = {"info": docs["info"]["allocations"]["total"], "allocations": docs["allocations"]["total"],
+              "stacks": docs["stacks"]["total"].get("allocations")}
+    check(f"{what}: info, allocations and stacks give one total", totals["info"] == totals["allocations"]
+          == totals["stacks"], json.dumps(totals))
+    t = totals["info"]
+    parts = sum(t[k]["count"] for k in ("reported", "unreported", "census", "estimated"))
+    check(f"{what}: the total is the sum of its terms", t["count"] == parts, json.dumps(t))
+    check(f"{what}: the stacks' sites add up to the total", docs["stacks"]["total"]["count"] == t["count"],
+          f'{docs["stacks"]["total"]["count"]} vs {t["count"]}')
+    counters = docs["info"]["counters"]
+    check(f"{what}: lost is allocs_dropped, and seen = reported + lost + unstored",
+          t["lost"] == counters.get("allocs_dropped", 0)
+          and t["seen"] == t["reported"]["count"] + t["lost"] + t["unstored"], json.dumps(t))
+    r = subprocess.run([hl, "info", db], capture_output=True, text=True)
+    if t["lost"] > 0:
+        check(f"{what}: info says the lost allocations are not in the total",
+              f'not in the total: {t["lost"]:,} reported, then lost uncounted' in r.stdout, r.stdout[-800:])
+    if t["unstored"] > 0:
+        check(f"{what}: info says the allocations sent and never stored are not in the total",
+              f'not in the total: {t["unstored"]:,} reported and sent, never stored' in r.stdout
+              and docs["info"]["run"]["status"] == "truncated", r.stdout[-800:])
 
 
 def check_missing_said(what, hl, db, program_gcs):

@@ -32,7 +32,7 @@ import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, program, remove_stale, run, start_log  # noqa: E402
+from e2elib import Checks, heaplens_json, program, remove_stale, run, start_log  # noqa: E402
 
 NS = "AllocSites."
 CHAIN = [NS + "Program.C", NS + "Program.B", NS + "Program.A", NS + "Program.Run",
@@ -135,9 +135,55 @@ def main():
                   abs(minor - minor_true) <= points / 100,
                   f"{100 * minor:.1f}% vs {100 * minor_true:.1f}%")
         print(f"SplitItem Minor share: {100 * minor:.1f}% (truth {100 * minor_true:.1f}%)")
+    check_scaled(checks, a, db, log)
     if a.chromium:
         check_flame_graph(checks, a, db)
     return checks.summary()
+
+
+def check_scaled(checks, a, db, log):
+    """`heaplens stacks` scales each type's sites to its allocations: every type's sites add up to
+    what `heaplens allocations` says of it (its exact count in full mode, from alloc_counts; the
+    census's exact counts plus the estimates after the last GC in sampled mode), and to the one
+    total of info; the by-method view's inclusive figures are the sums over the sites that hold
+    each method (recursion once), its exclusive figures add up to the total."""
+    if a.biased:
+        return  # AllocationTick in sampled mode: no census on .NET 8, nothing exact to scale to
+    every = ["--top", "4294967295"]
+    stacks = heaplens_json(checks, a.heaplens, ["stacks", db] + every, log)
+    allocations = heaplens_json(checks, a.heaplens, ["allocations", db], log)
+    info = heaplens_json(checks, a.heaplens, ["info", db], log)
+    methods = heaplens_json(checks, a.heaplens, ["stacks", db, "--by", "method"] + every, log)
+    if not (stacks and allocations and info and methods):
+        return
+    sites, exact = {}, {}
+    for row in stacks["rows"]:
+        c, b = sites.get(row["type"], (0, 0))
+        sites[row["type"]] = (c + row["count"], b + row["bytes"])
+    for row in allocations["rows"]:
+        exact[row["type"]] = (row["count"], row["bytes"])
+    wrong = {t: (sites.get(t), exact.get(t)) for t in set(sites) | set(exact)
+             if sites.get(t, (0, 0)) != exact.get(t, (0, 0))}
+    checks.ok(f"each type's sites add up to its allocations ({len(exact)} types)", not wrong,
+              f"{len(wrong)} differ, e.g. {sorted(wrong.items())[:5]}")
+    total = info["allocations"]["total"]
+    checks.eq("stacks' total is info's", total["count"], stacks["total"]["count"])
+    checks.eq("stacks' total terms are info's", total, stacks["total"]["allocations"])
+    checks.eq("allocations' total is info's", total, allocations["total"])
+    inclusive = {}
+    for row in stacks["rows"]:
+        for frame in set(row["frames"]):
+            c, b = inclusive.get(frame, (0, 0))
+            inclusive[frame] = (c + row["count"], b + row["bytes"])
+    got = {m["method"]: (m["inclusive"]["count"], m["inclusive"]["bytes"]) for m in methods["rows"]}
+    checks.ok(f"by method: inclusive = the sum over the sites that hold it ({len(got)} methods)",
+              got == inclusive, f"{len(set(got.items()) ^ set(inclusive.items()))} differ")
+    checks.eq("by method: the exclusive counts add up to the total", stacks["total"]["count"],
+              sum(m["exclusive"]["count"] for m in methods["rows"]))
+    checks.eq("by method: the exclusive bytes add up to the total", stacks["total"]["bytes"],
+              sum(m["exclusive"]["bytes"] for m in methods["rows"]))
+    print(f"scaled: {len(exact)} types, {stacks['total']['sites']} sites, "
+          f"{len(got)} methods, total {total['count']:,}")
 
 
 def check_flame_graph(checks, a, db):

@@ -43,7 +43,7 @@ TIMEOUT = 30
 COMMANDS = [
     ['info'], ['gcs'], ['allocations'], ['survivors'], ['retention'],
     ['roots', '--type', 'App.Leak'], ['leaks'], ['diff'], ['stacks'], ['snapshots'],
-    ['report'], ['export', '--gcdump', 'out.gcdump'], ['check', '--max-live', 'App.Leak=100'],
+    ['report'], ['export', '--gcdump', 'out.gcdump'], ['check', '--max-live', 'App.Leak=100'], ['stacks', '--by', 'method'],
 ]
 # Commands that may store what they computed in the file (retained sizes); every command may
 # build the generation history of an unread file.
@@ -229,7 +229,7 @@ def main():
         for parity in (0, 1):
             res = job(heaplens, base, variant + '-base', parity, None, args.workdir)
             for rc, out, err, before, after, cmd, json_flag in res:
-                baselines[(variant, cmd[0], json_flag)] = (rc, out, err)
+                baselines[(variant, tuple(cmd), json_flag)] = (rc, out, err)
 
     counts = {}
     failures = []
@@ -244,7 +244,7 @@ def main():
                 continue
             n_inputs += 1
             for rc, out, err, before, after, cmd, json_flag in res:
-                base_rc, base_out, _ = baselines[(variant, cmd[0], json_flag)]
+                base_rc, base_out, _ = baselines[(variant, tuple(cmd), json_flag)]
                 changed_ok = cmd[0] in STORING or variant == 'unread'
                 outcome = classify(rc, out, err, edit[3], base_out if base_rc == 0 else None,
                                    changed_ok, before, after)

@@ -223,10 +223,17 @@ static void case_gcs_text(void)
 
 /* ---- cases: allocations ---------------------------------------------------------------- */
 
+/* The head of app.db's allocations: its total, every allocation reported and counted. */
+#define TOTAL_11                                                                                   \
+    "{\"total\":{\"count\":11,\"bytes\":105456,\"reported\":{\"count\":11,"                      \
+    "\"bytes\":105456},\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,"          \
+    "\"bytes\":0},\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":11,\"lost\":0,\"unstored\":0,"  \
+    "\"terms\":[]},"
+
 static void case_allocations_json(void)
 {
     EXPECT_JSON(RUN("allocations", "--json", "app.db"),
-                "{\"rows\":[\n"
+                TOTAL_11 "\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200},\n"
                 "{\"type\":\"System.Int32[]\",\"count\":2,\"bytes\":5000},\n"
                 "{\"type\":\"System.String\",\"count\":6,\"bytes\":216},\n"
@@ -239,6 +246,8 @@ static void case_allocations_json(void)
 static void case_allocations_text(void)
 {
     EXPECT(RUN("allocations", "app.db"), 0,
+           "11 allocations (103.0 KiB) of 4 types\n"
+           "\n"
            "count     bytes  type\n"
            "    2  97.9 KiB  System.Byte[]\n"
            "    2   4.9 KiB  System.Int32[]\n"
@@ -250,13 +259,13 @@ static void case_allocations_text(void)
 static void case_allocations_top(void)
 {
     EXPECT_JSON(RUN("allocations", "app.db", "--json", "--top", "2"),
-                "{\"rows\":[\n"
+                TOTAL_11 "\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200},\n"
                 "{\"type\":\"System.Int32[]\",\"count\":2,\"bytes\":5000}\n"
                 "]}\n",
                 "");
     EXPECT_JSON(RUN("allocations", "app.db", "--json", "--top=1"),
-                "{\"rows\":[\n"
+                TOTAL_11 "\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200}\n"
                 "]}\n",
                 "");
@@ -273,7 +282,7 @@ static void case_allocations_thread(void)
 {
     /* By name. */
     EXPECT_JSON(RUN("allocations", "app.db", "--json", "--thread", "worker"),
-                "{\"rows\":[\n"
+                "{\"total\":{\"count\":4,\"bytes\":101264},\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200},\n"
                 "{\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"type\":\"System.String\",\"count\":1,\"bytes\":64}\n"
@@ -281,7 +290,7 @@ static void case_allocations_thread(void)
                 "");
     /* By OS thread id, the same thread. */
     EXPECT_JSON(RUN("allocations", "app.db", "--json", "--thread=101"),
-                "{\"rows\":[\n"
+                "{\"total\":{\"count\":4,\"bytes\":101264},\"rows\":[\n"
                 "{\"type\":\"System.Byte[]\",\"count\":2,\"bytes\":100200},\n"
                 "{\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"type\":\"System.String\",\"count\":1,\"bytes\":64}\n"
@@ -289,6 +298,8 @@ static void case_allocations_thread(void)
                 "");
     /* The unnamed thread, by id. */
     EXPECT(RUN("allocations", "app.db", "--thread", "102"), 0,
+           "1 allocation (24 B) of 1 type by thread 102\n"
+           "\n"
            "count  bytes  type\n"
            "    1   24 B  System.String\n",
            "");
@@ -372,6 +383,8 @@ static void case_survivors_no_gc(void)
     EXPECT(RUN("gcs", "nogc.db"), 0, "no GC was recorded\n", "");
     EXPECT_JSON(RUN("gcs", "nogc.db", "--json"), "{\"rows\":[]}\n", "");
     EXPECT(RUN("allocations", "nogc.db"), 0,
+           "1 allocation (1.5 KiB) of 1 type\n"
+           "\n"
            "count    bytes  type\n"
            "    1  1.5 KiB  System.String\n",
            "");
@@ -444,7 +457,31 @@ static void case_info_json(void)
         "    \"estimated\": false,\n"
         "    \"exact_per_type\": true,\n"
         "    \"note\": null,\n"
-        "    \"sampling\": null\n"
+        "    \"sampling\": null,\n"
+        "    \"total\": {\n"
+        "      \"count\": 11,\n"
+        "      \"bytes\": 105456,\n"
+        "      \"reported\": {\n"
+        "        \"count\": 11,\n"
+        "        \"bytes\": 105456\n"
+        "      },\n"
+        "      \"unreported\": {\n"
+        "        \"count\": 0,\n"
+        "        \"bytes\": 0\n"
+        "      },\n"
+        "      \"census\": {\n"
+        "        \"count\": 0,\n"
+        "        \"bytes\": 0\n"
+        "      },\n"
+        "      \"estimated\": {\n"
+        "        \"count\": 0,\n"
+        "        \"bytes\": 0\n"
+        "      },\n"
+        "      \"seen\": 11,\n"
+        "      \"lost\": 0,\n"
+        "      \"unstored\": 0,\n"
+        "      \"terms\": []\n"
+        "    }\n"
         "  },\n"
         "  \"unrecorded_processes\": []\n"
         "}\n",
@@ -551,6 +588,9 @@ static void case_info_text(void)
         "  incomplete       0\n"
         "  pauses           2.520 ms\n"
         "  allocations      2 (48 B)\n"
+        "                   2 (48 B) reported by the runtime one by one\n"
+        "                   not in the total: 1,234 reported, then lost uncounted "
+        "(allocs_dropped): at least 1,236 in all\n"
         "  survived a GC    1 (24 B)\n"
         "  objects tracked  1 (24 B)\n"
         "  alive at end     1\n"
@@ -577,12 +617,24 @@ static void case_note(void)
                        "allocations, 2 GCs were lost (the writer fell behind); counts are lower "
                        "bounds\n";
     g_autofree char *json_err = g_strconcat("heaplens: ", note, NULL);
-    g_autofree char *text = g_strconcat("count  bytes  type\n"
-                                        "    2   48 B  System.Object\n",
-                                        note, NULL);
+    g_autofree char *text =
+        g_strconcat("2 allocations (48 B) of 1 type\n"
+                    "  2 (48 B) reported by the runtime one by one\n"
+                    "  not in the total: 1,234 reported, then lost uncounted (allocs_dropped): at "
+                    "least 1,236 in all\n"
+                    "\n"
+                    "count  bytes  type\n"
+                    "    2   48 B  System.Object\n",
+                    note, NULL);
     EXPECT(RUN("allocations", "lossy.db"), 0, text, "");
     EXPECT_JSON(RUN("allocations", "lossy.db", "--json"),
-                "{\"rows\":[\n{\"type\":\"System.Object\",\"count\":2,\"bytes\":48}\n]}\n",
+                "{\"total\":{\"count\":2,\"bytes\":48,\"reported\":{\"count\":2,\"bytes\":48},"
+                "\"unreported\":{\"count\":0,\"bytes\":0},\"census\":{\"count\":0,\"bytes\":0},"
+                "\"estimated\":{\"count\":0,\"bytes\":0},\"seen\":1236,\"lost\":1234,"
+                "\"unstored\":0,\"terms\":[\"2 (48 B) reported by the runtime one by one\","
+                "\"not in the total: 1,234 "
+                "reported, then lost uncounted (allocs_dropped): at least 1,236 in all\"]},"
+                "\"rows\":[\n{\"type\":\"System.Object\",\"count\":2,\"bytes\":48}\n]}\n",
                 json_err);
     g_autofree char *survivors = g_strconcat("alive after GC 1: 1 object, 24 B\n"
                                              "gen   count  bytes  type\n"
@@ -593,6 +645,7 @@ static void case_note(void)
      * exactly, too); counters that are garbage (negative: not counts) are never shown as losses,
      * the note says the file was damaged or edited. */
     EXPECT(RUN("allocations", "garbage.db", "--thread", "102"), 0,
+           "1 allocation (24 B) of 1 type by thread 102\n\n"
            "count  bytes  type\n    1   24 B  System.String\n"
            "note: the counter allocs_dropped is -5 (a damaged or edited file); the counter "
            "gcs_dropped is -5 (a damaged or edited file); the counter snapshots_dropped is -5 (a "

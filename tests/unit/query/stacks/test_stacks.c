@@ -121,19 +121,80 @@ static void fixture_samples(const char *name, gboolean link, int64_t dropped)
     }
 }
 
+/* The exact counts of the recording made what the samples estimate, per interval, type and
+ * thread: each type's sites scaled to its exact count keep the estimates of
+ * hl_stack_fixture.h, whose answers the cases spell out. */
+static const char counts_as_samples_sql[] =
+    "DELETE FROM alloc_counts;"
+    "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, survived_bytes,"
+    " flags) SELECT gc, type_id, thread, heap, round(sum(est_count)), round(sum(est_bytes)), 0, 0,"
+    " 0 FROM alloc_samples GROUP BY 1, 2, 3, 4";
+
+static const char scaled_sql[] =
+    "UPDATE alloc_counts SET count = count * 2, bytes = bytes * 2 WHERE type_id = 1;"
+    "UPDATE alloc_counts SET count = 3, bytes = 3000 WHERE type_id = 3;"
+    "INSERT INTO types (id, name, class_id, flags) VALUES (4, 'App.Rare', 0, 0);"
+    "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, survived_bytes,"
+    " flags) VALUES (1, 4, 100, 0, 3, 96, 0, 0, 0), (2, 2, NULL, 0, 40, 1280, 0, 0, 1)";
+
+/*   stack (innermost first)                                      type    count  bytes
+ *   10 App.R.Leaf <- App.R.Rec <- App.R.Rec <- App.R.Rec <- Main  Node      100   6400
+ *   11 App.R.Leaf <- App.R.Rec <- App.R.Rec <- Main               Node       50   3200
+ *   12 App.R.Leaf <- (App.R.A <- App.R.B) x3 <- Main              String     30    960
+ *   13 App.R.Leaf <- App.X.Run <- Main                            String     10    320
+ *   14 App.R.Leaf <- App.Y.Run <- Main                            String     10    320 */
+static const char recursion_sql[] =
+    "INSERT INTO frames (id, name) VALUES (1, 'App.Program.Main'), (2, 'App.R.Rec'),"
+    "  (3, 'App.R.Leaf'), (4, 'App.R.A'), (5, 'App.R.B'), (6, 'App.X.Run'), (7, 'App.Y.Run');"
+    "INSERT INTO stacks (id, depth) VALUES (10, 5), (11, 4), (12, 8), (13, 3), (14, 3);"
+    "INSERT INTO stack_frames (stack_id, position, frame_id) VALUES"
+    "  (10, 0, 3), (10, 1, 2), (10, 2, 2), (10, 3, 2), (10, 4, 1),"
+    "  (11, 0, 3), (11, 1, 2), (11, 2, 2), (11, 3, 1),"
+    "  (12, 0, 3), (12, 1, 4), (12, 2, 5), (12, 3, 4), (12, 4, 5), (12, 5, 4), (12, 6, 5),"
+    "  (12, 7, 1),"
+    "  (13, 0, 3), (13, 1, 6), (13, 2, 1), (14, 0, 3), (14, 1, 7), (14, 2, 1);"
+    "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, stack_id, object_id, est_count,"
+    " est_bytes) VALUES (1, 1, 100, 0, 64, 10, NULL, 100, 6400),"
+    "  (1, 1, 100, 0, 64, 11, NULL, 50, 3200), (1, 2, 100, 0, 32, 12, NULL, 30, 960),"
+    "  (1, 2, 100, 0, 32, 13, NULL, 10, 320), (1, 2, 100, 0, 32, 14, NULL, 10, 320);"
+    "INSERT INTO sampling (id, source, mean_distance_bytes, biased, samples, samples_dropped)"
+    "  VALUES (1, 'AllocationSampled', 102400, 0, 5, 0)";
+
 static void fixtures_build(void)
 {
     fixture_recording("stacks.db", FALSE);
     fixture_samples("stacks.db", TRUE, 0);
+    fixture_sql("stacks.db", counts_as_samples_sql);
     /* the same samples, some lost, in a recording that lost allocations */
     fixture_recording("lossy.db", TRUE);
     fixture_samples("lossy.db", TRUE, 5);
+    fixture_sql("lossy.db", counts_as_samples_sql);
     /* a recording without samples (--stacks off): the tables, no sampling row */
     fixture_recording("off.db", FALSE);
     fixture_file("notes.txt", "not a database\n");
     /* the same samples from AllocationTick: biased, no fixed distance */
+    /* exact counts that differ from the estimates: Node twice them, Byte[] 3 where its one
+     * sample says 10 (a rare type overestimated), a type never sampled, and allocations the
+     * runtime did not report */
+    fixture_recording("scaled.db", FALSE);
+    fixture_samples("scaled.db", TRUE, 0);
+    fixture_sql("scaled.db", counts_as_samples_sql);
+    fixture_sql("scaled.db", scaled_sql);
+    /* the lossy recording with unreported allocations too: every term of the total */
+    fixture_recording("totals.db", TRUE);
+    fixture_samples("totals.db", TRUE, 5);
+    fixture_sql("totals.db", counts_as_samples_sql);
+    fixture_sql("totals.db", "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes,"
+                             " survived, survived_bytes, flags) VALUES (2, 2, NULL, 0, 40, 1280,"
+                             " 0, 0, 1)");
+    /* recursion: stacks that differ only in their depth, a cycle of two frames, two methods
+     * named Run */
+    fixture_recording("recursion.db", FALSE);
+    fixture_sql("recursion.db", recursion_sql);
+    fixture_sql("recursion.db", counts_as_samples_sql);
     fixture_recording("tick.db", FALSE);
     fixture_samples("tick.db", TRUE, 0);
+    fixture_sql("tick.db", counts_as_samples_sql);
     fixture_sql("tick.db", "UPDATE sampling SET source = 'AllocationTick', biased = 1,"
                            " mean_distance_bytes = NULL");
 }
@@ -203,26 +264,49 @@ static void case_text(void)
 {
     EXPECT(RUN("stacks", "stacks.db", "--top", "3"), 0,
            "allocations of stacks.db, by call stack: 11,610, 437.9 KiB\n"
-           "(estimated from 9 samples, mean distance 102,400 bytes (100.0 KiB); source "
-           "AllocationSampled)\n"
+           "(scaled to the exact count per type; estimated from 9 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
            "the 3 heaviest of 6 sites by bytes, innermost frame first:\n"
            "\n"
-           "#1  218.8 KiB  7,000 allocations  50.0%  System.String  (3 samples)\n"
-           "      App.Names.Make\n"
-           "      App.Program.Run\n"
-           "      App.Program.Main\n"
+           "#1  218.8 KiB  7,000 allocations  50.0%  (3 samples)\n"
+           "    new System.String\n"
+           "        App.Names.Make\n"
+           "        App.Program.Run\n"
+           "        App.Program.Main\n"
            "\n"
-           "#2  125.0 KiB  2,000 allocations  28.5%  App.Node  (2 samples)\n"
-           "      App.Tree.NewNode\n"
-           "      App.Tree.Build\n"
-           "      App.Program.Run\n"
-           "      App.Program.Main\n"
+           "#2  125.0 KiB  2,000 allocations  28.5%  (2 samples)\n"
+           "    new App.Node\n"
+           "        App.Tree.NewNode\n"
+           "        App.Tree.Build\n"
+           "        App.Program.Run\n"
+           "        App.Program.Main\n"
            "\n"
-           "#3  62.5 KiB  2,000 allocations  14.3%  System.String  (1 sample)\n"
-           "      App.Names.Make\n"
-           "      App.Cache.Fill\n"
-           "      App.Program.Main\n",
+           "#3  62.5 KiB  2,000 allocations  14.3%  (1 sample)\n"
+           "    new System.String\n"
+           "        App.Names.Make\n"
+           "        App.Cache.Fill\n"
+           "        App.Program.Main\n",
            "");
+    /* --depth: the first frames, and how many more */
+    EXPECT(RUN("stacks", "stacks.db", "--top", "1", "--depth", "2"), 0,
+           "allocations of stacks.db, by call stack: 11,610, 437.9 KiB\n"
+           "(scaled to the exact count per type; estimated from 9 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
+           "the 1 heaviest of 6 sites by bytes, innermost frame first:\n"
+           "\n"
+           "#1  218.8 KiB  7,000 allocations  50.0%  (3 samples)\n"
+           "    new System.String\n"
+           "        App.Names.Make\n"
+           "        App.Program.Run\n"
+           "        … 1 more frame\n",
+           "");
+    json_t *doc = JSON_RUN(RUN("stacks", "stacks.db", "--json", "--top", "1", "--depth", "1"), "");
+    json_t *row = json_array_get(json_object_get(doc, "rows"), 0);
+    CHECK(json_array_size(json_object_get(row, "frames")) == 1);
+    CHECK(json_integer_value(json_object_get(row, "more_frames")) == 2);
+    json_decref(doc);
+    EXPECT(RUN("stacks", "stacks.db", "--depth", "0"), 1, "",
+           "heaplens: stacks: --depth expects a positive number of frames, not '0'\n");
 }
 
 static void case_top(void)
@@ -273,7 +357,8 @@ static void case_by_survived(void)
     EXPECT_ROWS(doc, "App.Node|App.Tree.NewNode<-App.Tree.Build<-App.Program.Run<-App.Program."
                      "Main|2000|128000|2\n" ROW_S4);
     EXPECT(RUN("stacks", "stacks.db", "--by", "age"), 1, "",
-           "heaplens: stacks: --by expects 'allocated', 'survived' or 'mid-life', not 'age'\n");
+           "heaplens: stacks: --by expects 'allocated', 'survived', 'mid-life' or 'method', not "
+           "'age'\n");
 }
 
 static void case_by_midlife(void)
@@ -288,8 +373,8 @@ static void case_by_midlife(void)
     EXPECT(RUN("stacks", "stacks.db", "--by", "mid-life", "--type", "System.String"), 0,
            "allocations of stacks.db, type System.String, promoted to gen2 and then collected "
            "there (mid-life crisis), by call stack: 0, 0 B\n"
-           "(estimated from 9 samples, mean distance 102,400 bytes (100.0 KiB); source "
-           "AllocationSampled)\n"
+           "(scaled to the exact count per type; estimated from 9 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
            "no sampled allocation matches\n",
            "");
 }
@@ -354,15 +439,16 @@ static void case_biased(void)
 {
     EXPECT(RUN("stacks", "tick.db", "--top", "1"), 0,
            "allocations of tick.db, by call stack: 11,610, 437.9 KiB\n"
-           "(estimated from 9 samples; source AllocationTick, biased: a sample every ~100 KiB "
-           "allocated, attributed to the allocation that crossed it, so large objects and their "
-           "sites weigh more than their share)\n"
+           "(scaled to the exact count per type; estimated from 9 samples; source AllocationTick, "
+           "biased: a sample every ~100 KiB\n allocated, attributed to the allocation that "
+           "crossed it, so large objects and their sites weigh more than their share)\n"
            "the 1 heaviest of 6 sites by bytes, innermost frame first:\n"
            "\n"
-           "#1  218.8 KiB  7,000 allocations  50.0%  System.String  (3 samples)\n"
-           "      App.Names.Make\n"
-           "      App.Program.Run\n"
-           "      App.Program.Main\n",
+           "#1  218.8 KiB  7,000 allocations  50.0%  (3 samples)\n"
+           "    new System.String\n"
+           "        App.Names.Make\n"
+           "        App.Program.Run\n"
+           "        App.Program.Main\n",
            "");
     json_t *doc = JSON_RUN(RUN("stacks", "tick.db", "--json", "--top", "1"), "");
     json_t *sampling = json_object_get(doc, "sampling");
@@ -389,8 +475,7 @@ static void case_help(void)
 static void case_speedscope(void)
 {
     EXPECT(RUN("stacks", "stacks.db", "--speedscope", "out.speedscope.json"), 0, "",
-           "heaplens: 6 allocation sites (437.9 KiB, 11,610 allocations, estimated) -> "
-           "out.speedscope.json\n");
+           "heaplens: 6 allocation sites (437.9 KiB, 11,610 allocations) -> out.speedscope.json\n");
     g_autofree char *path = g_build_filename(workdir, "out.speedscope.json", NULL);
     json_error_t jerr;
     json_t *doc = json_load_file(path, 0, &jerr);
@@ -464,12 +549,333 @@ static void case_speedscope_inputs(void)
     json_error_t jerr;
     json_t *doc = json_loads(r.out, 0, &jerr);
     CHECK(r.status == 0 && doc && json_array_size(json_object_get(doc, "profiles")) == 2);
-    CHECK(strcmp(r.err, "heaplens: 6 allocation sites (437.9 KiB, 11,610 allocations, "
-                        "estimated) -> -\n") == 0);
+    CHECK(strcmp(r.err, "heaplens: 6 allocation sites (437.9 KiB, 11,610 allocations) -> -\n") ==
+          0);
     json_decref(doc);
     run_result_release(&r);
     g_autofree char *dash = fixture_path("-");
     CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
+}
+
+/* ---- scaling, totals, recursion, methods ------------------------------------------------ */
+
+/* count and bytes per type of a stacks or allocations document's rows */
+static GHashTable *per_type_new(json_t *doc)
+{
+    GHashTable *sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(doc, "rows"), i, row)
+    {
+        const char *type = json_string_value(json_object_get(row, "type"));
+        int64_t *sum = g_hash_table_lookup(sums, type);
+        if (!sum) {
+            sum = g_new0(int64_t, 2);
+            g_hash_table_insert(sums, g_strdup(type), sum);
+        }
+        sum[0] += json_integer_value(json_object_get(row, "count"));
+        sum[1] += json_integer_value(json_object_get(row, "bytes"));
+    }
+    return sums;
+}
+
+static json_int_t total_of(json_t *doc, const char *key)
+{
+    return json_integer_value(json_object_get(json_object_get(doc, "total"), key));
+}
+
+/* Full mode: each type's sites add up to its exact count, also where its samples say more (a
+ * rare type), a type never sampled and allocations the runtime did not report are sites of
+ * their own, and the total is info's and allocations'. */
+static void case_scaled(void)
+{
+    json_t *stacks = JSON_RUN(RUN("stacks", "scaled.db", "--json", "--top", "100"), "");
+    json_t *allocations = JSON_RUN(RUN("allocations", "scaled.db", "--json"), "");
+    json_t *info = JSON_RUN(RUN("info", "scaled.db", "--json"), "");
+    CHECK(json_is_true(json_object_get(json_object_get(stacks, "sampling"), "scaled")));
+    g_autoptr(GHashTable) sites = per_type_new(stacks);
+    g_autoptr(GHashTable) exact = per_type_new(allocations);
+    CHECK(g_hash_table_size(sites) == 4 && g_hash_table_size(exact) == 4);
+    GHashTableIter it;
+    gpointer key, value;
+    g_hash_table_iter_init(&it, exact);
+    while (g_hash_table_iter_next(&it, &key, &value)) {
+        const int64_t *want = value, *got = g_hash_table_lookup(sites, key);
+        if (!got || got[0] != want[0] || got[1] != want[1]) {
+            fprintf(stderr, "%s: sites of %s add up to %lld, %lld; allocations %lld, %lld\n",
+                    __func__, (const char *)key, got ? (long long)got[0] : -1LL,
+                    got ? (long long)got[1] : -1LL, (long long)want[0], (long long)want[1]);
+            failures++;
+        }
+    }
+    /* Node 4,200 (twice the estimates), String 9,500 + 40 unreported, Byte[] 3 where its sample
+     * said 10, Rare 3 never sampled */
+    CHECK(total_of(stacks, "count") == 13746 && total_of(stacks, "bytes") == 577176);
+    CHECK(total_of(allocations, "count") == 13746 && total_of(allocations, "bytes") == 577176);
+    CHECK(json_integer_value(json_object_get(json_object_get(info, "totals"), "allocations")) ==
+          13746);
+    EXPECT_ROWS(stacks,
+                "App.Node|App.Tree.NewNode<-App.Tree.Build<-App.Program.Run<-App.Program.Main|"
+                "4000|256000|2\n" ROW_S2 ROW_S3 ROW_S5
+                "App.Node|[no stack captured]|200|12800|1\n"
+                "System.Byte[]|App.Cache.Fill<-App.Program.Main|3|3000|1\n"
+                "System.String|[not reported by the runtime]|40|1280|0\n"
+                "App.Rare|[not sampled]|3|96|0\n");
+    json_decref(info);
+    json_decref(allocations);
+    /* the intervals' own exact counts: GC 1's Node, String and Rare */
+    EXPECT_ROWS(JSON_RUN(RUN("stacks", "scaled.db", "--json", "--gc", "1", "--type", "Node"), ""),
+                "App.Node|App.Tree.NewNode<-App.Tree.Build<-App.Program.Run<-App.Program.Main|"
+                "4000|256000|2\n");
+    EXPECT(RUN("stacks", "scaled.db", "--top", "1"), 0,
+           "allocations of scaled.db, by call stack: 13,746, 563.6 KiB\n"
+           "  13,706 (562.4 KiB) reported by the runtime one by one\n"
+           "  + 40 (1.2 KiB) not reported by the runtime (delegates, boxes), counted in gen0 at "
+           "each GC\n"
+           "(scaled to the exact count per type; estimated from 9 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
+           "the 1 heaviest of 8 sites by bytes, innermost frame first:\n"
+           "\n"
+           "#1  250.0 KiB  4,000 allocations  44.4%  (2 samples)\n"
+           "    new App.Node\n"
+           "        App.Tree.NewNode\n"
+           "        App.Tree.Build\n"
+           "        App.Program.Run\n"
+           "        App.Program.Main\n",
+           "");
+}
+
+/* info, allocations and stacks give one total and the same words for its terms, on a
+ * recording that lost allocations and has allocations the runtime did not report. */
+static void case_totals(void)
+{
+    const char *note = "heaplens: note: 100 allocations were lost (the writer fell behind); "
+                       "counts are lower bounds\n";
+    json_t *stacks = JSON_RUN(RUN("stacks", "totals.db", "--json", "--top", "100"), note);
+    json_t *allocations = JSON_RUN(RUN("allocations", "totals.db", "--json"), note);
+    json_t *info = JSON_RUN(RUN("info", "totals.db", "--json"), note);
+    json_t *a = json_object_get(allocations, "total");
+    json_t *i = json_object_get(json_object_get(info, "allocations"), "total");
+    json_t *s = json_object_get(json_object_get(stacks, "total"), "allocations");
+    CHECK(a && json_equal(a, i) && json_equal(a, s));
+    /* the terms add up to the total; the lost are not in it */
+    json_int_t reported =
+        json_integer_value(json_object_get(json_object_get(a, "reported"), "count"));
+    json_int_t unreported =
+        json_integer_value(json_object_get(json_object_get(a, "unreported"), "count"));
+    CHECK(reported == 11610 && unreported == 40);
+    CHECK(json_integer_value(json_object_get(a, "count")) == reported + unreported);
+    CHECK(json_integer_value(json_object_get(a, "lost")) == 100);
+    CHECK(json_integer_value(json_object_get(a, "seen")) == 105);
+    CHECK(total_of(stacks, "count") == reported + unreported);
+    CHECK(json_integer_value(json_object_get(json_object_get(info, "totals"), "allocations")) ==
+          reported + unreported);
+    int64_t rows = 0;
+    size_t k;
+    json_t *row;
+    json_array_foreach(json_object_get(stacks, "rows"), k, row)
+        rows += json_integer_value(json_object_get(row, "count"));
+    CHECK(rows == reported + unreported);
+    json_decref(stacks);
+    json_decref(allocations);
+    json_decref(info);
+    /* the same words in the three texts */
+    const char *terms = "  11,610 (437.9 KiB) reported by the runtime one by one\n"
+                        "  + 40 (1.2 KiB) not reported by the runtime (delegates, boxes), counted "
+                        "in gen0 at each GC\n"
+                        "  not in the total: 100 reported, then lost uncounted (allocs_dropped): "
+                        "at least 11,750 in all\n";
+    g_auto(GStrv) lines = g_strsplit(terms, "\n", -1);
+    const char *commands[][2] = {{"stacks", "--top=1"}, {"allocations", "--top=1"}, {"info", NULL}};
+    for (size_t c = 0; c < G_N_ELEMENTS(commands); c++) {
+        run_result r = commands[c][1] ? RUN(commands[c][0], "totals.db", commands[c][1])
+                                      : RUN(commands[c][0], "totals.db");
+        CHECK(r.status == 0);
+        for (guint l = 0; lines[l] && *lines[l]; l++) {
+            /* info indents the terms under its key column */
+            const char *term = lines[l] + 2;
+            if (!strstr(r.out, term)) {
+                fprintf(stderr, "%s: %s does not say '%s'\n%s", __func__, commands[c][0], term,
+                        r.out);
+                failures++;
+            }
+        }
+        run_result_release(&r);
+    }
+    EXPECT(RUN("allocations", "totals.db", "--top", "1"), 0,
+           "11,650 allocations (439.1 KiB) of 3 types\n"
+           "  11,610 (437.9 KiB) reported by the runtime one by one\n"
+           "  + 40 (1.2 KiB) not reported by the runtime (delegates, boxes), counted in gen0 at "
+           "each GC\n"
+           "  not in the total: 100 reported, then lost uncounted (allocs_dropped): at least "
+           "11,750 in all\n"
+           "\n"
+           "count      bytes  type\n"
+           "9,540  298.1 KiB  System.String\n"
+           "note: 100 allocations were lost (the writer fell behind); counts are lower bounds\n",
+           "");
+}
+
+static void case_recursion(void)
+{
+    EXPECT(RUN("stacks", "recursion.db", "--top", "2"), 0,
+           "allocations of recursion.db, by call stack: 200, 10.9 KiB\n"
+           "(scaled to the exact count per type; estimated from 5 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
+           "the 2 heaviest of 4 sites by bytes (recursion folded: 1 stacks merged into others), "
+           "innermost frame first:\n"
+           "\n"
+           "#1  9.4 KiB  150 allocations  85.7%  (2 samples from 2 stacks)\n"
+           "    new App.Node\n"
+           "        App.R.Leaf\n"
+           "        App.R.Rec  ×2–3\n"
+           "        App.Program.Main\n"
+           "\n"
+           "#2  960 B  30 allocations  8.6%  (1 sample)\n"
+           "    new System.String\n"
+           "        App.R.Leaf\n"
+           "      ┌ App.R.A\n"
+           "      └ App.R.B  ×3\n"
+           "        App.Program.Main\n",
+           "");
+    json_t *doc = JSON_RUN(RUN("stacks", "recursion.db", "--json", "--top", "1"), "");
+    json_t *row = json_array_get(json_object_get(doc, "rows"), 0);
+    json_t *fold = json_array_get(json_object_get(row, "folds"), 0);
+    CHECK(json_integer_value(json_object_get(fold, "first")) == 1 &&
+          json_integer_value(json_object_get(fold, "frames")) == 1 &&
+          json_integer_value(json_array_get(json_object_get(fold, "repeats"), 0)) == 2 &&
+          json_integer_value(json_array_get(json_object_get(fold, "repeats"), 1)) == 3);
+    CHECK(json_integer_value(json_object_get(row, "stacks")) == 2);
+    json_decref(doc);
+    /* a fold is shown whole, even past --depth */
+    EXPECT(RUN("stacks", "recursion.db", "--top", "2", "--depth", "2", "--type", "String"), 0,
+           "allocations of recursion.db, type System.String, by call stack: 50, 1.6 KiB\n"
+           "(scaled to the exact count per type; estimated from 5 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
+           "the 2 heaviest of 3 sites by bytes, innermost frame first:\n"
+           "\n"
+           "#1  960 B  30 allocations  60.0%  (1 sample)\n"
+           "    new System.String\n"
+           "        App.R.Leaf\n"
+           "      ┌ App.R.A\n"
+           "      └ App.R.B  ×3\n"
+           "        … 1 more frame\n"
+           "\n"
+           "#2  320 B  10 allocations  20.0%  (1 sample)\n"
+           "    new System.String\n"
+           "        App.R.Leaf\n"
+           "        App.X.Run\n"
+           "        … 1 more frame\n",
+           "");
+}
+
+/* The by-method view against the stacks: a method's inclusive figures are the sum over the
+ * stacks that hold it (each stack once, however deep its recursion), computed here from the
+ * samples in SQL; the exclusive figures add up to the total. */
+static void check_methods(const char *name)
+{
+    json_t *doc = JSON_RUN(RUN("stacks", name, "--json", "--by", "method", "--top", "1000"), "");
+    CHECK(strcmp(json_string_value(json_object_get(doc, "by")), "method") == 0);
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(
+              db,
+              "SELECT f.name, round(total(s.est_count)), round(total(s.est_bytes))"
+              "  FROM alloc_samples s JOIN frames f"
+              "    ON f.id IN (SELECT frame_id FROM stack_frames WHERE stack_id = s.stack_id)"
+              " WHERE f.name = ?1",
+              -1, &stmt, NULL) == SQLITE_OK);
+    int64_t exclusive = 0, exclusive_bytes = 0;
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(doc, "rows"), i, row)
+    {
+        const char *method = json_string_value(json_object_get(row, "method"));
+        json_t *inclusive = json_object_get(row, "inclusive");
+        json_t *excl = json_object_get(row, "exclusive");
+        exclusive += json_integer_value(json_object_get(excl, "count"));
+        exclusive_bytes += json_integer_value(json_object_get(excl, "bytes"));
+        if (method[0] == '[' && strcmp(method, "[native]") != 0)
+            continue; /* a pseudo frame: no stack_frames row */
+        sqlite3_reset(stmt);
+        sqlite3_bind_text(stmt, 1, method, -1, SQLITE_TRANSIENT);
+        CHECK(sqlite3_step(stmt) == SQLITE_ROW);
+        long long count = (long long)json_integer_value(json_object_get(inclusive, "count"));
+        long long bytes = (long long)json_integer_value(json_object_get(inclusive, "bytes"));
+        long long want_count = (long long)sqlite3_column_int64(stmt, 1);
+        long long want_bytes = (long long)sqlite3_column_int64(stmt, 2);
+        if (count != want_count || bytes != want_bytes) {
+            fprintf(stderr, "%s: %s inclusive %lld, %lld; the stacks that hold it %lld, %lld\n",
+                    name, method, count, bytes, want_count, want_bytes);
+            failures++;
+        }
+    }
+    CHECK(exclusive == total_of(doc, "count") && exclusive_bytes == total_of(doc, "bytes"));
+    CHECK(total_of(doc, "methods") == (json_int_t)json_array_size(json_object_get(doc, "rows")));
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    json_decref(doc);
+}
+
+static void case_methods(void)
+{
+    check_methods("stacks.db");
+    check_methods("recursion.db");
+    EXPECT(RUN("stacks", "recursion.db", "--by", "method", "--top", "3"), 0,
+           "allocations of recursion.db, by method: 200, 10.9 KiB\n"
+           "(scaled to the exact count per type; estimated from 5 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
+           "the heaviest 3 of 7 methods by inclusive bytes:\n"
+           "(inclusive: allocated in the method and in what it calls, recursion once; exclusive: "
+           "in the method itself)\n"
+           "\n"
+           "inclusive       %  count  exclusive  count  method\n"
+           " 10.9 KiB  100.0%    200   10.9 KiB    200  App.R.Leaf\n"
+           " 10.9 KiB  100.0%    200        0 B      0  App.Program.Main\n"
+           "  9.4 KiB   85.7%    150        0 B      0  App.R.Rec\n",
+           "");
+    EXPECT(RUN("stacks", "recursion.db", "--by", "method", "--method", "Rec"), 1, "",
+           "heaplens: stacks: give --by method (every method) or --method NAME (one), not both\n");
+}
+
+static void case_method(void)
+{
+    EXPECT(RUN("stacks", "stacks.db", "--method", "Names.Make"), 0,
+           "allocations of stacks.db, by call stack: 11,610, 437.9 KiB\n"
+           "(scaled to the exact count per type; estimated from 9 samples, mean distance 102,400 "
+           "bytes (100.0 KiB); source\n AllocationSampled)\n"
+           "\n"
+           "App.Names.Make\n"
+           "  inclusive 281.2 KiB, 9,000 allocations (64.2% of all): in it and in what it calls\n"
+           "  exclusive 281.2 KiB, 9,000 allocations: in it\n"
+           "\n"
+           "2 callers (the frame outside its outermost call; shares of its inclusive bytes):\n"
+           "    bytes  share  count  caller\n"
+           "218.8 KiB  77.8%  7,000  App.Program.Run\n"
+           " 62.5 KiB  22.2%  2,000  App.Cache.Fill\n"
+           "\n"
+           "1 callee (the frame inside its innermost call; new TYPE: allocated in it):\n"
+           "    bytes   share  count  callee\n"
+           "281.2 KiB  100.0%  9,000  new System.String\n",
+           "");
+    json_t *doc = JSON_RUN(RUN("stacks", "recursion.db", "--json", "--method", "App.R.B"), "");
+    json_t *callers = json_object_get(doc, "callers"), *callees = json_object_get(doc, "callees");
+    CHECK(json_integer_value(json_object_get(json_object_get(json_object_get(doc, "method"),
+                                                             "inclusive"), "count")) == 30);
+    CHECK(json_array_size(callers) == 1 && json_array_size(callees) == 1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(callers, 0), "name")),
+              "App.Program.Main");
+    CHECK_STR(json_string_value(json_object_get(json_array_get(callees, 0), "name")), "App.R.A");
+    json_decref(doc);
+    EXPECT(RUN("stacks", "recursion.db", "--method", "Run"), 1, "",
+           "heaplens: stacks: --method 'Run' names 2 methods: App.X.Run, App.Y.Run; give one "
+           "whole name\n");
+    EXPECT(RUN("stacks", "recursion.db", "--method", "Nope"), 1, "",
+           "heaplens: no method 'Nope' in the allocation stacks of recursion.db (a frame's full "
+           "name, 'Ns.Type.Method', or its end, 'Type.Method'; see 'heaplens stacks --by "
+           "method')\n");
 }
 
 static const cli_test_case cases[] = {
@@ -479,6 +885,8 @@ static const cli_test_case cases[] = {
     {"no_stacks", case_no_stacks}, {"note", case_note},       {"help", case_help},
     {"speedscope", case_speedscope}, {"biased", case_biased},
     {"speedscope_inputs", case_speedscope_inputs},
+    {"scaled", case_scaled},   {"totals", case_totals},       {"recursion", case_recursion},
+    {"methods", case_methods}, {"method", case_method},
 };
 
 int main(int argc, char **argv)
