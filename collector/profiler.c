@@ -517,9 +517,13 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     if (hl_tbufs_init(&p->rings, pool_bytes()) != 0)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
-    /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
-    p->gcs.discover = spec->discover;
-    p->gcs.discover_full_next = spec->discover;
+    /* Sampled mode follows only its samples (collector/README.md, "Sampled mode follows its
+     * samples"): no discovery at GCs; snapshots name the rest. Not with the census's check,
+     * whose ObjectAllocated gives every object an id anyway. Attach discovers: without
+     * ObjectAllocated, the first GC walks the whole heap and every live object gets an id. */
+    p->follow = cfg->mode == HL_MODE_SAMPLED && !census_check;
+    p->gcs.discover = spec->discover && !p->follow;
+    p->gcs.discover_full_next = p->gcs.discover;
     /* Without ObjectAllocated small objects are counted by the census of gen0 (census.h). After
      * an attach the first GC's gen0 holds objects from before it: that walk only learns. */
     const char *census = getenv("HEAPLENS_CENSUS"); /* "off": the benchmark's baseline */
