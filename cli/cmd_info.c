@@ -93,8 +93,12 @@ static void info_totals_lines(const query_info_totals *t, const query_estimates 
                                    : estimates->uncounted ? "  large objects only (not sampled)"
                                                           : ""));
     info_lines_add(lines, "survived a GC",
-                   g_strdup_printf("%s (%s)", query_count_format(t->survived, a),
-                                   query_size_format(t->survived_bytes, b)));
+                   g_strdup_printf("%s%s (%s%s)%s", estimates->followed ? "~" : "",
+                                   query_count_format(t->survived, a),
+                                   estimates->followed ? "~" : "",
+                                   query_size_format(t->survived_bytes, b),
+                                   estimates->followed ? "  ESTIMATED from the followed samples"
+                                                       : ""));
     info_lines_add(lines, "objects tracked",
                    g_strdup_printf("%s (%s)", query_count_format(t->objects, a),
                                    query_size_format(t->object_bytes, b)));

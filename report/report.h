@@ -89,6 +89,9 @@ typedef struct report_data {
      * "top_types":[{"type","count","bytes"}] (REPORT_TOP_TYPES, most bytes first). */
     json_t *allocations;
     gboolean allocations_estimated;
+    /* A sampled recording that follows its samples: the survivors and top types series are
+     * estimates between snapshots (query/estimates.h, query_estimates.followed). */
+    gboolean survivors_estimated;
 } report_data;
 
 #define REPORT_TOP_SITES 10
