@@ -385,8 +385,10 @@ static size_t pool_bytes(void) {
  *            only, and it forbids detaching), with the heap walk on demand (below) unless
  *            HEAPLENS_HANDLES=1 (`record --handles`) keeps MONITOR_GC at every GC for handle
  *            lifetimes and ObjectsAllocatedByClass.
- *   sampled  no ObjectAllocated for small objects: identity comes from discovery after each GC
- *            (discovery.h), and the heap walk on demand (below); LOH and POH objects still
+ *   sampled  no ObjectAllocated for small objects: identity only for the allocation samples'
+ *            objects, followed through every GC, and for what snapshots name (collector/
+ *            README.md, "Sampled mode follows its samples"), and the heap walk on demand
+ *            (below); LOH and POH objects still
  *            by ObjectAllocated (HIGH_MONITOR_
  *            LARGEOBJECT_ALLOCATED, HIGH_MONITOR_PINNEDOBJECT_ALLOCATED: those allocations never
  *            use an allocation context, they always take the allocator's slow path, so the
