@@ -110,8 +110,12 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
     for (guint i = 0; i < terms->len; i++)
         info_lines_add(lines, "", g_strdup(g_ptr_array_index(terms, i)));
     info_lines_add(lines, "survived a GC",
-                   g_strdup_printf("%s (%s)", query_count_format(t->survived, a),
-                                   query_size_format(t->survived_bytes, b)));
+                   g_strdup_printf("%s%s (%s%s)%s", estimates->followed ? "~" : "",
+                                   query_count_format(t->survived, a),
+                                   estimates->followed ? "~" : "",
+                                   query_size_format(t->survived_bytes, b),
+                                   estimates->followed ? "  ESTIMATED from the followed samples"
+                                                       : ""));
     info_lines_add(lines, "objects tracked",
                    g_strdup_printf("%s (%s)", query_count_format(t->objects, a),
                                    query_size_format(t->object_bytes, b)));

@@ -25,8 +25,10 @@ static const query_column survivors_columns[] = {
 static void survivors_json_print(const query_survivors *s, gboolean by_age)
 {
     query_json_rows rows;
-    json_t *head = by_age ? json_pack("{s:I, s:s}", "gc", (json_int_t)s->gc, "by", "age")
-                          : json_pack("{s:I}", "gc", (json_int_t)s->gc);
+    json_t *head = by_age ? json_pack("{s:I, s:s, s:b}", "gc", (json_int_t)s->gc, "by", "age",
+                                      "estimated", s->estimated)
+                          : json_pack("{s:I, s:b}", "gc", (json_int_t)s->gc, "estimated",
+                                      s->estimated);
     query_json_rows_begin(&rows, stdout, head);
     json_decref(head);
     for (guint i = 0; i < s->groups->len; i++) {
@@ -68,7 +70,9 @@ static void survivors_text_print(const query_survivors *s, gboolean by_age, uint
            query_size_format(s->total_bytes, bytes));
     if (top && (uint64_t)s->total_groups > top)
         printf(" (the %" PRIu64 " largest of %" PRId64 " groups)", top, s->total_groups);
-    printf(by_age ? "; age = GCs survived\n" : "\n");
+    printf(by_age ? "; age = GCs survived" : "");
+    /* Sampled mode between snapshots: the followed samples, each standing for its weight. */
+    printf(s->estimated ? "; ESTIMATED from the allocation samples' objects\n" : "\n");
     if (query_table_rows(table) > 0)
         query_table_print(table, stdout);
 }

@@ -54,6 +54,8 @@ typedef struct hl_profiler {
     uint32_t snapshot_every;    /* N of every:N */
     atomic_bool snapshot_requested; /* heaplens snapshot PID: the next GC takes one */
     bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */
+    bool follow;                /* sampled mode: identity only for the samples' objects, LOH/POH
+                                 * allocations and snapshots' objects (no discovery at GCs) */
     bool walk_on_demand;        /* the mode has MONITOR_GC only during the GCs that walk
                                  * (profiler.c, modes): no handle lifetimes */
     bool walk_toggles;          /* ... and the runtime allows it (the EventPipe session runs) */

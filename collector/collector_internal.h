@@ -94,6 +94,7 @@ typedef struct collector {
     } link;
     uint64_t samples_dropped_writer; /* samples in ALLOC_SAMPLES records the writer never got */
     uint64_t samples_linked, samples_taken;
+    uint64_t samples_followed; /* sampled mode: samples whose object the model follows */
     char name[4096];
 } collector;
 

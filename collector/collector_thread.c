@@ -179,6 +179,7 @@ static void send_run_start(collector *c) {
     hl_run_start rs = {.pid = (uint32_t)getpid(), .mode = p->mode,
                        .start_unix_ns = p->start_unix_ns, .start_mono_ns = p->start_mono_ns,
                        .flags = (p->empty ? HL_RUN_FLAG_EMPTY_PROFILER : 0) |
+                                (p->follow ? HL_RUN_FLAG_SAMPLES_FOLLOWED : 0) |
                                 (p->handles ? HL_RUN_FLAG_HANDLES : 0), .pointer_size = 8};
     char payload[sizeof rs + 3 * 4 + sizeof cmdline + 64];
     size_t n = 0;
@@ -638,7 +639,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     /* A GC the model did not apply (input lost, or the whole GC lost: a gap in the ordinals)
      * leaves its addresses stale. Full mode has no walk to find its objects again, so no later
      * GC is applied as if the model were whole: each is marked incomplete, its counts exact. */
-    if (c->p->mode == HL_MODE_FULL && (g->incomplete || g->gc != c->interval_gc + 1))
+    bool stays_stale = c->p->mode == HL_MODE_FULL || c->p->follow; /* no walk finds them again */
+    if (stays_stale && (g->incomplete || g->gc != c->interval_gc + 1))
         c->model_stale = true;
     bool classified = !g->incomplete && !c->model_stale;
     if (classified) {
@@ -646,7 +648,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         if (hm_model_apply_gc(c->model, &in, &sink, &stats) != HM_OK) {
             c->model_failures++;
             classified = false;
-            c->model_stale = c->p->mode == HL_MODE_FULL;
+            c->model_stale = stays_stale;
         }
         c->model_ns += cpu_ns() - t0;
         c->anomalies += stats.anomalies;
@@ -806,7 +808,8 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "ns_per_event=%.1f model_apply_ms=%.1f aggregate_ms=%.1f outbox_wait_ms=%.1f "
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
             "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f "
-            "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_dropped=%llu "
+            "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_followed=%llu "
+            "samples_dropped=%llu "
             "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
             "walk_us_per_sample=%.1f frames_per_walk=%.1f thread_waits=%llu thread_wait_ms=%.1f "
             "spilled=%llu\n",
@@ -820,6 +823,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             c->gcs_applied, (hl_now_ns() - shutdown_ns) / 1e6, cpu_ns() / 1e6,
             (unsigned long long)atomic_load(&p->sampling.seen),
             (unsigned long long)c->samples_taken, (unsigned long long)c->samples_linked,
+            (unsigned long long)c->samples_followed,
             (unsigned long long)atomic_load(&p->sampling.dropped), c->frames.n_frames,
             c->frames.n_stacks, (unsigned long long)c->frames.unresolved,
             (unsigned long long)atomic_load(&p->sampling.walk_failures),

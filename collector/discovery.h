@@ -1,4 +1,5 @@
-/* discovery.h — object identity without ObjectAllocated (sampled mode, attach).
+/* discovery.h — object identity without ObjectAllocated (attach; sampled mode follows its samples
+ * instead: collector/README.md, "Sampled mode follows its samples").
  *
  * The collector hears of no allocation, yet every object alive after a GC must have an id. An
  * object unknown to the model can only have been allocated since the previous GC, so it lies

@@ -405,8 +405,10 @@ static size_t pool_bytes(void) {
  *            only, and it forbids detaching), with the heap walk on demand (below) unless
  *            HEAPLENS_HANDLES=1 (`record --handles`) keeps MONITOR_GC at every GC for handle
  *            lifetimes and ObjectsAllocatedByClass.
- *   sampled  no ObjectAllocated for small objects: identity comes from discovery after each GC
- *            (discovery.h), and the heap walk on demand (below); LOH and POH objects still
+ *   sampled  no ObjectAllocated for small objects: identity only for the allocation samples'
+ *            objects, followed through every GC, and for what snapshots name (collector/
+ *            README.md, "Sampled mode follows its samples"), and the heap walk on demand
+ *            (below); LOH and POH objects still
  *            by ObjectAllocated (HIGH_MONITOR_
  *            LARGEOBJECT_ALLOCATED, HIGH_MONITOR_PINNEDOBJECT_ALLOCATED: those allocations never
  *            use an allocation context, they always take the allocator's slow path, so the
@@ -558,9 +560,13 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
     p->gcs.string_chars = !cfg->no_strings;
-    /* Without ObjectAllocated, the first GC walks the whole heap: every live object gets an id. */
-    p->gcs.discover = spec->discover;
-    p->gcs.discover_full_next = spec->discover;
+    /* Sampled mode follows only its samples (collector/README.md, "Sampled mode follows its
+     * samples"): no discovery at GCs; snapshots name the rest. Not with the census's check,
+     * whose ObjectAllocated gives every object an id anyway. Attach discovers: without
+     * ObjectAllocated, the first GC walks the whole heap and every live object gets an id. */
+    p->follow = cfg->mode == HL_MODE_SAMPLED && !census_check;
+    p->gcs.discover = spec->discover && !p->follow;
+    p->gcs.discover_full_next = p->gcs.discover;
     /* Without ObjectAllocated small objects are counted by the census of gen0 (census.h). After
      * an attach the first GC's gen0 holds objects from before it: that walk only learns. */
     const char *census = getenv("HEAPLENS_CENSUS"); /* "off": the benchmark's baseline */

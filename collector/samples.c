@@ -35,6 +35,21 @@ static void sample_finish(collector *c, uint32_t os_tid) {
     c->link.index = c->samples.n - 1;
 }
 
+/* Sampled mode follows the sample's object (collector/README.md, "Sampled mode follows its
+ * samples"): the sample's id becomes the object's, at the address the sample names, before the
+ * GC that ends its interval (sample ids come from the same counter as allocations). The model
+ * then follows it like an allocation: survivor row, promotions, death. LOH and POH samples
+ * wait for their ObjectAllocated instead (every such allocation is reported). */
+static void sample_follow(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
+    if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK) {
+        c->model_failures++;
+        return;
+    }
+    hl_young_add_followed(&c->young, ev->id, c->sample.s.type_id, os_tid, c->sample.s.size);
+    c->sample.s.object_id = ev->id;
+    c->samples_followed++;
+}
+
 void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
     switch (HL_SAMPLE_PART(ev)) {
     case HL_SAMPLE_HEAD:
@@ -47,6 +62,8 @@ void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid
                                         .type_id = hl_collector_type_id(c, ev->class_id),
                                         .os_tid = os_tid,
                                         .heap = heap_of_kind[HL_SAMPLE_HEAD_HEAP(ev)]};
+        if (c->p->follow && ev->addr && c->sample.s.heap == HL_GEN_0)
+            sample_follow(c, ev, os_tid);
         break;
     case HL_SAMPLE_EXTRA:
         if (!c->sample.open)

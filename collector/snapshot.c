@@ -82,6 +82,7 @@ typedef struct hl_snapshot {
     id_vec roots;      /* hl_snapshot_root */
     id_vec discovered; /* hl_discovered */
     uint64_t known;    /* walked objects the model holds in a GC generation (self-check) */
+    id_vec found;      /* hm_found: sampled mode's unknown walked objects (tag: objects index) */
     hl_u64map frozen;  /* frozen objects already listed */
     hl_snapshot_end end;
 } snapshot;
@@ -117,14 +118,22 @@ static void walk_objects(snapshot *s) {
                 s->end.frozen++;
             }
         } else {
-            id = HL_DISCOVERED_ID_BASE + ++c->discovered;
             gen = hl_gen_lookup_find(&after, w.object);
             /* Outside every GC range: a frozen (NonGC) object, which .NET 10 walks too. */
             bool frozen = gen == HL_GEN_NONE;
             if (frozen)
                 gen = HL_GEN_NONGC;
-            if (hm_model_add(c->model, w.object, id) != HM_OK)
-                c->model_failures++;
+            if (c->p->follow) {
+                /* Named in address order once the walk is read (follow_found), in the
+                 * generation it has now: it is followed from here on like the others. */
+                id = 0;
+                hm_found f = {.addr = w.object, .tag = s->objects.n, .generation = gen};
+                push(s, &s->found, &f);
+            } else {
+                id = HL_DISCOVERED_ID_BASE + ++c->discovered;
+                if (hm_model_add(c->model, w.object, id) != HM_OK)
+                    c->model_failures++;
+            }
             uint32_t type_id = hl_collector_type_id(c, w.class_id);
             /* Delegates and boxes unknown to the model come from runtime paths that do not
              * report allocations (hl_wire.h, HL_DISCOVERED_UNREPORTED): no model error.
@@ -133,7 +142,8 @@ static void walk_objects(snapshot *s) {
              * gen2 GC — are found only by a walk: not a model error either (discovery.h). */
             bool unreported = (hl_collector_type_traits(c, type_id) &
                                (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE)) ||
-                              (c->p->gcs.discover && (frozen || gen == HL_GEN_POH));
+                              ((c->p->gcs.discover || c->p->follow) &&
+                               (frozen || gen == HL_GEN_POH));
             hl_discovered d = {.id = id, .size = w.size, .type_id = type_id, .generation = gen,
                                .flags = unreported ? HL_DISCOVERED_UNREPORTED : 0};
             push(s, &s->discovered, &d);
@@ -142,15 +152,19 @@ static void walk_objects(snapshot *s) {
                                               (frozen ? HL_SNAP_OBJ_FROZEN : 0) |
                                               (unreported ? HL_SNAP_OBJ_UNREPORTED : 0)};
             if (frozen) {
-                hl_u64map_put(&s->frozen, id, 1);
+                if (id) /* else follow_found lists it */
+                    hl_u64map_put(&s->frozen, id, 1);
                 s->end.frozen++;
             }
             if (unreported) {
                 s->end.model_unreported++;
                 hl_collector_type_size(c, type_id, w.size);
-            }
-            else
+            } else if (!c->p->follow || gen == HL_GEN_LOH) {
+                /* Sampled mode expects only its followed objects: a small object unknown here
+                 * was allocated since the last snapshot and not sampled (collector/README.md,
+                 * "Sampled mode follows its samples"). Every LOH allocation is reported. */
                 s->end.model_extra++;
+            }
         }
         push(s, &s->objects, &o);
         s->end.bytes += w.size;
@@ -175,6 +189,37 @@ static void walk_strings(snapshot *s) {
                                   .length = v->length, .n_chars = v->n_chars};
         memcpy(out.chars, v->chars, v->n_chars * sizeof(uint16_t));
         push(s, &s->strings, &out);
+    }
+}
+
+/* Sampled mode: the walked objects the model did not know get their ids (address order, from
+ * HL_DISCOVERED_ID_BASE) and their place in the model in one merge, right after the GC was
+ * applied (no young object in the model then), before the references are resolved. */
+static void follow_found(snapshot *s) {
+    collector *c = s->c;
+    if (!s->found.n)
+        return;
+    hm_found *found = s->found.p;
+    uint64_t next = HL_DISCOVERED_ID_BASE + c->discovered + 1;
+    size_t n_new = 0;
+    if (hm_model_discover(c->model, found, s->found.n, &next, &n_new) != HM_OK) {
+        c->model_failures++;
+        return;
+    }
+    c->discovered += n_new;
+    hl_snapshot_object *objects = s->objects.p;
+    for (size_t i = 0; i < s->found.n; i++)
+        objects[found[i].tag].id = found[i].id;
+    /* The DISCOVERED entries were pushed in walk order, as their objects were. */
+    hl_discovered *d = s->discovered.p;
+    size_t k = 0;
+    for (size_t i = 0; i < s->objects.n; i++) {
+        if (!(objects[i].flags & HL_SNAP_OBJ_DISCOVERED))
+            continue;
+        if (k < s->discovered.n)
+            d[k++].id = objects[i].id;
+        if ((objects[i].flags & HL_SNAP_OBJ_FROZEN) && objects[i].id)
+            hl_u64map_put(&s->frozen, objects[i].id, 1);
     }
 }
 
@@ -269,6 +314,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->strings.elem = sizeof(hl_snapshot_string);
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
+    s->found.elem = sizeof(hm_found);
     hl_u64map_init(&s->frozen);
     /* Self-check, missing: the model's objects the walk did not name. The walk names an address
      * once, and a lookup finds one object per address, so that is the model's objects less
@@ -277,6 +323,8 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     uint64_t held = 0;
     hm_model_foreach(c->model, count_visit, &held);
     walk_objects(s);
+    follow_found(s); /* before the strings and references: they need every id */
+    hl_vec_release(&s->found);
     walk_strings(s);
     hl_statics_prepare(c, g); /* the classes walk_objects noted included */
     walk_refs(s);

@@ -27,6 +27,7 @@ void hl_vec_release(id_vec *v) {
 
 #define FATE_UNKNOWN HL_YOUNG_FATE(HL_GEN_NONE, HL_GEN_NONE)
 #define TIX_MASK ((1u << HL_YOUNG_TIX_BITS) - 1)
+#define FOLLOWED (1ull << 63) /* in size_tix: hl_young_add_followed (sizes stay below 2^43) */
 
 void hl_young_init(hl_young *y, uint64_t first) {
     memset(y, 0, sizeof *y);
@@ -146,6 +147,20 @@ void hl_young_add_any(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_ti
     y->lost = true;
 }
 
+void hl_young_add_followed(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid,
+                           uint64_t size) {
+    uint32_t tix = thread_index(y, os_tid);
+    size_t i = (size_t)(id - y->first);
+    if (id < y->first || (i >= y->cap && !grow(y, i))) {
+        y->lost = true;
+        return;
+    }
+    y->type[i] = type_id;
+    y->size_tix[i] = FOLLOWED | size << HL_YOUNG_TIX_BITS | tix;
+    if (i >= y->n)
+        y->n = i + 1;
+}
+
 void hl_young_fate_reset(hl_young *y) {
     if (y->n)
         memset(y->fate, FATE_UNKNOWN, y->n);
@@ -158,11 +173,20 @@ void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
         uint32_t type_id = y->type[i];
         if (!type_id)
             continue;
-        uint64_t st = y->size_tix[i], size = st >> HL_YOUNG_TIX_BITS;
+        uint64_t st = y->size_tix[i], size = (st & ~FOLLOWED) >> HL_YOUNG_TIX_BITS;
         uint32_t heap = HL_GEN_NONE, gen = HL_GEN_NONE;
         if (classified) {
             heap = HL_YOUNG_FATE_HEAP(y->fate[i]);
             gen = HL_YOUNG_FATE_GEN(y->fate[i]);
+        }
+        if (st & FOLLOWED) { /* a survivor row when it survived, never a count */
+            uint32_t tix = (uint32_t)(st & TIX_MASK);
+            hl_survivor s = {.id = y->first + i, .size = size, .type_id = type_id,
+                             .os_tid = tix < y->n_tids ? y->tids[tix] : 0, .heap = (uint8_t)heap,
+                             .generation = (uint8_t)gen};
+            if (gen != HL_GEN_NONE && !hl_vec_push(survivors, &s))
+                y->failures++;
+            continue;
         }
         hl_alloc_count *e = count_entry(y, type_id, (uint32_t)(st & TIX_MASK), heap);
         if (!e)

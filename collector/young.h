@@ -77,6 +77,12 @@ static inline void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint
     hl_young_add_any(y, id, type_id, os_tid, size);
 }
 
+/* A followed object that is no allocation to count (sampled mode: an allocation sample's object,
+ * which the census counts): like an add, but hl_young_close gives it a survivor row only, no
+ * count. Out of memory: nothing counted, the interval marked `lost`. */
+void hl_young_add_followed(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_tid,
+                           uint64_t size);
+
 /* Before a GC's results: every filled id's heap and fate unknown. */
 void hl_young_fate_reset(hl_young *y);
 /* Whether `id` has a fate byte (an id of this interval). */

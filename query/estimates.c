@@ -13,11 +13,14 @@ gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
     gboolean ok = FALSE;
     memset(e, 0, sizeof *e);
     e->mean_distance_bytes = -1;
-    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT mode FROM run WHERE id = 1", error);
+    sqlite3_stmt *stmt = query_db_prepare(
+        db, "SELECT mode, instr(coalesce(flags, ''), 'samples-followed') > 0 FROM run WHERE id = 1",
+        error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
     if (row && sqlite3_column_text(stmt, 0))
         e->mode = g_strdup((const char *)sqlite3_column_text(stmt, 0));
+    e->followed = row && sqlite3_column_int(stmt, 1) != 0;
     sqlite3_finalize(stmt);
     e->attach = g_strcmp0(e->mode, "attach") == 0;
     e->uncounted = e->attach || g_strcmp0(e->mode, "sampled") == 0;
@@ -71,6 +74,24 @@ out:
     return ok;
 }
 
+gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated, GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(
+        db,
+        "SELECT instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0"
+        "   AND NOT EXISTS (SELECT 1 FROM snapshots WHERE gc = ?1)",
+        error);
+    gboolean ok = stmt != NULL;
+    if (ok) {
+        sqlite3_bind_int64(stmt, 1, gc);
+        ok = query_db_step(stmt, &row, error);
+    }
+    *estimated = ok && row && sqlite3_column_int(stmt, 0) != 0;
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
 void query_estimates_clear(query_estimates *e)
 {
     g_clear_pointer(&e->mode, g_free);
@@ -91,6 +112,14 @@ char *query_estimates_sampling_text_new(const query_estimates *e)
                                query_size_format(e->mean_distance_bytes, distance));
     g_string_append_printf(text, "), %s dropped", query_count_format(e->samples_dropped, dropped));
     return g_string_free(text, FALSE);
+}
+
+/* The note's last words: what is exact beyond the allocations. */
+static const char *query_estimates_survivors_text(const query_estimates *e)
+{
+    return e->followed ? "GCs and snapshots are exact; survivors after a GC without a snapshot "
+                         "are ESTIMATES from the objects of the samples, followed"
+                       : "survivors, GCs and snapshots are exact";
 }
 
 char *query_estimates_note_new(const query_estimates *e)
@@ -115,14 +144,13 @@ char *query_estimates_note_new(const query_estimates *e)
         return g_strdup_printf("%s mode: allocation counts per type are EXACT (small objects by a "
                                "census of gen0 at every GC, %s allocations reported by the "
                                "runtime), except after the last GC%s (estimated); per thread and "
-                               "per stack they are %s; survivors, GCs and snapshots are exact",
-                               e->mode, exact, gaps, sampled);
+                               "per stack they are %s; %s",
+                               e->mode, exact, gaps, sampled, query_estimates_survivors_text(e));
     }
     if (!e->estimated)
         return g_strdup_printf("%s mode: allocation counts are not recorded (only %s allocations "
-                               "are counted exactly, and no allocation was sampled); survivors, "
-                               "GCs and snapshots are exact",
-                               e->mode, exact);
+                               "are counted exactly, and no allocation was sampled); %s",
+                               e->mode, exact, query_estimates_survivors_text(e));
     char samples[QUERY_FORMAT_MAX], dropped[QUERY_FORMAT_MAX];
     g_autofree char *lost =
         e->samples_dropped > 0
@@ -130,11 +158,10 @@ char *query_estimates_note_new(const query_estimates *e)
                               query_count_format(e->samples_dropped, dropped))
             : g_strdup("");
     return g_strdup_printf("%s mode: allocation figures are ESTIMATES: small objects from %s "
-                           "allocation samples (%s%s%s), %s allocations counted exactly; "
-                           "survivors, GCs and snapshots are exact",
+                           "allocation samples (%s%s%s), %s allocations counted exactly; %s",
                            e->mode, query_count_format(e->samples, samples), e->source,
                            e->biased ? ", biased toward large objects" : ", unbiased", lost,
-                           exact);
+                           exact, query_estimates_survivors_text(e));
 }
 
 json_t *query_estimates_json(const query_estimates *e)

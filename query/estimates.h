@@ -25,6 +25,9 @@ typedef struct query_estimates {
     int64_t mean_distance_bytes; /* -1 when unknown */
     gboolean biased;
     int64_t samples, samples_dropped;
+    gboolean followed;           /* run.flags 'samples-followed' (sampled mode): between
+                                  * snapshots only the samples' objects are followed, survivors
+                                  * per type are estimates (query_estimates_survivors) */
     gboolean census;             /* small objects counted per type and GC interval by the census
                                   * of gen0 (schema 6, alloc_counts flags 2): exact per type */
     int64_t census_missing;      /* with the census: GC intervals it did not count
@@ -36,6 +39,22 @@ typedef struct query_estimates {
 gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error);
 void query_estimates_clear(query_estimates *e);
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(query_estimates, query_estimates_clear)
+
+/* Whether the objects alive after GC `gc` are estimates: in a sampled recording that follows its
+ * samples (run.flags 'samples-followed'), at every GC that took no snapshot (store.h
+ * STORE_SURVIVOR_SAMPLE_ON weights them); exact otherwise (a snapshot names every live object,
+ * and full and attach recordings follow every object). */
+gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated, GError **error);
+
+/* How many objects survived their first GC, and their bytes (one row, two integers), in a
+ * sampled recording that follows its samples: the large and pinned objects counted exactly
+ * (alloc_counts.survived) plus the weights of the followed samples whose object survived a GC
+ * (an estimate). Other recordings: alloc_counts.survived, or one objects row per survivor. */
+#define QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL                                                     \
+    "SELECT CAST(round((SELECT total(survived) FROM alloc_counts) + (SELECT total(est_count)"   \
+    " FROM alloc_samples WHERE heap = 0 AND object_id IS NOT NULL)) AS INTEGER),"              \
+    " CAST(round((SELECT total(survived_bytes) FROM alloc_counts) + (SELECT total(est_bytes)"  \
+    " FROM alloc_samples WHERE heap = 0 AND object_id IS NOT NULL)) AS INTEGER)"
 
 /* The one-line note of a sampled or attach recording ("attach mode: allocation figures are
  * ESTIMATES from 1,234 allocation samples (AllocationSampled, unbiased) for small objects; ...");

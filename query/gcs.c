@@ -7,7 +7,8 @@
  * keeps it in GC order. */
 #define GCS_SQL(census)                                                                        \
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.pause_ns, g.start_ns,"    \
-    "       g.end_ns, g.survived_bytes, g.moved_bytes, g.objects_live, g.incomplete,"          \
+    "       g.end_ns, g.survived_bytes, g.moved_bytes, " QUERY_GC_OBJECTS_LIVE_SQL("g") ","      \
+    "       g.incomplete,"                                                                      \
     "       MAX(CASE WHEN s.generation = 0 THEN s.size_before END),"                           \
     "       MAX(CASE WHEN s.generation = 0 THEN s.size_after END),"                            \
     "       MAX(CASE WHEN s.generation = 1 THEN s.size_before END),"                           \

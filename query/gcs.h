@@ -13,6 +13,14 @@
 /* Generations with a size in gc_generations: gen0, gen1, gen2, loh, poh (SCHEMA.md). */
 #define QUERY_SIZE_GENS 5
 
+/* gcs.objects_live of the GC row `g`, or NULL where it is no count of live objects: in a sampled
+ * recording that follows its samples the model holds only the followed objects between
+ * snapshots (every live object at a snapshot's GC). */
+#define QUERY_GC_OBJECTS_LIVE_SQL(g)                                                             \
+    "CASE WHEN instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0" \
+    " AND NOT EXISTS (SELECT 1 FROM snapshots AS sn WHERE sn.gc = " g ".gc) THEN NULL"          \
+    " ELSE " g ".objects_live END"
+
 /* One GC: the columns of `gcs` and its gc_generations sizes. Every field may be QUERY_NULL
  * (query.h) except gc; induced, compacting and incomplete are 0 or 1. */
 typedef struct query_gc {

@@ -1,7 +1,9 @@
 /* survivors.c — the objects alive right after a GC (survivors.h). */
 #include "query/survivors.h"
 
+#include "query/estimates.h"
 #include "query/query.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -13,17 +15,27 @@
 /* Rows read that no recording holds (a size or type that is not a number, a negative size, an
  * unknown generation), counted over all groups as they are read: column 7 (8 by age). */
 #define SURVIVORS_DAMAGED "SUM(" QUERY_LIVE_GROUP_DAMAGED_SQL ") OVER () AS damaged"
+/* A group's objects and bytes: each object counts 1, or its sample's weight in a sampled
+ * recording that follows its samples, between snapshots (store.h STORE_SURVIVOR_SAMPLE_ON):
+ * estimates, rounded once per group. */
+#define SURVIVORS_N "CAST(round(total(coalesce(s.est_count, 1))) AS INTEGER)"
+#define SURVIVORS_BYTES "CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER)"
+#define SURVIVORS_FROM                                                                            \
+    "FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"                 \
+    " LEFT JOIN alloc_samples AS s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "?1")                \
+    " WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
 
 static const char survivors_sql[] =
     "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
     "       s.all_n, s.all_bytes, s.groups, s.damaged"
-    "  FROM (SELECT og.generation, o.type_id, COUNT(*) AS n, SUM(o.size) AS bytes,"
-    "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "  FROM (SELECT og.generation, o.type_id, " SURVIVORS_N " AS n, " SURVIVORS_BYTES " AS bytes,"
+    "               SUM(" SURVIVORS_N ") OVER () AS all_n,"
+    "               SUM(" SURVIVORS_BYTES ") OVER () AS all_bytes,"
     "               " SURVIVORS_DAMAGED ","
     "               COUNT(*) OVER () AS groups,"
-    "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
-    "          FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
-    "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
+    "               ROW_NUMBER() OVER (ORDER BY " SURVIVORS_BYTES " DESC, " SURVIVORS_N " DESC)"
+    "                 AS rank"
+    "          " SURVIVORS_FROM
     "         GROUP BY og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
     " WHERE ?2 IS NULL OR s.rank <= ?2"
@@ -35,13 +47,14 @@ static const char survivors_sql[] =
 static const char survivors_age_sql[] =
     "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
     "       s.all_n, s.all_bytes, s.groups, s.damaged"
-    "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id, COUNT(*) AS n,"
-    "               SUM(o.size) AS bytes, " SURVIVORS_DAMAGED ","
-    "               SUM(COUNT(*)) OVER () AS all_n, SUM(SUM(o.size)) OVER () AS all_bytes,"
+    "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id,"
+    "               " SURVIVORS_N " AS n, " SURVIVORS_BYTES " AS bytes, " SURVIVORS_DAMAGED ","
+    "               SUM(" SURVIVORS_N ") OVER () AS all_n,"
+    "               SUM(" SURVIVORS_BYTES ") OVER () AS all_bytes,"
     "               COUNT(*) OVER () AS groups,"
-    "               ROW_NUMBER() OVER (ORDER BY SUM(o.size) DESC, COUNT(*) DESC) AS rank"
-    "          FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
-    "         WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
+    "               ROW_NUMBER() OVER (ORDER BY " SURVIVORS_BYTES " DESC, " SURVIVORS_N " DESC)"
+    "                 AS rank"
+    "          " SURVIVORS_FROM
     "         GROUP BY age, og.generation, o.type_id) AS s"
     "  LEFT JOIN types AS t ON t.id = s.type_id"
     " WHERE ?2 IS NULL OR s.rank <= ?2"
@@ -180,10 +193,12 @@ gboolean query_survivors_read(sqlite3 *db, const char *path, const char *gc_text
     memset(s, 0, sizeof *s);
     s->groups = g_array_new(FALSE, TRUE, sizeof(query_survivor_group));
     g_array_set_clear_func(s->groups, group_clear);
-    if (!survivors_gc_pick(db, path, gc_text, &s->gc, error))
+    if (!survivors_gc_pick(db, path, gc_text, &s->gc, error) ||
+        !query_estimates_survivors(db, s->gc, &s->estimated, error))
         goto out;
+    /* The sums of object_spans count each object once: not the weights of an estimate. */
     gboolean spans = FALSE;
-    if (!query_db_has_spans(db, &spans, error))
+    if (!s->estimated && !query_db_has_spans(db, &spans, error))
         goto out;
     stmt = query_db_prepare(db,
                             spans ? (by_age ? survivors_spans_age_sql : survivors_spans_sql)

@@ -20,6 +20,8 @@ typedef struct query_survivor_group {
 
 typedef struct query_survivors {
     int64_t gc;
+    gboolean estimated; /* counts and bytes are estimates from followed samples (sampled mode,
+                         * no snapshot at this GC: query_estimates_survivors) */
     GArray *groups; /* query_survivor_group: by generation, then bytes (or by age first) */
     /* over all groups, also when only the top ones are kept (0 when none survived) */
     int64_t total_count, total_bytes, total_groups;

@@ -99,6 +99,9 @@ typedef struct report_data {
      * {"sites","methods","not_rewritten","not_counted","rows":[REPORT_TOP_COUNTED rows of
      * `heaplens allocations --by site --json`, most counted first]} */
     json_t *counted_sites;
+    /* A sampled recording that follows its samples: the survivors and top types series are
+     * estimates between snapshots (query/estimates.h, query_estimates.followed). */
+    gboolean survivors_estimated;
 } report_data;
 
 #define REPORT_TOP_COUNTED 20

@@ -138,12 +138,19 @@ double report_gc_survival_rate(const report_gc *gc)
 
 /* Rows of one type, generation and lifetime summed: typically a few hundred groups for a
  * hundred thousand objects. */
+/* A sampled recording that follows its samples (store.h STORE_SURVIVOR_SAMPLE_ON) weights each
+ * sampled object by its sample until the first snapshot at or after its allocation interval
+ * (`reset`, column 7), and counts it once from then on: column 6 is the bytes weighted. */
 static const char report_sweep_sql[] =
     "SELECT o.type_id, og.generation, og.from_gc, og.until_gc, SUM(o.size),"
     "       " QUERY_LIVE_GROUP_DAMAGED_SQL " OR typeof(og.from_gc) <> 'integer'"
-    "       OR NOT (coalesce(og.until_gc, 0) BETWEEN 0 AND 4294967295)"
+    "       OR NOT (coalesce(og.until_gc, 0) BETWEEN 0 AND 4294967295),"
+    "       CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER),"
+    "       (SELECT min(sn.gc) FROM snapshots AS sn WHERE sn.gc >= s.gc) AS reset"
     "  FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"
-    " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc";
+    "  LEFT JOIN alloc_samples AS s ON s.object_id = o.id AND s.heap = 0"
+    "   AND instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0"
+    " GROUP BY o.type_id, og.generation, og.from_gc, og.until_gc, reset";
 
 /* The same groups from object_spans (query_db_has_spans): a few rows instead of every object. */
 static const char report_sweep_spans_sql[] =
@@ -151,7 +158,8 @@ static const char report_sweep_spans_sql[] =
     "       MIN(bytes) < 0 OR MIN(count) < 0 OR typeof(SUM(bytes)) NOT IN ('integer', 'null')"
     "       OR NOT (generation BETWEEN 0 AND 5) OR NOT (type_id BETWEEN 0 AND 4294967295)"
     "       OR typeof(from_gc) <> 'integer'"
-    "       OR NOT (coalesce(until_gc, 0) BETWEEN 0 AND 4294967295)"
+    "       OR NOT (coalesce(until_gc, 0) BETWEEN 0 AND 4294967295),"
+    "       SUM(bytes), NULL" /* no weights: each object counts once */
     "  FROM object_spans"
     " GROUP BY type_id, generation, from_gc, until_gc";
 
@@ -262,6 +270,23 @@ out:
     return ok;
 }
 
+/* `bytes` of one type and generation alive from GC `from` until GC `until` (open: to the end). */
+static void report_sweep_add(report_data *data, int64_t **diff, GHashTable *types,
+                             int64_t type_id, int64_t generation, int64_t from, gboolean open,
+                             int64_t until, int64_t bytes)
+{
+    if (!open && until <= from)
+        return; /* held for no GC at all */
+    if (generation >= 0 && generation < REPORT_LIVE_GENS) {
+        diff[generation][gc_index_at_or_after(data, from)] += bytes;
+        if (!open)
+            diff[generation][gc_index_at_or_after(data, until)] -= bytes;
+    }
+    type_event_add(types, type_id, from, bytes);
+    if (!open)
+        type_event_add(types, type_id, until, -bytes);
+}
+
 static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
 {
     gboolean ok = FALSE;
@@ -280,8 +305,12 @@ static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
         diff[g] = g_new0(int64_t, n + 1);
         data->survivors[g] = g_new0(int64_t, n);
     }
+    /* The sums of object_spans count each object once: a recording that follows its samples
+     * weights them (report_sweep_sql). */
+    g_auto(query_estimates) estimates = {0};
     gboolean spans = FALSE;
-    if (!query_db_has_spans(db, &spans, error))
+    if (!query_estimates_get(db, &estimates, error) ||
+        (!estimates.followed && !query_db_has_spans(db, &spans, error)))
         goto out;
     stmt = query_db_prepare(db, spans ? report_sweep_spans_sql : report_sweep_sql, error);
     if (!stmt)
@@ -299,16 +328,17 @@ static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
         gboolean open = sqlite3_column_type(stmt, 3) == SQLITE_NULL;
         int64_t until = sqlite3_column_int64(stmt, 3);
         int64_t bytes = sqlite3_column_int64(stmt, 4);
-        if (!open && until <= from)
-            continue; /* held for no GC at all */
-        if (generation >= 0 && generation < REPORT_LIVE_GENS) {
-            diff[generation][gc_index_at_or_after(data, from)] += bytes;
-            if (!open)
-                diff[generation][gc_index_at_or_after(data, until)] -= bytes;
+        int64_t weighted = sqlite3_column_int64(stmt, 6);
+        if (sqlite3_column_type(stmt, 7) == SQLITE_NULL) { /* weighted all along (or weight 1) */
+            report_sweep_add(data, diff, types, type_id, generation, from, open, until, weighted);
+            continue;
         }
-        type_event_add(types, type_id, from, bytes);
-        if (!open)
-            type_event_add(types, type_id, until, -bytes);
+        /* Estimates until the snapshot, the objects themselves from it on. */
+        int64_t reset = sqlite3_column_int64(stmt, 7);
+        report_sweep_add(data, diff, types, type_id, generation, from, FALSE,
+                         open ? reset : MIN(until, reset), weighted);
+        report_sweep_add(data, diff, types, type_id, generation, MAX(from, reset), open, until,
+                         bytes);
     }
     if (!stepped)
         goto out;
@@ -375,6 +405,7 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     if (!query_estimates_get(db, &estimates, error))
         return FALSE;
     data->allocations_estimated = estimates.estimated;
+    data->survivors_estimated = estimates.followed;
     data->allocations = query_estimates_json(&estimates);
     /* With the census the intervals it counted (gcs[].census_objects set) are exact, the
      * others (the tail, the first GC after an attach) estimated. */

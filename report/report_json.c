@@ -111,7 +111,8 @@ json_t *report_definitions_new(void)
         "or zero.",
         "survivors",
         "Bytes of tracked objects alive right after the GC, by the generation they are in "
-        "(object_generations).",
+        "(object_generations). In a sampled recording (run.flags samples-followed) ESTIMATES "
+        "between snapshots: each sampled object followed stands for its sample's weight.",
         "top_types",
         "The types with the most live bytes right after any one GC (their peak), and their live "
         "bytes after every GC.",
@@ -146,12 +147,14 @@ static void report_plots_write(report_out *o, const report_data *data)
     out_json(o, json_pack("{s:s, s:s, s:b}", "unit", "bytes", "from", "gcs[].allocated_bytes",
                           "estimated", data->allocations_estimated && !data->census));
     out_raw(o, ",\n");
-    out_raw(o, "\"survivors\":{\"unit\":\"bytes\",\"series\":{");
+    fprintf(o->out, "\"survivors\":{\"unit\":\"bytes\",\"estimated\":%s,\"series\":{",
+            data->survivors_estimated ? "true" : "false");
     for (int g = 0; g < REPORT_LIVE_GENS; g++) {
         fprintf(o->out, "%s\n\"%s\":", g ? "," : "", live_gen_names[g]);
         out_json(o, series_json(data->survivors[g], n));
     }
-    out_raw(o, "}},\n\"top_types\":{\"unit\":\"bytes\",\"rank\":\"peak live bytes\",\"types\":[");
+    fprintf(o->out, "}},\n\"top_types\":{\"unit\":\"bytes\",\"rank\":\"peak live bytes\","
+            "\"estimated\":%s,\"types\":[", data->survivors_estimated ? "true" : "false");
     for (guint t = 0; t < data->top_types->len; t++) {
         const report_type *type = g_ptr_array_index(data->top_types, t);
         out_raw(o, t ? ",\n" : "\n");

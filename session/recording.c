@@ -551,6 +551,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
             allocations = totals.count;
         survived = objects;
     }
+    gboolean followed = estimates.followed; /* survivors estimated from the followed samples */
+    if (followed)
+        query_db_int(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, &survived, NULL);
     query_estimates_clear(&estimates);
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
@@ -634,11 +637,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         : samples > 0 ? g_strdup_printf(" estimated from %s samples", query_count_format(samples, s))
                       : g_strdup("");
     fprintf(stderr,
-            "heaplens: recorded %s GCs, %s%s allocations%s (%s survived a GC) of %s types, %s -> "
+            "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC) of %s types, %s -> "
             "%s (%s)%s\n",
             query_count_format(gcs, a), samples > 0 && !census ? "~" : "",
             query_count_format(allocations, b),
-            estimated, query_count_format(survived, c), query_count_format(types, d), lost, output,
+            estimated, followed ? "~" : "", query_count_format(survived, c), query_count_format(types, d), lost, output,
             query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);

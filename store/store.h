@@ -36,6 +36,21 @@
  * proportion to their samples of that type in the census's intervals (estimates, scaled so that
  * they add up to the exact totals; the interval is the sample's), and a census type no sample
  * saw to thread NULL. */
+/* Survivors in a sampled recording that follows its samples (run.flags 'samples-followed';
+ * SCHEMA.md "Sampled and attach recordings"): between snapshots the objects rows hold only the
+ * followed objects — the samples' small objects, the LOH and POH objects, and every object a
+ * snapshot named. A sampled small object stands for est_count objects (its sample's weight)
+ * until a snapshot names every live object again: at and after a snapshot at GC s >= its
+ * allocation interval (alloc_samples.gc, the object's first GC) it counts 1, as does every
+ * other object. STORE_SURVIVOR_SAMPLE_ON(s, o, gc) is the condition that joins alloc_samples s
+ * to the object o alive after GC `gc` when its weight is the sample's: LEFT JOIN alloc_samples
+ * s ON ..., then coalesce(s.est_count, 1) is the object's weight. Always false in other
+ * recordings. */
+#define STORE_SURVIVOR_SAMPLE_ON(s, o, gc) \
+    s ".object_id = " o ".id AND " s ".heap = 0" \
+    " AND instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0" \
+    " AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc BETWEEN " s ".gc AND " gc ")"
+
 #define STORE_ALLOCATIONS_WITH_SQL \
     "WITH census AS (SELECT type_id, total(count) AS n, total(bytes) AS b FROM alloc_counts" \
     "  WHERE flags & 2 GROUP BY type_id)," \

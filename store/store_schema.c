@@ -463,13 +463,17 @@ static const char store_schema_views[] =
     "JOIN objects o ON o.id = og.object_id\n"
     "LEFT JOIN types t ON t.id = o.type_id;\n"
     "\n"
+    /* Sampled recordings that follow their samples: estimates between snapshots, each
+     * sampled object weighted (store.h STORE_SURVIVOR_SAMPLE_ON); counts 1 otherwise. */
     "CREATE VIEW survivors_by_generation AS\n"
     "SELECT g.gc AS gc, og.generation AS generation, " STORE_TYPE_NAME("t", "o") " AS type,\n"
-    "       count(*) AS count, sum(o.size) AS bytes\n"
+    "       CAST(round(total(coalesce(s.est_count, 1))) AS INTEGER) AS count,\n"
+    "       CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER) AS bytes\n"
     "FROM gcs g\n"
     "JOIN object_generations og\n"
     "  ON og.from_gc <= g.gc AND (og.until_gc IS NULL OR og.until_gc > g.gc)\n"
     "JOIN objects o ON o.id = og.object_id\n"
+    "LEFT JOIN alloc_samples s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "g.gc") "\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "GROUP BY g.gc, og.generation, o.type_id;\n"
     "\n"

@@ -120,6 +120,7 @@ static const struct {
 } store_run_flag_names[] = {
     {HL_RUN_FLAG_EMPTY_PROFILER, "empty-profiler"},
     {HL_RUN_FLAG_HANDLES, "handles"},
+    {HL_RUN_FLAG_SAMPLES_FOLLOWED, "samples-followed"},
 };
 
 gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)

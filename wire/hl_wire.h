@@ -163,6 +163,10 @@ enum {
     HL_RUN_FLAG_EMPTY_PROFILER = 1, /* benchmark mode: flags set, callbacks do nothing */
     HL_RUN_FLAG_HANDLES = 2,        /* full mode with MONITOR_GC at every GC (record --handles):
                                      * handle lifetimes and unreported allocation counts */
+    HL_RUN_FLAG_SAMPLES_FOLLOWED = 4, /* sampled mode: between snapshots only the allocation
+                                       * samples' objects are followed (objects rows for them,
+                                       * LOH/POH objects and snapshots' objects only): survivors
+                                       * per type are estimates (collector/README.md) */
 };
 
 /* HL_REC_TYPE. Followed by one hl_str: the type name (format in collector/README.md). */

@@ -165,6 +165,17 @@ static void fixtures_build(void)
     fixture_app("garbage.db");
     fixture_sql("garbage.db", "UPDATE counters SET value = -5 WHERE name IN ('allocs_dropped',"
                                  " 'gcs_dropped', 'snapshots_dropped', 'gc_events_dropped');");
+    /* followed.db: app.db as a sampled recording that follows its samples: object 7 (a String
+     * of 64 bytes, first GC 2) is a sample's object standing for 1600 objects until the
+     * snapshot at GC 3. */
+    fixture_app("followed.db");
+    fixture_sql("followed.db",
+                "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
+                "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, object_id, est_count,"
+                " est_bytes) VALUES (2, 1, 101, 0, 64, 7, 1600, 102400);"
+                "INSERT INTO snapshots (snapshot, gc, objects, refs, roots, handles, bytes,"
+                " model_missing, model_extra, frozen, unresolved) VALUES"
+                " (1, 3, 6, 0, 0, 0, 100368, 0, 0, 1, 0);");
     fixture_lossy();
     fixture_nogc();
     fixture_file("notes.txt", "not a database\n");
@@ -316,7 +327,7 @@ static void case_survivors_json(void)
 {
     /* Default: the last GC. */
     EXPECT_JSON(RUN("survivors", "app.db", "--json"),
-                "{\"gc\":3,\"rows\":[\n"
+                "{\"gc\":3,\"estimated\":false,\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":200},\n"
                 "{\"generation\":2,\"type\":\"System.String\",\"count\":3,\"bytes\":144},\n"
                 "{\"generation\":3,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":100000},\n"
@@ -324,7 +335,7 @@ static void case_survivors_json(void)
                 "]}\n",
                 "");
     EXPECT_JSON(RUN("survivors", "app.db", "--json", "--gc", "1"),
-                "{\"gc\":1,\"rows\":[\n"
+                "{\"gc\":1,\"estimated\":false,\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"generation\":1,\"type\":\"System.String\",\"count\":1,\"bytes\":48},\n"
                 "{\"generation\":1,\"type\":\"System.Collections.Generic.List<System.String>\","
@@ -334,7 +345,7 @@ static void case_survivors_json(void)
                 "]}\n",
                 "");
     EXPECT_JSON(RUN("survivors", "--gc=2", "--json", "app.db"),
-                "{\"gc\":2,\"rows\":[\n"
+                "{\"gc\":2,\"estimated\":false,\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.String\",\"count\":2,\"bytes\":96},\n"
                 "{\"generation\":2,\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"generation\":2,\"type\":\"System.String\",\"count\":1,\"bytes\":48},\n"
@@ -342,6 +353,49 @@ static void case_survivors_json(void)
                 "{\"generation\":5,\"type\":\"System.String\",\"count\":1,\"bytes\":24}\n"
                 "]}\n",
                 "");
+}
+
+/* Sampled mode between snapshots: each followed sample's object stands for its weight (the
+ * view agrees); at a snapshot's GC every object counts once. */
+static void case_survivors_followed(void)
+{
+    EXPECT_JSON(RUN("survivors", "followed.db", "--json", "--gc", "2"),
+                "{\"gc\":2,\"estimated\":true,\"rows\":[\n"
+                "{\"generation\":1,\"type\":\"System.String\",\"count\":1601,\"bytes\":102432},\n"
+                "{\"generation\":2,\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
+                "{\"generation\":2,\"type\":\"System.String\",\"count\":1,\"bytes\":48},\n"
+                "{\"generation\":3,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":100000},\n"
+                "{\"generation\":5,\"type\":\"System.String\",\"count\":1,\"bytes\":24}\n"
+                "]}\n",
+                "");
+    EXPECT(RUN("survivors", "followed.db", "--gc", "2", "--top", "1"), 0,
+           "alive after GC 2: 1,605 objects, 198.7 KiB (the 1 largest of 5 groups); ESTIMATED "
+           "from the allocation samples' objects\n"
+           "gen   count      bytes  type\n"
+           "gen1  1,601  100.0 KiB  System.String\n",
+           "");
+    EXPECT_JSON(RUN("survivors", "followed.db", "--json", "--gc", "3"),
+                "{\"gc\":3,\"estimated\":false,\"rows\":[\n"
+                "{\"generation\":1,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":200},\n"
+                "{\"generation\":2,\"type\":\"System.String\",\"count\":3,\"bytes\":144},\n"
+                "{\"generation\":3,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":100000},\n"
+                "{\"generation\":5,\"type\":\"System.String\",\"count\":1,\"bytes\":24}\n"
+                "]}\n",
+                "");
+    /* The view weights the same way. */
+    g_autofree char *path = fixture_path("followed.db");
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+          sqlite3_prepare_v2(db, "SELECT group_concat(gc || ':' || count || ':' || bytes, ' ')"
+                                 "  FROM survivors_by_generation"
+                                 " WHERE type = 'System.String' AND generation IN (1, 2)",
+                             -1, &stmt, NULL) == SQLITE_OK &&
+          sqlite3_step(stmt) == SQLITE_ROW);
+    const char *got = stmt ? (const char *)sqlite3_column_text(stmt, 0) : NULL;
+    CHECK_STR(got ? got : "", "1:1:48 2:1601:102432 2:1:48 3:3:144");
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
 }
 
 static void case_survivors_text(void)
@@ -919,6 +973,7 @@ static const cli_test_case cases[] = {
     {"allocations_top", case_allocations_top},
     {"allocations_thread", case_allocations_thread},
     {"survivors_json", case_survivors_json},
+    {"survivors_followed", case_survivors_followed},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
     {"survivors_no_gc", case_survivors_no_gc},

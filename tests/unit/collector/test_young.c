@@ -1,7 +1,8 @@
 /* test_young.c — the young interval against a naive version (fixed seed): counts per (type,
  * thread, heap) and survivor rows after a classified GC, unclassified counts for the tail or an
  * incomplete GC, ids without allocations (handle events), an allocation that cannot be placed
- * (counted at once, interval marked lost), and arrays given back after a burst. */
+ * (counted at once, interval marked lost), arrays given back after a burst, and sampled mode's
+ * followed objects (survivor rows, no counts). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,48 @@ int main(void) {
     CHECK_INT(y.cap, 0);
     hl_vec_release(&counts);
     free(t);
+
+    /* Sampled mode's followed objects (hl_young_add_followed: a sample's object) between
+     * counted allocations: a survivor row when they survive, never a count. */
+    {
+        uint64_t first = y.first;
+        hl_young_add(&y, first, 3, tids[1], 40);           /* counted, dies */
+        hl_young_add_followed(&y, first + 1, 4, tids[2], 56); /* followed, survives into gen1 */
+        hl_young_add_followed(&y, first + 2, 4, tids[0], 56); /* followed, dies */
+        hl_young_add(&y, first + 3, 5, tids[2], 90000);    /* counted LOH, survives */
+        hl_young_fate_reset(&y);
+        for (uint64_t k = 0; k < 3; k++)
+            hl_young_set_heap(&y, first + k, HL_GEN_0);
+        hl_young_set_heap(&y, first + 3, HL_GEN_LOH);
+        hl_young_set_gen(&y, first, HL_GEN_NONE);
+        hl_young_set_gen(&y, first + 1, HL_GEN_1);
+        hl_young_set_gen(&y, first + 2, HL_GEN_NONE);
+        hl_young_close(&y, true, first + 4, &counts, &survivors);
+        truth counted[2] = {
+            {.id = first, .size = 40, .type = 3, .tid = tids[1], .heap = HL_GEN_0,
+             .gen = HL_GEN_NONE},
+            {.id = first + 3, .size = 90000, .type = 5, .tid = tids[2], .heap = HL_GEN_LOH,
+             .gen = HL_GEN_LOH}};
+        check_counts(&counts, counted, 2, true); /* the followed ones are not counted */
+        const hl_survivor *s = survivors.p;
+        CHECK_INT(survivors.n, 2);
+        if (survivors.n == 2) {
+            CHECK_INT(s[0].id, first + 1);
+            CHECK_INT(s[0].size, 56);
+            CHECK_INT(s[0].type_id, 4);
+            CHECK_INT(s[0].os_tid, tids[2]);
+            CHECK_INT(s[0].heap, HL_GEN_0);
+            CHECK_INT(s[0].generation, HL_GEN_1);
+            CHECK_INT(s[1].id, first + 3);
+        }
+        hl_vec_release(&counts);
+        /* Unclassified (an incomplete GC): no rows and no counts for the followed ones. */
+        hl_young_add_followed(&y, y.first, 4, tids[2], 56);
+        hl_young_close(&y, false, y.first + 1, &counts, &survivors);
+        CHECK_INT(counts.n, 0);
+        CHECK_INT(survivors.n, 0);
+        hl_vec_release(&counts);
+    }
 
     /* An empty interval (no allocation between two GCs) closes to nothing. */
     hl_young_close(&y, true, y.first, &counts, &survivors);
