@@ -1,8 +1,10 @@
-/* cmd_allocations.c — `heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]`:
- * allocated count and bytes per type, most bytes first (query/allocations.h). */
+/* cmd_allocations.c — `heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]
+ * [--between FROM..TO]`: allocated count and bytes per type, most bytes first
+ * (query/allocations.h), between two checkpoints of the program (query/checkpoints.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/allocations.h"
+#include "query/checkpoints.h"
 
 static const query_column allocations_columns[] = {
     {"count", QUERY_ALIGN_RIGHT, NULL},
@@ -17,7 +19,10 @@ int cmd_allocations(int argc, char **argv)
     const char *path = NULL;
     const char *top_text = NULL;
     const char *thread = NULL;
+    const char *between = NULL;
+    int64_t from_gc = 0, to_gc = INT64_MAX;
     const query_option options[] = {
+        {"between", QUERY_OPT_VALUE, &between},
         {"json", QUERY_OPT_FLAG, &json},
         {"top", QUERY_OPT_VALUE, &top_text},
         {"thread", QUERY_OPT_VALUE, &thread},
@@ -47,17 +52,33 @@ int cmd_allocations(int argc, char **argv)
                                            "a positive number", &top, &error))
         goto out;
     db = query_db_open(path, &error);
-    if (!db || !(types = query_allocations_read(db, path, thread, &estimates, &error)))
+    if (!db || (between && !checkpoint_range(db, path, argv[0], between, &from_gc, &to_gc,
+                                             &error)) ||
+        !(types = query_allocations_read_between(db, path, thread, from_gc, to_gc, &estimates,
+                                                 &error)))
         goto out;
     note = query_estimates_note_new(&estimates);
 
     if (json) {
         json_t *head = note ? query_estimates_json(&estimates) : NULL;
+        if (between) {
+            if (!head)
+                head = json_object();
+            json_object_set_new(head, "between", json_pack("{s:s, s:I, s:I}", "checkpoints",
+                                                           between, "from_gc",
+                                                           (json_int_t)from_gc, "to_gc",
+                                                           (json_int_t)to_gc));
+        }
         query_json_rows_begin(&rows, stdout, head);
         json_decref(head);
     } else {
         if (note)
             printf("%s\n\n", note);
+        if (between)
+            printf("between checkpoints %s: GC intervals %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
+                   " (allocations after GC %" G_GINT64_FORMAT " began, before GC %" G_GINT64_FORMAT
+                   " began)\n\n",
+                   between, from_gc, to_gc, from_gc - 1, to_gc);
         table = query_table_new(allocations_columns, G_N_ELEMENTS(allocations_columns));
     }
     for (guint i = 0; i < types->len && i < top; i++) {

@@ -254,11 +254,12 @@ int cmd_info(int argc, char **argv)
             json_object_set_new(totals_json, "estimated_allocation_bytes",
                                 json_integer(info.totals.estimated_allocation_bytes));
         }
-        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O}", "file", query_json_string(path),
-                                "run", query_info_values_json(info.run), "counters",
-                                query_info_values_json(info.counters), "totals", totals_json,
-                                "allocations", query_estimates_json(&info.estimates),
-                                "unrecorded_processes", info.unrecorded);
+        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O}", "file",
+                                query_json_string(path), "run", query_info_values_json(info.run),
+                                "counters", query_info_values_json(info.counters), "totals",
+                                totals_json, "allocations", query_estimates_json(&info.estimates),
+                                "unrecorded_processes", info.unrecorded, "checkpoints",
+                                info.checkpoints);
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
@@ -290,6 +291,18 @@ int cmd_info(int argc, char **argv)
                 printf("  pid %-8" JSON_INTEGER_FORMAT "  %s\n",
                        json_integer_value(json_object_get(u, "pid")),
                        json_string_value(json_object_get(u, "command")));
+        }
+        /* The program's checkpoints (EventSource 'HeapLens'): names for check and
+         * allocations --between. */
+        if (json_array_size(info.checkpoints) > 0) {
+            printf("\ncheckpoints (the program's, with the GCs finished when each was written)\n");
+            size_t i;
+            json_t *c;
+            json_array_foreach(info.checkpoints, i, c)
+                printf("  %-24s after GC %" JSON_INTEGER_FORMAT "  at %.3f s\n",
+                       json_string_value(json_object_get(c, "name")),
+                       json_integer_value(json_object_get(c, "gc")),
+                       (double)json_integer_value(json_object_get(c, "since_start_ns")) / 1e9);
         }
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))

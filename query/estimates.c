@@ -156,7 +156,9 @@ char *query_estimates_sql_new(const query_estimates *e, const char *group, const
 {
     /* Estimates are summed as reals and rounded once, per group. The samples of the objects
      * alloc_counts already holds exactly (LOH; POH except in attach mode) are left out. */
-    gboolean spread = where || (group && strstr(group, "thread"));
+    /* Only a question about threads needs the census spread over them; one about intervals
+     * (allocations --between) keeps its exact counts per interval. */
+    gboolean spread = (where && strstr(where, "thread")) || (group && strstr(group, "thread"));
     const char *source =
         e->census ? (spread ? "(" STORE_ALLOCATIONS_SPREAD_SQL ")" : "(" STORE_ALLOCATIONS_EXACT_SQL ")")
         : !e->estimated ? "alloc_counts"

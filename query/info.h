@@ -39,6 +39,7 @@ typedef struct query_info {
     GArray *counters; /* query_info_value: by name */
     query_info_totals totals;
     json_t *unrecorded; /* query_info_unrecorded_json */
+    json_t *checkpoints; /* checkpoint_list_json (checkpoints.h): the program's checkpoints */
 } query_info;
 
 /* The run row's columns but id, in order; the counters, by name: new arrays of

@@ -14,10 +14,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 /* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
  * table written by the writer (5: packed in object_chunks and object_deaths until the first
- * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before. */
+ * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before; 6
+ * from 7 in the table checkpoints (absent before: readers find no checkpoints). */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 

@@ -300,6 +300,13 @@ static gboolean store_decode_method(const uint8_t *p, uint32_t size, store_recor
                                         &out->u.method.name, error);
 }
 
+static gboolean store_decode_checkpoint(const uint8_t *p, uint32_t size, store_record *out,
+                                        GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.checkpoint.h,
+                                        sizeof out->u.checkpoint.h, &out->u.checkpoint.name, error);
+}
+
 static gboolean store_decode_stack(const uint8_t *p, uint32_t size, store_record *out,
                                    GError **error)
 {
@@ -340,6 +347,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_METHOD] = {"METHOD", store_decode_method},
     [HL_REC_STACK] = {"STACK", store_decode_stack},
     [HL_REC_ALLOC_SAMPLES] = {"ALLOC_SAMPLES", store_decode_alloc_samples},
+    [HL_REC_CHECKPOINT] = {"CHECKPOINT", store_decode_checkpoint},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

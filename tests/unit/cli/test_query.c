@@ -446,7 +446,8 @@ static void case_info_json(void)
         "    \"note\": null,\n"
         "    \"sampling\": null\n"
         "  },\n"
-        "  \"unrecorded_processes\": []\n"
+        "  \"unrecorded_processes\": [],\n"
+        "  \"checkpoints\": []\n"
         "}\n",
         "COUNTERS", size);
     run_result r = RUN("info", "app.db", "--json");
@@ -796,7 +797,7 @@ static void case_bad_files(void)
                "heaplens: other.db is not a heaplens database\n");
         EXPECT(RUN(name, "future.db"), 1, "",
                "heaplens: future.db was recorded by a newer heaplens (schema 99); this heaplens "
-               "reads schemas 3 to 6\n");
+               "reads schemas 3 to 7\n");
         EXPECT(RUN(name, "old.db"), 1, "",
                "heaplens: old.db was recorded by an older heaplens (schema 1); record it again\n");
         EXPECT(RUN(name, "."), 1, "", "heaplens: . is a directory, not a heaplens database\n");
