@@ -19,10 +19,16 @@ For a full and a sampled recording this script checks:
       expected and found); an unknown checkpoint, a range written backwards and a range
       without a GC between its ends are refused in one line (exit 1).
 
+With --xunit-dll (examples/XunitCheckpoints): `heaplens record --children=testhost -- dotnet
+test XunitCheckpoints.dll` records the test host into its own database; its checkpoints
+cache-start and cache-end are stored, and `check --max-allocated Widget=100@cache-start..cache-end
+--max-live Widget=100@cache-end` holds while 99 fails both with their lines.
+
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed (2 on usage errors).
 """
 import argparse
+import glob
 import json
 import os
 import re
@@ -134,19 +140,59 @@ def check_recording(checks, a, mode, log):
                   f"exit {rc}: {err.strip()}")
 
 
+def check_xunit(checks, a, log):
+    db = os.path.join(a.workdir, "tests.db")
+    for f in glob.glob(os.path.join(a.workdir, "tests*.db*")):
+        os.remove(f)
+    cmd = [a.heaplens, "record", "-o", db, "--children=testhost", "--", a.dotnet, "test",
+           a.xunit_dll]
+    print("$ " + " ".join(cmd))
+    rc, out, err = run(cmd, log=log, timeout=a.timeout)
+    checks.eq("xunit: heaplens record --children=testhost -- dotnet test: exit status", 0, rc)
+    hosts = [f for f in glob.glob(os.path.join(a.workdir, "tests.*.db"))
+             if sqlite3.connect(f"file:{f}?mode=ro", uri=True).execute(
+                 "SELECT command FROM run").fetchone()[0].find("testhost") >= 0]
+    if not checks.eq("xunit: one recording of the test host", 1, len(hosts)):
+        return
+    host = hosts[0]
+    con = sqlite3.connect(f"file:{host}?mode=ro", uri=True)
+    names = [r[0] for r in con.execute("SELECT name FROM checkpoints ORDER BY id")]
+    con.close()
+    checks.eq("xunit: the test's checkpoints", ["cache-start", "cache-end"], names)
+    holds = ["--max-allocated", "Widget=100@cache-start..cache-end", "--max-live",
+             "Widget=100@cache-end"]
+    rc, out, err = run([a.heaplens, "check", host] + holds, log=log)
+    checks.ok("xunit: check at 100 holds", rc == 0 and out == "2 assertions hold\n", f"{rc} {out!r} {err!r}")
+    rc, out, err = run([a.heaplens, "check", host] + [h.replace("=100", "=99") for h in holds],
+                       log=log)
+    got = out.splitlines()
+    # check reports the assertions kind by kind: --max-live first
+    checks.ok("xunit: check at 99 fails both", rc == 1 and len(got) == 3 and
+              got[0].startswith("FAIL --max-live Widget=99@cache-end: expected at most 99, found "
+                                "100 objects of HeapLens.Examples.Xunit.Widget alive after GC") and
+              got[1].startswith("FAIL --max-allocated Widget=99@cache-start..cache-end: expected "
+                                "at most 99, found 100 allocations of "
+                                "HeapLens.Examples.Xunit.Widget between checkpoints"),
+              f"{rc} {out!r} {err!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--dotnet", required=True)
-    ap.add_argument("--dll", required=True)
+    ap.add_argument("--dll", help="examples/Checkpoints")
+    ap.add_argument("--xunit-dll", help="examples/XunitCheckpoints (dotnet test)")
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--timeout", type=int, default=300)
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     log = start_log(a.workdir)
     checks = Checks(a.verbose)
-    for mode in ("full", "sampled"):
-        check_recording(checks, a, mode, log)
+    if a.dll:
+        for mode in ("full", "sampled"):
+            check_recording(checks, a, mode, log)
+    if a.xunit_dll:
+        check_xunit(checks, a, log)
     return checks.summary()
 
 
