@@ -68,8 +68,7 @@ gboolean checkpoint_find(sqlite3 *db, const char *path, const char *tool, const 
         checkpoint_info *c = &g_array_index(list, checkpoint_info, i);
         if (strcmp(c->name, name) == 0) {
             *out = *c;
-            c->name = NULL; /* taken */
-            out->name = g_strdup(name);
+            c->name = NULL; /* taken: out owns it */
             return TRUE;
         }
     }
