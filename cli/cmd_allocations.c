@@ -1,9 +1,11 @@
 /* cmd_allocations.c — `heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]
- * [--by type|site]`: allocated count and bytes per type, most bytes first (query/allocations.h),
- * or the counted sites of a recording made with --count (query/count_sites.h). */
+ * [--by type|site] [--between FROM..TO]`: allocated count and bytes per type, most bytes first
+ * (query/allocations.h), between two checkpoints of the program (query/checkpoints.h), or the
+ * counted sites of a recording made with --count (query/count_sites.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/allocations.h"
+#include "query/checkpoints.h"
 #include "query/count_sites.h"
 
 #include <string.h>
@@ -125,7 +127,10 @@ int cmd_allocations(int argc, char **argv)
     const char *by = NULL;
     static const char *const by_names[] = {"type", "site"};
     guint by_index = 0;
+    const char *between = NULL;
+    int64_t from_gc = 0, to_gc = INT64_MAX;
     const query_option options[] = {
+        {"between", QUERY_OPT_VALUE, &between},
         {"json", QUERY_OPT_FLAG, &json},
         {"top", QUERY_OPT_VALUE, &top_text},
         {"thread", QUERY_OPT_VALUE, &thread},
@@ -173,37 +178,53 @@ int cmd_allocations(int argc, char **argv)
         status = 0;
         goto out;
     }
-    if (!db || !(types = query_allocations_read(db, path, thread, &estimates, &totals, &error)))
+    if (!db || (between && !checkpoint_range(db, path, argv[0], between, &from_gc, &to_gc,
+                                             &error)) ||
+        !(types = query_allocations_read_between(db, path, thread, from_gc, to_gc, &estimates,
+                                                 &totals, &error)))
         goto out;
     note = query_estimates_note_new(&estimates);
 
     /* The total: the recording's, with its terms in words (the same as info and stacks); of a
-     * thread, the sum of its rows. */
-    int64_t thread_count = 0, thread_bytes = 0;
-    for (guint i = 0; thread && i < types->len; i++) {
+     * thread or between checkpoints, the sum of its rows. */
+    const gboolean part = thread || between;
+    int64_t part_count = 0, part_bytes = 0;
+    for (guint i = 0; part && i < types->len; i++) {
         const query_allocation *r = &g_array_index(types, query_allocation, i);
-        thread_count = query_add_saturating(thread_count, r->count);
-        thread_bytes = query_add_saturating(thread_bytes, r->bytes);
+        part_count = query_add_saturating(part_count, r->count);
+        part_bytes = query_add_saturating(part_bytes, r->bytes);
     }
     if (json) {
         json_t *head = note ? query_estimates_json(&estimates) : json_object();
         json_object_set_new(head, "total",
-                            thread ? json_pack("{s:I, s:I}", "count", (json_int_t)thread_count,
-                                               "bytes", (json_int_t)thread_bytes)
-                                   : query_totals_json(&totals, &estimates));
+                            part ? json_pack("{s:I, s:I}", "count", (json_int_t)part_count,
+                                             "bytes", (json_int_t)part_bytes)
+                                 : query_totals_json(&totals, &estimates));
+        if (between)
+            json_object_set_new(head, "between", json_pack("{s:s, s:I, s:I}", "checkpoints",
+                                                           between, "from_gc",
+                                                           (json_int_t)from_gc, "to_gc",
+                                                           (json_int_t)to_gc));
         query_json_rows_begin(&rows, stdout, head);
         json_decref(head);
     } else {
         if (note)
             printf("%s\n\n", note);
-        const char *approx = !thread && totals.estimated > 0 ? "~" : "";
+        if (between)
+            printf("between checkpoints %s: GC intervals %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
+                   " (allocations after GC %" G_GINT64_FORMAT " began, before GC %" G_GINT64_FORMAT
+                   " began)\n\n",
+                   between, from_gc, to_gc, from_gc - 1, to_gc);
+        const char *approx = !part && totals.estimated > 0 ? "~" : "";
         printf("%s%s %s (%s%s) of %s %s", approx,
-               query_count_format(thread ? thread_count : totals.count, count),
-               (thread ? thread_count : totals.count) == 1 ? "allocation" : "allocations", approx,
-               query_size_format(thread ? thread_bytes : totals.bytes, bytes),
+               query_count_format(part ? part_count : totals.count, count),
+               (part ? part_count : totals.count) == 1 ? "allocation" : "allocations", approx,
+               query_size_format(part ? part_bytes : totals.bytes, bytes),
                query_count_format(types->len, types_text), types->len == 1 ? "type" : "types");
         if (thread) {
             printf(" by thread %s\n\n", thread);
+        } else if (between) {
+            fputs("\n\n", stdout);
         } else {
             g_autoptr(GPtrArray) terms = query_totals_terms_new(&totals, &estimates);
             fputc('\n', stdout);

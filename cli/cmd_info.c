@@ -280,11 +280,12 @@ int cmd_info(int argc, char **argv)
         json_t *allocations = query_estimates_json(&info.estimates);
         json_object_set_new(allocations, "total",
                             query_totals_json(&info.allocations, &info.estimates));
-        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O}", "file", query_json_string(path),
+        json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O}", "file", query_json_string(path),
                                 "run", query_info_values_json(info.run), "counters",
                                 query_info_values_json(info.counters), "totals", totals_json,
                                 "allocations", allocations,
-                                "unrecorded_processes", info.unrecorded);
+                                "unrecorded_processes", info.unrecorded, "checkpoints",
+                                info.checkpoints);
         /* only in recordings made with --count: the documents of the others stay as they were */
         if (counted)
             json_object_set_new(doc, "counted_sites",
@@ -334,6 +335,18 @@ int cmd_info(int argc, char **argv)
                 printf("  pid %-8" JSON_INTEGER_FORMAT "  %s\n",
                        json_integer_value(json_object_get(u, "pid")),
                        json_string_value(json_object_get(u, "command")));
+        }
+        /* The program's checkpoints (EventSource 'HeapLens'): names for check and
+         * allocations --between. */
+        if (json_array_size(info.checkpoints) > 0) {
+            printf("\ncheckpoints (the program's, with the GCs finished when each was written)\n");
+            size_t i;
+            json_t *c;
+            json_array_foreach(info.checkpoints, i, c)
+                printf("  %-24s after GC %" JSON_INTEGER_FORMAT "  at %.3f s\n",
+                       json_string_value(json_object_get(c, "name")),
+                       json_integer_value(json_object_get(c, "gc")),
+                       (double)json_integer_value(json_object_get(c, "since_start_ns")) / 1e9);
         }
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))

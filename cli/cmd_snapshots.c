@@ -2,6 +2,7 @@
  * their size and the model's self-check (query/snapshots.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "query/checkpoints.h"
 #include "query/snapshots.h"
 
 static const query_column snapshots_columns[] = {
@@ -14,6 +15,31 @@ static const query_column snapshots_columns[] = {
     {"walk (ms)", QUERY_ALIGN_RIGHT, NULL},
 };
 
+static const query_column checkpoints_columns[] = {
+    {"checkpoint", QUERY_ALIGN_LEFT, NULL},
+    {"after gc", QUERY_ALIGN_RIGHT, NULL},
+    {"at (s)", QUERY_ALIGN_RIGHT, NULL},
+    {"thread", QUERY_ALIGN_RIGHT, NULL},
+};
+
+/* The program's checkpoints under the snapshots: what a snapshot is compared with. */
+static void checkpoints_print(const GArray *list)
+{
+    if (list->len == 0)
+        return;
+    g_autoptr(query_table) table = query_table_new(checkpoints_columns,
+                                                   G_N_ELEMENTS(checkpoints_columns));
+    for (guint i = 0; i < list->len; i++) {
+        const checkpoint_info *c = &g_array_index(list, checkpoint_info, i);
+        query_table_add(table, c->name);
+        query_table_addf(table, "%" G_GINT64_FORMAT, c->gc);
+        query_table_addf(table, "%.3f", (double)c->since_start_ns / 1e9);
+        query_table_addf(table, "%" G_GINT64_FORMAT, c->thread);
+    }
+    printf("\n");
+    query_table_print(table, stdout);
+}
+
 int cmd_snapshots(int argc, char **argv)
 {
     int status = 1;
@@ -25,6 +51,7 @@ int cmd_snapshots(int argc, char **argv)
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(GArray) snapshots = NULL;
+    g_autoptr(GArray) checkpoints = NULL;
     sqlite3 *db = NULL;
     int64_t drift = 0;
     char f[8][QUERY_FORMAT_MAX];
@@ -39,11 +66,17 @@ int cmd_snapshots(int argc, char **argv)
         break;
     }
     db = query_db_open(path, &error);
-    if (!db || !(snapshots = query_snapshots_read(db, &drift, &error)))
+    if (!db || !(snapshots = query_snapshots_read(db, &drift, &error)) ||
+        !(checkpoints = checkpoint_list_new(db, &error)))
         goto out;
     if (json) {
         query_json_rows rows;
-        query_json_rows_begin(&rows, stdout, NULL);
+        json_t *list = checkpoint_list_json(db, &error);
+        if (!list)
+            goto out;
+        json_t *head = json_pack("{s:o}", "checkpoints", list);
+        query_json_rows_begin(&rows, stdout, head);
+        json_decref(head);
         for (guint i = 0; i < snapshots->len; i++) {
             const query_snapshot *s = &g_array_index(snapshots, query_snapshot, i);
             query_json_rows_add(
@@ -63,6 +96,7 @@ int cmd_snapshots(int argc, char **argv)
     } else if (snapshots->len == 0) {
         printf("%s has no snapshots: record with --snapshot (default: one at every GC.Collect), "
                "or take one with 'heaplens snapshot PID'\n", path);
+        checkpoints_print(checkpoints);
     } else {
         g_autoptr(query_table) table =
             query_table_new(snapshots_columns, G_N_ELEMENTS(snapshots_columns));
@@ -91,6 +125,7 @@ int cmd_snapshots(int argc, char **argv)
                    " objects (see store/SCHEMA.md, snapshots)\n", drift);
         else
             printf("self-check: the model agrees with the runtime's heap walk in every snapshot\n");
+        checkpoints_print(checkpoints);
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;

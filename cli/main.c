@@ -153,6 +153,8 @@ static const query_command commands[] = {
                  "references, roots, handle roots and bytes, frozen objects pulled in by\n"
                  "references, and the self-check: 'missing' objects the model holds that the\n"
                  "runtime's walk lacks, 'extra' walked objects the model never saw allocated.\n"
+                 "Then the checkpoints the program wrote (EventSource 'HeapLens'), with the\n"
+                 "number of GCs finished when each was written.\n"
                  "\n"
                  "options:\n" JSON_OPTION HELP_OPTION,
     },
@@ -184,7 +186,7 @@ static const query_command commands[] = {
         .handler = cmd_allocations,
         .summary = "count and bytes allocated per type, most bytes first",
         .usage = "usage: heaplens allocations FILE [--json] [--top K] [--thread TID|NAME]\n"
-                 "                       [--by type|site]\n"
+                 "                       [--by type|site] [--between FROM..TO]\n"
                  "\n"
                  "Objects allocated during the run, per type: count and bytes, most bytes first.\n"
                  "With --by site, the counted sites of a recording made with --count: how many\n"
@@ -196,7 +198,13 @@ static const query_command commands[] = {
                  "  --top K              show only the K types (or sites) first in the order\n"
                  "  --thread TID|NAME    only allocations of this thread (OS thread id or\n"
                  "                       managed thread name); not with --by site\n"
-                 "  --by type|site       per type (default) or per counted site\n" HELP_OPTION,
+                 "  --by type|site       per type (default) or per counted site\n"
+                 "  --between FROM..TO   only allocations between two checkpoints the program\n"
+                 "                       wrote (EventSource 'HeapLens', Checkpoint(name)), per GC\n"
+                 "                       interval: made after the last GC before FROM began and\n"
+                 "                       before the last GC before TO began (exact when the\n"
+                 "                       program calls GC.Collect() before each checkpoint)\n"
+                 HELP_OPTION,
     },
     {
         .name = "survivors",
@@ -388,10 +396,14 @@ static const query_command commands[] = {
                  "a type the recording never saw has 0 objects.\n"
                  "\n"
                  "assertions:\n"
-                 "  --max-live TYPE=N       at most N objects of TYPE in the last snapshot\n"
-                 "                          (without snapshots: alive after the last GC)\n"
-                 "  --max-allocated TYPE=N  at most N allocations of TYPE in the whole run (as\n"
-                 "                          'allocations' counts them: estimates are rounded)\n"
+                 "  --max-live TYPE=N[@NAME]  at most N objects of TYPE in the last snapshot\n"
+                 "                          (without snapshots: alive after the last GC); with\n"
+                 "                          @NAME, alive after the last GC finished before the\n"
+                 "                          program wrote checkpoint NAME\n"
+                 "  --max-allocated TYPE=N[@FROM..TO]  at most N allocations of TYPE in the\n"
+                 "                          whole run, or between checkpoints FROM and TO as\n"
+                 "                          'allocations --between' counts them (estimates are\n"
+                 "                          rounded)\n"
                  "  --max-retained TYPE=BYTES  TYPE retains at most BYTES in the last snapshot\n"
                  "                          (K, M, G: KiB, MiB, GiB; stores retained sizes as\n"
                  "                          'retention' does)\n"

@@ -124,6 +124,12 @@ static inline HRESULT info_event_pipe_start_session(ICorProfilerInfo *i, uint32_
                                 BOOL, EVENTPIPE_SESSION *),
                     n, configs, rundown, session);
 }
+static inline HRESULT info_event_pipe_get_provider_info(ICorProfilerInfo *i, UINT_PTR provider,
+                                                        ULONG cch, ULONG *len, WCHAR *name) {
+    return CLR_CALL(i, INFO_EventPipeGetProviderInfo,
+                    HRESULT (*)(ICorProfilerInfo *, UINT_PTR, ULONG, ULONG *, WCHAR *), provider,
+                    cch, len, name);
+}
 static inline HRESULT info_event_pipe_stop_session(ICorProfilerInfo *i, EVENTPIPE_SESSION s) {
     return CLR_CALL(i, INFO_EventPipeStopSession, HRESULT (*)(ICorProfilerInfo *, EVENTPIPE_SESSION), s);
 }

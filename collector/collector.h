@@ -32,6 +32,14 @@ typedef struct hl_name_event {
     char name[64];
 } hl_name_event;
 
+/* A checkpoint the program wrote (eventpipe.c), waiting for the collector thread to send it. */
+#define HL_CHECKPOINT_EVENTS 64
+#define HL_CHECKPOINT_NAME_MAX 200 /* bytes of UTF-8 kept; a longer name is cut */
+typedef struct hl_checkpoint_event {
+    hl_checkpoint rec;
+    char name[HL_CHECKPOINT_NAME_MAX + 1];
+} hl_checkpoint_event;
+
 typedef struct hl_profiler {
     const ICorProfilerCallback11Vtbl *vtbl; /* must stay first: this is the COM object */
     ICorProfilerInfo *info;
@@ -67,6 +75,10 @@ typedef struct hl_profiler {
     atomic_flag names_lock;
     hl_name_event names[HL_NAME_EVENTS];
     atomic_uint_fast64_t names_written, names_read, names_dropped;
+    /* Checkpoints: a ring like names' (rare events; a full ring drops and counts). */
+    atomic_flag checkpoints_lock;
+    hl_checkpoint_event checkpoints[HL_CHECKPOINT_EVENTS];
+    atomic_uint_fast64_t checkpoints_written, checkpoints_read, checkpoints_dropped;
 
     char socket_path[256];
     uint64_t start_unix_ns, start_mono_ns;

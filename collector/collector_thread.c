@@ -459,6 +459,18 @@ static void drain_names(collector *c) {
     atomic_store_explicit(&p->names_read, r, memory_order_release);
 }
 
+/* The program's checkpoints (eventpipe.c), in the order they were written. */
+static void drain_checkpoints(collector *c) {
+    hl_profiler *p = c->p;
+    uint64_t r = atomic_load_explicit(&p->checkpoints_read, memory_order_relaxed);
+    uint64_t w = atomic_load_explicit(&p->checkpoints_written, memory_order_acquire);
+    for (; r < w; r++) {
+        const hl_checkpoint_event *e = &p->checkpoints[r % HL_CHECKPOINT_EVENTS];
+        hl_collector_put_str(c, HL_REC_CHECKPOINT, &e->rec, sizeof e->rec, e->name);
+    }
+    atomic_store_explicit(&p->checkpoints_read, r, memory_order_release);
+}
+
 /* ---- GCs -------------------------------------------------------------------------------- */
 
 typedef struct gc_apply {
@@ -774,6 +786,7 @@ static bool pass(collector *c) {
     hl_profiler *p = c->p;
     bool worked = false;
     drain_names(c);
+    drain_checkpoints(c);
     for (;;) {
         /* Read the id counter before looking at the GC queue: a GC that starts after this read
          * has a boundary >= snapshot, so ids below the snapshot are safe to add now. */
@@ -885,6 +898,7 @@ static void finish(collector *c) {
         ;
     drain(c, UINT64_MAX);
     drain_names(c);
+    drain_checkpoints(c);
     /* The tail interval: allocations after the last GC sent, counted unclassified (no GC has
      * told their heap or fate). The writer's tail is its last stored GC + 1: a GC that started
      * but never finished while the callbacks were on (one under way at a detach) or a GC lost

@@ -3,7 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collector/collector.h"
 
@@ -171,6 +173,60 @@ static void ranges_deliver(hl_profiler *p, const uint8_t *data, uint32_t size, u
     }
 }
 
+static bool wide_is(const WCHAR *w, ULONG n, const char *s) {
+    ULONG i = 0;
+    for (; i < n && w[i] && s[i]; i++)
+        if (w[i] != (WCHAR)(unsigned char)s[i])
+            return false;
+    return (i == n || !w[i]) && !s[i];
+}
+
+enum { PROVIDER_OTHER, PROVIDER_RUNTIME, PROVIDER_HEAPLENS };
+
+/* Which provider wrote the event: by handle once its name was learned (its first event). */
+static int provider_of(hl_profiler *p, UINT_PTR provider) {
+    if (provider == atomic_load_explicit(&p->sampling.runtime_provider, memory_order_relaxed))
+        return PROVIDER_RUNTIME;
+    if (provider == atomic_load_explicit(&p->sampling.heaplens_provider, memory_order_relaxed))
+        return PROVIDER_HEAPLENS;
+    WCHAR name[64];
+    ULONG len = 0;
+    if (HR_FAILED(info_event_pipe_get_provider_info(p->info, provider, 64, &len, name)))
+        return PROVIDER_OTHER;
+    if (wide_is(name, len, "Microsoft-Windows-DotNETRuntime")) {
+        atomic_store_explicit(&p->sampling.runtime_provider, provider, memory_order_relaxed);
+        return PROVIDER_RUNTIME;
+    }
+    if (wide_is(name, len, "HeapLens")) {
+        atomic_store_explicit(&p->sampling.heaplens_provider, provider, memory_order_relaxed);
+        return PROVIDER_HEAPLENS;
+    }
+    return PROVIDER_OTHER;
+}
+
+/* The program's thread, inside its EventSource.WriteEvent: into the ring for the collector
+ * thread (collector_thread.c sends it). */
+static void checkpoint_push(hl_profiler *p, const uint8_t *data, uint32_t size) {
+    hl_checkpoint_event e;
+    if (!hl_parse_checkpoint(data, size, e.name, sizeof e.name))
+        return;
+    e.rec = (hl_checkpoint){
+        .after_gc = atomic_load_explicit(&p->gcs.last_finished, memory_order_relaxed),
+        .os_tid = (uint32_t)syscall(SYS_gettid),
+        .time_ns = hl_now_ns(),
+    };
+    while (atomic_flag_test_and_set_explicit(&p->checkpoints_lock, memory_order_acquire))
+        ; /* held for one copy */
+    uint64_t w = atomic_load_explicit(&p->checkpoints_written, memory_order_relaxed);
+    if (w - atomic_load_explicit(&p->checkpoints_read, memory_order_acquire) < HL_CHECKPOINT_EVENTS) {
+        p->checkpoints[w % HL_CHECKPOINT_EVENTS] = e;
+        atomic_store_explicit(&p->checkpoints_written, w + 1, memory_order_release);
+    } else {
+        atomic_fetch_add(&p->checkpoints_dropped, 1);
+    }
+    atomic_flag_clear_explicit(&p->checkpoints_lock, memory_order_release);
+}
+
 /* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample
  * waits for the object's ObjectAllocated (same thread, next callback) to get its stack. */
 HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
@@ -180,7 +236,15 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
                               UINT_PTR frames[]) {
     (void)provider, (void)metadata_size, (void)metadata, (void)activity, (void)related_activity;
     (void)thread, (void)frame_count, (void)frames;
-    /* Only the runtime provider is enabled in our session: the event id says what it is. */
+    /* Two providers are enabled: the runtime's and the program's HeapLens (checkpoints). */
+    int from = provider_of(p, provider);
+    if (from == PROVIDER_HEAPLENS) {
+        if (p->active && event_id == HL_EVENT_CHECKPOINT)
+            checkpoint_push(p, data, data_size);
+        return S_OK;
+    }
+    if (from != PROVIDER_RUNTIME)
+        return S_OK; /* EventPipe's own (ProcessInfo at the session's end) */
     if (event_id == HL_EVENT_GC_BULK_MOVED_RANGES || event_id == HL_EVENT_GC_BULK_SURVIVING_RANGES) {
         if (p->active && p->sampling.ranges)
             ranges_deliver(p, data, data_size, event_id);
@@ -276,17 +340,22 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     uint64_t keywords = source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ? KEYWORD_ALLOCATION_SAMPLING
                         : source == HL_SAMPLE_SOURCE_ALLOCATION_TICK  ? KEYWORD_GC
                                                                        : 0;
-    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config = {
-        .provider_name = provider,
-        .keywords = keywords | extra_keywords,
-        .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_TICK ? LEVEL_VERBOSE
-                                                                     : LEVEL_INFORMATIONAL,
+    /* The program's checkpoints: EventSource "HeapLens", every keyword and level. */
+    static const WCHAR heaplens[] = {'H', 'e', 'a', 'p', 'L', 'e', 'n', 's', 0};
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config[2] = {
+        {
+            .provider_name = provider,
+            .keywords = keywords | extra_keywords,
+            .logging_level = source == HL_SAMPLE_SOURCE_ALLOCATION_TICK ? LEVEL_VERBOSE
+                                                                         : LEVEL_INFORMATIONAL,
+        },
+        {.provider_name = heaplens, .keywords = ~0ull, .logging_level = LEVEL_VERBOSE},
     };
     /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
     if (samples)
         p->sampling.source = source;
     EVENTPIPE_SESSION session = 0;
-    hr = info_event_pipe_start_session(p->info, 1, &config, 0, &session);
+    hr = info_event_pipe_start_session(p->info, 2, config, 0, &session);
     if (HR_FAILED(hr)) {
         if (samples)
             p->sampling.source = HL_SAMPLE_SOURCE_NONE;

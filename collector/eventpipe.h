@@ -37,6 +37,9 @@ typedef struct hl_sampling {
                                  * itself (same statistics as AllocationSampled), no session */
     bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
     EVENTPIPE_SESSION session;
+    /* The providers of delivered events, learned by name at their first event (EventPipe
+     * hands a provider handle, and the runtime's GCStart and our Checkpoint are both event 1). */
+    _Atomic uintptr_t runtime_provider, heaplens_provider;
     atomic_uint_fast64_t seen;    /* sample events delivered */
     atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
@@ -112,6 +115,12 @@ bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t versi
  * GarbageCollectionStarted does not tell (induced or other only). */
 bool hl_parse_gc_start(const uint8_t *data, uint32_t size, uint32_t version, uint32_t *count,
                        uint32_t *reason);
+
+/* Checkpoint(string name) of the program's EventSource "HeapLens" (event 1): the name as UTF-8
+ * into out (cap bytes with the NUL, at least 5). False when the payload holds no terminated
+ * UTF-16 string. */
+#define HL_EVENT_CHECKPOINT 1u
+bool hl_parse_checkpoint(const uint8_t *data, uint32_t size, char *out, size_t cap);
 
 /* GCBulkMovedObjectRanges / GCBulkSurvivingObjectRanges: the survivor ranges of a GC, the same
  * ones (same calls, same order) the runtime gives a MONITOR_GC profiler as MovedReferences2 /

@@ -104,6 +104,48 @@ bool hl_parse_gc_start(const uint8_t *data, uint32_t size, uint32_t version, uin
     return true;
 }
 
+/* HeapLens Checkpoint(string name), event 1: the name, UTF-16 NUL-terminated (an EventSource's
+ * string argument). Converted to UTF-8; a lone surrogate becomes U+FFFD; cut at a character
+ * boundary when longer than cap - 1 bytes. */
+bool hl_parse_checkpoint(const uint8_t *data, uint32_t size, char *out, size_t cap) {
+    if (!data || !out || cap < 5 || !skip_utf16z(data, size, 0))
+        return false;
+    size_t n = 0;
+    for (uint32_t off = 0; off + 2 <= size; off += 2) {
+        uint32_t u = (uint32_t)data[off] | (uint32_t)data[off + 1] << 8;
+        if (!u)
+            break;
+        if (u >= 0xD800 && u < 0xDC00 && off + 4 <= size) {
+            uint32_t lo = (uint32_t)data[off + 2] | (uint32_t)data[off + 3] << 8;
+            if (lo >= 0xDC00 && lo < 0xE000) {
+                u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+                off += 2;
+            }
+        }
+        if (u >= 0xD800 && u < 0xE000)
+            u = 0xFFFD;
+        uint8_t b[4];
+        size_t k;
+        if (u < 0x80) {
+            b[0] = (uint8_t)u, k = 1;
+        } else if (u < 0x800) {
+            b[0] = (uint8_t)(0xC0 | u >> 6), b[1] = (uint8_t)(0x80 | (u & 0x3F)), k = 2;
+        } else if (u < 0x10000) {
+            b[0] = (uint8_t)(0xE0 | u >> 12), b[1] = (uint8_t)(0x80 | ((u >> 6) & 0x3F));
+            b[2] = (uint8_t)(0x80 | (u & 0x3F)), k = 3;
+        } else {
+            b[0] = (uint8_t)(0xF0 | u >> 18), b[1] = (uint8_t)(0x80 | ((u >> 12) & 0x3F));
+            b[2] = (uint8_t)(0x80 | ((u >> 6) & 0x3F)), b[3] = (uint8_t)(0x80 | (u & 0x3F)), k = 4;
+        }
+        if (n + k >= cap)
+            break;
+        memcpy(out + n, b, k);
+        n += k;
+    }
+    out[n] = 0;
+    return true;
+}
+
 /* Geometric: the number of Bernoulli(1/mean) trials up to the first success. */
 uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
     /* uniform in (0, 1]: never log(0) */

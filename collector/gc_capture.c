@@ -377,6 +377,7 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     }
     c->end_ns = now_ns();
     atomic_store(&q->awaiting_resume, c);
+    atomic_store_explicit(&q->last_finished, c->gc, memory_order_relaxed);
     atomic_store_explicit(&c->finished, true, memory_order_release);
 }
 

@@ -132,6 +132,8 @@ typedef struct hl_gc_queue {
     hl_gc_capture *_Atomic awaiting_resume; /* finished, its RuntimeResumeFinished not seen yet */
     atomic_flag moves_lock;
     uint32_t gcs_started;
+    _Atomic uint32_t last_finished; /* the ordinal of the last GC finished (0: none): any thread
+                                     * reads it (a checkpoint's after_gc) */
     COR_PRF_GC_GENERATION_RANGE *scratch; /* GetGenerationBounds buffer, grown as needed */
     ULONG scratch_cap;
     atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */

@@ -29,7 +29,8 @@ static void allocation_clear(void *row)
 /* Sums the allocations (of the threads in `thread_ids`, a JSON array, when not NULL) per type into
  * `rows`, sorted, every row named ("<type N>" for a type id without a name, as the views do). */
 static gboolean allocations_sum(sqlite3 *db, const query_estimates *estimates,
-                                const char *thread_ids, GArray *rows, GError **error)
+                                const char *thread_ids, const char *intervals, GArray *rows,
+                                GError **error)
 {
     gboolean ok = FALSE;
     gboolean row = FALSE;
@@ -37,8 +38,11 @@ static gboolean allocations_sum(sqlite3 *db, const query_estimates *estimates,
     /* type id → 1 + index of its row in `rows` */
     g_autoptr(GHashTable) index = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
     sqlite3_stmt *names = NULL;
-    g_autofree char *sql =
-        query_estimates_sql_new(estimates, "type_id", thread_ids ? thread_filter : NULL);
+    g_autofree char *where =
+        thread_ids && intervals ? g_strdup_printf("%s AND %s", thread_filter, intervals)
+        : thread_ids            ? g_strdup(thread_filter)
+                                : g_strdup(intervals);
+    g_autofree char *sql = query_estimates_sql_new(estimates, "type_id", where);
     sqlite3_stmt *stmt = query_db_prepare(db, sql, error);
     if (!stmt)
         goto out;
@@ -142,7 +146,22 @@ out:
 GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread,
                                query_estimates *estimates, query_totals *totals, GError **error)
 {
+    return query_allocations_read_between(db, path, thread, 0, INT64_MAX, estimates, totals,
+                                          error);
+}
+
+GArray *query_allocations_read_between(sqlite3 *db, const char *path, const char *thread,
+                                       int64_t from_gc, int64_t to_gc,
+                                       query_estimates *estimates, query_totals *totals,
+                                       GError **error)
+{
     g_autofree char *thread_ids = NULL;
+    /* Integers written into the SQL: ?1 is the thread filter's. */
+    g_autofree char *intervals =
+        from_gc > 0 || to_gc < INT64_MAX
+            ? g_strdup_printf("gc BETWEEN %" G_GINT64_FORMAT " AND %" G_GINT64_FORMAT, from_gc,
+                              to_gc)
+            : NULL;
     GArray *types = g_array_new(FALSE, TRUE, sizeof(query_allocation));
     g_array_set_clear_func(types, allocation_clear);
     if (!query_db_check_alloc_counts(db, error))
@@ -153,8 +172,8 @@ GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread
             goto fail;
     }
     if (!query_estimates_get(db, estimates, error) ||
-        !query_totals_read(db, estimates, totals, error) ||
-        !allocations_sum(db, estimates, thread_ids, types, error))
+        (totals && !query_totals_read(db, estimates, totals, error)) ||
+        !allocations_sum(db, estimates, thread_ids, intervals, types, error))
         goto fail;
     return types;
 fail:

@@ -29,4 +29,12 @@ typedef struct query_allocation {
 GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread,
                                query_estimates *estimates, query_totals *totals, GError **error);
 
+/* The same for the allocation intervals from_gc..to_gc only (inclusive; interval n: after GC
+ * n-1 began, before GC n began; the tail is the last GC + 1): `allocations --between`. `totals`
+ * (the whole recording's, as above) may be NULL. */
+GArray *query_allocations_read_between(sqlite3 *db, const char *path, const char *thread,
+                                       int64_t from_gc, int64_t to_gc,
+                                       query_estimates *estimates, query_totals *totals,
+                                       GError **error);
+
 #endif /* HEAPLENS_QUERY_ALLOCATIONS_H */

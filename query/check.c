@@ -1,6 +1,8 @@
 /* check.c — memory assertions over a recording (check.h): each a question another query tool
  * already answers (snapshot contents, allocations, retention, leaks), compared with a limit. */
 #include "query/check.h"
+#include "query/allocations.h"
+#include "query/checkpoints.h"
 #include "query/leaks.h"
 #include "query/query.h"
 #include "query/retention.h"
@@ -86,6 +88,15 @@ static gboolean check_parse_limit(const char *option, const char *value, gboolea
     return TRUE;
 }
 
+/* "TYPE=N@WHERE": *limit_part "TYPE=N" and *at "WHERE" (NULL without '@'). Type names hold no
+ * '@', so the first one ends the limit. */
+static void check_split_at(const char *value, char **limit_part, const char **at)
+{
+    const char *a = value ? strchr(value, '@') : NULL;
+    *limit_part = a ? g_strndup(value, (gsize)(a - value)) : g_strdup(value);
+    *at = a ? a + 1 : NULL;
+}
+
 /* The type `name` names (check.h: a full name or one without namespaces): its full name, or
  * the name as given when the recording has no such type (*known FALSE). */
 static gboolean check_type_resolve(sqlite3 *db, const char *path, const char *name, char **full,
@@ -137,16 +148,39 @@ static gboolean check_int(sqlite3 *db, const char *sql, const char *text, int64_
 static gboolean check_max_live(sqlite3 *db, const char *path, const char *value, check_result *r,
                                GError **error)
 {
-    g_autofree char *name = NULL, *type = NULL, *sql = NULL;
+    g_autofree char *name = NULL, *type = NULL, *sql = NULL, *limit = NULL;
     gboolean known, any;
     snapshot_info info;
     char f[2][QUERY_FORMAT_MAX];
-    if (!check_parse_limit("max-live", value, FALSE, &name, &r->limit, error) ||
+    const char *at;
+    check_split_at(value, &limit, &at);
+    if (!check_parse_limit("max-live", limit, FALSE, &name, &r->limit, error) ||
         !check_type_resolve(db, path, name, &type, &known, error) ||
         !check_last_snapshot(db, &info, &any, error))
         return FALSE;
     g_autofree char *literal = check_sql_literal(type);
-    if (any) {
+    if (at) {
+        /* At a checkpoint: alive after the last GC finished before the program wrote it (what
+         * the recording knows of that moment; exact when the program collects right before). */
+        checkpoint_info c;
+        if (!checkpoint_find(db, path, "check", at, &c, error))
+            return FALSE;
+        g_free(c.name);
+        if (c.gc == 0) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "check: checkpoint '%s' was written before the first GC: nothing is "
+                        "known alive then", at);
+            return FALSE;
+        }
+        if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = ?2 AND type = ?1", type,
+                       c.gc, &r->value, error))
+            return FALSE;
+        sql = g_strdup_printf("SELECT count(*) FROM live_objects WHERE gc = %" G_GINT64_FORMAT
+                              " AND type = %s", c.gc, literal);
+        r->found = g_strdup_printf("%s objects of %s alive after GC %" G_GINT64_FORMAT
+                                   " (the last before checkpoint '%s')",
+                                   query_count_format(r->value, f[0]), type, c.gc, at);
+    } else if (any) {
         /* Rows missing from the snapshot would read as objects that are gone: its header says
          * how many it holds (as diff checks). */
         int64_t rows;
@@ -190,25 +224,52 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
 static gboolean check_max_allocated(sqlite3 *db, const char *path, const char *value,
                                     check_result *r, GError **error)
 {
-    g_autofree char *name = NULL, *type = NULL, *sql = NULL;
+    g_autofree char *name = NULL, *type = NULL, *sql = NULL, *limit = NULL;
     gboolean known;
     char f[2][QUERY_FORMAT_MAX];
-    if (!check_parse_limit("max-allocated", value, FALSE, &name, &r->limit, error) ||
-        !check_type_resolve(db, path, name, &type, &known, error))
+    const char *at;
+    int64_t from_gc = 0, to_gc = INT64_MAX;
+    check_split_at(value, &limit, &at);
+    if (!check_parse_limit("max-allocated", limit, FALSE, &name, &r->limit, error) ||
+        !check_type_resolve(db, path, name, &type, &known, error) ||
+        (at && !checkpoint_range(db, path, "check", at, &from_gc, &to_gc, error)))
         return FALSE;
-    /* The figures of `heaplens allocations`: exact in full mode, the census's exact counts plus
-     * estimates in sampled and attach recordings (rounded). */
-    if (!check_int(db, "SELECT CAST(round(total(count)) AS INTEGER) FROM "
-                       "allocations_estimated_by_type_thread WHERE type = ?1",
-                   type, 0, &r->value, error))
-        return FALSE;
+    /* The figures of `heaplens allocations` (`--between` with a range): exact in full mode, the
+     * census's exact counts plus estimates in sampled and attach recordings (rounded). */
     g_autofree char *literal = check_sql_literal(type);
-    sql = g_strdup_printf("SELECT round(total(count)) FROM allocations_estimated_by_type_thread "
-                          "WHERE type = %s", literal);
-    r->found = g_strdup_printf("%s allocations of %s%s", query_count_format(r->value, f[0]), type,
-                               known ? "" : " (the recording has no such type)");
+    if (at) {
+        /* The per-interval figures `allocations --between` sums (no view has them per type
+         * and interval). */
+        g_auto(query_estimates) estimates = {0};
+        g_autoptr(GArray) rows = query_allocations_read_between(db, path, NULL, from_gc, to_gc,
+                                                                &estimates, NULL, error);
+        if (!rows)
+            return FALSE;
+        r->value = 0;
+        for (guint i = 0; i < rows->len; i++) {
+            const query_allocation *a = &g_array_index(rows, query_allocation, i);
+            if (strcmp(a->name, type) == 0)
+                r->value = a->count;
+        }
+        g_autofree char *file = g_shell_quote(path);
+        g_autofree char *range = g_shell_quote(at);
+        r->query = g_strdup_printf("heaplens allocations %s --between %s", file, range);
+    } else {
+        if (!check_int(db, "SELECT CAST(round(total(count)) AS INTEGER) FROM "
+                           "allocations_estimated_by_type_thread WHERE type = ?1",
+                       type, 0, &r->value, error))
+            return FALSE;
+        sql = g_strdup_printf("SELECT round(total(count)) FROM "
+                              "allocations_estimated_by_type_thread WHERE type = %s", literal);
+        r->query = check_sqlite_command(path, sql);
+    }
+    g_autofree char *where = at ? g_strdup_printf(" between checkpoints %s (GC intervals %"
+                                                  G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                                                  at, from_gc, to_gc)
+                                : g_strdup("");
+    r->found = g_strdup_printf("%s allocations of %s%s%s", query_count_format(r->value, f[0]),
+                               type, where, known ? "" : " (the recording has no such type)");
     r->expected = g_strdup_printf("at most %s", query_count_format(r->limit, f[1]));
-    r->query = check_sqlite_command(path, sql);
     r->ok = r->value <= r->limit;
     return TRUE;
 }

@@ -3,8 +3,13 @@
  *
  *   --max-live TYPE=N       objects of TYPE in the last snapshot (or, without snapshots, alive
  *                           after the last GC) at most N
+ *   --max-live TYPE=N@NAME  objects of TYPE alive after the last GC finished before the program
+ *                           wrote checkpoint NAME (checkpoints.h; refused for a checkpoint
+ *                           written before the first GC)
  *   --max-allocated TYPE=N  allocations of TYPE over the whole run at most N (estimates rounded
  *                           in sampled and attach recordings, as `allocations` shows them)
+ *   --max-allocated TYPE=N@FROM..TO  ... in the GC intervals between two checkpoints
+ *                           (checkpoint_range), as `allocations --between` shows them
  *   --max-retained TYPE=B   bytes TYPE retains in the last snapshot at most B (suffixes K, M, G:
  *                           KiB, MiB, GiB); computes and stores retained sizes as `retention`
  *   --no-leaks              `leaks` flags no suspect

@@ -197,8 +197,10 @@ const char *query_estimates_source_sql(const query_estimates *e)
 
 char *query_estimates_sql_new(const query_estimates *e, const char *group, const char *where)
 {
-    /* Estimates are summed as reals and rounded once, per group. */
-    gboolean spread = where || (group && strstr(group, "thread"));
+    /* Estimates are summed as reals and rounded once, per group. Only a question about threads
+     * needs the census spread over them; one about intervals (allocations --between) keeps its
+     * exact counts per interval. */
+    gboolean spread = (where && strstr(where, "thread")) || (group && strstr(group, "thread"));
     const char *source = e->census && spread ? "(" STORE_ALLOCATIONS_SPREAD_SQL ")"
                          : e->census || e->estimated ? query_estimates_source_sql(e)
                                                      : "alloc_counts";

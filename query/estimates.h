@@ -72,8 +72,9 @@ json_t *query_estimates_json(const query_estimates *e);
 
 /* SQL that sums the allocations, exact or estimated as the recording allows. With the census
  * (store.h STORE_ALLOCATIONS_EXACT_SQL / _SPREAD_SQL): exact per type and interval, plus the
- * samples of the intervals no census counted; a `where` or a group with "thread" spreads the
- * census's counts over the threads by their samples (estimates adding up to the exact totals).
+ * samples of the intervals no census counted; a `where` or a group that names the column
+ * thread spreads the census's counts over the threads by their samples (estimates adding up to
+ * the exact totals, each in its sample's interval); a `where` on gc alone keeps them exact.
  * Without it:
  *   SELECT <group>, count, bytes FROM <every allocation> [WHERE <where>] GROUP BY <group>
  * count and bytes (named so) are integers (estimates rounded after summing). Full recordings and

@@ -1,5 +1,6 @@
 /* info.c — the run, its counters and totals (info.h). */
 #include "query/info.h"
+#include "query/checkpoints.h"
 
 #include "query/query.h"
 
@@ -183,6 +184,8 @@ gboolean query_info_read(sqlite3 *db, const char *path, query_info *info, GError
         !info_totals_get(db, path, &info->estimates, &info->allocations, &info->totals, error))
         return FALSE;
     info->unrecorded = query_info_unrecorded_json(db);
+    if (!(info->checkpoints = checkpoint_list_json(db, error)))
+        return FALSE;
     return TRUE;
 }
 
@@ -192,4 +195,5 @@ void query_info_clear(query_info *info)
     g_clear_pointer(&info->run, g_array_unref);
     g_clear_pointer(&info->counters, g_array_unref);
     g_clear_pointer(&info->unrecorded, json_decref);
+    g_clear_pointer(&info->checkpoints, json_decref);
 }

@@ -41,6 +41,7 @@ typedef struct query_info {
     query_totals allocations; /* the allocation total and its terms (totals.allocations is
                                * allocations.count) */
     json_t *unrecorded; /* query_info_unrecorded_json */
+    json_t *checkpoints; /* checkpoint_list_json (checkpoints.h): the program's checkpoints */
 } query_info;
 
 /* The run row's columns but id, in order; the counters, by name: new arrays of

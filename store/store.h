@@ -20,7 +20,8 @@
  * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before; 6 from 7
  * in the fields of snapshot references (table fields, snapshot_objects.fields, the view
  * snapshot_ref_fields), statics (statics, snapshot_statics), string values (snapshot_strings)
- * and types.flags 8, absent before: references without fields. */
+ * and types.flags 8, absent before: references without fields; and in the table checkpoints
+ * (absent before: readers find no checkpoints). */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 

@@ -100,6 +100,10 @@ typedef struct store_record {
             store_str name;
         } static_field;
         struct {
+            hl_checkpoint h;
+            store_str name;
+        } checkpoint;
+        struct {
             hl_stack h;
             const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
         } stack;
@@ -337,6 +341,7 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_SNAPSHOT_STRING,
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
+    STORE_STMT_INSERT_CHECKPOINT,
     STORE_STMT_INSERT_ALLOC_COUNT,
     STORE_STMT_INSERT_OBJECT_CHUNK,
     STORE_STMT_INSERT_GENERATION_CHANGES,

@@ -117,6 +117,15 @@ static const char store_schema_tables[] =
     "  census_ns INTEGER,\n"
     "  census_objects INTEGER\n"
     ");\n"
+    /* Moments the program marked (EventSource "HeapLens", Checkpoint(name)): gc is the number
+     * of GCs finished when it was written. */
+    "CREATE TABLE checkpoints (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  name TEXT NOT NULL,\n"
+    "  gc INTEGER NOT NULL,\n"
+    "  time_ns INTEGER,\n"
+    "  thread INTEGER\n"
+    ");\n"
     "CREATE TABLE gc_generations (\n"
     "  gc INTEGER NOT NULL,\n"
     "  generation INTEGER NOT NULL,\n"

@@ -53,6 +53,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
         "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
     [STORE_STMT_INSERT_THREAD_TID] = "INSERT OR IGNORE INTO threads (os_tid) VALUES (?1)",
+    [STORE_STMT_INSERT_CHECKPOINT] =
+        "INSERT INTO checkpoints (name, gc, time_ns, thread) VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_INSERT_ALLOC_COUNT] =
         "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
         "survived_bytes, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -380,6 +382,20 @@ static gboolean store_writer_thread(store_writer *w, const store_record *rec, GE
     return TRUE;
 }
 
+static gboolean store_writer_program_checkpoint(store_writer *w, const store_record *rec,
+                                                GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_CHECKPOINT];
+    const hl_checkpoint *h = &rec->u.checkpoint.h;
+
+    store_writer_keep_for_replay(w, rec);
+    store_bind_str(st, 1, rec->u.checkpoint.name, FALSE);
+    sqlite3_bind_int64(st, 2, h->after_gc);
+    sqlite3_bind_int64(st, 3, (int64_t)h->time_ns);
+    sqlite3_bind_int64(st, 4, h->os_tid);
+    return store_writer_step(w, STORE_STMT_INSERT_CHECKPOINT, error);
+}
+
 gboolean store_writer_note_thread(store_writer *w, uint32_t os_tid, GError **error)
 {
     if (w->last_tid_valid && w->last_tid == os_tid)
@@ -468,6 +484,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_STACK] = store_samples_stack,
     [HL_REC_ALLOC_SAMPLES] = store_samples_alloc,
     [HL_REC_COUNT_SITE] = store_counts_site,
+    [HL_REC_CHECKPOINT] = store_writer_program_checkpoint,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)

@@ -92,6 +92,7 @@ typedef enum hl_rec_type {
     HL_REC_STATIC = 28,
     HL_REC_SNAPSHOT_STATICS = 29,
     HL_REC_SNAPSHOT_STRINGS = 30,
+    HL_REC_CHECKPOINT = 31,
     HL_REC_COUNT_SITE = 40, /* counted sites (--count), numbered apart from the others' growth */
 } hl_rec_type;
 
@@ -449,6 +450,18 @@ enum {
     HL_CMD_DETACH = 2,   /* attach session: take the last snapshot, end the run (RUN_END) and
                           * detach from the process (ignored by a collector loaded at startup) */
 };
+
+/* HL_REC_CHECKPOINT: the program marked a moment by writing event 1, Checkpoint(string name),
+ * of its EventSource named "HeapLens" (collector/README.md, checkpoints). Followed by one hl_str:
+ * the name. Sent between GCs or inside GC after_gc + 1 before its counts; readers place it by
+ * after_gc, not by its position in the stream. Added in version 4 without a version change:
+ * older readers skip it by size. */
+typedef struct hl_checkpoint {
+    uint32_t after_gc;  /* GCs completed when it was written (0 = before the first GC) */
+    uint32_t os_tid;    /* the thread that wrote it */
+    uint64_t time_ns;   /* CLOCK_MONOTONIC, as every time in the stream */
+} hl_checkpoint;
+static_assert(sizeof(hl_checkpoint) == 16, "wire layout");
 
 /* ---- GC handles ------------------------------------------------------------------------
  * HandleCreated / HandleDestroyed, in allocation order: `after_gc` is the number of GCs that

@@ -537,7 +537,8 @@ static void case_info_json(void)
         "      \"terms\": []\n"
         "    }\n"
         "  },\n"
-        "  \"unrecorded_processes\": []\n"
+        "  \"unrecorded_processes\": [],\n"
+        "  \"checkpoints\": []\n"
         "}\n",
         "COUNTERS", size);
     run_result r = RUN("info", "app.db", "--json");

@@ -154,6 +154,34 @@ static void test_parse_gc_start(void) {
     assert(!hl_parse_gc_start(NULL, 26, 2, &c, &r));
 }
 
+/* Checkpoint(string name): UTF-16 to UTF-8, cut at a character, refused unterminated. */
+static size_t utf16z(uint8_t *out, const uint16_t *units, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        out[2 * i] = (uint8_t)units[i], out[2 * i + 1] = (uint8_t)(units[i] >> 8);
+    out[2 * n] = out[2 * n + 1] = 0;
+    return 2 * n + 2;
+}
+
+static void test_parse_checkpoint(void) {
+    uint8_t d[64];
+    char name[16];
+    /* "ab", e-acute, euro sign, U+1F600 (a surrogate pair), then a lone low surrogate */
+    const uint16_t units[] = {'a', 'b', 0xE9, 0x20AC, 0xD83D, 0xDE00, 0xDC00};
+    size_t n = utf16z(d, units, 7);
+    assert(hl_parse_checkpoint(d, (uint32_t)n, name, 32 > sizeof name ? sizeof name : 32));
+    assert(strcmp(name, "ab\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xEF\xBF\xBD") == 0);
+    /* Room for "ab" and the e-acute only: cut before the euro sign, never inside it. */
+    assert(hl_parse_checkpoint(d, (uint32_t)n, name, 6) && strcmp(name, "ab\xC3\xA9") == 0);
+    /* The euro sign would fill all 7 bytes: no room for the NUL, so it is left out. */
+    assert(hl_parse_checkpoint(d, (uint32_t)n, name, 7) && strcmp(name, "ab\xC3\xA9") == 0);
+    n = utf16z(d, units, 0);
+    assert(hl_parse_checkpoint(d, (uint32_t)n, name, sizeof name) && name[0] == 0);
+    n = utf16z(d, units, 2);
+    assert(!hl_parse_checkpoint(d, (uint32_t)n - 2, name, sizeof name)); /* no terminator */
+    assert(!hl_parse_checkpoint(d, 3, name, sizeof name));               /* odd, unterminated */
+    assert(!hl_parse_checkpoint(NULL, 4, name, sizeof name));
+}
+
 /* The own sampler's distances (full mode): geometric, mean 102400, never 0. */
 static void test_sample_distance(void) {
     uint64_t x = 0x9E3779B97F4A7C15ull, min = UINT64_MAX;
@@ -179,6 +207,7 @@ int main(void) {
     test_parse();
     test_parse_ranges();
     test_parse_gc_start();
+    test_parse_checkpoint();
     puts("ok");
     return 0;
 }

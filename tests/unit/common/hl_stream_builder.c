@@ -240,6 +240,13 @@ void hl_sb_thread(hl_sb *sb, uint32_t os_tid, uint64_t thread_id, const char *na
     hl_sb_record_strs(sb, HL_REC_THREAD, &t, sizeof t, &name, 1);
 }
 
+void hl_sb_checkpoint(hl_sb *sb, const char *name, uint32_t after_gc, uint32_t os_tid,
+                      uint64_t time_ns)
+{
+    hl_checkpoint c = {.after_gc = after_gc, .os_tid = os_tid, .time_ns = time_ns};
+    hl_sb_record_strs(sb, HL_REC_CHECKPOINT, &c, sizeof c, &name, 1);
+}
+
 void hl_sb_alloc(hl_sb *sb, uint64_t id, uint32_t type_id, uint64_t size, uint32_t os_tid)
 {
     hl_sb_young y = {.id = id, .size = size, .type_id = type_id, .os_tid = os_tid, .fate = -1};

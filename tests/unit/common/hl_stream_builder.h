@@ -91,6 +91,9 @@ void hl_sb_type_full(hl_sb *sb, const hl_type *t, const char *name);
 
 /* Names a thread; name may be "" (unnamed). */
 void hl_sb_thread(hl_sb *sb, uint32_t os_tid, uint64_t thread_id, const char *name);
+/* CHECKPOINT: the program's checkpoint `name`, after `after_gc` GCs, at `time_ns`. */
+void hl_sb_checkpoint(hl_sb *sb, const char *name, uint32_t after_gc, uint32_t os_tid,
+                      uint64_t time_ns);
 
 /* The young fate of an allocation, as hl_sb_fate takes it: its heap (HL_GEN_0, _LOH, _POH,
  * _NONGC, _NONE) and its generation after its first GC (HL_GEN_NONE: died). */

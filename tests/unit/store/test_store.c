@@ -448,6 +448,7 @@ static void test_schema(void)
                "index|snapshot_roots_by_object\n"
                "table|alloc_counts\n"
                "table|alloc_samples\n"
+               "table|checkpoints\n"
                "table|counters\n"
                "table|fields\n"
                "table|frames\n"
@@ -2707,6 +2708,39 @@ static void test_handles_rollback(void)
     tmp_dir_free(dir);
 }
 
+/* CHECKPOINT records become rows of checkpoints in the order sent, with their GC count, time
+ * and thread; one sent inside a GC that never ends is kept (replayed after the rollback). */
+static void test_checkpoints(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "c.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_checkpoint(sb, "start", 0, 7, 100);
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_checkpoint(sb, "in GC 1", 0, 8, 150);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_checkpoint(sb, "caf\xC3\xA9", 1, 7, 200);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 2); /* never ends */
+    hl_sb_checkpoint(sb, "lost GC", 1, 7, 300);
+    hl_sb_gc_start(sb, 3, 0, FALSE, 2);
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_checkpoint(sb, "end", 3, 9, 400);
+    hl_sb_run_end(sb, 3);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT id, name, gc, time_ns, thread FROM checkpoints ORDER BY id",
+               "1|start|0|100|7\n2|in GC 1|0|150|8\n3|caf\xC3\xA9|1|200|7\n4|lost GC|1|300|7\n"
+               "5|end|3|400|9\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* GC_HANDLES_FREED inside GC g closes the handle's lifetime at g - 1 (GC g-1 was its last); a
  * later HANDLE_CREATED at the address opens a new lifetime without counting anything. Outside
  * its GC the record is an anomaly; in a GC that never ends it is rolled back with it. */
@@ -3646,6 +3680,7 @@ static const struct {
     {"snapshot_incomplete", test_snapshot_incomplete},
     {"snapshot_flags", test_snapshot_flags},
     {"handles_rollback", test_handles_rollback},
+    {"checkpoints", test_checkpoints},
     {"handles_freed_in_gc", test_handles_freed_in_gc},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},

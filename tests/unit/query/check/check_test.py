@@ -2,7 +2,8 @@
 """check_test.py -- `heaplens check` on the leak fixture (`test_leaks fixture`: 4 snapshots,
 App.Leak growing 3 a snapshot under App.Holder): assertions that hold (exit 0), each kind failing
 on purpose with its exact line (expected, found, the query to see it, which gives what was
-found), --json, and bad assertions refused in one line without touching the file.
+found), --json, assertions at checkpoints and between them (rows added to the fixture's
+checkpoints table), and bad assertions refused in one line without touching the file.
 
 Usage: check_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR"""
 import argparse
@@ -10,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -91,11 +93,42 @@ def main():
     except ValueError:
         expect("--json is JSON", False, out)
 
+    # Checkpoints (as the program's EventSource writes them): 'a' after GC 1, 'b' and 'c' after
+    # GC 3. Alive at 'b': App.Leak after GC 3 (9); allocated a..b: intervals 2 and 3 (3 each).
+    con = sqlite3.connect(os.path.join(a.workdir, db))
+    con.executemany("INSERT INTO checkpoints (name, gc, time_ns, thread) VALUES (?, ?, ?, 7)",
+                    [("a", 1, 10), ("b", 3, 20), ("c", 3, 30)])
+    con.commit()
+    con.close()
+    rc, out, err = check("--max-live", "App.Leak=9@b", "--max-allocated", "App.Leaf=6@a..b",
+                         "--max-allocated", "App.Leak=9@a..c")
+    expect("checkpoint assertions that hold", rc == 0 and out == "3 assertions hold\n",
+           f"{rc} {out!r} {err!r}")
+    rc, out, err = check("--max-live", "App.Leak=8@b", "--max-allocated", "App.Leaf=5@a..b")
+    want = [
+        "FAIL --max-live App.Leak=8@b: expected at most 8, found 9 objects of App.Leak alive after "
+        "GC 3 (the last before checkpoint 'b'); see: sqlite3 'graph.db' \"SELECT count(*) FROM "
+        "live_objects WHERE gc = 3 AND type = 'App.Leak'\"",
+        "FAIL --max-allocated App.Leaf=5@a..b: expected at most 5, found 6 allocations of App.Leaf "
+        "between checkpoints a..b (GC intervals 2 to 3); see: heaplens allocations 'graph.db' "
+        "--between 'a..b'",
+        "2 of 2 assertions failed",
+    ]
+    expect("checkpoint assertions fail", rc == 1 and out.splitlines() == want,
+           f"{rc}\n got  {out.splitlines()}\n want {want}")
+    p = subprocess.run([a.heaplens, "allocations", db, "--between", "a..b", "--json"],
+                       cwd=a.workdir, capture_output=True, text=True, timeout=120)
+    counts = {r["type"]: r["count"] for r in json.loads(p.stdout)["rows"]} if p.returncode == 0 else {}
+    expect("allocations --between a..b: intervals 2 and 3",
+           counts == {"App.Leaf": 6, "App.Leak": 6, "App.Node": 2}, f"{p.returncode} {counts} {p.stderr!r}")
+
     with open(os.path.join(a.workdir, db), "rb") as f:
         before = hashlib.sha256(f.read()).hexdigest()
     for args in (["--max-live", "App.Leak"], ["--max-live", "App.Leak=-1"],
                  ["--max-retained", "App.Leak=3X"], ["--sql", "DELETE FROM gcs"],
-                 ["--sql", "SELECT nope FROM nothing"], []):
+                 ["--sql", "SELECT nope FROM nothing"], [],
+                 ["--max-live", "App.Leak=1@nope"], ["--max-allocated", "App.Leak=1@b..a"],
+                 ["--max-allocated", "App.Leak=1@b..c"], ["--max-allocated", "App.Leak=1@a"]):
         rc, out, err = check(*args)
         expect(f"refused: {args}", rc == 1 and out == "" and len(err.splitlines()) == 1 and
                err.startswith("heaplens: check: ") or (rc == 1 and err.startswith("heaplens: ")
