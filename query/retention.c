@@ -882,6 +882,7 @@ static gboolean file_store(sqlite3 *db, const GArray *pending, gboolean counts, 
             goto out;
     }
     query_progress_update(progress, "committing", 0, 0);
+    store_db_sound_note(rw);
     if (sqlite3_exec(rw, "COMMIT", NULL, NULL, &errmsg) != SQLITE_OK) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
                     errmsg);

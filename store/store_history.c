@@ -828,9 +828,11 @@ static gboolean store_history_build_path(const char *path, gboolean summary,
     /* Schema 4 and before: the objects rows lack their type and size here; built whole. */
     h.spans_wanted = store_history_spans_pending(h.db);
     h.summary_only = summary && h.packed;
-    if ((h.summary_only ? h.spans_wanted : store_history_pending(h.db)) &&
-        (!store_history_check(&h, error) || !store_history_build(&h, error)))
+    gboolean wanted = h.summary_only ? h.spans_wanted : store_history_pending(h.db);
+    if (wanted && (!store_history_check(&h, error) || !store_history_build(&h, error)))
         goto out;
+    if (wanted) /* checked and written by us: the next writer of this command checks no more */
+        store_db_sound_note(h.db);
     if (!store_sql_exec(h.db, path, "COMMIT", error))
         goto out;
     ok = TRUE;

@@ -694,10 +694,58 @@ int64_t store_db_objects_count(sqlite3 *db)
                : store_db_pragma_int(db, "SELECT count(*) FROM objects");
 }
 
+/* The file store_db_sound_note last noted: its identity and change counter, before the commit. */
+static struct {
+    gboolean set;
+    dev_t dev;
+    ino_t ino;
+    uint32_t counter;
+} store_sound;
+
+/* The identity and file change counter (header offset 24) of the file of `db`; FALSE when it
+ * has none, cannot be read, or is in WAL mode (header bytes 18-19: 2), where commits go to the
+ * WAL and leave the counter as it was. */
+static gboolean store_db_file_counter(sqlite3 *db, dev_t *dev, ino_t *ino, uint32_t *counter)
+{
+    const char *path = sqlite3_db_filename(db, "main");
+    unsigned char head[28];
+    struct stat st;
+    gboolean ok = FALSE;
+    if (path == NULL || *path == '\0')
+        return FALSE;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return FALSE;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head && head[18] == 1 &&
+        head[19] == 1) {
+        *dev = st.st_dev;
+        *ino = st.st_ino;
+        *counter = (uint32_t)head[24] << 24 | (uint32_t)head[25] << 16 |
+                   (uint32_t)head[26] << 8 | head[27];
+        ok = TRUE;
+    }
+    close(fd);
+    return ok;
+}
+
+void store_db_sound_note(sqlite3 *db)
+{
+    store_sound.set =
+        store_db_file_counter(db, &store_sound.dev, &store_sound.ino, &store_sound.counter);
+}
+
 char *store_db_damage_new(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     char *damage = NULL;
+    dev_t dev;
+    ino_t ino;
+    uint32_t counter;
+    /* Changed by nobody but this process since it found the file intact. */
+    if (store_sound.set && store_db_file_counter(db, &dev, &ino, &counter) &&
+        dev == store_sound.dev && ino == store_sound.ino && counter == store_sound.counter + 1)
+        return NULL;
     if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
         damage = g_strdup(sqlite3_errmsg(db));

@@ -3643,6 +3643,91 @@ static void test_control_refuses_peer(void)
     tmp_dir_free(dir);
 }
 
+/* ---- checking a file once per command ----------------------------------------------------- */
+
+/* `sql` in one transaction of a read-write connection to `path`; with `check`, the file is
+ * checked first (store_db_damage_new: returned) and noted sound before the commit. */
+static char *sound_write(const char *path, const char *sql, gboolean check)
+{
+    sqlite3 *db = NULL;
+    char *damage = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        abort();
+    if (check)
+        damage = store_db_damage_new(db);
+    if (!damage) {
+        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+        if (check)
+            store_db_sound_note(db);
+    }
+    sqlite3_exec(db, damage ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(db);
+    return damage;
+}
+
+/* Overwrites the b-tree header of page 2 (4096-byte pages), as a bad disk would: the file's
+ * change counter stays as it was. */
+static void sound_damage(const char *path)
+{
+    static const unsigned char junk[8] = {0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5};
+    int fd = open(path, O_WRONLY);
+    CHECK(fd >= 0 && pwrite(fd, junk, sizeof junk, 4096) == (ssize_t)sizeof junk);
+    close(fd);
+}
+
+/* What store_db_damage_new of a fresh connection to `path` says. */
+static char *sound_check(const char *path)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+        sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        abort();
+    char *damage = store_db_damage_new(db);
+    sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db);
+    return damage;
+}
+
+/* A file this process checked and then wrote is not read again by the next check of the same
+ * command (a first `retention` checked a 500 MB file twice); one that anybody else changed since,
+ * or another file, is. The proof that the check was skipped: damage made behind SQLite's back
+ * (a bad disk, which no check run earlier would have seen either) is not found. */
+static void test_damage_checked_once(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *a = g_build_filename(dir, "a.db", NULL);
+    g_autofree char *b = g_build_filename(dir, "b.db", NULL);
+    static const char fill[] = "PRAGMA page_size = 4096; CREATE TABLE t (x);"
+                               "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
+                               " WHERE i < 2000) INSERT INTO t SELECT randomblob(100) FROM n";
+    for (int i = 0; i < 2; i++) {
+        const char *path = i == 0 ? a : b;
+        g_free(sound_write(path, fill, FALSE));
+        CHECK(sound_write(path, "INSERT INTO t VALUES (1)", TRUE) == NULL);
+    }
+    /* b was noted last: a second writer of b is skipped, even on damage (not read) */
+    sound_damage(b);
+    char *damage = sound_check(b);
+    CHECK(damage == NULL);
+    g_free(damage);
+    /* a was noted before b: checked, and its damage found */
+    sound_damage(a);
+    damage = sound_check(a);
+    CHECK(damage != NULL);
+    g_free(damage);
+    /* noted, then changed by a writer that did not check: checked again */
+    g_autofree char *c = g_build_filename(dir, "c.db", NULL);
+    g_free(sound_write(c, fill, FALSE));
+    CHECK(sound_write(c, "INSERT INTO t VALUES (1)", TRUE) == NULL);
+    g_free(sound_write(c, "INSERT INTO t VALUES (2)", FALSE));
+    sound_damage(c);
+    damage = sound_check(c);
+    CHECK(damage != NULL);
+    g_free(damage);
+    tmp_dir_free(dir);
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -3697,6 +3782,7 @@ static const struct {
     {"checkpoint_after_answer", test_checkpoint_after_answer},
     {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
+    {"damage_checked_once", test_damage_checked_once},
 };
 
 int main(int argc, char **argv)
