@@ -95,8 +95,8 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
             ? g_strdup_printf("  EXACT per type where the census counted; ~%s (~%s) of them "
                               "ESTIMATED from the samples (after the last GC, intervals "
                               "without a census)",
-                              query_count_format(t->estimated_allocations, e),
-                              query_size_format(t->estimated_allocation_bytes, f))
+                              query_count_format(all->estimated, e),
+                              query_size_format(all->estimated_bytes, f))
             : NULL;
     info_lines_add(lines, "allocations",
                    g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
@@ -273,9 +273,9 @@ int cmd_info(int argc, char **argv)
                             json_boolean(info.estimates.census));
         if (info.estimates.census) {
             json_object_set_new(totals_json, "estimated_allocations",
-                                json_integer(info.totals.estimated_allocations));
+                                json_integer(info.allocations.estimated));
             json_object_set_new(totals_json, "estimated_allocation_bytes",
-                                json_integer(info.totals.estimated_allocation_bytes));
+                                json_integer(info.allocations.estimated_bytes));
         }
         json_t *allocations = query_estimates_json(&info.estimates);
         json_object_set_new(allocations, "total",

@@ -46,10 +46,6 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     stmt = NULL;
     totals->allocations = allocations->count;
     totals->allocation_bytes = allocations->bytes;
-    if (estimates->census) { /* the part the census did not count (after the last GC, ...) */
-        totals->estimated_allocations = allocations->estimated;
-        totals->estimated_allocation_bytes = allocations->estimated_bytes;
-    }
 
     if (!query_db_objects_totals(db, &totals->objects, &totals->object_bytes,
                                  &totals->objects_alive, error))

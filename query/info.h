@@ -17,9 +17,6 @@
 typedef struct query_info_totals {
     int64_t gcs, gcs_gen[3], gcs_induced, gcs_compacting, gcs_incomplete, pause_ns;
     int64_t allocations, allocation_bytes, survived, survived_bytes;
-    /* With the census (estimates.h): the part of allocations estimated from the samples (after
-     * the last GC and in intervals the census did not count); 0 otherwise. */
-    int64_t estimated_allocations, estimated_allocation_bytes;
     int64_t objects, object_bytes, objects_alive;
     int64_t types, threads;
     int64_t file_bytes; /* -1 when the file cannot be stat'ed */

@@ -222,6 +222,18 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
     "(SELECT coalesce(SUM(count), 0) FROM alloc_counts"                                            \
     "  WHERE gc > (SELECT coalesce(MAX(gc), 0) FROM gcs))"
 
+/* The totals of a row whose first columns are objects, bytes, alive before the tail, the tail. */
+static void query_db_totals_take(sqlite3_stmt *stmt, int64_t *objects, int64_t *bytes,
+                                 int64_t *alive)
+{
+    if (objects)
+        *objects = sqlite3_column_int64(stmt, 0);
+    if (bytes)
+        *bytes = sqlite3_column_int64(stmt, 1);
+    if (alive)
+        *alive = query_add_saturating(sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
+}
+
 /* query_db_objects_totals from the one row of object_totals (its first reader summed them up). */
 static gboolean query_db_totals_read(sqlite3 *db, int64_t *objects, int64_t *bytes,
                                      int64_t *alive, GError **error)
@@ -243,12 +255,7 @@ static gboolean query_db_totals_read(sqlite3 *db, int64_t *objects, int64_t *byt
                                 "recording holds");
         goto out;
     }
-    if (objects)
-        *objects = sqlite3_column_int64(stmt, 0);
-    if (bytes)
-        *bytes = sqlite3_column_int64(stmt, 1);
-    if (alive)
-        *alive = query_add_saturating(sqlite3_column_int64(stmt, 2), sqlite3_column_int64(stmt, 3));
+    query_db_totals_take(stmt, objects, bytes, alive);
     ok = TRUE;
 out:
     sqlite3_finalize(stmt);
@@ -267,14 +274,13 @@ gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, 
      * died_gc that is text is the maximum (text orders after every number). */
     sqlite3_stmt *stmt = query_db_prepare(
         db,
-        "SELECT COUNT(*), SUM(size), MIN(size) < 0, SUM(died_gc IS NULL),"
-        "       typeof(MAX(died_gc)) IN ('integer', 'null'),"
-        "       " QUERY_DB_TAIL_SQL
+        "SELECT COUNT(*), SUM(size), SUM(died_gc IS NULL), " QUERY_DB_TAIL_SQL ","
+        "       MIN(size) < 0, typeof(MAX(died_gc)) IN ('integer', 'null')"
         "  FROM objects",
         error);
     if (!stmt || !query_db_step(stmt, &row, error) || !row)
         goto out;
-    if (sqlite3_column_type(stmt, 1) == SQLITE_FLOAT || sqlite3_column_int(stmt, 2)) {
+    if (sqlite3_column_type(stmt, 1) == SQLITE_FLOAT || sqlite3_column_int(stmt, 4)) {
         static const query_value_check sizes[] = {
             {"size", QUERY_VALUE_NATURAL, FALSE},
             {NULL, 0, FALSE},
@@ -282,16 +288,11 @@ gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, 
         query_db_check_values(db, "objects", NULL, sizes, error); /* which one */
         goto out;
     }
-    if (!sqlite3_column_int(stmt, 4)) {
+    if (!sqlite3_column_int(stmt, 5)) {
         query_db_damaged(error, "objects.died_gc holds text where a GC number belongs");
         goto out;
     }
-    if (objects)
-        *objects = sqlite3_column_int64(stmt, 0);
-    if (bytes)
-        *bytes = sqlite3_column_int64(stmt, 1);
-    if (alive)
-        *alive = query_add_saturating(sqlite3_column_int64(stmt, 3), sqlite3_column_int64(stmt, 5));
+    query_db_totals_take(stmt, objects, bytes, alive);
     ok = TRUE;
 out:
     sqlite3_finalize(stmt);

@@ -38,40 +38,45 @@ static gboolean resident_path(pid_t pid, char *out, size_t size) {
            (long)st.st_uid == uid;
 }
 
-gboolean resident_client_present(pid_t pid) {
+/* A connection to the collector of `pid` (its path checked by resident_path, its peer that very
+ * process of that user), or -1: errno says why, 0 when the peer is another process. */
+static int resident_connect(pid_t pid) {
     char path[128];
+    errno = 0;
     if (!resident_path(pid, path, sizeof path))
-        return FALSE;
-    /* A socket left by an earlier process of the same pid answers no one: not this one's. */
+        return -1;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     memcpy(a.sun_path, path, strlen(path) + 1);
     struct ucred cred;
     socklen_t len = sizeof cred;
-    gboolean live = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-                    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid == pid;
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+        if ((long)cred.uid == process_uid(pid) && cred.pid == pid)
+            return fd;
+        errno = 0;
+    }
+    int saved = errno;
     if (fd >= 0)
-        close(fd); /* the collector reads nothing and answers an error: it listens on */
-    return live;
+        close(fd);
+    errno = saved;
+    return -1;
+}
+
+gboolean resident_client_present(pid_t pid) {
+    /* A socket left by an earlier process of the same pid answers no one: not this one's. */
+    int fd = resident_connect(pid);
+    if (fd < 0)
+        return FALSE;
+    close(fd); /* the collector reads nothing and answers an error: it listens on */
+    return TRUE;
 }
 
 gboolean resident_client_attach(pid_t pid, const char *client_data, uint32_t timeout_ms,
                                 GError **error) {
-    char path[128];
     gboolean ok = FALSE;
-    if (!resident_path(pid, path, sizeof path)) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "process %ld has no resident heaplens collector to reach", (long)pid);
-        return FALSE;
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    memcpy(a.sun_path, path, strlen(path) + 1);
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-        (long)cred.uid != process_uid(pid) || cred.pid != pid) {
+    int fd = resident_connect(pid);
+    if (fd < 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "cannot reach the resident heaplens collector of process %ld (%s)", (long)pid,
                     errno ? g_strerror(errno) : "not that process's");
