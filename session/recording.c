@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "query/query.h"
+#include "session/session.h"
 #include "store/store.h"
 
 /* The policies the collector understands (collector/profiler.c). */
@@ -181,11 +182,25 @@ static void recording_stale_dirs_remove(const char *tmp) {
 }
 
 /* A fresh private (0700) directory for the recording's sockets, named after this process (so
- * that a later run can tell it was left behind: recording_stale_dirs_remove). */
+ * that a later run can tell it was left behind: recording_stale_dirs_remove). In TMPDIR when
+ * the longest socket path there fits a unix socket (107 bytes), else in /tmp/heaplens-UID: a
+ * deep TMPDIR (a long work directory) must not stop a recording. */
 char *recording_private_dir(GError **error) {
-    const char *tmp = g_get_tmp_dir();
-    recording_stale_dirs_remove(tmp);
+    struct sockaddr_un addr;
     g_autofree char *base = g_strdup_printf("heaplens-%ld-XXXXXX", (long)getpid());
+    g_autofree char *longest = g_build_filename(g_get_tmp_dir(), base, "control.4194304.sock", NULL);
+    g_autofree char *short_dir = NULL;
+    const char *tmp = g_get_tmp_dir();
+    if (strlen(longest) >= sizeof addr.sun_path) {
+        short_dir = session_private_dir_make(
+            g_strdup_printf(SESSION_SHORT_DIR_FMT, (unsigned)getuid()), error);
+        if (!short_dir) {
+            g_prefix_error(error, "record: ");
+            return NULL;
+        }
+        tmp = short_dir;
+    }
+    recording_stale_dirs_remove(tmp);
     char *dir = g_build_filename(tmp, base, NULL);
     if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
@@ -200,10 +215,10 @@ char *recording_private_dir(GError **error) {
 int recording_socket_listen(const char *path, GError **error) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     if (strlen(path) >= sizeof addr.sun_path) {
-        /* The sockets live in TMPDIR (recording_private_dir): a long TMPDIR is the usual cause. */
+        /* recording_private_dir keeps its sockets short; only a caller's own path gets here. */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "record: the socket path %s is longer than a unix socket allows (%zu bytes); "
-                    "set TMPDIR to a shorter directory", path, sizeof addr.sun_path - 1);
+                    "record: the socket path %s is longer than a unix socket allows (%zu bytes)",
+                    path, sizeof addr.sun_path - 1);
         return -1;
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -33,9 +33,11 @@ gboolean recording_settings_check(const char *who, char *const *env, const char 
                                   GError **error);
 /* libheaplens.so next to the heaplens executable (build tree), or in ../lib/heaplens. */
 char *recording_collector_path(GError **error);
-/* A fresh private (0700) directory in TMPDIR, heaplens-PID-XXXXXX (PID: this process). First
- * removes those a killed recorder and writer left there (only this user's, so named, 0700,
- * their PID gone and their control sockets served by nobody: recording_dir_remove). */
+/* A fresh private (0700) directory in TMPDIR, heaplens-PID-XXXXXX (PID: this process); in
+ * /tmp/heaplens-UID instead when a session's socket paths in TMPDIR would not fit a unix
+ * socket (107 bytes). First removes those a killed recorder and writer left there (only this
+ * user's, so named, 0700, their PID gone and their control sockets served by nobody:
+ * recording_dir_remove). */
 char *recording_private_dir(GError **error);
 /* A listening unix socket `path` (0600). */
 int recording_socket_listen(const char *path, GError **error);

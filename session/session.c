@@ -14,12 +14,7 @@
 #include "session/attach_ipc.h"
 #include "query/query.h"
 
-/* The private directory, created if needed; NULL (and an error) when it is not safe to use. */
-static char *session_dir(GError **error) {
-    const char *runtime = g_getenv("XDG_RUNTIME_DIR");
-    char *dir = runtime && *runtime && g_path_is_absolute(runtime)
-                    ? g_build_filename(runtime, "heaplens", NULL)
-                    : g_strdup_printf("/tmp/heaplens-%u", (unsigned)getuid());
+char *session_private_dir_make(char *dir, GError **error) {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot create %s: %s", dir, g_strerror(errno));
         g_free(dir);
@@ -35,6 +30,15 @@ static char *session_dir(GError **error) {
         return NULL;
     }
     return dir;
+}
+
+/* The sessions' directory, created if needed; NULL (and an error) when it is not safe to use. */
+static char *session_dir(GError **error) {
+    const char *runtime = g_getenv("XDG_RUNTIME_DIR");
+    return session_private_dir_make(runtime && *runtime && g_path_is_absolute(runtime)
+                                   ? g_build_filename(runtime, "heaplens", NULL)
+                                   : g_strdup_printf(SESSION_SHORT_DIR_FMT, (unsigned)getuid()),
+                               error);
 }
 
 static char *session_path(pid_t pid, GError **error) {

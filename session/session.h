@@ -29,4 +29,12 @@ gboolean query_session_wait(pid_t pid, unsigned timeout_ms, query_session *sessi
 void query_session_remove(pid_t pid);
 void query_session_clear(query_session *session);
 
+/* /tmp/heaplens-UID: short whatever TMPDIR is, for the sockets of a session whose TMPDIR is too
+ * long for a unix socket (recording_private_dir), and the resident collector's
+ * (collector/attach_config.h). */
+#define SESSION_SHORT_DIR_FMT "/tmp/heaplens-%u"
+/* `dir` (taken: freed on failure), created 0700 if needed, and returned once it is a real
+ * directory of this user that nobody else can enter; NULL with one line otherwise. */
+char *session_private_dir_make(char *dir, GError **error);
+
 #endif /* HEAPLENS_SESSION_H */
