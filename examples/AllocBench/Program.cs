@@ -1,6 +1,6 @@
 // AllocBench — allocation-heavy benchmark for heaplens' overhead measurements.
 //
-//   dotnet AllocBench.dll [iterations] [--threads T]
+//   dotnet AllocBench.dll [iterations] [--threads T] [--gate FILE [--gate-at N]]
 //
 // T threads (default 2) each run `iterations` iterations (default 2000). One iteration allocates
 // AllocsPerIteration small objects (a class, a small array, a boxed value and a small string in
@@ -8,6 +8,9 @@
 // so survivors live for a while, get promoted and die later (gen0, gen1 and some gen2 GCs).
 // Prints one line of key=value pairs; bench/overhead/run.sh parses elapsed_ms and collector
 // (loaded / none: whether the heaplens collector library is mapped into the process).
+// With --gate FILE every thread stops after N iterations (--gate-at, default half of them); once
+// all have, the program prints "AllocBench: gate gcs=G pid=P" and goes on when FILE exists: a
+// test injects its fault while the program is known to have work left (tests/e2e/faults).
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -34,16 +37,21 @@ namespace HeapLens.Bench
         private static readonly object?[][] s_sinks = new object?[64][];
         private static long[] s_allocated = new long[64];
         private static Barrier? s_start;
+        private static Barrier? s_gate; // --gate: the workers and the main thread, twice
+        private static int s_gateAt = -1;
 
         private static int Main(string[] args)
         {
             int threads = 2;
+            string? gateFile = null;
             for (int i = 0; i < args.Length; i++)
             {
                 if (args[i] == "--threads" && i + 1 < args.Length) threads = Math.Clamp(int.Parse(args[++i]), 1, 64);
+                else if (args[i] == "--gate" && i + 1 < args.Length) gateFile = args[++i];
+                else if (args[i] == "--gate-at" && i + 1 < args.Length) s_gateAt = Math.Max(0, int.Parse(args[++i]));
                 else if (args[i] == "--help" || args[i] == "-h")
                 {
-                    Console.WriteLine("usage: dotnet AllocBench.dll [iterations] [--threads T]");
+                    Console.WriteLine("usage: dotnet AllocBench.dll [iterations] [--threads T] [--gate FILE [--gate-at N]]");
                     return 0;
                 }
                 else s_iterations = Math.Max(1, int.Parse(args[i]));
@@ -51,6 +59,11 @@ namespace HeapLens.Bench
 
             int g0 = GC.CollectionCount(0), g1 = GC.CollectionCount(1), g2 = GC.CollectionCount(2);
             s_start = new Barrier(threads + 1);
+            if (gateFile != null)
+            {
+                s_gate = new Barrier(threads + 1);
+                s_gateAt = s_gateAt < 0 ? s_iterations / 2 : Math.Min(s_gateAt, s_iterations - 1); // reached by every worker
+            }
             var workers = new Thread[threads];
             for (int t = 0; t < threads; t++)
             {
@@ -59,6 +72,13 @@ namespace HeapLens.Bench
             }
             s_start.SignalAndWait(); // all threads ready: start the clock
             var clock = Stopwatch.StartNew();
+            if (s_gate != null)
+            {
+                s_gate.SignalAndWait(); // every worker is at the gate
+                Console.WriteLine($"AllocBench: gate gcs={GC.CollectionCount(0) - g0} pid={Environment.ProcessId}");
+                while (!System.IO.File.Exists(gateFile)) Thread.Sleep(5); // the test's go
+                s_gate.SignalAndWait();
+            }
             foreach (var w in workers) w.Join();
             double ms = clock.Elapsed.TotalMilliseconds;
 
@@ -87,6 +107,11 @@ namespace HeapLens.Bench
             s_start!.SignalAndWait();
             for (int it = 0; it < s_iterations; it++)
             {
+                if (it == s_gateAt && s_gate != null)
+                {
+                    s_gate.SignalAndWait(); // arrived
+                    s_gate.SignalAndWait(); // released
+                }
                 for (int j = 0; j < AllocsPerIteration; j++, n++)
                 {
                     object o;

@@ -16,8 +16,14 @@ killed `heaplens record` is stored by its writer (recorder-killed), which cleans
 directory; what a recorder and writer killed together leave is removed by the next run.
 One line per failed check, then "N passed, M failed".
 
-Synchronisation is on observable conditions only (a committed GC in the database, the program's
-own output line, process exit), each with a timeout -- never on sleeps."""
+Synchronisation is on observable conditions only, never on time: AllocBench runs with --gate, so
+every thread stops half-way and the program says so on its output; the test waits there until
+the GCs the program has had are committed, injects the fault and only then lets the program go
+on (it goes on when the gate file exists). So the fault always meets a program with work left,
+however slow the machine; the work after the gate fits the default buffers (the paused writer
+costs nothing) and overflows the small ones (the stalled writer is given up). The waits have
+generous timeouts that only turn a hang into a failure. The sessions' directories (TMPDIR) are
+short ones in /tmp; a TMPDIR too long for a unix socket is checked on its own (long_tmpdir)."""
 import argparse
 import faulthandler
 import json
@@ -26,7 +32,9 @@ import re
 import signal
 import sqlite3
 import subprocess
+import shutil
 import sys
+import tempfile
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -84,20 +92,44 @@ def heaplens_json(hl, *args):
     return r.returncode, (json.loads(r.stdout) if r.returncode == 0 and r.stdout.strip() else None), r.stderr
 
 
-def start(hl, dll, db, iterations, env, preexec_fn=None):
+def start(hl, dll, db, iterations, env, preexec_fn=None, gate=True):
+    """`heaplens record` of AllocBench; with `gate`, the program stops half-way (at_gate, go)."""
     # An earlier run's file would satisfy "a committed GC" at once, and the writer would be
     # stopped before the program even starts.
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
-    return subprocess.Popen([hl, "record", "--force", "-o", db, "--", "dotnet", dll,
-                             str(iterations), "--threads", "2"],
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", db + ".go")
+    cmd = [hl, "record", "--force", "-o", db, "--", "dotnet", dll, str(iterations), "--threads", "2"]
+    proc = subprocess.Popen(cmd + (["--gate", db + ".go"] if gate else []),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=preexec_fn)
+    proc.gate = db + ".go" if gate else None
+    return proc
+
+
+def at_gate(what, proc, db):
+    """Waits for the program at its gate (its threads stopped half-way, it said so), then for the
+    writer to commit every GC the program had until then. Returns that count (at least 1)."""
+    for line in proc.stdout:
+        m = re.match(r"AllocBench: gate gcs=(\d+)", line)
+        if m:
+            gcs = int(m.group(1))
+            if gcs < 1:
+                raise SystemExit(f"FAIL {what}: no GC before the gate; raise --iterations")
+            wait_for(f"{what}: the {gcs} GCs before the gate committed",
+                     lambda: committed_gcs(db) >= gcs, 600)
+            return gcs
+    raise SystemExit(f"FAIL {what}: the program ended without reaching its gate: "
+                     + proc.stderr.read().strip()[-500:])
+
+
+def go(proc):
+    """Lets the program go on past its gate."""
+    open(proc.gate, "w").close()
 
 
 def program_line(proc):
     """Reads the program's stdout until its final 'AllocBench:' line."""
     for line in proc.stdout:
-        if line.startswith("AllocBench:"):
+        if line.startswith("AllocBench:") and not line.startswith("AllocBench: gate"):
             return line
     return None
 
@@ -105,10 +137,11 @@ def program_line(proc):
 def writer_killed(hl, dll, workdir, iterations):
     db = os.path.join(workdir, "killed.db")
     proc = start(hl, dll, db, iterations, dict(os.environ))
-    wait_for("killed: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
+    at_gate("killed", proc, db)
     gcs_before = committed_gcs(db)
-    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 60)
     os.kill(wpid, signal.SIGKILL)
+    go(proc)
     line = program_line(proc)
     err = proc.stderr.read()
     status = proc.wait(timeout=300)
@@ -143,13 +176,14 @@ def writer_killed(hl, dll, workdir, iterations):
 
 
 def stall_writer(hl, dll, db, iterations, env):
-    """Records AllocBench and stops the writer (SIGSTOP) after the first committed GC until the
-    program has finished its work. Returns (program line, heaplens status, stderr)."""
+    """Records AllocBench and stops the writer (SIGSTOP) at the program's gate until the program
+    has finished its work. Returns (program line, heaplens status, stderr)."""
     proc = start(hl, dll, db, iterations, env)
-    wait_for("stalled: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
-    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    at_gate(os.path.basename(db), proc, db)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 60)
     os.kill(wpid, signal.SIGSTOP)
     try:
+        go(proc)
         line = program_line(proc)  # the program finishes its work while the writer is stopped
     finally:
         os.kill(wpid, signal.SIGCONT)
@@ -282,14 +316,15 @@ def writer_given_up(hl, dll, workdir, iterations):
     db = os.path.join(workdir, "given_up.db")
     env = dict(os.environ, HEAPLENS_BUFFER_MB="1")
     proc = start(hl, dll, db, iterations, env)
-    wait_for("given up: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
-    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
-    ppid = wait_for("the program process", lambda: child_pid(proc.pid, proc, writer=False), 10)
+    at_gate("given up", proc, db)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 60)
+    ppid = wait_for("the program process", lambda: child_pid(proc.pid, proc, writer=False), 60)
     os.kill(wpid, signal.SIGSTOP)
     try:
+        go(proc)
         line = program_line(proc)
         # Its exit waits for the collector, which gives the stopped writer up after the limit.
-        wait_for("the program's exit", lambda: gone(ppid), 120)
+        wait_for("the program's exit", lambda: gone(ppid), 600)
     finally:
         os.kill(wpid, signal.SIGCONT)
     err = proc.stderr.read()
@@ -325,23 +360,21 @@ def writer_given_up(hl, dll, workdir, iterations):
     check_missing_said("given up", hl, db, counters.get("program_gcs", 0))
 
 
-def recorder_killed(hl, dll, workdir, iterations):
+def recorder_killed(hl, dll, workdir, iterations, tmp):
     """`heaplens record` killed (SIGKILL) once the first GC is committed: the program and the
     writer outlive it. The writer records the program to its end, stores that the recorder was
     killed (the exit status is unknown), and removes the session's private directory."""
     db = os.path.join(workdir, "recorder.db")
-    tmp = os.path.join(workdir, "tmp-recorder")  # TMPDIR: where record makes its directory
+    tmp = os.path.join(tmp, "recorder")  # TMPDIR: where record makes its directory
     os.makedirs(tmp, exist_ok=True)
-    for name in os.listdir(tmp):
-        if name.startswith("heaplens-"):
-            subprocess.run(["rm", "-rf", os.path.join(tmp, name)])
     proc = start(hl, dll, db, iterations, dict(os.environ, TMPDIR=tmp))
-    wait_for("recorder killed: the first committed GC", lambda: committed_gcs(db) >= 1, 120)
-    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 10)
+    at_gate("recorder killed", proc, db)
+    wpid = wait_for("the writer process", lambda: writer_pid(proc.pid, proc), 60)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
+    go(proc)
     line = program_line(proc)  # the program runs on, its output still comes
-    wait_for("the writer's end", lambda: gone(wpid), 300)
+    wait_for("the writer's end", lambda: gone(wpid), 600)
     check("recorder killed: the program ran to its end", line is not None)
     left = [n for n in os.listdir(tmp) if n.startswith("heaplens-")]
     check("recorder killed: the session's directory is removed", not left, repr(left))
@@ -358,13 +391,13 @@ def recorder_killed(hl, dll, workdir, iterations):
           r.stdout[-400:] + r.stderr)
 
 
-def stale_sessions(hl, workdir):
+def stale_sessions(hl, workdir, short_tmp):
     """What a recorder and its writer killed together leave (their private directory in TMPDIR,
     the program's session file) is removed by the next `heaplens record` -- only ours, only
     when its owner is gone and nobody serves it, and only the files a session puts there."""
-    import shutil
     import socket
-    tmp, xdg = os.path.join(workdir, "tmp-stale"), os.path.join(workdir, "xdg-stale")
+    # TMPDIR short enough for the sockets bound in it, whatever the length of the work directory
+    tmp, xdg = os.path.join(short_tmp, "stale"), os.path.join(workdir, "xdg-stale")
     for d in (tmp, xdg):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d, mode=0o700)
@@ -424,7 +457,7 @@ def writer_disk_full(hl, dll, workdir, iterations):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4 << 20, 4 << 20))
 
-    proc = start(hl, dll, db, iterations, dict(os.environ), preexec_fn=small_files)
+    proc = start(hl, dll, db, iterations, dict(os.environ), preexec_fn=small_files, gate=False)
     line = program_line(proc)
     err = proc.stderr.read()
     status = proc.wait(timeout=300)
@@ -463,6 +496,26 @@ def writer_disk_full(hl, dll, workdir, iterations):
             check_missing_said("disk full", hl, db, info["counters"]["program_gcs"])
 
 
+def long_tmpdir(hl, dll, workdir):
+    """A TMPDIR whose session sockets would not fit a unix socket's 107 bytes (a deep work
+    directory): record keeps its sockets short (in /tmp/heaplens-UID) and records the program
+    whole, and removes its directory after."""
+    tmp = os.path.join(workdir, "long-tmpdir-" + "x" * max(1, 120 - len(workdir)))
+    os.makedirs(tmp, exist_ok=True)
+    db = os.path.join(workdir, "long.db")
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    r = subprocess.run([hl, "record", "--force", "-o", db, "--", "dotnet", dll, "200", "--threads", "1"],
+                       capture_output=True, text=True, env=dict(os.environ, TMPDIR=tmp))
+    check("long TMPDIR: record runs", r.returncode == 0 and "AllocBench:" in r.stdout,
+          r.stderr.strip()[-500:])
+    rc, info, e = heaplens_json(hl, "info", db)
+    check("long TMPDIR: the recording is complete, nothing lost",
+          rc == 0 and info is not None and info["run"]["status"] == "complete"
+          and info["counters"].get("allocs_dropped") == 0 and info["counters"].get("allocs_seen", 0) > 0,
+          e.strip() + json.dumps(info and info["run"]))
+    check("long TMPDIR: record leaves nothing in it", not os.listdir(tmp), repr(os.listdir(tmp)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heaplens", required=True)
@@ -470,18 +523,23 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--iterations", type=int, default=80000,
                     help="AllocBench iterations: the program must outlive the injected fault")
-    ap.add_argument("--deadline", type=int, default=420,
+    ap.add_argument("--deadline", type=int, default=840,
                     help="seconds after which the test prints where it is stuck and exits")
     a = ap.parse_args()
     faulthandler.dump_traceback_later(a.deadline, exit=True)  # a hang says where, then fails
     os.makedirs(a.workdir, exist_ok=True)
-    stale_sessions(a.heaplens, a.workdir)
-    writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
-    writer_paused(a.heaplens, a.dll, a.workdir, a.iterations)
-    writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
-    writer_given_up(a.heaplens, a.dll, a.workdir, a.iterations)
-    recorder_killed(a.heaplens, a.dll, a.workdir, a.iterations)
-    writer_disk_full(a.heaplens, a.dll, a.workdir, a.iterations)
+    short_tmp = tempfile.mkdtemp(prefix="hl-faults-")  # in /tmp (or a short TMPDIR): sockets fit
+    try:
+        long_tmpdir(a.heaplens, a.dll, a.workdir)
+        stale_sessions(a.heaplens, a.workdir, short_tmp)
+        writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
+        writer_paused(a.heaplens, a.dll, a.workdir, a.iterations)
+        writer_stalled(a.heaplens, a.dll, a.workdir, a.iterations)
+        writer_given_up(a.heaplens, a.dll, a.workdir, a.iterations)
+        recorder_killed(a.heaplens, a.dll, a.workdir, a.iterations, short_tmp)
+        writer_disk_full(a.heaplens, a.dll, a.workdir, a.iterations)
+    finally:
+        shutil.rmtree(short_tmp, ignore_errors=True)
     return checks.summary()
 
 
