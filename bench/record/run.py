@@ -3,7 +3,7 @@
 
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|census|all]
-                        [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N]
+                        [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
                         [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
@@ -11,7 +11,10 @@ Cases (the programs are built or generated into the work directory first):
             own; its pause sampler gives every mode's pauses per GC the same way.
   csc       the SDK's C# compiler (sdk/*/Roslyn/bincore/csc.dll) compiling 50 generated files.
   heap      examples/SnapshotBench with a 10M-object tree, then `heaplens snapshot PID` once
-            the writer has stored the GCs of the building: request → snapshot stored.
+            the writer has stored the GCs of the building: request → snapshot stored; then a
+            GC.Collect() and --gen0 K gen0 GCs with the tree in gen2: their pauses (the
+            runtime's figure) and the GC thread's CPU time in them (the pause's own work);
+            --gen0-settled starts those once the writer has stored every GC so far.
   stacks    (issue 11; not in `all`) Workload in seven configurations, interleaved: plain, empty
             profiler (full flags), full --stacks off, full --stacks on, empty profiler (sampled
             flags), sampled (stacks on), and sampled with no writer (capture.py: the stream goes
@@ -255,9 +258,22 @@ def run_mode(a, case, mode, program, i):
         go = os.path.join(a.workdir, "heap.go")
         if os.path.exists(go):
             os.remove(go)
+        settled = os.path.join(a.workdir, "heap.gen0")
+        if os.path.exists(settled):
+            os.remove(settled)
         cmd += ["--wait-before-collect", go]
+        if a.gen0_settled:
+            cmd += ["--wait-before-gen0", settled]
 
         def on_line(line):
+            m = re.search(r"gen0-ready gcs=(\d+)", line)
+            if m:  # --gen0-settled: the gen0 GCs once the writer has stored every GC so far
+                t = time.monotonic()
+                while (mode == "recorded" and stored_gcs(db) < int(m.group(1))
+                       and time.monotonic() - t < 1200):
+                    time.sleep(0.01)
+                open(settled, "w").close()
+                return
             m = re.search(r"collect-ready .*pid=(\d+)", line)
             if not m:
                 return
@@ -285,6 +301,10 @@ def run_mode(a, case, mode, program, i):
     if mode != "plain":
         res["k"] = counters_of(db)
     res["pauses"] = pauses_of(out)
+    if case == "heap":  # SnapshotBench's own: every gen0 GC after the snapshot GC, the tree in gen2
+        for key, field in (("gen0_after", "gen0_after_pause_us"), ("gen0_cpu", "gen0_after_cpu_us")):
+            m = re.search(field + r"=\[([^\]]*)\]", out)
+            res[key] = [float(x) for x in m.group(1).split(",") if x] if m else []
     if case == "workload":
         m = re.search(r"elapsed_ms=([0-9.]+)", out)
         res["program_ms"] = float(m.group(1)) if m else float("nan")
@@ -362,6 +382,16 @@ def report(case, results, mode):
     plain_rss = statistics.median(r["rss_kib"] for r in results["plain"]) * 1024
     print(f"peak RSS: program plain {mib(plain_rss)}, recorded "
           f"{mib(k.get('program_peak_rss_bytes', 0))}; writer {mib(k.get('writer_peak_rss_bytes', 0))}")
+    if case == "heap":
+        for key, what in (("gen0_after", "pause us (the runtime's)"),
+                          ("gen0_cpu", "GC thread CPU us (the pause's own work)")):
+            row = {m: [u for r in results[m] for u in r.get(key, [])] for m in MODES}
+            print(f"gen0 {what} p50/p99 after the heap is built (the tree in gen2; SnapshotBench, "
+                  "--gen0 GCs per run): " +
+                  ", ".join(f"{m} {pct(row[m], 50):.0f}/{pct(row[m], 99):.0f} ({len(row[m])})"
+                            for m in MODES) +
+                  f"; {name}/plain p50 {fmt_ratio(pct(row['recorded'], 50), pct(row['plain'], 50))}, "
+                  f"{name}/empty p50 {fmt_ratio(pct(row['recorded'], 50), pct(row['empty'], 50))}")
     if case in ("workload", "csc", "heap"):
         for gen in (0, 1):
             row = {}
@@ -772,6 +802,11 @@ def main():
     ap.add_argument("--record-option", action="append", default=[],
                     help="an extra `heaplens record` option (repeatable): --record-option=--handles")
     ap.add_argument("--nodes", type=int, default=10_000_000, help="heap case: live objects")
+    ap.add_argument("--gen0", type=int, default=1,
+                    help="heap case: gen0 GCs before and after the snapshot GC (their pauses)")
+    ap.add_argument("--gen0-settled", action="store_true",
+                    help="heap case: the gen0 GCs after the snapshot GC start once the writer has "
+                         "stored every GC so far (without heaplens' threads busy beside them)")
     ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
     ap.add_argument("--iterations", type=int, default=30000,
@@ -810,7 +845,7 @@ def main():
             program = csc_command(a.workdir, a.files)
         else:
             program = ["dotnet", build_example("SnapshotBench", a.workdir), "--nodes",
-                       str(a.nodes), "--gen0", "1"]
+                       str(a.nodes), "--gen0", str(a.gen0)]
         results = {m: [] for m in MODES}
         for i in range(a.runs):  # interleaved: slow drifts of the machine hit every mode alike
             for m in MODES:
