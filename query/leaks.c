@@ -375,8 +375,8 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
     if (!retention_ensure(l->db, first, progress, error) ||
         !type_retained_read(l->db, first->snapshot, n_types, ret_first, error))
         return FALSE;
-    l->last = retention_compute(l->db, final, progress, error);
-    if (!l->last || !retention_store(l->last, l->db, progress, error))
+    l->last = retention_get(l->db, final, progress, error);
+    if (!l->last)
         return FALSE;
     const uint64_t *tr = retention_type_retained_bytes(l->last);
     for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 struct retention {
+    int refs; /* retention_free drops one; the pending list of its connection holds one */
     snapshot_graph *graph;
     an_domtree *tree;
     uint32_t n_types;
@@ -20,8 +21,10 @@ struct retention {
 };
 
 /* The tables and views of store/SCHEMA.md, "Retention". Created on first use, by the first
- * command that stores retained sizes in the file. */
-#define RETENTION_TABLES(temp, schema)                                                             \
+ * command that stores retained sizes in the file. The two small tables are also TEMP tables of a
+ * command's read-only connection (the summary and the rows per type of what it computed, beside
+ * the file's: what its later steps read); the rows per object never are (retention_pending). */
+#define SUMMARY_TABLES(temp)                                                                       \
     "CREATE " temp "TABLE IF NOT EXISTS retention_snapshots (\n"                                   \
     "  snapshot INTEGER PRIMARY KEY,\n"                                                            \
     "  objects INTEGER NOT NULL,\n"                                                                \
@@ -32,16 +35,6 @@ struct retention {
     "  unresolved_roots INTEGER NOT NULL,\n"                                                       \
     "  producer TEXT\n"                                                                            \
     ");\n"                                                                                         \
-    "CREATE " temp "TABLE IF NOT EXISTS retention (\n"                                             \
-    "  snapshot INTEGER NOT NULL,\n"                                                               \
-    "  object_id INTEGER NOT NULL,\n"                                                              \
-    "  idom_id INTEGER,\n"                                                                         \
-    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
-    "  retained_count INTEGER NOT NULL,\n"                                                         \
-    "  PRIMARY KEY (snapshot, object_id)\n"                                                        \
-    ") WITHOUT ROWID;\n"                                                                           \
-    "CREATE INDEX IF NOT EXISTS " schema "retention_large"                                         \
-    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"                    \
     "CREATE " temp "TABLE IF NOT EXISTS retention_types (\n"                                       \
     "  snapshot INTEGER NOT NULL,\n"                                                               \
     "  type_id INTEGER NOT NULL,\n"                                                                \
@@ -51,6 +44,19 @@ struct retention {
     "  retained_count INTEGER NOT NULL,\n"                                                         \
     "  PRIMARY KEY (snapshot, type_id)\n"                                                          \
     ") WITHOUT ROWID;\n"
+
+#define RETENTION_TABLES                                                                           \
+    SUMMARY_TABLES("")                                                                             \
+    "CREATE TABLE IF NOT EXISTS retention (\n"                                                     \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  object_id INTEGER NOT NULL,\n"                                                              \
+    "  idom_id INTEGER,\n"                                                                         \
+    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
+    "  retained_count INTEGER NOT NULL,\n"                                                         \
+    "  PRIMARY KEY (snapshot, object_id)\n"                                                        \
+    ") WITHOUT ROWID;\n"                                                                           \
+    "CREATE INDEX IF NOT EXISTS retention_large"                                                   \
+    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"
 
 #define TYPE_NAME(t, o)                                                                            \
     "CASE WHEN " o ".id IS NULL THEN '<unknown>' ELSE coalesce(" t ".name, '<type ' || " o         \
@@ -115,6 +121,7 @@ retention *retention_compute(sqlite3 *db, const snapshot_info *info, query_progr
                              GError **error)
 {
     retention *r = g_new0(retention, 1);
+    r->refs = 1;
     r->graph = snapshot_graph_load(db, info, SNAPSHOT_GRAPH_FORWARD, progress, error);
     if (!r->graph)
         goto fail;
@@ -167,7 +174,7 @@ fail:
 
 void retention_free(retention *r)
 {
-    if (!r)
+    if (!r || --r->refs > 0)
         return;
     snapshot_graph_free(r->graph);
     an_domtree_free(r->tree);
@@ -400,27 +407,30 @@ static const sqlite3_module rows_module = {
     .xRowid = rows_rowid,
 };
 
-/* Writes the rows of `r` through `db` (a transaction is open; the tables exist). */
-static gboolean rows_write(const retention *r, sqlite3 *db, query_progress *progress,
-                           GError **error)
+/* Writes the summary row and the rows per type of `r` into `schema`'s retention_snapshots and
+ * retention_types through `db` (a transaction is open; the tables exist). */
+static gboolean summary_write(const retention *r, sqlite3 *db, const char *schema,
+                              GError **error)
 {
     gboolean ok = FALSE;
     const snapshot_graph *g = r->graph;
     const an_domtree *t = r->tree;
-    const uint64_t *rb = an_domtree_retained_bytes(t);
     const int64_t snapshot = g->info.snapshot;
     sqlite3_stmt *ins = NULL;
+    g_autofree char *summary_sql = g_strdup_printf(
+        "INSERT INTO %s.retention_snapshots (snapshot, objects, reachable, reachable_bytes,"
+        " root_edges, unresolved_refs, unresolved_roots, producer)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", schema);
+    g_autofree char *types_sql = g_strdup_printf(
+        "INSERT INTO %s.retention_types (snapshot, type_id, count, shallow_bytes, retained_bytes,"
+        " retained_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", schema);
 
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO retention_snapshots (snapshot, objects, reachable,"
-                           " reachable_bytes, root_edges, unresolved_refs, unresolved_roots,"
-                           " producer) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                           -1, &ins, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, summary_sql, -1, &ins, NULL) != SQLITE_OK)
         goto sql;
     sqlite3_bind_int64(ins, 1, snapshot);
     sqlite3_bind_int64(ins, 2, (int64_t)g->n - 1);
     sqlite3_bind_int64(ins, 3, (int64_t)an_domtree_reachable(t) - 1);
-    sqlite3_bind_int64(ins, 4, (int64_t)rb[0]);
+    sqlite3_bind_int64(ins, 4, (int64_t)an_domtree_retained_bytes(t)[0]);
     sqlite3_bind_int64(ins, 5, (int64_t)g->root_edges);
     sqlite3_bind_int64(ins, 6, (int64_t)g->refs_unresolved);
     sqlite3_bind_int64(ins, 7, (int64_t)g->roots_unresolved);
@@ -430,28 +440,7 @@ static gboolean rows_write(const retention *r, sqlite3 *db, query_progress *prog
     sqlite3_finalize(ins);
     ins = NULL;
 
-    /* One INSERT ... SELECT over a virtual table reading the arrays: a single statement keeps
-     * the table's cursor open and appends each row after the previous one (they come in key
-     * order) — about twice as fast as binding rows into INSERT statements. */
-    rows_source source = {.r = r, .progress = progress};
-    if (sqlite3_create_module_v2(db, "heaplens_retention_rows", &rows_module, &source, NULL) !=
-            SQLITE_OK ||
-        sqlite3_prepare_v2(db,
-                           "INSERT INTO retention (snapshot, object_id, idom_id, retained_bytes,"
-                           " retained_count) SELECT ?1, object_id, idom_id, retained_bytes,"
-                           " retained_count FROM heaplens_retention_rows",
-                           -1, &ins, NULL) != SQLITE_OK)
-        goto sql;
-    sqlite3_bind_int64(ins, 1, snapshot);
-    if (sqlite3_step(ins) != SQLITE_DONE)
-        goto sql;
-    sqlite3_finalize(ins);
-    ins = NULL;
-
-    if (sqlite3_prepare_v2(db,
-                           "INSERT INTO retention_types (snapshot, type_id, count, shallow_bytes,"
-                           " retained_bytes, retained_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                           -1, &ins, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, types_sql, -1, &ins, NULL) != SQLITE_OK)
         goto sql;
     sqlite3_bind_int64(ins, 1, snapshot);
     for (uint32_t type = 0; type < r->n_types; type++) {
@@ -472,6 +461,43 @@ sql:
     sql_fail(db, "storing retained sizes failed", error);
 out:
     sqlite3_finalize(ins);
+    return ok;
+}
+
+/* Writes everything of `r` into the file's tables through `rw` (a transaction is open; the
+ * tables exist): the summary, the rows per type, and straight from the arrays the row of each
+ * reachable object. */
+static gboolean rows_write(const retention *r, sqlite3 *rw, query_progress *progress,
+                           GError **error)
+{
+    sqlite3_stmt *ins = NULL;
+    gboolean ok = FALSE;
+    if (!summary_write(r, rw, "main", error))
+        return FALSE;
+    /* One INSERT ... SELECT over a virtual table reading the arrays: a single statement keeps
+     * the table's cursor open and appends each row after the previous one (they come in key
+     * order) — about twice as fast as binding rows into INSERT statements. */
+    rows_source source = {.r = r, .progress = progress};
+    if (sqlite3_create_module_v2(rw, "heaplens_retention_rows", &rows_module, &source, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(rw,
+                           "INSERT INTO main.retention (snapshot, object_id, idom_id,"
+                           " retained_bytes, retained_count) SELECT ?1, object_id, idom_id,"
+                           " retained_bytes, retained_count FROM heaplens_retention_rows",
+                           -1, &ins, NULL) != SQLITE_OK) {
+        sql_fail(rw, "storing retained sizes failed", error);
+        goto out;
+    }
+    sqlite3_bind_int64(ins, 1, r->graph->info.snapshot);
+    if (sqlite3_step(ins) != SQLITE_DONE) {
+        sql_fail(rw, "storing retained sizes failed", error);
+        goto out;
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(ins);
+    /* unregistered: the next snapshot's rows register their own source */
+    sqlite3_create_module_v2(rw, "heaplens_retention_rows", NULL, NULL, NULL);
     return ok;
 }
 
@@ -775,46 +801,83 @@ static gboolean counts_pending(sqlite3 *db, gboolean *pending, GError **error)
     return TRUE;
 }
 
-/* The snapshots whose rows this command computed into TEMP tables and the file lacks. */
-static GArray *pending_snapshots(sqlite3 *db, GError **error)
+/* ---- retained sizes computed and not written yet ------------------------------------------
+ * What a command computes stays in memory until retention_commit writes it into the file,
+ * straight from the arrays (no rows per object in TEMP tables, no copy of them): per
+ * connection, the retentions in the order computed, each holding a reference. The readers of
+ * the rows per object (retention_top_objects, retention_largest_instance) read the arrays of a
+ * snapshot found here. A connection is forgotten when it closes (the destructor of a function
+ * registered on it). Single-threaded, as the query tools are. */
+
+static GHashTable *pending_by_db; /* sqlite3 * -> GPtrArray of retention * */
+
+static void pending_forget(void *db)
 {
-    gboolean row = FALSE;
-    int64_t in_temp = 0, in_file = 0;
-    GArray *pending = g_array_new(FALSE, FALSE, sizeof(int64_t));
-    if (!query_db_int(db, "SELECT COUNT(*) FROM temp.sqlite_schema WHERE name = 'retention_snapshots'",
-                      &in_temp, error) ||
-        !query_db_int(db, "SELECT COUNT(*) FROM main.sqlite_schema WHERE name = 'retention_snapshots'",
-                      &in_file, error))
-        goto fail;
-    if (!in_temp)
-        return pending;
-    sqlite3_stmt *stmt = query_db_prepare(
-        db,
-        in_file ? "SELECT snapshot FROM temp.retention_snapshots WHERE snapshot NOT IN"
-                  " (SELECT snapshot FROM main.retention_snapshots) ORDER BY snapshot"
-                : "SELECT snapshot FROM temp.retention_snapshots ORDER BY snapshot",
-        error);
-    if (!stmt)
-        goto fail;
-    while (query_db_step(stmt, &row, error) && row) {
-        int64_t snapshot = sqlite3_column_int64(stmt, 0);
-        g_array_append_val(pending, snapshot);
+    if (pending_by_db)
+        g_hash_table_remove(pending_by_db, db);
+}
+
+static void pending_function(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc, (void)argv;
+    sqlite3_result_null(ctx);
+}
+
+/* The list of `db`, created on first use (NULL without `create` when it has none). */
+static GPtrArray *pending_list(sqlite3 *db, gboolean create)
+{
+    GPtrArray *list = pending_by_db ? g_hash_table_lookup(pending_by_db, db) : NULL;
+    if (list || !create)
+        return list;
+    if (!pending_by_db)
+        pending_by_db = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                              (GDestroyNotify)g_ptr_array_unref);
+    /* registered once per connection (the list is emptied, never removed, by a commit): its
+     * destructor runs when `db` closes */
+    sqlite3_create_function_v2(db, "heaplens_retention_pending", 0, SQLITE_UTF8, db,
+                               pending_function, NULL, NULL, pending_forget);
+    list = g_ptr_array_new_with_free_func((GDestroyNotify)retention_free);
+    g_hash_table_insert(pending_by_db, db, list);
+    return list;
+}
+
+/* The retention of `snapshot` this command computed and has not written, or NULL. */
+static retention *pending_find(sqlite3 *db, int64_t snapshot)
+{
+    GPtrArray *list = pending_list(db, FALSE);
+    for (guint i = 0; list && i < list->len; i++) {
+        retention *r = g_ptr_array_index(list, i);
+        if (r->graph->info.snapshot == snapshot)
+            return r;
     }
-    sqlite3_finalize(stmt);
-    if (error && *error)
-        goto fail;
-    return pending;
-fail:
-    g_array_free(pending, TRUE);
     return NULL;
 }
 
-/* Opens `path` read-write, checks it, and copies the pending snapshots' rows from the TEMP tables
- * of `db` with the tables and views (and, with `counts`, snapshot_type_counts), in one
- * transaction. FALSE with *reason set (not an error)
- * when the file cannot be written; FALSE with *error on failure (nothing was written). */
-static gboolean file_store(sqlite3 *db, const GArray *pending, gboolean counts, const char *path,
-                           query_progress *progress, char **reason, GError **error)
+/* Whether the file's retention_snapshots (through the read-write `rw`, the tables created)
+ * holds `snapshot`: another command may have stored it since this one looked. */
+static gboolean stored_in_file(sqlite3 *rw, int64_t snapshot, gboolean *stored, GError **error)
+{
+    sqlite3_stmt *stmt = NULL;
+    *stored = FALSE;
+    if (!prepare(rw, "SELECT 1 FROM main.retention_snapshots WHERE snapshot = ?1", &stmt,
+                 "storing retained sizes failed", error))
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    int rc = sqlite3_step(stmt);
+    *stored = rc == SQLITE_ROW;
+    sqlite3_finalize(stmt);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return sql_fail(rw, "storing retained sizes failed", error);
+    return TRUE;
+}
+
+/* Opens `path` read-write, checks it, and writes the pending retentions (with the tables and
+ * views) and, with `counts`, the counts per type kept in TEMP, in one transaction. FALSE with
+ * *reason set (not an error) when the file cannot be written; FALSE with *error on failure
+ * (nothing was written). */
+static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean counts,
+                           const char *path, query_progress *progress, char **reason,
+                           GError **error)
 {
     gboolean ok = FALSE;
     sqlite3 *rw = NULL;
@@ -851,7 +914,7 @@ static gboolean file_store(sqlite3 *db, const GArray *pending, gboolean counts, 
                     "%s is damaged (%s); retained sizes were not stored", path, damage);
         goto out;
     }
-    rc = sqlite3_exec(rw, RETENTION_TABLES("", ""), NULL, NULL, &errmsg);
+    rc = sqlite3_exec(rw, RETENTION_TABLES, NULL, NULL, &errmsg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(rw, retention_views, NULL, NULL, &errmsg);
     if (rc != SQLITE_OK) {
@@ -864,11 +927,11 @@ static gboolean file_store(sqlite3 *db, const GArray *pending, gboolean counts, 
         goto out;
     }
     query_progress_update(progress, "storing retained sizes", 0, 0);
-    for (guint i = 0; i < pending->len; i++) {
-        int64_t snapshot = g_array_index(pending, int64_t, i);
-        if (!rows_copy(db, rw, "retention_snapshots", 8, snapshot, error) ||
-            !rows_copy(db, rw, "retention", 5, snapshot, error) ||
-            !rows_copy(db, rw, "retention_types", 6, snapshot, error))
+    for (guint i = 0; pending && i < pending->len; i++) {
+        const retention *r = g_ptr_array_index(pending, i);
+        gboolean there = FALSE;
+        if (!stored_in_file(rw, r->graph->info.snapshot, &there, error) ||
+            (!there && !rows_write(r, rw, progress, error)))
             goto out;
     }
     if (counts) { /* the counts per type leaks kept: every snapshot's (OR IGNORE: those stored) */
@@ -895,36 +958,49 @@ out:
     return ok;
 }
 
-gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progress,
-                         GError **error)
+/* Objects and bytes per type of the whole snapshot of `r` (reachable or not: leaks' series),
+ * kept beside the retained sizes, so that `leaks` need not count this snapshot again. */
+static gboolean counts_keep_from(const retention *r, sqlite3 *db, GError **error)
 {
+    const snapshot_graph *g = r->graph;
+    g_autofree int64_t *count = g_new0(int64_t, r->n_types);
+    g_autofree int64_t *bytes = g_new0(int64_t, r->n_types);
+    for (uint32_t v = 1; v < g->n; v++) {
+        count[g->type_ids[v]]++;
+        bytes[g->type_ids[v]] += (int64_t)g->sizes[v]; /* the loader bounds their total */
+    }
+    return retention_counts_keep(db, g->info.snapshot, r->n_types, count, bytes, error);
+}
+
+gboolean retention_store(retention *r, sqlite3 *db, query_progress *progress, GError **error)
+{
+    (void)progress;
     char *errmsg = NULL;
+    const int64_t snapshot = r->graph->info.snapshot;
     /* Stored already (leaks computes the last snapshot's tree for its holders every time):
-     * nothing to keep, and the file's rows need no copy into TEMP tables. */
+     * nothing to keep. */
     gboolean stored = FALSE;
-    if (!retention_is_stored(db, r->graph->info.snapshot, &stored, error))
+    if (!retention_is_stored(db, snapshot, &stored, error))
         return FALSE;
     if (stored)
         return TRUE;
-    /* TEMP tables of the read-only connection, the same names: retention_commit copies them into
-     * the file once the command has read everything it needs */
-    gboolean in_file = FALSE; /* the file has the tables (other snapshots): TEMP ones hide them */
-    int64_t exists = 0;
-    if (!query_db_int(db, "SELECT COUNT(*) FROM main.sqlite_schema WHERE name = 'retention'",
-                      &exists, error))
-        return FALSE;
-    in_file = exists > 0;
-    int64_t in_temp = 0;
-    if (!query_db_int(db, "SELECT COUNT(*) FROM temp.sqlite_schema WHERE name = 'retention'",
+    /* The summary and the rows per type into TEMP tables of the read-only connection, the same
+     * names (the file's rows copied in: TEMP tables hide the file's); the rows per object stay
+     * in memory until retention_commit writes them into the file once the command has read
+     * everything it needs. */
+    int64_t in_file = 0, in_temp = 0;
+    if (!query_db_int(db,
+                      "SELECT COUNT(*) FROM main.sqlite_schema WHERE name = 'retention_snapshots'",
+                      &in_file, error) ||
+        !query_db_int(db,
+                      "SELECT COUNT(*) FROM temp.sqlite_schema WHERE name = 'retention_snapshots'",
                       &in_temp, error))
         return FALSE;
-    if (sqlite3_exec(db, "BEGIN; " RETENTION_TABLES("TEMP ", "temp."), NULL, NULL, &errmsg) !=
-            SQLITE_OK ||
+    if (sqlite3_exec(db, "BEGIN; " SUMMARY_TABLES("TEMP "), NULL, NULL, &errmsg) != SQLITE_OK ||
         (in_file && !in_temp &&
          sqlite3_exec(db,
                       "INSERT OR IGNORE INTO temp.retention_snapshots"
                       " SELECT * FROM main.retention_snapshots;"
-                      "INSERT OR IGNORE INTO temp.retention SELECT * FROM main.retention;"
                       "INSERT OR IGNORE INTO temp.retention_types"
                       " SELECT * FROM main.retention_types;",
                       NULL, NULL, &errmsg) != SQLITE_OK)) {
@@ -934,12 +1010,15 @@ gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progre
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return FALSE;
     }
-    if (!retention_is_stored(db, r->graph->info.snapshot, &stored, error) ||
-        (!stored && !rows_write(r, db, progress, error))) {
+    if (!summary_write(r, db, "temp", error)) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         return FALSE;
     }
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    if (!counts_keep_from(r, db, error))
+        return FALSE;
+    r->refs++;
+    g_ptr_array_add(pending_list(db, TRUE), r);
     return TRUE;
 }
 
@@ -948,14 +1027,17 @@ gboolean retention_commit(sqlite3 *db, const char *path, query_progress *progres
 {
     if (note)
         *note = NULL;
-    g_autoptr(GArray) pending = pending_snapshots(db, error);
+    GPtrArray *pending = pending_list(db, FALSE);
     gboolean counts = FALSE;
-    if (!pending || !counts_pending(db, &counts, error))
+    if (!counts_pending(db, &counts, error))
         return FALSE;
-    if (pending->len == 0 && !counts)
+    if ((!pending || pending->len == 0) && !counts)
         return TRUE;
     g_autofree char *reason = file_unwritable_reason(db, path);
-    if (!reason && file_store(db, pending, counts, path, progress, &reason, error))
+    gboolean ok = !reason && file_store(db, pending, counts, path, progress, &reason, error);
+    if (pending) /* written, or not to be: their rows are in the file or nowhere */
+        g_ptr_array_set_size(pending, 0);
+    if (ok)
         return TRUE;
     if (!reason)
         return FALSE;
@@ -974,6 +1056,20 @@ gboolean retention_ensure(sqlite3 *db, const snapshot_info *info, query_progress
         return TRUE;
     g_autoptr(retention) r = retention_compute(db, info, progress, error);
     return r && retention_store(r, db, progress, error);
+}
+
+retention *retention_get(sqlite3 *db, const snapshot_info *info, query_progress *progress,
+                         GError **error)
+{
+    retention *r = pending_find(db, info->snapshot);
+    if (r) {
+        r->refs++;
+        return r;
+    }
+    r = retention_compute(db, info, progress, error);
+    if (r && !retention_store(r, db, progress, error))
+        g_clear_pointer(&r, retention_free);
+    return r;
 }
 
 /* The type most of `object_id`'s references point to, when more than half of them do (0: none;
@@ -1079,10 +1175,89 @@ static gboolean large_enough(sqlite3 *db, int64_t snapshot, uint64_t top, gboole
     return ok;
 }
 
+/* Whether node a of `r` ranks before node b among the largest retainers: more retained bytes,
+ * then the lower id (nodes are in id order). */
+static inline gboolean top_before(const uint64_t *rb, uint32_t a, uint32_t b)
+{
+    return rb[a] > rb[b] || (rb[a] == rb[b] && a < b);
+}
+
+/* Moves heap[i] down the heap of `n` nodes whose root is the one ranking last. */
+static void top_sift_down(const uint64_t *rb, uint32_t *heap, size_t n, size_t i)
+{
+    for (;;) {
+        size_t last = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && top_before(rb, heap[last], heap[l]))
+            last = l;
+        if (r < n && top_before(rb, heap[last], heap[r]))
+            last = r;
+        if (last == i)
+            return;
+        uint32_t t = heap[i];
+        heap[i] = heap[last];
+        heap[last] = t;
+        i = last;
+    }
+}
+
+/* retention_top_objects of a retention this command computed: the same rows, from its arrays
+ * (a heap of the `top` best while passing over the reachable nodes once). */
+static GArray *top_objects_pending(sqlite3 *db, const retention *r, uint64_t top,
+                                   GError **error)
+{
+    const snapshot_graph *g = r->graph;
+    const uint32_t *idom = an_domtree_idoms(r->tree);
+    const uint64_t *rb = an_domtree_retained_bytes(r->tree);
+    const uint32_t *rc = an_domtree_retained_counts(r->tree);
+    size_t k = (size_t)MIN(top, (uint64_t)an_domtree_reachable(r->tree) - 1), n = 0;
+    g_autofree uint32_t *heap = g_new(uint32_t, MAX(k, 1));
+    for (uint32_t v = 1; v < g->n && k > 0; v++) {
+        if (idom[v] == AN_NONE) /* unreachable: no row */
+            continue;
+        if (n < k) {
+            heap[n++] = v;
+            for (size_t i = n - 1; i > 0 && top_before(rb, heap[(i - 1) / 2], heap[i]);
+                 i = (i - 1) / 2) {
+                uint32_t t = heap[i];
+                heap[i] = heap[(i - 1) / 2];
+                heap[(i - 1) / 2] = t;
+            }
+        } else if (top_before(rb, v, heap[0])) {
+            heap[0] = v;
+            top_sift_down(rb, heap, n, 0);
+        }
+    }
+    GArray *objects = g_array_sized_new(FALSE, FALSE, sizeof(retention_object), (guint)n);
+    g_array_set_size(objects, (guint)n);
+    for (size_t i = n; i > 0; i--) { /* the last-ranking node leaves the heap first */
+        uint32_t v = heap[0];
+        heap[0] = heap[i - 1];
+        top_sift_down(rb, heap, i - 1, 0);
+        g_array_index(objects, retention_object, i - 1) = (retention_object){
+            .object = (int64_t)g->ids[v],
+            .type_id = g->type_ids[v],
+            .shallow_bytes = (int64_t)g->sizes[v],
+            .retained_bytes = (int64_t)rb[v],
+            .retained_count = rc[v],
+        };
+    }
+    for (guint i = 0; i < objects->len; i++) {
+        retention_object *o = &g_array_index(objects, retention_object, i);
+        if (!retention_element_type(db, g->info.snapshot, o->object, &o->element_type_id, error)) {
+            g_array_unref(objects);
+            return NULL;
+        }
+    }
+    return objects;
+}
+
 GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error)
 {
     gboolean large = FALSE, row = FALSE;
     GArray *objects = NULL;
+    const retention *pending = pending_find(db, snapshot);
+    if (pending)
+        return top_objects_pending(db, pending, top, error);
     if (!large_enough(db, snapshot, top, &large, error))
         return NULL;
     sqlite3_stmt *stmt = query_db_prepare(
@@ -1110,6 +1285,42 @@ GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GErro
     if (error && *error)
         g_clear_pointer(&objects, g_array_unref);
     return objects;
+}
+
+gboolean retention_largest_instance(sqlite3 *db, int64_t snapshot, uint32_t type_id,
+                                    int64_t *object, GError **error)
+{
+    gboolean row = FALSE;
+    *object = 0;
+    const retention *r = pending_find(db, snapshot);
+    if (r) { /* the first of the most retaining: ids ascend with the nodes */
+        const snapshot_graph *g = r->graph;
+        const uint32_t *idom = an_domtree_idoms(r->tree);
+        const uint64_t *rb = an_domtree_retained_bytes(r->tree);
+        uint32_t best = AN_NONE;
+        for (uint32_t v = 1; v < g->n; v++)
+            if (g->type_ids[v] == type_id && idom[v] != AN_NONE &&
+                (best == AN_NONE || rb[v] > rb[best]))
+                best = v;
+        if (best != AN_NONE)
+            *object = (int64_t)g->ids[best];
+        return TRUE;
+    }
+    sqlite3_stmt *stmt =
+        query_db_prepare(db,
+                         "SELECT r.object_id FROM retention r JOIN objects o ON o.id = r.object_id"
+                         " WHERE r.snapshot = ?1 AND o.type_id = ?2"
+                         " ORDER BY r.retained_bytes DESC, r.object_id LIMIT 1",
+                         error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, type_id);
+    gboolean ok = query_db_step(stmt, &row, error);
+    if (ok && row)
+        *object = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return ok;
 }
 
 json_t *retention_object_json(const retention_object *o, const snapshot_types *types)

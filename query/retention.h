@@ -1,20 +1,22 @@
 /* retention.h — retained sizes of a heap snapshot: computed once, stored in the recording.
  *
  *   retention_compute   snapshot_graph_load (forward) -> an_domtree_compute -> per-type sums
- *   retention_store     the results into the tables retention_snapshots, retention and
- *                       retention_types (store/SCHEMA.md, "Retention"), created on first use
+ *   retention_store     kept for the command (see below) until retention_commit writes it into
+ *                       the tables retention_snapshots, retention and retention_types
+ *                       (store/SCHEMA.md, "Retention"), created on first use
  *   retention_ensure    both, unless the tables already hold the snapshot
  *   retention_commit    what was stored, into the file: last, after every read
  *
- * The recording is otherwise read-only for queries. Storing puts the rows into TEMP tables of
- * the same names on the command's own connection, which then sees them. A command writes them
- * into the file last, when it has read everything it needs (so that it never fails after
- * changing the file): retention_commit opens a second, read-write connection, checks the file
- * (PRAGMA quick_check: a damaged file is never written), and copies everything in one
- * transaction (the tables, their views, the rows); any failure rolls it back. When the file
- * cannot be written — a read-only file or directory, or a recording whose writer is still running
- * (run.status 'recording') — the command works the same, the next one computes again, and a note
- * says why.
+ * The recording is otherwise read-only for queries. Storing puts the summary and the rows per
+ * type into TEMP tables of the same names on the command's own connection, which then sees them,
+ * and keeps the rows per object in memory (retention_top_objects and
+ * retention_largest_instance read them there). A command writes them into the file last, when it
+ * has read everything it needs (so that it never fails after changing the file): retention_commit
+ * opens a second, read-write connection, checks the file (PRAGMA quick_check: a damaged file is
+ * never written), and writes everything in one transaction, the rows per object straight from
+ * the arrays; any failure rolls it back. When the file cannot be written — a read-only file or
+ * directory, or a recording whose writer is still running (run.status 'recording') — the command
+ * works the same, the next one computes again, and a note says why.
  *
  * Errors: GError ** last, one line. Single-threaded.
  */
@@ -34,7 +36,8 @@ typedef struct retention retention;
 /* Loads the snapshot and computes its dominator tree, retained sizes per object and per type. */
 retention *retention_compute(sqlite3 *db, const snapshot_info *info, query_progress *progress,
                              GError **error);
-void retention_free(retention *r); /* accepts NULL */
+/* Drops a reference (retention_store keeps one until retention_commit); accepts NULL. */
+void retention_free(retention *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(retention, retention_free)
 
 /* Borrowed from `r`: the forward graph of the snapshot and its dominator tree (node indexes of
@@ -54,10 +57,12 @@ const uint64_t *retention_type_retained_counts(const retention *r);
  * hold snapshot `snapshot`. */
 gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GError **error);
 
-/* Stores `r` into TEMP tables of `db`, the command's read-only connection, which sees the rows
- * afterwards (see above); retention_commit writes them into the file and tells if it cannot. */
-gboolean retention_store(const retention *r, sqlite3 *db, query_progress *progress,
-                         GError **error);
+/* Keeps `r` for the command on `db`, its read-only connection (see above: the summary and rows
+ * per type in TEMP tables, a reference to `r` for the rows per object, and its objects and bytes
+ * per type as retention_counts_keep keeps them: leaks' series need not count this snapshot);
+ * retention_commit writes them into the file and tells if it cannot. Nothing when the
+ * snapshot's retained sizes are stored already. */
+gboolean retention_store(retention *r, sqlite3 *db, query_progress *progress, GError **error);
 
 /* Objects and bytes per type of one snapshot (leaks' series), as computed once and stored:
  * added into count[type] and bytes[type] (n_types each; a type id beyond them is counted as
@@ -72,6 +77,11 @@ gboolean retention_counts_keep(sqlite3 *db, int64_t snapshot, uint32_t n_types,
 /* retention_is_stored, else retention_compute and retention_store. */
 gboolean retention_ensure(sqlite3 *db, const snapshot_info *info, query_progress *progress,
                           GError **error);
+/* The snapshot's graph, dominator tree and sums (a reference: retention_free it): the ones this
+ * command computed and keeps, else computed now and kept (retention_store). `leaks` needs the
+ * last snapshot's tree whether stored or not; `report` computed it just before. */
+retention *retention_get(sqlite3 *db, const snapshot_info *info, query_progress *progress,
+                         GError **error);
 
 /* Writes the rows stored by this command into the file at `path` in one transaction, after
  * checking the file; call it last. TRUE when written or nothing was pending; TRUE with a new
@@ -99,6 +109,10 @@ typedef struct retention_object {
  * lower id), as retention_object; the partial index retention_large serves them when at least
  * `top` objects retain 64 KiB or more, a scan otherwise. NULL on error. */
 GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error);
+/* The reachable instance of type `type_id` (not 0) that retains the most in snapshot `snapshot`
+ * (ties: the lower id), after retention_ensure: *object its id, 0 when none is reachable. */
+gboolean retention_largest_instance(sqlite3 *db, int64_t snapshot, uint32_t type_id,
+                                    int64_t *object, GError **error);
 /* One row of `heaplens retention --json` (by object):
  * {"object","type","element_type","retained_bytes","retained_count","shallow_bytes"}. */
 json_t *retention_object_json(const retention_object *o, const snapshot_types *types);

@@ -341,26 +341,13 @@ static gboolean largest_instance(sqlite3 *db, const snapshot_info *info, uint32_
     sqlite3_stmt *stmt = NULL;
     *object = 0;
     *unreachable = 0;
-    if (!retention_ensure(db, info, progress, error))
+    if (!retention_ensure(db, info, progress, error) ||
+        !retention_largest_instance(db, info->snapshot, type_id, object, error))
         goto out;
-    stmt =
-        query_db_prepare(db,
-                         "SELECT r.object_id FROM retention r JOIN objects o ON o.id = r.object_id"
-                         " WHERE r.snapshot = ?1 AND o.type_id = ?2"
-                         " ORDER BY r.retained_bytes DESC, r.object_id LIMIT 1",
-                         error);
-    if (!stmt)
-        goto out;
-    sqlite3_bind_int64(stmt, 1, info->snapshot);
-    sqlite3_bind_int64(stmt, 2, type_id);
-    if (!query_db_step(stmt, &row, error))
-        goto out;
-    if (row) {
-        *object = sqlite3_column_int64(stmt, 0);
+    if (*object) {
         ok = TRUE;
         goto out;
     }
-    sqlite3_finalize(stmt);
     stmt = query_db_prepare(db,
                             "SELECT COUNT(*) FROM snapshot_objects so JOIN objects o"
                             " ON o.id = so.object_id WHERE so.snapshot = ?1 AND o.type_id = ?2",

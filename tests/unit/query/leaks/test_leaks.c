@@ -421,6 +421,69 @@ static void case_retention_objects(void)
               4);
 }
 
+/* The rows per object a command computed are read from its arrays until they are written:
+ * the first run (arrays) and the second (the file's rows) answer alike. What retention computed
+ * is reused: its snapshot's objects per type (leaks' series) are stored with it, equal to what
+ * leaks counts itself, and the report computes the last snapshot's dominator tree once for the
+ * largest retainers and the leak holders (twice before). */
+static void case_retention_reuse(void)
+{
+    const char *const commands[][8] = {
+        {"retention", "u1.db", "--top", "30", "--json", NULL},
+        {"retention", "u1.db", "--top", "3", NULL},
+        {"roots", "u1.db", "--type", "App.Leak", "--json", NULL},
+    };
+    for (size_t c = 0; c < G_N_ELEMENTS(commands); c++) {
+        file_copy("graph.db", "u1.db");
+        run_result first = run_in(heaplens, workdir, commands[c]);
+        run_result again = run_in(heaplens, workdir, commands[c]);
+        CHECK_INT(first.status, 0);
+        CHECK_INT(again.status, 0);
+        CHECK_STR(first.out, again.out);
+        CHECK(strlen(first.out) > 100);
+        run_result_release(&first);
+        run_result_release(&again);
+    }
+
+    file_copy("graph.db", "u2.db");
+    file_copy("graph.db", "u3.db");
+    EXPECT(RUN("retention", "u2.db", "--json", "--top", "1"), 0, NULL, "");
+    EXPECT(RUN("leaks", "u3.db", "--json"), 0, NULL, "");
+    const char *counts = "SELECT count(*) || ':' || sum(count) || ':' || sum(bytes) || ':' ||"
+                         " sum(type_id * count) FROM snapshot_type_counts WHERE snapshot = 4";
+    g_autofree char *by_retention = NULL, *by_leaks = NULL;
+    {
+        g_autofree char *a = fixture_path("u2.db"), *b = fixture_path("u3.db");
+        sqlite3 *db = NULL;
+        sqlite3_stmt *stmt = NULL;
+        for (int i = 0; i < 2; i++) {
+            if (sqlite3_open_v2(i ? b : a, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+                sqlite3_prepare_v2(db, counts, -1, &stmt, NULL) == SQLITE_OK &&
+                sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0))
+                *(i ? &by_leaks : &by_retention) =
+                    g_strdup((const char *)sqlite3_column_text(stmt, 0));
+            sqlite3_finalize(stmt);
+            sqlite3_close(db);
+            stmt = NULL;
+            db = NULL;
+        }
+    }
+    CHECK(by_retention != NULL && by_leaks != NULL);
+    if (by_retention && by_leaks)
+        CHECK_STR(by_retention, by_leaks);
+    CHECK_INT(sql_int("u2.db", "SELECT sum(count) FROM snapshot_type_counts WHERE snapshot = 4"),
+              sql_int("u2.db", "SELECT objects FROM snapshots WHERE snapshot = 4"));
+
+    file_copy("graph.db", "u4.db");
+    run_result r = RUN("report", "u4.db", "--json", "-o", "/dev/null", "--progress");
+    CHECK_INT(r.status, 0);
+    int trees = 0;
+    for (const char *p = r.err; (p = strstr(p, "report: computing dominators")); p++)
+        trees++;
+    CHECK_INT(trees, 2); /* snapshot 4 (retainers, holders) and 1 (the series' first) */
+    run_result_release(&r);
+}
+
 /* Loading a snapshot on two threads (the default) and on one (HEAPLENS_THREADS=1) gives the
  * same results and the same stored rows. */
 static void case_retention_one_thread(void)
@@ -1209,6 +1272,7 @@ static const cli_test_case cases[] = {
     {"retention_text", case_retention_text},
     {"retention_refs_text", case_retention_refs_text},
     {"retention_readonly", case_retention_readonly},
+    {"retention_reuse", case_retention_reuse},
     {"roots_object", case_roots_object},
     {"roots_named", case_roots_named},
     {"roots_all", case_roots_all},
