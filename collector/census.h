@@ -26,6 +26,7 @@
 #ifndef HEAPLENS_CENSUS_H
 #define HEAPLENS_CENSUS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,21 +41,51 @@ typedef struct hl_census_count {
     uint64_t count, bytes;
 } hl_census_count;
 
+/* One walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed by
+ * the method table's address, cleared at every walk. The walk finds an object's slot at the
+ * first probe almost always, also in a program with thousands of types interleaved (a
+ * 256-slot direct-mapped cache thrashed there: 10-28 ns per object). The free objects' method
+ * table has a slot like any other, never reported. check_at: an object of a method table not
+ * yet checked against the runtime, found by a thread that may not ask it (checked after the
+ * walk); 0 when checked. */
+typedef struct hl_census_table {
+    struct hl_census_type { uint64_t mt, count, bytes, check_at; } *types;
+    size_t cap, n; /* cap: a power of 2 */
+} hl_census_table;
+
+/* A part of one gen0 range, walked as one lane: a whole range, or one cut at an object found
+ * by its method table (trusted false until the lane before it lands on it: census.c,
+ * "Splitting"). */
+typedef struct hl_census_piece {
+    uint64_t start, end;
+    bool trusted;
+} hl_census_piece;
+
+typedef struct hl_census_helper hl_census_helper; /* a walking thread of our own (census.c) */
+
 typedef struct hl_census {
     bool on;               /* sampled mode, and no layout surprise so far */
     bool broken;           /* a size differed from GetObjectSize2: off for the run */
     uint64_t free_mt;      /* the free objects' method table, 0 until learned */
     hl_u64map checked;     /* method tables whose size was checked against the runtime */
-    /* This walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed
-     * by the method table's address, cleared at every walk. The walk finds an object's slot at
-     * the first probe almost always, also in a program with thousands of types interleaved (a
-     * 256-slot direct-mapped cache thrashed there: 10-28 ns per object). The free objects'
-     * method table has a slot like any other, never reported. */
-    struct hl_census_type { uint64_t mt, count, bytes; } *types;
-    size_t types_cap, n_types; /* types_cap: a power of 2 */
+    hl_census_table tab;   /* this walk's counts (the GC thread's, the helpers' added) */
     uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
     size_t n_old, cap_old;
     bool old_valid;        /* `old` describes the previous GC's end */
+    /* The walk's pieces, taken one at a time by every walking thread (next_piece). */
+    hl_census_piece *pieces;
+    size_t n_pieces, cap_pieces;
+    _Atomic size_t next_piece;
+    _Atomic bool failed;   /* a thread's lane did not parse (or a cut was wrong): walk again */
+    unsigned threads;      /* threads that may walk: this one and helpers (online CPUs, at most
+                            * 8, or HEAPLENS_CENSUS_THREADS) */
+    uint64_t piece_min;    /* no piece cut shorter (bytes); a thread per CENSUS_LANES of them */
+    hl_census_helper *helpers;
+    unsigned n_helpers;
+    bool helpers_failed;   /* pthread_create failed once: the GC thread walks alone */
+    unsigned helpers_skip, helpers_backoff; /* walks left alone after one waited for helpers */
+    /* walks cut into pieces; redone whole on one thread; that waited for a helper */
+    uint64_t walks_split, walks_redone, walks_waited;
 } hl_census;
 
 void hl_census_init(hl_census *s, bool on);
