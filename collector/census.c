@@ -668,8 +668,8 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
     return r;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+static int piece_cmp(const void *a, const void *b) {
+    uint64_t x = ((const hl_census_piece *)a)->start, y = ((const hl_census_piece *)b)->start;
     return x < y ? -1 : x > y;
 }
 
@@ -682,11 +682,19 @@ uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_r
     s->old_valid = false;
     if (!after)
         return hl_now_ns() - t0;
-    /* On this thread, uncut: gen0 after a GC holds only what it did not promote. */
-    if (!types_clear(&s->tab) || !pieces_build(s, after, n_after, 0) ||
-        !walk_pieces(s, &s->tab, info, false))
-        return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */
-    qsort(s->old, s->n_old, sizeof *s->old, u64_cmp);
+    /* On this thread, uncut: gen0 after a GC holds only what it did not promote (AllocBench:
+     * 16,000 objects of 380,000, every GC). The ranges in address order, each walked alone,
+     * append the addresses already sorted (the four lanes interleaved them, and sorting them
+     * took most of the 280 us this step took there). */
+    if (!types_clear(&s->tab) || !pieces_build(s, after, n_after, 0))
+        return hl_now_ns() - t0;
+    qsort(s->pieces, s->n_pieces, sizeof *s->pieces, piece_cmp);
+    for (size_t i = 0; i < s->n_pieces; i++) {
+        lane l;
+        lane_start(s, &l, &s->pieces[i], false);
+        if (!lane_finish(s, &s->tab, info, &l, false))
+            return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */
+    }
     s->old_valid = true;
     return hl_now_ns() - t0;
 }

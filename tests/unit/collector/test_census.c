@@ -169,6 +169,15 @@ int main(void) {
     CHECK_INT(s.n_old, want_nodes + want_chars + n_remembered);
     for (size_t i = 1; i < s.n_old; i++)
         CHECK(s.old[i - 1] < s.old[i]);
+    /* The runtime lists regions in no address order: remembered sorted all the same. */
+    hm_gen_range reversed[8];
+    for (size_t i = 0; i < n_regions; i++)
+        reversed[i] = regions[n_regions - 1 - i];
+    hl_census_remember(&s, INFO, reversed, n_regions);
+    CHECK(s.old_valid);
+    CHECK_INT(s.n_old, want_nodes + want_chars + n_remembered);
+    for (size_t i = 1; i < s.n_old; i++)
+        CHECK(s.old[i - 1] < s.old[i]);
     /* A range that ends inside an object (the fifth gen0 one): not exact. */
     regions[5].length -= 8;
     s.old_valid = true;
