@@ -56,6 +56,7 @@ static unsigned census_threads(void) {
  * CENSUS_LANES pieces (ranges, or parts of them) in one loop overlaps their waits
  * (bench_census: 3.7 -> 2.5 ns per object). */
 #define CENSUS_LANES 4
+#define CENSUS_PREFETCH 1024
 /* No piece is cut shorter than this, and a thread joins the walk per CENSUS_LANES such
  * pieces of gen0: waking one costs some microseconds, 256 KiB of objects take ~20 us. */
 /* Pieces per lane when cutting: lanes that end at different times leave the last ones to
@@ -305,6 +306,11 @@ __attribute__((always_inline)) static inline bool lane_step(hl_census *s, hl_cen
     uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
     if (__builtin_expect(!mt, 0))
         return false;
+    /* Gen0 is larger than L2: each lane's next header would come from L3 or memory, and the
+     * hardware's prefetch stops at every 4 KiB page. Asking for the line CENSUS_PREFETCH bytes
+     * ahead in the lane's own stream (a prefetch never faults past the range's end) took
+     * AllocBench's census from 1,012 to 934 us per GC (p50, 3 runs each). */
+    __builtin_prefetch((const void *)(uintptr_t)(at + CENSUS_PREFETCH), 0, 3);
     struct hl_census_type *slot = &t->types[type_home(t, mt)];
     /* A piece not yet trusted reads only method tables known before the walk: its start may
      * be a word that only looked like an object's (see "Splitting"). */
