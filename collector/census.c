@@ -506,7 +506,11 @@ static void *helper_main(void *arg) {
         if (!atomic_compare_exchange_strong_explicit(&h->state, &wake, HELPER_RUN,
                                                      memory_order_acquire, memory_order_acquire))
             continue; /* cancelled: every piece was walked without us */
-        if (!types_clear(&h->tab) || !walk_pieces(s, &h->tab, NULL, true))
+        /* Late (scheduled after the others took most pieces): its lanes would take the last
+         * pieces at once and leave the GC thread waiting for them; it takes none. */
+        size_t taken = atomic_load_explicit(&s->next_piece, memory_order_relaxed);
+        if (!types_clear(&h->tab) ||
+            (taken + 2 * CENSUS_LANES <= s->n_pieces && !walk_pieces(s, &h->tab, NULL, true)))
             atomic_store_explicit(&s->failed, true, memory_order_relaxed);
         atomic_store_explicit(&h->state, HELPER_DONE, memory_order_release);
         futex_wake(&h->state);
