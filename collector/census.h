@@ -12,17 +12,30 @@
  *     GetClassFromObject gives ClassID 0 for one) and the objects remembered from the previous
  *     GC, and count per ClassID (= the method table): objects and bytes.
  *   GC thread, GarbageCollectionFinished: remember the addresses of the objects in gen0 after
- *     the GC (sorted), to skip at the next walk. Nothing moves between the two callbacks.
+ *     the GC (range by range in address order: sorted), to skip at the next walk. Nothing
+ *     moves between the two callbacks.
  * The first time a method table is seen, its computed size is checked against GetObjectSize2:
  * a difference (a layout this code does not know) turns the census off for the run. No other
  * call into the runtime: per object the walk reads the header, the method table's two words
  * and an array's length, counts in the method table's slot of a hash table, and skips
- * remembered objects by a cursor; four gen0 ranges (regions) are walked side by side so that
- * their dependent loads overlap (collector/README.md, "The census", Cost).
+ * remembered objects by a cursor; four pieces of gen0 (regions) are walked side by side so that
+ * their dependent loads overlap, each prefetching ahead in its own stream.
+ * Helper threads: a gen0 of more than 1 MiB is shared with up to `threads` - 1 native threads
+ * of our own (started at the first such walk, all signals blocked, asleep on a futex between
+ * GCs), woken in the callback and waited for before it returns: ranges are cut into pieces
+ * (at an object found by its method table, proved by the lane before landing on it; a wrong
+ * cut makes the GC thread walk everything again alone) that every thread takes one at a time,
+ * counting into a table of its own, added after. A helper never calls the runtime: method
+ * tables it saw first are checked by the GC thread after the walk. A helper the scheduler has
+ * not run by the time every piece is taken is not waited for; a walk that waited for one
+ * longer than it walked makes the next walks go alone (1, 2, 4 ... 64 of them). See
+ * collector/README.md, "The census", Cost.
  * Not walked (the GC's census marked incomplete): a GC that starts while the runtime is not
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
  * were lost. A GC the runtime runs without GarbageCollectionStarted leaves its objects in gen0
- * (counted by the next walk) or promotes them unseen (lost to the census). */
+ * (counted by the next walk) or promotes them unseen (lost to the census).
+ * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default the CPUs
+ * this process may run on, at most 8. */
 #ifndef HEAPLENS_CENSUS_H
 #define HEAPLENS_CENSUS_H
 
@@ -89,6 +102,7 @@ typedef struct hl_census {
 } hl_census;
 
 void hl_census_init(hl_census *s, bool on);
+/* Stops and joins the helper threads, frees everything. */
 void hl_census_release(hl_census *s);
 
 /* The result of one walk, handed to the GC's capture. */
