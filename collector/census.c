@@ -1,5 +1,6 @@
-/* census.c — see census.h. Runs inside GC callbacks on a GC thread (runtime suspended): no lock,
- * no I/O; hl_mem_* allocation as gc_capture.c explains. */
+/* census.c — see census.h. Runs inside GC callbacks on a GC thread (runtime suspended), and on
+ * helper threads of its own that this thread wakes and waits for (a futex each): no lock, no
+ * I/O; hl_mem_* allocation as gc_capture.c explains. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "collector/census.h"
 #include "collector/collector.h"
@@ -56,15 +57,16 @@ static unsigned census_threads(void) {
  * CENSUS_LANES pieces (ranges, or parts of them) in one loop overlaps their waits
  * (bench_census: 3.7 -> 2.5 ns per object). */
 #define CENSUS_LANES 4
+/* How far ahead each lane prefetches (lane_step). */
 #define CENSUS_PREFETCH 1024
-/* No piece is cut shorter than this, and a thread joins the walk per CENSUS_LANES such
- * pieces of gen0: waking one costs some microseconds, 256 KiB of objects take ~20 us. */
 /* Pieces per lane when cutting: lanes that end at different times leave the last ones to
  * finish alone, and threads take pieces until none is left, so smaller pieces share the work
  * more evenly; but on AllocBench's real gen0 (four 4 MiB regions) one thread walked cut
  * regions 10% slower than whole ones (bench_census, in the caches, says the opposite), so a
  * thread alone cuts only a heap of fewer ranges than lanes (segments). */
 #define PIECES_PER_LANE 2
+/* No piece is cut shorter than this, and a thread joins the walk per CENSUS_LANES such
+ * pieces of gen0: waking one costs some microseconds, 256 KiB of objects take ~15 us. */
 #define CENSUS_PIECE_MIN ((uint64_t)256 << 10)
 
 void hl_census_init(hl_census *s, bool on) {
