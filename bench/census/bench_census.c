@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
     }
     memset(evict, 1, evict_size);
     /* TYPES classes' method tables, laid out as the loader heaps do (a few dozen bytes apart). */
-    fake_mt *many = aligned_alloc(64, n_types * sizeof *many);
+    fake_mt *many = aligned_alloc(64, (n_types * sizeof *many + 63) & ~(size_t)63); /* C11: a multiple */
     for (size_t k = 0; k < n_types; k++)
         many[k] = (fake_mt){0, (uint32_t)(24 + 8 * (k % 8)), {0}};
     uint64_t rng = 88172645463325252ull;
