@@ -68,6 +68,8 @@ static unsigned census_threads(void) {
 /* No piece is cut shorter than this, and a thread joins the walk per CENSUS_LANES such
  * pieces of gen0: waking one costs some microseconds, 256 KiB of objects take ~15 us. */
 #define CENSUS_PIECE_MIN ((uint64_t)256 << 10)
+/* Walks between two tries of the kind (alone, with helpers) that paused more lately. */
+#define CENSUS_RETRY 16
 
 void hl_census_init(hl_census *s, bool on) {
     memset(s, 0, sizeof *s);
@@ -589,9 +591,22 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     unsigned threads = s->threads;
     if (per_thread && total / per_thread < threads)
         threads = total / per_thread > 1 ? (unsigned)(total / per_thread) : 1;
-    if (threads > 1 && s->helpers_skip) { /* see below */
-        s->helpers_skip--;
-        threads = 1;
+    /* Alone or with the helpers: whichever paused less per MiB of gen0 lately (an average
+     * over the last walks of each kind). On a loaded machine a helper seldom gets a core
+     * inside the pause, and one that shares the GC thread's core, or takes pieces and then
+     * loses its CPU, makes the pause longer than walking alone; on an idle one it nearly
+     * halves it. Every CENSUS_RETRY-th walk tries the other kind, so a change of load is
+     * noticed. */
+    int helped = -1; /* -1: too small a gen0 for helpers; else 0 alone, 1 with them */
+    if (threads > 1) {
+        const uint64_t *per = s->pause_per_mib;
+        helped = !per[1] ? 1 : !per[0] ? 0 : per[1] <= per[0];
+        if (per[0] && per[1] && ++s->since_retry >= CENSUS_RETRY) {
+            helped = !helped;
+            s->since_retry = 0;
+        }
+        if (!helped)
+            threads = 1;
     }
     if (threads > 1 && !helpers_start(s))
         threads = 1;
@@ -617,21 +632,12 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     /* Several threads: none asks the runtime (the GC thread classifies after them). */
     uint64_t t0 = hl_now_ns();
     bool ok = walk_pieces(s, &s->tab, threads > 1 ? NULL : info, true);
-    uint64_t t1 = hl_now_ns();
     ok = helpers_join(s, threads - 1) && ok && !atomic_load(&s->failed);
-    /* A helper that took pieces and then lost its CPU (a loaded machine) holds the pause until
-     * it runs again. Waiting for helpers longer than this thread walked says so: the next
-     * 1, 2, 4 ... 64 walks are done alone, until one with helpers waits no more. */
-    if (threads > 1) {
-        if (hl_now_ns() - t1 > t1 - t0) {
-            s->helpers_backoff = s->helpers_backoff ? s->helpers_backoff * 2 : 1;
-            if (s->helpers_backoff > 64)
-                s->helpers_backoff = 64;
-            s->helpers_skip = s->helpers_backoff;
-            s->walks_waited++;
-        } else {
-            s->helpers_backoff = 0;
-        }
+    if (helped >= 0 && ok && total) {
+        uint64_t per = (hl_now_ns() - t0) * ((uint64_t)1 << 20) / total + 1; /* 0: unknown */
+        uint64_t *avg = &s->pause_per_mib[helped];
+        *avg = *avg ? (*avg * 3 + per) / 4 : per;
+        s->walks_helped += threads > 1;
     }
     if (!ok && (cut || threads > 1)) {
         s->walks_redone++;

@@ -27,8 +27,8 @@
  * cut makes the GC thread walk everything again alone) that every thread takes one at a time,
  * counting into a table of its own, added after. A helper never calls the runtime: method
  * tables it saw first are checked by the GC thread after the walk. A helper the scheduler has
- * not run by the time every piece is taken is not waited for; a walk that waited for one
- * longer than it walked makes the next walks go alone (1, 2, 4 ... 64 of them). See
+ * not run by the time every piece is taken is not waited for, and a walk goes with helpers or
+ * alone, whichever paused less per MiB lately (the other tried every 16th walk). See
  * collector/README.md, "The census", Cost.
  * Not walked (the GC's census marked incomplete): a GC that starts while the runtime is not
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
@@ -96,9 +96,12 @@ typedef struct hl_census {
     hl_census_helper *helpers;
     unsigned n_helpers;
     bool helpers_failed;   /* pthread_create failed once: the GC thread walks alone */
-    unsigned helpers_skip, helpers_backoff; /* walks left alone after one waited for helpers */
-    /* walks cut into pieces; redone whole on one thread; that waited for a helper */
-    uint64_t walks_split, walks_redone, walks_waited;
+    /* The pause per MiB of gen0 lately, walking alone [0] and with helpers [1] (0: not yet),
+     * and the walks since the kind that paused more was last tried. */
+    uint64_t pause_per_mib[2];
+    unsigned since_retry;
+    /* walks cut into pieces; redone whole on one thread; walked with helpers */
+    uint64_t walks_split, walks_redone, walks_helped;
 } hl_census;
 
 void hl_census_init(hl_census *s, bool on);

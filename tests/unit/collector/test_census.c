@@ -66,6 +66,14 @@ static const hl_census_count *find(const hl_census_result *r, fake_mt *mt) {
     return NULL;
 }
 
+/* A walk with the helpers whatever the last walks took (the census otherwise walks alone when
+ * that paused less: its choice is timing, not what is tested here). */
+static hl_census_result walk_helped(hl_census *m, const hm_gen_range *ranges, size_t n) {
+    m->pause_per_mib[0] = UINT64_MAX / 4;
+    m->since_retry = 0;
+    return hl_census_walk(m, INFO, ranges, n);
+}
+
 int main(void) {
     vtbl[INFO_GetClassFromObject] = (clr_method)fake_class;
     vtbl[INFO_GetObjectSize2] = (clr_method)fake_size;
@@ -241,7 +249,7 @@ int main(void) {
     /* The first walk knows no method table: helpers walk whole ranges, the method tables they
      * saw first are checked after them (the free one learned). The second cuts. */
     for (int walk = 0; walk < 2; walk++) {
-        r = hl_census_walk(&m, INFO, two, 2);
+        r = walk_helped(&m, two, 2);
         CHECK(r.done);
         CHECK_INT(r.objects, want_node + want_chars_n);
         CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == want_node);
@@ -260,13 +268,32 @@ int main(void) {
     for (size_t i = 0; i < m.n_old; i += 2)
         m.old[kept++] = m.old[i];
     m.n_old = kept;
-    r = hl_census_walk(&m, INFO, two, 2);
+    r = walk_helped(&m, two, 2);
     CHECK(r.done);
     CHECK_INT(r.objects, want_node + want_chars_n - kept);
     hl_mem_free(r.counts);
     m.n_old = 0;
     m.old_valid = true;
     CHECK_INT(m.walks_split, 2);
+    CHECK_INT(m.walks_helped, 3);
+    /* Helpers that paused more per MiB lately than walking alone: the walks go alone, every
+     * 16th tries the helpers again. */
+    m.pause_per_mib[0] = 1;
+    m.pause_per_mib[1] = UINT64_MAX / 4;
+    m.since_retry = 0;
+    uint64_t helped_before = m.walks_helped;
+    for (int k = 0; k < 15; k++) {
+        r = hl_census_walk(&m, INFO, two, 2);
+        CHECK(r.done);
+        hl_mem_free(r.counts);
+        m.old_valid = true;
+    }
+    CHECK_INT(m.walks_helped, helped_before);
+    r = hl_census_walk(&m, INFO, two, 2);
+    CHECK(r.done && r.objects == want_node + want_chars_n);
+    hl_mem_free(r.counts);
+    m.old_valid = true;
+    CHECK_INT(m.walks_helped, helped_before + 1);
     CHECK_INT(m.walks_redone, 0);
     CHECK(m.n_pieces > 4);
 
@@ -282,7 +309,7 @@ int main(void) {
         put(&mt_node, 0);
     hm_gen_range tricky = gen0(fake_at);
     m.piece_min = 256;
-    r = hl_census_walk(&m, INFO, &tricky, 1);
+    r = walk_helped(&m, &tricky, 1);
     CHECK(r.done);
     CHECK_INT(r.objects, 21);
     CHECK(find(&r, &mt_bytes) && find(&r, &mt_bytes)->count == 1);
@@ -298,7 +325,7 @@ int main(void) {
         put(k == 50 ? &mt_odd : &mt_node, 0);
     hm_gen_range fresh = gen0(fresh_at);
     odd_runtime_size = 40;
-    r = hl_census_walk(&m, INFO, &fresh, 1);
+    r = walk_helped(&m, &fresh, 1);
     CHECK(r.done);
     CHECK(find(&r, &mt_odd) && find(&r, &mt_odd)->count == 1);
     CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 59);
@@ -316,7 +343,7 @@ int main(void) {
         put(k == 150 ? &mt_odd : &mt_node, 0);
     hm_gen_range late = gen0(0);
     odd_runtime_size = 48;
-    r = hl_census_walk(&m, INFO, &late, 1);
+    r = walk_helped(&m, &late, 1);
     CHECK(!r.done);
     CHECK(m.broken);
     CHECK_INT(m.n_helpers, 1);
