@@ -69,7 +69,7 @@ static unsigned census_threads(void) {
  * pieces of gen0: waking one costs some microseconds, 256 KiB of objects take ~15 us. */
 #define CENSUS_PIECE_MIN ((uint64_t)256 << 10)
 /* Walks between two tries of the kind (alone, with helpers) that paused more lately. */
-#define CENSUS_RETRY 16
+#define CENSUS_RETRY 8
 
 void hl_census_init(hl_census *s, bool on) {
     memset(s, 0, sizeof *s);
@@ -579,6 +579,21 @@ static bool helpers_join(hl_census *s, unsigned woken) {
 /* The counting walk of gen0 into s->tab: cut into pieces and spread over the helpers when gen0
  * is large enough, then done again whole on this thread if a cut was wrong. false when it does
  * not parse or memory runs out. */
+/* The median of the pauses per MiB remembered for one kind of walk (0 until one was), robust
+ * to a walk the scheduler stretched (preemption only adds). */
+static uint64_t pause_median(const uint64_t last[CENSUS_PAUSES]) {
+    uint64_t v[CENSUS_PAUSES];
+    size_t n = 0;
+    for (size_t i = 0; i < CENSUS_PAUSES; i++)
+        if (last[i]) {
+            size_t j = n++;
+            for (; j > 0 && v[j - 1] > last[i]; j--)
+                v[j] = v[j - 1];
+            v[j] = last[i];
+        }
+    return n ? v[n / 2] : 0;
+}
+
 static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *ranges, size_t n) {
     uint64_t total = 0;
     size_t n_gen0 = 0;
@@ -591,15 +606,15 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     unsigned threads = s->threads;
     if (per_thread && total / per_thread < threads)
         threads = total / per_thread > 1 ? (unsigned)(total / per_thread) : 1;
-    /* Alone or with the helpers: whichever paused less per MiB of gen0 lately (an average
-     * over the last walks of each kind). On a loaded machine a helper seldom gets a core
+    /* Alone or with the helpers: whichever paused less per MiB of gen0 lately (the median of
+     * the last CENSUS_PAUSES walks of each kind). On a loaded machine a helper seldom gets a core
      * inside the pause, and one that shares the GC thread's core, or takes pieces and then
      * loses its CPU, makes the pause longer than walking alone; on an idle one it nearly
      * halves it. Every CENSUS_RETRY-th walk tries the other kind, so a change of load is
      * noticed. */
     int helped = -1; /* -1: too small a gen0 for helpers; else 0 alone, 1 with them */
     if (threads > 1) {
-        const uint64_t *per = s->pause_per_mib;
+        uint64_t per[2] = {pause_median(s->pause_per_mib[0]), pause_median(s->pause_per_mib[1])};
         helped = !per[1] ? 1 : !per[0] ? 0 : per[1] <= per[0];
         if (per[0] && per[1] && ++s->since_retry >= CENSUS_RETRY) {
             helped = !helped;
@@ -634,9 +649,9 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     bool ok = walk_pieces(s, &s->tab, threads > 1 ? NULL : info, true);
     ok = helpers_join(s, threads - 1) && ok && !atomic_load(&s->failed);
     if (helped >= 0 && ok && total) {
-        uint64_t per = (hl_now_ns() - t0) * ((uint64_t)1 << 20) / total + 1; /* 0: unknown */
-        uint64_t *avg = &s->pause_per_mib[helped];
-        *avg = *avg ? (*avg * 3 + per) / 4 : per;
+        uint64_t *last = s->pause_per_mib[helped];
+        memmove(last + 1, last, (CENSUS_PAUSES - 1) * sizeof *last);
+        last[0] = (hl_now_ns() - t0) * ((uint64_t)1 << 20) / total + 1; /* 0: none */
         s->walks_helped += threads > 1;
     }
     if (!ok && (cut || threads > 1)) {

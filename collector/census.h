@@ -28,7 +28,8 @@
  * counting into a table of its own, added after. A helper never calls the runtime: method
  * tables it saw first are checked by the GC thread after the walk. A helper the scheduler has
  * not run by the time every piece is taken is not waited for, and a walk goes with helpers or
- * alone, whichever paused less per MiB lately (the other tried every 16th walk). See
+ * alone, whichever paused less per MiB lately (median of the last 5; the other tried every 8th
+ * walk). See
  * collector/README.md, "The census", Cost.
  * Not walked (the GC's census marked incomplete): a GC that starts while the runtime is not
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
@@ -96,9 +97,10 @@ typedef struct hl_census {
     hl_census_helper *helpers;
     unsigned n_helpers;
     bool helpers_failed;   /* pthread_create failed once: the GC thread walks alone */
-    /* The pause per MiB of gen0 lately, walking alone [0] and with helpers [1] (0: not yet),
-     * and the walks since the kind that paused more was last tried. */
-    uint64_t pause_per_mib[2];
+    /* The pause per MiB of gen0 of the last walks alone [0] and with helpers [1], newest
+     * first (0: none yet), and the walks since the kind that paused more was last tried. */
+#define CENSUS_PAUSES 5
+    uint64_t pause_per_mib[2][CENSUS_PAUSES];
     unsigned since_retry;
     /* walks cut into pieces; redone whole on one thread; walked with helpers */
     uint64_t walks_split, walks_redone, walks_helped;

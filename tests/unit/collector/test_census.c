@@ -69,7 +69,8 @@ static const hl_census_count *find(const hl_census_result *r, fake_mt *mt) {
 /* A walk with the helpers whatever the last walks took (the census otherwise walks alone when
  * that paused less: its choice is timing, not what is tested here). */
 static hl_census_result walk_helped(hl_census *m, const hm_gen_range *ranges, size_t n) {
-    m->pause_per_mib[0] = UINT64_MAX / 4;
+    for (size_t i = 0; i < CENSUS_PAUSES; i++)
+        m->pause_per_mib[0][i] = UINT64_MAX / 4;
     m->since_retry = 0;
     return hl_census_walk(m, INFO, ranges, n);
 }
@@ -277,12 +278,14 @@ int main(void) {
     CHECK_INT(m.walks_split, 2);
     CHECK_INT(m.walks_helped, 3);
     /* Helpers that paused more per MiB lately than walking alone: the walks go alone, every
-     * 16th tries the helpers again. */
-    m.pause_per_mib[0] = 1;
-    m.pause_per_mib[1] = UINT64_MAX / 4;
+     * 8th tries the helpers again. */
+    for (size_t i = 0; i < CENSUS_PAUSES; i++) {
+        m.pause_per_mib[0][i] = 1;
+        m.pause_per_mib[1][i] = UINT64_MAX / 4;
+    }
     m.since_retry = 0;
     uint64_t helped_before = m.walks_helped;
-    for (int k = 0; k < 15; k++) {
+    for (int k = 0; k < 7; k++) {
         r = hl_census_walk(&m, INFO, two, 2);
         CHECK(r.done);
         hl_mem_free(r.counts);
