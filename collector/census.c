@@ -35,8 +35,12 @@ uint64_t hl_census_object_size(const void *object) {
     return size;
 }
 
-/* Threads that walk, this one included: the CPUs this process may run on (at most
- * CENSUS_THREADS_MAX), or HEAPLENS_CENSUS_THREADS (1 to 64; tests and the benchmark). */
+/* Threads that walk, this one included: one less than the CPUs this process may run on (at
+ * most CENSUS_THREADS_MAX), or HEAPLENS_CENSUS_THREADS (1 to 64). One CPU is left to
+ * heaplens itself: the collector thread and the writer work on the previous GC while the next
+ * one pauses, and on this 2-core machine a helper made AllocBench's census slower even with
+ * the recording at nice -20 (p50 1,081-1,183 us against 956-1,012 alone), while bench_census
+ * with a CPU free for it (SCHED_FIFO) walked 1.8x faster. */
 #define CENSUS_THREADS_MAX 8
 static unsigned census_threads(void) {
     const char *env = getenv("HEAPLENS_CENSUS_THREADS");
@@ -47,8 +51,8 @@ static unsigned census_threads(void) {
             return (unsigned)n;
     }
     cpu_set_t set;
-    long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-                                                          : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = (sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                           : sysconf(_SC_NPROCESSORS_ONLN)) - 1;
     return n < 1 ? 1 : n > CENSUS_THREADS_MAX ? CENSUS_THREADS_MAX : (unsigned)n;
 }
 

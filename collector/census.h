@@ -20,7 +20,7 @@
  * and an array's length, counts in the method table's slot of a hash table, and skips
  * remembered objects by a cursor; four pieces of gen0 (regions) are walked side by side so that
  * their dependent loads overlap, each prefetching ahead in its own stream.
- * Helper threads: a gen0 of more than 1 MiB is shared with up to `threads` - 1 native threads
+ * Helper threads: a gen0 of 2 MiB or more is shared with up to `threads` - 1 native threads
  * of our own (started at the first such walk, all signals blocked, asleep on a futex between
  * GCs), woken in the callback and waited for before it returns: ranges are cut into pieces
  * (at an object found by its method table, proved by the lane before landing on it; a wrong
@@ -35,8 +35,9 @@
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
  * were lost. A GC the runtime runs without GarbageCollectionStarted leaves its objects in gen0
  * (counted by the next walk) or promotes them unseen (lost to the census).
- * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default the CPUs
- * this process may run on, at most 8. */
+ * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default one less
+ * than the CPUs this process may run on (one is left to the collector thread and the writer),
+ * at most 8. */
 #ifndef HEAPLENS_CENSUS_H
 #define HEAPLENS_CENSUS_H
 
@@ -91,8 +92,8 @@ typedef struct hl_census {
     size_t n_pieces, cap_pieces;
     _Atomic size_t next_piece;
     _Atomic bool failed;   /* a thread's lane did not parse (or a cut was wrong): walk again */
-    unsigned threads;      /* threads that may walk: this one and helpers (online CPUs, at most
-                            * 8, or HEAPLENS_CENSUS_THREADS) */
+    unsigned threads;      /* threads that may walk: this one and helpers (the CPUs less one,
+                            * at most 8, or HEAPLENS_CENSUS_THREADS) */
     uint64_t piece_min;    /* no piece cut shorter (bytes); a thread per CENSUS_LANES of them */
     hl_census_helper *helpers;
     unsigned n_helpers;
