@@ -426,15 +426,17 @@ failed:
 
 /* Splitting. A gen0 range is cut into pieces that threads (and lanes) walk apart. An object's
  * start inside a range is not known without walking to it, so a cut is a guess checked later:
- * the first 8-aligned word at or after the target whose value is a method table known before
- * the walk (checked, or the free objects'), from which CUT_CHAIN objects in a row parse with
- * known method tables. The piece before it must then end exactly there: its lane, started at
+ * the first 8-aligned word at or after the target whose value is the free objects' method
+ * table (an allocation context's tail: one every few KiB; a runtime global no program stores
+ * as data, where any class's method table could be a type handle in a field), from which
+ * CUT_CHAIN objects in a row parse with method tables known before the walk. The piece
+ * before it must then end exactly there: its lane, started at
  * an object, lands on every object after it, so landing on the cut proves the cut an object;
  * stepping over it fails the walk, which is then done again whole on the GC thread (exact
  * either way). A piece from a cut reads only method tables known before the walk (type_find),
  * so a wrong guess never reads through a word that is not a method table's address. */
 #define CUT_CHAIN 16
-#define CUT_SEARCH ((uint64_t)16 << 10)
+#define CUT_SEARCH ((uint64_t)64 << 10)
 
 /* Whether CUT_CHAIN objects (or every object to `end`) parse from `at` with known method
  * tables. */
@@ -460,7 +462,7 @@ static uint64_t cut_find(const hl_census *s, uint64_t target, uint64_t end) {
     uint64_t at = (target + 7) & ~(uint64_t)7, stop = end - at > CUT_SEARCH ? at + CUT_SEARCH : end;
     for (; at + MIN_OBJECT <= stop; at += 8) {
         uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
-        if (mt && (mt & 0xffff000000000000u) == 0 && mt_known(s, mt) && cut_chain(s, at, end))
+        if (mt == s->free_mt && cut_chain(s, at, end))
             return at;
     }
     return 0;

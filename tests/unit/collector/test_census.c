@@ -300,13 +300,17 @@ int main(void) {
     CHECK_INT(m.walks_redone, 0);
     CHECK(m.n_pieces > 4);
 
-    /* A byte[] whose contents look like 40 nodes in a row: a cut inside it is a guess the
-     * lane before does not land on; the walk is done again whole, exact. */
+    /* A byte[] whose contents look like 40 objects in a row, every fourth a free one: a cut
+     * inside it is a guess the lane before does not land on; the walk is done again whole,
+     * exact. */
     size_t fake_at = used;
     uint64_t fake = put(&mt_bytes, 40 * 32);
     for (size_t k = 0; k < 40; k++) {
-        uint64_t m_node = (uint64_t)(uintptr_t)&mt_node;
-        memcpy((uint8_t *)(uintptr_t)fake + 16 + 32 * k, &m_node, 8);
+        uint64_t m_fake = (uint64_t)(uintptr_t)(k % 4 == 0 ? &mt_free : &mt_node);
+        uint32_t len = 8; /* a free object of 24 + 8 bytes */
+        memcpy((uint8_t *)(uintptr_t)fake + 16 + 32 * k, &m_fake, 8);
+        if (k % 4 == 0)
+            memcpy((uint8_t *)(uintptr_t)fake + 16 + 32 * k + 8, &len, 4);
     }
     for (size_t k = 0; k < 20; k++)
         put(&mt_node, 0);
@@ -325,13 +329,16 @@ int main(void) {
      * a guess); done again whole, counted, and checked against the runtime. */
     size_t fresh_at = used;
     for (size_t k = 0; k < 60; k++)
-        put(k == 50 ? &mt_odd : &mt_node, 0);
+        if (k % 10 == 9)
+            put(&mt_free, 8); /* cuts are made at free objects */
+        else
+            put(k == 48 ? &mt_odd : &mt_node, 0);
     hm_gen_range fresh = gen0(fresh_at);
     odd_runtime_size = 40;
     r = walk_helped(&m, &fresh, 1);
     CHECK(r.done);
     CHECK(find(&r, &mt_odd) && find(&r, &mt_odd)->count == 1);
-    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 59);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 53);
     CHECK_INT(m.walks_redone, 2);
     hl_mem_free(r.counts);
     hl_census_release(&m);
