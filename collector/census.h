@@ -12,20 +12,36 @@
  *     GetClassFromObject gives ClassID 0 for one) and the objects remembered from the previous
  *     GC, and count per ClassID (= the method table): objects and bytes.
  *   GC thread, GarbageCollectionFinished: remember the addresses of the objects in gen0 after
- *     the GC (sorted), to skip at the next walk. Nothing moves between the two callbacks.
+ *     the GC (range by range in address order: sorted), to skip at the next walk. Nothing
+ *     moves between the two callbacks.
  * The first time a method table is seen, its computed size is checked against GetObjectSize2:
  * a difference (a layout this code does not know) turns the census off for the run. No other
  * call into the runtime: per object the walk reads the header, the method table's two words
  * and an array's length, counts in the method table's slot of a hash table, and skips
- * remembered objects by a cursor; four gen0 ranges (regions) are walked side by side so that
- * their dependent loads overlap (collector/README.md, "The census", Cost).
+ * remembered objects by a cursor; four pieces of gen0 (regions) are walked side by side so that
+ * their dependent loads overlap, each prefetching ahead in its own stream.
+ * Helper threads: a gen0 of 2 MiB or more is shared with up to `threads` - 1 native threads
+ * of our own (started at the first such walk, all signals blocked, asleep on a futex between
+ * GCs), woken in the callback and waited for before it returns: ranges are cut into pieces
+ * (at an object found by its method table, proved by the lane before landing on it; a wrong
+ * cut makes the GC thread walk everything again alone) that every thread takes one at a time,
+ * counting into a table of its own, added after. A helper never calls the runtime: method
+ * tables it saw first are checked by the GC thread after the walk. A helper the scheduler has
+ * not run by the time every piece is taken is not waited for, and a walk goes with helpers or
+ * alone, whichever paused less per MiB lately (median of the last 5; the other tried every 8th
+ * walk). See
+ * collector/README.md, "The census", Cost.
  * Not walked (the GC's census marked incomplete): a GC that starts while the runtime is not
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
  * were lost. A GC the runtime runs without GarbageCollectionStarted leaves its objects in gen0
- * (counted by the next walk) or promotes them unseen (lost to the census). */
+ * (counted by the next walk) or promotes them unseen (lost to the census).
+ * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default one less
+ * than the CPUs this process may run on (one is left to the collector thread and the writer),
+ * at most 8. */
 #ifndef HEAPLENS_CENSUS_H
 #define HEAPLENS_CENSUS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,24 +56,59 @@ typedef struct hl_census_count {
     uint64_t count, bytes;
 } hl_census_count;
 
+/* One walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed by
+ * the method table's address, cleared at every walk. The walk finds an object's slot at the
+ * first probe almost always, also in a program with thousands of types interleaved (a
+ * 256-slot direct-mapped cache thrashed there: 10-28 ns per object). The free objects' method
+ * table has a slot like any other, never reported. check_at: an object of a method table not
+ * yet checked against the runtime, found by a thread that may not ask it (checked after the
+ * walk); 0 when checked. */
+typedef struct hl_census_table {
+    struct hl_census_type { uint64_t mt, count, bytes, check_at; } *types;
+    size_t cap, n; /* cap: a power of 2 */
+} hl_census_table;
+
+/* A part of one gen0 range, walked as one lane: a whole range, or one cut at an object found
+ * by its method table (trusted false until the lane before it lands on it: census.c,
+ * "Splitting"). */
+typedef struct hl_census_piece {
+    uint64_t start, end;
+    bool trusted;
+} hl_census_piece;
+
+typedef struct hl_census_helper hl_census_helper; /* a walking thread of our own (census.c) */
+
 typedef struct hl_census {
     bool on;               /* sampled mode, and no layout surprise so far */
     bool broken;           /* a size differed from GetObjectSize2: off for the run */
     uint64_t free_mt;      /* the free objects' method table, 0 until learned */
     hl_u64map checked;     /* method tables whose size was checked against the runtime */
-    /* This walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed
-     * by the method table's address, cleared at every walk. The walk finds an object's slot at
-     * the first probe almost always, also in a program with thousands of types interleaved (a
-     * 256-slot direct-mapped cache thrashed there: 10-28 ns per object). The free objects'
-     * method table has a slot like any other, never reported. */
-    struct hl_census_type { uint64_t mt, count, bytes; } *types;
-    size_t types_cap, n_types; /* types_cap: a power of 2 */
+    hl_census_table tab;   /* this walk's counts (the GC thread's, the helpers' added) */
     uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
     size_t n_old, cap_old;
     bool old_valid;        /* `old` describes the previous GC's end */
+    /* The walk's pieces, taken one at a time by every walking thread (next_piece). */
+    hl_census_piece *pieces;
+    size_t n_pieces, cap_pieces;
+    _Atomic size_t next_piece;
+    _Atomic bool failed;   /* a thread's lane did not parse (or a cut was wrong): walk again */
+    unsigned threads;      /* threads that may walk: this one and helpers (the CPUs less one,
+                            * at most 8, or HEAPLENS_CENSUS_THREADS) */
+    uint64_t piece_min;    /* no piece cut shorter (bytes); a thread per CENSUS_LANES of them */
+    hl_census_helper *helpers;
+    unsigned n_helpers;
+    bool helpers_failed;   /* pthread_create failed once: the GC thread walks alone */
+    /* The pause per MiB of gen0 of the last walks alone [0] and with helpers [1], newest
+     * first (0: none yet), and the walks since the kind that paused more was last tried. */
+#define CENSUS_PAUSES 5
+    uint64_t pause_per_mib[2][CENSUS_PAUSES];
+    unsigned since_retry;
+    /* walks cut into pieces; redone whole on one thread; walked with helpers */
+    uint64_t walks_split, walks_redone, walks_helped;
 } hl_census;
 
 void hl_census_init(hl_census *s, bool on);
+/* Stops and joins the helper threads, frees everything. */
 void hl_census_release(hl_census *s);
 
 /* The result of one walk, handed to the GC's capture. */

@@ -857,6 +857,14 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 c->discover_found ? (double)c->discover_pause_ns / (double)c->discover_found : 0.0,
                 c->discover_apply_ns / 1e6,
                 c->discover_found ? (double)c->discover_apply_ns / (double)c->discover_found : 0.0);
+    if (p->gcs.census.on) /* read while GCs may still run: figures, not state */
+        fprintf(stderr,
+                "heaplens: census: threads=%u helpers=%u walks_cut=%llu walks_redone=%llu "
+                "walks_helped=%llu\n",
+                p->gcs.census.threads, p->gcs.census.n_helpers,
+                (unsigned long long)p->gcs.census.walks_split,
+                (unsigned long long)p->gcs.census.walks_redone,
+                (unsigned long long)p->gcs.census.walks_helped);
 }
 
 /* The writer was lost, so the stream cannot say how the run ended: the end file (wire/hl_wire.h)

@@ -12,8 +12,10 @@
  * the objects (default 1) are remembered as the previous GC's gen0 survivors, so the walk
  * skips them. Each walk runs twice: "warm" right after the previous one (gen0 in the caches,
  * as after threads allocated it), and "cold" after 64 MiB of other memory was read. Prints
- * the median over WALKS (default 21) of each, in ms per walk and ns per object, CPU time of
- * this thread. Nothing but this program runs the census here: no runtime, no profiler. */
+ * the median over WALKS (default 21) of each, in ms per walk and ns per object: wall time (the
+ * pause the walk adds) and CPU time of every thread (the census's helper threads walk too:
+ * HEAPLENS_CENSUS_THREADS=N sets how many threads may, 1 = the calling thread alone). Nothing
+ * but this program runs the census here: no runtime, no profiler. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -31,9 +33,9 @@ uint64_t hl_now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t cpu_ns(void) {
+static uint64_t cpu_ns(void) { /* every thread's: the helpers walk too */
     struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
@@ -99,7 +101,7 @@ int main(int argc, char **argv) {
     }
     memset(evict, 1, evict_size);
     /* TYPES classes' method tables, laid out as the loader heaps do (a few dozen bytes apart). */
-    fake_mt *many = aligned_alloc(64, n_types * sizeof *many);
+    fake_mt *many = aligned_alloc(64, (n_types * sizeof *many + 63) & ~(size_t)63); /* C11: a multiple */
     for (size_t k = 0; k < n_types; k++)
         many[k] = (fake_mt){0, (uint32_t)(24 + 8 * (k % 8)), {0}};
     uint64_t rng = 88172645463325252ull;
@@ -159,38 +161,48 @@ int main(int argc, char **argv) {
     }
     s.old_valid = true;
 
-    double *warm = malloc((size_t)walks * sizeof *warm), *cold = malloc((size_t)walks * sizeof *cold);
+    /* [pass][0]: wall (the pause), [pass][1]: CPU of every thread */
+    double *times[2][2];
+    for (int k = 0; k < 4; k++)
+        times[k / 2][k % 2] = malloc((size_t)walks * sizeof(double));
     uint64_t counted = 0, sink = 0;
     for (int w = 0; w < walks; w++) {
         for (int pass = 0; pass < 2; pass++) {
             if (pass == 1)
                 for (size_t b = 0; b < evict_size; b += 64)
                     sink += evict[b];
-            uint64_t t0 = cpu_ns();
+            uint64_t t0 = hl_now_ns(), c0 = cpu_ns();
             hl_census_result r = hl_census_walk(&s, INFO, gen0, n_ranges);
-            uint64_t t = cpu_ns() - t0;
-            (pass ? cold : warm)[w] = (double)t;
+            times[pass][1][w] = (double)(cpu_ns() - c0);
+            times[pass][0][w] = (double)(hl_now_ns() - t0);
+            if (!r.done) {
+                fprintf(stderr, "bench_census: a walk was not exact\n");
+                return 1;
+            }
             counted = r.objects;
             hl_mem_free(r.counts);
             s.old_valid = true; /* as if the GC's end had been remembered */
         }
     }
-    qsort(warm, (size_t)walks, sizeof *warm, cmp_double);
-    qsort(cold, (size_t)walks, sizeof *cold, cmp_double);
-    double wm = warm[walks / 2], cm = cold[walks / 2];
+    for (int k = 0; k < 4; k++)
+        qsort(times[k / 2][k % 2], (size_t)walks, sizeof(double), cmp_double);
     printf("census walk of %zu MiB gen0 in %zu ranges, %llu objects of %zu types (%llu "
-           "counted, %d%% remembered), median of %d walks (CPU time):\n",
+           "counted, %d%% remembered), %u thread(s), median of %d walks (%llu cut into pieces, "
+           "%llu redone whole):\n",
            mib, n_ranges, (unsigned long long)objects, n_types, (unsigned long long)counted,
-           old_percent, walks);
-    printf("  warm (gen0 in the caches): %.3f ms, %.2f ns per object\n", wm / 1e6,
-           wm / (double)objects);
-    printf("  cold (64 MiB read before): %.3f ms, %.2f ns per object\n", cm / 1e6,
-           cm / (double)objects);
+           old_percent, s.threads, walks, (unsigned long long)s.walks_split,
+           (unsigned long long)s.walks_redone);
+    for (int pass = 0; pass < 2; pass++) {
+        double wall = times[pass][0][walks / 2], cpu = times[pass][1][walks / 2];
+        printf("  %s: wall (the pause) %.3f ms, %.2f ns per object; CPU %.3f ms, %.2f ns\n",
+               pass ? "cold (64 MiB read before)" : "warm (gen0 in the caches)", wall / 1e6,
+               wall / (double)objects, cpu / 1e6, cpu / (double)objects);
+    }
     if (sink == 42)
         printf("\n");
     hl_census_release(&s);
-    free(warm);
-    free(cold);
+    for (int k = 0; k < 4; k++)
+        free(times[k / 2][k % 2]);
     free(heap);
     free(evict);
     free(many);
