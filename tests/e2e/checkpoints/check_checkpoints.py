@@ -18,6 +18,8 @@ For a full and a sampled recording this script checks:
       figures (exit 0) and fail one below them (exit 1, one FAIL line each naming what was
       expected and found); an unknown checkpoint, a range written backwards and a range
       without a GC between its ends are refused in one line (exit 1).
+  (e) `diff FILE @A @B` and `diff --between A..B`: the Orders new, dead and survived between
+      the snapshots taken at two checkpoints.
 
 With --xunit-dll (examples/XunitCheckpoints): `heaplens record --children=testhost -- dotnet
 test XunitCheckpoints.dll` records the test host into its own database; its checkpoints
@@ -125,6 +127,30 @@ def check_recording(checks, a, mode, log):
     checks.ok(f"{mode}: check --json one below: exit 1, every assertion failed",
               rc == 1 and doc is not None and doc.get("failed") == len(lines), f"exit {rc}: {out[:300]}")
 
+    # (e) diff between checkpoints: the snapshots taken at them (the GC.Collect() before each),
+    # Orders new, dead and survived by identity from the program's figures (the Orders it
+    # allocated between two checkpoints are all alive at the second)
+    alive = {c["name"]: c["orders_alive"] for c in truth["checkpoints"]}
+    for b in truth["between"]:
+        new = b["orders_allocated"]
+        survived = alive[b["to"]] - new
+        dead = alive[b["from"]] - survived
+        for args in (["@" + b["from"], "@" + b["to"]], ["--between", f"{b['from']}..{b['to']}"]):
+            doc = heaplens_json(checks, a.heaplens, ["diff", db] + args + ["--all"], log)
+            if doc is None:
+                continue
+            rows = {r["type"]: r for r in doc["rows"]}
+            r = rows.get(order, {})
+            checks.eq(f"{mode}: diff {' '.join(args)}: {order} new, dead, survived",
+                      (new, dead, survived),
+                      (r.get("new"), r.get("dead"), r.get("survived")))
+            checks.eq(f"{mode}: diff {' '.join(args)}: the sides name their checkpoints",
+                      (b["from"], b["to"]),
+                      (doc["from"].get("checkpoint"), doc["to"].get("checkpoint")))
+        rc, out, err = run([a.heaplens, "diff", db, "@" + b["from"], "@" + b["to"]], log=log)
+        checks.ok(f"{mode}: diff @{b['from']} @{b['to']} (text) names them",
+                  rc == 0 and out.startswith(f"@{b['from']}: snapshot "), out[:200])
+
     # refused in one line
     names = [c["name"] for c in truth["checkpoints"]]
     for args, pattern in [
@@ -133,6 +159,9 @@ def check_recording(checks, a, mode, log):
         (["allocations", db, "--between", f"{names[-1]}..{names[0]}"], r"was written before"),
         (["allocations", db, "--between", names[0]], r"FROM\.\.TO"),
         (["allocations", db, "--between", f"{names[0]}..{names[0]}"], r"no GC finished between"),
+        (["diff", db, "@" + names[0]], r"needs a second checkpoint"),
+        (["diff", db, "@no-such-checkpoint", "@" + names[0]],
+         r"has no checkpoint 'no-such-checkpoint'"),
     ]:
         rc, out, err = run([a.heaplens] + args, log=log)
         checks.ok(f"{mode}: {' '.join(args[:1] + args[2:])}: exit 1, one line on stderr",

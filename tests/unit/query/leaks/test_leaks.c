@@ -1113,7 +1113,7 @@ static void case_errors(void)
                  "graph.db", "--snapshot", "9");
     EXPECT_ERROR("heaplens: no snapshot 2 in one.db: it has one snapshot, snapshot 1\n", "roots",
                  "one.db", "--snapshot", "2", "--object", "1");
-    EXPECT_ERROR("heaplens: retention: --snapshot expects a snapshot number (1, 2, ...), not 'x'\n",
+    EXPECT_ERROR("heaplens: retention: --snapshot expects a snapshot number (1, 2, ...) or @CHECKPOINT, not 'x'\n",
                  "retention", "graph.db", "--snapshot", "x");
     EXPECT_ERROR("heaplens: retention: --by expects 'object' or 'type', not 'size'\n", "retention",
                  "graph.db", "--by", "size");
