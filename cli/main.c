@@ -326,7 +326,8 @@ static const query_command commands[] = {
         .name = "leaks",
         .handler = cmd_leaks,
         .summary = "leak suspects: types that keep growing across snapshots, what holds them",
-        .usage = "usage: heaplens leaks FILE [--top K] [--all] [--json] [--progress]\n"
+        .usage = "usage: heaplens leaks FILE [--with FILE2...] [--top K] [--all] [--json]\n"
+                 "                      [--progress]\n"
                  "\n"
                  "Ranks leak suspects: types whose live objects and bytes keep growing from heap\n"
                  "snapshot to heap snapshot (those taken after full GCs), most suspect first --\n"
@@ -336,7 +337,14 @@ static const query_command commands[] = {
                  "root through it. A type that grows and then stays flat (a cache that warmed\n"
                  "up) or goes up and down (churn) is not a suspect.\n"
                  "\n"
+                 "With --with, across files: the last snapshot of FILE, FILE2, ... in that order\n"
+                 "(heap dumps of one process taken one after another and imported with\n"
+                 "'heaplens import', or recordings), counted per type name. A .gcdump has no\n"
+                 "object identity, so nothing is followed from file to file: no retained sizes,\n"
+                 "holders or paths (run 'heaplens retention' or 'roots' on the last file).\n"
+                 "\n"
                  "options:\n"
+                 "  --with FILE2...      compare FILE with these files, by type\n"
                  "  --top K              show at most K types (default 10)\n"
                  "  --all                also show types that grew but are not suspects\n"
                  "  --progress           report progress on stderr\n" JSON_OPTION HELP_OPTION,
@@ -345,8 +353,8 @@ static const query_command commands[] = {
         .name = "diff",
         .handler = cmd_diff,
         .summary = "what changed between two heap snapshots, per type: new, dead, survived",
-        .usage = "usage: heaplens diff FILE [--from S1] [--to S2] [--to-file FILE2] [--top K]\n"
-                 "                     [--all] [--json]\n"
+        .usage = "usage: heaplens diff FILE [@A @B] [--from S1] [--to S2] [--between A..B]\n"
+                 "                     [--to-file FILE2] [--top K] [--all] [--json]\n"
                  "\n"
                  "Compares two heap snapshots by object identity, per type: objects new in S2,\n"
                  "dead since S1 and survived, with their bytes; the types that grew most first.\n"
@@ -354,10 +362,15 @@ static const query_command commands[] = {
                  "survives when the same allocation number has the same type in both (exact for\n"
                  "a program that allocates the same way on every run).\n"
                  "\n"
+                 "A snapshot is its number or @CHECKPOINT: the snapshot taken at the GC a\n"
+                 "checkpoint of the program follows (a GC.Collect() right before the checkpoint\n"
+                 "takes one). 'diff FILE @A @B' and '--between A..B' compare two checkpoints.\n"
+                 "\n"
                  "options:\n"
                  "  --from S1            the earlier snapshot (default: the one before S2; with\n"
                  "                       --to-file, the last snapshot of FILE)\n"
                  "  --to S2              the later snapshot (default: the last one)\n"
+                 "  --between A..B       from checkpoint A to checkpoint B (--from @A --to @B)\n"
                  "  --to-file FILE2      read S2 from this recording\n"
                  "  --top K              show at most K types\n"
                  "  --all                also show types that did not change\n" JSON_OPTION
