@@ -10,6 +10,7 @@
 //                to gen2 and gen0 to gen1, so what was held before is in gen2 after the second
 //   collect0     a gen0 GC (GC.Collect(0)), then "ok gc N"
 //   gcs          "ok gc N gen2 M": GC.CollectionCount(0) and (2)
+//   pid          "ok pid N": the process id (to attach heaplens to it)
 //   exit         ends the program
 //
 // The answers' GC counts are the program's own: heaplens numbers GCs as CollectionCount(0)
@@ -71,6 +72,9 @@ static class Program
                     break;
                 case "gcs":
                     Console.WriteLine($"ok gc {GC.CollectionCount(0)} gen2 {GC.CollectionCount(2)}");
+                    break;
+                case "pid":
+                    Console.WriteLine($"ok pid {Environment.ProcessId}");
                     break;
                 case "exit":
                     Console.WriteLine("ok");

@@ -22,7 +22,8 @@ every:Ns, whose snapshots are waited for. For each trigger:
                    its pause (as `heaplens gcs` stores it) is longer, and the snapshot is the
                    next GC; every pause snapshot names a GC whose stored pause is longer;
   every:2s         two snapshots come while the program waits on stdin;
-  control          all five at once with thresholds the same phases never reach: no snapshot.
+  control          all five at once with thresholds the same phases never reach: no snapshot;
+  attach           heap:48M through `heaplens attach` on the program started without heaplens.
 
 Each snapshot's trigger and reason are checked in the table, in `snapshots --json` and in
 `snapshots` (text). Python 3 standard library only; prints every mismatch and a final line
@@ -60,13 +61,29 @@ def query(db, sql, args=()):
 class Session:
     """`heaplens record` of the program, driven line by line."""
 
-    def __init__(self, a, name, policy, log, env=None):
+    def __init__(self, a, name, policy, log, env=None, attach=False):
+        """`attach`: the program runs without heaplens and `heaplens attach PID POLICY` records
+        it from its first snapshot on (waited for)."""
         self.a, self.log = a, log
         self.db = os.path.join(a.workdir, f"{name}.db")
         remove_stale(self.db, self.db + "-wal", self.db + "-shm")
+        self.err = open(os.path.join(a.workdir, f"{name}.stderr"), "w")
+        self.attach = None
+        if attach:
+            env = {k: v for k, v in (env or os.environ).items()
+                   if not k.startswith("CORECLR_")}
+            self.p = subprocess.Popen(program(a.dotnet, a.dll), stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, stderr=self.err, text=True, env=env)
+            self.p.stdin.write("pid\n")
+            self.p.stdin.flush()
+            pid = self.p.stdout.readline().split()[-1]
+            cmd = [a.heaplens, "attach", pid, "-o", self.db] + policy
+            print("$ " + shlex.join(cmd))
+            self.attach = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.err, text=True)
+            self.wait("the attach's first snapshot", "SELECT count(*) FROM snapshots", 1)
+            return
         cmd = [a.heaplens, "record", "-o", self.db] + policy + ["--"] + program(a.dotnet, a.dll)
         print("$ " + shlex.join(cmd))
-        self.err = open(os.path.join(a.workdir, f"{name}.stderr"), "w")
         self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=self.err, text=True, env=env)
 
@@ -106,11 +123,14 @@ class Session:
         self.p.stdin.close()
         try:
             rc = self.p.wait(timeout=WAIT_S)
+            if self.attach:  # the session ends with the process
+                self.attach.communicate(timeout=WAIT_S)
+                rc = self.attach.returncode
         except subprocess.TimeoutExpired:
             self.p.kill()
             rc = None
         self.err.close()
-        checks.eq(f"{name}: heaplens record exit status", 0, rc)
+        checks.eq(f"{name}: heaplens {'attach' if self.attach else 'record'} exit status", 0, rc)
         return self.snapshots()
 
 
@@ -251,6 +271,30 @@ def pause(checks, a, log):
     listed(checks, a, name, s.db, rows, log)
 
 
+def attached(checks, a, log):
+    """heap:48M through `heaplens attach`: the attach's own first and last snapshots
+    ('requested'), and the trigger's between them, when the program crossed it."""
+    name = "attach"
+    s = Session(a, name, ["--snapshot", "heap:48M", "--snapshot-interval", "0"], log, attach=True)
+    s.say("hold 10")
+    s.settle(s.say("collect"))
+    checks.eq(f"{name}: below 48 MiB, only the attach's snapshot", ["requested"],
+              [r[2] for r in s.snapshots()])
+    s.say("hold 50")
+    crossed = s.say("collect")
+    s.settle(crossed)
+    rows = s.end(checks, name)
+    triggers = [r[2] for r in rows]
+    checks.ok(f"{name}: the attach's first snapshot, the trigger's, then the last at the end",
+              triggers[:2] == ["requested", "heap"] and triggers[2:] in ([], ["requested"]),
+              str(triggers))
+    heap = [r for r in rows if r[2] == "heap"]
+    if heap:
+        checks.ok(f"{name}: reason names GC {crossed}", f"after GC {crossed}," in (heap[0][3] or ""),
+                  repr(heap[0][3]))
+    listed(checks, a, name, s.db, rows, log)
+
+
 def every(checks, a, log):
     name = "every"
     s = Session(a, name, ["--snapshot", "every:2s"], log)
@@ -288,13 +332,14 @@ def main():
     ap.add_argument("--dll", required=True)
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--graph", type=int, default=4000000, help="objects of the long-pause list")
-    ap.add_argument("--only", help="one scenario: gen2-growth, heap, limit, pause, every, control")
+    ap.add_argument("--only", help="one scenario: gen2-growth, heap, limit, pause, every, control, "
+                                   "attach")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     checks = Checks(a.verbose)
     log = start_log(a.workdir)
     scenarios = {"gen2-growth": gen2_growth, "heap": heap, "limit": limit, "pause": pause,
-                 "every": every, "control": control}
+                 "every": every, "control": control, "attach": attached}
     for key, fn in scenarios.items():
         if a.only and key != a.only:
             continue
