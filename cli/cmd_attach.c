@@ -1,5 +1,5 @@
-/* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]
- * [--count PATTERN]...`: the options,
+/* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]...
+ * [--max-snapshots N] [--snapshot-interval S] [--count PATTERN]...`: the options,
  * then the session (session/attach_session.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -10,13 +10,12 @@
 #include <unistd.h>
 
 int cmd_attach(int argc, char **argv) {
-    const char *output_text = NULL, *duration_text = NULL, *snapshot = NULL, *timeout_text = NULL;
+    const char *output_text = NULL, *duration_text = NULL, *timeout_text = NULL;
     gboolean json = FALSE, force = FALSE, quiet = FALSE, no_strings = FALSE;
     const char *pid_text = NULL;
     const query_option options[] = {
         {"output", QUERY_OPT_VALUE, &output_text},
         {"duration", QUERY_OPT_VALUE, &duration_text},
-        {"snapshot", QUERY_OPT_VALUE, &snapshot},
         {"timeout", QUERY_OPT_VALUE, &timeout_text},
         {"force", QUERY_OPT_FLAG, &force},
         {"no-strings", QUERY_OPT_FLAG, &no_strings},
@@ -28,6 +27,7 @@ int cmd_attach(int argc, char **argv) {
      * joined by ';' (the other options take one value). */
     g_autofree char **args = g_new0(char *, argc + 1);
     g_autoptr(GString) count = NULL;
+    g_autoptr(GString) snapshot = NULL; /* --snapshot (repeatable), --max-snapshots, ... */
     g_autoptr(GError) error = NULL;
     int n_args = 0;
     for (int i = 0; i < argc; i++) {
@@ -45,6 +45,24 @@ int cmd_attach(int argc, char **argv) {
                 g_string_append_printf(count, ";%s", pattern);
             continue;
         }
+        static const char *const snapshot_options[] = {"--snapshot", "--max-snapshots",
+                                                       "--snapshot-interval"};
+        gboolean taken = FALSE;
+        for (size_t k = 0; k < G_N_ELEMENTS(snapshot_options) && !taken; k++) {
+            size_t len = strlen(snapshot_options[k]);
+            if (strncmp(argv[i], snapshot_options[k], len) != 0 ||
+                (argv[i][len] != 0 && argv[i][len] != '='))
+                continue;
+            const char *value = argv[i][len] == '=' ? argv[i] + len + 1
+                                : i + 1 < argc         ? argv[++i]
+                                                       : NULL;
+            if (!recording_snapshot_option("attach", snapshot_options[k] + 2, value, &snapshot,
+                                           &error))
+                return query_error_report(error);
+            taken = TRUE;
+        }
+        if (taken)
+            continue;
         args[n_args++] = strcmp(argv[i], "-o") == 0   ? "--output"
                          : strcmp(argv[i], "-q") == 0 ? "--quiet"
                                                       : argv[i];
@@ -71,17 +89,11 @@ int cmd_attach(int argc, char **argv) {
     if (timeout_text && !query_args_parse_uint("attach", "timeout", timeout_text, 1, 3600,
                                                 "a number of seconds", &timeout, &error))
         return query_error_report(error);
-    if (snapshot && !recording_snapshot_policy_valid(snapshot)) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "attach: --snapshot takes induced, gen2, every:N (N >= 1) or none, not '%s'",
-                    snapshot);
-        return query_error_report(error);
-    }
     if ((pid_t)pid == getpid()) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: that is heaplens itself");
         return query_error_report(error);
     }
-    const attach_options o = {.pid = pid, .output = output_text, .snapshot = snapshot,
+    const attach_options o = {.pid = pid, .output = output_text, .snapshot = snapshot ? snapshot->str : NULL,
                               .duration = duration, .timeout = timeout, .force = force,
                               .quiet = quiet, .json = json, .count = count ? count->str : NULL,
                               .no_strings = no_strings};

@@ -1,11 +1,13 @@
-/* cmd_diff.c — `heaplens diff FILE [--from S1] [--to S2] [--to-file FILE2]`: what changed between
- * two heap snapshots, per type, by object identity: objects new in S2, dead since S1, survived
- * (query/diff.h). */
+/* cmd_diff.c — `heaplens diff FILE [@A @B] [--from S1] [--to S2] [--between A..B]
+ * [--to-file FILE2]`: what changed between two heap snapshots, per type, by object identity:
+ * objects new in S2, dead since S1, survived (query/diff.h). A snapshot is a number or
+ * @CHECKPOINT, the snapshot taken at a checkpoint the program wrote (query/checkpoints.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/diff.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static const query_column diff_columns[] = {
     {"new", QUERY_ALIGN_RIGHT, NULL},      {"new bytes", QUERY_ALIGN_RIGHT, NULL},
@@ -14,10 +16,23 @@ static const query_column diff_columns[] = {
     {"type", QUERY_ALIGN_LEFT, NULL},
 };
 
-static json_t *side_json(const char *path, const snapshot_info *info)
+/* `text`: what named the snapshot (--from/--to); "@NAME" adds "checkpoint": NAME. */
+static json_t *side_json(const char *path, const snapshot_info *info, const char *text)
 {
-    return json_pack("{s:o, s:I, s:I}", "file", query_json_string(path), "snapshot",
-                     (json_int_t)info->snapshot, "gc", (json_int_t)info->gc);
+    json_t *side = json_pack("{s:o, s:I, s:I}", "file", query_json_string(path), "snapshot",
+                             (json_int_t)info->snapshot, "gc", (json_int_t)info->gc);
+    if (text && text[0] == '@')
+        json_object_set_new(side, "checkpoint", json_string(text + 1));
+    return side;
+}
+
+/* "snapshot 4", "@filled (snapshot 4)", with the file's name across two files. */
+static char *side_name(const char *file, const snapshot_info *info, const char *text)
+{
+    g_autofree char *snap = text && text[0] == '@'
+                                ? g_strdup_printf("%s: snapshot %" PRId64, text, info->snapshot)
+                                : g_strdup_printf("snapshot %" PRId64, info->snapshot);
+    return file ? g_strdup_printf("%s %s", file, snap) : g_steal_pointer(&snap);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -25,11 +40,13 @@ int cmd_diff(int argc, char **argv)
     int status = 1;
     gboolean json = FALSE, all = FALSE;
     const char *path = NULL, *from_text = NULL, *to_text = NULL, *to_file = NULL, *top_text = NULL;
+    const char *between = NULL;
     const query_option options[] = {
         {"json", QUERY_OPT_FLAG, &json},
         {"from", QUERY_OPT_VALUE, &from_text},
         {"to", QUERY_OPT_VALUE, &to_text},
         {"to-file", QUERY_OPT_VALUE, &to_file},
+        {"between", QUERY_OPT_VALUE, &between},
         {"top", QUERY_OPT_VALUE, &top_text},
         {"all", QUERY_OPT_FLAG, &all},
         {NULL, 0, NULL},
@@ -43,7 +60,30 @@ int cmd_diff(int argc, char **argv)
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
         e[QUERY_FORMAT_MAX];
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
+    /* `diff FILE @A @B`: operands naming checkpoints, taken out before the options' parse (it
+     * takes one operand, FILE) and read as --from and --to. */
+    g_autofree char **args = g_new0(char *, argc + 1);
+    g_autofree char *between_from = NULL, *between_to = NULL;
+    const char *at[2] = {NULL, NULL};
+    int n_args = 0, n_at = 0;
+    for (int i = 0; i < argc; i++) {
+        gboolean value_of_option = i > 0 && (strcmp(argv[i - 1], "--from") == 0 ||
+                                             strcmp(argv[i - 1], "--to") == 0 ||
+                                             strcmp(argv[i - 1], "--to-file") == 0 ||
+                                             strcmp(argv[i - 1], "--between") == 0 ||
+                                             strcmp(argv[i - 1], "--top") == 0);
+        if (i > 0 && argv[i][0] == '@' && !value_of_option) {
+            if (n_at == 2) {
+                g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "diff: two checkpoints at most (@FROM @TO), not '%s' too", argv[i]);
+                goto out;
+            }
+            at[n_at++] = argv[i];
+            continue;
+        }
+        args[n_args++] = argv[i];
+    }
+    switch (query_args_parse(n_args, args, options, &path, &error)) {
     case QUERY_ARGS_HELP:
         status = 0;
         goto out;
@@ -51,6 +91,33 @@ int cmd_diff(int argc, char **argv)
         goto out;
     case QUERY_ARGS_OK:
         break;
+    }
+    if ((n_at && (from_text || to_text || between)) || (between && (from_text || to_text))) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "diff: give the snapshots once: @FROM @TO, --from/--to or --between FROM..TO");
+        goto out;
+    }
+    if (n_at == 1) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "diff: %s needs a second checkpoint (diff FILE @FROM @TO), or --from/--to",
+                    at[0]);
+        goto out;
+    }
+    if (n_at == 2) {
+        from_text = at[0];
+        to_text = at[1];
+    }
+    if (between) {
+        const char *dots = strstr(between, "..");
+        if (!dots || dots == between || !dots[2]) {
+            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "diff: --between takes two checkpoints, FROM..TO, not '%s'", between);
+            goto out;
+        }
+        between_from = g_strdup_printf("@%.*s", (int)(dots - between), between);
+        between_to = g_strdup_printf("@%s", dots + 2);
+        from_text = between_from;
+        to_text = between_to;
     }
     if (top_text && !query_args_parse_uint("diff", "top", top_text, 1, INT64_MAX,
                                            "a positive number", &top, &error))
@@ -69,8 +136,8 @@ int cmd_diff(int argc, char **argv)
     const GArray *rows = diff->rows;
     if (json) {
         json_t *head =
-            json_pack("{s:o, s:o, s:b, s:{s:I, s:I, s:I, s:I, s:I}}", "from", side_json(path, &diff->from),
-                      "to", side_json(to_file ? to_file : path, &diff->to), "same_file", to_file == NULL, "total", "new",
+            json_pack("{s:o, s:o, s:b, s:{s:I, s:I, s:I, s:I, s:I}}", "from", side_json(path, &diff->from, from_text),
+                      "to", side_json(to_file ? to_file : path, &diff->to, to_text), "same_file", to_file == NULL, "total", "new",
                       (json_int_t)total.new_count, "dead", (json_int_t)total.dead, "survived",
                       (json_int_t)total.survived, "new_bytes", (json_int_t)total.new_bytes,
                       "dead_bytes", (json_int_t)total.dead_bytes);
@@ -110,12 +177,8 @@ int cmd_diff(int argc, char **argv)
     if (json) {
         query_json_rows_end(&jrows);
     } else {
-        g_autofree char *from_name =
-            to_file ? g_strdup_printf("%s snapshot %" PRId64, path, diff->from.snapshot)
-                    : g_strdup_printf("snapshot %" PRId64, diff->from.snapshot);
-        g_autofree char *to_name =
-            to_file ? g_strdup_printf("%s snapshot %" PRId64, to_file, diff->to.snapshot)
-                    : g_strdup_printf("snapshot %" PRId64, diff->to.snapshot);
+        g_autofree char *from_name = side_name(to_file ? path : NULL, &diff->from, from_text);
+        g_autofree char *to_name = side_name(to_file, &diff->to, to_text);
         printf("%s (GC %" PRId64 ") -> %s (GC %" PRId64 "): %s new (%s), %s dead (%s), %s "
                "survived\n",
                from_name, diff->from.gc, to_name, diff->to.gc, query_count_format(total.new_count, a),

@@ -1,11 +1,14 @@
-/* cmd_leaks.c — `heaplens leaks FILE [--top K] [--all] [--json] [--progress]`: the leak suspects
- * of query/leaks.h, as text or JSON. */
+/* cmd_leaks.c — `heaplens leaks FILE [--with FILE2...] [--top K] [--all] [--json] [--progress]`:
+ * the leak suspects of query/leaks.h, or across files by type (query/leaks_files.h), as text
+ * or JSON. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/leaks.h"
+#include "query/leaks_files.h"
 #include "query/retention.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /* "0 200 400 ... 1,200": every value, or the first three, "...", the last three. */
 static char *series_text(const int64_t *v, size_t k)
@@ -125,6 +128,74 @@ static void leaks_print(const leaks *l, FILE *out)
     }
 }
 
+static const query_column files_columns[] = {
+    {"rank", QUERY_ALIGN_RIGHT, NULL},
+    {"+objects", QUERY_ALIGN_RIGHT, NULL},
+    {"+bytes", QUERY_ALIGN_RIGHT, NULL},
+    {"objects per file", QUERY_ALIGN_LEFT, NULL},
+    {"type", QUERY_ALIGN_LEFT, NULL},
+};
+
+/* `leaks FILE --with FILE2...`: the text. */
+static void leaks_files_print(const leaks_files *l, FILE *out)
+{
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX];
+    size_t k = leaks_files_n(l);
+    guint n_flagged = leaks_files_flagged(l), n = leaks_files_count(l);
+    if (n_flagged == 0)
+        fprintf(out, "no leak suspects: no type kept growing over %zu files\n", k);
+    else
+        fprintf(out, "leak suspects: %u %s kept growing over %zu files\n", n_flagged,
+                n_flagged == 1 ? "type" : "types", k);
+    for (size_t i = 0; i < k; i++) {
+        const char *path;
+        int64_t snapshot, gc;
+        leaks_files_file_get(l, i, &path, &snapshot, &gc);
+        fprintf(out, "  %zu. %s, snapshot %" PRId64 " (GC %" PRId64 ")\n", i + 1, path, snapshot,
+                gc);
+    }
+    if (n == 0)
+        return;
+    g_autoptr(query_table) table = query_table_new(files_columns, G_N_ELEMENTS(files_columns));
+    for (guint i = 0; i < n; i++) {
+        leaks_files_row r;
+        leaks_files_row_get(l, i, &r);
+        g_autofree char *sv = series_text(r.counts, k);
+        if (r.flagged)
+            query_table_addf(table, "%u", i + 1);
+        else
+            query_table_add(table, "-");
+        query_table_add(table, signed_count(r.growth_count, a));
+        query_table_add(table, signed_size(r.growth_bytes, b));
+        query_table_add(table, sv);
+        query_table_add(table, r.type);
+    }
+    query_table_print(table, out);
+}
+
+/* `leaks FILE --with FILE2...`. */
+static int leaks_files_run(const char *const *paths, size_t n, uint64_t top, gboolean all,
+                           gboolean json)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(leaks_files) found = leaks_files_find(paths, n, top, all, &error);
+    if (!found)
+        return query_error_report(error);
+    if (json) {
+        query_json_rows rows;
+        json_t *head = leaks_files_json_head(found);
+        query_json_rows_begin(&rows, stdout, head);
+        json_decref(head);
+        for (guint i = 0; i < leaks_files_count(found); i++)
+            query_json_rows_add(&rows, leaks_files_json_row(found, i));
+        query_json_rows_end(&rows);
+    } else {
+        leaks_files_print(found, stdout);
+    }
+    query_note_print(leaks_files_note(found), json);
+    return 0;
+}
+
 int cmd_leaks(int argc, char **argv)
 {
     int status = 1;
@@ -143,7 +214,27 @@ int cmd_leaks(int argc, char **argv)
     uint64_t top = 10;
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
+    /* --with FILE2 [FILE3...]: the operands after it are more files (taken out before the
+     * options' parse, which takes one operand) */
+    g_autofree char **args = g_new0(char *, argc + 1);
+    g_autoptr(GPtrArray) files = g_ptr_array_new();
+    int n_args = 0;
+    gboolean with = FALSE;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--with") == 0) {
+            with = TRUE;
+            continue;
+        }
+        if (with && argv[i][0] != '-') {
+            g_ptr_array_add(files, argv[i]);
+            continue;
+        }
+        if (strcmp(argv[i], "--top") == 0 && i + 1 < argc) { /* its value is no file */
+            args[n_args++] = argv[i++];
+        }
+        args[n_args++] = argv[i];
+    }
+    switch (query_args_parse(n_args, args, options, &path, &error)) {
     case QUERY_ARGS_HELP:
         status = 0;
         goto out;
@@ -155,6 +246,16 @@ int cmd_leaks(int argc, char **argv)
     if (top_text && !query_args_parse_uint("leaks", "top", top_text, 1, INT64_MAX,
                                            "a positive number", &top, &error))
         goto out;
+    if (with && files->len == 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "leaks: --with needs one file or more to compare FILE with");
+        goto out;
+    }
+    if (with) {
+        g_ptr_array_insert(files, 0, (gpointer)path);
+        return leaks_files_run((const char *const *)files->pdata, files->len,
+                               top_text ? top : UINT64_MAX, all, json);
+    }
     db = query_db_open(path, &error);
     if (!db)
         goto out;

@@ -29,18 +29,20 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             o->output = argv[++i];
         } else if (strncmp(a, "--output=", 9) == 0) {
             o->output = a + 9;
-        } else if (strcmp(a, "--snapshot") == 0 || strncmp(a, "--snapshot=", 11) == 0) {
-            if (a[10] == 0 && i + 1 >= argc) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: --snapshot needs a policy");
+        } else if (strcmp(a, "--snapshot") == 0 || strncmp(a, "--snapshot=", 11) == 0 ||
+                   strcmp(a, "--max-snapshots") == 0 || strncmp(a, "--max-snapshots=", 16) == 0 ||
+                   strcmp(a, "--snapshot-interval") == 0 ||
+                   strncmp(a, "--snapshot-interval=", 20) == 0) {
+            /* repeatable --snapshot, combined into one policy text (HEAPLENS_SNAPSHOT) */
+            const char *eq = strchr(a, '=');
+            g_autofree char *option = g_strndup(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
+            const char *value = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            GString *policy = o->snapshot_owned ? g_string_new(o->snapshot_owned) : NULL;
+            gboolean ok = recording_snapshot_option("record", option, value, &policy, error);
+            g_free(o->snapshot_owned);
+            o->snapshot = o->snapshot_owned = policy ? g_string_free(policy, FALSE) : NULL;
+            if (!ok)
                 return FALSE;
-            }
-            o->snapshot = a[10] == '=' ? a + 11 : argv[++i];
-            if (!recording_snapshot_policy_valid(o->snapshot)) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                            "record: --snapshot takes induced, gen2, every:N (N >= 1) or none, not '%s'",
-                            o->snapshot);
-                return FALSE;
-            }
         } else if (strcmp(a, "--mode") == 0 || strncmp(a, "--mode=", 7) == 0) {
             if (a[6] != '=' && i + 1 >= argc) {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
@@ -123,15 +125,18 @@ int cmd_record(int argc, char **argv) {
     g_autoptr(GError) error = NULL;
     if (!parse_options(argc, argv, &o, &help, &error)) {
         g_free(o.count_owned);
+        g_free(o.snapshot_owned);
         return query_error_report(error);
     }
     if (help) {
         g_free(o.count_owned);
+        g_free(o.snapshot_owned);
         query_command_help("record", stdout);
         return 0;
     }
     gboolean ran = record_session_run(&o, &exit_status, &summary, &error);
     g_free(o.count_owned);
+    g_free(o.snapshot_owned);
     if (!ran)
         return query_error_report(error);
     return query_summary_print(summary, exit_status);

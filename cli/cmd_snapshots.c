@@ -80,9 +80,10 @@ int cmd_snapshots(int argc, char **argv)
         for (guint i = 0; i < snapshots->len; i++) {
             const query_snapshot *s = &g_array_index(snapshots, query_snapshot, i);
             query_json_rows_add(
-                &rows, json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+                &rows, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                                  "snapshot", (json_int_t)s->snapshot, "gc", (json_int_t)s->gc,
-                                 "trigger", query_json_string(s->trigger), "objects",
+                                 "trigger", query_json_string(s->trigger), "reason",
+                                 query_json_string(s->reason), "objects",
                                  (json_int_t)s->objects, "references", (json_int_t)s->refs,
                                  "roots", (json_int_t)s->roots, "handles", (json_int_t)s->handles,
                                  "bytes", (json_int_t)s->bytes, "model_missing",
@@ -117,6 +118,13 @@ int cmd_snapshots(int argc, char **argv)
             query_table_add(table, query_ms_format(s->walk_ns, f[6]));
         }
         query_table_print(table, stdout);
+        /* Why each trigger took its snapshot: a line each, too long for a column. */
+        for (guint i = 0; i < snapshots->len; i++) {
+            const query_snapshot *s = &g_array_index(snapshots, query_snapshot, i);
+            if (s->reason)
+                printf("snapshot %" G_GINT64_FORMAT " (%s): %s\n", s->snapshot,
+                       s->trigger ? s->trigger : "?", s->reason);
+        }
         /* The self-check: missing = the model holds it, the runtime's walk does not; extra = the
          * other way round (objects the collector never saw allocated). Unreported objects (the
          * runtime allocated them without telling) are no disagreement. */

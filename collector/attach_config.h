@@ -22,7 +22,7 @@
 
 typedef struct hl_attach_config {
     char socket_path[256];
-    char snapshot_policy[32]; /* empty: the default */
+    char snapshot_policy[256]; /* empty: the default (HL_SNAPSHOT_POLICY_MAX) */
     char count[2048];         /* --count patterns, ';'-joined; empty: not counting */
     bool no_strings;          /* strings=off: snapshots keep no characters of strings */
 } hl_attach_config;

@@ -20,6 +20,7 @@
 #include "collector/clr_info.h"
 #include "collector/eventpipe.h"
 #include "collector/gc_capture.h"
+#include "collector/snapshot_policy.h"
 #include "collector/thread_buffers.h"
 
 #define HL_NAME_EVENTS 256
@@ -58,9 +59,11 @@ typedef struct hl_profiler {
     hl_tbufs rings;             /* the thread buffers: slots and the chunk pool */
     hl_gc_queue gcs;
     atomic_uint_fast64_t suspend_ns; /* last RuntimeSuspendStarted for a GC */
-    uint32_t snapshot_mode;     /* HEAPLENS_SNAPSHOT: which GCs take a snapshot */
-    uint32_t snapshot_every;    /* N of every:N */
-    atomic_bool snapshot_requested; /* heaplens snapshot PID: the next GC takes one */
+    hl_snapshot_policy policy;  /* HEAPLENS_SNAPSHOT: which GCs take a snapshot */
+    /* The next GC takes a snapshot with this trigger (HL_SNAPSHOT_*, 0: none): REQUESTED by
+     * `heaplens snapshot PID` and attach, a trigger's by the collector thread. */
+    atomic_uint snapshot_requested;
+    atomic_uint snapshots_by_policy; /* taken by policy, for --max-snapshots */
     bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */
     bool follow;                /* sampled mode: identity only for the samples' objects, LOH/POH
                                  * allocations and snapshots' objects (no discovery at GCs) */
@@ -103,8 +106,9 @@ int hl_collector_start(hl_profiler *p);
  * the thread. */
 void hl_collector_stop(hl_profiler *p);
 
-/* Asks for a snapshot at the next GC and forces one from a thread of our own. */
-void hl_collector_request_snapshot(hl_profiler *p);
+/* Asks for a snapshot at the next GC with `trigger` (HL_SNAPSHOT_*) and forces a GC from a
+ * thread of our own. */
+void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger);
 /* Back to the state of a freshly loaded library: joins the collector thread if it ran, gives the
  * thread buffers' pool and the GC queue back, zeroes everything but the vtable. Only when no
  * callback can run (ProfilerDetachSucceeded, InitializeForAttach, a failed start). */

@@ -95,6 +95,12 @@ typedef struct collector {
     uint64_t samples_dropped_writer; /* samples in ALLOC_SAMPLES records the writer never got */
     uint64_t samples_linked, samples_taken;
     uint64_t samples_followed; /* sampled mode: samples whose object the model follows */
+    /* Snapshot triggers (snapshot_triggers.c): their state, and the one asked for and not yet
+     * applied (0: none; only one at a time) with its reason, sent with its snapshot. */
+    hl_trigger_state triggers;
+    bool triggers_ready;
+    uint32_t trigger_pending;
+    char trigger_reason[HL_SNAPSHOT_REASON_MAX];
     char name[4096];
 } collector;
 
@@ -165,5 +171,14 @@ void hl_roots_apply(collector *c, const struct hl_gc_capture *g, hl_gc_end *end)
 struct hl_snapshot *hl_snapshot_build(collector *c, const struct hl_gc_capture *g);
 /* Sends a built snapshot (its DISCOVERED, SNAPSHOT_* records) and frees it; NULL is accepted. */
 void hl_snapshot_send(collector *c, struct hl_snapshot *s);
+
+/* snapshot_triggers.c: the snapshot triggers on the collector thread (snapshot_policy.h). After
+ * each GC applied (`size_after` its generations' sizes, `snapshot` the snapshot it sent, 0 =
+ * none), and between GCs for every:Ns. Either may ask for a snapshot. */
+void hl_collector_triggers_gc(collector *c, const hl_gc_capture *g,
+                              const uint64_t size_after[HL_GEN_COUNT_GC], uint32_t snapshot);
+void hl_collector_triggers_tick(collector *c);
+/* `heaplens snapshot PID` replaced a trigger's request that no GC had taken yet: it is dropped. */
+void hl_collector_triggers_replaced(collector *c);
 
 #endif /* HEAPLENS_COLLECTOR_INTERNAL_H */

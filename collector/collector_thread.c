@@ -729,6 +729,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     if (classified)
         hl_roots_apply(c, g, &e);
     hl_discover_send(c, g, &found_new);
+    uint32_t snapshot_sent = snap ? c->snapshots + 1 : 0; /* the number hl_snapshot_send gives */
     hl_snapshot_send(c, snap);
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);
@@ -738,6 +739,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);
     c->gcs_applied = g->gc;
+    hl_collector_triggers_gc(c, g, e.size_after, snapshot_sent);
 }
 
 /* ---- requests from the writer ------------------------------------------------------------- */
@@ -751,8 +753,8 @@ static void *force_gc_main(void *arg) {
     return NULL;
 }
 
-void hl_collector_request_snapshot(hl_profiler *p) {
-    atomic_store(&p->snapshot_requested, true);
+void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger) {
+    atomic_store(&p->snapshot_requested, trigger);
     atomic_fetch_add(&p->forcers, 1);
     pthread_t t;
     pthread_attr_t attr;
@@ -762,7 +764,9 @@ void hl_collector_request_snapshot(hl_profiler *p) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     if (pthread_create(&t, &attr, force_gc_main, p) != 0) {
-        atomic_store(&p->snapshot_requested, false);
+        atomic_store(&p->snapshot_requested, 0); /* a trigger's is asked again later */
+        if (trigger != HL_SNAPSHOT_REQUESTED && p->collector) /* the collector thread's own */
+            p->collector->trigger_pending = 0;
         atomic_fetch_sub(&p->forcers, 1);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -772,8 +776,11 @@ void hl_collector_request_snapshot(hl_profiler *p) {
 static void take_requests(collector *c) {
     int cmd;
     while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
-        if (cmd == HL_CMD_SNAPSHOT)
-            hl_collector_request_snapshot(c->p);
+        if (cmd == HL_CMD_SNAPSHOT) {
+            if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
+                hl_collector_triggers_replaced(c); /* no GC took it: the request replaces it */
+            hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
+        }
         else if (cmd == HL_CMD_DETACH && c->p->attach)
             atomic_store(&c->p->detach_requested, true);
     }
@@ -809,6 +816,7 @@ static bool pass(collector *c) {
     if (hl_outbox_send(&c->out))
         worked = true;
     take_requests(c);
+    hl_collector_triggers_tick(c);
     return worked;
 }
 
@@ -949,7 +957,7 @@ static void final_snapshot(collector *c) {
     hl_profiler *p = c->p;
     if (c->out.lost)
         return;
-    hl_collector_request_snapshot(p);
+    hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
     uint64_t give_up = hl_now_ns() + 600ull * 1000000000u; /* a GC that never comes */
     uint32_t wanted = 0;
     while (!c->out.lost && !atomic_load(&p->stopping) && hl_now_ns() < give_up) {

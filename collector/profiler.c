@@ -115,33 +115,32 @@ static HRESULT on_runtime_suspend_started(hl_profiler *p, uint32_t reason) {
     return S_OK;
 }
 
-/* Which GCs take a snapshot (HEAPLENS_SNAPSHOT, set by `heaplens record --snapshot`). */
-enum { SNAPSHOT_NONE, SNAPSHOT_INDUCED, SNAPSHOT_GEN2, SNAPSHOT_EVERY };
-
-static void snapshot_policy_parse(hl_profiler *p, const char *text) {
-    p->snapshot_mode = SNAPSHOT_INDUCED;
-    if (!text || !*text || strcmp(text, "induced") == 0)
-        return;
-    if (strcmp(text, "none") == 0)
-        p->snapshot_mode = SNAPSHOT_NONE;
-    else if (strcmp(text, "gen2") == 0)
-        p->snapshot_mode = SNAPSHOT_GEN2;
-    else if (strncmp(text, "every:", 6) == 0 && atoi(text + 6) > 0) {
-        p->snapshot_mode = SNAPSHOT_EVERY;
-        p->snapshot_every = (uint32_t)atoi(text + 6);
-    }
-}
-
+/* Which GCs take a snapshot (HEAPLENS_SNAPSHOT, set by `heaplens record --snapshot`;
+ * snapshot_policy.h). Decided here, at the GC's start on its thread: what was asked for (a
+ * `heaplens snapshot PID`, or a trigger the collector thread evaluated), then induced, gen2 and
+ * every:N, these within --max-snapshots. */
 static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
     hl_profiler *p = ctx;
-    if (atomic_exchange_explicit(&p->snapshot_requested, false, memory_order_relaxed))
-        return HL_SNAPSHOT_REQUESTED;
-    switch (p->snapshot_mode) {
-    case SNAPSHOT_INDUCED: return reason == COR_PRF_GC_REASON_INDUCED ? HL_SNAPSHOT_INDUCED : 0;
-    case SNAPSHOT_GEN2: return generation == 2 ? HL_SNAPSHOT_GEN2 : 0;
-    case SNAPSHOT_EVERY: return gc % p->snapshot_every == 0 ? HL_SNAPSHOT_EVERY : 0;
-    default: return 0;
+    const hl_snapshot_policy *pol = &p->policy;
+    uint32_t asked = atomic_exchange_explicit(&p->snapshot_requested, 0, memory_order_acquire);
+    if (asked) {
+        if (asked != HL_SNAPSHOT_REQUESTED) /* a trigger: the collector thread checked the cap */
+            atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
+        return asked;
     }
+    uint32_t t = 0;
+    if (pol->induced && reason == COR_PRF_GC_REASON_INDUCED)
+        t = HL_SNAPSHOT_INDUCED;
+    else if (pol->gen2 && generation == 2)
+        t = HL_SNAPSHOT_GEN2;
+    else if (pol->every_gcs && gc % pol->every_gcs == 0)
+        t = HL_SNAPSHOT_EVERY;
+    if (t && pol->max_snapshots &&
+        atomic_load_explicit(&p->snapshots_by_policy, memory_order_relaxed) >= pol->max_snapshots)
+        return 0;
+    if (t)
+        atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
+    return t;
 }
 
 static HRESULT on_runtime_resume_finished(hl_profiler *p) {
@@ -513,7 +512,8 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     int n = snprintf(p->socket_path, sizeof p->socket_path, "%s", cfg->socket_path);
     if (n < 0 || (size_t)n >= sizeof p->socket_path)
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
-    snapshot_policy_parse(p, cfg->snapshot_policy);
+    /* `heaplens` checked the text; anything else gets the default (induced) */
+    hl_snapshot_policy_parse(cfg->snapshot_policy, &p->policy, NULL, 0);
     p->empty = cfg->empty;
     p->attach = cfg->mode == HL_MODE_ATTACH;
 
@@ -688,7 +688,7 @@ static HRESULT on_profiler_attach_complete(hl_profiler *p) {
         return S_OK;
     hl_rejit_begin(p->rejit); /* --count: counting is on when heaplens hears of the attach */
     name_existing_threads(p);
-    hl_collector_request_snapshot(p);
+    hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
     return S_OK;
 }
 

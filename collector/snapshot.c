@@ -347,6 +347,10 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
                              s->discovered.n, sizeof(hl_discovered));
     hl_snapshot_start start = {.snapshot = snap, .gc = g->gc, .trigger = g->snapshot_trigger};
     hl_outbox_put(&c->out, HL_REC_SNAPSHOT_START, &start, sizeof start, NULL, 0, NULL, 0);
+    if (c->trigger_pending && g->snapshot_trigger == c->trigger_pending) {
+        hl_snapshot_batch why = {.snapshot = snap};
+        hl_collector_put_str(c, HL_REC_SNAPSHOT_REASON, &why, sizeof why, c->trigger_reason);
+    }
     send_batch(c, HL_REC_SNAPSHOT_OBJECTS, snap, &s->objects);
     send_batch(c, HL_REC_SNAPSHOT_REFS, snap, &s->refs);
     send_batch(c, HL_REC_SNAPSHOT_REF_FIELDS, snap, &s->ref_fields);

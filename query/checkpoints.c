@@ -85,6 +85,43 @@ gboolean checkpoint_find(sqlite3 *db, const char *path, const char *tool, const 
     return FALSE;
 }
 
+gboolean checkpoint_snapshot(sqlite3 *db, const char *path, const char *tool, const char *name,
+                             int64_t *snapshot, GError **error)
+{
+    checkpoint_info c = {0};
+    gboolean row = FALSE, ok = FALSE;
+    if (!checkpoint_find(db, path, tool, name, &c, error))
+        return FALSE;
+    /* snapshots exists: checkpoint_find read a recording with checkpoints (schema 7) */
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT snapshot FROM snapshots WHERE gc = ?1 "
+                                              "ORDER BY snapshot DESC LIMIT 1", error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int64(stmt, 1, c.gc);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    if (!row) {
+        if (c.gc == 0)
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "%s: checkpoint '%s' comes before the first GC of %s, so no snapshot "
+                        "shows it; a GC.Collect() right before the checkpoint takes one "
+                        "(--snapshot induced, the default)", tool, name, path);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "%s: checkpoint '%s' follows GC %" G_GINT64_FORMAT " of %s, and no "
+                        "snapshot was taken at that GC; a GC.Collect() right before the "
+                        "checkpoint takes one (--snapshot induced, the default)",
+                        tool, name, c.gc, path);
+        goto out;
+    }
+    *snapshot = sqlite3_column_int64(stmt, 0);
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    g_free(c.name);
+    return ok;
+}
+
 gboolean checkpoint_range(sqlite3 *db, const char *path, const char *tool, const char *range,
                           int64_t *from_gc, int64_t *to_gc, GError **error)
 {

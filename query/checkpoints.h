@@ -36,6 +36,13 @@ json_t *checkpoint_list_json(sqlite3 *db, GError **error);
 gboolean checkpoint_find(sqlite3 *db, const char *path, const char *tool, const char *name,
                          checkpoint_info *out, GError **error);
 
+/* The snapshot at checkpoint `name`: the one taken at the GC the checkpoint was written after
+ * (a program that calls GC.Collect() right before its checkpoint has one there under the
+ * default --snapshot induced). QUERY_ERROR_NOT_FOUND, naming the GC, when the checkpoint is
+ * unknown or no snapshot was taken at its GC. */
+gboolean checkpoint_snapshot(sqlite3 *db, const char *path, const char *tool, const char *name,
+                             int64_t *snapshot, GError **error);
+
 /* "FROM..TO": the allocation intervals between two checkpoints: GC intervals from..to
  * inclusive, where from = FROM's gc + 1 and to = TO's gc (the allocations made after the last GC
  * before FROM began and before the last GC before TO began). QUERY_ERROR_USAGE for a bad range,

@@ -39,7 +39,6 @@ typedef struct suspect {
     gboolean flagged;
     int64_t growth_count, growth_bytes;
     int64_t retained_first, retained_last;
-    int up, down;
     /* holder and path, in the last snapshot */
     uint32_t holder;  /* node: the holder object holding most; AN_NONE when none */
     uint64_t held;    /* instances held by objects of the holder's type */
@@ -331,6 +330,23 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
 #define LEAKS_MIN_OBJECTS_PER_INTERVAL 3
 #define LEAKS_MIN_HEAP_SHARE 100
 
+gboolean leaks_trend_flagged(const int64_t *cv, const int64_t *bv, size_t k, int64_t heap_last)
+{
+    int up = 0, down = 0;
+    if (k < 2)
+        return FALSE;
+    for (size_t i = 1; i < k; i++) {
+        up += cv[i] > cv[i - 1];
+        down += cv[i] < cv[i - 1];
+    }
+    int64_t growth_count = cv[k - 1] - cv[0], growth_bytes = bv[k - 1] - bv[0];
+    size_t intervals = k - 1;
+    gboolean meaningful = growth_count >= (int64_t)(LEAKS_MIN_OBJECTS_PER_INTERVAL * intervals) ||
+                          growth_bytes >= heap_last / LEAKS_MIN_HEAP_SHARE;
+    return growth_count > 0 && growth_bytes > 0 && cv[k - 1] > cv[k - 2] &&
+           (size_t)up * 3 >= intervals * 2 && (size_t)down * 4 <= intervals && meaningful;
+}
+
 static void trends_classify(leaks *l, gboolean all)
 {
     const size_t k = l->k;
@@ -346,17 +362,7 @@ static void trends_classify(leaks *l, gboolean all)
         s->holder = AN_NONE;
         s->growth_count = cv[k - 1] - cv[0];
         s->growth_bytes = bv[k - 1] - bv[0];
-        for (size_t i = 1; i < k; i++) {
-            s->up += cv[i] > cv[i - 1];
-            s->down += cv[i] < cv[i - 1];
-        }
-        size_t intervals = k - 1;
-        gboolean meaningful =
-            s->growth_count >= (int64_t)(LEAKS_MIN_OBJECTS_PER_INTERVAL * intervals) ||
-            s->growth_bytes >= heap_last / LEAKS_MIN_HEAP_SHARE;
-        s->flagged = s->growth_count > 0 && s->growth_bytes > 0 && cv[k - 1] > cv[k - 2] &&
-                     (size_t)s->up * 3 >= intervals * 2 && (size_t)s->down * 4 <= intervals &&
-                     meaningful;
+        s->flagged = leaks_trend_flagged(cv, bv, k, heap_last);
         if (s->flagged || (all && s->growth_count > 0)) {
             l->n_flagged += s->flagged;
             l->n_suspects++;

@@ -1,6 +1,7 @@
 /* snapshot_graph.c — reading a heap snapshot into a graph (snapshot_graph.h). */
 #include "query/snapshot_graph.h"
 
+#include "query/checkpoints.h"
 #include "query/query.h"
 #include "wire/hl_wire.h"
 
@@ -47,9 +48,16 @@ gboolean snapshot_pick(sqlite3 *db, const char *path, const char *command, const
     int64_t first = 0, last = 0, count = 0;
     sqlite3_stmt *stmt = NULL;
 
-    if (text && !query_args_parse_uint(command, option, text, 1, INT64_MAX,
-                                       "a snapshot number (1, 2, ...)", &wanted, error))
+    if (text && text[0] == '@') { /* @CHECKPOINT: the snapshot taken there */
+        int64_t at = 0;
+        if (!checkpoint_snapshot(db, path, command, text + 1, &at, error))
+            goto out;
+        wanted = (uint64_t)at;
+    } else if (text && !query_args_parse_uint(command, option, text, 1, INT64_MAX,
+                                              "a snapshot number (1, 2, ...) or @CHECKPOINT",
+                                              &wanted, error)) {
         goto out;
+    }
     if (!table_exists(db, "snapshots", &exists, error))
         goto out;
     if (exists) {

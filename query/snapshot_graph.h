@@ -37,7 +37,8 @@ typedef struct snapshot_info {
     int64_t objects, refs, roots;
 } snapshot_info;
 
-/* The snapshot `text` names (a --snapshot value, parsed here; the option is named in errors as
+/* The snapshot `text` names (a --snapshot value, parsed here: a number, or @CHECKPOINT for the
+ * snapshot taken at that checkpoint, checkpoints.h; the option is named in errors as
  * "--<option>" of `command`), or the last snapshot when `text` is NULL. Fails with one line when
  * the recording has no snapshot (and says how to get one) or no such snapshot (and names the
  * ones it has). */

@@ -15,6 +15,7 @@ typedef struct query_snapshot {
     char *trigger; /* owned; NULL when NULL in the file */
     int64_t objects, refs, roots, handles, bytes;
     int64_t model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported;
+    char *reason;  /* owned; why a trigger took it (schema 8), NULL for the other policies */
 } query_snapshot;
 
 /* Every snapshot of `db`, in order: a new array of query_snapshot (its free function releases

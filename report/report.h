@@ -78,6 +78,10 @@ typedef struct report_data {
     int64_t snapshots;
     json_t *last_snapshot, *retainers, *leak_suspects;
     json_t *inspections; /* `heaplens inspect --json` of the last snapshot (query/inspect.h) */
+    /* The timeline's marks: every snapshot [{"snapshot","gc","trigger","reason"}] (reason:
+     * why a trigger took it, else null) and every checkpoint the program wrote, as
+     * checkpoint_list_json gives them ([] when none). */
+    json_t *snapshot_list, *checkpoints;
     GPtrArray *notes; /* char *, one line each */
     GStringChunk *strings;
     /* Allocation stacks (stacks.h): NULL when the recording has no samples, else

@@ -11,6 +11,7 @@
  */
 #include "report/report.h"
 
+#include "query/checkpoints.h"
 #include "query/count_sites.h"
 #include "query/estimates.h"
 #include "query/info.h"
@@ -18,6 +19,7 @@
 #include "query/leaks.h"
 #include "query/query.h"
 #include "query/retention.h"
+#include "query/snapshots.h"
 #include "query/stacks.h"
 
 #include <inttypes.h>
@@ -465,6 +467,27 @@ out:
 
 /* ---- snapshots -------------------------------------------------------------------------- */
 
+/* What the timeline marks: every snapshot (its GC, trigger and reason) and every checkpoint the
+ * program wrote (checkpoints.h), as `snapshots --json` gives them. */
+static gboolean report_marks_get(sqlite3 *db, report_data *data, GError **error)
+{
+    int64_t drift = 0;
+    g_autoptr(GArray) list = query_snapshots_read(db, &drift, error);
+    if (!list)
+        return FALSE;
+    data->snapshot_list = json_array();
+    for (guint i = 0; i < list->len; i++) {
+        const query_snapshot *s = &g_array_index(list, query_snapshot, i);
+        json_array_append_new(data->snapshot_list,
+                              json_pack("{s:I, s:I, s:o, s:o}", "snapshot", (json_int_t)s->snapshot,
+                                        "gc", (json_int_t)s->gc, "trigger",
+                                        query_json_string(s->trigger), "reason",
+                                        query_json_string(s->reason)));
+    }
+    data->checkpoints = checkpoint_list_json(db, error);
+    return data->checkpoints != NULL;
+}
+
 /* The last snapshot, its largest retainers, its inspections and the leak suspects over all
  * snapshots: what `heaplens retention --top 10`, `heaplens inspect` and `heaplens leaks --top 10`
  * show, from the same functions. */
@@ -610,7 +633,8 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
     if (!report_run_get(db, data, error) ||
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
         !report_allocations_get(db, data, error) ||
-        !report_sweep(db, data, error) || !report_snapshots_get(db, file, data, progress, error) ||
+        !report_sweep(db, data, error) || !report_marks_get(db, data, error) ||
+        !report_snapshots_get(db, file, data, progress, error) ||
         !report_stacks_get(db, data, error) || !report_counted_get(db, file, data, error))
         goto fail;
     data->note = query_db_note_new(db, &local);
@@ -644,6 +668,8 @@ void report_data_free(report_data *data)
     json_decref(data->retainers);
     json_decref(data->leak_suspects);
     json_decref(data->inspections);
+    json_decref(data->snapshot_list);
+    json_decref(data->checkpoints);
     json_decref(data->allocation_stacks);
     json_decref(data->counted_sites);
     json_decref(data->allocations);

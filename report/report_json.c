@@ -200,6 +200,10 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     out_json(&o, data->snapshots < 0 ? json_null()
                                      : json_pack("{s:I, s:O}", "count", (json_int_t)data->snapshots,
                                                  "last", data->last_snapshot));
+    out_raw(&o, ",\n\"snapshot_list\":");
+    out_json(&o, json_incref(data->snapshot_list));
+    out_raw(&o, ",\n\"checkpoints\":");
+    out_json(&o, json_incref(data->checkpoints));
     out_raw(&o, ",\n\"leak_suspects\":");
     out_json(&o, data->leak_suspects ? json_incref(data->leak_suspects) : json_null());
     out_raw(&o, ",\n\"retainers\":");

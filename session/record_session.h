@@ -14,7 +14,8 @@
 
 typedef struct record_options {
     const char *output;
-    const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated */
+    const char *snapshot; /* policy for HEAPLENS_SNAPSHOT, validated (recording_snapshot_option) */
+    char *snapshot_owned; /* the cli's allocation behind `snapshot` */
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
     const char *mode;     /* --mode: "full" (default) or "sampled", for HEAPLENS_MODE */
     const char *stacks;   /* --stacks on|off: HEAPLENS_STACKS (NULL: the default, on) */

@@ -19,19 +19,64 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collector/snapshot_policy.h"
 #include "query/query.h"
 #include "session/session.h"
 #include "store/store.h"
 
-/* The policies the collector understands (collector/profiler.c). */
+/* The policies the collector understands: its own parser (collector/snapshot_policy.h). */
 gboolean recording_snapshot_policy_valid(const char *p) {
-    if (strcmp(p, "induced") == 0 || strcmp(p, "gen2") == 0 || strcmp(p, "none") == 0)
-        return TRUE;
-    if (strncmp(p, "every:", 6) != 0 || !p[6])
+    hl_snapshot_policy policy;
+    return hl_snapshot_policy_parse(p, &policy, NULL, 0);
+}
+
+gboolean recording_snapshot_option(const char *who, const char *option, const char *value,
+                                   GString **policy, GError **error) {
+    char why[320];
+    hl_snapshot_policy parsed;
+    g_autofree char *item = NULL;
+    if (!value || !*value) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s needs a value", who, option);
         return FALSE;
-    char *end = NULL;
-    long n = strtol(p + 6, &end, 10);
-    return *end == 0 && n >= 1 && n <= 1000000;
+    }
+    if (strcmp(option, "snapshot") == 0) {
+        if (strchr(value, ',')) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "%s: --snapshot takes one policy; repeat --snapshot to combine them, not "
+                        "'%s'", who, value);
+            return FALSE;
+        }
+        item = g_strdup(value);
+    } else {
+        const char *digits = value;
+        while (*digits >= '0' && *digits <= '9')
+            digits++;
+        gboolean zero_ok = strcmp(option, "snapshot-interval") == 0;
+        if (*digits || digits == value || strlen(value) > 8 || (!zero_ok && atol(value) < 1)) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s takes %s, not '%s'", who,
+                        option, zero_ok ? "a number of seconds (0: none)" : "a number from 1",
+                        value);
+            return FALSE;
+        }
+        item = g_strdup_printf("%s:%s", zero_ok ? "min-interval" : "max-snapshots", value);
+    }
+    if (!hl_snapshot_policy_parse(item, &parsed, why, sizeof why)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s: %s", who, option, why);
+        return FALSE;
+    }
+    if (!*policy)
+        *policy = g_string_new(item);
+    else
+        g_string_append_printf(*policy, ",%s", item);
+    if (!hl_snapshot_policy_parse((*policy)->str, &parsed, why, sizeof why)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: %s", who, why);
+        return FALSE;
+    }
+    if ((*policy)->len >= HL_SNAPSHOT_POLICY_MAX) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: too many snapshot policies", who);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 /* The settings users may set (README.md, "Settings"; the collector keeps its own defensive

@@ -19,8 +19,15 @@
 #define STOP_WAIT_MS 5000
 #define WRITER_EXIT_STOPPED 3 /* the writer stopped at a write error and said so */
 
-/* The --snapshot policies the collector understands (collector/profiler.c). */
+/* Whether `p` is a policy text the collector understands (collector/snapshot_policy.h). */
 gboolean recording_snapshot_policy_valid(const char *p);
+/* One of record's and attach's options that shape the snapshot policy: `option` "snapshot"
+ * (one policy; repeated to combine), "max-snapshots" (N >= 1) or "snapshot-interval" (seconds,
+ * 0 allowed), with its `value`, appended to *policy (created when NULL) as the collector reads
+ * it (items joined by ','). FALSE with one line naming `who` when the value or the combination
+ * is not one the collector takes. */
+gboolean recording_snapshot_option(const char *who, const char *option, const char *value,
+                                   GString **policy, GError **error);
 /* The HEAPLENS_* settings a user may put in a recorded program's environment (the one table,
  * README.md "Settings"): each named with its range. `env` is an environment ("NAME=VALUE"
  * strings, NULL-terminated): heaplens' own for `record` (the program inherits it), the target's

@@ -104,6 +104,10 @@ typedef struct store_record {
             store_str name;
         } checkpoint;
         struct {
+            hl_snapshot_batch h;
+            store_str text;
+        } snapshot_reason;
+        struct {
             hl_stack h;
             const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
         } stack;
@@ -429,6 +433,7 @@ typedef struct store_open_snapshot {
     GArray *statics; /* hl_snapshot_static */
     GArray *strings; /* hl_snapshot_string */
     GArray *roots;   /* hl_snapshot_root */
+    char *reason;    /* SNAPSHOT_REASON: why a trigger took it (g_malloc), or NULL */
 } store_open_snapshot;
 
 /* A snapshot written inside the open GC; announced (store_writer.on_snapshot) once it commits. */
@@ -585,6 +590,8 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
 gboolean store_snapshot_start(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_items(store_writer *w, const store_record *rec, GError **error);
 gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **error);
+/* SNAPSHOT_REASON: kept with the open snapshot, stored in its row (snapshots.reason). */
+gboolean store_snapshot_reason(store_writer *w, const store_record *rec, GError **error);
 /* Forgets the open snapshot, if any, and counts it in snapshots_discarded; `why` (words) goes
  * to on_snapshot_lost. */
 void store_snapshot_discard_open(store_writer *w, const char *why);

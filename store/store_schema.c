@@ -244,7 +244,8 @@ static const char store_schema_tables[] =
     "  frozen INTEGER NOT NULL,\n"
     "  unresolved INTEGER NOT NULL,\n"
     "  walk_ns INTEGER,\n"
-    "  model_unreported INTEGER NOT NULL DEFAULT 0\n"
+    "  model_unreported INTEGER NOT NULL DEFAULT 0,\n"
+    "  reason TEXT\n"
     ");\n"
     /* refs: the object's references, a JSON array of target ids in field order (NULL: none).
      * With the object rather than a row each: SQLite's cost per row (time and about 7 bytes)

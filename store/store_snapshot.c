@@ -41,6 +41,11 @@ static const char *const store_trigger_names[] = {
     [HL_SNAPSHOT_GEN2] = "gen2",
     [HL_SNAPSHOT_REQUESTED] = "requested",
     [HL_SNAPSHOT_IMPORTED] = "import",
+    [HL_SNAPSHOT_GEN2_GROWTH] = "gen2-growth",
+    [HL_SNAPSHOT_HEAP] = "heap",
+    [HL_SNAPSHOT_LIMIT] = "limit",
+    [HL_SNAPSHOT_PAUSE] = "pause",
+    [HL_SNAPSHOT_TIME] = "time",
 };
 
 void store_snapshot_release(store_open_snapshot *s)
@@ -57,6 +62,7 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->strings);
     if (s->roots != NULL)
         g_array_unref(s->roots);
+    g_free(s->reason);
     memset(s, 0, sizeof *s);
 }
 
@@ -445,7 +451,23 @@ static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end 
     sqlite3_bind_int64(st, 12, (int64_t)e->unresolved);
     sqlite3_bind_int64(st, 13, (int64_t)e->walk_ns);
     sqlite3_bind_int64(st, 14, (int64_t)e->model_unreported);
+    if (w->snap.reason != NULL)
+        sqlite3_bind_text(st, 15, w->snap.reason, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 15);
     return store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT, error);
+}
+
+gboolean store_snapshot_reason(store_writer *w, const store_record *rec,
+                               GError **error G_GNUC_UNUSED)
+{
+    if (!w->snap.open || rec->u.snapshot_reason.h.snapshot != w->snap.start.snapshot) {
+        w->writer_anomalies++;
+        return TRUE;
+    }
+    g_free(w->snap.reason);
+    w->snap.reason = g_strndup(rec->u.snapshot_reason.text.ptr, rec->u.snapshot_reason.text.len);
+    return TRUE;
 }
 
 gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **error)

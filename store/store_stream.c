@@ -333,6 +333,14 @@ static gboolean store_decode_method(const uint8_t *p, uint32_t size, store_recor
                                         &out->u.method.name, error);
 }
 
+static gboolean store_decode_snapshot_reason(const uint8_t *p, uint32_t size, store_record *out,
+                                             GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.snapshot_reason.h,
+                                        sizeof out->u.snapshot_reason.h,
+                                        &out->u.snapshot_reason.text, error);
+}
+
 static gboolean store_decode_checkpoint(const uint8_t *p, uint32_t size, store_record *out,
                                         GError **error)
 {
@@ -395,6 +403,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_SNAPSHOT_STRINGS] = {"SNAPSHOT_STRINGS", store_decode_snapshot_strings},
     [HL_REC_COUNT_SITE] = {"COUNT_SITE", store_decode_count_site},
     [HL_REC_CHECKPOINT] = {"CHECKPOINT", store_decode_checkpoint},
+    [HL_REC_SNAPSHOT_REASON] = {"SNAPSHOT_REASON", store_decode_snapshot_reason},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

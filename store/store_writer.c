@@ -75,8 +75,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_SET_COUNTER] = "INSERT OR REPLACE INTO counters (name, value) VALUES (?1, ?2)",
     [STORE_STMT_INSERT_SNAPSHOT] =
         "INSERT INTO snapshots (snapshot, gc, trigger, objects, refs, roots, handles, bytes, "
-        "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported, reason) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
         "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs, fields) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -485,6 +485,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_ALLOC_SAMPLES] = store_samples_alloc,
     [HL_REC_COUNT_SITE] = store_counts_site,
     [HL_REC_CHECKPOINT] = store_writer_program_checkpoint,
+    [HL_REC_SNAPSHOT_REASON] = store_snapshot_reason,
 };
 
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)

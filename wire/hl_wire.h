@@ -94,6 +94,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_STRINGS = 30,
     HL_REC_CHECKPOINT = 31,
     HL_REC_COUNT_SITE = 40, /* counted sites (--count), numbered apart from the others' growth */
+    HL_REC_SNAPSHOT_REASON = 45, /* why a trigger took this snapshot (snapshot triggers) */
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -549,6 +550,13 @@ enum {
     HL_SNAPSHOT_GEN2 = 3,      /* --snapshot gen2 */
     HL_SNAPSHOT_REQUESTED = 4, /* heaplens snapshot PID */
     HL_SNAPSHOT_IMPORTED = 5,  /* heaplens import: the heap dump file's graph */
+    /* Snapshot triggers (collector/snapshot_policy.h): the collector asked for the snapshot
+     * after a GC that met the condition, or when the time came. */
+    HL_SNAPSHOT_GEN2_GROWTH = 6, /* --snapshot gen2-growth:PCT */
+    HL_SNAPSHOT_HEAP = 7,        /* --snapshot heap:SIZE */
+    HL_SNAPSHOT_LIMIT = 8,       /* --snapshot limit:PCT */
+    HL_SNAPSHOT_PAUSE = 9,       /* --snapshot pause:MS */
+    HL_SNAPSHOT_TIME = 10,       /* --snapshot every:Ns */
 };
 typedef struct hl_snapshot_start {
     uint32_t snapshot;    /* 1, 2, 3, ... */
@@ -557,6 +565,11 @@ typedef struct hl_snapshot_start {
     uint32_t reserved;
 } hl_snapshot_start;
 static_assert(sizeof(hl_snapshot_start) == 16, "wire layout");
+
+/* HL_REC_SNAPSHOT_REASON, inside a snapshot (after its SNAPSHOT_START, before its END) that a
+ * trigger took: head hl_snapshot_batch (`count` 0), then one hl_str, the trigger's reason in
+ * words ("gen2 41.2 MiB after GC 12, +63% since snapshot 2"). Added in version 4 without a
+ * version change: older readers skip it by size. */
 
 typedef struct hl_snapshot_batch { /* head of OBJECTS, REFS and ROOTS records */
     uint32_t snapshot;

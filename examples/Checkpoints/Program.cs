@@ -2,9 +2,10 @@
 // named "HeapLens" with Checkpoint(string name) (event 1), written after a blocking GC.Collect()
 // so that each checkpoint's state is exactly that GC's (query/README.md, checkpoints).
 //
-//   dotnet Checkpoints.dll [truth.json]
+//   dotnet Checkpoints.dll [truth.json] [--wait]
 //
-// The ground-truth path is argv[1] or, if absent, HEAPLENS_GROUND_TRUTH. Phases:
+// The ground-truth path is argv[1] or, if absent, HEAPLENS_GROUND_TRUTH. With --wait the program
+// first prints "ready PID" and waits for a line on stdin (time to attach heaplens to it). Phases:
 //   start    nothing of ours allocated
 //   filled   1000 Orders kept in a static list, 5000 Scratch objects dropped at once
 //   drained  600 Orders dropped, 2000 Scratch dropped, 250 more Orders kept (650 alive)
@@ -69,8 +70,14 @@ namespace HeapLens.Examples.Checkpoints
 
         private static int Main(string[] args)
         {
-            string? truthPath = args.Length > 0 ? args[0]
+            string? truthPath = args.Length > 0 && args[0] != "--wait" ? args[0]
                 : Environment.GetEnvironmentVariable("HEAPLENS_GROUND_TRUTH");
+            if (Array.IndexOf(args, "--wait") >= 0)
+            {
+                Console.WriteLine($"ready {Environment.ProcessId}");
+                Console.Out.Flush();
+                Console.ReadLine();
+            }
             var checkpoints = new List<(string name, int gc, string thread, int orders)>();
             var between = new List<(string from, string to, int orders, int scratch)>();
 

@@ -304,6 +304,25 @@
           pts.forEach(function (p) { if (p) s += '<circle class="mark ' + se.cls + '" r="2.5" cx="' + p[0].toFixed(1) + '" cy="' + p[1].toFixed(1) + '"/>'; });
       });
     }
+    /* The timeline's marks: each checkpoint the program wrote, between the GC it followed and
+     * the next (a dashed line, its name on top), and each snapshot at its GC (a triangle). */
+    s += '<g class="marks">';
+    (D.checkpoints || []).forEach(function (c) {
+      var x = Math.min(Math.max(c.gc + 0.5, x0), x1), px = sx(x).toFixed(1);
+      s += '<g class="checkpoint"><title>' + esc('checkpoint ' + c.name + ' (after GC ' + c.gc + ')') +
+        '</title><line x1="' + px + '" x2="' + px + '" y1="' + m.t + '" y2="' + (m.t + ph) + '"/>' +
+        '<text x="' + px + '" y="' + (m.t + 9) + '"' +
+        (sx(x) > W - m.r - 60 ? ' dx="-3" text-anchor="end"' : ' dx="3"') + '>' + esc(c.name) + '</text></g>';
+    });
+    (D.snapshot_list || []).forEach(function (n) {
+      if (n.gc < x0 || n.gc > x1) return;
+      var px = sx(n.gc), py = m.t + ph;
+      s += '<path class="snapmark" d="M' + (px - 4).toFixed(1) + ',' + (py + 7) + 'L' + px.toFixed(1) + ',' +
+        py + 'L' + (px + 4).toFixed(1) + ',' + (py + 7) + 'Z"><title>' +
+        esc('snapshot ' + n.snapshot + ' at GC ' + n.gc + ' (' + (n.trigger || '?') + ')' +
+            (n.reason ? ': ' + n.reason : '')) + '</title></path>';
+    });
+    s += '</g>';
     s += '<line class="cursor" y1="' + m.t + '" y2="' + (m.t + ph) + '" x1="0" x2="0" visibility="hidden"/>';
     s += '<rect class="hit" x="' + m.l + '" y="' + m.t + '" width="' + pw + '" height="' + ph + '"/></svg>';
     host.innerHTML = s;
@@ -491,18 +510,44 @@
   }
   function signed(v, f) { return (v >= 0 ? '+' : '-') + f(Math.abs(v)); }
 
+  /* Every snapshot with what took it (and a trigger's reason), and the program's checkpoints:
+   * the marks of the plots, listed. */
+  function marksHtml() {
+    var list = D.snapshot_list || [], cps = D.checkpoints || [], html = '';
+    if (list.length) {
+      html += '<h3>Snapshots</h3><div class="table-wrap"><table class="list" id="snapshot-table"><thead><tr>' +
+        '<th>snapshot</th><th>GC</th><th class="l">trigger</th><th class="l">reason</th></tr></thead><tbody>' +
+        list.map(function (n) {
+          return '<tr><td>' + esc(n.snapshot) + '</td><td>' + esc(n.gc) + '</td><td class="l">' +
+            esc(n.trigger || '\u2014') + '</td><td class="l wrap">' + esc(n.reason || '') + '</td></tr>';
+        }).join('') + '</tbody></table></div>';
+    }
+    if (cps.length) {
+      html += '<h3>Checkpoints</h3><p>Marked on the plots between the GC each follows and the next. ' +
+        'Compare two with <code>heaplens diff FILE @A @B</code>.</p><div class="table-wrap">' +
+        '<table class="list" id="checkpoint-table"><thead><tr><th class="l">checkpoint</th><th>after GC</th>' +
+        '<th>at</th><th>thread</th></tr></thead><tbody>' +
+        cps.map(function (c) {
+          return '<tr><td class="l">' + esc(c.name) + '</td><td>' + esc(c.gc) + '</td><td>' +
+            esc(fmtDuration(c.since_start_ns)) + '</td><td>' + esc(c.thread) + '</td></tr>';
+        }).join('') + '</tbody></table></div>';
+    }
+    return html;
+  }
+
   function renderSnapshots() {
     var el = $('snapshots');
     var S = D.snapshots;
     if (S == null) {
       el.innerHTML = '<h2>Leak suspects and retainers</h2><p>No snapshots in this recording. ' +
-        'Leak suspects and the top retainers of the last snapshot appear here for recordings with heap snapshots.</p>';
+        'Leak suspects and the top retainers of the last snapshot appear here for recordings with heap snapshots.</p>' +
+        marksHtml();
       return;
     }
     var last = S.last, html = '<h2>Leak suspects and retainers</h2><p>' + esc(fmtCount(S.count)) +
       ' heap snapshot' + (S.count === 1 ? '' : 's') + '; the last, snapshot ' + esc(last.snapshot) +
       ' at GC ' + esc(last.gc) + ', holds ' + esc(fmtCount(last.objects)) + ' objects and ' +
-      esc(fmtCount(last.references)) + ' references.</p>';
+      esc(fmtCount(last.references)) + ' references.</p>' + marksHtml();
 
     var L = D.leak_suspects;
     html += '<h3>Leak suspects</h3>';

@@ -6,7 +6,8 @@
 
 The program writes three checkpoints from an EventSource named "HeapLens" (Checkpoint(name),
 event 1), each right after a blocking GC.Collect(), and writes what it did (examples/README.md).
-For a full and a sampled recording this script checks:
+For a full and a sampled recording, and an attach session (the program started without heaplens
+with --wait, `heaplens attach PID`, then its phases), this script checks:
 
   (a) table checkpoints: the program's checkpoints in order, each with the GC count the program
       read when writing it (GC.CollectionCount(0)) and the OS thread that wrote it;
@@ -18,6 +19,8 @@ For a full and a sampled recording this script checks:
       figures (exit 0) and fail one below them (exit 1, one FAIL line each naming what was
       expected and found); an unknown checkpoint, a range written backwards and a range
       without a GC between its ends are refused in one line (exit 1).
+  (e) `diff FILE @A @B` and `diff --between A..B`: the Orders new, dead and survived between
+      the snapshots taken at two checkpoints.
 
 With --xunit-dll (examples/XunitCheckpoints): `heaplens record --children=testhost -- dotnet
 test XunitCheckpoints.dll` records the test host into its own database; its checkpoints
@@ -33,28 +36,68 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
 import sys
+import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, record, run, start_log  # noqa: E402
+from e2elib import (Checks, count_rows, heaplens_json, record, remove_stale, run,  # noqa: E402
+                    start_log)
 
 
 def fmt(n):
     return f"{n:,}"
 
 
+def attach(checks, a, db, truth_path, log):
+    """The program started without heaplens (--wait: it says "ready PID" and waits), `heaplens
+    attach PID`, then, once the attach's first snapshot is stored, the program runs its phases
+    and exits, which ends the session. Returns attach's exit status."""
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CORECLR_", "DOTNET_"))}
+    prog = subprocess.Popen([a.dotnet, a.dll, truth_path, "--wait"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    ready = prog.stdout.readline().split()
+    if not checks.ok("attach: the program started and waits", len(ready) == 2 and
+                     ready[0] == "ready", str(ready)):
+        prog.kill()
+        return None
+    cmd = [a.heaplens, "attach", ready[1], "-o", db]
+    print("$ " + " ".join(cmd))
+    session = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = session.stderr.readline()
+    checks.ok("attach: attached", first.startswith("heaplens: attached to process"), first)
+    deadline = time.monotonic() + a.timeout
+    while (count_rows(db, "snapshots") < 1 and session.poll() is None and
+           time.monotonic() < deadline):
+        time.sleep(0.02)  # polling the database for the attach's first snapshot
+    prog.stdin.write("go\n")
+    prog.stdin.flush()
+    prog.stdout.read()
+    prog.wait(timeout=a.timeout)
+    out, err = session.communicate(timeout=a.timeout)
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(cmd)}\n[exit {session.returncode}]\n{out}\n{first}{err}\n")
+    return session.returncode
+
+
 def check_recording(checks, a, mode, log):
     db = os.path.join(a.workdir, f"checkpoints-{mode}.db")
     truth_path = os.path.join(a.workdir, f"truth-{mode}.json")
-    rc = record(a, db, truth_path, [], log, record_options=["--mode", mode])
-    checks.eq(f"{mode}: heaplens record exit status", 0, rc)
+    if mode == "attach":
+        rc = attach(checks, a, db, truth_path, log)
+        checks.eq(f"{mode}: heaplens attach exit status", 0, rc)
+    else:
+        rc = record(a, db, truth_path, [], log, record_options=["--mode", mode])
+        checks.eq(f"{mode}: heaplens record exit status", 0, rc)
     if not os.path.exists(truth_path) or not os.path.exists(db):
         checks.ok(f"{mode}: program wrote its truth and heaplens its recording", False)
         return
     with open(truth_path) as f:
         truth = json.load(f)
-    checks.ok(f"{mode}: collector loaded", bool(truth.get("collector")))
+    if mode != "attach":  # attached later: the program saw no collector at its start
+        checks.ok(f"{mode}: collector loaded", bool(truth.get("collector")))
     checks.ok(f"{mode}: the program's EventSource HeapLens was enabled", truth["provider_enabled"])
 
     # (a) the table
@@ -125,6 +168,30 @@ def check_recording(checks, a, mode, log):
     checks.ok(f"{mode}: check --json one below: exit 1, every assertion failed",
               rc == 1 and doc is not None and doc.get("failed") == len(lines), f"exit {rc}: {out[:300]}")
 
+    # (e) diff between checkpoints: the snapshots taken at them (the GC.Collect() before each),
+    # Orders new, dead and survived by identity from the program's figures (the Orders it
+    # allocated between two checkpoints are all alive at the second)
+    alive = {c["name"]: c["orders_alive"] for c in truth["checkpoints"]}
+    for b in truth["between"]:
+        new = b["orders_allocated"]
+        survived = alive[b["to"]] - new
+        dead = alive[b["from"]] - survived
+        for args in (["@" + b["from"], "@" + b["to"]], ["--between", f"{b['from']}..{b['to']}"]):
+            doc = heaplens_json(checks, a.heaplens, ["diff", db] + args + ["--all"], log)
+            if doc is None:
+                continue
+            rows = {r["type"]: r for r in doc["rows"]}
+            r = rows.get(order, {})
+            checks.eq(f"{mode}: diff {' '.join(args)}: {order} new, dead, survived",
+                      (new, dead, survived),
+                      (r.get("new"), r.get("dead"), r.get("survived")))
+            checks.eq(f"{mode}: diff {' '.join(args)}: the sides name their checkpoints",
+                      (b["from"], b["to"]),
+                      (doc["from"].get("checkpoint"), doc["to"].get("checkpoint")))
+        rc, out, err = run([a.heaplens, "diff", db, "@" + b["from"], "@" + b["to"]], log=log)
+        checks.ok(f"{mode}: diff @{b['from']} @{b['to']} (text) names them",
+                  rc == 0 and out.startswith(f"@{b['from']}: snapshot "), out[:200])
+
     # refused in one line
     names = [c["name"] for c in truth["checkpoints"]]
     for args, pattern in [
@@ -133,6 +200,9 @@ def check_recording(checks, a, mode, log):
         (["allocations", db, "--between", f"{names[-1]}..{names[0]}"], r"was written before"),
         (["allocations", db, "--between", names[0]], r"FROM\.\.TO"),
         (["allocations", db, "--between", f"{names[0]}..{names[0]}"], r"no GC finished between"),
+        (["diff", db, "@" + names[0]], r"needs a second checkpoint"),
+        (["diff", db, "@no-such-checkpoint", "@" + names[0]],
+         r"has no checkpoint 'no-such-checkpoint'"),
     ]:
         rc, out, err = run([a.heaplens] + args, log=log)
         checks.ok(f"{mode}: {' '.join(args[:1] + args[2:])}: exit 1, one line on stderr",
@@ -189,7 +259,7 @@ def main():
     log = start_log(a.workdir)
     checks = Checks(a.verbose)
     if a.dll:
-        for mode in ("full", "sampled"):
+        for mode in ("full", "sampled", "attach"):
             check_recording(checks, a, mode, log)
     if a.xunit_dll:
         check_xunit(checks, a, log)

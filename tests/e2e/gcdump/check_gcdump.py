@@ -10,6 +10,8 @@ import: examples/AttachTarget, started WITHOUT heaplens and leaking nothing on i
   bytes"; 5,000 LeakedRecord (the program's own count); `retention` puts the List first with
   5,000 records under it, `roots --type AttachTarget.LeakedRecord` goes through it;
   `snapshots`, `info`, `report` run; a truncated and a corrupted copy: one line, exit 1, no file.
+leaks across imports: two more dumps after 5,000 records more each, imported; `leaks FIRST.db
+  --with SECOND.db THIRD.db` finds LeakedRecord growing 5,000 / 10,000 / 15,000, by type.
 export: the imported snapshot, and a snapshot heaplens recorded of the same program (`record`,
   the program's GC.Collect), written with `heaplens export --gcdump` and read by
   `dotnet-gcdump report`: per type, its counts are heaplens' own (snapshot_contents); the
@@ -96,6 +98,37 @@ class Target:
         return self.p.stdout.readline().strip()
 
 
+def leaks_across(checks, a, db, dumps, log):
+    """`leaks FIRST.db --with SECOND.db THIRD.db` on three imports of one process, 5,000 records
+    more each time: LeakedRecord is a suspect with the program's counts, per type, and the
+    output says a .gcdump has no object identity."""
+    dbs = [db]
+    for dump in dumps:
+        dbs.append(dump[:-len(".gcdump")] + ".db")
+        rc, out, err = e2elib.run([a.heaplens, "import", dump, "-o", dbs[-1]], log=log)
+        checks.ok(f"heaplens import {os.path.basename(dump)}", rc == 0, err)
+    doc = e2elib.heaplens_json(checks, a.heaplens, ["leaks", db, "--with"] + dbs[1:], log)
+    if doc is None:
+        return
+    rows = {r["type"]: r for r in doc["rows"]}
+    leaked = rows.get("AttachTarget.LeakedRecord", {})
+    checks.ok("leaks across imports: LeakedRecord is a suspect", leaked.get("flagged") is True,
+              str(leaked))
+    checks.eq("leaks across imports: LeakedRecord per file", [5000, 10000, 15000],
+              leaked.get("counts"))
+    checks.eq("leaks across imports: the files in order", dbs, [f["file"] for f in doc["files"]])
+    checks.ok("leaks across imports: says a .gcdump has no object identity",
+              "a .gcdump has no object identity" in doc.get("note", ""), doc.get("note"))
+    rc, out, err = e2elib.run([a.heaplens, "leaks", db, "--with"] + dbs[1:], log=log)
+    checks.ok("leaks across imports (text): LeakedRecord ranked, 5,000 10,000 15,000, the note",
+              rc == 0 and re.search(r"\n\s+\d+\s+\+10,000 .*5,000 10,000 15,000\s+"
+                                    r"AttachTarget\.LeakedRecord\n", out) is not None and
+              "no object identity" in out + err, out[-800:] + err)
+    rc, out, err = e2elib.run([a.heaplens, "leaks", db, "--with"], log=log)
+    checks.ok("leaks --with and no file: exit 1, one line", rc == 1 and
+              len(err.strip().splitlines()) == 1, f"exit {rc}: {err!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--heaplens", required=True)
@@ -121,7 +154,17 @@ def main():
     rc, out, err = e2elib.run([a.gcdump_tool, "collect", "-p", str(t.pid), "-o", dump], log=log,
                               timeout=300)
     checks.ok("dotnet-gcdump collect", rc == 0 and os.path.exists(dump), f"exit {rc}: {err[:300]}")
-    checks.ok("the program verified its records", t.ask("stop").startswith("verified 5000"))
+    # two more dumps, 5,000 records more each: leaks across the imported files
+    more = []
+    for n in (10000, 15000):
+        checks.eq(f"the program leaked {n} records", f"count {n}", t.ask("leak 5000"))
+        more.append(os.path.join(a.workdir, f"target-{n}.gcdump"))
+        e2elib.remove_stale(more[-1], more[-1][:-len(".gcdump")] + ".db")
+        rc, out, err = e2elib.run([a.gcdump_tool, "collect", "-p", str(t.pid), "-o", more[-1]],
+                                  log=log, timeout=300)
+        checks.ok(f"dotnet-gcdump collect at {n}", rc == 0 and os.path.exists(more[-1]),
+                  f"exit {rc}: {err[:300]}")
+    checks.ok("the program verified its records", t.ask("stop").startswith("verified 15000"))
     t.p.wait(timeout=120)
     rc, out, err = e2elib.run([a.heaplens, "import", dump, "-o", db], log=log)
     if not checks.ok("heaplens import", rc == 0 and os.path.exists(db), f"exit {rc}: {err}"):
@@ -132,6 +175,7 @@ def main():
         compare(checks, "import", rep, ours, True)
     checks.eq("5000 LeakedRecord imported", 5000,
               ours.get("AttachTarget.LeakedRecord", [0])[0])
+    leaks_across(checks, a, db, more, log)
     info = e2elib.heaplens_json(checks, a.heaplens, ["info", db], log)
     if info:
         checks.eq("run.mode", "import", (info.get("run") or info).get("mode"))

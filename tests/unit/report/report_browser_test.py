@@ -284,6 +284,36 @@ def test_interaction(a, heaplens, workdir):
         cdp.close()
 
 
+def test_checkpoints(a, heaplens, workdir):
+    """The program's checkpoints: a dashed mark on every plot after the GC each follows, named,
+    and a table of them under the snapshots' section (none of these without checkpoints)."""
+    db = os.path.join(workdir, 'checkpoints.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'sim', '40', '7', db])
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(db)
+    con.executemany('INSERT INTO checkpoints (name, gc, time_ns, thread) VALUES (?, ?, 0, 7)',
+                    [('warm', 10), ('steady', 25)])
+    con.commit()
+    con.close()
+    page = os.path.join(workdir, 'checkpoints.html')
+    r = run([heaplens, 'report', db, '-o', page])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    check([(c['name'], c['gc']) for c in doc['checkpoints']] == [('warm', 10), ('steady', 25)],
+          'checkpoints: report --json lists them')
+    dom, _ = dump_dom(workdir, page)
+    heap = dom.find(id='plot-heap')
+    marks = [g for g in heap.iter() if g.tag == 'g' and g.has_class('checkpoint')] if heap else []
+    check([m.find('text').text() for m in marks] == ['warm', 'steady'],
+          'checkpoints: the heap plot marks them, named: %r' % [m.text() for m in marks])
+    table = dom.find('table', id='checkpoint-table')
+    rows = [[td.text() for td in tr.find_all('td')] for tr in table.find('tbody').find_all('tr')] if table else []
+    check([r[:2] for r in rows] == [['warm', '10'], ['steady', '25']],
+          'checkpoints: listed with their GC: %r' % rows)
+
+
 def dump_dom(workdir, page, fragment=''):
     url = 'file://' + urllib.parse.quote(os.path.abspath(page)) + (('#' + fragment) if fragment else '')
     out, elapsed = chromium(workdir, ['--dump-dom'], url)
@@ -746,7 +776,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     heaplens = os.path.abspath(a.heaplens)
-    for test in (test_example, test_stacks, test_estimates, test_census, test_rounding, test_interaction, test_big):
+    for test in (test_example, test_checkpoints, test_stacks, test_estimates, test_census, test_rounding, test_interaction, test_big):
         before = len(FAILURES)
         test(a, heaplens, a.workdir)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

@@ -1815,11 +1815,11 @@ static void test_open_readonly(void)
     sqlite3_close(db);
 
     CHECK(sqlite3_open(good, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA user_version = 9", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 8); this heaplens reads "
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 9); this heaplens reads "
                            "schemas %d to %d", good, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
@@ -2737,6 +2737,63 @@ static void test_checkpoints(void)
     CHECK_ROWS(db, "SELECT id, name, gc, time_ns, thread FROM checkpoints ORDER BY id",
                "1|start|0|100|7\n2|in GC 1|0|150|8\n3|caf\xC3\xA9|1|200|7\n4|lost GC|1|300|7\n"
                "5|end|3|400|9\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* One SNAPSHOT_REASON record: head (snapshot, count 0), then the reason as an hl_str. */
+static void reason_record(hl_sb *sb, uint32_t snapshot, const char *text)
+{
+    GByteArray *b = g_byte_array_new();
+    hl_snapshot_batch head = {.snapshot = snapshot};
+    uint32_t len = (uint32_t)strlen(text);
+    g_byte_array_append(b, (const guint8 *)&head, sizeof head);
+    g_byte_array_append(b, (const guint8 *)&len, sizeof len);
+    g_byte_array_append(b, (const guint8 *)text, len);
+    hl_sb_record(sb, HL_REC_SNAPSHOT_REASON, b->data, b->len);
+    g_byte_array_unref(b);
+}
+
+/* Snapshot triggers: the trigger's name and the SNAPSHOT_REASON inside its snapshot in the row
+ * (schema 8); a snapshot of another policy has none; a reason outside its snapshot is an
+ * anomaly, stored nowhere. */
+static void test_snapshot_reasons(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "r.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 2, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_GEN2_GROWTH);
+    reason_record(sb, 1, "gen2 41.2 MiB after GC 1, +63% since snapshot 2");
+    hl_sb_snapshot_object(sb, 1, 1, HL_GEN_1, 0);
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, 0);
+    reason_record(sb, 1, "outside its snapshot");
+    hl_sb_gc_start(sb, 2, 2, TRUE, 2);
+    hl_sb_snapshot_start(sb, 2, 2, HL_SNAPSHOT_INDUCED);
+    hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end(sb, 2, 2);
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_gc_start(sb, 3, 0, FALSE, 2);
+    hl_sb_snapshot_start(sb, 3, 3, HL_SNAPSHOT_TIME);
+    reason_record(sb, 3, "every 30 s: 30.0 s since the last, snapshot 2");
+    hl_sb_snapshot_object(sb, 3, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end(sb, 3, 3);
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_run_end(sb, 3);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT snapshot, trigger, coalesce(reason, '-') FROM snapshots ORDER BY 1",
+               "1|gen2-growth|gen2 41.2 MiB after GC 1, +63% since snapshot 2\n"
+               "2|induced|-\n"
+               "3|time|every 30 s: 30.0 s since the last, snapshot 2\n");
+    CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'", "1\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -3766,6 +3823,7 @@ static const struct {
     {"snapshot_flags", test_snapshot_flags},
     {"handles_rollback", test_handles_rollback},
     {"checkpoints", test_checkpoints},
+    {"snapshot_reasons", test_snapshot_reasons},
     {"handles_freed_in_gc", test_handles_freed_in_gc},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},

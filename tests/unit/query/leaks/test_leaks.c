@@ -357,6 +357,8 @@ static void fixtures_build(void)
     fixture_named();
     fixture_graph("graph.db", 4);
     fixture_graph("one.db", 1);
+    fixture_graph("two.db", 2);
+    fixture_graph("three.db", 3);
     fixture_nosnap();
 }
 
@@ -1018,6 +1020,48 @@ static void case_diff_files(void)
     json_decref(doc);
 }
 
+/* `leaks A --with B C`: the last snapshot of each file, by type: one.db, two.db and three.db end
+ * with 3, 6 and 9 Leaks (and Leafs); the Cache's Nodes are replaced, not added. */
+static void case_leaks_files(void)
+{
+    static const char note[] = "heaplens: across files, objects are counted per type name and "
+                               "not followed from one file to the next: a type is a suspect when "
+                               "its count and bytes keep growing from file to file\n";
+    json_t *doc = json_run(__FILE__, __LINE__,
+                           RUN("leaks", "one.db", "--with", "two.db", "three.db", "--json"), NULL,
+                           note);
+    if (!doc)
+        return;
+    CHECK(json_is_true(json_object_get(doc, "by_type")));
+    CHECK(strstr(jstr(doc, "note"), "counted per type name") != NULL);
+    json_t *files = json_object_get(doc, "files");
+    CHECK_INT(json_array_size(files), 3);
+    CHECK_STR(jstr(json_array_get(files, 2), "file"), "three.db");
+    CHECK_INT(jint(json_array_get(files, 2), "snapshot"), 3);
+    /* the Leafs grew most in bytes (3 x 1000 a file), then the Leaks */
+    json_t *rows = json_object_get(doc, "rows");
+    CHECK_INT(json_array_size(rows), 2);
+    CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Leaf");
+    CHECK_STR(jstr(jrow(doc, 1), "type"), "App.Leak");
+    json_t *counts = json_object_get(jrow(doc, 1), "counts");
+    CHECK_INT(json_integer_value(json_array_get(counts, 0)), 3);
+    CHECK_INT(json_integer_value(json_array_get(counts, 1)), 6);
+    CHECK_INT(json_integer_value(json_array_get(counts, 2)), 9);
+    CHECK(json_is_true(json_object_get(jrow(doc, 1), "flagged")));
+    json_decref(doc);
+    /* two files: the same rule, one interval */
+    doc = json_run(__FILE__, __LINE__,
+                   RUN("leaks", "one.db", "--top", "1", "--with", "three.db", "--json"), NULL, note);
+    if (doc) {
+        CHECK_INT(json_array_size(json_object_get(doc, "rows")), 1);
+        json_decref(doc);
+    }
+    EXPECT_ERROR("heaplens: leaks: --with needs one file or more to compare FILE with\n",
+                 "leaks", "one.db", "--with");
+    EXPECT_ERROR("heaplens: missing.db does not exist\n", "leaks", "one.db", "--with",
+                 "missing.db");
+}
+
 static void case_survivors_age(void)
 {
     json_t *doc = RUN_JSON("survivors", "graph.db", "--gc", "2", "--by", "age", "--json");
@@ -1176,7 +1220,7 @@ static void case_errors(void)
                  "graph.db", "--snapshot", "9");
     EXPECT_ERROR("heaplens: no snapshot 2 in one.db: it has one snapshot, snapshot 1\n", "roots",
                  "one.db", "--snapshot", "2", "--object", "1");
-    EXPECT_ERROR("heaplens: retention: --snapshot expects a snapshot number (1, 2, ...), not 'x'\n",
+    EXPECT_ERROR("heaplens: retention: --snapshot expects a snapshot number (1, 2, ...) or @CHECKPOINT, not 'x'\n",
                  "retention", "graph.db", "--snapshot", "x");
     EXPECT_ERROR("heaplens: retention: --by expects 'object' or 'type', not 'size'\n", "retention",
                  "graph.db", "--by", "size");
@@ -1284,6 +1328,7 @@ static const cli_test_case cases[] = {
     {"inspect", case_inspect},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
+    {"leaks_files", case_leaks_files},
     {"snapshot_rows_lost", case_snapshot_rows_lost},
     {"survivors_age", case_survivors_age},
     {"errors", case_errors},
