@@ -246,18 +246,22 @@ static const char store_schema_tables[] =
     "  walk_ns INTEGER,\n"
     "  model_unreported INTEGER NOT NULL DEFAULT 0\n"
     ");\n"
-    /* refs: the object's references, a JSON array of target ids in field order (NULL: none).
-     * With the object rather than a row each: SQLite's cost per row (time and about 7 bytes)
-     * made references 60% of a snapshot's rows; JSON keeps them readable with json_each. */
-    "CREATE TABLE snapshot_objects (\n"
-    "  snapshot INTEGER NOT NULL,\n"
-    "  object_id INTEGER NOT NULL,\n"
-    "  generation INTEGER,\n"
-    "  flags INTEGER NOT NULL,\n"
+    /* A snapshot's objects, compactly (schema 8; store_snapblock.c has the format): a row per
+     * block of objects with consecutive ids, once for the snapshots first..last it is in.
+     * snapshot_objects (a view, below) gives schema 7's row per object. */
+    "CREATE TABLE snapshot_blocks (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  first_snapshot INTEGER NOT NULL,\n"
+    "  last_snapshot INTEGER NOT NULL,\n"
+    "  first_id INTEGER NOT NULL,\n"
+    "  objects INTEGER NOT NULL,\n"
+    "  ids TEXT NOT NULL,\n"
+    "  kinds TEXT NOT NULL,\n"
     "  refs TEXT,\n"
-    "  fields TEXT,\n"
-    "  PRIMARY KEY (snapshot, object_id)\n"
-    ") WITHOUT ROWID;\n"
+    "  fields TEXT\n"
+    ");\n"
+    "CREATE INDEX snapshot_blocks_by_snapshot ON snapshot_blocks (last_snapshot, first_id);\n"
+    "CREATE INDEX snapshot_blocks_by_id ON snapshot_blocks (first_id);\n"
     "CREATE TABLE snapshot_roots (\n"
     "  snapshot INTEGER NOT NULL,\n"
     "  object_id INTEGER,\n"
@@ -407,6 +411,32 @@ static const char store_schema_final_views[] =
     "           GROUP BY object_id) f ON f.object_id = o.id;\n";
 
 static const char store_schema_views[] =
+    /* Schema 7's table as a view of snapshot_blocks, in SQL alone (plain sqlite3 reads it): per
+     * block and snapshot, json_each(ids) gives the objects; the window sums undo the deltas
+     * (ids; each object's first target from the previous one's), and each object's own array
+     * the rest. heaplens reads the blocks itself (store_snapview.c, snapshot_graph.c). */
+    "CREATE VIEW snapshot_objects AS\n"
+    "SELECT snapshot, object_id,\n"
+    "       CASE WHEN kind % 8 < 6 THEN kind % 8 END AS generation, kind / 8 AS flags,\n"
+    "       CASE WHEN typeof(r) = 'text' THEN\n"
+    "         (SELECT json_group_array(t0 + d) FROM\n"
+    "            (SELECT sum(CASE WHEN key > 0 THEN value ELSE 0 END) OVER (ORDER BY key) AS d\n"
+    "             FROM json_each(r)))\n"
+    "       END AS refs,\n"
+    "       CASE WHEN typeof(f) = 'text' THEN\n"
+    "         (SELECT json_group_array(CASE WHEN type != 'null' THEN d END) FROM\n"
+    "            (SELECT type, sum(value) OVER (ORDER BY key) AS d FROM json_each(f)))\n"
+    "       END AS fields\n"
+    "FROM (SELECT s.snapshot AS snapshot, b.first_id + sum(i.value) OVER w AS object_id,\n"
+    "             unicode(substr(b.kinds, i.key + 1, 1)) - 48 AS kind,\n"
+    "             json_extract(b.refs, '$[' || i.key || ']') AS r,\n"
+    "             json_extract(b.fields, '$[' || i.key || ']') AS f,\n"
+    "             b.first_id + sum(json_extract(b.refs, '$[' || i.key || '][0]')) OVER w AS t0\n"
+    "      FROM snapshots s\n"
+    "      JOIN snapshot_blocks b\n"
+    "        ON b.last_snapshot >= s.snapshot AND b.first_snapshot <= s.snapshot,\n"
+    "           json_each(b.ids) i\n"
+    "      WINDOW w AS (PARTITION BY s.snapshot, b.first_id ORDER BY i.key));\n"
     /* A row per reference, as the references were stored before they moved into
      * snapshot_objects.refs. nth tells apart two fields of from_id pointing to the same to_id;
      * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
@@ -856,6 +886,8 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
                     path, version, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
         goto out;
     }
+    if (!store_snapshot_view_attach(db, error))
+        goto out;
     ok = TRUE;
 out:
     if (!ok) {

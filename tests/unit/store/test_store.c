@@ -445,6 +445,8 @@ static void test_schema(void)
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
     CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
                "index|handles_by_handle_id\n"
+               "index|snapshot_blocks_by_id\n"
+               "index|snapshot_blocks_by_snapshot\n"
                "index|snapshot_roots_by_object\n"
                "table|alloc_counts\n"
                "table|alloc_samples\n"
@@ -461,7 +463,7 @@ static void test_schema(void)
                "table|object_generation_rows\n"
                "table|run\n"
                "table|sampling\n"
-               "table|snapshot_objects\n"
+               "table|snapshot_blocks\n"
                "table|snapshot_roots\n"
                "table|snapshot_statics\n"
                "table|snapshot_strings\n"
@@ -486,6 +488,7 @@ static void test_schema(void)
                "view|pinned_handles_per_gc\n"
                "view|snapshot_contents\n"
                "view|snapshot_handles\n"
+               "view|snapshot_objects\n"
                "view|snapshot_ref_fields\n"
                "view|snapshot_refs\n"
                "view|stack_folded\n"
@@ -1815,11 +1818,11 @@ static void test_open_readonly(void)
     sqlite3_close(db);
 
     CHECK(sqlite3_open(good, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA user_version = 9", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 8); this heaplens reads "
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 9); this heaplens reads "
                            "schemas %d to %d", good, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
@@ -2184,7 +2187,7 @@ static void test_checkpoint_after_answer(void)
     char *dir = tmp_dir_new();
     g_autoptr(GError) error = NULL;
     g_autofree char *path = g_build_filename(dir, "checkpoint.db", NULL);
-    enum { OBJECTS = 300000 }; /* ~15 MiB of snapshot rows: past 1024 frames of 4 KiB */
+    enum { OBJECTS = 1000000 }; /* ~8 MiB of snapshot blocks: past 1024 frames of 4 KiB */
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 4242, "dotnet App.dll");
     hl_sb_type(sb, T_NODE, "App.Node");
@@ -2192,7 +2195,8 @@ static void test_checkpoint_after_answer(void)
     hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_REQUESTED);
     for (uint64_t id = 1; id <= OBJECTS; id++) {
         hl_sb_snapshot_object(sb, 1, id, HL_GEN_2, 0);
-        hl_sb_snapshot_ref(sb, 1, id, id % OBJECTS + 1);
+        /* targets far apart: long deltas */
+        hl_sb_snapshot_ref(sb, 1, id, id * 7919 % OBJECTS + 1);
     }
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
@@ -2214,7 +2218,7 @@ static void test_checkpoint_after_answer(void)
     CHECK(store_writer_finish(w, &sum, &error));
     CHECK_NO_ERROR(error);
     sqlite3 *db = db_open(path);
-    CHECK_ROWS(db, "SELECT objects, refs FROM snapshots", "300000|300000\n");
+    CHECK_ROWS(db, "SELECT objects, refs FROM snapshots", "1000000|1000000\n");
     sqlite3_close(db);
     hl_sb_free(sb);
     tmp_dir_free(dir);
@@ -2386,21 +2390,37 @@ static void test_golden_snapshot(void)
                " LEFT JOIN snapshot_refs r ON r.snapshot = c.snapshot AND r.to_id = c.object_id"
                " WHERE c.snapshot = 1 AND c.thread = 100 ORDER BY c.object_id, r.from_id",
                "1|System.String|10\n9|System.String|1\n10|App.Node|9\n");
-    /* "What does X reference" through the view is a key lookup (the filter reaches
-     * snapshot_objects); "who references X" scans the snapshot (no index by target). */
+    /* Through the file's views (plain sqlite3) a filter on the snapshot reaches `snapshots`'
+     * key, and only that snapshot's blocks are unpacked; there is no index by target: "who
+     * references X" reads every object of the snapshot. */
     g_autofree char *out_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT to_id FROM snapshot_refs WHERE snapshot = 1 AND from_id = 9");
-    CHECK(strstr(out_plan, "PRIMARY KEY (snapshot=? AND object_id=?)") != NULL);
+    CHECK(strstr(out_plan, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)") != NULL);
     g_autofree char *in_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id FROM snapshot_refs WHERE snapshot = 1 AND to_id = 9");
-    CHECK(strstr(in_plan, "PRIMARY KEY (snapshot=?)") != NULL);
+    CHECK(strstr(in_plan, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)") != NULL);
     /* The documented form of "who references 9" (SCHEMA.md) */
     CHECK_ROWS(db, "SELECT so.object_id FROM snapshot_objects so WHERE so.snapshot = 1"
                    " AND EXISTS (SELECT 1 FROM json_each(so.refs) WHERE value = 9)",
                "1\n");
     g_autofree char *all_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = 1");
-    CHECK(strstr(all_plan, "(snapshot=?)") != NULL); /* the key, or the covering index by to_id */
+    CHECK(strstr(all_plan, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)") != NULL);
+    /* heaplens' own connections: the same rows from the virtual table, one object by one block */
+    {
+        g_autoptr(GError) error = NULL;
+        sqlite3 *hl = store_db_open_readonly(path, &error);
+        CHECK_NO_ERROR(error);
+        CHECK_ROWS(hl, "SELECT * FROM snapshot_objects",
+                   "1|1|2|0|[9,6,9]|NULL\n1|6|4|0|NULL|NULL\n1|9|2|0|[10]|NULL\n1|10|1|0|[1]|NULL\n");
+        CHECK_ROWS(hl, "SELECT object_id, refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9",
+                   "9|[10]\n");
+        CHECK_ROWS(hl, "SELECT count(*) FROM snapshot_objects WHERE snapshot = 1 AND object_id = 8", "0\n");
+        g_autofree char *hl_plan = db_rows(
+            hl, "EXPLAIN QUERY PLAN SELECT refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9");
+        CHECK(strstr(hl_plan, "VIRTUAL TABLE INDEX 3") != NULL);
+        sqlite3_close(hl);
+    }
     g_autofree char *roots_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT * FROM snapshot_roots WHERE snapshot = 1 AND object_id = 6");
     CHECK(strstr(roots_plan, "snapshot_roots_by_object") != NULL);
