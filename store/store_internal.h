@@ -142,6 +142,10 @@ static inline void store_append_u64(GString *out, uint64_t v)
     g_string_append_len(out, buf, store_put_u64(buf, v) - buf);
 }
 
+/* The views over snapshot_objects (snapshot_refs, snapshot_ref_fields, snapshot_contents): in
+ * the file, and as TEMP views over the virtual table (store_snapview.c). */
+extern const char store_schema_snapshot_views[];
+
 /* A snapshot_blocks row being built (store_snapblock.c has the format): objects added in id
  * order; store_snapblock_add says when the block ends (then store_snapblock_close, write,
  * store_snapblock_reset). */

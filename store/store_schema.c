@@ -437,33 +437,6 @@ static const char store_schema_views[] =
     "        ON b.last_snapshot >= s.snapshot AND b.first_snapshot <= s.snapshot,\n"
     "           json_each(b.ids) i\n"
     "      WINDOW w AS (PARTITION BY s.snapshot, b.first_id ORDER BY i.key));\n"
-    /* A row per reference, as the references were stored before they moved into
-     * snapshot_objects.refs. nth tells apart two fields of from_id pointing to the same to_id;
-     * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
-    "CREATE VIEW snapshot_refs AS\n"
-    "SELECT snapshot, from_id, to_id,\n"
-    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY field) - 1 AS nth\n"
-    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
-    "             j.key AS field\n"
-    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL);\n"
-    /* A row per reference with the field that holds it (snapshot_objects.fields) and its name:
-     * `fields` for objects, "[index]" for arrays. Its own view, so that snapshot_refs stays
-     * as cheap as it was: the element of `fields` is looked up per reference (quadratic in a
-     * large array's length). */
-    "CREATE VIEW snapshot_ref_fields AS\n"
-    "SELECT r.snapshot, r.from_id, r.to_id,\n"
-    "       row_number() OVER (PARTITION BY r.snapshot, r.from_id, r.to_id ORDER BY r.k) - 1\n"
-    "         AS nth, r.field,\n"
-    "       CASE WHEN r.field IS NULL THEN NULL\n"
-    "            WHEN t.flags & 1 THEN '[' || r.field || ']'\n"
-    "            ELSE f.name END AS name\n"
-    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
-    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"
-    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL) r\n"
-    "LEFT JOIN objects o ON o.id = r.from_id\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN fields f ON f.type_id = o.type_id AND f.field = r.field;\n"
-    "\n"
     "CREATE VIEW gc_summary AS\n"
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
@@ -515,17 +488,6 @@ static const char store_schema_views[] =
     "LEFT JOIN alloc_samples s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "g.gc") "\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "GROUP BY g.gc, og.generation, o.type_id;\n"
-    "\n"
-    "CREATE VIEW snapshot_contents AS\n"
-    "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
-    "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
-    "       so.generation AS generation, (so.flags & 1) != 0 AS frozen,\n"
-    "       (so.flags & 2) != 0 AS discovered, o.thread AS thread, th.name AS thread_name\n"
-    "FROM snapshot_objects so\n"
-    "JOIN snapshots s ON s.snapshot = so.snapshot\n"
-    "LEFT JOIN objects o ON o.id = so.object_id\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
     "\n"
     /* A handle is alive after GC g when created_after_gc < g (created before g began; NULL:
      * before the collector could see it) and destroyed_after_gc is NULL or >= g. */
@@ -593,6 +555,50 @@ static const char store_schema_views[] =
     "LEFT JOIN threads th ON th.os_tid = a.thread\n"
     "GROUP BY a.type_id, a.thread;\n";
 
+/* The views over snapshot_objects: created in the file after it (schema 8: a view), and again
+ * as TEMP views on heaplens' own connections (store_snapview.c), where snapshot_objects is the
+ * virtual table. */
+const char store_schema_snapshot_views[] =
+    /* A row per reference, as the references were stored before they moved into
+     * snapshot_objects.refs. nth tells apart two fields of from_id pointing to the same to_id;
+     * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
+    "CREATE VIEW snapshot_refs AS\n"
+    "SELECT snapshot, from_id, to_id,\n"
+    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY field) - 1 AS nth\n"
+    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
+    "             j.key AS field\n"
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL);\n"
+    /* A row per reference with the field that holds it (snapshot_objects.fields) and its name:
+     * `fields` for objects, "[index]" for arrays. Its own view, so that snapshot_refs stays
+     * as cheap as it was: the element of `fields` is looked up per reference (quadratic in a
+     * large array's length). */
+    "CREATE VIEW snapshot_ref_fields AS\n"
+    "SELECT r.snapshot, r.from_id, r.to_id,\n"
+    "       row_number() OVER (PARTITION BY r.snapshot, r.from_id, r.to_id ORDER BY r.k) - 1\n"
+    "         AS nth, r.field,\n"
+    "       CASE WHEN r.field IS NULL THEN NULL\n"
+    "            WHEN t.flags & 1 THEN '[' || r.field || ']'\n"
+    "            ELSE f.name END AS name\n"
+    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
+    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL) r\n"
+    "LEFT JOIN objects o ON o.id = r.from_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN fields f ON f.type_id = o.type_id AND f.field = r.field;\n"
+    "\n"
+    "CREATE VIEW snapshot_contents AS\n"
+    "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
+    "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
+    "       so.generation AS generation, (so.flags & 1) != 0 AS frozen,\n"
+    "       (so.flags & 2) != 0 AS discovered, o.thread AS thread, th.name AS thread_name\n"
+    "FROM snapshot_objects so\n"
+    "JOIN snapshots s ON s.snapshot = so.snapshot\n"
+    "LEFT JOIN objects o ON o.id = so.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
+    "\n"
+    ;
+
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error)
 {
     g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: %s: %s", path, what,
@@ -638,6 +644,7 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
     if (!store_sql_exec(db, path, store_schema_tables, error) ||
         !store_sql_exec(db, path, store_schema_derived_views, error) ||
         !store_sql_exec(db, path, store_schema_views, error) ||
+        !store_sql_exec(db, path, store_schema_snapshot_views, error) ||
         !store_sql_exec(db, path, ids, error)) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         goto out;

@@ -5,7 +5,8 @@
  * heaplens' connections get a TEMP virtual table of the same name and columns, which SQLite finds
  * before the file's view for unqualified names in the connection's own statements (the file's
  * other views keep using the file's view): the same rows, decoded in C (store_snapblock.c), and a
- * point lookup (snapshot = ? AND object_id = ?) reads one block.
+ * point lookup (snapshot = ? AND object_id = ?) reads one block. The file's views over it
+ * (snapshot_refs, snapshot_ref_fields, snapshot_contents) get TEMP copies over the virtual table.
  *
  *   xBestIndex  snapshot = ? (idxNum bit 1), object_id = ? (bit 2); rows come ordered by
  *               (snapshot, object_id)
@@ -316,12 +317,16 @@ gboolean store_snapshot_view_attach(sqlite3 *db, GError **error)
     if (there)
         return TRUE; /* attached already */
     char *msg = NULL;
+    /* the file's views over snapshot_objects would read the file's view: TEMP copies of them
+     * read the virtual table (the same text, TEMP) */
+    g_auto(GStrv) parts = g_strsplit(store_schema_snapshot_views, "CREATE VIEW ", -1);
+    g_autofree char *views = g_strjoinv("CREATE TEMP VIEW ", parts);
     if (sqlite3_create_module(db, "heaplens_snapshot_objects", &store_snapview_module, NULL) !=
             SQLITE_OK ||
         sqlite3_exec(db,
-                     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.snapshot_objects"
-                     " USING heaplens_snapshot_objects",
-                     NULL, NULL, &msg) != SQLITE_OK) {
+                     "CREATE VIRTUAL TABLE temp.snapshot_objects USING heaplens_snapshot_objects",
+                     NULL, NULL, &msg) != SQLITE_OK ||
+        sqlite3_exec(db, views, NULL, NULL, &msg) != SQLITE_OK) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "reading snapshots: %s",
                     msg ? msg : sqlite3_errmsg(db));
         sqlite3_free(msg);
