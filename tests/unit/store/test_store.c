@@ -2501,7 +2501,7 @@ static void blk_obj_random(blk_obj *o, const uint64_t *ids, size_t n)
     uint64_t kind = rng() % 100;
     o->gen = (uint32_t)(rng() % 7); /* 6: none the schema knows (NULL) */
     o->flags = kind < 5 ? HL_SNAP_OBJ_DISCOVERED : kind < 8 ? 6 : 0;
-    o->nr = kind < 3 ? 257 + (uint32_t)(rng() % 40) : (uint32_t)(rng() % 5);
+    o->nr = kind < 1 ? 257 + (uint32_t)(rng() % 40) : (uint32_t)(rng() % 5);
     uint32_t fields = (uint32_t)(rng() % 4); /* 0: none known, 1: some, else all */
     for (uint32_t i = 0; i < o->nr; i++) {
         o->to[i] = rng() % 10 == 0 ? o->id : ids[rng() % n];
