@@ -21,15 +21,31 @@ typedef struct store_snapview_vtab {
     sqlite3 *db;
 } store_snapview_vtab;
 
+/* Statements of a cursor, prepared at its first use and reused by every later xFilter (a join
+ * filters once per outer row). */
+enum { SNAPVIEW_SNAPSHOT, SNAPVIEW_SNAPSHOTS, SNAPVIEW_BLOCKS, SNAPVIEW_BLOCK_OF, SNAPVIEW_STMTS };
+
+static const char *const store_snapview_sql[SNAPVIEW_STMTS] = {
+    [SNAPVIEW_SNAPSHOT] = "SELECT snapshot FROM snapshots WHERE snapshot = ?1",
+    [SNAPVIEW_SNAPSHOTS] = "SELECT snapshot FROM snapshots ORDER BY snapshot",
+    [SNAPVIEW_BLOCKS] = STORE_SNAPBLOCKS_SQL,
+    [SNAPVIEW_BLOCK_OF] = "SELECT first_id, objects, ids, kinds, refs, fields FROM snapshot_blocks"
+                          " INDEXED BY snapshot_blocks_by_id WHERE first_id <= ?2"
+                          " AND last_snapshot >= ?1 AND first_snapshot <= ?1"
+                          " ORDER BY first_id DESC LIMIT 1",
+};
+
 typedef struct store_snapview_cursor {
     sqlite3_vtab_cursor base;
     sqlite3 *db;
-    sqlite3_stmt *snapshots; /* the snapshots to read */
-    sqlite3_stmt *blocks;    /* the current snapshot's blocks */
+    sqlite3_stmt *stmt[SNAPVIEW_STMTS];
+    sqlite3_stmt *snapshots; /* the snapshots to read: stmt[SNAPVIEW_SNAPSHOT(S)] or NULL */
+    sqlite3_stmt *blocks;    /* the current snapshot's blocks: stmt[...] or NULL */
     int64_t snapshot;
     gboolean one_object;
     uint64_t object_id;
     store_snapblock b;
+    int64_t b_snapshot; /* b is a block of this snapshot (0: b holds nothing) */
     uint32_t k; /* the current object of b */
     gboolean eof;
     int64_t rowid;
@@ -116,16 +132,33 @@ static int store_snapview_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out)
 
 static void store_snapview_reset(store_snapview_cursor *c)
 {
-    sqlite3_finalize(c->snapshots);
-    sqlite3_finalize(c->blocks);
+    if (c->snapshots)
+        sqlite3_reset(c->snapshots);
+    if (c->blocks)
+        sqlite3_reset(c->blocks);
     c->snapshots = c->blocks = NULL;
     c->eof = TRUE;
+}
+
+/* The statement `id`, prepared once; NULL with the vtab's message set. */
+static sqlite3_stmt *store_snapview_stmt(store_snapview_cursor *c, int id)
+{
+    if (!c->stmt[id] &&
+        sqlite3_prepare_v3(c->db, store_snapview_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                           &c->stmt[id], NULL) != SQLITE_OK) {
+        sqlite3_free(c->base.pVtab->zErrMsg);
+        c->base.pVtab->zErrMsg = sqlite3_mprintf("%s", sqlite3_errmsg(c->db));
+        c->stmt[id] = NULL;
+    }
+    return c->stmt[id];
 }
 
 static int store_snapview_close(sqlite3_vtab_cursor *cur)
 {
     store_snapview_cursor *c = (store_snapview_cursor *)cur;
     store_snapview_reset(c);
+    for (int i = 0; i < SNAPVIEW_STMTS; i++)
+        sqlite3_finalize(c->stmt[i]);
     store_snapblock_clear(&c->b);
     g_string_free(c->text, TRUE);
     sqlite3_free(c);
@@ -137,6 +170,21 @@ static int store_snapview_error(store_snapview_cursor *c, const char *message)
     sqlite3_free(c->base.pVtab->zErrMsg);
     c->base.pVtab->zErrMsg = sqlite3_mprintf("%s", message);
     return SQLITE_ERROR;
+}
+
+/* Object `c->object_id` in block b: c->k at it, TRUE; FALSE when b does not hold it. */
+static gboolean store_snapview_find(store_snapview_cursor *c)
+{
+    uint32_t lo = 0, hi = c->b.n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (c->b.ids[mid] < c->object_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    c->k = lo;
+    return lo < c->b.n && c->b.ids[lo] == c->object_id;
 }
 
 /* Moves to the next object: the next of the block, the next block's first, the next snapshot's
@@ -152,25 +200,29 @@ static int store_snapview_advance(store_snapview_cursor *c)
         if (c->blocks) {
             int rc = sqlite3_step(c->blocks);
             if (rc == SQLITE_ROW) {
+                c->b_snapshot = 0;
                 if (!store_snapblock_decode_row(&c->b, c->blocks, &error)) {
                     rc = store_snapview_error(c, error->message);
                     g_error_free(error);
                     return rc;
                 }
+                c->b_snapshot = c->snapshot;
                 if (!c->one_object) {
                     c->k = 0;
                     return SQLITE_OK;
                 }
-                for (c->k = 0; c->k < c->b.n && c->b.ids[c->k] < c->object_id; c->k++)
-                    ;
-                if (c->k < c->b.n && c->b.ids[c->k] == c->object_id)
+                if (store_snapview_find(c))
                     return SQLITE_OK;
                 continue; /* LIMIT 1: the statement ends next */
             }
             if (rc != SQLITE_DONE)
                 return store_snapview_error(c, sqlite3_errmsg(c->db));
-            sqlite3_finalize(c->blocks);
+            sqlite3_reset(c->blocks);
             c->blocks = NULL;
+        }
+        if (!c->snapshots) { /* the one snapshot was read already */
+            c->eof = TRUE;
+            return SQLITE_OK;
         }
         int rc = sqlite3_step(c->snapshots);
         if (rc == SQLITE_DONE) {
@@ -180,19 +232,23 @@ static int store_snapview_advance(store_snapview_cursor *c)
         if (rc != SQLITE_ROW)
             return store_snapview_error(c, sqlite3_errmsg(c->db));
         c->snapshot = sqlite3_column_int64(c->snapshots, 0);
-        const char *sql =
-            c->one_object ? "SELECT first_id, objects, ids, kinds, refs, fields FROM snapshot_blocks"
-                            " INDEXED BY snapshot_blocks_by_id WHERE first_id <= ?2"
-                            " AND last_snapshot >= ?1 AND first_snapshot <= ?1"
-                            " ORDER BY first_id DESC LIMIT 1"
-                          : STORE_SNAPBLOCKS_SQL;
-        if (sqlite3_prepare_v2(c->db, sql, -1, &c->blocks, NULL) != SQLITE_OK)
-            return store_snapview_error(c, sqlite3_errmsg(c->db));
+        /* one object of a snapshot whose block that may hold it is decoded already (lookups
+         * in id order: the next one is often in the same block) */
+        if (c->one_object && c->b_snapshot == c->snapshot && c->b.n > 0 &&
+            c->b.ids[0] <= c->object_id && c->object_id <= c->b.ids[c->b.n - 1]) {
+            if (store_snapview_find(c))
+                return SQLITE_OK; /* c->blocks NULL: xNext moves on to the next snapshot */
+            continue;
+        }
+        c->blocks = store_snapview_stmt(c, c->one_object ? SNAPVIEW_BLOCK_OF : SNAPVIEW_BLOCKS);
+        if (!c->blocks)
+            return SQLITE_ERROR;
         sqlite3_bind_int64(c->blocks, 1, c->snapshot);
         if (c->one_object)
             sqlite3_bind_int64(c->blocks, 2, (int64_t)MIN(c->object_id, (uint64_t)INT64_MAX));
-        c->b.n = 0;
         c->k = 0;
+        if (!c->one_object)
+            c->b.n = 0;
     }
 }
 
@@ -218,10 +274,19 @@ static int store_snapview_filter(sqlite3_vtab_cursor *cur, int idx_num, const ch
         }
         c->object_id = (uint64_t)sqlite3_value_int64(object);
     }
-    const char *sql = snapshot ? "SELECT snapshot FROM snapshots WHERE snapshot = ?1"
-                               : "SELECT snapshot FROM snapshots ORDER BY snapshot";
-    if (sqlite3_prepare_v2(c->db, sql, -1, &c->snapshots, NULL) != SQLITE_OK)
-        return store_snapview_error(c, sqlite3_errmsg(c->db));
+    /* one object of the snapshot of the block decoded last, in its range: no statement at all
+     * (a join looks objects up one by one, often in id order) */
+    if (object && snapshot && c->b_snapshot != 0 &&
+        sqlite3_value_numeric_type(snapshot) == SQLITE_INTEGER &&
+        sqlite3_value_int64(snapshot) == c->b_snapshot && c->b.n > 0 &&
+        c->b.ids[0] <= c->object_id && c->object_id <= c->b.ids[c->b.n - 1]) {
+        c->snapshot = c->b_snapshot;
+        c->eof = !store_snapview_find(c);
+        return SQLITE_OK;
+    }
+    c->snapshots = store_snapview_stmt(c, snapshot ? SNAPVIEW_SNAPSHOT : SNAPVIEW_SNAPSHOTS);
+    if (!c->snapshots)
+        return SQLITE_ERROR;
     if (snapshot)
         sqlite3_bind_value(c->snapshots, 1, snapshot);
     return store_snapview_advance(c);
