@@ -817,17 +817,18 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
             r->cap = c;
         }
         for (uint32_t k = 0; k < b.n; k++) {
-            /* ascending by (from, to), as when each reference was a row */
-            uint64_t at = r->n;
+            /* ascending by (from, to), as when each reference was a row: most objects have a
+             * few references (insertion), an array many (qsort) */
+            uint64_t at = r->n, nr = b.ref_start[k + 1] - b.ref_start[k];
             for (uint32_t i = b.ref_start[k]; i < b.ref_start[k + 1]; i++) {
                 uint64_t v = b.to[i], j = r->n;
-                for (; j > at && r->to[j - 1] > v; j--)
+                for (; nr <= 16 && j > at && r->to[j - 1] > v; j--)
                     r->to[j] = r->to[j - 1];
                 r->to[j] = v;
                 r->from[r->n++] = b.ids[k];
             }
-            if (r->n - at > 16) /* a large array: insertion above was quadratic */
-                qsort(r->to + at, r->n - at, sizeof *r->to, u64_cmp);
+            if (nr > 16)
+                qsort(r->to + at, nr, sizeof *r->to, u64_cmp);
         }
         /* types and sizes: the range of `objects` the block spans */
         sqlite3_reset(objects);

@@ -266,13 +266,18 @@ static int store_snapview_filter(sqlite3_vtab_cursor *cur, int idx_num, const ch
     sqlite3_value *object = idx_num & 2 ? argv[a++] : NULL;
     c->one_object = object != NULL;
     if (object) {
-        /* an id that is not a positive integer is no object's */
-        if (sqlite3_value_numeric_type(object) != SQLITE_INTEGER ||
-            sqlite3_value_int64(object) <= 0) {
+        /* an id that is not a positive integer (9.0 is 9, as SQLite compares) is no object's */
+        int type = sqlite3_value_numeric_type(object);
+        double real = type == SQLITE_FLOAT ? sqlite3_value_double(object) : 0;
+        int64_t v = type == SQLITE_INTEGER ? sqlite3_value_int64(object)
+                    : type == SQLITE_FLOAT && real >= 1 && real < 9.2e18 && real == (double)(int64_t)real
+                        ? (int64_t)real
+                        : 0;
+        if (v <= 0) {
             c->eof = TRUE;
             return SQLITE_OK;
         }
-        c->object_id = (uint64_t)sqlite3_value_int64(object);
+        c->object_id = (uint64_t)v;
     }
     /* one object of the snapshot of the block decoded last, in its range: no statement at all
      * (a join looks objects up one by one, often in id order) */

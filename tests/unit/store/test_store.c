@@ -2418,6 +2418,11 @@ static void test_golden_snapshot(void)
         CHECK_ROWS(hl, "SELECT object_id, refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9",
                    "9|[10]\n");
         CHECK_ROWS(hl, "SELECT count(*) FROM snapshot_objects WHERE snapshot = 1 AND object_id = 8", "0\n");
+        CHECK_ROWS(hl, "SELECT object_id FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9.0",
+                   "9\n");
+        CHECK_ROWS(hl, "SELECT object_id FROM snapshot_objects WHERE snapshot = '1' AND object_id = '10'",
+                   "10\n");
+        CHECK_ROWS(hl, "SELECT count(*) FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9.5", "0\n");
         g_autofree char *hl_plan = db_rows(
             hl, "EXPLAIN QUERY PLAN SELECT refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9");
         CHECK(strstr(hl_plan, "VIRTUAL TABLE INDEX 3") != NULL);
