@@ -64,8 +64,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, fmt_counts,  # noqa: E402
-                    record, run, start_log)  # shared e2e helpers
+from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, check_snapshot_forms,  # noqa: E402
+                    fmt_counts, record, run, start_log)  # shared e2e helpers
 
 KIND_NAMES = {"unknown": 0, "strong": 1, "weak": 2, "pinned": 3, "refcounted": 4}
 ROOT_KIND_NAMES = {"other": 0, "stack": 1, "finalizer": 2, "handle": 3}
@@ -795,32 +795,12 @@ def check_on_demand_recording(checks, db, truth_path, answer=None):
     conn.close()
 
 
-VIEW_QUERIES = [
-    "SELECT * FROM snapshot_objects ORDER BY snapshot, object_id",
-    "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
-    "SELECT * FROM snapshot_ref_fields ORDER BY snapshot, from_id, to_id, nth",
-    "SELECT * FROM snapshot_contents ORDER BY snapshot, object_id",
-    "SELECT * FROM snapshot_handles ORDER BY snapshot, handle_id, object_id",
-]
-
 
 def check_compact(checks, a, db, log, where="(i)"):
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    has_rows = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = "
-                            "'snapshot_object_rows'").fetchone()[0]
     if not checks.ok(f"{where} the recording has schema 7's rows (HEAPLENS_SNAPSHOT_ROWS=1)",
-                     has_rows == 1):
+                     check_snapshot_forms(checks, db, where)):
         return
-    rows = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    rows.execute("CREATE TEMP VIEW snapshot_objects AS SELECT * FROM snapshot_object_rows")
-    for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name IN "
-                               "('snapshot_refs', 'snapshot_ref_fields', 'snapshot_contents')"):
-        rows.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
-    for q in VIEW_QUERIES:
-        blocks = conn.execute(q).fetchall()
-        old = rows.execute(q).fetchall()
-        checks.ok(f"{where} {q}: {len(blocks)} rows from the blocks, {len(old)} from the rows",
-                  blocks == old and len(blocks) > 0 or "handles" in q and blocks == old)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     snapshots = [r[0] for r in conn.execute("SELECT snapshot FROM snapshots ORDER BY 1")]
     top_type = conn.execute("SELECT type FROM snapshot_contents WHERE snapshot = ? AND type LIKE "
                             "'HeapLens.%' GROUP BY type ORDER BY count(*) DESC, type LIMIT 1",
@@ -828,7 +808,6 @@ def check_compact(checks, a, db, log, where="(i)"):
     blocks_bytes = conn.execute("SELECT sum(length(ids) + length(kinds) + coalesce(length(refs), 0)"
                                 " + coalesce(length(fields), 0)) FROM snapshot_blocks").fetchone()[0]
     conn.close()
-    rows.close()
     print(f"{where} {len(snapshots)} snapshots; blocks' text: {blocks_bytes} bytes")
     # schema 7: the writer's rows as the table snapshot_objects, no blocks
     form7 = os.path.join(a.workdir, "form7.db")
