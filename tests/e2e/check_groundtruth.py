@@ -425,10 +425,10 @@ def main():
 
     # ---------------------------------------------------------------- (s) compact snapshots
     # every documented snapshot view answers the same from schema 8's blocks as from schema 7's
-    # rows of the same snapshots (up to 400,000 snapshot objects: the views unpack in SQL alone)
+    # rows of the same snapshots (up to 200,000 snapshot objects: the views unpack in SQL alone)
     if conn is not None and not a.db:
         objects = conn.execute("SELECT coalesce(sum(objects), 0) FROM snapshots").fetchone()[0]
-        if objects <= 400000:
+        if objects <= 200000:
             checks.ok("(s) the recording has schema 7's rows (HEAPLENS_SNAPSHOT_ROWS=1)",
                       check_snapshot_forms(checks, db, "(s)"))
         else:

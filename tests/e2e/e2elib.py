@@ -283,7 +283,14 @@ def check_snapshot_forms(checks, db, where):
         for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name IN "
                                    "('snapshot_refs', 'snapshot_ref_fields', 'snapshot_contents')"):
             rows.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
+        # snapshot_ref_fields looks each reference's field up in its object's array: quadratic in
+        # an array's length (SCHEMA.md), over the rows as over the blocks
+        longest = rows.execute("SELECT coalesce(max(json_array_length(refs)), 0) FROM "
+                               "snapshot_object_rows").fetchone()[0]
         for q in SNAPSHOT_VIEW_QUERIES:
+            if "snapshot_ref_fields" in q and longest > 2000:
+                print(f"{where} {q}: skipped (an array of {longest} references)")
+                continue
             blocks = conn.execute(q).fetchall()
             old = rows.execute(q).fetchall()
             checks.ok(f"{where} {q}: {len(blocks)} rows from the blocks, {len(old)} from the rows",
