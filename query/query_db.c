@@ -197,10 +197,17 @@ gboolean query_db_check_small_tables(sqlite3 *db, GError **error)
     /* Text (or a blob) in a key is a row no query finds: SQLite orders it after every number,
      * so one probe of the key's end finds it. */
     int64_t hidden = 0;
+    /* schema 8: the keys of snapshot_blocks (snapshot_objects is a view there, its snapshot
+     * the snapshots row's) */
     if (!query_db_int(db,
-                      "SELECT EXISTS (SELECT 1 FROM object_generation_rows WHERE from_gc >= '')"
-                      "    OR EXISTS (SELECT 1 FROM snapshot_objects WHERE snapshot >= '')"
-                      "    OR EXISTS (SELECT 1 FROM stack_frames WHERE stack_id >= '')",
+                      store_snapshot_blocks_present(db)
+                          ? "SELECT EXISTS (SELECT 1 FROM object_generation_rows WHERE from_gc >= '')"
+                            "    OR EXISTS (SELECT 1 FROM snapshot_blocks WHERE last_snapshot >= '')"
+                            "    OR EXISTS (SELECT 1 FROM snapshot_blocks WHERE first_id >= '')"
+                            "    OR EXISTS (SELECT 1 FROM stack_frames WHERE stack_id >= '')"
+                          : "SELECT EXISTS (SELECT 1 FROM object_generation_rows WHERE from_gc >= '')"
+                            "    OR EXISTS (SELECT 1 FROM snapshot_objects WHERE snapshot >= '')"
+                            "    OR EXISTS (SELECT 1 FROM stack_frames WHERE stack_id >= '')",
                       &hidden, error))
         return FALSE;
     if (hidden)

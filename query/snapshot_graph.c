@@ -3,6 +3,7 @@
 
 #include "query/checkpoints.h"
 #include "query/query.h"
+#include "store/store.h"
 #include "wire/hl_wire.h"
 
 #include <inttypes.h>
@@ -781,6 +782,126 @@ static gboolean refs_resolve(snapshot_graph *g, const id_index *index, refs_read
     return TRUE;
 }
 
+/* ---- the compact form (schema 8) ----------------------------------------------------------
+ * The blocks of the snapshot (store/store.h STORE_SNAPBLOCKS_SQL), in id order, decoded here
+ * (store_snapblock_decode): the ids, and the references as (from, to) pairs into `r`, resolved
+ * later as the second connection's are (refs_resolve). Each block's objects' types and sizes
+ * come from one range of `objects` (id BETWEEN its first and last): a seek per block, the rows in
+ * between stepped over (ids of objects dead by then). */
+static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_reader *r,
+                            query_progress *progress, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    store_snapblock b = {0};
+    uint64_t total_size = 0;
+    sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCKS_SQL, error);
+    sqlite3_stmt *objects = query_db_prepare(
+        db, "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id", error);
+    if (!blocks || !objects)
+        goto out;
+    sqlite3_bind_int64(blocks, 1, g->info.snapshot);
+    while (query_db_step(blocks, &row, error) && row) {
+        if (!store_snapblock_decode_row(&b, blocks, error))
+            goto out;
+        if (g->n + b.n > cap || b.ids[0] <= g->ids[g->n - 1]) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                        "the database is damaged: snapshot %" PRId64
+                        " does not hold the objects its snapshots row counts",
+                        g->info.snapshot);
+            goto out;
+        }
+        /* the references, as pairs of ids */
+        if (r->n + b.n_refs > r->cap) {
+            uint64_t c = MAX(r->cap + r->cap / 2, r->n + b.n_refs + 1024);
+            uint64_t *f = g_try_renew(uint64_t, r->from, c);
+            if (f)
+                r->from = f;
+            uint64_t *t = f ? g_try_renew(uint64_t, r->to, c) : NULL;
+            if (!t) {
+                graph_fail(AN_ERR_NOMEM, error);
+                goto out;
+            }
+            r->to = t;
+            r->cap = c;
+        }
+        for (uint32_t k = 0; k < b.n; k++) {
+            /* ascending by (from, to), as when each reference was a row: most objects have a
+             * few references (insertion), an array many (qsort) */
+            uint64_t at = r->n, nr = b.ref_start[k + 1] - b.ref_start[k];
+            for (uint32_t i = b.ref_start[k]; i < b.ref_start[k + 1]; i++) {
+                uint64_t v = b.to[i], j = r->n;
+                for (; nr <= 16 && j > at && r->to[j - 1] > v; j--)
+                    r->to[j] = r->to[j - 1];
+                r->to[j] = v;
+                r->from[r->n++] = b.ids[k];
+            }
+            if (nr > 16)
+                qsort(r->to + at, nr, sizeof *r->to, u64_cmp);
+        }
+        /* types and sizes: the range of `objects` the block spans */
+        sqlite3_reset(objects);
+        sqlite3_bind_int64(objects, 1, (int64_t)b.ids[0]);
+        sqlite3_bind_int64(objects, 2, (int64_t)b.ids[b.n - 1]);
+        uint32_t k = 0;
+        while (k < b.n && query_db_step(objects, &row, error) && row) {
+            uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
+            for (; k < b.n && b.ids[k] < id; k++) { /* no objects row: type and size unknown */
+                g->ids[g->n] = b.ids[k];
+                g->type_ids[g->n] = 0;
+                g->sizes[g->n++] = 0;
+            }
+            if (k == b.n || b.ids[k] != id)
+                continue; /* an object not in the snapshot */
+            if ((sqlite3_column_type(objects, 1) != SQLITE_INTEGER &&
+                 sqlite3_column_type(objects, 1) != SQLITE_NULL) ||
+                (sqlite3_column_type(objects, 2) != SQLITE_INTEGER &&
+                 sqlite3_column_type(objects, 2) != SQLITE_NULL)) {
+                query_db_damaged(error,
+                                 "object %" PRIu64 " has a size or type id that is not a number",
+                                 id);
+                goto out;
+            }
+            int64_t size = sqlite3_column_int64(objects, 2), type_id = sqlite3_column_int64(objects, 1);
+            if (size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ||
+                (total_size += (uint64_t)size) > SNAPSHOT_TOTAL_SIZE_MAX) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                            "the database is damaged: object %" PRIu64 " of snapshot %" PRId64
+                            " has size %" PRId64 "%s",
+                            id, g->info.snapshot, size,
+                            size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ? ""
+                                                                         : " (too large in total)");
+                goto out;
+            }
+            if (type_id < 0 || type_id > UINT32_MAX) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
+                            "the database is damaged: object %" PRIu64 " has type id %" PRId64,
+                            id, type_id);
+                goto out;
+            }
+            g->ids[g->n] = id;
+            g->type_ids[g->n] = (uint32_t)type_id;
+            g->sizes[g->n++] = (uint64_t)size;
+            k++;
+        }
+        if (error && *error)
+            goto out;
+        for (; k < b.n; k++) {
+            g->ids[g->n] = b.ids[k];
+            g->type_ids[g->n] = 0;
+            g->sizes[g->n++] = 0;
+        }
+        query_progress_update(progress, "reading objects and references", g->n, cap);
+    }
+    if (error && *error)
+        goto out;
+    ok = TRUE;
+out:
+    store_snapblock_clear(&b);
+    sqlite3_finalize(blocks);
+    sqlite3_finalize(objects);
+    return ok;
+}
+
 snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
                                     snapshot_graph_direction direction, query_progress *progress,
                                     GError **error)
@@ -811,12 +932,27 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     g->type_ids[0] = 0;
     g->sizes[0] = 0;
     g->n = 1;
-    gboolean parallel = refs_reader_start(&reader, db, info);
-    const char *objects_step = parallel ? "reading objects (and references alongside)"
-                                        : "reading objects";
+    gboolean blocks = store_snapshot_blocks_present(db), parallel = FALSE;
+    const char *objects_step = "reading objects";
+    uint64_t total_size = 0;
+    if (blocks) {
+        /* the compact form: objects and references from the blocks in one pass */
+        reader.cap = (uint64_t)MAX(info->refs, 0) + 1;
+        reader.from = g_try_new(uint64_t, reader.cap);
+        reader.to = g_try_new(uint64_t, reader.cap);
+        if (!reader.from || !reader.to) {
+            graph_fail(AN_ERR_NOMEM, error);
+            goto fail;
+        }
+        if (!blocks_read(g, db, cap, &reader, progress, error))
+            goto fail;
+        goto objects_read;
+    }
+    parallel = refs_reader_start(&reader, db, info);
+    if (parallel)
+        objects_step = "reading objects (and references alongside)";
     /* one lookup in `objects` per object: the ids ascend, so the pages it reads are cached
      * (cheaper than a merge with a scan of `objects`) */
-    uint64_t total_size = 0;
     stmt = query_db_prepare(db,
                             "SELECT so.object_id, o.type_id, o.size FROM snapshot_objects so"
                             " LEFT JOIN objects o ON o.id = so.object_id"
@@ -871,14 +1007,15 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     }
     if (error && *error)
         goto fail;
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+objects_read:
     if (g->n != cap) { /* fewer objects than the snapshots row counts: rows were lost */
         query_db_damaged(error,
                          "snapshot %" PRId64 " holds %u objects, its snapshots row counts %" PRId64,
                          info->snapshot, g->n - 1, info->objects);
         goto fail;
     }
-    sqlite3_finalize(stmt);
-    stmt = NULL;
     query_progress_update(progress, objects_step, g->n, cap);
 
     g->graph = an_graph_new(g->n);
@@ -944,7 +1081,11 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     sqlite3_finalize(stmt);
     stmt = NULL;
 
-    if (parallel) {
+    if (blocks) {
+        if (!refs_resolve(g, &index, &reader, direction, progress, error))
+            goto fail;
+        parallel = FALSE;
+    } else if (parallel) {
         query_progress_update(progress, "reading references", 0, 0);
         if (!refs_reader_join(&reader, error))
             goto fail;
@@ -953,7 +1094,7 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
     if (parallel) {
         if (!refs_resolve(g, &index, &reader, direction, progress, error))
             goto fail;
-    } else if (!refs_read(g, db, &index, direction, progress, error)) {
+    } else if (!blocks && !refs_read(g, db, &index, direction, progress, error)) {
         goto fail;
     }
     refs_reader_free(&reader);

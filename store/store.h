@@ -22,7 +22,10 @@
  * snapshot_ref_fields), statics (statics, snapshot_statics), string values (snapshot_strings)
  * and types.flags 8, absent before: references without fields; and in the table checkpoints
  * (absent before: readers find no checkpoints); 7 from 8 in snapshots.reason (why a trigger took
- * the snapshot), absent before: readers show none. */
+ * the snapshot), absent before: readers show none; and in where a snapshot's objects are: 8
+ * stores them compactly in snapshot_blocks (each block once across the snapshots it is in) and
+ * snapshot_objects is a view of them with the rows of 7's table (store_snapshot_blocks_present
+ * tells the forms apart; store_db_open_readonly makes heaplens' own reads of either fast). */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
@@ -266,5 +269,72 @@ gboolean store_history_summarize_file(const char *path, store_progress_fn progre
  * build would refuse. For a file whose history is pending but that this user cannot write (its
  * views then read the packed rows as they are). Memory: as the build's reading (store_history.c). */
 gboolean store_history_check_changes(struct sqlite3 *db, const char *path, GError **error);
+
+/* ---- compact snapshots (schema 8; SCHEMA.md "snapshot_blocks", store_snapblock.c) ---------- */
+
+/* TRUE when `db` keeps its snapshots' objects in snapshot_blocks (schema 8 and later; the
+ * snapshot_objects of older files is a table of its own). */
+gboolean store_snapshot_blocks_present(struct sqlite3 *db);
+
+/* One snapshot_blocks row decoded: n objects by ascending id, each with its generation (-1:
+ * NULL), flags, and references to[ref_start[k] .. ref_start[k + 1]) in field order with the
+ * field of each (field[i] -1: unknown; field_known[k] 0: none of object k's is known, the
+ * NULL `fields` of snapshot_objects). Reused from block to block: zero it once, then
+ * store_snapblock_decode as often as needed, then store_snapblock_clear. */
+typedef struct store_snapblock {
+    uint32_t n;
+    uint64_t *ids;
+    int8_t *generation;
+    uint8_t *flags;
+    uint8_t *field_known;
+    uint32_t *ref_start; /* n + 1 */
+    uint64_t n_refs;
+    uint64_t *to;
+    int64_t *field;
+    size_t cap, refs_cap;
+} store_snapblock;
+
+/* The largest `objects` a block may have when read (the writer writes at most 256). */
+#define STORE_SNAPBLOCK_MAX_READ 65536
+
+/* Decodes the row (first_id, objects, ids, kinds, refs, fields; refs and fields may be NULL,
+ * lengths in bytes) into `b`. FALSE with STORE_ERROR_DAMAGED (one line) for text the writer does
+ * not write: ids not ascending, a count that is not the kinds' length, a reference to id 0 or
+ * past 2^63, fields that do not match the references. */
+gboolean store_snapblock_decode(store_snapblock *b, uint64_t first_id, int64_t objects,
+                                const char *ids, size_t ids_len, const char *kinds,
+                                size_t kinds_len, const char *refs, size_t refs_len,
+                                const char *fields, size_t fields_len, GError **error);
+/* Frees what `b` holds and zeroes it. */
+void store_snapblock_clear(store_snapblock *b);
+/* Object k's references (fields) as snapshot_objects.refs (.fields) text: "[12,7,12]"
+ * ("[1,null]"), replacing `out`'s contents. */
+void store_snapblock_refs_json(const store_snapblock *b, uint32_t k, GString *out);
+void store_snapblock_fields_json(const store_snapblock *b, uint32_t k, GString *out);
+
+/* The statement that reads the blocks of snapshot ?1 in id order: first_id, objects, ids, kinds,
+ * refs, fields (columns 0 to 5), for store_snapblock_decode. */
+#define STORE_SNAPBLOCKS_SQL                                                                       \
+    "SELECT first_id, objects, ids, kinds, refs, fields FROM snapshot_blocks"                     \
+    " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
+/* Decodes the current row of a statement whose columns 0 to 5 are STORE_SNAPBLOCKS_SQL's. */
+struct sqlite3_stmt;
+gboolean store_snapblock_decode_row(store_snapblock *b, struct sqlite3_stmt *stmt,
+                                    GError **error);
+
+/* Object `id` of snapshot `snapshot` (either form of file): *found, and then its references'
+ * targets and fields as snapshot_objects.refs and .fields say them (an empty `to` for NULL refs;
+ * `field` -1 where unknown, and *fields_known FALSE for a NULL fields). A point lookup: one
+ * block is read. */
+gboolean store_snapshot_object_get(struct sqlite3 *db, int64_t snapshot, uint64_t id,
+                                   gboolean *found, GArray *to, GArray *field,
+                                   gboolean *fields_known, GError **error);
+
+/* Makes heaplens' own reads of snapshot_objects on `db` read the blocks directly: for a file
+ * with snapshot_blocks, a TEMP virtual table named snapshot_objects (store_snapview.c: the view's
+ * rows, found by (snapshot, object_id) through the blocks' index) hides the file's view for this
+ * connection's statements (the file's other views keep reading the file's view). Nothing for
+ * older files. Called by store_db_open_readonly; a connection opened otherwise may call it. */
+gboolean store_snapshot_view_attach(struct sqlite3 *db, GError **error);
 
 #endif /* HEAPLENS_STORE_H */

@@ -207,6 +207,7 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
     store_gc_forget_changes(w);
     w->snapshot_object_rows.rows = 0;
     g_string_truncate(w->snapshot_object_rows.text, 0);
+    store_snapblock_reset(&w->snapblock);
     w->snapshot_root_rows.rows = 0;
     w->last_survivor = w->last_survivor_committed;
     g_hash_table_remove_all(w->alloc_keys);

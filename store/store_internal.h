@@ -146,6 +146,31 @@ static inline void store_append_u64(GString *out, uint64_t v)
     g_string_append_len(out, buf, store_put_u64(buf, v) - buf);
 }
 
+/* The views over snapshot_objects (snapshot_refs, snapshot_ref_fields, snapshot_contents): in
+ * the file, and as TEMP views over the virtual table (store_snapview.c). */
+extern const char store_schema_snapshot_views[];
+
+/* A snapshot_blocks row being built (store_snapblock.c has the format): objects added in id
+ * order; store_snapblock_add says when the block ends (then store_snapblock_close, write,
+ * store_snapblock_reset). */
+#define STORE_SNAPBLOCK_MAX 256
+typedef struct store_snapblock_builder {
+    GString *ids, *kinds, *refs, *fields;
+    uint64_t first_id, last_id, prev_target;
+    uint32_t n;
+    gboolean any_refs, any_fields;
+} store_snapblock_builder;
+void store_snapblock_init(store_snapblock_builder *b);
+void store_snapblock_release(store_snapblock_builder *b);
+void store_snapblock_reset(store_snapblock_builder *b);
+/* Adds an object (generation -1 or > 5: NULL; flags & 7) with its nr references (targets `to`,
+ * fields `field`, HL_FIELD_UNKNOWN where unknown; `field` may be NULL). TRUE: the block ends
+ * after this object. */
+gboolean store_snapblock_add(store_snapblock_builder *b, uint64_t id, int generation,
+                             uint32_t flags, const uint64_t *to, const uint32_t *field, size_t nr);
+/* Closes the arrays; the texts are then the row's (refs, fields NULL when !any_refs, !any_fields). */
+void store_snapblock_close(store_snapblock_builder *b);
+
 /* Binds `value` to parameter `i`, or NULL when it is not `present` (an optional column). */
 static inline void store_bind_optional(sqlite3_stmt *st, int i, int64_t value, gboolean present)
 {
@@ -356,6 +381,10 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_SNAPSHOT,
     STORE_STMT_INSERT_SNAPSHOT_OBJECT,
     STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
+    STORE_STMT_INSERT_SNAPSHOT_BLOCK,
+    STORE_STMT_EXTEND_SNAPSHOT_BLOCK,
+    STORE_STMT_SNAPSHOT_BLOCKS_OF,
+    STORE_STMT_SNAPSHOT_BLOCK_GET,
     STORE_STMT_INSERT_SNAPSHOT_ROOT,
     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
     STORE_STMT_INSERT_HANDLE,
@@ -479,8 +508,12 @@ struct store_writer {
     uint64_t *change_ids[STORE_CHANGE_DEATHS + 1];
     uint32_t change_count[STORE_CHANGE_DEATHS + 1];
     GString *change_json;
-    store_row_batch snapshot_object_rows; /* snapshot_objects (snapshot, object_id, generation,
-                                             flags, refs TEXT, fields TEXT) */
+    /* HEAPLENS_SNAPSHOT_ROWS=1 (tests): each snapshot's objects also as schema 7's rows, in the
+     * table snapshot_object_rows, for a differential test of the blocks against them */
+    gboolean snapshot_rows;
+    store_row_batch snapshot_object_rows; /* snapshot_object_rows (snapshot, object_id,
+                                             generation, flags, refs TEXT, fields TEXT) */
+    store_snapblock_builder snapblock;    /* the block being built */
     store_row_batch snapshot_root_rows;   /* snapshot_roots (snapshot, object_id, kind, flags, root_id) */
     GHashTable *threads_seen; /* os_tid (as pointer) → present in `threads` */
     uint32_t last_tid;        /* last os_tid found in threads_seen (0: none) */

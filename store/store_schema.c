@@ -247,18 +247,22 @@ static const char store_schema_tables[] =
     "  model_unreported INTEGER NOT NULL DEFAULT 0,\n"
     "  reason TEXT\n"
     ");\n"
-    /* refs: the object's references, a JSON array of target ids in field order (NULL: none).
-     * With the object rather than a row each: SQLite's cost per row (time and about 7 bytes)
-     * made references 60% of a snapshot's rows; JSON keeps them readable with json_each. */
-    "CREATE TABLE snapshot_objects (\n"
-    "  snapshot INTEGER NOT NULL,\n"
-    "  object_id INTEGER NOT NULL,\n"
-    "  generation INTEGER,\n"
-    "  flags INTEGER NOT NULL,\n"
+    /* A snapshot's objects, compactly (schema 8; store_snapblock.c has the format): a row per
+     * block of objects with consecutive ids, once for the snapshots first..last it is in.
+     * snapshot_objects (a view, below) gives schema 7's row per object. */
+    "CREATE TABLE snapshot_blocks (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  first_snapshot INTEGER NOT NULL,\n"
+    "  last_snapshot INTEGER NOT NULL,\n"
+    "  first_id INTEGER NOT NULL,\n"
+    "  objects INTEGER NOT NULL,\n"
+    "  ids TEXT NOT NULL,\n"
+    "  kinds TEXT NOT NULL,\n"
     "  refs TEXT,\n"
-    "  fields TEXT,\n"
-    "  PRIMARY KEY (snapshot, object_id)\n"
-    ") WITHOUT ROWID;\n"
+    "  fields TEXT\n"
+    ");\n"
+    "CREATE INDEX snapshot_blocks_by_snapshot ON snapshot_blocks (last_snapshot, first_id);\n"
+    "CREATE INDEX snapshot_blocks_by_id ON snapshot_blocks (first_id);\n"
     "CREATE TABLE snapshot_roots (\n"
     "  snapshot INTEGER NOT NULL,\n"
     "  object_id INTEGER,\n"
@@ -408,33 +412,32 @@ static const char store_schema_final_views[] =
     "           GROUP BY object_id) f ON f.object_id = o.id;\n";
 
 static const char store_schema_views[] =
-    /* A row per reference, as the references were stored before they moved into
-     * snapshot_objects.refs. nth tells apart two fields of from_id pointing to the same to_id;
-     * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
-    "CREATE VIEW snapshot_refs AS\n"
-    "SELECT snapshot, from_id, to_id,\n"
-    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY field) - 1 AS nth\n"
-    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
-    "             j.key AS field\n"
-    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL);\n"
-    /* A row per reference with the field that holds it (snapshot_objects.fields) and its name:
-     * `fields` for objects, "[index]" for arrays. Its own view, so that snapshot_refs stays
-     * as cheap as it was: the element of `fields` is looked up per reference (quadratic in a
-     * large array's length). */
-    "CREATE VIEW snapshot_ref_fields AS\n"
-    "SELECT r.snapshot, r.from_id, r.to_id,\n"
-    "       row_number() OVER (PARTITION BY r.snapshot, r.from_id, r.to_id ORDER BY r.k) - 1\n"
-    "         AS nth, r.field,\n"
-    "       CASE WHEN r.field IS NULL THEN NULL\n"
-    "            WHEN t.flags & 1 THEN '[' || r.field || ']'\n"
-    "            ELSE f.name END AS name\n"
-    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
-    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"
-    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL) r\n"
-    "LEFT JOIN objects o ON o.id = r.from_id\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN fields f ON f.type_id = o.type_id AND f.field = r.field;\n"
-    "\n"
+    /* Schema 7's table as a view of snapshot_blocks, in SQL alone (plain sqlite3 reads it): per
+     * block and snapshot, json_each(ids) gives the objects; the window sums undo the deltas
+     * (ids; each object's first target from the previous one's), and each object's own array
+     * the rest. heaplens reads the blocks itself (store_snapview.c, snapshot_graph.c). */
+    "CREATE VIEW snapshot_objects AS\n"
+    "SELECT snapshot, object_id,\n"
+    "       CASE WHEN kind % 8 < 6 THEN kind % 8 END AS generation, kind / 8 AS flags,\n"
+    "       CASE WHEN typeof(r) = 'text' THEN\n"
+    "         (SELECT json_group_array(t0 + d) FROM\n"
+    "            (SELECT sum(CASE WHEN key > 0 THEN value ELSE 0 END) OVER (ORDER BY key) AS d\n"
+    "             FROM json_each(r)))\n"
+    "       END AS refs,\n"
+    "       CASE WHEN typeof(f) = 'text' THEN\n"
+    "         (SELECT json_group_array(CASE WHEN type != 'null' THEN d END) FROM\n"
+    "            (SELECT type, sum(value) OVER (ORDER BY key) AS d FROM json_each(f)))\n"
+    "       END AS fields\n"
+    "FROM (SELECT s.snapshot AS snapshot, b.first_id + sum(i.value) OVER w AS object_id,\n"
+    "             unicode(substr(b.kinds, i.key + 1, 1)) - 48 AS kind,\n"
+    "             json_extract(b.refs, '$[' || i.key || ']') AS r,\n"
+    "             json_extract(b.fields, '$[' || i.key || ']') AS f,\n"
+    "             b.first_id + sum(json_extract(b.refs, '$[' || i.key || '][0]')) OVER w AS t0\n"
+    "      FROM snapshots s\n"
+    "      JOIN snapshot_blocks b\n"
+    "        ON b.last_snapshot >= s.snapshot AND b.first_snapshot <= s.snapshot,\n"
+    "           json_each(b.ids) i\n"
+    "      WINDOW w AS (PARTITION BY s.snapshot, b.first_id ORDER BY i.key));\n"
     "CREATE VIEW gc_summary AS\n"
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
@@ -486,17 +489,6 @@ static const char store_schema_views[] =
     "LEFT JOIN alloc_samples s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "g.gc") "\n"
     "LEFT JOIN types t ON t.id = o.type_id\n"
     "GROUP BY g.gc, og.generation, o.type_id;\n"
-    "\n"
-    "CREATE VIEW snapshot_contents AS\n"
-    "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
-    "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
-    "       so.generation AS generation, (so.flags & 1) != 0 AS frozen,\n"
-    "       (so.flags & 2) != 0 AS discovered, o.thread AS thread, th.name AS thread_name\n"
-    "FROM snapshot_objects so\n"
-    "JOIN snapshots s ON s.snapshot = so.snapshot\n"
-    "LEFT JOIN objects o ON o.id = so.object_id\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
     "\n"
     /* A handle is alive after GC g when created_after_gc < g (created before g began; NULL:
      * before the collector could see it) and destroyed_after_gc is NULL or >= g. */
@@ -564,6 +556,50 @@ static const char store_schema_views[] =
     "LEFT JOIN threads th ON th.os_tid = a.thread\n"
     "GROUP BY a.type_id, a.thread;\n";
 
+/* The views over snapshot_objects: created in the file after it (schema 8: a view), and again
+ * as TEMP views on heaplens' own connections (store_snapview.c), where snapshot_objects is the
+ * virtual table. */
+const char store_schema_snapshot_views[] =
+    /* A row per reference, as the references were stored before they moved into
+     * snapshot_objects.refs. nth tells apart two fields of from_id pointing to the same to_id;
+     * a filter on snapshot and from_id (PARTITION BY columns) is pushed down to the key. */
+    "CREATE VIEW snapshot_refs AS\n"
+    "SELECT snapshot, from_id, to_id,\n"
+    "       row_number() OVER (PARTITION BY snapshot, from_id, to_id ORDER BY field) - 1 AS nth\n"
+    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
+    "             j.key AS field\n"
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL);\n"
+    /* A row per reference with the field that holds it (snapshot_objects.fields) and its name:
+     * `fields` for objects, "[index]" for arrays. Its own view, so that snapshot_refs stays
+     * as cheap as it was: the element of `fields` is looked up per reference (quadratic in a
+     * large array's length). */
+    "CREATE VIEW snapshot_ref_fields AS\n"
+    "SELECT r.snapshot, r.from_id, r.to_id,\n"
+    "       row_number() OVER (PARTITION BY r.snapshot, r.from_id, r.to_id ORDER BY r.k) - 1\n"
+    "         AS nth, r.field,\n"
+    "       CASE WHEN r.field IS NULL THEN NULL\n"
+    "            WHEN t.flags & 1 THEN '[' || r.field || ']'\n"
+    "            ELSE f.name END AS name\n"
+    "FROM (SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"
+    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL) r\n"
+    "LEFT JOIN objects o ON o.id = r.from_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN fields f ON f.type_id = o.type_id AND f.field = r.field;\n"
+    "\n"
+    "CREATE VIEW snapshot_contents AS\n"
+    "SELECT so.snapshot AS snapshot, s.gc AS gc, so.object_id AS object_id,\n"
+    "       " STORE_TYPE_NAME("t", "o") " AS type, o.size AS size,\n"
+    "       so.generation AS generation, (so.flags & 1) != 0 AS frozen,\n"
+    "       (so.flags & 2) != 0 AS discovered, o.thread AS thread, th.name AS thread_name\n"
+    "FROM snapshot_objects so\n"
+    "JOIN snapshots s ON s.snapshot = so.snapshot\n"
+    "LEFT JOIN objects o ON o.id = so.object_id\n"
+    "LEFT JOIN types t ON t.id = o.type_id\n"
+    "LEFT JOIN threads th ON th.os_tid = o.thread;\n"
+    "\n"
+    ;
+
 gboolean store_sql_fail(sqlite3 *db, const char *path, const char *what, GError **error)
 {
     g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: %s: %s", path, what,
@@ -609,6 +645,7 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
     if (!store_sql_exec(db, path, store_schema_tables, error) ||
         !store_sql_exec(db, path, store_schema_derived_views, error) ||
         !store_sql_exec(db, path, store_schema_views, error) ||
+        !store_sql_exec(db, path, store_schema_snapshot_views, error) ||
         !store_sql_exec(db, path, ids, error)) {
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
         goto out;
@@ -857,6 +894,8 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
                     path, version, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
         goto out;
     }
+    if (!store_snapshot_view_attach(db, error))
+        goto out;
     ok = TRUE;
 out:
     if (!ok) {

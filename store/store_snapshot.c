@@ -254,20 +254,19 @@ typedef struct store_ref {
     uint32_t reserved;
 } store_ref;
 
-/* Writes object row `o` (flags and generation merged over its duplicates) with its references
- * `r[0..nr)` (from == o->id, in field order) as the JSON array of their targets, and the fields
- * holding them as a parallel array (NULL when no field is known). */
-static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_object *o,
-                                            const store_ref *r, size_t nr,
-                                            store_snapshot_counts *n, GError **error)
+/* Writes object `o`'s row of schema 7 (HEAPLENS_SNAPSHOT_ROWS=1 only: snapshot_object_rows, for
+ * the differential test) with its references `r[0..nr)` as the JSON array of their targets, and
+ * the fields holding them as a parallel array (NULL when no field is known). */
+static gboolean store_snapshot_write_row_form(store_writer *w, const hl_snapshot_object *o,
+                                              uint32_t flags, const store_ref *r, size_t nr,
+                                              GError **error)
 {
     store_row_batch *b = &w->snapshot_object_rows;
-    uint32_t flags = o->flags | (o->generation == HL_GEN_NONGC ? HL_SNAP_OBJ_FROZEN : 0);
     int64_t row[6] = {
         w->snap.start.snapshot,
         (int64_t)o->id,
         o->generation <= HL_GEN_NONGC ? (int64_t)o->generation : STORE_NULL,
-        flags,
+        flags & 7u,
         STORE_NULL,
         STORE_NULL,
     };
@@ -296,15 +295,152 @@ static gboolean store_snapshot_write_object(store_writer *w, const hl_snapshot_o
             g_string_append_c(b->text, ']');
         }
     }
-    n->objects++;
-    n->refs += nr;
-    n->frozen += (flags & HL_SNAP_OBJ_FROZEN) != 0;
     return store_batch_add(w, b, row, error);
 }
 
-/* One row per object, by id, its references with it. References are sorted by `from` only
- * (stably: each object's stay in the order they came, the runtime's field order); those whose
- * `from` is not an object of the snapshot break the collector's promise: skipped, counted. */
+/* The blocks of the previous stored snapshot (first_id, row id), in first_id order: a new block
+ * with the same first_id and the same text is that row, extended to this snapshot. */
+typedef struct store_prev_block {
+    int64_t first_id, row;
+} store_prev_block;
+
+typedef struct store_block_writer {
+    store_prev_block *prev;
+    size_t n_prev, at;
+    uint64_t written, extended; /* blocks */
+} store_block_writer;
+
+static gboolean store_snapshot_prev_blocks(store_writer *w, store_block_writer *bw,
+                                           GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_SNAPSHOT_BLOCKS_OF];
+    size_t cap = 0;
+    int rc;
+    if (w->last_snapshot == 0)
+        return TRUE;
+    sqlite3_bind_int64(st, 1, w->last_snapshot);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (bw->n_prev == cap) {
+            cap = MAX(1024, 2 * cap);
+            bw->prev = g_renew(store_prev_block, bw->prev, cap);
+        }
+        bw->prev[bw->n_prev++] =
+            (store_prev_block){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1)};
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return store_sql_fail(w->db, w->path, "read", error);
+    return TRUE;
+}
+
+static gboolean store_text_column_is(sqlite3_stmt *st, int col, const GString *text,
+                                     gboolean present)
+{
+    if (!present)
+        return sqlite3_column_type(st, col) == SQLITE_NULL;
+    const void *v = sqlite3_column_text(st, col);
+    return sqlite3_column_type(st, col) == SQLITE_TEXT &&
+           (size_t)sqlite3_column_bytes(st, col) == text->len && memcmp(v, text->str, text->len) == 0;
+}
+
+/* The block built is the previous snapshot's row with its first id, byte for byte? */
+static gboolean store_snapshot_block_same(store_writer *w, int64_t row, gboolean *same,
+                                          GError **error)
+{
+    const store_snapblock_builder *b = &w->snapblock;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_SNAPSHOT_BLOCK_GET];
+    sqlite3_bind_int64(st, 1, row);
+    int rc = sqlite3_step(st);
+    *same = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) == b->n &&
+            store_text_column_is(st, 1, b->ids, TRUE) &&
+            store_text_column_is(st, 2, b->kinds, TRUE) &&
+            store_text_column_is(st, 3, b->refs, b->any_refs) &&
+            store_text_column_is(st, 4, b->fields, b->any_fields);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return store_sql_fail(w->db, w->path, "read", error);
+    return TRUE;
+}
+
+/* Writes the block built: the previous snapshot's row extended when it is the same, else a new
+ * row. */
+static gboolean store_snapshot_block_flush(store_writer *w, store_block_writer *bw,
+                                           GError **error)
+{
+    store_snapblock_builder *b = &w->snapblock;
+    int64_t snapshot = w->snap.start.snapshot;
+    if (b->n == 0)
+        return TRUE;
+    store_snapblock_close(b);
+    while (bw->at < bw->n_prev && bw->prev[bw->at].first_id < (int64_t)b->first_id)
+        bw->at++;
+    gboolean same = FALSE;
+    if (bw->at < bw->n_prev && bw->prev[bw->at].first_id == (int64_t)b->first_id &&
+        !store_snapshot_block_same(w, bw->prev[bw->at].row, &same, error))
+        return FALSE;
+    if (same) {
+        sqlite3_stmt *st = w->stmt[STORE_STMT_EXTEND_SNAPSHOT_BLOCK];
+        sqlite3_bind_int64(st, 1, bw->prev[bw->at].row);
+        sqlite3_bind_int64(st, 2, snapshot);
+        if (!store_writer_step(w, STORE_STMT_EXTEND_SNAPSHOT_BLOCK, error))
+            return FALSE;
+        bw->extended++;
+    } else {
+        sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT_BLOCK];
+        sqlite3_bind_int64(st, 1, snapshot);
+        sqlite3_bind_int64(st, 2, (int64_t)b->first_id);
+        sqlite3_bind_int64(st, 3, b->n);
+        sqlite3_bind_text(st, 4, b->ids->str, (int)b->ids->len, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, b->kinds->str, (int)b->kinds->len, SQLITE_STATIC);
+        if (b->any_refs)
+            sqlite3_bind_text(st, 6, b->refs->str, (int)b->refs->len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 6);
+        if (b->any_fields)
+            sqlite3_bind_text(st, 7, b->fields->str, (int)b->fields->len, SQLITE_STATIC);
+        else
+            sqlite3_bind_null(st, 7);
+        if (!store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT_BLOCK, error))
+            return FALSE;
+        bw->written++;
+    }
+    store_snapblock_reset(b);
+    return TRUE;
+}
+
+/* Adds object `o` (flags and generation merged over its duplicates) with its references
+ * `r[0..nr)` (from == o->id, in field order) to the block being built, written when it ends. */
+static gboolean store_snapshot_write_object(store_writer *w, store_block_writer *bw,
+                                            const hl_snapshot_object *o, const store_ref *r,
+                                            size_t nr, GArray *to, GArray *fields,
+                                            store_snapshot_counts *n, GError **error)
+{
+    uint32_t flags = o->flags | (o->generation == HL_GEN_NONGC ? HL_SNAP_OBJ_FROZEN : 0);
+    if (flags & ~7u)
+        w->writer_anomalies++; /* a flag the schema does not know: not stored */
+    if (w->snapshot_rows && !store_snapshot_write_row_form(w, o, flags, r, nr, error))
+        return FALSE;
+    g_array_set_size(to, nr);
+    g_array_set_size(fields, nr);
+    for (size_t i = 0; i < nr; i++) {
+        g_array_index(to, uint64_t, i) = r[i].to;
+        g_array_index(fields, uint32_t, i) = r[i].field;
+    }
+    n->objects++;
+    n->refs += nr;
+    n->frozen += (flags & HL_SNAP_OBJ_FROZEN) != 0;
+    if (store_snapblock_add(&w->snapblock, o->id,
+                            o->generation <= HL_GEN_NONGC ? (int)o->generation : -1, flags,
+                            (const uint64_t *)(void *)to->data,
+                            (const uint32_t *)(void *)fields->data, nr))
+        return store_snapshot_block_flush(w, bw, error);
+    return TRUE;
+}
+
+/* The objects by id, each with its references, in blocks (store_snapblock.c). References are
+ * sorted by `from` only (stably: each object's stay in the order they came, the runtime's field
+ * order); those whose `from` is not an object of the snapshot break the collector's promise:
+ * skipped, counted. */
 static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_counts *n,
                                              GError **error)
 {
@@ -313,6 +449,10 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
     const hl_snapshot_ref *in = (const hl_snapshot_ref *)(void *)s->refs->data;
     size_t ri = 0, nrefs = s->refs->len;
     hl_snapshot_object cur = {0};
+    store_block_writer bw = {0};
+    gboolean ok = FALSE;
+    g_autoptr(GArray) to = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    g_autoptr(GArray) fields_of = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     /* The fields travel with their references through the sort. A collector without them (or
      * whose REF_FIELDS do not add up: a break of its promise) leaves every field unknown. */
     const uint32_t *fields = (const uint32_t *)(void *)s->ref_fields->data;
@@ -327,6 +467,9 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
     store_radix_sort(s->objects->data, s->objects->len, sizeof *o,
                               G_STRUCT_OFFSET(hl_snapshot_object, id));
     store_radix_sort(r, nrefs, sizeof *r, G_STRUCT_OFFSET(store_ref, from));
+    store_snapblock_reset(&w->snapblock);
+    if (!store_snapshot_prev_blocks(w, &bw, error))
+        goto out;
     for (guint i = 0; i <= s->objects->len; i++) {
         if (i > 0 && i < s->objects->len && o[i].id == cur.id) { /* the same object again */
             cur.flags |= o[i].flags;
@@ -340,14 +483,23 @@ static gboolean store_snapshot_write_objects(store_writer *w, store_snapshot_cou
                 w->writer_anomalies++; /* from an object the snapshot does not hold */
             for (first = ri; ri < nrefs && r[ri].from == cur.id; ri++)
                 ;
-            if (!store_snapshot_write_object(w, &cur, r + first, ri - first, n, error))
-                return FALSE;
+            if (!store_snapshot_write_object(w, &bw, &cur, r + first, ri - first, to, fields_of,
+                                             n, error))
+                goto out;
         }
         if (i < s->objects->len)
             cur = o[i];
     }
     w->writer_anomalies += nrefs - ri;
-    return store_batch_flush(w, &w->snapshot_object_rows, error);
+    if (!store_snapshot_block_flush(w, &bw, error))
+        goto out;
+    if (w->snapshot_rows && !store_batch_flush(w, &w->snapshot_object_rows, error))
+        goto out;
+    ok = TRUE;
+out:
+    store_snapblock_reset(&w->snapblock);
+    g_free(bw.prev);
+    return ok;
 }
 
 static gboolean store_snapshot_write_roots(store_writer *w, store_snapshot_counts *n,

@@ -77,8 +77,16 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT INTO snapshots (snapshot, gc, trigger, objects, refs, roots, handles, bytes, "
         "model_missing, model_extra, frozen, unresolved, walk_ns, model_unreported, reason) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [STORE_STMT_INSERT_SNAPSHOT_BLOCK] =
+        "INSERT INTO snapshot_blocks (first_snapshot, last_snapshot, first_id, objects, ids, kinds,"
+        " refs, fields) VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [STORE_STMT_EXTEND_SNAPSHOT_BLOCK] = "UPDATE snapshot_blocks SET last_snapshot = ?2 WHERE id = ?1",
+    [STORE_STMT_SNAPSHOT_BLOCKS_OF] =
+        "SELECT first_id, id FROM snapshot_blocks WHERE last_snapshot = ?1 ORDER BY first_id",
+    [STORE_STMT_SNAPSHOT_BLOCK_GET] =
+        "SELECT objects, ids, kinds, refs, fields FROM snapshot_blocks WHERE id = ?1",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECT] =
-        "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs, fields) "
+        "INSERT INTO snapshot_object_rows (snapshot, object_id, generation, flags, refs, fields) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY] = NULL,
     [STORE_STMT_INSERT_SNAPSHOT_ROOT] =
@@ -99,7 +107,7 @@ static const struct {
     const char *head, *row, *tail;
 } store_stmt_many[] = {
     {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
-     "INSERT INTO snapshot_objects (snapshot, object_id, generation, flags, refs, fields) "
+     "INSERT INTO snapshot_object_rows (snapshot, object_id, generation, flags, refs, fields) "
      "VALUES ",
      "(?,?,?,?,?,?)", ""},
     {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
@@ -673,6 +681,7 @@ static void store_writer_close(store_writer *w)
     if (w->replay != NULL)
         g_ptr_array_unref(w->replay);
     store_batch_release(&w->snapshot_object_rows);
+    store_snapblock_release(&w->snapblock);
     for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
         g_free(w->change_ids[g]);
     for (int c = 0; c < STORE_CHUNKS_OPEN; c++)
@@ -705,6 +714,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     store_batch_init(&w->snapshot_object_rows, STORE_STMT_INSERT_SNAPSHOT_OBJECT,
                      STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, 6, 4);
     w->snapshot_object_rows.text_columns = 2;
+    store_snapblock_init(&w->snapblock);
+    w->snapshot_rows = g_strcmp0(g_getenv("HEAPLENS_SNAPSHOT_ROWS"), "1") == 0;
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
                      STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5, -1);
 
@@ -731,10 +742,19 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     if (!store_schema_create(w->db, path, error))
         goto out;
     sqlite3_wal_hook(w->db, store_writer_wal_hook, w); /* instead of the autocheckpoint */
+    if (w->snapshot_rows &&
+        !store_sql_exec(w->db, path,
+                        "CREATE TABLE snapshot_object_rows (snapshot INTEGER NOT NULL,"
+                        " object_id INTEGER NOT NULL, generation INTEGER, flags INTEGER NOT NULL,"
+                        " refs TEXT, fields TEXT, PRIMARY KEY (snapshot, object_id)) WITHOUT ROWID",
+                        error))
+        goto out;
     if (!store_writer_run_once(w, "INSERT INTO run (id, command, status) VALUES (1, ?1, 'recording')",
                                store_bind_text1, command, error))
         goto out;
     for (size_t i = 0; i < G_N_ELEMENTS(store_stmt_many); i++) {
+        if (store_stmt_many[i].id == STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY && !w->snapshot_rows)
+            continue;
         GString *sql = g_string_new(store_stmt_many[i].head);
         for (int r = 0; r < STORE_BATCH_ROWS; r++)
             g_string_append_printf(sql, "%s%s", r > 0 ? "," : "", store_stmt_many[i].row);
@@ -748,7 +768,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
         }
     }
     for (int i = 0; i < STORE_STMT_COUNT; i++) {
-        if (store_stmt_sql[i] == NULL)
+        if (store_stmt_sql[i] == NULL ||
+            (i == STORE_STMT_INSERT_SNAPSHOT_OBJECT && !w->snapshot_rows))
             continue;
         if (sqlite3_prepare_v3(w->db, store_stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                &w->stmt[i], NULL) != SQLITE_OK) {

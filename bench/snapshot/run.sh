@@ -70,7 +70,7 @@ fi
 
 # `--snapshot none` once `heaplens record` has the option; until then the collector's own
 # variable, which is what the option sets.
-if "$heaplens" record --help 2>&1 | grep -q -- '--snapshot'; then
+if "$heaplens" record --help 2>&1 | grep -- '--snapshot' >/dev/null; then
     none_args=(--snapshot none) none_env=()
 else
     none_args=() none_env=(HEAPLENS_SNAPSHOT=none)

@@ -342,7 +342,8 @@ out:
 /* Bytes of each table and index of the snapshot (dbstat). */
 static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *c)
 {
-    static const char *const names[] = {"snapshot_objects", "snapshot_roots",
+    static const char *const names[] = {"snapshot_blocks", "snapshot_blocks_by_snapshot",
+                                        "snapshot_blocks_by_id", "snapshot_roots",
                                         "snapshot_roots_by_object", "snapshots"};
     int64_t bytes[G_N_ELEMENTS(names)] = {0}, all = 0;
     sqlite3 *db = NULL;
@@ -362,8 +363,9 @@ static void bench_snapshot_sizes(const char *path, const bench_snapshot_counts *
         printf("  %-26s %10.1f MB  %6.2f bytes per snapshot object\n", names[i],
                (double)bytes[i] / 1e6, (double)bytes[i] / (double)c->objects);
     }
-    printf("bytes per snapshot object, objects with their references (snapshot_objects): %.2f\n",
-           (double)bytes[0] / (double)c->objects);
+    printf("bytes per snapshot object, objects with their references (snapshot_blocks and its "
+           "indexes): %.2f\n",
+           (double)(bytes[0] + bytes[1] + bytes[2]) / (double)c->objects);
     printf("  ... + roots (%" G_GUINT64_FORMAT ") and the snapshots row:                   %.2f\n",
            c->roots, (double)all / (double)c->objects);
 out:

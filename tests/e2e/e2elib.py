@@ -256,3 +256,46 @@ class WebApiOutput:
 
     def join(self, timeout):
         self._reader.join(timeout)
+
+
+# The documented views over snapshot_objects (store/SCHEMA.md), each in a total order.
+SNAPSHOT_VIEW_QUERIES = [
+    "SELECT * FROM snapshot_objects ORDER BY snapshot, object_id",
+    "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
+    "SELECT * FROM snapshot_ref_fields ORDER BY snapshot, from_id, to_id, nth",
+    "SELECT * FROM snapshot_contents ORDER BY snapshot, object_id",
+    "SELECT * FROM snapshot_handles ORDER BY snapshot, handle_id, object_id",
+]
+
+
+def check_snapshot_forms(checks, db, where):
+    """A recording made with HEAPLENS_SNAPSHOT_ROWS=1 holds every snapshot twice: as schema 8's
+    blocks (snapshot_blocks, the file's view snapshot_objects) and as schema 7's rows (the table
+    snapshot_object_rows). Every documented view answers exactly the same over each (the views
+    over the rows: TEMP copies of the file's own). Returns False when the file has no rows."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        if conn.execute("SELECT count(*) FROM sqlite_master WHERE name = "
+                        "'snapshot_object_rows'").fetchone()[0] != 1:
+            return False
+        rows.execute("CREATE TEMP VIEW snapshot_objects AS SELECT * FROM snapshot_object_rows")
+        for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name IN "
+                                   "('snapshot_refs', 'snapshot_ref_fields', 'snapshot_contents')"):
+            rows.execute(sql.replace("CREATE VIEW", "CREATE TEMP VIEW", 1))
+        # snapshot_ref_fields looks each reference's field up in its object's array: quadratic in
+        # an array's length (SCHEMA.md), over the rows as over the blocks
+        longest = rows.execute("SELECT coalesce(max(json_array_length(refs)), 0) FROM "
+                               "snapshot_object_rows").fetchone()[0]
+        for q in SNAPSHOT_VIEW_QUERIES:
+            if "snapshot_ref_fields" in q and longest > 2000:
+                print(f"{where} {q}: skipped (an array of {longest} references)")
+                continue
+            blocks = conn.execute(q).fetchall()
+            old = rows.execute(q).fetchall()
+            checks.ok(f"{where} {q}: {len(blocks)} rows from the blocks, {len(old)} from the rows",
+                      blocks == old)
+        return True
+    finally:
+        conn.close()
+        rows.close()

@@ -34,6 +34,14 @@ then checks with SQL on the recording's snapshot tables, each comparison being o
   (f) `heaplens snapshots FILE --json` equals the snapshots table (skipped, with a note, while
       the command does not exist);
   (g) the recording: run status complete, every drop/anomaly counter 0, exit status 0;
+  (i) the compact form (schema 8) against schema 7's rows: the recording is made with
+      HEAPLENS_SNAPSHOT_ROWS=1, so its writer also stores every snapshot's objects as schema 7's
+      rows (table snapshot_object_rows); every documented view over snapshot_objects
+      (snapshot_objects itself, snapshot_refs, snapshot_ref_fields, snapshot_contents,
+      snapshot_handles) answers exactly the same from the blocks as from those rows, and a copy
+      turned into a schema 7 file (the rows as its table snapshot_objects, no blocks) gives
+      exactly the same output for snapshots, retention (every snapshot), roots, leaks, diff and
+      inspect;
   (h) on demand: `heaplens record -- dotnet SnapshotGraphs.dll --wait-for-snapshot`; the test
       waits for the program's readiness line, runs `heaplens snapshot PID`, waits for the
       program to report the GC that caused, lets it finish (creates its go file) and checks that
@@ -48,6 +56,7 @@ import json
 import os
 import selectors
 import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -55,8 +64,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, fmt_counts,  # noqa: E402
-                    record, run, start_log)  # shared e2e helpers
+from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, check_snapshot_forms,  # noqa: E402
+                    fmt_counts, record, run, start_log)  # shared e2e helpers
 
 KIND_NAMES = {"unknown": 0, "strong": 1, "weak": 2, "pinned": 3, "refcounted": 4}
 ROOT_KIND_NAMES = {"other": 0, "stack": 1, "finalizer": 2, "handle": 3}
@@ -786,6 +795,46 @@ def check_on_demand_recording(checks, db, truth_path, answer=None):
     conn.close()
 
 
+
+def check_compact(checks, a, db, log, where="(i)"):
+    if not checks.ok(f"{where} the recording has schema 7's rows (HEAPLENS_SNAPSHOT_ROWS=1)",
+                     check_snapshot_forms(checks, db, where)):
+        return
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    snapshots = [r[0] for r in conn.execute("SELECT snapshot FROM snapshots ORDER BY 1")]
+    top_type = conn.execute("SELECT type FROM snapshot_contents WHERE snapshot = ? AND type LIKE "
+                            "'HeapLens.%' GROUP BY type ORDER BY count(*) DESC, type LIMIT 1",
+                            (snapshots[-1],)).fetchone()
+    blocks_bytes = conn.execute("SELECT sum(length(ids) + length(kinds) + coalesce(length(refs), 0)"
+                                " + coalesce(length(fields), 0)) FROM snapshot_blocks").fetchone()[0]
+    conn.close()
+    print(f"{where} {len(snapshots)} snapshots; blocks' text: {blocks_bytes} bytes")
+    # schema 7: the writer's rows as the table snapshot_objects, no blocks
+    form7 = os.path.join(a.workdir, "form7.db")
+    form8 = os.path.join(a.workdir, "form8.db")
+    for p in (form7, form8):
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(p + suffix):
+                os.remove(p + suffix)
+        shutil.copyfile(db, p)
+    c7 = sqlite3.connect(form7)
+    c7.executescript("PRAGMA legacy_alter_table = ON; DROP VIEW snapshot_objects;"
+                     "ALTER TABLE snapshot_object_rows RENAME TO snapshot_objects;"
+                     "DROP TABLE snapshot_blocks; PRAGMA user_version = 7;")
+    c7.close()
+    commands = [["snapshots", "--json"], ["leaks", "--json"], ["diff", "--json"]]
+    commands += [["retention", "--snapshot", str(s), "--json", "--top", "30"] for s in snapshots]
+    commands += [["inspect", "--snapshot", str(snapshots[-1]), "--json"]]
+    if top_type:
+        commands += [["roots", "--type", top_type[0], "--json"]]
+    for cmd in commands:
+        rc8, out8, err8 = run([a.heaplens, cmd[0], form8] + cmd[1:], log=log)
+        rc7, out7, err7 = run([a.heaplens, cmd[0], form7] + cmd[1:], log=log)
+        checks.ok(f"{where} heaplens {' '.join(cmd)}: schema 8 and 7 answer the same",
+                  rc8 == rc7 == 0 and out8.replace(form8, "F") == out7.replace(form7, "F"),
+                  f"exit {rc8} / {rc7}; {err8.strip()} {err7.strip()}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
@@ -817,11 +866,15 @@ def main():
         truth_path = os.path.join(a.workdir, "truth.json")
         # --handles: the handle lifetimes of (e) need the runtime's GC monitoring at every GC;
         # the on-demand recording (h) is made without it.
+        # HEAPLENS_SNAPSHOT_ROWS=1: schema 7's rows as well, for (i)
+        os.environ["HEAPLENS_SNAPSHOT_ROWS"] = "1"
         heaplens_rc = record(a, db, truth_path, [], log, record_options=["--handles"])
+        del os.environ["HEAPLENS_SNAPSHOT_ROWS"]
 
     truth = load_truth(checks, truth_path, "checkpoints")
     if truth is not None:
         check_recording(checks, a, db, truth, heaplens_rc, log)
+        check_compact(checks, a, db, log)
     if a.db and a.on_demand_db:
         check_on_demand_recording(checks, a.on_demand_db, a.on_demand_truth)
     elif not a.db and not a.no_on_demand:

@@ -55,7 +55,8 @@ NATURAL = re.compile(r'^(count|bytes|size|survived|survived_bytes|size_before|si
                      r'samples|retained_bytes|retained_objects|shallow_bytes)$')
 GENERATION = re.compile(r'^generation$')
 # Tables whose every row is counted elsewhere (a header, a count): losing rows is damage.
-COUNTED = {'snapshot_objects': 'snapshots.objects', 'snapshot_roots': 'snapshots.roots'}
+COUNTED = {'snapshot_objects': 'snapshots.objects', 'snapshot_blocks': 'snapshots.objects',
+           'snapshot_roots': 'snapshots.roots'}
 
 NEGATIVE, HUGE, NULL, TEXT, GEN9 = '-5', '9223372036854775000', 'NULL', "'abc'", '9'
 

@@ -8,9 +8,11 @@
 #include "store/store.h"
 #include "store/store_internal.h"
 #include "tests/unit/common/hl_stream_builder.h"
+#include "tests/unit/common/test_rng.h"
 #include "wire/hl_wire.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -445,6 +447,8 @@ static void test_schema(void)
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
     CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
                "index|handles_by_handle_id\n"
+               "index|snapshot_blocks_by_id\n"
+               "index|snapshot_blocks_by_snapshot\n"
                "index|snapshot_roots_by_object\n"
                "table|alloc_counts\n"
                "table|alloc_samples\n"
@@ -461,7 +465,7 @@ static void test_schema(void)
                "table|object_generation_rows\n"
                "table|run\n"
                "table|sampling\n"
-               "table|snapshot_objects\n"
+               "table|snapshot_blocks\n"
                "table|snapshot_roots\n"
                "table|snapshot_statics\n"
                "table|snapshot_strings\n"
@@ -486,6 +490,7 @@ static void test_schema(void)
                "view|pinned_handles_per_gc\n"
                "view|snapshot_contents\n"
                "view|snapshot_handles\n"
+               "view|snapshot_objects\n"
                "view|snapshot_ref_fields\n"
                "view|snapshot_refs\n"
                "view|stack_folded\n"
@@ -2184,7 +2189,7 @@ static void test_checkpoint_after_answer(void)
     char *dir = tmp_dir_new();
     g_autoptr(GError) error = NULL;
     g_autofree char *path = g_build_filename(dir, "checkpoint.db", NULL);
-    enum { OBJECTS = 300000 }; /* ~15 MiB of snapshot rows: past 1024 frames of 4 KiB */
+    enum { OBJECTS = 1000000 }; /* ~8 MiB of snapshot blocks: past 1024 frames of 4 KiB */
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 4242, "dotnet App.dll");
     hl_sb_type(sb, T_NODE, "App.Node");
@@ -2192,7 +2197,8 @@ static void test_checkpoint_after_answer(void)
     hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_REQUESTED);
     for (uint64_t id = 1; id <= OBJECTS; id++) {
         hl_sb_snapshot_object(sb, 1, id, HL_GEN_2, 0);
-        hl_sb_snapshot_ref(sb, 1, id, id % OBJECTS + 1);
+        /* targets far apart: long deltas */
+        hl_sb_snapshot_ref(sb, 1, id, id * 7919 % OBJECTS + 1);
     }
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
@@ -2214,7 +2220,7 @@ static void test_checkpoint_after_answer(void)
     CHECK(store_writer_finish(w, &sum, &error));
     CHECK_NO_ERROR(error);
     sqlite3 *db = db_open(path);
-    CHECK_ROWS(db, "SELECT objects, refs FROM snapshots", "300000|300000\n");
+    CHECK_ROWS(db, "SELECT objects, refs FROM snapshots", "1000000|1000000\n");
     sqlite3_close(db);
     hl_sb_free(sb);
     tmp_dir_free(dir);
@@ -2386,21 +2392,42 @@ static void test_golden_snapshot(void)
                " LEFT JOIN snapshot_refs r ON r.snapshot = c.snapshot AND r.to_id = c.object_id"
                " WHERE c.snapshot = 1 AND c.thread = 100 ORDER BY c.object_id, r.from_id",
                "1|System.String|10\n9|System.String|1\n10|App.Node|9\n");
-    /* "What does X reference" through the view is a key lookup (the filter reaches
-     * snapshot_objects); "who references X" scans the snapshot (no index by target). */
+    /* Through the file's views (plain sqlite3) a filter on the snapshot reaches `snapshots`'
+     * key, and only that snapshot's blocks are unpacked; there is no index by target: "who
+     * references X" reads every object of the snapshot. */
     g_autofree char *out_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT to_id FROM snapshot_refs WHERE snapshot = 1 AND from_id = 9");
-    CHECK(strstr(out_plan, "PRIMARY KEY (snapshot=? AND object_id=?)") != NULL);
+    CHECK(strstr(out_plan, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)") != NULL);
     g_autofree char *in_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id FROM snapshot_refs WHERE snapshot = 1 AND to_id = 9");
-    CHECK(strstr(in_plan, "PRIMARY KEY (snapshot=?)") != NULL);
+    CHECK(strstr(in_plan, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)") != NULL);
     /* The documented form of "who references 9" (SCHEMA.md) */
     CHECK_ROWS(db, "SELECT so.object_id FROM snapshot_objects so WHERE so.snapshot = 1"
                    " AND EXISTS (SELECT 1 FROM json_each(so.refs) WHERE value = 9)",
                "1\n");
     g_autofree char *all_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT from_id, to_id FROM snapshot_refs WHERE snapshot = 1");
-    CHECK(strstr(all_plan, "(snapshot=?)") != NULL); /* the key, or the covering index by to_id */
+    CHECK(strstr(all_plan, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)") != NULL);
+    /* heaplens' own connections: the same rows from the virtual table, one object by one block */
+    {
+        g_autoptr(GError) error = NULL;
+        sqlite3 *hl = store_db_open_readonly(path, &error);
+        CHECK_NO_ERROR(error);
+        CHECK_ROWS(hl, "SELECT * FROM snapshot_objects",
+                   "1|1|2|0|[9,6,9]|NULL\n1|6|4|0|NULL|NULL\n1|9|2|0|[10]|NULL\n1|10|1|0|[1]|NULL\n");
+        CHECK_ROWS(hl, "SELECT object_id, refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9",
+                   "9|[10]\n");
+        CHECK_ROWS(hl, "SELECT count(*) FROM snapshot_objects WHERE snapshot = 1 AND object_id = 8", "0\n");
+        CHECK_ROWS(hl, "SELECT object_id FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9.0",
+                   "9\n");
+        CHECK_ROWS(hl, "SELECT object_id FROM snapshot_objects WHERE snapshot = '1' AND object_id = '10'",
+                   "10\n");
+        CHECK_ROWS(hl, "SELECT count(*) FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9.5", "0\n");
+        g_autofree char *hl_plan = db_rows(
+            hl, "EXPLAIN QUERY PLAN SELECT refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9");
+        CHECK(strstr(hl_plan, "VIRTUAL TABLE INDEX 3") != NULL);
+        sqlite3_close(hl);
+    }
     g_autofree char *roots_plan =
         db_rows(db, "EXPLAIN QUERY PLAN SELECT * FROM snapshot_roots WHERE snapshot = 1 AND object_id = 6");
     CHECK(strstr(roots_plan, "snapshot_roots_by_object") != NULL);
@@ -2463,6 +2490,159 @@ static void test_golden_handles(void)
  * through the sort by `from`. A snapshot whose REF_FIELDS do not add up keeps its references
  * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
  * is a static field is named in snapshot_statics. */
+/* ---- compact snapshots (schema 8) ---------------------------------------------------------- */
+
+/* One random heap object of the differential test. */
+typedef struct blk_obj {
+    uint64_t id;
+    uint32_t gen, flags;
+    uint32_t nr;
+    uint64_t to[300];
+    uint32_t field[300];
+} blk_obj;
+
+static void blk_obj_random(blk_obj *o, const uint64_t *ids, size_t n)
+{
+    uint64_t kind = rng() % 100;
+    o->gen = (uint32_t)(rng() % 7); /* 6: none the schema knows (NULL) */
+    o->flags = kind < 5 ? HL_SNAP_OBJ_DISCOVERED : kind < 8 ? 6 : 0;
+    o->nr = kind < 1 ? 257 + (uint32_t)(rng() % 40) : (uint32_t)(rng() % 5);
+    uint32_t fields = (uint32_t)(rng() % 4); /* 0: none known, 1: some, else all */
+    for (uint32_t i = 0; i < o->nr; i++) {
+        o->to[i] = rng() % 10 == 0 ? o->id : ids[rng() % n];
+        o->field[i] = fields == 0 || (fields == 1 && rng() % 2) ? HL_FIELD_UNKNOWN
+                                                                : (uint32_t)(rng() % 1000);
+    }
+}
+
+static void blk_snapshot(hl_sb *sb, uint32_t snapshot, const blk_obj *objs, size_t n)
+{
+    hl_sb_gc_start(sb, snapshot, 2, TRUE, 1);
+    hl_sb_snapshot_start(sb, snapshot, snapshot, HL_SNAPSHOT_INDUCED);
+    for (size_t i = 0; i < n; i++) {
+        hl_sb_snapshot_object(sb, snapshot, objs[i].id, objs[i].gen, objs[i].flags);
+        if (i % 97 == 0) /* listed twice: one object with the flags of both */
+            hl_sb_snapshot_object(sb, snapshot, objs[i].id, objs[i].gen, HL_SNAP_OBJ_FROZEN);
+    }
+    for (size_t i = n; i-- > 0;) /* references of objects out of id order */
+        for (uint32_t r = 0; r < objs[i].nr; r++) {
+            hl_sb_snapshot_ref(sb, snapshot, objs[i].id, objs[i].to[r]);
+            hl_sb_snapshot_ref_field(sb, snapshot, objs[i].field[r]);
+        }
+    hl_sb_snapshot_root(sb, snapshot, objs[0].id, HL_ROOT_HANDLE, 0, 0x7f00);
+    hl_sb_snapshot_end(sb, snapshot, snapshot);
+    hl_sb_gc_end(sb, snapshot, 0);
+}
+
+/* Every row of `sql` on both connections is the same. */
+static void blk_same(sqlite3 *a, sqlite3 *b, const char *sql)
+{
+    g_autofree char *x = db_rows(a, sql);
+    g_autofree char *y = db_rows(b, sql);
+    if (strcmp(x, y) != 0)
+        fprintf(stderr, "differ: %s\n", sql);
+    CHECK(strcmp(x, y) == 0);
+    CHECK(strlen(x) > 0 || strstr(sql, "count") == NULL);
+}
+
+/* The differential test of the compact form: random heaps in four snapshots (the second the
+ * same as the first, the third changed a little, the fourth the same as the third), written with
+ * HEAPLENS_SNAPSHOT_ROWS=1 so that schema 7's rows are there too. The file's view (plain
+ * SQLite), heaplens' virtual table and the views over each answer exactly as schema 7's rows do,
+ * and an unchanged snapshot adds no block. */
+static void test_snapshot_blocks(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "blocks.db", NULL);
+    enum { N = 1200 };
+    test_rng_seed(20261127);
+    uint64_t *ids = g_new(uint64_t, N);
+    blk_obj *objs = g_new0(blk_obj, N);
+    uint64_t id = 1;
+    for (size_t i = 0; i < N; i++) {
+        id += i == N - 100 ? HL_DISCOVERED_ID_BASE : 1 + (rng() % 8 == 0 ? rng() % 5000 : 0);
+        ids[i] = objs[i].id = id;
+    }
+    for (size_t i = 0; i < N; i++)
+        blk_obj_random(&objs[i], ids, N);
+
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet App.dll");
+    hl_sb_type(sb, T_NODE, "App.Node");
+    hl_sb_field(sb, T_NODE, 3, "_next");
+    blk_snapshot(sb, 1, objs, N);
+    blk_snapshot(sb, 2, objs, N);
+    for (size_t i = 0; i < N; i += 50) /* a few change */
+        blk_obj_random(&objs[i], ids, N);
+    objs[N / 2].gen = (objs[N / 2].gen + 1) % 6;
+    blk_snapshot(sb, 3, objs, N - 7); /* the last few die */
+    blk_snapshot(sb, 4, objs, N - 7);
+    hl_sb_run_end(sb, 4);
+    g_setenv("HEAPLENS_SNAPSHOT_ROWS", "1", TRUE);
+    CHECK(hl_sb_write_db(sb, path, "cmd", NULL, &error));
+    g_unsetenv("HEAPLENS_SNAPSHOT_ROWS");
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+
+    sqlite3 *plain = db_open(path);
+    sqlite3 *hl = store_db_open_readonly(path, &error);
+    CHECK_NO_ERROR(error);
+    sqlite3 *rows = db_open(path);
+    /* schema 7: snapshot_objects the rows, and the views over them, on a connection of their own */
+    g_auto(GStrv) parts = g_strsplit(store_schema_snapshot_views, "CREATE VIEW ", -1);
+    g_autofree char *views = g_strjoinv("CREATE TEMP VIEW ", parts);
+    CHECK(sqlite3_exec(rows, "CREATE TEMP VIEW snapshot_objects AS SELECT * FROM snapshot_object_rows",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(rows, views, NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(db_int(rows, "SELECT count(*) FROM snapshot_objects") == 2 * N + 2 * (N - 7));
+
+    const char *const same[] = {
+        "SELECT * FROM snapshot_objects ORDER BY snapshot, object_id",
+        "SELECT * FROM snapshot_objects WHERE snapshot = 3 ORDER BY object_id",
+        "SELECT count(*), sum(length(refs)), sum(length(fields)) FROM snapshot_objects",
+        "SELECT * FROM snapshot_refs ORDER BY snapshot, from_id, to_id, nth",
+        "SELECT * FROM snapshot_refs WHERE snapshot = 2 AND from_id = 5",
+        "SELECT * FROM snapshot_ref_fields ORDER BY snapshot, from_id, to_id, nth",
+        "SELECT * FROM snapshot_contents ORDER BY snapshot, object_id",
+        "SELECT * FROM snapshot_handles ORDER BY snapshot, handle_id",
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(same); i++) {
+        blk_same(plain, rows, same[i]);
+        blk_same(hl, rows, same[i]);
+    }
+    /* the virtual table's own order, and its point lookups (present, absent, another snapshot) */
+    blk_same(hl, rows, "SELECT * FROM snapshot_objects");
+    GArray *to = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    GArray *field = g_array_new(FALSE, FALSE, sizeof(int64_t));
+    for (size_t i = 0; i < N; i += 37) {
+        for (int snap = 1; snap <= 4; snap++) {
+            g_autofree char *q = g_strdup_printf(
+                "SELECT * FROM snapshot_objects WHERE snapshot = %d AND object_id = %" PRIu64, snap,
+                ids[i] + (i % 2));
+            blk_same(hl, rows, q);
+            gboolean found = FALSE, known = FALSE;
+            CHECK(store_snapshot_object_get(hl, snap, ids[i], &found, to, field, &known, &error));
+            CHECK_NO_ERROR(error);
+            CHECK(found == (snap < 3 || i < N - 7));
+        }
+    }
+    g_array_unref(to);
+    g_array_unref(field);
+    /* each block once: the unchanged snapshots 2 and 4 added none, 3 a few */
+    CHECK(db_int(plain, "SELECT count(*) FROM snapshot_blocks WHERE first_snapshot IN (2, 4)") == 0);
+    int64_t all = db_int(plain, "SELECT count(*) FROM snapshot_blocks WHERE first_snapshot = 1");
+    int64_t third = db_int(plain, "SELECT count(*) FROM snapshot_blocks WHERE first_snapshot = 3");
+    CHECK(all > 20 && third > 0 && third < all);
+    CHECK(db_int(plain, "SELECT max(objects) FROM snapshot_blocks") <= STORE_SNAPBLOCK_MAX);
+    sqlite3_close(plain);
+    sqlite3_close(hl);
+    sqlite3_close(rows);
+    g_free(ids);
+    g_free(objs);
+    tmp_dir_free(dir);
+}
+
 static void test_snapshot_fields(void)
 {
     char *dir = tmp_dir_new();
@@ -3818,6 +3998,7 @@ static const struct {
     {"discovered", test_discovered},
     {"golden_snapshot", test_golden_snapshot},
     {"snapshot_fields", test_snapshot_fields},
+    {"snapshot_blocks", test_snapshot_blocks},
     {"golden_handles", test_golden_handles},
     {"snapshot_incomplete", test_snapshot_incomplete},
     {"snapshot_flags", test_snapshot_flags},
