@@ -451,10 +451,10 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 #define STORE_SNAPSHOT_PROGRESS_US (G_USEC_PER_SEC / 2)
 
 /* The WAL is copied into the database file (a passive checkpoint) once it holds this many
- * frames (4 MiB of 4 KiB pages), after a GC's commit and after the answers to the snapshot
+ * frames (4 MiB of the writer's 8 KiB pages, store_schema.c), after a GC's commit and after the answers to the snapshot
  * requests that commit stored — not inside the commit, as SQLite's autocheckpoint does: a
  * 10M-object snapshot's 170 MB made its commit 1.9 s, most of it that copy. */
-#define STORE_WAL_CHECKPOINT_FRAMES 1024
+#define STORE_WAL_CHECKPOINT_FRAMES 512
 
 struct store_writer {
     sqlite3 *db;

@@ -443,6 +443,7 @@ static void test_schema(void)
     CHECK(db != NULL);
     CHECK(db_int(db, "PRAGMA application_id") == STORE_APPLICATION_ID);
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
+    CHECK(db_int(db, "PRAGMA page_size") == 8192); /* half the WAL's writes (store_schema.c) */
     CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
                "index|handles_by_handle_id\n"
                "index|snapshot_roots_by_object\n"
