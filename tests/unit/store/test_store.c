@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -2163,6 +2164,30 @@ static void test_radix_sort(void)
     }
 }
 
+/* store_put_u64 writes what printf("%" PRIu64) writes: every number below 100,000, each power
+ * of ten and its neighbours, and the largest. */
+static gboolean put_u64_agrees(uint64_t x)
+{
+    char got[STORE_U64_DIGITS + 1], want[32];
+    got[store_put_u64(got, x) - got] = 0;
+    snprintf(want, sizeof want, "%" PRIu64, x);
+    if (strcmp(got, want) == 0)
+        return TRUE;
+    CHECK_STR(got, want);
+    return FALSE;
+}
+
+static void test_put_u64(void)
+{
+    for (uint64_t x = 0; x < 100000; x++)
+        if (!put_u64_agrees(x))
+            return;
+    for (uint64_t p = 10; p <= UINT64_MAX / 10; p *= 10)
+        if (!put_u64_agrees(p - 1) || !put_u64_agrees(p) || !put_u64_agrees(p + 1))
+            return;
+    put_u64_agrees(UINT64_MAX);
+}
+
 /* The WAL is checkpointed after a GC's commit and after the answers to the snapshots it
  * stored, not inside the commit: a snapshot of 10M objects is stored (and its client answered)
  * before its 170 MB are copied into the database file. A GC large enough to pass the checkpoint
@@ -3780,6 +3805,7 @@ static const struct {
     {"derived_views", test_derived_views},
     {"change_gaps", test_change_gaps},
     {"radix_sort", test_radix_sort},
+    {"put_u64", test_put_u64},
     {"checkpoint_after_answer", test_checkpoint_after_answer},
     {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
