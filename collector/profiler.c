@@ -66,8 +66,15 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
         return S_OK;
     hl_tbuf *ring = hl_tbufs_current(&p->rings);
     uint64_t size = object_size(p, ring, object, class_id);
-    if (p->stacks) /* a sample (with its stack) goes before its object */
-        hl_eventpipe_on_object_allocated(p, ring, object, class_id, size);
+    /* A sample (with its stack) goes before its object. The own sampler's usual answer, no
+     * sample yet (the thread's bytes to its next sampling point only count down), is taken here
+     * without the call (eventpipe.c own_sample does the rest). */
+    if (p->stacks) {
+        if (ring && p->sampling.own_sampler && ring->sampler.left > size)
+            ring->sampler.left -= size;
+        else
+            hl_eventpipe_on_object_allocated(p, ring, object, class_id, size);
+    }
     if (!ring) {
         hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped */
         return S_OK;

@@ -31,13 +31,11 @@ enum { SLOT_FREE = 0, SLOT_ACTIVE = 1, SLOT_RETIRED = 2 };
 
 #define CHUNK_BYTES ((size_t)HL_TBUF_CHUNK_EVENTS * sizeof(hl_alloc_event))
 
-/* The calling thread's slot. The key only exists to hear about thread exit. */
-static _Thread_local hl_tbuf *tls_slot;
-static _Thread_local uint32_t tls_missed; /* calls since this thread found no free slot */
-/* The session tls_slot belongs to. After a detach and a new attach the same slots are set up
- * again (hl_tbufs_init) while threads still hold their old slot pointer: a pointer of an older
- * epoch is forgotten, never pushed to (it may name a slot another thread owns now). */
-static _Thread_local uint32_t tls_epoch;
+/* The calling thread's slot (thread_buffers.h). The key only exists to hear about thread exit.
+ * After a detach and a new attach the same slots are set up again (hl_tbufs_init) while threads
+ * still hold their old slot pointer: a pointer of an older epoch is forgotten, never pushed to
+ * (it may name a slot another thread owns now). */
+_Thread_local hl_tbuf_tls hl_tbuf_tls_self __attribute__((tls_model("initial-exec")));
 static atomic_uint tbufs_epoch;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -45,8 +43,9 @@ static int exit_key_error;
 
 static void slot_thread_exited(void *slot) {
     hl_tbuf *b = slot;
-    bool ours = tls_slot == b && b->owner && tls_epoch == b->owner->epoch;
-    tls_slot = NULL;
+    hl_tbuf_tls *t = &hl_tbuf_tls_self;
+    bool ours = t->slot == b && b->owner && t->epoch == b->owner->epoch;
+    t->slot = NULL;
     if (ours) /* a slot of an older session belongs to someone else now */
         atomic_store_explicit(&b->state, SLOT_RETIRED, memory_order_release);
 }
@@ -175,7 +174,7 @@ void hl_tbufs_close(hl_tbufs *r) {
 
 int hl_tbufs_init(hl_tbufs *r, size_t pool_bytes) {
     memset(r, 0, sizeof *r);
-    r->epoch = atomic_fetch_add(&tbufs_epoch, 1) + 1; /* never 0: a thread's tls_epoch starts 0 */
+    r->epoch = atomic_fetch_add(&tbufs_epoch, 1) + 1; /* never 0: a thread's TLS epoch starts 0 */
     for (unsigned i = 0; i < HL_TBUF_SLOTS; i++) {
         r->slots[i].owner = r;
         r->slots[i].tail_chunk = HL_TBUF_NONE;
@@ -237,17 +236,18 @@ static bool slot_claim(hl_tbuf *b) {
                                                    memory_order_acquire, memory_order_relaxed);
 }
 
-hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
-    if (tls_epoch != r->epoch) {
-        tls_slot = NULL;
-        tls_missed = 0;
-        tls_epoch = r->epoch;
+hl_tbuf *hl_tbufs_claim(hl_tbufs *r) {
+    hl_tbuf_tls *t = &hl_tbuf_tls_self;
+    if (t->epoch != r->epoch) {
+        t->slot = NULL;
+        t->missed = 0;
+        t->epoch = r->epoch;
     }
-    if (tls_slot)
-        return tls_slot;
+    if (t->slot)
+        return t->slot;
     /* A thread that found every slot taken looks again only every 4096 calls: scanning 512
      * slots per allocation would slow it down for nothing. It counts as overflowed once. */
-    if (tls_missed && (tls_missed++ & 4095) != 0)
+    if (t->missed && (t->missed++ & 4095) != 0)
         return NULL;
     hl_tbuf *b = NULL;
     for (unsigned i = 0; i < HL_TBUF_SLOTS && !b; i++) {
@@ -257,11 +257,11 @@ hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
             b = &r->slots[i];
     }
     if (!b) {
-        if (!tls_missed++)
+        if (!t->missed++)
             atomic_fetch_add_explicit(&r->overflowed, 1, memory_order_relaxed);
         return NULL;
     }
-    tls_missed = 0;
+    t->missed = 0;
     unsigned index = (unsigned)(b - r->slots), used = atomic_load(&r->slots_used);
     while (used <= index && !atomic_compare_exchange_weak(&r->slots_used, &used, index + 1))
         ;
@@ -270,7 +270,7 @@ hl_tbuf *hl_tbufs_current(hl_tbufs *r) {
     b->tail_fill = 0;
     b->id_next = b->id_end = 0; /* an earlier thread's block is not this thread's */
     b->os_tid = (uint32_t)syscall(SYS_gettid);
-    tls_slot = b;
+    t->slot = b;
     (void)pthread_setspecific(exit_key, b);
     return b;
 }

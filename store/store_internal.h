@@ -124,19 +124,40 @@ typedef struct store_record {
 
 /* Writes `v` in decimal at `p` (at most STORE_U64_DIGITS bytes, no terminator); returns the
  * end. For text built a piece at a time in a buffer of known room: one GString call per piece,
- * not per number (the packed survivors are most of what the writer writes). */
+ * not per number (the packed survivors are most of what the writer writes). Two digits per
+ * division, and the one- and two-digit numbers that most gaps, type ids and small sizes are
+ * without a loop (bench_store replay of MidLife's stream: writer CPU 0.429 -> 0.373 s). */
 #define STORE_U64_DIGITS 20
 static inline char *store_put_u64(char *p, uint64_t v)
 {
-    char buf[STORE_U64_DIGITS];
-    int n = 0;
-    do {
-        buf[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    while (n > 0)
-        *p++ = buf[--n];
-    return p;
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324"
+        "25262728293031323334353637383940414243444546474849"
+        "50515253545556575859606162636465666768697071727374"
+        "75767778798081828384858687888990919293949596979899";
+    if (v < 10) {
+        *p = (char)('0' + v);
+        return p + 1;
+    }
+    if (v < 100) {
+        memcpy(p, pairs + 2 * v, 2);
+        return p + 2;
+    }
+    char buf[STORE_U64_DIGITS], *end = buf + sizeof buf, *b = end;
+    while (v >= 100) {
+        uint64_t q = v / 100;
+        b -= 2;
+        memcpy(b, pairs + 2 * (v - q * 100), 2);
+        v = q;
+    }
+    if (v >= 10) {
+        b -= 2;
+        memcpy(b, pairs + 2 * v, 2);
+    } else {
+        *--b = (char)('0' + v);
+    }
+    memcpy(p, b, (size_t)(end - b));
+    return p + (end - b);
 }
 
 /* Appends `v` in decimal: JSON id arrays are much of what the writer writes, so no printf. */
@@ -485,10 +506,10 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 #define STORE_SNAPSHOT_PROGRESS_US (G_USEC_PER_SEC / 2)
 
 /* The WAL is copied into the database file (a passive checkpoint) once it holds this many
- * frames (4 MiB of 4 KiB pages), after a GC's commit and after the answers to the snapshot
+ * frames (4 MiB of the writer's 8 KiB pages, store_schema.c), after a GC's commit and after the answers to the snapshot
  * requests that commit stored — not inside the commit, as SQLite's autocheckpoint does: a
  * 10M-object snapshot's 170 MB made its commit 1.9 s, most of it that copy. */
-#define STORE_WAL_CHECKPOINT_FRAMES 1024
+#define STORE_WAL_CHECKPOINT_FRAMES 512
 
 struct store_writer {
     sqlite3 *db;

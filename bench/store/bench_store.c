@@ -2,7 +2,8 @@
  *
  * Usage: bench_store [allocations [gcs [dir]]]     (default 5000000 500, a new dir under /tmp)
  *        bench_store snapshot [objects [dir]]      (default 1000000: size of a heap snapshot)
- *        bench_store replay STREAM [runs]         (default 3: a collector's stream, as captured)
+ *        bench_store replay STREAM [runs [ingest]] (default 3: a collector's stream, as captured;
+ *                                                  ingest: without the first read)
  *
  * The stream is built in memory first (not timed), put in a memfd, then timed through
  * store_writer_ingest_fd and store_writer_finish. Workload, per GC (allocations / gcs young
@@ -498,14 +499,15 @@ out:
     return rc;
 }
 
-/* bench_store replay STREAM [runs] */
+/* bench_store replay STREAM [runs [ingest]]: with `ingest`, the writer alone (no first read). */
 static int bench_replay_main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_store replay STREAM [runs]\n");
+        fprintf(stderr, "usage: bench_store replay STREAM [runs [ingest]]\n");
         return 2;
     }
     int runs = argc > 2 ? atoi(argv[2]) : 3;
+    gboolean read_too = !(argc > 3 && strcmp(argv[3], "ingest") == 0);
     if (runs < 1) {
         fprintf(stderr, "bench_store replay: RUNS must be a positive number, not '%s'\n", argv[2]);
         return 2;
@@ -540,7 +542,7 @@ static int bench_replay_main(int argc, char **argv)
         struct stat db, built;
         stat(path, &db);
         /* The first read of the finished file: what the first `heaplens` command adds. */
-        if (!store_history_build_file(path, NULL, NULL, &error)) {
+        if (read_too && !store_history_build_file(path, NULL, NULL, &error)) {
             fprintf(stderr, "bench_store: %s\n", error->message);
             goto out;
         }

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -430,6 +431,7 @@ static void test_schema(void)
     store_writer *w = store_writer_create(path, "cmd", &error);
     CHECK_NO_ERROR(error);
     CHECK(w != NULL);
+    CHECK(db_int(w->db, "PRAGMA cache_size") == -32768); /* the writer appends (store_schema.c) */
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
     CHECK_NO_ERROR(error);
@@ -445,6 +447,7 @@ static void test_schema(void)
     CHECK(db != NULL);
     CHECK(db_int(db, "PRAGMA application_id") == STORE_APPLICATION_ID);
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
+    CHECK(db_int(db, "PRAGMA page_size") == 8192); /* half the WAL's writes (store_schema.c) */
     CHECK_ROWS(db, "SELECT type, name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
                "index|handles_by_handle_id\n"
                "index|snapshot_blocks_by_id\n"
@@ -2165,6 +2168,30 @@ static void test_radix_sort(void)
         store_radix_sort(items, N, sizeof *items, G_STRUCT_OFFSET(radix_item, key));
         CHECK(memcmp(items, want, sizeof items) == 0);
     }
+}
+
+/* store_put_u64 writes what printf("%" PRIu64) writes: every number below 100,000, each power
+ * of ten and its neighbours, and the largest. */
+static gboolean put_u64_agrees(uint64_t x)
+{
+    char got[STORE_U64_DIGITS + 1], want[32];
+    got[store_put_u64(got, x) - got] = 0;
+    snprintf(want, sizeof want, "%" PRIu64, x);
+    if (strcmp(got, want) == 0)
+        return TRUE;
+    CHECK_STR(got, want);
+    return FALSE;
+}
+
+static void test_put_u64(void)
+{
+    for (uint64_t x = 0; x < 100000; x++)
+        if (!put_u64_agrees(x))
+            return;
+    for (uint64_t p = 10; p <= UINT64_MAX / 10; p *= 10)
+        if (!put_u64_agrees(p - 1) || !put_u64_agrees(p) || !put_u64_agrees(p + 1))
+            return;
+    put_u64_agrees(UINT64_MAX);
 }
 
 /* The WAL is checkpointed after a GC's commit and after the answers to the snapshots it
@@ -4018,6 +4045,7 @@ static const struct {
     {"derived_views", test_derived_views},
     {"change_gaps", test_change_gaps},
     {"radix_sort", test_radix_sort},
+    {"put_u64", test_put_u64},
     {"checkpoint_after_answer", test_checkpoint_after_answer},
     {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
