@@ -991,6 +991,17 @@ static int idle_poll_ms(hl_profiler *p) {
     return every_allocation || hl_tbufs_waiters(&p->rings) > 0 ? 1 : 10;
 }
 
+/* Polls `fds` (the first is wake_fd) for an idle period; a wake is consumed (the eventfd
+ * stays readable until read: every later poll would return at once). */
+static void idle_wait(hl_profiler *p, struct pollfd *fds, nfds_t n) {
+    if (poll(fds, n, idle_poll_ms(p)) > 0 && (fds[0].revents & POLLIN)) {
+        uint64_t woken;
+        if (read(p->wake_fd, &woken, sizeof woken) < 0) {
+            /* nothing to reset: the next pass finds out */
+        }
+    }
+}
+
 static void *collector_main(void *arg) {
     collector *c = arg;
     hl_profiler *p = c->p;
@@ -1005,11 +1016,12 @@ static void *collector_main(void *arg) {
         /* The program's threads are stopped for a GC: its pause is the program's latency, so
          * the GC threads get the cores (on 2 shared cores the drain and the writer's socket
          * made gen0 pauses 3x longer). Nothing new can be allocated meanwhile; the backlog
-         * waits a millisecond or so. Draining resumes at GarbageCollectionFinished. A thread
-         * waiting for a chunk is never left waiting on this (an event pushed inside the GC). */
+         * waits a millisecond or so (an idle period: idle_poll_ms). Draining resumes at
+         * GarbageCollectionFinished. A thread waiting for a chunk is never left waiting on this
+         * (an event pushed inside the GC). */
         if (hl_gc_in_progress(&p->gcs) && hl_tbufs_waiters(&p->rings) == 0) {
             struct pollfd fd = {.fd = p->wake_fd, .events = POLLIN};
-            poll(&fd, 1, 1);
+            idle_wait(p, &fd, 1);
             continue;
         }
         if (pass(c))
@@ -1021,12 +1033,7 @@ static void *collector_main(void *arg) {
                                 {.fd = c->out.fd, .events = POLLIN}};
         if (hl_outbox_pending(&c->out))
             fds[1].events |= POLLOUT;
-        if (poll(fds, c->out.fd >= 0 ? 2 : 1, idle_poll_ms(p)) > 0 && (fds[0].revents & POLLIN)) {
-            uint64_t woken;
-            if (read(p->wake_fd, &woken, sizeof woken) < 0) {
-                /* nothing to reset: another pass finds out */
-            }
-        }
+        idle_wait(p, fds, c->out.fd >= 0 ? 2 : 1);
     }
     bool detaching = !atomic_load(&p->stopping);
     if (detaching) {
