@@ -90,7 +90,7 @@ typedef struct hl_profiler {
     pthread_t thread;
     atomic_bool stopping;
     uint64_t shutdown_ns;       /* when Shutdown called hl_collector_stop (before the join) */
-    int wake_fd;                /* eventfd: Shutdown wakes the collector thread */
+    int wake_fd;                /* eventfd: Shutdown and half-full rings wake the collector thread */
     struct hl_rejit *rejit;     /* counted sites (`--count`, rejit.h); NULL when not counting */
 } hl_profiler;
 
@@ -106,6 +106,9 @@ int hl_collector_start(hl_profiler *p);
  * the thread. */
 void hl_collector_stop(hl_profiler *p);
 
+/* Wakes the collector thread from its idle sleep (an eventfd write: one system call, any
+ * thread, no lock): a ring that fills faster than the idle period drains it. */
+void hl_collector_wake(hl_profiler *p);
 /* Asks for a snapshot at the next GC with `trigger` (HL_SNAPSHOT_*) and forces a GC from a
  * thread of our own. */
 void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger);

@@ -994,6 +994,30 @@ static void request_detach(hl_profiler *p) {
     }
 }
 
+/* How long an idle pass sleeps, in ms. Where ObjectAllocated reports every allocation (full
+ * mode, the census's check) 1 ms: a millisecond of allocations is far below the pool (about 4M
+ * events), which fills only when the collector thread itself cannot keep up, not for want of
+ * waking up. Sampled and attach sessions push only samples, LOH/POH allocations and names: 10 ms
+ * is still far below the pool, and a thousand wakeups a second cost the program more than the
+ * drain (each one preempts an allocating thread on a busy machine; bench/README.md, "Sampled
+ * mode's cost"). A waiting thread gets the 1 ms; the checkpoint and name rings wake the thread
+ * when half full (hl_collector_wake), and the writer's requests come on the socket. */
+static int idle_poll_ms(hl_profiler *p) {
+    bool every_allocation = p->mode == HL_MODE_FULL || (p->mode == HL_MODE_SAMPLED && !p->follow);
+    return every_allocation || hl_tbufs_waiters(&p->rings) > 0 ? 1 : 10;
+}
+
+/* Polls `fds` (the first is wake_fd) for an idle period; a wake is consumed (the eventfd
+ * stays readable until read: every later poll would return at once). */
+static void idle_wait(hl_profiler *p, struct pollfd *fds, nfds_t n) {
+    if (poll(fds, n, idle_poll_ms(p)) > 0 && (fds[0].revents & POLLIN)) {
+        uint64_t woken;
+        if (read(p->wake_fd, &woken, sizeof woken) < 0) {
+            /* nothing to reset: the next pass finds out */
+        }
+    }
+}
+
 static void *collector_main(void *arg) {
     collector *c = arg;
     hl_profiler *p = c->p;
@@ -1008,24 +1032,24 @@ static void *collector_main(void *arg) {
         /* The program's threads are stopped for a GC: its pause is the program's latency, so
          * the GC threads get the cores (on 2 shared cores the drain and the writer's socket
          * made gen0 pauses 3x longer). Nothing new can be allocated meanwhile; the backlog
-         * waits a millisecond or so. Draining resumes at GarbageCollectionFinished. A thread
-         * waiting for a chunk is never left waiting on this (an event pushed inside the GC). */
+         * waits a millisecond or so (an idle period: idle_poll_ms). Draining resumes at
+         * GarbageCollectionFinished. A thread waiting for a chunk is never left waiting on this
+         * (an event pushed inside the GC). */
         if (hl_gc_in_progress(&p->gcs) && hl_tbufs_waiters(&p->rings) == 0) {
             struct pollfd fd = {.fd = p->wake_fd, .events = POLLIN};
-            poll(&fd, 1, 1);
+            idle_wait(p, &fd, 1);
             continue;
         }
         if (pass(c))
             continue;
         /* Idle: sleep until the socket can take more or has a request, Shutdown wakes us, or
-         * 1 ms passes (the chunks are polled: allocation callbacks never make a system call).
-         * A millisecond of allocations is far below the pool (about 4M events): the pool fills
-         * only when the collector thread itself cannot keep up, not for want of waking up. */
+         * the idle period passes (the chunks are polled: allocation callbacks never make a
+         * system call). */
         struct pollfd fds[2] = {{.fd = p->wake_fd, .events = POLLIN},
                                 {.fd = c->out.fd, .events = POLLIN}};
         if (hl_outbox_pending(&c->out))
             fds[1].events |= POLLOUT;
-        poll(fds, c->out.fd >= 0 ? 2 : 1, 1);
+        idle_wait(p, fds, c->out.fd >= 0 ? 2 : 1);
     }
     bool detaching = !atomic_load(&p->stopping);
     if (detaching) {
@@ -1130,15 +1154,19 @@ static void collector_join(hl_profiler *p) {
     p->collector = NULL; /* freed by the thread itself */
 }
 
+void hl_collector_wake(hl_profiler *p) {
+    uint64_t one = 1;
+    if (p->thread_started && p->wake_fd > 0 && write(p->wake_fd, &one, sizeof one) < 0) {
+        /* the thread polls anyway (idle_poll_ms) */
+    }
+}
+
 void hl_collector_stop(hl_profiler *p) {
     if (!p->thread_started)
         return;
     p->shutdown_ns = hl_now_ns();
     atomic_store_explicit(&p->stopping, true, memory_order_release);
-    uint64_t one = 1;
-    if (p->wake_fd >= 0 && write(p->wake_fd, &one, sizeof one) < 0) {
-        /* the thread polls every millisecond anyway */
-    }
+    hl_collector_wake(p);
     /* The chunks and the GC queue stay: other threads may still be inside a callback while the
      * process ends. Only the collector thread's own state goes (the thread frees it). */
     collector_join(p);

@@ -218,13 +218,16 @@ static void checkpoint_push(hl_profiler *p, const uint8_t *data, uint32_t size) 
     while (atomic_flag_test_and_set_explicit(&p->checkpoints_lock, memory_order_acquire))
         ; /* held for one copy */
     uint64_t w = atomic_load_explicit(&p->checkpoints_written, memory_order_relaxed);
-    if (w - atomic_load_explicit(&p->checkpoints_read, memory_order_acquire) < HL_CHECKPOINT_EVENTS) {
+    uint64_t held = w - atomic_load_explicit(&p->checkpoints_read, memory_order_acquire);
+    if (held < HL_CHECKPOINT_EVENTS) {
         p->checkpoints[w % HL_CHECKPOINT_EVENTS] = e;
         atomic_store_explicit(&p->checkpoints_written, w + 1, memory_order_release);
     } else {
         atomic_fetch_add(&p->checkpoints_dropped, 1);
     }
     atomic_flag_clear_explicit(&p->checkpoints_lock, memory_order_release);
+    if (held + 1 >= HL_CHECKPOINT_EVENTS / 2)
+        hl_collector_wake(p); /* faster than the collector's idle period: drain it now */
 }
 
 /* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample

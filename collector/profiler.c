@@ -255,13 +255,16 @@ static void name_event_push(hl_profiler *p, const hl_name_event *e) {
     while (atomic_flag_test_and_set_explicit(&p->names_lock, memory_order_acquire))
         ; /* held for one small copy; the holder never waits for anything */
     uint64_t w = atomic_load_explicit(&p->names_written, memory_order_relaxed);
-    if (w - atomic_load_explicit(&p->names_read, memory_order_acquire) < HL_NAME_EVENTS) {
+    uint64_t held = w - atomic_load_explicit(&p->names_read, memory_order_acquire);
+    if (held < HL_NAME_EVENTS) {
         p->names[w % HL_NAME_EVENTS] = *e;
         atomic_store_explicit(&p->names_written, w + 1, memory_order_release);
     } else {
         atomic_fetch_add(&p->names_dropped, 1);
     }
     atomic_flag_clear_explicit(&p->names_lock, memory_order_release);
+    if (held + 1 >= HL_NAME_EVENTS / 2)
+        hl_collector_wake(p); /* faster than the collector's idle period: drain it now */
 }
 
 static HRESULT on_thread_assigned(hl_profiler *p, ThreadID thread, DWORD os_tid) {
@@ -599,6 +602,12 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
      * MONITOR_GC stays. The GC keyword brings each GC's true reason (GCStart), in every mode. */
     uint64_t keywords = HL_KEYWORD_GC |
                         (walk_on_demand ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT : 0);
+    /* HEAPLENS_RANGES=off with the empty profiler (benchmark): the session without the
+     * survivor ranges, to measure what the runtime's survivor walk costs; MONITOR_GC toggles
+     * as with them. Ignored when recording (the model needs the ranges). */
+    const char *ranges = getenv("HEAPLENS_RANGES");
+    if (cfg->empty && ranges && strcmp(ranges, "off") == 0)
+        keywords &= ~HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT;
     p->sampling.ranges = walk_on_demand;
     bool session = hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
     p->walk_on = true; /* MONITOR_GC is on until the first GC ends */

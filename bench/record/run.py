@@ -2,7 +2,7 @@
 """Recording benchmark: whole recordings of real programs, plain / empty profiler / recorded.
 
     bench/record/run.py --heaplens build/bin/heaplens
-                        [--case workload|csc|heap|stacks|service|midlife|census|all]
+                        [--case workload|csc|heap|stacks|service|midlife|census|split|all]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
                         [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
@@ -43,6 +43,25 @@ Cases (the programs are built or generated into the work directory first):
             threads) and MidLife (--rounds): wall and CPU ratios, the census's own time per gen0
             GC (gcs.census_ns p50/p99) and the gen0 pause p50/p99 in each config, with what the
             census adds (AllocBench's from the PauseHook, MidLife's from its --pauses).
+
+  split     (issues 17 and 20; not in `all`) where sampled mode's cost goes: each part switched
+            off one at a time, on Workload, MidLife and AllocBench (--split-programs), interleaved:
+              plain                     the program alone
+              plain, background GC off  DOTNET_gcConcurrent=0: what MONITOR_GC at Initialize costs
+                                        by turning background GC off
+              empty                     the empty profiler with the sampled flags (the runtime's
+                                        cost of the flags and of the EventPipe session)
+              empty, no ranges          ... without the survivor ranges (HEAPLENS_RANGES=off: the
+                                        runtime's walk of every GC's survivors for the
+                                        GCHeapSurvivalAndMovement keyword)
+              sampled, no stacks/census heaplens' own machinery: the GC callbacks, the collector
+                                        thread, the writer (--stacks off, HEAPLENS_CENSUS=off)
+              sampled, no walk/census   + the runtime's AllocationSampled (HEAPLENS_STACK_WALK=off)
+              sampled, no census        + our stack walk per sample
+              sampled                   + the census of gen0
+            CPU (user + system of the whole command) and wall medians, each configuration's CPU
+            over plain and over the one before it, and the collector thread's and the writer's
+            CPU (HEAPLENS_STATS cpu_ms; writer_run_cpu_ns + writer_finish_cpu_ns).
 
 Each mode runs --runs times, interleaved; medians are printed. Figures, per case:
   wall            whole command, ms; ratios recorded/plain and recorded/empty (the empty
@@ -791,12 +810,101 @@ def census_case(a):
                 f"{row['sampled'][1] - row['nocensus'][1]:.0f} us")
 
 
+# name -> (record arguments, None for the program alone; extra environment). In the order the
+# parts are added: each one's increment is over the configuration before it (empty over plain).
+SPLIT_CONFIGS = {
+    "plain": (None, {}),
+    "plain, background GC off": (None, {"DOTNET_gcConcurrent": "0"}),
+    "empty": ([], {"HEAPLENS_EMPTY": "1"}),
+    "empty, no ranges": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off"}),
+    "sampled, no stacks/census": (["--stacks", "off"], {"HEAPLENS_CENSUS": "off"}),
+    "sampled, no walk/census": ([], {"HEAPLENS_CENSUS": "off", "HEAPLENS_STACK_WALK": "off"}),
+    "sampled, no census": ([], {"HEAPLENS_CENSUS": "off"}),
+    "sampled": ([], {}),
+}
+# The increment each configuration shows, and over which one.
+SPLIT_STEPS = (
+    ("background GC off (MONITOR_GC at Initialize)", "plain, background GC off", "plain"),
+    ("the runtime: flags, EventPipe session", "empty", "plain"),
+    ("... of which the survivor ranges", "empty", "empty, no ranges"),
+    ("heaplens: callbacks, collector thread, writer", "sampled, no stacks/census", "empty"),
+    ("the runtime's AllocationSampled", "sampled, no walk/census", "sampled, no stacks/census"),
+    ("our stack walk per sample", "sampled, no census", "sampled, no walk/census"),
+    ("the census of gen0", "sampled", "sampled, no census"),
+)
+
+
+def run_split_config(a, prog, name, config, program, i):
+    args, extra_env = config
+    db = os.path.join(a.workdir, "split-%s-%s-%d.db" % (prog, re.sub(r"[^a-z0-9]+", "-", name), i))
+    remove_db(db)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("HEAPLENS_") and k != "DOTNET_gcConcurrent"}
+    env.update(extra_env)
+    cmd = list(program)
+    if args is not None:
+        env["HEAPLENS_STATS"] = "1"
+        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none", "--mode",
+               "sampled"] + args + ["--"] + cmd
+    rc, wall, rss, out, cpu = timed(cmd, env=env)
+    if rc != 0:
+        print(out[-3000:], file=sys.stderr)
+        die(f"split {prog} {name} run {i} exited with {rc}")
+    res = {"wall": wall, "cpu": cpu, "collector": float("nan"), "writer": float("nan")}
+    m = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", out)
+    if m:
+        res["collector"] = float(m.group(1))
+    if args is not None and "HEAPLENS_EMPTY" not in extra_env:
+        k = counters_of(db)
+        res["writer"] = (k.get("writer_run_cpu_ns", 0) + k.get("writer_finish_cpu_ns", 0)) / 1e6
+    if not a.keep:
+        remove_db(db)
+    return res
+
+
+def split_case(a):
+    """Sampled mode's cost, part by part (SPLIT_CONFIGS), on each program of --split-programs."""
+    programs = {
+        "workload": ["dotnet", build_example("Workload", a.workdir), "--orders", str(a.orders)],
+        "midlife": ["dotnet", build_example("MidLife", a.workdir), "--checkpoints", "1",
+                    "--rounds", str(a.rounds)],
+        "allocbench": ["dotnet", build_example("AllocBench", a.workdir), str(a.iterations),
+                       "--threads", "4"],
+    }
+    for prog in a.split_programs.split(","):
+        if prog not in programs:
+            die(f"--split-programs: {prog!r} is not one of {', '.join(programs)}")
+        program = programs[prog]
+        results = {n: [] for n in SPLIT_CONFIGS}
+        for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
+            for n, config in SPLIT_CONFIGS.items():
+                r = run_split_config(a, prog, n, config, program, i)
+                results[n].append(r)
+                print(f"  split {prog} {n} run {i + 1}: wall {r['wall']:.0f} ms, cpu "
+                      f"{r['cpu']:.0f} ms", flush=True)
+
+        def med(n, key):
+            return statistics.median(r[key] for r in results[n])
+        print(f"\n== split: {' '.join(program[1:])} (medians of {a.runs} interleaved runs; "
+              f"CPU = user + system of the whole command; load average {os.getloadavg()[0]:.1f})")
+        plain = med("plain", "cpu")
+        print(f"{'config':28} {'wall ms':>8} {'cpu ms':>8} {'cpu/plain':>9} {'collector':>9} "
+              f"{'writer':>7}")
+        for n in SPLIT_CONFIGS:
+            print(f"{n:28} {med(n, 'wall'):8.0f} {med(n, 'cpu'):8.0f} "
+                  f"{fmt_ratio(med(n, 'cpu'), plain):>9} {med(n, 'collector'):9.0f} "
+                  f"{med(n, 'writer'):7.0f}")
+        for label, x, y in SPLIT_STEPS:
+            d = med(x, "cpu") - med(y, "cpu")
+            print(f"  {label}: {d:+.0f} ms CPU, {d / plain:+.2f} of plain")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--case", default="all",
                     choices=["workload", "csc", "heap", "stacks", "service", "midlife", "census",
-                             "all"])
+                             "split", "all"])
     ap.add_argument("--eventpipe-sampler", action="store_true",
                     help="stacks case: also the runtime's sampler and the walk skipped")
     ap.add_argument("--runs", type=int, default=3)
@@ -816,6 +924,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
     ap.add_argument("--iterations", type=int, default=30000,
                     help="census case: AllocBench iterations (4 threads)")
+    ap.add_argument("--split-programs", default="workload,midlife,allocbench",
+                    help="split case: which programs (comma-separated)")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -842,6 +952,9 @@ def main():
             continue
         if case == "census":
             census_case(a)
+            continue
+        if case == "split":
+            split_case(a)
             continue
         if case == "workload":
             program = ["dotnet", build_example("Workload", a.workdir), "--pauses",

@@ -80,6 +80,7 @@ done
 HEAPLENS_BUFFER_MB=16385 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_BUFFER_MB too large" 1 $? err "HEAPLENS_BUFFER_MB='16385' .* from 1 to 16384"
 HEAPLENS_STATS=yes "$hl" record -o set.db -- true 2>err; check "HEAPLENS_STATS=yes" 1 $? err "HEAPLENS_STATS='yes' .*: 0 or 1"
 HEAPLENS_SAMPLE_SOURCE=Tick "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SAMPLE_SOURCE=Tick" 1 $? err "auto or tick"
+HEAPLENS_RANGES=no "$hl" record -o set.db -- true 2>err; check "HEAPLENS_RANGES=no" 1 $? err "HEAPLENS_RANGES='no' .*: on or off .*survivor ranges"
 [ ! -e set.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused setting left set.db"; }
 HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
 
