@@ -27,6 +27,7 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     q->string_chars = true;
     atomic_flag_clear(&q->moves_lock);
     hl_census_init(&q->census, false);
+    hl_collections_init(&q->collections);
 }
 
 static void capture_free(hl_gc_capture *c) {
@@ -39,6 +40,7 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->by_class);
     hl_mem_free(c->walk);
     hl_mem_free(c->strings);
+    hl_mem_free(c->collections);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
     hl_mem_free(c);
@@ -356,6 +358,18 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     if (class_id == string_class && !string_read(q, c, object)) {
         c->incomplete = true;
         c->snapshot_trigger = 0; /* as for the walk: no snapshot with holes */
+    }
+    const hl_collection_layout *coll = hl_collections_find(&q->collections, class_id);
+    if (coll) {
+        if (!grow((void **)&c->collections, &c->cap_collections, c->n_collections, 1,
+                  sizeof *c->collections)) {
+            c->incomplete = true;
+            c->snapshot_trigger = 0;
+            return true;
+        }
+        hl_walk_collection *w2 = &c->collections[c->n_collections++];
+        w2->object = object;
+        hl_collection_read(coll, object, &w2->count, &w2->capacity);
     }
     return true;
 }

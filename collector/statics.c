@@ -23,12 +23,19 @@ typedef struct pending_static {
     char name[120];
 } pending_static;
 
+typedef struct pending_method {
+    hl_root_method m;
+    char name[240];
+} pending_method;
+
 void hl_statics_init(hl_statics *s) {
     memset(s, 0, sizeof *s);
     hl_u64map_init(&s->classes);
     s->fields.elem = sizeof(static_field);
     s->pending.elem = sizeof(pending_static);
     s->slots.elem = sizeof(static_slot);
+    hl_u64map_init(&s->methods);
+    s->pending_methods.elem = sizeof(pending_method);
 }
 
 void hl_statics_release(hl_statics *s) {
@@ -36,6 +43,8 @@ void hl_statics_release(hl_statics *s) {
     hl_vec_release(&s->fields);
     hl_vec_release(&s->pending);
     hl_vec_release(&s->slots);
+    hl_u64map_release(&s->methods);
+    hl_vec_release(&s->pending_methods);
 }
 
 /* A field whose value may be a heap reference: not a primitive, pointer or function pointer
@@ -125,6 +134,18 @@ static AppDomainID module_domain(ICorProfilerInfo *info, ModuleID module) {
     return domain;
 }
 
+/* Names a stack root's method once (a ROOT_METHOD record). */
+static void name_method(collector *c, FunctionID function) {
+    hl_statics *s = &c->statics;
+    if (hl_u64map_get(&s->methods, function))
+        return;
+    pending_method m = {.m = {.function_id = function}};
+    if (!hl_method_name(&c->names, function, m.name, sizeof m.name))
+        return;
+    if (!hl_u64map_put(&s->methods, function, 1) || !hl_vec_push(&s->pending_methods, &m))
+        c->model_failures++;
+}
+
 /* Notes the class of a method (none for shared generic code without its instantiation). */
 static void note_function(collector *c, FunctionID function) {
     ClassID cls = 0;
@@ -150,8 +171,10 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
     }
     /* Methods on the stack: the enumeration leaves out some that run (a program's Main) */
     for (size_t i = 0; i < g->n_roots; i++)
-        if (g->roots[i].kind == HL_ROOT_STACK && g->roots[i].root_id)
+        if (g->roots[i].kind == HL_ROOT_STACK && g->roots[i].root_id) {
             note_function(c, (FunctionID)g->roots[i].root_id);
+            name_method(c, (FunctionID)g->roots[i].root_id);
+        }
     s->slots.n = 0;
     s->lo = UINT64_MAX;
     s->hi = 0;
@@ -201,4 +224,9 @@ void hl_statics_flush(collector *c) {
         hl_collector_put_str(c, HL_REC_STATIC, &p->s, sizeof p->s, p->name);
     }
     c->statics.pending.n = 0;
+    for (size_t i = 0; i < c->statics.pending_methods.n; i++) {
+        const pending_method *m = (const pending_method *)c->statics.pending_methods.p + i;
+        hl_collector_put_str(c, HL_REC_ROOT_METHOD, &m->m, sizeof m->m, m->name);
+    }
+    c->statics.pending_methods.n = 0;
 }

@@ -19,6 +19,8 @@ void root_path_free(root_path *path)
     g_free(path->fields);
     g_free(path->index);
     g_free(path->static_name);
+    if (path->methods)
+        g_hash_table_unref(path->methods);
     g_free(path->nodes);
     g_free(path);
 }
@@ -126,7 +128,8 @@ json_t *root_paths_roots_json(const snapshot_graph *g, uint32_t node)
     return list;
 }
 
-char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
+/* The roots of `node` in words; a stack root's method from `methods` (root_id -> name). */
+static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *methods)
 {
     GString *text = g_string_new(NULL);
     char flags[64];
@@ -142,11 +145,23 @@ char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
             if (r->root_id)
                 g_string_append_printf(text, ", 0x%" PRIx64, r->root_id);
             g_string_append(text, ")");
-        } else if (r->flags) {
-            g_string_append_printf(text, " (%s)", snapshot_root_flags_text(r->flags, flags));
+        } else {
+            int64_t key = (int64_t)r->root_id;
+            const char *method = r->kind == HL_ROOT_STACK && methods
+                                     ? g_hash_table_lookup(methods, &key)
+                                     : NULL;
+            if (method || r->flags)
+                g_string_append_printf(text, " (%s%s%s)", method ? method : "",
+                                       method && r->flags ? ", " : "",
+                                       r->flags ? snapshot_root_flags_text(r->flags, flags) : "");
         }
     }
     return g_string_free(text, FALSE);
+}
+
+char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
+{
+    return roots_text(g, node, NULL);
 }
 
 json_t *root_path_hops_json(const snapshot_graph *g, const snapshot_types *types,
@@ -215,13 +230,25 @@ json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path)
     if (path->static_name)
         return json_pack("[{s:s, s:o}]", "kind", "static", "static",
                          query_json_string(path->static_name));
-    return root_paths_roots_json(g, path->nodes[0]);
+    json_t *roots = root_paths_roots_json(g, path->nodes[0]);
+    size_t i;
+    json_t *r;
+    json_array_foreach(roots, i, r) {
+        int64_t key = (int64_t)json_integer_value(json_object_get(r, "root_id"));
+        const char *method = path->methods && g_strcmp0(json_string_value(json_object_get(r, "kind")),
+                                                        "stack") == 0
+                                 ? g_hash_table_lookup(path->methods, &key)
+                                 : NULL;
+        if (method)
+            json_object_set_new(r, "method", query_json_string(method));
+    }
+    return roots;
 }
 
 char *root_path_root_text(const snapshot_graph *g, const root_path *path)
 {
     if (!path->static_name)
-        return root_paths_roots_text(g, path->nodes[0]);
+        return roots_text(g, path->nodes[0], path->methods);
     /* "Ns.Type.Field": the type without namespaces, then the field */
     GString *text = g_string_new("static ");
     const char *field = strrchr(path->static_name, '.');
@@ -234,6 +261,38 @@ char *root_path_root_text(const snapshot_graph *g, const root_path *path)
         g_string_append(text, path->static_name);
     }
     return g_string_free(text, FALSE);
+}
+
+/* Schema 8: the methods of the stack roots holding the path's first hop (root_methods). */
+static gboolean stack_methods(sqlite3 *db, const snapshot_graph *g, root_path *path,
+                              GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    gboolean row = FALSE;
+    for (size_t i = 0; i < g->n_roots; i++) {
+        const snapshot_root *r = &g->roots[i];
+        if (r->node != path->nodes[0] || r->kind != HL_ROOT_STACK || !r->root_id)
+            continue;
+        if (!st && !(st = query_db_prepare(db, "SELECT name FROM root_methods"
+                                               " WHERE function_id = ?1", error)))
+            return FALSE;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, (int64_t)r->root_id);
+        if (!query_db_step(st, &row, error)) {
+            sqlite3_finalize(st);
+            return FALSE;
+        }
+        if (!row)
+            continue;
+        if (!path->methods)
+            path->methods = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+        int64_t *key = g_new(int64_t, 1);
+        *key = (int64_t)r->root_id;
+        g_hash_table_replace(path->methods, key,
+                             g_strdup((const char *)sqlite3_column_text(st, 0)));
+    }
+    sqlite3_finalize(st);
+    return TRUE;
 }
 
 /* The position of `to` in the JSON id array `refs` (its first), or -1. */
@@ -254,6 +313,8 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
     gboolean ok = FALSE, row = FALSE;
     sqlite3_stmt *refs = NULL, *field = NULL, *stat = NULL;
     if (!query_db_int(db, "PRAGMA user_version", &version, error))
+        return FALSE;
+    if (version >= 8 && !path->methods && !stack_methods(db, g, path, error))
         return FALSE;
     if (version < 7 || path->len < 2 || path->fields)
         return TRUE; /* no fields recorded, nothing to name, or named already */

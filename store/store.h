@@ -14,14 +14,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 8
 /* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
  * table written by the writer (5: packed in object_chunks and object_deaths until the first
  * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before; 6 from 7
  * in the fields of snapshot references (table fields, snapshot_objects.fields, the view
  * snapshot_ref_fields), statics (statics, snapshot_statics), string values (snapshot_strings)
  * and types.flags 8, absent before: references without fields; and in the table checkpoints
- * (absent before: readers find no checkpoints). */
+ * (absent before: readers find no checkpoints); 7 from 8 in types.flags 16 (finalizable: a
+ * schema 7 file does not say), the names of stack roots' methods (root_methods) and the
+ * collections' counts (snapshot_collections), absent before. */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 

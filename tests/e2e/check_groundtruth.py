@@ -144,7 +144,7 @@ def main():
     if conn is not None:
         checks.eq("(c) PRAGMA application_id", 1212960339,
                   conn.execute("PRAGMA application_id").fetchone()[0])
-        checks.eq("(c) PRAGMA user_version", 7, conn.execute("PRAGMA user_version").fetchone()[0])
+        checks.eq("(c) PRAGMA user_version", 8, conn.execute("PRAGMA user_version").fetchone()[0])
         version = conn.execute("SELECT runtime_version FROM run").fetchone()[0] or ""
         runtime_major = int(version.split(".")[0]) if version[:1].isdigit() else None
         print(f"runtime {version}")

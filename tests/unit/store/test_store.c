@@ -459,8 +459,10 @@ static void test_schema(void)
                "table|object_chunks\n"
                "table|object_deaths\n"
                "table|object_generation_rows\n"
+               "table|root_methods\n"
                "table|run\n"
                "table|sampling\n"
+               "table|snapshot_collections\n"
                "table|snapshot_objects\n"
                "table|snapshot_roots\n"
                "table|snapshot_statics\n"
@@ -1815,11 +1817,11 @@ static void test_open_readonly(void)
     sqlite3_close(db);
 
     CHECK(sqlite3_open(good, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "PRAGMA user_version = 8", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA user_version = 9", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 8); this heaplens reads "
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 9); this heaplens reads "
                            "schemas %d to %d", good, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
@@ -2462,7 +2464,8 @@ static void test_golden_handles(void)
  * (named in `fields`), an element index per reference of an array, null where unknown; carried
  * through the sort by `from`. A snapshot whose REF_FIELDS do not add up keeps its references
  * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
- * is a static field is named in snapshot_statics. */
+ * is a static field is named in snapshot_statics; stack roots' methods are named (root_methods,
+ * schema 8), and the collections' counts stored (snapshot_collections). */
 static void test_snapshot_fields(void)
 {
     char *dir = tmp_dir_new();
@@ -2477,6 +2480,7 @@ static void test_snapshot_fields(void)
     hl_sb_field(sb, 1, 2, "_sessions");
     hl_sb_type(sb, 4, "App.Program");
     hl_sb_static(sb, 1, 4, "s_registry");
+    hl_sb_root_method(sb, 0x7f00aa, "App.Program.Main");
     hl_sb_alloc(sb, 1, 3, 24, 7);
     hl_sb_alloc(sb, 2, 3, 24, 7);
     hl_sb_alloc(sb, 3, 2, 48, 7);
@@ -2498,6 +2502,7 @@ static void test_snapshot_fields(void)
     hl_sb_snapshot_static(sb, 1, 3, 7, 1); /* as if the array held the statics */
     hl_sb_snapshot_string(sb, 1, 1, "session-one", 11);
     hl_sb_snapshot_string(sb, 1, 2, "secret", 0); /* --no-strings: no characters kept */
+    hl_sb_snapshot_collection(sb, 1, 4, 10, 1000);
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
     /* GC 2: one field for two references: the references stay, without fields */
@@ -2534,6 +2539,8 @@ static void test_snapshot_fields(void)
     CHECK_ROWS(db, "SELECT * FROM snapshot_ref_fields WHERE snapshot = 1 ORDER BY from_id, to_id",
                "1|2|1|0|NULL|NULL\n1|3|1|0|7|[7]\n1|3|2|0|1|[1]\n1|4|3|0|2|_sessions\n");
     CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry\n");
+    CHECK_ROWS(db, "SELECT function_id, name FROM root_methods", "8323242|App.Program.Main\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_collections", "1|4|10|1000\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_statics", "1|3|7|1\n");
     CHECK_ROWS(db, "SELECT object_id, length, quote(value) FROM snapshot_strings",
                "1|11|'session-one'\n2|6|NULL\n");
