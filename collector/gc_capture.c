@@ -28,6 +28,8 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     atomic_flag_clear(&q->moves_lock);
     hl_census_init(&q->census, false);
     hl_collections_init(&q->collections);
+    hl_thread_set_init(&q->threads);
+    hl_tls_fields_init(&q->tls_fields);
 }
 
 static void capture_free(hl_gc_capture *c) {
@@ -41,6 +43,7 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->walk);
     hl_mem_free(c->strings);
     hl_mem_free(c->collections);
+    hl_mem_free(c->tls);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
     hl_mem_free(c);
@@ -381,6 +384,10 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     q->current = NULL;
     if (!bounds_copy(q, info, &c->after, &c->n_after))
         c->incomplete = true;
+    /* Objects are at their final addresses and the runtime is still suspended: the slots of
+     * thread statics are the snapshot's now (they lie in arrays the GC moves). Only named. */
+    if (c->snapshot_trigger && q->tls_on)
+        hl_tls_capture(&q->threads, &q->tls_fields, info, &c->tls, &c->n_tls, &c->cap_tls);
     if (q->census.on)
         c->census_ns += hl_census_remember(&q->census, info, c->after, c->after ? c->n_after : 0);
     if (q->discover) {

@@ -7,10 +7,14 @@
 #include "collector/collector_internal.h"
 #include "collector/mem.h"
 
+enum { STATIC_KIND_UNKNOWN = 0, STATIC_KIND_DOMAIN = 1, STATIC_KIND_THREAD = 2 };
+
 typedef struct static_field {
     ClassID cls;
     mdToken token;
     ModuleID module;
+    uint32_t id;   /* its static id (a thread static's slots have one per thread) */
+    uint32_t kind; /* STATIC_KIND_*: asked once GetAppDomainStaticAddress first fails */
 } static_field;
 
 typedef struct static_slot {
@@ -36,6 +40,8 @@ void hl_statics_init(hl_statics *s) {
     s->slots.elem = sizeof(static_slot);
     hl_u64map_init(&s->methods);
     s->pending_methods.elem = sizeof(pending_method);
+    hl_u64map_init(&s->per_thread);
+    s->pending_threads.elem = sizeof(hl_static_thread);
 }
 
 void hl_statics_release(hl_statics *s) {
@@ -45,6 +51,8 @@ void hl_statics_release(hl_statics *s) {
     hl_vec_release(&s->slots);
     hl_u64map_release(&s->methods);
     hl_vec_release(&s->pending_methods);
+    hl_u64map_release(&s->per_thread);
+    hl_vec_release(&s->pending_threads);
 }
 
 /* A field whose value may be a heap reference: not a primitive, pointer or function pointer
@@ -105,10 +113,10 @@ void hl_statics_note_class(collector *c, ClassID cls) {
                 !(attr & fdStatic) || (attr & (fdLiteral | fdHasFieldRVA)) ||
                 !may_hold_reference(sig, sig_size))
                 continue;
-            static_field f = {.cls = cls, .token = tokens[k], .module = module};
+            static_field f = {.cls = cls, .token = tokens[k], .module = module, .id = ++s->next_id};
             if (!type_id)
                 type_id = hl_collector_type_id(c, cls);
-            pending_static p = {.s = {.static_id = (uint32_t)s->fields.n + 1, .type_id = type_id}};
+            pending_static p = {.s = {.static_id = f.id, .type_id = type_id}};
             if (!hl_field_name(&c->names, module, tokens[k], p.name, sizeof p.name))
                 strcpy(p.name, "?");
             if (!hl_vec_push(&s->fields, &f) || !hl_vec_push(&s->pending, &p))
@@ -146,6 +154,40 @@ static void name_method(collector *c, FunctionID function) {
         c->model_failures++;
 }
 
+/* The static id of thread static `f` (index `i`) on thread `os_tid`: given the first time, with
+ * a STATIC record naming the field and a STATIC_THREAD naming the thread. 0 on failure. */
+static uint32_t thread_slot_id(collector *c, size_t i, const static_field *f, uint32_t os_tid) {
+    hl_statics *s = &c->statics;
+    uint64_t key = (uint64_t)(i + 1) << 32 | os_tid;
+    uint64_t *known = hl_u64map_get(&s->per_thread, key);
+    if (known)
+        return (uint32_t)*known;
+    pending_static p = {.s = {.static_id = ++s->next_id, .type_id = hl_collector_type_id(c, f->cls)}};
+    if (!hl_field_name(&c->names, f->module, f->token, p.name, sizeof p.name))
+        strcpy(p.name, "?");
+    hl_static_thread t = {.static_id = p.s.static_id, .os_tid = os_tid};
+    if (!hl_u64map_put(&s->per_thread, key, p.s.static_id) || !hl_vec_push(&s->pending, &p) ||
+        !hl_vec_push(&s->pending_threads, &t)) {
+        c->model_failures++;
+        return 0;
+    }
+    return p.s.static_id;
+}
+
+static bool slot_add(collector *c, uint64_t addr, uint32_t id) {
+    hl_statics *s = &c->statics;
+    static_slot slot = {.addr = addr, .id = id};
+    if (!id)
+        return true;
+    if (!hl_vec_push(&s->slots, &slot)) {
+        c->model_failures++;
+        return false;
+    }
+    s->lo = slot.addr < s->lo ? slot.addr : s->lo;
+    s->hi = slot.addr > s->hi ? slot.addr : s->hi;
+    return true;
+}
+
 /* Notes the class of a method (none for shared generic code without its instantiation). */
 static void note_function(collector *c, FunctionID function) {
     ClassID cls = 0;
@@ -181,7 +223,9 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
     ModuleID module = 0;
     AppDomainID domain = 0;
     for (size_t i = 0; i < s->fields.n; i++) {
-        const static_field *f = (const static_field *)s->fields.p + i;
+        static_field *f = (static_field *)s->fields.p + i;
+        if (f->kind == STATIC_KIND_THREAD)
+            continue;
         if (f->module != module) {
             module = f->module;
             domain = module_domain(info, module);
@@ -189,15 +233,34 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
         void *addr = NULL;
         if (!domain ||
             HR_FAILED(info_get_app_domain_static_address(info, f->cls, f->token, domain, &addr)) ||
-            !addr)
-            continue; /* not initialised yet, or a thread static */
-        static_slot slot = {.addr = (uint64_t)(uintptr_t)addr, .id = (uint32_t)i + 1};
-        if (!hl_vec_push(&s->slots, &slot)) {
-            c->model_failures++;
-            break;
+            !addr) {
+            /* Not initialised yet, or a thread static: asked once which. A thread static's
+             * slots are found inside the next snapshots' GCs (thread_statics.h). */
+            uint32_t kind = 0;
+            if (domain && f->kind == STATIC_KIND_UNKNOWN &&
+                !HR_FAILED(info_get_static_field_info(info, f->cls, f->token, &kind))) {
+                f->kind = kind & COR_PRF_FIELD_THREAD_STATIC ? STATIC_KIND_THREAD
+                                                              : STATIC_KIND_DOMAIN;
+                hl_tls_field t = {.cls = f->cls, .token = f->token, .domain = domain,
+                                  .field = (uint32_t)i};
+                if (f->kind == STATIC_KIND_THREAD && c->p->gcs.tls_on &&
+                    !hl_tls_fields_add(&c->p->gcs.tls_fields, &t))
+                    c->model_failures++;
+            }
+            continue;
         }
-        s->lo = slot.addr < s->lo ? slot.addr : s->lo;
-        s->hi = slot.addr > s->hi ? slot.addr : s->hi;
+        f->kind = STATIC_KIND_DOMAIN;
+        if (!slot_add(c, (uint64_t)(uintptr_t)addr, f->id))
+            break;
+    }
+    /* This snapshot's thread-static slots, found inside its GC. */
+    for (size_t k = 0; k < g->n_tls; k++) {
+        const hl_tls_slot *t = &g->tls[k];
+        if (t->field >= s->fields.n)
+            continue;
+        const static_field *f = (const static_field *)s->fields.p + t->field;
+        if (!slot_add(c, t->addr, thread_slot_id(c, t->field, f, t->os_tid)))
+            break;
     }
     if (s->slots.n > 1)
         qsort(s->slots.p, s->slots.n, sizeof(static_slot), slot_cmp);
@@ -224,6 +287,11 @@ void hl_statics_flush(collector *c) {
         hl_collector_put_str(c, HL_REC_STATIC, &p->s, sizeof p->s, p->name);
     }
     c->statics.pending.n = 0;
+    for (size_t i = 0; i < c->statics.pending_threads.n; i++)
+        hl_outbox_put(&c->out, HL_REC_STATIC_THREAD,
+                      (const hl_static_thread *)c->statics.pending_threads.p + i,
+                      sizeof(hl_static_thread), NULL, 0, NULL, 0);
+    c->statics.pending_threads.n = 0;
     for (size_t i = 0; i < c->statics.pending_methods.n; i++) {
         const pending_method *m = (const pending_method *)c->statics.pending_methods.p + i;
         hl_collector_put_str(c, HL_REC_ROOT_METHOD, &m->m, sizeof m->m, m->name);

@@ -19,6 +19,7 @@ void root_path_free(root_path *path)
     g_free(path->fields);
     g_free(path->index);
     g_free(path->static_name);
+    g_free(path->static_thread_name);
     if (path->methods)
         g_hash_table_unref(path->methods);
     g_free(path->nodes);
@@ -227,9 +228,17 @@ char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const
 
 json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path)
 {
-    if (path->static_name)
-        return json_pack("[{s:s, s:o}]", "kind", "static", "static",
-                         query_json_string(path->static_name));
+    if (path->static_name) {
+        json_t *root = json_pack("{s:s, s:o}", "kind", "static", "static",
+                                 query_json_string(path->static_name));
+        if (path->static_thread)
+            json_object_set_new(root, "thread",
+                                json_pack("{s:I, s:o}", "os_tid", (json_int_t)path->static_thread,
+                                          "name", path->static_thread_name
+                                                      ? query_json_string(path->static_thread_name)
+                                                      : json_null()));
+        return json_pack("[o]", root);
+    }
     json_t *roots = root_paths_roots_json(g, path->nodes[0]);
     size_t i;
     json_t *r;
@@ -260,6 +269,10 @@ char *root_path_root_text(const snapshot_graph *g, const root_path *path)
     } else {
         g_string_append(text, path->static_name);
     }
+    if (path->static_thread)
+        g_string_append_printf(text, " (thread %s, %" PRId64 ")",
+                               path->static_thread_name ? path->static_thread_name : "unnamed",
+                               path->static_thread);
     return g_string_free(text, FALSE);
 }
 
@@ -322,10 +335,17 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
                                 " WHERE snapshot = ?1 AND object_id = ?2", error);
     field = query_db_prepare(db, "SELECT name FROM fields WHERE type_id = ?1 AND field = ?2",
                              error);
-    stat = query_db_prepare(db, "SELECT coalesce(t.name, '?') || '.' || s.name"
-                                " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
-                                " LEFT JOIN types t ON t.id = s.type_id"
-                                " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3",
+    stat = query_db_prepare(db,
+                            version >= 8
+                                ? "SELECT coalesce(t.name, '?') || '.' || s.name, s.thread, th.name"
+                                  " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
+                                  " LEFT JOIN types t ON t.id = s.type_id"
+                                  " LEFT JOIN threads th ON th.os_tid = s.thread"
+                                  " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3"
+                                : "SELECT coalesce(t.name, '?') || '.' || s.name, NULL, NULL"
+                                  " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
+                                  " LEFT JOIN types t ON t.id = s.type_id"
+                                  " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3",
                             error);
     if (!refs || !field || !stat)
         goto out;
@@ -373,6 +393,9 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
         if (row) {
             path->static_name = g_strdup((const char *)sqlite3_column_text(stat, 0));
             path->start = k + 1;
+            path->static_thread = sqlite3_column_int64(stat, 1);
+            if (sqlite3_column_type(stat, 2) == SQLITE_TEXT)
+                path->static_thread_name = g_strdup((const char *)sqlite3_column_text(stat, 2));
         }
     }
     ok = TRUE;

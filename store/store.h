@@ -22,8 +22,9 @@
  * snapshot_ref_fields), statics (statics, snapshot_statics), string values (snapshot_strings)
  * and types.flags 8, absent before: references without fields; and in the table checkpoints
  * (absent before: readers find no checkpoints); 7 from 8 in types.flags 16 (finalizable: a
- * schema 7 file does not say), the names of stack roots' methods (root_methods) and the
- * collections' counts (snapshot_collections), absent before. */
+ * schema 7 file does not say), the names of stack roots' methods (root_methods), the
+ * collections' counts (snapshot_collections) and thread statics' threads (statics.thread),
+ * absent before. */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 

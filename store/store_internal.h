@@ -107,6 +107,7 @@ typedef struct store_record {
             hl_root_method h;
             store_str name;
         } root_method;
+        hl_static_thread static_thread;
         struct {
             hl_stack h;
             const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
@@ -342,6 +343,7 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_FIELD,
     STORE_STMT_INSERT_STATIC,
     STORE_STMT_INSERT_ROOT_METHOD,
+    STORE_STMT_SET_STATIC_THREAD,
     STORE_STMT_INSERT_SNAPSHOT_STATIC,
     STORE_STMT_INSERT_SNAPSHOT_STRING,
     STORE_STMT_INSERT_SNAPSHOT_COLLECTION,

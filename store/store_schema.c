@@ -75,7 +75,8 @@ static const char store_schema_tables[] =
     "CREATE TABLE statics (\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  type_id INTEGER NOT NULL,\n"
-    "  name TEXT NOT NULL\n"
+    "  name TEXT NOT NULL,\n"
+    "  thread INTEGER\n"
     ");\n"
     /* The methods of stack roots' frames (wire HL_REC_ROOT_METHOD): snapshot_roots.root_id. */
     "CREATE TABLE root_methods (\n"

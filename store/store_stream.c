@@ -321,6 +321,12 @@ static gboolean store_decode_root_method(const uint8_t *p, uint32_t size, store_
                                         error);
 }
 
+static gboolean store_decode_static_thread(const uint8_t *p, uint32_t size, store_record *out,
+                                           GError **error)
+{
+    return store_decode_fixed(p, size, &out->u.static_thread, sizeof out->u.static_thread, error);
+}
+
 static gboolean store_decode_field(const uint8_t *p, uint32_t size, store_record *out,
                                    GError **error)
 {
@@ -410,6 +416,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_COUNT_SITE] = {"COUNT_SITE", store_decode_count_site},
     [HL_REC_CHECKPOINT] = {"CHECKPOINT", store_decode_checkpoint},
     [HL_REC_ROOT_METHOD] = {"ROOT_METHOD", store_decode_root_method},
+    [HL_REC_STATIC_THREAD] = {"STATIC_THREAD", store_decode_static_thread},
     [HL_REC_SNAPSHOT_COLLECTIONS] = {"SNAPSHOT_COLLECTIONS", store_decode_snapshot_collections},
 };
 

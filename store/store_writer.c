@@ -43,6 +43,7 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT OR REPLACE INTO fields (type_id, field, name) VALUES (?1, ?2, ?3)",
     [STORE_STMT_INSERT_STATIC] =
         "INSERT OR REPLACE INTO statics (id, type_id, name) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_SET_STATIC_THREAD] = "UPDATE statics SET thread = ?2 WHERE id = ?1",
     [STORE_STMT_INSERT_ROOT_METHOD] =
         "INSERT OR REPLACE INTO root_methods (function_id, name) VALUES (?1, ?2)",
     [STORE_STMT_INSERT_SNAPSHOT_STATIC] =
@@ -372,6 +373,17 @@ static gboolean store_writer_static(store_writer *w, const store_record *rec, GE
     return store_writer_step(w, STORE_STMT_INSERT_STATIC, error);
 }
 
+static gboolean store_writer_static_thread(store_writer *w, const store_record *rec,
+                                           GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_SET_STATIC_THREAD];
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, rec->u.static_thread.static_id);
+    sqlite3_bind_int64(st, 2, rec->u.static_thread.os_tid);
+    return store_writer_step(w, STORE_STMT_SET_STATIC_THREAD, error);
+}
+
 static gboolean store_writer_root_method(store_writer *w, const store_record *rec,
                                          GError **error)
 {
@@ -490,6 +502,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_FIELD] = store_writer_field,
     [HL_REC_STATIC] = store_writer_static,
     [HL_REC_ROOT_METHOD] = store_writer_root_method,
+    [HL_REC_STATIC_THREAD] = store_writer_static_thread,
     [HL_REC_SNAPSHOT_STATICS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_STRINGS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_COLLECTIONS] = store_snapshot_items,

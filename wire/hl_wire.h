@@ -96,6 +96,7 @@ typedef enum hl_rec_type {
     HL_REC_COUNT_SITE = 40, /* counted sites (--count), numbered apart from the others' growth */
     HL_REC_ROOT_METHOD = 41,   /* the method of stack roots' frames */
     HL_REC_SNAPSHOT_COLLECTIONS = 42, /* the collections' own counts */
+    HL_REC_STATIC_THREAD = 43, /* a static that is one thread's slot of a thread static */
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -610,6 +611,16 @@ typedef struct hl_static {
     uint32_t type_id;
 } hl_static;
 static_assert(sizeof(hl_static) == 8, "wire layout");
+
+/* HL_REC_STATIC_THREAD: static `static_id` (an HL_REC_STATIC sent before, naming the field) is
+ * the slot of a thread static ([ThreadStatic]) of the thread whose OS id is `os_tid`: each
+ * thread's slot is a static of its own (GetThreadStaticAddress2 inside the snapshot's GC).
+ * Optional. */
+typedef struct hl_static_thread {
+    uint32_t static_id;
+    uint32_t os_tid;
+} hl_static_thread;
+static_assert(sizeof(hl_static_thread) == 8, "wire layout");
 
 /* HL_REC_ROOT_METHOD: names the method of stack roots whose root_id (HL_REC_SNAPSHOT_ROOTS) is
  * `function_id`. Followed by one hl_str: 'Namespace.Type.Method' (as HL_REC_METHOD). Sent once

@@ -450,7 +450,8 @@
     if (r.kind === 'static') {
       var dot = String(r.static).lastIndexOf('.');
       return 'static ' + (dot < 0 ? r.static : shortType(r.static.slice(0, dot)).replace('\u2026', '') +
-        r.static.slice(dot));
+        r.static.slice(dot)) + (r.thread ? ' (thread ' + (r.thread.name || 'unnamed') + ', ' +
+        r.thread.os_tid + ')' : '');
     }
     if (r.handle) flags.unshift(r.handle);
     if (r.method) flags.unshift(r.method); /* a stack root: its frame's method */

@@ -24,7 +24,12 @@ compare with the program's own ground truth.
       for their finalizer; the under-filled List<int> (10 of 1,000) and Dictionary<int, int>
       (10 of its capacity), each by its own count (schema 8, snapshot_collections);
   (e) stack roots name their frame's method: Program.Main holds objects (root_methods), and
-      `roots --json` of an object Main's frame holds says "method".
+      `roots --json` of an object Main's frame holds says "method";
+  (f) thread statics: wherever a snapshot names PerThread.t_payload, it is the slot of a worker
+      thread (by its name) and holds that worker's Payload (its Tag "payload-N"), each worker
+      once per snapshot. A thread static is named from the snapshot after the collector first
+      noted its class (collector/thread_statics.h): how many snapshots that is depends on how
+      far the collector thread was behind the program, so it is printed, not required.
 `--no-strings` run: snapshot_strings has lengths and hashes, no characters; inspect still finds
 the duplicates, without their value.
 `steady` run (three snapshots of a heap that does not change): `heaplens leaks` finds no
@@ -154,6 +159,24 @@ def check_grow(checks, a, log, workdir):
     held = con.execute(
         "SELECT r.object_id FROM snapshot_roots r JOIN root_methods m ON m.function_id = r.root_id"
         " WHERE r.snapshot = ? AND m.name = ? AND r.object_id IS NOT NULL LIMIT 1", (snap, main)).fetchone()
+    rows = con.execute(
+        "SELECT ss.snapshot, th.name, sv.value FROM snapshot_statics ss"
+        " JOIN statics s ON s.id = ss.static_id JOIN types t ON t.id = s.type_id"
+        " LEFT JOIN threads th ON th.os_tid = s.thread"
+        " JOIN snapshot_objects so ON so.snapshot = ss.snapshot AND so.object_id = ss.object_id,"
+        " json_each(so.refs) j"
+        " LEFT JOIN snapshot_ref_fields r ON r.snapshot = ss.snapshot AND r.from_id = j.value"
+        "  AND r.name = 'Tag'"
+        " LEFT JOIN snapshot_strings sv ON sv.snapshot = ss.snapshot AND sv.object_id = r.to_id"
+        " WHERE t.name || '.' || s.name = ? AND json_extract(so.fields, '$[' || j.key || ']') = ss.field",
+        (truth["thread_static"],)).fetchall()
+    by_snapshot = {}
+    for s, thread, tag in rows:
+        by_snapshot.setdefault(s, []).append((thread, tag))
+    want = sorted((w["name"], w["tag"]) for w in truth["workers"])
+    checks.ok("sql: every named slot of the thread static is a worker's, holding its own payload",
+              all(sorted(v) == want for v in by_snapshot.values()), repr(by_snapshot))
+    print(f"thread static {truth['thread_static']} named in snapshots {sorted(by_snapshot)}")
     con.close()
     if held:
         doc = heaplens_json(checks, a.heaplens, ["roots", db, "--object", str(held[0])], log)

@@ -495,6 +495,12 @@ void hl_sb_static(hl_sb *sb, uint32_t static_id, uint32_t type_id, const char *n
     hl_sb_record_strs(sb, HL_REC_STATIC, &f, sizeof f, &name, 1);
 }
 
+void hl_sb_static_thread(hl_sb *sb, uint32_t static_id, uint32_t os_tid)
+{
+    hl_static_thread t = {.static_id = static_id, .os_tid = os_tid};
+    hl_sb_record(sb, HL_REC_STATIC_THREAD, &t, sizeof t);
+}
+
 void hl_sb_root_method(hl_sb *sb, uint64_t function_id, const char *name)
 {
     hl_root_method m = {.function_id = function_id};

@@ -355,10 +355,12 @@ static void fixture_strings(void)
  * of 4, its storage not empty: empty by its own count), System.Int32[].
  * Snapshot 1: Res 1, 2 in the f-reachable queue (finalizer roots), Keep 3 held by a handle;
  * snapshot 2: Res 1, 2 held by a static array's handle (finalized, reachable again), Keep 3, the
- * lists held by Main's frame (a stack root of FunctionID 0x5000, named App.Program.Main). */
+ * lists held by Main's frame (a stack root of FunctionID 0x5000, named App.Program.Main), Keep 3
+ * held only by element 0 of an Object[] (20, held by a handle) that is thread static
+ * App.Keep.t_keep of thread 77, "worker". */
 static void fixture_kept(void)
 {
-    enum { K_RES = 1, K_KEEP, K_LIST, K_INTS };
+    enum { K_RES = 1, K_KEEP, K_LIST, K_INTS, K_OBJS };
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 9, "dotnet Kept.dll");
     hl_sb_type_full(sb, &(hl_type){.type_id = K_RES, .flags = HL_TYPE_FLAG_FINALIZER}, "App.Res");
@@ -367,7 +369,13 @@ static void fixture_kept(void)
     hl_sb_type(sb, K_LIST, "System.Collections.Generic.List<System.Int32>");
     hl_sb_type_full(sb, &(hl_type){.type_id = K_INTS, .flags = HL_TYPE_FLAG_ARRAY},
                     "System.Int32[]");
+    hl_sb_type_full(sb, &(hl_type){.type_id = K_OBJS, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
     hl_sb_root_method(sb, 0x5000, "App.Program.Main");
+    hl_sb_thread(sb, 77, 0x7700, "worker");
+    hl_sb_static(sb, 1, K_KEEP, "t_keep");
+    hl_sb_static_thread(sb, 1, 77);
+    hl_sb_alloc(sb, 20, K_OBJS, 32, 100);
     hl_sb_alloc(sb, 1, K_RES, 24, 100);
     hl_sb_alloc(sb, 2, K_RES, 24, 100);
     hl_sb_alloc(sb, 3, K_KEEP, 32, 100);
@@ -378,22 +386,29 @@ static void fixture_kept(void)
     for (uint32_t gc = 1; gc <= 2; gc++) {
         hl_sb_gc_start(sb, gc, 2, TRUE, 14);
         if (gc == 1)
-            for (uint64_t id = 1; id <= 13; id++)
-                if (id <= 3 || id >= 10)
+            for (uint64_t id = 1; id <= 20; id++)
+                if (id <= 3 || (id >= 10 && id <= 13) || id == 20)
                     hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
         hl_sb_snapshot_start(sb, gc, gc, HL_SNAPSHOT_INDUCED);
-        for (uint64_t id = 1; id <= 13; id++)
-            if (id <= 3 || id >= 10)
+        for (uint64_t id = 1; id <= 20; id++)
+            if (id <= 3 || (id >= 10 && id <= 13) || id == 20)
                 hl_sb_snapshot_object(sb, gc, id, HL_GEN_1, 0);
         hl_sb_snapshot_ref(sb, gc, 10, 12);
         hl_sb_snapshot_ref(sb, gc, 11, 13);
+        hl_sb_snapshot_ref(sb, gc, 20, 3);
+        hl_sb_snapshot_ref_field(sb, gc, 1);
+        hl_sb_snapshot_ref_field(sb, gc, 1);
+        hl_sb_snapshot_ref_field(sb, gc, 0);
+        hl_sb_snapshot_static(sb, gc, 20, 0, 1);
+        hl_sb_snapshot_root(sb, gc, 20, HL_ROOT_HANDLE, 0, 0x2020);
         hl_sb_snapshot_collection(sb, gc, 10, 10, 1000);
         hl_sb_snapshot_collection(sb, gc, 11, 0, 4);
         hl_sb_snapshot_root(sb, gc, 1, gc == 1 ? HL_ROOT_FINALIZER : HL_ROOT_HANDLE, 0,
                             gc == 1 ? 0 : 0x2001);
         hl_sb_snapshot_root(sb, gc, 2, gc == 1 ? HL_ROOT_FINALIZER : HL_ROOT_HANDLE, 0,
                             gc == 1 ? 0 : 0x2002);
-        hl_sb_snapshot_root(sb, gc, 3, HL_ROOT_HANDLE, 0, 0x2003);
+        if (gc == 1)
+            hl_sb_snapshot_root(sb, gc, 3, HL_ROOT_HANDLE, 0, 0x2003);
         hl_sb_snapshot_root(sb, gc, 10, HL_ROOT_STACK, 0, 0x5000);
         hl_sb_snapshot_root(sb, gc, 11, HL_ROOT_STACK, 0, 0x5000);
         hl_sb_snapshot_end(sb, gc, gc);
@@ -940,6 +955,16 @@ static void case_inspect_kept(void)
     json_t *root = doc ? json_array_get(json_object_get(jrow(doc, 0), "roots"), 0) : NULL;
     CHECK(root && strcmp(jstr(root, "kind"), "stack") == 0 &&
           strcmp(jstr(root, "method"), "App.Program.Main") == 0);
+    json_decref(doc);
+    /* a thread static: the static with its thread */
+    r = RUN("roots", "kept.db", "--object", "3");
+    CHECK(strstr(r.out, "root: static Keep.t_keep (thread worker, 77)\n") != NULL);
+    run_result_release(&r);
+    doc = RUN_JSON("roots", "kept.db", "--object", "3", "--json");
+    root = doc ? json_array_get(json_object_get(jrow(doc, 0), "roots"), 0) : NULL;
+    json_t *thread = root ? json_object_get(root, "thread") : NULL;
+    CHECK(root && strcmp(jstr(root, "static"), "App.Keep.t_keep") == 0 && thread &&
+          jint(thread, "os_tid") == 77 && strcmp(jstr(thread, "name"), "worker") == 0);
     json_decref(doc);
 }
 
