@@ -790,8 +790,10 @@ void hl_collector_request_snapshot(hl_profiler *p) {
 static void take_requests(collector *c) {
     int cmd;
     while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
-        if (cmd == HL_CMD_SNAPSHOT)
+        if (cmd == HL_CMD_SNAPSHOT) {
+            hl_statics_before_gc(c); /* its thread statics named in this very snapshot */
             hl_collector_request_snapshot(c->p);
+        }
         else if (cmd == HL_CMD_DETACH && c->p->attach)
             atomic_store(&c->p->detach_requested, true);
     }

@@ -199,11 +199,10 @@ static void note_function(collector *c, FunctionID function) {
         hl_statics_note_class(c, cls);
 }
 
-void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
-    hl_statics *s = &c->statics;
-    ICorProfilerInfo *info = c->p->info;
+/* Notes the classes of every JIT-compiled method. */
+static void note_jited(collector *c) {
     IUnknown *e = NULL;
-    if (!HR_FAILED(info_enum_jited_functions(info, &e)) && e) {
+    if (!HR_FAILED(info_enum_jited_functions(c->p->info, &e)) && e) {
         COR_PRF_FUNCTION f[256];
         ULONG got = 0;
         while (!HR_FAILED(function_enum_next(e, 256, f, &got)) && got > 0)
@@ -211,6 +210,43 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
                 note_function(c, f[k].function);
         clr_release(e);
     }
+}
+
+/* Whether field `f` (index `i`) is a thread static, asked once; a thread static is published
+ * for the GC thread (thread_statics.h). */
+static void classify(collector *c, size_t i, static_field *f, AppDomainID domain) {
+    uint32_t kind = 0;
+    if (!domain || f->kind != STATIC_KIND_UNKNOWN ||
+        HR_FAILED(info_get_static_field_info(c->p->info, f->cls, f->token, &kind)))
+        return;
+    f->kind = kind & COR_PRF_FIELD_THREAD_STATIC ? STATIC_KIND_THREAD : STATIC_KIND_DOMAIN;
+    hl_tls_field t = {.cls = f->cls, .token = f->token, .domain = domain, .field = (uint32_t)i};
+    if (f->kind == STATIC_KIND_THREAD && c->p->gcs.tls_on &&
+        !hl_tls_fields_add(&c->p->gcs.tls_fields, &t))
+        c->model_failures++;
+}
+
+void hl_statics_before_gc(collector *c) {
+    hl_statics *s = &c->statics;
+    note_jited(c);
+    ModuleID module = 0;
+    AppDomainID domain = 0;
+    for (size_t i = 0; i < s->fields.n; i++) {
+        static_field *f = (static_field *)s->fields.p + i;
+        if (f->kind != STATIC_KIND_UNKNOWN)
+            continue;
+        if (f->module != module) {
+            module = f->module;
+            domain = module_domain(c->p->info, module);
+        }
+        classify(c, i, f, domain);
+    }
+}
+
+void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
+    hl_statics *s = &c->statics;
+    ICorProfilerInfo *info = c->p->info;
+    note_jited(c);
     /* Methods on the stack: the enumeration leaves out some that run (a program's Main) */
     for (size_t i = 0; i < g->n_roots; i++)
         if (g->roots[i].kind == HL_ROOT_STACK && g->roots[i].root_id) {
@@ -236,17 +272,7 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
             !addr) {
             /* Not initialised yet, or a thread static: asked once which. A thread static's
              * slots are found inside the next snapshots' GCs (thread_statics.h). */
-            uint32_t kind = 0;
-            if (domain && f->kind == STATIC_KIND_UNKNOWN &&
-                !HR_FAILED(info_get_static_field_info(info, f->cls, f->token, &kind))) {
-                f->kind = kind & COR_PRF_FIELD_THREAD_STATIC ? STATIC_KIND_THREAD
-                                                              : STATIC_KIND_DOMAIN;
-                hl_tls_field t = {.cls = f->cls, .token = f->token, .domain = domain,
-                                  .field = (uint32_t)i};
-                if (f->kind == STATIC_KIND_THREAD && c->p->gcs.tls_on &&
-                    !hl_tls_fields_add(&c->p->gcs.tls_fields, &t))
-                    c->model_failures++;
-            }
+            classify(c, i, f, domain);
             continue;
         }
         f->kind = STATIC_KIND_DOMAIN;

@@ -53,6 +53,10 @@ void hl_statics_note_class(struct collector *c, ClassID cls);
  * of `g`'s stack roots (and names those methods), then asks each static's slot address, and
  * takes the thread statics' slots `g` found. */
 void hl_statics_prepare(struct collector *c, const hl_gc_capture *g);
+/* Before a GC the collector itself asks for (`heaplens snapshot PID`): notes the classes of
+ * JIT-compiled methods and publishes their thread statics, so that this snapshot's GC already
+ * finds their slots. */
+void hl_statics_before_gc(struct collector *c);
 /* The static held at slot address `addr`, or 0. */
 uint32_t hl_statics_at(const hl_statics *s, uint64_t addr);
 /* Sends the STATIC, STATIC_THREAD and ROOT_METHOD records not sent yet. */
