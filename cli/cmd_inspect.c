@@ -28,7 +28,7 @@ static int64_t jint(json_t *f, const char *key)
 static char *finding_text(json_t *f)
 {
     const char *kind = jstr(f, "kind");
-    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX];
+    char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
     if (strcmp(kind, "duplicate-strings") == 0) {
         json_t *v = json_object_get(f, "value");
         g_autofree char *value = json_is_string(v) ? g_strescape(json_string_value(v), NULL)
@@ -46,12 +46,30 @@ static char *finding_text(json_t *f)
                                jstr(f, "type"),
                                100.0 * json_real_value(json_object_get(f, "fill")),
                                query_size_format(jint(f, "wasted"), b));
+    if (strcmp(kind, "under-filled") == 0)
+        return g_strdup_printf("%s %s filled %.1f%% (%s of %s; %s wasted)",
+                               query_count_format(jint(f, "count"), a), jstr(f, "type"),
+                               100.0 * json_real_value(json_object_get(f, "fill")),
+                               query_count_format(jint(f, "elements"), b),
+                               query_count_format(jint(f, "capacity"), c),
+                               query_size_format(jint(f, "wasted"), d));
     if (strcmp(kind, "event-handlers") == 0) {
         json_t *field = json_object_get(f, "field");
         return g_strdup_printf("%s handlers on %s%s%s", query_count_format(jint(f, "subscribers"), a),
                                jstr(f, "owner"), json_is_string(field) ? "." : "",
                                json_is_string(field) ? json_string_value(field) : "");
     }
+    if (strcmp(kind, "finalizable") == 0) {
+        int64_t queued = jint(f, "queued");
+        g_autofree char *tail = queued ? g_strdup_printf(" (%s waiting for the finalizer)",
+                                                         query_count_format(queued, b))
+                                       : g_strdup("");
+        return g_strdup_printf("%s %s with a finalizer%s", query_count_format(jint(f, "count"), a),
+                               jstr(f, "type"), tail);
+    }
+    if (strcmp(kind, "finalized-reachable") == 0)
+        return g_strdup_printf("%s %s finalized and reachable again",
+                               query_count_format(jint(f, "count"), a), jstr(f, "type"));
     if (strcmp(kind, "pinned") == 0)
         return g_strdup_printf("%s %s pinned in gen%" PRId64, query_count_format(jint(f, "count"), a),
                                jstr(f, "type"), jint(f, "generation"));

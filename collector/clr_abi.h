@@ -122,6 +122,8 @@ enum {
     INFO_GetClassLayout = 40,
     INFO_GetClassIDInfo2 = 41,
     INFO_GetAppDomainStaticAddress = 50,
+    INFO_GetStaticFieldInfo = 53,
+    INFO_GetThreadStaticAddress2 = 68, /* ICorProfilerInfo3 */
     INFO_GetGenerationBounds = 54,
     INFO_GetObjectGeneration = 55,
     INFO_EnumJITedFunctions = 57, /* ICorProfilerInfo3 */

@@ -222,6 +222,21 @@ static inline HRESULT info_get_app_domain_static_address(ICorProfilerInfo *i, Cl
                     HRESULT (*)(ICorProfilerInfo *, ClassID, mdToken, AppDomainID, void **),
                     c, field, domain, address);
 }
+/* COR_PRF_STATIC_TYPE of a static field: THREAD_STATIC 0x2 ([ThreadStatic]). */
+enum { COR_PRF_FIELD_THREAD_STATIC = 0x2 };
+static inline HRESULT info_get_static_field_info(ICorProfilerInfo *i, ClassID c, mdToken field,
+                                                 uint32_t *kind) {
+    return CLR_CALL(i, INFO_GetStaticFieldInfo,
+                    HRESULT (*)(ICorProfilerInfo *, ClassID, mdToken, uint32_t *), c, field, kind);
+}
+static inline HRESULT info_get_thread_static_address2(ICorProfilerInfo *i, ClassID c,
+                                                      mdToken field, AppDomainID domain,
+                                                      ThreadID thread, void **address) {
+    return CLR_CALL(i, INFO_GetThreadStaticAddress2,
+                    HRESULT (*)(ICorProfilerInfo *, ClassID, mdToken, AppDomainID, ThreadID,
+                                void **),
+                    c, field, domain, thread, address);
+}
 /* ICorProfilerInfo3::EnumJITedFunctions: an ICorProfilerFunctionEnum (IUnknown, then Skip,
  * Reset, Clone, GetCount, Next of COR_PRF_FUNCTION). */
 typedef struct COR_PRF_FUNCTION {

@@ -206,6 +206,7 @@ static uint8_t type_traits_resolve(collector *c, ClassID cls) {
      * c->name waits in hl_outbox_put. Long names are cut; only short ones are compared. */
     char name[256];
     hl_type_name(&c->names, cls, name, sizeof name);
+    hl_fields_note_collection(c, cls, name);
     if (strcmp(name, "System.WeakReference") == 0 ||
         strncmp(name, "System.WeakReference<", 21) == 0)
         traits |= TYPE_TRAIT_WEAK_REFERENCE;
@@ -272,11 +273,28 @@ uint32_t hl_collector_type_id(collector *c, ClassID cls) {
     return id;
 }
 
+/* Whether instances of `cls` need finalization: the runtime's MethodTable::HasFinalizer, bit
+ * 0x00100000 of the method table's first 32-bit word (methodtable.h enum_flag_HasFinalizer, the
+ * same on .NET 8, 9 and 10, mirrored in CoreLib's MethodTable.cs), which the runtime sets when a
+ * class or a parent overrides Object.Finalize and by which the GC registers each new instance for
+ * finalization. No profiling call says it; the word is census.c's, read the same way. A ClassID
+ * is a TypeHandle: one with bit 1 set is a TypeDesc (no method table), and arrays have none. */
+static bool class_has_finalizer(ClassID cls) {
+    if (!cls || (cls & 7))
+        return false;
+    uint32_t flags;
+    memcpy(&flags, (const void *)(uintptr_t)cls, sizeof flags);
+    return (flags & 0x00100000u) != 0;
+}
+
 void hl_collector_flush_types(collector *c) {
     /* Sending may wait, and the drain that runs meanwhile may queue more: index, not pointer. */
     for (size_t i = 0; i < c->pending_types.n; i++) {
         hl_type t = ((const hl_type *)c->pending_types.p)[i];
         t.flags = hl_type_name(&c->names, t.class_id, c->name, sizeof c->name);
+        if (!(t.flags & (HL_TYPE_FLAG_ARRAY | HL_TYPE_FLAG_UNRESOLVED)) &&
+            class_has_finalizer(t.class_id))
+            t.flags |= HL_TYPE_FLAG_FINALIZER;
         hl_collector_put_str(c, HL_REC_TYPE, &t, sizeof t, c->name);
     }
     c->pending_types.n = 0;
@@ -779,6 +797,7 @@ static void take_requests(collector *c) {
         if (cmd == HL_CMD_SNAPSHOT) {
             if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
                 hl_collector_triggers_replaced(c); /* no GC took it: the request replaces it */
+            hl_statics_before_gc(c); /* its thread statics named in this very snapshot */
             hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
         }
         else if (cmd == HL_CMD_DETACH && c->p->attach)

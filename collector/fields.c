@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collector/collections.h"
 #include "collector/collector_internal.h"
 #include "collector/mem.h"
 
@@ -110,6 +111,42 @@ static void resolve(collector *c, ClassID cls, hl_layout *l) {
             c->model_failures++;
     }
     hl_vec_release(&v);
+}
+
+/* The offset of instance field `name` of `cls` or a parent; false when it has none. */
+static bool field_offset(collector *c, ClassID cls, const char *name, uint32_t *offset) {
+    id_vec v = {.elem = sizeof(field_at)};
+    ClassID cur = cls;
+    bool found = false;
+    for (int depth = 0; cur && depth < MAX_PARENTS && !found; depth++) {
+        ClassID parent = 0;
+        size_t first = v.n;
+        if (!own_fields(c->p->info, cur, &v, &parent))
+            break;
+        for (size_t i = first; i < v.n && !found; i++) {
+            const field_at *f = (const field_at *)v.p + i;
+            char text[64];
+            if (hl_field_name(&c->names, f->module, f->token, text, sizeof text) &&
+                strcmp(text, name) == 0) {
+                *offset = f->offset;
+                found = true;
+            }
+        }
+        cur = parent;
+    }
+    hl_vec_release(&v);
+    return found;
+}
+
+void hl_fields_note_collection(collector *c, ClassID cls, const char *type_name) {
+    const char *count = NULL, *free_count = NULL, *storage = NULL;
+    if (!hl_collections_fields(type_name, &count, &free_count, &storage))
+        return;
+    hl_collection_layout l = {0};
+    if (!field_offset(c, cls, count, &l.count_off) || !field_offset(c, cls, storage, &l.storage_off) ||
+        (free_count && !field_offset(c, cls, free_count, &l.free_off)))
+        return; /* not the layout the inspections know: not read */
+    hl_collections_add(&c->p->gcs.collections, cls, l);
 }
 
 const hl_layout *hl_fields_layout(collector *c, ClassID cls) {

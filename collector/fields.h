@@ -62,6 +62,11 @@ static inline uint32_t hl_layout_field(const hl_layout *l, uint32_t offset) {
     return lo ? lo : HL_FIELD_UNKNOWN;
 }
 
+/* Registers `cls`, named `type_name`, with the snapshots' heap walks when it is a known
+ * collection class (collections.h): its count and storage fields' offsets, its parents'
+ * included. Once per class, when the collector first sees it. */
+void hl_fields_note_collection(struct collector *c, ClassID cls, const char *type_name);
+
 /* Sends the queued FIELD records (before the snapshot that uses them). */
 void hl_fields_flush(struct collector *c);
 

@@ -27,6 +27,9 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     q->string_chars = true;
     atomic_flag_clear(&q->moves_lock);
     hl_census_init(&q->census, false);
+    hl_collections_init(&q->collections);
+    hl_thread_set_init(&q->threads);
+    hl_tls_fields_init(&q->tls_fields);
 }
 
 static void capture_free(hl_gc_capture *c) {
@@ -39,6 +42,8 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->by_class);
     hl_mem_free(c->walk);
     hl_mem_free(c->strings);
+    hl_mem_free(c->collections);
+    hl_mem_free(c->tls);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
     hl_mem_free(c);
@@ -357,6 +362,18 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
         c->incomplete = true;
         c->snapshot_trigger = 0; /* as for the walk: no snapshot with holes */
     }
+    const hl_collection_layout *coll = hl_collections_find(&q->collections, class_id);
+    if (coll) {
+        if (!grow((void **)&c->collections, &c->cap_collections, c->n_collections, 1,
+                  sizeof *c->collections)) {
+            c->incomplete = true;
+            c->snapshot_trigger = 0;
+            return true;
+        }
+        hl_walk_collection *w2 = &c->collections[c->n_collections++];
+        w2->object = object;
+        hl_collection_read(coll, object, &w2->count, &w2->capacity);
+    }
     return true;
 }
 
@@ -367,6 +384,10 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     q->current = NULL;
     if (!bounds_copy(q, info, &c->after, &c->n_after))
         c->incomplete = true;
+    /* Objects are at their final addresses and the runtime is still suspended: the slots of
+     * thread statics are the snapshot's now (they lie in arrays the GC moves). Only named. */
+    if (c->snapshot_trigger && q->tls_on)
+        hl_tls_capture(&q->threads, &q->tls_fields, info, &c->tls, &c->n_tls, &c->cap_tls);
     if (q->census.on)
         c->census_ns += hl_census_remember(&q->census, info, c->after, c->after ? c->n_after : 0);
     if (q->discover) {

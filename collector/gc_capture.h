@@ -17,6 +17,8 @@
 #include <stdint.h>
 
 #include "collector/census.h"
+#include "collector/collections.h"
+#include "collector/thread_statics.h"
 #include "collector/clr_info.h"
 #include "heapmodel/hm_model.h"
 #include "wire/hl_wire.h"
@@ -57,6 +59,12 @@ typedef struct hl_walk_string {
     uint32_t n_chars;
     uint16_t chars[HL_STRING_CHARS];
 } hl_walk_string;
+
+/* A collection's own count and capacity, read during a snapshot's walk (collections.h). */
+typedef struct hl_walk_collection {
+    ObjectID object;
+    uint32_t count, capacity;
+} hl_walk_collection;
 
 /* An object found alive after a GC without ObjectAllocated (sampled mode, attach: discovery.h). */
 typedef struct hl_found_object {
@@ -104,6 +112,13 @@ typedef struct hl_gc_capture {
     /* The values of the walk's strings (System.String objects), in walk order. */
     hl_walk_string *strings;
     size_t n_strings, cap_strings;
+    /* Every thread's slot of every thread static known (thread_statics.h), found at the end of
+     * a snapshot's GC (record only). */
+    hl_tls_slot *tls;
+    size_t n_tls, cap_tls;
+    /* The known collections' counts (collections.h), in walk order. */
+    hl_walk_collection *collections;
+    size_t n_collections, cap_collections;
     /* Discovery (sampled mode, attach; discovery.h): the objects found alive after this GC, in
      * the survivor ranges of its young generations or, when `discover_walk`, by the runtime's
      * walk of the whole heap. */
@@ -153,6 +168,14 @@ typedef struct hl_gc_queue {
     _Atomic ClassID string_class;
     ClassID not_string;
     bool string_chars;
+    /* The collection classes the collector thread registered (collections.h), read by the walk. */
+    hl_collections collections;
+    /* Thread statics (thread_statics.h): the managed threads, kept by the thread callbacks, and
+     * the thread-static fields statics.c published; `tls_on` when a snapshot's GC asks their
+     * slots (record, not attach). */
+    hl_thread_set threads;
+    hl_tls_fields tls_fields;
+    bool tls_on;
 } hl_gc_queue;
 
 void hl_gc_queue_init(hl_gc_queue *q);

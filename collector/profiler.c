@@ -267,6 +267,21 @@ static void name_event_push(hl_profiler *p, const hl_name_event *e) {
         hl_collector_wake(p); /* faster than the collector's idle period: drain it now */
 }
 
+/* The managed threads alive, for thread statics (thread_statics.h): kept in the callbacks
+ * themselves, so that no ThreadID outlives its thread. Only where snapshots ask their slots
+ * (record; not in the empty profiler, whose callbacks return at once). */
+static HRESULT on_thread_created(hl_profiler *p, ThreadID thread) {
+    if (p->gcs.tls_on && !p->empty)
+        hl_thread_set_add(&p->gcs.threads, thread);
+    return S_OK;
+}
+
+static HRESULT on_thread_destroyed(hl_profiler *p, ThreadID thread) {
+    if (p->gcs.tls_on && !p->empty)
+        hl_thread_set_remove(&p->gcs.threads, thread);
+    return S_OK;
+}
+
 static HRESULT on_thread_assigned(hl_profiler *p, ThreadID thread, DWORD os_tid) {
     if (p->active)
         name_event_push(p, &(hl_name_event){.thread = thread, .os_tid = os_tid});
@@ -570,6 +585,8 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
     p->gcs.string_chars = !cfg->no_strings;
+    /* Thread statics need every managed thread from its creation on (thread_statics.h). */
+    p->gcs.tls_on = cfg->mode != HL_MODE_ATTACH;
     /* Sampled mode follows only its samples (collector/README.md, "Sampled mode follows its
      * samples"): no discovery at GCs; snapshots name the rest. Not with the census's check,
      * whose ObjectAllocated gives every object an id anyway. Attach discovers: without
@@ -815,6 +832,8 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .ObjectsAllocatedByClass = on_objects_allocated_by_class,
     .HandleCreated = on_handle_created,
     .HandleDestroyed = on_handle_destroyed,
+    .ThreadCreated = on_thread_created,
+    .ThreadDestroyed = on_thread_destroyed,
     .ThreadAssignedToOSThread = on_thread_assigned,
     .ThreadNameChanged = on_thread_name_changed,
     .LoadAsNotificationOnly = on_load_as_notification_only,

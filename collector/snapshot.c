@@ -79,6 +79,7 @@ typedef struct hl_snapshot {
     id_vec ref_fields; /* uint32 per ref: the field holding it (HL_REC_SNAPSHOT_REF_FIELDS) */
     id_vec statics;    /* hl_snapshot_static: references that are static fields */
     id_vec strings;    /* hl_snapshot_string: the strings' values */
+    id_vec collections; /* hl_snapshot_collection: the known collections' counts */
     id_vec roots;      /* hl_snapshot_root */
     id_vec discovered; /* hl_discovered */
     uint64_t known;    /* walked objects the model holds in a GC generation (self-check) */
@@ -189,6 +190,24 @@ static void walk_strings(snapshot *s) {
                                   .length = v->length, .n_chars = v->n_chars};
         memcpy(out.chars, v->chars, v->n_chars * sizeof(uint16_t));
         push(s, &s->strings, &out);
+    }
+}
+
+/* The collections' counts with their ids, as walk_strings: read in walk order. */
+static void walk_collections(snapshot *s) {
+    const hl_gc_capture *g = s->g;
+    const hl_snapshot_object *objects = s->objects.p;
+    size_t i = 0, k = 0;
+    for (size_t off = 0; off < g->walk_len && k < g->n_collections; i++) {
+        hl_walk_object w;
+        memcpy(&w, g->walk + off, sizeof w);
+        off += hl_walk_object_bytes(w.n_refs);
+        if (w.object != g->collections[k].object)
+            continue;
+        const hl_walk_collection *v = &g->collections[k++];
+        hl_snapshot_collection out = {.object_id = objects[i].id, .count = v->count,
+                                      .capacity = v->capacity};
+        push(s, &s->collections, &out);
     }
 }
 
@@ -312,6 +331,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->ref_fields.elem = sizeof(uint32_t);
     s->statics.elem = sizeof(hl_snapshot_static);
     s->strings.elem = sizeof(hl_snapshot_string);
+    s->collections.elem = sizeof(hl_snapshot_collection);
     s->roots.elem = sizeof(hl_snapshot_root);
     s->discovered.elem = sizeof(hl_discovered);
     s->found.elem = sizeof(hm_found);
@@ -326,6 +346,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     follow_found(s); /* before the strings and references: they need every id */
     hl_vec_release(&s->found);
     walk_strings(s);
+    walk_collections(s);
     hl_statics_prepare(c, g); /* the classes walk_objects noted included */
     walk_refs(s);
     walk_roots(s);
@@ -356,6 +377,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     send_batch(c, HL_REC_SNAPSHOT_REF_FIELDS, snap, &s->ref_fields);
     send_batch(c, HL_REC_SNAPSHOT_STATICS, snap, &s->statics);
     send_batch(c, HL_REC_SNAPSHOT_STRINGS, snap, &s->strings);
+    send_batch(c, HL_REC_SNAPSHOT_COLLECTIONS, snap, &s->collections);
     send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s->roots);
     s->end.snapshot = snap;
     s->end.gc = g->gc;
@@ -370,6 +392,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_vec_release(&s->ref_fields);
     hl_vec_release(&s->statics);
     hl_vec_release(&s->strings);
+    hl_vec_release(&s->collections);
     hl_vec_release(&s->roots);
     hl_vec_release(&s->discovered);
     hl_mem_free(s);

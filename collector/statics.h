@@ -10,7 +10,11 @@
  * the runtime has not loaded (GetClassFromToken would load it). A class's static reference
  * fields are read from metadata once (EnumFields, GetFieldProps: static, not literal, not RVA,
  * not a primitive); their addresses before each snapshot (a class initialised since then is
- * found; one not initialised yet has none). Thread statics are not named. Collector thread only.
+ * found; one not initialised yet has none). A thread static ([ThreadStatic]: GetStaticFieldInfo)
+ * is published for the GC thread (thread_statics.h), which finds each thread's slot inside the
+ * next snapshots' GCs (record only); each (field, thread) slot is named as a static of its own with its OS
+ * thread (HL_REC_STATIC_THREAD). The methods of the stack roots' frames (their FunctionIDs) are
+ * named once each (HL_REC_ROOT_METHOD). Collector thread only.
  */
 #ifndef HEAPLENS_COLLECTOR_STATICS_H
 #define HEAPLENS_COLLECTOR_STATICS_H
@@ -31,6 +35,11 @@ typedef struct hl_statics {
     uint64_t lo, hi;    /* the addresses' range */
     ClassID last;       /* the last class noted (most objects follow one of their class) */
     size_t jited_seen;  /* JIT-compiled functions already looked at */
+    hl_u64map methods;  /* FunctionIDs of stack roots named */
+    id_vec pending_methods; /* ROOT_METHOD records not sent yet */
+    uint32_t next_id;   /* static ids given: fields, and thread statics' slots per thread */
+    hl_u64map per_thread; /* (field index + 1) << 32 | OS tid -> the slot's static id */
+    id_vec pending_threads; /* STATIC_THREAD records not sent yet */
 } hl_statics;
 
 struct collector;
@@ -41,11 +50,16 @@ void hl_statics_release(hl_statics *s);
 /* Lists the static reference fields of `cls` the first time it is seen. */
 void hl_statics_note_class(struct collector *c, ClassID cls);
 /* Before a snapshot's references: notes the classes of JIT-compiled methods and of the methods
- * of `g`'s stack roots, then asks each static's slot address. */
+ * of `g`'s stack roots (and names those methods), then asks each static's slot address, and
+ * takes the thread statics' slots `g` found. */
 void hl_statics_prepare(struct collector *c, const hl_gc_capture *g);
+/* Before a GC the collector itself asks for (`heaplens snapshot PID`): notes the classes of
+ * JIT-compiled methods and publishes their thread statics, so that this snapshot's GC already
+ * finds their slots. */
+void hl_statics_before_gc(struct collector *c);
 /* The static held at slot address `addr`, or 0. */
 uint32_t hl_statics_at(const hl_statics *s, uint64_t addr);
-/* Sends the STATIC records not sent yet. */
+/* Sends the STATIC, STATIC_THREAD and ROOT_METHOD records not sent yet. */
 void hl_statics_flush(struct collector *c);
 
 #endif /* HEAPLENS_COLLECTOR_STATICS_H */

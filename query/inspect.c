@@ -81,7 +81,8 @@ static gboolean duplicates(sqlite3 *db, int64_t snapshot, const inspect_options 
 
 typedef struct collections {
     sqlite3 *db;
-    sqlite3_stmt *field, *size;
+    int64_t snapshot;
+    sqlite3_stmt *field, *size, *own, *refs;
     GHashTable *by_type; /* type name -> int64_t[2] {count, bytes} */
 } collections;
 
@@ -118,7 +119,30 @@ static gboolean collection_row(sqlite3_stmt *st, void *ctx, GError **error)
     int64_t type_id = sqlite3_column_int64(st, 0), bytes = sqlite3_column_int64(st, 2);
     const char *refs = column_text(st, 3), *fields = column_text(st, 4);
     gboolean empty;
-    if (g_str_has_prefix(type, "System.Collections.Generic.Dictionary<") ||
+    if (c->own) { /* its own count, read in the heap walk (schema 8), where the class was known */
+        sqlite3_reset(c->own);
+        sqlite3_bind_int64(c->own, 1, c->snapshot);
+        sqlite3_bind_int64(c->own, 2, sqlite3_column_int64(st, 5));
+        if (sqlite3_step(c->own) == SQLITE_ROW) {
+            empty = sqlite3_column_int64(c->own, 0) == 0;
+            goto found;
+        }
+    }
+    if (g_str_has_prefix(type, "System.Collections.Concurrent.ConcurrentDictionary<")) {
+        /* no count field: empty when its buckets array holds no node (_tables -> _buckets) */
+        int64_t tables = field_target(c, type_id, refs, fields, "_tables"), buckets = 0;
+        sqlite3_reset(c->refs);
+        sqlite3_bind_int64(c->refs, 1, c->snapshot);
+        sqlite3_bind_int64(c->refs, 2, tables);
+        if (tables && sqlite3_step(c->refs) == SQLITE_ROW)
+            buckets = field_target(c, sqlite3_column_int64(c->refs, 0), column_text(c->refs, 1),
+                                   column_text(c->refs, 2), "_buckets");
+        sqlite3_reset(c->refs);
+        sqlite3_bind_int64(c->refs, 1, c->snapshot);
+        sqlite3_bind_int64(c->refs, 2, buckets);
+        empty = buckets && sqlite3_step(c->refs) == SQLITE_ROW &&
+                sqlite3_column_type(c->refs, 1) == SQLITE_NULL;
+    } else if (g_str_has_prefix(type, "System.Collections.Generic.Dictionary<") ||
         g_str_has_prefix(type, "System.Collections.Generic.HashSet<")) {
         empty = field_target(c, type_id, refs, fields, "_entries") == 0 &&
                 field_target(c, type_id, refs, fields, "_buckets") == 0;
@@ -132,6 +156,7 @@ static gboolean collection_row(sqlite3_stmt *st, void *ctx, GError **error)
         empty = array && sqlite3_step(c->size) == SQLITE_ROW &&
                 sqlite3_column_int64(c->size, 0) <= 24;
     }
+found:
     if (!empty)
         return TRUE;
     int64_t *agg = g_hash_table_lookup(c->by_type, type);
@@ -144,26 +169,36 @@ static gboolean collection_row(sqlite3_stmt *st, void *ctx, GError **error)
     return TRUE;
 }
 
-static gboolean empty_collections(sqlite3 *db, int64_t snapshot, json_t *findings,
-                                  GError **error)
+static gboolean empty_collections(sqlite3 *db, int64_t snapshot, int64_t version,
+                                  json_t *findings, GError **error)
 {
-    collections c = {.db = db};
+    collections c = {.db = db, .snapshot = snapshot};
     gboolean ok = FALSE;
     c.field = query_db_prepare(db, "SELECT name FROM fields WHERE type_id = ?1 AND field = ?2",
                                error);
     c.size = query_db_prepare(db, "SELECT size FROM objects WHERE id = ?1", error);
+    c.refs = query_db_prepare(db, "SELECT o.type_id, so.refs, so.fields FROM snapshot_objects so"
+                                  " JOIN objects o ON o.id = so.object_id"
+                                  " WHERE so.snapshot = ?1 AND so.object_id = ?2",
+                              error);
+    if (version >= 8)
+        c.own = query_db_prepare(db, "SELECT count FROM snapshot_collections"
+                                     " WHERE snapshot = ?1 AND object_id = ?2",
+                                 error);
     c.by_type = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-    if (!c.field || !c.size)
+    if (!c.field || !c.size || !c.refs || (version >= 8 && !c.own))
         goto out;
     if (!each_row(db,
-                  "SELECT o.type_id, t.name, o.size, so.refs, so.fields FROM snapshot_objects so"
+                  "SELECT o.type_id, t.name, o.size, so.refs, so.fields, so.object_id"
+                  " FROM snapshot_objects so"
                   " JOIN objects o ON o.id = so.object_id JOIN types t ON t.id = o.type_id"
                   " WHERE so.snapshot = ?1 AND ("
                   "t.name GLOB 'System.Collections.Generic.List<*' OR"
                   " t.name GLOB 'System.Collections.Generic.Dictionary<*' OR"
                   " t.name GLOB 'System.Collections.Generic.HashSet<*' OR"
                   " t.name GLOB 'System.Collections.Generic.Queue<*' OR"
-                  " t.name GLOB 'System.Collections.Generic.Stack<*')"
+                  " t.name GLOB 'System.Collections.Generic.Stack<*' OR"
+                  " t.name GLOB 'System.Collections.Concurrent.ConcurrentDictionary<*')"
                   " AND t.name NOT GLOB '*>+*' AND t.name NOT GLOB '*]'", /* not their nested
                                                                         * types, not arrays */
                   snapshot, 0, 0, collection_row, &c, error))
@@ -183,8 +218,51 @@ static gboolean empty_collections(sqlite3 *db, int64_t snapshot, json_t *finding
 out:
     sqlite3_finalize(c.field);
     sqlite3_finalize(c.size);
+    sqlite3_finalize(c.refs);
+    sqlite3_finalize(c.own);
     g_hash_table_unref(c.by_type);
     return ok;
+}
+
+/* ---- under-filled collections -------------------------------------------------------------- */
+
+static gboolean under_filled_row(sqlite3_stmt *st, void *ctx, GError **error)
+{
+    (void)error;
+    int64_t elements = sqlite3_column_int64(st, 2), capacity = sqlite3_column_int64(st, 3);
+    int64_t wasted = sqlite3_column_int64(st, 4);
+    finding_add(ctx,
+                json_pack("{s:s, s:o, s:I, s:f, s:I, s:I, s:I}", "kind", "under-filled", "type",
+                          query_json_string(column_text(st, 0)), "count",
+                          (json_int_t)sqlite3_column_int64(st, 1), "fill",
+                          capacity ? (double)elements / (double)capacity : 0.0, "wasted",
+                          (json_int_t)wasted, "elements", (json_int_t)elements, "capacity",
+                          (json_int_t)capacity),
+                wasted);
+    return TRUE;
+}
+
+/* Collections holding something but at most `max_fill` of their capacity (their own count read
+ * in the heap walk: snapshot_collections, schema 8), per type; wasted = the unused share of the
+ * arrays each references (a List's _items, a Dictionary's _buckets and _entries), less their
+ * 24-byte headers. */
+static gboolean under_filled(sqlite3 *db, int64_t snapshot, const inspect_options *o,
+                             json_t *findings, GError **error)
+{
+    return each_row(db,
+                    "WITH c AS (SELECT c.object_id, c.count, c.capacity,"
+                    "  (SELECT coalesce(sum(max(a.size - 24, 0)), 0)"
+                    "   FROM snapshot_objects so, json_each(so.refs) j"
+                    "   JOIN objects a ON a.id = j.value JOIN types at ON at.id = a.type_id"
+                    "   WHERE so.snapshot = ?1 AND so.object_id = c.object_id AND at.flags & 1)"
+                    "  AS storage"
+                    "  FROM snapshot_collections c WHERE c.snapshot = ?1 AND c.count > 0"
+                    "  AND c.count <= c.capacity * ?3)"
+                    " SELECT t.name, count(*), sum(c.count), sum(c.capacity),"
+                    "  sum(c.storage * (c.capacity - c.count) / c.capacity)"
+                    " FROM c JOIN objects o ON o.id = c.object_id JOIN types t ON t.id = o.type_id"
+                    " GROUP BY t.id",
+                    snapshot, 0, o->max_fill, under_filled_row, findings, error);
 }
 
 /* ---- sparse arrays ------------------------------------------------------------------------ */
@@ -350,6 +428,61 @@ static gboolean event_handlers(sqlite3 *db, int64_t snapshot, const inspect_opti
                     snapshot, o->min_subscribers, 0, handler_row, &h, error);
 }
 
+/* ---- finalizable objects ------------------------------------------------------------------ */
+
+static gboolean finalizable_row(sqlite3_stmt *st, void *ctx, GError **error)
+{
+    (void)error;
+    int64_t bytes = sqlite3_column_int64(st, 2);
+    finding_add(ctx,
+                json_pack("{s:s, s:o, s:I, s:I, s:I}", "kind", "finalizable", "type",
+                          query_json_string(column_text(st, 0)), "count",
+                          (json_int_t)sqlite3_column_int64(st, 1), "bytes", (json_int_t)bytes,
+                          "queued", (json_int_t)sqlite3_column_int64(st, 3)),
+                bytes);
+    return TRUE;
+}
+
+static gboolean finalized_row(sqlite3_stmt *st, void *ctx, GError **error)
+{
+    (void)error;
+    int64_t bytes = sqlite3_column_int64(st, 2);
+    finding_add(ctx,
+                json_pack("{s:s, s:o, s:I, s:I}", "kind", "finalized-reachable", "type",
+                          query_json_string(column_text(st, 0)), "count",
+                          (json_int_t)sqlite3_column_int64(st, 1), "bytes", (json_int_t)bytes),
+                bytes);
+    return TRUE;
+}
+
+/* Objects of finalizable types (types.flags 16, schema 8), per type; `queued` of them are in the
+ * runtime's f-reachable queue (roots of kind 'finalizer': unreachable otherwise, their finalizer
+ * not run yet). Then the objects whose finalizer ran and that are reachable again: in that queue
+ * at an earlier snapshot, alive here and no longer in it (the finalizer thread takes an object
+ * out of the queue to run its finalizer). */
+static gboolean finalizable(sqlite3 *db, int64_t snapshot, int64_t version, json_t *findings,
+                            GError **error)
+{
+    return (version < 8 ||
+            each_row(db,
+                     "SELECT t.name, count(*), sum(o.size), count(q.object_id)"
+                     " FROM snapshot_objects so JOIN objects o ON o.id = so.object_id"
+                     " JOIN types t ON t.id = o.type_id"
+                     " LEFT JOIN (SELECT DISTINCT object_id FROM snapshot_roots"
+                     "  WHERE snapshot = ?1 AND kind = 'finalizer') q ON q.object_id = so.object_id"
+                     " WHERE so.snapshot = ?1 AND t.flags & 16 GROUP BY t.id",
+                     snapshot, 0, 0, finalizable_row, findings, error)) &&
+           each_row(db,
+                    "SELECT t.name, count(*), sum(o.size) FROM snapshot_objects so"
+                    " JOIN objects o ON o.id = so.object_id JOIN types t ON t.id = o.type_id"
+                    " WHERE so.snapshot = ?1 AND so.object_id IN (SELECT object_id"
+                    "  FROM snapshot_roots WHERE snapshot < ?1 AND kind = 'finalizer')"
+                    " AND so.object_id NOT IN (SELECT object_id FROM snapshot_roots"
+                    "  WHERE snapshot = ?1 AND kind = 'finalizer' AND object_id IS NOT NULL)"
+                    " GROUP BY t.id",
+                    snapshot, 0, 0, finalized_row, findings, error);
+}
+
 /* ---- pinned objects, LOH free space -------------------------------------------------------- */
 
 static gboolean pinned_row(sqlite3_stmt *st, void *ctx, GError **error)
@@ -397,9 +530,11 @@ json_t *inspect_snapshot(sqlite3 *db, const char *path, const char *snapshot_tex
     const int64_t s = info.snapshot;
     gboolean ok =
         (version < 7 || (duplicates(db, s, o, findings, error) &&
-                         empty_collections(db, s, findings, error) &&
+                         empty_collections(db, s, version, findings, error) &&
+                         (version < 8 || under_filled(db, s, o, findings, error)) &&
                          sparse(db, s, o, findings, error) &&
                          event_handlers(db, s, o, findings, error))) &&
+        finalizable(db, s, version, findings, error) &&
         each_row(db,
                  "SELECT t.name, so.generation, count(DISTINCT r.object_id), sum(o.size)"
                  " FROM (SELECT DISTINCT object_id FROM snapshot_roots"

@@ -8,6 +8,9 @@
  *                      Dictionary<K,V>, HashSet<T> without entries (never filled: the runtime
  *                      gives them storage at the first add), per type; an empty collection
  *                      holds nothing of its own, so it retains its own bytes
+ *                      (schema 8: by their own count where the heap walk read it,
+ *                      snapshot_collections); ConcurrentDictionary<K,V> whose buckets array
+ *                      holds no node
  *   sparse             reference arrays (not arrays of structs: types.flags 8) with at most
  *                      `max_fill` of their elements set, per type
  *                      (a List's backing array beyond its count included); wasted = the null
@@ -15,10 +18,21 @@
  *   event-handlers     multicast delegates (a field `_invocationList`) with at least
  *                      `min_subscribers` handlers, with the owner (a static, or the type and
  *                      field that hold the delegate) and the handlers' target types
+ *   under-filled       (schema 8) collections holding something but at most `max_fill` of their
+ *                      capacity by their own count (List/Queue/Stack _size of the storage's
+ *                      length, Dictionary/HashSet _count - _freeCount of _buckets' length), per
+ *                      type; wasted = the unused share of the arrays each references, less their
+ *                      headers
+ *   finalizable        (schema 8) objects of classes with a finalizer (types.flags 16), per type,
+ *                      with `queued`: those in the runtime's f-reachable queue (roots of kind
+ *                      finalizer: unreachable but for it, their finalizer not run yet)
+ *   finalized-reachable objects that were in the f-reachable queue at an earlier snapshot and
+ *                      are alive here and out of it: their finalizer ran (or runs) and something
+ *                      made them reachable again. Only objects queued at a snapshot's GC are
+ *                      known: the runtime reports the queue only at the GCs that walk the heap
  *   pinned             objects in gen0 or gen1 a pinning root holds, per type and generation
  *   loh-free           the large-object heap's bytes in use after the snapshot's GC that no
  *                      live object covers (fragmentation)
- * ConcurrentDictionary's count, and finalizable objects, are not in a snapshot: not inspected.
  *
  * Errors: GError ** last, one line. */
 #ifndef HEAPLENS_QUERY_INSPECT_H
@@ -45,7 +59,11 @@ typedef struct inspect_options {
 /* The inspections of the snapshot `snapshot_text` names (NULL: the last) of the recording at
  * `path` (open as `db`): {"snapshot":S,"gc":G,"findings":[{"kind":...,...,"rank_bytes":B}, ...]},
  * the findings by rank_bytes (what each wastes or holds), largest first. New reference. A
- * recording older than schema 7 has no string values: no duplicate-strings finding. */
+ * recording older than schema 7 has no string values: no duplicate-strings finding; older than
+ * schema 8, no under-filled or finalizable finding (finalized-reachable needs only roots).
+ * JSON of the kinds added in schema 8: {"kind":"under-filled","type":T,"count":N,"fill":F,
+ * "wasted":W,"elements":E,"capacity":C}, {"kind":"finalizable","type":T,"count":N,"bytes":B,
+ * "queued":Q}, {"kind":"finalized-reachable","type":T,"count":N,"bytes":B}. */
 json_t *inspect_snapshot(sqlite3 *db, const char *path, const char *snapshot_text,
                          const inspect_options *o, GError **error);
 

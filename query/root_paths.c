@@ -19,6 +19,9 @@ void root_path_free(root_path *path)
     g_free(path->fields);
     g_free(path->index);
     g_free(path->static_name);
+    g_free(path->static_thread_name);
+    if (path->methods)
+        g_hash_table_unref(path->methods);
     g_free(path->nodes);
     g_free(path);
 }
@@ -126,7 +129,8 @@ json_t *root_paths_roots_json(const snapshot_graph *g, uint32_t node)
     return list;
 }
 
-char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
+/* The roots of `node` in words; a stack root's method from `methods` (root_id -> name). */
+static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *methods)
 {
     GString *text = g_string_new(NULL);
     char flags[64];
@@ -142,11 +146,23 @@ char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
             if (r->root_id)
                 g_string_append_printf(text, ", 0x%" PRIx64, r->root_id);
             g_string_append(text, ")");
-        } else if (r->flags) {
-            g_string_append_printf(text, " (%s)", snapshot_root_flags_text(r->flags, flags));
+        } else {
+            int64_t key = (int64_t)r->root_id;
+            const char *method = r->kind == HL_ROOT_STACK && methods
+                                     ? g_hash_table_lookup(methods, &key)
+                                     : NULL;
+            if (method || r->flags)
+                g_string_append_printf(text, " (%s%s%s)", method ? method : "",
+                                       method && r->flags ? ", " : "",
+                                       r->flags ? snapshot_root_flags_text(r->flags, flags) : "");
         }
     }
     return g_string_free(text, FALSE);
+}
+
+char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
+{
+    return roots_text(g, node, NULL);
 }
 
 json_t *root_path_hops_json(const snapshot_graph *g, const snapshot_types *types,
@@ -212,16 +228,36 @@ char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const
 
 json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path)
 {
-    if (path->static_name)
-        return json_pack("[{s:s, s:o}]", "kind", "static", "static",
-                         query_json_string(path->static_name));
-    return root_paths_roots_json(g, path->nodes[0]);
+    if (path->static_name) {
+        json_t *root = json_pack("{s:s, s:o}", "kind", "static", "static",
+                                 query_json_string(path->static_name));
+        if (path->static_thread)
+            json_object_set_new(root, "thread",
+                                json_pack("{s:I, s:o}", "os_tid", (json_int_t)path->static_thread,
+                                          "name", path->static_thread_name
+                                                      ? query_json_string(path->static_thread_name)
+                                                      : json_null()));
+        return json_pack("[o]", root);
+    }
+    json_t *roots = root_paths_roots_json(g, path->nodes[0]);
+    size_t i;
+    json_t *r;
+    json_array_foreach(roots, i, r) {
+        int64_t key = (int64_t)json_integer_value(json_object_get(r, "root_id"));
+        const char *method = path->methods && g_strcmp0(json_string_value(json_object_get(r, "kind")),
+                                                        "stack") == 0
+                                 ? g_hash_table_lookup(path->methods, &key)
+                                 : NULL;
+        if (method)
+            json_object_set_new(r, "method", query_json_string(method));
+    }
+    return roots;
 }
 
 char *root_path_root_text(const snapshot_graph *g, const root_path *path)
 {
     if (!path->static_name)
-        return root_paths_roots_text(g, path->nodes[0]);
+        return roots_text(g, path->nodes[0], path->methods);
     /* "Ns.Type.Field": the type without namespaces, then the field */
     GString *text = g_string_new("static ");
     const char *field = strrchr(path->static_name, '.');
@@ -233,7 +269,43 @@ char *root_path_root_text(const snapshot_graph *g, const root_path *path)
     } else {
         g_string_append(text, path->static_name);
     }
+    if (path->static_thread)
+        g_string_append_printf(text, " (thread %s, %" PRId64 ")",
+                               path->static_thread_name ? path->static_thread_name : "unnamed",
+                               path->static_thread);
     return g_string_free(text, FALSE);
+}
+
+/* Schema 8: the methods of the stack roots holding the path's first hop (root_methods). */
+static gboolean stack_methods(sqlite3 *db, const snapshot_graph *g, root_path *path,
+                              GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    gboolean row = FALSE;
+    for (size_t i = 0; i < g->n_roots; i++) {
+        const snapshot_root *r = &g->roots[i];
+        if (r->node != path->nodes[0] || r->kind != HL_ROOT_STACK || !r->root_id)
+            continue;
+        if (!st && !(st = query_db_prepare(db, "SELECT name FROM root_methods"
+                                               " WHERE function_id = ?1", error)))
+            return FALSE;
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, (int64_t)r->root_id);
+        if (!query_db_step(st, &row, error)) {
+            sqlite3_finalize(st);
+            return FALSE;
+        }
+        if (!row)
+            continue;
+        if (!path->methods)
+            path->methods = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, g_free);
+        int64_t *key = g_new(int64_t, 1);
+        *key = (int64_t)r->root_id;
+        g_hash_table_replace(path->methods, key,
+                             g_strdup((const char *)sqlite3_column_text(st, 0)));
+    }
+    sqlite3_finalize(st);
+    return TRUE;
 }
 
 /* The position of `to` in the JSON id array `refs` (its first), or -1. */
@@ -255,16 +327,25 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
     sqlite3_stmt *refs = NULL, *field = NULL, *stat = NULL;
     if (!query_db_int(db, "PRAGMA user_version", &version, error))
         return FALSE;
+    if (version >= 8 && !path->methods && !stack_methods(db, g, path, error))
+        return FALSE;
     if (version < 7 || path->len < 2 || path->fields)
         return TRUE; /* no fields recorded, nothing to name, or named already */
     refs = query_db_prepare(db, "SELECT refs, fields FROM snapshot_objects"
                                 " WHERE snapshot = ?1 AND object_id = ?2", error);
     field = query_db_prepare(db, "SELECT name FROM fields WHERE type_id = ?1 AND field = ?2",
                              error);
-    stat = query_db_prepare(db, "SELECT coalesce(t.name, '?') || '.' || s.name"
-                                " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
-                                " LEFT JOIN types t ON t.id = s.type_id"
-                                " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3",
+    stat = query_db_prepare(db,
+                            version >= 8
+                                ? "SELECT coalesce(t.name, '?') || '.' || s.name, s.thread, th.name"
+                                  " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
+                                  " LEFT JOIN types t ON t.id = s.type_id"
+                                  " LEFT JOIN threads th ON th.os_tid = s.thread"
+                                  " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3"
+                                : "SELECT coalesce(t.name, '?') || '.' || s.name, NULL, NULL"
+                                  " FROM snapshot_statics ss JOIN statics s ON s.id = ss.static_id"
+                                  " LEFT JOIN types t ON t.id = s.type_id"
+                                  " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3",
                             error);
     if (!refs || !field || !stat)
         goto out;
@@ -312,6 +393,9 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
         if (row) {
             path->static_name = g_strdup((const char *)sqlite3_column_text(stat, 0));
             path->start = k + 1;
+            path->static_thread = sqlite3_column_int64(stat, 1);
+            if (sqlite3_column_type(stat, 2) == SQLITE_TEXT)
+                path->static_thread_name = g_strdup((const char *)sqlite3_column_text(stat, 2));
         }
     }
     ok = TRUE;

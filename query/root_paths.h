@@ -25,6 +25,11 @@ typedef struct root_path {
     int64_t *index;  /* len: the element of array hop k holding hop k + 1; -1: not an array */
     char *static_name; /* the static field holding hop `start` ("Ns.Type.Field"), or NULL */
     uint32_t start;    /* the first hop shown: 0, or the hop a static holds */
+    /* Schema 8: a thread static's thread (OS id, 0: not a thread static) and its name (NULL:
+     * unnamed); the methods of the stack roots holding the first hop (root_id -> name). */
+    int64_t static_thread;
+    char *static_thread_name;
+    GHashTable *methods;
 } root_path;
 
 void root_path_free(root_path *path); /* accepts NULL */
@@ -44,9 +49,12 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
                         root_path *path, GError **error);
 
 /* The root of `path` as JSON: [{"kind":"static","static":"Ns.Type.Field"}] when a static holds
- * it, else root_paths_roots_json of its first hop. New reference. */
+ * it (a thread static adds "thread":{"os_tid":N,"name":S|null}), else root_paths_roots_json of
+ * its first hop, a stack root with its frame's method ("method":"Ns.Type.Method") where the
+ * recording names it. New reference. */
 json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path);
-/* ... as text: "static Ns.Type.Field", else root_paths_roots_text. g_free. */
+/* ... as text: "static Type.Field" (a thread static: "static Type.Field (thread NAME, TID)"),
+ * else root_paths_roots_text, a stack root with its method: "stack (Program.Main)". g_free. */
 char *root_path_root_text(const snapshot_graph *g, const root_path *path);
 
 /* The strong roots holding `node`, as JSON: [{"kind":"handle","flags":["pinning"],

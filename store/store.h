@@ -22,10 +22,13 @@
  * snapshot_ref_fields), statics (statics, snapshot_statics), string values (snapshot_strings)
  * and types.flags 8, absent before: references without fields; and in the table checkpoints
  * (absent before: readers find no checkpoints); 7 from 8 in snapshots.reason (why a trigger took
- * the snapshot), absent before: readers show none; and in where a snapshot's objects are: 8
+ * the snapshot), absent before: readers show none; in where a snapshot's objects are: 8
  * stores them compactly in snapshot_blocks (each block once across the snapshots it is in) and
  * snapshot_objects is a view of them with the rows of 7's table (store_snapshot_blocks_present
- * tells the forms apart; store_db_open_readonly makes heaplens' own reads of either fast). */
+ * tells the forms apart; store_db_open_readonly makes heaplens' own reads of either fast); and
+ * in types.flags 16 (finalizable: a schema 7 file does not say), the names of stack roots'
+ * methods (root_methods), the collections' counts (snapshot_collections) and thread statics'
+ * threads (statics.thread), absent before. */
 #define STORE_SCHEMA_OLDEST_READ 3
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 

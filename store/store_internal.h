@@ -108,6 +108,11 @@ typedef struct store_record {
             store_str text;
         } snapshot_reason;
         struct {
+            hl_root_method h;
+            store_str name;
+        } root_method;
+        hl_static_thread static_thread;
+        struct {
             hl_stack h;
             const uint8_t *frames; /* h.depth uint32 frame ids, innermost first */
         } stack;
@@ -387,8 +392,11 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_TYPE,
     STORE_STMT_INSERT_FIELD,
     STORE_STMT_INSERT_STATIC,
+    STORE_STMT_INSERT_ROOT_METHOD,
+    STORE_STMT_SET_STATIC_THREAD,
     STORE_STMT_INSERT_SNAPSHOT_STATIC,
     STORE_STMT_INSERT_SNAPSHOT_STRING,
+    STORE_STMT_INSERT_SNAPSHOT_COLLECTION,
     STORE_STMT_UPSERT_THREAD,
     STORE_STMT_INSERT_THREAD_TID,
     STORE_STMT_INSERT_CHECKPOINT,
@@ -482,6 +490,7 @@ typedef struct store_open_snapshot {
     GArray *ref_fields; /* uint32 per ref (SNAPSHOT_REF_FIELDS), in the order the refs came */
     GArray *statics; /* hl_snapshot_static */
     GArray *strings; /* hl_snapshot_string */
+    GArray *collections; /* hl_snapshot_collection */
     GArray *roots;   /* hl_snapshot_root */
     char *reason;    /* SNAPSHOT_REASON: why a trigger took it (g_malloc), or NULL */
 } store_open_snapshot;

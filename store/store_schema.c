@@ -84,8 +84,23 @@ static const char store_schema_tables[] =
     "CREATE TABLE statics (\n"
     "  id INTEGER PRIMARY KEY,\n"
     "  type_id INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  thread INTEGER\n"
+    ");\n"
+    /* The methods of stack roots' frames (wire HL_REC_ROOT_METHOD): snapshot_roots.root_id. */
+    "CREATE TABLE root_methods (\n"
+    "  function_id INTEGER PRIMARY KEY,\n"
     "  name TEXT NOT NULL\n"
     ");\n"
+    /* Each List/Dictionary/HashSet/Queue/Stack of a snapshot: its own count and its storage's
+     * capacity, read in the GC's heap walk (wire HL_REC_SNAPSHOT_COLLECTIONS). */
+    "CREATE TABLE snapshot_collections (\n"
+    "  snapshot INTEGER NOT NULL,\n"
+    "  object_id INTEGER NOT NULL,\n"
+    "  count INTEGER NOT NULL,\n"
+    "  capacity INTEGER NOT NULL,\n"
+    "  PRIMARY KEY (snapshot, object_id)\n"
+    ") WITHOUT ROWID;\n"
     "CREATE TABLE snapshot_statics (\n"
     "  snapshot INTEGER NOT NULL,\n"
     "  object_id INTEGER NOT NULL,\n"

@@ -23,6 +23,7 @@
  *
  *   SNAPSHOT_STATICS  items appended in memory; written as snapshot_statics rows
  *   SNAPSHOT_STRINGS  items appended in memory; written as snapshot_strings rows
+ *   SNAPSHOT_COLLECTIONS  likewise: snapshot_collections rows
  *   SNAPSHOT_REF_FIELDS  items appended in memory: the field of each reference, in the order
  *                     the references came; stored as snapshot_objects.fields when there is one
  *                     per reference (a collector without them: every field unknown)
@@ -60,6 +61,8 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->statics);
     if (s->strings != NULL)
         g_array_unref(s->strings);
+    if (s->collections != NULL)
+        g_array_unref(s->collections);
     if (s->roots != NULL)
         g_array_unref(s->roots);
     g_free(s->reason);
@@ -121,6 +124,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.ref_fields = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     w->snap.statics = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_static));
     w->snap.strings = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_string));
+    w->snap.collections = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_collection));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
     w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
@@ -151,6 +155,9 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
         break;
     case HL_REC_SNAPSHOT_STRINGS:
         to = w->snap.strings;
+        break;
+    case HL_REC_SNAPSHOT_COLLECTIONS:
+        to = w->snap.collections;
         break;
     default:
         to = w->snap.roots;
@@ -580,6 +587,24 @@ static gboolean store_snapshot_write_strings(store_writer *w, GError **error)
     return TRUE;
 }
 
+/* The collections' counts and capacities: a row each. */
+static gboolean store_snapshot_write_collections(store_writer *w, GError **error)
+{
+    const store_open_snapshot *s = &w->snap;
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_SNAPSHOT_COLLECTION];
+
+    for (guint i = 0; i < s->collections->len; i++) {
+        const hl_snapshot_collection *v = &g_array_index(s->collections, hl_snapshot_collection, i);
+        sqlite3_bind_int64(st, 1, s->start.snapshot);
+        sqlite3_bind_int64(st, 2, (int64_t)v->object_id);
+        sqlite3_bind_int64(st, 3, v->count);
+        sqlite3_bind_int64(st, 4, v->capacity);
+        if (!store_writer_step(w, STORE_STMT_INSERT_SNAPSHOT_COLLECTION, error))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 static gboolean store_snapshot_write_row(store_writer *w, const hl_snapshot_end *e,
                                          const store_snapshot_counts *n, GError **error)
 {
@@ -642,6 +667,7 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
     store_snapshot_progress(w, TRUE);
     if (!store_snapshot_write_objects(w, &n, error) || !store_snapshot_write_roots(w, &n, error) ||
         !store_snapshot_write_statics(w, error) || !store_snapshot_write_strings(w, error) ||
+        !store_snapshot_write_collections(w, error) ||
         !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,

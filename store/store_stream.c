@@ -303,12 +303,32 @@ static gboolean store_decode_snapshot_strings(const uint8_t *p, uint32_t size, s
     return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_string), error);
 }
 
+static gboolean store_decode_snapshot_collections(const uint8_t *p, uint32_t size,
+                                                  store_record *out, GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_collection), error);
+}
+
 static gboolean store_decode_static(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
     return store_decode_header_and_name(p, size, &out->u.static_field.h,
                                         sizeof out->u.static_field.h, &out->u.static_field.name,
                                         error);
+}
+
+static gboolean store_decode_root_method(const uint8_t *p, uint32_t size, store_record *out,
+                                         GError **error)
+{
+    return store_decode_header_and_name(p, size, &out->u.root_method.h,
+                                        sizeof out->u.root_method.h, &out->u.root_method.name,
+                                        error);
+}
+
+static gboolean store_decode_static_thread(const uint8_t *p, uint32_t size, store_record *out,
+                                           GError **error)
+{
+    return store_decode_fixed(p, size, &out->u.static_thread, sizeof out->u.static_thread, error);
 }
 
 static gboolean store_decode_field(const uint8_t *p, uint32_t size, store_record *out,
@@ -408,6 +428,9 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_COUNT_SITE] = {"COUNT_SITE", store_decode_count_site},
     [HL_REC_CHECKPOINT] = {"CHECKPOINT", store_decode_checkpoint},
     [HL_REC_SNAPSHOT_REASON] = {"SNAPSHOT_REASON", store_decode_snapshot_reason},
+    [HL_REC_ROOT_METHOD] = {"ROOT_METHOD", store_decode_root_method},
+    [HL_REC_STATIC_THREAD] = {"STATIC_THREAD", store_decode_static_thread},
+    [HL_REC_SNAPSHOT_COLLECTIONS] = {"SNAPSHOT_COLLECTIONS", store_decode_snapshot_collections},
 };
 
 static const store_record_def *store_record_def_get(uint16_t type)

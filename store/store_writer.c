@@ -43,12 +43,18 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "INSERT OR REPLACE INTO fields (type_id, field, name) VALUES (?1, ?2, ?3)",
     [STORE_STMT_INSERT_STATIC] =
         "INSERT OR REPLACE INTO statics (id, type_id, name) VALUES (?1, ?2, ?3)",
+    [STORE_STMT_SET_STATIC_THREAD] = "UPDATE statics SET thread = ?2 WHERE id = ?1",
+    [STORE_STMT_INSERT_ROOT_METHOD] =
+        "INSERT OR REPLACE INTO root_methods (function_id, name) VALUES (?1, ?2)",
     [STORE_STMT_INSERT_SNAPSHOT_STATIC] =
         "INSERT OR REPLACE INTO snapshot_statics (snapshot, object_id, field, static_id) "
         "VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_INSERT_SNAPSHOT_STRING] =
         "INSERT OR REPLACE INTO snapshot_strings (snapshot, object_id, length, hash, value) "
         "VALUES (?1, ?2, ?3, ?4, ?5)",
+    [STORE_STMT_INSERT_SNAPSHOT_COLLECTION] =
+        "INSERT OR REPLACE INTO snapshot_collections (snapshot, object_id, count, capacity) "
+        "VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_UPSERT_THREAD] =
         "INSERT INTO threads (os_tid, thread_id, name) VALUES (?1, ?2, ?3) "
         "ON CONFLICT (os_tid) DO UPDATE SET thread_id = excluded.thread_id, name = excluded.name",
@@ -375,6 +381,28 @@ static gboolean store_writer_static(store_writer *w, const store_record *rec, GE
     return store_writer_step(w, STORE_STMT_INSERT_STATIC, error);
 }
 
+static gboolean store_writer_static_thread(store_writer *w, const store_record *rec,
+                                           GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_SET_STATIC_THREAD];
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, rec->u.static_thread.static_id);
+    sqlite3_bind_int64(st, 2, rec->u.static_thread.os_tid);
+    return store_writer_step(w, STORE_STMT_SET_STATIC_THREAD, error);
+}
+
+static gboolean store_writer_root_method(store_writer *w, const store_record *rec,
+                                         GError **error)
+{
+    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ROOT_METHOD];
+
+    store_writer_keep_for_replay(w, rec);
+    sqlite3_bind_int64(st, 1, (int64_t)rec->u.root_method.h.function_id);
+    store_bind_str(st, 2, rec->u.root_method.name, FALSE);
+    return store_writer_step(w, STORE_STMT_INSERT_ROOT_METHOD, error);
+}
+
 static gboolean store_writer_thread(store_writer *w, const store_record *rec, GError **error)
 {
     sqlite3_stmt *st = w->stmt[STORE_STMT_UPSERT_THREAD];
@@ -481,8 +509,11 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_REF_FIELDS] = store_snapshot_items,
     [HL_REC_FIELD] = store_writer_field,
     [HL_REC_STATIC] = store_writer_static,
+    [HL_REC_ROOT_METHOD] = store_writer_root_method,
+    [HL_REC_STATIC_THREAD] = store_writer_static_thread,
     [HL_REC_SNAPSHOT_STATICS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_STRINGS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_COLLECTIONS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,

@@ -94,6 +94,9 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_STRINGS = 30,
     HL_REC_CHECKPOINT = 31,
     HL_REC_COUNT_SITE = 40, /* counted sites (--count), numbered apart from the others' growth */
+    HL_REC_ROOT_METHOD = 41,   /* the method of stack roots' frames */
+    HL_REC_SNAPSHOT_COLLECTIONS = 42, /* the collections' own counts */
+    HL_REC_STATIC_THREAD = 43, /* a static that is one thread's slot of a thread static */
     HL_REC_SNAPSHOT_REASON = 45, /* why a trigger took this snapshot (snapshot triggers) */
 } hl_rec_type;
 
@@ -179,7 +182,10 @@ typedef struct hl_type {
 } hl_type;
 static_assert(sizeof(hl_type) == 16, "wire layout");
 enum { HL_TYPE_FLAG_ARRAY = 1, HL_TYPE_FLAG_VALUE_TYPE = 2, HL_TYPE_FLAG_UNRESOLVED = 4,
-       HL_TYPE_FLAG_VALUE_ELEMENTS = 8 /* an array whose elements are a value type (structs) */ };
+       HL_TYPE_FLAG_VALUE_ELEMENTS = 8, /* an array whose elements are a value type (structs) */
+       HL_TYPE_FLAG_FINALIZER = 16 /* its instances need finalization: the runtime's own
+                                    * MethodTable::HasFinalizer (a Finalize override other than
+                                    * System.Object's), the bit the GC registers objects by */ };
 
 /* HL_REC_THREAD: names a thread. Followed by one hl_str: the managed thread name (may be empty). */
 typedef struct hl_thread {
@@ -619,6 +625,24 @@ typedef struct hl_static {
 } hl_static;
 static_assert(sizeof(hl_static) == 8, "wire layout");
 
+/* HL_REC_STATIC_THREAD: static `static_id` (an HL_REC_STATIC sent before, naming the field) is
+ * the slot of a thread static ([ThreadStatic]) of the thread whose OS id is `os_tid`: each
+ * thread's slot is a static of its own (GetThreadStaticAddress2 inside the snapshot's GC).
+ * Optional. */
+typedef struct hl_static_thread {
+    uint32_t static_id;
+    uint32_t os_tid;
+} hl_static_thread;
+static_assert(sizeof(hl_static_thread) == 8, "wire layout");
+
+/* HL_REC_ROOT_METHOD: names the method of stack roots whose root_id (HL_REC_SNAPSHOT_ROOTS) is
+ * `function_id`. Followed by one hl_str: 'Namespace.Type.Method' (as HL_REC_METHOD). Sent once
+ * per FunctionID, before the snapshot whose roots use it. Optional. */
+typedef struct hl_root_method {
+    uint64_t function_id;
+} hl_root_method;
+static_assert(sizeof(hl_root_method) == 8, "wire layout");
+
 /* HL_REC_SNAPSHOT_STATICS (head hl_snapshot_batch, then `count` of these): the reference of
  * `object_id` held in its field (or element) `field` — as in REF_FIELDS — is static field
  * `static_id`: the runtime keeps statics in slots of its own objects (Object[] arrays held by
@@ -644,6 +668,17 @@ typedef struct hl_snapshot_string {
     uint16_t chars[HL_STRING_CHARS];
 } hl_snapshot_string;
 static_assert(sizeof(hl_snapshot_string) == 152, "wire layout");
+
+/* HL_REC_SNAPSHOT_COLLECTIONS (head hl_snapshot_batch, then `count` of these): each
+ * List<T>/Queue<T>/Stack<T>/Dictionary<K,V>/HashSet<T> of the snapshot whose class the collector
+ * knew when the walk ran (collector/collections.h): its own count and its storage's capacity,
+ * read during the GC's heap walk. Optional, like REF_FIELDS. */
+typedef struct hl_snapshot_collection {
+    uint64_t object_id;
+    uint32_t count;    /* List/Queue/Stack _size; Dictionary/HashSet _count - _freeCount */
+    uint32_t capacity; /* the length of _items/_array/_buckets; 0 when null */
+} hl_snapshot_collection;
+static_assert(sizeof(hl_snapshot_collection) == 16, "wire layout");
 
 /* Root kinds and flags as COR_PRF_GC_ROOT_KIND / COR_PRF_GC_ROOT_FLAGS. */
 enum { HL_ROOT_OTHER = 0, HL_ROOT_STACK = 1, HL_ROOT_FINALIZER = 2, HL_ROOT_HANDLE = 3 };

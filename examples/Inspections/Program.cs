@@ -14,7 +14,13 @@
 //   EmptyDicts    300 empty Dictionary<int, int>;
 //   Sparse        10 Node?[100] arrays, 90% null: element i holds a Node when i % 10 == 0;
 //   Finalizables  50 objects with a finalizer, kept alive;
-// and a static event (Ticker.Tick) with 1,000 Subscriber handlers.
+//   UnderFilled   a List<int> of capacity 1,000 holding 10, and a Dictionary<int, int> made for
+//                 1,000 entries holding 10;
+// a static event (Ticker.Tick) with 1,000 Subscriber handlers; 20 Resurrected objects dropped
+// at once, whose finalizers put them back in a static list (after the first checkpoint they
+// are finalized and reachable again); and 3 threads named inspect-worker-N, each with its own
+// value of the thread static PerThread.t_payload (a Payload whose Tag is "payload-N"), alive
+// until the checkpoints are done.
 // Then, `grow` (the default): 4 iterations each open 100 Sessions (with a byte[200] each) in the
 // static SessionRegistry.Instance (an auto-property: its field is "<Instance>k__BackingField"),
 // whose List<Session> field `_sessions` never forgets them, each followed by a checkpoint;
@@ -26,6 +32,7 @@ using System.Collections.Generic;
 using System.IO;
 using System.Runtime.CompilerServices;
 using System.Text.Json;
+using System.Threading;
 using static HeapLensShared.HeapLensSupport;
 
 namespace HeapLens.Examples.Inspections
@@ -56,6 +63,35 @@ namespace HeapLens.Examples.Inspections
         ~Finalizable() => Value = 0;
     }
 
+    internal sealed class Resurrected
+    {
+        public static readonly List<Resurrected> Back = new List<Resurrected>();
+        public int Value;
+        ~Resurrected()
+        {
+            lock (Back)
+                Back.Add(this);
+        }
+    }
+
+    internal sealed class Payload
+    {
+        public string Tag = "";
+    }
+
+    internal static class PerThread
+    {
+        [ThreadStatic] private static Payload? t_payload;
+
+        // Methods of its own (JIT-compiled: the collector names the statics of classes whose
+        // code ran), not inlined, so that no caller's frame holds the payload.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Set(string tag) => t_payload = new Payload { Tag = tag };
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static string? Tag() => t_payload?.Tag;
+    }
+
     internal sealed class Subscriber
     {
         public int Calls;
@@ -75,6 +111,8 @@ namespace HeapLens.Examples.Inspections
         public Dictionary<int, int>[] EmptyDicts = Array.Empty<Dictionary<int, int>>();
         public Node?[][] Sparse = Array.Empty<Node?[]>();
         public Finalizable[] Finalizables = Array.Empty<Finalizable>();
+        public List<int> UnderFilledList = new List<int>();
+        public Dictionary<int, int> UnderFilledDict = new Dictionary<int, int>();
     }
 
     internal static class Program
@@ -83,6 +121,8 @@ namespace HeapLens.Examples.Inspections
         private const int SparseArrays = 10, SparseLength = 100, SparseEvery = 10;
         private const int FinalizableCount = 50, SubscriberCount = 1000;
         private const int SessionsPerIteration = 100, Iterations = 4, SteadyCheckpoints = 3;
+        private const int UnderFilledCapacity = 1000, UnderFilledCount = 10, ResurrectedCount = 20;
+        private const int Workers = 3;
 
         private static Holder? s_holder;
 
@@ -113,7 +153,43 @@ namespace HeapLens.Examples.Inspections
                 h.Finalizables[i] = new Finalizable { Value = i };
             for (int i = 0; i < SubscriberCount; i++)
                 Ticker.Tick += new Subscriber().OnTick;
+            h.UnderFilledList = new List<int>(UnderFilledCapacity);
+            h.UnderFilledDict = new Dictionary<int, int>(UnderFilledCapacity);
+            for (int i = 0; i < UnderFilledCount; i++)
+            {
+                h.UnderFilledList.Add(i);
+                h.UnderFilledDict.Add(i, i);
+            }
             s_holder = h;
+        }
+
+        /// <summary>Objects nobody holds: the next GC queues them for their finalizers, which
+        /// make them reachable again.</summary>
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        private static void DropResurrected()
+        {
+            for (int i = 0; i < ResurrectedCount; i++)
+                new Resurrected { Value = i };
+        }
+
+        /// <summary>Threads that set their own value of a thread static, say so, and wait until
+        /// `done` is set.</summary>
+        private static Thread[] StartWorkers(CountdownEvent ready, ManualResetEventSlim done)
+        {
+            var threads = new Thread[Workers];
+            for (int w = 0; w < Workers; w++)
+            {
+                int n = w;
+                threads[w] = new Thread(() =>
+                {
+                    PerThread.Set(string.Concat("payload-", n.ToString()));
+                    ready.Signal();
+                    done.Wait();
+                    GC.KeepAlive(PerThread.Tag());
+                }) { Name = "inspect-worker-" + n, IsBackground = true };
+                threads[w].Start();
+            }
+            return threads;
         }
 
         [MethodImpl(MethodImplOptions.NoInlining)]
@@ -142,6 +218,11 @@ namespace HeapLens.Examples.Inspections
                 return 2;
             }
             Build();
+            DropResurrected();
+            using var ready = new CountdownEvent(Workers);
+            using var done = new ManualResetEventSlim(false);
+            Thread[] workers = StartWorkers(ready, done);
+            ready.Wait();
             var gcs = new List<int>();
             var sessions = new List<int>();
             if (mode == "grow")
@@ -162,6 +243,9 @@ namespace HeapLens.Examples.Inspections
                     sessions.Add(SessionRegistry.Instance.Count);
                 }
             }
+            done.Set();
+            foreach (Thread t in workers)
+                t.Join();
             using (var truth = new TruthFile(truthPath, "Inspections"))
             {
                 var j = truth.Json;
@@ -174,6 +258,24 @@ namespace HeapLens.Examples.Inspections
                 j.WriteNumber("sparse_length", SparseLength);
                 j.WriteNumber("sparse_every", SparseEvery);
                 j.WriteNumber("finalizables", FinalizableCount);
+                j.WriteString("finalizable_type", HeapLensName(typeof(Finalizable)));
+                j.WriteNumber("resurrected", Resurrected.Back.Count);
+                j.WriteString("resurrected_type", HeapLensName(typeof(Resurrected)));
+                j.WriteNumber("underfilled_capacity", UnderFilledCapacity);
+                j.WriteNumber("underfilled_count", s_holder.UnderFilledList.Count);
+                j.WriteNumber("underfilled_list_capacity", s_holder.UnderFilledList.Capacity);
+                j.WriteNumber("underfilled_dict_count", s_holder.UnderFilledDict.Count);
+                j.WriteNumber("underfilled_dict_capacity", s_holder.UnderFilledDict.EnsureCapacity(0));
+                j.WriteString("thread_static", HeapLensName(typeof(PerThread)) + ".t_payload");
+                j.WriteStartArray("workers");
+                for (int w = 0; w < Workers; w++)
+                {
+                    j.WriteStartObject();
+                    j.WriteString("name", "inspect-worker-" + w);
+                    j.WriteString("tag", "payload-" + w);
+                    j.WriteEndObject();
+                }
+                j.WriteEndArray();
                 j.WriteNumber("subscribers", Ticker.Count);
                 j.WriteString("holder_type", HeapLensName(typeof(Holder)));
                 j.WriteString("holder_static", HeapLensName(typeof(Program)) + ".s_holder");
@@ -184,7 +286,8 @@ namespace HeapLens.Examples.Inspections
                 j.WriteString("array_type", HeapLensName(typeof(Session[])));
                 j.WriteString("session_type", HeapLensName(typeof(Session)));
                 j.WriteStartArray("holder_fields");
-                foreach (string f in new[] { "Copies", "EmptyLists", "EmptyDicts", "Sparse", "Finalizables" })
+                foreach (string f in new[] { "Copies", "EmptyLists", "EmptyDicts", "Sparse", "Finalizables",
+                                             "UnderFilledList", "UnderFilledDict" })
                     j.WriteStringValue(f);
                 j.WriteEndArray();
                 j.WriteStartArray("checkpoints");

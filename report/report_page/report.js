@@ -469,9 +469,11 @@
     if (r.kind === 'static') {
       var dot = String(r.static).lastIndexOf('.');
       return 'static ' + (dot < 0 ? r.static : shortType(r.static.slice(0, dot)).replace('\u2026', '') +
-        r.static.slice(dot));
+        r.static.slice(dot)) + (r.thread ? ' (thread ' + (r.thread.name || 'unnamed') + ', ' +
+        r.thread.os_tid + ')' : '');
     }
     if (r.handle) flags.unshift(r.handle);
+    if (r.method) flags.unshift(r.method); /* a stack root: its frame's method */
     return r.kind + (flags.length ? ' (' + flags.join(', ') + ')' : '') +
       (roots.length > 1 ? ' +' + (roots.length - 1) : '');
   }
@@ -495,6 +497,11 @@
       case 'sparse': return fmtCount(f.count) + ' ' + f.type + ' filled ' + Math.round(100 * f.fill) + '% (' +
         fmtSize(f.wasted) + ' wasted)';
       case 'event-handlers': return fmtCount(f.subscribers) + ' handlers on ' + f.owner + (f.field ? '.' + f.field : '');
+      case 'under-filled': return fmtCount(f.count) + ' ' + f.type + ' filled ' + (100 * f.fill).toFixed(1) +
+        '% (' + fmtCount(f.elements) + ' of ' + fmtCount(f.capacity) + '; ' + fmtSize(f.wasted) + ' wasted)';
+      case 'finalizable': return fmtCount(f.count) + ' ' + f.type + ' with a finalizer' +
+        (f.queued ? ' (' + fmtCount(f.queued) + ' waiting for the finalizer)' : '');
+      case 'finalized-reachable': return fmtCount(f.count) + ' ' + f.type + ' finalized and reachable again';
       case 'pinned': return fmtCount(f.count) + ' ' + f.type + ' pinned in gen' + f.generation;
       case 'loh-free': return 'large-object heap: ' + fmtSize(f.free) + ' free between ' + fmtSize(f.live) + ' of live objects';
       default: return f.kind;

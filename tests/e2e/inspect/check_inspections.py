@@ -18,7 +18,18 @@ compare with the program's own ground truth.
       subscribers' handlers.
   (d) `heaplens inspect --json`: the duplicate string (5,000 copies, all but one wasted), the
       empty List<int> and Dictionary<int, int> counts, the sparse Node?[] arrays (count, fill,
-      wasted bytes), the static event's 1,000 handlers and their target type, ranked by bytes.
+      wasted bytes), the static event's 1,000 handlers and their target type, ranked by bytes;
+      the finalizable objects (Finalizable: 50, none waiting; Resurrected: 20) and the 20
+      Resurrected objects finalized and reachable again; in the first snapshot the 20 waiting
+      for their finalizer; the under-filled List<int> (10 of 1,000) and Dictionary<int, int>
+      (10 of its capacity), each by its own count (schema 8, snapshot_collections);
+  (e) stack roots name their frame's method: Program.Main holds objects (root_methods), and
+      `roots --json` of an object Main's frame holds says "method";
+  (f) thread statics: wherever a snapshot names PerThread.t_payload, it is the slot of a worker
+      thread (by its name) and holds that worker's Payload (its Tag "payload-N"), each worker
+      once per snapshot. A thread static is named from the snapshot after the collector first
+      noted its class (collector/thread_statics.h): how many snapshots that is depends on how
+      far the collector thread was behind the program, so it is printed, not required.
 `--no-strings` run: snapshot_strings has lengths and hashes, no characters; inspect still finds
 the duplicates, without their value.
 `steady` run (three snapshots of a heap that does not change): `heaplens leaks` finds no
@@ -140,7 +151,38 @@ def check_grow(checks, a, log, workdir):
             " WHERE r.snapshot = ? AND r.from_id = ? AND r.name = '_invocationList'",
             (snap, delegate[0] if delegate else -1)).fetchone()[0]
         checks.eq("sql: the event's delegate holds the subscribers' handlers", truth["subscribers"], handlers)
+    methods = [r[0] for r in con.execute(
+        "SELECT DISTINCT m.name FROM snapshot_roots r JOIN root_methods m ON m.function_id = r.root_id"
+        " WHERE r.snapshot = ? AND r.kind = 'stack'", (snap,))]
+    main = "HeapLens.Examples.Inspections.Program.Main"
+    checks.ok("sql: stack roots name their method (Program.Main)", main in methods, repr(methods))
+    held = con.execute(
+        "SELECT r.object_id FROM snapshot_roots r JOIN root_methods m ON m.function_id = r.root_id"
+        " WHERE r.snapshot = ? AND m.name = ? AND r.object_id IS NOT NULL LIMIT 1", (snap, main)).fetchone()
+    rows = con.execute(
+        "SELECT ss.snapshot, th.name, sv.value FROM snapshot_statics ss"
+        " JOIN statics s ON s.id = ss.static_id JOIN types t ON t.id = s.type_id"
+        " LEFT JOIN threads th ON th.os_tid = s.thread"
+        " JOIN snapshot_objects so ON so.snapshot = ss.snapshot AND so.object_id = ss.object_id,"
+        " json_each(so.refs) j"
+        " LEFT JOIN snapshot_ref_fields r ON r.snapshot = ss.snapshot AND r.from_id = j.value"
+        "  AND r.name = 'Tag'"
+        " LEFT JOIN snapshot_strings sv ON sv.snapshot = ss.snapshot AND sv.object_id = r.to_id"
+        " WHERE t.name || '.' || s.name = ? AND json_extract(so.fields, '$[' || j.key || ']') = ss.field",
+        (truth["thread_static"],)).fetchall()
+    by_snapshot = {}
+    for s, thread, tag in rows:
+        by_snapshot.setdefault(s, []).append((thread, tag))
+    want = sorted((w["name"], w["tag"]) for w in truth["workers"])
+    checks.ok("sql: every named slot of the thread static is a worker's, holding its own payload",
+              all(sorted(v) == want for v in by_snapshot.values()), repr(by_snapshot))
+    print(f"thread static {truth['thread_static']} named in snapshots {sorted(by_snapshot)}")
     con.close()
+    if held:
+        doc = heaplens_json(checks, a.heaplens, ["roots", db, "--object", str(held[0])], log)
+        roots = [r for row in (doc or {}).get("rows", []) for r in row.get("roots", [])]
+        checks.ok("roots: a stack root says its method", any(r.get("kind") == "stack" and r.get("method") == main
+                                                            for r in roots), repr(roots))
     check_inspect(checks, a, log, db, truth)
 
 
@@ -181,6 +223,38 @@ def check_inspect(checks, a, log, db, truth):
                   events[0].get("targets"))
     ranks = [f.get("rank_bytes", 0) for f in findings]
     checks.ok("inspect: ranked by bytes", ranks == sorted(ranks, reverse=True), repr(ranks[:8]))
+
+    fin = find("finalizable", type=truth["finalizable_type"])
+    checks.eq("inspect: finalizable objects alive", [(truth["finalizables"], 0)],
+              [(f.get("count"), f.get("queued")) for f in fin])
+    res = find("finalizable", type=truth["resurrected_type"])
+    checks.eq("inspect: the resurrected objects have a finalizer", [truth["resurrected"]],
+              [f.get("count") for f in res])
+    ran = find("finalized-reachable", type=truth["resurrected_type"])
+    checks.eq("inspect: finalized and reachable again", [truth["resurrected"]], [f.get("count") for f in ran])
+    checks.eq("inspect: nothing else finalized and reachable again", [truth["resurrected_type"]],
+              [f.get("type") for f in find("finalized-reachable")])
+    first = heaplens_json(checks, a.heaplens, ["inspect", db, "--snapshot", "1"], log)
+    if first is not None:
+        queued = [f.get("queued") for f in first.get("findings", [])
+                  if f.get("kind") == "finalizable" and f.get("type") == truth["resurrected_type"]]
+        checks.eq("inspect: snapshot 1: the resurrected objects wait for their finalizer",
+                  [truth["resurrected"]], queued)
+    ul = find("under-filled", type="System.Collections.Generic.List<System.Int32>")
+    checks.eq("inspect: the under-filled list (count, elements, capacity)",
+              [(1, truth["underfilled_count"], truth["underfilled_list_capacity"])],
+              [(f.get("count"), f.get("elements"), f.get("capacity")) for f in ul])
+    if ul:
+        checks.eq("inspect: the under-filled list's unused elements, 4 bytes each",
+                  (truth["underfilled_list_capacity"] - truth["underfilled_count"]) * 4, ul[0].get("wasted"))
+    ud = find("under-filled", type="System.Collections.Generic.Dictionary<System.Int32, System.Int32>")
+    checks.eq("inspect: the under-filled dictionary (count, elements, capacity)",
+              [(1, truth["underfilled_dict_count"], truth["underfilled_dict_capacity"])],
+              [(f.get("count"), f.get("elements"), f.get("capacity")) for f in ud])
+    rc, out, err = run([a.heaplens, "inspect", db], log=log)
+    checks.ok("inspect: the text says it", "1 System.Collections.Generic.List<System.Int32> filled 1.0% "
+              "(10 of 1,000" in out and f"{truth['resurrected']} {truth['resurrected_type']} finalized and "
+              "reachable again" in out, out[-1500:])
 
 
 def check_no_strings(checks, a, log, workdir):

@@ -148,6 +148,7 @@ void hl_sb_flush(hl_sb *sb)
     case HL_REC_SNAPSHOT_REF_FIELDS:
     case HL_REC_SNAPSHOT_STATICS:
     case HL_REC_SNAPSHOT_STRINGS:
+    case HL_REC_SNAPSHOT_COLLECTIONS:
     case HL_REC_SNAPSHOT_ROOTS:
         /* group_gc holds the snapshot number for these */
         h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
@@ -492,6 +493,25 @@ void hl_sb_static(hl_sb *sb, uint32_t static_id, uint32_t type_id, const char *n
 {
     hl_static f = {.static_id = static_id, .type_id = type_id};
     hl_sb_record_strs(sb, HL_REC_STATIC, &f, sizeof f, &name, 1);
+}
+
+void hl_sb_static_thread(hl_sb *sb, uint32_t static_id, uint32_t os_tid)
+{
+    hl_static_thread t = {.static_id = static_id, .os_tid = os_tid};
+    hl_sb_record(sb, HL_REC_STATIC_THREAD, &t, sizeof t);
+}
+
+void hl_sb_root_method(hl_sb *sb, uint64_t function_id, const char *name)
+{
+    hl_root_method m = {.function_id = function_id};
+    hl_sb_record_strs(sb, HL_REC_ROOT_METHOD, &m, sizeof m, &name, 1);
+}
+
+void hl_sb_snapshot_collection(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t count,
+                               uint32_t capacity)
+{
+    hl_snapshot_collection v = {.object_id = object_id, .count = count, .capacity = capacity};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_COLLECTIONS, snapshot, &v, sizeof v);
 }
 
 void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t field,

@@ -156,6 +156,13 @@ void hl_sb_snapshot_string(hl_sb *sb, uint32_t snapshot, uint64_t object_id, con
 void hl_sb_static(hl_sb *sb, uint32_t static_id, uint32_t type_id, const char *name);
 /* The reference of `object_id` in its field (element) `field` is static `static_id`, gathered
  * into SNAPSHOT_STATICS. */
+/* STATIC_THREAD: static `static_id` is thread `os_tid`'s slot of a thread static. */
+void hl_sb_static_thread(hl_sb *sb, uint32_t static_id, uint32_t os_tid);
+/* ROOT_METHOD: names the method of stack roots whose root_id is `function_id`. */
+void hl_sb_root_method(hl_sb *sb, uint64_t function_id, const char *name);
+/* A SNAPSHOT_COLLECTIONS item (grouped like the other snapshot items). */
+void hl_sb_snapshot_collection(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t count,
+                               uint32_t capacity);
 void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t field,
                            uint32_t static_id);
 /* FIELD: field `field` of type `type_id` is named `name`. */

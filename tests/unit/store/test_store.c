@@ -466,9 +466,11 @@ static void test_schema(void)
                "table|object_chunks\n"
                "table|object_deaths\n"
                "table|object_generation_rows\n"
+               "table|root_methods\n"
                "table|run\n"
                "table|sampling\n"
                "table|snapshot_blocks\n"
+               "table|snapshot_collections\n"
                "table|snapshot_roots\n"
                "table|snapshot_statics\n"
                "table|snapshot_strings\n"
@@ -2512,11 +2514,6 @@ static void test_golden_handles(void)
     tmp_dir_free(dir);
 }
 
-/* References with the fields that hold them (schema 7): a field number per reference of an object
- * (named in `fields`), an element index per reference of an array, null where unknown; carried
- * through the sort by `from`. A snapshot whose REF_FIELDS do not add up keeps its references
- * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
- * is a static field is named in snapshot_statics. */
 /* ---- compact snapshots (schema 8) ---------------------------------------------------------- */
 
 /* One random heap object of the differential test. */
@@ -2670,6 +2667,13 @@ static void test_snapshot_blocks(void)
     tmp_dir_free(dir);
 }
 
+/* References with the fields that hold them (schema 7): a field number per reference of an object
+ * (named in `fields`), an element index per reference of an array, null where unknown; carried
+ * through the sort by `from`. A snapshot whose REF_FIELDS do not add up keeps its references
+ * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
+ * is a static field is named in snapshot_statics, with its thread when it is a thread's slot of
+ * a thread static (statics.thread, schema 8); stack roots' methods are named (root_methods), and
+ * the collections' counts stored (snapshot_collections). */
 static void test_snapshot_fields(void)
 {
     char *dir = tmp_dir_new();
@@ -2684,6 +2688,9 @@ static void test_snapshot_fields(void)
     hl_sb_field(sb, 1, 2, "_sessions");
     hl_sb_type(sb, 4, "App.Program");
     hl_sb_static(sb, 1, 4, "s_registry");
+    hl_sb_static(sb, 2, 4, "t_current");
+    hl_sb_static_thread(sb, 2, 4242);
+    hl_sb_root_method(sb, 0x7f00aa, "App.Program.Main");
     hl_sb_alloc(sb, 1, 3, 24, 7);
     hl_sb_alloc(sb, 2, 3, 24, 7);
     hl_sb_alloc(sb, 3, 2, 48, 7);
@@ -2705,6 +2712,7 @@ static void test_snapshot_fields(void)
     hl_sb_snapshot_static(sb, 1, 3, 7, 1); /* as if the array held the statics */
     hl_sb_snapshot_string(sb, 1, 1, "session-one", 11);
     hl_sb_snapshot_string(sb, 1, 2, "secret", 0); /* --no-strings: no characters kept */
+    hl_sb_snapshot_collection(sb, 1, 4, 10, 1000);
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
     /* GC 2: one field for two references: the references stay, without fields */
@@ -2740,7 +2748,9 @@ static void test_snapshot_fields(void)
                "1|2|1|0\n1|3|1|0\n1|3|2|0\n1|4|3|0\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_ref_fields WHERE snapshot = 1 ORDER BY from_id, to_id",
                "1|2|1|0|NULL|NULL\n1|3|1|0|7|[7]\n1|3|2|0|1|[1]\n1|4|3|0|2|_sessions\n");
-    CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry\n");
+    CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry|NULL\n2|4|t_current|4242\n");
+    CHECK_ROWS(db, "SELECT function_id, name FROM root_methods", "8323242|App.Program.Main\n");
+    CHECK_ROWS(db, "SELECT * FROM snapshot_collections", "1|4|10|1000\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_statics", "1|3|7|1\n");
     CHECK_ROWS(db, "SELECT object_id, length, quote(value) FROM snapshot_strings",
                "1|11|'session-one'\n2|6|NULL\n");

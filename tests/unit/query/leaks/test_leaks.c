@@ -350,8 +350,77 @@ static void fixture_strings(void)
     fixture_write_history(sb, "strings.db");
 }
 
+/* kept.db (schema 8): two snapshots. Types: App.Res (a finalizer), App.Keep (a finalizer),
+ * List<Int32> (own counts: list 10 holds 10 of 1,000 in an Int32[] of 4,024 B; list 11 holds 0
+ * of 4, its storage not empty: empty by its own count), System.Int32[].
+ * Snapshot 1: Res 1, 2 in the f-reachable queue (finalizer roots), Keep 3 held by a handle;
+ * snapshot 2: Res 1, 2 held by a static array's handle (finalized, reachable again), Keep 3, the
+ * lists held by Main's frame (a stack root of FunctionID 0x5000, named App.Program.Main), Keep 3
+ * held only by element 0 of an Object[] (20, held by a handle) that is thread static
+ * App.Keep.t_keep of thread 77, "worker". */
+static void fixture_kept(void)
+{
+    enum { K_RES = 1, K_KEEP, K_LIST, K_INTS, K_OBJS };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 9, "dotnet Kept.dll");
+    hl_sb_type_full(sb, &(hl_type){.type_id = K_RES, .flags = HL_TYPE_FLAG_FINALIZER}, "App.Res");
+    hl_sb_type_full(sb, &(hl_type){.type_id = K_KEEP, .flags = HL_TYPE_FLAG_FINALIZER},
+                    "App.Keep");
+    hl_sb_type(sb, K_LIST, "System.Collections.Generic.List<System.Int32>");
+    hl_sb_type_full(sb, &(hl_type){.type_id = K_INTS, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Int32[]");
+    hl_sb_type_full(sb, &(hl_type){.type_id = K_OBJS, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
+    hl_sb_root_method(sb, 0x5000, "App.Program.Main");
+    hl_sb_thread(sb, 77, 0x7700, "worker");
+    hl_sb_static(sb, 1, K_KEEP, "t_keep");
+    hl_sb_static_thread(sb, 1, 77);
+    hl_sb_alloc(sb, 20, K_OBJS, 32, 100);
+    hl_sb_alloc(sb, 1, K_RES, 24, 100);
+    hl_sb_alloc(sb, 2, K_RES, 24, 100);
+    hl_sb_alloc(sb, 3, K_KEEP, 32, 100);
+    hl_sb_alloc(sb, 10, K_LIST, 32, 100);
+    hl_sb_alloc(sb, 11, K_LIST, 32, 100);
+    hl_sb_alloc(sb, 12, K_INTS, 4024, 100);
+    hl_sb_alloc(sb, 13, K_INTS, 40, 100);
+    for (uint32_t gc = 1; gc <= 2; gc++) {
+        hl_sb_gc_start(sb, gc, 2, TRUE, 14);
+        if (gc == 1)
+            for (uint64_t id = 1; id <= 20; id++)
+                if (id <= 3 || (id >= 10 && id <= 13) || id == 20)
+                    hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+        hl_sb_snapshot_start(sb, gc, gc, HL_SNAPSHOT_INDUCED);
+        for (uint64_t id = 1; id <= 20; id++)
+            if (id <= 3 || (id >= 10 && id <= 13) || id == 20)
+                hl_sb_snapshot_object(sb, gc, id, HL_GEN_1, 0);
+        hl_sb_snapshot_ref(sb, gc, 10, 12);
+        hl_sb_snapshot_ref(sb, gc, 11, 13);
+        hl_sb_snapshot_ref(sb, gc, 20, 3);
+        hl_sb_snapshot_ref_field(sb, gc, 1);
+        hl_sb_snapshot_ref_field(sb, gc, 1);
+        hl_sb_snapshot_ref_field(sb, gc, 0);
+        hl_sb_snapshot_static(sb, gc, 20, 0, 1);
+        hl_sb_snapshot_root(sb, gc, 20, HL_ROOT_HANDLE, 0, 0x2020);
+        hl_sb_snapshot_collection(sb, gc, 10, 10, 1000);
+        hl_sb_snapshot_collection(sb, gc, 11, 0, 4);
+        hl_sb_snapshot_root(sb, gc, 1, gc == 1 ? HL_ROOT_FINALIZER : HL_ROOT_HANDLE, 0,
+                            gc == 1 ? 0 : 0x2001);
+        hl_sb_snapshot_root(sb, gc, 2, gc == 1 ? HL_ROOT_FINALIZER : HL_ROOT_HANDLE, 0,
+                            gc == 1 ? 0 : 0x2002);
+        if (gc == 1)
+            hl_sb_snapshot_root(sb, gc, 3, HL_ROOT_HANDLE, 0, 0x2003);
+        hl_sb_snapshot_root(sb, gc, 10, HL_ROOT_STACK, 0, 0x5000);
+        hl_sb_snapshot_root(sb, gc, 11, HL_ROOT_STACK, 0, 0x5000);
+        hl_sb_snapshot_end(sb, gc, gc);
+        hl_sb_gc_end(sb, gc, HL_GC_FLAG_COMPACTING);
+    }
+    hl_sb_run_end(sb, 2);
+    fixture_write_history(sb, "kept.db");
+}
+
 static void fixtures_build(void)
 {
+    fixture_kept();
     fixture_strings();
     fixture_noise();
     fixture_named();
@@ -928,6 +997,85 @@ static void case_inspect(void)
     run_result_release(&r);
 }
 
+/* Schema 8's inspections (kept.db): finalizable objects per type with those waiting in the
+ * f-reachable queue, objects finalized and reachable again, a collection under-filled and one
+ * empty by their own counts; a stack root says its frame's method. */
+static json_t *finding(json_t *doc, const char *kind, const char *type)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(doc, "findings"), i, f)
+        if (strcmp(jstr(f, "kind"), kind) == 0 && strcmp(jstr(f, "type"), type) == 0)
+            return f;
+    return NULL;
+}
+
+static void case_inspect_kept(void)
+{
+    json_t *doc = RUN_JSON("inspect", "kept.db", "--snapshot", "1", "--json");
+    json_t *f = doc ? finding(doc, "finalizable", "App.Res") : NULL;
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_INT(jint(f, "count"), 2);
+        CHECK_INT(jint(f, "queued"), 2);
+        CHECK_INT(jint(f, "bytes"), 48);
+    }
+    CHECK(doc && !finding(doc, "finalized-reachable", "App.Res"));
+    json_decref(doc);
+    doc = RUN_JSON("inspect", "kept.db", "--json");
+    if (!doc)
+        return;
+    f = finding(doc, "finalizable", "App.Res");
+    CHECK(f && jint(f, "count") == 2 && jint(f, "queued") == 0);
+    f = finding(doc, "finalizable", "App.Keep");
+    CHECK(f && jint(f, "count") == 1 && jint(f, "bytes") == 32);
+    f = finding(doc, "finalized-reachable", "App.Res");
+    CHECK(f && jint(f, "count") == 2 && jint(f, "bytes") == 48);
+    CHECK(!finding(doc, "finalized-reachable", "App.Keep"));
+    const char *list = "System.Collections.Generic.List<System.Int32>";
+    f = finding(doc, "under-filled", list);
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_INT(jint(f, "count"), 1);
+        CHECK_INT(jint(f, "elements"), 10);
+        CHECK_INT(jint(f, "capacity"), 1000);
+        CHECK_INT(jint(f, "wasted"), (4024 - 24) * 990 / 1000);
+    }
+    f = finding(doc, "empty-collections", list);
+    CHECK(f && jint(f, "count") == 1 && jint(f, "bytes") == 32);
+    json_decref(doc);
+    doc = RUN_JSON("inspect", "kept.db", "--max-fill", "0.005", "--json");
+    CHECK(doc && !finding(doc, "under-filled", list));
+    json_decref(doc);
+    run_result r = RUN("inspect", "kept.db");
+    CHECK(strstr(r.out, "1 System.Collections.Generic.List<System.Int32> filled 1.0% (10 of 1,000;") &&
+          strstr(r.out, "2 App.Res finalized and reachable again") &&
+          strstr(r.out, "2 App.Res with a finalizer\n"));
+    run_result_release(&r);
+    r = RUN("inspect", "kept.db", "--snapshot", "1");
+    CHECK(strstr(r.out, "2 App.Res with a finalizer (2 waiting for the finalizer)") != NULL);
+    run_result_release(&r);
+
+    r = RUN("roots", "kept.db", "--object", "10");
+    CHECK(strstr(r.out, "root: stack (App.Program.Main)\n") != NULL);
+    run_result_release(&r);
+    doc = RUN_JSON("roots", "kept.db", "--object", "10", "--json");
+    json_t *root = doc ? json_array_get(json_object_get(jrow(doc, 0), "roots"), 0) : NULL;
+    CHECK(root && strcmp(jstr(root, "kind"), "stack") == 0 &&
+          strcmp(jstr(root, "method"), "App.Program.Main") == 0);
+    json_decref(doc);
+    /* a thread static: the static with its thread */
+    r = RUN("roots", "kept.db", "--object", "3");
+    CHECK(strstr(r.out, "root: static Keep.t_keep (thread worker, 77)\n") != NULL);
+    run_result_release(&r);
+    doc = RUN_JSON("roots", "kept.db", "--object", "3", "--json");
+    root = doc ? json_array_get(json_object_get(jrow(doc, 0), "roots"), 0) : NULL;
+    json_t *thread = root ? json_object_get(root, "thread") : NULL;
+    CHECK(root && strcmp(jstr(root, "static"), "App.Keep.t_keep") == 0 && thread &&
+          jint(thread, "os_tid") == 77 && strcmp(jstr(thread, "name"), "worker") == 0);
+    json_decref(doc);
+}
+
 static void case_leaks(void)
 {
     file_copy("graph.db", "l1.db");
@@ -1372,6 +1520,7 @@ static const cli_test_case cases[] = {
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
     {"inspect", case_inspect},
+    {"inspect_kept", case_inspect_kept},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"leaks_files", case_leaks_files},
