@@ -18,9 +18,10 @@ every:Ns, whose snapshots are waited for. For each trigger:
                    falling below and crossing again fires again;
   limit:50         under DOTNET_GCHeapHardLimit=0x8000000 (128 MiB): 64 MiB fires, naming the
                    hard limit, below does not; with --max-snapshots 1 a second crossing does not;
-  pause:150        gen0 GCs of a small heap do not fire; a full GC of a 4M-object list does when
-                   its pause (as `heaplens gcs` stores it) is longer, and the snapshot is the
-                   next GC; every pause snapshot names a GC whose stored pause is longer;
+  pause:20         every GC whose pause (as `heaplens gcs` stores it) is longer is named by one
+                   snapshot taken at a later GC, and no other: the full GC of a 4M-object list
+                   (tens of ms at least) fires; the small gen0 GCs only if the machine
+                   stretched their pause past 20 ms;
   every:2s         two snapshots come while the program waits on stdin;
   control          all five at once with thresholds the same phases never reach: no snapshot;
   attach           heap:48M through `heaplens attach` on the program started without heaplens.
@@ -154,10 +155,11 @@ def gen2_growth(checks, a, log):
     s.say("hold 20")
     s.say("collect2")
     s.say("hold 2")
-    s.settle(s.say("collect2"))
+    before = s.say("collect2")
+    s.settle(before)
     checks.eq(f"{name}: +10% since the first full GC takes no snapshot", [], s.snapshots())
     s.say("hold 40")
-    big = s.say("collect2")  # GCs big - 1 and big: the second has the 40 MiB in gen2
+    big = s.say("collect2")  # the 40 MiB in gen2 by GC big (the runtime may collect gen2 sooner)
     s.settle(big)
     s.say("hold 60")
     s.settle(s.say("collect2"))  # grew again, within --snapshot-interval 3600
@@ -172,8 +174,8 @@ def gen2_growth(checks, a, log):
         if checks.ok(f"{name}: reason says gen2, the GC, the growth and the first full GC", m,
                      repr(reason)):
             named, pct, base = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            checks.ok(f"{name}: the GC named is one of the growth's two (GC {big - 1} or {big})",
-                      named in (big - 1, big), f"GC {named}")
+            checks.ok(f"{name}: the GC named is one of the growth's (after GC {before}, by GC {big})",
+                      before < named <= big, f"GC {named}")
             checks.ok(f"{name}: taken after GC {named}", gc > named, f"at GC {gc}")
             first_full = query(s.db, "SELECT min(gc) FROM gcs WHERE generation = 2")[0][0]
             checks.eq(f"{name}: since the first full GC", first_full, base)
@@ -237,9 +239,14 @@ def limit(checks, a, log):
     listed(checks, a, name, s.db, rows, log)
 
 
+# Far below the full GC of a 4M-object list (100-250 ms here, at least tens of ms anywhere): the
+# checks hold against the pauses the recording stored, whatever the machine's speed or load.
+PAUSE_MS = 20
+
+
 def pause(checks, a, log):
     name = "pause"
-    s = Session(a, name, ["--snapshot", "pause:150", "--snapshot-interval", "0"], log)
+    s = Session(a, name, ["--snapshot", f"pause:{PAUSE_MS}", "--snapshot-interval", "0"], log)
     small = [s.say("collect0") for _ in range(3)]
     s.settle(small[-1])
     s.say(f"graph {a.graph}")
@@ -253,21 +260,24 @@ def pause(checks, a, log):
     named = []
     for r in rows:
         checks.eq(f"{name}: snapshot {r[0]} trigger", "pause", r[2])
-        m = re.match(r"GC (\d+) paused ([0-9.]+) ms, longer than 150 ms", r[3] or "")
+        m = re.match(r"GC (\d+) paused ([0-9.]+) ms, longer than %d ms" % PAUSE_MS, r[3] or "")
         if checks.ok(f"{name}: snapshot {r[0]} reason", m, repr(r[3])):
             g = int(m.group(1))
             named.append(g)
-            checks.ok(f"{name}: GC {g}'s stored pause is longer than 150 ms",
-                      pauses.get(g, 0) > 150e6, f"{pauses.get(g, 0) / 1e6:.1f} ms")
+            checks.ok(f"{name}: GC {g}'s stored pause is longer than {PAUSE_MS} ms",
+                      pauses.get(g, 0) > PAUSE_MS * 1e6, f"{pauses.get(g, 0) / 1e6:.1f} ms")
             checks.ok(f"{name}: snapshot {r[0]} is a GC after GC {g}", r[1] > g)
     # every GC that paused longer and took no snapshot itself is named (one at a time: the next
     # one's request may still be pending when another long GC comes; none here)
-    longer = sorted(g for g, p in pauses.items() if p > 150e6 and g not in snap_gcs)
-    checks.eq(f"{name}: the GCs that paused longer than 150 ms are the ones named", longer, named)
+    longer = sorted(g for g, p in pauses.items() if p > PAUSE_MS * 1e6 and g not in snap_gcs)
+    checks.eq(f"{name}: the GCs that paused longer than {PAUSE_MS} ms are the ones named", longer,
+              named)
     checks.ok(f"{name}: the full GC of {a.graph:,} objects (GC {long_gc}) paused longer than "
-              "150 ms and fired", long_gc in named or long_gc in snap_gcs,
+              f"{PAUSE_MS} ms and fired", long_gc in named or long_gc in snap_gcs,
               f"{pauses.get(long_gc, 0) / 1e6:.1f} ms")
-    checks.ok(f"{name}: the small gen0 GCs did not fire", not set(small) & set(named))
+    # a small gen0 GC fires only if the machine stretched its pause past the threshold
+    checks.ok(f"{name}: the small gen0 GCs fired only past {PAUSE_MS} ms",
+              all(pauses.get(g, 0) > PAUSE_MS * 1e6 for g in set(small) & set(named)))
     listed(checks, a, name, s.db, rows, log)
 
 
