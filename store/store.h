@@ -105,6 +105,8 @@ typedef struct store_summary {
     gboolean complete;     /* end-of-run record received */
     gboolean connected;    /* a valid stream header arrived (a collector connected) */
     gboolean recorder_killed; /* the recorder died without a word (store_writer_set_session) */
+    gboolean wal_kept;     /* another connection kept the file open: left in WAL mode, whole
+                            * (`path`-wal is part of it until the last connection closes) */
 } store_summary;
 
 /* Creates a new database at `path` (refuses an existing file, or an existing `path`-wal or
@@ -171,7 +173,9 @@ void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder);
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);
 
 /* Commits what is left, sets the final run status, checkpoints the WAL (leaving journal mode
- * DELETE: one file) and closes the file. Frees `w` whatever happens; accepts NULL. `summary`
+ * DELETE: one file) and closes the file. Another connection open on the file (a reader) forbids
+ * leaving WAL mode: after STORE_LEAVE_WAL_WAIT_MS of retries the file stays in WAL mode, whole,
+ * the run complete all the same, and summary->wal_kept says it (the caller says it in one line). Frees `w` whatever happens; accepts NULL. `summary`
  * may be NULL. After a write to the database failed (disk full, I/O error: the ingest returned
  * STORE_ERROR_IO), writes nothing and returns FALSE with STORE_ERROR_IO "<that error>;
  * recording stopped: <path> keeps the GCs committed before (N)": the file holds every GC
