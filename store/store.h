@@ -199,7 +199,9 @@ typedef struct store_ending {
 gboolean store_recording_end(const char *path, const store_ending *ending, GError **error);
 /* Opens an existing heaplens database for reading (read-only). Fails with one clear line for a
  * missing file, a file that is not SQLite, a SQLite file that is not a heaplens database, or a
- * database of another schema version. The returned handle is a sqlite3 *, closed by the caller
+ * database of another schema version. A recording left in WAL mode (store_summary.wal_kept) is
+ * first made one file again (checkpointed, journal mode DELETE) when nobody else has it open and
+ * this user may write it; else it is read in WAL mode, whole. The returned handle is a sqlite3 *, closed by the caller
  * with sqlite3_close. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
