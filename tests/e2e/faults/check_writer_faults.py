@@ -13,7 +13,9 @@ A writer stopped until the program has exited is given up by the collector, whos
 the true reason (writer-stalled) and counts into the file; a killed writer and a full disk are
 stored by `heaplens record` (writer-killed, write-failed, the exit status, the GCs missing); a
 killed `heaplens record` is stored by its writer (recorder-killed), which cleans up the session's
-directory; what a recorder and writer killed together leave is removed by the next run.
+directory; what a recorder and writer killed together leave is removed by the next run. A
+sqlite3 shell holding a read transaction on the recording through its end (reader_holds) makes
+the writer keep WAL mode, never fail.
 One line per failed check, then "N passed, M failed".
 
 Synchronisation is on observable conditions only, never on time: AllocBench runs with --gate, so
