@@ -219,12 +219,15 @@ static G_NORETURN void child_writer_main(const char *path, pid_t pid, int conn,
         query_session_remove(pid);
     close(conn);
     g_autoptr(GError) finish_error = NULL;
-    gboolean finished = store_writer_finish(w, NULL, &finish_error);
+    store_summary summary;
+    gboolean finished = store_writer_finish(w, &summary, &finish_error);
     if (!ok || !finished) {
         fprintf(stderr, "heaplens: writer of pid %ld: %s\n", (long)pid,
                 error ? error->message : finish_error->message);
         _exit(1);
     }
+    if (summary.wal_kept)
+        recording_wal_kept_say(path);
     _exit(0);
 }
 

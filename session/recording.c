@@ -442,6 +442,8 @@ static G_NORETURN void writer_main(const char *output, const char *command, cons
         fprintf(stderr, "heaplens: writer: %s\n", error ? error->message : finish_error->message);
         _exit(1);
     }
+    if (summary.wal_kept)
+        recording_wal_kept_say(output);
     _exit(0);
 }
 
@@ -521,6 +523,12 @@ void recording_writer_died(const char *output, const recording_sockets *sockets,
         !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
         fprintf(stderr, "heaplens: could not store how the recording ended: %s\n",
                 error->message);
+}
+
+void recording_wal_kept_say(const char *output) {
+    fprintf(stderr, "heaplens: a reader kept %s open: left in WAL mode (%s-wal is part of it "
+                    "until the last connection to it closes; copy both files meanwhile)\n",
+            output, output);
 }
 
 /* A command line short enough for a summary: paths by their last component, at most 60

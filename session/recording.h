@@ -73,6 +73,10 @@ void recording_dir_remove(const char *dir);
  * line says so, except after a write error (the writer's line said the disk is full). */
 void recording_writer_died(const char *output, const recording_sockets *sockets,
                            int writer_status, gboolean exit_known, int exit_status);
+/* The writer finished with the file left in WAL mode (store_summary.wal_kept: a reader kept it
+ * open): says so in one line on stderr — the recording is whole, its last GCs in `output`-wal
+ * until the last connection to it closes. */
+void recording_wal_kept_say(const char *output);
 /* The .NET processes of the session that declined to be recorded (each left a mark in the
  * sockets' directory: collector/profiler.c), by pid: a GArray of store_unrecorded whose
  * commands it owns (g_array_unref frees them). Empty when none did. */

@@ -111,6 +111,8 @@ typedef struct store_summary {
     gboolean complete;     /* end-of-run record received */
     gboolean connected;    /* a valid stream header arrived (a collector connected) */
     gboolean recorder_killed; /* the recorder died without a word (store_writer_set_session) */
+    gboolean wal_kept;     /* another connection kept the file open: left in WAL mode, whole
+                            * (`path`-wal is part of it until the last connection closes) */
 } store_summary;
 
 /* Creates a new database at `path` (refuses an existing file, or an existing `path`-wal or
@@ -177,7 +179,9 @@ void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder);
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);
 
 /* Commits what is left, sets the final run status, checkpoints the WAL (leaving journal mode
- * DELETE: one file) and closes the file. Frees `w` whatever happens; accepts NULL. `summary`
+ * DELETE: one file) and closes the file. Another connection open on the file (a reader) forbids
+ * leaving WAL mode: after STORE_LEAVE_WAL_WAIT_MS of retries the file stays in WAL mode, whole,
+ * the run complete all the same, and summary->wal_kept says it (the caller says it in one line). Frees `w` whatever happens; accepts NULL. `summary`
  * may be NULL. After a write to the database failed (disk full, I/O error: the ingest returned
  * STORE_ERROR_IO), writes nothing and returns FALSE with STORE_ERROR_IO "<that error>;
  * recording stopped: <path> keeps the GCs committed before (N)": the file holds every GC
@@ -201,7 +205,9 @@ typedef struct store_ending {
 gboolean store_recording_end(const char *path, const store_ending *ending, GError **error);
 /* Opens an existing heaplens database for reading (read-only). Fails with one clear line for a
  * missing file, a file that is not SQLite, a SQLite file that is not a heaplens database, or a
- * database of another schema version. The returned handle is a sqlite3 *, closed by the caller
+ * database of another schema version. A recording left in WAL mode (store_summary.wal_kept) is
+ * first made one file again (checkpointed, journal mode DELETE) when nobody else has it open and
+ * this user may write it; else it is read in WAL mode, whole. The returned handle is a sqlite3 *, closed by the caller
  * with sqlite3_close. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);

@@ -519,6 +519,11 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
  * requests that commit stored — not inside the commit, as SQLite's autocheckpoint does: a
  * 10M-object snapshot's 170 MB made its commit 1.9 s, most of it that copy. */
 #define STORE_WAL_CHECKPOINT_FRAMES 512
+/* How long the end of a recording retries leaving WAL mode while another connection (a user's
+ * sqlite3 reading the recording) has the file open, and how often: then the file stays in WAL
+ * mode (store_summary.wal_kept). SQLite itself does not wait there. */
+#define STORE_LEAVE_WAL_WAIT_MS 2000
+#define STORE_LEAVE_WAL_RETRY_MS 50
 
 struct store_writer {
     sqlite3 *db;

@@ -878,20 +878,53 @@ out:
     return ok;
 }
 
+/* A recording left in WAL mode (a reader kept it open when it ended: store_writer_finish) made
+ * into one self-contained file again by the first read once nobody else has it open: the last
+ * GCs are in `path`-wal until then, and a read-only connection never copies them. Best effort:
+ * refused at once while another connection is open (the writer of a recording in progress, a
+ * user's sqlite3) or when this user may not write the file; it stays in WAL mode, whole. */
+static void store_db_leave_wal(const char *path)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    sqlite3 *db = NULL;
+    if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
+        return;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
+        sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+    sqlite3_close(db);
+}
+
+static gboolean store_db_in_wal(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    gboolean wal = sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK &&
+                   sqlite3_step(st) == SQLITE_ROW &&
+                   g_strcmp0((const char *)sqlite3_column_text(st, 0), "wal") == 0;
+    sqlite3_finalize(st);
+    return wal;
+}
+
+static sqlite3 *store_db_open_readonly_once(const char *path, GError **error)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        store_sql_fail(db, path, "cannot open", error);
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, 2000);
+    return db;
+}
+
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
 {
     sqlite3 *db = NULL;
     gboolean ok = FALSE;
     int64_t app_id, version;
 
-    if (!store_db_check_file(path, error))
+    if (!store_db_check_file(path, error) || (db = store_db_open_readonly_once(path, error)) == NULL)
         goto out;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        store_sql_fail(db, path, "cannot open", error);
-        goto out;
-    }
-    sqlite3_extended_result_codes(db, 1);
-    sqlite3_busy_timeout(db, 2000);
     app_id = store_db_pragma_int(db, "PRAGMA application_id");
     if (app_id < 0) {
         store_sql_fail(db, path, "cannot read", error);
@@ -917,6 +950,13 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
                     "); this heaplens reads schemas %d to %d",
                     path, version, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
         goto out;
+    }
+    /* A heaplens file (checked above: no one else's file is changed) left in WAL mode. */
+    if (store_db_in_wal(db)) {
+        sqlite3_close(db);
+        store_db_leave_wal(path);
+        if ((db = store_db_open_readonly_once(path, error)) == NULL)
+            goto out;
     }
     if (!store_snapshot_view_attach(db, error))
         goto out;

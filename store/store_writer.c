@@ -951,10 +951,35 @@ static int64_t store_writer_count(store_writer *w, const char *sql)
     return n;
 }
 
+/* Leaves WAL mode for one self-contained file. That needs every other connection to the file
+ * gone, and SQLite refuses at once (no busy handler) while one is open — a user's sqlite3
+ * polling the recording: retried for STORE_LEAVE_WAL_WAIT_MS, then the file stays in WAL mode,
+ * whole (*kept TRUE: the -wal holds the last GCs until the last connection closes). Any other
+ * error fails. */
+static gboolean store_writer_leave_wal(store_writer *w, gboolean *kept, GError **error)
+{
+    *kept = FALSE;
+    for (int waited = 0;; waited += STORE_LEAVE_WAL_RETRY_MS) {
+        int rc = sqlite3_exec(w->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            return TRUE;
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) {
+            store_sql_set_error(w->db, w->path, rc, NULL, error);
+            return FALSE;
+        }
+        if (waited >= STORE_LEAVE_WAL_WAIT_MS) {
+            *kept = TRUE;
+            return TRUE;
+        }
+        sqlite3_sleep(STORE_LEAVE_WAL_RETRY_MS);
+    }
+}
+
 gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **error)
 {
     const char *status;
     gboolean ok = FALSE;
+    gboolean wal_kept = FALSE;
 
     if (summary != NULL)
         memset(summary, 0, sizeof *summary);
@@ -988,9 +1013,13 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         goto out;
     /* One self-contained file for readers: checkpoint the WAL and leave WAL mode. Each
      * object's generation history stays as the GCs' changes: the first reader builds it
-     * (store_history_build_file), not the end of the recording. */
-    if (!store_sql_exec(w->db, w->path, "PRAGMA journal_mode = DELETE", error) ||
-        !store_writer_write_own_figures(w, error))
+     * (store_history_build_file), not the end of the recording. The copy is done before the
+     * writer's own figures (they count it) and they are written in WAL mode, where an outside
+     * reader never blocks a commit: leaving WAL mode is the last step, the only one a reader
+     * can refuse (store_writer_leave_wal). */
+    sqlite3_wal_checkpoint_v2(w->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (!store_writer_write_own_figures(w, error) ||
+        !store_writer_leave_wal(w, &wal_kept, error))
         goto out;
     if (summary != NULL) {
         summary->gcs = w->gcs_written;
@@ -1004,6 +1033,7 @@ gboolean store_writer_finish(store_writer *w, store_summary *summary, GError **e
         summary->connected = w->connected;
         summary->snapshots = w->snapshots_written;
         summary->recorder_killed = w->recorder_killed;
+        summary->wal_kept = wal_kept;
     }
     ok = TRUE;
 out:

@@ -13,7 +13,9 @@ A writer stopped until the program has exited is given up by the collector, whos
 the true reason (writer-stalled) and counts into the file; a killed writer and a full disk are
 stored by `heaplens record` (writer-killed, write-failed, the exit status, the GCs missing); a
 killed `heaplens record` is stored by its writer (recorder-killed), which cleans up the session's
-directory; what a recorder and writer killed together leave is removed by the next run.
+directory; what a recorder and writer killed together leave is removed by the next run. A
+sqlite3 shell holding a read transaction on the recording through its end (reader_holds) makes
+the writer keep WAL mode, never fail.
 One line per failed check, then "N passed, M failed".
 
 Synchronisation is on observable conditions only, never on time: AllocBench runs with --gate, so
@@ -496,6 +498,55 @@ def writer_disk_full(hl, dll, workdir, iterations):
             check_missing_said("disk full", hl, db, info["counters"]["program_gcs"])
 
 
+def reader_holds(hl, dll, workdir, iterations):
+    """A user's sqlite3 reading the recording while it records, its read transaction held from
+    the first committed GC until heaplens has exited: the writer cannot leave WAL mode, and must
+    neither fail nor lose anything. The file stays in WAL mode, complete and whole, heaplens says
+    it in one line, and the commands read it once the reader is gone."""
+    db = os.path.join(workdir, "held.db")
+    proc = start(hl, dll, db, iterations, dict(os.environ))
+    at_gate("reader", proc, db)
+    reader = subprocess.Popen(["sqlite3", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        reader.stdin.write("BEGIN; SELECT count(*) FROM gcs;\n")
+        reader.stdin.flush()
+        seen = reader.stdout.readline().strip()  # printed inside the transaction: it is held
+        check("reader: the reader sees the committed GCs", seen.isdigit() and int(seen) >= 1, seen)
+        go(proc)
+        line = program_line(proc)
+        err = proc.stderr.read()
+        status = proc.wait(timeout=300)
+        held_wal = os.path.exists(db + "-wal")
+    finally:
+        reader.stdin.close()  # end of input: the shell ends its transaction and exits
+        reader.wait(timeout=60)
+    lines = [x for x in err.splitlines() if x.strip() and not x.startswith("heaplens: recorded ")]
+    check("reader: the program ran to its end", line is not None, err.strip())
+    check("reader: heaplens exits with the program's status (0)", status == 0, f"status {status}")
+    check("reader: heaplens says in one line (besides its summary) that the file stayed in WAL "
+          "mode, nothing failed",
+          len(lines) == 1 and f"a reader kept {db} open: left in WAL mode" in lines[0]
+          and "fail" not in err and "locked" not in err, err.strip())
+    check("reader: the -wal file was kept while the reader held it", held_wal)
+    rc, info, e = heaplens_json(hl, "info", db)
+    if check("reader: info reads the file", rc == 0 and info is not None, e.strip()):
+        counters = info["counters"]
+        check("reader: the run is complete", info["run"]["status"] == "complete", json.dumps(info["run"]))
+        check("reader: nothing lost", counters.get("allocs_dropped") == 0
+              and counters.get("gcs_dropped") == 0 and info["run"].get("loss") is None,
+              json.dumps(counters))
+        check("reader: every allocation stored", stored_allocations(db) == counters.get("allocs_seen"),
+              f"{stored_allocations(db)} stored, {counters.get('allocs_seen')} seen")
+        check("reader: the writer's own figures are stored", "writer_finish_ns" in counters,
+              json.dumps(counters))
+    check("reader: the first read, the reader gone, made it one file again",
+          not os.path.exists(db + "-wal"))
+    rc, gcs, e = heaplens_json(hl, "gcs", db)
+    check("reader: gcs reads the file", rc == 0 and gcs is not None, e.strip())
+    check_gcs_whole("reader", db, line)
+
+
 def long_tmpdir(hl, dll, workdir):
     """A TMPDIR whose session sockets would not fit a unix socket's 107 bytes (a deep work
     directory): record keeps its sockets short (in /tmp/heaplens-UID) and records the program
@@ -523,6 +574,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--iterations", type=int, default=80000,
                     help="AllocBench iterations: the program must outlive the injected fault")
+    ap.add_argument("--only", help="run this case alone (a function's name, e.g. reader_holds)")
     ap.add_argument("--deadline", type=int, default=840,
                     help="seconds after which the test prints where it is stuck and exits")
     a = ap.parse_args()
@@ -530,6 +582,9 @@ def main():
     os.makedirs(a.workdir, exist_ok=True)
     short_tmp = tempfile.mkdtemp(prefix="hl-faults-")  # in /tmp (or a short TMPDIR): sockets fit
     try:
+        if a.only:
+            globals()[a.only](a.heaplens, a.dll, a.workdir, a.iterations)
+            return checks.summary()
         long_tmpdir(a.heaplens, a.dll, a.workdir)
         stale_sessions(a.heaplens, a.workdir, short_tmp)
         writer_killed(a.heaplens, a.dll, a.workdir, a.iterations)
@@ -538,6 +593,7 @@ def main():
         writer_given_up(a.heaplens, a.dll, a.workdir, a.iterations)
         recorder_killed(a.heaplens, a.dll, a.workdir, a.iterations, short_tmp)
         writer_disk_full(a.heaplens, a.dll, a.workdir, a.iterations)
+        reader_holds(a.heaplens, a.dll, a.workdir, a.iterations)
     finally:
         shutil.rmtree(short_tmp, ignore_errors=True)
     return checks.summary()

@@ -2255,6 +2255,106 @@ static void test_checkpoint_after_answer(void)
     tmp_dir_free(dir);
 }
 
+/* A reader holding the recording open when it ends (a user's sqlite3 polling it: a read
+ * transaction in another process) cannot make the writer fail: leaving WAL mode is refused, the
+ * file stays in WAL mode, whole and complete, and the summary says so; once the reader is gone
+ * the file reads as the same recording written without it. */
+static void test_reader_holds_file(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    store_summary alone, held;
+    g_autofree char *finished = golden_db(dir, FALSE, &alone);
+    CHECK(!alone.wal_kept);
+    g_autofree char *path = g_build_filename(dir, "held.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    hl_sb_bytes(sb, &len);
+    int fd = hl_sb_memfd(sb, len);
+    store_writer *w = store_writer_create(path, "recording", &error);
+    CHECK_NO_ERROR(error);
+    CHECK(store_writer_ingest_fd(w, fd, &error)); /* every GC committed, the tail still open */
+    CHECK_NO_ERROR(error);
+    close(fd);
+
+    /* The reader: the sqlite3 shell, a process of its own (a fork of this one would share
+     * SQLite's lock bookkeeping), as a user polls the recording; the count it prints comes from
+     * inside its transaction, held until its input closes. */
+    int in[2], out[2];
+    CHECK(pipe(in) == 0 && pipe(out) == 0);
+    pid_t reader = fork();
+    if (reader == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execlp("sqlite3", "sqlite3", path, NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    static const char sql[] = "BEGIN; SELECT count(*) FROM gcs;\n";
+    CHECK(write(in[1], sql, strlen(sql)) == (ssize_t)strlen(sql));
+    char line[32] = "";
+    ssize_t got = 0, n;
+    while (got < (ssize_t)sizeof line - 1 && memchr(line, '\n', (size_t)got) == NULL &&
+           (n = read(out[0], line + got, sizeof line - 1 - (size_t)got)) > 0)
+        got += n;
+    int64_t seen = g_ascii_strtoll(line, NULL, 10);
+    CHECK(seen == (int64_t)alone.gcs && seen > 0);
+
+    CHECK(store_writer_finish(w, &held, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(held.wal_kept && held.complete && held.gcs == alone.gcs &&
+          held.objects == alone.objects && held.allocations == alone.allocations);
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    CHECK(access(wal, F_OK) == 0); /* the reader's connection keeps it */
+
+    /* Read while the reader still holds it, and after. */
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            close(in[1]); /* end of input: the shell ends its transaction and exits */
+            int status = -1;
+            CHECK(waitpid(reader, &status, 0) == reader && WIFEXITED(status) &&
+                  WEXITSTATUS(status) == 0);
+        }
+        sqlite3 *db = store_db_open_readonly(path, &error);
+        CHECK_NO_ERROR(error);
+        sqlite3 *done = db_open(finished);
+        static const char *const same[] = {
+            "SELECT status, exit_status, loss FROM run",
+            "SELECT * FROM gcs ORDER BY gc",
+            SQL_ALLOC_COUNTS,
+            "SELECT name, value FROM counters WHERE name NOT LIKE 'writer%' ORDER BY name",
+        };
+        for (size_t i = 0; i < G_N_ELEMENTS(same); i++) {
+            g_autofree char *want = db_rows(done, same[i]);
+            CHECK_ROWS(db, same[i], want);
+        }
+        CHECK_ROWS(db, "SELECT status FROM run", "complete\n");
+        /* The first open once the reader is gone makes it one file again (WAL copied). */
+        CHECK((access(wal, F_OK) == 0) == (round == 0));
+        CHECK_ROWS(db, "PRAGMA journal_mode", round == 0 ? "wal\n" : "delete\n");
+        CHECK(db_int(db, "SELECT count(*) FROM counters WHERE name = 'writer_finish_ns'") == 1);
+        sqlite3_close(db);
+        sqlite3_close(done);
+    }
+    /* The first read builds on it as on any finished file. */
+    CHECK(store_history_build_file(path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    sqlite3 *db = db_open(path);
+    sqlite3 *done = db_open(finished);
+    g_autofree char *want = db_rows(done, SQL_OBJECTS);
+    CHECK_ROWS(db, SQL_OBJECTS, want);
+    sqlite3_close(db);
+    sqlite3_close(done);
+    close(out[0]);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 static void test_change_gaps(void)
 {
     char *dir = tmp_dir_new();
@@ -4053,6 +4153,7 @@ static const struct {
     {"control_descendant", test_control_descendant},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
+    {"reader_holds_file", test_reader_holds_file},
     {"change_gaps", test_change_gaps},
     {"radix_sort", test_radix_sort},
     {"put_u64", test_put_u64},
