@@ -21,6 +21,22 @@ query_args_result query_args_parse(int argc, char **argv, const query_option *op
                                     error);
 }
 
+gboolean query_args_take(int argc, char **argv, const query_option *options, const char **file,
+                         int *status, GError **error)
+{
+    switch (query_args_parse(argc, argv, options, file, error)) {
+    case QUERY_ARGS_OK:
+        return TRUE;
+    case QUERY_ARGS_HELP:
+        *status = 0;
+        return FALSE;
+    case QUERY_ARGS_ERROR:
+        break;
+    }
+    *status = 1;
+    return FALSE;
+}
+
 query_args_result query_args_parse_operand(int argc, char **argv, const query_option *options,
                                            const char *operand, const char *operand_meaning,
                                            const char **file, GError **error)

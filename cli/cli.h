@@ -47,6 +47,12 @@ typedef enum {
 query_args_result query_args_parse(int argc, char **argv, const query_option *options,
                                    const char **file, GError **error);
 
+/* query_args_parse as a command's body uses it: TRUE to go on; FALSE when the command is done,
+ * with *status its exit status: 0 after --help (the usage printed), 1 on a bad command line
+ * (*error set). */
+gboolean query_args_take(int argc, char **argv, const query_option *options, const char **file,
+                         int *status, GError **error);
+
 /* The same for a command whose one operand is not a FILE: `operand` names it in the error
  * ("PID") and `operand_meaning` says what it is ("the process to ask"). */
 query_args_result query_args_parse_operand(int argc, char **argv, const query_option *options,

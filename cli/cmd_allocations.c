@@ -150,15 +150,8 @@ int cmd_allocations(int argc, char **argv)
     char bytes[QUERY_FORMAT_MAX];
     char types_text[QUERY_FORMAT_MAX];
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (top_text && !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXINT64,
                                            "a positive number", &top, &error))
         goto out;

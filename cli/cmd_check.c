@@ -28,15 +28,8 @@ int cmd_check(int argc, char **argv)
     guint failed = 0;
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     const struct {
         check_kind kind;
         GPtrArray *values;

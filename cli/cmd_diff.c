@@ -83,15 +83,8 @@ int cmd_diff(int argc, char **argv)
         }
         args[n_args++] = argv[i];
     }
-    switch (query_args_parse(n_args, args, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(n_args, args, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if ((n_at && (from_text || to_text || between)) || (between && (from_text || to_text))) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "diff: give the snapshots once: @FROM @TO, --from/--to or --between FROM..TO");

@@ -24,15 +24,8 @@ int cmd_export(int argc, char **argv)
     snapshot_info info;
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (!output || !*output) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "export: --gcdump OUT is needed (the .gcdump file to write)");

@@ -81,15 +81,8 @@ int cmd_gcs(int argc, char **argv)
     gboolean census = FALSE;
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     db = query_db_open(path, &error);
     if (!db || !(gcs = query_gcs_read(db, &census, &error)))
         goto out;

@@ -42,15 +42,8 @@ int cmd_import(int argc, char **argv)
     gcdump_import_summary sum = {0};
     double start = import_seconds();
 
-    switch (query_args_parse(argc, args, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, args, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (output && !*output) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "import: -o needs a file name");
         goto out;

@@ -243,15 +243,8 @@ int cmd_info(int argc, char **argv)
     info_lines_init(&counter_lines);
     info_lines_init(&total_lines);
     info_lines_init(&sampling_lines);
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     db = query_db_open(path, &error);
     if (!db || !query_info_read(db, path, &info, &error))
         goto out;

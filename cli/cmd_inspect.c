@@ -102,15 +102,8 @@ int cmd_inspect(int argc, char **argv)
     uint64_t v = 0;
     char a[QUERY_FORMAT_MAX];
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (dup_text) {
         if (!query_args_parse_uint("inspect", "min-duplicates", dup_text, 2, INT64_MAX,
                                    "a number of 2 or more", &v, &error))

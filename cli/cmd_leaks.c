@@ -234,15 +234,8 @@ int cmd_leaks(int argc, char **argv)
         }
         args[n_args++] = argv[i];
     }
-    switch (query_args_parse(n_args, args, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(n_args, args, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (top_text && !query_args_parse_uint("leaks", "top", top_text, 1, INT64_MAX,
                                            "a positive number", &top, &error))
         goto out;

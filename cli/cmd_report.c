@@ -37,15 +37,8 @@ int cmd_report(int argc, char **argv)
     FILE *out = stdout;
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, args, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, args, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     to_stdout = !output || strcmp(output, "-") == 0;
     if (output && !*output) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,

@@ -44,15 +44,8 @@ int cmd_retention(int argc, char **argv)
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX];
     char name_buf[QUERY_FORMAT_MAX], element_buf[QUERY_FORMAT_MAX];
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (top_text && !query_args_parse_uint("retention", "top", top_text, 1, INT64_MAX,
                                            "a positive number", &top, &error))
         goto out;

@@ -39,15 +39,8 @@ int cmd_roots(int argc, char **argv)
     sqlite3 *db = NULL;
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], target_buf[QUERY_FORMAT_MAX];
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (!object_text == !type_name) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "roots: give either --object ID or --type NAME; see 'heaplens roots --help'");

@@ -56,15 +56,8 @@ int cmd_snapshots(int argc, char **argv)
     int64_t drift = 0;
     char f[8][QUERY_FORMAT_MAX];
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     db = query_db_open(path, &error);
     if (!db || !(snapshots = query_snapshots_read(db, &drift, &error)) ||
         !(checkpoints = checkpoint_list_new(db, &error)))

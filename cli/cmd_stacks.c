@@ -432,15 +432,8 @@ int cmd_stacks(int argc, char **argv)
     uint64_t depth = 0;
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     guint by_index = q.by, sort_index = q.sort;
     if ((by && !query_args_parse_choice("stacks", "by", by, by_names, G_N_ELEMENTS(by_names),
                                         &by_index, &error)) ||

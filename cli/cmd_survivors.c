@@ -99,15 +99,8 @@ int cmd_survivors(int argc, char **argv)
     query_survivors survivors = {0};
     sqlite3 *db = NULL;
 
-    switch (query_args_parse(argc, argv, options, &path, &error)) {
-    case QUERY_ARGS_HELP:
-        status = 0;
+    if (!query_args_take(argc, argv, options, &path, &status, &error))
         goto out;
-    case QUERY_ARGS_ERROR:
-        goto out;
-    case QUERY_ARGS_OK:
-        break;
-    }
     if (by && !query_args_parse_choice("survivors", "by", by, by_names, G_N_ELEMENTS(by_names),
                                        &by_index, &error))
         goto out;

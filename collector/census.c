@@ -351,14 +351,8 @@ __attribute__((always_inline)) static inline bool lane_step(hl_census *s, hl_cen
             slot->bytes += raw;
         }
     } else if (mt != s->free_mt) {
-        if (s->n_old == s->cap_old) {
-            size_t cap = s->cap_old ? s->cap_old * 2 : 4096;
-            uint64_t *grown = hl_mem_realloc(s->old, cap * sizeof *grown);
-            if (!grown)
-                return false;
-            s->old = grown;
-            s->cap_old = cap;
-        }
+        if (!hl_mem_reserve((void **)&s->old, &s->cap_old, s->n_old + 1, sizeof *s->old, 4096))
+            return false;
         s->old[s->n_old++] = at;
     }
     return true;
@@ -479,14 +473,9 @@ static bool pieces_build(hl_census *s, const hm_gen_range *ranges, size_t n, uin
             continue;
         uint64_t at = ranges[i].start, end = at + ranges[i].length;
         for (;;) {
-            if (s->n_pieces == s->cap_pieces) {
-                size_t cap = s->cap_pieces ? s->cap_pieces * 2 : 64;
-                hl_census_piece *grown = hl_mem_realloc(s->pieces, cap * sizeof *grown);
-                if (!grown)
-                    return false;
-                s->pieces = grown;
-                s->cap_pieces = cap;
-            }
+            if (!hl_mem_reserve((void **)&s->pieces, &s->cap_pieces, s->n_pieces + 1,
+                                sizeof *s->pieces, 64))
+                return false;
             hl_census_piece *p = &s->pieces[s->n_pieces++];
             *p = (hl_census_piece){.start = at, .end = end, .trusted = at == ranges[i].start};
             /* The last piece of a range is not left shorter than half a piece. */

@@ -222,19 +222,9 @@ void hl_gc_mark_incomplete(hl_gc_queue *q) {
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
 }
 
-/* Grows *buf to hold `need` more bytes; false when the memory is not there. */
+/* Grows *buf to hold `need` more elements after its `len`; false when the memory is not there. */
 static bool grow(void **buf, size_t *cap, size_t len, size_t need, size_t elem) {
-    if (len + need <= *cap)
-        return true;
-    size_t cap2 = *cap ? *cap * 2 : 4096;
-    while (cap2 < len + need)
-        cap2 *= 2;
-    void *grown = hl_mem_realloc(*buf, cap2 * elem);
-    if (!grown)
-        return false;
-    *buf = grown;
-    *cap = cap2;
-    return true;
+    return hl_mem_reserve(buf, cap, len + need, elem, 4096);
 }
 
 void hl_gc_on_alloc_by_class(hl_gc_queue *q, ULONG count, const ClassID *classes,

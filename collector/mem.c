@@ -132,6 +132,20 @@ void *hl_mem_realloc(void *p, size_t size) {
     return (char *)g + HL_MEM_HEADER;
 }
 
+bool hl_mem_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first) {
+    if (need <= *cap)
+        return true;
+    size_t grown_cap = *cap ? *cap * 2 : first;
+    while (grown_cap < need)
+        grown_cap *= 2;
+    void *grown = hl_mem_realloc(*p, grown_cap * elem);
+    if (!grown)
+        return false;
+    *p = grown;
+    *cap = grown_cap;
+    return true;
+}
+
 void hl_mem_mapped_add(int64_t bytes) {
     atomic_fetch_add(&mem_mapped, (uint64_t)bytes); /* two's complement: < 0 subtracts */
 }

@@ -24,6 +24,9 @@ void *hl_mem_malloc(size_t size);
 void *hl_mem_calloc(size_t n, size_t size);
 void *hl_mem_realloc(void *p, size_t size);
 void hl_mem_free(void *p);
+/* Grows the array *p of *cap elements of `elem` bytes to hold at least `need`, doubling from
+ * `first`; false, with *p and *cap as they were, when the memory is not there. */
+bool hl_mem_reserve(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* An anonymous mapping of `bytes` was made (> 0) or unmapped (< 0): the pool's. */
 void hl_mem_mapped_add(int64_t bytes);

@@ -78,14 +78,9 @@ struct hl_rejit {
     uint64_t request_ns_max, request_ns_total, requests, wait_ns_max;
 };
 
+/* The array p of n elements with room for one more (NULL, p as it was, without the memory). */
 static void *grow(void *p, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap)
-        return p;
-    size_t c = *cap ? *cap * 2 : 16;
-    void *q = hl_mem_realloc(p, c * elem);
-    if (q)
-        *cap = c;
-    return q;
+    return hl_mem_reserve(&p, cap, n + 1, elem, 16) ? p : NULL;
 }
 
 static char *dup_str(const char *s) {

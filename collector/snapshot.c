@@ -173,40 +173,52 @@ static void walk_objects(snapshot *s) {
     hl_gen_lookup_release(&after);
 }
 
-/* The strings' values with their ids: the capture read them in walk order, so the walk's
- * strings are, in order, the capture's. */
-static void walk_strings(snapshot *s) {
+/* The walk's objects in order, for the side arrays the capture filled in walk order (strings,
+ * collections): each entry's object is found at or after the previous entry's. */
+typedef struct walk_cursor {
+    size_t off, i;
+} walk_cursor;
+
+/* The id of `object`, the next of the capture's side entries; false once the walk is over. */
+static bool walk_cursor_id(const snapshot *s, walk_cursor *c, uint64_t object, uint64_t *id) {
     const hl_gc_capture *g = s->g;
     const hl_snapshot_object *objects = s->objects.p;
-    size_t i = 0, k = 0;
-    for (size_t off = 0; off < g->walk_len && k < g->n_strings; i++) {
+    while (c->off < g->walk_len) {
         hl_walk_object w;
-        memcpy(&w, g->walk + off, sizeof w);
-        off += hl_walk_object_bytes(w.n_refs);
-        if (w.object != g->strings[k].object)
-            continue;
-        const hl_walk_string *v = &g->strings[k++];
-        hl_snapshot_string out = {.object_id = objects[i].id, .hash = v->hash,
-                                  .length = v->length, .n_chars = v->n_chars};
+        memcpy(&w, g->walk + c->off, sizeof w);
+        c->off += hl_walk_object_bytes(w.n_refs);
+        size_t i = c->i++;
+        if (w.object == object) {
+            *id = objects[i].id;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The strings' values with their ids. */
+static void walk_strings(snapshot *s) {
+    const hl_gc_capture *g = s->g;
+    walk_cursor c = {0};
+    uint64_t id;
+    for (size_t k = 0; k < g->n_strings && walk_cursor_id(s, &c, g->strings[k].object, &id); k++) {
+        const hl_walk_string *v = &g->strings[k];
+        hl_snapshot_string out = {.object_id = id, .hash = v->hash, .length = v->length,
+                                  .n_chars = v->n_chars};
         memcpy(out.chars, v->chars, v->n_chars * sizeof(uint16_t));
         push(s, &s->strings, &out);
     }
 }
 
-/* The collections' counts with their ids, as walk_strings: read in walk order. */
+/* The collections' counts with their ids. */
 static void walk_collections(snapshot *s) {
     const hl_gc_capture *g = s->g;
-    const hl_snapshot_object *objects = s->objects.p;
-    size_t i = 0, k = 0;
-    for (size_t off = 0; off < g->walk_len && k < g->n_collections; i++) {
-        hl_walk_object w;
-        memcpy(&w, g->walk + off, sizeof w);
-        off += hl_walk_object_bytes(w.n_refs);
-        if (w.object != g->collections[k].object)
-            continue;
-        const hl_walk_collection *v = &g->collections[k++];
-        hl_snapshot_collection out = {.object_id = objects[i].id, .count = v->count,
-                                      .capacity = v->capacity};
+    walk_cursor c = {0};
+    uint64_t id;
+    for (size_t k = 0;
+         k < g->n_collections && walk_cursor_id(s, &c, g->collections[k].object, &id); k++) {
+        const hl_walk_collection *v = &g->collections[k];
+        hl_snapshot_collection out = {.object_id = id, .count = v->count, .capacity = v->capacity};
         push(s, &s->collections, &out);
     }
 }

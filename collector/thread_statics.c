@@ -72,15 +72,9 @@ bool hl_tls_capture(hl_thread_set *threads, const hl_tls_fields *fields, ICorPro
                                                           threads->ids[t], &addr)) ||
                 !addr)
                 continue; /* this thread never set it */
-            if (*n == *cap) {
-                size_t grown_cap = *cap ? *cap * 2 : 64;
-                hl_tls_slot *grown = hl_mem_realloc(*out, grown_cap * sizeof *grown);
-                if (!grown) {
-                    ok = false;
-                    break;
-                }
-                *out = grown;
-                *cap = grown_cap;
+            if (!hl_mem_reserve((void **)out, cap, *n + 1, sizeof **out, 64)) {
+                ok = false;
+                break;
             }
             (*out)[(*n)++] = (hl_tls_slot){.addr = (uint64_t)(uintptr_t)addr, .field = f->field,
                                            .os_tid = (uint32_t)os_tid};
