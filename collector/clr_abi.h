@@ -140,7 +140,16 @@ enum {
     INFO_EventPipeStartSession = 101,
     INFO_EventPipeStopSession = 103,
     INFO_EventPipeGetProviderInfo = 105,
+    /* ICorProfilerInfo13 (corprof.idl: 108..110): handles a profiler owns */
+    INFO_CreateHandle = 108,
+    INFO_DestroyHandle = 109,
+    INFO_GetObjectIDFromHandle = 110,
 };
+
+/* COR_PRF_HANDLE_TYPE: WEAK is a long weak handle (it keeps its target through finalization,
+ * until the object's memory is reclaimed). ObjectHandleID is pointer-sized. */
+enum { COR_PRF_HANDLE_TYPE_WEAK = 1 };
+typedef UINT_PTR ObjectHandleID;
 
 /* COR_PRF_HIGH_MONITOR (high event mask). */
 enum { COR_PRF_HIGH_MONITOR_EVENT_PIPE = 0x00000080 };

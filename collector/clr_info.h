@@ -134,6 +134,24 @@ static inline HRESULT info_event_pipe_stop_session(ICorProfilerInfo *i, EVENTPIP
     return CLR_CALL(i, INFO_EventPipeStopSession, HRESULT (*)(ICorProfilerInfo *, EVENTPIPE_SESSION), s);
 }
 
+/* ICorProfilerInfo13. CreateHandle is SYNC (inside a callback, or a thread of ours);
+ * DestroyHandle and GetObjectIDFromHandle are ASYNC: any thread, any time
+ * (proftoeeinterfaceimpl.cpp). */
+static inline HRESULT info_create_handle(ICorProfilerInfo *i, ObjectID o, uint32_t type,
+                                         ObjectHandleID *out) {
+    return CLR_CALL(i, INFO_CreateHandle,
+                    HRESULT (*)(ICorProfilerInfo *, ObjectID, uint32_t, ObjectHandleID *), o, type,
+                    out);
+}
+static inline HRESULT info_destroy_handle(ICorProfilerInfo *i, ObjectHandleID h) {
+    return CLR_CALL(i, INFO_DestroyHandle, HRESULT (*)(ICorProfilerInfo *, ObjectHandleID), h);
+}
+static inline HRESULT info_get_object_id_from_handle(ICorProfilerInfo *i, ObjectHandleID h,
+                                                     ObjectID *out) {
+    return CLR_CALL(i, INFO_GetObjectIDFromHandle,
+                    HRESULT (*)(ICorProfilerInfo *, ObjectHandleID, ObjectID *), h, out);
+}
+
 static inline HRESULT mdi_get_method_props(IMetaDataImport *m, mdToken method, mdTypeDef *cls,
                                            WCHAR *name, ULONG capacity, ULONG *length) {
     DWORD attr = 0, impl = 0;

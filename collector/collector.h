@@ -19,6 +19,7 @@
 #include "collector/clr_abi.h"
 #include "collector/clr_info.h"
 #include "collector/eventpipe.h"
+#include "collector/follow.h"
 #include "collector/gc_capture.h"
 #include "collector/snapshot_policy.h"
 #include "collector/thread_buffers.h"
@@ -74,6 +75,7 @@ typedef struct hl_profiler {
                                  * or no session): handle lifetimes and unreported counts */
     bool walk_on;               /* MONITOR_GC is on now (changed on GC threads only) */
     hl_sampling sampling;       /* the EventPipe session (eventpipe.h) */
+    hl_follow followed;         /* sampled mode: the followed objects' weak handles (follow.h) */
 
     atomic_flag names_lock;
     hl_name_event names[HL_NAME_EVENTS];

@@ -530,6 +530,8 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
             c->model_failures++;
         if (c->weak_owned.count)
             weak_reference_died(c, id);
+        if (id >= HL_DISCOVERED_ID_BASE)
+            hl_follow_named_add(&c->p->followed, gen_before, -1);
     }
 }
 
@@ -567,6 +569,10 @@ static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t 
         hl_promotion pr = {.id = id, .generation = gen_after};
         if (!hl_vec_push(&a->c->promotions, &pr))
             a->c->model_failures++;
+        if (id >= HL_DISCOVERED_ID_BASE) {
+            hl_follow_named_add(&a->c->p->followed, gen_before, -1);
+            hl_follow_named_add(&a->c->p->followed, gen_after, 1);
+        }
     }
 }
 
@@ -757,6 +763,11 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);
     c->gcs_applied = g->gc;
+    if (c->p->followed.on) {
+        hl_follow_check(&c->p->followed, g);
+        hl_follow_destroy(&c->p->followed, c->p->info, g);
+        hl_follow_named_publish(&c->p->followed, g->gc);
+    }
     hl_collector_triggers_gc(c, g, e.size_after, snapshot_sent);
 }
 
@@ -884,6 +895,20 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 c->discover_found ? (double)c->discover_pause_ns / (double)c->discover_found : 0.0,
                 c->discover_apply_ns / 1e6,
                 c->discover_found ? (double)c->discover_apply_ns / (double)c->discover_found : 0.0);
+    if (p->followed.on) { /* the GC thread's counters: figures, not state */
+        hl_follow *f = &p->followed;
+        fprintf(stderr,
+                "heaplens: follow: handles=%llu create_failures=%llu fallback=%d lookups=%llu "
+                "died=%llu destroyed=%llu ranges_gcs=%llu handle_gcs=%llu lookup_ms=%.2f "
+                "(%.1f ns per lookup, inside GCs) check_agree=%llu check_disagree=%llu\n",
+                (unsigned long long)atomic_load(&f->created),
+                (unsigned long long)atomic_load(&f->create_failures),
+                (int)atomic_load(&f->fallback), (unsigned long long)f->lookups,
+                (unsigned long long)f->died, (unsigned long long)f->destroyed,
+                (unsigned long long)f->ranges_gcs, (unsigned long long)f->handle_gcs,
+                f->lookup_ns / 1e6, f->lookups ? (double)f->lookup_ns / (double)f->lookups : 0.0,
+                (unsigned long long)f->check_agree, (unsigned long long)f->check_disagree);
+    }
     if (p->gcs.census.on) /* read while GCs may still run: figures, not state */
         fprintf(stderr,
                 "heaplens: census: threads=%u helpers=%u walks_cut=%llu walks_redone=%llu "
@@ -1197,6 +1222,7 @@ void hl_session_reset(hl_profiler *p) {
         close(p->wake_fd);
     hl_gc_queue_release(&p->gcs);
     hl_tbufs_release(&p->rings);
+    hl_follow_release(&p->followed);
     const ICorProfilerCallback11Vtbl *vtbl = p->vtbl;
     memset(p, 0, sizeof *p);
     p->vtbl = vtbl;

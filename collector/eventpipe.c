@@ -284,6 +284,11 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
     if (tls_sample.waiting) /* its ObjectAllocated never came */
         sample_push(p, &tls_sample.s, false);
     tls_sample.waiting = false;
+    /* Sampled mode follows a small object's sample by a weak handle, made here: the event
+     * comes inside the allocation, with the object whole (AllocationSampled), and CreateHandle
+     * may be called from a callback. LOH and POH samples are followed from ObjectAllocated. */
+    if (p->followed.on && s.kind == 0)
+        hl_follow_add(&p->followed, p->info, s.address);
     if (p->sampling.walk_at_object_allocated && s.address) {
         tls_sample.s = s;
         tls_sample.waiting = true;

@@ -46,6 +46,8 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->tls);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
+    hl_mem_free(c->dead_handles);
+    hl_mem_free(c->follow_seen);
     hl_mem_free(c);
 }
 
@@ -195,6 +197,20 @@ void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
         c->surviving_ranges += count;
 out:
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
+void hl_gc_add_move(hl_gc_capture *c, const hm_move *m) {
+    if (c->incomplete)
+        return;
+    if (c->n_moves + 1 > c->cap_moves &&
+        (c->cap_moves * 2 > HL_GC_MAX_MOVES ||
+         !hl_mem_reserve((void **)&c->moves, &c->cap_moves, c->n_moves + 1, sizeof *c->moves,
+                         4096))) {
+        c->incomplete = true;
+        return;
+    }
+    c->moves[c->n_moves++] = *m;
+    c->follow_moves = true;
 }
 
 void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason) {

@@ -18,6 +18,7 @@
 
 #include "collector/census.h"
 #include "collector/collections.h"
+#include "collector/follow.h"
 #include "collector/thread_statics.h"
 #include "collector/clr_info.h"
 #include "heapmodel/hm_model.h"
@@ -92,6 +93,15 @@ typedef struct hl_gc_capture {
     uint32_t moved_ranges, surviving_ranges;
     uint64_t survived_bytes, moved_bytes;
     bool incomplete;         /* some input was lost (memory, table full, bounds failed) */
+    /* Sampled mode following by handles (follow.h): whether the runtime gave this GC's
+     * survivor ranges (MONITOR_GC on during it); without them `moves` holds one range of
+     * length 1 per followed object and survived_bytes/moved_bytes are not known. */
+    bool ranges_taken;
+    bool follow_moves;       /* moves came from handles (no ranges) */
+    ObjectHandleID *dead_handles; /* handles whose object died: destroyed off the pause */
+    size_t n_dead_handles, cap_dead_handles;
+    hl_follow_seen *follow_seen; /* HEAPLENS_FOLLOW_CHECK: each handle's answer */
+    size_t n_follow_seen, cap_follow_seen;
     /* ObjectsAllocatedByClass, right after GarbageCollectionStarted: the runtime's own walk of
      * gen0, per class (it pays for it under MONITOR_GC anyway). */
     hl_class_count *by_class;
@@ -199,6 +209,9 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
                      ULONG n_refs, const ObjectID *refs);
 void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
                      const ObjectID *new_starts, const SIZE_T *lengths);
+/* One range that is not the runtime's (a followed object's old and new address, follow.h):
+ * not counted in survived_bytes. GC threads only. */
+void hl_gc_add_move(hl_gc_capture *c, const hm_move *m);
 /* The runtime's GCStart event (its GC count and reason), on a GC thread: it comes after
  * GarbageCollectionStarted (measured on 10.0.12), so it belongs to the current GC. */
 void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason);

@@ -84,6 +84,9 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
     hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id,
                          .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, size)};
     hl_tbuf_push(ring, &ev);
+    /* Sampled mode hears only LOH and POH allocations here: each is followed by its handle. */
+    if (p->followed.on)
+        hl_follow_add(&p->followed, p->info, object);
     return S_OK;
 }
 
@@ -193,6 +196,16 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
     if (p->walk_toggles && c && (c->discover_walk || c->snapshot_trigger) && !p->walk_on &&
         !gc_walk_set(p, true))
         c->incomplete = true; /* no walk: discovery starts over at the next GC */
+    /* Following by handles (follow.h): the runtime's survivor ranges (MovedReferences2 and
+     * SurvivingReferences2 come with MONITOR_GC) only at the GCs that condemn objects a
+     * snapshot named, and at snapshots; every other GC is followed by the handles alone. */
+    if (c && p->followed.on) {
+        bool want = hl_follow_gc_needs_ranges(&p->followed, c->gc, c->condemned_mask,
+                                              c->snapshot_trigger != 0);
+        if (want && !p->walk_on && !gc_walk_set(p, true))
+            c->incomplete = true; /* no ranges: the named objects cannot be followed */
+        c->ranges_taken = p->walk_on;
+    }
     return S_OK;
 }
 
@@ -231,6 +244,8 @@ static HRESULT on_surviving_references2(hl_profiler *p, ULONG count, ObjectID st
 }
 
 static HRESULT on_gc_finished(hl_profiler *p) {
+    if (p->active && p->followed.on) /* before the capture is published */
+        hl_follow_gc_finished(&p->followed, p->info, p->gcs.current);
     if (p->active)
         hl_gc_on_finished(&p->gcs, p->info);
     if (p->walk_toggles && p->walk_on)
@@ -617,8 +632,22 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
      * goes on without samples and GC reasons. The heap walk on demand needs the session's
      * survivor keyword (also in empty mode: it is part of the runtime's cost); without it
      * MONITOR_GC stays. The GC keyword brings each GC's true reason (GCStart), in every mode. */
-    uint64_t keywords = HL_KEYWORD_GC |
-                        (walk_on_demand ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT : 0);
+    /* Sampled mode follows its objects by weak handles where the runtime has them
+     * (ICorProfilerInfo13: .NET 7+) and its samples name their object inside the allocation
+     * (AllocationSampled, .NET 10+; GCAllocationTick fires before the object is whole): the
+     * session then goes without the survivor keyword, whose walk of every GC's survivors was
+     * most of sampled mode's price on programs whose objects live a little, and the ranges
+     * come from MONITOR_GC only at the GCs that need them (follow.h). Elsewhere, and in
+     * attach sessions (discovery needs every GC's ranges), as before. */
+    const char *forced = getenv("HEAPLENS_SAMPLE_SOURCE");
+    bool follow_handles = p->follow && walk_on_demand && !cfg->empty && p->info_version >= 13 &&
+                          (!p->stacks || (atoi(p->runtime_version) >= 10 &&
+                                          !(forced && strcmp(forced, "tick") == 0)));
+    if (hl_follow_init(&p->followed, follow_handles) != 0)
+        follow_handles = false;
+    uint64_t keywords = HL_KEYWORD_GC | (walk_on_demand && !follow_handles
+                                             ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT
+                                             : 0);
     /* HEAPLENS_RANGES=off with the empty profiler (benchmark): the session without the
      * survivor ranges, to measure what the runtime's survivor walk costs; MONITOR_GC toggles
      * as with them. Ignored when recording (the model needs the ranges). */
@@ -628,8 +657,10 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     p->sampling.ranges = walk_on_demand;
     bool session = hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
     p->walk_on = true; /* MONITOR_GC is on until the first GC ends */
-    p->walk_toggles = walk_on_demand && session && p->sampling.session_on;
-    p->sampling.ranges = p->walk_toggles; /* else from the profiler callbacks, MONITOR_GC kept */
+    p->walk_toggles = walk_on_demand && ((session && p->sampling.session_on) || follow_handles);
+    /* else from the profiler callbacks, MONITOR_GC kept (or, following by handles, on at the
+     * GCs that need them) */
+    p->sampling.ranges = p->walk_toggles && !follow_handles;
     return S_OK;
 }
 

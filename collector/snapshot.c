@@ -239,8 +239,12 @@ static void follow_found(snapshot *s) {
     }
     c->discovered += n_new;
     hl_snapshot_object *objects = s->objects.p;
-    for (size_t i = 0; i < s->found.n; i++)
+    for (size_t i = 0; i < s->found.n; i++) {
         objects[found[i].tag].id = found[i].id;
+        /* Only the ranges follow these (no handle): the GCs that condemn them take them. */
+        if (found[i].status == HM_FOUND_NEW)
+            hl_follow_named_add(&c->p->followed, found[i].generation, 1);
+    }
     /* The DISCOVERED entries were pushed in walk order, as their objects were. */
     hl_discovered *d = s->discovered.p;
     size_t k = 0;
