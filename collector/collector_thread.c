@@ -655,6 +655,40 @@ static void census_counts(collector *c, const hl_gc_capture *g, id_vec *counts) 
     }
 }
 
+/* A GC followed by handles alone (follow.h) has no survivor ranges: its survived bytes are the
+ * runtime's promoted bytes of the condemned generations (GCHeapStats) and its compaction the
+ * runtime's (GCGlobalHeapHistory; without that event, whether a followed object moved). With
+ * HEAPLENS_FOLLOW_CHECK both are compared at the GCs that have ranges. */
+static void follow_gc_end(collector *c, const hl_gc_capture *g, hl_gc_end *e) {
+    hl_follow *f = &c->p->followed;
+    uint64_t promoted = 0;
+    bool promoted_known = atomic_load_explicit(&g->promoted_known, memory_order_acquire);
+    for (int gen = 0; gen < 5 && promoted_known; gen++)
+        if (g->condemned_mask >> gen & 1)
+            promoted += atomic_load_explicit(&g->promoted[gen], memory_order_relaxed);
+    bool compacted_known = atomic_load_explicit(&g->compacted_known, memory_order_acquire);
+    bool compacted = atomic_load_explicit(&g->compacted, memory_order_relaxed);
+    if (g->ranges_taken) {
+        if (f->check && compacted_known)
+            f->check_compacting[compacted == (g->moved_ranges != 0)]++;
+        if (f->check && promoted_known) {
+            f->check_promoted_bytes += promoted;
+            f->check_survived_bytes += g->survived_bytes;
+        }
+        return;
+    }
+    e->flags |= HL_GC_FLAG_NO_RANGES;
+    e->flags &= ~(uint32_t)HL_GC_FLAG_COMPACTING;
+    bool moved = false;
+    for (size_t i = 0; i < g->n_moves && !moved; i++)
+        moved = g->moves[i].new_start != g->moves[i].old_start;
+    if (compacted_known ? compacted : moved)
+        e->flags |= HL_GC_FLAG_COMPACTING;
+    e->survived_bytes = promoted;
+    if (promoted_known)
+        e->flags |= HL_GC_FLAG_SURVIVED_PROMOTED;
+}
+
 static void apply_gc(collector *c, hl_gc_capture *g) {
     /* No drain while the outbox waits until the model has applied this GC and its interval is
      * closed: allocations after the GC must not enter the model before it. */
@@ -759,6 +793,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
               (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0);
+    if (c->p->followed.on)
+        follow_gc_end(c, g, &e);
     sizes_by_generation(g->after, g->n_after, e.size_after);
     counters_fill(c, &e.counters);
     hl_outbox_put(&c->out, HL_REC_GC_END, &e, sizeof e, NULL, 0, NULL, 0);
@@ -900,14 +936,20 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
         fprintf(stderr,
                 "heaplens: follow: handles=%llu create_failures=%llu fallback=%d lookups=%llu "
                 "died=%llu destroyed=%llu ranges_gcs=%llu handle_gcs=%llu lookup_ms=%.2f "
-                "(%.1f ns per lookup, inside GCs) check_agree=%llu check_disagree=%llu\n",
+                "(%.1f ns per lookup, inside GCs) check_agree=%llu check_disagree=%llu "
+                "check_compacting_agree=%llu check_compacting_disagree=%llu "
+                "check_promoted_bytes=%llu check_survived_bytes=%llu\n",
                 (unsigned long long)atomic_load(&f->created),
                 (unsigned long long)atomic_load(&f->create_failures),
                 (int)atomic_load(&f->fallback), (unsigned long long)f->lookups,
                 (unsigned long long)f->died, (unsigned long long)f->destroyed,
                 (unsigned long long)f->ranges_gcs, (unsigned long long)f->handle_gcs,
                 f->lookup_ns / 1e6, f->lookups ? (double)f->lookup_ns / (double)f->lookups : 0.0,
-                (unsigned long long)f->check_agree, (unsigned long long)f->check_disagree);
+                (unsigned long long)f->check_agree, (unsigned long long)f->check_disagree,
+                (unsigned long long)f->check_compacting[1],
+                (unsigned long long)f->check_compacting[0],
+                (unsigned long long)f->check_promoted_bytes,
+                (unsigned long long)f->check_survived_bytes);
     }
     if (p->gcs.census.on) /* read while GCs may still run: figures, not state */
         fprintf(stderr,

@@ -253,6 +253,20 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
             ranges_deliver(p, data, data_size, event_id);
         return S_OK;
     }
+    if (event_id == HL_EVENT_GC_HEAP_STATS || event_id == HL_EVENT_GC_GLOBAL_HEAP_HISTORY) {
+        /* The survived bytes and compaction of a GC without the runtime's ranges (follow.h) */
+        uint64_t promoted[5];
+        uint32_t mech;
+        if (!p->active || !p->followed.on)
+            return S_OK;
+        if (event_id == HL_EVENT_GC_HEAP_STATS &&
+            hl_parse_gc_heap_stats(data, data_size, event_version, promoted))
+            hl_gc_on_heap_stats(&p->gcs, promoted);
+        else if (event_id == HL_EVENT_GC_GLOBAL_HEAP_HISTORY &&
+                 hl_parse_gc_global_history(data, data_size, event_version, &mech))
+            hl_gc_on_mechanisms(&p->gcs, mech);
+        return S_OK;
+    }
     if (event_id == HL_EVENT_GC_START) { /* on the GC thread, before GarbageCollectionStarted */
         uint32_t count, reason;
         if (p->active && hl_parse_gc_start(data, data_size, event_version, &count, &reason))

@@ -116,6 +116,18 @@ bool hl_parse_allocation_tick(const uint8_t *data, uint32_t size, uint32_t versi
 bool hl_parse_gc_start(const uint8_t *data, uint32_t size, uint32_t version, uint32_t *count,
                        uint32_t *reason);
 
+/* GCHeapStats (event 4, GC keyword, Informational), at the end of every GC: the bytes that
+ * survived in each generation the GC condemned (TotalPromotedSize 0..4; POH only from v2). */
+#define HL_EVENT_GC_HEAP_STATS 4u
+bool hl_parse_gc_heap_stats(const uint8_t *data, uint32_t size, uint32_t version,
+                            uint64_t promoted[5]);
+/* GCGlobalHeapHistory (event 205, GC keyword, Informational): GlobalMechanisms, whose bit
+ * HL_GC_MECHANISM_COMPACTION says the GC compacted. */
+#define HL_EVENT_GC_GLOBAL_HEAP_HISTORY 205u
+#define HL_GC_MECHANISM_COMPACTION 0x2u
+bool hl_parse_gc_global_history(const uint8_t *data, uint32_t size, uint32_t version,
+                                uint32_t *mechanisms);
+
 /* Checkpoint(string name) of the program's EventSource "HeapLens" (event 1): the name as UTF-8
  * into out (cap bytes with the NUL, at least 5). False when the payload holds no terminated
  * UTF-16 string. */

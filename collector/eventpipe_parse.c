@@ -153,3 +153,27 @@ uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
     double d = floor(log(uniform) / log1p(-1.0 / (double)mean)) + 1.0;
     return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
 }
+
+/* GCHeapStats v1/v2: (GenerationSize, TotalPromotedSize) u64 pairs for generations 0..3,
+ * FinalizationPromotedSize u64, FinalizationPromotedCount u64, PinnedObjectCount u32,
+ * SinkBlockCount u32, GCHandleCount u32, ClrInstanceID u16 (94 bytes); v2 adds the pair of
+ * generation 4 (POH), 110 bytes. */
+bool hl_parse_gc_heap_stats(const uint8_t *data, uint32_t size, uint32_t version,
+                            uint64_t promoted[5]) {
+    if (!data || version < 1 || version > 2 || size != (version == 1 ? 94u : 110u))
+        return false;
+    for (int g = 0; g < 4; g++)
+        promoted[g] = read_u64(data + 16 * g + 8);
+    promoted[4] = version == 2 ? read_u64(data + 94 + 8) : 0;
+    return true;
+}
+
+/* GCGlobalHeapHistory v2..v4: FinalYoungestDesired u64, NumHeaps i32, CondemnedGeneration u32,
+ * Gen0ReductionCount u32, Reason u32, GlobalMechanisms u32 (at 24), ... */
+bool hl_parse_gc_global_history(const uint8_t *data, uint32_t size, uint32_t version,
+                                uint32_t *mechanisms) {
+    if (!data || version < 2 || version > 4 || size < 28)
+        return false;
+    *mechanisms = read_u32(data + 24);
+    return true;
+}

@@ -58,10 +58,6 @@ bool hl_follow_gc_needs_ranges(hl_follow *f, uint32_t gc, uint32_t condemned_mas
     }
     if (snapshot)
         f->last_snapshot_gc = gc;
-    if (need)
-        f->ranges_gcs++;
-    else
-        f->handle_gcs++;
     return need;
 }
 

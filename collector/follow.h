@@ -63,6 +63,8 @@ typedef struct hl_follow {
     atomic_uint_fast64_t created, create_failures;
     uint64_t lookups, died, destroyed, ranges_gcs, handle_gcs, lookup_ns;
     uint64_t check_agree, check_disagree;
+    uint64_t check_compacting[2];  /* [1]: the runtime's compaction bit agreed with the ranges */
+    uint64_t check_promoted_bytes, check_survived_bytes; /* GCHeapStats vs the ranges' bytes */
     int64_t named_count[8];    /* collector thread: named objects per generation */
 } hl_follow;
 

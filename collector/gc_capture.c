@@ -6,6 +6,7 @@
 #include "collector/mem.h"
 #include "collector/gc_capture.h"
 #include "collector/discovery.h"
+#include "collector/eventpipe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,37 @@ void hl_gc_add_move(hl_gc_capture *c, const hm_move *m) {
     }
     c->moves[c->n_moves++] = *m;
     c->follow_moves = true;
+}
+
+/* The GC these events belong to: the one in progress, else the last finished (its pause not
+ * over: the events come from its GC thread before the runtime resumes). */
+static hl_gc_capture *stats_target(hl_gc_queue *q) {
+    hl_gc_capture *c = q->current;
+    return c ? c : atomic_load(&q->awaiting_resume);
+}
+
+void hl_gc_on_heap_stats(hl_gc_queue *q, const uint64_t promoted[5]) {
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ;
+    hl_gc_capture *c = stats_target(q);
+    if (c && !atomic_load(&c->promoted_known)) {
+        for (int g = 0; g < 5; g++)
+            atomic_store_explicit(&c->promoted[g], promoted[g], memory_order_relaxed);
+        atomic_store_explicit(&c->promoted_known, true, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+}
+
+void hl_gc_on_mechanisms(hl_gc_queue *q, uint32_t mechanisms) {
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ;
+    hl_gc_capture *c = stats_target(q);
+    if (c && !atomic_load(&c->compacted_known)) {
+        atomic_store_explicit(&c->compacted, (mechanisms & HL_GC_MECHANISM_COMPACTION) != 0,
+                              memory_order_relaxed);
+        atomic_store_explicit(&c->compacted_known, true, memory_order_release);
+    }
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
 }
 
 void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason) {

@@ -98,6 +98,12 @@ typedef struct hl_gc_capture {
      * length 1 per followed object and survived_bytes/moved_bytes are not known. */
     bool ranges_taken;
     bool follow_moves;       /* moves came from handles (no ranges) */
+    /* The runtime's GCHeapStats and GCGlobalHeapHistory events (GC threads; they may come
+     * after GarbageCollectionFinished, before the resume): bytes that survived in each
+     * generation, and whether it compacted. `*_known` set last. */
+    _Atomic uint64_t promoted[5];
+    atomic_bool promoted_known;
+    atomic_bool compacted, compacted_known;
     ObjectHandleID *dead_handles; /* handles whose object died: destroyed off the pause */
     size_t n_dead_handles, cap_dead_handles;
     hl_follow_seen *follow_seen; /* HEAPLENS_FOLLOW_CHECK: each handle's answer */
@@ -212,6 +218,10 @@ void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
 /* One range that is not the runtime's (a followed object's old and new address, follow.h):
  * not counted in survived_bytes. GC threads only. */
 void hl_gc_add_move(hl_gc_capture *c, const hm_move *m);
+/* GCHeapStats and GCGlobalHeapHistory (eventpipe.h), on a GC thread: for the GC in progress,
+ * or the one finished whose pause has not ended. */
+void hl_gc_on_heap_stats(hl_gc_queue *q, const uint64_t promoted[5]);
+void hl_gc_on_mechanisms(hl_gc_queue *q, uint32_t mechanisms);
 /* The runtime's GCStart event (its GC count and reason), on a GC thread: it comes after
  * GarbageCollectionStarted (measured on 10.0.12), so it belongs to the current GC. */
 void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason);

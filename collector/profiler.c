@@ -204,7 +204,11 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
                                               c->snapshot_trigger != 0);
         if (want && !p->walk_on && !gc_walk_set(p, true))
             c->incomplete = true; /* no ranges: the named objects cannot be followed */
-        c->ranges_taken = p->walk_on;
+        c->ranges_taken = p->walk_on; /* also the first GC's: MONITOR_GC from Initialize */
+        if (c->ranges_taken)
+            p->followed.ranges_gcs++;
+        else
+            p->followed.handle_gcs++;
     }
     return S_OK;
 }

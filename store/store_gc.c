@@ -463,8 +463,12 @@ static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError 
     sqlite3_bind_int64(st, 6, (int64_t)s->start_mono_ns);
     sqlite3_bind_int64(st, 7, (int64_t)e->end_mono_ns);
     sqlite3_bind_int64(st, 8, pause);
-    sqlite3_bind_int64(st, 9, (int64_t)e->survived_bytes);
-    sqlite3_bind_int64(st, 10, (int64_t)e->moved_bytes);
+    /* A sampled GC followed by handles alone has no ranges: moved bytes unknown, survived
+     * bytes the runtime's promoted bytes when it sent them (HL_GC_FLAG_NO_RANGES). */
+    gboolean no_ranges = (e->flags & HL_GC_FLAG_NO_RANGES) != 0;
+    store_bind_optional(st, 9, e->survived_bytes,
+                        !no_ranges || (e->flags & HL_GC_FLAG_SURVIVED_PROMOTED));
+    store_bind_optional(st, 10, e->moved_bytes, !no_ranges);
     sqlite3_bind_int64(st, 11, (int64_t)s->first_id_after);
     sqlite3_bind_int64(st, 12, (int64_t)e->objects_live);
     sqlite3_bind_int64(st, 13, (e->flags & HL_GC_FLAG_INCOMPLETE) != 0);

@@ -325,6 +325,13 @@ enum {
     HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
     HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
     HL_GC_FLAG_CENSUS = 4,     /* the census counted this interval's small objects (exact) */
+    /* Sampled mode following by handles (collector/follow.h): the runtime gave no survivor
+     * ranges at this GC. moved_bytes and the range counts are unknown (0); survived_bytes is
+     * the runtime's promoted bytes of the condemned generations (GCHeapStats) with
+     * HL_GC_FLAG_SURVIVED_PROMOTED, unknown without; COMPACTING is the runtime's own
+     * (GCGlobalHeapHistory), else whether a followed object moved. */
+    HL_GC_FLAG_NO_RANGES = 8,
+    HL_GC_FLAG_SURVIVED_PROMOTED = 16,
 };
 
 /* HL_REC_RUN_END: the program is shutting down; nothing follows. */

@@ -154,6 +154,32 @@ static void test_parse_gc_start(void) {
     assert(!hl_parse_gc_start(NULL, 26, 2, &c, &r));
 }
 
+/* GCHeapStats v1/v2: TotalPromotedSize of generations 0..3 (and 4 in v2) at their offsets;
+ * other sizes refused. GCGlobalHeapHistory: GlobalMechanisms at 24. */
+static void test_parse_gc_stats(void) {
+    uint8_t d[110] = {0};
+    for (uint64_t g = 0; g < 4; g++) {
+        uint64_t size = 1000 + g, promoted = 100 + g;
+        memcpy(d + 16 * g, &size, 8);
+        memcpy(d + 16 * g + 8, &promoted, 8);
+    }
+    uint64_t poh = 104;
+    memcpy(d + 102, &poh, 8);
+    uint64_t p[5] = {0};
+    assert(hl_parse_gc_heap_stats(d, 110, 2, p));
+    assert(p[0] == 100 && p[1] == 101 && p[2] == 102 && p[3] == 103 && p[4] == 104);
+    assert(hl_parse_gc_heap_stats(d, 94, 1, p) && p[3] == 103 && p[4] == 0);
+    assert(!hl_parse_gc_heap_stats(d, 94, 2, p));
+    assert(!hl_parse_gc_heap_stats(d, 110, 0, p));
+    assert(!hl_parse_gc_heap_stats(NULL, 110, 2, p));
+    uint8_t h[44] = {0};
+    uint32_t mech = HL_GC_MECHANISM_COMPACTION | 0x4, got = 0;
+    memcpy(h + 24, &mech, 4);
+    assert(hl_parse_gc_global_history(h, 38, 2, &got) && got == mech);
+    assert(!hl_parse_gc_global_history(h, 20, 2, &got));
+    assert(!hl_parse_gc_global_history(h, 38, 1, &got));
+}
+
 /* Checkpoint(string name): UTF-16 to UTF-8, cut at a character, refused unterminated. */
 static size_t utf16z(uint8_t *out, const uint16_t *units, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -207,6 +233,7 @@ int main(void) {
     test_parse();
     test_parse_ranges();
     test_parse_gc_start();
+    test_parse_gc_stats();
     test_parse_checkpoint();
     puts("ok");
     return 0;
