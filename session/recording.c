@@ -107,6 +107,8 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
     {"HEAPLENS_RANGES", 0, 0, setting_on_off,
      "the empty profiler's survivor ranges (benchmark)"},
+    {"HEAPLENS_FOLLOW_CHECK", 0, 0, setting_bool,
+     "sampled mode's handles compared with the runtime's ranges (tests)"},
     {"HEAPLENS_CENSUS_CHECK", 0, 0, setting_bool,
      "sampled mode with ObjectAllocated too, to check the census (tests)"},
     {"HEAPLENS_THREADS", 0, 0, setting_one,
