@@ -658,7 +658,7 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     const char *ranges = getenv("HEAPLENS_RANGES");
     if (cfg->empty && ranges && strcmp(ranges, "off") == 0)
         keywords &= ~HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT;
-    p->sampling.ranges = walk_on_demand;
+    p->sampling.ranges = walk_on_demand && !follow_handles;
     bool session = hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
     p->walk_on = true; /* MONITOR_GC is on until the first GC ends */
     p->walk_toggles = walk_on_demand && ((session && p->sampling.session_on) || follow_handles);
