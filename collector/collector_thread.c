@@ -936,7 +936,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
         fprintf(stderr,
                 "heaplens: follow: handles=%llu create_failures=%llu fallback=%d lookups=%llu "
                 "died=%llu destroyed=%llu ranges_gcs=%llu handle_gcs=%llu lookup_ms=%.2f "
-                "(%.1f ns per lookup, inside GCs) check_agree=%llu check_disagree=%llu "
+                "(%.1f ns of CPU per lookup, inside GCs) check_agree=%llu check_disagree=%llu "
                 "check_compacting_agree=%llu check_compacting_disagree=%llu "
                 "check_promoted_bytes=%llu check_survived_bytes=%llu\n",
                 (unsigned long long)atomic_load(&f->created),
