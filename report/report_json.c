@@ -104,7 +104,8 @@ json_t *report_definitions_new(void)
         "generation bounds (they include objects heaplens did not track).",
         "promoted",
         "Bytes of the condemned generations that survived the GC (gcs.survived_bytes: its "
-        "moved and surviving ranges).",
+        "moved and surviving ranges; in a sampled recording, at a GC followed by handles "
+        "alone, the runtime's promoted bytes).",
         "survival_rate",
         "Promoted bytes / bytes in use before the GC in the condemned generations: gen0 up to "
         "the GC's generation, plus LOH and POH for a gen2 GC. Empty when those sizes are unknown "
