@@ -298,33 +298,33 @@ static bool types_add(hl_census_table *to, const hl_census_table *from) {
  * register (lanes_walk); the rest is here, read by its one compare per object (`stop`) and
  * by lane_stop. */
 typedef struct lane {
-    uint64_t stop;     /* min(next_old, last): at or past it, lane_stop decides */
+    uint64_t stop;     /* min(the next span's start, last): at or past it, lane_stop decides */
     uint64_t last;     /* the piece's end - MIN_OBJECT + 1: no object starts at or past it */
-    uint64_t end, next_old;
-    const uint64_t *old, *old_end; /* the remembered addresses not yet passed */
+    uint64_t end;
+    const hl_census_span *old, *old_end; /* the remembered spans not yet passed */
     uint64_t at;       /* the next object, while the loop does not hold it */
     bool trusted;      /* the piece starts at an object (see "Splitting") */
 } lane;
 
 static inline void lane_stop_set(lane *l) {
-    l->next_old = l->old != l->old_end ? *l->old : UINT64_MAX;
-    l->stop = l->next_old < l->last ? l->next_old : l->last;
+    uint64_t next_old = l->old != l->old_end ? l->old->start : UINT64_MAX;
+    l->stop = next_old < l->last ? next_old : l->last;
 }
 
-/* Starts `l` on a piece: the first remembered address at or after its start by binary
+/* Starts `l` on a piece: the first remembered span that ends after its start by binary
  * search, then one compare per object. */
 static void lane_start(const hl_census *s, lane *l, const hl_census_piece *p) {
-    const uint64_t *old = s->old, *old_end = s->old + s->n_old;
+    const hl_census_span *old = s->old;
     size_t lo = 0, hi = s->n_old;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (old[mid] < p->start)
+        if (old[mid].end <= p->start)
             lo = mid + 1;
         else
             hi = mid;
     }
     *l = (lane){.at = p->start, .last = p->end - MIN_OBJECT + 1, .end = p->end, .old = old + lo,
-                .old_end = old_end, .trusted = p->trusted};
+                .old_end = old + s->n_old, .trusted = p->trusted};
     lane_stop_set(l);
 }
 
@@ -342,12 +342,11 @@ static bool lane_next(hl_census *s, lane *l) {
 
 /* `at` reached the lane's stop: the end of its piece, which it must meet exactly (for a cut
  * piece, that proves the next piece's start an object's), and then the next piece; or a
- * remembered address, whose object is stepped over uncounted (its method table given a slot
- * in `t` as type_find would). Returns the address to go on from (below l->stop), or 0 when
- * the lane has no piece left or the walk failed (s->failed). */
-__attribute__((noinline)) static uint64_t lane_stop(hl_census *s, hl_census_table *t,
-                                                    ICorProfilerInfo *info, lane *l,
-                                                    uint64_t at) {
+ * remembered span, whose objects it jumps over uncounted (at its start, or inside it when a
+ * cut piece starts there: every object in a span is old). A span that reaches past the piece
+ * makes the walk fail (then done again uncut). Returns the address to go on from (below
+ * l->stop), or 0 when the lane has no piece left or the walk failed (s->failed). */
+__attribute__((noinline)) static uint64_t lane_stop(hl_census *s, lane *l, uint64_t at) {
     for (;;) {
         if (at >= l->last) {
             if (at != l->end)
@@ -355,20 +354,15 @@ __attribute__((noinline)) static uint64_t lane_stop(hl_census *s, hl_census_tabl
             if (!lane_next(s, l))
                 return 0;
             at = l->at;
-        } else if (at == l->next_old) {
-            uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
-            if (!type_find(s, t, info, at, mt, l->trusted))
-                goto failed;
-            uint64_t size = (hl_census_object_size((const void *)(uintptr_t)at) + OBJECT_ALIGN -
-                             1) & ~(uint64_t)(OBJECT_ALIGN - 1);
-            if (size < MIN_OBJECT || size > l->end - at)
-                goto failed;
-            at += size;
-            l->old++;
-        } else { /* stepped past a remembered address: it was no object's (never in a heap
-                  * that parses) */
-            while (l->old != l->old_end && *l->old < at)
+        } else {
+            while (l->old != l->old_end && l->old->end <= at)
                 l->old++;
+            if (l->old != l->old_end && l->old->start <= at) {
+                at = l->old->end;
+                l->old++;
+                if (at > l->end)
+                    goto failed;
+            }
         }
         lane_stop_set(l);
         if (at < l->stop)
@@ -398,7 +392,7 @@ failed:
 #define LANE_STEP(A, K)                                                                        \
     do {                                                                                       \
         if (__builtin_expect(A >= lanes[K].stop, 0) &&                                         \
-            !(A = lane_stop(s, t, info, &lanes[K], A))) {                                      \
+            !(A = lane_stop(s, &lanes[K], A))) {                                               \
             dry = K;                                                                           \
             goto out;                                                                          \
         }                                                                                      \
@@ -484,26 +478,33 @@ static bool walk_pieces(hl_census *s, hl_census_table *t, ICorProfilerInfo *info
     return !atomic_load_explicit(&s->failed, memory_order_relaxed);
 }
 
-/* Remembering, on the GC thread: the objects of one piece appended to s->old (free ones not),
- * their method tables classified into `t`. false when it does not parse, a method table
- * cannot be classified, or memory runs out. */
+/* Remembering, on the GC thread: the objects of one piece added to s->old as spans (free
+ * objects end them), their method tables classified into `t`. One lane: gen0 after a GC holds
+ * only what it did not promote (AllocBench: 16,400 objects, 673 KB, every GC). false when it
+ * does not parse, a method table cannot be classified, or memory runs out. */
 static bool remember_piece(hl_census *s, hl_census_table *t, ICorProfilerInfo *info,
                            const hl_census_piece *p) {
+    size_t first = s->n_old; /* spans never join across pieces: each lane walks its own */
     for (uint64_t at = p->start; at != p->end;) {
         if (p->end - at < MIN_OBJECT)
             return false;
         uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
-        if (!type_find(s, t, info, at, mt, true))
+        struct hl_census_type *slot = &t->types[type_home(t, mt)];
+        if (slot->mt != mt && !type_find(s, t, info, at, mt, true))
             return false;
         uint64_t size = (hl_census_object_size((const void *)(uintptr_t)at) + OBJECT_ALIGN - 1) &
                         ~(uint64_t)(OBJECT_ALIGN - 1);
         if (size > p->end - at)
             return false;
         if (mt != s->free_mt) {
-            if (!hl_mem_reserve((void **)&s->old, &s->cap_old, s->n_old + 1, sizeof *s->old,
-                                4096))
-                return false;
-            s->old[s->n_old++] = at;
+            if (s->n_old > first && s->old[s->n_old - 1].end == at) {
+                s->old[s->n_old - 1].end = at + size;
+            } else {
+                if (!hl_mem_reserve((void **)&s->old, &s->cap_old, s->n_old + 1, sizeof *s->old,
+                                    256))
+                    return false;
+                s->old[s->n_old++] = (hl_census_span){at, at + size};
+            }
         }
         at += size;
     }
@@ -804,7 +805,7 @@ uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_r
         return hl_now_ns() - t0;
     /* On this thread, uncut: gen0 after a GC holds only what it did not promote (AllocBench:
      * 16,000 objects of 380,000, every GC). The ranges in address order, each walked alone,
-     * append the addresses already sorted (the four lanes interleaved them, and sorting them
+     * append their spans already sorted (the four lanes interleaved them, and sorting them
      * took most of the 280 us this step took there). */
     if (!types_clear(&s->tab) || !pieces_build(s, after, n_after, 0))
         return hl_now_ns() - t0;

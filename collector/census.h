@@ -11,15 +11,18 @@
  *     size rounded up to 8), skip free objects (their method table, learned once: the runtime's
  *     GetClassFromObject gives ClassID 0 for one) and the objects remembered from the previous
  *     GC, and count per ClassID (= the method table): objects and bytes.
- *   GC thread, GarbageCollectionFinished: remember the addresses of the objects in gen0 after
- *     the GC (range by range in address order: sorted), to skip at the next walk. Nothing
- *     moves between the two callbacks.
+ *   GC thread, GarbageCollectionFinished: remember the objects in gen0 after the GC as spans,
+ *     runs of objects with no free one between them (range by range in address order:
+ *     sorted), to jump over at the next walk: those objects are still there, unchanged, and
+ *     new ones go only after them or into the free objects between them. Nothing moves
+ *     between the two callbacks.
  * The first time a method table is seen, its computed size is checked against GetObjectSize2:
  * a difference (a layout this code does not know) turns the census off for the run. No other
  * call into the runtime: per object the walk reads the header, the method table's two words
- * and an array's length, counts in the method table's slot of a hash table, and skips
- * remembered objects by a cursor; four pieces of gen0 (regions) are walked side by side so that
- * their dependent loads overlap, each prefetching ahead in its own stream.
+ * and an array's length, counts in the method table's slot of a hash table, and compares its
+ * address once with the lane's next stop (its piece's end or the next remembered span); four
+ * pieces of gen0 (regions) are walked side by side so that their dependent loads overlap, each
+ * prefetching ahead in its own stream.
  * Helper threads: a gen0 of 2 MiB or more is shared with up to `threads` - 1 native threads
  * of our own (started at the first such walk, all signals blocked, asleep on a futex between
  * GCs), woken in the callback and waited for before it returns: ranges are cut into pieces
@@ -78,13 +81,20 @@ typedef struct hl_census_piece {
 
 typedef struct hl_census_helper hl_census_helper; /* a walking thread of our own (census.c) */
 
+/* Objects in gen0 after a GC, one after another with no free object between them: from the
+ * first one's address to the end of the last. */
+typedef struct hl_census_span {
+    uint64_t start, end;
+} hl_census_span;
+
 typedef struct hl_census {
     bool on;               /* sampled mode, and no layout surprise so far */
     bool broken;           /* a size differed from GetObjectSize2: off for the run */
     uint64_t free_mt;      /* the free objects' method table, 0 until learned */
     hl_u64map checked;     /* method tables whose size was checked against the runtime */
     hl_census_table tab;   /* this walk's counts (the GC thread's, the helpers' added) */
-    uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
+    hl_census_span *old;   /* gen0's objects after the last GC, sorted, never adjacent within a
+                            * range */
     size_t n_old, cap_old;
     bool old_valid;        /* `old` describes the previous GC's end */
     /* The walk's pieces, taken one at a time by every walking thread (next_piece). */
@@ -123,8 +133,8 @@ typedef struct hl_census_result {
 /* GC thread, GarbageCollectionStarted, runtime suspended: walks gen0 of `before`. */
 hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *before,
                                 size_t n_before);
-/* GC thread, GarbageCollectionFinished: remembers gen0's objects of `after` (NULL, 0: unknown,
- * the next walk is then not exact and says so). Returns the time taken. */
+/* GC thread, GarbageCollectionFinished: remembers gen0's objects of `after` as spans (NULL, 0:
+ * unknown, the next walk is then not exact and says so). Returns the time taken. */
 uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *after,
                             size_t n_after);
 
