@@ -20,6 +20,13 @@
 #define MT_HAS_COMPONENT_SIZE 0x80000000u
 #define OBJECT_ALIGN 8u
 #define MIN_OBJECT 24u
+/* A walk of less than PACK_LIMIT bytes of gen0 counts an object and its bytes with one add to
+ * one word, count << PACK_SHIFT | bytes: no type there has 2^24 objects (of 24 bytes or more)
+ * nor 2^40 bytes. A larger one (server GC's can be) adds to two words. One add instead of two
+ * took AllocBench's census p50 from 534-548 to 511-532 us (3 runs each). */
+#define PACK_SHIFT 40
+#define PACK_ONE ((uint64_t)1 << PACK_SHIFT)
+#define PACK_LIMIT (((uint64_t)1 << (64 - PACK_SHIFT)) * MIN_OBJECT)
 
 uint64_t hl_census_object_size(const void *object) {
     const uint8_t *mt = (const uint8_t *)(*(const uintptr_t *)object & ~(uintptr_t)7);
@@ -62,7 +69,7 @@ static unsigned census_threads(void) {
  * (bench_census: 3.7 -> 2.5 ns per object). */
 #define CENSUS_LANES 4
 /* How far ahead each lane prefetches (lane_step). */
-#define CENSUS_PREFETCH 1024
+#define CENSUS_PREFETCH 2048
 /* Pieces per lane when cutting: lanes that end at different times leave the last ones to
  * finish alone, and threads take pieces until none is left, so smaller pieces share the work
  * more evenly; but on AllocBench's real gen0 (four 4 MiB regions) one thread walked cut
@@ -84,6 +91,7 @@ void hl_census_init(hl_census *s, bool on) {
     s->old_valid = true;
     s->threads = on ? census_threads() : 1;
     s->piece_min = CENSUS_PIECE_MIN;
+    s->pack_limit = PACK_LIMIT;
 }
 
 /* A helper thread's life: IDLE (asleep on the futex `state`) -> WAKE (the GC thread has
@@ -129,6 +137,9 @@ void hl_census_release(hl_census *s) {
     hl_mem_free(s->tab.types);
     hl_mem_free(s->old);
     hl_mem_free(s->pieces);
+    for (size_t i = 0; i < s->cap_piece_spans; i++)
+        hl_mem_free(s->piece_spans[i].v);
+    hl_mem_free(s->piece_spans);
     memset(s, 0, sizeof *s);
 }
 
@@ -303,6 +314,7 @@ typedef struct lane {
     uint64_t end;
     const hl_census_span *old, *old_end; /* the remembered spans not yet passed */
     uint64_t at;       /* the next object, while the loop does not hold it */
+    size_t piece;      /* its index in s->pieces */
     bool trusted;      /* the piece starts at an object (see "Splitting") */
 } lane;
 
@@ -313,7 +325,8 @@ static inline void lane_stop_set(lane *l) {
 
 /* Starts `l` on a piece: the first remembered span that ends after its start by binary
  * search, then one compare per object. */
-static void lane_start(const hl_census *s, lane *l, const hl_census_piece *p) {
+static void lane_start(const hl_census *s, lane *l, size_t piece) {
+    const hl_census_piece *p = &s->pieces[piece];
     const hl_census_span *old = s->old;
     size_t lo = 0, hi = s->n_old;
     while (lo < hi) {
@@ -324,7 +337,7 @@ static void lane_start(const hl_census *s, lane *l, const hl_census_piece *p) {
             hi = mid;
     }
     *l = (lane){.at = p->start, .last = p->end - MIN_OBJECT + 1, .end = p->end, .old = old + lo,
-                .old_end = old + s->n_old, .trusted = p->trusted};
+                .old_end = old + s->n_old, .piece = piece, .trusted = p->trusted};
     lane_stop_set(l);
 }
 
@@ -336,7 +349,7 @@ static bool lane_next(hl_census *s, lane *l) {
     size_t i = atomic_fetch_add_explicit(&s->next_piece, 1, memory_order_relaxed);
     if (i >= s->n_pieces)
         return false;
-    lane_start(s, l, &s->pieces[i]);
+    lane_start(s, l, i);
     return true;
 }
 
@@ -388,7 +401,9 @@ failed:
  * - Gen0 is larger than L2: each lane's next header would come from L3 or memory, and the
  *   hardware's prefetch stops at every 4 KiB page. Asking for the line CENSUS_PREFETCH bytes
  *   ahead in the lane's own stream (a prefetch never faults past the range's end) took
- *   AllocBench's census from 1,012 to 934 us per GC (p50, 3 runs each). */
+ *   AllocBench's census from 1,012 to 934 us per GC (p50, 3 runs each) at 1 KiB; with this
+ *   loop 2 KiB took it from 657-678 to 597-613 us (3 runs each; 3 KiB the same, 4 KiB
+ *   698-729). */
 #define LANE_STEP(A, K)                                                                        \
     do {                                                                                       \
         if (__builtin_expect(A >= lanes[K].stop, 0) &&                                         \
@@ -415,19 +430,43 @@ failed:
         memcpy(&length_, (const uint8_t *)(uintptr_t)A + 8, sizeof length_);                   \
         length_ &= 0u - (flags_ >> 31);                                                        \
         uint64_t raw_ = base_ + (uint64_t)length_ * (flags_ & 0xffffu);                        \
+        uint64_t at_ = A;                                                                      \
         A = (A + raw_ + OBJECT_ALIGN - 1) & ~(uint64_t)(OBJECT_ALIGN - 1);                     \
-        slot_->count++;                                                                        \
-        slot_->bytes += raw_;                                                                  \
+        if (count && packed) {                                                                 \
+            slot_->count += raw_ + PACK_ONE;                                                   \
+        } else if (count) {                                                                    \
+            slot_->count++;                                                                    \
+            slot_->bytes += raw_;                                                              \
+        } else if (mt_ != s->free_mt && !span_add(s, lanes[K].piece, at_, A)) {                \
+            goto failed;                                                                       \
+        }                                                                                      \
+        (void)at_;                                                                             \
     } while (0)
 
+/* Remembering: the object [start, end) added to its piece's spans; false when out of memory.
+ * Spans never join across pieces (each lane appends to its own piece's). */
+static inline bool span_add(hl_census *s, size_t piece, uint64_t start, uint64_t end) {
+    struct hl_census_spans *o = &s->piece_spans[piece];
+    if (o->n && o->v[o->n - 1].end == start) {
+        o->v[o->n - 1].end = end;
+        return true;
+    }
+    if (!hl_mem_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v, 256))
+        return false;
+    o->v[o->n++] = (hl_census_span){start, end};
+    return true;
+}
+
 /* Walks `n` lanes side by side (a constant after inlining: their addresses stay in registers)
- * until one has no piece left: returns its index, the others' addresses saved; -1 when the
- * walk failed. Each lane's object waits for its previous one's size (two dependent loads);
+ * until one has no piece left, counting (`count`, `packed` or not) or remembering (span_add;
+ * free objects not):
+ * returns its index, the others' addresses saved; -1 when the walk failed. Each lane's object waits for its previous one's size (two dependent loads);
  * four lanes overlap those waits (bench_census: 3.7 -> 2.5 ns per object; six or eight gave
  * nothing more: the loop is then bound by its instructions, not by the waits). */
 __attribute__((always_inline)) static inline int lanes_walk(hl_census *s, hl_census_table *t,
                                                             ICorProfilerInfo *info, lane *lanes,
-                                                            const int n) {
+                                                            const int n, const bool count,
+                                                            const bool packed) {
     struct hl_census_type *types = t->types;
     size_t offsets = type_offsets(t);
     uint64_t a0 = lanes[0].at, a1 = n > 1 ? lanes[1].at : 0, a2 = n > 2 ? lanes[2].at : 0,
@@ -458,19 +497,24 @@ failed:
 #undef LANE_STEP
 
 /* Walks pieces taken from s->pieces until none is left, CENSUS_LANES at once and fewer as
- * they run out, counting into `t`. false (and s->failed set) when a piece does not parse into
- * whole objects or an object cannot be counted (type_find). */
-static bool walk_pieces(hl_census *s, hl_census_table *t, ICorProfilerInfo *info) {
+ * they run out, counting into `t` (`count`) or remembering (each piece's spans in
+ * s->piece_spans). false (and s->failed set) when a piece does not parse into whole objects,
+ * an object cannot be counted (type_find), or memory runs out. Inlined into each caller with
+ * `count` constant. */
+__attribute__((always_inline)) static inline bool walk_pieces(hl_census *s, hl_census_table *t,
+                                                              ICorProfilerInfo *info,
+                                                              const bool count,
+                                                              const bool packed) {
     _Static_assert(CENSUS_LANES == 4, "lanes_walk holds four lanes");
     lane lanes[CENSUS_LANES];
     int n = 0;
     while (n < CENSUS_LANES && lane_next(s, &lanes[n]))
         n++;
     while (n > 0) {
-        int dry = n == 4   ? lanes_walk(s, t, info, lanes, 4)
-                  : n == 3 ? lanes_walk(s, t, info, lanes, 3)
-                  : n == 2 ? lanes_walk(s, t, info, lanes, 2)
-                           : lanes_walk(s, t, info, lanes, 1);
+        int dry = n == 4   ? lanes_walk(s, t, info, lanes, 4, count, packed)
+                  : n == 3 ? lanes_walk(s, t, info, lanes, 3, count, packed)
+                  : n == 2 ? lanes_walk(s, t, info, lanes, 2, count, packed)
+                           : lanes_walk(s, t, info, lanes, 1, count, packed);
         if (dry < 0)
             return false;
         lanes[dry] = lanes[--n];
@@ -478,37 +522,18 @@ static bool walk_pieces(hl_census *s, hl_census_table *t, ICorProfilerInfo *info
     return !atomic_load_explicit(&s->failed, memory_order_relaxed);
 }
 
-/* Remembering, on the GC thread: the objects of one piece added to s->old as spans (free
- * objects end them), their method tables classified into `t`. One lane: gen0 after a GC holds
- * only what it did not promote (AllocBench: 16,400 objects, 673 KB, every GC). false when it
- * does not parse, a method table cannot be classified, or memory runs out. */
-static bool remember_piece(hl_census *s, hl_census_table *t, ICorProfilerInfo *info,
-                           const hl_census_piece *p) {
-    size_t first = s->n_old; /* spans never join across pieces: each lane walks its own */
-    for (uint64_t at = p->start; at != p->end;) {
-        if (p->end - at < MIN_OBJECT)
-            return false;
-        uint64_t mt = *(const uint64_t *)(uintptr_t)at & ~(uint64_t)7;
-        struct hl_census_type *slot = &t->types[type_home(t, mt)];
-        if (slot->mt != mt && !type_find(s, t, info, at, mt, true))
-            return false;
-        uint64_t size = (hl_census_object_size((const void *)(uintptr_t)at) + OBJECT_ALIGN - 1) &
-                        ~(uint64_t)(OBJECT_ALIGN - 1);
-        if (size > p->end - at)
-            return false;
-        if (mt != s->free_mt) {
-            if (s->n_old > first && s->old[s->n_old - 1].end == at) {
-                s->old[s->n_old - 1].end = at + size;
-            } else {
-                if (!hl_mem_reserve((void **)&s->old, &s->cap_old, s->n_old + 1, sizeof *s->old,
-                                    256))
-                    return false;
-                s->old[s->n_old++] = (hl_census_span){at, at + size};
-            }
-        }
-        at += size;
+/* The counting walk of pieces into `t` (walk_pieces), packed when s->packed says so, its
+ * slots' count and bytes apart afterwards either way. */
+static bool walk_counting(hl_census *s, hl_census_table *t, ICorProfilerInfo *info) {
+    if (!s->packed)
+        return walk_pieces(s, t, info, true, false);
+    bool ok = walk_pieces(s, t, info, true, true);
+    for (size_t i = 1; i < t->cap; i++) { /* slot 0: TYPE_GUARD */
+        uint64_t v = t->types[i].count;
+        t->types[i].count = v >> PACK_SHIFT;
+        t->types[i].bytes = v & (PACK_ONE - 1);
     }
-    return true;
+    return ok;
 }
 
 /* Splitting. A gen0 range is cut into pieces that threads (and lanes) walk apart. An object's
@@ -602,7 +627,7 @@ static void *helper_main(void *arg) {
          * pieces at once and leave the GC thread waiting for them; it takes none. */
         size_t taken = atomic_load_explicit(&s->next_piece, memory_order_relaxed);
         if (!types_clear(&h->tab) ||
-            (taken + 2 * CENSUS_LANES <= s->n_pieces && !walk_pieces(s, &h->tab, NULL)))
+            (taken + 2 * CENSUS_LANES <= s->n_pieces && !walk_counting(s, &h->tab, NULL)))
             atomic_store_explicit(&s->failed, true, memory_order_relaxed);
         atomic_store_explicit(&h->state, HELPER_DONE, memory_order_release);
         futex_wake(&h->state);
@@ -690,6 +715,7 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
             total += ranges[i].length;
             n_gen0++;
         }
+    s->packed = total < s->pack_limit;
     uint64_t per_thread = s->piece_min * CENSUS_LANES;
     unsigned threads = s->threads;
     if (per_thread && total / per_thread < threads)
@@ -734,7 +760,7 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     }
     /* Several threads: none asks the runtime (the GC thread classifies after them). */
     uint64_t t0 = hl_now_ns();
-    bool ok = walk_pieces(s, &s->tab, threads > 1 ? NULL : info);
+    bool ok = walk_counting(s, &s->tab, threads > 1 ? NULL : info);
     ok = helpers_join(s, threads - 1) && ok && !atomic_load(&s->failed);
     if (helped >= 0 && ok && total) {
         uint64_t *last = s->pause_per_mib[helped];
@@ -745,7 +771,7 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     if (!ok && (cut || threads > 1)) {
         s->walks_redone++;
         ok = types_clear(&s->tab) && pieces_build(s, ranges, n, 0) &&
-             walk_pieces(s, &s->tab, info);
+             walk_counting(s, &s->tab, info);
     }
     /* Method tables first seen by a thread that could not ask the runtime. */
     for (size_t i = 0; ok && i < s->tab.cap; i++) {
@@ -794,6 +820,38 @@ static int piece_cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* Remembering: gen0 after the GC walked on this thread by four lanes as a count is, each
+ * piece into spans of its own, joined into s->old in address order (the pieces sorted). gen0
+ * after a GC holds only what it did not promote (AllocBench: 16,400 objects in one 673 KB
+ * range, every GC), so a heap of fewer ranges than lanes is cut (at free objects, as for
+ * helpers: "Splitting") into pieces of piece_min / 8 (32 KiB) or more: one lane through that
+ * range took 60-80 us, four 25-35. false when it does not parse or memory runs out. */
+static bool remember_walk(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *after,
+                          size_t n_after, uint64_t piece) {
+    if (!types_clear(&s->tab) || !pieces_build(s, after, n_after, piece))
+        return false;
+    qsort(s->pieces, s->n_pieces, sizeof *s->pieces, piece_cmp);
+    size_t had = s->cap_piece_spans;
+    if (!hl_mem_reserve((void **)&s->piece_spans, &s->cap_piece_spans, s->n_pieces,
+                        sizeof *s->piece_spans, 16))
+        return false;
+    memset(s->piece_spans + had, 0, (s->cap_piece_spans - had) * sizeof *s->piece_spans);
+    for (size_t i = 0; i < s->n_pieces; i++)
+        s->piece_spans[i].n = 0;
+    if (!walk_pieces(s, &s->tab, info, false, false))
+        return false;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_pieces; i++)
+        n += s->piece_spans[i].n;
+    if (!hl_mem_reserve((void **)&s->old, &s->cap_old, n, sizeof *s->old, 256))
+        return false;
+    for (size_t i = 0; i < s->n_pieces; i++) {
+        memcpy(s->old + s->n_old, s->piece_spans[i].v, s->piece_spans[i].n * sizeof *s->old);
+        s->n_old += s->piece_spans[i].n;
+    }
+    return true;
+}
+
 uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *after,
                             size_t n_after) {
     if (!s->on || s->broken)
@@ -803,16 +861,23 @@ uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_r
     s->old_valid = false;
     if (!after)
         return hl_now_ns() - t0;
-    /* On this thread, uncut: gen0 after a GC holds only what it did not promote (AllocBench:
-     * 16,000 objects of 380,000, every GC). The ranges in address order, each walked alone,
-     * append their spans already sorted (the four lanes interleaved them, and sorting them
-     * took most of the 280 us this step took there). */
-    if (!types_clear(&s->tab) || !pieces_build(s, after, n_after, 0))
-        return hl_now_ns() - t0;
-    qsort(s->pieces, s->n_pieces, sizeof *s->pieces, piece_cmp);
-    for (size_t i = 0; i < s->n_pieces; i++)
-        if (!remember_piece(s, &s->tab, info, &s->pieces[i]))
-            return hl_now_ns() - t0; /* old_valid stays false: the next walk is not exact */
-    s->old_valid = true;
+    uint64_t total = 0, piece = 0;
+    size_t n_gen0 = 0;
+    for (size_t i = 0; i < n_after; i++)
+        if (after[i].generation == HM_GEN_0) {
+            total += after[i].length;
+            n_gen0++;
+        }
+    if (s->checked.count && n_gen0 < CENSUS_LANES) {
+        piece = total / (CENSUS_LANES * PIECES_PER_LANE);
+        if (piece < s->piece_min / 8)
+            piece = s->piece_min / 8;
+    }
+    bool ok = remember_walk(s, info, after, n_after, piece);
+    if (!ok && piece && !s->broken) { /* a wrong cut: walked again uncut */
+        s->n_old = 0;
+        ok = remember_walk(s, info, after, n_after, 0);
+    }
+    s->old_valid = ok; /* false: the next walk is not exact */
     return hl_now_ns() - t0;
 }

@@ -96,12 +96,17 @@ typedef struct hl_census {
     hl_census_span *old;   /* gen0's objects after the last GC, sorted, never adjacent within a
                             * range */
     size_t n_old, cap_old;
+    /* While remembering: each piece's spans, joined into `old` in address order after. */
+    struct hl_census_spans { hl_census_span *v; size_t n, cap; } *piece_spans;
+    size_t cap_piece_spans;
     bool old_valid;        /* `old` describes the previous GC's end */
     /* The walk's pieces, taken one at a time by every walking thread (next_piece). */
     hl_census_piece *pieces;
     size_t n_pieces, cap_pieces;
     _Atomic size_t next_piece;
     _Atomic bool failed;   /* a thread's lane did not parse (or a cut was wrong): walk again */
+    bool packed;           /* this walk counts an object and its bytes in one word (census.c): */
+    uint64_t pack_limit;   /* when gen0 is smaller than this (PACK_LIMIT; a test lowers it) */
     unsigned threads;      /* threads that may walk: this one and helpers (the CPUs less one,
                             * at most 8, or HEAPLENS_CENSUS_THREADS) */
     uint64_t piece_min;    /* no piece cut shorter (bytes); a thread per CENSUS_LANES of them */

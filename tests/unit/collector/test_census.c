@@ -188,13 +188,26 @@ int main(void) {
     s.n_old = s.cap_old = n_remembered;
     s.old_valid = true;
     r = hl_census_walk(&s, INFO, regions, n_regions);
-    CHECK(r.done);
+    CHECK(r.done && s.packed);
     CHECK_INT(n_remembered, 4);
     CHECK_INT(r.objects, want_nodes + want_chars);
     CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == want_nodes);
     CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->count == want_chars);
     CHECK_INT(find(&r, &mt_node)->bytes + find(&r, &mt_chars)->bytes, want_bytes_total);
     hl_mem_free(r.counts);
+    /* The same walk counting objects and bytes in two words each, as a gen0 of 384 MiB or more
+     * is counted. */
+    s.pack_limit = 0;
+    s.old_valid = true;
+    r = hl_census_walk(&s, INFO, regions, n_regions);
+    CHECK(r.done && !s.packed);
+    CHECK_INT(r.objects, want_nodes + want_chars);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == want_nodes);
+    CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->count == want_chars);
+    CHECK_INT(find(&r, &mt_node)->bytes + find(&r, &mt_chars)->bytes, want_bytes_total);
+    hl_mem_free(r.counts);
+    s.pack_limit = UINT64_MAX;
+
     /* The GC's end remembered over the same ranges: every object but the free ones, a span per
      * range (each ends with a free object). */
     hl_census_remember(&s, INFO, regions, n_regions);
@@ -286,10 +299,17 @@ int main(void) {
     }
     CHECK_INT(m.n_helpers, 2);
     CHECK_INT(m.free_mt, (uint64_t)(uintptr_t)&mt_free);
-    /* Every other object remembered from the previous GC, a span each: skipped in every
-     * piece. */
+    /* Remembered in pieces (cut at free objects, four lanes), the spans end at every free
+     * object and never join across pieces or ranges. Then every other object remembered from
+     * the previous GC, a span each: skipped in every piece. */
     hl_census_remember(&m, INFO, two, 2);
+    CHECK(m.old_valid);
+    CHECK(m.n_pieces > 2);
     CHECK_INT(m.n_old, 2 * 23); /* 22 free objects in each range end its spans */
+    for (size_t i = 1; i < m.n_old; i++)
+        CHECK(m.old[i - 1].end < m.old[i].start);
+    CHECK(m.n_old == 46 && m.old[0].start == two[0].start &&
+          m.old[45].end == two[1].start + two[1].length);
     size_t kept = 0, nth = 0;
     m.n_old = 0;
     for (size_t g = 0; g < 2; g++)
@@ -357,6 +377,14 @@ int main(void) {
     CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 20);
     CHECK_INT(m.walks_redone, 1);
     hl_mem_free(r.counts);
+    /* Remembered, cut the same way (the gen0 after a GC is cut into pieces for four lanes):
+     * the wrong cut walked again uncut, one span. */
+    hl_census_remember(&m, INFO, &tricky, 1);
+    CHECK(m.old_valid);
+    CHECK_INT(m.n_old, 1);
+    CHECK(m.n_old == 1 && m.old[0].start == tricky.start &&
+          m.old[0].end == tricky.start + tricky.length);
+    m.n_old = 0;
     m.old_valid = true;
 
     /* A method table never seen before, past a cut: that piece may not read it (its start is
