@@ -387,14 +387,16 @@ failed:
 }
 
 /* One object of lane K at A (below its stop once lane_stop has had its say), stepped as the GC
- * steps and counted in its method table's slot of `t`; free objects count in their own slot,
- * never reported. Per object: the header, the slot (the header word is its key: one AND and
- * one compare; low bits set, never seen at GC start, or a new method table go to type_find),
- * the method table's two words, the length, all read before anything waits for them.
+ * steps and counted in its method table's slot of `t` (free objects count in their own slot,
+ * never reported), in one word when `packed` (PACK_SHIFT); or, remembering (!count), added to
+ * its piece's spans unless it is free. Per object: the header, the slot (the header word is
+ * its key: one AND and one compare; low bits set, never seen at GC start, or a method table
+ * new to the walk go to type_find), the method table's two words, the length, all read
+ * before anything waits for them.
  * - The size without a branch: the length masked to 0 unless the flags' sign bit
  *   (HasComponentSize) is set. A branch costs nothing where types come in a fixed order, but a
- *   program's mixed arrays and classes mispredict it (bench_census, 64 types a third of them
- *   arrays in random order: 4.2 ns per object with it, 1.8 without).
+ *   program's mixed arrays and classes mispredict it (bench_census's heaps, 64 types a third
+ *   of them arrays in random order: 4.2 ns per object with it, 1.8 without).
  * - The empty asm hides that `mt` equals the slot's key on this path: otherwise the compiler
  *   reads the method table through the key just loaded, and the slot's load joins the path
  *   from one object to the next.
@@ -458,11 +460,11 @@ static inline bool span_add(hl_census *s, size_t piece, uint64_t start, uint64_t
 }
 
 /* Walks `n` lanes side by side (a constant after inlining: their addresses stay in registers)
- * until one has no piece left, counting (`count`, `packed` or not) or remembering (span_add;
- * free objects not):
- * returns its index, the others' addresses saved; -1 when the walk failed. Each lane's object waits for its previous one's size (two dependent loads);
- * four lanes overlap those waits (bench_census: 3.7 -> 2.5 ns per object; six or eight gave
- * nothing more: the loop is then bound by its instructions, not by the waits). */
+ * until one has no piece left, counting or remembering (LANE_STEP): returns its index, the
+ * others' addresses saved; -1 when the walk failed. Each lane's object waits for its previous
+ * one's size (two dependent loads); four lanes overlap those waits (bench_census: 3.7 -> 2.5
+ * ns per object; six or eight gave nothing more: the loop is then bound by its instructions,
+ * about 20 per object, not by the waits). */
 __attribute__((always_inline)) static inline int lanes_walk(hl_census *s, hl_census_table *t,
                                                             ICorProfilerInfo *info, lane *lanes,
                                                             const int n, const bool count,

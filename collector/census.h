@@ -60,9 +60,12 @@ typedef struct hl_census_count {
 } hl_census_count;
 
 /* One walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed by
- * the method table's address, cleared at every walk. The walk finds an object's slot at the
- * first probe almost always, also in a program with thousands of types interleaved (a
- * 256-slot direct-mapped cache thrashed there: 10-28 ns per object). The free objects' method
+ * the method table's address, its home slot the address bits above the slot's size (method
+ * tables are a few dozen bytes or more apart), cleared at every walk; slot 0 holds a guard key
+ * (census.c TYPE_GUARD). The walk finds an object's slot at the first probe almost always,
+ * also in a program with thousands of types interleaved (a 256-slot direct-mapped cache
+ * thrashed there: 10-28 ns per object). During a walk of less than 384 MiB `count` holds
+ * count << 40 | bytes (one add per object), taken apart after it. The free objects' method
  * table has a slot like any other, never reported. check_at: an object of a method table not
  * yet checked against the runtime, found by a thread that may not ask it (checked after the
  * walk); 0 when checked. */

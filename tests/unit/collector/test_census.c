@@ -315,7 +315,8 @@ int main(void) {
     for (size_t g = 0; g < 2; g++)
         for (uint64_t o = two[g].start; o < two[g].start + two[g].length;) {
             uint64_t size = (hl_census_object_size((void *)(uintptr_t)o) + 7) & ~(uint64_t)7;
-            bool is_free = (*(uint64_t *)(uintptr_t)o & ~(uint64_t)7) == (uint64_t)(uintptr_t)&mt_free;
+            uint64_t mt = *(uint64_t *)(uintptr_t)o & ~(uint64_t)7;
+            bool is_free = mt == (uint64_t)(uintptr_t)&mt_free;
             if (!is_free && nth++ % 2 == 0) {
                 CHECK(hl_mem_reserve((void **)&m.old, &m.cap_old, m.n_old + 1, sizeof *m.old, 64));
                 m.old[m.n_old++] = (hl_census_span){o, o + size};
