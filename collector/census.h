@@ -11,15 +11,18 @@
  *     size rounded up to 8), skip free objects (their method table, learned once: the runtime's
  *     GetClassFromObject gives ClassID 0 for one) and the objects remembered from the previous
  *     GC, and count per ClassID (= the method table): objects and bytes.
- *   GC thread, GarbageCollectionFinished: remember the addresses of the objects in gen0 after
- *     the GC (range by range in address order: sorted), to skip at the next walk. Nothing
- *     moves between the two callbacks.
+ *   GC thread, GarbageCollectionFinished: remember the objects in gen0 after the GC as spans,
+ *     runs of objects with no free one between them (range by range in address order:
+ *     sorted), to jump over at the next walk: those objects are still there, unchanged, and
+ *     new ones go only after them or into the free objects between them. Nothing moves
+ *     between the two callbacks.
  * The first time a method table is seen, its computed size is checked against GetObjectSize2:
  * a difference (a layout this code does not know) turns the census off for the run. No other
  * call into the runtime: per object the walk reads the header, the method table's two words
- * and an array's length, counts in the method table's slot of a hash table, and skips
- * remembered objects by a cursor; four pieces of gen0 (regions) are walked side by side so that
- * their dependent loads overlap, each prefetching ahead in its own stream.
+ * and an array's length, counts in the method table's slot of a hash table, and compares its
+ * address once with the lane's next stop (its piece's end or the next remembered span); four
+ * pieces of gen0 (regions) are walked side by side so that their dependent loads overlap, each
+ * prefetching ahead in its own stream.
  * Helper threads: a gen0 of 2 MiB or more is shared with up to `threads` - 1 native threads
  * of our own (started at the first such walk, all signals blocked, asleep on a futex between
  * GCs), woken in the callback and waited for before it returns: ranges are cut into pieces
@@ -57,9 +60,12 @@ typedef struct hl_census_count {
 } hl_census_count;
 
 /* One walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed by
- * the method table's address, cleared at every walk. The walk finds an object's slot at the
- * first probe almost always, also in a program with thousands of types interleaved (a
- * 256-slot direct-mapped cache thrashed there: 10-28 ns per object). The free objects' method
+ * the method table's address, its home slot the address bits above the slot's size (method
+ * tables are a few dozen bytes or more apart), cleared at every walk; slot 0 holds a guard key
+ * (census.c TYPE_GUARD). The walk finds an object's slot at the first probe almost always,
+ * also in a program with thousands of types interleaved (a 256-slot direct-mapped cache
+ * thrashed there: 10-28 ns per object). During a walk of less than 384 MiB `count` holds
+ * count << 40 | bytes (one add per object), taken apart after it. The free objects' method
  * table has a slot like any other, never reported. check_at: an object of a method table not
  * yet checked against the runtime, found by a thread that may not ask it (checked after the
  * walk); 0 when checked. */
@@ -78,20 +84,32 @@ typedef struct hl_census_piece {
 
 typedef struct hl_census_helper hl_census_helper; /* a walking thread of our own (census.c) */
 
+/* Objects in gen0 after a GC, one after another with no free object between them: from the
+ * first one's address to the end of the last. */
+typedef struct hl_census_span {
+    uint64_t start, end;
+} hl_census_span;
+
 typedef struct hl_census {
     bool on;               /* sampled mode, and no layout surprise so far */
     bool broken;           /* a size differed from GetObjectSize2: off for the run */
     uint64_t free_mt;      /* the free objects' method table, 0 until learned */
     hl_u64map checked;     /* method tables whose size was checked against the runtime */
     hl_census_table tab;   /* this walk's counts (the GC thread's, the helpers' added) */
-    uint64_t *old;         /* addresses of the objects in gen0 after the last GC, sorted */
+    hl_census_span *old;   /* gen0's objects after the last GC, sorted, never adjacent within a
+                            * range */
     size_t n_old, cap_old;
+    /* While remembering: each piece's spans, joined into `old` in address order after. */
+    struct hl_census_spans { hl_census_span *v; size_t n, cap; } *piece_spans;
+    size_t cap_piece_spans;
     bool old_valid;        /* `old` describes the previous GC's end */
     /* The walk's pieces, taken one at a time by every walking thread (next_piece). */
     hl_census_piece *pieces;
     size_t n_pieces, cap_pieces;
     _Atomic size_t next_piece;
     _Atomic bool failed;   /* a thread's lane did not parse (or a cut was wrong): walk again */
+    bool packed;           /* this walk counts an object and its bytes in one word (census.c): */
+    uint64_t pack_limit;   /* when gen0 is smaller than this (PACK_LIMIT; a test lowers it) */
     unsigned threads;      /* threads that may walk: this one and helpers (the CPUs less one,
                             * at most 8, or HEAPLENS_CENSUS_THREADS) */
     uint64_t piece_min;    /* no piece cut shorter (bytes); a thread per CENSUS_LANES of them */
@@ -123,8 +141,8 @@ typedef struct hl_census_result {
 /* GC thread, GarbageCollectionStarted, runtime suspended: walks gen0 of `before`. */
 hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *before,
                                 size_t n_before);
-/* GC thread, GarbageCollectionFinished: remembers gen0's objects of `after` (NULL, 0: unknown,
- * the next walk is then not exact and says so). Returns the time taken. */
+/* GC thread, GarbageCollectionFinished: remembers gen0's objects of `after` as spans (NULL, 0:
+ * unknown, the next walk is then not exact and says so). Returns the time taken. */
 uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *after,
                             size_t n_after);
 

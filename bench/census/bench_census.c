@@ -69,11 +69,6 @@ static uint8_t *put(uint8_t *at, fake_mt *mt, uint32_t length) {
     return at + ((hl_census_object_size(at) + 7) & ~(uint64_t)7);
 }
 
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -140,24 +135,27 @@ int main(int argc, char **argv) {
     hl_census s;
     hl_census_init(&s, true);
     /* The previous GC's gen0: every (100 / OLD_PERCENT)th object, remembered as the census
-     * does at GarbageCollectionFinished (sorted addresses). */
+     * does at GarbageCollectionFinished (sorted spans, neighbours joined). */
     if (old_percent) {
-        uint64_t *old = malloc(objects * sizeof *old);
+        s.old = hl_mem_malloc(objects * sizeof *s.old);
         size_t n = 0, k = 0;
         for (size_t r = 0; r < n_ranges; r++) {
             uint8_t *o = (uint8_t *)(uintptr_t)gen0[r].start, *end = o + gen0[r].length;
+            size_t first = n;
             for (; o < end; k++) {
-                uint64_t mt = *(uint64_t *)o;
-                if (mt != (uint64_t)(uintptr_t)&mt_free && k % (100 / (size_t)old_percent) == 0)
-                    old[n++] = (uint64_t)(uintptr_t)o;
-                o += (hl_census_object_size(o) + 7) & ~(uint64_t)7;
+                uint64_t mt = *(uint64_t *)o, at = (uint64_t)(uintptr_t)o;
+                uint64_t bytes = (hl_census_object_size(o) + 7) & ~(uint64_t)7;
+                if (mt != (uint64_t)(uintptr_t)&mt_free && k % (100 / (size_t)old_percent) == 0) {
+                    if (n > first && s.old[n - 1].end == at)
+                        s.old[n - 1].end = at + bytes;
+                    else
+                        s.old[n++] = (hl_census_span){at, at + bytes};
+                }
+                o += bytes;
             }
         }
-        qsort(old, n, sizeof *old, cmp_u64);
-        s.old = hl_mem_malloc(n * sizeof *old);
-        memcpy(s.old, old, n * sizeof *old);
-        s.n_old = s.cap_old = n;
-        free(old);
+        s.n_old = n;
+        s.cap_old = objects;
     }
     s.old_valid = true;
 

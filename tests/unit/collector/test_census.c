@@ -3,7 +3,8 @@
  * table even where a counted class has the same shape (byte[]), the previous GC's gen0 objects
  * skipped at the next walk while new objects in the gaps between them are counted, a size the
  * runtime reports differently turns the census off, a walk without the previous GC's end
- * known is not exact, and many gen0 ranges (regions: more than the walk's lanes, walked side
+ * known is not exact, the previous GC's objects remembered as spans (runs without a free
+ * object) and a new object in the free gap between two spans counted, and many gen0 ranges (regions: more than the walk's lanes, walked side
  * by side) count the same as the objects one by one, remembered ones skipped in every range,
  * while a range that ends inside an object makes the walk not exact, and 1,500 types in one
  * walk (the table of counts grows) are each counted. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
@@ -101,11 +102,13 @@ int main(void) {
     CHECK_INT(s.free_mt, (uint64_t)(uintptr_t)&mt_free);
     hl_mem_free(r.counts);
 
-    /* GC 1 leaves a and b in gen0 (not promoted): remembered. Interval 2 allocates into the gap
-     * where the free object was (a new object at a free object's address) and after them. */
+    /* GC 1 leaves a and b in gen0 (not promoted): remembered, each with the object after it.
+     * Interval 2 allocates after them. */
     hm_gen_range after1 = gen0(0);
     hl_census_remember(&s, INFO, &after1, 1);
-    CHECK_INT(s.n_old, 4);
+    CHECK_INT(s.n_old, 2); /* a and the byte[] after it; b and the chars after it */
+    CHECK(s.n_old == 2 && s.old[0].start == a && s.old[0].end == a + 72 && s.old[1].start == b &&
+          s.old[1].end == b + 64);
     size_t end1 = used;
     (void)a, (void)b;
     used = end1;
@@ -120,6 +123,25 @@ int main(void) {
     CHECK(!find(&r, &mt_chars));
     hl_mem_free(r.counts);
     (void)c;
+
+    /* A new object in the free gap between two spans (an allocation context given the free
+     * object's 64 bytes: a node and the context's tail, a free object of 32): counted, the
+     * spans on either side not. */
+    hm_gen_range after2 = gen0(0);
+    hl_census_remember(&s, INFO, &after2, 1);
+    CHECK_INT(s.n_old, 2); /* a and the byte[]; b to the end */
+    size_t end2 = used;
+    used = (size_t)(b - (uint64_t)(uintptr_t)heap) - 64;
+    uint64_t gap = put(&mt_node, 0);
+    put(&mt_free, 8);
+    CHECK_INT(used, (size_t)(b - (uint64_t)(uintptr_t)heap));
+    used = end2;
+    r = hl_census_walk(&s, INFO, &after2, 1);
+    CHECK(r.done);
+    CHECK_INT(r.objects, 1);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 1);
+    hl_mem_free(r.counts);
+    (void)gap;
 
     /* GC 2's end could not be remembered: the next walk counts but is not exact. */
     hl_census_remember(&s, INFO, NULL, 0);
@@ -160,33 +182,48 @@ int main(void) {
                                                   .generation = HM_GEN_LOH};
     }
     CHECK(used <= sizeof heap);
-    s.old = hl_mem_realloc(s.old, sizeof remembered);
-    memcpy(s.old, remembered, sizeof remembered); /* ascending: put() goes up */
+    s.old = hl_mem_realloc(s.old, n_remembered * sizeof *s.old);
+    for (size_t i = 0; i < n_remembered; i++) /* ascending: put() goes up */
+        s.old[i] = (hl_census_span){remembered[i], remembered[i] + 32};
     s.n_old = s.cap_old = n_remembered;
     s.old_valid = true;
     r = hl_census_walk(&s, INFO, regions, n_regions);
-    CHECK(r.done);
+    CHECK(r.done && s.packed);
     CHECK_INT(n_remembered, 4);
     CHECK_INT(r.objects, want_nodes + want_chars);
     CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == want_nodes);
     CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->count == want_chars);
     CHECK_INT(find(&r, &mt_node)->bytes + find(&r, &mt_chars)->bytes, want_bytes_total);
     hl_mem_free(r.counts);
-    /* The GC's end remembered over the same ranges: every object but the free ones. */
+    /* The same walk counting objects and bytes in two words each, as a gen0 of 384 MiB or more
+     * is counted. */
+    s.pack_limit = 0;
+    s.old_valid = true;
+    r = hl_census_walk(&s, INFO, regions, n_regions);
+    CHECK(r.done && !s.packed);
+    CHECK_INT(r.objects, want_nodes + want_chars);
+    CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == want_nodes);
+    CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->count == want_chars);
+    CHECK_INT(find(&r, &mt_node)->bytes + find(&r, &mt_chars)->bytes, want_bytes_total);
+    hl_mem_free(r.counts);
+    s.pack_limit = UINT64_MAX;
+
+    /* The GC's end remembered over the same ranges: every object but the free ones, a span per
+     * range (each ends with a free object). */
     hl_census_remember(&s, INFO, regions, n_regions);
     CHECK(s.old_valid);
-    CHECK_INT(s.n_old, want_nodes + want_chars + n_remembered);
+    CHECK_INT(s.n_old, 7);
     for (size_t i = 1; i < s.n_old; i++)
-        CHECK(s.old[i - 1] < s.old[i]);
+        CHECK(s.old[i - 1].end < s.old[i].start);
     /* The runtime lists regions in no address order: remembered sorted all the same. */
     hm_gen_range reversed[8];
     for (size_t i = 0; i < n_regions; i++)
         reversed[i] = regions[n_regions - 1 - i];
     hl_census_remember(&s, INFO, reversed, n_regions);
     CHECK(s.old_valid);
-    CHECK_INT(s.n_old, want_nodes + want_chars + n_remembered);
+    CHECK_INT(s.n_old, 7);
     for (size_t i = 1; i < s.n_old; i++)
-        CHECK(s.old[i - 1] < s.old[i]);
+        CHECK(s.old[i - 1].end < s.old[i].start);
     /* A range that ends inside an object (the fifth gen0 one): not exact. */
     regions[5].length -= 8;
     s.old_valid = true;
@@ -262,13 +299,31 @@ int main(void) {
     }
     CHECK_INT(m.n_helpers, 2);
     CHECK_INT(m.free_mt, (uint64_t)(uintptr_t)&mt_free);
-    /* Every other object remembered from the previous GC: skipped in every piece. */
+    /* Remembered in pieces (cut at free objects, four lanes), the spans end at every free
+     * object and never join across pieces or ranges. Then every other object remembered from
+     * the previous GC, a span each: skipped in every piece. */
     hl_census_remember(&m, INFO, two, 2);
-    CHECK_INT(m.n_old, want_node + want_chars_n);
-    size_t kept = 0;
-    for (size_t i = 0; i < m.n_old; i += 2)
-        m.old[kept++] = m.old[i];
-    m.n_old = kept;
+    CHECK(m.old_valid);
+    CHECK(m.n_pieces > 2);
+    CHECK_INT(m.n_old, 2 * 23); /* 22 free objects in each range end its spans */
+    for (size_t i = 1; i < m.n_old; i++)
+        CHECK(m.old[i - 1].end < m.old[i].start);
+    CHECK(m.n_old == 46 && m.old[0].start == two[0].start &&
+          m.old[45].end == two[1].start + two[1].length);
+    size_t kept = 0, nth = 0;
+    m.n_old = 0;
+    for (size_t g = 0; g < 2; g++)
+        for (uint64_t o = two[g].start; o < two[g].start + two[g].length;) {
+            uint64_t size = (hl_census_object_size((void *)(uintptr_t)o) + 7) & ~(uint64_t)7;
+            uint64_t mt = *(uint64_t *)(uintptr_t)o & ~(uint64_t)7;
+            bool is_free = mt == (uint64_t)(uintptr_t)&mt_free;
+            if (!is_free && nth++ % 2 == 0) {
+                CHECK(hl_mem_reserve((void **)&m.old, &m.cap_old, m.n_old + 1, sizeof *m.old, 64));
+                m.old[m.n_old++] = (hl_census_span){o, o + size};
+                kept++;
+            }
+            o += size;
+        }
     r = walk_helped(&m, two, 2);
     CHECK(r.done);
     CHECK_INT(r.objects, want_node + want_chars_n - kept);
@@ -323,6 +378,14 @@ int main(void) {
     CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == 20);
     CHECK_INT(m.walks_redone, 1);
     hl_mem_free(r.counts);
+    /* Remembered, cut the same way (the gen0 after a GC is cut into pieces for four lanes):
+     * the wrong cut walked again uncut, one span. */
+    hl_census_remember(&m, INFO, &tricky, 1);
+    CHECK(m.old_valid);
+    CHECK_INT(m.n_old, 1);
+    CHECK(m.n_old == 1 && m.old[0].start == tricky.start &&
+          m.old[0].end == tricky.start + tricky.length);
+    m.n_old = 0;
     m.old_valid = true;
 
     /* A method table never seen before, past a cut: that piece may not read it (its start is
