@@ -775,9 +775,9 @@ gboolean store_history_pending(sqlite3 *db)
 }
 
 /* Never write into a damaged file: it would only get worse. */
-static gboolean store_history_check(store_history *h, GError **error)
+static gboolean store_history_check(store_history *h, store_db_check *check, GError **error)
 {
-    g_autofree char *damage = store_db_damage_new(h->db);
+    g_autofree char *damage = store_db_damage_new(h->db, check);
     if (damage)
         store_history_damaged(error, h->path, damage);
     return damage == NULL;
@@ -829,12 +829,15 @@ static gboolean store_history_build_path(const char *path, gboolean summary,
     h.spans_wanted = store_history_spans_pending(h.db);
     h.summary_only = summary && h.packed;
     gboolean wanted = h.summary_only ? h.spans_wanted : store_history_pending(h.db);
-    if (wanted && (!store_history_check(&h, error) || !store_history_build(&h, error)))
+    store_db_check check = {0};
+    if (wanted && (!store_history_check(&h, &check, error) || !store_history_build(&h, error)))
         goto out;
-    if (wanted) /* checked and written by us: the next writer of this command checks no more */
-        store_db_sound_note(h.db);
-    if (!store_sql_exec(h.db, path, "COMMIT", error))
+    /* checked and written by us: the next writer checks no more, unless the file changes */
+    if (!store_db_commit_sound(h.db, wanted ? &check : NULL)) {
+        store_sql_set_error(h.db, path, sqlite3_extended_errcode(h.db), sqlite3_errmsg(h.db),
+                            error);
         goto out;
+    }
     ok = TRUE;
 out:
     if (!ok && h.db != NULL) {
