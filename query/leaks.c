@@ -67,43 +67,6 @@ static int suspect_cmp(const void *a, const void *b)
     return x->type_id < y->type_id ? -1 : x->type_id > y->type_id;
 }
 
-/* Objects and bytes per type in one snapshot, into count[type] and bytes[type] (n_types each;
- * a type id beyond it is counted as 0, unknown). */
-static gboolean series_read(sqlite3 *db, const snapshot_info *info, uint32_t n_types,
-                            int64_t *count, int64_t *bytes, GError **error)
-{
-    gboolean row = FALSE;
-    int64_t read = 0, snapshot = info->snapshot;
-    sqlite3_stmt *stmt = query_db_prepare(db,
-                                          "SELECT o.type_id, o.size FROM snapshot_objects so"
-                                          " LEFT JOIN objects o ON o.id = so.object_id"
-                                          " WHERE so.snapshot = ?1",
-                                          error);
-    if (!stmt)
-        return FALSE;
-    sqlite3_bind_int64(stmt, 1, snapshot);
-    while (query_db_step(stmt, &row, error) && row) {
-        int64_t type = sqlite3_column_int64(stmt, 0);
-        int t0 = sqlite3_column_type(stmt, 0), t1 = sqlite3_column_type(stmt, 1);
-        if ((t0 != SQLITE_INTEGER && t0 != SQLITE_NULL) ||
-            (t1 != SQLITE_INTEGER && t1 != SQLITE_NULL) || sqlite3_column_int64(stmt, 1) < 0) {
-            query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type id "
-                                    "that no recording holds", snapshot);
-            break;
-        }
-        if (type < 0 || type >= n_types)
-            type = 0;
-        count[type]++;
-        bytes[type] = query_add_saturating(bytes[type], sqlite3_column_int64(stmt, 1));
-        read++;
-    }
-    sqlite3_finalize(stmt);
-    if (!(error && *error) && read != info->objects)
-        query_db_damaged(error, "snapshot %" PRId64 " holds %" PRId64 " objects, its snapshots "
-                                "row counts %" PRId64, snapshot, read, info->objects);
-    return !(error && *error);
-}
-
 /* Retained bytes of every type in a stored snapshot, into retained[type]. */
 static gboolean type_retained_read(sqlite3 *db, int64_t snapshot, uint32_t n_types,
                                    int64_t *retained, GError **error)
@@ -314,7 +277,7 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
         gboolean found = FALSE;
         if (!retention_counts_read(l->db, info, n_types, cs, bs, &found, error))
             return FALSE;
-        if (!found && (!series_read(l->db, info, n_types, cs, bs, error) ||
+        if (!found && (!snapshot_objects_per_type(l->db, info, n_types, cs, bs, error) ||
                        !retention_counts_keep(l->db, info->snapshot, n_types, cs, bs, error)))
             return FALSE;
         for (uint32_t t = 0; t < n_types; t++) {

@@ -783,20 +783,23 @@ static gboolean refs_resolve(snapshot_graph *g, const id_index *index, refs_read
 }
 
 /* ---- the compact form (schema 8) ----------------------------------------------------------
- * The blocks of the snapshot (store/store.h STORE_SNAPBLOCKS_SQL), in id order, decoded here
+ * The blocks of the snapshot (store/store.h STORE_SNAPBLOCK_REFS_SQL: not their fields), in id
+ * order, decoded here
  * (store_snapblock_decode): the ids, and the references as (from, to) pairs into `r`, resolved
  * later as the second connection's are (refs_resolve). Each block's objects' types and sizes
  * come from one range of `objects` (id BETWEEN its first and last): a seek per block, the rows in
  * between stepped over (ids of objects dead by then). */
+#define BLOCK_OBJECTS_SQL "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+
 static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_reader *r,
                             query_progress *progress, GError **error)
 {
     gboolean row = FALSE, ok = FALSE;
     store_snapblock b = {0};
     uint64_t total_size = 0;
-    sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCKS_SQL, error);
+    sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCK_REFS_SQL, error);
     sqlite3_stmt *objects = query_db_prepare(
-        db, "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id", error);
+        db, BLOCK_OBJECTS_SQL, error);
     if (!blocks || !objects)
         goto out;
     sqlite3_bind_int64(blocks, 1, g->info.snapshot);
@@ -900,6 +903,104 @@ out:
     sqlite3_finalize(blocks);
     sqlite3_finalize(objects);
     return ok;
+}
+
+/* ---- objects per type ------------------------------------------------------------------- */
+
+static gboolean per_type_bad_object(GError **error, int64_t snapshot)
+{
+    return query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type id that "
+                                   "no recording holds", snapshot);
+}
+
+/* Adds the object of the current row of `stmt` (columns `type` and `type + 1`: its type id and
+ * size, NULL without an `objects` row) to the counts. */
+static gboolean per_type_add(sqlite3_stmt *stmt, int type, int64_t snapshot, uint32_t n_types,
+                             int64_t *count, int64_t *bytes, GError **error)
+{
+    int t0 = sqlite3_column_type(stmt, type), t1 = sqlite3_column_type(stmt, type + 1);
+    int64_t type_id = sqlite3_column_int64(stmt, type), size = sqlite3_column_int64(stmt, type + 1);
+    if ((t0 != SQLITE_INTEGER && t0 != SQLITE_NULL) || (t1 != SQLITE_INTEGER && t1 != SQLITE_NULL) ||
+        size < 0)
+        return per_type_bad_object(error, snapshot);
+    if (type_id < 0 || type_id >= n_types)
+        type_id = 0;
+    count[type_id]++;
+    bytes[type_id] = query_add_saturating(bytes[type_id], size);
+    return TRUE;
+}
+
+/* snapshot_objects_per_type of a schema 8 file: the blocks' ids, and for each block the range of
+ * `objects` it spans (as blocks_read). Returns the objects counted through *read. */
+static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *info, uint32_t n_types,
+                                int64_t *count, int64_t *bytes, int64_t *read, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    store_snapblock b = {0};
+    sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCK_IDS_SQL, error);
+    sqlite3_stmt *objects = blocks ? query_db_prepare(db, BLOCK_OBJECTS_SQL, error) : NULL;
+    if (!objects)
+        goto out;
+    sqlite3_bind_int64(blocks, 1, info->snapshot);
+    while (query_db_step(blocks, &row, error) && row) {
+        if (!store_snapblock_decode_row(&b, blocks, error))
+            goto out;
+        *read += b.n; /* compared with the snapshots row by the caller */
+        sqlite3_reset(objects);
+        sqlite3_bind_int64(objects, 1, (int64_t)b.ids[0]);
+        sqlite3_bind_int64(objects, 2, (int64_t)b.ids[b.n - 1]);
+        uint32_t k = 0;
+        while (k < b.n && query_db_step(objects, &row, error) && row) {
+            uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
+            for (; k < b.n && b.ids[k] < id; k++) /* no objects row: type 0, no bytes */
+                count[0]++;
+            if (k == b.n || b.ids[k] != id)
+                continue; /* an object not in the snapshot */
+            if (!per_type_add(objects, 1, info->snapshot, n_types, count, bytes, error))
+                goto out;
+            k++;
+        }
+        if (error && *error)
+            goto out;
+        count[0] += b.n - k;
+    }
+    ok = !(error && *error);
+out:
+    store_snapblock_clear(&b);
+    sqlite3_finalize(blocks);
+    sqlite3_finalize(objects);
+    return ok;
+}
+
+gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *info, uint32_t n_types,
+                                   int64_t *count, int64_t *bytes, GError **error)
+{
+    gboolean row = FALSE;
+    int64_t read = 0;
+    if (store_snapshot_blocks_present(db)) {
+        if (!per_type_blocks(db, info, n_types, count, bytes, &read, error))
+            return FALSE;
+    } else {
+        sqlite3_stmt *stmt = query_db_prepare(db,
+                                              "SELECT o.type_id, o.size FROM snapshot_objects so"
+                                              " LEFT JOIN objects o ON o.id = so.object_id"
+                                              " WHERE so.snapshot = ?1",
+                                              error);
+        if (!stmt)
+            return FALSE;
+        sqlite3_bind_int64(stmt, 1, info->snapshot);
+        while (query_db_step(stmt, &row, error) && row &&
+               per_type_add(stmt, 0, info->snapshot, n_types, count, bytes, error))
+            read++;
+        sqlite3_finalize(stmt);
+        if (error && *error)
+            return FALSE;
+    }
+    if (read != info->objects)
+        return query_db_damaged(error, "snapshot %" PRId64 " holds %" PRId64 " objects, its "
+                                       "snapshots row counts %" PRId64,
+                                info->snapshot, read, info->objects);
+    return TRUE;
 }
 
 snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,

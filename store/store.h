@@ -208,7 +208,8 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
  * database of another schema version. A recording left in WAL mode (store_summary.wal_kept) is
  * first made one file again (checkpointed, journal mode DELETE) when nobody else has it open and
  * this user may write it; else it is read in WAL mode, whole. The returned handle is a sqlite3 *, closed by the caller
- * with sqlite3_close. */
+ * with sqlite3_close; it is opened without SQLite's mutex (SQLITE_OPEN_NOMUTEX): one thread at a
+ * time uses it. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
 
@@ -339,6 +340,15 @@ void store_snapblock_fields_json(const store_snapblock *b, uint32_t k, GString *
  * refs, fields (columns 0 to 5), for store_snapblock_decode. */
 #define STORE_SNAPBLOCKS_SQL                                                                       \
     "SELECT first_id, objects, ids, kinds, refs, fields FROM snapshot_blocks"                     \
+    " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
+/* The same blocks with NULL for their fields (the graph of a snapshot needs its references
+ * alone: the fields' text is neither read nor decoded), or for their references and fields
+ * (counting a snapshot's objects needs their ids alone). */
+#define STORE_SNAPBLOCK_REFS_SQL                                                                   \
+    "SELECT first_id, objects, ids, kinds, refs, NULL FROM snapshot_blocks"                       \
+    " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
+#define STORE_SNAPBLOCK_IDS_SQL                                                                    \
+    "SELECT first_id, objects, ids, kinds, NULL, NULL FROM snapshot_blocks"                       \
     " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
 /* Decodes the current row of a statement whose columns 0 to 5 are STORE_SNAPBLOCKS_SQL's. */
 struct sqlite3_stmt;

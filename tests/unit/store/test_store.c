@@ -446,6 +446,8 @@ static void test_schema(void)
     sqlite3 *db = store_db_open_readonly(path, &error);
     CHECK_NO_ERROR(error);
     CHECK(db != NULL);
+    /* one thread's connection: no mutex taken at every sqlite3_column_* (SQLITE_OPEN_NOMUTEX) */
+    CHECK(sqlite3_threadsafe() == 0 || sqlite3_db_mutex(db) == NULL);
     CHECK(db_int(db, "PRAGMA application_id") == STORE_APPLICATION_ID);
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
     CHECK(db_int(db, "PRAGMA page_size") == 8192); /* half the WAL's writes (store_schema.c) */

@@ -543,6 +543,18 @@ static void case_retention_reuse(void)
     CHECK(by_retention != NULL && by_leaks != NULL);
     if (by_retention && by_leaks)
         CHECK_STR(by_retention, by_leaks);
+    /* every snapshot's counts leaks stored (read from the blocks) are the file's SQL view's */
+    CHECK_INT(sql_int("u3.db", "SELECT count(DISTINCT snapshot) FROM snapshot_type_counts"), 4);
+    CHECK_INT(sql_int("u3.db",
+                      "SELECT count(*) FROM (SELECT snapshot, coalesce(o.type_id, 0) AS type_id,"
+                      "  count(*) AS count, coalesce(sum(o.size), 0) AS bytes"
+                      "  FROM snapshot_objects so LEFT JOIN objects o ON o.id = so.object_id"
+                      "  GROUP BY 1, 2 EXCEPT SELECT * FROM snapshot_type_counts)"),
+              0);
+    CHECK_INT(sql_int("u3.db", "SELECT count(*) FROM snapshot_type_counts"),
+              sql_int("u3.db", "SELECT count(*) FROM (SELECT DISTINCT snapshot, o.type_id"
+                               "  FROM snapshot_objects so LEFT JOIN objects o"
+                               "  ON o.id = so.object_id)"));
     CHECK_INT(sql_int("u2.db", "SELECT sum(count) FROM snapshot_type_counts WHERE snapshot = 4"),
               sql_int("u2.db", "SELECT objects FROM snapshots WHERE snapshot = 4"));
 
