@@ -757,40 +757,34 @@ int64_t store_db_objects_count(sqlite3 *db)
                : store_db_pragma_int(db, "SELECT count(*) FROM objects");
 }
 
-/* The file of `db` as its header and inode say: identity, modification time, and the file
- * change counter (header offset 24). */
+/* The file of `db` as its header and inode say: its modification time and the file change
+ * counter (header offset 24). */
 typedef struct store_db_file {
-    dev_t dev;
-    ino_t ino;
     int64_t mtime_ns;
     uint32_t counter;
     gboolean rollback; /* header bytes 18-19: 1, rollback-journal mode (WAL: 2) */
 } store_db_file;
 
-/* Reads them; FALSE when the file has no path (in memory) or cannot be read. */
-static gboolean store_db_file_read(sqlite3 *db, store_db_file *f)
+/* Opens the file of `db` for reading (-1: it has no path, in memory, or cannot be opened). */
+static int store_db_file_open(sqlite3 *db)
 {
     const char *path = sqlite3_db_filename(db, "main");
+    return path == NULL || *path == '\0' ? -1 : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+}
+
+/* Reads them from `fd`; FALSE when they cannot be read. */
+static gboolean store_db_file_read(int fd, store_db_file *f)
+{
     unsigned char head[28];
     struct stat st;
-    gboolean ok = FALSE;
-    if (path == NULL || *path == '\0')
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head)
         return FALSE;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return FALSE;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head) {
-        f->dev = st.st_dev;
-        f->ino = st.st_ino;
-        f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-        f->counter = (uint32_t)head[24] << 24 | (uint32_t)head[25] << 16 |
-                     (uint32_t)head[26] << 8 | head[27];
-        f->rollback = head[18] == 1 && head[19] == 1;
-        ok = TRUE;
-    }
-    close(fd);
-    return ok;
+    f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    f->counter = (uint32_t)head[24] << 24 | (uint32_t)head[25] << 16 | (uint32_t)head[26] << 8 |
+                 head[27];
+    f->rollback = head[18] == 1 && head[19] == 1;
+    return TRUE;
 }
 
 /* Whether the file's note (table file_check, store_db_commit_sound) says that it was found
@@ -819,11 +813,14 @@ char *store_db_damage_new(sqlite3 *db, store_db_check *check)
     char *damage = NULL;
     store_db_file f;
     store_db_check seen = {0};
+    int fd = store_db_file_open(db);
     /* In WAL mode commits leave the counter as it was: a note cannot tell that nothing changed. */
-    if (store_db_file_read(db, &f) && f.rollback) {
+    if (store_db_file_read(fd, &f) && f.rollback) {
         seen.counted = TRUE;
         seen.counter = f.counter;
     }
+    if (fd >= 0)
+        close(fd);
     if (check)
         *check = seen;
     /* Found intact by an earlier heaplens command, and changed by nobody since. */
@@ -878,16 +875,19 @@ gboolean store_db_commit_sound(sqlite3 *db, const store_db_check *check)
      * if the file is still the one this commit left (its counter the one noted). A file whose
      * time cannot be set keeps its own, and the next writer checks it. */
     store_db_file f;
-    const char *path = sqlite3_db_filename(db, "main");
+    int fd = -1;
     if (sqlite3_exec(db, "BEGIN; SELECT count(*) FROM main.file_check", NULL, NULL, NULL) ==
             SQLITE_OK &&
-        store_db_file_read(db, &f) && f.rollback && f.counter == (uint32_t)(check->counter + 1)) {
+        store_db_file_read(fd = store_db_file_open(db), &f) && f.rollback &&
+        f.counter == (uint32_t)(check->counter + 1)) {
         const struct timespec times[2] = {
             {.tv_sec = 0, .tv_nsec = UTIME_OMIT},
             {.tv_sec = mtime_ns / 1000000000, .tv_nsec = mtime_ns % 1000000000},
         };
-        (void)utimensat(AT_FDCWD, path, times, 0);
+        (void)futimens(fd, times); /* the owner's right: anybody else's file keeps its time */
     }
+    if (fd >= 0)
+        close(fd);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     return TRUE;
 fail:
