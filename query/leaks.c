@@ -67,43 +67,6 @@ static int suspect_cmp(const void *a, const void *b)
     return x->type_id < y->type_id ? -1 : x->type_id > y->type_id;
 }
 
-/* Objects and bytes per type in one snapshot, into count[type] and bytes[type] (n_types each;
- * a type id beyond it is counted as 0, unknown). */
-static gboolean series_read(sqlite3 *db, const snapshot_info *info, uint32_t n_types,
-                            int64_t *count, int64_t *bytes, GError **error)
-{
-    gboolean row = FALSE;
-    int64_t read = 0, snapshot = info->snapshot;
-    sqlite3_stmt *stmt = query_db_prepare(db,
-                                          "SELECT o.type_id, o.size FROM snapshot_objects so"
-                                          " LEFT JOIN objects o ON o.id = so.object_id"
-                                          " WHERE so.snapshot = ?1",
-                                          error);
-    if (!stmt)
-        return FALSE;
-    sqlite3_bind_int64(stmt, 1, snapshot);
-    while (query_db_step(stmt, &row, error) && row) {
-        int64_t type = sqlite3_column_int64(stmt, 0);
-        int t0 = sqlite3_column_type(stmt, 0), t1 = sqlite3_column_type(stmt, 1);
-        if ((t0 != SQLITE_INTEGER && t0 != SQLITE_NULL) ||
-            (t1 != SQLITE_INTEGER && t1 != SQLITE_NULL) || sqlite3_column_int64(stmt, 1) < 0) {
-            query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type id "
-                                    "that no recording holds", snapshot);
-            break;
-        }
-        if (type < 0 || type >= n_types)
-            type = 0;
-        count[type]++;
-        bytes[type] = query_add_saturating(bytes[type], sqlite3_column_int64(stmt, 1));
-        read++;
-    }
-    sqlite3_finalize(stmt);
-    if (!(error && *error) && read != info->objects)
-        query_db_damaged(error, "snapshot %" PRId64 " holds %" PRId64 " objects, its snapshots "
-                                "row counts %" PRId64, snapshot, read, info->objects);
-    return !(error && *error);
-}
-
 /* Retained bytes of every type in a stored snapshot, into retained[type]. */
 static gboolean type_retained_read(sqlite3 *db, int64_t snapshot, uint32_t n_types,
                                    int64_t *retained, GError **error)
@@ -302,26 +265,41 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
     const uint32_t n_types = l->n_types;
     l->counts = g_new0(int64_t, (size_t)n_types * k);
     l->bytes = g_new0(int64_t, (size_t)n_types * k);
-    g_autofree int64_t *cs = g_new0(int64_t, n_types);
-    g_autofree int64_t *bs = g_new0(int64_t, n_types);
+    /* Counted once per snapshot, then read back from the few rows stored: the ones not stored
+     * yet, counted together (snapshot_objects_per_type reads a block shared by several once). */
+    g_autofree int64_t *cs = g_new0(int64_t, (size_t)n_types * k);
+    g_autofree int64_t *bs = g_new0(int64_t, (size_t)n_types * k);
+    g_autofree gboolean *found = g_new0(gboolean, k);
+    g_autoptr(GArray) missing = g_array_new(FALSE, FALSE, sizeof(snapshot_info));
+    query_progress_update(progress, "counting objects per snapshot", 0, k);
     for (size_t i = 0; i < k; i++) {
-        query_progress_update(progress, "counting objects per snapshot", i, k);
-        memset(cs, 0, n_types * sizeof *cs);
-        memset(bs, 0, n_types * sizeof *bs);
-        /* Counted once per snapshot (a scan of its objects joined with `objects`), then read
-         * back from the few rows stored. */
         const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
-        gboolean found = FALSE;
-        if (!retention_counts_read(l->db, info, n_types, cs, bs, &found, error))
+        if (!retention_counts_read(l->db, info, n_types, cs + i * n_types, bs + i * n_types,
+                                   &found[i], error))
             return FALSE;
-        if (!found && (!series_read(l->db, info, n_types, cs, bs, error) ||
-                       !retention_counts_keep(l->db, info->snapshot, n_types, cs, bs, error)))
-            return FALSE;
+        if (!found[i])
+            g_array_append_val(missing, *info);
+    }
+    g_autofree int64_t *mc = g_new0(int64_t, (size_t)n_types * MAX(missing->len, 1));
+    g_autofree int64_t *mb = g_new0(int64_t, (size_t)n_types * MAX(missing->len, 1));
+    if (!snapshot_objects_per_type(l->db, (const snapshot_info *)(void *)missing->data,
+                                   missing->len, n_types, mc, mb, error))
+        return FALSE;
+    for (size_t i = 0, m = 0; i < k; i++) {
+        if (!found[i]) {
+            memcpy(cs + i * n_types, mc + m * n_types, n_types * sizeof *cs);
+            memcpy(bs + i * n_types, mb + m * n_types, n_types * sizeof *bs);
+            if (!retention_counts_keep(l->db, g_array_index(missing, snapshot_info, m).snapshot,
+                                       n_types, cs + i * n_types, bs + i * n_types, error))
+                return FALSE;
+            m++;
+        }
         for (uint32_t t = 0; t < n_types; t++) {
-            l->counts[(size_t)t * k + i] = cs[t];
-            l->bytes[(size_t)t * k + i] = bs[t];
+            l->counts[(size_t)t * k + i] = cs[i * n_types + t];
+            l->bytes[(size_t)t * k + i] = bs[i * n_types + t];
         }
     }
+    query_progress_update(progress, "counting objects per snapshot", k, k);
     return TRUE;
 }
 

@@ -883,6 +883,7 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
     sqlite3 *rw = NULL;
     g_autofree char *damage = NULL;
     char *errmsg = NULL;
+    store_db_check check = {0};
     /* NOMUTEX: this connection never leaves this function's thread */
     int rc = sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
@@ -908,7 +909,7 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
     /* Never write into a damaged file: it would only get worse, and the next reader would find
      * our tables mixed with the damage. */
     query_progress_update(progress, "checking the file", 0, 0);
-    damage = store_db_damage_new(rw);
+    damage = store_db_damage_new(rw, &check);
     if (damage) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
                     "%s is damaged (%s); retained sizes were not stored", path, damage);
@@ -945,10 +946,9 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
             goto out;
     }
     query_progress_update(progress, "committing", 0, 0);
-    store_db_sound_note(rw);
-    if (sqlite3_exec(rw, "COMMIT", NULL, NULL, &errmsg) != SQLITE_OK) {
+    if (!store_db_commit_sound(rw, &check)) { /* the next writer need not check again */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
-                    errmsg);
+                    sqlite3_errmsg(rw));
         goto out;
     }
     ok = TRUE;

@@ -783,20 +783,23 @@ static gboolean refs_resolve(snapshot_graph *g, const id_index *index, refs_read
 }
 
 /* ---- the compact form (schema 8) ----------------------------------------------------------
- * The blocks of the snapshot (store/store.h STORE_SNAPBLOCKS_SQL), in id order, decoded here
+ * The blocks of the snapshot (store/store.h STORE_SNAPBLOCK_REFS_SQL: not their fields), in id
+ * order, decoded here
  * (store_snapblock_decode): the ids, and the references as (from, to) pairs into `r`, resolved
  * later as the second connection's are (refs_resolve). Each block's objects' types and sizes
  * come from one range of `objects` (id BETWEEN its first and last): a seek per block, the rows in
  * between stepped over (ids of objects dead by then). */
+#define BLOCK_OBJECTS_SQL "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+
 static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_reader *r,
                             query_progress *progress, GError **error)
 {
     gboolean row = FALSE, ok = FALSE;
     store_snapblock b = {0};
     uint64_t total_size = 0;
-    sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCKS_SQL, error);
+    sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCK_REFS_SQL, error);
     sqlite3_stmt *objects = query_db_prepare(
-        db, "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id", error);
+        db, BLOCK_OBJECTS_SQL, error);
     if (!blocks || !objects)
         goto out;
     sqlite3_bind_int64(blocks, 1, g->info.snapshot);
@@ -900,6 +903,144 @@ out:
     sqlite3_finalize(blocks);
     sqlite3_finalize(objects);
     return ok;
+}
+
+/* ---- objects per type ------------------------------------------------------------------- */
+
+/* Whether an object's type id and size (columns `type` and `type + 1` of `stmt`, NULL without an
+ * `objects` row) are what a recording holds; its type (0 for NULL or beyond n_types) and size
+ * into *type_id and *size. */
+static gboolean per_type_object(sqlite3_stmt *stmt, int type, uint32_t n_types, uint32_t *type_id,
+                                int64_t *size)
+{
+    int t0 = sqlite3_column_type(stmt, type), t1 = sqlite3_column_type(stmt, type + 1);
+    int64_t t = sqlite3_column_int64(stmt, type);
+    *size = sqlite3_column_int64(stmt, type + 1);
+    *type_id = t < 0 || t >= n_types ? 0 : (uint32_t)t;
+    return (t0 == SQLITE_INTEGER || t0 == SQLITE_NULL) &&
+           (t1 == SQLITE_INTEGER || t1 == SQLITE_NULL) && *size >= 0;
+}
+
+/* snapshot_objects_per_type of a schema 8 file: each block holding any of the snapshots read
+ * once (its ids, and the range of `objects` it spans, as blocks_read), its objects added to
+ * every one of them it is part of; read[i]: the objects counted for snapshot i. */
+static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t k,
+                                uint32_t n_types, int64_t *count, int64_t *bytes, int64_t *read,
+                                GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    store_snapblock b = {0};
+    g_autofree uint32_t *types = NULL;
+    g_autofree int64_t *sizes = NULL;
+    size_t cap = 0;
+    int64_t lo = infos[0].snapshot, hi = infos[0].snapshot;
+    for (size_t i = 1; i < k; i++) {
+        lo = MIN(lo, infos[i].snapshot);
+        hi = MAX(hi, infos[i].snapshot);
+    }
+    /* no order needed: each block is counted on its own */
+    sqlite3_stmt *blocks = query_db_prepare(
+        db, "SELECT first_id, objects, ids, kinds, NULL, NULL, first_snapshot, last_snapshot"
+            " FROM snapshot_blocks WHERE last_snapshot >= ?1 AND first_snapshot <= ?2", error);
+    sqlite3_stmt *objects = blocks ? query_db_prepare(db, BLOCK_OBJECTS_SQL, error) : NULL;
+    if (!objects)
+        goto out;
+    sqlite3_bind_int64(blocks, 1, lo);
+    sqlite3_bind_int64(blocks, 2, hi);
+    while (query_db_step(blocks, &row, error) && row) {
+        int64_t first = sqlite3_column_int64(blocks, 6), last = sqlite3_column_int64(blocks, 7);
+        if (!store_snapblock_decode_row(&b, blocks, error))
+            goto out;
+        if (b.n > cap) {
+            cap = b.n;
+            types = g_renew(uint32_t, types, cap);
+            sizes = g_renew(int64_t, sizes, cap);
+        }
+        memset(types, 0, b.n * sizeof *types); /* no objects row: type 0, no bytes */
+        memset(sizes, 0, b.n * sizeof *sizes);
+        sqlite3_reset(objects);
+        sqlite3_bind_int64(objects, 1, (int64_t)b.ids[0]);
+        sqlite3_bind_int64(objects, 2, (int64_t)b.ids[b.n - 1]);
+        uint32_t j = 0;
+        while (j < b.n && query_db_step(objects, &row, error) && row) {
+            uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
+            while (j < b.n && b.ids[j] < id)
+                j++;
+            if (j == b.n || b.ids[j] != id)
+                continue; /* an object not in the block */
+            if (!per_type_object(objects, 1, n_types, &types[j], &sizes[j])) {
+                query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type id "
+                                        "that no recording holds", MAX(first, lo));
+                goto out;
+            }
+            j++;
+        }
+        if (error && *error)
+            goto out;
+        for (size_t i = 0; i < k; i++) {
+            if (infos[i].snapshot < first || infos[i].snapshot > last)
+                continue;
+            int64_t *c = count + i * n_types, *by = bytes + i * n_types;
+            for (uint32_t x = 0; x < b.n; x++) {
+                c[types[x]]++;
+                by[types[x]] = query_add_saturating(by[types[x]], sizes[x]);
+            }
+            read[i] += b.n; /* compared with the snapshots row by the caller */
+        }
+    }
+    ok = !(error && *error);
+out:
+    store_snapblock_clear(&b);
+    sqlite3_finalize(blocks);
+    sqlite3_finalize(objects);
+    return ok;
+}
+
+gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size_t k,
+                                   uint32_t n_types, int64_t *count, int64_t *bytes,
+                                   GError **error)
+{
+    gboolean row = FALSE;
+    g_autofree int64_t *read = g_new0(int64_t, MAX(k, 1));
+    if (k == 0)
+        return TRUE;
+    if (store_snapshot_blocks_present(db)) {
+        if (!per_type_blocks(db, infos, k, n_types, count, bytes, read, error))
+            return FALSE;
+    } else {
+        sqlite3_stmt *stmt = query_db_prepare(db,
+                                              "SELECT o.type_id, o.size FROM snapshot_objects so"
+                                              " LEFT JOIN objects o ON o.id = so.object_id"
+                                              " WHERE so.snapshot = ?1",
+                                              error);
+        if (!stmt)
+            return FALSE;
+        for (size_t i = 0; i < k && !(error && *error); i++) {
+            sqlite3_reset(stmt);
+            sqlite3_bind_int64(stmt, 1, infos[i].snapshot);
+            while (query_db_step(stmt, &row, error) && row) {
+                uint32_t type;
+                int64_t size;
+                if (!per_type_object(stmt, 0, n_types, &type, &size)) {
+                    query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type "
+                                            "id that no recording holds", infos[i].snapshot);
+                    break;
+                }
+                count[i * n_types + type]++;
+                bytes[i * n_types + type] = query_add_saturating(bytes[i * n_types + type], size);
+                read[i]++;
+            }
+        }
+        sqlite3_finalize(stmt);
+        if (error && *error)
+            return FALSE;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (read[i] != infos[i].objects)
+            return query_db_damaged(error, "snapshot %" PRId64 " holds %" PRId64 " objects, its "
+                                           "snapshots row counts %" PRId64,
+                                    infos[i].snapshot, read[i], infos[i].objects);
+    return TRUE;
 }
 
 snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,

@@ -110,6 +110,19 @@ snapshot_graph *snapshot_graph_load(sqlite3 *db, const snapshot_info *info,
 void snapshot_graph_free(snapshot_graph *g); /* accepts NULL */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(snapshot_graph, snapshot_graph_free)
 
+/* Objects and bytes per type of the k snapshots `infos` (leaks' series), every object of each
+ * (reachable or not), added into count[i * n_types + type] and bytes[i * n_types + type] for
+ * snapshot i (an object without an `objects` row, or of a type id beyond n_types, counts as type
+ * 0; bytes saturate). A schema 8 file's blocks are read directly, their ids and not their
+ * references, with one range of `objects` per block, and each block once however many of the
+ * snapshots hold it (snapshots of a heap that changed little share most of theirs); an older
+ * file's snapshot_objects joined with `objects`, a pass per snapshot. A size or type id that
+ * is not a number, a negative size, or another number of objects than a snapshot's row counts
+ * is damage. */
+gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size_t k,
+                                   uint32_t n_types, int64_t *count, int64_t *bytes,
+                                   GError **error);
+
 /* The node of object `id`, or AN_NONE when it is not in the snapshot. O(log n). */
 uint32_t snapshot_graph_node(const snapshot_graph *g, uint64_t id);
 

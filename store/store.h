@@ -208,7 +208,8 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
  * database of another schema version. A recording left in WAL mode (store_summary.wal_kept) is
  * first made one file again (checkpointed, journal mode DELETE) when nobody else has it open and
  * this user may write it; else it is read in WAL mode, whole. The returned handle is a sqlite3 *, closed by the caller
- * with sqlite3_close. */
+ * with sqlite3_close; it is opened without SQLite's mutex (SQLITE_OPEN_NOMUTEX): one thread at a
+ * time uses it. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
 
@@ -227,17 +228,31 @@ gboolean store_db_unrecorded_add(const char *path, const store_unrecorded *list,
  * chunks' counts, not by deriving every row through the view; -1 when it cannot be read. */
 int64_t store_db_objects_count(struct sqlite3 *db);
 
-/* What PRAGMA quick_check(1) finds wrong in the file ("*** in database main *** Page 5: ...", or
- * SQLite's error when the check cannot run), NULL for an intact file; g_free it. A reader that
- * adds to a recording checks first: writing into damage only makes it worse. A file that this
- * process found intact and then changed itself (store_db_sound_note), and that nobody changed
- * since (the same file, in rollback-journal mode, its change counter one past the one noted), is
- * not read again: NULL at once (a first `retention` checked a 500 MB file twice, 1.5 s each). */
-char *store_db_damage_new(struct sqlite3 *db);
-/* Notes that the file of `db` is intact: called inside a write transaction in which
- * store_db_damage_new found it so, just before its COMMIT (which adds one to the counter). One
- * file is remembered, the last noted. */
-void store_db_sound_note(struct sqlite3 *db);
+/* What store_db_damage_new saw of the file when its write transaction began, for
+ * store_db_commit_sound. */
+typedef struct store_db_check {
+    gboolean counted; /* rollback-journal mode: every commit adds one to the counter below */
+    uint32_t counter; /* the file change counter of the header (offset 24) */
+} store_db_check;
+/* What PRAGMA quick_check(1) finds wrong in the file of `db` ("*** in database main *** Page 5:
+ * ...", or SQLite's error when the check cannot run), NULL for an intact file; g_free it. A
+ * reader that adds to a recording checks first, inside its write transaction (BEGIN IMMEDIATE),
+ * before it writes: writing into damage only makes it worse. A file that an earlier heaplens
+ * command found intact and then wrote (store_db_commit_sound), and that nobody changed since, is
+ * not read again: NULL at once (the whole-file check took 0.7-1.8 s on a 300-500 MB recording,
+ * for every command that stores what it computed). "Changed since": its table file_check
+ * (SCHEMA.md) does not hold, in one row, the file's change counter (which every commit in
+ * rollback-journal mode increments: SQLite's writes, heaplens' or anybody's) and its
+ * modification time (which any write sets, also one behind SQLite's back: a bad disk, a copy,
+ * an editor); a file in WAL mode is always checked. *check (may be NULL) gets what was seen. */
+char *store_db_damage_new(struct sqlite3 *db, store_db_check *check);
+/* Commits the write transaction of `db`, in which store_db_damage_new found the file intact
+ * (filling *check), noting it so in the same transaction (file_check: the counter this commit
+ * leaves, and a modification time ten seconds back, which it then gives the file while a read
+ * transaction keeps other writers out). With `check` NULL or not counted (WAL mode): a plain
+ * COMMIT. FALSE when the note or the commit failed (sqlite3_errmsg(db) says why; the
+ * transaction is still open: roll it back). */
+gboolean store_db_commit_sound(struct sqlite3 *db, const store_db_check *check);
 
 /* The objects rows and each object's generation history. The writer leaves them packed as the
  * GCs found them (object_chunks, object_deaths, generation_changes: appended while recording,
@@ -325,6 +340,15 @@ void store_snapblock_fields_json(const store_snapblock *b, uint32_t k, GString *
  * refs, fields (columns 0 to 5), for store_snapblock_decode. */
 #define STORE_SNAPBLOCKS_SQL                                                                       \
     "SELECT first_id, objects, ids, kinds, refs, fields FROM snapshot_blocks"                     \
+    " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
+/* The same blocks with NULL for their fields (the graph of a snapshot needs its references
+ * alone: the fields' text is neither read nor decoded), or for their references and fields
+ * (counting a snapshot's objects needs their ids alone). */
+#define STORE_SNAPBLOCK_REFS_SQL                                                                   \
+    "SELECT first_id, objects, ids, kinds, refs, NULL FROM snapshot_blocks"                       \
+    " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
+#define STORE_SNAPBLOCK_IDS_SQL                                                                    \
+    "SELECT first_id, objects, ids, kinds, NULL, NULL FROM snapshot_blocks"                       \
     " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1 ORDER BY first_id"
 /* Decodes the current row of a statement whose columns 0 to 5 are STORE_SNAPBLOCKS_SQL's. */
 struct sqlite3_stmt;

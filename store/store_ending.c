@@ -235,7 +235,7 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, 5000);
     /* Never write into a damaged file: it would only get worse. */
-    damage = store_db_damage_new(db);
+    damage = store_db_damage_new(db, NULL);
     if (damage != NULL) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED, "%s is damaged (%s)", path, damage);
         goto out;

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SKIP_CODE 77
@@ -445,6 +446,8 @@ static void test_schema(void)
     sqlite3 *db = store_db_open_readonly(path, &error);
     CHECK_NO_ERROR(error);
     CHECK(db != NULL);
+    /* one thread's connection: no mutex taken at every sqlite3_column_* (SQLITE_OPEN_NOMUTEX) */
+    CHECK(sqlite3_threadsafe() == 0 || sqlite3_db_mutex(db) == NULL);
     CHECK(db_int(db, "PRAGMA application_id") == STORE_APPLICATION_ID);
     CHECK(db_int(db, "PRAGMA user_version") == STORE_SCHEMA_VERSION);
     CHECK(db_int(db, "PRAGMA page_size") == 8192); /* half the WAL's writes (store_schema.c) */
@@ -4017,88 +4020,133 @@ static void test_control_refuses_peer(void)
     tmp_dir_free(dir);
 }
 
-/* ---- checking a file once per command ----------------------------------------------------- */
+/* ---- checking a file once ------------------------------------------------------------------ */
 
 /* `sql` in one transaction of a read-write connection to `path`; with `check`, the file is
- * checked first (store_db_damage_new: returned) and noted sound before the commit. */
+ * checked first (store_db_damage_new: returned) and the commit notes it sound
+ * (store_db_commit_sound). */
 static char *sound_write(const char *path, const char *sql, gboolean check)
 {
     sqlite3 *db = NULL;
     char *damage = NULL;
+    store_db_check seen = {0};
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK ||
         sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         abort();
     if (check)
-        damage = store_db_damage_new(db);
-    if (!damage) {
+        damage = store_db_damage_new(db, &seen);
+    if (damage) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    } else {
         CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
-        if (check)
-            store_db_sound_note(db);
+        CHECK(check ? store_db_commit_sound(db, &seen)
+                    : sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
     }
-    sqlite3_exec(db, damage ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL);
     sqlite3_close(db);
     return damage;
 }
 
-/* Overwrites the b-tree header of page 2 (4096-byte pages), as a bad disk would: the file's
- * change counter stays as it was. */
-static void sound_damage(const char *path)
+/* Overwrites the b-tree header of page 2 (4096-byte pages) in place, as a bad disk would: the
+ * file's change counter stays as it was. With `keep_time` its modification time is put back
+ * too, which no real damage does: then nothing says the file changed, and finding the damage
+ * or not tells whether the file was read. */
+static void sound_damage(const char *path, gboolean keep_time)
 {
     static const unsigned char junk[8] = {0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5, 0xA5};
+    struct stat before;
+    CHECK(stat(path, &before) == 0);
     int fd = open(path, O_WRONLY);
     CHECK(fd >= 0 && pwrite(fd, junk, sizeof junk, 4096) == (ssize_t)sizeof junk);
+    if (keep_time) {
+        const struct timespec times[2] = {before.st_atim, before.st_mtim};
+        CHECK(futimens(fd, times) == 0);
+    }
     close(fd);
 }
 
-/* What store_db_damage_new of a fresh connection to `path` says. */
+/* What store_db_damage_new of a fresh connection to `path` says (another command's). */
 static char *sound_check(const char *path)
 {
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
         sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
         abort();
-    char *damage = store_db_damage_new(db);
+    char *damage = store_db_damage_new(db, NULL);
     sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(db);
     return damage;
 }
 
-/* A file this process checked and then wrote is not read again by the next check of the same
- * command (a first `retention` checked a 500 MB file twice); one that anybody else changed since,
- * or another file, is. The proof that the check was skipped: damage made behind SQLite's back
- * (a bad disk, which no check run earlier would have seen either) is not found. */
+/* The file change counter of `path`'s header. */
+static int64_t sound_counter(const char *path)
+{
+    unsigned char head[28] = {0};
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0 && pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head);
+    close(fd);
+    return (int64_t)head[24] << 24 | head[25] << 16 | head[26] << 8 | head[27];
+}
+
+/* Whether the damage made by sound_damage(path, keep_time) is found by the next check. */
+static gboolean sound_damage_found(const char *path, gboolean keep_time)
+{
+    sound_damage(path, keep_time);
+    char *damage = sound_check(path);
+    g_free(damage);
+    return damage != NULL;
+}
+
+/* A file a command checked and then wrote is not read again by the next command that writes
+ * (the whole-file check took 0.7-1.8 s each time); one that anybody changed since is. The proof
+ * that the check was skipped: damage with the file's time put back is not found. */
 static void test_damage_checked_once(void)
 {
     char *dir = tmp_dir_new();
-    g_autofree char *a = g_build_filename(dir, "a.db", NULL);
-    g_autofree char *b = g_build_filename(dir, "b.db", NULL);
     static const char fill[] = "PRAGMA page_size = 4096; CREATE TABLE t (x);"
                                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
                                " WHERE i < 2000) INSERT INTO t SELECT randomblob(100) FROM n";
-    for (int i = 0; i < 2; i++) {
-        const char *path = i == 0 ? a : b;
-        g_free(sound_write(path, fill, FALSE));
-        CHECK(sound_write(path, "INSERT INTO t VALUES (1)", TRUE) == NULL);
+    const char *const names[] = {"noted", "damaged", "written", "wal", "unnoted", "twice"};
+    char *path[G_N_ELEMENTS(names)];
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        path[i] = g_strdup_printf("%s/%s.db", dir, names[i]);
+        g_free(sound_write(path[i], fill, FALSE));
+        if (i == 3) { /* outside a transaction */
+            sqlite3 *wal = NULL;
+            CHECK(sqlite3_open_v2(path[i], &wal, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+                  sqlite3_exec(wal, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
+            sqlite3_close(wal);
+        }
+        if (i != 4)
+            CHECK(sound_write(path[i], "INSERT INTO t VALUES (1)", TRUE) == NULL);
     }
-    /* b was noted last: a second writer of b is skipped, even on damage (not read) */
-    sound_damage(b);
-    char *damage = sound_check(b);
-    CHECK(damage == NULL);
-    g_free(damage);
-    /* a was noted before b: checked, and its damage found */
-    sound_damage(a);
-    damage = sound_check(a);
-    CHECK(damage != NULL);
-    g_free(damage);
-    /* noted, then changed by a writer that did not check: checked again */
-    g_autofree char *c = g_build_filename(dir, "c.db", NULL);
-    g_free(sound_write(c, fill, FALSE));
-    CHECK(sound_write(c, "INSERT INTO t VALUES (1)", TRUE) == NULL);
-    g_free(sound_write(c, "INSERT INTO t VALUES (2)", FALSE));
-    sound_damage(c);
-    damage = sound_check(c);
-    CHECK(damage != NULL);
-    g_free(damage);
+    /* the note: the counter the commit left and the time it gave the file, ten seconds back */
+    sqlite3 *db = NULL;
+    struct stat st;
+    struct timespec now;
+    CHECK(sqlite3_open_v2(path[0], &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+    CHECK(stat(path[0], &st) == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0);
+    int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    CHECK(db_int(db, "SELECT count(*) FROM file_check") == 1);
+    CHECK(db_int(db, "SELECT mtime_ns FROM file_check") == mtime);
+    CHECK(db_int(db, "SELECT counter FROM file_check") == sound_counter(path[0]));
+    CHECK(now.tv_sec - st.st_mtim.tv_sec >= 9 && now.tv_sec - st.st_mtim.tv_sec < 60);
+    sqlite3_close(db);
+    /* noted and unchanged: not read again (its damage, time put back, is not seen) */
+    CHECK(!sound_damage_found(path[0], TRUE));
+    /* noted, then damaged in place: its time says so */
+    CHECK(sound_damage_found(path[1], FALSE));
+    /* noted, then written by a writer that did not check: the counter says so */
+    g_free(sound_write(path[2], "INSERT INTO t VALUES (2)", FALSE));
+    CHECK(sound_damage_found(path[2], TRUE));
+    /* WAL mode: commits go to the WAL and leave the counter; never trusted */
+    CHECK(sound_damage_found(path[3], TRUE));
+    /* never noted */
+    CHECK(sound_damage_found(path[4], TRUE));
+    /* a checked write skipped the check and noted again: still trusted after two */
+    CHECK(sound_write(path[5], "INSERT INTO t VALUES (3)", TRUE) == NULL);
+    CHECK(!sound_damage_found(path[5], TRUE));
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+        g_free(path[i]);
     tmp_dir_free(dir);
 }
 
