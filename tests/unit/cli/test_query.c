@@ -780,6 +780,17 @@ static void case_snapshot_pid(void)
     EXPECT(RUN("snapshot", "2147483647"), 1, "", "heaplens: no process with id 2147483647\n");
 }
 
+/* Two snapshots that do not exist: the first one named is the one said (it was the second). */
+static void case_diff_missing(void)
+{
+    EXPECT(RUN("diff", "app.db", "@first", "@second"), 1, "",
+           "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
+    EXPECT(RUN("diff", "app.db", "--between", "first..second"), 1, "",
+           "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
+    EXPECT(RUN("diff", "app.db", "--from", "@first", "--to", "9"), 1, "",
+           "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
+}
+
 /* A FIFO (or any file that is not a regular one) given as FILE is refused without waiting for a
  * writer to open it. */
 static void case_fifo_input(void)
@@ -985,6 +996,7 @@ static const cli_test_case cases[] = {
     {"version", case_version},
     {"help_command", case_help_command},
     {"snapshot_pid", case_snapshot_pid},
+    {"diff_missing", case_diff_missing},
     {"fifo_input", case_fifo_input},
     {"history_damaged", case_history_damaged},
     {"damaged_values", case_damaged_values},
