@@ -791,6 +791,19 @@ static void case_diff_missing(void)
            "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
 }
 
+/* "-" is standard output to report, export and stacks: record, attach and import, which write
+ * a database, refuse it rather than create a file named "-". */
+static void case_dash_output(void)
+{
+    EXPECT(RUN("record", "-o", "-", "--", "true"), 1, "",
+           "heaplens: cannot record to -: a database is a file, not standard output (name one "
+           "with -o)\n");
+    EXPECT(RUN("import", "app.db", "-o", "-"), 1, "",
+           "heaplens: import: -o -: a database is a file, not standard output (name one)\n");
+    g_autofree char *dash = fixture_path("-");
+    CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
+}
+
 /* A FIFO (or any file that is not a regular one) given as FILE is refused without waiting for a
  * writer to open it. */
 static void case_fifo_input(void)
@@ -997,6 +1010,7 @@ static const cli_test_case cases[] = {
     {"help_command", case_help_command},
     {"snapshot_pid", case_snapshot_pid},
     {"diff_missing", case_diff_missing},
+    {"dash_output", case_dash_output},
     {"fifo_input", case_fifo_input},
     {"history_damaged", case_history_damaged},
     {"damaged_values", case_damaged_values},
