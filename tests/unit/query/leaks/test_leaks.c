@@ -418,8 +418,39 @@ static void fixture_kept(void)
     fixture_write_history(sb, "kept.db");
 }
 
+/* pool-N.db: one snapshot of `pool` App.Pool (100 B) and `grow` App.Grow (40 B) objects, for
+ * leaks across files: the files 1 to 4 hold 1,000 / 1,010 / 1,020 / 1,030 Pools (steady, but 1%
+ * of the type a file) and 100 / 200 / 300 / 400 Grows. */
+static void fixture_pool(const char *name, uint64_t pool, uint64_t grow)
+{
+    enum { P_POOL = 1, P_GROW };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 11, "dotnet Pool.dll");
+    hl_sb_type(sb, P_POOL, "App.Pool");
+    hl_sb_type(sb, P_GROW, "App.Grow");
+    uint64_t n = pool + grow;
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_alloc(sb, id, id <= pool ? P_POOL : P_GROW, id <= pool ? 100 : 40, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, n + 1);
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= n; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+        hl_sb_snapshot_root(sb, 1, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, name);
+}
+
 static void fixtures_build(void)
 {
+    for (uint64_t i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("pool-%u.db", (unsigned)(i + 1));
+        fixture_pool(name, 1000 + 10 * i, 100 * (i + 1));
+    }
     fixture_kept();
     fixture_strings();
     fixture_noise();
@@ -1220,7 +1251,8 @@ static void case_leaks_files(void)
 {
     static const char note[] = "heaplens: across files, objects are counted per type name and "
                                "not followed from one file to the next: a type is a suspect when "
-                               "its count and bytes keep growing from file to file\n";
+                               "its count and bytes grow from every file to the next, each "
+                               "time by at least a tenth of its count in the first file\n";
     json_t *doc = json_run(__FILE__, __LINE__,
                            RUN("leaks", "one.db", "--with", "two.db", "three.db", "--json"), NULL,
                            note);
@@ -1254,6 +1286,39 @@ static void case_leaks_files(void)
                  "leaks", "one.db", "--with");
     EXPECT_ERROR("heaplens: missing.db does not exist\n", "leaks", "one.db", "--with",
                  "missing.db");
+}
+
+/* Across files a type is a suspect only when it grows steadily by much for its size: the
+ * Pools gain 10 a file (3+ objects an interval, every interval up: a suspect by the rule within
+ * a file), a hundredth of their 1,000; the Grows double, triple, quadruple. */
+static void case_leaks_files_steady(void)
+{
+    static const char note[] = "heaplens: across files, objects are counted per type name and "
+                               "not followed from one file to the next: a type is a suspect when "
+                               "its count and bytes grow from every file to the next, each "
+                               "time by at least a tenth of its count in the first file\n";
+    json_t *doc = json_run(__FILE__, __LINE__,
+                           RUN("leaks", "pool-1.db", "--with", "pool-2.db", "pool-3.db",
+                               "pool-4.db", "--all", "--json"),
+                           NULL, note);
+    if (!doc)
+        return;
+    json_t *rows = json_object_get(doc, "rows");
+    CHECK_INT(json_array_size(rows), 2);
+    CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Grow");
+    CHECK(json_is_true(json_object_get(jrow(doc, 0), "flagged")));
+    CHECK_STR(jstr(jrow(doc, 1), "type"), "App.Pool");
+    CHECK(json_is_false(json_object_get(jrow(doc, 1), "flagged")));
+    CHECK_INT(jint(jrow(doc, 1), "growth_count"), 30);
+    json_decref(doc);
+    /* one interval: the Pools' 30 are still under a tenth */
+    doc = json_run(__FILE__, __LINE__, RUN("leaks", "pool-1.db", "--with", "pool-4.db", "--json"),
+                   NULL, note);
+    if (doc) {
+        CHECK_INT(json_array_size(json_object_get(doc, "rows")), 1);
+        CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Grow");
+        json_decref(doc);
+    }
 }
 
 static void case_survivors_age(void)
@@ -1524,6 +1589,7 @@ static const cli_test_case cases[] = {
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"leaks_files", case_leaks_files},
+    {"leaks_files_steady", case_leaks_files_steady},
     {"snapshot_rows_lost", case_snapshot_rows_lost},
     {"old_form", case_old_form},
     {"survivors_age", case_survivors_age},
