@@ -350,6 +350,40 @@ static void fixture_strings(void)
     fixture_write_history(sb, "strings.db");
 }
 
+/* metadata.db / params.db: one snapshot of 10 RuntimeParameterInfo (1 .. 10) each holding its own
+ * "ClrInstanceID" string (11 .. 20), and 10 "dup" strings (21 .. 30) held by handles; metadata.db
+ * also holds the runtime's NativeRuntimeEventSource (31), params.db does not. */
+static void fixture_metadata(const char *name, gboolean event_source)
+{
+    enum { M_PARAM = 1, M_STRING, M_SOURCE };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 12, "dotnet Metadata.dll");
+    hl_sb_type(sb, M_PARAM, "System.Reflection.RuntimeParameterInfo");
+    hl_sb_type(sb, M_STRING, "System.String");
+    hl_sb_type(sb, M_SOURCE, "System.Diagnostics.Tracing.NativeRuntimeEventSource");
+    uint64_t n = event_source ? 31 : 30;
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_alloc(sb, id, id <= 10 ? M_PARAM : id <= 30 ? M_STRING : M_SOURCE,
+                    id <= 10 ? 56 : id <= 20 ? 48 : id <= 30 ? 28 : 184, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, n + 1);
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= n; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+        if (id <= 10)
+            hl_sb_snapshot_ref(sb, 1, id, id + 10);
+        if (id <= 10 || id > 20)
+            hl_sb_snapshot_root(sb, 1, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+        if (id > 10 && id <= 30)
+            hl_sb_snapshot_string(sb, 1, id, id <= 20 ? "ClrInstanceID" : "dup", 64);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, name);
+}
+
 /* kept.db (schema 8): two snapshots. Types: App.Res (a finalizer), App.Keep (a finalizer),
  * List<Int32> (own counts: list 10 holds 10 of 1,000 in an Int32[] of 4,024 B; list 11 holds 0
  * of 4, its storage not empty: empty by its own count), System.Int32[].
@@ -447,6 +481,8 @@ static void fixture_pool(const char *name, uint64_t pool, uint64_t grow)
 
 static void fixtures_build(void)
 {
+    fixture_metadata("metadata.db", TRUE);
+    fixture_metadata("params.db", FALSE);
     for (uint64_t i = 0; i < 4; i++) {
         g_autofree char *name = g_strdup_printf("pool-%u.db", (unsigned)(i + 1));
         fixture_pool(name, 1000 + 10 * i, 100 * (i + 1));
@@ -992,6 +1028,40 @@ static void case_leaks_noise(void)
     json_t *rows = json_object_get(doc, "rows");
     CHECK_INT(json_array_size(rows), 1);
     CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Big");
+    json_decref(doc);
+}
+
+/* inspect: strings every copy of which a RuntimeParameterInfo holds, beside the runtime's
+ * NativeRuntimeEventSource, are said to be its event metadata (made by heaplens' own EventPipe
+ * session); strings held otherwise, or parameter names without that event source, are not. */
+static void case_inspect_event_metadata(void)
+{
+    json_t *doc = RUN_JSON("inspect", "metadata.db", "--json");
+    if (!doc)
+        return;
+    json_t *findings = json_object_get(doc, "findings");
+    CHECK_INT(json_array_size(findings), 2);
+    CHECK_STR(jstr(json_array_get(findings, 0), "value"), "ClrInstanceID");
+    CHECK_STR(jstr(json_array_get(findings, 0), "origin"), "event-metadata");
+    CHECK_STR(jstr(json_array_get(findings, 1), "value"), "dup");
+    CHECK(json_object_get(json_array_get(findings, 1), "origin") == NULL);
+    json_decref(doc);
+    run_result r = RUN("inspect", "metadata.db");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "inspections of snapshot 1 (GC 1): 2 findings\n"
+                     "bytes  finding            what\n"
+                     "432 B  duplicate-strings  10 strings \"ClrInstanceID\" (432 B wasted; the "
+                     "runtime's event metadata, built because heaplens' EventPipe session enabled "
+                     "its events)\n"
+                     "252 B  duplicate-strings  10 strings \"dup\" (252 B wasted)\n");
+    run_result_release(&r);
+    doc = RUN_JSON("inspect", "params.db", "--json");
+    if (!doc)
+        return;
+    findings = json_object_get(doc, "findings");
+    CHECK_INT(json_array_size(findings), 2);
+    for (size_t i = 0; i < json_array_size(findings); i++)
+        CHECK(json_object_get(json_array_get(findings, i), "origin") == NULL);
     json_decref(doc);
 }
 
@@ -1585,6 +1655,7 @@ static const cli_test_case cases[] = {
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
     {"inspect", case_inspect},
+    {"inspect_event_metadata", case_inspect_event_metadata},
     {"inspect_kept", case_inspect_kept},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
