@@ -1031,6 +1031,52 @@ static void case_leaks_noise(void)
     json_decref(doc);
 }
 
+/* array.db: one snapshot of an Object[] (1) whose elements 0 .. n-1 hold the strings 2 .. n+1.
+ * Built by its case alone (the other cases need none of it). */
+static void fixture_array(const char *name, uint64_t n)
+{
+    enum { A_ARRAY = 1, A_STRING };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 13, "dotnet Array.dll");
+    hl_sb_type_full(sb, &(hl_type){.type_id = A_ARRAY, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
+    hl_sb_type(sb, A_STRING, "System.String");
+    hl_sb_alloc(sb, 1, A_ARRAY, 24 + 8 * n, 100);
+    for (uint64_t id = 2; id <= n + 1; id++)
+        hl_sb_alloc(sb, id, A_STRING, 24, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, n + 2);
+    for (uint64_t id = 1; id <= n + 1; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= n + 1; id++)
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+    for (uint64_t id = 2; id <= n + 1; id++) {
+        hl_sb_snapshot_ref(sb, 1, 1, id);
+        hl_sb_snapshot_ref_field(sb, 1, (uint32_t)(id - 2));
+    }
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_HANDLE, 0, 0x1000);
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, name);
+}
+
+/* snapshot_ref_fields through heaplens (check --sql) on an array of 100,000 references: every
+ * reference with its index and name "[i]", in one pass over the array (the file's own view
+ * looks each field up by index: quadratic, hours here; ctest's timeout is the bound). */
+static void case_ref_fields_large(void)
+{
+    fixture_array("array.db", 100000);
+    run_result r = RUN("check", "array.db", "--sql",
+                       "SELECT 1 FROM (SELECT count(*) AS n, sum(field = to_id - 2) AS fields,"
+                       " sum(name = '[' || (to_id - 2) || ']') AS names, sum(nth) AS nths"
+                       " FROM snapshot_ref_fields WHERE snapshot = 1 AND from_id = 1)"
+                       " WHERE n != 100000 OR fields != 100000 OR names != 100000 OR nths != 0");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "1 assertion holds\n");
+    run_result_release(&r);
+}
+
 /* inspect: strings every copy of which a RuntimeParameterInfo holds, beside the runtime's
  * NativeRuntimeEventSource, are said to be its event metadata (made by heaplens' own EventPipe
  * session); strings held otherwise, or parameter names without that event source, are not. */
@@ -1655,6 +1701,7 @@ static const cli_test_case cases[] = {
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
     {"inspect", case_inspect},
+    {"ref_fields_large", case_ref_fields_large},
     {"inspect_event_metadata", case_inspect_event_metadata},
     {"inspect_kept", case_inspect_kept},
     {"diff", case_diff},
