@@ -804,6 +804,22 @@ static void case_dash_output(void)
     CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
 }
 
+/* A file whose pages past the first are garbage (its header and schema intact): the failed
+ * read names the file, so a command reading two of them says which one. */
+static void case_damaged_named(void)
+{
+    g_autofree char *app = fixture_path("app.db"), *bad = fixture_path("bad.db");
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    CHECK(g_file_get_contents(app, &data, &len, NULL) && len > 8192);
+    memset(data + 8192, 0xa5, len - 8192); /* page 1 of 8 KiB kept */
+    CHECK(g_file_set_contents(bad, data, (gssize)len, NULL));
+    g_autofree char *err = g_strdup_printf(
+        "heaplens: reading %s failed: database disk image is malformed\n", bad);
+    EXPECT(RUN("gcs", "bad.db"), 1, "", err);
+    EXPECT(RUN("diff", "app.db", "--to-file", "bad.db"), 1, "", err);
+}
+
 /* A FIFO (or any file that is not a regular one) given as FILE is refused without waiting for a
  * writer to open it. */
 static void case_fifo_input(void)
@@ -1011,6 +1027,7 @@ static const cli_test_case cases[] = {
     {"snapshot_pid", case_snapshot_pid},
     {"diff_missing", case_diff_missing},
     {"dash_output", case_dash_output},
+    {"damaged_named", case_damaged_named},
     {"fifo_input", case_fifo_input},
     {"history_damaged", case_history_damaged},
     {"damaged_values", case_damaged_values},
