@@ -48,6 +48,11 @@ int cmd_import(int argc, char **argv)
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "import: -o needs a file name");
         goto out;
     }
+    if (output && strcmp(output, "-") == 0) { /* stdout elsewhere: never a file named "-" */
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "import: -o -: a database is a file, not standard output (name one)");
+        goto out;
+    }
     db_path = output ? g_strdup(output) : import_default_output(path);
     if (g_file_test(db_path, G_FILE_TEST_EXISTS)) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,

@@ -34,9 +34,13 @@ static char *finding_text(json_t *f)
         g_autofree char *value = json_is_string(v) ? g_strescape(json_string_value(v), NULL)
                                                    : g_strdup_printf("(%" PRId64 " characters, "
                                                                      "not kept)", jint(f, "length"));
-        return g_strdup_printf("%s strings %s%s%s (%s wasted)", query_count_format(jint(f, "count"), a),
+        gboolean metadata = g_strcmp0(jstr(f, "origin"), "event-metadata") == 0;
+        return g_strdup_printf("%s strings %s%s%s (%s wasted%s)", query_count_format(jint(f, "count"), a),
                                json_is_string(v) ? "\"" : "", value, json_is_string(v) ? "\"" : "",
-                               query_size_format(jint(f, "wasted"), b));
+                               query_size_format(jint(f, "wasted"), b),
+                               metadata ? "; the runtime's event metadata, built because "
+                                          "heaplens' EventPipe session enabled its events"
+                                        : "");
     }
     if (strcmp(kind, "empty-collections") == 0)
         return g_strdup_printf("%s empty %s", query_count_format(jint(f, "count"), a),

@@ -349,10 +349,19 @@ static gboolean check_sql(sqlite3 *db, const char *path, const char *sql, check_
     }
     /* A query, not a change: the connection is read-only, and anything but a statement that
      * reads is refused before it runs. */
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK || !st ||
+    const char *tail = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK || !st ||
         !sqlite3_stmt_readonly(st)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "check: --sql %s",
                     st ? "must be a query that reads (SELECT ...)" : sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return FALSE;
+    }
+    /* one statement: a second one after ';' would be passed over, its answer never checked */
+    tail += strspn(tail, " \t\r\n;");
+    if (*tail) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "check: --sql takes one query, not '%s' after it too", tail);
         sqlite3_finalize(st);
         return FALSE;
     }

@@ -13,7 +13,7 @@
  *   --max-retained TYPE=B   bytes TYPE retains in the last snapshot at most B (suffixes K, M, G:
  *                           KiB, MiB, GiB); computes and stores retained sizes as `retention`
  *   --no-leaks              `leaks` flags no suspect
- *   --sql "SELECT ..."      the query returns no row
+ *   --sql "SELECT ..."      the query (one statement that reads) returns no row
  *
  * TYPE is a full name or one without its namespaces, as `roots --type` takes it; a type the
  * recording never saw has 0 objects. Errors: GError ** last (QUERY_ERROR_USAGE for a bad

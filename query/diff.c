@@ -116,14 +116,17 @@ void query_diff_free(query_diff *d)
     g_free(d);
 }
 
-/* Both snapshots picked: --to, then --from or the snapshot before --to. */
+/* Both snapshots picked: --from then --to (a command naming two missing ones hears of the
+ * first), or --to then the snapshot before it. */
 static gboolean diff_pick(diff_side *from, diff_side *to, const char *from_text,
                           const char *to_text, gboolean two_files, GError **error)
 {
+    if (from_text || two_files)
+        return snapshot_pick(from->db, from->path, "diff", "from", from_text, &from->info,
+                             error) &&
+               snapshot_pick(to->db, to->path, "diff", "to", to_text, &to->info, error);
     if (!snapshot_pick(to->db, to->path, "diff", "to", to_text, &to->info, error))
         return FALSE;
-    if (from_text || two_files)
-        return snapshot_pick(from->db, from->path, "diff", "from", from_text, &from->info, error);
     /* the snapshot before --to */
     int64_t previous = 0;
     g_autofree char *sql = g_strdup_printf(

@@ -58,20 +58,42 @@ static gboolean duplicate_row(sqlite3_stmt *st, void *ctx, GError **error)
     json_t *value = sqlite3_column_type(st, 0) == SQLITE_NULL
                         ? json_null()
                         : query_json_string(column_text(st, 0));
-    finding_add(ctx,
-                json_pack("{s:s, s:o, s:I, s:I, s:I, s:I}", "kind", "duplicate-strings", "value",
+    json_t *f = json_pack("{s:s, s:o, s:I, s:I, s:I, s:I}", "kind", "duplicate-strings", "value",
                           value, "length", (json_int_t)sqlite3_column_int64(st, 3), "count",
                           (json_int_t)count, "bytes", (json_int_t)bytes, "wasted",
-                          (json_int_t)wasted),
-                wasted);
+                          (json_int_t)wasted);
+    if (sqlite3_column_int64(st, 4) == count)
+        json_object_set_new(f, "origin", json_string("event-metadata"));
+    finding_add(ctx, f, wasted);
     return TRUE;
 }
+
+/* The runtime's own event metadata. The runtime's managed EventSource NativeRuntimeEventSource
+ * has the name of its native provider, Microsoft-Windows-DotNETRuntime: when an EventPipe session
+ * enables that provider (heaplens' own in every recording and attach session, for the samples,
+ * GC reasons and survivor ranges; dotnet-gcdump's for a dump) it is enabled too and builds its
+ * events' metadata by reflection, a RuntimeParameterInfo with its own name string per parameter:
+ * 125 "ClrInstanceID", 19 "MethodID", ... on .NET 10, in every program. A duplicate whose every
+ * copy a RuntimeParameterInfo holds, in a snapshot holding a NativeRuntimeEventSource, is said
+ * to be that ("origin": "event-metadata"), not the program's waste. */
+#define RUNTIME_EVENT_SOURCE "System.Diagnostics.Tracing.NativeRuntimeEventSource"
+#define PARAMETER_INFO "System.Reflection.RuntimeParameterInfo"
 
 static gboolean duplicates(sqlite3 *db, int64_t snapshot, const inspect_options *o,
                            json_t *findings, GError **error)
 {
     return each_row(db,
-                    "SELECT min(s.value), count(*), sum(o.size), s.length FROM snapshot_strings s"
+                    "WITH p AS (SELECT j.value AS id FROM types t"
+                    "  JOIN objects po ON po.type_id = t.id"
+                    "  JOIN snapshot_objects so ON so.snapshot = ?1 AND so.object_id = po.id,"
+                    "  json_each(so.refs) j"
+                    "  WHERE t.name = '" PARAMETER_INFO "' AND EXISTS (SELECT 1 FROM types et"
+                    "   JOIN objects eo ON eo.type_id = et.id JOIN snapshot_objects es"
+                    "   ON es.snapshot = ?1 AND es.object_id = eo.id"
+                    "   WHERE et.name = '" RUNTIME_EVENT_SOURCE "'))"
+                    " SELECT min(s.value), count(*), sum(o.size), s.length,"
+                    "  sum(s.object_id IN (SELECT id FROM p))"
+                    " FROM snapshot_strings s"
                     " JOIN objects o ON o.id = s.object_id WHERE s.snapshot = ?1"
                     " GROUP BY s.hash, s.length HAVING count(*) >= ?2",
                     snapshot, o->min_duplicates, 0, duplicate_row, findings, error);

@@ -3,7 +3,12 @@
  * finding with the bytes it wastes or holds, ranked. The kinds and how each is found:
  *
  *   duplicate-strings  a value held by at least `min_duplicates` String objects (same length and
- *                      hash of the contents: snapshot_strings); wasted = all but one copy
+ *                      hash of the contents: snapshot_strings); wasted = all but one copy;
+ *                      "origin": "event-metadata" when every copy is a parameter name held by a
+ *                      RuntimeParameterInfo and the snapshot holds the runtime's
+ *                      NativeRuntimeEventSource: its events' metadata, built by reflection when
+ *                      heaplens' own EventPipe session enabled Microsoft-Windows-DotNETRuntime
+ *                      (125 "ClrInstanceID" in every recorded .NET 10 program; not the program's)
  *   empty-collections  List<T>, Queue<T>, Stack<T> whose storage is an empty array, and
  *                      Dictionary<K,V>, HashSet<T> without entries (never filled: the runtime
  *                      gives them storage at the first add), per type; an empty collection

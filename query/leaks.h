@@ -40,7 +40,8 @@ void leaks_series_get(const leaks *l, size_t *k, const snapshot_info **first,
  * Borrowed from `l`. */
 const char *leaks_series_note(const leaks *l);
 /* The rule of a suspect (leaks.c): a type with `k` >= 2 objects counts `cv` and bytes `bv`, one
- * per snapshot in order, and `heap_last` bytes in the last snapshot. leaks_files.h uses it. */
+ * per snapshot in order, and `heap_last` bytes in the last snapshot (across files,
+ * leaks_files.h has a stricter one). */
 gboolean leaks_trend_flagged(const int64_t *cv, const int64_t *bv, size_t k, int64_t heap_last);
 
 /* How many of the suspects shown (leaks_count) are flagged. */

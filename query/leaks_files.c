@@ -1,7 +1,6 @@
 /* leaks_files.c — leak suspects across files, by type (leaks_files.h). */
 #include "query/leaks_files.h"
 
-#include "query/leaks.h"
 #include "query/query.h"
 #include "query/snapshot_graph.h"
 
@@ -101,6 +100,32 @@ out:
     return ok;
 }
 
+/* The rule across files. Files are few and taken apart (another run of the heap walk, often
+ * another moment of a program that warms up), and each is counted by type name alone, so a type
+ * is a suspect only when it grew steadily and by much for its own size:
+ *   - its count and bytes rose in every interval (file to next file; no fall, no flat step),
+ *   - every interval added at least 1/LEAKS_FILES_STEP_SHARE of the type's objects in the first
+ *     file (a pool of 10,000 objects that gains 10 a file is noise; 5,000 records that become
+ *     10,000 and 15,000 are not),
+ *   - and the whole growth is meaningful as within a file: at least LEAKS_FILES_MIN_OBJECTS
+ *     objects per interval on average, or 1/LEAKS_FILES_MIN_HEAP_SHARE of the last file's bytes
+ *     (a few large arrays). */
+#define LEAKS_FILES_STEP_SHARE 10
+#define LEAKS_FILES_MIN_OBJECTS 3
+#define LEAKS_FILES_MIN_HEAP_SHARE 100
+
+static gboolean files_trend_flagged(const int64_t *cv, const int64_t *bv, size_t k,
+                                    int64_t heap_last)
+{
+    int64_t step = cv[0] / LEAKS_FILES_STEP_SHARE;
+    for (size_t i = 1; i < k; i++)
+        if (cv[i] <= cv[i - 1] || bv[i] <= bv[i - 1] || cv[i] - cv[i - 1] < step)
+            return FALSE;
+    int64_t growth_count = cv[k - 1] - cv[0], growth_bytes = bv[k - 1] - bv[0];
+    return k >= 2 && (growth_count >= (int64_t)(LEAKS_FILES_MIN_OBJECTS * (k - 1)) ||
+                      growth_bytes >= heap_last / LEAKS_FILES_MIN_HEAP_SHARE);
+}
+
 static gint row_cmp(gconstpointer a, gconstpointer b)
 {
     const type_row *x = *(type_row *const *)a, *y = *(type_row *const *)b;
@@ -138,7 +163,7 @@ leaks_files *leaks_files_find(const char *const *paths, size_t n, uint64_t top, 
         type_row *r = l->rows->pdata[t];
         r->growth_count = r->counts[n - 1] - r->counts[0];
         r->growth_bytes = r->bytes[n - 1] - r->bytes[0];
-        r->flagged = leaks_trend_flagged(r->counts, r->bytes, n, heap_last);
+        r->flagged = files_trend_flagged(r->counts, r->bytes, n, heap_last);
         l->n_flagged += r->flagged;
         if (r->flagged || (all && r->growth_count > 0))
             l->n_shown++;
@@ -148,7 +173,8 @@ leaks_files *leaks_files_find(const char *const *paths, size_t n, uint64_t top, 
         l->n_shown = (guint)top;
     l->note = g_strdup_printf(
         "across files, objects are counted per type name and not followed from one file to the "
-        "next%s: a type is a suspect when its count and bytes keep growing from file to file",
+        "next%s: a type is a suspect when its count and bytes grow from every file to the "
+        "next, each time by at least a tenth of its count in the first file",
         imported ? " (a .gcdump has no object identity)" : "");
     return l;
 }

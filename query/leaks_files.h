@@ -1,6 +1,8 @@
 /* leaks_files.h — leak suspects across several recordings, by type (`heaplens leaks A.db --with
  * B.db C.db`): the last snapshot of each file, in the order given, counted per type name, and
- * the rule of leaks.h (leaks_trend_flagged) applied to those counts.
+ * a stricter rule than leaks.h's within a file: a type is a suspect when its count and bytes
+ * rose in every interval, each time by at least a tenth of its count in the first file, and by
+ * at least 3 objects per interval or 1% of the last file's bytes in all (leaks_files.c).
  *
  * Made for heap dumps imported one per moment (`heaplens import`: a .gcdump has no object
  * identity, so nothing can be followed from one file to the next; dotnet-gcdump takes each dump

@@ -319,12 +319,20 @@ gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error)
     return query_db_check_values(db, "alloc_counts", NULL, alloc_counts, error);
 }
 
+/* A failed read, naming the file: a command reading two (diff --to-file, leaks --with) says
+ * which one is damaged. */
+static void query_db_read_error(sqlite3 *db, GError **error)
+{
+    const char *file = sqlite3_db_filename(db, "main");
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
+                file && *file ? file : "the database", sqlite3_errmsg(db));
+}
+
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error)
 {
     sqlite3_stmt *stmt = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) != SQLITE_OK) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading the database failed: %s",
-                    sqlite3_errmsg(db));
+        query_db_read_error(db, error);
         sqlite3_finalize(stmt);
         return NULL;
     }
@@ -338,8 +346,7 @@ gboolean query_db_step(sqlite3_stmt *stmt, gboolean *row, GError **error)
         *row = rc == SQLITE_ROW;
         return TRUE;
     }
-    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading the database failed: %s",
-                sqlite3_errmsg(sqlite3_db_handle(stmt)));
+    query_db_read_error(sqlite3_db_handle(stmt), error);
     *row = FALSE;
     return FALSE;
 }

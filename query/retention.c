@@ -1081,9 +1081,12 @@ static gboolean referenced_type(sqlite3 *db, int64_t snapshot, int64_t object_id
     *type_id = 0;
     sqlite3_stmt *stmt = query_db_prepare(
         db,
-        /* the object's refs array (one row of snapshot_objects), not the snapshot_refs view */
+        /* the object's refs array (one row of snapshot_objects), not the snapshot_refs view;
+         * CROSS JOIN keeps that one row outermost: on a recording still being written,
+         * `objects` is a view, and with it outside the refs were rebuilt once per object */
         "SELECT o.type_id, COUNT(*) AS n, SUM(COUNT(*)) OVER ()"
-        " FROM snapshot_objects so, json_each(so.refs) r JOIN objects o ON o.id = r.value"
+        " FROM snapshot_objects so CROSS JOIN json_each(so.refs) r CROSS JOIN objects o"
+        " ON o.id = r.value"
         " WHERE so.snapshot = ?1 AND so.object_id = ?2 GROUP BY o.type_id ORDER BY n DESC, 1"
         " LIMIT 1",
         error);
@@ -1132,8 +1135,8 @@ gboolean retention_element_type(sqlite3 *db, int64_t snapshot, int64_t object_id
     }
     /* its largest array */
     stmt = query_db_prepare(db,
-                            "SELECT r.value FROM snapshot_objects so, json_each(so.refs) r"
-                            " JOIN objects o ON o.id = r.value JOIN types t ON t.id = o.type_id"
+                            "SELECT r.value FROM snapshot_objects so CROSS JOIN json_each(so.refs) r"
+                            " CROSS JOIN objects o ON o.id = r.value JOIN types t ON t.id = o.type_id"
                             " WHERE so.snapshot = ?1 AND so.object_id = ?2 AND (t.flags & 1) != 0"
                             " ORDER BY o.size DESC, r.value LIMIT 1",
                             error);

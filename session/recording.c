@@ -733,6 +733,12 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
     struct stat st;
     *resolved = NULL;
+    if (strcmp(output, "-") == 0) { /* stdout to every other output: never a file named "-" */
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "cannot record to -: a database is a file, not standard output (name one "
+                    "with -o)");
+        return FALSE;
+    }
     if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "cannot record to %s: it is not a regular file (a database needs one)", output);

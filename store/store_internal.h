@@ -175,6 +175,19 @@ static inline void store_append_u64(GString *out, uint64_t v)
 /* The views over snapshot_objects (snapshot_refs, snapshot_ref_fields, snapshot_contents): in
  * the file, and as TEMP views over the virtual table (store_snapview.c). */
 extern const char store_schema_snapshot_views[];
+/* The references of snapshot_ref_fields with their fields: in the file, each field looked up in
+ * `fields` by the reference's index (json_extract per reference: quadratic in an array's
+ * length); in heaplens' TEMP copy, read pair by pair from the virtual table's hidden column
+ * ref_fields (store_snapview.c): the same rows, linear. */
+#define STORE_REF_FIELDS_SOURCE                                                                    \
+    "(SELECT so.snapshot AS snapshot, so.object_id AS from_id, j.value AS to_id,\n"              \
+    "             j.key AS k, json_extract(so.fields, '$[' || j.key || ']') AS field\n"          \
+    "      FROM snapshot_objects so, json_each(so.refs) j WHERE so.refs IS NOT NULL)"
+#define STORE_REF_FIELDS_SOURCE_PAIRS                                                              \
+    "(SELECT so.snapshot AS snapshot, so.object_id AS from_id,\n"                                 \
+    "             json_extract(j.value, '$[0]') AS to_id, j.key AS k,\n"                          \
+    "             json_extract(j.value, '$[1]') AS field\n"                                       \
+    "      FROM snapshot_objects so, json_each(so.ref_fields) j WHERE so.ref_fields IS NOT NULL)"
 
 /* A snapshot_blocks row being built (store_snapblock.c has the format): objects added in id
  * order; store_snapblock_add says when the block ends (then store_snapblock_close, write,

@@ -61,7 +61,7 @@ static int store_snapview_connect(sqlite3 *db, void *aux, int argc, const char *
     (void)err;
     int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
                                       " generation INTEGER, flags INTEGER, refs TEXT,"
-                                      " fields TEXT)");
+                                      " fields TEXT, ref_fields TEXT HIDDEN)");
     if (rc != SQLITE_OK)
         return rc;
     store_snapview_vtab *v = sqlite3_malloc(sizeof *v);
@@ -311,6 +311,27 @@ static int store_snapview_eof(sqlite3_vtab_cursor *cur)
     return ((store_snapview_cursor *)cur)->eof;
 }
 
+/* Object k's references with their fields, "[[12,0],[7,null]]": the hidden column ref_fields,
+ * which the TEMP snapshot_ref_fields reads in one pass (the file's view looks each field up in
+ * `fields` by the reference's index: quadratic in an array's length). */
+static void store_snapview_ref_fields_json(const store_snapblock *b, uint32_t k, GString *out)
+{
+    g_string_truncate(out, 0);
+    g_string_append_c(out, '[');
+    for (uint32_t i = b->ref_start[k]; i < b->ref_start[k + 1]; i++) {
+        g_string_append(out, i > b->ref_start[k] ? ",[" : "[");
+        store_append_u64(out, b->to[i]);
+        if (!b->field_known[k] || b->field[i] < 0)
+            g_string_append(out, ",null]");
+        else {
+            g_string_append_c(out, ',');
+            store_append_u64(out, (uint64_t)b->field[i]);
+            g_string_append_c(out, ']');
+        }
+    }
+    g_string_append_c(out, ']');
+}
+
 static int store_snapview_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
 {
     store_snapview_cursor *c = (store_snapview_cursor *)cur;
@@ -337,6 +358,14 @@ static int store_snapview_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx,
             sqlite3_result_null(ctx);
         } else {
             store_snapblock_refs_json(b, k, c->text);
+            sqlite3_result_text(ctx, c->text->str, (int)c->text->len, SQLITE_TRANSIENT);
+        }
+        break;
+    case 6:
+        if (b->ref_start[k] == b->ref_start[k + 1]) {
+            sqlite3_result_null(ctx);
+        } else {
+            store_snapview_ref_fields_json(b, k, c->text);
             sqlite3_result_text(ctx, c->text->str, (int)c->text->len, SQLITE_TRANSIENT);
         }
         break;
@@ -390,7 +419,15 @@ gboolean store_snapshot_view_attach(sqlite3 *db, GError **error)
     /* the file's views over snapshot_objects would read the file's view: TEMP copies of them
      * read the virtual table (the same text, TEMP) */
     g_auto(GStrv) parts = g_strsplit(store_schema_snapshot_views, "CREATE VIEW ", -1);
-    g_autofree char *views = g_strjoinv("CREATE TEMP VIEW ", parts);
+    g_autofree char *temp = g_strjoinv("CREATE TEMP VIEW ", parts);
+    /* snapshot_ref_fields' references and fields from ref_fields, pair by pair */
+    g_auto(GStrv) halves = g_strsplit(temp, STORE_REF_FIELDS_SOURCE, -1);
+    if (g_strv_length(halves) != 2) { /* the fragment is store_schema.c's, once */
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                    "reading snapshots: snapshot_ref_fields has no reference source to replace");
+        return FALSE;
+    }
+    g_autofree char *views = g_strjoinv(STORE_REF_FIELDS_SOURCE_PAIRS, halves);
     if (sqlite3_create_module(db, "heaplens_snapshot_objects", &store_snapview_module, NULL) !=
             SQLITE_OK ||
         sqlite3_exec(db,

@@ -492,7 +492,8 @@
     switch (f.kind) {
       case 'duplicate-strings':
         return fmtCount(f.count) + ' strings ' + (f.value == null ? '(' + f.length + ' characters, not kept)' :
-          JSON.stringify(f.value)) + ' (' + fmtSize(f.wasted) + ' wasted)';
+          JSON.stringify(f.value)) + ' (' + fmtSize(f.wasted) + ' wasted' + (f.origin === 'event-metadata' ?
+          '; the runtime\'s event metadata, built because heaplens\' EventPipe session enabled its events' : '') + ')';
       case 'empty-collections': return fmtCount(f.count) + ' empty ' + f.type;
       case 'sparse': return fmtCount(f.count) + ' ' + f.type + ' filled ' + Math.round(100 * f.fill) + '% (' +
         fmtSize(f.wasted) + ' wasted)';

@@ -117,6 +117,15 @@ def leaks_across(checks, a, db, dumps, log):
     checks.eq("leaks across imports: LeakedRecord per file", [5000, 10000, 15000],
               leaked.get("counts"))
     checks.eq("leaks across imports: the files in order", dbs, [f["file"] for f in doc["files"]])
+    # every type that grew (--all): LeakedRecord first and the only suspect; the runtime's own
+    # types that appear once between two dumps and then stay are not
+    doc_all = e2elib.heaplens_json(checks, a.heaplens, ["leaks", db, "--with"] + dbs[1:] + ["--all"],
+                                   log)
+    if doc_all is not None:
+        checks.eq("leaks across imports --all: LeakedRecord first, the only one flagged",
+                  ["AttachTarget.LeakedRecord"], [r["type"] for r in doc_all["rows"] if r["flagged"]])
+        checks.eq("leaks across imports --all: LeakedRecord ranked first", "AttachTarget.LeakedRecord",
+                  doc_all["rows"][0]["type"] if doc_all["rows"] else None)
     checks.ok("leaks across imports: says a .gcdump has no object identity",
               "a .gcdump has no object identity" in doc.get("note", ""), doc.get("note"))
     rc, out, err = e2elib.run([a.heaplens, "leaks", db, "--with"] + dbs[1:], log=log)

@@ -780,6 +780,46 @@ static void case_snapshot_pid(void)
     EXPECT(RUN("snapshot", "2147483647"), 1, "", "heaplens: no process with id 2147483647\n");
 }
 
+/* Two snapshots that do not exist: the first one named is the one said (it was the second). */
+static void case_diff_missing(void)
+{
+    EXPECT(RUN("diff", "app.db", "@first", "@second"), 1, "",
+           "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
+    EXPECT(RUN("diff", "app.db", "--between", "first..second"), 1, "",
+           "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
+    EXPECT(RUN("diff", "app.db", "--from", "@first", "--to", "9"), 1, "",
+           "heaplens: diff: app.db has no checkpoint 'first' (it has none)\n");
+}
+
+/* "-" is standard output to report, export and stacks: record, attach and import, which write
+ * a database, refuse it rather than create a file named "-". */
+static void case_dash_output(void)
+{
+    EXPECT(RUN("record", "-o", "-", "--", "true"), 1, "",
+           "heaplens: cannot record to -: a database is a file, not standard output (name one "
+           "with -o)\n");
+    EXPECT(RUN("import", "app.db", "-o", "-"), 1, "",
+           "heaplens: import: -o -: a database is a file, not standard output (name one)\n");
+    g_autofree char *dash = fixture_path("-");
+    CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
+}
+
+/* A file whose pages past the first are garbage (its header and schema intact): the failed
+ * read names the file, so a command reading two of them says which one. */
+static void case_damaged_named(void)
+{
+    g_autofree char *app = fixture_path("app.db"), *bad = fixture_path("bad.db");
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    CHECK(g_file_get_contents(app, &data, &len, NULL) && len > 8192);
+    memset(data + 8192, 0xa5, len - 8192); /* page 1 of 8 KiB kept */
+    CHECK(g_file_set_contents(bad, data, (gssize)len, NULL));
+    g_autofree char *err = g_strdup_printf(
+        "heaplens: reading %s failed: database disk image is malformed\n", bad);
+    EXPECT(RUN("gcs", "bad.db"), 1, "", err);
+    EXPECT(RUN("diff", "app.db", "--to-file", "bad.db"), 1, "", err);
+}
+
 /* A FIFO (or any file that is not a regular one) given as FILE is refused without waiting for a
  * writer to open it. */
 static void case_fifo_input(void)
@@ -985,6 +1025,9 @@ static const cli_test_case cases[] = {
     {"version", case_version},
     {"help_command", case_help_command},
     {"snapshot_pid", case_snapshot_pid},
+    {"diff_missing", case_diff_missing},
+    {"dash_output", case_dash_output},
+    {"damaged_named", case_damaged_named},
     {"fifo_input", case_fifo_input},
     {"history_damaged", case_history_damaged},
     {"damaged_values", case_damaged_values},

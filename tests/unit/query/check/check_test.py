@@ -126,6 +126,7 @@ def main():
         before = hashlib.sha256(f.read()).hexdigest()
     for args in (["--max-live", "App.Leak"], ["--max-live", "App.Leak=-1"],
                  ["--max-retained", "App.Leak=3X"], ["--sql", "DELETE FROM gcs"],
+                 ["--sql", "SELECT 1 WHERE 0; DELETE FROM gcs"], ["--sql", "SELECT 1 WHERE 0; SELECT 1"],
                  ["--sql", "SELECT nope FROM nothing"], [],
                  ["--max-live", "App.Leak=1@nope"], ["--max-allocated", "App.Leak=1@b..a"],
                  ["--max-allocated", "App.Leak=1@b..c"], ["--max-allocated", "App.Leak=1@a"]):

@@ -351,6 +351,40 @@ static void fixture_strings(void)
     fixture_write_history(sb, "strings.db");
 }
 
+/* metadata.db / params.db: one snapshot of 10 RuntimeParameterInfo (1 .. 10) each holding its own
+ * "ClrInstanceID" string (11 .. 20), and 10 "dup" strings (21 .. 30) held by handles; metadata.db
+ * also holds the runtime's NativeRuntimeEventSource (31), params.db does not. */
+static void fixture_metadata(const char *name, gboolean event_source)
+{
+    enum { M_PARAM = 1, M_STRING, M_SOURCE };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 12, "dotnet Metadata.dll");
+    hl_sb_type(sb, M_PARAM, "System.Reflection.RuntimeParameterInfo");
+    hl_sb_type(sb, M_STRING, "System.String");
+    hl_sb_type(sb, M_SOURCE, "System.Diagnostics.Tracing.NativeRuntimeEventSource");
+    uint64_t n = event_source ? 31 : 30;
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_alloc(sb, id, id <= 10 ? M_PARAM : id <= 30 ? M_STRING : M_SOURCE,
+                    id <= 10 ? 56 : id <= 20 ? 48 : id <= 30 ? 28 : 184, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, n + 1);
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= n; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+        if (id <= 10)
+            hl_sb_snapshot_ref(sb, 1, id, id + 10);
+        if (id <= 10 || id > 20)
+            hl_sb_snapshot_root(sb, 1, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+        if (id > 10 && id <= 30)
+            hl_sb_snapshot_string(sb, 1, id, id <= 20 ? "ClrInstanceID" : "dup", 64);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, name);
+}
+
 /* kept.db (schema 8): two snapshots. Types: App.Res (a finalizer), App.Keep (a finalizer),
  * List<Int32> (own counts: list 10 holds 10 of 1,000 in an Int32[] of 4,024 B; list 11 holds 0
  * of 4, its storage not empty: empty by its own count), System.Int32[].
@@ -419,8 +453,41 @@ static void fixture_kept(void)
     fixture_write_history(sb, "kept.db");
 }
 
+/* pool-N.db: one snapshot of `pool` App.Pool (100 B) and `grow` App.Grow (40 B) objects, for
+ * leaks across files: the files 1 to 4 hold 1,000 / 1,010 / 1,020 / 1,030 Pools (steady, but 1%
+ * of the type a file) and 100 / 200 / 300 / 400 Grows. */
+static void fixture_pool(const char *name, uint64_t pool, uint64_t grow)
+{
+    enum { P_POOL = 1, P_GROW };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 11, "dotnet Pool.dll");
+    hl_sb_type(sb, P_POOL, "App.Pool");
+    hl_sb_type(sb, P_GROW, "App.Grow");
+    uint64_t n = pool + grow;
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_alloc(sb, id, id <= pool ? P_POOL : P_GROW, id <= pool ? 100 : 40, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, n + 1);
+    for (uint64_t id = 1; id <= n; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= n; id++) {
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+        hl_sb_snapshot_root(sb, 1, id, HL_ROOT_HANDLE, 0, 0x1000 + id);
+    }
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, name);
+}
+
 static void fixtures_build(void)
 {
+    fixture_metadata("metadata.db", TRUE);
+    fixture_metadata("params.db", FALSE);
+    for (uint64_t i = 0; i < 4; i++) {
+        g_autofree char *name = g_strdup_printf("pool-%u.db", (unsigned)(i + 1));
+        fixture_pool(name, 1000 + 10 * i, 100 * (i + 1));
+    }
     fixture_kept();
     fixture_strings();
     fixture_noise();
@@ -977,6 +1044,86 @@ static void case_leaks_noise(void)
     json_decref(doc);
 }
 
+/* array.db: one snapshot of an Object[] (1) whose elements 0 .. n-1 hold the strings 2 .. n+1.
+ * Built by its case alone (the other cases need none of it). */
+static void fixture_array(const char *name, uint64_t n)
+{
+    enum { A_ARRAY = 1, A_STRING };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 13, "dotnet Array.dll");
+    hl_sb_type_full(sb, &(hl_type){.type_id = A_ARRAY, .flags = HL_TYPE_FLAG_ARRAY},
+                    "System.Object[]");
+    hl_sb_type(sb, A_STRING, "System.String");
+    hl_sb_alloc(sb, 1, A_ARRAY, 24 + 8 * n, 100);
+    for (uint64_t id = 2; id <= n + 1; id++)
+        hl_sb_alloc(sb, id, A_STRING, 24, 100);
+    hl_sb_gc_start(sb, 1, 2, TRUE, n + 2);
+    for (uint64_t id = 1; id <= n + 1; id++)
+        hl_sb_fate(sb, 1, id, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_snapshot_start(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= n + 1; id++)
+        hl_sb_snapshot_object(sb, 1, id, HL_GEN_1, 0);
+    for (uint64_t id = 2; id <= n + 1; id++) {
+        hl_sb_snapshot_ref(sb, 1, 1, id);
+        hl_sb_snapshot_ref_field(sb, 1, (uint32_t)(id - 2));
+    }
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_HANDLE, 0, 0x1000);
+    hl_sb_snapshot_end(sb, 1, 1);
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write_history(sb, name);
+}
+
+/* snapshot_ref_fields through heaplens (check --sql) on an array of 100,000 references: every
+ * reference with its index and name "[i]", in one pass over the array (the file's own view
+ * looks each field up by index: quadratic, hours here; ctest's timeout is the bound). */
+static void case_ref_fields_large(void)
+{
+    fixture_array("array.db", 100000);
+    run_result r = RUN("check", "array.db", "--sql",
+                       "SELECT 1 FROM (SELECT count(*) AS n, sum(field = to_id - 2) AS fields,"
+                       " sum(name = '[' || (to_id - 2) || ']') AS names, sum(nth) AS nths"
+                       " FROM snapshot_ref_fields WHERE snapshot = 1 AND from_id = 1)"
+                       " WHERE n != 100000 OR fields != 100000 OR names != 100000 OR nths != 0");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "1 assertion holds\n");
+    run_result_release(&r);
+}
+
+/* inspect: strings every copy of which a RuntimeParameterInfo holds, beside the runtime's
+ * NativeRuntimeEventSource, are said to be its event metadata (made by heaplens' own EventPipe
+ * session); strings held otherwise, or parameter names without that event source, are not. */
+static void case_inspect_event_metadata(void)
+{
+    json_t *doc = RUN_JSON("inspect", "metadata.db", "--json");
+    if (!doc)
+        return;
+    json_t *findings = json_object_get(doc, "findings");
+    CHECK_INT(json_array_size(findings), 2);
+    CHECK_STR(jstr(json_array_get(findings, 0), "value"), "ClrInstanceID");
+    CHECK_STR(jstr(json_array_get(findings, 0), "origin"), "event-metadata");
+    CHECK_STR(jstr(json_array_get(findings, 1), "value"), "dup");
+    CHECK(json_object_get(json_array_get(findings, 1), "origin") == NULL);
+    json_decref(doc);
+    run_result r = RUN("inspect", "metadata.db");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "inspections of snapshot 1 (GC 1): 2 findings\n"
+                     "bytes  finding            what\n"
+                     "432 B  duplicate-strings  10 strings \"ClrInstanceID\" (432 B wasted; the "
+                     "runtime's event metadata, built because heaplens' EventPipe session enabled "
+                     "its events)\n"
+                     "252 B  duplicate-strings  10 strings \"dup\" (252 B wasted)\n");
+    run_result_release(&r);
+    doc = RUN_JSON("inspect", "params.db", "--json");
+    if (!doc)
+        return;
+    findings = json_object_get(doc, "findings");
+    CHECK_INT(json_array_size(findings), 2);
+    for (size_t i = 0; i < json_array_size(findings); i++)
+        CHECK(json_object_get(json_array_get(findings, i), "origin") == NULL);
+    json_decref(doc);
+}
+
 /* inspect: a value held by at least --min-duplicates strings, all but one copy wasted; a bad
  * threshold is one line and exit 1. */
 static void case_inspect(void)
@@ -1233,7 +1380,8 @@ static void case_leaks_files(void)
 {
     static const char note[] = "heaplens: across files, objects are counted per type name and "
                                "not followed from one file to the next: a type is a suspect when "
-                               "its count and bytes keep growing from file to file\n";
+                               "its count and bytes grow from every file to the next, each "
+                               "time by at least a tenth of its count in the first file\n";
     json_t *doc = json_run(__FILE__, __LINE__,
                            RUN("leaks", "one.db", "--with", "two.db", "three.db", "--json"), NULL,
                            note);
@@ -1267,6 +1415,39 @@ static void case_leaks_files(void)
                  "leaks", "one.db", "--with");
     EXPECT_ERROR("heaplens: missing.db does not exist\n", "leaks", "one.db", "--with",
                  "missing.db");
+}
+
+/* Across files a type is a suspect only when it grows steadily by much for its size: the
+ * Pools gain 10 a file (3+ objects an interval, every interval up: a suspect by the rule within
+ * a file), a hundredth of their 1,000; the Grows double, triple, quadruple. */
+static void case_leaks_files_steady(void)
+{
+    static const char note[] = "heaplens: across files, objects are counted per type name and "
+                               "not followed from one file to the next: a type is a suspect when "
+                               "its count and bytes grow from every file to the next, each "
+                               "time by at least a tenth of its count in the first file\n";
+    json_t *doc = json_run(__FILE__, __LINE__,
+                           RUN("leaks", "pool-1.db", "--with", "pool-2.db", "pool-3.db",
+                               "pool-4.db", "--all", "--json"),
+                           NULL, note);
+    if (!doc)
+        return;
+    json_t *rows = json_object_get(doc, "rows");
+    CHECK_INT(json_array_size(rows), 2);
+    CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Grow");
+    CHECK(json_is_true(json_object_get(jrow(doc, 0), "flagged")));
+    CHECK_STR(jstr(jrow(doc, 1), "type"), "App.Pool");
+    CHECK(json_is_false(json_object_get(jrow(doc, 1), "flagged")));
+    CHECK_INT(jint(jrow(doc, 1), "growth_count"), 30);
+    json_decref(doc);
+    /* one interval: the Pools' 30 are still under a tenth */
+    doc = json_run(__FILE__, __LINE__, RUN("leaks", "pool-1.db", "--with", "pool-4.db", "--json"),
+                   NULL, note);
+    if (doc) {
+        CHECK_INT(json_array_size(json_object_get(doc, "rows")), 1);
+        CHECK_STR(jstr(jrow(doc, 0), "type"), "App.Grow");
+        json_decref(doc);
+    }
 }
 
 static void case_survivors_age(void)
@@ -1578,10 +1759,13 @@ static const cli_test_case cases[] = {
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
     {"inspect", case_inspect},
+    {"ref_fields_large", case_ref_fields_large},
+    {"inspect_event_metadata", case_inspect_event_metadata},
     {"inspect_kept", case_inspect_kept},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"leaks_files", case_leaks_files},
+    {"leaks_files_steady", case_leaks_files_steady},
     {"snapshot_rows_lost", case_snapshot_rows_lost},
     {"old_form", case_old_form},
     {"survivors_age", case_survivors_age},
