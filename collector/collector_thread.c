@@ -526,7 +526,10 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
              TYPE_TRAIT_WEAK_REFERENCE))
             weak_reference_died(c, id);
     } else {
-        if (!hl_vec_push(&c->deaths, &id))
+        uint64_t *death = hl_vec_append(&c->deaths);
+        if (death)
+            *death = id;
+        else
             c->model_failures++;
         if (c->weak_owned.count)
             weak_reference_died(c, id);
@@ -564,8 +567,10 @@ static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t 
     if (hl_young_has(&a->c->young, id)) {
         hl_young_set_gen(&a->c->young, id, gen_after);
     } else if (gen_after != gen_before) {
-        hl_promotion pr = {.id = id, .generation = gen_after};
-        if (!hl_vec_push(&a->c->promotions, &pr))
+        hl_promotion *pr = hl_vec_append(&a->c->promotions);
+        if (pr)
+            *pr = (hl_promotion){.id = id, .generation = gen_after};
+        else
             a->c->model_failures++;
     }
 }
