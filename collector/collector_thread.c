@@ -536,12 +536,19 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     }
 }
 
-/* Most young objects are reported in batches (one call per GC instead of one per object). */
+/* Most young objects are reported in batches (one call per GC instead of one per object). With
+ * young deaths in the classified words (apply_gc), a condemned one is dead until `survived`
+ * says otherwise. */
 static void sink_classified_young(void *ctx, const uint64_t *reports, size_t n) {
     gc_apply *a = ctx;
     hl_young *y = &a->c->young;
-    for (size_t i = 0; i < n; i++)
-        hl_young_set_heap(y, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = HM_REPORT_VALUE(reports[i]), heap = v & ~HM_REPORT_CONDEMNED;
+        uint64_t id = HM_REPORT_ID(reports[i]);
+        if (hl_young_has(y, id))
+            y->fate[id - y->first] =
+                HL_YOUNG_FATE(heap, v & HM_REPORT_CONDEMNED ? HL_GEN_NONE : heap);
+    }
 }
 
 static void sink_died_young(void *ctx, const uint64_t *reports, size_t n) {
@@ -670,6 +677,12 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hm_gc_sink sink = {.ctx = &a, .classified = sink_classified, .died = sink_died,
                        .survived = sink_survived, .classified_young = sink_classified_young,
                        .died_young = sink_died_young};
+    /* Full mode: a young object's death needs no report of its own (no word written and read
+     * back for each, most of a gen0 GC's objects) unless something hangs on it: a
+     * WeakReference that owns a handle, or an object the young arrays could not take (its
+     * death is sent). Every young object of the model is in the young arrays otherwise. */
+    sink.young_deaths_in_classified =
+        c->p->mode == HL_MODE_FULL && !c->weak_owned.count && !c->young.lost;
     hm_gc_stats stats = {0};
     /* A GC the model did not apply (input lost, or the whole GC lost: a gap in the ordinals)
      * leaves its addresses stale. Full mode has no walk to find its objects again, so no later
