@@ -251,10 +251,8 @@ static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
     c->type_traits[id] = traits;
 }
 
-uint32_t hl_collector_type_id(collector *c, ClassID cls) {
-    size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
-    if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
-        return c->type_cache[slot].id;
+uint32_t hl_collector_type_id_resolve(collector *c, ClassID cls) {
+    size_t slot = (size_t)(cls >> 3) & 255; /* the cache's slot (hl_collector_type_id) */
     uint64_t *known = hl_u64map_get(&c->types, cls);
     uint32_t id;
     if (known) {
