@@ -55,8 +55,12 @@ typedef struct hl_profiler {
     bool thread_started;
     atomic_bool thread_joined;
 
-    atomic_uint_fast64_t next_id; /* the next id (or block of ids: hl_tbuf_next_id) not given */
-    atomic_uint_fast64_t id_epoch; /* changes at every GC start: id blocks serve one epoch */
+    /* Own cache lines: every allocating thread adds to next_id once per block of ids, and each
+     * add took the line from the others, with `active` and the flags every ObjectAllocated
+     * reads (7% of its samples were the load of `active`). id_epoch is read by every
+     * ObjectAllocated and written only at GC starts. */
+    _Alignas(64) atomic_uint_fast64_t next_id; /* the next id (or block of ids: hl_tbuf_next_id) not given */
+    _Alignas(64) atomic_uint_fast64_t id_epoch; /* changes at every GC start: id blocks serve one epoch */
     hl_tbufs rings;             /* the thread buffers: slots and the chunk pool */
     hl_gc_queue gcs;
     atomic_uint_fast64_t suspend_ns; /* last RuntimeSuspendStarted for a GC */

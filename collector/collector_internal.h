@@ -144,8 +144,16 @@ static inline void hl_collector_type_size(collector *c, uint32_t type_id, uint64
 }
 
 /* The dense type id of a ClassID. Its TYPE record is queued, not sent (this runs inside drains,
- * which may run while the outbox waits): hl_collector_flush_types sends it before first use. */
-uint32_t hl_collector_type_id(collector *c, ClassID cls);
+ * which may run while the outbox waits): hl_collector_flush_types sends it before first use.
+ * Inline: the drain asks for every allocation, and the answer is nearly always in the cache
+ * (hl_collector_type_id_resolve does the rest). */
+uint32_t hl_collector_type_id_resolve(collector *c, ClassID cls);
+static inline uint32_t hl_collector_type_id(collector *c, ClassID cls) {
+    size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
+    if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
+        return c->type_cache[slot].id;
+    return hl_collector_type_id_resolve(c, cls);
+}
 /* Sends the queued TYPE records. */
 void hl_collector_flush_types(collector *c);
 

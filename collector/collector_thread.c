@@ -251,10 +251,8 @@ static void type_traits_set(collector *c, uint32_t id, uint8_t traits) {
     c->type_traits[id] = traits;
 }
 
-uint32_t hl_collector_type_id(collector *c, ClassID cls) {
-    size_t slot = (size_t)(cls >> 3) & 255; /* MethodTables are 8-byte aligned */
-    if (c->type_cache[slot].cls == cls && c->type_cache[slot].id)
-        return c->type_cache[slot].id;
+uint32_t hl_collector_type_id_resolve(collector *c, ClassID cls) {
+    size_t slot = (size_t)(cls >> 3) & 255; /* the cache's slot (hl_collector_type_id) */
     uint64_t *known = hl_u64map_get(&c->types, cls);
     uint32_t id;
     if (known) {
@@ -526,7 +524,10 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
              TYPE_TRAIT_WEAK_REFERENCE))
             weak_reference_died(c, id);
     } else {
-        if (!hl_vec_push(&c->deaths, &id))
+        uint64_t *death = hl_vec_append(&c->deaths);
+        if (death)
+            *death = id;
+        else
             c->model_failures++;
         if (c->weak_owned.count)
             weak_reference_died(c, id);
@@ -535,12 +536,19 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
     }
 }
 
-/* Most young objects are reported in batches (one call per GC instead of one per object). */
+/* Most young objects are reported in batches (one call per GC instead of one per object). With
+ * young deaths in the classified words (apply_gc), a condemned one is dead until `survived`
+ * says otherwise. */
 static void sink_classified_young(void *ctx, const uint64_t *reports, size_t n) {
     gc_apply *a = ctx;
     hl_young *y = &a->c->young;
-    for (size_t i = 0; i < n; i++)
-        hl_young_set_heap(y, HM_REPORT_ID(reports[i]), HM_REPORT_VALUE(reports[i]));
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = HM_REPORT_VALUE(reports[i]), heap = v & ~HM_REPORT_CONDEMNED;
+        uint64_t id = HM_REPORT_ID(reports[i]);
+        if (hl_young_has(y, id))
+            y->fate[id - y->first] =
+                HL_YOUNG_FATE(heap, v & HM_REPORT_CONDEMNED ? HL_GEN_NONE : heap);
+    }
 }
 
 static void sink_died_young(void *ctx, const uint64_t *reports, size_t n) {
@@ -566,8 +574,10 @@ static void sink_survived(void *ctx, uint64_t id, uint32_t gen_before, uint32_t 
     if (hl_young_has(&a->c->young, id)) {
         hl_young_set_gen(&a->c->young, id, gen_after);
     } else if (gen_after != gen_before) {
-        hl_promotion pr = {.id = id, .generation = gen_after};
-        if (!hl_vec_push(&a->c->promotions, &pr))
+        hl_promotion *pr = hl_vec_append(&a->c->promotions);
+        if (pr)
+            *pr = (hl_promotion){.id = id, .generation = gen_after};
+        else
             a->c->model_failures++;
         if (id >= HL_DISCOVERED_ID_BASE) {
             hl_follow_named_add(&a->c->p->followed, gen_before, -1);
@@ -705,6 +715,12 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hm_gc_sink sink = {.ctx = &a, .classified = sink_classified, .died = sink_died,
                        .survived = sink_survived, .classified_young = sink_classified_young,
                        .died_young = sink_died_young};
+    /* Full mode: a young object's death needs no report of its own (no word written and read
+     * back for each, most of a gen0 GC's objects) unless something hangs on it: a
+     * WeakReference that owns a handle, or an object the young arrays could not take (its
+     * death is sent). Every young object of the model is in the young arrays otherwise. */
+    sink.young_deaths_in_classified =
+        c->p->mode == HL_MODE_FULL && !c->weak_owned.count && !c->young.lost;
     hm_gc_stats stats = {0};
     /* A GC the model did not apply (input lost, or the whole GC lost: a gap in the ordinals)
      * leaves its addresses stale. Full mode has no walk to find its objects again, so no later

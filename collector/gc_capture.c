@@ -59,6 +59,9 @@ void hl_gc_queue_release(hl_gc_queue *q) {
     q->current = NULL;
     hl_mem_free(q->scratch);
     q->scratch = NULL;
+    hl_mem_free(q->spare_moves);
+    q->spare_moves = NULL;
+    q->spare_cap_moves = 0;
     hl_census_release(&q->census);
     atomic_store(&q->awaiting_resume, NULL);
 }
@@ -135,6 +138,13 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     c->start_ns = t;
     c->suspend_ns = suspend_ns;
     c->first_id_after = next_id;
+    while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+        ; /* the ranges buffer an applied GC left (hl_gc_pop) */
+    c->moves = q->spare_moves;
+    c->cap_moves = q->spare_cap_moves;
+    q->spare_moves = NULL;
+    q->spare_cap_moves = 0;
+    atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
     if (!bounds_copy(q, info, &c->before, &c->n_before))
         c->incomplete = true;
     /* The census walks only a runtime suspended for this GC (its suspension was seen): gen0 is
@@ -489,7 +499,21 @@ hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k) {
 
 void hl_gc_pop(hl_gc_queue *q) {
     uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
-    capture_free(q->ring[r % HL_GC_QUEUE]);
+    hl_gc_capture *c = q->ring[r % HL_GC_QUEUE];
+    if (c && c->moves) { /* the larger buffer stays for the next GC's ranges */
+        hm_move *unused = c->moves;
+        while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
+            ;
+        if (c->cap_moves > q->spare_cap_moves) {
+            unused = q->spare_moves;
+            q->spare_moves = c->moves;
+            q->spare_cap_moves = c->cap_moves;
+        }
+        atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
+        hl_mem_free(unused); /* outside the lock: an unmapping */
+        c->moves = NULL;
+    }
+    capture_free(c);
     q->ring[r % HL_GC_QUEUE] = NULL;
     atomic_store_explicit(&q->read, r + 1, memory_order_release);
 }

@@ -167,6 +167,11 @@ typedef struct hl_gc_queue {
                                      * reads it (a checkpoint's after_gc) */
     COR_PRF_GC_GENERATION_RANGE *scratch; /* GetGenerationBounds buffer, grown as needed */
     ULONG scratch_cap;
+    /* The largest ranges buffer of the captures applied so far, kept for the next GC (under
+     * moves_lock): a fresh one per GC took its pages again inside the pause, a page fault per
+     * 170 ranges (MidLife: 6 MiB of ranges per GC). */
+    hm_move *spare_moves;
+    size_t spare_cap_moves;
     atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */
     /* The runtime's GCStart events (its reason) are matched to GCs by count: the first one
      * fixes the difference between the runtime's count and our ordinal (0 when recording from

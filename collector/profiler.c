@@ -81,9 +81,7 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
     }
     uint64_t id = hl_tbuf_next_id(ring, &p->next_id, &p->id_epoch);
     hl_tbuf_count_allocation(ring);
-    hl_alloc_event ev = {.id = id, .addr = object, .class_id = class_id,
-                         .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, size)};
-    hl_tbuf_push(ring, &ev);
+    hl_tbuf_push_fields(ring, id, object, class_id, HL_EV_KIND_SIZE(HL_EV_ALLOC, size));
     /* Sampled mode hears only LOH and POH allocations here: each is followed by its handle. */
     if (p->followed.on)
         hl_follow_add(&p->followed, p->info, object);

@@ -5,17 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+bool hl_vec_grow(id_vec *v) {
+    size_t cap = v->cap ? v->cap * 2 : 4096;
+    void *grown = hl_mem_realloc(v->p, cap * v->elem);
+    if (!grown)
+        return false;
+    v->p = grown;
+    v->cap = cap;
+    return true;
+}
+
 bool hl_vec_push(id_vec *v, const void *elem) {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 4096;
-        void *grown = hl_mem_realloc(v->p, cap * v->elem);
-        if (!grown)
-            return false;
-        v->p = grown;
-        v->cap = cap;
-    }
-    memcpy((char *)v->p + v->n * v->elem, elem, v->elem);
-    v->n++;
+    void *slot = hl_vec_append(v);
+    if (!slot)
+        return false;
+    memcpy(slot, elem, v->elem);
     return true;
 }
 
@@ -166,6 +170,18 @@ void hl_young_fate_reset(hl_young *y) {
         memset(y->fate, FATE_UNKNOWN, y->n);
 }
 
+/* A survivor row, written in place (the fields stored straight into the vector). */
+static inline void survivor_put(hl_young *y, id_vec *survivors, uint64_t id, uint64_t size,
+                                uint32_t type_id, uint32_t os_tid, uint32_t heap, uint32_t gen) {
+    hl_survivor *s = hl_vec_append(survivors);
+    if (!s) {
+        y->failures++;
+        return;
+    }
+    *s = (hl_survivor){.id = id, .size = size, .type_id = type_id, .os_tid = os_tid,
+                       .heap = (uint8_t)heap, .generation = (uint8_t)gen};
+}
+
 void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
                     id_vec *survivors) {
     survivors->n = 0;
@@ -181,11 +197,9 @@ void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
         }
         if (st & FOLLOWED) { /* a survivor row when it survived, never a count */
             uint32_t tix = (uint32_t)(st & TIX_MASK);
-            hl_survivor s = {.id = y->first + i, .size = size, .type_id = type_id,
-                             .os_tid = tix < y->n_tids ? y->tids[tix] : 0, .heap = (uint8_t)heap,
-                             .generation = (uint8_t)gen};
-            if (gen != HL_GEN_NONE && !hl_vec_push(survivors, &s))
-                y->failures++;
+            if (gen != HL_GEN_NONE)
+                survivor_put(y, survivors, y->first + i, size, type_id,
+                             tix < y->n_tids ? y->tids[tix] : 0, heap, gen);
             continue;
         }
         hl_alloc_count *e = count_entry(y, type_id, (uint32_t)(st & TIX_MASK), heap);
@@ -197,10 +211,7 @@ void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
             continue;
         e->survived++;
         e->survived_bytes += size;
-        hl_survivor s = {.id = y->first + i, .size = size, .type_id = type_id,
-                         .os_tid = e->os_tid, .heap = (uint8_t)heap, .generation = (uint8_t)gen};
-        if (!hl_vec_push(survivors, &s))
-            y->failures++;
+        survivor_put(y, survivors, y->first + i, size, type_id, e->os_tid, heap, gen);
     }
     if (y->cap > HL_YOUNG_KEEP && y->n < y->cap / 4) {
         /* A burst grew the arrays far beyond this interval: give the memory back. */

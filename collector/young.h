@@ -31,6 +31,15 @@ typedef struct id_vec {
 /* Appends a copy of *elem; false when out of memory (nothing changed). */
 bool hl_vec_push(id_vec *v, const void *elem);
 void hl_vec_release(id_vec *v);
+/* Room for one more element, counted in n, for the caller to fill in place; NULL when out of
+ * memory (nothing changed). Inline: the collector appends a survivor, death or promotion per
+ * object, millions per GC, and a push of a copy was a call and a memcpy of a variable size. */
+bool hl_vec_grow(id_vec *v);
+static inline void *hl_vec_append(id_vec *v) {
+    if (__builtin_expect(v->n == v->cap, 0) && !hl_vec_grow(v))
+        return NULL;
+    return (char *)v->p + v->n++ * v->elem;
+}
 
 #define HL_YOUNG_TIX_BITS 20          /* thread index bits: up to 1M threads per run */
 #define HL_YOUNG_KEEP (1u << 20)      /* entries (13 MiB) kept however small an interval */

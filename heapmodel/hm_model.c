@@ -424,6 +424,8 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     size_t hb = 0, hmv = 0;
     hm_pair *ins = m->ins;
     uint64_t *dead = m->dead;
+    /* Quiet young deaths: every death is written into one slot (counted all the same). */
+    size_t dead_mask = g->quiet_young_deaths ? 0 : SIZE_MAX;
     uint64_t *cls = g->batch_classified ? m->cls : NULL;
     size_t n_ins = 0, n_dead = 0, n_cls = 0;
     /* The open run, in locals (kept in registers: stores through y could alias a struct). */
@@ -450,15 +452,17 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
         size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
         uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
         y->val = id << 8 | gen << 4;
+        bool condemned = b != HM_NONE && (g->mask >> gen & 1);
         if (cls)
-            cls[n_cls++] = id << HM_REPORT_SHIFT | hm_heap_of(gen);
-        if (b != HM_NONE && (g->mask >> gen & 1)) {
+            cls[n_cls++] = id << HM_REPORT_SHIFT | hm_heap_of(gen) |
+                           (g->quiet_young_deaths && condemned ? HM_REPORT_CONDEMNED : 0);
+        if (condemned) {
             size_t v = hm_spans_step(mv, n_mv, y->key, &hmv);
             size_t live = v != HM_NONE;
             const hm_span *sp = &mv[v & ((size_t)0 - live)];
             ins[n_ins].key = sp->aux + (y->key - sp->start);
             ins[n_ins].val = id << 8 | gen << 4;
-            dead[n_dead] = id << 4 | gen;
+            dead[n_dead & dead_mask] = id << 4 | gen;
             n_ins += live;
             n_dead += live ^ 1;
         } else {
@@ -573,7 +577,7 @@ static int hm_gc_prepare(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
         return rc;
     rc = HM_RESERVE(m, m->ins, m->cap_ins, m->n_young);
     if (rc == HM_OK)
-        rc = HM_RESERVE(m, m->dead, m->cap_dead, m->n_young);
+        rc = HM_RESERVE(m, m->dead, m->cap_dead, g->quiet_young_deaths ? 1 : m->n_young);
     if (rc == HM_OK && g->batch_classified)
         rc = HM_RESERVE(m, m->cls, m->cap_cls, m->n_young);
     if (rc == HM_OK)
@@ -658,7 +662,9 @@ static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sin
     st->died += g->n_dead;
     /* m->dead holds `id << 4 | gen` words, the batch form's format. */
     _Static_assert(HM_REPORT_SHIFT == 4, "m->dead words are handed out as batch reports");
-    if (sink->died_young) {
+    if (g->quiet_young_deaths) {
+        /* the classified words said which were condemned; m->dead holds one of them */
+    } else if (sink->died_young) {
         if (g->n_dead)
             sink->died_young(sink->ctx, m->dead, g->n_dead);
     } else if (sink->died)
@@ -854,6 +860,7 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
         sink = &no_sink;
     g.mask = in->condemned_mask & 0x1f; /* generations 0..4; NonGC is never condemned */
     g.batch_classified = sink->classified_young != NULL;
+    g.quiet_young_deaths = g.batch_classified && sink->young_deaths_in_classified;
 
     rc = hm_gc_prepare(m, in, &g);
     if (rc != HM_OK)

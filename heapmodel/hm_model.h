@@ -125,12 +125,23 @@ typedef struct hm_gc_sink {
      * or not, comes before any `died`, `died_young` or `survived`. */
     void (*classified_young)(void *ctx, const uint64_t *reports, size_t n);
     void (*died_young)(void *ctx, const uint64_t *reports, size_t n);
+    /* With classified_young set: the objects added since the previous GC that a condemned
+     * generation took are not reported at all (neither died_young nor died); instead each
+     * classified_young word of an object whose generation was condemned carries
+     * HM_REPORT_CONDEMNED beside its heap, and such an object is alive only if `survived`
+     * names it. The model then writes no word per young death (most of a gen0 GC's objects):
+     * a caller that marks a condemned object dead until `survived` says otherwise needs none.
+     * Evicted objects still go through `died`; the counts in hm_gc_stats are the same. */
+    bool young_deaths_in_classified;
 } hm_gc_sink;
 
 /* A batch report word (see hm_gc_sink): the id, and the heap or generation. */
 #define HM_REPORT_SHIFT 4
 #define HM_REPORT_ID(word) ((word) >> HM_REPORT_SHIFT)
 #define HM_REPORT_VALUE(word) ((uint32_t)((word) & ((1u << HM_REPORT_SHIFT) - 1)))
+/* In a classified_young word under young_deaths_in_classified: the object's generation was
+ * condemned (HM_REPORT_VALUE & ~HM_REPORT_CONDEMNED is the heap). */
+#define HM_REPORT_CONDEMNED 8u
 
 /* Counts of one GC; condemned == survived + died - evicted. */
 typedef struct hm_gc_stats {

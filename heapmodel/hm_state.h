@@ -136,6 +136,7 @@ typedef struct hm_gc_work {
     size_t anomalies;
     size_t n_dead; /* young objects that die, in m->dead */
     bool batch_classified; /* the sink takes classified_young: fill m->cls */
+    bool quiet_young_deaths; /* ... with young_deaths_in_classified: m->dead is one slot */
     size_t n_cls;  /* young objects classified, in m->cls when batch_classified */
 } hm_gc_work;
 

@@ -123,12 +123,47 @@ static void test_layout_field(void) {
     CHECK_INT(hl_layout_field(&unknown, 8), HL_FIELD_UNKNOWN);
 }
 
+/* A GC's ranges buffer, once the GC is applied, serves the next GC (no fresh pages in the
+ * pause): the larger one is kept, the ranges are each GC's own, the release frees it. */
+static void test_ranges_reuse(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue rq;
+    hl_gc_queue_init(&rq);
+    ObjectID old[5000], to[5000];
+    SIZE_T len[5000];
+    for (int i = 0; i < 5000; i++) {
+        old[i] = 0x10000 + 64 * (ObjectID)i;
+        to[i] = old[i] - 0x1000;
+        len[i] = 24;
+    }
+    hm_move *first = NULL;
+    for (int g = 0; g < 3; g++) {
+        hl_gc_on_started(&rq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot,
+                         NULL);
+        hl_gc_capture *c = rq.current;
+        CHECK_INT(c->n_moves, 0);
+        if (g > 0)
+            CHECK(c->moves == first && c->cap_moves >= 5000); /* the buffer GC 1 grew */
+        hl_gc_on_ranges(&rq, g == 1 ? 10 : 5000, old, to, len); /* GC 2 needs less */
+        CHECK_INT(c->n_moves, g == 1 ? 10 : 5000);
+        CHECK(c->moves[0].old_start == old[0] && c->moves[0].new_start == to[0]);
+        if (g == 0)
+            first = c->moves;
+        hl_gc_on_finished(&rq, (ICorProfilerInfo *)&fake_info);
+        hl_gc_pop(&rq);
+        CHECK(rq.spare_moves == first);
+    }
+    hl_gc_queue_release(&rq);
+    CHECK(rq.spare_moves == NULL && rq.spare_cap_moves == 0);
+}
+
 int main(void) {
     test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
     fake_vtbl[INFO_GetObjectSize2] = (clr_method)fake_size;
     fake_vtbl[INFO_GetClassLayout] = (clr_method)fake_layout;
     test_slot_offsets();
+    test_ranges_reuse();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)
         gc();

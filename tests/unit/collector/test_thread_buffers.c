@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,16 @@ static uint64_t *last_per_thread; /* by os tid: last id seen, for order */
 static void push_one(hl_tbuf *b) {
     uint64_t id = atomic_fetch_add(&next_id, 1);
     hl_tbuf_count_allocation(b);
-    hl_alloc_event ev = {.id = id, .addr = id * 16, .class_id = 1,
-                         .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
-    if (hl_tbuf_push(b, &ev))
+    /* Every other event as four values (ObjectAllocated's push), the rest as a struct. */
+    bool ok;
+    if (id & 1) {
+        ok = hl_tbuf_push_fields(b, id, id * 16, id ^ 0x5a5a, HL_EV_KIND_SIZE(HL_EV_ALLOC, 24));
+    } else {
+        hl_alloc_event ev = {.id = id, .addr = id * 16, .class_id = id ^ 0x5a5a,
+                             .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
+        ok = hl_tbuf_push(b, &ev);
+    }
+    if (ok)
         atomic_fetch_add(&pushed_ok, 1);
 }
 
@@ -82,7 +90,8 @@ typedef struct drain_ctx {
 
 static void consume_one(drain_ctx *d, const hl_alloc_event *ev, uint32_t os_tid) {
     CHECK(ev->id < d->limit);
-    CHECK(ev->addr == ev->id * 16 && HL_EV_SIZE(ev) == 24 && HL_EV_KIND(ev) == HL_EV_ALLOC);
+    CHECK(ev->addr == ev->id * 16 && ev->class_id == (ev->id ^ 0x5a5a) && HL_EV_SIZE(ev) == 24 &&
+          HL_EV_KIND(ev) == HL_EV_ALLOC);
     CHECK(seen[ev->id] == 0);
     seen[ev->id]++;
     uint64_t *last = &last_per_thread[os_tid % 65536];

@@ -223,6 +223,25 @@ int main(void) {
     CHECK_INT(survivors.n, 0);
     hl_vec_release(&counts);
 
+    /* hl_vec_append: elements filled in place, across growths, mixed with hl_vec_push. */
+    {
+        id_vec v = {.elem = sizeof(hl_promotion)};
+        for (uint32_t i = 0; i < 10000; i++) {
+            hl_promotion pr = {.id = 7 * (uint64_t)i, .generation = i % 3};
+            hl_promotion *slot = i % 5 ? hl_vec_append(&v) : NULL;
+            if (slot)
+                *slot = pr;
+            else
+                CHECK(hl_vec_push(&v, &pr));
+        }
+        CHECK_INT(v.n, 10000);
+        CHECK(v.cap >= 10000);
+        const hl_promotion *pr = v.p;
+        for (uint32_t i = 0; i < v.n; i++)
+            CHECK(pr[i].id == 7 * (uint64_t)i && pr[i].generation == i % 3);
+        hl_vec_release(&v);
+    }
+
     CHECK_INT(y.failures, 0);
     hl_vec_release(&survivors);
     hl_young_release(&y);

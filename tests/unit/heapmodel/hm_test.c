@@ -86,6 +86,55 @@ hm_gc_sink hm_rec_batch_sink(hm_rec *r)
     return s;
 }
 
+/* Quiet young deaths: a condemned young object's word is recorded as 'c' and a 'C' mark;
+ * hm_rec_quiet_resolve turns the marks of those not survived into the 'd' they stand for. */
+static void hm_rec_on_classified_quiet(void *ctx, const uint64_t *reports, size_t n)
+{
+    hm_rec *r = ctx;
+    r->batches++;
+    if (n == 0)
+        r->empty_batches++;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t v = HM_REPORT_VALUE(reports[i]);
+        hm_rec_on_classified(ctx, HM_REPORT_ID(reports[i]), v & ~HM_REPORT_CONDEMNED);
+        if (v & HM_REPORT_CONDEMNED)
+            hm_rec_push(r, 'C', HM_REPORT_ID(reports[i]), 0, 0);
+    }
+}
+
+hm_gc_sink hm_rec_quiet_sink(hm_rec *r)
+{
+    hm_gc_sink s = hm_rec_batch_sink(r);
+    s.classified_young = hm_rec_on_classified_quiet;
+    s.young_deaths_in_classified = true;
+    return s;
+}
+
+void hm_rec_quiet_resolve(hm_rec *r)
+{
+    hm_rec_sort(r);
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        hm_event e = r->ev[i];
+        if (e.kind == 'C') {
+            if (hm_rec_find(r, 's', e.id))
+                continue;
+            const hm_event *c = hm_rec_find(r, 'c', e.id);
+            e = (hm_event){'d', e.id, c ? c->a : HM_GEN_UNKNOWN, 0};
+        }
+        r->ev[k++] = e;
+    }
+    r->n = k;
+    hm_rec_sort(r);
+}
+
+void hm_rec_young_deaths_as_heaps(hm_rec *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (r->ev[i].kind == 'd' && hm_rec_find(r, 'c', r->ev[i].id) && r->ev[i].a <= HM_GEN_2)
+            r->ev[i].a = HM_GEN_0;
+}
+
 void hm_rec_clear(hm_rec *r)
 {
     r->n = 0;

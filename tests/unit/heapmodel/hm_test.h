@@ -54,6 +54,14 @@ hm_gc_sink hm_rec_sink(hm_rec *r);
 /* The same with the batch forms set too (classified_young, died_young): it records each batch's
  * reports as the per-object forms would, so both sinks' recordings compare equal. */
 hm_gc_sink hm_rec_batch_sink(hm_rec *r);
+/* The batch sink with young_deaths_in_classified: call hm_rec_quiet_resolve after the GC to
+ * turn the condemned young objects that did not survive into the 'd' events the other sinks
+ * record, with their heap for gen_before (the words carry no more): compare with a recording
+ * passed through hm_rec_young_deaths_as_heaps. */
+hm_gc_sink hm_rec_quiet_sink(hm_rec *r);
+void hm_rec_quiet_resolve(hm_rec *r);
+/* 'd' events of objects classified in the same GC: gen_before 0..2 becomes HM_GEN_0. */
+void hm_rec_young_deaths_as_heaps(hm_rec *r);
 void hm_rec_clear(hm_rec *r);
 void hm_rec_release(hm_rec *r);
 /* Sorts by (kind, id, a, b) so that two recordings can be compared. */
