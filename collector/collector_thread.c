@@ -793,6 +793,10 @@ void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger) {
 
 static void take_requests(collector *c) {
     int cmd;
+    if (atomic_exchange(&c->p->attach_snapshot, false)) {
+        hl_statics_before_gc(c); /* the thread statics of classes loaded before the attach */
+        hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
+    }
     while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
         if (cmd == HL_CMD_SNAPSHOT) {
             if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
