@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector/attach_config.h"
@@ -290,6 +291,9 @@ static HRESULT on_class_load_finished(hl_profiler *p, ClassID cls, HRESULT statu
 }
 
 static HRESULT on_thread_assigned(hl_profiler *p, ThreadID thread, DWORD os_tid) {
+    /* Thread::HasStarted calls this on the new thread itself: its stack (stack_roots.h). */
+    if (p->gcs.stack_roots_on && !p->empty)
+        hl_stack_ranges_note_self(&p->gcs.stacks, (uint32_t)os_tid);
     if (p->active)
         name_event_push(p, &(hl_name_event){.thread = thread, .os_tid = os_tid});
     return S_OK;
@@ -597,6 +601,12 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     /* Thread statics: every managed thread from its creation on, or from EnumThreads after an
      * attach (thread_statics.h). */
     p->gcs.tls_on = !cfg->empty;
+    /* A stack root's thread, by the threads' stacks: each noted on the thread itself, which
+     * a thread that existed before an attach never is (stack_roots.h). The thread that loads
+     * the profiler is noted now (the program's main thread, created before the profiler). */
+    p->gcs.stack_roots_on = !cfg->empty && cfg->mode != HL_MODE_ATTACH;
+    if (p->gcs.stack_roots_on)
+        hl_stack_ranges_note_self(&p->gcs.stacks, (uint32_t)syscall(SYS_gettid));
     /* Sampled mode follows only its samples (collector/README.md, "Sampled mode follows its
      * samples"): no discovery at GCs; snapshots name the rest. Not with the census's check,
      * whose ObjectAllocated gives every object an id anyway. Attach discovers: without

@@ -82,6 +82,18 @@ void hl_thread_set_enum_end(hl_thread_set *s, const ThreadID *ids, size_t n) {
     unlock(s);
 }
 
+size_t hl_thread_set_os_tids(hl_thread_set *s, ICorProfilerInfo *info, uint32_t *out, size_t cap) {
+    size_t n = 0;
+    lock(s);
+    for (uint32_t t = 0; t < s->n && n < cap; t++) {
+        DWORD os_tid = 0;
+        if (!HR_FAILED(info_get_thread_info(info, s->ids[t], &os_tid)) && os_tid)
+            out[n++] = (uint32_t)os_tid;
+    }
+    unlock(s);
+    return n;
+}
+
 void hl_tls_fields_init(hl_tls_fields *f) {
     atomic_flag_clear(&f->lock);
     atomic_init(&f->n, 0);

@@ -74,6 +74,10 @@ void hl_thread_set_remove(hl_thread_set *s, ThreadID thread);
 void hl_thread_set_enum_begin(hl_thread_set *s);
 void hl_thread_set_enum_end(hl_thread_set *s, const ThreadID *ids, size_t n);
 
+/* The OS ids of the set's threads (those with an OS thread), at most `cap` into out; returns how
+ * many. The ThreadIDs are used under the set's lock only. */
+size_t hl_thread_set_os_tids(hl_thread_set *s, ICorProfilerInfo *info, uint32_t *out, size_t cap);
+
 void hl_tls_fields_init(hl_tls_fields *f);
 /* Publishes a thread static (any thread); one already published is not added again. False
  * when the list is full. */

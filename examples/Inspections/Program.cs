@@ -19,8 +19,9 @@
 // a static event (Ticker.Tick) with 1,000 Subscriber handlers; 20 Resurrected objects dropped
 // at once, whose finalizers put them back in a static list (after the first checkpoint they
 // are finalized and reachable again); and 3 threads named inspect-worker-N, each with its own
-// value of the thread static PerThread.t_payload (a Payload whose Tag is "payload-N"), alive
-// until the checkpoints are done.
+// value of the thread static PerThread.t_payload (a Payload whose Tag is "payload-N") and an
+// object of its own type HeldByWorkerN held only in a local variable, alive until the
+// checkpoints are done.
 // Then, `grow` (the default): 4 iterations each open 100 Sessions (with a byte[200] each) in the
 // static SessionRegistry.Instance (an auto-property: its field is "<Instance>k__BackingField"),
 // whose List<Session> field `_sessions` never forgets them, each followed by a checkpoint;
@@ -82,6 +83,12 @@ namespace HeapLens.Examples.Inspections
     {
         public string Tag = "";
     }
+
+    // What each worker holds only in a local variable of its own frame: a stack root whose
+    // thread is the worker (one type per worker, so `roots --type` finds one object).
+    internal sealed class HeldByWorker0 { public int Value; }
+    internal sealed class HeldByWorker1 { public int Value; }
+    internal sealed class HeldByWorker2 { public int Value; }
 
     internal static class PerThread
     {
@@ -193,9 +200,16 @@ namespace HeapLens.Examples.Inspections
                 {
                     PerThread.Set(string.Concat("payload-", n.ToString()));
                     s_workerTids[n] = GetTid();
+                    object local = n switch
+                    {
+                        0 => new HeldByWorker0 { Value = n },
+                        1 => new HeldByWorker1 { Value = n },
+                        _ => new HeldByWorker2 { Value = n },
+                    };
                     ready.Signal();
                     done.Wait();
                     GC.KeepAlive(PerThread.Tag());
+                    GC.KeepAlive(local);
                 }) { Name = "inspect-worker-" + n, IsBackground = true };
                 threads[w].Start();
             }
@@ -292,6 +306,7 @@ namespace HeapLens.Examples.Inspections
                     j.WriteString("name", "inspect-worker-" + w);
                     j.WriteString("tag", "payload-" + w);
                     j.WriteNumber("os_tid", s_workerTids[w]);
+                    j.WriteString("held_type", "HeapLens.Examples.Inspections.HeldByWorker" + w);
                     j.WriteEndObject();
                 }
                 j.WriteEndArray();

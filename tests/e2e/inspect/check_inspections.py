@@ -26,7 +26,10 @@ compare with the program's own ground truth.
   (e) stack roots name their frame's method: Program.Main holds objects (root_methods), and
       `roots --json` of an object Main's frame holds says "method";
   (f) thread statics: every snapshot names PerThread.t_payload once per worker thread (by its
-      OS id and its name), each slot holding that worker's Payload (its Tag "payload-N").
+      OS id and its name), each slot holding that worker's Payload (its Tag "payload-N");
+  (g) a stack root's thread: each worker holds an object of its own type HeldByWorkerN only in
+      a local variable; `roots --type HeldByWorkerN` (text and --json) says its stack root is
+      on that worker's thread (OS id and name), in every snapshot by SQL.
 `--no-strings` run: snapshot_strings has lengths and hashes, no characters; inspect still finds
 the duplicates, without their value.
 `steady` run (three snapshots of a heap that does not change): `heaplens leaks` finds no
@@ -161,13 +164,36 @@ def check_grow(checks, a, log, workdir):
         "SELECT r.object_id FROM snapshot_roots r JOIN root_methods m ON m.function_id = r.root_id"
         " WHERE r.snapshot = ? AND m.name = ? AND r.object_id IS NOT NULL LIMIT 1", (snap, main)).fetchone()
     check_thread_static(checks, con, truth, "")
+    for w in truth["workers"]:
+        threads = con.execute(
+            "SELECT r.snapshot, group_concat(DISTINCT r.thread) FROM snapshot_roots r"
+            " JOIN objects o ON o.id = r.object_id JOIN types t ON t.id = o.type_id"
+            " WHERE t.name = ? AND r.kind = 'stack' GROUP BY r.snapshot", (w["held_type"],)).fetchall()
+        n_snapshots = con.execute("SELECT count(*) FROM snapshots").fetchone()[0]
+        checks.eq(f"sql: {w['held_type']}'s stack root is on {w['name']}'s thread in every snapshot",
+                  [str(w["os_tid"])] * n_snapshots, [t for _, t in threads])
     con.close()
     if held:
         doc = heaplens_json(checks, a.heaplens, ["roots", db, "--object", str(held[0])], log)
         roots = [r for row in (doc or {}).get("rows", []) for r in row.get("roots", [])]
         checks.ok("roots: a stack root says its method", any(r.get("kind") == "stack" and r.get("method") == main
                                                             for r in roots), repr(roots))
+    check_stack_threads(checks, a, log, db, truth)
     check_inspect(checks, a, log, db, truth)
+
+
+def check_stack_threads(checks, a, log, db, truth):
+    """(g): `roots --type HeldByWorkerN` names the worker's thread."""
+    for w in truth["workers"]:
+        doc = heaplens_json(checks, a.heaplens, ["roots", db, "--type", w["held_type"]], log)
+        roots = [r for row in (doc or {}).get("rows", []) for r in row.get("roots", [])]
+        checks.ok(f"roots --json: {w['held_type']} is a stack root of {w['name']}",
+                  len(roots) > 0 and all(r.get("kind") == "stack" and r.get("thread") ==
+                                         {"os_tid": w["os_tid"], "name": w["name"]} for r in roots),
+                  repr(roots))
+        rc, out, err = run([a.heaplens, "roots", db, "--type", w["held_type"]], log=log)
+        checks.ok(f"roots: the text names {w['name']}'s thread",
+                  f"thread {w['name']}, {w['os_tid']})" in out, out[:600])
 
 
 def check_thread_static(checks, con, truth, what, names=True):
