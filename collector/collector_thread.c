@@ -888,6 +888,11 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 c->discover_found ? (double)c->discover_pause_ns / (double)c->discover_found : 0.0,
                 c->discover_apply_ns / 1e6,
                 c->discover_found ? (double)c->discover_apply_ns / (double)c->discover_found : 0.0);
+    if (p->gcs.tls_on)
+        fprintf(stderr, "heaplens: class loads: classes=%llu ms=%.1f thread_statics=%u\n",
+                (unsigned long long)atomic_load(&p->gcs.tls_fields.classes_seen),
+                atomic_load(&p->gcs.tls_fields.class_ns) / 1e6,
+                (unsigned)atomic_load(&p->gcs.tls_fields.n));
     if (p->gcs.census.on) /* read while GCs may still run: figures, not state */
         fprintf(stderr,
                 "heaplens: census: threads=%u helpers=%u walks_cut=%llu walks_redone=%llu "

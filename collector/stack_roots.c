@@ -101,62 +101,73 @@ static bool read_self(uint64_t lo, uint64_t hi, uint8_t *buf) {
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)(hi - lo);
 }
 
-/* The words of [lo, hi) that are the stack's resident part, from hi down: each one wanted is
- * marked as held by `os_tid`. False when nothing at all could be read. */
+/* Marks each wanted address among the words of buf[0..bytes) as held by `os_tid`. */
+static void scan_words(const uint8_t *buf, uint64_t bytes, uint32_t os_tid, wanted *w, size_t n) {
+    const uint64_t *words = (const uint64_t *)(const void *)buf;
+    size_t n_words = (size_t)(bytes / sizeof(uint64_t));
+    uint64_t min = w[0].addr, max = w[n - 1].addr;
+    for (size_t k = 0; k < n_words; k++) {
+        uint64_t v = words[k];
+        if (v < min || v > max)
+            continue;
+        wanted *hit = wanted_find(w, n, v);
+        if (!hit)
+            continue;
+        if (hit->holders == 0) {
+            hit->holders = 1;
+            hit->os_tid = os_tid;
+        } else if (hit->os_tid != os_tid) {
+            hit->holders = 2;
+        }
+    }
+}
+
+/* The resident part of the stack [lo, hi), from hi down, 64 KiB at a time: every run of
+ * resident pages is read (a page in the middle of a used stack may never have been touched: a
+ * large frame's buffer), down to a chunk with no resident page or a page not mapped. Each
+ * wanted address found is marked as held by `os_tid`. False when nothing could be read. */
 static bool scan_stack(uint64_t lo, uint64_t hi, uint32_t os_tid, wanted *w, size_t n,
                        uint8_t *buf, uint64_t *bytes) {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    unsigned char resident[CHUNK / 4096 + 1];
-    if (!page || page > 4096 * 16)
+    unsigned char resident[CHUNK / 4096];
+    if (page < 4096 || CHUNK % page)
         return false;
     lo = (lo + page - 1) & ~(page - 1);
     hi &= ~(page - 1);
     uint64_t floor = hi - lo > HL_STACK_READ_MAX ? hi - HL_STACK_READ_MAX : lo;
-    uint64_t top = hi;
-    bool any = false;
-    while (top > floor) {
+    bool any = false, end = false;
+    for (uint64_t top = hi; top > floor && !end;) {
         uint64_t bottom = top - floor > CHUNK ? top - CHUNK : floor;
-        size_t pages = (size_t)((top - bottom) / page);
-        size_t first = 0; /* the lowest page of the resident run that ends at top */
-        if (pages > sizeof resident ||
-            mincore((void *)(uintptr_t)bottom, (size_t)(top - bottom), resident) != 0) {
-            first = pages; /* a part not mapped: page by page, from the top */
-            while (first > 0 &&
-                   mincore((void *)(uintptr_t)(bottom + (first - 1) * page), (size_t)page,
-                           resident) == 0 &&
-                   (resident[0] & 1))
-                first--;
-        } else {
-            first = pages;
-            while (first > 0 && (resident[first - 1] & 1))
-                first--;
+        size_t pages = (size_t)((top - bottom) / page), lowest = 0;
+        if (mincore((void *)(uintptr_t)bottom, (size_t)(top - bottom), resident) != 0) {
+            /* a part not mapped: the pages above it, one by one from the top */
+            lowest = pages;
+            while (lowest > 0 && mincore((void *)(uintptr_t)(bottom + (lowest - 1) * page),
+                                         (size_t)page, &resident[lowest - 1]) == 0)
+                lowest--;
+            end = true;
         }
-        uint64_t from = bottom + first * page;
-        if (from < top) {
-            if (!read_self(from, top, buf))
-                break;
-            any = true;
-            *bytes += top - from;
-            const uint64_t *words = (const uint64_t *)buf;
-            size_t n_words = (size_t)((top - from) / sizeof(uint64_t));
-            uint64_t min = w[0].addr, max = w[n - 1].addr;
-            for (size_t k = 0; k < n_words; k++) {
-                uint64_t v = words[k];
-                if (v < min || v > max)
-                    continue;
-                wanted *hit = wanted_find(w, n, v);
-                if (!hit)
-                    continue;
-                if (hit->holders == 0) {
-                    hit->holders = 1;
-                    hit->os_tid = os_tid;
-                } else if (hit->os_tid != os_tid) {
-                    hit->holders = 2;
-                }
+        bool found = false;
+        for (size_t k = pages; k > lowest;) {
+            if (!(resident[k - 1] & 1)) {
+                k--;
+                continue;
             }
+            size_t run_top = k;
+            while (k > lowest && (resident[k - 1] & 1))
+                k--;
+            uint64_t from = bottom + k * page, to = bottom + run_top * page;
+            found = true;
+            if (!read_self(from, to, buf)) {
+                end = true; /* not readable: not the stack any more */
+                break;
+            }
+            any = true;
+            *bytes += to - from;
+            scan_words(buf, to - from, os_tid, w, n);
         }
-        if (first > 0)
-            break; /* below a page not resident: never used, or not the stack */
+        if (!found)
+            break; /* a chunk never touched: below the deepest the thread went */
         top = bottom;
     }
     return any;

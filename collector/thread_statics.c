@@ -2,6 +2,7 @@
 #include "collector/thread_statics.h"
 
 #include <string.h>
+#include <time.h>
 
 #include "collector/mem.h"
 
@@ -97,6 +98,8 @@ size_t hl_thread_set_os_tids(hl_thread_set *s, ICorProfilerInfo *info, uint32_t 
 void hl_tls_fields_init(hl_tls_fields *f) {
     atomic_flag_clear(&f->lock);
     atomic_init(&f->n, 0);
+    atomic_init(&f->classes_seen, 0);
+    atomic_init(&f->class_ns, 0);
 }
 
 bool hl_tls_fields_add(hl_tls_fields *f, const hl_tls_field *field) {
@@ -143,7 +146,22 @@ AppDomainID hl_module_domain(ICorProfilerInfo *info, ModuleID module) {
     return domain;
 }
 
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void class_fields(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls);
+
 void hl_tls_class_loaded(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls) {
+    uint64_t t0 = now_ns();
+    class_fields(f, info, cls);
+    atomic_fetch_add_explicit(&f->classes_seen, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&f->class_ns, now_ns() - t0, memory_order_relaxed);
+}
+
+static void class_fields(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls) {
     ModuleID module = 0;
     mdTypeDef td = 0;
     ClassID parent = 0;

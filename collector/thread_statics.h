@@ -52,6 +52,8 @@ typedef struct hl_tls_field {
 typedef struct hl_tls_fields {
     atomic_flag lock;   /* held by one publisher for a duplicate check and a store */
     _Atomic uint32_t n; /* published: entries below it are whole and never change */
+    /* hl_tls_class_loaded's classes and wall time in them (HEAPLENS_STATS) */
+    _Atomic uint64_t classes_seen, class_ns;
     hl_tls_field items[HL_TLS_FIELDS_MAX];
 } hl_tls_fields;
 
