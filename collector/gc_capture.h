@@ -114,7 +114,7 @@ typedef struct hl_gc_capture {
     hl_walk_string *strings;
     size_t n_strings, cap_strings;
     /* Every thread's slot of every thread static known (thread_statics.h), found at the end of
-     * a snapshot's GC (record only). */
+     * a snapshot's GC. */
     hl_tls_slot *tls;
     size_t n_tls, cap_tls;
     /* Per root, the OS id of the thread whose stack holds it (stack roots; 0: not known), found
