@@ -55,6 +55,7 @@ _Static_assert(sizeof(GUID) == 16, "GUID layout");
 /* COR_PRF_MONITOR (low event mask) — the flags heaplens uses. */
 enum {
     COR_PRF_MONITOR_THREADS = 0x00000200,
+    COR_PRF_MONITOR_CLASS_LOADS = 0x00000002, /* thread statics (thread_statics.h) */
     COR_PRF_MONITOR_GC = 0x00000080,
     COR_PRF_MONITOR_OBJECT_ALLOCATED = 0x00000100,
     COR_PRF_MONITOR_SUSPENDS = 0x00010000,

@@ -68,6 +68,7 @@ typedef struct hl_profiler {
     /* The next GC takes a snapshot with this trigger (HL_SNAPSHOT_*, 0: none): REQUESTED by
      * `heaplens snapshot PID` and attach, a trigger's by the collector thread. */
     atomic_uint snapshot_requested;
+    atomic_bool attach_snapshot; /* attach complete: the collector thread asks the first snapshot */
     atomic_uint snapshots_by_policy; /* taken by policy, for --max-snapshots */
     bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */
     bool follow;                /* sampled mode: identity only for the samples' objects, LOH/POH

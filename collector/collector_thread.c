@@ -856,6 +856,10 @@ void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger) {
 
 static void take_requests(collector *c) {
     int cmd;
+    if (atomic_exchange(&c->p->attach_snapshot, false)) {
+        hl_statics_before_gc(c); /* the thread statics of classes loaded before the attach */
+        hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
+    }
     while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
         if (cmd == HL_CMD_SNAPSHOT) {
             if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
@@ -967,6 +971,11 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 (unsigned long long)f->check_promoted_bytes,
                 (unsigned long long)f->check_survived_bytes);
     }
+    if (p->gcs.tls_on)
+        fprintf(stderr, "heaplens: class loads: classes=%llu ms=%.1f thread_statics=%u\n",
+                (unsigned long long)atomic_load(&p->gcs.tls_fields.classes_seen),
+                atomic_load(&p->gcs.tls_fields.class_ns) / 1e6,
+                (unsigned)atomic_load(&p->gcs.tls_fields.n));
     if (p->gcs.census.on) /* read while GCs may still run: figures, not state */
         fprintf(stderr,
                 "heaplens: census: threads=%u helpers=%u walks_cut=%llu walks_redone=%llu "

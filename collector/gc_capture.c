@@ -31,6 +31,7 @@ void hl_gc_queue_init(hl_gc_queue *q) {
     hl_collections_init(&q->collections);
     hl_thread_set_init(&q->threads);
     hl_tls_fields_init(&q->tls_fields);
+    hl_stack_ranges_init(&q->stacks);
 }
 
 static void capture_free(hl_gc_capture *c) {
@@ -45,6 +46,7 @@ static void capture_free(hl_gc_capture *c) {
     hl_mem_free(c->strings);
     hl_mem_free(c->collections);
     hl_mem_free(c->tls);
+    hl_mem_free(c->root_threads);
     hl_mem_free(c->found);
     hl_mem_free(c->census);
     hl_mem_free(c->dead_handles);
@@ -436,6 +438,16 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
      * thread statics are the snapshot's now (they lie in arrays the GC moves). Only named. */
     if (c->snapshot_trigger && q->tls_on)
         hl_tls_capture(&q->threads, &q->tls_fields, info, &c->tls, &c->n_tls, &c->cap_tls);
+    /* ... and what the threads' frames hold is in their stacks, where the GC updated it. */
+    if (c->snapshot_trigger && q->stack_roots_on && c->n_roots) {
+        c->root_threads = hl_mem_calloc(c->n_roots, sizeof *c->root_threads);
+        if (c->root_threads &&
+            !hl_stack_roots_find(&q->threads, &q->stacks, info, c->roots, c->n_roots,
+                                 c->root_threads, &c->stack_search)) {
+            hl_mem_free(c->root_threads);
+            c->root_threads = NULL;
+        }
+    }
     if (q->census.on)
         c->census_ns += hl_census_remember(&q->census, info, c->after, c->after ? c->n_after : 0);
     if (q->discover) {

@@ -19,6 +19,7 @@
 #include "collector/census.h"
 #include "collector/collections.h"
 #include "collector/follow.h"
+#include "collector/stack_roots.h"
 #include "collector/thread_statics.h"
 #include "collector/clr_info.h"
 #include "heapmodel/hm_model.h"
@@ -129,9 +130,13 @@ typedef struct hl_gc_capture {
     hl_walk_string *strings;
     size_t n_strings, cap_strings;
     /* Every thread's slot of every thread static known (thread_statics.h), found at the end of
-     * a snapshot's GC (record only). */
+     * a snapshot's GC. */
     hl_tls_slot *tls;
     size_t n_tls, cap_tls;
+    /* Per root, the OS id of the thread whose stack holds it (stack roots; 0: not known), found
+     * at the end of a snapshot's GC (stack_roots.h); NULL when not looked for. */
+    uint32_t *root_threads;
+    hl_stack_search stack_search;
     /* The known collections' counts (collections.h), in walk order. */
     hl_walk_collection *collections;
     size_t n_collections, cap_collections;
@@ -197,6 +202,10 @@ typedef struct hl_gc_queue {
     hl_thread_set threads;
     hl_tls_fields tls_fields;
     bool tls_on;
+    /* The stack ranges of managed threads, noted on each thread; `stack_roots_on` when a
+     * snapshot's GC looks for its stack roots' threads (stack_roots.h; record, not attach). */
+    hl_stack_ranges stacks;
+    bool stack_roots_on;
 } hl_gc_queue;
 
 void hl_gc_queue_init(hl_gc_queue *q);

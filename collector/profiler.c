@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "collector/attach_config.h"
@@ -285,8 +286,8 @@ static void name_event_push(hl_profiler *p, const hl_name_event *e) {
 }
 
 /* The managed threads alive, for thread statics (thread_statics.h): kept in the callbacks
- * themselves, so that no ThreadID outlives its thread. Only where snapshots ask their slots
- * (record; not in the empty profiler, whose callbacks return at once). */
+ * themselves, so that no ThreadID outlives its thread (not in the empty profiler, whose
+ * callbacks return at once). */
 static HRESULT on_thread_created(hl_profiler *p, ThreadID thread) {
     if (p->gcs.tls_on && !p->empty)
         hl_thread_set_add(&p->gcs.threads, thread);
@@ -299,7 +300,17 @@ static HRESULT on_thread_destroyed(hl_profiler *p, ThreadID thread) {
     return S_OK;
 }
 
+/* Thread statics are published as their class loads, before any thread can set them. */
+static HRESULT on_class_load_finished(hl_profiler *p, ClassID cls, HRESULT status) {
+    if (p->gcs.tls_on && p->active && !HR_FAILED(status))
+        hl_tls_class_loaded(&p->gcs.tls_fields, p->info, cls);
+    return S_OK;
+}
+
 static HRESULT on_thread_assigned(hl_profiler *p, ThreadID thread, DWORD os_tid) {
+    /* Thread::HasStarted calls this on the new thread itself: its stack (stack_roots.h). */
+    if (p->gcs.stack_roots_on && !p->empty)
+        hl_stack_ranges_note_self(&p->gcs.stacks, (uint32_t)os_tid);
     if (p->active)
         name_event_push(p, &(hl_name_event){.thread = thread, .os_tid = os_tid});
     return S_OK;
@@ -490,15 +501,17 @@ typedef struct hl_mode_spec {
 static const hl_mode_spec hl_modes[] = {
     {HL_MODE_FULL, "full",
      COR_PRF_ENABLE_OBJECT_ALLOCATED | COR_PRF_MONITOR_OBJECT_ALLOCATED | COR_PRF_MONITOR_GC |
-         COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
+         COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS | COR_PRF_MONITOR_CLASS_LOADS,
      COR_PRF_HIGH_BASIC_GC, false, true},
     {HL_MODE_SAMPLED, "sampled",
-     COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
+     COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS |
+         COR_PRF_MONITOR_CLASS_LOADS,
      COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_MONITOR_PINNEDOBJECT_ALLOCATED |
          COR_PRF_HIGH_BASIC_GC,
      true, true},
     {HL_MODE_ATTACH, "attach",
-     COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS,
+     COR_PRF_MONITOR_GC | COR_PRF_MONITOR_SUSPENDS | COR_PRF_MONITOR_THREADS |
+         COR_PRF_MONITOR_CLASS_LOADS,
      COR_PRF_HIGH_MONITOR_LARGEOBJECT_ALLOCATED | COR_PRF_HIGH_BASIC_GC, true, true},
 };
 
@@ -602,8 +615,15 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     hl_gc_queue_init(&p->gcs);
     p->gcs.string_chars = !cfg->no_strings;
-    /* Thread statics need every managed thread from its creation on (thread_statics.h). */
-    p->gcs.tls_on = cfg->mode != HL_MODE_ATTACH;
+    /* Thread statics: every managed thread from its creation on, or from EnumThreads after an
+     * attach (thread_statics.h). */
+    p->gcs.tls_on = !cfg->empty;
+    /* A stack root's thread, by the threads' stacks: each noted on the thread itself, which
+     * a thread that existed before an attach never is (stack_roots.h). The thread that loads
+     * the profiler is noted now (the program's main thread, created before the profiler). */
+    p->gcs.stack_roots_on = !cfg->empty && cfg->mode != HL_MODE_ATTACH;
+    if (p->gcs.stack_roots_on)
+        hl_stack_ranges_note_self(&p->gcs.stacks, (uint32_t)syscall(SYS_gettid));
     /* Sampled mode follows only its samples (collector/README.md, "Sampled mode follows its
      * samples"): no discovery at GCs; snapshots name the rest. Not with the census's check,
      * whose ObjectAllocated gives every object an id anyway. Attach discovers: without
@@ -718,17 +738,26 @@ static bool read_line(const char *path, char *out, size_t size) {
 /* Threads that existed before the attach: the runtime reports names only when they change
  * (ThreadNameChanged), so the name of such a thread is its OS name, which the runtime sets from
  * Thread.Name and for its own threads (".NET TP Worker"), cut to 15 bytes by Linux. A thread
- * whose OS name is the process's (never named) gets none. Runs once, on the attach thread. */
-static void name_existing_threads(hl_profiler *p) {
+ * whose OS name is the process's (never named) gets none. Each also joins the thread set of
+ * thread statics, safely against a thread that ends meanwhile (hl_thread_set_enum_begin). Runs
+ * once, on the attach thread. */
+static void catch_up_existing_threads(hl_profiler *p) {
     IUnknown *threads = NULL;
-    if (p->info_version < 4 || HR_FAILED(info_enum_threads(p->info, &threads)) || !threads)
+    ThreadID *all = NULL;
+    size_t n_all = 0, cap = 0;
+    hl_thread_set_enum_begin(&p->gcs.threads); /* before the list is taken */
+    if (p->info_version < 4 || HR_FAILED(info_enum_threads(p->info, &threads)) || !threads) {
+        hl_thread_set_enum_end(&p->gcs.threads, NULL, 0);
         return;
+    }
     char process_name[64] = "";
     read_line("/proc/self/comm", process_name, sizeof process_name);
     ThreadID ids[32];
     ULONG got = 0;
     while (!HR_FAILED(thread_enum_next(threads, 32, ids, &got)) && got > 0) {
         for (ULONG i = 0; i < got; i++) {
+            if (hl_mem_reserve((void **)&all, &cap, n_all + 1, sizeof *all, 64))
+                all[n_all++] = ids[i];
             DWORD os_tid = 0;
             if (HR_FAILED(info_get_thread_info(p->info, ids[i], &os_tid)) || os_tid == 0)
                 continue;
@@ -744,17 +773,25 @@ static void name_existing_threads(hl_profiler *p) {
             break;
     }
     thread_enum_release(threads);
+    if (p->gcs.tls_on)
+        hl_thread_set_enum_end(&p->gcs.threads, all, n_all);
+    else
+        hl_thread_set_enum_end(&p->gcs.threads, NULL, 0);
+    hl_mem_free(all);
 }
 
 /* The attach is complete: Info calls work now. The threads that already exist are named, and
- * the first snapshot is taken right away (a GC forced from the collector's own thread), so every
+ * the first snapshot is taken right away (a GC forced from a thread of the collector's), so every
  * live object gets its id. */
 static HRESULT on_profiler_attach_complete(hl_profiler *p) {
     if (!p->active)
         return S_OK;
     hl_rejit_begin(p->rejit); /* --count: counting is on when heaplens hears of the attach */
-    name_existing_threads(p);
-    hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
+    catch_up_existing_threads(p);
+    /* The collector thread asks for it once it has noted the classes loaded before the attach
+     * (their thread statics named in this first snapshot). */
+    atomic_store(&p->attach_snapshot, true);
+    hl_collector_wake(p);
     return S_OK;
 }
 
@@ -865,6 +902,7 @@ static const ICorProfilerCallback11Vtbl profiler_vtbl = {
     .ObjectsAllocatedByClass = on_objects_allocated_by_class,
     .HandleCreated = on_handle_created,
     .HandleDestroyed = on_handle_destroyed,
+    .ClassLoadFinished = on_class_load_finished,
     .ThreadCreated = on_thread_created,
     .ThreadDestroyed = on_thread_destroyed,
     .ThreadAssignedToOSThread = on_thread_assigned,

@@ -11,6 +11,7 @@
  * the model never saw (they get ids of their own and are sent as DISCOVERED): model_extra, or
  * model_unreported for delegates and boxes, which .NET 10 allocates without ObjectAllocated.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,7 @@ typedef struct hl_snapshot {
     id_vec strings;    /* hl_snapshot_string: the strings' values */
     id_vec collections; /* hl_snapshot_collection: the known collections' counts */
     id_vec roots;      /* hl_snapshot_root */
+    id_vec root_threads; /* hl_snapshot_root_thread: stack roots' threads, once per object */
     id_vec discovered; /* hl_discovered */
     uint64_t known;    /* walked objects the model holds in a GC generation (self-check) */
     id_vec found;      /* hm_found: sampled mode's unknown walked objects (tag: objects index) */
@@ -316,7 +318,26 @@ static void walk_roots(snapshot *s) {
         if (r->object && !resolve(s, r->object, &out.object_id))
             continue;
         push(s, &s->roots, &out);
+        /* The thread is the object's (one stack holds its address): listed at its first root. */
+        if (g->root_threads && g->root_threads[i]) {
+            hl_snapshot_root_thread t = {.object_id = out.object_id, .os_tid = g->root_threads[i]};
+            const hl_snapshot_root_thread *v = s->root_threads.p;
+            bool listed = false;
+            for (size_t k = s->root_threads.n; k > 0 && !listed; k--)
+                listed = v[k - 1].object_id == t.object_id;
+            if (!listed)
+                push(s, &s->root_threads, &t);
+        }
     }
+    const char *stats = getenv("HEAPLENS_STATS");
+    if (g->root_threads && stats && strcmp(stats, "1") == 0)
+        fprintf(stderr,
+                "heaplens: stack roots of GC %u: threads=%u unread=%u bytes=%llu named=%llu "
+                "shared=%llu pause_ms=%.3f\n",
+                g->gc, g->stack_search.threads, g->stack_search.unread,
+                (unsigned long long)g->stack_search.bytes,
+                (unsigned long long)g->stack_search.named,
+                (unsigned long long)g->stack_search.shared, g->stack_search.ns / 1e6);
 }
 
 /* The model's objects in a GC generation: frozen objects need not be walked, and the model
@@ -349,6 +370,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->strings.elem = sizeof(hl_snapshot_string);
     s->collections.elem = sizeof(hl_snapshot_collection);
     s->roots.elem = sizeof(hl_snapshot_root);
+    s->root_threads.elem = sizeof(hl_snapshot_root_thread);
     s->discovered.elem = sizeof(hl_discovered);
     s->found.elem = sizeof(hm_found);
     hl_u64map_init(&s->frozen);
@@ -395,6 +417,8 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     send_batch(c, HL_REC_SNAPSHOT_STRINGS, snap, &s->strings);
     send_batch(c, HL_REC_SNAPSHOT_COLLECTIONS, snap, &s->collections);
     send_batch(c, HL_REC_SNAPSHOT_ROOTS, snap, &s->roots);
+    if (s->root_threads.n)
+        send_batch(c, HL_REC_SNAPSHOT_ROOT_THREADS, snap, &s->root_threads);
     s->end.snapshot = snap;
     s->end.gc = g->gc;
     s->end.objects = s->objects.n;
@@ -410,6 +434,7 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_vec_release(&s->strings);
     hl_vec_release(&s->collections);
     hl_vec_release(&s->roots);
+    hl_vec_release(&s->root_threads);
     hl_vec_release(&s->discovered);
     hl_mem_free(s);
 }

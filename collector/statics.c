@@ -55,23 +55,6 @@ void hl_statics_release(hl_statics *s) {
     hl_vec_release(&s->pending_threads);
 }
 
-/* A field whose value may be a heap reference: not a primitive, pointer or function pointer
- * (those never sit in a GC slot). The signature is FIELD (6), custom modifiers, then the type. */
-static bool may_hold_reference(const uint8_t *sig, ULONG n) {
-    ULONG i = 1;
-    if (n < 2 || sig[0] != 0x06)
-        return false;
-    while (i < n && (sig[i] == 0x1f || sig[i] == 0x20)) { /* CMOD_REQD / CMOD_OPT token */
-        i++;
-        if (i < n)
-            i += (sig[i] & 0x80) == 0 ? 1 : (sig[i] & 0xC0) == 0x80 ? 2 : 4;
-    }
-    if (i >= n)
-        return false;
-    uint8_t t = sig[i];
-    return !((t >= 0x01 && t <= 0x0d) || t == 0x0f || t == 0x18 || t == 0x19 || t == 0x1b);
-}
-
 void hl_statics_note_class(collector *c, ClassID cls) {
     hl_statics *s = &c->statics;
     if (!cls || cls == s->last)
@@ -111,7 +94,7 @@ void hl_statics_note_class(collector *c, ClassID cls) {
             if (HR_FAILED(mdi_get_field_props_sig(mdi, tokens[k], w, 8, &len, &attr, &sig,
                                                   &sig_size)) ||
                 !(attr & fdStatic) || (attr & (fdLiteral | fdHasFieldRVA)) ||
-                !may_hold_reference(sig, sig_size))
+                !hl_field_sig_may_hold_reference(sig, sig_size))
                 continue;
             static_field f = {.cls = cls, .token = tokens[k], .module = module, .id = ++s->next_id};
             if (!type_id)
@@ -132,16 +115,6 @@ static int slot_cmp(const void *a, const void *b) {
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* The AppDomain a module's statics live in (there is one in .NET Core; asked per module). */
-static AppDomainID module_domain(ICorProfilerInfo *info, ModuleID module) {
-    AssemblyID assembly = 0;
-    AppDomainID domain = 0;
-    if (HR_FAILED(info_get_module_info(info, module, &assembly)) || !assembly ||
-        HR_FAILED(info_get_assembly_domain(info, assembly, &domain)))
-        return 0;
-    return domain;
-}
-
 /* Names a stack root's method once (a ROOT_METHOD record). */
 static void name_method(collector *c, FunctionID function) {
     hl_statics *s = &c->statics;
@@ -154,10 +127,15 @@ static void name_method(collector *c, FunctionID function) {
         c->model_failures++;
 }
 
-/* The static id of thread static `f` (index `i`) on thread `os_tid`: given the first time, with
- * a STATIC record naming the field and a STATIC_THREAD naming the thread. 0 on failure. */
-static uint32_t thread_slot_id(collector *c, size_t i, const static_field *f, uint32_t os_tid) {
+/* The static id of published thread static `i` (thread_statics.h) on thread `os_tid`: given the
+ * first time, with a STATIC record naming the field and a STATIC_THREAD naming the thread. 0 on
+ * failure. */
+static uint32_t thread_slot_id(collector *c, uint32_t i, uint32_t os_tid) {
     hl_statics *s = &c->statics;
+    const hl_tls_fields *published = &c->p->gcs.tls_fields;
+    if (i >= atomic_load_explicit(&published->n, memory_order_acquire))
+        return 0;
+    const hl_tls_field *f = &published->items[i];
     uint64_t key = (uint64_t)(i + 1) << 32 | os_tid;
     uint64_t *known = hl_u64map_get(&s->per_thread, key);
     if (known)
@@ -212,15 +190,16 @@ static void note_jited(collector *c) {
     }
 }
 
-/* Whether field `f` (index `i`) is a thread static, asked once; a thread static is published
- * for the GC thread (thread_statics.h). */
-static void classify(collector *c, size_t i, static_field *f, AppDomainID domain) {
+/* Whether field `f` is a thread static, asked once; a thread static is published for the GC
+ * thread (thread_statics.h; ClassLoadFinished published it already unless its class was loaded
+ * before an attach). */
+static void classify(collector *c, static_field *f, AppDomainID domain) {
     uint32_t kind = 0;
     if (!domain || f->kind != STATIC_KIND_UNKNOWN ||
         HR_FAILED(info_get_static_field_info(c->p->info, f->cls, f->token, &kind)))
         return;
     f->kind = kind & COR_PRF_FIELD_THREAD_STATIC ? STATIC_KIND_THREAD : STATIC_KIND_DOMAIN;
-    hl_tls_field t = {.cls = f->cls, .token = f->token, .domain = domain, .field = (uint32_t)i};
+    hl_tls_field t = {.cls = f->cls, .token = f->token, .domain = domain, .module = f->module};
     if (f->kind == STATIC_KIND_THREAD && c->p->gcs.tls_on &&
         !hl_tls_fields_add(&c->p->gcs.tls_fields, &t))
         c->model_failures++;
@@ -237,9 +216,9 @@ void hl_statics_before_gc(collector *c) {
             continue;
         if (f->module != module) {
             module = f->module;
-            domain = module_domain(c->p->info, module);
+            domain = hl_module_domain(c->p->info, module);
         }
-        classify(c, i, f, domain);
+        classify(c, f, domain);
     }
 }
 
@@ -264,7 +243,7 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
             continue;
         if (f->module != module) {
             module = f->module;
-            domain = module_domain(info, module);
+            domain = hl_module_domain(info, module);
         }
         void *addr = NULL;
         if (!domain ||
@@ -272,7 +251,7 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
             !addr) {
             /* Not initialised yet, or a thread static: asked once which. A thread static's
              * slots are found inside the next snapshots' GCs (thread_statics.h). */
-            classify(c, i, f, domain);
+            classify(c, f, domain);
             continue;
         }
         f->kind = STATIC_KIND_DOMAIN;
@@ -282,10 +261,7 @@ void hl_statics_prepare(collector *c, const hl_gc_capture *g) {
     /* This snapshot's thread-static slots, found inside its GC. */
     for (size_t k = 0; k < g->n_tls; k++) {
         const hl_tls_slot *t = &g->tls[k];
-        if (t->field >= s->fields.n)
-            continue;
-        const static_field *f = (const static_field *)s->fields.p + t->field;
-        if (!slot_add(c, t->addr, thread_slot_id(c, t->field, f, t->os_tid)))
+        if (!slot_add(c, t->addr, thread_slot_id(c, t->field, t->os_tid)))
             break;
     }
     if (s->slots.n > 1)

@@ -11,8 +11,9 @@
  * fields are read from metadata once (EnumFields, GetFieldProps: static, not literal, not RVA,
  * not a primitive); their addresses before each snapshot (a class initialised since then is
  * found; one not initialised yet has none). A thread static ([ThreadStatic]: GetStaticFieldInfo)
- * is published for the GC thread (thread_statics.h), which finds each thread's slot inside the
- * next snapshots' GCs (record only); each (field, thread) slot is named as a static of its own with its OS
+ * is published for the GC thread (thread_statics.h; ClassLoadFinished publishes it first, this is
+ * for the classes loaded before an attach), which finds each thread's slot inside the snapshots'
+ * GCs; each (field, thread) slot is named as a static of its own with its OS
  * thread (HL_REC_STATIC_THREAD). The methods of the stack roots' frames (their FunctionIDs) are
  * named once each (HL_REC_ROOT_METHOD). Collector thread only.
  */

@@ -20,6 +20,7 @@ void root_path_free(root_path *path)
     g_free(path->index);
     g_free(path->static_name);
     g_free(path->static_thread_name);
+    g_free(path->stack_thread_name);
     if (path->methods)
         g_hash_table_unref(path->methods);
     g_free(path->nodes);
@@ -129,8 +130,10 @@ json_t *root_paths_roots_json(const snapshot_graph *g, uint32_t node)
     return list;
 }
 
-/* The roots of `node` in words; a stack root's method from `methods` (root_id -> name). */
-static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *methods)
+/* The roots of `node` in words; a stack root's method from `methods` (root_id -> name), its
+ * thread from `path` (NULL: none). */
+static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *methods,
+                        const root_path *path)
 {
     GString *text = g_string_new(NULL);
     char flags[64];
@@ -151,10 +154,22 @@ static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *meth
             const char *method = r->kind == HL_ROOT_STACK && methods
                                      ? g_hash_table_lookup(methods, &key)
                                      : NULL;
-            if (method || r->flags)
-                g_string_append_printf(text, " (%s%s%s)", method ? method : "",
-                                       method && r->flags ? ", " : "",
-                                       r->flags ? snapshot_root_flags_text(r->flags, flags) : "");
+            g_autofree char *thread =
+                r->kind == HL_ROOT_STACK && path && path->stack_thread
+                    ? g_strdup_printf("thread %s, %" PRId64,
+                                      path->stack_thread_name ? path->stack_thread_name
+                                                              : "unnamed",
+                                      path->stack_thread)
+                    : NULL;
+            GString *what = g_string_new(method);
+            if (thread)
+                g_string_append_printf(what, "%s%s", what->len ? ", " : "", thread);
+            if (r->flags)
+                g_string_append_printf(what, "%s%s", what->len ? ", " : "",
+                                       snapshot_root_flags_text(r->flags, flags));
+            if (what->len)
+                g_string_append_printf(text, " (%s)", what->str);
+            g_string_free(what, TRUE);
         }
     }
     return g_string_free(text, FALSE);
@@ -162,7 +177,7 @@ static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *meth
 
 char *root_paths_roots_text(const snapshot_graph *g, uint32_t node)
 {
-    return roots_text(g, node, NULL);
+    return roots_text(g, node, NULL, NULL);
 }
 
 json_t *root_path_hops_json(const snapshot_graph *g, const snapshot_types *types,
@@ -250,6 +265,13 @@ json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path)
                                  : NULL;
         if (method)
             json_object_set_new(r, "method", query_json_string(method));
+        if (path->stack_thread &&
+            g_strcmp0(json_string_value(json_object_get(r, "kind")), "stack") == 0)
+            json_object_set_new(r, "thread",
+                                json_pack("{s:I, s:o}", "os_tid", (json_int_t)path->stack_thread,
+                                          "name", path->stack_thread_name
+                                                      ? query_json_string(path->stack_thread_name)
+                                                      : json_null()));
     }
     return roots;
 }
@@ -257,7 +279,7 @@ json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path)
 char *root_path_root_text(const snapshot_graph *g, const root_path *path)
 {
     if (!path->static_name)
-        return roots_text(g, path->nodes[0], path->methods);
+        return roots_text(g, path->nodes[0], path->methods, path);
     /* "Ns.Type.Field": the type without namespaces, then the field */
     GString *text = g_string_new("static ");
     const char *field = strrchr(path->static_name, '.');
@@ -308,6 +330,37 @@ static gboolean stack_methods(sqlite3 *db, const snapshot_graph *g, root_path *p
     return TRUE;
 }
 
+/* Schema 8 with snapshot_roots.thread (recordings since the stacks were read): the thread whose
+ * stack holds the path's first hop. */
+static gboolean stack_thread(sqlite3 *db, const snapshot_graph *g, root_path *path,
+                             GError **error)
+{
+    int64_t has = 0;
+    gboolean row = FALSE;
+    if (!query_db_int(db, "SELECT count(*) FROM pragma_table_info('snapshot_roots')"
+                          " WHERE name = 'thread'", &has, error))
+        return FALSE;
+    if (!has)
+        return TRUE;
+    sqlite3_stmt *st = query_db_prepare(db, "SELECT r.thread, th.name FROM snapshot_roots r"
+                                            " LEFT JOIN threads th ON th.os_tid = r.thread"
+                                            " WHERE r.snapshot = ?1 AND r.object_id = ?2"
+                                            " AND r.kind = 'stack' AND r.thread IS NOT NULL"
+                                            " LIMIT 1", error);
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, g->info.snapshot);
+    sqlite3_bind_int64(st, 2, (int64_t)g->ids[path->nodes[0]]);
+    gboolean ok = query_db_step(st, &row, error);
+    if (ok && row) {
+        path->stack_thread = sqlite3_column_int64(st, 0);
+        if (sqlite3_column_type(st, 1) == SQLITE_TEXT)
+            path->stack_thread_name = g_strdup((const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    return ok;
+}
+
 /* The position of `to` in the JSON id array `refs` (its first), or -1. */
 static gssize json_ids_find(json_t *refs, uint64_t to)
 {
@@ -328,6 +381,8 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
     if (!query_db_int(db, "PRAGMA user_version", &version, error))
         return FALSE;
     if (version >= 8 && !path->methods && !stack_methods(db, g, path, error))
+        return FALSE;
+    if (version >= 8 && path->len > 0 && !path->stack_thread && !stack_thread(db, g, path, error))
         return FALSE;
     if (version < 7 || path->len < 2 || path->fields)
         return TRUE; /* no fields recorded, nothing to name, or named already */

@@ -30,6 +30,10 @@ typedef struct root_path {
     int64_t static_thread;
     char *static_thread_name;
     GHashTable *methods;
+    /* Schema 8 with snapshot_roots.thread: the thread whose stack holds the first hop (its
+     * stack roots'; OS id, 0: not known) and its name (NULL: unnamed). */
+    int64_t stack_thread;
+    char *stack_thread_name;
 } root_path;
 
 void root_path_free(root_path *path); /* accepts NULL */
@@ -51,10 +55,12 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
 /* The root of `path` as JSON: [{"kind":"static","static":"Ns.Type.Field"}] when a static holds
  * it (a thread static adds "thread":{"os_tid":N,"name":S|null}), else root_paths_roots_json of
  * its first hop, a stack root with its frame's method ("method":"Ns.Type.Method") where the
- * recording names it. New reference. */
+ * recording names it and its thread ("thread":{"os_tid":N,"name":S|null}) where the recording
+ * found it. New reference. */
 json_t *root_path_roots_json(const snapshot_graph *g, const root_path *path);
 /* ... as text: "static Type.Field" (a thread static: "static Type.Field (thread NAME, TID)"),
- * else root_paths_roots_text, a stack root with its method: "stack (Program.Main)". g_free. */
+ * else root_paths_roots_text, a stack root with its method and thread: "stack (Program.Main,
+ * thread NAME, TID)". g_free. */
 char *root_path_root_text(const snapshot_graph *g, const root_path *path);
 
 /* The strong roots holding `node`, as JSON: [{"kind":"handle","flags":["pinning"],

@@ -505,6 +505,7 @@ typedef struct store_open_snapshot {
     GArray *strings; /* hl_snapshot_string */
     GArray *collections; /* hl_snapshot_collection */
     GArray *roots;   /* hl_snapshot_root */
+    GArray *root_threads; /* hl_snapshot_root_thread: stack roots' threads, by object */
     char *reason;    /* SNAPSHOT_REASON: why a trigger took it (g_malloc), or NULL */
 } store_open_snapshot;
 

@@ -65,6 +65,8 @@ void store_snapshot_release(store_open_snapshot *s)
         g_array_unref(s->collections);
     if (s->roots != NULL)
         g_array_unref(s->roots);
+    if (s->root_threads != NULL)
+        g_array_unref(s->root_threads);
     g_free(s->reason);
     memset(s, 0, sizeof *s);
 }
@@ -126,6 +128,7 @@ gboolean store_snapshot_start(store_writer *w, const store_record *rec,
     w->snap.strings = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_string));
     w->snap.collections = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_collection));
     w->snap.roots = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root));
+    w->snap.root_threads = g_array_new(FALSE, FALSE, sizeof(hl_snapshot_root_thread));
     w->snap.progress_us = g_get_monotonic_time();
     return TRUE;
 }
@@ -158,6 +161,9 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
         break;
     case HL_REC_SNAPSHOT_COLLECTIONS:
         to = w->snap.collections;
+        break;
+    case HL_REC_SNAPSHOT_ROOT_THREADS:
+        to = w->snap.root_threads;
         break;
     default:
         to = w->snap.roots;
@@ -514,17 +520,26 @@ static gboolean store_snapshot_write_roots(store_writer *w, store_snapshot_count
 {
     const store_open_snapshot *s = &w->snap;
     const hl_snapshot_root *r = (const hl_snapshot_root *)(void *)s->roots->data;
+    /* The thread of each object whose stack roots' thread is known (ROOT_THREADS). */
+    g_autoptr(GHashTable) threads = g_hash_table_new(g_int64_hash, g_int64_equal);
+    for (guint i = 0; i < s->root_threads->len; i++) {
+        hl_snapshot_root_thread *t = &g_array_index(s->root_threads, hl_snapshot_root_thread, i);
+        g_hash_table_insert(threads, &t->object_id, t);
+    }
 
     g_array_sort(s->roots, store_snapshot_root_cmp);
     for (guint i = 0; i < s->roots->len; i++) {
         if (r[i].kind > HL_ROOT_HANDLE)
             w->writer_anomalies++; /* stored as 'other' */
-        const int64_t row[5] = {
+        const hl_snapshot_root_thread *t =
+            r[i].kind == HL_ROOT_STACK ? g_hash_table_lookup(threads, &r[i].object_id) : NULL;
+        const int64_t row[6] = {
             s->start.snapshot,
             r[i].object_id != 0 ? (int64_t)r[i].object_id : STORE_NULL,
             r[i].kind,
             r[i].flags,
             r[i].root_id != 0 ? (int64_t)r[i].root_id : STORE_NULL,
+            t != NULL && t->os_tid != 0 ? (int64_t)t->os_tid : STORE_NULL,
         };
         if (!store_batch_add(w, &w->snapshot_root_rows, row, error))
             return FALSE;

@@ -344,6 +344,12 @@ static gboolean store_decode_snapshot_roots(const uint8_t *p, uint32_t size, sto
     return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_root), error);
 }
 
+static gboolean store_decode_snapshot_root_threads(const uint8_t *p, uint32_t size,
+                                                   store_record *out, GError **error)
+{
+    return store_decode_snapshot_batch(p, size, out, sizeof(hl_snapshot_root_thread), error);
+}
+
 static gboolean store_decode_snapshot_end(const uint8_t *p, uint32_t size, store_record *out,
                                           GError **error)
 {
@@ -413,6 +419,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_SNAPSHOT_OBJECTS] = {"SNAPSHOT_OBJECTS", store_decode_snapshot_objects},
     [HL_REC_SNAPSHOT_REFS] = {"SNAPSHOT_REFS", store_decode_snapshot_refs},
     [HL_REC_SNAPSHOT_ROOTS] = {"SNAPSHOT_ROOTS", store_decode_snapshot_roots},
+    [HL_REC_SNAPSHOT_ROOT_THREADS] = {"SNAPSHOT_ROOT_THREADS", store_decode_snapshot_root_threads},
     [HL_REC_SNAPSHOT_END] = {"SNAPSHOT_END", store_decode_snapshot_end},
     [HL_REC_ALLOC_COUNTS] = {"ALLOC_COUNTS", store_decode_alloc_counts},
     [HL_REC_GC_SURVIVORS] = {"GC_SURVIVORS", store_decode_survivors},

@@ -96,8 +96,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY] = NULL,
     [STORE_STMT_INSERT_SNAPSHOT_ROOT] =
-        "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
-        "VALUES (?1, ?2, " STORE_ROOT_KIND_SQL("?3") ", ?4, ?5)",
+        "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id, thread) "
+        "VALUES (?1, ?2, " STORE_ROOT_KIND_SQL("?3") ", ?4, ?5, ?6)",
     [STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY] = NULL,
     [STORE_STMT_INSERT_HANDLE] =
         "INSERT INTO handles (handle_id, kind, object_id, created_after_gc, destroyed_after_gc) "
@@ -117,10 +117,10 @@ static const struct {
      "VALUES ",
      "(?,?,?,?,?,?)", ""},
     {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
-     "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id) "
-     "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5 "
-     "FROM (VALUES ",
-     "(?,?,?,?,?)", ") AS v"},
+     "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id, thread) "
+     "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5, "
+     "v.column6 FROM (VALUES ",
+     "(?,?,?,?,?,?)", ") AS v"},
 };
 
 static const char *const store_mode_names[] = {
@@ -515,6 +515,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_STRINGS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_COLLECTIONS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_ROOTS] = store_snapshot_items,
+    [HL_REC_SNAPSHOT_ROOT_THREADS] = store_snapshot_items,
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
     [HL_REC_GC_SURVIVORS] = store_gc_survivors,
@@ -748,7 +749,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     store_snapblock_init(&w->snapblock);
     w->snapshot_rows = g_strcmp0(g_getenv("HEAPLENS_SNAPSHOT_ROWS"), "1") == 0;
     store_batch_init(&w->snapshot_root_rows, STORE_STMT_INSERT_SNAPSHOT_ROOT,
-                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 5, -1);
+                     STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, 6, -1);
 
     if (!store_writer_check_new(path, error))
         goto out;

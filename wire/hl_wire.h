@@ -98,6 +98,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_COLLECTIONS = 42, /* the collections' own counts */
     HL_REC_STATIC_THREAD = 43, /* a static that is one thread's slot of a thread static */
     HL_REC_SNAPSHOT_REASON = 45, /* why a trigger took this snapshot (snapshot triggers) */
+    HL_REC_SNAPSHOT_ROOT_THREADS = 46, /* the thread of stack roots, found by the stacks */
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -697,6 +698,17 @@ typedef struct hl_snapshot_root {
     uint32_t flags;       /* HL_ROOT_* flag bits */
 } hl_snapshot_root;
 static_assert(sizeof(hl_snapshot_root) == 24, "wire layout");
+
+/* HL_REC_SNAPSHOT_ROOT_THREADS (head hl_snapshot_batch, then `count` of these), after the
+ * snapshot's ROOTS: the stack roots of `object_id` are on the stack of the thread whose OS id is
+ * `os_tid` — the one thread whose stack held the object's address inside the snapshot's GC
+ * (collector/stack_roots.h). Objects whose thread is not known are not listed. Optional. */
+typedef struct hl_snapshot_root_thread {
+    uint64_t object_id;
+    uint32_t os_tid;
+    uint32_t reserved; /* 0 */
+} hl_snapshot_root_thread;
+static_assert(sizeof(hl_snapshot_root_thread) == 16, "wire layout");
 
 typedef struct hl_snapshot_end {
     uint32_t snapshot;

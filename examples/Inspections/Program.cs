@@ -1,7 +1,7 @@
 // Inspections — known structures a heap snapshot must explain, and the ground truth to check it:
 // which static and which fields hold a leak, which element of an array holds what.
 //
-//   dotnet Inspections.dll truth.json [grow|steady]
+//   dotnet Inspections.dll truth.json [grow|steady|attach]
 //
 // The ground-truth path is argv[1] or, if absent, the environment variable HEAPLENS_GROUND_TRUTH.
 // `heaplens record` takes a snapshot at every induced GC by default: each checkpoint (one
@@ -19,18 +19,23 @@
 // a static event (Ticker.Tick) with 1,000 Subscriber handlers; 20 Resurrected objects dropped
 // at once, whose finalizers put them back in a static list (after the first checkpoint they
 // are finalized and reachable again); and 3 threads named inspect-worker-N, each with its own
-// value of the thread static PerThread.t_payload (a Payload whose Tag is "payload-N"), alive
-// until the checkpoints are done.
+// value of the thread static PerThread.t_payload (a Payload whose Tag is "payload-N") and an
+// object of its own type HeldByWorkerN held only in a local variable, alive until the
+// checkpoints are done.
 // Then, `grow` (the default): 4 iterations each open 100 Sessions (with a byte[200] each) in the
 // static SessionRegistry.Instance (an auto-property: its field is "<Instance>k__BackingField"),
 // whose List<Session> field `_sessions` never forgets them, each followed by a checkpoint;
-// `steady`: 3 checkpoints with nothing changed in between (the registry holds 100 sessions).
+// `steady`: 3 checkpoints with nothing changed in between (the registry holds 100 sessions);
+// `attach`: started without heaplens, it opens 100 sessions, prints "ready PID" and waits for a
+// line on stdin ("stop"), while `heaplens attach` records it (the workers and PerThread exist
+// before the attach).
 // The truth file says the counts, the names of the statics and fields heaplens must find, and
 // per checkpoint the GC it ran at.
 using System;
 using System.Collections.Generic;
 using System.IO;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
 using System.Text.Json;
 using System.Threading;
 using static HeapLensShared.HeapLensSupport;
@@ -79,6 +84,12 @@ namespace HeapLens.Examples.Inspections
         public string Tag = "";
     }
 
+    // What each worker holds only in a local variable of its own frame: a stack root whose
+    // thread is the worker (one type per worker, so `roots --type` finds one object).
+    internal sealed class HeldByWorker0 { public int Value; }
+    internal sealed class HeldByWorker1 { public int Value; }
+    internal sealed class HeldByWorker2 { public int Value; }
+
     internal static class PerThread
     {
         [ThreadStatic] private static Payload? t_payload;
@@ -125,6 +136,11 @@ namespace HeapLens.Examples.Inspections
         private const int Workers = 3;
 
         private static Holder? s_holder;
+        private static readonly int[] s_workerTids = new int[Workers];
+
+        /// <summary>The OS thread id (what heaplens stores as a thread's id).</summary>
+        [DllImport("libc", EntryPoint = "gettid")]
+        private static extern int GetTid();
 
         [MethodImpl(MethodImplOptions.NoInlining)]
         private static void Build()
@@ -183,9 +199,17 @@ namespace HeapLens.Examples.Inspections
                 threads[w] = new Thread(() =>
                 {
                     PerThread.Set(string.Concat("payload-", n.ToString()));
+                    s_workerTids[n] = GetTid();
+                    object local = n switch
+                    {
+                        0 => new HeldByWorker0 { Value = n },
+                        1 => new HeldByWorker1 { Value = n },
+                        _ => new HeldByWorker2 { Value = n },
+                    };
                     ready.Signal();
                     done.Wait();
                     GC.KeepAlive(PerThread.Tag());
+                    GC.KeepAlive(local);
                 }) { Name = "inspect-worker-" + n, IsBackground = true };
                 threads[w].Start();
             }
@@ -212,9 +236,9 @@ namespace HeapLens.Examples.Inspections
         {
             string? truthPath = args.Length > 0 ? args[0] : Environment.GetEnvironmentVariable("HEAPLENS_GROUND_TRUTH");
             string mode = args.Length > 1 ? args[1] : "grow";
-            if (truthPath == null || (mode != "grow" && mode != "steady"))
+            if (truthPath == null || (mode != "grow" && mode != "steady" && mode != "attach"))
             {
-                Console.Error.WriteLine("usage: Inspections truth.json [grow|steady]");
+                Console.Error.WriteLine("usage: Inspections truth.json [grow|steady|attach]");
                 return 2;
             }
             Build();
@@ -233,6 +257,14 @@ namespace HeapLens.Examples.Inspections
                     gcs.Add(Checkpoint());
                     sessions.Add(SessionRegistry.Instance.Count);
                 }
+            }
+            else if (mode == "attach")
+            {
+                OpenSessions(0);
+                Console.WriteLine($"ready {Environment.ProcessId}");
+                Console.Out.Flush();
+                Console.In.ReadLine(); // "stop", once heaplens has detached
+                sessions.Add(SessionRegistry.Instance.Count);
             }
             else
             {
@@ -273,6 +305,8 @@ namespace HeapLens.Examples.Inspections
                     j.WriteStartObject();
                     j.WriteString("name", "inspect-worker-" + w);
                     j.WriteString("tag", "payload-" + w);
+                    j.WriteNumber("os_tid", s_workerTids[w]);
+                    j.WriteString("held_type", "HeapLens.Examples.Inspections.HeldByWorker" + w);
                     j.WriteEndObject();
                 }
                 j.WriteEndArray();

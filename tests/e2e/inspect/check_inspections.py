@@ -25,15 +25,18 @@ compare with the program's own ground truth.
       (10 of its capacity), each by its own count (schema 8, snapshot_collections);
   (e) stack roots name their frame's method: Program.Main holds objects (root_methods), and
       `roots --json` of an object Main's frame holds says "method";
-  (f) thread statics: wherever a snapshot names PerThread.t_payload, it is the slot of a worker
-      thread (by its name) and holds that worker's Payload (its Tag "payload-N"), each worker
-      once per snapshot. A thread static is named from the snapshot after the collector first
-      noted its class (collector/thread_statics.h): how many snapshots that is depends on how
-      far the collector thread was behind the program, so it is printed, not required.
+  (f) thread statics: every snapshot names PerThread.t_payload once per worker thread (by its
+      OS id and its name), each slot holding that worker's Payload (its Tag "payload-N");
+  (g) a stack root's thread: each worker holds an object of its own type HeldByWorkerN only in
+      a local variable; `roots --type HeldByWorkerN` (text and --json) says its stack root is
+      on that worker's thread (OS id and name), in every snapshot by SQL.
 `--no-strings` run: snapshot_strings has lengths and hashes, no characters; inspect still finds
 the duplicates, without their value.
 `steady` run (three snapshots of a heap that does not change): `heaplens leaks` finds no
 suspect.
+`attach` run (the program started without heaplens, its workers and PerThread's class loaded
+before `heaplens attach --duration 2`): both snapshots of the session name the thread static of
+every worker as in (f) (by OS id: a thread named before an attach has its OS name, 15 bytes).
 
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed.
@@ -42,11 +45,12 @@ import argparse
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, record, run, start_log  # noqa: E402
+from e2elib import Checks, heaplens_json, program, record, remove_stale, run, start_log  # noqa: E402
 
 
 def check_path(checks, what, row, truth):
@@ -159,31 +163,72 @@ def check_grow(checks, a, log, workdir):
     held = con.execute(
         "SELECT r.object_id FROM snapshot_roots r JOIN root_methods m ON m.function_id = r.root_id"
         " WHERE r.snapshot = ? AND m.name = ? AND r.object_id IS NOT NULL LIMIT 1", (snap, main)).fetchone()
-    rows = con.execute(
-        "SELECT ss.snapshot, th.name, sv.value FROM snapshot_statics ss"
-        " JOIN statics s ON s.id = ss.static_id JOIN types t ON t.id = s.type_id"
-        " LEFT JOIN threads th ON th.os_tid = s.thread"
-        " JOIN snapshot_objects so ON so.snapshot = ss.snapshot AND so.object_id = ss.object_id,"
-        " json_each(so.refs) j"
-        " LEFT JOIN snapshot_ref_fields r ON r.snapshot = ss.snapshot AND r.from_id = j.value"
-        "  AND r.name = 'Tag'"
-        " LEFT JOIN snapshot_strings sv ON sv.snapshot = ss.snapshot AND sv.object_id = r.to_id"
-        " WHERE t.name || '.' || s.name = ? AND json_extract(so.fields, '$[' || j.key || ']') = ss.field",
-        (truth["thread_static"],)).fetchall()
-    by_snapshot = {}
-    for s, thread, tag in rows:
-        by_snapshot.setdefault(s, []).append((thread, tag))
-    want = sorted((w["name"], w["tag"]) for w in truth["workers"])
-    checks.ok("sql: every named slot of the thread static is a worker's, holding its own payload",
-              all(sorted(v) == want for v in by_snapshot.values()), repr(by_snapshot))
-    print(f"thread static {truth['thread_static']} named in snapshots {sorted(by_snapshot)}")
+    check_thread_static(checks, con, truth, "")
+    for w in truth["workers"]:
+        threads = con.execute(
+            "SELECT r.snapshot, group_concat(DISTINCT r.thread) FROM snapshot_roots r"
+            " JOIN objects o ON o.id = r.object_id JOIN types t ON t.id = o.type_id"
+            " WHERE t.name = ? AND r.kind = 'stack' GROUP BY r.snapshot", (w["held_type"],)).fetchall()
+        n_snapshots = con.execute("SELECT count(*) FROM snapshots").fetchone()[0]
+        checks.eq(f"sql: {w['held_type']}'s stack root is on {w['name']}'s thread in every snapshot",
+                  [str(w["os_tid"])] * n_snapshots, [t for _, t in threads])
     con.close()
     if held:
         doc = heaplens_json(checks, a.heaplens, ["roots", db, "--object", str(held[0])], log)
         roots = [r for row in (doc or {}).get("rows", []) for r in row.get("roots", [])]
         checks.ok("roots: a stack root says its method", any(r.get("kind") == "stack" and r.get("method") == main
                                                             for r in roots), repr(roots))
+    check_stack_threads(checks, a, log, db, truth)
     check_inspect(checks, a, log, db, truth)
+
+
+def check_stack_threads(checks, a, log, db, truth):
+    """(g): `roots --type HeldByWorkerN` names the worker's thread."""
+    for w in truth["workers"]:
+        doc = heaplens_json(checks, a.heaplens, ["roots", db, "--type", w["held_type"]], log)
+        roots = [r for row in (doc or {}).get("rows", []) for r in row.get("roots", [])]
+        checks.ok(f"roots --json: {w['held_type']} is a stack root of {w['name']}",
+                  len(roots) > 0 and all(r.get("kind") == "stack" and r.get("thread") ==
+                                         {"os_tid": w["os_tid"], "name": w["name"]} for r in roots),
+                  repr(roots))
+        rc, out, err = run([a.heaplens, "roots", db, "--type", w["held_type"]], log=log)
+        checks.ok(f"roots: the text names {w['name']}'s thread",
+                  f"thread {w['name']}, {w['os_tid']})" in out, out[:600])
+
+
+def check_thread_static(checks, con, truth, what, names=True):
+    """(f): every snapshot names the thread static once per worker, holding its own payload."""
+    # Step by step: one join of the views (blocks read for every static) took minutes.
+    slots = con.execute(
+        "SELECT ss.snapshot, s.thread, th.name, ss.object_id, ss.field FROM snapshot_statics ss"
+        " JOIN statics s ON s.id = ss.static_id JOIN types t ON t.id = s.type_id"
+        " LEFT JOIN threads th ON th.os_tid = s.thread"
+        " WHERE t.name || '.' || s.name = ?", (truth["thread_static"],)).fetchall()
+
+    def target(snap, holder, field):
+        r = con.execute("SELECT to_id FROM snapshot_ref_fields WHERE snapshot = ? AND from_id = ?"
+                        " AND field = ?", (snap, holder, field)).fetchone()
+        return r[0] if r else None
+
+    def tag(snap, payload):
+        r = con.execute("SELECT sv.value FROM snapshot_ref_fields r JOIN snapshot_strings sv"
+                        " ON sv.snapshot = r.snapshot AND sv.object_id = r.to_id"
+                        " WHERE r.snapshot = ? AND r.from_id = ? AND r.name = 'Tag'",
+                        (snap, payload)).fetchone()
+        return r[0] if r else None
+
+    rows = [(snap, tid, name, tag(snap, target(snap, holder, field)))
+            for snap, tid, name, holder, field in slots]
+    by_snapshot = {s: [] for (s,) in con.execute("SELECT snapshot FROM snapshots")}
+    for s, tid, thread, tag in rows:
+        by_snapshot.setdefault(s, []).append((tid, thread, tag) if names else (tid, tag))
+    want = sorted((w["os_tid"], w["name"], w["tag"]) if names else (w["os_tid"], w["tag"])
+                  for w in truth["workers"])
+    checks.ok(f"{what}sql: every snapshot names the thread static of every worker, holding its payload",
+              len(by_snapshot) > 0 and all(sorted(v) == want for v in by_snapshot.values()),
+              f"want {want} in each; found {by_snapshot!r}")
+    print(f"{what}thread static {truth['thread_static']} named in snapshots "
+          f"{sorted(k for k, v in by_snapshot.items() if v)} of {sorted(by_snapshot)}")
 
 
 def check_inspect(checks, a, log, db, truth):
@@ -290,6 +335,38 @@ def check_steady(checks, a, log, workdir):
         checks.eq("steady: over the snapshots", 3, len(doc.get("snapshots", [])))
 
 
+def check_attach(checks, a, log, workdir):
+    """The program started without heaplens; `heaplens attach --duration 2` while it waits."""
+    db = os.path.join(workdir, "attach.db")
+    truth_path = os.path.join(workdir, "attach.json")
+    remove_stale(db, db + "-wal", db + "-shm", truth_path)
+    p = subprocess.Popen(program(a.dotnet, a.dll) + [truth_path, "attach"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        ready = p.stdout.readline().split()
+        if not checks.ok("attach: the program is ready", len(ready) == 2 and ready[0] == "ready",
+                         repr(ready)):
+            return
+        rc, out, err = run([a.heaplens, "attach", ready[1], "-o", db, "--duration", "2"], log=log,
+                           timeout=a.timeout)
+        checks.eq("attach: heaplens attach (exit status)", 0, rc)
+        p.stdin.write("stop\n")
+        p.stdin.flush()
+        checks.eq("attach: the program ends (exit status)", 0, p.wait(timeout=a.timeout))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    if not checks.ok("attach: truth written", os.path.exists(truth_path)):
+        return
+    with open(truth_path) as f:
+        truth = json.load(f)
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    checks.eq("attach: two snapshots", 2, con.execute("SELECT count(*) FROM snapshots").fetchone()[0])
+    check_thread_static(checks, con, truth, "attach: ", names=False)
+    con.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--heaplens", required=True)
@@ -304,6 +381,7 @@ def main():
     check_grow(checks, a, log, a.workdir)
     check_no_strings(checks, a, log, a.workdir)
     check_steady(checks, a, log, a.workdir)
+    check_attach(checks, a, log, a.workdir)
     return checks.summary(f" (log: {log})")
 
 

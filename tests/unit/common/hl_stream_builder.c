@@ -150,6 +150,7 @@ void hl_sb_flush(hl_sb *sb)
     case HL_REC_SNAPSHOT_STRINGS:
     case HL_REC_SNAPSHOT_COLLECTIONS:
     case HL_REC_SNAPSHOT_ROOTS:
+    case HL_REC_SNAPSHOT_ROOT_THREADS:
         /* group_gc holds the snapshot number for these */
         h.snapshot = (hl_snapshot_batch){.snapshot = sb->group_gc, .count = n};
         h_len = sizeof h.snapshot;
@@ -548,6 +549,13 @@ void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint3
     hl_snapshot_root r = {.object_id = object_id, .root_id = root_id, .kind = kind, .flags = flags};
     hl_sb_group(sb, HL_REC_SNAPSHOT_ROOTS, snapshot, &r, sizeof r);
     sb->snap_roots += snapshot == sb->snap_id;
+}
+
+void hl_sb_snapshot_root_thread(hl_sb *sb, uint32_t snapshot, uint64_t object_id,
+                                uint32_t os_tid)
+{
+    hl_snapshot_root_thread t = {.object_id = object_id, .os_tid = os_tid};
+    hl_sb_group(sb, HL_REC_SNAPSHOT_ROOT_THREADS, snapshot, &t, sizeof t);
 }
 
 void hl_sb_snapshot_end_full(hl_sb *sb, const hl_snapshot_end *e)

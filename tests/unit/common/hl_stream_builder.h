@@ -169,6 +169,9 @@ void hl_sb_snapshot_static(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uin
 void hl_sb_field(hl_sb *sb, uint32_t type_id, uint32_t field, const char *name);
 /* One root (kind HL_ROOT_OTHER..HANDLE, flags HL_ROOT_PINNING...), gathered into SNAPSHOT_ROOTS.
  * object_id 0: a null root; root_id: the handle id, the frame's FunctionID, or 0. */
+/* SNAPSHOT_ROOT_THREADS: the stack roots of `object_id` are on thread `os_tid`'s stack. */
+void hl_sb_snapshot_root_thread(hl_sb *sb, uint32_t snapshot, uint64_t object_id,
+                                uint32_t os_tid);
 void hl_sb_snapshot_root(hl_sb *sb, uint32_t snapshot, uint64_t object_id, uint32_t kind,
                          uint32_t flags, uint64_t root_id);
 void hl_sb_snapshot_end(hl_sb *sb, uint32_t snapshot, uint32_t gc);

@@ -2776,7 +2776,8 @@ static void test_snapshot_blocks(void)
  * without fields (an anomaly); one without REF_FIELDS (an older collector) has none. A slot that
  * is a static field is named in snapshot_statics, with its thread when it is a thread's slot of
  * a thread static (statics.thread, schema 8); stack roots' methods are named (root_methods), and
- * the collections' counts stored (snapshot_collections). */
+ * the collections' counts stored (snapshot_collections); a stack root's thread sets the thread of
+ * its object's stack rows (snapshot_roots.thread), not of its other roots. */
 static void test_snapshot_fields(void)
 {
     char *dir = tmp_dir_new();
@@ -2816,6 +2817,11 @@ static void test_snapshot_fields(void)
     hl_sb_snapshot_string(sb, 1, 1, "session-one", 11);
     hl_sb_snapshot_string(sb, 1, 2, "secret", 0); /* --no-strings: no characters kept */
     hl_sb_snapshot_collection(sb, 1, 4, 10, 1000);
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_STACK, 0, 0x7f00aa);
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_STACK, 0, 0x7f00aa);
+    hl_sb_snapshot_root(sb, 1, 1, HL_ROOT_HANDLE, 0, 0x7f00);
+    hl_sb_snapshot_root(sb, 1, 2, HL_ROOT_STACK, 0, 0x7f00aa);
+    hl_sb_snapshot_root_thread(sb, 1, 1, 4242);
     hl_sb_snapshot_end(sb, 1, 1);
     hl_sb_gc_end(sb, 1, 0);
     /* GC 2: one field for two references: the references stay, without fields */
@@ -2854,6 +2860,8 @@ static void test_snapshot_fields(void)
     CHECK_ROWS(db, "SELECT * FROM statics", "1|4|s_registry|NULL\n2|4|t_current|4242\n");
     CHECK_ROWS(db, "SELECT function_id, name FROM root_methods", "8323242|App.Program.Main\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_collections", "1|4|10|1000\n");
+    CHECK_ROWS(db, "SELECT object_id, kind, thread FROM snapshot_roots ORDER BY 1, 2",
+               "1|handle|NULL\n1|stack|4242\n1|stack|4242\n2|stack|NULL\n");
     CHECK_ROWS(db, "SELECT * FROM snapshot_statics", "1|3|7|1\n");
     CHECK_ROWS(db, "SELECT object_id, length, quote(value) FROM snapshot_strings",
                "1|11|'session-one'\n2|6|NULL\n");

@@ -390,7 +390,8 @@ static void fixture_metadata(const char *name, gboolean event_source)
  * of 4, its storage not empty: empty by its own count), System.Int32[].
  * Snapshot 1: Res 1, 2 in the f-reachable queue (finalizer roots), Keep 3 held by a handle;
  * snapshot 2: Res 1, 2 held by a static array's handle (finalized, reachable again), Keep 3, the
- * lists held by Main's frame (a stack root of FunctionID 0x5000, named App.Program.Main), Keep 3
+ * lists held by Main's frame (a stack root of FunctionID 0x5000, named App.Program.Main; list 11's
+ * on thread 77's stack, list 10's thread not known), Keep 3
  * held only by element 0 of an Object[] (20, held by a handle) that is thread static
  * App.Keep.t_keep of thread 77, "worker". */
 static void fixture_kept(void)
@@ -446,6 +447,7 @@ static void fixture_kept(void)
             hl_sb_snapshot_root(sb, gc, 3, HL_ROOT_HANDLE, 0, 0x2003);
         hl_sb_snapshot_root(sb, gc, 10, HL_ROOT_STACK, 0, 0x5000);
         hl_sb_snapshot_root(sb, gc, 11, HL_ROOT_STACK, 0, 0x5000);
+        hl_sb_snapshot_root_thread(sb, gc, 11, 77);
         hl_sb_snapshot_end(sb, gc, gc);
         hl_sb_gc_end(sb, gc, HL_GC_FLAG_COMPACTING);
     }
@@ -1223,6 +1225,16 @@ static void case_inspect_kept(void)
     json_t *root = doc ? json_array_get(json_object_get(jrow(doc, 0), "roots"), 0) : NULL;
     CHECK(root && strcmp(jstr(root, "kind"), "stack") == 0 &&
           strcmp(jstr(root, "method"), "App.Program.Main") == 0);
+    json_decref(doc);
+    /* a stack root whose thread is known: with its method */
+    r = RUN("roots", "kept.db", "--object", "11");
+    CHECK(strstr(r.out, "root: stack (App.Program.Main, thread worker, 77)\n") != NULL);
+    run_result_release(&r);
+    doc = RUN_JSON("roots", "kept.db", "--object", "11", "--json");
+    root = doc ? json_array_get(json_object_get(jrow(doc, 0), "roots"), 0) : NULL;
+    json_t *on = root ? json_object_get(root, "thread") : NULL;
+    CHECK(root && strcmp(jstr(root, "method"), "App.Program.Main") == 0 && on &&
+          jint(on, "os_tid") == 77 && strcmp(jstr(on, "name"), "worker") == 0);
     json_decref(doc);
     /* a thread static: the static with its thread */
     r = RUN("roots", "kept.db", "--object", "3");
