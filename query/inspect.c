@@ -308,19 +308,21 @@ static gboolean sparse(sqlite3 *db, int64_t snapshot, const inspect_options *o, 
                        GError **error)
 {
     /* One-dimensional reference arrays (a type some instance of which holds a reference): on
-     * x64 24 bytes and 8 per element; the elements set are the references. */
+     * x64 24 bytes and 8 per element; the elements set are the references. One pass over the
+     * snapshot: each array type's sparse instances added up, kept when some instance of the
+     * type holds a reference. */
     return each_row(db,
                     "WITH a AS (SELECT o.type_id, (o.size - 24) / 8 AS slots,"
-                    "  coalesce(json_array_length(so.refs), 0) AS used"
+                    "  coalesce(json_array_length(so.refs), 0) AS used,"
+                    "  so.refs IS NOT NULL AS holds"
                     "  FROM snapshot_objects so JOIN objects o ON o.id = so.object_id"
                     "  JOIN types t ON t.id = o.type_id"
-                    "  WHERE so.snapshot = ?1 AND t.flags & 9 = 1 AND t.name NOT GLOB '*,*]'"
-                    "  AND o.type_id IN (SELECT o2.type_id FROM snapshot_objects s2"
-                    "   JOIN objects o2 ON o2.id = s2.object_id"
-                    "   WHERE s2.snapshot = ?1 AND s2.refs IS NOT NULL))"
-                    " SELECT t.name, count(*), sum(slots), sum(used) FROM a"
-                    " JOIN types t ON t.id = a.type_id"
-                    " WHERE slots > 0 AND used <= slots * ?3 GROUP BY a.type_id",
+                    "  WHERE so.snapshot = ?1 AND t.flags & 9 = 1 AND t.name NOT GLOB '*,*]'),"
+                    " s AS (SELECT *, slots > 0 AND used <= slots * ?3 AS sparse FROM a)"
+                    " SELECT t.name, count(*) FILTER (WHERE sparse),"
+                    "  sum(slots) FILTER (WHERE sparse), sum(used) FILTER (WHERE sparse) FROM s"
+                    " JOIN types t ON t.id = s.type_id"
+                    " GROUP BY s.type_id HAVING max(holds) AND count(*) FILTER (WHERE sparse) > 0",
                     snapshot, 0, o->max_fill, sparse_row, findings, error);
 }
 

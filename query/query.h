@@ -102,8 +102,10 @@ sqlite3 *query_db_open(const char *path, GError **error);
 gboolean query_db_objects_ensure(sqlite3 *db, GError **error);
 /* Whether `db` holds object_spans and object_totals (the first read of this heaplens wrote
  * them; a file read first by an older one, or one this user may not write, has none: the tools
- * then read object_generations and objects). */
-gboolean query_db_has_spans(sqlite3 *db, gboolean *has, GError **error);
+ * then read object_generations and objects); with `weights`, also the weights of a sampled
+ * recording's followed samples in the spans (object_totals.weights: a file summed up before
+ * they were, or whose samples do not weigh one object each, has none). */
+gboolean query_db_has_spans(sqlite3 *db, gboolean weights, gboolean *has, GError **error);
 /* Prepares `sql`; NULL and a QUERY_ERROR_SQLITE error on failure. */
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error);
 /* Steps `stmt`: TRUE with *row set when a row is ready or the statement is done (*row FALSE);

@@ -75,15 +75,25 @@ gboolean query_db_objects_ensure(sqlite3 *db, GError **error)
            query_db_build_history(db, path, TRUE, FALSE, error);
 }
 
-gboolean query_db_has_spans(sqlite3 *db, gboolean *has, GError **error)
+gboolean query_db_has_spans(sqlite3 *db, gboolean weights, gboolean *has, GError **error)
 {
-    int64_t n = 0;
+    int64_t n = 0, weighed = 0;
     if (!query_db_int(db,
                       "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
                       "name IN ('object_spans', 'object_totals')",
                       &n, error))
         return FALSE;
     *has = n == 2;
+    /* object_totals.weights: 1 when the spans hold the followed samples' weights (absent in
+     * a file summed up by an older heaplens). */
+    if (*has && weights &&
+        (!query_db_int(db, "SELECT count(*) FROM pragma_table_info('object_totals')"
+                           " WHERE name = 'weights'", &n, error) ||
+         (n == 1 && !query_db_int(db, "SELECT coalesce((SELECT weights = 1 FROM object_totals"
+                                      " LIMIT 1), 0)", &weighed, error))))
+        return FALSE;
+    if (weights)
+        *has = *has && weighed == 1;
     return TRUE;
 }
 
@@ -273,7 +283,7 @@ gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, 
                                  GError **error)
 {
     gboolean row = FALSE, ok = FALSE, spans = FALSE;
-    if (!query_db_has_spans(db, &spans, error))
+    if (!query_db_has_spans(db, FALSE, &spans, error))
         return FALSE;
     if (spans)
         return query_db_totals_read(db, objects, bytes, alive, error);

@@ -63,44 +63,74 @@ static const char survivors_age_sql[] =
 /* The same two questions over object_spans (query_db_has_spans): a span is the objects of one
  * type and first GC that held one generation over the same GCs, so the groups, their sums and
  * their order are those above, read from a few rows instead of every object. Damage: counts or
- * bytes that are negative or not numbers, an unknown generation or type. */
-#define SURVIVORS_SPANS_DAMAGED                                                                    \
+ * bytes that are negative or not numbers, an unknown generation or type, GCs that are not
+ * numbers (read as damage, not as alive or not). */
+#define SURVIVORS_SPANS_DAMAGED(more)                                                              \
     "SUM(MIN(sp.count) < 0 OR MIN(sp.bytes) < 0"                                                   \
     " OR typeof(SUM(sp.bytes)) NOT IN ('integer', 'null')"                                         \
     " OR typeof(SUM(sp.count)) NOT IN ('integer', 'null')"                                         \
     " OR NOT (sp.generation BETWEEN 0 AND 5) OR NOT (sp.type_id BETWEEN 0 AND 4294967295)"         \
-    " OR NOT (sp.first_gc BETWEEN 0 AND 4294967295)) OVER () AS damaged"
+    " OR MAX(NOT (sp.first_gc BETWEEN 0 AND 4294967295)"                                           \
+    "        OR NOT (sp.from_gc BETWEEN 0 AND 4294967295)"                                         \
+    "        OR NOT (coalesce(sp.until_gc, 0) BETWEEN 0 AND 4294967295))" more ") OVER () AS damaged"
 #define SURVIVORS_SPANS_ALIVE                                                                      \
     "  FROM object_spans AS sp"                                                                    \
-    " WHERE sp.from_gc <= ?1 AND (sp.until_gc IS NULL OR sp.until_gc > ?1)"
+    " WHERE (sp.from_gc <= ?1 AND (sp.until_gc IS NULL OR sp.until_gc > ?1))"                      \
+    "    OR typeof(sp.from_gc) <> 'integer' OR typeof(coalesce(sp.until_gc, 0)) <> 'integer'"
+/* Each object once, or (a sampled recording's estimates, query_db_has_spans with weights) the
+ * spans' weights before their reset and their objects from it on, rounded once per group as
+ * survivors_sql rounds its objects' weights; weights that are negative or not numbers are
+ * damage. */
+#define SURVIVORS_SPANS_N "SUM(sp.count)"
+#define SURVIVORS_SPANS_BYTES "SUM(sp.bytes)"
+#define SURVIVORS_SPANS_WEIGHED(count, est)                                                        \
+    "CAST(round(total(CASE WHEN sp.reset <= ?1 THEN sp." count                                     \
+    " ELSE coalesce(sp." est ", sp." count ") END)) AS INTEGER)"
+#define SURVIVORS_SPANS_EST_N SURVIVORS_SPANS_WEIGHED("count", "est_count")
+#define SURVIVORS_SPANS_EST_BYTES SURVIVORS_SPANS_WEIGHED("bytes", "est_bytes")
+#define SURVIVORS_SPANS_EST_DAMAGED                                                                \
+    " OR MIN(sp.est_count) < 0 OR MIN(sp.est_bytes) < 0"                                           \
+    " OR typeof(MAX(sp.est_count)) NOT IN ('integer', 'real', 'null')"                             \
+    " OR typeof(MAX(sp.est_bytes)) NOT IN ('integer', 'real', 'null')"
+
+#define SURVIVORS_SPANS_SQL(n, bytes, more)                                                        \
+    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"          \
+    "       s.all_n, s.all_bytes, s.groups, s.damaged"                                             \
+    "  FROM (SELECT sp.generation, sp.type_id, " n " AS n, " bytes " AS bytes,"                    \
+    "               SUM(" n ") OVER () AS all_n, SUM(" bytes ") OVER () AS all_bytes,"             \
+    "               " SURVIVORS_SPANS_DAMAGED(more) ","                                            \
+    "               COUNT(*) OVER () AS groups,"                                                   \
+    "               ROW_NUMBER() OVER (ORDER BY " bytes " DESC, " n " DESC) AS rank"               \
+    SURVIVORS_SPANS_ALIVE                                                                          \
+    "         GROUP BY sp.generation, sp.type_id) AS s"                                            \
+    "  LEFT JOIN types AS t ON t.id = s.type_id"                                                   \
+    " WHERE ?2 IS NULL OR s.rank <= ?2"                                                            \
+    " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2"
+
+#define SURVIVORS_SPANS_AGE_SQL(n, bytes, more)                                                    \
+    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"   \
+    "       s.all_n, s.all_bytes, s.groups, s.damaged"                                             \
+    "  FROM (SELECT ?1 - sp.first_gc + 1 AS age, sp.generation, sp.type_id, " n " AS n,"           \
+    "               " bytes " AS bytes, " SURVIVORS_SPANS_DAMAGED(more) ","                        \
+    "               SUM(" n ") OVER () AS all_n, SUM(" bytes ") OVER () AS all_bytes,"             \
+    "               COUNT(*) OVER () AS groups,"                                                   \
+    "               ROW_NUMBER() OVER (ORDER BY " bytes " DESC, " n " DESC) AS rank"               \
+    SURVIVORS_SPANS_ALIVE                                                                          \
+    "         GROUP BY age, sp.generation, sp.type_id) AS s"                                       \
+    "  LEFT JOIN types AS t ON t.id = s.type_id"                                                   \
+    " WHERE ?2 IS NULL OR s.rank <= ?2"                                                            \
+    " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3"
 
 static const char survivors_spans_sql[] =
-    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
-    "       s.all_n, s.all_bytes, s.groups, s.damaged"
-    "  FROM (SELECT sp.generation, sp.type_id, SUM(sp.count) AS n, SUM(sp.bytes) AS bytes,"
-    "               SUM(SUM(sp.count)) OVER () AS all_n, SUM(SUM(sp.bytes)) OVER () AS all_bytes,"
-    "               " SURVIVORS_SPANS_DAMAGED ","
-    "               COUNT(*) OVER () AS groups,"
-    "               ROW_NUMBER() OVER (ORDER BY SUM(sp.bytes) DESC, SUM(sp.count) DESC) AS rank"
-    SURVIVORS_SPANS_ALIVE
-    "         GROUP BY sp.generation, sp.type_id) AS s"
-    "  LEFT JOIN types AS t ON t.id = s.type_id"
-    " WHERE ?2 IS NULL OR s.rank <= ?2"
-    " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2";
-
+    SURVIVORS_SPANS_SQL(SURVIVORS_SPANS_N, SURVIVORS_SPANS_BYTES, "");
 static const char survivors_spans_age_sql[] =
-    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
-    "       s.all_n, s.all_bytes, s.groups, s.damaged"
-    "  FROM (SELECT ?1 - sp.first_gc + 1 AS age, sp.generation, sp.type_id, SUM(sp.count) AS n,"
-    "               SUM(sp.bytes) AS bytes, " SURVIVORS_SPANS_DAMAGED ","
-    "               SUM(SUM(sp.count)) OVER () AS all_n, SUM(SUM(sp.bytes)) OVER () AS all_bytes,"
-    "               COUNT(*) OVER () AS groups,"
-    "               ROW_NUMBER() OVER (ORDER BY SUM(sp.bytes) DESC, SUM(sp.count) DESC) AS rank"
-    SURVIVORS_SPANS_ALIVE
-    "         GROUP BY age, sp.generation, sp.type_id) AS s"
-    "  LEFT JOIN types AS t ON t.id = s.type_id"
-    " WHERE ?2 IS NULL OR s.rank <= ?2"
-    " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3";
+    SURVIVORS_SPANS_AGE_SQL(SURVIVORS_SPANS_N, SURVIVORS_SPANS_BYTES, "");
+static const char survivors_spans_est_sql[] =
+    SURVIVORS_SPANS_SQL(SURVIVORS_SPANS_EST_N, SURVIVORS_SPANS_EST_BYTES,
+                        SURVIVORS_SPANS_EST_DAMAGED);
+static const char survivors_spans_est_age_sql[] =
+    SURVIVORS_SPANS_AGE_SQL(SURVIVORS_SPANS_EST_N, SURVIVORS_SPANS_EST_BYTES,
+                            SURVIVORS_SPANS_EST_DAMAGED);
 
 static void survivors_damaged(int64_t gc, GError **error)
 {
@@ -196,14 +226,15 @@ gboolean query_survivors_read(sqlite3 *db, const char *path, const char *gc_text
     if (!survivors_gc_pick(db, path, gc_text, &s->gc, error) ||
         !query_estimates_survivors(db, s->gc, &s->estimated, error))
         goto out;
-    /* The sums of object_spans count each object once: not the weights of an estimate. */
+    /* An estimate needs the spans' weights (a file summed up before they were has none). */
     gboolean spans = FALSE;
-    if (!s->estimated && !query_db_has_spans(db, &spans, error))
+    if (!query_db_has_spans(db, s->estimated, &spans, error))
         goto out;
-    stmt = query_db_prepare(db,
-                            spans ? (by_age ? survivors_spans_age_sql : survivors_spans_sql)
-                                  : (by_age ? survivors_age_sql : survivors_sql),
-                            error);
+    const char *sql = !spans ? (by_age ? survivors_age_sql : survivors_sql)
+                      : s->estimated ? (by_age ? survivors_spans_est_age_sql
+                                               : survivors_spans_est_sql)
+                                     : (by_age ? survivors_spans_age_sql : survivors_spans_sql);
+    stmt = query_db_prepare(db, sql, error);
     if (!stmt)
         goto out;
     sqlite3_bind_int64(stmt, 1, s->gc);

@@ -165,6 +165,21 @@ static const char report_sweep_spans_sql[] =
     "  FROM object_spans"
     " GROUP BY type_id, generation, from_gc, until_gc";
 
+/* The same with the weights of a recording that follows its samples (query_db_has_spans with
+ * weights): the groups of report_sweep_sql, whose `reset` the spans keep, and their weighted
+ * bytes rounded once per group as there. */
+static const char report_sweep_spans_weighed_sql[] =
+    "SELECT type_id, generation, from_gc, until_gc, SUM(bytes),"
+    "       MIN(bytes) < 0 OR MIN(count) < 0 OR typeof(SUM(bytes)) NOT IN ('integer', 'null')"
+    "       OR NOT (generation BETWEEN 0 AND 5) OR NOT (type_id BETWEEN 0 AND 4294967295)"
+    "       OR typeof(from_gc) <> 'integer'"
+    "       OR NOT (coalesce(until_gc, 0) BETWEEN 0 AND 4294967295)"
+    "       OR MIN(est_bytes) < 0 OR typeof(MAX(est_bytes)) NOT IN ('integer', 'real', 'null')"
+    "       OR NOT (coalesce(reset, 0) BETWEEN 0 AND 4294967295),"
+    "       CAST(round(total(coalesce(est_bytes, bytes))) AS INTEGER), reset"
+    "  FROM object_spans"
+    " GROUP BY type_id, generation, from_gc, until_gc, reset";
+
 /* A change of a type's live bytes at a GC ordinal. */
 typedef struct type_event {
     int64_t gc;
@@ -308,13 +323,17 @@ static gboolean report_sweep(sqlite3 *db, report_data *data, GError **error)
         data->survivors[g] = g_new0(int64_t, n);
     }
     /* The sums of object_spans count each object once: a recording that follows its samples
-     * weights them (report_sweep_sql). */
+     * weights them (report_sweep_sql), read from the spans when they hold the weights. */
     g_auto(query_estimates) estimates = {0};
     gboolean spans = FALSE;
     if (!query_estimates_get(db, &estimates, error) ||
-        (!estimates.followed && !query_db_has_spans(db, &spans, error)))
+        !query_db_has_spans(db, estimates.followed, &spans, error))
         goto out;
-    stmt = query_db_prepare(db, spans ? report_sweep_spans_sql : report_sweep_sql, error);
+    stmt = query_db_prepare(db,
+                            !spans               ? report_sweep_sql
+                            : estimates.followed ? report_sweep_spans_weighed_sql
+                                                 : report_sweep_spans_sql,
+                            error);
     if (!stmt)
         goto out;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {

@@ -335,6 +335,8 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
 gboolean store_schema_use_object_rows(sqlite3 *db, const char *path, GError **error);
 /* The DDL of object_spans and object_totals (store_history.c writes them). */
 extern const char store_schema_object_spans[];
+/* survivors_by_generation over object_spans (store_history.c swaps it in with them). */
+extern const char store_schema_spans_views[];
 /* Empties generation_changes and points object_generations and object_lifetimes at
  * object_generation_rows (inside the caller's transaction: store_history_build_file). */
 gboolean store_schema_use_history_rows(sqlite3 *db, const char *path, GError **error);

@@ -327,9 +327,13 @@ static const char store_schema_objects_table[] =
     ");\n";
 
 /* What `survivors`, `report` and `info` read instead of every object: object_generations
- * added up per (type, generation, first_gc, from_gc, until_gc), and the objects' totals.
+ * added up per (type, generation, first_gc, from_gc, until_gc, reset), and the objects' totals.
  * Written by the first reader of a finished file (store_history.c), which leaves the packed
- * rows as they are until a command needs the objects one by one. */
+ * rows as they are until a command needs the objects one by one. In a sampled recording that
+ * follows its samples, est_count and est_bytes add up the objects' weights (store.h
+ * STORE_SURVIVOR_SAMPLE_ON; NULL: every object counts 1), which hold before GC `reset` (the
+ * first snapshot at or after the samples' interval; NULL: never reset), and object_totals.weights
+ * is 1 (0: no weights written, the estimates are read from the objects). */
 const char store_schema_object_spans[] =
     "CREATE TABLE object_spans (\n"
     "  type_id INTEGER NOT NULL,\n"
@@ -338,16 +342,38 @@ const char store_schema_object_spans[] =
     "  from_gc INTEGER NOT NULL,\n"
     "  until_gc INTEGER,\n"
     "  count INTEGER NOT NULL,\n"
-    "  bytes INTEGER NOT NULL\n"
+    "  bytes INTEGER NOT NULL,\n"
+    "  reset INTEGER,\n"
+    "  est_count REAL,\n"
+    "  est_bytes REAL\n"
     ");\n"
     "CREATE TABLE object_totals (\n"
     "  objects INTEGER NOT NULL,\n"
     "  bytes INTEGER NOT NULL,\n"
-    "  alive INTEGER NOT NULL\n"
+    "  alive INTEGER NOT NULL,\n"
+    "  weights INTEGER NOT NULL DEFAULT 0\n"
     ");\n";
 
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
+
+/* survivors_by_generation over object_spans, swapped in by store_history.c with the spans
+ * (when they hold the weights a sampled recording's estimates need): the same rows from a few
+ * rows per type and GC instead of a pass over every object per query. A span counts its
+ * weights before GC `reset` and its objects from then on, as the objects' view does. */
+const char store_schema_spans_views[] =
+    "DROP VIEW IF EXISTS survivors_by_generation;\n"
+    "CREATE VIEW survivors_by_generation AS\n"
+    "SELECT g.gc AS gc, sp.generation AS generation, " STORE_TYPE_NAME("t", "sp") " AS type,\n"
+    "       CAST(round(total(CASE WHEN sp.reset <= g.gc THEN sp.count\n"
+    "                        ELSE coalesce(sp.est_count, sp.count) END)) AS INTEGER) AS count,\n"
+    "       CAST(round(total(CASE WHEN sp.reset <= g.gc THEN sp.bytes\n"
+    "                        ELSE coalesce(sp.est_bytes, sp.bytes) END)) AS INTEGER) AS bytes\n"
+    "FROM gcs g\n"
+    "JOIN object_spans sp\n"
+    "  ON sp.from_gc <= g.gc AND (sp.until_gc IS NULL OR sp.until_gc > g.gc)\n"
+    "LEFT JOIN types t ON t.id = sp.type_id\n"
+    "GROUP BY g.gc, sp.generation, sp.type_id;\n";
 
 /* object_lifetimes up to its last column (final_generation), which comes from either form of
  * the generation history. */

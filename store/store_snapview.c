@@ -9,7 +9,9 @@
  * (snapshot_refs, snapshot_ref_fields, snapshot_contents) get TEMP copies over the virtual table.
  *
  *   xBestIndex  snapshot = ? (idxNum bit 1), object_id = ? (bit 2); rows come ordered by
- *               (snapshot, object_id)
+ *               (snapshot, object_id); a scan that reads neither refs nor fields (bit 4 clear)
+ *               reads and decodes neither (most of a block's text: a scan of ids and
+ *               generations costs a third as much; nor does it check them)
  *   xFilter     the snapshots (one, or all), per snapshot its blocks in id order (or the one
  *               block that may hold the object)
  *   xColumn     refs and fields rebuilt as the JSON text of schema 7's table
@@ -23,7 +25,21 @@ typedef struct store_snapview_vtab {
 
 /* Statements of a cursor, prepared at its first use and reused by every later xFilter (a join
  * filters once per outer row). */
-enum { SNAPVIEW_SNAPSHOT, SNAPVIEW_SNAPSHOTS, SNAPVIEW_BLOCKS, SNAPVIEW_BLOCK_OF, SNAPVIEW_STMTS };
+enum {
+    SNAPVIEW_SNAPSHOT,
+    SNAPVIEW_SNAPSHOTS,
+    SNAPVIEW_BLOCKS,
+    SNAPVIEW_BLOCK_OF,
+    SNAPVIEW_BLOCKS_SHORT,   /* the same without refs and fields (NULL) */
+    SNAPVIEW_BLOCK_OF_SHORT,
+    SNAPVIEW_STMTS
+};
+#define SNAPVIEW_SHORT (SNAPVIEW_BLOCKS_SHORT - SNAPVIEW_BLOCKS)
+
+/* idxNum: which constraints xFilter gets, and whether refs or fields are read. */
+#define SNAPVIEW_IDX_SNAPSHOT 1
+#define SNAPVIEW_IDX_OBJECT 2
+#define SNAPVIEW_IDX_REFS 4
 
 static const char *const store_snapview_sql[SNAPVIEW_STMTS] = {
     [SNAPVIEW_SNAPSHOT] = "SELECT snapshot FROM snapshots WHERE snapshot = ?1",
@@ -33,6 +49,13 @@ static const char *const store_snapview_sql[SNAPVIEW_STMTS] = {
                           " INDEXED BY snapshot_blocks_by_id WHERE first_id <= ?2"
                           " AND last_snapshot >= ?1 AND first_snapshot <= ?1"
                           " ORDER BY first_id DESC LIMIT 1",
+    [SNAPVIEW_BLOCKS_SHORT] = "SELECT first_id, objects, ids, kinds, NULL, NULL FROM snapshot_blocks"
+                              " WHERE last_snapshot >= ?1 AND first_snapshot <= ?1"
+                              " ORDER BY first_id",
+    [SNAPVIEW_BLOCK_OF_SHORT] = "SELECT first_id, objects, ids, kinds, NULL, NULL"
+                                " FROM snapshot_blocks INDEXED BY snapshot_blocks_by_id"
+                                " WHERE first_id <= ?2 AND last_snapshot >= ?1"
+                                " AND first_snapshot <= ?1 ORDER BY first_id DESC LIMIT 1",
 };
 
 typedef struct store_snapview_cursor {
@@ -46,6 +69,8 @@ typedef struct store_snapview_cursor {
     uint64_t object_id;
     store_snapblock b;
     int64_t b_snapshot; /* b is a block of this snapshot (0: b holds nothing) */
+    gboolean refs;      /* the scan reads refs or fields: b decodes them */
+    gboolean b_refs;    /* b holds them */
     uint32_t k; /* the current object of b */
     gboolean eof;
     int64_t rowid;
@@ -93,19 +118,25 @@ static int store_snapview_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
             obj = i;
     }
     int argv = 1;
-    info->idxNum = 0;
+    /* columns 4 (refs) and 5 (fields); bit 63 stands for every column past it */
+    info->idxNum = info->colUsed & (3ull << 4 | 1ull << 63) ? SNAPVIEW_IDX_REFS : 0;
     if (snap >= 0) {
-        info->idxNum |= 1;
+        info->idxNum |= SNAPVIEW_IDX_SNAPSHOT;
         info->aConstraintUsage[snap].argvIndex = argv++;
         info->aConstraintUsage[snap].omit = 1;
     }
     if (obj >= 0) {
-        info->idxNum |= 2;
+        info->idxNum |= SNAPVIEW_IDX_OBJECT;
         info->aConstraintUsage[obj].argvIndex = argv++;
         info->aConstraintUsage[obj].omit = 1;
     }
-    info->estimatedCost = snap >= 0 && obj >= 0 ? 10.0 : obj >= 0 ? 100.0 : snap >= 0 ? 1e6 : 1e7;
-    info->estimatedRows = obj >= 0 ? 1 : snap >= 0 ? 1000000 : 10000000;
+    /* A snapshot's objects are estimated as schema 7's table estimated them, by SQLite's default
+     * for an equality on the first column of its key (snapshot, object_id): 10 rows. So a join
+     * scans the snapshot and looks the other tables up, as it did on schema 7, instead of
+     * scanning `objects` and looking each object up here (a block decoded per lookup: the
+     * plan a million-object estimate made SQLite choose, 1.5x the CPU of `inspect`). */
+    info->estimatedCost = snap >= 0 && obj >= 0 ? 10.0 : obj >= 0 ? 100.0 : snap >= 0 ? 30.0 : 1e7;
+    info->estimatedRows = obj >= 0 ? 1 : snap >= 0 ? 10 : 10000000;
     if (obj >= 0 && snap >= 0)
         info->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
     /* rows come by (snapshot, object_id), ascending: ORDER BY snapshot[, object_id], or
@@ -207,6 +238,7 @@ static int store_snapview_advance(store_snapview_cursor *c)
                     return rc;
                 }
                 c->b_snapshot = c->snapshot;
+                c->b_refs = c->refs;
                 if (!c->one_object) {
                     c->k = 0;
                     return SQLITE_OK;
@@ -235,12 +267,14 @@ static int store_snapview_advance(store_snapview_cursor *c)
         /* one object of a snapshot whose block that may hold it is decoded already (lookups
          * in id order: the next one is often in the same block) */
         if (c->one_object && c->b_snapshot == c->snapshot && c->b.n > 0 &&
+            (c->b_refs || !c->refs) &&
             c->b.ids[0] <= c->object_id && c->object_id <= c->b.ids[c->b.n - 1]) {
             if (store_snapview_find(c))
                 return SQLITE_OK; /* c->blocks NULL: xNext moves on to the next snapshot */
             continue;
         }
-        c->blocks = store_snapview_stmt(c, c->one_object ? SNAPVIEW_BLOCK_OF : SNAPVIEW_BLOCKS);
+        c->blocks = store_snapview_stmt(c, (c->one_object ? SNAPVIEW_BLOCK_OF : SNAPVIEW_BLOCKS) +
+                                               (c->refs ? 0 : SNAPVIEW_SHORT));
         if (!c->blocks)
             return SQLITE_ERROR;
         sqlite3_bind_int64(c->blocks, 1, c->snapshot);
@@ -262,8 +296,10 @@ static int store_snapview_filter(sqlite3_vtab_cursor *cur, int idx_num, const ch
     c->eof = FALSE;
     c->rowid = 0;
     int a = 0;
-    sqlite3_value *snapshot = idx_num & 1 ? argv[a++] : NULL;
-    sqlite3_value *object = idx_num & 2 ? argv[a++] : NULL;
+    sqlite3_value *snapshot = idx_num & SNAPVIEW_IDX_SNAPSHOT ? argv[a++] : NULL;
+    sqlite3_value *object = idx_num & SNAPVIEW_IDX_OBJECT ? argv[a++] : NULL;
+    /* a plan's cursor keeps its columns: the block decoded last has what this one reads */
+    c->refs = (idx_num & SNAPVIEW_IDX_REFS) != 0;
     c->one_object = object != NULL;
     if (object) {
         /* an id that is not a positive integer (9.0 is 9, as SQLite compares) is no object's */
@@ -281,7 +317,7 @@ static int store_snapview_filter(sqlite3_vtab_cursor *cur, int idx_num, const ch
     }
     /* one object of the snapshot of the block decoded last, in its range: no statement at all
      * (a join looks objects up one by one, often in id order) */
-    if (object && snapshot && c->b_snapshot != 0 &&
+    if (object && snapshot && c->b_snapshot != 0 && (c->b_refs || !c->refs) &&
         sqlite3_value_numeric_type(snapshot) == SQLITE_INTEGER &&
         sqlite3_value_int64(snapshot) == c->b_snapshot && c->b.n > 0 &&
         c->b.ids[0] <= c->object_id && c->object_id <= c->b.ids[c->b.n - 1]) {

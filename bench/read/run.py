@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
 """Reading benchmark (issue 22): each command's first and second run on real recordings.
 
-    bench/read/run.py --heaplens build/bin/heaplens [--case csc|midlife|heap|all]
-                      [--files N] [--rounds N] [--objects N] [--snapshots N]
+    bench/read/run.py --heaplens build/bin/heaplens [--case CASE|all] [--files N]
+                      [--large-files N] [--rounds N] [--objects N] [--snapshots N]
                       [--recordings DIR] [--workdir DIR] [--keep]
 
-Cases (recorded or written once into the work directory; --recordings DIR reuses csc.db,
-midlife.db and heap.db found there, so that two builds are timed on the same files):
+Cases (recorded or written once into the work directory; --recordings DIR reuses the CASE.db
+files found there, so that two builds are timed on the same files):
   csc      the SDK's C# compiler compiling --files generated sources (bench/record's csc case),
            recorded in full mode (no snapshot: it calls no GC.Collect).
+  csc-large, csc-large-sampled
+           the same compiling --large-files sources (default 400: about 90M allocations), in
+           full mode and in sampled mode (`record --mode sampled`: the census and followed
+           samples; what a user records a large program with).
   midlife  examples/MidLife --rounds N (4 threads; default 400,000 rounds: 20.8M allocations,
            about 6M objects surviving a GC, 4 snapshots of its cache), full mode.
+  midlife-sampled
+           the same in sampled mode with a snapshot at every gen2 GC (`--snapshot gen2`, as
+           e2e_midlife_sampled records it): survivors between snapshots are estimates.
   heap     bench_retention_db (bench/dominators): --snapshots snapshots of a synthetic heap of
            --objects objects (default 5M, 3), for retention and leaks at that scale.
+  all      csc, midlife, midlife-sampled, heap (the large csc cases take minutes to record:
+           name them).
 
 On a fresh copy of each recording, in this order, each command twice: info (the first command:
 it pays for the first read), gcs, allocations, survivors, stacks, snapshots, retention, leaks,
@@ -64,13 +73,13 @@ def mib(path):
     return os.path.getsize(path) / (1 << 20)
 
 
-def record_db(a, name, program):
+def record_db(a, name, program, options=()):
     db = os.path.join(a.recordings, name + ".db")
     if os.path.exists(db):
         return db
     print(f"recording {name} ...", flush=True)
     record.remove_db(db)
-    p = subprocess.run([a.heaplens, "record", "-o", db, "--"] + program,
+    p = subprocess.run([a.heaplens, "record", "-o", db] + list(options) + ["--"] + program,
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0 or not os.path.exists(db):
         die(f"recording {name} failed: {p.stderr.strip()}")
@@ -118,8 +127,11 @@ def bench(a, name, pristine):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--case", default="all", choices=["csc", "midlife", "heap", "all"])
+    ap.add_argument("--case", action="append",
+                    choices=["csc", "csc-large", "csc-large-sampled", "midlife", "midlife-sampled",
+                             "heap", "all"], help="repeatable")
     ap.add_argument("--files", type=int, default=50, help="csc: generated sources")
+    ap.add_argument("--large-files", type=int, default=400, help="csc-large: generated sources")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife: rounds per thread")
     ap.add_argument("--objects", type=int, default=5_000_000, help="heap: objects")
     ap.add_argument("--snapshots", type=int, default=3, help="heap: snapshots")
@@ -138,14 +150,23 @@ def main():
     a.recordings = os.path.abspath(a.recordings or a.workdir)
     os.makedirs(a.recordings, exist_ok=True)
 
-    cases = ["csc", "midlife", "heap"] if a.case == "all" else [a.case]
+    named = [c for c in (a.case or []) if c != "all"]
+    cases = named or ["csc", "midlife", "midlife-sampled", "heap"]
+    sampled = ["--mode", "sampled"]
     dbs = {}
     for case in cases:
         if case == "csc":
-            dbs[case] = record_db(a, "csc", record.csc_command(a.workdir, a.files))
-        elif case == "midlife":
-            dbs[case] = record_db(a, "midlife", ["dotnet", record.build_example("MidLife", a.workdir),
-                                                 "--rounds", str(a.rounds)])
+            dbs[case] = record_db(a, case, record.csc_command(a.workdir, a.files))
+        elif case.startswith("csc-large"):
+            large = os.path.join(a.workdir, "large")
+            os.makedirs(large, exist_ok=True)
+            dbs[case] = record_db(a, case, record.csc_command(large, a.large_files),
+                                  sampled if case.endswith("sampled") else [])
+        elif case.startswith("midlife"):
+            dbs[case] = record_db(a, case, ["dotnet", record.build_example("MidLife", a.workdir),
+                                            "--rounds", str(a.rounds)],
+                                  sampled + ["--snapshot", "gen2"] if case.endswith("sampled")
+                                  else [])
         else:
             dbs[case] = heap_db(a)
     for case in cases:

@@ -158,6 +158,15 @@ static void fixture_nogc(void)
     fixture_write(sb, "nogc.db");
 }
 
+/* app.db as a sampled recording that follows its samples (followed.db, below). */
+#define FOLLOWED_SQL                                                                               \
+    "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"                                 \
+    "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, object_id, est_count,"           \
+    " est_bytes) VALUES (2, 1, 101, 0, 64, 7, 1600, 102400);"                                      \
+    "INSERT INTO snapshots (snapshot, gc, objects, refs, roots, handles, bytes,"                  \
+    " model_missing, model_extra, frozen, unresolved) VALUES"                                      \
+    " (1, 3, 6, 0, 0, 0, 100368, 0, 0, 1, 0);"
+
 static void fixtures_build(void)
 {
     fixture_app("app.db");
@@ -169,13 +178,7 @@ static void fixtures_build(void)
      * of 64 bytes, first GC 2) is a sample's object standing for 1600 objects until the
      * snapshot at GC 3. */
     fixture_app("followed.db");
-    fixture_sql("followed.db",
-                "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
-                "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, object_id, est_count,"
-                " est_bytes) VALUES (2, 1, 101, 0, 64, 7, 1600, 102400);"
-                "INSERT INTO snapshots (snapshot, gc, objects, refs, roots, handles, bytes,"
-                " model_missing, model_extra, frozen, unresolved) VALUES"
-                " (1, 3, 6, 0, 0, 0, 100368, 0, 0, 1, 0);");
+    fixture_sql("followed.db", FOLLOWED_SQL);
     fixture_lossy();
     fixture_nogc();
     fixture_file("notes.txt", "not a database\n");
@@ -396,6 +399,82 @@ static void case_survivors_followed(void)
     CHECK_STR(got ? got : "", "1:1:48 2:1601:102432 2:1:48 3:3:144");
     sqlite3_finalize(stmt);
     sqlite3_close(db);
+}
+
+/* One integer from `sql` on fixture `name`; -1 when there is no row. */
+static int64_t fixture_int(const char *name, const char *sql)
+{
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW)
+        v = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return v;
+}
+
+/* The estimates of a recording that follows its samples read from the first read's summary
+ * (object_spans with the samples' weights: a few rows) answer exactly as from every object
+ * (the same file told that its spans hold no weights: the path of a file summed up before they
+ * were); so do the report and the survivors_by_generation view; weights that no recording holds
+ * are damage. */
+static void case_survivors_followed_spans(void)
+{
+    const char *const files[2] = {"fspans.db", "frows.db"};
+    for (int f = 0; f < 2; f++) {
+        fixture_app(files[f]);
+        /* the snapshot row stands alone: no objects, so that the report reads it */
+        fixture_sql(files[f], FOLLOWED_SQL "UPDATE snapshots SET objects = 0;");
+        EXPECT(RUN("info", files[f]), 0, NULL, "");
+    }
+    CHECK(fixture_int("fspans.db", "SELECT weights FROM object_totals") == 1);
+    /* object 7's two generations, each weighing its sample until the snapshot at GC 3 */
+    CHECK(fixture_int("fspans.db", "SELECT count(*) FROM object_spans WHERE reset = 3"
+                                   " AND est_count = 1600 AND est_bytes = 102400") == 2);
+    fixture_sql("frows.db", "UPDATE object_totals SET weights = 0");
+    const char *const asks[][6] = {
+        {"survivors", "--gc", "1"},          {"survivors", "--gc", "2"},
+        {"survivors", "--gc", "2", "--json"}, {"survivors", "--gc", "2", "--by", "age"},
+        {"survivors", "--gc", "2", "--by", "age", "--json"}, {"survivors", "--gc", "2", "--top", "2"},
+        {"survivors", "--gc", "3"},          {"report", "--json"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(asks); i++) {
+        run_result r[2];
+        for (int f = 0; f < 2; f++) {
+            const char *const *x = asks[i]; /* NULL after its last argument */
+            r[f] = RUN(x[0], files[f], x[1], x[2], x[3], x[4], x[5]);
+            /* the report names its file, and its writer's counters (each file's own run) */
+            g_auto(GStrv) parts = g_strsplit(r[f].out, files[f], -1);
+            g_autofree char *named = g_strjoinv("FILE", parts);
+            g_auto(GStrv) lines = g_strsplit(named, "\n", -1);
+            GString *kept = g_string_new(NULL);
+            for (char **l = lines; *l; l++)
+                if (!g_str_has_prefix(*l, "\"counters\":"))
+                    g_string_append_printf(kept, "%s\n", *l);
+            g_free(r[f].out);
+            r[f].out = g_string_free(kept, FALSE);
+        }
+        CHECK_INT(r[0].status, 0);
+        CHECK_INT(r[1].status, r[0].status);
+        CHECK_STR(r[1].out, r[0].out);
+        CHECK_STR(r[1].err, r[0].err);
+        run_result_release(&r[0]);
+        run_result_release(&r[1]);
+    }
+    /* the view reads the spans, weighted, as survivors_followed checks it over the objects */
+    CHECK(fixture_int("fspans.db", "SELECT count(*) FROM sqlite_master WHERE name ="
+                                   " 'survivors_by_generation' AND sql LIKE '%object_spans%'") == 1);
+    CHECK(fixture_int("fspans.db", "SELECT count FROM survivors_by_generation WHERE gc = 2"
+                                   " AND generation = 1 AND type = 'System.String'") == 1601);
+    fixture_sql("fspans.db", "UPDATE object_spans SET est_count = -5 WHERE est_count IS NOT NULL");
+    EXPECT(RUN("survivors", "fspans.db", "--gc", "2"), 1, "",
+           "heaplens: the database is damaged: objects alive after GC 2 have sizes, types or "
+           "generations that no recording holds\n");
+    EXPECT(RUN("survivors", "fspans.db", "--gc", "3"), 0, NULL, ""); /* no estimate there */
 }
 
 static void case_survivors_text(void)
@@ -986,6 +1065,16 @@ static void case_damaged_values(void)
          "(SELECT min(rowid) FROM object_spans WHERE until_gc IS NULL)", "survivors",
          "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
          "generations that no recording holds\n"},
+        /* a GC that is not a number: damage, not a span alive for ever (text sorts after every
+         * number) or never */
+        {"UPDATE object_spans SET until_gc = 'abc' WHERE rowid = "
+         "(SELECT min(rowid) FROM object_spans WHERE until_gc IS NOT NULL)", "survivors",
+         "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
+         "generations that no recording holds\n"},
+        {"UPDATE object_spans SET from_gc = 'abc' WHERE rowid = "
+         "(SELECT min(rowid) FROM object_spans WHERE until_gc IS NULL)", "survivors",
+         "heaplens: the database is damaged: objects alive after GC 3 have sizes, types or "
+         "generations that no recording holds\n"},
         {"UPDATE object_totals SET bytes = 'abc'", "info",
          "heaplens: the database is damaged: object_totals holds no row, more than one, or "
          "figures that no recording holds\n"},
@@ -1015,6 +1104,7 @@ static const cli_test_case cases[] = {
     {"allocations_thread", case_allocations_thread},
     {"survivors_json", case_survivors_json},
     {"survivors_followed", case_survivors_followed},
+    {"survivors_followed_spans", case_survivors_followed_spans},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
     {"survivors_no_gc", case_survivors_no_gc},

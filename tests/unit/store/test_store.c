@@ -2555,9 +2555,24 @@ static void test_golden_snapshot(void)
         CHECK_ROWS(hl, "SELECT object_id FROM snapshot_objects WHERE snapshot = '1' AND object_id = '10'",
                    "10\n");
         CHECK_ROWS(hl, "SELECT count(*) FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9.5", "0\n");
+        /* idxNum: 1 the snapshot, 2 the object, 4 refs or fields read (else neither is decoded) */
         g_autofree char *hl_plan = db_rows(
             hl, "EXPLAIN QUERY PLAN SELECT refs FROM snapshot_objects WHERE snapshot = 1 AND object_id = 9");
-        CHECK(strstr(hl_plan, "VIRTUAL TABLE INDEX 3") != NULL);
+        CHECK(strstr(hl_plan, "VIRTUAL TABLE INDEX 7") != NULL);
+        g_autofree char *short_plan = db_rows(
+            hl, "EXPLAIN QUERY PLAN SELECT object_id, generation FROM snapshot_objects WHERE snapshot = 1");
+        CHECK(strstr(short_plan, "VIRTUAL TABLE INDEX 1") != NULL);
+        CHECK_ROWS(hl, "SELECT object_id, generation, flags FROM snapshot_objects WHERE snapshot = 1",
+                   "1|2|0\n6|4|0\n9|2|0\n10|1|0\n");
+        CHECK_ROWS(hl, "SELECT object_id, generation FROM snapshot_objects WHERE snapshot = 1"
+                       " AND object_id = 10", "10|1\n");
+        /* a join scans the snapshot and looks the objects up (as schema 7's key made SQLite do),
+         * never every object with a lookup of each in the snapshot */
+        g_autofree char *join_plan = db_rows(
+            hl, "EXPLAIN QUERY PLAN SELECT o.size FROM snapshot_objects so"
+                " JOIN objects o ON o.id = so.object_id WHERE so.snapshot = 1");
+        CHECK(strstr(join_plan, "SCAN so VIRTUAL TABLE INDEX 1") != NULL &&
+              strstr(join_plan, "SEARCH o USING INTEGER PRIMARY KEY") != NULL);
         sqlite3_close(hl);
     }
     g_autofree char *roots_plan =
