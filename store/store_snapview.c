@@ -118,8 +118,8 @@ static int store_snapview_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
             obj = i;
     }
     int argv = 1;
-    /* columns 4 (refs) and 5 (fields); bit 63 stands for every column past it */
-    info->idxNum = info->colUsed & (3ull << 4 | 1ull << 63) ? SNAPVIEW_IDX_REFS : 0;
+    /* columns 4 (refs), 5 (fields) and 6 (ref_fields); bit 63 stands for every column past it */
+    info->idxNum = info->colUsed & (7ull << 4 | 1ull << 63) ? SNAPVIEW_IDX_REFS : 0;
     if (snap >= 0) {
         info->idxNum |= SNAPVIEW_IDX_SNAPSHOT;
         info->aConstraintUsage[snap].argvIndex = argv++;
