@@ -55,6 +55,28 @@ void hl_statics_release(hl_statics *s) {
     hl_vec_release(&s->pending_threads);
 }
 
+/* hl_static_reference_fields' callback: notes a static field and its pending STATIC record. */
+typedef struct note_ctx {
+    collector *c;
+    ClassID cls;
+    ModuleID module;
+    uint32_t type_id;
+} note_ctx;
+
+static void note_field(void *ctx, mdToken token) {
+    note_ctx *x = ctx;
+    collector *c = x->c;
+    hl_statics *s = &c->statics;
+    static_field f = {.cls = x->cls, .token = token, .module = x->module, .id = ++s->next_id};
+    if (!x->type_id)
+        x->type_id = hl_collector_type_id(c, x->cls);
+    pending_static p = {.s = {.static_id = f.id, .type_id = x->type_id}};
+    if (!hl_field_name(&c->names, x->module, token, p.name, sizeof p.name))
+        strcpy(p.name, "?");
+    if (!hl_vec_push(&s->fields, &f) || !hl_vec_push(&s->pending, &p))
+        c->model_failures++;
+}
+
 void hl_statics_note_class(collector *c, ClassID cls) {
     hl_statics *s = &c->statics;
     if (!cls || cls == s->last)
@@ -81,33 +103,8 @@ void hl_statics_note_class(collector *c, ClassID cls) {
     IMetaDataImport *mdi = hl_type_names_metadata(&c->names, module);
     if (!mdi)
         return;
-    void *e = NULL;
-    mdToken tokens[64];
-    ULONG got = 0;
-    uint32_t type_id = 0;
-    while (!HR_FAILED(mdi_enum_fields(mdi, &e, td, tokens, 64, &got)) && got > 0) {
-        for (ULONG k = 0; k < got; k++) {
-            WCHAR w[8];
-            ULONG len = 0, sig_size = 0;
-            DWORD attr = 0;
-            const uint8_t *sig = NULL;
-            if (HR_FAILED(mdi_get_field_props_sig(mdi, tokens[k], w, 8, &len, &attr, &sig,
-                                                  &sig_size)) ||
-                !(attr & fdStatic) || (attr & (fdLiteral | fdHasFieldRVA)) ||
-                !hl_field_sig_may_hold_reference(sig, sig_size))
-                continue;
-            static_field f = {.cls = cls, .token = tokens[k], .module = module, .id = ++s->next_id};
-            if (!type_id)
-                type_id = hl_collector_type_id(c, cls);
-            pending_static p = {.s = {.static_id = f.id, .type_id = type_id}};
-            if (!hl_field_name(&c->names, module, tokens[k], p.name, sizeof p.name))
-                strcpy(p.name, "?");
-            if (!hl_vec_push(&s->fields, &f) || !hl_vec_push(&s->pending, &p))
-                c->model_failures++;
-        }
-    }
-    if (e)
-        mdi_close_enum(mdi, e);
+    note_ctx x = {.c = c, .cls = cls, .module = module};
+    hl_static_reference_fields(mdi, td, note_field, &x);
 }
 
 static int slot_cmp(const void *a, const void *b) {

@@ -122,7 +122,7 @@ out:
 }
 
 /* The signature is FIELD (6), custom modifiers, then the type. */
-bool hl_field_sig_may_hold_reference(const uint8_t *sig, ULONG n) {
+static bool field_sig_may_hold_reference(const uint8_t *sig, ULONG n) {
     ULONG i = 1;
     if (n < 2 || sig[0] != 0x06)
         return false;
@@ -135,6 +135,28 @@ bool hl_field_sig_may_hold_reference(const uint8_t *sig, ULONG n) {
         return false;
     uint8_t t = sig[i];
     return !((t >= 0x01 && t <= 0x0d) || t == 0x0f || t == 0x18 || t == 0x19 || t == 0x1b);
+}
+
+void hl_static_reference_fields(IMetaDataImport *mdi, mdTypeDef td, hl_static_field_fn fn,
+                                void *ctx) {
+    void *e = NULL;
+    mdToken tokens[64];
+    ULONG got = 0;
+    while (!HR_FAILED(mdi_enum_fields(mdi, &e, td, tokens, 64, &got)) && got > 0) {
+        for (ULONG k = 0; k < got; k++) {
+            WCHAR w[8];
+            ULONG len = 0, sig_size = 0;
+            DWORD attr = 0;
+            const uint8_t *sig = NULL;
+            if (!HR_FAILED(mdi_get_field_props_sig(mdi, tokens[k], w, 8, &len, &attr, &sig,
+                                                   &sig_size)) &&
+                (attr & fdStatic) && !(attr & (fdLiteral | fdHasFieldRVA)) &&
+                field_sig_may_hold_reference(sig, sig_size))
+                fn(ctx, tokens[k]);
+        }
+    }
+    if (e)
+        mdi_close_enum(mdi, e);
 }
 
 AppDomainID hl_module_domain(ICorProfilerInfo *info, ModuleID module) {
@@ -161,45 +183,40 @@ void hl_tls_class_loaded(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls) 
     atomic_fetch_add_explicit(&f->class_ns, now_ns() - t0, memory_order_relaxed);
 }
 
+/* hl_static_reference_fields' callback: publishes the field if it is a thread static. */
+typedef struct class_fields_ctx {
+    hl_tls_fields *f;
+    ICorProfilerInfo *info;
+    ClassID cls;
+    ModuleID module;
+    AppDomainID domain;
+} class_fields_ctx;
+
+static void class_field(void *ctx, mdToken token) {
+    class_fields_ctx *x = ctx;
+    uint32_t kind = 0;
+    if (HR_FAILED(info_get_static_field_info(x->info, x->cls, token, &kind)) ||
+        !(kind & COR_PRF_FIELD_THREAD_STATIC))
+        return;
+    if (!x->domain)
+        x->domain = hl_module_domain(x->info, x->module);
+    hl_tls_field t = {.cls = x->cls, .token = token, .domain = x->domain, .module = x->module};
+    if (x->domain)
+        hl_tls_fields_add(x->f, &t);
+}
+
 static void class_fields(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls) {
-    ModuleID module = 0;
     mdTypeDef td = 0;
     ClassID parent = 0;
     uint32_t n_args = 0;
     IUnknown *mdu = NULL;
-    if (HR_FAILED(info_get_class_id_info2(info, cls, &module, &td, &parent, 0, &n_args, NULL)) ||
-        !module || !td ||
-        HR_FAILED(info_get_module_metadata(info, module, ofRead, &IID_IMetaDataImport, &mdu)) ||
+    class_fields_ctx x = {.f = f, .info = info, .cls = cls};
+    if (HR_FAILED(info_get_class_id_info2(info, cls, &x.module, &td, &parent, 0, &n_args, NULL)) ||
+        !x.module || !td ||
+        HR_FAILED(info_get_module_metadata(info, x.module, ofRead, &IID_IMetaDataImport, &mdu)) ||
         !mdu)
         return;
-    IMetaDataImport *mdi = (IMetaDataImport *)mdu;
-    AppDomainID domain = 0;
-    void *e = NULL;
-    mdToken tokens[64];
-    ULONG got = 0;
-    while (!HR_FAILED(mdi_enum_fields(mdi, &e, td, tokens, 64, &got)) && got > 0) {
-        for (ULONG k = 0; k < got; k++) {
-            WCHAR w[8];
-            ULONG len = 0, sig_size = 0;
-            DWORD attr = 0;
-            const uint8_t *sig = NULL;
-            uint32_t kind = 0;
-            if (HR_FAILED(mdi_get_field_props_sig(mdi, tokens[k], w, 8, &len, &attr, &sig,
-                                                  &sig_size)) ||
-                !(attr & fdStatic) || (attr & (fdLiteral | fdHasFieldRVA)) ||
-                !hl_field_sig_may_hold_reference(sig, sig_size) ||
-                HR_FAILED(info_get_static_field_info(info, cls, tokens[k], &kind)) ||
-                !(kind & COR_PRF_FIELD_THREAD_STATIC))
-                continue;
-            if (!domain)
-                domain = hl_module_domain(info, module);
-            hl_tls_field t = {.cls = cls, .token = tokens[k], .domain = domain, .module = module};
-            if (domain)
-                hl_tls_fields_add(f, &t);
-        }
-    }
-    if (e)
-        mdi_close_enum(mdi, e);
+    hl_static_reference_fields((IMetaDataImport *)mdu, td, class_field, &x);
     clr_release(mdu);
 }
 

@@ -89,10 +89,12 @@ bool hl_tls_fields_add(hl_tls_fields *f, const hl_tls_field *field);
  * class; arrays and classes without such fields publish nothing. */
 void hl_tls_class_loaded(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls);
 
-/* Shared with statics.c: a field signature whose value may be a heap reference (not a
- * primitive, pointer or function pointer), and the AppDomain a module's statics live in (there
- * is one in .NET Core; 0 if unknown). */
-bool hl_field_sig_may_hold_reference(const uint8_t *sig, ULONG n);
+/* Shared with statics.c: calls `fn` for each static field of `td` whose value may be a heap
+ * reference (not a literal, not RVA data, not a primitive, pointer or function pointer); and
+ * the AppDomain a module's statics live in (there is one in .NET Core; 0 if unknown). */
+typedef void (*hl_static_field_fn)(void *ctx, mdToken field);
+void hl_static_reference_fields(IMetaDataImport *mdi, mdTypeDef td, hl_static_field_fn fn,
+                                void *ctx);
 AppDomainID hl_module_domain(ICorProfilerInfo *info, ModuleID module);
 
 /* Inside a snapshot's GC (GC thread): every thread's slot of every published field, appended to
