@@ -11,6 +11,8 @@
 #ifndef HEAPLENS_COLLECTOR_H
 #define HEAPLENS_COLLECTOR_H
 
+#include "collector/clock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -124,7 +126,5 @@ void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger);
  * callback can run (ProfilerDetachSucceeded, InitializeForAttach, a failed start). */
 void hl_session_reset(hl_profiler *p);
 
-uint64_t hl_now_ns(void);
-uint64_t hl_now_unix_ns(void);
 
 #endif /* HEAPLENS_COLLECTOR_H */

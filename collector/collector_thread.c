@@ -35,18 +35,6 @@
 
 #define RESUME_GRACE_NS 50000000 /* wait this long after a GC for the end of its pause */
 
-uint64_t hl_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t hl_now_unix_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The collector thread's own CPU time: the stats measure its work, not the time the scheduler
  * gives the program's threads (they share the cores). */
 static uint64_t cpu_ns(void) {

@@ -4,6 +4,7 @@
  * callbacks: managed threads are stopped at GC-safe points, never inside malloc, and native
  * threads keep running and release any allocator lock they hold. */
 #include "collector/mem.h"
+#include "collector/clock.h"
 #include "collector/gc_capture.h"
 #include "collector/discovery.h"
 #include "collector/eventpipe.h"
@@ -11,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void hl_gc_queue_init(hl_gc_queue *q) {
     memset(q, 0, sizeof *q);
@@ -103,7 +98,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
                       uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
                                                   uint32_t reason),
                       void *policy_ctx) {
-    uint64_t t = now_ns();
+    uint64_t t = hl_now_ns();
     q->gcs_started++;
     hl_gc_capture *c = hl_mem_calloc(1, sizeof *c);
     uint64_t w = atomic_load_explicit(&q->written, memory_order_relaxed);
@@ -114,7 +109,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     while (c && w - read >= HL_GC_QUEUE && !atomic_load(&q->closed)) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
-        uint64_t r = atomic_load_explicit(&q->read, memory_order_acquire), now = now_ns();
+        uint64_t r = atomic_load_explicit(&q->read, memory_order_acquire), now = hl_now_ns();
         if (r != read)
             progress = now;
         else if (now - progress >= HL_GC_QUEUE_STALL_NS)
@@ -370,7 +365,7 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
      * the walk's time in the pause for 10M objects): a long walk's time lacks at most its last
      * 1023 objects'. */
     if (c->walk_objects < 1024 || (c->walk_objects & 1023) == 0) {
-        uint64_t t = now_ns();
+        uint64_t t = hl_now_ns();
         if (!c->walk_objects)
             c->walk_first_ns = t;
         c->walk_last_ns = t;
@@ -456,7 +451,7 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
         if (c->incomplete || c->discover_incomplete)
             q->discover_full_next = true;
     }
-    c->end_ns = now_ns();
+    c->end_ns = hl_now_ns();
     atomic_store(&q->awaiting_resume, c);
     atomic_store_explicit(&q->last_finished, c->gc, memory_order_relaxed);
     atomic_store_explicit(&c->finished, true, memory_order_release);

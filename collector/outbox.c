@@ -1,5 +1,6 @@
 /* outbox.c — see outbox.h. */
 #include "collector/mem.h"
+#include "collector/clock.h"
 #include "collector/outbox.h"
 
 #include <errno.h>
@@ -40,12 +41,6 @@ int hl_outbox_init(hl_outbox *o, const char *path, size_t cap) {
     o->cap = cap;
     o->fd = socket_connect(path);
     return 0;
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The writer is lost: every queued record from the first one not wholly sent (the writer drops
@@ -99,16 +94,16 @@ static uint8_t *reserve(hl_outbox *o, size_t n) {
     if (o->cap - o->end < n)
         compact(o);
     if (o->cap - o->end < n) {
-        uint64_t t0 = now_ns(), progress = t0;
+        uint64_t t0 = hl_now_ns(), progress = t0;
         while (o->fd >= 0 && o->cap - o->end < n) {
             if (hl_outbox_send(o)) {
-                progress = now_ns();
+                progress = hl_now_ns();
                 compact(o);
                 continue;
             }
             if (o->fd < 0)
                 break;
-            uint64_t t = now_ns();
+            uint64_t t = hl_now_ns();
             if (t - progress >= (uint64_t)o->stall_ms * 1000000u) {
                 o->stalled = true;
                 writer_lost(o); /* it took nothing for the stall limit */
@@ -123,7 +118,7 @@ static uint8_t *reserve(hl_outbox *o, size_t n) {
             if (o->on_wait)
                 o->on_wait(o->ctx);
         }
-        o->wait_ns += now_ns() - t0;
+        o->wait_ns += hl_now_ns() - t0;
         if (o->fd < 0)
             return NULL;
     }

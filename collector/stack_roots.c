@@ -1,6 +1,7 @@
 /* stack_roots.c — see stack_roots.h. */
 #define _GNU_SOURCE /* pthread_getattr_np, process_vm_readv */
 #include "collector/stack_roots.h"
+#include "collector/clock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -173,16 +174,10 @@ static bool scan_stack(uint64_t lo, uint64_t hi, uint32_t os_tid, wanted *w, siz
     return any;
 }
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 bool hl_stack_roots_find(hl_thread_set *threads, hl_stack_ranges *ranges, ICorProfilerInfo *info,
                          const struct hl_root *roots, size_t n, uint32_t *out,
                          hl_stack_search *stats) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = hl_now_ns();
     bool ok = true;
     memset(out, 0, n * sizeof *out);
     memset(stats, 0, sizeof *stats);
@@ -243,6 +238,6 @@ out:
     hl_mem_free(w);
     hl_mem_free(buf);
     hl_mem_free(tids);
-    stats->ns = now_ns() - t0;
+    stats->ns = hl_now_ns() - t0;
     return ok;
 }

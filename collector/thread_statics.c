@@ -1,5 +1,6 @@
 /* thread_statics.c — see thread_statics.h. */
 #include "collector/thread_statics.h"
+#include "collector/clock.h"
 
 #include <string.h>
 #include <time.h>
@@ -168,19 +169,13 @@ AppDomainID hl_module_domain(ICorProfilerInfo *info, ModuleID module) {
     return domain;
 }
 
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static void class_fields(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls);
 
 void hl_tls_class_loaded(hl_tls_fields *f, ICorProfilerInfo *info, ClassID cls) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = hl_now_ns();
     class_fields(f, info, cls);
     atomic_fetch_add_explicit(&f->classes_seen, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&f->class_ns, now_ns() - t0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&f->class_ns, hl_now_ns() - t0, memory_order_relaxed);
 }
 
 /* hl_static_reference_fields' callback: publishes the field if it is a thread static. */

@@ -27,12 +27,6 @@
 #include "collector/collector.h"
 #include "collector/mem.h"
 
-uint64_t hl_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t cpu_ns(void) { /* every thread's: the helpers walk too */
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);

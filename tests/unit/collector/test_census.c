@@ -16,7 +16,6 @@
 #include "collector/mem.h"
 #include "tests/unit/common/check.h"
 
-uint64_t hl_now_ns(void) { return 0; }
 
 typedef struct fake_mt { uint32_t flags, base; } fake_mt;
 #define COMPONENT(n) (0x80000000u | (n))
