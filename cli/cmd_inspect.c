@@ -1,5 +1,6 @@
-/* cmd_inspect.c — `heaplens inspect FILE [--snapshot S] [--json]`: the automatic inspections of
- * one heap snapshot (query/inspect.h), ranked by the bytes each finding wastes or holds. */
+/* cmd_inspect.c — `heaplens inspect FILE [--snapshot S] [--json] [--progress]`: the automatic
+ * inspections of one heap snapshot (query/inspect.h), ranked by the bytes each finding wastes or
+ * holds; what it computed is stored in the file last (inspect_commit). */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/inspect.h"
@@ -87,7 +88,7 @@ static char *finding_text(json_t *f)
 int cmd_inspect(int argc, char **argv)
 {
     int status = 1;
-    gboolean json = FALSE;
+    gboolean json = FALSE, progress_flag = FALSE;
     const char *path = NULL, *snapshot_text = NULL, *dup_text = NULL, *fill_text = NULL,
                *subs_text = NULL;
     const query_option options[] = {
@@ -96,11 +97,14 @@ int cmd_inspect(int argc, char **argv)
         {"min-duplicates", QUERY_OPT_VALUE, &dup_text},
         {"max-fill", QUERY_OPT_VALUE, &fill_text},
         {"min-subscribers", QUERY_OPT_VALUE, &subs_text},
+        {"progress", QUERY_OPT_FLAG, &progress_flag},
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
     sqlite3 *db = NULL;
     json_t *doc = NULL;
+    g_autoptr(query_progress) progress = NULL;
+    g_autofree char *note = NULL;
     inspect_options o = {.min_duplicates = INSPECT_MIN_DUPLICATES, .max_fill = INSPECT_MAX_FILL,
                          .min_subscribers = INSPECT_MIN_SUBSCRIBERS};
     uint64_t v = 0;
@@ -133,7 +137,9 @@ int cmd_inspect(int argc, char **argv)
     db = query_db_open(path, &error);
     if (!db)
         goto out;
-    doc = inspect_snapshot(db, path, snapshot_text, &o, &error);
+    progress = query_progress_new("inspect", progress_flag);
+    doc = inspect_snapshot(db, path, snapshot_text, &o, progress, &error);
+    query_progress_done(progress);
     if (!doc)
         goto out;
     json_t *findings = json_object_get(doc, "findings");
@@ -158,7 +164,13 @@ int cmd_inspect(int argc, char **argv)
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);
     }
-    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+    /* the output first, then what was computed into the file (inspect_commit) */
+    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error) ||
+        !inspect_commit(db, path, progress, &note, &error))
+        goto out;
+    query_progress_done(progress);
+    query_note_print(note, json);
+    if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;
 out:

@@ -452,6 +452,7 @@ static const query_command commands[] = {
                    "objects, pinning, LOH free space",
         .usage = "usage: heaplens inspect FILE [--snapshot S] [--min-duplicates N]\n"
                  "                        [--max-fill P] [--min-subscribers N] [--json]\n"
+                 "                        [--progress]\n"
                  "\n"
                  "Looks for common waste in one heap snapshot without a question asked, and\n"
                  "ranks the findings by the bytes each wastes or holds: strings whose value at\n"
@@ -466,6 +467,8 @@ static const query_command commands[] = {
                  "the finalizer queue at an earlier snapshot); objects pinned in gen0 or gen1;\n"
                  "the large-object heap's free space between live objects. Needs a recording\n"
                  "of this heaplens for all of them: an older one gets fewer (store/SCHEMA.md).\n"
+                 "The findings of a snapshot and options are computed once and stored in the\n"
+                 "recording (table inspections): the next inspect or report reads them.\n"
                  "\n"
                  "options:\n"
                  "  --snapshot S         the snapshot to inspect (default: the last one)\n"
@@ -474,6 +477,8 @@ static const query_command commands[] = {
                  "  --max-fill P         the fill (0 to 1) at or under which an array is sparse\n"
                  "                       and a collection under-filled (default 0.21)\n"
                  "  --min-subscribers N  handlers that make an event a finding (default 100)\n"
+                 "  --progress           report progress and step times on stderr (default: only\n"
+                 "                       when stderr is a terminal)\n"
                      JSON_OPTION HELP_OPTION,
     },
     {

@@ -43,7 +43,9 @@
 #ifndef HEAPLENS_QUERY_INSPECT_H
 #define HEAPLENS_QUERY_INSPECT_H
 
+#include "query/progress.h"
 #include "query/query.h"
+#include "query/snapshot_graph.h"
 
 #include <glib.h>
 #include <jansson.h>
@@ -68,8 +70,34 @@ typedef struct inspect_options {
  * schema 8, no under-filled or finalizable finding (finalized-reachable needs only roots).
  * JSON of the kinds added in schema 8: {"kind":"under-filled","type":T,"count":N,"fill":F,
  * "wasted":W,"elements":E,"capacity":C}, {"kind":"finalizable","type":T,"count":N,"bytes":B,
- * "queued":Q}, {"kind":"finalized-reachable","type":T,"count":N,"bytes":B}. */
+ * "queued":Q}, {"kind":"finalized-reachable","type":T,"count":N,"bytes":B}.
+ *
+ * Computed once per snapshot and options: read from the file when an earlier command stored
+ * them (table inspections, store/SCHEMA.md; rows of another heaplens version, or of a snapshot
+ * whose snapshots row changed since, are computed again), else computed — on a schema 8 file in
+ * one pass over the snapshot's blocks, on an older one by a pass of SQL per inspection — and kept
+ * for inspect_commit (a TEMP table of `db`: a second call reads them there). `progress` (may be
+ * NULL) shows the pass ("inspecting snapshot S") or the read ("stored inspections of snapshot
+ * S"). */
 json_t *inspect_snapshot(sqlite3 *db, const char *path, const char *snapshot_text,
-                         const inspect_options *o, GError **error);
+                         const inspect_options *o, query_progress *progress, GError **error);
+
+/* Writes the inspections this command computed on `db` into the file at `path`, in one
+ * transaction, after checking the file (store_db_damage_new); call it last, after every read and
+ * the output. TRUE when written or nothing was kept; TRUE with a new one-line *note when the file
+ * cannot be written (read-only, or still being recorded: the next command computes them again);
+ * FALSE with *error when the file is damaged (QUERY_ERROR_DAMAGED) or the write failed: nothing
+ * was written. */
+gboolean inspect_commit(sqlite3 *db, const char *path, query_progress *progress, char **note,
+                        GError **error);
+
+/* Internal to inspect.c and inspect_store.c. The findings stored for snapshot `info` and
+ * options `o` (this command's, then the file's): *findings a new reference, NULL when none is
+ * stored; a row that is not what heaplens writes is damage. */
+gboolean inspect_stored_read(sqlite3 *db, const snapshot_info *info, const inspect_options *o,
+                             json_t **findings, GError **error);
+/* Keeps `findings` of `info` and `o` for inspect_commit (TEMP table inspections of `db`). */
+gboolean inspect_keep(sqlite3 *db, const snapshot_info *info, const inspect_options *o,
+                      const json_t *findings, GError **error);
 
 #endif /* HEAPLENS_QUERY_INSPECT_H */

@@ -541,7 +541,7 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
                                       .max_fill = INSPECT_MAX_FILL,
                                       .min_subscribers = INSPECT_MIN_SUBSCRIBERS};
     g_autofree char *last = g_strdup_printf("%" PRId64, info.snapshot);
-    data->inspections = inspect_snapshot(db, file, last, &defaults, error);
+    data->inspections = inspect_snapshot(db, file, last, &defaults, progress, error);
     if (!data->inspections)
         return FALSE;
     if (list->len >= 2) { /* growth needs two snapshots */
@@ -561,6 +561,20 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
     char *note = NULL;
     if (!retention_commit(db, file, progress, &note, error))
         return FALSE;
+    if (note)
+        g_ptr_array_add(data->notes, note);
+    /* then the inspections computed; after retained sizes were written, a failure to store them
+     * is a note (a command never fails after changing the file), as is a file that cannot be
+     * written */
+    GError *local = NULL;
+    if (!inspect_commit(db, file, progress, &note, &local)) {
+        if (g_error_matches(local, QUERY_ERROR, QUERY_ERROR_DAMAGED)) {
+            g_propagate_error(error, local);
+            return FALSE;
+        }
+        note = g_strdup_printf("note: inspections were not stored: %s", local->message);
+        g_error_free(local);
+    }
     if (note)
         g_ptr_array_add(data->notes, note);
     return TRUE;

@@ -1248,6 +1248,96 @@ static void case_inspect_kept(void)
     json_decref(doc);
 }
 
+/* inspect: the findings of a snapshot and options are computed once and stored (table
+ * inspections): the second run reads them (its --progress says so) and says the same, and so
+ * does the report; other options are computed; a snapshot whose snapshots row changed since is
+ * inspected again; a read-only file answers all the same, with a note; a stored row that heaplens
+ * does not write is damage. */
+static void case_inspect_stored(void)
+{
+    file_copy("kept.db", "is1.db");
+    long long last = sql_int("is1.db", "SELECT max(snapshot) FROM snapshots");
+    g_autofree char *computing = g_strdup_printf("heaplens: inspect: inspecting snapshot %lld: ",
+                                                 last);
+    g_autofree char *reading =
+        g_strdup_printf("heaplens: inspect: stored inspections of snapshot %lld: ", last);
+    run_result first = RUN("inspect", "is1.db", "--json", "--progress");
+    CHECK_INT(first.status, 0);
+    CHECK(strstr(first.err, computing) != NULL);
+    CHECK(strstr(first.err, "heaplens: inspect: storing inspections: ") != NULL);
+    CHECK_INT(sql_int("is1.db", "SELECT count(*) FROM inspections"), 1);
+    run_result again = RUN("inspect", "is1.db", "--json", "--progress");
+    CHECK_INT(again.status, 0);
+    CHECK(strstr(again.err, reading) != NULL);
+    CHECK(strstr(again.err, computing) == NULL);
+    CHECK(strstr(again.err, "storing inspections") == NULL);
+    CHECK_STR(again.out, first.out);
+    run_result_release(&again);
+    json_t *doc = json_loads(first.out, 0, NULL);
+    CHECK(doc && json_array_size(json_object_get(doc, "findings")) > 3);
+
+    /* the report reads them: the same document */
+    run_result r = RUN("report", "is1.db", "--json", "-o", "-", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, "heaplens: report: stored inspections of snapshot") != NULL);
+    CHECK(strstr(r.err, "report: inspecting snapshot") == NULL);
+    json_t *report = json_loads(r.out, 0, NULL);
+    CHECK(report && json_equal(json_object_get(report, "inspections"), doc));
+    json_decref(report);
+    run_result_release(&r);
+
+    /* other options: computed and stored beside them */
+    r = RUN("inspect", "is1.db", "--max-fill", "0.005", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, computing) != NULL);
+    run_result_release(&r);
+    CHECK_INT(sql_int("is1.db", "SELECT count(*) FROM inspections"), 2);
+
+    /* a stored row is what the next run says (nothing else read) ... */
+    fixture_sql("is1.db", "UPDATE inspections SET document = '[]', findings = 0"
+                          " WHERE max_fill = 0.21");
+    r = RUN("inspect", "is1.db", "--json");
+    CHECK(r.status == 0 && strstr(r.out, "\"findings\":[]") != NULL);
+    run_result_release(&r);
+    /* ... unless its snapshot's row changed since: inspected again */
+    fixture_sql("is1.db", "UPDATE snapshots SET refs = refs + 1"
+                          " WHERE snapshot = (SELECT max(snapshot) FROM snapshots)");
+    r = RUN("inspect", "is1.db", "--json", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, computing) != NULL);
+    CHECK_STR(r.out, first.out);
+    run_result_release(&r);
+    CHECK_INT(sql_int("is1.db", "SELECT count(*) FROM inspections"
+                                " WHERE max_fill = 0.21 AND findings > 3"),
+              1);
+
+    /* a stored row heaplens does not write */
+    fixture_sql("is1.db", "UPDATE inspections SET document = '[{\"kind\":1}]', findings = 1");
+    r = RUN("inspect", "is1.db");
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.out, "");
+    g_autofree char *damage = g_strdup_printf(
+        "heaplens: the database is damaged: the stored inspections of snapshot %lld are not what "
+        "heaplens writes\n", last);
+    CHECK_STR(r.err, damage);
+    run_result_release(&r);
+
+    /* a file heaplens may not write: the same answer, and a note */
+    file_copy("kept.db", "is2.db");
+    file_unwritable("is2.db");
+    r = RUN("inspect", "is2.db", "--json");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, first.out);
+    CHECK(strstr(r.err, "heaplens: note: inspections were not stored: ") != NULL);
+    run_result_release(&r);
+    CHECK_INT(sql_int("is2.db", "SELECT count(*) FROM sqlite_schema WHERE name = 'inspections'"),
+              0);
+    g_autofree char *path2 = fixture_path("is2.db");
+    g_chmod(path2, 0600);
+    json_decref(doc);
+    run_result_release(&first);
+}
+
 static void case_leaks(void)
 {
     file_copy("graph.db", "l1.db");
@@ -1774,6 +1864,7 @@ static const cli_test_case cases[] = {
     {"ref_fields_large", case_ref_fields_large},
     {"inspect_event_metadata", case_inspect_event_metadata},
     {"inspect_kept", case_inspect_kept},
+    {"inspect_stored", case_inspect_stored},
     {"diff", case_diff},
     {"diff_files", case_diff_files},
     {"leaks_files", case_leaks_files},

@@ -1,0 +1,290 @@
+/* inspect_store.c — inspections computed once per snapshot and options, kept in the recording
+ * (inspect.h; store/SCHEMA.md "inspections"). A command keeps what it computed in a TEMP table
+ * of the same name on its read-only connection (which then answers a second question from it)
+ * and writes it into the file last, as retained sizes are written (retention.h): a read-write
+ * connection, the file checked first (store_db_damage_new: not again when the last heaplens
+ * command that wrote it noted it intact and nothing changed it since), one transaction. */
+#include "query/inspect.h"
+
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* How heaplens inspects: rows of another version are computed again (and replaced). */
+#define INSPECT_VERSION 1
+
+#define INSPECTIONS_TABLE(schema)                                                                  \
+    "CREATE TABLE IF NOT EXISTS " schema "inspections (\n"                                         \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  min_duplicates INTEGER NOT NULL,\n"                                                         \
+    "  max_fill REAL NOT NULL,\n"                                                                  \
+    "  min_subscribers INTEGER NOT NULL,\n"                                                        \
+    "  version INTEGER NOT NULL,\n"                                                                \
+    "  gc INTEGER NOT NULL,\n"                                                                     \
+    "  objects INTEGER NOT NULL,\n"                                                                \
+    "  refs INTEGER NOT NULL,\n"                                                                   \
+    "  roots INTEGER NOT NULL,\n"                                                                  \
+    "  findings INTEGER NOT NULL,\n"                                                               \
+    "  document TEXT NOT NULL,\n"                                                                  \
+    "  producer TEXT,\n"                                                                           \
+    "  PRIMARY KEY (snapshot, min_duplicates, max_fill, min_subscribers)\n"                        \
+    ") WITHOUT ROWID;\n"
+
+#define INSPECTIONS_COLUMNS                                                                        \
+    "snapshot, min_duplicates, max_fill, min_subscribers, version, gc, objects, refs, roots,"    \
+    " findings, document, producer"
+
+static gboolean table_exists(sqlite3 *db, const char *schema, gboolean *exists, GError **error)
+{
+    int64_t n = 0;
+    g_autofree char *sql = g_strdup_printf(
+        "SELECT COUNT(*) FROM %s.sqlite_schema WHERE type = 'table' AND name = 'inspections'",
+        schema);
+    if (!query_db_int(db, sql, &n, error))
+        return FALSE;
+    *exists = n > 0;
+    return TRUE;
+}
+
+/* The findings array a stored row holds, validated: every element an object with a text kind
+ * and an integer rank_bytes, `count` of them. NULL (damage, one line) otherwise. */
+static json_t *findings_parse(const char *text, int64_t count, int64_t snapshot, GError **error)
+{
+    json_t *findings = text ? json_loads(text, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    gboolean sound = json_is_array(findings) && (int64_t)json_array_size(findings) == count;
+    size_t i;
+    json_t *f;
+    json_array_foreach(findings, i, f) {
+        if (!sound)
+            break;
+        sound = json_is_object(f) && json_is_string(json_object_get(f, "kind")) &&
+                json_is_integer(json_object_get(f, "rank_bytes"));
+    }
+    if (sound)
+        return findings;
+    json_decref(findings);
+    query_db_damaged(error, "the stored inspections of snapshot %" PRId64
+                            " are not what heaplens writes", snapshot);
+    return NULL;
+}
+
+/* The row of `schema`.inspections for `info` and `o`, when it is of this version and of this
+ * very snapshot (its snapshots row unchanged): its findings into *findings (new reference),
+ * else *findings NULL. */
+static gboolean stored_read(sqlite3 *db, const char *schema, const snapshot_info *info,
+                            const inspect_options *o, json_t **findings, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    *findings = NULL;
+    g_autofree char *sql = g_strdup_printf(
+        "SELECT version, gc, objects, refs, roots, findings, document FROM %s.inspections"
+        " WHERE snapshot = ?1 AND min_duplicates = ?2 AND max_fill = ?3 AND min_subscribers = ?4",
+        schema);
+    sqlite3_stmt *st = query_db_prepare(db, sql, error);
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, info->snapshot);
+    sqlite3_bind_int64(st, 2, o->min_duplicates);
+    sqlite3_bind_double(st, 3, o->max_fill);
+    sqlite3_bind_int64(st, 4, o->min_subscribers);
+    if (!query_db_step(st, &row, error))
+        goto out;
+    ok = TRUE;
+    /* another heaplens' inspections, or of a snapshot since replaced: computed again */
+    if (!row || sqlite3_column_int64(st, 0) != INSPECT_VERSION ||
+        sqlite3_column_int64(st, 1) != info->gc || sqlite3_column_int64(st, 2) != info->objects ||
+        sqlite3_column_int64(st, 3) != info->refs || sqlite3_column_int64(st, 4) != info->roots)
+        goto out;
+    if (sqlite3_column_type(st, 5) != SQLITE_INTEGER || sqlite3_column_type(st, 6) != SQLITE_TEXT) {
+        ok = query_db_damaged(error, "the stored inspections of snapshot %" PRId64
+                                     " are not what heaplens writes", info->snapshot);
+        goto out;
+    }
+    *findings = findings_parse((const char *)sqlite3_column_text(st, 6),
+                               sqlite3_column_int64(st, 5), info->snapshot, error);
+    ok = *findings != NULL;
+out:
+    sqlite3_finalize(st);
+    return ok;
+}
+
+gboolean inspect_stored_read(sqlite3 *db, const snapshot_info *info, const inspect_options *o,
+                             json_t **findings, GError **error)
+{
+    static const char *const schemas[] = {"temp", "main"}; /* this command's, then the file's */
+    *findings = NULL;
+    for (size_t i = 0; i < G_N_ELEMENTS(schemas) && !*findings; i++) {
+        gboolean exists = FALSE;
+        if (!table_exists(db, schemas[i], &exists, error) ||
+            (exists && !stored_read(db, schemas[i], info, o, findings, error)))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* Binds the row of `info`, `o` and `findings` to `st` (INSERT ... INSPECTIONS_COLUMNS). */
+static void row_bind(sqlite3_stmt *st, const snapshot_info *info, const inspect_options *o,
+                     const json_t *findings, char *text)
+{
+    sqlite3_bind_int64(st, 1, info->snapshot);
+    sqlite3_bind_int64(st, 2, o->min_duplicates);
+    sqlite3_bind_double(st, 3, o->max_fill);
+    sqlite3_bind_int64(st, 4, o->min_subscribers);
+    sqlite3_bind_int64(st, 5, INSPECT_VERSION);
+    sqlite3_bind_int64(st, 6, info->gc);
+    sqlite3_bind_int64(st, 7, info->objects);
+    sqlite3_bind_int64(st, 8, info->refs);
+    sqlite3_bind_int64(st, 9, info->roots);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)json_array_size(findings));
+    sqlite3_bind_text(st, 11, text, -1, free);
+    sqlite3_bind_text(st, 12, "heaplens " HEAPLENS_VERSION, -1, SQLITE_STATIC);
+}
+
+gboolean inspect_keep(sqlite3 *db, const snapshot_info *info, const inspect_options *o,
+                      const json_t *findings, GError **error)
+{
+    char *errmsg = NULL;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_exec(db, INSPECTIONS_TABLE("temp."), NULL, NULL, &errmsg) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO temp.inspections (" INSPECTIONS_COLUMNS
+                               ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "keeping inspections failed: %s",
+                    errmsg ? errmsg : sqlite3_errmsg(db));
+        sqlite3_free(errmsg);
+        return FALSE;
+    }
+    /* the order and every digit of the findings kept: jansson writes reals so that they read
+     * back the same */
+    row_bind(st, info, o, findings, json_dumps(findings, JSON_COMPACT));
+    gboolean ok = sqlite3_step(st) == SQLITE_DONE;
+    if (!ok)
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "keeping inspections failed: %s",
+                    sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return ok;
+}
+
+/* Why the file cannot take the inspections (a recording still being written), or NULL. */
+static char *unwritable_reason(sqlite3 *db, const char *path)
+{
+    g_autoptr(GError) ignored = NULL;
+    gboolean row = FALSE;
+    char *reason = NULL;
+    sqlite3_stmt *st = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", &ignored);
+    if (st && query_db_step(st, &row, &ignored) && row) {
+        const char *status = (const char *)sqlite3_column_text(st, 0);
+        if (status && strcmp(status, "recording") == 0)
+            reason = g_strdup_printf("%s is still being recorded (or its writer was killed)", path);
+    }
+    sqlite3_finalize(st);
+    return reason;
+}
+
+/* Copies the kept rows of `db` into the file of `rw` (in its write transaction). */
+static gboolean rows_write(sqlite3 *db, sqlite3 *rw, GError **error)
+{
+    sqlite3_stmt *get = NULL, *put = NULL;
+    gboolean ok = FALSE, row = FALSE;
+    get = query_db_prepare(db, "SELECT " INSPECTIONS_COLUMNS " FROM temp.inspections", error);
+    if (!get)
+        goto out;
+    if (sqlite3_prepare_v2(rw, "INSERT OR REPLACE INTO main.inspections (" INSPECTIONS_COLUMNS
+                               ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                           -1, &put, NULL) != SQLITE_OK)
+        goto fail;
+    while (query_db_step(get, &row, error) && row) {
+        for (int i = 0; i < 12; i++)
+            sqlite3_bind_value(put, i + 1, sqlite3_column_value(get, i));
+        if (sqlite3_step(put) != SQLITE_DONE)
+            goto fail;
+        sqlite3_reset(put);
+    }
+    ok = !(error && *error);
+    goto out;
+fail:
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
+                sqlite3_errmsg(rw));
+out:
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    return ok;
+}
+
+gboolean inspect_commit(sqlite3 *db, const char *path, query_progress *progress, char **note,
+                        GError **error)
+{
+    gboolean kept = FALSE, ok = FALSE;
+    int64_t rows = 0;
+    sqlite3 *rw = NULL;
+    char *errmsg = NULL;
+    g_autofree char *reason = NULL, *damage = NULL;
+    store_db_check check = {0};
+    *note = NULL;
+    if (!table_exists(db, "temp", &kept, error) ||
+        (kept && !query_db_int(db, "SELECT COUNT(*) FROM temp.inspections", &rows, error)))
+        return FALSE;
+    if (rows == 0)
+        return TRUE;
+    reason = unwritable_reason(db, path);
+    if (reason)
+        goto unwritable;
+    /* NOMUTEX: this connection never leaves this function's thread */
+    if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        reason = g_strdup_printf("%s cannot be written (%s)", path, sqlite3_errmsg(rw));
+        goto unwritable;
+    }
+    if (sqlite3_db_readonly(rw, "main") == 1) { /* a read-only file opens read-only */
+        reason = g_strdup_printf("%s cannot be written (it is read-only)", path);
+        goto unwritable;
+    }
+    sqlite3_busy_timeout(rw, 10000);
+    if (sqlite3_exec(rw, "BEGIN IMMEDIATE", NULL, NULL, &errmsg) != SQLITE_OK) {
+        int code = sqlite3_errcode(rw) & 0xff;
+        if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
+            code == SQLITE_BUSY || code == SQLITE_AUTH) {
+            reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+            goto unwritable;
+        }
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
+                    errmsg);
+        goto out;
+    }
+    /* never write into a damaged file: it would only get worse */
+    query_progress_update(progress, "checking the file", 0, 0);
+    damage = store_db_damage_new(rw, &check);
+    if (damage) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_DAMAGED,
+                    "%s is damaged (%s); inspections were not stored", path, damage);
+        goto out;
+    }
+    query_progress_update(progress, "storing inspections", 0, 0);
+    if (sqlite3_exec(rw, INSPECTIONS_TABLE("main."), NULL, NULL, &errmsg) != SQLITE_OK) {
+        if ((sqlite3_errcode(rw) & 0xff) == SQLITE_READONLY) {
+            reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+            goto unwritable;
+        }
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
+                    errmsg);
+        goto out;
+    }
+    if (!rows_write(db, rw, error))
+        goto out;
+    if (!store_db_commit_sound(rw, &check)) { /* the next writer need not check again */
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
+                    sqlite3_errmsg(rw));
+        goto out;
+    }
+    ok = TRUE;
+    goto out;
+unwritable:
+    *note = g_strdup_printf("note: inspections were not stored: %s", reason);
+    ok = TRUE;
+out:
+    /* written, or not to be: the next command computes them again */
+    sqlite3_exec(db, "DELETE FROM temp.inspections", NULL, NULL, NULL);
+    sqlite3_free(errmsg);
+    sqlite3_close(rw); /* an open transaction is rolled back */
+    return ok;
+}
