@@ -7,7 +7,7 @@
 # Usage: tests/compare_commands.sh OLD_HEAPLENS NEW_HEAPLENS RECORDING.db...
 #   Each recording gets the same runs; the first two are also compared across files (diff
 #   --to-file). Each build works on its own copies (retention, roots, leaks and report store
-#   retained sizes into the file), in directories of the same name, so paths in messages agree.
+#   retained sizes into the file, inspect and report inspections), in directories of the same name, so paths in messages agree.
 #   Prints one line per difference and a summary; exits 1 when anything differs.
 # Not a ctest test: it needs two builds. Recordings: `heaplens record -o x.db -- dotnet
 # examples/...` (AllocPatterns, LeakDemo, AllocSites, --mode sampled).
@@ -73,14 +73,14 @@ run help-word help
 run version --version
 run unknown bogus
 for c in record attach snapshot snapshots info gcs allocations survivors retention roots leaks \
-    diff stacks report; do
+    diff stacks inspect report; do
   run "$c-help" "$c" --help
   run "$c-none" "$c"
   run "$c-badopt" "$c" r0.db --no-such-option
 done
 
 # ---- bad files (every command that reads one) ----
-for c in snapshots info gcs allocations survivors retention leaks diff stacks report; do
+for c in snapshots info gcs allocations survivors retention leaks diff stacks inspect report; do
   run "$c-missing" "$c" missing.db
   run "$c-text" "$c" text.db
   run "$c-empty" "$c" empty.db
@@ -179,6 +179,21 @@ for db in "${dbs[@]}"; do
   run "$tag-stacks-by-bad" stacks $f --by nothing
   run "$tag-stacks-ss" stacks $f --speedscope $tag.speedscope.json
   file "$tag-stacks-ss" $tag.speedscope.json
+  # each twice: the first computes and stores, the second reads what was stored (so does report)
+  for pass in 1 2; do
+    run "$tag-insp-$pass" inspect $f
+    run "$tag-insp-json-$pass" inspect $f --json
+    run "$tag-insp-s1-$pass" inspect $f --snapshot 1 --json
+    run "$tag-insp-fill0-$pass" inspect $f --max-fill 0 --json
+    run "$tag-insp-fill5-$pass" inspect $f --max-fill 0.5
+    run "$tag-insp-fill1-$pass" inspect $f --max-fill 1 --json
+    run "$tag-insp-dup2-$pass" inspect $f --min-duplicates 2 --json
+    run "$tag-insp-subs1-$pass" inspect $f --min-subscribers 1 --json
+    run "$tag-insp-all-$pass" inspect $f --min-duplicates 2 --min-subscribers 1 --max-fill 1
+  done
+  run "$tag-insp-none" inspect $f --snapshot 999
+  run "$tag-insp-fill-bad" inspect $f --max-fill 2
+  run "$tag-insp-dup-bad" inspect $f --min-duplicates 1
   run "$tag-report-json" report $f --json
   run "$tag-report-html" report $f
   run "$tag-report-o" report $f -o $tag.html

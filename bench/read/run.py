@@ -9,6 +9,9 @@ Cases (recorded or written once into the work directory; --recordings DIR reuses
 files found there, so that two builds are timed on the same files):
   csc      the SDK's C# compiler compiling --files generated sources (bench/record's csc case),
            recorded in full mode (no snapshot: it calls no GC.Collect).
+  csc-snapshots
+           the same with a heap snapshot at every gen2 GC (`--snapshot gen2`): retention,
+           leaks, inspect and report on a real program's heap.
   csc-large, csc-large-sampled
            the same compiling --large-files sources (default 400: about 90M allocations), in
            full mode and in sampled mode (`record --mode sampled`: the census and followed
@@ -25,7 +28,7 @@ files found there, so that two builds are timed on the same files):
 
 On a fresh copy of each recording, in this order, each command twice: info (the first command:
 it pays for the first read), gcs, allocations, survivors, stacks, snapshots, retention, leaks,
-report --json; then report --json alone on another fresh copy (nothing computed before it).
+inspect, report --json; then report --json alone on another fresh copy (nothing computed before it).
 Printed per command and run: wall and CPU (user + system) seconds, peak RSS, and the file's
 size after it (its size before the first command on the first line). Not a test: the figures
 depend on the machine; on a shared one compare CPU times, and say the load average.
@@ -45,7 +48,7 @@ import run as record  # noqa: E402  (bench/record/run.py: building examples, csc
 
 COMMANDS = [
     ["info"], ["gcs"], ["allocations"], ["survivors"], ["stacks"], ["snapshots"],
-    ["retention"], ["leaks"], ["report", "--json", "-o", "/dev/null"],
+    ["retention"], ["leaks"], ["inspect"], ["report", "--json", "-o", "/dev/null"],
 ]
 
 
@@ -128,8 +131,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--heaplens", required=True)
     ap.add_argument("--case", action="append",
-                    choices=["csc", "csc-large", "csc-large-sampled", "midlife", "midlife-sampled",
-                             "heap", "all"], help="repeatable")
+                    choices=["csc", "csc-snapshots", "csc-large", "csc-large-sampled", "midlife",
+                             "midlife-sampled", "heap", "all"], help="repeatable")
     ap.add_argument("--files", type=int, default=50, help="csc: generated sources")
     ap.add_argument("--large-files", type=int, default=400, help="csc-large: generated sources")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife: rounds per thread")
@@ -157,6 +160,9 @@ def main():
     for case in cases:
         if case == "csc":
             dbs[case] = record_db(a, case, record.csc_command(a.workdir, a.files))
+        elif case == "csc-snapshots":
+            dbs[case] = record_db(a, case, record.csc_command(a.workdir, a.files),
+                                  ["--snapshot", "gen2"])
         elif case.startswith("csc-large"):
             large = os.path.join(a.workdir, "large")
             os.makedirs(large, exist_ok=True)
