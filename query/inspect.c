@@ -1,5 +1,7 @@
-/* inspect.c — see inspect.h. Each inspection is one pass of SQL over the snapshot's rows (and,
- * for collections and delegates, their references read with jansson). */
+/* inspect.c — see inspect.h. A schema 8 snapshot: one pass over its blocks for every inspection
+ * (below, "one pass over the compact form"); an older file's: one pass of SQL per inspection over
+ * its rows (and, for collections and delegates, their references read with jansson). What was
+ * found is stored and read back by inspect_store.c. */
 #include "query/inspect.h"
 
 #include "query/snapshot_graph.h"
@@ -140,8 +142,8 @@ static int64_t field_target(collections *c, int64_t type_id, const char *refs_te
     return target;
 }
 
-/* Whether collection `object_id` of type `type_id` named `type` (refs and fields: its
- * snapshot_objects texts, NULL for none) holds nothing, by its fields: a List/Queue/Stack whose
+/* Whether a collection of type `type_id` named `type` (refs and fields: its snapshot_objects
+ * texts, NULL for none) holds nothing, by its fields: a List/Queue/Stack whose
  * storage array is empty, a Dictionary/HashSet without entries or buckets, a ConcurrentDictionary
  * whose buckets array holds no node. */
 static gboolean collection_empty_by_fields(collections *c, int64_t type_id, const char *type,
@@ -623,10 +625,10 @@ static gboolean loh_row(sqlite3_stmt *st, void *ctx, GError **error)
  * cursors over the snapshot's strings and collections' own counts (keyed by object id as well)
  * and the sorted ids of its finalizer and pinning roots. The findings are those of the SQL passes
  * above, in the same order (each kind's rows as their SQL orders them), so that their ranking
- * keeps its ties: the passes above stay for schema 7 files, whose rows need no decoding. */
+ * keeps its ties (under-filled: its SQL, a lookup per under-filled collection). The passes above
+ * stay for older files, whose rows need no decoding. */
 
 /* What the pass needs of a type (types.flags, the name's kind, the fields it looks for). */
-
 typedef struct pass_type {
     const char *name; /* NULL: no types row */
     int64_t flags;
