@@ -45,7 +45,9 @@ Cases (the programs are built or generated into the work directory first):
             census adds (AllocBench's from the PauseHook, MidLife's from its --pauses).
 
   split     (issues 17 and 20; not in `all`) where sampled mode's cost goes: each part switched
-            off one at a time, on Workload, MidLife and AllocBench (--split-programs), interleaved:
+            off one at a time, on Workload, MidLife and AllocBench (--split-programs; also
+            `startup`: ProcessLife probe, a program that does almost nothing, for the fixed
+            costs), interleaved:
               plain                     the program alone
               plain, background GC off  DOTNET_gcConcurrent=0: what MONITOR_GC at Initialize costs
                                         by turning background GC off
@@ -53,7 +55,14 @@ Cases (the programs are built or generated into the work directory first):
                                         cost of the flags and of the EventPipe session)
               empty, no ranges          ... without the survivor ranges (HEAPLENS_RANGES=off: the
                                         runtime's walk of every GC's survivors for the
-                                        GCHeapSurvivalAndMovement keyword)
+                                        GCHeapSurvivalAndMovement keyword), as sampled mode's
+                                        session is when it follows by handles
+              empty, no session         the empty profiler without any EventPipe session
+                                        (HEAPLENS_SESSION=off): the flags, heaplens' and the
+                                        writer's processes
+              empty, samples            the empty profiler with sampled mode's session: no
+                                        ranges, the samples' keyword (HEAPLENS_EMPTY_SAMPLES=1):
+                                        the runtime's floor under sampled mode
               sampled, no stacks/census heaplens' own machinery: the GC callbacks, the collector
                                         thread, the writer (--stacks off, HEAPLENS_CENSUS=off)
               sampled, no walk/census   + the runtime's AllocationSampled (HEAPLENS_STACK_WALK=off)
@@ -817,6 +826,9 @@ SPLIT_CONFIGS = {
     "plain, background GC off": (None, {"DOTNET_gcConcurrent": "0"}),
     "empty": ([], {"HEAPLENS_EMPTY": "1"}),
     "empty, no ranges": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off"}),
+    "empty, no session": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_SESSION": "off"}),
+    "empty, samples": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off",
+                            "HEAPLENS_EMPTY_SAMPLES": "1"}),
     "sampled, no stacks/census": (["--stacks", "off"], {"HEAPLENS_CENSUS": "off"}),
     "sampled, no walk/census": ([], {"HEAPLENS_CENSUS": "off", "HEAPLENS_STACK_WALK": "off"}),
     "sampled, no census": ([], {"HEAPLENS_CENSUS": "off"}),
@@ -827,6 +839,11 @@ SPLIT_STEPS = (
     ("background GC off (MONITOR_GC at Initialize)", "plain, background GC off", "plain"),
     ("the runtime: flags, EventPipe session", "empty", "plain"),
     ("... of which the survivor ranges", "empty", "empty, no ranges"),
+    ("the runtime's floor: flags, heaplens' and the writer's processes", "empty, no session",
+     "plain"),
+    ("... + starting the EventPipe session", "empty, no ranges", "empty, no session"),
+    ("... + the runtime's AllocationSampled", "empty, samples", "empty, no ranges"),
+    ("heaplens on that floor (sampled / empty, samples)", "sampled", "empty, samples"),
     ("heaplens: callbacks, collector thread, writer", "sampled, no stacks/census", "empty"),
     ("the runtime's AllocationSampled", "sampled, no walk/census", "sampled, no stacks/census"),
     ("our stack walk per sample", "sampled, no census", "sampled, no walk/census"),
@@ -870,6 +887,8 @@ def split_case(a):
                     "--rounds", str(a.rounds)],
         "allocbench": ["dotnet", build_example("AllocBench", a.workdir), str(a.iterations),
                        "--threads", "4"],
+        # A program that does almost nothing (a few allocations, one GC): the fixed costs.
+        "startup": ["dotnet", build_example("ProcessLife", a.workdir), "probe", "startup"],
     }
     for prog in a.split_programs.split(","):
         if prog not in programs:
@@ -925,7 +944,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=30000,
                     help="census case: AllocBench iterations (4 threads)")
     ap.add_argument("--split-programs", default="workload,midlife,allocbench",
-                    help="split case: which programs (comma-separated)")
+                    help="split case: which programs (comma-separated: workload, midlife, allocbench, startup)")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
