@@ -85,16 +85,19 @@ Each mode runs --runs times, interleaved; medians are printed. Figures, per case
   writer CPU      the writer's CPU time (user + system) while the program ran, per object stored
                   (writer_run_cpu_ns / objects rows), and after RUN_END (writer_finish_cpu_ns):
                   the steady figure when other processes share the machine
-  peak RSS        of the program (plain: /usr/bin/time; recorded: the collector's
+  peak RSS        of the program (plain: wait4's ru_maxrss; recorded: the collector's
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
   GC pause        p50/p99 of gen0 and gen1 pauses per mode (the runtime's own pause figure,
                   GC.GetGCMemoryInfo, polled every millisecond: Workload's --pauses sampler; for
                   csc and heap bench/record/PauseHook, a startup hook), recorded − empty, and
                   recorded/plain
 --mode sampled records with `heaplens record --mode sampled` (no ObjectAllocated for small
-objects) and runs the empty profiler with the sampled mode's flags too, so recorded/empty is
-heaplens' own cost and empty/plain the runtime's cost of MONITOR_GC and the LOH/POH callbacks.
-Every mode's CPU time (user + system, from /usr/bin/time) is printed next to the wall time: on
+objects) and runs the empty profiler with the sampled mode's flags and session too (the samples'
+keyword, no survivor ranges: HEAPLENS_EMPTY_SAMPLES=1, HEAPLENS_RANGES=off), so recorded/empty
+is heaplens' own cost and empty/plain the runtime's: MONITOR_GC at startup, the LOH/POH
+callbacks, the EventPipe session and AllocationSampled.
+Every mode's CPU time (user + system, from wait4: the command and every descendant it waited
+for, in microseconds) is printed next to the wall time: on
 a shared machine it is the steadier figure.
 Not a test: the numbers depend on the machine; run it on a quiet one.
 """
@@ -115,6 +118,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 MODES = ["plain", "empty", "recorded"]
+# The empty profiler standing for sampled mode: the same flags and the same EventPipe session
+# (the samples' keyword, no survivor ranges, which sampled mode takes only at the GCs that need
+# them), callbacks that return at once: the runtime's own price of sampled mode.
+EMPTY_SAMPLED_ENV = {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off",
+                     "HEAPLENS_EMPTY_SAMPLES": "1"}
 
 
 def die(msg):
@@ -202,26 +210,24 @@ def csc_command(workdir, files):
 
 
 def timed(cmd, env=None, on_line=None):
-    """Runs cmd under /usr/bin/time; returns (exit status, wall ms, max RSS KiB, stdout)."""
-    fd, tfile = tempfile.mkstemp(prefix="heaplens-time.")
-    os.close(fd)
+    """Runs cmd; returns (exit status, wall ms, max RSS KiB, stdout, CPU ms). CPU is user +
+    system of the command and every descendant it waited for (the writer, the program), from
+    wait4's rusage: microseconds, where /usr/bin/time's %U %S had 10 ms steps."""
     start = time.monotonic()
-    p = subprocess.Popen(["/usr/bin/time", "-o", tfile, "-f", "%M %U %S"] + cmd, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
     out = []
     for line in p.stdout:
         out.append(line)
         if on_line:
             on_line(line)
-    rc = p.wait()
+    _, status, ru = os.wait4(p.pid, 0)
+    rc = os.waitstatus_to_exitcode(status)
+    p.returncode = rc  # reaped here, not by Popen
+    p.stdout.close()
     wall = (time.monotonic() - start) * 1000
-    try:
-        fields = open(tfile).read().split()[-3:]
-        rss, cpu = int(fields[0]), (float(fields[1]) + float(fields[2])) * 1000
-    except (OSError, ValueError, IndexError):
-        rss, cpu = 0, float("nan")
-    os.remove(tfile)
-    return rc, wall, rss, "".join(out), cpu
+    cpu = (ru.ru_utime + ru.ru_stime) * 1000
+    return rc, wall, ru.ru_maxrss, "".join(out), cpu
 
 
 def stored_gcs(db):
@@ -272,7 +278,8 @@ def run_mode(a, case, mode, program, i):
     db = os.path.join(a.workdir, f"{case}-{mode}-{i}.db")
     remove_db(db)
     env = dict(os.environ)
-    env.pop("HEAPLENS_EMPTY", None)
+    for k in ("HEAPLENS_EMPTY", "HEAPLENS_RANGES", "HEAPLENS_EMPTY_SAMPLES"):
+        env.pop(k, None)
     if case in ("csc", "heap"):  # pauses the same way in every mode (Workload samples its own)
         env["DOTNET_STARTUP_HOOKS"] = build_pause_hook(a.workdir)
     cmd = list(program)
@@ -280,7 +287,7 @@ def run_mode(a, case, mode, program, i):
         extra = ["--snapshot", "none", "--mode", a.mode] + a.record_option
         cmd = [a.heaplens, "record", "-o", db] + extra + ["--"] + cmd
         if mode == "empty":
-            env["HEAPLENS_EMPTY"] = "1"
+            env.update(EMPTY_SAMPLED_ENV if a.mode == "sampled" else {"HEAPLENS_EMPTY": "1"})
     res = {"mode": mode}
     on_line = None
     if case == "heap":
@@ -444,7 +451,7 @@ STACK_CONFIGS = {
     "empty-full": (["--mode", "full"], {"HEAPLENS_EMPTY": "1"}),
     "full": (["--mode", "full", "--stacks", "off"], {}),
     "full+stacks": (["--mode", "full", "--stacks", "on"], {}),
-    "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
+    "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled", "--stacks", "on"], {}),
     "sampled, no writer": (NO_WRITER, {}),
 }
@@ -549,7 +556,7 @@ def stacks_case(a, program):
 # name -> record arguments (None: the plain program); extra environment
 SERVICE_CONFIGS = {
     "plain": (None, {}),
-    "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
+    "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled"], {}),
     "full": (["--mode", "full"], {}),
 }
@@ -951,8 +958,8 @@ def main():
     a.heaplens = os.path.abspath(a.heaplens)
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
-    if not shutil.which("dotnet") or not os.path.exists("/usr/bin/time"):
-        die("needs dotnet and /usr/bin/time (Debian package 'time')")
+    if not shutil.which("dotnet"):
+        die("needs dotnet")
     if not a.workdir:
         a.workdir = tempfile.mkdtemp(prefix="heaplens-bench-record.")
     os.makedirs(a.workdir, exist_ok=True)
