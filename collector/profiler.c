@@ -599,7 +599,13 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         hl_rejit_unsupported(p->rejit);
     }
     p->mode = cfg->mode;
-    p->stacks = cfg->stacks && !cfg->empty;
+    /* HEAPLENS_EMPTY_SAMPLES=1 (benchmark): the empty profiler's session enables the samples'
+     * keyword too, as sampled mode's does; its callbacks still return at once, so the run
+     * costs what the runtime charges for AllocationSampled (the event per sample, its
+     * sampling distance drawn at every allocation context) and nothing of ours. */
+    const char *empty_samples = getenv("HEAPLENS_EMPTY_SAMPLES");
+    p->stacks = cfg->stacks &&
+                (!cfg->empty || (empty_samples && strcmp(empty_samples, "1") == 0));
 
     /* The runtime dlclose()s a profiler on detach; our threads must never run unmapped code,
      * and a later attach finds the same library (its state reset by hl_session_reset). */
@@ -677,9 +683,18 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     if (cfg->empty && ranges && strcmp(ranges, "off") == 0)
         keywords &= ~HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT;
     p->sampling.ranges = walk_on_demand && !follow_handles;
-    bool session = hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
+    /* HEAPLENS_SESSION=off (benchmark): no EventPipe session at all, to measure what starting
+     * one costs the runtime (enabling Microsoft-Windows-DotNETRuntime makes its managed
+     * NativeRuntimeEventSource build every event's metadata by reflection, on the program's
+     * main thread at startup). Sampled mode then has no samples, GC reasons or promoted
+     * bytes; the empty profiler without a session stands for sampled mode following by
+     * handles (MONITOR_GC cleared after the first GC). Ignored in full mode (its ranges). */
+    const char *session_env = getenv("HEAPLENS_SESSION");
+    bool no_session = cfg->mode != HL_MODE_FULL && session_env && strcmp(session_env, "off") == 0;
+    bool session = !no_session && hl_eventpipe_start(p, p->mode, p->stacks, keywords) == 0;
     p->walk_on = true; /* MONITOR_GC is on until the first GC ends */
-    p->walk_toggles = walk_on_demand && ((session && p->sampling.session_on) || follow_handles);
+    p->walk_toggles = walk_on_demand && ((session && p->sampling.session_on) || follow_handles ||
+                                         (no_session && cfg->empty));
     /* else from the profiler callbacks, MONITOR_GC kept (or, following by handles, on at the
      * GCs that need them) */
     p->sampling.ranges = p->walk_toggles && !follow_handles;

@@ -45,7 +45,9 @@ Cases (the programs are built or generated into the work directory first):
             census adds (AllocBench's from the PauseHook, MidLife's from its --pauses).
 
   split     (issues 17 and 20; not in `all`) where sampled mode's cost goes: each part switched
-            off one at a time, on Workload, MidLife and AllocBench (--split-programs), interleaved:
+            off one at a time, on Workload, MidLife and AllocBench (--split-programs; also
+            `startup`: ProcessLife probe, a program that does almost nothing, for the fixed
+            costs), interleaved:
               plain                     the program alone
               plain, background GC off  DOTNET_gcConcurrent=0: what MONITOR_GC at Initialize costs
                                         by turning background GC off
@@ -53,7 +55,14 @@ Cases (the programs are built or generated into the work directory first):
                                         cost of the flags and of the EventPipe session)
               empty, no ranges          ... without the survivor ranges (HEAPLENS_RANGES=off: the
                                         runtime's walk of every GC's survivors for the
-                                        GCHeapSurvivalAndMovement keyword)
+                                        GCHeapSurvivalAndMovement keyword), as sampled mode's
+                                        session is when it follows by handles
+              empty, no session         the empty profiler without any EventPipe session
+                                        (HEAPLENS_SESSION=off): the flags, heaplens' and the
+                                        writer's processes
+              empty, samples            the empty profiler with sampled mode's session: no
+                                        ranges, the samples' keyword (HEAPLENS_EMPTY_SAMPLES=1):
+                                        the runtime's floor under sampled mode
               sampled, no stacks/census heaplens' own machinery: the GC callbacks, the collector
                                         thread, the writer (--stacks off, HEAPLENS_CENSUS=off)
               sampled, no walk/census   + the runtime's AllocationSampled (HEAPLENS_STACK_WALK=off)
@@ -76,16 +85,19 @@ Each mode runs --runs times, interleaved; medians are printed. Figures, per case
   writer CPU      the writer's CPU time (user + system) while the program ran, per object stored
                   (writer_run_cpu_ns / objects rows), and after RUN_END (writer_finish_cpu_ns):
                   the steady figure when other processes share the machine
-  peak RSS        of the program (plain: /usr/bin/time; recorded: the collector's
+  peak RSS        of the program (plain: wait4's ru_maxrss; recorded: the collector's
                   program_peak_rss_bytes) and of the writer (writer_peak_rss_bytes)
   GC pause        p50/p99 of gen0 and gen1 pauses per mode (the runtime's own pause figure,
                   GC.GetGCMemoryInfo, polled every millisecond: Workload's --pauses sampler; for
                   csc and heap bench/record/PauseHook, a startup hook), recorded − empty, and
                   recorded/plain
 --mode sampled records with `heaplens record --mode sampled` (no ObjectAllocated for small
-objects) and runs the empty profiler with the sampled mode's flags too, so recorded/empty is
-heaplens' own cost and empty/plain the runtime's cost of MONITOR_GC and the LOH/POH callbacks.
-Every mode's CPU time (user + system, from /usr/bin/time) is printed next to the wall time: on
+objects) and runs the empty profiler with the sampled mode's flags and session too (the samples'
+keyword, no survivor ranges: HEAPLENS_EMPTY_SAMPLES=1, HEAPLENS_RANGES=off), so recorded/empty
+is heaplens' own cost and empty/plain the runtime's: MONITOR_GC at startup, the LOH/POH
+callbacks, the EventPipe session and AllocationSampled.
+Every mode's CPU time (user + system, from wait4: the command and every descendant it waited
+for, in microseconds) is printed next to the wall time: on
 a shared machine it is the steadier figure.
 Not a test: the numbers depend on the machine; run it on a quiet one.
 """
@@ -106,6 +118,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 MODES = ["plain", "empty", "recorded"]
+# The empty profiler standing for sampled mode: the same flags and the same EventPipe session
+# (the samples' keyword, no survivor ranges, which sampled mode takes only at the GCs that need
+# them), callbacks that return at once: the runtime's own price of sampled mode.
+EMPTY_SAMPLED_ENV = {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off",
+                     "HEAPLENS_EMPTY_SAMPLES": "1"}
 
 
 def die(msg):
@@ -193,26 +210,24 @@ def csc_command(workdir, files):
 
 
 def timed(cmd, env=None, on_line=None):
-    """Runs cmd under /usr/bin/time; returns (exit status, wall ms, max RSS KiB, stdout)."""
-    fd, tfile = tempfile.mkstemp(prefix="heaplens-time.")
-    os.close(fd)
+    """Runs cmd; returns (exit status, wall ms, max RSS KiB, stdout, CPU ms). CPU is user +
+    system of the command and every descendant it waited for (the writer, the program), from
+    wait4's rusage: microseconds, where /usr/bin/time's %U %S had 10 ms steps."""
     start = time.monotonic()
-    p = subprocess.Popen(["/usr/bin/time", "-o", tfile, "-f", "%M %U %S"] + cmd, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
     out = []
     for line in p.stdout:
         out.append(line)
         if on_line:
             on_line(line)
-    rc = p.wait()
+    _, status, ru = os.wait4(p.pid, 0)
+    rc = os.waitstatus_to_exitcode(status)
+    p.returncode = rc  # reaped here, not by Popen
+    p.stdout.close()
     wall = (time.monotonic() - start) * 1000
-    try:
-        fields = open(tfile).read().split()[-3:]
-        rss, cpu = int(fields[0]), (float(fields[1]) + float(fields[2])) * 1000
-    except (OSError, ValueError, IndexError):
-        rss, cpu = 0, float("nan")
-    os.remove(tfile)
-    return rc, wall, rss, "".join(out), cpu
+    cpu = (ru.ru_utime + ru.ru_stime) * 1000
+    return rc, wall, ru.ru_maxrss, "".join(out), cpu
 
 
 def stored_gcs(db):
@@ -263,7 +278,8 @@ def run_mode(a, case, mode, program, i):
     db = os.path.join(a.workdir, f"{case}-{mode}-{i}.db")
     remove_db(db)
     env = dict(os.environ)
-    env.pop("HEAPLENS_EMPTY", None)
+    for k in ("HEAPLENS_EMPTY", "HEAPLENS_RANGES", "HEAPLENS_EMPTY_SAMPLES"):
+        env.pop(k, None)
     if case in ("csc", "heap"):  # pauses the same way in every mode (Workload samples its own)
         env["DOTNET_STARTUP_HOOKS"] = build_pause_hook(a.workdir)
     cmd = list(program)
@@ -271,7 +287,7 @@ def run_mode(a, case, mode, program, i):
         extra = ["--snapshot", "none", "--mode", a.mode] + a.record_option
         cmd = [a.heaplens, "record", "-o", db] + extra + ["--"] + cmd
         if mode == "empty":
-            env["HEAPLENS_EMPTY"] = "1"
+            env.update(EMPTY_SAMPLED_ENV if a.mode == "sampled" else {"HEAPLENS_EMPTY": "1"})
     res = {"mode": mode}
     on_line = None
     if case == "heap":
@@ -435,7 +451,7 @@ STACK_CONFIGS = {
     "empty-full": (["--mode", "full"], {"HEAPLENS_EMPTY": "1"}),
     "full": (["--mode", "full", "--stacks", "off"], {}),
     "full+stacks": (["--mode", "full", "--stacks", "on"], {}),
-    "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
+    "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled", "--stacks", "on"], {}),
     "sampled, no writer": (NO_WRITER, {}),
 }
@@ -540,7 +556,7 @@ def stacks_case(a, program):
 # name -> record arguments (None: the plain program); extra environment
 SERVICE_CONFIGS = {
     "plain": (None, {}),
-    "empty-sampled": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1"}),
+    "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled"], {}),
     "full": (["--mode", "full"], {}),
 }
@@ -817,6 +833,9 @@ SPLIT_CONFIGS = {
     "plain, background GC off": (None, {"DOTNET_gcConcurrent": "0"}),
     "empty": ([], {"HEAPLENS_EMPTY": "1"}),
     "empty, no ranges": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off"}),
+    "empty, no session": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_SESSION": "off"}),
+    "empty, samples": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off",
+                            "HEAPLENS_EMPTY_SAMPLES": "1"}),
     "sampled, no stacks/census": (["--stacks", "off"], {"HEAPLENS_CENSUS": "off"}),
     "sampled, no walk/census": ([], {"HEAPLENS_CENSUS": "off", "HEAPLENS_STACK_WALK": "off"}),
     "sampled, no census": ([], {"HEAPLENS_CENSUS": "off"}),
@@ -827,6 +846,11 @@ SPLIT_STEPS = (
     ("background GC off (MONITOR_GC at Initialize)", "plain, background GC off", "plain"),
     ("the runtime: flags, EventPipe session", "empty", "plain"),
     ("... of which the survivor ranges", "empty", "empty, no ranges"),
+    ("the runtime's floor: flags, heaplens' and the writer's processes", "empty, no session",
+     "plain"),
+    ("... + starting the EventPipe session", "empty, no ranges", "empty, no session"),
+    ("... + the runtime's AllocationSampled", "empty, samples", "empty, no ranges"),
+    ("heaplens on that floor (sampled / empty, samples)", "sampled", "empty, samples"),
     ("heaplens: callbacks, collector thread, writer", "sampled, no stacks/census", "empty"),
     ("the runtime's AllocationSampled", "sampled, no walk/census", "sampled, no stacks/census"),
     ("our stack walk per sample", "sampled, no census", "sampled, no walk/census"),
@@ -870,6 +894,8 @@ def split_case(a):
                     "--rounds", str(a.rounds)],
         "allocbench": ["dotnet", build_example("AllocBench", a.workdir), str(a.iterations),
                        "--threads", "4"],
+        # A program that does almost nothing (a few allocations, one GC): the fixed costs.
+        "startup": ["dotnet", build_example("ProcessLife", a.workdir), "probe", "startup"],
     }
     for prog in a.split_programs.split(","):
         if prog not in programs:
@@ -925,15 +951,15 @@ def main():
     ap.add_argument("--iterations", type=int, default=30000,
                     help="census case: AllocBench iterations (4 threads)")
     ap.add_argument("--split-programs", default="workload,midlife,allocbench",
-                    help="split case: which programs (comma-separated)")
+                    help="split case: which programs (comma-separated: workload, midlife, allocbench, startup)")
     ap.add_argument("--workdir")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     a.heaplens = os.path.abspath(a.heaplens)
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
-    if not shutil.which("dotnet") or not os.path.exists("/usr/bin/time"):
-        die("needs dotnet and /usr/bin/time (Debian package 'time')")
+    if not shutil.which("dotnet"):
+        die("needs dotnet")
     if not a.workdir:
         a.workdir = tempfile.mkdtemp(prefix="heaplens-bench-record.")
     os.makedirs(a.workdir, exist_ok=True)

@@ -81,8 +81,10 @@ HEAPLENS_BUFFER_MB=16385 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_B
 HEAPLENS_STATS=yes "$hl" record -o set.db -- true 2>err; check "HEAPLENS_STATS=yes" 1 $? err "HEAPLENS_STATS='yes' .*: 0 or 1"
 HEAPLENS_SAMPLE_SOURCE=Tick "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SAMPLE_SOURCE=Tick" 1 $? err "auto or tick"
 HEAPLENS_RANGES=no "$hl" record -o set.db -- true 2>err; check "HEAPLENS_RANGES=no" 1 $? err "HEAPLENS_RANGES='no' .*: on or off .*survivor ranges"
+HEAPLENS_SESSION=0 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SESSION=0" 1 $? err "HEAPLENS_SESSION='0' .*: on or off .*EventPipe session"
+HEAPLENS_EMPTY_SAMPLES=on "$hl" record -o set.db -- true 2>err; check "HEAPLENS_EMPTY_SAMPLES=on" 1 $? err "HEAPLENS_EMPTY_SAMPLES='on' .*: 0 or 1 .*allocation samples"
 [ ! -e set.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused setting left set.db"; }
-HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
+HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
 
 # A TMPDIR too long for the session's unix sockets: the sockets go to /tmp/heaplens-UID, the
 # recording works, nothing is left in either.
