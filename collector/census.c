@@ -389,9 +389,9 @@ static bool span_push(hl_census *s, size_t piece, uint64_t start, uint64_t end) 
  * piece, that proves the next piece's start an object's), and then the next piece; or a
  * remembered span, whose objects it jumps over uncounted (at its start, or inside it when a
  * cut piece starts there: every object in a span is old). A span that reaches past the piece
- * makes the walk fail (then done again uncut). Remembering (no spans are remembered then), the
- * piece's last run of objects is added to its spans at its end. Returns the address to go on from (below
- * l->stop), or 0 when the lane has no piece left or the walk failed (s->failed). */
+ * makes the walk fail (then done again uncut). Remembering (which starts with no spans), the
+ * piece's last run of objects is added to its spans at its end. Returns the address to go on
+ * from (below l->stop), or 0 when the lane has no piece left or the walk failed (s->failed). */
 __attribute__((noinline)) static uint64_t lane_stop(hl_census *s, lane *l, uint64_t at,
                                                     bool remember) {
     for (;;) {
@@ -425,14 +425,15 @@ failed:
 /* One object of lane K at A (below its stop once lane_stop has had its say), stepped as the GC
  * steps and counted in its method table's slot of `t` (free objects count in their own slot,
  * never reported), in one word when `packed` (PACK_SHIFT); or, remembering (!count), a free
- * object ends the lane's run of objects, added to its piece's spans (span_push). Per object: the header, the slot (the header word is
- * its key: one AND and one compare, and on a miss one more with the slot after it; low bits
- * set, never seen at GC start, or a method table new to the walk go to type_find), the method
- * table's two words, the length, all read before anything waits for them.
+ * object ends the lane's run of objects, added to its piece's spans (span_push). Per object:
+ * the header, the slot (the header word is its key: one AND and one compare, and on a miss one
+ * more with the slot after it; low bits set, never seen at GC start, or a method table new to
+ * the walk go to type_find), the method table's two words, the length, all read before
+ * anything waits for them.
  * - The second probe: a type whose home slot another type took (a program with many types
  *   has some: csc.dll 1-7% of each walk's objects) was counted through type_find, a call and
- *   a loop, for every object. bench_census with 1,024 types at scattered addresses: 5.0 ->
- *   4.2 ns per object (a select instead of the branch, 3.1-3.5, cost AllocBench's mix 1.2 ->
+ *   a loop, for every object. bench_census with 1,024 types at scattered addresses: 5.1 ->
+ *   4.4 ns per object (a select instead of the branch, 3.1-3.5, cost AllocBench's mix 1.2 ->
  *   1.3-1.5: its types all sit in their homes).
  * - The size without a branch: the length masked to 0 unless the flags' sign bit
  *   (HasComponentSize) is set. A branch costs nothing where types come in a fixed order, but a
