@@ -109,6 +109,8 @@ struct hl_census_helper {
     bool started;
 };
 
+static void types_release(hl_census_table *t);
+
 static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 }
@@ -124,7 +126,7 @@ static void helpers_stop(hl_census *s) {
         atomic_store(&h->state, HELPER_QUIT);
         futex_wake(&h->state);
         pthread_join(h->thread, NULL);
-        hl_mem_free(h->tab.types);
+        types_release(&h->tab);
     }
     hl_mem_free(s->helpers);
     s->helpers = NULL;
@@ -134,7 +136,7 @@ static void helpers_stop(hl_census *s) {
 void hl_census_release(hl_census *s) {
     helpers_stop(s);
     hl_u64map_release(&s->checked);
-    hl_mem_free(s->tab.types);
+    types_release(&s->tab);
     hl_mem_free(s->old);
     hl_mem_free(s->pieces);
     for (size_t i = 0; i < s->cap_piece_spans; i++)
@@ -192,30 +194,46 @@ static inline size_t type_offsets(const hl_census_table *t) {
     return (t->cap - 1) * sizeof *t->types;
 }
 
-/* Slot 0 holds this key and never counts: every other empty slot's key (0) can only equal a
- * header word of 0, whose home is slot 0, so the walk's one compare never takes an empty slot
- * for a method table's (a word of 0 or any other where no object is goes to type_find). */
+/* Slots 0 and 1 hold this key and never count: every other empty slot's key (0) can only equal
+ * a header word of 0, whose home is slot 0 and second probe slot 1, so the walk's two compares
+ * never take an empty slot for a method table's (a word of 0 or any other where no object is
+ * goes to type_find). The slot after the last, types[cap], is never used and keeps the key 0:
+ * the second probe of the last slot's home, which only a header word of 0 could equal, and
+ * that one's home is slot 0. */
 #define TYPE_GUARD UINT64_MAX
+#define TYPE_GUARDS 2
 
-/* Makes the table hold at least `cap` slots, rehashing what it has; false when out of memory
- * (the table is then unchanged). */
+static void types_release(hl_census_table *t) {
+    hl_mem_free(t->types);
+    hl_mem_free(t->used);
+    memset(t, 0, sizeof *t);
+}
+
+/* Makes the table hold `cap` slots (a power of 2, more than twice its types), rehashing what it
+ * has; false when out of memory (the table is then unchanged). */
 static bool types_grow(hl_census_table *t, size_t cap) {
-    struct hl_census_type *old = t->types, *grown = hl_mem_calloc(cap, sizeof *grown);
-    size_t old_cap = t->cap;
-    if (!grown)
+    struct hl_census_type *grown = hl_mem_calloc(cap + 1, sizeof *grown);
+    uint32_t *used = hl_mem_malloc((cap / 2 + 1) * sizeof *used);
+    if (!grown || !used) {
+        hl_mem_free(grown);
+        hl_mem_free(used);
         return false;
-    t->types = grown;
-    t->cap = cap;
-    grown[0].mt = TYPE_GUARD;
-    for (size_t i = 0; i < old_cap; i++) {
-        if (!old[i].mt || old[i].mt == TYPE_GUARD)
-            continue;
-        size_t j = type_home(t, old[i].mt);
+    }
+    for (size_t g = 0; g < TYPE_GUARDS; g++)
+        grown[g].mt = TYPE_GUARD;
+    for (size_t k = 0; k < t->n; k++) {
+        const struct hl_census_type *old = &t->types[t->used[k]];
+        size_t j = (size_t)(old->mt / sizeof *grown) & (cap - 1);
         while (grown[j].mt)
             j = (j + 1) & (cap - 1);
-        grown[j] = old[i];
+        grown[j] = *old;
+        used[k] = (uint32_t)j;
     }
-    hl_mem_free(old);
+    hl_mem_free(t->types);
+    hl_mem_free(t->used);
+    t->types = grown;
+    t->used = used;
+    t->cap = cap;
     return true;
 }
 
@@ -227,14 +245,14 @@ static struct hl_census_type *types_slot(hl_census_table *t, uint64_t mt) {
             return &t->types[i];
         i = (i + 1) & (t->cap - 1);
     }
-    if ((t->n + 1) * 2 > t->cap) {
+    if ((t->n + TYPE_GUARDS + 1) * 2 > t->cap) {
         if (!types_grow(t, t->cap * 2))
             return NULL;
         i = type_home(t, mt);
         while (t->types[i].mt)
             i = (i + 1) & (t->cap - 1);
     }
-    t->n++;
+    t->used[t->n++] = (uint32_t)i;
     t->types[i].mt = mt;
     return &t->types[i];
 }
@@ -277,22 +295,23 @@ static struct hl_census_type *type_find(hl_census *s, hl_census_table *t, ICorPr
     return slot;
 }
 
-/* Empties a table for a walk (allocated at the first one); false when out of memory. */
+/* Empties a table for a walk (allocated at the first one): only the slots this walk used, so
+ * that a table once grown by a program's many types costs no more than the types of each walk
+ * (csc.dll: 8,192 slots after a GC with 2,804 types, 450-550 in each later one); false when
+ * out of memory. */
 static bool types_clear(hl_census_table *t) {
     if (!t->types)
         return types_grow(t, 1024);
-    memset(t->types, 0, t->cap * sizeof *t->types);
-    t->types[0].mt = TYPE_GUARD;
+    for (size_t k = 0; k < t->n; k++)
+        t->types[t->used[k]] = (struct hl_census_type){0};
     t->n = 0;
     return true;
 }
 
 /* Adds a helper's counts to the GC thread's table; false when out of memory. */
 static bool types_add(hl_census_table *to, const hl_census_table *from) {
-    for (size_t i = 0; i < from->cap; i++) {
-        const struct hl_census_type *f = &from->types[i];
-        if (!f->mt || f->mt == TYPE_GUARD)
-            continue;
+    for (size_t k = 0; k < from->n; k++) {
+        const struct hl_census_type *f = &from->types[from->used[k]];
         size_t before = to->n;
         struct hl_census_type *t = types_slot(to, f->mt);
         if (!t)
@@ -314,6 +333,7 @@ typedef struct lane {
     uint64_t end;
     const hl_census_span *old, *old_end; /* the remembered spans not yet passed */
     uint64_t at;       /* the next object, while the loop does not hold it */
+    uint64_t span;     /* remembering: where the run of objects since the last free one began */
     size_t piece;      /* its index in s->pieces */
     bool trusted;      /* the piece starts at an object (see "Splitting") */
 } lane;
@@ -337,7 +357,8 @@ static void lane_start(const hl_census *s, lane *l, size_t piece) {
             hi = mid;
     }
     *l = (lane){.at = p->start, .last = p->end - MIN_OBJECT + 1, .end = p->end, .old = old + lo,
-                .old_end = old + s->n_old, .piece = piece, .trusted = p->trusted};
+                .old_end = old + s->n_old, .piece = piece, .trusted = p->trusted,
+                .span = p->start};
     lane_stop_set(l);
 }
 
@@ -353,17 +374,32 @@ static bool lane_next(hl_census *s, lane *l) {
     return true;
 }
 
+/* Remembering: the run of objects [start, end), between two free objects (or a piece's start or
+ * end), added to its piece's spans; false when out of memory. A lane remembers a run at the
+ * free object that ends it, not object by object (AllocBench: 16,400 objects in ~650 runs). */
+static bool span_push(hl_census *s, size_t piece, uint64_t start, uint64_t end) {
+    struct hl_census_spans *o = &s->piece_spans[piece];
+    if (!hl_mem_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v, 256))
+        return false;
+    o->v[o->n++] = (hl_census_span){start, end};
+    return true;
+}
+
 /* `at` reached the lane's stop: the end of its piece, which it must meet exactly (for a cut
  * piece, that proves the next piece's start an object's), and then the next piece; or a
  * remembered span, whose objects it jumps over uncounted (at its start, or inside it when a
  * cut piece starts there: every object in a span is old). A span that reaches past the piece
- * makes the walk fail (then done again uncut). Returns the address to go on from (below
- * l->stop), or 0 when the lane has no piece left or the walk failed (s->failed). */
-__attribute__((noinline)) static uint64_t lane_stop(hl_census *s, lane *l, uint64_t at) {
+ * makes the walk fail (then done again uncut). Remembering (which starts with no spans), the
+ * piece's last run of objects is added to its spans at its end. Returns the address to go on
+ * from (below l->stop), or 0 when the lane has no piece left or the walk failed (s->failed). */
+__attribute__((noinline)) static uint64_t lane_stop(hl_census *s, lane *l, uint64_t at,
+                                                    bool remember) {
     for (;;) {
         if (at >= l->last) {
             if (at != l->end)
                 goto failed; /* the piece ends inside an object */
+            if (remember && at != l->span && !span_push(s, l->piece, l->span, at))
+                goto failed;
             if (!lane_next(s, l))
                 return 0;
             at = l->at;
@@ -388,11 +424,17 @@ failed:
 
 /* One object of lane K at A (below its stop once lane_stop has had its say), stepped as the GC
  * steps and counted in its method table's slot of `t` (free objects count in their own slot,
- * never reported), in one word when `packed` (PACK_SHIFT); or, remembering (!count), added to
- * its piece's spans unless it is free. Per object: the header, the slot (the header word is
- * its key: one AND and one compare; low bits set, never seen at GC start, or a method table
- * new to the walk go to type_find), the method table's two words, the length, all read
- * before anything waits for them.
+ * never reported), in one word when `packed` (PACK_SHIFT); or, remembering (!count), a free
+ * object ends the lane's run of objects, added to its piece's spans (span_push). Per object:
+ * the header, the slot (the header word is its key: one AND and one compare, and on a miss one
+ * more with the slot after it; low bits set, never seen at GC start, or a method table new to
+ * the walk go to type_find), the method table's two words, the length, all read before
+ * anything waits for them.
+ * - The second probe: a type whose home slot another type took (a program with many types
+ *   has some: csc.dll 1-7% of each walk's objects) was counted through type_find, a call and
+ *   a loop, for every object. bench_census with 1,024 types at scattered addresses: 5.1 ->
+ *   4.4 ns per object (a select instead of the branch, 3.1-3.5, cost AllocBench's mix 1.2 ->
+ *   1.3-1.5: its types all sit in their homes).
  * - The size without a branch: the length masked to 0 unless the flags' sign bit
  *   (HasComponentSize) is set. A branch costs nothing where types come in a fixed order, but a
  *   program's mixed arrays and classes mispredict it (bench_census's heaps, 64 types a third
@@ -409,7 +451,7 @@ failed:
 #define LANE_STEP(A, K)                                                                        \
     do {                                                                                       \
         if (__builtin_expect(A >= lanes[K].stop, 0) &&                                         \
-            !(A = lane_stop(s, &lanes[K], A))) {                                               \
+            !(A = lane_stop(s, &lanes[K], A, !count))) {                                       \
             dry = K;                                                                           \
             goto out;                                                                          \
         }                                                                                      \
@@ -418,7 +460,8 @@ failed:
         __builtin_prefetch((const void *)(uintptr_t)(A + CENSUS_PREFETCH), 0, 3);              \
         struct hl_census_type *slot_ =                                                         \
             (struct hl_census_type *)((uint8_t *)types + (hdr_ & offsets));                    \
-        if (__builtin_expect(slot_->mt != hdr_, 0)) {                                          \
+        if (__builtin_expect(slot_->mt != hdr_, 0) &&                                          \
+            __builtin_expect((++slot_)->mt != hdr_, 0)) {                                      \
             slot_ = type_find(s, t, info, A, hdr_ & ~(uint64_t)7, lanes[K].trusted);           \
             if (!slot_)                                                                        \
                 goto failed;                                                                   \
@@ -439,25 +482,13 @@ failed:
         } else if (count) {                                                                    \
             slot_->count++;                                                                    \
             slot_->bytes += raw_;                                                              \
-        } else if (mt_ != s->free_mt && !span_add(s, lanes[K].piece, at_, A)) {                \
-            goto failed;                                                                       \
+        } else if (mt_ == s->free_mt) {                                                        \
+            if (at_ != lanes[K].span && !span_push(s, lanes[K].piece, lanes[K].span, at_))     \
+                goto failed;                                                                   \
+            lanes[K].span = A;                                                                 \
         }                                                                                      \
         (void)at_;                                                                             \
     } while (0)
-
-/* Remembering: the object [start, end) added to its piece's spans; false when out of memory.
- * Spans never join across pieces (each lane appends to its own piece's). */
-static inline bool span_add(hl_census *s, size_t piece, uint64_t start, uint64_t end) {
-    struct hl_census_spans *o = &s->piece_spans[piece];
-    if (o->n && o->v[o->n - 1].end == start) {
-        o->v[o->n - 1].end = end;
-        return true;
-    }
-    if (!hl_mem_reserve((void **)&o->v, &o->cap, o->n + 1, sizeof *o->v, 256))
-        return false;
-    o->v[o->n++] = (hl_census_span){start, end};
-    return true;
-}
 
 /* Walks `n` lanes side by side (a constant after inlining: their addresses stay in registers)
  * until one has no piece left, counting or remembering (LANE_STEP): returns its index, the
@@ -530,10 +561,11 @@ static bool walk_counting(hl_census *s, hl_census_table *t, ICorProfilerInfo *in
     if (!s->packed)
         return walk_pieces(s, t, info, true, false);
     bool ok = walk_pieces(s, t, info, true, true);
-    for (size_t i = 1; i < t->cap; i++) { /* slot 0: TYPE_GUARD */
-        uint64_t v = t->types[i].count;
-        t->types[i].count = v >> PACK_SHIFT;
-        t->types[i].bytes = v & (PACK_ONE - 1);
+    for (size_t k = 0; k < t->n; k++) {
+        struct hl_census_type *u = &t->types[t->used[k]];
+        uint64_t v = u->count;
+        u->count = v >> PACK_SHIFT;
+        u->bytes = v & (PACK_ONE - 1);
     }
     return ok;
 }
@@ -776,9 +808,9 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
              walk_counting(s, &s->tab, info);
     }
     /* Method tables first seen by a thread that could not ask the runtime. */
-    for (size_t i = 0; ok && i < s->tab.cap; i++) {
-        struct hl_census_type *t = &s->tab.types[i];
-        if (t->mt && t->mt != TYPE_GUARD && t->check_at) {
+    for (size_t k = 0; ok && k < s->tab.n; k++) {
+        struct hl_census_type *t = &s->tab.types[s->tab.used[k]];
+        if (t->check_at) {
             ok = mt_classify(s, info, t->check_at, t->mt) != MT_ERROR;
             t->check_at = 0;
         }
@@ -803,9 +835,9 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
     s->old_valid = false; /* until this GC's end is remembered */
     if (r.done && s->tab.n) {
         r.counts = hl_mem_malloc(s->tab.n * sizeof *r.counts);
-        for (size_t i = 0; r.counts && i < s->tab.cap; i++) {
-            const struct hl_census_type *t = &s->tab.types[i];
-            if (!t->mt || t->mt == TYPE_GUARD || t->mt == s->free_mt || !t->count)
+        for (size_t k = 0; r.counts && k < s->tab.n; k++) {
+            const struct hl_census_type *t = &s->tab.types[s->tab.used[k]];
+            if (t->mt == s->free_mt || !t->count)
                 continue;
             r.counts[r.n++] = (hl_census_count){.class_id = t->mt, .count = t->count,
                                                 .bytes = t->bytes};

@@ -61,17 +61,21 @@ typedef struct hl_census_count {
 
 /* One walk's counts per method table: open addressing (linear probing, load <= 1/2) keyed by
  * the method table's address, its home slot the address bits above the slot's size (method
- * tables are a few dozen bytes or more apart), cleared at every walk; slot 0 holds a guard key
- * (census.c TYPE_GUARD). The walk finds an object's slot at the first probe almost always,
- * also in a program with thousands of types interleaved (a 256-slot direct-mapped cache
- * thrashed there: 10-28 ns per object). During a walk of less than 384 MiB `count` holds
- * count << 40 | bytes (one add per object), taken apart after it. The free objects' method
- * table has a slot like any other, never reported. check_at: an object of a method table not
- * yet checked against the runtime, found by a thread that may not ask it (checked after the
- * walk); 0 when checked. */
+ * tables are a few dozen bytes or more apart). The walk looks at the home slot and the one
+ * after it inline, and only further in a call (census.c type_find): a type whose home another
+ * took is then as fast as the others (csc.dll: 1-7% of each walk's objects missed their home,
+ * a few dozen ns each through the call). Slots 0 and 1 hold a guard key and types[cap] stays
+ * empty (census.c TYPE_GUARD). `used` lists the slots of the walk's n types, so that clearing
+ * and reading the table costs the types of the walk, not its capacity (a table grows with a
+ * program's most types in one walk and never shrinks). During a walk of less than 384 MiB
+ * `count` holds count << 40 | bytes (one add per object), taken apart after it. The free
+ * objects' method table has a slot like any other, never reported. check_at: an object of a
+ * method table not yet checked against the runtime, found by a thread that may not ask it
+ * (checked after the walk); 0 when checked. */
 typedef struct hl_census_table {
-    struct hl_census_type { uint64_t mt, count, bytes, check_at; } *types;
-    size_t cap, n; /* cap: a power of 2 */
+    struct hl_census_type { uint64_t mt, count, bytes, check_at; } *types; /* cap + 1 slots */
+    uint32_t *used; /* the n slots in use, in the order their types were met */
+    size_t cap, n;  /* cap: a power of 2 */
 } hl_census_table;
 
 /* A part of one gen0 range, walked as one lane: a whole range, or one cut at an object found

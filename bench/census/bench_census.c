@@ -1,14 +1,16 @@
 /* bench_census.c — the census of gen0 (collector/census.h) alone, on a synthetic gen0: how
  * many nanoseconds one walk takes per object, the figure that bounds the pause it adds.
  *
- *   bench_census [MIB [WALKS [OLD_PERCENT [RANGES [TYPES]]]]]
+ *   bench_census [MIB [WALKS [OLD_PERCENT [RANGES [TYPES [spread]]]]]]
  *
  * gen0 is MIB MiB (default 16: about one AllocBench gen0 on a 32 MiB L3) in RANGES ranges
  * (default 4: regions of 4 MiB; 1 is a segment's gen0) of objects in
  * AllocBench's mix (a 40-byte class, an int[] of 0-7 elements, a boxed long, a string of 4-11
  * chars) with a free object (a fixed allocation context's tail) every 8 KiB; with TYPES > 4,
  * objects of TYPES classes (24 to 80 bytes) in random order instead, as a large program's
- * many types interleave. OLD_PERCENT of
+ * many types interleave; their method tables side by side (56 bytes apart), or with `spread`
+ * at random 8-aligned addresses over 64 MiB, as a real program's loader heaps scatter them
+ * (some then share a home slot in the census's table of counts: csc.dll's did). OLD_PERCENT of
  * the objects (default 1) are remembered as the previous GC's gen0 survivors, so the walk
  * skips them. Each walk runs twice: "warm" right after the previous one (gen0 in the caches,
  * as after threads allocated it), and "cold" after 64 MiB of other memory was read. Prints
@@ -74,9 +76,12 @@ int main(int argc, char **argv) {
     int old_percent = argc > 3 ? atoi(argv[3]) : 1;
     size_t n_ranges = argc > 4 ? strtoul(argv[4], NULL, 10) : 4;
     size_t n_types = argc > 5 ? strtoul(argv[5], NULL, 10) : 4;
+    bool spread = argc > 6 && strcmp(argv[6], "spread") == 0;
     if (!mib || walks < 1 || old_percent < 0 || old_percent > 100 || !n_ranges ||
-        n_ranges > 64 || (mib << 20) / n_ranges < 4096 || n_types < 4 || n_types > 65536) {
-        fprintf(stderr, "usage: bench_census [MIB [WALKS [OLD_PERCENT [RANGES [TYPES]]]]]\n");
+        n_ranges > 64 || (mib << 20) / n_ranges < 4096 || n_types < 4 || n_types > 65536 ||
+        (argc > 6 && !spread)) {
+        fprintf(stderr,
+                "usage: bench_census [MIB [WALKS [OLD_PERCENT [RANGES [TYPES [spread]]]]]]\n");
         return 1;
     }
     vtbl[INFO_GetClassFromObject] = (clr_method)fake_class;
@@ -89,11 +94,35 @@ int main(int argc, char **argv) {
         return 1;
     }
     memset(evict, 1, evict_size);
-    /* TYPES classes' method tables, laid out as the loader heaps do (a few dozen bytes apart). */
-    fake_mt *many = aligned_alloc(64, (n_types * sizeof *many + 63) & ~(size_t)63); /* C11: a multiple */
-    for (size_t k = 0; k < n_types; k++)
-        many[k] = (fake_mt){0, (uint32_t)(24 + 8 * (k % 8)), {0}};
+    /* TYPES classes' method tables, laid out as the loader heaps do (a few dozen bytes apart),
+     * or `spread` over 64 MiB (a fake_mt in a 128-byte cell at most). */
     uint64_t rng = 88172645463325252ull;
+    size_t spread_size = (size_t)64 << 20;
+    uint8_t *area = aligned_alloc(64, spread ? spread_size
+                                             : (n_types * sizeof(fake_mt) + 63) & ~(size_t)63);
+    fake_mt **many = malloc(n_types * sizeof *many);
+    if (!area || !many) {
+        fprintf(stderr, "bench_census: out of memory\n");
+        return 1;
+    }
+    if (spread)
+        memset(area, 0, spread_size);
+    for (size_t k = 0; k < n_types; k++) {
+        if (!spread) {
+            many[k] = (fake_mt *)(void *)(area + k * sizeof(fake_mt));
+        } else {
+            for (;;) { /* a free 128-byte cell, the fake_mt at an 8-aligned place in it */
+                rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+                uint8_t *cell = area + (rng % (spread_size / 128)) * 128;
+                if (!cell[127]) {
+                    cell[127] = 1;
+                    many[k] = (fake_mt *)(void *)(cell + 8 * (rng >> 40) % 72);
+                    break;
+                }
+            }
+        }
+        *many[k] = (fake_mt){0, (uint32_t)(24 + 8 * (k % 8)), {0}};
+    }
     /* RANGES ranges of size / RANGES bytes, a page apart: no object spans two. */
     hm_gen_range gen0[64];
     size_t per = (size / n_ranges) & ~(size_t)4095;
@@ -110,7 +139,7 @@ int main(int argc, char **argv) {
             }
             if (n_types > 4) {
                 rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-                at = put(at, &many[rng % n_types], 0);
+                at = put(at, many[rng % n_types], 0);
                 objects++;
                 continue;
             }
@@ -198,5 +227,6 @@ int main(int argc, char **argv) {
     free(heap);
     free(evict);
     free(many);
+    free(area);
     return 0;
 }

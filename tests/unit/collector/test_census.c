@@ -7,8 +7,13 @@
  * object) and a new object in the free gap between two spans counted, and many gen0 ranges (regions: more than the walk's lanes, walked side
  * by side) count the same as the objects one by one, remembered ones skipped in every range,
  * while a range that ends inside an object makes the walk not exact, and 1,500 types in one
- * walk (the table of counts grows) are each counted. A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object,
- * as the runtime does) and GetObjectSize2. */
+ * walk (the table of counts grows) are each counted. Differential: random gen0s of types that
+ * share home slots in the table of counts (found by the walk's second probe or further, in the
+ * guards' slots and the last ones), on one thread, with helpers over cut pieces and with a
+ * table that grows inside a walk, counted as stepping the objects one by one counts them; a
+ * word of 0 where an object should be makes the walk not exact (no crash). A fake
+ * ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime does) and
+ * GetObjectSize2. */
 #include <string.h>
 
 #include "collector/census.h"
@@ -73,6 +78,117 @@ static hl_census_result walk_helped(hl_census *m, const hm_gen_range *ranges, si
         m->pause_per_mib[0][i] = UINT64_MAX / 4;
     m->since_retry = 0;
     return hl_census_walk(m, INFO, ranges, n);
+}
+
+/* The differential test's method tables. 32 KiB apart (1,024 slots of 32 bytes) share a home
+ * slot in the census's first table (census.c type_home), so six types per home fill the home,
+ * the slot after it (the walk's second probe) and further slots (found by type_find): homes 0
+ * and 1 (the guards' slots), 2 and 3 (a type displaced from one takes the next one's home),
+ * 100, 500, 1022 and 1023 (the second probe of the last slot is the table's spare one). */
+#define HOME_PERIOD ((size_t)1024 * 32)
+#define N_COLLIDING 48
+static _Alignas(32768) uint8_t mt_area[N_COLLIDING / 8 * HOME_PERIOD];
+static fake_mt *colliding[N_COLLIDING];
+
+static void colliding_init(void) {
+    static const size_t homes[8] = {0, 1, 2, 3, 100, 500, 1022, 1023};
+    for (size_t k = 0; k < N_COLLIDING; k++) {
+        fake_mt *mt = (fake_mt *)(void *)(mt_area + (k / 8) * HOME_PERIOD + homes[k % 8] * 32);
+        static const uint32_t components[4] = {0, 1, 2, 12};
+        uint32_t component = components[k % 4];
+        *mt = (fake_mt){component ? COMPONENT(component) : 0,
+                        component ? 24 : 24 + 8 * (uint32_t)(k % 5)};
+        colliding[k] = mt;
+    }
+}
+
+static uint64_t rng_next(uint64_t *r) {
+    *r ^= *r << 13, *r ^= *r >> 7, *r ^= *r << 17;
+    return *r;
+}
+
+/* A random gen0 of `n` ranges in `heap`: objects of the `n_types` types of `types` (arrays of 0
+ * to 40 elements), a free object every few dozen, and about one object in `old_every`
+ * remembered as the previous GC's (sorted spans, neighbours joined) in `s`. */
+static void random_gen0(hl_census *s, uint64_t *r, fake_mt **types, size_t n_types,
+                        hm_gen_range *ranges, size_t n, size_t old_every) {
+    used = 0;
+    s->n_old = 0;
+    size_t per = sizeof heap / n - 64;
+    for (size_t g = 0; g < n; g++) {
+        size_t from = used;
+        while (used + 24 + 40 * 12 + 64 <= from + per) {
+            uint64_t x = rng_next(r);
+            fake_mt *mt = x % 29 == 0 ? &mt_free : types[(x >> 8) % n_types];
+            uint64_t o = put(mt, (uint32_t)((x >> 32) % 41));
+            if (mt != &mt_free && old_every && (x >> 48) % old_every == 0) {
+                uint64_t end = (uint64_t)(uintptr_t)heap + used;
+                if (s->n_old && s->old[s->n_old - 1].end == o) {
+                    s->old[s->n_old - 1].end = end;
+                } else {
+                    CHECK(hl_mem_reserve((void **)&s->old, &s->cap_old, s->n_old + 1,
+                                         sizeof *s->old, 64));
+                    s->old[s->n_old++] = (hl_census_span){o, end};
+                }
+            }
+        }
+        ranges[g] = gen0(from);
+        used += 64; /* a gap between ranges, never walked */
+    }
+    s->old_valid = true;
+}
+
+/* What a walk must find for `mt`: its objects in `ranges` stepped one by one, those in the
+ * remembered spans of `s` left out. */
+static void naive_count(const hl_census *s, const hm_gen_range *ranges, size_t n, uint64_t mt,
+                        uint64_t *count, uint64_t *bytes) {
+    *count = *bytes = 0;
+    for (size_t g = 0; g < n; g++)
+        for (uint64_t o = ranges[g].start; o < ranges[g].start + ranges[g].length;) {
+            uint64_t raw = hl_census_object_size((void *)(uintptr_t)o);
+            bool old = false;
+            for (size_t i = 0; i < s->n_old && !old; i++)
+                old = s->old[i].start <= o && o < s->old[i].end;
+            if (!old && (*(uint64_t *)(uintptr_t)o & ~(uint64_t)7) == mt) {
+                (*count)++;
+                *bytes += raw;
+            }
+            o += (raw + 7) & ~(uint64_t)7;
+        }
+}
+
+/* One walk of `ranges` against the naive count of every type of `types`; returns the walk's
+ * objects. */
+static uint64_t walk_differential(hl_census *s, fake_mt **types, size_t n_types,
+                                  const hm_gen_range *ranges, size_t n, bool helped) {
+    hl_census_result r = helped ? walk_helped(s, ranges, n) : hl_census_walk(s, INFO, ranges, n);
+    CHECK(r.done);
+    uint64_t want_objects = 0, found = 0, differences = 0;
+    for (size_t k = 0; k < n_types; k++) {
+        uint64_t count, bytes;
+        naive_count(s, ranges, n, (uint64_t)(uintptr_t)types[k], &count, &bytes);
+        want_objects += count;
+        const hl_census_count *got = find(&r, types[k]);
+        found += got != NULL;
+        if (count ? !got || got->count != count || got->bytes != bytes : got != NULL)
+            differences++;
+    }
+    CHECK_INT(differences, 0);
+    CHECK_INT(r.objects, want_objects);
+    CHECK_INT(r.n, found); /* nothing counted that is not one of `types` */
+    hl_mem_free(r.counts);
+    return r.objects;
+}
+
+/* How many types of the census's table sit in the slot after their home, and further. */
+static void displaced(const hl_census_table *t, size_t *second, size_t *further) {
+    *second = *further = 0;
+    for (size_t k = 0; k < t->n; k++) {
+        size_t slot = t->used[k], home = (size_t)(t->types[slot].mt / 32) & (t->cap - 1);
+        size_t d = (slot - home) & (t->cap - 1);
+        *second += d == 1;
+        *further += d > 1;
+    }
 }
 
 int main(void) {
@@ -434,6 +550,70 @@ int main(void) {
     hl_census_remember(&s, INFO, &empty, 1);
     r = hl_census_walk(&s, INFO, &before3, 1);
     CHECK(!r.done);
+
+    /* Differential: random gen0s (five ranges, free objects, a tenth remembered) of types that
+     * share home slots, each walk's counts against the objects stepped one by one: on one
+     * thread, with the table reused from walk to walk; with two helpers over cut pieces; then
+     * with 600 more types, so that the table grows in the middle of a walk. */
+    colliding_init();
+    fake_mt *types[N_COLLIDING + 600 + 2];
+    size_t n_types = 0;
+    for (size_t k = 0; k < N_COLLIDING; k++)
+        types[n_types++] = colliding[k];
+    types[n_types++] = &mt_chars;
+    types[n_types++] = &mt_bytes;
+    uint64_t rng = 0x9e3779b97f4a7c15ull, walked = 0;
+    hm_gen_range random_ranges[5];
+    hl_census d;
+    hl_census_init(&d, true);
+    size_t second = 0, further = 0, second_helped = 0;
+    for (int seed = 0; seed < 20; seed++) {
+        random_gen0(&d, &rng, types, n_types, random_ranges, 5, 10);
+        walked += walk_differential(&d, types, n_types, random_ranges, 5, false);
+        size_t in_second, in_further;
+        displaced(&d.tab, &in_second, &in_further);
+        second += in_second;
+        further += in_further;
+    }
+    CHECK(second > 0 && further > 0); /* both the inline second probe and type_find were used */
+    CHECK(walked > 20 * 1000);
+    hl_census_release(&d);
+    hl_census_init(&d, true);
+    d.threads = 3;
+    d.piece_min = 512;
+    for (int seed = 0; seed < 20; seed++) {
+        random_gen0(&d, &rng, types, n_types, random_ranges, 5, 10);
+        walk_differential(&d, types, n_types, random_ranges, 5, true);
+        size_t in_second, in_further;
+        displaced(&d.tab, &in_second, &in_further);
+        second_helped += in_second;
+    }
+    CHECK(second_helped > 0);
+    CHECK(d.walks_split > 0 && d.walks_helped > 0);
+    hl_census_release(&d);
+    for (size_t k = 0; k < 600; k++) {
+        many[k] = (fake_mt){k % 7 ? 0 : COMPONENT(4), 24 + 8 * (uint32_t)(k % 3)};
+        types[n_types++] = &many[k];
+    }
+    hl_census_init(&d, true);
+    for (int seed = 0; seed < 4; seed++) {
+        random_gen0(&d, &rng, types, n_types, random_ranges, 5, 10);
+        walk_differential(&d, types, n_types, random_ranges, 5, false);
+    }
+    CHECK(d.tab.cap > 1024); /* grew during the first walk */
+    /* A word of 0 where an object should start (a heap this code cannot parse): its home is
+     * slot 0 and its second probe slot 1, both guards, never an empty slot taken for a method
+     * table at address 0; the walk is not exact. */
+    used = 0;
+    put(&mt_chars, 3);
+    memset(heap + used, 0, 64);
+    used += 64;
+    hm_gen_range zero = gen0(0);
+    d.n_old = 0;
+    d.old_valid = true;
+    r = hl_census_walk(&d, INFO, &zero, 1);
+    CHECK(!r.done);
+    hl_census_release(&d);
 
     hl_census_release(&s);
     printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
