@@ -127,6 +127,16 @@ static inline void hl_samples_on_alloc(collector *c, const hl_alloc_event *ev, u
     }
 }
 
+/* Whether an object allocated now enters the model. After an attach, the runtime's generation
+ * table at the session's first GC start lacks the regions that existed before the attach
+ * (measured on 10.0.12: objects allocated since then in such a region lay in no range, and the
+ * model would have taken them for NonGC objects, never condemned): what was allocated before
+ * that GC is left to the first snapshot, which names the heap it finds (collector/README.md,
+ * "Attach and detach"). follow.c makes no handle before it either (hl_follow.armed). */
+static inline bool hl_collector_follows_new(const collector *c) {
+    return !c->p->attach || c->interval_gc > 0;
+}
+
 /* What the collector must know about a type beyond its name. */
 enum {
     TYPE_TRAIT_WEAK_REFERENCE = 1, /* System.WeakReference or System.WeakReference<T> */

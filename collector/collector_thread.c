@@ -296,7 +296,7 @@ static inline void on_event(collector *c, const hl_alloc_event *ev, uint32_t os_
     switch (HL_EV_KIND(ev)) {
     case HL_EV_ALLOC: {
         hl_samples_on_alloc(c, ev, os_tid);
-        if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
+        if (hl_collector_follows_new(c) && hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
         uint32_t type_id = hl_collector_type_id(c, ev->class_id);
         hl_young_add(&c->young, ev->id, type_id, os_tid, HL_EV_SIZE(ev));
@@ -943,14 +943,15 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
         hl_follow *f = &p->followed;
         fprintf(stderr,
                 "heaplens: follow: handles=%llu create_failures=%llu fallback=%d lookups=%llu "
-                "died=%llu destroyed=%llu ranges_gcs=%llu handle_gcs=%llu lookup_ms=%.2f "
-                "(%.1f ns of CPU per lookup, inside GCs) check_agree=%llu check_disagree=%llu "
-                "check_compacting_agree=%llu check_compacting_disagree=%llu "
+                "died=%llu destroyed=%llu released=%llu ranges_gcs=%llu handle_gcs=%llu "
+                "lookup_ms=%.2f (%.1f ns of CPU per lookup, inside GCs) check_agree=%llu "
+                "check_disagree=%llu check_compacting_agree=%llu check_compacting_disagree=%llu "
                 "check_promoted_bytes=%llu check_survived_bytes=%llu\n",
                 (unsigned long long)atomic_load(&f->created),
                 (unsigned long long)atomic_load(&f->create_failures),
                 (int)atomic_load(&f->fallback), (unsigned long long)f->lookups,
                 (unsigned long long)f->died, (unsigned long long)f->destroyed,
+                (unsigned long long)f->released,
                 (unsigned long long)f->ranges_gcs, (unsigned long long)f->handle_gcs,
                 f->lookup_ns / 1e6, f->lookups ? (double)f->lookup_ns / (double)f->lookups : 0.0,
                 (unsigned long long)f->check_agree, (unsigned long long)f->check_disagree,
@@ -1002,7 +1003,7 @@ static void end_file_write(const char *socket_path, const hl_run_end *e) {
         unlink(tmp);
 }
 
-static void finish(collector *c) {
+static void finish(collector *c, bool detaching) {
     hl_profiler *p = c->p;
     uint64_t shutdown_ns = p->shutdown_ns ? p->shutdown_ns : hl_now_ns();
     /* Shutdown, or a detach with the callbacks off: no thread allocates any more (none that
@@ -1043,6 +1044,10 @@ static void finish(collector *c) {
         e.flags = c->out.stalled ? HL_RUN_END_FLAG_WRITER_STALLED : 0;
         end_file_write(c->p->socket_path, &e);
     }
+    /* Every GC that finished is applied and its dead handles destroyed: the process runs on
+     * after a detach, so the live ones go too (at Shutdown the process ends with them). */
+    if (detaching)
+        hl_follow_close(&p->followed, p->info);
     const char *stats = getenv("HEAPLENS_STATS");
     if (stats && strcmp(stats, "1") == 0)
         print_stats(c, shutdown_ns);
@@ -1157,7 +1162,7 @@ static void *collector_main(void *arg) {
         hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
         hl_rejit_stop(p->rejit); /* --count: no new request; finish sends the counts */
     }
-    finish(c);
+    finish(c, detaching);
     if (detaching)
         hl_rejit_revert(p->rejit); /* the original code back (rejit.h) */
     hl_tbufs_close(&p->rings); /* a thread that still finds no chunk drops: nobody drains now */
