@@ -428,14 +428,9 @@ static known_thread *thread_entry(collector *c, ThreadID id) {
     for (size_t i = 0; i < c->n_threads; i++)
         if (c->threads[i].thread == id)
             return &c->threads[i];
-    if (c->n_threads == c->cap_threads) {
-        size_t cap = c->cap_threads ? c->cap_threads * 2 : 64;
-        known_thread *grown = hl_mem_realloc(c->threads, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        c->threads = grown;
-        c->cap_threads = cap;
-    }
+    if (!hl_mem_reserve((void **)&c->threads, &c->cap_threads, c->n_threads + 1,
+                        sizeof *c->threads, 64))
+        return NULL;
     known_thread *t = &c->threads[c->n_threads++];
     memset(t, 0, sizeof *t);
     t->thread = id;
