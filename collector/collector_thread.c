@@ -1271,6 +1271,24 @@ void hl_collector_stop(hl_profiler *p) {
     collector_join(p);
 }
 
+void hl_collector_stop_within(hl_profiler *p, unsigned ms) {
+    if (!p->thread_started || atomic_exchange(&p->thread_joined, true))
+        return;
+    p->shutdown_ns = hl_now_ns();
+    atomic_store_explicit(&p->stopping, true, memory_order_release);
+    hl_collector_wake(p);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    if (pthread_timedjoin_np(p->thread, NULL, &until) == 0)
+        p->collector = NULL; /* freed by the thread itself; else it is left to the exit */
+}
+
 void hl_session_reset(hl_profiler *p) {
     collector_join(p);
     if (p->wake_fd > 0)

@@ -830,6 +830,16 @@ static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
     return S_OK;
 }
 
+void hl_profiler_failing(hl_profiler *p) {
+    if (!p->active || atomic_load(&p->stopping))
+        return;
+    p->active = false; /* as at Shutdown: late callbacks on other threads become no-ops */
+    hl_rejit_stop(p->rejit);
+    /* The writer takes the backlog in well under this (it gives a stalled writer 10 s itself):
+     * only a collector stuck behind the failure (a fatal error inside a GC) reaches it. */
+    hl_collector_stop_within(p, 20000);
+}
+
 static HRESULT on_shutdown(hl_profiler *p) {
     p->active = false; /* late callbacks on other threads become no-ops */
     hl_rejit_stop(p->rejit); /* its counters stay: the collector sends them at the end */
