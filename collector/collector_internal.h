@@ -68,6 +68,9 @@ typedef struct collector {
     hl_u64map weak_owned;   /* WeakReference object id -> its handle */
     id_vec handles_freed;   /* per GC: handles freed by the deaths of their WeakReferences */
     uint32_t snapshots;
+    /* Following: ids a snapshot named in gen0 and did not follow (snapshot.c): sent as deaths
+     * at the next GC, which has no way to tell their fate (the next snapshot names them again). */
+    id_vec unfollowed;
     uint64_t discovered;  /* ids handed out from HL_DISCOVERED_ID_BASE */
     uint64_t discovered_at_gcs; /* ... of those, by discovery after GCs (sampled mode, attach) */
     uint64_t discover_pause_ns, discover_apply_ns, discover_found; /* HEAPLENS_STATS */

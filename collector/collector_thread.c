@@ -689,6 +689,16 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     drain_names(c); /* THREAD records before the counts that use their tids */
     hl_young_fate_reset(&c->young);
     c->deaths.n = c->promotions.n = c->handles_freed.n = 0;
+    /* What the last snapshot named without following it leaves the records here: else it
+     * would stay alive in them for good, beside its new id at the next snapshot. */
+    for (size_t i = 0; i < c->unfollowed.n; i++) {
+        uint64_t *death = hl_vec_append(&c->deaths);
+        if (death)
+            *death = ((const uint64_t *)c->unfollowed.p)[i];
+        else
+            c->model_failures++;
+    }
+    c->unfollowed.n = 0;
 
     gc_apply a = {.c = c};
     hm_gc_input in = {.gc = g->gc, .condemned_mask = g->condemned_mask,
@@ -1189,6 +1199,7 @@ static void collector_free(collector *c) {
     hl_mem_free(c->type_sizes);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
+    hl_vec_release(&c->unfollowed);
     hl_vec_release(&c->promotions);
     hl_vec_release(&c->handle_events);
     hl_vec_release(&c->pending_types);
@@ -1207,6 +1218,7 @@ int hl_collector_start(hl_profiler *p) {
     hl_young_init(&c->young, 1);
     c->drain_while_waiting = true;
     c->deaths.elem = sizeof(uint64_t);
+    c->unfollowed.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
     c->handle_events.elem = sizeof(hl_alloc_event);
     c->pending_types.elem = sizeof(hl_type);

@@ -134,10 +134,10 @@ static void walk_objects(snapshot *s) {
                 /* Still in gen0 after the GC: a pinned object and its neighbours, which stay
                  * there from GC to GC (a thread blocked in a read keeps its buffer pinned).
                  * Followed, they would take the runtime's ranges at every GC (nothing but the
-                 * ranges follows what a snapshot named): named for this snapshot only, and
-                 * again by the next one. */
+                 * ranges follows what a snapshot named): named for this snapshot only (dead to
+                 * the records at the next GC: apply_gc), and again by the next one. */
                 id = HL_DISCOVERED_ID_BASE + ++c->discovered;
-                if (!hl_u64map_put(&s->gen0, w.object, id))
+                if (!hl_u64map_put(&s->gen0, w.object, id) || !hl_vec_push(&c->unfollowed, &id))
                     c->model_failures++;
             } else if (c->p->follow) {
                 /* Named in address order once the walk is read (follow_found), in the
