@@ -257,7 +257,16 @@ def check_recording(checks, args, target, db, n, log, min_snapshots):
     # count runs ahead of the session's GC numbers by the GCs before the attach); the first
     # snapshot's GC is forced (Induced).
     reasons = dict(conn.execute("SELECT gc, reason FROM gcs"))
+    # At a snapshot's GC the records hold exactly the objects the snapshot has (frozen ones
+    # aside): objects a snapshot named but did not follow (those it found in gen0) must not
+    # stay alive in them beside their new ids at the next snapshot.
+    live = conn.execute(
+        "SELECT s.snapshot, (SELECT count(*) FROM snapshot_contents c WHERE c.snapshot = s.snapshot"
+        "   AND NOT c.frozen), (SELECT count(*) FROM live_objects l WHERE l.gc = s.gc"
+        "   AND l.generation <> 5) FROM snapshots s").fetchall()
     conn.close()
+    checks.eq(f"session {n}: snapshots whose GC's live objects differ from their objects", [],
+              [r for r in live if r[1] != r[2]])
     checks.eq(f"session {n}: GCs whose reason is unknown", [],
               sorted(g for g, r in reasons.items() if r == "unknown"))
     checks.ok(f"session {n}: the forced GCs are Induced", "Induced" in reasons.values(),
