@@ -1,5 +1,5 @@
 /* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]...
- * [--max-snapshots N] [--snapshot-interval S] [--count PATTERN]...`: the options,
+ * [--max-snapshots N] [--snapshot-interval S] [--stacks on|off] [--count PATTERN]...`: the options,
  * then the session (session/attach_session.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -11,6 +11,7 @@
 
 int cmd_attach(int argc, char **argv) {
     const char *output_text = NULL, *duration_text = NULL, *timeout_text = NULL;
+    const char *stacks_text = NULL;
     gboolean json = FALSE, force = FALSE, quiet = FALSE, no_strings = FALSE;
     const char *pid_text = NULL;
     const query_option options[] = {
@@ -19,6 +20,7 @@ int cmd_attach(int argc, char **argv) {
         {"timeout", QUERY_OPT_VALUE, &timeout_text},
         {"force", QUERY_OPT_FLAG, &force},
         {"no-strings", QUERY_OPT_FLAG, &no_strings},
+        {"stacks", QUERY_OPT_VALUE, &stacks_text},
         {"quiet", QUERY_OPT_FLAG, &quiet},
         {"json", QUERY_OPT_FLAG, &json},
         {NULL, 0, NULL},
@@ -89,6 +91,11 @@ int cmd_attach(int argc, char **argv) {
     if (timeout_text && !query_args_parse_uint("attach", "timeout", timeout_text, 1, 3600,
                                                 "a number of seconds", &timeout, &error))
         return query_error_report(error);
+    if (stacks_text && strcmp(stacks_text, "on") != 0 && strcmp(stacks_text, "off") != 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "attach: --stacks takes on or off, not '%s'", stacks_text);
+        return query_error_report(error);
+    }
     if ((pid_t)pid == getpid()) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: that is heaplens itself");
         return query_error_report(error);
@@ -96,7 +103,8 @@ int cmd_attach(int argc, char **argv) {
     const attach_options o = {.pid = pid, .output = output_text, .snapshot = snapshot ? snapshot->str : NULL,
                               .duration = duration, .timeout = timeout, .force = force,
                               .quiet = quiet, .json = json, .count = count ? count->str : NULL,
-                              .no_strings = no_strings};
+                              .no_strings = no_strings,
+                              .no_stacks = stacks_text && strcmp(stacks_text, "off") == 0};
     int status = 1;
     json_t *summary = NULL;
     if (!attach_session_run(&o, &status, &summary, &error))

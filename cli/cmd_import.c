@@ -5,6 +5,7 @@
 #include "gcdump/gcdump.h"
 
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 /* FILE.gcdump -> FILE.db beside it; any other name gets ".db" added. */
@@ -54,11 +55,24 @@ int cmd_import(int argc, char **argv)
         goto out;
     }
     db_path = output ? g_strdup(output) : import_default_output(path);
-    if (g_file_test(db_path, G_FILE_TEST_EXISTS)) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "import: %s exists; heaplens never overwrites a database (choose another "
-                    "with -o)", db_path);
-        goto out;
+    /* A database is a set of files: a leftover FILE-journal or FILE-wal of another database of
+     * that name (a killed writer's) would be taken into the new one by SQLite as its own (a hot
+     * journal rolled back into it, a WAL's frames read as its pages), and a failed import
+     * removes the whole set. So any member of the set means "exists" (as for record). */
+    static const char *const set[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < G_N_ELEMENTS(set); i++) {
+        g_autofree char *member = g_strconcat(db_path, set[i], NULL);
+        struct stat st;
+        if (lstat(member, &st) == 0) {
+            g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        i == 0 ? "import: %s exists; heaplens never overwrites a database "
+                                 "(choose another with -o)"
+                               : "import: %s exists (left by another database of that name, "
+                                 "whose changes SQLite would apply to the new one); remove it "
+                                 "or choose another name with -o",
+                        member);
+            goto out;
+        }
     }
     if (!(g = gcdump_graph_read(path, &error)) ||
         !gcdump_import(g, path, db_path, &sum, &error))

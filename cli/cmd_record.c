@@ -69,6 +69,13 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
         } else if (strcmp(a, "--children") == 0) {
             o->children = "";
         } else if (strncmp(a, "--children=", 11) == 0) {
+            /* An empty pattern would match every descendant: what --children alone says. */
+            if (!a[11]) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --children= needs a pattern (a part of the command line); "
+                            "--children alone records every .NET descendant");
+                return FALSE;
+            }
             o->children = a + 11;
         } else if (strcmp(a, "--no-strings") == 0) {
             /* inherited by the program: its collector reads it (collector/profiler.c) */

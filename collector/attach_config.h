@@ -7,6 +7,7 @@
  *   snapshot=induced                              the --snapshot policy (optional)
  *   count=NS.Type.*;NS.Other.M                    the --count patterns, ';'-joined (optional)
  *   strings=off                                   --no-strings (optional)
+ *   stacks=off                                    --stacks off: no allocation samples (optional)
  * session/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
 #ifndef HEAPLENS_ATTACH_CONFIG_H
 #define HEAPLENS_ATTACH_CONFIG_H
@@ -25,6 +26,8 @@ typedef struct hl_attach_config {
     char snapshot_policy[256]; /* empty: the default (HL_SNAPSHOT_POLICY_MAX) */
     char count[2048];         /* --count patterns, ';'-joined; empty: not counting */
     bool no_strings;          /* strings=off: snapshots keep no characters of strings */
+    bool no_stacks;           /* stacks=off: no allocation samples (on .NET 8/9 the objects are
+                               * then followed by handles: collector/follow.h) */
 } hl_attach_config;
 
 /* Parses the client data; false when it is not ours, of another version, or lacks the socket. */

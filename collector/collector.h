@@ -114,6 +114,13 @@ int hl_collector_start(hl_profiler *p);
  * to take them (as long as it makes progress; 10 s without progress gives it up), and joins
  * the thread. */
 void hl_collector_stop(hl_profiler *p);
+/* The same, but waits at most `ms` for the thread (the process is dying: a thread that cannot
+ * finish must not keep it from its end). */
+void hl_collector_stop_within(hl_profiler *p, unsigned ms);
+/* The program is failing fast (Environment.FailFast, a fatal runtime error: the runtime's FailFast
+ * event, on the failing thread, right before it aborts the process without Shutdown): ends the
+ * session as Shutdown would, so that what the collector had not yet sent is stored. */
+void hl_profiler_failing(hl_profiler *p);
 
 /* Wakes the collector thread from its idle sleep (an eventfd write: one system call, any
  * thread, no lock): a ring that fills faster than the idle period drains it. */

@@ -296,7 +296,7 @@ static inline void on_event(collector *c, const hl_alloc_event *ev, uint32_t os_
     switch (HL_EV_KIND(ev)) {
     case HL_EV_ALLOC: {
         hl_samples_on_alloc(c, ev, os_tid);
-        if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
+        if (hl_collector_follows_new(c) && hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
             c->model_failures++;
         uint32_t type_id = hl_collector_type_id(c, ev->class_id);
         hl_young_add(&c->young, ev->id, type_id, os_tid, HL_EV_SIZE(ev));
@@ -428,14 +428,9 @@ static known_thread *thread_entry(collector *c, ThreadID id) {
     for (size_t i = 0; i < c->n_threads; i++)
         if (c->threads[i].thread == id)
             return &c->threads[i];
-    if (c->n_threads == c->cap_threads) {
-        size_t cap = c->cap_threads ? c->cap_threads * 2 : 64;
-        known_thread *grown = hl_mem_realloc(c->threads, cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        c->threads = grown;
-        c->cap_threads = cap;
-    }
+    if (!hl_mem_reserve((void **)&c->threads, &c->cap_threads, c->n_threads + 1,
+                        sizeof *c->threads, 64))
+        return NULL;
     known_thread *t = &c->threads[c->n_threads++];
     memset(t, 0, sizeof *t);
     t->thread = id;
@@ -694,6 +689,16 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     drain_names(c); /* THREAD records before the counts that use their tids */
     hl_young_fate_reset(&c->young);
     c->deaths.n = c->promotions.n = c->handles_freed.n = 0;
+    /* What the last snapshot named without following it leaves the records here: else it
+     * would stay alive in them for good, beside its new id at the next snapshot. */
+    for (size_t i = 0; i < c->unfollowed.n; i++) {
+        uint64_t *death = hl_vec_append(&c->deaths);
+        if (death)
+            *death = ((const uint64_t *)c->unfollowed.p)[i];
+        else
+            c->model_failures++;
+    }
+    c->unfollowed.n = 0;
 
     gc_apply a = {.c = c};
     hm_gc_input in = {.gc = g->gc, .condemned_mask = g->condemned_mask,
@@ -943,14 +948,15 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
         hl_follow *f = &p->followed;
         fprintf(stderr,
                 "heaplens: follow: handles=%llu create_failures=%llu fallback=%d lookups=%llu "
-                "died=%llu destroyed=%llu ranges_gcs=%llu handle_gcs=%llu lookup_ms=%.2f "
-                "(%.1f ns of CPU per lookup, inside GCs) check_agree=%llu check_disagree=%llu "
-                "check_compacting_agree=%llu check_compacting_disagree=%llu "
+                "died=%llu destroyed=%llu released=%llu ranges_gcs=%llu handle_gcs=%llu "
+                "lookup_ms=%.2f (%.1f ns of CPU per lookup, inside GCs) check_agree=%llu "
+                "check_disagree=%llu check_compacting_agree=%llu check_compacting_disagree=%llu "
                 "check_promoted_bytes=%llu check_survived_bytes=%llu\n",
                 (unsigned long long)atomic_load(&f->created),
                 (unsigned long long)atomic_load(&f->create_failures),
                 (int)atomic_load(&f->fallback), (unsigned long long)f->lookups,
                 (unsigned long long)f->died, (unsigned long long)f->destroyed,
+                (unsigned long long)f->released,
                 (unsigned long long)f->ranges_gcs, (unsigned long long)f->handle_gcs,
                 f->lookup_ns / 1e6, f->lookups ? (double)f->lookup_ns / (double)f->lookups : 0.0,
                 (unsigned long long)f->check_agree, (unsigned long long)f->check_disagree,
@@ -1002,7 +1008,7 @@ static void end_file_write(const char *socket_path, const hl_run_end *e) {
         unlink(tmp);
 }
 
-static void finish(collector *c) {
+static void finish(collector *c, bool detaching) {
     hl_profiler *p = c->p;
     uint64_t shutdown_ns = p->shutdown_ns ? p->shutdown_ns : hl_now_ns();
     /* Shutdown, or a detach with the callbacks off: no thread allocates any more (none that
@@ -1043,6 +1049,10 @@ static void finish(collector *c) {
         e.flags = c->out.stalled ? HL_RUN_END_FLAG_WRITER_STALLED : 0;
         end_file_write(c->p->socket_path, &e);
     }
+    /* Every GC that finished is applied and its dead handles destroyed: the process runs on
+     * after a detach, so the live ones go too (at Shutdown the process ends with them). */
+    if (detaching)
+        hl_follow_close(&p->followed, p->info);
     const char *stats = getenv("HEAPLENS_STATS");
     if (stats && strcmp(stats, "1") == 0)
         print_stats(c, shutdown_ns);
@@ -1157,7 +1167,7 @@ static void *collector_main(void *arg) {
         hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
         hl_rejit_stop(p->rejit); /* --count: no new request; finish sends the counts */
     }
-    finish(c);
+    finish(c, detaching);
     if (detaching)
         hl_rejit_revert(p->rejit); /* the original code back (rejit.h) */
     hl_tbufs_close(&p->rings); /* a thread that still finds no chunk drops: nobody drains now */
@@ -1189,6 +1199,7 @@ static void collector_free(collector *c) {
     hl_mem_free(c->type_sizes);
     hl_young_release(&c->young);
     hl_vec_release(&c->deaths);
+    hl_vec_release(&c->unfollowed);
     hl_vec_release(&c->promotions);
     hl_vec_release(&c->handle_events);
     hl_vec_release(&c->pending_types);
@@ -1207,6 +1218,7 @@ int hl_collector_start(hl_profiler *p) {
     hl_young_init(&c->young, 1);
     c->drain_while_waiting = true;
     c->deaths.elem = sizeof(uint64_t);
+    c->unfollowed.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
     c->handle_events.elem = sizeof(hl_alloc_event);
     c->pending_types.elem = sizeof(hl_type);
@@ -1269,6 +1281,24 @@ void hl_collector_stop(hl_profiler *p) {
     /* The chunks and the GC queue stay: other threads may still be inside a callback while the
      * process ends. Only the collector thread's own state goes (the thread frees it). */
     collector_join(p);
+}
+
+void hl_collector_stop_within(hl_profiler *p, unsigned ms) {
+    if (!p->thread_started || atomic_exchange(&p->thread_joined, true))
+        return;
+    p->shutdown_ns = hl_now_ns();
+    atomic_store_explicit(&p->stopping, true, memory_order_release);
+    hl_collector_wake(p);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    if (pthread_timedjoin_np(p->thread, NULL, &until) == 0)
+        p->collector = NULL; /* freed by the thread itself; else it is left to the exit */
 }
 
 void hl_session_reset(hl_profiler *p) {

@@ -9,15 +9,10 @@
 #include <stdlib.h>
 
 static bool found_push(hl_gc_capture *c, ObjectID object, ClassID class_id, uint64_t size) {
-    if (c->n_found == c->cap_found) {
-        size_t cap = c->cap_found ? c->cap_found * 2 : 16384;
-        hl_found_object *grown = hl_mem_realloc(c->found, cap * sizeof *grown);
-        if (!grown) {
-            c->discover_incomplete = true;
-            return false;
-        }
-        c->found = grown;
-        c->cap_found = cap;
+    if (!hl_mem_reserve((void **)&c->found, &c->cap_found, c->n_found + 1, sizeof *c->found,
+                        16384)) {
+        c->discover_incomplete = true;
+        return false;
     }
     c->found[c->n_found++] = (hl_found_object){object, class_id, size};
     return true;

@@ -12,9 +12,11 @@
 enum {
     EVENT_GC_ALLOCATION_TICK = 10,
     EVENT_ALLOCATION_SAMPLED = 303,
+    EVENT_FAIL_FAST = 191, /* Microsoft-Windows-DotNETRuntimePrivate, level Critical, no keyword */
 };
 #define KEYWORD_GC 0x1ull
 #define KEYWORD_ALLOCATION_SAMPLING 0x80000000000ull
+#define LEVEL_CRITICAL 1u
 #define LEVEL_INFORMATIONAL 4u
 #define LEVEL_VERBOSE 5u
 
@@ -181,7 +183,7 @@ static bool wide_is(const WCHAR *w, ULONG n, const char *s) {
     return (i == n || !w[i]) && !s[i];
 }
 
-enum { PROVIDER_OTHER, PROVIDER_RUNTIME, PROVIDER_HEAPLENS };
+enum { PROVIDER_OTHER, PROVIDER_RUNTIME, PROVIDER_HEAPLENS, PROVIDER_PRIVATE };
 
 /* Which provider wrote the event: by handle once its name was learned (its first event). */
 static int provider_of(hl_profiler *p, UINT_PTR provider) {
@@ -201,6 +203,8 @@ static int provider_of(hl_profiler *p, UINT_PTR provider) {
         atomic_store_explicit(&p->sampling.heaplens_provider, provider, memory_order_relaxed);
         return PROVIDER_HEAPLENS;
     }
+    if (wide_is(name, len, "Microsoft-Windows-DotNETRuntimePrivate"))
+        return PROVIDER_PRIVATE; /* its one event enabled comes once: no need to keep it */
     return PROVIDER_OTHER;
 }
 
@@ -244,6 +248,13 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
     if (from == PROVIDER_HEAPLENS) {
         if (p->active && event_id == HL_EVENT_CHECKPOINT)
             checkpoint_push(p, data, data_size);
+        return S_OK;
+    }
+    /* The runtime fires it in EEPolicy::LogFatalError, on the failing thread, then aborts the
+     * process (no Shutdown): the last chance to send what the collector holds. */
+    if (from == PROVIDER_PRIVATE) {
+        if (event_id == EVENT_FAIL_FAST)
+            hl_profiler_failing(p);
         return S_OK;
     }
     if (from != PROVIDER_RUNTIME)
@@ -364,7 +375,14 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
                                                                        : 0;
     /* The program's checkpoints: EventSource "HeapLens", every keyword and level. */
     static const WCHAR heaplens[] = {'H', 'e', 'a', 'p', 'L', 'e', 'n', 's', 0};
-    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config[2] = {
+    /* The runtime's FailFast event (collector/README.md, "Environment.FailFast"): the private
+     * provider at level Critical with no keyword enables it alone (events with keywords need
+     * one of the session's). */
+    static const WCHAR private_provider[] = {
+        'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i', 'n', 'd', 'o', 'w', 's', '-',
+        'D', 'o', 't', 'N', 'E', 'T', 'R', 'u', 'n', 't', 'i', 'm', 'e', 'P', 'r', 'i', 'v', 'a',
+        't', 'e', 0};
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config[3] = {
         {
             .provider_name = provider,
             .keywords = keywords | extra_keywords,
@@ -372,12 +390,13 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
                                                                          : LEVEL_INFORMATIONAL,
         },
         {.provider_name = heaplens, .keywords = ~0ull, .logging_level = LEVEL_VERBOSE},
+        {.provider_name = private_provider, .keywords = 0, .logging_level = LEVEL_CRITICAL},
     };
     /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
     if (samples)
         p->sampling.source = source;
     EVENTPIPE_SESSION session = 0;
-    hr = info_event_pipe_start_session(p->info, 2, config, 0, &session);
+    hr = info_event_pipe_start_session(p->info, 3, config, 0, &session);
     if (HR_FAILED(hr)) {
         if (samples)
             p->sampling.source = HL_SAMPLE_SOURCE_NONE;

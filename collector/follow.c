@@ -9,10 +9,11 @@
 #include "collector/gc_capture.h"
 #include "collector/mem.h"
 
-int hl_follow_init(hl_follow *f, bool on) {
+int hl_follow_init(hl_follow *f, bool on, bool attach) {
     memset(f, 0, sizeof *f);
     if (!on)
         return 0;
+    atomic_store(&f->armed, !attach);
     f->entries = hl_mem_calloc(HL_FOLLOW_MAX, sizeof *f->entries); /* fresh pages, used as
                                                                       * touched */
     if (!f->entries)
@@ -28,8 +29,20 @@ void hl_follow_release(hl_follow *f) {
     memset(f, 0, sizeof *f);
 }
 
+/* A callback about to use the table (hl_follow_close waits for it); false once closed. */
+static bool follow_enter(hl_follow *f) {
+    atomic_fetch_add(&f->users, 1);
+    if (!atomic_load(&f->closed))
+        return true;
+    atomic_fetch_sub(&f->users, 1);
+    return false;
+}
+
+static void follow_leave(hl_follow *f) { atomic_fetch_sub(&f->users, 1); }
+
 void hl_follow_add(hl_follow *f, ICorProfilerInfo *info, ObjectID object) {
-    if (!f->on || !object || atomic_load_explicit(&f->fallback, memory_order_relaxed))
+    if (!f->on || !object || atomic_load_explicit(&f->fallback, memory_order_relaxed) ||
+        !atomic_load_explicit(&f->armed, memory_order_relaxed) || !follow_enter(f))
         return;
     uint64_t i = atomic_fetch_add_explicit(&f->top, 1, memory_order_relaxed);
     ObjectHandleID h = 0;
@@ -38,11 +51,13 @@ void hl_follow_add(hl_follow *f, ICorProfilerInfo *info, ObjectID object) {
         /* The slot (if any) stays 0 and is dropped at the next GC. */
         atomic_fetch_add_explicit(&f->create_failures, 1, memory_order_relaxed);
         atomic_store_explicit(&f->fallback, true, memory_order_release);
+        follow_leave(f);
         return;
     }
     f->entries[i].addr = object;
     atomic_store_explicit(&f->entries[i].handle, h, memory_order_release);
     atomic_fetch_add_explicit(&f->created, 1, memory_order_relaxed);
+    follow_leave(f);
 }
 
 bool hl_follow_gc_needs_ranges(hl_follow *f, uint32_t gc, uint32_t condemned_mask,
@@ -71,7 +86,7 @@ static uint64_t thread_cpu_ns(void) {
 }
 
 void hl_follow_gc_finished(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *c) {
-    if (!f->on || !c)
+    if (!f->on || !c || !follow_enter(f))
         return;
     uint64_t t0 = thread_cpu_ns();
     uint64_t top = atomic_load_explicit(&f->top, memory_order_acquire);
@@ -111,6 +126,10 @@ void hl_follow_gc_finished(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *
         atomic_store_explicit(&f->entries[i].handle, 0, memory_order_relaxed);
     atomic_store_explicit(&f->top, kept, memory_order_release);
     f->lookup_ns += thread_cpu_ns() - t0;
+    /* Every thread is suspended: the next allocation is after this GC (hl_collector_follows_new
+     * takes it into the model once the collector applied this GC). */
+    atomic_store_explicit(&f->armed, true, memory_order_relaxed);
+    follow_leave(f);
 }
 
 void hl_follow_destroy(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *c) {
@@ -180,4 +199,23 @@ void hl_follow_named_publish(hl_follow *f, uint32_t gc) {
         if (f->named_count[g] > 0)
             mask |= 1u << g;
     atomic_store_explicit(&f->named, (uint64_t)gc << 32 | mask, memory_order_release);
+}
+
+void hl_follow_close(hl_follow *f, ICorProfilerInfo *info) {
+    if (!f->on)
+        return;
+    atomic_store(&f->closed, true);
+    while (atomic_load(&f->users) > 0) { /* a CreateHandle or a GC's lookups: microseconds */
+        struct timespec wait = {0, 100000};
+        nanosleep(&wait, NULL);
+    }
+    uint64_t top = atomic_load_explicit(&f->top, memory_order_acquire);
+    if (top > HL_FOLLOW_MAX)
+        top = HL_FOLLOW_MAX;
+    for (uint64_t i = 0; i < top; i++) {
+        ObjectHandleID h = atomic_exchange_explicit(&f->entries[i].handle, 0, memory_order_acquire);
+        if (h && !HR_FAILED(info_destroy_handle(info, h)))
+            f->released++;
+    }
+    atomic_store_explicit(&f->top, 0, memory_order_release);
 }

@@ -1,5 +1,5 @@
-/* follow.h — sampled mode follows its objects by weak handles (ICorProfilerInfo13), so that
- * most GCs need no survivor ranges from the runtime.
+/* follow.h — sampled and attach sessions follow their objects by weak handles
+ * (ICorProfilerInfo13), so that most GCs need no survivor ranges from the runtime.
  *
  * Who calls what:
  *   allocating threads  hl_follow_add: the sample's object (EventPipe callback, inside the
@@ -12,7 +12,10 @@
  *   collector thread    hl_follow_destroy: the dead handles destroyed, off the pause;
  *                       hl_follow_named_publish: which generations hold objects only the ranges
  *                       can follow (those a snapshot named), after each GC it applied;
- *                       hl_follow_check: a handle's answer against the ranges (differential)
+ *                       hl_follow_check: a handle's answer against the ranges (differential);
+ *                       hl_follow_close: at the end of an attach session, every handle left
+ *                       destroyed (the process runs on: nothing of ours may stay in its
+ *                       handle table)
  *
  * The table: appenders take an index with one atomic add and publish the handle last; the GC
  * thread alone reads and compacts it, inside GarbageCollectionFinished, where no managed thread
@@ -20,6 +23,10 @@
  * A long weak handle is cleared when the object's memory is reclaimed, not when it becomes
  * unreachable: a finalizable object that dies survives (f-reachable) in the runtime's ranges as
  * well, so both tell the same fate.
+ *
+ * The runtime allows an attached profiler all three calls (proftoeeinterfaceimpl.cpp: CreateHandle
+ * is PROFILER_TO_CLR_ENTRYPOINT_SYNC_EX(kP2EEAllowableAfterAttach), a callback's or a thread of
+ * ours; DestroyHandle and GetObjectIDFromHandle ASYNC_EX(kP2EEAllowableAfterAttach), any thread).
  *
  * Exactness: an object the table could not take (full, or CreateHandle refused) would be lost
  * at its first GC without ranges; so a failure turns `fallback` on, and from then every GC takes
@@ -50,9 +57,11 @@ typedef struct hl_follow_seen {
 } hl_follow_seen;
 
 typedef struct hl_follow {
-    bool on;                   /* sampled mode with ICorProfilerInfo13 */
+    bool on;                   /* sampled or attach session with ICorProfilerInfo13 */
     bool check;                /* HEAPLENS_FOLLOW_CHECK=1: ranges at every GC, compared */
     atomic_bool fallback;      /* a handle could not be made: ranges at every GC from now */
+    atomic_bool armed;         /* handles are made (after an attach: from the end of the
+                                * session's first GC on, hl_collector_follows_new) */
     hl_follow_entry *entries;  /* HL_FOLLOW_MAX, mapped, touched as used */
     atomic_uint_fast64_t top;  /* indices taken */
     /* Generations (bit g, 0..4) that hold objects a snapshot named, after GC `named_gc`:
@@ -66,10 +75,17 @@ typedef struct hl_follow {
     uint64_t check_compacting[2];  /* [1]: the runtime's compaction bit agreed with the ranges */
     uint64_t check_promoted_bytes, check_survived_bytes; /* GCHeapStats vs the ranges' bytes */
     int64_t named_count[8];    /* collector thread: named objects per generation */
+    /* The end of an attach session (hl_follow_close): a callback that got past its `active`
+     * check before the session ended may still add or look up; `users` counts those inside,
+     * `closed` turns later ones away. */
+    atomic_int users;
+    atomic_bool closed;
+    uint64_t released;         /* handles destroyed by hl_follow_close */
 } hl_follow;
 
-/* Sets the table up (on = false: nothing to follow, every call is a no-op). 0 or -1 (memory). */
-int hl_follow_init(hl_follow *f, bool on);
+/* Sets the table up (on = false: nothing to follow, every call is a no-op; attach: no handle
+ * before the end of the first GC). 0 or -1 (memory). */
+int hl_follow_init(hl_follow *f, bool on, bool attach);
 void hl_follow_release(hl_follow *f);
 
 /* An allocating thread, inside a callback: follows `object`. On failure (table full, the
@@ -100,5 +116,11 @@ void hl_follow_check(hl_follow *f, const struct hl_gc_capture *c);
  * above 4 is ignored (never condemned). */
 void hl_follow_named_add(hl_follow *f, uint32_t gen, int64_t n);
 void hl_follow_named_publish(hl_follow *f, uint32_t gc);
+
+/* Collector thread, at the end of an attach session, once the callbacks are off and every GC
+ * that finished was applied (its dead handles destroyed): turns later adds and lookups away,
+ * waits for those under way, and destroys every handle left in the table (`released`). The
+ * process runs on after the detach, and a handle left behind would stay in its handle table. */
+void hl_follow_close(hl_follow *f, ICorProfilerInfo *info);
 
 #endif /* HEAPLENS_FOLLOW_H */

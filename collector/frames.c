@@ -70,17 +70,9 @@ uint32_t hl_frames_intern_name(hl_frames *f, const char *name, uint32_t flags,
     if (known && strcmp(hl_frames_name(f, (uint32_t)*known), name) == 0)
         return (uint32_t)*known;
     /* A hash collision (different name) gets its own frame, not in the map: correct, rare. */
-    if (f->names_len + len + 1 > f->names_cap) {
-        size_t cap = f->names_cap ? f->names_cap * 2 : 65536;
-        while (cap < f->names_len + len + 1)
-            cap *= 2;
-        char *grown = hl_mem_realloc(f->names, cap);
-        if (!grown) {
-            f->failures++;
-            return 0;
-        }
-        f->names = grown;
-        f->names_cap = cap;
+    if (!hl_mem_reserve((void **)&f->names, &f->names_cap, f->names_len + len + 1, 1, 65536)) {
+        f->failures++;
+        return 0;
     }
     uint32_t id = f->n_frames + 1;
     uint64_t at = f->names_len;

@@ -179,18 +179,11 @@ void hl_gc_on_ranges(hl_gc_queue *q, ULONG count, const ObjectID *old_starts,
     hl_gc_capture *c = q->current;
     if (!c || c->incomplete)
         goto out;
-    if (c->n_moves + count > c->cap_moves) {
-        size_t cap = c->cap_moves ? c->cap_moves * 2 : 4096;
-        while (cap < c->n_moves + count)
-            cap *= 2;
-        hm_move *grown =
-            cap <= HL_GC_MAX_MOVES ? hl_mem_realloc(c->moves, cap * sizeof *grown) : NULL;
-        if (!grown) {
-            c->incomplete = true;
-            goto out;
-        }
-        c->moves = grown;
-        c->cap_moves = cap;
+    if (c->n_moves + count > HL_GC_MAX_MOVES ||
+        !hl_mem_reserve((void **)&c->moves, &c->cap_moves, c->n_moves + count, sizeof *c->moves,
+                        4096)) {
+        c->incomplete = true;
+        goto out;
     }
     for (ULONG i = 0; i < count; i++) {
         ObjectID to = new_starts ? new_starts[i] : old_starts[i];

@@ -468,9 +468,9 @@ static size_t pool_bytes(void) {
  *            the callback they would stay unknown until the next one).
  *   attach   as sampled, with only flags allowed after attach (corprof.idl
  *            COR_PRF_ALLOWABLE_AFTER_ATTACH, COR_PRF_HIGH_ALLOWABLE_AFTER_ATTACH: not the POH
- *            one, so POH objects are found at gen2 GCs and snapshots), with the heap walk on
- *            demand as well (MONITOR_GC set in InitializeForAttach turns background GC off
- *            until the detach).
+ *            one, so POH objects are found by snapshots), with the heap walk on demand as
+ *            well (MONITOR_GC set in InitializeForAttach turns background GC off until the
+ *            detach); its first snapshot names the heap it found.
  *
  * The heap walk on demand (`walk_on_demand`). COR_PRF_MONITOR_GC costs the runtime, at every
  * GC, a walk of all of gen0 for ObjectsAllocatedByClass at its start (gcenv.ee.cpp
@@ -494,7 +494,8 @@ typedef struct hl_mode_spec {
     uint32_t mode; /* HL_MODE_* */
     const char *name;
     DWORD low, high;
-    bool discover; /* identity by discovery after GCs, not by ObjectAllocated */
+    bool discover; /* no ObjectAllocated for small objects: identity by following samples
+                    * (or, with HEAPLENS_CENSUS_CHECK, by discovery after GCs) */
     bool walk_on_demand; /* MONITOR_GC only at Initialize and the GCs that walk the heap */
 } hl_mode_spec;
 
@@ -630,11 +631,11 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     p->gcs.stack_roots_on = !cfg->empty && cfg->mode != HL_MODE_ATTACH;
     if (p->gcs.stack_roots_on)
         hl_stack_ranges_note_self(&p->gcs.stacks, (uint32_t)syscall(SYS_gettid));
-    /* Sampled mode follows only its samples (collector/README.md, "Sampled mode follows its
-     * samples"): no discovery at GCs; snapshots name the rest. Not with the census's check,
-     * whose ObjectAllocated gives every object an id anyway. Attach discovers: without
-     * ObjectAllocated, the first GC walks the whole heap and every live object gets an id. */
-    p->follow = cfg->mode == HL_MODE_SAMPLED && !census_check;
+    /* Sampled and attach sessions follow only their samples (collector/README.md, "Sampled
+     * mode follows its samples"): no discovery at GCs; snapshots name the rest (after an
+     * attach, the first snapshot names the heap it found). Not with the census's check, whose
+     * ObjectAllocated gives every object an id anyway: that one discovers (discovery.h). */
+    p->follow = spec->discover && !census_check;
     p->gcs.discover = spec->discover && !p->follow;
     p->gcs.discover_full_next = p->gcs.discover;
     /* Without ObjectAllocated small objects are counted by the census of gen0 (census.h). After
@@ -660,18 +661,18 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
      * goes on without samples and GC reasons. The heap walk on demand needs the session's
      * survivor keyword (also in empty mode: it is part of the runtime's cost); without it
      * MONITOR_GC stays. The GC keyword brings each GC's true reason (GCStart), in every mode. */
-    /* Sampled mode follows its objects by weak handles where the runtime has them
-     * (ICorProfilerInfo13: .NET 7+) and its samples name their object inside the allocation
-     * (AllocationSampled, .NET 10+; GCAllocationTick fires before the object is whole): the
-     * session then goes without the survivor keyword, whose walk of every GC's survivors was
-     * most of sampled mode's price on programs whose objects live a little, and the ranges
-     * come from MONITOR_GC only at the GCs that need them (follow.h). Elsewhere, and in
-     * attach sessions (discovery needs every GC's ranges), as before. */
+    /* Sampled and attach sessions follow their objects by weak handles where the runtime has
+     * them (ICorProfilerInfo13: .NET 7+; an attached profiler may call them too: follow.h) and
+     * its samples name their object inside the allocation (AllocationSampled, .NET 10+;
+     * GCAllocationTick fires before the object is whole): the session then goes without the
+     * survivor keyword, whose walk of every GC's survivors was most of sampled mode's price on
+     * programs whose objects live a little, and the ranges come from MONITOR_GC only at the
+     * GCs that need them (follow.h). Elsewhere from the survivor keyword at every GC. */
     const char *forced = getenv("HEAPLENS_SAMPLE_SOURCE");
     bool follow_handles = p->follow && walk_on_demand && !cfg->empty && p->info_version >= 13 &&
                           (!p->stacks || (atoi(p->runtime_version) >= 10 &&
                                           !(forced && strcmp(forced, "tick") == 0)));
-    if (hl_follow_init(&p->followed, follow_handles) != 0)
+    if (hl_follow_init(&p->followed, follow_handles, p->attach) != 0)
         follow_handles = false;
     uint64_t keywords = HL_KEYWORD_GC | (walk_on_demand && !follow_handles
                                              ? HL_KEYWORD_GC_SURVIVAL_AND_MOVEMENT
@@ -731,7 +732,7 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
     if (!hl_attach_config_parse(data, size, &a))
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
-                          .mode = HL_MODE_ATTACH, .stacks = true,
+                          .mode = HL_MODE_ATTACH, .stacks = !a.no_stacks,
                           .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings};
     return session_start(p, info_unknown, &cfg);
 }
@@ -815,8 +816,8 @@ HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data,
     if (!hl_attach_config_parse(data, size, &a))
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
-                          .mode = HL_MODE_ATTACH, .stacks = true,
-                          .count = a.count[0] ? a.count : NULL};
+                          .mode = HL_MODE_ATTACH, .stacks = !a.no_stacks,
+                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings};
     HRESULT hr = session_start(p, info, &cfg);
     if (hr == S_OK)
         on_profiler_attach_complete(p);
@@ -842,6 +843,16 @@ static HRESULT on_profiler_detach_succeeded(hl_profiler *p) {
                 (unsigned long long)m.mapped_bytes, (unsigned long long)m.heap_peak_bytes);
     }
     return S_OK;
+}
+
+void hl_profiler_failing(hl_profiler *p) {
+    if (!p->active || atomic_load(&p->stopping))
+        return;
+    p->active = false; /* as at Shutdown: late callbacks on other threads become no-ops */
+    hl_rejit_stop(p->rejit);
+    /* The writer takes the backlog in well under this (it gives a stalled writer 10 s itself):
+     * only a collector stuck behind the failure (a fatal error inside a GC) reaches it. */
+    hl_collector_stop_within(p, 20000);
 }
 
 static HRESULT on_shutdown(hl_profiler *p) {

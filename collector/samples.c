@@ -62,7 +62,8 @@ void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid
                                         .type_id = hl_collector_type_id(c, ev->class_id),
                                         .os_tid = os_tid,
                                         .heap = heap_of_kind[HL_SAMPLE_HEAD_HEAP(ev)]};
-        if (c->p->follow && ev->addr && c->sample.s.heap == HL_GEN_0)
+        if (c->p->follow && ev->addr && c->sample.s.heap == HL_GEN_0 &&
+            hl_collector_follows_new(c))
             sample_follow(c, ev, os_tid);
         break;
     case HL_SAMPLE_EXTRA:

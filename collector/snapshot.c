@@ -87,6 +87,7 @@ typedef struct hl_snapshot {
     uint64_t known;    /* walked objects the model holds in a GC generation (self-check) */
     id_vec found;      /* hm_found: sampled mode's unknown walked objects (tag: objects index) */
     hl_u64map frozen;  /* frozen objects already listed */
+    hl_u64map gen0;    /* following: address -> id of unknown objects left in gen0 (not followed) */
     hl_snapshot_end end;
 } snapshot;
 
@@ -100,6 +101,9 @@ static void walk_objects(snapshot *s) {
     collector *c = s->c;
     const hl_gc_capture *g = s->g;
     hl_gen_lookup after; /* the generation of an object the model does not know */
+    /* The first snapshot of an attach session names the heap it found (collector/README.md,
+     * "Attach and detach"): its unknown objects are neither unreported nor extra. */
+    bool found_heap = c->p->attach && c->snapshots == 0;
     if (!hl_gen_lookup_init(&after, g->after, g->n_after))
         c->model_failures++; /* such objects would read as frozen */
     for (size_t off = 0; off < g->walk_len;) {
@@ -126,7 +130,16 @@ static void walk_objects(snapshot *s) {
             bool frozen = gen == HL_GEN_NONE;
             if (frozen)
                 gen = HL_GEN_NONGC;
-            if (c->p->follow) {
+            if (c->p->follow && gen == HL_GEN_0) {
+                /* Still in gen0 after the GC: a pinned object and its neighbours, which stay
+                 * there from GC to GC (a thread blocked in a read keeps its buffer pinned).
+                 * Followed, they would take the runtime's ranges at every GC (nothing but the
+                 * ranges follows what a snapshot named): named for this snapshot only (dead to
+                 * the records at the next GC: apply_gc), and again by the next one. */
+                id = HL_DISCOVERED_ID_BASE + ++c->discovered;
+                if (!hl_u64map_put(&s->gen0, w.object, id) || !hl_vec_push(&c->unfollowed, &id))
+                    c->model_failures++;
+            } else if (c->p->follow) {
                 /* Named in address order once the walk is read (follow_found), in the
                  * generation it has now: it is followed from here on like the others. */
                 id = 0;
@@ -143,10 +156,11 @@ static void walk_objects(snapshot *s) {
              * Without ObjectAllocated (sampled mode, attach), objects in heaps that no GC has
              * condemned since they were allocated — new frozen objects, POH objects before a
              * gen2 GC — are found only by a walk: not a model error either (discovery.h). */
-            bool unreported = (hl_collector_type_traits(c, type_id) &
-                               (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE)) ||
-                              ((c->p->gcs.discover || c->p->follow) &&
-                               (frozen || gen == HL_GEN_POH));
+            bool unreported = !found_heap &&
+                              ((hl_collector_type_traits(c, type_id) &
+                                (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE)) ||
+                               ((c->p->gcs.discover || c->p->follow) &&
+                                (frozen || gen == HL_GEN_POH)));
             hl_discovered d = {.id = id, .size = w.size, .type_id = type_id, .generation = gen,
                                .flags = unreported ? HL_DISCOVERED_UNREPORTED : 0};
             push(s, &s->discovered, &d);
@@ -162,6 +176,8 @@ static void walk_objects(snapshot *s) {
             if (unreported) {
                 s->end.model_unreported++;
                 hl_collector_type_size(c, type_id, w.size);
+            } else if (found_heap) {
+                /* nothing of the heap found at the attach was expected */
             } else if (!c->p->follow || gen == HL_GEN_LOH) {
                 /* Sampled mode expects only its followed objects: a small object unknown here
                  * was allocated since the last snapshot and not sampled (collector/README.md,
@@ -264,6 +280,11 @@ static void follow_found(snapshot *s) {
 static bool resolve(snapshot *s, uint64_t addr, uint64_t *id) {
     uint32_t gen = HL_GEN_NONE;
     if (!hm_model_lookup(s->c->model, addr, id, &gen)) {
+        const uint64_t *left = s->gen0.count ? hl_u64map_get(&s->gen0, addr) : NULL;
+        if (left) {
+            *id = *left;
+            return true;
+        }
         s->end.unresolved++;
         return false;
     }
@@ -374,6 +395,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     s->discovered.elem = sizeof(hl_discovered);
     s->found.elem = sizeof(hm_found);
     hl_u64map_init(&s->frozen);
+    hl_u64map_init(&s->gen0);
     /* Self-check, missing: the model's objects the walk did not name. The walk names an address
      * once, and a lookup finds one object per address, so that is the model's objects less
      * those the walk found (no sort of the walk to merge with the model: a qsort of 10M
@@ -390,6 +412,7 @@ struct hl_snapshot *hl_snapshot_build(collector *c, const hl_gc_capture *g) {
     walk_roots(s);
     s->end.model_missing = held > s->known ? held - s->known : 0;
     hl_u64map_release(&s->frozen);
+    hl_u64map_release(&s->gen0);
     return s;
 }
 

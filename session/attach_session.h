@@ -24,6 +24,7 @@ typedef struct attach_options {
     const char *count;    /* --count patterns, ';'-joined (collector/rejit.h), or NULL */
     gboolean force, quiet, json;
     gboolean no_strings;  /* --no-strings: snapshots keep strings' lengths and hashes only */
+    gboolean no_stacks;   /* --stacks off: no allocation samples */
 } attach_options;
 
 /* Attaches to o->pid, records, detaches. FALSE with *error when the attach was refused or could

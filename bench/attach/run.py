@@ -35,6 +35,7 @@ import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import sqlite3
@@ -99,8 +100,12 @@ class Session:
             die(f"no snapshot stored in {db}: {self.err[-2000:]}")
 
     def stop(self):
+        # heaplens attach and its writer (waited for by it): their CPU over the whole session
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.p.send_signal(signal.SIGINT)
         self.out, self.err = self.p.communicate(timeout=1200)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu_ms = 1000.0 * (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         if self.p.returncode != 0:
             die(f"heaplens attach exited with {self.p.returncode}: {self.err[-2000:]}")
         try:
@@ -192,6 +197,12 @@ def case_loop(a):
         print(f"{label} median of {a.runs * a.gen2}: before {med['before']:.0f}, attached "
               f"{med['attached']:.0f}, after {med['after']:.0f}; attached/before "
               f"{ratio(med['attached'], med['before'])}")
+    # GC.CollectionCount(0) counts every GC (a gen1 or gen2 GC collects gen0 too)
+    gcs = statistics.median(int(r["gcs"].split("/")[0]) for r in res["attached"])
+    heaplens_cpu = statistics.median(s.cpu_ms for s in sessions)
+    print(f"heaplens attach and its writer, CPU per session (median): {heaplens_cpu:.0f} ms"
+          + (f" ({heaplens_cpu / gcs:.2f} ms per GC of the attached phase's {gcs:.0f})"
+             if gcs else ""))
     print(f"attach → first snapshot stored (live ring of 500,000): median "
           f"{statistics.median(s.first_s for s in sessions):.2f} s")
     # The runtime's own price for the flags: the collector loaded at startup with the sampled

@@ -5,6 +5,9 @@
 //   probe         prints "collector: PATH" or "collector: none" (libheaplens.so mapped or not)
 //   twins         starts `probe alpha` and `probe beta` at once, prints both answers
 //   probe LABEL   allocates a little, one induced GC, prints "probe LABEL pid PID collector: ..."
+//   failfast N    allocates N Customers it keeps, one induced GC, prints "failfast gcs=G
+//                 customers=N", then Environment.FailFast right after that GC (the process
+//                 aborts: no Shutdown for a profiler)
 // Every line it prints is flushed at once: the test waits for lines, never sleeps.
 using System;
 using System.Collections.Generic;
@@ -32,6 +35,7 @@ namespace HeapLens.Examples.Process
                 case "wait": return Wait();
                 case "parent": return Parent();
                 case "twins": return Twins();
+                case "failfast" when args.Length > 1: return FailFast(int.Parse(args[1]));
                 case "probe" when args.Length > 1:
                     s_keep = new List<string> { args[1], args[1] + "!" };
                     GC.Collect();
@@ -66,6 +70,18 @@ namespace HeapLens.Examples.Process
             Console.Out.Flush();
             Thread.Sleep(Timeout.Infinite);
             GC.KeepAlive(s_keep);
+            return 0;
+        }
+
+        private static int FailFast(int n)
+        {
+            var customers = new Customer[n];
+            for (int i = 0; i < n; i++) customers[i] = new Customer(i);
+            s_keep = customers;
+            GC.Collect();
+            Console.WriteLine("failfast gcs=" + GC.CollectionCount(0) + " customers=" + n);
+            Console.Out.Flush();
+            Environment.FailFast("heaplens test: failing fast right after a GC");
             return 0;
         }
 

@@ -54,15 +54,20 @@ class Target:
             self.err.append(None)  # end of file
             self.err_cv.notify_all()
 
-    def detached_line(self, n, timeout=120):
-        """The n-th 'heaplens: detached:' line of the collector (1-based), once the runtime has
-        called ProfilerDetachSucceeded; None if it never came."""
+    def stats_line(self, prefix, n, timeout=120):
+        """The n-th line of the collector (1-based) that starts with `prefix`; None if it never
+        came."""
         def found():
-            lines = [l for l in self.err if l and l.startswith("heaplens: detached:")]
+            lines = [l for l in self.err if l and l.startswith(prefix)]
             return lines[n - 1] if len(lines) >= n else (False if None in self.err else None)
         with self.err_cv:
             self.err_cv.wait_for(lambda: found() is not None, timeout)
             return found() or None
+
+    def detached_line(self, n, timeout=120):
+        """The n-th 'heaplens: detached:' line of the collector (1-based), once the runtime has
+        called ProfilerDetachSucceeded; None if it never came."""
+        return self.stats_line("heaplens: detached:", n, timeout)
 
     def ask(self, command):
         self.p.stdin.write(command + "\n")
@@ -100,7 +105,7 @@ def session(checks, args, target, n, ending, log):
     # with the marks' snapshots the last two held the same records and `leaks` rightly found no
     # steady growth.
     attach = subprocess.Popen([args.heaplens, "attach", str(target.pid), "-o", db,
-                               "--snapshot", "none"],
+                               "--snapshot", "none", "--stacks", args.stacks],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = attach.stderr.readline()
     attached = re.match(r"heaplens: attached to process \d+ in ([0-9.]+) s", first)
@@ -144,7 +149,7 @@ def session(checks, args, target, n, ending, log):
                   last is not None and before <= last <= after, f"{before} <= {last} <= {after}")
     check_census(checks, db, n, marks)
     checks.ok(f"session {n}: the program answers after the detach", after is not None)
-    check_released(checks, target, n)
+    check_released(checks, args, target, n)
 
 
 def check_census(checks, db, n, marks):
@@ -175,7 +180,7 @@ def check_census(checks, db, n, marks):
               any(got == want for _, got in found), f"candidates (first GC, count): {found}")
 
 
-def check_released(checks, target, n):
+def check_released(checks, args, target, n, handle_gcs=False):
     """After the detach the collector holds nothing: every byte it allocated (heap model, young
     arrays, GC captures, snapshots, names, outbox) given back, the pool unmapped — its own count,
     printed with HEAPLENS_STATS=1 once the runtime confirmed the detach."""
@@ -184,6 +189,47 @@ def check_released(checks, target, n):
     checks.ok(f"session {n}: after the detach the collector holds 0 bytes (it held some)",
               m is not None and m.group(1) == "0" and m.group(2) == "0" and int(m.group(3)) > 0,
               line)
+    check_follow(checks, args, target, n, handle_gcs)
+
+
+FOLLOWED = []  # every session's follow figures
+
+
+def check_follow(checks, args, target, n, handle_gcs):
+    """The session followed its objects by weak handles (collector/follow.h: .NET 10 with
+    samples, any runtime with ICorProfilerInfo13 without): none could not be made, and every
+    handle it made went back to the runtime (destroyed when its object died, released at the
+    detach: the process runs on, its handle table must not keep ours). With --follow-check
+    (HEAPLENS_FOLLOW_CHECK=1 in the program's environment, which the collector reads) every GC
+    also took the runtime's survivor ranges, and each handle's answer agreed with them; without
+    it (`handle_gcs`: a session with gen0 GCs, whose named objects all left gen0) some GCs went
+    without the ranges, followed by the handles alone."""
+    if not args.expect_handles:
+        return
+    line = target.stats_line("heaplens: follow:", n)
+    s = {k: int(float(v)) for k, v in re.findall(r"(\w+)=([0-9.]+)", line or "")}
+    FOLLOWED.append(s)
+    # Without samples (--stacks off) only large objects are followed: a session may have none.
+    if not checks.ok(f"session {n}: followed by handles",
+                     line is not None and (s.get("handles", 0) > 0 or args.stacks == "off"), line):
+        return
+    checks.eq(f"session {n}: no handle failed (fallback)", (0, 0),
+              (s.get("create_failures"), s.get("fallback")))
+    checks.eq(f"session {n}: every handle given back (made = destroyed + released)",
+              s["handles"], s.get("destroyed", 0) + s.get("released", 0))
+    if args.follow_check:
+        checks.eq(f"session {n}: handles that disagree with the runtime's ranges", 0,
+                  s.get("check_disagree"))
+        # With samples, sampled objects die under the check; without (--stacks off) only the
+        # large objects are followed, and they live (the sessions together: below).
+        if args.stacks == "on":
+            checks.ok(f"session {n}: handles compared with the ranges",
+                      s.get("check_agree", 0) > 0 and s.get("died", 0) > 0, line)
+        checks.eq(f"session {n}: the runtime's compaction bit against the ranges (GCs that "
+                  f"disagree)", 0, s.get("check_compacting_disagree"))
+    elif handle_gcs:
+        checks.ok(f"session {n}: some GCs followed by the handles alone",
+                  s.get("handle_gcs", 0) > 0, line)
 
 
 def check_recording(checks, args, target, db, n, log, min_snapshots):
@@ -211,7 +257,16 @@ def check_recording(checks, args, target, db, n, log, min_snapshots):
     # count runs ahead of the session's GC numbers by the GCs before the attach); the first
     # snapshot's GC is forced (Induced).
     reasons = dict(conn.execute("SELECT gc, reason FROM gcs"))
+    # At a snapshot's GC the records hold exactly the objects the snapshot has (frozen ones
+    # aside): objects a snapshot named but did not follow (those it found in gen0) must not
+    # stay alive in them beside their new ids at the next snapshot.
+    live = conn.execute(
+        "SELECT s.snapshot, (SELECT count(*) FROM snapshot_contents c WHERE c.snapshot = s.snapshot"
+        "   AND NOT c.frozen), (SELECT count(*) FROM live_objects l WHERE l.gc = s.gc"
+        "   AND l.generation <> 5) FROM snapshots s").fetchall()
     conn.close()
+    checks.eq(f"session {n}: snapshots whose GC's live objects differ from their objects", [],
+              [r for r in live if r[1] != r[2]])
     checks.eq(f"session {n}: GCs whose reason is unknown", [],
               sorted(g for g, r in reasons.items() if r == "unknown"))
     checks.ok(f"session {n}: the forced GCs are Induced", "Induced" in reasons.values(),
@@ -225,7 +280,8 @@ def duration_session(checks, args, target, n, log):
     db = os.path.join(args.workdir, f"session{n}.db")
     e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
     rc, out, err = e2elib.run([args.heaplens, "attach", str(target.pid), "-o", db, "--duration",
-                               str(args.duration), "--json"], log=log, timeout=600)
+                               str(args.duration), "--stacks", args.stacks, "--json"], log=log,
+                              timeout=600)
     if not checks.eq(f"session {n}: heaplens attach --duration exits 0", 0, rc):
         print(err.strip()[:800])
         return
@@ -233,7 +289,7 @@ def duration_session(checks, args, target, n, log):
     checks.eq(f"session {n}: --json summary names the process", target.pid, summary.get("pid"))
     check_recording(checks, args, target, db, n, log, 2)
     checks.ok(f"session {n}: the program answers after the detach", target.count() is not None)
-    check_released(checks, target, n)
+    check_released(checks, args, target, n, handle_gcs=True)
 
 
 def refusals(checks, args, log):
@@ -323,6 +379,15 @@ def main():
     ap.add_argument("--only", choices=["sessions", "refusals"])
     ap.add_argument("--server-gc", action="store_true",
                     help="run the target with server GC (DOTNET_gcServer=1)")
+    ap.add_argument("--stacks", default="on", choices=["on", "off"],
+                    help="heaplens attach --stacks (off: on .NET 8 the objects are followed by "
+                         "handles too)")
+    ap.add_argument("--expect-handles", action="store_true",
+                    help="the sessions follow their objects by weak handles (.NET 10, or "
+                         "--stacks off): check the collector's follow figures")
+    ap.add_argument("--follow-check", action="store_true",
+                    help="HEAPLENS_FOLLOW_CHECK=1 in the program's environment: every handle's "
+                         "answer compared with the runtime's survivor ranges")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("target", nargs="+", help="the command that runs AttachTarget")
     args = ap.parse_args()
@@ -332,6 +397,8 @@ def main():
     checks = e2elib.Checks(args.verbose)
     if args.only in (None, "sessions"):
         env = dict(os.environ, HEAPLENS_STATS="1")  # the collector's count after each detach
+        if args.follow_check:
+            env["HEAPLENS_FOLLOW_CHECK"] = "1"
         if args.server_gc:
             env["DOTNET_gcServer"] = "1"
         target = Target(args.target, env=env)
@@ -354,6 +421,9 @@ def main():
             finally:
                 rc, line = target.stop()
             checks.eq("the target exits 0 after the sessions", 0, rc)
+            if args.follow_check:
+                checks.ok("the sessions compared handles with the ranges",
+                          sum(s.get("check_agree", 0) for s in FOLLOWED) > 0, str(FOLLOWED))
             checks.ok("the target verified its own data", line.startswith("verified"), line)
     if args.only in (None, "refusals"):
         refusals(checks, args, log)

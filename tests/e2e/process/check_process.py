@@ -173,6 +173,38 @@ def signal_case(c, a, name, signum, target):
     check_database(c, name, db, signum)
 
 
+def failfast_case(c, a):
+    """Environment.FailFast right after a GC.Collect(): the runtime aborts the process without
+    Shutdown, but fires its FailFast event first, on the failing thread, and the collector ends
+    the session there (collector/README.md, "Environment.FailFast"). The recording is complete:
+    that GC and the program's Customers in it, the exit status SIGABRT's."""
+    name, n = "failfast", 28000
+    db = os.path.join(a.workdir, f"{name}.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    proc = subprocess.run([a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "failfast",
+                           str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          timeout=END_S + DEADLINE_S, preexec_fn=no_core)
+    m = re.search(r"failfast gcs=(\d+) customers=(\d+)", proc.stdout)
+    if not c.ok(f"{name}: the program reached its FailFast", m is not None, proc.stdout[-300:]):
+        return
+    c.eq(f"{name}: heaplens record exit status (SIGABRT)", 128 + signal.SIGABRT, proc.returncode)
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        status, loss, exit_status = con.execute("SELECT status, loss, exit_status FROM run").fetchone()
+        gcs = con.execute("SELECT count(*) FROM gcs WHERE NOT incomplete").fetchone()[0]
+        customers = con.execute(
+            "SELECT coalesce(sum(a.count), 0) FROM alloc_counts a JOIN types t ON t.id = a.type_id"
+            " WHERE t.name = 'HeapLens.Examples.Process.Customer'").fetchone()[0]
+        con.close()
+    except sqlite3.Error as e:
+        c.ok(f"{name}: database readable", False, str(e))
+        return
+    c.eq(f"{name}: run.status and loss", ("complete", None), (status, loss))
+    c.eq(f"{name}: run.exit_status", 128 + signal.SIGABRT, exit_status)
+    c.eq(f"{name}: the GCs before the FailFast, whole", int(m.group(1)), gcs)
+    c.eq(f"{name}: the Customers allocated before it", n, customers)
+
+
 def terminal_case(c, a):
     """Ctrl-C typed on a terminal: heaplens runs as a session leader on a pty, like a shell's
     foreground job; ^C goes to its whole process group, the program included."""
@@ -606,6 +638,7 @@ def main():
     e2elib.start_log(a.workdir)
     c = e2elib.Checks(a.verbose)
     if a.only in (None, "signals"):
+        failfast_case(c, a)
         terminal_case(c, a)
         signal_case(c, a, "group-sigint", signal.SIGINT, "group")
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):

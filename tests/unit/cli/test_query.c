@@ -883,6 +883,28 @@ static void case_dash_output(void)
     CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
 }
 
+/* import -o X with a leftover X-journal or X-wal (another database's, a killed writer's):
+ * refused in one line before anything is read or written, the leftover untouched (SQLite would
+ * have applied it to the new database, and a failed import would have removed it). */
+static void case_import_leftover(void)
+{
+    static const char *const leftovers[] = {"left.db-journal", "left.db-wal"};
+    for (size_t i = 0; i < G_N_ELEMENTS(leftovers); i++) {
+        g_autofree char *path = fixture_path(leftovers[i]);
+        CHECK(g_file_set_contents(path, "not ours", -1, NULL));
+        g_autofree char *err = g_strdup_printf(
+            "heaplens: import: %s exists (left by another database of that name, whose changes "
+            "SQLite would apply to the new one); remove it or choose another name with -o\n",
+            leftovers[i]);
+        EXPECT(RUN("import", "no-such.gcdump", "-o", "left.db"), 1, "", err);
+        g_autofree char *db = fixture_path("left.db");
+        CHECK(!g_file_test(db, G_FILE_TEST_EXISTS));
+        g_autofree char *data = NULL;
+        CHECK(g_file_get_contents(path, &data, NULL, NULL) && strcmp(data, "not ours") == 0);
+        g_remove(path);
+    }
+}
+
 /* A file whose pages past the first are garbage (its header and schema intact): the failed
  * read names the file, so a command reading two of them says which one. */
 static void case_damaged_named(void)
@@ -1117,6 +1139,7 @@ static const cli_test_case cases[] = {
     {"snapshot_pid", case_snapshot_pid},
     {"diff_missing", case_diff_missing},
     {"dash_output", case_dash_output},
+    {"import_leftover", case_import_leftover},
     {"damaged_named", case_damaged_named},
     {"fifo_input", case_fifo_input},
     {"history_damaged", case_history_damaged},

@@ -68,6 +68,9 @@ grep -q -- "--children\[=PATTERN\]" out && pass=$((pass + 1)) || { fail=$((fail 
 # no database of a descendant.
 "$hl" record -o kids.db --children -- sh -c 'exit 3' 2>err; check "--children, non-.NET program" 3 $? err "never loaded the collector"
 [ "$(ls kids.* | tr '\n' ' ')" = "kids.db " ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --children left"; ls kids.*; }
+# An empty pattern would match every descendant: refused, the program never started.
+"$hl" record -o kids3.db --children= -- sh -c 'touch ran' 2>err; check "--children= (empty pattern)" 1 $? err "^heaplens: record: --children= needs a pattern"
+[ ! -e kids3.db ] && [ ! -e ran ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --children=: ran the program or left kids3.db"; }
 "$hl" record -o kids2.db --children=x -- no-such-program-xyz 2>err; check "--children, missing program" 1 $? err "^heaplens: cannot run 'no-such-program-xyz'"
 [ ! -e kids2.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --children: missing program left kids2.db"; }
 
