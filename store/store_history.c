@@ -66,14 +66,7 @@ typedef struct __attribute__((packed)) store_change {
 #define STORE_HISTORY_DEAD 7 /* a change's generation bits: the object died in that GC */
 
 /* One object read from the file: its objects row but died_gc (the deaths are changes). */
-typedef struct __attribute__((packed)) store_history_object {
-    uint64_t id;
-    uint64_t size;
-    uint32_t type_id;
-    uint32_t os_tid;   /* 0: NULL */
-    uint32_t first_gc;
-    uint8_t heap;      /* HL_GEN_NONE: NULL */
-} store_history_object;
+typedef store_object_row store_history_object;
 
 #define STORE_HISTORY_ROWS 256
 #define STORE_HISTORY_SPAN_COLUMNS 10  /* object_spans */
@@ -144,6 +137,7 @@ typedef struct store_history {
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
     gboolean summary_only; /* object_spans and object_totals alone: the packed rows stay */
     gboolean spans_wanted; /* write object_spans and object_totals (absent yet) */
+    gboolean objects_only; /* read the objects and their deaths, not generation_changes */
     store_history_spans spans;
     /* Sampled recordings that follow their samples: the objects' weights, by id; `weights_ok`
      * FALSE when they cannot be summed (not such a recording, or a sample that does not weigh
@@ -381,7 +375,8 @@ static gboolean store_history_read(store_history *h, GError **error)
     gboolean ok = FALSE;
     int rc = SQLITE_DONE;
 
-    for (size_t t = 0; t < tables; t++)
+    size_t first = h->objects_only ? 1 : 0;
+    for (size_t t = first; t < tables; t++)
         if (!store_history_counts_check(h, reads[t].table, reads[t].text_column, error))
             return FALSE;
     /* A GC takes far more than 16 bytes of the file (its gcs row alone), so no GC number a
@@ -390,7 +385,7 @@ static gboolean store_history_read(store_history *h, GError **error)
                           store_db_pragma_int(h->db, "PRAGMA page_size") / 16,
                       (int64_t)(1u << 29) - 1);
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
-    h->cap = store_history_reserve(h, "generation_changes");
+    h->cap = h->objects_only ? 1 : store_history_reserve(h, "generation_changes");
     h->objects_cap = 4096;
     if (h->packed) {
         h->cap += store_history_reserve(h, "object_deaths");
@@ -398,7 +393,7 @@ static gboolean store_history_read(store_history *h, GError **error)
     }
     h->changes = g_new(store_change, h->cap);
     h->objects = g_new(store_history_object, h->objects_cap);
-    for (size_t t = 0; t < tables; t++) {
+    for (size_t t = first; t < tables; t++) {
         /* Schema 5: every change is read before the objects; sorted now, its sort's buffer
          * is freed before the objects fill theirs (peak memory). */
         if (t == 2)
@@ -1066,6 +1061,52 @@ gboolean store_history_check_changes(sqlite3 *db, const char *path, GError **err
     g_free(h.changes);
     g_free(h.objects);
     return ok;
+}
+
+gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_rows *out,
+                                    GError **error)
+{
+    store_history h = {.db = db, .path = path, .packed = TRUE, .objects_only = TRUE};
+    gboolean ok = FALSE;
+    memset(out, 0, sizeof *out);
+    if (store_db_pragma_int(db, "PRAGMA user_version") < 5) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                    "%s keeps no packed objects (schema 4 or before)", path);
+        goto out;
+    }
+    if (!store_history_read(&h, error)) /* the deaths come sorted by id (stably) */
+        goto out;
+    store_history_sort_objects(&h);
+    out->died_gc = g_try_new(uint32_t, MAX(h.objects_n, 1));
+    if (!out->died_gc) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: out of memory", path);
+        goto out;
+    }
+    /* died_gc: the first (smallest) GC of the object's deaths, as the view's min(gc) */
+    for (size_t k = 0, d = 0; k < h.objects_n; k++) {
+        uint64_t id = h.objects[k].id;
+        uint32_t died = STORE_OBJECT_ALIVE;
+        while (d < h.n && h.changes[d].id < id)
+            d++;
+        for (size_t e = d; e < h.n && h.changes[e].id == id; e++)
+            died = MIN(died, h.changes[e].gc_gen >> 3);
+        out->died_gc[k] = died;
+    }
+    out->objects = (store_object_row *)(void *)h.objects;
+    out->n = h.objects_n;
+    h.objects = NULL;
+    ok = TRUE;
+out:
+    g_free(h.changes);
+    g_free(h.objects);
+    return ok;
+}
+
+void store_object_rows_release(store_object_rows *rows)
+{
+    g_free(rows->objects);
+    g_free(rows->died_gc);
+    memset(rows, 0, sizeof *rows);
 }
 
 gboolean store_history_spans_pending(sqlite3 *db)
