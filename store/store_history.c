@@ -982,14 +982,85 @@ static gboolean store_history_weights_read(store_history *h, GError **error)
  * one GC's objects instead of all of them (29 bytes per object less at the peak). Otherwise
  * (sampled and attach recordings mix allocation ids with discovered ones) the whole is sorted
  * too. */
+#define STORE_HISTORY_MERGE_RUNS 256
+
+/* Whether run x's head goes before run y's: the smaller id, then the earlier run (stable). */
+static inline gboolean store_history_head_before(const store_history_object *o,
+                                                 const size_t *at, uint32_t x, uint32_t y)
+{
+    return o[at[x]].id < o[at[y]].id || (o[at[x]].id == o[at[y]].id && x < y);
+}
+
+/* Sorts o[0, n) by id, stably, when it is at most STORE_HISTORY_MERGE_RUNS ascending runs (a GC's
+ * chunks, each ascending: MidLife's GCs have up to 53): one merge of the runs through a heap of
+ * their heads into `tmp`, and a copy back, where the radix sort moves every object once per
+ * byte of its id that varies (three times for a GC of a few million objects). FALSE (nothing
+ * moved) when there are more runs. */
+static gboolean store_history_merge_runs(store_history_object *o, size_t n,
+                                         store_history_object **tmp, size_t *tmp_cap)
+{
+    size_t start[STORE_HISTORY_MERGE_RUNS + 1], at[STORE_HISTORY_MERGE_RUNS];
+    uint32_t heap[STORE_HISTORY_MERGE_RUNS], k = 0;
+    start[k++] = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (o[i].id >= o[i - 1].id)
+            continue;
+        if (k == STORE_HISTORY_MERGE_RUNS)
+            return FALSE;
+        start[k++] = i;
+    }
+    if (k == 1)
+        return TRUE;
+    start[k] = n;
+    if (*tmp_cap < n) {
+        g_free(*tmp);
+        *tmp = g_new(store_history_object, n);
+        *tmp_cap = n;
+    }
+    uint32_t m = 0; /* the heap of runs not exhausted, by their heads */
+    for (uint32_t r = 0; r < k; r++) {
+        at[r] = start[r];
+        uint32_t i = m++;
+        for (; i > 0 && store_history_head_before(o, at, r, heap[(i - 1) / 2]); i = (i - 1) / 2)
+            heap[i] = heap[(i - 1) / 2];
+        heap[i] = r;
+    }
+    for (size_t out = 0; out < n; out++) {
+        uint32_t r = heap[0];
+        (*tmp)[out] = o[at[r]++];
+        if (at[r] == start[r + 1]) /* exhausted: the last run takes its place */
+            r = heap[--m];
+        /* sift r down from the root */
+        uint32_t i = 0;
+        for (;;) {
+            uint32_t c = 2 * i + 1;
+            if (c >= m)
+                break;
+            if (c + 1 < m && store_history_head_before(o, at, heap[c + 1], heap[c]))
+                c++;
+            if (!store_history_head_before(o, at, heap[c], r))
+                break;
+            heap[i] = heap[c];
+            i = c;
+        }
+        if (m > 0)
+            heap[i] = r;
+    }
+    memcpy(o, *tmp, n * sizeof *o);
+    return TRUE;
+}
+
 static void store_history_sort_objects(store_history *h)
 {
     store_history_object *o = h->objects;
+    g_autofree store_history_object *tmp = NULL;
+    size_t tmp_cap = 0;
     gboolean sorted = TRUE;
     for (size_t a = 0, b; a < h->objects_n; a = b) {
         for (b = a + 1; b < h->objects_n && o[b].first_gc == o[a].first_gc; b++)
             ;
-        store_radix_sort(o + a, b - a, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
+        if (!store_history_merge_runs(o + a, b - a, &tmp, &tmp_cap))
+            store_radix_sort(o + a, b - a, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
         sorted = sorted && (a == 0 || o[a - 1].id <= o[a].id);
     }
     if (!sorted)

@@ -11,7 +11,8 @@
  * view, in id order, 33 bytes per object; about 0.2 s of CPU per million objects' text... far
  * less than building the rows) and answers lookups by id with a binary search.
  *
- *   xBestIndex  id = ?, id >, >=, <, <= ? (bounds), type_id = ? (a filter while scanning); the
+ *   xBestIndex  id = ?, id >, >=, <, <= ? (bounds), type_id = ? (the rows of a type, by an index
+ *               of the rows by (type_id, id) built on first use: 4 bytes per object); the
  *               constraints are not omitted: SQLite checks every row again, so a value of
  *               another type (text, a real) is only a looser bound here; rows come in id order
  *   xFilter     loads the rows once per connection, then the range of ids asked
@@ -29,7 +30,19 @@ typedef struct store_objview_vtab {
     sqlite3 *db;
     store_object_rows rows;
     gboolean loaded;
+    /* the rows by type (rows' indexes ascending by (type_id, id)), built by the first scan of
+     * one type: inspect's joins look objects up by type (`JOIN objects o ON o.type_id = t.id`),
+     * once per outer row, where the file's table is scanned whole each time */
+    uint32_t *by_type;
+    size_t hint; /* the row the last lookup found: joins look ids up in ascending order */
+    /* every OBJVIEW_SAMPLE-th row's id (ns of them): a search starts there, in a few hundred
+     * KiB that stay in the cache, then reads one run of rows (random lookups: the targets of
+     * references) */
+    uint64_t *sample;
+    size_t ns;
 } store_objview_vtab;
+
+#define OBJVIEW_SAMPLE 64
 
 /* idxNum bits: which constraints xFilter gets, in this order */
 #define OBJVIEW_EQ 1
@@ -39,6 +52,7 @@ typedef struct store_objview_vtab {
 
 typedef struct store_objview_cursor {
     sqlite3_vtab_cursor base;
+    const uint32_t *perm; /* NULL: k is the row; else perm[k] (the vtab's by_type) */
     size_t k, end;   /* the current row, one past the last */
     gboolean by_type;
     uint32_t type_id;
@@ -67,6 +81,8 @@ static int store_objview_disconnect(sqlite3_vtab *vtab)
 {
     store_objview_vtab *t = (store_objview_vtab *)vtab;
     store_object_rows_release(&t->rows);
+    g_free(t->by_type);
+    g_free(t->sample);
     sqlite3_free(t);
     return SQLITE_OK;
 }
@@ -118,6 +134,9 @@ static int store_objview_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info
     } else if (lower >= 0 || upper >= 0) {
         info->estimatedCost = 1000;
         info->estimatedRows = 1000;
+    } else if (type >= 0) { /* the rows of one type (store_objview_by_type) */
+        info->estimatedCost = 10000;
+        info->estimatedRows = 10000;
     } else {
         info->estimatedCost = 1e7;
         info->estimatedRows = 10000000;
@@ -142,10 +161,67 @@ static int store_objview_close(sqlite3_vtab_cursor *cursor)
     return SQLITE_OK;
 }
 
-/* The first row whose id is at least `id`. */
-static size_t store_objview_lower(const store_object_rows *r, uint64_t id)
+/* store_objview_lower without the hint: through the sample, then one run of rows. */
+static size_t store_objview_lower_sampled(store_objview_vtab *t, uint64_t id)
 {
-    size_t lo = 0, hi = r->n;
+    size_t a = 0, b = t->ns;
+    while (a < b) { /* the first sample at least id */
+        size_t mid = a + (b - a) / 2;
+        if (t->sample[mid] < id)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    const store_object_rows *r = &t->rows;
+    size_t lo = a == 0 ? 0 : (a - 1) * OBJVIEW_SAMPLE + 1, hi = a == t->ns ? r->n : a * OBJVIEW_SAMPLE;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->objects[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    t->hint = lo;
+    return lo;
+}
+
+/* The first row whose id is at least `id`: when it is a little ahead of the row the last
+ * lookup found (a join looks ids up in ascending order), by steps that double from there, a
+ * few probes near each other; else through the sample. */
+static size_t store_objview_lower(store_objview_vtab *t, uint64_t id)
+{
+    const store_object_rows *r = &t->rows;
+    size_t h = t->hint;
+    if (h >= r->n || r->objects[h].id >= id || (h + 4096 < r->n && r->objects[h + 4096].id < id))
+        return store_objview_lower_sampled(t, id);
+    size_t lo = h + 1, step = 1;
+    while (lo + step < r->n && r->objects[lo + step - 1].id < id) {
+        lo += step;
+        step *= 2;
+    }
+    size_t hi = MIN(lo + step, r->n);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->objects[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    t->hint = lo;
+    return lo;
+}
+
+
+/* The first row at or after `from` whose id is at least `id` (the end of a range that starts
+ * at `from`: one probe for a lookup by id), by steps that double. */
+static size_t store_objview_lower_from(const store_object_rows *r, size_t from, uint64_t id)
+{
+    size_t lo = from, step = 1;
+    while (lo + step <= r->n && r->objects[lo + step - 1].id < id) {
+        lo += step;
+        step *= 2;
+    }
+    size_t hi = MIN(lo + step - 1, r->n);
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (r->objects[mid].id < id)
@@ -191,6 +267,51 @@ static gboolean store_objview_bound(sqlite3_value *v, int op, uint64_t *bound)
     return TRUE;
 }
 
+/* The rows' indexes by (type_id, id): a radix sort of type_id << 32 | index (the rows are in
+ * id order, so the index orders equal types by id). NULL when out of memory. */
+static uint32_t *store_objview_by_type(const store_object_rows *r)
+{
+    g_autofree uint64_t *keys = g_try_new(uint64_t, MAX(r->n, 1));
+    uint32_t *by_type = keys ? g_try_new(uint32_t, MAX(r->n, 1)) : NULL;
+    if (!by_type)
+        return NULL;
+    for (size_t i = 0; i < r->n; i++)
+        keys[i] = (uint64_t)r->objects[i].type_id << 32 | i;
+    store_radix_sort(keys, r->n, sizeof *keys, 0);
+    for (size_t i = 0; i < r->n; i++)
+        by_type[i] = (uint32_t)keys[i];
+    return by_type;
+}
+
+/* In perm[lo, hi) (rows of one type, ascending by id), the first whose id is at least `id`. */
+static size_t store_objview_perm_lower(const store_object_rows *r, const uint32_t *perm,
+                                       size_t lo, size_t hi, uint64_t id)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->objects[perm[mid]].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* In by_type, the first row whose type is at least `type`. */
+static size_t store_objview_type_lower(const store_object_rows *r, const uint32_t *by_type,
+                                       uint64_t type)
+{
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->objects[by_type[mid]].type_id < type)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static void store_objview_skip(store_objview_cursor *c, const store_object_rows *r)
 {
     while (c->by_type && c->k < c->end && r->objects[c->k].type_id != c->type_id)
@@ -211,6 +332,10 @@ static int store_objview_filter(sqlite3_vtab_cursor *cursor, int idx, const char
             t->base.zErrMsg = sqlite3_mprintf("%s", error->message);
             return SQLITE_ERROR;
         }
+        t->ns = (t->rows.n + OBJVIEW_SAMPLE - 1) / OBJVIEW_SAMPLE;
+        t->sample = g_new(uint64_t, MAX(t->ns, 1));
+        for (size_t i = 0; i < t->ns; i++)
+            t->sample[i] = t->rows.objects[i * OBJVIEW_SAMPLE].id;
         t->loaded = TRUE;
     }
     const store_object_rows *r = &t->rows;
@@ -259,12 +384,27 @@ static int store_objview_filter(sqlite3_vtab_cursor *cursor, int idx, const char
             any = FALSE;
         }
     }
+    c->perm = NULL;
     if (!any || lo >= hi) {
         c->k = c->end = 0;
         return SQLITE_OK;
     }
-    c->k = store_objview_lower(r, lo);
-    c->end = hi == UINT64_MAX ? r->n : store_objview_lower(r, hi);
+    /* one type, not one id: its rows by the type index */
+    if (c->by_type && !(idx & OBJVIEW_EQ) && r->n <= UINT32_MAX) {
+        if (!t->by_type)
+            t->by_type = store_objview_by_type(r);
+        if (t->by_type) {
+            size_t a0 = store_objview_type_lower(r, t->by_type, c->type_id);
+            size_t b0 = store_objview_type_lower(r, t->by_type, (uint64_t)c->type_id + 1);
+            c->perm = t->by_type;
+            c->by_type = FALSE;
+            c->k = store_objview_perm_lower(r, c->perm, a0, b0, lo);
+            c->end = hi == UINT64_MAX ? b0 : store_objview_perm_lower(r, c->perm, a0, b0, hi);
+            return SQLITE_OK;
+        }
+    }
+    c->k = store_objview_lower(t, lo);
+    c->end = hi == UINT64_MAX ? r->n : store_objview_lower_from(r, c->k, hi);
     store_objview_skip(c, r);
     return SQLITE_OK;
 }
@@ -272,7 +412,7 @@ static int store_objview_filter(sqlite3_vtab_cursor *cursor, int idx, const char
 static int store_objview_next(sqlite3_vtab_cursor *cursor)
 {
     store_objview_cursor *c = (store_objview_cursor *)cursor;
-    c->k++;
+    c->k++; /* with perm: the next of the type's rows, all of them the type's */
     store_objview_skip(c, &((store_objview_vtab *)cursor->pVtab)->rows);
     return SQLITE_OK;
 }
@@ -287,7 +427,8 @@ static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ct
 {
     store_objview_cursor *c = (store_objview_cursor *)cursor;
     const store_objview_vtab *t = (const store_objview_vtab *)cursor->pVtab;
-    const store_object_row *o = &t->rows.objects[c->k];
+    size_t row = c->perm ? c->perm[c->k] : c->k;
+    const store_object_row *o = &t->rows.objects[row];
     switch (column) {
     case 0: sqlite3_result_int64(ctx, (int64_t)o->id); break;
     case 1: sqlite3_result_int64(ctx, o->type_id); break;
@@ -302,8 +443,8 @@ static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ct
         break;
     case 5: sqlite3_result_int64(ctx, o->first_gc); break;
     case 6:
-        if (t->rows.died_gc[c->k] != STORE_OBJECT_ALIVE)
-            sqlite3_result_int64(ctx, t->rows.died_gc[c->k]);
+        if (t->rows.died_gc[row] != STORE_OBJECT_ALIVE)
+            sqlite3_result_int64(ctx, t->rows.died_gc[row]);
         break;
     default: break; /* first_generation, next_gc: NULL, as the file's view */
     }
@@ -312,7 +453,8 @@ static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ct
 
 static int store_objview_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid)
 {
-    *rowid = (sqlite3_int64)((store_objview_cursor *)cursor)->k;
+    const store_objview_cursor *c = (const store_objview_cursor *)cursor;
+    *rowid = (sqlite3_int64)(c->perm ? c->perm[c->k] : c->k);
     return SQLITE_OK;
 }
 
