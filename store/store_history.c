@@ -137,7 +137,9 @@ typedef struct store_history {
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
     gboolean summary_only; /* object_spans and object_totals alone: the packed rows stay */
     gboolean spans_wanted; /* write object_spans and object_totals (absent yet) */
-    gboolean objects_only; /* read the objects and their deaths, not generation_changes */
+    /* store_history_read reads only its tables from .. to - 1 (0 generation_changes,
+     * 1 object_deaths, 2 object_chunks) when `to` is not 0 (the objects in memory) */
+    size_t tables_from, tables_to;
     store_history_spans spans;
     /* Sampled recordings that follow their samples: the objects' weights, by id; `weights_ok`
      * FALSE when they cannot be summed (not such a recording, or a sample that does not weigh
@@ -370,12 +372,12 @@ static gboolean store_history_read(store_history *h, GError **error)
          "SELECT rowid, gc, thread, heap, count, objects FROM object_chunks ORDER BY rowid",
          "is not a JSON array of [id gap, type_id, size]"},
     };
-    size_t tables = h->packed ? G_N_ELEMENTS(reads) : 1;
+    size_t tables = h->tables_to ? h->tables_to : h->packed ? G_N_ELEMENTS(reads) : 1;
     sqlite3_stmt *st = NULL;
     gboolean ok = FALSE;
     int rc = SQLITE_DONE;
 
-    size_t first = h->objects_only ? 1 : 0;
+    size_t first = h->tables_from;
     for (size_t t = first; t < tables; t++)
         if (!store_history_counts_check(h, reads[t].table, reads[t].text_column, error))
             return FALSE;
@@ -385,11 +387,13 @@ static gboolean store_history_read(store_history *h, GError **error)
                           store_db_pragma_int(h->db, "PRAGMA page_size") / 16,
                       (int64_t)(1u << 29) - 1);
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
-    h->cap = h->objects_only ? 1 : store_history_reserve(h, "generation_changes");
+    h->cap = first > 0 ? 1 : store_history_reserve(h, "generation_changes");
     h->objects_cap = 4096;
     if (h->packed) {
-        h->cap += store_history_reserve(h, "object_deaths");
-        h->objects_cap = store_history_reserve(h, "object_chunks");
+        if (first <= 1 && tables > 1)
+            h->cap += store_history_reserve(h, "object_deaths");
+        if (tables > 2)
+            h->objects_cap = store_history_reserve(h, "object_chunks");
     }
     h->changes = g_new(store_change, h->cap);
     h->objects = g_new(store_history_object, h->objects_cap);
@@ -417,6 +421,8 @@ static gboolean store_history_read(store_history *h, GError **error)
         sqlite3_finalize(st);
         st = NULL;
     }
+    if (tables == 2) /* the deaths alone: sorted as before the objects */
+        store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
     if (!h->packed) {
         /* Schema 4 and before: the objects exist as rows, their deaths in died_gc. */
         if (sqlite3_prepare_v2(h->db, "SELECT id, died_gc FROM objects ORDER BY id", -1, &st,
@@ -1137,7 +1143,7 @@ gboolean store_history_check_changes(sqlite3 *db, const char *path, GError **err
 gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_rows *out,
                                     GError **error)
 {
-    store_history h = {.db = db, .path = path, .packed = TRUE, .objects_only = TRUE};
+    store_history h = {.db = db, .path = path, .packed = TRUE, .tables_from = 2, .tables_to = 3};
     gboolean ok = FALSE;
     memset(out, 0, sizeof *out);
     if (store_db_pragma_int(db, "PRAGMA user_version") < 5) {
@@ -1145,27 +1151,43 @@ gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_
                     "%s keeps no packed objects (schema 4 or before)", path);
         goto out;
     }
-    if (!store_history_read(&h, error)) /* the deaths come sorted by id (stably) */
+    if (!store_history_read(&h, error))
         goto out;
     store_history_sort_objects(&h);
-    out->died_gc = g_try_new(uint32_t, MAX(h.objects_n, 1));
-    if (!out->died_gc) {
+    out->objects = (store_object_row *)(void *)h.objects;
+    out->n = h.objects_n;
+    h.objects = NULL;
+    ok = TRUE;
+out:
+    g_free(h.changes);
+    g_free(h.objects);
+    return ok;
+}
+
+gboolean store_history_deaths_read(sqlite3 *db, const char *path, store_object_rows *rows,
+                                   GError **error)
+{
+    store_history h = {.db = db, .path = path, .packed = TRUE, .tables_from = 1, .tables_to = 2};
+    gboolean ok = FALSE;
+    if (!store_history_read(&h, error)) /* the deaths, sorted by id (stably) */
+        goto out;
+    uint32_t *died = g_try_new(uint32_t, MAX(rows->n, 1));
+    if (!died) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: out of memory", path);
         goto out;
     }
     /* died_gc: the first (smallest) GC of the object's deaths, as the view's min(gc) */
-    for (size_t k = 0, d = 0; k < h.objects_n; k++) {
-        uint64_t id = h.objects[k].id;
-        uint32_t died = STORE_OBJECT_ALIVE;
+    for (size_t k = 0, d = 0; k < rows->n; k++) {
+        uint64_t id = rows->objects[k].id;
+        uint32_t gc = STORE_OBJECT_ALIVE;
         while (d < h.n && h.changes[d].id < id)
             d++;
         for (size_t e = d; e < h.n && h.changes[e].id == id; e++)
-            died = MIN(died, h.changes[e].gc_gen >> 3);
-        out->died_gc[k] = died;
+            gc = MIN(gc, h.changes[e].gc_gen >> 3);
+        died[k] = gc;
     }
-    out->objects = (store_object_row *)(void *)h.objects;
-    out->n = h.objects_n;
-    h.objects = NULL;
+    g_free(rows->died_gc);
+    rows->died_gc = died;
     ok = TRUE;
 out:
     g_free(h.changes);

@@ -343,15 +343,19 @@ typedef struct __attribute__((packed)) store_object_row {
  * (stably: a damaged file's duplicate ids stay in chunk order) and each one's died_gc. */
 typedef struct store_object_rows {
     store_object_row *objects;
-    uint32_t *died_gc; /* STORE_OBJECT_ALIVE: NULL */
+    uint32_t *died_gc; /* NULL until read; STORE_OBJECT_ALIVE: NULL */
     size_t n;
 } store_object_rows;
 
-/* Reads them from object_chunks and object_deaths of `db` (schema 5 or later, read-only will
- * do) as the build reads them: the same checks (STORE_ERROR_DAMAGED naming the row), 29 bytes
- * per object and 12 per death while reading, 33 per object kept. */
+/* Reads the objects from object_chunks of `db` (schema 5 or later, read-only will do) as the
+ * build reads them: the same checks (STORE_ERROR_DAMAGED naming the row), 29 bytes per object
+ * (and those of one GC again while sorting). died_gc stays NULL: */
 gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_rows *out,
                                     GError **error);
+/* ... store_history_deaths_read fills it from object_deaths (12 bytes per death while reading,
+ * 4 per object kept): most statements never read died_gc. */
+gboolean store_history_deaths_read(sqlite3 *db, const char *path, store_object_rows *rows,
+                                   GError **error);
 void store_object_rows_release(store_object_rows *rows);
 
 /* ---- store_schema.c ----------------------------------------------------------------------- */

@@ -947,6 +947,25 @@ static void test_objects_view(void)
     CHECK(strstr(sqlite3_errmsg(db), "object_chunks row 1") != NULL);
     sqlite3_finalize(st);
     sqlite3_close(db);
+    /* damaged deaths: only a statement reading died_gc reads them, and fails */
+    g_autofree char *bad_deaths = g_build_filename(dir, "damaged-deaths.db", NULL);
+    sb = golden_build(NULL, FALSE);
+    CHECK(hl_sb_write_db(sb, bad_deaths, "objects view", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    CHECK(sqlite3_open(bad_deaths, &rw) == SQLITE_OK);
+    CHECK(sqlite3_exec(rw, "UPDATE object_deaths SET ids = '[1,x]' WHERE rowid = 1", NULL, NULL,
+                       NULL) == SQLITE_OK);
+    sqlite3_close(rw);
+    db = store_db_open_readonly(bad_deaths, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db_int(db, "SELECT size FROM objects WHERE id = 1") == 32);
+    CHECK(sqlite3_prepare_v2(db, "SELECT died_gc FROM objects WHERE id = 1", -1, &st, NULL) ==
+          SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ERROR);
+    CHECK(strstr(sqlite3_errmsg(db), "object_deaths row 1") != NULL);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
     tmp_dir_free(dir);
 }
 
