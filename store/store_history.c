@@ -17,7 +17,9 @@
  *   then every death (schema 5; before: the objects rows' died_gc), as a change to "dead"
  *   read the objects                    (schema 5: the chunks' JSON; before: the objects table)
  *   empty the packed tables             (their pages are reused by the rows written below)
- *   sort both by object id, stably      (radix: an object's changes stay in GC order)
+ *   sort both by object id, stably      (radix: an object's changes stay in GC order; the
+ *                                        objects of one GC by merging its chunks, each an
+ *                                        ascending run, unless there are more than 256)
  *   merge them by id                    (a change of an object without a row is dropped, as the
  *                                        view's JOIN does; the first death ends the last one)
  *                                       schema 5: insert each objects row, in id order (appends),
