@@ -95,10 +95,12 @@ json_t *query_json_column(sqlite3_stmt *stmt, int column);
  * objects rows one by one are built later, by query_db_objects_ensure. Close with
  * sqlite3_close. */
 sqlite3 *query_db_open(const char *path, GError **error);
-/* For the tools that read objects one by one (a snapshot's objects joined with `objects`, the
- * fate of sampled objects): builds the objects rows and the generation history of `db`'s file
- * when no command has yet (store_history_build_file), once; a file this user may not write keeps
- * the views. Call it with no statement of `db` running (the build's commit waits for them). */
+/* For the tools that read the generation history of objects one by one (the fate of sampled
+ * objects: `stacks --by survived|mid-life`): builds the objects rows and the generation history
+ * of `db`'s file when no command has yet (store_history_build_file), once, and then drops the
+ * connection's TEMP `objects` (store_objects_view_attach: the snapshot tools read the packed
+ * objects through it and build nothing); a file this user may not write keeps the views. Call
+ * it with no statement of `db` running (the build's commit waits for them). */
 gboolean query_db_objects_ensure(sqlite3 *db, GError **error);
 /* Whether `db` holds object_spans and object_totals (the first read of this heaplens wrote
  * them; a file read first by an older one, or one this user may not write, has none: the tools

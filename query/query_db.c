@@ -71,8 +71,14 @@ gboolean query_db_objects_ensure(sqlite3 *db, GError **error)
 {
     const char *path = sqlite3_db_filename(db, "main");
     /* query_db_open checked the changes of a file it could not write: not again. */
-    return !store_history_pending(db) || path == NULL || !*path ||
-           query_db_build_history(db, path, TRUE, FALSE, error);
+    if (!store_history_pending(db) || path == NULL || !*path)
+        return TRUE;
+    if (!query_db_build_history(db, path, TRUE, FALSE, error))
+        return FALSE;
+    /* built: the file's table from now on, not the rows read into memory (store.h) */
+    if (!store_history_pending(db))
+        store_objects_view_detach(db);
+    return TRUE;
 }
 
 gboolean query_db_has_spans(sqlite3 *db, gboolean weights, gboolean *has, GError **error)

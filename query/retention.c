@@ -18,7 +18,15 @@ struct retention {
     uint64_t *type_shallow;
     uint64_t *type_retained_bytes;
     uint64_t *type_retained_counts;
+    /* the reachable nodes retaining at least RETENTION_TOP_BYTES, in node (id) order, and the
+     * element type of each (retention_top) */
+    uint32_t *top_nodes, *top_elements;
+    size_t n_top;
 };
+
+/* The objects that retain at least this much are kept apart, with what the listing shows of
+ * them (retention_top: the largest retainers read back without `objects`). */
+#define RETENTION_TOP_BYTES 65536
 
 /* The tables and views of store/SCHEMA.md, "Retention". Created on first use, by the first
  * command that stores retained sizes in the file. The two small tables are also TEMP tables of a
@@ -56,7 +64,17 @@ struct retention {
     "  PRIMARY KEY (snapshot, object_id)\n"                                                        \
     ") WITHOUT ROWID;\n"                                                                           \
     "CREATE INDEX IF NOT EXISTS retention_large"                                                   \
-    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"
+    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"                    \
+    "CREATE TABLE IF NOT EXISTS retention_top (\n"                                                 \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  object_id INTEGER NOT NULL,\n"                                                              \
+    "  type_id INTEGER NOT NULL,\n"                                                                \
+    "  shallow_bytes INTEGER NOT NULL,\n"                                                          \
+    "  element_type_id INTEGER NOT NULL,\n"                                                        \
+    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
+    "  retained_count INTEGER NOT NULL,\n"                                                         \
+    "  PRIMARY KEY (snapshot, retained_bytes DESC, object_id)\n"                                        \
+    ") WITHOUT ROWID;\n"
 
 #define TYPE_NAME(t, o)                                                                            \
     "CASE WHEN " o ".id IS NULL THEN '<unknown>' ELSE coalesce(" t ".name, '<type ' || " o         \
@@ -117,6 +135,88 @@ static const char retention_views[] =
                                                        "LEFT JOIN objects x ON x.id = sr.to_id\n"
                                                        "LEFT JOIN types tt ON tt.id = x.type_id;\n";
 
+/* ---- element types from the graph -----------------------------------------------------------
+ * What retention_element_type asks of the file (an object's references joined with `objects`
+ * and `types`), answered from the snapshot's graph: node v's edges are its references, each
+ * one (duplicates kept), and a node of type 0 has no objects row, which the SQL's join leaves
+ * out. The same answers (test leaks.element_types compares them). */
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The type more than half of v's references point to (ties: the lower id), or 0. */
+static uint32_t graph_referenced_type(const snapshot_graph *g, uint32_t v)
+{
+    uint32_t n = 0, best = 0, type = 0;
+    const uint32_t *to = an_graph_successors(g->graph, v, &n);
+    g_autofree uint32_t *types = g_new(uint32_t, MAX(n, 1));
+    size_t k = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (g->type_ids[to[i]] != 0)
+            types[k++] = g->type_ids[to[i]];
+    qsort(types, k, sizeof *types, u32_cmp);
+    for (size_t i = 0, j; i < k; i = j) {
+        for (j = i + 1; j < k && types[j] == types[i]; j++)
+            ;
+        if (j - i > best) { /* ascending: the first of equal counts is the lower id */
+            best = (uint32_t)(j - i);
+            type = types[i];
+        }
+    }
+    return 2 * (uint64_t)best > k ? type : 0;
+}
+
+/* retention_element_type of node v (>= 1) of a forward graph. */
+static uint32_t graph_element_type(const snapshot_graph *g, const snapshot_types *types,
+                                   uint32_t v)
+{
+    char buf[QUERY_FORMAT_MAX];
+    uint32_t t = g->type_ids[v];
+    if (t == 0)
+        return 0;
+    if (snapshot_types_is_array(types, t))
+        return graph_referenced_type(g, v);
+    if (!g_str_has_prefix(snapshot_types_name(types, t, buf), "System.Collections."))
+        return 0;
+    /* its largest array (ties: the lower id, the earlier node) */
+    uint32_t n = 0, largest = AN_NONE;
+    const uint32_t *to = an_graph_successors(g->graph, v, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = to[i];
+        if (g->type_ids[w] != 0 && snapshot_types_is_array(types, g->type_ids[w]) &&
+            (largest == AN_NONE || g->sizes[w] > g->sizes[largest] ||
+             (g->sizes[w] == g->sizes[largest] && w < largest)))
+            largest = w;
+    }
+    return largest == AN_NONE ? 0 : graph_referenced_type(g, largest);
+}
+
+/* The large retainers of r (RETENTION_TOP_BYTES) and their element types. */
+static gboolean top_compute(retention *r, sqlite3 *db, GError **error)
+{
+    const snapshot_graph *g = r->graph;
+    const uint32_t *idom = an_domtree_idoms(r->tree);
+    const uint64_t *rb = an_domtree_retained_bytes(r->tree);
+    g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
+    if (!types)
+        return FALSE;
+    size_t n = 0;
+    for (uint32_t v = 1; v < g->n; v++)
+        n += idom[v] != AN_NONE && rb[v] >= RETENTION_TOP_BYTES;
+    r->top_nodes = g_new(uint32_t, MAX(n, 1));
+    r->top_elements = g_new(uint32_t, MAX(n, 1));
+    for (uint32_t v = 1; v < g->n; v++) {
+        if (idom[v] == AN_NONE || rb[v] < RETENTION_TOP_BYTES)
+            continue;
+        r->top_nodes[r->n_top] = v;
+        r->top_elements[r->n_top++] = graph_element_type(g, types, v);
+    }
+    return TRUE;
+}
+
 retention *retention_compute(sqlite3 *db, const snapshot_info *info, query_progress *progress,
                              GError **error)
 {
@@ -165,6 +265,8 @@ retention *retention_compute(sqlite3 *db, const snapshot_info *info, query_progr
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
         goto fail;
     }
+    if (!top_compute(r, db, error))
+        goto fail;
     query_progress_step_done(progress);
     return r;
 fail:
@@ -182,6 +284,8 @@ void retention_free(retention *r)
     g_free(r->type_shallow);
     g_free(r->type_retained_bytes);
     g_free(r->type_retained_counts);
+    g_free(r->top_nodes);
+    g_free(r->top_elements);
     g_free(r);
 }
 
@@ -464,6 +568,40 @@ out:
     return ok;
 }
 
+/* Writes the large retainers of `r` (retention_top) through `rw` (a transaction is open; the
+ * table exists). */
+static gboolean top_write(const retention *r, sqlite3 *rw, GError **error)
+{
+    const snapshot_graph *g = r->graph;
+    const uint64_t *rb = an_domtree_retained_bytes(r->tree);
+    const uint32_t *rc = an_domtree_retained_counts(r->tree);
+    sqlite3_stmt *ins = NULL;
+    if (sqlite3_prepare_v2(rw,
+                           "INSERT INTO main.retention_top (snapshot, object_id, type_id,"
+                           " shallow_bytes, element_type_id, retained_bytes, retained_count)"
+                           " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                           -1, &ins, NULL) != SQLITE_OK)
+        return sql_fail(rw, "storing retained sizes failed", error);
+    sqlite3_bind_int64(ins, 1, g->info.snapshot);
+    for (size_t i = 0; i < r->n_top; i++) {
+        uint32_t v = r->top_nodes[i];
+        sqlite3_bind_int64(ins, 2, (int64_t)g->ids[v]);
+        sqlite3_bind_int64(ins, 3, g->type_ids[v]);
+        sqlite3_bind_int64(ins, 4, (int64_t)g->sizes[v]);
+        sqlite3_bind_int64(ins, 5, r->top_elements[i]);
+        sqlite3_bind_int64(ins, 6, (int64_t)rb[v]);
+        sqlite3_bind_int64(ins, 7, rc[v]);
+        if (sqlite3_step(ins) != SQLITE_DONE) {
+            sql_fail(rw, "storing retained sizes failed", error);
+            sqlite3_finalize(ins);
+            return FALSE;
+        }
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    return TRUE;
+}
+
 /* Writes everything of `r` into the file's tables through `rw` (a transaction is open; the
  * tables exist): the summary, the rows per type, and straight from the arrays the row of each
  * reachable object. */
@@ -493,6 +631,8 @@ static gboolean rows_write(const retention *r, sqlite3 *rw, query_progress *prog
         sql_fail(rw, "storing retained sizes failed", error);
         goto out;
     }
+    if (!top_write(r, rw, error))
+        goto out;
     ok = TRUE;
 out:
     sqlite3_finalize(ins);
@@ -1244,14 +1384,70 @@ static GArray *top_objects_pending(sqlite3 *db, const retention *r, uint64_t top
             .retained_count = rc[v],
         };
     }
+    g_autoptr(snapshot_types) types = snapshot_types_new(db, error);
+    if (!types) {
+        g_array_unref(objects);
+        return NULL;
+    }
     for (guint i = 0; i < objects->len; i++) {
         retention_object *o = &g_array_index(objects, retention_object, i);
-        if (!retention_element_type(db, g->info.snapshot, o->object, &o->element_type_id, error)) {
-            g_array_unref(objects);
-            return NULL;
-        }
+        o->element_type_id = graph_element_type(g, types, snapshot_graph_node(g, (uint64_t)o->object));
     }
     return objects;
+}
+
+/* retention_top_objects from the table retention_top, when it holds at least `top` rows of
+ * the snapshot (written with its retained sizes by this heaplens; a file stored by an older one
+ * has none): *objects NULL otherwise. No `objects` row is read. */
+static gboolean top_objects_stored(sqlite3 *db, int64_t snapshot, uint64_t top, GArray **objects,
+                                   GError **error)
+{
+    int64_t exists = 0, n = 0;
+    gboolean row = FALSE;
+    *objects = NULL;
+    if (!query_db_int(db, "SELECT count(*) FROM main.sqlite_schema WHERE name = 'retention_top'",
+                      &exists, error))
+        return FALSE;
+    if (!exists)
+        return TRUE;
+    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT count(*) FROM (SELECT 1 FROM retention_top"
+                                              " WHERE snapshot = ?1 LIMIT ?2)", error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    gboolean ok = query_db_step(stmt, &row, error);
+    n = ok && row ? sqlite3_column_int64(stmt, 0) : 0;
+    sqlite3_finalize(stmt);
+    if (!ok || (uint64_t)n < top)
+        return ok;
+    stmt = query_db_prepare(db, "SELECT object_id, type_id, shallow_bytes, element_type_id,"
+                                " retained_bytes, retained_count FROM retention_top"
+                                " WHERE snapshot = ?1 ORDER BY retained_bytes DESC, object_id"
+                                " LIMIT ?2", error);
+    if (!stmt)
+        return FALSE;
+    sqlite3_bind_int64(stmt, 1, snapshot);
+    sqlite3_bind_int64(stmt, 2, (int64_t)MIN(top, (uint64_t)INT64_MAX));
+    GArray *rows = g_array_new(FALSE, FALSE, sizeof(retention_object));
+    while ((ok = query_db_step(stmt, &row, error)) && row) {
+        retention_object o = {
+            .object = sqlite3_column_int64(stmt, 0),
+            .type_id = (uint32_t)sqlite3_column_int64(stmt, 1),
+            .shallow_bytes = sqlite3_column_int64(stmt, 2),
+            .element_type_id = (uint32_t)sqlite3_column_int64(stmt, 3),
+            .retained_bytes = sqlite3_column_int64(stmt, 4),
+            .retained_count = sqlite3_column_int64(stmt, 5),
+        };
+        g_array_append_val(rows, o);
+    }
+    sqlite3_finalize(stmt);
+    if (!ok) {
+        g_array_unref(rows);
+        return FALSE;
+    }
+    *objects = rows;
+    return TRUE;
 }
 
 GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error)
@@ -1261,6 +1457,10 @@ GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GErro
     const retention *pending = pending_find(db, snapshot);
     if (pending)
         return top_objects_pending(db, pending, top, error);
+    if (!top_objects_stored(db, snapshot, top, &objects, error))
+        return NULL;
+    if (objects)
+        return objects;
     if (!large_enough(db, snapshot, top, &large, error))
         return NULL;
     sqlite3_stmt *stmt = query_db_prepare(

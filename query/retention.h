@@ -2,7 +2,8 @@
  *
  *   retention_compute   snapshot_graph_load (forward) -> an_domtree_compute -> per-type sums
  *   retention_store     kept for the command (see below) until retention_commit writes it into
- *                       the tables retention_snapshots, retention and retention_types
+ *                       the tables retention_snapshots, retention, retention_top and
+ *                       retention_types
  *                       (store/SCHEMA.md, "Retention"), created on first use
  *   retention_ensure    both, unless the tables already hold the snapshot
  *   retention_commit    what was stored, into the file: last, after every read
@@ -106,8 +107,10 @@ typedef struct retention_object {
 } retention_object;
 
 /* The `top` objects of stored snapshot `snapshot` that retain the most, largest first (ties:
- * lower id), as retention_object; the partial index retention_large serves them when at least
- * `top` objects retain 64 KiB or more, a scan otherwise. NULL on error. */
+ * lower id), as retention_object: from this command's arrays (element types from the graph),
+ * else the table retention_top when it holds `top` rows of the snapshot (no `objects` row is
+ * read), else `retention` joined with `objects` (the partial index retention_large serves them
+ * when at least `top` objects retain 64 KiB or more, a scan otherwise). NULL on error. */
 GArray *retention_top_objects(sqlite3 *db, int64_t snapshot, uint64_t top, GError **error);
 /* The reachable instance of type `type_id` (not 0) that retains the most in snapshot `snapshot`
  * (ties: the lower id), after retention_ensure: *object its id, 0 when none is reachable. */

@@ -79,9 +79,6 @@ gboolean snapshot_pick(sqlite3 *db, const char *path, const char *command, const
                     path);
         goto out;
     }
-    /* Every tool that picks a snapshot reads its objects joined with `objects`, by id. */
-    if (!query_db_objects_ensure(db, error))
-        goto out;
     stmt = query_db_prepare(db,
                             text ? SNAPSHOT_INFO_SQL " WHERE s.snapshot = ?1"
                                  : SNAPSHOT_INFO_SQL " ORDER BY s.snapshot DESC LIMIT 1",
@@ -128,9 +125,6 @@ GArray *snapshot_list_new(sqlite3 *db, GError **error)
     }
     sqlite3_finalize(stmt);
     if (error && *error)
-        goto fail;
-    /* Its callers (leaks, report) read the snapshots' objects joined with `objects`, by id. */
-    if (list->len > 0 && !query_db_objects_ensure(db, error))
         goto fail;
     return list;
 fail:

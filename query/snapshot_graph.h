@@ -7,7 +7,8 @@
  * handles do not keep objects alive) — in the direction the caller asks for.
  *
  * Cost for N objects and M references: one range scan of each snapshot table (rows come in key
- * order), a lookup of each object in `objects`; memory 20 bytes per object (id, type, size) plus
+ * order), a lookup of each object in `objects` (on a file whose rows are not built, the
+ * connection's TEMP `objects`: the packed rows read into memory once, store.h); memory 20 bytes per object (id, type, size) plus
  * the graph (4 bytes per object and per reference, 8 more per reference while loading). The
  * references are read on a second thread and connection while the objects are read (16 bytes
  * more per reference while loading), and resolved to nodes on two threads.

@@ -294,6 +294,17 @@ gboolean store_history_summarize_file(const char *path, store_progress_fn progre
  * views then read the packed rows as they are). Memory: as the build's reading (store_history.c). */
 gboolean store_history_check_changes(struct sqlite3 *db, const char *path, GError **error);
 
+/* For heaplens' own connections to a finished file whose objects rows are not built: a TEMP
+ * virtual table `objects` (store_objview.c) with the rows of the file's view, read from the
+ * packed rows into memory on its first use (33 bytes per object) and found by id with a binary
+ * search; SQLite finds it before the file's view in the connection's own statements. Nothing
+ * when the rows are built, the file is still being recorded, or is of schema 4 or before.
+ * store_db_open_readonly attaches it; a reading error (damaged packed rows) is the statement's
+ * error. */
+gboolean store_objects_view_attach(struct sqlite3 *db, GError **error);
+/* Drops it (after store_history_build_file: the table is then the file's). */
+gboolean store_objects_view_detach(struct sqlite3 *db);
+
 /* ---- compact snapshots (schema 8; SCHEMA.md "snapshot_blocks", store_snapblock.c) ---------- */
 
 /* TRUE when `db` keeps its snapshots' objects in snapshot_blocks (schema 8 and later; the

@@ -17,7 +17,9 @@
  *   then every death (schema 5; before: the objects rows' died_gc), as a change to "dead"
  *   read the objects                    (schema 5: the chunks' JSON; before: the objects table)
  *   empty the packed tables             (their pages are reused by the rows written below)
- *   sort both by object id, stably      (radix: an object's changes stay in GC order)
+ *   sort both by object id, stably      (radix: an object's changes stay in GC order; the
+ *                                        objects of one GC by merging its chunks, each an
+ *                                        ascending run, unless there are more than 256)
  *   merge them by id                    (a change of an object without a row is dropped, as the
  *                                        view's JOIN does; the first death ends the last one)
  *                                       schema 5: insert each objects row, in id order (appends),
@@ -66,14 +68,7 @@ typedef struct __attribute__((packed)) store_change {
 #define STORE_HISTORY_DEAD 7 /* a change's generation bits: the object died in that GC */
 
 /* One object read from the file: its objects row but died_gc (the deaths are changes). */
-typedef struct __attribute__((packed)) store_history_object {
-    uint64_t id;
-    uint64_t size;
-    uint32_t type_id;
-    uint32_t os_tid;   /* 0: NULL */
-    uint32_t first_gc;
-    uint8_t heap;      /* HL_GEN_NONE: NULL */
-} store_history_object;
+typedef store_object_row store_history_object;
 
 #define STORE_HISTORY_ROWS 256
 #define STORE_HISTORY_SPAN_COLUMNS 10  /* object_spans */
@@ -144,6 +139,9 @@ typedef struct store_history {
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
     gboolean summary_only; /* object_spans and object_totals alone: the packed rows stay */
     gboolean spans_wanted; /* write object_spans and object_totals (absent yet) */
+    /* store_history_read reads only its tables from .. to - 1 (0 generation_changes,
+     * 1 object_deaths, 2 object_chunks) when `to` is not 0 (the objects in memory) */
+    size_t tables_from, tables_to;
     store_history_spans spans;
     /* Sampled recordings that follow their samples: the objects' weights, by id; `weights_ok`
      * FALSE when they cannot be summed (not such a recording, or a sample that does not weigh
@@ -376,12 +374,13 @@ static gboolean store_history_read(store_history *h, GError **error)
          "SELECT rowid, gc, thread, heap, count, objects FROM object_chunks ORDER BY rowid",
          "is not a JSON array of [id gap, type_id, size]"},
     };
-    size_t tables = h->packed ? G_N_ELEMENTS(reads) : 1;
+    size_t tables = h->tables_to ? h->tables_to : h->packed ? G_N_ELEMENTS(reads) : 1;
     sqlite3_stmt *st = NULL;
     gboolean ok = FALSE;
     int rc = SQLITE_DONE;
 
-    for (size_t t = 0; t < tables; t++)
+    size_t first = h->tables_from;
+    for (size_t t = first; t < tables; t++)
         if (!store_history_counts_check(h, reads[t].table, reads[t].text_column, error))
             return FALSE;
     /* A GC takes far more than 16 bytes of the file (its gcs row alone), so no GC number a
@@ -390,15 +389,17 @@ static gboolean store_history_read(store_history *h, GError **error)
                           store_db_pragma_int(h->db, "PRAGMA page_size") / 16,
                       (int64_t)(1u << 29) - 1);
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
-    h->cap = store_history_reserve(h, "generation_changes");
+    h->cap = first > 0 ? 1 : store_history_reserve(h, "generation_changes");
     h->objects_cap = 4096;
     if (h->packed) {
-        h->cap += store_history_reserve(h, "object_deaths");
-        h->objects_cap = store_history_reserve(h, "object_chunks");
+        if (first <= 1 && tables > 1)
+            h->cap += store_history_reserve(h, "object_deaths");
+        if (tables > 2)
+            h->objects_cap = store_history_reserve(h, "object_chunks");
     }
     h->changes = g_new(store_change, h->cap);
     h->objects = g_new(store_history_object, h->objects_cap);
-    for (size_t t = 0; t < tables; t++) {
+    for (size_t t = first; t < tables; t++) {
         /* Schema 5: every change is read before the objects; sorted now, its sort's buffer
          * is freed before the objects fill theirs (peak memory). */
         if (t == 2)
@@ -422,6 +423,8 @@ static gboolean store_history_read(store_history *h, GError **error)
         sqlite3_finalize(st);
         st = NULL;
     }
+    if (tables == 2) /* the deaths alone: sorted as before the objects */
+        store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
     if (!h->packed) {
         /* Schema 4 and before: the objects exist as rows, their deaths in died_gc. */
         if (sqlite3_prepare_v2(h->db, "SELECT id, died_gc FROM objects ORDER BY id", -1, &st,
@@ -987,14 +990,85 @@ static gboolean store_history_weights_read(store_history *h, GError **error)
  * one GC's objects instead of all of them (29 bytes per object less at the peak). Otherwise
  * (sampled and attach recordings mix allocation ids with discovered ones) the whole is sorted
  * too. */
+#define STORE_HISTORY_MERGE_RUNS 256
+
+/* Whether run x's head goes before run y's: the smaller id, then the earlier run (stable). */
+static inline gboolean store_history_head_before(const store_history_object *o,
+                                                 const size_t *at, uint32_t x, uint32_t y)
+{
+    return o[at[x]].id < o[at[y]].id || (o[at[x]].id == o[at[y]].id && x < y);
+}
+
+/* Sorts o[0, n) by id, stably, when it is at most STORE_HISTORY_MERGE_RUNS ascending runs (a GC's
+ * chunks, each ascending: MidLife's GCs have up to 53): one merge of the runs through a heap of
+ * their heads into `tmp`, and a copy back, where the radix sort moves every object once per
+ * byte of its id that varies (three times for a GC of a few million objects). FALSE (nothing
+ * moved) when there are more runs. */
+static gboolean store_history_merge_runs(store_history_object *o, size_t n,
+                                         store_history_object **tmp, size_t *tmp_cap)
+{
+    size_t start[STORE_HISTORY_MERGE_RUNS + 1], at[STORE_HISTORY_MERGE_RUNS];
+    uint32_t heap[STORE_HISTORY_MERGE_RUNS], k = 0;
+    start[k++] = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (o[i].id >= o[i - 1].id)
+            continue;
+        if (k == STORE_HISTORY_MERGE_RUNS)
+            return FALSE;
+        start[k++] = i;
+    }
+    if (k == 1)
+        return TRUE;
+    start[k] = n;
+    if (*tmp_cap < n) {
+        g_free(*tmp);
+        *tmp = g_new(store_history_object, n);
+        *tmp_cap = n;
+    }
+    uint32_t m = 0; /* the heap of runs not exhausted, by their heads */
+    for (uint32_t r = 0; r < k; r++) {
+        at[r] = start[r];
+        uint32_t i = m++;
+        for (; i > 0 && store_history_head_before(o, at, r, heap[(i - 1) / 2]); i = (i - 1) / 2)
+            heap[i] = heap[(i - 1) / 2];
+        heap[i] = r;
+    }
+    for (size_t out = 0; out < n; out++) {
+        uint32_t r = heap[0];
+        (*tmp)[out] = o[at[r]++];
+        if (at[r] == start[r + 1]) /* exhausted: the last run takes its place */
+            r = heap[--m];
+        /* sift r down from the root */
+        uint32_t i = 0;
+        for (;;) {
+            uint32_t c = 2 * i + 1;
+            if (c >= m)
+                break;
+            if (c + 1 < m && store_history_head_before(o, at, heap[c + 1], heap[c]))
+                c++;
+            if (!store_history_head_before(o, at, heap[c], r))
+                break;
+            heap[i] = heap[c];
+            i = c;
+        }
+        if (m > 0)
+            heap[i] = r;
+    }
+    memcpy(o, *tmp, n * sizeof *o);
+    return TRUE;
+}
+
 static void store_history_sort_objects(store_history *h)
 {
     store_history_object *o = h->objects;
+    g_autofree store_history_object *tmp = NULL;
+    size_t tmp_cap = 0;
     gboolean sorted = TRUE;
     for (size_t a = 0, b; a < h->objects_n; a = b) {
         for (b = a + 1; b < h->objects_n && o[b].first_gc == o[a].first_gc; b++)
             ;
-        store_radix_sort(o + a, b - a, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
+        if (!store_history_merge_runs(o + a, b - a, &tmp, &tmp_cap))
+            store_radix_sort(o + a, b - a, sizeof *o, G_STRUCT_OFFSET(store_history_object, id));
         sorted = sorted && (a == 0 || o[a - 1].id <= o[a].id);
     }
     if (!sorted)
@@ -1066,6 +1140,68 @@ gboolean store_history_check_changes(sqlite3 *db, const char *path, GError **err
     g_free(h.changes);
     g_free(h.objects);
     return ok;
+}
+
+gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_rows *out,
+                                    GError **error)
+{
+    store_history h = {.db = db, .path = path, .packed = TRUE, .tables_from = 2, .tables_to = 3};
+    gboolean ok = FALSE;
+    memset(out, 0, sizeof *out);
+    if (store_db_pragma_int(db, "PRAGMA user_version") < 5) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                    "%s keeps no packed objects (schema 4 or before)", path);
+        goto out;
+    }
+    if (!store_history_read(&h, error))
+        goto out;
+    store_history_sort_objects(&h);
+    out->objects = (store_object_row *)(void *)h.objects;
+    out->n = h.objects_n;
+    h.objects = NULL;
+    ok = TRUE;
+out:
+    g_free(h.changes);
+    g_free(h.objects);
+    return ok;
+}
+
+gboolean store_history_deaths_read(sqlite3 *db, const char *path, store_object_rows *rows,
+                                   GError **error)
+{
+    store_history h = {.db = db, .path = path, .packed = TRUE, .tables_from = 1, .tables_to = 2};
+    gboolean ok = FALSE;
+    if (!store_history_read(&h, error)) /* the deaths, sorted by id (stably) */
+        goto out;
+    uint32_t *died = g_try_new(uint32_t, MAX(rows->n, 1));
+    if (!died) {
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s: out of memory", path);
+        goto out;
+    }
+    /* died_gc: the first (smallest) GC of the object's deaths, as the view's min(gc) */
+    for (size_t k = 0, d = 0; k < rows->n; k++) {
+        uint64_t id = rows->objects[k].id;
+        uint32_t gc = STORE_OBJECT_ALIVE;
+        while (d < h.n && h.changes[d].id < id)
+            d++;
+        for (size_t e = d; e < h.n && h.changes[e].id == id; e++)
+            gc = MIN(gc, h.changes[e].gc_gen >> 3);
+        died[k] = gc;
+    }
+    g_free(rows->died_gc);
+    rows->died_gc = died;
+    ok = TRUE;
+out:
+    g_free(h.changes);
+    g_free(h.objects);
+    return ok;
+}
+
+void store_object_rows_release(store_object_rows *rows)
+{
+    g_free(rows->objects);
+    g_free(rows->died_gc);
+    memset(rows, 0, sizeof *rows);
 }
 
 gboolean store_history_spans_pending(sqlite3 *db)

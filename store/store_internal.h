@@ -325,6 +325,39 @@ const char *store_stream_record_name(uint16_t type);
  * store_snapshot.c). */
 void store_radix_sort(void *items, size_t n, size_t size, size_t key);
 
+/* ---- the packed objects, read (store_history.c) ----------------------------------------- */
+
+/* One object of object_chunks: its objects row but died_gc, first_generation and next_gc. */
+typedef struct __attribute__((packed)) store_object_row {
+    uint64_t id;
+    uint64_t size;
+    uint32_t type_id;
+    uint32_t os_tid;   /* 0: NULL */
+    uint32_t first_gc;
+    uint8_t heap;      /* HL_GEN_NONE: NULL */
+} store_object_row;
+
+#define STORE_OBJECT_ALIVE UINT32_MAX /* died_gc NULL */
+
+/* The rows of the view `objects` of a file whose rows are not built: n objects ascending by id
+ * (stably: a damaged file's duplicate ids stay in chunk order) and each one's died_gc. */
+typedef struct store_object_rows {
+    store_object_row *objects;
+    uint32_t *died_gc; /* NULL until read; STORE_OBJECT_ALIVE: NULL */
+    size_t n;
+} store_object_rows;
+
+/* Reads the objects from object_chunks of `db` (schema 5 or later, read-only will do) as the
+ * build reads them: the same checks (STORE_ERROR_DAMAGED naming the row), 29 bytes per object
+ * (and those of one GC again while sorting). died_gc stays NULL: */
+gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_rows *out,
+                                    GError **error);
+/* ... store_history_deaths_read fills it from object_deaths (12 bytes per death while reading,
+ * 4 per object kept): most statements never read died_gc. */
+gboolean store_history_deaths_read(sqlite3 *db, const char *path, store_object_rows *rows,
+                                   GError **error);
+void store_object_rows_release(store_object_rows *rows);
+
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
 /* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the

@@ -198,6 +198,28 @@ def check_retention(checks, heaplens, db, con, truth, snapshots, log):
             checks.eq(f"{label}: object {obj} retains", want, got[:2] if got else None)
             if dominator is not None:
                 checks.eq(f"{label}: object {obj}'s dominator", dominator, got[2] if got else None)
+        # the large retainers stored apart (retention_top): the rows of `retention` retaining
+        # 64 KiB or more with their objects' types and sizes, and the element types the listing
+        # computed from the graph equal to those it computes from `retention` and `objects`
+        top = con.execute("SELECT object_id, type_id, shallow_bytes, retained_bytes,"
+                          " retained_count FROM retention_top WHERE snapshot = ?"
+                          " ORDER BY object_id", (snapshot,)).fetchall()
+        rows = con.execute("SELECT r.object_id, coalesce(o.type_id, 0), coalesce(o.size, 0),"
+                           " r.retained_bytes, r.retained_count FROM retention r"
+                           " LEFT JOIN objects o ON o.id = r.object_id"
+                           " WHERE r.snapshot = ? AND r.retained_bytes >= 65536"
+                           " ORDER BY r.object_id", (snapshot,)).fetchall()
+        checks.ok(f"{label}: retention_top holds the rows of retention retaining 64 KiB or more",
+                  top == rows and len(rows) > 0, f"{len(top)} rows, retention {len(rows)}")
+        n = len(top)
+        listed = heaplens_json(checks, heaplens,
+                               ["retention", db, "--snapshot", str(snapshot), "--top", str(n)], log)
+        joined = heaplens_json(checks, heaplens, ["retention", db, "--snapshot", str(snapshot),
+                                                  "--top", str(n + 1)], log)
+        if listed and joined:
+            checks.ok(f"{label}: the largest retainers from retention_top equal those from"
+                      " retention joined with objects",
+                      listed["rows"] == joined["rows"][:n], "rows differ")
         # the nodes as a type: the sum of the nodes' own subtrees
         doc = heaplens_json(checks, heaplens,
                             ["retention", db, "--snapshot", str(snapshot), "--by", "type",

@@ -8,13 +8,14 @@ it), checks:
   summary   the first command (info) writes object_spans and object_totals and leaves the packed
             rows as they are (`objects` still a view over object_chunks);
   once      no later command that needs nothing more changes the file (info, gcs, allocations,
-            survivors, snapshots, stacks): the first read is not done again; the first command
-            that reads objects one by one (diff) builds the rows, once: a second diff, and
-            survivors, retention and leaks after report, change nothing;
+            survivors, snapshots, stacks); the snapshot commands (diff, report) read the packed
+            rows in memory and build nothing; `stacks --by survived` builds the rows, once;
+            survivors, retention and leaks after report change nothing;
   same      survivors (every GC, by generation and by age, text and JSON, --top), info and
             report --json answer byte for byte the same from the summary as from the objects
             rows (a copy fully built, its object_spans and object_totals dropped: the path of a
-            file read first by an older heaplens).
+            file read first by an older heaplens); and diff, retention, leaks, inspect, roots
+            and check from the packed rows read in memory as from the table.
 
 Usage: first_read_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR
 """
@@ -97,9 +98,14 @@ def main():
 
     # The rows, built whole by the first command that reads objects one by one, then the
     # summary dropped: the tools read objects and object_generations as before.
-    rc, _, err = run(h, 'diff', rows)
+    # The snapshot commands read the packed rows in memory (store_objview.c): no build.
+    rc, _, err = run(h, 'diff', summed)
     check(rc == 0, 'diff: exit %d %s' % (rc, err))
-    check(kind(rows, 'objects') == 'table', 'diff builds the objects rows')
+    check(kind(summed, 'objects') == 'view', 'diff builds no objects rows')
+    check(sha(summed) == before, 'diff after the first read changed the file')
+    rc, _, err = run(h, 'stacks', rows, '--by', 'survived')
+    check(rc == 0, 'stacks --by survived: exit %d %s' % (rc, err))
+    check(kind(rows, 'objects') == 'table', 'stacks --by survived builds the objects rows')
     check(kind(rows, 'object_spans') == 'table', 'the whole build writes object_spans too')
     built = sha(rows)
     rc, _, err = run(h, 'diff', rows)
@@ -117,6 +123,12 @@ def main():
     for g in gcs:
         for extra in ([], ['--by', 'age'], ['--json'], ['--by', 'age', '--json'], ['--top', '2']):
             asks.append(['survivors', '--gc', str(g)] + extra)
+    # the snapshot commands: the packed rows read in memory answer as the table does
+    for ask in (['diff'], ['diff', '--json'], ['retention'], ['retention', '--json'],
+                ['retention', '--by', 'type'], ['retention', '--snapshot', '1', '--json'],
+                ['leaks'], ['leaks', '--json', '--all'], ['inspect', '--json'],
+                ['roots', '--object', '1'], ['check', '--no-leaks']):
+        asks.append(ask)
     for ask in asks:
         got = [run(h, ask[0], path, *ask[1:]) for path in (summed, rows)]
         # info tells the file's size, which is the point of the summary
@@ -134,7 +146,7 @@ def main():
     check(outs[0] == outs[1], 'report --json differs between the summary and the rows')
 
     # once, after the whole build and the retained sizes report stored.
-    check(kind(summed, 'objects') == 'table', 'report (snapshots) builds the objects rows')
+    check(kind(summed, 'objects') == 'view', 'report (snapshots) builds no objects rows')
     after = sha(summed)
     for cmd in (['survivors'], ['info'], ['retention'], ['leaks'], ['diff'], ['report', '--json',
                                                                              '-o', '/dev/null']):

@@ -852,6 +852,123 @@ static void test_derived_views(void)
 /* A damaged packed row (a count that does not add up, text that is not what the writer writes,
  * a count far beyond the file) makes the first read fail with one line naming the row: nothing
  * reserved from the count, nothing written, the file still packed. */
+/* The TEMP virtual table `objects` of heaplens' connections to a finished file whose rows are
+ * not built (store_objview.c): the same rows as the file's view for every way a statement finds
+ * them (by id, bounds of every kind and value type, a type, a scan, joins), the first of two
+ * deaths of an object holding; dropped once the rows are built; damaged packed rows an error. */
+static void test_objects_view(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "unbuilt.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    CHECK(hl_sb_write_db(sb, path, "objects view", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    /* a second, later death of object 4 (the first holds) and one of an id without a row */
+    sqlite3 *rw = NULL;
+    CHECK(sqlite3_open(path, &rw) == SQLITE_OK);
+    CHECK(sqlite3_exec(rw, "INSERT INTO object_deaths (gc, count, ids) VALUES (4, 2, '[4,1]')",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(rw);
+
+    static const char *const queries[] = {
+        "SELECT * FROM objects",
+        SQL_OBJECTS,
+        "SELECT * FROM objects ORDER BY id DESC",
+        "SELECT id, died_gc FROM objects WHERE id = 4",
+        "SELECT id FROM objects WHERE id = '4'",
+        "SELECT id FROM objects WHERE id = 4.0",
+        "SELECT id FROM objects WHERE id = 4.5",
+        "SELECT id FROM objects WHERE id = NULL",
+        "SELECT id FROM objects WHERE id = -1",
+        "SELECT id FROM objects WHERE id > 4",
+        "SELECT id FROM objects WHERE id >= 4",
+        "SELECT id FROM objects WHERE id < 7",
+        "SELECT id FROM objects WHERE id <= 7",
+        "SELECT id FROM objects WHERE id > 3.5 AND id < 9.5",
+        "SELECT id FROM objects WHERE id BETWEEN 2 AND 9 ORDER BY id",
+        "SELECT id FROM objects WHERE id < 'x'",
+        "SELECT id FROM objects WHERE id > -5 AND id <= 1e300",
+        "SELECT id FROM objects WHERE id < -5",
+        "SELECT id, size FROM objects WHERE type_id = 2",
+        "SELECT id FROM objects WHERE type_id = '2'",
+        "SELECT id FROM objects WHERE type_id = 2 AND id > 1",
+        "SELECT count(*), sum(size), total(died_gc) FROM objects",
+        "SELECT a.id, b.id FROM objects a JOIN objects b ON b.id = a.id + 2 ORDER BY 1",
+        "SELECT so.object_id, o.type_id, o.size FROM snapshot_objects so"
+        " LEFT JOIN objects o ON o.id = so.object_id ORDER BY 1",
+        "SELECT * FROM snapshot_contents ORDER BY 1, 2, 3",
+    };
+    sqlite3 *plain = db_open(path);         /* the file's view */
+    sqlite3 *db = store_db_open_readonly(path, &error); /* heaplens': the virtual table */
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    CHECK(db_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'objects'") == 1);
+    CHECK(db_int(plain, "SELECT count(*) FROM objects WHERE id = 4 AND died_gc = 2") == 1);
+    for (size_t i = 0; i < G_N_ELEMENTS(queries); i++) {
+        /* the view gives the rows in chunk order, the table and the virtual table in id order */
+        g_autofree char *sql = strstr(queries[i], "ORDER BY")
+                                   ? g_strdup(queries[i])
+                                   : g_strconcat(queries[i], " ORDER BY 1", NULL);
+        g_autofree char *want = db_rows(plain, sql);
+        CHECK_ROWS(db, sql, want);
+    }
+    /* Built through another connection: dropped, and the file's table answers. */
+    CHECK(store_history_build_file(path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(store_objects_view_detach(db));
+    CHECK(db_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'objects'") == 0);
+    CHECK(db_int(db, "SELECT count(*) FROM objects WHERE first_generation IS NOT NULL") > 0);
+    sqlite3_close(db);
+    db = store_db_open_readonly(path, &error); /* built: nothing attached */
+    CHECK_NO_ERROR(error);
+    CHECK(db_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'objects'") == 0);
+    CHECK_ROWS(db, "SELECT id, died_gc FROM objects WHERE id = 4", "4|2\n");
+    sqlite3_close(db);
+    sqlite3_close(plain);
+
+    /* Damaged packed rows: the statement fails, naming the row. */
+    g_autofree char *bad = g_build_filename(dir, "damaged.db", NULL);
+    sb = golden_build(NULL, FALSE);
+    CHECK(hl_sb_write_db(sb, bad, "objects view", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    CHECK(sqlite3_open(bad, &rw) == SQLITE_OK);
+    CHECK(sqlite3_exec(rw, "UPDATE object_chunks SET objects = '[[1,2]]' WHERE rowid = 1", NULL,
+                       NULL, NULL) == SQLITE_OK);
+    sqlite3_close(rw);
+    db = store_db_open_readonly(bad, &error);
+    CHECK_NO_ERROR(error);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT size FROM objects WHERE id = 1", -1, &st, NULL) ==
+          SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ERROR);
+    CHECK(strstr(sqlite3_errmsg(db), "object_chunks row 1") != NULL);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* damaged deaths: only a statement reading died_gc reads them, and fails */
+    g_autofree char *bad_deaths = g_build_filename(dir, "damaged-deaths.db", NULL);
+    sb = golden_build(NULL, FALSE);
+    CHECK(hl_sb_write_db(sb, bad_deaths, "objects view", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    CHECK(sqlite3_open(bad_deaths, &rw) == SQLITE_OK);
+    CHECK(sqlite3_exec(rw, "UPDATE object_deaths SET ids = '[1,x]' WHERE rowid = 1", NULL, NULL,
+                       NULL) == SQLITE_OK);
+    sqlite3_close(rw);
+    db = store_db_open_readonly(bad_deaths, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db_int(db, "SELECT size FROM objects WHERE id = 1") == 32);
+    CHECK(sqlite3_prepare_v2(db, "SELECT died_gc FROM objects WHERE id = 1", -1, &st, NULL) ==
+          SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ERROR);
+    CHECK(strstr(sqlite3_errmsg(db), "object_deaths row 1") != NULL);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 static void test_packed_damage(void)
 {
     static const char *const damage[] = {
@@ -4185,6 +4302,7 @@ static const struct {
     {"golden_views", test_golden_views},
     {"old_deaths", test_old_deaths},
     {"packed_damage", test_packed_damage},
+    {"objects_view", test_objects_view},
     {"promotions", test_promotions},
     {"young_die_first_gc", test_young_die_first_gc},
     {"after_last_gc", test_after_last_gc},
