@@ -86,8 +86,8 @@ static uint32_t thread_index(hl_young *y, uint32_t os_tid) {
 /* The interval's count entry of (type, thread index, heap), created on first use; NULL when out
  * of memory (counted in failures). */
 static hl_alloc_count *count_entry(hl_young *y, uint32_t type_id, uint32_t tix, uint32_t heap) {
-    uint64_t key = HL_YOUNG_COUNT_KEY(type_id, tix, heap);
-    size_t slot = hl_young_count_slot(key);
+    uint64_t key = (uint64_t)type_id << 32 | (uint64_t)tix << 4 | heap;
+    size_t slot = (size_t)((key >> 32) * 31 + (key >> 4) * 7 + key) & 255;
     if (y->count_cache[slot].key == key)
         return (hl_alloc_count *)y->counts.p + y->count_cache[slot].at;
     uint64_t *at = hl_u64map_get(&y->count_keys, key);
@@ -107,16 +107,6 @@ static hl_alloc_count *count_entry(hl_young *y, uint32_t type_id, uint32_t tix, 
     y->count_cache[slot].key = key;
     y->count_cache[slot].at = index;
     return (hl_alloc_count *)y->counts.p + index;
-}
-
-void hl_young_count_any(hl_young *y, uint32_t type_id, uint32_t tix, uint64_t size) {
-    if (!type_id)
-        return;
-    hl_alloc_count *e = count_entry(y, type_id, tix, HL_GEN_0);
-    if (e) {
-        e->count++;
-        e->bytes += size;
-    }
 }
 
 static bool grow(hl_young *y, size_t index) {
@@ -150,7 +140,6 @@ void hl_young_add_any(hl_young *y, uint64_t id, uint32_t type_id, uint32_t os_ti
         y->size_tix[i] = size << HL_YOUNG_TIX_BITS | tix;
         if (i >= y->n)
             y->n = i + 1;
-        hl_young_count(y, type_id, tix, size);
         return;
     }
     /* No room to describe it: count it now, unclassified. */
@@ -193,110 +182,37 @@ static inline void survivor_put(hl_young *y, id_vec *survivors, uint64_t id, uin
                        .heap = (uint8_t)heap, .generation = (uint8_t)gen};
 }
 
-/* The object young[i], whose fate is not "died in the small-object heap": its row if it
- * survived, its count moved to its heap's entry if that is not the small-object heap (the drain
- * counted it there), its entry's survived counts. */
-static void close_one(hl_young *y, size_t i, id_vec *survivors) {
-    uint32_t type_id = y->type[i];
-    if (!type_id)
-        return; /* no allocation with this id */
-    uint64_t st = y->size_tix[i], size = (st & ~FOLLOWED) >> HL_YOUNG_TIX_BITS;
-    uint32_t tix = (uint32_t)(st & TIX_MASK);
-    uint32_t heap = HL_YOUNG_FATE_HEAP(y->fate[i]), gen = HL_YOUNG_FATE_GEN(y->fate[i]);
-    if (st & FOLLOWED) { /* a survivor row when it survived, never a count */
-        if (gen != HL_GEN_NONE)
-            survivor_put(y, survivors, y->first + i, size, type_id,
-                         tix < y->n_tids ? y->tids[tix] : 0, heap, gen);
-        return;
-    }
-    if (heap != HL_GEN_0) {
-        /* Out of the small-object entry first: creating the other may move the entries. */
-        hl_alloc_count *soh = count_entry(y, type_id, tix, HL_GEN_0);
-        if (soh && soh->count) {
-            soh->count--;
-            soh->bytes -= size;
-        }
-        hl_alloc_count *e = count_entry(y, type_id, tix, heap);
-        if (!e)
-            return;
-        e->count++;
-        e->bytes += size;
-    }
-    if (gen == HL_GEN_NONE)
-        return;
-    hl_alloc_count *e = count_entry(y, type_id, tix, heap);
-    if (!e)
-        return;
-    e->survived++;
-    e->survived_bytes += size;
-    survivor_put(y, survivors, y->first + i, size, type_id, e->os_tid, heap, gen);
-}
-
-/* Unclassified (tail, incomplete GC): every entry's heap becomes HL_GEN_NONE; an entry the
- * interval already had with that heap (allocations counted at once) takes the other's counts. */
-static void counts_unclassify(hl_young *y) {
-    hl_alloc_count *c = y->counts.p;
-    if (!y->lost) { /* no entry with HL_GEN_NONE yet: no two can meet */
-        for (size_t i = 0; i < y->counts.n; i++)
-            c[i].heap = HL_GEN_NONE;
-        return;
-    }
-    hl_u64map none; /* type id << 32 | os tid -> index of its entry */
-    hl_u64map_init(&none);
-    for (size_t i = 0; i < y->counts.n; i++) {
-        if (c[i].heap != HL_GEN_NONE)
-            continue;
-        if (!hl_u64map_put(&none, (uint64_t)c[i].type_id << 32 | c[i].os_tid, i))
-            y->failures++;
-    }
-    for (size_t i = 0; i < y->counts.n; i++) {
-        if (c[i].heap == HL_GEN_NONE)
-            continue;
-        c[i].heap = HL_GEN_NONE;
-        uint64_t *at = hl_u64map_get(&none, (uint64_t)c[i].type_id << 32 | c[i].os_tid);
-        if (!at) {
-            if (!hl_u64map_put(&none, (uint64_t)c[i].type_id << 32 | c[i].os_tid, i))
-                y->failures++;
-            continue;
-        }
-        c[*at].count += c[i].count;
-        c[*at].bytes += c[i].bytes;
-        c[i].count = c[i].bytes = 0; /* dropped below */
-    }
-    hl_u64map_release(&none);
-}
-
 void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
                     id_vec *survivors) {
     survivors->n = 0;
-    if (classified) {
-        /* Eight fates at a time: most objects died in the small-object heap, where the drain
-         * counted them, and need nothing more. */
-        const uint8_t dead = HL_YOUNG_FATE(HL_GEN_0, HL_GEN_NONE);
-        const uint64_t dead8 = 0x0101010101010101ull * dead;
-        size_t i = 0, n = y->n;
-        for (; i + 8 <= n; i += 8) {
-            uint64_t w;
-            memcpy(&w, y->fate + i, sizeof w);
-            if (w == dead8)
-                continue;
-            for (size_t k = i; k < i + 8; k++)
-                if (y->fate[k] != dead)
-                    close_one(y, k, survivors);
+    for (size_t i = 0; i < y->n; i++) {
+        uint32_t type_id = y->type[i];
+        if (!type_id)
+            continue;
+        uint64_t st = y->size_tix[i], size = (st & ~FOLLOWED) >> HL_YOUNG_TIX_BITS;
+        uint32_t heap = HL_GEN_NONE, gen = HL_GEN_NONE;
+        if (classified) {
+            heap = HL_YOUNG_FATE_HEAP(y->fate[i]);
+            gen = HL_YOUNG_FATE_GEN(y->fate[i]);
         }
-        for (; i < n; i++)
-            if (y->fate[i] != dead)
-                close_one(y, i, survivors);
-    } else {
-        counts_unclassify(y);
+        if (st & FOLLOWED) { /* a survivor row when it survived, never a count */
+            uint32_t tix = (uint32_t)(st & TIX_MASK);
+            if (gen != HL_GEN_NONE)
+                survivor_put(y, survivors, y->first + i, size, type_id,
+                             tix < y->n_tids ? y->tids[tix] : 0, heap, gen);
+            continue;
+        }
+        hl_alloc_count *e = count_entry(y, type_id, (uint32_t)(st & TIX_MASK), heap);
+        if (!e)
+            continue;
+        e->count++;
+        e->bytes += size;
+        if (gen == HL_GEN_NONE)
+            continue;
+        e->survived++;
+        e->survived_bytes += size;
+        survivor_put(y, survivors, y->first + i, size, type_id, e->os_tid, heap, gen);
     }
-    /* Entries whose every allocation moved to another heap's entry. */
-    hl_alloc_count *c = y->counts.p;
-    size_t kept = 0;
-    for (size_t i = 0; i < y->counts.n; i++)
-        if (c[i].count)
-            c[kept++] = c[i];
-    y->counts.n = kept;
     if (y->cap > HL_YOUNG_KEEP && y->n < y->cap / 4) {
         /* A burst grew the arrays far beyond this interval: give the memory back. */
         hl_mem_free(y->type);

@@ -1,18 +1,13 @@
 /* young.h — the young interval: what the collector thread keeps per allocation between two GCs,
  * and the allocation counts and survivor rows built from it when a GC closes the interval.
  *
- * Most objects die before their first GC, so per allocation this is two array stores (type id;
- * size and thread index packed in 64 bits), indexed by id - first (ids are dense, and ids without
- * an allocation — handle events, dropped events — stay 0), and the allocation counted at once in
- * its (type, thread, small-object heap) entry: a direct-mapped cache hit, the entry hot in the
- * cache. When a GC has been applied the caller records each young object's heap and fate
- * (hl_young_fate_reset, then hl_young_set_heap / hl_young_set_gen from the model's sink), and
- * hl_young_close scans the fate bytes, eight at a time: an object that died in the small-object
- * heap (most of them) needs nothing more; a survivor gets its row (id order) and its entry's
- * survived counts, and an object of another heap (LOH, POH, NonGC, an evicted one) moves its
- * count to that heap's entry. Then the arrays start over. So each allocation's 12 bytes are
- * written once at the drain and read again only when it survived or is not in the small-object
- * heap.
+ * Most objects die before their first GC, so per allocation this is only two array stores
+ * (type id; size and thread index packed in 64 bits), indexed by id - first: ids are dense, and
+ * ids without an allocation (handle events, dropped events) stay 0. When a GC has been applied
+ * the caller records each young object's heap and fate (hl_young_fate_reset, then
+ * hl_young_set_heap / hl_young_set_gen from the model's sink), and hl_young_close makes one
+ * sequential pass: every allocation into its (type, thread, heap) count entry, every object
+ * alive after the GC into a survivor row, in id order; then the arrays start over.
  *
  * Collector thread only. Nothing here sends records or loses a count: an allocation the arrays
  * cannot take (out of memory) is counted at once, unclassified, and the interval marked `lost`.
@@ -48,15 +43,6 @@ static inline void *hl_vec_append(id_vec *v) {
 
 #define HL_YOUNG_TIX_BITS 20          /* thread index bits: up to 1M threads per run */
 #define HL_YOUNG_KEEP (1u << 20)      /* entries (13 MiB) kept however small an interval */
-#define HL_YOUNG_COUNT_CACHE 1024     /* count entries cached (16 KiB): a program's hot types */
-
-/* The key of a count entry, and its slot in the cache. A key is never 0 (type ids start at 1),
- * so a zeroed cache is empty. */
-#define HL_YOUNG_COUNT_KEY(type_id, tix, heap) \
-    ((uint64_t)(type_id) << 32 | (uint64_t)(tix) << 4 | (heap))
-static inline size_t hl_young_count_slot(uint64_t key) {
-    return (size_t)((key >> 32) * 31 + (key >> 4) * 7 + key) & (HL_YOUNG_COUNT_CACHE - 1);
-}
 
 typedef struct hl_young {
     uint64_t first;       /* first id of the interval */
@@ -70,7 +56,7 @@ typedef struct hl_young {
      * direct-mapped cache in front (programs alternate a few hot keys). */
     hl_u64map count_keys;
     id_vec counts;        /* hl_alloc_count */
-    struct { uint64_t key; size_t at; } count_cache[HL_YOUNG_COUNT_CACHE];
+    struct { uint64_t key; size_t at; } count_cache[256];
     /* Thread index <-> OS tid. */
     uint32_t *tids;
     size_t n_tids, cap_tids;
@@ -82,23 +68,6 @@ typedef struct hl_young {
 /* An empty interval starting at id `first`. */
 void hl_young_init(hl_young *y, uint64_t first);
 void hl_young_release(hl_young *y);
-
-/* Counts an allocation in its (type, thread index, HL_GEN_0) entry: most allocations are in the
- * small-object heap, and hl_young_close moves the others. The cache hit is inline (every
- * allocation of the program); hl_young_count_any creates the entry. Type 0 (no type: out of
- * memory) is not counted, as hl_young_close skips it. */
-void hl_young_count_any(hl_young *y, uint32_t type_id, uint32_t tix, uint64_t size);
-static inline void hl_young_count(hl_young *y, uint32_t type_id, uint32_t tix, uint64_t size) {
-    uint64_t key = HL_YOUNG_COUNT_KEY(type_id, tix, 0);
-    size_t slot = hl_young_count_slot(key);
-    if (__builtin_expect(y->count_cache[slot].key == key && type_id, 1)) {
-        hl_alloc_count *e = (hl_alloc_count *)y->counts.p + y->count_cache[slot].at;
-        e->count++;
-        e->bytes += size;
-        return;
-    }
-    hl_young_count_any(y, type_id, tix, size);
-}
 
 /* One allocation of the interval (id >= first; an id below is counted at once, as when memory
  * runs out). The common case (the same thread as the last add, room in the arrays) is inline:
@@ -112,7 +81,6 @@ static inline void hl_young_add(hl_young *y, uint64_t id, uint32_t type_id, uint
         y->size_tix[i] = size << HL_YOUNG_TIX_BITS | y->last_tix;
         if (i >= y->n)
             y->n = i + 1;
-        hl_young_count(y, type_id, y->last_tix, size);
         return;
     }
     hl_young_add_any(y, id, type_id, os_tid, size);
@@ -149,11 +117,10 @@ static inline void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen) {
 }
 
 /* Closes the interval at `end` (the GC's first_id_after, or the current first for the tail):
- * hands over the counts (*counts, hl_alloc_count, owned by the caller: one entry per key, none
- * with count 0) and fills *survivors (hl_survivor, emptied first) with the objects alive after
- * the GC, ascending ids. Without `classified` (tail, incomplete GC) every count has heap
- * HL_GEN_NONE and survived 0, and there are no survivors. The next interval starts at
- * max(end, first), empty. */
+ * hands over the counts (*counts, hl_alloc_count, owned by the caller) and fills *survivors
+ * (hl_survivor, emptied first) with the objects alive after the GC, ascending ids. Without
+ * `classified` (tail, incomplete GC) every count has heap HL_GEN_NONE and survived 0, and there
+ * are no survivors. The next interval starts at max(end, first), empty. */
 void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
                     id_vec *survivors);
 

@@ -2,10 +2,9 @@
  * thread, heap) and survivor rows after a classified GC, unclassified counts for the tail or an
  * incomplete GC, ids without allocations (handle events), an allocation that cannot be placed
  * (counted at once, interval marked lost), arrays given back after a burst, and sampled mode's
- * followed objects (survivor rows, no counts). Allocations are counted as they are added (in
- * their small-object heap entry) and moved to their heap's entry when the GC says otherwise:
- * random intervals check that against the naive version, with ids added out of order (threads'
- * blocks), objects the model evicted, allocations counted at once mixed in, classified or not. */
+ * followed objects (survivor rows, no counts). Random intervals check the same against the
+ * naive version with ids added out of order (threads' blocks), objects the model evicted (no
+ * heap), allocations counted at once mixed in, a type only ever in the LOH, classified or not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
