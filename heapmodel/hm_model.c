@@ -412,7 +412,9 @@ static int hm_gc_build_spans(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
 /* Classifies every unflagged young object by the bounds before the GC, looks the condemned ones
  * up in the moves, queues survivors and kept objects for insertion and the dead for reporting,
  * and records the runs when t is not NULL. The generation goes into the young object's scratch
- * byte for commit (harmless if prepare fails later: lookups ignore the byte).
+ * byte for commit (harmless if prepare fails later: lookups ignore the byte), unless the sink
+ * takes batches: then the young list is only read (not written back to memory, 16 bytes per
+ * young object).
  * Whether a condemned object survives is as good as random, so that case is written without
  * branches: both lists get the object and only one of the counts moves on (both lists have
  * room for every young object, so the extra write stays in bounds). */
@@ -460,7 +462,8 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
         uint64_t id = y->val >> 8;
         size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
         uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
-        y->val = id << 8 | gen << 4;
+        if (!cls) /* only the per-object `classified` reads it back (commit_young) */
+            y->val = id << 8 | gen << 4;
         bool condemned = b != HM_NONE && (g->mask >> gen & 1);
         uint64_t rel = id - f_first;
         if (rel < f_n) /* a survivor's generation after is written by commit (hm_pair_entry) */
