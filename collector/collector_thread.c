@@ -714,6 +714,17 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
      * death is sent). Every young object of the model is in the young arrays otherwise. */
     sink.young_deaths_in_classified =
         c->p->mode == HL_MODE_FULL && !c->weak_owned.count && !c->young.lost;
+    /* ... and then the model writes each young object's fate straight into the young arrays'
+     * fate bytes (the same encoding), in its young pass and as it places a survivor: no word
+     * per object handed over and read back, no call per young survivor. */
+    _Static_assert(HL_YOUNG_FATE(HL_GEN_LOH, HL_GEN_2) == HM_FATE(HM_GEN_LOH, HM_GEN_2) &&
+                       (int)HL_GEN_NONE == (int)HM_GEN_UNKNOWN,
+                   "the model writes the young arrays' fate bytes");
+    if (sink.young_deaths_in_classified) {
+        sink.young_fates = c->young.fate;
+        sink.young_fates_first = c->young.first;
+        sink.young_fates_n = c->young.n;
+    }
     hm_gc_stats stats = {0};
     /* A GC the model did not apply (input lost, or the whole GC lost: a gap in the ordinals)
      * leaves its addresses stale. Full mode has no walk to find its objects again, so no later

@@ -5,7 +5,8 @@
  * (type id; size and thread index packed in 64 bits), indexed by id - first: ids are dense, and
  * ids without an allocation (handle events, dropped events) stay 0. When a GC has been applied
  * the caller records each young object's heap and fate (hl_young_fate_reset, then
- * hl_young_set_heap / hl_young_set_gen from the model's sink), and hl_young_close makes one
+ * hl_young_set_heap / hl_young_set_gen from the model's sink, or the model writes the bytes
+ * itself: hm_gc_sink.young_fates over `fate`, the same encoding), and hl_young_close makes one
  * sequential pass: every allocation into its (type, thread, heap) count entry, every object
  * alive after the GC into a survivor row, in id order; then the arrays start over.
  *

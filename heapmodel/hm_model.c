@@ -412,7 +412,9 @@ static int hm_gc_build_spans(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
 /* Classifies every unflagged young object by the bounds before the GC, looks the condemned ones
  * up in the moves, queues survivors and kept objects for insertion and the dead for reporting,
  * and records the runs when t is not NULL. The generation goes into the young object's scratch
- * byte for commit (harmless if prepare fails later: lookups ignore the byte).
+ * byte for commit (harmless if prepare fails later: lookups ignore the byte), unless the sink
+ * takes batches: then the young list is only read (not written back to memory, 16 bytes per
+ * young object).
  * Whether a condemned object survives is as good as random, so that case is written without
  * branches: both lists get the object and only one of the counts moves on (both lists have
  * room for every young object, so the extra write stays in bounds). */
@@ -427,6 +429,10 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     /* Quiet young deaths: every death is written into one slot (counted all the same). */
     size_t dead_mask = g->quiet_young_deaths ? 0 : SIZE_MAX;
     uint64_t *cls = g->batch_classified ? m->cls : NULL;
+    /* Young fates: a byte per id in [f_first, f_first + f_n) instead of a word (f_n 0: none). */
+    uint8_t *fates = g->fates;
+    uint64_t f_first = g->fates_first;
+    size_t f_n = g->fates_n;
     size_t n_ins = 0, n_dead = 0, n_cls = 0;
     /* The open run, in locals (kept in registers: stores through y could alias a struct). */
     bool track = t != NULL, open = false;
@@ -435,8 +441,13 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
 
     for (size_t i = 0; i < m->n_young; i++) {
         hm_pair *y = &m->young[i];
-        if (hm_young_flagged(y))
-            continue; /* evicted: reported by commit_evicted */
+        if (hm_young_flagged(y)) {
+            /* evicted: reported by commit_evicted (a run before this one may have written it) */
+            uint64_t rel = (y->val >> 8) - f_first;
+            if (HM_UNLIKELY(rel < f_n))
+                fates[rel] = HM_FATE(HM_GEN_UNKNOWN, HM_GEN_UNKNOWN);
+            continue;
+        }
         if (track) {
             uint64_t a = y->key;
             if (HM_UNLIKELY(a <= prev || a - prev > HM_YOUNG_RUN_GAP)) {
@@ -451,9 +462,13 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
         uint64_t id = y->val >> 8;
         size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
         uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
-        y->val = id << 8 | gen << 4;
+        if (!cls) /* only the per-object `classified` reads it back (commit_young) */
+            y->val = id << 8 | gen << 4;
         bool condemned = b != HM_NONE && (g->mask >> gen & 1);
-        if (cls)
+        uint64_t rel = id - f_first;
+        if (rel < f_n) /* a survivor's generation after is written by commit (hm_pair_entry) */
+            fates[rel] = HM_FATE(hm_heap_of(gen), condemned ? HM_GEN_UNKNOWN : hm_heap_of(gen));
+        else if (cls)
             cls[n_cls++] = id << HM_REPORT_SHIFT | hm_heap_of(gen) |
                            (g->quiet_young_deaths && condemned ? HM_REPORT_CONDEMNED : 0);
         if (condemned) {
@@ -461,7 +476,7 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
             size_t live = v != HM_NONE;
             const hm_span *sp = &mv[v & ((size_t)0 - live)];
             ins[n_ins].key = sp->aux + (y->key - sp->start);
-            ins[n_ins].val = id << 8 | gen << 4;
+            ins[n_ins].val = id << 8 | gen << 4 | HM_INS_YOUNG;
             dead[n_dead & dead_mask] = id << 4 | gen;
             n_ins += live;
             n_dead += live ^ 1;
@@ -738,16 +753,25 @@ static void hm_window_merge_tie(const hm_pair *q, const hm_pair *p, const hm_pai
     *winner = p_survives ? p : q;
 }
 
-/* The window entry for insert p, reporting it when it is a survivor. */
+/* The window entry for insert p, reporting it when it is a survivor: a young one with a fate
+ * byte gets its generation after there (its heap is already in it), any other a `survived`. */
 static hm_entry hm_pair_entry(const hm_pair *p, const hm_gc_sink *sink, hm_gc_stats *st)
 {
     uint32_t before = (uint32_t)(p->val >> 4 & HM_GEN_MASK);
-    uint32_t after = (uint32_t)(p->val & HM_GEN_MASK);
+    uint32_t after = (uint32_t)(p->val & HM_INS_AFTER);
+    uint64_t id = p->val >> 8;
     if (before != HM_INS_KEEP) {
         st->condemned++;
-        hm_sink_survived(sink, st, p->val >> 8, before, after);
+        uint64_t rel = id - sink->young_fates_first;
+        if ((p->val & HM_INS_YOUNG) && rel < sink->young_fates_n) {
+            st->survived++;
+            uint8_t *f = &sink->young_fates[rel];
+            *f = HM_FATE(HM_FATE_HEAP(*f), after);
+        } else {
+            hm_sink_survived(sink, st, id, before, after);
+        }
     }
-    return (hm_entry){p->key, (p->val >> 8) << 4 | after};
+    return (hm_entry){p->key, id << 4 | after};
 }
 
 /* Merges the sorted insert-list group in[0..k) into window w (room was reserved by prepare),
@@ -861,6 +885,15 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
     g.mask = in->condemned_mask & 0x1f; /* generations 0..4; NonGC is never condemned */
     g.batch_classified = sink->classified_young != NULL;
     g.quiet_young_deaths = g.batch_classified && sink->young_deaths_in_classified;
+    hm_gc_sink own = *sink; /* young_fates only as documented: n 0 is no fate at all */
+    if (!g.quiet_young_deaths || !own.young_fates) {
+        own.young_fates = NULL;
+        own.young_fates_n = 0;
+    }
+    sink = &own;
+    g.fates = own.young_fates;
+    g.fates_first = own.young_fates_first;
+    g.fates_n = own.young_fates_n;
 
     rc = hm_gc_prepare(m, in, &g);
     if (rc != HM_OK)

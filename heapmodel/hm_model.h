@@ -133,7 +133,27 @@ typedef struct hm_gc_sink {
      * a caller that marks a condemned object dead until `survived` says otherwise needs none.
      * Evicted objects still go through `died`; the counts in hm_gc_stats are the same. */
     bool young_deaths_in_classified;
+    /* Optional, with classified_young and young_deaths_in_classified (ignored otherwise): a
+     * byte per id for the objects added since the previous GC, written instead of reported. The
+     * fate of such an object whose id lies in [young_fates_first, young_fates_first +
+     * young_fates_n) goes into young_fates[id - young_fates_first]: HM_FATE(heap, gen_after),
+     * heap as `classified` gives it, gen_after its generation after the GC, HM_GEN_UNKNOWN when
+     * a condemned generation took it, `heap` itself when its generation was not condemned. It
+     * gets no classified_young word and no `survived` call. Evictions still go through `died`
+     * (one evicted before the GC has the fate HM_FATE(HM_GEN_UNKNOWN, HM_GEN_UNKNOWN)), and the
+     * counts in hm_gc_stats are the same. Bytes of ids the model does not hold are left alone.
+     * They are written while the GC is prepared: after HM_ERR_NOMEM they are undefined. A
+     * caller that keeps a byte per allocation anyway (the collector) is spared the batch words,
+     * the pass over them and a call per young survivor. */
+    uint8_t *young_fates;
+    uint64_t young_fates_first;
+    size_t young_fates_n;
 } hm_gc_sink;
+
+/* A young_fates byte: the heap, and the generation after the GC (HM_GEN_UNKNOWN: died). */
+#define HM_FATE(heap, gen_after) ((uint8_t)((uint32_t)(gen_after) << 4 | (uint32_t)(heap)))
+#define HM_FATE_HEAP(f) ((uint32_t)(f) & 15u)
+#define HM_FATE_GEN(f) ((uint32_t)(f) >> 4)
 
 /* A batch report word (see hm_gc_sink): the id, and the heap or generation. */
 #define HM_REPORT_SHIFT 4

@@ -52,6 +52,10 @@
 /* Insert-list val: id << 8 | gen_before << 4 | gen_after; gen_before == HM_GEN_UNKNOWN marks a
  * kept young object (inserted, but it did not go through this GC as a survivor). */
 #define HM_INS_KEEP HM_GEN_UNKNOWN
+/* In the low nibble of a survivor's insert-list val: it is a young object (its generation after,
+ * below 8, is in the three bits under this one), so commit may write its young_fates byte. */
+#define HM_INS_YOUNG 8u
+#define HM_INS_AFTER 7u
 
 /* Scratch buffers above this size are freed after a GC that needed less than a quarter of them
  * (HM_SCRATCH_SLACK): a full GC of a big heap needs 32 bytes per survivor for a moment, and
@@ -138,6 +142,10 @@ typedef struct hm_gc_work {
     bool batch_classified; /* the sink takes classified_young: fill m->cls */
     bool quiet_young_deaths; /* ... with young_deaths_in_classified: m->dead is one slot */
     size_t n_cls;  /* young objects classified, in m->cls when batch_classified */
+    /* The sink's young_fates when quiet_young_deaths (else NULL, n 0). */
+    uint8_t *fates;
+    uint64_t fates_first;
+    size_t fates_n;
 } hm_gc_work;
 
 /* Larger than the distance between neighbouring small objects, smaller than an allocation

@@ -675,7 +675,7 @@ def run_midlife_config(a, name, config, program, i):
     if rc != 0:
         print(out[-3000:], file=sys.stderr)
         die(f"midlife {name} run {i} exited with {rc}")
-    res = {"wall": wall, "cpu": cpu, "pauses": pauses_of(out)}
+    res = {"wall": wall, "cpu": cpu, "rss": rss, "pauses": pauses_of(out)}
     m = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", out)
     res["collector_cpu_ms"] = float(m.group(1)) if m else float("nan")
     if args is not None and "HEAPLENS_EMPTY" not in extra_env:
@@ -708,6 +708,8 @@ def midlife_case(a):
         print(f"  full/plain {fmt_ratio(v['full'], v['plain'])}, full/empty "
               f"{fmt_ratio(v['full'], v['empty'])}, empty/plain {fmt_ratio(v['empty'], v['plain'])}, "
               f"sampled/plain {fmt_ratio(v['sampled'], v['plain'])}")
+    print("peak RSS (the largest process of the command): " +
+          ", ".join(f"{n} {mib(med(n, lambda r: r['rss'] * 1024))}" for n in MIDLIFE_CONFIGS))
     for n in ("full", "sampled"):
         ks = [r["k"] for r in results[n]]
         seen = statistics.median(k.get("allocs_seen", 0) for k in ks)

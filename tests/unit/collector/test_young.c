@@ -2,7 +2,9 @@
  * thread, heap) and survivor rows after a classified GC, unclassified counts for the tail or an
  * incomplete GC, ids without allocations (handle events), an allocation that cannot be placed
  * (counted at once, interval marked lost), arrays given back after a burst, and sampled mode's
- * followed objects (survivor rows, no counts). */
+ * followed objects (survivor rows, no counts). Random intervals check the same against the
+ * naive version with ids added out of order (threads' blocks), objects the model evicted (no
+ * heap), allocations counted at once mixed in, a type only ever in the LOH, classified or not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +132,98 @@ static void check_survivors(const id_vec *survivors, const truth *t, size_t n) {
     CHECK_INT(survivors->n, k);
 }
 
+static int by_id(const void *a, const void *b) {
+    uint64_t x = ((const truth *)a)->id, y = ((const truth *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* Random intervals: ids added in shuffled blocks of 256 (as the drain reads one thread's chunk
+ * after another), holes, a few ids below the interval (counted at once, unclassified), objects
+ * the GC never classified (evicted: heap and generation none), heaps and fates at random, one
+ * type only in the LOH (its small-object entry empties and must not be sent), and every fourth
+ * interval unclassified. */
+static void random_intervals(hl_young *y, id_vec *survivors) {
+    for (int round = 0; round < 60; round++) {
+        size_t n = round % 11 == 0 ? 0 : next_random() % 40000;
+        uint64_t first = y->first;
+        size_t blocks = (n + 255) / 256, k = 0;
+        size_t *order = calloc(blocks + 1, sizeof *order);
+        for (size_t b = 0; b < blocks; b++)
+            order[b] = b;
+        for (size_t b = blocks; b > 1; b--) {
+            size_t j = next_random() % b, tmp = order[b - 1];
+            order[b - 1] = order[j];
+            order[j] = tmp;
+        }
+        truth *t = calloc(n + 8, sizeof *t);
+        for (size_t b = 0; b < blocks; b++) {
+            uint32_t tid = tids[next_random() % TIDS];
+            for (uint64_t id = first + order[b] * 256; id < first + order[b] * 256 + 256 &&
+                                                       id < first + n; id++) {
+                if (next_random() % 9 == 0)
+                    continue; /* a hole: a handle event's id */
+                truth *o = &t[k++];
+                o->id = id;
+                o->type = 1 + next_random() % TYPES;
+                o->tid = next_random() % 5 ? tid : tids[next_random() % TIDS];
+                o->size = 24 + next_random() % 4000;
+                if (o->type == TYPES)
+                    o->size = 85000 + next_random() % 100000; /* only ever large */
+                hl_young_add(y, id, o->type, o->tid, o->size);
+            }
+        }
+        size_t lost = first > 1 ? next_random() % 3 : 0;
+        for (size_t l = 0; l < lost; l++) {
+            truth *o = &t[k++];
+            o->id = 1 + next_random() % (first - 1);
+            o->type = 1 + next_random() % TYPES;
+            o->tid = tids[next_random() % TIDS];
+            o->size = 100;
+            o->heap = o->gen = HL_GEN_NONE;
+            hl_young_add(y, o->id, o->type, o->tid, o->size);
+        }
+        CHECK(y->lost == (lost > 0));
+        hl_young_fate_reset(y);
+        for (size_t i = 0; i < k - lost; i++) {
+            truth *o = &t[i];
+            unsigned r = next_random() % 20;
+            if (r == 0) { /* evicted: the model never classified it, reported it dead */
+                o->heap = o->gen = HL_GEN_NONE;
+                hl_young_set_gen(y, o->id, HL_GEN_NONE);
+                continue;
+            }
+            o->heap = o->type == TYPES ? HL_GEN_LOH : heaps[next_random() % 4];
+            hl_young_set_heap(y, o->id, o->heap);
+            o->gen = o->heap;
+            if (o->heap == HL_GEN_0 && r < 14)
+                o->gen = HL_GEN_NONE;
+            else if (o->heap == HL_GEN_0)
+                o->gen = r % 3;
+            else if (r < 6)
+                o->gen = HL_GEN_NONE; /* a condemned LOH/POH object */
+            if (o->gen != o->heap)
+                hl_young_set_gen(y, o->id, o->gen);
+        }
+        bool classified = round % 4 != 3;
+        id_vec counts;
+        hl_young_close(y, classified, first + n, &counts, survivors);
+        check_counts(&counts, t, k, classified);
+        for (size_t i = 0; i < counts.n; i++)
+            CHECK(((const hl_alloc_count *)counts.p)[i].count > 0);
+        if (classified) {
+            qsort(t, k, sizeof *t, by_id);
+            check_survivors(survivors, t, k);
+        } else {
+            CHECK_INT(survivors->n, 0);
+        }
+        CHECK_INT(y->first, first + n);
+        CHECK(!y->lost);
+        hl_vec_release(&counts);
+        free(t);
+        free(order);
+    }
+}
+
 int main(void) {
     hl_young y;
     hl_young_init(&y, 1);
@@ -216,6 +310,8 @@ int main(void) {
         CHECK_INT(survivors.n, 0);
         hl_vec_release(&counts);
     }
+
+    random_intervals(&y, &survivors);
 
     /* An empty interval (no allocation between two GCs) closes to nothing. */
     hl_young_close(&y, true, y.first, &counts, &survivors);

@@ -128,6 +128,37 @@ void hm_rec_quiet_resolve(hm_rec *r)
     hm_rec_sort(r);
 }
 
+hm_gc_sink hm_rec_fates_sink(hm_rec *r, uint8_t *fates, uint64_t first, size_t n)
+{
+    hm_gc_sink s = hm_rec_quiet_sink(r);
+    s.young_fates = fates;
+    s.young_fates_first = first;
+    s.young_fates_n = n;
+    return s;
+}
+
+void hm_rec_to_fates(hm_rec *r, uint64_t first, size_t n, uint8_t *out)
+{
+    hm_rec_sort(r); /* 'C' < 'c' < 'd' < 's': classified before the outcome */
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        hm_event e = r->ev[i];
+        uint64_t rel = e.id - first;
+        if (rel >= n || e.kind == 'C') {
+            r->ev[k++] = e;
+            continue;
+        }
+        uint8_t *f = &out[rel];
+        if (e.kind == 'c')
+            *f = HM_FATE(e.a, e.a);
+        else if (e.kind == 'd')
+            *f = HM_FATE(HM_FATE_HEAP(*f), HM_GEN_UNKNOWN);
+        else if (e.kind == 's')
+            *f = HM_FATE(HM_FATE_HEAP(*f), e.b);
+    }
+    r->n = k;
+}
+
 void hm_rec_young_deaths_as_heaps(hm_rec *r)
 {
     for (size_t i = 0; i < r->n; i++)

@@ -60,6 +60,17 @@ hm_gc_sink hm_rec_batch_sink(hm_rec *r);
  * passed through hm_rec_young_deaths_as_heaps. */
 hm_gc_sink hm_rec_quiet_sink(hm_rec *r);
 void hm_rec_quiet_resolve(hm_rec *r);
+/* The quiet sink with young_fates over ids [first, first + n) (the caller's bytes): after the GC
+ * call hm_rec_to_fates with them, then hm_rec_quiet_resolve. */
+hm_gc_sink hm_rec_fates_sink(hm_rec *r, uint8_t *fates, uint64_t first, size_t n);
+/* What the collector keeps per young id of [first, first + n) (its fate bytes): out[] holds the
+ * bytes before (all HM_FATE(HM_GEN_UNKNOWN, HM_GEN_UNKNOWN) for a recording of the per-object
+ * forms; the model's own for hm_rec_fates_sink), then the recording's events of those ids are
+ * applied and leave it: 'c' sets (heap, heap), then 'd' the generation after to
+ * HM_GEN_UNKNOWN and 's' to its gen_after. Two recordings of one GC, one through the fates sink
+ * and one through another sink, then give equal bytes and (after quiet resolution) equal
+ * events. */
+void hm_rec_to_fates(hm_rec *r, uint64_t first, size_t n, uint8_t *out);
 /* 'd' events of objects classified in the same GC: gen_before 0..2 becomes HM_GEN_0. */
 void hm_rec_young_deaths_as_heaps(hm_rec *r);
 void hm_rec_clear(hm_rec *r);
