@@ -1552,6 +1552,44 @@ static void test_anomalies_packed(void)
     tmp_dir_free(dir);
 }
 
+/* The largest values each field of GC_SURVIVORS_PACKED can carry go through whole: ids up to
+ * the discovered range, 32-bit threads and types, sizes past 32 bits, every heap and
+ * generation. */
+static void test_survivors_packed_extremes(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "x.db", NULL);
+    const uint64_t top = HL_DISCOVERED_ID_BASE - 1;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_set_packed_survivors(sb, TRUE);
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_gc_start(sb, 1, 2, FALSE, HL_DISCOVERED_ID_BASE);
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 1, .size = UINT64_C(1) << 40, .type_id = UINT32_MAX,
+                                         .os_tid = UINT32_MAX, .heap = HL_GEN_POH,
+                                         .generation = HL_GEN_POH});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 2, .size = 0, .type_id = 1, .os_tid = UINT32_MAX,
+                                         .heap = HL_GEN_NONGC, .generation = HL_GEN_NONGC});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = top - 1, .size = 1u << 31, .type_id = 128,
+                                         .os_tid = 7, .heap = HL_GEN_NONE, .generation = HL_GEN_2});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = top, .size = 16384, .type_id = 16383,
+                                         .os_tid = 7, .heap = HL_GEN_LOH, .generation = HL_GEN_0});
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 0);
+    CHECK_ROWS(db, "SELECT id, type_id, size, thread, heap FROM objects ORDER BY id",
+               "1|4294967295|1099511627776|4294967295|4\n2|1|0|4294967295|5\n"
+               "281474976710654|128|2147483648|7|NULL\n281474976710655|16383|16384|7|3\n");
+    CHECK_ROWS(db, SQL_GENERATIONS, "1|4|1|NULL\n2|5|1|NULL\n281474976710654|2|1|NULL\n"
+                                    "281474976710655|0|1|NULL\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* run.loss tells why data is missing, from the collector's counters and how the stream ended;
  * a run whose RUN_END arrived is complete whatever it lost. */
 static void test_loss_reasons(void)
@@ -4357,6 +4395,7 @@ static const struct {
     {"out_of_order_gc", test_out_of_order_gc},
     {"anomalies", test_anomalies},
     {"anomalies_packed", test_anomalies_packed},
+    {"survivors_packed_extremes", test_survivors_packed_extremes},
     {"loss_reasons", test_loss_reasons},
     {"ending_writer", test_ending_writer},
     {"ending_writer_died", test_ending_writer_died},
