@@ -3,7 +3,8 @@
  * This header is the whole specification of the format. Both ends are little-endian x86-64;
  * every payload below is a struct of fixed-width fields whose layout (including explicit
  * padding) is checked with static_assert, so the producer can memcpy records into its buffers
- * and the reader can memcpy them out without any per-field encoding.
+ * and the reader can memcpy them out without any per-field encoding. One exception, for its
+ * volume: GC_SURVIVORS_PACKED, a fixed head and then variable-length numbers (varints, below).
  *
  * Stream  = hl_stream_header, then records until HL_REC_RUN_END (or until the stream breaks).
  * Record  = hl_rec_header {type, size} followed by `size` payload bytes. `size` never exceeds
