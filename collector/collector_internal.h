@@ -44,6 +44,7 @@ typedef struct collector {
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
     bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
     id_vec survivors;     /* hl_survivor, per GC */
+    uint8_t *packed;      /* CHUNK_BYTES: one GC_SURVIVORS_PACKED payload being encoded */
     uint32_t gcs_applied;
     bool model_stale;     /* full mode: a GC was not applied; no later one is (apply_gc) */
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
@@ -179,6 +180,10 @@ void hl_collector_put_str(collector *c, uint16_t type, const void *head, size_t 
  * nothing when `n` is 0 (a caller whose empty record matters puts the head itself). */
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
+/* Sends GC `gc`'s survivors (hl_survivor, ascending ids) as GC_SURVIVORS_PACKED records of at
+ * most CHUNK objects and CHUNK_BYTES, encoded into c->packed (GC_SURVIVORS when it cannot be
+ * had). Nothing when there are none. */
+void hl_collector_put_survivors(collector *c, uint32_t gc, const id_vec *survivors);
 
 /* snapshot.c: handle events from the thread buffers, then per GC (after the model applied it,
  * before GC_END) roots and, when the GC takes one, the snapshot. */

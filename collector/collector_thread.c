@@ -786,9 +786,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     hl_outbox_put(&c->out, HL_REC_GC_START, &s, sizeof s, NULL, 0, NULL, 0);
     send_counts(c, g->gc, &counts);
     hl_samples_send(c, g->gc, &samples);
-    hl_gc_survivors sv = {.gc = g->gc};
-    hl_collector_put_chunked(c, HL_REC_GC_SURVIVORS, &sv, sizeof sv, &sv.count, c->survivors.p,
-                             c->survivors.n, sizeof(hl_survivor));
+    hl_collector_put_survivors(c, g->gc, &c->survivors);
     hl_gc_deaths d = {.gc = g->gc};
     hl_collector_put_chunked(c, HL_REC_GC_DEATHS, &d, sizeof d, &d.count, c->deaths.p,
                              c->deaths.n, sizeof(uint64_t));
@@ -1215,6 +1213,7 @@ static void collector_free(collector *c) {
     hl_vec_release(&c->handle_events);
     hl_vec_release(&c->pending_types);
     hl_vec_release(&c->survivors);
+    hl_mem_free(c->packed);
     hl_vec_release(&c->samples);
     hl_frames_release(&c->frames);
     hl_mem_free(c->threads);

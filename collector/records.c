@@ -1,6 +1,7 @@
 /* records.c — putting records into the outbox (outbox.h): a header with a string, a header with
  * an array split into records that fit. Collector thread only. */
 #include "collector/collector_internal.h"
+#include "collector/mem.h"
 
 #include <string.h>
 
@@ -18,5 +19,24 @@ void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t he
         *count_field = (uint32_t)k;
         hl_outbox_put(&c->out, type, head, head_size, (const char *)elems + off * elem_size,
                       k * elem_size, NULL, 0);
+    }
+}
+
+void hl_collector_put_survivors(collector *c, uint32_t gc, const id_vec *survivors) {
+    hl_gc_survivors head = {.gc = gc};
+    if (!c->packed)
+        c->packed = hl_mem_malloc(CHUNK_BYTES);
+    if (!c->packed) { /* out of memory: the same objects, 32 bytes each */
+        hl_collector_put_chunked(c, HL_REC_GC_SURVIVORS, &head, sizeof head, &head.count,
+                                 survivors->p, survivors->n, sizeof(hl_survivor));
+        return;
+    }
+    const hl_survivor *v = survivors->p;
+    for (size_t i = 0, taken; i < survivors->n; i += taken) {
+        size_t bytes = hl_survivors_pack(v + i, survivors->n - i, CHUNK, c->packed, CHUNK_BYTES,
+                                         &taken);
+        head.count = (uint32_t)taken;
+        hl_outbox_put(&c->out, HL_REC_GC_SURVIVORS_PACKED, &head, sizeof head, c->packed, bytes,
+                      NULL, 0);
     }
 }

@@ -146,39 +146,53 @@ static gboolean store_gc_flush_chunks(store_writer *w, GError **error)
     return TRUE;
 }
 
-/* Packs one object of the open GC (a survivor or a discovered object) into the chunk of its
- * (thread, heap): "[gap,type_id,size]", the gap from the chunk's previous id (the first one's
- * is the id). An id not above the chunk's last (discovered objects after survivors without a
- * thread) starts a new chunk: ids ascend within one. */
-static gboolean store_gc_pack_object(store_writer *w, uint64_t id, uint32_t type_id,
-                                     uint64_t size, uint32_t os_tid, uint32_t heap,
-                                     GError **error)
+/* The chunk of (thread, heap) in the open GC, opened if need be (one more key than chunks
+ * open writes them all first, then starts again). NULL on a write error. */
+static store_object_chunk *store_gc_chunk_for(store_writer *w, uint32_t os_tid, uint32_t heap,
+                                              GError **error)
 {
     store_object_chunk *c = &w->chunks[w->chunk_last];
-    if (w->chunks_open == 0 || c->os_tid != os_tid || c->heap != heap) {
-        int i = 0;
-        while (i < w->chunks_open && (w->chunks[i].os_tid != os_tid || w->chunks[i].heap != heap))
-            i++;
-        if (i == STORE_CHUNKS_OPEN) { /* more keys than chunks in one GC: start again */
-            if (!store_gc_flush_chunks(w, error))
-                return FALSE;
-            i = 0;
-        }
-        if (i == w->chunks_open) {
-            w->chunks_open++;
-            w->chunks[i].os_tid = os_tid;
-            w->chunks[i].heap = heap;
-            w->chunks[i].count = 0;
-        }
-        w->chunk_last = i;
-        c = &w->chunks[i];
+    if (w->chunks_open > 0 && c->os_tid == os_tid && c->heap == heap)
+        return c;
+    int i = 0;
+    while (i < w->chunks_open && (w->chunks[i].os_tid != os_tid || w->chunks[i].heap != heap))
+        i++;
+    if (i == STORE_CHUNKS_OPEN) { /* more keys than chunks in one GC: start again */
+        if (!store_gc_flush_chunks(w, error))
+            return NULL;
+        i = 0;
     }
+    if (i == w->chunks_open) {
+        w->chunks_open++;
+        w->chunks[i].os_tid = os_tid;
+        w->chunks[i].heap = heap;
+        w->chunks[i].count = 0;
+    }
+    w->chunk_last = i;
+    return &w->chunks[i];
+}
+
+/* The most text one object adds to a chunk: ",[gap,type,size]". */
+#define STORE_CHUNK_OBJECT_TEXT (3 * STORE_U64_DIGITS + 5)
+
+/* Appends one object to chunk `c`: "[gap,type_id,size]", the gap from the chunk's previous id
+ * (the first one's is the id), written in place into the chunk's text (no GString call per
+ * object). An id not above the chunk's last (discovered objects after survivors without a
+ * thread) starts a new chunk: ids ascend within one. */
+static inline gboolean store_gc_chunk_append(store_writer *w, store_object_chunk *c, uint64_t id,
+                                             uint32_t type_id, uint64_t size, GError **error)
+{
     if (c->count > 0 && id <= c->last_id && !store_gc_flush_chunk(w, c, error))
         return FALSE;
-    /* The object's text in one piece: one append instead of seven. */
-    char text[3 * STORE_U64_DIGITS + 5], *p = text;
+    GString *json = c->json;
     if (c->count == 0)
-        g_string_truncate(c->json, 0);
+        json->len = 0;
+    if (G_UNLIKELY(json->allocated_len <= json->len + STORE_CHUNK_OBJECT_TEXT)) {
+        gsize len = json->len;
+        g_string_set_size(json, len + STORE_CHUNK_OBJECT_TEXT); /* grows it */
+        json->len = len;
+    }
+    char *p = json->str + json->len;
     *p++ = c->count == 0 ? '[' : ',';
     *p++ = '[';
     p = store_put_u64(p, c->count == 0 ? id : id - c->last_id);
@@ -187,11 +201,22 @@ static gboolean store_gc_pack_object(store_writer *w, uint64_t id, uint32_t type
     *p++ = ',';
     p = store_put_u64(p, size);
     *p++ = ']';
-    g_string_append_len(c->json, text, p - text);
+    *p = '\0';
+    json->len = (gsize)(p - json->str);
     c->last_id = id;
     if (++c->count < STORE_CHUNK_OBJECTS)
         return TRUE;
     return store_gc_flush_chunk(w, c, error);
+}
+
+/* Packs one object of the open GC (a survivor or a discovered object) into the chunk of its
+ * (thread, heap). */
+static gboolean store_gc_pack_object(store_writer *w, uint64_t id, uint32_t type_id,
+                                     uint64_t size, uint32_t os_tid, uint32_t heap,
+                                     GError **error)
+{
+    store_object_chunk *c = store_gc_chunk_for(w, os_tid, heap, error);
+    return c != NULL && store_gc_chunk_append(w, c, id, type_id, size, error);
 }
 
 gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
@@ -358,6 +383,77 @@ gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **e
             !store_gc_note_change(w, v.id, v.generation, error))
             return FALSE;
         w->last_survivor = v.id;
+        w->gc.survivors++;
+    }
+    return TRUE;
+}
+
+/* Reads one varint of a GC_SURVIVORS_PACKED payload that store_decode_survivors_packed walked
+ * already (never past its end). The one-byte case inline: most gaps, heaps and small types. */
+static inline uint64_t store_gc_varint(const uint8_t **p)
+{
+    const uint8_t *q = *p;
+    if (G_LIKELY(*q < 0x80)) {
+        *p = q + 1;
+        return *q;
+    }
+    uint64_t v = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        uint8_t b = *q++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+    }
+    *p = q;
+    return v;
+}
+
+/* GC_SURVIVORS_PACKED: the same objects as GC_SURVIVORS, checked the same way, and packed the
+ * same way, so the rows are the same byte for byte (test store.survivors_packed). The chunk
+ * of a run's (thread, heap) is looked up once per key, not once per object. */
+gboolean store_gc_survivors_packed(store_writer *w, const store_record *rec, GError **error)
+{
+    const hl_gc_survivors *h = &rec->u.survivors_packed.h;
+    const uint8_t *p = rec->u.survivors_packed.items;
+    uint64_t id = 0, first = w->interval_first_id, after = w->gc.start.first_id_after;
+    uint32_t os_tid = 0, heap = HL_GEN_NONE;
+    gboolean key_ok = FALSE, tid_noted = FALSE;
+    store_object_chunk *c = NULL;
+
+    if (!store_gc_is_open(w, h->gc))
+        return TRUE;
+    if (after > HL_DISCOVERED_ID_BASE)
+        after = HL_DISCOVERED_ID_BASE;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint64_t v = store_gc_varint(&p);
+        if (v & 1) {
+            os_tid = (uint32_t)store_gc_varint(&p);
+            heap = (uint32_t)store_gc_varint(&p);
+            key_ok = store_gc_heap_valid(heap);
+            tid_noted = FALSE;
+            c = NULL;
+        }
+        uint32_t type_id = (uint32_t)store_gc_varint(&p);
+        uint64_t size = store_gc_varint(&p);
+        uint64_t gap = v >> 4;
+        uint32_t gen = (uint32_t)(v >> 1) & 7;
+        id += gap;
+        if (gap == 0 || id < gap /* past 64 bits */ || id <= w->last_survivor || id < first ||
+            id >= after || gen > HL_GEN_NONGC || !key_ok) {
+            w->writer_anomalies++;
+            continue;
+        }
+        if (!tid_noted) {
+            if (os_tid != 0 && !store_writer_note_thread(w, os_tid, error))
+                return FALSE;
+            tid_noted = TRUE;
+        }
+        if (c == NULL) /* once per key: nothing else opens or writes chunks until the next */
+            c = store_gc_chunk_for(w, os_tid, heap, error);
+        if (c == NULL || !store_gc_chunk_append(w, c, id, type_id, size, error) ||
+            !store_gc_note_change(w, id, gen, error))
+            return FALSE;
+        w->last_survivor = id;
         w->gc.survivors++;
     }
     return TRUE;

@@ -170,6 +170,59 @@ static gboolean store_decode_survivors(const uint8_t *p, uint32_t size, store_re
                                    &out->u.survivors.items, error);
 }
 
+/* One varint (hl_varint_get), the one-byte numbers that most of them are inline. */
+static inline gboolean store_varint(const uint8_t **q, const uint8_t *end, uint64_t *v)
+{
+    if (G_LIKELY(*q < end && **q < 0x80)) {
+        *v = *(*q)++;
+        return TRUE;
+    }
+    return hl_varint_get(q, end, v) != 0;
+}
+
+/* GC_SURVIVORS_PACKED: its objects are walked once here, so that applying it can trust every
+ * varint (hl_wire.h says what makes the record corrupt). */
+static gboolean store_decode_survivors_packed(const uint8_t *p, uint32_t size, store_record *out,
+                                              GError **error)
+{
+    hl_gc_survivors *h = &out->u.survivors_packed.h;
+    if (size < sizeof *h)
+        return store_decode_fail(error, "payload is %" PRIu32 " bytes, shorter than its %zu-byte header",
+                                 size, sizeof *h);
+    memcpy(h, p, sizeof *h);
+    const uint8_t *q = p + sizeof *h, *end = p + size;
+    out->u.survivors_packed.items = q;
+    out->u.survivors_packed.end = end;
+    for (uint32_t i = 0; i < h->count; i++) {
+        uint64_t v, tid = 0, heap = 0, type_id, obj_size;
+        if (!store_varint(&q, end, &v))
+            goto cut;
+        if (v & 1) {
+            if (!store_varint(&q, end, &tid) || !store_varint(&q, end, &heap))
+                goto cut;
+            if (tid > UINT32_MAX || heap > UINT8_MAX)
+                return store_decode_fail(error, "object %" PRIu32 " has thread %" PRIu64
+                                         " and heap %" PRIu64 ": out of range", i, tid, heap);
+        } else if (i == 0) {
+            return store_decode_fail(error, "the first object has no thread and heap");
+        }
+        if (!store_varint(&q, end, &type_id) || !store_varint(&q, end, &obj_size))
+            goto cut;
+        if (type_id > UINT32_MAX)
+            return store_decode_fail(error, "object %" PRIu32 " has type %" PRIu64
+                                     ": out of range", i, type_id);
+        continue;
+    cut:
+        return store_decode_fail(error, "payload of %" PRIu32 " bytes does not hold the %" PRIu32
+                                 " objects it declares (object %" PRIu32 " is cut or malformed)",
+                                 size, h->count, i);
+    }
+    if (q != end)
+        return store_decode_fail(error, "%zu bytes left over after the %" PRIu32 " objects it declares",
+                                 (size_t)(end - q), h->count);
+    return TRUE;
+}
+
 static gboolean store_decode_gc_start(const uint8_t *p, uint32_t size, store_record *out,
                                       GError **error)
 {
@@ -423,6 +476,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_SNAPSHOT_END] = {"SNAPSHOT_END", store_decode_snapshot_end},
     [HL_REC_ALLOC_COUNTS] = {"ALLOC_COUNTS", store_decode_alloc_counts},
     [HL_REC_GC_SURVIVORS] = {"GC_SURVIVORS", store_decode_survivors},
+    [HL_REC_GC_SURVIVORS_PACKED] = {"GC_SURVIVORS_PACKED", store_decode_survivors_packed},
     [HL_REC_GC_HANDLES_FREED] = {"GC_HANDLES_FREED", store_decode_handles_freed},
     [HL_REC_METHOD] = {"METHOD", store_decode_method},
     [HL_REC_STACK] = {"STACK", store_decode_stack},

@@ -519,6 +519,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_SNAPSHOT_END] = store_snapshot_end,
     [HL_REC_ALLOC_COUNTS] = store_gc_alloc_counts,
     [HL_REC_GC_SURVIVORS] = store_gc_survivors,
+    [HL_REC_GC_SURVIVORS_PACKED] = store_gc_survivors_packed,
     [HL_REC_GC_HANDLES_FREED] = store_handles_freed,
     [HL_REC_METHOD] = store_samples_method,
     [HL_REC_STACK] = store_samples_stack,

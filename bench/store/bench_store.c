@@ -4,6 +4,11 @@
  *        bench_store snapshot [objects [dir]]      (default 1000000: size of a heap snapshot)
  *        bench_store replay STREAM [runs [ingest]] (default 3: a collector's stream, as captured;
  *                                                  ingest: without the first read)
+ *                                                  (BENCH_STORE_KEEP=PATH: the last run's
+ *                                                  database is kept there)
+ *        bench_store repack STREAM OUT [old]       (the stream with its survivors packed
+ *                                                  (GC_SURVIVORS_PACKED, version 5); `old`:
+ *                                                  unpacked into GC_SURVIVORS, version 4)
  *
  * The stream is built in memory first (not timed), put in a memfd, then timed through
  * store_writer_ingest_fd and store_writer_finish. Workload, per GC (allocations / gcs young
@@ -28,6 +33,10 @@
  * bench/record/capture.py (the program runs against a socket that only saves them). Each run
  * ingests the file into a new database and prints wall and CPU time of ingest and finish: the
  * writer's own cost, without the 2-core contention with the program that a recording has.
+ *
+ * `repack` rewrites a captured stream's survivor records in the other form, every other byte
+ * as it was, so that one program run gives both streams: replayed, the two must store the same
+ * rows (the old writer takes the `old` one), and their replay times compare the forms.
  */
 #include "store/store.h"
 #include "tests/unit/common/hl_stream_builder.h"
@@ -558,6 +567,13 @@ static int bench_replay_main(int argc, char **argv)
                (double)db.st_size * per, t3 - t2, c3 - c2, (double)built.st_size / 1e6,
                (double)built.st_size / (double)db.st_size);
     }
+    /* BENCH_STORE_KEEP=PATH keeps the last run's database there (to compare what two streams
+     * stored). */
+    const char *keep = getenv("BENCH_STORE_KEEP");
+    if (keep != NULL && rename(path, keep) != 0) {
+        fprintf(stderr, "bench_store: %s: %s\n", keep, g_strerror(errno));
+        goto out;
+    }
     rc = 0;
 out:
     bench_remove_db(path);
@@ -565,8 +581,113 @@ out:
     return rc;
 }
 
+/* Appends one record {type, size, payload} to `out`. */
+static void bench_put_record(GByteArray *out, uint16_t type, const void *payload, uint32_t size)
+{
+    hl_rec_header h = {.type = type, .size = size};
+    g_byte_array_append(out, (const guint8 *)&h, sizeof h);
+    g_byte_array_append(out, payload, size);
+}
+
+/* GC_SURVIVORS_PACKED payload -> hl_survivor items (appended to `items`); FALSE if malformed. */
+static gboolean bench_unpack(const uint8_t *p, uint32_t size, hl_gc_survivors *head, GArray *items)
+{
+    if (size < sizeof *head)
+        return FALSE;
+    memcpy(head, p, sizeof *head);
+    const uint8_t *q = p + sizeof *head, *end = p + size;
+    uint64_t id = 0, tid = 0, heap = 0;
+    for (uint32_t i = 0; i < head->count; i++) {
+        uint64_t v, type_id, obj_size;
+        if (!hl_varint_get(&q, end, &v) ||
+            ((v & 1) && (!hl_varint_get(&q, end, &tid) || !hl_varint_get(&q, end, &heap))) ||
+            !hl_varint_get(&q, end, &type_id) || !hl_varint_get(&q, end, &obj_size))
+            return FALSE;
+        id += v >> 4;
+        hl_survivor s = {.id = id, .size = obj_size, .type_id = (uint32_t)type_id,
+                         .os_tid = (uint32_t)tid, .heap = (uint8_t)heap,
+                         .generation = (uint8_t)((v >> 1) & 7)};
+        g_array_append_val(items, s);
+    }
+    return q == end;
+}
+
+/* bench_store repack STREAM OUT [old]. */
+static int bench_repack_main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: bench_store repack STREAM OUT [old]\n");
+        return 2;
+    }
+    gboolean to_old = argc > 3 && strcmp(argv[3], "old") == 0;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *data = NULL;
+    gsize len;
+    if (!g_file_get_contents(argv[1], &data, &len, &error)) {
+        fprintf(stderr, "bench_store: %s\n", error->message);
+        return 1;
+    }
+    hl_stream_header sh;
+    if (len < sizeof sh) {
+        fprintf(stderr, "bench_store: %s: not a stream\n", argv[1]);
+        return 1;
+    }
+    memcpy(&sh, data, sizeof sh);
+    sh.version = to_old ? 4u : HL_STREAM_VERSION;
+    g_autoptr(GByteArray) out = g_byte_array_sized_new(len);
+    g_byte_array_append(out, (const guint8 *)&sh, sizeof sh);
+    g_autoptr(GArray) items = g_array_new(FALSE, FALSE, sizeof(hl_survivor));
+    uint8_t *packed = g_malloc(HL_REC_MAX_PAYLOAD);
+    size_t off = sizeof sh;
+    uint64_t repacked = 0;
+    while (off + sizeof(hl_rec_header) <= len) {
+        hl_rec_header h;
+        memcpy(&h, data + off, sizeof h);
+        const uint8_t *payload = (const uint8_t *)data + off + sizeof h;
+        if (h.size > len - off - sizeof h)
+            break; /* a cut record: the rest as it is */
+        off += sizeof h + h.size;
+        hl_gc_survivors head;
+        g_array_set_size(items, 0);
+        if (!to_old && h.type == HL_REC_GC_SURVIVORS && h.size >= sizeof head) {
+            memcpy(&head, payload, sizeof head);
+            const hl_survivor *v = (const hl_survivor *)(payload + sizeof head);
+            size_t taken, bytes = hl_survivors_pack(v, head.count, head.count,
+                                                    packed + sizeof head,
+                                                    HL_REC_MAX_PAYLOAD - sizeof head, &taken);
+            memcpy(packed, &head, sizeof head);
+            bench_put_record(out, HL_REC_GC_SURVIVORS_PACKED, packed,
+                             (uint32_t)(sizeof head + bytes));
+            repacked++;
+        } else if (to_old && h.type == HL_REC_GC_SURVIVORS_PACKED &&
+                   bench_unpack(payload, h.size, &head, items)) {
+            GByteArray *rec = g_byte_array_new();
+            g_byte_array_append(rec, (const guint8 *)&head, sizeof head);
+            g_byte_array_append(rec, (const guint8 *)items->data,
+                                items->len * (guint)sizeof(hl_survivor));
+            bench_put_record(out, HL_REC_GC_SURVIVORS, rec->data, rec->len);
+            g_byte_array_unref(rec);
+            repacked++;
+        } else {
+            g_byte_array_append(out, (const guint8 *)data + off - sizeof h - h.size,
+                                (guint)(sizeof h + h.size));
+        }
+    }
+    g_byte_array_append(out, (const guint8 *)data + off, (guint)(len - off));
+    g_free(packed);
+    if (!g_file_set_contents(argv[2], (const char *)out->data, out->len, &error)) {
+        fprintf(stderr, "bench_store: %s\n", error->message);
+        return 1;
+    }
+    printf("repack: %" G_GUINT64_FORMAT " survivor records rewritten, %zu -> %u bytes\n",
+           repacked, (size_t)len, out->len);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "repack") == 0)
+        return bench_repack_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "snapshot") == 0)
         return bench_snapshot_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "replay") == 0)

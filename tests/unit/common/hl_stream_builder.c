@@ -25,6 +25,7 @@ struct hl_sb {
     uint32_t group_gc;
     uint32_t group_count;
     GByteArray *group;       /* the items */
+    gboolean packed_survivors; /* GC_SURVIVORS go out as GC_SURVIVORS_PACKED */
 
     /* Items of the snapshot started last, for the short hl_sb_snapshot_end. */
     uint32_t snap_id;
@@ -70,6 +71,12 @@ void hl_sb_set_batch_limit(hl_sb *sb, uint32_t items)
 {
     hl_sb_flush(sb);
     sb->batch_limit = MAX(items, 1u);
+}
+
+void hl_sb_set_packed_survivors(hl_sb *sb, gboolean packed)
+{
+    hl_sb_flush(sb);
+    sb->packed_survivors = packed;
 }
 
 void hl_sb_raw(hl_sb *sb, const void *bytes, size_t len)
@@ -158,8 +165,20 @@ void hl_sb_flush(hl_sb *sb)
     default:
         g_assert_not_reached();
     }
-    hl_sb_put_record(sb, sb->group_type, h_len + sb->group->len, &h, h_len, sb->group->data,
-                     sb->group->len);
+    if (sb->group_type == HL_REC_GC_SURVIVORS && sb->packed_survivors) {
+        /* The collector's encoding (hl_survivors_pack), the whole group in one record. */
+        uint8_t *packed = g_malloc((size_t)n * HL_SURVIVOR_PACKED_MAX + 1);
+        size_t taken, bytes = hl_survivors_pack((const hl_survivor *)sb->group->data, n, n,
+                                                packed, (size_t)n * HL_SURVIVOR_PACKED_MAX,
+                                                &taken);
+        g_assert(taken == n);
+        hl_sb_put_record(sb, HL_REC_GC_SURVIVORS_PACKED, h_len + (uint32_t)bytes, &h, h_len,
+                         packed, (uint32_t)bytes);
+        g_free(packed);
+    } else {
+        hl_sb_put_record(sb, sb->group_type, h_len + sb->group->len, &h, h_len, sb->group->data,
+                         sb->group->len);
+    }
     sb->group_type = 0;
     sb->group_count = 0;
     g_byte_array_set_size(sb->group, 0);

@@ -79,6 +79,11 @@ void hl_sb_free(hl_sb *sb); /* accepts NULL */
 /* Items per gathered record (default 4096, at least 1). */
 void hl_sb_set_batch_limit(hl_sb *sb, uint32_t items);
 
+/* From now on, GC_SURVIVORS records (hl_sb_survivor and those the builder makes from
+ * hl_sb_alloc / hl_sb_fate) go out as GC_SURVIVORS_PACKED, encoded as the collector encodes
+ * them (hl_survivors_pack), a record per gathered group. Default: GC_SURVIVORS. */
+void hl_sb_set_packed_survivors(hl_sb *sb, gboolean packed);
+
 /* A stream header with any magic (8 bytes are copied, no NUL needed) and version. */
 void hl_sb_header(hl_sb *sb, const char *magic8, uint32_t version);
 

@@ -240,11 +240,15 @@ static void golden_snapshot(hl_sb *sb, golden_marks *m)
     hl_sb_snapshot_end_full(sb, &e);
 }
 
+/* The golden recording's survivors go out as GC_SURVIVORS_PACKED (the *_packed cases). */
+static gboolean golden_packed;
+
 /* The golden recording, described in SCHEMA terms in test_golden_rows. `unknown`: add records of
  * unknown types between the known ones. */
 static hl_sb *golden_build(golden_marks *m, gboolean unknown)
 {
     hl_sb *sb = hl_sb_new();
+    hl_sb_set_packed_survivors(sb, golden_packed);
     static const uint8_t junk[5] = {1, 2, 3, 4, 5};
 
     hl_sb_run_start(sb, 4242, "dotnet App.dll --flag");
@@ -622,6 +626,14 @@ static void test_golden_rows(void)
                      " 'writer_finish_cpu_ns') AND value >= 0") == 2);
     sqlite3_close(db);
     tmp_dir_free(dir);
+}
+
+/* The same rows from the golden recording with its survivors packed. */
+static void test_golden_rows_packed(void)
+{
+    golden_packed = TRUE;
+    test_golden_rows();
+    golden_packed = FALSE;
 }
 
 static void test_golden_views(void)
@@ -1246,6 +1258,15 @@ static void test_truncate_every_byte(void)
     tmp_dir_free(dir);
 }
 
+/* The same with the survivors packed (GC_SURVIVORS_PACKED): every cut inside one of its
+ * records is a cut stream, never a corrupt one. */
+static void test_truncate_every_byte_packed(void)
+{
+    golden_packed = TRUE;
+    test_truncate_every_byte();
+    golden_packed = FALSE;
+}
+
 /* The golden stream up to GC 2, then `tail`, whatever it is. */
 static hl_sb *golden_two_gcs(size_t *two_gcs_len)
 {
@@ -1328,6 +1349,25 @@ static void test_corrupt_count(void)
         {HL_REC_GC_DEATHS, "GC_DEATHS record", {3, 0, 0, 0, 9}, 16},
         {HL_REC_GC_PROMOTIONS, "GC_PROMOTIONS record", {3, 0, 0, 0, 1}, 8 + 15},
         {HL_REC_GC_SURVIVORS, "GC_SURVIVORS record", {3, 0, 0, 0, 2}, 8 + 33},
+        /* GC_SURVIVORS_PACKED, count 2: id 10 (gap 10 << 4 | generation 1 << 1 | key), thread
+         * 100, heap 0, type 3, size 24; then the second object cut, malformed, or missing. */
+        {HL_REC_GC_SURVIVORS_PACKED, "GC_SURVIVORS_PACKED record: payload of 14 bytes does not "
+         "hold the 2 objects it declares (object 1 is cut", {3, 0, 0, 0, 2, 0, 0, 0, 0xa3, 1, 100,
+         0, 3, 24}, 14},
+        {HL_REC_GC_SURVIVORS_PACKED, "(object 1 is cut or malformed)", {3, 0, 0, 0, 2, 0, 0, 0,
+         0xa3, 1, 100, 0, 3, 24, 0x12, 3, 0x80, 0x80}, 18},
+        {HL_REC_GC_SURVIVORS_PACKED, "(object 0 is cut", /* a varint of 11 bytes */
+         {3, 0, 0, 0, 1, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+          0x01, 3, 24}, 21},
+        {HL_REC_GC_SURVIVORS_PACKED, "GC_SURVIVORS_PACKED record: the first object has no "
+         "thread and heap", {3, 0, 0, 0, 1, 0, 0, 0, 0xa2, 1, 3, 24}, 12},
+        {HL_REC_GC_SURVIVORS_PACKED, "object 0 has thread 4294967296 and heap 0: out of range",
+         {3, 0, 0, 0, 1, 0, 0, 0, 0xa3, 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 3, 24}, 18},
+        {HL_REC_GC_SURVIVORS_PACKED, "object 0 has type 4294967296: out of range",
+         {3, 0, 0, 0, 1, 0, 0, 0, 0xa3, 1, 100, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 24}, 18},
+        {HL_REC_GC_SURVIVORS_PACKED, "2 bytes left over after the 1 objects it declares",
+         {3, 0, 0, 0, 1, 0, 0, 0, 0xa3, 1, 100, 0, 3, 24, 7, 7}, 16},
+        {HL_REC_GC_SURVIVORS_PACKED, "shorter than its 8-byte header", {3, 0, 0, 0}, 4},
         {HL_REC_GC_END, "GC_END record: payload is 40 bytes, expected", {3}, 40},
         {HL_REC_DISCOVERED, "DISCOVERED record: payload of 32 bytes does not hold the 2 items",
          {3, 0, 0, 0, 2}, 32},
@@ -1383,9 +1423,9 @@ static void test_bad_header(void)
         {"HEAPLENZ", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         {"GET / HT", HL_STREAM_VERSION, "not a heaplens record stream (bad magic)"},
         /* Version 1 (a row per allocation) is refused like any foreign stream. */
-        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 4"},
-        {HL_STREAM_MAGIC, 5, "record stream version 5 (a newer collector); this heaplens reads versions 2 to 4"},
-        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 4"},
+        {HL_STREAM_MAGIC, 1, "record stream version 1 (an older collector); this heaplens reads versions 2 to 5"},
+        {HL_STREAM_MAGIC, 6, "record stream version 6 (a newer collector); this heaplens reads versions 2 to 5"},
+        {HL_STREAM_MAGIC, 0, "record stream version 0 (an older collector); this heaplens reads versions 2 to 5"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         hl_sb *sb = hl_sb_new_empty();
@@ -1577,6 +1617,92 @@ static void test_anomalies(void)
     CHECK_ROWS(db, SQL_ALLOC_COUNTS, "1|1|100|0|2|56|2|56\n1|9|NULL|0|1|16|1|16\n"
                                      "2|1|100|0|1|40|1|40\n3|1|100|NULL|1|24|0|0\n");
     CHECK_ROWS(db, "SELECT * FROM allocations_by_type ORDER BY type", "<type 9>|1|16\nA|4|120\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* The writer's checks of the collector's promises on GC_SURVIVORS_PACKED, as on GC_SURVIVORS:
+ * each object that breaks one is skipped and counted; a thread all of whose objects were
+ * skipped is not noted. */
+static void test_anomalies_packed(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "a.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_set_packed_survivors(sb, TRUE);
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_gc_start(sb, 1, 0, FALSE, 10);
+    const hl_survivor v1 = {.id = 1, .size = 24, .type_id = 1, .os_tid = 100, .generation = 1};
+    hl_sb_survivor(sb, 7, &v1); /* not the open GC: 1 */
+    hl_sb_flush(sb);
+    hl_sb_survivor(sb, 1, &v1);
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 2, .size = 32, .type_id = 1, .os_tid = 100, .generation = 1});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 2, .size = 32, .type_id = 1, .os_tid = 100, .generation = 1}); /* gap 0: 1 */
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 3, .size = 16, .type_id = 1, .generation = 1});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 4, .size = 8, .type_id = 1, .generation = 6}); /* generation: 1 */
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 5, .size = 8, .type_id = 1, .os_tid = 102, .heap = 2, .generation = 1}); /* heap: 1 */
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 6, .size = 8, .type_id = 1, .os_tid = 102, .heap = 2, .generation = 1}); /* heap: 1 */
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 7, .size = 48, .type_id = 1, .os_tid = 101, .heap = HL_GEN_LOH, .generation = HL_GEN_LOH});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 12, .size = 8, .type_id = 1, .os_tid = 101, .generation = 1}); /* after the GC began: 1 */
+    hl_sb_flush(sb);
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 7, .size = 8, .type_id = 1, .os_tid = 101, .generation = 1}); /* not above the last: 1 */
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 8, .size = 56, .type_id = 1, .os_tid = 101, .generation = 0});
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 20);
+    hl_sb_survivor(sb, 2, &(hl_survivor){.id = 9, .size = 8, .type_id = 1, .generation = 1}); /* interval 1's: 1 */
+    hl_sb_survivor(sb, 2, &(hl_survivor){.id = 15, .size = 40, .type_id = 1, .os_tid = 100, .generation = 1});
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_run_end(sb, 2);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 8);
+    CHECK_ROWS(db, SQL_OBJECTS, "1|1|24|100|0|1|NULL\n2|1|32|100|0|1|NULL\n3|1|16|NULL|0|1|NULL\n"
+                                "7|1|48|101|3|1|NULL\n8|1|56|101|0|1|NULL\n15|1|40|100|0|2|NULL\n");
+    CHECK_ROWS(db, SQL_GENERATIONS, "1|1|1|NULL\n2|1|1|NULL\n3|1|1|NULL\n7|3|1|NULL\n"
+                                    "8|0|1|NULL\n15|1|2|NULL\n");
+    CHECK_ROWS(db, "SELECT os_tid FROM threads ORDER BY os_tid", "100\n101\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* The largest values each field of GC_SURVIVORS_PACKED can carry go through whole: ids up to
+ * the discovered range, 32-bit threads and types, sizes past 32 bits, every heap and
+ * generation. */
+static void test_survivors_packed_extremes(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "x.db", NULL);
+    const uint64_t top = HL_DISCOVERED_ID_BASE - 1;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_set_packed_survivors(sb, TRUE);
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_gc_start(sb, 1, 2, FALSE, HL_DISCOVERED_ID_BASE);
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 1, .size = UINT64_C(1) << 40, .type_id = UINT32_MAX,
+                                         .os_tid = UINT32_MAX, .heap = HL_GEN_POH,
+                                         .generation = HL_GEN_POH});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = 2, .size = 0, .type_id = 1, .os_tid = UINT32_MAX,
+                                         .heap = HL_GEN_NONGC, .generation = HL_GEN_NONGC});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = top - 1, .size = 1u << 31, .type_id = 128,
+                                         .os_tid = 7, .heap = HL_GEN_NONE, .generation = HL_GEN_2});
+    hl_sb_survivor(sb, 1, &(hl_survivor){.id = top, .size = 16384, .type_id = 16383,
+                                         .os_tid = 7, .heap = HL_GEN_LOH, .generation = HL_GEN_0});
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'") == 0);
+    CHECK_ROWS(db, "SELECT id, type_id, size, thread, heap FROM objects ORDER BY id",
+               "1|4294967295|1099511627776|4294967295|4\n2|1|0|4294967295|5\n"
+               "281474976710654|128|2147483648|7|NULL\n281474976710655|16383|16384|7|3\n");
+    CHECK_ROWS(db, SQL_GENERATIONS, "1|4|1|NULL\n2|5|1|NULL\n281474976710654|2|1|NULL\n"
+                                    "281474976710655|0|1|NULL\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -1808,7 +1934,7 @@ static void test_ending_writer_died(void)
 static void test_stream_versions(void)
 {
     char *dir = tmp_dir_new();
-    for (uint32_t version = 2; version <= 4; version++) {
+    for (uint32_t version = 2; version <= HL_STREAM_VERSION; version++) {
         g_autoptr(GError) error = NULL;
         g_autofree char *p = g_strdup_printf("%s/v%u.db", dir, version);
         hl_counters k = {.allocs_seen = 1, .thread_waits = 5, .thread_wait_ns = 7000};
@@ -1818,7 +1944,7 @@ static void test_stream_versions(void)
         hl_sb_type(sb, 1, "A");
         hl_sb_alloc(sb, 1, 1, 24, 100);
         hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-        hl_gc_end e = {.gc = 1, .flags = version == 4 ? HL_GC_FLAG_CENSUS : 0, .end_mono_ns = 5,
+        hl_gc_end e = {.gc = 1, .flags = version >= 4 ? HL_GC_FLAG_CENSUS : 0, .end_mono_ns = 5,
                        .counters = k,
                        .census_ns = 900,
                        .census_objects = 12};
@@ -1851,7 +1977,7 @@ static void test_stream_versions(void)
                    " (SELECT value FROM counters WHERE name = 'program_peak_rss_bytes')",
                    version == 2 ? "1|0|0|123456789\n" : "1|5|7000|123456789\n");
         CHECK_ROWS(db, "SELECT census_ns, census_objects FROM gcs",
-                   version == 4 ? "900|12\n" : "NULL|NULL\n");
+                   version >= 4 ? "900|12\n" : "NULL|NULL\n");
         sqlite3_close(db);
     }
     tmp_dir_free(dir);
@@ -2033,13 +2159,47 @@ static const char *const diff_views[] = {
 /* One random recording of `gcs` GCs on `threads` threads, checked row for row against the
  * model, before and after the first read expands it; GC `big` (0: none) has 150,000 allocations
  * (more than one object chunk per thread). */
-static void diff_run(const char *dir, uint64_t seed, uint32_t gcs, uint32_t threads, uint32_t big)
+/* What the writer stored of a recording, before any read: every packed row in rowid order,
+ * the rows of the other tables the survivors touch, the view `objects`, and the counters but
+ * the writer's own figures and the stream's size. */
+static const char *const stored_rows_sql[] = {
+    "SELECT rowid, gc, thread, heap, count, objects FROM object_chunks ORDER BY rowid",
+    "SELECT rowid, gc, generation, count, ids FROM generation_changes ORDER BY rowid",
+    "SELECT rowid, gc, count, ids FROM object_deaths ORDER BY rowid",
+    "SELECT * FROM threads ORDER BY os_tid",
+    "SELECT * FROM alloc_counts ORDER BY rowid",
+    "SELECT * FROM gcs ORDER BY gc",
+    "SELECT * FROM objects ORDER BY id",
+    "SELECT * FROM object_generations ORDER BY object_id, from_gc",
+    "SELECT name, value FROM counters WHERE name NOT LIKE 'writer_%' AND name NOT IN"
+    " ('stream_bytes', 'writer_anomalies') ORDER BY name",
+    "SELECT value FROM counters WHERE name = 'writer_anomalies'",
+};
+
+static char *stored_rows(const char *path)
+{
+    sqlite3 *db = db_open(path);
+    GString *out = g_string_new(NULL);
+    for (size_t i = 0; i < G_N_ELEMENTS(stored_rows_sql); i++) {
+        g_autofree char *rows = db_rows(db, stored_rows_sql[i]);
+        g_string_append_printf(out, "-- %s\n%s", stored_rows_sql[i], rows);
+    }
+    sqlite3_close(db);
+    return g_string_free(out, FALSE);
+}
+
+/* packed: the survivors as GC_SURVIVORS_PACKED. stored (optional): what the writer stored,
+ * before the first read (stored_rows). */
+static void diff_run(const char *dir, uint64_t seed, uint32_t gcs, uint32_t threads, uint32_t big,
+                     gboolean packed_survivors, char **stored_text)
 {
     g_autoptr(GError) error = NULL;
     g_autoptr(GArray) objs = g_array_new(FALSE, TRUE, sizeof(model_obj));
     g_autoptr(GArray) order = g_array_new(FALSE, FALSE, sizeof(uint64_t));
     hl_sb *sb = hl_sb_new();
     uint64_t next = 1;
+
+    hl_sb_set_packed_survivors(sb, packed_survivors);
 
     diff_rng = seed;
     g_array_set_size(objs, 1); /* ids from 1 */
@@ -2134,11 +2294,14 @@ static void diff_run(const char *dir, uint64_t seed, uint32_t gcs, uint32_t thre
     }
     hl_sb_run_end(sb, gcs);
 
-    g_autofree char *path = g_strdup_printf("%s/diff-%" G_GUINT64_FORMAT ".db", dir, seed);
+    g_autofree char *path = g_strdup_printf("%s/diff-%" G_GUINT64_FORMAT "%s.db", dir, seed,
+                                            packed_survivors ? "-packed" : "");
     store_summary sum;
     CHECK(hl_sb_write_db(sb, path, NULL, &sum, &error));
     CHECK_NO_ERROR(error);
     hl_sb_free(sb);
+    if (stored_text != NULL)
+        *stored_text = stored_rows(path);
 
     GString *want_obj = g_string_new(NULL), *want_gen = g_string_new(NULL);
     uint64_t stored = 0;
@@ -2206,9 +2369,40 @@ static void test_differential(void)
     char *dir = tmp_dir_new();
     /* 2 threads, and a GC of 150,000 allocations: a (thread, heap) fills several chunks. 90
      * threads: more (thread, heap) pairs in a GC than the writer keeps chunks open. */
-    diff_run(dir, 0x9e3779b97f4a7c15u, 30, 2, 5);
-    diff_run(dir, 2 * 0x9e3779b97f4a7c15u, 30, 90, 0);
-    diff_run(dir, 3 * 0x9e3779b97f4a7c15u, 30, 4, 0);
+    diff_run(dir, 0x9e3779b97f4a7c15u, 30, 2, 5, FALSE, NULL);
+    diff_run(dir, 2 * 0x9e3779b97f4a7c15u, 30, 90, 0, FALSE, NULL);
+    diff_run(dir, 3 * 0x9e3779b97f4a7c15u, 30, 4, 0, FALSE, NULL);
+    tmp_dir_free(dir);
+}
+
+/* GC_SURVIVORS_PACKED stores what GC_SURVIVORS stores, row for row and byte for byte: the
+ * differential recordings (a (thread, heap) filling several chunks; more (thread, heap) pairs
+ * in a GC than chunks open; objects without a thread; LOH, POH and NonGC objects; records of
+ * 40 to 140 objects, so that runs of a thread cross records) with each record, both checked
+ * against the model, and their stored rows compared. */
+static void test_survivors_packed(void)
+{
+    char *dir = tmp_dir_new();
+    const struct {
+        uint64_t seed;
+        uint32_t threads, big;
+    } runs[] = {{5 * 0x9e3779b97f4a7c15u, 2, 5}, {6 * 0x9e3779b97f4a7c15u, 90, 0}};
+    for (size_t i = 0; i < G_N_ELEMENTS(runs); i++) {
+        g_autofree char *old = NULL, *packed = NULL;
+        diff_run(dir, runs[i].seed, 20, runs[i].threads, runs[i].big, FALSE, &old);
+        diff_run(dir, runs[i].seed, 20, runs[i].threads, runs[i].big, TRUE, &packed);
+        CHECK(strlen(old) > 1000);
+        if (strcmp(packed, old) != 0) { /* the first line that differs, not megabytes */
+            size_t at = 0;
+            while (packed[at] == old[at])
+                at++;
+            while (at > 0 && old[at - 1] != '\n')
+                at--;
+            fprintf(stderr, "%s:%d: packed survivors stored differently:\n  got:  %.200s\n"
+                    "  want: %.200s\n", __FILE__, __LINE__, packed + at, old + at);
+            failures++;
+        }
+    }
     tmp_dir_free(dir);
 }
 
@@ -4299,6 +4493,7 @@ static const struct {
     {"schema", test_schema},
     {"disk_full", test_disk_full},
     {"golden_rows", test_golden_rows},
+    {"golden_rows_packed", test_golden_rows_packed},
     {"golden_views", test_golden_views},
     {"old_deaths", test_old_deaths},
     {"packed_damage", test_packed_damage},
@@ -4307,6 +4502,7 @@ static const struct {
     {"young_die_first_gc", test_young_die_first_gc},
     {"after_last_gc", test_after_last_gc},
     {"truncate_every_byte", test_truncate_every_byte},
+    {"truncate_every_byte_packed", test_truncate_every_byte_packed},
     {"corrupt_size", test_corrupt_size},
     {"corrupt_count", test_corrupt_count},
     {"unknown_types", test_unknown_types},
@@ -4316,10 +4512,13 @@ static const struct {
     {"discarded_gc", test_discarded_gc},
     {"out_of_order_gc", test_out_of_order_gc},
     {"anomalies", test_anomalies},
+    {"anomalies_packed", test_anomalies_packed},
+    {"survivors_packed_extremes", test_survivors_packed_extremes},
     {"loss_reasons", test_loss_reasons},
     {"ending_writer", test_ending_writer},
     {"ending_writer_died", test_ending_writer_died},
     {"differential", test_differential},
+    {"survivors_packed", test_survivors_packed},
     {"chunk_boundaries", test_chunk_boundaries},
     {"discovered", test_discovered},
     {"golden_snapshot", test_golden_snapshot},
