@@ -139,15 +139,17 @@ def main():
     ap.add_argument("--objects", type=int, default=5_000_000, help="heap: objects")
     ap.add_argument("--snapshots", type=int, default=3, help="heap: snapshots")
     ap.add_argument("--recordings", help="where the recordings are (made there if missing)")
-    ap.add_argument("--workdir")
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--workdir", help="where programs and copies go (kept; default: a "
+                    "temporary directory, removed at the end)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = ap.parse_args()
     a.heaplens = os.path.abspath(a.heaplens)
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
     if not os.path.exists("/usr/bin/time"):
         die("needs /usr/bin/time (Debian package 'time')")
-    if not a.workdir:
+    own = a.workdir is None  # a directory the user named is theirs: never removed
+    if own:
         a.workdir = tempfile.mkdtemp(prefix="heaplens-bench-read.")
     os.makedirs(a.workdir, exist_ok=True)
     a.recordings = os.path.abspath(a.recordings or a.workdir)
@@ -177,7 +179,7 @@ def main():
             dbs[case] = heap_db(a)
     for case in cases:
         bench(a, case, dbs[case])
-    if a.keep:
+    if a.keep or not own:
         print(f"\nrecordings kept in {a.recordings}")
     else:
         shutil.rmtree(a.workdir, ignore_errors=True)

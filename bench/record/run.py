@@ -954,15 +954,17 @@ def main():
                     help="census case: AllocBench iterations (4 threads)")
     ap.add_argument("--split-programs", default="workload,midlife,allocbench",
                     help="split case: which programs (comma-separated: workload, midlife, allocbench, startup)")
-    ap.add_argument("--workdir")
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--workdir", help="where programs and recordings go (kept; default: a "
+                    "temporary directory, removed at the end)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = ap.parse_args()
     a.heaplens = os.path.abspath(a.heaplens)
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
     if not shutil.which("dotnet"):
         die("needs dotnet")
-    if not a.workdir:
+    own = a.workdir is None  # a directory the user named is theirs: never removed
+    if own:
         a.workdir = tempfile.mkdtemp(prefix="heaplens-bench-record.")
     os.makedirs(a.workdir, exist_ok=True)
 
@@ -999,7 +1001,7 @@ def main():
                 results[m].append(r)
                 print(f"  {case} {m} run {i + 1}: {r['wall']:.0f} ms", flush=True)
         report(case, results, a.mode)
-    if a.keep:
+    if a.keep or not own:
         print(f"\nrecordings and programs kept in {a.workdir}")
     else:
         shutil.rmtree(a.workdir, ignore_errors=True)
