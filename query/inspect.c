@@ -916,9 +916,6 @@ static void pass_object(pass *p, const store_snapblock *b, uint32_t k, uint32_t 
     }
 }
 
-#define BLOCK_OBJECTS_SQL                                                                          \
-    "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
-
 /* The blocks, in id order. */
 static gboolean pass_blocks(pass *p, query_progress *progress, const char *step, int64_t total,
                             GError **error)
@@ -931,7 +928,7 @@ static gboolean pass_blocks(pass *p, query_progress *progress, const char *step,
     size_t cap = 0;
     int64_t done = 0;
     sqlite3_stmt *blocks = query_db_prepare(p->db, STORE_SNAPBLOCKS_SQL, error);
-    sqlite3_stmt *objects = blocks ? query_db_prepare(p->db, BLOCK_OBJECTS_SQL, error) : NULL;
+    sqlite3_stmt *objects = blocks ? query_db_prepare(p->db, SNAPSHOT_BLOCK_OBJECTS_SQL, error) : NULL;
     if (!objects)
         goto out;
     sqlite3_bind_int64(blocks, 1, p->snapshot);
@@ -945,16 +942,10 @@ static gboolean pass_blocks(pass *p, query_progress *progress, const char *step,
             rows = g_renew(gboolean, rows, cap);
         }
         memset(rows, 0, b.n * sizeof *rows);
-        sqlite3_reset(objects);
-        sqlite3_bind_int64(objects, 1, (int64_t)b.ids[0]);
-        sqlite3_bind_int64(objects, 2, (int64_t)b.ids[b.n - 1]);
+        snapshot_block_objects_bind(objects, &b);
         uint32_t k = 0;
-        while (k < b.n && query_db_step(objects, &row, error) && row) {
-            uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
-            while (k < b.n && b.ids[k] < id)
-                k++;
-            if (k == b.n || b.ids[k] != id)
-                continue; /* an object not in the snapshot */
+        while (snapshot_block_objects_next(objects, &b, &k, error)) {
+            uint64_t id = b.ids[k];
             int64_t type = sqlite3_column_int64(objects, 1), size = sqlite3_column_int64(objects, 2);
             if (sqlite3_column_type(objects, 1) != SQLITE_INTEGER ||
                 sqlite3_column_type(objects, 2) != SQLITE_INTEGER || size < 0) {

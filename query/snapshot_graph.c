@@ -783,7 +783,26 @@ static gboolean refs_resolve(snapshot_graph *g, const id_index *index, refs_read
  * later as the second connection's are (refs_resolve). Each block's objects' types and sizes
  * come from one range of `objects` (id BETWEEN its first and last): a seek per block, the rows in
  * between stepped over (ids of objects dead by then). */
-#define BLOCK_OBJECTS_SQL "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+void snapshot_block_objects_bind(sqlite3_stmt *objects, const store_snapblock *b)
+{
+    sqlite3_reset(objects);
+    sqlite3_bind_int64(objects, 1, (int64_t)b->ids[0]);
+    sqlite3_bind_int64(objects, 2, (int64_t)b->ids[b->n - 1]);
+}
+
+gboolean snapshot_block_objects_next(sqlite3_stmt *objects, const store_snapblock *b, uint32_t *k,
+                                     GError **error)
+{
+    gboolean row = FALSE;
+    while (*k < b->n && query_db_step(objects, &row, error) && row) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
+        while (*k < b->n && b->ids[*k] < id)
+            (*k)++;
+        if (*k < b->n && b->ids[*k] == id)
+            return TRUE;
+    }
+    return FALSE;
+}
 
 static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_reader *r,
                             query_progress *progress, GError **error)
@@ -792,8 +811,7 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
     store_snapblock b = {0};
     uint64_t total_size = 0;
     sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCK_REFS_SQL, error);
-    sqlite3_stmt *objects = query_db_prepare(
-        db, BLOCK_OBJECTS_SQL, error);
+    sqlite3_stmt *objects = query_db_prepare(db, SNAPSHOT_BLOCK_OBJECTS_SQL, error);
     if (!blocks || !objects)
         goto out;
     sqlite3_bind_int64(blocks, 1, g->info.snapshot);
@@ -835,20 +853,15 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
             if (nr > 16)
                 qsort(r->to + at, nr, sizeof *r->to, u64_cmp);
         }
-        /* types and sizes: the range of `objects` the block spans */
-        sqlite3_reset(objects);
-        sqlite3_bind_int64(objects, 1, (int64_t)b.ids[0]);
-        sqlite3_bind_int64(objects, 2, (int64_t)b.ids[b.n - 1]);
+        /* types and sizes: the range of `objects` the block spans (no objects row: type and
+         * size unknown, 0) */
+        memcpy(g->ids + g->n, b.ids, b.n * sizeof *b.ids);
+        memset(g->type_ids + g->n, 0, b.n * sizeof *g->type_ids);
+        memset(g->sizes + g->n, 0, b.n * sizeof *g->sizes);
+        snapshot_block_objects_bind(objects, &b);
         uint32_t k = 0;
-        while (k < b.n && query_db_step(objects, &row, error) && row) {
-            uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
-            for (; k < b.n && b.ids[k] < id; k++) { /* no objects row: type and size unknown */
-                g->ids[g->n] = b.ids[k];
-                g->type_ids[g->n] = 0;
-                g->sizes[g->n++] = 0;
-            }
-            if (k == b.n || b.ids[k] != id)
-                continue; /* an object not in the snapshot */
+        while (snapshot_block_objects_next(objects, &b, &k, error)) {
+            uint64_t id = b.ids[k];
             if ((sqlite3_column_type(objects, 1) != SQLITE_INTEGER &&
                  sqlite3_column_type(objects, 1) != SQLITE_NULL) ||
                 (sqlite3_column_type(objects, 2) != SQLITE_INTEGER &&
@@ -875,18 +888,13 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
                             id, type_id);
                 goto out;
             }
-            g->ids[g->n] = id;
-            g->type_ids[g->n] = (uint32_t)type_id;
-            g->sizes[g->n++] = (uint64_t)size;
+            g->type_ids[g->n + k] = (uint32_t)type_id;
+            g->sizes[g->n + k] = (uint64_t)size;
             k++;
         }
         if (error && *error)
             goto out;
-        for (; k < b.n; k++) {
-            g->ids[g->n] = b.ids[k];
-            g->type_ids[g->n] = 0;
-            g->sizes[g->n++] = 0;
-        }
+        g->n += b.n;
         query_progress_update(progress, "reading objects and references", g->n, cap);
     }
     if (error && *error)
@@ -936,7 +944,7 @@ static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t 
     sqlite3_stmt *blocks = query_db_prepare(
         db, "SELECT first_id, objects, ids, kinds, NULL, NULL, first_snapshot, last_snapshot"
             " FROM snapshot_blocks WHERE last_snapshot >= ?1 AND first_snapshot <= ?2", error);
-    sqlite3_stmt *objects = blocks ? query_db_prepare(db, BLOCK_OBJECTS_SQL, error) : NULL;
+    sqlite3_stmt *objects = blocks ? query_db_prepare(db, SNAPSHOT_BLOCK_OBJECTS_SQL, error) : NULL;
     if (!objects)
         goto out;
     sqlite3_bind_int64(blocks, 1, lo);
@@ -952,16 +960,9 @@ static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t 
         }
         memset(types, 0, b.n * sizeof *types); /* no objects row: type 0, no bytes */
         memset(sizes, 0, b.n * sizeof *sizes);
-        sqlite3_reset(objects);
-        sqlite3_bind_int64(objects, 1, (int64_t)b.ids[0]);
-        sqlite3_bind_int64(objects, 2, (int64_t)b.ids[b.n - 1]);
+        snapshot_block_objects_bind(objects, &b);
         uint32_t j = 0;
-        while (j < b.n && query_db_step(objects, &row, error) && row) {
-            uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
-            while (j < b.n && b.ids[j] < id)
-                j++;
-            if (j == b.n || b.ids[j] != id)
-                continue; /* an object not in the block */
+        while (snapshot_block_objects_next(objects, &b, &j, error)) {
             if (!per_type_object(objects, 1, n_types, &types[j], &sizes[j])) {
                 query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type id "
                                         "that no recording holds", MAX(first, lo));

@@ -124,6 +124,19 @@ gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size
                                    uint32_t n_types, int64_t *count, int64_t *bytes,
                                    GError **error);
 
+/* The types and sizes of a compact snapshot block's objects (schema 8) come from one range of
+ * `objects`, prepared from SNAPSHOT_BLOCK_OBJECTS_SQL: id BETWEEN the block's first and last id,
+ * in id order (a seek per block, the rows of objects dead by then stepped over).
+ * snapshot_block_objects_bind binds it to block `b`; snapshot_block_objects_next steps to its
+ * next row that is one of the block's objects: TRUE with *k that object's index in b->ids (start
+ * with *k = 0 and add one after each row), FALSE at the end or on an error (in *error). */
+#define SNAPSHOT_BLOCK_OBJECTS_SQL                                                                  \
+    "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
+struct store_snapblock;
+void snapshot_block_objects_bind(sqlite3_stmt *objects, const struct store_snapblock *b);
+gboolean snapshot_block_objects_next(sqlite3_stmt *objects, const struct store_snapblock *b,
+                                     uint32_t *k, GError **error);
+
 /* The node of object `id`, or AN_NONE when it is not in the snapshot. O(log n). */
 uint32_t snapshot_graph_node(const snapshot_graph *g, uint64_t id);
 

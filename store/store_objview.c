@@ -162,6 +162,19 @@ static int store_objview_close(sqlite3_vtab_cursor *cursor)
     return SQLITE_OK;
 }
 
+/* The first row of [lo, hi) whose id is at least `id` (hi when none). */
+static size_t store_objview_lower_in(const store_object_rows *r, size_t lo, size_t hi, uint64_t id)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->objects[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* store_objview_lower without the hint: through the sample, then one run of rows. */
 static size_t store_objview_lower_sampled(store_objview_vtab *t, uint64_t id)
 {
@@ -175,15 +188,7 @@ static size_t store_objview_lower_sampled(store_objview_vtab *t, uint64_t id)
     }
     const store_object_rows *r = &t->rows;
     size_t lo = a == 0 ? 0 : (a - 1) * OBJVIEW_SAMPLE + 1, hi = a == t->ns ? r->n : a * OBJVIEW_SAMPLE;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->objects[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    t->hint = lo;
-    return lo;
+    return t->hint = store_objview_lower_in(r, lo, hi, id);
 }
 
 /* The first row whose id is at least `id`: when it is a little ahead of the row the last
@@ -200,16 +205,7 @@ static size_t store_objview_lower(store_objview_vtab *t, uint64_t id)
         lo += step;
         step *= 2;
     }
-    size_t hi = MIN(lo + step, r->n);
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->objects[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    t->hint = lo;
-    return lo;
+    return t->hint = store_objview_lower_in(r, lo, MIN(lo + step, r->n), id);
 }
 
 
