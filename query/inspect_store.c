@@ -166,22 +166,6 @@ gboolean inspect_keep(sqlite3 *db, const snapshot_info *info, const inspect_opti
     return ok;
 }
 
-/* Why the file cannot take the inspections (a recording still being written), or NULL. */
-static char *unwritable_reason(sqlite3 *db, const char *path)
-{
-    g_autoptr(GError) ignored = NULL;
-    gboolean row = FALSE;
-    char *reason = NULL;
-    sqlite3_stmt *st = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", &ignored);
-    if (st && query_db_step(st, &row, &ignored) && row) {
-        const char *status = (const char *)sqlite3_column_text(st, 0);
-        if (status && strcmp(status, "recording") == 0)
-            reason = g_strdup_printf("%s is still being recorded (or its writer was killed)", path);
-    }
-    sqlite3_finalize(st);
-    return reason;
-}
-
 /* Copies the kept rows of `db` into the file of `rw` (in its write transaction). */
 static gboolean rows_write(sqlite3 *db, sqlite3 *rw, GError **error)
 {
@@ -219,7 +203,7 @@ gboolean inspect_commit(sqlite3 *db, const char *path, query_progress *progress,
     int64_t rows = 0;
     sqlite3 *rw = NULL;
     char *errmsg = NULL;
-    g_autofree char *reason = NULL, *damage = NULL;
+    g_autofree char *reason = NULL;
     store_db_check check = {0};
     *note = NULL;
     if (!table_exists(db, "temp", &kept, error) ||
@@ -227,36 +211,11 @@ gboolean inspect_commit(sqlite3 *db, const char *path, query_progress *progress,
         return FALSE;
     if (rows == 0)
         return TRUE;
-    reason = unwritable_reason(db, path);
-    if (reason)
-        goto unwritable;
-    /* NOMUTEX: this connection never leaves this function's thread */
-    if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        reason = g_strdup_printf("%s cannot be written (%s)", path, sqlite3_errmsg(rw));
-        goto unwritable;
-    }
-    if (sqlite3_db_readonly(rw, "main") == 1) { /* a read-only file opens read-only */
-        reason = g_strdup_printf("%s cannot be written (it is read-only)", path);
-        goto unwritable;
-    }
-    sqlite3_busy_timeout(rw, 10000);
-    if (sqlite3_exec(rw, "BEGIN IMMEDIATE", NULL, NULL, &errmsg) != SQLITE_OK) {
-        int code = sqlite3_errcode(rw) & 0xff;
-        if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
-            code == SQLITE_BUSY || code == SQLITE_AUTH) {
-            reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+    rw = query_db_open_store(db, path, "BEGIN IMMEDIATE", "inspections", &check, progress,
+                             &reason, error);
+    if (!rw) {
+        if (reason)
             goto unwritable;
-        }
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
-                    errmsg);
-        goto out;
-    }
-    /* never write into a damaged file: it would only get worse */
-    query_progress_update(progress, "checking the file", 0, 0);
-    damage = store_db_damage_new(rw, &check);
-    if (damage) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_DAMAGED,
-                    "%s is damaged (%s); inspections were not stored", path, damage);
         goto out;
     }
     query_progress_update(progress, "storing inspections", 0, 0);

@@ -126,6 +126,18 @@ GArray *query_db_rows_read(sqlite3_stmt *stmt, guint size,
                            GDestroyNotify clear, GError **error);
 /* Runs `sql`, which yields one integer (NULL counts as 0), into *value. */
 gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **error);
+/* Opens the file `path` of `db` to store what a command computed (retained sizes,
+ * inspections): read-write, in a write transaction (`begin`: "BEGIN IMMEDIATE", after any
+ * PRAGMA the writer wants), the file checked for damage first (store_db_damage_new, filling
+ * *check for store_db_commit_sound). NULL with *reason (a note, not an error) when the file
+ * cannot take them: a recording still being written, a read-only or busy file; NULL with a
+ * QUERY_ERROR_DAMAGED error naming `what` when it is damaged (never write into damage: it would
+ * only get worse), a QUERY_ERROR_SQLITE error ("storing <what> failed") when SQLite failed. */
+struct store_db_check;
+struct query_progress;
+sqlite3 *query_db_open_store(sqlite3 *db, const char *path, const char *begin, const char *what,
+                             struct store_db_check *check, struct query_progress *progress,
+                             char **reason, GError **error);
 /* ---- damage: values no recording holds ------------------------------------------------ */
 
 /* Sets a QUERY_ERROR_DAMAGED error "the database is damaged: <what>" (printf-style `format`):

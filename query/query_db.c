@@ -633,3 +633,55 @@ GArray *query_db_rows_read(sqlite3_stmt *stmt, guint size,
         g_clear_pointer(&rows, g_array_unref);
     return rows;
 }
+
+sqlite3 *query_db_open_store(sqlite3 *db, const char *path, const char *begin, const char *what,
+                             store_db_check *check, query_progress *progress, char **reason,
+                             GError **error)
+{
+    g_autoptr(GError) ignored = NULL;
+    gboolean row = FALSE;
+    sqlite3 *rw = NULL;
+    char *errmsg = NULL;
+    g_autofree char *damage = NULL;
+    sqlite3_stmt *st = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", &ignored);
+    if (st && query_db_step(st, &row, &ignored) && row) {
+        const char *status = (const char *)sqlite3_column_text(st, 0);
+        if (status && strcmp(status, "recording") == 0)
+            *reason = g_strdup_printf("%s is still being recorded (or its writer was killed)", path);
+    }
+    sqlite3_finalize(st);
+    if (*reason)
+        return NULL;
+    /* NOMUTEX: the connection never leaves the calling thread */
+    if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        *reason = g_strdup_printf("%s cannot be written (%s)", path, sqlite3_errmsg(rw));
+        goto fail;
+    }
+    if (sqlite3_db_readonly(rw, "main") == 1) { /* a read-only file opens read-only */
+        *reason = g_strdup_printf("%s cannot be written (it is read-only)", path);
+        goto fail;
+    }
+    sqlite3_busy_timeout(rw, 10000);
+    if (sqlite3_exec(rw, begin, NULL, NULL, &errmsg) != SQLITE_OK) {
+        int code = sqlite3_errcode(rw) & 0xff;
+        if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
+            code == SQLITE_BUSY || code == SQLITE_AUTH)
+            *reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing %s failed: %s", what,
+                        errmsg);
+        goto fail;
+    }
+    query_progress_update(progress, "checking the file", 0, 0);
+    damage = store_db_damage_new(rw, check);
+    if (damage) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_DAMAGED, "%s is damaged (%s); %s were not stored",
+                    path, damage, what);
+        goto fail;
+    }
+    return rw;
+fail:
+    sqlite3_free(errmsg);
+    sqlite3_close(rw); /* an open transaction is rolled back */
+    return NULL;
+}

@@ -641,22 +641,6 @@ out:
     return ok;
 }
 
-/* Why the file cannot take the rows (a note), or NULL when it can. */
-static char *file_unwritable_reason(sqlite3 *db, const char *path)
-{
-    g_autoptr(GError) ignored = NULL;
-    gboolean row = FALSE;
-    char *reason = NULL;
-    sqlite3_stmt *stmt = query_db_prepare(db, "SELECT status FROM run WHERE id = 1", &ignored);
-    if (stmt && query_db_step(stmt, &row, &ignored) && row) {
-        const char *status = (const char *)sqlite3_column_text(stmt, 0);
-        if (status && strcmp(status, "recording") == 0)
-            reason = g_strdup_printf("%s is still being recorded (or its writer was killed)", path);
-    }
-    sqlite3_finalize(stmt);
-    return reason;
-}
-
 /* One prepared statement on `db`, or FALSE with *error. */
 static gboolean prepare(sqlite3 *db, const char *sql, sqlite3_stmt **stmt, const char *what,
                         GError **error)
@@ -1020,42 +1004,13 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
                            GError **error)
 {
     gboolean ok = FALSE;
-    sqlite3 *rw = NULL;
-    g_autofree char *damage = NULL;
     char *errmsg = NULL;
     store_db_check check = {0};
-    /* NOMUTEX: this connection never leaves this function's thread */
-    int rc = sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        *reason = g_strdup_printf("%s cannot be written (%s)", path, sqlite3_errmsg(rw));
-        goto out;
-    }
-    if (sqlite3_db_readonly(rw, "main") == 1) { /* a read-only file opens read-only */
-        *reason = g_strdup_printf("%s cannot be written (it is read-only)", path);
-        goto out;
-    }
-    sqlite3_busy_timeout(rw, 10000);
-    rc = sqlite3_exec(rw, "PRAGMA cache_size = -262144; BEGIN IMMEDIATE", NULL, NULL, &errmsg);
-    if (rc != SQLITE_OK) {
-        int code = sqlite3_errcode(rw) & 0xff;
-        if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
-            code == SQLITE_BUSY || code == SQLITE_AUTH)
-            *reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
-        else
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing retained sizes failed: %s",
-                        errmsg);
-        goto out;
-    }
-    /* Never write into a damaged file: it would only get worse, and the next reader would find
-     * our tables mixed with the damage. */
-    query_progress_update(progress, "checking the file", 0, 0);
-    damage = store_db_damage_new(rw, &check);
-    if (damage) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
-                    "%s is damaged (%s); retained sizes were not stored", path, damage);
-        goto out;
-    }
-    rc = sqlite3_exec(rw, RETENTION_TABLES, NULL, NULL, &errmsg);
+    sqlite3 *rw = query_db_open_store(db, path, "PRAGMA cache_size = -262144; BEGIN IMMEDIATE",
+                                      "retained sizes", &check, progress, reason, error);
+    if (!rw)
+        return FALSE;
+    int rc = sqlite3_exec(rw, RETENTION_TABLES, NULL, NULL, &errmsg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(rw, retention_views, NULL, NULL, &errmsg);
     if (rc != SQLITE_OK) {
@@ -1173,8 +1128,8 @@ gboolean retention_commit(sqlite3 *db, const char *path, query_progress *progres
         return FALSE;
     if ((!pending || pending->len == 0) && !counts)
         return TRUE;
-    g_autofree char *reason = file_unwritable_reason(db, path);
-    gboolean ok = !reason && file_store(db, pending, counts, path, progress, &reason, error);
+    g_autofree char *reason = NULL;
+    gboolean ok = file_store(db, pending, counts, path, progress, &reason, error);
     if (pending) /* written, or not to be: their rows are in the file or nowhere */
         g_ptr_array_set_size(pending, 0);
     if (ok)

@@ -175,6 +175,18 @@ static size_t store_objview_lower_in(const store_object_rows *r, size_t lo, size
     return lo;
 }
 
+/* The first row at or after `from` whose id is at least `id` (the end of a range that starts
+ * at `from`: one probe for a lookup by id), by steps that double. */
+static size_t store_objview_lower_from(const store_object_rows *r, size_t from, uint64_t id)
+{
+    size_t lo = from, step = 1;
+    while (lo + step <= r->n && r->objects[lo + step - 1].id < id) {
+        lo += step;
+        step *= 2;
+    }
+    return store_objview_lower_in(r, lo, MIN(lo + step - 1, r->n), id);
+}
+
 /* store_objview_lower without the hint: through the sample, then one run of rows. */
 static size_t store_objview_lower_sampled(store_objview_vtab *t, uint64_t id)
 {
@@ -200,33 +212,7 @@ static size_t store_objview_lower(store_objview_vtab *t, uint64_t id)
     size_t h = t->hint;
     if (h >= r->n || r->objects[h].id >= id || (h + 4096 < r->n && r->objects[h + 4096].id < id))
         return store_objview_lower_sampled(t, id);
-    size_t lo = h + 1, step = 1;
-    while (lo + step < r->n && r->objects[lo + step - 1].id < id) {
-        lo += step;
-        step *= 2;
-    }
-    return t->hint = store_objview_lower_in(r, lo, MIN(lo + step, r->n), id);
-}
-
-
-/* The first row at or after `from` whose id is at least `id` (the end of a range that starts
- * at `from`: one probe for a lookup by id), by steps that double. */
-static size_t store_objview_lower_from(const store_object_rows *r, size_t from, uint64_t id)
-{
-    size_t lo = from, step = 1;
-    while (lo + step <= r->n && r->objects[lo + step - 1].id < id) {
-        lo += step;
-        step *= 2;
-    }
-    size_t hi = MIN(lo + step - 1, r->n);
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->objects[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return t->hint = store_objview_lower_from(r, h + 1, id);
 }
 
 /* The bound an id constraint's value gives, as the first id that may match (`upper` FALSE:
