@@ -790,20 +790,20 @@ typedef struct store_db_file {
     gboolean rollback; /* header bytes 18-19: 1, rollback-journal mode (WAL: 2) */
 } store_db_file;
 
-/* Opens the file of `db` for reading (-1: it has no path, in memory, or cannot be opened). */
-static int store_db_file_open(sqlite3 *db)
+/* Reads them for `db`: the header through SQLite's own handle of the file, the time by its path;
+ * FALSE when they cannot be read (no path: in memory). Never through a descriptor of our own:
+ * its close() would drop every POSIX lock this process holds on the file, SQLite's included (the
+ * write transaction's RESERVED lock), and let another command write into it at the same time. */
+static gboolean store_db_file_read(sqlite3 *db, store_db_file *f)
 {
     const char *path = sqlite3_db_filename(db, "main");
-    return path == NULL || *path == '\0' ? -1 : open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-}
-
-/* Reads them from `fd`; FALSE when they cannot be read. */
-static gboolean store_db_file_read(int fd, store_db_file *f)
-{
+    sqlite3_file *file = NULL;
     unsigned char head[28];
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        pread(fd, head, sizeof head, 0) != (ssize_t)sizeof head)
+    if (path == NULL || *path == '\0' || stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+        sqlite3_file_control(db, "main", SQLITE_FCNTL_FILE_POINTER, &file) != SQLITE_OK ||
+        file == NULL || file->pMethods == NULL ||
+        file->pMethods->xRead(file, head, sizeof head, 0) != SQLITE_OK)
         return FALSE;
     f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     f->counter = (uint32_t)head[24] << 24 | (uint32_t)head[25] << 16 | (uint32_t)head[26] << 8 |
@@ -838,14 +838,11 @@ char *store_db_damage_new(sqlite3 *db, store_db_check *check)
     char *damage = NULL;
     store_db_file f;
     store_db_check seen = {0};
-    int fd = store_db_file_open(db);
     /* In WAL mode commits leave the counter as it was: a note cannot tell that nothing changed. */
-    if (store_db_file_read(fd, &f) && f.rollback) {
+    if (store_db_file_read(db, &f) && f.rollback) {
         seen.counted = TRUE;
         seen.counter = f.counter;
     }
-    if (fd >= 0)
-        close(fd);
     if (check)
         *check = seen;
     /* Found intact by an earlier heaplens command, and changed by nobody since. */
@@ -900,19 +897,16 @@ gboolean store_db_commit_sound(sqlite3 *db, const store_db_check *check)
      * if the file is still the one this commit left (its counter the one noted). A file whose
      * time cannot be set keeps its own, and the next writer checks it. */
     store_db_file f;
-    int fd = -1;
     if (sqlite3_exec(db, "BEGIN; SELECT count(*) FROM main.file_check", NULL, NULL, NULL) ==
             SQLITE_OK &&
-        store_db_file_read(fd = store_db_file_open(db), &f) && f.rollback &&
-        f.counter == (uint32_t)(check->counter + 1)) {
+        store_db_file_read(db, &f) && f.rollback && f.counter == (uint32_t)(check->counter + 1)) {
         const struct timespec times[2] = {
             {.tv_sec = 0, .tv_nsec = UTIME_OMIT},
             {.tv_sec = mtime_ns / 1000000000, .tv_nsec = mtime_ns % 1000000000},
         };
-        (void)futimens(fd, times); /* the owner's right: anybody else's file keeps its time */
+        /* the owner's right: anybody else's file keeps its time */
+        (void)utimensat(AT_FDCWD, sqlite3_db_filename(db, "main"), times, 0);
     }
-    if (fd >= 0)
-        close(fd);
     sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     return TRUE;
 fail:

@@ -4484,6 +4484,52 @@ static void test_damage_checked_once(void)
     tmp_dir_free(dir);
 }
 
+/* Whether another process would find SQLite's write lock on `path` taken (RESERVED: the byte after
+ * the pending byte, 2^30 + 1). The child asks the kernel only: a forked child must not use SQLite
+ * (it inherits the parent's view of its own locks), and a descriptor the parent opened and
+ * closed would itself drop the parent's locks. */
+static gboolean sound_write_locked(const char *path)
+{
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000001,
+                             .l_len = 1};
+        int fd = open(path, O_RDWR);
+        _exit(fd < 0 || fcntl(fd, F_GETLK, &lock) != 0 ? 2 : lock.l_type == F_UNLCK ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) < 2);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 1;
+}
+
+/* The check reads the file's header without a descriptor of its own: closing one dropped every
+ * POSIX lock this process held on the file, SQLite's write lock included, and two commands
+ * storing into one file at the same time then wrote it together ("disk I/O error"). */
+static void test_damage_check_keeps_locks(void)
+{
+    char *dir = tmp_dir_new();
+    char *path = g_strdup_printf("%s/locked.db", dir);
+    g_free(sound_write(path, "CREATE TABLE t (x); INSERT INTO t VALUES (1)", FALSE));
+    for (int noted = 0; noted < 2; noted++) { /* checked whole, then skipped by the note */
+        sqlite3 *db = NULL;
+        store_db_check seen = {0};
+        CHECK(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK &&
+              sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+        CHECK(sound_write_locked(path));
+        char *damage = store_db_damage_new(db, &seen);
+        CHECK(damage == NULL && seen.counted);
+        g_free(damage);
+        CHECK(sound_write_locked(path));
+        CHECK(sqlite3_exec(db, "INSERT INTO t VALUES (2)", NULL, NULL, NULL) == SQLITE_OK);
+        CHECK(store_db_commit_sound(db, &seen));
+        sqlite3_close(db);
+        CHECK(!sound_write_locked(path));
+    }
+    g_free(path);
+    tmp_dir_free(dir);
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static const struct {
@@ -4549,6 +4595,7 @@ static const struct {
     {"first_read_order", test_first_read_order},
     {"control_refuses_peer", test_control_refuses_peer},
     {"damage_checked_once", test_damage_checked_once},
+    {"damage_check_keeps_locks", test_damage_check_keeps_locks},
 };
 
 int main(int argc, char **argv)
