@@ -91,7 +91,8 @@ static const query_command commands[] = {
                  "                       counted: allocations in methods not matched, in the\n"
                  "                       runtime's native code, in dynamic methods; which\n"
                  "                       generic instantiation allocated at a shared site\n"
-                 "  --force              replace FILE if it exists (and the descendants' files)\n"
+                 "  --force              replace FILE if it exists (and the descendants' files),\n"
+                 "                       never one still being recorded\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },
@@ -145,7 +146,7 @@ static const query_command commands[] = {
                  "                       collector loaded (dormant, its memory given back)\n"
                  "                       until the process exits; a later 'heaplens attach'\n"
                  "                       reaches it over its own socket\n"
-                 "  --force              replace FILE if it exists\n"
+                 "  --force              replace FILE if it exists, never one still being recorded\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },

@@ -726,12 +726,30 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     return NULL;
 }
 
+/* The process holding an SQLite lock on the database `path` (0: none, or it cannot be told): a
+ * writer in WAL mode holds its shared lock for as long as its connection is open — the writer of
+ * a recording in progress (record, attach, a descendant's), from its start to its end. The
+ * descriptor's close drops no lock of this process: it holds none on `path`. */
+static pid_t recording_output_holder(const char *path)
+{
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+                         .l_start = 0x40000000, .l_len = 512}; /* pending, reserved, shared */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    pid_t holder = fd >= 0 && fcntl(fd, F_GETLK, &lock) == 0 && lock.l_type != F_UNLCK
+                       ? lock.l_pid
+                       : 0;
+    if (fd >= 0)
+        close(fd);
+    return holder;
+}
+
 /* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
  * of a killed writer must never be taken into a new recording, so --force removes the whole set
- * and without it any member of the set means "exists". A database is a regular file: anything
- * else named (a FIFO, a device, a directory) is refused, never removed; through a symbolic link
- * the set beside its target is the one replaced (SQLite writes there), never the link.
- * Sets *resolved to the path to record to. */
+ * and without it any member of the set means "exists"; a set some process still has open (a
+ * recording in progress) is never removed: its writer would go on into a file nobody can reach.
+ * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
+ * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
+ * writes there), never the link. Sets *resolved to the path to record to. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
@@ -751,6 +769,14 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
     char *real = force && stat(output, &st) == 0 ? realpath(output, NULL) : NULL;
     *resolved = g_strdup(real ? real : output);
     free(real);
+    pid_t holder = force ? recording_output_holder(*resolved) : 0;
+    if (holder != 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "cannot replace %s: process %ld has it open (a recording still being written, "
+                    "or a reader in WAL mode); choose another name with -o",
+                    output, (long)holder);
+        return FALSE;
+    }
     for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
         if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {

@@ -60,6 +60,20 @@ echo old >target.db; ln -s target.db link.db
 [ -L link.db ] && [ "$(readlink link.db)" = target.db ] && [ "$(head -c 15 target.db)" = "SQLite format 3" ] \
   && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the symlink was replaced or its target not written"; ls -l; }
 
+# --force never replaces a recording still being written: its writer would go on into a file
+# nobody can reach (the second recording took the name; the first was lost whole). The first
+# recording's program says so on a FIFO once its writer has the file open, then waits for a line.
+mkfifo hold said
+"$hl" record -q -o live.db -- sh -c 'echo ready >said; read line' <hold 2>live.err &
+live=$!
+exec 9>hold
+read -r line <said
+"$hl" record --force -q -o live.db -- true 2>err; check "--force on a recording in progress" 1 $? err "^heaplens: cannot replace live.db: process [0-9]+ has it open"
+echo end >&9; exec 9>&-
+wait $live; check "the recording in progress ends" 0 $? live.err ""
+"$hl" info live.db --json >info.json 2>/dev/null && grep -q 'echo ready' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the recording in progress was not kept"; cat info.json; }
+"$hl" record --force -q -o live.db -- true 2>err; check "--force once it has ended" 0 $? err ""
+
 "$hl" record --help >out 2>err; check "help" 0 $? err ""
 grep -q "usage: heaplens record" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help text"; }
 grep -q -- "--children\[=PATTERN\]" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help: --children"; }
