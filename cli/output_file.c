@@ -61,13 +61,15 @@ static gboolean query_output_file_same(const char *a, const char *b)
 }
 
 /* Refuses a target that is, or would become, a file the command reads: an input, or its SQLite
- * -wal or -shm file (which SQLite may create later: compared by name as well). */
+ * -wal, -shm or -journal file (which SQLite may create later: compared by name as well; a
+ * -journal that is not SQLite's is a hot journal to it, and no read-only connection opens the
+ * file any more). */
 static gboolean query_output_file_check_inputs(query_output_file *file,
                                                const char *const *inputs, GError **error)
 {
     g_autofree char *target = query_output_file_canonical_new(file->path);
     for (const char *const *input = inputs; input && *input; input++) {
-        static const char *const suffixes[] = {"", "-wal", "-shm"};
+        static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
         char *real_input = realpath(*input, NULL);
         const char *suffix = NULL;
         for (size_t i = 0; i < G_N_ELEMENTS(suffixes) && !suffix; i++) {

@@ -7,8 +7,8 @@
  * to replace; a FIFO must have its reader already (it is opened without waiting: a FIFO nobody
  * reads is refused, never waited on). "-", /dev/stdout and its kin are heaplens' own standard
  * output. A directory, a block device or a link to nothing is refused, and so is every file the
- * command reads: an input, or (existing or not yet) its SQLite -wal or -shm file, by name or
- * through links (compared by device and inode).
+ * command reads: an input, or (existing or not yet) its SQLite -wal, -shm or -journal file, by
+ * name or through links (compared by device and inode).
  *
  * Errors: QUERY_ERROR_IO "cannot write OUT: <why>". Single-threaded.
  */

@@ -517,7 +517,8 @@ static void case_speedscope(void)
 }
 
 /* --speedscope never writes over what the command reads: the recording, by name or through a
- * link, nor its -wal or -shm file (existing or not yet); "-" is stdout, as `report -o -`. */
+ * link, nor its -wal, -shm or -journal file (existing or not yet); "-" is stdout, as `report -o
+ * -`. */
 static void case_speedscope_inputs(void)
 {
     run_result first = RUN("info", "stacks.db"); /* builds the generation history, once */
@@ -540,6 +541,10 @@ static void case_speedscope_inputs(void)
     EXPECT(RUN("stacks", "link.db", "--speedscope", "stacks.db-shm"), 1, "",
            "heaplens: cannot write stacks.db-shm: it is link.db-shm, which this command reads; "
            "name another file\n");
+    /* a -journal SQLite would take for a hot one: every read-only command then failed */
+    EXPECT(RUN("stacks", "stacks.db", "--speedscope", "stacks.db-journal"), 1, "",
+           "heaplens: cannot write stacks.db-journal: it is stacks.db-journal, which this command "
+           "reads; name another file\n");
     g_autoptr(GBytes) after = fixture_bytes("stacks.db");
     CHECK(before && after && g_bytes_equal(before, after));
     g_autofree char *wal = fixture_path("stacks.db-wal");
