@@ -72,8 +72,10 @@ static char *default_output(const char *program) {
     return g_strdup_printf("heaplens-%s-%s.db", base, stamp);
 }
 
-/* The signals heaplens passes on to the program while it runs. */
-static const int forwarded_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP};
+/* The signals heaplens passes on to the program while it runs: those a terminal, a service
+ * manager or a script sends, and SIGUSR1/SIGUSR2, which a program may handle (a log reopened, a
+ * reload) and which by default would end heaplens alone and leave the program running on. */
+static const int forwarded_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 #define N_FORWARDED G_N_ELEMENTS(forwarded_signals)
 
 static volatile sig_atomic_t child_pid;      /* the running program, 0 before and after */

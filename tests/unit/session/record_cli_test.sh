@@ -74,6 +74,19 @@ wait $live; check "the recording in progress ends" 0 $? live.err ""
 "$hl" info live.db --json >info.json 2>/dev/null && grep -q 'echo ready' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the recording in progress was not kept"; cat info.json; }
 "$hl" record --force -q -o live.db -- true 2>err; check "--force once it has ended" 0 $? err ""
 
+# SIGUSR1 and SIGUSR2 sent to heaplens alone go on to the program, as SIGTERM does: by default
+# they ended heaplens and left the program running, its exit status lost. The program traps
+# them and exits with a status of its own.
+mkfifo said_usr
+for sig in USR1 USR2; do
+  "$hl" record --force -q -o usr.db -- sh -c 'trap "kill \$!; exit 5" '$sig'; sleep 1000 & echo $$ $! >said_usr; wait' 2>err &
+  rec=$!
+  read -r shell sleeper <said_usr
+  kill -$sig $rec
+  wait $rec; check "SIG$sig passed on" 5 $? err ""
+  kill "$shell" "$sleeper" 2>/dev/null # left running when the signal was not passed on
+done
+
 "$hl" record --help >out 2>err; check "help" 0 $? err ""
 grep -q "usage: heaplens record" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help text"; }
 grep -q -- "--children\[=PATTERN\]" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help: --children"; }
