@@ -8,7 +8,7 @@
  *          listens, the snapshot policy) and the collector connects; it forces the first
  *          snapshot at once.
  *
- * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP) or when the process
+ * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) or when the process
  * exits. heaplens asks the writer ("detach" on the control socket), the writer tells the
  * collector (HL_CMD_DETACH): last snapshot, end record, RequestProfilerDetach. The writer answers
  * once the stream has ended; heaplens then closes the stop pipe (no exit status: the process
@@ -127,12 +127,17 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     recording_sockets sockets;
     if (!recording_sockets_create(&sockets, error))
         return FALSE;
-    /* Signals wait in a signalfd from now on: the writer ignores them itself. */
+    /* Signals wait in a signalfd from now on: the writer ignores them itself. SIGQUIT, SIGUSR1
+     * and SIGUSR2 end the session too: by default they ended heaplens alone, and the writer
+     * recorded on, the collector loaded, until the process exited (a later attach refused). */
     sigset_t ending, original_mask;
     sigemptyset(&ending);
     sigaddset(&ending, SIGINT);
     sigaddset(&ending, SIGTERM);
     sigaddset(&ending, SIGHUP);
+    sigaddset(&ending, SIGQUIT);
+    sigaddset(&ending, SIGUSR1);
+    sigaddset(&ending, SIGUSR2);
     sigprocmask(SIG_BLOCK, &ending, &original_mask);
     int signals = signalfd(-1, &ending, SFD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN); /* the writer ignores it too */

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """heaplens attach end to end (examples/AttachTarget, started WITHOUT heaplens).
 
-sessions: the target leaks LeakedRecord steadily and churns on two threads; three `heaplens
-  attach` sessions in a row, ended by Ctrl-C, SIGTERM and --duration. The first two are checked
+sessions: the target leaks LeakedRecord steadily and churns on two threads; four `heaplens
+  attach` sessions in a row, ended by Ctrl-C, SIGTERM, --duration and SIGUSR1. The first two are checked
   for: 3 snapshots (first right after attaching, `heaplens snapshot PID` after the target leaked
   1,000 more records on command, last at the end after 1,000 more), model_missing and
   model_extra 0 in every snapshot, run.mode 'attach', LeakedRecord ranked first by `heaplens
   leaks`, its count in the last snapshot between the counts the program logged before and
-  after the session; the --duration one for its own end and 2 exact snapshots. After each
+  after the session; the --duration one for its own end and 2 exact snapshots, the SIGUSR1 one
+  for its detach (as at Ctrl-C) and 2 exact snapshots. After each
   detach the program keeps answering and the collector holds 0 bytes (its own count, on the
   program's stderr with HEAPLENS_STATS=1); at "stop" it verifies its own data and exits 0.
 refusals: no such pid, a non-.NET process, a process already under `heaplens record`, a
@@ -292,6 +293,41 @@ def duration_session(checks, args, target, n, log):
     check_released(checks, args, target, n, handle_gcs=True)
 
 
+def signal_session(checks, args, target, n, ending, log):
+    """A session ended by a signal other than Ctrl-C's (SIGUSR1): it detaches as at Ctrl-C, with
+    its first and last snapshots (by default the signal ended heaplens alone, and the session
+    went on, the collector loaded, until the process exited)."""
+    db = os.path.join(args.workdir, f"session{n}.db")
+    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    attach = subprocess.Popen([args.heaplens, "attach", str(target.pid), "-o", db,
+                               "--snapshot", "none", "--stacks", args.stacks],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = attach.stderr.readline()
+    if first.startswith("heaplens: attached to process"):
+        try:
+            wait_for(lambda: e2elib.count_rows(db, "snapshots") >= 1 or attach.poll() is not None,
+                     "the first snapshot")
+        except TimeoutError as e:
+            print(f"session {n}: timed out waiting for {e}")
+        if attach.poll() is None:
+            attach.send_signal(ending)
+    # Waited for itself, not for its pipes: a heaplens the signal killed leaves its writer
+    # holding them, recording on until the process exits.
+    rc = attach.wait(timeout=600)
+    if not checks.eq(f"session {n}: heaplens attach exits 0 ({ending.name})", 0, rc):
+        attach.stdout.close()
+        attach.stderr.close()
+        return
+    out, err = attach.communicate(timeout=600)
+    err = first + err
+    with open(log, "a") as f:
+        f.write(f"$ heaplens attach {target.pid} (session {n}, ended by {ending.name})\n"
+                f"[exit {attach.returncode}]\n{out}\n{err}\n")
+    check_recording(checks, args, target, db, n, log, 2)
+    checks.ok(f"session {n}: the program answers after the detach", target.count() is not None)
+    check_released(checks, args, target, n)
+
+
 def refusals(checks, args, log):
     rc, out, err = e2elib.run([args.heaplens, "attach", "999999999"], log=log)
     checks.ok("refusal: no such process", rc == 1 and "no process with id" in err, err.strip())
@@ -418,6 +454,7 @@ def main():
                 session(checks, args, target, 1, signal.SIGINT, log)
                 session(checks, args, target, 2, signal.SIGTERM, log)
                 duration_session(checks, args, target, 3, log)
+                signal_session(checks, args, target, 4, signal.SIGUSR1, log)
             finally:
                 rc, line = target.stop()
             checks.eq("the target exits 0 after the sessions", 0, rc)
