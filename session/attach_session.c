@@ -8,10 +8,10 @@
  *          listens, the snapshot policy) and the collector connects; it forces the first
  *          snapshot at once.
  *
- * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) or when the process
- * exits. heaplens asks the writer ("detach" on the control socket), the writer tells the
- * collector (HL_CMD_DETACH): last snapshot, end record, RequestProfilerDetach. The writer answers
- * once the stream has ended; heaplens then closes the stop pipe (no exit status: the process
+ * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)
+ * or when the process exits. heaplens asks the writer ("detach" on the control socket), the
+ * writer tells the collector (HL_CMD_DETACH): last snapshot, end record, RequestProfilerDetach.
+ * The writer answers once the stream has ended; heaplens then closes the stop pipe (no exit status: the process
  * runs on) and the writer finishes the database. A failed attach leaves nothing: the writer
  * stops with 'no-data' and the file is removed.
  */
