@@ -286,6 +286,8 @@ static G_NORETURN void children_main(const record_options *o, const char *output
     signal(SIGQUIT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     int ends[2];
     if (pipe2(ends, O_CLOEXEC) != 0 || fcntl(listen_fd, F_SETFL, O_NONBLOCK) != 0) {

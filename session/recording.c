@@ -414,12 +414,15 @@ static G_NORETURN void writer_main(const char *output, const char *command, cons
                                    int listen_fd, int control_fd, int stop_fd, int ready_fd) {
     pid_t recorder = getppid();
     /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
-     * program to finish the recording. It ends when heaplens closes the stop pipe (heaplens
-     * itself killed: end of file). */
+     * program to finish the recording (SIGUSR1/2 too: heaplens passes them on to the program,
+     * and they ended the writer of a group they were sent to). It ends when heaplens closes the
+     * stop pipe (heaplens itself killed: end of file). */
     signal(SIGINT, SIG_IGN);
     signal(SIGQUIT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
     g_autoptr(GError) error = NULL;
     store_writer *w = store_writer_create(output, command, &error);

@@ -64,10 +64,11 @@ echo old >target.db; ln -s target.db link.db
 # nobody can reach (the second recording took the name; the first was lost whole). The first
 # recording's program says so on a FIFO once its writer has the file open, then waits for a line.
 mkfifo hold said
+exec 8<>said # opened without waiting for a writer: a recorder that failed is not waited on
 "$hl" record -q -o live.db -- sh -c 'echo ready >said; read line' <hold 2>live.err &
 live=$!
 exec 9>hold
-read -r line <said
+read -t 300 -r line <&8 || { fail=$((fail + 1)); echo "FAIL the program under record never said ready"; }
 "$hl" record --force -q -o live.db -- true 2>err; check "--force on a recording in progress" 1 $? err "^heaplens: cannot replace live.db: process [0-9]+ has it open"
 echo end >&9; exec 9>&-
 wait $live; check "the recording in progress ends" 0 $? live.err ""
@@ -78,14 +79,23 @@ wait $live; check "the recording in progress ends" 0 $? live.err ""
 # they ended heaplens and left the program running, its exit status lost. The program traps
 # them and exits with a status of its own.
 mkfifo said_usr
+exec 7<>said_usr
 for sig in USR1 USR2; do
   "$hl" record --force -q -o usr.db -- sh -c 'trap "kill \$!; exit 5" '$sig'; sleep 1000 & echo $$ $! >said_usr; wait' 2>err &
   rec=$!
-  read -r shell sleeper <said_usr
+  read -t 300 -r shell sleeper <&7
   kill -$sig $rec
   wait $rec; check "SIG$sig passed on" 5 $? err ""
   kill "$shell" "$sleeper" 2>/dev/null # left running when the signal was not passed on
 done
+# Sent to the whole process group (heaplens in a session of its own), it reaches heaplens' writer
+# too, which must outlive the program to finish the recording, as it does SIGTERM.
+setsid "$hl" record --force -q -o usr.db -- sh -c 'trap "kill \$! 2>/dev/null; exit 5" USR1; sleep 1000 & echo $$ $! >said_usr; wait' 2>err &
+rec=$!
+read -t 300 -r shell sleeper <&7
+kill -USR1 -- -$rec
+wait $rec; check "SIGUSR1 to the process group" 5 $? err ""
+kill "$shell" "$sleeper" 2>/dev/null
 
 "$hl" record --help >out 2>err; check "help" 0 $? err ""
 grep -q "usage: heaplens record" out && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL help text"; }
