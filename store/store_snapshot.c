@@ -179,7 +179,9 @@ gboolean store_snapshot_items(store_writer *w, const store_record *rec,
 
 /* Sorts `n` items of `size` bytes by the uint64 at `key` within each, stably: LSD radix sort a
  * byte at a time, skipping the bytes all keys share (ids rarely use more than three or four).
- * A snapshot holds millions of items: this is several times faster than a comparison sort. */
+ * A snapshot holds millions of items: this is several times faster than a comparison sort.
+ * The counts of all eight bytes come from one pass over the keys (a pass per byte was half
+ * the sort's time on a GC's deaths: eight passes to move three or four bytes). */
 void store_radix_sort(void *items, size_t n, size_t size, size_t key)
 {
     uint8_t *src = items;
@@ -197,16 +199,17 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key)
     if (sorted >= n)
         return;
     g_autofree uint8_t *tmp = g_malloc(n * size);
+    g_autofree size_t *counts = g_new0(size_t, 8 * 256);
     uint8_t *dst = tmp;
-    size_t count[256];
 
-    for (int byte = 0; byte < 8 && n > 1; byte++) {
-        memset(count, 0, sizeof count);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t k;
-            memcpy(&k, src + i * size + key, sizeof k);
-            count[(k >> (8 * byte)) & 0xff]++;
-        }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k;
+        memcpy(&k, src + i * size + key, sizeof k);
+        for (int byte = 0; byte < 8; byte++)
+            counts[byte * 256 + ((k >> (8 * byte)) & 0xff)]++;
+    }
+    for (int byte = 0; byte < 8; byte++) {
+        size_t *count = &counts[byte * 256];
         gboolean same = FALSE;
         for (int b = 0; b < 256; b++)
             same = same || count[b] == n;
@@ -227,6 +230,7 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key)
         memcpy(dst + count[(k >> (8 * byte)) & 0xff]++ * (sz), src + i * (sz), (sz));            \
     }
         switch (size) {
+        case 8: STORE_RADIX_SCATTER(8); break;
         case 12: STORE_RADIX_SCATTER(12); break;
         case 16: STORE_RADIX_SCATTER(16); break;
         case 24: STORE_RADIX_SCATTER(24); break;
