@@ -30,11 +30,14 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
  * WAL and the file at every checkpoint and four times at the start and five at the end (14 in a
  * recording of /bin/true): the whole file's writeback in the writer's time and at its end (the
  * `heaplens record` exit waited for it), and 13% of its CPU on MidLife's stream (`bench_store
- * replay`, 0.295 -> 0.259 s). A page cache of up to 32 MiB (the writer appends: packed rows
- * and snapshots in key order, no UPDATE of older objects since they are packed; with 256 MiB
- * every new page of a recording took fresh memory, a page fault each, and MidLife's writer CPU
- * was 0.418 s against 0.382 s, `bench_store replay`; a 2M-object snapshot is as fast either way,
- * `bench_store snapshot`), checkpoints every 4 MiB of
+ * replay`, 0.295 -> 0.259 s). A page cache of up to 4 MiB (the writer appends: packed rows
+ * and snapshots in key order, no UPDATE of older objects since they are packed, so it needs
+ * the right edge of each tree and little else; a larger cache only grows into fresh memory, a
+ * page fault per 4 KiB: with 256 MiB MidLife's writer CPU was 0.418 s against 0.382 s with 32
+ * MiB, and with 32 MiB 0.281 s against 0.264 s with 4 MiB, Workload's 0.111 against 0.102 s,
+ * `bench_store replay`; a GC larger than the cache spills its pages into the WAL before its
+ * commit, each once; a 2M-object snapshot is as fast with 4 MiB as with 32, `bench_store
+ * snapshot`), checkpoints every 4 MiB of
  * WAL: the copying happens in small steps while recording, so the checkpoint at the end of a
  * recording is short (Workload's finishing: 130 ms with 64 MiB steps, 25 ms). The writer's
  * connection replaces this autocheckpoint by its own WAL hook, so that the copy runs after a
@@ -49,7 +52,7 @@ static const char store_schema_pragmas[] =
     "PRAGMA page_size = 8192;\n"
     "PRAGMA synchronous = OFF;\n"
     "PRAGMA journal_mode = WAL;\n"
-    "PRAGMA cache_size = -32768;\n"
+    "PRAGMA cache_size = -4096;\n"
     "PRAGMA temp_store = FILE;\n"
     "PRAGMA wal_autocheckpoint = 512;\n";
 
