@@ -43,11 +43,13 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
  * connection replaces this autocheckpoint by its own WAL hook, so that the copy runs after a
  * GC's commit and the answers to its snapshots, not inside the commit (store_writer.c,
  * STORE_WAL_CHECKPOINT_FRAMES). No mmap: an I/O
- * error would become SIGBUS instead of an error. temp_store FILE: every statement inside a GC's
- * SAVEPOINT has a statement sub-journal, and SQLite truncates an in-memory one by walking it from
- * its start at each statement's end — quadratic in a GC that touches many old pages (a 10M-object
- * snapshot took over 13 minutes); a file sub-journal is never truncated (measured: 36 s, most of
- * it the writer catching up). */
+ * error would become SIGBUS instead of an error. temp_store FILE: when a GC was a SAVEPOINT,
+ * every statement inside it had a statement sub-journal, and SQLite truncates an in-memory one by
+ * walking it from its start at each statement's end — quadratic in a GC that touches many old
+ * pages (a 10M-object snapshot took over 13 minutes); a file sub-journal is never truncated
+ * (measured: 36 s, most of it the writer catching up). A GC is a transaction of its own now
+ * (store_gc_start): no sub-journal for it; a statement that may have to undo itself (a multi-row
+ * INSERT) still can have one. */
 static const char store_schema_pragmas[] =
     "PRAGMA page_size = 8192;\n"
     "PRAGMA synchronous = OFF;\n"

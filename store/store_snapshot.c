@@ -8,7 +8,7 @@
  *                     drops whole records when the writer lags, so a mismatch means a snapshot
  *                     with holes: discarded. Otherwise the rows are written in key order
  *                     (objects by id, each with its references; roots by object), then
- *                     the snapshots row: all inside the GC's savepoint, so they commit with its
+ *                     the snapshots row: all inside the GC's transaction, so they commit with its
  *                     GC_END or vanish with it.
  *
  * An object listed twice is one row with the flags of both: the runtime's walk reports NonGC

@@ -2451,14 +2451,15 @@ static void test_first_read_order(void)
     tmp_dir_free(dir);
 }
 
-/* A VFS over the default one that counts the xSync calls of the files it opens (test_no_sync). */
+/* A VFS over the default one that counts the xSync calls of the files it opens, and the
+ * sub-journals it opens (test_no_sync). */
 typedef struct sync_count_file {
     sqlite3_file base;   /* pMethods: sync_count_methods */
     sqlite3_file *real;  /* the default VFS's file, in the bytes after this struct */
 } sync_count_file;
 
 static sqlite3_vfs *sync_count_real;
-static int sync_count_syncs;
+static int sync_count_syncs, sync_count_subjournals;
 static sqlite3_io_methods sync_count_methods;
 
 #define SYNC_COUNT_REAL(f) (((sync_count_file *)(f))->real)
@@ -2534,6 +2535,8 @@ static int sync_count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, 
 {
     (void)vfs;
     sync_count_file *c = (sync_count_file *)f;
+    if (flags & SQLITE_OPEN_SUBJOURNAL)
+        sync_count_subjournals++;
     c->real = (sqlite3_file *)(c + 1);
     int rc = sync_count_real->xOpen(sync_count_real, name, c->real, flags, out_flags);
     /* SQLite calls xClose only when pMethods is set: left NULL when the real open failed. */
@@ -2582,8 +2585,10 @@ static int sync_count_last_error(sqlite3_vfs *v, int n, char *out)
 
 /* The writer never asks for a sync (PRAGMA synchronous = OFF from its first statement on): not
  * for the switch to WAL, the schema, the GCs' commits and checkpoints, nor the end (the last
- * checkpoint and leaving WAL mode); and what it wrote is the whole recording. A VFS made the
- * default counts the syncs of every file SQLite opens meanwhile. */
+ * checkpoint and leaving WAL mode); and what it wrote is the whole recording. Nor does it keep
+ * pages in a sub-journal: a GC is a transaction of its own, not a SAVEPOINT (which saved each
+ * page a GC changed first into a temporary file). A VFS made the default counts the syncs and
+ * the sub-journals of every file SQLite opens meanwhile. */
 static void test_no_sync(void)
 {
     char *dir = tmp_dir_new();
@@ -2619,6 +2624,7 @@ static void test_no_sync(void)
     CHECK(sync_count_syncs > 0);
 
     sync_count_syncs = 0;
+    sync_count_subjournals = 0;
     g_autofree char *path = g_build_filename(dir, "nosync.db", NULL);
     hl_sb *sb = golden_build(NULL, FALSE);
     store_summary sum;
@@ -2626,6 +2632,7 @@ static void test_no_sync(void)
     CHECK_NO_ERROR(error);
     CHECK(sum.complete && !sum.wal_kept);
     CHECK(sync_count_syncs == 0);
+    CHECK(sync_count_subjournals == 0);
     sqlite3_vfs_unregister(&counting);
     hl_sb_free(sb);
 
