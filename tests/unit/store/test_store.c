@@ -436,7 +436,8 @@ static void test_schema(void)
     store_writer *w = store_writer_create(path, "cmd", &error);
     CHECK_NO_ERROR(error);
     CHECK(w != NULL);
-    CHECK(db_int(w->db, "PRAGMA cache_size") == -32768); /* the writer appends (store_schema.c) */
+    CHECK(db_int(w->db, "PRAGMA cache_size") == -4096); /* the writer appends (store_schema.c) */
+    CHECK(db_int(w->db, "PRAGMA synchronous") == 0);   /* OFF: store.no_sync */
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
     CHECK_NO_ERROR(error);
