@@ -118,7 +118,9 @@ typedef struct store_summary {
 /* Creates a new database at `path` (refuses an existing file, or an existing `path`-wal or
  * `path`-journal: STORE_ERROR_EXISTS), mode 0600, with the schema, run status 'recording' and
  * `command` (may be NULL: the stream's RUN_START command is used) as the recorded command line.
- * On failure nothing is left behind. */
+ * On failure nothing is left behind. The file is in WAL mode until store_writer_finish and never
+ * synced (synchronous=OFF): every committed GC survives the writer's or the program's death,
+ * not an OS crash or power failure before the kernel writes the file back. */
 store_writer *store_writer_create(const char *path, const char *command, GError **error);
 
 /* Reads one record stream from `fd` until end of run or end of file and stores it. Returns TRUE

@@ -1,7 +1,7 @@
 /* store_gc.c — applies one GC's records: GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, DEATHS*,
  * PROMOTIONS*, GC_END — and the tail interval's ALLOC_COUNTS after the last GC.
  *
- *   GC_START      SAVEPOINT gc; remember the start record
+ *   GC_START      COMMIT what came before it; BEGIN; remember the start record
  *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
  *                 per key (after the last GC_END: the tail interval, in the final transaction)
  *   SURVIVORS     the objects of interval n alive after GC n: packed, [id gap, type, size] in
@@ -11,10 +11,10 @@
  *   PROMOTIONS    older objects: their ids join the GC's generation changes (nothing updated)
  *   DISCOVERED    objects first seen in a heap walk: packed like survivors, their ids join the
  *                 changes
- *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's savepoint
+ *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's transaction
  *   GC_END        the object chunks; the generation changes and the deaths (a generation_changes
  *                 row per generation, an object_deaths row, ids sorted, as JSON arrays of gaps);
- *                 the gcs and gc_generations rows; the counters; RELEASE gc; COMMIT; BEGIN;
+ *                 the gcs and gc_generations rows; the counters; COMMIT; BEGIN;
  *                 then announce the snapshots that commit stored
  *
  * Nothing here is per allocation: an object that died in its first GC is one more in a count,
@@ -240,10 +240,12 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
     store_snapshot_discard_open(w, why);
     store_snapshot_discard_written(w, why);
     w->last_snapshot = w->last_snapshot_committed;
-    /* Rows inserted inside the savepoint vanish: forget which threads we believe exist. */
+    /* Rows inserted inside the GC vanish: forget which threads we believe exist. */
     g_hash_table_remove_all(w->threads_seen);
     w->last_tid_valid = FALSE;
-    if (!store_sql_exec(w->db, w->path, "ROLLBACK TO gc; RELEASE gc", error))
+    /* The GC is the whole transaction (store_gc_start): nothing to restore page by page, WAL
+     * mode drops its pages and any frames it spilled. */
+    if (!store_sql_exec(w->db, w->path, "ROLLBACK; BEGIN", error))
         goto out;
     if (w->gc.handles_changed && !store_handles_reload(w, error))
         goto out;
@@ -277,7 +279,12 @@ gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error
     }
     if (w->any_gc && s->gc != w->last_gc + 1)
         w->writer_anomalies++; /* a gap: the collector promised none */
-    if (!store_sql_exec(w->db, w->path, "SAVEPOINT gc", error))
+    /* What arrived since the last GC (types, threads, handles, samples) is committed here, so
+     * that the GC is a transaction of its own, rolled back whole if its end never comes. A
+     * SAVEPOINT inside one open transaction did the same, but kept the page each GC changed
+     * first (a tree's last leaf, each table's) in a sub-journal, a temporary file of its own:
+     * 92 KB and a file created and removed per GC on Workload's stream. */
+    if (!store_sql_exec(w->db, w->path, "COMMIT; BEGIN", error))
         return FALSE;
     w->gc.open = TRUE;
     w->gc.start = *s;
@@ -606,7 +613,7 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     if (!store_gc_flush_chunks(w, error) || !store_gc_flush_changes(w, error) ||
         !store_gc_insert_row(w, e, error) ||
         !store_writer_write_counters(w, error) ||
-        !store_sql_exec(w->db, w->path, "RELEASE gc; COMMIT; BEGIN", error))
+        !store_sql_exec(w->db, w->path, "COMMIT; BEGIN", error))
         return FALSE;
     w->objects_written += w->gc.discovered + w->gc.survivors;
     w->allocations += w->gc.allocations;

@@ -379,7 +379,7 @@ void store_object_rows_release(store_object_rows *rows);
 
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
-/* Applies the connection pragmas for writing (WAL, synchronous=NORMAL, cache) and creates the
+/* Applies the connection pragmas for writing (WAL, synchronous=OFF, cache) and creates the
  * schema, application_id and user_version in one transaction. */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
 /* Empties object_chunks and object_deaths and turns `objects` from a view over them into the

@@ -21,27 +21,40 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
  * on MidLife's stream, writer CPU 0.467 s -> 0.413 s, the file 93.3 -> 92.2 MB, its first read
  * no slower; 16 KiB saved a little more CPU but made the file 3% larger, each table's pages
  * less full), WAL so a reader sees every committed GC while recording,
- * synchronous=NORMAL (a commit survives a crash of the writer; the last commits may be lost on
- * power failure, never corrupted), a page cache of up to 32 MiB (the writer appends: packed rows
- * and snapshots in key order, no UPDATE of older objects since they are packed; with 256 MiB
- * every new page of a recording took fresh memory, a page fault each, and MidLife's writer CPU
- * was 0.418 s against 0.382 s, `bench_store replay`; a 2M-object snapshot is as fast either way,
- * `bench_store snapshot`), checkpoints every 4 MiB of
+ * synchronous=OFF, set first so that even the switch to WAL (a rollback-journal transaction) and
+ * the schema's commit are not synced: the writer never calls fsync. What it promises holds
+ * without: a commit is in the kernel once written, so it survives the writer's or the program's
+ * death (SIGKILL), and WAL recovery finds it; only an OS crash or a power failure during the
+ * recording or in the seconds after (before the kernel writes the file back) can leave the file
+ * damaged, and a damaged file fails the commands that read it with one line. NORMAL synced the
+ * WAL and the file at every checkpoint and four times at the start and five at the end (14 in a
+ * recording of /bin/true): the whole file's writeback in the writer's time and at its end (the
+ * `heaplens record` exit waited for it), and 13% of its CPU on MidLife's stream (`bench_store
+ * replay`, 0.295 -> 0.259 s). A page cache of up to 4 MiB (the writer appends: packed rows
+ * and snapshots in key order, no UPDATE of older objects since they are packed, so it needs
+ * the right edge of each tree and little else; a larger cache only grows into fresh memory, a
+ * page fault per 4 KiB: with 256 MiB MidLife's writer CPU was 0.418 s against 0.382 s with 32
+ * MiB, and with 32 MiB 0.281 s against 0.264 s with 4 MiB, Workload's 0.111 against 0.102 s,
+ * `bench_store replay`; a GC larger than the cache spills its pages into the WAL before its
+ * commit, each once; a 2M-object snapshot is as fast with 4 MiB as with 32, `bench_store
+ * snapshot`), checkpoints every 4 MiB of
  * WAL: the copying happens in small steps while recording, so the checkpoint at the end of a
  * recording is short (Workload's finishing: 130 ms with 64 MiB steps, 25 ms). The writer's
  * connection replaces this autocheckpoint by its own WAL hook, so that the copy runs after a
  * GC's commit and the answers to its snapshots, not inside the commit (store_writer.c,
  * STORE_WAL_CHECKPOINT_FRAMES). No mmap: an I/O
- * error would become SIGBUS instead of an error. temp_store FILE: every statement inside a GC's
- * SAVEPOINT has a statement sub-journal, and SQLite truncates an in-memory one by walking it from
- * its start at each statement's end — quadratic in a GC that touches many old pages (a 10M-object
- * snapshot took over 13 minutes); a file sub-journal is never truncated (measured: 36 s, most of
- * it the writer catching up). */
+ * error would become SIGBUS instead of an error. temp_store FILE: when a GC was a SAVEPOINT,
+ * every statement inside it had a statement sub-journal, and SQLite truncates an in-memory one by
+ * walking it from its start at each statement's end — quadratic in a GC that touches many old
+ * pages (a 10M-object snapshot took over 13 minutes); a file sub-journal is never truncated
+ * (measured: 36 s, most of it the writer catching up). A GC is a transaction of its own now
+ * (store_gc_start): no sub-journal for it; a statement that may have to undo itself (a multi-row
+ * INSERT) still can have one. */
 static const char store_schema_pragmas[] =
     "PRAGMA page_size = 8192;\n"
+    "PRAGMA synchronous = OFF;\n"
     "PRAGMA journal_mode = WAL;\n"
-    "PRAGMA synchronous = NORMAL;\n"
-    "PRAGMA cache_size = -32768;\n"
+    "PRAGMA cache_size = -4096;\n"
     "PRAGMA temp_store = FILE;\n"
     "PRAGMA wal_autocheckpoint = 512;\n";
 

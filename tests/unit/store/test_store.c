@@ -436,7 +436,8 @@ static void test_schema(void)
     store_writer *w = store_writer_create(path, "cmd", &error);
     CHECK_NO_ERROR(error);
     CHECK(w != NULL);
-    CHECK(db_int(w->db, "PRAGMA cache_size") == -32768); /* the writer appends (store_schema.c) */
+    CHECK(db_int(w->db, "PRAGMA cache_size") == -4096); /* the writer appends (store_schema.c) */
+    CHECK(db_int(w->db, "PRAGMA synchronous") == 0);   /* OFF: store.no_sync */
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
     CHECK_NO_ERROR(error);
@@ -2447,6 +2448,199 @@ static void test_first_read_order(void)
     CHECK_ROWS(db, sql, want);
     CHECK_ROWS(db, "SELECT id % 281474976710656, first_gc, died_gc FROM objects ORDER BY id",
                "3|2|3\n4|1|NULL\n5|1|NULL\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* A VFS over the default one that counts the xSync calls of the files it opens, and the
+ * sub-journals it opens (test_no_sync). */
+typedef struct sync_count_file {
+    sqlite3_file base;   /* pMethods: sync_count_methods */
+    sqlite3_file *real;  /* the default VFS's file, in the bytes after this struct */
+} sync_count_file;
+
+static sqlite3_vfs *sync_count_real;
+static int sync_count_syncs, sync_count_subjournals;
+static sqlite3_io_methods sync_count_methods;
+
+#define SYNC_COUNT_REAL(f) (((sync_count_file *)(f))->real)
+static int sync_count_close(sqlite3_file *f)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xClose(SYNC_COUNT_REAL(f));
+}
+static int sync_count_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 at)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xRead(SYNC_COUNT_REAL(f), buf, n, at);
+}
+static int sync_count_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 at)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xWrite(SYNC_COUNT_REAL(f), buf, n, at);
+}
+static int sync_count_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xTruncate(SYNC_COUNT_REAL(f), size);
+}
+static int sync_count_sync(sqlite3_file *f, int flags)
+{
+    sync_count_syncs++;
+    return SYNC_COUNT_REAL(f)->pMethods->xSync(SYNC_COUNT_REAL(f), flags);
+}
+static int sync_count_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xFileSize(SYNC_COUNT_REAL(f), size);
+}
+static int sync_count_lock(sqlite3_file *f, int level)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xLock(SYNC_COUNT_REAL(f), level);
+}
+static int sync_count_unlock(sqlite3_file *f, int level)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xUnlock(SYNC_COUNT_REAL(f), level);
+}
+static int sync_count_reserved(sqlite3_file *f, int *out)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xCheckReservedLock(SYNC_COUNT_REAL(f), out);
+}
+static int sync_count_control(sqlite3_file *f, int op, void *arg)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xFileControl(SYNC_COUNT_REAL(f), op, arg);
+}
+static int sync_count_sector(sqlite3_file *f)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xSectorSize(SYNC_COUNT_REAL(f));
+}
+static int sync_count_device(sqlite3_file *f)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xDeviceCharacteristics(SYNC_COUNT_REAL(f));
+}
+static int sync_count_shm_map(sqlite3_file *f, int region, int size, int extend, void volatile **p)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xShmMap(SYNC_COUNT_REAL(f), region, size, extend, p);
+}
+static int sync_count_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xShmLock(SYNC_COUNT_REAL(f), offset, n, flags);
+}
+static void sync_count_shm_barrier(sqlite3_file *f)
+{
+    SYNC_COUNT_REAL(f)->pMethods->xShmBarrier(SYNC_COUNT_REAL(f));
+}
+static int sync_count_shm_unmap(sqlite3_file *f, int delete_flag)
+{
+    return SYNC_COUNT_REAL(f)->pMethods->xShmUnmap(SYNC_COUNT_REAL(f), delete_flag);
+}
+#undef SYNC_COUNT_REAL
+
+static int sync_count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
+                           int *out_flags)
+{
+    (void)vfs;
+    sync_count_file *c = (sync_count_file *)f;
+    if (flags & SQLITE_OPEN_SUBJOURNAL)
+        sync_count_subjournals++;
+    c->real = (sqlite3_file *)(c + 1);
+    int rc = sync_count_real->xOpen(sync_count_real, name, c->real, flags, out_flags);
+    /* SQLite calls xClose only when pMethods is set: left NULL when the real open failed. */
+    c->base.pMethods = c->real->pMethods != NULL ? &sync_count_methods : NULL;
+    return rc;
+}
+
+/* Every call but xOpen goes to the default VFS, which takes this VFS as its own. */
+#define SYNC_COUNT_VFS_CALL(name, ...) sync_count_real->name(sync_count_real, __VA_ARGS__)
+static int sync_count_delete(sqlite3_vfs *v, const char *name, int dir)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xDelete, name, dir);
+}
+static int sync_count_access(sqlite3_vfs *v, const char *name, int flags, int *out)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xAccess, name, flags, out);
+}
+static int sync_count_full_path(sqlite3_vfs *v, const char *name, int n, char *out)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xFullPathname, name, n, out);
+}
+static int sync_count_random(sqlite3_vfs *v, int n, char *out)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xRandomness, n, out);
+}
+static int sync_count_sleep(sqlite3_vfs *v, int us)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xSleep, us);
+}
+static int sync_count_time(sqlite3_vfs *v, sqlite3_int64 *out)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xCurrentTimeInt64, out);
+}
+static int sync_count_last_error(sqlite3_vfs *v, int n, char *out)
+{
+    (void)v;
+    return SYNC_COUNT_VFS_CALL(xGetLastError, n, out);
+}
+#undef SYNC_COUNT_VFS_CALL
+
+/* The writer never asks for a sync (PRAGMA synchronous = OFF from its first statement on): not
+ * for the switch to WAL, the schema, the GCs' commits and checkpoints, nor the end (the last
+ * checkpoint and leaving WAL mode); and what it wrote is the whole recording. Nor does it keep
+ * pages in a sub-journal: a GC is a transaction of its own, not a SAVEPOINT (which saved each
+ * page a GC changed first into a temporary file). A VFS made the default counts the syncs and
+ * the sub-journals of every file SQLite opens meanwhile. */
+static void test_no_sync(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    static sqlite3_vfs counting;
+    sync_count_real = sqlite3_vfs_find(NULL);
+    CHECK(sync_count_real != NULL && sync_count_real->iVersion >= 2);
+    sync_count_methods = (sqlite3_io_methods){
+        .iVersion = 2, .xClose = sync_count_close, .xRead = sync_count_read,
+        .xWrite = sync_count_write, .xTruncate = sync_count_truncate, .xSync = sync_count_sync,
+        .xFileSize = sync_count_size, .xLock = sync_count_lock, .xUnlock = sync_count_unlock,
+        .xCheckReservedLock = sync_count_reserved, .xFileControl = sync_count_control,
+        .xSectorSize = sync_count_sector, .xDeviceCharacteristics = sync_count_device,
+        .xShmMap = sync_count_shm_map, .xShmLock = sync_count_shm_lock,
+        .xShmBarrier = sync_count_shm_barrier, .xShmUnmap = sync_count_shm_unmap,
+    };
+    counting = (sqlite3_vfs){
+        .iVersion = 2, .szOsFile = (int)sizeof(sync_count_file) + sync_count_real->szOsFile,
+        .mxPathname = sync_count_real->mxPathname, .zName = "heaplens-test-sync-count",
+        .xOpen = sync_count_open, .xDelete = sync_count_delete, .xAccess = sync_count_access,
+        .xFullPathname = sync_count_full_path, .xRandomness = sync_count_random,
+        .xSleep = sync_count_sleep, .xCurrentTimeInt64 = sync_count_time,
+        .xGetLastError = sync_count_last_error,
+    };
+    CHECK(sqlite3_vfs_register(&counting, 1) == SQLITE_OK);
+
+    /* First, that the count works: a connection of SQLite's defaults (synchronous FULL). */
+    g_autofree char *probe_path = g_build_filename(dir, "probe.db", NULL);
+    sqlite3 *probe = NULL;
+    CHECK(sqlite3_open(probe_path, &probe) == SQLITE_OK);
+    CHECK(sqlite3_exec(probe, "CREATE TABLE t (x)", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(probe);
+    CHECK(sync_count_syncs > 0);
+
+    sync_count_syncs = 0;
+    sync_count_subjournals = 0;
+    g_autofree char *path = g_build_filename(dir, "nosync.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    store_summary sum;
+    CHECK(hl_sb_write_db(sb, path, "heaplens record -- dotnet App.dll", &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.complete && !sum.wal_kept);
+    CHECK(sync_count_syncs == 0);
+    CHECK(sync_count_subjournals == 0);
+    sqlite3_vfs_unregister(&counting);
+    hl_sb_free(sb);
+
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "PRAGMA journal_mode", "delete\n");
+    CHECK_ROWS(db, "SELECT status FROM run", "complete\n");
+    CHECK_ROWS(db, "SELECT count(*) > 0 FROM gcs", "1\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -4589,6 +4783,7 @@ static const struct {
     {"derived_views", test_derived_views},
     {"reader_holds_file", test_reader_holds_file},
     {"change_gaps", test_change_gaps},
+    {"no_sync", test_no_sync},
     {"radix_sort", test_radix_sort},
     {"put_u64", test_put_u64},
     {"checkpoint_after_answer", test_checkpoint_after_answer},
