@@ -36,9 +36,10 @@ typedef struct hl_sampling {
     bool own_sampler;           /* full mode: the collector draws the samples in ObjectAllocated
                                  * itself (same statistics as AllocationSampled), no session */
     bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
-    uint32_t budget;            /* sampled and attach: small-object samples per second per
-                                 * thread beyond which they are thinned (HEAPLENS_SAMPLE_BUDGET;
-                                 * 0: never); below, "The sample budget" */
+    uint32_t budget;            /* sampled and attach: small-object samples per second of a
+                                 * thread's CPU time beyond which they are thinned
+                                 * (HEAPLENS_SAMPLE_BUDGET; 0: never; full mode: 0); below,
+                                 * hl_sample_budget_factor */
     EVENTPIPE_SESSION session;
     /* The providers of delivered events, learned by name at their first event (EventPipe
      * hands a provider handle, and the runtime's GCStart and our Checkpoint are both event 1). */
