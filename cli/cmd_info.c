@@ -137,6 +137,10 @@ static void info_sampling_lines(const query_estimates *e, info_lines *lines)
                              : g_strdup("none: no allocation was sampled"));
     info_lines_add(lines, "samples", count_dup(e->samples));
     info_lines_add(lines, "samples dropped", count_dup(e->samples_dropped));
+    if (e->samples_budgeted > 0)
+        info_lines_add(lines, "samples left out",
+                       g_strdup_printf("%s, by the sample budget (the kept ones weigh for them)",
+                                       query_count_format(e->samples_budgeted, a)));
     info_lines_add(lines, "mean distance",
                    e->mean_distance_bytes > 0
                        ? g_strdup_printf("%s bytes (%s)",
@@ -163,6 +167,9 @@ static const struct {
     {"gcs_dropped", "GCs the writer never received"},
     {"snapshots_dropped", "heap snapshots the writer never received"},
     {"writer_lost", "the writer went away or stalled: nothing was sent after that"},
+    {"samples_budgeted",
+     "allocation samples left out by the sample budget: the kept ones of their thread weigh "
+     "for them (estimates, not a loss)"},
     {"thread_waits", "allocations that waited for room in the collector's buffers (nothing lost)"},
     {"thread_wait_ns", "time program threads waited for the collector, summed over threads"},
     {"stream_bytes", "bytes the writer read from the collector"},

@@ -918,7 +918,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "pool_chunks_max=%u/%u young_cap=%zu allocs_dropped_buffer=%llu "
             "allocs_dropped_writer=%llu writer_lost=%llu gcs=%u exit_wait_ms=%.1f cpu_ms=%.1f "
             "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_followed=%llu "
-            "samples_dropped=%llu "
+            "samples_dropped=%llu samples_budgeted=%llu "
             "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
             "walk_us_per_sample=%.1f frames_per_walk=%.1f thread_waits=%llu thread_wait_ms=%.1f "
             "spilled=%llu\n",
@@ -933,7 +933,8 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             (unsigned long long)atomic_load(&p->sampling.seen),
             (unsigned long long)c->samples_taken, (unsigned long long)c->samples_linked,
             (unsigned long long)c->samples_followed,
-            (unsigned long long)atomic_load(&p->sampling.dropped), c->frames.n_frames,
+            (unsigned long long)atomic_load(&p->sampling.dropped),
+            (unsigned long long)atomic_load(&p->sampling.budgeted), c->frames.n_frames,
             c->frames.n_stacks, (unsigned long long)c->frames.unresolved,
             (unsigned long long)atomic_load(&p->sampling.walk_failures),
             (unsigned)atomic_load(&p->sampling.walk_failure_hr),

@@ -22,7 +22,10 @@ enum {
 
 /* The runtime hands a profiler's session no stack (numStackFrames is 0 on .NET 10: measured),
  * so the collector walks the allocating thread itself: DoStackSnapshot of the current thread,
- * synchronous, into a buffer on this thread's stack. Innermost frame first. */
+ * synchronous, into a buffer on this thread's stack. Innermost frame first. The walk stops at
+ * the first frame beyond the kept ones (a callback's S_FALSE ends the runtime's walk:
+ * proftoeeinterfaceimpl.cpp ProfilerStackWalkCallback, SWA_ABORT): `total` then says only that
+ * there were more. */
 typedef struct stack_walk {
     uintptr_t ips[HL_SAMPLE_MAX_FRAMES];
     uint32_t n, total;
@@ -32,9 +35,10 @@ static HRESULT on_stack_frame(FunctionID function, UINT_PTR ip, UINT_PTR frame_i
                               uint32_t context_size, uint8_t *context, void *data) {
     (void)function, (void)frame_info, (void)context_size, (void)context;
     stack_walk *w = data;
-    if (w->n < HL_SAMPLE_MAX_FRAMES)
-        w->ips[w->n++] = ip;
     w->total++;
+    if (w->n == HL_SAMPLE_MAX_FRAMES)
+        return S_FALSE; /* a frame more than kept: the stack is cut, walk no further */
+    w->ips[w->n++] = ip;
     return S_OK;
 }
 
@@ -44,8 +48,18 @@ static _Thread_local struct {
     hl_sample_payload s;
 } tls_sample;
 
-/* Pushes one sample (its stack walked now when `walk`) into this thread's chunk. */
-static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
+/* The sample budget's state of this thread (eventpipe.h, hl_sample_budget_factor). */
+static _Thread_local struct {
+    uint64_t rng;          /* xorshift64*, 0 until the thread's first sample */
+    uint64_t window_ns;    /* the window's start, monotonic clock */
+    uint64_t window_cpu_ns; /* ... and the thread's CPU time then */
+    uint32_t seen;         /* small-object samples seen in it */
+    uint32_t factor;       /* K of the window: keep one sample in K */
+} tls_budget;
+
+/* Pushes one sample (its stack walked now when `walk`) into this thread's chunk; `weight` is
+ * the budget's factor it was kept with (1: every sample kept). */
+static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk, uint32_t weight) {
     hl_tbuf *b = hl_tbufs_current(&p->rings);
     if (!b) {
         atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
@@ -58,7 +72,8 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
         HRESULT hr = info_do_stack_snapshot(p->info, 0, on_stack_frame, 0, &w);
         atomic_fetch_add_explicit(&p->sampling.walk_ns, hl_now_ns() - t0, memory_order_relaxed);
         atomic_fetch_add_explicit(&p->sampling.walk_frames, w.total, memory_order_relaxed);
-        if (HR_FAILED(hr)) {
+        /* Stopped by on_stack_frame (CORPROF_E_STACKSNAPSHOT_ABORTED): the kept frames stand. */
+        if (HR_FAILED(hr) && w.total <= HL_SAMPLE_MAX_FRAMES) {
             atomic_fetch_add_explicit(&p->sampling.walk_failures, 1, memory_order_relaxed);
             atomic_store_explicit(&p->sampling.walk_failure_hr, (uint32_t)hr, memory_order_relaxed);
             w.n = w.total = 0;
@@ -68,6 +83,7 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk) {
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     uint32_t n = hl_sample_encode(ev, id, s->address, s->class_id, s->kind, s->size, s->amount,
                                   w.total, w.ips);
+    ev[1].kind_size |= weight & 0xffffu; /* EXTRA: HL_SAMPLE_EXTRA_WEIGHT */
     if (!hl_tbuf_push_n(b, ev, n))
         atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
 }
@@ -136,7 +152,7 @@ static void own_sample(hl_profiler *p, hl_tbuf *ring, ObjectID object, ClassID c
     atomic_fetch_add_explicit(&p->sampling.seen, 1, memory_order_relaxed);
     hl_sample_payload s = {.kind = heap_kind_of(p, object, size), .class_id = class_id,
                            .address = object, .size = size};
-    sample_push(p, &s, true);
+    sample_push(p, &s, true, 1);
 }
 
 void hl_eventpipe_on_object_allocated(hl_profiler *p, hl_tbuf *ring, ObjectID object,
@@ -150,7 +166,7 @@ void hl_eventpipe_on_object_allocated(hl_profiler *p, hl_tbuf *ring, ObjectID ob
     tls_sample.waiting = false;
     /* Another address: the sampled object was allocated on a path without ObjectAllocated
      * (.NET 10 boxes and delegates): kept without a stack. */
-    sample_push(p, &tls_sample.s, tls_sample.s.address == object);
+    sample_push(p, &tls_sample.s, tls_sample.s.address == object, 1);
 }
 
 /* A GC thread, inside the GC: the ranges go to the GC capture in batches from this stack. A
@@ -234,6 +250,45 @@ static void checkpoint_push(hl_profiler *p, const uint8_t *data, uint32_t size) 
         hl_collector_wake(p); /* faster than the collector's idle period: drain it now */
 }
 
+/* The sample budget (eventpipe.h): whether this thread keeps the small-object sample it was
+ * just delivered, and with which factor. A window's factor comes from the window before, so
+ * every draw's probability is fixed before it is made. The windows end by the monotonic clock
+ * (the vDSO: a few ns a sample); the rate is per second of the thread's CPU time, read once a
+ * window (a system call), so that a loaded machine, which stretches the wall time, does not
+ * change what the samples cost the program. */
+static bool budget_keep(hl_profiler *p, uint32_t *factor) {
+    uint64_t now = hl_now_ns();
+    if (!tls_budget.rng) { /* the thread's first sample */
+        uint64_t z = now ^ (uint64_t)(uintptr_t)&tls_budget;
+        z += 0x9E3779B97F4A7C15ull; /* splitmix64 */
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        tls_budget.rng = z ? z : 1;
+        tls_budget.window_ns = now;
+        tls_budget.window_cpu_ns = hl_thread_cpu_ns();
+        tls_budget.factor = 1;
+    } else if (now - tls_budget.window_ns >= HL_SAMPLE_BUDGET_WINDOW_NS) {
+        uint64_t cpu = hl_thread_cpu_ns();
+        tls_budget.factor = hl_sample_budget_factor(tls_budget.seen,
+                                                    cpu - tls_budget.window_cpu_ns,
+                                                    p->sampling.budget);
+        tls_budget.window_ns = now;
+        tls_budget.window_cpu_ns = cpu;
+        tls_budget.seen = 0;
+    }
+    tls_budget.seen++;
+    *factor = tls_budget.factor;
+    if (tls_budget.factor == 1)
+        return true;
+    uint64_t x = tls_budget.rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    tls_budget.rng = x;
+    return ((x * 0x2545F4914F6CDD1Dull) >> 32 & (tls_budget.factor - 1)) == 0;
+}
+
 /* Runs on the allocating thread inside the allocation: copy and return. In full mode the sample
  * waits for the object's ObjectAllocated (same thread, next callback) to get its stack. */
 HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
@@ -307,19 +362,26 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
         return S_OK;
     }
     if (tls_sample.waiting) /* its ObjectAllocated never came */
-        sample_push(p, &tls_sample.s, false);
+        sample_push(p, &tls_sample.s, false, 1);
     tls_sample.waiting = false;
+    if (p->sampling.walk_at_object_allocated && s.address) {
+        tls_sample.s = s;
+        tls_sample.waiting = true;
+        return S_OK;
+    }
+    /* Sampled and attach modes: a small object's sample beyond the thread's budget is left out
+     * before anything is spent on it (LOH and POH objects are counted and followed anyway). */
+    uint32_t weight = 1;
+    if (s.kind == 0 && p->sampling.budget && !budget_keep(p, &weight)) {
+        atomic_fetch_add_explicit(&p->sampling.budgeted, 1, memory_order_relaxed);
+        return S_OK;
+    }
     /* Sampled mode follows a small object's sample by a weak handle, made here: the event
      * comes inside the allocation, with the object whole (AllocationSampled), and CreateHandle
      * may be called from a callback. LOH and POH samples are followed from ObjectAllocated. */
     if (p->followed.on && s.kind == 0)
         hl_follow_add(&p->followed, p->info, s.address);
-    if (p->sampling.walk_at_object_allocated && s.address) {
-        tls_sample.s = s;
-        tls_sample.waiting = true;
-    } else {
-        sample_push(p, &s, true);
-    }
+    sample_push(p, &s, true, weight);
     return S_OK;
 }
 
@@ -328,6 +390,14 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     p->sampling.walk_at_object_allocated = mode == HL_MODE_FULL;
     const char *walk = getenv("HEAPLENS_STACK_WALK"); /* benchmark: the walk's share */
     p->sampling.no_walk = walk && strcmp(walk, "off") == 0;
+    /* The runtime's samples only (sampled and attach): full mode's own sampler has the object's
+     * allocation in hand, and its samples are the exact counts' companions. */
+    const char *budget = getenv("HEAPLENS_SAMPLE_BUDGET");
+    char *end = NULL;
+    unsigned long b = budget && *budget ? strtoul(budget, &end, 10) : HL_SAMPLE_BUDGET_DEFAULT;
+    if (budget && *budget && (*end || b > UINT32_MAX))
+        b = HL_SAMPLE_BUDGET_DEFAULT; /* not a number: the default, as for any bad setting */
+    p->sampling.budget = mode == HL_MODE_FULL ? 0 : (uint32_t)b;
     /* Full mode sees every allocation in ObjectAllocated: the collector samples there itself,
      * on every runtime, not from the session (HEAPLENS_FULL_SAMPLER=eventpipe: the runtime's).
      * The session still runs for extra_keywords (GC reasons, survivor ranges). */

@@ -36,12 +36,18 @@ typedef struct hl_sampling {
     bool own_sampler;           /* full mode: the collector draws the samples in ObjectAllocated
                                  * itself (same statistics as AllocationSampled), no session */
     bool no_walk;               /* HEAPLENS_STACK_WALK=off (benchmark): samples without stacks */
+    uint32_t budget;            /* sampled and attach: small-object samples per second of a
+                                 * thread's CPU time beyond which they are thinned
+                                 * (HEAPLENS_SAMPLE_BUDGET; 0: never; full mode: 0); below,
+                                 * hl_sample_budget_factor */
     EVENTPIPE_SESSION session;
     /* The providers of delivered events, learned by name at their first event (EventPipe
      * hands a provider handle, and the runtime's GCStart and our Checkpoint are both event 1). */
     _Atomic uintptr_t runtime_provider, heaplens_provider;
     atomic_uint_fast64_t seen;    /* sample events delivered */
     atomic_uint_fast64_t dropped; /* ... lost: no buffer slot or chunk */
+    atomic_uint_fast64_t budgeted; /* ... left out by the sample budget (no stack, not stored: the
+                                    * kept ones of their thread and window weigh for them) */
     atomic_uint_fast64_t unparsed; /* ... whose payload was not understood (dropped too) */
     atomic_uint_fast64_t walk_failures; /* ... whose stack DoStackSnapshot refused (kept, no stack) */
     _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
@@ -84,6 +90,21 @@ void hl_eventpipe_stop(struct hl_profiler *p);
  * last sample event is this object, its stack is walked here and the sample is pushed. */
 void hl_eventpipe_on_object_allocated(struct hl_profiler *p, struct hl_tbuf *ring,
                                       ObjectID object, ClassID class_id, uint64_t size);
+
+/* The sample budget (collector/README.md, "The sample budget"). A tight allocation loop
+ * allocates 100 KiB, one sample on average, in a few tens of microseconds, and a sample costs a
+ * few: its stack walk, its weak handle, the collector's and the writer's work. So per thread,
+ * in windows of HL_SAMPLE_BUDGET_WINDOW_NS, when the window before saw more small-object samples
+ * than the budget allows for the CPU time the thread used in it, this window keeps one sample
+ * in K, each by a random draw with probability 1/K, and a kept sample weighs K times its
+ * sampling weight (hl_alloc_sample.weight): unbiased, as K is fixed before the window's draws.
+ * K is the smallest power of two with seen / K <= per_second * elapsed (elapsed: the thread's
+ * CPU time in the window), at most HL_SAMPLE_BUDGET_MAX_FACTOR; 1 when per_second is 0 or
+ * nothing was seen. Pure (tests/unit/collector). */
+#define HL_SAMPLE_BUDGET_WINDOW_NS 100000000ull /* 100 ms of wall time */
+#define HL_SAMPLE_BUDGET_DEFAULT 10000u /* samples per second of a thread's CPU time */
+#define HL_SAMPLE_BUDGET_MAX_FACTOR 1024u
+uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t per_second);
 
 /* The next sampling distance in bytes: geometric with mean `mean` (each byte a sampling point
  * with p = 1/mean), from the uniform 64-bit random `u`. Pure (tests/unit/collector). */

@@ -154,6 +154,19 @@ uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
     return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
 }
 
+uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t per_second) {
+    if (per_second == 0 || seen == 0)
+        return 1;
+    /* allowed in the elapsed time, at least one (a window shorter than a sample's share) */
+    double allowed = (double)per_second * ((double)elapsed_ns / 1e9);
+    if (allowed < 1.0)
+        allowed = 1.0;
+    uint32_t k = 1;
+    while (k < HL_SAMPLE_BUDGET_MAX_FACTOR && (double)seen / k > allowed)
+        k *= 2;
+    return k;
+}
+
 /* GCHeapStats v1/v2: (GenerationSize, TotalPromotedSize) u64 pairs for generations 0..3,
  * FinalizationPromotedSize u64, FinalizationPromotedCount u64, PinnedObjectCount u32,
  * SinkBlockCount u32, GCHandleCount u32, ClrInstanceID u16 (94 bytes); v2 adds the pair of

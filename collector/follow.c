@@ -77,18 +77,11 @@ bool hl_follow_gc_needs_ranges(hl_follow *f, uint32_t gc, uint32_t condemned_mas
     return need;
 }
 
-/* The GC thread's CPU time: what the lookups add to the pause, not the preemptions a loaded
- * machine adds to it. */
-static uint64_t thread_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void hl_follow_gc_finished(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *c) {
     if (!f->on || !c || !follow_enter(f))
         return;
-    uint64_t t0 = thread_cpu_ns();
+    uint64_t t0 = hl_thread_cpu_ns();
     uint64_t top = atomic_load_explicit(&f->top, memory_order_acquire);
     if (top > HL_FOLLOW_MAX)
         top = HL_FOLLOW_MAX;
@@ -125,7 +118,7 @@ void hl_follow_gc_finished(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *
     for (uint64_t i = kept; i < top; i++)
         atomic_store_explicit(&f->entries[i].handle, 0, memory_order_relaxed);
     atomic_store_explicit(&f->top, kept, memory_order_release);
-    f->lookup_ns += thread_cpu_ns() - t0;
+    f->lookup_ns += hl_thread_cpu_ns() - t0;
     /* Every thread is suspended: the next allocation is after this GC (hl_collector_follows_new
      * takes it into the model once the collector applied this GC). */
     atomic_store_explicit(&f->armed, true, memory_order_relaxed);

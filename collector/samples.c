@@ -70,6 +70,7 @@ void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid
         if (!c->sample.open)
             break;
         c->sample.s.amount = ev->addr;
+        c->sample.s.weight = (uint16_t)HL_SAMPLE_EXTRA_WEIGHT(ev);
         c->sample.reported = (uint32_t)ev->class_id;
         if (c->sample.kept == 0)
             sample_finish(c, os_tid);
@@ -133,11 +134,13 @@ void hl_samples_flush_names(collector *c) {
 void hl_samples_send(collector *c, uint32_t gc, id_vec *samples) {
     hl_sampling *sp = &c->p->sampling;
     if (c->p->stacks && (sp->source || samples->n)) {
+        uint64_t budgeted = atomic_load(&sp->budgeted);
         hl_alloc_samples head = {
             .gc = gc, .source = sp->source,
             .mean_distance_bytes = sp->source == HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED ||
                                            sp->source == HL_SAMPLE_SOURCE_OBJECT_ALLOCATED
                                        ? HL_ALLOC_SAMPLED_MEAN_BYTES : 0,
+            .samples_budgeted = budgeted < UINT32_MAX ? (uint32_t)budgeted : UINT32_MAX,
             .samples_seen = atomic_load(&sp->seen),
             .samples_dropped = atomic_load(&sp->dropped) + c->samples_dropped_writer +
                                c->frames.failures};

@@ -66,6 +66,9 @@ enum { HL_SAMPLE_HEAD = 0, HL_SAMPLE_EXTRA = 1, HL_SAMPLE_FRAMES = 2, HL_SAMPLE_
 #define HL_SAMPLE_HEAD_HEAP(ev) ((unsigned)((ev)->kind_size >> 56) & 3u)
 #define HL_SAMPLE_HEAD_FRAMES(ev) ((unsigned)((ev)->kind_size >> 48) & 255u)
 #define HL_SAMPLE_HEAD_SIZE(ev) ((ev)->kind_size & HL_SAMPLE_LOW48)
+/* EXTRA's low 16 bits: the sample budget's factor K (eventpipe.h): the sample was kept with
+ * probability 1/K and stands for K samples; 0 (hl_sample_encode's) means 1. */
+#define HL_SAMPLE_EXTRA_WEIGHT(ev) ((uint32_t)((ev)->kind_size & 0xffffu))
 
 /* Encodes one sample into `out` (room for HL_SAMPLE_MAX_EVENTS); returns the events used.
  * `heap` is the runtime's AllocationKind (0 small, 1 large, 2 pinned). Frames beyond

@@ -44,6 +44,11 @@ gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
     e->estimated = e->uncounted && e->samples > 0;
     sqlite3_finalize(stmt);
     stmt = NULL;
+    if (e->source && !query_db_int(db,
+                                   "SELECT coalesce((SELECT value FROM counters"
+                                   "  WHERE name = 'samples_budgeted'), 0)",
+                                   &e->samples_budgeted, error))
+        goto out;
     if (e->uncounted) {
         /* The census exists from schema 6 on (gcs.census_objects). */
         stmt = query_db_prepare(db, "PRAGMA user_version", error);
@@ -129,10 +134,18 @@ char *query_estimates_note_new(const query_estimates *e)
     const char *exact = e->attach ? "large-object" : "large-object and pinned-object";
     if (e->census) {
         char samples[QUERY_FORMAT_MAX];
+        char budgeted[QUERY_FORMAT_MAX];
+        g_autofree char *thinned =
+            e->samples_budgeted > 0
+                ? g_strdup_printf("; %s of them left out by the sample budget, the kept ones "
+                                  "weighing for them",
+                                  query_count_format(e->samples_budgeted, budgeted))
+                : g_strdup("");
         g_autofree char *sampled =
-            e->samples > 0 ? g_strdup_printf("ESTIMATES from %s allocation samples (%s), scaled "
-                                             "to the exact totals per type",
-                                             query_count_format(e->samples, samples), e->source)
+            e->samples > 0 ? g_strdup_printf("ESTIMATES from %s allocation samples (%s%s), "
+                                             "scaled to the exact totals per type",
+                                             query_count_format(e->samples, samples), e->source,
+                                             thinned)
                            : g_strdup("not known (no allocation was sampled)");
         char missing[QUERY_FORMAT_MAX];
         g_autofree char *gaps =

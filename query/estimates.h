@@ -25,6 +25,8 @@ typedef struct query_estimates {
     int64_t mean_distance_bytes; /* -1 when unknown */
     gboolean biased;
     int64_t samples, samples_dropped;
+    int64_t samples_budgeted;    /* counters.samples_budgeted: of `samples`, left out by the
+                                  * sample budget (the kept ones weigh for them); 0: none */
     gboolean followed;           /* run.flags 'samples-followed' (sampled mode): between
                                   * snapshots only the samples' objects are followed, survivors
                                   * per type are estimates (query_estimates_survivors) */

@@ -105,6 +105,8 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
     {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_SAMPLE_BUDGET", 0, 100000000, NULL,
+     "samples per second of a thread's CPU time beyond which they are thinned (0: never)"},
     {"HEAPLENS_RANGES", 0, 0, setting_on_off,
      "the empty profiler's survivor ranges (benchmark)"},
     {"HEAPLENS_EMPTY_SAMPLES", 0, 0, setting_bool,

@@ -670,6 +670,7 @@ struct store_writer {
     uint64_t exit_wait_ns;        /* RUN_END end_mono_ns - shutdown_mono_ns (0: unknown) */
     gboolean have_exit_wait;
     uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */
+    uint64_t samples_budgeted;       /* the last ALLOC_SAMPLES's (cumulative; 0: none) */
     uint32_t program_gcs;         /* RUN_END's GC count (the stream's, or the end file's) */
     gboolean have_program_gcs;
     int64_t run_pid;              /* RUN_START's pid (0: not received) */

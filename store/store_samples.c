@@ -84,6 +84,10 @@ gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **
         double est_count, est_bytes;
         store_sample_weight(h->source, h->mean_distance_bytes, a.size, a.amount, &est_count,
                             &est_bytes);
+        if (a.weight > 1) { /* kept by the sample budget with probability 1/weight */
+            est_count *= a.weight;
+            est_bytes *= a.weight;
+        }
         if (a.os_tid != 0 && !store_writer_note_thread(w, a.os_tid, error))
             return FALSE;
         sqlite3_bind_int64(st, 1, h->gc);
@@ -98,6 +102,7 @@ gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **
         if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_SAMPLE, error))
             return FALSE;
     }
+    w->samples_budgeted = h->samples_budgeted;
     st = w->stmt[STORE_STMT_UPSERT_SAMPLING];
     sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
     store_bind_optional(st, 2, (int64_t)h->mean_distance_bytes, h->mean_distance_bytes != 0);

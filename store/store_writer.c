@@ -637,6 +637,10 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         if (!store_writer_set_counter(w, counters[i].name, counters[i].value, error))
             return FALSE;
     }
+    /* Written only when the sample budget left samples out: the estimates' note (SCHEMA.md) */
+    if (w->samples_budgeted != 0 &&
+        !store_writer_set_counter(w, "samples_budgeted", w->samples_budgeted, error))
+        return FALSE;
     if (w->program_peak_rss_bytes != 0 &&
         !store_writer_set_counter(w, "program_peak_rss_bytes", w->program_peak_rss_bytes, error))
         return FALSE;

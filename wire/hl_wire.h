@@ -522,7 +522,10 @@ typedef struct hl_alloc_samples {
     uint32_t gc;
     uint32_t count;
     uint32_t source;              /* HL_SAMPLE_SOURCE_* */
-    uint32_t reserved;
+    uint32_t samples_budgeted;    /* cumulative (saturating): of samples_seen, left out by the
+                                   * sample budget: no stack, not sent; the kept samples of
+                                   * their thread weigh for them (hl_alloc_sample.weight).
+                                   * 0 in streams of before (they had none) */
     uint64_t mean_distance_bytes; /* AllocationSampled, ObjectAllocated: 102400; AllocationTick: 0 */
     uint64_t samples_seen;        /* cumulative: sample events the runtime delivered */
     uint64_t samples_dropped;     /* cumulative: of those, lost (buffer full, no slot, payload
@@ -538,7 +541,9 @@ typedef struct hl_alloc_sample {
     uint32_t stack_id;    /* 0: no stack */
     uint8_t heap;         /* HL_GEN_0 (small-object heap), HL_GEN_LOH, HL_GEN_POH */
     uint8_t flags;        /* HL_SAMPLE_FLAG_* */
-    uint16_t reserved;
+    uint16_t weight;      /* the sample budget's factor K: kept with probability 1/K, the
+                           * sample stands for K samples (its estimates times K); 0 or 1: kept
+                           * as drawn (collector/README.md, "The sample budget") */
 } hl_alloc_sample;
 static_assert(sizeof(hl_alloc_samples) == 40 && sizeof(hl_alloc_sample) == 40, "wire layout");
 enum { HL_SAMPLE_FLAG_TRUNCATED = 1 }; /* the stack was cut (deeper than the collector keeps) */

@@ -65,9 +65,11 @@ Cases (the programs are built or generated into the work directory first):
                                         the runtime's floor under sampled mode
               sampled, no stacks/census heaplens' own machinery: the GC callbacks, the collector
                                         thread, the writer (--stacks off, HEAPLENS_CENSUS=off)
-              sampled, no walk/census   + the runtime's AllocationSampled (HEAPLENS_STACK_WALK=off)
+              sampled, no walk/census   + the runtime's AllocationSampled (HEAPLENS_STACK_WALK=off;
+                                        every sample kept: HEAPLENS_SAMPLE_BUDGET=0)
               sampled, no census        + our stack walk per sample
-              sampled                   + the census of gen0
+              sampled, no budget        + the census of gen0
+              sampled                   + the sample budget (samples beyond it left out)
             CPU (user + system of the whole command) and wall medians, each configuration's CPU
             over plain and over the one before it, and the collector thread's and the writer's
             CPU (HEAPLENS_STATS cpu_ms; writer_run_cpu_ns + writer_finish_cpu_ns).
@@ -839,8 +841,10 @@ SPLIT_CONFIGS = {
     "empty, samples": ([], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off",
                             "HEAPLENS_EMPTY_SAMPLES": "1"}),
     "sampled, no stacks/census": (["--stacks", "off"], {"HEAPLENS_CENSUS": "off"}),
-    "sampled, no walk/census": ([], {"HEAPLENS_CENSUS": "off", "HEAPLENS_STACK_WALK": "off"}),
-    "sampled, no census": ([], {"HEAPLENS_CENSUS": "off"}),
+    "sampled, no walk/census": ([], {"HEAPLENS_CENSUS": "off", "HEAPLENS_STACK_WALK": "off",
+                                     "HEAPLENS_SAMPLE_BUDGET": "0"}),
+    "sampled, no census": ([], {"HEAPLENS_CENSUS": "off", "HEAPLENS_SAMPLE_BUDGET": "0"}),
+    "sampled, no budget": ([], {"HEAPLENS_SAMPLE_BUDGET": "0"}),
     "sampled": ([], {}),
 }
 # The increment each configuration shows, and over which one.
@@ -856,7 +860,8 @@ SPLIT_STEPS = (
     ("heaplens: callbacks, collector thread, writer", "sampled, no stacks/census", "empty"),
     ("the runtime's AllocationSampled", "sampled, no walk/census", "sampled, no stacks/census"),
     ("our stack walk per sample", "sampled, no census", "sampled, no walk/census"),
-    ("the census of gen0", "sampled", "sampled, no census"),
+    ("the census of gen0", "sampled, no budget", "sampled, no census"),
+    ("the sample budget (samples left out)", "sampled", "sampled, no budget"),
 )
 
 
@@ -876,10 +881,14 @@ def run_split_config(a, prog, name, config, program, i):
     if rc != 0:
         print(out[-3000:], file=sys.stderr)
         die(f"split {prog} {name} run {i} exited with {rc}")
-    res = {"wall": wall, "cpu": cpu, "collector": float("nan"), "writer": float("nan")}
+    res = {"wall": wall, "cpu": cpu, "collector": float("nan"), "writer": float("nan"),
+           "kept": 0, "budgeted": 0}
     m = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", out)
     if m:
         res["collector"] = float(m.group(1))
+    m = re.search(r"samples_taken=([0-9]+) .*samples_budgeted=([0-9]+)", out)
+    if m:  # the samples kept, and those the sample budget left out
+        res["kept"], res["budgeted"] = int(m.group(1)), int(m.group(2))
     if args is not None and "HEAPLENS_EMPTY" not in extra_env:
         k = counters_of(db)
         res["writer"] = (k.get("writer_run_cpu_ns", 0) + k.get("writer_finish_cpu_ns", 0)) / 1e6
@@ -917,11 +926,11 @@ def split_case(a):
               f"CPU = user + system of the whole command; load average {os.getloadavg()[0]:.1f})")
         plain = med("plain", "cpu")
         print(f"{'config':28} {'wall ms':>8} {'cpu ms':>8} {'cpu/plain':>9} {'collector':>9} "
-              f"{'writer':>7}")
+              f"{'writer':>7} {'samples':>8} {'left out':>8}")
         for n in SPLIT_CONFIGS:
             print(f"{n:28} {med(n, 'wall'):8.0f} {med(n, 'cpu'):8.0f} "
                   f"{fmt_ratio(med(n, 'cpu'), plain):>9} {med(n, 'collector'):9.0f} "
-                  f"{med(n, 'writer'):7.0f}")
+                  f"{med(n, 'writer'):7.0f} {med(n, 'kept'):8.0f} {med(n, 'budgeted'):8.0f}")
         for label, x, y in SPLIT_STEPS:
             d = med(x, "cpu") - med(y, "cpu")
             print(f"  {label}: {d:+.0f} ms CPU, {d / plain:+.2f} of plain")

@@ -9,10 +9,14 @@ AllocSites allocates ChainItem only in C, called A -> B -> C, and SplitItem at t
 and Minor, 3:1, and writes its true counts. From SQL on the recording:
   - sampling: the source ('ObjectAllocated' in full mode: the collector's own sampler; in
     sampled mode 'AllocationSampled' on .NET 10, with --biased 'AllocationTick'),
-    samples delivered, none dropped;
+    samples delivered, none dropped, each stored or left out by the sample budget (sampled
+    mode only);
   - the heaviest stack of ChainItem, innermost first, is C, B, A, Run, Main;
   - the heaviest stack of SplitItem starts at Major, the next at Minor;
   - object ids of samples join `objects` with the same type;
+  - with --expect-budgeted (run under a small HEAPLENS_SAMPLE_BUDGET): samples were left out
+    by the budget and the kept ones weigh more than their sampling weight, the estimates below
+    holding all the same;
   - unless --biased: Minor's share of the SplitItem estimate is within 5 points of the truth
     (10 in sampled mode), and the estimated counts of both types are within 10% of the truth;
     in full mode the exact counts (alloc_counts) equal the truth too;
@@ -64,6 +68,9 @@ def main():
     ap.add_argument("--mode", default="full", choices=["full", "sampled"])
     ap.add_argument("--chromium", help="render the report's flame graph with this browser")
     ap.add_argument("--count", type=int, default=4000000)
+    ap.add_argument("--expect-budgeted", action="store_true",
+                    help="sampled mode under a small HEAPLENS_SAMPLE_BUDGET: some samples must "
+                         "have been left out, and the estimates still hold")
     a = ap.parse_args()
     checks = Checks(verbose=True)
     log = start_log(a.workdir)
@@ -89,8 +96,19 @@ def main():
     checks.eq("sampling biased", 1 if a.biased else 0, biased)
     checks.eq("samples dropped", 0, dropped)
     stored = con.execute("SELECT count(*) FROM alloc_samples").fetchone()[0]
-    checks.eq("every sample stored", samples, stored)
-    print(f"samples: {samples} ({source}, mean distance {mean})")
+    # Sampled mode: those the sample budget left out have no row (collector/README.md)
+    budgeted = con.execute("SELECT coalesce((SELECT value FROM counters"
+                           " WHERE name = 'samples_budgeted'), 0)").fetchone()[0]
+    if a.mode == "full":
+        checks.eq("no sample left out by a budget in full mode", 0, budgeted)
+    checks.eq("every sample stored or left out by the budget", samples, stored + budgeted)
+    if a.expect_budgeted:
+        checks.ok("the sample budget left samples out", budgeted > 0, f"{budgeted} left out")
+        heavier = sum(1 for est, size in con.execute("SELECT est_count, size FROM alloc_samples")
+                      if est > 1.5 / (1 - (1 - 1.0 / 102400) ** size))
+        checks.ok("kept samples weigh for the left-out ones", heavier > 0,
+                  f"{heavier} samples weigh more than their sampling weight")
+    print(f"samples: {samples} ({source}, mean distance {mean}), {budgeted} left out by the budget")
 
     chain = stacks_of(con, NS + "ChainItem")
     checks.ok("ChainItem has stacks", bool(chain))

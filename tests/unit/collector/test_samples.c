@@ -226,7 +226,22 @@ static void test_sample_distance(void) {
     assert(hl_sample_distance(0, 102400) > 3000000);      /* the smallest uniform: far */
 }
 
+/* The sample budget's factor: the smallest power of two that brings a window's samples within
+ * the budget for the thread's CPU time in it; 1 without a budget or samples; capped. */
+static void test_sample_budget_factor(void) {
+    const uint64_t ms = 1000000;
+    assert(hl_sample_budget_factor(0, 100 * ms, 10000) == 1);
+    assert(hl_sample_budget_factor(5000, 100 * ms, 0) == 1);     /* no budget */
+    assert(hl_sample_budget_factor(1000, 100 * ms, 10000) == 1); /* exactly the budget */
+    assert(hl_sample_budget_factor(1001, 100 * ms, 10000) == 2);
+    assert(hl_sample_budget_factor(3600, 100 * ms, 10000) == 4); /* AllocBench's rate: 36k/s */
+    assert(hl_sample_budget_factor(4001, 100 * ms, 10000) == 8);
+    assert(hl_sample_budget_factor(3, 0, 10000) == 4);           /* no CPU time: one allowed */
+    assert(hl_sample_budget_factor(UINT32_MAX, 100 * ms, 1) == HL_SAMPLE_BUDGET_MAX_FACTOR);
+}
+
 int main(void) {
+    test_sample_budget_factor();
     test_sample_distance();
     test_encode_and_push();
     test_interning();

@@ -123,8 +123,9 @@ HEAPLENS_SAMPLE_SOURCE=Tick "$hl" record -o set.db -- true 2>err; check "HEAPLEN
 HEAPLENS_RANGES=no "$hl" record -o set.db -- true 2>err; check "HEAPLENS_RANGES=no" 1 $? err "HEAPLENS_RANGES='no' .*: on or off .*survivor ranges"
 HEAPLENS_SESSION=0 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SESSION=0" 1 $? err "HEAPLENS_SESSION='0' .*: on or off .*EventPipe session"
 HEAPLENS_EMPTY_SAMPLES=on "$hl" record -o set.db -- true 2>err; check "HEAPLENS_EMPTY_SAMPLES=on" 1 $? err "HEAPLENS_EMPTY_SAMPLES='on' .*: 0 or 1 .*allocation samples"
+HEAPLENS_SAMPLE_BUDGET=1k "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SAMPLE_BUDGET with a unit" 1 $? err "HEAPLENS_SAMPLE_BUDGET='1k' .* from 0 to 100000000"
 [ ! -e set.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused setting left set.db"; }
-HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
+HEAPLENS_SAMPLE_BUDGET=0 HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
 
 # A TMPDIR too long for the session's unix sockets: the sockets go to /tmp/heaplens-UID, the
 # recording works, nothing is left in either.

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -1131,6 +1132,50 @@ static void test_after_last_gc(void)
     CHECK(db_int(db, "SELECT count(*) FROM objects") == 0);
     CHECK_ROWS(db, "SELECT * FROM allocations_by_type", "T|1|24\n");
     CHECK_ROWS(db, "SELECT command, status FROM run", "x|complete\n"); /* command from the stream */
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* The sample budget (collector/README.md): a sample kept with probability 1/weight weighs
+ * weight times its sampling weight; weight 0 or 1 (streams of before) as drawn; the cumulative
+ * count of samples left out becomes counters.samples_budgeted. */
+static void test_sample_weight(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "budget.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "x");
+    hl_sb_type(sb, 1, "T");
+    hl_sb_gc_start(sb, 1, 0, FALSE, 1);
+    struct {
+        hl_alloc_samples h;
+        hl_alloc_sample s[3];
+    } rec = {
+        .h = {.gc = 1, .count = 3, .source = HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED,
+              .samples_budgeted = 6, .mean_distance_bytes = 102400, .samples_seen = 9},
+        .s = {{.size = 24, .type_id = 1, .heap = HL_GEN_0, .weight = 4},
+              {.size = 24, .type_id = 1, .heap = HL_GEN_0, .weight = 0},
+              {.size = 24, .type_id = 1, .heap = HL_GEN_0, .weight = 1}},
+    };
+    hl_sb_record(sb, HL_REC_ALLOC_SAMPLES, &rec, sizeof rec);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(path);
+    double w = 1.0 / -expm1(24.0 * log1p(-1.0 / 102400.0));
+    CHECK_ROWS(db, "SELECT count(*) FROM alloc_samples", "3\n");
+    g_autofree char *q4 = g_strdup_printf(
+        "SELECT count(*) FROM alloc_samples WHERE abs(est_count - %.9f) < 1e-3"
+        " AND abs(est_bytes - %.9f) < 1e-2", 4 * w, 4 * w * 24);
+    g_autofree char *q1 = g_strdup_printf(
+        "SELECT count(*) FROM alloc_samples WHERE abs(est_count - %.9f) < 1e-3"
+        " AND abs(est_bytes - %.9f) < 1e-2", w, w * 24);
+    CHECK(db_int(db, q4) == 1);
+    CHECK(db_int(db, q1) == 2);
+    CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'samples_budgeted'", "6\n");
     sqlite3_close(db);
     tmp_dir_free(dir);
 }
@@ -4741,6 +4786,7 @@ static const struct {
     {"promotions", test_promotions},
     {"young_die_first_gc", test_young_die_first_gc},
     {"after_last_gc", test_after_last_gc},
+    {"sample_weight", test_sample_weight},
     {"truncate_every_byte", test_truncate_every_byte},
     {"truncate_every_byte_packed", test_truncate_every_byte_packed},
     {"corrupt_size", test_corrupt_size},
