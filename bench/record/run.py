@@ -3,6 +3,7 @@
 
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|census|split|all]
+                        [--requests N] [--warmup N] [--service-configs plain,...] [--no-pin]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
                         [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
@@ -26,6 +27,16 @@ Cases (the programs are built or generated into the work directory first):
             AllocationSampled events instead of the collector's own sampler
             (HEAPLENS_FULL_SAMPLER=eventpipe: the cost before this change) and with the walk
             skipped (HEAPLENS_STACK_WALK=off: the walk's share), and sampled --stacks off.
+
+  service   (issue 17; not in `all`) examples/WebApi (ASP.NET Core) under local load: plain, the
+            empty profiler with sampled mode's flags and session (the runtime's floor), sampled,
+            full (--service-configs: also the floor's parts, one flag or session part at a time,
+            and heaplens' parts on it), interleaved; --warmup requests (default 100,000: until
+            tiered compilation is done), then --requests from bench/record/httpload.c (4
+            keep-alive connections; build/bin/httpload), the server's tree on CPU 0 and the
+            client on CPU 1 (--no-pin: not pinned; pinned, the runtime runs workstation GC).
+            Prints requests/s and CPU per request of the server's tree, median [min-max], and
+            each round's ratio to plain, median [min-max].
 
   midlife   (issue 17; not in `all`) examples/MidLife: 4 threads, about 21M allocations (--rounds
             per thread, default 400,000), objects that live a few GCs, a growing cache; plain,
@@ -581,6 +592,11 @@ SERVICE_CONFIGS = {
     "floor-no-stack-snapshot": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="10000000:0")),
     "floor-no-basic-gc": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="0:10")),
     "floor-no-loh-poh": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="0:140")),
+    # heaplens' own part on the floor: sampled without the census of gen0, without the stack
+    # walks (the runtime's samples still come), without samples at all
+    "sampled-no-census": (["--mode", "sampled"], {"HEAPLENS_CENSUS": "off"}),
+    "sampled-no-walk": (["--mode", "sampled"], {"HEAPLENS_STACK_WALK": "off"}),
+    "sampled-no-stacks": (["--mode", "sampled", "--stacks", "off"], {}),
     # plain with background GC off (what MONITOR_GC at Initialize does to the GC)
     "plain-no-bgc": (None, {"DOTNET_gcConcurrent": "0"}),
 }
