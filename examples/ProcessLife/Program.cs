@@ -4,8 +4,6 @@
 //   parent        starts `dotnet ProcessLife.dll probe` and prints the child's answer
 //   probe         prints "collector: PATH" or "collector: none" (libheaplens.so mapped or not)
 //   twins         starts `probe alpha` and `probe beta` at once, prints both answers
-//   bgc           a non-blocking gen2 GC, then prints "background gc: yes|no" (whether the
-//                 runtime ran it in the background: a ".NET BGC" thread exists)
 //   probe LABEL   allocates a little, one induced GC, prints "probe LABEL pid PID collector: ..."
 //   failfast N    allocates N Customers it keeps, one induced GC, prints "failfast gcs=G
 //                 customers=N", then Environment.FailFast right after that GC (the process
@@ -44,13 +42,12 @@ namespace HeapLens.Examples.Process
                     Console.WriteLine("probe " + args[1] + " pid " + Environment.ProcessId
                         + " collector: " + (HeapLensSupport.LoadedCollector() ?? "none"));
                     return 0;
-                case "bgc": return BackgroundGc();
                 case "probe":
                     Console.WriteLine("collector: " + (HeapLensSupport.LoadedCollector() ?? "none")
                         + " fds: " + OpenFiles());
                     return 0;
                 default:
-                    Console.Error.WriteLine("usage: ProcessLife [wait|parent|twins|bgc|probe [LABEL]]");
+                    Console.Error.WriteLine("usage: ProcessLife [wait|parent|twins|probe [LABEL]]");
                     return 2;
             }
         }
@@ -89,27 +86,6 @@ namespace HeapLens.Examples.Process
         }
 
         // What the process holds open beyond stdin/stdout/stderr: "3=socket:[123] 4=pipe:[9]".
-        // Whether this process's GC runs background GCs: a non-blocking gen2 collection is one
-        // where concurrent GC is on, and its thread (".NET BGC") exists from then on; a profiler
-        // with COR_PRF_MONITOR_GC at startup turns concurrent GC off (tests/e2e/process: the
-        // empty profiler's HEAPLENS_EMPTY_MASK_OFF). Waits for that GC's end (the gen2 count),
-        // after which its thread has run.
-        private static int BackgroundGc()
-        {
-            int before = GC.CollectionCount(2);
-            GC.Collect(2, GCCollectionMode.Forced, blocking: false);
-            while (GC.CollectionCount(2) == before)
-                Thread.Sleep(1);
-            bool bgc = false;
-            foreach (string task in System.IO.Directory.GetDirectories("/proc/self/task"))
-            {
-                try { bgc |= System.IO.File.ReadAllText(task + "/comm").StartsWith(".NET BGC"); }
-                catch (System.IO.IOException) { } // the thread ended meanwhile
-            }
-            Console.WriteLine("background gc: " + (bgc ? "yes" : "no"));
-            return 0;
-        }
-
         private static string OpenFiles()
         {
             var parts = new List<string>();

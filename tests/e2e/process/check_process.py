@@ -16,8 +16,7 @@
             process's pid and command line, the children's named FILE-stem.PID.db and listed in
             the summary; with --children=beta only that child; without the option only the
             parent; the children not recorded are said in the summary and stored
-            (unrecorded_processes); HEAPLENS_EMPTY=1 left in the environment is said, and its
-            HEAPLENS_EMPTY_MASK_OFF=80:0 leaves background GC on (ProcessLife bgc); `heaplens snapshot PID` of a recorded child (with "progress" lines on its
+            (unrecorded_processes); HEAPLENS_EMPTY=1 left in the environment is said; `heaplens snapshot PID` of a recorded child (with "progress" lines on its
             control socket); `dotnet build` with
             --children=PATTERN (the compiler run, then the compiler server that outlives the
             build) finishes and writes the databases its summary lists.
@@ -477,27 +476,6 @@ def empty_case(c, a):
          "(HEAPLENS_EMPTY=1)" in out, out + err)
 
 
-def empty_mask_case(c, a):
-    """The empty profiler's benchmark switch HEAPLENS_EMPTY_MASK_OFF (collector/README.md, "Event
-    mask"): sampled mode's mask has MONITOR_GC at startup, which turns background GC off
-    (ProcessLife bgc: "background gc: no"); with the bit left off (80:0) background GC stays on,
-    as without a profiler. Plain first: the runtime here runs background GCs at all."""
-    name = "empty-mask"
-    db = os.path.join(a.workdir, "empty-mask.db")
-    log = os.path.join(a.workdir, "heaplens.log")
-    rc, out, err = e2elib.run([a.dotnet, a.dll, "bgc"], log=log, timeout=DEADLINE_S)
-    c.eq(f"{name}: plain runs background GCs", (0, "background gc: yes"), (rc, out.strip()))
-    for mask_off, want in ((None, "no"), ("80:0", "yes")):
-        e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
-        env = dict(os.environ, HEAPLENS_EMPTY="1")
-        if mask_off:
-            env["HEAPLENS_EMPTY_MASK_OFF"] = mask_off
-        rc, out, err = e2elib.run([a.heaplens, "record", "-q", "-o", db, "--mode", "sampled", "--",
-                                   a.dotnet, a.dll, "bgc"], log=log, timeout=DEADLINE_S, env=env)
-        c.eq(f"{name}: empty profiler, mask off {mask_off}: background GC", (0, f"background gc: {want}"),
-             (rc, out.strip()))
-
-
 def child_snapshot_case(c, a):
     """A script's first .NET process (probe) is the program's recording; `ProcessLife wait`, a
     later descendant matching --children=wait, records into its own database; `heaplens
@@ -674,7 +652,6 @@ def main():
         twins_case(c, a, "pattern", ["--children=beta"], ["beta"])
         twins_case(c, a, "none", [], [])
         empty_case(c, a)
-        empty_mask_case(c, a)
         child_snapshot_case(c, a)
         children_build_case(c, a, "compiler", "bincore/csc", shared=False)
         children_build_case(c, a, "server", "VBCSCompiler", shared=True)
