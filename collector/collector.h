@@ -49,6 +49,9 @@ typedef struct hl_profiler {
     ICorProfilerInfo *info;
     int info_version;
     bool empty;                 /* HEAPLENS_EMPTY=1: flags set, callbacks do nothing */
+    /* HEAPLENS_EMPTY_MASK_OFF=LOW:HIGH (benchmark, empty profiler only): event-mask bits the
+     * empty profiler never sets, to measure what each flag costs the runtime (profiler.c) */
+    uint32_t bench_mask_off_low, bench_mask_off_high;
     uint32_t mode;              /* HL_MODE_*: what the collector hears (profiler.c, modes) */
     bool active;                /* callbacks record (false in empty mode and after Shutdown) */
     bool attach;                /* attached by `heaplens attach` (InitializeForAttach) */

@@ -408,7 +408,9 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
         DWORD low = 0, high = 0;
         HRESULT hr = info_get_event_mask2(p->info, &low, &high);
         if (!HR_FAILED(hr))
-            hr = info_set_event_mask2(p->info, low | COR_PRF_ENABLE_STACK_SNAPSHOT, high);
+            hr = info_set_event_mask2(p->info,
+                                      (low | COR_PRF_ENABLE_STACK_SNAPSHOT) & ~p->bench_mask_off_low,
+                                      high);
         if (HR_FAILED(hr)) {
             rc = -1;
         } else {
@@ -432,8 +434,9 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
     DWORD low = 0, high = 0;
     HRESULT hr = info_get_event_mask2(p->info, &low, &high);
     if (!HR_FAILED(hr))
-        hr = info_set_event_mask2(p->info, low | (samples ? COR_PRF_ENABLE_STACK_SNAPSHOT : 0),
-                                  high | COR_PRF_HIGH_MONITOR_EVENT_PIPE);
+        hr = info_set_event_mask2(
+            p->info, (low | (samples ? COR_PRF_ENABLE_STACK_SNAPSHOT : 0)) & ~p->bench_mask_off_low,
+            (high | COR_PRF_HIGH_MONITOR_EVENT_PIPE) & ~p->bench_mask_off_high);
     if (HR_FAILED(hr)) {
         return -1;
     }
@@ -452,7 +455,7 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
         'M', 'i', 'c', 'r', 'o', 's', 'o', 'f', 't', '-', 'W', 'i', 'n', 'd', 'o', 'w', 's', '-',
         'D', 'o', 't', 'N', 'E', 'T', 'R', 'u', 'n', 't', 'i', 'm', 'e', 'P', 'r', 'i', 'v', 'a',
         't', 'e', 0};
-    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config[3] = {
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG all[3] = {
         {
             .provider_name = provider,
             .keywords = keywords | extra_keywords,
@@ -462,11 +465,27 @@ int hl_eventpipe_start(hl_profiler *p, uint32_t mode, bool samples, uint64_t ext
         {.provider_name = heaplens, .keywords = ~0ull, .logging_level = LEVEL_VERBOSE},
         {.provider_name = private_provider, .keywords = 0, .logging_level = LEVEL_CRITICAL},
     };
+    /* HEAPLENS_EMPTY_SESSION=LIST (benchmark, empty profiler only): which parts of the session
+     * it enables, of `gc` (the runtime provider's GC keyword), `heaplens` and `failfast` (the
+     * private provider), to measure each; the samples' keyword is HEAPLENS_EMPTY_SAMPLES'.
+     * The runtime provider is left out when it has no keyword left. */
+    COR_PRF_EVENTPIPE_PROVIDER_CONFIG config[3];
+    uint32_t providers = 0;
+    const char *parts = p->empty ? getenv("HEAPLENS_EMPTY_SESSION") : NULL;
+    if (parts && !strstr(parts, "gc"))
+        all[0].keywords &= ~(uint64_t)KEYWORD_GC;
+    if (all[0].keywords || !parts)
+        config[providers++] = all[0];
+    if (!parts || strstr(parts, "heaplens"))
+        config[providers++] = all[1];
+    if (!parts || strstr(parts, "failfast"))
+        config[providers++] = all[2];
     /* Events can arrive before EventPipeStartSession returns: the source must be set first. */
     if (samples)
         p->sampling.source = source;
     EVENTPIPE_SESSION session = 0;
-    hr = info_event_pipe_start_session(p->info, 3, config, 0, &session);
+    hr = providers ? info_event_pipe_start_session(p->info, providers, config, 0, &session)
+                   : E_FAIL;
     if (HR_FAILED(hr)) {
         if (samples)
             p->sampling.source = HL_SAMPLE_SOURCE_NONE;

@@ -587,12 +587,25 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         if (p->rejit)
             low |= HL_REJIT_EVENT_FLAGS;
     }
-    if (HR_FAILED(info_set_event_mask2(p->info, low, spec->high))) {
+    /* HEAPLENS_EMPTY_MASK_OFF=LOW:HIGH (hex; benchmark, empty profiler only): bits of the
+     * event mask the empty profiler leaves off, here and when the session starts
+     * (eventpipe.c), to measure what each flag costs the runtime (bench/README.md, "Sampled
+     * mode's floor on a service"). MONITOR_GC left off keeps background GC on. */
+    DWORD high = spec->high;
+    const char *mask_off = getenv("HEAPLENS_EMPTY_MASK_OFF");
+    unsigned long off_low = 0, off_high = 0;
+    if (cfg->empty && mask_off && sscanf(mask_off, "%lx:%lx", &off_low, &off_high) == 2) {
+        p->bench_mask_off_low = (uint32_t)off_low;
+        p->bench_mask_off_high = (uint32_t)off_high;
+        low &= ~(DWORD)off_low;
+        high &= ~(DWORD)off_high;
+    }
+    if (HR_FAILED(info_set_event_mask2(p->info, low, high))) {
         /* A runtime that refuses ReJIT (after attach with DOTNET_ProfApi_RejitOnAttach=0, or
          * too old): the session goes on without counting, which the recording says. */
         if (!p->rejit ||
             HR_FAILED(info_set_event_mask2(p->info, low & ~(DWORD)HL_REJIT_EVENT_FLAGS,
-                                           spec->high))) {
+                                           high))) {
             hl_rejit_stop(p->rejit);
             p->rejit = NULL;
             return CORPROF_E_PROFILER_CANCEL_ACTIVATION;

@@ -3,6 +3,7 @@
 
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|census|split|all]
+                        [--requests N] [--warmup N] [--service-configs plain,...] [--no-pin]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
                         [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
@@ -26,6 +27,16 @@ Cases (the programs are built or generated into the work directory first):
             AllocationSampled events instead of the collector's own sampler
             (HEAPLENS_FULL_SAMPLER=eventpipe: the cost before this change) and with the walk
             skipped (HEAPLENS_STACK_WALK=off: the walk's share), and sampled --stacks off.
+
+  service   (issue 17; not in `all`) examples/WebApi (ASP.NET Core) under local load: plain, the
+            empty profiler with sampled mode's flags and session (the runtime's floor), sampled,
+            full (--service-configs: also the floor's parts, one flag or session part at a time,
+            and heaplens' parts on it), interleaved; --warmup requests (default 100,000: until
+            tiered compilation is done), then --requests from bench/record/httpload.c (4
+            keep-alive connections; build/bin/httpload), the server's tree on CPU 0 and the
+            client on CPU 1 (--no-pin: not pinned; pinned, the runtime runs workstation GC).
+            Prints requests/s and CPU per request of the server's tree, median [min-max], and
+            each round's ratio to plain, median [min-max].
 
   midlife   (issue 17; not in `all`) examples/MidLife: 4 threads, about 21M allocations (--rounds
             per thread, default 400,000), objects that live a few GCs, a growing cache; plain,
@@ -555,13 +566,43 @@ def stacks_case(a, program):
               + (f", {seen:,.0f} allocations seen" if seen else ""))
 
 
-# name -> record arguments (None: the plain program); extra environment
+# name -> record arguments (None: the plain program); extra environment. The first four are the
+# case's default (--service-configs); the others split the runtime's floor (the empty profiler
+# with sampled mode's flags and session, "empty-sampled") part by part: HEAPLENS_EMPTY_MASK_OFF
+# leaves event-mask bits off (LOW:HIGH, hex), HEAPLENS_EMPTY_SESSION names the parts of the
+# session enabled (collector/README.md, "Event mask").
 SERVICE_CONFIGS = {
     "plain": (None, {}),
     "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled"], {}),
     "full": (["--mode", "full"], {}),
+    # the empty profiler with no flag and no session: the profiler's presence alone
+    "empty-none": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1", "HEAPLENS_SESSION": "off",
+                                           "HEAPLENS_EMPTY_MASK_OFF": "ffffffff:ffffffff"}),
+    # sampled mode's flags, no session (MONITOR_GC at Initialize: background GC off)
+    "empty-flags": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1", "HEAPLENS_SESSION": "off"}),
+    # ... with the session's GC keyword (Informational) alone
+    "empty-gc": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off",
+                                         "HEAPLENS_EMPTY_SESSION": "gc"}),
+    # ... the whole session but the samples (GC keyword, HeapLens, FailFast)
+    "empty-session": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1", "HEAPLENS_RANGES": "off"}),
+    # the floor less one flag each
+    "floor-no-monitor-gc": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="80:0")),
+    "floor-no-threads": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="200:0")),
+    "floor-no-class-loads": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="2:0")),
+    "floor-no-suspends": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="10000:0")),
+    "floor-no-stack-snapshot": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="10000000:0")),
+    "floor-no-basic-gc": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="0:10")),
+    "floor-no-loh-poh": (["--mode", "sampled"], dict(EMPTY_SAMPLED_ENV, HEAPLENS_EMPTY_MASK_OFF="0:140")),
+    # heaplens' own part on the floor: sampled without the census of gen0, without the stack
+    # walks (the runtime's samples still come), without samples at all
+    "sampled-no-census": (["--mode", "sampled"], {"HEAPLENS_CENSUS": "off"}),
+    "sampled-no-walk": (["--mode", "sampled"], {"HEAPLENS_STACK_WALK": "off"}),
+    "sampled-no-stacks": (["--mode", "sampled", "--stacks", "off"], {}),
+    # plain with background GC off (what MONITOR_GC at Initialize does to the GC)
+    "plain-no-bgc": (None, {"DOTNET_gcConcurrent": "0"}),
 }
+SERVICE_DEFAULT = "plain,empty-sampled,sampled,full"
 
 
 def tree_cpu_ms(pid):
@@ -588,70 +629,107 @@ def stop_process(p, sig):
         p.wait()
 
 
-def aspnet_client():
-    """The e2e tests' ASP.NET client (tests/e2e/attach/check_attach_aspnet.py): free_port, Load
-    (client threads) and non_2xx."""
-    path = os.path.join(REPO, "tests", "e2e", "attach")
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    import check_attach_aspnet
-    return check_attach_aspnet
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def load_average():
+    return float(open("/proc/loadavg").read().split()[0])
 
 
 def run_service_config(a, name, dll, i):
-    """WebApi started as `name` says, warmed up, then a.requests requests from 4 client threads:
-    requests/s and CPU ms per request of the whole process tree (program, heaplens, writer)."""
-    aspnet = aspnet_client()
+    """WebApi started as `name` says, warmed up (a.warmup requests), then a.requests requests from
+    4 keep-alive connections of bench/record/httpload.c: requests/s and CPU ms per request of
+    the server's whole process tree (program, heaplens, writer; not the client). With --pin
+    (default on 2+ CPUs) the server's tree runs on CPU 0 and the client on CPU 1: the client
+    never takes the server's CPU — and the runtime, given one CPU, runs workstation GC (WebApi
+    asks for server GC; --no-pin keeps it, the client then sharing the server's CPUs)."""
     args, extra_env = SERVICE_CONFIGS[name]
-    port = aspnet.free_port()
+    port = free_port()
     db = os.path.join(a.workdir, f"service-{name}-{i}.db")
     remove_db(db)
     cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{port}"]
     if args is not None:
         cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
-    env = {k: v for k, v in os.environ.items() if k != "HEAPLENS_EMPTY"}
+    client = [a.httpload, str(port)]
+    if a.pin:
+        cmd = ["taskset", "-c", "0"] + cmd
+        client = ["taskset", "-c", "1"] + client
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
     env.update(extra_env)
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         for line in p.stdout:
             if "WebApi: listening" in line:
+                gc = re.search(r"gc=(\w+)", line).group(1)
                 break
         else:
             die(f"service {name}: WebApi did not start")
         threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
-        for n in (min(a.requests, 2000), a.requests):  # the first phase warms up the JIT
-            cpu0, t0 = tree_cpu_ms(p.pid), time.monotonic()
-            load = aspnet.Load(port, n)
-            load.wait_for(n, 600)
-            done, statuses = load.finish()
-            wall, cpu = time.monotonic() - t0, tree_cpu_ms(p.pid) - cpu0
-            if done != n or aspnet.non_2xx(statuses):
-                die(f"service {name}: {done} of {n} answered: {statuses}")
+        # The warm-up lasts until the JIT is done: WebApi's CPU per request falls by a third
+        # until tiered compilation has compiled its hot methods at Tier1 (after 80,000-90,000
+        # requests with the server on one CPU; with 2,000 the measure caught the tiering half
+        # done, early or late by run: bench/README.md, "Sampled mode's floor on a service").
+        for n in ([a.warmup] if a.warmup else []) + [a.requests]:
+            cpu0 = tree_cpu_ms(p.pid)
+            c = subprocess.run(client + [str(n)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+            cpu = tree_cpu_ms(p.pid) - cpu0
+            if c.returncode != 0:
+                die(f"service {name}: {c.stdout.strip()}")
     finally:
         stop_process(p, signal.SIGTERM)
     if p.returncode not in (0, 143, -signal.SIGTERM):
         die(f"service {name}: exited with {p.returncode}")
-    return {"rps": n / wall, "cpu_per_req": cpu / n}
+    if not a.keep:
+        remove_db(db)
+    m = re.search(r"wall_ms=([0-9.]+)", c.stdout)
+    return {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n, "gc": gc}
+
+
+def spread(xs, fmt):
+    """median [min-max]"""
+    return f"{statistics.median(xs):{fmt}} [{min(xs):{fmt}}-{max(xs):{fmt}}]"
 
 
 def service_case(a):
     dll = build_example("WebApi", a.workdir)
-    res = {n: [] for n in SERVICE_CONFIGS}
+    a.httpload = os.path.join(os.path.dirname(a.heaplens), "httpload")
+    if not os.access(a.httpload, os.X_OK):
+        die(f"{a.httpload} is missing (built with heaplens: cmake --build build)")
+    configs = a.service_configs.split(",")
+    for n in configs:
+        if n not in SERVICE_CONFIGS:
+            die(f"unknown service config {n} (one of {', '.join(SERVICE_CONFIGS)})")
+    if configs[0] != "plain":
+        die("--service-configs must start with plain (the ratios' base)")
+    res = {n: [] for n in configs}
+    loads = [load_average()]
     for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
-        for n in SERVICE_CONFIGS:
+        for n in configs:
             res[n].append(run_service_config(a, n, dll, i))
             print(f"  service {n} run {i + 1}: {res[n][-1]['rps']:.0f} requests/s, "
                   f"{res[n][-1]['cpu_per_req']:.3f} ms CPU per request", flush=True)
-    med = {n: {f: statistics.median(r[f] for r in res[n]) for f in ("rps", "cpu_per_req")}
-           for n in SERVICE_CONFIGS}
-    print(f"\n== service (examples/WebApi, server GC, {a.requests:,} requests of GET /orders/50..249 "
-          f"from 4 client threads on the same machine, medians of {a.runs} runs)")
-    print("config: requests/s, CPU ms per request (program + heaplens + writer)")
-    for n in SERVICE_CONFIGS:
-        print(f"  {n:14} {med[n]['rps']:8.0f} {med[n]['cpu_per_req']:8.3f}")
-    for n in ("sampled", "full", "empty-sampled"):
-        print(f"{n} / plain: requests/s {fmt_ratio(med[n]['rps'], med['plain']['rps'])}, "
-              f"CPU per request {fmt_ratio(med[n]['cpu_per_req'], med['plain']['cpu_per_req'])}")
+        loads.append(load_average())
+    gcs = sorted({r["gc"] for rs in res.values() for r in rs})
+    print(f"\n== service (examples/WebApi, {'/'.join(gcs)} GC, {a.requests:,} requests of GET /orders/50..249 "
+          f"after {a.warmup:,}, 4 keep-alive connections of httpload, "
+          f"{'server on CPU 0, client on CPU 1' if a.pin else 'not pinned'}; "
+          f"{a.runs} interleaved runs, load average {min(loads):.1f}-{max(loads):.1f})")
+    print("config: median [min-max] of requests/s and of CPU ms per request (program + heaplens + "
+          "writer); the ratios to plain are the medians [min-max] of each round's own ratio")
+    for n in configs:
+        rps = [r["rps"] for r in res[n]]
+        cpu = [r["cpu_per_req"] for r in res[n]]
+        line = f"  {n:24} {spread(rps, '.0f'):>18} {spread(cpu, '.3f'):>21}"
+        if n != "plain":
+            rr = [x["rps"] / y["rps"] for x, y in zip(res[n], res["plain"])]
+            cr = [x["cpu_per_req"] / y["cpu_per_req"] for x, y in zip(res[n], res["plain"])]
+            line += f"   requests/s {spread(rr, '.3f')}x, CPU per request {spread(cr, '.3f')}x"
+        print(line)
 
 
 # name -> record arguments (None: the plain program); extra environment. HEAPLENS_STATS makes
@@ -958,6 +1036,15 @@ def main():
                     help="heap case: the gen0 GCs after the snapshot GC start once the writer has "
                          "stored every GC so far (without heaplens' threads busy beside them)")
     ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
+    ap.add_argument("--warmup", type=int, default=100000,
+                    help="service case: requests before the measured ones (until tiered "
+                         "compilation is done)")
+    ap.add_argument("--service-configs", default=SERVICE_DEFAULT,
+                    help="service case: configurations, comma-separated, plain first (default "
+                         f"{SERVICE_DEFAULT}; the others split the runtime's floor: "
+                         f"{', '.join(n for n in SERVICE_CONFIGS if n not in SERVICE_DEFAULT.split(','))})")
+    ap.add_argument("--no-pin", dest="pin", action="store_false",
+                    help="service case: do not pin the server (CPU 0) and the client (CPU 1)")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
     ap.add_argument("--iterations", type=int, default=30000,
                     help="census case: AllocBench iterations (4 threads)")
@@ -968,6 +1055,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = ap.parse_args()
     a.heaplens = os.path.abspath(a.heaplens)
+    if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
+        a.pin = False
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
     if not shutil.which("dotnet"):
