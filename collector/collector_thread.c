@@ -503,7 +503,7 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
         hl_young_set_gen(&c->young, id, HL_GEN_NONE);
         /* Young deaths are most deaths: look the type up before any map. */
         if (c->weak_owned.count &&
-            (hl_collector_type_traits(c, c->young.type[id - c->young.first]) &
+            (hl_collector_type_traits(c, hl_young_type(&c->young, id)) &
              TYPE_TRAIT_WEAK_REFERENCE))
             weak_reference_died(c, id);
     } else {
