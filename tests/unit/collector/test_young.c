@@ -311,6 +311,34 @@ int main(void) {
         hl_vec_release(&counts);
     }
 
+    /* Sizes around the 16-bit limit (a larger size is kept aside by id), and the thread of each
+     * id from its run: runs of two threads interleaved in id order, added out of it (a thread
+     * resuming where its run left off after another thread's ids, a thread whose ids follow
+     * another's directly). */
+    {
+        uint64_t f = y.first;
+        static const struct { uint64_t at; int tid; uint64_t size; } adds[] = {
+            {0, 0, 65534}, {1, 0, 65535}, {2, 0, 65536}, {7, 1, 70000}, {8, 1, 24},
+            {3, 0, 1u << 20}, {4, 0, 32}, {5, 1, 40}, {6, 0, 48}, {9, 2, 65535}};
+        enum { N_ADDS = sizeof adds / sizeof adds[0] };
+        truth tt[N_ADDS];
+        for (size_t i = 0; i < N_ADDS; i++) {
+            hl_young_add(&y, f + adds[i].at, 7, tids[adds[i].tid], adds[i].size);
+            tt[i] = (truth){.id = f + adds[i].at, .size = adds[i].size, .type = 7,
+                            .tid = tids[adds[i].tid], .heap = HL_GEN_0, .gen = HL_GEN_1};
+        }
+        hl_young_fate_reset(&y);
+        for (size_t i = 0; i < N_ADDS; i++) {
+            hl_young_set_heap(&y, tt[i].id, HL_GEN_0);
+            hl_young_set_gen(&y, tt[i].id, HL_GEN_1);
+        }
+        hl_young_close(&y, true, f + 10, &counts, &survivors);
+        check_counts(&counts, tt, N_ADDS, true);
+        qsort(tt, N_ADDS, sizeof *tt, by_id);
+        check_survivors(&survivors, tt, N_ADDS);
+        hl_vec_release(&counts);
+    }
+
     random_intervals(&y, &survivors);
 
     /* An empty interval (no allocation between two GCs) closes to nothing. */
