@@ -192,16 +192,49 @@ void hl_young_fate_reset(hl_young *y) {
         memset(y->fate, FATE_UNKNOWN, y->n);
 }
 
-/* A survivor row, written in place (the fields stored straight into the vector). */
-static inline void survivor_put(hl_young *y, id_vec *survivors, uint64_t id, uint64_t size,
+void hl_young_packed_init(hl_young_packed *p, size_t max_objects, size_t max_bytes) {
+    memset(p, 0, sizeof *p);
+    p->max_objects = max_objects;
+    p->max_bytes = max_bytes;
+    p->bytes.elem = 1;
+    p->records.elem = sizeof(hl_young_packed_record);
+}
+
+void hl_young_packed_release(hl_young_packed *p) {
+    hl_vec_release(&p->bytes);
+    hl_vec_release(&p->records);
+    p->n = 0;
+}
+
+/* A survivor, packed into the last payload, or a new one where hl_survivors_pack would start it
+ * (max_objects taken, or fewer than HL_SURVIVOR_PACKED_MAX bytes of room left). */
+static inline void survivor_put(hl_young *y, hl_young_packed *out, uint64_t id, uint64_t size,
                                 uint32_t type_id, uint32_t os_tid, uint32_t heap, uint32_t gen) {
-    hl_survivor *s = hl_vec_append(survivors);
-    if (!s) {
-        y->failures++;
-        return;
+    hl_young_packed_record *rec =
+        out->records.n ? (hl_young_packed_record *)out->records.p + out->records.n - 1 : NULL;
+    if (!rec || rec->count == out->max_objects ||
+        rec->n_bytes + HL_SURVIVOR_PACKED_MAX > out->max_bytes) {
+        rec = hl_vec_append(&out->records);
+        if (!rec) {
+            y->failures++;
+            return;
+        }
+        *rec = (hl_young_packed_record){.at = out->bytes.n};
+        out->state = (hl_survivor_pack_state){0};
     }
-    *s = (hl_survivor){.id = id, .size = size, .type_id = type_id, .os_tid = os_tid,
-                       .heap = (uint8_t)heap, .generation = (uint8_t)gen};
+    while (out->bytes.n + HL_SURVIVOR_PACKED_MAX > out->bytes.cap)
+        if (!hl_vec_grow(&out->bytes)) {
+            y->failures++;
+            if (!rec->count) /* a payload of nothing is no record */
+                out->records.n--;
+            return;
+        }
+    uint8_t *at = (uint8_t *)out->bytes.p + out->bytes.n;
+    uint8_t *end = hl_survivor_pack_one(at, &out->state, id, gen, os_tid, heap, type_id, size);
+    out->bytes.n += (size_t)(end - at);
+    rec->n_bytes += (uint32_t)(end - at);
+    rec->count++;
+    out->n++;
 }
 
 static int by_value(const void *a, const void *b) {
@@ -210,8 +243,8 @@ static int by_value(const void *a, const void *b) {
 }
 
 void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
-                    id_vec *survivors) {
-    survivors->n = 0;
+                    hl_young_packed *survivors) {
+    survivors->bytes.n = survivors->records.n = survivors->n = 0;
     /* The runs in id order (each slot's runs come ascending, the slots one after another). */
     uint64_t *runs = y->runs.p;
     size_t n_runs = y->runs.n;

@@ -136,12 +136,40 @@ static inline void hl_young_set_gen(hl_young *y, uint64_t id, uint32_t gen) {
     }
 }
 
+/* Whether `id`, an object of this interval, is alive after the GC: its fate byte names a
+ * generation (false for any other id). Valid from the GC's fates until hl_young_close. */
+static inline bool hl_young_alive(const hl_young *y, uint64_t id) {
+    return hl_young_has(y, id) && y->type[id - y->first] &&
+           HL_YOUNG_FATE_GEN(y->fate[id - y->first]) != HL_GEN_NONE;
+}
+
+/* A GC's survivors as GC_SURVIVORS_PACKED payloads (wire/hl_wire.h), packed by the closing pass
+ * as it finds them, in ascending ids: no 32-byte row per survivor written and read back. Each
+ * payload holds at most `max_objects` objects and `max_bytes` bytes (the caller's record
+ * limits), cut exactly where hl_survivors_pack would cut a list of rows. */
+typedef struct hl_young_packed_record {
+    size_t at;         /* offset of the payload in `bytes` */
+    uint32_t count;    /* objects */
+    uint32_t n_bytes;
+} hl_young_packed_record;
+typedef struct hl_young_packed {
+    size_t max_objects, max_bytes;
+    id_vec bytes;      /* uint8_t: the payloads one after another */
+    id_vec records;    /* hl_young_packed_record */
+    size_t n;          /* survivors in all */
+    hl_survivor_pack_state state; /* of the last payload */
+} hl_young_packed;
+/* An empty set with those limits (max_bytes >= HL_SURVIVOR_PACKED_MAX); _release frees it. */
+void hl_young_packed_init(hl_young_packed *p, size_t max_objects, size_t max_bytes);
+void hl_young_packed_release(hl_young_packed *p);
+
 /* Closes the interval at `end` (the GC's first_id_after, or the current first for the tail):
  * hands over the counts (*counts, hl_alloc_count, owned by the caller) and fills *survivors
- * (hl_survivor, emptied first) with the objects alive after the GC, ascending ids. Without
+ * (emptied first; its memory kept) with the objects alive after the GC, ascending ids. Without
  * `classified` (tail, incomplete GC) every count has heap HL_GEN_NONE and survived 0, and there
- * are no survivors. The next interval starts at max(end, first), empty. */
+ * are no survivors. A survivor that finds no memory is left out (counted in failures). The next
+ * interval starts at max(end, first), empty. */
 void hl_young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
-                    id_vec *survivors);
+                    hl_young_packed *survivors);
 
 #endif /* HEAPLENS_YOUNG_H */
