@@ -142,6 +142,35 @@ static void test_every_interval(void) {
     fixture_release(&f);
 }
 
+/* A sample keeps its object only when the GC left that object alive (its fate byte): one that
+ * died, and one of an id the interval never had, are sent without. */
+static void test_dead_objects(void) {
+    fixture f;
+    fixture_init(&f, true, HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED);
+    got_record r[4];
+    hl_alloc_sample s = {.object_id = 6, .size = 24, .type_id = 1, .os_tid = 42, .heap = HL_GEN_0};
+    CHECK(hl_vec_push(&f.c.samples, &s));
+    hl_young_add(&f.c.young, 6, 1, 42, 24);
+    hl_young_fate_reset(&f.c.young);
+    hl_young_set_heap(&f.c.young, 6, HL_GEN_0);
+    hl_young_set_gen(&f.c.young, 6, HL_GEN_NONE); /* died in GC 1 */
+    atomic_store(&f.p.sampling.seen, 1);
+    end_interval(&f, 1);
+    CHECK_INT(receive(&f, r, 4), 1);
+    CHECK_INT(r[0].head.count, 1);
+    CHECK_INT(r[0].first.object_id, 0);
+    s.object_id = 2; /* before the interval */
+    CHECK(hl_vec_push(&f.c.samples, &s));
+    hl_young_add(&f.c.young, f.c.young.first, 1, 42, 24);
+    hl_young_fate_reset(&f.c.young);
+    hl_young_set_heap(&f.c.young, f.c.young.first, HL_GEN_0);
+    atomic_store(&f.p.sampling.seen, 2);
+    end_interval(&f, 2);
+    CHECK_INT(receive(&f, r, 4), 1);
+    CHECK_INT(r[0].first.object_id, 0);
+    fixture_release(&f);
+}
+
 static void test_no_sampling(void) {
     got_record r[4];
     fixture f;
@@ -159,6 +188,7 @@ static void test_no_sampling(void) {
 
 int main(void) {
     test_every_interval();
+    test_dead_objects();
     test_no_sampling();
     if (failures)
         return 1;
