@@ -43,8 +43,7 @@ typedef struct collector {
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
     bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
-    id_vec survivors;     /* hl_survivor, per GC */
-    uint8_t *packed;      /* CHUNK_BYTES: one GC_SURVIVORS_PACKED payload being encoded */
+    hl_young_packed survivors; /* per GC, packed by hl_young_close */
     uint32_t gcs_applied;
     bool model_stale;     /* full mode: a GC was not applied; no later one is (apply_gc) */
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
@@ -113,9 +112,9 @@ typedef struct collector {
 void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid);
 static inline void hl_samples_on_alloc(collector *c, const hl_alloc_event *ev, uint32_t os_tid);
 /* Takes the open interval's samples into *out (hl_alloc_sample, owned by the caller); an object
- * id stays only when `survivors` (hl_survivor, ascending ids) lists it: objects rows exist for
- * survivors only. */
-void hl_samples_close(collector *c, const id_vec *survivors, id_vec *out);
+ * id stays only when the GC was classified and `y` has it alive (hl_young_alive: before
+ * hl_young_close): objects rows exist for survivors only. */
+void hl_samples_close(collector *c, const hl_young *y, bool classified, id_vec *out);
 /* Sends the METHOD and STACK records not sent yet. */
 void hl_samples_flush_names(collector *c);
 /* Sends the interval's ALLOC_SAMPLES (when sampling is on) and frees `samples`. */
@@ -180,10 +179,9 @@ void hl_collector_put_str(collector *c, uint16_t type, const void *head, size_t 
  * nothing when `n` is 0 (a caller whose empty record matters puts the head itself). */
 void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t head_size,
                               uint32_t *count_field, const void *elems, size_t n, size_t elem_size);
-/* Sends GC `gc`'s survivors (hl_survivor, ascending ids) as GC_SURVIVORS_PACKED records of at
- * most CHUNK objects and CHUNK_BYTES, encoded into c->packed (GC_SURVIVORS when it cannot be
- * had). Nothing when there are none. */
-void hl_collector_put_survivors(collector *c, uint32_t gc, const id_vec *survivors);
+/* Sends GC `gc`'s survivors, packed by the closing pass (young.h; payloads of at most CHUNK
+ * objects and CHUNK_BYTES), as GC_SURVIVORS_PACKED records. Nothing when there are none. */
+void hl_collector_put_survivors(collector *c, uint32_t gc, const hl_young_packed *survivors);
 
 /* snapshot.c: handle events from the thread buffers, then per GC (after the model applied it,
  * before GC_END) roots and, when the GC takes one, the snapshot. */

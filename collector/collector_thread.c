@@ -503,7 +503,7 @@ static void sink_died(void *ctx, uint64_t id, uint32_t gen_before) {
         hl_young_set_gen(&c->young, id, HL_GEN_NONE);
         /* Young deaths are most deaths: look the type up before any map. */
         if (c->weak_owned.count &&
-            (hl_collector_type_traits(c, c->young.type[id - c->young.first]) &
+            (hl_collector_type_traits(c, hl_young_type(&c->young, id)) &
              TYPE_TRAIT_WEAK_REFERENCE))
             weak_reference_died(c, id);
     } else {
@@ -747,9 +747,9 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     bool incomplete = !classified || c->young.lost;
     uint64_t t0 = cpu_ns();
     id_vec counts;
-    hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
     id_vec samples;
-    hl_samples_close(c, &c->survivors, &samples);
+    hl_samples_close(c, &c->young, classified, &samples);
+    hl_young_close(&c->young, classified, g->first_id_after, &counts, &c->survivors);
     /* Without ObjectAllocated (sampled mode) there are no reported allocations to subtract;
      * without MONITOR_GC at every GC (full mode without --handles) no gen0 walk to subtract
      * them from. */
@@ -1039,7 +1039,7 @@ static void finish(collector *c, bool detaching) {
     c->drain_while_waiting = false;
     hl_young_close(&c->young, false, c->young.first, &counts, &c->survivors);
     id_vec samples;
-    hl_samples_close(c, &c->survivors, &samples); /* no survivors: no object ids */
+    hl_samples_close(c, &c->young, false, &samples); /* no survivors: no object ids */
     hl_collector_flush_types(c);
     hl_samples_flush_names(c);
     send_counts(c, last_gc + 1, &counts);
@@ -1213,8 +1213,7 @@ static void collector_free(collector *c) {
     hl_vec_release(&c->promotions);
     hl_vec_release(&c->handle_events);
     hl_vec_release(&c->pending_types);
-    hl_vec_release(&c->survivors);
-    hl_mem_free(c->packed);
+    hl_young_packed_release(&c->survivors);
     hl_vec_release(&c->samples);
     hl_frames_release(&c->frames);
     hl_mem_free(c->threads);
@@ -1233,7 +1232,7 @@ int hl_collector_start(hl_profiler *p) {
     c->promotions.elem = sizeof(hl_promotion);
     c->handle_events.elem = sizeof(hl_alloc_event);
     c->pending_types.elem = sizeof(hl_type);
-    c->survivors.elem = sizeof(hl_survivor);
+    hl_young_packed_init(&c->survivors, CHUNK, CHUNK_BYTES);
     c->samples.elem = sizeof(hl_alloc_sample);
     hl_frames_init(&c->frames);
     hl_u64map_init(&c->types);

@@ -22,21 +22,12 @@ void hl_collector_put_chunked(collector *c, uint16_t type, void *head, size_t he
     }
 }
 
-void hl_collector_put_survivors(collector *c, uint32_t gc, const id_vec *survivors) {
+void hl_collector_put_survivors(collector *c, uint32_t gc, const hl_young_packed *survivors) {
     hl_gc_survivors head = {.gc = gc};
-    if (!c->packed)
-        c->packed = hl_mem_malloc(CHUNK_BYTES);
-    if (!c->packed) { /* out of memory: the same objects, 32 bytes each */
-        hl_collector_put_chunked(c, HL_REC_GC_SURVIVORS, &head, sizeof head, &head.count,
-                                 survivors->p, survivors->n, sizeof(hl_survivor));
-        return;
-    }
-    const hl_survivor *v = survivors->p;
-    for (size_t i = 0, taken; i < survivors->n; i += taken) {
-        size_t bytes = hl_survivors_pack(v + i, survivors->n - i, CHUNK, c->packed, CHUNK_BYTES,
-                                         &taken);
-        head.count = (uint32_t)taken;
-        hl_outbox_put(&c->out, HL_REC_GC_SURVIVORS_PACKED, &head, sizeof head, c->packed, bytes,
-                      NULL, 0);
+    const hl_young_packed_record *rec = survivors->records.p;
+    for (size_t r = 0; r < survivors->records.n; r++) {
+        head.count = rec[r].count;
+        hl_outbox_put(&c->out, HL_REC_GC_SURVIVORS_PACKED, &head, sizeof head,
+                      (const uint8_t *)survivors->bytes.p + rec[r].at, rec[r].n_bytes, NULL, 0);
     }
 }

@@ -90,26 +90,13 @@ void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid
     }
 }
 
-static bool survived(const id_vec *survivors, uint64_t id) {
-    const hl_survivor *v = survivors->p;
-    size_t lo = 0, hi = survivors->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (v[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < survivors->n && v[lo].id == id;
-}
-
-void hl_samples_close(collector *c, const id_vec *survivors, id_vec *out) {
+void hl_samples_close(collector *c, const hl_young *y, bool classified, id_vec *out) {
     *out = c->samples;
     c->samples = (id_vec){.elem = sizeof(hl_alloc_sample)};
     c->link.waiting = false;
     hl_alloc_sample *s = out->p;
     for (size_t i = 0; i < out->n; i++)
-        if (s[i].object_id && !survived(survivors, s[i].object_id))
+        if (s[i].object_id && !(classified && hl_young_alive(y, s[i].object_id)))
             s[i].object_id = 0;
 }
 

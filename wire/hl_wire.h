@@ -45,6 +45,7 @@
 #define HEAPLENS_WIRE_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -295,29 +296,45 @@ static inline uint8_t *hl_varint_put(uint8_t *p, uint64_t v) {
     *p++ = (uint8_t)v;
     return p;
 }
+/* One object of a GC_SURVIVORS_PACKED payload: the encoder's state between objects. A payload
+ * starts from {0} (its first object carries its key). */
+typedef struct hl_survivor_pack_state {
+    uint64_t prev; /* the id before, 0 at a payload's start */
+    uint32_t tid, heap;
+    bool started;
+} hl_survivor_pack_state;
+/* Encodes one survivor (its id above st->prev) at p, at most HL_SURVIVOR_PACKED_MAX bytes;
+ * returns the end. The one encoder: hl_survivors_pack below, and the collector's closing pass
+ * (collector/young.c), which packs each survivor as it finds it. */
+static inline uint8_t *hl_survivor_pack_one(uint8_t *p, hl_survivor_pack_state *st, uint64_t id,
+                                            uint32_t generation, uint32_t os_tid, uint32_t heap,
+                                            uint32_t type_id, uint64_t size) {
+    uint64_t key = !st->started || os_tid != st->tid || heap != st->heap;
+    p = hl_varint_put(p, (id - st->prev) << 4 | (uint64_t)(generation & 7) << 1 | key);
+    if (key) {
+        st->started = true;
+        st->tid = os_tid;
+        st->heap = heap;
+        p = hl_varint_put(p, os_tid);
+        p = hl_varint_put(p, heap);
+    }
+    p = hl_varint_put(p, type_id);
+    p = hl_varint_put(p, size);
+    st->prev = id;
+    return p;
+}
 /* Encodes survivors v[0..n) (ascending ids) as the objects of one GC_SURVIVORS_PACKED payload
  * at `out`: as many as surely fit in `room` bytes, at most `max`. Returns the bytes written;
- * *taken = the objects encoded (at least one when room >= HL_SURVIVOR_PACKED_MAX). The
- * collector's encoder (collector/records.c), and the tests' and benchmark's. */
+ * *taken = the objects encoded (at least one when room >= HL_SURVIVOR_PACKED_MAX). The tests'
+ * and the benchmark's encoder. */
 static inline size_t hl_survivors_pack(const hl_survivor *v, size_t n, size_t max, uint8_t *out,
                                        size_t room, size_t *taken) {
     uint8_t *p = out;
-    uint64_t prev = 0;
-    uint32_t tid = 0, heap = 0;
+    hl_survivor_pack_state st = {0};
     size_t i = 0;
-    for (; i < n && i < max && (size_t)(p - out) + HL_SURVIVOR_PACKED_MAX <= room; i++) {
-        uint64_t key = i == 0 || v[i].os_tid != tid || v[i].heap != heap;
-        p = hl_varint_put(p, (v[i].id - prev) << 4 | (uint64_t)(v[i].generation & 7) << 1 | key);
-        if (key) {
-            tid = v[i].os_tid;
-            heap = v[i].heap;
-            p = hl_varint_put(p, tid);
-            p = hl_varint_put(p, heap);
-        }
-        p = hl_varint_put(p, v[i].type_id);
-        p = hl_varint_put(p, v[i].size);
-        prev = v[i].id;
-    }
+    for (; i < n && i < max && (size_t)(p - out) + HL_SURVIVOR_PACKED_MAX <= room; i++)
+        p = hl_survivor_pack_one(p, &st, v[i].id, v[i].generation, v[i].os_tid, v[i].heap,
+                                 v[i].type_id, v[i].size);
     *taken = i;
     return (size_t)(p - out);
 }

@@ -37,7 +37,8 @@ static void fixture_init(fixture *f, bool stacks, uint32_t source) {
     f->p.sampling.source = source;
     f->c.p = &f->p;
     f->c.samples = (id_vec){.elem = sizeof(hl_alloc_sample)};
-    f->c.survivors = (id_vec){.elem = sizeof(hl_survivor)};
+    hl_young_init(&f->c.young, 1);
+    hl_young_packed_init(&f->c.survivors, CHUNK, CHUNK_BYTES);
     hl_frames_init(&f->c.frames);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0 || hl_outbox_init(&f->c.out, NULL, 1u << 20) != 0)
@@ -52,15 +53,18 @@ static void fixture_release(fixture *f) {
     close(f->reader);
     hl_frames_release(&f->c.frames);
     hl_vec_release(&f->c.samples);
-    hl_vec_release(&f->c.survivors);
+    hl_young_release(&f->c.young);
+    hl_young_packed_release(&f->c.survivors);
 }
 
 /* What collector_thread.c does for GC `gc` (or the tail): the interval's samples closed against
- * the GC's survivors, then sent. */
+ * the objects the GC left alive (young.h), then sent, and the interval closed. */
 static void end_interval(fixture *f, uint32_t gc) {
-    id_vec samples;
-    hl_samples_close(&f->c, &f->c.survivors, &samples);
+    id_vec samples, counts;
+    hl_samples_close(&f->c, &f->c.young, true, &samples);
     hl_samples_send(&f->c, gc, &samples);
+    hl_young_close(&f->c.young, true, f->c.young.first + f->c.young.n, &counts, &f->c.survivors);
+    hl_vec_release(&counts);
 }
 
 /* Sends what is queued and reads the ALLOC_SAMPLES records that arrived, up to `max`. */
@@ -109,8 +113,10 @@ static void test_every_interval(void) {
     /* GC 1: one sample of object 5, which survived. */
     hl_alloc_sample s = {.object_id = 5, .size = 24, .type_id = 1, .os_tid = 42, .heap = HL_GEN_0};
     CHECK(hl_vec_push(&f.c.samples, &s));
-    hl_survivor alive = {.id = 5};
-    CHECK(hl_vec_push(&f.c.survivors, &alive));
+    hl_young_add(&f.c.young, 5, 1, 42, 24); /* object 5, alive after GC 1 */
+    hl_young_fate_reset(&f.c.young);
+    hl_young_set_heap(&f.c.young, 5, HL_GEN_0);
+    hl_young_set_gen(&f.c.young, 5, HL_GEN_1);
     atomic_store(&f.p.sampling.seen, 1);
     end_interval(&f, 1);
     CHECK_INT(receive(&f, r, 4), 1);
@@ -123,7 +129,6 @@ static void test_every_interval(void) {
 
     /* GC 2: the interval's only sample was dropped (no buffer room): no samples to send, but the
      * counters changed and must reach the writer. */
-    f.c.survivors.n = 0;
     atomic_store(&f.p.sampling.seen, 2);
     atomic_store(&f.p.sampling.dropped, 1);
     end_interval(&f, 2);
@@ -134,6 +139,35 @@ static void test_every_interval(void) {
     atomic_store(&f.p.sampling.dropped, 2);
     end_interval(&f, 3);
     check_counters_only(&f, 3, 3, 2);
+    fixture_release(&f);
+}
+
+/* A sample keeps its object only when the GC left that object alive (its fate byte): one that
+ * died, and one of an id the interval never had, are sent without. */
+static void test_dead_objects(void) {
+    fixture f;
+    fixture_init(&f, true, HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED);
+    got_record r[4];
+    hl_alloc_sample s = {.object_id = 6, .size = 24, .type_id = 1, .os_tid = 42, .heap = HL_GEN_0};
+    CHECK(hl_vec_push(&f.c.samples, &s));
+    hl_young_add(&f.c.young, 6, 1, 42, 24);
+    hl_young_fate_reset(&f.c.young);
+    hl_young_set_heap(&f.c.young, 6, HL_GEN_0);
+    hl_young_set_gen(&f.c.young, 6, HL_GEN_NONE); /* died in GC 1 */
+    atomic_store(&f.p.sampling.seen, 1);
+    end_interval(&f, 1);
+    CHECK_INT(receive(&f, r, 4), 1);
+    CHECK_INT(r[0].head.count, 1);
+    CHECK_INT(r[0].first.object_id, 0);
+    s.object_id = 2; /* before the interval */
+    CHECK(hl_vec_push(&f.c.samples, &s));
+    hl_young_add(&f.c.young, f.c.young.first, 1, 42, 24);
+    hl_young_fate_reset(&f.c.young);
+    hl_young_set_heap(&f.c.young, f.c.young.first, HL_GEN_0);
+    atomic_store(&f.p.sampling.seen, 2);
+    end_interval(&f, 2);
+    CHECK_INT(receive(&f, r, 4), 1);
+    CHECK_INT(r[0].first.object_id, 0);
     fixture_release(&f);
 }
 
@@ -154,6 +188,7 @@ static void test_no_sampling(void) {
 
 int main(void) {
     test_every_interval();
+    test_dead_objects();
     test_no_sampling();
     if (failures)
         return 1;

@@ -132,6 +132,57 @@ static void check_survivors(const id_vec *survivors, const truth *t, size_t n) {
     CHECK_INT(survivors->n, k);
 }
 
+/* hl_young_close into packed payloads with small limits (so that payloads are cut by objects
+ * and by bytes), decoded back into rows; the payloads must be byte for byte what
+ * hl_survivors_pack makes of those rows with the same limits. */
+static hl_young_packed packed;
+
+static uint64_t varint(const uint8_t **p, const uint8_t *end) {
+    uint64_t v = 0;
+    CHECK(hl_varint_get(p, end, &v));
+    return v;
+}
+
+static void young_close(hl_young *y, bool classified, uint64_t end, id_vec *counts,
+                        id_vec *rows) {
+    if (!packed.max_objects)
+        hl_young_packed_init(&packed, 777, 2048);
+    hl_young_close(y, classified, end, counts, &packed);
+    rows->n = 0;
+    const hl_young_packed_record *rec = packed.records.p;
+    size_t first_row = 0;
+    uint8_t again[2048];
+    for (size_t r = 0; r < packed.records.n; r++) {
+        const uint8_t *p = (const uint8_t *)packed.bytes.p + rec[r].at, *stop = p + rec[r].n_bytes;
+        uint64_t prev = 0;
+        uint32_t tid = 0, heap = 0;
+        CHECK(rec[r].count > 0 && rec[r].n_bytes <= packed.max_bytes);
+        for (uint32_t k = 0; k < rec[r].count; k++) {
+            uint64_t v = varint(&p, stop);
+            CHECK(k > 0 || (v & 1)); /* a payload's first object carries its key */
+            if (v & 1) {
+                tid = (uint32_t)varint(&p, stop);
+                heap = (uint32_t)varint(&p, stop);
+            }
+            hl_survivor row = {.id = prev + (v >> 4), .generation = (uint8_t)(v >> 1 & 7),
+                               .os_tid = tid, .heap = (uint8_t)heap};
+            row.type_id = (uint32_t)varint(&p, stop);
+            row.size = varint(&p, stop);
+            prev = row.id;
+            CHECK(hl_vec_push(rows, &row));
+        }
+        CHECK(p == stop);
+        size_t taken = 0;
+        size_t n = hl_survivors_pack((const hl_survivor *)rows->p + first_row, rows->n - first_row,
+                                     packed.max_objects, again, packed.max_bytes, &taken);
+        CHECK_INT(taken, rec[r].count);
+        CHECK(n == rec[r].n_bytes &&
+              !memcmp(again, (const uint8_t *)packed.bytes.p + rec[r].at, n));
+        first_row = rows->n;
+    }
+    CHECK_INT(packed.n, rows->n);
+}
+
 static int by_id(const void *a, const void *b) {
     uint64_t x = ((const truth *)a)->id, y = ((const truth *)b)->id;
     return (x > y) - (x < y);
@@ -206,7 +257,7 @@ static void random_intervals(hl_young *y, id_vec *survivors) {
         }
         bool classified = round % 4 != 3;
         id_vec counts;
-        hl_young_close(y, classified, first + n, &counts, survivors);
+        young_close(y, classified, first + n, &counts, survivors);
         check_counts(&counts, t, k, classified);
         for (size_t i = 0; i < counts.n; i++)
             CHECK(((const hl_alloc_count *)counts.p)[i].count > 0);
@@ -233,7 +284,7 @@ int main(void) {
     size_t n;
     truth *t = fill(&y, 1, 200000, &n);
     CHECK(!y.lost);
-    hl_young_close(&y, true, 200001, &counts, &survivors);
+    young_close(&y, true, 200001, &counts, &survivors);
     check_counts(&counts, t, n, true);
     check_survivors(&survivors, t, n);
     CHECK_INT(y.first, 200001);
@@ -248,7 +299,7 @@ int main(void) {
     CHECK(y.lost);
     t = realloc(t, (n + 1) * sizeof *t);
     t[n++] = (truth){.id = 5, .size = 48, .type = 1, .tid = tids[0], .gen = HL_GEN_NONE};
-    hl_young_close(&y, false, 250001, &counts, &survivors);
+    young_close(&y, false, 250001, &counts, &survivors);
     check_counts(&counts, t, n, false);
     CHECK_INT(survivors.n, 0);
     CHECK(!y.lost);
@@ -258,12 +309,12 @@ int main(void) {
     /* A burst grows the arrays beyond what is kept; a small interval after it gives them back. */
     t = fill(&y, 250001, 3u << 20, &n);
     CHECK(y.cap > HL_YOUNG_KEEP);
-    hl_young_close(&y, true, 250001 + (3u << 20), &counts, &survivors);
+    young_close(&y, true, 250001 + (3u << 20), &counts, &survivors);
     check_survivors(&survivors, t, n);
     hl_vec_release(&counts);
     free(t);
     t = fill(&y, 250001 + (3u << 20), 1000, &n);
-    hl_young_close(&y, true, 251001 + (3u << 20), &counts, &survivors);
+    young_close(&y, true, 251001 + (3u << 20), &counts, &survivors);
     check_counts(&counts, t, n, true);
     CHECK_INT(y.cap, 0);
     hl_vec_release(&counts);
@@ -284,7 +335,7 @@ int main(void) {
         hl_young_set_gen(&y, first, HL_GEN_NONE);
         hl_young_set_gen(&y, first + 1, HL_GEN_1);
         hl_young_set_gen(&y, first + 2, HL_GEN_NONE);
-        hl_young_close(&y, true, first + 4, &counts, &survivors);
+        young_close(&y, true, first + 4, &counts, &survivors);
         truth counted[2] = {
             {.id = first, .size = 40, .type = 3, .tid = tids[1], .heap = HL_GEN_0,
              .gen = HL_GEN_NONE},
@@ -305,16 +356,44 @@ int main(void) {
         hl_vec_release(&counts);
         /* Unclassified (an incomplete GC): no rows and no counts for the followed ones. */
         hl_young_add_followed(&y, y.first, 4, tids[2], 56);
-        hl_young_close(&y, false, y.first + 1, &counts, &survivors);
+        young_close(&y, false, y.first + 1, &counts, &survivors);
         CHECK_INT(counts.n, 0);
         CHECK_INT(survivors.n, 0);
+        hl_vec_release(&counts);
+    }
+
+    /* Sizes around the 16-bit limit (a larger size is kept aside by id), and the thread of each
+     * id from its run: runs of two threads interleaved in id order, added out of it (a thread
+     * resuming where its run left off after another thread's ids, a thread whose ids follow
+     * another's directly). */
+    {
+        uint64_t f = y.first;
+        static const struct { uint64_t at; int tid; uint64_t size; } adds[] = {
+            {0, 0, 65534}, {1, 0, 65535}, {2, 0, 65536}, {7, 1, 70000}, {8, 1, 24},
+            {3, 0, 1u << 20}, {4, 0, 32}, {5, 1, 40}, {6, 0, 48}, {9, 2, 65535}};
+        enum { N_ADDS = sizeof adds / sizeof adds[0] };
+        truth tt[N_ADDS];
+        for (size_t i = 0; i < N_ADDS; i++) {
+            hl_young_add(&y, f + adds[i].at, 7, tids[adds[i].tid], adds[i].size);
+            tt[i] = (truth){.id = f + adds[i].at, .size = adds[i].size, .type = 7,
+                            .tid = tids[adds[i].tid], .heap = HL_GEN_0, .gen = HL_GEN_1};
+        }
+        hl_young_fate_reset(&y);
+        for (size_t i = 0; i < N_ADDS; i++) {
+            hl_young_set_heap(&y, tt[i].id, HL_GEN_0);
+            hl_young_set_gen(&y, tt[i].id, HL_GEN_1);
+        }
+        young_close(&y, true, f + 10, &counts, &survivors);
+        check_counts(&counts, tt, N_ADDS, true);
+        qsort(tt, N_ADDS, sizeof *tt, by_id);
+        check_survivors(&survivors, tt, N_ADDS);
         hl_vec_release(&counts);
     }
 
     random_intervals(&y, &survivors);
 
     /* An empty interval (no allocation between two GCs) closes to nothing. */
-    hl_young_close(&y, true, y.first, &counts, &survivors);
+    young_close(&y, true, y.first, &counts, &survivors);
     CHECK_INT(counts.n, 0);
     CHECK_INT(survivors.n, 0);
     hl_vec_release(&counts);
@@ -340,6 +419,7 @@ int main(void) {
 
     CHECK_INT(y.failures, 0);
     hl_vec_release(&survivors);
+    hl_young_packed_release(&packed);
     hl_young_release(&y);
     if (failures)
         fprintf(stderr, "%d checks failed\n", failures);
