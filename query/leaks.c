@@ -39,17 +39,12 @@ typedef struct suspect {
     gboolean flagged;
     int64_t growth_count, growth_bytes;
     int64_t retained_first, retained_last;
-    /* holder and path, in the last snapshot */
-    uint32_t holder;  /* node: the holder object holding most; AN_NONE when none */
-    uint64_t held;    /* instances held by objects of the holder's type */
-    uint64_t holders; /* objects of the holder's type holding some */
-    uint64_t instances;
-    root_path *path;
+    leaks_holder holder; /* in the last snapshot: computed, or read back */
 } suspect;
 
 static void suspect_release(suspect *s)
 {
-    root_path_free(s->path);
+    leaks_holder_clear(&s->holder);
 }
 
 static int suspect_cmp(const void *a, const void *b)
@@ -94,13 +89,21 @@ static gboolean is_plumbing(const snapshot_types *types, uint32_t type_id)
            g_str_has_prefix(snapshot_types_name(types, type_id, buf), "System.Collections.");
 }
 
-/* Finds the holder of `s->type_id` in the last snapshot, and the instance to draw a path to. */
+/* What holder_find finds: the holder node (AN_NONE: none) and its counts. */
+typedef struct holder_found {
+    uint32_t holder;  /* node: the holder object holding most; AN_NONE when none */
+    uint64_t held;    /* instances held by objects of the holder's type */
+    uint64_t holders; /* objects of the holder's type holding some */
+    uint64_t instances;
+} holder_found;
+
+/* Finds the holder of type `T` in the last snapshot, and the instance to draw a path to. */
 static uint32_t holder_find(const snapshot_graph *g, const an_domtree *tree,
-                            const snapshot_types *types, suspect *s, uint32_t *memo)
+                            const snapshot_types *types, uint32_t T, holder_found *s,
+                            uint32_t *memo)
 {
     const uint32_t *idom = an_domtree_idoms(tree);
     const uint64_t *rb = an_domtree_retained_bytes(tree);
-    const uint32_t T = s->type_id;
     GHashTable *held = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     GArray *stack = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     /* memo[u]: the holder found from u upwards (AN_NONE: none), or AN_NONE - 1: not known */
@@ -337,7 +340,6 @@ static void trends_classify(leaks *l, gboolean all)
         suspect *s = &l->suspects[l->n_suspects];
         memset(s, 0, sizeof *s);
         s->type_id = t;
-        s->holder = AN_NONE;
         s->growth_count = cv[k - 1] - cv[0];
         s->growth_bytes = bv[k - 1] - bv[0];
         s->flagged = leaks_trend_flagged(cv, bv, k, heap_last);
@@ -348,7 +350,49 @@ static void trends_classify(leaks *l, gboolean all)
     }
 }
 
-/* Ranks the suspects by retained growth, keeps the first `top`, finds their holders and paths. */
+/* The holder and path of type `type_id` in the snapshot of `last` (its graph and tree), into *h;
+ * `reversed` (created on first use) and `memo` (g->n entries) are the caller's, reused. */
+static gboolean holder_compute(leaks *l, const retention *last, uint32_t type_id,
+                               an_graph **reversed, uint32_t *memo, leaks_holder *h,
+                               GError **error)
+{
+    const snapshot_graph *g = retention_graph(last);
+    holder_found f = {0};
+    uint32_t instance = holder_find(g, retention_tree(last), l->types, type_id, &f, memo);
+    h->instances = f.instances;
+    if (f.holder == AN_NONE)
+        return TRUE;
+    h->found = TRUE;
+    h->object = g->ids[f.holder];
+    h->type_id = g->type_ids[f.holder];
+    h->retained_bytes = an_domtree_retained_bytes(retention_tree(last))[f.holder];
+    h->held = f.held;
+    h->holders = f.holders;
+    if (instance == AN_NONE)
+        return TRUE;
+    if (!*reversed && !(*reversed = an_graph_new_reversed(g->graph))) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+        return FALSE;
+    }
+    g_autoptr(GPtrArray) paths = root_paths_find(g, *reversed, instance, 1, error);
+    if (!paths)
+        return FALSE;
+    g_ptr_array_set_free_func(paths, (GDestroyNotify)root_path_free);
+    if (paths->len == 0)
+        return TRUE;
+    root_path *path = g_ptr_array_index(paths, 0);
+    if (!root_path_name(l->db, g, l->types, path, error))
+        return FALSE;
+    g_autofree char *roots = root_path_root_text(g, path);
+    g_autofree char *hops = root_path_text(g, l->types, path);
+    h->path = root_path_hops_json(g, l->types, path);
+    h->roots = root_path_roots_json(g, path);
+    h->path_text = g_strdup_printf("%s -> %s", roots, hops);
+    return TRUE;
+}
+
+/* Ranks the suspects by retained growth, keeps the first `top`, finds their holders and paths:
+ * stored ones read back, the others from the last snapshot's tree (computed only then). */
 static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, GError **error)
 {
     const snapshot_info *first = &g_array_index(l->series, snapshot_info, 0);
@@ -356,15 +400,24 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
     const uint32_t n_types = l->n_types;
     g_autofree int64_t *ret_first = g_new0(int64_t, n_types);
     g_autofree int64_t *ret_last = g_new0(int64_t, n_types);
+    gboolean last_stored = FALSE;
     if (!retention_ensure(l->db, first, progress, error) ||
-        !type_retained_read(l->db, first->snapshot, n_types, ret_first, error))
+        !type_retained_read(l->db, first->snapshot, n_types, ret_first, error) ||
+        !retention_is_stored(l->db, final->snapshot, &last_stored, error))
         return FALSE;
-    l->last = retention_get(l->db, final, progress, error);
-    if (!l->last)
-        return FALSE;
-    const uint64_t *tr = retention_type_retained_bytes(l->last);
-    for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)
-        ret_last[t] = (int64_t)tr[t];
+    /* the last snapshot's retained sizes per type: stored (or computed by this command), else
+     * computed now (its holders will need its tree) */
+    if (last_stored) {
+        if (!type_retained_read(l->db, final->snapshot, n_types, ret_last, error))
+            return FALSE;
+    } else {
+        l->last = retention_get(l->db, final, progress, error);
+        if (!l->last)
+            return FALSE;
+        const uint64_t *tr = retention_type_retained_bytes(l->last);
+        for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)
+            ret_last[t] = (int64_t)tr[t];
+    }
     for (uint32_t i = 0; i < l->n_suspects; i++) {
         l->suspects[i].retained_first = ret_first[l->suspects[i].type_id];
         l->suspects[i].retained_last = ret_last[l->suspects[i].type_id];
@@ -374,27 +427,26 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
         l->n_suspects = (uint32_t)top;
 
     /* holders and paths of the ones shown */
-    const snapshot_graph *g = retention_graph(l->last);
-    g_autofree uint32_t *memo = g_try_new(uint32_t, g->n);
-    query_progress_update(progress, "finding holders and paths", 0, l->n_suspects);
-    an_graph *reversed = an_graph_new_reversed(g->graph);
+    g_autofree uint32_t *memo = NULL;
+    an_graph *reversed = NULL;
     gboolean ok = FALSE;
-    if (!memo || !reversed) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
-        goto out;
-    }
+    query_progress_update(progress, "finding holders and paths", 0, l->n_suspects);
     for (uint32_t i = 0; i < l->n_suspects; i++) {
         suspect *s = &l->suspects[i];
+        gboolean found = FALSE;
         query_progress_update(progress, "finding holders and paths", i, l->n_suspects);
-        uint32_t instance = holder_find(g, retention_tree(l->last), l->types, s, memo);
-        if (instance == AN_NONE)
-            continue;
-        g_autoptr(GPtrArray) paths = root_paths_find(g, reversed, instance, 1, error);
-        if (!paths)
+        if (!leaks_holder_read(l->db, final, s->type_id, &s->holder, &found, error))
             goto out;
-        if (paths->len > 0)
-            s->path = g_ptr_array_steal_index(paths, 0);
-        if (s->path && !root_path_name(l->db, g, l->types, s->path, error))
+        if (found)
+            continue;
+        if (!l->last && !(l->last = retention_get(l->db, final, progress, error)))
+            goto out;
+        if (!memo && !(memo = g_try_new(uint32_t, retention_graph(l->last)->n))) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+            goto out;
+        }
+        if (!holder_compute(l, l->last, s->type_id, &reversed, memo, &s->holder, error) ||
+            !leaks_holder_keep(l->db, final, s->type_id, &s->holder, error))
             goto out;
     }
     ok = TRUE;
@@ -445,8 +497,8 @@ guint leaks_count(const leaks *l)
 json_t *leaks_json_row(const leaks *l, guint i)
 {
     const suspect *s = &l->suspects[i];
+    const leaks_holder *h = &s->holder;
     const size_t k = l->k;
-    const snapshot_graph *g = l->last ? retention_graph(l->last) : NULL;
     char a[QUERY_FORMAT_MAX];
     json_t *cv = json_array(), *bv = json_array();
     for (size_t j = 0; j < k; j++) {
@@ -459,28 +511,21 @@ json_t *leaks_json_row(const leaks *l, guint i)
                             (json_int_t)s->growth_bytes, "growth_retained_bytes",
                             (json_int_t)(s->retained_last - s->retained_first), "flagged",
                             s->flagged, "counts", cv, "bytes", bv);
-    if (s->holder != AN_NONE) {
-        json_object_set_new(
-            row, "holder",
-            query_json_string(snapshot_types_name(l->types, g->type_ids[s->holder], a)));
-        json_object_set_new(row, "holder_object", json_integer((json_int_t)g->ids[s->holder]));
+    if (h->found) {
+        json_object_set_new(row, "holder",
+                            query_json_string(snapshot_types_name(l->types, h->type_id, a)));
+        json_object_set_new(row, "holder_object", json_integer((json_int_t)h->object));
         json_object_set_new(row, "holder_retained_bytes",
-                            json_integer((json_int_t)an_domtree_retained_bytes(
-                                retention_tree(l->last))[s->holder]));
-        json_object_set_new(row, "held", json_integer((json_int_t)s->held));
-        json_object_set_new(row, "holders", json_integer((json_int_t)s->holders));
-        json_object_set_new(row, "instances", json_integer((json_int_t)s->instances));
+                            json_integer((json_int_t)h->retained_bytes));
+        json_object_set_new(row, "held", json_integer((json_int_t)h->held));
+        json_object_set_new(row, "holders", json_integer((json_int_t)h->holders));
+        json_object_set_new(row, "instances", json_integer((json_int_t)h->instances));
     } else {
         json_object_set_new(row, "holder", json_null());
         json_object_set_new(row, "holder_object", json_null());
     }
-    if (s->path) {
-        json_object_set_new(row, "path", root_path_hops_json(g, l->types, s->path));
-        json_object_set_new(row, "roots", root_path_roots_json(g, s->path));
-    } else {
-        json_object_set_new(row, "path", json_null());
-        json_object_set_new(row, "roots", json_null());
-    }
+    json_object_set_new(row, "path", h->path ? json_incref(h->path) : json_null());
+    json_object_set_new(row, "roots", h->roots ? json_incref(h->roots) : json_null());
     return row;
 }
 
@@ -507,6 +552,7 @@ void leaks_suspect_get(const leaks *l, guint i, leaks_suspect *out, char buf[QUE
                        char holder_buf[QUERY_FORMAT_MAX])
 {
     const suspect *s = &l->suspects[i];
+    const leaks_holder *h = &s->holder;
     memset(out, 0, sizeof *out);
     out->type = snapshot_types_name(l->types, s->type_id, buf);
     out->flagged = s->flagged;
@@ -514,27 +560,20 @@ void leaks_suspect_get(const leaks *l, guint i, leaks_suspect *out, char buf[QUE
     out->growth_bytes = s->growth_bytes;
     out->growth_retained_bytes = s->retained_last - s->retained_first;
     out->counts = l->counts + (size_t)s->type_id * l->k;
-    if (s->holder == AN_NONE || !l->last)
+    if (!h->found)
         return;
-    const snapshot_graph *g = retention_graph(l->last);
-    out->holder_type = snapshot_types_name(l->types, g->type_ids[s->holder], holder_buf);
+    out->holder_type = snapshot_types_name(l->types, h->type_id, holder_buf);
     for (uint32_t j = 0; j < l->n_suspects; j++)
-        if (l->suspects[j].flagged && l->suspects[j].type_id == g->type_ids[s->holder])
+        if (l->suspects[j].flagged && l->suspects[j].type_id == h->type_id)
             out->holder_rank = j + 1;
-    out->holder_object = g->ids[s->holder];
-    out->holder_retained_bytes = an_domtree_retained_bytes(retention_tree(l->last))[s->holder];
-    out->held = s->held;
-    out->holders = s->holders;
-    out->instances = s->instances;
+    out->holder_object = h->object;
+    out->holder_retained_bytes = h->retained_bytes;
+    out->held = h->held;
+    out->holders = h->holders;
+    out->instances = h->instances;
 }
 
 char *leaks_suspect_path_text_new(const leaks *l, guint i)
 {
-    const suspect *s = &l->suspects[i];
-    if (!s->path)
-        return NULL;
-    const snapshot_graph *g = retention_graph(l->last);
-    g_autofree char *roots = root_path_root_text(g, s->path);
-    g_autofree char *hops = root_path_text(g, l->types, s->path);
-    return g_strdup_printf("%s -> %s", roots, hops);
+    return g_strdup(l->suspects[i].holder.path_text);
 }
