@@ -28,6 +28,7 @@
 #include "query/query.h"
 #include "query/retention.h"
 #include "query/root_paths.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -261,6 +262,59 @@ static gboolean series_pick(leaks *l, const char *path, GError **error)
     return TRUE;
 }
 
+/* Objects and bytes per type of the blocks snapshot `info` shares with another snapshot whose
+ * graph this command holds (`g`: its objects in id order; snapshots of a heap that changed
+ * little share most of their blocks): into count and bytes (zeroed first), their objects into
+ * *shared. The same figures as counting the blocks (snapshot_objects_per_type): the loader took
+ * each object's type and size from the same `objects` row (none: type 0, 0 bytes). *usable
+ * FALSE when a shared block is not what the graph holds: counted from the blocks then. */
+static gboolean counts_from_graph(sqlite3 *db, const snapshot_graph *g, const snapshot_info *info,
+                                  uint32_t n_types, int64_t *count, int64_t *bytes,
+                                  int64_t *shared, gboolean *usable, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    *shared = 0;
+    *usable = FALSE;
+    memset(count, 0, n_types * sizeof *count);
+    memset(bytes, 0, n_types * sizeof *bytes);
+    sqlite3_stmt *st = query_db_prepare(
+        db, "SELECT first_id, objects FROM snapshot_blocks"
+            " WHERE first_snapshot <= min(?1, ?2) AND last_snapshot >= max(?1, ?2)", error);
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, info->snapshot);
+    sqlite3_bind_int64(st, 2, g->info.snapshot);
+    while (query_db_step(st, &row, error) && row) {
+        int64_t first = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
+        /* the block's objects: consecutive in the graph from its first id (node 0 is the
+         * virtual root) */
+        uint32_t lo = 1, hi = g->n;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (g->ids[mid] < (uint64_t)first)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (first <= 0 || n <= 0 || lo == g->n || g->ids[lo] != (uint64_t)first ||
+            (uint64_t)n > g->n - lo || n > info->objects - *shared) {
+            ok = TRUE; /* not what the graph holds */
+            goto out;
+        }
+        for (uint32_t v = lo; v < lo + (uint32_t)n; v++) {
+            uint32_t t = g->type_ids[v] < n_types ? g->type_ids[v] : 0;
+            count[t]++;
+            bytes[t] = query_add_saturating(bytes[t], (int64_t)g->sizes[v]);
+        }
+        *shared += n;
+    }
+    ok = !(error && *error);
+    *usable = ok;
+out:
+    sqlite3_finalize(st);
+    return ok;
+}
+
 /* Objects and bytes of every type in every snapshot of the series. */
 static gboolean series_count(leaks *l, query_progress *progress, GError **error)
 {
@@ -268,35 +322,77 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
     const uint32_t n_types = l->n_types;
     l->counts = g_new0(int64_t, (size_t)n_types * k);
     l->bytes = g_new0(int64_t, (size_t)n_types * k);
-    /* Counted once per snapshot, then read back from the few rows stored: the ones not stored
-     * yet, counted together (snapshot_objects_per_type reads a block shared by several once). */
+    /* Counted once per snapshot, then read back from the few rows stored. The ones not stored
+     * yet: the blocks they share with the snapshot whose graph this command holds (report's
+     * last) from that graph, the other blocks counted together (snapshot_objects_per_type reads
+     * a block shared by several once). */
     g_autofree int64_t *cs = g_new0(int64_t, (size_t)n_types * k);
     g_autofree int64_t *bs = g_new0(int64_t, (size_t)n_types * k);
-    g_autofree gboolean *found = g_new0(gboolean, k);
+    g_autofree gboolean *found = g_new0(gboolean, k), *stored = g_new0(gboolean, k);
     g_autoptr(GArray) missing = g_array_new(FALSE, FALSE, sizeof(snapshot_info));
-    query_progress_update(progress, "counting objects per snapshot", 0, k);
+    g_autoptr(retention) held = store_snapshot_blocks_present(l->db)
+                                    ? retention_pending_last(l->db)
+                                    : NULL;
+    int64_t skip = held ? retention_graph(held)->info.snapshot : 0;
     for (size_t i = 0; i < k; i++) {
         const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
         if (!retention_counts_read(l->db, info, n_types, cs + i * n_types, bs + i * n_types,
-                                   &found[i], error))
+                                   &stored[i], error))
             return FALSE;
-        if (!found[i])
-            g_array_append_val(missing, *info);
+        found[i] = stored[i];
     }
+    for (size_t i = 0; i < k && skip; i++) {
+        const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
+        int64_t shared = 0;
+        gboolean usable = FALSE;
+        if (found[i])
+            continue;
+        query_progress_update(progress, "counting objects per snapshot from the graph held", i, k);
+        if (!counts_from_graph(l->db, retention_graph(held), info, n_types, cs + i * n_types,
+                               bs + i * n_types, &shared, &usable, error))
+            return FALSE;
+        if (!usable) { /* every snapshot not stored counted from its blocks */
+            for (size_t j = 0; j < k; j++) {
+                if (stored[j])
+                    continue;
+                found[j] = FALSE;
+                memset(cs + j * n_types, 0, n_types * sizeof *cs);
+                memset(bs + j * n_types, 0, n_types * sizeof *bs);
+            }
+            g_array_set_size(missing, 0);
+            skip = 0;
+            break;
+        }
+        found[i] = shared == info->objects;
+        if (!found[i]) { /* the rest from its other blocks */
+            snapshot_info rest = *info;
+            rest.objects -= shared;
+            g_array_append_val(missing, rest);
+        }
+    }
+    query_progress_update(progress, "counting objects per snapshot", 0, k);
+    for (size_t i = 0; i < k && !skip; i++)
+        if (!found[i])
+            g_array_append_val(missing, g_array_index(l->series, snapshot_info, i));
     g_autofree int64_t *mc = g_new0(int64_t, (size_t)n_types * MAX(missing->len, 1));
     g_autofree int64_t *mb = g_new0(int64_t, (size_t)n_types * MAX(missing->len, 1));
     if (!snapshot_objects_per_type(l->db, (const snapshot_info *)(void *)missing->data,
-                                   missing->len, n_types, mc, mb, error))
+                                   missing->len, n_types, skip, mc, mb, error))
         return FALSE;
     for (size_t i = 0, m = 0; i < k; i++) {
-        if (!found[i]) {
-            memcpy(cs + i * n_types, mc + m * n_types, n_types * sizeof *cs);
-            memcpy(bs + i * n_types, mb + m * n_types, n_types * sizeof *bs);
-            if (!retention_counts_keep(l->db, g_array_index(missing, snapshot_info, m).snapshot,
-                                       n_types, cs + i * n_types, bs + i * n_types, error))
-                return FALSE;
+        const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
+        if (!found[i]) { /* added to what the graph gave (nothing without one) */
+            for (uint32_t t = 0; t < n_types; t++) {
+                cs[i * n_types + t] += mc[m * n_types + t];
+                bs[i * n_types + t] = query_add_saturating(bs[i * n_types + t],
+                                                           mb[m * n_types + t]);
+            }
             m++;
         }
+        if (!stored[i]) /* counted now: kept, stored by retention_commit */
+            if (!retention_counts_keep(l->db, info->snapshot, n_types, cs + i * n_types,
+                                       bs + i * n_types, error))
+                return FALSE;
         for (uint32_t t = 0; t < n_types; t++) {
             l->counts[(size_t)t * k + i] = cs[i * n_types + t];
             l->bytes[(size_t)t * k + i] = bs[i * n_types + t];
