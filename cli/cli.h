@@ -130,10 +130,11 @@ gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error);
 /* Flushes `out` and reports a write error (disk full, closed pipe) as QUERY_ERROR_IO. */
 gboolean query_output_finish(FILE *out, GError **error);
 
-/* The end of a command that computed retained sizes (retention, roots, leaks), once its answer
- * is printed: the recording's note and the flush, then — last, so that a failure before leaves
- * the file as it was — the retained sizes stored into the file at `path` (retention_commit,
- * query/retention.h) and what that says. */
+/* The end of a command that computed retained sizes (retention, roots, leaks, check), once its
+ * answer is printed: the recording's note and the flush, then — last, so that a failure before
+ * leaves the file as it was — the retained sizes stored into the file at `path`
+ * (retention_commit, query/retention.h), then the leak holders found (leaks_commit,
+ * query/leaks.h), and what that says (one note). */
 gboolean query_output_finish_retained(sqlite3 *db, const char *path,
                                       query_progress *progress, gboolean json,
                                       GError **error);

@@ -1,5 +1,6 @@
 /* output.c — aligned text tables and JSON emission for every command (cli.h). */
 #include "cli/cli.h"
+#include "query/leaks.h"
 #include "query/retention.h"
 
 #include <errno.h>
@@ -179,11 +180,24 @@ gboolean query_output_finish(FILE *out, GError **error)
 gboolean query_output_finish_retained(sqlite3 *db, const char *path, query_progress *progress,
                                       gboolean json, GError **error)
 {
-    g_autofree char *note = NULL;
+    g_autofree char *note = NULL, *holders_note = NULL;
     if (!query_db_note_print(db, json, error) || !query_output_finish(stdout, error) ||
         !retention_commit(db, path, progress, &note, error))
         return FALSE;
-    query_note_print(note, json);
+    /* then the leak holders found; after retained sizes were written, a failure to store them
+     * is a note (a command never fails after changing the file), damage an error */
+    GError *local = NULL;
+    if (!leaks_commit(db, path, progress, &holders_note, &local)) {
+        if (g_error_matches(local, QUERY_ERROR, QUERY_ERROR_DAMAGED)) {
+            g_propagate_error(error, local);
+            return FALSE;
+        }
+        holders_note = g_strdup_printf("note: leak holders were not stored: %s", local->message);
+        g_error_free(local);
+    }
+    /* a file that could not take the retained sizes could not take the holders either: one
+     * note says why */
+    query_note_print(note ? note : holders_note, json);
     return query_output_finish(stdout, error);
 }
 

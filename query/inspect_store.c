@@ -9,7 +9,6 @@
 #include "store/store.h"
 
 #include <inttypes.h>
-#include <string.h>
 
 /* How heaplens inspects: rows of another version are computed again (and replaced). */
 #define INSPECT_VERSION 1
@@ -34,18 +33,6 @@
 #define INSPECTIONS_COLUMNS                                                                        \
     "snapshot, min_duplicates, max_fill, min_subscribers, version, gc, objects, refs, roots,"    \
     " findings, document, producer"
-
-static gboolean table_exists(sqlite3 *db, const char *schema, gboolean *exists, GError **error)
-{
-    int64_t n = 0;
-    g_autofree char *sql = g_strdup_printf(
-        "SELECT COUNT(*) FROM %s.sqlite_schema WHERE type = 'table' AND name = 'inspections'",
-        schema);
-    if (!query_db_int(db, sql, &n, error))
-        return FALSE;
-    *exists = n > 0;
-    return TRUE;
-}
 
 /* The findings array a stored row holds, validated: every element an object with a text kind
  * and an integer rank_bytes, `count` of them. NULL (damage, one line) otherwise. */
@@ -116,7 +103,7 @@ gboolean inspect_stored_read(sqlite3 *db, const snapshot_info *info, const inspe
     *findings = NULL;
     for (size_t i = 0; i < G_N_ELEMENTS(schemas) && !*findings; i++) {
         gboolean exists = FALSE;
-        if (!table_exists(db, schemas[i], &exists, error) ||
+        if (!query_db_table_exists(db, schemas[i], "inspections", &exists, error) ||
             (exists && !stored_read(db, schemas[i], info, o, findings, error)))
             return FALSE;
     }
@@ -166,84 +153,9 @@ gboolean inspect_keep(sqlite3 *db, const snapshot_info *info, const inspect_opti
     return ok;
 }
 
-/* Copies the kept rows of `db` into the file of `rw` (in its write transaction). */
-static gboolean rows_write(sqlite3 *db, sqlite3 *rw, GError **error)
-{
-    sqlite3_stmt *get = NULL, *put = NULL;
-    gboolean ok = FALSE, row = FALSE;
-    get = query_db_prepare(db, "SELECT " INSPECTIONS_COLUMNS " FROM temp.inspections", error);
-    if (!get)
-        goto out;
-    if (sqlite3_prepare_v2(rw, "INSERT OR REPLACE INTO main.inspections (" INSPECTIONS_COLUMNS
-                               ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                           -1, &put, NULL) != SQLITE_OK)
-        goto fail;
-    while (query_db_step(get, &row, error) && row) {
-        for (int i = 0; i < 12; i++)
-            sqlite3_bind_value(put, i + 1, sqlite3_column_value(get, i));
-        if (sqlite3_step(put) != SQLITE_DONE)
-            goto fail;
-        sqlite3_reset(put);
-    }
-    ok = !(error && *error);
-    goto out;
-fail:
-    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
-                sqlite3_errmsg(rw));
-out:
-    sqlite3_finalize(get);
-    sqlite3_finalize(put);
-    return ok;
-}
-
 gboolean inspect_commit(sqlite3 *db, const char *path, query_progress *progress, char **note,
                         GError **error)
 {
-    gboolean kept = FALSE, ok = FALSE;
-    int64_t rows = 0;
-    sqlite3 *rw = NULL;
-    char *errmsg = NULL;
-    g_autofree char *reason = NULL;
-    store_db_check check = {0};
-    *note = NULL;
-    if (!table_exists(db, "temp", &kept, error) ||
-        (kept && !query_db_int(db, "SELECT COUNT(*) FROM temp.inspections", &rows, error)))
-        return FALSE;
-    if (rows == 0)
-        return TRUE;
-    rw = query_db_open_store(db, path, "BEGIN IMMEDIATE", "inspections", &check, progress,
-                             &reason, error);
-    if (!rw) {
-        if (reason)
-            goto unwritable;
-        goto out;
-    }
-    query_progress_update(progress, "storing inspections", 0, 0);
-    if (sqlite3_exec(rw, INSPECTIONS_TABLE("main."), NULL, NULL, &errmsg) != SQLITE_OK) {
-        if ((sqlite3_errcode(rw) & 0xff) == SQLITE_READONLY) {
-            reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
-            goto unwritable;
-        }
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
-                    errmsg);
-        goto out;
-    }
-    if (!rows_write(db, rw, error))
-        goto out;
-    if (!store_db_commit_sound(rw, &check)) { /* the next writer need not check again */
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing inspections failed: %s",
-                    sqlite3_errmsg(rw));
-        goto out;
-    }
-    ok = TRUE;
-    goto out;
-unwritable:
-    *note = g_strdup_printf("note: inspections were not stored: %s", reason);
-    ok = TRUE;
-out:
-    /* written, or not to be: the next command computes them again */
-    sqlite3_exec(db, "DELETE FROM temp.inspections", NULL, NULL, NULL);
-    sqlite3_free(errmsg);
-    sqlite3_close(rw); /* an open transaction is rolled back */
-    return ok;
+    return query_db_kept_commit(db, path, "inspections", INSPECTIONS_TABLE("main."), "inspections",
+                                progress, note, error);
 }

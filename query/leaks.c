@@ -28,6 +28,7 @@
 #include "query/query.h"
 #include "query/retention.h"
 #include "query/root_paths.h"
+#include "store/store.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -39,17 +40,12 @@ typedef struct suspect {
     gboolean flagged;
     int64_t growth_count, growth_bytes;
     int64_t retained_first, retained_last;
-    /* holder and path, in the last snapshot */
-    uint32_t holder;  /* node: the holder object holding most; AN_NONE when none */
-    uint64_t held;    /* instances held by objects of the holder's type */
-    uint64_t holders; /* objects of the holder's type holding some */
-    uint64_t instances;
-    root_path *path;
+    leaks_holder holder; /* in the last snapshot: computed, or read back */
 } suspect;
 
 static void suspect_release(suspect *s)
 {
-    root_path_free(s->path);
+    leaks_holder_clear(&s->holder);
 }
 
 static int suspect_cmp(const void *a, const void *b)
@@ -94,13 +90,21 @@ static gboolean is_plumbing(const snapshot_types *types, uint32_t type_id)
            g_str_has_prefix(snapshot_types_name(types, type_id, buf), "System.Collections.");
 }
 
-/* Finds the holder of `s->type_id` in the last snapshot, and the instance to draw a path to. */
+/* What holder_find finds: the holder node (AN_NONE: none) and its counts. */
+typedef struct holder_found {
+    uint32_t holder;  /* node: the holder object holding most; AN_NONE when none */
+    uint64_t held;    /* instances held by objects of the holder's type */
+    uint64_t holders; /* objects of the holder's type holding some */
+    uint64_t instances;
+} holder_found;
+
+/* Finds the holder of type `T` in the last snapshot, and the instance to draw a path to. */
 static uint32_t holder_find(const snapshot_graph *g, const an_domtree *tree,
-                            const snapshot_types *types, suspect *s, uint32_t *memo)
+                            const snapshot_types *types, uint32_t T, holder_found *s,
+                            uint32_t *memo)
 {
     const uint32_t *idom = an_domtree_idoms(tree);
     const uint64_t *rb = an_domtree_retained_bytes(tree);
-    const uint32_t T = s->type_id;
     GHashTable *held = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
     GArray *stack = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     /* memo[u]: the holder found from u upwards (AN_NONE: none), or AN_NONE - 1: not known */
@@ -258,6 +262,59 @@ static gboolean series_pick(leaks *l, const char *path, GError **error)
     return TRUE;
 }
 
+/* Objects and bytes per type of the blocks snapshot `info` shares with another snapshot whose
+ * graph this command holds (`g`: its objects in id order; snapshots of a heap that changed
+ * little share most of their blocks): into count and bytes (zeroed first), their objects into
+ * *shared. The same figures as counting the blocks (snapshot_objects_per_type): the loader took
+ * each object's type and size from the same `objects` row (none: type 0, 0 bytes). *usable
+ * FALSE when a shared block is not what the graph holds: counted from the blocks then. */
+static gboolean counts_from_graph(sqlite3 *db, const snapshot_graph *g, const snapshot_info *info,
+                                  uint32_t n_types, int64_t *count, int64_t *bytes,
+                                  int64_t *shared, gboolean *usable, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    *shared = 0;
+    *usable = FALSE;
+    memset(count, 0, n_types * sizeof *count);
+    memset(bytes, 0, n_types * sizeof *bytes);
+    sqlite3_stmt *st = query_db_prepare(
+        db, "SELECT first_id, objects FROM snapshot_blocks"
+            " WHERE first_snapshot <= min(?1, ?2) AND last_snapshot >= max(?1, ?2)", error);
+    if (!st)
+        return FALSE;
+    sqlite3_bind_int64(st, 1, info->snapshot);
+    sqlite3_bind_int64(st, 2, g->info.snapshot);
+    while (query_db_step(st, &row, error) && row) {
+        int64_t first = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
+        /* the block's objects: consecutive in the graph from its first id (node 0 is the
+         * virtual root) */
+        uint32_t lo = 1, hi = g->n;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (g->ids[mid] < (uint64_t)first)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (first <= 0 || n <= 0 || lo == g->n || g->ids[lo] != (uint64_t)first ||
+            (uint64_t)n > g->n - lo || n > info->objects - *shared) {
+            ok = TRUE; /* not what the graph holds */
+            goto out;
+        }
+        for (uint32_t v = lo; v < lo + (uint32_t)n; v++) {
+            uint32_t t = g->type_ids[v] < n_types ? g->type_ids[v] : 0;
+            count[t]++;
+            bytes[t] = query_add_saturating(bytes[t], (int64_t)g->sizes[v]);
+        }
+        *shared += n;
+    }
+    ok = !(error && *error);
+    *usable = ok;
+out:
+    sqlite3_finalize(st);
+    return ok;
+}
+
 /* Objects and bytes of every type in every snapshot of the series. */
 static gboolean series_count(leaks *l, query_progress *progress, GError **error)
 {
@@ -265,35 +322,77 @@ static gboolean series_count(leaks *l, query_progress *progress, GError **error)
     const uint32_t n_types = l->n_types;
     l->counts = g_new0(int64_t, (size_t)n_types * k);
     l->bytes = g_new0(int64_t, (size_t)n_types * k);
-    /* Counted once per snapshot, then read back from the few rows stored: the ones not stored
-     * yet, counted together (snapshot_objects_per_type reads a block shared by several once). */
+    /* Counted once per snapshot, then read back from the few rows stored. The ones not stored
+     * yet: the blocks they share with the snapshot whose graph this command holds (report's
+     * last) from that graph, the other blocks counted together (snapshot_objects_per_type reads
+     * a block shared by several once). */
     g_autofree int64_t *cs = g_new0(int64_t, (size_t)n_types * k);
     g_autofree int64_t *bs = g_new0(int64_t, (size_t)n_types * k);
-    g_autofree gboolean *found = g_new0(gboolean, k);
+    g_autofree gboolean *found = g_new0(gboolean, k), *stored = g_new0(gboolean, k);
     g_autoptr(GArray) missing = g_array_new(FALSE, FALSE, sizeof(snapshot_info));
-    query_progress_update(progress, "counting objects per snapshot", 0, k);
+    g_autoptr(retention) held = store_snapshot_blocks_present(l->db)
+                                    ? retention_pending_last(l->db)
+                                    : NULL;
+    int64_t skip = held ? retention_graph(held)->info.snapshot : 0;
     for (size_t i = 0; i < k; i++) {
         const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
         if (!retention_counts_read(l->db, info, n_types, cs + i * n_types, bs + i * n_types,
-                                   &found[i], error))
+                                   &stored[i], error))
             return FALSE;
-        if (!found[i])
-            g_array_append_val(missing, *info);
+        found[i] = stored[i];
     }
+    for (size_t i = 0; i < k && skip; i++) {
+        const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
+        int64_t shared = 0;
+        gboolean usable = FALSE;
+        if (found[i])
+            continue;
+        query_progress_update(progress, "counting objects per snapshot from the graph held", i, k);
+        if (!counts_from_graph(l->db, retention_graph(held), info, n_types, cs + i * n_types,
+                               bs + i * n_types, &shared, &usable, error))
+            return FALSE;
+        if (!usable) { /* every snapshot not stored counted from its blocks */
+            for (size_t j = 0; j < k; j++) {
+                if (stored[j])
+                    continue;
+                found[j] = FALSE;
+                memset(cs + j * n_types, 0, n_types * sizeof *cs);
+                memset(bs + j * n_types, 0, n_types * sizeof *bs);
+            }
+            g_array_set_size(missing, 0);
+            skip = 0;
+            break;
+        }
+        found[i] = shared == info->objects;
+        if (!found[i]) { /* the rest from its other blocks */
+            snapshot_info rest = *info;
+            rest.objects -= shared;
+            g_array_append_val(missing, rest);
+        }
+    }
+    query_progress_update(progress, "counting objects per snapshot", 0, k);
+    for (size_t i = 0; i < k && !skip; i++)
+        if (!found[i])
+            g_array_append_val(missing, g_array_index(l->series, snapshot_info, i));
     g_autofree int64_t *mc = g_new0(int64_t, (size_t)n_types * MAX(missing->len, 1));
     g_autofree int64_t *mb = g_new0(int64_t, (size_t)n_types * MAX(missing->len, 1));
     if (!snapshot_objects_per_type(l->db, (const snapshot_info *)(void *)missing->data,
-                                   missing->len, n_types, mc, mb, error))
+                                   missing->len, n_types, skip, mc, mb, error))
         return FALSE;
     for (size_t i = 0, m = 0; i < k; i++) {
-        if (!found[i]) {
-            memcpy(cs + i * n_types, mc + m * n_types, n_types * sizeof *cs);
-            memcpy(bs + i * n_types, mb + m * n_types, n_types * sizeof *bs);
-            if (!retention_counts_keep(l->db, g_array_index(missing, snapshot_info, m).snapshot,
-                                       n_types, cs + i * n_types, bs + i * n_types, error))
-                return FALSE;
+        const snapshot_info *info = &g_array_index(l->series, snapshot_info, i);
+        if (!found[i]) { /* added to what the graph gave (nothing without one) */
+            for (uint32_t t = 0; t < n_types; t++) {
+                cs[i * n_types + t] += mc[m * n_types + t];
+                bs[i * n_types + t] = query_add_saturating(bs[i * n_types + t],
+                                                           mb[m * n_types + t]);
+            }
             m++;
         }
+        if (!stored[i]) /* counted now: kept, stored by retention_commit */
+            if (!retention_counts_keep(l->db, info->snapshot, n_types, cs + i * n_types,
+                                       bs + i * n_types, error))
+                return FALSE;
         for (uint32_t t = 0; t < n_types; t++) {
             l->counts[(size_t)t * k + i] = cs[i * n_types + t];
             l->bytes[(size_t)t * k + i] = bs[i * n_types + t];
@@ -337,7 +436,6 @@ static void trends_classify(leaks *l, gboolean all)
         suspect *s = &l->suspects[l->n_suspects];
         memset(s, 0, sizeof *s);
         s->type_id = t;
-        s->holder = AN_NONE;
         s->growth_count = cv[k - 1] - cv[0];
         s->growth_bytes = bv[k - 1] - bv[0];
         s->flagged = leaks_trend_flagged(cv, bv, k, heap_last);
@@ -348,7 +446,49 @@ static void trends_classify(leaks *l, gboolean all)
     }
 }
 
-/* Ranks the suspects by retained growth, keeps the first `top`, finds their holders and paths. */
+/* The holder and path of type `type_id` in the snapshot of `last` (its graph and tree), into *h;
+ * `reversed` (created on first use) and `memo` (g->n entries) are the caller's, reused. */
+static gboolean holder_compute(leaks *l, const retention *last, uint32_t type_id,
+                               an_graph **reversed, uint32_t *memo, leaks_holder *h,
+                               GError **error)
+{
+    const snapshot_graph *g = retention_graph(last);
+    holder_found f = {0};
+    uint32_t instance = holder_find(g, retention_tree(last), l->types, type_id, &f, memo);
+    h->instances = f.instances;
+    if (f.holder == AN_NONE)
+        return TRUE;
+    h->found = TRUE;
+    h->object = g->ids[f.holder];
+    h->type_id = g->type_ids[f.holder];
+    h->retained_bytes = an_domtree_retained_bytes(retention_tree(last))[f.holder];
+    h->held = f.held;
+    h->holders = f.holders;
+    if (instance == AN_NONE)
+        return TRUE;
+    if (!*reversed && !(*reversed = an_graph_new_reversed(g->graph))) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+        return FALSE;
+    }
+    g_autoptr(GPtrArray) paths = root_paths_find(g, *reversed, instance, 1, error);
+    if (!paths)
+        return FALSE;
+    g_ptr_array_set_free_func(paths, (GDestroyNotify)root_path_free);
+    if (paths->len == 0)
+        return TRUE;
+    root_path *path = g_ptr_array_index(paths, 0);
+    if (!root_path_name(l->db, g, l->types, path, error))
+        return FALSE;
+    g_autofree char *roots = root_path_root_text(g, path);
+    g_autofree char *hops = root_path_text(g, l->types, path);
+    h->path = root_path_hops_json(g, l->types, path);
+    h->roots = root_path_roots_json(g, path);
+    h->path_text = g_strdup_printf("%s -> %s", roots, hops);
+    return TRUE;
+}
+
+/* Ranks the suspects by retained growth, keeps the first `top`, finds their holders and paths:
+ * stored ones read back, the others from the last snapshot's tree (computed only then). */
 static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, GError **error)
 {
     const snapshot_info *first = &g_array_index(l->series, snapshot_info, 0);
@@ -356,15 +496,24 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
     const uint32_t n_types = l->n_types;
     g_autofree int64_t *ret_first = g_new0(int64_t, n_types);
     g_autofree int64_t *ret_last = g_new0(int64_t, n_types);
+    gboolean last_stored = FALSE;
     if (!retention_ensure(l->db, first, progress, error) ||
-        !type_retained_read(l->db, first->snapshot, n_types, ret_first, error))
+        !type_retained_read(l->db, first->snapshot, n_types, ret_first, error) ||
+        !retention_is_stored(l->db, final->snapshot, &last_stored, error))
         return FALSE;
-    l->last = retention_get(l->db, final, progress, error);
-    if (!l->last)
-        return FALSE;
-    const uint64_t *tr = retention_type_retained_bytes(l->last);
-    for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)
-        ret_last[t] = (int64_t)tr[t];
+    /* the last snapshot's retained sizes per type: stored (or computed by this command), else
+     * computed now (its holders will need its tree) */
+    if (last_stored) {
+        if (!type_retained_read(l->db, final->snapshot, n_types, ret_last, error))
+            return FALSE;
+    } else {
+        l->last = retention_get(l->db, final, progress, error);
+        if (!l->last)
+            return FALSE;
+        const uint64_t *tr = retention_type_retained_bytes(l->last);
+        for (uint32_t t = 0; t < retention_type_count(l->last) && t < n_types; t++)
+            ret_last[t] = (int64_t)tr[t];
+    }
     for (uint32_t i = 0; i < l->n_suspects; i++) {
         l->suspects[i].retained_first = ret_first[l->suspects[i].type_id];
         l->suspects[i].retained_last = ret_last[l->suspects[i].type_id];
@@ -374,27 +523,26 @@ static gboolean suspects_rank(leaks *l, uint64_t top, query_progress *progress, 
         l->n_suspects = (uint32_t)top;
 
     /* holders and paths of the ones shown */
-    const snapshot_graph *g = retention_graph(l->last);
-    g_autofree uint32_t *memo = g_try_new(uint32_t, g->n);
-    query_progress_update(progress, "finding holders and paths", 0, l->n_suspects);
-    an_graph *reversed = an_graph_new_reversed(g->graph);
+    g_autofree uint32_t *memo = NULL;
+    an_graph *reversed = NULL;
     gboolean ok = FALSE;
-    if (!memo || !reversed) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
-        goto out;
-    }
+    query_progress_update(progress, "finding holders and paths", 0, l->n_suspects);
     for (uint32_t i = 0; i < l->n_suspects; i++) {
         suspect *s = &l->suspects[i];
+        gboolean found = FALSE;
         query_progress_update(progress, "finding holders and paths", i, l->n_suspects);
-        uint32_t instance = holder_find(g, retention_tree(l->last), l->types, s, memo);
-        if (instance == AN_NONE)
-            continue;
-        g_autoptr(GPtrArray) paths = root_paths_find(g, reversed, instance, 1, error);
-        if (!paths)
+        if (!leaks_holder_read(l->db, final, s->type_id, &s->holder, &found, error))
             goto out;
-        if (paths->len > 0)
-            s->path = g_ptr_array_steal_index(paths, 0);
-        if (s->path && !root_path_name(l->db, g, l->types, s->path, error))
+        if (found)
+            continue;
+        if (!l->last && !(l->last = retention_get(l->db, final, progress, error)))
+            goto out;
+        if (!memo && !(memo = g_try_new(uint32_t, retention_graph(l->last)->n))) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "out of memory");
+            goto out;
+        }
+        if (!holder_compute(l, l->last, s->type_id, &reversed, memo, &s->holder, error) ||
+            !leaks_holder_keep(l->db, final, s->type_id, &s->holder, error))
             goto out;
     }
     ok = TRUE;
@@ -445,8 +593,8 @@ guint leaks_count(const leaks *l)
 json_t *leaks_json_row(const leaks *l, guint i)
 {
     const suspect *s = &l->suspects[i];
+    const leaks_holder *h = &s->holder;
     const size_t k = l->k;
-    const snapshot_graph *g = l->last ? retention_graph(l->last) : NULL;
     char a[QUERY_FORMAT_MAX];
     json_t *cv = json_array(), *bv = json_array();
     for (size_t j = 0; j < k; j++) {
@@ -459,28 +607,21 @@ json_t *leaks_json_row(const leaks *l, guint i)
                             (json_int_t)s->growth_bytes, "growth_retained_bytes",
                             (json_int_t)(s->retained_last - s->retained_first), "flagged",
                             s->flagged, "counts", cv, "bytes", bv);
-    if (s->holder != AN_NONE) {
-        json_object_set_new(
-            row, "holder",
-            query_json_string(snapshot_types_name(l->types, g->type_ids[s->holder], a)));
-        json_object_set_new(row, "holder_object", json_integer((json_int_t)g->ids[s->holder]));
+    if (h->found) {
+        json_object_set_new(row, "holder",
+                            query_json_string(snapshot_types_name(l->types, h->type_id, a)));
+        json_object_set_new(row, "holder_object", json_integer((json_int_t)h->object));
         json_object_set_new(row, "holder_retained_bytes",
-                            json_integer((json_int_t)an_domtree_retained_bytes(
-                                retention_tree(l->last))[s->holder]));
-        json_object_set_new(row, "held", json_integer((json_int_t)s->held));
-        json_object_set_new(row, "holders", json_integer((json_int_t)s->holders));
-        json_object_set_new(row, "instances", json_integer((json_int_t)s->instances));
+                            json_integer((json_int_t)h->retained_bytes));
+        json_object_set_new(row, "held", json_integer((json_int_t)h->held));
+        json_object_set_new(row, "holders", json_integer((json_int_t)h->holders));
+        json_object_set_new(row, "instances", json_integer((json_int_t)h->instances));
     } else {
         json_object_set_new(row, "holder", json_null());
         json_object_set_new(row, "holder_object", json_null());
     }
-    if (s->path) {
-        json_object_set_new(row, "path", root_path_hops_json(g, l->types, s->path));
-        json_object_set_new(row, "roots", root_path_roots_json(g, s->path));
-    } else {
-        json_object_set_new(row, "path", json_null());
-        json_object_set_new(row, "roots", json_null());
-    }
+    json_object_set_new(row, "path", h->path ? json_incref(h->path) : json_null());
+    json_object_set_new(row, "roots", h->roots ? json_incref(h->roots) : json_null());
     return row;
 }
 
@@ -507,6 +648,7 @@ void leaks_suspect_get(const leaks *l, guint i, leaks_suspect *out, char buf[QUE
                        char holder_buf[QUERY_FORMAT_MAX])
 {
     const suspect *s = &l->suspects[i];
+    const leaks_holder *h = &s->holder;
     memset(out, 0, sizeof *out);
     out->type = snapshot_types_name(l->types, s->type_id, buf);
     out->flagged = s->flagged;
@@ -514,27 +656,20 @@ void leaks_suspect_get(const leaks *l, guint i, leaks_suspect *out, char buf[QUE
     out->growth_bytes = s->growth_bytes;
     out->growth_retained_bytes = s->retained_last - s->retained_first;
     out->counts = l->counts + (size_t)s->type_id * l->k;
-    if (s->holder == AN_NONE || !l->last)
+    if (!h->found)
         return;
-    const snapshot_graph *g = retention_graph(l->last);
-    out->holder_type = snapshot_types_name(l->types, g->type_ids[s->holder], holder_buf);
+    out->holder_type = snapshot_types_name(l->types, h->type_id, holder_buf);
     for (uint32_t j = 0; j < l->n_suspects; j++)
-        if (l->suspects[j].flagged && l->suspects[j].type_id == g->type_ids[s->holder])
+        if (l->suspects[j].flagged && l->suspects[j].type_id == h->type_id)
             out->holder_rank = j + 1;
-    out->holder_object = g->ids[s->holder];
-    out->holder_retained_bytes = an_domtree_retained_bytes(retention_tree(l->last))[s->holder];
-    out->held = s->held;
-    out->holders = s->holders;
-    out->instances = s->instances;
+    out->holder_object = h->object;
+    out->holder_retained_bytes = h->retained_bytes;
+    out->held = h->held;
+    out->holders = h->holders;
+    out->instances = h->instances;
 }
 
 char *leaks_suspect_path_text_new(const leaks *l, guint i)
 {
-    const suspect *s = &l->suspects[i];
-    if (!s->path)
-        return NULL;
-    const snapshot_graph *g = retention_graph(l->last);
-    g_autofree char *roots = root_path_root_text(g, s->path);
-    g_autofree char *hops = root_path_text(g, l->types, s->path);
-    return g_strdup_printf("%s -> %s", roots, hops);
+    return g_strdup(l->suspects[i].holder.path_text);
 }

@@ -138,6 +138,20 @@ struct query_progress;
 sqlite3 *query_db_open_store(sqlite3 *db, const char *path, const char *begin, const char *what,
                              struct store_db_check *check, struct query_progress *progress,
                              char **reason, GError **error);
+/* Whether `schema` ("main": the file, "temp": this command's) of `db` has table `table`. */
+gboolean query_db_table_exists(sqlite3 *db, const char *schema, const char *table,
+                               gboolean *exists, GError **error);
+/* Writes the rows a command kept in its TEMP table `table` (what it computed: inspections, leak
+ * holders) into the file's table of the same name, created by `create` (its CREATE TABLE IF NOT
+ * EXISTS main.`table`, the same columns in the same order), replacing rows of the same key: one
+ * transaction of query_db_open_store, the file checked first; the TEMP rows are emptied, written
+ * or not. Call it last, after every read and the output. TRUE when written or nothing was kept;
+ * TRUE with a new one-line *note ("note: <what> were not stored: ...") when the file cannot be
+ * written; FALSE with *error when it is damaged (QUERY_ERROR_DAMAGED) or the write failed:
+ * nothing was written. */
+gboolean query_db_kept_commit(sqlite3 *db, const char *path, const char *table,
+                              const char *create, const char *what,
+                              struct query_progress *progress, char **note, GError **error);
 /* ---- damage: values no recording holds ------------------------------------------------ */
 
 /* Sets a QUERY_ERROR_DAMAGED error "the database is damaged: <what>" (printf-style `format`):

@@ -685,3 +685,106 @@ fail:
     sqlite3_close(rw); /* an open transaction is rolled back */
     return NULL;
 }
+
+gboolean query_db_table_exists(sqlite3 *db, const char *schema, const char *table,
+                               gboolean *exists, GError **error)
+{
+    int64_t n = 0;
+    g_autofree char *sql = g_strdup_printf(
+        "SELECT COUNT(*) FROM %s.sqlite_schema WHERE type = 'table' AND name = '%s'", schema, table);
+    if (!query_db_int(db, sql, &n, error))
+        return FALSE;
+    *exists = n > 0;
+    return TRUE;
+}
+
+/* Copies the rows of temp.`table` of `db` into main.`table` of `rw` (in its write transaction). */
+static gboolean kept_rows_copy(sqlite3 *db, sqlite3 *rw, const char *table, const char *what,
+                               GError **error)
+{
+    sqlite3_stmt *get = NULL, *put = NULL;
+    gboolean ok = FALSE, row = FALSE;
+    g_autofree char *select = g_strdup_printf("SELECT * FROM temp.%s", table);
+    get = query_db_prepare(db, select, error);
+    if (!get)
+        goto out;
+    int n = sqlite3_column_count(get);
+    GString *insert = g_string_new(NULL);
+    g_string_printf(insert, "INSERT OR REPLACE INTO main.%s VALUES (", table);
+    for (int i = 0; i < n; i++)
+        g_string_append(insert, i ? ", ?" : "?");
+    g_string_append_c(insert, ')');
+    int rc = sqlite3_prepare_v2(rw, insert->str, -1, &put, NULL);
+    g_string_free(insert, TRUE);
+    if (rc != SQLITE_OK)
+        goto fail;
+    while (query_db_step(get, &row, error) && row) {
+        for (int i = 0; i < n; i++)
+            sqlite3_bind_value(put, i + 1, sqlite3_column_value(get, i));
+        if (sqlite3_step(put) != SQLITE_DONE)
+            goto fail;
+        sqlite3_reset(put);
+    }
+    ok = !(error && *error);
+    goto out;
+fail:
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing %s failed: %s", what,
+                sqlite3_errmsg(rw));
+out:
+    sqlite3_finalize(get);
+    sqlite3_finalize(put);
+    return ok;
+}
+
+gboolean query_db_kept_commit(sqlite3 *db, const char *path, const char *table,
+                              const char *create, const char *what, query_progress *progress,
+                              char **note, GError **error)
+{
+    gboolean kept = FALSE, ok = FALSE;
+    int64_t rows = 0;
+    sqlite3 *rw = NULL;
+    char *errmsg = NULL;
+    g_autofree char *reason = NULL, *count = g_strdup_printf("SELECT COUNT(*) FROM temp.%s", table);
+    g_autofree char *clear = g_strdup_printf("DELETE FROM temp.%s", table);
+    g_autofree char *step = g_strdup_printf("storing %s", what);
+    store_db_check check = {0};
+    *note = NULL;
+    if (!query_db_table_exists(db, "temp", table, &kept, error) ||
+        (kept && !query_db_int(db, count, &rows, error)))
+        return FALSE;
+    if (rows == 0)
+        return TRUE;
+    rw = query_db_open_store(db, path, "BEGIN IMMEDIATE", what, &check, progress, &reason, error);
+    if (!rw) {
+        if (reason)
+            goto unwritable;
+        goto out;
+    }
+    query_progress_update(progress, step, 0, 0);
+    if (sqlite3_exec(rw, create, NULL, NULL, &errmsg) != SQLITE_OK) {
+        if ((sqlite3_errcode(rw) & 0xff) == SQLITE_READONLY) {
+            reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
+            goto unwritable;
+        }
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing %s failed: %s", what, errmsg);
+        goto out;
+    }
+    if (!kept_rows_copy(db, rw, table, what, error))
+        goto out;
+    if (!store_db_commit_sound(rw, &check)) { /* the next writer need not check again */
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing %s failed: %s", what,
+                    sqlite3_errmsg(rw));
+        goto out;
+    }
+    ok = TRUE;
+    goto out;
+unwritable:
+    *note = g_strdup_printf("note: %s were not stored: %s", what, reason);
+    ok = TRUE;
+out:
+    /* written, or not to be: the next command computes them again */
+    sqlite3_exec(db, clear, NULL, NULL, NULL);
+    sqlite3_free(errmsg);
+    sqlite3_close(rw); /* an open transaction is rolled back */
+    return ok;
+}

@@ -977,6 +977,16 @@ static retention *pending_find(sqlite3 *db, int64_t snapshot)
     return NULL;
 }
 
+retention *retention_pending_last(sqlite3 *db)
+{
+    GPtrArray *list = pending_list(db, FALSE);
+    if (!list || list->len == 0)
+        return NULL;
+    retention *r = g_ptr_array_index(list, list->len - 1);
+    r->refs++;
+    return r;
+}
+
 /* Whether the file's retention_snapshots (through the read-write `rw`, the tables created)
  * holds `snapshot`: another command may have stored it since this one looked. */
 static gboolean stored_in_file(sqlite3 *rw, int64_t snapshot, gboolean *stored, GError **error)

@@ -83,6 +83,10 @@ gboolean retention_ensure(sqlite3 *db, const snapshot_info *info, query_progress
  * last snapshot's tree whether stored or not; `report` computed it just before. */
 retention *retention_get(sqlite3 *db, const snapshot_info *info, query_progress *progress,
                          GError **error);
+/* The retention this command computed last and has not written (a reference: retention_free
+ * it), or NULL: its graph is in memory (leaks counts the objects per type of the snapshots that
+ * share its blocks from it). */
+retention *retention_pending_last(sqlite3 *db);
 
 /* Writes the rows stored by this command into the file at `path` in one transaction, after
  * checking the file; call it last. TRUE when written or nothing was pending; TRUE with a new

@@ -3,6 +3,7 @@
 
 #include "query/query.h"
 #include "query/retention.h"
+#include "store/store.h"
 #include "wire/hl_wire.h"
 
 #include <inttypes.h>
@@ -372,12 +373,90 @@ static gssize json_ids_find(json_t *refs, uint64_t to)
     return -1;
 }
 
+/* The field (or element) of object `from` holding `to` in the snapshot: what
+ * snapshot_objects.refs and .fields say of it (the first reference to `to`; *number -1: none,
+ * unknown, or no fields recorded). A schema 8 file: read from the snapshot's blocks, the block
+ * decoded last kept (a path's hops lie in few blocks: a chain of 8,000 list nodes in a few
+ * hundred), instead of a lookup through snapshot_objects per hop, which decodes a block and
+ * writes its references as text each time. */
+typedef struct hop_reader {
+    sqlite3 *db;
+    int64_t snapshot;
+    sqlite3_stmt *refs;  /* older files: snapshot_objects */
+    sqlite3_stmt *block; /* schema 8: the block of the snapshot holding an id */
+    store_snapblock b;   /* the block decoded last (b.n 0: none) */
+} hop_reader;
+
+static gboolean hop_field(hop_reader *r, uint64_t from, uint64_t to, int64_t *number,
+                          GError **error)
+{
+    gboolean row = FALSE;
+    *number = -1;
+    if (!r->block) {
+        sqlite3_reset(r->refs);
+        sqlite3_bind_int64(r->refs, 1, r->snapshot);
+        sqlite3_bind_int64(r->refs, 2, (int64_t)from);
+        if (!query_db_step(r->refs, &row, error))
+            return FALSE;
+        if (!row || sqlite3_column_type(r->refs, 1) != SQLITE_TEXT)
+            return TRUE;
+        json_t *ids = json_loads((const char *)sqlite3_column_text(r->refs, 0), 0, NULL);
+        json_t *fields = json_loads((const char *)sqlite3_column_text(r->refs, 1), 0, NULL);
+        gssize at = ids ? json_ids_find(ids, to) : -1;
+        json_t *f = at >= 0 && fields ? json_array_get(fields, (size_t)at) : NULL;
+        *number = json_is_integer(f) ? (int64_t)json_integer_value(f) : -1;
+        json_decref(ids);
+        json_decref(fields);
+        return TRUE;
+    }
+    /* a snapshot's blocks cover its ids without overlapping: an id within the kept block's
+     * range is in it or in none */
+    store_snapblock *b = &r->b;
+    if (b->n == 0 || from < b->ids[0] || from > b->ids[b->n - 1]) {
+        GError *local = NULL;
+        b->n = 0;
+        sqlite3_reset(r->block);
+        sqlite3_bind_int64(r->block, 1, r->snapshot);
+        sqlite3_bind_int64(r->block, 2, (int64_t)MIN(from, (uint64_t)INT64_MAX));
+        if (!query_db_step(r->block, &row, error))
+            return FALSE;
+        if (!row)
+            return TRUE;
+        if (!store_snapblock_decode_row(b, r->block, &local)) {
+            /* as a lookup through snapshot_objects says it */
+            const char *file = sqlite3_db_filename(r->db, "main");
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
+                        file && *file ? file : "the database", local->message);
+            g_error_free(local);
+            b->n = 0;
+            return FALSE;
+        }
+    }
+    uint32_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (b->ids[mid] < from)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == b->n || b->ids[lo] != from || !b->field_known[lo])
+        return TRUE; /* not in the snapshot, or its fields not recorded */
+    for (uint32_t i = b->ref_start[lo]; i < b->ref_start[lo + 1]; i++)
+        if (b->to[i] == to) {
+            *number = b->field[i] < 0 ? -1 : b->field[i];
+            break;
+        }
+    return TRUE;
+}
+
 gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_types *types,
                         root_path *path, GError **error)
 {
     int64_t version = 0;
     gboolean ok = FALSE, row = FALSE;
-    sqlite3_stmt *refs = NULL, *field = NULL, *stat = NULL;
+    sqlite3_stmt *field = NULL, *stat = NULL;
+    hop_reader hops = {.db = db, .snapshot = g->info.snapshot};
     if (!query_db_int(db, "PRAGMA user_version", &version, error))
         return FALSE;
     if (version >= 8 && !path->methods && !stack_methods(db, g, path, error))
@@ -386,8 +465,15 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
         return FALSE;
     if (version < 7 || path->len < 2 || path->fields)
         return TRUE; /* no fields recorded, nothing to name, or named already */
-    refs = query_db_prepare(db, "SELECT refs, fields FROM snapshot_objects"
-                                " WHERE snapshot = ?1 AND object_id = ?2", error);
+    if (store_snapshot_blocks_present(db))
+        hops.block = query_db_prepare(db, "SELECT first_id, objects, ids, kinds, refs, fields"
+                                          " FROM snapshot_blocks INDEXED BY snapshot_blocks_by_id"
+                                          " WHERE first_id <= ?2 AND last_snapshot >= ?1"
+                                          " AND first_snapshot <= ?1 ORDER BY first_id DESC LIMIT 1",
+                                      error);
+    else
+        hops.refs = query_db_prepare(db, "SELECT refs, fields FROM snapshot_objects"
+                                         " WHERE snapshot = ?1 AND object_id = ?2", error);
     field = query_db_prepare(db, "SELECT name FROM fields WHERE type_id = ?1 AND field = ?2",
                              error);
     stat = query_db_prepare(db,
@@ -402,7 +488,7 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
                                   " LEFT JOIN types t ON t.id = s.type_id"
                                   " WHERE ss.snapshot = ?1 AND ss.object_id = ?2 AND ss.field = ?3",
                             error);
-    if (!refs || !field || !stat)
+    if ((!hops.refs && !hops.block) || !field || !stat)
         goto out;
     path->fields = g_new0(char *, path->len);
     path->index = g_new(int64_t, path->len);
@@ -410,20 +496,9 @@ gboolean root_path_name(sqlite3 *db, const snapshot_graph *g, const snapshot_typ
         path->index[k] = -1;
     for (uint32_t k = 0; k + 1 < path->len; k++) {
         uint32_t from = path->nodes[k], to = path->nodes[k + 1];
-        sqlite3_reset(refs);
-        sqlite3_bind_int64(refs, 1, g->info.snapshot);
-        sqlite3_bind_int64(refs, 2, (int64_t)g->ids[from]);
-        if (!query_db_step(refs, &row, error))
+        int64_t number = -1;
+        if (!hop_field(&hops, g->ids[from], g->ids[to], &number, error))
             goto out;
-        if (!row || sqlite3_column_type(refs, 1) != SQLITE_TEXT)
-            continue;
-        json_t *ids = json_loads((const char *)sqlite3_column_text(refs, 0), 0, NULL);
-        json_t *fields = json_loads((const char *)sqlite3_column_text(refs, 1), 0, NULL);
-        gssize at = ids ? json_ids_find(ids, g->ids[to]) : -1;
-        json_t *f = at >= 0 && fields ? json_array_get(fields, (size_t)at) : NULL;
-        int64_t number = json_is_integer(f) ? (int64_t)json_integer_value(f) : -1;
-        json_decref(ids);
-        json_decref(fields);
         if (number < 0)
             continue; /* damaged text, or a field the collector could not tell */
         if (snapshot_types_is_array(types, g->type_ids[from])) {
@@ -464,7 +539,9 @@ out:
         g_clear_pointer(&path->index, g_free);
         path->fields = NULL;
     }
-    sqlite3_finalize(refs);
+    sqlite3_finalize(hops.refs);
+    sqlite3_finalize(hops.block);
+    store_snapblock_clear(&hops.b);
     sqlite3_finalize(field);
     sqlite3_finalize(stat);
     return ok;

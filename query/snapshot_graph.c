@@ -927,8 +927,8 @@ static gboolean per_type_object(sqlite3_stmt *stmt, int type, uint32_t n_types, 
  * once (its ids, and the range of `objects` it spans, as blocks_read), its objects added to
  * every one of them it is part of; read[i]: the objects counted for snapshot i. */
 static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t k,
-                                uint32_t n_types, int64_t *count, int64_t *bytes, int64_t *read,
-                                GError **error)
+                                uint32_t n_types, int64_t skip, int64_t *count, int64_t *bytes,
+                                int64_t *read, GError **error)
 {
     gboolean row = FALSE, ok = FALSE;
     store_snapblock b = {0};
@@ -951,6 +951,8 @@ static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t 
     sqlite3_bind_int64(blocks, 2, hi);
     while (query_db_step(blocks, &row, error) && row) {
         int64_t first = sqlite3_column_int64(blocks, 6), last = sqlite3_column_int64(blocks, 7);
+        if (skip > 0 && first <= skip && last >= skip)
+            continue; /* one of snapshot `skip`'s: the caller counts it */
         if (!store_snapblock_decode_row(&b, blocks, error))
             goto out;
         if (b.n > cap) {
@@ -992,7 +994,7 @@ out:
 }
 
 gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size_t k,
-                                   uint32_t n_types, int64_t *count, int64_t *bytes,
+                                   uint32_t n_types, int64_t skip, int64_t *count, int64_t *bytes,
                                    GError **error)
 {
     gboolean row = FALSE;
@@ -1000,7 +1002,7 @@ gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size
     if (k == 0)
         return TRUE;
     if (store_snapshot_blocks_present(db)) {
-        if (!per_type_blocks(db, infos, k, n_types, count, bytes, read, error))
+        if (!per_type_blocks(db, infos, k, n_types, skip, count, bytes, read, error))
             return FALSE;
     } else {
         sqlite3_stmt *stmt = query_db_prepare(db,

@@ -119,9 +119,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(snapshot_graph, snapshot_graph_free)
  * snapshots hold it (snapshots of a heap that changed little share most of theirs); an older
  * file's snapshot_objects joined with `objects`, a pass per snapshot. A size or type id that
  * is not a number, a negative size, or another number of objects than a snapshot's row counts
- * is damage. */
+ * is damage. `skip` (0: none; a schema 8 file): the blocks that also hold snapshot `skip` are
+ * left out, counted by the caller from that snapshot's graph (`leaks` from the one `report`
+ * loaded): infos[i].objects are then the objects of the other blocks. */
 gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size_t k,
-                                   uint32_t n_types, int64_t *count, int64_t *bytes,
+                                   uint32_t n_types, int64_t skip, int64_t *count, int64_t *bytes,
                                    GError **error);
 
 /* The types and sizes of a compact snapshot block's objects (schema 8) come from one range of

@@ -577,6 +577,21 @@ static gboolean report_snapshots_get(sqlite3 *db, const char *file, report_data 
     }
     if (note)
         g_ptr_array_add(data->notes, note);
+    /* and the leak holders found, the same way (a file that could not take the inspections
+     * could not take them either: one note says why) */
+    char *holders_note = NULL;
+    if (!leaks_commit(db, file, progress, &holders_note, &local)) {
+        if (g_error_matches(local, QUERY_ERROR, QUERY_ERROR_DAMAGED)) {
+            g_propagate_error(error, local);
+            return FALSE;
+        }
+        holders_note = g_strdup_printf("note: leak holders were not stored: %s", local->message);
+        g_error_free(local);
+    }
+    if (holders_note && !note)
+        g_ptr_array_add(data->notes, holders_note);
+    else
+        g_free(holders_note);
     return TRUE;
 }
 

@@ -1507,6 +1507,119 @@ static void case_leaks(void)
     run_result_release(&r);
 }
 
+/* What `leaks` found of its holders is stored (leak_holders) and read back: the next `leaks` and
+ * `report` compute no dominator tree, and say the same; a row of another version or of a
+ * snapshot whose row changed is computed again; a row heaplens does not write is damage; a file
+ * heaplens may not write gets the same answer and a note. */
+static void case_leaks_stored(void)
+{
+    file_copy("graph.db", "ls1.db");
+    run_result first = RUN("leaks", "ls1.db", "--json", "--progress");
+    CHECK_INT(first.status, 0);
+    CHECK(strstr(first.err, "heaplens: leaks: computing dominators: ") != NULL);
+    CHECK(strstr(first.err, "heaplens: leaks: storing leak holders: ") != NULL);
+    CHECK_INT(sql_int("ls1.db", "SELECT count(*) FROM leak_holders WHERE snapshot = 4"), 2);
+    CHECK_INT(sql_int("ls1.db", "SELECT held FROM leak_holders WHERE snapshot = 4 AND type_id ="
+                                " (SELECT id FROM types WHERE name = 'App.Leak')"),
+              12);
+    run_result again = RUN("leaks", "ls1.db", "--json", "--progress");
+    CHECK_INT(again.status, 0);
+    CHECK_STR(again.out, first.out);
+    CHECK(strstr(again.err, "reading objects") == NULL);
+    CHECK(strstr(again.err, "computing dominators") == NULL);
+    CHECK(strstr(again.err, "storing") == NULL);
+    run_result_release(&again);
+    again = RUN("leaks", "ls1.db");
+    run_result text = again;
+    CHECK(strstr(text.out, "   path:    handle (strong, 0x1000) -> App.Holder #1 -> App.Leak[] "
+                           "#2 -> App.Leak #3\n") != NULL);
+    CHECK(strstr(text.out, "held by: 12 App.Leak objects (hold 12 of 12, suspect 1)") != NULL);
+    run_result_release(&again);
+
+    /* the report reads them too (its last snapshot's retained sizes are stored): no tree, the
+     * same rows */
+    run_result r = RUN("report", "ls1.db", "--json", "-o", "-", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, "computing dominators") == NULL);
+    json_t *report = json_loads(r.out, 0, NULL), *doc = json_loads(first.out, 0, NULL);
+    CHECK(report && doc &&
+          json_equal(json_object_get(json_object_get(report, "leak_suspects"), "rows"),
+                     json_object_get(doc, "rows")));
+    json_decref(report);
+    json_decref(doc);
+    run_result_release(&r);
+
+    /* a stored row is what the next run says (nothing else read) ... */
+    fixture_sql("ls1.db", "UPDATE leak_holders SET held = 99 WHERE held = 12");
+    r = RUN("leaks", "ls1.db", "--json");
+    CHECK(r.status == 0 && strstr(r.out, "\"held\":99") != NULL);
+    run_result_release(&r);
+    /* ... unless another version of heaplens wrote it ... */
+    fixture_sql("ls1.db", "UPDATE leak_holders SET version = 0");
+    r = RUN("leaks", "ls1.db", "--json", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, first.out);
+    CHECK(strstr(r.err, "computing dominators") != NULL);
+    run_result_release(&r);
+    CHECK_INT(sql_int("ls1.db", "SELECT count(*) FROM leak_holders WHERE version = 1"), 2);
+    /* ... or its snapshot's row changed since: found again */
+    fixture_sql("ls1.db", "UPDATE leak_holders SET held = 99 WHERE held = 12");
+    fixture_sql("ls1.db", "UPDATE snapshots SET refs = refs + 1 WHERE snapshot = 4");
+    r = RUN("leaks", "ls1.db", "--json");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, first.out);
+    run_result_release(&r);
+
+    /* a stored row heaplens does not write */
+    fixture_sql("ls1.db", "UPDATE leak_holders SET path = '{}'");
+    r = RUN("leaks", "ls1.db");
+    CHECK_INT(r.status, 1);
+    CHECK_STR(r.out, "");
+    CHECK(g_str_has_prefix(r.err, "heaplens: the database is damaged: the stored holder of type "));
+    run_result_release(&r);
+
+    /* a file heaplens may not write: the same answer, a note, nothing written */
+    file_copy("graph.db", "ls2.db");
+    file_unwritable("ls2.db");
+    r = RUN("leaks", "ls2.db", "--json");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, first.out);
+    CHECK(strstr(r.err, "heaplens: note: retained sizes were not stored: ") != NULL);
+    run_result_release(&r);
+    CHECK_INT(sql_int("ls2.db", "SELECT count(*) FROM sqlite_schema WHERE name = 'leak_holders'"),
+              0);
+    g_autofree char *path2 = fixture_path("ls2.db");
+    g_chmod(path2, 0600);
+    run_result_release(&first);
+}
+
+/* report counts the objects per type of the leak series' snapshots from the graph of its last
+ * snapshot where they share its blocks, the rest from their blocks: the same counts as `leaks`
+ * counting every block. */
+static void case_leaks_counts_held(void)
+{
+    file_copy("noise.db", "lc1.db");
+    file_copy("noise.db", "lc2.db");
+    /* two snapshots of a heap that changed little: some blocks shared, some not (both ways
+     * are taken) */
+    CHECK(sql_int("lc1.db", "SELECT count(*) FROM snapshot_blocks"
+                            " WHERE first_snapshot < 2 AND last_snapshot = 2") > 0);
+    CHECK(sql_int("lc1.db", "SELECT count(*) FROM snapshot_blocks WHERE last_snapshot < 2") > 0);
+    run_result r = RUN("report", "lc1.db", "--json", "-o", "-", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, "heaplens: report: counting objects per snapshot from the graph held: ") !=
+          NULL);
+    run_result_release(&r);
+    r = RUN("leaks", "lc2.db", "--progress");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, "from the graph held") == NULL);
+    run_result_release(&r);
+    const char *sum = "SELECT count(*) * 1000000007 + sum(snapshot * 1000003 + type_id * 1009"
+                      " + count * 7 + bytes) FROM snapshot_type_counts";
+    CHECK_INT(sql_int("lc1.db", "SELECT count(DISTINCT snapshot) FROM snapshot_type_counts"), 2);
+    CHECK_INT(sql_int("lc1.db", sum), sql_int("lc2.db", sum));
+}
+
 static void case_diff(void)
 {
     json_t *doc = RUN_JSON("diff", "graph.db", "--from", "1", "--to", "2", "--json");
@@ -1980,6 +2093,8 @@ static const cli_test_case cases[] = {
     {"roots_unreachable", case_roots_unreachable},
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
+    {"leaks_stored", case_leaks_stored},
+    {"leaks_counts_held", case_leaks_counts_held},
     {"inspect", case_inspect},
     {"ref_fields_large", case_ref_fields_large},
     {"inspect_event_metadata", case_inspect_event_metadata},
