@@ -305,6 +305,21 @@ gboolean store_objects_view_attach(struct sqlite3 *db, GError **error);
 /* Drops it (after store_history_build_file: the table is then the file's). */
 gboolean store_objects_view_detach(struct sqlite3 *db);
 
+/* The rows of that TEMP `objects`, for C code that looks many objects up by id (a snapshot's
+ * every object: SQLite's statement machinery costs ten times the lookup itself): *memory the
+ * connection's rows, read into memory now if no statement read them yet (owned by `db`, valid
+ * until it closes or store_objects_view_detach), or NULL when `db` has no such table (its
+ * `objects` is the file's: read it by SQL). FALSE with *error (STORE_ERROR_DAMAGED) when the
+ * packed rows cannot be read. */
+typedef struct store_objects_memory store_objects_memory;
+gboolean store_objects_view_memory(struct sqlite3 *db, store_objects_memory **memory,
+                                   GError **error);
+/* Object `id`'s type id and size, as the table's row gives them: FALSE when it has no row.
+ * Fastest for ids in ascending order (from the row the last lookup found); one thread at a
+ * time per connection. */
+gboolean store_objects_memory_find(store_objects_memory *m, uint64_t id, uint32_t *type_id,
+                                   int64_t *size);
+
 /* ---- compact snapshots (schema 8; SCHEMA.md "snapshot_blocks", store_snapblock.c) ---------- */
 
 /* TRUE when `db` keeps its snapshots' objects in snapshot_blocks (schema 8 and later; the
