@@ -7,8 +7,9 @@
  * handles do not keep objects alive) — in the direction the caller asks for.
  *
  * Cost for N objects and M references: one range scan of each snapshot table (rows come in key
- * order), a lookup of each object in `objects` (on a file whose rows are not built, the
- * connection's TEMP `objects`: the packed rows read into memory once, store.h); memory 20 bytes per object (id, type, size) plus
+ * order), a lookup of each object in `objects` (on a file whose rows are not built, in the
+ * connection's TEMP `objects`, the packed rows read into memory once, directly: store.h
+ * store_objects_view_memory); memory 20 bytes per object (id, type, size) plus
  * the graph (4 bytes per object and per reference, 8 more per reference while loading). The
  * references are read on a second thread and connection while the objects are read (16 bytes
  * more per reference while loading), and resolved to nodes on two threads.
@@ -115,7 +116,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(snapshot_graph, snapshot_graph_free)
  * (reachable or not), added into count[i * n_types + type] and bytes[i * n_types + type] for
  * snapshot i (an object without an `objects` row, or of a type id beyond n_types, counts as type
  * 0; bytes saturate). A schema 8 file's blocks are read directly, their ids and not their
- * references, with one range of `objects` per block, and each block once however many of the
+ * references, their objects' types and sizes as snapshot_block_objects_* give them, and each
+ * block once however many of the
  * snapshots hold it (snapshots of a heap that changed little share most of theirs); an older
  * file's snapshot_objects joined with `objects`, a pass per snapshot. A size or type id that
  * is not a number, a negative size, or another number of objects than a snapshot's row counts
