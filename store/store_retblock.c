@@ -460,7 +460,7 @@ gboolean store_retention_view_attach(sqlite3 *db, GError **error)
                                 " WHERE name = 'retention'") != 0)
         return TRUE; /* retained sizes as rows (or none yet), or attached already */
     char *msg = NULL;
-    if (sqlite3_create_module(db, "heaplens_retention", &store_retview_module, db) != SQLITE_OK ||
+    if (sqlite3_create_module(db, "heaplens_retention", &store_retview_module, NULL) != SQLITE_OK ||
         sqlite3_exec(db, "CREATE VIRTUAL TABLE temp.retention USING heaplens_retention", NULL,
                      NULL, &msg) != SQLITE_OK) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "reading retained sizes: %s",
