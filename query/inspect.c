@@ -928,8 +928,8 @@ static gboolean pass_blocks(pass *p, query_progress *progress, const char *step,
     size_t cap = 0;
     int64_t done = 0;
     sqlite3_stmt *blocks = query_db_prepare(p->db, STORE_SNAPBLOCKS_SQL, error);
-    sqlite3_stmt *objects = blocks ? query_db_prepare(p->db, SNAPSHOT_BLOCK_OBJECTS_SQL, error) : NULL;
-    if (!objects)
+    snapshot_block_objects objects = {0};
+    if (!blocks || !snapshot_block_objects_init(&objects, p->db, error))
         goto out;
     sqlite3_bind_int64(blocks, 1, p->snapshot);
     while (query_db_step(blocks, &row, error) && row) {
@@ -942,13 +942,13 @@ static gboolean pass_blocks(pass *p, query_progress *progress, const char *step,
             rows = g_renew(gboolean, rows, cap);
         }
         memset(rows, 0, b.n * sizeof *rows);
-        snapshot_block_objects_bind(objects, &b);
+        snapshot_block_objects_bind(&objects, &b);
         uint32_t k = 0;
-        while (snapshot_block_objects_next(objects, &b, &k, error)) {
+        while (snapshot_block_objects_next(&objects, &b, &k, error)) {
             uint64_t id = b.ids[k];
-            int64_t type = sqlite3_column_int64(objects, 1), size = sqlite3_column_int64(objects, 2);
-            if (sqlite3_column_type(objects, 1) != SQLITE_INTEGER ||
-                sqlite3_column_type(objects, 2) != SQLITE_INTEGER || size < 0) {
+            int64_t type = objects.type_id, size = objects.size;
+            if (objects.type_type != SQLITE_INTEGER || objects.size_type != SQLITE_INTEGER ||
+                size < 0) {
                 query_db_damaged(error, "object %" PRIu64 " has a size or type id that no "
                                         "recording holds", id);
                 goto out;
@@ -978,7 +978,7 @@ static gboolean pass_blocks(pass *p, query_progress *progress, const char *step,
 out:
     store_snapblock_clear(&b);
     sqlite3_finalize(blocks);
-    sqlite3_finalize(objects);
+    snapshot_block_objects_release(&objects);
     return ok;
 }
 

@@ -53,8 +53,23 @@ struct retention {
     "  PRIMARY KEY (snapshot, type_id)\n"                                                          \
     ") WITHOUT ROWID;\n"
 
+/* The rows per object: packed per block (store.h STORE_RETBLOCKS_DDL: the table
+ * retention_blocks and the view `retention`), or in a file whose older heaplens made it a
+ * table, rows of that table (RETENTION_ROWS_TABLE). */
 #define RETENTION_TABLES                                                                           \
     SUMMARY_TABLES("")                                                                             \
+    "CREATE TABLE IF NOT EXISTS retention_top (\n"                                                 \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  object_id INTEGER NOT NULL,\n"                                                              \
+    "  type_id INTEGER NOT NULL,\n"                                                                \
+    "  shallow_bytes INTEGER NOT NULL,\n"                                                          \
+    "  element_type_id INTEGER NOT NULL,\n"                                                        \
+    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
+    "  retained_count INTEGER NOT NULL,\n"                                                         \
+    "  PRIMARY KEY (snapshot, retained_bytes DESC, object_id)\n"                                   \
+    ") WITHOUT ROWID;\n"
+
+#define RETENTION_ROWS_TABLE                                                                       \
     "CREATE TABLE IF NOT EXISTS retention (\n"                                                     \
     "  snapshot INTEGER NOT NULL,\n"                                                               \
     "  object_id INTEGER NOT NULL,\n"                                                              \
@@ -64,17 +79,7 @@ struct retention {
     "  PRIMARY KEY (snapshot, object_id)\n"                                                        \
     ") WITHOUT ROWID;\n"                                                                           \
     "CREATE INDEX IF NOT EXISTS retention_large"                                                   \
-    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"                    \
-    "CREATE TABLE IF NOT EXISTS retention_top (\n"                                                 \
-    "  snapshot INTEGER NOT NULL,\n"                                                               \
-    "  object_id INTEGER NOT NULL,\n"                                                              \
-    "  type_id INTEGER NOT NULL,\n"                                                                \
-    "  shallow_bytes INTEGER NOT NULL,\n"                                                          \
-    "  element_type_id INTEGER NOT NULL,\n"                                                        \
-    "  retained_bytes INTEGER NOT NULL,\n"                                                         \
-    "  retained_count INTEGER NOT NULL,\n"                                                         \
-    "  PRIMARY KEY (snapshot, retained_bytes DESC, object_id)\n"                                        \
-    ") WITHOUT ROWID;\n"
+    " ON retention (snapshot, retained_bytes) WHERE retained_bytes >= 65536;\n"
 
 #define TYPE_NAME(t, o)                                                                            \
     "CASE WHEN " o ".id IS NULL THEN '<unknown>' ELSE coalesce(" t ".name, '<type ' || " o         \
@@ -602,16 +607,66 @@ static gboolean top_write(const retention *r, sqlite3 *rw, GError **error)
     return TRUE;
 }
 
+/* Writes the rows per object of `r` packed (retention_blocks) through `rw` (a transaction is
+ * open; the table exists): the reachable nodes in id order, STORE_RETBLOCK_OBJECTS a row. */
+static gboolean blocks_write(const retention *r, sqlite3 *rw, query_progress *progress,
+                             GError **error)
+{
+    const snapshot_graph *g = r->graph;
+    const uint32_t *idom = an_domtree_idoms(r->tree);
+    const uint64_t *rb = an_domtree_retained_bytes(r->tree);
+    const uint32_t *rc = an_domtree_retained_counts(r->tree);
+    sqlite3_stmt *ins = NULL;
+    gboolean ok = FALSE;
+    uint64_t ids[STORE_RETBLOCK_OBJECTS], idoms[STORE_RETBLOCK_OBJECTS],
+        bytes[STORE_RETBLOCK_OBJECTS], counts[STORE_RETBLOCK_OBJECTS];
+    store_retblock b = {.ids = ids, .idoms = idoms, .bytes = bytes, .counts = counts};
+    g_autoptr(GString) t_ids = g_string_sized_new(1024), t_idoms = g_string_sized_new(1024),
+                       t_bytes = g_string_sized_new(1024), t_counts = g_string_sized_new(512);
+    if (sqlite3_prepare_v2(rw, STORE_RETBLOCK_INSERT_SQL, -1, &ins, NULL) != SQLITE_OK) {
+        sql_fail(rw, "storing retained sizes failed", error);
+        goto out;
+    }
+    for (uint32_t v = 1; v <= g->n; v++) {
+        if (v < g->n && idom[v] == AN_NONE) /* unreachable: no row */
+            continue;
+        if (b.n == STORE_RETBLOCK_OBJECTS || (v == g->n && b.n > 0)) {
+            store_retblock_bind(ins, g->info.snapshot, &b, t_ids, t_idoms, t_bytes, t_counts);
+            if (sqlite3_step(ins) != SQLITE_DONE) {
+                sql_fail(rw, "storing retained sizes failed", error);
+                goto out;
+            }
+            sqlite3_reset(ins);
+            b.n = 0;
+            query_progress_update(progress, "storing retained sizes", v, g->n);
+        }
+        if (v == g->n)
+            break;
+        ids[b.n] = g->ids[v];
+        idoms[b.n] = idom[v] == 0 ? 0 : g->ids[idom[v]];
+        bytes[b.n] = rb[v];
+        counts[b.n] = rc[v];
+        b.n++;
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(ins);
+    return ok;
+}
+
 /* Writes everything of `r` into the file's tables through `rw` (a transaction is open; the
- * tables exist): the summary, the rows per type, and straight from the arrays the row of each
- * reachable object. */
-static gboolean rows_write(const retention *r, sqlite3 *rw, query_progress *progress,
-                           GError **error)
+ * tables exist): the summary, the rows per type, the large retainers and, straight from the
+ * arrays, the row of each reachable object: packed (`packed`), else rows of the table
+ * `retention`. */
+static gboolean rows_write(const retention *r, sqlite3 *rw, gboolean packed,
+                           query_progress *progress, GError **error)
 {
     sqlite3_stmt *ins = NULL;
     gboolean ok = FALSE;
     if (!summary_write(r, rw, "main", error))
         return FALSE;
+    if (packed)
+        return blocks_write(r, rw, progress, error) && top_write(r, rw, error);
     /* One INSERT ... SELECT over a virtual table reading the arrays: a single statement keeps
      * the table's cursor open and appends each row after the previous one (they come in key
      * order) — about twice as fast as binding rows into INSERT statements. */
@@ -1020,7 +1075,15 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
                                       "retained sizes", &check, progress, reason, error);
     if (!rw)
         return FALSE;
+    /* the rows per object packed, unless an older heaplens made `retention` a table */
+    int64_t rows_table = 0;
+    if (!query_db_int(rw, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table'"
+                          " AND name = 'retention'", &rows_table, error))
+        goto out;
     int rc = sqlite3_exec(rw, RETENTION_TABLES, NULL, NULL, &errmsg);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_exec(rw, rows_table ? RETENTION_ROWS_TABLE : STORE_RETBLOCKS_DDL, NULL, NULL,
+                          &errmsg);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(rw, retention_views, NULL, NULL, &errmsg);
     if (rc != SQLITE_OK) {
@@ -1037,7 +1100,7 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
         const retention *r = g_ptr_array_index(pending, i);
         gboolean there = FALSE;
         if (!stored_in_file(rw, r->graph->info.snapshot, &there, error) ||
-            (!there && !rows_write(r, rw, progress, error)))
+            (!there && !rows_write(r, rw, !rows_table, progress, error)))
             goto out;
     }
     if (counts) { /* the counts per type leaks kept: every snapshot's (OR IGNORE: those stored) */

@@ -783,23 +783,65 @@ static gboolean refs_resolve(snapshot_graph *g, const id_index *index, refs_read
  * later as the second connection's are (refs_resolve). Each block's objects' types and sizes
  * come from one range of `objects` (id BETWEEN its first and last): a seek per block, the rows in
  * between stepped over (ids of objects dead by then). */
-void snapshot_block_objects_bind(sqlite3_stmt *objects, const store_snapblock *b)
+gboolean snapshot_block_objects_init(snapshot_block_objects *o, sqlite3 *db, GError **error)
 {
-    sqlite3_reset(objects);
-    sqlite3_bind_int64(objects, 1, (int64_t)b->ids[0]);
-    sqlite3_bind_int64(objects, 2, (int64_t)b->ids[b->n - 1]);
+    memset(o, 0, sizeof *o);
+    GError *local = NULL;
+    if (!store_objects_view_memory(db, &o->memory, &local)) {
+        /* as when the first statement reading `objects` fails on it (query_db_step) */
+        const char *file = sqlite3_db_filename(db, "main");
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
+                    file && *file ? file : "the database", local->message);
+        g_error_free(local);
+        return FALSE;
+    }
+    if (o->memory)
+        return TRUE;
+    o->stmt = query_db_prepare(db, SNAPSHOT_BLOCK_OBJECTS_SQL, error);
+    return o->stmt != NULL;
 }
 
-gboolean snapshot_block_objects_next(sqlite3_stmt *objects, const store_snapblock *b, uint32_t *k,
-                                     GError **error)
+void snapshot_block_objects_release(snapshot_block_objects *o)
+{
+    sqlite3_finalize(o->stmt);
+    memset(o, 0, sizeof *o);
+}
+
+void snapshot_block_objects_bind(snapshot_block_objects *o, const store_snapblock *b)
+{
+    if (!o->stmt)
+        return;
+    sqlite3_reset(o->stmt);
+    sqlite3_bind_int64(o->stmt, 1, (int64_t)b->ids[0]);
+    sqlite3_bind_int64(o->stmt, 2, (int64_t)b->ids[b->n - 1]);
+}
+
+gboolean snapshot_block_objects_next(snapshot_block_objects *o, const store_snapblock *b,
+                                     uint32_t *k, GError **error)
 {
     gboolean row = FALSE;
-    while (*k < b->n && query_db_step(objects, &row, error) && row) {
-        uint64_t id = (uint64_t)sqlite3_column_int64(objects, 0);
+    if (!o->stmt) { /* in memory: each id looked up, ascending (the first of duplicates) */
+        for (; *k < b->n; (*k)++) {
+            uint32_t type_id = 0;
+            if (store_objects_memory_find(o->memory, b->ids[*k], &type_id, &o->size)) {
+                o->type_id = type_id;
+                o->type_type = o->size_type = SQLITE_INTEGER;
+                return TRUE;
+            }
+        }
+        return FALSE;
+    }
+    while (*k < b->n && query_db_step(o->stmt, &row, error) && row) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(o->stmt, 0);
         while (*k < b->n && b->ids[*k] < id)
             (*k)++;
-        if (*k < b->n && b->ids[*k] == id)
+        if (*k < b->n && b->ids[*k] == id) {
+            o->type_type = sqlite3_column_type(o->stmt, 1);
+            o->size_type = sqlite3_column_type(o->stmt, 2);
+            o->type_id = sqlite3_column_int64(o->stmt, 1);
+            o->size = sqlite3_column_int64(o->stmt, 2);
             return TRUE;
+        }
     }
     return FALSE;
 }
@@ -810,9 +852,9 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
     gboolean row = FALSE, ok = FALSE;
     store_snapblock b = {0};
     uint64_t total_size = 0;
+    snapshot_block_objects objects = {0};
     sqlite3_stmt *blocks = query_db_prepare(db, STORE_SNAPBLOCK_REFS_SQL, error);
-    sqlite3_stmt *objects = query_db_prepare(db, SNAPSHOT_BLOCK_OBJECTS_SQL, error);
-    if (!blocks || !objects)
+    if (!blocks || !snapshot_block_objects_init(&objects, db, error))
         goto out;
     sqlite3_bind_int64(blocks, 1, g->info.snapshot);
     while (query_db_step(blocks, &row, error) && row) {
@@ -858,20 +900,18 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
         memcpy(g->ids + g->n, b.ids, b.n * sizeof *b.ids);
         memset(g->type_ids + g->n, 0, b.n * sizeof *g->type_ids);
         memset(g->sizes + g->n, 0, b.n * sizeof *g->sizes);
-        snapshot_block_objects_bind(objects, &b);
+        snapshot_block_objects_bind(&objects, &b);
         uint32_t k = 0;
-        while (snapshot_block_objects_next(objects, &b, &k, error)) {
+        while (snapshot_block_objects_next(&objects, &b, &k, error)) {
             uint64_t id = b.ids[k];
-            if ((sqlite3_column_type(objects, 1) != SQLITE_INTEGER &&
-                 sqlite3_column_type(objects, 1) != SQLITE_NULL) ||
-                (sqlite3_column_type(objects, 2) != SQLITE_INTEGER &&
-                 sqlite3_column_type(objects, 2) != SQLITE_NULL)) {
+            if ((objects.type_type != SQLITE_INTEGER && objects.type_type != SQLITE_NULL) ||
+                (objects.size_type != SQLITE_INTEGER && objects.size_type != SQLITE_NULL)) {
                 query_db_damaged(error,
                                  "object %" PRIu64 " has a size or type id that is not a number",
                                  id);
                 goto out;
             }
-            int64_t size = sqlite3_column_int64(objects, 2), type_id = sqlite3_column_int64(objects, 1);
+            int64_t size = objects.size, type_id = objects.type_id;
             if (size < 0 || size > SNAPSHOT_OBJECT_SIZE_MAX ||
                 (total_size += (uint64_t)size) > SNAPSHOT_TOTAL_SIZE_MAX) {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE,
@@ -903,24 +943,22 @@ static gboolean blocks_read(snapshot_graph *g, sqlite3 *db, uint32_t cap, refs_r
 out:
     store_snapblock_clear(&b);
     sqlite3_finalize(blocks);
-    sqlite3_finalize(objects);
+    snapshot_block_objects_release(&objects);
     return ok;
 }
 
 /* ---- objects per type ------------------------------------------------------------------- */
 
-/* Whether an object's type id and size (columns `type` and `type + 1` of `stmt`, NULL without an
- * `objects` row) are what a recording holds; its type (0 for NULL or beyond n_types) and size
- * into *type_id and *size. */
-static gboolean per_type_object(sqlite3_stmt *stmt, int type, uint32_t n_types, uint32_t *type_id,
-                                int64_t *size)
+/* Whether an object's type id and size (values t and size of SQLite types t_type and
+ * size_type: NULL without an `objects` row) are what a recording holds; its type (0 for NULL or
+ * beyond n_types) and size into *type_id and *size. */
+static gboolean per_type_object(int64_t t, int t_type, int64_t size, int size_type,
+                                uint32_t n_types, uint32_t *type_id, int64_t *size_out)
 {
-    int t0 = sqlite3_column_type(stmt, type), t1 = sqlite3_column_type(stmt, type + 1);
-    int64_t t = sqlite3_column_int64(stmt, type);
-    *size = sqlite3_column_int64(stmt, type + 1);
+    *size_out = size;
     *type_id = t < 0 || t >= n_types ? 0 : (uint32_t)t;
-    return (t0 == SQLITE_INTEGER || t0 == SQLITE_NULL) &&
-           (t1 == SQLITE_INTEGER || t1 == SQLITE_NULL) && *size >= 0;
+    return (t_type == SQLITE_INTEGER || t_type == SQLITE_NULL) &&
+           (size_type == SQLITE_INTEGER || size_type == SQLITE_NULL) && size >= 0;
 }
 
 /* snapshot_objects_per_type of a schema 8 file: each block holding any of the snapshots read
@@ -944,8 +982,8 @@ static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t 
     sqlite3_stmt *blocks = query_db_prepare(
         db, "SELECT first_id, objects, ids, kinds, NULL, NULL, first_snapshot, last_snapshot"
             " FROM snapshot_blocks WHERE last_snapshot >= ?1 AND first_snapshot <= ?2", error);
-    sqlite3_stmt *objects = blocks ? query_db_prepare(db, SNAPSHOT_BLOCK_OBJECTS_SQL, error) : NULL;
-    if (!objects)
+    snapshot_block_objects objects = {0};
+    if (!blocks || !snapshot_block_objects_init(&objects, db, error))
         goto out;
     sqlite3_bind_int64(blocks, 1, lo);
     sqlite3_bind_int64(blocks, 2, hi);
@@ -962,10 +1000,11 @@ static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t 
         }
         memset(types, 0, b.n * sizeof *types); /* no objects row: type 0, no bytes */
         memset(sizes, 0, b.n * sizeof *sizes);
-        snapshot_block_objects_bind(objects, &b);
+        snapshot_block_objects_bind(&objects, &b);
         uint32_t j = 0;
-        while (snapshot_block_objects_next(objects, &b, &j, error)) {
-            if (!per_type_object(objects, 1, n_types, &types[j], &sizes[j])) {
+        while (snapshot_block_objects_next(&objects, &b, &j, error)) {
+            if (!per_type_object(objects.type_id, objects.type_type, objects.size,
+                                 objects.size_type, n_types, &types[j], &sizes[j])) {
                 query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type id "
                                         "that no recording holds", MAX(first, lo));
                 goto out;
@@ -989,7 +1028,7 @@ static gboolean per_type_blocks(sqlite3 *db, const snapshot_info *infos, size_t 
 out:
     store_snapblock_clear(&b);
     sqlite3_finalize(blocks);
-    sqlite3_finalize(objects);
+    snapshot_block_objects_release(&objects);
     return ok;
 }
 
@@ -1018,7 +1057,9 @@ gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size
             while (query_db_step(stmt, &row, error) && row) {
                 uint32_t type;
                 int64_t size;
-                if (!per_type_object(stmt, 0, n_types, &type, &size)) {
+                if (!per_type_object(sqlite3_column_int64(stmt, 0), sqlite3_column_type(stmt, 0),
+                                     sqlite3_column_int64(stmt, 1), sqlite3_column_type(stmt, 1),
+                                     n_types, &type, &size)) {
                     query_db_damaged(error, "an object of snapshot %" PRId64 " has a size or type "
                                             "id that no recording holds", infos[i].snapshot);
                     break;

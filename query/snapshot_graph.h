@@ -7,8 +7,9 @@
  * handles do not keep objects alive) — in the direction the caller asks for.
  *
  * Cost for N objects and M references: one range scan of each snapshot table (rows come in key
- * order), a lookup of each object in `objects` (on a file whose rows are not built, the
- * connection's TEMP `objects`: the packed rows read into memory once, store.h); memory 20 bytes per object (id, type, size) plus
+ * order), a lookup of each object in `objects` (on a file whose rows are not built, in the
+ * connection's TEMP `objects`, the packed rows read into memory once, directly: store.h
+ * store_objects_view_memory); memory 20 bytes per object (id, type, size) plus
  * the graph (4 bytes per object and per reference, 8 more per reference while loading). The
  * references are read on a second thread and connection while the objects are read (16 bytes
  * more per reference while loading), and resolved to nodes on two threads.
@@ -115,7 +116,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(snapshot_graph, snapshot_graph_free)
  * (reachable or not), added into count[i * n_types + type] and bytes[i * n_types + type] for
  * snapshot i (an object without an `objects` row, or of a type id beyond n_types, counts as type
  * 0; bytes saturate). A schema 8 file's blocks are read directly, their ids and not their
- * references, with one range of `objects` per block, and each block once however many of the
+ * references, their objects' types and sizes as snapshot_block_objects_* give them, and each
+ * block once however many of the
  * snapshots hold it (snapshots of a heap that changed little share most of theirs); an older
  * file's snapshot_objects joined with `objects`, a pass per snapshot. A size or type id that
  * is not a number, a negative size, or another number of objects than a snapshot's row counts
@@ -126,17 +128,30 @@ gboolean snapshot_objects_per_type(sqlite3 *db, const snapshot_info *infos, size
                                    uint32_t n_types, int64_t skip, int64_t *count, int64_t *bytes,
                                    GError **error);
 
-/* The types and sizes of a compact snapshot block's objects (schema 8) come from one range of
- * `objects`, prepared from SNAPSHOT_BLOCK_OBJECTS_SQL: id BETWEEN the block's first and last id,
- * in id order (a seek per block, the rows of objects dead by then stepped over).
- * snapshot_block_objects_bind binds it to block `b`; snapshot_block_objects_next steps to its
- * next row that is one of the block's objects: TRUE with *k that object's index in b->ids (start
- * with *k = 0 and add one after each row), FALSE at the end or on an error (in *error). */
+/* The types and sizes of a compact snapshot block's objects (schema 8). On a connection whose
+ * `objects` is the packed rows read into memory (store.h store_objects_view_memory), each
+ * object is looked up there, in ascending id order; else they come from one range of the
+ * file's `objects`, SNAPSHOT_BLOCK_OBJECTS_SQL: id BETWEEN the block's first and last id, in id
+ * order (a seek per block, the rows of objects dead by then stepped over). The same rows either
+ * way. snapshot_block_objects_init prepares for `db` (release with _release, also after a
+ * failure); _bind starts block `b`; _next steps to its next object that has a row: TRUE with *k
+ * that object's index in b->ids (start with *k = 0 and add one after each row) and the row's
+ * type id and size (and their SQLite types: SQLITE_INTEGER, or what the file's row holds) in
+ * the reader, FALSE at the end or on an error (in *error). */
 #define SNAPSHOT_BLOCK_OBJECTS_SQL                                                                  \
     "SELECT id, type_id, size FROM objects WHERE id BETWEEN ?1 AND ?2 ORDER BY id"
 struct store_snapblock;
-void snapshot_block_objects_bind(sqlite3_stmt *objects, const struct store_snapblock *b);
-gboolean snapshot_block_objects_next(sqlite3_stmt *objects, const struct store_snapblock *b,
+struct store_objects_memory;
+typedef struct snapshot_block_objects {
+    sqlite3_stmt *stmt;                   /* the file's `objects`, or NULL: */
+    struct store_objects_memory *memory;  /* the rows in memory */
+    int64_t type_id, size;                /* the current object's */
+    int type_type, size_type;             /* their SQLite types */
+} snapshot_block_objects;
+gboolean snapshot_block_objects_init(snapshot_block_objects *o, sqlite3 *db, GError **error);
+void snapshot_block_objects_release(snapshot_block_objects *o);
+void snapshot_block_objects_bind(snapshot_block_objects *o, const struct store_snapblock *b);
+gboolean snapshot_block_objects_next(snapshot_block_objects *o, const struct store_snapblock *b,
                                      uint32_t *k, GError **error);
 
 /* The node of object `id`, or AN_NONE when it is not in the snapshot. O(log n). */

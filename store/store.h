@@ -307,6 +307,21 @@ gboolean store_objects_view_attach(struct sqlite3 *db, GError **error);
 /* Drops it (after store_history_build_file: the table is then the file's). */
 gboolean store_objects_view_detach(struct sqlite3 *db);
 
+/* The rows of that TEMP `objects`, for C code that looks many objects up by id (a snapshot's
+ * every object: SQLite's statement machinery costs ten times the lookup itself): *memory the
+ * connection's rows, read into memory now if no statement read them yet (owned by `db`, valid
+ * until it closes or store_objects_view_detach), or NULL when `db` has no such table (its
+ * `objects` is the file's: read it by SQL). FALSE with *error (STORE_ERROR_DAMAGED) when the
+ * packed rows cannot be read. */
+typedef struct store_objects_memory store_objects_memory;
+gboolean store_objects_view_memory(struct sqlite3 *db, store_objects_memory **memory,
+                                   GError **error);
+/* Object `id`'s type id and size, as the table's row gives them: FALSE when it has no row.
+ * Fastest for ids in ascending order (from the row the last lookup found); one thread at a
+ * time per connection. */
+gboolean store_objects_memory_find(store_objects_memory *m, uint64_t id, uint32_t *type_id,
+                                   int64_t *size);
+
 /* ---- compact snapshots (schema 8; SCHEMA.md "snapshot_blocks", store_snapblock.c) ---------- */
 
 /* TRUE when `db` keeps its snapshots' objects in snapshot_blocks (schema 8 and later; the
@@ -382,5 +397,64 @@ gboolean store_snapshot_object_get(struct sqlite3 *db, int64_t snapshot, uint64_
  * connection's statements (the file's other views keep reading the file's view). Nothing for
  * older files. Called by store_db_open_readonly; a connection opened otherwise may call it. */
 gboolean store_snapshot_view_attach(struct sqlite3 *db, GError **error);
+
+/* ---- retained sizes, packed per block (SCHEMA.md "retention_blocks", store_retblock.c) ---- */
+
+/* The table that holds the rows of `retention` (written by `heaplens retention`, query/
+ * retention.c), and the view `retention` that gives them as rows in SQL alone (plain sqlite3).
+ * A block is up to STORE_RETBLOCK_OBJECTS reachable objects of one snapshot, consecutive in id
+ * order, four JSON arrays of an element per object: ids (the gap from the previous object, the
+ * first 0: first_id is its id), idoms (object id minus its immediate dominator's; 0 when only
+ * the virtual root dominates it: idom_id NULL), bytes and counts (retained). */
+#define STORE_RETBLOCK_OBJECTS 128
+#define STORE_RETBLOCKS_DDL                                                                        \
+    "CREATE TABLE IF NOT EXISTS retention_blocks (\n"                                              \
+    "  snapshot INTEGER NOT NULL,\n"                                                               \
+    "  first_id INTEGER NOT NULL,\n"                                                               \
+    "  objects INTEGER NOT NULL,\n"                                                                \
+    "  ids TEXT NOT NULL,\n"                                                                       \
+    "  idoms TEXT NOT NULL,\n"                                                                     \
+    "  bytes TEXT NOT NULL,\n"                                                                     \
+    "  counts TEXT NOT NULL,\n"                                                                    \
+    "  PRIMARY KEY (snapshot, first_id)\n"                                                         \
+    ") WITHOUT ROWID;\n"                                                                           \
+    "CREATE VIEW IF NOT EXISTS retention AS\n"                                                     \
+    "SELECT snapshot, object_id, CASE WHEN d != 0 THEN object_id - d END AS idom_id,\n"           \
+    "       retained_bytes, retained_count\n"                                                      \
+    "FROM (SELECT b.snapshot AS snapshot, b.first_id + sum(i.value) OVER w AS object_id,\n"       \
+    "             json_extract(b.idoms, '$[' || i.key || ']') AS d,\n"                              \
+    "             json_extract(b.bytes, '$[' || i.key || ']') AS retained_bytes,\n"                 \
+    "             json_extract(b.counts, '$[' || i.key || ']') AS retained_count\n"                 \
+    "      FROM retention_blocks b, json_each(b.ids) i\n"                                          \
+    "      WINDOW w AS (PARTITION BY b.snapshot, b.first_id ORDER BY i.key));\n"
+#define STORE_RETBLOCK_INSERT_SQL                                                                  \
+    "INSERT INTO main.retention_blocks (snapshot, first_id, objects, ids, idoms, bytes, counts)"   \
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+
+/* One block: n objects ascending by id, each one's immediate dominator (0: none), retained
+ * bytes and count. Zero it once; store_retblock_decode reuses it; store_retblock_clear. */
+typedef struct store_retblock {
+    uint32_t n;
+    uint64_t *ids, *idoms, *bytes, *counts;
+    size_t cap;
+} store_retblock;
+
+/* Binds block `b` of snapshot `snapshot` (1 to STORE_RETBLOCK_OBJECTS objects) to the
+ * parameters of STORE_RETBLOCK_INSERT_SQL, its texts built in the four strings given (kept by
+ * the caller until the statement ran). */
+void store_retblock_bind(struct sqlite3_stmt *insert, int64_t snapshot, const store_retblock *b,
+                         GString *ids, GString *idoms, GString *bytes, GString *counts);
+/* Decodes the current row of a statement whose columns 0 to 5 are first_id, objects, ids,
+ * idoms, bytes, counts. FALSE with STORE_ERROR_DAMAGED (one line) for what the writer does not
+ * write (ids not ascending, a count beyond the arrays, a retained count below 1, a dominator
+ * id out of range). */
+gboolean store_retblock_decode_row(store_retblock *b, struct sqlite3_stmt *stmt, GError **error);
+void store_retblock_clear(store_retblock *b);
+
+/* For heaplens' own connections to a file whose retained sizes are packed (table
+ * retention_blocks): a TEMP virtual table named `retention` with the view's rows, decoded in C
+ * and found by (snapshot, object_id) through the blocks' key; it hides the file's view in the
+ * connection's own statements. Nothing for other files. Called by store_db_open_readonly. */
+gboolean store_retention_view_attach(struct sqlite3 *db, GError **error);
 
 #endif /* HEAPLENS_STORE_H */

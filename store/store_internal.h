@@ -191,6 +191,58 @@ static inline void store_append_u64(GString *out, uint64_t v)
     g_string_append_len(out, buf, store_put_u64(buf, v) - buf);
 }
 
+/* Reading the writer's JSON arrays of integers (snapshot and retention blocks) without a JSON
+ * library: a cursor over the text. */
+typedef struct store_json_cursor {
+    const char *p, *end;
+} store_json_cursor;
+
+static inline void store_json_space(store_json_cursor *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\t' || *c->p == '\r'))
+        c->p++;
+}
+
+static inline gboolean store_json_char(store_json_cursor *c, char ch)
+{
+    store_json_space(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return TRUE;
+    }
+    return FALSE;
+}
+
+/* An integer (optionally negative) that fits an int64_t; FALSE when there is none. */
+static inline gboolean store_json_int(store_json_cursor *c, int64_t *out)
+{
+    store_json_space(c);
+    gboolean neg = c->p < c->end && *c->p == '-';
+    const char *s = c->p + neg;
+    uint64_t v = 0;
+    const char *q = s;
+    for (; q < c->end && *q >= '0' && *q <= '9'; q++) {
+        if (v > ((uint64_t)INT64_MAX - 9) / 10)
+            return FALSE;
+        v = v * 10 + (uint64_t)(*q - '0');
+    }
+    if (q == s)
+        return FALSE;
+    c->p = q;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    return TRUE;
+}
+
+static inline gboolean store_json_null(store_json_cursor *c)
+{
+    store_json_space(c);
+    if (c->end - c->p >= 4 && memcmp(c->p, "null", 4) == 0) {
+        c->p += 4;
+        return TRUE;
+    }
+    return FALSE;
+}
+
 /* The views over snapshot_objects (snapshot_refs, snapshot_ref_fields, snapshot_contents): in
  * the file, and as TEMP views over the virtual table (store_snapview.c). */
 extern const char store_schema_snapshot_views[];

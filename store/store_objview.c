@@ -26,8 +26,9 @@
 
 #include <math.h>
 
-typedef struct store_objview_vtab {
-    sqlite3_vtab base;
+/* The rows in memory, one per connection (the module's client data: the virtual table and
+ * store_objects_view_memory share them). */
+struct store_objects_memory {
     sqlite3 *db;
     store_object_rows rows;
     gboolean loaded;
@@ -41,6 +42,11 @@ typedef struct store_objview_vtab {
      * references) */
     uint64_t *sample;
     size_t ns;
+};
+
+typedef struct store_objview_vtab {
+    sqlite3_vtab base;
+    store_objects_memory *m;
 } store_objview_vtab;
 
 #define OBJVIEW_SAMPLE 64
@@ -62,7 +68,7 @@ typedef struct store_objview_cursor {
 static int store_objview_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                                  sqlite3_vtab **vtab, char **err)
 {
-    (void)aux, (void)argc, (void)argv, (void)err;
+    (void)argc, (void)argv, (void)err;
     int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(id INTEGER, type_id INTEGER, size INTEGER,"
                                       " thread INTEGER, heap INTEGER, first_gc INTEGER,"
                                       " died_gc INTEGER, first_generation INTEGER,"
@@ -73,19 +79,41 @@ static int store_objview_connect(sqlite3 *db, void *aux, int argc, const char *c
     if (!t)
         return SQLITE_NOMEM;
     memset(t, 0, sizeof *t);
-    t->db = db;
+    t->m = aux;
     *vtab = &t->base;
     return SQLITE_OK;
 }
 
+/* The rows stay with the connection (its module's client data), not with the table. */
 static int store_objview_disconnect(sqlite3_vtab *vtab)
 {
-    store_objview_vtab *t = (store_objview_vtab *)vtab;
-    store_object_rows_release(&t->rows);
-    g_free(t->by_type);
-    g_free(t->sample);
-    sqlite3_free(t);
+    sqlite3_free(vtab);
     return SQLITE_OK;
+}
+
+static void store_objects_memory_free(void *p)
+{
+    store_objects_memory *m = p;
+    store_object_rows_release(&m->rows);
+    g_free(m->by_type);
+    g_free(m->sample);
+    g_free(m);
+}
+
+/* Reads the packed rows into memory, once per connection. */
+static gboolean store_objects_memory_load(store_objects_memory *m, GError **error)
+{
+    if (m->loaded)
+        return TRUE;
+    const char *path = sqlite3_db_filename(m->db, "main");
+    if (!store_history_objects_read(m->db, path ? path : "the recording", &m->rows, error))
+        return FALSE;
+    m->ns = (m->rows.n + OBJVIEW_SAMPLE - 1) / OBJVIEW_SAMPLE;
+    m->sample = g_new(uint64_t, MAX(m->ns, 1));
+    for (size_t i = 0; i < m->ns; i++)
+        m->sample[i] = m->rows.objects[i * OBJVIEW_SAMPLE].id;
+    m->loaded = TRUE;
+    return TRUE;
 }
 
 static int store_objview_best_index(sqlite3_vtab *vtab, sqlite3_index_info *info)
@@ -188,7 +216,7 @@ static size_t store_objview_lower_from(const store_object_rows *r, size_t from, 
 }
 
 /* store_objview_lower without the hint: through the sample, then one run of rows. */
-static size_t store_objview_lower_sampled(store_objview_vtab *t, uint64_t id)
+static size_t store_objview_lower_sampled(store_objects_memory *t, uint64_t id)
 {
     size_t a = 0, b = t->ns;
     while (a < b) { /* the first sample at least id */
@@ -206,7 +234,7 @@ static size_t store_objview_lower_sampled(store_objview_vtab *t, uint64_t id)
 /* The first row whose id is at least `id`: when it is a little ahead of the row the last
  * lookup found (a join looks ids up in ascending order), by steps that double from there, a
  * few probes near each other; else through the sample. */
-static size_t store_objview_lower(store_objview_vtab *t, uint64_t id)
+static size_t store_objview_lower(store_objects_memory *t, uint64_t id)
 {
     const store_object_rows *r = &t->rows;
     size_t h = t->hint;
@@ -306,20 +334,13 @@ static int store_objview_filter(sqlite3_vtab_cursor *cursor, int idx, const char
 {
     (void)idx_str, (void)argc;
     store_objview_cursor *c = (store_objview_cursor *)cursor;
-    store_objview_vtab *t = (store_objview_vtab *)cursor->pVtab;
-    if (!t->loaded) {
-        g_autoptr(GError) error = NULL;
-        const char *path = sqlite3_db_filename(t->db, "main");
-        if (!store_history_objects_read(t->db, path ? path : "the recording", &t->rows, &error)) {
-            sqlite3_free(t->base.zErrMsg);
-            t->base.zErrMsg = sqlite3_mprintf("%s", error->message);
-            return SQLITE_ERROR;
-        }
-        t->ns = (t->rows.n + OBJVIEW_SAMPLE - 1) / OBJVIEW_SAMPLE;
-        t->sample = g_new(uint64_t, MAX(t->ns, 1));
-        for (size_t i = 0; i < t->ns; i++)
-            t->sample[i] = t->rows.objects[i * OBJVIEW_SAMPLE].id;
-        t->loaded = TRUE;
+    store_objview_vtab *vt = (store_objview_vtab *)cursor->pVtab;
+    store_objects_memory *t = vt->m;
+    g_autoptr(GError) error = NULL;
+    if (!store_objects_memory_load(t, &error)) {
+        sqlite3_free(vt->base.zErrMsg);
+        vt->base.zErrMsg = sqlite3_mprintf("%s", error->message);
+        return SQLITE_ERROR;
     }
     const store_object_rows *r = &t->rows;
     uint64_t lo = 0, hi = UINT64_MAX; /* ids lo .. hi - 1 (hi UINT64_MAX: no upper bound) */
@@ -396,7 +417,7 @@ static int store_objview_next(sqlite3_vtab_cursor *cursor)
 {
     store_objview_cursor *c = (store_objview_cursor *)cursor;
     c->k++; /* with perm: the next of the type's rows, all of them the type's */
-    store_objview_skip(c, &((store_objview_vtab *)cursor->pVtab)->rows);
+    store_objview_skip(c, &((store_objview_vtab *)cursor->pVtab)->m->rows);
     return SQLITE_OK;
 }
 
@@ -409,7 +430,7 @@ static int store_objview_eof(sqlite3_vtab_cursor *cursor)
 static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ctx, int column)
 {
     store_objview_cursor *c = (store_objview_cursor *)cursor;
-    const store_objview_vtab *t = (const store_objview_vtab *)cursor->pVtab;
+    store_objects_memory *t = ((store_objview_vtab *)cursor->pVtab)->m;
     size_t row = c->perm ? c->perm[c->k] : c->k;
     const store_object_row *o = &t->rows.objects[row];
     switch (column) {
@@ -428,9 +449,8 @@ static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ct
     case 6:
         if (!t->rows.died_gc) { /* read on first use: few statements ask for it */
             g_autoptr(GError) error = NULL;
-            store_objview_vtab *w = (store_objview_vtab *)cursor->pVtab;
-            const char *path = sqlite3_db_filename(w->db, "main");
-            if (!store_history_deaths_read(w->db, path ? path : "the recording", &w->rows,
+            const char *path = sqlite3_db_filename(t->db, "main");
+            if (!store_history_deaths_read(t->db, path ? path : "the recording", &t->rows,
                                            &error)) {
                 sqlite3_result_error(ctx, error->message, -1);
                 return SQLITE_ERROR;
@@ -467,22 +487,45 @@ static const sqlite3_module store_objview_module = {
     .xRowid = store_objview_rowid,
 };
 
-gboolean store_objects_view_attach(sqlite3 *db, GError **error)
+/* heaplens_objects_memory(P): stores the connection's rows (its client data) where P, a
+ * pointer bound by store_objects_view_memory, points. */
+static void store_objects_memory_function(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    store_objects_memory **out = sqlite3_value_pointer(argv[0], "heaplens_objects_memory");
+    if (out)
+        *out = sqlite3_user_data(ctx);
+    sqlite3_result_null(ctx);
+}
+
+/* Whether `db` has the TEMP table `objects`. */
+static gboolean store_objview_there(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     gboolean there = FALSE;
-    if (store_db_pragma_int(db, "PRAGMA user_version") < 5 || !store_history_pending(db) ||
-        store_db_pragma_int(db, "SELECT count(*) FROM main.sqlite_schema"
-                                " WHERE type = 'view' AND name = 'objects'") != 1)
-        return TRUE; /* rows built (or schema 4: no packed objects), or still being recorded */
     if (sqlite3_prepare_v2(db, "SELECT 1 FROM temp.sqlite_master WHERE name = 'objects'", -1, &st,
                            NULL) == SQLITE_OK)
         there = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
-    if (there)
+    return there;
+}
+
+gboolean store_objects_view_attach(sqlite3 *db, GError **error)
+{
+    if (store_db_pragma_int(db, "PRAGMA user_version") < 5 || !store_history_pending(db) ||
+        store_db_pragma_int(db, "SELECT count(*) FROM main.sqlite_schema"
+                                " WHERE type = 'view' AND name = 'objects'") != 1)
+        return TRUE; /* rows built (or schema 4: no packed objects), or still being recorded */
+    if (store_objview_there(db))
         return TRUE;
     char *msg = NULL;
-    if (sqlite3_create_module(db, "heaplens_objects", &store_objview_module, NULL) != SQLITE_OK ||
+    store_objects_memory *m = g_new0(store_objects_memory, 1);
+    m->db = db;
+    /* the module owns m (freed when the connection closes, or a later attach replaces it) */
+    if (sqlite3_create_module_v2(db, "heaplens_objects", &store_objview_module, m,
+                                 store_objects_memory_free) != SQLITE_OK ||
+        sqlite3_create_function_v2(db, "heaplens_objects_memory", 1, SQLITE_UTF8, m,
+                                   store_objects_memory_function, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(db, "CREATE VIRTUAL TABLE temp.objects USING heaplens_objects", NULL, NULL,
                      &msg) != SQLITE_OK) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "reading objects: %s",
@@ -496,4 +539,34 @@ gboolean store_objects_view_attach(sqlite3 *db, GError **error)
 gboolean store_objects_view_detach(sqlite3 *db)
 {
     return sqlite3_exec(db, "DROP TABLE IF EXISTS temp.objects", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+gboolean store_objects_view_memory(sqlite3 *db, store_objects_memory **memory, GError **error)
+{
+    sqlite3_stmt *st = NULL;
+    store_objects_memory *m = NULL;
+    *memory = NULL;
+    if (!store_objview_there(db))
+        return TRUE; /* the file's table or view: read by SQL */
+    if (sqlite3_prepare_v2(db, "SELECT heaplens_objects_memory(?1)", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_bind_pointer(st, 1, &m, "heaplens_objects_memory", NULL) == SQLITE_OK)
+        sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (!m) /* a TEMP `objects` some other code made: read it by SQL */
+        return TRUE;
+    if (!store_objects_memory_load(m, error))
+        return FALSE;
+    *memory = m;
+    return TRUE;
+}
+
+gboolean store_objects_memory_find(store_objects_memory *m, uint64_t id, uint32_t *type_id,
+                                   int64_t *size)
+{
+    size_t k = store_objview_lower(m, id);
+    if (k >= m->rows.n || m->rows.objects[k].id != id)
+        return FALSE;
+    *type_id = m->rows.objects[k].type_id;
+    *size = (int64_t)m->rows.objects[k].size; /* as the virtual table's column gives it */
+    return TRUE;
 }

@@ -1069,7 +1069,8 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
         if ((db = store_db_open_readonly_once(path, error)) == NULL)
             goto out;
     }
-    if (!store_snapshot_view_attach(db, error) || !store_objects_view_attach(db, error))
+    if (!store_snapshot_view_attach(db, error) || !store_objects_view_attach(db, error) ||
+        !store_retention_view_attach(db, error))
         goto out;
     ok = TRUE;
 out:

@@ -162,56 +162,6 @@ void store_snapblock_close(store_snapblock_builder *b)
 
 /* ---- decoding ------------------------------------------------------------------------------ */
 
-typedef struct store_json_cursor {
-    const char *p, *end;
-} store_json_cursor;
-
-static inline void store_json_space(store_json_cursor *c)
-{
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\n' || *c->p == '\t' || *c->p == '\r'))
-        c->p++;
-}
-
-static inline gboolean store_json_char(store_json_cursor *c, char ch)
-{
-    store_json_space(c);
-    if (c->p < c->end && *c->p == ch) {
-        c->p++;
-        return TRUE;
-    }
-    return FALSE;
-}
-
-/* An integer (optionally negative) that fits an int64_t; FALSE when there is none. */
-static inline gboolean store_json_int(store_json_cursor *c, int64_t *out)
-{
-    store_json_space(c);
-    gboolean neg = c->p < c->end && *c->p == '-';
-    const char *s = c->p + neg;
-    uint64_t v = 0;
-    const char *q = s;
-    for (; q < c->end && *q >= '0' && *q <= '9'; q++) {
-        if (v > ((uint64_t)INT64_MAX - 9) / 10)
-            return FALSE;
-        v = v * 10 + (uint64_t)(*q - '0');
-    }
-    if (q == s)
-        return FALSE;
-    c->p = q;
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return TRUE;
-}
-
-static inline gboolean store_json_null(store_json_cursor *c)
-{
-    store_json_space(c);
-    if (c->end - c->p >= 4 && memcmp(c->p, "null", 4) == 0) {
-        c->p += 4;
-        return TRUE;
-    }
-    return FALSE;
-}
-
 #define STORE_GROW(arr, cap, need)                                                                 \
     do {                                                                                           \
         if ((need) > (cap)) {                                                                      \

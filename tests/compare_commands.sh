@@ -214,8 +214,9 @@ fi
 i=0
 for db in "${dbs[@]}"; do
   for side in old new; do
+    # the rows of `retention`, whichever its form (a table, or the view over retention_blocks)
     sqlite3 "$work/$side/w/r$i.db" ".dump retention_snapshots" ".dump retention_types" \
-      ".dump retention" >"$work/$side/dump" 2>&1
+      "SELECT * FROM retention ORDER BY snapshot, object_id" >"$work/$side/dump" 2>&1
   done
   runs=$((runs + 1))
   cmp -s "$work/old/dump" "$work/new/dump" || { diffs=$((diffs + 1)); echo "DIFF [r$i] stored retention"; }

@@ -22,7 +22,11 @@ with one induced GC (one heap snapshot) per iteration, and writes what it did
   (e) `heaplens diff --json` between consecutive snapshots: per type of the program, objects
       new, dead and survived equal the program's own counts;
   (f) `heaplens survivors --by age`: the leaked sessions, 200 of each age 1 .. iterations;
-  (g) every examples/queries/*.sql runs under the sqlite3 command-line shell without error.
+  (g) every examples/queries/*.sql runs under the sqlite3 command-line shell without error;
+  (h) retained sizes packed per block (retention_blocks and the view `retention`) answer as the
+      rows of the table an older heaplens made: a copy of the recording given that table gets
+      every snapshot's retained sizes as rows, and every documented query (the views, the
+      example queries) and the commands that read them back give the same answers on both.
 
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed (2 on usage errors).
@@ -295,6 +299,74 @@ def check_queries(checks, db, log):
                 checks.ok(f"{name} (sqlite3 module)", False, str(e))
 
 
+RETENTION_ROWS_TABLE = ("CREATE TABLE retention (snapshot INTEGER NOT NULL, object_id INTEGER"
+                        " NOT NULL, idom_id INTEGER, retained_bytes INTEGER NOT NULL,"
+                        " retained_count INTEGER NOT NULL, PRIMARY KEY (snapshot, object_id))"
+                        " WITHOUT ROWID")
+
+
+def rows_copy(db, workdir):
+    """A copy of the fresh recording with the table `retention` an older heaplens made."""
+    rows = os.path.join(workdir, "leakdemo-rows.db")
+    remove_stale(rows)
+    shutil.copyfile(db, rows)
+    con = sqlite3.connect(rows)
+    con.execute(RETENTION_ROWS_TABLE)
+    con.commit()
+    con.close()
+    return rows
+
+
+def check_retention_forms(checks, heaplens, db, rows, snapshots, log):
+    for path in (db, rows):
+        for snapshot in snapshots.values():
+            rc, _, err = run([heaplens, "retention", path, "--snapshot", str(snapshot)], log=log)
+            checks.ok(f"(h) retention --snapshot {snapshot} on {os.path.basename(path)}", rc == 0,
+                      err.strip()[:300])
+    a = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    b = sqlite3.connect(f"file:{rows}?mode=ro", uri=True)
+    kinds = [x[0] for x in a.execute("SELECT type FROM sqlite_schema WHERE name = 'retention'")]
+    checks.eq("(h) retention is a view over retention_blocks", ["view"], kinds)
+    kinds = [x[0] for x in b.execute("SELECT type FROM sqlite_schema WHERE name = 'retention'")]
+    checks.eq("(h) the older file's retention stays a table", ["table"], kinds)
+    queries = [
+        "SELECT * FROM retention ORDER BY snapshot, object_id",
+        "SELECT * FROM retained_objects ORDER BY snapshot, object_id",
+        "SELECT * FROM retained_by_type ORDER BY snapshot, type",
+        "SELECT * FROM snapshot_root_objects ORDER BY snapshot, object_id, kind, root_id",
+        "SELECT snapshot, count(*), sum(retained_bytes), count(idom_id) FROM retention"
+        " GROUP BY snapshot",
+    ]
+    for sql in queries:
+        got, want = a.execute(sql).fetchall(), b.execute(sql).fetchall()
+        checks.ok(f"(h) packed = rows: {' '.join(sql.split())[:70]}", got == want and want,
+                  f"{len(got)} rows, {len(want)}")
+    shell = shutil.which("sqlite3")
+    for name in ("top_retainers.sql", "dominator_chain.sql", "strong_handles_never_freed.sql"):
+        if not shell:  # the files hold several statements: the shell runs them
+            checks.ok(f"(h) {name}: no sqlite3 shell found, not compared", True)
+            continue
+        out = []
+        for path in (db, rows):
+            with open(os.path.join(SOURCE_DIR, "examples", "queries", name)) as f:
+                p = subprocess.run([shell, "-bail", "-header", "-column", path], stdin=f,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            out.append((p.returncode, p.stdout, p.stderr))
+        # LeakDemo is recorded without --handles: no strong handle to list
+        checks.ok(f"(h) packed = rows: sqlite3 < {name}", out[0] == out[1] and out[1][0] == 0 and
+                  (out[1][1].strip() or name == "strong_handles_never_freed.sql"),
+                  f"{out[0][2].strip()[:200]} / {out[1][2].strip()[:200]}")
+    a.close()
+    b.close()
+    last = str(max(snapshots.values()))
+    for args in (["retention", "--snapshot", last, "--top", "100"],
+                 ["retention", "--snapshot", last, "--by", "type"],
+                 ["roots", "--type", "HeapLens.Examples.Leaks.LeakedSession"], ["leaks"]):
+        x = heaplens_json(checks, heaplens, args[:1] + [db] + args[1:], log)
+        y = heaplens_json(checks, heaplens, args[:1] + [rows] + args[1:], log)
+        checks.ok(f"(h) packed = rows: heaplens {' '.join(args)}", x is not None and x == y)
+
+
 def check_report(checks, heaplens, db, workdir, log):
     """The report shows what `heaplens leaks` and `heaplens retention` show: the same rows."""
     doc = heaplens_json(checks, heaplens, ["report", db], log)
@@ -374,6 +446,7 @@ def main():
 
     # heaplens stores retained sizes in the file: work on it, read it with a second connection
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = rows_copy(db, a.workdir)
     snapshots = check_recording(checks, con, truth)
     first = check_leaks(checks, a.heaplens, db, truth, log)
     check_leak_bytes(checks, con, first, truth)
@@ -383,6 +456,7 @@ def main():
     check_age(checks, a.heaplens, db, truth, log)
     check_queries(checks, db, log)
     check_report(checks, a.heaplens, db, a.workdir, log)
+    check_retention_forms(checks, a.heaplens, db, rows, snapshots, log)
     con.close()
     return checks.summary(f" (log: {log})")
 

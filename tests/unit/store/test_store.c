@@ -928,11 +928,34 @@ static void test_objects_view(void)
         g_autofree char *want = db_rows(plain, sql);
         CHECK_ROWS(db, sql, want);
     }
+    /* The same rows to C code (store_objects_view_memory: the snapshot loader's and inspect's
+     * lookups by id, without a statement each): every id, in ascending order and back, the
+     * first of two rows of one id as the table gives it; none on a plain connection. */
+    store_objects_memory *memory = NULL, *none = (store_objects_memory *)&error;
+    CHECK(store_objects_view_memory(plain, &none, &error) && none == NULL);
+    CHECK(store_objects_view_memory(db, &memory, &error) && memory != NULL);
+    CHECK_NO_ERROR(error);
+    int64_t max_id = db_int(plain, "SELECT max(id) FROM objects");
+    for (int pass = 0; memory && pass < 2; pass++) {
+        for (int64_t i = 0; i <= max_id + 1; i++) {
+            int64_t id = pass == 0 ? i : max_id + 1 - i, size = -1;
+            uint32_t type_id = 0;
+            g_autofree char *sql = g_strdup_printf("SELECT type_id, size FROM objects WHERE id = %"
+                                                   PRId64 " ORDER BY rowid LIMIT 1", id);
+            g_autofree char *want = db_rows(db, sql);
+            g_autofree char *got =
+                store_objects_memory_find(memory, (uint64_t)id, &type_id, &size)
+                    ? g_strdup_printf("%" PRIu32 "|%" PRId64 "\n", type_id, size)
+                    : g_strdup("");
+            CHECK_STR(got, want);
+        }
+    }
     /* Built through another connection: dropped, and the file's table answers. */
     CHECK(store_history_build_file(path, NULL, NULL, &error));
     CHECK_NO_ERROR(error);
     CHECK(store_objects_view_detach(db));
     CHECK(db_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'objects'") == 0);
+    CHECK(store_objects_view_memory(db, &memory, &error) && memory == NULL); /* the table's */
     CHECK(db_int(db, "SELECT count(*) FROM objects WHERE first_generation IS NOT NULL") > 0);
     sqlite3_close(db);
     db = store_db_open_readonly(path, &error); /* built: nothing attached */
@@ -960,6 +983,9 @@ static void test_objects_view(void)
     CHECK(sqlite3_step(st) == SQLITE_ERROR);
     CHECK(strstr(sqlite3_errmsg(db), "object_chunks row 1") != NULL);
     sqlite3_finalize(st);
+    CHECK(!store_objects_view_memory(db, &memory, &error) && memory == NULL);
+    CHECK(error && strstr(error->message, "object_chunks row 1") != NULL);
+    g_clear_error(&error);
     sqlite3_close(db);
     /* damaged deaths: only a statement reading died_gc reads them, and fails */
     g_autofree char *bad_deaths = g_build_filename(dir, "damaged-deaths.db", NULL);

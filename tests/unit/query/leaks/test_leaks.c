@@ -940,6 +940,198 @@ static void case_old_form(void)
     }
 }
 
+/* All rows of `sql` on the file `name` through `db` (or a plain connection when db is NULL),
+ * "a|b|c" a line; "error: ..." when it fails. */
+static char *rows_text(sqlite3 *db, const char *name, const char *sql)
+{
+    sqlite3 *own = NULL;
+    if (!db) {
+        g_autofree char *path = fixture_path(name);
+        if (sqlite3_open_v2(path, &own, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+            return g_strdup("error: open");
+        db = own;
+    }
+    GString *out = g_string_new(NULL);
+    const char *tail = sql;
+    while (tail && *tail) {
+        sqlite3_stmt *stmt = NULL;
+        if (sqlite3_prepare_v2(db, tail, -1, &stmt, &tail) != SQLITE_OK) {
+            g_string_append_printf(out, "error: %s\n", sqlite3_errmsg(db));
+            break;
+        }
+        if (!stmt)
+            continue;
+        int rc;
+        while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+            for (int i = 0; i < sqlite3_column_count(stmt); i++) {
+                const unsigned char *v = sqlite3_column_text(stmt, i);
+                g_string_append_printf(out, "%s%s", i ? "|" : "", v ? (const char *)v : "NULL");
+            }
+            g_string_append_c(out, '\n');
+        }
+        if (rc != SQLITE_DONE)
+            g_string_append_printf(out, "error: %s\n", sqlite3_errmsg(db));
+        sqlite3_finalize(stmt);
+    }
+    sqlite3_close(own);
+    return g_string_free(out, FALSE);
+}
+
+/* Retained sizes packed per block (retention_blocks, the view `retention`) against the rows of
+ * the table an older heaplens made (a file that has it keeps being written so): the same
+ * answers to every documented query through plain SQLite (the views, examples/queries/), to
+ * heaplens' own connections (the TEMP virtual table `retention`: by snapshot, by object, both,
+ * values of other types, every row) and to the commands that read them back. A damaged block
+ * is one line, exit 1. */
+static void case_retention_packed(void)
+{
+    file_copy("graph.db", "pk-blocks.db");
+    file_copy("graph.db", "pk-rows.db");
+    fixture_sql("pk-rows.db", "CREATE TABLE retention (snapshot INTEGER NOT NULL, object_id INTEGER"
+                              " NOT NULL, idom_id INTEGER, retained_bytes INTEGER NOT NULL,"
+                              " retained_count INTEGER NOT NULL, PRIMARY KEY (snapshot,"
+                              " object_id)) WITHOUT ROWID");
+    static const char *const files[] = {"pk-blocks.db", "pk-rows.db"};
+    for (size_t f = 0; f < 2; f++) {
+        for (int snap = 1; snap <= 4; snap++) {
+            g_autofree char *s = g_strdup_printf("%d", snap);
+            run_result r = RUN("retention", files[f], "--snapshot", s);
+            CHECK_INT(r.status, 0);
+            run_result_release(&r);
+        }
+    }
+    CHECK_INT(sql_int("pk-blocks.db", "SELECT count(*) FROM sqlite_schema WHERE name = 'retention'"
+                                      " AND type = 'view'"), 1);
+    CHECK_INT(sql_int("pk-blocks.db", "SELECT count(DISTINCT snapshot) FROM retention_blocks"), 4);
+    CHECK_INT(sql_int("pk-rows.db", "SELECT count(*) FROM sqlite_schema"
+                                    " WHERE name = 'retention_blocks'"), 0);
+    CHECK_INT(sql_int("pk-rows.db", "SELECT count(*) FROM retention"),
+              sql_int("pk-blocks.db", "SELECT sum(objects) FROM retention_blocks"));
+    CHECK_INT(sql_int("pk-rows.db", "SELECT sum(reachable) FROM retention_snapshots"),
+              sql_int("pk-blocks.db", "SELECT sum(objects) FROM retention_blocks"));
+
+    /* plain SQLite: the view and the views over it, and the example queries */
+    const char *const queries[] = {
+        "SELECT * FROM retention ORDER BY snapshot, object_id",
+        "SELECT * FROM retention WHERE snapshot = 3 ORDER BY retained_bytes DESC, object_id",
+        "SELECT * FROM retention WHERE snapshot = 2 AND object_id = 13",
+        "SELECT * FROM retention WHERE object_id = 281474976710661 ORDER BY snapshot",
+        "SELECT * FROM retained_objects ORDER BY snapshot, object_id",
+        "SELECT * FROM retained_by_type ORDER BY snapshot, type",
+        "SELECT * FROM snapshot_root_objects ORDER BY snapshot, object_id, root_id",
+        "SELECT snapshot, sum(retained_bytes), count(*), count(idom_id) FROM retention"
+        " GROUP BY snapshot",
+    };
+    g_autofree char *dir = g_build_filename(source_dir, "examples", "queries", NULL);
+    const char *const examples[] = {"top_retainers.sql", "dominator_chain.sql",
+                                    "strong_handles_never_freed.sql"};
+    GPtrArray *all = g_ptr_array_new_with_free_func(g_free);
+    for (size_t i = 0; i < G_N_ELEMENTS(queries); i++)
+        g_ptr_array_add(all, g_strdup(queries[i]));
+    for (size_t i = 0; i < G_N_ELEMENTS(examples); i++) {
+        g_autofree char *file = g_build_filename(dir, examples[i], NULL);
+        char *sql = NULL;
+        CHECK(g_file_get_contents(file, &sql, NULL, NULL));
+        g_ptr_array_add(all, sql ? sql : g_strdup(""));
+    }
+    for (guint i = 0; i < all->len; i++) {
+        const char *sql = g_ptr_array_index(all, i);
+        g_autofree char *want = rows_text(NULL, "pk-rows.db", sql);
+        g_autofree char *got = rows_text(NULL, "pk-blocks.db", sql);
+        CHECK(!g_str_has_prefix(want, "error"));
+        CHECK(want[0] != '\0' || i == all->len - 1); /* the fixture has no handles */
+        if (strcmp(got, want) != 0)
+            fprintf(stderr, "  differs: %.60s\n", sql);
+        CHECK_STR(got, want);
+    }
+    g_ptr_array_unref(all);
+
+    /* heaplens' connections: the virtual table, every way a statement finds its rows */
+    const char *const lookups[] = {
+        "SELECT * FROM retention",
+        "SELECT * FROM retention ORDER BY snapshot, object_id",
+        "SELECT * FROM retention WHERE snapshot = 4",
+        "SELECT * FROM retention WHERE snapshot = '4'",
+        "SELECT * FROM retention WHERE snapshot = 4.0",
+        "SELECT * FROM retention WHERE snapshot = 4.5",
+        "SELECT * FROM retention WHERE snapshot = NULL",
+        "SELECT * FROM retention WHERE snapshot = 9",
+        "SELECT * FROM retention WHERE snapshot = 1 AND object_id = 16",
+        "SELECT * FROM retention WHERE snapshot = 1 AND object_id = 19",
+        "SELECT * FROM retention WHERE snapshot = 1 AND object_id = 0",
+        "SELECT * FROM retention WHERE snapshot = 1 AND object_id = 1000000",
+        "SELECT * FROM retention WHERE object_id = 13",
+        "SELECT * FROM retention WHERE object_id = 'x'",
+        "SELECT * FROM retention WHERE snapshot IN (1, 3) AND object_id IN (2, 14, 17)",
+        "SELECT r.object_id, r.retained_bytes FROM retention r JOIN retention d"
+        " ON d.snapshot = r.snapshot AND d.object_id = r.idom_id WHERE r.snapshot = 2",
+        "SELECT * FROM retention WHERE retained_bytes > 100 ORDER BY retained_count DESC, 1, 2",
+    };
+    g_autofree char *blocks_path = fixture_path("pk-blocks.db");
+    g_autoptr(GError) error = NULL;
+    sqlite3 *heaplens_db = store_db_open_readonly(blocks_path, &error);
+    CHECK(heaplens_db != NULL);
+    if (heaplens_db) {
+        CHECK(sql_int("pk-blocks.db", "SELECT 1") == 1);
+        g_autofree char *temp = rows_text(heaplens_db, "pk-blocks.db",
+                                          "SELECT count(*) FROM temp.sqlite_schema"
+                                          " WHERE name = 'retention'");
+        CHECK_STR(temp, "1\n");
+        for (size_t i = 0; i < G_N_ELEMENTS(lookups); i++) {
+            /* in the key's order unless the query orders them */
+            g_autofree char *sql = strstr(lookups[i], "ORDER BY")
+                                       ? g_strdup(lookups[i])
+                                       : g_strconcat(lookups[i], " ORDER BY 1, 2", NULL);
+            g_autofree char *want = rows_text(NULL, "pk-rows.db", sql);
+            g_autofree char *got = rows_text(heaplens_db, "pk-blocks.db", sql);
+            if (strcmp(got, want) != 0)
+                fprintf(stderr, "  differs: %s\n", sql);
+            CHECK_STR(got, want);
+        }
+        sqlite3_close(heaplens_db);
+    }
+
+    /* the commands that read them back */
+    const char *const commands[][8] = {
+        {"retention", "--snapshot", "2", "--json", "--top", "50"},
+        {"retention", "--snapshot", "4", "--by", "type", "--json"},
+        {"roots", "--type", "Leak", "--json"},
+        {"roots", "--type", "App.Node", "--all", "--json"},
+        {"leaks", "--json"},
+        {"check", "--max-retained", "App.Leak=100"},
+        {"check", "--sql", "SELECT object_id FROM retention WHERE retained_count > 4"},
+        {"report", "--json"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(commands); i++) {
+        const char *const *c = commands[i];
+        run_result a = RUN(c[0], "pk-blocks.db", c[1], c[2], c[3], c[4], c[5], c[6]);
+        run_result b = RUN(c[0], "pk-rows.db", c[1], c[2], c[3], c[4], c[5], c[6]);
+        CHECK_INT(a.status, b.status);
+        g_auto(GStrv) parts = g_strsplit(b.out, "pk-rows.db", -1);
+        g_autofree char *out = g_strjoinv("pk-blocks.db", parts);
+        g_auto(GStrv) eparts = g_strsplit(b.err, "pk-rows.db", -1);
+        g_autofree char *err = g_strjoinv("pk-blocks.db", eparts);
+        if (strcmp(a.out, out) != 0)
+            fprintf(stderr, "  %s differs\n", c[0]);
+        CHECK_STR(a.out, out);
+        CHECK_STR(a.err, err);
+        run_result_release(&a);
+        run_result_release(&b);
+    }
+
+    /* a damaged block: the command that reads it says so in one line */
+    file_copy("pk-blocks.db", "pk-damaged.db");
+    fixture_sql("pk-damaged.db", "UPDATE retention_blocks SET counts = replace(counts, ',1,', ',0,')"
+                                 " WHERE snapshot = 4");
+    run_result d = RUN("roots", "pk-damaged.db", "--type", "App.Leak");
+    CHECK_INT(d.status, 1);
+    CHECK_STR(d.out, "");
+    CHECK(g_str_has_suffix(d.err, "pk-damaged.db failed: the database is damaged: the retention"
+                                  " block of object 1 has counts that heaplens does not write\n"));
+    CHECK(strchr(d.err, '\n') == d.err + strlen(d.err) - 1); /* one line */
+    run_result_release(&d);
+}
+
 /* A file heaplens may not write: the results go to TEMP tables, a note says so. */
 /* Makes `name` unwritable for heaplens: mode 0400, or (root ignores modes) a run status that
  * says the writer may still be at work. */
@@ -2085,6 +2277,7 @@ static const cli_test_case cases[] = {
     {"retention_readonly", case_retention_readonly},
     {"retention_reuse", case_retention_reuse},
     {"retention_top", case_retention_top},
+    {"retention_packed", case_retention_packed},
     {"roots_object", case_roots_object},
     {"roots_named", case_roots_named},
     {"roots_all", case_roots_all},
