@@ -84,13 +84,6 @@ static int store_objview_connect(sqlite3 *db, void *aux, int argc, const char *c
     return SQLITE_OK;
 }
 
-/* The rows stay with the connection (its module's client data), not with the table. */
-static int store_objview_disconnect(sqlite3_vtab *vtab)
-{
-    sqlite3_free(vtab);
-    return SQLITE_OK;
-}
-
 static void store_objects_memory_free(void *p)
 {
     store_objects_memory *m = p;
@@ -476,8 +469,9 @@ static const sqlite3_module store_objview_module = {
     .xCreate = store_objview_connect,
     .xConnect = store_objview_connect,
     .xBestIndex = store_objview_best_index,
-    .xDisconnect = store_objview_disconnect,
-    .xDestroy = store_objview_disconnect,
+    /* the rows stay with the connection (its module's client data), not with the table */
+    .xDisconnect = store_vtab_disconnect,
+    .xDestroy = store_vtab_disconnect,
     .xOpen = store_objview_open,
     .xClose = store_objview_close,
     .xFilter = store_objview_filter,

@@ -166,11 +166,6 @@ static const char *const store_retview_sql[RETVIEW_STMTS] = {
                          " AND first_id <= ?2 ORDER BY first_id DESC LIMIT 1",
 };
 
-typedef struct store_retview_vtab {
-    sqlite3_vtab base;
-    sqlite3 *db;
-} store_retview_vtab;
-
 typedef struct store_retview_cursor {
     sqlite3_vtab_cursor base;
     sqlite3 *db;
@@ -189,39 +184,16 @@ static int store_retview_connect(sqlite3 *db, void *aux, int argc, const char *c
                                  sqlite3_vtab **out, char **err)
 {
     (void)aux, (void)argc, (void)argv, (void)err;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
-                                      " idom_id INTEGER, retained_bytes INTEGER,"
-                                      " retained_count INTEGER)");
-    if (rc != SQLITE_OK)
-        return rc;
-    store_retview_vtab *v = sqlite3_malloc(sizeof *v);
-    if (!v)
-        return SQLITE_NOMEM;
-    memset(v, 0, sizeof *v);
-    v->db = db;
-    *out = &v->base;
-    return SQLITE_OK;
-}
-
-static int store_retview_disconnect(sqlite3_vtab *vt)
-{
-    sqlite3_free(vt);
-    return SQLITE_OK;
+    return store_vtab_declare(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
+                                  " idom_id INTEGER, retained_bytes INTEGER,"
+                                  " retained_count INTEGER)", out);
 }
 
 static int store_retview_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
 {
     (void)vt;
-    int snap = -1, obj = -1, argv = 1;
-    for (int i = 0; i < info->nConstraint; i++) {
-        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ)
-            continue;
-        if (c->iColumn == 0 && snap < 0)
-            snap = i;
-        else if (c->iColumn == 1 && obj < 0)
-            obj = i;
-    }
+    int snap, obj, argv = 1;
+    store_vtab_key_constraints(info, &snap, &obj);
     info->idxNum = 0;
     if (snap >= 0) {
         info->idxNum |= RETVIEW_IDX_SNAPSHOT;
@@ -246,7 +218,7 @@ static int store_retview_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
 static int store_retview_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out)
 {
     store_retview_cursor *c = g_new0(store_retview_cursor, 1);
-    c->db = ((store_retview_vtab *)vt)->db;
+    c->db = ((store_vtab *)vt)->db;
     *out = &c->base;
     return SQLITE_OK;
 }
@@ -441,8 +413,8 @@ static const sqlite3_module store_retview_module = {
     .xCreate = store_retview_connect,
     .xConnect = store_retview_connect,
     .xBestIndex = store_retview_best_index,
-    .xDisconnect = store_retview_disconnect,
-    .xDestroy = store_retview_disconnect,
+    .xDisconnect = store_vtab_disconnect,
+    .xDestroy = store_vtab_disconnect,
     .xOpen = store_retview_open,
     .xClose = store_retview_close,
     .xFilter = store_retview_filter,

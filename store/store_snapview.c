@@ -18,11 +18,6 @@
  */
 #include "store/store_internal.h"
 
-typedef struct store_snapview_vtab {
-    sqlite3_vtab base;
-    sqlite3 *db;
-} store_snapview_vtab;
-
 /* Statements of a cursor, prepared at its first use and reused by every later xFilter (a join
  * filters once per outer row). */
 enum {
@@ -80,43 +75,17 @@ typedef struct store_snapview_cursor {
 static int store_snapview_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                                   sqlite3_vtab **out, char **err)
 {
-    (void)aux;
-    (void)argc;
-    (void)argv;
-    (void)err;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
-                                      " generation INTEGER, flags INTEGER, refs TEXT,"
-                                      " fields TEXT, ref_fields TEXT HIDDEN)");
-    if (rc != SQLITE_OK)
-        return rc;
-    store_snapview_vtab *v = sqlite3_malloc(sizeof *v);
-    if (!v)
-        return SQLITE_NOMEM;
-    memset(v, 0, sizeof *v);
-    v->db = db;
-    *out = &v->base;
-    return SQLITE_OK;
-}
-
-static int store_snapview_disconnect(sqlite3_vtab *vt)
-{
-    sqlite3_free(vt);
-    return SQLITE_OK;
+    (void)aux, (void)argc, (void)argv, (void)err;
+    return store_vtab_declare(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
+                                  " generation INTEGER, flags INTEGER, refs TEXT,"
+                                  " fields TEXT, ref_fields TEXT HIDDEN)", out);
 }
 
 static int store_snapview_best_index(sqlite3_vtab *vt, sqlite3_index_info *info)
 {
     (void)vt;
-    int snap = -1, obj = -1;
-    for (int i = 0; i < info->nConstraint; i++) {
-        const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-        if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ)
-            continue;
-        if (c->iColumn == 0 && snap < 0)
-            snap = i;
-        else if (c->iColumn == 1 && obj < 0)
-            obj = i;
-    }
+    int snap, obj;
+    store_vtab_key_constraints(info, &snap, &obj);
     int argv = 1;
     /* columns 4 (refs), 5 (fields) and 6 (ref_fields); bit 63 stands for every column past it */
     info->idxNum = info->colUsed & (7ull << 4 | 1ull << 63) ? SNAPVIEW_IDX_REFS : 0;
@@ -155,7 +124,7 @@ static int store_snapview_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out)
     if (!c)
         return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
-    c->db = ((store_snapview_vtab *)vt)->db;
+    c->db = ((store_vtab *)vt)->db;
     c->text = g_string_sized_new(256);
     *out = &c->base;
     return SQLITE_OK;
@@ -428,8 +397,8 @@ static const sqlite3_module store_snapview_module = {
     .xCreate = store_snapview_connect,
     .xConnect = store_snapview_connect,
     .xBestIndex = store_snapview_best_index,
-    .xDisconnect = store_snapview_disconnect,
-    .xDestroy = store_snapview_disconnect,
+    .xDisconnect = store_vtab_disconnect,
+    .xDestroy = store_vtab_disconnect,
     .xOpen = store_snapview_open,
     .xClose = store_snapview_close,
     .xFilter = store_snapview_filter,
