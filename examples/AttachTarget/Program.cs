@@ -8,6 +8,10 @@
 //                         GC.CollectionCount(0) after it, L = LeakedRecords allocated before it
 //                         (two marks: exactly L2 - L1 allocated between GC N1 and GC N2)
 //   gcmode -> "gcmode server|workstation"   which GC the runtime runs (DOTNET_gcServer=1)
+//   big    -> "big N"     allocates a large-object-heap array of N bytes, held until the next
+//                         mark, which lets it die: an object a session follows whatever its
+//                         samples, in no snapshot (the list's own arrays reach the large-object
+//                         heap only when it happens to grow)
 //   stop   -> stops the threads, checks every record it kept, prints "verified N" and exits 0
 //                         (exit 1 with "corrupt ..." if any record is not what it wrote)
 // At start it prints "ready PID". Optional argument: records leaked per second (default 2000).
@@ -28,6 +32,7 @@ namespace AttachTarget
     public static class Program
     {
         static readonly List<LeakedRecord> Kept = new List<LeakedRecord>();
+        static byte[]? big;
         static volatile bool stopping;
         static long churned;
 
@@ -117,9 +122,15 @@ namespace AttachTarget
                     // and the count.
                     lock (Kept)
                     {
+                        big = null;
                         GC.Collect();
                         Console.Out.WriteLine($"mark {GC.CollectionCount(0)} {leakIndex}");
                     }
+                }
+                else if (line == "big")
+                {
+                    big = new byte[100_000];
+                    Console.Out.WriteLine($"big {big.Length}");
                 }
                 else if (line == "gcmode")
                 {
