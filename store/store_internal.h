@@ -261,17 +261,23 @@ extern const char store_schema_snapshot_views[];
     "      FROM snapshot_objects so, json_each(so.ref_fields) j WHERE so.ref_fields IS NOT NULL)"
 
 /* ---- store_vtab.c: what our TEMP virtual tables share ------------------------------------ */
-/* A virtual table that knows its connection (snapshot_objects, retention). */
+/* A virtual table that knows its connection and its module's client data (objects: the rows
+ * in memory). */
 typedef struct store_vtab {
     sqlite3_vtab base;
     sqlite3 *db;
+    void *aux;
 } store_vtab;
 /* xConnect's work: declares the columns (DECL, "CREATE TABLE x(...)") and makes the table. */
-int store_vtab_declare(sqlite3 *db, const char *decl, sqlite3_vtab **out);
+int store_vtab_declare(sqlite3 *db, void *aux, const char *decl, sqlite3_vtab **out);
 int store_vtab_disconnect(sqlite3_vtab *vt);
 /* The first usable equality constraints on column 0 and on column 1 (-1: none): the key
  * (snapshot, object_id). */
 void store_vtab_key_constraints(const sqlite3_index_info *info, int *first, int *second);
+/* A packed block that heaplens did not write: "the database is damaged: the KIND block of
+ * object FIRST_ID has WHAT that heaplens does not write" (STORE_ERROR_DAMAGED); FALSE. */
+gboolean store_block_damaged(GError **error, const char *kind, int64_t first_id,
+                             const char *what);
 
 /* A snapshot_blocks row being built (store_snapblock.c has the format): objects added in id
  * order; store_snapblock_add says when the block ends (then store_snapblock_close, write,

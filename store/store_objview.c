@@ -44,11 +44,6 @@ struct store_objects_memory {
     size_t ns;
 };
 
-typedef struct store_objview_vtab {
-    sqlite3_vtab base;
-    store_objects_memory *m;
-} store_objview_vtab;
-
 #define OBJVIEW_SAMPLE 64
 
 /* idxNum bits: which constraints xFilter gets, in this order */
@@ -69,19 +64,10 @@ static int store_objview_connect(sqlite3 *db, void *aux, int argc, const char *c
                                  sqlite3_vtab **vtab, char **err)
 {
     (void)argc, (void)argv, (void)err;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(id INTEGER, type_id INTEGER, size INTEGER,"
-                                      " thread INTEGER, heap INTEGER, first_gc INTEGER,"
-                                      " died_gc INTEGER, first_generation INTEGER,"
-                                      " next_gc INTEGER)");
-    if (rc != SQLITE_OK)
-        return rc;
-    store_objview_vtab *t = sqlite3_malloc(sizeof *t);
-    if (!t)
-        return SQLITE_NOMEM;
-    memset(t, 0, sizeof *t);
-    t->m = aux;
-    *vtab = &t->base;
-    return SQLITE_OK;
+    return store_vtab_declare(db, aux, "CREATE TABLE x(id INTEGER, type_id INTEGER, size INTEGER,"
+                                       " thread INTEGER, heap INTEGER, first_gc INTEGER,"
+                                       " died_gc INTEGER, first_generation INTEGER,"
+                                       " next_gc INTEGER)", vtab);
 }
 
 static void store_objects_memory_free(void *p)
@@ -327,12 +313,11 @@ static int store_objview_filter(sqlite3_vtab_cursor *cursor, int idx, const char
 {
     (void)idx_str, (void)argc;
     store_objview_cursor *c = (store_objview_cursor *)cursor;
-    store_objview_vtab *vt = (store_objview_vtab *)cursor->pVtab;
-    store_objects_memory *t = vt->m;
+    store_objects_memory *t = ((store_vtab *)cursor->pVtab)->aux;
     g_autoptr(GError) error = NULL;
     if (!store_objects_memory_load(t, &error)) {
-        sqlite3_free(vt->base.zErrMsg);
-        vt->base.zErrMsg = sqlite3_mprintf("%s", error->message);
+        sqlite3_free(cursor->pVtab->zErrMsg);
+        cursor->pVtab->zErrMsg = sqlite3_mprintf("%s", error->message);
         return SQLITE_ERROR;
     }
     const store_object_rows *r = &t->rows;
@@ -410,7 +395,7 @@ static int store_objview_next(sqlite3_vtab_cursor *cursor)
 {
     store_objview_cursor *c = (store_objview_cursor *)cursor;
     c->k++; /* with perm: the next of the type's rows, all of them the type's */
-    store_objview_skip(c, &((store_objview_vtab *)cursor->pVtab)->m->rows);
+    store_objview_skip(c, &((store_objects_memory *)((store_vtab *)cursor->pVtab)->aux)->rows);
     return SQLITE_OK;
 }
 
@@ -423,7 +408,7 @@ static int store_objview_eof(sqlite3_vtab_cursor *cursor)
 static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ctx, int column)
 {
     store_objview_cursor *c = (store_objview_cursor *)cursor;
-    store_objects_memory *t = ((store_objview_vtab *)cursor->pVtab)->m;
+    store_objects_memory *t = ((store_vtab *)cursor->pVtab)->aux;
     size_t row = c->perm ? c->perm[c->k] : c->k;
     const store_object_row *o = &t->rows.objects[row];
     switch (column) {

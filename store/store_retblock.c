@@ -72,15 +72,6 @@ void store_retblock_clear(store_retblock *b)
     memset(b, 0, sizeof *b);
 }
 
-static gboolean store_retblock_bad(GError **error, int64_t first_id, const char *what)
-{
-    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                "the database is damaged: the retention block of object %" PRId64
-                " has %s that heaplens does not write",
-                first_id, what);
-    return FALSE;
-}
-
 /* The array `text` of n integers into out[] (each checked by the caller). */
 static gboolean store_retblock_array(const char *text, size_t len, uint32_t n, int64_t *out)
 {
@@ -99,7 +90,7 @@ gboolean store_retblock_decode_row(store_retblock *b, sqlite3_stmt *stmt, GError
     if (sqlite3_column_type(stmt, 0) != SQLITE_INTEGER || first <= 0 ||
         sqlite3_column_type(stmt, 1) != SQLITE_INTEGER || objects <= 0 ||
         objects > STORE_RETBLOCK_MAX_READ)
-        return store_retblock_bad(error, first, "a first id or count");
+        return store_block_damaged(error, "retention", first, "a first id or count");
     uint32_t n = (uint32_t)objects;
     if (n > b->cap) {
         b->cap = n;
@@ -118,24 +109,25 @@ gboolean store_retblock_decode_row(store_retblock *b, sqlite3_stmt *stmt, GError
                                : NULL;
         size_t len = (size_t)sqlite3_column_bytes(stmt, 2 + i);
         if (!store_retblock_array(text, len, n, (int64_t *)(void *)arrays[i]))
-            return store_retblock_bad(error, first, names[i]);
+            return store_block_damaged(error, "retention", first, names[i]);
     }
     int64_t *v = (int64_t *)(void *)b->ids;
     uint64_t id = (uint64_t)first;
     for (uint32_t k = 0; k < n; k++) {
         int64_t gap = v[k];
         if ((k == 0 ? gap != 0 : gap <= 0) || (uint64_t)gap > (uint64_t)INT64_MAX - id)
-            return store_retblock_bad(error, first, "ids");
+            return store_block_damaged(error, "retention", first, "ids");
         id += (uint64_t)gap;
         b->ids[k] = id;
         int64_t d = (int64_t)b->idoms[k], bytes = (int64_t)b->bytes[k],
                 count = (int64_t)b->counts[k];
         /* the dominator: a positive id other than the object's */
         if (d != 0 && (d >= (int64_t)id || (d < 0 && (uint64_t)-d > (uint64_t)INT64_MAX - id)))
-            return store_retblock_bad(error, first, "idoms");
+            return store_block_damaged(error, "retention", first, "idoms");
         b->idoms[k] = d == 0 ? 0 : (uint64_t)((int64_t)id - d);
         if (bytes < 0 || count < 1)
-            return store_retblock_bad(error, first, bytes < 0 ? "bytes" : "counts");
+            return store_block_damaged(error, "retention", first,
+                                       bytes < 0 ? "bytes" : "counts");
     }
     return TRUE;
 }
@@ -184,7 +176,7 @@ static int store_retview_connect(sqlite3 *db, void *aux, int argc, const char *c
                                  sqlite3_vtab **out, char **err)
 {
     (void)aux, (void)argc, (void)argv, (void)err;
-    return store_vtab_declare(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
+    return store_vtab_declare(db, NULL, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
                                   " idom_id INTEGER, retained_bytes INTEGER,"
                                   " retained_count INTEGER)", out);
 }

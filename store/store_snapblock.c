@@ -183,15 +183,6 @@ void store_snapblock_clear(store_snapblock *b)
     memset(b, 0, sizeof *b);
 }
 
-static gboolean store_snapblock_bad(GError **error, uint64_t first_id, const char *what)
-{
-    g_set_error(error, STORE_ERROR, STORE_ERROR_DAMAGED,
-                "the database is damaged: the snapshot block of object %" PRIu64
-                " has %s that heaplens does not write",
-                first_id, what);
-    return FALSE;
-}
-
 gboolean store_snapblock_decode(store_snapblock *b, uint64_t first_id, int64_t objects,
                                 const char *ids, size_t ids_len, const char *kinds,
                                 size_t kinds_len, const char *refs, size_t refs_len,
@@ -199,7 +190,7 @@ gboolean store_snapblock_decode(store_snapblock *b, uint64_t first_id, int64_t o
 {
     if (objects <= 0 || objects > STORE_SNAPBLOCK_MAX_READ || !ids || !kinds ||
         kinds_len != (size_t)objects)
-        return store_snapblock_bad(error, first_id, "a count, ids or kinds");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "a count, ids or kinds");
     size_t n = (size_t)objects;
     STORE_GROW(b->ids, b->cap, n);
     b->generation = g_renew(int8_t, b->generation, b->cap);
@@ -212,50 +203,50 @@ gboolean store_snapblock_decode(store_snapblock *b, uint64_t first_id, int64_t o
     store_json_cursor c = {ids, ids + ids_len};
     uint64_t id = first_id;
     if (!store_json_char(&c, '['))
-        return store_snapblock_bad(error, first_id, "ids");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "ids");
     for (size_t k = 0; k < n; k++) {
         int64_t gap;
         if ((k > 0 && !store_json_char(&c, ',')) || !store_json_int(&c, &gap) ||
             (k == 0 ? gap != 0 : gap <= 0) || (uint64_t)gap > (uint64_t)INT64_MAX - id)
-            return store_snapblock_bad(error, first_id, "ids");
+            return store_block_damaged(error, "snapshot", (int64_t)first_id, "ids");
         id += (uint64_t)gap;
         b->ids[k] = id;
         int code = (unsigned char)kinds[k] - '0';
         if (code < 0 || code > 63 || code % 8 == 7)
-            return store_snapblock_bad(error, first_id, "kinds");
+            return store_block_damaged(error, "snapshot", (int64_t)first_id, "kinds");
         b->generation[k] = (int8_t)(code % 8 == 6 ? -1 : code % 8);
         b->flags[k] = (uint8_t)(code / 8);
     }
     if (!store_json_char(&c, ']') || (store_json_space(&c), c.p != c.end))
-        return store_snapblock_bad(error, first_id, "ids");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "ids");
 
     /* references: targets, each object's from ref_start[k] */
     store_json_cursor r = {refs, refs + (refs ? refs_len : 0)};
     uint64_t prev_first = first_id;
     if (refs && !store_json_char(&r, '['))
-        return store_snapblock_bad(error, first_id, "refs");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
     for (size_t k = 0; k < n; k++) {
         b->ref_start[k] = (uint32_t)b->n_refs;
         if (!refs)
             continue;
         if (k > 0 && !store_json_char(&r, ','))
-            return store_snapblock_bad(error, first_id, "refs");
+            return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
         if (!store_json_char(&r, '[')) {
             int64_t zero;
             if (!store_json_int(&r, &zero) || zero != 0)
-                return store_snapblock_bad(error, first_id, "refs");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
             continue;
         }
         uint64_t prev = prev_first;
         for (size_t i = 0;; i++) {
             int64_t d;
             if ((i > 0 && !store_json_char(&r, ',')) || !store_json_int(&r, &d))
-                return store_snapblock_bad(error, first_id, "refs");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
             uint64_t t = prev + (uint64_t)d;
             if ((int64_t)t <= 0)
-                return store_snapblock_bad(error, first_id, "refs");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
             if (b->n_refs >= UINT32_MAX - 1)
-                return store_snapblock_bad(error, first_id, "refs");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
             STORE_GROW(b->to, b->refs_cap, b->n_refs + 1);
             b->to[b->n_refs++] = t;
             if (i == 0)
@@ -270,13 +261,13 @@ gboolean store_snapblock_decode(store_snapblock *b, uint64_t first_id, int64_t o
     }
     b->ref_start[n] = (uint32_t)b->n_refs;
     if (refs && (!store_json_char(&r, ']') || (store_json_space(&r), r.p != r.end)))
-        return store_snapblock_bad(error, first_id, "refs");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "refs");
 
     /* fields, parallel to the references */
     b->field = g_renew(int64_t, b->field, MAX(b->refs_cap, 1));
     store_json_cursor f = {fields, fields + (fields ? fields_len : 0)};
     if (fields && !store_json_char(&f, '['))
-        return store_snapblock_bad(error, first_id, "fields");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
     for (size_t k = 0; k < n; k++) {
         uint32_t lo = b->ref_start[k], hi = b->ref_start[k + 1];
         b->field_known[k] = 0;
@@ -285,33 +276,33 @@ gboolean store_snapblock_decode(store_snapblock *b, uint64_t first_id, int64_t o
         if (!fields)
             continue;
         if (k > 0 && !store_json_char(&f, ','))
-            return store_snapblock_bad(error, first_id, "fields");
+            return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
         if (!store_json_char(&f, '[')) {
             int64_t zero;
             if (!store_json_int(&f, &zero) || zero != 0)
-                return store_snapblock_bad(error, first_id, "fields");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
             continue;
         }
         if (lo == hi)
-            return store_snapblock_bad(error, first_id, "fields");
+            return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
         b->field_known[k] = 1;
         int64_t prev = 0;
         for (uint32_t i = lo; i < hi; i++) {
             int64_t d;
             if (i > lo && !store_json_char(&f, ','))
-                return store_snapblock_bad(error, first_id, "fields");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
             if (store_json_null(&f))
                 continue;
             if (!store_json_int(&f, &d) || prev + d < 0 || prev + d > UINT32_MAX)
-                return store_snapblock_bad(error, first_id, "fields");
+                return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
             prev += d;
             b->field[i] = prev;
         }
         if (!store_json_char(&f, ']'))
-            return store_snapblock_bad(error, first_id, "fields");
+            return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
     }
     if (fields && (!store_json_char(&f, ']') || (store_json_space(&f), f.p != f.end)))
-        return store_snapblock_bad(error, first_id, "fields");
+        return store_block_damaged(error, "snapshot", (int64_t)first_id, "fields");
     return TRUE;
 }
 
@@ -350,7 +341,7 @@ gboolean store_snapblock_decode_row(store_snapblock *b, sqlite3_stmt *stmt, GErr
         sqlite3_column_type(stmt, 2) != SQLITE_TEXT || sqlite3_column_type(stmt, 3) != SQLITE_TEXT ||
         (sqlite3_column_type(stmt, 4) != SQLITE_TEXT && sqlite3_column_type(stmt, 4) != SQLITE_NULL) ||
         (sqlite3_column_type(stmt, 5) != SQLITE_TEXT && sqlite3_column_type(stmt, 5) != SQLITE_NULL))
-        return store_snapblock_bad(error, (uint64_t)first, "columns");
+        return store_block_damaged(error, "snapshot", first, "columns");
     /* text first, then its length (SQLite's documented order) */
     const char *ids = (const char *)sqlite3_column_text(stmt, 2);
     size_t ids_len = (size_t)sqlite3_column_bytes(stmt, 2);

@@ -76,7 +76,7 @@ static int store_snapview_connect(sqlite3 *db, void *aux, int argc, const char *
                                   sqlite3_vtab **out, char **err)
 {
     (void)aux, (void)argc, (void)argv, (void)err;
-    return store_vtab_declare(db, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
+    return store_vtab_declare(db, NULL, "CREATE TABLE x(snapshot INTEGER, object_id INTEGER,"
                                   " generation INTEGER, flags INTEGER, refs TEXT,"
                                   " fields TEXT, ref_fields TEXT HIDDEN)", out);
 }
