@@ -89,15 +89,12 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
     info_lines_add(lines, "pauses", g_strdup_printf("%s ms", query_ms_format(t->pause_ns, a)));
     const query_totals *all = &info->allocations;
     const char *approx = all->estimated > 0 && !estimates->census ? "~" : "";
-    char e[QUERY_FORMAT_MAX], f[QUERY_FORMAT_MAX];
-    g_autofree char *census_part =
-        estimates->census
-            ? g_strdup_printf("  EXACT per type where the census counted; ~%s (~%s) of them "
-                              "ESTIMATED from the samples (after the last GC, intervals "
-                              "without a census)",
-                              query_count_format(all->estimated, e),
-                              query_size_format(all->estimated_bytes, f))
-            : NULL;
+    /* With the census, the part it did not count is said once, in its own term below. */
+    const char *census_part = !estimates->census ? NULL
+                              : all->estimated > 0
+                                  ? "  EXACT per type where the census counted, ESTIMATED where "
+                                    "it did not (below)"
+                                  : "  EXACT per type";
     info_lines_add(lines, "allocations",
                    g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
                                    approx, query_size_format(t->allocation_bytes, b),

@@ -339,12 +339,13 @@ GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *
                                                query_size_format(t->unreported_bytes, b)));
     gboolean estimates = t->estimated > 0 || (e->uncounted && !e->census);
     if (estimates)
-        g_ptr_array_add(terms, g_strdup_printf("+ ~%s (~%s) small objects%s ESTIMATED from %s "
-                                               "samples",
+        g_ptr_array_add(terms, g_strdup_printf("+ ~%s (~%s) small objects ESTIMATED from %s "
+                                               "samples%s",
                                                query_count_format(t->estimated, a),
                                                query_size_format(t->estimated_bytes, b),
-                                               e->census ? " after the last GC," : "",
-                                               query_count_format(e->samples, c)));
+                                               query_count_format(e->samples, c),
+                                               e->census ? ", where the census did not count"
+                                                         : ""));
     int64_t least = query_add_saturating(query_add_saturating(t->count, t->lost), t->unstored);
     g_autofree char *in_all = g_strdup_printf(": at least %s in all", query_count_format(least, b));
     if (t->lost > 0)

@@ -279,9 +279,12 @@ def test_census(env):
     check(T['allocations'] == t['objects'] and T['allocations_estimated'] is False and T['allocations_census'] is True
           and T['estimated_allocations'] == est, 'census: info totals %r (estimated part %d)' % (T, est))
     text = text_of(env, 'info', db)
+    # the estimated part said once: in its term, not again on the total's line
     check('  allocations      %s (' % format(t['objects'], ',') in text and
-          'EXACT per type where the census counted; ~%s (' % format(est, ',') in text,
-          'census: info text %r' % [l for l in text.splitlines() if 'allocations ' in l])
+          'EXACT per type where the census counted, ESTIMATED where it did not (below)' in text and
+          text.count('~%s (' % format(est, ',')) == 1 and
+          '+ ~%s (' % format(est, ',') in text and 'where the census did not count' in text,
+          'census: info text %r' % [l for l in text.splitlines() if 'allocations ' in l or '~' in l])
     check(text_of(env, 'allocations', db).startswith(A['note'] + '\n'), 'census: allocations text note')
     # without a census (the sampled fixture): no census fields
     doc = env.report_json(env.fixture_db('est-nocensus.db', 'sampled'))
