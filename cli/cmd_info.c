@@ -44,6 +44,36 @@ static void info_lines_print(const info_lines *lines, const char *title, FILE *o
                 (const char *)g_ptr_array_index(lines->values, i));
 }
 
+/* A command line for a terminal: a compiler's can hold hundreds of paths (csc with 200 files
+ * fills screens), so text keeps its first INFO_COMMAND_MAX bytes, cut after a whole argument
+ * where one ends near there, and says how much is left; --json and the run row keep it whole.
+ * Control characters (a newline, an escape sequence in an argument) are shown as '?' so that
+ * they cannot break the lines or drive the terminal. */
+#define INFO_COMMAND_MAX 160
+
+static char *info_command_dup(const char *command)
+{
+    size_t len = strlen(command), keep = len;
+    if (len > INFO_COMMAND_MAX) {
+        keep = INFO_COMMAND_MAX;
+        while (keep > 0 && ((unsigned char)command[keep] & 0xC0) == 0x80)
+            keep--; /* not inside a UTF-8 character */
+        const char *space = g_strrstr_len(command, (gssize)keep, " ");
+        if (space && (size_t)(space - command) >= INFO_COMMAND_MAX / 2)
+            keep = (size_t)(space - command);
+    }
+    GString *text = g_string_new_len(command, (gssize)keep);
+    for (gsize i = 0; i < text->len; i++)
+        if ((unsigned char)text->str[i] < 0x20 || text->str[i] == 0x7f)
+            text->str[i] = '?';
+    if (keep < len) {
+        char n[QUERY_FORMAT_MAX];
+        g_string_append_printf(text, " ... (%s more characters: info --json shows it whole)",
+                               query_count_format((int64_t)(len - keep), n));
+    }
+    return g_string_free(text, FALSE);
+}
+
 static char *count_dup(int64_t n)
 {
     char buf[QUERY_FORMAT_MAX];
@@ -298,7 +328,10 @@ int cmd_info(int argc, char **argv)
         info_lines_add(&run_lines, "file", g_strdup(path));
         for (guint i = 0; i < info.run->len; i++) {
             const query_info_value *v = &g_array_index(info.run, query_info_value, i);
-            info_lines_add(&run_lines, v->name, v->text ? g_strdup(v->text) : NULL);
+            info_lines_add(&run_lines, v->name,
+                           !v->text                           ? NULL
+                           : strcmp(v->name, "command") == 0 ? info_command_dup(v->text)
+                                                              : g_strdup(v->text));
         }
         info_counters_lines(info.counters, &info.estimates, &counter_lines);
         info_totals_lines(&info, &total_lines);
@@ -328,10 +361,12 @@ int cmd_info(int argc, char **argv)
                    "them)\n");
             size_t i;
             json_t *u;
-            json_array_foreach((json_t *)unrecorded, i, u)
+            json_array_foreach((json_t *)unrecorded, i, u) {
+                g_autofree char *command =
+                    info_command_dup(json_string_value(json_object_get(u, "command")));
                 printf("  pid %-8" JSON_INTEGER_FORMAT "  %s\n",
-                       json_integer_value(json_object_get(u, "pid")),
-                       json_string_value(json_object_get(u, "command")));
+                       json_integer_value(json_object_get(u, "pid")), command);
+            }
         }
         /* The program's checkpoints (EventSource 'HeapLens'): names for check and
          * allocations --between. */

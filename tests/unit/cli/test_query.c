@@ -158,6 +158,28 @@ static void fixture_nogc(void)
     fixture_write(sb, "nogc.db");
 }
 
+/* csc.db: nogc.db's run with a compiler's command line of 200 source files (and a newline in
+ * one argument), the way csc's recording holds it. */
+static char *csc_command_new(void)
+{
+    GString *command = g_string_new("dotnet /usr/share/dotnet/sdk/10.0.100/Roslyn/bincore/csc.dll");
+    g_string_append(command, " -out:app\nname.dll");
+    for (int i = 0; i < 200; i++)
+        g_string_append_printf(command, " /src/project/Source%03d.cs", i);
+    return g_string_free(command, FALSE);
+}
+
+static void fixture_csc(void)
+{
+    g_autofree char *command = csc_command_new();
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 5, command);
+    hl_sb_type(sb, 1, "System.String");
+    hl_sb_alloc(sb, 1, 1, 1536, 9);
+    hl_sb_run_end(sb, 0);
+    fixture_write(sb, "csc.db");
+}
+
 /* app.db as a sampled recording that follows its samples (followed.db, below). */
 #define FOLLOWED_SQL                                                                               \
     "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"                                 \
@@ -181,6 +203,7 @@ static void fixtures_build(void)
     fixture_sql("followed.db", FOLLOWED_SQL);
     fixture_lossy();
     fixture_nogc();
+    fixture_csc();
     fixture_file("notes.txt", "not a database\n");
     fixture_file("empty.db", "");
     fixture_sql("other.db", "CREATE TABLE t (x); INSERT INTO t VALUES (1);");
@@ -660,6 +683,31 @@ static char *section_value_dup(const char *section, const char *name)
     return g_strndup(line, strcspn(line, "\n"));
 }
 
+/* A long command line: text shows its start, cut after a whole argument, and what is left;
+ * --json keeps it whole. */
+static void case_info_command(void)
+{
+    g_autofree char *command = csc_command_new();
+    run_result r = RUN("info", "csc.db");
+    const char *at = strstr(r.out, "\ncommand ");
+    at = at ? at + strspn(at + strlen("\ncommand "), " ") + strlen("\ncommand ") : NULL;
+    g_autofree char *line = at ? g_strndup(at, strcspn(at, "\n")) : NULL;
+    const char *expected = "dotnet /usr/share/dotnet/sdk/10.0.100/Roslyn/bincore/csc.dll "
+                           "-out:app?name.dll /src/project/Source000.cs /src/project/Source001.cs "
+                           "/src/project/Source002.cs ... (5,122 more characters: info --json "
+                           "shows it whole)";
+    if (g_strcmp0(line, expected) != 0) {
+        show_mismatch("command line", expected, line ? line : "(missing)");
+        failures++;
+    }
+    CHECK(r.status == 0 && strcmp(r.err, "") == 0);
+    run_result_release(&r);
+    json_t *doc = json_run(__FILE__, __LINE__, RUN("info", "csc.db", "--json"), NULL, "");
+    CHECK(g_strcmp0(json_string_value(json_object_get(json_object_get(doc, "run"), "command")),
+                    command) == 0);
+    json_decref(doc);
+}
+
 static void case_info_text(void)
 {
     run_result r = RUN("info", "lossy.db");
@@ -1132,6 +1180,7 @@ static const cli_test_case cases[] = {
     {"survivors_no_gc", case_survivors_no_gc},
     {"info_json", case_info_json},
     {"info_text", case_info_text},
+    {"info_command", case_info_command},
     {"note", case_note},
     {"help", case_help},
     {"version", case_version},
