@@ -95,8 +95,9 @@ int cmd_check(int argc, char **argv)
             printf("%u assertion%s hold%s\n", results->len, results->len == 1 ? "" : "s",
                    results->len == 1 ? "s" : "");
     }
+    /* the accuracy note (an unfinished or lossy recording): finish_retained prints it too */
     if (retention ? !query_output_finish_retained(db, path, NULL, json, &error)
-                  : !query_output_finish(stdout, &error))
+                  : !query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     status = failed ? 1 : 0;
 out:

@@ -54,7 +54,8 @@ int cmd_export(int argc, char **argv)
                info.snapshot, info.gc, query_count_format(info.objects, f[0]),
                query_size_format(g->total_size, f[1]), output);
     }
-    if (!query_output_finish(stdout, &error))
+    /* what the snapshot may lack (an unfinished or lossy recording), as every command says */
+    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     status = 0;
 out:

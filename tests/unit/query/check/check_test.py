@@ -138,6 +138,25 @@ def main():
     with open(os.path.join(a.workdir, db), "rb") as f:
         expect("refused assertions leave the file as it was",
                hashlib.sha256(f.read()).hexdigest() == before)
+
+    # An unfinished recording (its writer still at work, or killed): check and export say so as
+    # every other command does — the note after the answer in text, on stderr with --json.
+    shutil.copy(os.path.join(a.workdir, db), os.path.join(a.workdir, "unfinished.db"))
+    con = sqlite3.connect(os.path.join(a.workdir, "unfinished.db"))
+    con.execute("UPDATE run SET status = 'recording'")
+    con.commit()
+    con.close()
+    note = "note: the recording is unfinished"
+    for args in (["check", "unfinished.db", "--max-live", "App.Leak=12"],
+                 ["export", "unfinished.db", "--gcdump", "unfinished.gcdump"]):
+        for json_flag in ([], ["--json"]):
+            p = subprocess.run([a.heaplens] + args + json_flag, cwd=a.workdir, capture_output=True,
+                               text=True, timeout=120)
+            where = p.stderr if json_flag else p.stdout
+            expect(f"unfinished: {args + json_flag} says so",
+                   p.returncode == 0 and note in where and
+                   (not json_flag or len(p.stderr.splitlines()) == 1),
+                   f"{p.returncode} {p.stdout!r} {p.stderr!r}")
     print(f"{failures} failed")
     return 1 if failures else 0
 
