@@ -1034,6 +1034,11 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     gboolean ok = FALSE;
     int64_t app_id, version;
 
+    /* Looked at before SQLite opens the file: even a read-only connection creates an empty -wal
+     * beside a file in WAL mode. */
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    struct stat wal_stat;
+    gboolean wal_absent = stat(wal, &wal_stat) != 0 || wal_stat.st_size == 0;
     if (!store_db_check_file(path, error) || (db = store_db_open_readonly_once(path, error)) == NULL)
         goto out;
     app_id = store_db_pragma_int(db, "PRAGMA application_id");
@@ -1042,7 +1047,17 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
         goto out;
     }
     if (app_id != STORE_APPLICATION_ID) {
-        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s is not a heaplens database", path);
+        /* A recording's main file copied alone while it was written: in WAL mode, everything
+         * (its application id too) still in the -wal that was not copied. */
+        if (app_id == 0 && store_db_in_wal(db) && wal_absent)
+            g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                        "%s is not a heaplens database, or is one copied without its -wal: it is "
+                        "in WAL mode and %s is missing or empty (copy both, or copy after the "
+                        "recording ends)",
+                        path, wal);
+        else
+            g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE, "%s is not a heaplens database",
+                        path);
         goto out;
     }
     version = store_db_pragma_int(db, "PRAGMA user_version");

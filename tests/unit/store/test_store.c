@@ -2134,6 +2134,28 @@ static void test_open_readonly(void)
     CHECK(g_str_has_suffix(error->message, "is not a heaplens database"));
     g_clear_error(&error);
 
+    /* A recording's main file copied while its writer had all of it in the -wal (no
+     * checkpoint yet): the message says the -wal is missing. */
+    g_autofree char *walled = g_build_filename(dir, "walled.db", NULL);
+    g_autofree char *alone = g_build_filename(dir, "alone.db", NULL);
+    CHECK(sqlite3_open(walled, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;"
+                           "PRAGMA application_id = 1212960339; CREATE TABLE t (x)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    g_autofree char *main_bytes = NULL;
+    gsize main_len = 0;
+    CHECK(g_file_get_contents(walled, &main_bytes, &main_len, NULL));
+    CHECK(g_file_set_contents(alone, main_bytes, (gssize)main_len, NULL));
+    sqlite3_close(db);
+    CHECK(store_db_open_readonly(alone, &error) == NULL);
+    g_free(want);
+    want = g_strdup_printf("%s is not a heaplens database, or is one copied without its -wal: it "
+                           "is in WAL mode and %s-wal is missing or empty (copy both, or copy "
+                           "after the recording ends)",
+                           alone, alone);
+    CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
+    g_clear_error(&error);
+
     g_autofree char *good = golden_db(dir, FALSE, NULL);
     db = store_db_open_readonly(good, &error);
     CHECK_NO_ERROR(error);
