@@ -88,6 +88,11 @@ static gboolean stored_read(sqlite3 *db, const char *schema, const snapshot_info
                                      " are not what heaplens writes", info->snapshot);
         goto out;
     }
+    /* the file's row: only from a file found intact (query_db_stored_sound) */
+    if (strcmp(schema, "main") == 0 && !query_db_stored_sound(db, error)) {
+        ok = FALSE;
+        goto out;
+    }
     *findings = findings_parse((const char *)sqlite3_column_text(st, 6),
                                sqlite3_column_int64(st, 5), info->snapshot, error);
     ok = *findings != NULL;

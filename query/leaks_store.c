@@ -121,6 +121,12 @@ static gboolean stored_read(sqlite3 *db, const char *schema, const snapshot_info
         h->held = (uint64_t)sqlite3_column_int64(st, 9);
         h->holders = (uint64_t)sqlite3_column_int64(st, 10);
     }
+    /* the file's row: only from a file found intact (query_db_stored_sound) */
+    if (strcmp(schema, "main") == 0 && !query_db_stored_sound(db, error)) {
+        leaks_holder_clear(h);
+        ok = FALSE;
+        goto out;
+    }
     *found = TRUE;
 out:
     sqlite3_finalize(st);

@@ -138,6 +138,13 @@ struct query_progress;
 sqlite3 *query_db_open_store(sqlite3 *db, const char *path, const char *begin, const char *what,
                              struct store_db_check *check, struct query_progress *progress,
                              char **reason, GError **error);
+/* Before a command answers from what an earlier one stored in the file (retained sizes, leak
+ * holders, inspections) instead of reading the snapshot again: the file found intact, as the
+ * command that reads the snapshot would find it damaged. store_db_damage_new's test, so at no cost
+ * while the file is as the last heaplens command that wrote it left it (file_check); else
+ * PRAGMA quick_check (0.7-1.8 s on a 300-500 MB recording), once per connection. FALSE with a
+ * QUERY_ERROR_DAMAGED error "<file> is damaged (...)" when it is not intact. */
+gboolean query_db_stored_sound(sqlite3 *db, GError **error);
 /* Whether `schema` ("main": the file, "temp": this command's) of `db` has table `table`. */
 gboolean query_db_table_exists(sqlite3 *db, const char *schema, const char *table,
                                gboolean *exists, GError **error);

@@ -686,6 +686,32 @@ fail:
     return NULL;
 }
 
+gboolean query_db_stored_sound(sqlite3 *db, GError **error)
+{
+    /* a TEMP table marks the connection that found the file intact (no client data in the
+     * SQLite the project builds with) */
+    gboolean found = FALSE;
+    if (!query_db_table_exists(db, "temp", "heaplens_stored_sound", &found, error))
+        return FALSE;
+    if (found)
+        return TRUE;
+    g_autofree char *damage = store_db_damage_new(db, NULL);
+    if (damage) {
+        const char *path = sqlite3_db_filename(db, "main");
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_DAMAGED,
+                    "%s is damaged (%s); its stored answers are not read", path ? path : "the file",
+                    damage);
+        return FALSE;
+    }
+    if (sqlite3_exec(db, "CREATE TEMP TABLE heaplens_stored_sound (x)", NULL, NULL, NULL) !=
+        SQLITE_OK) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading the file failed: %s",
+                    sqlite3_errmsg(db));
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean query_db_table_exists(sqlite3 *db, const char *schema, const char *table,
                                gboolean *exists, GError **error)
 {

@@ -352,6 +352,16 @@ gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GE
     gboolean ok = query_db_step(stmt, &row, error);
     sqlite3_finalize(stmt);
     *stored = row;
+    /* stored in the file (not this command's TEMP rows): read only from a file found intact */
+    if (ok && row) {
+        gboolean temp = FALSE;
+        int64_t mine = 0;
+        g_autofree char *sql = g_strdup_printf(
+            "SELECT count(*) FROM temp.retention_snapshots WHERE snapshot = %" PRId64, snapshot);
+        ok = query_db_table_exists(db, "temp", "retention_snapshots", &temp, error) &&
+             (!temp || query_db_int(db, sql, &mine, error)) &&
+             (mine > 0 || query_db_stored_sound(db, error));
+    }
     return ok;
 }
 

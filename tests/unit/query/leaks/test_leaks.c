@@ -2128,6 +2128,48 @@ static void case_checked_once(void)
     }
 }
 
+/* A copy damaged after its answers were stored (retained sizes, holders, inspections): the
+ * commands that would answer from the stored rows alone refuse it as `report`, which reads
+ * further, does — one line, exit 1, the file left as it was. With the file's time put back
+ * (nothing changed it, as file_check says) they answer from the rows, checking nothing. */
+static void case_stored_damaged(void)
+{
+    const char *const commands[][8] = {
+        {"retention", "sd.db", NULL},
+        {"retention", "sd.db", "--by", "type", "--json", NULL},
+        {"leaks", "sd.db", NULL},
+        {"inspect", "sd.db", "--json", NULL},
+        {"roots", "sd.db", "--type", "App.Leak", NULL},
+        {"report", "sd.db", "--json", "-o", "-", NULL},
+    };
+    for (int keep_time = 0; keep_time < 2; keep_time++) {
+        file_copy("graph.db", "sd.db");
+        run_result stored = RUN("report", "sd.db", "--json", "-o", "sd.json");
+        CHECK_INT(stored.status, 0);
+        run_result_release(&stored);
+        CHECK_INT(sql_int("sd.db", "SELECT count(*) FROM leak_holders") > 0, 1);
+        CHECK_INT(sql_int("sd.db", "SELECT count(*) FROM inspections") > 0, 1);
+        page_damage("sd.db", "alloc_counts", keep_time);
+        file_copy("sd.db", "before.db");
+        for (size_t c = 0; c < G_N_ELEMENTS(commands); c++) {
+            run_result r = run_in(heaplens, workdir, commands[c]);
+            g_autofree char *what = g_strdup_printf("%s%s", commands[c][0],
+                                                    keep_time ? " (time kept)" : "");
+            if (keep_time && strcmp(commands[c][0], "report") != 0) {
+                if (r.status != 0) {
+                    fprintf(stderr, "  %s: status %d: %s", what, r.status, r.err);
+                    failures++;
+                }
+            } else {
+                expect_untouched_on_failure("sd.db", TRUE, what, r);
+                if (strcmp(commands[c][0], "report") != 0)
+                    CHECK(strstr(r.err, "sd.db is damaged (") != NULL);
+            }
+            run_result_release(&r);
+        }
+    }
+}
+
 /* A hand-edited recording: sizes near 2^63, negative sizes and counters. Every command prints
  * its result or one line and exits 1, never overflows; retention, roots and leaks leave the file
  * byte-identical when they fail. */
@@ -2270,6 +2312,7 @@ static void case_example_queries(void)
 
 static const cli_test_case cases[] = {
     {"retention_objects", case_retention_objects},
+    {"stored_damaged", case_stored_damaged},
     {"retention_one_thread", case_retention_one_thread},
     {"retention_types", case_retention_types},
     {"retention_text", case_retention_text},
