@@ -1085,10 +1085,15 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
                                       "retained sizes", &check, progress, reason, error);
     if (!rw)
         return FALSE;
-    /* the rows per object packed, unless an older heaplens made `retention` a table */
+    /* the rows per object packed, unless an older heaplens made `retention` a table; a file
+     * that has retention_blocks keeps getting blocks whatever `retention` is (a table made by
+     * hand beside them): readers read the blocks then (store_retention_view_attach), and rows
+     * put in the table would be read by none */
     int64_t rows_table = 0;
     if (!query_db_int(rw, "SELECT count(*) FROM main.sqlite_schema WHERE type = 'table'"
-                          " AND name = 'retention'", &rows_table, error))
+                          " AND name = 'retention' AND NOT EXISTS (SELECT 1 FROM"
+                          " main.sqlite_schema WHERE type = 'table' AND name = 'retention_blocks')",
+                      &rows_table, error))
         goto out;
     int rc = sqlite3_exec(rw, RETENTION_TABLES, NULL, NULL, &errmsg);
     if (rc == SQLITE_OK)
