@@ -221,24 +221,43 @@ char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const
 {
     char buf[QUERY_FORMAT_MAX];
     GString *text = g_string_new(NULL);
-    for (uint32_t k = path->start; k < path->len; k++) {
-        uint32_t v = path->nodes[k];
-        const char *type = snapshot_types_name(types, g->type_ids[v], buf);
-        if (k > path->start)
-            g_string_append(text, " -> ");
-        if (path->fields && path->fields[k]) {
-            append_short_type(text, type);
-            g_string_append_printf(text, ".%s", path->fields[k]);
-        } else if (path->index && path->index[k] >= 0) {
-            append_short_type(text, type);
-            g_string_append_printf(text, "[%" PRId64 "]", path->index[k]);
-        } else if (path->fields) {
-            append_short_type(text, type);
-            g_string_append_printf(text, " #%" PRIu64, g->ids[v]);
-        } else {
-            g_string_append_printf(text, "%s #%" PRIu64, type, g->ids[v]);
+    GString *hop = g_string_new(NULL), *prev = g_string_new(NULL);
+    uint64_t run = 0; /* hops in a row written as `prev` */
+    for (uint32_t k = path->start; k <= path->len; k++) {
+        g_string_truncate(hop, 0);
+        if (k < path->len) {
+            uint32_t v = path->nodes[k];
+            const char *type = snapshot_types_name(types, g->type_ids[v], buf);
+            if (path->fields && path->fields[k]) {
+                append_short_type(hop, type);
+                g_string_append_printf(hop, ".%s", path->fields[k]);
+            } else if (path->index && path->index[k] >= 0) {
+                append_short_type(hop, type);
+                g_string_append_printf(hop, "[%" PRId64 "]", path->index[k]);
+            } else if (path->fields) {
+                append_short_type(hop, type);
+                g_string_append_printf(hop, " #%" PRIu64, g->ids[v]);
+            } else {
+                g_string_append_printf(hop, "%s #%" PRIu64, type, g->ids[v]);
+            }
+            /* A linked list's run of the same hop ("CacheEntry.Next" thousands of times: one
+             * line of 130 KB) is written once, with its count. */
+            if (run > 0 && g_string_equal(hop, prev)) {
+                run++;
+                continue;
+            }
         }
+        if (run > 0) {
+            g_string_append_printf(text, "%s%s", text->len ? " -> " : "", prev->str);
+            if (run > 1)
+                g_string_append_printf(text, " (%s times)",
+                                       query_count_format((int64_t)run, buf));
+        }
+        g_string_assign(prev, hop->str);
+        run = 1;
     }
+    g_string_free(hop, TRUE);
+    g_string_free(prev, TRUE);
     return g_string_free(text, FALSE);
 }
 

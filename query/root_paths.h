@@ -77,7 +77,8 @@ json_t *root_path_hops_json(const snapshot_graph *g, const snapshot_types *types
                             const root_path *path);
 /* The path in one line, from its start: "App.Registry #204 -> App.Session[] #300 -> ...", or
  * once named (root_path_name), as code reads it, types without namespaces:
- * "Registry._sessions -> List<Session>._items -> Session[][7] -> Session #20661" (g_free). */
+ * "Registry._sessions -> List<Session>._items -> Session[][7] -> Session #20661"; a run of the same
+ * hop (a linked list) once, with its count: "Node.Next (9 times)" (g_free). */
 char *root_path_text(const snapshot_graph *g, const snapshot_types *types, const root_path *path);
 
 /* What `heaplens roots` shows: why an object is alive. */

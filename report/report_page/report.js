@@ -479,12 +479,24 @@
   }
   function pathHtml(row) {
     if (!row.path) return '<span class="nil">\u2014</span>';
-    var hops = row.path.map(function (h) {
+    /* a run of the same hop (a linked list's .Next, thousands of times) once, with its count,
+     * as `heaplens leaks` writes it */
+    var hops = [], prev = null, run = 0, first = null;
+    function flush() {
+      if (!run) return;
+      hops.push('<span title="' + esc(first.type + ' #' + first.object + ', ' + fmtSize(first.size) +
+        (run > 1 ? ' and ' + fmtCount(run - 1) + ' more' : '')) + '">' + esc(prev) +
+        (run > 1 ? ' (' + fmtCount(run) + ' times)' : '') + '</span>');
+    }
+    row.path.forEach(function (h) {
       /* the field (or element) holding the next hop, as code reads it */
       var label = h.field != null ? '.' + h.field : h.index != null ? '[' + h.index + ']' : ' #' + h.object;
-      return '<span title="' + esc(h.type + ' #' + h.object + ', ' + fmtSize(h.size)) + '">' +
-        esc(shortType(h.type) + label) + '</span>';
+      var text = shortType(h.type) + label;
+      if (run && text === prev) { run++; return; }
+      flush();
+      prev = text; run = 1; first = h;
     });
+    flush();
     return esc(rootText(row.roots)) + ' \u2192 ' + hops.join(' \u2192 ');
   }
   /* One inspection finding in words, as `heaplens inspect` writes it. */
