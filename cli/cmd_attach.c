@@ -96,6 +96,10 @@ int cmd_attach(int argc, char **argv) {
                     "attach: --stacks takes on or off, not '%s'", stacks_text);
         return query_error_report(error);
     }
+    if (output_text && !*output_text) { /* as report -o '' says it */
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: -o needs a file name");
+        return query_error_report(error);
+    }
     if ((pid_t)pid == getpid()) {
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: that is heaplens itself");
         return query_error_report(error);

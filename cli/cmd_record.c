@@ -27,8 +27,17 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                 return FALSE;
             }
             o->output = argv[++i];
+            if (!*o->output) { /* as report -o '' says it */
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: %s needs a file name", a);
+                return FALSE;
+            }
         } else if (strncmp(a, "--output=", 9) == 0) {
             o->output = a + 9;
+            if (!*o->output) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --output needs a file name");
+                return FALSE;
+            }
         } else if (strcmp(a, "--snapshot") == 0 || strncmp(a, "--snapshot=", 11) == 0 ||
                    strcmp(a, "--max-snapshots") == 0 || strncmp(a, "--max-snapshots=", 16) == 0 ||
                    strcmp(a, "--snapshot-interval") == 0 ||

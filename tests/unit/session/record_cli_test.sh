@@ -32,6 +32,11 @@ check() { # name, expected status, actual status, stderr file, expected stderr p
 
 "$hl" record 2>err; check "no program" 1 $? err "^heaplens: record: no program to run"
 
+# an empty output name is refused as report -o '' refuses it, not as a file that cannot be made
+"$hl" record -o '' -- true 2>err; check "empty -o" 1 $? err "^heaplens: record: -o needs a file name$"
+"$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
+"$hl" attach 1 -o '' 2>err; check "attach: empty -o" 1 $? err "^heaplens: attach: -o needs a file name$"
+
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
