@@ -704,15 +704,19 @@ def run_service_config(a, name, dll, i, heaplens=None):
 
 
 def jit_tiers(path):
-    """Methods compiled per tier so far, from DOTNET_JitDisasmSummary's lines
+    """Methods compiled per tier so far (Tier0, Instrumented Tier1, Tier1, FullOpts, other), from
+    DOTNET_JitDisasmSummary's lines
     ("  12: JIT compiled NS.Type:Method() [Tier1, IL size=.., code size=..]"). The JIT writes the
     file through stdio: up to a buffer's worth of the latest lines may be missing mid-run."""
     counts = {}
     try:
         for line in open(path, errors="replace"):
             m = re.search(r"JIT compiled .*\[([^,\]]+), IL size", line)
-            if m:
-                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+            if m:  # grouped: "Tier1 with Dynamic PGO" is Tier1, "Instrumented Tier0" Tier0
+                tier = m.group(1)
+                tier = next((g for g in ("Instrumented Tier1", "Tier1", "Tier0", "FullOpts")
+                             if tier.startswith(g) or tier == "Instrumented " + g), tier)
+                counts[tier] = counts.get(tier, 0) + 1
     except OSError:
         pass
     return counts
