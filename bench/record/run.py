@@ -738,10 +738,12 @@ def service_case(a):
             die(f"unknown service config {n} (one of {', '.join(SERVICE_CONFIGS)})")
     if configs[0] != "plain":
         die("--service-configs must start with plain (the ratios' base)")
-    # --other-heaplens: each recorded config also with that build, right after this one's
+    # --other-heaplens: each recorded config also with that build, right after this one's (not
+    # the empty profiler's: its callbacks return at once in any build)
     runs = [(n, n, None) for n in configs]
     if a.other_heaplens:
-        runs = [x for n in configs for x in [(n, n, None)] + ([] if SERVICE_CONFIGS[n][0] is None
+        runs = [x for n in configs for x in [(n, n, None)] + (
+                [] if SERVICE_CONFIGS[n][0] is None or SERVICE_CONFIGS[n][1].get("HEAPLENS_EMPTY")
                 else [(f"{n} (other)", n, a.other_heaplens)])]
     res = {label: [] for label, _, _ in runs}
     loads = [load_average()]
