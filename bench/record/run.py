@@ -37,7 +37,11 @@ Cases (the programs are built or generated into the work directory first):
             keep-alive connections; build/bin/httpload), the server's tree on CPU 0 and the
             client on CPU 1 (--no-pin: not pinned; pinned, the runtime runs workstation GC).
             Prints requests/s and CPU per request of the server's tree, median [min-max], and
-            each round's ratio to plain, median [min-max].
+            each round's ratio to plain, median [min-max]. --other-heaplens PATH records each
+            config (not the empty profiler's) with that build too, right after this one's
+            ("(other)": main's build against a branch's); --jit-summary prints the methods the
+            JIT compiled per tier by the end of the warm-up and during the measure
+            (DOTNET_JitDisasmSummary=1, DOTNET_JitStdOutFile).
 
   midlife   (issue 17; not in `all`) examples/MidLife: 4 threads, about 21M allocations (--rounds
             per thread, default 400,000), objects that live a few GCs, a growing cache; plain,
