@@ -580,6 +580,8 @@ SERVICE_CONFIGS = {
     "plain": (None, {}),
     "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled"], {}),
+    # sampled with HEAPLENS_STATS=1: the collector thread's CPU (cpu_ms) per request
+    "sampled-stats": (["--mode", "sampled"], {"HEAPLENS_STATS": "1"}),
     "full": (["--mode", "full"], {}),
     # the empty profiler with no flag and no session: the profiler's presence alone
     "empty-none": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1", "HEAPLENS_SESSION": "off",
@@ -678,7 +680,9 @@ def run_service_config(a, name, dll, i, heaplens=None):
                 break
         else:
             die(f"service {name}: WebApi did not start")
-        threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+        rest = []  # the program's and the collector's later lines (HEAPLENS_STATS=1: cpu_ms)
+        reader = threading.Thread(target=lambda: rest.extend(p.stdout), daemon=True)
+        reader.start()
         # The warm-up lasts until the JIT is done: WebApi's CPU per request falls by a third
         # until tiered compilation has compiled its hot methods at Tier1 (after 80,000-90,000
         # requests with the server on one CPU; with 2,000 the measure caught the tiering half
@@ -700,6 +704,10 @@ def run_service_config(a, name, dll, i, heaplens=None):
         remove_db(db)
     m = re.search(r"wall_ms=([0-9.]+)", c.stdout)
     res = {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n, "gc": gc}
+    reader.join(10)
+    stats = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", "".join(rest))
+    if stats:  # the collector thread's CPU over the whole run (warm-up included), per request
+        res["collector_us_per_req"] = float(stats.group(1)) * 1000 / ((a.warmup or 0) + a.requests)
     if a.jit_summary:
         res["tiers_warm"] = tiers[0]  # what the JIT had compiled by the end of the warm-up
         res["tiers_measured"] = {k: v - tiers[0].get(k, 0) for k, v in tiers[-1].items()
@@ -756,7 +764,9 @@ def service_case(a):
             res[n].append(run_service_config(a, config, dll, i, heaplens))
             r = res[n][-1]
             print(f"  service {n} run {i + 1}: {r['rps']:.0f} requests/s, "
-                  f"{r['cpu_per_req']:.3f} ms CPU per request", flush=True)
+                  f"{r['cpu_per_req']:.3f} ms CPU per request"
+                  + (f", collector thread {r['collector_us_per_req']:.2f} µs per request (whole run)"
+                     if "collector_us_per_req" in r else ""), flush=True)
             if a.jit_summary:
                 fmt = lambda t: ", ".join(f"{k} {v}" for k, v in sorted(t.items())) or "none"
                 print(f"    JIT after the warm-up: {fmt(r['tiers_warm'])}; during the measure: "
@@ -775,6 +785,9 @@ def service_case(a):
         rps = [r["rps"] for r in res[n]]
         cpu = [r["cpu_per_req"] for r in res[n]]
         line = f"  {n:32} {spread(rps, '.0f'):>18} {spread(cpu, '.3f'):>21}"
+        coll = [r["collector_us_per_req"] for r in res[n] if "collector_us_per_req" in r]
+        if coll:
+            line += f"   collector thread {spread(coll, '.2f')} µs per request"
         if n != "plain":
             rr = [x["rps"] / y["rps"] for x, y in zip(res[n], res["plain"])]
             cr = [x["cpu_per_req"] / y["cpu_per_req"] for x, y in zip(res[n], res["plain"])]
