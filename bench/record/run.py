@@ -670,6 +670,8 @@ def run_service_config(a, name, dll, i, heaplens=None):
     env.update(extra_env)
     jit = os.path.join(a.workdir, f"service-{tag}-{i}.jit")
     if a.jit_summary:  # every method the JIT compiles, with its tier, into `jit`
+        if os.path.exists(jit):
+            os.remove(jit)  # a run of before in the same --workdir
         env.update({"DOTNET_JitStdOutFile": jit, "DOTNET_JitDisasmSummary": "1"})
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     tiers = []
