@@ -661,7 +661,8 @@ def run_service_config(a, name, dll, i, heaplens=None):
     remove_db(db)
     cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{port}"]
     if args is not None:
-        cmd = [heaplens or a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
+        cmd = ([heaplens or a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args
+               + ["--"] + cmd)
     client = [a.httpload, str(port)]
     if a.pin:
         cmd = ["taskset", "-c", "0"] + cmd
@@ -709,7 +710,8 @@ def run_service_config(a, name, dll, i, heaplens=None):
     reader.join(10)
     stats = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", "".join(rest))
     if stats:  # the collector thread's CPU over the whole run (warm-up included), per request
-        res["collector_us_per_req"] = float(stats.group(1)) * 1000 / ((a.warmup or 0) + a.requests)
+        res["collector_us_per_req"] = (float(stats.group(1)) * 1000
+                                       / ((a.warmup or 0) + a.requests))
     if a.jit_summary:
         res["tiers_warm"] = tiers[0]  # what the JIT had compiled by the end of the warm-up
         res["tiers_measured"] = {k: v - tiers[0].get(k, 0) for k, v in tiers[-1].items()
@@ -767,8 +769,8 @@ def service_case(a):
             r = res[n][-1]
             print(f"  service {n} run {i + 1}: {r['rps']:.0f} requests/s, "
                   f"{r['cpu_per_req']:.3f} ms CPU per request"
-                  + (f", collector thread {r['collector_us_per_req']:.2f} µs per request (whole run)"
-                     if "collector_us_per_req" in r else ""), flush=True)
+                  + (f", collector thread {r['collector_us_per_req']:.2f} µs per request "
+                     "(whole run)" if "collector_us_per_req" in r else ""), flush=True)
             if a.jit_summary:
                 fmt = lambda t: ", ".join(f"{k} {v}" for k, v in sorted(t.items())) or "none"
                 print(f"    JIT after the warm-up: {fmt(r['tiers_warm'])}; during the measure: "
