@@ -49,7 +49,9 @@ typedef struct collector {
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
     uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
     uint32_t last_gc_dropped, last_snapshot_dropped;
-    /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown). */
+    /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown; timed only
+     * then: the thread's CPU clock is a system call, two per pass and four per GC). */
+    bool stats;
     uint64_t counted; /* allocations in ALLOC_COUNTS built (sent or not) */
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t spilled; /* events moved out of the pool for waiting threads (hl_tbufs_spill) */

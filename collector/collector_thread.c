@@ -43,6 +43,11 @@ static uint64_t cpu_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* cpu_ns() when the stats are asked for (HEAPLENS_STATS=1), else 0: their timings only. */
+static uint64_t stat_ns(const collector *c) {
+    return c->stats ? cpu_ns() : 0;
+}
+
 /* ---- records lost ----------------------------------------------------------------------- */
 
 /* Reads `n` bytes at `off` of a payload given as two pieces (see hl_outbox_lost_fn). */
@@ -354,9 +359,9 @@ static int by_sequence(const void *a, const void *b) {
  * drain is in and are applied sorted by their sequence number (also after every allocation they
  * may target). */
 static uint64_t drain(collector *c, uint64_t limit) {
-    uint64_t t0 = cpu_ns();
+    uint64_t t0 = stat_ns(c);
     uint64_t n = hl_tbufs_drain(&c->p->rings, limit, on_events, c);
-    c->drain_ns += cpu_ns() - t0;
+    c->drain_ns += stat_ns(c) - t0;
     c->drained += n;
     if (!c->handle_events.n)
         return n;
@@ -413,9 +418,9 @@ static void spill_for_waiters(collector *c) {
 static void wait_drain(void *ctx) {
     collector *c = ctx;
     if (c->drain_while_waiting) {
-        uint64_t t0 = cpu_ns();
+        uint64_t t0 = stat_ns(c);
         uint64_t n = hl_tbufs_drain(&c->p->rings, drain_limit(c), on_events, c);
-        c->drain_ns += cpu_ns() - t0;
+        c->drain_ns += stat_ns(c) - t0;
         c->drained += n;
         c->drained_waiting += n;
     }
@@ -734,18 +739,18 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         c->model_stale = true;
     bool classified = !g->incomplete && !c->model_stale;
     if (classified) {
-        uint64_t t0 = cpu_ns();
+        uint64_t t0 = stat_ns(c);
         if (hm_model_apply_gc(c->model, &in, &sink, &stats) != HM_OK) {
             c->model_failures++;
             classified = false;
             c->model_stale = stays_stale;
         }
-        c->model_ns += cpu_ns() - t0;
+        c->model_ns += stat_ns(c) - t0;
         c->anomalies += stats.anomalies;
     }
     /* Allocations of this interval: the arrays, and those counted without room in them. */
     bool incomplete = !classified || c->young.lost;
-    uint64_t t0 = cpu_ns();
+    uint64_t t0 = stat_ns(c);
     id_vec counts;
     id_vec samples;
     hl_samples_close(c, &c->young, classified, &samples);
@@ -757,15 +762,15 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         unreported_counts(c, g, &counts);
     if (g->census_done)
         census_counts(c, g, &counts);
-    c->aggregate_ns += cpu_ns() - t0;
+    c->aggregate_ns += stat_ns(c) - t0;
     c->interval_gc = g->gc;
     /* Sampled mode: the objects this GC found alive get their ids, before the snapshot reads
      * the model (so that its self-check covers them); sent after the handle kinds. */
     id_vec found_new = {.elem = sizeof(hl_discovered)};
     if (classified && c->p->gcs.discover) {
-        uint64_t t1 = cpu_ns();
+        uint64_t t1 = stat_ns(c);
         hl_discover_apply(c, g, &found_new);
-        c->discover_apply_ns += cpu_ns() - t1;
+        c->discover_apply_ns += stat_ns(c) - t1;
         c->discover_pause_ns += g->discover_ns;
         c->discover_found += g->n_found;
     }
@@ -1225,6 +1230,8 @@ int hl_collector_start(hl_profiler *p) {
     if (!c)
         return ENOMEM;
     c->p = p;
+    const char *stats = getenv("HEAPLENS_STATS");
+    c->stats = stats && strcmp(stats, "1") == 0;
     hl_young_init(&c->young, 1);
     c->drain_while_waiting = true;
     c->deaths.elem = sizeof(uint64_t);

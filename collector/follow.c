@@ -20,6 +20,8 @@ int hl_follow_init(hl_follow *f, bool on, bool attach) {
         return -1;
     const char *check = getenv("HEAPLENS_FOLLOW_CHECK");
     f->check = check && strcmp(check, "1") == 0;
+    const char *stats = getenv("HEAPLENS_STATS");
+    f->timed = stats && strcmp(stats, "1") == 0;
     f->on = true;
     return 0;
 }
@@ -81,7 +83,7 @@ bool hl_follow_gc_needs_ranges(hl_follow *f, uint32_t gc, uint32_t condemned_mas
 void hl_follow_gc_finished(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *c) {
     if (!f->on || !c || !follow_enter(f))
         return;
-    uint64_t t0 = hl_thread_cpu_ns();
+    uint64_t t0 = f->timed ? hl_thread_cpu_ns() : 0;
     uint64_t top = atomic_load_explicit(&f->top, memory_order_acquire);
     if (top > HL_FOLLOW_MAX)
         top = HL_FOLLOW_MAX;
@@ -118,7 +120,8 @@ void hl_follow_gc_finished(hl_follow *f, ICorProfilerInfo *info, hl_gc_capture *
     for (uint64_t i = kept; i < top; i++)
         atomic_store_explicit(&f->entries[i].handle, 0, memory_order_relaxed);
     atomic_store_explicit(&f->top, kept, memory_order_release);
-    f->lookup_ns += hl_thread_cpu_ns() - t0;
+    if (f->timed)
+        f->lookup_ns += hl_thread_cpu_ns() - t0;
     /* Every thread is suspended: the next allocation is after this GC (hl_collector_follows_new
      * takes it into the model once the collector applied this GC). */
     atomic_store_explicit(&f->armed, true, memory_order_relaxed);

@@ -59,6 +59,8 @@ typedef struct hl_follow_seen {
 typedef struct hl_follow {
     bool on;                   /* sampled or attach session with ICorProfilerInfo13 */
     bool check;                /* HEAPLENS_FOLLOW_CHECK=1: ranges at every GC, compared */
+    bool timed;                /* HEAPLENS_STATS=1: lookup_ns measured (two system calls in
+                                * each GC's pause otherwise spent for nothing) */
     atomic_bool fallback;      /* a handle could not be made: ranges at every GC from now */
     atomic_bool armed;         /* handles are made (after an attach: from the end of the
                                 * session's first GC on, hl_collector_follows_new) */

@@ -5,8 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A vector's first block: 4 KiB, from the C library. A vector made afresh at every GC (the
+ * interval's counts and samples, handed to the outbox and released) then costs no mapping of its
+ * own: blocks of 64 KiB and more are mappings (mem.c), and with 4,096 elements first (192 KiB of
+ * counts, 160 KiB of samples) each GC made two and unmapped them, every munmap a TLB shootdown
+ * of the CPUs running the program — on examples/WebApi (a GC every 75 requests) 40% of the
+ * collector thread's CPU (bench/README.md, "Sampled mode's cost on a service"). A vector that
+ * grows large still becomes a mapping at 64 KiB. */
+enum { VEC_FIRST_BYTES = 4096 };
+
 bool hl_vec_grow(id_vec *v) {
-    size_t cap = v->cap ? v->cap * 2 : 4096;
+    size_t first = v->elem < VEC_FIRST_BYTES ? VEC_FIRST_BYTES / v->elem : 1;
+    size_t cap = v->cap ? v->cap * 2 : first;
     void *grown = hl_mem_realloc(v->p, cap * v->elem);
     if (!grown)
         return false;

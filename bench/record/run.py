@@ -4,6 +4,7 @@
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|census|split|all]
                         [--requests N] [--warmup N] [--service-configs plain,...] [--no-pin]
+                        [--other-heaplens PATH] [--jit-summary]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
                         [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
@@ -36,7 +37,11 @@ Cases (the programs are built or generated into the work directory first):
             keep-alive connections; build/bin/httpload), the server's tree on CPU 0 and the
             client on CPU 1 (--no-pin: not pinned; pinned, the runtime runs workstation GC).
             Prints requests/s and CPU per request of the server's tree, median [min-max], and
-            each round's ratio to plain, median [min-max].
+            each round's ratio to plain, median [min-max]. --other-heaplens PATH records each
+            config (not the empty profiler's) with that build too, right after this one's
+            ("(other)": main's build against a branch's); --jit-summary prints the methods the
+            JIT compiled per tier by the end of the warm-up and during the measure
+            (DOTNET_JitDisasmSummary=1, DOTNET_JitStdOutFile).
 
   midlife   (issue 17; not in `all`) examples/MidLife: 4 threads, about 21M allocations (--rounds
             per thread, default 400,000), objects that live a few GCs, a growing cache; plain,
@@ -575,6 +580,8 @@ SERVICE_CONFIGS = {
     "plain": (None, {}),
     "empty-sampled": (["--mode", "sampled"], EMPTY_SAMPLED_ENV),
     "sampled": (["--mode", "sampled"], {}),
+    # sampled with HEAPLENS_STATS=1: the collector thread's CPU (cpu_ms) per request
+    "sampled-stats": (["--mode", "sampled"], {"HEAPLENS_STATS": "1"}),
     "full": (["--mode", "full"], {}),
     # the empty profiler with no flag and no session: the profiler's presence alone
     "empty-none": (["--mode", "sampled"], {"HEAPLENS_EMPTY": "1", "HEAPLENS_SESSION": "off",
@@ -640,7 +647,7 @@ def load_average():
     return float(open("/proc/loadavg").read().split()[0])
 
 
-def run_service_config(a, name, dll, i):
+def run_service_config(a, name, dll, i, heaplens=None):
     """WebApi started as `name` says, warmed up (a.warmup requests), then a.requests requests from
     4 keep-alive connections of bench/record/httpload.c: requests/s and CPU ms per request of
     the server's whole process tree (program, heaplens, writer; not the client). With --pin
@@ -649,18 +656,26 @@ def run_service_config(a, name, dll, i):
     asks for server GC; --no-pin keeps it, the client then sharing the server's CPUs)."""
     args, extra_env = SERVICE_CONFIGS[name]
     port = free_port()
-    db = os.path.join(a.workdir, f"service-{name}-{i}.db")
+    tag = name + ("-other" if heaplens else "")
+    db = os.path.join(a.workdir, f"service-{tag}-{i}.db")
     remove_db(db)
     cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{port}"]
     if args is not None:
-        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
+        cmd = ([heaplens or a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args
+               + ["--"] + cmd)
     client = [a.httpload, str(port)]
     if a.pin:
         cmd = ["taskset", "-c", "0"] + cmd
         client = ["taskset", "-c", "1"] + client
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
     env.update(extra_env)
+    jit = os.path.join(a.workdir, f"service-{tag}-{i}.jit")
+    if a.jit_summary:  # every method the JIT compiles, with its tier, into `jit`
+        if os.path.exists(jit):
+            os.remove(jit)  # a run of before in the same --workdir
+        env.update({"DOTNET_JitStdOutFile": jit, "DOTNET_JitDisasmSummary": "1"})
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tiers = []
     try:
         for line in p.stdout:
             if "WebApi: listening" in line:
@@ -668,7 +683,9 @@ def run_service_config(a, name, dll, i):
                 break
         else:
             die(f"service {name}: WebApi did not start")
-        threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+        rest = []  # the program's and the collector's later lines (HEAPLENS_STATS=1: cpu_ms)
+        reader = threading.Thread(target=lambda: rest.extend(p.stdout), daemon=True)
+        reader.start()
         # The warm-up lasts until the JIT is done: WebApi's CPU per request falls by a third
         # until tiered compilation has compiled its hot methods at Tier1 (after 80,000-90,000
         # requests with the server on one CPU; with 2,000 the measure caught the tiering half
@@ -680,6 +697,8 @@ def run_service_config(a, name, dll, i):
             cpu = tree_cpu_ms(p.pid) - cpu0
             if c.returncode != 0:
                 die(f"service {name}: {c.stdout.strip()}")
+            if a.jit_summary:
+                tiers.append(jit_tiers(jit))
     finally:
         stop_process(p, signal.SIGTERM)
     if p.returncode not in (0, 143, -signal.SIGTERM):
@@ -687,7 +706,36 @@ def run_service_config(a, name, dll, i):
     if not a.keep:
         remove_db(db)
     m = re.search(r"wall_ms=([0-9.]+)", c.stdout)
-    return {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n, "gc": gc}
+    res = {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n, "gc": gc}
+    reader.join(10)
+    stats = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", "".join(rest))
+    if stats:  # the collector thread's CPU over the whole run (warm-up included), per request
+        res["collector_us_per_req"] = (float(stats.group(1)) * 1000
+                                       / ((a.warmup or 0) + a.requests))
+    if a.jit_summary:
+        res["tiers_warm"] = tiers[0]  # what the JIT had compiled by the end of the warm-up
+        res["tiers_measured"] = {k: v - tiers[0].get(k, 0) for k, v in tiers[-1].items()
+                                 if v - tiers[0].get(k, 0)}  # ... and during the measure
+    return res
+
+
+def jit_tiers(path):
+    """Methods compiled per tier so far (Tier0, Instrumented Tier1, Tier1, FullOpts, other), from
+    DOTNET_JitDisasmSummary's lines
+    ("  12: JIT compiled NS.Type:Method() [Tier1, IL size=.., code size=..]"). The JIT writes the
+    file through stdio: up to a buffer's worth of the latest lines may be missing mid-run."""
+    counts = {}
+    try:
+        for line in open(path, errors="replace"):
+            m = re.search(r"JIT compiled .*\[([^,\]]+), IL size", line)
+            if m:  # grouped: "Tier1 with Dynamic PGO" is Tier1, "Instrumented Tier0" Tier0
+                tier = m.group(1)
+                tier = next((g for g in ("Instrumented Tier1", "Tier1", "Tier0", "FullOpts")
+                             if tier.startswith(g) or tier == "Instrumented " + g), tier)
+                counts[tier] = counts.get(tier, 0) + 1
+    except OSError:
+        pass
+    return counts
 
 
 def spread(xs, fmt):
@@ -706,13 +754,27 @@ def service_case(a):
             die(f"unknown service config {n} (one of {', '.join(SERVICE_CONFIGS)})")
     if configs[0] != "plain":
         die("--service-configs must start with plain (the ratios' base)")
-    res = {n: [] for n in configs}
+    # --other-heaplens: each recorded config also with that build, right after this one's (not
+    # the empty profiler's: its callbacks return at once in any build)
+    runs = [(n, n, None) for n in configs]
+    if a.other_heaplens:
+        runs = [x for n in configs for x in [(n, n, None)] + (
+                [] if SERVICE_CONFIGS[n][0] is None or SERVICE_CONFIGS[n][1].get("HEAPLENS_EMPTY")
+                else [(f"{n} (other)", n, a.other_heaplens)])]
+    res = {label: [] for label, _, _ in runs}
     loads = [load_average()]
     for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
-        for n in configs:
-            res[n].append(run_service_config(a, n, dll, i))
-            print(f"  service {n} run {i + 1}: {res[n][-1]['rps']:.0f} requests/s, "
-                  f"{res[n][-1]['cpu_per_req']:.3f} ms CPU per request", flush=True)
+        for n, config, heaplens in runs:
+            res[n].append(run_service_config(a, config, dll, i, heaplens))
+            r = res[n][-1]
+            print(f"  service {n} run {i + 1}: {r['rps']:.0f} requests/s, "
+                  f"{r['cpu_per_req']:.3f} ms CPU per request"
+                  + (f", collector thread {r['collector_us_per_req']:.2f} µs per request "
+                     "(whole run)" if "collector_us_per_req" in r else ""), flush=True)
+            if a.jit_summary:
+                fmt = lambda t: ", ".join(f"{k} {v}" for k, v in sorted(t.items())) or "none"
+                print(f"    JIT after the warm-up: {fmt(r['tiers_warm'])}; during the measure: "
+                      f"{fmt(r['tiers_measured'])}", flush=True)
         loads.append(load_average())
     gcs = sorted({r["gc"] for rs in res.values() for r in rs})
     print(f"\n== service (examples/WebApi, {'/'.join(gcs)} GC, {a.requests:,} requests of GET /orders/50..249 "
@@ -721,10 +783,15 @@ def service_case(a):
           f"{a.runs} interleaved runs, load average {min(loads):.1f}-{max(loads):.1f})")
     print("config: median [min-max] of requests/s and of CPU ms per request (program + heaplens + "
           "writer); the ratios to plain are the medians [min-max] of each round's own ratio")
-    for n in configs:
+    if a.other_heaplens:
+        print(f"(other): the same config recorded by {a.other_heaplens}")
+    for n in res:
         rps = [r["rps"] for r in res[n]]
         cpu = [r["cpu_per_req"] for r in res[n]]
-        line = f"  {n:24} {spread(rps, '.0f'):>18} {spread(cpu, '.3f'):>21}"
+        line = f"  {n:32} {spread(rps, '.0f'):>18} {spread(cpu, '.3f'):>21}"
+        coll = [r["collector_us_per_req"] for r in res[n] if "collector_us_per_req" in r]
+        if coll:
+            line += f"   collector thread {spread(coll, '.2f')} µs per request"
         if n != "plain":
             rr = [x["rps"] / y["rps"] for x, y in zip(res[n], res["plain"])]
             cr = [x["cpu_per_req"] / y["cpu_per_req"] for x, y in zip(res[n], res["plain"])]
@@ -1043,6 +1110,12 @@ def main():
                     help="service case: configurations, comma-separated, plain first (default "
                          f"{SERVICE_DEFAULT}; the others split the runtime's floor: "
                          f"{', '.join(n for n in SERVICE_CONFIGS if n not in SERVICE_DEFAULT.split(','))})")
+    ap.add_argument("--other-heaplens",
+                    help="service case: also record each config with this heaplens build "
+                         "(another branch's, main's), interleaved: labelled '(other)'")
+    ap.add_argument("--jit-summary", action="store_true",
+                    help="service case: count the methods the JIT compiled per tier, after the "
+                         "warm-up and during the measure (DOTNET_JitDisasmSummary=1)")
     ap.add_argument("--no-pin", dest="pin", action="store_false",
                     help="service case: do not pin the server (CPU 0) and the client (CPU 1)")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
@@ -1055,6 +1128,10 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     a = ap.parse_args()
     a.heaplens = os.path.abspath(a.heaplens)
+    if a.other_heaplens:
+        a.other_heaplens = os.path.abspath(a.other_heaplens)
+        if not os.access(a.other_heaplens, os.X_OK):
+            die(f"{a.other_heaplens} is not executable")
     if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
         a.pin = False
     if not os.access(a.heaplens, os.X_OK):

@@ -417,6 +417,23 @@ int main(void) {
         hl_vec_release(&v);
     }
 
+    /* A vector's first block stays below the collector's mapping threshold (64 KiB, mem.c): a
+     * GC's counts and samples, made afresh at every GC, cost no mmap and munmap each. */
+    {
+        id_vec counts_v = {.elem = sizeof(hl_alloc_count)};
+        id_vec samples_v = {.elem = sizeof(hl_alloc_sample)};
+        hl_alloc_count ac = {.type_id = 1};
+        hl_alloc_sample as = {.type_id = 1};
+        CHECK(hl_vec_push(&counts_v, &ac) && hl_vec_push(&samples_v, &as));
+        CHECK(counts_v.cap * counts_v.elem <= 4096 && counts_v.cap > 0);
+        CHECK(samples_v.cap * samples_v.elem <= 4096 && samples_v.cap > 0);
+        id_vec big = {.elem = 8192}; /* larger than the first block: one element */
+        CHECK(hl_vec_append(&big) && big.cap == 1);
+        hl_vec_release(&counts_v);
+        hl_vec_release(&samples_v);
+        hl_vec_release(&big);
+    }
+
     CHECK_INT(y.failures, 0);
     hl_vec_release(&survivors);
     hl_young_packed_release(&packed);
