@@ -298,7 +298,8 @@ typedef struct handle_event {
 
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
  * this also runs while the outbox waits for the writer (wait_drain). */
-static inline void on_alloc(collector *c, uint64_t id, const hl_ev_alloc *a, uint32_t os_tid) {
+static inline __attribute__((always_inline)) void on_alloc(collector *c, uint64_t id,
+                                                           const hl_ev_alloc *a, uint32_t os_tid) {
     hl_samples_on_alloc(c, id, a->addr, os_tid);
     if (hl_collector_follows_new(c) && hm_model_add(c->model, a->addr, id) != HM_OK)
         c->model_failures++;
@@ -332,28 +333,19 @@ static void on_handle(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
         c->model_failures++;
 }
 
-/* A run of one thread's events (hl_tbufs_drain): its allocations' ids counted from `id` and
- * from each MARK (thread_buffers.h). */
-static void on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t id,
-                      uint32_t os_tid) {
+/* A run of one thread's events (hl_tbufs_drain, hl_ev_next): one pass, on_alloc inlined. */
+static size_t on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t limit,
+                        uint64_t *id, uint32_t os_tid) {
     collector *c = ctx;
-    for (size_t i = 0; i < n;) {
-        const hl_alloc_event *e = &ev[i];
-        if (__builtin_expect(HL_EV_KIND(e) == HL_EV_ALLOC, 1)) {
-            hl_ev_alloc a = hl_ev_alloc_decode(e); /* its ALLOC branch alone, inlined */
-            on_alloc(c, id++, &a, os_tid);
-            i++;
-            continue;
-        }
+    hl_ev_iter it = {.ev = ev, .n = n, .limit = limit, .id = *id};
+    for (const hl_alloc_event *e; (e = hl_ev_next(&it));) {
         switch (HL_EV_KIND(e)) {
+        case HL_EV_ALLOC:
         case HL_EV_ALLOC_WIDE: {
             hl_ev_alloc a = hl_ev_alloc_decode(e);
-            on_alloc(c, id++, &a, os_tid);
+            on_alloc(c, it.id - 1, &a, os_tid);
             break;
         }
-        case HL_EV_MARK:
-            id = e->a;
-            break;
         case HL_EV_HANDLE_CREATED:
         case HL_EV_HANDLE_DESTROYED:
             on_handle(c, e, os_tid);
@@ -361,11 +353,10 @@ static void on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t id
         case HL_EV_SAMPLE:
             hl_samples_on_event(c, e, os_tid);
             break;
-        default: /* PAD */
-            break;
         }
-        i += hl_ev_slots(e);
     }
+    *id = it.id;
+    return it.at;
 }
 
 static int by_sequence(const void *a, const void *b) {

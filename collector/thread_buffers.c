@@ -394,38 +394,6 @@ uint32_t hl_sample_encode(hl_alloc_event *out, uint64_t id, uint64_t address, ui
 
 /* ---- consumer side -------------------------------------------------------------------------- */
 
-/* The whole events of ev[pos..end) that the limit lets through: returns where they end (the
- * first event with an id at or above the limit, or `end`, or an event that does not fit before
- * `end`), and moves *id, the id of the next allocation, over them. Allocations carry no id: a
- * block's allocations lie below the limit exactly when its MARK does (hl_alloc_events_fn). */
-static size_t events_scan(const hl_alloc_event *ev, size_t pos, size_t end, uint64_t limit,
-                          uint64_t *id) {
-    uint64_t next = *id;
-    while (pos < end) {
-        const hl_alloc_event *e = &ev[pos];
-        unsigned kind = HL_EV_KIND(e);
-        if (kind == HL_EV_ALLOC) {
-            next++;
-            pos++;
-            continue;
-        }
-        if ((kind == HL_EV_MARK || kind == HL_EV_HANDLE_CREATED || kind == HL_EV_HANDLE_DESTROYED ||
-             kind == HL_EV_SAMPLE) &&
-            e->a >= limit)
-            break;
-        uint32_t slots = hl_ev_slots(e);
-        if (slots > end - pos)
-            break;
-        if (kind == HL_EV_MARK)
-            next = e->a;
-        else if (kind == HL_EV_ALLOC_WIDE)
-            next++;
-        pos += slots;
-    }
-    *id = next;
-    return pos;
-}
-
 /* The slot's spilled events below the limit, in runs of at most a chunk's slots. Returns false
  * when it stopped at the limit (the chunks hold only later events). */
 static bool spill_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_events_fn fn, void *ctx,
@@ -434,12 +402,12 @@ static bool spill_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_events
     while (at < b->spill_n) {
         size_t piece = b->spill_n - at < HL_TBUF_CHUNK_EVENTS ? b->spill_n - at
                                                                : HL_TBUF_CHUNK_EVENTS;
-        uint64_t first = b->drain_id;
-        size_t end = events_scan(b->spill, at, at + piece, limit, &b->drain_id);
-        if (end == at)
+        /* Less than the piece: the limit, or an event the piece's end cut (the next run
+         * starts with it); nothing: the limit. */
+        size_t used = fn(ctx, &b->spill[at], piece, limit, &b->drain_id, b->os_tid);
+        if (!used)
             break;
-        fn(ctx, &b->spill[at], end - at, first, b->os_tid);
-        at = end;
+        at += used;
     }
     *n += at - pos;
     r->spilled -= at - pos;
@@ -473,14 +441,10 @@ static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_eve
     for (;;) {
         uint32_t fill = atomic_load_explicit(&r->desc[chunk].fill, memory_order_acquire);
         const hl_alloc_event *ev = r->pool + (size_t)chunk * HL_TBUF_CHUNK_EVENTS;
-        /* Not a binary search: handle events and samples take ids from the shared counter,
-         * above the rest of the thread's current block, so ids are not ascending. */
-        uint64_t first = b->drain_id;
-        uint32_t end = (uint32_t)events_scan(ev, pos, fill, limit, &b->drain_id);
-        if (end > pos) {
-            fn(ctx, &ev[pos], end - pos, first, b->os_tid);
-            n += end - pos;
-            pos = end;
+        if (fill > pos) {
+            size_t used = fn(ctx, &ev[pos], fill - pos, limit, &b->drain_id, b->os_tid);
+            n += used;
+            pos += (uint32_t)used;
         }
         if (pos < HL_TBUF_CHUNK_EVENTS)
             break; /* stopped at the limit, or caught up with the producer */

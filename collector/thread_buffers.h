@@ -50,7 +50,7 @@
  * slot and later) has kind CONT. Multi-slot events are pushed whole into one chunk and
  * published at once (hl_tbuf_push_n), so a consumer always sees whole events, and only the first
  * slot of an event (a MARK, a handle event or a sample's head) carries an id: the drain's limit
- * is compared with those alone (thread_buffers.c events_scan). User-space pointers (class ids,
+ * is compared with those alone (hl_ev_next). User-space pointers (class ids,
  * handles, instruction pointers) fit in 60 bits (below 2^57 even with 5-level paging). */
 typedef struct hl_alloc_event {
     uint64_t a;
@@ -325,20 +325,62 @@ static inline void hl_tbuf_count_allocation(hl_tbuf *b) {
     hl_tbuf_count(&b->allocations);
 }
 
-/* Consumer side (collector thread only). Hands every event with id < limit to fn, in push order
- * per slot (slots one after another; a slot's spilled events first), as runs of whole events of
- * one slot (ev[0..n) slots, n >= 1, never more than a chunk's): one indirect call per run, not
- * per event, since the collector takes tens of millions of events per second. `id` is the id of
- * the run's first allocation (ALLOC or ALLOC_WIDE) before any MARK in it: the consumer counts
- * from there, and from each MARK's id (hl_ev_alloc_decode, hl_ev_slots). Returns the slots
- * consumed. Chunks read to the end go back to the pool; slots whose thread exited are freed
- * for reuse once empty.
- *
- * The limit is the id counter read before the drain, or the first id after a GC: every
- * allocation of a block taken before that moment lies below it, of one taken after it at or
- * above, so the drain compares the limit with MARKs, handle events and samples only. */
-typedef void (*hl_alloc_events_fn)(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t id,
-                                   uint32_t os_tid);
+/* Consumer side (collector thread only). Hands each slot's events (slots one after another; a
+ * slot's spilled events first), in push order, to fn as runs (ev[0..n) slots, n >= 1, never
+ * more than a chunk's): one indirect call per run, not per event, since the collector takes
+ * tens of millions of events per second. fn consumes the run's events from its start while
+ * their ids lie below `limit`, and returns the slots it consumed; the rest is handed again by a
+ * later drain. It walks them with hl_ev_next, which keeps the rules: `*id` is the id of the next
+ * allocation (ALLOC, ALLOC_WIDE), counted on from there and from each MARK's id, and left at the
+ * next one's; the walk stops before the first MARK, handle event or sample whose id is at or
+ * above the limit, and before an event cut by the run's end (the spill's runs are cut where a
+ * chunk's worth ends). One pass: the limit is compared with those events alone, because a
+ * block's allocations lie below a limit exactly when its MARK does — the limit is the id
+ * counter read before the drain or a GC's first id after it, and a block serves one GC epoch.
+ * So the limits of successive drains must never decrease. Returns the slots consumed. Chunks
+ * read to the end go back to the pool; slots whose thread exited are freed for reuse once
+ * empty. */
+typedef size_t (*hl_alloc_events_fn)(void *ctx, const hl_alloc_event *ev, size_t n,
+                                     uint64_t limit, uint64_t *id, uint32_t os_tid);
+/* A walk over one run's events (hl_alloc_events_fn): {ev, n, 0, limit, *id}. */
+typedef struct hl_ev_iter {
+    const hl_alloc_event *ev;
+    size_t n, at;   /* slots in the run; the slots consumed */
+    uint64_t limit;
+    uint64_t id;    /* the next allocation's id: an allocation just returned has id - 1 */
+} hl_ev_iter;
+/* The next event to consume (its first slot: ALLOC, ALLOC_WIDE, a handle event or a sample;
+ * MARKs and PADs are taken in passing), or NULL at the run's end or the limit. Inline: the
+ * fast path, an ALLOC, is a kind check and two increments. */
+static inline const hl_alloc_event *hl_ev_next(hl_ev_iter *it) {
+    while (it->at < it->n) {
+        const hl_alloc_event *e = &it->ev[it->at];
+        unsigned kind = HL_EV_KIND(e);
+        if (__builtin_expect(kind == HL_EV_ALLOC, 1)) {
+            it->at++;
+            it->id++;
+            return e;
+        }
+        if ((kind == HL_EV_MARK || kind == HL_EV_HANDLE_CREATED ||
+             kind == HL_EV_HANDLE_DESTROYED || kind == HL_EV_SAMPLE) &&
+            e->a >= it->limit)
+            return NULL;
+        uint32_t slots = hl_ev_slots(e);
+        if (slots > it->n - it->at)
+            return NULL;
+        it->at += slots;
+        if (kind == HL_EV_MARK) {
+            it->id = e->a;
+            continue;
+        }
+        if (kind == HL_EV_PAD || kind == HL_EV_CONT)
+            continue;
+        if (kind == HL_EV_ALLOC_WIDE)
+            it->id++;
+        return e;
+    }
+    return NULL;
+}
 uint64_t hl_tbufs_drain(hl_tbufs *r, uint64_t limit, hl_alloc_events_fn fn, void *ctx);
 
 /* Consumer side: threads waiting for a chunk now (a hint: the consumer should spill). */

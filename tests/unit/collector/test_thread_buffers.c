@@ -136,34 +136,33 @@ static void consume_one(drain_ctx *d, uint64_t id, const hl_alloc_event *ev, uin
     d->consumed++;
 }
 
-static void consume(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t id, uint32_t os_tid) {
+static size_t consume(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t limit, uint64_t *id,
+                      uint32_t os_tid) {
     drain_ctx *d = ctx;
     CHECK(n >= 1 && n <= HL_TBUF_CHUNK_EVENTS); /* a run lies within one chunk */
-    for (size_t i = 0; i < n; i += hl_ev_slots(&ev[i])) {
-        CHECK(i + hl_ev_slots(&ev[i]) <= n); /* runs hold whole events */
-        switch (HL_EV_KIND(&ev[i])) {
+    CHECK(limit == d->limit);
+    hl_ev_iter it = {.ev = ev, .n = n, .limit = limit, .id = *id};
+    for (const hl_alloc_event *e; (e = hl_ev_next(&it));) {
+        switch (HL_EV_KIND(e)) {
         case HL_EV_ALLOC:
         case HL_EV_ALLOC_WIDE:
-            consume_one(d, id++, &ev[i], os_tid);
-            break;
-        case HL_EV_MARK:
-            CHECK(ev[i].a < d->limit);
-            id = ev[i].a;
+            consume_one(d, it.id - 1, e, os_tid);
             break;
         case HL_EV_HANDLE_DESTROYED:
-            CHECK(ev[i].a < d->limit && ev[i].a < seen_cap);
-            if (ev[i].a < seen_cap) {
-                CHECK(seen[ev[i].a] == 0);
-                seen[ev[i].a]++;
+            CHECK(e->a < limit && e->a < seen_cap);
+            if (e->a < seen_cap) {
+                CHECK(seen[e->a] == 0);
+                seen[e->a]++;
             }
             d->handles++;
             break;
-        case HL_EV_PAD:
-            break;
         default:
-            CHECK(!"an event of a kind never pushed, or a slot in the middle of one");
+            CHECK(!"an event of a kind never pushed");
         }
     }
+    CHECK(it.at <= n);
+    *id = it.id;
+    return it.at;
 }
 
 /* Every key pushed was decoded with the id its producer used (ids implied by the MARKs). */
@@ -261,38 +260,37 @@ typedef struct dec_ctx {
     uint64_t limit, consumed;
 } dec_ctx;
 
-static void dec_consume(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t id,
-                        uint32_t os_tid) {
+static size_t dec_consume(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t limit,
+                          uint64_t *id, uint32_t os_tid) {
     dec_ctx *d = ctx;
     (void)os_tid;
-    for (size_t i = 0; i < n; i += hl_ev_slots(&ev[i])) {
-        unsigned kind = HL_EV_KIND(&ev[i]);
-        if (kind == HL_EV_MARK) {
-            CHECK(ev[i].a < d->limit);
-            id = ev[i].a;
-        } else if (kind == HL_EV_HANDLE_CREATED) {
-            CHECK(ev[i].a < d->limit);
+    hl_ev_iter it = {.ev = ev, .n = n, .limit = limit, .id = *id};
+    for (const hl_alloc_event *e; (e = hl_ev_next(&it));) {
+        unsigned kind = HL_EV_KIND(e);
+        if (kind == HL_EV_HANDLE_CREATED) {
+            CHECK(e->a < d->limit);
             CHECK(dec_handles_consumed < dec_handles_pushed &&
-                  ev[i].a == dec_handle_seq[dec_handles_consumed]);
-            CHECK((ev[i].b & HL_EV_LOW60) == 0x1000 + ev[i].a && ev[i + 1].a == 0x2000);
+                  e->a == dec_handle_seq[dec_handles_consumed]);
+            CHECK((e->b & HL_EV_LOW60) == 0x1000 + e->a && e[1].a == 0x2000);
             dec_handles_consumed++;
         } else if (kind == HL_EV_ALLOC || kind == HL_EV_ALLOC_WIDE) {
-            hl_ev_alloc a = hl_ev_alloc_decode(&ev[i]);
-            uint64_t k = (a.addr & HL_EV_LOW48) / 16;
+            hl_ev_alloc a = hl_ev_alloc_decode(e);
+            uint64_t k = (a.addr & HL_EV_LOW48) / 16, got = it.id - 1;
             CHECK(k > 0 && k < dec_keys);
             if (k == 0 || k >= dec_keys)
                 continue;
-            CHECK_INT(id, dec_log[k].id);
-            CHECK(id < d->limit);
+            CHECK_INT(got, dec_log[k].id);
+            CHECK(got < d->limit);
             CHECK(a.addr == dec_log[k].addr && a.class_id == dec_log[k].class_id);
             CHECK_INT(a.size, dec_log[k].size);
             CHECK(dec_log[k].consumed++ == 0);
-            id++;
             d->consumed++;
         } else {
-            CHECK(kind == HL_EV_PAD);
+            CHECK(!"an event of a kind never pushed");
         }
     }
+    *id = it.id;
+    return it.at;
 }
 
 static void test_decode(void) {
