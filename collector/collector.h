@@ -64,7 +64,7 @@ typedef struct hl_profiler {
      * add took the line from the others, with `active` and the flags every ObjectAllocated
      * reads (7% of its samples were the load of `active`). id_epoch is read by every
      * ObjectAllocated and written only at GC starts. */
-    _Alignas(64) atomic_uint_fast64_t next_id; /* the next id (or block of ids: hl_tbuf_next_id) not given */
+    _Alignas(64) atomic_uint_fast64_t next_id; /* the next id (or block of ids: hl_tbuf_push_alloc) not given */
     _Alignas(64) atomic_uint_fast64_t id_epoch; /* changes at every GC start: id blocks serve one epoch */
     hl_tbufs rings;             /* the thread buffers: slots and the chunk pool */
     hl_gc_queue gcs;

@@ -80,12 +80,11 @@ typedef struct collector {
     id_vec deaths, promotions;
     id_vec handle_events; /* HANDLE_* events of one drain, applied in sequence order */
     /* Allocation samples (samples.c): frames and stacks interned, the open interval's samples,
-     * the one being assembled from its HL_EV_SAMPLE events, and the last one waiting for its
+     * the one being read from its HL_EV_SAMPLE slots, and the last one waiting for its
      * ObjectAllocated (full mode: the next allocation of the same thread at the same address). */
     hl_frames frames;
     id_vec samples;       /* hl_alloc_sample of the open interval */
     struct {
-        bool open;
         hl_alloc_sample s;
         uint64_t address;
         uint32_t kept, got, reported;
@@ -109,10 +108,11 @@ typedef struct collector {
     char name[4096];
 } collector;
 
-/* samples.c: HL_EV_SAMPLE events (assembled into samples, frames resolved, stack interned), the
- * link of a sample to its object (an ALLOC event), and the records. */
+/* samples.c: an HL_EV_SAMPLE event (all its slots from `ev` on: frames resolved, stack
+ * interned), the link of a sample to its object (the allocation `id` at `addr`), and the
+ * records. */
 void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid);
-static inline void hl_samples_on_alloc(collector *c, const hl_alloc_event *ev, uint32_t os_tid);
+static inline void hl_samples_on_alloc(collector *c, uint64_t id, uint64_t addr, uint32_t os_tid);
 /* Takes the open interval's samples into *out (hl_alloc_sample, owned by the caller); an object
  * id stays only when the GC was classified and `y` has it alive (hl_young_alive: before
  * hl_young_close): objects rows exist for survivors only. */
@@ -122,10 +122,10 @@ void hl_samples_flush_names(collector *c);
 /* Sends the interval's ALLOC_SAMPLES (when sampling is on) and frees `samples`. */
 void hl_samples_send(collector *c, uint32_t gc, id_vec *samples);
 
-static inline void hl_samples_on_alloc(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
+static inline void hl_samples_on_alloc(collector *c, uint64_t id, uint64_t addr, uint32_t os_tid) {
     if (c->link.waiting && c->link.os_tid == os_tid) {
-        if (c->link.address == ev->addr && c->link.index < c->samples.n) {
-            ((hl_alloc_sample *)c->samples.p)[c->link.index].object_id = ev->id;
+        if (c->link.address == addr && c->link.index < c->samples.n) {
+            ((hl_alloc_sample *)c->samples.p)[c->link.index].object_id = id;
             c->samples_linked++;
         }
         c->link.waiting = false;

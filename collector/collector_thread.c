@@ -295,60 +295,77 @@ void hl_collector_flush_types(collector *c) {
 
 #define WEAK_PENDING_KEY(os_tid) ((uint64_t)(os_tid) | 1ull << 32) /* never 0 */
 
+/* A handle event as the drain keeps it until the drain's end (thread_buffers.h HL_EV_HANDLE_*). */
+typedef struct handle_event {
+    uint64_t seq, handle, target;
+    unsigned kind;
+} handle_event;
+
 /* Per allocation: the model's append, and the young arrays' entry. Nothing here sends a record:
  * this also runs while the outbox waits for the writer (wait_drain). */
-static inline void on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
-    switch (HL_EV_KIND(ev)) {
-    case HL_EV_ALLOC: {
-        hl_samples_on_alloc(c, ev, os_tid);
-        if (hl_collector_follows_new(c) && hm_model_add(c->model, ev->addr, ev->id) != HM_OK)
+static inline __attribute__((always_inline)) void on_alloc(collector *c, uint64_t id,
+                                                           const hl_ev_alloc *a, uint32_t os_tid) {
+    hl_samples_on_alloc(c, id, a->addr, os_tid);
+    if (hl_collector_follows_new(c) && hm_model_add(c->model, a->addr, id) != HM_OK)
+        c->model_failures++;
+    uint32_t type_id = hl_collector_type_id(c, a->class_id);
+    hl_young_add(&c->young, id, type_id, os_tid, a->size);
+    /* Events of one thread arrive in its order: remember its last WeakReference until its
+     * next event (the HandleCreated of that WeakReference's constructor). */
+    uint8_t traits = hl_collector_type_traits(c, type_id);
+    if (traits & TYPE_TRAIT_WEAK_REFERENCE) {
+        if (!hl_u64map_put(&c->weak_pending, WEAK_PENDING_KEY(os_tid), id))
             c->model_failures++;
-        uint32_t type_id = hl_collector_type_id(c, ev->class_id);
-        hl_young_add(&c->young, ev->id, type_id, os_tid, HL_EV_SIZE(ev));
-        /* Events of one thread arrive in its order: remember its last WeakReference until its
-         * next event (the HandleCreated of that WeakReference's constructor). */
-        uint8_t traits = hl_collector_type_traits(c, type_id);
-        if (traits & TYPE_TRAIT_WEAK_REFERENCE) {
-            if (!hl_u64map_put(&c->weak_pending, WEAK_PENDING_KEY(os_tid), ev->id))
-                c->model_failures++;
-        } else if (c->weak_pending.count) {
-            hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
-        }
-        if (traits & (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE))
-            hl_collector_type_size(c, type_id, HL_EV_SIZE(ev));
-        break;
+    } else if (c->weak_pending.count) {
+        hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
     }
-    case HL_EV_HANDLE_CREATED:
-        if (c->weak_pending.count) {
-            uint64_t *owner = hl_u64map_get(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
-            if (owner) {
-                if (!hl_u64map_put(&c->weak_owned, *owner, ev->addr))
-                    c->model_failures++;
-                hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
-            }
-        }
-        if (!hl_vec_push(&c->handle_events, ev))
-            c->model_failures++;
-        break;
-    case HL_EV_HANDLE_DESTROYED:
-        if (!hl_vec_push(&c->handle_events, ev))
-            c->model_failures++;
-        break;
-    case HL_EV_SAMPLE:
-        hl_samples_on_event(c, ev, os_tid);
-        break;
-    }
+    if (traits & (TYPE_TRAIT_DELEGATE | TYPE_TRAIT_VALUE_TYPE))
+        hl_collector_type_size(c, type_id, a->size);
 }
 
-/* A run of one thread's events (hl_tbufs_drain): on_event inlined into one loop. */
-static void on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint32_t os_tid) {
+static void on_handle(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
+    handle_event h = {.seq = ev[0].a, .handle = ev[0].b & HL_EV_LOW60, .target = ev[1].a,
+                      .kind = HL_EV_KIND(ev)};
+    if (h.kind == HL_EV_HANDLE_CREATED && c->weak_pending.count) {
+        uint64_t *owner = hl_u64map_get(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+        if (owner) {
+            if (!hl_u64map_put(&c->weak_owned, *owner, h.handle))
+                c->model_failures++;
+            hl_u64map_remove(&c->weak_pending, WEAK_PENDING_KEY(os_tid));
+        }
+    }
+    if (!hl_vec_push(&c->handle_events, &h))
+        c->model_failures++;
+}
+
+/* A run of one thread's events (hl_tbufs_drain, hl_ev_next): one pass, on_alloc inlined. */
+static size_t on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t limit,
+                        uint64_t *id, uint32_t os_tid) {
     collector *c = ctx;
-    for (size_t i = 0; i < n; i++)
-        on_event(c, &ev[i], os_tid);
+    hl_ev_iter it = {.ev = ev, .n = n, .limit = limit, .id = *id};
+    for (const hl_alloc_event *e; (e = hl_ev_next(&it));) {
+        switch (HL_EV_KIND(e)) {
+        case HL_EV_ALLOC:
+        case HL_EV_ALLOC_WIDE: {
+            hl_ev_alloc a = hl_ev_alloc_decode(e);
+            on_alloc(c, it.id - 1, &a, os_tid);
+            break;
+        }
+        case HL_EV_HANDLE_CREATED:
+        case HL_EV_HANDLE_DESTROYED:
+            on_handle(c, e, os_tid);
+            break;
+        case HL_EV_SAMPLE:
+            hl_samples_on_event(c, e, os_tid);
+            break;
+        }
+    }
+    *id = it.id;
+    return it.at;
 }
 
 static int by_sequence(const void *a, const void *b) {
-    uint64_t x = ((const hl_alloc_event *)a)->id, y = ((const hl_alloc_event *)b)->id;
+    uint64_t x = ((const handle_event *)a)->seq, y = ((const handle_event *)b)->seq;
     return (x > y) - (x < y);
 }
 
@@ -368,14 +385,14 @@ static uint64_t drain(collector *c, uint64_t limit) {
     /* Applying sends records, which may wait and drain more: those events go to a fresh vector
      * and are applied by the next drain. */
     id_vec events = c->handle_events;
-    c->handle_events = (id_vec){.elem = sizeof(hl_alloc_event)};
-    hl_alloc_event *ev = events.p;
+    c->handle_events = (id_vec){.elem = sizeof(handle_event)};
+    handle_event *ev = events.p;
     qsort(ev, events.n, sizeof *ev, by_sequence);
     for (size_t i = 0; i < events.n; i++) {
-        if (HL_EV_KIND(&ev[i]) == HL_EV_HANDLE_CREATED)
-            hl_handles_created(c, ev[i].addr, ev[i].class_id);
+        if (ev[i].kind == HL_EV_HANDLE_CREATED)
+            hl_handles_created(c, ev[i].handle, ev[i].target);
         else
-            hl_handles_destroyed(c, ev[i].addr);
+            hl_handles_destroyed(c, ev[i].handle);
     }
     if (!c->handle_events.n) {
         hl_vec_release(&c->handle_events);
@@ -1237,7 +1254,7 @@ int hl_collector_start(hl_profiler *p) {
     c->deaths.elem = sizeof(uint64_t);
     c->unfollowed.elem = sizeof(uint64_t);
     c->promotions.elem = sizeof(hl_promotion);
-    c->handle_events.elem = sizeof(hl_alloc_event);
+    c->handle_events.elem = sizeof(handle_event);
     c->pending_types.elem = sizeof(hl_type);
     hl_young_packed_init(&c->survivors, CHUNK, CHUNK_BYTES);
     c->samples.elem = sizeof(hl_alloc_sample);

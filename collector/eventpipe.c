@@ -82,8 +82,7 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk, u
     hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
     uint64_t id = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
     uint32_t n = hl_sample_encode(ev, id, s->address, s->class_id, s->kind, s->size, s->amount,
-                                  w.total, w.ips);
-    ev[1].kind_size |= weight & 0xffffu; /* EXTRA: HL_SAMPLE_EXTRA_WEIGHT */
+                                  weight, w.total, w.ips);
     if (!hl_tbuf_push_n(b, ev, n))
         atomic_fetch_add_explicit(&p->sampling.dropped, 1, memory_order_relaxed);
 }

@@ -80,9 +80,8 @@ static HRESULT on_object_allocated(hl_profiler *p, ObjectID object, ClassID clas
         hl_tbufs_count_overflow_allocation(&p->rings); /* seen and dropped */
         return S_OK;
     }
-    uint64_t id = hl_tbuf_next_id(ring, &p->next_id, &p->id_epoch);
     hl_tbuf_count_allocation(ring);
-    hl_tbuf_push_fields(ring, id, object, class_id, HL_EV_KIND_SIZE(HL_EV_ALLOC, size));
+    hl_tbuf_push_alloc(ring, &p->next_id, &p->id_epoch, object, class_id, size);
     /* Sampled mode hears only LOH and POH allocations here: each is followed by its handle. */
     if (p->followed.on)
         hl_follow_add(&p->followed, p->info, object);
@@ -96,9 +95,7 @@ static void handle_event(hl_profiler *p, unsigned kind, GCHandleID handle, Objec
     if (!ring)
         return;
     uint64_t seq = atomic_fetch_add_explicit(&p->next_id, 1, memory_order_relaxed);
-    hl_alloc_event ev = {.id = seq, .addr = handle, .class_id = target,
-                         .kind_size = HL_EV_KIND_SIZE(kind, 0)};
-    hl_tbuf_push(ring, &ev);
+    hl_tbuf_push_handle(ring, kind, seq, handle, target);
 }
 
 /* With the heap walk on demand the runtime reports handles only while MONITOR_GC is on, at
@@ -187,7 +184,7 @@ static HRESULT on_gc_started(hl_profiler *p, int generations, BOOL collected[], 
                      atomic_load_explicit(&p->next_id, memory_order_relaxed), suspend,
                      snapshot_policy, p);
     /* Exact here: no thread is inside ObjectAllocated while a GC starts. Blocks of ids taken
-     * before this point are not used after it (hl_tbuf_next_id). */
+     * before this point are not used after it (hl_tbuf_push_alloc). */
     atomic_fetch_add_explicit(&p->id_epoch, 1, memory_order_release);
     hl_gc_capture *c = p->gcs.current;
     if (c && p->mode == HL_MODE_FULL) /* read only by the unreported counts (full mode) */

@@ -1,5 +1,5 @@
-/* samples.c — allocation samples on the collector thread: assembled from the HL_EV_SAMPLE
- * events of one thread (thread_buffers.h; a sample's events always arrive together), frames
+/* samples.c — allocation samples on the collector thread: read from the HL_EV_SAMPLE slots of
+ * one thread (thread_buffers.h; a sample's slots always arrive together), frames
  * resolved and the stack interned (frames.h), linked to the object's allocation id in full mode,
  * and sent per GC interval (wire/hl_wire.h, ALLOC_SAMPLES). */
 #include "collector/collector_internal.h"
@@ -21,7 +21,6 @@ static void sample_finish(collector *c, uint32_t os_tid) {
     s->stack_id = hl_frames_intern_stack(&c->frames, ids, depth);
     if (c->sample.reported > c->sample.kept || depth < c->sample.got)
         s->flags |= HL_SAMPLE_FLAG_TRUNCATED;
-    c->sample.open = false;
     if (!hl_vec_push(&c->samples, s)) {
         atomic_fetch_add(&c->p->sampling.dropped, 1);
         return;
@@ -40,54 +39,37 @@ static void sample_finish(collector *c, uint32_t os_tid) {
  * GC that ends its interval (sample ids come from the same counter as allocations). The model
  * then follows it like an allocation: survivor row, promotions, death. LOH and POH samples
  * wait for their ObjectAllocated instead (every such allocation is reported). */
-static void sample_follow(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
-    if (hm_model_add(c->model, ev->addr, ev->id) != HM_OK) {
+static void sample_follow(collector *c, uint64_t id, uint64_t address, uint32_t os_tid) {
+    if (hm_model_add(c->model, address, id) != HM_OK) {
         c->model_failures++;
         return;
     }
-    hl_young_add_followed(&c->young, ev->id, c->sample.s.type_id, os_tid, c->sample.s.size);
-    c->sample.s.object_id = ev->id;
+    hl_young_add_followed(&c->young, id, c->sample.s.type_id, os_tid, c->sample.s.size);
+    c->sample.s.object_id = id;
     c->samples_followed++;
 }
 
 void hl_samples_on_event(collector *c, const hl_alloc_event *ev, uint32_t os_tid) {
-    switch (HL_SAMPLE_PART(ev)) {
-    case HL_SAMPLE_HEAD:
-        c->sample.open = true;
-        c->sample.address = ev->addr;
-        c->sample.kept = HL_SAMPLE_HEAD_FRAMES(ev);
-        c->sample.got = 0;
-        c->sample.reported = 0;
-        c->sample.s = (hl_alloc_sample){.size = HL_SAMPLE_HEAD_SIZE(ev),
-                                        .type_id = hl_collector_type_id(c, ev->class_id),
-                                        .os_tid = os_tid,
-                                        .heap = heap_of_kind[HL_SAMPLE_HEAD_HEAP(ev)]};
-        if (c->p->follow && ev->addr && c->sample.s.heap == HL_GEN_0 &&
-            hl_collector_follows_new(c))
-            sample_follow(c, ev, os_tid);
-        break;
-    case HL_SAMPLE_EXTRA:
-        if (!c->sample.open)
-            break;
-        c->sample.s.amount = ev->addr;
-        c->sample.s.weight = (uint16_t)HL_SAMPLE_EXTRA_WEIGHT(ev);
-        c->sample.reported = (uint32_t)ev->class_id;
-        if (c->sample.kept == 0)
-            sample_finish(c, os_tid);
-        break;
-    case HL_SAMPLE_FRAMES: {
-        if (!c->sample.open)
-            break;
-        uint64_t three[3] = {ev->addr, ev->class_id, ev->kind_size & HL_SAMPLE_LOW48};
-        for (int i = 0; i < 3 && c->sample.got < c->sample.kept; i++)
-            c->sample.ips[c->sample.got++] = (uintptr_t)three[i];
-        if (c->sample.got == c->sample.kept)
-            sample_finish(c, os_tid);
-        break;
+    uint64_t id = ev[0].a, address = ev[1].a;
+    c->sample.address = address;
+    c->sample.kept = HL_SAMPLE_HEAD_FRAMES(ev);
+    c->sample.reported = (uint32_t)ev[2].b;
+    c->sample.got = 0;
+    c->sample.s = (hl_alloc_sample){.size = ev[2].a,
+                                    .amount = ev[3].a,
+                                    .weight = (uint16_t)HL_SAMPLE_HEAD_WEIGHT(ev),
+                                    .type_id = hl_collector_type_id(c, ev[1].b & HL_EV_LOW60),
+                                    .os_tid = os_tid,
+                                    .heap = heap_of_kind[HL_SAMPLE_HEAD_HEAP(ev)]};
+    if (c->p->follow && address && c->sample.s.heap == HL_GEN_0 && hl_collector_follows_new(c))
+        sample_follow(c, id, address, os_tid);
+    const hl_alloc_event *f = ev + 4;
+    for (uint32_t i = 0; i < c->sample.kept; i += 2, f++) {
+        c->sample.ips[c->sample.got++] = (uintptr_t)f->a;
+        if (i + 1 < c->sample.kept)
+            c->sample.ips[c->sample.got++] = (uintptr_t)(f->b & HL_EV_LOW60);
     }
-    default: /* PAD */
-        break;
-    }
+    sample_finish(c, os_tid);
 }
 
 void hl_samples_close(collector *c, const hl_young *y, bool classified, id_vec *out) {

@@ -267,8 +267,12 @@ hl_tbuf *hl_tbufs_claim(hl_tbufs *r) {
         ;
     /* The consumer left head_chunk at NONE when it freed the slot (acquired by the claim). */
     b->tail_chunk = HL_TBUF_NONE;
+    b->tail_events = NULL;
+    b->tail_fill_word = NULL;
     b->tail_fill = 0;
-    b->id_next = b->id_end = 0; /* an earlier thread's block is not this thread's */
+    /* An earlier thread's block is not this thread's: its first allocation takes a block and
+     * pushes its MARK. */
+    b->id_next = b->id_end = b->id_block_end = 0;
     b->os_tid = (uint32_t)syscall(SYS_gettid);
     t->slot = b;
     (void)pthread_setspecific(exit_key, b);
@@ -277,13 +281,6 @@ hl_tbuf *hl_tbufs_claim(hl_tbufs *r) {
 
 void hl_tbufs_count_overflow_allocation(hl_tbufs *r) {
     atomic_fetch_add_explicit(&r->overflow_allocations, 1, memory_order_relaxed);
-}
-
-static void count_drop(hl_tbuf *b, const hl_alloc_event *ev) {
-    atomic_uint_fast64_t *counter =
-        HL_EV_KIND(ev) == HL_EV_ALLOC ? &b->dropped : &b->handles_dropped;
-    uint64_t d = atomic_load_explicit(counter, memory_order_relaxed);
-    atomic_store_explicit(counter, d + 1, memory_order_relaxed);
 }
 
 /* Makes chunk `fresh`, just taken from the pool, the slot's new tail: empty, the last one,
@@ -297,22 +294,24 @@ static inline void tail_append(hl_tbufs *r, hl_tbuf *b, uint32_t chunk, uint32_t
     else
         atomic_store_explicit(&r->desc[chunk].next, fresh, memory_order_release);
     b->tail_chunk = fresh;
+    b->tail_events = r->pool + (size_t)fresh * HL_TBUF_CHUNK_EVENTS;
+    b->tail_fill_word = &r->desc[fresh].fill;
 }
 
-bool hl_tbuf_push_slow(hl_tbuf *b, const hl_alloc_event *ev) {
+bool hl_tbuf_push_slow(hl_tbuf *b, uint64_t a, uint64_t w) {
     hl_tbufs *r = b->owner;
     uint32_t chunk = b->tail_chunk, fill = b->tail_fill;
     if (chunk == HL_TBUF_NONE || fill == HL_TBUF_CHUNK_EVENTS) {
         uint32_t fresh = pool_take(r, b);
-        if (fresh == HL_TBUF_NONE) {
-            count_drop(b, ev);
+        if (fresh == HL_TBUF_NONE)
             return false;
-        }
         tail_append(r, b, chunk, fresh);
         chunk = fresh;
         fill = 0;
     }
-    r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill] = *ev;
+    hl_alloc_event *slot = &r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + fill];
+    slot->a = a;
+    slot->b = w;
     b->tail_fill = fill + 1;
     atomic_store_explicit(&r->desc[chunk].fill, fill + 1, memory_order_release);
     return true;
@@ -328,9 +327,8 @@ bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n) {
         if (fresh == HL_TBUF_NONE)
             return false;
         if (chunk != HL_TBUF_NONE && fill < HL_TBUF_CHUNK_EVENTS) {
-            /* Close the old chunk: the consumer moves on only from a full one. PADs carry the
-             * id of what follows, so a drain limit never stops between them and it. */
-            hl_alloc_event pad = {.id = ev[0].id, .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_PAD, 0)};
+            /* Close the old chunk: the consumer moves on only from a full one. */
+            hl_alloc_event pad = {.b = HL_EV_WORD(HL_EV_PAD, 0)};
             for (uint32_t i = fill; i < HL_TBUF_CHUNK_EVENTS; i++)
                 r->pool[(size_t)chunk * HL_TBUF_CHUNK_EVENTS + i] = pad;
             atomic_store_explicit(&r->desc[chunk].fill, HL_TBUF_CHUNK_EVENTS, memory_order_release);
@@ -345,43 +343,76 @@ bool hl_tbuf_push_n(hl_tbuf *b, const hl_alloc_event *ev, uint32_t n) {
     return true;
 }
 
+bool hl_tbuf_ids_slow(hl_tbuf *b, atomic_uint_fast64_t *next_id, uint64_t epoch) {
+    if (b->id_epoch != epoch || b->id_next >= b->id_block_end) {
+        b->id_next = atomic_fetch_add_explicit(next_id, HL_ID_BLOCK, memory_order_relaxed);
+        b->id_block_end = b->id_next + HL_ID_BLOCK;
+        b->id_epoch = epoch;
+        b->id_end = b->id_next; /* no allocation of it before its MARK is in */
+    }
+    /* Pushed again after a MARK that could not be: the id_next it names is still unused. */
+    if (!hl_tbuf_push_slot(b, b->id_next, HL_EV_WORD(HL_EV_MARK, 0)))
+        return false;
+    b->id_end = b->id_block_end;
+    return true;
+}
+
+bool hl_tbuf_push_alloc_wide(hl_tbuf *b, uint64_t addr, uint64_t class_id, uint64_t size) {
+    hl_alloc_event ev[2] = {{.a = addr, .b = HL_EV_WORD(HL_EV_ALLOC_WIDE, class_id)},
+                            {.a = size, .b = HL_EV_WORD(HL_EV_CONT, 0)}};
+    return hl_tbuf_push_n(b, ev, 2);
+}
+
+bool hl_tbuf_push_handle(hl_tbuf *b, unsigned kind, uint64_t seq, uint64_t handle,
+                         uint64_t target) {
+    hl_alloc_event ev[2] = {{.a = seq, .b = HL_EV_WORD(kind, handle)},
+                            {.a = target, .b = HL_EV_WORD(HL_EV_CONT, 0)}};
+    if (hl_tbuf_push_n(b, ev, 2))
+        return true;
+    hl_tbuf_count(&b->handles_dropped);
+    return false;
+}
+
 uint32_t hl_sample_encode(hl_alloc_event *out, uint64_t id, uint64_t address, uint64_t class_id,
-                          unsigned heap, uint64_t size, uint64_t amount, uint32_t n_frames,
-                          const uintptr_t *frames) {
+                          unsigned heap, uint64_t size, uint64_t amount, uint32_t weight,
+                          uint32_t n_frames, const uintptr_t *frames) {
     uint32_t kept = n_frames < HL_SAMPLE_MAX_FRAMES ? n_frames : HL_SAMPLE_MAX_FRAMES;
     if (!frames)
         kept = 0;
-    out[0] = (hl_alloc_event){.id = id, .addr = address, .class_id = class_id,
-                              .kind_size = HL_SAMPLE_HEAD_WORD(heap, kept, size)};
-    out[1] = (hl_alloc_event){.id = id, .addr = amount, .class_id = n_frames,
-                              .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_EXTRA, 0)};
-    uint32_t n = 2;
-    for (uint32_t i = 0; i < kept; i += 3, n++) {
-        uint64_t a = frames[i], b = i + 1 < kept ? frames[i + 1] : 0;
-        uint64_t c = i + 2 < kept ? frames[i + 2] & HL_SAMPLE_LOW48 : 0;
-        out[n] = (hl_alloc_event){.id = id, .addr = a, .class_id = b,
-                                  .kind_size = HL_SAMPLE_WORD(HL_SAMPLE_FRAMES, c)};
-    }
+    out[0] = (hl_alloc_event){.a = id, .b = HL_EV_WORD(HL_EV_SAMPLE, (uint64_t)(heap & 3u) << 56 |
+                                                                       (uint64_t)kept << 48 |
+                                                                       (weight & 0xffffu))};
+    out[1] = (hl_alloc_event){.a = address, .b = HL_EV_WORD(HL_EV_CONT, class_id)};
+    out[2] = (hl_alloc_event){.a = size, .b = HL_EV_WORD(HL_EV_CONT, n_frames)};
+    out[3] = (hl_alloc_event){.a = amount, .b = HL_EV_WORD(HL_EV_CONT, 0)};
+    uint32_t n = 4;
+    for (uint32_t i = 0; i < kept; i += 2, n++)
+        out[n] = (hl_alloc_event){.a = frames[i],
+                                  .b = HL_EV_WORD(HL_EV_CONT, i + 1 < kept ? frames[i + 1] : 0)};
     return n;
 }
 
 /* ---- consumer side -------------------------------------------------------------------------- */
 
-/* The slot's spilled events below the limit, in runs of at most a chunk. Returns false when it
- * stopped at the limit (the chunks hold only later events). */
+/* The slot's spilled events below the limit, in runs of at most a chunk's slots. Returns false
+ * when it stopped at the limit (the chunks hold only later events). */
 static bool spill_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_events_fn fn, void *ctx,
                         uint64_t *n) {
-    size_t pos = b->spill_pos, end = pos;
-    while (end < b->spill_n && b->spill[end].id < limit)
-        end++;
-    for (size_t at = pos; at < end; at += HL_TBUF_CHUNK_EVENTS) {
-        size_t run = end - at < HL_TBUF_CHUNK_EVENTS ? end - at : HL_TBUF_CHUNK_EVENTS;
-        fn(ctx, &b->spill[at], run, b->os_tid);
+    size_t pos = b->spill_pos, at = pos;
+    while (at < b->spill_n) {
+        size_t piece = b->spill_n - at < HL_TBUF_CHUNK_EVENTS ? b->spill_n - at
+                                                               : HL_TBUF_CHUNK_EVENTS;
+        /* Less than the piece: the limit, or an event the piece's end cut (the next run
+         * starts with it); nothing: the limit. */
+        size_t used = fn(ctx, &b->spill[at], piece, limit, &b->drain_id, b->os_tid);
+        if (!used)
+            break;
+        at += used;
     }
-    *n += end - pos;
-    r->spilled -= end - pos;
-    b->spill_pos = end;
-    if (end < b->spill_n)
+    *n += at - pos;
+    r->spilled -= at - pos;
+    b->spill_pos = at;
+    if (at < b->spill_n)
         return false;
     b->spill_pos = b->spill_n = 0;
     if (b->spill_cap > 4 * HL_TBUF_CHUNK_EVENTS) { /* a burst's memory goes back */
@@ -410,15 +441,10 @@ static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_eve
     for (;;) {
         uint32_t fill = atomic_load_explicit(&r->desc[chunk].fill, memory_order_acquire);
         const hl_alloc_event *ev = r->pool + (size_t)chunk * HL_TBUF_CHUNK_EVENTS;
-        /* Not a binary search: a thread's handle events take ids from the shared counter, above
-         * the rest of its current block of allocation ids, so ids are not ascending. */
-        uint32_t end = pos;
-        while (end < fill && ev[end].id < limit)
-            end++;
-        if (end > pos) {
-            fn(ctx, &ev[pos], end - pos, b->os_tid);
-            n += end - pos;
-            pos = end;
+        if (fill > pos) {
+            size_t used = fn(ctx, &ev[pos], fill - pos, limit, &b->drain_id, b->os_tid);
+            n += used;
+            pos += (uint32_t)used;
         }
         if (pos < HL_TBUF_CHUNK_EVENTS)
             break; /* stopped at the limit, or caught up with the producer */
@@ -439,6 +465,7 @@ static uint64_t slot_drain(hl_tbufs *r, hl_tbuf *b, uint64_t limit, hl_alloc_eve
          * across reuse. */
         atomic_store_explicit(&b->head_chunk, HL_TBUF_NONE, memory_order_relaxed);
         b->head_pos = 0;
+        b->drain_id = 0; /* the next thread's first allocation comes after a MARK */
         pool_push(r, chunk);
         atomic_store_explicit(&b->state, SLOT_FREE, memory_order_release);
     }

@@ -6,7 +6,7 @@
                         [--requests N] [--warmup N] [--service-configs plain,...] [--no-pin]
                         [--other-heaplens PATH] [--jit-summary]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
-                        [--rounds N] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
+                        [--rounds N] [--compare HEAPLENS] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
 
 Cases (the programs are built or generated into the work directory first):
   workload  examples/Workload: 4 threads, about 24M allocations of varied shapes, GCs on their
@@ -51,7 +51,9 @@ Cases (the programs are built or generated into the work directory first):
             the writer's CPU per surviving object (HEAPLENS_STATS' cpu_ms; writer_run_cpu_ns +
             writer_finish_cpu_ns; survivors: objects rows), database bytes per survivor, the exit
             wait, gen0/gen1 pause p50/p99 against plain (the program's --pauses sampler); and
-            sampled/plain.
+            sampled/plain. The CPU of the collector thread, the writer and the program's threads
+            (the rest of the command). --compare HEAPLENS adds full mode of another build
+            (full-base) to every round, and each round's full/empty and full-base/empty.
 
   census    (issue 20; not in `all`) sampled mode with the census of gen0 (exact counts per
             type) against the program alone and against sampled mode without the census
@@ -810,14 +812,15 @@ MIDLIFE_CONFIGS = {
 
 
 def run_midlife_config(a, name, config, program, i):
-    args, extra_env = config
+    args, extra_env = config[:2]
+    heaplens = config[2] if len(config) > 2 else a.heaplens
     db = os.path.join(a.workdir, f"midlife-{name}-{i}.db")
     remove_db(db)
     env = {k: v for k, v in os.environ.items() if k not in ("HEAPLENS_EMPTY", "HEAPLENS_STATS")}
     env.update(extra_env)
     cmd = list(program)
     if args is not None:
-        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
+        cmd = [heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args + ["--"] + cmd
     rc, wall, rss, out, cpu = timed(cmd, env=env)
     if rc != 0:
         print(out[-3000:], file=sys.stderr)
@@ -836,28 +839,42 @@ def run_midlife_config(a, name, config, program, i):
 def midlife_case(a):
     program = ["dotnet", build_example("MidLife", a.workdir), "--pauses", "--checkpoints", "1",
                "--rounds", str(a.rounds)]
-    results = {n: [] for n in MIDLIFE_CONFIGS}
+    configs = dict(MIDLIFE_CONFIGS)
+    if a.compare:  # full mode of another build, in the same rounds (its figures as "full-base")
+        configs["full-base"] = MIDLIFE_CONFIGS["full"] + (a.compare,)
+    recorded = [n for n in ("full", "full-base", "sampled") if n in configs]
+    results = {n: [] for n in configs}
+    loads = [load_average()]
     for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
-        for n, config in MIDLIFE_CONFIGS.items():
+        for n, config in configs.items():
             r = run_midlife_config(a, n, config, program, i)
             results[n].append(r)
             print(f"  midlife {n} run {i + 1}: wall {r['wall']:.0f} ms, cpu {r['cpu']:.0f} ms",
                   flush=True)
+        loads.append(load_average())
 
     def med(n, f):
         return statistics.median(f(r) for r in results[n])
-    wall = {n: med(n, lambda r: r["wall"]) for n in MIDLIFE_CONFIGS}
-    cpu = {n: med(n, lambda r: r["cpu"]) for n in MIDLIFE_CONFIGS}
+    wall = {n: med(n, lambda r: r["wall"]) for n in configs}
+    cpu = {n: med(n, lambda r: r["cpu"]) for n in configs}
     print(f"\n== midlife (MidLife --rounds {a.rounds}, medians of {a.runs} interleaved runs; CPU = "
-          f"user + system of the whole command)")
+          f"user + system of the whole command; load average {min(loads):.1f}-{max(loads):.1f}"
+          + (f"; full-base: {a.compare}" if a.compare else "") + ")")
     for label, v in (("wall", wall), ("cpu", cpu)):
-        print(f"{label} ms: " + ", ".join(f"{n} {v[n]:.0f}" for n in MIDLIFE_CONFIGS))
+        print(f"{label} ms: " + ", ".join(f"{n} {v[n]:.0f}" for n in configs))
         print(f"  full/plain {fmt_ratio(v['full'], v['plain'])}, full/empty "
               f"{fmt_ratio(v['full'], v['empty'])}, empty/plain {fmt_ratio(v['empty'], v['plain'])}, "
-              f"sampled/plain {fmt_ratio(v['sampled'], v['plain'])}")
+              f"sampled/plain {fmt_ratio(v['sampled'], v['plain'])}" +
+              (f", full-base/empty {fmt_ratio(v['full-base'], v['empty'])}" if a.compare else ""))
+    if a.compare:  # each round's own ratio: the rounds share the machine's state
+        for label, key in (("wall", "wall"), ("cpu", "cpu")):
+            rr = [x[key] / y[key] for x, y in zip(results["full"], results["empty"])]
+            br = [x[key] / y[key] for x, y in zip(results["full-base"], results["empty"])]
+            print(f"  per round, full/empty {label}: " + ", ".join(f"{x:.2f}" for x in rr) +
+                  "; full-base/empty: " + ", ".join(f"{x:.2f}" for x in br))
     print("peak RSS (the largest process of the command): " +
-          ", ".join(f"{n} {mib(med(n, lambda r: r['rss'] * 1024))}" for n in MIDLIFE_CONFIGS))
-    for n in ("full", "sampled"):
+          ", ".join(f"{n} {mib(med(n, lambda r: r['rss'] * 1024))}" for n in configs))
+    for n in recorded:
         ks = [r["k"] for r in results[n]]
         seen = statistics.median(k.get("allocs_seen", 0) for k in ks)
         lost = max(k.get("allocs_dropped", 0) for k in ks)
@@ -876,6 +893,12 @@ def midlife_case(a):
         print(f"{n}: allocations {seen:,.0f} seen, {lost:,} lost, GCs lost {gcs_lost}, GC inputs "
               f"lost {incomplete}; threads waited {wait_ms:.0f} ms ({waits:,.0f} waits); "
               f"{surv:,.0f} survivors{share}")
+        # The program's threads: the whole command but the collector thread and the writer (the
+        # runtime's own threads and heaplens' parent, a few ms, included).
+        prog = med(n, lambda r: r["cpu"] - r["collector_cpu_ms"] -
+                   (r["k"].get("writer_run_cpu_ns", 0) + r["k"].get("writer_finish_cpu_ns", 0)) / 1e6)
+        print(f"  CPU ms: collector thread {coll / 1e6:.0f}, writer {writer / 1e6:.0f}, the "
+              f"program's threads (the rest of the command) {prog:.0f}")
         print(f"  CPU per survivor: collector {coll / surv if surv else float('nan'):.0f} ns, writer "
               f"{writer / surv if surv else float('nan'):.0f} ns, together "
               f"{(coll + writer) / surv if surv else float('nan'):.0f} ns; database {mib(size)}, "
@@ -883,11 +906,11 @@ def midlife_case(a):
               f"{exit_wait:.0f} ms")
     for gen in (0, 1):
         row = {}
-        for n in MIDLIFE_CONFIGS:
+        for n in configs:
             v = [u for r in results[n] for u in r["pauses"].get(gen, [])]
             row[n] = (pct(v, 50), pct(v, 99), len(v))
         print(f"gen{gen} pause us p50/p99 (samples): " + ", ".join(
-            f"{n} {row[n][0]:.0f}/{row[n][1]:.0f} ({row[n][2]})" for n in MIDLIFE_CONFIGS) +
+            f"{n} {row[n][0]:.0f}/{row[n][1]:.0f} ({row[n][2]})" for n in configs) +
             f"; full/plain p50 {fmt_ratio(row['full'][0], row['plain'][0])}, p99 "
             f"{fmt_ratio(row['full'][1], row['plain'][1])}")
 
@@ -1119,6 +1142,9 @@ def main():
     ap.add_argument("--no-pin", dest="pin", action="store_false",
                     help="service case: do not pin the server (CPU 0) and the client (CPU 1)")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
+    ap.add_argument("--compare", metavar="HEAPLENS",
+                    help="midlife case: also full mode with this heaplens (another build), "
+                         "interleaved in the same rounds, as full-base")
     ap.add_argument("--iterations", type=int, default=30000,
                     help="census case: AllocBench iterations (4 threads)")
     ap.add_argument("--split-programs", default="workload,midlife,allocbench",

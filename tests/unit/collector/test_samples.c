@@ -11,10 +11,13 @@
 
 static hl_alloc_event seen[8192];
 static size_t n_seen;
-static void collect(void *ctx, const hl_alloc_event *ev, size_t n, uint32_t os_tid) {
-    (void)ctx, (void)os_tid;
+/* Takes every slot as it is (no limit applies: the drains below have none). */
+static size_t collect(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t limit, uint64_t *id,
+                      uint32_t os_tid) {
+    (void)ctx, (void)limit, (void)id, (void)os_tid;
     for (size_t i = 0; i < n; i++)
         seen[n_seen++] = ev[i];
+    return n;
 }
 
 static void test_encode_and_push(void) {
@@ -22,34 +25,40 @@ static void test_encode_and_push(void) {
     for (int i = 0; i < 100; i++)
         frames[i] = 0x7f0000001000ull + (uintptr_t)i;
     hl_alloc_event ev[HL_SAMPLE_MAX_EVENTS];
-    uint32_t n = hl_sample_encode(ev, 7, 0x1234, 0x5678, 1, 40, 99, 100, frames);
-    assert(n == 2 + HL_SAMPLE_MAX_FRAMES / 3);
-    assert(HL_EV_KIND(&ev[0]) == HL_EV_SAMPLE && HL_SAMPLE_PART(&ev[0]) == HL_SAMPLE_HEAD);
-    assert(HL_SAMPLE_HEAD_FRAMES(&ev[0]) == HL_SAMPLE_MAX_FRAMES && HL_SAMPLE_HEAD_SIZE(&ev[0]) == 40);
-    assert(HL_SAMPLE_HEAD_HEAP(&ev[0]) == 1 && ev[1].class_id == 100 && ev[1].addr == 99);
-    assert(HL_SAMPLE_PART(&ev[2]) == HL_SAMPLE_FRAMES && ev[2].addr == frames[0] &&
-           ev[2].class_id == frames[1] && (ev[2].kind_size & HL_SAMPLE_LOW48) == frames[2]);
+    uint32_t n = hl_sample_encode(ev, 7, 0x1234, 0x5678, 1, 40, 99, 16, 100, frames);
+    assert(n == 4 + HL_SAMPLE_MAX_FRAMES / 2 && n == HL_SAMPLE_MAX_EVENTS);
+    assert(HL_EV_KIND(&ev[0]) == HL_EV_SAMPLE && ev[0].a == 7 && hl_ev_slots(&ev[0]) == n);
+    assert(HL_SAMPLE_HEAD_FRAMES(&ev[0]) == HL_SAMPLE_MAX_FRAMES && HL_SAMPLE_HEAD_HEAP(&ev[0]) == 1);
+    assert(HL_SAMPLE_HEAD_WEIGHT(&ev[0]) == 16);
+    assert(ev[1].a == 0x1234 && (ev[1].b & HL_EV_LOW60) == 0x5678);
+    assert(ev[2].a == 40 && (uint32_t)ev[2].b == 100 && ev[3].a == 99);
+    for (uint32_t i = 1; i < n; i++)
+        assert(HL_EV_KIND(&ev[i]) == HL_EV_CONT);
+    assert(ev[4].a == frames[0] && (ev[4].b & HL_EV_LOW60) == frames[1]);
+    assert(ev[n - 1].a == frames[94] && (ev[n - 1].b & HL_EV_LOW60) == frames[95]);
+    /* An odd number of frames: the last slot's second one is empty. */
+    n = hl_sample_encode(ev, 8, 0x1234, 0x5678, 0, 40, 0, 1, 3, frames);
+    assert(n == 6 && hl_ev_slots(&ev[0]) == 6 && (ev[5].b & HL_EV_LOW60) == 0);
 
     /* A chunk nearly full: the sample goes whole into the next one, the gap is PAD. */
     hl_tbufs r;
     assert(hl_tbufs_init(&r, 1 << 20) == 0);
     hl_tbuf *b = hl_tbufs_current(&r);
-    for (uint32_t i = 0; i < HL_TBUF_CHUNK_EVENTS - 5; i++) {
-        hl_alloc_event a = {.id = i + 1, .kind_size = HL_EV_KIND_SIZE(HL_EV_ALLOC, 24)};
-        assert(hl_tbuf_push(b, &a));
-    }
-    n = hl_sample_encode(ev, HL_TBUF_CHUNK_EVENTS, 1, 2, 0, 24, 0, 30, frames);
-    assert(n == 12 && hl_tbuf_push_n(b, ev, n));
+    atomic_uint_fast64_t next_id = 1, epoch = 0;
+    uint32_t allocs = HL_TBUF_CHUNK_EVENTS - 5 - (HL_TBUF_CHUNK_EVENTS - 5 + HL_ID_BLOCK) / (HL_ID_BLOCK + 1);
+    for (uint32_t i = 0; i < allocs; i++)
+        assert(hl_tbuf_push_alloc(b, &next_id, &epoch, 0x1000 + i * 32, 0x2000, 24));
+    assert(b->tail_fill == HL_TBUF_CHUNK_EVENTS - 5); /* the allocations and their MARKs */
+    n = hl_sample_encode(ev, HL_TBUF_CHUNK_EVENTS, 1, 2, 0, 24, 0, 1, 30, frames);
+    assert(n == 19 && hl_tbuf_push_n(b, ev, n));
     n_seen = 0;
     hl_tbufs_drain(&r, UINT64_MAX, collect, NULL);
     size_t pads = 0, heads = 0;
     for (size_t i = 0; i < n_seen; i++) {
-        if (HL_EV_KIND(&seen[i]) != HL_EV_SAMPLE)
-            continue;
-        pads += HL_SAMPLE_PART(&seen[i]) == HL_SAMPLE_PAD;
-        heads += HL_SAMPLE_PART(&seen[i]) == HL_SAMPLE_HEAD;
+        pads += HL_EV_KIND(&seen[i]) == HL_EV_PAD;
+        heads += HL_EV_KIND(&seen[i]) == HL_EV_SAMPLE;
     }
-    assert(pads == 5 && heads == 1 && n_seen == HL_TBUF_CHUNK_EVENTS - 5 + 5 + 12);
+    assert(pads == 5 && heads == 1 && n_seen == HL_TBUF_CHUNK_EVENTS - 5 + 5 + 19);
     hl_tbufs_release(&r);
 }
 
