@@ -167,6 +167,28 @@ uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t pe
     return k;
 }
 
+uint32_t hl_walk_hist_bin(uint64_t ns) {
+    uint64_t bin = ns / HL_WALK_HIST_BIN_NS;
+    return bin < HL_WALK_HIST_BINS - 1 ? (uint32_t)bin : HL_WALK_HIST_BINS - 1;
+}
+
+double hl_walk_hist_median_us(const uint64_t hist[HL_WALK_HIST_BINS]) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < HL_WALK_HIST_BINS; i++)
+        total += hist[i];
+    if (total == 0)
+        return 0.0;
+    uint64_t below = 0;
+    uint32_t i = 0;
+    for (; i < HL_WALK_HIST_BINS - 1; i++) {
+        below += hist[i];
+        if (2 * below >= total)
+            break;
+    }
+    double start_us = (double)i * HL_WALK_HIST_BIN_NS / 1e3;
+    return i == HL_WALK_HIST_BINS - 1 ? start_us : start_us + HL_WALK_HIST_BIN_NS / 2e3;
+}
+
 /* GCHeapStats v1/v2: (GenerationSize, TotalPromotedSize) u64 pairs for generations 0..3,
  * FinalizationPromotedSize u64, FinalizationPromotedCount u64, PinnedObjectCount u32,
  * SinkBlockCount u32, GCHandleCount u32, ClrInstanceID u16 (94 bytes); v2 adds the pair of

@@ -238,10 +238,32 @@ static void test_sample_budget_factor(void) {
     assert(hl_sample_budget_factor(4001, 100 * ms, 10000) == 8);
     assert(hl_sample_budget_factor(3, 0, 10000) == 4);           /* no CPU time: one allowed */
     assert(hl_sample_budget_factor(UINT32_MAX, 100 * ms, 1) == HL_SAMPLE_BUDGET_MAX_FACTOR);
+    /* The default (5,000 per CPU second) thins Workload's threads, about 12,000 samples per
+     * second of their CPU time, to one in four, and leaves a thread at 5,000 untouched. */
+    assert(hl_sample_budget_factor(1200, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 4);
+    assert(hl_sample_budget_factor(500, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1);
+}
+
+/* The walks' median from their bins of 0.1 us: the middle of the median's bin; the open last
+ * bin says only "at least"; no walk, 0. */
+static void test_walk_hist(void) {
+    uint64_t h[HL_WALK_HIST_BINS] = {0};
+    assert(hl_walk_hist_median_us(h) == 0.0);
+    assert(hl_walk_hist_bin(0) == 0 && hl_walk_hist_bin(99) == 0 && hl_walk_hist_bin(100) == 1);
+    assert(hl_walk_hist_bin(6299) == 62 && hl_walk_hist_bin(6300) == HL_WALK_HIST_BINS - 1);
+    assert(hl_walk_hist_bin(UINT64_MAX) == HL_WALK_HIST_BINS - 1);
+    h[hl_walk_hist_bin(850)] = 3;        /* three walks of 0.8-0.9 us */
+    h[hl_walk_hist_bin(40000000)] = 2;   /* two preempted for 40 ms: the mean would be 16 ms */
+    double m = hl_walk_hist_median_us(h);
+    assert(m > 0.849 && m < 0.851);
+    h[HL_WALK_HIST_BINS - 1] = 4;        /* most in the open bin: its start */
+    m = hl_walk_hist_median_us(h);
+    assert(m > 6.299 && m < 6.301);
 }
 
 int main(void) {
     test_sample_budget_factor();
+    test_walk_hist();
     test_sample_distance();
     test_encode_and_push();
     test_interning();
