@@ -29,9 +29,10 @@
 
 /* The walks' times (HEAPLENS_STATS, `walk_us_p50`): their mean is wall time, which a loaded
  * machine stretches by preemption far beyond what a walk costs (a mean of 10-20 us at a load of
- * 15 for a median under 1 us), so they are also counted in bins of 0.1 us, the last one open. */
+ * 15 for a median under 1 us), so they are also counted in bins: under 64 ns, then a quarter of
+ * a power of two each (64-80, 80-96, 96-112, 112-128 ns, 128-160 ...), the last one open (from
+ * 3.1 ms). */
 #define HL_WALK_HIST_BINS 64u
-#define HL_WALK_HIST_BIN_NS 100u
 typedef struct hl_sampling {
     uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no samples); kept after the stop:
                                  * the last interval's samples are of this source */
@@ -118,7 +119,7 @@ uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t pe
 
 /* The walk-time bin of a walk of `ns` nanoseconds, and the median of a histogram of such bins
  * in microseconds: the middle of the bin holding the median walk (the open last bin: its
- * start); 0 for no walk. Pure (tests/unit/collector). */
+ * start), within 12.5% of the median; 0 for no walk. Pure (tests/unit/collector). */
 uint32_t hl_walk_hist_bin(uint64_t ns);
 double hl_walk_hist_median_us(const uint64_t hist[HL_WALK_HIST_BINS]);
 

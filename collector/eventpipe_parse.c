@@ -168,8 +168,17 @@ uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t pe
 }
 
 uint32_t hl_walk_hist_bin(uint64_t ns) {
-    uint64_t bin = ns / HL_WALK_HIST_BIN_NS;
-    return bin < HL_WALK_HIST_BINS - 1 ? (uint32_t)bin : HL_WALK_HIST_BINS - 1;
+    if (ns < 64)
+        return 0;
+    uint32_t lg = 63u - (uint32_t)__builtin_clzll(ns); /* 6 or more */
+    uint32_t bin = 1 + 4 * (lg - 6) + (uint32_t)((ns >> (lg - 2)) & 3);
+    return bin < HL_WALK_HIST_BINS ? bin : HL_WALK_HIST_BINS - 1;
+}
+
+/* Bin b >= 1 starts at (4 + (b-1) % 4) << (4 + (b-1) / 4) ns and is a quarter of its power of
+ * two wide. */
+static double walk_bin_start_ns(uint32_t b) {
+    return b == 0 ? 0.0 : (double)((4ull + (b - 1) % 4) << (4 + (b - 1) / 4));
 }
 
 double hl_walk_hist_median_us(const uint64_t hist[HL_WALK_HIST_BINS]) {
@@ -185,8 +194,9 @@ double hl_walk_hist_median_us(const uint64_t hist[HL_WALK_HIST_BINS]) {
         if (2 * below >= total)
             break;
     }
-    double start_us = (double)i * HL_WALK_HIST_BIN_NS / 1e3;
-    return i == HL_WALK_HIST_BINS - 1 ? start_us : start_us + HL_WALK_HIST_BIN_NS / 2e3;
+    if (i == HL_WALK_HIST_BINS - 1)
+        return walk_bin_start_ns(i) / 1e3;
+    return (walk_bin_start_ns(i) + walk_bin_start_ns(i + 1)) / 2e3;
 }
 
 /* GCHeapStats v1/v2: (GenerationSize, TotalPromotedSize) u64 pairs for generations 0..3,
