@@ -934,6 +934,9 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
     hl_profiler *p = c->p;
     hl_counters k;
     counters_fill(c, &k);
+    uint64_t walk_hist[HL_WALK_HIST_BINS];
+    for (uint32_t i = 0; i < HL_WALK_HIST_BINS; i++)
+        walk_hist[i] = atomic_load(&p->sampling.walk_hist[i]);
     fprintf(stderr,
             "heaplens: allocs_seen=%llu counted=%llu drained=%llu drained_while_waiting=%llu "
             "ns_per_event=%.1f model_apply_ms=%.1f aggregate_ms=%.1f outbox_wait_ms=%.1f "
@@ -942,7 +945,8 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "samples_seen=%llu samples_taken=%llu samples_linked=%llu samples_followed=%llu "
             "samples_dropped=%llu samples_budgeted=%llu "
             "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
-            "walk_us_per_sample=%.1f frames_per_walk=%.1f thread_waits=%llu thread_wait_ms=%.1f "
+            "walk_us_per_sample=%.1f walk_us_p50=%.2f frames_per_walk=%.1f thread_waits=%llu "
+            "thread_wait_ms=%.1f "
             "spilled=%llu\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
@@ -962,6 +966,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             (unsigned)atomic_load(&p->sampling.walk_failure_hr),
             c->samples_taken ? atomic_load(&p->sampling.walk_ns) / 1e3 / (double)c->samples_taken
                              : 0.0,
+            hl_walk_hist_median_us(walk_hist),
             c->samples_taken
                 ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
                 : 0.0,

@@ -70,7 +70,10 @@ static void sample_push(hl_profiler *p, const hl_sample_payload *s, bool walk, u
     if (walk && !p->sampling.no_walk) {
         uint64_t t0 = hl_now_ns();
         HRESULT hr = info_do_stack_snapshot(p->info, 0, on_stack_frame, 0, &w);
-        atomic_fetch_add_explicit(&p->sampling.walk_ns, hl_now_ns() - t0, memory_order_relaxed);
+        uint64_t ns = hl_now_ns() - t0;
+        atomic_fetch_add_explicit(&p->sampling.walk_ns, ns, memory_order_relaxed);
+        atomic_fetch_add_explicit(&p->sampling.walk_hist[hl_walk_hist_bin(ns)], 1,
+                                  memory_order_relaxed);
         atomic_fetch_add_explicit(&p->sampling.walk_frames, w.total, memory_order_relaxed);
         /* Stopped by on_stack_frame (CORPROF_E_STACKSNAPSHOT_ABORTED): the kept frames stand. */
         if (HR_FAILED(hr) && w.total <= HL_SAMPLE_MAX_FRAMES) {

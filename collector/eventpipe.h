@@ -27,6 +27,12 @@
 
 #define HL_ALLOC_SAMPLED_MEAN_BYTES 102400u /* AllocationSampled: mean distance between samples */
 
+/* The walks' times (HEAPLENS_STATS, `walk_us_p50`): their mean is wall time, which a loaded
+ * machine stretches by preemption far beyond what a walk costs (a mean of 10-20 us at a load of
+ * 15 for a median under 1 us), so they are also counted in bins: under 64 ns, then a quarter of
+ * a power of two each (64-80, 80-96, 96-112, 112-128 ns, 128-160 ...), the last one open (from
+ * 3.1 ms). */
+#define HL_WALK_HIST_BINS 64u
 typedef struct hl_sampling {
     uint32_t source;            /* HL_SAMPLE_SOURCE_* (0: no samples); kept after the stop:
                                  * the last interval's samples are of this source */
@@ -53,6 +59,7 @@ typedef struct hl_sampling {
     _Atomic uint32_t walk_failure_hr;   /* the last refusal's HRESULT */
     atomic_uint_fast64_t walk_ns;       /* time inside DoStackSnapshot, all threads */
     atomic_uint_fast64_t walk_frames;   /* frames it reported */
+    atomic_uint_fast64_t walk_hist[HL_WALK_HIST_BINS]; /* walks by their time (hl_walk_hist_bin) */
 } hl_sampling;
 
 struct hl_profiler;
@@ -102,9 +109,19 @@ void hl_eventpipe_on_object_allocated(struct hl_profiler *p, struct hl_tbuf *rin
  * CPU time in the window), at most HL_SAMPLE_BUDGET_MAX_FACTOR; 1 when per_second is 0 or
  * nothing was seen. Pure (tests/unit/collector). */
 #define HL_SAMPLE_BUDGET_WINDOW_NS 100000000ull /* 100 ms of wall time */
-#define HL_SAMPLE_BUDGET_DEFAULT 10000u /* samples per second of a thread's CPU time */
+/* The default: samples per second of a thread's CPU time. A kept sample costs about 4 us of
+ * CPU all in (its walk, weak handle, collector and writer), so the budget caps their cost at
+ * about 2% of a thread; 10,000, the default before, capped it at 4% (collector/README.md, "The
+ * sample budget": the costs and the estimates' error at 10,000, 5,000, 2,500 and 1,000). */
+#define HL_SAMPLE_BUDGET_DEFAULT 5000u
 #define HL_SAMPLE_BUDGET_MAX_FACTOR 1024u
 uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t per_second);
+
+/* The walk-time bin of a walk of `ns` nanoseconds, and the median of a histogram of such bins
+ * in microseconds: the middle of the bin holding the median walk (the open last bin: its
+ * start), within 12.5% of the median; 0 for no walk. Pure (tests/unit/collector). */
+uint32_t hl_walk_hist_bin(uint64_t ns);
+double hl_walk_hist_median_us(const uint64_t hist[HL_WALK_HIST_BINS]);
 
 /* The next sampling distance in bytes: geometric with mean `mean` (each byte a sampling point
  * with p = 1/mean), from the uniform 64-bit random `u`. Pure (tests/unit/collector). */

@@ -167,6 +167,38 @@ uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t pe
     return k;
 }
 
+uint32_t hl_walk_hist_bin(uint64_t ns) {
+    if (ns < 64)
+        return 0;
+    uint32_t lg = 63u - (uint32_t)__builtin_clzll(ns); /* 6 or more */
+    uint32_t bin = 1 + 4 * (lg - 6) + (uint32_t)((ns >> (lg - 2)) & 3);
+    return bin < HL_WALK_HIST_BINS ? bin : HL_WALK_HIST_BINS - 1;
+}
+
+/* Bin b >= 1 starts at (4 + (b-1) % 4) << (4 + (b-1) / 4) ns and is a quarter of its power of
+ * two wide. */
+static double walk_bin_start_ns(uint32_t b) {
+    return b == 0 ? 0.0 : (double)((4ull + (b - 1) % 4) << (4 + (b - 1) / 4));
+}
+
+double hl_walk_hist_median_us(const uint64_t hist[HL_WALK_HIST_BINS]) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < HL_WALK_HIST_BINS; i++)
+        total += hist[i];
+    if (total == 0)
+        return 0.0;
+    uint64_t below = 0;
+    uint32_t i = 0;
+    for (; i < HL_WALK_HIST_BINS - 1; i++) {
+        below += hist[i];
+        if (2 * below >= total)
+            break;
+    }
+    if (i == HL_WALK_HIST_BINS - 1)
+        return walk_bin_start_ns(i) / 1e3;
+    return (walk_bin_start_ns(i) + walk_bin_start_ns(i + 1)) / 2e3;
+}
+
 /* GCHeapStats v1/v2: (GenerationSize, TotalPromotedSize) u64 pairs for generations 0..3,
  * FinalizationPromotedSize u64, FinalizationPromotedCount u64, PinnedObjectCount u32,
  * SinkBlockCount u32, GCHandleCount u32, ClrInstanceID u16 (94 bytes); v2 adds the pair of

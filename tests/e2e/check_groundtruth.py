@@ -187,6 +187,15 @@ def main():
         checks.ok("(c) generation changes recorded", len(derived_generations) > 0,
                   "object_generations is empty")
 
+    # A followed sample's object stands for its sample's weight (est_count: 1/p, times the sample
+    # budget's factor when samples were left out): the heaviest of each type's samples bounds how
+    # finely its survivors can be estimated in (b).
+    sample_weight = {}
+    if conn is not None and a.mode == "sampled":
+        sample_weight = dict(conn.execute(
+            "SELECT t.name, max(s.est_count) FROM alloc_samples s JOIN types t ON t.id = s.type_id"
+            " WHERE s.heap = 0 GROUP BY t.name").fetchall())
+
     # ---------------------------------------------------------------- (a) allocations
     doc = heaplens_json(checks, a.heaplens, ["allocations", db], log)
     avg_size = {}  # type -> average object size (for the estimates' resolution in (b))
@@ -326,6 +335,7 @@ def main():
             got[t][b] = got[t].get(b, 0) + r["count"]
             raw.setdefault(t, {})
             raw[t][r["generation"]] = raw[t].get(r["generation"], 0) + r["count"]
+        errors = []  # estimated checkpoints: (type, truth, estimate), printed below
         for name, t in types.items():
             expected = cp["alive"].get(name, {})
             actual = got.get(name, {})
@@ -335,10 +345,13 @@ def main():
                     f"{GEN_NAMES.get(k, k)}={v}" for k, v in sorted(raw[name].items())) + ")"
             if estimated:
                 # Within 10%, or within 3 samples' weight (one sample stands for 102400 / size
-                # objects): a handful of objects allocated since the last snapshot is below
-                # what any sample can resolve.
+                # objects, K times that when the sample budget kept one in K): a handful of
+                # objects allocated since the last snapshot is below what any sample can resolve.
                 want, got_n = sum(expected.values()), sum(actual.values())
-                slack = max(0.1 * want, 3 * 102400 / avg_size[name] if avg_size.get(name) else 0)
+                errors.append((name, want, got_n))
+                weight = max(102400 / avg_size[name] if avg_size.get(name) else 0,
+                             sample_weight.get(name) or 0)
+                slack = max(0.1 * want, 3 * weight)
                 close = abs(got_n - want) <= slack and all(
                     abs(actual.get(b, 0) - expected.get(b, 0)) <= slack
                     for b in set(expected) | set(actual))
@@ -354,7 +367,11 @@ def main():
         extra = {t: v for t, v in got.items() if t not in types}
         checks.ok(f"{where}: no unexpected {ns}.* survivors", not extra, f"{extra}")
         if estimated:
-            print(f"note: checkpoint '{label}' (GC {n}): survivors estimated from the samples")
+            print(f"note: checkpoint '{label}' (GC {n}): survivors estimated from the samples: " +
+                  ", ".join(f"{name.rsplit('.', 1)[-1]} {got_n} of {want}"
+                            f" ({100 * (got_n - want) / want:+.1f}%)" if want else
+                            f"{name.rsplit('.', 1)[-1]} {got_n} of 0"
+                            for name, want, got_n in errors))
         top = heaplens_json(checks, a.heaplens, ["survivors", db, "--gc", str(n), "--top", "3"], log)
         if top is not None:
             # Sizes, not names: groups of equal size (MidLife's windows) may come in any order.

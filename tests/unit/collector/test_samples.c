@@ -247,10 +247,40 @@ static void test_sample_budget_factor(void) {
     assert(hl_sample_budget_factor(4001, 100 * ms, 10000) == 8);
     assert(hl_sample_budget_factor(3, 0, 10000) == 4);           /* no CPU time: one allowed */
     assert(hl_sample_budget_factor(UINT32_MAX, 100 * ms, 1) == HL_SAMPLE_BUDGET_MAX_FACTOR);
+    /* The default (5,000 per CPU second) thins Workload's threads, about 12,000 samples per
+     * second of their CPU time, to one in four, and leaves a thread at 5,000 untouched. */
+    assert(hl_sample_budget_factor(1200, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 4);
+    assert(hl_sample_budget_factor(500, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1);
+}
+
+/* The walks' median from their bins (a quarter of a power of two each from 64 ns): the middle
+ * of the median's bin, within 12.5%; the open last bin says only "at least"; no walk, 0. */
+static void test_walk_hist(void) {
+    uint64_t h[HL_WALK_HIST_BINS] = {0};
+    assert(hl_walk_hist_median_us(h) == 0.0);
+    assert(hl_walk_hist_bin(0) == 0 && hl_walk_hist_bin(63) == 0 && hl_walk_hist_bin(64) == 1);
+    assert(hl_walk_hist_bin(79) == 1 && hl_walk_hist_bin(80) == 2 && hl_walk_hist_bin(127) == 4);
+    assert(hl_walk_hist_bin(128) == 5 && hl_walk_hist_bin(160) == 6);
+    assert(hl_walk_hist_bin(UINT64_MAX) == HL_WALK_HIST_BINS - 1);
+    for (uint64_t ns = 64; ns < 3000000; ns = ns * 9 / 8) { /* bins grow with the time */
+        assert(hl_walk_hist_bin(ns) <= hl_walk_hist_bin(ns * 9 / 8));
+        uint64_t one[HL_WALK_HIST_BINS] = {0};
+        one[hl_walk_hist_bin(ns)] = 1;
+        double m = hl_walk_hist_median_us(one) * 1e3;
+        assert(m >= ns * 0.875 && m <= ns * 1.125);
+    }
+    h[hl_walk_hist_bin(850)] = 3;        /* three walks of 0.85 us */
+    h[hl_walk_hist_bin(40000000)] = 2;   /* two preempted for 40 ms: the mean would be 16 ms */
+    double m = hl_walk_hist_median_us(h);
+    assert(m >= 0.85 * 0.875 && m <= 0.85 * 1.125);
+    h[HL_WALK_HIST_BINS - 1] = 4;        /* most in the open bin: its start, 3.1 ms */
+    m = hl_walk_hist_median_us(h);
+    assert(m > 3145.0 && m < 3146.0);
 }
 
 int main(void) {
     test_sample_budget_factor();
+    test_walk_hist();
     test_sample_distance();
     test_encode_and_push();
     test_interning();
