@@ -44,9 +44,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define HM_PREFETCH_W(p) __builtin_prefetch((p), 1)
 #define HM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HM_LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define HM_PREFETCH_W(p) ((void)(p))
 #define HM_UNLIKELY(x) (x)
+#define HM_LIKELY(x) (x)
 #endif
 
 /* Insert-list val: id << 8 | gen_before << 4 | gen_after; gen_before == HM_GEN_UNKNOWN marks a
