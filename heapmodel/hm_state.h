@@ -5,6 +5,7 @@
  * hm_model.c  windows of classified objects, add, apply_gc (prepare, commit), queries, checks.
  * hm_young.c  the young objects: the lazily synced hash, lookups, and the duplicate checks that
  *             hm_model_add defers (by a sync, or by the runs the next GC records).
+ * hm_ranges.c takes only the window size from here (it cuts the moves into batches by window).
  */
 #ifndef HEAPLENS_HM_STATE_H
 #define HEAPLENS_HM_STATE_H
