@@ -19,7 +19,8 @@
  * objects (compared with the naive model) came between the adds either. Some cycles allocate in
  * bursts per allocation context, as the collector drains a thread's buffer at a time (the GC then
  * proves the adds duplicate-free from their runs), others one object here, one there (it then
- * sorts); addresses are added twice before a GC too.
+ * sorts); addresses are added twice before a GC too. Now and then a burst runs on from the end
+ * of a gen0 region into the adjacent region of another generation (sim_straddle).
  *
  * HM_TEST_SEED overrides the seed, HM_TEST_GCS the number of GCs.
  */
