@@ -51,7 +51,9 @@ size_t hm_spans_from_bounds(hm_span *out, hm_pair *pairs, const hm_gen_range *r,
 /* Same for moved/surviving ranges, keyed by old address, aux = new start. Dropped (and counted):
  * zero length, old or new range wrapping, old range overlapping a kept one that starts earlier
  * (ties: input order), then destination overlapping a kept destination that starts earlier (ties:
- * the one with the lower old start wins). After this no two survivors can land on one address. */
+ * the one with the lower old start wins). After this no two survivors can land on one address.
+ * Moves in the runtime's order (each region's in a row, ascending) are copied a batch at a time
+ * rather than sorted one by one. */
 size_t hm_spans_from_moves(hm_span *out, hm_pair *pairs, const hm_move *mv, size_t n,
                            size_t *anomalies);
 

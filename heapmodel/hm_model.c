@@ -493,6 +493,112 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     g->n_cls = n_cls;
 }
 
+/* hm_young_classify for a sink with young fates (the collector's full mode): the same results,
+ * the common case in a loop of its own. A young object whose id has a fate byte gets no
+ * classified word and no dead-list slot; and the objects of one run (ascending addresses, as an
+ * allocation context gives them) that lie in one bounds range share their generation, so once
+ * the first of them is classified the rest only need the moves' cursor, their fate byte (the
+ * run's own) and their insert. Whatever ends that — an evicted object, an id without a fate
+ * byte, the end of the run or of the range — goes back through the general step. The dead are
+ * counted as the objects classified minus those inserted: every one is either. */
+static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t)
+{
+    static const hm_span no_move = {0, 0, 0};
+    const hm_span *mv = g->n_mv ? m->mv : &no_move, *bb = m->bb;
+    const size_t n_mv = g->n_mv ? g->n_mv : 1, n = m->n_young;
+    const hm_pair *young = m->young;
+    hm_pair *ins = m->ins;
+    uint8_t *fates = g->fates;
+    const uint64_t f_first = g->fates_first, f_n = g->fates_n;
+    size_t hb = 0, hmv = 0, n_ins = 0, n_cls = 0, flagged = 0;
+    bool track = t != NULL, open = false;
+    size_t s = 0;
+    uint64_t first = 0, prev = UINT64_MAX; /* the first object always starts a run */
+
+    for (size_t i = 0; i < n;) {
+        /* The general step, for young[i]. */
+        uint64_t key = young[i].key, val = young[i].val, id = val >> 8, rel = id - f_first;
+        if (HM_UNLIKELY(val & HM_Y_EVICTED)) {
+            /* evicted: reported by commit_evicted (a run before this one may have written it) */
+            if (rel < f_n)
+                fates[rel] = HM_FATE(HM_GEN_UNKNOWN, HM_GEN_UNKNOWN);
+            flagged++;
+            i++;
+            continue;
+        }
+        if (track && (key <= prev || key - prev > HM_YOUNG_RUN_GAP)) {
+            if (open)
+                track = hm_young_runs_close(m, t, s, i, first, prev);
+            open = true;
+            s = i;
+            first = key;
+        }
+        prev = key;
+        size_t b = hm_spans_find(bb, g->n_bb, key, &hb);
+        uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)bb[b].aux;
+        bool condemned = b != HM_NONE && (g->mask >> gen & 1);
+        uint32_t heap = hm_heap_of(gen);
+        uint8_t fate = HM_FATE(heap, condemned ? HM_GEN_UNKNOWN : heap);
+        if (rel < f_n)
+            fates[rel] = fate;
+        else
+            m->cls[n_cls++] = id << HM_REPORT_SHIFT | heap | (condemned ? HM_REPORT_CONDEMNED : 0);
+        uint64_t ins_gen = condemned ? (uint64_t)gen << 4 | HM_INS_YOUNG
+                                     : (uint64_t)HM_INS_KEEP << 4 | gen;
+        size_t v = condemned ? hm_spans_step(mv, n_mv, key, &hmv) : HM_NONE;
+        size_t live = !condemned || v != HM_NONE;
+        const hm_span *sp = condemned ? &mv[v & ((size_t)0 - live)] : &no_move;
+        ins[n_ins].key = key + sp->aux - sp->start;
+        ins[n_ins].val = id << 8 | ins_gen;
+        n_ins += live;
+        i++;
+        if (b == HM_NONE)
+            continue;
+        /* The rest of the run inside bounds range b: the same generation, fate and insert
+         * word, and keys that only ascend. */
+        const uint64_t end = bb[b].end;
+        if (!condemned) {
+            for (; i < n; i++) {
+                key = young[i].key;
+                val = young[i].val;
+                rel = (val >> 8) - f_first;
+                if ((val & HM_Y_EVICTED) || key <= prev || key - prev > HM_YOUNG_RUN_GAP ||
+                    key >= end || rel >= f_n)
+                    break;
+                prev = key;
+                fates[rel] = fate;
+                ins[n_ins].key = key;
+                ins[n_ins].val = (val >> 8) << 8 | ins_gen;
+                n_ins++;
+            }
+            continue;
+        }
+        /* Whether each survives is as good as random: no branch on it (ins has room for every
+         * young object, so the write for a dead one stays in bounds). */
+        for (; i < n; i++) {
+            key = young[i].key;
+            val = young[i].val;
+            rel = (val >> 8) - f_first;
+            if ((val & HM_Y_EVICTED) || key <= prev || key - prev > HM_YOUNG_RUN_GAP ||
+                key >= end || rel >= f_n)
+                break;
+            prev = key;
+            fates[rel] = fate;
+            v = hm_spans_step(mv, n_mv, key, &hmv);
+            live = v != HM_NONE;
+            sp = &mv[v & ((size_t)0 - live)];
+            ins[n_ins].key = sp->aux + (key - sp->start);
+            ins[n_ins].val = (val >> 8) << 8 | ins_gen;
+            n_ins += live;
+        }
+    }
+    if (track && open)
+        hm_young_runs_close(m, t, s, n, first, prev);
+    g->n_ins = n_ins;
+    g->n_dead = n - flagged - n_ins;
+    g->n_cls = n_cls;
+}
+
 static int hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
 {
     size_t n = m->n_young, pending = n - m->n_hashed;
@@ -509,13 +615,16 @@ static int hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
         runs.scratch = runs.info + runs.max;
         t = &runs;
     }
+    /* young fates are given only with quiet young deaths, hence batches: m->cls is reserved */
+    void (*classify)(hm_model *, hm_gc_work *, hm_young_runs *) =
+        g->fates ? hm_young_classify_fates : hm_young_classify;
     size_t flagged = m->n_yflagged;
-    hm_young_classify(m, g, t);
+    classify(m, g, t);
     if (!t)
         return HM_OK;
     int rc = hm_young_runs_finish(m, t);
     if (rc == HM_OK && m->n_yflagged != flagged)
-        hm_young_classify(m, g, NULL); /* again, without the evicted */
+        classify(m, g, NULL); /* again, without the evicted */
     return rc;
 }
 

@@ -5,6 +5,7 @@
  * hm_model.c  windows of classified objects, add, apply_gc (prepare, commit), queries, checks.
  * hm_young.c  the young objects: the lazily synced hash, lookups, and the duplicate checks that
  *             hm_model_add defers (by a sync, or by the runs the next GC records).
+ * hm_ranges.c takes only the window size from here (it cuts the moves into batches by window).
  */
 #ifndef HEAPLENS_HM_STATE_H
 #define HEAPLENS_HM_STATE_H
@@ -44,9 +45,11 @@
 #if defined(__GNUC__) || defined(__clang__)
 #define HM_PREFETCH_W(p) __builtin_prefetch((p), 1)
 #define HM_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HM_LIKELY(x) __builtin_expect(!!(x), 1)
 #else
 #define HM_PREFETCH_W(p) ((void)(p))
 #define HM_UNLIKELY(x) (x)
+#define HM_LIKELY(x) (x)
 #endif
 
 /* Insert-list val: id << 8 | gen_before << 4 | gen_after; gen_before == HM_GEN_UNKNOWN marks a

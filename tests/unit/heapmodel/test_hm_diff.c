@@ -19,7 +19,8 @@
  * objects (compared with the naive model) came between the adds either. Some cycles allocate in
  * bursts per allocation context, as the collector drains a thread's buffer at a time (the GC then
  * proves the adds duplicate-free from their runs), others one object here, one there (it then
- * sorts); addresses are added twice before a GC too.
+ * sorts); addresses are added twice before a GC too. Now and then a burst runs on from the end
+ * of a gen0 region into the adjacent region of another generation (sim_straddle).
  *
  * HM_TEST_SEED overrides the seed, HM_TEST_GCS the number of GCs.
  */
@@ -98,28 +99,34 @@ static bool chance(sim *s, unsigned percent)
 
 /* ---- regions ---------------------------------------------------------------------------- */
 
+/* A region of `slots` slots at slot `at`, or (size_t)-1 when they are not all free. */
+static size_t sim_region_at(sim *s, uint32_t gen, size_t slots, size_t at)
+{
+    if (at + slots > N_SLOTS)
+        return (size_t)-1;
+    for (size_t k = 0; k < slots; k++)
+        if (s->slot_used[at + k])
+            return (size_t)-1;
+    size_t i;
+    for (i = 0; i < s->n_reg && s->reg[i].alive; i++)
+        ;
+    if (i == s->n_reg) {
+        if (s->n_reg == MAX_REGIONS)
+            return (size_t)-1;
+        s->n_reg++;
+    }
+    for (size_t k = 0; k < slots; k++)
+        s->slot_used[at + k] = true;
+    s->reg[i] = (sim_region){HEAP_BASE + at * SLOT, slots * SLOT, 0, gen, true, false, false, 0, 0};
+    return i;
+}
+
 static size_t sim_region_new(sim *s, uint32_t gen, size_t slots)
 {
     for (size_t tries = 0; tries < 64; tries++) {
-        size_t at = (size_t)rnd(s, N_SLOTS - slots + 1);
-        bool free_run = true;
-        for (size_t k = 0; k < slots; k++)
-            free_run = free_run && !s->slot_used[at + k];
-        if (!free_run)
-            continue;
-        size_t i;
-        for (i = 0; i < s->n_reg && s->reg[i].alive; i++)
-            ;
-        if (i == s->n_reg) {
-            if (s->n_reg == MAX_REGIONS)
-                return (size_t)-1;
-            s->n_reg++;
-        }
-        for (size_t k = 0; k < slots; k++)
-            s->slot_used[at + k] = true;
-        s->reg[i] = (sim_region){HEAP_BASE + at * SLOT, slots * SLOT, 0, gen, true,
-                                 false, false, 0, 0};
-        return i;
+        size_t i = sim_region_at(s, gen, slots, (size_t)rnd(s, N_SLOTS - slots + 1));
+        if (i != (size_t)-1)
+            return i;
     }
     return (size_t)-1;
 }
@@ -257,6 +264,36 @@ static void sim_add(sim *s, uint64_t addr)
     }
 }
 
+/* One run of young objects across the end of a gen0 region into the region that starts right
+ * there, of another generation (made for it): addresses ascending a few hundred bytes apart,
+ * as if one allocation context went on over the boundary. The two halves are classified by
+ * different bounds ranges (a GC may condemn one and not the other), which a pass that takes a
+ * run's generation from its first object must notice. */
+static void sim_straddle(sim *s)
+{
+    size_t ri = s->ctx[rnd(s, N_CTX)];
+    if (ri == (size_t)-1 || s->reg[ri].size != SLOT)
+        return;
+    static const uint32_t gens[] = {HM_GEN_1, HM_GEN_2, HM_GEN_LOH, HM_GEN_0};
+    size_t rj = sim_region_at(s, gens[rnd(s, 4)], 1, (s->reg[ri].start - HEAP_BASE) / SLOT + 1);
+    if (rj == (size_t)-1)
+        return;
+    sim_region *a = &s->reg[ri], *b = &s->reg[rj];
+    if (a->size - a->used > 4096)
+        a->used = a->size - 8 * (1 + rnd(s, 256)); /* bump on to near the end */
+    while (a->used < a->size) {
+        uint64_t size = 16 + 8 * rnd(s, 30);
+        if (a->used + size > a->size || a->size - a->used - size < 16)
+            size = a->size - a->used;
+        sim_add(s, a->start + a->used);
+        a->used += size;
+    }
+    for (size_t k = 1 + (size_t)rnd(s, 24); k > 0; k--) {
+        sim_add(s, b->start + b->used);
+        b->used += 16 + 8 * rnd(s, 30);
+    }
+}
+
 static void sim_allocate(sim *s, size_t count)
 {
     size_t burst = 0, c = 0;
@@ -323,6 +360,8 @@ static void sim_allocate(sim *s, size_t count)
             continue; /* address space full: skip */
         sim_add(s, s->reg[ri].start + s->reg[ri].used);
         s->reg[ri].used += size;
+        if (s->bursts && r < 780 && chance(s, 1))
+            sim_straddle(s);
     }
     CHECK_MODEL(s->m);
     if (!s->quiet)

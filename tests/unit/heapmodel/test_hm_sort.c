@@ -1,5 +1,6 @@
 /* test_hm_sort.c — the internal pieces: the adaptive pair sort against a stable reference on
- * every input shape it special-cases, and the cursor search of span indexes against a scan. */
+ * every input shape it special-cases, the cursor search of span indexes against a scan, and
+ * the moves' span index against the rules of hm_internal.h applied step by step. */
 #include "heapmodel/hm_internal.h"
 #include "hm_test.h"
 
@@ -145,6 +146,110 @@ static void test_spans_find(uint64_t *rng)
     }
 }
 
+/* hm_spans_from_moves' rules one by one (hm_internal.h): invalid moves dropped, the rest stably
+ * by old start, a move overlapping a kept one that starts earlier dropped, then by new start
+ * (ties: old start) one overlapping a kept destination dropped. */
+static size_t ref_moves(hm_span *out, const hm_move *mv, size_t n, size_t *anomalies)
+{
+    hm_pair *p = calloc(n + 1, sizeof(*p)), *t = calloc(n + 1, sizeof(*t));
+    size_t k = 0, kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (mv[i].length == 0 || mv[i].old_start + mv[i].length < mv[i].old_start ||
+            mv[i].new_start + mv[i].length < mv[i].new_start)
+            (*anomalies)++;
+        else
+            p[k++] = (hm_pair){mv[i].old_start, i};
+    }
+    ref_sort(p, t, k);
+    hm_span *o = calloc(n + 1, sizeof(*o));
+    for (size_t i = 0; i < k; i++) {
+        const hm_move *x = &mv[p[i].val];
+        if (kept > 0 && x->old_start < o[kept - 1].end)
+            (*anomalies)++;
+        else
+            o[kept++] = (hm_span){x->old_start, x->old_start + x->length, x->new_start};
+    }
+    for (size_t i = 0; i < kept; i++)
+        p[i] = (hm_pair){o[i].aux, i};
+    ref_sort(p, t, kept);
+    uint64_t last_end = 0;
+    for (size_t i = 0; i < kept; i++) {
+        hm_span *x = &o[p[i].val];
+        if (i > 0 && x->aux < last_end) {
+            x->end = x->start;
+            (*anomalies)++;
+        } else {
+            last_end = x->aux + (x->end - x->start);
+        }
+    }
+    size_t w = 0;
+    for (size_t i = 0; i < kept; i++)
+        if (o[i].end != o[i].start)
+            out[w++] = o[i];
+    free(p);
+    free(t);
+    free(o);
+    return w;
+}
+
+/* Moves shaped as the runtime sends them — batches ascending in old and new addresses, in any
+ * order — which the batch copy takes whole, and the same spoiled in each way that must send
+ * them to the general path: batches overlapping in old or in new addresses, an invalid move,
+ * batches of one move. */
+static void test_moves(uint64_t *rng)
+{
+    enum { MAXN = 4000 };
+    hm_move *mv = calloc(MAXN, sizeof(*mv));
+    hm_span *got = calloc(MAXN, sizeof(*got)), *want = calloc(MAXN, sizeof(*want));
+    hm_pair *scratch = calloc(MAXN + hm_sort_tmp_size(MAXN), sizeof(*scratch));
+    for (int round = 0; round < 400; round++) {
+        int spoil = round % 6; /* 0, 1: clean; 2: old overlap; 3: new overlap; 4: invalid; 5: ones */
+        size_t n_batches = 1 + (size_t)(rng_next(rng) % 40), n = 0;
+        size_t order[40];
+        for (size_t b = 0; b < n_batches; b++)
+            order[b] = b;
+        for (size_t b = n_batches; b > 1; b--) {
+            size_t j = (size_t)(rng_next(rng) % b), x = order[b - 1];
+            order[b - 1] = order[j];
+            order[j] = x;
+        }
+        for (size_t bi = 0; bi < n_batches; bi++) {
+            size_t b = order[bi], len = spoil == 5 ? 1 : 1 + (size_t)(rng_next(rng) % 90);
+            /* batch b's old addresses in 4 MiB region b; its new ones in region b * 7 % 41:
+             * both disjoint between batches */
+            uint64_t old_at = UINT64_C(0x7f0000000000) + (uint64_t)b * 0x400000;
+            uint64_t new_at = UINT64_C(0x7f8000000000) + (uint64_t)(b * 7 % 41) * 0x400000;
+            for (size_t i = 0; i < len && n < MAXN; i++) {
+                uint64_t l = 8 * (1 + rng_next(rng) % 40);
+                old_at += 8 * (rng_next(rng) % 30);
+                mv[n++] = (hm_move){old_at, new_at, l};
+                old_at += l;
+                new_at += l + 8 * (rng_next(rng) % 3);
+            }
+        }
+        if (n > 1 && spoil == 2) /* a move inside another batch's old range, at its end */
+            mv[n - 1].old_start = mv[rng_next(rng) % (n - 1)].old_start + 8;
+        if (n > 1 && spoil == 3) /* a destination inside another's */
+            mv[n - 1].new_start = mv[rng_next(rng) % (n - 1)].new_start;
+        if (n > 1 && spoil == 4)
+            mv[rng_next(rng) % n].length = 0;
+        size_t a_got = 0, a_want = 0;
+        size_t k_got = hm_spans_from_moves(got, scratch, mv, n, &a_got);
+        size_t k_want = ref_moves(want, mv, n, &a_want);
+        CHECK_EQ(k_got, k_want);
+        CHECK_EQ(a_got, a_want);
+        for (size_t i = 0; i < k_want; i++) {
+            CHECK_EQ(got[i].start, want[i].start);
+            CHECK_EQ(got[i].end, want[i].end);
+            CHECK_EQ(got[i].aux, want[i].aux);
+        }
+    }
+    free(mv);
+    free(got);
+    free(want);
+    free(scratch);
+}
+
 int main(void)
 {
     uint64_t seed = 12345;
@@ -156,6 +261,7 @@ int main(void)
     test_sort(&rng);
     test_sort_tie_inside_merge();
     test_spans_find(&rng);
+    test_moves(&rng);
     printf("test_hm_sort: ok\n");
     return 0;
 }
