@@ -221,7 +221,7 @@ int main(int argc, char **argv) {
                pass ? "cold (64 MiB read before)" : "warm (gen0 in the caches)", wall / 1e6,
                wall / (double)objects, cpu / 1e6, cpu / (double)objects);
     }
-    if (s.floor && s.floor_walks) /* HEAPLENS_CENSUS_FLOOR=1: each walk's time above holds its read */
+    if (s.floor && s.floor_walks) /* HEAPLENS_CENSUS_FLOOR=1: the times above hold its reads */
         printf("  HEAPLENS_CENSUS_FLOOR, mean of every walk (GC thread's CPU): the walk %.3f ms, "
                "%.2f ns per object; a plain read of every cache line of the same gen0 %.3f ms "
                "(%.1f GB/s)\n",

@@ -12,9 +12,9 @@
  * guards' slots and the last ones), on one thread, with helpers over cut pieces and with a
  * table that grows inside a walk, counted as stepping the objects one by one counts them; a
  * word of 0 where an object should be makes the walk not exact (no crash). With
- * HEAPLENS_CENSUS_FLOOR=1 a plain read of gen0 is timed beside each walk, counts unchanged. A fake
- * ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime does) and
- * GetObjectSize2. */
+ * HEAPLENS_CENSUS_FLOOR=1 a plain read of gen0 is timed beside each walk, counts unchanged.
+ * A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime
+ * does) and GetObjectSize2. */
 #include <stdlib.h>
 #include <string.h>
 
