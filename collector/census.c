@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The EE/GC object layout (the GC's own stepping): not a profiler ABI, so every method table is
@@ -92,6 +93,8 @@ void hl_census_init(hl_census *s, bool on) {
     s->threads = on ? census_threads() : 1;
     s->piece_min = CENSUS_PIECE_MIN;
     s->pack_limit = PACK_LIMIT;
+    const char *floor_env = getenv("HEAPLENS_CENSUS_FLOOR");
+    s->floor = on && floor_env && strcmp(floor_env, "1") == 0;
 }
 
 /* A helper thread's life: IDLE (asleep on the futex `state`) -> WAKE (the GC thread has
@@ -818,6 +821,29 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     return ok;
 }
 
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* HEAPLENS_CENSUS_FLOOR: one word of every cache line of gen0's ranges, prefetched
+ * CENSUS_PREFETCH ahead as a lane prefetches, timed into s->floor_read_cpu_ns. */
+static void floor_read(hl_census *s, const hm_gen_range *ranges, size_t n) {
+    uint64_t c0 = thread_cpu_ns();
+    for (size_t i = 0; i < n; i++) {
+        if (ranges[i].generation != HM_GEN_0)
+            continue;
+        const uint8_t *p = (const uint8_t *)(uintptr_t)ranges[i].start;
+        for (uint64_t o = 0; o < ranges[i].length; o += 64) { /* lengths are multiples of 8 */
+            __builtin_prefetch(p + o + CENSUS_PREFETCH, 0, 3);
+            (void)*(const volatile uint64_t *)(p + o);
+        }
+        s->floor_bytes += ranges[i].length;
+    }
+    s->floor_read_cpu_ns += thread_cpu_ns() - c0;
+}
+
 hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *before,
                                 size_t n_before) {
     hl_census_result r = {0};
@@ -827,8 +853,16 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
         s->old_valid = false;
         return r;
     }
+    bool floor_first = s->floor && !(s->floor_walks & 1);
+    if (floor_first)
+        floor_read(s, before, n_before);
+    uint64_t c0 = s->floor ? thread_cpu_ns() : 0;
     uint64_t t0 = hl_now_ns();
     bool ok = types_clear(&s->tab) && walk_count(s, info, before, n_before);
+    if (s->floor) {
+        s->floor_walk_cpu_ns += thread_cpu_ns() - c0;
+        s->floor_walks++;
+    }
     /* Not exact unless the previous GC's gen0 is known (it is not at the first GC after an
      * attach, nor after a GC whose end could not be remembered). */
     r.done = ok && s->old_valid;
@@ -846,6 +880,8 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
         r.done = r.counts != NULL;
     }
     r.walk_ns = hl_now_ns() - t0;
+    if (s->floor && !floor_first)
+        floor_read(s, before, n_before);
     return r;
 }
 

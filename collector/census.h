@@ -40,7 +40,8 @@
  * (counted by the next walk) or promotes them unseen (lost to the census).
  * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default one less
  * than the CPUs this process may run on (one is left to the collector thread and the writer),
- * at most 8. */
+ * at most 8. HEAPLENS_CENSUS_FLOOR=1 (benchmark): times a plain read of gen0 beside each walk
+ * (hl_census.floor). */
 #ifndef HEAPLENS_CENSUS_H
 #define HEAPLENS_CENSUS_H
 
@@ -127,6 +128,15 @@ typedef struct hl_census {
     unsigned since_retry;
     /* walks cut into pieces; redone whole on one thread; walked with helpers */
     uint64_t walks_split, walks_redone, walks_helped;
+    /* HEAPLENS_CENSUS_FLOOR=1 (benchmark): what reading gen0 costs with no work per object,
+     * against the walk. Each counting walk is timed by the GC thread's CPU clock, and so is a
+     * plain read of one word per cache line of the same gen0 ranges (prefetched as the walk
+     * prefetches; remembered spans, which the walk jumps over, included), made before the walk
+     * at even walks and after it at odd ones, so that neither always finds gen0 warm from the
+     * other. Not in census_ns. Totals over the run (HEAPLENS_STATS prints them); with helper
+     * threads only the GC thread's part of the walk is timed. */
+    bool floor;
+    uint64_t floor_walks, floor_walk_cpu_ns, floor_read_cpu_ns, floor_bytes;
 } hl_census;
 
 void hl_census_init(hl_census *s, bool on);

@@ -16,8 +16,10 @@
  * as after threads allocated it), and "cold" after 64 MiB of other memory was read. Prints
  * the median over WALKS (default 21) of each, in ms per walk and ns per object: wall time (the
  * pause the walk adds) and CPU time of every thread (the census's helper threads walk too:
- * HEAPLENS_CENSUS_THREADS=N sets how many threads may, 1 = the calling thread alone). Nothing
- * but this program runs the census here: no runtime, no profiler. */
+ * HEAPLENS_CENSUS_THREADS=N sets how many threads may, 1 = the calling thread alone). With
+ * HEAPLENS_CENSUS_FLOOR=1 every walk also reads each cache line of gen0 plainly, timed apart
+ * (collector/census.h): the walk against what reading gen0 costs (then the times above hold
+ * both). Nothing but this program runs the census here: no runtime, no profiler. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -219,6 +221,14 @@ int main(int argc, char **argv) {
                pass ? "cold (64 MiB read before)" : "warm (gen0 in the caches)", wall / 1e6,
                wall / (double)objects, cpu / 1e6, cpu / (double)objects);
     }
+    if (s.floor && s.floor_walks) /* HEAPLENS_CENSUS_FLOOR=1: the times above hold its reads */
+        printf("  HEAPLENS_CENSUS_FLOOR, mean of every walk (GC thread's CPU): the walk %.3f ms, "
+               "%.2f ns per object; a plain read of every cache line of the same gen0 %.3f ms "
+               "(%.1f GB/s)\n",
+               s.floor_walk_cpu_ns / 1e6 / (double)s.floor_walks,
+               s.floor_walk_cpu_ns / (double)s.floor_walks / (double)objects,
+               s.floor_read_cpu_ns / 1e6 / (double)s.floor_walks,
+               (double)s.floor_bytes / (double)s.floor_read_cpu_ns);
     if (sink == 42)
         printf("\n");
     hl_census_release(&s);

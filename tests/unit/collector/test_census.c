@@ -11,9 +11,11 @@
  * share home slots in the table of counts (found by the walk's second probe or further, in the
  * guards' slots and the last ones), on one thread, with helpers over cut pieces and with a
  * table that grows inside a walk, counted as stepping the objects one by one counts them; a
- * word of 0 where an object should be makes the walk not exact (no crash). A fake
- * ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime does) and
- * GetObjectSize2. */
+ * word of 0 where an object should be makes the walk not exact (no crash). With
+ * HEAPLENS_CENSUS_FLOOR=1 a plain read of gen0 is timed beside each walk, counts unchanged.
+ * A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime
+ * does) and GetObjectSize2. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "collector/census.h"
@@ -614,6 +616,50 @@ int main(void) {
     r = hl_census_walk(&d, INFO, &zero, 1);
     CHECK(!r.done);
     hl_census_release(&d);
+
+    /* HEAPLENS_CENSUS_FLOOR=1 (benchmark): a plain read of the same gen0 ranges (not the LOH
+     * one) is made and timed beside each walk, before it at the first walk and after it at the
+     * second; the counts are the same as without it. Off unless set to 1. */
+    CHECK(!s.floor);
+    setenv("HEAPLENS_CENSUS_FLOOR", "1", 1);
+    hl_census f;
+    hl_census_init(&f, true);
+    unsetenv("HEAPLENS_CENSUS_FLOOR");
+    CHECK(f.floor);
+    used = 0;
+    uint64_t floor_nodes = 0, floor_chars = 0, floor_bytes = 0;
+    hm_gen_range floor_ranges[3];
+    for (size_t g = 0; g < 2; g++) {
+        size_t from = used;
+        for (uint32_t k = 0; k < 300; k++) {
+            if (k % 3 == 0) {
+                put(&mt_chars, k % 11);
+                floor_chars++;
+                floor_bytes += 22 + 2 * (k % 11);
+            } else {
+                put(&mt_node, 0);
+                floor_nodes++;
+                floor_bytes += 32;
+            }
+        }
+        put(&mt_free, g);
+        floor_ranges[g] = gen0(from);
+        used += 64;
+    }
+    floor_ranges[2] = (hm_gen_range){.start = 8, .length = 1u << 20, .generation = HM_GEN_LOH};
+    for (int walk = 0; walk < 2; walk++) {
+        r = hl_census_walk(&f, INFO, floor_ranges, 3);
+        CHECK(r.done);
+        CHECK_INT(r.objects, floor_nodes + floor_chars);
+        CHECK(find(&r, &mt_node) && find(&r, &mt_node)->count == floor_nodes);
+        CHECK(find(&r, &mt_chars) && find(&r, &mt_chars)->count == floor_chars);
+        CHECK_INT(find(&r, &mt_node)->bytes + find(&r, &mt_chars)->bytes, floor_bytes);
+        hl_mem_free(r.counts);
+        f.old_valid = true;
+    }
+    CHECK_INT(f.floor_walks, 2);
+    CHECK_INT(f.floor_bytes, 2 * (floor_ranges[0].length + floor_ranges[1].length));
+    hl_census_release(&f);
 
     hl_census_release(&s);
     printf("%s: %d failures\n", failures ? "FAIL" : "ok", failures);
