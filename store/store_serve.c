@@ -140,7 +140,8 @@ static gboolean store_stop_wait(store_stop *s, store_control *control, int wait_
 
 /* The connection as a stream source: reads wait on the connection and on stop_fd. */
 typedef struct store_conn_source {
-    store_writer *w;
+    store_writer *w;      /* store_writer_serve: its recorder is watched (NULL: not) */
+    store_writer *writer; /* whose group of GCs is committed when the stream goes idle */
     int fd;
     store_stop *stop;
     int stop_wait_ms;
@@ -169,6 +170,14 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
                 return 0; /* recording ends: the process outlives `heaplens record` */
             }
             wait_ms = (int)((src->end_by_us - now + 999) / 1000);
+        }
+        /* Nothing more to read yet: the GCs applied whole are committed before the writer
+         * waits, so a reader sees every GC the writer has (store_writer.c, "grouped
+         * commits"). */
+        if (store_writer_group_pending(src->writer)) {
+            struct pollfd now = {.fd = src->fd, .events = POLLIN};
+            if (poll(&now, 1, 0) == 0 && !store_writer_group_commit(src->writer, error))
+                return -1;
         }
         int r = store_serve_poll(src->control, pfd, n, wait_ms);
         if (r < 0) {
@@ -298,7 +307,7 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
             goto out;
     }
     if (conn >= 0) {
-        store_conn_source src = {.w = w, .fd = conn, .stop = &stop,
+        store_conn_source src = {.w = w, .writer = w, .fd = conn, .stop = &stop,
                                  .stop_wait_ms = stop_wait_ms, .control = control};
         store_control_set_collector(control, conn);
         store_serve_hook_control(w, control);
@@ -348,7 +357,7 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
 
     if (control_fd >= 0 && control == NULL)
         return FALSE;
-    store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
+    store_conn_source src = {.writer = w, .fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
                              .control = control, .bounded = TRUE};
     store_control_set_collector(control, conn);
     store_serve_hook_control(w, control);
