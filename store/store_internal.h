@@ -664,9 +664,9 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 #define STORE_WAL_CHECKPOINT_FRAMES 512
 /* Grouped commits (store_writer.c, "Grouped commits"): a GC whose records all came (its GC_END
  * among them) before the writer applied any is applied whole and joins the open transaction,
- * committed once STORE_GROUP_COMMIT_MS have passed since its first GC was applied, whenever the
- * stream goes idle (the writer would wait for more), before any GC applied as it comes, and
- * once they add up to STORE_GROUP_MAX_BYTES of records. A
+ * committed once STORE_GROUP_COMMIT_MS have passed since its first GC was applied (whether the
+ * stream keeps the writer busy or not: a reader sees every GC that late at most), before any GC
+ * applied as it comes, once they add up to STORE_GROUP_MAX_BYTES of records, and at the end. A
  * GC is held that way while its records add up to at most STORE_HOLD_MAX_BYTES and hold no
  * snapshot; any other is applied as it comes, in a transaction of its own. */
 #define STORE_GROUP_COMMIT_MS 50
@@ -816,9 +816,11 @@ gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error);
 gboolean store_writer_commit(store_writer *w, GError **error);
 /* A GC applied whole (grouped) joins the group: committed now when it is due. */
 gboolean store_writer_group_add(store_writer *w, GError **error);
-/* GCs applied whole wait for their commit (the stream reader asks before it waits). */
+/* GCs applied whole wait for their commit: how long until it is due, in microseconds (<= 0:
+ * due now; -1 when none wait). The stream reader asks before it waits for more. */
+gint64 store_writer_group_due_us(const store_writer *w);
 gboolean store_writer_group_pending(const store_writer *w);
-/* The stream has nothing more for now: commits the group of GCs applied whole, if any. */
+/* Commits the group of GCs applied whole, if any (then a checkpoint when the WAL is long). */
 gboolean store_writer_group_commit(store_writer *w, GError **error);
 /* The counters rows and run.loss are no longer known (after a ROLLBACK). */
 void store_writer_forget_written(store_writer *w);

@@ -171,19 +171,27 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
             }
             wait_ms = (int)((src->end_by_us - now + 999) / 1000);
         }
-        /* Nothing more to read yet: the GCs applied whole are committed before the writer
-         * waits, so a reader sees every GC the writer has (store_writer.c, "grouped
-         * commits"). */
-        if (store_writer_group_pending(src->writer)) {
-            struct pollfd now = {.fd = src->fd, .events = POLLIN};
-            if (poll(&now, 1, 0) == 0 && !store_writer_group_commit(src->writer, error))
+        /* GCs applied whole wait for their commit (store_writer.c, "grouped commits"): the
+         * wait for more data ends when it is due, so that a reader sees every GC at most
+         * STORE_GROUP_COMMIT_MS after the writer has it, whether more comes or not. */
+        gint64 due_us = store_writer_group_due_us(src->writer);
+        if (due_us == 0) {
+            if (!store_writer_group_commit(src->writer, error))
                 return -1;
+            due_us = -1;
+        }
+        gboolean group_wait = FALSE;
+        if (due_us > 0 && (wait_ms < 0 || (due_us + 999) / 1000 < wait_ms)) {
+            wait_ms = (int)((due_us + 999) / 1000);
+            group_wait = TRUE;
         }
         int r = store_serve_poll(src->control, pfd, n, wait_ms);
         if (r < 0) {
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             return -1;
         }
+        if (r == 0 && group_wait)
+            continue; /* the group is due: committed at the top */
         if (r == 0 && src->bounded)
             continue; /* the deadline above decides */
         if (r == 0)

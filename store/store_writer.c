@@ -546,9 +546,10 @@ gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
  * (`bench_store replay` of sampled AllocBench's stream, --stacks off: 262 GCs, 12 ms of CPU,
  * 5 ms with a commit per 64 GCs). So a GC whose records have all come is applied whole into the
  * open transaction, with the GCs before it, and they are committed together: once
- * STORE_GROUP_COMMIT_MS have passed since the first of them was applied, whenever the stream
- * goes idle (store_serve.c asks before it waits for more), once their records add up to
- * STORE_GROUP_MAX_BYTES, before any GC applied as it comes, and at the end of the stream. A GC applied whole never needs a rollback (its end came), so it needs no
+ * STORE_GROUP_COMMIT_MS have passed since the first of them was applied — while the stream
+ * keeps the writer busy, at the next GC's end or read, and while it is idle, by the wait for
+ * more data ending then (store_serve.c) —, once their records add up to STORE_GROUP_MAX_BYTES,
+ * before any GC applied as it comes, and at the end of the stream. A GC applied whole never needs a rollback (its end came), so it needs no
  * transaction of its own; one that is not (records still coming, one of more than
  * STORE_HOLD_MAX_BYTES, a snapshot in it, a stream that ends inside it) is applied as its
  * records come, in its own transaction as before, after the group's commit. The rows are the
@@ -659,6 +660,14 @@ gboolean store_writer_group_pending(const store_writer *w)
     return w->group_gcs > 0;
 }
 
+gint64 store_writer_group_due_us(const store_writer *w)
+{
+    if (w->group_gcs == 0)
+        return -1;
+    gint64 left = w->group_since_us + (gint64)STORE_GROUP_COMMIT_MS * 1000 - g_get_monotonic_time();
+    return left > 0 ? left : 0;
+}
+
 gboolean store_writer_group_commit(store_writer *w, GError **error)
 {
     if (w->group_gcs == 0)
@@ -691,10 +700,7 @@ typedef struct store_ingest_source {
 static ssize_t store_ingest_read(void *ctx, void *buf, size_t len, GError **error)
 {
     store_ingest_source *src = ctx;
-    store_writer *w = src->w;
-    if (w->group_gcs > 0 &&
-        g_get_monotonic_time() - w->group_since_us >= (gint64)STORE_GROUP_COMMIT_MS * 1000 &&
-        !store_writer_group_commit(w, error))
+    if (store_writer_group_due_us(src->w) == 0 && !store_writer_group_commit(src->w, error))
         return -1;
     return src->read(src->ctx, buf, len, error);
 }
