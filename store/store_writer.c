@@ -1,9 +1,12 @@
 /* store_writer.c — the writer's life: create the database, apply records, finish.
  *
  * Transactions. From store_writer_create to store_writer_finish one write transaction is always
- * open. Each GC_START COMMITs what came before it and BEGINs the GC's own transaction; its
- * GC_END COMMITs (then BEGINs again). A GC whose GC_END never comes is rolled back — with it go
- * the rows of TYPE/THREAD records that arrived inside it, so those are applied again (w->replay).
+ * open. A GC whose records have all come (its GC_END among them) before the writer applies them
+ * is applied whole into it and committed with the GCs around it (below, "grouped commits").
+ * Any other GC is a transaction of its own: its GC_START COMMITs what came before it and BEGINs
+ * the GC's own transaction; its GC_END COMMITs (then BEGINs again). A GC whose GC_END never comes
+ * is rolled back — with it go the rows of TYPE/THREAD records that arrived inside it, so those
+ * are applied again (w->replay).
  * The tail interval's ALLOC_COUNTS (after the last GC) ride in the final transaction, committed
  * by finish. Nothing is held per allocation: the collector counts them.
  *
