@@ -120,7 +120,11 @@ typedef struct store_summary {
  * `command` (may be NULL: the stream's RUN_START command is used) as the recorded command line.
  * On failure nothing is left behind. The file is in WAL mode until store_writer_finish and never
  * synced (synchronous=OFF): every committed GC survives the writer's or the program's death,
- * not an OS crash or power failure before the kernel writes the file back. */
+ * not an OS crash or power failure before the kernel writes the file back. A GC applied whole
+ * (all its records had come) is committed with the GCs around it, at most 50 ms of the writer's
+ * time later (STORE_GROUP_COMMIT_MS, store/README.md "Transaction rules"), and at the end of the
+ * stream; a killed writer loses those not yet committed with it, as it loses the GC it was
+ * writing. */
 store_writer *store_writer_create(const char *path, const char *command, GError **error);
 
 /* Reads one record stream from `fd` until end of run or end of file and stores it. Returns TRUE

@@ -1,7 +1,9 @@
 /* store_gc.c — applies one GC's records: GC_START, ALLOC_COUNTS*, GC_SURVIVORS*, DEATHS*,
  * PROMOTIONS*, GC_END — and the tail interval's ALLOC_COUNTS after the last GC.
  *
- *   GC_START      COMMIT what came before it; BEGIN; remember the start record
+ *   GC_START      COMMIT what came before it; BEGIN; remember the start record (a GC applied
+ *                 whole, its GC_END already come, joins the open transaction instead:
+ *                 store_writer.c, "grouped commits")
  *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
  *                 per key (after the last GC_END: the tail interval, in the final transaction)
  *   SURVIVORS     the objects of interval n alive after GC n: packed, [id gap, type, size] in
@@ -14,7 +16,8 @@
  *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's transaction
  *   GC_END        the object chunks; the generation changes and the deaths (a generation_changes
  *                 row per generation, an object_deaths row, ids sorted, as JSON arrays of gaps);
- *                 the gcs and gc_generations rows; the counters; COMMIT; BEGIN;
+ *                 the gcs and gc_generations rows; the counters; COMMIT; BEGIN (a GC applied
+ *                 whole: committed with its group, when that is due);
  *                 then announce the snapshots that commit stored
  *
  * Nothing here is per allocation: an object that died in its first GC is one more in a count,
@@ -247,6 +250,7 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
      * mode drops its pages and any frames it spilled. */
     if (!store_sql_exec(w->db, w->path, "ROLLBACK; BEGIN", error))
         goto out;
+    store_writer_forget_written(w);
     if (w->gc.handles_changed && !store_handles_reload(w, error))
         goto out;
     /* Apply again the records that arrived inside the GC and were rolled back with it. */
@@ -283,10 +287,13 @@ gboolean store_gc_start(store_writer *w, const store_record *rec, GError **error
      * that the GC is a transaction of its own, rolled back whole if its end never comes. A
      * SAVEPOINT inside one open transaction did the same, but kept the page each GC changed
      * first (a tree's last leaf, each table's) in a sub-journal, a temporary file of its own:
-     * 92 KB and a file created and removed per GC on Workload's stream. */
-    if (!store_sql_exec(w->db, w->path, "COMMIT; BEGIN", error))
+     * 92 KB and a file created and removed per GC on Workload's stream. A GC applied whole
+     * (its end had come: store_writer.c, "grouped commits") needs no rollback, and joins the
+     * open transaction instead. */
+    if (!w->applying_held && !store_writer_commit(w, error))
         return FALSE;
     w->gc.open = TRUE;
+    w->gc.grouped = w->applying_held;
     w->gc.start = *s;
     w->gc.discovered = 0;
     w->gc.survivors = 0;
@@ -612,8 +619,9 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     w->have_counters = TRUE;
     if (!store_gc_flush_chunks(w, error) || !store_gc_flush_changes(w, error) ||
         !store_gc_insert_row(w, e, error) ||
-        !store_writer_write_counters(w, error) ||
-        !store_sql_exec(w->db, w->path, "COMMIT; BEGIN", error))
+        !store_writer_write_counters(w, error))
+        return FALSE;
+    if (!w->gc.grouped && !store_writer_commit(w, error))
         return FALSE;
     w->objects_written += w->gc.discovered + w->gc.survivors;
     w->allocations += w->gc.allocations;
@@ -631,6 +639,8 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     for (guint i = 0; i < w->gc.snapshots->len && w->on_snapshot != NULL; i++)
         w->on_snapshot(w->on_snapshot_ctx, &g_array_index(w->gc.snapshots, store_snapshot_done, i));
     g_array_set_size(w->gc.snapshots, 0);
+    if (w->gc.grouped) /* no snapshot in it: nobody waits for its commit */
+        return store_writer_group_add(w, error);
     store_writer_checkpoint(w); /* after the answers: the data is stored once committed */
     return TRUE;
 }

@@ -562,6 +562,8 @@ typedef enum store_stmt_id {
     STORE_STMT_INSERT_STACK_FRAME,
     STORE_STMT_INSERT_ALLOC_SAMPLE,
     STORE_STMT_UPSERT_SAMPLING,
+    STORE_STMT_COMMIT,
+    STORE_STMT_BEGIN,
     STORE_STMT_COUNT
 } store_stmt_id;
 
@@ -614,6 +616,8 @@ typedef struct store_open_gc {
     uint64_t allocations, allocations_survived; /* ALLOC_COUNTS stored inside it, likewise */
     GArray *snapshots;   /* store_snapshot_done: snapshots written inside it, not yet committed */
     gboolean handles_changed; /* handle rows were written inside it (the map follows them) */
+    gboolean grouped; /* applied whole from store_writer.held (its GC_END had come): no
+                         transaction of its own, committed with the group (store_writer.c) */
 } store_open_gc;
 
 /* The snapshot being read (between its SNAPSHOT_START and SNAPSHOT_END). Its items wait here and
@@ -658,6 +662,23 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
  * requests that commit stored — not inside the commit, as SQLite's autocheckpoint does: a
  * 10M-object snapshot's 170 MB made its commit 1.9 s, most of it that copy. */
 #define STORE_WAL_CHECKPOINT_FRAMES 512
+/* Grouped commits (store_writer.c, "Grouped commits"): a GC whose records all came (its GC_END
+ * among them) before the writer applied any is applied whole and joins the open transaction,
+ * committed once STORE_GROUP_COMMIT_MS have passed since its first GC was applied (whether the
+ * stream keeps the writer busy or not: a reader sees every GC that late at most), before any GC
+ * applied as it comes, once they add up to STORE_GROUP_MAX_BYTES of records, and at the end. A
+ * GC is held that way while its records add up to at most STORE_HOLD_MAX_BYTES and hold no
+ * snapshot; any other is applied as it comes, in a transaction of its own. */
+#define STORE_GROUP_COMMIT_MS 50
+#define STORE_HOLD_MAX_BYTES (64 * 1024)
+/* ... and once the group's GCs' records add up to this (what a full disk or a killed writer
+ * can take with it stays small whatever the pace: a commit per 256 KiB of records costs nothing
+ * next to writing them). */
+#define STORE_GROUP_MAX_BYTES (256 * 1024)
+/* The counters store_writer_write_counters writes (the collector's, the writer's, and three
+ * written only when known): the value each row holds, so that a GC writes only those that
+ * changed. */
+#define STORE_COUNTERS_WRITTEN 25
 /* How long the end of a recording retries leaving WAL mode while another connection (a user's
  * sqlite3 reading the recording) has the file open, and how often: then the file stays in WAL
  * mode (store_summary.wal_kept). SQLite itself does not wait there. */
@@ -734,6 +755,23 @@ struct store_writer {
      * payload): rolling the GC back loses their rows too, so they are applied again. */
     GPtrArray *replay; /* of GBytes */
 
+    /* Grouped commits (STORE_GROUP_COMMIT_MS): the records of the GC being held (hl_rec_header +
+     * payload each, from its GC_START on) until its GC_END comes; the GCs applied since the
+     * last commit, and when the first of them was (g_get_monotonic_time). */
+    GByteArray *held;
+    gboolean holding;
+    uint32_t held_gc;
+    gboolean applying_held; /* store_writer_release is applying a whole GC */
+    uint32_t group_gcs;
+    gint64 group_since_us;
+    size_t group_bytes; /* their records' bytes */
+    /* What the counters rows and run.loss hold in the transaction (valid: known; a rollback
+     * forgets it): store_writer_write_counters writes only what changed. */
+    uint64_t counter_value[STORE_COUNTERS_WRITTEN];
+    gboolean counter_valid[STORE_COUNTERS_WRITTEN];
+    char *loss_written;
+    gboolean loss_valid;
+
     uint32_t run_flags;   /* HL_RUN_FLAG_* from RUN_START */
     gboolean complete;    /* RUN_END received */
     uint64_t run_end_received_ns; /* CLOCK_MONOTONIC of this process when RUN_END arrived */
@@ -774,6 +812,18 @@ gboolean store_batch_flush(store_writer *w, store_row_batch *b, GError **error);
 gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error);
 /* Applies one decoded record (dispatch table in store_writer.c). */
 gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error);
+/* COMMIT, then BEGIN: what came since the last commit is stored, whole (the group too). */
+gboolean store_writer_commit(store_writer *w, GError **error);
+/* A GC applied whole (grouped) joins the group: committed now when it is due. */
+gboolean store_writer_group_add(store_writer *w, GError **error);
+/* GCs applied whole wait for their commit: how long until it is due, in microseconds (<= 0:
+ * due now; -1 when none wait). The stream reader asks before it waits for more. */
+gint64 store_writer_group_due_us(const store_writer *w);
+gboolean store_writer_group_pending(const store_writer *w);
+/* Commits the group of GCs applied whole, if any (then a checkpoint when the WAL is long). */
+gboolean store_writer_group_commit(store_writer *w, GError **error);
+/* The counters rows and run.loss are no longer known (after a ROLLBACK). */
+void store_writer_forget_written(store_writer *w);
 /* Makes sure `threads` has a row for os_tid (allocating threads get one, unnamed). */
 gboolean store_writer_note_thread(store_writer *w, uint32_t os_tid, GError **error);
 

@@ -140,7 +140,8 @@ static gboolean store_stop_wait(store_stop *s, store_control *control, int wait_
 
 /* The connection as a stream source: reads wait on the connection and on stop_fd. */
 typedef struct store_conn_source {
-    store_writer *w;
+    store_writer *w;      /* store_writer_serve: its recorder is watched (NULL: not) */
+    store_writer *writer; /* whose group of GCs is committed when the stream goes idle */
     int fd;
     store_stop *stop;
     int stop_wait_ms;
@@ -170,11 +171,27 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
             }
             wait_ms = (int)((src->end_by_us - now + 999) / 1000);
         }
+        /* GCs applied whole wait for their commit (store_writer.c, "grouped commits"): the
+         * wait for more data ends when it is due, so that a reader sees every GC at most
+         * STORE_GROUP_COMMIT_MS after the writer has it, whether more comes or not. */
+        gint64 due_us = store_writer_group_due_us(src->writer);
+        if (due_us == 0) {
+            if (!store_writer_group_commit(src->writer, error))
+                return -1;
+            due_us = -1;
+        }
+        gboolean group_wait = FALSE;
+        if (due_us > 0 && (wait_ms < 0 || (due_us + 999) / 1000 < wait_ms)) {
+            wait_ms = (int)((due_us + 999) / 1000);
+            group_wait = TRUE;
+        }
         int r = store_serve_poll(src->control, pfd, n, wait_ms);
         if (r < 0) {
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             return -1;
         }
+        if (r == 0 && group_wait)
+            continue; /* the group is due: committed at the top */
         if (r == 0 && src->bounded)
             continue; /* the deadline above decides */
         if (r == 0)
@@ -298,7 +315,7 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
             goto out;
     }
     if (conn >= 0) {
-        store_conn_source src = {.w = w, .fd = conn, .stop = &stop,
+        store_conn_source src = {.w = w, .writer = w, .fd = conn, .stop = &stop,
                                  .stop_wait_ms = stop_wait_ms, .control = control};
         store_control_set_collector(control, conn);
         store_serve_hook_control(w, control);
@@ -348,7 +365,7 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
 
     if (control_fd >= 0 && control == NULL)
         return FALSE;
-    store_conn_source src = {.fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
+    store_conn_source src = {.writer = w, .fd = conn, .stop = &stop, .stop_wait_ms = stop_wait_ms,
                              .control = control, .bounded = TRUE};
     store_control_set_collector(control, conn);
     store_serve_hook_control(w, control);

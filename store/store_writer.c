@@ -1,9 +1,12 @@
 /* store_writer.c — the writer's life: create the database, apply records, finish.
  *
  * Transactions. From store_writer_create to store_writer_finish one write transaction is always
- * open. Each GC_START COMMITs what came before it and BEGINs the GC's own transaction; its
- * GC_END COMMITs (then BEGINs again). A GC whose GC_END never comes is rolled back — with it go
- * the rows of TYPE/THREAD records that arrived inside it, so those are applied again (w->replay).
+ * open. A GC whose records have all come (its GC_END among them) before the writer applies them
+ * is applied whole into it and committed with the GCs around it (below, "grouped commits").
+ * Any other GC is a transaction of its own: its GC_START COMMITs what came before it and BEGINs
+ * the GC's own transaction; its GC_END COMMITs (then BEGINs again). A GC whose GC_END never comes
+ * is rolled back — with it go the rows of TYPE/THREAD records that arrived inside it, so those
+ * are applied again (w->replay).
  * The tail interval's ALLOC_COUNTS (after the last GC) ride in the final transaction, committed
  * by finish. Nothing is held per allocation: the collector counts them.
  *
@@ -37,6 +40,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_UPSERT_SAMPLING] =
         "INSERT OR REPLACE INTO sampling (id, source, mean_distance_bytes, biased, samples, "
         "samples_dropped) VALUES (1, ?1, ?2, ?3, ?4, ?5)",
+    [STORE_STMT_COMMIT] = "COMMIT",
+    [STORE_STMT_BEGIN] = "BEGIN",
     [STORE_STMT_INSERT_TYPE] =
         "INSERT OR REPLACE INTO types (id, name, class_id, flags) VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_INSERT_FIELD] =
@@ -302,7 +307,7 @@ out:
 
 void store_writer_keep_for_replay(store_writer *w, const store_record *rec)
 {
-    if (!w->gc.open)
+    if (!w->gc.open || w->gc.grouped) /* a GC applied whole is never rolled back */
         return;
     hl_rec_header h = {.type = rec->type, .size = rec->size};
     uint8_t *raw = g_malloc(sizeof h + rec->size);
@@ -536,6 +541,173 @@ gboolean store_writer_apply(void *ctx, const store_record *rec, GError **error)
     return fn == NULL || fn(ctx, rec, error);
 }
 
+/* ---- grouped commits ----------------------------------------------------------------------
+ *
+ * A commit per GC cost more than the GC's rows on a program with many small GCs: the pages a GC
+ * touches (the last leaf of gcs, gc_generations, alloc_counts, counters...) written again into
+ * the WAL at each commit, a frame header and a page each, and the locks taken and released
+ * (`bench_store replay` of sampled AllocBench's stream, --stacks off: 262 GCs, 12 ms of CPU,
+ * 5 ms with a commit per 64 GCs). So a GC whose records have all come is applied whole into the
+ * open transaction, with the GCs before it, and they are committed together: once
+ * STORE_GROUP_COMMIT_MS have passed since the first of them was applied — while the stream
+ * keeps the writer busy, at the next GC's end or read, and while it is idle, by the wait for
+ * more data ending then (store_serve.c) —, once their records add up to STORE_GROUP_MAX_BYTES,
+ * before any GC applied as it comes, and at the end of the stream. A GC applied whole never needs a rollback (its end came), so it needs no
+ * transaction of its own; one that is not (records still coming, one of more than
+ * STORE_HOLD_MAX_BYTES, a snapshot in it, a stream that ends inside it) is applied as its
+ * records come, in its own transaction as before, after the group's commit. The rows are the
+ * same either way: only when they become visible to a reader changes (at most
+ * STORE_GROUP_COMMIT_MS of the writer's time later while the stream keeps it busy), and what a
+ * killed writer keeps (every GC committed before, as before: the group's GCs not yet committed
+ * are lost with it, like the GC it was writing). */
+
+static void store_writer_hold(store_writer *w, const store_record *rec)
+{
+    hl_rec_header h = {.type = rec->type, .size = rec->size};
+    g_byte_array_append(w->held, (const guint8 *)&h, sizeof h);
+    g_byte_array_append(w->held, rec->payload, rec->size);
+}
+
+/* Applies the held records in the order they came: `whole` when the last one is the GC's
+ * GC_END (the GC joins the group), else as they would have been applied had they not been held. */
+static gboolean store_writer_release(store_writer *w, gboolean whole, GError **error)
+{
+    gboolean ok = TRUE;
+    const uint8_t *p = w->held->data, *end = p + w->held->len;
+
+    w->holding = FALSE;
+    w->applying_held = whole;
+    if (whole)
+        w->group_bytes += w->held->len;
+    while (ok && p < end) {
+        hl_rec_header h;
+        store_record rec;
+        memcpy(&h, p, sizeof h);
+        ok = store_stream_decode(h.type, p + sizeof h, h.size, &rec, error) &&
+             store_writer_apply(w, &rec, error);
+        p += sizeof h + h.size;
+    }
+    w->applying_held = FALSE;
+    g_byte_array_set_size(w->held, 0);
+    return ok;
+}
+
+/* Records a held GC may hold: anything but the start of another GC, the end of the run, and a
+ * snapshot (its clients are answered at its commit, and it is large). */
+static gboolean store_writer_holdable(const store_record *rec)
+{
+    switch (rec->type) {
+    case HL_REC_GC_START:
+    case HL_REC_RUN_END:
+    case HL_REC_SNAPSHOT_START:
+    case HL_REC_SNAPSHOT_OBJECTS:
+    case HL_REC_SNAPSHOT_REFS:
+    case HL_REC_SNAPSHOT_REF_FIELDS:
+    case HL_REC_SNAPSHOT_STATICS:
+    case HL_REC_SNAPSHOT_STRINGS:
+    case HL_REC_SNAPSHOT_COLLECTIONS:
+    case HL_REC_SNAPSHOT_ROOTS:
+    case HL_REC_SNAPSHOT_ROOT_THREADS:
+    case HL_REC_SNAPSHOT_END:
+    case HL_REC_SNAPSHOT_REASON:
+        return FALSE;
+    default:
+        return TRUE;
+    }
+}
+
+/* The stream's records arrive here (store_writer_ingest): a GC's are held until its GC_END
+ * comes, then applied whole; anything else is applied at once. */
+static gboolean store_writer_feed(void *ctx, const store_record *rec, GError **error)
+{
+    store_writer *w = ctx;
+
+    if (w->holding) {
+        if (rec->type == HL_REC_GC_END && rec->u.gc_end.gc == w->held_gc) {
+            store_writer_hold(w, rec);
+            return store_writer_release(w, TRUE, error);
+        }
+        if (store_writer_holdable(rec) &&
+            w->held->len + sizeof(hl_rec_header) + rec->size <= STORE_HOLD_MAX_BYTES) {
+            store_writer_hold(w, rec);
+            return TRUE;
+        }
+        if (!store_writer_release(w, FALSE, error))
+            return FALSE;
+        return store_writer_apply(w, rec, error);
+    }
+    /* Only a GC that starts with none open and follows the last one (else its GC_START fails
+     * or discards the open GC where it stands, as before). */
+    if (rec->type == HL_REC_GC_START && !w->gc.open &&
+        (!w->any_gc || rec->u.gc_start.gc > w->last_gc)) {
+        w->holding = TRUE;
+        w->held_gc = rec->u.gc_start.gc;
+        store_writer_hold(w, rec);
+        return TRUE;
+    }
+    return store_writer_apply(w, rec, error);
+}
+
+gboolean store_writer_commit(store_writer *w, GError **error)
+{
+    if (!store_writer_step(w, STORE_STMT_COMMIT, error) ||
+        !store_writer_step(w, STORE_STMT_BEGIN, error))
+        return FALSE;
+    w->group_gcs = 0;
+    w->group_bytes = 0;
+    return TRUE;
+}
+
+gboolean store_writer_group_pending(const store_writer *w)
+{
+    return w->group_gcs > 0;
+}
+
+gint64 store_writer_group_due_us(const store_writer *w)
+{
+    if (w->group_gcs == 0)
+        return -1;
+    gint64 left = w->group_since_us + (gint64)STORE_GROUP_COMMIT_MS * 1000 - g_get_monotonic_time();
+    return left > 0 ? left : 0;
+}
+
+gboolean store_writer_group_commit(store_writer *w, GError **error)
+{
+    if (w->group_gcs == 0)
+        return TRUE;
+    if (!store_writer_commit(w, error))
+        return FALSE;
+    store_writer_checkpoint(w);
+    return TRUE;
+}
+
+gboolean store_writer_group_add(store_writer *w, GError **error)
+{
+    gint64 now = g_get_monotonic_time();
+    if (w->group_gcs++ == 0)
+        w->group_since_us = now;
+    if (now - w->group_since_us < (gint64)STORE_GROUP_COMMIT_MS * 1000 &&
+        w->group_bytes < STORE_GROUP_MAX_BYTES)
+        return TRUE;
+    return store_writer_group_commit(w, error);
+}
+
+/* The stream source as store_writer_ingest reads it: a group due by now is committed before
+ * each read (a stream that keeps the writer busy without a GC ending). */
+typedef struct store_ingest_source {
+    store_writer *w;
+    store_read_fn read;
+    void *ctx;
+} store_ingest_source;
+
+static ssize_t store_ingest_read(void *ctx, void *buf, size_t len, GError **error)
+{
+    store_ingest_source *src = ctx;
+    if (store_writer_group_due_us(src->w) == 0 && !store_writer_group_commit(src->w, error))
+        return -1;
+    return src->read(src->ctx, buf, len, error);
+}
+
 /* ---- run row, counters -------------------------------------------------------------------- */
 
 static void store_bind_text1(sqlite3_stmt *st, const void *data)
@@ -586,9 +758,20 @@ static gboolean store_writer_update_loss(store_writer *w, GError **error)
     if (w->recorder_killed)
         g_ptr_array_add(names, "recorder-killed");
     g_ptr_array_add(names, NULL);
-    g_autofree char *loss = names->len > 1 ? g_strjoinv(",", (char **)names->pdata) : NULL;
-    return store_writer_run_once(w, "UPDATE run SET loss = ?1 WHERE id = 1", store_bind_text1,
-                                 loss, error);
+    char *loss = names->len > 1 ? g_strjoinv(",", (char **)names->pdata) : NULL;
+    if (w->loss_valid && g_strcmp0(loss, w->loss_written) == 0) {
+        g_free(loss); /* the row says it already: most GCs change nothing there */
+        return TRUE;
+    }
+    if (!store_writer_run_once(w, "UPDATE run SET loss = ?1 WHERE id = 1", store_bind_text1,
+                               loss, error)) {
+        g_free(loss);
+        return FALSE;
+    }
+    g_free(w->loss_written);
+    w->loss_written = loss;
+    w->loss_valid = TRUE;
+    return TRUE;
 }
 
 static gboolean store_writer_set_counter(store_writer *w, const char *name, uint64_t value,
@@ -600,52 +783,68 @@ static gboolean store_writer_set_counter(store_writer *w, const char *name, uint
     return store_writer_step(w, STORE_STMT_SET_COUNTER, error);
 }
 
+/* Writes counter `i` of store_writer_write_counters unless its row holds that value already. */
+static gboolean store_writer_put_counter(store_writer *w, int i, const char *name, uint64_t value,
+                                         GError **error)
+{
+    if (w->counter_valid[i] && w->counter_value[i] == value)
+        return TRUE;
+    if (!store_writer_set_counter(w, name, value, error))
+        return FALSE;
+    w->counter_value[i] = value;
+    w->counter_valid[i] = TRUE;
+    return TRUE;
+}
+
+void store_writer_forget_written(store_writer *w)
+{
+    memset(w->counter_valid, 0, sizeof w->counter_valid);
+    w->loss_valid = FALSE;
+}
+
+/* At every GC_END and at finish. Only the rows whose value changed are written (most do not
+ * from one GC to the next: 3 statements a GC instead of 26, and one page less when run.loss
+ * stays as it was): what each row holds is remembered, and forgotten at a rollback. */
 gboolean store_writer_write_counters(store_writer *w, GError **error)
 {
     const hl_counters *c = &w->counters;
     const struct {
         const char *name;
         uint64_t value;
-        gboolean collector;
-    } counters[] = {
-        {"allocs_seen", c->allocs_seen, TRUE},
-        {"allocs_dropped", c->allocs_dropped, TRUE},
-        {"allocs_dropped_buffer", c->allocs_dropped_buffer, TRUE},
-        {"allocs_dropped_writer", c->allocs_dropped_writer, TRUE},
-        {"gc_events_dropped", c->gc_events_dropped, TRUE},
-        {"records_dropped", c->records_dropped, TRUE},
-        {"bytes_dropped", c->bytes_dropped, TRUE},
-        {"model_anomalies", c->model_anomalies, TRUE},
-        {"threads_overflowed", c->threads_overflowed, TRUE},
-        {"gcs_dropped", c->gcs_dropped, TRUE},
-        {"snapshots_dropped", c->snapshots_dropped, TRUE},
-        {"writer_lost", c->writer_lost, TRUE},
-        {"thread_waits", c->thread_waits, TRUE},
-        {"thread_wait_ns", c->thread_wait_ns, TRUE},
-        {"stream_bytes", w->stream.stream_bytes, FALSE},
-        {"records_read", w->stream.records_read, FALSE},
-        {"records_skipped_unknown", w->stream.records_skipped_unknown, FALSE},
-        {"gcs_discarded_incomplete", w->gcs_discarded_incomplete, FALSE},
-        {"writer_anomalies", w->writer_anomalies, FALSE},
-        {"handles_closed_by_reuse", w->handles_closed_by_reuse, FALSE},
-        {"connections_refused", w->connections_refused, FALSE},
-        {"snapshots_discarded", w->snapshots_discarded, FALSE},
+        gboolean present;
+    } counters[STORE_COUNTERS_WRITTEN] = {
+        {"allocs_seen", c->allocs_seen, w->have_counters},
+        {"allocs_dropped", c->allocs_dropped, w->have_counters},
+        {"allocs_dropped_buffer", c->allocs_dropped_buffer, w->have_counters},
+        {"allocs_dropped_writer", c->allocs_dropped_writer, w->have_counters},
+        {"gc_events_dropped", c->gc_events_dropped, w->have_counters},
+        {"records_dropped", c->records_dropped, w->have_counters},
+        {"bytes_dropped", c->bytes_dropped, w->have_counters},
+        {"model_anomalies", c->model_anomalies, w->have_counters},
+        {"threads_overflowed", c->threads_overflowed, w->have_counters},
+        {"gcs_dropped", c->gcs_dropped, w->have_counters},
+        {"snapshots_dropped", c->snapshots_dropped, w->have_counters},
+        {"writer_lost", c->writer_lost, w->have_counters},
+        {"thread_waits", c->thread_waits, w->have_counters},
+        {"thread_wait_ns", c->thread_wait_ns, w->have_counters},
+        {"stream_bytes", w->stream.stream_bytes, TRUE},
+        {"records_read", w->stream.records_read, TRUE},
+        {"records_skipped_unknown", w->stream.records_skipped_unknown, TRUE},
+        {"gcs_discarded_incomplete", w->gcs_discarded_incomplete, TRUE},
+        {"writer_anomalies", w->writer_anomalies, TRUE},
+        {"handles_closed_by_reuse", w->handles_closed_by_reuse, TRUE},
+        {"connections_refused", w->connections_refused, TRUE},
+        {"snapshots_discarded", w->snapshots_discarded, TRUE},
+        /* Written only when the sample budget left samples out: the estimates' note
+         * (SCHEMA.md) */
+        {"samples_budgeted", w->samples_budgeted, w->samples_budgeted != 0},
+        {"program_peak_rss_bytes", w->program_peak_rss_bytes, w->program_peak_rss_bytes != 0},
+        {"program_gcs", w->program_gcs, w->have_program_gcs},
     };
-    for (size_t i = 0; i < G_N_ELEMENTS(counters); i++) {
-        if (counters[i].collector && !w->have_counters)
-            continue;
-        if (!store_writer_set_counter(w, counters[i].name, counters[i].value, error))
+    for (int i = 0; i < STORE_COUNTERS_WRITTEN; i++)
+        if (counters[i].present &&
+            !store_writer_put_counter(w, i, counters[i].name, counters[i].value, error))
             return FALSE;
-    }
-    /* Written only when the sample budget left samples out: the estimates' note (SCHEMA.md) */
-    if (w->samples_budgeted != 0 &&
-        !store_writer_set_counter(w, "samples_budgeted", w->samples_budgeted, error))
-        return FALSE;
-    if (w->program_peak_rss_bytes != 0 &&
-        !store_writer_set_counter(w, "program_peak_rss_bytes", w->program_peak_rss_bytes, error))
-        return FALSE;
-    if (w->have_program_gcs && !store_writer_set_counter(w, "program_gcs", w->program_gcs, error))
-        return FALSE;
     return store_writer_update_loss(w, error);
 }
 
@@ -727,6 +926,9 @@ static void store_writer_close(store_writer *w)
     if (w->change_json != NULL)
         g_string_free(w->change_json, TRUE);
     g_free(w->db_failure);
+    g_free(w->loss_written);
+    if (w->held != NULL)
+        g_byte_array_unref(w->held);
     g_free(w->session_dir);
     g_free(w->path);
     g_free(w);
@@ -741,6 +943,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->alloc_keys = g_hash_table_new_full(store_alloc_key_hash, store_alloc_key_equal, g_free, NULL);
     w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
+    w->held = g_byte_array_new();
     w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
     for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
@@ -849,7 +1052,33 @@ gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx
     gboolean ok;
 
     w->ingested = TRUE;
-    ok = store_stream_run(read, read_ctx, store_writer_apply, w, &end, &w->stream, &err);
+    store_ingest_source src = {.w = w, .read = read, .ctx = read_ctx};
+    ok = store_stream_run(store_ingest_read, &src, store_writer_feed, w, &end, &w->stream, &err);
+    if (w->holding) {
+        /* The stream ended (or failed) inside a held GC: its records are applied as they came,
+         * and the GC is then left out below, as if they had never been held. */
+        GError *err2 = NULL;
+        if (!store_writer_release(w, FALSE, &err2)) {
+            if (ok)
+                err = err2;
+            else
+                g_clear_error(&err2);
+            ok = FALSE;
+        }
+    }
+    /* The stream has ended (or stopped at a corrupt record): the GCs applied whole are
+     * committed now, as if it had gone idle. (A GC open here was applied as it came: none of
+     * the group is in its transaction.) */
+    if (store_writer_group_pending(w) && (ok || !store_writer_db_failed(w))) {
+        GError *err2 = NULL;
+        if (!store_writer_group_commit(w, &err2)) {
+            if (ok)
+                err = err2;
+            else
+                g_clear_error(&err2);
+            ok = FALSE;
+        }
+    }
     if (w->stream.header_ok)
         w->connected = TRUE;
     if (!ok && err->domain == STORE_ERROR && err->code == STORE_ERROR_STREAM &&
@@ -863,6 +1092,9 @@ gboolean store_writer_ingest(store_writer *w, store_read_fn read, void *read_ctx
         w->db_failure = g_strdup(err->message);
         if (!sqlite3_get_autocommit(w->db))
             sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        w->gcs_written -= w->group_gcs; /* not committed: gone with the rollback */
+        w->group_gcs = 0;
+        w->group_bytes = 0;
         if (w->gc.open) {
             g_autofree char *why = g_strdup_printf("the writer failed: %s", err->message);
             w->gc.open = FALSE;

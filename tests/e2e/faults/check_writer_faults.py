@@ -378,7 +378,9 @@ def recorder_killed(hl, dll, workdir, iterations, tmp):
     line = program_line(proc)  # the program runs on, its output still comes
     wait_for("the writer's end", lambda: gone(wpid), 600)
     check("recorder killed: the program ran to its end", line is not None)
-    left = [n for n in os.listdir(tmp) if n.startswith("heaplens-")]
+    own = os.path.join(tmp, f"heaplens-{os.getuid()}")  # the sessions' directories' parent
+    left = [n for n in os.listdir(tmp) if n.startswith("heaplens-") and n != os.path.basename(own)]
+    left += os.listdir(own) if os.path.isdir(own) else []
     check("recorder killed: the session's directory is removed", not left, repr(left))
     rc, info, e = heaplens_json(hl, "info", db)
     if not check("recorder killed: the database is readable", rc == 0 and info is not None, e.strip()):
@@ -394,9 +396,11 @@ def recorder_killed(hl, dll, workdir, iterations, tmp):
 
 
 def stale_sessions(hl, workdir, short_tmp):
-    """What a recorder and its writer killed together leave (their private directory in TMPDIR,
-    the program's session file) is removed by the next `heaplens record` -- only ours, only
-    when its owner is gone and nobody serves it, and only the files a session puts there."""
+    """What a recorder and its writer killed together leave (their private directory in
+    TMPDIR/heaplens-UID, the program's session file) is removed by the next `heaplens record` --
+    only ours, only when its owner is gone and nobody serves it, and only the files a session
+    puts there. Directories so named in TMPDIR itself (where heaplens made them before) are left
+    alone: the next record reads TMPDIR/heaplens-UID alone."""
     import socket
     # TMPDIR short enough for the sockets bound in it, whatever the length of the work directory
     tmp, xdg = os.path.join(short_tmp, "stale"), os.path.join(workdir, "xdg-stale")
@@ -408,8 +412,11 @@ def stale_sessions(hl, workdir, short_tmp):
     p.wait()
     dead, alive = p.pid, os.getpid()
 
-    def session_dir(name, files, mode=0o700):
-        path = os.path.join(tmp, name)
+    own = os.path.join(tmp, f"heaplens-{os.getuid()}")
+    os.makedirs(own, mode=0o700)
+
+    def session_dir(name, files, mode=0o700, parent=own):
+        path = os.path.join(parent, name)
         os.makedirs(path)
         os.chmod(path, mode)
         for f in files:
@@ -424,6 +431,7 @@ def stale_sessions(hl, workdir, short_tmp):
     owned = session_dir(f"heaplens-{alive}-cccccc", ["collector.sock"])
     foreign = session_dir(f"heaplens-{dead}-dddddd", ["collector.sock", "notes.txt"])
     public = session_dir(f"heaplens-{dead}-eeeeee", ["collector.sock"], mode=0o755)
+    outside = session_dir(f"heaplens-{dead}-ffffff", ["collector.sock"], parent=tmp)
     for pid in (dead, alive):
         open(os.path.join(xdg, "heaplens", str(pid)), "w").close()
     r = subprocess.run([hl, "record", "-o", os.path.join(tmp, "none.db"), "--", "true"],
@@ -443,10 +451,12 @@ def stale_sessions(hl, workdir, short_tmp):
     check("stale: the session file of a process that is gone is removed, a live one's stays",
           not os.path.exists(os.path.join(xdg, "heaplens", str(dead)))
           and os.path.exists(os.path.join(xdg, "heaplens", str(alive))))
+    check("stale: one in TMPDIR itself is not looked at",
+          os.path.exists(os.path.join(outside, "collector.sock")))
     check("stale: record leaves no directory of its own",
-          set(n for n in os.listdir(tmp) if n.startswith("heaplens-")) ==
+          set(n for n in os.listdir(own) if n.startswith("heaplens-")) ==
           set(os.path.basename(x) for x in (served, owned, foreign, public)),
-          repr(os.listdir(tmp)))
+          repr(os.listdir(own)))
 
 
 def writer_disk_full(hl, dll, workdir, iterations):

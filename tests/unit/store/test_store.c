@@ -2610,8 +2610,11 @@ static int sync_count_shm_map(sqlite3_file *f, int region, int size, int extend,
 {
     return SYNC_COUNT_REAL(f)->pMethods->xShmMap(SYNC_COUNT_REAL(f), region, size, extend, p);
 }
+static int sync_count_write_locks; /* the WAL's write lock taken: a write transaction each */
 static int sync_count_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
+    if (offset == 0 && n == 1 && flags == (SQLITE_SHM_LOCK | SQLITE_SHM_EXCLUSIVE))
+        sync_count_write_locks++;
     return SYNC_COUNT_REAL(f)->pMethods->xShmLock(SYNC_COUNT_REAL(f), offset, n, flags);
 }
 static void sync_count_shm_barrier(sqlite3_file *f)
@@ -2735,6 +2738,89 @@ static void test_no_sync(void)
     CHECK_ROWS(db, "SELECT status FROM run", "complete\n");
     CHECK_ROWS(db, "SELECT count(*) > 0 FROM gcs", "1\n");
     sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
+/* A stream of `gcs` small GCs (a few allocations each, one survivor), a sampled service's
+ * shape; with `cut`, the last GC's end never comes. */
+static hl_sb *small_gcs_build(uint32_t gcs, gboolean cut)
+{
+    hl_sb *sb = hl_sb_new();
+    uint64_t id = 1;
+    hl_sb_run_start(sb, 4242, "dotnet Small.dll");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_type(sb, 2, "B");
+    for (uint32_t gc = 1; gc <= gcs; gc++) {
+        uint64_t first = id;
+        for (int i = 0; i < 5; i++, id++)
+            hl_sb_alloc(sb, id, 1 + (uint32_t)(id % 2), 24, 100 + (uint32_t)(id % 3));
+        hl_sb_gc_start(sb, gc, 0, FALSE, id);
+        for (uint64_t o = first; o < id; o++)
+            hl_sb_fate(sb, gc, o, HL_FATE(HL_GEN_0, o == first ? HL_GEN_1 : HL_GEN_NONE));
+        if (gc < gcs || !cut)
+            hl_sb_gc_end(sb, gc, 0);
+    }
+    if (!cut)
+        hl_sb_run_end(sb, gcs);
+    return sb;
+}
+
+/* Grouped commits (store_writer.c): GCs whose records have all come are committed together, not
+ * one write transaction each (which wrote a GC's few pages again into the WAL every time), and
+ * store the same rows; a GC whose end never comes is still left out alone. The write
+ * transactions are counted by the WAL's write lock, through the counting VFS of test_no_sync. */
+static void test_grouped_commits(void)
+{
+    char *dir = tmp_dir_new();
+    static sqlite3_vfs counting;
+    const uint32_t gcs = 200;
+    sync_count_real = sqlite3_vfs_find(NULL);
+    CHECK(sync_count_real != NULL && sync_count_real->iVersion >= 2);
+    sync_count_methods = (sqlite3_io_methods){
+        .iVersion = 2, .xClose = sync_count_close, .xRead = sync_count_read,
+        .xWrite = sync_count_write, .xTruncate = sync_count_truncate, .xSync = sync_count_sync,
+        .xFileSize = sync_count_size, .xLock = sync_count_lock, .xUnlock = sync_count_unlock,
+        .xCheckReservedLock = sync_count_reserved, .xFileControl = sync_count_control,
+        .xSectorSize = sync_count_sector, .xDeviceCharacteristics = sync_count_device,
+        .xShmMap = sync_count_shm_map, .xShmLock = sync_count_shm_lock,
+        .xShmBarrier = sync_count_shm_barrier, .xShmUnmap = sync_count_shm_unmap,
+    };
+    counting = (sqlite3_vfs){
+        .iVersion = 2, .szOsFile = (int)sizeof(sync_count_file) + sync_count_real->szOsFile,
+        .mxPathname = sync_count_real->mxPathname, .zName = "heaplens-test-lock-count",
+        .xOpen = sync_count_open, .xDelete = sync_count_delete, .xAccess = sync_count_access,
+        .xFullPathname = sync_count_full_path, .xRandomness = sync_count_random,
+        .xSleep = sync_count_sleep, .xCurrentTimeInt64 = sync_count_time,
+        .xGetLastError = sync_count_last_error,
+    };
+    CHECK(sqlite3_vfs_register(&counting, 1) == SQLITE_OK);
+    for (int cut = 0; cut <= 1; cut++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *path = g_strdup_printf("%s/small%d.db", dir, cut);
+        hl_sb *sb = small_gcs_build(gcs, cut);
+        store_summary sum;
+        sync_count_write_locks = 0;
+        CHECK(hl_sb_write_db(sb, path, NULL, &sum, &error));
+        CHECK_NO_ERROR(error);
+        /* a commit per GC took at least 200; a few: the schema, the end, a group per 50 ms */
+        if (sync_count_write_locks >= (int)gcs / 4)
+            fprintf(stderr, "grouped_commits: %d write transactions for %u GCs\n",
+                    sync_count_write_locks, gcs);
+        CHECK(sync_count_write_locks < (int)gcs / 4);
+        CHECK(sum.gcs == gcs - (uint32_t)cut && sum.complete == !cut);
+        hl_sb_free(sb);
+        sqlite3 *db = db_open(path);
+        g_autofree char *want = g_strdup_printf("%u|%u|%u|%u|%d\n", gcs - cut, gcs - cut,
+                                                (gcs - cut) * 5, gcs - cut, cut);
+        CHECK_ROWS(db,
+                   "SELECT (SELECT count(*) FROM gcs), (SELECT max(gc) FROM gcs),"
+                   " (SELECT sum(count) FROM alloc_counts WHERE gc <= (SELECT max(gc) FROM gcs)),"
+                   " (SELECT count(*) FROM objects),"
+                   " (SELECT value FROM counters WHERE name = 'gcs_discarded_incomplete')",
+                   want);
+        sqlite3_close(db);
+    }
+    sqlite3_vfs_unregister(&counting);
     tmp_dir_free(dir);
 }
 
@@ -3977,6 +4063,76 @@ static void test_serve_connection(void)
     tmp_dir_free(dir);
 }
 
+typedef struct serve_args {
+    store_writer *w;
+    int conn, stop;
+    gboolean ok;
+} serve_args;
+
+static gpointer serve_connection_thread(gpointer data)
+{
+    serve_args *a = data;
+    a->ok = store_writer_serve_connection(a->w, a->conn, -1, a->stop, 2000, NULL);
+    return NULL;
+}
+
+/* A reader sees a GC while the recording goes on, though no more comes to end its group: the
+ * writer's wait for more data ends when the group is due (STORE_GROUP_COMMIT_MS), and commits
+ * it. Without that, GC 1 would stay uncommitted until GC 2 came. The test waits for the row
+ * (a bounded loop), then sends the rest. */
+static void test_grouped_reader_sees(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet Small.dll");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    size_t first = hl_sb_len(sb);
+    hl_sb_alloc(sb, 2, 1, 24, 100);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 3);
+    hl_sb_fate(sb, 2, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 2, 0);
+    hl_sb_run_end(sb, 2);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int sv[2], stop[2];
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    g_autofree char *path = g_build_filename(dir, "live.db", NULL);
+    serve_args a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0], .stop = stop[0]};
+    CHECK_NO_ERROR(error);
+    GThread *t = g_thread_new("serve", serve_connection_thread, &a);
+    write_all(sv[1], bytes, first);
+    int64_t seen = 0;
+    for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+         seen == 0 && g_get_monotonic_time() < deadline;) {
+        sqlite3 *db = NULL;
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+            seen = db_int(db, "SELECT count(*) FROM gcs");
+        sqlite3_close(db);
+        if (seen == 0)
+            g_usleep(2000); /* polling for the row, not timing it */
+    }
+    CHECK(seen == 1);
+    write_all(sv[1], bytes + first, len - first);
+    close(sv[1]);
+    close(stop[1]);
+    g_thread_join(t);
+    CHECK(a.ok);
+    store_summary sum;
+    CHECK(store_writer_finish(a.w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.complete && sum.gcs == 2);
+    close(sv[0]);
+    close(stop[0]);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 static void test_serve_no_connection(void)
 {
     char *dir = tmp_dir_new();
@@ -4878,6 +5034,8 @@ static const struct {
     {"reader_holds_file", test_reader_holds_file},
     {"change_gaps", test_change_gaps},
     {"no_sync", test_no_sync},
+    {"grouped_commits", test_grouped_commits},
+    {"grouped_reader_sees", test_grouped_reader_sees},
     {"radix_sort", test_radix_sort},
     {"put_u64", test_put_u64},
     {"checkpoint_after_answer", test_checkpoint_after_answer},
