@@ -2680,16 +2680,10 @@ static int sync_count_last_error(sqlite3_vfs *v, int n, char *out)
 }
 #undef SYNC_COUNT_VFS_CALL
 
-/* The writer never asks for a sync (PRAGMA synchronous = OFF from its first statement on): not
- * for the switch to WAL, the schema, the GCs' commits and checkpoints, nor the end (the last
- * checkpoint and leaving WAL mode); and what it wrote is the whole recording. Nor does it keep
- * pages in a sub-journal: a GC is a transaction of its own, not a SAVEPOINT (which saved each
- * page a GC changed first into a temporary file). A VFS made the default counts the syncs and
- * the sub-journals of every file SQLite opens meanwhile. */
-static void test_no_sync(void)
+/* The default VFS wrapped so that it counts syncs, sub-journals and write locks (sync_count_*),
+ * registered as the default until sqlite3_vfs_unregister. */
+static sqlite3_vfs *sync_count_vfs_register(void)
 {
-    char *dir = tmp_dir_new();
-    g_autoptr(GError) error = NULL;
     static sqlite3_vfs counting;
     sync_count_real = sqlite3_vfs_find(NULL);
     CHECK(sync_count_real != NULL && sync_count_real->iVersion >= 2);
@@ -2711,6 +2705,20 @@ static void test_no_sync(void)
         .xGetLastError = sync_count_last_error,
     };
     CHECK(sqlite3_vfs_register(&counting, 1) == SQLITE_OK);
+    return &counting;
+}
+
+/* The writer never asks for a sync (PRAGMA synchronous = OFF from its first statement on): not
+ * for the switch to WAL, the schema, the GCs' commits and checkpoints, nor the end (the last
+ * checkpoint and leaving WAL mode); and what it wrote is the whole recording. Nor does it keep
+ * pages in a sub-journal: a GC is a transaction of its own, not a SAVEPOINT (which saved each
+ * page a GC changed first into a temporary file). A VFS made the default counts the syncs and
+ * the sub-journals of every file SQLite opens meanwhile. */
+static void test_no_sync(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    sqlite3_vfs *counting = sync_count_vfs_register();
 
     /* First, that the count works: a connection of SQLite's defaults (synchronous FULL). */
     g_autofree char *probe_path = g_build_filename(dir, "probe.db", NULL);
@@ -2730,7 +2738,7 @@ static void test_no_sync(void)
     CHECK(sum.complete && !sum.wal_kept);
     CHECK(sync_count_syncs == 0);
     CHECK(sync_count_subjournals == 0);
-    sqlite3_vfs_unregister(&counting);
+    sqlite3_vfs_unregister(counting);
     hl_sb_free(sb);
 
     sqlite3 *db = db_open(path);
@@ -2772,28 +2780,8 @@ static hl_sb *small_gcs_build(uint32_t gcs, gboolean cut)
 static void test_grouped_commits(void)
 {
     char *dir = tmp_dir_new();
-    static sqlite3_vfs counting;
     const uint32_t gcs = 200;
-    sync_count_real = sqlite3_vfs_find(NULL);
-    CHECK(sync_count_real != NULL && sync_count_real->iVersion >= 2);
-    sync_count_methods = (sqlite3_io_methods){
-        .iVersion = 2, .xClose = sync_count_close, .xRead = sync_count_read,
-        .xWrite = sync_count_write, .xTruncate = sync_count_truncate, .xSync = sync_count_sync,
-        .xFileSize = sync_count_size, .xLock = sync_count_lock, .xUnlock = sync_count_unlock,
-        .xCheckReservedLock = sync_count_reserved, .xFileControl = sync_count_control,
-        .xSectorSize = sync_count_sector, .xDeviceCharacteristics = sync_count_device,
-        .xShmMap = sync_count_shm_map, .xShmLock = sync_count_shm_lock,
-        .xShmBarrier = sync_count_shm_barrier, .xShmUnmap = sync_count_shm_unmap,
-    };
-    counting = (sqlite3_vfs){
-        .iVersion = 2, .szOsFile = (int)sizeof(sync_count_file) + sync_count_real->szOsFile,
-        .mxPathname = sync_count_real->mxPathname, .zName = "heaplens-test-lock-count",
-        .xOpen = sync_count_open, .xDelete = sync_count_delete, .xAccess = sync_count_access,
-        .xFullPathname = sync_count_full_path, .xRandomness = sync_count_random,
-        .xSleep = sync_count_sleep, .xCurrentTimeInt64 = sync_count_time,
-        .xGetLastError = sync_count_last_error,
-    };
-    CHECK(sqlite3_vfs_register(&counting, 1) == SQLITE_OK);
+    sqlite3_vfs *counting = sync_count_vfs_register();
     for (int cut = 0; cut <= 1; cut++) {
         g_autoptr(GError) error = NULL;
         g_autofree char *path = g_strdup_printf("%s/small%d.db", dir, cut);
@@ -2820,7 +2808,7 @@ static void test_grouped_commits(void)
                    want);
         sqlite3_close(db);
     }
-    sqlite3_vfs_unregister(&counting);
+    sqlite3_vfs_unregister(counting);
     tmp_dir_free(dir);
 }
 
