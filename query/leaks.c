@@ -29,6 +29,7 @@
 #include "query/retention.h"
 #include "query/root_paths.h"
 #include "store/store.h"
+#include "wire/hl_wire.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -288,14 +289,7 @@ static gboolean counts_from_graph(sqlite3 *db, const snapshot_graph *g, const sn
         int64_t first = sqlite3_column_int64(st, 0), n = sqlite3_column_int64(st, 1);
         /* the block's objects: consecutive in the graph from its first id (node 0 is the
          * virtual root) */
-        uint32_t lo = 1, hi = g->n;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (g->ids[mid] < (uint64_t)first)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        uint32_t lo = hl_ids_lower_bound(g->ids, 1, g->n, (uint64_t)first);
         if (first <= 0 || n <= 0 || lo == g->n || g->ids[lo] != (uint64_t)first ||
             (uint64_t)n > g->n - lo || n > info->objects - *shared) {
             ok = TRUE; /* not what the graph holds */

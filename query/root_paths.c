@@ -451,14 +451,7 @@ static gboolean hop_field(hop_reader *r, uint64_t from, uint64_t to, int64_t *nu
             return FALSE;
         }
     }
-    uint32_t lo = 0, hi = b->n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (b->ids[mid] < from)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = hl_ids_lower_bound(b->ids, 0, b->n, from);
     if (lo == b->n || b->ids[lo] != from || !b->field_known[lo])
         return TRUE; /* not in the snapshot, or its fields not recorded */
     for (uint32_t i = b->ref_start[lo]; i < b->ref_start[lo + 1]; i++)

@@ -324,17 +324,8 @@ static gboolean id_segment_build(id_segment *s, const uint64_t *ids, uint32_t be
 
 static gboolean id_index_build(id_index *x, const uint64_t *ids, uint32_t n)
 {
-    /* node 0 is the virtual root; objects are 1 .. n-1 */
-    uint32_t split = 1;
-    uint32_t lo = 1, hi = n;
-    while (lo < hi) { /* first node with a discovered id */
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (ids[mid] < HL_DISCOVERED_ID_BASE)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    split = lo;
+    /* node 0 is the virtual root; objects are 1 .. n-1; split: the first with a discovered id */
+    uint32_t split = hl_ids_lower_bound(ids, 1, n, HL_DISCOVERED_ID_BASE);
     x->ids = ids;
     memset(x->seg, 0, sizeof x->seg);
     return id_segment_build(&x->seg[0], ids, 1, split) &&
@@ -353,14 +344,7 @@ static inline uint32_t id_index_find(const id_index *x, uint64_t id)
     if (s->begin >= s->end || id < s->lo || id > s->hi)
         return AN_NONE;
     uint64_t b = (id - s->lo) >> s->shift;
-    uint32_t lo = s->dir[b], hi = s->dir[b + 1];
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (x->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = hl_ids_lower_bound(x->ids, s->dir[b], s->dir[b + 1], id);
     return lo < s->end && x->ids[lo] == id ? lo : AN_NONE;
 }
 
@@ -665,14 +649,7 @@ static gpointer refs_part_resolve(gpointer data)
     if (p->lo < p->hi) { /* start the cursor at the first node >= the first `from` */
         uint64_t first;
         memcpy(&first, p->from + p->lo * sizeof first, sizeof first);
-        uint32_t hi = p->n;
-        while (cursor < hi) {
-            uint32_t mid = cursor + (hi - cursor) / 2;
-            if (p->ids[mid] < first)
-                cursor = mid + 1;
-            else
-                hi = mid;
-        }
+        cursor = hl_ids_lower_bound(p->ids, cursor, p->n, first);
     }
     for (uint64_t i = p->lo; i < p->hi; i++) {
         uint64_t from, to;
@@ -1307,13 +1284,6 @@ void snapshot_graph_free(snapshot_graph *g)
 
 uint32_t snapshot_graph_node(const snapshot_graph *g, uint64_t id)
 {
-    uint32_t lo = 1, hi = g->n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (g->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = hl_ids_lower_bound(g->ids, 1, g->n, id);
     return lo < g->n && g->ids[lo] == id ? lo : AN_NONE;
 }

@@ -718,11 +718,6 @@ static gboolean store_history_next_object(store_history *h, int64_t *row)
  * (the build's writing took about a third less CPU on a 5M-object recording). Registered on
  * the build's connection only while store_history_objects_insert runs. */
 
-typedef struct store_history_vtab {
-    sqlite3_vtab base;
-    store_history *h;
-} store_history_vtab;
-
 typedef struct store_history_vcursor {
     sqlite3_vtab_cursor base;
     store_history *h;
@@ -734,23 +729,10 @@ static int store_history_vconnect(sqlite3 *db, void *aux, int argc, const char *
                                   sqlite3_vtab **vtab, char **err)
 {
     (void)argc, (void)argv, (void)err;
-    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(id, type_id, size, thread, heap, first_gc,"
-                                      " died_gc, first_generation, next_gc)");
-    if (rc != SQLITE_OK)
-        return rc;
-    store_history_vtab *t = sqlite3_malloc(sizeof *t);
-    if (!t)
-        return SQLITE_NOMEM;
-    memset(t, 0, sizeof *t);
-    t->h = aux;
-    *vtab = &t->base;
-    return SQLITE_OK;
-}
-
-static int store_history_vdisconnect(sqlite3_vtab *vtab)
-{
-    sqlite3_free(vtab);
-    return SQLITE_OK;
+    return store_vtab_declare(db, aux,
+                              "CREATE TABLE x(id, type_id, size, thread, heap, first_gc, died_gc,"
+                              " first_generation, next_gc)",
+                              vtab);
 }
 
 static int store_history_vbest_index(sqlite3_vtab *vtab, sqlite3_index_info *info)
@@ -766,7 +748,7 @@ static int store_history_vopen(sqlite3_vtab *vtab, sqlite3_vtab_cursor **cursor)
     if (!c)
         return SQLITE_NOMEM;
     memset(c, 0, sizeof *c);
-    c->h = ((store_history_vtab *)vtab)->h;
+    c->h = ((store_vtab *)vtab)->aux;
     *cursor = &c->base;
     return SQLITE_OK;
 }
@@ -820,8 +802,8 @@ static const sqlite3_module store_history_objects_module = {
     .xCreate = NULL, /* eponymous only */
     .xConnect = store_history_vconnect,
     .xBestIndex = store_history_vbest_index,
-    .xDisconnect = store_history_vdisconnect,
-    .xDestroy = store_history_vdisconnect,
+    .xDisconnect = store_vtab_disconnect,
+    .xDestroy = store_vtab_disconnect,
     .xOpen = store_history_vopen,
     .xClose = store_history_vclose,
     .xFilter = store_history_vfilter,

@@ -294,14 +294,7 @@ static int store_retview_advance(store_retview_cursor *c, gboolean first)
         if ((rc = store_retview_decode(c, of)) != SQLITE_OK)
             return rc;
         sqlite3_reset(of);
-        uint32_t lo = 0, hi = c->b.n;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (c->b.ids[mid] < c->object_id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        uint32_t lo = hl_ids_lower_bound(c->b.ids, 0, c->b.n, c->object_id);
         if (lo < c->b.n && c->b.ids[lo] == c->object_id) {
             c->k = lo;
             return SQLITE_OK;

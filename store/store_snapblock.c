@@ -446,14 +446,7 @@ gboolean store_snapshot_object_get(sqlite3 *db, int64_t snapshot, uint64_t id, g
     if (rc == SQLITE_ROW) {
         if (!store_snapblock_decode_row(&b, st, error))
             goto out;
-        uint32_t lo = 0, hi = b.n;
-        while (lo < hi) {
-            uint32_t mid = lo + (hi - lo) / 2;
-            if (b.ids[mid] < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        uint32_t lo = hl_ids_lower_bound(b.ids, 0, b.n, id);
         if (lo < b.n && b.ids[lo] == id) {
             *found = TRUE;
             *fields_known = b.field_known[lo] != 0;

@@ -175,14 +175,7 @@ static int store_snapview_error(store_snapview_cursor *c, const char *message)
 /* Object `c->object_id` in block b: c->k at it, TRUE; FALSE when b does not hold it. */
 static gboolean store_snapview_find(store_snapview_cursor *c)
 {
-    uint32_t lo = 0, hi = c->b.n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (c->b.ids[mid] < c->object_id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    uint32_t lo = hl_ids_lower_bound(c->b.ids, 0, c->b.n, c->object_id);
     c->k = lo;
     return lo < c->b.n && c->b.ids[lo] == c->object_id;
 }

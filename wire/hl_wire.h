@@ -642,6 +642,20 @@ static_assert(sizeof(hl_gc_handle_kinds) == 8 && sizeof(hl_handle_kind) == 16, "
  * HL_REC_DISCOVERED inside GC `gc`: `count` hl_discovered follow; each is alive after `gc` in
  * `generation`. From then on they are ordinary objects (deaths, promotions). */
 #define HL_DISCOVERED_ID_BASE (1ull << 48)
+
+/* The first index in [lo, hi) of the ascending ids whose id is >= `id` (hi if none): the one
+ * search over sorted object ids that the snapshot blocks, the graphs and the views share. */
+static inline uint32_t hl_ids_lower_bound(const uint64_t *ids, uint32_t lo, uint32_t hi,
+                                          uint64_t id) {
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 typedef struct hl_discovered_head {
     uint32_t gc;
     uint32_t count;
