@@ -4,9 +4,14 @@
 //   count  -> "count N"   LeakedRecord objects held right now
 //   leak K -> "count N"   leaks K more records now (a known growth between two snapshots)
 //   gc     -> "gc N"      after GC.Collect(): GC.CollectionCount(0)
-//   mark   -> "mark N L"  GC.Collect() while no LeakedRecord is being allocated: N =
+//   mark   -> "mark N L C" GC.Collect() while no LeakedRecord is being allocated, then the
+//                         checkpoint C ("mark1", "mark2", ...: EventSource HeapLens, event 1,
+//                         store/SCHEMA.md `checkpoints`) still under the lock: N =
 //                         GC.CollectionCount(0) after it, L = LeakedRecords allocated before it
-//                         (two marks: exactly L2 - L1 allocated between GC N1 and GC N2)
+//                         (two marks: exactly L2 - L1 allocated between checkpoints C1 and C2;
+//                         N is only indicative: another thread's allocation may start a GC
+//                         between GC.Collect() and the count, and the checkpoint's GC is read
+//                         by the recording itself)
 //   gcmode -> "gcmode server|workstation"   which GC the runtime runs (DOTNET_gcServer=1)
 //   big    -> "big N"     allocates a large-object-heap array of N bytes, held until the next
 //                         mark, which lets it die: an object a session follows whatever its
@@ -17,6 +22,7 @@
 // At start it prints "ready PID". Optional argument: records leaked per second (default 2000).
 using System;
 using System.Collections.Generic;
+using System.Diagnostics.Tracing;
 using System.Runtime;
 using System.Threading;
 
@@ -29,6 +35,17 @@ namespace AttachTarget
         public LeakedRecord(long index) { Index = index; Check = index * 7919 + 13; }
     }
 
+    // heaplens' checkpoints (collector/README.md, "Checkpoints"): a moment marked in the
+    // recording with the GC that had finished then, read by the collector on this thread.
+    [EventSource(Name = "HeapLens")]
+    internal sealed class HeapLensEvents : EventSource
+    {
+        internal static readonly HeapLensEvents Log = new HeapLensEvents();
+
+        [Event(1)]
+        public void Checkpoint(string name) => WriteEvent(1, name);
+    }
+
     public static class Program
     {
         static readonly List<LeakedRecord> Kept = new List<LeakedRecord>();
@@ -37,6 +54,7 @@ namespace AttachTarget
         static long churned;
 
         static long leakIndex;
+        static int marks;
 
         static void LeakNow(long n)
         {
@@ -85,6 +103,8 @@ namespace AttachTarget
         public static int Main(string[] args)
         {
             int perSecond = args.Length > 0 ? int.Parse(args[0]) : 2000;
+            // Made before any session: a session enables the provider of a source that exists.
+            GC.KeepAlive(HeapLensEvents.Log);
             var threads = new[]
             {
                 new Thread(() => Leak(perSecond)) { Name = "leak", IsBackground = true },
@@ -119,12 +139,15 @@ namespace AttachTarget
                 else if (line == "mark")
                 {
                     // Every LeakedRecord is allocated under this lock: none is between the GC
-                    // and the count.
+                    // and the checkpoint, nor between the checkpoint and the count (a GC the
+                    // churn threads start in between counts none either).
                     lock (Kept)
                     {
                         big = null;
                         GC.Collect();
-                        Console.Out.WriteLine($"mark {GC.CollectionCount(0)} {leakIndex}");
+                        string name = $"mark{++marks}";
+                        HeapLensEvents.Log.Checkpoint(name);
+                        Console.Out.WriteLine($"mark {GC.CollectionCount(0)} {leakIndex} {name}");
                     }
                 }
                 else if (line == "big")
