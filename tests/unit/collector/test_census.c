@@ -15,6 +15,9 @@
  * HEAPLENS_CENSUS_FLOOR=1 a plain read of gen0 is timed beside each walk, counts unchanged.
  * A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime
  * does) and GetObjectSize2. */
+#define _GNU_SOURCE /* sched_setaffinity, pthread_getaffinity_np */
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -449,6 +452,33 @@ int main(void) {
     m.old_valid = true;
     CHECK_INT(m.walks_split, 2);
     CHECK_INT(m.walks_helped, 3);
+    /* The helpers run on every CPU of the process but the one the walking thread is on, after
+     * each walk from another CPU (census.c helpers_place): never woken onto its CPU, and not
+     * stuck on the single CPU of the thread that started them (server GC's are pinned). */
+    cpu_set_t all;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    for (int cpu = 0, tried = 0; cpu < CPU_SETSIZE && tried < 2; cpu++) {
+        if (!CPU_ISSET(cpu, &all))
+            continue;
+        tried++;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+        r = walk_helped(&m, two, 2);
+        CHECK(r.done && r.objects == want_node + want_chars_n);
+        hl_mem_free(r.counts);
+        m.old_valid = true;
+        cpu_set_t want = all;
+        if (CPU_COUNT(&all) > 1)
+            CPU_CLR(cpu, &want);
+        for (unsigned i = 0; i < m.n_helpers; i++) {
+            cpu_set_t got;
+            CHECK(pthread_getaffinity_np(hl_census_helper_thread(&m, i), sizeof got, &got) == 0);
+            CHECK(CPU_EQUAL(&got, &want));
+        }
+    }
+    CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
     /* Helpers that paused more per MiB lately than walking alone: the walks go alone, every
      * 8th tries the helpers again. */
     for (size_t i = 0; i < CENSUS_PAUSES; i++) {
