@@ -416,6 +416,9 @@ int main(void) {
         CHECK(!find(&r, &mt_free));
         hl_mem_free(r.counts);
         m.old_valid = true;
+        /* The first walk (no method table known, nothing cut) is no sample of the helpers'
+         * pause; the second is. */
+        CHECK(walk == 0 ? m.pause_per_mib[1][0] == 0 : m.pause_per_mib[1][0] != 0);
     }
     CHECK_INT(m.n_helpers, 2);
     CHECK_INT(m.free_mt, (uint64_t)(uintptr_t)&mt_free);
