@@ -46,12 +46,13 @@ uint64_t hl_census_object_size(const void *object) {
 /* Threads that walk, this one included: the CPUs this process may run on (at most
  * CENSUS_THREADS_MAX), or HEAPLENS_CENSUS_THREADS (1 to 64). During the pause the program's
  * threads are stopped and the collector thread keeps off the CPUs by itself
- * (collector_thread.c: from its next pass on it idles while a GC is in progress), so the CPUs are the walk's but for
- * the writer (another process) and other programs: a helper preempts them for the walk, and
- * where it does not get its CPU in time the walk goes on without it (helpers_join) or, lately
- * slower with it, alone (walk_count). Before the helpers were kept off the GC thread's CPU
- * (helpers_place), one CPU was left to heaplens: on this 2-core machine a helper then made
- * AllocBench's census slower (p50 1,081-1,183 us against 956-1,012 alone). */
+ * (collector_thread.c: from its next pass on it idles while a GC is in progress), so the CPUs
+ * are the walk's but for the writer (another process) and other programs: a helper preempts
+ * them for the walk, and where it does not get its CPU in time the walk goes on without it
+ * (helpers_join) or, lately slower with it, alone (walk_count). Before the helpers were kept
+ * off the GC thread's CPU (helpers_place), one CPU was left to heaplens: on this 2-core
+ * machine a helper then made AllocBench's census slower (p50 1,081-1,183 us against 956-1,012
+ * alone). */
 #define CENSUS_THREADS_MAX 8
 static unsigned census_threads(const cpu_set_t *cpus) {
     const char *env = getenv("HEAPLENS_CENSUS_THREADS");
@@ -714,7 +715,7 @@ static bool helpers_start(hl_census *s) {
  * it the scheduler may wake a helper on this very CPU (wake-affine) and run it there at once,
  * preempting this thread: the helper then walks everything while this thread waits inside
  * futex_wake, and the pause is no shorter (AllocBench on 2 CPUs: most walks with a helper; kept
- * off, the helped walks' p50 went from ~500 to ~270-330 us). Helpers are also started from a
+ * off, the helped walks take 240-330 us against ~480 alone). Helpers are also started from a
  * GC thread and inherit its affinity, a single CPU for server GC's threads. The GC thread is
  * the allocating thread that triggered the GC (workstation GC), so its CPU changes from walk to
  * walk; the helpers' affinity is set again (a system call each) only when it did. */
@@ -837,7 +838,6 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     uint64_t t0 = hl_now_ns();
     bool ok = walk_counting(s, &s->tab, threads > 1 ? NULL : info);
     ok = helpers_join(s, threads - 1) && ok && !atomic_load(&s->failed);
-
     if (helped >= 0 && ok && total && timed) {
         uint64_t *last = s->pause_per_mib[helped];
         memmove(last + 1, last, (CENSUS_PAUSES - 1) * sizeof *last);
@@ -848,7 +848,6 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
         s->walks_redone++;
         ok = types_clear(&s->tab) && pieces_build(s, ranges, n, 0) &&
              walk_counting(s, &s->tab, info);
-
     }
     /* Method tables first seen by a thread that could not ask the runtime. */
     for (size_t k = 0; ok && k < s->tab.n; k++) {

@@ -13,6 +13,8 @@
  * table that grows inside a walk, counted as stepping the objects one by one counts them; a
  * word of 0 where an object should be makes the walk not exact (no crash). With
  * HEAPLENS_CENSUS_FLOOR=1 a plain read of gen0 is timed beside each walk, counts unchanged.
+ * Helper threads run on the process's CPUs but the walking thread's, after walks from two
+ * CPUs, and the first walk of a run is no sample of the helpers' pause.
  * A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime
  * does) and GetObjectSize2. */
 #define _GNU_SOURCE /* sched_setaffinity, pthread_getaffinity_np */
