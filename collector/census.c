@@ -43,14 +43,18 @@ uint64_t hl_census_object_size(const void *object) {
     return size;
 }
 
-/* Threads that walk, this one included: one less than the CPUs this process may run on (at
- * most CENSUS_THREADS_MAX), or HEAPLENS_CENSUS_THREADS (1 to 64). One CPU is left to
- * heaplens itself: the collector thread and the writer work on the previous GC while the next
- * one pauses, and on this 2-core machine a helper made AllocBench's census slower even with
- * the recording at nice -20 (p50 1,081-1,183 us against 956-1,012 alone), while bench_census
- * with a CPU free for it (SCHED_FIFO) walked 1.8x faster. */
+/* Threads that walk, this one included: the CPUs this process may run on (at most
+ * CENSUS_THREADS_MAX), or HEAPLENS_CENSUS_THREADS (1 to 64). During the pause the program's
+ * threads are stopped and the collector thread keeps off the CPUs by itself
+ * (collector_thread.c: from its next pass on it idles while a GC is in progress), so the CPUs
+ * are the walk's but for the writer (another process) and other programs: a helper preempts
+ * them for the walk, and where it does not get its CPU in time the walk goes on without it
+ * (helpers_join) or, lately slower with it, alone (walk_count). Before the helpers were kept
+ * off the GC thread's CPU (helpers_place), one CPU was left to heaplens: on this 2-core
+ * machine a helper then made AllocBench's census slower (p50 1,081-1,183 us against 956-1,012
+ * alone). */
 #define CENSUS_THREADS_MAX 8
-static unsigned census_threads(void) {
+static unsigned census_threads(const cpu_set_t *cpus) {
     const char *env = getenv("HEAPLENS_CENSUS_THREADS");
     if (env && *env) {
         char *end;
@@ -58,9 +62,7 @@ static unsigned census_threads(void) {
         if (!*end && n >= 1 && n <= 64)
             return (unsigned)n;
     }
-    cpu_set_t set;
-    long n = (sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
-                                                           : sysconf(_SC_NPROCESSORS_ONLN)) - 1;
+    long n = CPU_COUNT(cpus);
     return n < 1 ? 1 : n > CENSUS_THREADS_MAX ? CENSUS_THREADS_MAX : (unsigned)n;
 }
 
@@ -90,7 +92,13 @@ void hl_census_init(hl_census *s, bool on) {
     /* Recording from the start: the first GC's gen0 is all new. After an attach it is not (the
      * first walk then only learns; hl_census_start_unknown). */
     s->old_valid = true;
-    s->threads = on ? census_threads() : 1;
+    if (sched_getaffinity(0, sizeof s->cpus, &s->cpus) != 0) {
+        CPU_ZERO(&s->cpus);
+        for (long c = 0, n = sysconf(_SC_NPROCESSORS_ONLN); c < n && c < CPU_SETSIZE; c++)
+            CPU_SET(c, &s->cpus);
+    }
+    s->helpers_cpu = -2; /* never placed (sched_getcpu may say -1) */
+    s->threads = on ? census_threads(&s->cpus) : 1;
     s->piece_min = CENSUS_PIECE_MIN;
     s->pack_limit = PACK_LIMIT;
     const char *floor_env = getenv("HEAPLENS_CENSUS_FLOOR");
@@ -703,6 +711,30 @@ static bool helpers_start(hl_census *s) {
     return s->n_helpers > 0;
 }
 
+/* Keeps the helpers off the CPU this thread walks on, on the CPUs this process may use. Without
+ * it the scheduler may wake a helper on this very CPU (wake-affine) and run it there at once,
+ * preempting this thread: the helper then walks everything while this thread waits inside
+ * futex_wake, and the pause is no shorter (AllocBench on 2 CPUs: most walks with a helper; kept
+ * off, the helped walks take 240-330 us against ~480 alone). Helpers are also started from a
+ * GC thread and inherit its affinity, a single CPU for server GC's threads. The GC thread is
+ * the allocating thread that triggered the GC (workstation GC), so its CPU changes from walk to
+ * walk; the helpers' affinity is set again (a system call each) only when it did. */
+static void helpers_place(hl_census *s) {
+    int cpu = sched_getcpu();
+    if (cpu == s->helpers_cpu)
+        return;
+    cpu_set_t others = s->cpus;
+    if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_COUNT(&others) > 1)
+        CPU_CLR(cpu, &others);
+    for (unsigned i = 0; i < s->n_helpers; i++)
+        pthread_setaffinity_np(s->helpers[i].thread, sizeof others, &others);
+    s->helpers_cpu = cpu;
+}
+
+pthread_t hl_census_helper_thread(const hl_census *s, unsigned i) {
+    return s->helpers[i].thread;
+}
+
 /* After the GC thread's own part: each woken helper either never took its wake (cancelled) or
  * is waited for and its counts added. false when out of memory. */
 static bool helpers_join(hl_census *s, unsigned woken) {
@@ -753,6 +785,11 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
             n_gen0++;
         }
     s->packed = total < s->pack_limit;
+    /* The first walk of a run knows no method table: it asks the runtime about each and cuts
+     * nothing, slower either way, so its pause is no sample of its kind (kept, it held the
+     * helpers' median up for the next 8 walks and more: AllocBench under SCHED_FIFO walked its
+     * first 16 GCs alone, 450-520 us, against 235-265 helped). */
+    bool timed = s->checked.count > 0;
     uint64_t per_thread = s->piece_min * CENSUS_LANES;
     unsigned threads = s->threads;
     if (per_thread && total / per_thread < threads)
@@ -778,6 +815,8 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
         threads = 1;
     if (threads > s->n_helpers + 1)
         threads = s->n_helpers + 1;
+    if (threads > 1)
+        helpers_place(s);
     /* Cut into PIECES_PER_LANE pieces per lane of every thread (one thread: only a heap of
      * fewer ranges than lanes), none under piece_min; only with method tables known (none at
      * the first walk: the ranges are then walked whole). */
@@ -799,12 +838,12 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     uint64_t t0 = hl_now_ns();
     bool ok = walk_counting(s, &s->tab, threads > 1 ? NULL : info);
     ok = helpers_join(s, threads - 1) && ok && !atomic_load(&s->failed);
-    if (helped >= 0 && ok && total) {
+    if (helped >= 0 && ok && total && timed) {
         uint64_t *last = s->pause_per_mib[helped];
         memmove(last + 1, last, (CENSUS_PAUSES - 1) * sizeof *last);
         last[0] = (hl_now_ns() - t0) * ((uint64_t)1 << 20) / total + 1; /* 0: none */
-        s->walks_helped += threads > 1;
     }
+    s->walks_helped += ok && threads > 1;
     if (!ok && (cut || threads > 1)) {
         s->walks_redone++;
         ok = types_clear(&s->tab) && pieces_build(s, ranges, n, 0) &&

@@ -38,13 +38,16 @@
  * suspended for it (never with background GC off, as every mode has it) and a GC whose bounds
  * were lost. A GC the runtime runs without GarbageCollectionStarted leaves its objects in gen0
  * (counted by the next walk) or promotes them unseen (lost to the census).
- * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default one less
- * than the CPUs this process may run on (one is left to the collector thread and the writer),
- * at most 8. HEAPLENS_CENSUS_FLOOR=1 (benchmark): times a plain read of gen0 beside each walk
+ * HEAPLENS_CENSUS_THREADS=N: at most N threads walk (1: the GC thread alone); default the CPUs
+ * this process may run on, at most 8. The helpers are kept off the CPU of the thread that walks
+ * (their affinity: the process's CPUs but that one), so that none is woken there to walk in its
+ * place. HEAPLENS_CENSUS_FLOOR=1 (benchmark): times a plain read of gen0 beside each walk
  * (hl_census.floor). */
 #ifndef HEAPLENS_CENSUS_H
 #define HEAPLENS_CENSUS_H
 
+#include <pthread.h>
+#include <sched.h> /* cpu_set_t (glibc defines the type without _GNU_SOURCE) */
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -121,6 +124,8 @@ typedef struct hl_census {
     hl_census_helper *helpers;
     unsigned n_helpers;
     bool helpers_failed;   /* pthread_create failed once: the GC thread walks alone */
+    cpu_set_t cpus;        /* the CPUs this process may run on (at init) */
+    int helpers_cpu;       /* the CPU the helpers were last kept off (-2: not yet) */
     /* The pause per MiB of gen0 of the last walks alone [0] and with helpers [1], newest
      * first (0: none yet), and the walks since the kind that paused more was last tried. */
 #define CENSUS_PAUSES 5
@@ -159,6 +164,9 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
  * unknown, the next walk is then not exact and says so). Returns the time taken. */
 uint64_t hl_census_remember(hl_census *s, ICorProfilerInfo *info, const hm_gen_range *after,
                             size_t n_after);
+
+/* The i-th helper thread (i < n_helpers; exposed for the unit test). */
+pthread_t hl_census_helper_thread(const hl_census *s, unsigned i);
 
 /* The object size the GC steps by, from the method table (exposed for the unit test). */
 uint64_t hl_census_object_size(const void *object);

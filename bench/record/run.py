@@ -61,6 +61,8 @@ Cases (the programs are built or generated into the work directory first):
             threads) and MidLife (--rounds): wall and CPU ratios, the census's own time per gen0
             GC (gcs.census_ns p50/p99) and the gen0 pause p50/p99 in each config, with what the
             census adds (AllocBench's from the PauseHook, MidLife's from its --pauses).
+            --compare HEAPLENS adds sampled mode of another build (sampled-base) to every
+            round: its census and pause figures, and sampled-base/plain.
 
   split     (issues 17 and 20; not in `all`) where sampled mode's cost goes: each part switched
             off one at a time, on Workload, MidLife and AllocBench (--split-programs; also
@@ -923,6 +925,7 @@ CENSUS_CONFIGS = {
 
 
 def run_census_config(a, prog, name, env_extra, program, i):
+    heaplens = a.compare if name == "sampled-base" else a.heaplens
     db = os.path.join(a.workdir, f"census-{prog}-{name}-{i}.db")
     remove_db(db)
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
@@ -931,7 +934,7 @@ def run_census_config(a, prog, name, env_extra, program, i):
     cmd = list(program)
     if env_extra is not None:
         env.update(env_extra)
-        cmd = [a.heaplens, "record", "-q", "-o", db, "--snapshot", "none", "--mode",
+        cmd = [heaplens, "record", "-q", "-o", db, "--snapshot", "none", "--mode",
                "sampled"] + ["--"] + cmd
     rc, wall, rss, out, cpu = timed(cmd, env=env)
     if rc != 0:
@@ -962,10 +965,13 @@ def census_case(a):
         "midlife": ["dotnet", build_example("MidLife", a.workdir), "--pauses", "--checkpoints",
                     "1", "--rounds", str(a.rounds)],
     }
+    configs = dict(CENSUS_CONFIGS)
+    if a.compare:  # sampled mode of another build, in the same rounds
+        configs["sampled-base"] = {}
     for prog, program in programs.items():
-        results = {n: [] for n in CENSUS_CONFIGS}
+        results = {n: [] for n in configs}
         for i in range(a.runs):
-            for n, env_extra in CENSUS_CONFIGS.items():
+            for n, env_extra in configs.items():
                 r = run_census_config(a, prog, n, env_extra, program, i)
                 results[n].append(r)
                 print(f"  census {prog} {n} run {i + 1}: wall {r['wall']:.0f} ms, "
@@ -976,26 +982,32 @@ def census_case(a):
         print(f"\n== census: {' '.join(program[1:])} (medians of {a.runs} interleaved runs; "
               f"CPU = user + system of the whole command)")
         for key in ("wall", "cpu"):
-            v = {n: med(n, key) for n in CENSUS_CONFIGS}
-            print(f"{key} ms: " + ", ".join(f"{n} {v[n]:.0f}" for n in CENSUS_CONFIGS) +
+            v = {n: med(n, key) for n in configs}
+            print(f"{key} ms: " + ", ".join(f"{n} {v[n]:.0f}" for n in configs) +
                   f"; sampled (census)/plain {fmt_ratio(v['sampled'], v['plain'])}, "
                   f"sampled/no census {fmt_ratio(v['sampled'], v['nocensus'])}, "
-                  f"no census/plain {fmt_ratio(v['nocensus'], v['plain'])}")
-        walks = [u for r in results["sampled"] for u in r["census_us"]]
-        objects = statistics.median(r["objects"] for r in results["sampled"])
-        print(f"census per gen0 GC (gcs.census_ns): p50 {pct(walks, 50):.0f} us, p99 "
-              f"{pct(walks, 99):.0f} us ({len(walks)} GCs); {objects:,.0f} objects counted "
-              f"per run")
+                  f"no census/plain {fmt_ratio(v['nocensus'], v['plain'])}" +
+                  (f", sampled-base/plain {fmt_ratio(v['sampled-base'], v['plain'])}"
+                   if a.compare else ""))
+        for n in [c for c in ("sampled", "sampled-base") if c in configs]:
+            walks = [u for r in results[n] for u in r["census_us"]]
+            objects = statistics.median(r["objects"] for r in results[n])
+            print(f"census per gen0 GC (gcs.census_ns), {n}: p50 {pct(walks, 50):.0f} us, p99 "
+                  f"{pct(walks, 99):.0f} us ({len(walks)} GCs); {objects:,.0f} objects counted "
+                  f"per run")
         if any(r["pauses"] for r in results["plain"]):
             row = {}
-            for n in CENSUS_CONFIGS:
+            for n in configs:
                 v = [u for r in results[n] for u in r["pauses"].get(0, [])]
                 row[n] = (pct(v, 50), pct(v, 99), len(v))
             print("gen0 pause us p50/p99 (samples): " + ", ".join(
-                f"{n} {row[n][0]:.0f}/{row[n][1]:.0f} ({row[n][2]})" for n in CENSUS_CONFIGS) +
+                f"{n} {row[n][0]:.0f}/{row[n][1]:.0f} ({row[n][2]})" for n in configs) +
                 f"; added by the census (sampled - no census): p50 "
                 f"{row['sampled'][0] - row['nocensus'][0]:.0f} us, p99 "
-                f"{row['sampled'][1] - row['nocensus'][1]:.0f} us")
+                f"{row['sampled'][1] - row['nocensus'][1]:.0f} us" +
+                (f"; sampled-base - no census: p50 "
+                 f"{row['sampled-base'][0] - row['nocensus'][0]:.0f} us, p99 "
+                 f"{row['sampled-base'][1] - row['nocensus'][1]:.0f} us" if a.compare else ""))
 
 
 # name -> (record arguments, None for the program alone; extra environment). In the order the
@@ -1144,7 +1156,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
     ap.add_argument("--compare", metavar="HEAPLENS",
                     help="midlife case: also full mode with this heaplens (another build), "
-                         "interleaved in the same rounds, as full-base")
+                         "interleaved in the same rounds, as full-base; census case: sampled "
+                         "mode with it, as sampled-base")
     ap.add_argument("--iterations", type=int, default=30000,
                     help="census case: AllocBench iterations (4 threads)")
     ap.add_argument("--split-programs", default="workload,midlife,allocbench",

@@ -13,8 +13,13 @@
  * table that grows inside a walk, counted as stepping the objects one by one counts them; a
  * word of 0 where an object should be makes the walk not exact (no crash). With
  * HEAPLENS_CENSUS_FLOOR=1 a plain read of gen0 is timed beside each walk, counts unchanged.
+ * Helper threads run on the process's CPUs but the walking thread's, after walks from two
+ * CPUs, and the first walk of a run is no sample of the helpers' pause.
  * A fake ICorProfilerInfo answers GetClassFromObject (0 for a free object, as the runtime
  * does) and GetObjectSize2. */
+#define _GNU_SOURCE /* sched_setaffinity, pthread_getaffinity_np */
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -413,6 +418,9 @@ int main(void) {
         CHECK(!find(&r, &mt_free));
         hl_mem_free(r.counts);
         m.old_valid = true;
+        /* The first walk (no method table known, nothing cut) is no sample of the helpers'
+         * pause; the second is. */
+        CHECK(walk == 0 ? m.pause_per_mib[1][0] == 0 : m.pause_per_mib[1][0] != 0);
     }
     CHECK_INT(m.n_helpers, 2);
     CHECK_INT(m.free_mt, (uint64_t)(uintptr_t)&mt_free);
@@ -449,6 +457,33 @@ int main(void) {
     m.old_valid = true;
     CHECK_INT(m.walks_split, 2);
     CHECK_INT(m.walks_helped, 3);
+    /* The helpers run on every CPU of the process but the one the walking thread is on, after
+     * each walk from another CPU (census.c helpers_place): never woken onto its CPU, and not
+     * stuck on the single CPU of the thread that started them (server GC's are pinned). */
+    cpu_set_t all;
+    CHECK(sched_getaffinity(0, sizeof all, &all) == 0);
+    for (int cpu = 0, tried = 0; cpu < CPU_SETSIZE && tried < 2; cpu++) {
+        if (!CPU_ISSET(cpu, &all))
+            continue;
+        tried++;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+        r = walk_helped(&m, two, 2);
+        CHECK(r.done && r.objects == want_node + want_chars_n);
+        hl_mem_free(r.counts);
+        m.old_valid = true;
+        cpu_set_t want = all;
+        if (CPU_COUNT(&all) > 1)
+            CPU_CLR(cpu, &want);
+        for (unsigned i = 0; i < m.n_helpers; i++) {
+            cpu_set_t got;
+            CHECK(pthread_getaffinity_np(hl_census_helper_thread(&m, i), sizeof got, &got) == 0);
+            CHECK(CPU_EQUAL(&got, &want));
+        }
+    }
+    CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
     /* Helpers that paused more per MiB lately than walking alone: the walks go alone, every
      * 8th tries the helpers again. */
     for (size_t i = 0; i < CENSUS_PAUSES; i++) {
