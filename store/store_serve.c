@@ -9,6 +9,10 @@
  * Every poll here also serves the control socket (store_control.c), so `heaplens snapshot`
  * gets its answer whatever the writer is waiting for: store_serve_poll.
  *
+ * While GCs wait for their group's commit and the last read was small, the connection is read
+ * again only when the commit is due (store_conn_read, "reading in steps"): a sampled recording's
+ * sends then cost the writer a wake-up per commit, not one each.
+ *
  * stop_fd carries one line from `heaplens record`: "exit N" or "signal N". Once it has arrived
  * the collector's process is gone, so whatever the connection still holds is already buffered:
  * a connection that stays silent for stop_wait_ms after that is treated as ended (a child the
