@@ -191,7 +191,7 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
             group_wait = TRUE;
         }
         /* Reading in steps: while a group waits for its commit and what came last was small (a
-         * sampled recording's GC, samples), the collection is not read again before the commit
+         * sampled recording's GC, samples), the connection is not read again before the commit
          * is due; what came meanwhile is read then, in one wake-up, and joins the group (every
          * GC is still committed at most STORE_GROUP_COMMIT_MS after it came). A wake-up per
          * send cost more than the records it read: the poll, the recv, the switch, and SQLite's
