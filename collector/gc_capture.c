@@ -59,6 +59,9 @@ void hl_gc_queue_release(hl_gc_queue *q) {
     hl_mem_free(q->spare_moves);
     q->spare_moves = NULL;
     q->spare_cap_moves = 0;
+    hl_mem_free(q->spare2_moves);
+    q->spare2_moves = NULL;
+    q->spare2_cap_moves = 0;
     hl_census_release(&q->census);
     atomic_store(&q->awaiting_resume, NULL);
 }
@@ -139,8 +142,10 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
         ; /* the ranges buffer an applied GC left (hl_gc_pop) */
     c->moves = q->spare_moves;
     c->cap_moves = q->spare_cap_moves;
-    q->spare_moves = NULL;
-    q->spare_cap_moves = 0;
+    q->spare_moves = q->spare2_moves; /* the next GC's, if it starts before this one is applied */
+    q->spare_cap_moves = q->spare2_cap_moves;
+    q->spare2_moves = NULL;
+    q->spare2_cap_moves = 0;
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
     if (!bounds_copy(q, info, &c->before, &c->n_before))
         c->incomplete = true;
@@ -500,14 +505,25 @@ hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k) {
 void hl_gc_pop(hl_gc_queue *q) {
     uint64_t r = atomic_load_explicit(&q->read, memory_order_relaxed);
     hl_gc_capture *c = q->ring[r % HL_GC_QUEUE];
-    if (c && c->moves) { /* the larger buffer stays for the next GC's ranges */
+    if (c && c->moves) { /* the larger buffer stays for the next GC's ranges, a small one too */
         hm_move *unused = c->moves;
+        size_t unused_cap = c->cap_moves;
         while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
             ;
-        if (c->cap_moves > q->spare_cap_moves) {
-            unused = q->spare_moves;
-            q->spare_moves = c->moves;
-            q->spare_cap_moves = c->cap_moves;
+        if (unused_cap > q->spare_cap_moves) {
+            hm_move *m = q->spare_moves;
+            size_t cap = q->spare_cap_moves;
+            q->spare_moves = unused;
+            q->spare_cap_moves = unused_cap;
+            unused = m;
+            unused_cap = cap;
+        }
+        if (unused && unused_cap > q->spare2_cap_moves &&
+            unused_cap * sizeof *unused <= HL_GC_SPARE2_MAX_BYTES) {
+            hm_move *m = q->spare2_moves;
+            q->spare2_moves = unused;
+            q->spare2_cap_moves = unused_cap;
+            unused = m;
         }
         atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
         hl_mem_free(unused); /* outside the lock: an unmapping */

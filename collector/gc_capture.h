@@ -28,6 +28,7 @@
 #define HL_GC_QUEUE 1024                 /* GCs the collector thread may lag behind... */
 #define HL_GC_QUEUE_STALL_NS (10ull * 1000000000u) /* ...before a GC waits; given up after this */
 #define HL_GC_MAX_MOVES (64u << 20)       /* ranges kept per GC (1.5 GiB) before giving up */
+#define HL_GC_SPARE2_MAX_BYTES (1u << 20) /* the second spare ranges buffer's largest size */
 
 typedef struct hl_root {
     ObjectID object;
@@ -174,9 +175,15 @@ typedef struct hl_gc_queue {
     ULONG scratch_cap;
     /* The largest ranges buffer of the captures applied so far, kept for the next GC (under
      * moves_lock): a fresh one per GC took its pages again inside the pause, a page fault per
-     * 170 ranges (MidLife: 6 MiB of ranges per GC). */
+     * 170 ranges (MidLife: 6 MiB of ranges per GC). And a second one of at most
+     * HL_GC_SPARE2_MAX_BYTES: a GC often starts before the collector has applied the one
+     * before (two in flight), and with one spare the second buffer was mapped inside that
+     * GC's pause and unmapped once applied (sampled mode's moves of followed objects: 96 KiB,
+     * an mmap in the pause and an munmap, a TLB shootdown of the program's CPUs, per GC). */
     hm_move *spare_moves;
     size_t spare_cap_moves;
+    hm_move *spare2_moves;
+    size_t spare2_cap_moves;
     atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */
     /* The runtime's GCStart events (its reason) are matched to GCs by count: the first one
      * fixes the difference between the runtime's count and our ordinal (0 when recording from

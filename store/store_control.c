@@ -174,6 +174,14 @@ int store_control_poll_fds(const store_control *c, struct pollfd *fds)
     return n;
 }
 
+gboolean store_control_waiting(const store_control *c)
+{
+    for (int i = 0; c != NULL && i < c->n_clients; i++)
+        if (c->clients[i].waiting || c->clients[i].detach)
+            return TRUE;
+    return FALSE;
+}
+
 /* Accepts the pending connections there is room for; other uids are closed unanswered. */
 static void store_control_accept(store_control *c)
 {

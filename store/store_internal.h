@@ -512,6 +512,8 @@ void store_control_end(store_control *c);
 void store_control_stop(store_control *c, const char *why);
 /* Writes the fds to poll at `fds` (room for STORE_CONTROL_MAX_FDS); returns how many. */
 int store_control_poll_fds(const store_control *c, struct pollfd *fds);
+/* TRUE while a client waits for an answer from the collector (a snapshot, a detach). */
+gboolean store_control_waiting(const store_control *c);
 /* Handles the events poll reported for the `n` fds store_control_poll_fds wrote. */
 void store_control_dispatch(store_control *c, const struct pollfd *fds, int n);
 /* store_snapshot_fn: a snapshot committed; a 'requested' one answers every waiting client. */
@@ -675,6 +677,10 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
  * can take with it stays small whatever the pace: a commit per 256 KiB of records costs nothing
  * next to writing them). */
 #define STORE_GROUP_MAX_BYTES (256 * 1024)
+/* While a group waits for its commit, a read of less than this ends the writer's reading until
+ * the commit is due (store_serve.c, "reading in steps"): what comes meanwhile is read then, in
+ * one wake-up, and joins the group. A larger read (full mode, a snapshot) reads on at once. */
+#define STORE_READ_STEP_BYTES (64 * 1024)
 /* The counters store_writer_write_counters writes (the collector's, the writer's, and three
  * written only when known): the value each row holds, so that a GC writes only those that
  * changed. */
@@ -764,6 +770,7 @@ struct store_writer {
     gboolean applying_held; /* store_writer_release is applying a whole GC */
     uint32_t group_gcs;
     gint64 group_since_us;
+    int group_commit_ms; /* STORE_GROUP_COMMIT_MS (a test sets it longer) */
     size_t group_bytes; /* their records' bytes */
     /* What the counters rows and run.loss hold in the transaction (valid: known; a rollback
      * forgets it): store_writer_write_counters writes only what changed. */

@@ -9,6 +9,10 @@
  * Every poll here also serves the control socket (store_control.c), so `heaplens snapshot`
  * gets its answer whatever the writer is waiting for: store_serve_poll.
  *
+ * While GCs wait for their group's commit and the last read was small, the connection is read
+ * again only when the commit is due (store_conn_read, "reading in steps"): a sampled recording's
+ * sends then cost the writer a wake-up per commit, not one each.
+ *
  * stop_fd carries one line from `heaplens record`: "exit N" or "signal N". Once it has arrived
  * the collector's process is gone, so whatever the connection still holds is already buffered:
  * a connection that stays silent for stop_wait_ms after that is treated as ended (a child the
@@ -149,6 +153,7 @@ typedef struct store_conn_source {
     gboolean bounded;  /* store_writer_serve_connection: the stream ends stop_wait_ms after stop */
     gint64 end_by_us;  /* then: the monotonic time it ends (0: stop has not arrived) */
     gboolean cut;      /* the stream was ended at end_by_us */
+    gboolean last_small; /* the last read took less than STORE_READ_STEP_BYTES */
 } store_conn_source;
 
 static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
@@ -185,10 +190,29 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
             wait_ms = (int)((due_us + 999) / 1000);
             group_wait = TRUE;
         }
+        /* Reading in steps: while a group waits for its commit and what came last was small (a
+         * sampled recording's GC, samples), the connection is not read again before the commit
+         * is due; what came meanwhile is read then, in one wake-up, and joins the group (every
+         * GC is still committed at most STORE_GROUP_COMMIT_MS after it came). A wake-up per
+         * send cost more than the records it read: the poll, the recv, the switch, and SQLite's
+         * statements run on cold caches GC by GC (store/README.md, "Transaction rules"). The
+         * connection's hang-up, the program's exit (stop_fd) and a client waiting for a
+         * snapshot end the step. */
+        gboolean step = group_wait && src->last_small && !src->stop->done &&
+                        !store_control_waiting(src->control);
+        if (step)
+            pfd[0].events = 0; /* POLLHUP and POLLERR only */
         int r = store_serve_poll(src->control, pfd, n, wait_ms);
         if (r < 0) {
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             return -1;
+        }
+        if (step && (r == 0 || pfd[0].revents != 0)) {
+            /* The commit is due (or the collector hung up): what came meanwhile first, so that
+             * it joins the group before its commit. */
+            src->last_small = FALSE;
+            pfd[0].revents = POLLIN;
+            r = 1;
         }
         if (r == 0 && group_wait)
             continue; /* the group is due: committed at the top */
@@ -200,8 +224,10 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
             return -1;
         if (pfd[0].revents != 0) {
             ssize_t got = recv(src->fd, buf, len, MSG_DONTWAIT);
-            if (got >= 0)
+            if (got >= 0) {
+                src->last_small = got > 0 && got < STORE_READ_STEP_BYTES;
                 return got;
+            }
             if (errno == EAGAIN || errno == EINTR)
                 continue;
             if (errno == ECONNRESET)

@@ -667,7 +667,7 @@ gint64 store_writer_group_due_us(const store_writer *w)
 {
     if (w->group_gcs == 0)
         return -1;
-    gint64 left = w->group_since_us + (gint64)STORE_GROUP_COMMIT_MS * 1000 - g_get_monotonic_time();
+    gint64 left = w->group_since_us + (gint64)w->group_commit_ms * 1000 - g_get_monotonic_time();
     return left > 0 ? left : 0;
 }
 
@@ -686,7 +686,7 @@ gboolean store_writer_group_add(store_writer *w, GError **error)
     gint64 now = g_get_monotonic_time();
     if (w->group_gcs++ == 0)
         w->group_since_us = now;
-    if (now - w->group_since_us < (gint64)STORE_GROUP_COMMIT_MS * 1000 &&
+    if (now - w->group_since_us < (gint64)w->group_commit_ms * 1000 &&
         w->group_bytes < STORE_GROUP_MAX_BYTES)
         return TRUE;
     return store_writer_group_commit(w, error);
@@ -944,6 +944,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->held = g_byte_array_new();
+    w->group_commit_ms = STORE_GROUP_COMMIT_MS;
     w->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
     for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)

@@ -156,6 +156,48 @@ static void test_ranges_reuse(void) {
     CHECK(rq.spare_moves == NULL && rq.spare_cap_moves == 0);
 }
 
+/* Two GCs in flight (the next starts before the collector applied the one before, as in
+ * sampled mode at a GC every few ms): each takes a spare buffer, and once both are applied both
+ * buffers are kept, so that the next two GCs map nothing in their pauses and nothing is unmapped
+ * (with a single spare the second buffer was made afresh and unmapped at every such GC). */
+static void test_ranges_reuse_in_flight(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue rq;
+    hl_gc_queue_init(&rq);
+    ObjectID old[400];
+    SIZE_T len[400];
+    for (int i = 0; i < 400; i++) {
+        old[i] = 0x10000 + 64 * (ObjectID)i;
+        len[i] = 24;
+    }
+    hm_move *seen[2] = {NULL, NULL};
+    for (int round = 0; round < 3; round++) {
+        hl_gc_capture *c[2];
+        for (int k = 0; k < 2; k++) {
+            hl_gc_on_started(&rq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0,
+                             no_snapshot, NULL);
+            c[k] = rq.current;
+            if (round > 0)
+                CHECK(c[k]->moves != NULL); /* a spare, not a fresh buffer */
+            hl_gc_on_ranges(&rq, 400, old, NULL, len);
+            CHECK_INT(c[k]->n_moves, 400);
+            hl_gc_on_finished(&rq, (ICorProfilerInfo *)&fake_info);
+        }
+        hm_move *now[2] = {c[0]->moves, c[1]->moves};
+        CHECK(now[0] != now[1]);
+        if (round > 0)
+            CHECK((now[0] == seen[0] && now[1] == seen[1]) ||
+                  (now[0] == seen[1] && now[1] == seen[0]));
+        seen[0] = now[0];
+        seen[1] = now[1];
+        hl_gc_pop(&rq);
+        hl_gc_pop(&rq);
+        CHECK(rq.spare_moves != NULL && rq.spare2_moves != NULL);
+    }
+    hl_gc_queue_release(&rq);
+    CHECK(rq.spare_moves == NULL && rq.spare2_moves == NULL);
+}
+
 int main(void) {
     test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
@@ -163,6 +205,7 @@ int main(void) {
     fake_vtbl[INFO_GetClassLayout] = (clr_method)fake_layout;
     test_slot_offsets();
     test_ranges_reuse();
+    test_ranges_reuse_in_flight();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)
         gc();

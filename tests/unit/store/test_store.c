@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <inttypes.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -4121,6 +4123,74 @@ static void test_grouped_reader_sees(void)
     tmp_dir_free(dir);
 }
 
+/* Reading in steps (store_serve.c): while a group waits for its commit and the last read was
+ * small, the writer does not read the connection again until the commit is due; the
+ * connection's hang-up ends the step at once. The group's commit is made a minute away (no
+ * commit comes due during the test): GC 1 is sent and read (the socket's unread bytes drop to
+ * 0), then GC 2 stays unread for the next 200 ms — a writer that read at each send takes it at
+ * once —; closing the connection then gets GC 2 and the end read and stored. */
+static void test_grouped_read_steps(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet Small.dll");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    size_t first = hl_sb_len(sb);
+    hl_sb_alloc(sb, 2, 1, 24, 100);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 3);
+    hl_sb_fate(sb, 2, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 2, 0);
+    size_t second = hl_sb_len(sb);
+    hl_sb_run_end(sb, 2);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int sv[2], stop[2];
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    g_autofree char *path = g_build_filename(dir, "steps.db", NULL);
+    serve_args a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0], .stop = stop[0]};
+    CHECK_NO_ERROR(error);
+    a.w->group_commit_ms = 60000;
+    GThread *t = g_thread_new("serve", serve_connection_thread, &a);
+    write_all(sv[1], bytes, first);
+    int unread = 1;
+    for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+         unread > 0 && g_get_monotonic_time() < deadline;) {
+        g_assert(ioctl(sv[1], SIOCOUTQ, &unread) == 0);
+        if (unread > 0)
+            g_usleep(200); /* polling for the read, not timing it */
+    }
+    CHECK(unread == 0);
+    write_all(sv[1], bytes + first, second - first);
+    for (gint64 until = g_get_monotonic_time() + 200000; g_get_monotonic_time() < until;) {
+        g_assert(ioctl(sv[1], SIOCOUTQ, &unread) == 0);
+        if (unread == 0)
+            break;
+        g_usleep(1000);
+    }
+    if (unread == 0)
+        fprintf(stderr, "GC 2 was read while its group waited\n");
+    CHECK(unread > 0); /* not read while the group waits (bytes and their buffers) */
+    write_all(sv[1], bytes + second, len - second);
+    close(sv[1]); /* the hang-up ends the step */
+    close(stop[1]);
+    g_thread_join(t);
+    CHECK(a.ok);
+    store_summary sum;
+    CHECK(store_writer_finish(a.w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.complete && sum.gcs == 2);
+    close(sv[0]);
+    close(stop[0]);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 static void test_serve_no_connection(void)
 {
     char *dir = tmp_dir_new();
@@ -5024,6 +5094,7 @@ static const struct {
     {"no_sync", test_no_sync},
     {"grouped_commits", test_grouped_commits},
     {"grouped_reader_sees", test_grouped_reader_sees},
+    {"grouped_read_steps", test_grouped_read_steps},
     {"radix_sort", test_radix_sort},
     {"put_u64", test_put_u64},
     {"checkpoint_after_answer", test_checkpoint_after_answer},
