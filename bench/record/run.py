@@ -3,7 +3,8 @@
 
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|census|split|all]
-                        [--requests N] [--warmup N] [--service-rounds N] [--service-configs plain,...]
+                        [--requests N] [--warmup N] [--service-rounds N]
+                        [--service-configs plain,...]
                         [--pin both|client|none] [--no-pin]
                         [--other-heaplens PATH] [--jit-summary]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
@@ -41,8 +42,9 @@ Cases (the programs are built or generated into the work directory first):
             to every server in turn, the order reversed every other round; --runs instances of
             the whole set, started afresh. --pin: none (the default, --no-pin: server GC with 2
             heaps, as WebApi asks), both (the server's tree on CPU 0, the client on CPU 1; the
-            runtime then runs workstation GC), client (the client alone on CPU 1). Prints requests/s and CPU per request of the server's
-            tree (median [min-max] of the bursts) and, per config, each round's own ratio to
+            runtime then runs workstation GC), client (the client alone on CPU 1). Prints
+            requests/s and CPU per request of the server's tree (median [min-max] of the
+            bursts) and, per config, each round's own ratio to
             plain's burst of the same round: the median, a 95% interval of that median (a
             bootstrap drawing instances, then rounds) and the rounds' min-max. --other-heaplens
             PATH runs each recorded config (not the empty profiler's) with that build too, as
@@ -705,25 +707,24 @@ class Server:
         c = subprocess.run(self.client + [str(n)], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         cpu = tree_cpu_ms(self.p.pid) - cpu0
-        if c.returncode != 0:
-            self.stop()
+        if c.returncode != 0:  # the servers are stopped by service_case's `finally`
             die(f"service {self.label}: {c.stdout.strip()}")
         self.requests += n
         m = re.search(r"wall_ms=([0-9.]+)", c.stdout)
         return {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n}
 
     def stop(self):
-        """Ends the server; the collector thread's CPU per request over its whole life
-        (HEAPLENS_STATS=1's cpu_ms; warm-up included), or None."""
+        """Ends the server: the collector thread's CPU per request over its whole life
+        (HEAPLENS_STATS=1's cpu_ms; warm-up included) or None, and what went wrong or None."""
         stop_process(self.p, signal.SIGTERM)
         if self.p.returncode not in (0, 143, -signal.SIGTERM):
-            die(f"service {self.label}: exited with {self.p.returncode}")
+            return None, f"service {self.label}: exited with {self.p.returncode}"
         if not self.a.keep:
             remove_db(self.db)
         self.reader.join(10)
         stats = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", "".join(self.rest))
         return (float(stats.group(1)) * 1000 / self.requests
-                if stats and self.requests else None)
+                if stats and self.requests else None), None
 
 
 def bootstrap_median(groups, draws=2000):
@@ -773,16 +774,18 @@ def service_case(a):
     runs at once, each warmed up alone; then each round sends a burst of --requests to each
     server in turn, the order reversed every other round, and each burst is compared with plain's
     burst of the same round. --runs instances of the whole set, started afresh."""
-    dll = build_example("WebApi", a.workdir)
-    a.httpload = os.path.join(os.path.dirname(a.heaplens), "httpload")
-    if not os.access(a.httpload, os.X_OK):
-        die(f"{a.httpload} is missing (built with heaplens: cmake --build build)")
     configs = a.service_configs.split(",")
     for n in configs:
         if n not in SERVICE_CONFIGS:
             die(f"unknown service config {n} (one of {', '.join(SERVICE_CONFIGS)})")
     if configs[0] != "plain":
         die("--service-configs must start with plain (the ratios' base)")
+    if a.runs < 1 or a.service_rounds < 1 or a.requests < 1 or a.warmup < 0:
+        die("--runs, --service-rounds and --requests must be at least 1, --warmup at least 0")
+    a.httpload = os.path.join(os.path.dirname(a.heaplens), "httpload")
+    if not os.access(a.httpload, os.X_OK):
+        die(f"{a.httpload} is missing (built with heaplens: cmake --build build)")
+    dll = build_example("WebApi", a.workdir)
     # --other-heaplens: each recorded config also with that build (not the empty profiler's: its
     # callbacks return at once in any build)
     runs = [(n, n, None) for n in configs]
@@ -820,11 +823,12 @@ def service_case(a):
                 for s in order:
                     res[s.label][-1].append(s.burst(a.requests))
                 base = res["plain"][-1][-1]
+                last = {s.label: res[s.label][-1][-1] for s in servers[1:]}
                 print(f"  service run {i + 1} round {r + 1}: plain {base['rps']:.0f} requests/s "
                       f"{base['cpu_per_req'] * 1000:.0f} µs per request; "
-                      + ", ".join(f"{s.label} {res[s.label][-1][-1]['rps'] / base['rps']:.3f}x "
-                                  f"{res[s.label][-1][-1]['cpu_per_req'] / base['cpu_per_req']:.3f}x"
-                                  for s in servers[1:]), flush=True)
+                      + ", ".join(f"{n} {b['rps'] / base['rps']:.3f}x "
+                                  f"{b['cpu_per_req'] / base['cpu_per_req']:.3f}x"
+                                  for n, b in last.items()), flush=True)
                 loads.append(load_average())
             if a.jit_summary:
                 for s in servers:
@@ -832,11 +836,16 @@ def service_case(a):
                     tiers[s.label].append((s.tiers_warm, {k: v - s.tiers_warm.get(k, 0)
                                                           for k, v in end.items()
                                                           if v - s.tiers_warm.get(k, 0)}))
-        finally:
+        finally:  # every server stopped, also when a burst failed
+            errors = []
             for s in servers:
-                c = s.stop()
+                c, error = s.stop()
                 if c is not None:
                     coll[s.label].append(c)
+                if error:
+                    errors.append(error)
+        if errors:
+            die(errors[0])
     minutes = (time.monotonic() - t0) / 60
     pin = {"both": "server on CPU 0, client on CPU 1", "client": "client on CPU 1, server on both",
            "none": "not pinned"}[a.pin]
@@ -865,7 +874,8 @@ def service_case(a):
                          f"({min(flat):.3f}-{max(flat):.3f}); per instance "
                          + " ".join(f"{statistics.median(g):.3f}" for g in groups))
         if coll[n]:
-            line += f"\n      collector thread {spread(coll[n], '.2f')} µs per request (whole runs)"
+            line += (f"\n      collector thread {spread(coll[n], '.2f')} µs per request "
+                     "(whole runs)")
         for warm, measured in tiers[n]:
             fmt = lambda t: ", ".join(f"{k} {v}" for k, v in sorted(t.items())) or "none"
             line += (f"\n      JIT after the warm-up: {fmt(warm)}; during the rounds: "
