@@ -3,7 +3,9 @@
 
     bench/record/run.py --heaplens build/bin/heaplens
                         [--case workload|csc|heap|stacks|service|midlife|census|split|all]
-                        [--requests N] [--warmup N] [--service-configs plain,...] [--no-pin]
+                        [--requests N] [--warmup N] [--service-rounds N]
+                        [--service-configs plain,...]
+                        [--pin both|client|none] [--no-pin]
                         [--other-heaplens PATH] [--jit-summary]
                         [--runs 3] [--mode full|sampled] [--orders N] [--files N] [--nodes N] [--gen0 K] [--gen0-settled]
                         [--rounds N] [--compare HEAPLENS] [--iterations N] [--eventpipe-sampler] [--record-option=OPT ...] [--workdir DIR] [--keep]
@@ -32,16 +34,23 @@ Cases (the programs are built or generated into the work directory first):
   service   (issue 17; not in `all`) examples/WebApi (ASP.NET Core) under local load: plain, the
             empty profiler with sampled mode's flags and session (the runtime's floor), sampled,
             full (--service-configs: also the floor's parts, one flag or session part at a time,
-            and heaplens' parts on it), interleaved; --warmup requests (default 100,000: until
-            tiered compilation is done), then --requests from bench/record/httpload.c (4
-            keep-alive connections; build/bin/httpload), the server's tree on CPU 0 and the
-            client on CPU 1 (--no-pin: not pinned; pinned, the runtime runs workstation GC).
-            Prints requests/s and CPU per request of the server's tree, median [min-max], and
-            each round's ratio to plain, median [min-max]. --other-heaplens PATH records each
-            config (not the empty profiler's) with that build too, right after this one's
-            ("(other)": main's build against a branch's); --jit-summary prints the methods the
-            JIT compiled per tier by the end of the warm-up and during the measure
-            (DOTNET_JitDisasmSummary=1, DOTNET_JitStdOutFile).
+            and heaplens' parts on it). Interleaved rounds (bench/README.md, "Measuring a
+            service"): one server per config, all running at once, each warmed up alone with
+            --warmup requests (default 100,000: until tiered compilation is done); then
+            --service-rounds rounds (default 10), each sending a burst of --requests (default
+            10,000) from bench/record/httpload.c (4 keep-alive connections; build/bin/httpload)
+            to every server in turn, the order reversed every other round; --runs instances of
+            the whole set, started afresh. --pin: none (the default, --no-pin: server GC with 2
+            heaps, as WebApi asks), both (the server's tree on CPU 0, the client on CPU 1; the
+            runtime then runs workstation GC), client (the client alone on CPU 1). Prints
+            requests/s and CPU per request of the server's tree (median [min-max] of the
+            bursts) and, per config, each round's own ratio to
+            plain's burst of the same round: the median, a 95% interval of that median (a
+            bootstrap drawing instances, then rounds) and the rounds' min-max. --other-heaplens
+            PATH runs each recorded config (not the empty profiler's) with that build too, as
+            another server in the same rounds ("(other)": main's build against a branch's);
+            --jit-summary prints the methods the JIT compiled per tier by the end of the
+            warm-up and during the rounds (DOTNET_JitDisasmSummary=1, DOTNET_JitStdOutFile).
 
   midlife   (issue 17; not in `all`) examples/MidLife: 4 threads, about 21M allocations (--rounds
             per thread, default 400,000), objects that live a few GCs, a growing cache; plain,
@@ -126,6 +135,7 @@ Not a test: the numbers depend on the machine; run it on a quiet one.
 import argparse
 import glob
 import os
+import random
 import re
 import shutil
 import signal
@@ -651,76 +661,90 @@ def load_average():
     return float(open("/proc/loadavg").read().split()[0])
 
 
-def run_service_config(a, name, dll, i, heaplens=None):
-    """WebApi started as `name` says, warmed up (a.warmup requests), then a.requests requests from
-    4 keep-alive connections of bench/record/httpload.c: requests/s and CPU ms per request of
-    the server's whole process tree (program, heaplens, writer; not the client). With --pin
-    (default on 2+ CPUs) the server's tree runs on CPU 0 and the client on CPU 1: the client
-    never takes the server's CPU — and the runtime, given one CPU, runs workstation GC (WebApi
-    asks for server GC; --no-pin keeps it, the client then sharing the server's CPUs)."""
-    args, extra_env = SERVICE_CONFIGS[name]
-    port = free_port()
-    tag = name + ("-other" if heaplens else "")
-    db = os.path.join(a.workdir, f"service-{tag}-{i}.db")
-    remove_db(db)
-    cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{port}"]
-    if args is not None:
-        cmd = ([heaplens or a.heaplens, "record", "-q", "-o", db, "--snapshot", "none"] + args
-               + ["--"] + cmd)
-    client = [a.httpload, str(port)]
-    if a.pin:
-        cmd = ["taskset", "-c", "0"] + cmd
-        client = ["taskset", "-c", "1"] + client
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
-    env.update(extra_env)
-    jit = os.path.join(a.workdir, f"service-{tag}-{i}.jit")
-    if a.jit_summary:  # every method the JIT compiles, with its tier, into `jit`
-        if os.path.exists(jit):
-            os.remove(jit)  # a run of before in the same --workdir
-        env.update({"DOTNET_JitStdOutFile": jit, "DOTNET_JitDisasmSummary": "1"})
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    tiers = []
-    try:
-        for line in p.stdout:
+class Server:
+    """One WebApi server started as configuration `name` says (its whole process tree: program,
+    heaplens, writer), for the rounds of the service case: warmed up, then measured burst by
+    burst. With a.pin "both" the server's tree runs on CPU 0 and the client on CPU 1 (the
+    runtime, given one CPU, runs workstation GC although WebApi asks for server GC); "client":
+    the client alone on CPU 1, the server on both (server GC, 2 heaps); "none": neither."""
+
+    def __init__(self, a, label, name, dll, i, heaplens=None):
+        args, extra_env = SERVICE_CONFIGS[name]
+        self.a, self.label, self.port, self.requests = a, label, free_port(), 0
+        tag = re.sub(r"[^a-z0-9-]+", "-", label).strip("-")
+        self.db = os.path.join(a.workdir, f"service-{tag}-{i}.db")
+        remove_db(self.db)
+        cmd = ["dotnet", dll, "--urls", f"http://127.0.0.1:{self.port}"]
+        if args is not None:
+            cmd = ([heaplens or a.heaplens, "record", "-q", "-o", self.db, "--snapshot", "none"]
+                   + args + ["--"] + cmd)
+        self.client = [a.httpload, str(self.port)]
+        if a.pin == "both":
+            cmd = ["taskset", "-c", "0"] + cmd
+        if a.pin in ("both", "client"):
+            self.client = ["taskset", "-c", "1"] + self.client
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HEAPLENS_")}
+        env.update(extra_env)
+        self.jit = os.path.join(a.workdir, f"service-{tag}-{i}.jit")
+        if a.jit_summary:  # every method the JIT compiles, with its tier, into `jit`
+            if os.path.exists(self.jit):
+                os.remove(self.jit)  # a run of before in the same --workdir
+            env.update({"DOTNET_JitStdOutFile": self.jit, "DOTNET_JitDisasmSummary": "1"})
+        self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+        for line in self.p.stdout:
             if "WebApi: listening" in line:
-                gc = re.search(r"gc=(\w+)", line).group(1)
+                self.gc = re.search(r"gc=(\w+)", line).group(1)
                 break
         else:
-            die(f"service {name}: WebApi did not start")
-        rest = []  # the program's and the collector's later lines (HEAPLENS_STATS=1: cpu_ms)
-        reader = threading.Thread(target=lambda: rest.extend(p.stdout), daemon=True)
-        reader.start()
-        # The warm-up lasts until the JIT is done: WebApi's CPU per request falls by a third
-        # until tiered compilation has compiled its hot methods at Tier1 (after 80,000-90,000
-        # requests with the server on one CPU; with 2,000 the measure caught the tiering half
-        # done, early or late by run: bench/README.md, "Sampled mode's floor on a service").
-        for n in ([a.warmup] if a.warmup else []) + [a.requests]:
-            cpu0 = tree_cpu_ms(p.pid)
-            c = subprocess.run(client + [str(n)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True)
-            cpu = tree_cpu_ms(p.pid) - cpu0
-            if c.returncode != 0:
-                die(f"service {name}: {c.stdout.strip()}")
-            if a.jit_summary:
-                tiers.append(jit_tiers(jit))
-    finally:
-        stop_process(p, signal.SIGTERM)
-    if p.returncode not in (0, 143, -signal.SIGTERM):
-        die(f"service {name}: exited with {p.returncode}")
-    if not a.keep:
-        remove_db(db)
-    m = re.search(r"wall_ms=([0-9.]+)", c.stdout)
-    res = {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n, "gc": gc}
-    reader.join(10)
-    stats = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", "".join(rest))
-    if stats:  # the collector thread's CPU over the whole run (warm-up included), per request
-        res["collector_us_per_req"] = (float(stats.group(1)) * 1000
-                                       / ((a.warmup or 0) + a.requests))
-    if a.jit_summary:
-        res["tiers_warm"] = tiers[0]  # what the JIT had compiled by the end of the warm-up
-        res["tiers_measured"] = {k: v - tiers[0].get(k, 0) for k, v in tiers[-1].items()
-                                 if v - tiers[0].get(k, 0)}  # ... and during the measure
-    return res
+            die(f"service {label}: WebApi did not start")
+        self.rest = []  # the program's and the collector's later lines (HEAPLENS_STATS: cpu_ms)
+        self.reader = threading.Thread(target=lambda: self.rest.extend(self.p.stdout),
+                                       daemon=True)
+        self.reader.start()
+
+    def burst(self, n):
+        """n requests: requests/s and CPU ms per request of the server's tree during them."""
+        cpu0 = tree_cpu_ms(self.p.pid)
+        c = subprocess.run(self.client + [str(n)], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        cpu = tree_cpu_ms(self.p.pid) - cpu0
+        if c.returncode != 0:  # the servers are stopped by service_case's `finally`
+            die(f"service {self.label}: {c.stdout.strip()}")
+        self.requests += n
+        m = re.search(r"wall_ms=([0-9.]+)", c.stdout)
+        return {"rps": n / (float(m.group(1)) / 1000), "cpu_per_req": cpu / n}
+
+    def stop(self):
+        """Ends the server: the collector thread's CPU per request over its whole life
+        (HEAPLENS_STATS=1's cpu_ms; warm-up included) or None, and what went wrong or None."""
+        stop_process(self.p, signal.SIGTERM)
+        if self.p.returncode not in (0, 143, -signal.SIGTERM):
+            return None, f"service {self.label}: exited with {self.p.returncode}"
+        if not self.a.keep:
+            remove_db(self.db)
+        self.reader.join(10)
+        stats = re.search(r"heaplens: allocs_seen=.* cpu_ms=([0-9.]+)", "".join(self.rest))
+        return (float(stats.group(1)) * 1000 / self.requests
+                if stats and self.requests else None), None
+
+
+def bootstrap_median(groups, draws=2000):
+    """95% interval of the median of the pooled values by a two-level bootstrap: the groups (a
+    server instance's rounds) drawn with replacement, then each drawn group's values. Values of
+    one instance are not independent (the instance's own tiering, layout, heap sizes): drawing
+    instances first keeps that variation in the interval. Seeded: the same data, the same
+    interval."""
+    rng = random.Random(1)
+    meds = []
+    for _ in range(draws):
+        pool = []
+        for _ in groups:
+            g = groups[rng.randrange(len(groups))]
+            pool.extend(g[rng.randrange(len(g))] for _ in g)
+        meds.append(statistics.median(pool))
+    meds.sort()
+    return meds[int(0.025 * draws)], meds[int(0.975 * draws) - 1]
 
 
 def jit_tiers(path):
@@ -748,58 +772,116 @@ def spread(xs, fmt):
 
 
 def service_case(a):
-    dll = build_example("WebApi", a.workdir)
-    a.httpload = os.path.join(os.path.dirname(a.heaplens), "httpload")
-    if not os.access(a.httpload, os.X_OK):
-        die(f"{a.httpload} is missing (built with heaplens: cmake --build build)")
+    """Interleaved rounds (bench/README.md, "Measuring a service"): every configuration's server
+    runs at once, each warmed up alone; then each round sends a burst of --requests to each
+    server in turn, the order reversed every other round, and each burst is compared with plain's
+    burst of the same round. --runs instances of the whole set, started afresh."""
     configs = a.service_configs.split(",")
     for n in configs:
         if n not in SERVICE_CONFIGS:
             die(f"unknown service config {n} (one of {', '.join(SERVICE_CONFIGS)})")
     if configs[0] != "plain":
         die("--service-configs must start with plain (the ratios' base)")
-    # --other-heaplens: each recorded config also with that build, right after this one's (not
-    # the empty profiler's: its callbacks return at once in any build)
+    if a.runs < 1 or a.service_rounds < 1 or a.requests < 1 or a.warmup < 0:
+        die("--runs, --service-rounds and --requests must be at least 1, --warmup at least 0")
+    a.httpload = os.path.join(os.path.dirname(a.heaplens), "httpload")
+    if not os.access(a.httpload, os.X_OK):
+        die(f"{a.httpload} is missing (built with heaplens: cmake --build build)")
+    dll = build_example("WebApi", a.workdir)
+    # --other-heaplens: each recorded config also with that build (not the empty profiler's: its
+    # callbacks return at once in any build)
     runs = [(n, n, None) for n in configs]
     if a.other_heaplens:
         runs = [x for n in configs for x in [(n, n, None)] + (
                 [] if SERVICE_CONFIGS[n][0] is None or SERVICE_CONFIGS[n][1].get("HEAPLENS_EMPTY")
                 else [(f"{n} (other)", n, a.other_heaplens)])]
-    res = {label: [] for label, _, _ in runs}
+    labels = [label for label, _, _ in runs]
+    # res[label][instance] = that instance's bursts, round by round
+    res = {label: [] for label in labels}
+    coll = {label: [] for label in labels}
+    tiers = {label: [] for label in labels}
+    gcs = set()
     loads = [load_average()]
-    for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
-        for n, config, heaplens in runs:
-            res[n].append(run_service_config(a, config, dll, i, heaplens))
-            r = res[n][-1]
-            print(f"  service {n} run {i + 1}: {r['rps']:.0f} requests/s, "
-                  f"{r['cpu_per_req']:.3f} ms CPU per request"
-                  + (f", collector thread {r['collector_us_per_req']:.2f} µs per request "
-                     "(whole run)" if "collector_us_per_req" in r else ""), flush=True)
+    t0 = time.monotonic()
+    for i in range(a.runs):
+        servers = []
+        try:
+            for label, config, heaplens in runs:
+                s = Server(a, label, config, dll, i, heaplens)
+                servers.append(s)
+                gcs.add(s.gc)
+                # The warm-up lasts until the JIT is done: WebApi's CPU per request falls by a
+                # third until tiered compilation has compiled its hot methods at Tier1 (after
+                # 80,000-90,000 requests with the server on one CPU: bench/README.md, "Sampled
+                # mode's floor on a service"). Alone: the other servers wait idle.
+                if a.warmup:
+                    s.burst(a.warmup)
+                if a.jit_summary:
+                    s.tiers_warm = jit_tiers(s.jit)
+            for s in servers:
+                res[s.label].append([])
+            for r in range(a.service_rounds):
+                order = servers if r % 2 == 0 else servers[::-1]
+                for s in order:
+                    res[s.label][-1].append(s.burst(a.requests))
+                base = res["plain"][-1][-1]
+                last = {s.label: res[s.label][-1][-1] for s in servers[1:]}
+                print(f"  service run {i + 1} round {r + 1}: plain {base['rps']:.0f} requests/s "
+                      f"{base['cpu_per_req'] * 1000:.0f} µs per request; "
+                      + ", ".join(f"{n} {b['rps'] / base['rps']:.3f}x "
+                                  f"{b['cpu_per_req'] / base['cpu_per_req']:.3f}x"
+                                  for n, b in last.items()), flush=True)
+                loads.append(load_average())
             if a.jit_summary:
-                fmt = lambda t: ", ".join(f"{k} {v}" for k, v in sorted(t.items())) or "none"
-                print(f"    JIT after the warm-up: {fmt(r['tiers_warm'])}; during the measure: "
-                      f"{fmt(r['tiers_measured'])}", flush=True)
-        loads.append(load_average())
-    gcs = sorted({r["gc"] for rs in res.values() for r in rs})
-    print(f"\n== service (examples/WebApi, {'/'.join(gcs)} GC, {a.requests:,} requests of GET /orders/50..249 "
-          f"after {a.warmup:,}, 4 keep-alive connections of httpload, "
-          f"{'server on CPU 0, client on CPU 1' if a.pin else 'not pinned'}; "
-          f"{a.runs} interleaved runs, load average {min(loads):.1f}-{max(loads):.1f})")
-    print("config: median [min-max] of requests/s and of CPU ms per request (program + heaplens + "
-          "writer); the ratios to plain are the medians [min-max] of each round's own ratio")
+                for s in servers:
+                    end = jit_tiers(s.jit)
+                    tiers[s.label].append((s.tiers_warm, {k: v - s.tiers_warm.get(k, 0)
+                                                          for k, v in end.items()
+                                                          if v - s.tiers_warm.get(k, 0)}))
+        finally:  # every server stopped, also when a burst failed
+            errors = []
+            for s in servers:
+                c, error = s.stop()
+                if c is not None:
+                    coll[s.label].append(c)
+                if error:
+                    errors.append(error)
+        if errors:
+            die(errors[0])
+    minutes = (time.monotonic() - t0) / 60
+    pin = {"both": "server on CPU 0, client on CPU 1", "client": "client on CPU 1, server on both",
+           "none": "not pinned"}[a.pin]
+    print(f"\n== service (examples/WebApi, {'/'.join(sorted(gcs))} GC, {pin}; {a.runs} instances "
+          f"of each server, each warmed up with {a.warmup:,} requests of GET /orders/50..249, then "
+          f"{a.service_rounds} rounds of {a.requests:,} requests to each, interleaved (order "
+          f"reversed every other round), 4 keep-alive connections of httpload; "
+          f"{minutes:.1f} min, load average {min(loads):.1f}-{max(loads):.1f})")
+    print("config: requests/s and CPU µs per request of the server's tree (program + heaplens + "
+          "writer), median [min-max] of the bursts; ratios to plain: median of every round's own "
+          "ratio (the burst against plain's of the same round), [95% bootstrap interval of that "
+          "median] (min-max of the rounds)")
     if a.other_heaplens:
         print(f"(other): the same config recorded by {a.other_heaplens}")
-    for n in res:
-        rps = [r["rps"] for r in res[n]]
-        cpu = [r["cpu_per_req"] for r in res[n]]
-        line = f"  {n:32} {spread(rps, '.0f'):>18} {spread(cpu, '.3f'):>21}"
-        coll = [r["collector_us_per_req"] for r in res[n] if "collector_us_per_req" in r]
-        if coll:
-            line += f"   collector thread {spread(coll, '.2f')} µs per request"
+    for n in labels:
+        bursts = [b for inst in res[n] for b in inst]
+        line = (f"  {n:24} {spread([b['rps'] for b in bursts], '.0f'):>18} requests/s "
+                f"{spread([b['cpu_per_req'] * 1000 for b in bursts], '.0f'):>14} µs")
         if n != "plain":
-            rr = [x["rps"] / y["rps"] for x, y in zip(res[n], res["plain"])]
-            cr = [x["cpu_per_req"] / y["cpu_per_req"] for x, y in zip(res[n], res["plain"])]
-            line += f"   requests/s {spread(rr, '.3f')}x, CPU per request {spread(cr, '.3f')}x"
+            for key, what in (("rps", "requests/s"), ("cpu_per_req", "CPU per request")):
+                groups = [[x[key] / y[key] for x, y in zip(inst, base)]
+                          for inst, base in zip(res[n], res["plain"])]
+                flat = [v for g in groups for v in g]
+                lo, hi = bootstrap_median(groups)
+                line += (f"\n      {what} {statistics.median(flat):.3f}x [{lo:.3f}-{hi:.3f}] "
+                         f"({min(flat):.3f}-{max(flat):.3f}); per instance "
+                         + " ".join(f"{statistics.median(g):.3f}" for g in groups))
+        if coll[n]:
+            line += (f"\n      collector thread {spread(coll[n], '.2f')} µs per request "
+                     "(whole runs)")
+        for warm, measured in tiers[n]:
+            fmt = lambda t: ", ".join(f"{k} {v}" for k, v in sorted(t.items())) or "none"
+            line += (f"\n      JIT after the warm-up: {fmt(warm)}; during the rounds: "
+                     f"{fmt(measured)}")
         print(line)
 
 
@@ -1137,7 +1219,10 @@ def main():
     ap.add_argument("--gen0-settled", action="store_true",
                     help="heap case: the gen0 GCs after the snapshot GC start once the writer has "
                          "stored every GC so far (without heaplens' threads busy beside them)")
-    ap.add_argument("--requests", type=int, default=20000, help="service case: requests per run")
+    ap.add_argument("--requests", type=int, default=10000,
+                    help="service case: requests per burst (one burst per server and round)")
+    ap.add_argument("--service-rounds", type=int, default=10,
+                    help="service case: rounds per instance of the servers")
     ap.add_argument("--warmup", type=int, default=100000,
                     help="service case: requests before the measured ones (until tiered "
                          "compilation is done)")
@@ -1151,8 +1236,13 @@ def main():
     ap.add_argument("--jit-summary", action="store_true",
                     help="service case: count the methods the JIT compiled per tier, after the "
                          "warm-up and during the measure (DOTNET_JitDisasmSummary=1)")
-    ap.add_argument("--no-pin", dest="pin", action="store_false",
-                    help="service case: do not pin the server (CPU 0) and the client (CPU 1)")
+    ap.add_argument("--pin", choices=["both", "client", "none"], default="none",
+                    help="service case: the server's tree on CPU 0 and the client on CPU 1 "
+                         "(both: the runtime then runs workstation GC), the client alone on "
+                         "CPU 1 (client: server GC), or neither (none, the default: server GC, "
+                         "as WebApi asks)")
+    ap.add_argument("--no-pin", dest="pin", action="store_const", const="none",
+                    help="service case: --pin none")
     ap.add_argument("--rounds", type=int, default=400_000, help="midlife case: rounds per thread")
     ap.add_argument("--compare", metavar="HEAPLENS",
                     help="midlife case: also full mode with this heaplens (another build), "
@@ -1172,7 +1262,7 @@ def main():
         if not os.access(a.other_heaplens, os.X_OK):
             die(f"{a.other_heaplens} is not executable")
     if (os.cpu_count() or 1) < 2 or not shutil.which("taskset"):
-        a.pin = False
+        a.pin = "none"
     if not os.access(a.heaplens, os.X_OK):
         die(f"{a.heaplens} is not executable")
     if not shutil.which("dotnet"):
