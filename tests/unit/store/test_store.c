@@ -2187,6 +2187,68 @@ static void test_open_readonly(void)
     tmp_dir_free(dir);
 }
 
+/* Reads `path` with store_db_open_readonly (and a second connection as the refs reader opens
+ * one) as a user who may not write it: nobody (uid 65534) when we are root, else ourselves with
+ * the file made read-only. TRUE when both read `sql` as `want`. */
+static gboolean read_as_reader(const char *path, const char *sql, long long want)
+{
+    if (getuid() != 0)
+        CHECK(chmod(path, 0444) == 0);
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(2);
+        g_autoptr(GError) error = NULL;
+        sqlite3 *db = store_db_open_readonly(path, &error);
+        if (!db) {
+            fprintf(stderr, "%s\n", error->message);
+            _exit(3);
+        }
+        sqlite3 *again = store_db_open_again(db);
+        gboolean ok = again && db_int(db, sql) == want && db_int(again, sql) == want;
+        sqlite3_close(again);
+        sqlite3_close(db);
+        _exit(ok ? 0 : 4);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (getuid() != 0)
+        CHECK(chmod(path, 0644) == 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A finished recording in WAL mode (a reader kept it open at its end) that this user may not
+ * write: a read leaves no empty -wal and -shm beside it (read as immutable: nobody has it open).
+ * While another connection has it open, the read sees what that connection's -wal holds. */
+static void test_readonly_wal_quiet(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(chmod(dir, 01777) == 0 && chmod(path, 0644) == 0);
+    CHECK(!g_file_test(wal, G_FILE_TEST_EXISTS) && !g_file_test(shm, G_FILE_TEST_EXISTS));
+
+    CHECK(read_as_reader(path, "SELECT count(*) FROM objects", 7));
+    CHECK(!g_file_test(wal, G_FILE_TEST_EXISTS));
+    CHECK(!g_file_test(shm, G_FILE_TEST_EXISTS));
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK_ROWS(db, "PRAGMA journal_mode", "wal\n");
+
+    /* another connection open, its last transaction in the -wal only: read, not ignored */
+    CHECK(sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; CREATE TABLE extra (x);"
+                           "INSERT INTO extra VALUES (1), (2)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(read_as_reader(path, "SELECT count(*) FROM extra", 2));
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* ---- differential: random recordings against a naive model ------------------------------- */
 
 typedef struct model_gen_row {
@@ -5011,6 +5073,7 @@ static const struct {
     {"handles_freed_in_gc", test_handles_freed_in_gc},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},
+    {"readonly_wal_quiet", test_readonly_wal_quiet},
     {"serve_socket", test_serve_socket},
     {"serve_no_connection", test_serve_no_connection},
     {"serve_connection", test_serve_connection},
