@@ -268,8 +268,11 @@ char *recording_private_dir(GError **error) {
     recording_stale_dirs_remove(tmp);
     char *dir = g_build_filename(tmp, base, NULL);
     if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
-                    tmp, g_strerror(errno));
+        /* said to be TMPDIR's: a user who set it long ago does not think of it */
+        const char *env = g_getenv("TMPDIR");
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                    "record: cannot create a directory in %s%s: %s", tmp,
+                    env && *env && !parent ? " (TMPDIR)" : "", g_strerror(errno));
         g_free(dir);
         return NULL;
     }

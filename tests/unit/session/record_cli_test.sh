@@ -32,6 +32,14 @@ check() { # name, expected status, actual status, stderr file, expected stderr p
 
 "$hl" record 2>err; check "no program" 1 $? err "^heaplens: record: no program to run"
 
+# a TMPDIR that is missing or a file: said to be TMPDIR's, nothing recorded
+TMPDIR=$work/no-such-dir "$hl" record -o t.db -- true 2>err
+check "missing TMPDIR" 1 $? err "^heaplens: record: cannot create a directory in $work/no-such-dir \(TMPDIR\): No such file or directory$"
+: >tmpfile
+TMPDIR=$work/tmpfile "$hl" record -o t.db -- true 2>err
+check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in $work/tmpfile \(TMPDIR\): Not a directory$"
+[ ! -e t.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a bad TMPDIR left t.db"; }
+
 # an empty output name is refused as report -o '' refuses it, not as a file that cannot be made
 "$hl" record -o '' -- true 2>err; check "empty -o" 1 $? err "^heaplens: record: -o needs a file name$"
 "$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
