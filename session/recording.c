@@ -81,7 +81,7 @@ gboolean recording_snapshot_option(const char *who, const char *option, const ch
 
 /* The settings users may set (README.md, "Settings"; the collector keeps its own defensive
  * parsing of each, with the same ranges: collector/profiler.c pool_bytes, collector_thread.c
- * outbox_capacity). A number is digits only: no sign, no space, no unit. */
+ * outbox_capacity, census.c census_threads). A number is digits only: no sign, no space, no unit. */
 typedef struct recording_setting {
     const char *name;
     uint64_t min, max;        /* a number from min to max, when `choices` is NULL */
@@ -105,6 +105,9 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
     {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_CENSUS_THREADS", 1, 64, NULL, "threads that may walk gen0 in the census"},
+    {"HEAPLENS_CENSUS_FLOOR", 0, 0, setting_bool,
+     "a plain read of gen0 beside each census walk (benchmark)"},
     {"HEAPLENS_SAMPLE_BUDGET", 0, 100000000, NULL,
      "samples per second of a thread's CPU time beyond which they are thinned (0: never)"},
     {"HEAPLENS_RANGES", 0, 0, setting_on_off,

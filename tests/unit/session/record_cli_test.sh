@@ -137,8 +137,11 @@ HEAPLENS_RANGES=no "$hl" record -o set.db -- true 2>err; check "HEAPLENS_RANGES=
 HEAPLENS_SESSION=0 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SESSION=0" 1 $? err "HEAPLENS_SESSION='0' .*: on or off .*EventPipe session"
 HEAPLENS_EMPTY_SAMPLES=on "$hl" record -o set.db -- true 2>err; check "HEAPLENS_EMPTY_SAMPLES=on" 1 $? err "HEAPLENS_EMPTY_SAMPLES='on' .*: 0 or 1 .*allocation samples"
 HEAPLENS_SAMPLE_BUDGET=1k "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SAMPLE_BUDGET with a unit" 1 $? err "HEAPLENS_SAMPLE_BUDGET='1k' .* from 0 to 100000000"
+HEAPLENS_CENSUS_THREADS=0 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_CENSUS_THREADS=0" 1 $? err "HEAPLENS_CENSUS_THREADS='0' .* from 1 to 64"
+HEAPLENS_CENSUS_THREADS=65 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_CENSUS_THREADS=65" 1 $? err "HEAPLENS_CENSUS_THREADS='65' .* from 1 to 64"
+HEAPLENS_CENSUS_FLOOR=yes "$hl" record -o set.db -- true 2>err; check "HEAPLENS_CENSUS_FLOOR=yes" 1 $? err "HEAPLENS_CENSUS_FLOOR='yes' .*: 0 or 1"
 [ ! -e set.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused setting left set.db"; }
-HEAPLENS_SAMPLE_BUDGET=0 HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
+HEAPLENS_SAMPLE_BUDGET=0 HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 HEAPLENS_CENSUS_THREADS=64 HEAPLENS_CENSUS_FLOOR=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
 
 # A TMPDIR too long for the session's unix sockets: the sockets go to /tmp/heaplens-UID, the
 # recording works, nothing is left in either.
