@@ -771,6 +771,29 @@ static pid_t recording_output_holder(const char *path)
  * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
+gboolean recording_output_not_sibling(const char *refused, const char *output, GError **error) {
+    static const struct {
+        const char *suffix, *what;
+    } members[] = {{"-wal", "write-ahead log"},
+                   {"-shm", "WAL index"},
+                   {"-journal", "rollback journal"}};
+    for (size_t i = 0; i < G_N_ELEMENTS(members); i++) {
+        struct stat st;
+        if (!g_str_has_suffix(output, members[i].suffix))
+            continue;
+        g_autofree char *db =
+            g_strndup(output, strlen(output) - strlen(members[i].suffix));
+        if (*db && stat(db, &st) == 0 && S_ISREG(st.st_mode)) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "%s %s: SQLite would take it for %s's %s and delete or overwrite it "
+                        "when %s is next opened; choose another name with -o",
+                        refused, output, db, members[i].what, db);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
@@ -782,6 +805,9 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     "with -o)");
         return FALSE;
     }
+    /* --force too: it replaces the output's own set, never another database's */
+    if (!recording_output_not_sibling("cannot record to", output, error))
+        return FALSE;
     if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "cannot record to %s: it is not a regular file (a database needs one)", output);

@@ -45,6 +45,17 @@ check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in 
 "$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
 "$hl" attach 1 -o '' 2>err; check "attach: empty -o" 1 $? err "^heaplens: attach: -o needs a file name$"
 
+# an output named as SQLite names another database's files (x.db-journal beside x.db) would be
+# taken for x.db's hot journal (or WAL, or its index) and deleted at x.db's next open: refused,
+# --force too, and for import; nothing is created
+: >sib.db
+for m in journal wal shm; do
+  "$hl" record -o sib.db-$m -- true 2>err; check "record -o sib.db-$m" 1 $? err "^heaplens: cannot record to sib.db-$m: SQLite would take it for sib.db's .* when sib.db is next opened; choose another name with -o$"
+done
+"$hl" record --force -o sib.db-journal -- true 2>err; check "record --force -o sib.db-journal" 1 $? err "^heaplens: cannot record to sib.db-journal: SQLite would take it for sib.db's rollback journal"
+"$hl" import sib.gcdump -o sib.db-wal 2>err; check "import -o sib.db-wal" 1 $? err "^heaplens: import: cannot import to sib.db-wal: SQLite would take it for sib.db's write-ahead log"
+[ -z "$(ls sib.db-* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused sibling was created:"; ls sib.db-*; }
+
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
