@@ -87,8 +87,8 @@ static char *info_command_dup(const char *command)
     if (keep < len) {
         char n[QUERY_FORMAT_MAX];
         size_t left = info_command_chars(command + keep, command + len, NULL);
-        g_string_append_printf(text, " ... (%s more characters: info --json shows it whole)",
-                               query_count_format((int64_t)left, n));
+        g_string_append_printf(text, " ... (%s more character%s: info --json shows it whole)",
+                               query_count_format((int64_t)left, n), left == 1 ? "" : "s");
     }
     return g_string_free(text, FALSE);
 }

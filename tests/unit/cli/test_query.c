@@ -184,6 +184,11 @@ static void fixture_csc(void)
  * as U+FFFD), then 100 two-byte characters: 229 bytes, 127 characters. */
 #define WIDE_COMMAND "dotnet App.dll \x1b[2J\xc2\x9b" "31m \xff "
 
+/* One argument of 161 bytes: nowhere to cut but after its 160th, one character left. */
+#define ONE_MORE_COMMAND                                                                           \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static void fixture_wide(void)
 {
     GString *command = g_string_new(WIDE_COMMAND);
@@ -194,6 +199,11 @@ static void fixture_wide(void)
     hl_sb_run_end(sb, 0);
     fixture_write(sb, "wide.db");
     g_string_free(command, TRUE);
+    G_STATIC_ASSERT(sizeof ONE_MORE_COMMAND == 162);
+    sb = hl_sb_new();
+    hl_sb_run_start(sb, 5, ONE_MORE_COMMAND);
+    hl_sb_run_end(sb, 0);
+    fixture_write(sb, "one_more.db");
 }
 
 /* app.db as a sampled recording that follows its samples (followed.db, below). */
@@ -743,6 +753,17 @@ static void case_info_command(void)
         failures++;
     }
     g_string_free(want, TRUE);
+    run_result_release(&r);
+
+    /* one character left: said in the singular */
+    r = RUN("info", "one_more.db");
+    g_autofree char *one = command_line_dup(r.out);
+    g_autofree char *one_want = g_strdup_printf(
+        "%.160s ... (1 more character: info --json shows it whole)", ONE_MORE_COMMAND);
+    if (g_strcmp0(one, one_want) != 0) {
+        show_mismatch("command line", one_want, one ? one : "(missing)");
+        failures++;
+    }
     run_result_release(&r);
 }
 
