@@ -81,7 +81,8 @@ gboolean recording_snapshot_option(const char *who, const char *option, const ch
 
 /* The settings users may set (README.md, "Settings"; the collector keeps its own defensive
  * parsing of each, with the same ranges: collector/profiler.c pool_bytes, collector_thread.c
- * outbox_capacity, census.c census_threads). A number is digits only: no sign, no space, no unit. */
+ * outbox_capacity, census.c census_threads). A number is digits only: no sign, no space, no
+ * unit. */
 typedef struct recording_setting {
     const char *name;
     uint64_t min, max;        /* a number from min to max, when `choices` is NULL */
