@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "gcdump/gcdump.h"
+#include "session/recording.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -55,6 +56,8 @@ int cmd_import(int argc, char **argv)
         goto out;
     }
     db_path = output ? g_strdup(output) : import_default_output(path);
+    if (!recording_output_not_sibling("import: cannot import to", db_path, &error))
+        goto out;
     /* A database is a set of files: a leftover FILE-journal or FILE-wal of another database of
      * that name (a killed writer's) would be taken into the new one by SQLite as its own (a hot
      * journal rolled back into it, a WAL's frames read as its pages), and a failed import

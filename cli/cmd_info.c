@@ -46,10 +46,30 @@ static void info_lines_print(const info_lines *lines, const char *title, FILE *o
 
 /* A command line for a terminal: a compiler's can hold hundreds of paths (csc with 200 files
  * fills screens), so text keeps its first INFO_COMMAND_MAX bytes, cut after a whole argument
- * where one ends near there, and says how much is left; --json and the run row keep it whole.
- * Control characters (a newline, an escape sequence in an argument) are shown as '?' so that
- * they cannot break the lines or drive the terminal. */
+ * where one ends near there, and says how many characters are left; --json and the run row keep
+ * it whole. Control characters (a newline, an escape sequence in an argument, a C1 CSI) and
+ * bytes that are not UTF-8 are shown as '?' so that they cannot break the lines or drive the
+ * terminal. */
 #define INFO_COMMAND_MAX 160
+
+/* The characters of [p, end), each byte that is not UTF-8 one; appended to `out` (unless NULL)
+ * as the terminal may show them. */
+static size_t info_command_chars(const char *p, const char *end, GString *out)
+{
+    size_t n = 0;
+    for (; p < end; n++) {
+        gunichar c = g_utf8_get_char_validated(p, end - p);
+        size_t len = c == (gunichar)-1 || c == (gunichar)-2 ? 1 : (size_t)g_utf8_skip[*(guchar *)p];
+        gboolean shown = len > 1 || c >= 0x20;
+        if (out && (!shown || c == (gunichar)-1 || c == (gunichar)-2 || c == 0x7f ||
+                    (c >= 0x80 && c < 0xa0)))
+            g_string_append_c(out, '?');
+        else if (out)
+            g_string_append_len(out, p, (gssize)len);
+        p += len;
+    }
+    return n;
+}
 
 static char *info_command_dup(const char *command)
 {
@@ -62,14 +82,13 @@ static char *info_command_dup(const char *command)
         if (space && (size_t)(space - command) >= INFO_COMMAND_MAX / 2)
             keep = (size_t)(space - command);
     }
-    GString *text = g_string_new_len(command, (gssize)keep);
-    for (gsize i = 0; i < text->len; i++)
-        if ((unsigned char)text->str[i] < 0x20 || text->str[i] == 0x7f)
-            text->str[i] = '?';
+    GString *text = g_string_sized_new(keep + 64);
+    info_command_chars(command, command + keep, text);
     if (keep < len) {
         char n[QUERY_FORMAT_MAX];
-        g_string_append_printf(text, " ... (%s more characters: info --json shows it whole)",
-                               query_count_format((int64_t)(len - keep), n));
+        size_t left = info_command_chars(command + keep, command + len, NULL);
+        g_string_append_printf(text, " ... (%s more character%s: info --json shows it whole)",
+                               query_count_format((int64_t)left, n), left == 1 ? "" : "s");
     }
     return g_string_free(text, FALSE);
 }

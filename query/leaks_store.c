@@ -13,7 +13,7 @@
 
 /* How heaplens finds holders and paths: rows of another version are computed again (and
  * replaced). */
-#define LEAKS_HOLDERS_VERSION 2
+#define LEAKS_HOLDERS_VERSION 3
 
 #define HOLDERS_TABLE(schema)                                                                      \
     "CREATE TABLE IF NOT EXISTS " schema "leak_holders (\n"                                        \

@@ -130,14 +130,21 @@ gboolean query_db_int(sqlite3 *db, const char *sql, int64_t *value, GError **err
  * inspections): read-write, in a write transaction (`begin`: "BEGIN IMMEDIATE", after any
  * PRAGMA the writer wants), the file checked for damage first (store_db_damage_new, filling
  * *check for store_db_commit_sound). NULL with *reason (a note, not an error) when the file
- * cannot take them: a recording still being written, a read-only or busy file; NULL with a
- * QUERY_ERROR_DAMAGED error naming `what` when it is damaged (never write into damage: it would
- * only get worse), a QUERY_ERROR_SQLITE error ("storing <what> failed") when SQLite failed. */
+ * cannot take them: a recording still being written, a read-only or busy file, a full disk;
+ * NULL with a QUERY_ERROR_DAMAGED error naming `what` when it is damaged (never write into
+ * damage: it would only get worse), a QUERY_ERROR_SQLITE error ("storing <what> failed") when
+ * SQLite failed. */
 struct store_db_check;
 struct query_progress;
 sqlite3 *query_db_open_store(sqlite3 *db, const char *path, const char *begin, const char *what,
                              struct store_db_check *check, struct query_progress *progress,
                              char **reason, GError **error);
+/* After a failed write through `rw` (query_db_open_store's): TRUE, with *reason set and *error
+ * cleared, when a write failed (SQLITE_FULL: no space; SQLITE_IOERR_WRITE: a quota, the file
+ * size limit, a failing disk), rolled back whole: storing what a command
+ * computed only saves the next command the work, so a full disk is a note, as a read-only file
+ * is, and the command answers all the same. FALSE otherwise (the error stands). */
+gboolean query_db_store_full(sqlite3 *rw, const char *path, char **reason, GError **error);
 /* Before a command answers from what an earlier one stored in the file (retained sizes, leak
  * holders, inspections) instead of reading the snapshot again: the file found intact, as the
  * command that reads the snapshot would find it damaged. store_db_damage_new's test, so at no cost
@@ -154,8 +161,8 @@ gboolean query_db_table_exists(sqlite3 *db, const char *schema, const char *tabl
  * transaction of query_db_open_store, the file checked first; the TEMP rows are emptied, written
  * or not. Call it last, after every read and the output. TRUE when written or nothing was kept;
  * TRUE with a new one-line *note ("note: <what> were not stored: ...") when the file cannot be
- * written; FALSE with *error when it is damaged (QUERY_ERROR_DAMAGED) or the write failed:
- * nothing was written. */
+ * written (a full disk too: query_db_store_full); FALSE with *error when it is damaged
+ * (QUERY_ERROR_DAMAGED) or the write failed otherwise: nothing was written. */
 gboolean query_db_kept_commit(sqlite3 *db, const char *path, const char *table,
                               const char *create, const char *what,
                               struct query_progress *progress, char **note, GError **error);

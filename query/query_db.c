@@ -665,7 +665,7 @@ sqlite3 *query_db_open_store(sqlite3 *db, const char *path, const char *begin, c
     if (sqlite3_exec(rw, begin, NULL, NULL, &errmsg) != SQLITE_OK) {
         int code = sqlite3_errcode(rw) & 0xff;
         if (code == SQLITE_READONLY || code == SQLITE_CANTOPEN || code == SQLITE_PERM ||
-            code == SQLITE_BUSY || code == SQLITE_AUTH)
+            code == SQLITE_BUSY || code == SQLITE_AUTH || code == SQLITE_FULL)
             *reason = g_strdup_printf("%s cannot be written (%s)", path, errmsg);
         else
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "storing %s failed: %s", what,
@@ -684,6 +684,18 @@ fail:
     sqlite3_free(errmsg);
     sqlite3_close(rw); /* an open transaction is rolled back */
     return NULL;
+}
+
+gboolean query_db_store_full(sqlite3 *rw, const char *path, char **reason, GError **error)
+{
+    /* no space: SQLITE_FULL; a quota, the file size limit, a write that wrote nothing:
+     * SQLITE_IOERR_WRITE. Either rolled back whole. */
+    int code = rw ? sqlite3_extended_errcode(rw) : SQLITE_OK;
+    if (*reason || ((code & 0xff) != SQLITE_FULL && code != SQLITE_IOERR_WRITE))
+        return FALSE;
+    g_clear_error(error);
+    *reason = g_strdup_printf("%s cannot be written (disk full or an I/O error)", path);
+    return TRUE;
 }
 
 gboolean query_db_stored_sound(sqlite3 *db, GError **error)
@@ -808,6 +820,8 @@ unwritable:
     *note = g_strdup_printf("note: %s were not stored: %s", what, reason);
     ok = TRUE;
 out:
+    if (!ok && query_db_store_full(rw, path, &reason, error))
+        goto unwritable;
     /* written, or not to be: the next command computes them again */
     sqlite3_exec(db, clear, NULL, NULL, NULL);
     sqlite3_free(errmsg);

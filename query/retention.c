@@ -1136,6 +1136,8 @@ static gboolean file_store(sqlite3 *db, const GPtrArray *pending, gboolean count
     }
     ok = TRUE;
 out:
+    if (!ok)
+        query_db_store_full(rw, path, reason, error); /* a full disk: a note */
     sqlite3_free(errmsg);
     sqlite3_close(rw); /* an open transaction is rolled back */
     return ok;

@@ -132,24 +132,26 @@ json_t *root_paths_roots_json(const snapshot_graph *g, uint32_t node)
 }
 
 /* The roots of `node` in words; a stack root's method from `methods` (root_id -> name), its
- * thread from `path` (NULL: none). */
+ * thread from `path` (NULL: none). Each text once: the runtime reports an object once per stack
+ * slot that holds it, so two locals of one frame (or two frames of one method) are two
+ * snapshot_roots rows that say the same in words. */
 static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *methods,
                         const root_path *path)
 {
     GString *text = g_string_new(NULL);
+    GString *one = g_string_new(NULL);
+    GPtrArray *said = g_ptr_array_new_with_free_func(g_free);
     char flags[64];
     for (size_t i = 0; i < g->n_roots; i++) {
         const snapshot_root *r = &g->roots[i];
         if (r->node != node || (r->flags & HL_ROOT_WEAK))
             continue;
-        if (text->len)
-            g_string_append(text, "; ");
-        g_string_append(text, snapshot_root_kind_name(r->kind));
+        g_string_assign(one, snapshot_root_kind_name(r->kind));
         if (r->kind == HL_ROOT_HANDLE) {
-            g_string_append_printf(text, " (%s", handle_kind(r->flags));
+            g_string_append_printf(one, " (%s", handle_kind(r->flags));
             if (r->root_id)
-                g_string_append_printf(text, ", 0x%" PRIx64, r->root_id);
-            g_string_append(text, ")");
+                g_string_append_printf(one, ", 0x%" PRIx64, r->root_id);
+            g_string_append(one, ")");
         } else {
             int64_t key = (int64_t)r->root_id;
             const char *method = r->kind == HL_ROOT_STACK && methods
@@ -169,10 +171,16 @@ static char *roots_text(const snapshot_graph *g, uint32_t node, GHashTable *meth
                 g_string_append_printf(what, "%s%s", what->len ? ", " : "",
                                        snapshot_root_flags_text(r->flags, flags));
             if (what->len)
-                g_string_append_printf(text, " (%s)", what->str);
+                g_string_append_printf(one, " (%s)", what->str);
             g_string_free(what, TRUE);
         }
+        if (g_ptr_array_find_with_equal_func(said, one->str, g_str_equal, NULL))
+            continue;
+        g_ptr_array_add(said, g_strdup(one->str));
+        g_string_append_printf(text, "%s%s", text->len ? "; " : "", one->str);
     }
+    g_ptr_array_unref(said);
+    g_string_free(one, TRUE);
     return g_string_free(text, FALSE);
 }
 

@@ -67,7 +67,8 @@ char *root_path_root_text(const snapshot_graph *g, const root_path *path);
  * "root_id":N,"handle":"pinned"}...] ("handle" only for handle roots: pinned, weak,
  * refcounted or strong, from the flags). New reference. */
 json_t *root_paths_roots_json(const snapshot_graph *g, uint32_t node);
-/* The same as text: "handle (strong, 0x7f...)", "stack", joined by "; ". Free with g_free. */
+/* The same as text: "handle (strong, 0x7f...)", "stack", joined by "; ", each text once (two
+ * stack slots of one frame are two roots that say the same). Free with g_free. */
 char *root_paths_roots_text(const snapshot_graph *g, uint32_t node);
 
 /* The hops of `path` from its start as JSON: [{"object":id,"type":"...","size":N,

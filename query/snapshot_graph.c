@@ -509,7 +509,7 @@ static void refs_damaged(GError **error, int64_t snapshot, int64_t object_id)
 }
 
 typedef struct refs_reader {
-    char *path;
+    sqlite3 *db; /* the second connection, owned by the thread once started */
     int64_t snapshot;
     uint64_t *from, *to; /* n pairs, ascending by (from, to) */
     uint64_t n, cap;
@@ -521,10 +521,11 @@ typedef struct refs_reader {
 static gpointer refs_reader_main(gpointer data)
 {
     refs_reader *r = data;
-    sqlite3 *db = NULL;
+    sqlite3 *db = r->db;
     sqlite3_stmt *stmt = NULL;
-    int rc = sqlite3_open_v2(r->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK || sqlite3_prepare_v2(db, REFS_SQL, -1, &stmt, NULL) != SQLITE_OK)
+    int rc;
+    r->db = NULL;
+    if (sqlite3_prepare_v2(db, REFS_SQL, -1, &stmt, NULL) != SQLITE_OK)
         goto out; /* not an error: the caller reads them itself */
     sqlite3_busy_timeout(db, 10000);
     r->opened = TRUE;
@@ -571,12 +572,11 @@ out:
  * the caller reads them. */
 static gboolean refs_reader_start(refs_reader *r, sqlite3 *db, const snapshot_info *info)
 {
-    const char *path = sqlite3_db_filename(db, "main");
     const char *threads = g_getenv("HEAPLENS_THREADS"); /* 1: the way it was, for comparisons */
     memset(r, 0, sizeof *r);
-    if (!path || !*path || (threads && strcmp(threads, "1") == 0))
+    /* opened as `db` was: immutable when it is (a read-only file in WAL mode nobody has open) */
+    if ((threads && strcmp(threads, "1") == 0) || (r->db = store_db_open_again(db)) == NULL)
         return FALSE;
-    r->path = g_strdup(path);
     r->snapshot = info->snapshot;
     r->cap = (uint64_t)MAX(info->refs, 0) + 1;
     r->from = g_try_new(uint64_t, r->cap);
@@ -606,7 +606,7 @@ static void refs_reader_free(refs_reader *r)
     if (r->thread)
         g_thread_join(r->thread);
     g_clear_error(&r->error);
-    g_free(r->path);
+    sqlite3_close(r->db); /* a thread never started */
     g_free(r->from);
     g_free(r->to);
     memset(r, 0, sizeof *r);

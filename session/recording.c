@@ -81,7 +81,8 @@ gboolean recording_snapshot_option(const char *who, const char *option, const ch
 
 /* The settings users may set (README.md, "Settings"; the collector keeps its own defensive
  * parsing of each, with the same ranges: collector/profiler.c pool_bytes, collector_thread.c
- * outbox_capacity). A number is digits only: no sign, no space, no unit. */
+ * outbox_capacity, census.c census_threads). A number is digits only: no sign, no space, no
+ * unit. */
 typedef struct recording_setting {
     const char *name;
     uint64_t min, max;        /* a number from min to max, when `choices` is NULL */
@@ -105,6 +106,9 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
     {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_CENSUS_THREADS", 1, 64, NULL, "threads that may walk gen0 in the census"},
+    {"HEAPLENS_CENSUS_FLOOR", 0, 0, setting_bool,
+     "a plain read of gen0 beside each census walk (benchmark)"},
     {"HEAPLENS_SAMPLE_BUDGET", 0, 100000000, NULL,
      "samples per second of a thread's CPU time beyond which they are thinned (0: never)"},
     {"HEAPLENS_RANGES", 0, 0, setting_on_off,
@@ -268,8 +272,11 @@ char *recording_private_dir(GError **error) {
     recording_stale_dirs_remove(tmp);
     char *dir = g_build_filename(tmp, base, NULL);
     if (!mkdtemp(dir)) { /* mkdtemp creates it 0700 */
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: cannot create a directory in %s: %s",
-                    tmp, g_strerror(errno));
+        /* said to be TMPDIR's: a user who set it long ago does not think of it */
+        const char *env = g_getenv("TMPDIR");
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                    "record: cannot create a directory in %s%s: %s", tmp,
+                    env && *env && !parent ? " (TMPDIR)" : "", g_strerror(errno));
         g_free(dir);
         return NULL;
     }
@@ -765,6 +772,29 @@ static pid_t recording_output_holder(const char *path)
  * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
+gboolean recording_output_not_sibling(const char *refused, const char *output, GError **error) {
+    static const struct {
+        const char *suffix, *what;
+    } members[] = {{"-wal", "write-ahead log"},
+                   {"-shm", "WAL index"},
+                   {"-journal", "rollback journal"}};
+    for (size_t i = 0; i < G_N_ELEMENTS(members); i++) {
+        struct stat st;
+        if (!g_str_has_suffix(output, members[i].suffix))
+            continue;
+        g_autofree char *db =
+            g_strndup(output, strlen(output) - strlen(members[i].suffix));
+        if (*db && stat(db, &st) == 0 && S_ISREG(st.st_mode)) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "%s %s: SQLite would take it for %s's %s and delete or overwrite it "
+                        "when %s is next opened; choose another name with -o",
+                        refused, output, db, members[i].what, db);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
@@ -776,6 +806,9 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     "with -o)");
         return FALSE;
     }
+    /* --force too: it replaces the output's own set, never another database's */
+    if (!recording_output_not_sibling("cannot record to", output, error))
+        return FALSE;
     if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "cannot record to %s: it is not a regular file (a database needs one)", output);

@@ -97,6 +97,11 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
 /* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                   GError **error);
+/* FALSE (and why, after `refused`: "cannot record to") when `output` is named as SQLite names
+ * another database's files, DB-wal, DB-shm or DB-journal beside an existing file DB: SQLite
+ * would take the new database for DB's (a hot journal, a WAL or its index) at DB's next open
+ * and delete or overwrite it. */
+gboolean recording_output_not_sibling(const char *refused, const char *output, GError **error);
 
 typedef struct recording_summary_options {
     gboolean json, quiet;

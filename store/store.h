@@ -213,11 +213,16 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
  * missing file, a file that is not SQLite, a SQLite file that is not a heaplens database, or a
  * database of another schema version. A recording left in WAL mode (store_summary.wal_kept) is
  * first made one file again (checkpointed, journal mode DELETE) when nobody else has it open and
- * this user may write it; else it is read in WAL mode, whole. The returned handle is a sqlite3 *, closed by the caller
- * with sqlite3_close; it is opened without SQLite's mutex (SQLITE_OPEN_NOMUTEX): one thread at a
- * time uses it. */
+ * this user may write it; else it is read in WAL mode, whole — or, when nobody has it open (no
+ * -shm, an empty or no -wal), as immutable, so that no empty -wal and -shm are left beside it.
+ * The returned handle is a sqlite3 *, closed by the caller with sqlite3_close; it is opened
+ * without SQLite's mutex (SQLITE_OPEN_NOMUTEX): one thread at a time uses it. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
+/* A second read-only connection to the file of `db` (one store_db_open_readonly opened), opened
+ * as `db` was (immutable when it is), for another thread. NULL when it cannot be opened (an
+ * in-memory database). Closed with sqlite3_close. */
+struct sqlite3 *store_db_open_again(struct sqlite3 *db);
 
 /* A .NET process that ran under `heaplens record` and declined to be recorded (a launcher's
  * child, without --children or not matching its PATTERN): its pid and command line. */

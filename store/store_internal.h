@@ -690,6 +690,11 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
  * mode (store_summary.wal_kept). SQLite itself does not wait there. */
 #define STORE_LEAVE_WAL_WAIT_MS 2000
 #define STORE_LEAVE_WAL_RETRY_MS 50
+/* How long a commit of the writer waits for another connection's write lock (a user's sqlite3
+ * writing to the recording, or checkpointing it with RESTART or TRUNCATE) before the writer
+ * fails: without it one such statement at a commit ended the recording. Within the collector's
+ * 10 s before it gives up a writer that takes nothing. */
+#define STORE_WRITER_BUSY_MS 5000
 
 struct store_writer {
     sqlite3 *db;

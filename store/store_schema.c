@@ -928,11 +928,12 @@ fail:
 }
 
 /* Checks that `path` is a readable regular file starting with the SQLite header (O_NONBLOCK: a
- * FIFO swapped in after the stat is not waited on either). */
-static gboolean store_db_check_file(const char *path, GError **error)
+ * FIFO swapped in after the stat is not waited on either); *wal: its header says WAL mode (the
+ * file format's read and write versions 2). */
+static gboolean store_db_check_file(const char *path, gboolean *wal, GError **error)
 {
     static const char sqlite_magic[16] = "SQLite format 3";
-    char head[16];
+    unsigned char head[20];
     struct stat st;
     gboolean ok = FALSE;
     int fd = -1;
@@ -973,11 +974,12 @@ static gboolean store_db_check_file(const char *path, GError **error)
         g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s: %s", path, g_strerror(errno));
         goto out;
     }
-    if (n != (ssize_t)sizeof head || memcmp(head, sqlite_magic, sizeof head) != 0) {
+    if (n < (ssize_t)sizeof sqlite_magic || memcmp(head, sqlite_magic, sizeof sqlite_magic) != 0) {
         g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
                     "%s is not a heaplens database (not an SQLite file)", path);
         goto out;
     }
+    *wal = n == (ssize_t)sizeof head && head[18] == 2 && head[19] == 2;
     ok = TRUE;
 out:
     if (fd >= 0)
@@ -990,11 +992,16 @@ out:
  * GCs are in `path`-wal until then, and a read-only connection never copies them. Best effort:
  * refused at once while another connection is open (the writer of a recording in progress, a
  * user's sqlite3) or when this user may not write the file; it stays in WAL mode, whole. */
-static void store_db_leave_wal(const char *path)
+static gboolean store_db_may_leave_wal(const char *path)
 {
     g_autofree char *dir = g_path_get_dirname(path);
+    return access(path, W_OK) == 0 && access(dir, W_OK) == 0;
+}
+
+static void store_db_leave_wal(const char *path)
+{
     sqlite3 *db = NULL;
-    if (access(path, W_OK) != 0 || access(dir, W_OK) != 0)
+    if (!store_db_may_leave_wal(path))
         return;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
         sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
@@ -1011,14 +1018,38 @@ static gboolean store_db_in_wal(sqlite3 *db)
     return wal;
 }
 
-static sqlite3 *store_db_open_readonly_once(const char *path, GError **error)
+/* A file in WAL mode that nobody has open: no -shm (each connection to a file in WAL mode keeps
+ * one until the last closes, and a writer killed leaves it), and no -wal or an empty one, so the
+ * main file holds every page. A read-only connection to it would create an empty -wal and -shm
+ * beside it (SQLite cannot delete them without writing), so such a file this user may not write
+ * is read as immutable instead: no lock, no file created. Never a live recording's: its writer
+ * keeps the -shm. */
+static gboolean store_db_wal_quiet(const char *path)
+{
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+    struct stat st;
+    if (lstat(shm, &st) == 0 || errno != ENOENT)
+        return FALSE;
+    if (lstat(wal, &st) != 0)
+        return errno == ENOENT;
+    return S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+static sqlite3 *store_db_open_readonly_once(const char *path, gboolean immutable, GError **error)
 {
     sqlite3 *db = NULL;
+    /* a URI only for immutable: any other path is given to SQLite as it is */
+    g_autofree char *escaped = immutable ? g_uri_escape_string(path, "/", FALSE) : NULL;
+    g_autofree char *uri =
+        immutable ? g_strconcat("file:", path[0] == '/' ? "//" : "", escaped, "?immutable=1", NULL)
+                  : NULL;
     /* NOMUTEX: a command's connection serves one thread (the loader's second reader opens its
      * own); serialized, every sqlite3_column_* took the connection's mutex, 5-9% of the CPU of
      * reading a 5M-object snapshot row by row */
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
-        SQLITE_OK) {
+    if (sqlite3_open_v2(uri ? uri : path, &db,
+                        SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (uri ? SQLITE_OPEN_URI : 0),
+                        NULL) != SQLITE_OK) {
         store_sql_fail(db, path, "cannot open", error);
         sqlite3_close(db);
         return NULL;
@@ -1028,10 +1059,19 @@ static sqlite3 *store_db_open_readonly_once(const char *path, GError **error)
     return db;
 }
 
+struct sqlite3 *store_db_open_again(struct sqlite3 *db)
+{
+    const char *path = sqlite3_db_filename(db, "main");
+    if (!path || !*path)
+        return NULL;
+    g_autoptr(GError) ignored = NULL;
+    return store_db_open_readonly_once(path, sqlite3_uri_boolean(path, "immutable", 0), &ignored);
+}
+
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
 {
     sqlite3 *db = NULL;
-    gboolean ok = FALSE;
+    gboolean ok = FALSE, wal_header = FALSE, quiet = FALSE;
     int64_t app_id, version;
 
     /* Looked at before SQLite opens the file: even a read-only connection creates an empty -wal
@@ -1039,7 +1079,10 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     g_autofree char *wal = g_strconcat(path, "-wal", NULL);
     struct stat wal_stat;
     gboolean wal_absent = stat(wal, &wal_stat) != 0 || wal_stat.st_size == 0;
-    if (!store_db_check_file(path, error) || (db = store_db_open_readonly_once(path, error)) == NULL)
+    if (!store_db_check_file(path, &wal_header, error))
+        goto out;
+    quiet = wal_header && store_db_wal_quiet(path);
+    if ((db = store_db_open_readonly_once(path, quiet, error)) == NULL)
         goto out;
     app_id = store_db_pragma_int(db, "PRAGMA application_id");
     if (app_id < 0) {
@@ -1049,7 +1092,7 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     if (app_id != STORE_APPLICATION_ID) {
         /* A recording's main file copied alone while it was written: in WAL mode, everything
          * (its application id too) still in the -wal that was not copied. */
-        if (app_id == 0 && store_db_in_wal(db) && wal_absent)
+        if (app_id == 0 && (quiet || store_db_in_wal(db)) && wal_absent)
             g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
                         "%s is not a heaplens database, or is one copied without its -wal: it is "
                         "in WAL mode and %s is missing or empty (copy both, or copy after the "
@@ -1077,11 +1120,12 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
                     path, version, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
         goto out;
     }
-    /* A heaplens file (checked above: no one else's file is changed) left in WAL mode. */
-    if (store_db_in_wal(db)) {
+    /* A heaplens file (checked above: no one else's file is changed) left in WAL mode; read as
+     * immutable (quiet) when this user may not make it one file again. */
+    if ((quiet && store_db_may_leave_wal(path)) || (!quiet && store_db_in_wal(db))) {
         sqlite3_close(db);
         store_db_leave_wal(path);
-        if ((db = store_db_open_readonly_once(path, error)) == NULL)
+        if ((db = store_db_open_readonly_once(path, FALSE, error)) == NULL)
             goto out;
     }
     if (!store_snapshot_view_attach(db, error) || !store_objects_view_attach(db, error) ||

@@ -980,6 +980,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
         goto out;
     }
     sqlite3_extended_result_codes(w->db, 1);
+    sqlite3_busy_timeout(w->db, STORE_WRITER_BUSY_MS);
     if (!store_schema_create(w->db, path, error))
         goto out;
     sqlite3_wal_hook(w->db, store_writer_wal_hook, w); /* instead of the autocheckpoint */
@@ -1198,6 +1199,7 @@ static int64_t store_writer_count(store_writer *w, const char *sql)
 static gboolean store_writer_leave_wal(store_writer *w, gboolean *kept, GError **error)
 {
     *kept = FALSE;
+    sqlite3_busy_timeout(w->db, 0); /* refused at once, retried here */
     for (int waited = 0;; waited += STORE_LEAVE_WAL_RETRY_MS) {
         int rc = sqlite3_exec(w->db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
         if (rc == SQLITE_OK)

@@ -180,6 +180,32 @@ static void fixture_csc(void)
     fixture_write(sb, "csc.db");
 }
 
+/* A command line of C0 and C1 control characters (ESC, CSI), a byte that is not UTF-8 (stored
+ * as U+FFFD), then 100 two-byte characters: 229 bytes, 127 characters. */
+#define WIDE_COMMAND "dotnet App.dll \x1b[2J\xc2\x9b" "31m \xff "
+
+/* One argument of 161 bytes: nowhere to cut but after its 160th, one character left. */
+#define ONE_MORE_COMMAND                                                                           \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+static void fixture_wide(void)
+{
+    GString *command = g_string_new(WIDE_COMMAND);
+    for (int i = 0; i < 100; i++)
+        g_string_append(command, "\xc3\xa9");
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 5, command->str);
+    hl_sb_run_end(sb, 0);
+    fixture_write(sb, "wide.db");
+    g_string_free(command, TRUE);
+    G_STATIC_ASSERT(sizeof ONE_MORE_COMMAND == 162);
+    sb = hl_sb_new();
+    hl_sb_run_start(sb, 5, ONE_MORE_COMMAND);
+    hl_sb_run_end(sb, 0);
+    fixture_write(sb, "one_more.db");
+}
+
 /* app.db as a sampled recording that follows its samples (followed.db, below). */
 #define FOLLOWED_SQL                                                                               \
     "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"                                 \
@@ -204,6 +230,7 @@ static void fixtures_build(void)
     fixture_lossy();
     fixture_nogc();
     fixture_csc();
+    fixture_wide();
     fixture_file("notes.txt", "not a database\n");
     fixture_file("empty.db", "");
     fixture_sql("other.db", "CREATE TABLE t (x); INSERT INTO t VALUES (1);");
@@ -683,15 +710,21 @@ static char *section_value_dup(const char *section, const char *name)
     return g_strndup(line, strcspn(line, "\n"));
 }
 
+/* The value of `info`'s line "command  VALUE" in `out`, or NULL. */
+static char *command_line_dup(const char *out)
+{
+    const char *at = strstr(out, "\ncommand ");
+    at = at ? at + strspn(at + strlen("\ncommand "), " ") + strlen("\ncommand ") : NULL;
+    return at ? g_strndup(at, strcspn(at, "\n")) : NULL;
+}
+
 /* A long command line: text shows its start, cut after a whole argument, and what is left;
  * --json keeps it whole. */
 static void case_info_command(void)
 {
     g_autofree char *command = csc_command_new();
     run_result r = RUN("info", "csc.db");
-    const char *at = strstr(r.out, "\ncommand ");
-    at = at ? at + strspn(at + strlen("\ncommand "), " ") + strlen("\ncommand ") : NULL;
-    g_autofree char *line = at ? g_strndup(at, strcspn(at, "\n")) : NULL;
+    g_autofree char *line = command_line_dup(r.out);
     const char *expected = "dotnet /usr/share/dotnet/sdk/10.0.100/Roslyn/bincore/csc.dll "
                            "-out:app?name.dll /src/project/Source000.cs /src/project/Source001.cs "
                            "/src/project/Source002.cs ... (5,122 more characters: info --json "
@@ -706,6 +739,32 @@ static void case_info_command(void)
     CHECK(g_strcmp0(json_string_value(json_object_get(json_object_get(doc, "run"), "command")),
                     command) == 0);
     json_decref(doc);
+
+    /* control characters of both sets as '?', the cut not inside a character, and what is left
+     * counted in characters (35 of 70 bytes) */
+    r = RUN("info", "wide.db");
+    g_autofree char *wide = command_line_dup(r.out);
+    GString *want = g_string_new("dotnet App.dll ?[2J?31m \xef\xbf\xbd ");
+    for (int i = 0; i < 65; i++)
+        g_string_append(want, "\xc3\xa9");
+    g_string_append(want, " ... (35 more characters: info --json shows it whole)");
+    if (g_strcmp0(wide, want->str) != 0) {
+        show_mismatch("command line", want->str, wide ? wide : "(missing)");
+        failures++;
+    }
+    g_string_free(want, TRUE);
+    run_result_release(&r);
+
+    /* one character left: said in the singular */
+    r = RUN("info", "one_more.db");
+    g_autofree char *one = command_line_dup(r.out);
+    g_autofree char *one_want = g_strdup_printf(
+        "%.160s ... (1 more character: info --json shows it whole)", ONE_MORE_COMMAND);
+    if (g_strcmp0(one, one_want) != 0) {
+        show_mismatch("command line", one_want, one ? one : "(missing)");
+        failures++;
+    }
+    run_result_release(&r);
 }
 
 static void case_info_text(void)

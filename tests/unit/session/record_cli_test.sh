@@ -32,10 +32,29 @@ check() { # name, expected status, actual status, stderr file, expected stderr p
 
 "$hl" record 2>err; check "no program" 1 $? err "^heaplens: record: no program to run"
 
+# a TMPDIR that is missing or a file: said to be TMPDIR's, nothing recorded
+TMPDIR=$work/no-such-dir "$hl" record -o t.db -- true 2>err
+check "missing TMPDIR" 1 $? err "^heaplens: record: cannot create a directory in $work/no-such-dir \(TMPDIR\): No such file or directory$"
+: >tmpfile
+TMPDIR=$work/tmpfile "$hl" record -o t.db -- true 2>err
+check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in $work/tmpfile \(TMPDIR\): Not a directory$"
+[ ! -e t.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a bad TMPDIR left t.db"; }
+
 # an empty output name is refused as report -o '' refuses it, not as a file that cannot be made
 "$hl" record -o '' -- true 2>err; check "empty -o" 1 $? err "^heaplens: record: -o needs a file name$"
 "$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
 "$hl" attach 1 -o '' 2>err; check "attach: empty -o" 1 $? err "^heaplens: attach: -o needs a file name$"
+
+# an output named as SQLite names another database's files (x.db-journal beside x.db) would be
+# taken for x.db's hot journal (or WAL, or its index) and deleted at x.db's next open: refused,
+# --force too, and for import; nothing is created
+: >sib.db
+for m in journal wal shm; do
+  "$hl" record -o sib.db-$m -- true 2>err; check "record -o sib.db-$m" 1 $? err "^heaplens: cannot record to sib.db-$m: SQLite would take it for sib.db's .* when sib.db is next opened; choose another name with -o$"
+done
+"$hl" record --force -o sib.db-journal -- true 2>err; check "record --force -o sib.db-journal" 1 $? err "^heaplens: cannot record to sib.db-journal: SQLite would take it for sib.db's rollback journal"
+"$hl" import sib.gcdump -o sib.db-wal 2>err; check "import -o sib.db-wal" 1 $? err "^heaplens: import: cannot import to sib.db-wal: SQLite would take it for sib.db's write-ahead log"
+[ -z "$(ls sib.db-* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused sibling was created:"; ls sib.db-*; }
 
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
@@ -129,8 +148,11 @@ HEAPLENS_RANGES=no "$hl" record -o set.db -- true 2>err; check "HEAPLENS_RANGES=
 HEAPLENS_SESSION=0 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SESSION=0" 1 $? err "HEAPLENS_SESSION='0' .*: on or off .*EventPipe session"
 HEAPLENS_EMPTY_SAMPLES=on "$hl" record -o set.db -- true 2>err; check "HEAPLENS_EMPTY_SAMPLES=on" 1 $? err "HEAPLENS_EMPTY_SAMPLES='on' .*: 0 or 1 .*allocation samples"
 HEAPLENS_SAMPLE_BUDGET=1k "$hl" record -o set.db -- true 2>err; check "HEAPLENS_SAMPLE_BUDGET with a unit" 1 $? err "HEAPLENS_SAMPLE_BUDGET='1k' .* from 0 to 100000000"
+HEAPLENS_CENSUS_THREADS=0 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_CENSUS_THREADS=0" 1 $? err "HEAPLENS_CENSUS_THREADS='0' .* from 1 to 64"
+HEAPLENS_CENSUS_THREADS=65 "$hl" record -o set.db -- true 2>err; check "HEAPLENS_CENSUS_THREADS=65" 1 $? err "HEAPLENS_CENSUS_THREADS='65' .* from 1 to 64"
+HEAPLENS_CENSUS_FLOOR=yes "$hl" record -o set.db -- true 2>err; check "HEAPLENS_CENSUS_FLOOR=yes" 1 $? err "HEAPLENS_CENSUS_FLOOR='yes' .*: 0 or 1"
 [ ! -e set.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused setting left set.db"; }
-HEAPLENS_SAMPLE_BUDGET=0 HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
+HEAPLENS_SAMPLE_BUDGET=0 HEAPLENS_POOL_MB=8 HEAPLENS_BUFFER_MB=1 HEAPLENS_STATS=0 HEAPLENS_SESSION=off HEAPLENS_EMPTY_SAMPLES=1 HEAPLENS_CENSUS_THREADS=64 HEAPLENS_CENSUS_FLOOR=1 "$hl" record -q -o set.db -- true 2>err; check "sensible settings" 0 $? err ""
 
 # A TMPDIR too long for the session's unix sockets: the sockets go to /tmp/heaplens-UID, the
 # recording works, nothing is left in either.

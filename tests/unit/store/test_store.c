@@ -2189,6 +2189,68 @@ static void test_open_readonly(void)
     tmp_dir_free(dir);
 }
 
+/* Reads `path` with store_db_open_readonly (and a second connection as the refs reader opens
+ * one) as a user who may not write it: nobody (uid 65534) when we are root, else ourselves with
+ * the file made read-only. TRUE when both read `sql` as `want`. */
+static gboolean read_as_reader(const char *path, const char *sql, long long want)
+{
+    if (getuid() != 0)
+        CHECK(chmod(path, 0444) == 0);
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (getuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(2);
+        g_autoptr(GError) error = NULL;
+        sqlite3 *db = store_db_open_readonly(path, &error);
+        if (!db) {
+            fprintf(stderr, "%s\n", error->message);
+            _exit(3);
+        }
+        sqlite3 *again = store_db_open_again(db);
+        gboolean ok = again && db_int(db, sql) == want && db_int(again, sql) == want;
+        sqlite3_close(again);
+        sqlite3_close(db);
+        _exit(ok ? 0 : 4);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (getuid() != 0)
+        CHECK(chmod(path, 0644) == 0);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A finished recording in WAL mode (a reader kept it open at its end) that this user may not
+ * write: a read leaves no empty -wal and -shm beside it (read as immutable: nobody has it open).
+ * While another connection has it open, the read sees what that connection's -wal holds. */
+static void test_readonly_wal_quiet(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = golden_db(dir, FALSE, NULL);
+    g_autofree char *wal = g_strconcat(path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat(path, "-shm", NULL);
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(chmod(dir, 01777) == 0 && chmod(path, 0644) == 0);
+    CHECK(!g_file_test(wal, G_FILE_TEST_EXISTS) && !g_file_test(shm, G_FILE_TEST_EXISTS));
+
+    CHECK(read_as_reader(path, "SELECT count(*) FROM objects", 7));
+    CHECK(!g_file_test(wal, G_FILE_TEST_EXISTS));
+    CHECK(!g_file_test(shm, G_FILE_TEST_EXISTS));
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK_ROWS(db, "PRAGMA journal_mode", "wal\n");
+
+    /* another connection open, its last transaction in the -wal only: read, not ignored */
+    CHECK(sqlite3_exec(db, "PRAGMA wal_autocheckpoint = 0; CREATE TABLE extra (x);"
+                           "INSERT INTO extra VALUES (1), (2)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(read_as_reader(path, "SELECT count(*) FROM extra", 2));
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* ---- differential: random recordings against a naive model ------------------------------- */
 
 typedef struct model_gen_row {
@@ -2665,9 +2727,12 @@ static int sync_count_random(sqlite3_vfs *v, int n, char *out)
     (void)v;
     return SYNC_COUNT_VFS_CALL(xRandomness, n, out);
 }
+static void (*sync_count_on_sleep)(void); /* called at each xSleep: a busy handler waits */
 static int sync_count_sleep(sqlite3_vfs *v, int us)
 {
     (void)v;
+    if (sync_count_on_sleep)
+        sync_count_on_sleep();
     return SYNC_COUNT_VFS_CALL(xSleep, us);
 }
 static int sync_count_time(sqlite3_vfs *v, sqlite3_int64 *out)
@@ -2708,6 +2773,86 @@ static sqlite3_vfs *sync_count_vfs_register(void)
     };
     CHECK(sqlite3_vfs_register(&counting, 1) == SQLITE_OK);
     return &counting;
+}
+
+/* The write end of the sqlite3 shell's input while it holds the write lock; the first wait of a
+ * busy handler ends its transaction. */
+static int busy_holder_in = -1;
+
+static void busy_holder_release(void)
+{
+    static const char commit[] = "COMMIT;\n";
+    if (busy_holder_in >= 0 && write(busy_holder_in, commit, strlen(commit)) > 0) {
+        close(busy_holder_in);
+        busy_holder_in = -1;
+    }
+}
+
+/* Another connection's write lock at a commit (a user's sqlite3 writing to the recording or
+ * checkpointing it with TRUNCATE): the writer waits for it (STORE_WRITER_BUSY_MS) instead of
+ * failing with "database is locked", which ended the recording. The sqlite3 shell, a process of
+ * its own, holds BEGIN IMMEDIATE until the writer's busy handler first sleeps (the default VFS
+ * wrapped: sync_count_on_sleep): no timing involved. */
+static void test_writer_waits_for_lock(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    store_summary alone, waited;
+    g_autofree char *finished = golden_db(dir, FALSE, &alone);
+    sqlite3_vfs *counting = sync_count_vfs_register();
+    g_autofree char *path = g_build_filename(dir, "locked.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    hl_sb_bytes(sb, &len);
+    int fd = hl_sb_memfd(sb, len);
+    store_writer *w = store_writer_create(path, "recording", &error);
+    CHECK_NO_ERROR(error);
+
+    int in[2], out[2];
+    CHECK(pipe(in) == 0 && pipe(out) == 0);
+    pid_t holder = fork();
+    if (holder == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execlp("sqlite3", "sqlite3", path, NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    static const char sql[] = "BEGIN IMMEDIATE; SELECT 'held';\n";
+    CHECK(write(in[1], sql, strlen(sql)) == (ssize_t)strlen(sql));
+    char line[16] = "";
+    ssize_t got = 0, n;
+    while (got < (ssize_t)sizeof line - 1 && memchr(line, '\n', (size_t)got) == NULL &&
+           (n = read(out[0], line + got, sizeof line - 1 - (size_t)got)) > 0)
+        got += n;
+    CHECK(strncmp(line, "held\n", 5) == 0);
+
+    busy_holder_in = in[1];
+    sync_count_on_sleep = busy_holder_release;
+    CHECK(store_writer_ingest_fd(w, fd, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(busy_holder_in < 0); /* it did wait */
+    sync_count_on_sleep = NULL;
+    close(fd);
+    CHECK(store_writer_finish(w, &waited, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(waited.complete && waited.gcs == alone.gcs && waited.objects == alone.objects &&
+          waited.allocations == alone.allocations);
+    if (busy_holder_in >= 0)
+        close(busy_holder_in);
+    busy_holder_in = -1;
+    int status = -1;
+    CHECK(waitpid(holder, &status, 0) == holder && WIFEXITED(status) &&
+          WEXITSTATUS(status) == 0);
+    close(out[0]);
+    sqlite3_vfs_unregister(counting);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
 }
 
 /* The writer never asks for a sync (PRAGMA synchronous = OFF from its first statement on): not
@@ -5081,6 +5226,7 @@ static const struct {
     {"handles_freed_in_gc", test_handles_freed_in_gc},
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},
+    {"readonly_wal_quiet", test_readonly_wal_quiet},
     {"serve_socket", test_serve_socket},
     {"serve_no_connection", test_serve_no_connection},
     {"serve_connection", test_serve_connection},
@@ -5090,6 +5236,7 @@ static const struct {
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"derived_views", test_derived_views},
     {"reader_holds_file", test_reader_holds_file},
+    {"writer_waits_for_lock", test_writer_waits_for_lock},
     {"change_gaps", test_change_gaps},
     {"no_sync", test_no_sync},
     {"grouped_commits", test_grouped_commits},

@@ -27,6 +27,8 @@
 #include "tests/unit/common/hl_stack_fixture.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -445,6 +447,8 @@ static void fixture_kept(void)
                             gc == 1 ? 0 : 0x2002);
         if (gc == 1)
             hl_sb_snapshot_root(sb, gc, 3, HL_ROOT_HANDLE, 0, 0x2003);
+        /* two slots of Main's frame hold object 10: two rows, one root in words */
+        hl_sb_snapshot_root(sb, gc, 10, HL_ROOT_STACK, 0, 0x5000);
         hl_sb_snapshot_root(sb, gc, 10, HL_ROOT_STACK, 0, 0x5000);
         hl_sb_snapshot_root(sb, gc, 11, HL_ROOT_STACK, 0, 0x5000);
         hl_sb_snapshot_root_thread(sb, gc, 11, 77);
@@ -1752,6 +1756,65 @@ static void case_leaks(void)
  * `report` compute no dominator tree, and say the same; a row of another version or of a
  * snapshot whose row changed is computed again; a row heaplens does not write is damage; a file
  * heaplens may not write gets the same answer and a note. */
+/* heaplens ARGS... on a disk that cannot take more than `room` bytes beyond `name`'s size: its
+ * files cannot grow past RLIMIT_FSIZE (SIGXFSZ ignored, as the child inherits both). */
+static run_result run_disk_full(const char *name, off_t room, const char *const *args)
+{
+    g_autofree char *path = fixture_path(name);
+    struct stat st;
+    struct rlimit old, lim;
+    g_assert(stat(path, &st) == 0 && getrlimit(RLIMIT_FSIZE, &old) == 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(st.st_size + room);
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    g_assert(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    run_result r = run_in(heaplens, workdir, args);
+    g_assert(setrlimit(RLIMIT_FSIZE, &old) == 0);
+    signal(SIGXFSZ, was);
+    return r;
+}
+
+/* A full disk while storing what a command computed (retained sizes, leak holders,
+ * inspections): the answer all the same and a note, as for a read-only file; nothing stored
+ * and the file intact. It was "storing retained sizes failed: database or disk is full", exit
+ * 1, from leaks, retention, roots, inspect and report. */
+static void case_store_disk_full(void)
+{
+    file_copy("graph.db", "full0.db");
+    run_result want = RUN("leaks", "full0.db", "--json");
+    run_result want_inspect = RUN("inspect", "full0.db", "--json");
+    CHECK_INT(want.status, 0);
+    file_copy("graph.db", "full.db");
+    run_result r = RUN("info", "full.db"); /* the first read's build, on a disk with room */
+    CHECK_INT(r.status, 0);
+    run_result_release(&r);
+    r = run_disk_full("full.db", 4096, (const char *const[]){"leaks", "full.db", "--json", NULL});
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, want.out);
+    CHECK_STR(r.err, "heaplens: note: retained sizes were not stored: full.db cannot be written "
+                     "(disk full or an I/O error)\n");
+    run_result_release(&r);
+    r = run_disk_full("full.db", 4096,
+                      (const char *const[]){"inspect", "full.db", "--json", NULL});
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, want_inspect.out);
+    run_result_release(&r);
+    r = run_disk_full("full.db", 4096,
+                      (const char *const[]){"report", "full.db", "-o", "-", "--json", NULL});
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.err, "heaplens: note: retained sizes were not stored: full.db cannot be "
+                        "written (disk full or an I/O error)\n") != NULL);
+    run_result_release(&r);
+    CHECK_INT(sql_int("full.db", "SELECT count(*) FROM sqlite_schema WHERE name IN"
+                                 " ('leak_holders', 'retention_blocks', 'inspections')"),
+              0);
+    CHECK_INT(sql_int("full.db",
+                      "SELECT count(*) FROM pragma_quick_check WHERE quick_check = 'ok'"),
+              1);
+    run_result_release(&want);
+    run_result_release(&want_inspect);
+}
+
 static void case_leaks_stored(void)
 {
     file_copy("graph.db", "ls1.db");
@@ -1802,7 +1865,7 @@ static void case_leaks_stored(void)
     CHECK_STR(r.out, first.out);
     CHECK(strstr(r.err, "computing dominators") != NULL);
     run_result_release(&r);
-    CHECK_INT(sql_int("ls1.db", "SELECT count(*) FROM leak_holders WHERE version = 2"), 2);
+    CHECK_INT(sql_int("ls1.db", "SELECT count(*) FROM leak_holders WHERE version = 3"), 2);
     /* ... or its snapshot's row changed since: found again */
     fixture_sql("ls1.db", "UPDATE leak_holders SET held = 99 WHERE held = 12");
     fixture_sql("ls1.db", "UPDATE snapshots SET refs = refs + 1 WHERE snapshot = 4");
@@ -2449,6 +2512,7 @@ static const cli_test_case cases[] = {
     {"leaks", case_leaks},
     {"leaks_noise", case_leaks_noise},
     {"leaks_stored", case_leaks_stored},
+    {"store_disk_full", case_store_disk_full},
     {"leaks_counts_held", case_leaks_counts_held},
     {"inspect", case_inspect},
     {"ref_fields_large", case_ref_fields_large},
