@@ -2775,6 +2775,38 @@ static sqlite3_vfs *sync_count_vfs_register(void)
     return &counting;
 }
 
+/* The sqlite3 shell on PATH, a process of its own (a fork of this one would share SQLite's lock
+ * bookkeeping), as a user reads or writes a recording: given SQL whose first output line comes
+ * from inside a transaction, which it holds until its input (*in_fd, the write end) closes. */
+static pid_t sqlite3_shell_start(const char *path, const char *sql, char *line, size_t size,
+                                 int *in_fd)
+{
+    int in[2], out[2];
+    CHECK(pipe(in) == 0 && pipe(out) == 0);
+    pid_t shell = fork();
+    if (shell == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        close(in[0]);
+        close(in[1]);
+        close(out[0]);
+        close(out[1]);
+        execlp("sqlite3", "sqlite3", path, NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    CHECK(write(in[1], sql, strlen(sql)) == (ssize_t)strlen(sql));
+    memset(line, 0, size);
+    ssize_t got = 0, n;
+    while (got < (ssize_t)size - 1 && memchr(line, '\n', (size_t)got) == NULL &&
+           (n = read(out[0], line + got, size - 1 - (size_t)got)) > 0)
+        got += n;
+    close(out[0]);
+    *in_fd = in[1];
+    return shell;
+}
+
 /* The write end of the sqlite3 shell's input while it holds the write lock; the first wait of a
  * busy handler ends its transaction. */
 static int busy_holder_in = -1;
@@ -2808,31 +2840,13 @@ static void test_writer_waits_for_lock(void)
     store_writer *w = store_writer_create(path, "recording", &error);
     CHECK_NO_ERROR(error);
 
-    int in[2], out[2];
-    CHECK(pipe(in) == 0 && pipe(out) == 0);
-    pid_t holder = fork();
-    if (holder == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]);
-        close(in[1]);
-        close(out[0]);
-        close(out[1]);
-        execlp("sqlite3", "sqlite3", path, NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    static const char sql[] = "BEGIN IMMEDIATE; SELECT 'held';\n";
-    CHECK(write(in[1], sql, strlen(sql)) == (ssize_t)strlen(sql));
-    char line[16] = "";
-    ssize_t got = 0, n;
-    while (got < (ssize_t)sizeof line - 1 && memchr(line, '\n', (size_t)got) == NULL &&
-           (n = read(out[0], line + got, sizeof line - 1 - (size_t)got)) > 0)
-        got += n;
+    char line[16];
+    int holder_in;
+    pid_t holder = sqlite3_shell_start(path, "BEGIN IMMEDIATE; SELECT 'held';\n", line,
+                                       sizeof line, &holder_in);
     CHECK(strncmp(line, "held\n", 5) == 0);
 
-    busy_holder_in = in[1];
+    busy_holder_in = holder_in;
     sync_count_on_sleep = busy_holder_release;
     CHECK(store_writer_ingest_fd(w, fd, &error));
     CHECK_NO_ERROR(error);
@@ -2849,7 +2863,6 @@ static void test_writer_waits_for_lock(void)
     int status = -1;
     CHECK(waitpid(holder, &status, 0) == holder && WIFEXITED(status) &&
           WEXITSTATUS(status) == 0);
-    close(out[0]);
     sqlite3_vfs_unregister(counting);
     hl_sb_free(sb);
     tmp_dir_free(dir);
@@ -3099,31 +3112,12 @@ static void test_reader_holds_file(void)
     CHECK_NO_ERROR(error);
     close(fd);
 
-    /* The reader: the sqlite3 shell, a process of its own (a fork of this one would share
-     * SQLite's lock bookkeeping), as a user polls the recording; the count it prints comes from
-     * inside its transaction, held until its input closes. */
-    int in[2], out[2];
-    CHECK(pipe(in) == 0 && pipe(out) == 0);
-    pid_t reader = fork();
-    if (reader == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[0]);
-        close(in[1]);
-        close(out[0]);
-        close(out[1]);
-        execlp("sqlite3", "sqlite3", path, NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    static const char sql[] = "BEGIN; SELECT count(*) FROM gcs;\n";
-    CHECK(write(in[1], sql, strlen(sql)) == (ssize_t)strlen(sql));
-    char line[32] = "";
-    ssize_t got = 0, n;
-    while (got < (ssize_t)sizeof line - 1 && memchr(line, '\n', (size_t)got) == NULL &&
-           (n = read(out[0], line + got, sizeof line - 1 - (size_t)got)) > 0)
-        got += n;
+    /* The reader: the sqlite3 shell as a user polls the recording; the count it prints comes
+     * from inside its transaction. */
+    char line[32];
+    int reader_in;
+    pid_t reader = sqlite3_shell_start(path, "BEGIN; SELECT count(*) FROM gcs;\n", line,
+                                       sizeof line, &reader_in);
     int64_t seen = g_ascii_strtoll(line, NULL, 10);
     CHECK(seen == (int64_t)alone.gcs && seen > 0);
 
@@ -3137,7 +3131,7 @@ static void test_reader_holds_file(void)
     /* Read while the reader still holds it, and after. */
     for (int round = 0; round < 2; round++) {
         if (round == 1) {
-            close(in[1]); /* end of input: the shell ends its transaction and exits */
+            close(reader_in); /* end of input: the shell ends its transaction and exits */
             int status = -1;
             CHECK(waitpid(reader, &status, 0) == reader && WIFEXITED(status) &&
                   WEXITSTATUS(status) == 0);
@@ -3172,7 +3166,6 @@ static void test_reader_holds_file(void)
     CHECK_ROWS(db, SQL_OBJECTS, want);
     sqlite3_close(db);
     sqlite3_close(done);
-    close(out[0]);
     hl_sb_free(sb);
     tmp_dir_free(dir);
 }
@@ -4211,14 +4204,9 @@ static gpointer serve_connection_thread(gpointer data)
     return NULL;
 }
 
-/* A reader sees a GC while the recording goes on, though no more comes to end its group: the
- * writer's wait for more data ends when the group is due (STORE_GROUP_COMMIT_MS), and commits
- * it. Without that, GC 1 would stay uncommitted until GC 2 came. The test waits for the row
- * (a bounded loop), then sends the rest. */
-static void test_grouped_reader_sees(void)
+/* A run of two small GCs; *first and *second: the stream's length after each GC's end. */
+static hl_sb *two_small_gcs(size_t *first, size_t *second)
 {
-    char *dir = tmp_dir_new();
-    g_autoptr(GError) error = NULL;
     hl_sb *sb = hl_sb_new();
     hl_sb_run_start(sb, 4242, "dotnet Small.dll");
     hl_sb_type(sb, 1, "A");
@@ -4226,20 +4214,56 @@ static void test_grouped_reader_sees(void)
     hl_sb_gc_start(sb, 1, 0, FALSE, 2);
     hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
     hl_sb_gc_end(sb, 1, 0);
-    size_t first = hl_sb_len(sb);
+    *first = hl_sb_len(sb);
     hl_sb_alloc(sb, 2, 1, 24, 100);
     hl_sb_gc_start(sb, 2, 0, FALSE, 3);
     hl_sb_fate(sb, 2, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
     hl_sb_gc_end(sb, 2, 0);
+    *second = hl_sb_len(sb);
     hl_sb_run_end(sb, 2);
-    size_t len;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    int sv[2], stop[2];
+    return sb;
+}
+
+/* A writer of path serving one end of a socket pair (sv[1]: the collector's end) until stop[1]
+ * closes, as a live recording's. */
+static serve_args serve_live(const char *path, int sv[2], int stop[2])
+{
+    g_autoptr(GError) error = NULL;
     g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    g_autofree char *path = g_build_filename(dir, "live.db", NULL);
     serve_args a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0], .stop = stop[0]};
     CHECK_NO_ERROR(error);
+    return a;
+}
+
+/* After the collector's end closed: the serving thread ended well and both GCs are stored. */
+static void serve_live_end(serve_args *a, GThread *t, int sv[2], int stop[2])
+{
+    g_autoptr(GError) error = NULL;
+    close(stop[1]);
+    g_thread_join(t);
+    CHECK(a->ok);
+    store_summary sum;
+    CHECK(store_writer_finish(a->w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.complete && sum.gcs == 2);
+    close(sv[0]);
+    close(stop[0]);
+}
+
+/* A reader sees a GC while the recording goes on, though no more comes to end its group: the
+ * writer's wait for more data ends when the group is due (STORE_GROUP_COMMIT_MS), and commits
+ * it. Without that, GC 1 would stay uncommitted until GC 2 came. The test waits for the row
+ * (a bounded loop), then sends the rest. */
+static void test_grouped_reader_sees(void)
+{
+    char *dir = tmp_dir_new();
+    size_t first, second, len;
+    hl_sb *sb = two_small_gcs(&first, &second);
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    g_autofree char *path = g_build_filename(dir, "live.db", NULL);
+    int sv[2], stop[2];
+    serve_args a = serve_live(path, sv, stop);
     GThread *t = g_thread_new("serve", serve_connection_thread, &a);
     write_all(sv[1], bytes, first);
     int64_t seen = 0;
@@ -4255,15 +4279,7 @@ static void test_grouped_reader_sees(void)
     CHECK(seen == 1);
     write_all(sv[1], bytes + first, len - first);
     close(sv[1]);
-    close(stop[1]);
-    g_thread_join(t);
-    CHECK(a.ok);
-    store_summary sum;
-    CHECK(store_writer_finish(a.w, &sum, &error));
-    CHECK_NO_ERROR(error);
-    CHECK(sum.complete && sum.gcs == 2);
-    close(sv[0]);
-    close(stop[0]);
+    serve_live_end(&a, t, sv, stop);
     hl_sb_free(sb);
     tmp_dir_free(dir);
 }
@@ -4277,29 +4293,12 @@ static void test_grouped_reader_sees(void)
 static void test_grouped_read_steps(void)
 {
     char *dir = tmp_dir_new();
-    g_autoptr(GError) error = NULL;
-    hl_sb *sb = hl_sb_new();
-    hl_sb_run_start(sb, 4242, "dotnet Small.dll");
-    hl_sb_type(sb, 1, "A");
-    hl_sb_alloc(sb, 1, 1, 24, 100);
-    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
-    hl_sb_gc_end(sb, 1, 0);
-    size_t first = hl_sb_len(sb);
-    hl_sb_alloc(sb, 2, 1, 24, 100);
-    hl_sb_gc_start(sb, 2, 0, FALSE, 3);
-    hl_sb_fate(sb, 2, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
-    hl_sb_gc_end(sb, 2, 0);
-    size_t second = hl_sb_len(sb);
-    hl_sb_run_end(sb, 2);
-    size_t len;
+    size_t first, second, len;
+    hl_sb *sb = two_small_gcs(&first, &second);
     const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    int sv[2], stop[2];
-    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    g_assert(pipe2(stop, O_CLOEXEC) == 0);
     g_autofree char *path = g_build_filename(dir, "steps.db", NULL);
-    serve_args a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0], .stop = stop[0]};
-    CHECK_NO_ERROR(error);
+    int sv[2], stop[2];
+    serve_args a = serve_live(path, sv, stop);
     a.w->group_commit_ms = 60000;
     GThread *t = g_thread_new("serve", serve_connection_thread, &a);
     write_all(sv[1], bytes, first);
@@ -4323,15 +4322,7 @@ static void test_grouped_read_steps(void)
     CHECK(unread > 0); /* not read while the group waits (bytes and their buffers) */
     write_all(sv[1], bytes + second, len - second);
     close(sv[1]); /* the hang-up ends the step */
-    close(stop[1]);
-    g_thread_join(t);
-    CHECK(a.ok);
-    store_summary sum;
-    CHECK(store_writer_finish(a.w, &sum, &error));
-    CHECK_NO_ERROR(error);
-    CHECK(sum.complete && sum.gcs == 2);
-    close(sv[0]);
-    close(stop[0]);
+    serve_live_end(&a, t, sv, stop);
     hl_sb_free(sb);
     tmp_dir_free(dir);
 }
