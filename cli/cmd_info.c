@@ -59,10 +59,9 @@ static size_t info_command_chars(const char *p, const char *end, GString *out)
     size_t n = 0;
     for (; p < end; n++) {
         gunichar c = g_utf8_get_char_validated(p, end - p);
-        size_t len = c == (gunichar)-1 || c == (gunichar)-2 ? 1 : (size_t)g_utf8_skip[*(guchar *)p];
-        gboolean shown = len > 1 || c >= 0x20;
-        if (out && (!shown || c == (gunichar)-1 || c == (gunichar)-2 || c == 0x7f ||
-                    (c >= 0x80 && c < 0xa0)))
+        gboolean bad = c == (gunichar)-1 || c == (gunichar)-2;
+        size_t len = bad ? 1 : (size_t)g_utf8_skip[*(guchar *)p];
+        if (out && (bad || g_unichar_iscntrl(c))) /* C0, DEL and C1 */
             g_string_append_c(out, '?');
         else if (out)
             g_string_append_len(out, p, (gssize)len);

@@ -765,13 +765,8 @@ static pid_t recording_output_holder(const char *path)
     return holder;
 }
 
-/* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
- * of a killed writer must never be taken into a new recording, so --force removes the whole set
- * and without it any member of the set means "exists"; a set some process still has open (a
- * recording in progress) is never removed: its writer would go on into a file nobody can reach.
- * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
- * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
- * writes there), never the link. Sets *resolved to the path to record to. */
+/* An output named as SQLite names another database's files (recording.h): its own set is
+ * recording_output_prepare's. */
 gboolean recording_output_not_sibling(const char *refused, const char *output, GError **error) {
     static const struct {
         const char *suffix, *what;
@@ -795,6 +790,13 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
     return TRUE;
 }
 
+/* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
+ * of a killed writer must never be taken into a new recording, so --force removes the whole set
+ * and without it any member of the set means "exists"; a set some process still has open (a
+ * recording in progress) is never removed: its writer would go on into a file nobody can reach.
+ * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
+ * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
+ * writes there), never the link. Sets *resolved to the path to record to. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
     static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};

@@ -865,9 +865,6 @@ static void test_derived_views(void)
     tmp_dir_free(dir);
 }
 
-/* A damaged packed row (a count that does not add up, text that is not what the writer writes,
- * a count far beyond the file) makes the first read fail with one line naming the row: nothing
- * reserved from the count, nothing written, the file still packed. */
 /* The TEMP virtual table `objects` of heaplens' connections to a finished file whose rows are
  * not built (store_objview.c): the same rows as the file's view for every way a statement finds
  * them (by id, bounds of every kind and value type, a type, a scan, joins), the first of two
@@ -1011,6 +1008,9 @@ static void test_objects_view(void)
     tmp_dir_free(dir);
 }
 
+/* A damaged packed row (a count that does not add up, text that is not what the writer writes,
+ * a count far beyond the file) makes the first read fail with one line naming the row: nothing
+ * reserved from the count, nothing written, the file still packed. */
 static void test_packed_damage(void)
 {
     static const char *const damage[] = {
