@@ -1208,6 +1208,84 @@ static void test_sample_weight(void)
     tmp_dir_free(dir);
 }
 
+/* A record's alloc_counts and alloc_samples rows go out STORE_RECORD_ROWS at a time through a
+ * multi-row INSERT, the rest one by one: 37 counts (one a duplicate key, left out) and 35
+ * samples (one of type 0, left out) in one record each are stored in order, each row's values
+ * where they belong, NULLs included (2 full statements and a rest of 4 and 2). */
+static void test_record_rows(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "rows.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "x");
+    for (uint32_t t = 1; t <= 40; t++) {
+        g_autofree char *name = g_strdup_printf("T%u", t);
+        hl_sb_type(sb, t, name);
+    }
+    hl_sb_gc_start(sb, 1, 0, FALSE, 1);
+    g_autoptr(GString) counts = g_string_new(NULL);
+    for (uint32_t i = 0; i < 37; i++) {
+        hl_alloc_count c = {.type_id = i + 1, .os_tid = i % 3 == 0 ? 0 : 100 + i,
+                            .heap = i % 4 == 0 ? HL_GEN_NONE : HL_GEN_0, .count = 10 + i,
+                            .bytes = 240 + i, .survived = i % 2, .survived_bytes = i % 2 * 24};
+        if (i == 5) /* entry 3's key again: an anomaly */
+            c.type_id = 4, c.os_tid = 0, c.heap = HL_GEN_0;
+        hl_sb_alloc_count(sb, 1, &c);
+        if (i == 5)
+            continue;
+        char tid[16] = "NULL";
+        if (c.os_tid != 0)
+            g_snprintf(tid, sizeof tid, "%u", c.os_tid);
+        g_string_append_printf(counts, "1|%u|%s|%s|%u|%u|%u|%u|0\n", c.type_id, tid,
+                               c.heap == HL_GEN_NONE ? "NULL" : "0", 10 + i, 240 + i, i % 2,
+                               i % 2 * 24);
+    }
+    struct {
+        hl_alloc_samples h;
+        hl_alloc_sample s[35];
+    } rec = {.h = {.gc = 1, .count = 35, .source = HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED,
+                   .mean_distance_bytes = 102400, .samples_seen = 35}};
+    g_autoptr(GString) samples = g_string_new(NULL);
+    for (uint32_t i = 0; i < 35; i++) {
+        rec.s[i] = (hl_alloc_sample){.size = 24 + i, .type_id = i == 20 ? 0 : i + 1,
+                                     .os_tid = i % 5 == 0 ? 0 : 200 + i, .heap = HL_GEN_0,
+                                     .stack_id = i % 7, .object_id = i % 6 * 1000,
+                                     .weight = i % 2 ? 2 : 1};
+        if (i == 20)
+            continue;
+        char tid[16] = "NULL", stack[16] = "NULL", object[16] = "NULL";
+        if (rec.s[i].os_tid != 0)
+            g_snprintf(tid, sizeof tid, "%u", rec.s[i].os_tid);
+        if (rec.s[i].stack_id != 0)
+            g_snprintf(stack, sizeof stack, "%u", rec.s[i].stack_id);
+        if (rec.s[i].object_id != 0)
+            g_snprintf(object, sizeof object, "%" PRIu64, rec.s[i].object_id);
+        double w = (i % 2 ? 2 : 1) / -expm1((24.0 + i) * log1p(-1.0 / 102400.0));
+        g_string_append_printf(samples, "1|%u|%s|0|%u|%s|%s|%.3f|%.3f\n", i + 1, tid, 24 + i,
+                               stack, object, w, w * (24 + i));
+    }
+    hl_sb_record(sb, HL_REC_ALLOC_SAMPLES, &rec, sizeof rec);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db,
+               "SELECT gc, type_id, thread, heap, count, bytes, survived, survived_bytes, flags"
+               " FROM alloc_counts ORDER BY rowid",
+               counts->str);
+    CHECK_ROWS(db,
+               "SELECT gc, type_id, thread, heap, size, stack_id, object_id,"
+               " printf('%.3f|%.3f', est_count, est_bytes) FROM alloc_samples ORDER BY id",
+               samples->str);
+    CHECK(db_int(db, "SELECT max(id) - min(id) + 1 FROM alloc_samples") == 34);
+    CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'", "2\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* Rows of `table` (its `columns`) in the database and not in the attached full one `f`, or the
  * other way round. */
 static int64_t db_diff_full(sqlite3 *db, const char *table, const char *columns)
@@ -5185,6 +5263,7 @@ static const struct {
     {"young_die_first_gc", test_young_die_first_gc},
     {"after_last_gc", test_after_last_gc},
     {"sample_weight", test_sample_weight},
+    {"record_rows", test_record_rows},
     {"truncate_every_byte", test_truncate_every_byte},
     {"truncate_every_byte_packed", test_truncate_every_byte_packed},
     {"corrupt_size", test_corrupt_size},
