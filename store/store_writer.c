@@ -985,7 +985,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     close(fd);
     created = TRUE;
     /* NOMUTEX: the writer is single-threaded; no lock around every bind and step. */
-    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        store_vfs_writer()) !=
         SQLITE_OK) {
         store_sql_fail(w->db, path, "cannot open", error);
         goto out;
