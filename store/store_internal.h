@@ -453,8 +453,9 @@ void store_object_rows_release(store_object_rows *rows);
 /* Applies the connection pragmas for writing (WAL, synchronous=OFF, cache) and creates the
  * schema, application_id and user_version in one transaction. */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
-/* The name of the writer's VFS (store_vfs.c): the default one, registered at the first call, with
- * the WAL's frames written once per commit instead of twice per frame. */
+/* The name of the writer's VFS (store_vfs.c): the default VFS of the call's time, with the WAL's
+ * frames written once per commit instead of twice per frame; registered (again, when the
+ * default changed) by the call. */
 const char *store_vfs_writer(void);
 /* Empties object_chunks and object_deaths and turns `objects` from a view over them into the
  * table the caller fills (schema 5; inside the caller's transaction: store_history_build_file). */

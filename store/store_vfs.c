@@ -83,9 +83,9 @@ static int store_vfs_write(sqlite3_file *f, const void *buf, int n, sqlite3_int6
         const unsigned char *h = buf;
         v->commit_page_at = (h[4] | h[5] | h[6] | h[7]) != 0 ? at + 24 : -1;
     }
-    /* Only appends are gathered (frames added at the WAL's end, the header of a new WAL):
-     * anything else (a frame written again, its checksum rewritten) goes out at once, after
-     * what is gathered. */
+    /* Only appends are gathered (frames added where the last write ended): anything else (a
+     * frame written again, its checksum rewritten, the header of a restarted WAL) goes out at
+     * once, after what is gathered. */
     gboolean append = v->len > 0 ? at == v->at + (sqlite3_int64)v->len : at == v->end;
     if (!append || v->len + (size_t)n > STORE_VFS_GATHER_BYTES) {
         int rc = store_vfs_flush(v);
