@@ -327,14 +327,30 @@ gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b)
     return memcmp(a, b, sizeof(store_alloc_key)) == 0;
 }
 
+/* Binds an alloc_counts row from parameter `first` (1, or a later row's in the multi-row form). */
+static void store_gc_bind_alloc_count(sqlite3_stmt *st, int first, uint32_t gc,
+                                      const hl_alloc_count *a)
+{
+    sqlite3_bind_int64(st, first, gc);
+    sqlite3_bind_int64(st, first + 1, a->type_id);
+    store_bind_optional(st, first + 2, a->os_tid, a->os_tid != 0);
+    store_bind_optional(st, first + 3, a->heap, a->heap != HL_GEN_NONE);
+    sqlite3_bind_int64(st, first + 4, (int64_t)a->count);
+    sqlite3_bind_int64(st, first + 5, (int64_t)a->bytes);
+    sqlite3_bind_int64(st, first + 6, (int64_t)a->survived);
+    sqlite3_bind_int64(st, first + 7, (int64_t)a->survived_bytes);
+    sqlite3_bind_int64(st, first + 8, a->flags);
+}
+
 /* Allocations of one interval, counted per key: a row each. Inside GC n they are GC n's (rolled
  * back with it); with no GC open they are the tail interval's (last GC + 1), committed when the
- * writer finishes. */
+ * writer finishes. The rows go out STORE_RECORD_ROWS at a time, the rest one by one. */
 gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError **error)
 {
     const hl_alloc_counts *h = &rec->u.alloc_counts.h;
-    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ALLOC_COUNT];
     gboolean tail = !w->gc.open;
+    hl_alloc_count rows[STORE_RECORD_ROWS];
+    int n = 0;
 
     if (tail ? h->gc != w->last_gc + 1 : h->gc != w->gc.start.gc) {
         w->writer_anomalies++; /* not the open GC's interval, nor the tail */
@@ -352,23 +368,26 @@ gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError 
         g_hash_table_add(w->alloc_keys, g_memdup2(&key, sizeof key));
         if (a.os_tid != 0 && !store_writer_note_thread(w, a.os_tid, error))
             return FALSE;
-        sqlite3_bind_int64(st, 1, h->gc);
-        sqlite3_bind_int64(st, 2, a.type_id);
-        store_bind_optional(st, 3, a.os_tid, a.os_tid != 0);
-        store_bind_optional(st, 4, a.heap, a.heap != HL_GEN_NONE);
-        sqlite3_bind_int64(st, 5, (int64_t)a.count);
-        sqlite3_bind_int64(st, 6, (int64_t)a.bytes);
-        sqlite3_bind_int64(st, 7, (int64_t)a.survived);
-        sqlite3_bind_int64(st, 8, (int64_t)a.survived_bytes);
-        sqlite3_bind_int64(st, 9, a.flags);
-        if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_COUNT, error))
-            return FALSE;
+        rows[n++] = a;
+        if (n == STORE_RECORD_ROWS) {
+            sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ALLOC_COUNTS_MANY];
+            for (int r = 0; r < n; r++)
+                store_gc_bind_alloc_count(st, 1 + r * 9, h->gc, &rows[r]);
+            if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_COUNTS_MANY, error))
+                return FALSE;
+            n = 0;
+        }
         if (tail) {
             w->allocations += a.count;
         } else {
             w->gc.allocations += a.count;
             w->gc.allocations_survived += a.survived;
         }
+    }
+    for (int r = 0; r < n; r++) {
+        store_gc_bind_alloc_count(w->stmt[STORE_STMT_INSERT_ALLOC_COUNT], 1, h->gc, &rows[r]);
+        if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_COUNT, error))
+            return FALSE;
     }
     return TRUE;
 }

@@ -64,46 +64,72 @@ static const char *source_name(uint32_t source)
                                                          : NULL;
 }
 
-/* Samples of the open GC's interval (rolled back with it), or of the tail after the last GC. */
+/* An alloc_samples row as bound: the sample and its estimates. */
+typedef struct sample_row {
+    hl_alloc_sample a;
+    double est_count, est_bytes;
+} sample_row;
+
+/* Binds an alloc_samples row from parameter `first` (1, or a later row's in the multi-row form). */
+static void bind_sample(sqlite3_stmt *st, int first, uint32_t gc, const sample_row *row)
+{
+    const hl_alloc_sample *a = &row->a;
+    sqlite3_bind_int64(st, first, gc);
+    sqlite3_bind_int64(st, first + 1, a->type_id);
+    store_bind_optional(st, first + 2, a->os_tid, a->os_tid != 0);
+    store_bind_optional(st, first + 3, a->heap, a->heap != HL_GEN_NONE);
+    sqlite3_bind_int64(st, first + 4, (int64_t)a->size);
+    store_bind_optional(st, first + 5, a->stack_id, a->stack_id != 0);
+    store_bind_optional(st, first + 6, (int64_t)a->object_id, a->object_id != 0);
+    sqlite3_bind_double(st, first + 7, row->est_count);
+    sqlite3_bind_double(st, first + 8, row->est_bytes);
+}
+
+/* Samples of the open GC's interval (rolled back with it), or of the tail after the last GC. The
+ * rows go out STORE_RECORD_ROWS at a time, the rest one by one. */
 gboolean store_samples_alloc(store_writer *w, const store_record *rec, GError **error)
 {
     const hl_alloc_samples *h = &rec->u.alloc_samples.h;
     gboolean tail = !w->gc.open;
     const char *source = source_name(h->source);
+    sample_row rows[STORE_RECORD_ROWS];
+    int n = 0;
     if (source == NULL || (tail ? h->gc != w->last_gc + 1 : h->gc != w->gc.start.gc)) {
         w->writer_anomalies++;
         return TRUE;
     }
-    sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ALLOC_SAMPLE];
     for (uint32_t i = 0; i < h->count; i++) {
-        hl_alloc_sample a = store_record_alloc_sample_at(rec, i);
-        if (a.type_id == 0) {
+        sample_row *row = &rows[n];
+        row->a = store_record_alloc_sample_at(rec, i);
+        const hl_alloc_sample *a = &row->a;
+        if (a->type_id == 0) {
             w->writer_anomalies++;
             continue;
         }
-        double est_count, est_bytes;
-        store_sample_weight(h->source, h->mean_distance_bytes, a.size, a.amount, &est_count,
-                            &est_bytes);
-        if (a.weight > 1) { /* kept by the sample budget with probability 1/weight */
-            est_count *= a.weight;
-            est_bytes *= a.weight;
+        store_sample_weight(h->source, h->mean_distance_bytes, a->size, a->amount,
+                            &row->est_count, &row->est_bytes);
+        if (a->weight > 1) { /* kept by the sample budget with probability 1/weight */
+            row->est_count *= a->weight;
+            row->est_bytes *= a->weight;
         }
-        if (a.os_tid != 0 && !store_writer_note_thread(w, a.os_tid, error))
+        if (a->os_tid != 0 && !store_writer_note_thread(w, a->os_tid, error))
             return FALSE;
-        sqlite3_bind_int64(st, 1, h->gc);
-        sqlite3_bind_int64(st, 2, a.type_id);
-        store_bind_optional(st, 3, a.os_tid, a.os_tid != 0);
-        store_bind_optional(st, 4, a.heap, a.heap != HL_GEN_NONE);
-        sqlite3_bind_int64(st, 5, (int64_t)a.size);
-        store_bind_optional(st, 6, a.stack_id, a.stack_id != 0);
-        store_bind_optional(st, 7, (int64_t)a.object_id, a.object_id != 0);
-        sqlite3_bind_double(st, 8, est_count);
-        sqlite3_bind_double(st, 9, est_bytes);
+        if (++n == STORE_RECORD_ROWS) {
+            sqlite3_stmt *st = w->stmt[STORE_STMT_INSERT_ALLOC_SAMPLES_MANY];
+            for (int r = 0; r < n; r++)
+                bind_sample(st, 1 + r * 9, h->gc, &rows[r]);
+            if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_SAMPLES_MANY, error))
+                return FALSE;
+            n = 0;
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        bind_sample(w->stmt[STORE_STMT_INSERT_ALLOC_SAMPLE], 1, h->gc, &rows[r]);
         if (!store_writer_step(w, STORE_STMT_INSERT_ALLOC_SAMPLE, error))
             return FALSE;
     }
     w->samples_budgeted = h->samples_budgeted;
-    st = w->stmt[STORE_STMT_UPSERT_SAMPLING];
+    sqlite3_stmt *st = w->stmt[STORE_STMT_UPSERT_SAMPLING];
     sqlite3_bind_text(st, 1, source, -1, SQLITE_STATIC);
     store_bind_optional(st, 2, (int64_t)h->mean_distance_bytes, h->mean_distance_bytes != 0);
     sqlite3_bind_int64(st, 3, h->source == HL_SAMPLE_SOURCE_ALLOCATION_TICK);

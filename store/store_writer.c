@@ -37,6 +37,7 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_ALLOC_SAMPLE] =
         "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, stack_id, object_id, "
         "est_count, est_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [STORE_STMT_INSERT_ALLOC_SAMPLES_MANY] = NULL,
     [STORE_STMT_UPSERT_SAMPLING] =
         "INSERT OR REPLACE INTO sampling (id, source, mean_distance_bytes, biased, samples, "
         "samples_dropped) VALUES (1, ?1, ?2, ?3, ?4, ?5)",
@@ -69,6 +70,7 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_ALLOC_COUNT] =
         "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
         "survived_bytes, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [STORE_STMT_INSERT_ALLOC_COUNTS_MANY] = NULL,
     [STORE_STMT_INSERT_OBJECT_CHUNK] =
         "INSERT INTO object_chunks (gc, thread, heap, count, objects) VALUES (?1, ?2, ?3, ?4, ?5)",
     [STORE_STMT_INSERT_GENERATION_CHANGES] =
@@ -111,17 +113,26 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_HANDLE_DESTROYED] = "UPDATE handles SET destroyed_after_gc = ?2 WHERE id = ?1",
 };
 
-/* Multi-row forms: head, STORE_BATCH_ROWS copies of row (comma-separated), tail. A leading
- * ?1 in head is bound once (the GC); the rows' parameters follow from ?2. */
+/* Multi-row forms: head, `rows` copies of row (comma-separated), tail; parameter n of row r is
+ * r * columns + n. */
 static const struct {
     store_stmt_id id;
+    int rows;
     const char *head, *row, *tail;
 } store_stmt_many[] = {
-    {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY,
+    {STORE_STMT_INSERT_ALLOC_COUNTS_MANY, STORE_RECORD_ROWS,
+     "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived, "
+     "survived_bytes, flags) VALUES ",
+     "(?,?,?,?,?,?,?,?,?)", ""},
+    {STORE_STMT_INSERT_ALLOC_SAMPLES_MANY, STORE_RECORD_ROWS,
+     "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, stack_id, object_id, "
+     "est_count, est_bytes) VALUES ",
+     "(?,?,?,?,?,?,?,?,?)", ""},
+    {STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY, STORE_BATCH_ROWS,
      "INSERT INTO snapshot_object_rows (snapshot, object_id, generation, flags, refs, fields) "
      "VALUES ",
      "(?,?,?,?,?,?)", ""},
-    {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY,
+    {STORE_STMT_INSERT_SNAPSHOT_ROOTS_MANY, STORE_BATCH_ROWS,
      "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags, root_id, thread) "
      "SELECT v.column1, v.column2, " STORE_ROOT_KIND_SQL("v.column3") ", v.column4, v.column5, "
      "v.column6 FROM (VALUES ",
@@ -974,7 +985,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     close(fd);
     created = TRUE;
     /* NOMUTEX: the writer is single-threaded; no lock around every bind and step. */
-    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+    if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                        store_vfs_writer()) !=
         SQLITE_OK) {
         store_sql_fail(w->db, path, "cannot open", error);
         goto out;
@@ -998,7 +1010,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
         if (store_stmt_many[i].id == STORE_STMT_INSERT_SNAPSHOT_OBJECTS_MANY && !w->snapshot_rows)
             continue;
         GString *sql = g_string_new(store_stmt_many[i].head);
-        for (int r = 0; r < STORE_BATCH_ROWS; r++)
+        for (int r = 0; r < store_stmt_many[i].rows; r++)
             g_string_append_printf(sql, "%s%s", r > 0 ? "," : "", store_stmt_many[i].row);
         g_string_append(sql, store_stmt_many[i].tail);
         int rc = sqlite3_prepare_v3(w->db, sql->str, -1, SQLITE_PREPARE_PERSISTENT,

@@ -1208,6 +1208,84 @@ static void test_sample_weight(void)
     tmp_dir_free(dir);
 }
 
+/* A record's alloc_counts and alloc_samples rows go out STORE_RECORD_ROWS at a time through a
+ * multi-row INSERT, the rest one by one: 37 counts (one a duplicate key, left out) and 35
+ * samples (one of type 0, left out) in one record each are stored in order, each row's values
+ * where they belong, NULLs included (2 full statements and a rest of 4 and 2). */
+static void test_record_rows(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "rows.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "x");
+    for (uint32_t t = 1; t <= 40; t++) {
+        g_autofree char *name = g_strdup_printf("T%u", t);
+        hl_sb_type(sb, t, name);
+    }
+    hl_sb_gc_start(sb, 1, 0, FALSE, 1);
+    g_autoptr(GString) counts = g_string_new(NULL);
+    for (uint32_t i = 0; i < 37; i++) {
+        hl_alloc_count c = {.type_id = i + 1, .os_tid = i % 3 == 0 ? 0 : 100 + i,
+                            .heap = i % 4 == 0 ? HL_GEN_NONE : HL_GEN_0, .count = 10 + i,
+                            .bytes = 240 + i, .survived = i % 2, .survived_bytes = i % 2 * 24};
+        if (i == 5) /* entry 3's key again: an anomaly */
+            c.type_id = 4, c.os_tid = 0, c.heap = HL_GEN_0;
+        hl_sb_alloc_count(sb, 1, &c);
+        if (i == 5)
+            continue;
+        char tid[16] = "NULL";
+        if (c.os_tid != 0)
+            g_snprintf(tid, sizeof tid, "%u", c.os_tid);
+        g_string_append_printf(counts, "1|%u|%s|%s|%u|%u|%u|%u|0\n", c.type_id, tid,
+                               c.heap == HL_GEN_NONE ? "NULL" : "0", 10 + i, 240 + i, i % 2,
+                               i % 2 * 24);
+    }
+    struct {
+        hl_alloc_samples h;
+        hl_alloc_sample s[35];
+    } rec = {.h = {.gc = 1, .count = 35, .source = HL_SAMPLE_SOURCE_ALLOCATION_SAMPLED,
+                   .mean_distance_bytes = 102400, .samples_seen = 35}};
+    g_autoptr(GString) samples = g_string_new(NULL);
+    for (uint32_t i = 0; i < 35; i++) {
+        rec.s[i] = (hl_alloc_sample){.size = 24 + i, .type_id = i == 20 ? 0 : i + 1,
+                                     .os_tid = i % 5 == 0 ? 0 : 200 + i, .heap = HL_GEN_0,
+                                     .stack_id = i % 7, .object_id = i % 6 * 1000,
+                                     .weight = i % 2 ? 2 : 1};
+        if (i == 20)
+            continue;
+        char tid[16] = "NULL", stack[16] = "NULL", object[16] = "NULL";
+        if (rec.s[i].os_tid != 0)
+            g_snprintf(tid, sizeof tid, "%u", rec.s[i].os_tid);
+        if (rec.s[i].stack_id != 0)
+            g_snprintf(stack, sizeof stack, "%u", rec.s[i].stack_id);
+        if (rec.s[i].object_id != 0)
+            g_snprintf(object, sizeof object, "%" PRIu64, rec.s[i].object_id);
+        double w = (i % 2 ? 2 : 1) / -expm1((24.0 + i) * log1p(-1.0 / 102400.0));
+        g_string_append_printf(samples, "1|%u|%s|0|%u|%s|%s|%.3f|%.3f\n", i + 1, tid, 24 + i,
+                               stack, object, w, w * (24 + i));
+    }
+    hl_sb_record(sb, HL_REC_ALLOC_SAMPLES, &rec, sizeof rec);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, path, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db,
+               "SELECT gc, type_id, thread, heap, count, bytes, survived, survived_bytes, flags"
+               " FROM alloc_counts ORDER BY rowid",
+               counts->str);
+    CHECK_ROWS(db,
+               "SELECT gc, type_id, thread, heap, size, stack_id, object_id,"
+               " printf('%.3f|%.3f', est_count, est_bytes) FROM alloc_samples ORDER BY id",
+               samples->str);
+    CHECK(db_int(db, "SELECT max(id) - min(id) + 1 FROM alloc_samples") == 34);
+    CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'writer_anomalies'", "2\n");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* Rows of `table` (its `columns`) in the database and not in the attached full one `f`, or the
  * other way round. */
 static int64_t db_diff_full(sqlite3 *db, const char *table, const char *columns)
@@ -2614,10 +2692,12 @@ static void test_first_read_order(void)
 typedef struct sync_count_file {
     sqlite3_file base;   /* pMethods: sync_count_methods */
     sqlite3_file *real;  /* the default VFS's file, in the bytes after this struct */
+    int wal;             /* a WAL file: its writes counted */
 } sync_count_file;
 
 static sqlite3_vfs *sync_count_real;
 static int sync_count_syncs, sync_count_subjournals;
+static int64_t sync_count_wal_writes, sync_count_wal_bytes; /* xWrite calls on WAL files */
 static sqlite3_io_methods sync_count_methods;
 
 #define SYNC_COUNT_REAL(f) (((sync_count_file *)(f))->real)
@@ -2631,6 +2711,10 @@ static int sync_count_read(sqlite3_file *f, void *buf, int n, sqlite3_int64 at)
 }
 static int sync_count_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 at)
 {
+    if (((sync_count_file *)f)->wal) {
+        sync_count_wal_writes++;
+        sync_count_wal_bytes += n;
+    }
     return SYNC_COUNT_REAL(f)->pMethods->xWrite(SYNC_COUNT_REAL(f), buf, n, at);
 }
 static int sync_count_truncate(sqlite3_file *f, sqlite3_int64 size)
@@ -2699,6 +2783,7 @@ static int sync_count_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, 
     if (flags & SQLITE_OPEN_SUBJOURNAL)
         sync_count_subjournals++;
     c->real = (sqlite3_file *)(c + 1);
+    c->wal = (flags & SQLITE_OPEN_WAL) != 0;
     int rc = sync_count_real->xOpen(sync_count_real, name, c->real, flags, out_flags);
     /* SQLite calls xClose only when pMethods is set: left NULL when the real open failed. */
     c->base.pMethods = c->real->pMethods != NULL ? &sync_count_methods : NULL;
@@ -2967,6 +3052,41 @@ static void test_grouped_commits(void)
                    " (SELECT value FROM counters WHERE name = 'gcs_discarded_incomplete')",
                    want);
         sqlite3_close(db);
+    }
+    sqlite3_vfs_unregister(counting);
+    tmp_dir_free(dir);
+}
+
+/* The writer's VFS (store_vfs.c) hands the WAL's frames to the default VFS in one write per
+ * commit (or per 127 KiB), not as a header and a page each: 200 small GCs' group commits and the
+ * golden stream's GCs (each applied as it comes, a commit each) counted by a VFS under it; the
+ * recordings the same as ever. */
+static void test_wal_writes_gathered(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    store_summary alone, gathered;
+    g_autofree char *finished = golden_db(dir, FALSE, &alone);
+    sqlite3_vfs *counting = sync_count_vfs_register();
+    for (int stream = 0; stream < 2; stream++) {
+        g_autofree char *path = g_strdup_printf("%s/gathered%d.db", dir, stream);
+        hl_sb *sb = stream == 0 ? small_gcs_build(200, FALSE) : golden_build(NULL, FALSE);
+        sync_count_write_locks = 0;
+        sync_count_wal_writes = sync_count_wal_bytes = 0;
+        CHECK(hl_sb_write_db(sb, path, NULL, &gathered, &error));
+        CHECK_NO_ERROR(error);
+        hl_sb_free(sb);
+        /* two writes a frame before: more writes than frames (of 8 KiB pages) */
+        int64_t frames = sync_count_wal_bytes / (8192 + 24);
+        int64_t most = sync_count_write_locks + sync_count_wal_bytes / (127 * 1024) + 2;
+        if (sync_count_wal_writes > most)
+            fprintf(stderr, "wal_writes_gathered: %" PRId64 " WAL writes for %" PRId64
+                    " frames and %d write transactions\n", sync_count_wal_writes, frames,
+                    sync_count_write_locks);
+        CHECK(frames > sync_count_write_locks && sync_count_wal_writes <= most);
+        if (stream == 1)
+            CHECK(gathered.complete && gathered.gcs == alone.gcs &&
+                  gathered.objects == alone.objects && gathered.allocations == alone.allocations);
     }
     sqlite3_vfs_unregister(counting);
     tmp_dir_free(dir);
@@ -5185,6 +5305,8 @@ static const struct {
     {"young_die_first_gc", test_young_die_first_gc},
     {"after_last_gc", test_after_last_gc},
     {"sample_weight", test_sample_weight},
+    {"record_rows", test_record_rows},
+    {"wal_writes_gathered", test_wal_writes_gathered},
     {"truncate_every_byte", test_truncate_every_byte},
     {"truncate_every_byte_packed", test_truncate_every_byte_packed},
     {"corrupt_size", test_corrupt_size},
