@@ -148,7 +148,7 @@ static gboolean check_int(sqlite3 *db, const char *sql, const char *text, int64_
 /* The objects alive after GC `gc` as `live_objects` lists them must be all of them for
  * --max-live to be decided: a sampled recording that follows its samples lists only those
  * between snapshots (query_estimates_survivors), a count far too low that would pass whatever
- * the program kept. `when` says which GC ("after the last GC", ...). */
+ * the program kept. `when` says which GC ("its last GC", "the last before checkpoint 'a'"). */
 static gboolean check_live_complete(sqlite3 *db, const char *path, const char *value,
                                     int64_t gc, const char *when, GError **error)
 {
@@ -319,10 +319,12 @@ static gboolean check_max_retained(sqlite3 *db, const char *path, const char *va
     if (!check_parse_limit("max-retained", value, TRUE, &name, &r->limit, error) ||
         !check_type_resolve(db, path, name, &type, &known, error))
         return FALSE;
-    if (!snapshot_pick(db, path, "check", "snapshot", NULL, &info, error)) {
+    GError *none = NULL;
+    if (!snapshot_pick(db, path, "check", "snapshot", NULL, &info, &none)) {
         /* no snapshot: nothing retains anything, which is not "at most B" */
-        if (g_error_matches(*error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND))
-            g_prefix_error(error, "check: --max-retained %s cannot be checked: ", value);
+        if (g_error_matches(none, QUERY_ERROR, QUERY_ERROR_NOT_FOUND))
+            g_prefix_error(&none, "check: --max-retained %s cannot be checked: ", value);
+        g_propagate_error(error, none);
         return FALSE;
     }
     if (!retention_ensure(db, &info, NULL, error))
