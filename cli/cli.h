@@ -120,9 +120,11 @@ void query_json_print(const json_t *value, FILE *out);
  * on stdout and returns `status`, the command's exit status. */
 int query_summary_print(json_t *summary, int status);
 
-/* Prints a note (the accuracy note of query_db_note_new, a retention note): after the table on
- * stdout for text output; on stderr as "heaplens: note: ..." for JSON output (so that stdout
- * stays one JSON document). Does nothing for NULL. */
+/* Prints a note (the accuracy note of query_db_note_new): after the table on stdout for text
+ * output; on stderr as "heaplens: note: ..." for JSON output (so that stdout stays one JSON
+ * document). A note about the file rather than the answer (what a command computed could not
+ * be stored in it) is printed with `json` TRUE: on stderr whatever the output. Does nothing for
+ * NULL. */
 void query_note_print(const char *note, gboolean json);
 /* Prints the recording's accuracy note (query_db_note_new), if any, as query_note_print does. */
 gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error);
@@ -134,7 +136,7 @@ gboolean query_output_finish(FILE *out, GError **error);
  * answer is printed: the recording's note and the flush, then — last, so that a failure before
  * leaves the file as it was — the retained sizes stored into the file at `path`
  * (retention_commit, query/retention.h), then the leak holders found (leaks_commit,
- * query/leaks.h), and what that says (one note). */
+ * query/leaks.h), and what that says (one note, on stderr: query_note_print). */
 gboolean query_output_finish_retained(sqlite3 *db, const char *path,
                                       query_progress *progress, gboolean json,
                                       GError **error);

@@ -169,7 +169,7 @@ int cmd_inspect(int argc, char **argv)
         !inspect_commit(db, path, progress, &note, &error))
         goto out;
     query_progress_done(progress);
-    query_note_print(note, json);
+    query_note_print(note, TRUE); /* about the file, not the answer: stderr (output.c) */
     if (!query_output_finish(stdout, &error))
         goto out;
     status = 0;

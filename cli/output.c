@@ -196,8 +196,9 @@ gboolean query_output_finish_retained(sqlite3 *db, const char *path, query_progr
         g_error_free(local);
     }
     /* a file that could not take the retained sizes could not take the holders either: one
-     * note says why */
-    query_note_print(note ? note : holders_note, json);
+     * note says why. It is about the file, not the answer: on stderr, as `report` says it, so
+     * that the answer on stdout is the same whether the file could take them or not. */
+    query_note_print(note ? note : holders_note, TRUE);
     return query_output_finish(stdout, error);
 }
 

@@ -145,6 +145,26 @@ static gboolean check_int(sqlite3 *db, const char *sql, const char *text, int64_
     return ok;
 }
 
+/* The objects alive after GC `gc` as `live_objects` lists them must be all of them for
+ * --max-live to be decided: a sampled recording that follows its samples lists only those
+ * between snapshots (query_estimates_survivors), a count far too low that would pass whatever
+ * the program kept. `when` says which GC ("its last GC", "the last before checkpoint 'a'"). */
+static gboolean check_live_complete(sqlite3 *db, const char *path, const char *value,
+                                    int64_t gc, const char *when, GError **error)
+{
+    gboolean estimated = FALSE;
+    if (!query_estimates_survivors(db, gc, &estimated, error))
+        return FALSE;
+    if (estimated)
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                    "check: --max-live %s cannot be checked: %s has no heap snapshot at GC %"
+                    G_GINT64_FORMAT " (%s), and between snapshots a sampled recording follows "
+                    "only its sampled objects; take snapshots ('heaplens record --snapshot "
+                    "induced', the default, or 'heaplens snapshot PID') or record in full mode",
+                    value, path, gc, when);
+    return !estimated;
+}
+
 static gboolean check_max_live(sqlite3 *db, const char *path, const char *value, check_result *r,
                                GError **error)
 {
@@ -172,6 +192,9 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
                         "known alive then", at);
             return FALSE;
         }
+        g_autofree char *when = g_strdup_printf("the last before checkpoint '%s'", at);
+        if (!check_live_complete(db, path, value, c.gc, when, error))
+            return FALSE;
         if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = ?2 AND type = ?1", type,
                        c.gc, &r->value, error))
             return FALSE;
@@ -202,8 +225,20 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
                                    query_count_format(r->value, f[0]), type, info.snapshot,
                                    info.gc);
     } else {
-        if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = (SELECT max(gc) FROM "
-                           "gcs) AND type = ?1", type, 0, &r->value, error))
+        int64_t last;
+        if (!query_db_int(db, "SELECT coalesce(max(gc), 0) FROM gcs", &last, error))
+            return FALSE;
+        if (last == 0) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "check: --max-live %s cannot be checked: %s has no GC and no heap "
+                        "snapshot, so nothing is known alive (a program that ends before its "
+                        "first GC can call GC.Collect() before it ends)", value, path);
+            return FALSE;
+        }
+        if (!check_live_complete(db, path, value, last, "its last GC", error))
+            return FALSE;
+        if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = ?2 AND type = ?1", type,
+                       last, &r->value, error))
             return FALSE;
         sql = g_strdup_printf("SELECT count(*) FROM live_objects WHERE gc = (SELECT max(gc) "
                               "FROM gcs) AND type = %s", literal);
@@ -282,9 +317,17 @@ static gboolean check_max_retained(sqlite3 *db, const char *path, const char *va
     snapshot_info info;
     char f[2][QUERY_FORMAT_MAX];
     if (!check_parse_limit("max-retained", value, TRUE, &name, &r->limit, error) ||
-        !check_type_resolve(db, path, name, &type, &known, error) ||
-        !snapshot_pick(db, path, "check", "snapshot", NULL, &info, error) ||
-        !retention_ensure(db, &info, NULL, error))
+        !check_type_resolve(db, path, name, &type, &known, error))
+        return FALSE;
+    GError *none = NULL;
+    if (!snapshot_pick(db, path, "check", "snapshot", NULL, &info, &none)) {
+        /* no snapshot: nothing retains anything, which is not "at most B" */
+        if (g_error_matches(none, QUERY_ERROR, QUERY_ERROR_NOT_FOUND))
+            g_prefix_error(&none, "check: --max-retained %s cannot be checked: ", value);
+        g_propagate_error(error, none);
+        return FALSE;
+    }
+    if (!retention_ensure(db, &info, NULL, error))
         return FALSE;
     r->retention = TRUE;
     if (!check_int(db, "SELECT coalesce(sum(r.retained_bytes), 0) FROM retention_types r JOIN "
@@ -313,14 +356,12 @@ static gboolean check_no_leaks(sqlite3 *db, const char *path, check_result *r, G
     r->query = g_strdup_printf("heaplens leaks %s", file);
     r->retention = TRUE;
     if (!l) {
-        if (none->code != QUERY_ERROR_NOT_FOUND) {
-            g_propagate_error(error, g_steal_pointer(&none));
-            return FALSE;
-        }
-        /* Fewer than two snapshots: nothing grew across them. */
-        r->found = g_strdup_printf("nothing to compare: %s", none->message);
-        r->ok = TRUE;
-        return TRUE;
+        /* Fewer than two snapshots: nothing can be seen growing, which is not "no leak". An
+         * assertion that passed there would hold whatever the program did. */
+        if (none->code == QUERY_ERROR_NOT_FOUND)
+            g_prefix_error(&none, "check: --no-leaks cannot be checked: ");
+        g_propagate_error(error, g_steal_pointer(&none));
+        return FALSE;
     }
     r->value = leaks_flagged_count(l);
     GString *found = g_string_new(NULL);

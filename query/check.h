@@ -16,8 +16,12 @@
  *   --sql "SELECT ..."      the query (one statement that reads) returns no row
  *
  * TYPE is a full name or one without its namespaces, as `roots --type` takes it; a type the
- * recording never saw has 0 objects. Errors: GError ** last (QUERY_ERROR_USAGE for a bad
- * assertion), one line. Single-threaded.
+ * recording never saw has 0 objects. An assertion the recording cannot decide is an error
+ * (QUERY_ERROR_NOT_FOUND, "check: ASSERTION cannot be checked: why; how to record it"), never
+ * one that holds: --no-leaks with fewer than two snapshots, --max-retained without one,
+ * --max-live with no GC and no snapshot, or at a GC without a snapshot in a sampled recording
+ * that follows its samples (live_objects lists the samples' objects alone there). Errors:
+ * GError ** last (QUERY_ERROR_USAGE for a bad assertion), one line. Single-threaded.
  */
 #ifndef HEAPLENS_QUERY_CHECK_H
 #define HEAPLENS_QUERY_CHECK_H
@@ -47,7 +51,7 @@ typedef struct check_result {
 /* Evaluates one assertion of kind `kind` with `value` (NULL for --no-leaks) on the recording at
  * `path`, open as `db` (query_db_open). Fills *out (release with check_result_clear, also after
  * a failure). FALSE with an error when the assertion cannot be evaluated (a bad value, a
- * recording without the snapshot it needs, SQL that does not run). */
+ * recording without the snapshots or GCs it needs, above; SQL that does not run). */
 gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *value,
                     check_result *out, GError **error);
 void check_result_clear(check_result *r);

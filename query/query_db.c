@@ -69,7 +69,7 @@ sqlite3 *query_db_open(const char *path, GError **error)
 
 gboolean query_db_objects_ensure(sqlite3 *db, GError **error)
 {
-    const char *path = sqlite3_db_filename(db, "main");
+    const char *path = store_db_name(db); /* opened and named as the user gave it */
     /* query_db_open checked the changes of a file it could not write: not again. */
     if (!store_history_pending(db) || path == NULL || !*path)
         return TRUE;
@@ -339,7 +339,7 @@ gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error)
  * which one is damaged. */
 static void query_db_read_error(sqlite3 *db, GError **error)
 {
-    const char *file = sqlite3_db_filename(db, "main");
+    const char *file = store_db_name(db);
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
                 file && *file ? file : "the database", sqlite3_errmsg(db));
 }
@@ -709,7 +709,7 @@ gboolean query_db_stored_sound(sqlite3 *db, GError **error)
         return TRUE;
     g_autofree char *damage = store_db_damage_new(db, NULL);
     if (damage) {
-        const char *path = sqlite3_db_filename(db, "main");
+        const char *path = store_db_name(db);
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_DAMAGED,
                     "%s is damaged (%s); its stored answers are not read", path ? path : "the file",
                     damage);

@@ -451,7 +451,7 @@ static gboolean hop_field(hop_reader *r, uint64_t from, uint64_t to, int64_t *nu
             return TRUE;
         if (!store_snapblock_decode_row(b, r->block, &local)) {
             /* as a lookup through snapshot_objects says it */
-            const char *file = sqlite3_db_filename(r->db, "main");
+            const char *file = store_db_name(r->db);
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
                         file && *file ? file : "the database", local->message);
             g_error_free(local);

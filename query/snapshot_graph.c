@@ -766,7 +766,7 @@ gboolean snapshot_block_objects_init(snapshot_block_objects *o, sqlite3 *db, GEr
     GError *local = NULL;
     if (!store_objects_view_memory(db, &o->memory, &local)) {
         /* as when the first statement reading `objects` fails on it (query_db_step) */
-        const char *file = sqlite3_db_filename(db, "main");
+        const char *file = store_db_name(db);
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
                     file && *file ? file : "the database", local->message);
         g_error_free(local);

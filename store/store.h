@@ -219,8 +219,13 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
  * without SQLite's mutex (SQLITE_OPEN_NOMUTEX): one thread at a time uses it. */
 struct sqlite3;
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error);
+/* The file of `db` named as the user named it, for messages: the path store_db_open_readonly
+ * was given ("app.db", not SQLite's full path "/home/me/app.db"); SQLite's full path for a
+ * connection opened otherwise; NULL for one without a file (in memory). Borrowed: valid while
+ * `db` is open. */
+const char *store_db_name(struct sqlite3 *db);
 /* A second read-only connection to the file of `db` (one store_db_open_readonly opened), opened
- * as `db` was (immutable when it is), for another thread. NULL when it cannot be opened (an
+ * as `db` was (immutable when it is, the same name), for another thread. NULL when it cannot be opened (an
  * in-memory database). Closed with sqlite3_close. */
 struct sqlite3 *store_db_open_again(struct sqlite3 *db);
 

@@ -84,7 +84,7 @@ static gboolean store_objects_memory_load(store_objects_memory *m, GError **erro
 {
     if (m->loaded)
         return TRUE;
-    const char *path = sqlite3_db_filename(m->db, "main");
+    const char *path = store_db_name(m->db);
     if (!store_history_objects_read(m->db, path ? path : "the recording", &m->rows, error))
         return FALSE;
     m->ns = (m->rows.n + OBJVIEW_SAMPLE - 1) / OBJVIEW_SAMPLE;
@@ -427,7 +427,7 @@ static int store_objview_column(sqlite3_vtab_cursor *cursor, sqlite3_context *ct
     case 6:
         if (!t->rows.died_gc) { /* read on first use: few statements ask for it */
             g_autoptr(GError) error = NULL;
-            const char *path = sqlite3_db_filename(t->db, "main");
+            const char *path = store_db_name(t->db);
             if (!store_history_deaths_read(t->db, path ? path : "the recording", &t->rows,
                                            &error)) {
                 sqlite3_result_error(ctx, error->message, -1);

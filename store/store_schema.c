@@ -1036,21 +1036,28 @@ static gboolean store_db_wal_quiet(const char *path)
     return S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
-static sqlite3 *store_db_open_readonly_once(const char *path, gboolean immutable, GError **error)
+/* The query parameter that keeps, on a connection, the file's name as the user gave it
+ * (store_db_name): SQLite knows the file by its full path, and keeps the parameters of the URI it
+ * was opened by beside it (sqlite3_uri_parameter of sqlite3_db_filename). SQLite and its VFS
+ * ignore a parameter they do not know. */
+#define STORE_DB_NAME_PARAMETER "heaplens_name"
+
+/* Opens `path` read-only, by a URI that keeps `name` (store_db_name) and asks for immutable. */
+static sqlite3 *store_db_open_readonly_once(const char *path, const char *name,
+                                            gboolean immutable, GError **error)
 {
     sqlite3 *db = NULL;
-    /* a URI only for immutable: any other path is given to SQLite as it is */
-    g_autofree char *escaped = immutable ? g_uri_escape_string(path, "/", FALSE) : NULL;
+    g_autofree char *escaped = g_uri_escape_string(path, "/", FALSE);
+    g_autofree char *escaped_name = g_uri_escape_string(name, NULL, FALSE);
     g_autofree char *uri =
-        immutable ? g_strconcat("file:", path[0] == '/' ? "//" : "", escaped, "?immutable=1", NULL)
-                  : NULL;
+        g_strconcat("file:", path[0] == '/' ? "//" : "", escaped, "?" STORE_DB_NAME_PARAMETER "=",
+                    escaped_name, immutable ? "&immutable=1" : "", NULL);
     /* NOMUTEX: a command's connection serves one thread (the loader's second reader opens its
      * own); serialized, every sqlite3_column_* took the connection's mutex, 5-9% of the CPU of
      * reading a 5M-object snapshot row by row */
-    if (sqlite3_open_v2(uri ? uri : path, &db,
-                        SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (uri ? SQLITE_OPEN_URI : 0),
+    if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
                         NULL) != SQLITE_OK) {
-        store_sql_fail(db, path, "cannot open", error);
+        store_sql_fail(db, name, "cannot open", error);
         sqlite3_close(db);
         return NULL;
     }
@@ -1059,13 +1066,23 @@ static sqlite3 *store_db_open_readonly_once(const char *path, gboolean immutable
     return db;
 }
 
+const char *store_db_name(struct sqlite3 *db)
+{
+    const char *path = db ? sqlite3_db_filename(db, "main") : NULL;
+    if (!path || !*path)
+        return NULL;
+    const char *name = sqlite3_uri_parameter(path, STORE_DB_NAME_PARAMETER);
+    return name && *name ? name : path;
+}
+
 struct sqlite3 *store_db_open_again(struct sqlite3 *db)
 {
     const char *path = sqlite3_db_filename(db, "main");
     if (!path || !*path)
         return NULL;
     g_autoptr(GError) ignored = NULL;
-    return store_db_open_readonly_once(path, sqlite3_uri_boolean(path, "immutable", 0), &ignored);
+    return store_db_open_readonly_once(path, store_db_name(db),
+                                       sqlite3_uri_boolean(path, "immutable", 0), &ignored);
 }
 
 struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
@@ -1082,7 +1099,7 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     if (!store_db_check_file(path, &wal_header, error))
         goto out;
     quiet = wal_header && store_db_wal_quiet(path);
-    if ((db = store_db_open_readonly_once(path, quiet, error)) == NULL)
+    if ((db = store_db_open_readonly_once(path, path, quiet, error)) == NULL)
         goto out;
     app_id = store_db_pragma_int(db, "PRAGMA application_id");
     if (app_id < 0) {
@@ -1125,7 +1142,7 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     if ((quiet && store_db_may_leave_wal(path)) || (!quiet && store_db_in_wal(db))) {
         sqlite3_close(db);
         store_db_leave_wal(path);
-        if ((db = store_db_open_readonly_once(path, FALSE, error)) == NULL)
+        if ((db = store_db_open_readonly_once(path, path, FALSE, error)) == NULL)
             goto out;
     }
     if (!store_snapshot_view_attach(db, error) || !store_objects_view_attach(db, error) ||

@@ -1013,7 +1013,8 @@ static void case_import_leftover(void)
 }
 
 /* A file whose pages past the first are garbage (its header and schema intact): the failed
- * read names the file, so a command reading two of them says which one. */
+ * read names the file as the command line did (it was SQLite's full path), so a command reading
+ * two of them says which one. */
 static void case_damaged_named(void)
 {
     g_autofree char *app = fixture_path("app.db"), *bad = fixture_path("bad.db");
@@ -1022,10 +1023,14 @@ static void case_damaged_named(void)
     CHECK(g_file_get_contents(app, &data, &len, NULL) && len > 8192);
     memset(data + 8192, 0xa5, len - 8192); /* page 1 of 8 KiB kept */
     CHECK(g_file_set_contents(bad, data, (gssize)len, NULL));
-    g_autofree char *err = g_strdup_printf(
-        "heaplens: reading %s failed: database disk image is malformed\n", bad);
+    const char *err = "heaplens: reading bad.db failed: database disk image is malformed\n";
     EXPECT(RUN("gcs", "bad.db"), 1, "", err);
     EXPECT(RUN("diff", "app.db", "--to-file", "bad.db"), 1, "", err);
+    EXPECT(RUN("gcs", "./bad.db"), 1, "",
+           "heaplens: reading ./bad.db failed: database disk image is malformed\n");
+    g_autofree char *full = g_strdup_printf(
+        "heaplens: reading %s failed: database disk image is malformed\n", bad);
+    EXPECT(RUN("leaks", bad), 1, "", full);
 }
 
 /* A FIFO (or any file that is not a regular one) given as FILE is refused without waiting for a

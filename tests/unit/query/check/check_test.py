@@ -139,6 +139,70 @@ def main():
         expect("refused assertions leave the file as it was",
                hashlib.sha256(f.read()).hexdigest() == before)
 
+    # Assertions the recording cannot decide are refused, never passed: one line on stderr that
+    # says why and how to record what they need, exit 1, nothing on stdout (it was "1 assertion
+    # holds" for --no-leaks on a file with one snapshot).
+    def variant(name, sql):
+        shutil.copy(os.path.join(a.workdir, db), os.path.join(a.workdir, name))
+        con = sqlite3.connect(os.path.join(a.workdir, name))
+        con.executescript(sql)
+        con.commit()
+        con.close()
+    variant("one.db", "DELETE FROM snapshots WHERE snapshot > 1")
+    variant("none.db", "DELETE FROM snapshots")
+    # sampled: between snapshots only the samples' objects are followed (live_objects holds
+    # those alone); snapshots at GCs 3 and 4 ('b' and 'c' follow GC 3, 'a' GC 1)
+    variant("sampled.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
+                          "DELETE FROM snapshots WHERE snapshot < 3")
+    variant("sampled0.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
+                           "DELETE FROM snapshots")
+    variant("nogc.db", "DELETE FROM snapshots; DELETE FROM gc_generations; DELETE FROM gcs;"
+                       "DELETE FROM checkpoints")
+    how = "(take one per GC.Collect() with 'heaplens record', or with 'heaplens snapshot PID')"
+    sampled_how = ("and between snapshots a sampled recording follows only its sampled objects; "
+                   "take snapshots ('heaplens record --snapshot induced', the default, or "
+                   "'heaplens snapshot PID') or record in full mode")
+    undecided = [
+        ("one.db", ["--no-leaks"],
+         "heaplens: check: --no-leaks cannot be checked: leaks needs at least two heap snapshots "
+         f"to see growth; one.db has 1 {how}"),
+        ("none.db", ["--max-live", "App.Leak=100", "--no-leaks"],
+         "heaplens: check: --no-leaks cannot be checked: leaks needs at least two heap snapshots "
+         f"to see growth; none.db has 0 {how}"),
+        ("none.db", ["--max-retained", "App.Leak=1G"],
+         "heaplens: check: --max-retained App.Leak=1G cannot be checked: none.db has no heap "
+         "snapshot; 'heaplens record' takes one at every GC.Collect() (--snapshot induced, the "
+         "default) and 'heaplens snapshot PID' on demand"),
+        ("sampled0.db", ["--max-live", "App.Leak=100"],
+         "heaplens: check: --max-live App.Leak=100 cannot be checked: sampled0.db has no heap "
+         f"snapshot at GC 4 (its last GC), {sampled_how}"),
+        ("sampled.db", ["--max-live", "App.Leak=100@a"],
+         "heaplens: check: --max-live App.Leak=100@a cannot be checked: sampled.db has no heap "
+         f"snapshot at GC 1 (the last before checkpoint 'a'), {sampled_how}"),
+        ("nogc.db", ["--max-live", "App.Leak=100"],
+         "heaplens: check: --max-live App.Leak=100 cannot be checked: nogc.db has no GC and no "
+         "heap snapshot, so nothing is known alive (a program that ends before its first GC can "
+         "call GC.Collect() before it ends)"),
+    ]
+    for name, args, want in undecided:
+        for json_flag in ([], ["--json"]):
+            p = subprocess.run([a.heaplens, "check", name] + args + json_flag, cwd=a.workdir,
+                               capture_output=True, text=True, timeout=120)
+            expect(f"undecided: {name} {args + json_flag}",
+                   p.returncode == 1 and p.stdout == "" and p.stderr == want + "\n",
+                   f"{p.returncode} {p.stdout!r}\n got  {p.stderr!r}\n want {want!r}")
+    # what can be decided there still is: a snapshot (GCs 3 and 4 of the sampled file) names
+    # every live object, and a full recording without snapshots knows every object after its
+    # last GC
+    for name, args in (("sampled.db", ["--max-live", "App.Leak=12", "--max-live", "App.Leak=12@b"]),
+                       ("none.db", ["--max-live", "App.Leak=12"])):
+        p = subprocess.run([a.heaplens, "check", name] + args, cwd=a.workdir,
+                           capture_output=True, text=True, timeout=120)
+        n = len(args) // 2
+        expect(f"decided: {name} {args}", p.returncode == 0 and
+               p.stdout == f"{n} assertion{'s' if n > 1 else ''} hold{'' if n > 1 else 's'}\n",
+               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
     # An unfinished recording (its writer still at work, or killed): check and export say so as
     # every other command does — the note after the answer in text, on stderr with --json.
     shutil.copy(os.path.join(a.workdir, db), os.path.join(a.workdir, "unfinished.db"))
