@@ -782,7 +782,7 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
         if (*db && stat(db, &st) == 0 && S_ISREG(st.st_mode)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                         "%s %s: SQLite would take it for %s's %s and delete or overwrite it "
-                        "when %s is next opened; choose another name with -o",
+                        "when %s is next opened; choose another name",
                         refused, output, db, members[i].what, db);
             return FALSE;
         }

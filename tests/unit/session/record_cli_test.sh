@@ -50,7 +50,7 @@ check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in 
 # --force too, and for import; nothing is created
 : >sib.db
 for m in journal wal shm; do
-  "$hl" record -o sib.db-$m -- true 2>err; check "record -o sib.db-$m" 1 $? err "^heaplens: cannot record to sib.db-$m: SQLite would take it for sib.db's .* when sib.db is next opened; choose another name with -o$"
+  "$hl" record -o sib.db-$m -- true 2>err; check "record -o sib.db-$m" 1 $? err "^heaplens: cannot record to sib.db-$m: SQLite would take it for sib.db's .* when sib.db is next opened; choose another name$"
 done
 "$hl" record --force -o sib.db-journal -- true 2>err; check "record --force -o sib.db-journal" 1 $? err "^heaplens: cannot record to sib.db-journal: SQLite would take it for sib.db's rollback journal"
 "$hl" import sib.gcdump -o sib.db-wal 2>err; check "import -o sib.db-wal" 1 $? err "^heaplens: import: cannot import to sib.db-wal: SQLite would take it for sib.db's write-ahead log"
