@@ -606,6 +606,30 @@ static void unrecorded_print(json_t *list) {
     fprintf(stderr, "%s\n", line->str);
 }
 
+/* The runtime's own switch that forbids a profiler, as the program inherits it from heaplens'
+ * environment ("DOTNET_EnableDiagnostics=0"; NULL: none). The runtime reads DOTNET_NAME before
+ * COMPlus_NAME, as a hexadecimal number; EnableDiagnostics=0 forbids every diagnostic,
+ * EnableDiagnostics_Profiler=0 (.NET 8 on) profilers alone. */
+static char *recording_profiler_veto_new(void) {
+    static const char *const names[] = {"EnableDiagnostics", "EnableDiagnostics_Profiler"};
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        for (int prefix = 0; prefix < 2; prefix++) {
+            g_autofree char *variable =
+                g_strconcat(prefix == 0 ? "DOTNET_" : "COMPlus_", names[i], NULL);
+            const char *value = getenv(variable);
+            if (!value)
+                continue;
+            char *end = NULL;
+            errno = 0;
+            unsigned long v = strtoul(value, &end, 16);
+            if (*value && end && !*end && errno == 0 && v == 0)
+                return g_strdup_printf("%s=%s", variable, value);
+            break; /* DOTNET_ set: its COMPlus_ twin is not read */
+        }
+    }
+    return NULL;
+}
+
 /* The summary of one database: printed, or returned as JSON with --json. With --children
  * each database also says whose it is (run.pid, run.command). */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o) {
@@ -704,8 +728,14 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     }
     if (nodata) {
         json_decref(unrecorded);
-        fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a .NET "
-                        "program?); %s holds no data\n", output);
+        g_autofree char *veto = recording_profiler_veto_new();
+        if (veto)
+            fprintf(stderr, "heaplens: warning: the program never loaded the collector: %s in "
+                            "its environment forbids the runtime to load a profiler (unset it); "
+                            "%s holds no data\n", veto, output);
+        else
+            fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a "
+                            ".NET program?); %s holds no data\n", output);
         return NULL;
     }
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],

@@ -59,6 +59,13 @@ done
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
+# The runtime's own switches that forbid a profiler are named as the cause, not "is it a .NET program?"
+for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDiagnostics_Profiler=0x0; do
+  rm -f veto.db
+  env "$v" "$hl" record -o veto.db -- true 2>err; check "$v" 0 $? err "^heaplens: warning: the program never loaded the collector: $v in its environment forbids the runtime to load a profiler \(unset it\); veto.db holds no data$"
+done
+rm -f veto.db
+DOTNET_EnableDiagnostics=1 COMPlus_EnableDiagnostics=0 "$hl" record -o veto.db -- true 2>err; check "DOTNET_ read before COMPlus_" 0 $? err "\(is it a \.NET program\?\)"
 "$hl" info b.db --json >info.json 2>/dev/null && grep -q '"no-data"' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL info of a no-data recording"; cat info.json; }
 
 "$hl" record -o b.db -- true 2>err; check "existing output" 1 $? err "^heaplens: b.db already exists"
