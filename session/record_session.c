@@ -116,7 +116,12 @@ static pid_t program_start(char **program, const char *collector, const char *so
         setenv("CORECLR_ENABLE_PROFILING", "1", 1);
         setenv("CORECLR_PROFILER", PROFILER_CLSID, 1);
         setenv("CORECLR_PROFILER_PATH", collector, 1);
-        unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
+        /* Each would take precedence over ours where it applies (_ARM64 on arm64 even before
+         * _64, _32 and _ARM32 on 32-bit hosts): another profiler of the user's would load. */
+        unsetenv("CORECLR_PROFILER_PATH_64");
+        unsetenv("CORECLR_PROFILER_PATH_ARM64");
+        unsetenv("CORECLR_PROFILER_PATH_32");
+        unsetenv("CORECLR_PROFILER_PATH_ARM32");
         setenv("HEAPLENS_SOCKET", socket_path, 1);
         /* Only this process is recorded (or, if it is no .NET program, its first .NET
          * descendant): the collector declines in any other (they inherit the variables through

@@ -59,6 +59,14 @@ done
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
+# A profiler path of the user's that the runtime would read before CORECLR_PROFILER_PATH (on its
+# kind of host) is not passed on: heaplens' collector is the one loaded.
+rm -f paths.db
+CORECLR_PROFILER_PATH_64=/other/p.so CORECLR_PROFILER_PATH_ARM64=/other/p.so CORECLR_PROFILER_PATH_32=/other/p.so \
+  CORECLR_PROFILER_PATH_ARM32=/other/p.so "$hl" record -q -o paths.db -- env >env.txt 2>err
+check "other profiler paths" 0 $? err ""
+if grep -q '^CORECLR_PROFILER_PATH=.*libheaplens.so$' env.txt && ! grep -q '^CORECLR_PROFILER_PATH_' env.txt; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL the program's profiler paths:"; grep CORECLR_PROFILER_PATH env.txt; fi
 # The runtime's own switches that forbid a profiler are named as the cause, not "is it a .NET program?"
 for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDiagnostics_Profiler=0x0; do
   rm -f veto.db
