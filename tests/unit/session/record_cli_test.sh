@@ -67,6 +67,12 @@ CORECLR_PROFILER_PATH_64=/other/p.so CORECLR_PROFILER_PATH_ARM64=/other/p.so COR
 check "other profiler paths" 0 $? err ""
 if grep -q '^CORECLR_PROFILER_PATH=.*libheaplens.so$' env.txt && ! grep -q '^CORECLR_PROFILER_PATH_' env.txt; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL the program's profiler paths:"; grep CORECLR_PROFILER_PATH env.txt; fi
+# --json: the summary is the last line of standard output, after the program's own lines there
+rm -f jl.db
+"$hl" record --json -o jl.db -- sh -c 'echo hello; echo "{not json"; exit 5' >out.txt 2>err; check "record --json" 5 $? err ""
+if [ "$(sed -n 1,2p out.txt)" = "$(printf 'hello\n{not json')" ] && [ "$(wc -l <out.txt)" -eq 3 ] &&
+   tail -n 1 out.txt | python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(d["file"] != "jl.db")'; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL record --json: the summary is not the last line:"; cat out.txt; fi
 # The runtime's own switches that forbid a profiler are named as the cause, not "is it a .NET program?"
 for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDiagnostics_Profiler=0x0; do
   rm -f veto.db
