@@ -515,8 +515,9 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
      * `heaplens record` must see what the program did. A writer that died is said here, and
      * what it could not store is stored now (before the session's directory, which holds the
      * collector's end file, goes). */
+    gboolean ours = TRUE; /* `output` is still the recording's file */
     if (!writer_ok && started)
-        recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
+        ours = recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
     /* .NET processes of the session that declined (every descendant without --children): the
      * recording says they ran, so that a launcher's summary does not hide its child's work. */
     g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
@@ -535,7 +536,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     *exit_status_out = exit_status;
     /* A killed writer's file now says how it ended: its summary says what it holds and what
      * is missing (a writer stopped by a full disk said so in its own line). */
-    gboolean summarise = writer_ok || WIFSIGNALED(writer_status);
+    gboolean summarise = writer_ok || (WIFSIGNALED(writer_status) && ours);
     if (!summarise && !recorded)
         return TRUE;
     json_t *main_summary = summarise ? recording_summary_print(output, &so) : NULL;

@@ -530,12 +530,27 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
         recording_sockets_remove(sockets);
         return -1;
     }
+    struct stat st;
+    if (stat(output, &st) == 0) { /* created by the writer, which is still serving it */
+        sockets->output_dev = st.st_dev;
+        sockets->output_ino = st.st_ino;
+    }
     *stop_fd = stop[1];
     return writer;
 }
 
-void recording_writer_died(const char *output, const recording_sockets *sockets,
-                           int writer_status, gboolean exit_known, int exit_status) {
+gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
+                               int writer_status, gboolean exit_known, int exit_status) {
+    struct stat st;
+    if ((sockets->output_dev || sockets->output_ino) &&
+        (stat(output, &st) != 0 || st.st_dev != sockets->output_dev ||
+         st.st_ino != sockets->output_ino)) {
+        gboolean removed = stat(output, &st) != 0;
+        fprintf(stderr, "heaplens: the writer failed: %s was %s while it was being recorded: the "
+                        "recording is lost%s\n", output, removed ? "removed" : "replaced by another file",
+                        removed ? "" : " (that file is left as it is)");
+        return FALSE;
+    }
     gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
     if (WIFSIGNALED(writer_status))
         fprintf(stderr, "heaplens: the writer failed (killed by signal %d); %s holds what was "
@@ -551,6 +566,7 @@ void recording_writer_died(const char *output, const recording_sockets *sockets,
         !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
         fprintf(stderr, "heaplens: could not store how the recording ended: %s\n",
                 error->message);
+    return TRUE;
 }
 
 void recording_wal_kept_say(const char *output) {

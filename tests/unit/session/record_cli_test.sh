@@ -73,6 +73,21 @@ rm -f jl.db
 if [ "$(sed -n 1,2p out.txt)" = "$(printf 'hello\n{not json')" ] && [ "$(wc -l <out.txt)" -eq 3 ] &&
    tail -n 1 out.txt | python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(d["file"] != "jl.db")'; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL record --json: the summary is not the last line:"; cat out.txt; fi
+# The database removed, or replaced by another recording, while the writer serves it: said so, and
+# the file now named so is not touched (the writer's end was stored into it, status, loss and
+# exit status, and the summary read it as this recording's).
+rm -f other.db* gone.db* swap.db*
+"$hl" record -q -o other.db -- true 2>err
+python3 -c 'import sqlite3; c = sqlite3.connect("other.db"); c.execute("UPDATE run SET status = ? , exit_status = NULL", ("recording",)); c.commit()'
+before=$(sha256sum <other.db)
+"$hl" record -o swap.db -- sh -c 'rm -f swap.db swap.db-wal swap.db-shm; cp other.db swap.db; exit 6' 2>err
+rc=$?; grep -v '^heaplens: writer: ' err >err2
+check "database replaced while recorded" 6 $rc err2 "^heaplens: the writer failed: swap.db was replaced by another file while it was being recorded: the recording is lost \(that file is left as it is\)$"
+[ "$(sha256sum <swap.db)" = "$before" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the file put in the recording's place was written to"; }
+"$hl" record -o gone.db -- sh -c 'rm -f gone.db gone.db-wal gone.db-shm' 2>err
+rc=$?; grep -v '^heaplens: writer: ' err >err2
+check "database removed while recorded" 0 $rc err2 "^heaplens: the writer failed: gone.db was removed while it was being recorded: the recording is lost$"
+[ ! -e gone.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL gone.db was created again"; }
 # The runtime's own switches that forbid a profiler are named as the cause, not "is it a .NET program?"
 for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDiagnostics_Profiler=0x0; do
   rm -f veto.db
