@@ -547,8 +547,9 @@ gboolean recording_writer_died(const char *output, const recording_sockets *sock
          st.st_ino != sockets->output_ino)) {
         gboolean removed = stat(output, &st) != 0;
         fprintf(stderr, "heaplens: the writer failed: %s was %s while it was being recorded: the "
-                        "recording is lost%s\n", output, removed ? "removed" : "replaced by another file",
-                        removed ? "" : " (that file is left as it is)");
+                        "recording is lost%s\n",
+                output, removed ? "removed" : "replaced by another file",
+                removed ? "" : " (that file is left as it is)");
         return FALSE;
     }
     gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
