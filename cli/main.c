@@ -94,7 +94,8 @@ static const query_command commands[] = {
                  "  --force              replace FILE if it exists (and the descendants' files),\n"
                  "                       never one still being recorded\n"
                  "  -q, --quiet          no summary at the end\n"
-                 "  --json               print the summary as JSON\n" HELP_OPTION,
+                 "  --json               print the summary as JSON, on one line: the last of\n"
+                 "                       standard output, which the program shares\n" HELP_OPTION,
     },
     {
         .name = "attach",

@@ -2,6 +2,7 @@
 #include "cli/output_file.h"
 
 #include "cli/cli.h"
+#include "session/recording.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +92,36 @@ static gboolean query_output_file_check_inputs(query_output_file *file,
     return TRUE;
 }
 
+/* Refuses to replace a database with the output: a file that opens with SQLite's header, or one
+ * with its -wal, -shm or -journal beside it (a recording still being written has them before its
+ * first page is written). The rename would leave a live writer writing into a file nobody can
+ * reach any more (the whole recording lost, its -wal and -shm removed at its end), and a finished
+ * recording would be gone for a report typed with the wrong name. `final`: the regular file the
+ * output would replace. */
+static gboolean query_output_file_check_database(query_output_file *file, const char *final,
+                                                 GError **error)
+{
+    static const char header[16] = "SQLite format 3";
+    static const char *const members[] = {"-wal", "-shm", "-journal"};
+    char head[sizeof header];
+    int fd = open(final, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    gboolean database = fd >= 0 && read(fd, head, sizeof head) == (ssize_t)sizeof head &&
+                        memcmp(head, header, sizeof header) == 0;
+    if (fd >= 0)
+        close(fd);
+    for (size_t i = 0; i < G_N_ELEMENTS(members) && !database; i++) {
+        g_autofree char *member = g_strconcat(final, members[i], NULL);
+        struct stat st;
+        database = lstat(member, &st) == 0;
+    }
+    if (database)
+        return query_output_file_fail(file,
+                                      "it is an SQLite database (a recording?), which heaplens "
+                                      "never replaces; name another file",
+                                      error);
+    return TRUE;
+}
+
 /* Opens a FIFO, a character device or a socket for writing as it is. A FIFO is opened without
  * waiting: with no reader there (ENXIO) nothing would ever take the output. */
 static gboolean query_output_file_open_special(query_output_file *file, GError **error)
@@ -121,7 +152,8 @@ gboolean query_output_file_open(query_output_file *file, const char *path,
         file->out = stdout;
         return TRUE;
     }
-    if (!query_output_file_check_inputs(file, inputs, error))
+    if (!query_output_file_check_inputs(file, inputs, error) ||
+        !recording_output_not_sibling("cannot write", path, error))
         return FALSE;
     if (stat(path, &st) != 0) {
         int saved = errno;
@@ -148,6 +180,8 @@ gboolean query_output_file_open(query_output_file *file, const char *path,
         file->final = realpath(path, NULL);
         if (!file->final)
             return query_output_file_fail(file, g_strerror(errno), error);
+        if (!query_output_file_check_database(file, file->final, error))
+            return FALSE;
         return query_output_file_open_temporary(file, st.st_mode & 07777, error);
     }
     /* A FIFO, a character device, a socket: written as it is, never created, truncated or

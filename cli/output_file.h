@@ -8,7 +8,10 @@
  * reads is refused, never waited on). "-", /dev/stdout and its kin are heaplens' own standard
  * output. A directory, a block device or a link to nothing is refused, and so is every file the
  * command reads: an input, or (existing or not yet) its SQLite -wal, -shm or -journal file, by
- * name or through links (compared by device and inode).
+ * name or through links (compared by device and inode). A database is never replaced: a file
+ * with SQLite's header, or with a -wal, -shm or -journal beside it (another recording, finished
+ * or still being written: its writer would go on into a file nobody can reach), nor named as
+ * SQLite names another database's files (DB-wal, DB-shm, DB-journal beside an existing DB).
  *
  * Errors: QUERY_ERROR_IO "cannot write OUT: <why>". Single-threaded.
  */

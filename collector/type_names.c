@@ -17,11 +17,22 @@
 typedef struct name_buf {
     char *p;
     size_t size, len;
+    bool full; /* something was cut: nothing more is added (a later "," or ">" would not say so) */
 } name_buf;
 
+/* Adds all of s or, when it does not fit, as much of it as fits and nothing after. Each piece
+ * is ASCII or one whole UTF-8 character (put_utf16_name), so a character is never cut in two
+ * (a name stays valid UTF-8; its first bytes alone were a name no reader could decode). */
 static void put(name_buf *b, const char *s, size_t n) {
-    for (size_t i = 0; i < n && b->len + 1 < b->size; i++)
+    bool character = n > 1 && ((unsigned char)s[0] & 0x80);
+    if (b->full || (character && b->len + n + 1 > b->size)) {
+        b->full = true;
+        return;
+    }
+    size_t i = 0;
+    for (; i < n && b->len + 1 < b->size; i++)
         b->p[b->len++] = s[i];
+    b->full = i < n;
     b->p[b->len] = 0;
 }
 static void puts_(name_buf *b, const char *s) { put(b, s, strlen(s)); }
@@ -273,7 +284,7 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
 }
 
 bool hl_typedef_name(IMetaDataImport *mdi, mdTypeDef td, char *out, size_t size) {
-    name_buf b = {out, size, 0};
+    name_buf b = {.p = out, .size = size, .len = 0};
     uint32_t flags = 0;
     if (size)
         out[0] = 0;
@@ -281,7 +292,7 @@ bool hl_typedef_name(IMetaDataImport *mdi, mdTypeDef td, char *out, size_t size)
 }
 
 void hl_utf16_name(char *out, size_t size, const WCHAR *w, size_t n) {
-    name_buf b = {out, size, 0};
+    name_buf b = {.p = out, .size = size, .len = 0};
     if (size) {
         out[0] = 0;
         put_utf16_name(&b, w, n);

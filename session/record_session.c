@@ -116,7 +116,12 @@ static pid_t program_start(char **program, const char *collector, const char *so
         setenv("CORECLR_ENABLE_PROFILING", "1", 1);
         setenv("CORECLR_PROFILER", PROFILER_CLSID, 1);
         setenv("CORECLR_PROFILER_PATH", collector, 1);
-        unsetenv("CORECLR_PROFILER_PATH_64"); /* it would take precedence over ours */
+        /* Each would take precedence over ours where it applies (_ARM64 on arm64 even before
+         * _64, _32 and _ARM32 on 32-bit hosts): another profiler of the user's would load. */
+        unsetenv("CORECLR_PROFILER_PATH_64");
+        unsetenv("CORECLR_PROFILER_PATH_ARM64");
+        unsetenv("CORECLR_PROFILER_PATH_32");
+        unsetenv("CORECLR_PROFILER_PATH_ARM32");
         setenv("HEAPLENS_SOCKET", socket_path, 1);
         /* Only this process is recorded (or, if it is no .NET program, its first .NET
          * descendant): the collector declines in any other (they inherit the variables through
@@ -510,8 +515,9 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
      * `heaplens record` must see what the program did. A writer that died is said here, and
      * what it could not store is stored now (before the session's directory, which holds the
      * collector's end file, goes). */
+    gboolean ours = TRUE; /* `output` is still the recording's file */
     if (!writer_ok && started)
-        recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
+        ours = recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
     /* .NET processes of the session that declined (every descendant without --children): the
      * recording says they ran, so that a launcher's summary does not hide its child's work. */
     g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
@@ -530,7 +536,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     *exit_status_out = exit_status;
     /* A killed writer's file now says how it ended: its summary says what it holds and what
      * is missing (a writer stopped by a full disk said so in its own line). */
-    gboolean summarise = writer_ok || WIFSIGNALED(writer_status);
+    gboolean summarise = writer_ok || (WIFSIGNALED(writer_status) && ours);
     if (!summarise && !recorded)
         return TRUE;
     json_t *main_summary = summarise ? recording_summary_print(output, &so) : NULL;

@@ -530,12 +530,28 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
         recording_sockets_remove(sockets);
         return -1;
     }
+    struct stat st;
+    if (stat(output, &st) == 0) { /* created by the writer, which is still serving it */
+        sockets->output_dev = st.st_dev;
+        sockets->output_ino = st.st_ino;
+    }
     *stop_fd = stop[1];
     return writer;
 }
 
-void recording_writer_died(const char *output, const recording_sockets *sockets,
-                           int writer_status, gboolean exit_known, int exit_status) {
+gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
+                               int writer_status, gboolean exit_known, int exit_status) {
+    struct stat st;
+    if ((sockets->output_dev || sockets->output_ino) &&
+        (stat(output, &st) != 0 || st.st_dev != sockets->output_dev ||
+         st.st_ino != sockets->output_ino)) {
+        gboolean removed = stat(output, &st) != 0;
+        fprintf(stderr, "heaplens: the writer failed: %s was %s while it was being recorded: the "
+                        "recording is lost%s\n",
+                output, removed ? "removed" : "replaced by another file",
+                removed ? "" : " (that file is left as it is)");
+        return FALSE;
+    }
     gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
     if (WIFSIGNALED(writer_status))
         fprintf(stderr, "heaplens: the writer failed (killed by signal %d); %s holds what was "
@@ -551,6 +567,7 @@ void recording_writer_died(const char *output, const recording_sockets *sockets,
         !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
         fprintf(stderr, "heaplens: could not store how the recording ended: %s\n",
                 error->message);
+    return TRUE;
 }
 
 void recording_wal_kept_say(const char *output) {
@@ -604,6 +621,30 @@ static void unrecorded_print(json_t *list) {
                                  "those whose command line contains PATTERN",
                            n == 1 ? "it" : "them");
     fprintf(stderr, "%s\n", line->str);
+}
+
+/* The runtime's own switch that forbids a profiler, as the program inherits it from heaplens'
+ * environment ("DOTNET_EnableDiagnostics=0"; NULL: none). The runtime reads DOTNET_NAME before
+ * COMPlus_NAME, as a hexadecimal number; EnableDiagnostics=0 forbids every diagnostic,
+ * EnableDiagnostics_Profiler=0 (.NET 8 on) profilers alone. */
+static char *recording_profiler_veto_new(void) {
+    static const char *const names[] = {"EnableDiagnostics", "EnableDiagnostics_Profiler"};
+    for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+        for (int prefix = 0; prefix < 2; prefix++) {
+            g_autofree char *variable =
+                g_strconcat(prefix == 0 ? "DOTNET_" : "COMPlus_", names[i], NULL);
+            const char *value = getenv(variable);
+            if (!value)
+                continue;
+            char *end = NULL;
+            errno = 0;
+            unsigned long v = strtoul(value, &end, 16);
+            if (*value && end && !*end && errno == 0 && v == 0)
+                return g_strdup_printf("%s=%s", variable, value);
+            break; /* DOTNET_ set: its COMPlus_ twin is not read */
+        }
+    }
+    return NULL;
 }
 
 /* The summary of one database: printed, or returned as JSON with --json. With --children
@@ -704,8 +745,14 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     }
     if (nodata) {
         json_decref(unrecorded);
-        fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a .NET "
-                        "program?); %s holds no data\n", output);
+        g_autofree char *veto = recording_profiler_veto_new();
+        if (veto)
+            fprintf(stderr, "heaplens: warning: the program never loaded the collector: %s in "
+                            "its environment forbids the runtime to load a profiler (unset it); "
+                            "%s holds no data\n", veto, output);
+        else
+            fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a "
+                            ".NET program?); %s holds no data\n", output);
         return NULL;
     }
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
@@ -782,7 +829,7 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
         if (*db && stat(db, &st) == 0 && S_ISREG(st.st_mode)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                         "%s %s: SQLite would take it for %s's %s and delete or overwrite it "
-                        "when %s is next opened; choose another name with -o",
+                        "when %s is next opened; choose another name",
                         refused, output, db, members[i].what, db);
             return FALSE;
         }

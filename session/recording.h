@@ -55,6 +55,10 @@ typedef struct recording_sockets {
     char *claim_path; /* created by the collector of the recorded process (collector/profiler.c) */
     char *children_path; /* --children: the descendants' collectors connect here */
     int collector_fd, control_fd;
+    /* The database the writer created (recording_writer_start), to tell it from a file put in
+     * its place while it recorded (recording_writer_died); 0 and 0 before. */
+    dev_t output_dev;
+    ino_t output_ino;
 } recording_sockets;
 gboolean recording_sockets_create(recording_sockets *s, GError **error);
 /* Closes the listening ends and removes the session's directory with what the session put in it
@@ -70,9 +74,12 @@ void recording_dir_remove(const char *dir);
  * known of the recording's end when the writer could not (store_recording_end: killed, or
  * stopped by a full disk; from the collector's end file in the session's directory, and the
  * program's exit status when `exit_known`). A file that cannot take it stays as it was: one more
- * line says so, except after a write error (the writer's line said the disk is full). */
-void recording_writer_died(const char *output, const recording_sockets *sockets,
-                           int writer_status, gboolean exit_known, int exit_status);
+ * line says so, except after a write error (the writer's line said the disk is full). When
+ * `output` is no longer the file the writer created (removed, or another put in its place while
+ * it recorded: SQLite then fails the writer's next write), that is said instead, nothing is
+ * stored and FALSE returned: the file now named so is another's, and no summary may read it. */
+gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
+                               int writer_status, gboolean exit_known, int exit_status);
 /* The writer finished with the file left in WAL mode (store_summary.wal_kept: a reader kept it
  * open): says so in one line on stderr — the recording is whole, its last GCs in `output`-wal
  * until the last connection to it closes. */

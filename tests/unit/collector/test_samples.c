@@ -8,6 +8,7 @@
 #include "collector/eventpipe.h"
 #include "collector/frames.h"
 #include "collector/thread_buffers.h"
+#include "collector/type_names.h"
 
 static hl_alloc_event seen[8192];
 static size_t n_seen;
@@ -217,6 +218,30 @@ static void test_parse_checkpoint(void) {
     assert(!hl_parse_checkpoint(NULL, 4, name, sizeof name));
 }
 
+/* Metadata names (UTF-16) cut at a character: room for "ab" and the e-acute only leaves the
+ * euro sign out whole, never its first bytes (they are no UTF-8), and nothing after it. */
+static void test_utf16_name_cut(void) {
+    const WCHAR w[] = {'a', 'b', 0xE9, 0x20AC, 'c', 0xD83D, 0xDE00, 0};
+    char out[16];
+    hl_utf16_name(out, sizeof out, w, 7);
+    assert(strcmp(out, "ab\xC3\xA9\xE2\x82\xAC" "c\xF0\x9F\x98\x80") == 0);
+    for (size_t size = 1; size <= 13; size++) {
+        static const char *const want[] = {"", "a", "ab", "ab", "ab\xC3\xA9", "ab\xC3\xA9",
+                                           "ab\xC3\xA9", "ab\xC3\xA9\xE2\x82\xAC",
+                                           "ab\xC3\xA9\xE2\x82\xAC" "c",
+                                           "ab\xC3\xA9\xE2\x82\xAC" "c",
+                                           "ab\xC3\xA9\xE2\x82\xAC" "c",
+                                           "ab\xC3\xA9\xE2\x82\xAC" "c",
+                                           "ab\xC3\xA9\xE2\x82\xAC" "c\xF0\x9F\x98\x80"};
+        hl_utf16_name(out, size, w, 7);
+        assert(strcmp(out, want[size - 1]) == 0);
+    }
+    /* A character cut off ends the name: a later ASCII one is not added after the gap. */
+    const WCHAR gap[] = {'a', 0x20AC, 'b', 0};
+    hl_utf16_name(out, 4, gap, 3);
+    assert(strcmp(out, "a") == 0);
+}
+
 /* The own sampler's distances (full mode): geometric, mean 102400, never 0. */
 static void test_sample_distance(void) {
     uint64_t x = 0x9E3779B97F4A7C15ull, min = UINT64_MAX;
@@ -289,6 +314,7 @@ int main(void) {
     test_parse_gc_start();
     test_parse_gc_stats();
     test_parse_checkpoint();
+    test_utf16_name_cut();
     puts("ok");
     return 0;
 }

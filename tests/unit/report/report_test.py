@@ -445,6 +445,42 @@ def test_output_targets(env):
     check(not [f for f in os.listdir(d) if '.tmp-' in f], 'targets: no temporary file left')
 
 
+def test_output_databases(env):
+    """-o never replaces a database: another recording (finished, or still being written: an
+    empty file with its -wal and -shm, as a writer leaves it before its first page), through a
+    link too, nor a name SQLite would take for another database's -journal, -wal or -shm. Each is
+    one line and exit 1, the database byte for byte as it was. Before, the report was renamed over
+    it: a live recording's writer went on into a file nobody could reach."""
+    db = env.fixture_db('outdb.db', 'small')
+    d = env.path('databases')
+    os.makedirs(d, exist_ok=True)
+    other = os.path.join(d, 'other.db')
+    shutil.copy(db, other)
+    live = os.path.join(d, 'live.db')
+    for name, content in ((live, b''), (live + '-wal', b'\0' * 32), (live + '-shm', b'\0' * 64)):
+        open(name, 'wb').write(content)
+    os.symlink('other.db', os.path.join(d, 'link.db'))
+    before = {f: open(os.path.join(d, f), 'rb').read() for f in os.listdir(d)}
+    why = 'it is an SQLite database \\(a recording\\?\\), which heaplens never replaces; name another file'
+    cases = [(other, why), (live, why), (os.path.join(d, 'link.db'), why)]
+    cases += [(other + suffix, "SQLite would take it for .*other\\.db's .* when .*other\\.db is next "
+               'opened; choose another name') for suffix in ('-journal', '-wal', '-shm')]
+    for target, pattern in cases:
+        for args in (['-o', target], ['--json', '-o', target]):
+            r = run([env.heaplens, 'report', db] + args)
+            lines = r.stderr.splitlines()
+            check(r.returncode == 1 and len(lines) == 1 and
+                  re.fullmatch('heaplens: cannot write %s: %s' % (re.escape(target), pattern), lines[0]),
+                  'database as -o %r: exit %d, %r' % (args, r.returncode, r.stderr))
+    after = {f: open(os.path.join(d, f), 'rb').read() for f in os.listdir(d)}
+    check(after == before, 'databases: every file as it was (%s)' % sorted(set(after) ^ set(before)))
+    # A file that is not a database is still replaced.
+    page = os.path.join(d, 'page.html')
+    open(page, 'w').write('old\n')
+    r = run([env.heaplens, 'report', db, '-o', page])
+    check(r.returncode == 0 and open(page).read().startswith('<!DOCTYPE html>'), 'a page replaced: %s' % r.stderr)
+
+
 def test_note_and_empty(env):
     db = env.fixture_db('trunc.db', 'sim', '12', '9', tail=['truncated'])
     r = run([env.heaplens, 'report', db, '--json'])
@@ -521,7 +557,7 @@ def main():
     os.makedirs(a.workdir)
     env = Env(a.heaplens, a.fixture, a.workdir)
     for test in (test_small, test_estimates, test_census, test_sim_differential, test_html, test_note_and_empty, test_errors,
-                 test_output_targets):
+                 test_output_targets, test_output_databases):
         before = len(FAILURES)
         test(env)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

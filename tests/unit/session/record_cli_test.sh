@@ -50,7 +50,7 @@ check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in 
 # --force too, and for import; nothing is created
 : >sib.db
 for m in journal wal shm; do
-  "$hl" record -o sib.db-$m -- true 2>err; check "record -o sib.db-$m" 1 $? err "^heaplens: cannot record to sib.db-$m: SQLite would take it for sib.db's .* when sib.db is next opened; choose another name with -o$"
+  "$hl" record -o sib.db-$m -- true 2>err; check "record -o sib.db-$m" 1 $? err "^heaplens: cannot record to sib.db-$m: SQLite would take it for sib.db's .* when sib.db is next opened; choose another name$"
 done
 "$hl" record --force -o sib.db-journal -- true 2>err; check "record --force -o sib.db-journal" 1 $? err "^heaplens: cannot record to sib.db-journal: SQLite would take it for sib.db's rollback journal"
 "$hl" import sib.gcdump -o sib.db-wal 2>err; check "import -o sib.db-wal" 1 $? err "^heaplens: import: cannot import to sib.db-wal: SQLite would take it for sib.db's write-ahead log"
@@ -59,6 +59,42 @@ done
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
+# A profiler path of the user's that the runtime would read before CORECLR_PROFILER_PATH (on its
+# kind of host) is not passed on: heaplens' collector is the one loaded.
+rm -f paths.db
+CORECLR_PROFILER_PATH_64=/other/p.so CORECLR_PROFILER_PATH_ARM64=/other/p.so CORECLR_PROFILER_PATH_32=/other/p.so \
+  CORECLR_PROFILER_PATH_ARM32=/other/p.so "$hl" record -q -o paths.db -- env >env.txt 2>err
+check "other profiler paths" 0 $? err ""
+if grep -q '^CORECLR_PROFILER_PATH=.*libheaplens.so$' env.txt && ! grep -q '^CORECLR_PROFILER_PATH_' env.txt; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL the program's profiler paths:"; grep CORECLR_PROFILER_PATH env.txt; fi
+# --json: the summary is the last line of standard output, after the program's own lines there
+rm -f jl.db
+"$hl" record --json -o jl.db -- sh -c 'echo hello; echo "{not json"; exit 5' >out.txt 2>err; check "record --json" 5 $? err ""
+if [ "$(sed -n 1,2p out.txt)" = "$(printf 'hello\n{not json')" ] && [ "$(wc -l <out.txt)" -eq 3 ] &&
+   tail -n 1 out.txt | python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(d["file"] != "jl.db")'; then
+  pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL record --json: the summary is not the last line:"; cat out.txt; fi
+# The database removed, or replaced by another recording, while the writer serves it: said so, and
+# the file now named so is not touched (the writer's end was stored into it, status, loss and
+# exit status, and the summary read it as this recording's).
+rm -f other.db* gone.db* swap.db*
+"$hl" record -q -o other.db -- true 2>err
+python3 -c 'import sqlite3; c = sqlite3.connect("other.db"); c.execute("UPDATE run SET status = ? , exit_status = NULL", ("recording",)); c.commit()'
+before=$(sha256sum <other.db)
+"$hl" record -o swap.db -- sh -c 'rm -f swap.db swap.db-wal swap.db-shm; cp other.db swap.db; exit 6' 2>err
+rc=$?; grep -v '^heaplens: writer: ' err >err2
+check "database replaced while recorded" 6 $rc err2 "^heaplens: the writer failed: swap.db was replaced by another file while it was being recorded: the recording is lost \(that file is left as it is\)$"
+[ "$(sha256sum <swap.db)" = "$before" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the file put in the recording's place was written to"; }
+"$hl" record -o gone.db -- sh -c 'rm -f gone.db gone.db-wal gone.db-shm' 2>err
+rc=$?; grep -v '^heaplens: writer: ' err >err2
+check "database removed while recorded" 0 $rc err2 "^heaplens: the writer failed: gone.db was removed while it was being recorded: the recording is lost$"
+[ ! -e gone.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL gone.db was created again"; }
+# The runtime's own switches that forbid a profiler are named as the cause, not "is it a .NET program?"
+for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDiagnostics_Profiler=0x0; do
+  rm -f veto.db
+  env "$v" "$hl" record -o veto.db -- true 2>err; check "$v" 0 $? err "^heaplens: warning: the program never loaded the collector: $v in its environment forbids the runtime to load a profiler \(unset it\); veto.db holds no data$"
+done
+rm -f veto.db
+DOTNET_EnableDiagnostics=1 COMPlus_EnableDiagnostics=0 "$hl" record -o veto.db -- true 2>err; check "DOTNET_ read before COMPlus_" 0 $? err "\(is it a \.NET program\?\)"
 "$hl" info b.db --json >info.json 2>/dev/null && grep -q '"no-data"' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL info of a no-data recording"; cat info.json; }
 
 "$hl" record -o b.db -- true 2>err; check "existing output" 1 $? err "^heaplens: b.db already exists"
