@@ -618,6 +618,8 @@ SERVICE_CONFIGS = {
     # heaplens' own part on the floor: sampled without the census of gen0, without the stack
     # walks (the runtime's samples still come), without samples at all
     "sampled-no-census": (["--mode", "sampled"], {"HEAPLENS_CENSUS": "off"}),
+    # ... the census walked by the GC thread alone (no helper thread)
+    "sampled-census-alone": (["--mode", "sampled"], {"HEAPLENS_CENSUS_THREADS": "1"}),
     "sampled-no-walk": (["--mode", "sampled"], {"HEAPLENS_STACK_WALK": "off"}),
     "sampled-no-stacks": (["--mode", "sampled", "--stacks", "off"], {}),
     # plain with background GC off (what MONITOR_GC at Initialize does to the GC)
