@@ -1144,6 +1144,8 @@ static void request_detach(hl_profiler *p) {
     } else if (HR_FAILED(hr)) {
         fprintf(stderr, "heaplens: the runtime refused to unload the collector (0x%08x); it stays "
                         "loaded and inactive\n", (unsigned)hr);
+    } else {
+        hl_resident_unlisten();
     }
 }
 
@@ -1211,6 +1213,8 @@ static void *collector_main(void *arg) {
         hl_eventpipe_stop(p); /* no event may reach us once the runtime has unloaded us */
         hl_rejit_stop(p->rejit); /* --count: no new request; finish sends the counts */
     }
+    if (detaching && (p->rejit || hl_resident_is()))
+        hl_resident_listen_early(); /* before the end record: resident.h */
     finish(c, detaching);
     if (detaching)
         hl_rejit_revert(p->rejit); /* the original code back (rejit.h) */

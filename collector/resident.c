@@ -55,6 +55,9 @@ static int resident_listen(void) {
     return fd;
 }
 
+/* Listening since hl_resident_listen_early, before the waiting thread takes it; -1 otherwise. */
+static int resident_early_fd = -1;
+
 static void resident_unlink(void) {
     char path[108];
     if (hl_resident_socket_path(getuid(), (long)getpid(), path, sizeof path))
@@ -105,7 +108,8 @@ static void *resident_main(void *arg) {
                         "(counters and rewritten bodies of --count stay)\n",
                 (unsigned long long)m.heap_bytes, (unsigned long long)m.mapped_bytes);
     }
-    int fd = resident_listen();
+    int fd = resident_early_fd >= 0 ? resident_early_fd : resident_listen();
+    resident_early_fd = -1;
     if (fd < 0) {
         fprintf(stderr, "heaplens: the resident collector cannot listen (%s); it stays dormant\n",
                 strerror(errno));
@@ -132,8 +136,21 @@ static void *resident_main(void *arg) {
 }
 
 void hl_resident_exit(void) {
-    if (atomic_load(&resident))
+    if (atomic_load(&resident) || resident_early_fd >= 0)
         resident_unlink();
+}
+
+void hl_resident_listen_early(void) {
+    if (resident_early_fd < 0)
+        resident_early_fd = resident_listen();
+}
+
+void hl_resident_unlisten(void) {
+    if (resident_early_fd < 0)
+        return;
+    close(resident_early_fd);
+    resident_early_fd = -1;
+    resident_unlink();
 }
 
 void hl_resident_wait(hl_profiler *p) {

@@ -30,6 +30,16 @@ bool hl_resident_socket_path(unsigned uid, long pid, char *out, size_t size);
  * is over, its callbacks off. Starts the waiting thread (above). */
 void hl_resident_wait(struct hl_profiler *p);
 
+/* Collector thread, before the end record of an attach session that will stay resident (--count,
+ * or resident already): the socket listens from now on. `heaplens attach` exits once the writer
+ * has that record, and a next `heaplens attach` started at once must find the socket, not a
+ * runtime that refuses a second profiler; its request waits in the backlog until the waiting
+ * thread (hl_resident_wait) takes this socket over and serves it. */
+void hl_resident_listen_early(void);
+
+/* Collector thread: the runtime did detach after all: the early socket goes. */
+void hl_resident_unlisten(void);
+
 /* Shutdown: the socket file goes with the process. */
 void hl_resident_exit(void);
 
