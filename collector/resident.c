@@ -93,6 +93,14 @@ static bool resident_serve(hl_profiler *p, int conn) {
 
 static void *resident_main(void *arg) {
     hl_profiler *p = arg;
+    /* HEAPLENS_RESIDENT_DELAY_MS (tests): a slow reset, as under load; a next attach must still
+     * find the socket (hl_resident_listen_early). */
+    const char *delay = getenv("HEAPLENS_RESIDENT_DELAY_MS");
+    long delay_ms = delay ? strtol(delay, NULL, 10) : 0;
+    if (delay_ms > 0 && delay_ms <= 60000) {
+        struct timespec d = {delay_ms / 1000, (delay_ms % 1000) * 1000000};
+        nanosleep(&d, NULL);
+    }
     /* A GC callback that began before the mask changed may still be running: the session's
      * memory goes once no GC is under way (the mask is off, so no new one calls us). */
     for (int i = 0; i < 10000 && hl_gc_in_progress(&p->gcs); i++) {

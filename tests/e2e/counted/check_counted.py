@@ -64,8 +64,11 @@ def check_attach(checks, a, log):
     db = os.path.join(a.workdir, "attach.db")
     truth_path = os.path.join(a.workdir, "attach-truth.json")
     remove_stale(db, db + "-wal", db + "-shm", truth_path)
+    # The resident collector resets its session slowly (2 s): "attach again", started as soon as
+    # the first attach exits, must find its socket all the same (collector/resident.h).
+    env = dict(os.environ, HEAPLENS_RESIDENT_DELAY_MS="2000")
     prog = subprocess.Popen(program(a.dotnet, a.dll) + ["--stdin", "--truth", truth_path],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
     def say(command):
         prog.stdin.write(command + "\n")
