@@ -121,11 +121,10 @@ void query_json_print(const json_t *value, FILE *out);
 int query_summary_print(json_t *summary, int status);
 
 /* Prints a note (the accuracy note of query_db_note_new): after the table on stdout for text
- * output; on stderr as "heaplens: note: ..." for JSON output (so that stdout stays one JSON
- * document). A note about the file rather than the answer (what a command computed could not
- * be stored in it) is printed with `json` TRUE: on stderr whatever the output. Does nothing for
- * NULL. */
-void query_note_print(const char *note, gboolean json);
+ * output; `on_stderr` (JSON output, so that stdout stays one JSON document; or a note about the
+ * file rather than the answer, such as what a command computed could not be stored in it) on
+ * stderr as "heaplens: note: ...". Does nothing for NULL. */
+void query_note_print(const char *note, gboolean on_stderr);
 /* Prints the recording's accuracy note (query_db_note_new), if any, as query_note_print does. */
 gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error);
 

@@ -202,11 +202,11 @@ gboolean query_output_finish_retained(sqlite3 *db, const char *path, query_progr
     return query_output_finish(stdout, error);
 }
 
-void query_note_print(const char *note, gboolean json)
+void query_note_print(const char *note, gboolean on_stderr)
 {
     if (!note)
         return;
-    if (json)
+    if (on_stderr)
         fprintf(stderr, "heaplens: %s\n", note);
     else
         printf("%s\n", note);

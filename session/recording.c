@@ -542,10 +542,9 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
 gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
                                int writer_status, gboolean exit_known, int exit_status) {
     struct stat st;
+    gboolean removed = stat(output, &st) != 0;
     if ((sockets->output_dev || sockets->output_ino) &&
-        (stat(output, &st) != 0 || st.st_dev != sockets->output_dev ||
-         st.st_ino != sockets->output_ino)) {
-        gboolean removed = stat(output, &st) != 0;
+        (removed || st.st_dev != sockets->output_dev || st.st_ino != sockets->output_ino)) {
         fprintf(stderr, "heaplens: the writer failed: %s was %s while it was being recorded: the "
                         "recording is lost%s\n",
                 output, removed ? "removed" : "replaced by another file",
