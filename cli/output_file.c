@@ -61,6 +61,9 @@ static gboolean query_output_file_same(const char *a, const char *b)
            sa.st_ino == sb.st_ino;
 }
 
+/* A database's file and the files SQLite keeps beside it. */
+static const char *const query_output_db_files[] = {"", "-wal", "-shm", "-journal"};
+
 /* Refuses a target that is, or would become, a file the command reads: an input, or its SQLite
  * -wal, -shm or -journal file (which SQLite may create later: compared by name as well; a
  * -journal that is not SQLite's is a hot journal to it, and no read-only connection opens the
@@ -70,16 +73,15 @@ static gboolean query_output_file_check_inputs(query_output_file *file,
 {
     g_autofree char *target = query_output_file_canonical_new(file->path);
     for (const char *const *input = inputs; input && *input; input++) {
-        static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
         char *real_input = realpath(*input, NULL);
         const char *suffix = NULL;
-        for (size_t i = 0; i < G_N_ELEMENTS(suffixes) && !suffix; i++) {
-            g_autofree char *name = g_strconcat(*input, suffixes[i], NULL);
+        for (size_t i = 0; i < G_N_ELEMENTS(query_output_db_files) && !suffix; i++) {
+            g_autofree char *name = g_strconcat(*input, query_output_db_files[i], NULL);
             g_autofree char *real_name =
-                real_input ? g_strconcat(real_input, suffixes[i], NULL) : NULL;
+                real_input ? g_strconcat(real_input, query_output_db_files[i], NULL) : NULL;
             if (query_output_file_same(file->path, name) ||
                 (target && real_name && strcmp(target, real_name) == 0))
-                suffix = suffixes[i];
+                suffix = query_output_db_files[i];
         }
         free(real_input);
         if (suffix) {
@@ -102,15 +104,14 @@ static gboolean query_output_file_check_database(query_output_file *file, const 
                                                  GError **error)
 {
     static const char header[16] = "SQLite format 3";
-    static const char *const members[] = {"-wal", "-shm", "-journal"};
     char head[sizeof header];
     int fd = open(final, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     gboolean database = fd >= 0 && read(fd, head, sizeof head) == (ssize_t)sizeof head &&
                         memcmp(head, header, sizeof header) == 0;
     if (fd >= 0)
         close(fd);
-    for (size_t i = 0; i < G_N_ELEMENTS(members) && !database; i++) {
-        g_autofree char *member = g_strconcat(final, members[i], NULL);
+    for (size_t i = 1; i < G_N_ELEMENTS(query_output_db_files) && !database; i++) {
+        g_autofree char *member = g_strconcat(final, query_output_db_files[i], NULL);
         struct stat st;
         database = lstat(member, &st) == 0;
     }

@@ -1288,13 +1288,20 @@ static void test_record_rows(void)
 
 /* Rows of `table` (its `columns`) in the database and not in the attached full one `f`, or the
  * other way round. */
+/* Rows of one SELECT missing from the other, both ways: 0 when they hold the same rows. */
+static int64_t db_diff_selects(sqlite3 *db, const char *a, const char *b)
+{
+    g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM (SELECT * FROM (%1$s EXCEPT %2$s)"
+                                           " UNION ALL SELECT * FROM (%2$s EXCEPT %1$s))",
+                                           a, b);
+    return db_int(db, sql);
+}
+
 static int64_t db_diff_full(sqlite3 *db, const char *table, const char *columns)
 {
-    g_autofree char *sql = g_strdup_printf(
-        "SELECT count(*) FROM (SELECT * FROM (SELECT %2$s FROM main.%1$s EXCEPT SELECT %2$s FROM f.%1$s)"
-        " UNION ALL SELECT * FROM (SELECT %2$s FROM f.%1$s EXCEPT SELECT %2$s FROM main.%1$s))",
-        table, columns);
-    return db_int(db, sql);
+    g_autofree char *a = g_strdup_printf("SELECT %s FROM main.%s", columns, table);
+    g_autofree char *b = g_strdup_printf("SELECT %s FROM f.%s", columns, table);
+    return db_diff_selects(db, a, b);
 }
 
 /* The cut file's bytes with its counter stream_bytes (the only thing two cuts inside one record
@@ -1366,28 +1373,20 @@ static void truncate_cut_check(const char *cut_path, const char *full, size_t cu
     CHECK(db_int(db, q_counts) == 0);
 
     /* Objects classified by a stored GC: exactly the full run's rows as of GC k. */
-    g_autofree char *q_obj = g_strdup_printf(
-        "SELECT count(*) FROM ("
-        " SELECT * FROM (SELECT id, type_id, size, thread, heap, first_gc, died_gc FROM main.objects WHERE first_gc <= %1$s"
-        "  EXCEPT SELECT id, type_id, size, thread, heap, first_gc, CASE WHEN died_gc <= %1$s THEN died_gc END"
-        "  FROM f.objects WHERE first_gc <= %1$s)"
-        " UNION ALL"
-        " SELECT * FROM (SELECT id, type_id, size, thread, heap, first_gc, CASE WHEN died_gc <= %1$s THEN died_gc END"
-        "  FROM f.objects WHERE first_gc <= %1$s"
-        "  EXCEPT SELECT id, type_id, size, thread, heap, first_gc, died_gc FROM main.objects WHERE first_gc <= %1$s))",
-        k_s);
-    CHECK(db_int(db, q_obj) == 0);
-    g_autofree char *q_gen = g_strdup_printf(
-        "SELECT count(*) FROM ("
-        " SELECT * FROM (SELECT object_id, generation, from_gc, until_gc FROM main.object_generations"
-        "  EXCEPT SELECT object_id, generation, from_gc, CASE WHEN until_gc <= %1$s THEN until_gc END"
-        "  FROM f.object_generations WHERE from_gc <= %1$s)"
-        " UNION ALL"
-        " SELECT * FROM (SELECT object_id, generation, from_gc, CASE WHEN until_gc <= %1$s THEN until_gc END"
-        "  FROM f.object_generations WHERE from_gc <= %1$s"
-        "  EXCEPT SELECT object_id, generation, from_gc, until_gc FROM main.object_generations))",
-        k_s);
-    CHECK(db_int(db, q_gen) == 0);
+    g_autofree char *obj_main = g_strdup_printf(
+        "SELECT id, type_id, size, thread, heap, first_gc, died_gc FROM main.objects"
+        " WHERE first_gc <= %s", k_s);
+    g_autofree char *obj_full = g_strdup_printf(
+        "SELECT id, type_id, size, thread, heap, first_gc, CASE WHEN died_gc <= %1$s THEN died_gc"
+        " END FROM f.objects WHERE first_gc <= %1$s", k_s);
+    CHECK(db_diff_selects(db, obj_main, obj_full) == 0);
+    g_autofree char *gen_full = g_strdup_printf(
+        "SELECT object_id, generation, from_gc, CASE WHEN until_gc <= %1$s THEN until_gc END"
+        " FROM f.object_generations WHERE from_gc <= %1$s", k_s);
+    CHECK(db_diff_selects(db,
+                          "SELECT object_id, generation, from_gc, until_gc"
+                          " FROM main.object_generations",
+                          gen_full) == 0);
     /* No row for an object of an interval whose GC was not stored. */
     g_autofree char *q_young =
         g_strdup_printf("SELECT count(*) FROM main.objects WHERE first_gc > %s", k_s);

@@ -1781,26 +1781,9 @@ static run_result run_disk_full(const char *name, off_t room, const char *const 
  * 1, from leaks, retention, roots, inspect and report. */
 static void case_store_disk_full(void)
 {
-    file_copy("graph.db", "full0.db");
-    run_result want = RUN("leaks", "full0.db", "--json");
-    run_result want_inspect = RUN("inspect", "full0.db", "--json");
-    CHECK_INT(want.status, 0);
     file_copy("graph.db", "full.db");
     run_result r = RUN("info", "full.db"); /* the first read's build, on a disk with room */
     CHECK_INT(r.status, 0);
-    run_result_release(&r);
-    r = run_disk_full("full.db", 4096, (const char *const[]){"leaks", "full.db", "--json", NULL});
-    CHECK_INT(r.status, 0);
-    CHECK_STR(r.out, want.out);
-    CHECK_STR(r.err, "heaplens: note: retained sizes were not stored: full.db cannot be written "
-                     "(disk full or an I/O error)\n");
-    run_result_release(&r);
-    r = run_disk_full("full.db", 4096,
-                      (const char *const[]){"inspect", "full.db", "--json", NULL});
-    CHECK_INT(r.status, 0);
-    CHECK_STR(r.out, want_inspect.out);
-    CHECK_STR(r.err, "heaplens: note: inspections were not stored: full.db cannot be written "
-                     "(disk full or an I/O error)\n");
     run_result_release(&r);
     r = run_disk_full("full.db", 4096,
                       (const char *const[]){"report", "full.db", "-o", "-", "--json", NULL});
@@ -1808,9 +1791,11 @@ static void case_store_disk_full(void)
     CHECK(strstr(r.err, "heaplens: note: retained sizes were not stored: full.db cannot be "
                         "written (disk full or an I/O error)\n") != NULL);
     run_result_release(&r);
-    /* In text too the note is on stderr, as report says it: the answer on stdout is the same as
-     * on a disk with room (it was after the answer, on stdout) */
+    /* In JSON and in text the note is on stderr, as report says it: the answer on stdout is the
+     * same as on a disk with room (in text it was after the answer, on stdout) */
     static const char *const texts[][6] = {
+        {"leaks", "--json", NULL, "retained sizes"},
+        {"inspect", "--json", NULL, "inspections"},
         {"leaks", NULL, "retained sizes"},
         {"retention", NULL, "retained sizes"},
         {"inspect", NULL, "inspections"},
@@ -1844,8 +1829,6 @@ static void case_store_disk_full(void)
     CHECK_INT(sql_int("full.db",
                       "SELECT count(*) FROM pragma_quick_check WHERE quick_check = 'ok'"),
               1);
-    run_result_release(&want);
-    run_result_release(&want_inspect);
 }
 
 static void case_leaks_stored(void)
