@@ -1,13 +1,19 @@
 /* check.h — the checks of the C unit tests. A failed check prints file:line and what differed,
  * counts in `failures` and lets the test go on; the test's exit status comes from `failures`.
- * One test program per source file includes this (it defines `failures`). */
+ * A test program of one source file includes this as it is (it defines `failures`). A program
+ * linked with a helper file that checks too (tests/unit/store/store_test.c) defines
+ * HEAPLENS_TEST_FAILURES_EXTERN first in every source file, and `int failures` in the helper. */
 #ifndef HEAPLENS_TEST_CHECK_H
 #define HEAPLENS_TEST_CHECK_H
 
 #include <stdio.h>
 #include <string.h>
 
+#ifdef HEAPLENS_TEST_FAILURES_EXTERN
+extern int failures;
+#else
 static int failures;
+#endif
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

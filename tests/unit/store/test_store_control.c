@@ -1,0 +1,573 @@
+/* test_store_control.c — the control socket (snapshots asked by `heaplens
+ * snapshot`, a descendant's writer answering its own), a writer killed in a snapshot's GC, a
+ * disk that fills up, and control clients of another user.
+ *
+ * Usage: test_store_control <case>|all   (ctest runs each case as store.<case>).
+ * What the store's tests share: store_test.h.
+ */
+#define _GNU_SOURCE
+#include "tests/unit/store/store_test.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Connects to the control socket and sends `text` (NULL: nothing). */
+static int control_send(const char *sock, const char *text)
+{
+    int fd = connect_unix(sock);
+    g_assert(fd >= 0);
+    if (text != NULL)
+        write_all(fd, text, strlen(text));
+    return fd;
+}
+
+/* The answer line (newline included), "(eof)" or "(timeout)"; closes `fd`. The "progress"
+ * lines before it are appended to `progress` (NULL: skipped). */
+static char *control_answer_progress(int fd, int timeout_ms, GString *progress)
+{
+    GString *s = g_string_new(NULL);
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+        if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+            g_string_assign(s, "(timeout)");
+            break;
+        }
+        char c;
+        if (read(fd, &c, 1) != 1) {
+            if (s->len == 0)
+                g_string_assign(s, "(eof)");
+            break;
+        }
+        g_string_append_c(s, c);
+        if (c == '\n' && g_str_has_prefix(s->str, "progress ")) {
+            if (progress != NULL) /* progress lines come before the answer */
+                g_string_append(progress, s->str);
+            g_string_truncate(s, 0);
+        } else if (c == '\n') {
+            break;
+        }
+    }
+    close(fd);
+    /* "ok S G OBJECTS MS": the time varies; "ok S G OBJECTS MS" is compared */
+    if (g_str_has_prefix(s->str, "ok ")) {
+        char *sp = strrchr(s->str, ' ');
+        if (sp != NULL)
+            g_string_truncate(s, (gsize)(sp - s->str));
+        g_string_append(s, " MS\n");
+    }
+    return g_string_free(s, FALSE);
+}
+
+static char *control_answer(int fd, int timeout_ms)
+{
+    return control_answer_progress(fd, timeout_ms, NULL);
+}
+
+/* Waits for at least one HL_CMD_SNAPSHOT on the collector's connection; returns how many came
+ * (all of them, as far as they arrived within a short while). */
+static int collector_read_commands(int fd, int timeout_ms)
+{
+    hl_rec_header h;
+    int n = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (poll(&p, 1, n == 0 ? timeout_ms : 100) > 0) {
+        ssize_t got = recv(fd, &h, sizeof h, MSG_WAITALL);
+        if (got != (ssize_t)sizeof h || h.type != HL_CMD_SNAPSHOT || h.size != 0)
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+/* A GC that holds snapshot `snap` of the one object 1 (gen 2), with trigger `trigger`. */
+static void control_gc(hl_sb *sb, uint32_t gc, uint32_t snap, uint32_t trigger)
+{
+    hl_sb_gc_start(sb, gc, 2, TRUE, 2);
+    hl_sb_snapshot_start(sb, snap, gc, trigger);
+    hl_sb_snapshot_object(sb, snap, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end(sb, snap, gc);
+    hl_sb_gc_end(sb, gc, 0);
+}
+
+typedef struct control_script {
+    const char *collector_sock, *control_sock;
+    int stop_wr;
+    int failures; /* checks that failed in the script's thread */
+    char *log;    /* what failed */
+} control_script;
+
+/* Finishes the writer that served the script, waits for the script's thread and counts its
+ * failures (printing what failed); returns the writer's summary. */
+static store_summary control_script_end(store_writer *w, GThread *t, control_script *sc)
+{
+    g_autoptr(GError) error = NULL;
+    store_summary sum = {0};
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    if (sc->failures > 0)
+        fprintf(stderr, "%s", sc->log);
+    failures += sc->failures;
+    g_free(sc->log);
+    return sum;
+}
+
+#define SCRIPT_CHECK_STR(sc, got, want)                                                      \
+    do {                                                                                     \
+        g_autofree char *got_ = (got);                                                       \
+        if (strcmp(got_, (want)) != 0) {                                                     \
+            char *old_ = (sc)->log;                                                          \
+            (sc)->log = g_strdup_printf("%s%s:%d: got %s, want %s\n", old_ ? old_ : "",      \
+                                        __FILE__, __LINE__, got_, (want));                   \
+            g_free(old_);                                                                    \
+            (sc)->failures++;                                                                \
+        }                                                                                    \
+    } while (0)
+
+#define SCRIPT_CHECK(sc, cond)                                                               \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            char *old_ = (sc)->log;                                                          \
+            (sc)->log = g_strdup_printf("%s%s:%d: %s\n", old_ ? old_ : "", __FILE__,         \
+                                        __LINE__, #cond);                                    \
+            g_free(old_);                                                                    \
+            (sc)->failures++;                                                                \
+        }                                                                                    \
+    } while (0)
+
+/* The fake collector and the clients, in one thread, in an order that makes every answer
+ * certain; the writer serves in the test's main thread. */
+static gpointer control_script_run(gpointer data)
+{
+    control_script *sc = data;
+    const char *ctl = sc->control_sock;
+    g_usleep(50000);
+
+    /* No collector yet. */
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), 5000),
+                     "error the program's collector is not connected (yet)\n");
+    int idle = control_send(ctl, NULL); /* connects, says nothing: must not hold anything up */
+
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 1, "control");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    size_t len, sent = 0;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int col = connect_unix(sc->collector_sock);
+    g_assert(col >= 0);
+    write_all(col, bytes, len);
+    sent = len;
+
+    /* Three clients ask; one of them gives up at once; one sends nonsense. */
+    int b = control_send(ctl, "snapshot\n");
+    int c = control_send(ctl, "snapshot\r\n");
+    close(control_send(ctl, "snapshot\n"));
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "hello\n"), 5000),
+                     "error unknown request\n");
+    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(col, bytes + sent, len - sent);
+    sent = len;
+    SCRIPT_CHECK_STR(sc, control_answer(b, 5000), "ok 1 2 1 MS\n");
+    SCRIPT_CHECK_STR(sc, control_answer(c, 5000), "ok 1 2 1 MS\n");
+
+    /* A requested snapshot taken but thrown away (records of it were dropped): "lost", why. */
+    int d = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    hl_sb_gc_start(sb, 3, 2, TRUE, 2);
+    hl_sb_snapshot_start(sb, 2, 3, HL_SNAPSHOT_REQUESTED);
+    hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end_full(sb, &(hl_snapshot_end){.snapshot = 2, .gc = 3, .objects = 5});
+    hl_sb_gc_end(sb, 3, 0);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(col, bytes + sent, len - sent);
+    sent = len;
+    SCRIPT_CHECK_STR(sc, control_answer(d, 5000),
+                     "lost 2 3 its records were dropped by the collector (the writer fell "
+                     "behind)\n");
+
+    /* A request, then a snapshot of another trigger, then the end of the program. */
+    int f = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    control_gc(sb, 4, 3, HL_SNAPSHOT_INDUCED);
+    hl_sb_run_end(sb, 4);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(col, bytes + sent, len - sent);
+    close(col);
+    SCRIPT_CHECK_STR(sc, control_answer(f, 5000),
+                     "error the program ended before the snapshot was taken\n");
+    /* The writer now waits for the exit status: the recording has ended. */
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), 5000),
+                     "error the recording has ended\n");
+    write_all(sc->stop_wr, "exit 0\n", 7);
+    close(sc->stop_wr);
+    SCRIPT_CHECK_STR(sc, control_answer(idle, 5000), "error the recording has ended\n");
+    hl_sb_free(sb);
+    return NULL;
+}
+
+static void test_control_snapshot(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *csock = g_build_filename(dir, "collector", NULL);
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "c.db", NULL);
+    int lfd = listen_unix(csock), kfd = listen_unix(ksock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
+
+    control_script sc = {.collector_sock = csock, .control_sock = ksock, .stop_wr = stop[1]};
+    GThread *t = g_thread_new("script", control_script_run, &sc);
+    store_writer *w = store_writer_create(path, "control", &error);
+    CHECK(store_writer_serve(w, lfd, kfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum = control_script_end(w, t, &sc);
+    CHECK(sum.complete && sum.gcs == 4 && sum.snapshots == 2);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots",
+               "1|2|requested|1\n3|4|induced|1\n");
+    CHECK_ROWS(db, "SELECT value FROM counters WHERE name = 'snapshots_discarded'", "1\n");
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "complete|0\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
+/* A descendant's writer (store_writer_serve_connection, `record --children`) answers its
+ * control clients like the program's: "progress" while a requested snapshot is written, then
+ * "ok"; "lost" for one taken and thrown away. The fake collector is the test's end of a socket
+ * pair; the script runs in a thread, the writer in the main one. */
+typedef struct descendant_script {
+    control_script sc;
+    int col; /* the collector's end */
+} descendant_script;
+
+static gpointer descendant_script_run(gpointer data)
+{
+    descendant_script *ds = data;
+    control_script *sc = &ds->sc;
+    const char *ctl = sc->control_sock;
+    hl_sb *sb = hl_sb_new();
+    size_t len, sent = 0;
+    const uint8_t *bytes;
+
+    hl_sb_run_start(sb, 1, "descendant");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes, len);
+    sent = len;
+
+    /* The request reaches the collector only once the writer serves the connection. */
+    int a = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, 5000) >= 1);
+    control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    sent = len;
+    GString *progress = g_string_new(NULL);
+    SCRIPT_CHECK_STR(sc, control_answer_progress(a, 5000, progress), "ok 1 2 1 MS\n");
+    /* One object: "progress 1 1" may come as its records arrive; "writing" always comes. */
+    SCRIPT_CHECK(sc, g_str_has_suffix(progress->str, "progress 1 writing 1\n"));
+    g_string_free(progress, TRUE);
+
+    int b = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, 5000) >= 1);
+    hl_sb_gc_start(sb, 3, 2, TRUE, 2);
+    hl_sb_snapshot_start(sb, 2, 3, HL_SNAPSHOT_REQUESTED);
+    hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
+    hl_sb_snapshot_end_full(sb, &(hl_snapshot_end){.snapshot = 2, .gc = 3, .objects = 5});
+    hl_sb_gc_end(sb, 3, 0);
+    hl_sb_run_end(sb, 3);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    SCRIPT_CHECK_STR(sc, control_answer(b, 5000),
+                     "lost 2 3 its records were dropped by the collector (the writer fell "
+                     "behind)\n");
+    close(ds->col);
+    write_all(sc->stop_wr, "exit 0\n", 7);
+    close(sc->stop_wr);
+    hl_sb_free(sb);
+    return NULL;
+}
+
+static void test_control_descendant(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "app.4321.db", NULL);
+    int kfd = listen_unix(ksock);
+    int sv[2], stop[2];
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
+
+    descendant_script ds = {.sc = {.control_sock = ksock, .stop_wr = stop[1]}, .col = sv[1]};
+    GThread *t = g_thread_new("script", descendant_script_run, &ds);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum = control_script_end(w, t, &ds.sc);
+    CHECK(sum.complete && sum.gcs == 3 && sum.snapshots == 1);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots", "1|2|requested|1\n");
+    sqlite3_close(db);
+    close(sv[0]);
+    close(stop[0]);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
+/* A writer killed in the middle of a snapshot's GC (the snapshot's rows written, its GC_END not
+ * come): the file opens, the earlier snapshot is whole, nothing of the cut one shows. */
+static void test_killed_mid_snapshot(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *path = g_build_filename(dir, "k.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    hl_sb_type(sb, 1, "A");
+    for (uint64_t id = 1; id <= 100; id++)
+        hl_sb_alloc(sb, id, 1, 24, 7);
+    control_gc(sb, 1, 1, HL_SNAPSHOT_INDUCED);
+    size_t first = hl_sb_len(sb);
+    hl_sb_gc_start(sb, 2, 2, TRUE, 101);
+    hl_sb_snapshot_start(sb, 2, 2, HL_SNAPSHOT_INDUCED);
+    for (uint64_t id = 1; id <= 100; id++)
+        hl_sb_snapshot_object(sb, 2, id, HL_GEN_2, 0);
+    /* Its SNAPSHOT_END: the writer writes its rows, inside GC 2's transaction, never committed. */
+    hl_sb_snapshot_end(sb, 2, 2);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int pipefd[2];
+    g_assert(pipe2(pipefd, O_CLOEXEC) == 0);
+
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        close(pipefd[1]);
+        store_writer *w = store_writer_create(path, "killed", NULL);
+        if (w == NULL)
+            _exit(2);
+        store_writer_ingest_fd(w, pipefd[0], NULL);
+        pause(); /* never finishes: killed */
+        _exit(0);
+    }
+    close(pipefd[0]);
+    write_all(pipefd[1], bytes, first);
+    /* Wait until GC 1 and its snapshot are committed. */
+    int64_t snaps = 0;
+    for (int i = 0; i < 500 && snaps == 0; i++) {
+        g_usleep(10000);
+        sqlite3 *db = NULL;
+        if (access(path, F_OK) == 0 &&
+            sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+            sqlite3_stmt *st = NULL;
+            if (sqlite3_prepare_v2(db, "SELECT count(*) FROM snapshots", -1, &st, NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW)
+                snaps = sqlite3_column_int64(st, 0);
+            sqlite3_finalize(st);
+        }
+        sqlite3_close(db);
+    }
+    CHECK(snaps == 1);
+    write_all(pipefd[1], bytes + first, len - first); /* snapshot 2, cut short */
+    g_usleep(200000);
+    kill(child, SIGKILL);
+    int status;
+    waitpid(child, &status, 0);
+    close(pipefd[1]);
+
+    sqlite3 *db = store_db_open_readonly(path, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    if (db != NULL) {
+        CHECK_ROWS(db, "SELECT snapshot, gc, objects FROM snapshots", "1|1|1\n");
+        CHECK_ROWS(db, "SELECT snapshot, count(*) FROM snapshot_objects GROUP BY snapshot", "1|1\n");
+        CHECK_ROWS(db, "SELECT gc FROM gcs", "1\n");
+        CHECK_ROWS(db, "SELECT status FROM run", "recording\n");
+        sqlite3_close(db);
+    }
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* A disk that fills up: the writer's files cannot grow past RLIMIT_FSIZE (in a child, SIGXFSZ
+ * ignored, so writes fail with EFBIG where a full disk gives ENOSPC). The ingest stops with one
+ * error naming the file and the cause, without GLib criticals (made fatal here); finish gives
+ * up cleanly; every GC committed before stays readable. */
+static void test_disk_full(void)
+{
+    char *dir = tmp_dir_new();
+    g_autofree char *path = g_build_filename(dir, "full.db", NULL);
+    hl_sb *sb = hl_sb_new();
+    uint64_t id = 1;
+    const uint32_t gcs = 60;
+    hl_sb_type(sb, 1, "A");
+    for (uint32_t gc = 1; gc <= gcs; gc++) {
+        uint64_t first = id;
+        for (int i = 0; i < 4000; i++, id++)
+            hl_sb_alloc(sb, id, 1, 24 + 8 * (id % 7), 7);
+        hl_sb_gc_start(sb, gc, 0, FALSE, id);
+        for (uint64_t o = first; o < id; o++)
+            hl_sb_fate(sb, gc, o, HL_FATE(HL_GEN_0, HL_GEN_1));
+        hl_sb_gc_end(sb, gc, 0);
+    }
+    hl_sb_run_end(sb, gcs);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int fd = hl_sb_memfd(sb, len);
+    int report[2];
+    g_assert(fd >= 0 && pipe2(report, O_CLOEXEC) == 0);
+
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {.rlim_cur = 1u << 20, .rlim_max = 1u << 20};
+        GError *err = NULL, *ferr = NULL;
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(3);
+        store_writer *w = store_writer_create(path, "full", &err);
+        if (w == NULL)
+            _exit(4);
+        gboolean ingested = store_writer_ingest_fd(w, fd, &err);
+        gboolean finished = store_writer_finish(w, NULL, &ferr);
+        g_autofree char *line = g_strdup_printf(
+            "%d|%d|%s|%d|%s", ingested, err ? err->code : -1, err ? err->message : "",
+            finished, ferr ? ferr->message : "");
+        if (write(report[1], line, strlen(line)) < 0)
+            _exit(5);
+        _exit(0);
+    }
+    close(report[1]);
+    char got[1024] = {0};
+    ssize_t n = read(report[0], got, sizeof got - 1);
+    close(report[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(n > 0);
+    fprintf(stderr, "disk_full: %s\n", got);
+    g_auto(GStrv) f = g_strsplit(got, "|", 5);
+    CHECK(g_strv_length(f) == 5);
+    if (g_strv_length(f) == 5) {
+        CHECK(strcmp(f[0], "0") == 0);                   /* the ingest stopped */
+        CHECK(atoi(f[1]) == STORE_ERROR_IO);
+        CHECK(g_str_has_prefix(f[2], path));             /* names the file ... */
+        /* ... and the cause: EFBIG is SQLite's "disk I/O error" (ENOSPC would be "database or
+         * disk is full"), not what failed after it */
+        CHECK(strstr(f[2], "disk I/O error") != NULL || strstr(f[2], "disk is full") != NULL);
+        CHECK(strstr(f[2], "no transaction") == NULL && strstr(f[2], "savepoint") == NULL);
+        CHECK(strcmp(f[3], "0") == 0); /* finish could not write the end either, and says so */
+        CHECK(strstr(f[4], "no transaction") == NULL && strstr(f[4], "savepoint") == NULL);
+    }
+    g_autoptr(GError) error = NULL;
+    sqlite3 *db = store_db_open_readonly(path, &error);
+    CHECK_NO_ERROR(error);
+    CHECK(db != NULL);
+    if (db != NULL) {
+        int64_t stored = db_int(db, "SELECT count(*) FROM gcs");
+        CHECK(stored > 0 && stored < gcs);
+        /* the committed GCs are whole: 4000 survivors each, none of a later GC */
+        CHECK(db_int(db, "SELECT count(*) FROM objects") == stored * 4000);
+        CHECK(db_int(db, "SELECT max(first_gc) FROM objects") == stored);
+        CHECK_ROWS(db, "PRAGMA integrity_check", "ok\n");
+        sqlite3_close(db);
+    }
+    close(fd);
+    (void)bytes;
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* A control client of another user is closed unanswered (and holds nothing up). */
+static void test_control_refuses_peer(void)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "SKIP: needs root to connect as another user\n");
+        exit(SKIP_CODE);
+    }
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *csock = g_build_filename(dir, "collector", NULL);
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "p.db", NULL);
+    int lfd = listen_unix(csock), kfd = listen_unix(ksock);
+    CHECK(chmod(dir, 0755) == 0 && chmod(ksock, 0777) == 0);
+    int stop[2], answer[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0 && pipe2(answer, O_CLOEXEC) == 0);
+
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int fd = connect_unix(ksock);
+        if (fd < 0)
+            _exit(3);
+        (void)!write(fd, "snapshot\n", 9);
+        (void)!write(answer[1], "+", 1); /* connected */
+        g_autofree char *got = control_answer(fd, 5000);
+        (void)!write(answer[1], got, strlen(got));
+        _exit(0);
+    }
+    close(answer[1]);
+    char mark = 0;
+    CHECK(read(answer[0], &mark, 1) == 1 && mark == '+');
+    write_all(stop[1], "exit 0\n", 7);
+    /* The program "has exited" (no collector ever): the other user's client, already in the
+     * backlog, is accepted in the same poll and closed without an answer. */
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve(w, lfd, kfd, stop[0], 500, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(store_writer_finish(w, NULL, &error));
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char buf[128] = "";
+    ssize_t n = read(answer[0], buf, sizeof buf - 1);
+    buf[n > 0 ? n : 0] = '\0';
+    CHECK_STR(buf, "(eof)");
+    close(answer[0]);
+    close(stop[0]);
+    close(stop[1]);
+    close(lfd);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
+static const store_test_case cases[] = {
+    {"disk_full", test_disk_full},
+    {"control_snapshot", test_control_snapshot},
+    {"control_descendant", test_control_descendant},
+    {"killed_mid_snapshot", test_killed_mid_snapshot},
+    {"control_refuses_peer", test_control_refuses_peer},
+};
+
+int main(int argc, char **argv)
+{
+    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+}

@@ -1,0 +1,449 @@
+/* test_store_serve.c — the writer serving a collector: over a socket, a descendant's
+ * connection (record --children), no connection at all, a peer of another user refused, and
+ * what a reader sees of a recording still going on (grouped commits read in steps).
+ *
+ * Usage: test_store_serve <case>|all   (ctest runs each case as store.<case>).
+ * What the store's tests share: store_test.h.
+ */
+#define _GNU_SOURCE
+#include "tests/unit/store/store_test.h"
+
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct collector_args {
+    const char *sock;
+    const uint8_t *bytes;
+    size_t len;
+    int stop_wr;         /* write the status here after closing, then close it */
+    const char *status;  /* "exit 3\n" */
+    gboolean keep_open;  /* do not close the connection before writing the status */
+    int delay_ms;        /* before connecting */
+} collector_args;
+
+static gpointer collector_thread(gpointer data)
+{
+    collector_args *a = data;
+    g_usleep((gulong)a->delay_ms * 1000);
+    int fd = connect_unix(a->sock);
+    g_assert(fd >= 0);
+    write_all(fd, a->bytes, a->len);
+    if (!a->keep_open)
+        close(fd);
+    write_all(a->stop_wr, a->status, strlen(a->status));
+    close(a->stop_wr);
+    return GINT_TO_POINTER(fd);
+}
+
+static void test_serve_socket(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "served.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int lfd = listen_unix(sock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+
+    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
+                        .status = "exit 3\n", .delay_ms = 50};
+    GThread *t = g_thread_new("collector", collector_thread, &a);
+    store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
+    CHECK(w != NULL);
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    CHECK(sum.connected && sum.complete && sum.gcs == 3 && sum.objects == 7);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "complete|3\n");
+    CHECK_ROWS(db, SQL_OBJECTS, golden_objects);
+    sqlite3_close(db);
+    close(stop[0]);
+
+    /* The collector's process dies mid-stream and a child it forked keeps the socket open:
+     * after the exit status arrives, a silent connection counts as ended. */
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    golden_marks m = {0};
+    hl_sb *sb2 = golden_build(&m, FALSE);
+    const uint8_t *b2 = hl_sb_bytes(sb2, &len);
+    collector_args a2 = {.sock = sock, .bytes = b2, .len = m.gc_end[2] + 30, .stop_wr = stop[1],
+                         .status = "signal 9\n", .keep_open = TRUE};
+    t = g_thread_new("collector", collector_thread, &a2);
+    g_autofree char *path2 = g_build_filename(dir, "killed.db", NULL);
+    w = store_writer_create(path2, "dotnet App.dll", &error);
+    gint64 t0 = g_get_monotonic_time();
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 300, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(g_get_monotonic_time() - t0 < 5 * G_USEC_PER_SEC);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    int conn = GPOINTER_TO_INT(g_thread_join(t));
+    close(conn);
+    CHECK(sum.connected && !sum.complete && sum.gcs == 2);
+    db = db_open(path2);
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "truncated|137\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    hl_sb_free(sb2);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* A descendant's connection (record --children): served as accepted, no exit status. */
+typedef struct trickle_args {
+    int fd;
+    const uint8_t *bytes;
+    size_t len, at; /* written at once up to `at`, then one byte every 20 ms */
+} trickle_args;
+
+static gpointer trickle_thread(gpointer data)
+{
+    trickle_args *a = data;
+    write_all(a->fd, a->bytes, a->at);
+    for (size_t i = a->at; i < a->len; i++) {
+        if (send(a->fd, a->bytes + i, 1, MSG_NOSIGNAL) != 1)
+            break; /* the writer ended the recording */
+        g_usleep(20 * 1000); /* traffic, not synchronisation: the connection is never silent */
+    }
+    return NULL;
+}
+
+static void test_serve_connection(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    golden_marks m = {0};
+    hl_sb *sb = golden_build(&m, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int sv[2], stop[2];
+    store_summary sum;
+
+    /* The whole stream, then end of file: complete, the command from RUN_START, no status. */
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    write_all(sv[1], bytes, len);
+    close(sv[1]);
+    g_autofree char *path = g_build_filename(dir, "app.1234.db", NULL);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(w != NULL);
+    CHECK(store_writer_serve_connection(w, sv[0], -1, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK(sum.connected && sum.complete && sum.gcs == 3);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status IS NULL, loss IS NULL FROM run", "complete|1|1\n");
+    sqlite3_close(db);
+    close(sv[0]);
+    close(stop[1]);
+    close(stop[0]);
+
+    /* The process outlives `heaplens record` and keeps sending: stop_fd's end of file gives it
+     * stop_wait_ms more, then the recording ends there, 'recording-stopped'. */
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    trickle_args a = {.fd = sv[1], .bytes = bytes, .len = len, .at = m.gc_end[2]};
+    GThread *t = g_thread_new("trickle", trickle_thread, &a);
+    g_autofree char *path2 = g_build_filename(dir, "app.5678.db", NULL);
+    w = store_writer_create(path2, NULL, &error);
+    CHECK(w != NULL);
+    close(stop[1]);
+    gint64 t0 = g_get_monotonic_time();
+    CHECK(store_writer_serve_connection(w, sv[0], -1, stop[0], 300, &error));
+    CHECK_NO_ERROR(error);
+    gint64 took_ms = (g_get_monotonic_time() - t0) / 1000;
+    CHECK(took_ms >= 250 && took_ms < 3000);
+    close(sv[0]); /* the trickle's next send fails */
+    g_thread_join(t);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK(sum.connected && !sum.complete && sum.gcs == 2);
+    db = db_open(path2);
+    CHECK_ROWS(db, "SELECT status, loss, exit_status IS NULL FROM run",
+               "truncated|recording-stopped|1\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+typedef struct serve_args {
+    store_writer *w;
+    int conn, stop;
+    gboolean ok;
+} serve_args;
+
+static gpointer serve_connection_thread(gpointer data)
+{
+    serve_args *a = data;
+    a->ok = store_writer_serve_connection(a->w, a->conn, -1, a->stop, 2000, NULL);
+    return NULL;
+}
+
+/* A run of two small GCs; *first and *second: the stream's length after each GC's end. */
+static hl_sb *two_small_gcs(size_t *first, size_t *second)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 4242, "dotnet Small.dll");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    *first = hl_sb_len(sb);
+    hl_sb_alloc(sb, 2, 1, 24, 100);
+    hl_sb_gc_start(sb, 2, 0, FALSE, 3);
+    hl_sb_fate(sb, 2, 2, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 2, 0);
+    *second = hl_sb_len(sb);
+    hl_sb_run_end(sb, 2);
+    return sb;
+}
+
+/* A writer of path serving one end of a socket pair (sv[1]: the collector's end) until stop[1]
+ * closes, as a live recording's. */
+static serve_args serve_live(const char *path, int sv[2], int stop[2])
+{
+    g_autoptr(GError) error = NULL;
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    serve_args a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0], .stop = stop[0]};
+    CHECK_NO_ERROR(error);
+    return a;
+}
+
+/* After the collector's end closed: the serving thread ended well and both GCs are stored. */
+static void serve_live_end(serve_args *a, GThread *t, int sv[2], int stop[2])
+{
+    g_autoptr(GError) error = NULL;
+    close(stop[1]);
+    g_thread_join(t);
+    CHECK(a->ok);
+    store_summary sum;
+    CHECK(store_writer_finish(a->w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.complete && sum.gcs == 2);
+    close(sv[0]);
+    close(stop[0]);
+}
+
+/* A reader sees a GC while the recording goes on, though no more comes to end its group: the
+ * writer's wait for more data ends when the group is due (STORE_GROUP_COMMIT_MS), and commits
+ * it. Without that, GC 1 would stay uncommitted until GC 2 came. The test waits for the row
+ * (a bounded loop), then sends the rest. */
+static void test_grouped_reader_sees(void)
+{
+    char *dir = tmp_dir_new();
+    size_t first, second, len;
+    hl_sb *sb = two_small_gcs(&first, &second);
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    g_autofree char *path = g_build_filename(dir, "live.db", NULL);
+    int sv[2], stop[2];
+    serve_args a = serve_live(path, sv, stop);
+    GThread *t = g_thread_new("serve", serve_connection_thread, &a);
+    write_all(sv[1], bytes, first);
+    int64_t seen = 0;
+    for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+         seen == 0 && g_get_monotonic_time() < deadline;) {
+        sqlite3 *db = NULL;
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
+            seen = db_int(db, "SELECT count(*) FROM gcs");
+        sqlite3_close(db);
+        if (seen == 0)
+            g_usleep(2000); /* polling for the row, not timing it */
+    }
+    CHECK(seen == 1);
+    write_all(sv[1], bytes + first, len - first);
+    close(sv[1]);
+    serve_live_end(&a, t, sv, stop);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+/* Reading in steps (store_serve.c): while a group waits for its commit and the last read was
+ * small, the writer does not read the connection again until the commit is due; the
+ * connection's hang-up ends the step at once. The group's commit is made a minute away (no
+ * commit comes due during the test): GC 1 is sent and read (the socket's unread bytes drop to
+ * 0), then GC 2 stays unread for the next 200 ms — a writer that read at each send takes it at
+ * once —; closing the connection then gets GC 2 and the end read and stored. */
+static void test_grouped_read_steps(void)
+{
+    char *dir = tmp_dir_new();
+    size_t first, second, len;
+    hl_sb *sb = two_small_gcs(&first, &second);
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    g_autofree char *path = g_build_filename(dir, "steps.db", NULL);
+    int sv[2], stop[2];
+    serve_args a = serve_live(path, sv, stop);
+    a.w->group_commit_ms = 60000;
+    GThread *t = g_thread_new("serve", serve_connection_thread, &a);
+    write_all(sv[1], bytes, first);
+    int unread = 1;
+    for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+         unread > 0 && g_get_monotonic_time() < deadline;) {
+        g_assert(ioctl(sv[1], SIOCOUTQ, &unread) == 0);
+        if (unread > 0)
+            g_usleep(200); /* polling for the read, not timing it */
+    }
+    CHECK(unread == 0);
+    write_all(sv[1], bytes + first, second - first);
+    for (gint64 until = g_get_monotonic_time() + 200000; g_get_monotonic_time() < until;) {
+        g_assert(ioctl(sv[1], SIOCOUTQ, &unread) == 0);
+        if (unread == 0)
+            break;
+        g_usleep(1000);
+    }
+    if (unread == 0)
+        fprintf(stderr, "GC 2 was read while its group waited\n");
+    CHECK(unread > 0); /* not read while the group waits (bytes and their buffers) */
+    write_all(sv[1], bytes + second, len - second);
+    close(sv[1]); /* the hang-up ends the step */
+    serve_live_end(&a, t, sv, stop);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+static void test_serve_no_connection(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "none.db", NULL);
+    int lfd = listen_unix(sock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    write_all(stop[1], "signal 9\n", 9);
+
+    store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK(!sum.connected && !sum.complete);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status, command FROM run", "no-data|137|dotnet App.dll\n");
+    sqlite3_close(db);
+    close(stop[1]);
+    close(stop[0]);
+
+    /* The parent closes stop_fd with no status line at all: still ends, status unknown. And an
+     * "exit" status split across two writes arrives whole. */
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    close(stop[1]);
+    g_autofree char *p2 = g_build_filename(dir, "none2.db", NULL);
+    w = store_writer_create(p2, NULL, &error);
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 100, &error));
+    CHECK(store_writer_finish(w, NULL, &error));
+    CHECK_NO_ERROR(error);
+    db = db_open(p2);
+    CHECK_ROWS(db, "SELECT status, exit_status FROM run", "no-data|NULL\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    tmp_dir_free(dir);
+}
+
+static void test_serve_refuses_peer(void)
+{
+    if (getuid() != 0) {
+        fprintf(stderr, "SKIP: needs root to connect as another user\n");
+        exit(SKIP_CODE);
+    }
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "peer.db", NULL);
+    int lfd = listen_unix(sock);
+    CHECK(chmod(dir, 0755) == 0 && chmod(sock, 0777) == 0);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+
+    /* Another user connects and sends a stream: refused. Then our own collector connects. */
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int fd = connect_unix(sock);
+        if (fd < 0)
+            _exit(3);
+        (void)!write(fd, bytes, len);
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
+                        .status = "exit 0\n", .delay_ms = 100};
+    GThread *t = g_thread_new("collector", collector_thread, &a);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    g_thread_join(t);
+    CHECK(sum.complete);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "complete|0|peer-refused\n");
+    CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'connections_refused'") == 1);
+    sqlite3_close(db);
+    close(stop[0]);
+
+    /* Only the other user ever connects: STORE_ERROR_PEER, status no-data. */
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        int fd = connect_unix(sock);
+        _exit(fd < 0 ? 3 : 0);
+    }
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    g_usleep(50000);
+    write_all(stop[1], "exit 1\n", 7);
+    g_autofree char *p2 = g_build_filename(dir, "peer2.db", NULL);
+    w = store_writer_create(p2, NULL, &error);
+    CHECK(!store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
+    CHECK_ERROR(error, STORE_ERROR_PEER, "refused 1 connection(s) from another user (uid 65534)");
+    g_clear_error(&error);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    db = db_open(p2);
+    CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "no-data|1|peer-refused\n");
+    sqlite3_close(db);
+    close(stop[0]);
+    close(stop[1]);
+    close(lfd);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
+static const store_test_case cases[] = {
+    {"serve_socket", test_serve_socket},
+    {"serve_no_connection", test_serve_no_connection},
+    {"serve_connection", test_serve_connection},
+    {"serve_refuses_peer", test_serve_refuses_peer},
+    {"grouped_reader_sees", test_grouped_reader_sees},
+    {"grouped_read_steps", test_grouped_read_steps},
+};
+
+int main(int argc, char **argv)
+{
+    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+}
