@@ -572,6 +572,27 @@ static inline void file_unwritable(const char *name)
     }
 }
 
+/* `heaplens COMMAND copy --json` where `copy`, a copy of fixture `from`, is a file heaplens may
+ * not write: exit 0, stdout exactly `out` (the answer on a writable file), the note `note` on
+ * stderr, and no `table` made in the file. `copy` is left writable again. */
+static inline void expect_results_not_stored(const char *command, const char *from,
+                                             const char *copy, const char *out, const char *note,
+                                             const char *table)
+{
+    file_copy(from, copy);
+    file_unwritable(copy);
+    run_result r = RUN(command, copy, "--json");
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, out);
+    CHECK(strstr(r.err, note) != NULL);
+    run_result_release(&r);
+    g_autofree char *sql =
+        g_strdup_printf("SELECT count(*) FROM sqlite_schema WHERE name = '%s'", table);
+    CHECK_INT(sql_int(copy, sql), 0);
+    g_autofree char *path = fixture_path(copy);
+    g_chmod(path, 0600);
+}
+
 static inline void path_expect(json_t *path, const long long *ids, size_t n)
 {
     CHECK_INT(json_array_size(path), n);
