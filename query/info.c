@@ -7,6 +7,21 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+/* totals->survived and survived_bytes: the two columns of `sql`'s one row. */
+static gboolean info_survived_read(sqlite3 *db, const char *sql, query_info_totals *totals,
+                                   GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, sql, error);
+    gboolean ok = stmt && query_db_step(stmt, &row, error);
+    if (ok) {
+        totals->survived = sqlite3_column_int64(stmt, 0);
+        totals->survived_bytes = sqlite3_column_int64(stmt, 1);
+    }
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
 static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estimates *estimates,
                                 const query_totals *allocations, query_info_totals *totals,
                                 GError **error)
@@ -31,19 +46,15 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     totals->gcs_incomplete = sqlite3_column_int64(stmt, 6);
     totals->pause_ns = sqlite3_column_int64(stmt, 7);
     sqlite3_finalize(stmt);
+    stmt = NULL;
 
     /* Every allocation is counted (alloc_counts); objects rows are those that survived a GC
      * (and objects first seen in a heap walk). The allocation total is the one every command
      * gives (estimates.h, query_totals_read): without ObjectAllocated, the large (and pinned)
      * objects and the census's counts plus the estimates of the small objects. */
-    stmt = query_db_prepare(db, "SELECT TOTAL(survived), TOTAL(survived_bytes) FROM alloc_counts",
-                            error);
-    if (!stmt || !query_db_step(stmt, &row, error))
+    if (!info_survived_read(db, "SELECT TOTAL(survived), TOTAL(survived_bytes) FROM alloc_counts",
+                            totals, error))
         goto out;
-    totals->survived = sqlite3_column_int64(stmt, 0);
-    totals->survived_bytes = sqlite3_column_int64(stmt, 1);
-    sqlite3_finalize(stmt);
-    stmt = NULL;
     totals->allocations = allocations->count;
     totals->allocation_bytes = allocations->bytes;
 
@@ -53,13 +64,8 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
     if (estimates->followed) { /* only the samples' objects have rows: estimated */
-        stmt = query_db_prepare(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, error);
-        if (!stmt || !query_db_step(stmt, &row, error))
+        if (!info_survived_read(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, totals, error))
             goto out;
-        totals->survived = sqlite3_column_int64(stmt, 0);
-        totals->survived_bytes = sqlite3_column_int64(stmt, 1);
-        sqlite3_finalize(stmt);
-        stmt = NULL;
     } else if (estimates->uncounted) {
         totals->survived = totals->objects;
         totals->survived_bytes = totals->object_bytes;
