@@ -159,6 +159,18 @@ static void sim_fresh_contexts(sim *s)
 
 /* ---- comparing -------------------------------------------------------------------------- */
 
+/* Looks addr up in both models: they must agree (found or not, the id, the generation). */
+static void sim_lookup_agrees(sim *s, uint64_t addr)
+{
+    uint64_t id1 = 0, id2 = 0;
+    uint32_t g1 = 0, g2 = 0;
+    bool f1 = hm_model_lookup(s->m, addr, &id1, &g1);
+    bool f2 = hm_naive_lookup(s->nv, addr, &id2, &g2);
+    CHECK_EQ(f1, f2);
+    CHECK_EQ(id1, id2);
+    CHECK_EQ(g1, g2);
+}
+
 static void sim_compare_state(sim *s)
 {
     CHECK_MODEL(s->m);
@@ -183,41 +195,22 @@ static void sim_compare_state(sim *s)
     /* Lookups go through other code (hash, window search) than foreach: sample them. */
     for (int q = 0; q < 24 && s->on.n; q++) {
         const hm_obj *o = &s->on.v[rnd(s, s->on.n)];
-        uint64_t addr = o->addr + (q % 3 == 0 ? 8 : 0), id1 = 0, id2 = 0;
-        uint32_t g1 = 0, g2 = 0;
-        bool f1 = hm_model_lookup(s->m, addr, &id1, &g1);
-        bool f2 = hm_naive_lookup(s->nv, addr, &id2, &g2);
-        CHECK_EQ(f1, f2);
-        CHECK_EQ(id1, id2);
-        CHECK_EQ(g1, g2);
+        sim_lookup_agrees(s, o->addr + (q % 3 == 0 ? 8 : 0));
     }
     /* And in ascending order (a snapshot's walk): lookups search on from the last one found. */
     size_t stride = s->on.n / 256 + 1;
     for (size_t i = rnd(s, stride); i < s->on.n; i += 1 + rnd(s, stride)) {
-        for (int miss = 0; miss < 2; miss++) {
-            uint64_t addr = s->on.v[i].addr + (uint64_t)miss * 8, id1 = 0, id2 = 0;
-            uint32_t g1 = 0, g2 = 0;
-            bool f1 = hm_model_lookup(s->m, addr, &id1, &g1);
-            bool f2 = hm_naive_lookup(s->nv, addr, &id2, &g2);
-            CHECK_EQ(f1, f2);
-            CHECK_EQ(id1, id2);
-            CHECK_EQ(g1, g2);
-        }
+        for (int miss = 0; miss < 2; miss++)
+            sim_lookup_agrees(s, s->on.v[i].addr + (uint64_t)miss * 8);
     }
 }
 
 /* ---- allocation ------------------------------------------------------------------------- */
 
-/* Looks addr up in both models: they must agree. */
+/* Looks addr up between adds (counted): the models must agree. */
 static void sim_lookup(sim *s, uint64_t addr)
 {
-    uint64_t id1 = 0, id2 = 0;
-    uint32_t g1 = 0, g2 = 0;
-    bool f1 = hm_model_lookup(s->m, addr, &id1, &g1);
-    bool f2 = hm_naive_lookup(s->nv, addr, &id2, &g2);
-    CHECK_EQ(f1, f2);
-    CHECK_EQ(id1, id2);
-    CHECK_EQ(g1, g2);
+    sim_lookup_agrees(s, addr);
     s->lookups++;
 }
 
