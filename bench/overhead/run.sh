@@ -28,26 +28,13 @@ while [ $# -gt 0 ]; do
         *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
 done
-[ -n "$heaplens" ] || { echo "run.sh: --heaplens PATH is required" >&2; exit 1; }
-[ -x "$heaplens" ] || { echo "run.sh: $heaplens is not executable" >&2; exit 1; }
-command -v dotnet >/dev/null || { echo "run.sh: dotnet not found" >&2; exit 1; }
-
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-if [ -z "$workdir" ]; then
-    workdir=$(mktemp -d "${TMPDIR:-/tmp}/heaplens-overhead.XXXXXX")
-    [ "$keep" = 1 ] || trap 'rm -rf "$workdir"' EXIT
-fi
-mkdir -p "$workdir"
-
-if [ -z "$dll" ]; then
-    echo "building AllocBench (Release) into $workdir/AllocBench ..."
-    dotnet build "$repo/examples/AllocBench/AllocBench.csproj" -c Release --nologo -v quiet \
-        -o "$workdir/AllocBench" -p:HeapLensBuildRoot="$workdir/build/" >"$workdir/build.log" 2>&1 \
-        || { cat "$workdir/build.log" >&2; echo "run.sh: build failed" >&2; exit 1; }
-    dll=$workdir/AllocBench/AllocBench.dll
-fi
-[ -f "$dll" ] || { echo "run.sh: $dll not found" >&2; exit 1; }
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
+bench_check_tools
+bench_workdir_make overhead
+bench_example_build AllocBench
 
 now_ns() { date +%s%N; }
 

@@ -46,27 +46,14 @@ while [ $# -gt 0 ]; do
         *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 1 ;;
     esac
 done
-[ -n "$heaplens" ] || { echo "run.sh: --heaplens PATH is required" >&2; exit 1; }
-[ -x "$heaplens" ] || { echo "run.sh: $heaplens is not executable" >&2; exit 1; }
-command -v dotnet >/dev/null || { echo "run.sh: dotnet not found" >&2; exit 1; }
-command -v python3 >/dev/null || { echo "run.sh: python3 not found" >&2; exit 1; }
-
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-if [ -z "$workdir" ]; then
-    workdir=$(mktemp -d "${TMPDIR:-/tmp}/heaplens-snapshot.XXXXXX")
-    [ "$keep" = 1 ] || trap 'rm -rf "$workdir"' EXIT
-fi
-mkdir -p "$workdir"
-
-if [ -z "$dll" ]; then
-    echo "building SnapshotBench (Release) into $workdir/SnapshotBench ..."
-    dotnet build "$repo/examples/SnapshotBench/SnapshotBench.csproj" -c Release --nologo -v quiet \
-        -o "$workdir/SnapshotBench" -p:HeapLensBuildRoot="$workdir/build/" >"$workdir/build.log" 2>&1 \
-        || { cat "$workdir/build.log" >&2; echo "run.sh: build failed" >&2; exit 1; }
-    dll=$workdir/SnapshotBench/SnapshotBench.dll
-fi
-[ -f "$dll" ] || { echo "run.sh: $dll not found" >&2; exit 1; }
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
+bench_check_tools
+command -v python3 >/dev/null || { echo "run.sh: python3 not found" >&2; exit 1; }
+bench_workdir_make snapshot
+bench_example_build SnapshotBench
 
 # `--snapshot none` once `heaplens record` has the option; until then the collector's own
 # variable, which is what the option sets.
