@@ -11,6 +11,7 @@
  */
 #include "analysis/an_dominators.h"
 #include "analysis/an_graph.h"
+#include "tests/unit/common/test_cases.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -584,10 +585,7 @@ static void case_progress(void)
     an_graph_free(g);
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
+static const test_case cases[] = {
     {"graph_build", case_graph_build},
     {"graph_bulk", case_graph_bulk},
     {"bfs", case_bfs},
@@ -606,22 +604,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    bool ran = false;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s <case>|all\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < G_N(cases); i++) {
-        if (strcmp(argv[1], "all") == 0 || strcmp(argv[1], cases[i].name) == 0) {
-            int before = failures;
-            cases[i].fn();
-            fprintf(stderr, "%s: %s\n", cases[i].name, failures == before ? "ok" : "FAILED");
-            ran = true;
-        }
-    }
-    if (!ran) {
-        fprintf(stderr, "no such case: %s\n", argv[1]);
-        return 2;
-    }
-    return failures == 0 ? 0 : 1;
+    return test_cases_main(argc, argv, cases, G_N(cases), &failures);
 }

@@ -8,6 +8,7 @@
 #include "tests/unit/common/check.h"
 #include "tests/unit/common/hl_stream_builder.h"
 #include "tests/unit/common/run_heaplens.h"
+#include "tests/unit/common/test_cases.h"
 
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -130,10 +131,7 @@ static inline void fixture_sql(const char *name, const char *sql)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-typedef struct cli_test_case {
-    const char *name;
-    void (*run)(void);
-} cli_test_case;
+typedef test_case cli_test_case; /* tests/unit/common/test_cases.h */
 
 /* Removes the work directory and its files (made writable first: some cases take the write
  * permission away). */
@@ -155,8 +153,6 @@ static inline void workdir_remove(void)
 static inline int cli_test_main(const char *suite, const char *which, const cli_test_case *cases,
                                 size_t n_cases, void (*fixtures_build)(void))
 {
-    gboolean all = strcmp(which, "all") == 0;
-    gboolean found = FALSE;
     g_autoptr(GError) error = NULL;
     g_autofree char *template = g_strdup_printf("heaplens-%s-XXXXXX", suite);
     workdir = g_dir_make_tmp(template, &error);
@@ -165,14 +161,7 @@ static inline int cli_test_main(const char *suite, const char *which, const cli_
         return 2;
     }
     fixtures_build();
-    for (size_t i = 0; i < n_cases; i++) {
-        if (all || strcmp(cases[i].name, which) == 0) {
-            int before = failures;
-            cases[i].run();
-            found = TRUE;
-            fprintf(stderr, "%s %s\n", failures == before ? "ok  " : "FAIL", cases[i].name);
-        }
-    }
+    gboolean found = test_cases_run(which, cases, n_cases, &failures);
     if (g_getenv("HEAPLENS_TEST_KEEP"))
         fprintf(stderr, "fixtures kept in %s\n", workdir); /* for debugging */
     else

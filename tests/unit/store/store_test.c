@@ -350,27 +350,3 @@ void write_all(int fd, const void *p, size_t n)
         n -= (size_t)w;
     }
 }
-
-/* ---- main ------------------------------------------------------------------------------------ */
-
-int store_test_main(int argc, char **argv, const store_test_case *cases, size_t n_cases)
-{
-    gboolean ran = FALSE;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s <case>|all\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < n_cases; i++) {
-        if (strcmp(argv[1], "all") == 0 || strcmp(argv[1], cases[i].name) == 0) {
-            int before = failures;
-            cases[i].fn();
-            fprintf(stderr, "%s: %s\n", cases[i].name, failures == before ? "ok" : "FAILED");
-            ran = TRUE;
-        }
-    }
-    if (!ran) {
-        fprintf(stderr, "no such case: %s\n", argv[1]);
-        return 2;
-    }
-    return failures == 0 ? 0 : 1;
-}

@@ -1,6 +1,7 @@
 /* store_test.h — what the store's test programs share (tests/unit/store/test_store_*.c): the
  * checks of a database and of a GError, a private directory, reading rows by SQL, the golden
- * recording and what the writer must make of it, Unix sockets, and the programs' main.
+ * recording and what the writer must make of it, and Unix sockets. Each program's main runs its
+ * cases through test_cases_main (tests/unit/common/test_cases.h).
  *
  * Every test program is one test_store_<topic>.c linked with store_test.c; each case is its
  * own ctest entry (store.<case>): `test_store_<topic> <case>`, or `all`. Streams are built with
@@ -16,6 +17,7 @@
 #include "store/store_internal.h"
 #include "tests/unit/common/check.h"
 #include "tests/unit/common/hl_stream_builder.h"
+#include "tests/unit/common/test_cases.h"
 #include "wire/hl_wire.h"
 
 #include <glib.h>
@@ -142,17 +144,5 @@ int connect_unix(const char *path);
 
 /* Writes all of `p` to `fd` (asserted). */
 void write_all(int fd, const void *p, size_t n);
-
-/* ---- main ----------------------------------------------------------------------------------- */
-
-typedef struct store_test_case {
-    const char *name;
-    void (*fn)(void);
-} store_test_case;
-
-/* The body of a test program's main: runs case argv[1] (or every case for "all") and prints
- * "<case>: ok" or "FAILED" for each on stderr. Returns the program's exit status: 0 all passed, 1
- * a check failed, 2 no such case or bad arguments. */
-int store_test_main(int argc, char **argv, const store_test_case *cases, size_t n_cases);
 
 #endif /* HEAPLENS_TEST_STORE_TEST_H */

@@ -449,7 +449,7 @@ static void test_survivors_packed_extremes(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"corrupt_size", test_corrupt_size},
     {"corrupt_count", test_corrupt_count},
     {"unknown_types", test_unknown_types},
@@ -464,5 +464,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

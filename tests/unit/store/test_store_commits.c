@@ -557,7 +557,7 @@ static void test_reader_holds_file(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"wal_writes_gathered", test_wal_writes_gathered},
     {"reader_holds_file", test_reader_holds_file},
     {"writer_waits_for_lock", test_writer_waits_for_lock},
@@ -568,5 +568,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

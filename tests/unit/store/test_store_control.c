@@ -559,7 +559,7 @@ static void test_control_refuses_peer(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"disk_full", test_disk_full},
     {"control_snapshot", test_control_snapshot},
     {"control_descendant", test_control_descendant},
@@ -569,5 +569,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

@@ -319,12 +319,12 @@ static void test_survivors_packed(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"differential", test_differential},
     {"survivors_packed", test_survivors_packed},
 };
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

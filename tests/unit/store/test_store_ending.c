@@ -288,7 +288,7 @@ static void test_stream_versions(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"stream_versions", test_stream_versions},
     {"loss_reasons", test_loss_reasons},
     {"ending_writer", test_ending_writer},
@@ -297,5 +297,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

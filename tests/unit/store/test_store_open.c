@@ -382,7 +382,7 @@ static void test_damage_check_keeps_locks(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"refuse_existing", test_refuse_existing},
     {"open_readonly", test_open_readonly},
     {"readonly_wal_quiet", test_readonly_wal_quiet},
@@ -392,5 +392,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

@@ -66,12 +66,12 @@ static void test_put_u64(void)
     put_u64_agrees(UINT64_MAX);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"radix_sort", test_radix_sort},
     {"put_u64", test_put_u64},
 };
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

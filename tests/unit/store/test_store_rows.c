@@ -484,7 +484,7 @@ static void test_chunk_boundaries(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"golden_rows", test_golden_rows},
     {"golden_rows_packed", test_golden_rows_packed},
     {"old_deaths", test_old_deaths},
@@ -501,5 +501,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

@@ -562,7 +562,7 @@ static void test_packed_damage(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"schema", test_schema},
     {"golden_views", test_golden_views},
     {"packed_damage", test_packed_damage},
@@ -572,5 +572,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

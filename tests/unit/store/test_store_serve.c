@@ -434,7 +434,7 @@ static void test_serve_refuses_peer(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"serve_socket", test_serve_socket},
     {"serve_no_connection", test_serve_no_connection},
     {"serve_connection", test_serve_connection},
@@ -445,5 +445,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

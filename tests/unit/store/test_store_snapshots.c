@@ -709,7 +709,7 @@ static void test_handles_freed_in_gc(void)
     tmp_dir_free(dir);
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"golden_snapshot", test_golden_snapshot},
     {"snapshot_fields", test_snapshot_fields},
     {"snapshot_blocks", test_snapshot_blocks},
@@ -724,5 +724,5 @@ static const store_test_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }

@@ -222,12 +222,12 @@ static void test_truncate_every_byte_packed(void)
     golden_packed = FALSE;
 }
 
-static const store_test_case cases[] = {
+static const test_case cases[] = {
     {"truncate_every_byte", test_truncate_every_byte},
     {"truncate_every_byte_packed", test_truncate_every_byte_packed},
 };
 
 int main(int argc, char **argv)
 {
-    return store_test_main(argc, argv, cases, G_N_ELEMENTS(cases));
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }
