@@ -95,7 +95,9 @@ static const query_command commands[] = {
                  "                       never one still being recorded\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON, on one line: the last of\n"
-                 "                       standard output, which the program shares\n" HELP_OPTION,
+                 "                       standard output, which the program shares (a line of\n"
+                 "                       its own: after a newline if the program's output may\n"
+                 "                       not end with one)\n" HELP_OPTION,
     },
     {
         .name = "attach",
@@ -406,7 +408,9 @@ static const query_command commands[] = {
                  "\n"
                  "options:\n"
                  "  -o, --output DB      the database to write (default: FILE with .db for\n"
-                 "                       .gcdump); never overwritten\n" JSON_OPTION HELP_OPTION,
+                 "                       .gcdump); never overwritten\n"
+                 "  --json               print what was imported as JSON on stdout (without it,\n"
+                 "                       one line on stderr)\n" HELP_OPTION,
     },
     {
         .name = "export",
@@ -421,8 +425,9 @@ static const query_command commands[] = {
                  "\n"
                  "options:\n"
                  "  --snapshot S         the snapshot to write (default: the last one)\n"
-                 "  --gcdump OUT         the .gcdump to write ('-': standard output)\n" JSON_OPTION
-                     HELP_OPTION,
+                 "  --gcdump OUT         the .gcdump to write ('-': standard output)\n"
+                 "  --json               print what was written as JSON on stdout (without it,\n"
+                 "                       one line on stderr)\n" HELP_OPTION,
     },
     {
         .name = "check",

@@ -73,6 +73,29 @@ rm -f jl.db
 if [ "$(sed -n 1,2p out.txt)" = "$(printf 'hello\n{not json')" ] && [ "$(wc -l <out.txt)" -eq 3 ] &&
    tail -n 1 out.txt | python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(d["file"] != "jl.db")'; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL record --json: the summary is not the last line:"; cat out.txt; fi
+# ... a line of its own when the program's output does not end its last line (it joined it):
+# into a file, whose last byte heaplens reads back, and through a pipe, which it cannot (a newline
+# always goes first there)
+summary_last() { # file, what must come before the summary line
+  [ "$(head -n -1 "$1")" = "$2" ] && tail -n 1 "$1" | python3 -c 'import json, sys; json.load(sys.stdin)'
+}
+rm -f jn.db*
+"$hl" record --json -o jn.db -- sh -c 'printf "hello\nno newline"' >out.txt 2>err; check "record --json, no final newline" 0 $? err ""
+summary_last out.txt "$(printf 'hello\nno newline')" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --json joined the program's last line:"; cat out.txt; }
+rm -f jn.db*
+"$hl" record --json -o jn.db -- sh -c 'printf "hello\nno newline"' 2>err | cat >out.txt; check "record --json | cat, no final newline" 0 $? err ""
+summary_last out.txt "$(printf 'hello\nno newline')" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --json | cat joined the program's last line:"; cat out.txt; }
+rm -f jn.db*
+printf 'before' >out.txt # appended to: what was there before counts too
+"$hl" record --json -o jn.db -- true >>out.txt 2>err; check "record --json >>" 0 $? err ""
+summary_last out.txt "before" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --json >> joined the file's last line:"; cat out.txt; }
+# A closed stdout (>&-) loses nothing without --json (the summary line is on stderr); with it the
+# summary asked for is lost: said in one line, the exit status still the program's
+rm -f cl.db*
+"$hl" record -q -o cl.db -- sh -c 'exit 4' >&- 2>err; check "record >&-" 4 $? err ""
+rm -f cl.db*
+"$hl" record --json -o cl.db -- sh -c 'exit 4' >&- 2>err
+check "record --json >&-" 4 $? err "^heaplens: cl.db is complete, but writing the output failed: Bad file descriptor$"
 # The database removed, or replaced by another recording, while the writer serves it: said so, and
 # the file now named so is not touched (the writer's end was stored into it, status, loss and
 # exit status, and the summary read it as this recording's).
