@@ -116,8 +116,9 @@ void query_json_rows_add(query_json_rows *rows, json_t *row);
 void query_json_rows_end(query_json_rows *rows);
 /* Writes a whole document, indented, then a newline. */
 void query_json_print(const json_t *value, FILE *out);
-/* The end of `record` and `attach`: prints the session's JSON `summary` (stolen; NULL: nothing)
- * on stdout and returns `status`, the command's exit status. */
+/* The end of `attach`: prints the session's JSON `summary` (stolen; NULL: nothing) on stdout and
+ * returns `status`, the command's exit status — or 1, with one line on stderr
+ * (query_output_finish_written), when stdout could not take it: the --json asked for is lost. */
 int query_summary_print(json_t *summary, int status);
 
 /* Prints a note (the accuracy note of query_db_note_new): after the table on stdout for text
@@ -130,6 +131,12 @@ gboolean query_db_note_print(sqlite3 *db, gboolean json, GError **error);
 
 /* Flushes `out` and reports a write error (disk full, closed pipe) as QUERY_ERROR_IO. */
 gboolean query_output_finish(FILE *out, GError **error);
+/* The end of a command whose answer is a file it has written whole, `written` (export's
+ * .gcdump, import's, record's and attach's database): such a command says what it wrote on
+ * stderr, so that stdout holds only what the user asked for there, the --json document. A
+ * closed stdout (`>&-`) with nothing printed is then no failure; one that loses the document is,
+ * and the error (query_output_finish's) says that `written` is complete all the same. */
+gboolean query_output_finish_written(FILE *out, const char *written, GError **error);
 
 /* The end of a command that computed retained sizes (retention, roots, leaks, check), once its
  * answer is printed: the recording's note and the flush, then — last, so that a failure before

@@ -1,6 +1,7 @@
 /* cmd_check.c — `heaplens check FILE ASSERTION... [--json]`: memory assertions for CI
  * (query/check.h). Exit 0 when every assertion holds; 1 with one line per failed assertion on
- * stdout (what was expected, what was found, the query to see it). */
+ * stdout (what was expected, what was found, the query to see it) and one per assertion the
+ * recording cannot decide (why, and how to record what it needs), every other one decided. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/check.h"
@@ -25,7 +26,7 @@ int cmd_check(int argc, char **argv)
     g_autoptr(GArray) results = g_array_new(FALSE, TRUE, sizeof(check_result));
     g_array_set_clear_func(results, (GDestroyNotify)check_result_clear);
     gboolean retention = FALSE;
-    guint failed = 0;
+    guint failed = 0, undecided = 0;
     sqlite3 *db = NULL;
 
     if (!query_args_take(argc, argv, options, &path, &status, &error))
@@ -62,44 +63,54 @@ int cmd_check(int argc, char **argv)
     }
     for (guint i = 0; i < results->len; i++) {
         const check_result *r = &g_array_index(results, check_result, i);
-        failed += !r->ok;
+        undecided += r->undecided != NULL;
+        failed += !r->ok && !r->undecided;
         retention |= r->retention;
     }
     if (json) {
         json_t *rows = json_array();
         for (guint i = 0; i < results->len; i++) {
             const check_result *r = &g_array_index(results, check_result, i);
+            gboolean decided = !r->undecided;
             json_array_append_new(
-                rows, json_pack("{s:s, s:b, s:s, s:s, s:I, s:o, s:s}", "assertion", r->assertion,
-                                "ok", r->ok, "expected", r->expected, "found", r->found, "value",
-                                (json_int_t)r->value, "limit",
-                                r->limit >= 0 ? json_integer(r->limit) : json_null(), "query",
-                                r->query));
+                rows, json_pack("{s:s, s:b, s:b, s:s?, s:s?, s:o, s:o, s:s?, s:s?}", "assertion",
+                                r->assertion, "ok", r->ok, "decided", decided, "expected",
+                                r->expected, "found", r->found, "value",
+                                decided ? json_integer(r->value) : json_null(), "limit",
+                                decided && r->limit >= 0 ? json_integer(r->limit) : json_null(),
+                                "query", r->query, "undecided", r->undecided));
         }
-        json_t *doc = json_pack("{s:s, s:b, s:I, s:I, s:o}", "file", path, "ok", failed == 0,
-                                "assertions", (json_int_t)results->len, "failed",
-                                (json_int_t)failed, "results", rows);
+        json_t *doc = json_pack("{s:s, s:b, s:I, s:I, s:I, s:o}", "file", path, "ok",
+                                failed + undecided == 0, "assertions", (json_int_t)results->len,
+                                "failed", (json_int_t)failed, "undecided", (json_int_t)undecided,
+                                "results", rows);
         query_json_print(doc, stdout);
         json_decref(doc);
     } else {
         for (guint i = 0; i < results->len; i++) {
             const check_result *r = &g_array_index(results, check_result, i);
-            if (!r->ok)
+            if (r->undecided)
+                printf("UNDECIDED %s: %s\n", r->assertion, r->undecided);
+            else if (!r->ok)
                 printf("FAIL %s: expected %s, found %s; see: %s\n", r->assertion, r->expected,
                        r->found, r->query);
         }
-        if (failed)
-            printf("%u of %u assertion%s failed\n", failed, results->len,
-                   results->len == 1 ? "" : "s");
+        const char *s = results->len == 1 ? "" : "s";
+        if (failed && undecided)
+            printf("%u of %u assertion%s failed, %u could not be decided\n", failed,
+                   results->len, s, undecided);
+        else if (failed)
+            printf("%u of %u assertion%s failed\n", failed, results->len, s);
+        else if (undecided)
+            printf("%u of %u assertion%s could not be decided\n", undecided, results->len, s);
         else
-            printf("%u assertion%s hold%s\n", results->len, results->len == 1 ? "" : "s",
-                   results->len == 1 ? "s" : "");
+            printf("%u assertion%s hold%s\n", results->len, s, results->len == 1 ? "s" : "");
     }
     /* the accuracy note (an unfinished or lossy recording): finish_retained prints it too */
     if (retention ? !query_output_finish_retained(db, path, NULL, json, &error)
                   : !query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
-    status = failed ? 1 : 0;
+    status = failed || undecided ? 1 : 0;
 out:
     sqlite3_close(db);
     if (error)

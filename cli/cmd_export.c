@@ -1,5 +1,6 @@
 /* cmd_export.c — `heaplens export FILE [--snapshot S] --gcdump OUT [--json]`: a heap snapshot
- * as a .gcdump that dotnet-gcdump report, PerfView and Visual Studio open (gcdump/gcdump.h). */
+ * as a .gcdump that dotnet-gcdump report, PerfView and Visual Studio open (gcdump/gcdump.h).
+ * What it wrote is said on stderr (stdout: only the --json document). */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
@@ -35,8 +36,15 @@ int cmd_export(int argc, char **argv)
         !snapshot_pick(db, path, "export", "snapshot", snapshot, &info, &error))
         goto out;
     const char *const inputs[] = {path, NULL};
-    if (!query_output_file_open(&file, output, inputs, &error) ||
-        !(g = gcdump_export_graph(db, &info, &error)) ||
+    if (!query_output_file_open(&file, output, inputs, &error))
+        goto out;
+    if (file.is_stdout && json) { /* the document would follow the .gcdump's bytes there */
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "export: --json and --gcdump %s both write to standard output; name a file "
+                    "for the .gcdump", output);
+        goto out;
+    }
+    if (!(g = gcdump_export_graph(db, &info, &error)) ||
         !gcdump_graph_write(g, file.out, output, &error) ||
         !query_output_file_commit(&file, &error))
         goto out;
@@ -49,13 +57,15 @@ int cmd_export(int argc, char **argv)
         json_decref(o);
     } else {
         char f[2][QUERY_FORMAT_MAX];
-        printf("heaplens: snapshot %" G_GINT64_FORMAT " (GC %" G_GINT64_FORMAT "): %s objects "
-               "(%s) -> %s\n",
-               info.snapshot, info.gc, query_count_format(info.objects, f[0]),
-               query_size_format(g->total_size, f[1]), output);
+        fprintf(stderr, "heaplens: snapshot %" G_GINT64_FORMAT " (GC %" G_GINT64_FORMAT "): %s "
+                "objects (%s) -> %s\n",
+                info.snapshot, info.gc, query_count_format(info.objects, f[0]),
+                query_size_format(g->total_size, f[1]), output);
     }
-    /* what the snapshot may lack (an unfinished or lossy recording), as every command says */
-    if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
+    /* what the snapshot may lack (an unfinished or lossy recording), as every command says: on
+     * stderr with the line above, as report -o says it */
+    if (!query_db_note_print(db, TRUE, &error) ||
+        !query_output_finish_written(stdout, output, &error))
         goto out;
     status = 0;
 out:

@@ -1,5 +1,6 @@
 /* cmd_import.c — `heaplens import FILE.gcdump [-o DB] [--json]`: a .gcdump (dotnet-gcdump,
- * dotnet-monitor, PerfView) as a heaplens database with one snapshot (gcdump/gcdump.h). */
+ * dotnet-monitor, PerfView) as a heaplens database with one snapshot (gcdump/gcdump.h). What it
+ * wrote is said on stderr (stdout: only the --json document). */
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "gcdump/gcdump.h"
@@ -92,25 +93,25 @@ int cmd_import(int argc, char **argv)
         json_decref(o);
     } else {
         char f[5][QUERY_FORMAT_MAX];
-        printf("heaplens: imported %s objects (%s) of %s types, %s references, %s roots from "
-               "%s -> %s (snapshot 1) in %.1f s\n",
-               query_count_format((int64_t)sum.objects, f[0]),
-               query_size_format((int64_t)sum.bytes, f[1]),
-               query_count_format((int64_t)sum.types, f[2]),
-               query_count_format((int64_t)sum.refs, f[3]), query_count_format((int64_t)sum.roots,
-               f[4]), path, db_path, seconds);
+        fprintf(stderr, "heaplens: imported %s objects (%s) of %s types, %s references, %s roots "
+                "from %s -> %s (snapshot 1) in %.1f s\n",
+                query_count_format((int64_t)sum.objects, f[0]),
+                query_size_format((int64_t)sum.bytes, f[1]),
+                query_count_format((int64_t)sum.types, f[2]),
+                query_count_format((int64_t)sum.refs, f[3]),
+                query_count_format((int64_t)sum.roots, f[4]), path, db_path, seconds);
         if (sum.unresolved)
-            printf("heaplens: note: %s references to nodes the file never defined (the dump "
-                   "lost them) are left out\n",
-                   query_count_format((int64_t)sum.unresolved, f[1]));
+            fprintf(stderr, "heaplens: note: %s references to nodes the file never defined (the "
+                    "dump lost them) are left out\n",
+                    query_count_format((int64_t)sum.unresolved, f[1]));
     }
     /* A .gcdump keeps no object identity, generation, field name or value: say what that
      * means for the commands that would use them. */
     if (sum.sampled)
         query_note_print("the .gcdump holds a SAMPLE of the heap (dotnet-gcdump samples heaps "
                          "of more than 10M objects): counts and sizes are those of the sample",
-                         json);
-    if (!query_output_finish(stdout, &error))
+                         TRUE);
+    if (!query_output_finish_written(stdout, db_path, &error))
         goto out;
     status = 0;
 out:

@@ -5,7 +5,10 @@
 #include "session/record_session.h"
 #include "session/recording.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static gboolean parse_options(int argc, char **argv, record_options *o, gboolean *help,
                               GError **error) {
@@ -133,6 +136,27 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
     return TRUE;
 }
 
+/* Whether the byte before where stdout writes next ends a line (or there is none): the program
+ * shares stdout, and its output may end without a newline, which the summary line must not
+ * join. Known for a regular file only (its offset, or its end when opened to append, `>>`), read
+ * through /proc/self/fd/1 (stdout may be open for writing alone); a pipe or a terminal cannot be
+ * read back: FALSE, so that a newline goes first (at worst an empty line before the summary). */
+static gboolean stdout_at_line_start(void) {
+    struct stat st;
+    int flags = fcntl(STDOUT_FILENO, F_GETFL);
+    if (flags < 0 || fstat(STDOUT_FILENO, &st) != 0 || !S_ISREG(st.st_mode))
+        return FALSE;
+    off_t at = flags & O_APPEND ? st.st_size : lseek(STDOUT_FILENO, 0, SEEK_CUR);
+    if (at <= 0)
+        return at == 0;
+    int fd = open("/proc/self/fd/1", O_RDONLY | O_CLOEXEC);
+    char last = 0;
+    gboolean ends = fd >= 0 && pread(fd, &last, 1, at - 1) == 1 && last == '\n';
+    if (fd >= 0)
+        close(fd);
+    return ends;
+}
+
 int cmd_record(int argc, char **argv) {
     record_options o = {0};
     gboolean help = FALSE;
@@ -156,11 +180,19 @@ int cmd_record(int argc, char **argv) {
     if (!ran)
         return query_error_report(error);
     /* One line, not query_summary_print's indented document: the program writes to the same
-     * standard output before it, so a script takes the last line (`| tail -n 1`). */
+     * standard output before it, so a script takes the last line (`| tail -n 1`), a line of its
+     * own whatever the program left unended. A summary stdout could not take is said on stderr;
+     * the exit status stays the program's, as when the writer failed (scripts that wrap a
+     * program must see what it did). */
     if (summary) {
+        g_autofree char *file = g_strdup(json_string_value(json_object_get(summary, "file")));
+        if (!stdout_at_line_start())
+            fputc('\n', stdout);
         json_dumpf(summary, stdout, JSON_COMPACT | JSON_ENCODE_ANY);
         fputc('\n', stdout);
         json_decref(summary);
+        if (!query_output_finish_written(stdout, file, &error))
+            query_error_report(error);
     }
     return exit_status;
 }

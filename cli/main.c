@@ -95,7 +95,9 @@ static const query_command commands[] = {
                  "                       never one still being recorded\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON, on one line: the last of\n"
-                 "                       standard output, which the program shares\n" HELP_OPTION,
+                 "                       standard output, which the program shares (a line of\n"
+                 "                       its own: after a newline if the program's output may\n"
+                 "                       not end with one)\n" HELP_OPTION,
     },
     {
         .name = "attach",
@@ -406,7 +408,9 @@ static const query_command commands[] = {
                  "\n"
                  "options:\n"
                  "  -o, --output DB      the database to write (default: FILE with .db for\n"
-                 "                       .gcdump); never overwritten\n" JSON_OPTION HELP_OPTION,
+                 "                       .gcdump); never overwritten\n"
+                 "  --json               print what was imported as JSON on stdout (without it,\n"
+                 "                       one line on stderr)\n" HELP_OPTION,
     },
     {
         .name = "export",
@@ -421,8 +425,9 @@ static const query_command commands[] = {
                  "\n"
                  "options:\n"
                  "  --snapshot S         the snapshot to write (default: the last one)\n"
-                 "  --gcdump OUT         the .gcdump to write ('-': standard output)\n" JSON_OPTION
-                     HELP_OPTION,
+                 "  --gcdump OUT         the .gcdump to write ('-': standard output)\n"
+                 "  --json               print what was written as JSON on stdout (without it,\n"
+                 "                       one line on stderr)\n" HELP_OPTION,
     },
     {
         .name = "check",
@@ -435,11 +440,12 @@ static const query_command commands[] = {
                  "found, and the query that shows it. Each option may be given several times.\n"
                  "TYPE is a full type name or one without its namespaces (as roots --type);\n"
                  "a type the recording never saw has 0 objects.\n"
-                 "An assertion the recording cannot decide never holds: it exits 1 with one line\n"
-                 "on stderr saying why and how to record what it needs. So --no-leaks needs two\n"
-                 "heap snapshots, --max-retained one; --max-live a GC, and in a sampled recording\n"
-                 "a snapshot at the GC it asks about (between snapshots only the sampled objects\n"
-                 "are followed).\n"
+                 "An assertion the recording cannot decide never holds: it gets a line\n"
+                 "'UNDECIDED ASSERTION: why, and how to record what it needs', the others are\n"
+                 "still decided, and check exits 1. So --no-leaks needs two heap snapshots,\n"
+                 "--max-retained one; --max-live a GC (before its checkpoint, with @NAME), and\n"
+                 "in a sampled recording a snapshot at the GC it asks about (between snapshots\n"
+                 "only the sampled objects are followed).\n"
                  "\n"
                  "assertions:\n"
                  "  --max-live TYPE=N[@NAME]  at most N objects of TYPE in the last snapshot\n"

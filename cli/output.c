@@ -159,11 +159,14 @@ void query_json_print(const json_t *value, FILE *out)
 
 int query_summary_print(json_t *summary, int status)
 {
-    if (summary) {
-        query_json_print(summary, stdout);
-        json_decref(summary);
-    }
-    return status;
+    if (!summary)
+        return status;
+    g_autoptr(GError) error = NULL;
+    g_autofree char *file = g_strdup(json_string_value(json_object_get(summary, "file")));
+    query_json_print(summary, stdout);
+    json_decref(summary);
+    return query_output_finish_written(stdout, file, &error) ? status
+                                                            : query_error_report(error);
 }
 
 gboolean query_output_finish(FILE *out, GError **error)
@@ -175,6 +178,15 @@ gboolean query_output_finish(FILE *out, GError **error)
         return FALSE;
     }
     return TRUE;
+}
+
+gboolean query_output_finish_written(FILE *out, const char *written, GError **error)
+{
+    if (query_output_finish(out, error))
+        return TRUE;
+    if (written)
+        g_prefix_error(error, "%s is complete, but ", written);
+    return FALSE;
 }
 
 gboolean query_output_finish_retained(sqlite3 *db, const char *path, query_progress *progress,

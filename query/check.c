@@ -8,6 +8,7 @@
 #include "query/retention.h"
 #include "query/snapshot_graph.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 void check_result_clear(check_result *r)
@@ -16,7 +17,20 @@ void check_result_clear(check_result *r)
     g_free(r->expected);
     g_free(r->found);
     g_free(r->query);
+    g_free(r->undecided);
     memset(r, 0, sizeof *r);
+}
+
+/* The recording cannot decide the assertion: r->undecided says why. TRUE: a result (it never
+ * holds), not an error, so that the other assertions are still decided. */
+static gboolean check_undecided(check_result *r, const char *format, ...) G_GNUC_PRINTF(2, 3);
+static gboolean check_undecided(check_result *r, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    r->undecided = g_strdup_vprintf(format, args);
+    va_end(args);
+    return TRUE;
 }
 
 /* `text` inside double quotes for a POSIX shell. */
@@ -148,21 +162,20 @@ static gboolean check_int(sqlite3 *db, const char *sql, const char *text, int64_
 /* The objects alive after GC `gc` as `live_objects` lists them must be all of them for
  * --max-live to be decided: a sampled recording that follows its samples lists only those
  * between snapshots (query_estimates_survivors), a count far too low that would pass whatever
- * the program kept. `when` says which GC ("its last GC", "the last before checkpoint 'a'"). */
-static gboolean check_live_complete(sqlite3 *db, const char *path, const char *value,
-                                    int64_t gc, const char *when, GError **error)
+ * the program kept; r->undecided then says so. `when` says which GC ("its last GC", "the last
+ * before checkpoint 'a'"). FALSE on an error only. */
+static gboolean check_live_complete(sqlite3 *db, const char *path, int64_t gc, const char *when,
+                                    check_result *r, GError **error)
 {
     gboolean estimated = FALSE;
     if (!query_estimates_survivors(db, gc, &estimated, error))
         return FALSE;
     if (estimated)
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                    "check: --max-live %s cannot be checked: %s has no heap snapshot at GC %"
-                    G_GINT64_FORMAT " (%s), and between snapshots a sampled recording follows "
-                    "only its sampled objects; take snapshots ('heaplens record --snapshot "
-                    "induced', the default, or 'heaplens snapshot PID') or record in full mode",
-                    value, path, gc, when);
-    return !estimated;
+        check_undecided(r, "%s has no heap snapshot at GC %" G_GINT64_FORMAT " (%s), and between "
+                        "snapshots a sampled recording follows only its sampled objects; take "
+                        "snapshots ('heaplens record --snapshot induced', the default, or "
+                        "'heaplens snapshot PID') or record in full mode", path, gc, when);
+    return TRUE;
 }
 
 static gboolean check_max_live(sqlite3 *db, const char *path, const char *value, check_result *r,
@@ -186,15 +199,15 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
         if (!checkpoint_find(db, path, "check", at, &c, error))
             return FALSE;
         g_free(c.name);
-        if (c.gc == 0) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "check: checkpoint '%s' was written before the first GC: nothing is "
-                        "known alive then", at);
-            return FALSE;
-        }
+        if (c.gc == 0)
+            return check_undecided(r, "%s's checkpoint '%s' was written before its first GC: "
+                                   "nothing is known alive then (a GC.Collect() right before "
+                                   "the checkpoint gives it one)", path, at);
         g_autofree char *when = g_strdup_printf("the last before checkpoint '%s'", at);
-        if (!check_live_complete(db, path, value, c.gc, when, error))
+        if (!check_live_complete(db, path, c.gc, when, r, error))
             return FALSE;
+        if (r->undecided)
+            return TRUE;
         if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = ?2 AND type = ?1", type,
                        c.gc, &r->value, error))
             return FALSE;
@@ -228,15 +241,14 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
         int64_t last;
         if (!query_db_int(db, "SELECT coalesce(max(gc), 0) FROM gcs", &last, error))
             return FALSE;
-        if (last == 0) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                        "check: --max-live %s cannot be checked: %s has no GC and no heap "
-                        "snapshot, so nothing is known alive (a program that ends before its "
-                        "first GC can call GC.Collect() before it ends)", value, path);
+        if (last == 0)
+            return check_undecided(r, "%s has no GC and no heap snapshot, so nothing is known "
+                                   "alive (a program that ends before its first GC can call "
+                                   "GC.Collect() before it ends)", path);
+        if (!check_live_complete(db, path, last, "its last GC", r, error))
             return FALSE;
-        }
-        if (!check_live_complete(db, path, value, last, "its last GC", error))
-            return FALSE;
+        if (r->undecided)
+            return TRUE;
         if (!check_int(db, "SELECT count(*) FROM live_objects WHERE gc = ?2 AND type = ?1", type,
                        last, &r->value, error))
             return FALSE;
@@ -319,12 +331,12 @@ static gboolean check_max_retained(sqlite3 *db, const char *path, const char *va
     if (!check_parse_limit("max-retained", value, TRUE, &name, &r->limit, error) ||
         !check_type_resolve(db, path, name, &type, &known, error))
         return FALSE;
-    GError *none = NULL;
+    g_autoptr(GError) none = NULL;
     if (!snapshot_pick(db, path, "check", "snapshot", NULL, &info, &none)) {
         /* no snapshot: nothing retains anything, which is not "at most B" */
         if (g_error_matches(none, QUERY_ERROR, QUERY_ERROR_NOT_FOUND))
-            g_prefix_error(&none, "check: --max-retained %s cannot be checked: ", value);
-        g_propagate_error(error, none);
+            return check_undecided(r, "%s", none->message);
+        g_propagate_error(error, g_steal_pointer(&none));
         return FALSE;
     }
     if (!retention_ensure(db, &info, NULL, error))
@@ -351,18 +363,18 @@ static gboolean check_no_leaks(sqlite3 *db, const char *path, check_result *r, G
     g_autoptr(GError) none = NULL;
     g_autoptr(leaks) l = leaks_find(db, path, 5, FALSE, NULL, &none);
     g_autofree char *file = g_shell_quote(path);
-    r->limit = 0;
-    r->expected = g_strdup("no leak suspect");
-    r->query = g_strdup_printf("heaplens leaks %s", file);
     r->retention = TRUE;
     if (!l) {
         /* Fewer than two snapshots: nothing can be seen growing, which is not "no leak". An
          * assertion that passed there would hold whatever the program did. */
         if (none->code == QUERY_ERROR_NOT_FOUND)
-            g_prefix_error(&none, "check: --no-leaks cannot be checked: ");
+            return check_undecided(r, "%s", none->message);
         g_propagate_error(error, g_steal_pointer(&none));
         return FALSE;
     }
+    r->limit = 0;
+    r->expected = g_strdup("no leak suspect");
+    r->query = g_strdup_printf("heaplens leaks %s", file);
     r->value = leaks_flagged_count(l);
     GString *found = g_string_new(NULL);
     g_string_printf(found, "%" G_GINT64_FORMAT " suspect%s", r->value, r->value == 1 ? "" : "s");

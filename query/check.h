@@ -16,12 +16,13 @@
  *   --sql "SELECT ..."      the query (one statement that reads) returns no row
  *
  * TYPE is a full name or one without its namespaces, as `roots --type` takes it; a type the
- * recording never saw has 0 objects. An assertion the recording cannot decide is an error
- * (QUERY_ERROR_NOT_FOUND, "check: ASSERTION cannot be checked: why; how to record it"), never
- * one that holds: --no-leaks with fewer than two snapshots, --max-retained without one,
- * --max-live with no GC and no snapshot, or at a GC without a snapshot in a sampled recording
- * that follows its samples (live_objects lists the samples' objects alone there). Errors:
- * GError ** last (QUERY_ERROR_USAGE for a bad assertion), one line. Single-threaded.
+ * recording never saw has 0 objects. An assertion the recording cannot decide is a result that
+ * never holds (check_result.undecided says why and how to record what it needs), not an error,
+ * so that every other assertion is still decided: --no-leaks with fewer than two snapshots,
+ * --max-retained without one, --max-live with no GC and no snapshot, at a checkpoint written
+ * before the first GC, or at a GC without a snapshot in a sampled recording that follows its
+ * samples (live_objects lists the samples' objects alone there). Errors: GError ** last
+ * (QUERY_ERROR_USAGE for a bad assertion), one line. Single-threaded.
  */
 #ifndef HEAPLENS_QUERY_CHECK_H
 #define HEAPLENS_QUERY_CHECK_H
@@ -46,12 +47,16 @@ typedef struct check_result {
     char *query;     /* a command that shows it: sqlite3 FILE "SELECT ..." or heaplens ... */
     int64_t value, limit; /* the numbers compared (value: rows for --sql); limit -1 for none */
     gboolean retention;   /* retained sizes were computed (the caller commits them) */
+    char *undecided; /* NULL when decided; else why the recording cannot decide it and how to
+                      * record what it needs ("one.db has 1 heap snapshot ..."): ok is FALSE,
+                      * and expected, found and query are NULL */
 } check_result;
 
 /* Evaluates one assertion of kind `kind` with `value` (NULL for --no-leaks) on the recording at
  * `path`, open as `db` (query_db_open). Fills *out (release with check_result_clear, also after
- * a failure). FALSE with an error when the assertion cannot be evaluated (a bad value, a
- * recording without the snapshots or GCs it needs, above; SQL that does not run). */
+ * a failure): decided (ok or not), or undecided (a recording without the snapshots or GCs it
+ * needs, above). FALSE with an error when the assertion cannot be evaluated (a bad value, a
+ * checkpoint the recording does not have, SQL that does not run, a damaged file). */
 gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *value,
                     check_result *out, GError **error);
 void check_result_clear(check_result *r);

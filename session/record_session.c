@@ -216,6 +216,8 @@ static G_NORETURN void child_writer_main(const char *path, pid_t pid, int conn,
                 error->message);
         _exit(1);
     }
+    recording_output_id id; /* as the program's writer keeps it (recording_writer_start) */
+    recording_output_id_take(path, &id);
     gboolean session = control_fd >= 0 && query_session_write(pid, control_path, path, NULL);
     gboolean ok = store_writer_serve_connection(w, conn, control_fd, stop_fd, STOP_WAIT_MS, &error);
     if (control_fd >= 0) {
@@ -229,6 +231,12 @@ static G_NORETURN void child_writer_main(const char *path, pid_t pid, int conn,
     store_summary summary;
     gboolean finished = store_writer_finish(w, &summary, &finish_error);
     if (!ok || !finished) {
+        /* A file removed or replaced while it recorded failed its next write: that is said
+         * instead of SQLite's "attempt to write a readonly database", and the recorder must not
+         * say that the file now named so holds this recording. */
+        g_autofree char *who = g_strdup_printf("the writer of pid %ld", (long)pid);
+        if (!recording_output_ours(who, path, &id))
+            _exit(WRITER_EXIT_LOST);
         fprintf(stderr, "heaplens: writer of pid %ld: %s\n", (long)pid,
                 error ? error->message : finish_error->message);
         _exit(1);
@@ -284,7 +292,8 @@ static void children_accept(const record_options *o, const char *output, const c
 /* The children server: accepts descendants' connections until `stop_fd` is readable (the
  * program has exited) or at its end, takes what is pending, tells the writers to end (end of
  * file on their stop pipe), waits for them and reports one line per database on `report_fd`:
- * "PID OK PATH" (OK: 1 when its writer finished). */
+ * "PID STATUS PATH" (STATUS: its writer's exit status, 0 when it finished, WRITER_EXIT_LOST
+ * when its file was lost and it said so; 128+N for a signal N). */
 static G_NORETURN void children_main(const record_options *o, const char *output, const char *dir,
                                      int listen_fd, int stop_fd, int report_fd) {
     signal(SIGINT, SIG_IGN);
@@ -329,7 +338,8 @@ static G_NORETURN void children_main(const record_options *o, const char *output
         while (waitpid(c->writer, &status, 0) < 0 && errno == EINTR)
             ;
         g_string_append_printf(report, "%ld %d %s\n", (long)c->pid,
-                               WIFEXITED(status) && WEXITSTATUS(status) == 0, c->path);
+                               WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+                               c->path);
     }
     for (size_t off = 0; off < report->len;) {
         ssize_t n = write(report_fd, report->str + off, report->len - off);
@@ -552,12 +562,14 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     json_t *list = json_array();
     for (guint i = 0; i < recorded->len; i++) {
         long pid = 0;
-        int ok = 0, at = 0;
+        int writer_exit = 1, at = 0;
         const char *entry = g_ptr_array_index(recorded, i);
-        if (sscanf(entry, "%ld %d %n", &pid, &ok, &at) < 2 || at == 0)
+        if (sscanf(entry, "%ld %d %n", &pid, &writer_exit, &at) < 2 || at == 0)
             continue;
         const char *path = entry + at;
-        if (!ok) {
+        if (writer_exit == WRITER_EXIT_LOST) /* said by the writer; the file is another's */
+            continue;
+        if (writer_exit != 0) {
             fprintf(stderr, "heaplens: the writer of pid %ld failed; %s holds what was committed "
                             "before\n", pid, path);
             continue;

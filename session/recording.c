@@ -530,27 +530,35 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
         recording_sockets_remove(sockets);
         return -1;
     }
-    struct stat st;
-    if (stat(output, &st) == 0) { /* created by the writer, which is still serving it */
-        sockets->output_dev = st.st_dev;
-        sockets->output_ino = st.st_ino;
-    }
+    recording_output_id_take(output, &sockets->output_id); /* the writer still serves it */
     *stop_fd = stop[1];
     return writer;
 }
 
-gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
-                               int writer_status, gboolean exit_known, int exit_status) {
+void recording_output_id_take(const char *output, recording_output_id *id) {
+    struct stat st;
+    *id = (recording_output_id){0, 0};
+    if (stat(output, &st) == 0)
+        *id = (recording_output_id){st.st_dev, st.st_ino};
+}
+
+gboolean recording_output_ours(const char *who, const char *output, const recording_output_id *id) {
     struct stat st;
     gboolean removed = stat(output, &st) != 0;
-    if ((sockets->output_dev || sockets->output_ino) &&
-        (removed || st.st_dev != sockets->output_dev || st.st_ino != sockets->output_ino)) {
-        fprintf(stderr, "heaplens: the writer failed: %s was %s while it was being recorded: the "
-                        "recording is lost%s\n",
-                output, removed ? "removed" : "replaced by another file",
-                removed ? "" : " (that file is left as it is)");
+    if ((!id->dev && !id->ino) ||
+        (!removed && st.st_dev == id->dev && st.st_ino == id->ino))
+        return TRUE;
+    fprintf(stderr, "heaplens: %s failed: %s was %s while it was being recorded: the recording is "
+                    "lost%s\n",
+            who, output, removed ? "removed" : "replaced by another file",
+            removed ? "" : " (that file is left as it is)");
+    return FALSE;
+}
+
+gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
+                               int writer_status, gboolean exit_known, int exit_status) {
+    if (!recording_output_ours("the writer", output, &sockets->output_id))
         return FALSE;
-    }
     gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
     if (WIFSIGNALED(writer_status))
         fprintf(stderr, "heaplens: the writer failed (killed by signal %d); %s holds what was "

@@ -18,6 +18,8 @@
 #define COLLECTOR_NAME "libheaplens.so"
 #define STOP_WAIT_MS 5000
 #define WRITER_EXIT_STOPPED 3 /* the writer stopped at a write error and said so */
+#define WRITER_EXIT_LOST 4    /* a --children writer's file was removed or replaced while it
+                               * recorded, and the writer said so (recording_output_ours) */
 
 /* Whether `p` is a policy text the collector understands (collector/snapshot_policy.h). */
 gboolean recording_snapshot_policy_valid(const char *p);
@@ -49,6 +51,23 @@ char *recording_private_dir(GError **error);
 /* A listening unix socket `path` (0600). */
 int recording_socket_listen(const char *path, GError **error);
 
+/* The database a writer created, by device and inode, to tell it from a file put in its place
+ * while it recorded (removed, or replaced: SQLite then fails the writer's next write, "attempt
+ * to write a readonly database"). {0, 0}: not known. */
+typedef struct recording_output_id {
+    dev_t dev;
+    ino_t ino;
+} recording_output_id;
+/* Takes the identity of `output`, just created by a writer that still serves it ({0, 0} when it
+ * cannot be read). */
+void recording_output_id_take(const char *output, recording_output_id *id);
+/* Whether `output` is still the file `id` names (or `id` is not known). When it is not, says so
+ * in one line on stderr — "heaplens: WHO failed: OUTPUT was removed (replaced by another file)
+ * while it was being recorded: the recording is lost" — and nothing may be stored into, nor
+ * summarised from, the file now named so: it is another's. `who`: "the writer", "the writer of
+ * pid 123". */
+gboolean recording_output_ours(const char *who, const char *output, const recording_output_id *id);
+
 /* The recording's sockets: the collector's and the control socket for `heaplens snapshot`. */
 typedef struct recording_sockets {
     char *dir, *collector_path, *control_path;
@@ -56,9 +75,8 @@ typedef struct recording_sockets {
     char *children_path; /* --children: the descendants' collectors connect here */
     int collector_fd, control_fd;
     /* The database the writer created (recording_writer_start), to tell it from a file put in
-     * its place while it recorded (recording_writer_died); 0 and 0 before. */
-    dev_t output_dev;
-    ino_t output_ino;
+     * its place while it recorded (recording_writer_died); {0, 0} before. */
+    recording_output_id output_id;
 } recording_sockets;
 gboolean recording_sockets_create(recording_sockets *s, GError **error);
 /* Closes the listening ends and removes the session's directory with what the session put in it
@@ -75,9 +93,8 @@ void recording_dir_remove(const char *dir);
  * stopped by a full disk; from the collector's end file in the session's directory, and the
  * program's exit status when `exit_known`). A file that cannot take it stays as it was: one more
  * line says so, except after a write error (the writer's line said the disk is full). When
- * `output` is no longer the file the writer created (removed, or another put in its place while
- * it recorded: SQLite then fails the writer's next write), that is said instead, nothing is
- * stored and FALSE returned: the file now named so is another's, and no summary may read it. */
+ * `output` is no longer the file the writer created (recording_output_ours), that is said
+ * instead, nothing is stored and FALSE returned: no summary may read the file now named so. */
 gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
                                int writer_status, gboolean exit_known, int exit_status);
 /* The writer finished with the file left in WAL mode (store_summary.wal_kept: a reader kept it

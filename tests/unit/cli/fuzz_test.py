@@ -146,7 +146,11 @@ def run_one(heaplens, cmd, path, json_flag):
         args += ['-o', os.path.basename(path) + '.html']
     try:
         p = subprocess.run(args, cwd=os.path.dirname(path), capture_output=True, timeout=TIMEOUT)
-        return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+        out, err = p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+        # export says what it wrote (objects, bytes) on stderr, without --json: its answer
+        if cmd[0] == 'export' and not json_flag:
+            out = err
+        return p.returncode, out, err
     except subprocess.TimeoutExpired:
         return None, '', ''
 

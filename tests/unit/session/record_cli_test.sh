@@ -73,6 +73,29 @@ rm -f jl.db
 if [ "$(sed -n 1,2p out.txt)" = "$(printf 'hello\n{not json')" ] && [ "$(wc -l <out.txt)" -eq 3 ] &&
    tail -n 1 out.txt | python3 -c 'import json, sys; d = json.load(sys.stdin); sys.exit(d["file"] != "jl.db")'; then
   pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL record --json: the summary is not the last line:"; cat out.txt; fi
+# ... a line of its own when the program's output does not end its last line (it joined it):
+# into a file, whose last byte heaplens reads back, and through a pipe, which it cannot (a newline
+# always goes first there)
+summary_last() { # file, what must come before the summary line
+  [ "$(head -n -1 "$1")" = "$2" ] && tail -n 1 "$1" | python3 -c 'import json, sys; json.load(sys.stdin)'
+}
+rm -f jn.db*
+"$hl" record --json -o jn.db -- sh -c 'printf "hello\nno newline"' >out.txt 2>err; check "record --json, no final newline" 0 $? err ""
+summary_last out.txt "$(printf 'hello\nno newline')" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --json joined the program's last line:"; cat out.txt; }
+rm -f jn.db*
+"$hl" record --json -o jn.db -- sh -c 'printf "hello\nno newline"' 2>err | cat >out.txt; check "record --json | cat, no final newline" 0 $? err ""
+summary_last out.txt "$(printf 'hello\nno newline')" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --json | cat joined the program's last line:"; cat out.txt; }
+rm -f jn.db*
+printf 'before' >out.txt # appended to: what was there before counts too
+"$hl" record --json -o jn.db -- true >>out.txt 2>err; check "record --json >>" 0 $? err ""
+summary_last out.txt "before" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --json >> joined the file's last line:"; cat out.txt; }
+# A closed stdout (>&-) loses nothing without --json (the summary line is on stderr); with it the
+# summary asked for is lost: said in one line, the exit status still the program's
+rm -f cl.db*
+"$hl" record -q -o cl.db -- sh -c 'exit 4' >&- 2>err; check "record >&-" 4 $? err ""
+rm -f cl.db*
+"$hl" record --json -o cl.db -- sh -c 'exit 4' >&- 2>err
+check "record --json >&-" 4 $? err "^heaplens: cl.db is complete, but writing the output failed: Bad file descriptor$"
 # The database removed, or replaced by another recording, while the writer serves it: said so, and
 # the file now named so is not touched (the writer's end was stored into it, status, loss and
 # exit status, and the summary read it as this recording's).
@@ -88,6 +111,45 @@ check "database replaced while recorded" 6 $rc err2 "^heaplens: the writer faile
 rc=$?; grep -v '^heaplens: writer: ' err >err2
 check "database removed while recorded" 0 $rc err2 "^heaplens: the writer failed: gone.db was removed while it was being recorded: the recording is lost$"
 [ ! -e gone.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL gone.db was created again"; }
+# The same for a descendant's database under --children, through the same check: a stand-in for a
+# descendant's collector connects to the children server, waits until its writer serves (its
+# control socket answers a request), removes its database or puts another recording there, and
+# ends its stream. Before, the recorder said the file "holds what was committed before".
+cat >descendant.py <<'PY'
+import os, shutil, socket, sys, time
+d = os.path.dirname(os.environ["HEAPLENS_SOCKET"])
+conn = socket.socket(socket.AF_UNIX)
+conn.connect(os.path.join(d, "children.sock"))
+deadline = time.monotonic() + 120  # a condition waited for, not a time: the writer's answer
+while True:
+    try:
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(os.path.join(d, "control.%d.sock" % os.getpid()))
+        c.sendall(b"ready?\n")
+        if c.recv(100):
+            break
+    except OSError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("the descendant's writer never served")
+    time.sleep(0.01)
+db = "desc.%d.db" % os.getpid()
+for suffix in ("", "-wal", "-shm", "-journal"):
+    if os.path.exists(db + suffix):
+        os.remove(db + suffix)
+if sys.argv[1] == "replace":
+    shutil.copy("other.db", db)
+open("descendant.pid", "w").write(str(os.getpid()))
+conn.close()
+PY
+rm -f desc.*
+"$hl" record -q -o desc.db --children -- python3 descendant.py remove 2>err; rc=$?; p=$(cat descendant.pid)
+check "--children: a database removed while recorded" 0 $rc err "^heaplens: the writer of pid $p failed: desc.$p.db was removed while it was being recorded: the recording is lost$"
+[ ! -e desc.$p.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL desc.$p.db was created again"; }
+rm -f desc.*
+"$hl" record -q -o desc.db --children -- python3 descendant.py replace 2>err; rc=$?; p=$(cat descendant.pid)
+check "--children: a database replaced while recorded" 0 $rc err "^heaplens: the writer of pid $p failed: desc.$p.db was replaced by another file while it was being recorded: the recording is lost \(that file is left as it is\)$"
+[ "$(sha256sum <desc.$p.db)" = "$before" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the file put in the descendant's recording's place was written to"; }
 # The runtime's own switches that forbid a profiler are named as the cause, not "is it a .NET program?"
 for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDiagnostics_Profiler=0x0; do
   rm -f veto.db
