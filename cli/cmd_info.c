@@ -147,7 +147,11 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                    g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
                                    approx, query_size_format(t->allocation_bytes, b),
                                    census_part ? census_part
-                                   : estimates->estimated ? "  ESTIMATED from the samples"
+                                   : estimates->estimated
+                                       ? estimates->census_off
+                                             ? "  ESTIMATED from the samples (recorded with "
+                                               "--census off)"
+                                             : "  ESTIMATED from the samples"
                                    : estimates->uncounted ? "  large objects only (not sampled)"
                                                           : ""));
     /* Where the total differs from the runtime's reports, why, in the same place. */

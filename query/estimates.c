@@ -14,16 +14,19 @@ gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
     memset(e, 0, sizeof *e);
     e->mean_distance_bytes = -1;
     sqlite3_stmt *stmt = query_db_prepare(
-        db, "SELECT mode, instr(coalesce(flags, ''), 'samples-followed') > 0 FROM run WHERE id = 1",
+        db,
+        "SELECT mode, instr(coalesce(flags, ''), 'samples-followed') > 0,"
+        "       instr(coalesce(flags, ''), 'census-off') > 0 FROM run WHERE id = 1",
         error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
     if (row && sqlite3_column_text(stmt, 0))
         e->mode = g_strdup((const char *)sqlite3_column_text(stmt, 0));
     e->followed = row && sqlite3_column_int(stmt, 1) != 0;
-    sqlite3_finalize(stmt);
     e->attach = g_strcmp0(e->mode, "attach") == 0;
     e->uncounted = e->attach || g_strcmp0(e->mode, "sampled") == 0;
+    e->census_off = e->uncounted && row && sqlite3_column_int(stmt, 2) != 0;
+    sqlite3_finalize(stmt);
 
     /* The sampling table exists from schema 3 on; an older file has none and no samples. */
     stmt = query_db_prepare(db,
@@ -160,19 +163,24 @@ char *query_estimates_note_new(const query_estimates *e)
                                "per stack they are %s; %s",
                                e->mode, exact, gaps, sampled, query_estimates_survivors_text(e));
     }
+    /* Recorded with --census off: why small objects are not counted, said first. */
+    const char *off = e->census_off ? " (recorded with --census off: no census of gen0 counted "
+                                      "the small objects)"
+                                    : "";
     if (!e->estimated)
-        return g_strdup_printf("%s mode: allocation counts are not recorded (only %s allocations "
-                               "are counted exactly, and no allocation was sampled); %s",
-                               e->mode, exact, query_estimates_survivors_text(e));
+        return g_strdup_printf("%s mode: allocation counts are not recorded%s (only %s "
+                               "allocations are counted exactly, and no allocation was sampled); "
+                               "%s",
+                               e->mode, off, exact, query_estimates_survivors_text(e));
     char samples[QUERY_FORMAT_MAX], dropped[QUERY_FORMAT_MAX];
     g_autofree char *lost =
         e->samples_dropped > 0
             ? g_strdup_printf("; %s samples were lost: estimates are low",
                               query_count_format(e->samples_dropped, dropped))
             : g_strdup("");
-    return g_strdup_printf("%s mode: allocation figures are ESTIMATES: small objects from %s "
+    return g_strdup_printf("%s mode: allocation figures are ESTIMATES%s: small objects from %s "
                            "allocation samples (%s%s%s), %s allocations counted exactly; %s",
-                           e->mode, query_count_format(e->samples, samples), e->source,
+                           e->mode, off, query_count_format(e->samples, samples), e->source,
                            e->biased ? ", biased toward large objects" : ", unbiased", lost,
                            exact, query_estimates_survivors_text(e));
 }
@@ -188,9 +196,10 @@ json_t *query_estimates_json(const query_estimates *e)
                         "biased", e->biased, "samples", (json_int_t)e->samples,
                         "samples_dropped", (json_int_t)e->samples_dropped)
             : json_null();
-    return json_pack("{s:o, s:b, s:b, s:o, s:o}", "mode", query_json_string(e->mode),
+    return json_pack("{s:o, s:b, s:b, s:b, s:o, s:o}", "mode", query_json_string(e->mode),
                      "estimated", e->estimated, "exact_per_type", !e->uncounted || e->census,
-                     "note", query_json_string(note), "sampling", sampling);
+                     "census_off", e->census_off, "note", query_json_string(note), "sampling",
+                     sampling);
 }
 
 const char *query_estimates_source_sql(const query_estimates *e)
@@ -344,8 +353,9 @@ GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *
                                                query_count_format(t->estimated, a),
                                                query_size_format(t->estimated_bytes, b),
                                                query_count_format(e->samples, c),
-                                               e->census ? ", where the census did not count"
-                                                         : ""));
+                                               e->census       ? ", where the census did not count"
+                                               : e->census_off ? " (--census off)"
+                                                               : ""));
     int64_t least = query_add_saturating(query_add_saturating(t->count, t->lost), t->unstored);
     g_autofree char *in_all = g_strdup_printf(": at least %s in all", query_count_format(least, b));
     if (t->lost > 0)

@@ -32,6 +32,9 @@ typedef struct query_estimates {
                                   * per type are estimates (query_estimates_survivors) */
     gboolean census;             /* small objects counted per type and GC interval by the census
                                   * of gen0 (schema 6, alloc_counts flags 2): exact per type */
+    gboolean census_off;         /* run.flags 'census-off': recorded without the census
+                                  * (`record`/`attach --census off`, HEAPLENS_CENSUS=off), so
+                                  * small objects are estimated from the samples alone */
     int64_t census_missing;      /* with the census: GC intervals it did not count
                                   * (gcs.census_objects NULL: the first GC after an attach),
                                   * estimated like the tail after the last GC */
@@ -67,9 +70,9 @@ char *query_estimates_note_new(const query_estimates *e);
  * 100.0 KiB), 0 dropped"; "none" without samples. Free with g_free. */
 char *query_estimates_sampling_text_new(const query_estimates *e);
 
-/* {"mode", "estimated", "note" (null for full), "sampling": {"source", "mean_distance_bytes",
- * "biased", "samples", "samples_dropped"} or null}: the head every JSON output carries. New
- * reference. */
+/* {"mode", "estimated", "exact_per_type", "census_off" (recorded with --census off), "note"
+ * (null for full), "sampling": {"source", "mean_distance_bytes", "biased", "samples",
+ * "samples_dropped"} or null}: the head every JSON output carries. New reference. */
 json_t *query_estimates_json(const query_estimates *e);
 
 /* SQL that sums the allocations, exact or estimated as the recording allows. With the census

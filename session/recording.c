@@ -681,7 +681,10 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     query_estimates estimates = {0};
     int64_t samples = 0;
     gboolean census = FALSE; /* sampled mode's census: exact per type, per thread estimated */
-    if (query_estimates_get(db, &estimates, NULL) && (estimates.estimated || estimates.census)) {
+    gboolean read = query_estimates_get(db, &estimates, NULL);
+    /* recorded with --census off: small objects estimated only */
+    gboolean census_off = read && estimates.census_off;
+    if (read && (estimates.estimated || estimates.census)) {
         query_totals totals; /* the total info, allocations and stacks give */
         samples = estimates.samples;
         census = estimates.census;
@@ -729,6 +732,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                               loss ? json_string(loss) : json_null());
         json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0 && !census));
         json_object_set_new(j, "allocations_census", json_boolean(census));
+        json_object_set_new(j, "census_off", json_boolean(census_off));
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
@@ -778,8 +782,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         census ? g_strdup_printf(" (exact per type up to the last GC: census of gen0; after it "
                                  "and per thread estimated from %s samples)",
                                  query_count_format(samples, s))
-        : samples > 0 ? g_strdup_printf(" estimated from %s samples", query_count_format(samples, s))
-                      : g_strdup("");
+        : samples > 0 ? g_strdup_printf(" estimated from %s samples%s",
+                                        query_count_format(samples, s),
+                                        census_off ? " (--census off: no census of gen0)" : "")
+        : census_off ? g_strdup(" (large objects only: --census off, and no samples)")
+                     : g_strdup("");
     fprintf(stderr,
             "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC) of %s types, %s -> "
             "%s (%s)%s\n",
