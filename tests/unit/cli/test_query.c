@@ -639,6 +639,7 @@ static void case_info_json(void)
         "    \"mode\": \"full\",\n"
         "    \"estimated\": false,\n"
         "    \"exact_per_type\": true,\n"
+        "    \"census_off\": false,\n"
         "    \"note\": null,\n"
         "    \"sampling\": null,\n"
         "    \"total\": {\n"
