@@ -693,8 +693,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         survived = objects;
     }
     gboolean followed = estimates.followed; /* survivors estimated from the followed samples */
-    if (followed)
-        query_db_int(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, &survived, NULL);
+    query_survived followed_survived = {0}; /* ... or what the snapshots prove, when more */
+    if (followed && query_survived_read(db, &estimates, &followed_survived, NULL))
+        survived = followed_survived.count;
     query_estimates_clear(&estimates);
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
@@ -733,6 +734,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0 && !census));
         json_object_set_new(j, "allocations_census", json_boolean(census));
         json_object_set_new(j, "census_off", json_boolean(census_off));
+        json_object_set_new(j, "allocations_survived_at_least",
+                            followed ? json_integer(followed_survived.proven) : json_null());
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
@@ -787,13 +790,16 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                                         census_off ? " (--census off: no census of gen0)" : "")
         : census_off ? g_strdup(" (large objects only: --census off, and no samples)")
                      : g_strdup("");
+    /* Survivors: the followed samples' estimate (~), or at least what the snapshots found. */
+    const char *survived_mark = followed_survived.at_least ? "at least " : followed ? "~" : "";
     fprintf(stderr,
-            "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC) of %s types, %s -> "
-            "%s (%s)%s\n",
+            "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC%s) of %s types, %s "
+            "-> %s (%s)%s\n",
             query_count_format(gcs, a), samples > 0 && !census ? "~" : "",
-            query_count_format(allocations, b),
-            estimated, followed ? "~" : "", query_count_format(survived, c), query_count_format(types, d), lost, output,
-            query_size_format(st.st_size, e), whose);
+            query_count_format(allocations, b), estimated, survived_mark,
+            query_count_format(survived, c),
+            followed_survived.at_least ? ", by the snapshots" : "", query_count_format(types, d),
+            lost, output, query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
     unrecorded_print(unrecorded);
