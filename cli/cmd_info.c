@@ -154,6 +154,8 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                                              ? "  ESTIMATED from the samples (recorded with "
                                                "--census off)"
                                              : "  ESTIMATED from the samples"
+                                   : estimates->census_off
+                                       ? "  large objects only (not sampled, --census off)"
                                    : estimates->uncounted ? "  large objects only (not sampled)"
                                                           : ""));
     /* Where the total differs from the runtime's reports, why, in the same place. */

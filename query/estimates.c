@@ -208,11 +208,15 @@ char *query_estimates_note_new(const query_estimates *e)
     const char *off = e->census_off ? " (recorded with --census off: no census of gen0 counted "
                                       "the small objects)"
                                     : "";
+    if (!e->estimated && e->census_off)
+        return g_strdup_printf("%s mode: small-object allocations are not counted (recorded with "
+                               "--census off and no allocation sampled): only %s allocations "
+                               "are counted exactly; %s",
+                               e->mode, exact, query_estimates_survivors_text(e));
     if (!e->estimated)
-        return g_strdup_printf("%s mode: allocation counts are not recorded%s (only %s "
-                               "allocations are counted exactly, and no allocation was sampled); "
-                               "%s",
-                               e->mode, off, exact, query_estimates_survivors_text(e));
+        return g_strdup_printf("%s mode: allocation counts are not recorded (only %s allocations "
+                               "are counted exactly, and no allocation was sampled); %s",
+                               e->mode, exact, query_estimates_survivors_text(e));
     char samples[QUERY_FORMAT_MAX], dropped[QUERY_FORMAT_MAX];
     g_autofree char *lost =
         e->samples_dropped > 0

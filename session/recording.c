@@ -684,6 +684,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     gboolean read = query_estimates_get(db, &estimates, NULL);
     /* recorded with --census off: small objects estimated only */
     gboolean census_off = read && estimates.census_off;
+    gboolean attach = read && estimates.attach; /* its pinned objects are not counted either */
     if (read && (estimates.estimated || estimates.census)) {
         query_totals totals; /* the total info, allocations and stacks give */
         samples = estimates.samples;
@@ -788,7 +789,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         : samples > 0 ? g_strdup_printf(" estimated from %s samples%s",
                                         query_count_format(samples, s),
                                         census_off ? " (--census off: no census of gen0)" : "")
-        : census_off ? g_strdup(" (large objects only: --census off, and no samples)")
+        : census_off ? g_strdup_printf(" (%s objects only: --census off, and no samples)",
+                                       attach ? "large" : "large and pinned")
                      : g_strdup("");
     /* Survivors: the followed samples' estimate (~), or at least what the snapshots found. */
     const char *survived_mark = followed_survived.at_least ? "at least " : followed ? "~" : "";
