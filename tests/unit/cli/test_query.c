@@ -626,6 +626,7 @@ static void case_info_json(void)
         "    \"allocation_bytes\": 105456,\n"
         "    \"allocations_survived\": 8,\n"
         "    \"allocations_survived_bytes\": 101408,\n"
+        "    \"allocations_survived_at_least\": null,\n"
         "    \"objects\": 8,\n"
         "    \"object_bytes\": 101408,\n"
         "    \"objects_alive_at_end\": 7,\n"
