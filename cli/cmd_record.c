@@ -77,7 +77,8 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
             }
         } else if (strcmp(a, "--census") == 0 || strncmp(a, "--census=", 9) == 0) {
             if (a[8] == 0 && i + 1 >= argc) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: --census needs on or off");
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --census needs on or off");
                 return FALSE;
             }
             o->census = a[8] == '=' ? a + 9 : argv[++i];

@@ -104,40 +104,42 @@ gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_surviv
                              GError **error)
 {
     gboolean row = FALSE;
+    gboolean ok = FALSE;
     memset(s, 0, sizeof *s);
     sqlite3_stmt *stmt = query_db_prepare(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, error);
-    gboolean ok = stmt && query_db_step(stmt, &row, error);
-    if (ok && row) {
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    if (row) {
         s->estimated = sqlite3_column_int64(stmt, 0);
         s->estimated_bytes = sqlite3_column_int64(stmt, 1);
     }
     sqlite3_finalize(stmt);
     /* The largest snapshot; in an attach session less the first one (the heap found there): a
      * set less another holds at least the difference of their sizes. */
-    stmt = ok ? query_db_prepare(
-                    db,
-                    "WITH s AS (SELECT snapshot, objects - coalesce(frozen, 0) AS n,"
-                    "                  coalesce(bytes, 0) AS b FROM snapshots),"
-                    "     base AS (SELECT n, b FROM s WHERE ?1 ORDER BY snapshot LIMIT 1)"
-                    " SELECT max(0, coalesce(max(n), 0) - coalesce((SELECT n FROM base), 0)),"
-                    "        max(0, coalesce(max(b), 0) - coalesce((SELECT b FROM base), 0))"
-                    " FROM s",
-                    error)
-              : NULL;
-    if (stmt) {
-        sqlite3_bind_int(stmt, 1, e->attach);
-        ok = query_db_step(stmt, &row, error);
-        if (ok && row) {
-            s->proven = MAX(sqlite3_column_int64(stmt, 0), 0);
-            s->proven_bytes = MAX(sqlite3_column_int64(stmt, 1), 0);
-        }
-    } else {
-        ok = FALSE;
+    stmt = query_db_prepare(
+        db,
+        "WITH s AS (SELECT snapshot, objects - coalesce(frozen, 0) AS n, coalesce(bytes, 0) AS b"
+        "           FROM snapshots),"
+        "     base AS (SELECT n, b FROM s WHERE ?1 ORDER BY snapshot LIMIT 1)"
+        " SELECT max(0, coalesce(max(n), 0) - coalesce((SELECT n FROM base), 0)),"
+        "        max(0, coalesce(max(b), 0) - coalesce((SELECT b FROM base), 0))"
+        " FROM s",
+        error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int(stmt, 1, e->attach);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    if (row) {
+        s->proven = MAX(sqlite3_column_int64(stmt, 0), 0);
+        s->proven_bytes = MAX(sqlite3_column_int64(stmt, 1), 0);
     }
-    sqlite3_finalize(stmt);
     s->at_least = s->proven > s->estimated;
     s->count = MAX(s->estimated, s->proven);
     s->bytes = MAX(s->estimated_bytes, s->proven_bytes);
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
     return ok;
 }
 
