@@ -158,6 +158,8 @@ def main():
                            "DELETE FROM snapshots")
     variant("nogc.db", "DELETE FROM snapshots; DELETE FROM gc_generations; DELETE FROM gcs;"
                        "DELETE FROM checkpoints")
+    # recorded with --census off: small objects' allocations only estimated
+    variant("censusoff.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed,census-off'")
     how = "(take one per GC.Collect() with 'heaplens record', or with 'heaplens snapshot PID')"
     sampled_how = ("and between snapshots a sampled recording follows only its sampled objects; "
                    "take snapshots ('heaplens record --snapshot induced', the default, or "
@@ -179,6 +181,10 @@ def main():
         ("sampled.db", ["--max-live", "App.Leak=100@a"],
          "heaplens: check: --max-live App.Leak=100@a cannot be checked: sampled.db has no heap "
          f"snapshot at GC 1 (the last before checkpoint 'a'), {sampled_how}"),
+        ("censusoff.db", ["--max-allocated", "App.Leak=100"],
+         "heaplens: check: --max-allocated App.Leak=100 cannot be checked: censusoff.db was "
+         "recorded with --census off, where small-object allocations are only estimated from the "
+         "samples; record with the census on (the default) or in full mode"),
         ("nogc.db", ["--max-live", "App.Leak=100"],
          "heaplens: check: --max-live App.Leak=100 cannot be checked: nogc.db has no GC and no "
          "heap snapshot, so nothing is known alive (a program that ends before its first GC can "
