@@ -105,7 +105,7 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_STACK_WALK", 0, 0, setting_stack_walk, "the stack walk of sampled allocations"},
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
-    {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0, as --census sets it"},
     {"HEAPLENS_CENSUS_THREADS", 1, 64, NULL, "threads that may walk gen0 in the census"},
     {"HEAPLENS_CENSUS_FLOOR", 0, 0, setting_bool,
      "a plain read of gen0 beside each census walk (benchmark)"},

@@ -66,6 +66,7 @@ done
 "$hl" record --census off -o c.db -- true 2>err; check "record --census in full mode (default)" 1 $? err "^heaplens: record: --census needs --mode sampled \(full mode counts every allocation by the runtime's ObjectAllocated, no census\)$"
 "$hl" record --census=on --mode full -o c.db -- true 2>err; check "record --census=on --mode full" 1 $? err "^heaplens: record: --census needs --mode sampled"
 "$hl" attach 1 --census no 2>err; check "attach --census no" 1 $? err "^heaplens: attach: --census takes on or off, not 'no'$"
+HEAPLENS_CENSUS=maybe "$hl" record --mode sampled -o c.db -- true 2>err; check "HEAPLENS_CENSUS=maybe" 1 $? err "^heaplens: record: HEAPLENS_CENSUS='maybe' is not a value it takes: on or off \(sampled mode's census of gen0, as --census sets it\), or leave it unset$"
 [ ! -e c.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused --census left c.db"; }
 
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
