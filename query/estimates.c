@@ -134,9 +134,11 @@ gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_surviv
         s->proven = MAX(sqlite3_column_int64(stmt, 0), 0);
         s->proven_bytes = MAX(sqlite3_column_int64(stmt, 1), 0);
     }
+    /* One figure or the other, count and bytes together: a lower bound is not mixed with an
+     * estimate. */
     s->at_least = s->proven > s->estimated;
-    s->count = MAX(s->estimated, s->proven);
-    s->bytes = MAX(s->estimated_bytes, s->proven_bytes);
+    s->count = s->at_least ? s->proven : s->estimated;
+    s->bytes = s->at_least ? s->proven_bytes : s->estimated_bytes;
     ok = TRUE;
 out:
     sqlite3_finalize(stmt);

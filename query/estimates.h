@@ -70,9 +70,10 @@ gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated,
  * in an attach session those of the first snapshot (the heap found at the attach) do not count,
  * so a later snapshot proves at least its objects less the first one's. Bytes likewise, from
  * snapshots.bytes (the runtime's walk: the frozen objects it walked included). The figure shown
- * is the greater: never below what the snapshots prove. */
+ * is the snapshots' when they prove more objects than the samples estimate (count and bytes
+ * both), else the estimate: never below what the snapshots prove. */
 typedef struct query_survived {
-    int64_t count, bytes;               /* the figure to show: the greater of the two below */
+    int64_t count, bytes;               /* the figure to show: one of the two below */
     int64_t estimated, estimated_bytes; /* from the followed samples (and LOH/POH, exact) */
     int64_t proven, proven_bytes;       /* at least this many, by the snapshots (0: none) */
     gboolean at_least;                  /* count is the snapshots' (above the estimate): a lower
