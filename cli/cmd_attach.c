@@ -1,5 +1,6 @@
 /* cmd_attach.c — `heaplens attach PID [-o FILE] [--duration S] [--snapshot POLICY]...
- * [--max-snapshots N] [--snapshot-interval S] [--stacks on|off] [--count PATTERN]...`: the options,
+ * [--max-snapshots N] [--snapshot-interval S] [--stacks on|off] [--census on|off]
+ * [--count PATTERN]...`: the options,
  * then the session (session/attach_session.h). */
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -11,7 +12,7 @@
 
 int cmd_attach(int argc, char **argv) {
     const char *output_text = NULL, *duration_text = NULL, *timeout_text = NULL;
-    const char *stacks_text = NULL;
+    const char *stacks_text = NULL, *census_text = NULL;
     gboolean json = FALSE, force = FALSE, quiet = FALSE, no_strings = FALSE;
     const char *pid_text = NULL;
     const query_option options[] = {
@@ -21,6 +22,7 @@ int cmd_attach(int argc, char **argv) {
         {"force", QUERY_OPT_FLAG, &force},
         {"no-strings", QUERY_OPT_FLAG, &no_strings},
         {"stacks", QUERY_OPT_VALUE, &stacks_text},
+        {"census", QUERY_OPT_VALUE, &census_text},
         {"quiet", QUERY_OPT_FLAG, &quiet},
         {"json", QUERY_OPT_FLAG, &json},
         {NULL, 0, NULL},
@@ -96,6 +98,11 @@ int cmd_attach(int argc, char **argv) {
                     "attach: --stacks takes on or off, not '%s'", stacks_text);
         return query_error_report(error);
     }
+    if (census_text && strcmp(census_text, "on") != 0 && strcmp(census_text, "off") != 0) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "attach: --census takes on or off, not '%s'", census_text);
+        return query_error_report(error);
+    }
     if (output_text && !*output_text) { /* as report -o '' says it */
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: -o needs a file name");
         return query_error_report(error);
@@ -108,7 +115,8 @@ int cmd_attach(int argc, char **argv) {
                               .duration = duration, .timeout = timeout, .force = force,
                               .quiet = quiet, .json = json, .count = count ? count->str : NULL,
                               .no_strings = no_strings,
-                              .no_stacks = stacks_text && strcmp(stacks_text, "off") == 0};
+                              .no_stacks = stacks_text && strcmp(stacks_text, "off") == 0,
+                              .census = census_text};
     int status = 1;
     json_t *summary = NULL;
     if (!attach_session_run(&o, &status, &summary, &error))

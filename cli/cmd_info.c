@@ -100,8 +100,8 @@ static char *count_dup(int64_t n)
 
 static json_t *info_totals_json(const query_info_totals *t)
 {
-    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-                     " s:I, s:I, s:I, s:o}",
+    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o,"
+                     " s:I, s:I, s:I, s:I, s:I, s:o}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_gen[0],
                      "gen1", (json_int_t)t->gcs_gen[1], "gen2", (json_int_t)t->gcs_gen[2],
@@ -113,6 +113,8 @@ static json_t *info_totals_json(const query_info_totals *t)
                      "allocation_bytes", (json_int_t)t->allocation_bytes,
                      "allocations_survived", (json_int_t)t->survived,
                      "allocations_survived_bytes", (json_int_t)t->survived_bytes,
+                     "allocations_survived_at_least",
+                     t->survived_proven >= 0 ? json_integer(t->survived_proven) : json_null(),
                      "objects", (json_int_t)t->objects,
                      "object_bytes", (json_int_t)t->object_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive,
@@ -147,20 +149,30 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                    g_strdup_printf("%s%s (%s%s)%s", approx, query_count_format(t->allocations, a),
                                    approx, query_size_format(t->allocation_bytes, b),
                                    census_part ? census_part
-                                   : estimates->estimated ? "  ESTIMATED from the samples"
+                                   : estimates->estimated
+                                       ? estimates->census_off
+                                             ? "  ESTIMATED from the samples (recorded with "
+                                               "--census off)"
+                                             : "  ESTIMATED from the samples"
+                                   : estimates->census_off
+                                       ? "  large objects only (not sampled, --census off)"
                                    : estimates->uncounted ? "  large objects only (not sampled)"
                                                           : ""));
     /* Where the total differs from the runtime's reports, why, in the same place. */
     g_autoptr(GPtrArray) terms = query_totals_terms_new(all, estimates);
     for (guint i = 0; i < terms->len; i++)
         info_lines_add(lines, "", g_strdup(g_ptr_array_index(terms, i)));
+    /* Followed samples: their estimate, or what the snapshots prove when that is more. */
+    const char *survived_mark = t->survived_at_least ? "≥" : estimates->followed ? "~" : "";
     info_lines_add(lines, "survived a GC",
-                   g_strdup_printf("%s%s (%s%s)%s", estimates->followed ? "~" : "",
-                                   query_count_format(t->survived, a),
-                                   estimates->followed ? "~" : "",
+                   g_strdup_printf("%s%s (%s%s)%s", survived_mark,
+                                   query_count_format(t->survived, a), survived_mark,
                                    query_size_format(t->survived_bytes, b),
-                                   estimates->followed ? "  ESTIMATED from the followed samples"
-                                                       : ""));
+                                   t->survived_at_least
+                                       ? "  AT LEAST: the objects the snapshots found allocated "
+                                         "while recording (the followed samples estimate fewer)"
+                                   : estimates->followed ? "  ESTIMATED from the followed samples"
+                                                         : ""));
     info_lines_add(lines, "objects tracked",
                    g_strdup_printf("%s (%s)", query_count_format(t->objects, a),
                                    query_size_format(t->object_bytes, b)));

@@ -78,6 +78,18 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                             "record: --stacks takes on or off, not '%s'", o->stacks);
                 return FALSE;
             }
+        } else if (strcmp(a, "--census") == 0 || strncmp(a, "--census=", 9) == 0) {
+            if (a[8] == 0 && i + 1 >= argc) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --census needs on or off");
+                return FALSE;
+            }
+            o->census = a[8] == '=' ? a + 9 : argv[++i];
+            if (strcmp(o->census, "on") != 0 && strcmp(o->census, "off") != 0) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: --census takes on or off, not '%s'", o->census);
+                return FALSE;
+            }
         } else if (strcmp(a, "--children") == 0) {
             o->children = "";
         } else if (strncmp(a, "--children=", 11) == 0) {
@@ -130,6 +142,12 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
     if (o->handles && o->mode && strcmp(o->mode, "full") != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "record: --handles needs full mode (sampled mode records no handle lifetimes)");
+        return FALSE;
+    }
+    if (o->census && (!o->mode || strcmp(o->mode, "full") == 0)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "record: --census needs --mode sampled (full mode counts every allocation "
+                    "by the runtime's ObjectAllocated, no census)");
         return FALSE;
     }
     o->program = argv + i;

@@ -30,6 +30,10 @@ bool hl_attach_config_parse(const void *data, size_t size, hl_attach_config *out
             out->no_strings = true;
         } else if (len == 10 && memcmp(line, "stacks=off", 10) == 0) {
             out->no_stacks = true;
+        } else if (len == 10 && memcmp(line, "census=off", 10) == 0) {
+            out->census = HL_CENSUS_OFF;
+        } else if (len == 9 && memcmp(line, "census=on", 9) == 0) {
+            out->census = HL_CENSUS_ON;
         } else if (len > 9 && memcmp(line, "snapshot=", 9) == 0) {
             if (!copy_value(out->snapshot_policy, sizeof out->snapshot_policy, line + 9, len - 9))
                 return false;

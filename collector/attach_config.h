@@ -8,6 +8,9 @@
  *   count=NS.Type.*;NS.Other.M                    the --count patterns, ';'-joined (optional)
  *   strings=off                                   --no-strings (optional)
  *   stacks=off                                    --stacks off: no allocation samples (optional)
+ *   census=off                                    --census off (or on): the census of gen0;
+ *                                                 absent: HEAPLENS_CENSUS of the target's
+ *                                                 environment decides (optional)
  * session/attach_ipc.c writes it; a text of another version is refused (the attach fails). */
 #ifndef HEAPLENS_ATTACH_CONFIG_H
 #define HEAPLENS_ATTACH_CONFIG_H
@@ -21,6 +24,9 @@
 #define HL_RESIDENT_SOCKET_FMT "/tmp/heaplens-%u/resident.%ld.sock"
 #define HL_ATTACH_CONFIG_MAX 4096
 
+/* `--census on|off` of record and attach: given, it wins over HEAPLENS_CENSUS. */
+typedef enum hl_census_choice { HL_CENSUS_DEFAULT, HL_CENSUS_ON, HL_CENSUS_OFF } hl_census_choice;
+
 typedef struct hl_attach_config {
     char socket_path[256];
     char snapshot_policy[256]; /* empty: the default (HL_SNAPSHOT_POLICY_MAX) */
@@ -28,6 +34,7 @@ typedef struct hl_attach_config {
     bool no_strings;          /* strings=off: snapshots keep no characters of strings */
     bool no_stacks;           /* stacks=off: no allocation samples (on .NET 8/9 the objects are
                                * then followed by handles: collector/follow.h) */
+    hl_census_choice census;  /* census=on|off; HL_CENSUS_DEFAULT when absent */
 } hl_attach_config;
 
 /* Parses the client data; false when it is not ours, of another version, or lacks the socket. */

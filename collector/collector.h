@@ -83,6 +83,8 @@ typedef struct hl_profiler {
     bool walk_toggles;          /* ... and the runtime allows it (the EventPipe session runs) */
     bool handles;               /* full mode with MONITOR_GC at every GC (`record --handles`,
                                  * or no session): handle lifetimes and unreported counts */
+    bool census_off;            /* sampled or attach mode without the census of gen0 (`--census
+                                 * off`, HEAPLENS_CENSUS=off): RUN_START says so */
     bool walk_on;               /* MONITOR_GC is on now (changed on GC threads only) */
     hl_sampling sampling;       /* the EventPipe session (eventpipe.h) */
     hl_follow followed;         /* sampled mode: the followed objects' weak handles (follow.h) */

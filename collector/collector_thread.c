@@ -173,7 +173,9 @@ static void send_run_start(collector *c) {
                        .start_unix_ns = p->start_unix_ns, .start_mono_ns = p->start_mono_ns,
                        .flags = (p->empty ? HL_RUN_FLAG_EMPTY_PROFILER : 0) |
                                 (p->follow ? HL_RUN_FLAG_SAMPLES_FOLLOWED : 0) |
-                                (p->handles ? HL_RUN_FLAG_HANDLES : 0), .pointer_size = 8};
+                                (p->handles ? HL_RUN_FLAG_HANDLES : 0) |
+                                (p->census_off ? HL_RUN_FLAG_CENSUS_OFF : 0),
+                       .pointer_size = 8};
     char payload[sizeof rs + 3 * 4 + sizeof cmdline + 64];
     size_t n = 0;
     memcpy(payload, &rs, sizeof rs);

@@ -544,6 +544,8 @@ typedef struct session_config {
     const char *count;           /* HEAPLENS_COUNT: `--count` patterns, ';'-separated (rejit.h) */
     bool no_strings;             /* snapshots keep strings' lengths and hashes, no characters
                                   * (HEAPLENS_STRINGS=off / strings=off: --no-strings) */
+    hl_census_choice census;     /* attach's census=on|off; DEFAULT: HEAPLENS_CENSUS decides
+                                  * (`record --census` sets it) */
 } session_config;
 
 /* The one start shared by Initialize and InitializeForAttach: the mode's event mask, the
@@ -650,9 +652,11 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
     p->gcs.discover_full_next = p->gcs.discover;
     /* Without ObjectAllocated small objects are counted by the census of gen0 (census.h). After
      * an attach the first GC's gen0 holds objects from before it: that walk only learns. */
-    const char *census = getenv("HEAPLENS_CENSUS"); /* "off": the benchmark's baseline */
-    hl_census_init(&p->gcs.census,
-                   spec->discover && !cfg->empty && !(census && strcmp(census, "off") == 0));
+    const char *census = getenv("HEAPLENS_CENSUS");
+    bool census_off = cfg->census == HL_CENSUS_OFF ||
+                      (cfg->census == HL_CENSUS_DEFAULT && census && strcmp(census, "off") == 0);
+    p->census_off = spec->discover && !cfg->empty && census_off;
+    hl_census_init(&p->gcs.census, spec->discover && !cfg->empty && !census_off);
     p->gcs.census.old_valid = cfg->mode != HL_MODE_ATTACH;
     /* Before the collector thread (its RUN_START says it). Handle lifetimes and the unreported
      * counts need MONITOR_GC at every GC; without the option none are kept, even if the
@@ -743,7 +747,8 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
                           .mode = HL_MODE_ATTACH, .stacks = !a.no_stacks,
-                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings};
+                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings,
+                          .census = a.census};
     return session_start(p, info_unknown, &cfg);
 }
 
@@ -827,7 +832,8 @@ HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data,
         return E_INVALIDARG;
     session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
                           .mode = HL_MODE_ATTACH, .stacks = !a.no_stacks,
-                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings};
+                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings,
+                          .census = a.census};
     HRESULT hr = session_start(p, info, &cfg);
     if (hr == S_OK)
         on_profiler_attach_complete(p);

@@ -14,16 +14,24 @@
 #define MAX_DEPTH 8    /* generic arguments nested deeper than this are shown as "..." */
 #define MAX_ARGS 32
 
+/* FNV-1a, 64 bits: the whole name's hash in a cut name's mark (name_buf_mark_cut). */
+#define NAME_HASH_SEED 0xcbf29ce484222325ull
+#define NAME_HASH_PRIME 0x100000001b3ull
+
 typedef struct name_buf {
     char *p;
     size_t size, len;
     bool full; /* something was cut: nothing more is added (a later "," or ">" would not say so) */
+    uint64_t hash; /* of every byte offered, kept or cut: the whole name's (NAME_HASH_SEED first) */
 } name_buf;
 
 /* Adds all of s or, when it does not fit, as much of it as fits and nothing after. Each piece
  * is ASCII or one whole UTF-8 character (put_utf16_name), so a character is never cut in two
- * (a name stays valid UTF-8; its first bytes alone were a name no reader could decode). */
+ * (a name stays valid UTF-8; its first bytes alone were a name no reader could decode). Every
+ * byte goes into the hash, also those that no longer fit. */
 static void put(name_buf *b, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        b->hash = (b->hash ^ (unsigned char)s[i]) * NAME_HASH_PRIME;
     bool character = n > 1 && ((unsigned char)s[0] & 0x80);
     if (b->full || (character && b->len + n + 1 > b->size)) {
         b->full = true;
@@ -36,6 +44,23 @@ static void put(name_buf *b, const char *s, size_t n) {
     b->p[b->len] = 0;
 }
 static void puts_(name_buf *b, const char *s) { put(b, s, strlen(s)); }
+
+/* A name that did not fit ends in HL_NAME_CUT_MARK and its whole name's hash, in place of its
+ * last bytes (cut before a whole UTF-8 character): visibly cut, and two names that share the
+ * bytes that fit (types, or methods, whose names differ only past 4 KiB) still differ, the same
+ * way in every recording (a hash of the name, not of the runtime's ids: `leaks --with` and `diff
+ * --to-file` match types by name across files). A buffer too small for the mark is left cut. */
+static void name_buf_mark_cut(name_buf *b) {
+    char mark[64];
+    int m = snprintf(mark, sizeof mark, HL_NAME_CUT_MARK "%016llx)", (unsigned long long)b->hash);
+    if (!b->full || m <= 0 || (size_t)m + 1 > b->size)
+        return;
+    size_t keep = b->len + (size_t)m + 1 <= b->size ? b->len : b->size - (size_t)m - 1;
+    while (keep > 0 && ((unsigned char)b->p[keep] & 0xC0) == 0x80)
+        keep--; /* not inside a character: back to its first byte */
+    memcpy(b->p + keep, mark, (size_t)m + 1);
+    b->len = keep + (size_t)m;
+}
 
 /* UTF-16 to UTF-8, dropping the generic arity suffix ("List`1" -> "List"). */
 static void put_utf16_name(name_buf *b, const WCHAR *w, size_t n) {
@@ -238,18 +263,20 @@ static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint3
 }
 
 uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size) {
-    name_buf b = {.p = out, .size = size, .len = 0};
+    name_buf b = {.p = out, .size = size, .len = 0, .hash = NAME_HASH_SEED};
     uint32_t flags = 0;
     out[0] = 0;
     if (!put_class(t, &b, class_id, 0, &flags)) {
         snprintf(out, size, "<unknown 0x%llx>", (unsigned long long)class_id);
         flags |= HL_TYPE_FLAG_UNRESOLVED;
+    } else {
+        name_buf_mark_cut(&b);
     }
     return flags;
 }
 
 bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t size) {
-    name_buf b = {.p = out, .size = size, .len = 0};
+    name_buf b = {.p = out, .size = size, .len = 0, .hash = NAME_HASH_SEED};
     uint32_t flags = 0;
     out[0] = 0;
     ClassID cls = 0, args[MAX_ARGS];
@@ -271,6 +298,8 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
     bool typed = cls && put_class(t, &b, cls, 1, &flags);
     if (!typed) {
         b.len = 0;
+        b.full = false;
+        b.hash = NAME_HASH_SEED;
         out[0] = 0;
         if (td && !put_typedef(t, &b, mdi, td, NULL, 0, 1, &flags))
             return false;
@@ -280,6 +309,7 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
     put_utf16_name(&b, w, n < 512 ? n : 512);
     if (n_args > 0)
         put_type_args(t, &b, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, 1, &flags);
+    name_buf_mark_cut(&b);
     return true;
 }
 

@@ -29,14 +29,20 @@ typedef struct hl_type_names {
 void hl_type_names_init(hl_type_names *t, ICorProfilerInfo *info);
 void hl_type_names_release(hl_type_names *t);
 
-/* Writes the NUL-terminated UTF-8 name of `class_id` into out (truncated to `size`). Returns the
- * HL_TYPE_FLAG_* bits (wire/hl_wire.h): ARRAY, and UNRESOLVED when the runtime would not say
- * (then the name is "<unknown 0x...>"). */
+/* What ends a type or method name that did not fit its buffer, followed by 16 hex digits of the
+ * whole name's 64-bit FNV-1a hash and ')': "System.Func<...(cut #0123456789abcdef)". */
+#define HL_NAME_CUT_MARK "...(cut #"
+
+/* Writes the NUL-terminated UTF-8 name of `class_id` into out. A name longer than `size` is cut
+ * and marked (HL_NAME_CUT_MARK and its whole name's hash, within `size`): two types never share
+ * a name because their first `size` bytes agree. Returns the HL_TYPE_FLAG_* bits (wire/hl_wire.h):
+ * ARRAY, and UNRESOLVED when the runtime would not say (then the name is "<unknown 0x...>"). */
 uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size);
 
 /* Writes 'Namespace.Type.Method' for a FunctionID (GetFunctionInfo2 without a frame: shared
  * generic code shows its canonical instantiation, e.g. 'List<System.__Canon>.Add'), method type
- * arguments as '<...>' after the name. Returns false when the runtime would not say. */
+ * arguments as '<...>' after the name; cut and marked as hl_type_name's when longer than `size`.
+ * Returns false when the runtime would not say. */
 bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t size);
 
 /* 'Namespace.Outer+Inner' of a typedef from its metadata alone (no type arguments; arity

@@ -281,6 +281,15 @@ static gboolean check_max_allocated(sqlite3 *db, const char *path, const char *v
         !check_type_resolve(db, path, name, &type, &known, error) ||
         (at && !checkpoint_range(db, path, "check", at, &from_gc, &to_gc, error)))
         return FALSE;
+    /* Recorded with --census off, small objects are only estimated from the samples (a type no
+     * sample hit shows 0 whatever it allocated): "at most N" cannot rest on that. */
+    g_auto(query_estimates) recorded = {0};
+    if (!query_estimates_get(db, &recorded, error))
+        return FALSE;
+    if (recorded.census_off)
+        return check_undecided(r, "%s was recorded with --census off, where small-object "
+                               "allocations are only estimated from the samples; record with the "
+                               "census on (the default) or in full mode", path);
     /* The figures of `heaplens allocations` (`--between` with a range): exact in full mode, the
      * census's exact counts plus estimates in sampled and attach recordings (rounded). */
     g_autofree char *literal = check_sql_literal(type);

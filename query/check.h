@@ -21,7 +21,9 @@
  * so that every other assertion is still decided: --no-leaks with fewer than two snapshots,
  * --max-retained without one, --max-live with no GC and no snapshot, at a checkpoint written
  * before the first GC, or at a GC without a snapshot in a sampled recording that follows its
- * samples (live_objects lists the samples' objects alone there). Errors: GError ** last
+ * samples (live_objects lists the samples' objects alone there), --max-allocated in a
+ * recording made with --census off (run.flags census-off: small objects only estimated, a type
+ * no sample hit at 0). Errors: GError ** last
  * (QUERY_ERROR_USAGE for a bad assertion), one line. Single-threaded.
  */
 #ifndef HEAPLENS_QUERY_CHECK_H

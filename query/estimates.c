@@ -14,16 +14,19 @@ gboolean query_estimates_get(sqlite3 *db, query_estimates *e, GError **error)
     memset(e, 0, sizeof *e);
     e->mean_distance_bytes = -1;
     sqlite3_stmt *stmt = query_db_prepare(
-        db, "SELECT mode, instr(coalesce(flags, ''), 'samples-followed') > 0 FROM run WHERE id = 1",
+        db,
+        "SELECT mode, instr(coalesce(flags, ''), 'samples-followed') > 0,"
+        "       instr(coalesce(flags, ''), 'census-off') > 0 FROM run WHERE id = 1",
         error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
     if (row && sqlite3_column_text(stmt, 0))
         e->mode = g_strdup((const char *)sqlite3_column_text(stmt, 0));
     e->followed = row && sqlite3_column_int(stmt, 1) != 0;
-    sqlite3_finalize(stmt);
     e->attach = g_strcmp0(e->mode, "attach") == 0;
     e->uncounted = e->attach || g_strcmp0(e->mode, "sampled") == 0;
+    e->census_off = e->uncounted && row && sqlite3_column_int(stmt, 2) != 0;
+    sqlite3_finalize(stmt);
 
     /* The sampling table exists from schema 3 on; an older file has none and no samples. */
     stmt = query_db_prepare(db,
@@ -97,6 +100,51 @@ gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated,
     return ok;
 }
 
+gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_survived *s,
+                             GError **error)
+{
+    gboolean row = FALSE;
+    gboolean ok = FALSE;
+    memset(s, 0, sizeof *s);
+    sqlite3_stmt *stmt = query_db_prepare(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, error);
+    if (!stmt || !query_db_step(stmt, &row, error))
+        goto out;
+    if (row) {
+        s->estimated = sqlite3_column_int64(stmt, 0);
+        s->estimated_bytes = sqlite3_column_int64(stmt, 1);
+    }
+    sqlite3_finalize(stmt);
+    /* The largest snapshot; in an attach session less the first one (the heap found there): a
+     * set less another holds at least the difference of their sizes. */
+    stmt = query_db_prepare(
+        db,
+        "WITH s AS (SELECT snapshot, objects - coalesce(frozen, 0) AS n, coalesce(bytes, 0) AS b"
+        "           FROM snapshots),"
+        "     base AS (SELECT n, b FROM s WHERE ?1 ORDER BY snapshot LIMIT 1)"
+        " SELECT max(0, coalesce(max(n), 0) - coalesce((SELECT n FROM base), 0)),"
+        "        max(0, coalesce(max(b), 0) - coalesce((SELECT b FROM base), 0))"
+        " FROM s",
+        error);
+    if (!stmt)
+        goto out;
+    sqlite3_bind_int(stmt, 1, e->attach);
+    if (!query_db_step(stmt, &row, error))
+        goto out;
+    if (row) {
+        s->proven = MAX(sqlite3_column_int64(stmt, 0), 0);
+        s->proven_bytes = MAX(sqlite3_column_int64(stmt, 1), 0);
+    }
+    /* One figure or the other, count and bytes together: a lower bound is not mixed with an
+     * estimate. */
+    s->at_least = s->proven > s->estimated;
+    s->count = s->at_least ? s->proven : s->estimated;
+    s->bytes = s->at_least ? s->proven_bytes : s->estimated_bytes;
+    ok = TRUE;
+out:
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
 void query_estimates_clear(query_estimates *e)
 {
     g_clear_pointer(&e->mode, g_free);
@@ -160,6 +208,15 @@ char *query_estimates_note_new(const query_estimates *e)
                                "per stack they are %s; %s",
                                e->mode, exact, gaps, sampled, query_estimates_survivors_text(e));
     }
+    /* Recorded with --census off: why small objects are not counted, said first. */
+    const char *off = e->census_off ? " (recorded with --census off: no census of gen0 counted "
+                                      "the small objects)"
+                                    : "";
+    if (!e->estimated && e->census_off)
+        return g_strdup_printf("%s mode: small-object allocations are not counted (recorded with "
+                               "--census off and no allocation sampled): only %s allocations "
+                               "are counted exactly; %s",
+                               e->mode, exact, query_estimates_survivors_text(e));
     if (!e->estimated)
         return g_strdup_printf("%s mode: allocation counts are not recorded (only %s allocations "
                                "are counted exactly, and no allocation was sampled); %s",
@@ -170,9 +227,9 @@ char *query_estimates_note_new(const query_estimates *e)
             ? g_strdup_printf("; %s samples were lost: estimates are low",
                               query_count_format(e->samples_dropped, dropped))
             : g_strdup("");
-    return g_strdup_printf("%s mode: allocation figures are ESTIMATES: small objects from %s "
+    return g_strdup_printf("%s mode: allocation figures are ESTIMATES%s: small objects from %s "
                            "allocation samples (%s%s%s), %s allocations counted exactly; %s",
-                           e->mode, query_count_format(e->samples, samples), e->source,
+                           e->mode, off, query_count_format(e->samples, samples), e->source,
                            e->biased ? ", biased toward large objects" : ", unbiased", lost,
                            exact, query_estimates_survivors_text(e));
 }
@@ -188,9 +245,10 @@ json_t *query_estimates_json(const query_estimates *e)
                         "biased", e->biased, "samples", (json_int_t)e->samples,
                         "samples_dropped", (json_int_t)e->samples_dropped)
             : json_null();
-    return json_pack("{s:o, s:b, s:b, s:o, s:o}", "mode", query_json_string(e->mode),
+    return json_pack("{s:o, s:b, s:b, s:b, s:o, s:o}", "mode", query_json_string(e->mode),
                      "estimated", e->estimated, "exact_per_type", !e->uncounted || e->census,
-                     "note", query_json_string(note), "sampling", sampling);
+                     "census_off", e->census_off, "note", query_json_string(note), "sampling",
+                     sampling);
 }
 
 const char *query_estimates_source_sql(const query_estimates *e)
@@ -344,8 +402,9 @@ GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *
                                                query_count_format(t->estimated, a),
                                                query_size_format(t->estimated_bytes, b),
                                                query_count_format(e->samples, c),
-                                               e->census ? ", where the census did not count"
-                                                         : ""));
+                                               e->census       ? ", where the census did not count"
+                                               : e->census_off ? " (--census off)"
+                                                               : ""));
     int64_t least = query_add_saturating(query_add_saturating(t->count, t->lost), t->unstored);
     g_autofree char *in_all = g_strdup_printf(": at least %s in all", query_count_format(least, b));
     if (t->lost > 0)

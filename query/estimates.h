@@ -32,6 +32,9 @@ typedef struct query_estimates {
                                   * per type are estimates (query_estimates_survivors) */
     gboolean census;             /* small objects counted per type and GC interval by the census
                                   * of gen0 (schema 6, alloc_counts flags 2): exact per type */
+    gboolean census_off;         /* run.flags 'census-off': recorded without the census
+                                  * (`record`/`attach --census off`, HEAPLENS_CENSUS=off), so
+                                  * small objects are estimated from the samples alone */
     int64_t census_missing;      /* with the census: GC intervals it did not count
                                   * (gcs.census_objects NULL: the first GC after an attach),
                                   * estimated like the tail after the last GC */
@@ -58,6 +61,29 @@ gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated,
     " CAST(round((SELECT total(survived_bytes) FROM alloc_counts) + (SELECT total(est_bytes)"  \
     " FROM alloc_samples WHERE heap = 0 AND object_id IS NOT NULL)) AS INTEGER)"
 
+/* What survived a GC in a recording that follows its samples (run.flags 'samples-followed'),
+ * as `info` and the record/attach summary give it. The followed samples' estimate
+ * (QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL) can fall far below what the snapshots show — a type
+ * that grows by a few hundred bytes a second between two snapshots of an attach session may get
+ * no sample at all —, so the snapshots' lower bound is read too: every object of a snapshot
+ * (frozen ones left out) was allocated while recording and is alive after that snapshot's GC;
+ * in an attach session those of the first snapshot (the heap found at the attach) do not count,
+ * so a later snapshot proves at least its objects less the first one's. Bytes likewise, from
+ * snapshots.bytes (the runtime's walk: the frozen objects it walked included). The figure shown
+ * is the snapshots' when they prove more objects than the samples estimate (count and bytes
+ * both), else the estimate: never below what the snapshots prove. */
+typedef struct query_survived {
+    int64_t count, bytes;               /* the figure to show: one of the two below */
+    int64_t estimated, estimated_bytes; /* from the followed samples (and LOH/POH, exact) */
+    int64_t proven, proven_bytes;       /* at least this many, by the snapshots (0: none) */
+    gboolean at_least;                  /* count is the snapshots' (above the estimate): a lower
+                                         * bound, not an estimate */
+} query_survived;
+
+/* Reads them for a recording with `e->followed` (`e` from query_estimates_get). */
+gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_survived *s,
+                             GError **error);
+
 /* The one-line note of a sampled or attach recording ("attach mode: allocation figures are
  * ESTIMATES from 1,234 allocation samples (AllocationSampled, unbiased) for small objects; ...");
  * NULL for a full recording. Free with g_free. */
@@ -67,9 +93,9 @@ char *query_estimates_note_new(const query_estimates *e);
  * 100.0 KiB), 0 dropped"; "none" without samples. Free with g_free. */
 char *query_estimates_sampling_text_new(const query_estimates *e);
 
-/* {"mode", "estimated", "note" (null for full), "sampling": {"source", "mean_distance_bytes",
- * "biased", "samples", "samples_dropped"} or null}: the head every JSON output carries. New
- * reference. */
+/* {"mode", "estimated", "exact_per_type", "census_off" (recorded with --census off), "note"
+ * (null for full), "sampling": {"source", "mean_distance_bytes", "biased", "samples",
+ * "samples_dropped"} or null}: the head every JSON output carries. New reference. */
 json_t *query_estimates_json(const query_estimates *e);
 
 /* SQL that sums the allocations, exact or estimated as the recording allows. With the census

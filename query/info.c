@@ -63,9 +63,15 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
         goto out;
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
+    totals->survived_proven = -1; /* not read: every survivor counted */
     if (estimates->followed) { /* only the samples' objects have rows: estimated */
-        if (!info_survived_read(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, totals, error))
+        query_survived survived;
+        if (!query_survived_read(db, estimates, &survived, error))
             goto out;
+        totals->survived = survived.count;
+        totals->survived_bytes = survived.bytes;
+        totals->survived_at_least = survived.at_least;
+        totals->survived_proven = survived.proven;
     } else if (estimates->uncounted) {
         totals->survived = totals->objects;
         totals->survived_bytes = totals->object_bytes;

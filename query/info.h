@@ -17,6 +17,12 @@
 typedef struct query_info_totals {
     int64_t gcs, gcs_gen[3], gcs_induced, gcs_compacting, gcs_incomplete, pause_ns;
     int64_t allocations, allocation_bytes, survived, survived_bytes;
+    /* Sampled and attach recordings that follow their samples (query_survived_read): survived
+     * is the followed samples' estimate, or what the snapshots prove when that is more
+     * (survived_at_least; survived_proven: the snapshots' figure either way, -1 in other
+     * recordings, whose survived counts every survivor). */
+    gboolean survived_at_least;
+    int64_t survived_proven;
     int64_t objects, object_bytes, objects_alive;
     int64_t types, threads;
     int64_t file_bytes; /* -1 when the file cannot be stat'ed */

@@ -149,10 +149,11 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
 
     /* The attach itself. */
     g_autofree char *client_data = g_strdup_printf(
-        HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s%s%s%s%s%s", sockets.collector_path,
+        HL_ATTACH_CONFIG_MAGIC "\nsocket=%s\n%s%s%s%s%s%s%s%s%s%s%s", sockets.collector_path,
         snapshot ? "snapshot=" : "", snapshot ? snapshot : "", snapshot ? "\n" : "",
         o->count ? "count=" : "", o->count ? o->count : "", o->count ? "\n" : "",
-        o->no_strings ? "strings=off\n" : "", o->no_stacks ? "stacks=off\n" : "");
+        o->no_strings ? "strings=off\n" : "", o->no_stacks ? "stacks=off\n" : "",
+        o->census ? "census=" : "", o->census ? o->census : "", o->census ? "\n" : "");
     /* --count recompiles methods: the runtime then keeps the collector until the process exits
      * and refuses any later attach (clr-profiler-facts.md §13). Said before it happens. */
     if (o->count && !quiet && !json)

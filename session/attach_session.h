@@ -25,6 +25,8 @@ typedef struct attach_options {
     gboolean force, quiet, json;
     gboolean no_strings;  /* --no-strings: snapshots keep strings' lengths and hashes only */
     gboolean no_stacks;   /* --stacks off: no allocation samples */
+    const char *census;   /* --census "on" or "off" (the census of gen0); NULL: the target's
+                           * HEAPLENS_CENSUS decides, on by default */
 } attach_options;
 
 /* Attaches to o->pid, records, detaches. FALSE with *error when the attach was refused or could

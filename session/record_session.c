@@ -471,6 +471,10 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         setenv("HEAPLENS_MODE", o.mode, 1);
     else
         unsetenv("HEAPLENS_MODE");
+    /* --census: sampled mode's census of gen0 (collector/census.h); without it the setting
+     * HEAPLENS_CENSUS the program inherits decides (the benchmarks' way), on by default. */
+    if (o.census)
+        setenv("HEAPLENS_CENSUS", o.census, 1);
     /* --handles: MONITOR_GC at every GC (collector/README.md, "Event mask"). */
     if (o.handles)
         setenv("HEAPLENS_HANDLES", "1", 1);

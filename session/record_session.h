@@ -19,6 +19,8 @@ typedef struct record_options {
     const char *children; /* --children[=PATTERN]: NULL off, "" every descendant */
     const char *mode;     /* --mode: "full" (default) or "sampled", for HEAPLENS_MODE */
     const char *stacks;   /* --stacks on|off: HEAPLENS_STACKS (NULL: the default, on) */
+    const char *census;   /* --census on|off (sampled mode): HEAPLENS_CENSUS (NULL: the
+                           * environment's, on by default) */
     gboolean handles; /* --handles: HEAPLENS_HANDLES=1 (full mode only) */
     const char *count; /* --count PATTERN (repeatable): ';'-joined, HEAPLENS_COUNT (NULL: none) */
     char *count_owned; /* the cli's allocation behind `count` */

@@ -105,7 +105,7 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_STACK_WALK", 0, 0, setting_stack_walk, "the stack walk of sampled allocations"},
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},
     {"HEAPLENS_SAMPLE_SOURCE", 0, 0, setting_sample_source, "the runtime's sampling events"},
-    {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0 (benchmark)"},
+    {"HEAPLENS_CENSUS", 0, 0, setting_on_off, "sampled mode's census of gen0, as --census sets it"},
     {"HEAPLENS_CENSUS_THREADS", 1, 64, NULL, "threads that may walk gen0 in the census"},
     {"HEAPLENS_CENSUS_FLOOR", 0, 0, setting_bool,
      "a plain read of gen0 beside each census walk (benchmark)"},
@@ -689,7 +689,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     query_estimates estimates = {0};
     int64_t samples = 0;
     gboolean census = FALSE; /* sampled mode's census: exact per type, per thread estimated */
-    if (query_estimates_get(db, &estimates, NULL) && (estimates.estimated || estimates.census)) {
+    gboolean read = query_estimates_get(db, &estimates, NULL);
+    /* recorded with --census off: small objects estimated only */
+    gboolean census_off = read && estimates.census_off;
+    gboolean attach = read && estimates.attach; /* its pinned objects are not counted either */
+    if (read && (estimates.estimated || estimates.census)) {
         query_totals totals; /* the total info, allocations and stacks give */
         samples = estimates.samples;
         census = estimates.census;
@@ -698,8 +702,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         survived = objects;
     }
     gboolean followed = estimates.followed; /* survivors estimated from the followed samples */
-    if (followed)
-        query_db_int(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, &survived, NULL);
+    query_survived followed_survived = {0}; /* ... or what the snapshots prove, when more */
+    if (followed && query_survived_read(db, &estimates, &followed_survived, NULL))
+        survived = followed_survived.count;
     query_estimates_clear(&estimates);
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
@@ -737,6 +742,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                               loss ? json_string(loss) : json_null());
         json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0 && !census));
         json_object_set_new(j, "allocations_census", json_boolean(census));
+        json_object_set_new(j, "census_off", json_boolean(census_off));
+        json_object_set_new(j, "allocations_survived_at_least",
+                            followed ? json_integer(followed_survived.proven) : json_null());
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
@@ -786,15 +794,22 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         census ? g_strdup_printf(" (exact per type up to the last GC: census of gen0; after it "
                                  "and per thread estimated from %s samples)",
                                  query_count_format(samples, s))
-        : samples > 0 ? g_strdup_printf(" estimated from %s samples", query_count_format(samples, s))
-                      : g_strdup("");
+        : samples > 0 ? g_strdup_printf(" estimated from %s samples%s",
+                                        query_count_format(samples, s),
+                                        census_off ? " (--census off: no census of gen0)" : "")
+        : census_off ? g_strdup_printf(" (%s objects only: --census off, and no samples)",
+                                       attach ? "large" : "large and pinned")
+                     : g_strdup("");
+    /* Survivors: the followed samples' estimate (~), or at least what the snapshots found. */
+    const char *survived_mark = followed_survived.at_least ? "at least " : followed ? "~" : "";
     fprintf(stderr,
-            "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC) of %s types, %s -> "
-            "%s (%s)%s\n",
+            "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC%s) of %s types, %s "
+            "-> %s (%s)%s\n",
             query_count_format(gcs, a), samples > 0 && !census ? "~" : "",
-            query_count_format(allocations, b),
-            estimated, followed ? "~" : "", query_count_format(survived, c), query_count_format(types, d), lost, output,
-            query_size_format(st.st_size, e), whose);
+            query_count_format(allocations, b), estimated, survived_mark,
+            query_count_format(survived, c),
+            followed_survived.at_least ? ", by the snapshots" : "", query_count_format(types, d),
+            lost, output, query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
     unrecorded_print(unrecorded);

@@ -153,6 +153,7 @@ static const struct {
     {HL_RUN_FLAG_EMPTY_PROFILER, "empty-profiler"},
     {HL_RUN_FLAG_HANDLES, "handles"},
     {HL_RUN_FLAG_SAMPLES_FOLLOWED, "samples-followed"},
+    {HL_RUN_FLAG_CENSUS_OFF, "census-off"},
 };
 
 gboolean store_writer_step(store_writer *w, store_stmt_id id, GError **error)

@@ -179,6 +179,9 @@ enum {
                                        * samples' objects are followed (objects rows for them,
                                        * LOH/POH objects and snapshots' objects only): survivors
                                        * per type are estimates (collector/README.md) */
+    HL_RUN_FLAG_CENSUS_OFF = 8,     /* sampled or attach mode without the census of gen0
+                                     * (`--census off`, HEAPLENS_CENSUS=off): small-object
+                                     * allocations are only estimated from the samples */
 };
 
 /* HL_REC_TYPE. Followed by one hl_str: the type name (format in collector/README.md). */

@@ -25,6 +25,12 @@ with `heaplens record`, then compares, each comparison being one check:
       counter 0, no incomplete GC;
   (d) heaplens' exit status == the program's (run with --exit-code 7 by default) == run.exit_status.
 
+With --census off (sampled mode without the census of gen0) the small objects' counts must be
+marked ESTIMATED everywhere — run.flags census-off, `allocations`, `info` and `report --json`
+("census_off": true, "exact_per_type": false, the note saying --census off) and record's summary
+line — and no census row may exist, while the large and pinned objects stay exact; --census on
+must record exactly as the default does.
+
 Sampled mode (--mode sampled) follows only its samples' objects between snapshots: at a
 checkpoint without a snapshot (--snapshot gen2: the gen0 checkpoints) `survivors --json` says
 "estimated": true and each example type's count must be within 10% of the ground truth (per
@@ -86,6 +92,9 @@ def main():
                     help="sampled mode with HEAPLENS_CENSUS_CHECK=1 (ObjectAllocated as well): "
                          "the census must equal the reported allocations per type and GC "
                          "interval, count and bytes")
+    ap.add_argument("--census", choices=("on", "off"),
+                    help="heaplens record --census (sampled mode); off: small-object counts "
+                         "estimated from the samples, and said so by every command")
     ap.add_argument("--snapshot", help="heaplens record --snapshot POLICY (default: heaplens' "
                                        "own, induced)")
     ap.add_argument("--expect-leak", metavar="TYPE",
@@ -95,6 +104,8 @@ def main():
 
     log = start_log(a.workdir)
     checks = Checks(a.verbose)
+    census_off = a.census == "off"
+    recorded = []  # record's (stdout, stderr)
 
     if a.db:
         if not a.truth:
@@ -114,7 +125,8 @@ def main():
         os.environ["HEAPLENS_SNAPSHOT_ROWS"] = "1"
         heaplens_rc = record(a, db, truth_path, ["--exit-code", str(a.exit_code)] + program_args,
                              log, ["--mode", a.mode] +
-                             (["--snapshot", a.snapshot] if a.snapshot else []))
+                             (["--snapshot", a.snapshot] if a.snapshot else []) +
+                             (["--census", a.census] if a.census else []), output=recorded)
 
     try:
         with open(truth_path) as f:
@@ -159,6 +171,8 @@ def main():
             checks.eq("(d) run.exit_status == program's", program_status, exit_status)
             checks.ok("(c) run.flags has no empty-profiler", "empty-profiler" not in (flags or ""),
                       repr(flags))
+            checks.eq("(c) run.flags says census-off exactly when recorded with --census off",
+                      census_off, "census-off" in (flags or "").split(","))
         counters = dict(conn.execute("SELECT name, value FROM counters").fetchall())
         for c in DROP_COUNTERS:
             checks.eq(f"(c) counter {c}", 0, counters.get(c, "missing"))
@@ -208,6 +222,8 @@ def main():
         for name, t in types.items():
             if a.census_check:
                 continue  # the census and ObjectAllocated both counted: compared below
+            if census_off and t["heap"] not in ("loh", "poh"):
+                continue  # estimated from the samples: their marking is checked below
             if a.mode == "sampled" and tail.get(name):
                 # The census counts up to the last GC; after it, samples estimate.
                 checks.ok(f"(a) allocations of {name} (exact up to the last GC, then estimated)",
@@ -215,13 +231,45 @@ def main():
                           f"{got.get(name, 0)} < {t['allocations'] - tail[name]}")
                 continue
             checks.eq(f"(a) allocations of {name}", t["allocations"], got.get(name, 0))
-        if a.mode == "sampled":
+        if a.mode == "sampled" and not census_off:
             checks.ok("(a) allocations --json says counts per type are exact (census)",
                       doc.get("mode") == "sampled" and doc.get("exact_per_type") is True
+                      and doc.get("census_off") is False
                       and "census" in (doc.get("note") or ""), f"{doc.get('note')!r}")
+        if census_off:
+            checks.ok("(a) allocations --json says the counts are ESTIMATES, for --census off",
+                      doc.get("mode") == "sampled" and doc.get("estimated") is True
+                      and doc.get("exact_per_type") is False and doc.get("census_off") is True
+                      and "--census off" in (doc.get("note") or ""), f"{doc!r}"[:600])
+    if census_off:
+        # Every other place a user reads the allocation figures says it too.
+        info = heaplens_json(checks, a.heaplens, ["info", db], log)
+        if info is not None:
+            al = info.get("allocations", {})
+            checks.ok("(a) info --json: allocations estimated, census_off",
+                      al.get("census_off") is True and al.get("estimated") is True
+                      and info.get("totals", {}).get("allocations_estimated") is True,
+                      f"{al!r}"[:600])
+        rep = heaplens_json(checks, a.heaplens, ["report", db], log)
+        if rep is not None:
+            al = rep.get("allocations", {})
+            checks.ok("(a) report --json: allocations estimated, census_off, the note says why",
+                      al.get("census_off") is True and al.get("census") is False
+                      and "--census off" in (al.get("note") or ""), f"{al.get('note')!r}")
+        rc, out, _ = run([a.heaplens, "info", db], log=log)
+        checks.ok("(a) info says the allocations are ESTIMATED (recorded with --census off)",
+                  rc == 0 and "ESTIMATED from the samples (recorded with --census off)" in out,
+                  out[-800:])
+        if recorded:
+            err = recorded[0][1]
+            checks.ok("(a) record's summary line says the counts are estimated (--census off)",
+                      "estimated from" in err and "--census off: no census of gen0" in err,
+                      err[-600:])
     if conn is not None and a.mode == "sampled":
         # The census (up to the last GC) and the LOH/POH callbacks, exact, per example type.
         for name, t in types.items():
+            if census_off and t["heap"] not in ("loh", "poh"):
+                continue  # no census: none of its rows
             n = conn.execute(
                 "SELECT coalesce(sum(a.count), 0) FROM alloc_counts a JOIN types t"
                 " ON t.id = a.type_id WHERE t.name = ? AND (a.flags & 2 OR (a.flags = 0"
@@ -230,7 +278,13 @@ def main():
                       t["allocations"] - (0 if t["heap"] in ("loh", "poh") else tail.get(name, 0)),
                       n)
         exact = conn.execute("SELECT count(*), count(census_objects) FROM gcs").fetchone()
-        checks.eq("(a) every GC's interval counted by the census", exact[0], exact[1])
+        if census_off:
+            checks.eq("(a) --census off: no GC's interval counted by the census", 0, exact[1])
+            checks.eq("(a) --census off: no census rows (alloc_counts flags 2)", 0,
+                      conn.execute("SELECT count(*) FROM alloc_counts WHERE flags & 2")
+                      .fetchone()[0])
+        else:
+            checks.eq("(a) every GC's interval counted by the census", exact[0], exact[1])
         # Per thread only estimates: the samples spread each type's exact total over the threads
         # (allocations_estimated_by_type_thread), so that they add up to `allocations`' figure.
         if doc is not None and not a.census_check:

@@ -116,16 +116,19 @@ def program(dotnet, path):
 
 
 def record(a, db, truth_path, program_args, log, record_options=(), args_before_truth=(),
-           timeout=None):
+           timeout=None, output=None):
     """`heaplens record -o db [record_options] -- dotnet dll [args_before_truth...] truth_path
     program_args...` after removing what an earlier run left; echoes the command and its
-    output. `timeout`: seconds, a.timeout when None. Returns heaplens' exit status."""
+    output. `timeout`: seconds, a.timeout when None. `output`: a list that gets the run's
+    (stdout, stderr). Returns heaplens' exit status."""
     remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
     cmd = ([a.heaplens, "record", "-o", db] + list(record_options) + ["--"] +
            program(a.dotnet, a.dll) + list(args_before_truth) + [truth_path] +
            list(program_args))
     print("$ " + shlex.join(cmd))
     heaplens_rc, out, err = run(cmd, log=log, timeout=a.timeout if timeout is None else timeout)
+    if output is not None:
+        output.append((out, err))
     sys.stdout.write(out)
     sys.stderr.write(err)
     print(f"[heaplens record exited with {heaplens_rc}; log in {log}]")

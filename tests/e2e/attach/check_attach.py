@@ -305,18 +305,36 @@ def check_recording(checks, args, target, db, n, log, min_snapshots):
               {"leak", "churn-1", "churn-2"} <= names, str(sorted(names)))
 
 
-def duration_session(checks, args, target, n, log):
-    """`--duration`: the session ends by itself, with its first and last snapshots."""
+def duration_session(checks, args, target, n, log, census=None):
+    """`--duration`: the session ends by itself, with its first and last snapshots. With
+    census="off" (`attach --census off`, which reaches the collector in the attach's client data)
+    no census of gen0 counts anything, and the recording says its counts are estimates."""
     db = os.path.join(args.workdir, f"session{n}.db")
     e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
     rc, out, err = e2elib.run([args.heaplens, "attach", str(target.pid), "-o", db, "--duration",
-                               str(args.duration), "--stacks", args.stacks, "--json"], log=log,
+                               str(args.duration), "--stacks", args.stacks, "--json"] +
+                              (["--census", census] if census else []), log=log,
                               timeout=600)
     if not checks.eq(f"session {n}: heaplens attach --duration exits 0", 0, rc):
         print(err.strip()[:800])
         return
     summary = json.loads(out)
     checks.eq(f"session {n}: --json summary names the process", target.pid, summary.get("pid"))
+    off = census == "off"
+    checks.eq(f"session {n}: the summary's census_off", off, summary.get("census_off"))
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    flags = (conn.execute("SELECT flags FROM run").fetchone()[0] or "").split(",")
+    counted = conn.execute("SELECT count(census_objects) FROM gcs").fetchone()[0]
+    conn.close()
+    checks.eq(f"session {n}: run.flags census-off", off, "census-off" in flags)
+    checks.ok(f"session {n}: GCs counted by the census " + ("none" if off else "some"),
+              counted == 0 if off else counted > 0, f"{counted}")
+    if off:
+        doc = e2elib.heaplens_json(checks, args.heaplens, ["allocations", db], log)
+        if doc is not None:
+            checks.ok(f"session {n}: allocations --json: estimated, for --census off",
+                      doc.get("census_off") is True and doc.get("exact_per_type") is False
+                      and "--census off" in (doc.get("note") or ""), f"{doc.get('note')!r}")
     check_recording(checks, args, target, db, n, log, 2)
     checks.ok(f"session {n}: the program answers after the detach", target.count() is not None)
     check_released(checks, args, target, n, handle_gcs=True)
@@ -484,6 +502,7 @@ def main():
                 session(checks, args, target, 2, signal.SIGTERM, log)
                 duration_session(checks, args, target, 3, log)
                 signal_session(checks, args, target, 4, signal.SIGUSR1, log)
+                duration_session(checks, args, target, 5, log, census="off")
             finally:
                 rc, line = target.stop()
             checks.eq("the target exits 0 after the sessions", 0, rc)

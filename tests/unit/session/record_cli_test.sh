@@ -58,6 +58,17 @@ done
 
 "$hl" record --bogus -- true 2>err; check "bad option" 1 $? err "^heaplens: record: unknown option '--bogus'"
 
+# --census on|off: sampled mode's census of gen0; a bad value, a missing one, and full mode (the
+# default, or said) refused in one line, before anything starts
+"$hl" record --mode sampled --census maybe -o c.db -- true 2>err; check "record --census maybe" 1 $? err "^heaplens: record: --census takes on or off, not 'maybe'$"
+"$hl" record --mode sampled --census= -o c.db -- true 2>err; check "record --census=" 1 $? err "^heaplens: record: --census takes on or off, not ''$"
+"$hl" record --mode sampled --census 2>err; check "record --census without a value" 1 $? err "^heaplens: record: --census needs on or off$"
+"$hl" record --census off -o c.db -- true 2>err; check "record --census in full mode (default)" 1 $? err "^heaplens: record: --census needs --mode sampled \(full mode counts every allocation by the runtime's ObjectAllocated, no census\)$"
+"$hl" record --census=on --mode full -o c.db -- true 2>err; check "record --census=on --mode full" 1 $? err "^heaplens: record: --census needs --mode sampled"
+"$hl" attach 1 --census no 2>err; check "attach --census no" 1 $? err "^heaplens: attach: --census takes on or off, not 'no'$"
+HEAPLENS_CENSUS=maybe "$hl" record --mode sampled -o c.db -- true 2>err; check "HEAPLENS_CENSUS=maybe" 1 $? err "^heaplens: record: HEAPLENS_CENSUS='maybe' is not a value it takes: on or off \(sampled mode's census of gen0, as --census sets it\), or leave it unset$"
+[ ! -e c.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a refused --census left c.db"; }
+
 "$hl" record -o b.db -- true 2>err; check "non-.NET program" 0 $? err "never loaded the collector"
 # A profiler path of the user's that the runtime would read before CORECLR_PROFILER_PATH (on its
 # kind of host) is not passed on: heaplens' collector is the one loaded.

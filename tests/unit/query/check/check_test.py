@@ -161,6 +161,8 @@ def main():
     variant("nogc.db", "DELETE FROM snapshots; DELETE FROM gc_generations; DELETE FROM gcs;"
                        "DELETE FROM checkpoints")
     variant("early.db", "INSERT INTO checkpoints (name, gc, time_ns, thread) VALUES ('early', 0, 5, 7)")
+    # recorded with --census off: small objects' allocations only estimated
+    variant("censusoff.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed,census-off'")
     how = "(take one per GC.Collect() with 'heaplens record', or with 'heaplens snapshot PID')"
     sampled_how = ("and between snapshots a sampled recording follows only its sampled objects; "
                    "take snapshots ('heaplens record --snapshot induced', the default, or "
@@ -183,6 +185,9 @@ def main():
         "early.db --max-live App.Leak=100@early":
             "early.db's checkpoint 'early' was written before its first GC: nothing is known "
             "alive then (a GC.Collect() right before the checkpoint gives it one)",
+        "censusoff.db --max-allocated App.Leak=100":
+            "censusoff.db was recorded with --census off, where small-object allocations are only "
+            "estimated from the samples; record with the census on (the default) or in full mode",
     }
     # the recording's accuracy note follows, as after any answer (nogc.db lost its GCs' rows)
     notes = {"nogc.db": "note: GCs 1 to 4 of the program's 4 are missing; counts are lower bounds\n"}
