@@ -29,6 +29,10 @@
 #define HL_GC_QUEUE_STALL_NS (10ull * 1000000000u) /* ...before a GC waits; given up after this */
 #define HL_GC_MAX_MOVES (64u << 20)       /* ranges kept per GC (1.5 GiB) before giving up */
 #define HL_GC_SPARE2_MAX_BYTES (1u << 20) /* the second spare ranges buffer's largest size */
+/* A followed objects' moves buffer made afresh (hl_gc_add_move) starts this small, from the C
+ * library's heap: a few dozen moves a GC in sampled mode, and a GC whose spares are both taken
+ * (three or more in flight) made it inside its pause. */
+#define HL_GC_FOLLOW_MOVES_FIRST 256u
 
 typedef struct hl_root {
     ObjectID object;
