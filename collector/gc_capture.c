@@ -460,10 +460,29 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     atomic_store_explicit(&c->finished, true, memory_order_release);
 }
 
-void hl_gc_on_resumed(hl_gc_queue *q, uint64_t t) {
+bool hl_gc_on_resumed(hl_gc_queue *q, uint64_t t) {
     hl_gc_capture *c = atomic_exchange(&q->awaiting_resume, NULL);
-    if (c)
-        atomic_store_explicit(&c->resume_ns, t, memory_order_release);
+    if (!c)
+        return false; /* a suspension for something else: nothing for the consumer */
+    atomic_store_explicit(&c->resume_ns, t, memory_order_release);
+    /* Against hl_gc_doze_begin's "dozing, then is a GC queued?": this GC was published
+     * (`written`) before this fence, so either the consumer saw it queued and did not doze, or
+     * this load sees it dozing. */
+    atomic_thread_fence(memory_order_seq_cst);
+    return atomic_load_explicit(&q->dozing, memory_order_relaxed);
+}
+
+bool hl_gc_doze_begin(hl_gc_queue *q) {
+    atomic_store_explicit(&q->dozing, true, memory_order_seq_cst);
+    if (atomic_load_explicit(&q->written, memory_order_seq_cst) ==
+        atomic_load_explicit(&q->read, memory_order_relaxed))
+        return true;
+    atomic_store_explicit(&q->dozing, false, memory_order_relaxed);
+    return false;
+}
+
+void hl_gc_doze_end(hl_gc_queue *q) {
+    atomic_store_explicit(&q->dozing, false, memory_order_relaxed);
 }
 
 bool hl_gc_ready(hl_gc_queue *q, hl_gc_capture *c, uint64_t t, uint64_t grace_ns, bool stopping) {

@@ -228,6 +228,29 @@ static void test_follow_moves_small(void) {
     hl_gc_queue_release(&rq);
 }
 
+/* An idle session's collector thread dozes (sleeps past its idle period) only with no GC
+ * queued, and the resume of a GC that ends meanwhile asks for a wake, so that it is applied at
+ * once; not the resume of a suspension without a GC, nor any resume once awake. */
+static void test_doze(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue dq;
+    hl_gc_queue_init(&dq);
+    CHECK(!hl_gc_on_resumed(&dq, 1)); /* no GC: nothing to apply */
+    CHECK(hl_gc_doze_begin(&dq));
+    CHECK(!hl_gc_on_resumed(&dq, 2)); /* dozing, but a suspension for something else */
+    hl_gc_on_started(&dq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot, NULL);
+    hl_gc_on_finished(&dq, (ICorProfilerInfo *)&fake_info);
+    CHECK(hl_gc_on_resumed(&dq, 3)); /* wake it */
+    hl_gc_doze_end(&dq);
+    CHECK(!hl_gc_doze_begin(&dq)); /* that GC is not applied yet: no doze */
+    hl_gc_pop(&dq);
+    hl_gc_on_started(&dq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot, NULL);
+    hl_gc_on_finished(&dq, (ICorProfilerInfo *)&fake_info);
+    CHECK(!hl_gc_on_resumed(&dq, 4)); /* awake: the idle period finds it */
+    hl_gc_pop(&dq);
+    hl_gc_queue_release(&dq);
+}
+
 int main(void) {
     test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
@@ -237,6 +260,7 @@ int main(void) {
     test_ranges_reuse();
     test_ranges_reuse_in_flight();
     test_follow_moves_small();
+    test_doze();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)
         gc();
