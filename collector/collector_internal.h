@@ -55,6 +55,8 @@ typedef struct collector {
     uint64_t counted; /* allocations in ALLOC_COUNTS built (sent or not) */
     uint64_t drained, drained_waiting, drain_ns, model_ns, aggregate_ns;
     uint64_t spilled; /* events moved out of the pool for waiting threads (hl_tbufs_spill) */
+    unsigned idle_ms;  /* the last idle sleep (collector_main): 0 after work, doubled while idle */
+    uint64_t wakeups;  /* idle sleeps ended (HEAPLENS_STATS) */
     uint64_t anomalies;
     uint64_t model_failures;
     uint64_t unreported_drops; /* drops_at_start of the last GC applied */

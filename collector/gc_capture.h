@@ -29,6 +29,10 @@
 #define HL_GC_QUEUE_STALL_NS (10ull * 1000000000u) /* ...before a GC waits; given up after this */
 #define HL_GC_MAX_MOVES (64u << 20)       /* ranges kept per GC (1.5 GiB) before giving up */
 #define HL_GC_SPARE2_MAX_BYTES (1u << 20) /* the second spare ranges buffer's largest size */
+/* A followed objects' moves buffer made afresh (hl_gc_add_move) starts this small, from the C
+ * library's heap: a few dozen moves a GC in sampled mode, and a GC whose spares are both taken
+ * (three or more in flight) made it inside its pause. */
+#define HL_GC_FOLLOW_MOVES_FIRST 256u
 
 typedef struct hl_root {
     ObjectID object;
@@ -167,6 +171,7 @@ typedef struct hl_gc_queue {
     atomic_bool closed;           /* the consumer is gone: a full queue loses the GC */
     hl_gc_capture *current;       /* the GC in progress, producer side */
     hl_gc_capture *_Atomic awaiting_resume; /* finished, its RuntimeResumeFinished not seen yet */
+    atomic_bool dozing; /* the consumer sleeps past its idle period (hl_gc_doze_begin) */
     atomic_flag moves_lock;
     uint32_t gcs_started;
     _Atomic uint32_t last_finished; /* the ordinal of the last GC finished (0: none): any thread
@@ -249,8 +254,9 @@ void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason);
 /* The current GC's survivors cannot be known (a range event not understood). */
 void hl_gc_mark_incomplete(hl_gc_queue *q);
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info);
-/* RuntimeResumeFinished: the end of the last finished GC's pause. */
-void hl_gc_on_resumed(hl_gc_queue *q, uint64_t now_ns);
+/* RuntimeResumeFinished: the end of the last finished GC's pause. True when that GC found the
+ * consumer dozing (hl_gc_doze_begin): the caller wakes it, so the GC is applied at once. */
+bool hl_gc_on_resumed(hl_gc_queue *q, uint64_t now_ns);
 /* Consumer side: whether a finished capture can be applied now. It waits for the resume time of
  * its pause, but not once a newer GC has started, the collector is stopping, or `grace_ns` have
  * passed since the GC finished (a GC without a resume callback). */
@@ -264,5 +270,10 @@ bool hl_gc_in_progress(hl_gc_queue *q);
 /* The k-th unapplied GC (0 = the one hl_gc_peek returns), or NULL. */
 hl_gc_capture *hl_gc_peek_at(hl_gc_queue *q, size_t k);
 void hl_gc_pop(hl_gc_queue *q);
+/* The consumer is about to sleep longer than its idle period (an idle sampled or attach
+ * session): true when no GC is queued, and then the resume of every GC until hl_gc_doze_end
+ * asks for a wake (hl_gc_on_resumed); false, and no doze, when one is. */
+bool hl_gc_doze_begin(hl_gc_queue *q);
+void hl_gc_doze_end(hl_gc_queue *q);
 
 #endif /* HEAPLENS_GC_CAPTURE_H */

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #define HL_MEM_HEADER 16
-#define HL_MEM_LARGE (64u * 1024u)
 
 typedef struct mem_header {
     size_t size;   /* bytes asked for */

@@ -19,6 +19,11 @@
 
 #include "heapmodel/hm_model.h"
 
+/* Blocks of this size and more are anonymous mappings of their own (unmapped when freed: an
+ * munmap, a TLB shootdown of every CPU running the process); smaller ones come from the C
+ * library's heap. A buffer made or freed often where that matters (a GC's pause) stays below. */
+#define HL_MEM_LARGE (64u * 1024u)
+
 /* malloc, calloc, realloc and free, counted. hl_mem_free(NULL) does nothing. */
 void *hl_mem_malloc(size_t size);
 void *hl_mem_calloc(size_t n, size_t size);

@@ -150,8 +150,10 @@ static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uin
 }
 
 static HRESULT on_runtime_resume_finished(hl_profiler *p) {
-    if (p->active)
-        hl_gc_on_resumed(&p->gcs, hl_now_ns());
+    /* A dozing collector thread (an idle session) is woken to apply the GC: one eventfd write,
+     * after the pause. */
+    if (p->active && hl_gc_on_resumed(&p->gcs, hl_now_ns()))
+        hl_collector_wake(p);
     return S_OK;
 }
 

@@ -198,6 +198,59 @@ static void test_ranges_reuse_in_flight(void) {
     CHECK(rq.spare_moves == NULL && rq.spare2_moves == NULL);
 }
 
+/* Sampled mode's followed objects at a GC every few ms: more GCs in flight than spares (the
+ * collector applies them every 10 ms), so a GC's pause makes a moves buffer afresh for its few
+ * moves. It comes from the heap, not a mapping of its own (96 KiB before: an mmap in the pause,
+ * an munmap and a TLB shootdown on the collector thread once applied), and grows as needed. */
+static void test_follow_moves_small(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue rq;
+    hl_gc_queue_init(&rq);
+    hl_gc_capture *c[4];
+    for (int k = 0; k < 4; k++) {
+        hl_gc_on_started(&rq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot,
+                         NULL);
+        c[k] = rq.current;
+        size_t n = k == 3 ? 1000 : 25; /* the last one has many */
+        for (size_t i = 0; i < n; i++) {
+            hm_move m = {0x10000 + 64 * i, 0x20000 + 64 * i, 1};
+            hl_gc_add_move(c[k], &m);
+        }
+        CHECK_INT(c[k]->n_moves, n);
+        CHECK(c[k]->moves[n - 1].new_start == 0x20000 + 64 * (n - 1));
+        CHECK(!c[k]->incomplete);
+        if (k < 3)
+            CHECK(c[k]->cap_moves * sizeof(hm_move) < HL_MEM_LARGE);
+        hl_gc_on_finished(&rq, (ICorProfilerInfo *)&fake_info);
+    }
+    for (int k = 0; k < 4; k++)
+        hl_gc_pop(&rq);
+    hl_gc_queue_release(&rq);
+}
+
+/* An idle session's collector thread dozes (sleeps past its idle period) only with no GC
+ * queued, and the resume of a GC that ends meanwhile asks for a wake, so that it is applied at
+ * once; not the resume of a suspension without a GC, nor any resume once awake. */
+static void test_doze(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue dq;
+    hl_gc_queue_init(&dq);
+    CHECK(!hl_gc_on_resumed(&dq, 1)); /* no GC: nothing to apply */
+    CHECK(hl_gc_doze_begin(&dq));
+    CHECK(!hl_gc_on_resumed(&dq, 2)); /* dozing, but a suspension for something else */
+    hl_gc_on_started(&dq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot, NULL);
+    hl_gc_on_finished(&dq, (ICorProfilerInfo *)&fake_info);
+    CHECK(hl_gc_on_resumed(&dq, 3)); /* wake it */
+    hl_gc_doze_end(&dq);
+    CHECK(!hl_gc_doze_begin(&dq)); /* that GC is not applied yet: no doze */
+    hl_gc_pop(&dq);
+    hl_gc_on_started(&dq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot, NULL);
+    hl_gc_on_finished(&dq, (ICorProfilerInfo *)&fake_info);
+    CHECK(!hl_gc_on_resumed(&dq, 4)); /* awake: the idle period finds it */
+    hl_gc_pop(&dq);
+    hl_gc_queue_release(&dq);
+}
+
 int main(void) {
     test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
@@ -206,6 +259,8 @@ int main(void) {
     test_slot_offsets();
     test_ranges_reuse();
     test_ranges_reuse_in_flight();
+    test_follow_moves_small();
+    test_doze();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)
         gc();
