@@ -696,8 +696,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
                  &allocs_lost, NULL);
-    query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'gcs_dropped'",
-                 &gcs_lost, NULL);
+    query_db_gcs_lost(db, &gcs_lost, NULL); /* with those sent and never stored */
     /* Full mode: time program threads waited for room in the collector's buffers (not lost). */
     int64_t waits = 0, wait_ns = 0;
     query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'thread_waits'",

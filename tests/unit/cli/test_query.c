@@ -129,7 +129,7 @@ static void fixture_app(const char *name)
 
 /* lossy.db: one GC, then the stream breaks (no RUN_END): truncated, with drops (the writer fell
  * behind). Allocation 3 came after the last GC: its count never arrived (no RUN_END). */
-static void fixture_lossy(void)
+static void fixture_lossy(const char *name)
 {
     hl_counters drops = {.allocs_dropped = 1234, .allocs_dropped_writer = 1234, .gcs_dropped = 2,
                          .records_dropped = 3, .bytes_dropped = 72};
@@ -144,7 +144,7 @@ static void fixture_lossy(void)
     gc_end(sb, 1, HL_GC_FLAG_COMPACTING, (const uint64_t[]){0, 24, 0, 0, 0}, 24, 24, 1, 1236,
            &drops);
     hl_sb_alloc(sb, 3, 1, 24, 500);
-    fixture_write(sb, "lossy.db");
+    fixture_write(sb, name);
 }
 
 /* nogc.db: allocations, no GC, a clean end. */
@@ -227,7 +227,15 @@ static void fixtures_build(void)
      * snapshot at GC 3. */
     fixture_app("followed.db");
     fixture_sql("followed.db", FOLLOWED_SQL);
-    fixture_lossy();
+    fixture_lossy("lossy.db");
+    /* The collector's end file said 6 GCs: 2 never sent, 3 sent and never stored (the writer was
+     * killed with them). */
+    fixture_lossy("unstored.db");
+    fixture_sql("unstored.db", "INSERT INTO counters VALUES ('program_gcs', 6)");
+    /* ... in sampled mode, whose small objects are counted at each GC. */
+    fixture_lossy("unstored_sampled.db");
+    fixture_sql("unstored_sampled.db", "INSERT INTO counters VALUES ('program_gcs', 6);"
+                                       "UPDATE run SET mode = 'sampled'");
     fixture_nogc();
     fixture_csc();
     fixture_wide();
@@ -882,6 +890,22 @@ static void case_note(void)
                                              "gen1      1   24 B  System.Object\n",
                                              note, NULL);
     EXPECT(RUN("survivors", "lossy.db"), 0, survivors, "");
+    /* GCs sent and never stored are lost too: the collector's count (program_gcs) says 6, the
+     * file holds 1; 2 were never sent (gcs_dropped). A sampled recording's note adds that the
+     * small objects before them went with them (its census counts them at each GC): "1,234
+     * allocations were lost" alone was far below its loss. */
+    run_result r = RUN("gcs", "unstored.db");
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "note: the recording is truncated (the program was killed); GCs 2 to 6 "
+                        "of the program's 6 are missing; 1,234 allocations, 5 GCs were lost (the "
+                        "writer fell behind); counts are lower bounds\n") != NULL);
+    run_result_release(&r);
+    r = RUN("gcs", "unstored_sampled.db");
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "; 1,234 reported allocations, 5 GCs were lost (the writer fell behind); "
+                        "the small objects allocated before the 5 lost GCs are in no total (they "
+                        "are counted at each GC); counts are lower bounds\n") != NULL);
+    run_result_release(&r);
     /* A complete recording without drops has no note (the JSON/text cases above check that
      * exactly, too); counters that are garbage (negative: not counts) are never shown as losses,
      * the note says the file was damaged or edited. */
