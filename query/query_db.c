@@ -471,13 +471,15 @@ gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error)
         lost, error);
 }
 
-char *query_db_note_new(sqlite3 *db, GError **error)
+/* The note (NULL when there is none) and whether it says counts are lower bounds. */
+static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **error)
 {
     char *note = NULL;
     gboolean row = FALSE;
     g_autoptr(GPtrArray) clauses = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GString) lost = g_string_new(NULL);
     gboolean lower_bounds = FALSE;
+    *lower = FALSE;
     int64_t value = 0;
     size_t n_lost = 0;
     const char *run_status = NULL;
@@ -627,6 +629,7 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     if (clauses->len > 0) {
         if (lower_bounds)
             g_ptr_array_add(clauses, g_strdup("counts are lower bounds"));
+        *lower = lower_bounds;
         g_ptr_array_add(clauses, NULL);
         g_autofree char *joined = g_strjoinv("; ", (char **)clauses->pdata);
         note = g_strconcat("note: ", joined, NULL);
@@ -635,6 +638,23 @@ out:
     sqlite3_finalize(counter);
     sqlite3_finalize(status);
     return note;
+}
+
+char *query_db_note_new(sqlite3 *db, GError **error)
+{
+    gboolean lower;
+    return query_db_note_bounds_new(db, &lower, error);
+}
+
+gboolean query_db_lower_bounds(sqlite3 *db, gboolean *lower, GError **error)
+{
+    GError *local = NULL;
+    g_free(query_db_note_bounds_new(db, lower, &local));
+    if (local) {
+        g_propagate_error(error, local);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 int64_t query_db_column_value(sqlite3_stmt *stmt, int column)

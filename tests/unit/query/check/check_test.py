@@ -211,8 +211,7 @@ def main():
     con.commit()
     con.close()
     note = "note: the recording is unfinished"
-    for args in (["check", "unfinished.db", "--max-live", "App.Leak=12"],
-                 ["export", "unfinished.db", "--gcdump", "unfinished.gcdump"]):
+    for args in (["export", "unfinished.db", "--gcdump", "unfinished.gcdump"],):
         for json_flag in ([], ["--json"]):
             p = subprocess.run([a.heaplens] + args + json_flag, cwd=a.workdir, capture_output=True,
                                text=True, timeout=120)
@@ -221,6 +220,36 @@ def main():
                    p.returncode == 0 and note in where and
                    (not json_flag or len(p.stderr.splitlines()) == 1),
                    f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    # A recording that lost data or did not end complete holds lower bounds (its note says
+    # "counts are lower bounds"): an assertion that holds there is not decided (it was "1
+    # assertion holds" for --max-allocated on a recording whose writer was killed with half of
+    # the program's allocations), one line on stderr, exit 1; one that fails is (the lower bound
+    # is over the limit already); --sql is the user's own query and answers as it says.
+    variant("lossy.db", "UPDATE run SET status = 'truncated', loss = 'writer-lost';"
+                        "INSERT OR REPLACE INTO counters VALUES ('allocs_dropped', 100);"
+                        "INSERT OR REPLACE INTO counters VALUES ('allocs_dropped_writer', 100)")
+    for name in ("lossy.db", "unfinished.db"):
+        for args in (["--max-allocated", "Leak=12"], ["--max-live", "App.Leak=12"],
+                     ["--max-retained", "Holder=20K"]):
+            first = " ".join(args)
+            want = (f"heaplens: check: {first} cannot be checked: {name} lost data or did not end "
+                    f"complete, so what it holds is a lower bound (its note says what: heaplens "
+                    f"info '{name}'); it holds on what was kept\n")
+            for json_flag in ([], ["--json"]):
+                p = subprocess.run([a.heaplens, "check", name] + args + json_flag, cwd=a.workdir,
+                                   capture_output=True, text=True, timeout=120)
+                expect(f"lower bounds: {name} {args + json_flag}",
+                       p.returncode == 1 and p.stdout == "" and p.stderr == want,
+                       f"{p.returncode} {p.stdout!r}\n got  {p.stderr!r}\n want {want!r}")
+    p = subprocess.run([a.heaplens, "check", "lossy.db", "--max-allocated", "App.Leaf=11",
+                        "--sql", "SELECT 1 WHERE 0", "--no-leaks"], cwd=a.workdir,
+                       capture_output=True, text=True, timeout=120)
+    expect("lower bounds: a lower bound over the limit fails (and growth seen is growth)",
+           p.returncode == 1 and p.stdout.startswith("FAIL --max-allocated App.Leaf=11: expected "
+                                                     "at most 11, found 12 allocations") and
+           "FAIL --no-leaks: expected no leak suspect" in p.stdout and
+           "2 of 3 assertions failed\n" in p.stdout and "counts are lower bounds" in p.stdout,
+           f"{p.returncode} {p.stdout!r} {p.stderr!r}")
     print(f"{failures} failed")
     return 1 if failures else 0
 
