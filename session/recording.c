@@ -690,6 +690,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         survived = objects;
     }
     gboolean followed = estimates.followed; /* survivors estimated from the followed samples */
+    /* sampled or attach: the allocations lost are those reported one by one (large, pinned);
+     * small objects are counted at each GC, so a lost GC loses theirs (the note says it) */
+    gboolean counted_at_gcs = estimates.uncounted;
     if (followed)
         query_db_int(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, &survived, NULL);
     query_estimates_clear(&estimates);
@@ -760,8 +763,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         lost = g_strdup("0 lost");
     } else {
         char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX];
-        lost = g_strdup_printf("lost %s allocations and %s GCs (%s)",
-                               query_count_format(allocs_lost, f), query_count_format(gcs_lost, g),
+        lost = g_strdup_printf("lost %s %sallocations and %s GCs (%s)",
+                               query_count_format(allocs_lost, f),
+                               counted_at_gcs ? "reported " : "", query_count_format(gcs_lost, g),
                                loss ? loss : "reason unknown");
     }
     if (waits > 0) {
