@@ -555,8 +555,6 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
                                           "(HEAPLENS_EMPTY=1): its callbacks did nothing, so "
                                           "nothing was recorded"));
 
-    /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
-     * edited file); it is said so, never shown as a loss. */
     /* Sampled and attach recordings count small objects at each GC (the census; without it the
      * samples that come with the GC): the reported allocations lost are large and pinned ones,
      * and a lost GC takes the count of the small objects before it along. */
@@ -564,6 +562,8 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
     int64_t gcs_lost = 0;
     if (!query_db_gcs_lost(db, &gcs_lost, error))
         goto out;
+    /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
+     * edited file); it is said so, never shown as a loss. */
     for (size_t i = 0; i < G_N_ELEMENTS(lost_counters); i++) {
         if (!counter_get(counter, lost_counters[i].counter, &value, error))
             goto out;
