@@ -259,15 +259,17 @@ void hl_gc_on_start_event(hl_gc_queue *q, uint32_t count, uint32_t reason) {
     while (atomic_flag_test_and_set_explicit(&q->moves_lock, memory_order_acquire))
         ; /* GC threads only, a few stores */
     hl_gc_capture *c = q->current;
-    if (c && !c->gc_reason_known && count >= c->gc) {
-        if (!q->count_offset_known) {
-            q->count_offset = count - c->gc;
-            q->count_offset_known = true;
-        }
-        if (count - c->gc == q->count_offset) {
-            c->gc_reason = reason;
-            c->gc_reason_known = true;
-        }
+    /* The runtime's count runs ahead of the ordinal by the GCs before an attach, and by every
+     * GC it counts without telling a profiler: GC.TryStartNoGCRegion's minimal GC, which
+     * collects nothing, adds one to every generation's count. So the difference may grow, never
+     * shrink; an event counting less is an older GC's. (With the difference fixed by the first
+     * event, every GC after the program's first no-GC region had the reason "unknown".) */
+    if (c && !c->gc_reason_known && count >= c->gc &&
+        (!q->count_offset_known || count - c->gc >= q->count_offset)) {
+        q->count_offset = count - c->gc;
+        q->count_offset_known = true;
+        c->gc_reason = reason;
+        c->gc_reason_known = true;
     }
     atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
 }

@@ -224,6 +224,15 @@ gboolean query_db_objects_totals(sqlite3 *db, int64_t *objects, int64_t *bytes, 
  * went untracked, GCs were discarded, or the run is not 'complete'; NULL (and no error) when the
  * recording is complete and nothing was lost. Free with g_free. */
 char *query_db_note_new(sqlite3 *db, GError **error);
+/* Whether that note says "counts are lower bounds" (data was lost, or the run did not end
+ * complete); FALSE with `error` set when the file cannot be read. */
+gboolean query_db_lower_bounds(sqlite3 *db, gboolean *lower, GError **error);
+
+/* GCs the program ran that the recording lost: gcs_dropped (never sent), or more when the
+ * collector's count (program_gcs) says so: GCs sent but never stored (a writer killed or out of
+ * disk had them) are not in gcs_dropped. Incomplete GCs discarded are not counted (said apart).
+ * 0 when nothing says a GC was lost. */
+gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error);
 
 /* Milliseconds of the monotonic clock: deadlines and waits. */
 static inline uint64_t query_now_ms(void)

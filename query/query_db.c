@@ -458,13 +458,28 @@ static void count_append(GString *text, int64_t n, const char *one, const char *
     g_string_append_printf(text, "%s %s", query_count_format(n, count), n == 1 ? one : many);
 }
 
-char *query_db_note_new(sqlite3 *db, GError **error)
+gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error)
+{
+    /* max(0, ...) per counter: a negative value is not a count (a damaged or edited file). */
+    return query_db_int(
+        db,
+        "SELECT max(coalesce((SELECT max(0, value) FROM counters WHERE name = 'gcs_dropped'), 0),"
+        "           coalesce((SELECT max(0, value) FROM counters WHERE name = 'program_gcs'), 0)"
+        "           - (SELECT count(*) FROM gcs)"
+        "           - coalesce((SELECT max(0, value) FROM counters"
+        "                       WHERE name = 'gcs_discarded_incomplete'), 0))",
+        lost, error);
+}
+
+/* The note (NULL when there is none) and whether it says counts are lower bounds. */
+static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **error)
 {
     char *note = NULL;
     gboolean row = FALSE;
     g_autoptr(GPtrArray) clauses = g_ptr_array_new_with_free_func(g_free);
     g_autoptr(GString) lost = g_string_new(NULL);
     gboolean lower_bounds = FALSE;
+    *lower = FALSE;
     int64_t value = 0;
     size_t n_lost = 0;
     const char *run_status = NULL;
@@ -476,8 +491,8 @@ char *query_db_note_new(sqlite3 *db, GError **error)
         goto out;
 
     status = query_db_prepare(db,
-                              "SELECT status, loss, exit_status, (SELECT max(gc) FROM gcs), flags "
-                              "FROM run WHERE id = 1", error);
+                              "SELECT status, loss, exit_status, (SELECT max(gc) FROM gcs), flags, "
+                              "mode IN ('sampled', 'attach') FROM run WHERE id = 1", error);
     if (!status || !query_db_step(status, &row, error))
         goto out;
     run_status = row ? (const char *)sqlite3_column_text(status, 0) : NULL;
@@ -540,11 +555,20 @@ char *query_db_note_new(sqlite3 *db, GError **error)
                                           "(HEAPLENS_EMPTY=1): its callbacks did nothing, so "
                                           "nothing was recorded"));
 
+    /* Sampled and attach recordings count small objects at each GC (the census; without it the
+     * samples that come with the GC): the reported allocations lost are large and pinned ones,
+     * and a lost GC takes the count of the small objects before it along. */
+    gboolean counted_at_gcs = row && sqlite3_column_int(status, 5) != 0;
+    int64_t gcs_lost = 0;
+    if (!query_db_gcs_lost(db, &gcs_lost, error))
+        goto out;
     /* Counters are unsigned on the wire: a negative value here is not a count (a damaged or
      * edited file); it is said so, never shown as a loss. */
     for (size_t i = 0; i < G_N_ELEMENTS(lost_counters); i++) {
         if (!counter_get(counter, lost_counters[i].counter, &value, error))
             goto out;
+        if (value >= 0 && strcmp(lost_counters[i].counter, "gcs_dropped") == 0)
+            value = gcs_lost; /* with the GCs sent and never stored */
         if (value < 0) {
             g_ptr_array_add(clauses, g_strdup_printf("the counter %s is %" PRId64
                                                      " (a damaged or edited file)",
@@ -555,7 +579,10 @@ char *query_db_note_new(sqlite3 *db, GError **error)
             continue;
         if (n_lost > 0)
             g_string_append(lost, ", ");
-        count_append(lost, value, lost_counters[i].one, lost_counters[i].many);
+        if (counted_at_gcs && strcmp(lost_counters[i].counter, "allocs_dropped") == 0)
+            count_append(lost, value, "reported allocation", "reported allocations");
+        else
+            count_append(lost, value, lost_counters[i].one, lost_counters[i].many);
         n_lost++;
     }
     if (n_lost > 0) {
@@ -570,6 +597,15 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     } else if (reasons) {
         g_ptr_array_add(clauses, g_strdup_printf("data was lost (%s)", reasons));
         lower_bounds = TRUE;
+    }
+    if (counted_at_gcs && gcs_lost > 0) {
+        /* Said alone, "5,002 allocations were lost" of a sampled recording that lost the
+         * census of millions with its GCs is far below the loss. */
+        g_autoptr(GString) clause = g_string_new(NULL);
+        g_string_append(clause, "the small objects allocated before the ");
+        count_append(clause, gcs_lost, "lost GC", "lost GCs");
+        g_string_append(clause, " are in no total (they are counted at each GC)");
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }
     if (!counter_get(counter, "threads_overflowed", &value, error))
         goto out;
@@ -593,6 +629,7 @@ char *query_db_note_new(sqlite3 *db, GError **error)
     if (clauses->len > 0) {
         if (lower_bounds)
             g_ptr_array_add(clauses, g_strdup("counts are lower bounds"));
+        *lower = lower_bounds;
         g_ptr_array_add(clauses, NULL);
         g_autofree char *joined = g_strjoinv("; ", (char **)clauses->pdata);
         note = g_strconcat("note: ", joined, NULL);
@@ -601,6 +638,23 @@ out:
     sqlite3_finalize(counter);
     sqlite3_finalize(status);
     return note;
+}
+
+char *query_db_note_new(sqlite3 *db, GError **error)
+{
+    gboolean lower;
+    return query_db_note_bounds_new(db, &lower, error);
+}
+
+gboolean query_db_lower_bounds(sqlite3 *db, gboolean *lower, GError **error)
+{
+    GError *local = NULL;
+    g_free(query_db_note_bounds_new(db, lower, &local));
+    if (local) {
+        g_propagate_error(error, local);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 int64_t query_db_column_value(sqlite3_stmt *stmt, int column)

@@ -702,6 +702,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         survived = objects;
     }
     gboolean followed = estimates.followed; /* survivors estimated from the followed samples */
+    /* sampled or attach: the allocations lost are those reported one by one (large, pinned);
+     * small objects are counted at each GC, so a lost GC loses theirs (the note says it) */
+    gboolean counted_at_gcs = estimates.uncounted;
     query_survived followed_survived = {0}; /* ... or what the snapshots prove, when more */
     if (followed && query_survived_read(db, &estimates, &followed_survived, NULL))
         survived = followed_survived.count;
@@ -709,8 +712,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     /* Losses in the units users think in; a negative value is not a count (never shown). */
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
                  &allocs_lost, NULL);
-    query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'gcs_dropped'",
-                 &gcs_lost, NULL);
+    query_db_gcs_lost(db, &gcs_lost, NULL); /* with those sent and never stored */
     /* Full mode: time program threads waited for room in the collector's buffers (not lost). */
     int64_t waits = 0, wait_ns = 0;
     query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'thread_waits'",
@@ -777,8 +779,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         lost = g_strdup("0 lost");
     } else {
         char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX];
-        lost = g_strdup_printf("lost %s allocations and %s GCs (%s)",
-                               query_count_format(allocs_lost, f), query_count_format(gcs_lost, g),
+        lost = g_strdup_printf("lost %s %sallocations and %s GCs (%s)",
+                               query_count_format(allocs_lost, f),
+                               counted_at_gcs ? "reported " : "", query_count_format(gcs_lost, g),
                                loss ? loss : "reason unknown");
     }
     if (waits > 0) {

@@ -310,11 +310,13 @@ gboolean store_history_summarize_file(const char *path, store_progress_fn progre
  * views then read the packed rows as they are). Memory: as the build's reading (store_history.c). */
 gboolean store_history_check_changes(struct sqlite3 *db, const char *path, GError **error);
 
-/* For heaplens' own connections to a finished file whose objects rows are not built: a TEMP
+/* For heaplens' own connections to a file whose objects rows are not built: a TEMP
  * virtual table `objects` (store_objview.c) with the rows of the file's view, read from the
  * packed rows into memory on its first use (33 bytes per object) and found by id with a binary
  * search; SQLite finds it before the file's view in the connection's own statements. Nothing
- * when the rows are built, the file is still being recorded, or is of schema 4 or before.
+ * when the rows are built or the file is of schema 4 or before. A file whose run is still
+ * 'recording' gets it too (one left so by a writer that died is read as fast as a finished one;
+ * one being written is read as it was at the first use).
  * store_db_open_readonly attaches it; a reading error (damaged packed rows) is the statement's
  * error. */
 gboolean store_objects_view_attach(struct sqlite3 *db, GError **error);

@@ -251,6 +251,35 @@ static void test_doze(void) {
     hl_gc_queue_release(&dq);
 }
 
+/* GC reasons (GCStart events) matched to GCs by the runtime's count: the count runs ahead of the
+ * ordinal by the GCs before an attach and by GCs the profiler is never told of
+ * (GC.TryStartNoGCRegion's minimal GC), so the difference may grow: with it fixed by the first
+ * event, every GC after a no-GC region was left without its reason. An older GC's count is not
+ * taken. */
+static void test_reason_counts(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue rq;
+    hl_gc_queue_init(&rq);
+    /* runtime counts: 3 (2 GCs before an attach), 4, then 6 (a minimal no-GC GC unseen), 9 */
+    static const uint32_t counts[] = {3, 4, 6, 9, 10};
+    for (uint32_t g = 0; g < 5; g++) {
+        hl_gc_on_started(&rq, (ICorProfilerInfo *)&fake_info, collected, 3, 0, 1, 0, no_snapshot,
+                         NULL);
+        hl_gc_capture *c = rq.current;
+        if (g == 4)
+            hl_gc_on_start_event(&rq, counts[g] - 2, 5); /* an older GC's count: not this one's */
+        CHECK(!c->gc_reason_known);
+        hl_gc_on_start_event(&rq, counts[g], 100 + g);
+        CHECK(c->gc_reason_known);
+        CHECK_INT(c->gc_reason, 100 + g);
+        hl_gc_on_start_event(&rq, counts[g] + 1, 7); /* a second event: the first one stays */
+        CHECK_INT(c->gc_reason, 100 + g);
+        hl_gc_on_finished(&rq, (ICorProfilerInfo *)&fake_info);
+        hl_gc_pop(&rq);
+    }
+    hl_gc_queue_release(&rq);
+}
+
 int main(void) {
     test_layout_field();
     fake_vtbl[INFO_GetGenerationBounds] = (clr_method)fake_bounds;
@@ -261,6 +290,7 @@ int main(void) {
     test_ranges_reuse_in_flight();
     test_follow_moves_small();
     test_doze();
+    test_reason_counts();
     hl_gc_queue_init(&q);
     for (int i = 0; i < HL_GC_QUEUE; i++)
         gc();

@@ -190,7 +190,8 @@ def main():
             "estimated from the samples; record with the census on (the default) or in full mode",
     }
     # the recording's accuracy note follows, as after any answer (nogc.db lost its GCs' rows)
-    notes = {"nogc.db": "note: GCs 1 to 4 of the program's 4 are missing; counts are lower bounds\n"}
+    notes = {"nogc.db": "note: GCs 1 to 4 of the program's 4 are missing; 4 GCs were lost; "
+                        "counts are lower bounds\n"}
     for key, reason in why.items():
         name, assertion = key.split(" ", 1)
         args = assertion.split(" ", 1)
@@ -264,8 +265,7 @@ def main():
     con.commit()
     con.close()
     note = "note: the recording is unfinished"
-    for args in (["check", "unfinished.db", "--max-live", "App.Leak=12"],
-                 ["export", "unfinished.db", "--gcdump", "unfinished.gcdump"]):
+    for args in (["export", "unfinished.db", "--gcdump", "unfinished.gcdump"],):
         for json_flag in ([], ["--json"]):
             p = subprocess.run([a.heaplens] + args + json_flag, cwd=a.workdir, capture_output=True,
                                text=True, timeout=120)
@@ -276,6 +276,50 @@ def main():
                    (not json_flag or len(p.stderr.splitlines()) == 1) and
                    (not export or json_flag or p.stdout == ""),
                    f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    # A recording that lost data or did not end complete holds lower bounds (its note says
+    # "counts are lower bounds"): an assertion that holds there is undecided (it was "1
+    # assertion holds" for --max-allocated on a recording whose writer was killed with half of
+    # the program's allocations), exit 1; one that fails is decided (the lower bound is over the
+    # limit already); --sql is the user's own query and answers as it says.
+    variant("lossy.db", "UPDATE run SET status = 'truncated', loss = 'writer-lost';"
+                        "INSERT OR REPLACE INTO counters VALUES ('allocs_dropped', 100);"
+                        "INSERT OR REPLACE INTO counters VALUES ('allocs_dropped_writer', 100)")
+    for name in ("lossy.db", "unfinished.db"):
+        for args in (["--max-allocated", "Leak=12"], ["--max-live", "App.Leak=12"],
+                     ["--max-retained", "Holder=20K"]):
+            first = " ".join(args)
+            reason = (f"{name} lost data or did not end complete, so what it holds is a lower "
+                      f"bound (its note says what: heaplens info '{name}'); it holds on what was "
+                      f"kept")
+            p = subprocess.run([a.heaplens, "check", name] + args, cwd=a.workdir,
+                               capture_output=True, text=True, timeout=120)
+            want = f"UNDECIDED {first}: {reason}\n1 of 1 assertion could not be decided\n"
+            expect(f"lower bounds: {name} {args}",
+                   p.returncode == 1 and p.stdout.startswith(want) and
+                   "note: " in p.stdout[len(want):] and p.stderr == "",
+                   f"{p.returncode} {p.stderr!r}\n got  {p.stdout!r}\n want {want!r}")
+            p = subprocess.run([a.heaplens, "check", name] + args + ["--json"], cwd=a.workdir,
+                               capture_output=True, text=True, timeout=120)
+            try:
+                doc = json.loads(p.stdout)
+            except ValueError:
+                doc = {}
+            row = {"assertion": first, "ok": False, "decided": False, "expected": None,
+                   "found": None, "value": None, "limit": None, "query": None,
+                   "undecided": reason}
+            expect(f"lower bounds: {name} {args} --json",
+                   p.returncode == 1 and "note: " in p.stderr and
+                   doc.get("undecided") == 1 and doc.get("results") == [row],
+                   f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+    p = subprocess.run([a.heaplens, "check", "lossy.db", "--max-allocated", "App.Leaf=11",
+                        "--sql", "SELECT 1 WHERE 0", "--no-leaks"], cwd=a.workdir,
+                       capture_output=True, text=True, timeout=120)
+    expect("lower bounds: a lower bound over the limit fails (and growth seen is growth)",
+           p.returncode == 1 and p.stdout.startswith("FAIL --max-allocated App.Leaf=11: expected "
+                                                     "at most 11, found 12 allocations") and
+           "FAIL --no-leaks: expected no leak suspect" in p.stdout and
+           "2 of 3 assertions failed\n" in p.stdout and "counts are lower bounds" in p.stdout,
+           f"{p.returncode} {p.stdout!r} {p.stderr!r}")
     print(f"{failures} failed")
     return 1 if failures else 0
 
