@@ -13,7 +13,8 @@ alternating), each run on its own copy, and checks:
 
   crash     killed by a signal, an exit status other than 0 and 1, or a sanitizer's report
   hang      still running after the time limit (TIMEOUT s)
-  lines     exit 1 with anything but one line "heaplens: ..." on stderr
+  lines     exit 1 with anything but one line "heaplens: ..." on stderr (but check's answer:
+            exit 1 with its results on stdout, an assertion failed or undecided: "answered")
   changed   the input (or its -wal/-shm) changed where the command may not write: only the first
             reader of a file builds its generation history (it refuses damaged changes), and only
             retention, roots, leaks and report store retained sizes (of a sound snapshot)
@@ -30,6 +31,7 @@ Usage: fuzz_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR [--jobs N
 import argparse
 import concurrent.futures
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -38,6 +40,7 @@ import subprocess
 import sys
 
 TIMEOUT = 30
+GOOD = ('ok', 'refused', 'answered')  # the outcomes that are no failure
 
 # Commands as a user runs them on FILE; each runs in text and in --json, alternating by input.
 COMMANDS = [
@@ -155,13 +158,25 @@ def run_one(heaplens, cmd, path, json_flag):
         return None, '', ''
 
 
-def classify(rc, out, err, impossible, baseline, changed_ok, before, after):
+def check_answered(cmd, rc, out):
+    """check's exit 1 with its results on stdout: an assertion failed or could not be decided."""
+    if cmd[0] != 'check' or rc != 1:
+        return False
+    try:
+        return 'results' in json.loads(out)
+    except ValueError:
+        return re.search(r'^\d+ of \d+ assertions? (failed|could not be decided)', out, re.M) is not None
+
+
+def classify(rc, out, err, impossible, baseline, changed_ok, before, after, cmd):
     if rc is None:
         return 'hang'
     if rc < 0 or rc not in (0, 1) or 'runtime error' in err or 'Sanitizer' in err:
         return 'crash'
     if before != after and not changed_ok:
         return 'changed'
+    if check_answered(cmd, rc, out):
+        return 'answered'
     if rc == 1:
         lines = err.splitlines()
         return 'refused' if len(lines) == 1 and lines[0].startswith('heaplens: ') else 'lines'
@@ -252,9 +267,9 @@ def main():
                 base_rc, base_out, _ = baselines[(variant, tuple(cmd), json_flag)]
                 changed_ok = cmd[0] in STORING or variant == 'unread'
                 outcome = classify(rc, out, err, edit[3], base_out if base_rc == 0 else None,
-                                   changed_ok, before, after)
+                                   changed_ok, before, after, cmd)
                 counts[outcome] = counts.get(outcome, 0) + 1
-                if outcome not in ('ok', 'refused'):
+                if outcome not in GOOD:
                     failures.append('%s: %s %s%s: %s' % (
                         outcome, variant, ' '.join(cmd), ' --json' if json_flag else '', edit[0]) +
                         (': ' + err.strip().replace('\n', ' | ')[:300] if err.strip() else ''))
@@ -268,7 +283,7 @@ def main():
     runs = sum(counts.values())
     print('fuzz: %d inputs (%d edits of the unread and read recording), %d runs: %s' % (
         n_inputs, len(inputs), runs, ', '.join('%s %d' % (k, counts[k]) for k in sorted(counts))))
-    bad = [k for k in counts if k not in ('ok', 'refused')]
+    bad = [k for k in counts if k not in GOOD]
     return 0 if args.no_fail or (not bad and not any(f.startswith('baseline') for f in failures)) else 1
 
 
