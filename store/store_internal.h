@@ -451,8 +451,32 @@ void store_object_rows_release(store_object_rows *rows);
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
 /* Applies the connection pragmas for writing (WAL, synchronous=OFF, cache) and creates the
- * schema, application_id and user_version in one transaction. */
+ * schema, application_id and user_version in one transaction. The writer runs it only where
+ * there is no image (the image's generator; the test that compares the two). */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
+/* The file store_schema_create makes, as bytes: built with heaplens by store_schema_image_gen,
+ * which runs store_schema_create on a new file and writes what it holds once its last
+ * connection closed (store/CMakeLists.txt), so the two cannot differ (test schema_image).
+ * `bytes` holds the runs' bytes one after the other; every other byte of the file is zero.
+ * Writing it costs a third of creating the schema (SQLite's parsing and planning of every
+ * CREATE, its b-trees' first pages, the WAL's frames): store/README.md. In the generator
+ * itself, size 0. */
+typedef struct store_image_run {
+    uint32_t offset, length;
+} store_image_run;
+typedef struct store_image {
+    uint32_t size; /* of the file; 0: none (the generator) */
+    size_t n_runs;
+    const store_image_run *runs;
+    const unsigned char *bytes;
+} store_image;
+extern const store_image store_schema_image;
+/* Writes store_schema_image into `fd`, an empty file the caller just created; an error
+ * (STORE_ERROR_IO, "cannot create PATH: ...") when it cannot (a full disk). Never syncs. */
+gboolean store_schema_image_write(int fd, const char *path, GError **error);
+/* The writer's connection pragmas the file does not hold (synchronous=OFF, cache, temp store):
+ * on a connection to the image's file, or inside store_schema_create. */
+gboolean store_schema_connect(sqlite3 *db, const char *path, GError **error);
 /* The name of the writer's VFS (store_vfs.c): the default VFS of the call's time, with the WAL's
  * frames written once per commit instead of twice per frame; registered (again, when the
  * default changed) by the call. */

@@ -982,8 +982,13 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
                     path, g_strerror(errno));
         goto out;
     }
-    close(fd);
     created = TRUE;
+    /* The schema is written as the file it makes (store_schema_image), not created. */
+    gboolean imaged = store_schema_image.size > 0;
+    gboolean written = !imaged || store_schema_image_write(fd, path, error);
+    close(fd);
+    if (!written)
+        goto out;
     /* NOMUTEX: the writer is single-threaded; no lock around every bind and step. */
     if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                         store_vfs_writer()) !=
@@ -993,7 +998,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     }
     sqlite3_extended_result_codes(w->db, 1);
     sqlite3_busy_timeout(w->db, STORE_WRITER_BUSY_MS);
-    if (!store_schema_create(w->db, path, error))
+    if (!(imaged ? store_schema_connect(w->db, path, error)
+                 : store_schema_create(w->db, path, error)))
         goto out;
     sqlite3_wal_hook(w->db, store_writer_wal_hook, w); /* instead of the autocheckpoint */
     if (w->snapshot_rows &&
