@@ -916,8 +916,7 @@ static void store_writer_close(store_writer *w)
     for (int i = 0; i < STORE_STMT_COUNT; i++)
         sqlite3_finalize(w->stmt[i]);
     sqlite3_close(w->db);
-    if (w->alloc_keys != NULL)
-        g_hash_table_unref(w->alloc_keys);
+    store_alloc_keys_release(&w->alloc_keys);
     store_snapshot_release(&w->snap);
     if (w->gc.snapshots != NULL)
         g_array_unref(w->gc.snapshots);
@@ -951,7 +950,6 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     gboolean created = FALSE, ok = FALSE;
 
     w->path = g_strdup(path);
-    w->alloc_keys = g_hash_table_new_full(store_alloc_key_hash, store_alloc_key_equal, g_free, NULL);
     w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->held = g_byte_array_new();
