@@ -145,12 +145,10 @@ void hl_static_reference_fields(IMetaDataImport *mdi, mdTypeDef td, hl_static_fi
     ULONG got = 0;
     while (!HR_FAILED(mdi_enum_fields(mdi, &e, td, tokens, 64, &got)) && got > 0) {
         for (ULONG k = 0; k < got; k++) {
-            WCHAR w[8];
-            ULONG len = 0, sig_size = 0;
+            ULONG sig_size = 0;
             DWORD attr = 0;
             const uint8_t *sig = NULL;
-            if (!HR_FAILED(mdi_get_field_props_sig(mdi, tokens[k], w, 8, &len, &attr, &sig,
-                                                   &sig_size)) &&
+            if (!HR_FAILED(mdi_get_field_attr_sig(mdi, tokens[k], &attr, &sig, &sig_size)) &&
                 (attr & fdStatic) && !(attr & (fdLiteral | fdHasFieldRVA)) &&
                 field_sig_may_hold_reference(sig, sig_size))
                 fn(ctx, tokens[k]);

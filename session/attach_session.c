@@ -255,7 +255,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     if (exited && !quiet && !json)
         fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
     recording_summary_options so = {.json = json, .quiet = quiet};
-    *summary = recording_summary_print(output, &so);
+    /* --quiet: no summary, so the recording is not read again for one. */
+    *summary = quiet && !json ? NULL : recording_summary_print(output, &so);
     if (o->count && !quiet && !json)
         counted_summary_print(output);
     if (*summary) {

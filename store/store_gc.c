@@ -238,7 +238,7 @@ gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error)
     store_snapblock_reset(&w->snapblock);
     w->snapshot_root_rows.rows = 0;
     w->last_survivor = w->last_survivor_committed;
-    g_hash_table_remove_all(w->alloc_keys);
+    store_alloc_keys_clear(&w->alloc_keys);
     /* Snapshots go with their GC: the open one, and those already written inside it. */
     store_snapshot_discard_open(w, why);
     store_snapshot_discard_written(w, why);
@@ -311,20 +311,64 @@ static gboolean store_gc_heap_valid(uint32_t heap)
            heap == HL_GEN_NONE;
 }
 
-/* An ALLOC_COUNTS key; each may appear once per interval. */
-typedef struct store_alloc_key {
-    uint32_t gc, type_id, os_tid, heap;
-} store_alloc_key;
-
-guint store_alloc_key_hash(gconstpointer p)
+static uint32_t store_alloc_key_hash(store_alloc_key k)
 {
-    const store_alloc_key *k = p;
-    return (k->gc * 2654435761u) ^ (k->type_id * 40503u) ^ (k->os_tid * 97u) ^ k->heap;
+    uint64_t h = ((uint64_t)k.type_id << 32 | k.os_tid) * 0x9E3779B97F4A7C15u;
+    h ^= ((uint64_t)k.gc << 32 | k.heap) * 0xC2B2AE3D27D4EB4Fu;
+    return (uint32_t)(h >> 32) ^ (uint32_t)h;
 }
 
-gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b)
+static gboolean store_alloc_key_equal(store_alloc_key a, store_alloc_key b)
 {
-    return memcmp(a, b, sizeof(store_alloc_key)) == 0;
+    return a.gc == b.gc && a.type_id == b.type_id && a.os_tid == b.os_tid && a.heap == b.heap;
+}
+
+/* The slot of `key` in `slots`: where it is, or the first free one where it would go. */
+static store_alloc_slot *store_alloc_keys_find(store_alloc_slot *slots, uint32_t capacity,
+                                               uint32_t stamp, store_alloc_key key)
+{
+    for (uint32_t i = store_alloc_key_hash(key) & (capacity - 1);; i = (i + 1) & (capacity - 1))
+        if (slots[i].stamp != stamp || store_alloc_key_equal(slots[i].key, key))
+            return &slots[i];
+}
+
+gboolean store_alloc_keys_add(store_alloc_keys *set, store_alloc_key key)
+{
+    if ((set->count + 1) * 2 > set->capacity) { /* at most half full: short probes */
+        uint32_t capacity = set->capacity ? set->capacity * 2 : 256;
+        store_alloc_slot *slots = g_new0(store_alloc_slot, capacity);
+        for (uint32_t i = 0; i < set->capacity; i++)
+            if (set->slots[i].stamp == set->stamp)
+                *store_alloc_keys_find(slots, capacity, 1, set->slots[i].key) =
+                    (store_alloc_slot){set->slots[i].key, 1};
+        g_free(set->slots);
+        set->slots = slots;
+        set->capacity = capacity;
+        set->stamp = 1;
+    }
+    store_alloc_slot *slot = store_alloc_keys_find(set->slots, set->capacity, set->stamp, key);
+    if (slot->stamp == set->stamp)
+        return FALSE;
+    *slot = (store_alloc_slot){key, set->stamp};
+    set->count++;
+    return TRUE;
+}
+
+void store_alloc_keys_clear(store_alloc_keys *set)
+{
+    set->count = 0;
+    if (set->capacity == 0)
+        return;
+    if (++set->stamp == 0) { /* wrapped: old stamps could come back as current */
+        memset(set->slots, 0, (size_t)set->capacity * sizeof *set->slots);
+        set->stamp = 1;
+    }
+}
+
+void store_alloc_keys_release(store_alloc_keys *set)
+{
+    g_free(set->slots);
+    memset(set, 0, sizeof *set);
 }
 
 /* Binds an alloc_counts row from parameter `first` (1, or a later row's in the multi-row form). */
@@ -358,14 +402,13 @@ gboolean store_gc_alloc_counts(store_writer *w, const store_record *rec, GError 
     }
     for (uint32_t i = 0; i < h->count; i++) {
         hl_alloc_count a = store_record_alloc_count_at(rec, i);
-        store_alloc_key key = {h->gc, a.type_id, a.os_tid, a.heap};
         if (!store_gc_heap_valid(a.heap) || a.survived > a.count ||
             a.survived_bytes > a.bytes || (tail && a.survived != 0) ||
-            g_hash_table_contains(w->alloc_keys, &key)) {
+            !store_alloc_keys_add(&w->alloc_keys,
+                                  (store_alloc_key){h->gc, a.type_id, a.os_tid, a.heap})) {
             w->writer_anomalies++;
             continue;
         }
-        g_hash_table_add(w->alloc_keys, g_memdup2(&key, sizeof key));
         if (a.os_tid != 0 && !store_writer_note_thread(w, a.os_tid, error))
             return FALSE;
         rows[n++] = a;
@@ -647,7 +690,7 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
     w->allocations_survived += w->gc.allocations_survived;
     w->last_survivor_committed = w->last_survivor;
     w->interval_first_id = w->gc.start.first_id_after;
-    g_hash_table_remove_all(w->alloc_keys);
+    store_alloc_keys_clear(&w->alloc_keys);
     w->gc.open = FALSE;
     w->last_gc = e->gc;
     w->any_gc = TRUE;

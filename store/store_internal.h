@@ -451,8 +451,32 @@ void store_object_rows_release(store_object_rows *rows);
 /* ---- store_schema.c ----------------------------------------------------------------------- */
 
 /* Applies the connection pragmas for writing (WAL, synchronous=OFF, cache) and creates the
- * schema, application_id and user_version in one transaction. */
+ * schema, application_id and user_version in one transaction. The writer runs it only where
+ * there is no image (the image's generator; the test that compares the two). */
 gboolean store_schema_create(sqlite3 *db, const char *path, GError **error);
+/* The file store_schema_create makes, as bytes: built with heaplens by store_schema_image_gen,
+ * which runs store_schema_create on a new file and writes what it holds once its last
+ * connection closed (store/CMakeLists.txt), so the two cannot differ (test schema_image).
+ * `bytes` holds the runs' bytes one after the other; every other byte of the file is zero.
+ * Writing it costs a third of creating the schema (SQLite's parsing and planning of every
+ * CREATE, its b-trees' first pages, the WAL's frames): store/README.md. In the generator
+ * itself, size 0. */
+typedef struct store_image_run {
+    uint32_t offset, length;
+} store_image_run;
+typedef struct store_image {
+    uint32_t size; /* of the file; 0: none (the generator) */
+    size_t n_runs;
+    const store_image_run *runs;
+    const unsigned char *bytes;
+} store_image;
+extern const store_image store_schema_image;
+/* Writes store_schema_image into `fd`, an empty file the caller just created; an error
+ * (STORE_ERROR_IO, "cannot create PATH: ...") when it cannot (a full disk). Never syncs. */
+gboolean store_schema_image_write(int fd, const char *path, GError **error);
+/* The writer's connection pragmas the file does not hold (synchronous=OFF, cache, temp store):
+ * on a connection to the image's file, or inside store_schema_create. */
+gboolean store_schema_connect(sqlite3 *db, const char *path, GError **error);
 /* The name of the writer's VFS (store_vfs.c): the default VFS of the call's time, with the WAL's
  * frames written once per commit instead of twice per frame; registered (again, when the
  * default changed) by the call. */
@@ -708,6 +732,24 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
  * 10 s before it gives up a writer that takes nothing. */
 #define STORE_WRITER_BUSY_MS 5000
 
+/* An ALLOC_COUNTS key; each may appear once per interval. */
+typedef struct store_alloc_key {
+    uint32_t gc, type_id, os_tid, heap;
+} store_alloc_key;
+/* A set of them, open-addressed (linear probing, at most half full) with the keys in its own
+ * slots: adding one allocates nothing (a g_malloc'd key each was 4.5% of the writer on WebApi).
+ * A slot holds a key while its stamp is the set's: emptying the set is one increment. */
+typedef struct store_alloc_slot {
+    store_alloc_key key;
+    uint32_t stamp;
+} store_alloc_slot;
+typedef struct store_alloc_keys {
+    store_alloc_slot *slots;
+    uint32_t capacity; /* 0 or a power of two */
+    uint32_t count;
+    uint32_t stamp; /* 1 or more once slots exist; a slot's 0 is never current */
+} store_alloc_keys;
+
 struct store_writer {
     sqlite3 *db;
     char *path;
@@ -745,8 +787,8 @@ struct store_writer {
     uint64_t last_survivor_committed, last_survivor;
     uint64_t interval_first_id;
     /* (interval, type, thread, heap) keys of ALLOC_COUNTS seen since the last commit: a key
-     * twice in one interval breaks the collector's promise (store_alloc_key). */
-    GHashTable *alloc_keys;
+     * twice in one interval breaks the collector's promise. */
+    store_alloc_keys alloc_keys;
     store_open_snapshot snap;  /* the snapshot being read */
     uint32_t last_snapshot;    /* highest snapshot number stored (committed or in the open GC) */
     uint32_t last_snapshot_committed;
@@ -864,9 +906,11 @@ gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **erro
 gboolean store_gc_promotions(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **error);
 gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error);
-/* The keys of store_writer.alloc_keys (store_alloc_key, g_free'd). */
-guint store_alloc_key_hash(gconstpointer p);
-gboolean store_alloc_key_equal(gconstpointer a, gconstpointer b);
+/* Adds `key` to `set`: TRUE when it was not there (store_alloc_keys). */
+gboolean store_alloc_keys_add(store_alloc_keys *set, store_alloc_key key);
+/* Empties `set` in O(1) (a new stamp); its memory stays for the next interval. */
+void store_alloc_keys_clear(store_alloc_keys *set);
+void store_alloc_keys_release(store_alloc_keys *set);
 /* Rolls back the open GC, if any, and counts it in gcs_discarded_incomplete. */
 gboolean store_gc_discard_open(store_writer *w, const char *why, GError **error);
 /* Snapshot records (store_snapshot.c), applied inside the open GC. */

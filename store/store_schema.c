@@ -53,7 +53,11 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
 static const char store_schema_pragmas[] =
     "PRAGMA page_size = 8192;\n"
     "PRAGMA synchronous = OFF;\n"
-    "PRAGMA journal_mode = WAL;\n"
+    "PRAGMA journal_mode = WAL;\n";
+/* The settings a connection does not find in the file (page_size and WAL are in its header):
+ * applied on every writer's connection, after store_schema_pragmas or on the image's file. */
+static const char store_schema_connection_pragmas[] =
+    "PRAGMA synchronous = OFF;\n"
     "PRAGMA cache_size = -4096;\n"
     "PRAGMA temp_store = FILE;\n"
     "PRAGMA wal_autocheckpoint = 512;\n";
@@ -701,7 +705,8 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
                                            (int)STORE_APPLICATION_ID, STORE_SCHEMA_VERSION);
     gboolean ok = FALSE;
 
-    if (!store_sql_exec(db, path, store_schema_pragmas, error))
+    if (!store_sql_exec(db, path, store_schema_pragmas, error) ||
+        !store_schema_connect(db, path, error))
         goto out;
     if (!store_sql_exec(db, path, "BEGIN", error))
         goto out;
@@ -718,6 +723,35 @@ gboolean store_schema_create(sqlite3 *db, const char *path, GError **error)
     ok = TRUE;
 out:
     return ok;
+}
+
+gboolean store_schema_connect(sqlite3 *db, const char *path, GError **error)
+{
+    return store_sql_exec(db, path, store_schema_connection_pragmas, error);
+}
+
+gboolean store_schema_image_write(int fd, const char *path, GError **error)
+{
+    const store_image *image = &store_schema_image;
+    /* One write of the whole file: its zeros filled in here, not stored in heaplens. */
+    g_autofree unsigned char *file = g_malloc0(image->size);
+    const unsigned char *bytes = image->bytes;
+    for (size_t i = 0; i < image->n_runs; i++) {
+        memcpy(file + image->runs[i].offset, bytes, image->runs[i].length);
+        bytes += image->runs[i].length;
+    }
+    for (size_t done = 0; done < image->size;) {
+        ssize_t n = write(fd, file + done, image->size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "cannot create %s: %s", path,
+                        g_strerror(n < 0 ? errno : ENOSPC));
+            return FALSE;
+        }
+        done += (size_t)n;
+    }
+    return TRUE;
 }
 
 gboolean store_schema_use_object_rows(sqlite3 *db, const char *path, GError **error)

@@ -917,8 +917,7 @@ static void store_writer_close(store_writer *w)
     for (int i = 0; i < STORE_STMT_COUNT; i++)
         sqlite3_finalize(w->stmt[i]);
     sqlite3_close(w->db);
-    if (w->alloc_keys != NULL)
-        g_hash_table_unref(w->alloc_keys);
+    store_alloc_keys_release(&w->alloc_keys);
     store_snapshot_release(&w->snap);
     if (w->gc.snapshots != NULL)
         g_array_unref(w->gc.snapshots);
@@ -952,7 +951,6 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     gboolean created = FALSE, ok = FALSE;
 
     w->path = g_strdup(path);
-    w->alloc_keys = g_hash_table_new_full(store_alloc_key_hash, store_alloc_key_equal, g_free, NULL);
     w->threads_seen = g_hash_table_new(g_direct_hash, g_direct_equal);
     w->replay = g_ptr_array_new_with_free_func((GDestroyNotify)g_bytes_unref);
     w->held = g_byte_array_new();
@@ -983,8 +981,13 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
                     path, g_strerror(errno));
         goto out;
     }
-    close(fd);
     created = TRUE;
+    /* The schema is written as the file it makes (store_schema_image), not created. */
+    gboolean imaged = store_schema_image.size > 0;
+    gboolean written = !imaged || store_schema_image_write(fd, path, error);
+    close(fd);
+    if (!written)
+        goto out;
     /* NOMUTEX: the writer is single-threaded; no lock around every bind and step. */
     if (sqlite3_open_v2(path, &w->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                         store_vfs_writer()) !=
@@ -994,7 +997,8 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     }
     sqlite3_extended_result_codes(w->db, 1);
     sqlite3_busy_timeout(w->db, STORE_WRITER_BUSY_MS);
-    if (!store_schema_create(w->db, path, error))
+    if (!(imaged ? store_schema_connect(w->db, path, error)
+                 : store_schema_create(w->db, path, error)))
         goto out;
     sqlite3_wal_hook(w->db, store_writer_wal_hook, w); /* instead of the autocheckpoint */
     if (w->snapshot_rows &&

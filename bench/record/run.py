@@ -926,9 +926,10 @@ def midlife_case(a):
     program = ["dotnet", build_example("MidLife", a.workdir), "--pauses", "--checkpoints", "1",
                "--rounds", str(a.rounds)]
     configs = dict(MIDLIFE_CONFIGS)
-    if a.compare:  # full mode of another build, in the same rounds (its figures as "full-base")
+    if a.compare:  # full and sampled mode of another build, in the same rounds ("...-base")
         configs["full-base"] = MIDLIFE_CONFIGS["full"] + (a.compare,)
-    recorded = [n for n in ("full", "full-base", "sampled") if n in configs]
+        configs["sampled-base"] = MIDLIFE_CONFIGS["sampled"] + (a.compare,)
+    recorded = [n for n in ("full", "full-base", "sampled", "sampled-base") if n in configs]
     results = {n: [] for n in configs}
     loads = [load_average()]
     for i in range(a.runs):  # interleaved: slow drifts of the machine hit every config alike
@@ -951,13 +952,17 @@ def midlife_case(a):
         print(f"  full/plain {fmt_ratio(v['full'], v['plain'])}, full/empty "
               f"{fmt_ratio(v['full'], v['empty'])}, empty/plain {fmt_ratio(v['empty'], v['plain'])}, "
               f"sampled/plain {fmt_ratio(v['sampled'], v['plain'])}" +
-              (f", full-base/empty {fmt_ratio(v['full-base'], v['empty'])}" if a.compare else ""))
+              (f", full-base/empty {fmt_ratio(v['full-base'], v['empty'])}, sampled-base/plain "
+               f"{fmt_ratio(v['sampled-base'], v['plain'])}" if a.compare else ""))
     if a.compare:  # each round's own ratio: the rounds share the machine's state
         for label, key in (("wall", "wall"), ("cpu", "cpu")):
             rr = [x[key] / y[key] for x, y in zip(results["full"], results["empty"])]
             br = [x[key] / y[key] for x, y in zip(results["full-base"], results["empty"])]
             print(f"  per round, full/empty {label}: " + ", ".join(f"{x:.2f}" for x in rr) +
                   "; full-base/empty: " + ", ".join(f"{x:.2f}" for x in br))
+            sd = [x[key] - y[key] for x, y in zip(results["sampled"], results["sampled-base"])]
+            print(f"  per round, sampled - sampled-base {label} ms: " +
+                  ", ".join(f"{x:+.0f}" for x in sd))
     print("peak RSS (the largest process of the command): " +
           ", ".join(f"{n} {mib(med(n, lambda r: r['rss'] * 1024))}" for n in configs))
     for n in recorded:
