@@ -1,70 +1,21 @@
 /* test_store_costs.c — what the writer does to cost less, checked against what it replaced.
  *
- * Usage: test_store_costs <case>   (ctest runs each case as store.<case>).
  * The schema written as a file (store_schema_image, built with heaplens from
  * store_schema_create by store_schema_image_gen): a file made from it is the file that code
  * makes, settings included, and the writer writes it. The set of ALLOC_COUNTS keys
  * (store_alloc_keys, store_gc.c) against GLib's hash table with a fixed seed.
  */
 #define _GNU_SOURCE
-#include "store/store.h"
-#include "store/store_internal.h"
-#include "tests/unit/common/check.h"
+#include "store_test.h"
 #include "tests/unit/common/test_rng.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static char *tmp_dir_new(void)
-{
-    g_autofree char *tmpl = g_build_filename(g_get_tmp_dir(), "heaplens-image-test-XXXXXX", NULL);
-    char *dir = g_mkdtemp(g_steal_pointer(&tmpl));
-    g_assert(dir != NULL);
-    return dir;
-}
-
-static void tmp_dir_free(char *dir)
-{
-    GDir *d = g_dir_open(dir, 0, NULL);
-    const char *name;
-    while (d != NULL && (name = g_dir_read_name(d)) != NULL) {
-        g_autofree char *p = g_build_filename(dir, name, NULL);
-        unlink(p);
-    }
-    if (d != NULL)
-        g_dir_close(d);
-    rmdir(dir);
-    g_free(dir);
-}
-
-/* All rows of a query, "a|b\n" per row, NULL as "NULL"; a SQL error as "error: ...". */
-static char *db_rows(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    GString *out = g_string_new(NULL);
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        g_string_append_printf(out, "error: %s\n", sqlite3_errmsg(db));
-        return g_string_free(out, FALSE);
-    }
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        for (int i = 0; i < sqlite3_column_count(st); i++) {
-            const unsigned char *t = sqlite3_column_text(st, i);
-            g_string_append_printf(out, "%s%s", i > 0 ? "|" : "", t ? (const char *)t : "NULL");
-        }
-        g_string_append_c(out, '\n');
-    }
-    if (rc != SQLITE_DONE)
-        g_string_append_printf(out, "error: %s\n", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return g_string_free(out, FALSE);
-}
 
 /* What the two files must agree on: the schema (root pages too), every setting a reader or the
  * writer sees, and that the file is sound. */
@@ -254,10 +205,7 @@ static void test_alloc_keys_differential(void)
     }
 }
 
-static const struct {
-    const char *name;
-    void (*fn)(void);
-} cases[] = {
+static const test_case cases[] = {
     {"schema_image", test_schema_image},
     {"writer_uses_image", test_writer_uses_image},
     {"image_disk_full", test_image_disk_full},
@@ -266,22 +214,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    gboolean ran = FALSE;
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s <case>|all\n", argv[0]);
-        return 2;
-    }
-    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-        if (strcmp(argv[1], "all") == 0 || strcmp(argv[1], cases[i].name) == 0) {
-            int before = failures;
-            cases[i].fn();
-            fprintf(stderr, "%s: %s\n", cases[i].name, failures == before ? "ok" : "FAILED");
-            ran = TRUE;
-        }
-    }
-    if (!ran) {
-        fprintf(stderr, "no such case: %s\n", argv[1]);
-        return 2;
-    }
-    return failures == 0 ? 0 : 1;
+    return test_cases_main(argc, argv, cases, G_N_ELEMENTS(cases), &failures);
 }
