@@ -7,33 +7,19 @@ Before, export and import printed their line on stdout and exited 1 "Bad file de
 complete file, and `export --gcdump -` put that line after the .gcdump's bytes.
 
 Usage: closed_stdout_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR"""
-import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-failures = 0
-
-
-def expect(name, cond, detail=""):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL {name}: {detail}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+import leak_fixture  # noqa: E402
+from leak_fixture import expect  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--fixture", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
-    hl = os.path.abspath(a.heaplens)
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
-    subprocess.run([a.fixture, "fixture", a.workdir], check=True, stdout=subprocess.DEVNULL)
+    a = leak_fixture.setup()
+    hl = a.heaplens
     w = a.workdir
 
     def run(args, closed=False):
@@ -112,8 +98,7 @@ def main():
     rc, out, err = run(["gcs", "graph.db"], closed=True)
     expect("gcs >&-: exit 1", rc == 1 and err == "heaplens: writing the output failed: Bad file "
            "descriptor\n", f"{rc} {err!r}")
-    print(f"{failures} failed")
-    return 1 if failures else 0
+    return leak_fixture.finish()
 
 
 if __name__ == "__main__":

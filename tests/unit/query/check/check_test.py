@@ -6,7 +6,6 @@ found), --json, assertions at checkpoints and between them (rows added to the fi
 checkpoints table), and bad assertions refused in one line without touching the file.
 
 Usage: check_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR"""
-import argparse
 import hashlib
 import json
 import os
@@ -15,26 +14,13 @@ import sqlite3
 import subprocess
 import sys
 
-failures = 0
-
-
-def expect(name, cond, detail=""):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"FAIL {name}: {detail}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common"))
+import leak_fixture  # noqa: E402
+from leak_fixture import expect  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--fixture", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
-    a.heaplens = os.path.abspath(a.heaplens)
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
-    subprocess.run([a.fixture, "fixture", a.workdir], check=True)
+    a = leak_fixture.setup()
     db = "graph.db"
 
     def check(*args):
@@ -320,8 +306,7 @@ def main():
            "FAIL --no-leaks: expected no leak suspect" in p.stdout and
            "2 of 3 assertions failed\n" in p.stdout and "counts are lower bounds" in p.stdout,
            f"{p.returncode} {p.stdout!r} {p.stderr!r}")
-    print(f"{failures} failed")
-    return 1 if failures else 0
+    return leak_fixture.finish()
 
 
 if __name__ == "__main__":
