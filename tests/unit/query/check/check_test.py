@@ -23,10 +23,21 @@ def main():
     a = leak_fixture.setup()
     db = "graph.db"
 
-    def check(*args):
-        p = subprocess.run([a.heaplens, "check", db] + list(args), cwd=a.workdir,
+    def check(*args, file=db):
+        """heaplens check FILE ARGS: exit status, stdout, stderr."""
+        p = subprocess.run([a.heaplens, "check", file] + list(args), cwd=a.workdir,
                            capture_output=True, text=True, timeout=120)
         return p.returncode, p.stdout, p.stderr
+
+    def check_json(*args, file=db):
+        """check ARGS --json: exit status, the document ({} when stdout is not JSON), stdout,
+        stderr."""
+        rc, out, err = check(*args, "--json", file=file)
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            doc = {}
+        return rc, doc, out, err
 
     rc, out, err = check("--max-live", "App.Leak=12", "--max-allocated", "Leak=12",
                          "--max-retained", "Holder=20K", "--sql", "SELECT 1 WHERE 0")
@@ -183,22 +194,16 @@ def main():
         args = assertion.split(" ", 1)
         note = notes.get(name, "")
         want = f"UNDECIDED {assertion}: {reason}\n1 of 1 assertion could not be decided\n{note}"
-        p = subprocess.run([a.heaplens, "check", name] + args, cwd=a.workdir,
-                           capture_output=True, text=True, timeout=120)
-        expect(f"undecided: {key}", p.returncode == 1 and p.stdout == want and p.stderr == "",
-               f"{p.returncode} {p.stderr!r}\n got  {p.stdout!r}\n want {want!r}")
-        p = subprocess.run([a.heaplens, "check", name] + args + ["--json"], cwd=a.workdir,
-                           capture_output=True, text=True, timeout=120)
-        try:
-            doc = json.loads(p.stdout)
-        except ValueError:
-            doc = {}
+        rc, out, err = check(*args, file=name)
+        expect(f"undecided: {key}", rc == 1 and out == want and err == "",
+               f"{rc} {err!r}\n got  {out!r}\n want {want!r}")
+        rc, doc, out, err = check_json(*args, file=name)
         row = {"assertion": assertion, "ok": False, "decided": False, "expected": None,
                "found": None, "value": None, "limit": None, "query": None, "undecided": reason}
-        expect(f"undecided: {key} --json", p.returncode == 1 and
-               p.stderr == ("heaplens: " + note if note else "") and
+        expect(f"undecided: {key} --json", rc == 1 and
+               err == ("heaplens: " + note if note else "") and
                doc == {"file": name, "ok": False, "assertions": 1, "failed": 0, "undecided": 1,
-                       "results": [row]}, f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+                       "results": [row]}, f"{rc} {out!r} {err!r}")
     # Undecided and decided assertions mixed: every one is decided that can be, in the order
     # check takes them (--max-live, --max-allocated, --max-retained, --sql, --no-leaks).
     q_none = ("sqlite3 'none.db' \"SELECT count(*) FROM live_objects WHERE gc = (SELECT max(gc) "
@@ -213,34 +218,26 @@ def main():
         f"UNDECIDED --no-leaks: {why['none.db --no-leaks']}",
         "2 of 5 assertions failed, 2 could not be decided",
     ]
-    p = subprocess.run([a.heaplens, "check", "none.db"] + args, cwd=a.workdir,
-                       capture_output=True, text=True, timeout=120)
-    expect("mixed: every assertion decided that can be", p.returncode == 1 and p.stderr == "" and
-           p.stdout.splitlines() == want,
-           f"{p.returncode} {p.stderr!r}\n got  {p.stdout.splitlines()}\n want {want}")
-    p = subprocess.run([a.heaplens, "check", "none.db"] + args + ["--json"], cwd=a.workdir,
-                       capture_output=True, text=True, timeout=120)
-    try:
-        doc = json.loads(p.stdout)
-    except ValueError:
-        doc = {}
-    expect("mixed --json", p.returncode == 1 and p.stderr == "" and doc.get("ok") is False and
+    rc, out, err = check(*args, file="none.db")
+    expect("mixed: every assertion decided that can be", rc == 1 and err == "" and
+           out.splitlines() == want, f"{rc} {err!r}\n got  {out.splitlines()}\n want {want}")
+    rc, doc, out, err = check_json(*args, file="none.db")
+    expect("mixed --json", rc == 1 and err == "" and doc.get("ok") is False and
            (doc.get("assertions"), doc.get("failed"), doc.get("undecided")) == (5, 2, 2) and
            [(r["ok"], r["decided"]) for r in doc.get("results", [])] ==
            [(False, True), (True, True), (False, False), (False, True), (False, False)] and
            doc["results"][1]["value"] == 12 and doc["results"][2]["undecided"] ==
-           why["none.db --max-retained App.Leak=1G"], f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+           why["none.db --max-retained App.Leak=1G"], f"{rc} {out!r} {err!r}")
     # what can be decided there still is: a snapshot (GCs 3 and 4 of the sampled file) names
     # every live object, and a full recording without snapshots knows every object after its
     # last GC
     for name, args in (("sampled.db", ["--max-live", "App.Leak=12", "--max-live", "App.Leak=12@b"]),
                        ("none.db", ["--max-live", "App.Leak=12"])):
-        p = subprocess.run([a.heaplens, "check", name] + args, cwd=a.workdir,
-                           capture_output=True, text=True, timeout=120)
+        rc, out, err = check(*args, file=name)
         n = len(args) // 2
-        expect(f"decided: {name} {args}", p.returncode == 0 and
-               p.stdout == f"{n} assertion{'s' if n > 1 else ''} hold{'' if n > 1 else 's'}\n",
-               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        expect(f"decided: {name} {args}", rc == 0 and
+               out == f"{n} assertion{'s' if n > 1 else ''} hold{'' if n > 1 else 's'}\n",
+               f"{rc} {out!r} {err!r}")
 
     # An unfinished recording (its writer still at work, or killed): check and export say so as
     # every other command does — check's note after the answer in text, on stderr with --json;
@@ -277,35 +274,27 @@ def main():
             reason = (f"{name} lost data or did not end complete, so what it holds is a lower "
                       f"bound (its note says what: heaplens info '{name}'); it holds on what was "
                       f"kept")
-            p = subprocess.run([a.heaplens, "check", name] + args, cwd=a.workdir,
-                               capture_output=True, text=True, timeout=120)
+            rc, out, err = check(*args, file=name)
             want = f"UNDECIDED {first}: {reason}\n1 of 1 assertion could not be decided\n"
             expect(f"lower bounds: {name} {args}",
-                   p.returncode == 1 and p.stdout.startswith(want) and
-                   "note: " in p.stdout[len(want):] and p.stderr == "",
-                   f"{p.returncode} {p.stderr!r}\n got  {p.stdout!r}\n want {want!r}")
-            p = subprocess.run([a.heaplens, "check", name] + args + ["--json"], cwd=a.workdir,
-                               capture_output=True, text=True, timeout=120)
-            try:
-                doc = json.loads(p.stdout)
-            except ValueError:
-                doc = {}
+                   rc == 1 and out.startswith(want) and "note: " in out[len(want):] and err == "",
+                   f"{rc} {err!r}\n got  {out!r}\n want {want!r}")
+            rc, doc, out, err = check_json(*args, file=name)
             row = {"assertion": first, "ok": False, "decided": False, "expected": None,
                    "found": None, "value": None, "limit": None, "query": None,
                    "undecided": reason}
             expect(f"lower bounds: {name} {args} --json",
-                   p.returncode == 1 and "note: " in p.stderr and
+                   rc == 1 and "note: " in err and
                    doc.get("undecided") == 1 and doc.get("results") == [row],
-                   f"{p.returncode} {p.stdout!r} {p.stderr!r}")
-    p = subprocess.run([a.heaplens, "check", "lossy.db", "--max-allocated", "App.Leaf=11",
-                        "--sql", "SELECT 1 WHERE 0", "--no-leaks"], cwd=a.workdir,
-                       capture_output=True, text=True, timeout=120)
+                   f"{rc} {out!r} {err!r}")
+    rc, out, err = check("--max-allocated", "App.Leaf=11", "--sql", "SELECT 1 WHERE 0",
+                         "--no-leaks", file="lossy.db")
     expect("lower bounds: a lower bound over the limit fails (and growth seen is growth)",
-           p.returncode == 1 and p.stdout.startswith("FAIL --max-allocated App.Leaf=11: expected "
-                                                     "at most 11, found 12 allocations") and
-           "FAIL --no-leaks: expected no leak suspect" in p.stdout and
-           "2 of 3 assertions failed\n" in p.stdout and "counts are lower bounds" in p.stdout,
-           f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+           rc == 1 and out.startswith("FAIL --max-allocated App.Leaf=11: expected at most 11, "
+                                      "found 12 allocations") and
+           "FAIL --no-leaks: expected no leak suspect" in out and
+           "2 of 3 assertions failed\n" in out and "counts are lower bounds" in out,
+           f"{rc} {out!r} {err!r}")
     return leak_fixture.finish()
 
 
