@@ -50,6 +50,7 @@ G_DEFINE_QUARK(heaplens-store-error-quark, store_error)
  * (measured: 36 s, most of it the writer catching up). A GC is a transaction of its own now
  * (store_gc_start): no sub-journal for it; a statement that may have to undo itself (a multi-row
  * INSERT) still can have one. */
+/* synchronous also here, before WAL: switching the journal would otherwise sync the new file. */
 static const char store_schema_pragmas[] =
     "PRAGMA page_size = 8192;\n"
     "PRAGMA synchronous = OFF;\n"
