@@ -738,12 +738,11 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
     return hr;
 }
 
-/* `heaplens attach`: the client data (hl_attach_config_parse) says where the writer listens.
- * A failure here makes the runtime release and unload the profiler: nothing may be left
- * running (session_start stops what it started). */
-static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, void *data,
-                                        UINT size) {
-    hl_session_reset(p); /* a previous attach left its state: start fresh */
+/* An attach's session, as `heaplens attach` set it in the client data (hl_attach_config_parse):
+ * the one reading of those settings, for a first attach and for a session resumed
+ * (hl_profiler_session_resume). E_INVALIDARG when the data is not an attach config. */
+static HRESULT attach_session_start(hl_profiler *p, IUnknown *info_unknown, const void *data,
+                                    size_t size) {
     hl_attach_config a;
     if (!hl_attach_config_parse(data, size, &a))
         return E_INVALIDARG;
@@ -752,6 +751,15 @@ static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, 
                           .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings,
                           .census = a.census};
     return session_start(p, info_unknown, &cfg);
+}
+
+/* `heaplens attach`: the client data (hl_attach_config_parse) says where the writer listens.
+ * A failure here makes the runtime release and unload the profiler: nothing may be left
+ * running (session_start stops what it started). */
+static HRESULT on_initialize_for_attach(hl_profiler *p, IUnknown *info_unknown, void *data,
+                                        UINT size) {
+    hl_session_reset(p); /* a previous attach left its state: start fresh */
+    return attach_session_start(p, info_unknown, data, size);
 }
 
 /* A file's first line, without its newline: false if it cannot be read. */
@@ -829,14 +837,7 @@ static HRESULT on_profiler_attach_complete(hl_profiler *p) {
 }
 
 HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data, size_t size) {
-    hl_attach_config a;
-    if (!hl_attach_config_parse(data, size, &a))
-        return E_INVALIDARG;
-    session_config cfg = {.socket_path = a.socket_path, .snapshot_policy = a.snapshot_policy,
-                          .mode = HL_MODE_ATTACH, .stacks = !a.no_stacks,
-                          .count = a.count[0] ? a.count : NULL, .no_strings = a.no_strings,
-                          .census = a.census};
-    HRESULT hr = session_start(p, info, &cfg);
+    HRESULT hr = attach_session_start(p, info, data, size);
     if (hr == S_OK)
         on_profiler_attach_complete(p);
     return hr;
