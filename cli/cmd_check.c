@@ -45,18 +45,20 @@ int cmd_check(int argc, char **argv)
     }
     if (!(db = query_db_open(path, &error)))
         goto out;
+    int lower_bounds = -1; /* read once, at the first assertion that holds (check_eval) */
     for (size_t g = 0; g < G_N_ELEMENTS(groups); g++)
         for (guint i = 0; i < groups[g].values->len; i++) {
             check_result r;
             gboolean ok = check_eval(db, path, groups[g].kind,
-                                     g_ptr_array_index(groups[g].values, i), &r, &error);
+                                     g_ptr_array_index(groups[g].values, i), &lower_bounds, &r,
+                                     &error);
             g_array_append_val(results, r);
             if (!ok)
                 goto out;
         }
     if (no_leaks) {
         check_result r;
-        gboolean ok = check_eval(db, path, CHECK_NO_LEAKS, NULL, &r, &error);
+        gboolean ok = check_eval(db, path, CHECK_NO_LEAKS, NULL, &lower_bounds, &r, &error);
         g_array_append_val(results, r);
         if (!ok)
             goto out;

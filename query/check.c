@@ -454,7 +454,7 @@ static gboolean check_sql(sqlite3 *db, const char *path, const char *sql, check_
 }
 
 gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *value,
-                    check_result *out, GError **error)
+                    int *lower_bounds, check_result *out, GError **error)
 {
     static const char *const names[] = {
         [CHECK_MAX_LIVE] = "--max-live",   [CHECK_MAX_ALLOCATED] = "--max-allocated",
@@ -485,11 +485,15 @@ gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *
      * snapshots it kept (its last may not be the program's), the growth it saw. An "at most" that
      * holds there is undecided: a disk-full or killed writer's recording passed
      * --max-allocated with half of the program's allocations lost. One that fails is: the
-     * lower bound is already over the limit (or the kept snapshots show it). */
-    gboolean lower = FALSE;
-    if (ok && out->ok && !query_db_lower_bounds(db, &lower, error))
-        return FALSE;
-    if (ok && out->ok && lower) {
+     * lower bound is already over the limit (or the kept snapshots show it). The note is read
+     * at the first assertion that holds, once for all of them (*lower_bounds). */
+    if (ok && out->ok && *lower_bounds < 0) {
+        gboolean lower = FALSE;
+        if (!query_db_lower_bounds(db, &lower, error))
+            return FALSE;
+        *lower_bounds = lower ? 1 : 0;
+    }
+    if (ok && out->ok && *lower_bounds > 0) {
         g_autofree char *file = g_shell_quote(path);
         g_clear_pointer(&out->expected, g_free);
         g_clear_pointer(&out->found, g_free);

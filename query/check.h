@@ -58,9 +58,12 @@ typedef struct check_result {
  * `path`, open as `db` (query_db_open). Fills *out (release with check_result_clear, also after
  * a failure): decided (ok or not), or undecided (a recording without the snapshots or GCs it
  * needs, above). FALSE with an error when the assertion cannot be evaluated (a bad value, a
- * checkpoint the recording does not have, SQL that does not run, a damaged file). */
+ * checkpoint the recording does not have, SQL that does not run, a damaged file).
+ * `*lower_bounds` is whether the recording holds lower bounds (query_db_lower_bounds: an "at
+ * most" that holds there is undecided), kept by the caller for all the assertions of one
+ * recording: -1 before the first, which reads it from the file when it needs it; 0 or 1 after. */
 gboolean check_eval(sqlite3 *db, const char *path, check_kind kind, const char *value,
-                    check_result *out, GError **error);
+                    int *lower_bounds, check_result *out, GError **error);
 void check_result_clear(check_result *r);
 
 #endif /* HEAPLENS_QUERY_CHECK_H */
