@@ -140,6 +140,24 @@ gboolean query_args_parse_pid(const char *command, const char *text, long *pid, 
     return TRUE;
 }
 
+gboolean query_args_take_pid(int argc, char **argv, const query_option *options,
+                             const char *command, const char *operand_meaning, long *pid,
+                             int *status, GError **error)
+{
+    const char *text = NULL;
+    *status = 1;
+    switch (query_args_parse_operand(argc, argv, options, "PID", operand_meaning, &text, error)) {
+    case QUERY_ARGS_OK:
+        return query_args_parse_pid(command, text, pid, error);
+    case QUERY_ARGS_HELP:
+        *status = 0;
+        return FALSE;
+    case QUERY_ARGS_ERROR:
+        break;
+    }
+    return FALSE;
+}
+
 char **query_args_short_output_new(int argc, char **argv, GPtrArray *owned)
 {
     char **out = g_new0(char *, (size_t)argc + 1);

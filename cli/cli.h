@@ -68,6 +68,14 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
  * QUERY_ERROR_USAGE error "<command>: PID must be a process id, not '<text>'". */
 gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error);
 
+/* The arguments of `command`, whose one operand is a PID (`operand_meaning` says which process),
+ * as a command's body takes them (query_args_parse_operand, then query_args_parse_pid): TRUE with
+ * *pid to go on; FALSE when the command is done, with *status its exit status: 0 after --help,
+ * 1 on a bad command line or PID (*error set). */
+gboolean query_args_take_pid(int argc, char **argv, const query_option *options,
+                             const char *command, const char *operand_meaning, long *pid,
+                             int *status, GError **error);
+
 /* query_args_parse takes long options only: "-o X" and "-oX" become "--output X" and
  * "--output=X" (`report -o`, `import -o`). Returns a new argv (g_free it; its strings are borrowed
  * from `argv`, but the "--output=X" ones are owned by `owned`, a GPtrArray freeing with g_free). */

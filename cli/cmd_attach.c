@@ -14,7 +14,6 @@ int cmd_attach(int argc, char **argv) {
     const char *output_text = NULL, *duration_text = NULL, *timeout_text = NULL;
     const char *stacks_text = NULL, *census_text = NULL;
     gboolean json = FALSE, force = FALSE, quiet = FALSE, no_strings = FALSE;
-    const char *pid_text = NULL;
     const query_option options[] = {
         {"output", QUERY_OPT_VALUE, &output_text},
         {"duration", QUERY_OPT_VALUE, &duration_text},
@@ -72,19 +71,12 @@ int cmd_attach(int argc, char **argv) {
                                                       : argv[i];
     }
     argc = n_args;
-    switch (query_args_parse_operand(argc, args, options, "PID",
-                                     "the process id of a running .NET program", &pid_text,
-                                     &error)) {
-    case QUERY_ARGS_HELP:
-        return 0;
-    case QUERY_ARGS_ERROR:
-        return query_error_report(error);
-    case QUERY_ARGS_OK:
-        break;
-    }
     long pid = 0;
-    if (!query_args_parse_pid("attach", pid_text, &pid, &error))
-        return query_error_report(error);
+    int status = 1;
+    if (!query_args_take_pid(argc, args, options, "attach",
+                             "the process id of a running .NET program", &pid, &status,
+                             &error))
+        return error ? query_error_report(error) : status;
     uint64_t duration = 0, timeout = ATTACH_TIMEOUT_MS / 1000;
     if (duration_text && !query_args_parse_uint("attach", "duration", duration_text, 1,
                                                  31u * 24 * 3600, "a number of seconds",
@@ -117,7 +109,6 @@ int cmd_attach(int argc, char **argv) {
                               .no_strings = no_strings,
                               .no_stacks = stacks_text && strcmp(stacks_text, "off") == 0,
                               .census = census_text};
-    int status = 1;
     json_t *summary = NULL;
     if (!attach_session_run(&o, &status, &summary, &error))
         return query_error_report(error);

@@ -7,27 +7,19 @@
 int cmd_snapshot(int argc, char **argv) {
     const char *timeout_text = NULL;
     gboolean json = FALSE;
-    const char *pid_text = NULL;
     const query_option options[] = {
         {"timeout", QUERY_OPT_VALUE, &timeout_text},
         {"json", QUERY_OPT_FLAG, &json},
         {NULL, 0, NULL},
     };
     g_autoptr(GError) error = NULL;
-    switch (query_args_parse_operand(argc, argv, options, "PID",
-                                     "the process id of a program running under 'heaplens record'",
-                                     &pid_text, &error)) {
-    case QUERY_ARGS_HELP:
-        return 0;
-    case QUERY_ARGS_ERROR:
-        return query_error_report(error);
-    case QUERY_ARGS_OK:
-        break;
-    }
     uint64_t timeout = 120;
     long pid = 0;
-    if (!query_args_parse_pid("snapshot", pid_text, &pid, &error))
-        return query_error_report(error);
+    int status = 1;
+    if (!query_args_take_pid(argc, argv, options, "snapshot",
+                             "the process id of a program running under 'heaplens record'", &pid,
+                             &status, &error))
+        return error ? query_error_report(error) : status;
     if (timeout_text && !query_args_parse_uint("snapshot", "timeout", timeout_text, 1, 86400,
                                                "a number of seconds", &timeout, &error))
         return query_error_report(error);
