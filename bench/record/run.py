@@ -979,22 +979,29 @@ def midlife_case(a):
         exit_wait = med(n, lambda r: r["k"].get("collector_exit_wait_ns", 0)) / 1e6
         gcs_lost = max(k.get("gcs_dropped", 0) for k in ks)
         incomplete = max(k.get("gc_events_dropped", 0) for k in ks)
+        # Full mode stores every object that survives a GC; sampled mode's objects rows are its
+        # samples and what its snapshots named, so a cost per survivor means nothing there.
+        full = n.startswith("full")
         share = (f" ({100.0 * surv / seen:.1f}% of allocations)" if n == "full" and seen
                  else "")  # sampled mode sees only LOH and POH allocations one by one
+        stored = "survivors" if full else "objects stored (samples, and objects snapshots named)"
         print(f"{n}: allocations {seen:,.0f} seen, {lost:,} lost, GCs lost {gcs_lost}, GC inputs "
               f"lost {incomplete}; threads waited {wait_ms:.0f} ms ({waits:,.0f} waits); "
-              f"{surv:,.0f} survivors{share}")
+              f"{surv:,.0f} {stored}{share}")
         # The program's threads: the whole command but the collector thread and the writer (the
         # runtime's own threads and heaplens' parent, a few ms, included).
         prog = med(n, lambda r: r["cpu"] - r["collector_cpu_ms"] -
                    (r["k"].get("writer_run_cpu_ns", 0) + r["k"].get("writer_finish_cpu_ns", 0)) / 1e6)
         print(f"  CPU ms: collector thread {coll / 1e6:.0f}, writer {writer / 1e6:.0f}, the "
               f"program's threads (the rest of the command) {prog:.0f}")
-        print(f"  CPU per survivor: collector {coll / surv if surv else float('nan'):.0f} ns, writer "
-              f"{writer / surv if surv else float('nan'):.0f} ns, together "
-              f"{(coll + writer) / surv if surv else float('nan'):.0f} ns; database {mib(size)}, "
-              f"{size / surv if surv else float('nan'):.1f} bytes per survivor; exit waited "
-              f"{exit_wait:.0f} ms")
+        if full:
+            print(f"  CPU per survivor: collector {coll / surv if surv else float('nan'):.0f} ns, "
+                  f"writer {writer / surv if surv else float('nan'):.0f} ns, together "
+                  f"{(coll + writer) / surv if surv else float('nan'):.0f} ns; database "
+                  f"{mib(size)}, {size / surv if surv else float('nan'):.1f} bytes per survivor; "
+                  f"exit waited {exit_wait:.0f} ms")
+        else:
+            print(f"  database {mib(size)}; exit waited {exit_wait:.0f} ms")
     for gen in (0, 1):
         row = {}
         for n in configs:
