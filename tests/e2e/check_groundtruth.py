@@ -41,7 +41,6 @@ estimate, and the survivors_by_generation view must still agree with the command
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed (2 on usage errors).
 """
-import argparse
 import json
 import os
 import shlex
@@ -50,8 +49,8 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, check_snapshot_forms,  # noqa: E402
-                    fmt_counts, heaplens_json, record, run, start_log)
+from e2elib import (DROP_COUNTERS, GEN_NAMES, arguments, begin, bucket,  # noqa: E402
+                    check_snapshot_forms, fmt_counts, heaplens_json, record, run)
 
 LOH_THRESHOLD = 85000
 
@@ -69,11 +68,8 @@ def expected_heap_ok(heap, gen):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
-    ap.add_argument("--dll", help="path of AllocPatterns.dll (not needed with --db)")
-    ap.add_argument("--workdir", required=True, help="directory for the recording, truth and logs")
-    ap.add_argument("--dotnet", default="dotnet", help="dotnet host (default: dotnet from PATH)")
+    ap = arguments(__doc__.split("\n")[0], dll_required=False, timeout=600,
+                   dll_help="path of AllocPatterns.dll (not needed with --db)")
     ap.add_argument("--scale", type=int, default=1, help="AllocPatterns --scale (default 1)")
     ap.add_argument("--program-args", help="the program's arguments after the truth path and "
                                            "--exit-code, instead of --scale (MidLife)")
@@ -84,7 +80,6 @@ def main():
     ap.add_argument("--db", help="check this existing recording instead of recording "
                                  "(needs --truth)")
     ap.add_argument("--truth", help="ground truth JSON of the --db recording")
-    ap.add_argument("--timeout", type=int, default=600, help="seconds allowed for the recording")
     ap.add_argument("--mode", choices=("full", "sampled"), default="full",
                     help="heaplens record --mode (sampled: small objects counted per type by the "
                          "census of gen0, exactly; survivors and snapshots must still be exact)")
@@ -99,11 +94,7 @@ def main():
                                        "own, induced)")
     ap.add_argument("--expect-leak", metavar="TYPE",
                     help="heaplens leaks must rank TYPE first (the program's growing cache)")
-    ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
-    a = ap.parse_args()
-
-    log = start_log(a.workdir)
-    checks = Checks(a.verbose)
+    a, checks, log = begin(ap)
     census_off = a.census == "off"
     recorded = []  # record's (stdout, stderr)
 

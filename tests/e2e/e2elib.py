@@ -1,10 +1,12 @@
 """Helpers shared by the end-to-end check scripts (check_groundtruth.py, snapshots/, leaks/,
-faults/): a pass/fail counter, running a command with a timeout and a log, `heaplens ... --json`,
+faults/): the arguments they share and their start (the work directory, its log), a pass/fail
+counter, running a command with a timeout and a log, `heaplens ... --json`,
 the recording step, the loss counters, a free local port and an HTTP GET, a snapshot request on a
 recording's control socket (its "progress" lines included), and the final "N passed, M failed"
 line.
 
 Python 3 standard library only."""
+import argparse
 import http.client
 import json
 import os
@@ -109,6 +111,36 @@ def remove_stale(*paths):
             os.remove(p)
 
 
+def remove_db(db, *others):
+    """Removes a recording left by an earlier run, with its -wal, -shm and -journal, and
+    `others`."""
+    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", *others)
+
+
+def arguments(description=None, dll_required=True, dll_help=None, timeout=None):
+    """The arguments every script that records an example takes: --heaplens, --dotnet (default:
+    dotnet from PATH), --dll, --workdir, -v, and --timeout with that default when given. The
+    script adds its own, then calls begin()."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
+    ap.add_argument("--dotnet", default="dotnet", help="dotnet host (default: dotnet from PATH)")
+    ap.add_argument("--dll", required=dll_required, help=dll_help)
+    ap.add_argument("--workdir", required=True, help="directory for recordings, truth and logs")
+    if timeout is not None:
+        ap.add_argument("--timeout", type=int, default=timeout,
+                        help="seconds allowed per recording")
+    ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
+    return ap
+
+
+def begin(ap, verbose=False):
+    """Parses the arguments; makes the work directory with an empty heaplens.log (start_log).
+    Returns (arguments, Checks, the log's path); `verbose` lists passed checks without -v."""
+    a = ap.parse_args()
+    log = start_log(a.workdir)
+    return a, Checks(a.verbose or verbose), log
+
+
 def program(dotnet, path):
     """The command that runs an example: `dotnet X.dll` for a framework-dependent build, the
     executable itself for a self-contained one (the .NET 8 and 9 runs)."""
@@ -121,7 +153,7 @@ def record(a, db, truth_path, program_args, log, record_options=(), args_before_
     program_args...` after removing what an earlier run left; echoes the command and its
     output. `timeout`: seconds, a.timeout when None. `output`: a list that gets the run's
     (stdout, stderr). Returns heaplens' exit status."""
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
+    remove_db(db, truth_path)
     cmd = ([a.heaplens, "record", "-o", db] + list(record_options) + ["--"] +
            program(a.dotnet, a.dll) + list(args_before_truth) + [truth_path] +
            list(program_args))

@@ -17,7 +17,6 @@ runs, then presses Ctrl-C: SIGINT to the whole process group. Checks, each exact
 
 Python 3 standard library only. Prints every mismatch and a final "N passed, M failed" line.
 """
-import argparse
 import json
 import os
 import signal
@@ -29,23 +28,15 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import LOSS, Checks, WebApiOutput, free_port, get, remove_stale, run, start_log  # noqa: E402
+from e2elib import LOSS, WebApiOutput, arguments, begin, free_port, get, remove_db, run  # noqa: E402
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--workdir", required=True)
+    ap = arguments(__doc__.split("\n")[0], timeout=300)
     ap.add_argument("--requests", type=int, default=400)
     ap.add_argument("--load-seconds", type=float, default=60)
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    log = start_log(a.workdir)
-    checks = Checks(a.verbose)
+    a, checks, log = begin(ap)
     db = os.path.join(a.workdir, "webapi.db")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    remove_db(db)
     port = free_port()
     cmd = [a.heaplens, "record", "-o", db, "--snapshot", "none", "--", a.dotnet, a.dll,
            "--urls", f"http://127.0.0.1:{port}"]

@@ -99,7 +99,7 @@ def session(checks, args, target, n, ending, log):
     attach) and `heaplens snapshot PID`, and again before the end, the target leaks 1,000 more
     records on command: the leak grows by a known amount between every two snapshots."""
     db = os.path.join(args.workdir, f"session{n}.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     before = target.count()
     # --snapshot none: the marks' GC.Collect() take no snapshot (the default policy would), so
     # the snapshots are exactly the three above and the leak grows by 1,000 between each two;
@@ -310,7 +310,7 @@ def duration_session(checks, args, target, n, log, census=None):
     census="off" (`attach --census off`, which reaches the collector in the attach's client data)
     no census of gen0 counts anything, and the recording says its counts are estimates."""
     db = os.path.join(args.workdir, f"session{n}.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     rc, out, err = e2elib.run([args.heaplens, "attach", str(target.pid), "-o", db, "--duration",
                                str(args.duration), "--stacks", args.stacks, "--json"] +
                               (["--census", census] if census else []), log=log,
@@ -345,7 +345,7 @@ def signal_session(checks, args, target, n, ending, log):
     its first and last snapshots (by default the signal ended heaplens alone, and the session
     went on, the collector loaded, until the process exited)."""
     db = os.path.join(args.workdir, f"session{n}.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     attach = subprocess.Popen([args.heaplens, "attach", str(target.pid), "-o", db,
                                "--snapshot", "none", "--stacks", args.stacks],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -23,7 +23,6 @@ deadline bounds each wait. Checks:
 
 Python 3 standard library only. Prints every mismatch and a final "N passed, M failed" line.
 """
-import argparse
 import json
 import os
 import signal
@@ -35,8 +34,8 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import (LOSS, Checks, WebApiOutput, free_port, get, heaplens_json,  # noqa: E402
-                    remove_stale, run, start_log)
+from e2elib import (LOSS, WebApiOutput, arguments, begin, free_port, get,  # noqa: E402
+                    heaplens_json, remove_db, run)
 
 class Load:
     """Client threads sending GET /orders/N to 127.0.0.1:port: `limit` requests in all, or
@@ -127,27 +126,19 @@ def check_database(checks, a, db, log):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--workdir", required=True)
+    ap = arguments(__doc__.split("\n")[0], timeout=300)
     ap.add_argument("--warmup", type=int, default=50, help="answers before attaching")
     ap.add_argument("--while-attached", type=int, default=200,
                     help="answers after the requested snapshot, before the detach")
     ap.add_argument("--requests", type=int, default=400, help="the load after the detach")
     ap.add_argument("--limit", type=int, default=100000, help="at most this many requests "
                     "in the load that spans the session")
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap)
     # A shell's background job starts with SIGINT ignored, and a program inherits that: the app
     # would never see the Ctrl-C this script sends it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    checks = Checks(a.verbose)
     db = os.path.join(a.workdir, "webapi-attach.db")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    remove_db(db)
     port = free_port()
     cmd = [a.dotnet, a.dll, "--urls", f"http://127.0.0.1:{port}"]
     print("$ " + " ".join(cmd))

@@ -42,7 +42,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import (Checks, count_rows, heaplens_json, record, remove_stale, run,  # noqa: E402
+from e2elib import (Checks, count_rows, heaplens_json, record, remove_db, run,  # noqa: E402
                     start_log)
 
 
@@ -54,7 +54,7 @@ def attach(checks, a, db, truth_path, log):
     """The program started without heaplens (--wait: it says "ready PID" and waits), `heaplens
     attach PID`, then, once the attach's first snapshot is stored, the program runs its phases
     and exits, which ends the session. Returns attach's exit status."""
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
+    remove_db(db, truth_path)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CORECLR_", "DOTNET_"))}
     prog = subprocess.Popen([a.dotnet, a.dll, truth_path, "--wait"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env=env)

@@ -31,7 +31,7 @@ import threading
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, remove_stale, run, start_log  # noqa: E402
+from e2elib import Checks, heaplens_json, remove_db, run, start_log  # noqa: E402
 
 NS = "HeapLens.Examples.Workload."
 LOSS_COUNTERS = ["allocs_dropped", "allocs_dropped_buffer", "allocs_dropped_writer",
@@ -57,7 +57,7 @@ def check_whole(checks, conn, what):
 
 def workload(a, checks, log):
     db = os.path.join(a.workdir, "workload.db")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    remove_db(db)
     dll = os.path.join(a.examples, "Workload", "Workload.dll")
     cmd = [a.heaplens, "record", "-o", db, "--", a.dotnet, dll,
            "--threads", str(a.threads), "--orders", str(a.orders)]
@@ -106,7 +106,7 @@ def workload(a, checks, log):
 def heap(a, checks, log):
     db = os.path.join(a.workdir, "heap.db")
     go = os.path.join(a.workdir, "heap.go")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", go)
+    remove_db(db, go)
     dll = os.path.join(a.examples, "SnapshotBench", "SnapshotBench.dll")
     cmd = [a.heaplens, "record", "-o", db, "--snapshot", "none", "--", a.dotnet, dll,
            "--nodes", str(a.nodes), "--gen0", "1", "--wait-before-collect", go]

@@ -33,7 +33,6 @@ allocations per (method, type) and writes them. Checks:
     assemblies counted.
 Python 3 standard library only; prints every mismatch and "N passed, M failed".
 """
-import argparse
 import json
 import os
 import signal
@@ -43,7 +42,7 @@ import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, program, remove_stale, run, start_log  # noqa: E402
+from e2elib import arguments, begin, heaplens_json, program, remove_db, run  # noqa: E402
 
 PATTERN = "HeapLens.Examples.Counted.*"
 NS = "HeapLens.Examples.Counted."
@@ -63,7 +62,7 @@ def compare(checks, label, want, doc):
 def check_attach(checks, a, log):
     db = os.path.join(a.workdir, "attach.db")
     truth_path = os.path.join(a.workdir, "attach-truth.json")
-    remove_stale(db, db + "-wal", db + "-shm", truth_path)
+    remove_db(db, truth_path)
     # The resident collector resets its session slowly (2 s): "attach again", started as soon as
     # the first attach exits, must find its socket all the same (collector/resident.h).
     env = dict(os.environ, HEAPLENS_RESIDENT_DELAY_MS="2000")
@@ -86,7 +85,7 @@ def check_attach(checks, a, log):
         for label, counted in (("attach", True), ("attach again", False),
                                ("attach --count again", True)):
             db = os.path.join(a.workdir, label.replace(" ", "-") + ".db")
-            remove_stale(db, db + "-wal", db + "-shm", truth_path)
+            remove_db(db, truth_path)
             checks.eq(f"{label}: counts reset", "reset", say("reset"))
             cmd = [a.heaplens, "attach", str(prog.pid), "--snapshot", "none", "-o", db]
             if counted:
@@ -139,7 +138,7 @@ def check_attach(checks, a, log):
 
 def check_no_rejit(checks, a, log):
     db = os.path.join(a.workdir, "norejit.db")
-    remove_stale(db, db + "-wal", db + "-shm")
+    remove_db(db)
     env = dict(os.environ, DOTNET_ProfApi_RejitOnAttach="0")
     prog = subprocess.Popen(program(a.dotnet, a.dll) + ["--stdin"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env=env)
@@ -175,18 +174,12 @@ def check_no_rejit(checks, a, log):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arguments()
     ap.add_argument("--iterations", type=int, default=3000)
-    a = ap.parse_args()
-    checks = Checks(verbose=True)
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap, verbose=True)
     db = os.path.join(a.workdir, "counted.db")
     truth_path = os.path.join(a.workdir, "truth.json")
-    remove_stale(db, db + "-wal", db + "-shm", truth_path)
+    remove_db(db, truth_path)
     cmd = ([a.heaplens, "record", "-q", "--count", PATTERN, "-o", db, "--"] +
            program(a.dotnet, a.dll) + ["--iterations", str(a.iterations), "--truth", truth_path])
     rc, out, err = run(cmd, log=log)
@@ -238,7 +231,7 @@ def main():
 
     # Without --count: no counted sites, said in one line.
     plain = os.path.join(a.workdir, "plain.db")
-    remove_stale(plain, plain + "-wal", plain + "-shm")
+    remove_db(plain)
     rc, out, err = run([a.heaplens, "record", "-q", "--mode", "sampled", "-o", plain, "--"] +
                        program(a.dotnet, a.dll) + ["--iterations", "10"], log=log)
     checks.eq("heaplens record without --count exits 0", 0, rc)
@@ -252,7 +245,7 @@ def main():
 
     # The differential run over the runtime's own LINQ and collections.
     linq = os.path.join(a.workdir, "linq.db")
-    remove_stale(linq, linq + "-wal", linq + "-shm")
+    remove_db(linq)
     rc, out, err = run([a.heaplens, "record", "-q", "--mode", "sampled", "--count", "System.Linq.*",
                         "--count", "System.Collections.Generic.*", "-o", linq, "--"] +
                        program(a.dotnet, a.dll) + ["--workload", "5000"], log=log)

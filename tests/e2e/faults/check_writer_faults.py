@@ -41,7 +41,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, count_rows, remove_stale  # noqa: E402  (shared e2e helpers)
+from e2elib import Checks, count_rows, remove_db  # noqa: E402  (shared e2e helpers)
 
 checks = Checks(verbose=False, fail_prefix="FAIL ")
 check = checks.ok
@@ -98,7 +98,7 @@ def start(hl, dll, db, iterations, env, preexec_fn=None, gate=True):
     """`heaplens record` of AllocBench; with `gate`, the program stops half-way (at_gate, go)."""
     # An earlier run's file would satisfy "a committed GC" at once, and the writer would be
     # stopped before the program even starts.
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", db + ".go")
+    remove_db(db, db + ".go")
     cmd = [hl, "record", "--force", "-o", db, "--", "dotnet", dll, str(iterations), "--threads", "2"]
     proc = subprocess.Popen(cmd + (["--gate", db + ".go"] if gate else []),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -564,7 +564,7 @@ def long_tmpdir(hl, dll, workdir):
     tmp = os.path.join(workdir, "long-tmpdir-" + "x" * max(1, 120 - len(workdir)))
     os.makedirs(tmp, exist_ok=True)
     db = os.path.join(workdir, "long.db")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    remove_db(db)
     r = subprocess.run([hl, "record", "--force", "-o", db, "--", "dotnet", dll, "200", "--threads", "1"],
                        capture_output=True, text=True, env=dict(os.environ, TMPDIR=tmp))
     check("long TMPDIR: record runs", r.returncode == 0 and "AllocBench:" in r.stdout,

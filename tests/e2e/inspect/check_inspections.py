@@ -41,7 +41,6 @@ every worker as in (f) (by OS id: a thread named before an attach has its OS nam
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed.
 """
-import argparse
 import json
 import os
 import sqlite3
@@ -50,7 +49,7 @@ import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, program, record, remove_stale, run, start_log  # noqa: E402
+from e2elib import arguments, begin, heaplens_json, program, record, remove_db, run  # noqa: E402
 
 
 def check_path(checks, what, row, truth):
@@ -339,7 +338,7 @@ def check_attach(checks, a, log, workdir):
     """The program started without heaplens; `heaplens attach --duration 2` while it waits."""
     db = os.path.join(workdir, "attach.db")
     truth_path = os.path.join(workdir, "attach.json")
-    remove_stale(db, db + "-wal", db + "-shm", truth_path)
+    remove_db(db, truth_path)
     p = subprocess.Popen(program(a.dotnet, a.dll) + [truth_path, "attach"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True, bufsize=1)
     try:
@@ -368,16 +367,8 @@ def check_attach(checks, a, log, workdir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True, help="Inspections.dll, or a self-contained executable")
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    log = start_log(a.workdir)
-    checks = Checks(a.verbose)
+    a, checks, log = begin(arguments(__doc__.split("\n\n")[0], timeout=300,
+                                     dll_help="Inspections.dll, or a self-contained executable"))
     check_grow(checks, a, log, a.workdir)
     check_no_strings(checks, a, log, a.workdir)
     check_steady(checks, a, log, a.workdir)

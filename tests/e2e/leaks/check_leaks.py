@@ -31,7 +31,6 @@ with one induced GC (one heap snapshot) per iteration, and writes what it did
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed (2 on usage errors).
 """
-import argparse
 import glob
 import json
 import os
@@ -43,7 +42,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, remove_stale, run, start_log  # noqa: E402  (shared e2e helpers)
+from e2elib import arguments, begin, heaplens_json, remove_stale, run  # noqa: E402  (shared e2e helpers)
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
@@ -411,19 +410,11 @@ def check_report(checks, heaplens, db, workdir, log):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
-    ap.add_argument("--dll", help="path of LeakDemo.dll (not needed with --db)")
-    ap.add_argument("--workdir", required=True, help="directory for the recording, truth and logs")
-    ap.add_argument("--dotnet", default="dotnet", help="dotnet host (default: dotnet from PATH)")
+    ap = arguments(__doc__.split("\n")[0], dll_required=False, timeout=300,
+                   dll_help="path of LeakDemo.dll (not needed with --db)")
     ap.add_argument("--db", help="check this existing recording instead (needs --truth)")
     ap.add_argument("--truth", help="ground truth JSON of the --db recording")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds allowed for the recording")
-    ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
-    a = ap.parse_args()
-
-    log = start_log(a.workdir)
-    checks = Checks(a.verbose)
+    a, checks, log = begin(ap)
     if a.db:
         if not a.truth:
             ap.error("--db needs --truth")

@@ -27,7 +27,6 @@
 
 Synchronises on lines the program prints and on process exit, with deadlines; never sleeps.
 """
-import argparse
 import fcntl
 import os
 import pty
@@ -136,7 +135,7 @@ def check_database(c, name, db, signum):
 
 
 def record_cmd(a, db):
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     return [a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "wait"]
 
 
@@ -180,7 +179,7 @@ def failfast_case(c, a):
     that GC and the program's Customers in it, the exit status SIGABRT's."""
     name, n = "failfast", 28000
     db = os.path.join(a.workdir, f"{name}.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     proc = subprocess.run([a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "failfast",
                            str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           timeout=END_S + DEADLINE_S, preexec_fn=no_core)
@@ -248,7 +247,7 @@ def children_case(c, a):
     """ProcessLife parent: the recorded program starts `dotnet ProcessLife.dll probe`."""
     name = "child"
     db = os.path.join(a.workdir, "child.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     log = os.path.join(a.workdir, "heaplens.log")
     rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "parent"],
                               log=log, timeout=DEADLINE_S)
@@ -277,7 +276,7 @@ def script_case(c, a):
     process records, its own .NET child does not."""
     name = "script"
     db = os.path.join(a.workdir, "script.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     log = os.path.join(a.workdir, "heaplens.log")
     script = f'"{a.dotnet}" "{a.dll}" parent; status=$?; exit $status'
     rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", "sh", "-c", script],
@@ -333,7 +332,7 @@ def dotnet_build_case(c, a):
     with open(os.path.join(proj, "NuGet.Config"), "w") as f:  # never the network
         f.write('<configuration><packageSources><clear /></packageSources></configuration>\n')
     db = os.path.join(a.workdir, "build.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     log = os.path.join(a.workdir, "heaplens.log")
     mark = f"HEAPLENS_TEST_BUILD={os.getpid()}.{time.monotonic_ns()}"
     env = dict(os.environ, DOTNET_CLI_TELEMETRY_OPTOUT="1", DOTNET_NOLOGO="1")
@@ -464,7 +463,7 @@ def empty_case(c, a):
     records nothing; the summary and `heaplens info` say so (run.flags empty-profiler)."""
     name = "empty"
     db = os.path.join(a.workdir, "empty.db")
-    e2elib.remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    e2elib.remove_db(db)
     log = os.path.join(a.workdir, "heaplens.log")
     env = dict(os.environ, HEAPLENS_EMPTY="1")
     rc, out, err = e2elib.run([a.heaplens, "record", "-o", db, "--", a.dotnet, a.dll, "probe",
@@ -626,17 +625,10 @@ def names_case(c, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True, help="ProcessLife.dll")
-    ap.add_argument("--workdir", required=True)
+    ap = e2elib.arguments(__doc__, dll_help="ProcessLife.dll")
     ap.add_argument("--only", choices=["signals", "children", "descendants", "names"],
                     help="run one group of checks")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    e2elib.start_log(a.workdir)
-    c = e2elib.Checks(a.verbose)
+    a, c, _ = e2elib.begin(ap)
     if a.only in (None, "signals"):
         failfast_case(c, a)
         terminal_case(c, a)

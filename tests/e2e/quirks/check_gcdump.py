@@ -15,7 +15,6 @@ entry is 32); under heaplens it is at least 90% and at most 110% of the one with
 recording is complete (status, no drops), has the dump's GC (induced, gen2), no snapshot, and
 the N objects as allocations and as survivors of that GC. Python 3 standard library only.
 """
-import argparse
 import os
 import shlex
 import socket
@@ -26,7 +25,8 @@ import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import DROP_COUNTERS, Checks, program, remove_stale, run, start_log  # noqa: E402
+from e2elib import (DROP_COUNTERS, arguments, begin, program, remove_db, remove_stale,  # noqa: E402
+                    run)
 
 
 def dump_once(a, prefix, out_path, log):
@@ -69,24 +69,17 @@ def dump_once(a, prefix, out_path, log):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arguments()
     ap.add_argument("--nodes", type=int, default=100000)
     ap.add_argument("--snapshot", default="none", help="heaplens record --snapshot policy")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    checks = Checks(a.verbose)
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap)
     alone, rc = dump_once(a, [], os.path.join(a.workdir, "alone.nettrace"), log)
     checks.eq("target alone exits 0", 0, rc)
     floor = 16 * a.nodes
     checks.ok(f"heap dump without heaplens above {floor} bytes", alone is not None and
               alone >= floor, str(alone))
     db = os.path.join(a.workdir, "gcdump.db")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal")
+    remove_db(db)
     under, rc = dump_once(a, [a.heaplens, "record", "--snapshot", a.snapshot, "-o", db, "--"],
                           os.path.join(a.workdir, "under.nettrace"), log)
     checks.eq("heaplens record exits 0", 0, rc)

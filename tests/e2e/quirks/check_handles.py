@@ -17,27 +17,17 @@ strong_handles_never_freed; the 5 pinned ones are in pinned_handles_per_gc for e
 their creation; kinds (weak, strong, pinned); writer_anomalies = 0, handles_closed_by_reuse = 0;
 program_peak_rss_bytes is stored and plausible. Python 3 standard library only.
 """
-import argparse
 import os
 import sqlite3
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, record_facts, start_log  # noqa: E402
+from e2elib import arguments, begin, record_facts  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    checks = Checks(a.verbose)
-    log = start_log(a.workdir)
+    a, checks, log = begin(arguments(timeout=300))
     db_path = os.path.join(a.workdir, "handles.db")
     truth_path = os.path.join(a.workdir, "handles.json")
     # Handle lifetimes between snapshots need `record --handles` (MONITOR_GC at every GC).

@@ -11,30 +11,21 @@ comes. Checks: the GCs after each are in the recording with the runtime's own re
 `heaplens gcs --json` and `heaplens report --json` show it — Induced (induced true), AllocSmall,
 AllocLarge (induced false) —; no GC's reason is unknown. Python 3 standard library only.
 """
-import argparse
 import os
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, record_facts, start_log  # noqa: E402
+from e2elib import arguments, begin, heaplens_json, record_facts  # noqa: E402
 
 WANT = {"induced": ("Induced", True), "alloc_small": ("AllocSmall", False),
         "alloc_large": ("AllocLarge", False)}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arguments(timeout=300)
     ap.add_argument("--mode", default="full")
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    checks = Checks(a.verbose)
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap)
     db_path = os.path.join(a.workdir, "reasons.db")
     truth_path = os.path.join(a.workdir, "reasons.json")
     t = record_facts(checks, a, db_path, truth_path, [], log, record_options=["--mode", a.mode],

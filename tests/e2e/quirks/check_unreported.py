@@ -24,31 +24,23 @@ must be the program's own, per type, exactly — on .NET 10 too, where ObjectAll
 most of them: System.Action 2N, System.Int32 N, S<System.String> N, Publisher N. Python 3
 standard library only.
 """
-import argparse
 import os
 import sqlite3
 import sys
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import DROP_COUNTERS, Checks, record_facts, start_log  # noqa: E402
+from e2elib import DROP_COUNTERS, arguments, begin, record_facts  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arguments()
     ap.add_argument("--n", type=int, default=100)
     ap.add_argument("--no-handles", action="store_true",
                     help="record without --handles: snapshots as with it, no flagged counts")
     ap.add_argument("--census", action="store_true",
                     help="record --mode sampled: the census of gen0 counts the loops' objects")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    checks = Checks(a.verbose)
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap)
     db_path = os.path.join(a.workdir, "unreported.db")
     truth_path = os.path.join(a.workdir, "unreported.json")
     # --snapshot gen2: .NET 8 reports GC.Collect(compacting: true) with reason "other", so the

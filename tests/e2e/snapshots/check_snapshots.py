@@ -51,7 +51,6 @@ then checks with SQL on the recording's snapshot tables, each comparison being o
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
 exits 1 if anything failed (2 on usage errors).
 """
-import argparse
 import json
 import os
 import selectors
@@ -64,8 +63,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import (DROP_COUNTERS, GEN_NAMES, Checks, bucket, check_snapshot_forms,  # noqa: E402
-                    fmt_counts, record, run, start_log)  # shared e2e helpers
+from e2elib import (DROP_COUNTERS, GEN_NAMES, arguments, begin, bucket,  # noqa: E402
+                    check_snapshot_forms, fmt_counts, record, run)  # shared e2e helpers
 
 KIND_NAMES = {"unknown": 0, "strong": 1, "weak": 2, "pinned": 3, "refcounted": 4}
 ROOT_KIND_NAMES = {"other": 0, "stack": 1, "finalizer": 2, "handle": 3}
@@ -852,11 +851,8 @@ def check_compact(checks, a, db, log, where="(i)"):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--heaplens", required=True, help="path of the heaplens executable")
-    ap.add_argument("--dll", help="path of SnapshotGraphs.dll (not needed with --db)")
-    ap.add_argument("--workdir", required=True, help="directory for recordings, truth and logs")
-    ap.add_argument("--dotnet", default="dotnet", help="dotnet host (default: dotnet from PATH)")
+    ap = arguments(__doc__.split("\n")[0], dll_required=False, timeout=300,
+                   dll_help="path of SnapshotGraphs.dll (not needed with --db)")
     ap.add_argument("--db", help="check this existing recording instead of recording "
                                  "(needs --truth; the on-demand part is not run)")
     ap.add_argument("--truth", help="ground truth JSON of the --db recording")
@@ -864,12 +860,7 @@ def main():
                                            "--wait-for-snapshot (needs --on-demand-truth)")
     ap.add_argument("--on-demand-truth", help="ground truth JSON of the --on-demand-db recording")
     ap.add_argument("--no-on-demand", action="store_true", help="skip the on-demand part (h)")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds allowed per recording")
-    ap.add_argument("-v", "--verbose", action="store_true", help="also list passed checks")
-    a = ap.parse_args()
-
-    log = start_log(a.workdir)
-    checks = Checks(a.verbose)
+    a, checks, log = begin(ap)
 
     if a.db:
         if not a.truth:

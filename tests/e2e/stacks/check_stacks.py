@@ -24,7 +24,6 @@ and Minor, 3:1, and writes its true counts. From SQL on the recording:
     the flame graph with the frames of the chain.
 Python 3 standard library only; prints every mismatch and "N passed, M failed".
 """
-import argparse
 import json
 import os
 import re
@@ -36,7 +35,7 @@ import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, program, remove_stale, run, start_log  # noqa: E402
+from e2elib import arguments, begin, heaplens_json, program, remove_db, remove_stale, run  # noqa: E402
 
 NS = "AllocSites."
 CHAIN = [NS + "Program.C", NS + "Program.B", NS + "Program.A", NS + "Program.Run",
@@ -59,11 +58,7 @@ def stacks_of(con, type_name):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arguments()
     ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9, sampled mode): stacks only")
     ap.add_argument("--mode", default="full", choices=["full", "sampled"])
     ap.add_argument("--chromium", help="render the report's flame graph with this browser")
@@ -71,12 +66,10 @@ def main():
     ap.add_argument("--expect-budgeted", action="store_true",
                     help="sampled mode under a small HEAPLENS_SAMPLE_BUDGET: some samples must "
                          "have been left out, and the estimates still hold")
-    a = ap.parse_args()
-    checks = Checks(verbose=True)
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap, verbose=True)
     db = os.path.join(a.workdir, "stacks.db")
     truth_path = os.path.join(a.workdir, "truth.json")
-    remove_stale(db, db + "-wal", db + "-shm", db + "-journal", truth_path)
+    remove_db(db, truth_path)
     cmd = [a.heaplens, "record", "-q", "--mode", a.mode, "-o", db, "--"] + program(a.dotnet, a.dll) + \
         [truth_path, "--count", str(a.count)]
     rc, out, err = run(cmd, log=log)

@@ -30,7 +30,6 @@ Each snapshot's trigger and reason are checked in the table, in `snapshots --jso
 `snapshots` (text). Python 3 standard library only; prints every mismatch and a final line
 "N passed, M failed"; exits 1 if anything failed.
 """
-import argparse
 import json
 import os
 import re
@@ -42,7 +41,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import Checks, heaplens_json, program, remove_stale, run, start_log  # noqa: E402
+from e2elib import arguments, begin, heaplens_json, program, remove_db, run  # noqa: E402
 
 WAIT_S = 300  # the longest wait for a GC or a snapshot to be stored (a loaded machine)
 
@@ -67,7 +66,7 @@ class Session:
         it from its first snapshot on (waited for)."""
         self.a, self.log = a, log
         self.db = os.path.join(a.workdir, f"{name}.db")
-        remove_stale(self.db, self.db + "-wal", self.db + "-shm")
+        remove_db(self.db)
         self.err = open(os.path.join(a.workdir, f"{name}.stderr"), "w")
         self.attach = None
         if attach:
@@ -350,18 +349,11 @@ def control(checks, a, log):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--heaplens", required=True)
-    ap.add_argument("--dotnet", default="dotnet")
-    ap.add_argument("--dll", required=True)
-    ap.add_argument("--workdir", required=True)
+    ap = arguments(__doc__.split("\n")[0])
     ap.add_argument("--graph", type=int, default=4000000, help="objects of the long-pause list")
     ap.add_argument("--only", help="one scenario: gen2-growth, heap, limit, pause, every, control, "
                                    "attach")
-    ap.add_argument("-v", "--verbose", action="store_true")
-    a = ap.parse_args()
-    checks = Checks(a.verbose)
-    log = start_log(a.workdir)
+    a, checks, log = begin(ap)
     scenarios = {"gen2-growth": gen2_growth, "heap": heap, "limit": limit, "pause": pause,
                  "every": every, "control": control, "attach": attached}
     for key, fn in scenarios.items():
