@@ -50,7 +50,8 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2elib import (DROP_COUNTERS, GEN_NAMES, arguments, begin, bucket,  # noqa: E402
-                    check_snapshot_forms, fmt_counts, heaplens_json, record, run)
+                    check_snapshot_forms, fmt_counts, heaplens_json, record, recording_given,
+                    run)
 
 LOH_THRESHOLD = 85000
 
@@ -98,13 +99,9 @@ def main():
     census_off = a.census == "off"
     recorded = []  # record's (stdout, stderr)
 
-    if a.db:
-        if not a.truth:
-            ap.error("--db needs --truth")
+    if recording_given(ap, a):
         db, truth_path, heaplens_rc = a.db, a.truth, None
     else:
-        if not a.dll:
-            ap.error("--dll is required (or --db and --truth)")
         name = os.path.splitext(os.path.basename(a.dll))[0].lower()
         db = os.path.join(a.workdir, name + ".db")
         truth_path = os.path.join(a.workdir, "truth.json")

@@ -133,6 +133,19 @@ def arguments(description=None, dll_required=True, dll_help=None, timeout=None):
     return ap
 
 
+def recording_given(ap, a):
+    """Whether --db (with --truth) names a recording to check again instead of recording one;
+    a usage error (exit 2) when --db comes without --truth, or neither --db nor --dll is given.
+    For the scripts whose arguments() has dll_required=False and --db, --truth of their own."""
+    if a.db:
+        if not a.truth:
+            ap.error("--db needs --truth")
+        return True
+    if not a.dll:
+        ap.error("--dll is required (or --db and --truth)")
+    return False
+
+
 def begin(ap, verbose=False):
     """Parses the arguments; makes the work directory with an empty heaplens.log (start_log).
     Returns (arguments, Checks, the log's path); `verbose` lists passed checks without -v."""

@@ -42,7 +42,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from e2elib import arguments, begin, heaplens_json, remove_stale, run  # noqa: E402  (shared e2e helpers)
+from e2elib import arguments, begin, heaplens_json, recording_given, remove_stale, run  # noqa: E402  (shared e2e helpers)
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
@@ -415,13 +415,9 @@ def main():
     ap.add_argument("--db", help="check this existing recording instead (needs --truth)")
     ap.add_argument("--truth", help="ground truth JSON of the --db recording")
     a, checks, log = begin(ap)
-    if a.db:
-        if not a.truth:
-            ap.error("--db needs --truth")
+    if recording_given(ap, a):
         db, truth_path = a.db, a.truth
     else:
-        if not a.dll:
-            ap.error("--dll is required (or --db and --truth)")
         db = os.path.join(a.workdir, "leakdemo.db")
         truth_path = os.path.join(a.workdir, "truth.json")
         remove_stale(db, truth_path)

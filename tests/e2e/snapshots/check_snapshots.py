@@ -64,7 +64,8 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from e2elib import (DROP_COUNTERS, GEN_NAMES, arguments, begin, bucket,  # noqa: E402
-                    check_snapshot_forms, fmt_counts, record, run)  # shared e2e helpers
+                    check_snapshot_forms, fmt_counts, record, recording_given,
+                    run)  # shared e2e helpers
 
 KIND_NAMES = {"unknown": 0, "strong": 1, "weak": 2, "pinned": 3, "refcounted": 4}
 ROOT_KIND_NAMES = {"other": 0, "stack": 1, "finalizer": 2, "handle": 3}
@@ -862,13 +863,9 @@ def main():
     ap.add_argument("--no-on-demand", action="store_true", help="skip the on-demand part (h)")
     a, checks, log = begin(ap)
 
-    if a.db:
-        if not a.truth:
-            ap.error("--db needs --truth")
+    if recording_given(ap, a):
         db, truth_path, heaplens_rc = a.db, a.truth, None
     else:
-        if not a.dll:
-            ap.error("--dll is required (or --db and --truth)")
         db = os.path.join(a.workdir, "snapshotgraphs.db")
         truth_path = os.path.join(a.workdir, "truth.json")
         # --handles: the handle lifetimes of (e) need the runtime's GC monitoring at every GC;
