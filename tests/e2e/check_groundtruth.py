@@ -22,7 +22,8 @@ with `heaplens record`, then compares, each comparison being one check:
       LOH/POH types must appear as 3/4, small-object types as 0..2); the survivors_by_generation
       view agrees with the command;
   (c) the recording: heaplens database, run status complete, mode full, every drop/anomaly
-      counter 0, no incomplete GC;
+      counter 0, no incomplete GC; in full mode the runtime reported roots (MONITOR_GC's walk)
+      at the first GC and the snapshot GCs only, never at the others;
   (d) heaplens' exit status == the program's (run with --exit-code 7 by default) == run.exit_status.
 
 With --census off (sampled mode without the census of gen0) the small objects' counts must be
@@ -181,6 +182,21 @@ def main():
                   and seen >= total_allocs, f"allocs_seen {seen!r} < {total_allocs}")
         bad = conn.execute("SELECT group_concat(gc) FROM gcs WHERE incomplete != 0").fetchone()[0]
         checks.ok("(c) no GC marked incomplete", bad is None, f"incomplete GCs: {bad}")
+        # Full mode follows GCs without the runtime's walk of every GC (issue 17): MONITOR_GC is
+        # on at the first GC and at snapshots only, and the runtime reports roots (gcs.roots)
+        # at exactly those GCs. With the walk at every GC (`record --handles`, run.flags
+        # `handles`, asks for it), every GC would have roots.
+        run_flags = conn.execute("SELECT coalesce(max(flags), '') FROM run").fetchone()[0]
+        if a.mode == "full" and "handles" not in run_flags.split(","):
+            walked = [g for (g,) in conn.execute(
+                "SELECT gc FROM gcs WHERE roots > 0 AND gc > 1"
+                " AND gc NOT IN (SELECT gc FROM snapshots) ORDER BY gc")]
+            checks.ok("(c) full mode: the runtime walked only the first GC and snapshot GCs",
+                      not walked, f"roots reported at GCs {walked[:20]}")
+            unwalked = [g for (g,) in conn.execute(
+                "SELECT gc FROM snapshots WHERE gc NOT IN (SELECT gc FROM gcs WHERE roots > 0)")]
+            checks.ok("(c) full mode: every snapshot GC walked (roots reported)", not unwalked,
+                      f"snapshot GCs without roots: {unwalked}")
         # The end of the recording builds no generation history: it is still the GCs' changes,
         # which the view derives; the first command below builds the rows (compared in (f)).
         checks.eq("(c) object_generation_rows empty before the first command", 0,

@@ -10,7 +10,11 @@
  * while its second snapshot held ~4,500 new LeakedRecords. Its snapshots: the first (the heap
  * found at the attach) 10 objects, 2 frozen; the second 4,512, 2 frozen: at least 4,502
  * allocated during the session survived a GC. A sampled recording (record --mode sampled) counts
- * all of a snapshot's objects (none were there before). */
+ * all of a snapshot's objects (none were there before).
+ *
+ * Full mode's waits (issue 17: threads wait for the collector instead of dropping): the time is
+ * shown by the summary line, `info` (text and JSON) and `report --json` (the page's "Threads
+ * waited" card reads it there); a recording without waits says nothing about them. */
 #include "tests/unit/common/cli_test.h"
 
 #include "session/recording.h"
@@ -41,10 +45,34 @@ static void fixture_followed(const char *name, uint32_t mode)
                 " (2, 2, 4512, 0, 0, 0, 145000, 0, 0, 2, 0);");
 }
 
+/* A full-mode recording whose threads waited `waits` times, `wait_ns` in all. */
+static void fixture_waited(const char *name, uint64_t waits, uint64_t wait_ns)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 78, "dotnet MidLife.dll");
+    hl_sb_type(sb, 1, "MidLife.Order");
+    hl_sb_alloc(sb, 1, 1, 32, 100);
+    hl_sb_alloc(sb, 2, 1, 32, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 3);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_run_end e = {.end_unix_ns = HL_SB_START_UNIX_NS + 1000000000u,
+                    .end_mono_ns = HL_SB_MONO_NS + 1000000000u,
+                    .gcs = 1,
+                    .shutdown_mono_ns = HL_SB_MONO_NS + 1000000000u - 5000000u,
+                    .counters = {.allocs_seen = 2, .thread_waits = waits,
+                                 .thread_wait_ns = wait_ns}};
+    hl_sb_run_end_full(sb, &e);
+    fixture_write(sb, name);
+}
+
 static void fixtures_build(void)
 {
     fixture_followed("attach.db", HL_MODE_ATTACH);
     fixture_followed("sampled.db", HL_MODE_SAMPLED);
+    fixture_waited("waited.db", 58, 13001628235u);
+    fixture_waited("nowait.db", 0, 0);
 }
 
 /* The summary as record and attach print it on stderr (text) and return it (JSON). */
@@ -107,8 +135,58 @@ static void case_survived(void)
     check_survived("sampled.db", 4510, "(at least 4,510 survived a GC, by the snapshots)");
 }
 
+static int64_t counter_of(json_t *doc, const char *name)
+{
+    return json_integer_value(json_object_get(json_object_get(doc, "counters"), name));
+}
+
+static void check_waits(const char *name, int64_t waits, int64_t wait_ns, const char *words)
+{
+    g_autofree char *path = fixture_path(name);
+    recording_summary_options o = {.json = TRUE};
+    json_t *j = recording_summary_print(path, &o);
+    CHECK(j != NULL);
+    CHECK_INT(json_integer_value(json_object_get(j, "thread_waits")), waits);
+    CHECK_INT(json_integer_value(json_object_get(j, "thread_wait_ns")), wait_ns);
+    CHECK_INT(json_integer_value(json_object_get(j, "allocations_lost")), 0);
+    json_decref(j);
+    g_autofree char *text = summary_text_new(name);
+    gboolean said = text && strstr(text, "threads waited") != NULL;
+    if (words ? !text || !strstr(text, words) : said) {
+        fprintf(stderr, "%s: the summary %s '%s':\n%s", name, words ? "lacks" : "says",
+                words ? words : "threads waited", text ? text : "");
+        failures++;
+    }
+    for (int k = 0; k < 2; k++) { /* info --json, report --json: the same counters */
+        run_result r = k == 0 ? RUN("info", name, "--json") : RUN("report", name, "--json");
+        json_t *doc = json_loads(r.out, 0, NULL);
+        CHECK(doc != NULL);
+        CHECK_INT(counter_of(doc, "thread_waits"), waits);
+        CHECK_INT(counter_of(doc, "thread_wait_ns"), wait_ns);
+        json_decref(doc);
+        run_result_release(&r);
+    }
+}
+
+static void case_waits(void)
+{
+    check_waits("waited.db", 58, 13001628235,
+                "0 lost, threads waited 13001.628 ms for the collector (58 waits)");
+    run_result r = RUN("info", "waited.db");
+    if (!strstr(r.out, "thread_wait_ns            13,001,628,235 (13001.628 ms)  time program "
+                       "threads waited for the collector, summed over threads\n") ||
+        !strstr(r.out, "thread_waits              58  allocations that waited for room in the "
+                       "collector's buffers (nothing lost)\n")) {
+        fprintf(stderr, "info's wait lines:\n%s", r.out);
+        failures++;
+    }
+    run_result_release(&r);
+    check_waits("nowait.db", 0, 0, NULL);
+}
+
 static const cli_test_case cases[] = {
     {"survived", case_survived},
+    {"waits", case_waits},
 };
 
 int main(int argc, char **argv)
