@@ -652,6 +652,12 @@ static bool pieces_build(hl_census *s, const hm_gen_range *ranges, size_t n, uin
     return true;
 }
 
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* A helper thread: walks pieces whenever the GC thread wakes it (see HELPER_*). */
 static void *helper_main(void *arg) {
     hl_census_helper *h = arg;
@@ -671,9 +677,13 @@ static void *helper_main(void *arg) {
         /* Late (scheduled after the others took most pieces): its lanes would take the last
          * pieces at once and leave the GC thread waiting for them; it takes none. */
         size_t taken = atomic_load_explicit(&s->next_piece, memory_order_relaxed);
+        uint64_t c0 = s->floor ? thread_cpu_ns() : 0;
         if (!types_clear(&h->tab) ||
             (taken + 2 * CENSUS_LANES <= s->n_pieces && !walk_counting(s, &h->tab, NULL)))
             atomic_store_explicit(&s->failed, true, memory_order_relaxed);
+        if (s->floor)
+            atomic_fetch_add_explicit(&s->floor_helper_cpu_ns, thread_cpu_ns() - c0,
+                                      memory_order_relaxed);
         atomic_store_explicit(&h->state, HELPER_DONE, memory_order_release);
         futex_wake(&h->state);
     }
@@ -860,12 +870,6 @@ static bool walk_count(hl_census *s, ICorProfilerInfo *info, const hm_gen_range 
     return ok;
 }
 
-static uint64_t thread_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* HEAPLENS_CENSUS_FLOOR: one word of every cache line of gen0's ranges, prefetched
  * CENSUS_PREFETCH ahead as a lane prefetches, timed into s->floor_read_cpu_ns. */
 static void floor_read(hl_census *s, const hm_gen_range *ranges, size_t n) {
@@ -900,6 +904,7 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
     bool ok = types_clear(&s->tab) && walk_count(s, info, before, n_before);
     if (s->floor) {
         s->floor_walk_cpu_ns += thread_cpu_ns() - c0;
+        s->floor_walk_wall_ns += hl_now_ns() - t0;
         s->floor_walks++;
     }
     /* Not exact unless the previous GC's gen0 is known (it is not at the first GC after an
@@ -919,6 +924,7 @@ hl_census_result hl_census_walk(hl_census *s, ICorProfilerInfo *info, const hm_g
         r.done = r.counts != NULL;
     }
     r.walk_ns = hl_now_ns() - t0;
+    s->floor_objects += s->floor ? r.objects : 0;
     if (s->floor && !floor_first)
         floor_read(s, before, n_before);
     return r;

@@ -138,10 +138,14 @@ typedef struct hl_census {
      * plain read of one word per cache line of the same gen0 ranges (prefetched as the walk
      * prefetches; remembered spans, which the walk jumps over, included), made before the walk
      * at even walks and after it at odd ones, so that neither always finds gen0 warm from the
-     * other. Not in census_ns. Totals over the run (HEAPLENS_STATS prints them); with helper
-     * threads only the GC thread's part of the walk is timed. */
+     * other. Not in census_ns. Totals over the run (HEAPLENS_STATS prints them): the GC
+     * thread's CPU in the walks and each helper's apart (a helper times its own part), so that
+     * walking alone and with helpers compare in CPU as well as in wall time (the walks' pause),
+     * and the objects counted. */
     bool floor;
     uint64_t floor_walks, floor_walk_cpu_ns, floor_read_cpu_ns, floor_bytes;
+    uint64_t floor_walk_wall_ns, floor_objects;
+    _Atomic uint64_t floor_helper_cpu_ns;
 } hl_census;
 
 void hl_census_init(hl_census *s, bool on);

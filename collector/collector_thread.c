@@ -1020,11 +1020,14 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 (unsigned long long)p->gcs.census.walks_helped);
     if (p->gcs.census.on && p->gcs.census.floor) /* HEAPLENS_CENSUS_FLOOR (census.h) */
         fprintf(stderr,
-                "heaplens: census floor: walks=%llu walk_cpu_ms=%.1f read_cpu_ms=%.1f "
-                "gen0_mib=%.1f\n",
+                "heaplens: census floor: walks=%llu walk_cpu_ms=%.1f helpers_cpu_ms=%.1f "
+                "walk_wall_ms=%.1f read_cpu_ms=%.1f gen0_mib=%.1f objects=%llu\n",
                 (unsigned long long)p->gcs.census.floor_walks,
-                p->gcs.census.floor_walk_cpu_ns / 1e6, p->gcs.census.floor_read_cpu_ns / 1e6,
-                p->gcs.census.floor_bytes / 1048576.0);
+                p->gcs.census.floor_walk_cpu_ns / 1e6,
+                atomic_load(&p->gcs.census.floor_helper_cpu_ns) / 1e6,
+                p->gcs.census.floor_walk_wall_ns / 1e6, p->gcs.census.floor_read_cpu_ns / 1e6,
+                p->gcs.census.floor_bytes / 1048576.0,
+                (unsigned long long)p->gcs.census.floor_objects);
 }
 
 /* The writer was lost, so the stream cannot say how the run ended: the end file (wire/hl_wire.h)

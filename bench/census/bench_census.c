@@ -222,11 +222,15 @@ int main(int argc, char **argv) {
                wall / (double)objects, cpu / 1e6, cpu / (double)objects);
     }
     if (s.floor && s.floor_walks) /* HEAPLENS_CENSUS_FLOOR=1: the times above hold its reads */
-        printf("  HEAPLENS_CENSUS_FLOOR, mean of every walk (GC thread's CPU): the walk %.3f ms, "
-               "%.2f ns per object; a plain read of every cache line of the same gen0 %.3f ms "
+        printf("  HEAPLENS_CENSUS_FLOOR, mean of every walk: the walk %.3f ms of the GC "
+               "thread's CPU and %.3f of its helpers', %.2f ns per object, %.3f ms wall; a "
+               "plain read of every cache line of the same gen0 by one thread %.3f ms "
                "(%.1f GB/s)\n",
                s.floor_walk_cpu_ns / 1e6 / (double)s.floor_walks,
-               s.floor_walk_cpu_ns / (double)s.floor_walks / (double)objects,
+               atomic_load(&s.floor_helper_cpu_ns) / 1e6 / (double)s.floor_walks,
+               (s.floor_walk_cpu_ns + atomic_load(&s.floor_helper_cpu_ns)) /
+                   (double)s.floor_walks / (double)objects,
+               s.floor_walk_wall_ns / 1e6 / (double)s.floor_walks,
                s.floor_read_cpu_ns / 1e6 / (double)s.floor_walks,
                (double)s.floor_bytes / (double)s.floor_read_cpu_ns);
     if (sink == 42)

@@ -694,6 +694,11 @@ int main(void) {
     }
     CHECK_INT(f.floor_walks, 2);
     CHECK_INT(f.floor_bytes, 2 * (floor_ranges[0].length + floor_ranges[1].length));
+    /* ... with the objects the walks counted and their wall time, for the figures per GC; no
+     * helper walked here (gen0 is far below a piece), so the helpers' CPU stays 0. */
+    CHECK_INT(f.floor_objects, 2 * (floor_nodes + floor_chars));
+    CHECK(f.floor_walk_wall_ns > 0);
+    CHECK_INT(atomic_load(&f.floor_helper_cpu_ns), 0);
     hl_census_release(&f);
 
     hl_census_release(&s);
