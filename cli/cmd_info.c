@@ -328,6 +328,10 @@ int cmd_info(int argc, char **argv)
                             json_boolean(info.estimates.estimated && !info.estimates.census));
         json_object_set_new(totals_json, "allocations_census",
                             json_boolean(info.estimates.census));
+        /* Survivors between snapshots are the followed samples' (or the snapshots' lower
+         * bound): not the exact count a full recording gives. */
+        json_object_set_new(totals_json, "allocations_survived_estimated",
+                            json_boolean(info.estimates.followed));
         if (info.estimates.census) {
             json_object_set_new(totals_json, "estimated_allocations",
                                 json_integer(info.allocations.estimated));
