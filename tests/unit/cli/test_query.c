@@ -479,7 +479,8 @@ static json_t *json_run_new(const char *command, const char *name, const char *m
 
 /* A sampled recording that follows its samples marks every estimate it gives: objects_live
  * (the followed objects only, between snapshots) is null in the report as in `gcs`, info's
- * survivors say they are estimated, and so do ages by age (an object a snapshot named counts
+ * survivors say they are estimated and its objects that they are the followed ones, and so do
+ * ages by age (an object a snapshot named counts
  * its GCs from it), also at a snapshot's GC; a full recording marks none. */
 static void case_followed_marks(void)
 {
@@ -508,7 +509,14 @@ static void case_followed_marks(void)
         json_t *totals = json_object_get(info, "totals");
         CHECK(json_is_boolean(json_object_get(totals, "allocations_survived_estimated")) &&
               json_is_true(json_object_get(totals, "allocations_survived_estimated")) == followed);
+        CHECK(json_is_boolean(json_object_get(totals, "objects_followed_only")) &&
+              json_is_true(json_object_get(totals, "objects_followed_only")) == followed);
         json_decref(info);
+        run_result text = RUN("info", files[f]);
+        CHECK((strstr(text.out, "  FOLLOWED only (samples' objects") != NULL) == followed);
+        CHECK((strstr(text.out, "  of the followed objects (every live object only at a "
+                                "snapshot's GC") != NULL) == followed);
+        run_result_release(&text);
 
         for (int gc = 2; gc <= 3; gc++) {
             json_t *ages = json_run_new("survivors", files[f], "--gc", gc == 2 ? "2" : "3", "--by",
@@ -710,7 +718,8 @@ static void case_info_json(void)
         "    \"file_bytes\": %s,\n"
         "    \"allocations_estimated\": false,\n"
         "    \"allocations_census\": false,\n"
-        "    \"allocations_survived_estimated\": false\n"
+        "    \"allocations_survived_estimated\": false,\n"
+        "    \"objects_followed_only\": false\n"
         "  },\n"
         "  \"allocations\": {\n"
         "    \"mode\": \"full\",\n"
