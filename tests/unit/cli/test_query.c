@@ -463,6 +463,8 @@ static void case_survivors_followed(void)
     sqlite3_close(db);
 }
 
+static int64_t fixture_int(const char *name, const char *sql);
+
 /* `--json` of a command on a fixture, parsed (NULL when it failed: counted). */
 static json_t *json_run_new(const char *command, const char *name, const char *more1,
                             const char *more2, const char *more3, const char *more4)
@@ -525,6 +527,12 @@ static void case_followed_marks(void)
             json_decref(ages);
         }
     }
+    /* the view marks its estimates: the GCs without a snapshot */
+    CHECK(fixture_int("fmarks.db", "SELECT sum(estimated * gc) * 100 + sum(NOT estimated)"
+                                   "  FROM survivors_by_generation") ==
+          fixture_int("fmarks.db", "SELECT sum(gc IN (1, 2) * gc) * 100 + sum(gc = 3)"
+                                   "  FROM survivors_by_generation"));
+    CHECK(fixture_int("app.db", "SELECT count(*) FROM survivors_by_generation WHERE estimated") == 0);
     EXPECT(RUN("survivors", "fmarks.db", "--gc", "3", "--by", "age", "--top", "1"), 0,
            "alive after GC 3: 6 objects, 98.0 KiB (the 1 largest of 5 groups); age = GCs "
            "survived; ages ESTIMATED: an object a snapshot named counts its GCs from that "
