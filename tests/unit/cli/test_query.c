@@ -527,6 +527,11 @@ static void case_followed_marks(void)
             json_decref(ages);
         }
     }
+    /* per thread every figure is the samples' (full mode: exact, unmarked) */
+    run_result thread = RUN("allocations", "fmarks.db", "--thread", "101");
+    CHECK(thread.status == 0 && strstr(thread.out, "\n\n~") != NULL &&
+          strstr(thread.out, " by thread 101, ESTIMATED from the allocation samples\n") != NULL);
+    run_result_release(&thread);
     /* the view marks its estimates: the GCs without a snapshot */
     CHECK(fixture_int("fmarks.db", "SELECT sum(estimated * gc) * 100 + sum(NOT estimated)"
                                    "  FROM survivors_by_generation") ==
