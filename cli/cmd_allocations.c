@@ -208,14 +208,18 @@ int cmd_allocations(int argc, char **argv)
                    " (allocations after GC %" G_GINT64_FORMAT " began, before GC %" G_GINT64_FORMAT
                    " began)\n\n",
                    between, from_gc, to_gc, from_gc - 1, to_gc);
-        const char *approx = !part && totals.estimated > 0 ? "~" : "";
+        /* Per thread, a sampled or attach recording knows only its samples' threads: every
+         * figure of a thread is an estimate (the note says so too). */
+        gboolean thread_estimated = thread && estimates.uncounted;
+        const char *approx = thread_estimated || (!part && totals.estimated > 0) ? "~" : "";
         printf("%s%s %s (%s%s) of %s %s", approx,
                query_count_format(part ? part_count : totals.count, count),
                (part ? part_count : totals.count) == 1 ? "allocation" : "allocations", approx,
                query_size_format(part ? part_bytes : totals.bytes, bytes),
                query_count_format(types->len, types_text), types->len == 1 ? "type" : "types");
         if (thread) {
-            printf(" by thread %s\n\n", thread);
+            printf(" by thread %s%s\n\n", thread,
+                   thread_estimated ? ", ESTIMATED from the allocation samples" : "");
         } else if (between) {
             fputs("\n\n", stdout);
         } else {

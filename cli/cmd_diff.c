@@ -134,6 +134,9 @@ int cmd_diff(int argc, char **argv)
                       (json_int_t)total.new_count, "dead", (json_int_t)total.dead, "survived",
                       (json_int_t)total.survived, "new_bytes", (json_int_t)total.new_bytes,
                       "dead_bytes", (json_int_t)total.dead_bytes);
+        /* How objects were matched where the collector did not follow each of them. */
+        json_object_set_new(head, "followed", json_boolean(diff->followed_mode != NULL));
+        json_object_set_new(head, "from_gen0_renamed", json_integer(diff->from_gen0_named));
         query_json_rows_begin(&jrows, stdout, head);
         json_decref(head);
     } else {
@@ -179,6 +182,22 @@ int cmd_diff(int argc, char **argv)
                query_size_format(total.dead_bytes, d), query_count_format(total.survived, e));
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);
+        if (diff->followed_mode) {
+            char n[QUERY_FORMAT_MAX];
+            printf("note: %s is a%s %s recording that follows its samples: objects are matched "
+                   "by id, kept from the snapshot that named an object (or the sample that "
+                   "followed it) on; one allocated after %s that no sample followed was first "
+                   "named by %s (new there, as it is)",
+                   path, strcmp(diff->followed_mode, "attach") == 0 ? "n" : "",
+                   diff->followed_mode, from_name, to_name);
+            if (diff->from_gen0_named > 0)
+                printf("; %s %s %s found in gen0 %s named for it only (counted dead: one still "
+                       "alive is new here)",
+                       query_count_format(diff->from_gen0_named, n),
+                       diff->from_gen0_named == 1 ? "object" : "objects", from_name,
+                       diff->from_gen0_named == 1 ? "was" : "were");
+            printf("\n");
+        }
         if (to_file)
             printf("note: across two files, an object survives when the same allocation number "
                    "has the same type in both (exact only for a program that allocates the same "

@@ -173,10 +173,21 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                                          "while recording (the followed samples estimate fewer)"
                                    : estimates->followed ? "  ESTIMATED from the followed samples"
                                                          : ""));
+    /* Following samples, the objects rows are the followed ones only: no count of survivors
+     * (those are the estimate above, and `survivors` per GC). */
     info_lines_add(lines, "objects tracked",
-                   g_strdup_printf("%s (%s)", query_count_format(t->objects, a),
-                                   query_size_format(t->object_bytes, b)));
-    info_lines_add(lines, "alive at end", count_dup(t->objects_alive));
+                   g_strdup_printf("%s (%s)%s", query_count_format(t->objects, a),
+                                   query_size_format(t->object_bytes, b),
+                                   estimates->followed
+                                       ? "  FOLLOWED only (samples' objects, large and pinned "
+                                         "ones, those a snapshot named), not every survivor"
+                                       : ""));
+    info_lines_add(lines, "alive at end",
+                   g_strdup_printf("%s%s", query_count_format(t->objects_alive, a),
+                                   estimates->followed
+                                       ? "  of the followed objects (every live object only at "
+                                         "a snapshot's GC; 'survivors' estimates the others)"
+                                       : ""));
     info_lines_add(lines, "types", count_dup(t->types));
     info_lines_add(lines, "threads", count_dup(t->threads));
     info_lines_add(lines, "file size",
@@ -328,6 +339,13 @@ int cmd_info(int argc, char **argv)
                             json_boolean(info.estimates.estimated && !info.estimates.census));
         json_object_set_new(totals_json, "allocations_census",
                             json_boolean(info.estimates.census));
+        /* Survivors between snapshots are the followed samples' (or the snapshots' lower
+         * bound): not the exact count a full recording gives. */
+        json_object_set_new(totals_json, "allocations_survived_estimated",
+                            json_boolean(info.estimates.followed));
+        /* ... and objects, objects_alive_at_end count the followed objects only. */
+        json_object_set_new(totals_json, "objects_followed_only",
+                            json_boolean(info.estimates.followed));
         if (info.estimates.census) {
             json_object_set_new(totals_json, "estimated_allocations",
                                 json_integer(info.allocations.estimated));

@@ -26,7 +26,7 @@ static void survivors_json_print(const query_survivors *s, gboolean by_age)
 {
     query_json_rows rows;
     json_t *head = by_age ? json_pack("{s:I, s:s, s:b}", "gc", (json_int_t)s->gc, "by", "age",
-                                      "estimated", s->estimated)
+                                      "estimated", s->estimated || s->ages_estimated)
                           : json_pack("{s:I, s:b}", "gc", (json_int_t)s->gc, "estimated",
                                       s->estimated);
     query_json_rows_begin(&rows, stdout, head);
@@ -72,7 +72,11 @@ static void survivors_text_print(const query_survivors *s, gboolean by_age, uint
         printf(" (the %" PRIu64 " largest of %" PRId64 " groups)", top, s->total_groups);
     printf(by_age ? "; age = GCs survived" : "");
     /* Sampled mode between snapshots: the followed samples, each standing for its weight. */
-    printf(s->estimated ? "; ESTIMATED from the allocation samples' objects\n" : "\n");
+    printf(s->estimated ? "; ESTIMATED from the allocation samples' objects" : "");
+    /* Objects a snapshot named count their GCs from it: ages are at least these. */
+    printf(s->ages_estimated ? "; ages ESTIMATED: an object a snapshot named counts its GCs from "
+                               "that snapshot (at least)\n"
+                             : "\n");
     if (query_table_rows(table) > 0)
         query_table_print(table, stdout);
 }

@@ -23,7 +23,12 @@ typedef struct diff_side {
     uint32_t type_id;
     int64_t size;
     int64_t read; /* objects read so far */
+    int64_t gen0_named; /* objects read that a snapshot named and found in gen0 */
 } diff_side;
+
+/* Ids from 2^48 up were given by a snapshot's heap walk (SCHEMA.md, "Sampled and attach
+ * recordings"). */
+#define DIFF_NAMED_ID_MIN (INT64_C(1) << 48)
 
 static gboolean side_next(diff_side *s, GError **error)
 {
@@ -52,6 +57,9 @@ static gboolean side_next(diff_side *s, GError **error)
         int64_t type = sqlite3_column_int64(s->stmt, 1); /* NULL (no objects row): 0 */
         s->type_id = type > 0 && type < snapshot_types_count(s->types) ? (uint32_t)type : 0;
         s->size = sqlite3_column_int64(s->stmt, 2);
+        if (s->id >= DIFF_NAMED_ID_MIN && sqlite3_column_type(s->stmt, 3) == SQLITE_INTEGER &&
+            sqlite3_column_int64(s->stmt, 3) == 0)
+            s->gen0_named++;
     }
     return TRUE;
 }
@@ -59,7 +67,8 @@ static gboolean side_next(diff_side *s, GError **error)
 static gboolean side_open(diff_side *s, GError **error)
 {
     s->stmt = query_db_prepare(s->db,
-                               "SELECT so.object_id, o.type_id, o.size FROM snapshot_objects so"
+                               "SELECT so.object_id, o.type_id, o.size, so.generation"
+                               "  FROM snapshot_objects so"
                                " LEFT JOIN objects o ON o.id = so.object_id"
                                " WHERE so.snapshot = ?1 ORDER BY so.object_id",
                                error);
@@ -111,6 +120,7 @@ void query_diff_free(query_diff *d)
     g_clear_pointer(&d->from_types, snapshot_types_free);
     g_clear_pointer(&d->to_types, snapshot_types_free);
     g_free(d->renumbered_mode);
+    g_free(d->followed_mode);
     g_free(d->from_names);
     g_free(d->to_names);
     g_free(d);
@@ -216,6 +226,17 @@ query_diff *query_diff_new(sqlite3 *from_db, const char *path, sqlite3 *to_db,
         qsort(d->rows->data, d->rows->len, sizeof(query_diff_row), diff_row_cmp);
     d->from = from.info;
     d->to = to.info;
+    /* One recording that follows its samples: ids are kept from the snapshot (or sample) that
+     * named an object on, but a snapshot names what it finds in gen0 for itself only. */
+    if (!two_files) {
+        g_auto(query_estimates) mode = {0};
+        if (!query_estimates_get(from_db, &mode, error))
+            goto out;
+        if (mode.followed) {
+            d->followed_mode = g_strdup(mode.mode);
+            d->from_gen0_named = from.gen0_named;
+        }
+    }
     /* Sampled and attach recordings give ids as GCs find objects, not in allocation order: the
      * same id in two such files is not the same allocation. */
     if (two_files) {

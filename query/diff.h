@@ -34,6 +34,11 @@ struct query_diff {
      * objects, not by allocation): that file's path (borrowed) and its mode; NULL otherwise. */
     const char *renumbered_path;
     char *renumbered_mode;
+    /* One sampled or attach recording that follows its samples: its mode (NULL otherwise), and
+     * how many objects of the first snapshot it had named in gen0, for that snapshot only (dead
+     * at the next GC to the model: one still alive is named again, as new, by the second). */
+    char *followed_mode;
+    int64_t from_gen0_named;
     /* private */
     snapshot_types *from_types, *to_types;
     char (*from_names)[QUERY_FORMAT_MAX], (*to_names)[QUERY_FORMAT_MAX];

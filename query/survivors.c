@@ -226,6 +226,17 @@ gboolean query_survivors_read(sqlite3 *db, const char *path, const char *gc_text
     if (!survivors_gc_pick(db, path, gc_text, &s->gc, error) ||
         !query_estimates_survivors(db, s->gc, &s->estimated, error))
         goto out;
+    /* Ages: exact where every survivor was followed from its allocation (full mode); else
+     * the objects a snapshot named (most of them) are as old as that snapshot, at least. */
+    if (by_age) {
+        int64_t named = 0;
+        if (!query_db_int(db,
+                          "SELECT coalesce((SELECT mode = 'attach' OR instr(coalesce(flags, ''),"
+                          " 'samples-followed') > 0 FROM run WHERE id = 1), 0)",
+                          &named, error))
+            goto out;
+        s->ages_estimated = named != 0;
+    }
     /* An estimate needs the spans' weights (a file summed up before they were has none). */
     gboolean spans = FALSE;
     if (!query_db_has_spans(db, s->estimated, &spans, error))

@@ -22,6 +22,10 @@ typedef struct query_survivors {
     int64_t gc;
     gboolean estimated; /* counts and bytes are estimates from followed samples (sampled mode,
                          * no snapshot at this GC: query_estimates_survivors) */
+    gboolean ages_estimated; /* by age, in a sampled recording that follows its samples or an
+                              * attach recording: most objects were named by a snapshot's heap
+                              * walk and count their GCs from it (lower bounds), even at a
+                              * snapshot's GC */
     GArray *groups; /* query_survivor_group: by generation, then bytes (or by age first) */
     /* over all groups, also when only the top ones are kept (0 when none survived) */
     int64_t total_count, total_bytes, total_groups;

@@ -14,6 +14,7 @@
 #include "query/checkpoints.h"
 #include "query/count_sites.h"
 #include "query/estimates.h"
+#include "query/gcs.h"
 #include "query/info.h"
 #include "query/inspect.h"
 #include "query/leaks.h"
@@ -81,9 +82,12 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
 
 /* ---- one row per GC --------------------------------------------------------------------- */
 
+/* objects_live as `heaplens gcs` gives it: NULL at a GC where the model held only the followed
+ * samples' objects (a sampled recording between snapshots), no count of live objects. */
 #define REPORT_GCS_SQL(census)                                                                 \
     "SELECT gc, generation, reason, induced, compacting, pause_ns, start_ns, end_ns,"          \
-    "       survived_bytes, moved_bytes, objects_live, incomplete,"                            \
+    "       survived_bytes, moved_bytes, " QUERY_GC_OBJECTS_LIVE_SQL("gc_summary") ","           \
+    "       incomplete,"                                                                        \
     "       gen0_before, gen0_after, gen1_before, gen1_after, gen2_before, gen2_after,"        \
     "       loh_before, loh_after, poh_before, poh_after, pinned_roots, " census               \
     "  FROM gc_summary ORDER BY gc"

@@ -116,7 +116,8 @@ json_t *report_definitions_new(void)
         "between snapshots: each sampled object followed stands for its sample's weight.",
         "top_types",
         "The types with the most live bytes right after any one GC (their peak), and their live "
-        "bytes after every GC.",
+        "bytes after every GC. In a sampled recording (run.flags samples-followed) ESTIMATES "
+        "between snapshots, as the survivors.",
         "pinned_objects",
         "GC roots with the pinning flag at the end of the GC (pinned handles and pinned locals; "
         "gcs.pinned_roots); \xe2\x80\x94 (null in JSON) when the recording does not say.",

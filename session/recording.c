@@ -747,6 +747,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         json_object_set_new(j, "census_off", json_boolean(census_off));
         json_object_set_new(j, "allocations_survived_at_least",
                             followed ? json_integer(followed_survived.proven) : json_null());
+        json_object_set_new(j, "allocations_survived_estimated", json_boolean(followed));
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));

@@ -386,7 +386,9 @@ const char store_schema_spans_views[] =
     "       CAST(round(total(CASE WHEN sp.reset <= g.gc THEN sp.count\n"
     "                        ELSE coalesce(sp.est_count, sp.count) END)) AS INTEGER) AS count,\n"
     "       CAST(round(total(CASE WHEN sp.reset <= g.gc THEN sp.bytes\n"
-    "                        ELSE coalesce(sp.est_bytes, sp.bytes) END)) AS INTEGER) AS bytes\n"
+    "                        ELSE coalesce(sp.est_bytes, sp.bytes) END)) AS INTEGER) AS bytes,\n"
+    "       (instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0\n"
+    "        AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc = g.gc)) AS estimated\n"
     "FROM gcs g\n"
     "JOIN object_spans sp\n"
     "  ON sp.from_gc <= g.gc AND (sp.until_gc IS NULL OR sp.until_gc > g.gc)\n"
@@ -547,11 +549,14 @@ static const char store_schema_views[] =
     "LEFT JOIN types t ON t.id = o.type_id;\n"
     "\n"
     /* Sampled recordings that follow their samples: estimates between snapshots, each
-     * sampled object weighted (store.h STORE_SURVIVOR_SAMPLE_ON); counts 1 otherwise. */
+     * sampled object weighted (store.h STORE_SURVIVOR_SAMPLE_ON); counts 1 otherwise. The
+     * column `estimated` says which rows are estimates (1), as `survivors --json` does. */
     "CREATE VIEW survivors_by_generation AS\n"
     "SELECT g.gc AS gc, og.generation AS generation, " STORE_TYPE_NAME("t", "o") " AS type,\n"
     "       CAST(round(total(coalesce(s.est_count, 1))) AS INTEGER) AS count,\n"
-    "       CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER) AS bytes\n"
+    "       CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER) AS bytes,\n"
+    "       (instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0\n"
+    "        AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc = g.gc)) AS estimated\n"
     "FROM gcs g\n"
     "JOIN object_generations og\n"
     "  ON og.from_gc <= g.gc AND (og.until_gc IS NULL OR og.until_gc > g.gc)\n"

@@ -28,6 +28,8 @@
   var CENSUS = !!ALLOC.census;
   var EST = !!ALLOC.estimated && !CENSUS;
   var APPROX = EST ? '\u2248 ' : '';
+  /* Samples followed: the objects rows are the followed ones only, not every survivor. */
+  var FOLLOWED = !!(D.plots && D.plots.survivors && D.plots.survivors.estimated);
   function rowApprox(r) { return EST || (CENSUS && !isNum(r.census_objects)) ? '\u2248 ' : ''; }
 
   function $(id) { return document.getElementById(id); }
@@ -153,7 +155,7 @@
     html += stat(EST ? 'Allocated (est.)' : 'Allocated', esc(APPROX + fmtCount(t.objects)) + '<small>objects</small>',
       esc(APPROX + fmtSize(t.object_bytes)) + ' \u00b7 ' + esc(fmtCount(t.types)) + ' types<br>' +
       (CENSUS && tail.count ? 'exact up to the last GC, \u2248 ' + esc(fmtCount(tail.count)) + ' after it (est.)<br>' : '') +
-      esc(fmtCount(t.objects_alive_at_end)) + ' alive at the end');
+      esc(fmtCount(t.objects_alive_at_end)) + (FOLLOWED ? ' followed objects alive at the end' : ' alive at the end'));
     var issues = [];
     DROP_COUNTERS.forEach(function (d) {
       if (c[d[0]]) issues.push(fmtCount(c[d[0]]) + ' ' + d[1]);
@@ -399,6 +401,14 @@
     });
     plot('plot-heap', { title: 'heap size after each GC', series: heap, scale: 'size', caption: DEF.heap_size });
 
+    /* A sampled recording that follows its samples: survivors (and so the top types by live
+     * bytes) between snapshots are the followed samples' estimates; the titles say so. */
+    var SURV_EST = !!(D.plots && D.plots.survivors && D.plots.survivors.estimated);
+    var TYPES_EST = !!(D.plots && D.plots.top_types && D.plots.top_types.estimated);
+    $('plot-survivors').querySelector('h2').textContent = (SURV_EST ? '\u2248 ' : '') +
+      'Survivors per generation' + (SURV_EST ? ' (estimated between snapshots)' : '');
+    $('plot-types').querySelector('h2').textContent = (TYPES_EST ? '\u2248 ' : '') +
+      'Top types by live bytes' + (TYPES_EST ? ' (estimated between snapshots)' : '');
     var sv = (D.plots && D.plots.survivors && D.plots.survivors.series) || {};
     plot('plot-survivors', {
       title: 'survivors per generation', scale: 'size', caption: DEF.survivors,

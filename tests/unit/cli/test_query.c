@@ -463,6 +463,90 @@ static void case_survivors_followed(void)
     sqlite3_close(db);
 }
 
+static int64_t fixture_int(const char *name, const char *sql);
+
+/* `--json` of a command on a fixture, parsed (NULL when it failed: counted). */
+static json_t *json_run_new(const char *command, const char *name, const char *more1,
+                            const char *more2, const char *more3, const char *more4)
+{
+    run_result r = RUN(command, name, "--json", more1, more2, more3, more4);
+    json_t *doc = r.status == 0 ? json_loads(r.out, 0, NULL) : NULL;
+    if (!doc) {
+        fprintf(stderr, "%s %s --json: exit %d: %s\n", command, name, r.status, r.err);
+        failures++;
+    }
+    run_result_release(&r);
+    return doc;
+}
+
+/* A sampled recording that follows its samples marks every estimate it gives: objects_live
+ * (the followed objects only, between snapshots) is null in the report as in `gcs`, info's
+ * survivors say they are estimated and its objects that they are the followed ones, and so do
+ * ages by age (an object a snapshot named counts
+ * its GCs from it), also at a snapshot's GC; a full recording marks none. */
+static void case_followed_marks(void)
+{
+    static const char *const files[] = {"fmarks.db", "app.db"};
+    fixture_app("fmarks.db");
+    /* the snapshot row stands alone: no objects, so that the report reads it */
+    fixture_sql("fmarks.db", FOLLOWED_SQL "UPDATE snapshots SET objects = 0;");
+    for (int f = 0; f < 2; f++) {
+        gboolean followed = f == 0;
+        json_t *gcs = json_run_new("gcs", files[f], NULL, NULL, NULL, NULL);
+        json_t *report = json_run_new("report", files[f], NULL, NULL, NULL, NULL);
+        json_t *rows = json_object_get(gcs, "rows");
+        json_t *report_rows = json_object_get(report, "gcs");
+        CHECK(json_array_size(rows) == 3 && json_array_size(report_rows) == 3);
+        for (size_t i = 0; i < json_array_size(rows); i++) {
+            json_t *live = json_object_get(json_array_get(rows, i), "objects_live");
+            json_t *report_live = json_object_get(json_array_get(report_rows, i), "objects_live");
+            /* GC 3 has the snapshot: every live object counted there */
+            CHECK(followed && i < 2 ? json_is_null(live) : json_is_integer(live));
+            CHECK(json_equal(live, report_live));
+        }
+        json_decref(gcs);
+        json_decref(report);
+
+        json_t *info = json_run_new("info", files[f], NULL, NULL, NULL, NULL);
+        json_t *totals = json_object_get(info, "totals");
+        CHECK(json_is_boolean(json_object_get(totals, "allocations_survived_estimated")) &&
+              json_is_true(json_object_get(totals, "allocations_survived_estimated")) == followed);
+        CHECK(json_is_boolean(json_object_get(totals, "objects_followed_only")) &&
+              json_is_true(json_object_get(totals, "objects_followed_only")) == followed);
+        json_decref(info);
+        run_result text = RUN("info", files[f]);
+        CHECK((strstr(text.out, "  FOLLOWED only (samples' objects") != NULL) == followed);
+        CHECK((strstr(text.out, "  of the followed objects (every live object only at a "
+                                "snapshot's GC") != NULL) == followed);
+        run_result_release(&text);
+
+        for (int gc = 2; gc <= 3; gc++) {
+            json_t *ages = json_run_new("survivors", files[f], "--gc", gc == 2 ? "2" : "3", "--by",
+                                        "age");
+            CHECK(json_is_true(json_object_get(ages, "estimated")) == followed);
+            json_decref(ages);
+        }
+    }
+    /* per thread every figure is the samples' (full mode: exact, unmarked) */
+    run_result thread = RUN("allocations", "fmarks.db", "--thread", "101");
+    CHECK(thread.status == 0 && strstr(thread.out, "\n\n~") != NULL &&
+          strstr(thread.out, " by thread 101, ESTIMATED from the allocation samples\n") != NULL);
+    run_result_release(&thread);
+    /* the view marks its estimates: the GCs without a snapshot */
+    CHECK(fixture_int("fmarks.db", "SELECT sum(estimated * gc) * 100 + sum(NOT estimated)"
+                                   "  FROM survivors_by_generation") ==
+          fixture_int("fmarks.db", "SELECT sum(gc IN (1, 2) * gc) * 100 + sum(gc = 3)"
+                                   "  FROM survivors_by_generation"));
+    CHECK(fixture_int("app.db", "SELECT count(*) FROM survivors_by_generation WHERE estimated") == 0);
+    EXPECT(RUN("survivors", "fmarks.db", "--gc", "3", "--by", "age", "--top", "1"), 0,
+           "alive after GC 3: 6 objects, 98.0 KiB (the 1 largest of 5 groups); age = GCs "
+           "survived; ages ESTIMATED: an object a snapshot named counts its GCs from that "
+           "snapshot (at least)\n"
+           "age  gen  count     bytes  type\n"
+           "  3  loh      1  97.7 KiB  System.Byte[]\n",
+           "");
+}
+
 /* One integer from `sql` on fixture `name`; -1 when there is no row. */
 static int64_t fixture_int(const char *name, const char *sql)
 {
@@ -646,7 +730,9 @@ static void case_info_json(void)
         "    \"threads\": 3,\n"
         "    \"file_bytes\": %s,\n"
         "    \"allocations_estimated\": false,\n"
-        "    \"allocations_census\": false\n"
+        "    \"allocations_census\": false,\n"
+        "    \"allocations_survived_estimated\": false,\n"
+        "    \"objects_followed_only\": false\n"
         "  },\n"
         "  \"allocations\": {\n"
         "    \"mode\": \"full\",\n"
@@ -1297,6 +1383,7 @@ static const cli_test_case cases[] = {
     {"survivors_json", case_survivors_json},
     {"survivors_followed", case_survivors_followed},
     {"survivors_followed_spans", case_survivors_followed_spans},
+    {"followed_marks", case_followed_marks},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
     {"survivors_no_gc", case_survivors_no_gc},

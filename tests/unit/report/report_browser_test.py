@@ -666,9 +666,43 @@ def test_estimates(a, heaplens, workdir):
             g = next(x for x in doc['gcs'] if x['gc'] == int(tr.attrs['data-gc']))
             check(c is not None and num(c.attrs.get('data-v', '')) == g['allocated_bytes'] and
                   c.text().startswith('\u2248 ') == est, '%s: GC %s allocated cell %r' % (label, g['gc'], c and c.text()))
+        # survivors and top types: estimates between snapshots only where samples are followed
+        for fig, name in (('plot-survivors', 'Survivors per generation'), ('plot-types', 'Top types by live bytes')):
+            h = dom.find(id=fig).find('h2').text()
+            check(h == name, '%s: %s title %r (no sample followed)' % (label, fig, h))
+        summary_all = dom.find(id='summary').text()
+        check('followed objects' not in summary_all and ' alive at the end' in summary_all,
+              '%s: alive at the end unmarked (no sample followed) %r' % (label, summary_all))
         page_text = dom.find('main').text()
         if not est:
             check('\u2248' not in page_text.replace('\u2248 allocated', ''), '%s: nothing marked as an estimate' % label)
+
+
+def test_followed(a, heaplens, workdir):
+    """A sampled recording that follows its samples (report_fixture sampled with run.flags
+    samples-followed, no snapshot): the survivors and top types plots are estimates, and their
+    titles say so."""
+    db = os.path.join(workdir, 'followed.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'sampled', db])
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(db)
+    con.execute("UPDATE run SET flags = 'samples-followed'")
+    con.commit()
+    con.close()
+    page = os.path.join(workdir, 'followed.html')
+    r = run([heaplens, 'report', db, '-o', page])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([heaplens, 'report', db, '--json']).stdout)
+    check(doc['plots']['survivors']['estimated'] is True and doc['plots']['top_types']['estimated'] is True,
+          'followed: plots estimated %r' % {k: doc['plots'][k]['estimated'] for k in ('survivors', 'top_types')})
+    dom, _ = dump_dom(workdir, page)
+    for fig, name in (('plot-survivors', 'Survivors per generation'), ('plot-types', 'Top types by live bytes')):
+        h = dom.find(id=fig).find('h2').text()
+        check(h == '\u2248 %s (estimated between snapshots)' % name, 'followed: %s title %r' % (fig, h))
+    summary = dom.find(id='summary').text()
+    check('followed objects alive at the end' in summary, 'followed: card %r' % summary)
 
 
 def test_census(a, heaplens, workdir):
@@ -776,7 +810,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     heaplens = os.path.abspath(a.heaplens)
-    for test in (test_example, test_checkpoints, test_stacks, test_estimates, test_census, test_rounding, test_interaction, test_big):
+    for test in (test_example, test_checkpoints, test_stacks, test_estimates, test_followed, test_census, test_rounding, test_interaction, test_big):
         before = len(FAILURES)
         test(a, heaplens, a.workdir)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

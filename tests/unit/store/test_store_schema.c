@@ -153,14 +153,14 @@ static void test_golden_views(void)
                "3|9|System.String|48|2|100\n"
                "3|10|App.Node|24|1|100\n");
     CHECK_ROWS(db, "SELECT * FROM survivors_by_generation WHERE gc = 3 ORDER BY bytes DESC",
-               "3|2|System.String|2|80\n"
-               "3|4|System.Byte[]|1|64\n"
-               "3|1|App.Node|1|24\n");
+               "3|2|System.String|2|80|0\n"
+               "3|4|System.Byte[]|1|64|0\n"
+               "3|1|App.Node|1|24|0\n");
     CHECK_ROWS(db, "SELECT * FROM survivors_by_generation WHERE gc = 2 ORDER BY generation, type",
-               "2|1|System.String|2|80\n"
-               "2|2|System.String|1|32\n"
-               "2|3|System.Byte[]|1|100000\n"
-               "2|4|System.Byte[]|1|64\n");
+               "2|1|System.String|2|80|0\n"
+               "2|2|System.String|1|32|0\n"
+               "2|3|System.Byte[]|1|100000|0\n"
+               "2|4|System.Byte[]|1|64|0\n");
     CHECK_ROWS(db, "SELECT * FROM allocations_by_type ORDER BY bytes DESC",
                "System.Byte[]|2|100064\n"
                "System.String|6|200\n"

@@ -215,6 +215,35 @@ static void case_diff(void)
                      "  3    2.9 KiB     0         0 B         3   +2.9 KiB  App.Leaf\n"
                      "  3      120 B     0         0 B         3     +120 B  App.Leak\n");
     run_result_release(&r);
+    doc = RUN_JSON("diff", "graph.db", "--json");
+    CHECK(doc && json_is_false(json_object_get(doc, "followed")) &&
+          jint(doc, "from_gen0_renamed") == 0);
+    json_decref(doc);
+}
+
+/* One sampled (or attach) recording that follows its samples: the same matching by id, and
+ * diff says how the objects no sample followed were matched. */
+static void case_diff_followed(void)
+{
+    file_copy("graph.db", "gfollowed.db");
+    fixture_sql("gfollowed.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed'");
+    json_t *doc = RUN_JSON("diff", "gfollowed.db", "--from", "1", "--to", "2", "--json");
+    CHECK(doc && json_is_true(json_object_get(doc, "followed")) &&
+          jint(doc, "from_gen0_renamed") == 0 &&
+          jint(json_object_get(doc, "total"), "survived") == 18);
+    json_decref(doc);
+    run_result r = RUN("diff", "gfollowed.db", "--from", "1", "--to", "2", "--top", "1");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.out, "note: gfollowed.db is a sampled recording that follows its samples: "
+                        "objects are matched by id, kept from the snapshot that named an object "
+                        "(or the sample that followed it) on; one allocated after snapshot 1 "
+                        "that no sample followed was first named by snapshot 2 (new there, as "
+                        "it is)\n") != NULL);
+    run_result_release(&r);
+    fixture_sql("gfollowed.db", "UPDATE run SET mode = 'attach'");
+    r = RUN("diff", "gfollowed.db", "--top", "1");
+    CHECK(strstr(r.out, "note: gfollowed.db is an attach recording that follows") != NULL);
+    run_result_release(&r);
 }
 
 /* A snapshot whose objects (or roots) were deleted is damage, said in one line by every command
@@ -417,6 +446,7 @@ static const cli_test_case cases[] = {
     {"leaks_stored", case_leaks_stored},
     {"leaks_counts_held", case_leaks_counts_held},
     {"diff", case_diff},
+    {"diff_followed", case_diff_followed},
     {"diff_files", case_diff_files},
     {"leaks_files", case_leaks_files},
     {"leaks_files_steady", case_leaks_files_steady},
