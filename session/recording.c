@@ -767,6 +767,10 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
             fprintf(stderr, "heaplens: warning: the program never loaded the collector: %s in "
                             "its environment forbids the runtime to load a profiler (unset it); "
                             "%s holds no data\n", veto, output);
+        else if (o->program_signal > 0) /* not a question of .NET: it died first (Ctrl-C) */
+            fprintf(stderr, "heaplens: the program was killed by signal %d (%s) before it loaded "
+                            "the collector; %s holds no data\n", o->program_signal,
+                    strsignal(o->program_signal), output);
         else
             fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a "
                             ".NET program?); %s holds no data\n", output);
@@ -869,9 +873,11 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
+const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
+
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
-    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    const char *const *suffixes = recording_db_suffixes;
     struct stat st;
     *resolved = NULL;
     if (strcmp(output, "-") == 0) { /* stdout to every other output: never a file named "-" */
@@ -899,7 +905,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
-    for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
         if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,

@@ -181,6 +181,24 @@ touch c.db-wal  # the leftover of a killed writer is part of the database c.db
 
 "$hl" record --force -q -o b.db -- sh -c 'kill -9 $$' 2>err; check "signal passed through" 137 $? err ""
 
+# A program killed before it loaded the collector: said so, not asked whether it is a .NET program
+"$hl" record --force -o early.db -- sh -c 'kill -TERM $$' 2>err
+check "killed before the collector" 143 $? err "^heaplens: the program was killed by signal 15 \(Terminated\) before it loaded the collector; early.db holds no data$"
+
+# A signal that reaches heaplens before the program started (Ctrl-C at once; a SIGTERM from a
+# service manager) ended heaplens alone: the database was left 'recording', empty or 'no data'.
+# Now the program is not started, nothing is left, and heaplens ends by that signal. strace
+# delivers it deterministically at heaplens' first fork (the writer's), as SIGINT from the
+# terminal comes (si_code SI_KERNEL, which heaplens does not forward once the program runs).
+for sig in INT TERM; do
+  rm -f ran
+  strace -o /dev/null -e trace=clone -e inject=clone:signal=SIG$sig:when=1 \
+    "$hl" record -o early-$sig.db -- sh -c 'touch ran' 2>err
+  status=$?
+  check "SIG$sig before the program started" $((128 + $(kill -l $sig))) $status err "^heaplens: record: .* before the program started: nothing was recorded$"
+  [ ! -e ran ] && [ -z "$(ls early-$sig.db* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL SIG$sig before the start: the program ran or a file was left"; ls early-$sig.db* ran; }
+done
+
 # The output must be a regular file: a FIFO or a device is refused, never removed (even with
 # --force); through a symbolic link, the database goes beside the link's target.
 mkfifo fifo
