@@ -875,6 +875,23 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * writes there), never the link. Sets *resolved to the path to record to. */
 const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
 
+gboolean recording_output_name_fits(const char *path, size_t extra, GError **error) {
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    long name_max = pathconf(dir, _PC_NAME_MAX);
+    if (name_max <= 0)
+        name_max = NAME_MAX;
+    size_t longest = strlen(base) + extra + strlen("-journal");
+    if (longest <= (size_t)name_max)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                "cannot record to %s: its name is too long: the name of SQLite's journal beside "
+                "%s would be %zu bytes, over the %ld this file system takes (name it %zu byte%s "
+                "shorter)", path, extra ? "a descendant's database (--children)" : "it", longest,
+                name_max, longest - (size_t)name_max, longest - (size_t)name_max == 1 ? "" : "s");
+    return FALSE;
+}
+
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
     const char *const *suffixes = recording_db_suffixes;
@@ -897,6 +914,12 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
     char *real = force && stat(output, &st) == 0 ? realpath(output, NULL) : NULL;
     *resolved = g_strdup(real ? real : output);
     free(real);
+    /* A name that fits only without SQLite's suffixes was created, and the recording then
+     * failed mid-way ("unable to open database file") with the program run for nothing. */
+    if (!recording_output_name_fits(*resolved, 0, error)) {
+        g_clear_pointer(resolved, g_free);
+        return FALSE;
+    }
     pid_t holder = force ? recording_output_holder(*resolved) : 0;
     if (holder != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,

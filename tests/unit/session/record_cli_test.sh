@@ -199,6 +199,19 @@ for sig in INT TERM; do
   [ ! -e ran ] && [ -z "$(ls early-$sig.db* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL SIG$sig before the start: the program ran or a file was left"; ls early-$sig.db* ran; }
 done
 
+# A name the file system takes, but not with SQLite's "-journal" after it (or, with --children,
+# not for a descendant's "NAME.PID.db-journal"): refused before the program runs (before, it ran
+# and the recording failed mid-way: "unable to open database file").
+long=$(printf 'n%.0s' $(seq 245))
+for kids in "" --children; do
+  rm -f ran
+  "$hl" record -o "$long.db" $kids -- sh -c 'touch ran' 2>err
+  check "too long for SQLite's journal ${kids:-alone}" 1 $? err "^heaplens: cannot record to $long.db: its name is too long: the name of SQLite's journal beside .* would be 256 bytes, over the 255 this file system takes \(name it 1 byte shorter\)$"
+  [ ! -e ran ] && [ -z "$(ls "$long".* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL too long a name: the program ran or a file was left"; }
+  long=${long:8}
+done
+rm -f ran
+
 # The output must be a regular file: a FIFO or a device is refused, never removed (even with
 # --force); through a symbolic link, the database goes beside the link's target.
 mkfifo fifo
