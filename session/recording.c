@@ -254,10 +254,13 @@ char *recording_private_dir(GError **error) {
     unsigned uid = (unsigned)getuid();
     g_autofree char *base = g_strdup_printf("heaplens-%ld-XXXXXX", (long)getpid());
     g_autofree char *own = g_strdup_printf("heaplens-%u", uid);
-    g_autofree char *longest =
-        g_build_filename(g_get_tmp_dir(), own, base, "control.4194304.sock", NULL);
+    /* Absolute: the program connects from its own working directory (a script's `cd` before
+     * `dotnet`, an attached service's): from a relative TMPDIR it found no socket and was not
+     * recorded ("is it a .NET program?"), a descendant under --children silently. */
+    g_autofree char *tmp_dir = g_canonicalize_filename(g_get_tmp_dir(), NULL);
+    g_autofree char *longest = g_build_filename(tmp_dir, own, base, "control.4194304.sock", NULL);
     g_autofree char *parent = NULL;
-    const char *tmp = g_get_tmp_dir();
+    const char *tmp = tmp_dir;
     if (strlen(longest) >= sizeof addr.sun_path) {
         parent = session_private_dir_make(g_strdup_printf(SESSION_SHORT_DIR_FMT, uid), error);
         if (!parent) {

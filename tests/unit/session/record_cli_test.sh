@@ -40,6 +40,13 @@ TMPDIR=$work/tmpfile "$hl" record -o t.db -- true 2>err
 check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in $work/tmpfile \(TMPDIR\): Not a directory$"
 [ ! -e t.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a bad TMPDIR left t.db"; }
 
+# a relative TMPDIR: the program is given an absolute socket path, as it connects from its own
+# working directory (a script's `cd` before `dotnet` was not recorded: "is it a .NET program?")
+mkdir -p reltmp
+TMPDIR=reltmp "$hl" record -q -o rel.db -- sh -c 'echo "$HEAPLENS_SOCKET" >sock.txt' 2>err
+check "relative TMPDIR" 0 $? err ""
+case $(cat sock.txt) in "$(pwd -P)"/reltmp/*) pass=$((pass + 1)) ;; *) fail=$((fail + 1)); echo "FAIL relative TMPDIR: the program's socket path is '$(cat sock.txt)'" ;; esac
+
 # an empty output name is refused as report -o '' refuses it, not as a file that cannot be made
 "$hl" record -o '' -- true 2>err; check "empty -o" 1 $? err "^heaplens: record: -o needs a file name$"
 "$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
