@@ -81,6 +81,9 @@ int cmd_check(int argc, char **argv)
                                 decided ? json_integer(r->value) : json_null(), "limit",
                                 decided && r->limit >= 0 ? json_integer(r->limit) : json_null(),
                                 "query", r->query, "undecided", r->undecided));
+            if (decided && r->type_unknown) /* only then: the NOTE of the text output */
+                json_object_set_new(json_array_get(rows, json_array_size(rows) - 1),
+                                    "type_unknown", json_true());
         }
         json_t *doc = json_pack("{s:s, s:b, s:I, s:I, s:I, s:o}", "file", path, "ok",
                                 failed + undecided == 0, "assertions", (json_int_t)results->len,
@@ -96,6 +99,9 @@ int cmd_check(int argc, char **argv)
             else if (!r->ok)
                 printf("FAIL %s: expected %s, found %s; see: %s\n", r->assertion, r->expected,
                        r->found, r->query);
+            else if (r->type_unknown) /* a misspelt name held silently: CI passed for ever */
+                printf("NOTE %s holds, but the recording has no type of that name (misspelt? "
+                       "'heaplens allocations' lists the types)\n", r->assertion);
         }
         const char *s = results->len == 1 ? "" : "s";
         if (failed && undecided)

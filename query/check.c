@@ -191,6 +191,7 @@ static gboolean check_max_live(sqlite3 *db, const char *path, const char *value,
         !check_type_resolve(db, path, name, &type, &known, error) ||
         !check_last_snapshot(db, &info, &any, error))
         return FALSE;
+    r->type_unknown = !known;
     g_autofree char *literal = check_sql_literal(type);
     if (at) {
         /* At a checkpoint: alive after the last GC finished before the program wrote it (what
@@ -281,6 +282,7 @@ static gboolean check_max_allocated(sqlite3 *db, const char *path, const char *v
         !check_type_resolve(db, path, name, &type, &known, error) ||
         (at && !checkpoint_range(db, path, "check", at, &from_gc, &to_gc, error)))
         return FALSE;
+    r->type_unknown = !known;
     /* Recorded with --census off, small objects are only estimated from the samples (a type no
      * sample hit shows 0 whatever it allocated): "at most N" cannot rest on that. */
     g_auto(query_estimates) recorded = {0};
@@ -340,6 +342,7 @@ static gboolean check_max_retained(sqlite3 *db, const char *path, const char *va
     if (!check_parse_limit("max-retained", value, TRUE, &name, &r->limit, error) ||
         !check_type_resolve(db, path, name, &type, &known, error))
         return FALSE;
+    r->type_unknown = !known;
     g_autoptr(GError) none = NULL;
     if (!snapshot_pick(db, path, "check", "snapshot", NULL, &info, &none)) {
         /* no snapshot: nothing retains anything, which is not "at most B" */

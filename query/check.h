@@ -49,6 +49,8 @@ typedef struct check_result {
     char *query;     /* a command that shows it: sqlite3 FILE "SELECT ..." or heaplens ... */
     int64_t value, limit; /* the numbers compared (value: rows for --sql); limit -1 for none */
     gboolean retention;   /* retained sizes were computed (the caller commits them) */
+    gboolean type_unknown; /* the recording has no type of that name: an assertion that holds
+                            * may hold only because the name is misspelt (said with it) */
     char *undecided; /* NULL when decided; else why the recording cannot decide it and how to
                       * record what it needs ("one.db has 1 heap snapshot ..."): ok is FALSE,
                       * and expected, found and query are NULL */

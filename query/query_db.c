@@ -411,6 +411,10 @@ static const struct {
     {"writer-stalled", "the writer stalled and the collector gave it up", FALSE},
     {"gc-input-lost", "GC input was lost", FALSE},
     {"program-killed", "the program was killed", TRUE},
+    {"no-shutdown",
+     "the program's runtime ended without shutting down and the program was not killed: it "
+     "replaced itself by exec (what ran after is not recorded) or exited from native code",
+     TRUE},
     {"writer-killed", "the writer was killed", TRUE},
     {"write-failed", "the file could not be written: disk full or an I/O error", TRUE},
     {"stream-corrupt", "the record stream was corrupt", TRUE},

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake pkg-config libglib2.0-dev libjansson-dev libsqlite3-dev sqlite3 python3)
+packages=(build-essential cmake pkg-config libglib2.0-dev libjansson-dev libsqlite3-dev sqlite3 python3 strace)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

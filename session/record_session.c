@@ -86,12 +86,25 @@ static volatile sig_atomic_t pending_signal; /* arrived before the program was s
  * so it is not sent a second time. */
 static void forward_signal(int sig, siginfo_t *info, void *context) {
     (void)context;
-    if (info && info->si_code == SI_KERNEL)
-        return;
-    if (child_pid > 0)
+    if (child_pid <= 0)
+        pending_signal = sig; /* a Ctrl-C too: the program is not started (record_session_run) */
+    else if (!info || info->si_code != SI_KERNEL)
         kill((pid_t)child_pid, sig);
-    else
-        pending_signal = sig;
+}
+
+/* The forwarded signal that arrived before the program started (0: none), with `block` blocked:
+ * one still pending in the kernel is let through to forward_signal first. */
+static int pending_signal_take(const sigset_t *block, const sigset_t *original_mask) {
+    sigset_t pending;
+    if (sigpending(&pending) == 0)
+        for (size_t i = 0; i < N_FORWARDED; i++)
+            if (sigismember(&pending, forwarded_signals[i]) &&
+                !sigismember(original_mask, forwarded_signals[i])) {
+                sigprocmask(SIG_UNBLOCK, block, NULL);
+                sigprocmask(SIG_BLOCK, block, NULL);
+                break;
+            }
+    return (int)pending_signal;
 }
 
 /* Runs the program; returns its pid, or -1 with the exec error. */
@@ -416,6 +429,17 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     const record_options o = *options;
     *summary = NULL;
     *exit_status_out = 1;
+    /* The program gets the terminal's signals itself (same process group, its own
+     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
+     * recording and exits with the program's status. Caught from the start: a Ctrl-C or SIGTERM
+     * in the first milliseconds ended heaplens alone, leaving a database `recording` forever,
+     * empty, or 'no data' with "is it a .NET program?"; now it ends the session before the
+     * program starts (below). */
+    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&forward.sa_mask);
+    struct sigaction original[N_FORWARDED];
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &forward, &original[i]);
     /* The settings the program inherits are checked before anything starts. */
     if (!recording_settings_check("record", environ, NULL, error))
         return FALSE;
@@ -425,6 +449,9 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     g_autofree char *named = o.output ? g_strdup(o.output) : default_output(o.program[0]);
     g_autofree char *output = NULL;
     if (!recording_output_prepare(named, o.force, &output, error))
+        return FALSE;
+    /* a descendant's database adds ".PID" to the name (child_output; pid_max is 4194304) */
+    if (o.children && !recording_output_name_fits(output, strlen(".4194304"), error))
         return FALSE;
     g_autofree char *command = g_strjoinv(" ", o.program);
     recording_summary_options so = {.json = o.json, .quiet = o.quiet, .whose = o.children != NULL};
@@ -452,20 +479,12 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
             return FALSE;
         }
     }
-    /* The program gets the terminal's signals itself (same process group, its own
-     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
-     * recording and exits with the program's status. Blocked around the fork, so that the
-     * child never runs our handler. */
-    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
-    sigemptyset(&forward.sa_mask);
-    struct sigaction original[N_FORWARDED];
+    /* Blocked around the fork, so that the child never runs our handler. */
     sigset_t block, original_mask;
     sigemptyset(&block);
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaddset(&block, forwarded_signals[i]);
     sigprocmask(SIG_BLOCK, &block, &original_mask);
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded_signals[i], &forward, &original[i]);
     /* The collector's mode travels in the environment the program inherits. */
     if (o.mode)
         setenv("HEAPLENS_MODE", o.mode, 1);
@@ -485,6 +504,31 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         setenv("HEAPLENS_COUNT", o.count, 1);
     else
         unsetenv("HEAPLENS_COUNT");
+    /* A signal came before the program started: it is not started, nothing is recorded, and
+     * heaplens ends as that signal would have ended it (its status 128+N otherwise). */
+    int early = pending_signal_take(&block, &original_mask);
+    if (early) {
+        close(writer_stop);
+        waitpid(writer, NULL, 0);
+        if (children > 0) {
+            close(children_stop);
+            close(children_report);
+            waitpid(children, NULL, 0);
+        }
+        recording_sockets_remove(&sockets);
+        for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
+            g_autofree char *path = g_strconcat(output, recording_db_suffixes[i], NULL);
+            unlink(path);
+        }
+        fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded\n",
+                strsignal(early));
+        for (size_t i = 0; i < N_FORWARDED; i++)
+            sigaction(forwarded_signals[i], &original[i], NULL);
+        raise(early);
+        sigprocmask(SIG_SETMASK, &original_mask, NULL);
+        *exit_status_out = 128 + early;
+        return TRUE;
+    }
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
                                   o.children, o.stacks, original, &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
@@ -500,6 +544,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         child_pid = 0;
         query_session_remove(program);
         exit_status = exit_status_of(status);
+        so.program_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     }
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded_signals[i], &original[i], NULL);

@@ -254,10 +254,13 @@ char *recording_private_dir(GError **error) {
     unsigned uid = (unsigned)getuid();
     g_autofree char *base = g_strdup_printf("heaplens-%ld-XXXXXX", (long)getpid());
     g_autofree char *own = g_strdup_printf("heaplens-%u", uid);
-    g_autofree char *longest =
-        g_build_filename(g_get_tmp_dir(), own, base, "control.4194304.sock", NULL);
+    /* Absolute: the program connects from its own working directory (a script's `cd` before
+     * `dotnet`, an attached service's): from a relative TMPDIR it found no socket and was not
+     * recorded ("is it a .NET program?"), a descendant under --children silently. */
+    g_autofree char *tmp_dir = g_canonicalize_filename(g_get_tmp_dir(), NULL);
+    g_autofree char *longest = g_build_filename(tmp_dir, own, base, "control.4194304.sock", NULL);
     g_autofree char *parent = NULL;
-    const char *tmp = g_get_tmp_dir();
+    const char *tmp = tmp_dir;
     if (strlen(longest) >= sizeof addr.sun_path) {
         parent = session_private_dir_make(g_strdup_printf(SESSION_SHORT_DIR_FMT, uid), error);
         if (!parent) {
@@ -768,6 +771,10 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
             fprintf(stderr, "heaplens: warning: the program never loaded the collector: %s in "
                             "its environment forbids the runtime to load a profiler (unset it); "
                             "%s holds no data\n", veto, output);
+        else if (o->program_signal > 0) /* not a question of .NET: it died first (Ctrl-C) */
+            fprintf(stderr, "heaplens: the program was killed by signal %d (%s) before it loaded "
+                            "the collector; %s holds no data\n", o->program_signal,
+                    strsignal(o->program_signal), output);
         else
             fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a "
                             ".NET program?); %s holds no data\n", output);
@@ -870,9 +877,28 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
+const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
+
+gboolean recording_output_name_fits(const char *path, size_t extra, GError **error) {
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    long name_max = pathconf(dir, _PC_NAME_MAX);
+    if (name_max <= 0)
+        name_max = NAME_MAX;
+    size_t longest = strlen(base) + extra + strlen("-journal");
+    if (longest <= (size_t)name_max)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                "cannot record to %s: its name is too long: the name of SQLite's journal beside "
+                "%s would be %zu bytes, over the %ld this file system takes (name it %zu byte%s "
+                "shorter)", path, extra ? "a descendant's database (--children)" : "it", longest,
+                name_max, longest - (size_t)name_max, longest - (size_t)name_max == 1 ? "" : "s");
+    return FALSE;
+}
+
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                GError **error) {
-    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    const char *const *suffixes = recording_db_suffixes;
     struct stat st;
     *resolved = NULL;
     if (strcmp(output, "-") == 0) { /* stdout to every other output: never a file named "-" */
@@ -892,6 +918,12 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
     char *real = force && stat(output, &st) == 0 ? realpath(output, NULL) : NULL;
     *resolved = g_strdup(real ? real : output);
     free(real);
+    /* A name that fits only without SQLite's suffixes was created, and the recording then
+     * failed mid-way ("unable to open database file") with the program run for nothing. */
+    if (!recording_output_name_fits(*resolved, 0, error)) {
+        g_clear_pointer(resolved, g_free);
+        return FALSE;
+    }
     pid_t holder = force ? recording_output_holder(*resolved) : 0;
     if (holder != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
@@ -900,7 +932,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
-    for (size_t i = 0; i < G_N_ELEMENTS(suffixes); i++) {
+    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
         if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,

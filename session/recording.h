@@ -118,6 +118,13 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
                              recording_sockets *sockets, int *stop_fd, int *gone_fd,
                              GError **error);
 
+/* A database's files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. */
+#define RECORDING_DB_FILES 4
+extern const char *const recording_db_suffixes[RECORDING_DB_FILES];
+
+/* FALSE (and why) when SQLite's journal beside `path` would have a name longer than the file
+ * system takes; `extra`: bytes a derived name adds (record --children's ".PID"). */
+gboolean recording_output_name_fits(const char *path, size_t extra, GError **error);
 /* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                   GError **error);
@@ -130,6 +137,7 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
 typedef struct recording_summary_options {
     gboolean json, quiet;
     gboolean whose; /* say whose database it is (run.pid, run.command) */
+    int program_signal; /* the signal that killed the program (0: it exited, or unknown) */
 } recording_summary_options;
 /* The summary of one database: printed on stderr, or returned as JSON with `json`. */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o);

@@ -852,6 +852,9 @@ struct store_writer {
     char *session_dir;            /* store_writer_set_session: where the end file may be */
     pid_t recorder;               /* ... and the recorder's pid (0: not watched) */
     gboolean recorder_killed;     /* the stop pipe ended before any line: the recorder died */
+    gboolean peer_is_program;     /* serve: the collector's process is the recorder's own child,
+                                   * the program itself (not a descendant that claimed it) */
+    gboolean program_exited;      /* serve: the program exited ("exit N"), no signal killed it */
     gboolean collector_ended;     /* no RUN_END on the stream, but the collector's end file came */
     gboolean writer_stalled;      /* the end file says the collector gave us up for a stall */
     gboolean corrupt;     /* the stream stopped at a corrupt record */

@@ -37,6 +37,7 @@ typedef struct store_stop {
     size_t len;
     gboolean done;  /* a full line arrived, or stop_fd reached end of file */
     gboolean known; /* `status` is valid */
+    gboolean signalled; /* "signal N": the program was killed */
     int status;
 } store_stop;
 
@@ -52,6 +53,7 @@ static void store_stop_parse(store_stop *s)
     } else if (sscanf(s->line, "signal %u%c", &n, &nl) >= 1 && n < 128) {
         s->status = 128 + (int)n;
         s->known = TRUE;
+        s->signalled = TRUE;
     }
 }
 
@@ -239,6 +241,27 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
     }
 }
 
+/* The parent of process `pid` (/proc/PID/stat's fourth field), or -1. */
+static pid_t store_pid_parent(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *end_of_name = strrchr(buf, ')'); /* the name may hold ')' and spaces */
+    char state;
+    long parent;
+    if (!end_of_name || sscanf(end_of_name + 1, " %c %ld", &state, &parent) != 2)
+        return -1;
+    return (pid_t)parent;
+}
+
 /* Accepts one pending connection. Returns TRUE with *conn = -1 when there was none after all or
  * it was refused (another uid: counted in w->connections_refused, *refused_uid set). */
 static gboolean store_serve_accept(store_writer *w, int listen_fd, int *conn, uid_t *refused_uid,
@@ -267,6 +290,7 @@ static gboolean store_serve_accept(store_writer *w, int listen_fd, int *conn, ui
         ok = TRUE;
         goto out;
     }
+    w->peer_is_program = w->recorder > 0 && store_pid_parent(cred.pid) == w->recorder;
     *conn = fd;
     fd = -1;
     ok = TRUE;
@@ -356,9 +380,17 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
         w->no_data_forced = TRUE;
     }
     store_control_end(control);
-    if (!store_stop_wait(&stop, control, stop_wait_ms, error))
+    /* The program's stream ended without RUN_END while the program may run on: it replaced
+     * itself by exec (its collector went with the old image), and the recording then lost its
+     * exit status and said the program was killed. Its exit (or the recorder's end) is waited
+     * for however long it runs, as `heaplens record` waits for it; a killed program's arrives
+     * at once. */
+    int wait_ms = conn >= 0 && ingested && !w->complete && w->peer_is_program ? G_MAXINT / 1000
+                                                                              : stop_wait_ms;
+    if (!store_stop_wait(&stop, control, wait_ms, error))
         goto out;
     store_stop_recorder_gone(w, &stop);
+    w->program_exited = stop.known && !stop.signalled;
     if (stop.known && !store_writer_set_exit_status(w, stop.status, error))
         goto out;
     if (!ingested) {

@@ -766,7 +766,8 @@ static gboolean store_writer_update_loss(store_writer *w, GError **error)
         (w->corrupt || w->stopped || !w->collector_ended))
         g_ptr_array_add(names, w->corrupt   ? "stream-corrupt"
                                : w->stopped ? "recording-stopped"
-                                            : "program-killed");
+                               : w->peer_is_program && w->program_exited ? "no-shutdown"
+                                                                         : "program-killed");
     if (w->recorder_killed)
         g_ptr_array_add(names, "recorder-killed");
     g_ptr_array_add(names, NULL);

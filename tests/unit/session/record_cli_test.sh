@@ -40,6 +40,13 @@ TMPDIR=$work/tmpfile "$hl" record -o t.db -- true 2>err
 check "TMPDIR a file" 1 $? err "^heaplens: record: cannot create a directory in $work/tmpfile \(TMPDIR\): Not a directory$"
 [ ! -e t.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a bad TMPDIR left t.db"; }
 
+# a relative TMPDIR: the program is given an absolute socket path, as it connects from its own
+# working directory (a script's `cd` before `dotnet` was not recorded: "is it a .NET program?")
+mkdir -p reltmp
+TMPDIR=reltmp "$hl" record -q -o rel.db -- sh -c 'echo "$HEAPLENS_SOCKET" >sock.txt' 2>err
+check "relative TMPDIR" 0 $? err ""
+case $(cat sock.txt) in "$(pwd -P)"/reltmp/*) pass=$((pass + 1)) ;; *) fail=$((fail + 1)); echo "FAIL relative TMPDIR: the program's socket path is '$(cat sock.txt)'" ;; esac
+
 # an empty output name is refused as report -o '' refuses it, not as a file that cannot be made
 "$hl" record -o '' -- true 2>err; check "empty -o" 1 $? err "^heaplens: record: -o needs a file name$"
 "$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
@@ -180,6 +187,37 @@ touch c.db-wal  # the leftover of a killed writer is part of the database c.db
 "$hl" record --force -q -o b.db -- sh -c 'exit 7' 2>err; check "exit status passed through" 7 $? err ""
 
 "$hl" record --force -q -o b.db -- sh -c 'kill -9 $$' 2>err; check "signal passed through" 137 $? err ""
+
+# A program killed before it loaded the collector: said so, not asked whether it is a .NET program
+"$hl" record --force -o early.db -- sh -c 'kill -TERM $$' 2>err
+check "killed before the collector" 143 $? err "^heaplens: the program was killed by signal 15 \(Terminated\) before it loaded the collector; early.db holds no data$"
+
+# A signal that reaches heaplens before the program started (Ctrl-C at once; a SIGTERM from a
+# service manager) ended heaplens alone: the database was left 'recording', empty or 'no data'.
+# Now the program is not started, nothing is left, and heaplens ends by that signal. strace
+# delivers it deterministically at heaplens' first fork (the writer's), as SIGINT from the
+# terminal comes (si_code SI_KERNEL, which heaplens does not forward once the program runs).
+for sig in INT TERM; do
+  rm -f ran
+  strace -o /dev/null -e trace=clone -e inject=clone:signal=SIG$sig:when=1 \
+    "$hl" record -o early-$sig.db -- sh -c 'touch ran' 2>err
+  status=$?
+  check "SIG$sig before the program started" $((128 + $(kill -l $sig))) $status err "^heaplens: record: .* before the program started: nothing was recorded$"
+  [ ! -e ran ] && [ -z "$(ls early-$sig.db* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL SIG$sig before the start: the program ran or a file was left"; ls early-$sig.db* ran; }
+done
+
+# A name the file system takes, but not with SQLite's "-journal" after it (or, with --children,
+# not for a descendant's "NAME.PID.db-journal"): refused before the program runs (before, it ran
+# and the recording failed mid-way: "unable to open database file").
+long=$(printf 'n%.0s' $(seq 245))
+for kids in "" --children; do
+  rm -f ran
+  "$hl" record -o "$long.db" $kids -- sh -c 'touch ran' 2>err
+  check "too long for SQLite's journal ${kids:-alone}" 1 $? err "^heaplens: cannot record to $long.db: its name is too long: the name of SQLite's journal beside .* would be 256 bytes, over the 255 this file system takes \(name it 1 byte shorter\)$"
+  [ ! -e ran ] && [ -z "$(ls "$long".* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL too long a name: the program ran or a file was left"; }
+  long=${long:8}
+done
+rm -f ran
 
 # The output must be a regular file: a FIFO or a device is refused, never removed (even with
 # --force); through a symbolic link, the database goes beside the link's target.

@@ -434,11 +434,98 @@ static void test_serve_refuses_peer(void)
     tmp_dir_free(dir);
 }
 
+
+typedef struct run_on_args {
+    int go, stop;
+    pid_t child;
+    const char *status;
+    int delay_ms;
+} run_on_args;
+
+/* The recorder's side of test_serve_program_ran_on: lets the program run `delay_ms`, ends it,
+ * reaps it and writes its exit status. */
+static gpointer run_on_thread(gpointer data)
+{
+    run_on_args *a = data;
+    g_usleep((gulong)a->delay_ms * 1000);
+    write_all(a->go, "x", 1);
+    close(a->go);
+    int status;
+    waitpid(a->child, &status, 0);
+    write_all(a->stop, a->status, strlen(a->status));
+    close(a->stop);
+    return NULL;
+}
+
+/* The program (the recorder's own child) ends its stream without RUN_END and runs on: it
+ * replaced itself by exec, or its runtime ended without a shutdown. Its exit is waited for
+ * however long it takes (before, stop_wait_ms, then exit_status NULL), and the loss says it was
+ * not killed ('no-shutdown', not 'program-killed'); a program killed by a signal keeps
+ * 'program-killed'. */
+static void test_serve_program_ran_on(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    golden_marks m = {0};
+    hl_sb *sb = golden_build(&m, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int lfd = listen_unix(sock);
+    static const struct {
+        const char *how, *status, *expect;
+    } runs[] = {
+        {"exec", "exit 0\n", "truncated|0|no-shutdown\n"},
+        {"killed", "signal 9\n", "truncated|137|program-killed\n"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(runs); i++) {
+        int stop[2], go[2];
+        g_assert(pipe2(stop, O_CLOEXEC) == 0 && pipe2(go, O_CLOEXEC) == 0);
+        pid_t child = fork();
+        g_assert(child >= 0);
+        if (child == 0) {
+            /* the program: two GCs sent, its collector gone (exec), then it runs on until told */
+            int fd = connect_unix(sock);
+            if (fd < 0)
+                _exit(3);
+            write_all(fd, bytes, m.gc_end[2] + 30);
+            close(fd);
+            char c;
+            _exit(read(go[0], &c, 1) == 1 ? 0 : 4);
+        }
+        close(go[0]);
+        g_autofree char *path = g_strdup_printf("%s/%s.db", dir, runs[i].how);
+        store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
+        CHECK(w != NULL);
+        store_writer_set_session(w, dir, getpid()); /* the test is the recorder */
+        /* The writer serves with a wait of 1 ms for the exit status; the program exits 300 ms
+         * after it started (a thread tells it to, then writes the status as the recorder does). */
+        run_on_args a = {.go = go[1], .stop = stop[1], .child = child, .status = runs[i].status,
+                         .delay_ms = 300};
+        GThread *t = g_thread_new("recorder", run_on_thread, &a);
+        CHECK(store_writer_serve(w, lfd, -1, stop[0], 1, &error));
+        CHECK_NO_ERROR(error);
+        store_summary sum;
+        CHECK(store_writer_finish(w, &sum, &error));
+        CHECK_NO_ERROR(error);
+        g_thread_join(t);
+        CHECK(sum.connected && !sum.complete && sum.gcs == 2);
+        sqlite3 *db = db_open(path);
+        CHECK_ROWS(db, "SELECT status, exit_status, loss FROM run", runs[i].expect);
+        sqlite3_close(db);
+        close(stop[0]);
+    }
+    close(lfd);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 static const test_case cases[] = {
     {"serve_socket", test_serve_socket},
     {"serve_no_connection", test_serve_no_connection},
     {"serve_connection", test_serve_connection},
     {"serve_refuses_peer", test_serve_refuses_peer},
+    {"serve_program_ran_on", test_serve_program_ran_on},
     {"grouped_reader_sees", test_grouped_reader_sees},
     {"grouped_read_steps", test_grouped_read_steps},
 };

@@ -43,6 +43,19 @@ def main():
                          "--max-retained", "Holder=20K", "--sql", "SELECT 1 WHERE 0")
     expect("assertions that hold", rc == 0 and out == "4 assertions hold\n", f"{rc} {out!r} {err!r}")
 
+    # A misspelt type holds every "at most" assertion (0 of a type nobody allocated): each is
+    # said with a NOTE, exit still 0 (a type never loaded is no error); JSON: type_unknown true.
+    rc, out, err = check("--max-live", "App.Laek=0", "--max-allocated", "App.Laek=0",
+                         "--max-retained", "App.Laek=0", "--max-live", "App.Leak=12")
+    notes = [f"NOTE --{k} App.Laek=0 holds, but the recording has no type of that name (misspelt? "
+             "'heaplens allocations' lists the types)" for k in ("max-live", "max-allocated",
+                                                               "max-retained")]
+    expect("misspelt types noted", rc == 0 and out.splitlines() == notes + ["4 assertions hold"],
+           f"{rc} {out!r} {err!r}")
+    rc, doc, out, err = check_json("--max-live", "App.Laek=0", "--max-live", "App.Leak=12")
+    expect("misspelt type in JSON", rc == 0 and [r.get("type_unknown") for r in
+                                                 doc.get("results", [])] == [True, None], out)
+
     q_live = ("sqlite3 'graph.db' \"SELECT count(*) FROM snapshot_contents WHERE snapshot = 4 "
               "AND type = 'App.Leak'\"")
     cases = [
