@@ -127,6 +127,8 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->writer_lost = c->out.lost;
     k->thread_waits = hl_tbufs_waits(&p->rings);
     k->thread_wait_ns = hl_tbufs_wait_ns(&p->rings);
+    k->census_allocs = c->census_allocs;
+    k->census_bytes = c->census_bytes;
 }
 
 /* The program's peak resident memory so far: VmHWM of /proc/self/status (kB), in bytes; 0 when
@@ -669,6 +671,8 @@ static void census_counts(collector *c, const hl_gc_capture *g, id_vec *counts) 
                             .count = g->census[i].count, .bytes = g->census[i].bytes};
         if (!hl_vec_push(counts, &e))
             c->model_failures++;
+        c->census_allocs += e.count;
+        c->census_bytes += e.bytes;
     }
 }
 

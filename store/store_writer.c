@@ -839,6 +839,10 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"writer_lost", c->writer_lost, w->have_counters},
         {"thread_waits", c->thread_waits, w->have_counters},
         {"thread_wait_ns", c->thread_wait_ns, w->have_counters},
+        /* Only where the census counted (sampled and attach modes, stream version 6 on): their
+         * absence says no total is known, not that none was lost. */
+        {"census_allocs", c->census_allocs, w->have_counters && c->census_allocs != 0},
+        {"census_bytes", c->census_bytes, w->have_counters && c->census_allocs != 0},
         {"stream_bytes", w->stream.stream_bytes, TRUE},
         {"records_read", w->stream.records_read, TRUE},
         {"records_skipped_unknown", w->stream.records_skipped_unknown, TRUE},
