@@ -111,6 +111,7 @@ typedef struct collector {
     uint32_t trigger_pending;
     char trigger_reason[HL_SNAPSHOT_REASON_MAX];
     char name[4096];
+    char traits_name[4096]; /* type_traits_resolve's, apart: it runs while `name` may wait */
 } collector;
 
 /* samples.c: an HL_EV_SAMPLE event (all its slots from `ev` on: frames resolved, stack
