@@ -353,8 +353,13 @@ static gboolean store_writer_run_start(store_writer *w, const store_record *rec,
     store_writer_keep_for_replay(w, rec);
     w->run_flags = rec->u.run_start.h.flags;
     w->run_pid = rec->u.run_start.h.pid;
+    /* The recorder's command line (its 4 KiB, the collector's 2) unless the process recorded is
+     * another: a .NET descendant of a program that is not (`bash -c 'dotnet app.dll'`, make),
+     * whose own command line is not the start of the program's; run.command is that pid's. */
     return store_writer_run_once(w,
-                                 "UPDATE run SET command = coalesce(command, ?1), pid = ?2, "
+                                 "UPDATE run SET command = CASE WHEN command IS NULL OR"
+                                 " substr(command, 1, length(?1)) != ?1 THEN ?1 ELSE command END,"
+                                 " pid = ?2, "
                                  "runtime_version = ?3, producer = ?4, mode = ?5, "
                                  "start_time = ?6, start_mono_ns = ?7 WHERE id = 1",
                                  store_bind_run_start, rec, error) &&
