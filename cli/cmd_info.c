@@ -238,6 +238,9 @@ static const struct {
     {"samples_budgeted",
      "allocation samples left out by the sample budget: the kept ones of their thread weigh "
      "for them (estimates, not a loss)"},
+    {"census_allocs",
+     "small-object allocations the census of gen0 counted, those of lost GCs included"},
+    {"census_bytes", "their bytes"},
     {"thread_waits", "allocations that waited for room in the collector's buffers (nothing lost)"},
     {"thread_wait_ns", "time program threads waited for the collector, summed over threads"},
     {"stream_bytes", "bytes the writer read from the collector"},
@@ -352,6 +355,14 @@ int cmd_info(int argc, char **argv)
             json_object_set_new(totals_json, "estimated_allocation_bytes",
                                 json_integer(info.allocations.estimated_bytes));
         }
+        /* what the census counted and the recording lost with GCs (null: no total says) */
+        query_census_lost census_lost = {0};
+        if (!query_db_census_lost(db, &census_lost, &error))
+            goto out;
+        json_object_set_new(totals_json, "census_allocations_lost",
+                            census_lost.known ? json_integer(census_lost.allocs) : json_null());
+        json_object_set_new(totals_json, "census_allocation_bytes_lost",
+                            census_lost.known ? json_integer(census_lost.bytes) : json_null());
         json_t *allocations = query_estimates_json(&info.estimates);
         json_object_set_new(allocations, "total",
                             query_totals_json(&info.allocations, &info.estimates));

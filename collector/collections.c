@@ -1,5 +1,6 @@
 /* collections.c — see collections.h. */
 #include "collector/collections.h"
+#include "collector/type_names.h"
 
 #include <string.h>
 
@@ -12,7 +13,10 @@ void hl_collections_init(hl_collections *t) {
 }
 
 /* A generic class of System.Collections.Generic named `name`, itself (not a nested type of it,
- * not an array of it). */
+ * not an array of it). A name cut inside its type arguments (type_names.h: the mark comes
+ * before their closing '>') cannot say what follows them: it is taken by its start, and the
+ * fields decide (hl_fields_note_collection: a nested type or an array of the collection has none
+ * of its count and storage fields). */
 static bool generic_named(const char *type_name, const char *name) {
     static const char ns[] = "System.Collections.Generic.";
     size_t n = strlen(name);
@@ -28,6 +32,8 @@ static bool generic_named(const char *type_name, const char *name) {
             depth++;
         else if (*c == '>' && --depth == 0)
             return c[1] == '\0';
+        else if (*c == '.' && strncmp(c, HL_NAME_CUT_MARK, sizeof HL_NAME_CUT_MARK - 1) == 0)
+            return depth > 0;
     }
     return false;
 }

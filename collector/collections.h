@@ -45,7 +45,10 @@ typedef struct hl_collections {
 void hl_collections_init(hl_collections *t);
 
 /* Whether `type_name` is one of the classes above; then the names of its count, free-count (NULL
- * when none) and storage fields. Nested types ("List<T>+Enumerator") and arrays are not. */
+ * when none) and storage fields. Nested types ("List<T>+Enumerator") and arrays are not. The
+ * name must be whole, or cut as type_names.h cuts (HL_NAME_CUT_MARK): a name cut short of that
+ * (a buffer smaller than the TYPE records' 4 KiB) is not recognised. A name cut inside its type
+ * arguments is taken by its start (the fields' offsets then decide). */
 bool hl_collections_fields(const char *type_name, const char **count, const char **free_count,
                            const char **storage);
 

@@ -49,6 +49,9 @@ typedef struct collector {
     /* Losses in the user's units, counted as records are given up (outbox on_lost). */
     uint64_t allocs_dropped_writer, gcs_dropped, snapshots_dropped;
     uint32_t last_gc_dropped, last_snapshot_dropped;
+    /* The census's counts built into ALLOC_COUNTS (sent or not): the writer's file holds what
+     * reached it, so the rest is what a lost GC took along (hl_counters.census_allocs). */
+    uint64_t census_allocs, census_bytes;
     /* Where the collector thread's time goes (HEAPLENS_STATS=1 prints it at Shutdown; timed only
      * then: the thread's CPU clock is a system call, two per pass and four per GC). */
     bool stats;
@@ -108,6 +111,7 @@ typedef struct collector {
     uint32_t trigger_pending;
     char trigger_reason[HL_SNAPSHOT_REASON_MAX];
     char name[4096];
+    char traits_name[4096]; /* type_traits_resolve's, apart: it runs while `name` may wait */
 } collector;
 
 /* samples.c: an HL_EV_SAMPLE event (all its slots from `ev` on: frames resolved, stack

@@ -127,6 +127,8 @@ static void counters_fill(collector *c, hl_counters *k) {
     k->writer_lost = c->out.lost;
     k->thread_waits = hl_tbufs_waits(&p->rings);
     k->thread_wait_ns = hl_tbufs_wait_ns(&p->rings);
+    k->census_allocs = c->census_allocs;
+    k->census_bytes = c->census_bytes;
 }
 
 /* The program's peak resident memory so far: VmHWM of /proc/self/status (kB), in bytes; 0 when
@@ -198,9 +200,11 @@ static void send_run_start(collector *c) {
 static uint8_t type_traits_resolve(collector *c, ClassID cls) {
     uint8_t traits = 0;
     /* Its own buffer: this runs inside drains, which may run while a TYPE record's name in
-     * c->name waits in hl_outbox_put. Long names are cut; only short ones are compared. */
-    char name[256];
-    hl_type_name(&c->names, cls, name, sizeof name);
+     * c->name waits in hl_outbox_put. As long as c->name: a collection's name is whole, or cut
+     * as the TYPE record's (a generic one with long type arguments was cut at 256 bytes, inside
+     * its type arguments, and went unrecognised: collections.h). */
+    char *name = c->traits_name;
+    hl_type_name(&c->names, cls, name, sizeof c->traits_name);
     hl_fields_note_collection(c, cls, name);
     if (strcmp(name, "System.WeakReference") == 0 ||
         strncmp(name, "System.WeakReference<", 21) == 0)
@@ -214,7 +218,7 @@ static uint8_t type_traits_resolve(collector *c, ClassID cls) {
         if (HR_FAILED(info_get_class_id_info2(c->p->info, at, &module, &token, &parent, 0, &n_args,
                                               NULL)) || !parent)
             break;
-        hl_type_name(&c->names, parent, name, sizeof name);
+        hl_type_name(&c->names, parent, name, sizeof c->traits_name);
         if (strcmp(name, "System.MulticastDelegate") == 0)
             traits |= TYPE_TRAIT_DELEGATE;
         else if (strcmp(name, "System.ValueType") == 0)
@@ -669,6 +673,8 @@ static void census_counts(collector *c, const hl_gc_capture *g, id_vec *counts) 
                             .count = g->census[i].count, .bytes = g->census[i].bytes};
         if (!hl_vec_push(counts, &e))
             c->model_failures++;
+        c->census_allocs += e.count;
+        c->census_bytes += e.bytes;
     }
 }
 

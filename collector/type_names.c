@@ -12,7 +12,9 @@
 #include "wire/hl_wire.h"
 
 #define MAX_DEPTH 8    /* generic arguments nested deeper than this are shown as "..." */
-#define MAX_ARGS 32
+#define MAX_HIDDEN_DEPTH 32 /* ... and hashed (name_buf.hidden) this much deeper still */
+#define MAX_ARGS 32    /* type arguments asked for on the stack; more from the heap */
+#define NAME_UNITS 512 /* a metadata name's UTF-16 units read on the stack; longer from the heap */
 
 /* FNV-1a, 64 bits: the whole name's hash in a cut name's mark (name_buf_mark_cut). */
 #define NAME_HASH_SEED 0xcbf29ce484222325ull
@@ -22,6 +24,9 @@ typedef struct name_buf {
     char *p;
     size_t size, len;
     bool full; /* something was cut: nothing more is added (a later "," or ">" would not say so) */
+    bool shortened; /* something was left out ("..." for arguments nested too deep): marked as
+                     * cut, so that the hash of all of it keeps two such names apart */
+    int hidden;     /* > 0: inside what "..." stands for: hashed, not written */
     uint64_t hash; /* of every byte offered, kept or cut: the whole name's (NAME_HASH_SEED first) */
 } name_buf;
 
@@ -32,6 +37,8 @@ typedef struct name_buf {
 static void put(name_buf *b, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++)
         b->hash = (b->hash ^ (unsigned char)s[i]) * NAME_HASH_PRIME;
+    if (b->hidden > 0)
+        return;
     bool character = n > 1 && ((unsigned char)s[0] & 0x80);
     if (b->full || (character && b->len + n + 1 > b->size)) {
         b->full = true;
@@ -53,7 +60,7 @@ static void puts_(name_buf *b, const char *s) { put(b, s, strlen(s)); }
 static void name_buf_mark_cut(name_buf *b) {
     char mark[64];
     int m = snprintf(mark, sizeof mark, HL_NAME_CUT_MARK "%016llx)", (unsigned long long)b->hash);
-    if (!b->full || m <= 0 || (size_t)m + 1 > b->size)
+    if ((!b->full && !b->shortened) || m <= 0 || (size_t)m + 1 > b->size)
         return;
     size_t keep = b->len + (size_t)m + 1 <= b->size ? b->len : b->size - (size_t)m - 1;
     while (keep > 0 && ((unsigned char)b->p[keep] & 0xC0) == 0x80)
@@ -176,16 +183,26 @@ static bool put_typedef(hl_type_names *t, name_buf *b, IMetaDataImport *mdi, mdT
     }
     uint32_t used = 0;
     for (size_t level = levels; level-- > 0;) { /* outermost first */
-        WCHAR w[512];
+        WCHAR stack_w[NAME_UNITS], *w = stack_w, *heap_w = NULL;
         ULONG n = 0;
         DWORD td_flags = 0;
         mdToken extends = 0;
-        if (HR_FAILED(mdi_get_type_def_props(mdi, chain[level], w, 512, &n, &td_flags, &extends)))
+        if (HR_FAILED(mdi_get_type_def_props(mdi, chain[level], w, NAME_UNITS, &n, &td_flags,
+                                             &extends)))
             return false;
+        /* A longer name (n: its length with the NUL) whole, from the heap: two names that
+         * differ past 512 characters stay two. */
+        if (n > NAME_UNITS && (heap_w = hl_mem_malloc((size_t)n * sizeof *heap_w)) != NULL &&
+            !HR_FAILED(mdi_get_type_def_props(mdi, chain[level], heap_w, n, &n, &td_flags,
+                                              &extends)))
+            w = heap_w;
+        else
+            n = n < NAME_UNITS ? n : NAME_UNITS;
         if (level + 1 < levels)
             puts_(b, "+");
-        put_utf16_name(b, w, n < 512 ? n : 512);
-        uint32_t arity = level == 0 ? n_args - used : utf16_name_arity(w, n < 512 ? n : 512);
+        put_utf16_name(b, w, n);
+        uint32_t arity = level == 0 ? n_args - used : utf16_name_arity(w, n);
+        hl_mem_free(heap_w);
         if (arity > 0 && arity <= n_args - used) {
             put_type_args(t, b, args + used, arity, depth, flags);
             used += arity;
@@ -236,11 +253,29 @@ static bool put_array(hl_type_names *t, name_buf *b, ClassID elem_class, uint32_
     return ok;
 }
 
+static bool put_class_shown(hl_type_names *t, name_buf *b, ClassID c, int depth,
+                            uint32_t *flags);
+
+/* Arguments nested deeper than MAX_DEPTH are shown as "...", and what it stands for is hashed
+ * (to MAX_HIDDEN_DEPTH deeper; past that, "..." alone): the name is marked as cut, so that two
+ * types that differ only there keep two names. */
 static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint32_t *flags) {
-    if (depth > MAX_DEPTH) {
+    if (depth <= MAX_DEPTH)
+        return put_class_shown(t, b, c, depth, flags);
+    if (!b->hidden) {
         puts_(b, "...");
-        return true;
+        b->shortened = true;
     }
+    if (depth <= MAX_DEPTH + MAX_HIDDEN_DEPTH) {
+        b->hidden++;
+        put_class_shown(t, b, c, depth, flags);
+        b->hidden--;
+    }
+    return true;
+}
+
+static bool put_class_shown(hl_type_names *t, name_buf *b, ClassID c, int depth,
+                            uint32_t *flags) {
     uint32_t elem_type = 0;
     ClassID elem_class = 0;
     ULONG rank = 0;
@@ -252,14 +287,25 @@ static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint3
     }
     ModuleID module = 0;
     mdTypeDef td = 0;
-    ClassID parent = 0, args[MAX_ARGS];
+    ClassID parent = 0, stack_args[MAX_ARGS], *args = stack_args, *heap_args = NULL;
     uint32_t n_args = 0;
     HRESULT hr = info_get_class_id_info2(t->info, c, &module, &td, &parent, MAX_ARGS, &n_args, args);
     if (HR_FAILED(hr) || !module || !td)
         return false;
+    /* More type arguments than the stack's: all of them from the heap (two types that differ
+     * past the 32nd stay two); without the memory, the first 32. */
+    uint32_t n_all = n_args;
+    if (n_args > MAX_ARGS && (heap_args = hl_mem_malloc((size_t)n_args * sizeof *heap_args)) &&
+        !HR_FAILED(info_get_class_id_info2(t->info, c, &module, &td, &parent, n_all, &n_args,
+                                           heap_args)) &&
+        n_args == n_all)
+        args = heap_args;
+    else
+        n_args = n_args < MAX_ARGS ? n_args : MAX_ARGS;
     IMetaDataImport *mdi = module_metadata(t, module);
-    return mdi && put_typedef(t, b, mdi, td, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, depth,
-                              flags);
+    bool ok = mdi && put_typedef(t, b, mdi, td, args, n_args, depth, flags);
+    hl_mem_free(heap_args);
+    return ok;
 }
 
 uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size) {

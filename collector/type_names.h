@@ -35,8 +35,10 @@ void hl_type_names_release(hl_type_names *t);
 
 /* Writes the NUL-terminated UTF-8 name of `class_id` into out. A name longer than `size` is cut
  * and marked (HL_NAME_CUT_MARK and its whole name's hash, within `size`): two types never share
- * a name because their first `size` bytes agree. Returns the HL_TYPE_FLAG_* bits (wire/hl_wire.h):
- * ARRAY, and UNRESOLVED when the runtime would not say (then the name is "<unknown 0x...>"). */
+ * a name because their first `size` bytes agree; type arguments nested deeper than 8 levels
+ * are written "..." and the name marked the same way (the hash covers them). Returns the
+ * HL_TYPE_FLAG_* bits (wire/hl_wire.h): ARRAY, and UNRESOLVED when the runtime would not say
+ * (then the name is "<unknown 0x...>"). */
 uint32_t hl_type_name(hl_type_names *t, ClassID class_id, char *out, size_t size);
 
 /* Writes 'Namespace.Type.Method' for a FunctionID (GetFunctionInfo2 without a frame: shared

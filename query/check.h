@@ -23,7 +23,10 @@
  * before the first GC, or at a GC without a snapshot in a sampled recording that follows its
  * samples (live_objects lists the samples' objects alone there), --max-allocated in a
  * recording made with --census off (run.flags census-off: small objects only estimated, a type
- * no sample hit at 0). Errors: GError ** last
+ * no sample hit at 0), and --max-allocated within its limit in a sampled or attach recording
+ * whose range takes in allocations no census counted (after the last GC; a GC without
+ * gcs.census_objects): there too only samples tell (over the limit by its exact part alone it
+ * fails, and says what it compared). Errors: GError ** last
  * (QUERY_ERROR_USAGE for a bad assertion), one line. Single-threaded.
  */
 #ifndef HEAPLENS_QUERY_CHECK_H

@@ -234,6 +234,18 @@ gboolean query_db_lower_bounds(sqlite3 *db, gboolean *lower, GError **error);
  * 0 when nothing says a GC was lost. */
 gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error);
 
+/* Small-object allocations the census of gen0 counted that the recording lost along with GCs
+ * (lost, or discarded incomplete): the collector's totals (counters census_allocs and
+ * census_bytes, stream version 6 on) less what alloc_counts holds of them (flags 2), never
+ * below 0. Not `known` (all 0) when there is no total: full mode, --census off, older
+ * recordings, no census count yet. The census rows are summed only when GCs were lost. */
+typedef struct query_census_lost {
+    gboolean known;
+    int64_t allocs, bytes;
+    int64_t gcs; /* the GCs lost or discarded that took them */
+} query_census_lost;
+gboolean query_db_census_lost(sqlite3 *db, query_census_lost *lost, GError **error);
+
 /* Milliseconds of the monotonic clock: deadlines and waits. */
 static inline uint64_t query_now_ms(void)
 {

@@ -475,6 +475,43 @@ gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error)
         lost, error);
 }
 
+gboolean query_db_census_lost(sqlite3 *db, query_census_lost *lost, GError **error)
+{
+    gboolean row = FALSE, ok = FALSE;
+    int64_t total = 0, gcs_lost = 0, discarded = 0;
+    sqlite3_stmt *st = NULL;
+    memset(lost, 0, sizeof *lost);
+    if (!query_db_int(db, "SELECT coalesce((SELECT value FROM counters "
+                          "WHERE name = 'census_allocs'), 0)", &total, error) ||
+        !query_db_gcs_lost(db, &gcs_lost, error) ||
+        !query_db_int(db, "SELECT coalesce((SELECT max(0, value) FROM counters "
+                          "WHERE name = 'gcs_discarded_incomplete'), 0)", &discarded, error))
+        return FALSE;
+    if (total <= 0)
+        return TRUE; /* no total: not known */
+    lost->known = TRUE;
+    lost->gcs = gcs_lost + discarded;
+    if (lost->gcs == 0)
+        return TRUE; /* every GC is stored, with its census's counts */
+    st = query_db_prepare(db,
+                          "SELECT a.value, coalesce(b.value, 0), s.n, s.b"
+                          " FROM (SELECT total(count) AS n, total(bytes) AS b FROM alloc_counts"
+                          "       WHERE flags & 2 != 0) AS s"
+                          " JOIN counters AS a ON a.name = 'census_allocs'"
+                          " LEFT JOIN counters AS b ON b.name = 'census_bytes'",
+                          error);
+    if (!st || !query_db_step(st, &row, error))
+        goto out;
+    if (row) {
+        lost->allocs = MAX(0, sqlite3_column_int64(st, 0) - (int64_t)sqlite3_column_double(st, 2));
+        lost->bytes = MAX(0, sqlite3_column_int64(st, 1) - (int64_t)sqlite3_column_double(st, 3));
+    }
+    ok = TRUE;
+out:
+    sqlite3_finalize(st);
+    return ok;
+}
+
 /* The note (NULL when there is none) and whether it says counts are lower bounds. */
 static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **error)
 {
@@ -602,14 +639,29 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
         g_ptr_array_add(clauses, g_strdup_printf("data was lost (%s)", reasons));
         lower_bounds = TRUE;
     }
-    if (counted_at_gcs && gcs_lost > 0) {
+    if (counted_at_gcs) {
         /* Said alone, "5,002 allocations were lost" of a sampled recording that lost the
-         * census of millions with its GCs is far below the loss. */
+         * census of millions with its GCs is far below the loss: the census's own count of
+         * them, from the collector's total; without one (an older recording, --census off),
+         * that they are in no total. */
+        query_census_lost census = {0};
+        if (!query_db_census_lost(db, &census, error))
+            goto out;
         g_autoptr(GString) clause = g_string_new(NULL);
-        g_string_append(clause, "the small objects allocated before the ");
-        count_append(clause, gcs_lost, "lost GC", "lost GCs");
-        g_string_append(clause, " are in no total (they are counted at each GC)");
-        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+        if (census.known && census.allocs > 0) {
+            count_append(clause, census.allocs, "small-object allocation",
+                         "small-object allocations");
+            g_string_append_printf(clause, " (counted by the census) %s lost with ",
+                                   census.allocs == 1 ? "was" : "were");
+            count_append(clause, census.gcs, "GC", "GCs");
+            lower_bounds = TRUE;
+        } else if (!census.known && gcs_lost > 0) {
+            g_string_append(clause, "the small objects allocated before the ");
+            count_append(clause, gcs_lost, "lost GC", "lost GCs");
+            g_string_append(clause, " are in no total (they are counted at each GC)");
+        }
+        if (clause->len)
+            g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }
     if (!counter_get(counter, "threads_overflowed", &value, error))
         goto out;

@@ -555,9 +555,10 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     signal(SIGPIPE, SIG_IGN);
     char line[64];
     if (WIFSIGNALED(status) && started)
-        snprintf(line, sizeof line, "signal %d\n", WTERMSIG(status));
+        snprintf(line, sizeof line, "signal %d %ld\n", WTERMSIG(status), (long)program);
     else
-        snprintf(line, sizeof line, "exit %d\n", started ? exit_status : 127);
+        snprintf(line, sizeof line, "exit %d %ld\n", started ? exit_status : 127,
+                 started ? (long)program : 0L);
     if (write(writer_stop, line, strlen(line)) < 0) {
         /* the writer is gone; its own exit status tells */
     }

@@ -716,6 +716,10 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     query_db_int(db, "SELECT max(0, coalesce(sum(value), 0)) FROM counters WHERE name = 'allocs_dropped'",
                  &allocs_lost, NULL);
     query_db_gcs_lost(db, &gcs_lost, NULL); /* with those sent and never stored */
+    /* ... and the small objects the census counted before them (the collector's total less
+     * those stored) */
+    query_census_lost census_lost = {0};
+    query_db_census_lost(db, &census_lost, NULL);
     /* Full mode: time program threads waited for room in the collector's buffers (not lost). */
     int64_t waits = 0, wait_ns = 0;
     query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'thread_waits'",
@@ -748,6 +752,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         json_object_set_new(j, "allocations_estimated", json_boolean(samples > 0 && !census));
         json_object_set_new(j, "allocations_census", json_boolean(census));
         json_object_set_new(j, "census_off", json_boolean(census_off));
+        /* null when no census total says (full mode, --census off, nothing lost) */
+        json_object_set_new(j, "census_allocations_lost",
+                            census_lost.known ? json_integer(census_lost.allocs) : json_null());
+        json_object_set_new(j, "census_allocation_bytes_lost",
+                            census_lost.known ? json_integer(census_lost.bytes) : json_null());
         json_object_set_new(j, "allocations_survived_at_least",
                             followed ? json_integer(followed_survived.proven) : json_null());
         json_object_set_new(j, "allocations_survived_estimated", json_boolean(followed));
@@ -783,14 +792,19 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],
         e[QUERY_FORMAT_MAX];
     g_autofree char *lost = NULL;
-    if (allocs_lost == 0 && gcs_lost == 0) {
+    if (allocs_lost == 0 && gcs_lost == 0 && census_lost.allocs == 0) {
         lost = g_strdup("0 lost");
     } else {
-        char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX];
-        lost = g_strdup_printf("lost %s %sallocations and %s GCs (%s)",
+        char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX], h[QUERY_FORMAT_MAX];
+        g_autofree char *census_words =
+            census_lost.allocs > 0 ? g_strdup_printf(", %s small-object allocations (counted by "
+                                                     "the census)",
+                                                     query_count_format(census_lost.allocs, h))
+                            : g_strdup("");
+        lost = g_strdup_printf("lost %s %sallocations%s and %s GCs (%s)",
                                query_count_format(allocs_lost, f),
-                               counted_at_gcs ? "reported " : "", query_count_format(gcs_lost, g),
-                               loss ? loss : "reason unknown");
+                               counted_at_gcs ? "reported " : "", census_words,
+                               query_count_format(gcs_lost, g), loss ? loss : "reason unknown");
     }
     if (waits > 0) {
         char w[QUERY_FORMAT_MAX], t[QUERY_FORMAT_MAX];

@@ -168,23 +168,28 @@ static gboolean store_ending_write(sqlite3 *db, const char *path, const store_en
         const struct {
             const char *name;
             uint64_t value;
+            gboolean present;
         } counters[] = {
-            {"allocs_seen", c->allocs_seen},
-            {"allocs_dropped", c->allocs_dropped},
-            {"allocs_dropped_buffer", c->allocs_dropped_buffer},
-            {"allocs_dropped_writer", c->allocs_dropped_writer},
-            {"gc_events_dropped", c->gc_events_dropped},
-            {"records_dropped", c->records_dropped},
-            {"bytes_dropped", c->bytes_dropped},
-            {"model_anomalies", c->model_anomalies},
-            {"threads_overflowed", c->threads_overflowed},
-            {"gcs_dropped", c->gcs_dropped},
-            {"snapshots_dropped", c->snapshots_dropped},
-            {"writer_lost", c->writer_lost},
-            {"program_gcs", end.gcs},
+            {"allocs_seen", c->allocs_seen, TRUE},
+            {"allocs_dropped", c->allocs_dropped, TRUE},
+            {"allocs_dropped_buffer", c->allocs_dropped_buffer, TRUE},
+            {"allocs_dropped_writer", c->allocs_dropped_writer, TRUE},
+            {"gc_events_dropped", c->gc_events_dropped, TRUE},
+            {"records_dropped", c->records_dropped, TRUE},
+            {"bytes_dropped", c->bytes_dropped, TRUE},
+            {"model_anomalies", c->model_anomalies, TRUE},
+            {"threads_overflowed", c->threads_overflowed, TRUE},
+            {"gcs_dropped", c->gcs_dropped, TRUE},
+            {"snapshots_dropped", c->snapshots_dropped, TRUE},
+            {"writer_lost", c->writer_lost, TRUE},
+            {"program_gcs", end.gcs, TRUE},
+            /* what the census counted, lost GCs' included (absent where it counted none) */
+            {"census_allocs", c->census_allocs, c->census_allocs != 0},
+            {"census_bytes", c->census_bytes, c->census_allocs != 0},
         };
         for (size_t i = 0; i < G_N_ELEMENTS(counters); i++)
-            if (!store_ending_counter(db, path, counters[i].name, counters[i].value, error))
+            if (counters[i].present &&
+                !store_ending_counter(db, path, counters[i].name, counters[i].value, error))
                 goto out;
         if (end.program_peak_rss_bytes != 0 &&
             !store_ending_counter(db, path, "program_peak_rss_bytes", end.program_peak_rss_bytes,

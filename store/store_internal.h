@@ -720,7 +720,7 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 /* The counters store_writer_write_counters writes (the collector's, the writer's, and three
  * written only when known): the value each row holds, so that a GC writes only those that
  * changed. */
-#define STORE_COUNTERS_WRITTEN 25
+#define STORE_COUNTERS_WRITTEN 27
 /* How long the end of a recording retries leaving WAL mode while another connection (a user's
  * sqlite3 reading the recording) has the file open, and how often: then the file stays in WAL
  * mode (store_summary.wal_kept). SQLite itself does not wait there. */

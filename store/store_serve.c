@@ -13,7 +13,9 @@
  * again only when the commit is due (store_conn_read, "reading in steps"): a sampled recording's
  * sends then cost the writer a wake-up per commit, not one each.
  *
- * stop_fd carries one line from `heaplens record`: "exit N" or "signal N". Once it has arrived
+ * stop_fd carries one line from `heaplens record`: "exit N PID" or "signal N PID" (PID: the
+ * program's, which may be absent; a recorded process that is not the program gets no exit
+ * status: a .NET descendant of a program that is not .NET). Once it has arrived
  * the collector's process is gone, so whatever the connection still holds is already buffered:
  * a connection that stays silent for stop_wait_ms after that is treated as ended (a child the
  * program forked may have inherited it).
@@ -39,22 +41,24 @@ typedef struct store_stop {
     gboolean known; /* `status` is valid */
     gboolean signalled; /* "signal N": the program was killed */
     int status;
+    long pid;       /* the program's pid, 0 when the line did not say it */
 } store_stop;
 
-/* Parses "exit N" or "signal N" (128 + N). */
+/* Parses "exit N [PID]" or "signal N [PID]" (128 + N; PID: the program's). */
 static void store_stop_parse(store_stop *s)
 {
     unsigned n;
-    char nl;
+    long pid = 0;
     s->line[s->len] = '\0';
-    if (sscanf(s->line, "exit %u%c", &n, &nl) >= 1 && n <= 255) {
+    if (sscanf(s->line, "exit %u %ld", &n, &pid) >= 1 && n <= 255) {
         s->status = (int)n;
         s->known = TRUE;
-    } else if (sscanf(s->line, "signal %u%c", &n, &nl) >= 1 && n < 128) {
+    } else if (sscanf(s->line, "signal %u %ld", &n, &pid) >= 1 && n < 128) {
         s->status = 128 + (int)n;
         s->known = TRUE;
         s->signalled = TRUE;
     }
+    s->pid = pid > 0 ? pid : 0;
 }
 
 /* Reads what stop_fd has (call when poll says it is readable). */
@@ -390,8 +394,11 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
     if (!store_stop_wait(&stop, control, wait_ms, error))
         goto out;
     store_stop_recorder_gone(w, &stop);
-    w->program_exited = stop.known && !stop.signalled;
-    if (stop.known && !store_writer_set_exit_status(w, stop.status, error))
+    /* The exit status is the recorded process's only when it is the program: a .NET descendant
+     * of a program that is not .NET (`bash -c 'dotnet app.dll'`) has its own, unknown. */
+    gboolean is_program = stop.pid == 0 || w->run_pid == 0 || stop.pid == w->run_pid;
+    w->program_exited = stop.known && is_program && !stop.signalled;
+    if (stop.known && is_program && !store_writer_set_exit_status(w, stop.status, error))
         goto out;
     if (!ingested) {
         g_propagate_error(error, g_steal_pointer(&ingest_error));

@@ -261,30 +261,44 @@ static gboolean store_decode_handles_freed(const uint8_t *p, uint32_t size, stor
                                    &out->u.handles_freed.ids, error);
 }
 
+/* A GC_END or RUN_END of an older version: its counters (`counters_size` bytes, the fields of
+ * that version) at `counters_at`, and after them the record's fields that follow hl_counters
+ * (all of them, or the first ones: GC_END before version 4 ends with its counters). The
+ * counters' newer fields and the missing ones are 0. */
+static void store_decode_old_counters(const uint8_t *p, uint32_t size, void *out, size_t out_size,
+                                      size_t counters_at, size_t counters_size)
+{
+    size_t head = counters_at + counters_size;
+    memset(out, 0, out_size);
+    memcpy(out, p, head);
+    memcpy((uint8_t *)out + counters_at + sizeof(hl_counters), p + head, size - head);
+}
+
 /* GC_END of version 2: its counters are the last field, without the two of version 3; version
- * 3's ends with them, without the census of version 4. */
+ * 3's ends with them, without the census of version 4; versions 4 and 5 have the census after
+ * counters without the census's totals of version 6. */
 static gboolean store_decode_gc_end(const uint8_t *p, uint32_t size, store_record *out,
                                     GError **error)
 {
-    if (size == HL_GC_END_V2_SIZE || size == HL_GC_END_V3_SIZE) {
-        memset(&out->u.gc_end, 0, sizeof out->u.gc_end);
-        memcpy(&out->u.gc_end, p, size);
+    size_t at = offsetof(hl_gc_end, counters);
+    if (size == HL_GC_END_V2_SIZE || size == HL_GC_END_V3_SIZE || size == HL_GC_END_V4_SIZE) {
+        store_decode_old_counters(p, size, &out->u.gc_end, sizeof out->u.gc_end, at,
+                                  size == HL_GC_END_V2_SIZE ? HL_COUNTERS_V2_SIZE
+                                                            : HL_COUNTERS_V3_SIZE);
         return TRUE;
     }
     return store_decode_fixed(p, size, &out->u.gc_end, sizeof out->u.gc_end, error);
 }
 
-/* RUN_END of version 2: the shorter counters, then program_peak_rss_bytes. */
+/* RUN_END of versions 2 to 5: the shorter counters, then program_peak_rss_bytes. */
 static gboolean store_decode_run_end(const uint8_t *p, uint32_t size, store_record *out,
                                      GError **error)
 {
     hl_run_end *e = &out->u.run_end;
-    if (size == HL_RUN_END_V2_SIZE) {
-        size_t counters_at = offsetof(hl_run_end, counters);
-        memset(e, 0, sizeof *e);
-        memcpy(e, p, counters_at + HL_COUNTERS_V2_SIZE);
-        memcpy(&e->program_peak_rss_bytes, p + counters_at + HL_COUNTERS_V2_SIZE,
-               sizeof e->program_peak_rss_bytes);
+    if (size == HL_RUN_END_V2_SIZE || size == HL_RUN_END_V3_SIZE) {
+        store_decode_old_counters(p, size, e, sizeof *e, offsetof(hl_run_end, counters),
+                                  size == HL_RUN_END_V2_SIZE ? HL_COUNTERS_V2_SIZE
+                                                             : HL_COUNTERS_V3_SIZE);
         return TRUE;
     }
     return store_decode_fixed(p, size, e, sizeof *e, error);

@@ -353,8 +353,13 @@ static gboolean store_writer_run_start(store_writer *w, const store_record *rec,
     store_writer_keep_for_replay(w, rec);
     w->run_flags = rec->u.run_start.h.flags;
     w->run_pid = rec->u.run_start.h.pid;
+    /* The recorder's command line (its 4 KiB, the collector's 2) unless the process recorded is
+     * another: a .NET descendant of a program that is not (`bash -c 'dotnet app.dll'`, make),
+     * whose own command line is not the start of the program's; run.command is that pid's. */
     return store_writer_run_once(w,
-                                 "UPDATE run SET command = coalesce(command, ?1), pid = ?2, "
+                                 "UPDATE run SET command = CASE WHEN command IS NULL OR"
+                                 " substr(command, 1, length(?1)) != ?1 THEN ?1 ELSE command END,"
+                                 " pid = ?2, "
                                  "runtime_version = ?3, producer = ?4, mode = ?5, "
                                  "start_time = ?6, start_mono_ns = ?7 WHERE id = 1",
                                  store_bind_run_start, rec, error) &&
@@ -840,6 +845,10 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"writer_lost", c->writer_lost, w->have_counters},
         {"thread_waits", c->thread_waits, w->have_counters},
         {"thread_wait_ns", c->thread_wait_ns, w->have_counters},
+        /* Only where the census counted (sampled and attach modes, stream version 6 on): their
+         * absence says no total is known, not that none was lost. */
+        {"census_allocs", c->census_allocs, w->have_counters && c->census_allocs != 0},
+        {"census_bytes", c->census_bytes, w->have_counters && c->census_allocs != 0},
         {"stream_bytes", w->stream.stream_bytes, TRUE},
         {"records_read", w->stream.records_read, TRUE},
         {"records_skipped_unknown", w->stream.records_skipped_unknown, TRUE},

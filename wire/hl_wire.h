@@ -50,7 +50,7 @@
 #include <stdint.h>
 
 #define HL_STREAM_MAGIC "HEAPLENS"  /* 8 bytes, no NUL on the wire */
-#define HL_STREAM_VERSION 5u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors;
+#define HL_STREAM_VERSION 6u  /* 2: allocations aggregated (ALLOC_COUNTS), rows for survivors;
                                * 3: counters carry the threads' waits (GC_END 224 bytes, RUN_END
                                * 152; a reader takes version 2's 208 and 136 with waits 0);
                                * 4: GC_END carries the census (240 bytes; 3's 224: census 0);
@@ -156,9 +156,15 @@ typedef struct hl_counters {
      * for it instead of dropping (collector/README.md). */
     uint64_t thread_waits;       /* waits of program threads for a free buffer chunk */
     uint64_t thread_wait_ns;     /* ... their total time, summed over threads */
+    /* Version 6. Sampled and attach modes: the small-object allocations the census of gen0
+     * counted (the CENSUS entries of ALLOC_COUNTS) and their bytes, every GC's whether its
+     * records reached the writer or not: what the writer stored of them is the rest, lost. */
+    uint64_t census_allocs;
+    uint64_t census_bytes;
 } hl_counters;
-static_assert(sizeof(hl_counters) == 112, "wire layout");
+static_assert(sizeof(hl_counters) == 128, "wire layout");
 #define HL_COUNTERS_V2_SIZE 96u /* without thread_waits and thread_wait_ns */
+#define HL_COUNTERS_V3_SIZE 112u /* without census_allocs and census_bytes (versions 3 to 5) */
 
 /* HL_REC_RUN_START. Followed by three hl_str: command line (arguments joined by spaces),
  * runtime version ("10.0.12"), producer ("heaplens 0.1.0"). */
@@ -425,9 +431,10 @@ typedef struct hl_gc_end {
     uint64_t census_ns;
     uint64_t census_objects;
 } hl_gc_end;
-static_assert(sizeof(hl_gc_end) == 240, "wire layout");
-#define HL_GC_END_V2_SIZE 208u
-#define HL_GC_END_V3_SIZE 224u
+static_assert(sizeof(hl_gc_end) == 256, "wire layout");
+#define HL_GC_END_V2_SIZE 208u /* counters of version 2, no census */
+#define HL_GC_END_V3_SIZE 224u /* counters of version 3, no census */
+#define HL_GC_END_V4_SIZE 240u /* counters of version 3, then census_ns and census_objects */
 enum {
     HL_GC_FLAG_COMPACTING = 1, /* MovedReferences2 was reported */
     HL_GC_FLAG_INCOMPLETE = 2, /* the collector lost part of this GC's input */
@@ -453,13 +460,14 @@ typedef struct hl_run_end {
     uint64_t program_peak_rss_bytes; /* the program's peak resident memory (VmHWM of
                                       * /proc/self/status, read at Shutdown), 0 if unknown */
 } hl_run_end;
-static_assert(sizeof(hl_run_end) == 152, "wire layout");
+static_assert(sizeof(hl_run_end) == 168, "wire layout");
 enum {
     /* The writer was given up because it took nothing for the stall limit (it was stopped or
      * frozen), not because the connection broke. */
     HL_RUN_END_FLAG_WRITER_STALLED = 1,
 };
-#define HL_RUN_END_V2_SIZE 136u
+#define HL_RUN_END_V2_SIZE 136u /* counters of version 2, then program_peak_rss_bytes */
+#define HL_RUN_END_V3_SIZE 152u /* counters of version 3 (to 5), then program_peak_rss_bytes */
 
 /* ---- allocation samples and call stacks -------------------------------------------------
  * The runtime samples allocations (EventPipe, read in-process: collector/eventpipe.h) and walks

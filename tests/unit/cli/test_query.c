@@ -240,6 +240,15 @@ static void fixtures_build(void)
     fixture_lossy("unstored_sampled.db");
     fixture_sql("unstored_sampled.db", "INSERT INTO counters VALUES ('program_gcs', 6);"
                                        "UPDATE run SET mode = 'sampled'");
+    /* ... whose collector's total of the census's counts (stream version 6) says how many small
+     * objects went with those GCs: 5,000 counted, 1,000 of them stored (GC 1's). */
+    fixture_lossy("unstored_census.db");
+    fixture_sql("unstored_census.db",
+                "INSERT INTO counters VALUES ('program_gcs', 6), ('census_allocs', 5000),"
+                " ('census_bytes', 120000);"
+                "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived,"
+                " survived_bytes, flags) VALUES (1, 1, NULL, 0, 1000, 24000, 0, 0, 2);"
+                "UPDATE run SET mode = 'sampled'");
     fixture_nogc();
     fixture_csc();
     fixture_wide();
@@ -732,7 +741,9 @@ static void case_info_json(void)
         "    \"allocations_estimated\": false,\n"
         "    \"allocations_census\": false,\n"
         "    \"allocations_survived_estimated\": false,\n"
-        "    \"objects_followed_only\": false\n"
+        "    \"objects_followed_only\": false,\n"
+        "    \"census_allocations_lost\": null,\n"
+        "    \"census_allocation_bytes_lost\": null\n"
         "  },\n"
         "  \"allocations\": {\n"
         "    \"mode\": \"full\",\n"
@@ -997,6 +1008,23 @@ static void case_note(void)
     CHECK(strstr(r.out, "; 1,234 reported allocations, 5 GCs were lost (the writer fell behind); "
                         "the small objects allocated before the 5 lost GCs are in no total (they "
                         "are counted at each GC); counts are lower bounds\n") != NULL);
+    run_result_release(&r);
+    /* With the collector's total of what the census counted, how many: that total less the
+     * census's counts stored. */
+    r = RUN("gcs", "unstored_census.db");
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "; 1,234 reported allocations, 5 GCs were lost (the writer fell behind); "
+                        "4,000 small-object allocations (counted by the census) were lost with 5 "
+                        "GCs; counts are lower bounds\n") != NULL);
+    run_result_release(&r);
+    r = RUN("info", "unstored_census.db", "--json");
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "\"census_allocations_lost\": 4000,\n") != NULL);
+    CHECK(strstr(r.out, "\"census_allocation_bytes_lost\": 96000\n") != NULL);
+    run_result_release(&r);
+    r = RUN("info", "unstored_sampled.db", "--json");
+    CHECK(r.status == 0);
+    CHECK(strstr(r.out, "\"census_allocations_lost\": null,\n") != NULL);
     run_result_release(&r);
     /* A complete recording without drops has no note (the JSON/text cases above check that
      * exactly, too); counters that are garbage (negative: not counts) are never shown as losses,

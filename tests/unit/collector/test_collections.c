@@ -1,13 +1,16 @@
 /* test_collections.c — the collections the snapshots' heap walk reads (collections.h): which type
  * names are collections (not their nested types, not arrays of them, nested type arguments
- * included), the class table against a naive list (3,000 classes added, looked up, and classes
+ * included, names of long type arguments whole and cut), the class table against a naive list (3,000 classes added, looked up, and classes
  * never added not found; a full table refuses and counts), and the count and capacity read from
  * fake objects laid out as the runtime lays them out (a List with capacity 1,000 holding 10, a
  * Dictionary whose freed entries do not count, a null storage array). */
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib.h>
+
 #include "collector/collections.h"
+#include "collector/type_names.h"
 #include "tests/unit/common/check.h"
 
 static void names(void) {
@@ -42,6 +45,28 @@ static void names(void) {
     CHECK(!hl_collections_fields("App.List<System.Int32>", &count, &free_count, &storage));
     CHECK(!hl_collections_fields("System.Collections.Generic.ListX<System.Int32>", &count,
                                  &free_count, &storage));
+    /* A generic collection whose type arguments' names are long: recognised whole (over 256
+     * bytes) and cut as type_names.h cuts a name (the mark inside the type arguments); not when
+     * the cut comes after them (a nested type's name), nor a name cut without the mark. */
+    GString *arg = g_string_new("App.");
+    while (arg->len < 600)
+        g_string_append(arg, "VeryLongTypeName");
+    g_autofree char *whole = g_strdup_printf("System.Collections.Generic.Dictionary<%s, "
+                                             "System.Collections.Generic.List<%s>>", arg->str,
+                                             arg->str);
+    CHECK(hl_collections_fields(whole, &count, &free_count, &storage));
+    CHECK_STR(count, "_count");
+    g_autofree char *cut = g_strdup_printf("System.Collections.Generic.List<%.*s" HL_NAME_CUT_MARK
+                                           "0123456789abcdef)", 200, arg->str);
+    CHECK(hl_collections_fields(cut, &count, &free_count, &storage));
+    CHECK_STR(storage, "_items");
+    g_autofree char *nested_cut = g_strdup_printf("System.Collections.Generic.List<%s>+Enu"
+                                                  HL_NAME_CUT_MARK "0123456789abcdef)", arg->str);
+    CHECK(!hl_collections_fields(nested_cut, &count, &free_count, &storage));
+    g_autofree char *unmarked = g_strdup_printf("System.Collections.Generic.List<%.*s", 200,
+                                                arg->str);
+    CHECK(!hl_collections_fields(unmarked, &count, &free_count, &storage));
+    g_string_free(arg, TRUE);
 }
 
 static void table(void) {

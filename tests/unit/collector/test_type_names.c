@@ -3,7 +3,9 @@
  * of 500 characters is a name of about 5 KiB. Two such types that differ only in their last
  * argument share their first 4,095 bytes; each name is cut, marked HL_NAME_CUT_MARK with the
  * whole name's hash, so that the two never share a name, and stays valid UTF-8 when the cut falls
- * inside a character. A name that fits is as it was. */
+ * inside a character. A name that fits is as it was. Names once shortened before any cut
+ * (arguments nested deeper than 8, more than 32 arguments, metadata names past 512 characters)
+ * keep two types apart. */
 #include <glib.h>
 #include <string.h>
 
@@ -13,6 +15,12 @@
 /* Classes: 0x100 and 0x101 are Big<A1, ..., A9, A10 or B10> (module 0x50, typedef 0x02000000 |
  * class); 1..9 and 10, 11 their arguments; 0x200 is Small<A1>. */
 #define BIG_ARGS 10
+/* Names shortened before any cut, each pair once one name: 0x300 and 0x310 are Wrap<...> nested
+ * WRAP_DEPTH deep around Ns.LeafA or Ns.LeafB (0x30c, 0x31c); 0x400 and 0x401 are Many<...> of
+ * MANY_ARGS arguments (classes 1..39, then 0x7e "Ns.A40" or 0x7f "Ns.B40"); 0x500 and 0x501
+ * have metadata names of 700 characters that differ in the last. */
+#define WRAP_DEPTH 12
+#define MANY_ARGS 40
 static const WCHAR *arg_char = NULL; /* one character repeated in the arguments' names */
 
 static HRESULT fake_is_array(ICorProfilerInfo *i, ClassID c, uint32_t *t, ClassID *e, ULONG *r) {
@@ -26,6 +34,18 @@ static HRESULT fake_class_info(ICorProfilerInfo *i, ClassID c, ModuleID *module,
     *td = 0x02000000 | (mdTypeDef)c;
     if (parent)
         *parent = 0;
+    if (c >= 0x300 && c < 0x400) { /* Wrap<Wrap<... 12 deep ...<LeafA or LeafB>>> */
+        *total = (c & 0xf) < WRAP_DEPTH ? 1 : 0;
+        if (*total && n && args)
+            args[0] = c + 1;
+        return S_OK;
+    }
+    if (c == 0x400 || c == 0x401) { /* Many<A1, ..., A39, A40 or B40>: more than 32 */
+        *total = MANY_ARGS;
+        for (uint32_t k = 0; k < *total && k < n && args; k++)
+            args[k] = k + 1 < MANY_ARGS ? k + 1 : c == 0x401 ? 0x7f : 0x7e;
+        return S_OK;
+    }
     *total = c == 0x100 || c == 0x101 ? BIG_ARGS : c == 0x200 ? 1 : 0;
     for (uint32_t k = 0; k < *total && k < n && args; k++)
         args[k] = k + 1 < BIG_ARGS ? k + 1 : c == 0x101 ? 11 : 10;
@@ -49,20 +69,34 @@ static HRESULT fake_type_def_props(IMetaDataImport *m, mdTypeDef td, WCHAR *name
                                    ULONG *length, DWORD *flags, mdToken *extends) {
     (void)m;
     uint32_t c = td & 0xffffff;
-    char text[600];
+    char text[800];
     if (c == 0x100 || c == 0x101)
         snprintf(text, sizeof text, "Big`%d", BIG_ARGS);
     else if (c == 0x200)
         snprintf(text, sizeof text, "Small`1");
+    else if (c >= 0x300 && c < 0x400)
+        snprintf(text, sizeof text, (c & 0xf) < WRAP_DEPTH ? "Wrap`1"
+                                    : c < 0x310               ? "Ns.LeafA"
+                                                              : "Ns.LeafB");
+    else if (c == 0x400 || c == 0x401)
+        snprintf(text, sizeof text, "Many`%d", MANY_ARGS);
+    else if (c == 0x7e || c == 0x7f)
+        snprintf(text, sizeof text, "Ns.%c40", c == 0x7f ? 'B' : 'A');
+    else if (c == 0x500 || c == 0x501)
+        snprintf(text, sizeof text, "Ns.Long%0*d%c", 692, 0, c == 0x501 ? 'B' : 'A');
     else
         snprintf(text, sizeof text, "Ns.%c%u", c == 11 ? 'B' : 'A', c == 11 ? 10 : c);
-    ULONG n = 0;
-    for (; text[n] && n + 1 < capacity; n++)
-        name[n] = (WCHAR)text[n];
-    for (; c < 0x100 && n < 500 && n + 1 < capacity; n++)
-        name[n] = *arg_char;
+    /* As the metadata does: as much as fits (with a NUL), the whole length (NUL included) in
+     * *length. */
+    ULONG full = 0, n = 0;
+    for (; text[full]; full++)
+        if (full + 1 < capacity)
+            name[n++] = (WCHAR)text[full];
+    for (ULONG k = 0; arg_char && c < 0x100 && full < 500; k++, full++)
+        if (full + 1 < capacity)
+            name[n++] = *arg_char;
     name[n] = 0;
-    *length = n + 1;
+    *length = full + 1;
     *flags = 0; /* not nested */
     *extends = 0;
     return S_OK;
@@ -137,6 +171,31 @@ static void check_cut(const WCHAR *pad) {
     hl_type_names_release(&names);
 }
 
+/* Names shortened before the cut (arguments nested deeper than 8, more than 32 arguments, a
+ * metadata name past 512 characters): two types that differ only in what was left out are
+ * still two names, the same in every call; more arguments and longer names are whole. */
+static void check_shortened(void) {
+    arg_char = NULL;
+    hl_type_names names;
+    hl_type_names_init(&names, INFO);
+    static char a[4096], b[4096], again[4096];
+    hl_type_name(&names, 0x300, a, sizeof a);
+    hl_type_name(&names, 0x310, b, sizeof b);
+    CHECK(strncmp(a, "Wrap<Wrap<Wrap<Wrap<Wrap<Wrap<Wrap<Wrap<Wrap<...>", 49) == 0);
+    CHECK(marked(a) && marked(b) && strcmp(a, b) != 0);
+    hl_type_name(&names, 0x300, again, sizeof again);
+    CHECK_STR(again, a);
+    hl_type_name(&names, 0x400, a, sizeof a);
+    hl_type_name(&names, 0x401, b, sizeof b);
+    CHECK(g_str_has_suffix(a, ", Ns.A39, Ns.A40>") && g_str_has_suffix(b, ", Ns.A39, Ns.B40>"));
+    CHECK(!strstr(a, HL_NAME_CUT_MARK));
+    hl_type_name(&names, 0x500, a, sizeof a);
+    hl_type_name(&names, 0x501, b, sizeof b);
+    CHECK(strlen(a) == 700 && strlen(b) == 700 && g_str_has_suffix(a, "0A") &&
+          g_str_has_suffix(b, "0B"));
+    hl_type_names_release(&names);
+}
+
 int main(void) {
     vtbl[INFO_IsArrayClass] = (clr_method)fake_is_array;
     vtbl[INFO_GetClassIDInfo2] = (clr_method)fake_class_info;
@@ -148,5 +207,6 @@ int main(void) {
     static const WCHAR ascii = 'x', euro = 0x20AC; /* 1 byte, 3 bytes in UTF-8 */
     check_cut(&ascii);
     check_cut(&euro);
+    check_shortened();
     return failures != 0;
 }

@@ -121,8 +121,8 @@ def check(data, elapsed):
                 errors.append("GC_END %d without its start" % gc)
             gc_open = None
             last_gc = gc
-            n = 14 if version >= 3 else 12  # GC_END ends with the counters
-            last_counters = struct.unpack_from(f"<{n}Q", p, len(p) - 8 * n)
+            n = 14 if version >= 3 else 12  # GC_END's counters start at byte 112
+            last_counters = struct.unpack_from(f"<{n}Q", p, 112)
         elif typ == 20:
             gc, n = struct.unpack_from("<II", p, 0)
             iv = intervals.setdefault(gc, [0, 0])

@@ -235,14 +235,18 @@ static void test_ending_writer_died(void)
 /* Stream version 3 carries the threads' waits in the counters; a version 2 stream (GC_END of
  * 208 bytes, RUN_END of 136 with program_peak_rss_bytes after the shorter counters) is still
  * read, its waits 0 and every other counter where it was. Version 4's GC_END carries the census
- * (gcs.census_ns, census_objects); version 3's (224 bytes) is read with them NULL. */
+ * (gcs.census_ns, census_objects); version 3's (224 bytes) is read with them NULL. Version 6's
+ * counters carry the census's totals (census_allocs, census_bytes; GC_END 256 bytes, RUN_END
+ * 168); versions 4 and 5 (240 and 152: the census and the peak after the shorter counters) are
+ * read with every field where it was and no census total. */
 static void test_stream_versions(void)
 {
     char *dir = tmp_dir_new();
     for (uint32_t version = 2; version <= HL_STREAM_VERSION; version++) {
         g_autoptr(GError) error = NULL;
         g_autofree char *p = g_strdup_printf("%s/v%u.db", dir, version);
-        hl_counters k = {.allocs_seen = 1, .thread_waits = 5, .thread_wait_ns = 7000};
+        hl_counters k = {.allocs_seen = 1, .thread_waits = 5, .thread_wait_ns = 7000,
+                         .census_allocs = 40, .census_bytes = 960};
         hl_sb *sb = hl_sb_new_empty();
         hl_sb_header(sb, HL_STREAM_MAGIC, version);
         hl_sb_run_start(sb, 1, "x");
@@ -255,18 +259,29 @@ static void test_stream_versions(void)
                        .census_objects = 12};
         hl_run_end r = {.end_mono_ns = 100, .shutdown_mono_ns = 40, .gcs = 1, .counters = k,
                         .program_peak_rss_bytes = 123456789};
-        if (version == 2) {
-            hl_sb_record(sb, HL_REC_GC_END, &e, HL_GC_END_V2_SIZE);
-            uint8_t old[HL_RUN_END_V2_SIZE];
-            size_t at = offsetof(hl_run_end, counters) + HL_COUNTERS_V2_SIZE;
-            memcpy(old, &r, at);
-            memcpy(old + at, &r.program_peak_rss_bytes, sizeof r.program_peak_rss_bytes);
-            hl_sb_record(sb, HL_REC_RUN_END, old, sizeof old);
+        /* An older record: the fields before the counters, the counters of its version, then
+         * the fields after hl_counters (as many as the record had). */
+        size_t gc_at = offsetof(hl_gc_end, counters), run_at = offsetof(hl_run_end, counters);
+        size_t old_counters = version == 2 ? HL_COUNTERS_V2_SIZE : HL_COUNTERS_V3_SIZE;
+        size_t gc_size = version == 2   ? HL_GC_END_V2_SIZE
+                         : version == 3 ? HL_GC_END_V3_SIZE
+                         : version <= 5 ? HL_GC_END_V4_SIZE
+                                        : sizeof e;
+        size_t run_size = version == 2 ? HL_RUN_END_V2_SIZE
+                          : version <= 5 ? HL_RUN_END_V3_SIZE
+                                         : sizeof r;
+        uint8_t old[sizeof e];
+        if (version <= 5) {
+            memcpy(old, &e, gc_at + old_counters);
+            memcpy(old + gc_at + old_counters, (const uint8_t *)&e + gc_at + sizeof(hl_counters),
+                   gc_size - gc_at - old_counters);
+            hl_sb_record(sb, HL_REC_GC_END, old, (uint32_t)gc_size);
+            memcpy(old, &r, run_at + old_counters);
+            memcpy(old + run_at + old_counters, (const uint8_t *)&r + run_at + sizeof(hl_counters),
+                   run_size - run_at - old_counters);
+            hl_sb_record(sb, HL_REC_RUN_END, old, (uint32_t)run_size);
         } else {
-            if (version == 3)
-                hl_sb_record(sb, HL_REC_GC_END, &e, HL_GC_END_V3_SIZE);
-            else
-                hl_sb_gc_end_full(sb, &e);
+            hl_sb_gc_end_full(sb, &e);
             hl_sb_run_end_full(sb, &r);
         }
         store_summary sum;
@@ -279,8 +294,12 @@ static void test_stream_versions(void)
                    "SELECT (SELECT value FROM counters WHERE name = 'allocs_seen'),"
                    " (SELECT value FROM counters WHERE name = 'thread_waits'),"
                    " (SELECT value FROM counters WHERE name = 'thread_wait_ns'),"
-                   " (SELECT value FROM counters WHERE name = 'program_peak_rss_bytes')",
-                   version == 2 ? "1|0|0|123456789\n" : "1|5|7000|123456789\n");
+                   " (SELECT value FROM counters WHERE name = 'program_peak_rss_bytes'),"
+                   " (SELECT value FROM counters WHERE name = 'census_allocs'),"
+                   " (SELECT value FROM counters WHERE name = 'census_bytes')",
+                   version == 2   ? "1|0|0|123456789|NULL|NULL\n"
+                   : version <= 5 ? "1|5|7000|123456789|NULL|NULL\n"
+                                  : "1|5|7000|123456789|40|960\n");
         CHECK_ROWS(db, "SELECT census_ns, census_objects FROM gcs",
                    version >= 4 ? "900|12\n" : "NULL|NULL\n");
         sqlite3_close(db);

@@ -33,7 +33,9 @@ static void test_golden_rows(void)
     CHECK_ROWS(db,
                "SELECT command, pid, runtime_version, producer, mode, start_time, end_time,"
                " start_mono_ns, end_mono_ns, status, exit_status, flags, loss FROM run",
-               "heaplens record -- dotnet App.dll|4242|10.0.0|heaplens test|full|"
+               /* the recorded process's command line: the writer's ("heaplens record --
+                * dotnet App.dll") does not start with it, so it is another process's */
+               "dotnet App.dll --flag|4242|10.0.0|heaplens test|full|"
                "2027-01-15T08:00:00.123Z|2027-01-15T08:00:01.123Z|1000000000|2000000000|"
                "complete|NULL|NULL|NULL\n");
     CHECK_ROWS(db,

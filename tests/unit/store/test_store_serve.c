@@ -520,8 +520,61 @@ static void test_serve_program_ran_on(void)
     tmp_dir_free(dir);
 }
 
+/* The golden stream (RUN_START: pid 4242, "dotnet App.dll --flag") served to a writer created
+ * with `command` (the recorder's program), then `status` on the stop pipe: run's command, pid
+ * and exit status as stored. */
+static char *serve_golden_run(const char *command, const char *status)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *path = g_build_filename(dir, "served.db", NULL);
+    hl_sb *sb = golden_build(NULL, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int lfd = listen_unix(sock);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
+                        .status = status, .delay_ms = 10};
+    GThread *t = g_thread_new("collector", collector_thread, &a);
+    store_writer *w = store_writer_create(path, command, &error);
+    CHECK(w != NULL);
+    CHECK(store_writer_serve(w, lfd, -1, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    close(stop[0]);
+    close(lfd);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(path);
+    char *rows = db_rows(db, "SELECT command, pid, exit_status FROM run");
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+    return rows;
+}
+
+/* `record --children -- bash -c 'dotnet App.dll --flag'`: the process recorded in the main file
+ * is a .NET descendant of the program, not the program. Its run row says whose it is: its own
+ * command line (the collector's, not bash's), and no exit status (bash's is not its own). The
+ * program itself keeps its exit status, and the recorder's command line where the collector's
+ * is its start (the collector reads 2 KiB of it, the recorder 4). */
+static void test_serve_not_the_program(void)
+{
+    g_autofree char *child = serve_golden_run("bash -c dotnet App.dll --flag", "exit 3 999\n");
+    CHECK_STR(child, "dotnet App.dll --flag|4242|NULL\n");
+    g_autofree char *program = serve_golden_run("dotnet App.dll --flag and more", "exit 3 4242\n");
+    CHECK_STR(program, "dotnet App.dll --flag and more|4242|3\n");
+    /* a recorder that does not say the program's pid: the status as before */
+    g_autofree char *unsaid = serve_golden_run("dotnet App.dll --flag", "signal 9\n");
+    CHECK_STR(unsaid, "dotnet App.dll --flag|4242|137\n");
+}
+
 static const test_case cases[] = {
     {"serve_socket", test_serve_socket},
+    {"serve_not_the_program", test_serve_not_the_program},
     {"serve_no_connection", test_serve_no_connection},
     {"serve_connection", test_serve_connection},
     {"serve_refuses_peer", test_serve_refuses_peer},

@@ -173,6 +173,10 @@ def main():
     variant("early.db", "INSERT INTO checkpoints (name, gc, time_ns, thread) VALUES ('early', 0, 5, 7)")
     # recorded with --census off: small objects' allocations only estimated
     variant("censusoff.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed,census-off'")
+    # sampled with the census: every GC's interval counted exactly, the allocations after the
+    # last GC (GC 4) only estimated from the samples
+    variant("census.db", "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
+                         "UPDATE gcs SET census_objects = 1")
     how = "(take one per GC.Collect() with 'heaplens record', or with 'heaplens snapshot PID')"
     sampled_how = ("and between snapshots a sampled recording follows only its sampled objects; "
                    "take snapshots ('heaplens record --snapshot induced', the default, or "
@@ -198,6 +202,14 @@ def main():
         "censusoff.db --max-allocated App.Leak=100":
             "censusoff.db was recorded with --census off, where small-object allocations are only "
             "estimated from the samples; record with the census on (the default) or in full mode",
+        # 12 counted exactly are within 100, but what came after the last GC is only estimated
+        # (it was decided on the estimate before)
+        "census.db --max-allocated App.Leaf=100":
+            "census.db: 12 allocations of App.Leaf: 12 counted exactly by the census and the "
+            "runtime, ~0 estimated from the samples after the last GC, which no census counted; "
+            "within the limit of 100, but a type no sample hit reads 0 where only samples tell; "
+            "record in full mode, or assert over checkpoints that end before the last GC "
+            "(TYPE=N@FROM..TO)",
     }
     # the recording's accuracy note follows, as after any answer (nogc.db lost its GCs' rows)
     notes = {"nogc.db": "note: GCs 1 to 4 of the program's 4 are missing; 4 GCs were lost; "
@@ -241,6 +253,18 @@ def main():
            [(False, True), (True, True), (False, False), (False, True), (False, False)] and
            doc["results"][1]["value"] == 12 and doc["results"][2]["undecided"] ==
            why["none.db --max-retained App.Leak=1G"], f"{rc} {out!r} {err!r}")
+    # ... and what the census decides: its exact part alone over the limit fails, saying what it
+    # compared; a range of checkpoints that ends before the last GC holds (all counted)
+    rc, out, err = check("--max-allocated", "App.Leaf=11", "--max-allocated", "App.Leaf=100@a..c",
+                         file="census.db")
+    want = ("FAIL --max-allocated App.Leaf=11: expected at most 11, found 12 allocations of "
+            "App.Leaf: 12 counted exactly by the census and the runtime, ~0 estimated from the "
+            "samples after the last GC, which no census counted (the exact part alone is over the "
+            "limit); see: sqlite3 'census.db' \"SELECT round(total(count)) FROM "
+            "allocations_estimated_by_type_thread WHERE type = 'App.Leaf'\"\n"
+            "1 of 2 assertions failed\n")
+    expect("census: the exact part decides", rc == 1 and out == want and err == "",
+           f"{rc} {err!r}\n got  {out!r}\n want {want!r}")
     # what can be decided there still is: a snapshot (GCs 3 and 4 of the sampled file) names
     # every live object, and a full recording without snapshots knows every object after its
     # last GC
