@@ -126,6 +126,16 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
     return FALSE;
 }
 
+gboolean query_args_check_on_off(const char *command, const char *option, const char *text,
+                                 GError **error)
+{
+    if (strcmp(text, "on") == 0 || strcmp(text, "off") == 0)
+        return TRUE;
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: %s takes on or off, not '%s'", command,
+                option, text);
+    return FALSE;
+}
+
 gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error)
 {
     char *end = NULL;

@@ -66,6 +66,10 @@ gboolean query_args_parse_choice(const char *command, const char *option, const 
 
 /* Parses `text`, a PID operand of `command`: a process id (1 .. INT32_MAX), else a
  * QUERY_ERROR_USAGE error "<command>: PID must be a process id, not '<text>'". */
+/* `text` is on or off; otherwise "COMMAND: OPTION takes on or off, not 'TEXT'" (OPTION with its
+ * dashes: record and attach say it so). */
+gboolean query_args_check_on_off(const char *command, const char *option, const char *text,
+                                 GError **error);
 gboolean query_args_parse_pid(const char *command, const char *text, long *pid, GError **error);
 
 /* The arguments of `command`, whose one operand is a PID (`operand_meaning` says which process),

@@ -85,16 +85,9 @@ int cmd_attach(int argc, char **argv) {
     if (timeout_text && !query_args_parse_uint("attach", "timeout", timeout_text, 1, 3600,
                                                 "a number of seconds", &timeout, &error))
         return query_error_report(error);
-    if (stacks_text && strcmp(stacks_text, "on") != 0 && strcmp(stacks_text, "off") != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "attach: --stacks takes on or off, not '%s'", stacks_text);
+    if ((stacks_text && !query_args_check_on_off("attach", "--stacks", stacks_text, &error)) ||
+        (census_text && !query_args_check_on_off("attach", "--census", census_text, &error)))
         return query_error_report(error);
-    }
-    if (census_text && strcmp(census_text, "on") != 0 && strcmp(census_text, "off") != 0) {
-        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                    "attach: --census takes on or off, not '%s'", census_text);
-        return query_error_report(error);
-    }
     if (output_text && !*output_text) { /* as report -o '' says it */
         g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE, "attach: -o needs a file name");
         return query_error_report(error);

@@ -10,9 +10,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* `--NAME on|off` or `--NAME=on|off` at argv[*i] (`name` with its dashes): 1 taken into *value
+ * (*i past a separate value), 0 not this option, -1 a usage error. */
+static int on_off_option(int argc, char **argv, int *i, const char *name, const char **value,
+                         GError **error)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0 || (a[n] != 0 && a[n] != '='))
+        return 0;
+    if (a[n] == 0 && *i + 1 >= argc) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: %s needs on or off", name);
+        return -1;
+    }
+    *value = a[n] == '=' ? a + n + 1 : argv[++*i];
+    return query_args_check_on_off("record", name, *value, error) ? 1 : -1;
+}
+
 static gboolean parse_options(int argc, char **argv, record_options *o, gboolean *help,
                               GError **error) {
-    int i = 1;
+    int i = 1, taken;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--") == 0) {
@@ -67,29 +84,10 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                             "record: --mode takes full or sampled, not '%s'", o->mode);
                 return FALSE;
             }
-        } else if (strcmp(a, "--stacks") == 0 || strncmp(a, "--stacks=", 9) == 0) {
-            if (a[8] == 0 && i + 1 >= argc) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: --stacks needs on or off");
+        } else if ((taken = on_off_option(argc, argv, &i, "--stacks", &o->stacks, error)) ||
+                   (taken = on_off_option(argc, argv, &i, "--census", &o->census, error))) {
+            if (taken < 0)
                 return FALSE;
-            }
-            o->stacks = a[8] == '=' ? a + 9 : argv[++i];
-            if (strcmp(o->stacks, "on") != 0 && strcmp(o->stacks, "off") != 0) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                            "record: --stacks takes on or off, not '%s'", o->stacks);
-                return FALSE;
-            }
-        } else if (strcmp(a, "--census") == 0 || strncmp(a, "--census=", 9) == 0) {
-            if (a[8] == 0 && i + 1 >= argc) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                            "record: --census needs on or off");
-                return FALSE;
-            }
-            o->census = a[8] == '=' ? a + 9 : argv[++i];
-            if (strcmp(o->census, "on") != 0 && strcmp(o->census, "off") != 0) {
-                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                            "record: --census takes on or off, not '%s'", o->census);
-                return FALSE;
-            }
         } else if (strcmp(a, "--children") == 0) {
             o->children = "";
         } else if (strncmp(a, "--children=", 11) == 0) {
