@@ -290,8 +290,8 @@ static void info_counters_lines(const GArray *counters, const query_estimates *e
             text = g_strdup_printf("%s (%s)", query_count_format(value, count),
                                    query_size_format(value, size));
         else if (g_str_has_suffix(name, "_ns") && value != 0)
-            text = g_strdup_printf("%s (%s ms)", query_count_format(value, count),
-                                   query_ms_format(value, size));
+            text = g_strdup_printf("%s (%s)", query_count_format(value, count),
+                                   query_duration_format(value, size));
         else
             text = g_strdup(query_count_format(value, count));
         info_lines_add(lines, name,

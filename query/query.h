@@ -65,6 +65,10 @@ char *query_size_format(int64_t bytes, char buf[QUERY_FORMAT_MAX]);
 char *query_count_format(int64_t count, char buf[QUERY_FORMAT_MAX]);
 /* Nanoseconds as milliseconds with three decimals: "0.412". Returns buf. */
 char *query_ms_format(int64_t ns, char buf[QUERY_FORMAT_MAX]);
+/* Nanoseconds as a person reads a duration, about three figures, in the unit that fits:
+ * "850 ns", "4.2 µs", "23 ms", "1.2 s", "5 min 15 s", "2 h 3 min". For times that may run from
+ * microseconds to minutes (waits); JSON keeps the exact nanoseconds. Returns buf. */
+char *query_duration_format(int64_t ns, char buf[QUERY_FORMAT_MAX]);
 /* Generation as stored (SCHEMA.md): "gen0", "gen1", "gen2", "loh", "poh", "nongc"; other
  * values "gen<N>". Returns a static string or buf. */
 const char *query_generation_name(int64_t generation, char buf[QUERY_FORMAT_MAX]);

@@ -80,6 +80,42 @@ char *query_ms_format(int64_t ns, char buf[QUERY_FORMAT_MAX])
     return buf;
 }
 
+char *query_duration_format(int64_t ns, char buf[QUERY_FORMAT_MAX])
+{
+    const char *sign = ns < 0 ? "-" : "";
+    uint64_t magnitude = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+    /* Each unit is rounded first and the next unit taken when the rounding reaches it, so no
+     * "1000 ms", "60.0 s" or "1 min 60 s" is ever printed. */
+    uint64_t us_tenths = (magnitude + 50) / 100;
+    uint64_t us = (magnitude + 500) / 1000;
+    uint64_t ms_tenths = (magnitude + 50000) / 100000;
+    uint64_t ms = (magnitude + 500000) / 1000000;
+    uint64_t s_tenths = (magnitude + 50000000) / 100000000;
+    uint64_t s = (magnitude + 500000000) / 1000000000;
+    uint64_t min = (magnitude + 30000000000) / 60000000000;
+    if (magnitude < 1000)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 " ns", sign, magnitude);
+    else if (us_tenths < 100)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 ".%" PRIu64 " µs", sign, us_tenths / 10,
+                 us_tenths % 10);
+    else if (us < 1000)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 " µs", sign, us);
+    else if (ms_tenths < 100)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 ".%" PRIu64 " ms", sign, ms_tenths / 10,
+                 ms_tenths % 10);
+    else if (ms < 1000)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 " ms", sign, ms);
+    else if (s_tenths < 600)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 ".%" PRIu64 " s", sign, s_tenths / 10,
+                 s_tenths % 10);
+    else if (s < 3600)
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 " min %" PRIu64 " s", sign, s / 60, s % 60);
+    else
+        snprintf(buf, QUERY_FORMAT_MAX, "%s%" PRIu64 " h %" PRIu64 " min", sign, min / 60,
+                 min % 60);
+    return buf;
+}
+
 const char *query_generation_name(int64_t generation, char buf[QUERY_FORMAT_MAX])
 {
     static const char *const names[] = {"gen0", "gen1", "gen2", "loh", "poh", "nongc"};

@@ -808,8 +808,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     }
     if (waits > 0) {
         char w[QUERY_FORMAT_MAX], t[QUERY_FORMAT_MAX];
-        char *with_waits = g_strdup_printf("%s, threads waited %s ms for the collector (%s waits)",
-                                           lost, query_ms_format(wait_ns, t),
+        char *with_waits = g_strdup_printf("%s, threads waited %s for the collector (%s waits)",
+                                           lost, query_duration_format(wait_ns, t),
                                            query_count_format(waits, w));
         g_free(lost);
         lost = with_waits;

@@ -169,7 +169,7 @@
       html += stat('Accuracy', 'exact', 'nothing dropped<br>no incomplete GC', 'ok');
     /* Full mode: threads wait for the collector instead of dropping; the time is its cost. */
     if (c.thread_waits)
-      html += stat('Threads waited', esc(fmtMs(c.thread_wait_ns || 0)) + '<small>ms</small>',
+      html += stat('Threads waited', esc(fmtDuration(c.thread_wait_ns || 0)),
         esc(fmtCount(c.thread_waits)) + ' waits for room in the<br>collector\u2019s buffers (nothing lost)');
     $('summary').innerHTML = html;
   }

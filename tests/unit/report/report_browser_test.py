@@ -743,6 +743,26 @@ def test_census(a, heaplens, workdir):
           'census: the note at the top %r' % (note and note.text()))
 
 
+def test_waits(a, heaplens, workdir):
+    """Full mode's threads waited 5 min 15 s (stop 17's stress run): the card reads it as a
+    duration, not as 315445.336 ms."""
+    db = os.path.join(workdir, 'waits.db')
+    if os.path.exists(db):
+        os.unlink(db)
+    r = run([a.fixture, 'ties', db])
+    assert r.returncode == 0, r.stderr
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT OR REPLACE INTO counters (name, value) VALUES"
+                    " ('thread_waits', 854), ('thread_wait_ns', 315445336000)")
+    page = os.path.join(workdir, 'waits.html')
+    r = run([heaplens, 'report', db, '-o', page])
+    assert r.returncode == 0, r.stderr
+    dom, _ = dump_dom(workdir, page)
+    summary = dom.find(id='summary').text()
+    # the card's label, then its value (text() joins them)
+    check('Threads waited5 min 15 s854 waits' in summary, 'waits: card %r' % summary)
+
+
 def path_points(d):
     return len(re.findall(r'[ML]', d or ''))
 
@@ -810,7 +830,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     heaplens = os.path.abspath(a.heaplens)
-    for test in (test_example, test_checkpoints, test_stacks, test_estimates, test_followed, test_census, test_rounding, test_interaction, test_big):
+    for test in (test_example, test_checkpoints, test_stacks, test_estimates, test_followed, test_census, test_waits, test_rounding, test_interaction, test_big):
         before = len(FAILURES)
         test(a, heaplens, a.workdir)
         print('%s %s' % ('ok  ' if len(FAILURES) == before else 'FAIL', test.__name__))

@@ -25,6 +25,23 @@ static void check_formats(void)
     CHECK_STR(query_ms_format(499, buf), "0.000");
     CHECK_STR(query_ms_format(500, buf), "0.001");
     CHECK_STR(query_ms_format(-1500000, buf), "-1.500");
+    CHECK_STR(query_duration_format(0, buf), "0 ns");
+    CHECK_STR(query_duration_format(999, buf), "999 ns");
+    CHECK_STR(query_duration_format(4249, buf), "4.2 µs");
+    CHECK_STR(query_duration_format(9999, buf), "10 µs"); /* not "10.0 µs" */
+    CHECK_STR(query_duration_format(412345, buf), "412 µs");
+    CHECK_STR(query_duration_format(999600, buf), "1.0 ms"); /* not "1000 µs" */
+    CHECK_STR(query_duration_format(2345678, buf), "2.3 ms");
+    CHECK_STR(query_duration_format(23456789, buf), "23 ms");
+    CHECK_STR(query_duration_format(999600000, buf), "1.0 s"); /* not "1000 ms" */
+    CHECK_STR(query_duration_format(1234567890, buf), "1.2 s");
+    CHECK_STR(query_duration_format(13001628235, buf), "13.0 s");
+    CHECK_STR(query_duration_format(59960000000, buf), "1 min 0 s"); /* not "60.0 s" */
+    CHECK_STR(query_duration_format(315445336000, buf), "5 min 15 s");
+    CHECK_STR(query_duration_format(3599600000000, buf), "1 h 0 min"); /* not "60 min 0 s" */
+    CHECK_STR(query_duration_format(7380000000000, buf), "2 h 3 min");
+    CHECK_STR(query_duration_format(-1500000, buf), "-1.5 ms");
+    CHECK_STR(query_duration_format(INT64_MIN, buf), "-2562047 h 47 min");
     CHECK_STR(query_generation_name(0, buf), "gen0");
     CHECK_STR(query_generation_name(5, buf), "nongc");
     CHECK_STR(query_generation_name(9, buf), "gen9");
