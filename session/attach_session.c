@@ -243,7 +243,7 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     close(signals);
     gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
     if (!writer_ok) /* said, and what the writer could not store stored (no exit status) */
-        recording_writer_died(output, &sockets, writer_status, FALSE, 0);
+        recording_writer_died(output, &sockets, writer_status, FALSE, 0, 0);
     recording_sockets_remove(&sockets);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     if (!clean) {

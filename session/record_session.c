@@ -577,7 +577,8 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
      * collector's end file, goes). */
     gboolean ours = TRUE; /* `output` is still the recording's file */
     if (!writer_ok && started)
-        ours = recording_writer_died(output, &sockets, writer_status, TRUE, exit_status);
+        ours = recording_writer_died(output, &sockets, writer_status, TRUE, exit_status,
+                                     (long)program);
     /* .NET processes of the session that declined (every descendant without --children): the
      * recording says they ran, so that a launcher's summary does not hide its child's work. */
     g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);

@@ -559,7 +559,8 @@ gboolean recording_output_ours(const char *who, const char *output, const record
 }
 
 gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
-                               int writer_status, gboolean exit_known, int exit_status) {
+                               int writer_status, gboolean exit_known, int exit_status,
+                               long exit_pid) {
     if (!recording_output_ours("the writer", output, &sockets->output_id))
         return FALSE;
     gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
@@ -571,6 +572,7 @@ gboolean recording_writer_died(const char *output, const recording_sockets *sock
                 output);
     store_ending ending = {.session_dir = sockets->dir, .exit_known = exit_known,
                            .exit_status = exit_status,
+                           .exit_pid = exit_pid,
                            .writer_signal = WIFSIGNALED(writer_status) ? WTERMSIG(writer_status) : 0};
     g_autoptr(GError) error = NULL;
     if (!store_recording_end(output, &ending, &error) &&

@@ -91,12 +91,14 @@ void recording_dir_remove(const char *dir);
  * (unless it stopped at a write error: its own line said it), and stores in `output` what is
  * known of the recording's end when the writer could not (store_recording_end: killed, or
  * stopped by a full disk; from the collector's end file in the session's directory, and the
- * program's exit status when `exit_known`). A file that cannot take it stays as it was: one more
+ * program's exit status when `exit_known` and the recorded process is the program `exit_pid`).
+ * A file that cannot take it stays as it was: one more
  * line says so, except after a write error (the writer's line said the disk is full). When
  * `output` is no longer the file the writer created (recording_output_ours), that is said
  * instead, nothing is stored and FALSE returned: no summary may read the file now named so. */
 gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
-                               int writer_status, gboolean exit_known, int exit_status);
+                               int writer_status, gboolean exit_known, int exit_status,
+                               long exit_pid);
 /* The writer finished with the file left in WAL mode (store_summary.wal_kept: a reader kept it
  * open): says so in one line on stderr — the recording is whole, its last GCs in `output`-wal
  * until the last connection to it closes. */

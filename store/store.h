@@ -199,12 +199,15 @@ typedef struct store_ending {
     const char *session_dir; /* where the collector's end file may be (NULL: none) */
     gboolean exit_known;     /* `exit_status` is the program's (128+N for signal N) */
     int exit_status;
+    long exit_pid;           /* the program's pid (0: not said): the status is stored only when
+                              * the recorded process (run.pid) is that program */
     int writer_signal;       /* the writer was killed by this signal; 0: it stopped at a write
                               * error (disk full, I/O error) */
 } store_ending;
 /* Stores in the recording at `path`, whose writer died before finishing it (run.status still
  * 'recording'), what is known of its end, in one transaction: status 'truncated', run.loss with
- * `writer-killed` (counter writer_signal) or `write-failed`, the exit status, and from the
+ * `writer-killed` (counter writer_signal) or `write-failed`, the exit status (when it is the
+ * recorded process's own: store_exit_is_programs), and from the
  * collector's end file (if there is one) its final counters and program_gcs. A file the writer
  * did finish is left as it is. Fails (changing nothing) when the file cannot take the write — a
  * full disk — or is damaged (STORE_ERROR_DAMAGED). */

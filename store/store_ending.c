@@ -212,7 +212,7 @@ static gboolean store_ending_write(sqlite3 *db, const char *path, const store_en
         goto out;
     }
     sqlite3_bind_text(st, 1, loss, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, ending->exit_known);
+    sqlite3_bind_int(st, 2, ending->exit_known && store_exit_is_programs(ending->exit_pid, pid));
     sqlite3_bind_int(st, 3, ending->exit_status);
     if (sqlite3_step(st) != SQLITE_DONE) {
         store_sql_fail(db, path, "storing how the recording ended", error);

@@ -138,6 +138,15 @@ typedef struct store_record {
  * division, and the numbers below 10,000 that most gaps, type ids and sizes are without a
  * loop (bench_store replay of MidLife's stream: writer CPU 0.429 -> 0.373 s). */
 #define STORE_U64_DIGITS 20
+/* Whether an exit status said for the program `exit_pid` (0: not said) is the recorded process
+ * `run_pid`'s (0: RUN_START not received): a .NET descendant of a program that is not .NET
+ * (`bash -c 'dotnet app.dll'`) has its own, unknown. One rule for the writer that stores it
+ * (store_serve.c) and for `heaplens record` storing it after a killed writer (store_ending.c). */
+static inline gboolean store_exit_is_programs(int64_t exit_pid, int64_t run_pid)
+{
+    return exit_pid == 0 || run_pid == 0 || exit_pid == run_pid;
+}
+
 static inline char *store_put_u64(char *p, uint64_t v)
 {
     static const char pairs[] =

@@ -394,9 +394,8 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
     if (!store_stop_wait(&stop, control, wait_ms, error))
         goto out;
     store_stop_recorder_gone(w, &stop);
-    /* The exit status is the recorded process's only when it is the program: a .NET descendant
-     * of a program that is not .NET (`bash -c 'dotnet app.dll'`) has its own, unknown. */
-    gboolean is_program = stop.pid == 0 || w->run_pid == 0 || stop.pid == w->run_pid;
+    /* The exit status is the recorded process's only when it is the program. */
+    gboolean is_program = store_exit_is_programs(stop.pid, w->run_pid);
     w->program_exited = stop.known && is_program && !stop.signalled;
     if (stop.known && is_program && !store_writer_set_exit_status(w, stop.status, error))
         goto out;

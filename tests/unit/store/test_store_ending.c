@@ -183,10 +183,13 @@ static void test_ending_writer_died(void)
     static const struct {
         int signal;
         gboolean end_file;
+        long exit_pid; /* the program's, as `heaplens record` says it (the run's pid is 4242) */
         const char *run;
     } cases[] = {
-        {9, TRUE, "truncated|writer-lost,writer-killed|0|9|4|30\n"},
-        {0, FALSE, "truncated|write-failed|0|NULL|NULL|0\n"},
+        {9, TRUE, 4242, "truncated|writer-lost,writer-killed|0|9|4|30\n"},
+        {0, FALSE, 0, "truncated|write-failed|0|NULL|NULL|0\n"},
+        /* a .NET descendant of a program that is not .NET: the status is not its own */
+        {9, TRUE, 5151, "truncated|writer-lost,writer-killed|NULL|9|4|30\n"},
     };
     for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
         g_autoptr(GError) error = NULL;
@@ -207,7 +210,7 @@ static void test_ending_writer_died(void)
         if (cases[i].end_file)
             ending_file_write(session, 0);
         store_ending ending = {.session_dir = session, .exit_known = TRUE, .exit_status = 0,
-                               .writer_signal = cases[i].signal};
+                               .exit_pid = cases[i].exit_pid, .writer_signal = cases[i].signal};
         CHECK(store_recording_end(path, &ending, &error));
         CHECK_NO_ERROR(error);
         static const char *run_sql =
