@@ -57,7 +57,8 @@ int cmd_import(int argc, char **argv)
         goto out;
     }
     db_path = output ? g_strdup(output) : import_default_output(path);
-    if (!recording_output_not_sibling("import: cannot import to", db_path, &error))
+    if (!recording_output_not_sibling("import: cannot import to", db_path, &error) ||
+        !recording_output_name_fits("import: cannot import to", db_path, 0, &error))
         goto out;
     /* A database is a set of files: a leftover FILE-journal or FILE-wal of another database of
      * that name (a killed writer's) would be taken into the new one by SQLite as its own (a hot

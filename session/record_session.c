@@ -451,7 +451,8 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     if (!recording_output_prepare(named, o.force, &output, error))
         return FALSE;
     /* a descendant's database adds ".PID" to the name (child_output; pid_max is 4194304) */
-    if (o.children && !recording_output_name_fits(output, strlen(".4194304"), error))
+    if (o.children && !recording_output_name_fits("cannot record to", output, strlen(".4194304"),
+                                                   error))
         return FALSE;
     g_autofree char *command = g_strjoinv(" ", o.program);
     recording_summary_options so = {.json = o.json, .quiet = o.quiet, .whose = o.children != NULL};

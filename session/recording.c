@@ -895,7 +895,8 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * writes there), never the link. Sets *resolved to the path to record to. */
 const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
 
-gboolean recording_output_name_fits(const char *path, size_t extra, GError **error) {
+gboolean recording_output_name_fits(const char *refused, const char *path, size_t extra,
+                                    GError **error) {
     g_autofree char *dir = g_path_get_dirname(path);
     g_autofree char *base = g_path_get_basename(path);
     long name_max = pathconf(dir, _PC_NAME_MAX);
@@ -905,9 +906,9 @@ gboolean recording_output_name_fits(const char *path, size_t extra, GError **err
     if (longest <= (size_t)name_max)
         return TRUE;
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                "cannot record to %s: its name is too long: the name of SQLite's journal beside "
-                "%s would be %zu bytes, over the %ld this file system takes (name it %zu byte%s "
-                "shorter)", path, extra ? "a descendant's database (--children)" : "it", longest,
+                "%s %s: its name is too long: the name of SQLite's journal beside %s would be "
+                "%zu bytes, over the %ld this file system takes (name it %zu byte%s shorter)",
+                refused, path, extra ? "a descendant's database (--children)" : "it", longest,
                 name_max, longest - (size_t)name_max, longest - (size_t)name_max == 1 ? "" : "s");
     return FALSE;
 }
@@ -936,7 +937,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
     free(real);
     /* A name that fits only without SQLite's suffixes was created, and the recording then
      * failed mid-way ("unable to open database file") with the program run for nothing. */
-    if (!recording_output_name_fits(*resolved, 0, error)) {
+    if (!recording_output_name_fits("cannot record to", *resolved, 0, error)) {
         g_clear_pointer(resolved, g_free);
         return FALSE;
     }

@@ -124,9 +124,11 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
 #define RECORDING_DB_FILES 4
 extern const char *const recording_db_suffixes[RECORDING_DB_FILES];
 
-/* FALSE (and why) when SQLite's journal beside `path` would have a name longer than the file
- * system takes; `extra`: bytes a derived name adds (record --children's ".PID"). */
-gboolean recording_output_name_fits(const char *path, size_t extra, GError **error);
+/* FALSE (and why, after `refused`: "cannot record to") when SQLite's journal beside `path` would
+ * have a name longer than the file system takes; `extra`: bytes a derived name adds (record
+ * --children's ".PID"). `record` and `import` refuse such a name before they start. */
+gboolean recording_output_name_fits(const char *refused, const char *path, size_t extra,
+                                    GError **error);
 /* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                   GError **error);

@@ -218,6 +218,11 @@ for kids in "" --children; do
   long=${long:8}
 done
 rm -f ran
+# import the same: one line, nothing created (before: SQLite's "unable to open database file")
+long=$(printf 'n%.0s' $(seq 245))
+"$hl" import sib.gcdump -o "$long.db" 2>err
+check "import: too long for SQLite's journal" 1 $? err "^heaplens: import: cannot import to $long.db: its name is too long: the name of SQLite's journal beside it would be 256 bytes, over the 255 this file system takes \(name it 1 byte shorter\)$"
+[ -z "$(ls "$long".* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL import: too long a name left a file"; }
 
 # The output must be a regular file: a FIFO or a device is refused, never removed (even with
 # --force); through a symbolic link, the database goes beside the link's target.
