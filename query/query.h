@@ -242,7 +242,8 @@ gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error);
  * (lost, or discarded incomplete): the collector's totals (counters census_allocs and
  * census_bytes, stream version 6 on) less what alloc_counts holds of them (flags 2), never
  * below 0. Not `known` (all 0) when there is no total: full mode, --census off, older
- * recordings, no census count yet. The census rows are summed only when GCs were lost. */
+ * recordings, no census count yet. The counters are read in one statement, and the census
+ * rows are summed only when GCs were lost. */
 typedef struct query_census_lost {
     gboolean known;
     int64_t allocs, bytes;

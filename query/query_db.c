@@ -478,33 +478,40 @@ gboolean query_db_gcs_lost(sqlite3 *db, int64_t *lost, GError **error)
 gboolean query_db_census_lost(sqlite3 *db, query_census_lost *lost, GError **error)
 {
     gboolean row = FALSE, ok = FALSE;
-    int64_t total = 0, gcs_lost = 0, discarded = 0;
+    int64_t total = 0, total_bytes = 0, gcs_lost = 0, discarded = 0;
     sqlite3_stmt *st = NULL;
     memset(lost, 0, sizeof *lost);
-    if (!query_db_int(db, "SELECT coalesce((SELECT value FROM counters "
-                          "WHERE name = 'census_allocs'), 0)", &total, error) ||
-        !query_db_gcs_lost(db, &gcs_lost, error) ||
-        !query_db_int(db, "SELECT coalesce((SELECT max(0, value) FROM counters "
-                          "WHERE name = 'gcs_discarded_incomplete'), 0)", &discarded, error))
-        return FALSE;
-    if (total <= 0)
-        return TRUE; /* no total: not known */
-    lost->known = TRUE;
-    lost->gcs = gcs_lost + discarded;
-    if (lost->gcs == 0)
-        return TRUE; /* every GC is stored, with its census's counts */
+    /* The collector's totals and the discarded GCs, read once (each line of a note reads them). */
     st = query_db_prepare(db,
-                          "SELECT a.value, coalesce(b.value, 0), s.n, s.b"
-                          " FROM (SELECT total(count) AS n, total(bytes) AS b FROM alloc_counts"
-                          "       WHERE flags & 2 != 0) AS s"
-                          " JOIN counters AS a ON a.name = 'census_allocs'"
-                          " LEFT JOIN counters AS b ON b.name = 'census_bytes'",
+                          "SELECT coalesce((SELECT value FROM counters"
+                          "                 WHERE name = 'census_allocs'), 0),"
+                          "       coalesce((SELECT value FROM counters"
+                          "                 WHERE name = 'census_bytes'), 0),"
+                          "       coalesce((SELECT max(0, value) FROM counters"
+                          "                 WHERE name = 'gcs_discarded_incomplete'), 0)",
                           error);
     if (!st || !query_db_step(st, &row, error))
         goto out;
-    if (row) {
-        lost->allocs = MAX(0, sqlite3_column_int64(st, 0) - (int64_t)sqlite3_column_double(st, 2));
-        lost->bytes = MAX(0, sqlite3_column_int64(st, 1) - (int64_t)sqlite3_column_double(st, 3));
+    total = sqlite3_column_int64(st, 0);
+    total_bytes = sqlite3_column_int64(st, 1);
+    discarded = sqlite3_column_int64(st, 2);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (!query_db_gcs_lost(db, &gcs_lost, error))
+        goto out;
+    if (total > 0) { /* else no total: not known */
+        lost->known = TRUE;
+        lost->gcs = gcs_lost + discarded;
+    }
+    if (lost->gcs > 0) { /* else every GC is stored, with its census's counts */
+        st = query_db_prepare(db,
+                              "SELECT total(count), total(bytes) FROM alloc_counts"
+                              " WHERE flags & 2 != 0",
+                              error);
+        if (!st || !query_db_step(st, &row, error))
+            goto out;
+        lost->allocs = MAX(0, total - (int64_t)sqlite3_column_double(st, 0));
+        lost->bytes = MAX(0, total_bytes - (int64_t)sqlite3_column_double(st, 1));
     }
     ok = TRUE;
 out:
