@@ -147,6 +147,48 @@ static uint32_t utf16_name_arity(const WCHAR *w, size_t n) {
 
 static bool put_class(hl_type_names *t, name_buf *b, ClassID c, int depth, uint32_t *flags);
 
+/* Reads the type arguments of a class or a method `id` again (GetClassIDInfo2 or
+ * GetFunctionInfo2): `capacity` of them into `args`, how many there are in *n. */
+typedef HRESULT (*type_args_read_fn)(hl_type_names *t, uintptr_t id, uint32_t capacity,
+                                     uint32_t *n, ClassID *args);
+
+static HRESULT class_args_read(hl_type_names *t, uintptr_t id, uint32_t capacity, uint32_t *n,
+                               ClassID *args) {
+    ModuleID module = 0;
+    mdTypeDef td = 0;
+    ClassID parent = 0;
+    return info_get_class_id_info2(t->info, (ClassID)id, &module, &td, &parent, capacity, n, args);
+}
+
+static HRESULT method_args_read(hl_type_names *t, uintptr_t id, uint32_t capacity, uint32_t *n,
+                                ClassID *args) {
+    ClassID cls = 0;
+    ModuleID module = 0;
+    mdToken token = 0;
+    return info_get_function_info2(t->info, (FunctionID)id, &cls, &module, &token, capacity, n,
+                                   args);
+}
+
+/* The type arguments to name, when the first call read at most MAX_ARGS into `stack_args` and
+ * said there are *n_args: more than that are read again, all of them, into *heap (freed by the
+ * caller), so that two names that differ past the 32nd stay two. Without the memory (or when
+ * the second read disagrees) the first MAX_ARGS, and the name is marked as cut (its mark says
+ * something was left out). */
+static const ClassID *type_args_all(hl_type_names *t, name_buf *b, type_args_read_fn read,
+                                    uintptr_t id, const ClassID *stack_args, uint32_t *n_args,
+                                    ClassID **heap) {
+    uint32_t n_all = *n_args, n_read = 0;
+    *heap = NULL;
+    if (n_all <= MAX_ARGS)
+        return stack_args;
+    if ((*heap = hl_mem_malloc((size_t)n_all * sizeof **heap)) &&
+        !HR_FAILED(read(t, id, n_all, &n_read, *heap)) && n_read == n_all)
+        return *heap;
+    *n_args = MAX_ARGS;
+    b->shortened = true;
+    return stack_args;
+}
+
 static void put_type_args(hl_type_names *t, name_buf *b, const ClassID *args, uint32_t n,
                           int depth, uint32_t *flags) {
     puts_(b, "<");
@@ -287,21 +329,14 @@ static bool put_class_shown(hl_type_names *t, name_buf *b, ClassID c, int depth,
     }
     ModuleID module = 0;
     mdTypeDef td = 0;
-    ClassID parent = 0, stack_args[MAX_ARGS], *args = stack_args, *heap_args = NULL;
+    ClassID parent = 0, stack_args[MAX_ARGS], *heap_args = NULL;
     uint32_t n_args = 0;
-    HRESULT hr = info_get_class_id_info2(t->info, c, &module, &td, &parent, MAX_ARGS, &n_args, args);
+    HRESULT hr =
+        info_get_class_id_info2(t->info, c, &module, &td, &parent, MAX_ARGS, &n_args, stack_args);
     if (HR_FAILED(hr) || !module || !td)
         return false;
-    /* More type arguments than the stack's: all of them from the heap (two types that differ
-     * past the 32nd stay two); without the memory, the first 32. */
-    uint32_t n_all = n_args;
-    if (n_args > MAX_ARGS && (heap_args = hl_mem_malloc((size_t)n_args * sizeof *heap_args)) &&
-        !HR_FAILED(info_get_class_id_info2(t->info, c, &module, &td, &parent, n_all, &n_args,
-                                           heap_args)) &&
-        n_args == n_all)
-        args = heap_args;
-    else
-        n_args = n_args < MAX_ARGS ? n_args : MAX_ARGS;
+    const ClassID *args =
+        type_args_all(t, b, class_args_read, (uintptr_t)c, stack_args, &n_args, &heap_args);
     IMetaDataImport *mdi = module_metadata(t, module);
     bool ok = mdi && put_typedef(t, b, mdi, td, args, n_args, depth, flags);
     hl_mem_free(heap_args);
@@ -325,7 +360,7 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
     name_buf b = {.p = out, .size = size, .len = 0, .hash = NAME_HASH_SEED};
     uint32_t flags = 0;
     out[0] = 0;
-    ClassID cls = 0, args[MAX_ARGS];
+    ClassID cls = 0, args[MAX_ARGS], *heap_args = NULL;
     ModuleID module = 0;
     mdToken token = 0;
     uint32_t n_args = 0;
@@ -353,8 +388,12 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
     if (b.len)
         puts_(&b, ".");
     put_utf16_name(&b, w, n < 512 ? n : 512);
-    if (n_args > 0)
-        put_type_args(t, &b, args, n_args < MAX_ARGS ? n_args : MAX_ARGS, 1, &flags);
+    if (n_args > 0) {
+        const ClassID *all = type_args_all(t, &b, method_args_read, (uintptr_t)function, args,
+                                           &n_args, &heap_args);
+        put_type_args(t, &b, all, n_args, 1, &flags);
+        hl_mem_free(heap_args);
+    }
     name_buf_mark_cut(&b);
     return true;
 }

@@ -5,7 +5,7 @@
  * whole name's hash, so that the two never share a name, and stays valid UTF-8 when the cut falls
  * inside a character. A name that fits is as it was. Names once shortened before any cut
  * (arguments nested deeper than 8, more than 32 arguments, metadata names past 512 characters)
- * keep two types apart. */
+ * keep two types apart; a method's own arguments past the 32nd are kept as a type's are. */
 #include <glib.h>
 #include <string.h>
 
@@ -101,15 +101,19 @@ static HRESULT fake_type_def_props(IMetaDataImport *m, mdTypeDef td, WCHAR *name
     *extends = 0;
     return S_OK;
 }
-/* One method, "Run", of the class the function id names (its low bits). */
+/* One method, "Run", of the class the function id names (its low bits); functions 0x600 and
+ * 0x601 are Small<Ns.A1>.Run<...> of MANY_ARGS type arguments of its own (as Many's). */
 static HRESULT fake_function_info(ICorProfilerInfo *i, FunctionID f, UINT_PTR frame, ClassID *cls,
                                   ModuleID *module, mdToken *token, uint32_t n, uint32_t *total,
                                   ClassID *args) {
-    (void)i, (void)frame, (void)n, (void)args;
-    *cls = (ClassID)f;
+    (void)i, (void)frame;
+    bool many = f == 0x600 || f == 0x601;
+    *cls = many ? 0x200 : (ClassID)f;
     *module = 0x50;
     *token = 0x06000001;
-    *total = 0;
+    *total = many ? MANY_ARGS : 0;
+    for (uint32_t k = 0; k < *total && k < n && args; k++)
+        args[k] = k + 1 < MANY_ARGS ? k + 1 : f == 0x601 ? 0x7f : 0x7e;
     return S_OK;
 }
 static HRESULT fake_method_props(IMetaDataImport *m, mdToken method, mdTypeDef *cls, WCHAR *name,
@@ -193,6 +197,11 @@ static void check_shortened(void) {
     hl_type_name(&names, 0x501, b, sizeof b);
     CHECK(strlen(a) == 700 && strlen(b) == 700 && g_str_has_suffix(a, "0A") &&
           g_str_has_suffix(b, "0B"));
+    /* a method's own type arguments past the 32nd: kept too (they were left out silently) */
+    CHECK(hl_method_name(&names, 0x600, a, sizeof a) && hl_method_name(&names, 0x601, b, sizeof b));
+    CHECK(g_str_has_prefix(a, "Small<Ns.A1>.Run<Ns.A1, Ns.A2, "));
+    CHECK(g_str_has_suffix(a, ", Ns.A39, Ns.A40>") && g_str_has_suffix(b, ", Ns.A39, Ns.B40>"));
+    CHECK(!strstr(a, HL_NAME_CUT_MARK));
     hl_type_names_release(&names);
 }
 
