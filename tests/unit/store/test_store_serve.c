@@ -40,65 +40,94 @@ static gpointer collector_thread(gpointer data)
     return GINT_TO_POINTER(fd);
 }
 
-static void test_serve_socket(void)
-{
-    char *dir = tmp_dir_new();
-    g_autoptr(GError) error = NULL;
-    g_autofree char *sock = g_build_filename(dir, "s", NULL);
-    g_autofree char *path = g_build_filename(dir, "served.db", NULL);
-    hl_sb *sb = golden_build(NULL, FALSE);
+/* What the serve tests start from: a temporary folder, the writer's listening socket `s` in it,
+ * and the golden stream (its marks in `m`). */
+typedef struct serve_fixture {
+    char *dir, *sock;
+    int lfd;
+    hl_sb *sb;
+    golden_marks m;
+    const uint8_t *bytes;
     size_t len;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    int lfd = listen_unix(sock);
+} serve_fixture;
+
+static void serve_fixture_init(serve_fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->dir = tmp_dir_new();
+    f->sock = g_build_filename(f->dir, "s", NULL);
+    f->lfd = listen_unix(f->sock);
+    f->sb = golden_build(&f->m, FALSE);
+    f->bytes = hl_sb_bytes(f->sb, &f->len);
+}
+
+static void serve_fixture_release(serve_fixture *f)
+{
+    close(f->lfd);
+    hl_sb_free(f->sb);
+    g_free(f->sock);
+    tmp_dir_free(f->dir);
+}
+
+/* A file `name` in the fixture's folder (g_free it). */
+static char *serve_fixture_path(const serve_fixture *f, const char *name)
+{
+    return g_build_filename(f->dir, name, NULL);
+}
+
+/* A writer of `path` (created with `command`) serves the fixture's socket, to which a collector
+ * thread sends the golden stream's first `len` bytes, then `status` on the stop pipe (the
+ * connection left open with `keep_open`, as by a child that inherited it). Returns the writer's
+ * summary once it finished, its serve and finish checked to succeed. */
+static store_summary serve_collector(serve_fixture *f, const char *path, const char *command,
+                                     size_t len, const char *status, gboolean keep_open,
+                                     int delay_ms, int stop_wait_ms)
+{
+    g_autoptr(GError) error = NULL;
+    store_summary sum = {0};
     int stop[2];
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
-
-    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
-                        .status = "exit 3\n", .delay_ms = 50};
+    collector_args a = {.sock = f->sock, .bytes = f->bytes, .len = len, .stop_wr = stop[1],
+                        .status = status, .keep_open = keep_open, .delay_ms = delay_ms};
     GThread *t = g_thread_new("collector", collector_thread, &a);
-    store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
+    store_writer *w = store_writer_create(path, command, &error);
     CHECK(w != NULL);
-    CHECK(store_writer_serve(w, lfd, -1, stop[0], 2000, &error));
+    CHECK(store_writer_serve(w, f->lfd, -1, stop[0], stop_wait_ms, &error));
     CHECK_NO_ERROR(error);
-    store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
     CHECK_NO_ERROR(error);
-    g_thread_join(t);
+    int conn = GPOINTER_TO_INT(g_thread_join(t));
+    if (keep_open)
+        close(conn);
+    close(stop[0]);
+    return sum;
+}
+
+static void test_serve_socket(void)
+{
+    serve_fixture f;
+    serve_fixture_init(&f);
+    g_autofree char *path = serve_fixture_path(&f, "served.db");
+    store_summary sum =
+        serve_collector(&f, path, "dotnet App.dll", f.len, "exit 3\n", FALSE, 50, 2000);
     CHECK(sum.connected && sum.complete && sum.gcs == 3 && sum.objects == 7);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT status, exit_status FROM run", "complete|3\n");
     CHECK_ROWS(db, SQL_OBJECTS, golden_objects);
     sqlite3_close(db);
-    close(stop[0]);
 
     /* The collector's process dies mid-stream and a child it forked keeps the socket open:
      * after the exit status arrives, a silent connection counts as ended. */
-    g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    golden_marks m = {0};
-    hl_sb *sb2 = golden_build(&m, FALSE);
-    const uint8_t *b2 = hl_sb_bytes(sb2, &len);
-    collector_args a2 = {.sock = sock, .bytes = b2, .len = m.gc_end[2] + 30, .stop_wr = stop[1],
-                         .status = "signal 9\n", .keep_open = TRUE};
-    t = g_thread_new("collector", collector_thread, &a2);
-    g_autofree char *path2 = g_build_filename(dir, "killed.db", NULL);
-    w = store_writer_create(path2, "dotnet App.dll", &error);
+    g_autofree char *path2 = serve_fixture_path(&f, "killed.db");
     gint64 t0 = g_get_monotonic_time();
-    CHECK(store_writer_serve(w, lfd, -1, stop[0], 300, &error));
-    CHECK_NO_ERROR(error);
+    sum = serve_collector(&f, path2, "dotnet App.dll", f.m.gc_end[2] + 30, "signal 9\n", TRUE, 0,
+                          300);
     CHECK(g_get_monotonic_time() - t0 < 5 * G_USEC_PER_SEC);
-    CHECK(store_writer_finish(w, &sum, &error));
-    CHECK_NO_ERROR(error);
-    int conn = GPOINTER_TO_INT(g_thread_join(t));
-    close(conn);
     CHECK(sum.connected && !sum.complete && sum.gcs == 2);
     db = db_open(path2);
     CHECK_ROWS(db, "SELECT status, exit_status FROM run", "truncated|137\n");
     sqlite3_close(db);
-    close(stop[0]);
-    close(lfd);
-    hl_sb_free(sb2);
-    hl_sb_free(sb);
-    tmp_dir_free(dir);
+    serve_fixture_release(&f);
 }
 
 /* A descendant's connection (record --children): served as accepted, no exit status. */
@@ -122,12 +151,11 @@ static gpointer trickle_thread(gpointer data)
 
 static void test_serve_connection(void)
 {
-    char *dir = tmp_dir_new();
+    serve_fixture f; /* its stream, sent over a socket pair, not its socket */
+    serve_fixture_init(&f);
     g_autoptr(GError) error = NULL;
-    golden_marks m = {0};
-    hl_sb *sb = golden_build(&m, FALSE);
-    size_t len;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    const uint8_t *bytes = f.bytes;
+    size_t len = f.len;
     int sv[2], stop[2];
     store_summary sum;
 
@@ -136,7 +164,7 @@ static void test_serve_connection(void)
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
     write_all(sv[1], bytes, len);
     close(sv[1]);
-    g_autofree char *path = g_build_filename(dir, "app.1234.db", NULL);
+    g_autofree char *path = serve_fixture_path(&f, "app.1234.db");
     store_writer *w = store_writer_create(path, NULL, &error);
     CHECK(w != NULL);
     CHECK(store_writer_serve_connection(w, sv[0], -1, stop[0], 2000, &error));
@@ -154,9 +182,9 @@ static void test_serve_connection(void)
      * stop_wait_ms more, then the recording ends there, 'recording-stopped'. */
     g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    trickle_args a = {.fd = sv[1], .bytes = bytes, .len = len, .at = m.gc_end[2]};
+    trickle_args a = {.fd = sv[1], .bytes = bytes, .len = len, .at = f.m.gc_end[2]};
     GThread *t = g_thread_new("trickle", trickle_thread, &a);
-    g_autofree char *path2 = g_build_filename(dir, "app.5678.db", NULL);
+    g_autofree char *path2 = serve_fixture_path(&f, "app.5678.db");
     w = store_writer_create(path2, NULL, &error);
     CHECK(w != NULL);
     close(stop[1]);
@@ -174,8 +202,7 @@ static void test_serve_connection(void)
                "truncated|recording-stopped|1\n");
     sqlite3_close(db);
     close(stop[0]);
-    hl_sb_free(sb);
-    tmp_dir_free(dir);
+    serve_fixture_release(&f);
 }
 
 typedef struct serve_args {
@@ -316,17 +343,16 @@ static void test_grouped_read_steps(void)
 
 static void test_serve_no_connection(void)
 {
-    char *dir = tmp_dir_new();
+    serve_fixture f; /* its socket, to which nobody connects */
+    serve_fixture_init(&f);
     g_autoptr(GError) error = NULL;
-    g_autofree char *sock = g_build_filename(dir, "s", NULL);
-    g_autofree char *path = g_build_filename(dir, "none.db", NULL);
-    int lfd = listen_unix(sock);
+    g_autofree char *path = serve_fixture_path(&f, "none.db");
     int stop[2];
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
     write_all(stop[1], "signal 9\n", 9);
 
     store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
-    CHECK(store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
+    CHECK(store_writer_serve(w, f.lfd, -1, stop[0], 1000, &error));
     CHECK_NO_ERROR(error);
     store_summary sum;
     CHECK(store_writer_finish(w, &sum, &error));
@@ -341,17 +367,16 @@ static void test_serve_no_connection(void)
      * "exit" status split across two writes arrives whole. */
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
     close(stop[1]);
-    g_autofree char *p2 = g_build_filename(dir, "none2.db", NULL);
+    g_autofree char *p2 = serve_fixture_path(&f, "none2.db");
     w = store_writer_create(p2, NULL, &error);
-    CHECK(store_writer_serve(w, lfd, -1, stop[0], 100, &error));
+    CHECK(store_writer_serve(w, f.lfd, -1, stop[0], 100, &error));
     CHECK(store_writer_finish(w, NULL, &error));
     CHECK_NO_ERROR(error);
     db = db_open(p2);
     CHECK_ROWS(db, "SELECT status, exit_status FROM run", "no-data|NULL\n");
     sqlite3_close(db);
     close(stop[0]);
-    close(lfd);
-    tmp_dir_free(dir);
+    serve_fixture_release(&f);
 }
 
 static void test_serve_refuses_peer(void)
@@ -360,17 +385,12 @@ static void test_serve_refuses_peer(void)
         fprintf(stderr, "SKIP: needs root to connect as another user\n");
         exit(SKIP_CODE);
     }
-    char *dir = tmp_dir_new();
+    serve_fixture f;
+    serve_fixture_init(&f);
     g_autoptr(GError) error = NULL;
-    g_autofree char *sock = g_build_filename(dir, "s", NULL);
-    g_autofree char *path = g_build_filename(dir, "peer.db", NULL);
-    int lfd = listen_unix(sock);
-    CHECK(chmod(dir, 0755) == 0 && chmod(sock, 0777) == 0);
+    g_autofree char *path = serve_fixture_path(&f, "peer.db");
+    CHECK(chmod(f.dir, 0755) == 0 && chmod(f.sock, 0777) == 0);
     int stop[2];
-    g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    hl_sb *sb = golden_build(NULL, FALSE);
-    size_t len;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
 
     /* Another user connects and sends a stream: refused. Then our own collector connects. */
     pid_t child = fork();
@@ -378,30 +398,21 @@ static void test_serve_refuses_peer(void)
     if (child == 0) {
         if (setgid(65534) != 0 || setuid(65534) != 0)
             _exit(2);
-        int fd = connect_unix(sock);
+        int fd = connect_unix(f.sock);
         if (fd < 0)
             _exit(3);
-        (void)!write(fd, bytes, len);
+        (void)!write(fd, f.bytes, f.len);
         _exit(0);
     }
     int status = 0;
     waitpid(child, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
-                        .status = "exit 0\n", .delay_ms = 100};
-    GThread *t = g_thread_new("collector", collector_thread, &a);
-    store_writer *w = store_writer_create(path, NULL, &error);
-    CHECK(store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
-    CHECK_NO_ERROR(error);
-    store_summary sum;
-    CHECK(store_writer_finish(w, &sum, &error));
-    g_thread_join(t);
+    store_summary sum = serve_collector(&f, path, NULL, f.len, "exit 0\n", FALSE, 100, 1000);
     CHECK(sum.complete);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "complete|0|peer-refused\n");
     CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'connections_refused'") == 1);
     sqlite3_close(db);
-    close(stop[0]);
 
     /* Only the other user ever connects: STORE_ERROR_PEER, status no-data. */
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
@@ -410,16 +421,16 @@ static void test_serve_refuses_peer(void)
     if (child == 0) {
         if (setgid(65534) != 0 || setuid(65534) != 0)
             _exit(2);
-        int fd = connect_unix(sock);
+        int fd = connect_unix(f.sock);
         _exit(fd < 0 ? 3 : 0);
     }
     waitpid(child, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     g_usleep(50000);
     write_all(stop[1], "exit 1\n", 7);
-    g_autofree char *p2 = g_build_filename(dir, "peer2.db", NULL);
-    w = store_writer_create(p2, NULL, &error);
-    CHECK(!store_writer_serve(w, lfd, -1, stop[0], 1000, &error));
+    g_autofree char *p2 = serve_fixture_path(&f, "peer2.db");
+    store_writer *w = store_writer_create(p2, NULL, &error);
+    CHECK(!store_writer_serve(w, f.lfd, -1, stop[0], 1000, &error));
     CHECK_ERROR(error, STORE_ERROR_PEER, "refused 1 connection(s) from another user (uid 65534)");
     g_clear_error(&error);
     CHECK(store_writer_finish(w, &sum, &error));
@@ -429,9 +440,7 @@ static void test_serve_refuses_peer(void)
     sqlite3_close(db);
     close(stop[0]);
     close(stop[1]);
-    close(lfd);
-    hl_sb_free(sb);
-    tmp_dir_free(dir);
+    serve_fixture_release(&f);
 }
 
 
@@ -464,14 +473,9 @@ static gpointer run_on_thread(gpointer data)
  * 'program-killed'. */
 static void test_serve_program_ran_on(void)
 {
-    char *dir = tmp_dir_new();
+    serve_fixture f;
+    serve_fixture_init(&f);
     g_autoptr(GError) error = NULL;
-    g_autofree char *sock = g_build_filename(dir, "s", NULL);
-    golden_marks m = {0};
-    hl_sb *sb = golden_build(&m, FALSE);
-    size_t len;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    int lfd = listen_unix(sock);
     static const struct {
         const char *how, *status, *expect;
     } runs[] = {
@@ -485,25 +489,25 @@ static void test_serve_program_ran_on(void)
         g_assert(child >= 0);
         if (child == 0) {
             /* the program: two GCs sent, its collector gone (exec), then it runs on until told */
-            int fd = connect_unix(sock);
+            int fd = connect_unix(f.sock);
             if (fd < 0)
                 _exit(3);
-            write_all(fd, bytes, m.gc_end[2] + 30);
+            write_all(fd, f.bytes, f.m.gc_end[2] + 30);
             close(fd);
             char c;
             _exit(read(go[0], &c, 1) == 1 ? 0 : 4);
         }
         close(go[0]);
-        g_autofree char *path = g_strdup_printf("%s/%s.db", dir, runs[i].how);
+        g_autofree char *path = g_strdup_printf("%s/%s.db", f.dir, runs[i].how);
         store_writer *w = store_writer_create(path, "dotnet App.dll", &error);
         CHECK(w != NULL);
-        store_writer_set_session(w, dir, getpid()); /* the test is the recorder */
+        store_writer_set_session(w, f.dir, getpid()); /* the test is the recorder */
         /* The writer serves with a wait of 1 ms for the exit status; the program exits 300 ms
          * after it started (a thread tells it to, then writes the status as the recorder does). */
         run_on_args a = {.go = go[1], .stop = stop[1], .child = child, .status = runs[i].status,
                          .delay_ms = 300};
         GThread *t = g_thread_new("recorder", run_on_thread, &a);
-        CHECK(store_writer_serve(w, lfd, -1, stop[0], 1, &error));
+        CHECK(store_writer_serve(w, f.lfd, -1, stop[0], 1, &error));
         CHECK_NO_ERROR(error);
         store_summary sum;
         CHECK(store_writer_finish(w, &sum, &error));
@@ -515,9 +519,7 @@ static void test_serve_program_ran_on(void)
         sqlite3_close(db);
         close(stop[0]);
     }
-    close(lfd);
-    hl_sb_free(sb);
-    tmp_dir_free(dir);
+    serve_fixture_release(&f);
 }
 
 /* The golden stream (RUN_START: pid 4242, "dotnet App.dll --flag") served to a writer created
@@ -525,34 +527,14 @@ static void test_serve_program_ran_on(void)
  * and exit status as stored. */
 static char *serve_golden_run(const char *command, const char *status)
 {
-    char *dir = tmp_dir_new();
-    g_autoptr(GError) error = NULL;
-    g_autofree char *sock = g_build_filename(dir, "s", NULL);
-    g_autofree char *path = g_build_filename(dir, "served.db", NULL);
-    hl_sb *sb = golden_build(NULL, FALSE);
-    size_t len;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    int lfd = listen_unix(sock);
-    int stop[2];
-    g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    collector_args a = {.sock = sock, .bytes = bytes, .len = len, .stop_wr = stop[1],
-                        .status = status, .delay_ms = 10};
-    GThread *t = g_thread_new("collector", collector_thread, &a);
-    store_writer *w = store_writer_create(path, command, &error);
-    CHECK(w != NULL);
-    CHECK(store_writer_serve(w, lfd, -1, stop[0], 2000, &error));
-    CHECK_NO_ERROR(error);
-    store_summary sum;
-    CHECK(store_writer_finish(w, &sum, &error));
-    CHECK_NO_ERROR(error);
-    g_thread_join(t);
-    close(stop[0]);
-    close(lfd);
-    hl_sb_free(sb);
+    serve_fixture f;
+    serve_fixture_init(&f);
+    g_autofree char *path = serve_fixture_path(&f, "served.db");
+    serve_collector(&f, path, command, f.len, status, FALSE, 10, 2000);
     sqlite3 *db = db_open(path);
     char *rows = db_rows(db, "SELECT command, pid, exit_status FROM run");
     sqlite3_close(db);
-    tmp_dir_free(dir);
+    serve_fixture_release(&f);
     return rows;
 }
 
