@@ -54,7 +54,9 @@ static _Thread_local struct {
     uint64_t window_ns;    /* the window's start, monotonic clock */
     uint64_t window_cpu_ns; /* ... and the thread's CPU time then */
     uint32_t seen;         /* small-object samples seen in it */
-    uint32_t factor;       /* K of the window: keep one sample in K */
+    uint32_t first;        /* ... of them kept as their type's firsts (weight 1) */
+    uint32_t factor;       /* K of the window: keep one sample in K beyond the firsts */
+    hl_budget_types types; /* the window's samples per type */
 } tls_budget;
 
 /* Pushes one sample (its stack walked now when `walk`) into this thread's chunk; `weight` is
@@ -252,13 +254,15 @@ static void checkpoint_push(hl_profiler *p, const uint8_t *data, uint32_t size) 
         hl_collector_wake(p); /* faster than the collector's idle period: drain it now */
 }
 
-/* The sample budget (eventpipe.h): whether this thread keeps the small-object sample it was
- * just delivered, and with which factor. A window's factor comes from the window before, so
- * every draw's probability is fixed before it is made. The windows end by the monotonic clock
+/* The sample budget (eventpipe.h): whether this thread keeps the small-object sample of
+ * `class_id` it was just delivered, and with which factor. A window's factor comes from the
+ * window before, and whether a sample is one of its type's firsts from the samples seen before
+ * it in the window, so every sample's probability is fixed before its draw. The windows end by
+ * the monotonic clock
  * (the vDSO: a few ns a sample); the rate is per second of the thread's CPU time, read once a
  * window (a system call), so that a loaded machine, which stretches the wall time, does not
  * change what the samples cost the program. */
-static bool budget_keep(hl_profiler *p, uint32_t *factor) {
+static bool budget_keep(hl_profiler *p, uint64_t class_id, uint32_t *factor) {
     uint64_t now = hl_now_ns();
     if (!tls_budget.rng) { /* the thread's first sample */
         uint64_t z = now ^ (uint64_t)(uintptr_t)&tls_budget;
@@ -272,14 +276,21 @@ static bool budget_keep(hl_profiler *p, uint32_t *factor) {
         tls_budget.factor = 1;
     } else if (now - tls_budget.window_ns >= HL_SAMPLE_BUDGET_WINDOW_NS) {
         uint64_t cpu = hl_thread_cpu_ns();
-        tls_budget.factor = hl_sample_budget_factor(tls_budget.seen,
+        tls_budget.factor = hl_sample_budget_factor(tls_budget.seen, tls_budget.first,
                                                     cpu - tls_budget.window_cpu_ns,
                                                     p->sampling.budget);
         tls_budget.window_ns = now;
         tls_budget.window_cpu_ns = cpu;
         tls_budget.seen = 0;
+        tls_budget.first = 0;
+        memset(&tls_budget.types, 0, sizeof tls_budget.types); /* 192 bytes, once a window */
     }
     tls_budget.seen++;
+    if (hl_budget_first(&tls_budget.types, class_id)) {
+        tls_budget.first++;
+        *factor = 1;
+        return true;
+    }
     *factor = tls_budget.factor;
     if (tls_budget.factor == 1)
         return true;
@@ -372,9 +383,10 @@ HRESULT hl_eventpipe_on_event(hl_profiler *p, UINT_PTR provider, DWORD event_id,
         return S_OK;
     }
     /* Sampled and attach modes: a small object's sample beyond the thread's budget is left out
-     * before anything is spent on it (LOH and POH objects are counted and followed anyway). */
+     * before anything is spent on it (LOH and POH objects are counted and followed anyway);
+     * its type's first samples in the window are kept (budget_keep). */
     uint32_t weight = 1;
-    if (s.kind == 0 && p->sampling.budget && !budget_keep(p, &weight)) {
+    if (s.kind == 0 && p->sampling.budget && !budget_keep(p, s.class_id, &weight)) {
         atomic_fetch_add_explicit(&p->sampling.budgeted, 1, memory_order_relaxed);
         return S_OK;
     }

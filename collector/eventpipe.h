@@ -105,9 +105,13 @@ void hl_eventpipe_on_object_allocated(struct hl_profiler *p, struct hl_tbuf *rin
  * than the budget allows for the CPU time the thread used in it, this window keeps one sample
  * in K, each by a random draw with probability 1/K, and a kept sample weighs K times its
  * sampling weight (hl_alloc_sample.weight): unbiased, as K is fixed before the window's draws.
- * K is the smallest power of two with seen / K <= per_second * elapsed (elapsed: the thread's
- * CPU time in the window), at most HL_SAMPLE_BUDGET_MAX_FACTOR; 1 when per_second is 0 or
- * nothing was seen. Pure (tests/unit/collector). */
+ * Except a type's first HL_SAMPLE_BUDGET_FIRSTS samples in the window (hl_budget_first): kept,
+ * weight 1, so that a type with a few samples, or a burst after a pause, is not thinned.
+ * K is the smallest power of two with (seen - first) / K <= per_second * elapsed (elapsed: the
+ * thread's CPU time in the window; first: the samples it kept as firsts; at least one allowed):
+ * the draws keep the budget, the firsts add at most HL_SAMPLE_BUDGET_FIRSTS x
+ * HL_SAMPLE_BUDGET_TYPES a window. At most HL_SAMPLE_BUDGET_MAX_FACTOR; 1 when per_second is
+ * 0 or nothing was seen. Pure (tests/unit/collector). */
 #define HL_SAMPLE_BUDGET_WINDOW_NS 100000000ull /* 100 ms of wall time */
 /* The default: samples per second of a thread's CPU time. A kept sample costs about 4 us of
  * CPU all in (its walk, weak handle, collector and writer), so the budget caps their cost at
@@ -115,7 +119,21 @@ void hl_eventpipe_on_object_allocated(struct hl_profiler *p, struct hl_tbuf *rin
  * sample budget": the costs and the estimates' error at 10,000, 5,000, 2,500 and 1,000). */
 #define HL_SAMPLE_BUDGET_DEFAULT 5000u
 #define HL_SAMPLE_BUDGET_MAX_FACTOR 1024u
-uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t per_second);
+uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t first, uint64_t elapsed_ns,
+                                 uint64_t per_second);
+
+/* A thread's small-object samples per type in the current budget window: its first
+ * HL_SAMPLE_BUDGET_FIRSTS of each type are kept whatever K. A fixed table, no allocation: a
+ * type that finds it full (more than HL_SAMPLE_BUDGET_TYPES types in a window) is drawn like
+ * any sample beyond its firsts. hl_budget_first counts the sample and says whether it is one
+ * of its type's firsts; only what was seen before decides, never a draw. Zeroed: empty. */
+#define HL_SAMPLE_BUDGET_FIRSTS 4u
+#define HL_SAMPLE_BUDGET_TYPES 16u /* a power of two */
+typedef struct hl_budget_types {
+    uint64_t class_id[HL_SAMPLE_BUDGET_TYPES];
+    uint32_t seen[HL_SAMPLE_BUDGET_TYPES]; /* 0: the slot is free */
+} hl_budget_types;
+bool hl_budget_first(hl_budget_types *t, uint64_t class_id);
 
 /* The walk-time bin of a walk of `ns` nanoseconds, and the median of a histogram of such bins
  * in microseconds: the middle of the bin holding the median walk (the open last bin: its

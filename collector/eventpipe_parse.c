@@ -154,17 +154,44 @@ uint64_t hl_sample_distance(uint64_t u, uint64_t mean) {
     return d >= 1e18 ? (uint64_t)1e18 : (uint64_t)d;
 }
 
-uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t elapsed_ns, uint64_t per_second) {
+uint32_t hl_sample_budget_factor(uint64_t seen, uint64_t first, uint64_t elapsed_ns,
+                                 uint64_t per_second) {
     if (per_second == 0 || seen == 0)
         return 1;
-    /* allowed in the elapsed time, at least one (a window shorter than a sample's share) */
+    if (first > seen)
+        first = seen;
+    /* allowed in the elapsed time, at least one (a window shorter than a sample's share). The
+     * firsts, kept anyway, are not taken from it: on a thread with little CPU time they would
+     * leave nothing and drive K to its cap, one sample weighing hundreds; they add at most
+     * HL_SAMPLE_BUDGET_FIRSTS x HL_SAMPLE_BUDGET_TYPES a window instead. */
     double allowed = (double)per_second * ((double)elapsed_ns / 1e9);
     if (allowed < 1.0)
         allowed = 1.0;
+    double drawn = (double)(seen - first);
     uint32_t k = 1;
-    while (k < HL_SAMPLE_BUDGET_MAX_FACTOR && (double)seen / k > allowed)
+    while (k < HL_SAMPLE_BUDGET_MAX_FACTOR && drawn / k > allowed)
         k *= 2;
     return k;
+}
+
+bool hl_budget_first(hl_budget_types *t, uint64_t class_id) {
+    /* Fibonacci hashing (the product's high bits): TypeIDs are MethodTable addresses, whose
+     * low bits are mostly alike */
+    uint32_t h = (uint32_t)((class_id * 0x9E3779B97F4A7C15ull) >> 32);
+    for (uint32_t i = 0; i < HL_SAMPLE_BUDGET_TYPES; i++) {
+        uint32_t slot = (h + i) & (HL_SAMPLE_BUDGET_TYPES - 1);
+        if (t->seen[slot] == 0) {
+            t->class_id[slot] = class_id;
+            t->seen[slot] = 1;
+            return true;
+        }
+        if (t->class_id[slot] == class_id) {
+            if (t->seen[slot] < UINT32_MAX)
+                t->seen[slot]++;
+            return t->seen[slot] <= HL_SAMPLE_BUDGET_FIRSTS;
+        }
+    }
+    return false; /* full: drawn like a sample beyond its firsts */
 }
 
 uint32_t hl_walk_hist_bin(uint64_t ns) {

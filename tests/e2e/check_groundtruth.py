@@ -35,7 +35,8 @@ must record exactly as the default does.
 Sampled mode (--mode sampled) follows only its samples' objects between snapshots: at a
 checkpoint without a snapshot (--snapshot gen2: the gen0 checkpoints) `survivors --json` says
 "estimated": true and each example type's count must be within 10% of the ground truth (per
-type; per generation within 10% of the type's total), at least one checkpoint must be such an
+type; per generation within 10% of the type's total; or within 3 samples' weight, that of the
+heaviest sample it weighs, when that is more), at least one checkpoint must be such an
 estimate, and the survivors_by_generation view must still agree with the command. With
 --expect-leak TYPE, `heaplens leaks --json` must rank TYPE first.
 
@@ -206,13 +207,16 @@ def main():
                   "object_generations is empty")
 
     # A followed sample's object stands for its sample's weight (est_count: 1/p, times the sample
-    # budget's factor when samples were left out): the heaviest of each type's samples bounds how
-    # finely its survivors can be estimated in (b).
-    sample_weight = {}
-    if conn is not None and a.mode == "sampled":
-        sample_weight = dict(conn.execute(
+    # budget's factor when it was drawn): the heaviest of a type's samples that a checkpoint's
+    # estimate weighs (those allocated since the last snapshot: the snapshot named the older
+    # ones) bounds how finely its survivors can be estimated in (b).
+    def sample_weight(gc):
+        if conn is None or a.mode != "sampled":
+            return {}
+        return dict(conn.execute(
             "SELECT t.name, max(s.est_count) FROM alloc_samples s JOIN types t ON t.id = s.type_id"
-            " WHERE s.heap = 0 GROUP BY t.name").fetchall())
+            " WHERE s.heap = 0 AND s.gc <= ?1 AND s.gc > (SELECT coalesce(max(gc), 0) FROM"
+            " snapshots WHERE gc <= ?1) GROUP BY t.name", (gc,)).fetchall())
 
     # ---------------------------------------------------------------- (a) allocations
     doc = heaplens_json(checks, a.heaplens, ["allocations", db], log)
@@ -394,6 +398,7 @@ def main():
             raw.setdefault(t, {})
             raw[t][r["generation"]] = raw[t].get(r["generation"], 0) + r["count"]
         errors = []  # estimated checkpoints: (type, truth, estimate), printed below
+        weighed = sample_weight(n) if estimated else {}
         for name, t in types.items():
             expected = cp["alive"].get(name, {})
             actual = got.get(name, {})
@@ -403,12 +408,13 @@ def main():
                     f"{GEN_NAMES.get(k, k)}={v}" for k, v in sorted(raw[name].items())) + ")"
             if estimated:
                 # Within 10%, or within 3 samples' weight (one sample stands for 102400 / size
-                # objects, K times that when the sample budget kept one in K): a handful of
-                # objects allocated since the last snapshot is below what any sample can resolve.
+                # objects, K times that when the sample budget drew it, one in K, from beyond
+                # its type's firsts): a handful of objects allocated since the last snapshot is
+                # below what any sample can resolve.
                 want, got_n = sum(expected.values()), sum(actual.values())
                 errors.append((name, want, got_n))
                 weight = max(102400 / avg_size[name] if avg_size.get(name) else 0,
-                             sample_weight.get(name) or 0)
+                             weighed.get(name) or 0)
                 slack = max(0.1 * want, 3 * weight)
                 close = abs(got_n - want) <= slack and all(
                     abs(actual.get(b, 0) - expected.get(b, 0)) <= slack
@@ -430,6 +436,10 @@ def main():
                             f" ({100 * (got_n - want) / want:+.1f}%)" if want else
                             f"{name.rsplit('.', 1)[-1]} {got_n} of 0"
                             for name, want, got_n in errors))
+            print(f"note: checkpoint '{label}' (GC {n}): the heaviest sample of each type allocated"
+                  " since the last snapshot (est_count): " + (", ".join(
+                      f"{name.rsplit('.', 1)[-1]} {w:.0f}" for name, w in sorted(weighed.items())
+                      if name in types) or "none"))
         top = heaplens_json(checks, a.heaplens, ["survivors", db, "--gc", str(n), "--top", "3"], log)
         if top is not None:
             # Sizes, not names: groups of equal size (MidLife's windows) may come in any order.

@@ -2,6 +2,7 @@
  * interning, and EventPipe payload parsing: pure logic, no runtime. */
 #undef NDEBUG /* the checks are asserts: keep them in release builds */
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -264,18 +265,92 @@ static void test_sample_distance(void) {
  * the budget for the thread's CPU time in it; 1 without a budget or samples; capped. */
 static void test_sample_budget_factor(void) {
     const uint64_t ms = 1000000;
-    assert(hl_sample_budget_factor(0, 100 * ms, 10000) == 1);
-    assert(hl_sample_budget_factor(5000, 100 * ms, 0) == 1);     /* no budget */
-    assert(hl_sample_budget_factor(1000, 100 * ms, 10000) == 1); /* exactly the budget */
-    assert(hl_sample_budget_factor(1001, 100 * ms, 10000) == 2);
-    assert(hl_sample_budget_factor(3600, 100 * ms, 10000) == 4); /* AllocBench's rate: 36k/s */
-    assert(hl_sample_budget_factor(4001, 100 * ms, 10000) == 8);
-    assert(hl_sample_budget_factor(3, 0, 10000) == 4);           /* no CPU time: one allowed */
-    assert(hl_sample_budget_factor(UINT32_MAX, 100 * ms, 1) == HL_SAMPLE_BUDGET_MAX_FACTOR);
+    assert(hl_sample_budget_factor(0, 0, 100 * ms, 10000) == 1);
+    assert(hl_sample_budget_factor(5000, 0, 100 * ms, 0) == 1);     /* no budget */
+    assert(hl_sample_budget_factor(1000, 0, 100 * ms, 10000) == 1); /* exactly the budget */
+    assert(hl_sample_budget_factor(1001, 0, 100 * ms, 10000) == 2);
+    assert(hl_sample_budget_factor(3600, 0, 100 * ms, 10000) == 4); /* AllocBench's rate: 36k/s */
+    assert(hl_sample_budget_factor(4001, 0, 100 * ms, 10000) == 8);
+    assert(hl_sample_budget_factor(3, 0, 0, 10000) == 4);           /* no CPU time: one allowed */
+    assert(hl_sample_budget_factor(UINT32_MAX, 0, 100 * ms, 1) == HL_SAMPLE_BUDGET_MAX_FACTOR);
     /* The default (5,000 per CPU second) thins Workload's threads, about 12,000 samples per
      * second of their CPU time, to one in four, and leaves a thread at 5,000 untouched. */
-    assert(hl_sample_budget_factor(1200, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 4);
-    assert(hl_sample_budget_factor(500, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1);
+    assert(hl_sample_budget_factor(1200, 0, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 4);
+    assert(hl_sample_budget_factor(500, 0, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1);
+    /* The window's firsts (kept, weight 1) are not drawn: K brings the others within the
+     * budget. 1,200 seen, 100 of them firsts: 1,100 drawn into 500 -> K 4 (275); 1,010 with
+     * 10 firsts: 1,000 -> K 2; 520 with 24: 496 -> K 1. Firsts are not taken from the budget:
+     * a thread with 4 ms of CPU (20 allowed) and 24 firsts among its 50 samples still keeps
+     * one in 2 of the others, not one in 32. */
+    assert(hl_sample_budget_factor(1200, 100, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 4);
+    assert(hl_sample_budget_factor(1010, 10, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 2);
+    assert(hl_sample_budget_factor(520, 24, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1);
+    assert(hl_sample_budget_factor(50, 24, 4 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 2);
+    assert(hl_sample_budget_factor(600, 600, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1);
+    assert(hl_sample_budget_factor(5, 9, 100 * ms, HL_SAMPLE_BUDGET_DEFAULT) == 1); /* clamped */
+}
+
+/* A type's first HL_SAMPLE_BUDGET_FIRSTS samples in a window are firsts, the next ones not;
+ * each type counts on its own; zeroed, the table starts over; a type that finds the table full
+ * is never a first. */
+static void test_budget_first(void) {
+    hl_budget_types t;
+    memset(&t, 0, sizeof t);
+    const uint64_t order = 0x7f3a12345678ull, event = 0x7f3a12345ab0ull;
+    for (uint32_t i = 0; i < HL_SAMPLE_BUDGET_FIRSTS; i++) {
+        assert(hl_budget_first(&t, order));
+        assert(hl_budget_first(&t, event));
+    }
+    assert(!hl_budget_first(&t, order) && !hl_budget_first(&t, order));
+    assert(!hl_budget_first(&t, event));
+    assert(hl_budget_first(&t, 0)); /* TypeID 0 is a type like any other */
+    memset(&t, 0, sizeof t);        /* a new window */
+    assert(hl_budget_first(&t, order));
+    memset(&t, 0, sizeof t);
+    /* MethodTables 0x40 apart (their low bits alike): every one gets a slot of its own */
+    for (uint64_t k = 0; k < HL_SAMPLE_BUDGET_TYPES; k++)
+        assert(hl_budget_first(&t, 0x7f3a10000000ull + 0x40 * k));
+    for (uint64_t k = 0; k < HL_SAMPLE_BUDGET_TYPES; k++) /* all found again: a second first */
+        assert(hl_budget_first(&t, 0x7f3a10000000ull + 0x40 * k) == (HL_SAMPLE_BUDGET_FIRSTS > 1));
+    assert(!hl_budget_first(&t, order)); /* full: drawn like the others */
+    assert(!hl_budget_first(&t, order));
+}
+
+/* The budget's estimator, as budget_keep (eventpipe.c) applies it: a type's firsts kept with
+ * weight 1, the others kept with probability 1/K and weight K. Over many windows the sums of
+ * the kept weights per type come within a few percent of the samples seen: a common type
+ * (thinned), a rare one (2 a window: all firsts, exact) and a burst (6 in one window of 4:
+ * firsts and draws mixed). Weighing the firsts K, or the draws 1, fails it. */
+static void test_budget_estimates(void) {
+    const uint32_t k = 8, windows = 16000;
+    const uint64_t common = 0x1000, rare = 0x2000, burst = 0x3000;
+    double est[3] = {0, 0, 0}, truth[3] = {0, 0, 0};
+    uint64_t kept = 0, samples = 0, x = 0x9E3779B97F4A7C15ull;
+    for (uint32_t w = 0; w < windows; w++) {
+        hl_budget_types t;
+        memset(&t, 0, sizeof t);
+        for (uint32_t i = 0; i < 400; i++) {
+            int which = i % 200 == 7 ? 1 : (w % 4 == 0 && i >= 100 && i < 106) ? 2 : 0;
+            uint64_t type = which == 0 ? common : which == 1 ? rare : burst;
+            truth[which] += 1;
+            samples++;
+            double weight = 0;
+            if (hl_budget_first(&t, type)) {
+                weight = 1;
+            } else {
+                x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+                if (((x * 0x2545F4914F6CDD1Dull) >> 32 & (k - 1)) == 0)
+                    weight = k;
+            }
+            if (weight > 0)
+                kept++;
+            est[which] += weight;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        assert(fabs(est[i] - truth[i]) <= 0.05 * truth[i]);
+    assert(est[1] == truth[1]);        /* the rare type: every sample kept */
+    assert(kept < samples / 4);        /* still thinned: firsts are few */
 }
 
 /* The walks' median from their bins (a quarter of a power of two each from 64 ns): the middle
@@ -305,6 +380,8 @@ static void test_walk_hist(void) {
 
 int main(void) {
     test_sample_budget_factor();
+    test_budget_first();
+    test_budget_estimates();
     test_walk_hist();
     test_sample_distance();
     test_encode_and_push();
