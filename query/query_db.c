@@ -540,7 +540,8 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
 
     status = query_db_prepare(db,
                               "SELECT status, loss, exit_status, (SELECT max(gc) FROM gcs), flags, "
-                              "mode IN ('sampled', 'attach') FROM run WHERE id = 1", error);
+                              "mode IN ('sampled', 'attach'), mode = 'attach' FROM run WHERE id = 1",
+                              error);
     if (!status || !query_db_step(status, &row, error))
         goto out;
     run_status = row ? (const char *)sqlite3_column_text(status, 0) : NULL;
@@ -592,8 +593,12 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
     }
     if (row && sqlite3_column_text(status, 1) &&
         strstr((const char *)sqlite3_column_text(status, 1), LOSS_RECORDER_KILLED))
-        g_ptr_array_add(clauses, g_strdup("heaplens record was killed: the program's exit status "
-                                          "is unknown"));
+        g_ptr_array_add(clauses,
+                        g_strdup(sqlite3_column_int(status, 6)
+                                     ? "heaplens attach was killed: its writer ended the session "
+                                       "then (the collector detached), before its planned end"
+                                     : "heaplens record was killed: the program's exit status "
+                                       "is unknown"));
 
     /* HEAPLENS_EMPTY=1 (a benchmark's empty profiler) records nothing: a run that looks
      * complete and empty must say why. */

@@ -433,7 +433,8 @@ gboolean recording_sockets_create(recording_sockets *s, GError **error) {
 /* The writer process. Reports "ok" or the error on `ready_fd`, then serves the recording
  * until the stream ended and `stop_fd` gave the exit status (or end of file). */
 static G_NORETURN void writer_main(const char *output, const char *command, const char *dir,
-                                   int listen_fd, int control_fd, int stop_fd, int ready_fd) {
+                                   gboolean attach, int listen_fd, int control_fd, int stop_fd,
+                                   int ready_fd) {
     pid_t recorder = getppid();
     /* Ctrl-C and a kill of the whole process group reach the writer too; it must outlive the
      * program to finish the recording (SIGUSR1/2 too: heaplens passes them on to the program,
@@ -453,6 +454,8 @@ static G_NORETURN void writer_main(const char *output, const char *command, cons
         _exit(1);
     close(ready_fd);
     store_writer_set_session(w, dir, recorder);
+    if (attach) /* a killed `heaplens attach` must not leave the process recorded for good */
+        store_writer_set_attach(w);
     gboolean ok = store_writer_serve(w, listen_fd, control_fd, stop_fd, STOP_WAIT_MS, &error);
     close(control_fd); /* a client connecting now gets EOF at once instead of waiting */
     store_summary summary;
@@ -510,8 +513,8 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
         close(ready[0]);
         if (gone_fd)
             close(gone[0]); /* gone[1] stays open in the writer: end of file when it exits */
-        writer_main(output, command, sockets->dir, sockets->collector_fd, sockets->control_fd,
-                    stop[0], ready[1]);
+        writer_main(output, command, sockets->dir, strcmp(who, "attach") == 0,
+                    sockets->collector_fd, sockets->control_fd, stop[0], ready[1]);
     }
     close(sockets->collector_fd);
     close(sockets->control_fd);

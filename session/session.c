@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,6 +137,24 @@ static void session_not_recorded(pid_t pid, GError **error) {
                     (long)pid);
 }
 
+/* TRUE when nothing serves the control socket `path` any more: its writer is gone (a recorder
+ * and writer killed together, or a writer that ended an attach session whose recorder was
+ * killed) and the session file that names it is stale. A writer that is only slow (its backlog
+ * full: EAGAIN) is alive; nothing here waits. */
+static gboolean session_control_dead(const char *path) {
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path)
+        return FALSE;
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return FALSE;
+    gboolean dead = connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0 &&
+                    (errno == ENOENT || errno == ECONNREFUSED);
+    close(fd);
+    return dead;
+}
+
 gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
     memset(session, 0, sizeof *session);
     g_autofree char *path = session_path(pid, error);
@@ -161,6 +181,14 @@ gboolean query_session_read(pid_t pid, query_session *session, GError **error) {
     if (!session->control || !session->db) {
         query_session_clear(session);
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "%s is not a heaplens session file", path);
+        return FALSE;
+    }
+    if (session_control_dead(session->control)) {
+        /* its session ended without removing it: the process is not recorded now (and may be
+         * attached again) */
+        query_session_clear(session);
+        unlink(path);
+        session_not_recorded(pid, error);
         return FALSE;
     }
     return TRUE;

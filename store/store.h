@@ -181,6 +181,11 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
  * then read to its end (the program runs on), run.exit_status stays NULL and run.loss gets
  * `recorder-killed` (store_summary.recorder_killed). */
 void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder);
+/* An attach session (call before serving): the process runs on after its recorder, which alone
+ * ends the session, so a recorder killed makes the writer end it itself — the collector is told
+ * to detach (HL_CMD_DETACH: its last snapshot, RUN_END) — instead of reading on until the process
+ * exits. The recording then ends complete with loss `recorder-killed`. */
+void store_writer_set_attach(store_writer *w);
 /* Records the program's exit status (128+N for signal N). */
 gboolean store_writer_set_exit_status(store_writer *w, int status, GError **error);
 

@@ -199,6 +199,18 @@ static void store_control_accept(store_control *c)
     }
 }
 
+void store_control_detach(store_control *c)
+{
+    if (c == NULL || c->phase != STORE_CONTROL_RECORDING || c->detach_sent ||
+        c->out_len + sizeof(hl_rec_header) > sizeof c->out)
+        return;
+    hl_rec_header h = {.type = HL_CMD_DETACH, .size = 0};
+    memcpy(c->out + c->out_len, &h, sizeof h);
+    c->out_len += sizeof h;
+    c->detach_sent = TRUE;
+    store_control_flush(c);
+}
+
 /* A whole request line from client i: act on it. */
 static void store_control_request(store_control *c, int i)
 {
@@ -220,13 +232,7 @@ static void store_control_request(store_control *c, int i)
     }
     if (detach) {
         /* The attach session's end: answered when the stream has ended ("ok detached"). */
-        if (!c->detach_sent && c->out_len + sizeof(hl_rec_header) <= sizeof c->out) {
-            hl_rec_header h = {.type = HL_CMD_DETACH, .size = 0};
-            memcpy(c->out + c->out_len, &h, sizeof h);
-            c->out_len += sizeof h;
-            c->detach_sent = TRUE;
-            store_control_flush(c);
-        }
+        store_control_detach(c);
         cl->detach = TRUE;
     } else if (c->out_len == 0) {
         hl_rec_header h = {.type = HL_CMD_SNAPSHOT, .size = 0};

@@ -547,6 +547,9 @@ void store_control_end(store_control *c);
 /* Likewise when the writer stops recording (`why`, one line of words; NULL: as
  * store_control_end): waiting clients get "error <why>". */
 void store_control_stop(store_control *c, const char *why);
+/* Tells the collector to end the stream (HL_CMD_DETACH), as an attach session's "detach" does,
+ * with no client to answer: the attach session's recorder is gone. Once only. */
+void store_control_detach(store_control *c);
 /* Writes the fds to poll at `fds` (room for STORE_CONTROL_MAX_FDS); returns how many. */
 int store_control_poll_fds(const store_control *c, struct pollfd *fds);
 /* TRUE while a client waits for an answer from the collector (a snapshot, a detach). */
@@ -861,6 +864,7 @@ struct store_writer {
     char *session_dir;            /* store_writer_set_session: where the end file may be */
     pid_t recorder;               /* ... and the recorder's pid (0: not watched) */
     gboolean recorder_killed;     /* the stop pipe ended before any line: the recorder died */
+    gboolean ends_session;        /* store_writer_set_attach: the recorder's death ends the stream */
     gboolean peer_is_program;     /* serve: the collector's process is the recorder's own child,
                                    * the program itself (not a descendant that claimed it) */
     gboolean program_exited;      /* serve: the program exited ("exit N"), no signal killed it */

@@ -171,6 +171,12 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
         nfds_t n = src->stop->done ? 1 : 2;
         /* A killed recorder sends no status: the program may run on, the stream goes on. */
         gboolean to_end = src->w != NULL && store_stop_recorder_gone(src->w, src->stop);
+        /* ... but an attach session's process runs on for good, and only its recorder would
+         * have ended the session (at --duration, Ctrl-C): the stream would go on into the file
+         * until the process exits, the collector loaded and every later attach refused. The
+         * session ends now, as its recorder would have ended it. */
+        if (to_end && src->w->ends_session)
+            store_control_detach(src->control);
         int wait_ms = src->stop->done && !to_end ? src->stop_wait_ms : -1;
         if (src->bounded && src->stop->done) {
             gint64 now = g_get_monotonic_time();

@@ -1182,6 +1182,11 @@ void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder)
     w->recorder = recorder;
 }
 
+void store_writer_set_attach(store_writer *w)
+{
+    w->ends_session = TRUE;
+}
+
 /* The stream ended without RUN_END: the collector's end file, if it left one, says how the run
  * ended instead (wire/hl_wire.h). */
 static void store_writer_read_ending(store_writer *w)

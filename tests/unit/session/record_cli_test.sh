@@ -318,5 +318,23 @@ grep -Eq "^/tmp/heaplens-$(id -u)/heaplens-$rec-[A-Za-z0-9]{6}/collector.sock$" 
 [ -z "$(ls -A "$long")" ] && ! ls -d "/tmp/heaplens-$(id -u)/heaplens-$rec-"* >/dev/null 2>&1 &&
   pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a long TMPDIR left"; ls -A "$long"; }
 
+# A session file whose writer is gone (an attach session whose recorder and writer were killed,
+# or one its writer ended after its recorder was killed: the control socket removed or served by
+# nobody) is stale: the process is not recorded. Before, `snapshot` said "cannot reach the
+# recording's writer" and `attach` refused the process as one that already has a profiler, for
+# as long as it ran.
+mkdir -m 700 xdg xdg/heaplens
+sleep 300 &
+live=$!
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$work/dead.sock"
+for control in "$work/gone.sock" "$work/dead.sock"; do
+  printf 'control %s\ndb %s\n' "$control" "$work/s.db" >"xdg/heaplens/$live"
+  XDG_RUNTIME_DIR=$work/xdg "$hl" snapshot "$live" 2>err; status=$?
+  check "stale session file (${control##*/})" 1 $status err "^heaplens: process $live is not being recorded \(start it with 'heaplens record'\)$"
+  [ ! -e "xdg/heaplens/$live" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the stale session file of $live was left"; }
+done
+kill "$live"
+wait "$live" 2>/dev/null
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

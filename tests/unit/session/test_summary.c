@@ -189,9 +189,35 @@ static void case_waits(void)
     check_waits("nowait.db", 0, 0, NULL);
 }
 
+/* A killed recorder is said in the words of its command: a killed `heaplens attach` leaves no
+ * exit status unknown (a process attached to has none in the file) — its writer ended the session
+ * early — while a killed `heaplens record` does. */
+static void case_recorder_killed(void)
+{
+    static const struct {
+        const char *name, *words;
+    } runs[] = {
+        {"attach.db", "heaplens attach was killed: its writer ended the session then (the "
+                      "collector detached), before its planned end"},
+        {"sampled.db", "heaplens record was killed: the program's exit status is unknown"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(runs); i++) {
+        fixture_sql(runs[i].name, "UPDATE run SET loss = 'recorder-killed'");
+        run_result r = RUN("info", runs[i].name);
+        g_autofree char *text = summary_text_new(runs[i].name);
+        if (!strstr(r.out, runs[i].words) || !text || !strstr(text, runs[i].words)) {
+            fprintf(stderr, "%s: info or the summary lacks '%s':\n%s%s", runs[i].name,
+                    runs[i].words, r.out, text ? text : "");
+            failures++;
+        }
+        run_result_release(&r);
+    }
+}
+
 static const cli_test_case cases[] = {
     {"survived", case_survived},
     {"waits", case_waits},
+    {"recorder_killed", case_recorder_killed},
 };
 
 int main(int argc, char **argv)

@@ -9,6 +9,7 @@
 #include "tests/unit/store/store_test.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -522,6 +523,88 @@ static void test_serve_program_ran_on(void)
     serve_fixture_release(&f);
 }
 
+typedef struct orphan_args {
+    const char *sock;
+    const uint8_t *bytes;
+    size_t cut, len;
+    int stop_wr;
+    gboolean told; /* the writer sent HL_CMD_DETACH */
+} orphan_args;
+
+/* The attached process's collector in test_serve_attach_recorder_killed: sends the stream up to
+ * GC 2, its recorder then dies (the stop pipe closed without a line); it waits for the writer's
+ * HL_CMD_DETACH and then ends its stream as a detach does (the rest of it, RUN_END). Without
+ * the command within 20 s it hangs up with RUN_END unsent: the test fails, it does not hang. */
+static gpointer orphan_collector_thread(gpointer data)
+{
+    orphan_args *a = data;
+    int fd = connect_unix(a->sock);
+    g_assert(fd >= 0);
+    write_all(fd, a->bytes, a->cut);
+    close(a->stop_wr); /* `heaplens attach` killed: no line */
+    hl_rec_header h;
+    size_t got = 0;
+    while (got < sizeof h) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 20000) <= 0)
+            break;
+        ssize_t n = read(fd, (uint8_t *)&h + got, sizeof h - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    a->told = got == sizeof h && h.type == HL_CMD_DETACH;
+    if (a->told)
+        write_all(fd, a->bytes + a->cut, a->len - a->cut);
+    close(fd);
+    return NULL;
+}
+
+/* `heaplens attach` killed (kill -9) mid-session: nobody would ever end the session (no
+ * --duration, no Ctrl-C), and the writer read on until the process exited — for a service,
+ * for good, its file growing, the collector loaded and every later attach refused. The writer of
+ * an attach session now tells the collector to detach when its recorder is gone: the recording
+ * ends complete, loss recorder-killed. */
+static void test_serve_attach_recorder_killed(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *sock = g_build_filename(dir, "s", NULL);
+    g_autofree char *control = g_build_filename(dir, "c", NULL);
+    g_autofree char *path = g_build_filename(dir, "attach.db", NULL);
+    golden_marks m = {0};
+    hl_sb *sb = golden_build(&m, FALSE);
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    int lfd = listen_unix(sock), cfd = listen_unix(control);
+    int stop[2];
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    orphan_args a = {.sock = sock, .bytes = bytes, .cut = m.gc_end[2], .len = len,
+                     .stop_wr = stop[1]};
+    GThread *t = g_thread_new("collector", orphan_collector_thread, &a);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(w != NULL);
+    store_writer_set_session(w, dir, getpid()); /* the test is the recorder */
+    store_writer_set_attach(w);
+    CHECK(store_writer_serve(w, lfd, cfd, stop[0], 1000, &error));
+    CHECK_NO_ERROR(error);
+    g_thread_join(t);
+    CHECK(a.told);
+    store_summary sum;
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(sum.complete && sum.recorder_killed);
+    sqlite3 *db = db_open(path);
+    CHECK_ROWS(db, "SELECT status, exit_status, loss FROM run", "complete|NULL|recorder-killed\n");
+    CHECK(db_int(db, "SELECT count(*) FROM gcs") == 3);
+    sqlite3_close(db);
+    close(stop[0]);
+    close(lfd);
+    close(cfd);
+    hl_sb_free(sb);
+    tmp_dir_free(dir);
+}
+
 /* The golden stream (RUN_START: pid 4242, "dotnet App.dll --flag") served to a writer created
  * with `command` (the recorder's program), then `status` on the stop pipe: run's command, pid
  * and exit status as stored. */
@@ -561,6 +644,7 @@ static const test_case cases[] = {
     {"serve_connection", test_serve_connection},
     {"serve_refuses_peer", test_serve_refuses_peer},
     {"serve_program_ran_on", test_serve_program_ran_on},
+    {"serve_attach_recorder_killed", test_serve_attach_recorder_killed},
     {"grouped_reader_sees", test_grouped_reader_sees},
     {"grouped_read_steps", test_grouped_read_steps},
 };
