@@ -669,6 +669,32 @@ static gboolean report_counted_get(sqlite3 *db, const char *file, report_data *d
     return TRUE;
 }
 
+/* A file still being recorded (run status 'recording') is read as of one moment up to the
+ * sweep: a read transaction, begun here (*open TRUE) and ended by report_moment_end. Without it
+ * the objects, read into memory once at their first use (report_totals_get; TEMP `objects`,
+ * store_objects_view_attach), are those of an earlier moment than the sweep's
+ * object_generations: the GCs the writer committed in between name objects not among them, and
+ * the sweep called a sound file damaged. A finished file does not change: no transaction. */
+static void report_moment_begin(sqlite3 *db, gboolean *open)
+{
+    int64_t recording = 0;
+    *open = sqlite3_get_autocommit(db) &&
+            query_db_int(db, "SELECT count(*) FROM run WHERE id = 1 AND status = 'recording'",
+                         &recording, NULL) &&
+            recording && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+/* Ends report_moment_begin's transaction before the snapshots' part: retention begins
+ * transactions of its own on this connection, and stores what it computes through another
+ * connection, whose rows this one must see afterwards. */
+static gboolean report_moment_end(sqlite3 *db, gboolean *open)
+{
+    if (*open)
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL); /* read only: nothing to lose */
+    *open = FALSE;
+    return TRUE;
+}
+
 report_data *report_data_new(sqlite3 *db, const char *file, query_progress *progress,
                              GError **error)
 {
@@ -681,11 +707,14 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
     data->strings = g_string_chunk_new(256);
     data->notes = g_ptr_array_new_with_free_func(g_free);
     GError *local = NULL;
+    gboolean moment = FALSE;
 
+    report_moment_begin(db, &moment);
     if (!report_run_get(db, data, error) ||
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
         !report_allocations_get(db, data, error) ||
         !report_sweep(db, data, error) || !report_marks_get(db, data, error) ||
+        !report_moment_end(db, &moment) ||
         !report_snapshots_get(db, file, data, progress, error) ||
         !report_stacks_get(db, data, error) || !report_counted_get(db, file, data, error))
         goto fail;
@@ -699,6 +728,7 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
 #endif
     return data;
 fail:
+    report_moment_end(db, &moment);
     report_data_free(data);
     return NULL;
 }
