@@ -14,7 +14,8 @@
 #define MAX_DEPTH 8    /* generic arguments nested deeper than this are shown as "..." */
 #define MAX_HIDDEN_DEPTH 32 /* ... and hashed (name_buf.hidden) this much deeper still */
 #define MAX_ARGS 32    /* type arguments asked for on the stack; more from the heap */
-#define NAME_UNITS 512 /* a metadata name's UTF-16 units read on the stack; longer from the heap */
+#define NAME_UNITS 512 /* a metadata name's UTF-16 units read on the stack (a type's longer one again
+                        * from the heap: put_typedef; a method's or a field's is cut there) */
 
 /* FNV-1a, 64 bits: the whole name's hash in a cut name's mark (name_buf_mark_cut). */
 #define NAME_HASH_SEED 0xcbf29ce484222325ull
@@ -211,11 +212,11 @@ static bool put_typedef(hl_type_names *t, name_buf *b, IMetaDataImport *mdi, mdT
     size_t levels = 0;
     chain[levels++] = td;
     for (mdTypeDef cur = td; levels <= MAX_DEPTH;) {
-        WCHAR w[512];
+        WCHAR w[NAME_UNITS];
         ULONG n = 0;
         DWORD td_flags = 0;
         mdToken extends = 0;
-        if (HR_FAILED(mdi_get_type_def_props(mdi, cur, w, 512, &n, &td_flags, &extends)))
+        if (HR_FAILED(mdi_get_type_def_props(mdi, cur, w, NAME_UNITS, &n, &td_flags, &extends)))
             return false;
         mdTypeDef outer = 0;
         if (!(td_flags & tdNestedMask) || HR_FAILED(mdi_get_nested_class_props(mdi, cur, &outer)) ||
@@ -370,24 +371,22 @@ bool hl_method_name(hl_type_names *t, FunctionID function, char *out, size_t siz
     IMetaDataImport *mdi = module_metadata(t, module);
     if (!mdi)
         return false;
-    WCHAR w[512];
+    WCHAR w[NAME_UNITS];
     ULONG n = 0;
     mdTypeDef td = 0;
-    if (HR_FAILED(mdi_get_method_props(mdi, token, &td, w, 512, &n)))
+    if (HR_FAILED(mdi_get_method_props(mdi, token, &td, w, NAME_UNITS, &n)))
         return false;
     /* The declaring type: its instantiation when the runtime knows it, else the definition. */
     bool typed = cls && put_class(t, &b, cls, 1, &flags);
-    if (!typed) {
-        b.len = 0;
-        b.full = false;
-        b.hash = NAME_HASH_SEED;
+    if (!typed) { /* what put_class wrote, and what it marked, are undone */
+        b = (name_buf){.p = out, .size = size, .len = 0, .hash = NAME_HASH_SEED};
         out[0] = 0;
         if (td && !put_typedef(t, &b, mdi, td, NULL, 0, 1, &flags))
             return false;
     }
     if (b.len)
         puts_(&b, ".");
-    put_utf16_name(&b, w, n < 512 ? n : 512);
+    put_utf16_name(&b, w, n < NAME_UNITS ? n : NAME_UNITS);
     if (n_args > 0) {
         const ClassID *all = type_args_all(t, &b, method_args_read, (uintptr_t)function, args,
                                            &n_args, &heap_args);
@@ -418,11 +417,11 @@ bool hl_field_name(hl_type_names *t, ModuleID module, mdToken field, char *out, 
     name_buf b = {.p = out, .size = size, .len = 0};
     out[0] = 0;
     IMetaDataImport *mdi = module_metadata(t, module);
-    WCHAR w[512];
+    WCHAR w[NAME_UNITS];
     ULONG n = 0;
-    if (!mdi || HR_FAILED(mdi_get_field_props(mdi, field, w, 512, &n)))
+    if (!mdi || HR_FAILED(mdi_get_field_props(mdi, field, w, NAME_UNITS, &n)))
         return false;
-    n = n < 512 ? n : 512;
+    n = n < NAME_UNITS ? n : NAME_UNITS;
     /* An auto-property's field reads as the property, as C# code names it. */
     static const char suffix[] = ">k__BackingField";
     size_t ns = sizeof suffix - 1, len = 0;

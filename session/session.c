@@ -1,5 +1,6 @@
 /* session.c — see session.h. */
 #include "session/session.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,19 +87,6 @@ gboolean query_session_write(pid_t pid, const char *control, const char *db, GEr
     return ok;
 }
 
-/* The parent of `pid` (/proc/PID/stat, after the command name in parentheses), 0 if unknown. */
-static pid_t parent_of(pid_t pid) {
-    g_autofree char *path = g_strdup_printf("/proc/%ld/stat", (long)pid);
-    g_autofree char *stat = NULL;
-    long ppid = 0;
-    if (!g_file_get_contents(path, &stat, NULL, NULL))
-        return 0;
-    const char *after = strrchr(stat, ')');
-    if (!after || sscanf(after + 1, " %*c %ld", &ppid) != 1)
-        return 0;
-    return (pid_t)ppid;
-}
-
 /* A recorded process whose parent is `pid`, 0 if none: `heaplens snapshot` given the pid of
  * `heaplens record` itself (whose command line holds the program's, so `pgrep -f` finds it
  * first). */
@@ -109,7 +97,7 @@ static pid_t session_recorded_child(pid_t pid) {
     while (d && (name = g_dir_read_name(d))) {
         char *end;
         long child = strtol(name, &end, 10);
-        if (*end == '\0' && child > 0 && parent_of((pid_t)child) == pid)
+        if (*end == '\0' && child > 0 && store_process_parent((pid_t)child) == pid)
             return (pid_t)child;
     }
     return 0;

@@ -181,6 +181,9 @@ gboolean store_writer_serve_connection(store_writer *w, int conn, int control_fd
  * then read to its end (the program runs on), run.exit_status stays NULL and run.loss gets
  * `recorder-killed` (store_summary.recorder_killed). */
 void store_writer_set_session(store_writer *w, const char *dir, pid_t recorder);
+/* The parent of process `pid` (/proc/PID/stat's fourth field, after the command name in
+ * parentheses), 0 when unknown. */
+pid_t store_process_parent(pid_t pid);
 /* An attach session (call before serving): the process runs on after its recorder, which alone
  * ends the session, so a recorder killed makes the writer end it itself — the collector is told
  * to detach (HL_CMD_DETACH: its last snapshot, RUN_END) — instead of reading on until the process

@@ -251,24 +251,23 @@ static ssize_t store_conn_read(void *ctx, void *buf, size_t len, GError **error)
     }
 }
 
-/* The parent of process `pid` (/proc/PID/stat's fourth field), or -1. */
-static pid_t store_pid_parent(pid_t pid)
+pid_t store_process_parent(pid_t pid)
 {
     char path[64], buf[512];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
     if (n <= 0)
-        return -1;
+        return 0;
     buf[n] = '\0';
     const char *end_of_name = strrchr(buf, ')'); /* the name may hold ')' and spaces */
     char state;
     long parent;
     if (!end_of_name || sscanf(end_of_name + 1, " %c %ld", &state, &parent) != 2)
-        return -1;
+        return 0;
     return (pid_t)parent;
 }
 
@@ -300,7 +299,7 @@ static gboolean store_serve_accept(store_writer *w, int listen_fd, int *conn, ui
         ok = TRUE;
         goto out;
     }
-    w->peer_is_program = w->recorder > 0 && store_pid_parent(cred.pid) == w->recorder;
+    w->peer_is_program = w->recorder > 0 && store_process_parent(cred.pid) == w->recorder;
     *conn = fd;
     fd = -1;
     ok = TRUE;

@@ -710,3 +710,15 @@ gboolean hl_sb_write_db(hl_sb *sb, const char *path, const char *command, store_
 {
     return hl_sb_write_db_prefix(sb, SIZE_MAX, path, command, summary, error);
 }
+
+void write_all(int fd, const void *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        g_assert(w > 0);
+        p = (const uint8_t *)p + w;
+        n -= (size_t)w;
+    }
+}

@@ -218,4 +218,8 @@ gboolean hl_sb_write_db_prefix(hl_sb *sb, size_t len, const char *path, const ch
 gboolean hl_sb_write_db(hl_sb *sb, const char *path, const char *command, store_summary *summary,
                         GError **error);
 
+/* Writes all of `p` to `fd` (asserted): a stream's bytes to a writer serving a socket, as the
+ * collector sends them. */
+void write_all(int fd, const void *p, size_t n);
+
 #endif /* HEAPLENS_HL_STREAM_BUILDER_H */

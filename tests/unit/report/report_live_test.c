@@ -20,7 +20,6 @@
 #include "tests/unit/common/hl_stream_builder.h"
 #include "tests/unit/common/test_cases.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -40,17 +39,6 @@ static gpointer live_writer_thread(gpointer data)
     live_writer *a = data;
     a->ok = store_writer_serve_connection(a->w, a->conn, -1, a->stop, 2000, NULL);
     return NULL;
-}
-
-static void send_all(int fd, const uint8_t *bytes, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, bytes, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        g_assert(n > 0);
-        bytes += n, len -= (size_t)n;
-    }
 }
 
 /* Waits (a bounded poll on a connection of its own) until the file holds `gcs` GCs. */
@@ -116,7 +104,7 @@ static int sweep_hook_trace(unsigned type, void *ctx, void *p, void *x)
     const char *sql = type == SQLITE_TRACE_STMT ? sqlite3_sql((sqlite3_stmt *)p) : NULL;
     if (!h->sent && sql && strstr(sql, "FROM object_generations AS og LEFT JOIN objects")) {
         h->sent = TRUE;
-        send_all(h->collector, h->bytes + h->from, h->to - h->from);
+        write_all(h->collector, h->bytes + h->from, h->to - h->from);
         h->gcs_seen = gcs_committed_wait(h->path, 2);
     }
     return 0;
@@ -140,7 +128,7 @@ static void test_live_report_moment(void)
                      .stop = stop[0]};
     g_assert(a.w && !error);
     GThread *t = g_thread_new("writer", live_writer_thread, &a);
-    send_all(sv[1], bytes, first);
+    write_all(sv[1], bytes, first);
     CHECK_INT(gcs_committed_wait(path, 1), 1);
 
     gboolean gc2_sent = FALSE;
@@ -167,10 +155,10 @@ static void test_live_report_moment(void)
 
     /* The rest: GC 2 (unless the hook sent it) and the stream's end. */
     if (!gc2_sent)
-        send_all(sv[1], bytes + first, second - first);
+        write_all(sv[1], bytes + first, second - first);
     hl_sb_run_end(sb, 2);
     bytes = hl_sb_bytes(sb, &len);
-    send_all(sv[1], bytes + second, len - second);
+    write_all(sv[1], bytes + second, len - second);
     close(sv[1]);
     close(stop[1]);
     g_thread_join(t);

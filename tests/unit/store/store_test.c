@@ -340,13 +340,3 @@ int connect_unix(const char *path)
     }
     return fd;
 }
-
-void write_all(int fd, const void *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        g_assert(w > 0);
-        p = (const uint8_t *)p + w;
-        n -= (size_t)w;
-    }
-}

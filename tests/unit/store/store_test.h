@@ -142,7 +142,6 @@ int listen_unix(const char *path);
 /* A connection to `path`, or -1. */
 int connect_unix(const char *path);
 
-/* Writes all of `p` to `fd` (asserted). */
-void write_all(int fd, const void *p, size_t n);
+/* write_all: tests/unit/common/hl_stream_builder.h */
 
 #endif /* HEAPLENS_TEST_STORE_TEST_H */
