@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "tests/unit/store/store_test.h"
+#include "tests/unit/common/hl_live_writer.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -71,6 +72,15 @@ static char *control_answer(int fd, int timeout_ms)
     return control_answer_progress(fd, timeout_ms, NULL);
 }
 
+/* How long a script waits for an answer or a command before it calls it missing: a bound for a
+ * failing test, never reached by a passing one, so long that a loaded machine does not reach it
+ * either. */
+#define SCRIPT_WAIT_MS 30000
+
+/* The writer's wait for the exit status after the stream's end, where the script always writes
+ * it: a script that got the CPU later than this would lose the status ("complete|NULL"). */
+#define STATUS_WAIT_MS 60000
+
 /* Waits for at least one HL_CMD_SNAPSHOT on the collector's connection; returns how many came
  * (all of them, as far as they arrived within a short while). */
 static int collector_read_commands(int fd, int timeout_ms)
@@ -99,6 +109,7 @@ static void control_gc(hl_sb *sb, uint32_t gc, uint32_t snap, uint32_t trigger)
 
 typedef struct control_script {
     const char *collector_sock, *control_sock;
+    const char *db_path; /* the writer's file: what it committed shows what it has taken */
     int stop_wr;
     int failures; /* checks that failed in the script's thread */
     char *log;    /* what failed */
@@ -149,10 +160,9 @@ static gpointer control_script_run(gpointer data)
 {
     control_script *sc = data;
     const char *ctl = sc->control_sock;
-    g_usleep(50000);
 
-    /* No collector yet. */
-    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), 5000),
+    /* No collector yet (whether the writer serves already or not: the request waits). */
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), SCRIPT_WAIT_MS),
                      "error the program's collector is not connected (yet)\n");
     int idle = control_send(ctl, NULL); /* connects, says nothing: must not hold anything up */
 
@@ -169,24 +179,28 @@ static gpointer control_script_run(gpointer data)
     g_assert(col >= 0);
     write_all(col, bytes, len);
     sent = len;
+    /* Asked before the writer has accepted the collector's connection (it may still be between
+     * its poll and its accept), a request is told "not connected (yet)": GC 1 in the file says
+     * that the writer has the collector. */
+    SCRIPT_CHECK(sc, hl_db_wait_int(sc->db_path, "SELECT count(*) FROM gcs", 1) == 1);
 
     /* Three clients ask; one of them gives up at once; one sends nonsense. */
     int b = control_send(ctl, "snapshot\n");
     int c = control_send(ctl, "snapshot\r\n");
     close(control_send(ctl, "snapshot\n"));
-    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "hello\n"), 5000),
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "hello\n"), SCRIPT_WAIT_MS),
                      "error unknown request\n");
-    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    SCRIPT_CHECK(sc, collector_read_commands(col, SCRIPT_WAIT_MS) >= 1);
     control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
     bytes = hl_sb_bytes(sb, &len);
     write_all(col, bytes + sent, len - sent);
     sent = len;
-    SCRIPT_CHECK_STR(sc, control_answer(b, 5000), "ok 1 2 1 MS\n");
-    SCRIPT_CHECK_STR(sc, control_answer(c, 5000), "ok 1 2 1 MS\n");
+    SCRIPT_CHECK_STR(sc, control_answer(b, SCRIPT_WAIT_MS), "ok 1 2 1 MS\n");
+    SCRIPT_CHECK_STR(sc, control_answer(c, SCRIPT_WAIT_MS), "ok 1 2 1 MS\n");
 
     /* A requested snapshot taken but thrown away (records of it were dropped): "lost", why. */
     int d = control_send(ctl, "snapshot\n");
-    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    SCRIPT_CHECK(sc, collector_read_commands(col, SCRIPT_WAIT_MS) >= 1);
     hl_sb_gc_start(sb, 3, 2, TRUE, 2);
     hl_sb_snapshot_start(sb, 2, 3, HL_SNAPSHOT_REQUESTED);
     hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
@@ -195,26 +209,26 @@ static gpointer control_script_run(gpointer data)
     bytes = hl_sb_bytes(sb, &len);
     write_all(col, bytes + sent, len - sent);
     sent = len;
-    SCRIPT_CHECK_STR(sc, control_answer(d, 5000),
+    SCRIPT_CHECK_STR(sc, control_answer(d, SCRIPT_WAIT_MS),
                      "lost 2 3 its records were dropped by the collector (the writer fell "
                      "behind)\n");
 
     /* A request, then a snapshot of another trigger, then the end of the program. */
     int f = control_send(ctl, "snapshot\n");
-    SCRIPT_CHECK(sc, collector_read_commands(col, 5000) >= 1);
+    SCRIPT_CHECK(sc, collector_read_commands(col, SCRIPT_WAIT_MS) >= 1);
     control_gc(sb, 4, 3, HL_SNAPSHOT_INDUCED);
     hl_sb_run_end(sb, 4);
     bytes = hl_sb_bytes(sb, &len);
     write_all(col, bytes + sent, len - sent);
     close(col);
-    SCRIPT_CHECK_STR(sc, control_answer(f, 5000),
+    SCRIPT_CHECK_STR(sc, control_answer(f, SCRIPT_WAIT_MS),
                      "error the program ended before the snapshot was taken\n");
     /* The writer now waits for the exit status: the recording has ended. */
-    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), 5000),
+    SCRIPT_CHECK_STR(sc, control_answer(control_send(ctl, "snapshot\n"), SCRIPT_WAIT_MS),
                      "error the recording has ended\n");
     write_all(sc->stop_wr, "exit 0\n", 7);
     close(sc->stop_wr);
-    SCRIPT_CHECK_STR(sc, control_answer(idle, 5000), "error the recording has ended\n");
+    SCRIPT_CHECK_STR(sc, control_answer(idle, SCRIPT_WAIT_MS), "error the recording has ended\n");
     hl_sb_free(sb);
     return NULL;
 }
@@ -231,10 +245,11 @@ static void test_control_snapshot(void)
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
     signal(SIGPIPE, SIG_IGN); /* as in the writer process */
 
-    control_script sc = {.collector_sock = csock, .control_sock = ksock, .stop_wr = stop[1]};
+    control_script sc = {.collector_sock = csock, .control_sock = ksock, .db_path = path,
+                         .stop_wr = stop[1]};
     GThread *t = g_thread_new("script", control_script_run, &sc);
     store_writer *w = store_writer_create(path, "control", &error);
-    CHECK(store_writer_serve(w, lfd, kfd, stop[0], 2000, &error));
+    CHECK(store_writer_serve(w, lfd, kfd, stop[0], STATUS_WAIT_MS, &error));
     CHECK_NO_ERROR(error);
     store_summary sum = control_script_end(w, t, &sc);
     CHECK(sum.complete && sum.gcs == 4 && sum.snapshots == 2);
@@ -280,19 +295,19 @@ static gpointer descendant_script_run(gpointer data)
 
     /* The request reaches the collector only once the writer serves the connection. */
     int a = control_send(ctl, "snapshot\n");
-    SCRIPT_CHECK(sc, collector_read_commands(ds->col, 5000) >= 1);
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) >= 1);
     control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
     bytes = hl_sb_bytes(sb, &len);
     write_all(ds->col, bytes + sent, len - sent);
     sent = len;
     GString *progress = g_string_new(NULL);
-    SCRIPT_CHECK_STR(sc, control_answer_progress(a, 5000, progress), "ok 1 2 1 MS\n");
+    SCRIPT_CHECK_STR(sc, control_answer_progress(a, SCRIPT_WAIT_MS, progress), "ok 1 2 1 MS\n");
     /* One object: "progress 1 1" may come as its records arrive; "writing" always comes. */
     SCRIPT_CHECK(sc, g_str_has_suffix(progress->str, "progress 1 writing 1\n"));
     g_string_free(progress, TRUE);
 
     int b = control_send(ctl, "snapshot\n");
-    SCRIPT_CHECK(sc, collector_read_commands(ds->col, 5000) >= 1);
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) >= 1);
     hl_sb_gc_start(sb, 3, 2, TRUE, 2);
     hl_sb_snapshot_start(sb, 2, 3, HL_SNAPSHOT_REQUESTED);
     hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
@@ -301,7 +316,7 @@ static gpointer descendant_script_run(gpointer data)
     hl_sb_run_end(sb, 3);
     bytes = hl_sb_bytes(sb, &len);
     write_all(ds->col, bytes + sent, len - sent);
-    SCRIPT_CHECK_STR(sc, control_answer(b, 5000),
+    SCRIPT_CHECK_STR(sc, control_answer(b, SCRIPT_WAIT_MS),
                      "lost 2 3 its records were dropped by the collector (the writer fell "
                      "behind)\n");
     close(ds->col);
@@ -377,21 +392,7 @@ static void test_killed_mid_snapshot(void)
     close(pipefd[0]);
     write_all(pipefd[1], bytes, first);
     /* Wait until GC 1 and its snapshot are committed. */
-    int64_t snaps = 0;
-    for (int i = 0; i < 500 && snaps == 0; i++) {
-        g_usleep(10000);
-        sqlite3 *db = NULL;
-        if (access(path, F_OK) == 0 &&
-            sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
-            sqlite3_stmt *st = NULL;
-            if (sqlite3_prepare_v2(db, "SELECT count(*) FROM snapshots", -1, &st, NULL) == SQLITE_OK &&
-                sqlite3_step(st) == SQLITE_ROW)
-                snaps = sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
-        sqlite3_close(db);
-    }
-    CHECK(snaps == 1);
+    CHECK(hl_db_wait_int(path, "SELECT count(*) FROM snapshots", 1) == 1);
     write_all(pipefd[1], bytes + first, len - first); /* snapshot 2, cut short */
     g_usleep(200000);
     kill(child, SIGKILL);
@@ -530,7 +531,7 @@ static void test_control_refuses_peer(void)
             _exit(3);
         (void)!write(fd, "snapshot\n", 9);
         (void)!write(answer[1], "+", 1); /* connected */
-        g_autofree char *got = control_answer(fd, 5000);
+        g_autofree char *got = control_answer(fd, SCRIPT_WAIT_MS);
         (void)!write(answer[1], got, strlen(got));
         _exit(0);
     }

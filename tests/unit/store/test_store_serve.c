@@ -17,6 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The writer's wait for the exit status after the stream's end, where the test always writes it:
+ * with a shorter one, a collector thread that got the CPU that much later would lose the status
+ * (exit_status NULL). */
+#define STATUS_WAIT_MS 60000
+
 typedef struct collector_args {
     const char *sock;
     const uint8_t *bytes;
@@ -110,7 +115,7 @@ static void test_serve_socket(void)
     serve_fixture_init(&f);
     g_autofree char *path = serve_fixture_path(&f, "served.db");
     store_summary sum =
-        serve_collector(&f, path, "dotnet App.dll", f.len, "exit 3\n", FALSE, 50, 2000);
+        serve_collector(&f, path, "dotnet App.dll", f.len, "exit 3\n", FALSE, 50, STATUS_WAIT_MS);
     CHECK(sum.connected && sum.complete && sum.gcs == 3 && sum.objects == 7);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT status, exit_status FROM run", "complete|3\n");
@@ -408,7 +413,8 @@ static void test_serve_refuses_peer(void)
     int status = 0;
     waitpid(child, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    store_summary sum = serve_collector(&f, path, NULL, f.len, "exit 0\n", FALSE, 100, 1000);
+    store_summary sum =
+        serve_collector(&f, path, NULL, f.len, "exit 0\n", FALSE, 100, STATUS_WAIT_MS);
     CHECK(sum.complete);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "complete|0|peer-refused\n");
@@ -613,7 +619,7 @@ static char *serve_golden_run(const char *command, const char *status)
     serve_fixture f;
     serve_fixture_init(&f);
     g_autofree char *path = serve_fixture_path(&f, "served.db");
-    serve_collector(&f, path, command, f.len, status, FALSE, 10, 2000);
+    serve_collector(&f, path, command, f.len, status, FALSE, 10, STATUS_WAIT_MS);
     sqlite3 *db = db_open(path);
     char *rows = db_rows(db, "SELECT command, pid, exit_status FROM run");
     sqlite3_close(db);
