@@ -3,6 +3,13 @@
 
 #include <sqlite3.h>
 
+gpointer hl_live_writer_thread(gpointer data)
+{
+    hl_live_writer *a = data;
+    a->ok = store_writer_serve_connection(a->w, a->conn, -1, a->stop, 2000, NULL);
+    return NULL;
+}
+
 int64_t hl_db_wait_int(const char *path, const char *sql, int64_t want)
 {
     int64_t seen = -1;

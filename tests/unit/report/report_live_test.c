@@ -17,6 +17,7 @@
 #include "report/report.h"
 #include "store/store.h"
 #include "tests/unit/common/check.h"
+#include "tests/unit/common/hl_live_writer.h"
 #include "tests/unit/common/hl_stream_builder.h"
 #include "tests/unit/common/test_cases.h"
 
@@ -27,19 +28,6 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-typedef struct live_writer {
-    store_writer *w;
-    int conn, stop;
-    gboolean ok;
-} live_writer;
-
-static gpointer live_writer_thread(gpointer data)
-{
-    live_writer *a = data;
-    a->ok = store_writer_serve_connection(a->w, a->conn, -1, a->stop, 2000, NULL);
-    return NULL;
-}
 
 /* Waits (a bounded poll on a connection of its own) until the file holds `gcs` GCs. */
 static int64_t gcs_committed_wait(const char *path, int64_t gcs)
@@ -124,10 +112,10 @@ static void test_live_report_moment(void)
     int sv[2], stop[2];
     g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    live_writer a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0],
+    hl_live_writer a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0],
                      .stop = stop[0]};
     g_assert(a.w && !error);
-    GThread *t = g_thread_new("writer", live_writer_thread, &a);
+    GThread *t = g_thread_new("writer", hl_live_writer_thread, &a);
     write_all(sv[1], bytes, first);
     CHECK_INT(gcs_committed_wait(path, 1), 1);
 

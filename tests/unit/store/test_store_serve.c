@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "tests/unit/store/store_test.h"
+#include "tests/unit/common/hl_live_writer.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -211,19 +212,6 @@ static void test_serve_connection(void)
     serve_fixture_release(&f);
 }
 
-typedef struct serve_args {
-    store_writer *w;
-    int conn, stop;
-    gboolean ok;
-} serve_args;
-
-static gpointer serve_connection_thread(gpointer data)
-{
-    serve_args *a = data;
-    a->ok = store_writer_serve_connection(a->w, a->conn, -1, a->stop, 2000, NULL);
-    return NULL;
-}
-
 /* A run of two small GCs; *first and *second: the stream's length after each GC's end. */
 static hl_sb *two_small_gcs(size_t *first, size_t *second)
 {
@@ -246,18 +234,19 @@ static hl_sb *two_small_gcs(size_t *first, size_t *second)
 
 /* A writer of path serving one end of a socket pair (sv[1]: the collector's end) until stop[1]
  * closes, as a live recording's. */
-static serve_args serve_live(const char *path, int sv[2], int stop[2])
+static hl_live_writer serve_live(const char *path, int sv[2], int stop[2])
 {
     g_autoptr(GError) error = NULL;
     g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    serve_args a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0], .stop = stop[0]};
+    hl_live_writer a = {.w = store_writer_create(path, NULL, &error), .conn = sv[0],
+                        .stop = stop[0]};
     CHECK_NO_ERROR(error);
     return a;
 }
 
 /* After the collector's end closed: the serving thread ended well and both GCs are stored. */
-static void serve_live_end(serve_args *a, GThread *t, int sv[2], int stop[2])
+static void serve_live_end(hl_live_writer *a, GThread *t, int sv[2], int stop[2])
 {
     g_autoptr(GError) error = NULL;
     close(stop[1]);
@@ -283,20 +272,10 @@ static void test_grouped_reader_sees(void)
     const uint8_t *bytes = hl_sb_bytes(sb, &len);
     g_autofree char *path = g_build_filename(dir, "live.db", NULL);
     int sv[2], stop[2];
-    serve_args a = serve_live(path, sv, stop);
-    GThread *t = g_thread_new("serve", serve_connection_thread, &a);
+    hl_live_writer a = serve_live(path, sv, stop);
+    GThread *t = g_thread_new("serve", hl_live_writer_thread, &a);
     write_all(sv[1], bytes, first);
-    int64_t seen = 0;
-    for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
-         seen == 0 && g_get_monotonic_time() < deadline;) {
-        sqlite3 *db = NULL;
-        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK)
-            seen = db_int(db, "SELECT count(*) FROM gcs");
-        sqlite3_close(db);
-        if (seen == 0)
-            g_usleep(2000); /* polling for the row, not timing it */
-    }
-    CHECK(seen == 1);
+    CHECK(hl_db_wait_int(path, "SELECT count(*) FROM gcs", 1) == 1);
     write_all(sv[1], bytes + first, len - first);
     close(sv[1]);
     serve_live_end(&a, t, sv, stop);
@@ -318,9 +297,9 @@ static void test_grouped_read_steps(void)
     const uint8_t *bytes = hl_sb_bytes(sb, &len);
     g_autofree char *path = g_build_filename(dir, "steps.db", NULL);
     int sv[2], stop[2];
-    serve_args a = serve_live(path, sv, stop);
+    hl_live_writer a = serve_live(path, sv, stop);
     a.w->group_commit_ms = 60000;
-    GThread *t = g_thread_new("serve", serve_connection_thread, &a);
+    GThread *t = g_thread_new("serve", hl_live_writer_thread, &a);
     write_all(sv[1], bytes, first);
     int unread = 1;
     for (gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
