@@ -33,11 +33,16 @@
  * bench/record/capture.py (the program runs against a socket that only saves them). Each run
  * ingests the file into a new database and prints wall and CPU time of ingest and finish: the
  * writer's own cost, without the 2-core contention with the program that a recording has.
+ * The stream is copied into memory (a memfd) once, before the first run: each run then reads the
+ * same bytes from memory, whether or not the file was still in the page cache (a run that found
+ * it evicted paid the disk read in its own time). Two builds compared: bench/store/replay_ab.py
+ * alternates their order (bench/README.md, "Measuring the writer").
  *
  * `repack` rewrites a captured stream's survivor records in the other form, every other byte
  * as it was, so that one program run gives both streams: replayed, the two must store the same
  * rows (the old writer takes the `old` one), and their replay times compare the forms.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include "store/store.h"
 #include "tests/unit/common/hl_stream_builder.h"
 
@@ -47,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -508,6 +514,44 @@ out:
     return rc;
 }
 
+/* A memfd (CLOEXEC) holding the whole file at `path`, its size in *size; -1 with a message on
+ * stderr when it cannot be read. */
+static int bench_file_memfd(const char *path, off_t *size)
+{
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    int out = memfd_create("bench_store_replay", MFD_CLOEXEC);
+    char buf[1 << 16];
+    *size = 0;
+    if (in < 0 || out < 0)
+        goto fail;
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            goto fail;
+        if (n == 0)
+            break;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(out, buf + done, (size_t)(n - done));
+            if (w < 0 && errno != EINTR)
+                goto fail;
+            if (w > 0)
+                done += w;
+        }
+        *size += n;
+    }
+    close(in);
+    return out;
+fail:
+    fprintf(stderr, "bench_store: %s: %s\n", path, g_strerror(errno));
+    if (in >= 0)
+        close(in);
+    if (out >= 0)
+        close(out);
+    return -1;
+}
+
 /* bench_store replay STREAM [runs [ingest]]: with `ingest`, the writer alone (no first read). */
 static int bench_replay_main(int argc, char **argv)
 {
@@ -523,16 +567,19 @@ static int bench_replay_main(int argc, char **argv)
     }
     g_autofree char *dir = g_dir_make_tmp("bench-store-replay-XXXXXX", NULL);
     g_autofree char *path = g_build_filename(dir, "replay.db", NULL);
-    struct stat st;
+    off_t stream_size;
     int rc = 1;
+    int stream = bench_file_memfd(argv[1], &stream_size);
+    if (stream < 0)
+        goto out;
     for (int i = 0; i < runs; i++) {
         g_autoptr(GError) error = NULL;
         store_summary sum;
-        int fd = open(argv[1], O_RDONLY);
-        if (fd < 0 || fstat(fd, &st) != 0) {
-            fprintf(stderr, "bench_store: %s: %s\n", argv[1], g_strerror(errno));
-            if (fd >= 0)
-                close(fd);
+        /* Each run reads the same bytes from memory, from the start (its own descriptor). */
+        g_autofree char *proc = g_strdup_printf("/proc/self/fd/%d", stream);
+        int fd = open(proc, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fprintf(stderr, "bench_store: %s: %s\n", proc, g_strerror(errno));
             goto out;
         }
         bench_remove_db(path);
@@ -562,7 +609,7 @@ static int bench_replay_main(int argc, char **argv)
                "s); %" G_GUINT64_FORMAT " gcs, %" G_GUINT64_FORMAT " objects, %.2f us cpu per "
                "object; database %.1f MB (%.1f bytes per object); first read %.3f s (cpu %.3f s), "
                "database then %.1f MB (x%.2f)\n",
-               i + 1, (double)st.st_size / 1e6, t1 - t0, c1 - c0, t2 - t1, c2 - c1, sum.gcs,
+               i + 1, (double)stream_size / 1e6, t1 - t0, c1 - c0, t2 - t1, c2 - c1, sum.gcs,
                sum.objects, (c2 - c0) * 1e6 * per, (double)db.st_size / 1e6,
                (double)db.st_size * per, t3 - t2, c3 - c2, (double)built.st_size / 1e6,
                (double)built.st_size / (double)db.st_size);
@@ -576,6 +623,8 @@ static int bench_replay_main(int argc, char **argv)
     }
     rc = 0;
 out:
+    if (stream >= 0)
+        close(stream);
     bench_remove_db(path);
     rmdir(dir);
     return rc;
