@@ -2,8 +2,13 @@
 #define _GNU_SOURCE
 #include "tests/unit/store/store_test.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int failures;
@@ -73,6 +78,40 @@ int64_t db_int(sqlite3 *db, const char *sql)
 {
     g_autofree char *rows = db_rows(db, sql);
     return g_ascii_strtoll(rows, NULL, 10);
+}
+
+char *run_disk_full(uint64_t max_bytes, char *(*body)(void *ctx), void *ctx)
+{
+    int report[2];
+    g_assert(pipe2(report, O_CLOEXEC) == 0);
+    pid_t child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        close(report[0]);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {.rlim_cur = max_bytes, .rlim_max = max_bytes};
+        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
+            _exit(3);
+        g_autofree char *line = body(ctx);
+        if (line != NULL && write(report[1], line, strlen(line)) < 0)
+            _exit(5);
+        _exit(0);
+    }
+    close(report[1]);
+    GString *got = g_string_new(NULL);
+    char buf[1024];
+    ssize_t n;
+    while ((n = read(report[0], buf, sizeof buf)) != 0) {
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n > 0)
+            g_string_append_len(got, buf, n);
+    }
+    close(report[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return g_string_free(got, FALSE);
 }
 
 /* ---- the golden recording -------------------------------------------------------------------- */

@@ -82,6 +82,13 @@ char *db_rows(sqlite3 *db, const char *sql);
 /* The first column of the first row of `sql`, as an integer (0 when there is no row). */
 int64_t db_int(sqlite3 *db, const char *sql);
 
+/* Runs `body(ctx)` in a forked child whose files cannot grow past `max_bytes` (RLIMIT_FSIZE,
+ * SIGXFSZ ignored: a write past it fails with EFBIG, as one on a full disk with ENOSPC), and
+ * returns the line `body` returned (the caller frees it; "" if none), checked (counted in
+ * `failures`) to have come from a child that exited 0. What the child did to its files stays for
+ * the caller to read. */
+char *run_disk_full(uint64_t max_bytes, char *(*body)(void *ctx), void *ctx);
+
 /* ---- the golden recording ----------------------------------------------------------------- */
 
 /* Its types. */

@@ -12,7 +12,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -414,6 +413,26 @@ static void test_killed_mid_snapshot(void)
     tmp_dir_free(dir);
 }
 
+typedef struct disk_full_ctx {
+    const char *path;
+    int fd; /* the stream */
+} disk_full_ctx;
+
+/* In test_disk_full's child: the stream ingested and finished, what each said in a line. */
+static char *disk_full_ingest(void *data)
+{
+    disk_full_ctx *c = data;
+    GError *err = NULL, *ferr = NULL;
+    g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
+    store_writer *w = store_writer_create(c->path, "full", &err);
+    if (w == NULL)
+        _exit(4);
+    gboolean ingested = store_writer_ingest_fd(w, c->fd, &err);
+    gboolean finished = store_writer_finish(w, NULL, &ferr);
+    return g_strdup_printf("%d|%d|%s|%d|%s", ingested, err ? err->code : -1,
+                           err ? err->message : "", finished, ferr ? ferr->message : "");
+}
+
 /* A disk that fills up: the writer's files cannot grow past RLIMIT_FSIZE (in a child, SIGXFSZ
  * ignored, so writes fail with EFBIG where a full disk gives ENOSPC). The ingest stops with one
  * error naming the file and the cause, without GLib criticals (made fatal here); finish gives
@@ -438,39 +457,10 @@ static void test_disk_full(void)
     hl_sb_run_end(sb, gcs);
     size_t len;
     const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    int fd = hl_sb_memfd(sb, len);
-    int report[2];
-    g_assert(fd >= 0 && pipe2(report, O_CLOEXEC) == 0);
-
-    pid_t child = fork();
-    g_assert(child >= 0);
-    if (child == 0) {
-        g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING);
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit lim = {.rlim_cur = 1u << 20, .rlim_max = 1u << 20};
-        GError *err = NULL, *ferr = NULL;
-        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
-            _exit(3);
-        store_writer *w = store_writer_create(path, "full", &err);
-        if (w == NULL)
-            _exit(4);
-        gboolean ingested = store_writer_ingest_fd(w, fd, &err);
-        gboolean finished = store_writer_finish(w, NULL, &ferr);
-        g_autofree char *line = g_strdup_printf(
-            "%d|%d|%s|%d|%s", ingested, err ? err->code : -1, err ? err->message : "",
-            finished, ferr ? ferr->message : "");
-        if (write(report[1], line, strlen(line)) < 0)
-            _exit(5);
-        _exit(0);
-    }
-    close(report[1]);
-    char got[1024] = {0};
-    ssize_t n = read(report[0], got, sizeof got - 1);
-    close(report[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    CHECK(n > 0);
+    disk_full_ctx ctx = {.path = path, .fd = hl_sb_memfd(sb, len)};
+    g_assert(ctx.fd >= 0);
+    g_autofree char *got = run_disk_full(1u << 20, disk_full_ingest, &ctx);
+    CHECK(got[0] != '\0');
     fprintf(stderr, "disk_full: %s\n", got);
     g_auto(GStrv) f = g_strsplit(got, "|", 5);
     CHECK(g_strv_length(f) == 5);
@@ -498,7 +488,7 @@ static void test_disk_full(void)
         CHECK_ROWS(db, "PRAGMA integrity_check", "ok\n");
         sqlite3_close(db);
     }
-    close(fd);
+    close(ctx.fd);
     (void)bytes;
     hl_sb_free(sb);
     tmp_dir_free(dir);

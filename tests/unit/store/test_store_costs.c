@@ -11,10 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* What the two files must agree on: the schema (root pages too), every setting a reader or the
@@ -116,35 +113,22 @@ static void test_writer_uses_image(void)
     tmp_dir_free(dir);
 }
 
+/* In test_image_disk_full's child: whether the writer of `path` was created, and its error. */
+static char *image_create(void *path)
+{
+    GError *err = NULL;
+    store_writer *w = store_writer_create(path, "full", &err);
+    return g_strdup_printf("%d|%s", w != NULL, err ? err->message : "");
+}
+
 /* A disk with no room for the image (RLIMIT_FSIZE below its size, in a child): one error that
  * names the file and the cause, and no file left behind. */
 static void test_image_disk_full(void)
 {
     char *dir = tmp_dir_new();
     g_autofree char *path = g_build_filename(dir, "full.db", NULL);
-    int report[2];
-    g_assert(pipe2(report, O_CLOEXEC) == 0);
-    pid_t child = fork();
-    g_assert(child >= 0);
-    if (child == 0) {
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit lim = {.rlim_cur = 16384, .rlim_max = 16384};
-        if (setrlimit(RLIMIT_FSIZE, &lim) != 0)
-            _exit(3);
-        GError *err = NULL;
-        store_writer *w = store_writer_create(path, "full", &err);
-        g_autofree char *line = g_strdup_printf("%d|%s", w != NULL, err ? err->message : "");
-        if (write(report[1], line, strlen(line)) < 0)
-            _exit(5);
-        _exit(0);
-    }
-    close(report[1]);
-    char got[1024] = {0};
-    ssize_t n = read(report[0], got, sizeof got - 1);
-    close(report[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && n > 0);
+    g_autofree char *got = run_disk_full(16384, image_create, (void *)path);
+    CHECK(got[0] != '\0');
     g_autofree char *want = g_strdup_printf("0|cannot create %s: %s", path, g_strerror(EFBIG));
     CHECK_STR(got, want);
     CHECK(access(path, F_OK) != 0);
