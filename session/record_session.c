@@ -424,22 +424,18 @@ static GPtrArray *children_finish(pid_t server, int report_r) {
     return lines;
 }
 
-gboolean record_session_run(const record_options *options, int *exit_status_out,
-                            json_t **summary, GError **error) {
-    const record_options o = *options;
-    *summary = NULL;
-    *exit_status_out = 1;
-    /* The program gets the terminal's signals itself (same process group, its own
-     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
-     * recording and exits with the program's status. Caught from the start: a Ctrl-C or SIGTERM
-     * in the first milliseconds ended heaplens alone, leaving a database `recording` forever,
-     * empty, or 'no data' with "is it a .NET program?"; now it ends the session before the
-     * program starts (below). */
-    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
-    sigemptyset(&forward.sa_mask);
-    struct sigaction original[N_FORWARDED];
+/* The dispositions heaplens had before record_session_run (`original`) back. */
+static void forwarded_signals_restore(const struct sigaction *original) {
     for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded_signals[i], &forward, &original[i]);
+        sigaction(forwarded_signals[i], &original[i], NULL);
+}
+
+/* record_session_run once the forwarding handlers are installed (`original`: the dispositions
+ * they replaced, which the program starts with). */
+static gboolean record_session_forwarding(const record_options *options,
+                                          const struct sigaction *original, int *exit_status_out,
+                                          json_t **summary, GError **error) {
+    const record_options o = *options;
     /* The settings the program inherits are checked before anything starts. */
     if (!recording_settings_check("record", environ, NULL, error))
         return FALSE;
@@ -523,8 +519,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         }
         fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded\n",
                 strsignal(early));
-        for (size_t i = 0; i < N_FORWARDED; i++)
-            sigaction(forwarded_signals[i], &original[i], NULL);
+        forwarded_signals_restore(original); /* for the signal to end heaplens */
         raise(early);
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
         *exit_status_out = 128 + early;
@@ -547,8 +542,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         exit_status = exit_status_of(status);
         so.program_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     }
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded_signals[i], &original[i], NULL);
+    forwarded_signals_restore(original); /* no program to pass them on to */
 
     /* Tell the writer the program is gone and how it ended, then wait for it to finish. The
      * writer may have died: no SIGPIPE for heaplens (set only now, so that the program was not
@@ -646,4 +640,26 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         json_decref(list);
     }
     return TRUE;
+}
+
+gboolean record_session_run(const record_options *options, int *exit_status_out,
+                            json_t **summary, GError **error) {
+    *summary = NULL;
+    *exit_status_out = 1;
+    pending_signal = 0; /* one of an earlier session that failed before its program started */
+    /* The program gets the terminal's signals itself (same process group, its own
+     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
+     * recording and exits with the program's status. Caught from the start: a Ctrl-C or SIGTERM
+     * in the first milliseconds ended heaplens alone, leaving a database `recording` forever,
+     * empty, or 'no data' with "is it a .NET program?"; now it ends the session before the
+     * program starts (record_session_forwarding). Restored on every return: a session that
+     * failed early (a bad setting, output or program) left them installed in its caller. */
+    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&forward.sa_mask);
+    struct sigaction original[N_FORWARDED];
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &forward, &original[i]);
+    gboolean ok = record_session_forwarding(options, original, exit_status_out, summary, error);
+    forwarded_signals_restore(original);
+    return ok;
 }
