@@ -189,8 +189,8 @@ static pid_t program_start(char **program, const char *collector, const char *so
 }
 
 /* The first look at the program's processes for a veto (recording_program_veto_new), and the
- * longest wait between two: the looks double from the first, so a short program costs a few, a
- * long one one a second (about 0.1 ms each for a .NET process of 20 threads). */
+ * longest wait between two: the waits double from the first, so a short program gets a few
+ * looks, a long one one a second (about 0.1 ms of CPU each at a .NET process of 11 threads). */
 #define VETO_LOOK_FIRST_MS 5
 #define VETO_LOOK_MAX_MS 1000
 
@@ -198,14 +198,18 @@ static pid_t program_start(char **program, const char *collector, const char *so
  * already known (NULL), looks at its processes' environments for what keeps the runtime from
  * loading the collector: once the program has exited, its environment cannot be read any more
  * (a zombie has none), and a wrapper script's `DOTNET_EnableDiagnostics=0 dotnet app.dll` is
- * seen nowhere else. No pidfd (a kernel before 5.3): no looks. */
-static void program_wait(pid_t program, int *status, char **veto) {
+ * seen nowhere else. The looks end when a collector has claimed the session (`claimed`, the
+ * file `recorded` it creates in the session's directory: collector/profiler.c session_claim):
+ * nothing is vetoed then. No pidfd (a kernel before 5.3): no looks. */
+static void program_wait(pid_t program, const char *claimed, int *status, char **veto) {
     int exited = *veto ? -1 : (int)syscall(SYS_pidfd_open, program, 0);
     for (int delay = VETO_LOOK_FIRST_MS; exited >= 0 && !*veto;) {
         struct pollfd p = {.fd = exited, .events = POLLIN};
         int n = poll(&p, 1, delay);
         if (n > 0 || (n < 0 && errno != EINTR))
             break; /* it exited (or poll cannot tell: waitpid will) */
+        if (n == 0 && access(claimed, F_OK) == 0)
+            break; /* recorded */
         if (n == 0) {
             *veto = recording_program_veto_new(program);
             delay = MIN(delay * 2, VETO_LOOK_MAX_MS);
@@ -568,7 +572,8 @@ static gboolean record_session_forwarding(const record_options *options,
         if (!query_session_write(program, sockets.control_path, output, &session_error))
             fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
                             "recording\n", session_error->message, (long)program);
-        program_wait(program, &status, &veto);
+        g_autofree char *claimed = g_build_filename(sockets.dir, "recorded", NULL);
+        program_wait(program, claimed, &status, &veto);
         child_pid = 0;
         query_session_remove(program);
         exit_status = exit_status_of(status);

@@ -716,6 +716,37 @@ char *recording_launcher_veto_new(char *const *program) {
     return veto ? g_strdup_printf("env in its command line gives it %s", veto) : NULL;
 }
 
+/* The whole of a /proc file (NUL-terminated; its length in *len), or NULL when it cannot be
+ * read. Three system calls where g_file_get_contents takes six for a file whose size /proc
+ * does not say: a look at a .NET process reads one per thread. */
+static char *proc_text_new(const char *path, gsize *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    gsize cap = 4096, n = 0;
+    char *text = g_malloc(cap);
+    for (;;) {
+        ssize_t got = read(fd, text + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            g_clear_pointer(&text, g_free);
+            break;
+        }
+        if (got == 0)
+            break;
+        n += (gsize)got;
+        if (n == cap - 1)
+            text = g_realloc(text, cap *= 2);
+    }
+    close(fd);
+    if (text)
+        text[n] = 0;
+    if (len)
+        *len = n;
+    return text;
+}
+
 /* The children of process `pid`, all its threads' (/proc/PID/task/TID/children), appended to
  * `pids`, at most `max` in all. */
 static void process_children_add(pid_t pid, GArray *pids, guint max) {
@@ -724,8 +755,8 @@ static void process_children_add(pid_t pid, GArray *pids, guint max) {
     const char *tid;
     while (d && pids->len < max && (tid = g_dir_read_name(d)) != NULL) {
         g_autofree char *path = g_strdup_printf("%s/%s/children", tasks, tid);
-        g_autofree char *text = NULL;
-        if (!g_file_get_contents(path, &text, NULL, NULL))
+        g_autofree char *text = proc_text_new(path, NULL);
+        if (!text)
             continue;
         g_auto(GStrv) words = g_strsplit(text, " ", -1);
         for (size_t i = 0; words[i] && pids->len < max; i++) {
@@ -758,7 +789,8 @@ char *recording_program_veto_new(pid_t program) {
         g_autofree char *path = g_strdup_printf("/proc/%ld/environ", (long)pid);
         g_autofree char *block = NULL, *cmdline = NULL;
         gsize len = 0, cmdlen = 0;
-        if (!g_file_get_contents(path, &block, &len, NULL) || len == 0)
+        block = proc_text_new(path, &len);
+        if (!block || len == 0)
             continue; /* gone, or a zombie: no environment to read */
         GPtrArray *env = g_ptr_array_new();
         for (gsize at = 0; at < len; at += strlen(block + at) + 1)
@@ -770,7 +802,7 @@ char *recording_program_veto_new(pid_t program) {
             continue;
         g_free(path);
         path = g_strdup_printf("/proc/%ld/cmdline", (long)pid);
-        if (g_file_get_contents(path, &cmdline, &cmdlen, NULL))
+        if ((cmdline = proc_text_new(path, &cmdlen)) != NULL)
             for (gsize i = 0; i + 1 < cmdlen; i++)
                 if (!cmdline[i])
                     cmdline[i] = ' ';
