@@ -691,7 +691,7 @@ static void report_moment_begin(sqlite3 *db, gboolean *open)
 static void report_moment_end(sqlite3 *db, gboolean *open)
 {
     if (*open)
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL); /* read only: nothing to lose */
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL); /* the file only read; TEMP is ours */
     *open = FALSE;
 }
 
