@@ -942,7 +942,9 @@ gboolean retention_counts_keep(sqlite3 *db, int64_t snapshot, uint32_t n_types,
 {
     sqlite3_stmt *ins = NULL;
     gboolean ok = FALSE;
-    if (sqlite3_exec(db, "BEGIN; " COUNTS_TABLE("temp."), NULL, NULL, NULL) != SQLITE_OK ||
+    /* a savepoint, not BEGIN: also inside a read transaction of the caller's (report's moment) */
+    if (sqlite3_exec(db, "SAVEPOINT counts_keep; " COUNTS_TABLE("temp."), NULL, NULL, NULL) !=
+            SQLITE_OK ||
         !prepare(db, "INSERT OR IGNORE INTO temp.snapshot_type_counts VALUES (?1, ?2, ?3, ?4)",
                  &ins, "keeping counts per type failed", error))
         goto out;
@@ -962,9 +964,10 @@ gboolean retention_counts_keep(sqlite3 *db, int64_t snapshot, uint32_t n_types,
     ok = TRUE;
 out:
     sqlite3_finalize(ins);
-    sqlite3_exec(db, ok ? "COMMIT" : "ROLLBACK", NULL, NULL, NULL);
     if (!ok && error && !*error)
         sql_fail(db, "keeping counts per type failed", error);
+    sqlite3_exec(db, ok ? "RELEASE counts_keep" : "ROLLBACK TO counts_keep; RELEASE counts_keep",
+                 NULL, NULL, NULL);
     return ok;
 }
 
@@ -1181,7 +1184,9 @@ gboolean retention_store(retention *r, sqlite3 *db, query_progress *progress, GE
                       "SELECT COUNT(*) FROM temp.sqlite_schema WHERE name = 'retention_snapshots'",
                       &in_temp, error))
         return FALSE;
-    if (sqlite3_exec(db, "BEGIN; " SUMMARY_TABLES("TEMP "), NULL, NULL, &errmsg) != SQLITE_OK ||
+    /* a savepoint, not BEGIN: also inside a read transaction of the caller's (report's moment) */
+    if (sqlite3_exec(db, "SAVEPOINT summary_keep; " SUMMARY_TABLES("TEMP "), NULL, NULL, &errmsg) !=
+            SQLITE_OK ||
         (in_file && !in_temp &&
          sqlite3_exec(db,
                       "INSERT OR IGNORE INTO temp.retention_snapshots"
@@ -1192,14 +1197,14 @@ gboolean retention_store(retention *r, sqlite3 *db, query_progress *progress, GE
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "keeping retained sizes failed: %s",
                     errmsg);
         sqlite3_free(errmsg);
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(db, "ROLLBACK TO summary_keep; RELEASE summary_keep", NULL, NULL, NULL);
         return FALSE;
     }
     if (!summary_write(r, db, "temp", error)) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(db, "ROLLBACK TO summary_keep; RELEASE summary_keep", NULL, NULL, NULL);
         return FALSE;
     }
-    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    sqlite3_exec(db, "RELEASE summary_keep", NULL, NULL, NULL);
     if (!counts_keep_from(r, db, error))
         return FALSE;
     r->refs++;

@@ -669,12 +669,16 @@ static gboolean report_counted_get(sqlite3 *db, const char *file, report_data *d
     return TRUE;
 }
 
-/* A file still being recorded (run status 'recording') is read as of one moment up to the
- * sweep: a read transaction, begun here (*open TRUE) and ended by report_moment_end. Without it
+/* A file still being recorded (run status 'recording') is read as of one moment, the whole
+ * report: a read transaction, begun here (*open TRUE) and ended by report_moment_end. Without it
  * the objects, read into memory once at their first use (report_totals_get; TEMP `objects`,
- * store_objects_view_attach), are those of an earlier moment than the sweep's
- * object_generations: the GCs the writer committed in between name objects not among them, and
- * the sweep called a sound file damaged. A finished file does not change: no transaction. */
+ * store_objects_view_attach), are those of an earlier moment than what the later parts read:
+ * the sweep's object_generations named objects not among them (a sound file called damaged),
+ * and a snapshot committed after them had its new objects read as of no type and size 0
+ * (silently) and was of a GC the report's table does not hold. What the snapshots' part
+ * computes is kept in TEMP tables inside the moment (savepoints, retention.c) and not stored:
+ * a file still being recorded is never written by a reader (query_db_open_store), so this
+ * connection need not see another's rows. A finished file does not change: no transaction. */
 static void report_moment_begin(sqlite3 *db, gboolean *open)
 {
     int64_t recording = 0;
@@ -684,15 +688,11 @@ static void report_moment_begin(sqlite3 *db, gboolean *open)
             recording && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
 }
 
-/* Ends report_moment_begin's transaction before the snapshots' part: retention begins
- * transactions of its own on this connection, and stores what it computes through another
- * connection, whose rows this one must see afterwards. */
-static gboolean report_moment_end(sqlite3 *db, gboolean *open)
+static void report_moment_end(sqlite3 *db, gboolean *open)
 {
     if (*open)
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL); /* read only: nothing to lose */
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL); /* the file only read; TEMP is ours */
     *open = FALSE;
-    return TRUE;
 }
 
 report_data *report_data_new(sqlite3 *db, const char *file, query_progress *progress,
@@ -714,7 +714,6 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
         !report_gcs_get(db, data, error) || !report_totals_get(db, data, error) ||
         !report_allocations_get(db, data, error) ||
         !report_sweep(db, data, error) || !report_marks_get(db, data, error) ||
-        !report_moment_end(db, &moment) ||
         !report_snapshots_get(db, file, data, progress, error) ||
         !report_stacks_get(db, data, error) || !report_counted_get(db, file, data, error))
         goto fail;
@@ -723,6 +722,7 @@ report_data *report_data_new(sqlite3 *db, const char *file, query_progress *prog
         g_propagate_error(error, local);
         goto fail;
     }
+    report_moment_end(db, &moment);
 #ifndef NDEBUG
     report_data_check(data);
 #endif

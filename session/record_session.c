@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -185,6 +186,39 @@ static pid_t program_start(char **program, const char *collector, const char *so
         return -1;
     }
     return pid;
+}
+
+/* The first look at the program's processes for a veto (recording_program_veto_new), and the
+ * longest wait between two: the waits double from the first, so a short program gets a few
+ * looks, a long one one a second (about 0.1 ms of CPU each at a .NET process of 11 threads). */
+#define VETO_LOOK_FIRST_MS 5
+#define VETO_LOOK_MAX_MS 1000
+
+/* Waits for the program to exit (its waitpid status into *status). Meanwhile, unless *veto is
+ * already known (NULL), looks at its processes' environments for what keeps the runtime from
+ * loading the collector: once the program has exited, its environment cannot be read any more
+ * (a zombie has none), and a wrapper script's `DOTNET_EnableDiagnostics=0 dotnet app.dll` is
+ * seen nowhere else. The looks end when a collector has claimed the session (`claimed`, the
+ * file `recorded` it creates in the session's directory: collector/profiler.c session_claim):
+ * nothing is vetoed then. No pidfd (a kernel before 5.3): no looks. */
+static void program_wait(pid_t program, const char *claimed, int *status, char **veto) {
+    int exited = *veto ? -1 : (int)syscall(SYS_pidfd_open, program, 0);
+    for (int delay = VETO_LOOK_FIRST_MS; exited >= 0 && !*veto;) {
+        struct pollfd p = {.fd = exited, .events = POLLIN};
+        int n = poll(&p, 1, delay);
+        if (n > 0 || (n < 0 && errno != EINTR))
+            break; /* it exited (or poll cannot tell: waitpid will) */
+        if (n == 0 && access(claimed, F_OK) == 0)
+            break; /* recorded */
+        if (n == 0) {
+            *veto = recording_program_veto_new(program);
+            delay = MIN(delay * 2, VETO_LOOK_MAX_MS);
+        }
+    }
+    if (exited >= 0)
+        close(exited);
+    while (waitpid(program, status, 0) < 0 && errno == EINTR)
+        ;
 }
 
 static int exit_status_of(int status) {
@@ -424,22 +458,18 @@ static GPtrArray *children_finish(pid_t server, int report_r) {
     return lines;
 }
 
-gboolean record_session_run(const record_options *options, int *exit_status_out,
-                            json_t **summary, GError **error) {
-    const record_options o = *options;
-    *summary = NULL;
-    *exit_status_out = 1;
-    /* The program gets the terminal's signals itself (same process group, its own
-     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
-     * recording and exits with the program's status. Caught from the start: a Ctrl-C or SIGTERM
-     * in the first milliseconds ended heaplens alone, leaving a database `recording` forever,
-     * empty, or 'no data' with "is it a .NET program?"; now it ends the session before the
-     * program starts (below). */
-    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
-    sigemptyset(&forward.sa_mask);
-    struct sigaction original[N_FORWARDED];
+/* The dispositions heaplens had before record_session_run (`original`) back. */
+static void forwarded_signals_restore(const struct sigaction *original) {
     for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded_signals[i], &forward, &original[i]);
+        sigaction(forwarded_signals[i], &original[i], NULL);
+}
+
+/* record_session_run once the forwarding handlers are installed (`original`: the dispositions
+ * they replaced, which the program starts with). */
+static gboolean record_session_forwarding(const record_options *options,
+                                          const struct sigaction *original, int *exit_status_out,
+                                          json_t **summary, GError **error) {
+    const record_options o = *options;
     /* The settings the program inherits are checked before anything starts. */
     if (!recording_settings_check("record", environ, NULL, error))
         return FALSE;
@@ -523,8 +553,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         }
         fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded\n",
                 strsignal(early));
-        for (size_t i = 0; i < N_FORWARDED; i++)
-            sigaction(forwarded_signals[i], &original[i], NULL);
+        forwarded_signals_restore(original); /* for the signal to end heaplens */
         raise(early);
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
         *exit_status_out = 128 + early;
@@ -535,20 +564,23 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
     int status = 0;
+    /* what keeps the runtime from loading the collector in the program's environment: an `env`
+     * in its command line, or else what program_wait sees in its processes' */
+    g_autofree char *veto = recording_launcher_veto_new(o.program);
     if (started) {
         g_autoptr(GError) session_error = NULL; /* without it, only `heaplens snapshot` is lost */
         if (!query_session_write(program, sockets.control_path, output, &session_error))
             fprintf(stderr, "heaplens: warning: %s; 'heaplens snapshot %ld' will not find this "
                             "recording\n", session_error->message, (long)program);
-        while (waitpid(program, &status, 0) < 0 && errno == EINTR)
-            ;
+        g_autofree char *claimed = g_build_filename(sockets.dir, "recorded", NULL);
+        program_wait(program, claimed, &status, &veto);
         child_pid = 0;
         query_session_remove(program);
         exit_status = exit_status_of(status);
         so.program_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        so.program_veto = veto;
     }
-    for (size_t i = 0; i < N_FORWARDED; i++)
-        sigaction(forwarded_signals[i], &original[i], NULL);
+    forwarded_signals_restore(original); /* no program to pass them on to */
 
     /* Tell the writer the program is gone and how it ended, then wait for it to finish. The
      * writer may have died: no SIGPIPE for heaplens (set only now, so that the program was not
@@ -646,4 +678,26 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         json_decref(list);
     }
     return TRUE;
+}
+
+gboolean record_session_run(const record_options *options, int *exit_status_out,
+                            json_t **summary, GError **error) {
+    *summary = NULL;
+    *exit_status_out = 1;
+    pending_signal = 0; /* one of an earlier session that failed before its program started */
+    /* The program gets the terminal's signals itself (same process group, its own
+     * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
+     * recording and exits with the program's status. Caught from the start: a Ctrl-C or SIGTERM
+     * in the first milliseconds ended heaplens alone, leaving a database `recording` forever,
+     * empty, or 'no data' with "is it a .NET program?"; now it ends the session before the
+     * program starts (record_session_forwarding). Restored on every return: a session that
+     * failed early (a bad setting, output or program) left them installed in its caller. */
+    struct sigaction forward = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigemptyset(&forward.sa_mask);
+    struct sigaction original[N_FORWARDED];
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &forward, &original[i]);
+    gboolean ok = record_session_forwarding(options, original, exit_status_out, summary, error);
+    forwarded_signals_restore(original);
+    return ok;
 }

@@ -638,17 +638,20 @@ static void unrecorded_print(json_t *list) {
     fprintf(stderr, "%s\n", line->str);
 }
 
-/* The runtime's own switch that forbids a profiler, as the program inherits it from heaplens'
- * environment ("DOTNET_EnableDiagnostics=0"; NULL: none). The runtime reads DOTNET_NAME before
- * COMPlus_NAME, as a hexadecimal number; EnableDiagnostics=0 forbids every diagnostic,
- * EnableDiagnostics_Profiler=0 (.NET 8 on) profilers alone. */
-static char *recording_profiler_veto_new(void) {
+/* The runtime's own switch that keeps it from loading our profiler in the environment block
+ * `env` (NAME=VALUE strings; NULL: none found): "DOTNET_EnableDiagnostics=0" and the like. The
+ * runtime reads DOTNET_NAME before COMPlus_NAME, as a hexadecimal number; EnableDiagnostics=0
+ * forbids every diagnostic, EnableDiagnostics_Profiler=0 (.NET 8 on) profilers alone. With
+ * `launched` (the environment of a process heaplens started, which it gave
+ * CORECLR_ENABLE_PROFILING=1) also that variable turned off ("CORECLR_ENABLE_PROFILING=0") or
+ * removed ("no CORECLR_ENABLE_PROFILING"): the runtime then loads no profiler at all. */
+char *recording_profiler_veto_new(char *const *env, gboolean launched) {
     static const char *const names[] = {"EnableDiagnostics", "EnableDiagnostics_Profiler"};
     for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
         for (int prefix = 0; prefix < 2; prefix++) {
             g_autofree char *variable =
                 g_strconcat(prefix == 0 ? "DOTNET_" : "COMPlus_", names[i], NULL);
-            const char *value = getenv(variable);
+            const char *value = g_environ_getenv((gchar **)env, variable);
             if (!value)
                 continue;
             char *end = NULL;
@@ -659,7 +662,156 @@ static char *recording_profiler_veto_new(void) {
             break; /* DOTNET_ set: its COMPlus_ twin is not read */
         }
     }
+    if (!launched)
+        return NULL;
+    const char *enable = g_environ_getenv((gchar **)env, "CORECLR_ENABLE_PROFILING");
+    if (!enable)
+        return g_strdup("no CORECLR_ENABLE_PROFILING");
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(enable, &end, 16);
+    /* a value the runtime cannot read is its default, 0 */
+    if (!*enable || !end || *end || errno != 0 || v == 0)
+        return g_strdup_printf("CORECLR_ENABLE_PROFILING=%s", enable);
     return NULL;
+}
+
+char *recording_launcher_veto_new(char *const *program) {
+    g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "CORECLR_ENABLE_PROFILING", "1", TRUE);
+    size_t i = 0;
+    gboolean seen = FALSE; /* an `env` in the command line */
+    while (program[i]) {
+        g_autofree char *base = g_path_get_basename(program[i]);
+        if (strcmp(base, "env") != 0)
+            break;
+        seen = TRUE;
+        /* env [OPTION]... [-] [NAME=VALUE]... [COMMAND [ARG]...] (coreutils, busybox) */
+        gboolean options = TRUE;
+        for (i++; program[i]; i++) {
+            const char *arg = program[i];
+            if (options && strcmp(arg, "--") == 0) {
+                options = FALSE;
+            } else if (options && (strcmp(arg, "-i") == 0 || strcmp(arg, "-") == 0 ||
+                                   strcmp(arg, "--ignore-environment") == 0)) {
+                g_strfreev(env);
+                env = g_new0(char *, 1);
+            } else if (options && (strcmp(arg, "-u") == 0 || strcmp(arg, "--unset") == 0)) {
+                if (!program[i + 1])
+                    return NULL; /* env refuses it: nothing runs */
+                env = g_environ_unsetenv(env, program[++i]);
+            } else if (options && (g_str_has_prefix(arg, "-u") || g_str_has_prefix(arg, "--unset="))) {
+                env = g_environ_unsetenv(env, arg + (arg[1] == 'u' ? 2 : strlen("--unset=")));
+            } else if (options && arg[0] == '-') {
+                return NULL; /* an option this reading does not know (-S, -C DIR): say nothing */
+            } else if (strchr(arg, '=') && arg[0] != '=') {
+                options = FALSE;
+                g_autofree char *name = g_strndup(arg, (gsize)(strchr(arg, '=') - arg));
+                env = g_environ_setenv(env, name, strchr(arg, '=') + 1, TRUE);
+            } else {
+                break; /* the command */
+            }
+        }
+    }
+    g_autofree char *veto = seen ? recording_profiler_veto_new(env, TRUE) : NULL;
+    return veto ? g_strdup_printf("env in its command line gives it %s", veto) : NULL;
+}
+
+/* The whole of a /proc file (NUL-terminated; its length in *len), or NULL when it cannot be
+ * read. Three system calls where g_file_get_contents takes six for a file whose size /proc
+ * does not say: a look at a .NET process reads one per thread. */
+static char *proc_text_new(const char *path, gsize *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    gsize cap = 4096, n = 0;
+    char *text = g_malloc(cap);
+    for (;;) {
+        ssize_t got = read(fd, text + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            g_clear_pointer(&text, g_free);
+            break;
+        }
+        if (got == 0)
+            break;
+        n += (gsize)got;
+        if (n == cap - 1)
+            text = g_realloc(text, cap *= 2);
+    }
+    close(fd);
+    if (text)
+        text[n] = 0;
+    if (len)
+        *len = n;
+    return text;
+}
+
+/* The children of process `pid`, all its threads' (/proc/PID/task/TID/children), appended to
+ * `pids`, at most `max` in all. */
+static void process_children_add(pid_t pid, GArray *pids, guint max) {
+    g_autofree char *tasks = g_strdup_printf("/proc/%ld/task", (long)pid);
+    GDir *d = g_dir_open(tasks, 0, NULL);
+    const char *tid;
+    while (d && pids->len < max && (tid = g_dir_read_name(d)) != NULL) {
+        g_autofree char *path = g_strdup_printf("%s/%s/children", tasks, tid);
+        g_autofree char *text = proc_text_new(path, NULL);
+        if (!text)
+            continue;
+        g_auto(GStrv) words = g_strsplit(text, " ", -1);
+        for (size_t i = 0; words[i] && pids->len < max; i++) {
+            gint64 child = g_ascii_strtoll(words[i], NULL, 10);
+            if (child > 0) {
+                pid_t c = (pid_t)child;
+                g_array_append_val(pids, c);
+            }
+        }
+    }
+    if (d)
+        g_dir_close(d);
+}
+
+char *recording_program_veto_new(pid_t program) {
+    g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+    if (!self)
+        return NULL; /* no /proc: nothing to look at */
+    GArray *pids = g_array_new(FALSE, FALSE, sizeof(pid_t));
+    g_array_append_val(pids, program);
+    char *veto = NULL;
+    for (guint k = 0; k < pids->len && !veto; k++) {
+        pid_t pid = g_array_index(pids, pid_t, k);
+        process_children_add(pid, pids, RECORDING_WATCH_MAX_PROCESSES);
+        /* heaplens' own fork before its exec has heaplens' environment, not the program's */
+        g_autofree char *link = g_strdup_printf("/proc/%ld/exe", (long)pid);
+        g_autofree char *exe = g_file_read_link(link, NULL);
+        if (!exe || strcmp(exe, self) == 0)
+            continue;
+        g_autofree char *path = g_strdup_printf("/proc/%ld/environ", (long)pid);
+        g_autofree char *block = NULL, *cmdline = NULL;
+        gsize len = 0, cmdlen = 0;
+        block = proc_text_new(path, &len);
+        if (!block || len == 0)
+            continue; /* gone, or a zombie: no environment to read */
+        GPtrArray *env = g_ptr_array_new();
+        for (gsize at = 0; at < len; at += strlen(block + at) + 1)
+            g_ptr_array_add(env, block + at);
+        g_ptr_array_add(env, NULL);
+        g_autofree char *found = recording_profiler_veto_new((char **)env->pdata, TRUE);
+        g_ptr_array_free(env, TRUE);
+        if (!found)
+            continue;
+        g_free(path);
+        path = g_strdup_printf("/proc/%ld/cmdline", (long)pid);
+        if ((cmdline = proc_text_new(path, &cmdlen)) != NULL)
+            for (gsize i = 0; i + 1 < cmdlen; i++)
+                if (!cmdline[i])
+                    cmdline[i] = ' ';
+        g_autofree char *command = command_short_new(cmdline ? cmdline : "?");
+        veto = g_strdup_printf("pid %ld (%s) ran with %s in its environment", (long)pid,
+                               command, found);
+    }
+    g_array_free(pids, TRUE);
+    return veto;
 }
 
 /* The summary of one database: printed, or returned as JSON with --json. With --children
@@ -780,18 +932,23 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     }
     if (nodata) {
         json_decref(unrecorded);
-        g_autofree char *veto = recording_profiler_veto_new();
+        g_autofree char *veto = recording_profiler_veto_new(environ, FALSE);
         if (veto)
             fprintf(stderr, "heaplens: warning: the program never loaded the collector: %s in "
                             "its environment forbids the runtime to load a profiler (unset it); "
                             "%s holds no data\n", veto, output);
+        else if (o->program_veto) /* its launcher's doing: `env`, a wrapper script */
+            fprintf(stderr, "heaplens: warning: the program never loaded the collector: %s, "
+                            "which keeps the runtime from loading a profiler; %s holds no data\n",
+                    o->program_veto, output);
         else if (o->program_signal > 0) /* not a question of .NET: it died first (Ctrl-C) */
             fprintf(stderr, "heaplens: the program was killed by signal %d (%s) before it loaded "
                             "the collector; %s holds no data\n", o->program_signal,
                     strsignal(o->program_signal), output);
-        else
+        else /* the processes were watched, but one may have come and gone between two looks */
             fprintf(stderr, "heaplens: warning: the program never loaded the collector (is it a "
-                            ".NET program?); %s holds no data\n", output);
+                            ".NET program? or did its launcher set CORECLR_ENABLE_PROFILING=0 or "
+                            "DOTNET_EnableDiagnostics=0?); %s holds no data\n", output);
         return NULL;
     }
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX], d[QUERY_FORMAT_MAX],

@@ -138,10 +138,32 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
  * and delete or overwrite it. */
 gboolean recording_output_not_sibling(const char *refused, const char *output, GError **error);
 
+/* The runtime's switch that keeps it from loading our profiler in the environment block `env`
+ * (NAME=VALUE strings): "DOTNET_EnableDiagnostics=0", "COMPlus_EnableDiagnostics_Profiler=0"...;
+ * with `launched` (the environment of a process heaplens started with CORECLR_ENABLE_PROFILING=1)
+ * also "CORECLR_ENABLE_PROFILING=0" or "no CORECLR_ENABLE_PROFILING". NULL: none (new string). */
+char *recording_profiler_veto_new(char *const *env, gboolean launched);
+/* The same switch set by an `env` at the head of `program` (argv: `env NAME=VALUE... COMMAND`,
+ * `env -u NAME`, `env -i`, nested), applied to heaplens' environment: "env in its command line
+ * gives it X", X as recording_profiler_veto_new says it, or NULL (no `env`, no veto, or an option
+ * of env this reading does not know). */
+char *recording_launcher_veto_new(char *const *program);
+/* The processes watched at most per look (recording_program_veto_new). */
+#define RECORDING_WATCH_MAX_PROCESSES 64
+/* One look at the running program `program` and its descendants (/proc/PID/task/TID/children,
+ * at most RECORDING_WATCH_MAX_PROCESSES): the first whose environment keeps the runtime from
+ * loading a profiler, "pid N (COMMAND) ran with VAR=VALUE in its environment", or NULL (new
+ * string). A process that has exited has no environment to read: the caller looks while they
+ * run. */
+char *recording_program_veto_new(pid_t program);
+
 typedef struct recording_summary_options {
     gboolean json, quiet;
     gboolean whose; /* say whose database it is (run.pid, run.command) */
     int program_signal; /* the signal that killed the program (0: it exited, or unknown) */
+    /* what kept the runtime from loading the collector in the environment the program's
+     * launcher gave it (recording_launcher_veto_new, recording_program_veto_new), or NULL */
+    const char *program_veto;
 } recording_summary_options;
 /* The summary of one database: printed on stderr, or returned as JSON with `json`. */
 json_t *recording_summary_print(const char *output, const recording_summary_options *o);

@@ -174,7 +174,16 @@ for v in DOTNET_EnableDiagnostics=0 COMPlus_EnableDiagnostics=00 DOTNET_EnableDi
   env "$v" "$hl" record -o veto.db -- true 2>err; check "$v" 0 $? err "^heaplens: warning: the program never loaded the collector: $v in its environment forbids the runtime to load a profiler \(unset it\); veto.db holds no data$"
 done
 rm -f veto.db
-DOTNET_EnableDiagnostics=1 COMPlus_EnableDiagnostics=0 "$hl" record -o veto.db -- true 2>err; check "DOTNET_ read before COMPlus_" 0 $? err "\(is it a \.NET program\?\)"
+DOTNET_EnableDiagnostics=1 COMPlus_EnableDiagnostics=0 "$hl" record -o veto.db -- true 2>err; check "DOTNET_ read before COMPlus_" 0 $? err "\(is it a \.NET program\? or did its launcher set CORECLR_ENABLE_PROFILING=0 or DOTNET_EnableDiagnostics=0\?\)"
+# ... and so are those the program's launcher sets: `env` in the command line (a wrapper script's
+# child is looked at while it runs: test session.veto_*)
+for v in CORECLR_ENABLE_PROFILING=0 DOTNET_EnableDiagnostics=0; do
+  rm -f veto.db
+  "$hl" record -o veto.db -- env "$v" true 2>err; check "env $v" 0 $? err "^heaplens: warning: the program never loaded the collector: env in its command line gives it $v, which keeps the runtime from loading a profiler; veto.db holds no data$"
+done
+rm -f veto.db
+"$hl" record -o veto.db -- env -u CORECLR_ENABLE_PROFILING true 2>err; check "env -u CORECLR_ENABLE_PROFILING" 0 $? err "^heaplens: warning: the program never loaded the collector: env in its command line gives it no CORECLR_ENABLE_PROFILING, which keeps the runtime from loading a profiler; veto.db holds no data$"
+rm -f veto.db
 "$hl" info b.db --json >info.json 2>/dev/null && grep -q '"no-data"' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL info of a no-data recording"; cat info.json; }
 
 "$hl" record -o b.db -- true 2>err; check "existing output" 1 $? err "^heaplens: b.db already exists"
