@@ -1135,10 +1135,14 @@ static void collector_free(collector *c);
  * faster than they are applied (a snapshot at each GC.Collect of a loop that calls it) leaves
  * it behind for good: past this bound the session ends without the snapshot, and says why. */
 #define FINAL_SNAPSHOT_WAIT_NS (10ull * 1000000000u)
+/* ... unless no GC of the program's is left before the snapshot's: that one itself takes the time
+ * (the runtime's walk of a heap of many millions of objects, the snapshot built from it), and
+ * it is waited for up to this. */
+#define FINAL_SNAPSHOT_WAIT_MAX_NS (60ull * 1000000000u)
 
 /* An attach session ends (heaplens asked, or the writer is gone): the last snapshot, while the
  * writer takes it. It is the first GC applied after the forced one started, whoever started it.
- * Waits at most FINAL_SNAPSHOT_WAIT_NS; then `final_missed` says why it was not taken, and the
+ * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else); then `final_missed` says why it was not taken, and the
  * GCs still queued are applied without their snapshots (apply_gc), so that the detach ends. */
 static void final_snapshot(collector *c) {
     hl_profiler *p = c->p;
@@ -1155,7 +1159,12 @@ static void final_snapshot(collector *c) {
         if (wanted && c->gcs_applied >= wanted)
             return;
         uint64_t now = hl_now_ns();
-        if (now - start >= FINAL_SNAPSHOT_WAIT_NS) {
+        /* Behind: GCs the program started before the snapshot's are still to be applied (before
+         * ForceGC returns, more than the one GC that may be its own). */
+        uint64_t queued = atomic_load_explicit(&p->gcs.written, memory_order_acquire) -
+                          atomic_load_explicit(&p->gcs.read, memory_order_relaxed);
+        bool behind = wanted ? wanted > c->gcs_applied + 1 : queued > 1;
+        if (now - start >= (behind ? FINAL_SNAPSHOT_WAIT_NS : FINAL_SNAPSHOT_WAIT_MAX_NS)) {
             uint32_t started = p->gcs.gcs_started;
             c->final_missed = (hl_final_snapshot_missed){
                 .reason = wanted ? HL_FINAL_SNAPSHOT_BEHIND : HL_FINAL_SNAPSHOT_NO_GC,
