@@ -260,6 +260,12 @@ static const struct {
     {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
     {"program_gcs", "GCs the program ran while recorded (the collector's count at its end)"},
     {"writer_signal", "the signal that killed the writer: GCs after the last stored are missing"},
+    {"final_snapshot_missed",
+     "the attach session's final snapshot was not taken (1: the collector was behind the "
+     "program's GCs, 2: the GC it forced never started)"},
+    {"final_snapshot_gcs_behind", "the program's GCs the collector had not applied then"},
+    {"final_snapshot_wait_ms", "how long the detach waited for the final snapshot (ms)"},
+    {"snapshots_skipped", "snapshots of those GCs not built, so that the detach ended"},
 };
 
 static const char *info_counter_words_get(const char *name)

@@ -43,6 +43,11 @@ typedef struct collector {
     uint32_t interval_gc; /* last GC whose interval is closed (== gcs_applied between GCs) */
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
     bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
+    /* An attach session's detach gave its last snapshot up (final_snapshot): `final_missed`
+     * says why (reason 0: it did not), and the GCs still queued are applied without their
+     * snapshots (`snapshots_skip`), which made the collector fall behind. */
+    bool snapshots_skip;
+    hl_final_snapshot_missed final_missed;
     hl_young_packed survivors; /* per GC, packed by hl_young_close */
     uint32_t gcs_applied;
     bool model_stale;     /* full mode: a GC was not applied; no later one is (apply_gc) */

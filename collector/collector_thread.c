@@ -800,6 +800,10 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         c->discover_found += g->n_found;
     }
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
+    if (c->snapshots_skip && g->snapshot_trigger) { /* a detach past its bound: final_snapshot */
+        g->snapshot_trigger = 0;
+        c->final_missed.snapshots_skipped++;
+    }
     /* The snapshot reads the model as this GC left it (and adds the objects it discovers). */
     struct hl_snapshot *snap = classified ? hl_snapshot_build(c, g) : NULL;
     /* From here the model may take allocations made after this GC while sending waits. */
@@ -929,6 +933,13 @@ static bool pass(collector *c) {
         apply_gc(c, g);
         hl_gc_pop(&p->gcs);
         worked = true;
+        /* The writer's requests between GCs: a program whose GCs come faster than they are
+         * applied (a snapshot at every GC.Collect of a program that calls it in a loop) keeps
+         * this loop going for good, and a detach read only after it was never read. Once one
+         * is asked, a pass applies one GC: the detach's waits check their bounds between. */
+        take_requests(c);
+        if (atomic_load(&p->detach_requested))
+            break;
     }
     spill_for_waiters(c);
     if (hl_outbox_send(&c->out))
@@ -1091,6 +1102,9 @@ static void finish(collector *c, bool detaching) {
     send_counts(c, last_gc + 1, &counts);
     hl_samples_send(c, last_gc + 1, &samples);
     hl_rejit_send(c, p->rejit);
+    if (c->final_missed.reason) /* an attach session's last snapshot given up: said before the end */
+        hl_outbox_put(&c->out, HL_REC_FINAL_SNAPSHOT_MISSED, &c->final_missed,
+                      sizeof c->final_missed, NULL, 0, NULL, 0);
     /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
      * end record arrives: it tells the writer the recording is complete. */
     hl_outbox_flush(&c->out, c->out.stall_ms);
@@ -1116,20 +1130,49 @@ static void finish(collector *c, bool detaching) {
 
 static void collector_free(collector *c);
 
+/* How long a detach waits for its last snapshot: the GC it forces comes after every GC the
+ * program started before it, and the collector applies them in order. A program whose GCs come
+ * faster than they are applied (a snapshot at each GC.Collect of a loop that calls it) leaves
+ * it behind for good: past this bound the session ends without the snapshot, and says why. */
+#define FINAL_SNAPSHOT_WAIT_NS (10ull * 1000000000u)
+/* ... unless no GC of the program's is left before the snapshot's: that one itself takes the time
+ * (the runtime's walk of a heap of many millions of objects, the snapshot built from it), and
+ * it is waited for up to this. */
+#define FINAL_SNAPSHOT_WAIT_MAX_NS (60ull * 1000000000u)
+
 /* An attach session ends (heaplens asked, or the writer is gone): the last snapshot, while the
- * writer takes it. It is the first GC applied after the forced one started, whoever started it. */
+ * writer takes it. It is the first GC applied after the forced one started, whoever started it.
+ * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else); then `final_missed` says why it was not taken, and the
+ * GCs still queued are applied without their snapshots (apply_gc), so that the detach ends. */
 static void final_snapshot(collector *c) {
     hl_profiler *p = c->p;
     if (c->out.lost)
         return;
+    uint64_t start = hl_now_ns();
     hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
-    uint64_t give_up = hl_now_ns() + 600ull * 1000000000u; /* a GC that never comes */
     uint32_t wanted = 0;
-    while (!c->out.lost && !atomic_load(&p->stopping) && hl_now_ns() < give_up) {
+    for (;;) {
+        if (c->out.lost || atomic_load(&p->stopping))
+            return; /* nothing to say it to, or the process ends: Shutdown's finish says the rest */
         if (!wanted && atomic_load(&p->forcers) == 0)
             wanted = p->gcs.gcs_started; /* the forced GC has started (or ForceGC failed) */
         if (wanted && c->gcs_applied >= wanted)
-            break;
+            return;
+        uint64_t now = hl_now_ns();
+        /* Behind: GCs the program started before the snapshot's are still to be applied (before
+         * ForceGC returns, more than the one GC that may be its own). */
+        uint64_t queued = atomic_load_explicit(&p->gcs.written, memory_order_acquire) -
+                          atomic_load_explicit(&p->gcs.read, memory_order_relaxed);
+        bool behind = wanted ? wanted > c->gcs_applied + 1 : queued > 1;
+        if (now - start >= (behind ? FINAL_SNAPSHOT_WAIT_NS : FINAL_SNAPSHOT_WAIT_MAX_NS)) {
+            uint32_t started = p->gcs.gcs_started;
+            c->final_missed = (hl_final_snapshot_missed){
+                .reason = wanted ? HL_FINAL_SNAPSHOT_BEHIND : HL_FINAL_SNAPSHOT_NO_GC,
+                .gcs_behind = started > c->gcs_applied ? started - c->gcs_applied : 0,
+                .waited_ms = (uint32_t)((now - start) / 1000000u)};
+            c->snapshots_skip = true;
+            return;
+        }
         if (!pass(c)) {
             struct pollfd fd = {.fd = p->wake_fd, .events = POLLIN};
             poll(&fd, 1, 1);

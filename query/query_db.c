@@ -5,6 +5,7 @@
 
 #include "query/progress.h"
 #include "store/store.h"
+#include "wire/hl_wire.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -397,6 +398,9 @@ static const struct {
 /* `heaplens record` was killed: nothing is missing but the program's exit status, said in a
  * clause of its own (not a loss). */
 #define LOSS_RECORDER_KILLED "recorder-killed"
+/* An attach session's detach gave its last snapshot up: said in a clause of its own, with the
+ * figures of its counters (SCHEMA.md). */
+#define LOSS_FINAL_SNAPSHOT_MISSED "final-snapshot-missed"
 
 /* run.loss reasons (SCHEMA.md, "Losses") in words; `ending`: the reason is how the stream
  * ended (said with the 'truncated' status), not why items were lost on the way. */
@@ -431,7 +435,7 @@ static char *loss_words_new(const char *loss, gboolean ending)
     g_autoptr(GString) text = g_string_new(NULL);
     for (char **r = reasons; *r; r++) {
         const char *words = *r;
-        if (strcmp(*r, LOSS_RECORDER_KILLED) == 0)
+        if (strcmp(*r, LOSS_RECORDER_KILLED) == 0 || strcmp(*r, LOSS_FINAL_SNAPSHOT_MISSED) == 0)
             continue;
         gboolean is_ending = FALSE;
         for (size_t i = 0; i < G_N_ELEMENTS(loss_words); i++)
@@ -599,6 +603,36 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
                                        "then (the collector detached), before its planned end"
                                      : "heaplens record was killed: the program's exit status "
                                        "is unknown"));
+
+    if (row && sqlite3_column_text(status, 1) &&
+        strstr((const char *)sqlite3_column_text(status, 1), LOSS_FINAL_SNAPSHOT_MISSED)) {
+        int64_t why = 0, behind = 0, waited_ms = 0, skipped = 0;
+        if (!counter_get(counter, "final_snapshot_missed", &why, error) ||
+            !counter_get(counter, "final_snapshot_gcs_behind", &behind, error) ||
+            !counter_get(counter, "final_snapshot_wait_ms", &waited_ms, error) ||
+            !counter_get(counter, "snapshots_skipped", &skipped, error))
+            goto out;
+        g_autoptr(GString) clause = g_string_new("the final snapshot was not taken: ");
+        char waited[QUERY_FORMAT_MAX];
+        query_duration_format(waited_ms * 1000000, waited);
+        if (why == HL_FINAL_SNAPSHOT_NO_GC) {
+            g_string_append_printf(clause, "the GC heaplens forced had not started after %s",
+                                   waited);
+        } else {
+            g_string_append_printf(clause, "after %s the collector was still ", waited);
+            count_append(clause, behind, "GC", "GCs");
+            g_string_append(clause, " behind the program's own (they came faster than it "
+                                    "applied them: a snapshot at every GC.Collect of a program "
+                                    "that calls it in a loop; --snapshot none keeps up)");
+        }
+        g_string_append(clause, ", so the session ended without it");
+        if (skipped > 0) {
+            g_string_append(clause, " and ");
+            count_append(clause, skipped, "snapshot", "snapshots");
+            g_string_append(clause, " of those GCs were not built");
+        }
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+    }
 
     /* HEAPLENS_EMPTY=1 (a benchmark's empty profiler) records nothing: a run that looks
      * complete and empty must say why. */

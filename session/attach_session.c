@@ -56,8 +56,15 @@ static char *default_output(pid_t pid) {
     return g_strdup_printf("heaplens-%s-%ld-%s.db", comm, (long)pid, stamp);
 }
 
-/* "detach" on the writer's control socket; waits for its answer: the stream has ended. */
-static gboolean request_detach(const char *control, int writer_gone_fd, GError **error) {
+/* How long a detach runs before heaplens says it still runs: the collector waits at most 10 s
+ * for the last snapshot (collector/README.md, "Ending an attach session"), then the writer
+ * stores what is left. */
+#define DETACH_SAY_AFTER_MS 5000
+
+/* "detach" on the writer's control socket; waits for its answer: the stream has ended. `say`:
+ * one line on stderr if it takes longer than DETACH_SAY_AFTER_MS. */
+static gboolean request_detach(const char *control, int writer_gone_fd, gboolean say,
+                               GError **error) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     g_strlcpy(addr.sun_path, control, sizeof addr.sun_path);
@@ -71,10 +78,21 @@ static gboolean request_detach(const char *control, int writer_gone_fd, GError *
     }
     char line[256];
     size_t n = 0;
+    uint64_t asked = query_now_ms();
     while (n + 1 < sizeof line) {
         struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = writer_gone_fd, .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 && errno == EINTR)
+        int r = poll(p, 2, say ? 1000 : -1);
+        if (r < 0 && errno == EINTR)
             continue;
+        if (r == 0) {
+            if (query_now_ms() - asked >= DETACH_SAY_AFTER_MS) {
+                fprintf(stderr, "heaplens: still detaching after %d s: the collector waits at "
+                                "most 10 s for the last snapshot, then the writer stores the "
+                                "rest\n", DETACH_SAY_AFTER_MS / 1000);
+                say = FALSE;
+            }
+            continue;
+        }
         if (p[0].revents == 0 && p[1].revents != 0)
             break;
         ssize_t k = read(fd, line + n, 1);
@@ -221,11 +239,18 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
             detach = TRUE;
     }
     gboolean clean = TRUE;
+    uint64_t detach_ms = 0;
     if (detach && !exited && !writer_gone) {
         if (!quiet && !json)
             fprintf(stderr, "heaplens: detaching from process %ld (last snapshot)...\n", pid);
         /* Further signals wait: the collector must finish its detach, not be cut off. */
-        clean = request_detach(sockets.control_path, gone_r, error);
+        uint64_t detach_started = query_now_ms();
+        clean = request_detach(sockets.control_path, gone_r, !quiet && !json, error);
+        detach_ms = query_now_ms() - detach_started;
+        /* A long detach is said (its reason, if the last snapshot was given up, is in the
+         * summary's note). */
+        if (detach_ms >= 1000 && !quiet && !json)
+            fprintf(stderr, "heaplens: detached in %.1f s\n", detach_ms / 1000.0);
     }
     query_session_remove((pid_t)pid);
     /* No exit status: the process runs on (or is not ours to wait for). A line all the same:
@@ -266,6 +291,7 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         json_object_set_new(*summary, "attach_seconds",
                             json_real((attached - attach_started) / 1000.0));
         json_object_set_new(*summary, "process_exited", json_boolean(exited));
+        json_object_set_new(*summary, "detach_seconds", json_real(detach_ms / 1000.0));
     }
     *status = clean ? 0 : 1;
     return TRUE;

@@ -76,6 +76,7 @@ typedef struct store_record {
         } discovered;
         hl_gc_end gc_end;
         hl_run_end run_end;
+        hl_final_snapshot_missed final_snapshot_missed;
         hl_handle_created handle_created;
         hl_handle_destroyed handle_destroyed;
         struct {
@@ -732,7 +733,7 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 /* The counters store_writer_write_counters writes (the collector's, the writer's, and three
  * written only when known): the value each row holds, so that a GC writes only those that
  * changed. */
-#define STORE_COUNTERS_WRITTEN 27
+#define STORE_COUNTERS_WRITTEN 31
 /* How long the end of a recording retries leaving WAL mode while another connection (a user's
  * sqlite3 reading the recording) has the file open, and how often: then the file stays in WAL
  * mode (store_summary.wal_kept). SQLite itself does not wait there. */
@@ -827,6 +828,10 @@ struct store_writer {
     uint64_t gcs_written;
     uint64_t snapshots_written;   /* committed */
     uint64_t snapshots_discarded; /* started but not stored */
+    /* An attach session's detach gave its last snapshot up (FINAL_SNAPSHOT_MISSED): loss
+     * `final-snapshot-missed` and its counters (SCHEMA.md). */
+    hl_final_snapshot_missed final_missed;
+    gboolean have_final_missed;
 
     /* TYPE, THREAD and RUN_START records that arrived while a GC was open, raw (hl_rec_header +
      * payload): rolling the GC back loses their rows too, so they are applied again. */

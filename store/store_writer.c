@@ -510,6 +510,17 @@ static gboolean store_writer_run_end(store_writer *w, const store_record *rec, G
                                  store_bind_run_end, &rec->u.run_end, error);
 }
 
+/* An attach session ended without its last snapshot: stored with the counters (loss
+ * `final-snapshot-missed`). */
+static gboolean store_writer_final_snapshot_missed(store_writer *w, const store_record *rec,
+                                                   GError **error)
+{
+    (void)error;
+    w->final_missed = rec->u.final_snapshot_missed;
+    w->have_final_missed = TRUE;
+    return TRUE;
+}
+
 typedef gboolean (*store_apply_fn)(store_writer *w, const store_record *rec, GError **error);
 
 static const store_apply_fn store_apply_table[] = {
@@ -521,6 +532,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_GC_PROMOTIONS] = store_gc_promotions,
     [HL_REC_GC_END] = store_gc_end,
     [HL_REC_RUN_END] = store_writer_run_end,
+    [HL_REC_FINAL_SNAPSHOT_MISSED] = store_writer_final_snapshot_missed,
     [HL_REC_HANDLE_CREATED] = store_handle_created,
     [HL_REC_HANDLE_DESTROYED] = store_handle_destroyed,
     [HL_REC_GC_HANDLE_KINDS] = store_handle_kinds,
@@ -773,6 +785,8 @@ static gboolean store_writer_update_loss(store_writer *w, GError **error)
                                : w->stopped ? "recording-stopped"
                                : w->peer_is_program && w->program_exited ? "no-shutdown"
                                                                          : "program-killed");
+    if (w->have_final_missed)
+        g_ptr_array_add(names, "final-snapshot-missed");
     if (w->recorder_killed)
         g_ptr_array_add(names, "recorder-killed");
     g_ptr_array_add(names, NULL);
@@ -862,6 +876,11 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"samples_budgeted", w->samples_budgeted, w->samples_budgeted != 0},
         {"program_peak_rss_bytes", w->program_peak_rss_bytes, w->program_peak_rss_bytes != 0},
         {"program_gcs", w->program_gcs, w->have_program_gcs},
+        /* Only when an attach session's detach gave its last snapshot up */
+        {"final_snapshot_missed", w->final_missed.reason, w->have_final_missed},
+        {"final_snapshot_gcs_behind", w->final_missed.gcs_behind, w->have_final_missed},
+        {"final_snapshot_wait_ms", w->final_missed.waited_ms, w->have_final_missed},
+        {"snapshots_skipped", w->final_missed.snapshots_skipped, w->have_final_missed},
     };
     for (int i = 0; i < STORE_COUNTERS_WRITTEN; i++)
         if (counters[i].present &&

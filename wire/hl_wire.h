@@ -105,6 +105,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_REASON = 45, /* why a trigger took this snapshot (snapshot triggers) */
     HL_REC_SNAPSHOT_ROOT_THREADS = 46, /* the thread of stack roots, found by the stacks */
     HL_REC_GC_SURVIVORS_PACKED = 47, /* version 5: GC_SURVIVORS as variable-length numbers */
+    HL_REC_FINAL_SNAPSHOT_MISSED = 48, /* an attach session ended without its last snapshot */
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -465,6 +466,26 @@ enum {
     /* The writer was given up because it took nothing for the stall limit (it was stopped or
      * frozen), not because the connection broke. */
     HL_RUN_END_FLAG_WRITER_STALLED = 1,
+};
+/* HL_REC_FINAL_SNAPSHOT_MISSED, just before RUN_END: an attach session's detach did not get
+ * its last snapshot within its bound (collector/README.md, "Ending an attach session"), and
+ * ended all the same. Added in version 6 without a version change: older readers skip it. */
+typedef struct hl_final_snapshot_missed {
+    uint32_t reason;            /* HL_FINAL_SNAPSHOT_* */
+    uint32_t gcs_behind;        /* the program's GCs started but not yet applied by the collector
+                                 * when it gave up (its backlog) */
+    uint32_t waited_ms;         /* how long it waited for the snapshot's GC */
+    uint32_t snapshots_skipped; /* snapshots of that backlog (--snapshot policies, requests)
+                                 * not built, so that the detach ends */
+} hl_final_snapshot_missed;
+static_assert(sizeof(hl_final_snapshot_missed) == 16, "wire layout");
+enum {
+    /* The collector was still applying the program's own earlier GCs (they came faster than
+     * it applied them: typically a snapshot at every GC.Collect of a program that calls it in
+     * a loop). */
+    HL_FINAL_SNAPSHOT_BEHIND = 1,
+    /* The forced GC had not even started (ForceGC had not returned). */
+    HL_FINAL_SNAPSHOT_NO_GC = 2,
 };
 #define HL_RUN_END_V2_SIZE 136u /* counters of version 2, then program_peak_rss_bytes */
 #define HL_RUN_END_V3_SIZE 152u /* counters of version 3 (to 5), then program_peak_rss_bytes */

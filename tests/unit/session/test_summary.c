@@ -214,7 +214,40 @@ static void case_recorder_killed(void)
     }
 }
 
+/* An attach session whose detach gave its last snapshot up: info and the summary line say so,
+ * with the figures the collector sent (FINAL_SNAPSHOT_MISSED, stored as counters). */
+static void case_final_snapshot_missed(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_run_start rs = {.pid = 79, .mode = HL_MODE_ATTACH, .start_unix_ns = HL_SB_START_UNIX_NS,
+                       .start_mono_ns = HL_SB_MONO_NS, .flags = HL_RUN_FLAG_SAMPLES_FOLLOWED,
+                       .pointer_size = 8};
+    hl_sb_run_start_full(sb, &rs, "dotnet GcLoop.dll", "10.0.12", "heaplens test");
+    hl_sb_gc_start(sb, 1, 0, TRUE, 1);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_final_snapshot_missed m = {.reason = HL_FINAL_SNAPSHOT_BEHIND, .gcs_behind = 49,
+                                  .waited_ms = 10200, .snapshots_skipped = 48};
+    hl_sb_record(sb, HL_REC_FINAL_SNAPSHOT_MISSED, &m, sizeof m);
+    hl_sb_run_end(sb, 1);
+    fixture_write(sb, "missed.db");
+    static const char *const words[] = {
+        "the final snapshot was not taken: after 10.2 s the collector was still 49 GCs behind "
+        "the program's own",
+        "so the session ended without it and 48 snapshots of those GCs were not built",
+    };
+    run_result r = RUN("info", "missed.db");
+    g_autofree char *text = summary_text_new("missed.db");
+    for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
+        if (!strstr(r.out, words[i]) || !text || !strstr(text, words[i])) {
+            fprintf(stderr, "info or the summary lacks '%s':\n%s%s", words[i], r.out,
+                    text ? text : "");
+            failures++;
+        }
+    run_result_release(&r);
+}
+
 static const cli_test_case cases[] = {
+    {"final_snapshot_missed", case_final_snapshot_missed},
     {"survived", case_survived},
     {"waits", case_waits},
     {"recorder_killed", case_recorder_killed},

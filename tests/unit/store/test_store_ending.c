@@ -310,7 +310,44 @@ static void test_stream_versions(void)
     tmp_dir_free(dir);
 }
 
+/* An attach session's detach that gave its last snapshot up (FINAL_SNAPSHOT_MISSED before
+ * RUN_END): complete, loss final-snapshot-missed, the record's figures as counters; without the
+ * record, neither. */
+static void test_final_snapshot_missed(void)
+{
+    char *dir = tmp_dir_new();
+    for (int with = 0; with <= 1; with++) {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *p = g_strdup_printf("%s/f%d.db", dir, with);
+        hl_sb *sb = hl_sb_new();
+        hl_sb_run_start(sb, 1, "x");
+        hl_sb_gc_start(sb, 1, 0, TRUE, 2);
+        hl_sb_gc_end(sb, 1, 0);
+        hl_final_snapshot_missed m = {.reason = HL_FINAL_SNAPSHOT_BEHIND, .gcs_behind = 49,
+                                      .waited_ms = 10200, .snapshots_skipped = 48};
+        if (with)
+            hl_sb_record(sb, HL_REC_FINAL_SNAPSHOT_MISSED, &m, sizeof m);
+        hl_sb_run_end(sb, 1);
+        store_summary sum;
+        CHECK(hl_sb_write_db(sb, p, NULL, &sum, &error));
+        CHECK_NO_ERROR(error);
+        hl_sb_free(sb);
+        sqlite3 *db = db_open(p);
+        CHECK_ROWS(db, "SELECT status, loss FROM run",
+                   with ? "complete|final-snapshot-missed\n" : "complete|NULL\n");
+        CHECK_ROWS(db,
+                   "SELECT (SELECT value FROM counters WHERE name = 'final_snapshot_missed'),"
+                   " (SELECT value FROM counters WHERE name = 'final_snapshot_gcs_behind'),"
+                   " (SELECT value FROM counters WHERE name = 'final_snapshot_wait_ms'),"
+                   " (SELECT value FROM counters WHERE name = 'snapshots_skipped')",
+                   with ? "1|49|10200|48\n" : "NULL|NULL|NULL|NULL\n");
+        sqlite3_close(db);
+    }
+    tmp_dir_free(dir);
+}
+
 static const test_case cases[] = {
+    {"final_snapshot_missed", test_final_snapshot_missed},
     {"stream_versions", test_stream_versions},
     {"loss_reasons", test_loss_reasons},
     {"ending_writer", test_ending_writer},
