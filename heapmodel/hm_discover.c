@@ -64,7 +64,7 @@ int hm_model_discover(hm_model *m, hm_found *found, size_t n, uint64_t *next_id,
 {
     if (n_new)
         *n_new = 0;
-    if (!m || (n && !found) || !next_id || m->n_young || m->n_tomb)
+    if (!m || (n && !found) || !next_id || m->yt.n_young || m->n_tomb)
         return HM_ERR_INVALID;
     if (*next_id > HM_ID_MAX || n > HM_ID_MAX - *next_id + 1)
         return HM_ERR_INVALID;

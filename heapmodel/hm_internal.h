@@ -16,11 +16,8 @@
 
 #define HM_NONE ((size_t)-1)
 
-/* A sortable record. Sorting is by key only and stable. */
-typedef struct hm_pair {
-    uint64_t key;
-    uint64_t val;
-} hm_pair;
+/* hm_pair, a sortable record (by key only, stably), is in hm_model.h: the young list's entry,
+ * which hm_model_add's inline common case writes. */
 
 /* Number of pairs the `tmp` buffer of hm_pairs_sort must hold for n input pairs: n for the
  * scatter/gather target plus two arrays of run descriptors (at most n/8 runs take that path). */

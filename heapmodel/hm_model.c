@@ -43,6 +43,7 @@
  *      every tombstone's address is young (the object that evicted it);
  *   I7 the window cache, when valid, names the window of its key (or its absence);
  *   I8 unless ywin_full, ywin lists (sorted, distinct) the window of every young[0..n_keyed).
+ *   I9 yt.add_room at most cap_young and half of cap_slots (the inline add's room).
  *
  * Applying a GC has two phases so that HM_ERR_NOMEM leaves the model unchanged: `prepare`
  * allocates and computes everything (no callback, no change visible to the API), `commit` cannot
@@ -282,7 +283,7 @@ void hm_model_free(hm_model *m)
     for (size_t i = 0; i < m->n_win; i++)
         hm_free(m, m->win[i].e);
     hm_free(m, m->win);
-    hm_free(m, m->young);
+    hm_free(m, m->yt.young);
     hm_free(m, m->slots);
     hm_free(m, m->bb);
     hm_free(m, m->ba);
@@ -304,18 +305,18 @@ void hm_model_fail_after(hm_model *m, long n)
 
 /* ---- add -------------------------------------------------------------------------------- */
 
-/* An append: the duplicate check is left to hm_young_sync or the next GC. */
-int hm_model_add(hm_model *m, uint64_t addr, uint64_t id)
+/* An append: the duplicate check is left to hm_young_sync or the next GC. The common case,
+ * room without growth, is hm_model.h's inline hm_model_add; the same append here. */
+int hm_model_add_slow(hm_model *m, uint64_t addr, uint64_t id)
 {
     if (!m || addr == 0 || id > HM_ID_MAX)
         return HM_ERR_INVALID;
-    size_t n = m->n_young;
-    if (HM_UNLIKELY(n == m->cap_young || 2 * (n + 1) > m->cap_slots) &&
-        hm_young_grow(m) != HM_OK)
+    size_t n = m->yt.n_young;
+    if (HM_UNLIKELY(n >= m->yt.add_room) && hm_young_grow(m) != HM_OK)
         return HM_ERR_NOMEM;
-    m->young[n].key = addr;
-    m->young[n].val = id << 8;
-    m->n_young = n + 1;
+    m->yt.young[n].key = addr;
+    m->yt.young[n].val = id << 8;
+    m->yt.n_young = n + 1;
     return HM_OK;
 }
 
@@ -439,8 +440,8 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     size_t s = 0;
     uint64_t first = 0, prev = UINT64_MAX; /* the first object always starts a run */
 
-    for (size_t i = 0; i < m->n_young; i++) {
-        hm_pair *y = &m->young[i];
+    for (size_t i = 0; i < m->yt.n_young; i++) {
+        hm_pair *y = &m->yt.young[i];
         if (hm_young_flagged(y)) {
             /* evicted: reported by commit_evicted (a run before this one may have written it) */
             uint64_t rel = (y->val >> 8) - f_first;
@@ -487,7 +488,7 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
         }
     }
     if (track && open)
-        hm_young_runs_close(m, t, s, m->n_young, first, prev);
+        hm_young_runs_close(m, t, s, m->yt.n_young, first, prev);
     g->n_ins = n_ins;
     g->n_dead = n_dead;
     g->n_cls = n_cls;
@@ -505,8 +506,8 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
 {
     static const hm_span no_move = {0, 0, 0};
     const hm_span *mv = g->n_mv ? m->mv : &no_move, *bb = m->bb;
-    const size_t n_mv = g->n_mv ? g->n_mv : 1, n = m->n_young;
-    const hm_pair *young = m->young;
+    const size_t n_mv = g->n_mv ? g->n_mv : 1, n = m->yt.n_young;
+    const hm_pair *young = m->yt.young;
     hm_pair *ins = m->ins;
     uint8_t *fates = g->fates;
     const uint64_t f_first = g->fates_first, f_n = g->fates_n;
@@ -601,7 +602,7 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
 
 static int hm_gc_prepare_young(hm_model *m, hm_gc_work *g)
 {
-    size_t n = m->n_young, pending = n - m->n_hashed;
+    size_t n = m->yt.n_young, pending = n - m->n_hashed;
     hm_young_runs runs = {0}, *t = NULL;
     if (pending > 0 && pending <= n / HM_SYNC_RATIO) {
         hm_young_sync(m); /* lookups synced most of them: finish that way */
@@ -699,11 +700,11 @@ static int hm_gc_prepare(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
     int rc = hm_gc_build_spans(m, in, g);
     if (rc != HM_OK)
         return rc;
-    rc = HM_RESERVE(m, m->ins, m->cap_ins, m->n_young);
+    rc = HM_RESERVE(m, m->ins, m->cap_ins, m->yt.n_young);
     if (rc == HM_OK)
-        rc = HM_RESERVE(m, m->dead, m->cap_dead, g->quiet_young_deaths ? 1 : m->n_young);
+        rc = HM_RESERVE(m, m->dead, m->cap_dead, g->quiet_young_deaths ? 1 : m->yt.n_young);
     if (rc == HM_OK && g->batch_classified)
-        rc = HM_RESERVE(m, m->cls, m->cap_cls, m->n_young);
+        rc = HM_RESERVE(m, m->cls, m->cap_cls, m->yt.n_young);
     if (rc == HM_OK)
         rc = hm_gc_prepare_young(m, g);
     if (rc != HM_OK)
@@ -743,9 +744,9 @@ static void hm_sink_survived(const hm_gc_sink *sink, hm_gc_stats *st, uint64_t i
 static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stats *st)
 {
     if (m->n_yflagged > 0)
-        for (size_t i = 0; i < m->n_young; i++)
-            if (hm_young_flagged(&m->young[i]))
-                hm_sink_evicted(sink, st, m->young[i].val >> 8, HM_GEN_UNKNOWN);
+        for (size_t i = 0; i < m->yt.n_young; i++)
+            if (hm_young_flagged(&m->yt.young[i]))
+                hm_sink_evicted(sink, st, m->yt.young[i].val >> 8, HM_GEN_UNKNOWN);
     if (m->n_tomb == 0)
         return;
     for (size_t wi = 0; wi < m->n_win; wi++) {
@@ -771,15 +772,15 @@ static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stat
 static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sink *sink,
                                hm_gc_stats *st)
 {
-    st->classified = m->n_young - m->n_yflagged;
+    st->classified = m->yt.n_young - m->n_yflagged;
     if (g->batch_classified) {
         if (g->n_cls)
             sink->classified_young(sink->ctx, m->cls, g->n_cls);
     } else if (sink->classified)
-        for (size_t i = 0; i < m->n_young; i++)
-            if (!hm_young_flagged(&m->young[i]))
-                sink->classified(sink->ctx, m->young[i].val >> 8,
-                                 hm_heap_of((uint32_t)(m->young[i].val >> 4 & HM_GEN_MASK)));
+        for (size_t i = 0; i < m->yt.n_young; i++)
+            if (!hm_young_flagged(&m->yt.young[i]))
+                sink->classified(sink->ctx, m->yt.young[i].val >> 8,
+                                 hm_heap_of((uint32_t)(m->yt.young[i].val >> 4 & HM_GEN_MASK)));
     /* Every `classified` comes before any `died`: evictions are reported after the loop above. */
     hm_gc_commit_evicted(m, sink, st);
     st->condemned += g->n_dead;
@@ -1008,7 +1009,7 @@ int hm_model_apply_gc(hm_model *m, const hm_gc_input *in, const hm_gc_sink *sink
     if (rc != HM_OK)
         goto out;
 
-    size_t young = m->n_young;
+    size_t young = m->yt.n_young;
     hm_gc_commit_young(m, &g, sink, &st);
     hm_gc_commit_windows(m, &g, sink, &st);
     hm_gc_commit_insert(m, &g, sink, &st);
@@ -1054,10 +1055,10 @@ bool hm_model_lookup(const hm_model *cm, uint64_t addr, uint64_t *id, uint32_t *
     if (!cm)
         return false;
     hm_model *m = hm_mutable(cm);
-    size_t yi = m->n_young ? hm_young_lookup(m, addr) : HM_NONE;
+    size_t yi = m->yt.n_young ? hm_young_lookup(m, addr) : HM_NONE;
     if (yi != HM_NONE) {
         if (id)
-            *id = m->young[yi].val >> 8;
+            *id = m->yt.young[yi].val >> 8;
         if (generation)
             *generation = HM_GEN_UNKNOWN;
         return true;
@@ -1089,15 +1090,15 @@ bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
 
     if (!m)
         return true;
-    if (m->n_young > 0) {
+    if (m->yt.n_young > 0) {
         /* Young objects are in arrival order: sort a copy to merge them in. */
-        size_t n = m->n_young;
+        size_t n = m->yt.n_young;
         buf = hm_malloc(m, (n + hm_sort_tmp_size(n)) * sizeof(*buf));
         if (!buf)
             goto out;
         for (size_t i = 0; i < n; i++)
-            if (!hm_young_flagged(&m->young[i]))
-                buf[ny++] = m->young[i];
+            if (!hm_young_flagged(&m->yt.young[i]))
+                buf[ny++] = m->yt.young[i];
         young = hm_pairs_sort(buf, buf + n, ny); /* stable: the newest of an address is last */
     }
     for (size_t wi = 0; wi < m->n_win; wi++) {
@@ -1131,7 +1132,7 @@ size_t hm_model_count(const hm_model *cm)
         return 0;
     hm_model *m = hm_mutable(cm);
     hm_young_sync(m); /* the evictions it finds are what makes the count exact */
-    return m->n_live_win + m->n_young - m->n_yflagged;
+    return m->n_live_win + m->yt.n_young - m->n_yflagged;
 }
 
 size_t hm_model_memory(const hm_model *m)
@@ -1141,7 +1142,7 @@ size_t hm_model_memory(const hm_model *m)
     size_t bytes = sizeof(*m) + m->cap_win * sizeof(*m->win);
     for (size_t i = 0; i < m->n_win; i++)
         bytes += (size_t)m->win[i].cap * sizeof(hm_entry);
-    bytes += m->cap_young * sizeof(*m->young) + m->cap_slots * sizeof(*m->slots);
+    bytes += m->cap_young * sizeof(*m->yt.young) + m->cap_slots * sizeof(*m->slots);
     bytes += (m->cap_bb + m->cap_ba + m->cap_cr + m->cap_mv) * sizeof(hm_span);
     bytes += (m->cap_ins + m->cap_tmp) * sizeof(hm_pair) + m->cap_dead * sizeof(*m->dead) +
              m->cap_cls * sizeof(*m->cls);
@@ -1191,12 +1192,15 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
     bool ok = true;
 
     HM_CHECK(m, "model is NULL");
-    HM_CHECK(m->n_young <= m->cap_young, "young n %zu > cap %zu", m->n_young, m->cap_young);
-    by_addr = hm_malloc(m, (m->n_young + 1) * sizeof(*by_addr));
+    HM_CHECK(m->yt.n_young <= m->cap_young, "young n %zu > cap %zu", m->yt.n_young, m->cap_young);
+    HM_CHECK(m->yt.add_room <= m->cap_young && 2 * m->yt.add_room <= m->cap_slots,
+             "I9: add room %zu beyond the list's %zu or half the hash's %zu", m->yt.add_room,
+             m->cap_young, m->cap_slots);
+    by_addr = hm_malloc(m, (m->yt.n_young + 1) * sizeof(*by_addr));
     HM_CHECK(by_addr, "check: out of memory");
-    for (size_t i = 0; i < m->n_young; i++)
-        by_addr[i] = (hm_pair){m->young[i].key, i};
-    qsort(by_addr, m->n_young, sizeof(*by_addr), hm_pair_cmp);
+    for (size_t i = 0; i < m->yt.n_young; i++)
+        by_addr[i] = (hm_pair){m->yt.young[i].key, i};
+    qsort(by_addr, m->yt.n_young, sizeof(*by_addr), hm_pair_cmp);
 
     HM_CHECK(m->n_win <= m->cap_win, "n_win %zu > cap %zu", m->n_win, m->cap_win);
     for (size_t wi = 0; wi < m->n_win; wi++) {
@@ -1221,7 +1225,7 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
                 HM_CHECK(x->idgen >> HM_TOMB_GEN_SHIFT <= HM_GEN_NONGC,
                          "I3: tombstone 0x%llx keeps gen %u", (unsigned long long)x->addr,
                          (unsigned)(x->idgen >> HM_TOMB_GEN_SHIFT));
-                HM_CHECK(hm_pairs_find_last(by_addr, m->n_young, x->addr) != HM_NONE,
+                HM_CHECK(hm_pairs_find_last(by_addr, m->yt.n_young, x->addr) != HM_NONE,
                          "I6: tombstone 0x%llx without young evictor",
                          (unsigned long long)x->addr);
             } else {
@@ -1237,8 +1241,8 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
     HM_CHECK(live == m->n_live_win, "I4: %zu live entries, counted %zu", live, m->n_live_win);
     HM_CHECK(tomb == m->n_tomb, "I4: %zu tombstones, counted %zu", tomb, m->n_tomb);
 
-    HM_CHECK(m->n_hashed <= m->n_young, "I5: %zu hashed of %zu", m->n_hashed, m->n_young);
-    HM_CHECK(m->n_young == 0 || 2 * m->n_young <= m->cap_slots, "I5: hash too small");
+    HM_CHECK(m->n_hashed <= m->yt.n_young, "I5: %zu hashed of %zu", m->n_hashed, m->yt.n_young);
+    HM_CHECK(m->yt.n_young == 0 || 2 * m->yt.n_young <= m->cap_slots, "I5: hash too small");
     HM_CHECK(m->epoch >= 1 && m->epoch <= HM_EPOCH_MAX, "I5: epoch %llu",
              (unsigned long long)m->epoch);
     size_t used = 0, self = 0, flagged = 0;
@@ -1248,11 +1252,11 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
             uint32_t v = (uint32_t)m->slots[s];
             HM_CHECK(v >= 1 && v <= m->n_hashed, "I5: slot %zu names %u of %zu hashed", s, v,
                      m->n_hashed);
-            HM_CHECK((m->slots[s] & HM_SLOT_TAGS) == hm_young_tag(m, m->young[v - 1].key),
+            HM_CHECK((m->slots[s] & HM_SLOT_TAGS) == hm_young_tag(m, m->yt.young[v - 1].key),
                      "I5: slot %zu has a wrong tag", s);
         }
-    for (size_t i = 0; i < m->n_young; i++) {
-        const hm_pair *y = &m->young[i];
+    for (size_t i = 0; i < m->yt.n_young; i++) {
+        const hm_pair *y = &m->yt.young[i];
         uint64_t addr = y->key;
         bool fl = hm_young_flagged(y);
         flagged += fl;
@@ -1260,7 +1264,7 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
         HM_CHECK((y->val >> 8) <= HM_ID_MAX, "I3: young id too large");
         HM_CHECK((y->val & 0xe) == 0, "young %zu: scratch byte 0x%x", i,
                  (unsigned)(y->val & 0xff)); /* a failed GC may leave a generation above */
-        size_t last = hm_pairs_find_last(by_addr, m->n_young, addr);
+        size_t last = hm_pairs_find_last(by_addr, m->yt.n_young, addr);
         HM_CHECK(last != HM_NONE && !(fl && by_addr[last].val == i),
                  "I5: young %zu (0x%llx) flagged but the newest at its address", i,
                  (unsigned long long)addr);
@@ -1277,17 +1281,17 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
                  "I6: 0x%llx both young and classified", (unsigned long long)addr);
     }
     HM_CHECK(used == self, "I5: %zu slots used for %zu hashed addresses", used, self);
-    HM_CHECK(m->n_keyed <= m->n_young && m->n_ywin <= HM_YOUNG_WINDOWS, "I8: %zu keyed of %zu",
-             m->n_keyed, m->n_young);
+    HM_CHECK(m->n_keyed <= m->yt.n_young && m->n_ywin <= HM_YOUNG_WINDOWS, "I8: %zu keyed of %zu",
+             m->n_keyed, m->yt.n_young);
     for (size_t k = 1; k < m->n_ywin; k++)
         HM_CHECK(m->ywin[k - 1] < m->ywin[k], "I8: young windows not ascending at %zu", k);
     for (size_t i = 0; i < m->n_keyed && !m->ywin_full; i++) {
-        uint64_t key = m->young[i].key >> HM_WINDOW_SHIFT;
+        uint64_t key = m->yt.young[i].key >> HM_WINDOW_SHIFT;
         bool found = false;
         for (size_t k = 0; k < m->n_ywin && !found; k++)
             found = m->ywin[k] == key;
         HM_CHECK(found, "I8: window of young %zu (0x%llx) not listed", i,
-                 (unsigned long long)m->young[i].key);
+                 (unsigned long long)m->yt.young[i].key);
     }
     HM_CHECK(flagged == m->n_yflagged, "I4: %zu young flagged, counted %zu", flagged,
              m->n_yflagged);

@@ -194,6 +194,26 @@ typedef struct hm_allocator {
 hm_model *hm_model_new_with(const hm_allocator *alloc);
 void hm_model_free(hm_model *m);
 
+/* A {key, val} record; the model's sorts order by key only, stably. The young list's entry:
+ * key the address, val id << 8 | scratch (hm_state.h). */
+typedef struct hm_pair {
+    uint64_t key;
+    uint64_t val;
+} hm_pair;
+
+/* The end of the young list, the first member of every model, so that hm_model_add's common
+ * case is inline: the collector adds every allocation of the program, and the call was 7% of
+ * its thread's CPU on MidLife (heapmodel/README.md, "Adds, duplicate addresses and lookups").
+ * Only hm_model_add reads it outside the model; only the model changes it otherwise. */
+typedef struct hm_young_tail {
+    hm_pair *young;
+    size_t n_young;
+    size_t add_room; /* an add while n_young is below needs no growth of the list or the hash */
+} hm_young_tail;
+
+/* hm_model_add's other cases: a NULL model, invalid arguments, growth. */
+int hm_model_add_slow(hm_model *m, uint64_t addr, uint64_t id);
+
 /* Adds an object allocated at `addr` with stable id `id` (ids need not arrive in order, but must
  * be unique among the objects the model holds). Its generation is HM_GEN_UNKNOWN until the next
  * apply_gc classifies it. If the model already holds an object at `addr`, that object must have
@@ -202,7 +222,17 @@ void hm_model_free(hm_model *m);
  * (by the next lookup or count that needs it, or by the next apply_gc), which changes nothing
  * any function reports. Returns HM_OK, HM_ERR_NOMEM (nothing changed) or HM_ERR_INVALID
  * (addr 0, or id above HM_ID_MAX). */
-int hm_model_add(hm_model *m, uint64_t addr, uint64_t id);
+static inline int hm_model_add(hm_model *m, uint64_t addr, uint64_t id)
+{
+    hm_young_tail *t = (hm_young_tail *)(void *)m; /* a struct's first member: C11 6.7.2.1 */
+    if (m && addr != 0 && id <= HM_ID_MAX && t->n_young < t->add_room) {
+        hm_pair *y = &t->young[t->n_young++];
+        y->key = addr;
+        y->val = id << 8;
+        return HM_OK;
+    }
+    return hm_model_add_slow(m, addr, id);
+}
 
 /* Applies one GC (see the top of this file). Returns HM_OK; HM_ERR_NOMEM, in which case the
  * model is unchanged, no callback was made and the GC's effects are lost (the caller counts

@@ -82,6 +82,11 @@ typedef struct hm_window {
 } hm_window;
 
 struct hm_model {
+    /* First (hm_model.h's inline add reads it): young (key addr, val id << 8 | scratch:
+     * HM_Y_EVICTED, or the generation at GC start (gen << 4) during a GC), n_young, and
+     * add_room (hm_young_room: min(cap_young, cap_slots / 2), so that an add below it needs
+     * neither a larger list nor a larger hash). */
+    hm_young_tail yt;
     hm_window *win;
     size_t n_win, cap_win;
     size_t n_live_win; /* entries in windows that are not tombstones */
@@ -98,10 +103,7 @@ struct hm_model {
     size_t finger_wi;
     uint32_t finger_ei;
 
-    /* key addr, val id << 8 | scratch: HM_Y_EVICTED, or the generation at GC start (gen << 4)
-     * during a GC */
-    hm_pair *young;
-    size_t n_young, cap_young;
+    size_t cap_young; /* of yt.young */
     size_t n_yflagged; /* young objects flagged HM_Y_EVICTED */
     /* Slot: epoch << 48 | tag << 32 | young index + 1; a slot of another epoch is empty, so a GC
      * empties the hash by bumping the epoch instead of clearing it. Capacity a power of two, at

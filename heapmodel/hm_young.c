@@ -33,7 +33,7 @@ static size_t hm_young_probe(const hm_model *m, uint64_t addr, size_t *slot)
             *slot = s;
             return HM_NONE;
         }
-        if ((v & HM_SLOT_TAGS) == tag && m->young[(uint32_t)v - 1].key == addr) {
+        if ((v & HM_SLOT_TAGS) == tag && m->yt.young[(uint32_t)v - 1].key == addr) {
             *slot = s;
             return (uint32_t)v - 1;
         }
@@ -91,17 +91,17 @@ static void hm_young_shadow(hm_model *m, uint64_t addr)
  * what lets a GC or a hash growth redo part of it. */
 void hm_young_sync(hm_model *m)
 {
-    size_t n = m->n_young;
+    size_t n = m->yt.n_young;
     for (size_t i = m->n_hashed; i < n; i++) {
         if (i + HM_SYNC_PREFETCH < n)
-            HM_PREFETCH_W(&m->slots[hm_young_slot(m, m->young[i + HM_SYNC_PREFETCH].key)]);
-        hm_pair *y = &m->young[i];
+            HM_PREFETCH_W(&m->slots[hm_young_slot(m, m->yt.young[i + HM_SYNC_PREFETCH].key)]);
+        hm_pair *y = &m->yt.young[i];
         if (hm_young_flagged(y))
             continue; /* flagged by a GC that then failed: the newer one comes later */
         size_t slot, j = hm_young_probe(m, y->key, &slot);
         m->slots[slot] = hm_young_tag(m, y->key) | (uint32_t)(i + 1);
         if (j != HM_NONE)
-            hm_young_flag(m, &m->young[j]); /* the same address twice: the older died unseen */
+            hm_young_flag(m, &m->yt.young[j]); /* the same address twice: the older died unseen */
         hm_young_shadow(m, y->key);
     }
     m->n_hashed = n;
@@ -127,8 +127,8 @@ static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
 {
     uint64_t last = 0;
     bool have_last = false;
-    for (size_t i = m->n_keyed; i < m->n_young && !m->ywin_full; i++) {
-        uint64_t key = m->young[i].key >> HM_WINDOW_SHIFT;
+    for (size_t i = m->n_keyed; i < m->yt.n_young && !m->ywin_full; i++) {
+        uint64_t key = m->yt.young[i].key >> HM_WINDOW_SHIFT;
         if (have_last && key == last)
             continue;
         last = key;
@@ -144,7 +144,7 @@ static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
         m->ywin[lo] = key;
         m->n_ywin++;
     }
-    m->n_keyed = m->n_young;
+    m->n_keyed = m->yt.n_young;
     if (m->ywin_full)
         return true;
     uint64_t key = addr >> HM_WINDOW_SHIFT;
@@ -158,10 +158,10 @@ static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
  * is the hash synced. */
 size_t hm_young_lookup(hm_model *m, uint64_t addr)
 {
-    size_t n = m->n_young, hashed = m->n_hashed;
+    size_t n = m->yt.n_young, hashed = m->n_hashed;
     size_t stop = n - hashed > HM_TAIL_SCAN ? n - HM_TAIL_SCAN : hashed;
     for (size_t i = n; i > stop; i--)
-        if (m->young[i - 1].key == addr)
+        if (m->yt.young[i - 1].key == addr)
             return i - 1; /* the newest at addr is never flagged */
     if (stop != hashed) {
         if (!hm_young_window_may_hold(m, addr))
@@ -171,14 +171,25 @@ size_t hm_young_lookup(hm_model *m, uint64_t addr)
     return hm_young_find_hashed(m, addr);
 }
 
+/* The young objects an add may append without growth (yt.add_room): while n_young is below it
+ * there is room in the list, the hash stays at most half full after the add, and the index
+ * stays below UINT32_MAX (a hash slot holds index + 1 in 32 bits). */
+static void hm_young_room(hm_model *m)
+{
+    size_t room = m->cap_slots / 2 < m->cap_young ? m->cap_slots / 2 : m->cap_young;
+    m->yt.add_room = room < (size_t)UINT32_MAX - 1 ? room : (size_t)UINT32_MAX - 1;
+}
+
 /* Room for one more young object: the list, and hash capacity for a sync (load at most 1/2).
  * A grown hash starts empty and is refilled by the next sync. */
 int hm_young_grow(hm_model *m)
 {
-    size_t n = m->n_young;
+    size_t n = m->yt.n_young;
     if (n + 1 >= UINT32_MAX)
         return HM_ERR_NOMEM;
-    if (HM_RESERVE(m, m->young, m->cap_young, n + 1) != HM_OK)
+    int rc = HM_RESERVE(m, m->yt.young, m->cap_young, n + 1);
+    hm_young_room(m);
+    if (rc != HM_OK)
         return HM_ERR_NOMEM;
     if (2 * (n + 1) <= m->cap_slots)
         return HM_OK;
@@ -194,6 +205,7 @@ int hm_young_grow(hm_model *m)
     m->cap_slots = cap;
     m->slot_shift = shift;
     m->n_hashed = 0;
+    hm_young_room(m);
     return HM_OK;
 }
 
@@ -201,18 +213,19 @@ int hm_young_grow(hm_model *m)
  * far more capacity than the last cycle used. */
 void hm_young_reset(hm_model *m, size_t used)
 {
-    m->n_young = 0;
+    m->yt.n_young = 0;
     m->n_hashed = 0;
     m->n_yflagged = 0;
     m->n_ywin = 0;
     m->n_keyed = 0;
     m->ywin_full = false;
     if (m->cap_young > 4 * used && m->cap_young > 4096) {
-        hm_free(m, m->young);
+        hm_free(m, m->yt.young);
         hm_free(m, m->slots);
-        m->young = NULL;
+        m->yt.young = NULL;
         m->slots = NULL;
         m->cap_young = m->cap_slots = 0;
+        m->yt.add_room = 0;
         m->slot_shift = 64;
         return;
     }
@@ -238,8 +251,8 @@ static void hm_young_run_shadow(hm_model *m, size_t s, size_t e, uint64_t first,
                 uint32_t lo = hm_entries_lower_bound(w->e, 0, w->n, first);
                 if (lo < w->n && w->e[lo].addr <= last) {
                     for (size_t i = s; i < e; i++)
-                        if (!hm_young_flagged(&m->young[i]))
-                            hm_young_shadow(m, m->young[i].key);
+                        if (!hm_young_flagged(&m->yt.young[i]))
+                            hm_young_shadow(m, m->yt.young[i].key);
                     return;
                 }
             }
@@ -253,17 +266,17 @@ static void hm_young_run_shadow(hm_model *m, size_t s, size_t e, uint64_t first,
  * added are flagged, and the last one evicts a classified object at its address. */
 static int hm_young_dedup_sort(hm_model *m)
 {
-    size_t n = m->n_young, k = 0;
+    size_t n = m->yt.n_young, k = 0;
     if (HM_RESERVE(m, m->tmp, m->cap_tmp, n + hm_sort_tmp_size(n)) != HM_OK)
         return HM_ERR_NOMEM;
     hm_pair *p = m->tmp;
     for (size_t i = 0; i < n; i++)
-        if (!hm_young_flagged(&m->young[i]))
-            p[k++] = (hm_pair){m->young[i].key, i};
+        if (!hm_young_flagged(&m->yt.young[i]))
+            p[k++] = (hm_pair){m->yt.young[i].key, i};
     p = hm_pairs_sort(p, m->tmp + n, k); /* stable: equal addresses stay in arrival order */
     for (size_t j = 0; j < k; j++) {
         if (j + 1 < k && p[j + 1].key == p[j].key)
-            hm_young_flag(m, &m->young[p[j].val]);
+            hm_young_flag(m, &m->yt.young[p[j].val]);
         else
             hm_young_shadow(m, p[j].key);
     }
@@ -276,7 +289,7 @@ static int hm_young_dedup_sort(hm_model *m)
 static bool hm_young_runs_dedup(hm_model *m, size_t sa, size_t ea, size_t sb, size_t eb,
                                 size_t *budget)
 {
-    hm_pair *y = m->young;
+    hm_pair *y = m->yt.young;
     size_t i = sa, j = sb;
     for (;;) {
         while (i < ea && hm_young_flagged(&y[i]))
@@ -324,7 +337,7 @@ int hm_young_runs_finish(hm_model *m, hm_young_runs *t)
     if (t->overflow)
         return hm_young_dedup_sort(m);
     const hm_pair *runs = hm_pairs_sort(t->runs, t->scratch, t->r), *info = t->info;
-    size_t budget = 2 * m->n_young + 64;
+    size_t budget = 2 * m->yt.n_young + 64;
     uint64_t end = 0; /* the largest last address of runs[0..k) */
     for (size_t k = 0; k < t->r; k++) {
         const hm_pair *b = &info[runs[k].val];

@@ -1023,6 +1023,38 @@ static void test_scratch_kept(void)
     hm_model_free(m);
 }
 
+/* The inline add (hm_model.h) appends only within the room the list and the hash both have; any
+ * other add grows them first. A growth that fails halfway (the list grown, the hash not: the
+ * first add needs both) leaves no room beyond the hash's, and a GC that gives the young list
+ * back leaves none at all (an add would write through the freed list). */
+static void test_add_room(void)
+{
+    hm_model *m = hm_model_new();
+    hm_model_fail_after(m, 1);
+    CHECK_EQ(hm_model_add(m, REG(0) + 8, 1), HM_ERR_NOMEM);
+    CHECK_MODEL(m);
+    hm_model_fail_after(m, 0); /* no room yet: this add must try to grow, and fail */
+    CHECK_EQ(hm_model_add(m, REG(0) + 8, 1), HM_ERR_NOMEM);
+    CHECK_EQ(hm_model_count(m), 0);
+    hm_model_fail_after(m, -1);
+    uint64_t id = 0;
+    const size_t n = 20000; /* across several growths of the list and of the hash */
+    for (size_t i = 0; i < n; i++) {
+        CHECK_EQ(hm_model_add(m, REG(0) + 8 * i, ++id), HM_OK);
+        if (i % 997 == 0)
+            CHECK_MODEL(m);
+    }
+    CHECK_EQ(hm_model_count(m), n);
+    young_gc(m, &id, 0); /* all die; the GC before the next uses far less: the list goes */
+    young_gc(m, &id, 10);
+    CHECK_MODEL(m);
+    for (size_t i = 0; i < 100; i++)
+        CHECK_EQ(hm_model_add(m, REG(1) + 8 * i, ++id), HM_OK);
+    CHECK_EQ(hm_model_count(m), 100);
+    CHECK_MODEL(m);
+    hm_model_free(m);
+}
+
 /* NULL is accepted where the header says so. */
 static void test_null(void)
 {
@@ -1060,6 +1092,7 @@ int main(void)
     test_nomem_deferred();
     test_null();
     test_scratch_kept();
+    test_add_room();
     printf("test_hm_model: ok\n");
     return 0;
 }
