@@ -1102,7 +1102,7 @@ static void finish(collector *c, bool detaching) {
     send_counts(c, last_gc + 1, &counts);
     hl_samples_send(c, last_gc + 1, &samples);
     hl_rejit_send(c, p->rejit);
-    if (c->final_missed.reason) /* an attach session's last snapshot given up: said before the end */
+    if (c->final_missed.reason) /* final_snapshot gave the last one up: said before the end */
         hl_outbox_put(&c->out, HL_REC_FINAL_SNAPSHOT_MISSED, &c->final_missed,
                       sizeof c->final_missed, NULL, 0, NULL, 0);
     /* Wait for the writer to take the backlog as long as it makes progress, so that the run's
@@ -1142,8 +1142,9 @@ static void collector_free(collector *c);
 
 /* An attach session ends (heaplens asked, or the writer is gone): the last snapshot, while the
  * writer takes it. It is the first GC applied after the forced one started, whoever started it.
- * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else); then `final_missed` says why it was not taken, and the
- * GCs still queued are applied without their snapshots (apply_gc), so that the detach ends. */
+ * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else); then
+ * `final_missed` says why it was not taken, and the GCs still queued are applied without their
+ * snapshots (apply_gc), so that the detach ends. */
 static void final_snapshot(collector *c) {
     hl_profiler *p = c->p;
     if (c->out.lost)

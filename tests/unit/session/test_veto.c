@@ -111,42 +111,38 @@ static void script_end(pid_t pid, int feed)
         ;
 }
 
-/* A wrapper script that sets DOTNET_EnableDiagnostics=0 for its child (not exec'd): the child,
- * a grandchild of heaplens, is found and named. */
-static void test_program_grandchild(void)
+/* Runs `script` (its last process cat, a grandchild of heaplens when the script does not exec
+ * it) and checks what recording_program_veto_new(sh) says: `variable` set to 0 named at cat's
+ * pid, or nothing (NULL). */
+static void script_veto_is(const char *script, const char *variable)
 {
     char *env[] = {"PATH=/usr/bin:/bin", "CORECLR_ENABLE_PROFILING=1", NULL};
     int feed;
     pid_t leaf;
-    pid_t sh = script_start("DOTNET_EnableDiagnostics=0 cat; exit 0", env, &feed, &leaf);
+    pid_t sh = script_start(script, env, &feed, &leaf);
     CHECK(leaf > 0);
     g_autofree char *got = recording_program_veto_new(sh);
-    g_autofree char *want = g_strdup_printf(
-        "pid %ld (cat) ran with DOTNET_EnableDiagnostics=0 in its environment", (long)leaf);
+    g_autofree char *want =
+        variable ? g_strdup_printf("pid %ld (cat) ran with %s=0 in its environment", (long)leaf,
+                                   variable)
+                 : NULL;
     CHECK_VETO(got, want);
     script_end(sh, feed);
+}
+
+/* A wrapper script that sets DOTNET_EnableDiagnostics=0 for its child (not exec'd): the child,
+ * a grandchild of heaplens, is found and named. */
+static void test_program_grandchild(void)
+{
+    script_veto_is("DOTNET_EnableDiagnostics=0 cat; exit 0", "DOTNET_EnableDiagnostics");
 }
 
 /* The same script without the veto: nothing found; with CORECLR_ENABLE_PROFILING=0 exported by
  * the script: found. */
 static void test_program_none_and_exported(void)
 {
-    char *env[] = {"PATH=/usr/bin:/bin", "CORECLR_ENABLE_PROFILING=1", NULL};
-    int feed;
-    pid_t leaf;
-    pid_t sh = script_start("cat; exit 0", env, &feed, &leaf);
-    CHECK(leaf > 0);
-    g_autofree char *none = recording_program_veto_new(sh);
-    CHECK_VETO(none, NULL);
-    script_end(sh, feed);
-
-    sh = script_start("export CORECLR_ENABLE_PROFILING=0; cat; exit 0", env, &feed, &leaf);
-    CHECK(leaf > 0);
-    g_autofree char *got = recording_program_veto_new(sh);
-    g_autofree char *want = g_strdup_printf(
-        "pid %ld (cat) ran with CORECLR_ENABLE_PROFILING=0 in its environment", (long)leaf);
-    CHECK_VETO(got, want);
-    script_end(sh, feed);
+    script_veto_is("cat; exit 0", NULL);
+    script_veto_is("export CORECLR_ENABLE_PROFILING=0; cat; exit 0", "CORECLR_ENABLE_PROFILING");
 }
 
 /* A process that has exited has no environment to read (a zombie's is empty): nothing. */
