@@ -70,7 +70,7 @@ static void test_launcher(void)
 }
 
 /* Starts `sh -c script` with `env` and its stdin the read end of a pipe (*feed: the write end);
- * waits until sh's child runs cat (*leaf: its pid; 0 when it never came). */
+ * waits until sh's child runs cat with its environment (*leaf: its pid; 0 when it never came). */
 static pid_t script_start(const char *script, char **env, int *feed, pid_t *leaf)
 {
     int p[2];
@@ -94,7 +94,14 @@ static pid_t script_start(const char *script, char **env, int *feed, pid_t *leaf
             pid_t c = (pid_t)atol(children);
             g_autofree char *exe = g_strdup_printf("/proc/%ld/exe", (long)c);
             g_autofree char *target = g_file_read_link(exe, NULL);
-            if (target && g_str_has_suffix(target, "/cat"))
+            /* and its environment is there: exec names the new program before it writes the
+             * new environment, which reads empty in between */
+            g_autofree char *environ_path = g_strdup_printf("/proc/%ld/environ", (long)c);
+            g_autofree char *environ_text = NULL;
+            gsize environ_len = 0;
+            if (target && g_str_has_suffix(target, "/cat") &&
+                g_file_get_contents(environ_path, &environ_text, &environ_len, NULL) &&
+                environ_len > 0)
                 *leaf = c;
         }
         if (!*leaf)
