@@ -44,9 +44,8 @@ typedef struct collector {
     bool drain_while_waiting; /* the model may take post-GC allocations while the outbox waits */
     bool ending; /* finish(): the callbacks are off, no resume will be reported any more */
     /* An attach session's detach gave its last snapshot up (final_snapshot): `final_missed`
-     * says why (reason 0: it did not), and the GCs still queued are applied without their
-     * snapshots (`snapshots_skip`), which made the collector fall behind. */
-    bool snapshots_skip;
+     * says why (reason 0: it did not), and from then on the GCs still queued are applied
+     * without their snapshots, which made the collector fall behind. */
     hl_final_snapshot_missed final_missed;
     hl_young_packed survivors; /* per GC, packed by hl_young_close */
     uint32_t gcs_applied;

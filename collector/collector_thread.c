@@ -800,7 +800,7 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         c->discover_found += g->n_found;
     }
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
-    if (c->snapshots_skip && g->snapshot_trigger) { /* a detach past its bound: final_snapshot */
+    if (c->final_missed.reason && g->snapshot_trigger) { /* a detach past its bound: final_snapshot */
         g->snapshot_trigger = 0;
         c->final_missed.snapshots_skipped++;
     }
@@ -1171,7 +1171,6 @@ static void final_snapshot(collector *c) {
                 .reason = wanted ? HL_FINAL_SNAPSHOT_BEHIND : HL_FINAL_SNAPSHOT_NO_GC,
                 .gcs_behind = started > c->gcs_applied ? started - c->gcs_applied : 0,
                 .waited_ms = (uint32_t)((now - start) / 1000000u)};
-            c->snapshots_skip = true;
             return;
         }
         if (!pass(c)) {

@@ -56,9 +56,9 @@ static char *default_output(pid_t pid) {
     return g_strdup_printf("heaplens-%s-%ld-%s.db", comm, (long)pid, stamp);
 }
 
-/* How long a detach runs before heaplens says it still runs: the collector waits at most 10 s
- * for the last snapshot (collector/README.md, "Ending an attach session"), then the writer
- * stores what is left. */
+/* How long a detach runs before heaplens says it still runs: the collector gives the last
+ * snapshot up after 10 s while it is behind the program's GCs, 60 s for the snapshot's own GC
+ * (collector/README.md, "Ending an attach session"), then the writer stores what is left. */
 #define DETACH_SAY_AFTER_MS 5000
 
 /* "detach" on the writer's control socket; waits for its answer: the stream has ended. `say`:
@@ -86,9 +86,10 @@ static gboolean request_detach(const char *control, int writer_gone_fd, gboolean
             continue;
         if (r == 0) {
             if (query_now_ms() - asked >= DETACH_SAY_AFTER_MS) {
-                fprintf(stderr, "heaplens: still detaching after %d s: the collector waits at "
-                                "most 10 s for the last snapshot, then the writer stores the "
-                                "rest\n", DETACH_SAY_AFTER_MS / 1000);
+                fprintf(stderr, "heaplens: still detaching after %d s: the collector waits for "
+                                "the last snapshot (10 s at most while it is behind the "
+                                "program's GCs), then the writer stores the rest\n",
+                        DETACH_SAY_AFTER_MS / 1000);
                 say = FALSE;
             }
             continue;

@@ -830,8 +830,7 @@ struct store_writer {
     uint64_t snapshots_discarded; /* started but not stored */
     /* An attach session's detach gave its last snapshot up (FINAL_SNAPSHOT_MISSED): loss
      * `final-snapshot-missed` and its counters (SCHEMA.md). */
-    hl_final_snapshot_missed final_missed;
-    gboolean have_final_missed;
+    hl_final_snapshot_missed final_missed; /* reason 0: none came */
 
     /* TYPE, THREAD and RUN_START records that arrived while a GC was open, raw (hl_rec_header +
      * payload): rolling the GC back loses their rows too, so they are applied again. */

@@ -517,7 +517,6 @@ static gboolean store_writer_final_snapshot_missed(store_writer *w, const store_
 {
     (void)error;
     w->final_missed = rec->u.final_snapshot_missed;
-    w->have_final_missed = TRUE;
     return TRUE;
 }
 
@@ -785,7 +784,7 @@ static gboolean store_writer_update_loss(store_writer *w, GError **error)
                                : w->stopped ? "recording-stopped"
                                : w->peer_is_program && w->program_exited ? "no-shutdown"
                                                                          : "program-killed");
-    if (w->have_final_missed)
+    if (w->final_missed.reason)
         g_ptr_array_add(names, "final-snapshot-missed");
     if (w->recorder_killed)
         g_ptr_array_add(names, "recorder-killed");
@@ -877,10 +876,10 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"program_peak_rss_bytes", w->program_peak_rss_bytes, w->program_peak_rss_bytes != 0},
         {"program_gcs", w->program_gcs, w->have_program_gcs},
         /* Only when an attach session's detach gave its last snapshot up */
-        {"final_snapshot_missed", w->final_missed.reason, w->have_final_missed},
-        {"final_snapshot_gcs_behind", w->final_missed.gcs_behind, w->have_final_missed},
-        {"final_snapshot_wait_ms", w->final_missed.waited_ms, w->have_final_missed},
-        {"snapshots_skipped", w->final_missed.snapshots_skipped, w->have_final_missed},
+        {"final_snapshot_missed", w->final_missed.reason, w->final_missed.reason != 0},
+        {"final_snapshot_gcs_behind", w->final_missed.gcs_behind, w->final_missed.reason != 0},
+        {"final_snapshot_wait_ms", w->final_missed.waited_ms, w->final_missed.reason != 0},
+        {"snapshots_skipped", w->final_missed.snapshots_skipped, w->final_missed.reason != 0},
     };
     for (int i = 0; i < STORE_COUNTERS_WRITTEN; i++)
         if (counters[i].present &&
