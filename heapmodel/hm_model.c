@@ -6,7 +6,9 @@
  *            region's objects share one or a few windows and a GC can skip whole windows).
  *            `win` is an array of windows sorted by key = addr >> 22; each window holds an array
  *            of hm_entry {addr, id << 4 | gen}, 16 bytes, sorted by address.
- *   young    Objects added since the last GC, in arrival order: hm_pair {addr, id << 8 | scratch}.
+ *   young    Objects added since the last GC, in arrival order: each one's address (bit 0 the
+ *            scratch flag HM_Y_EVICTED), 8 bytes; their ids apart, as runs of consecutive ids
+ *            (`idruns`: the collector's ids come in blocks per thread, so a run per block).
  *            hm_model_add only appends here: it does no lookup at all, so the duplicate check
  *            (an address added twice, or added over a classified object) is deferred. They are
  *            not classified yet, so they cannot be placed among classified objects; the next GC
@@ -268,6 +270,7 @@ hm_model *hm_model_new_with(const hm_allocator *alloc)
         return NULL;
     memset(m, 0, sizeof(*m));
     m->alloc = alloc;
+    m->yt.next_id = UINT64_MAX;
     m->slot_shift = 64;
     m->epoch = 1;
 #ifdef HM_TESTING
@@ -284,6 +287,7 @@ void hm_model_free(hm_model *m)
         hm_free(m, m->win[i].e);
     hm_free(m, m->win);
     hm_free(m, m->yt.young);
+    hm_free(m, m->idruns);
     hm_free(m, m->slots);
     hm_free(m, m->bb);
     hm_free(m, m->ba);
@@ -306,17 +310,24 @@ void hm_model_fail_after(hm_model *m, long n)
 /* ---- add -------------------------------------------------------------------------------- */
 
 /* An append: the duplicate check is left to hm_young_sync or the next GC. The common case,
- * room without growth, is hm_model.h's inline hm_model_add; the same append here. */
+ * room without growth and an id that extends the last run, is hm_model.h's inline
+ * hm_model_add; the same append here, after any growth (nothing changes unless all of it
+ * succeeded). */
 int hm_model_add_slow(hm_model *m, uint64_t addr, uint64_t id)
 {
-    if (!m || addr == 0 || id > HM_ID_MAX)
+    if (!m || addr == 0 || (addr & 7) != 0 || id > HM_ID_MAX)
         return HM_ERR_INVALID;
     size_t n = m->yt.n_young;
     if (HM_UNLIKELY(n >= m->yt.add_room) && hm_young_grow(m) != HM_OK)
         return HM_ERR_NOMEM;
-    m->yt.young[n].key = addr;
-    m->yt.young[n].val = id << 8;
+    if (id != m->yt.next_id) {
+        if (HM_RESERVE(m, m->idruns, m->cap_idruns, m->n_idruns + 1) != HM_OK)
+            return HM_ERR_NOMEM;
+        m->idruns[m->n_idruns++] = (hm_idrun){n, id};
+    }
+    m->yt.young[n] = addr;
     m->yt.n_young = n + 1;
+    m->yt.next_id = id + 1;
     return HM_OK;
 }
 
@@ -412,16 +423,16 @@ static int hm_gc_build_spans(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
  * failure of prepare needs no undo. */
 /* Classifies every unflagged young object by the bounds before the GC, looks the condemned ones
  * up in the moves, queues survivors and kept objects for insertion and the dead for reporting,
- * and records the runs when t is not NULL. The generation goes into the young object's scratch
- * byte for commit (harmless if prepare fails later: lookups ignore the byte), unless the sink
- * takes batches: then the young list is only read (not written back to memory, 16 bytes per
- * young object).
+ * and records the runs when t is not NULL. Each classified word (or fate byte) is written
+ * beside the young list, never into it: a per-object `classified` reads the words back in
+ * commit, so the list (8 bytes per young object) is only read.
  * Whether a condemned object survives is as good as random, so that case is written without
  * branches: both lists get the object and only one of the counts moves on (both lists have
  * room for every young object, so the extra write stays in bounds). */
 static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
 {
     static const hm_span no_move = {0, 0, 0};
+    hm_ids ids = {0};
     const hm_span *mv = g->n_mv ? m->mv : &no_move;
     size_t n_mv = g->n_mv ? g->n_mv : 1;
     size_t hb = 0, hmv = 0;
@@ -429,7 +440,9 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     uint64_t *dead = m->dead;
     /* Quiet young deaths: every death is written into one slot (counted all the same). */
     size_t dead_mask = g->quiet_young_deaths ? 0 : SIZE_MAX;
-    uint64_t *cls = g->batch_classified ? m->cls : NULL;
+    /* Every classified word goes here (reserved for every young object): the batch sink gets
+     * them, and the per-object `classified` reads them back in commit. */
+    uint64_t *cls = m->cls;
     /* Young fates: a byte per id in [f_first, f_first + f_n) instead of a word (f_n 0: none). */
     uint8_t *fates = g->fates;
     uint64_t f_first = g->fates_first;
@@ -441,16 +454,16 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
     uint64_t first = 0, prev = UINT64_MAX; /* the first object always starts a run */
 
     for (size_t i = 0; i < m->yt.n_young; i++) {
-        hm_pair *y = &m->yt.young[i];
+        uint64_t y = m->yt.young[i], id = hm_ids_at(m, &ids, i);
         if (hm_young_flagged(y)) {
             /* evicted: reported by commit_evicted (a run before this one may have written it) */
-            uint64_t rel = (y->val >> 8) - f_first;
+            uint64_t rel = id - f_first;
             if (HM_UNLIKELY(rel < f_n))
                 fates[rel] = HM_FATE(HM_GEN_UNKNOWN, HM_GEN_UNKNOWN);
             continue;
         }
         if (track) {
-            uint64_t a = y->key;
+            uint64_t a = y;
             if (HM_UNLIKELY(a <= prev || a - prev > HM_YOUNG_RUN_GAP)) {
                 if (open)
                     track = hm_young_runs_close(m, t, s, i, first, prev);
@@ -460,29 +473,26 @@ static void hm_young_classify(hm_model *m, hm_gc_work *g, hm_young_runs *t)
             }
             prev = a;
         }
-        uint64_t id = y->val >> 8;
-        size_t b = hm_spans_find(m->bb, g->n_bb, y->key, &hb);
+        size_t b = hm_spans_find(m->bb, g->n_bb, y, &hb);
         uint32_t gen = b == HM_NONE ? HM_GEN_NONGC : (uint32_t)m->bb[b].aux;
-        if (!cls) /* only the per-object `classified` reads it back (commit_young) */
-            y->val = id << 8 | gen << 4;
         bool condemned = b != HM_NONE && (g->mask >> gen & 1);
         uint64_t rel = id - f_first;
         if (rel < f_n) /* a survivor's generation after is written by commit (hm_pair_entry) */
             fates[rel] = HM_FATE(hm_heap_of(gen), condemned ? HM_GEN_UNKNOWN : hm_heap_of(gen));
-        else if (cls)
+        else
             cls[n_cls++] = id << HM_REPORT_SHIFT | hm_heap_of(gen) |
                            (g->quiet_young_deaths && condemned ? HM_REPORT_CONDEMNED : 0);
         if (condemned) {
-            size_t v = hm_spans_step(mv, n_mv, y->key, &hmv);
+            size_t v = hm_spans_step(mv, n_mv, y, &hmv);
             size_t live = v != HM_NONE;
             const hm_span *sp = &mv[v & ((size_t)0 - live)];
-            ins[n_ins].key = sp->aux + (y->key - sp->start);
+            ins[n_ins].key = sp->aux + (y - sp->start);
             ins[n_ins].val = id << 8 | gen << 4 | HM_INS_YOUNG;
             dead[n_dead & dead_mask] = id << 4 | gen;
             n_ins += live;
             n_dead += live ^ 1;
         } else {
-            ins[n_ins].key = y->key;
+            ins[n_ins].key = y;
             ins[n_ins].val = id << 8 | HM_INS_KEEP << 4 | gen;
             n_ins++;
         }
@@ -507,7 +517,8 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
     static const hm_span no_move = {0, 0, 0};
     const hm_span *mv = g->n_mv ? m->mv : &no_move, *bb = m->bb;
     const size_t n_mv = g->n_mv ? g->n_mv : 1, n = m->yt.n_young;
-    const hm_pair *young = m->yt.young;
+    const uint64_t *young = m->yt.young;
+    hm_ids ids = {0};
     hm_pair *ins = m->ins;
     uint8_t *fates = g->fates;
     const uint64_t f_first = g->fates_first, f_n = g->fates_n;
@@ -518,8 +529,8 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
 
     for (size_t i = 0; i < n;) {
         /* The general step, for young[i]. */
-        uint64_t key = young[i].key, val = young[i].val, id = val >> 8, rel = id - f_first;
-        if (HM_UNLIKELY(val & HM_Y_EVICTED)) {
+        uint64_t key = young[i], id = hm_ids_at(m, &ids, i), rel = id - f_first;
+        if (HM_UNLIKELY(key & HM_Y_EVICTED)) {
             /* evicted: reported by commit_evicted (a run before this one may have written it) */
             if (rel < f_n)
                 fates[rel] = HM_FATE(HM_GEN_UNKNOWN, HM_GEN_UNKNOWN);
@@ -555,32 +566,32 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
         i++;
         if (b == HM_NONE)
             continue;
-        /* The rest of the run inside bounds range b: the same generation, fate and insert
-         * word, and keys that only ascend. */
-        const uint64_t end = bb[b].end;
+        /* The rest of the run inside bounds range b and the id run of young[i - 1]: the same
+         * generation, fate and insert word, keys that only ascend (an evicted one has bit 0
+         * set: it breaks the run or is caught by the test), and the ids id + 1, id + 2, ... */
+        const uint64_t end = bb[b].end, base = ids.base;
+        const size_t lim = ids.end;
         if (!condemned) {
-            for (; i < n; i++) {
-                key = young[i].key;
-                val = young[i].val;
-                rel = (val >> 8) - f_first;
-                if ((val & HM_Y_EVICTED) || key <= prev || key - prev > HM_YOUNG_RUN_GAP ||
+            for (; i < lim; i++) {
+                key = young[i];
+                rel = base + i - f_first;
+                if ((key & HM_Y_EVICTED) || key <= prev || key - prev > HM_YOUNG_RUN_GAP ||
                     key >= end || rel >= f_n)
                     break;
                 prev = key;
                 fates[rel] = fate;
                 ins[n_ins].key = key;
-                ins[n_ins].val = (val >> 8) << 8 | ins_gen;
+                ins[n_ins].val = (base + i) << 8 | ins_gen;
                 n_ins++;
             }
             continue;
         }
         /* Whether each survives is as good as random: no branch on it (ins has room for every
          * young object, so the write for a dead one stays in bounds). */
-        for (; i < n; i++) {
-            key = young[i].key;
-            val = young[i].val;
-            rel = (val >> 8) - f_first;
-            if ((val & HM_Y_EVICTED) || key <= prev || key - prev > HM_YOUNG_RUN_GAP ||
+        for (; i < lim; i++) {
+            key = young[i];
+            rel = base + i - f_first;
+            if ((key & HM_Y_EVICTED) || key <= prev || key - prev > HM_YOUNG_RUN_GAP ||
                 key >= end || rel >= f_n)
                 break;
             prev = key;
@@ -589,7 +600,7 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
             live = v != HM_NONE;
             sp = &mv[v & ((size_t)0 - live)];
             ins[n_ins].key = sp->aux + (key - sp->start);
-            ins[n_ins].val = (val >> 8) << 8 | ins_gen;
+            ins[n_ins].val = (base + i) << 8 | ins_gen;
             n_ins += live;
         }
     }
@@ -703,7 +714,7 @@ static int hm_gc_prepare(hm_model *m, const hm_gc_input *in, hm_gc_work *g)
     rc = HM_RESERVE(m, m->ins, m->cap_ins, m->yt.n_young);
     if (rc == HM_OK)
         rc = HM_RESERVE(m, m->dead, m->cap_dead, g->quiet_young_deaths ? 1 : m->yt.n_young);
-    if (rc == HM_OK && g->batch_classified)
+    if (rc == HM_OK) /* the per-object `classified` reads them too (hm_young_classify) */
         rc = HM_RESERVE(m, m->cls, m->cap_cls, m->yt.n_young);
     if (rc == HM_OK)
         rc = hm_gc_prepare_young(m, g);
@@ -745,8 +756,8 @@ static void hm_gc_commit_evicted(hm_model *m, const hm_gc_sink *sink, hm_gc_stat
 {
     if (m->n_yflagged > 0)
         for (size_t i = 0; i < m->yt.n_young; i++)
-            if (hm_young_flagged(&m->yt.young[i]))
-                hm_sink_evicted(sink, st, m->yt.young[i].val >> 8, HM_GEN_UNKNOWN);
+            if (hm_young_flagged(m->yt.young[i]))
+                hm_sink_evicted(sink, st, hm_young_id(m, i), HM_GEN_UNKNOWN);
     if (m->n_tomb == 0)
         return;
     for (size_t wi = 0; wi < m->n_win; wi++) {
@@ -777,10 +788,8 @@ static void hm_gc_commit_young(hm_model *m, const hm_gc_work *g, const hm_gc_sin
         if (g->n_cls)
             sink->classified_young(sink->ctx, m->cls, g->n_cls);
     } else if (sink->classified)
-        for (size_t i = 0; i < m->yt.n_young; i++)
-            if (!hm_young_flagged(&m->yt.young[i]))
-                sink->classified(sink->ctx, m->yt.young[i].val >> 8,
-                                 hm_heap_of((uint32_t)(m->yt.young[i].val >> 4 & HM_GEN_MASK)));
+        for (size_t i = 0; i < g->n_cls; i++) /* the unflagged young objects, in list order */
+            sink->classified(sink->ctx, HM_REPORT_ID(m->cls[i]), HM_REPORT_VALUE(m->cls[i]));
     /* Every `classified` comes before any `died`: evictions are reported after the loop above. */
     hm_gc_commit_evicted(m, sink, st);
     st->condemned += g->n_dead;
@@ -1058,7 +1067,7 @@ bool hm_model_lookup(const hm_model *cm, uint64_t addr, uint64_t *id, uint32_t *
     size_t yi = m->yt.n_young ? hm_young_lookup(m, addr) : HM_NONE;
     if (yi != HM_NONE) {
         if (id)
-            *id = m->yt.young[yi].val >> 8;
+            *id = hm_young_id(m, yi);
         if (generation)
             *generation = HM_GEN_UNKNOWN;
         return true;
@@ -1096,9 +1105,12 @@ bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
         buf = hm_malloc(m, (n + hm_sort_tmp_size(n)) * sizeof(*buf));
         if (!buf)
             goto out;
-        for (size_t i = 0; i < n; i++)
-            if (!hm_young_flagged(&m->yt.young[i]))
-                buf[ny++] = m->yt.young[i];
+        hm_ids ids = {0};
+        for (size_t i = 0; i < n; i++) {
+            uint64_t id = hm_ids_at(m, &ids, i);
+            if (!hm_young_flagged(m->yt.young[i]))
+                buf[ny++] = (hm_pair){m->yt.young[i], id};
+        }
         young = hm_pairs_sort(buf, buf + n, ny); /* stable: the newest of an address is last */
     }
     for (size_t wi = 0; wi < m->n_win; wi++) {
@@ -1107,7 +1119,7 @@ bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
             const hm_entry *x = &w->e[i];
             for (; yi < ny && young[yi].key < x->addr; yi++)
                 if ((yi + 1 == ny || young[yi + 1].key != young[yi].key) &&
-                    !fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
+                    !fn(ctx, young[yi].key, young[yi].val, HM_GEN_UNKNOWN))
                     goto out;
             if (hm_entry_gen(x) == HM_GEN_TOMB || (yi < ny && young[yi].key == x->addr))
                 continue; /* evicted by a young object */
@@ -1117,7 +1129,7 @@ bool hm_model_foreach(const hm_model *m, hm_object_fn fn, void *ctx)
     }
     for (; yi < ny; yi++)
         if ((yi + 1 == ny || young[yi + 1].key != young[yi].key) &&
-            !fn(ctx, young[yi].key, young[yi].val >> 8, HM_GEN_UNKNOWN))
+            !fn(ctx, young[yi].key, young[yi].val, HM_GEN_UNKNOWN))
             goto out;
     ok = true;
 out:
@@ -1142,7 +1154,8 @@ size_t hm_model_memory(const hm_model *m)
     size_t bytes = sizeof(*m) + m->cap_win * sizeof(*m->win);
     for (size_t i = 0; i < m->n_win; i++)
         bytes += (size_t)m->win[i].cap * sizeof(hm_entry);
-    bytes += m->cap_young * sizeof(*m->yt.young) + m->cap_slots * sizeof(*m->slots);
+    bytes += m->cap_young * sizeof(*m->yt.young) + m->cap_slots * sizeof(*m->slots) +
+             m->cap_idruns * sizeof(*m->idruns);
     bytes += (m->cap_bb + m->cap_ba + m->cap_cr + m->cap_mv) * sizeof(hm_span);
     bytes += (m->cap_ins + m->cap_tmp) * sizeof(hm_pair) + m->cap_dead * sizeof(*m->dead) +
              m->cap_cls * sizeof(*m->cls);
@@ -1199,7 +1212,7 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
     by_addr = hm_malloc(m, (m->yt.n_young + 1) * sizeof(*by_addr));
     HM_CHECK(by_addr, "check: out of memory");
     for (size_t i = 0; i < m->yt.n_young; i++)
-        by_addr[i] = (hm_pair){m->yt.young[i].key, i};
+        by_addr[i] = (hm_pair){hm_young_addr(m->yt.young[i]), i};
     qsort(by_addr, m->yt.n_young, sizeof(*by_addr), hm_pair_cmp);
 
     HM_CHECK(m->n_win <= m->cap_win, "n_win %zu > cap %zu", m->n_win, m->cap_win);
@@ -1252,18 +1265,33 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
             uint32_t v = (uint32_t)m->slots[s];
             HM_CHECK(v >= 1 && v <= m->n_hashed, "I5: slot %zu names %u of %zu hashed", s, v,
                      m->n_hashed);
-            HM_CHECK((m->slots[s] & HM_SLOT_TAGS) == hm_young_tag(m, m->yt.young[v - 1].key),
-                     "I5: slot %zu has a wrong tag", s);
+            uint64_t tag = hm_young_tag(m, hm_young_addr(m->yt.young[v - 1]));
+            HM_CHECK((m->slots[s] & HM_SLOT_TAGS) == tag, "I5: slot %zu has a wrong tag", s);
         }
+    HM_CHECK(m->n_idruns <= m->yt.n_young && m->n_idruns <= m->cap_idruns &&
+                 (m->yt.n_young == 0) == (m->n_idruns == 0),
+             "I10: %zu id runs for %zu young", m->n_idruns, m->yt.n_young);
+    for (size_t r = 0; r < m->n_idruns; r++) {
+        uint64_t start = m->idruns[r].start, id = m->idruns[r].id;
+        uint64_t end = r + 1 < m->n_idruns ? m->idruns[r + 1].start : m->yt.n_young;
+        HM_CHECK(r == 0 ? start == 0 : start > m->idruns[r - 1].start,
+                 "I10: id run %zu starts at %llu", r, (unsigned long long)start);
+        HM_CHECK(end > start && id <= HM_ID_MAX && end - start - 1 <= HM_ID_MAX - id,
+                 "I10: id run %zu (%llu from %llu) ends at %llu", r, (unsigned long long)id,
+                 (unsigned long long)start, (unsigned long long)end);
+        if (r + 1 == m->n_idruns)
+            HM_CHECK(m->yt.next_id == id + (end - start), "I10: next id %llu after run %zu",
+                     (unsigned long long)m->yt.next_id, r);
+    }
+    HM_CHECK(m->yt.n_young > 0 || m->yt.next_id == UINT64_MAX, "I10: next id %llu with no run",
+             (unsigned long long)m->yt.next_id);
     for (size_t i = 0; i < m->yt.n_young; i++) {
-        const hm_pair *y = &m->yt.young[i];
-        uint64_t addr = y->key;
+        uint64_t y = m->yt.young[i];
+        uint64_t addr = hm_young_addr(y);
         bool fl = hm_young_flagged(y);
         flagged += fl;
-        HM_CHECK(addr != 0, "I3: young address 0");
-        HM_CHECK((y->val >> 8) <= HM_ID_MAX, "I3: young id too large");
-        HM_CHECK((y->val & 0xe) == 0, "young %zu: scratch byte 0x%x", i,
-                 (unsigned)(y->val & 0xff)); /* a failed GC may leave a generation above */
+        HM_CHECK(addr != 0 && (addr & 7) == 0, "I3: young address 0x%llx",
+                 (unsigned long long)addr);
         size_t last = hm_pairs_find_last(by_addr, m->yt.n_young, addr);
         HM_CHECK(last != HM_NONE && !(fl && by_addr[last].val == i),
                  "I5: young %zu (0x%llx) flagged but the newest at its address", i,
@@ -1286,12 +1314,12 @@ bool hm_model_check(const hm_model *m, char *why, size_t why_size)
     for (size_t k = 1; k < m->n_ywin; k++)
         HM_CHECK(m->ywin[k - 1] < m->ywin[k], "I8: young windows not ascending at %zu", k);
     for (size_t i = 0; i < m->n_keyed && !m->ywin_full; i++) {
-        uint64_t key = m->yt.young[i].key >> HM_WINDOW_SHIFT;
+        uint64_t key = m->yt.young[i] >> HM_WINDOW_SHIFT;
         bool found = false;
         for (size_t k = 0; k < m->n_ywin && !found; k++)
             found = m->ywin[k] == key;
         HM_CHECK(found, "I8: window of young %zu (0x%llx) not listed", i,
-                 (unsigned long long)m->yt.young[i].key);
+                 (unsigned long long)hm_young_addr(m->yt.young[i]));
     }
     HM_CHECK(flagged == m->n_yflagged, "I4: %zu young flagged, counted %zu", flagged,
              m->n_yflagged);

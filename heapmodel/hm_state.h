@@ -21,7 +21,9 @@
 #define HM_GEN_TOMB 14u /* internal: an entry evicted by a young object, dropped at the next GC */
 #define HM_GEN_MASK 15u
 #define HM_TOMB_GEN_SHIFT 60 /* a tombstone keeps the evicted object's generation here */
-#define HM_Y_EVICTED UINT64_C(1) /* young scratch bit: a newer young object has this address */
+/* Bit 0 of a young object's address (addresses are multiples of 8): a newer young object has
+ * this address. */
+#define HM_Y_EVICTED UINT64_C(1)
 #ifdef HM_TESTING
 #define HM_EPOCH_MAX 7u /* the tests must see the epoch wrap around */
 #else
@@ -73,6 +75,12 @@ typedef struct hm_entry {
     uint64_t idgen; /* id << 4 | gen */
 } hm_entry;
 
+/* Ids of the young list: young[start..] have ids id, id + 1, ... up to the next run's start. */
+typedef struct hm_idrun {
+    uint64_t start;
+    uint64_t id;
+} hm_idrun;
+
 typedef struct hm_window {
     uint64_t key; /* addr >> HM_WINDOW_SHIFT of every entry */
     hm_entry *e;
@@ -82,11 +90,13 @@ typedef struct hm_window {
 } hm_window;
 
 struct hm_model {
-    /* First (hm_model.h's inline add reads it): young (key addr, val id << 8 | scratch:
-     * HM_Y_EVICTED, or the generation at GC start (gen << 4) during a GC), n_young, and
+    /* First (hm_model.h's inline add reads it): young (the address | HM_Y_EVICTED), n_young,
      * add_room (hm_young_room: min(cap_young, cap_slots / 2), so that an add below it needs
-     * neither a larger list nor a larger hash). */
+     * neither a larger list nor a larger hash) and next_id (the last id run's next id). */
     hm_young_tail yt;
+    /* The young objects' ids: runs of consecutive ids, by ascending start (the first at 0). */
+    hm_idrun *idruns;
+    size_t n_idruns, cap_idruns;
     hm_window *win;
     size_t n_win, cap_win;
     size_t n_live_win; /* entries in windows that are not tombstones */
@@ -208,9 +218,32 @@ static inline bool hm_slot_used(const hm_model *m, uint64_t v)
     return v >> 48 == m->epoch;
 }
 
-static inline bool hm_young_flagged(const hm_pair *y)
+static inline bool hm_young_flagged(uint64_t y)
 {
-    return (y->val & HM_Y_EVICTED) != 0;
+    return (y & HM_Y_EVICTED) != 0;
+}
+
+static inline uint64_t hm_young_addr(uint64_t y)
+{
+    return y & ~HM_Y_EVICTED;
+}
+
+/* A walk of the young ids in ascending index order: zero-initialised, then hm_ids_at(i) for
+ * ascending i < n_young. Between calls, `end` is where the id run of the last i ends and
+ * `base + j` is the id of every j before it from i on. */
+typedef struct hm_ids {
+    size_t r, end;
+    uint64_t base;
+} hm_ids;
+
+static inline uint64_t hm_ids_at(const hm_model *m, hm_ids *c, size_t i)
+{
+    while (HM_UNLIKELY(i >= c->end)) {
+        const hm_idrun *run = &m->idruns[c->r++];
+        c->base = run->id - run->start;
+        c->end = c->r < m->n_idruns ? (size_t)m->idruns[c->r].start : m->yt.n_young;
+    }
+    return c->base + i;
 }
 
 /* ---- hm_model.c -------------------------------------------------------------------------- */
@@ -237,6 +270,8 @@ int hm_window_reserve(hm_model *m, hm_window *w, size_t need);
 
 /* Brings the hash up to n_young (flags older duplicates, makes tombstones); never allocates. */
 void hm_young_sync(hm_model *m);
+/* The id of young[i] (a binary search of the id runs). */
+uint64_t hm_young_id(const hm_model *m, size_t i);
 /* Index of the newest young object at addr, or HM_NONE (syncs only when it must). */
 size_t hm_young_lookup(hm_model *m, uint64_t addr);
 /* The hashed young object at addr, or HM_NONE. */

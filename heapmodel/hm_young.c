@@ -33,7 +33,7 @@ static size_t hm_young_probe(const hm_model *m, uint64_t addr, size_t *slot)
             *slot = s;
             return HM_NONE;
         }
-        if ((v & HM_SLOT_TAGS) == tag && m->yt.young[(uint32_t)v - 1].key == addr) {
+        if ((v & HM_SLOT_TAGS) == tag && hm_young_addr(m->yt.young[(uint32_t)v - 1]) == addr) {
             *slot = s;
             return (uint32_t)v - 1;
         }
@@ -47,12 +47,25 @@ size_t hm_young_find_hashed(const hm_model *m, uint64_t addr)
     return m->n_hashed == 0 ? HM_NONE : hm_young_probe(m, addr, &slot);
 }
 
-static void hm_young_flag(hm_model *m, hm_pair *y)
+static void hm_young_flag(hm_model *m, uint64_t *y)
 {
-    if (!hm_young_flagged(y)) {
-        y->val |= HM_Y_EVICTED;
+    if (!hm_young_flagged(*y)) {
+        *y |= HM_Y_EVICTED;
         m->n_yflagged++;
     }
+}
+
+uint64_t hm_young_id(const hm_model *m, size_t i)
+{
+    size_t lo = 0, hi = m->n_idruns; /* the last run that starts at or before i */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->idruns[mid].start <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return m->idruns[lo].id + (i - m->idruns[lo].start);
 }
 
 /* Window index for key through the one-entry cache; HM_NONE when there is no such window. */
@@ -94,15 +107,15 @@ void hm_young_sync(hm_model *m)
     size_t n = m->yt.n_young;
     for (size_t i = m->n_hashed; i < n; i++) {
         if (i + HM_SYNC_PREFETCH < n)
-            HM_PREFETCH_W(&m->slots[hm_young_slot(m, m->yt.young[i + HM_SYNC_PREFETCH].key)]);
-        hm_pair *y = &m->yt.young[i];
+            HM_PREFETCH_W(&m->slots[hm_young_slot(m, m->yt.young[i + HM_SYNC_PREFETCH])]);
+        uint64_t y = m->yt.young[i];
         if (hm_young_flagged(y))
             continue; /* flagged by a GC that then failed: the newer one comes later */
-        size_t slot, j = hm_young_probe(m, y->key, &slot);
-        m->slots[slot] = hm_young_tag(m, y->key) | (uint32_t)(i + 1);
+        size_t slot, j = hm_young_probe(m, y, &slot);
+        m->slots[slot] = hm_young_tag(m, y) | (uint32_t)(i + 1);
         if (j != HM_NONE)
             hm_young_flag(m, &m->yt.young[j]); /* the same address twice: the older died unseen */
-        hm_young_shadow(m, y->key);
+        hm_young_shadow(m, y);
     }
     m->n_hashed = n;
 }
@@ -128,7 +141,7 @@ static bool hm_young_window_may_hold(hm_model *m, uint64_t addr)
     uint64_t last = 0;
     bool have_last = false;
     for (size_t i = m->n_keyed; i < m->yt.n_young && !m->ywin_full; i++) {
-        uint64_t key = m->yt.young[i].key >> HM_WINDOW_SHIFT;
+        uint64_t key = m->yt.young[i] >> HM_WINDOW_SHIFT;
         if (have_last && key == last)
             continue;
         last = key;
@@ -161,7 +174,7 @@ size_t hm_young_lookup(hm_model *m, uint64_t addr)
     size_t n = m->yt.n_young, hashed = m->n_hashed;
     size_t stop = n - hashed > HM_TAIL_SCAN ? n - HM_TAIL_SCAN : hashed;
     for (size_t i = n; i > stop; i--)
-        if (m->yt.young[i - 1].key == addr)
+        if (hm_young_addr(m->yt.young[i - 1]) == addr)
             return i - 1; /* the newest at addr is never flagged */
     if (stop != hashed) {
         if (!hm_young_window_may_hold(m, addr))
@@ -214,6 +227,8 @@ int hm_young_grow(hm_model *m)
 void hm_young_reset(hm_model *m, size_t used)
 {
     m->yt.n_young = 0;
+    m->yt.next_id = UINT64_MAX;
+    m->n_idruns = 0;
     m->n_hashed = 0;
     m->n_yflagged = 0;
     m->n_ywin = 0;
@@ -222,9 +237,11 @@ void hm_young_reset(hm_model *m, size_t used)
     if (m->cap_young > 4 * used && m->cap_young > 4096) {
         hm_free(m, m->yt.young);
         hm_free(m, m->slots);
+        hm_free(m, m->idruns);
         m->yt.young = NULL;
         m->slots = NULL;
-        m->cap_young = m->cap_slots = 0;
+        m->idruns = NULL;
+        m->cap_young = m->cap_slots = m->cap_idruns = 0;
         m->yt.add_room = 0;
         m->slot_shift = 64;
         return;
@@ -251,8 +268,8 @@ static void hm_young_run_shadow(hm_model *m, size_t s, size_t e, uint64_t first,
                 uint32_t lo = hm_entries_lower_bound(w->e, 0, w->n, first);
                 if (lo < w->n && w->e[lo].addr <= last) {
                     for (size_t i = s; i < e; i++)
-                        if (!hm_young_flagged(&m->yt.young[i]))
-                            hm_young_shadow(m, m->yt.young[i].key);
+                        if (!hm_young_flagged(m->yt.young[i]))
+                            hm_young_shadow(m, m->yt.young[i]);
                     return;
                 }
             }
@@ -271,8 +288,8 @@ static int hm_young_dedup_sort(hm_model *m)
         return HM_ERR_NOMEM;
     hm_pair *p = m->tmp;
     for (size_t i = 0; i < n; i++)
-        if (!hm_young_flagged(&m->yt.young[i]))
-            p[k++] = (hm_pair){m->yt.young[i].key, i};
+        if (!hm_young_flagged(m->yt.young[i]))
+            p[k++] = (hm_pair){m->yt.young[i], i};
     p = hm_pairs_sort(p, m->tmp + n, k); /* stable: equal addresses stay in arrival order */
     for (size_t j = 0; j < k; j++) {
         if (j + 1 < k && p[j + 1].key == p[j].key)
@@ -289,21 +306,21 @@ static int hm_young_dedup_sort(hm_model *m)
 static bool hm_young_runs_dedup(hm_model *m, size_t sa, size_t ea, size_t sb, size_t eb,
                                 size_t *budget)
 {
-    hm_pair *y = m->yt.young;
+    uint64_t *y = m->yt.young;
     size_t i = sa, j = sb;
     for (;;) {
-        while (i < ea && hm_young_flagged(&y[i]))
+        while (i < ea && hm_young_flagged(y[i]))
             i++;
-        while (j < eb && hm_young_flagged(&y[j]))
+        while (j < eb && hm_young_flagged(y[j]))
             j++;
         if (i == ea || j == eb)
             return true;
         if (*budget == 0)
             return false;
         --*budget;
-        if (y[i].key < y[j].key) {
+        if (y[i] < y[j]) {
             i++;
-        } else if (y[j].key < y[i].key) {
+        } else if (y[j] < y[i]) {
             j++;
         } else {
             hm_young_flag(m, &y[i < j ? i : j]);

@@ -59,6 +59,7 @@ typedef struct sim {
     size_t ctx[N_CTX]; /* gen0 regions being allocated into */
     size_t loh, poh;
     uint64_t next_id, nongc_used;
+    uint64_t held_lo, held_hi; /* a block of ids put aside, as another thread's (sim_next_id) */
     hm_model *m;
     hm_naive *nv;
     hm_rec rm, rn;
@@ -214,9 +215,24 @@ static void sim_lookup(sim *s, uint64_t addr)
     s->lookups++;
 }
 
+/* Ids as the collector gives them: each thread takes a block and the model gets the allocations
+ * a thread at a time, so the ids jump ahead (past other threads' blocks, handle events) and back
+ * (to a block taken earlier). Each jump starts a new id run in the model's young list. */
+static uint64_t sim_next_id(sim *s)
+{
+    if (s->held_lo < s->held_hi && chance(s, 30))
+        return s->held_lo++;
+    if (chance(s, 4)) {
+        s->held_lo = s->next_id + 1;
+        s->held_hi = s->held_lo + 1 + rnd(s, 40);
+        s->next_id = s->held_hi - 1 + rnd(s, 3);
+    }
+    return ++s->next_id;
+}
+
 static void sim_add(sim *s, uint64_t addr)
 {
-    uint64_t id = ++s->next_id;
+    uint64_t id = sim_next_id(s);
     int want = hm_naive_add(s->nv, addr, id);
     if (s->n_recent == s->cap_recent) {
         s->cap_recent = s->cap_recent ? 2 * s->cap_recent : 256;

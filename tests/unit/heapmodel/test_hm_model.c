@@ -1055,6 +1055,72 @@ static void test_add_room(void)
     hm_model_free(m);
 }
 
+/* The young list holds 8 bytes per object, its address; the ids are runs of consecutive ids
+ * beside it. n adds with consecutive ids take the list (at most 1.5n entries after its growth
+ * steps) and the hash (the least power of two slots that is at least 2n, 8 bytes each): 16 bytes
+ * per object for the list, as it was, would not fit. */
+static void test_young_bytes(void)
+{
+    hm_model *m = hm_model_new();
+    size_t before = hm_model_memory(m);
+    const size_t n = 50000;
+    for (size_t i = 0; i < n; i++)
+        CHECK_EQ(hm_model_add(m, REG(0) + 16 * i, 1000 + i), HM_OK);
+    size_t slots = 1024;
+    while (slots < 2 * n)
+        slots *= 2;
+    size_t young = hm_model_memory(m) - before - slots * 8;
+    CHECK(young <= 8 * (n + n / 2) + 1024);
+    CHECK_MODEL(m);
+    uint64_t id = 0;
+    CHECK(hm_model_lookup(m, REG(0) + 16 * 777, &id, NULL) && id == 1777);
+    hm_model_free(m);
+}
+
+/* Ids that jump ahead or back start id runs; each object keeps its own id through lookups,
+ * foreach and the GC, and an add whose new run cannot get memory changes nothing. An address
+ * that is not a multiple of 8 is no object's. */
+static void test_id_runs(void)
+{
+    hm_model *m = hm_model_new();
+    CHECK_EQ(hm_model_add(m, REG(0) + 4, 1), HM_ERR_INVALID);
+    CHECK_EQ(hm_model_add(m, REG(0) + 9, 1), HM_ERR_INVALID);
+    CHECK_EQ(hm_model_count(m), 0);
+    /* blocks of 5 ids, taken out of order: 500-504, 100-104, 900-904, 505-509, ... */
+    static const uint64_t block[] = {500, 100, 900, 505, 105, 300, 905, 110, 700, 510};
+    size_t k = 0;
+    for (size_t b = 0; b < sizeof block / sizeof block[0]; b++)
+        for (uint64_t j = 0; j < 5; j++, k++)
+            add(m, REG(0) + 32 * k, block[b] + j);
+    /* 36 runs fill the run array (it grew 16, 24, 36); the list has room for one more object
+     * (81), so the next run's growth is the add's only allocation: it fails, then succeeds. */
+    for (uint64_t j = 0; j < 26; j++, k++)
+        add(m, REG(0) + 32 * k, 2000 + 2 * j);
+    hm_model_fail_after(m, 0);
+    CHECK_EQ(hm_model_add(m, REG(0) + 32 * k, 5000), HM_ERR_NOMEM);
+    hm_model_fail_after(m, -1);
+    CHECK_EQ(hm_model_count(m), k);
+    CHECK_MODEL(m);
+    add(m, REG(0) + 32 * k++, 5000);
+    add(m, REG(0) + 32 * k++, 5001); /* extends the new run */
+    uint64_t id = 0;
+    CHECK(hm_model_lookup(m, REG(0) + 32 * 7, &id, NULL) && id == 102);
+    CHECK(hm_model_lookup(m, REG(0) + 32 * 19, &id, NULL) && id == 509);
+    CHECK(hm_model_lookup(m, REG(0) + 32 * 51, &id, NULL) && id == 2002);
+    /* A gen0 GC in which all survive in place: the windows keep each object's id. */
+    const hm_gen_range bb[] = {{REG(0), WIN, HM_GEN_0, 0}};
+    const hm_gen_range ba[] = {{REG(0), WIN, HM_GEN_1, 0}};
+    const hm_move stay[] = {{REG(0), REG(0), 32 * k}};
+    hm_gc_input in = {1, 1, ARR(bb), ARR(ba), ARR(stay)};
+    CHECK_EQ(hm_model_apply_gc(m, &in, NULL, NULL), HM_OK);
+    CHECK_MODEL(m);
+    CHECK_EQ(hm_model_count(m), k);
+    uint32_t gen = 0;
+    CHECK(hm_model_lookup(m, REG(0) + 32 * 7, &id, &gen) && id == 102 && gen == HM_GEN_1);
+    CHECK(hm_model_lookup(m, REG(0) + 32 * 52, &id, &gen) && id == 2004 && gen == HM_GEN_1);
+    hm_model_free(m);
+}
+
 /* NULL is accepted where the header says so. */
 static void test_null(void)
 {
@@ -1093,6 +1159,8 @@ int main(void)
     test_null();
     test_scratch_kept();
     test_add_room();
+    test_young_bytes();
+    test_id_runs();
     printf("test_hm_model: ok\n");
     return 0;
 }
