@@ -266,6 +266,9 @@ static const struct {
     {"final_snapshot_gcs_behind", "the program's GCs the collector had not applied then"},
     {"final_snapshot_wait_ms", "how long the detach waited for the final snapshot (ms)"},
     {"snapshots_skipped", "snapshots of those GCs not built, so that the detach ended"},
+    {"snapshots_skipped_queued",
+     "snapshots a --snapshot policy was due to take at a GC and did not: the collector still "
+     "held 64 MiB of earlier snapshots not yet applied (a memory bound)"},
 };
 
 static const char *info_counter_words_get(const char *name)

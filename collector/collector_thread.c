@@ -844,7 +844,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     /* The model as this GC left it, and the objects the snapshot discovered in it. */
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
-              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0);
+              (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0) |
+              (g->snapshot_skipped ? HL_GC_FLAG_SNAPSHOT_SKIPPED : 0);
     if (c->p->followed.on)
         follow_gc_end(c, g, &e);
     sizes_by_generation(g->after, g->n_after, e.size_after);
@@ -992,6 +993,17 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 : 0.0,
             (unsigned long long)k.thread_waits, k.thread_wait_ns / 1e6,
             (unsigned long long)c->spilled);
+    /* What the GC captures held while not yet applied: the memory the snapshots' walks bound
+     * (snapshot_policy.h), and the policies' snapshots that bound cost. */
+    fprintf(stderr,
+            "heaplens: captures: held_peak_bytes=%llu walks_held_peak_bytes=%llu "
+            "walks_held_max_bytes=%llu snapshots_skipped_queued=%llu "
+            "collector_heap_peak_bytes=%llu\n",
+            (unsigned long long)atomic_load(&p->gcs.held_peak_bytes),
+            (unsigned long long)atomic_load(&p->gcs.walks_held_peak_bytes),
+            (unsigned long long)HL_SNAPSHOT_WALKS_HELD_MAX_BYTES,
+            (unsigned long long)atomic_load(&p->gcs.snapshots_skipped),
+            (unsigned long long)hl_mem_stats_get().heap_peak_bytes);
     if (p->gcs.discover)
         fprintf(stderr,
                 "heaplens: discovery: found=%llu new=%llu pause_ms=%.2f (%.1f ns per found "

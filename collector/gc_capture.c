@@ -98,9 +98,7 @@ static bool bounds_copy(hl_gc_queue *q, ICorProfilerInfo *info, hm_gen_range **o
 
 void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
                       uint32_t reason, uint64_t next_id, uint64_t suspend_ns,
-                      uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
-                                                  uint32_t reason),
-                      void *policy_ctx) {
+                      hl_gc_snapshot_policy snapshot_policy, void *policy_ctx) {
     uint64_t t = hl_now_ns();
     q->gcs_started++;
     hl_gc_capture *c = hl_mem_calloc(1, sizeof *c);
@@ -162,7 +160,12 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
         c->census_objects = r.objects;
         c->census_ns = r.walk_ns;
     }
-    c->snapshot_trigger = snapshot_policy(policy_ctx, c->gc, c->generation, reason);
+    c->snapshot_trigger =
+        snapshot_policy(policy_ctx, c->gc, c->generation, reason,
+                        atomic_load_explicit(&q->walks_held_bytes, memory_order_relaxed),
+                        &c->snapshot_skipped);
+    if (c->snapshot_skipped)
+        atomic_fetch_add_explicit(&q->snapshots_skipped, 1, memory_order_relaxed);
     c->walk_shared = reason == COR_PRF_GC_REASON_INDUCED && c->generation == 2;
     if (q->discover && q->discover_full_next) {
         c->discover_walk = true;
@@ -427,6 +430,36 @@ bool hl_gc_on_object(hl_gc_queue *q, ICorProfilerInfo *info, ObjectID object, Cl
     return true;
 }
 
+static void peak_raise(atomic_uint_fast64_t *peak, uint64_t now) {
+    uint64_t seen = atomic_load_explicit(peak, memory_order_relaxed);
+    while (now > seen && !atomic_compare_exchange_weak_explicit(peak, &seen, now,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed))
+        ;
+}
+
+/* A finished capture's buffers, counted into what the queue holds until it is popped: their
+ * capacities (what is allocated, not what is used), so that the figure is the memory. */
+static void held_add(hl_gc_queue *q, hl_gc_capture *c) {
+    c->walk_held_bytes = c->walk_cap + c->cap_strings * sizeof *c->strings +
+                         c->cap_collections * sizeof *c->collections;
+    c->held_bytes = sizeof *c + c->walk_held_bytes +
+                    (c->n_before + c->n_after) * sizeof(hm_gen_range) +
+                    c->cap_moves * sizeof *c->moves + c->cap_roots * sizeof *c->roots +
+                    c->cap_by_class * sizeof *c->by_class + c->cap_tls * sizeof *c->tls +
+                    (c->root_threads ? c->n_roots * sizeof *c->root_threads : 0) +
+                    c->cap_found * sizeof *c->found + c->n_census * sizeof *c->census +
+                    c->cap_dead_handles * sizeof *c->dead_handles +
+                    c->cap_follow_seen * sizeof *c->follow_seen;
+    peak_raise(&q->held_peak_bytes,
+               atomic_fetch_add_explicit(&q->held_bytes, c->held_bytes, memory_order_relaxed) +
+                   c->held_bytes);
+    peak_raise(&q->walks_held_peak_bytes,
+               atomic_fetch_add_explicit(&q->walks_held_bytes, c->walk_held_bytes,
+                                         memory_order_relaxed) +
+                   c->walk_held_bytes);
+}
+
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
     hl_gc_capture *c = q->current;
     if (!c)
@@ -456,6 +489,7 @@ void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
         if (c->incomplete || c->discover_incomplete)
             q->discover_full_next = true;
     }
+    held_add(q, c);
     c->end_ns = hl_now_ns();
     atomic_store(&q->awaiting_resume, c);
     atomic_store_explicit(&q->last_finished, c->gc, memory_order_relaxed);
@@ -554,6 +588,10 @@ void hl_gc_pop(hl_gc_queue *q) {
         atomic_flag_clear_explicit(&q->moves_lock, memory_order_release);
         hl_mem_free(unused); /* outside the lock: an unmapping */
         c->moves = NULL;
+    }
+    if (c) {
+        atomic_fetch_sub_explicit(&q->held_bytes, c->held_bytes, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&q->walks_held_bytes, c->walk_held_bytes, memory_order_relaxed);
     }
     capture_free(c);
     q->ring[r % HL_GC_QUEUE] = NULL;

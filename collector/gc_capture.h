@@ -125,6 +125,12 @@ typedef struct hl_gc_capture {
      * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs and their slots'
      * offsets (hl_walk_object_bytes). */
     uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
+    bool snapshot_skipped;   /* a policy's snapshot was due and not taken: the walks held had
+                              * reached their bound (HL_SNAPSHOT_WALKS_HELD_MAX_BYTES) */
+    /* What this capture holds once finished (its buffers' bytes, and of them its snapshot's
+     * walk, strings and collections): added to the queue's figures at hl_gc_on_finished, taken
+     * off at hl_gc_pop. */
+    uint64_t held_bytes, walk_held_bytes;
     bool walk_shared;        /* induced gen2 GC: let the runtime's walk run to the end even
                               * without a snapshot (another tool's heap dump may share it) */
     uint8_t *walk;
@@ -190,6 +196,13 @@ typedef struct hl_gc_queue {
     hm_move *spare2_moves;
     size_t spare2_cap_moves;
     atomic_uint_fast64_t lost;    /* GC inputs lost: counted into gc_events_dropped */
+    /* The captures finished and not yet applied (popped): the bytes of their buffers, and of
+     * them those of their snapshots' walks, which bound the policies' snapshots
+     * (snapshot_policy.h); with the most each held at once, and the policies' snapshots not
+     * taken for that bound (HEAPLENS_STATS=1: "heaplens: captures:"). */
+    atomic_uint_fast64_t held_bytes, held_peak_bytes;
+    atomic_uint_fast64_t walks_held_bytes, walks_held_peak_bytes;
+    atomic_uint_fast64_t snapshots_skipped;
     /* The runtime's GCStart events (its reason) are matched to GCs by count: the first one
      * fixes the difference between the runtime's count and our ordinal (0 when recording from
      * the start, the GCs before an attach otherwise); an event whose count does not fit is
@@ -223,12 +236,15 @@ typedef struct hl_gc_queue {
 void hl_gc_queue_init(hl_gc_queue *q);
 void hl_gc_queue_release(hl_gc_queue *q);
 
-/* Producer side: GC callbacks. `snapshot_trigger` says whether this GC takes a snapshot. */
+/* Producer side: GC callbacks. `snapshot_policy` says whether this GC takes a snapshot (its
+ * HL_SNAPSHOT_* trigger, 0: none), told the bytes of the walks held (walk_held_bytes); it sets
+ * `skipped` when a policy's snapshot was due and not taken for their bound. */
+typedef uint32_t (*hl_gc_snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
+                                          uint32_t reason, uint64_t walks_held_bytes,
+                                          bool *skipped);
 void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
                       uint32_t reason, uint64_t next_id, uint64_t suspend_ns,
-                      uint32_t (*snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
-                                                  uint32_t reason),
-                      void *policy_ctx);
+                      hl_gc_snapshot_policy snapshot_policy, void *policy_ctx);
 void hl_gc_on_alloc_by_class(hl_gc_queue *q, ULONG count, const ClassID *classes,
                              const ULONG *objects);
 void hl_gc_on_roots(hl_gc_queue *q, ULONG count, const ObjectID *roots, const uint32_t *kinds,

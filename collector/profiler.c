@@ -122,28 +122,25 @@ static HRESULT on_runtime_suspend_started(hl_profiler *p, uint32_t reason) {
 }
 
 /* Which GCs take a snapshot (HEAPLENS_SNAPSHOT, set by `heaplens record --snapshot`;
- * snapshot_policy.h). Decided here, at the GC's start on its thread: what was asked for (a
+ * snapshot_policy.h). Decided here, at the GC's start on its GC thread: what was asked for (a
  * `heaplens snapshot PID`, or a trigger the collector thread evaluated), then induced, gen2 and
- * every:N, these within --max-snapshots. */
-static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
+ * every:N, these within --max-snapshots and while the walks the collector holds are under
+ * their bound (`skipped` otherwise: hl_snapshot_policy_at_gc). */
+static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
+                                uint64_t walks_held_bytes, bool *skipped) {
     hl_profiler *p = ctx;
-    const hl_snapshot_policy *pol = &p->policy;
+    *skipped = false;
     uint32_t asked = atomic_exchange_explicit(&p->snapshot_requested, 0, memory_order_acquire);
     if (asked) {
         if (asked != HL_SNAPSHOT_REQUESTED) /* a trigger: the collector thread checked the cap */
             atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
         return asked;
     }
-    uint32_t t = 0;
-    if (pol->induced && reason == COR_PRF_GC_REASON_INDUCED)
-        t = HL_SNAPSHOT_INDUCED;
-    else if (pol->gen2 && generation == 2)
-        t = HL_SNAPSHOT_GEN2;
-    else if (pol->every_gcs && gc % pol->every_gcs == 0)
-        t = HL_SNAPSHOT_EVERY;
-    if (t && pol->max_snapshots &&
-        atomic_load_explicit(&p->snapshots_by_policy, memory_order_relaxed) >= pol->max_snapshots)
-        return 0;
+    hl_snapshot_gc_start g = {
+        .gc = gc, .generation = generation, .induced = reason == COR_PRF_GC_REASON_INDUCED,
+        .taken = atomic_load_explicit(&p->snapshots_by_policy, memory_order_relaxed),
+        .walks_held_bytes = walks_held_bytes};
+    uint32_t t = hl_snapshot_policy_at_gc(&p->policy, &g, skipped);
     if (t)
         atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
     return t;

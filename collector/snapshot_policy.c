@@ -18,6 +18,25 @@ static void policy_default(hl_snapshot_policy *out) {
     out->min_interval_ns = HL_SNAPSHOT_MIN_INTERVAL_DEFAULT_S * NS_PER_S;
 }
 
+uint32_t hl_snapshot_policy_at_gc(const hl_snapshot_policy *p, const hl_snapshot_gc_start *g,
+                                  bool *skipped) {
+    *skipped = false;
+    uint32_t t = 0;
+    if (p->induced && g->induced)
+        t = HL_SNAPSHOT_INDUCED;
+    else if (p->gen2 && g->generation == 2)
+        t = HL_SNAPSHOT_GEN2;
+    else if (p->every_gcs && g->gc % p->every_gcs == 0)
+        t = HL_SNAPSHOT_EVERY;
+    if (!t || (p->max_snapshots && g->taken >= p->max_snapshots))
+        return 0;
+    if (g->walks_held_bytes >= HL_SNAPSHOT_WALKS_HELD_MAX_BYTES) {
+        *skipped = true;
+        return 0;
+    }
+    return t;
+}
+
 /* A whole number from 1 to `max`, all of [s, end). */
 static bool number_parse(const char *s, const char *end, uint64_t max, uint64_t *out) {
     if (s == end || *s < '0' || *s > '9')

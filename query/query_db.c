@@ -634,6 +634,25 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
         g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }
 
+    /* The policies' snapshots not taken for the bound on the walks the collector holds
+     * (collector/snapshot_policy.h): the recording has fewer snapshots than the policy says,
+     * and every count is whole. */
+    int64_t skipped_queued = 0;
+    if (!counter_get(counter, "snapshots_skipped_queued", &skipped_queued, error))
+        goto out;
+    if (skipped_queued > 0) {
+        g_autoptr(GString) clause = g_string_new(NULL);
+        count_append(clause, skipped_queued, "snapshot", "snapshots");
+        g_string_append_printf(clause,
+                               " of the --snapshot policy (at GCs it chose: induced, gen2, "
+                               "every:N) %s not taken, because the collector still held %llu MiB "
+                               "of earlier snapshots not yet applied (the program's GCs came "
+                               "faster than it applied them; the GCs themselves are all here)",
+                               skipped_queued == 1 ? "was" : "were",
+                               (unsigned long long)(HL_SNAPSHOT_WALKS_HELD_MAX_BYTES >> 20));
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+    }
+
     /* HEAPLENS_EMPTY=1 (a benchmark's empty profiler) records nothing: a run that looks
      * complete and empty must say why. */
     const char *flags = row ? (const char *)sqlite3_column_text(status, 4) : NULL;

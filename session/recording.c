@@ -883,6 +883,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                  &waits, NULL);
     query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = 'thread_wait_ns'",
                  &wait_ns, NULL);
+    /* Snapshots a --snapshot policy did not take: the walks the collector held were at their
+     * bound (collector/snapshot_policy.h); the note says why. */
+    int64_t skipped_queued = 0;
+    query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = "
+                     "'snapshots_skipped_queued'", &skipped_queued, NULL);
     query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
     g_autofree char *loss = NULL; /* run.loss: why, as stored (SCHEMA.md, "Losses") */
     sqlite3_stmt *loss_stmt = NULL;
@@ -920,6 +925,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
+        json_object_set_new(j, "snapshots_skipped_queued", json_integer(skipped_queued));
         if (o->whose) {
             json_object_set_new(j, "pid", json_integer(pid));
             json_object_set_new(j, "command", json_string(command ? command : ""));

@@ -679,6 +679,8 @@ gboolean store_gc_end(store_writer *w, const store_record *rec, GError **error)
                             "the collector dropped all its records (the writer fell behind)");
     w->counters = e->counters;
     w->have_counters = TRUE;
+    if (e->flags & HL_GC_FLAG_SNAPSHOT_SKIPPED)
+        w->snapshots_skipped_queued++;
     if (!store_gc_flush_chunks(w, error) || !store_gc_flush_changes(w, error) ||
         !store_gc_insert_row(w, e, error) ||
         !store_writer_write_counters(w, error))

@@ -733,7 +733,7 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 /* The counters store_writer_write_counters writes (the collector's, the writer's, and three
  * written only when known): the value each row holds, so that a GC writes only those that
  * changed. */
-#define STORE_COUNTERS_WRITTEN 31
+#define STORE_COUNTERS_WRITTEN 32
 /* How long the end of a recording retries leaving WAL mode while another connection (a user's
  * sqlite3 reading the recording) has the file open, and how often: then the file stays in WAL
  * mode (store_summary.wal_kept). SQLite itself does not wait there. */
@@ -862,6 +862,7 @@ struct store_writer {
     gboolean have_exit_wait;
     uint64_t program_peak_rss_bytes; /* RUN_END's (0: not received, or unknown) */
     uint64_t samples_budgeted;       /* the last ALLOC_SAMPLES's (cumulative; 0: none) */
+    uint64_t snapshots_skipped_queued; /* GCs stored with HL_GC_FLAG_SNAPSHOT_SKIPPED */
     uint32_t program_gcs;         /* RUN_END's GC count (the stream's, or the end file's) */
     gboolean have_program_gcs;
     int64_t run_pid;              /* RUN_START's pid (0: not received) */

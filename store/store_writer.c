@@ -880,6 +880,9 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         {"final_snapshot_gcs_behind", w->final_missed.gcs_behind, w->final_missed.reason != 0},
         {"final_snapshot_wait_ms", w->final_missed.waited_ms, w->final_missed.reason != 0},
         {"snapshots_skipped", w->final_missed.snapshots_skipped, w->final_missed.reason != 0},
+        /* Only when a policy's snapshot was not taken for the walks' bound */
+        {"snapshots_skipped_queued", w->snapshots_skipped_queued,
+         w->snapshots_skipped_queued != 0},
     };
     for (int i = 0; i < STORE_COUNTERS_WRITTEN; i++)
         if (counters[i].present &&

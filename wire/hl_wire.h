@@ -447,7 +447,14 @@ enum {
      * (GCGlobalHeapHistory), else whether a followed object moved. */
     HL_GC_FLAG_NO_RANGES = 8,
     HL_GC_FLAG_SURVIVED_PROMOTED = 16,
+    /* A --snapshot policy (induced, gen2, every:N) was due at this GC and took no snapshot: the
+     * walks of the snapshots taken and not yet applied held their bound
+     * (collector/snapshot_policy.h, HL_SNAPSHOT_WALKS_HELD_MAX_BYTES). Added in version 6
+     * without a version change: an older writer ignores the flag. */
+    HL_GC_FLAG_SNAPSHOT_SKIPPED = 32,
 };
+/* ... that bound: the bytes of the snapshot walks held (collector/snapshot_policy.h). */
+#define HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (64ull << 20)
 
 /* HL_REC_RUN_END: the program is shutting down; nothing follows. */
 typedef struct hl_run_end {

@@ -1,9 +1,11 @@
 // GcLoop: a program whose own GCs come faster than an attach session can apply them. It holds
 // a heap of N live objects (argument, default 300000) and calls GC.Collect(0) every 5 ms on a
-// thread of its own, with a little garbage between: every GC is induced, so under the default
-// snapshot policy (induced) every GC takes a heap snapshot of all N objects, and the collector
-// falls behind the program for good (the detach that never ended: collector/README.md, "Ending
-// an attach session"). Started without heaplens; prints "ready PID", then answers on stdin:
+// thread of its own, with a little garbage between: every GC is induced, so the default
+// snapshot policy (induced) wants a heap snapshot of all N objects at every GC, faster than the
+// collector applies them: it fell behind for good (the detach that never ended:
+// collector/README.md, "Ending an attach session") and held a walk per GC (7.4 GiB), until the
+// policies' snapshots were bounded by the walks held (64 MiB: README.md, "Snapshot triggers").
+// Started without heaplens; prints "ready PID", then answers on stdin:
 //   gcs  -> "gcs N"       GC.CollectionCount(0) so far (the loop still runs: it must go on
 //                         after a detach)
 //   stop -> "stopped N"   stops the loop, checks the held objects, exits 0 (1 if one is wrong)

@@ -12,6 +12,7 @@
 #include "collector/mem.h"
 #include "collector/fields.h"
 #include "collector/gc_capture.h"
+#include "collector/snapshot_policy.h"
 #include "tests/unit/common/check.h"
 
 /* Discovery is off here (q.discover false): never called. */
@@ -45,14 +46,32 @@ static HRESULT fake_layout(ICorProfilerInfo *i, ClassID c, COR_FIELD_OFFSET *f, 
 static clr_method fake_vtbl[INFO_GetObjectSize2 + 1];
 static clr_object fake_info = {.vtbl = fake_vtbl};
 
-static uint32_t no_snapshot(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
-    (void)ctx, (void)gc, (void)generation, (void)reason;
+static uint32_t no_snapshot(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
+                            uint64_t walks_held_bytes, bool *skipped) {
+    (void)ctx, (void)gc, (void)generation, (void)reason, (void)walks_held_bytes;
+    *skipped = false;
     return 0;
 }
 
-static uint32_t induced(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason) {
-    (void)ctx, (void)gc, (void)generation, (void)reason;
+static uint32_t induced(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
+                        uint64_t walks_held_bytes, bool *skipped) {
+    (void)ctx, (void)gc, (void)generation, (void)reason, (void)walks_held_bytes;
+    *skipped = false;
     return HL_SNAPSHOT_INDUCED;
+}
+
+/* The default policy (induced) as profiler.c decides it, with what the queue told it noted. */
+static uint64_t told_walks_held;
+static uint32_t policy_induced(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
+                               uint64_t walks_held_bytes, bool *skipped) {
+    hl_snapshot_policy policy;
+    char why[128];
+    (void)ctx;
+    CHECK(hl_snapshot_policy_parse(NULL, &policy, why, sizeof why));
+    told_walks_held = walks_held_bytes;
+    hl_snapshot_gc_start g = {.gc = gc, .generation = generation, .induced = reason == COR_PRF_GC_REASON_INDUCED,
+                              .walks_held_bytes = walks_held_bytes};
+    return hl_snapshot_policy_at_gc(&policy, &g, skipped);
 }
 
 static hl_gc_queue q;
@@ -98,6 +117,59 @@ static void test_slot_offsets(void) {
     CHECK_INT(offsets[3], 40);
     CHECK_INT(offsets[4], 48);
     hl_gc_on_finished(&sq, (ICorProfilerInfo *)&fake_info);
+    hl_gc_queue_release(&sq);
+}
+
+/* The walks of the snapshots taken and not yet applied are counted from each GC's end until it
+ * is popped, told to the next GC's policy, and bound it: an induced GC takes no snapshot while
+ * they hold HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (the collector behind a GC.Collect loop held one
+ * walk per GC, 7.4 GiB on examples/GcLoop), counted, and takes one again once they are
+ * applied. */
+static void test_walks_held_bound(void) {
+    static const BOOL collected[3] = {1, 0, 0};
+    hl_gc_queue sq;
+    hl_gc_queue_init(&sq);
+    static uint64_t mem[5] = {32, 0x1000, 0, 0, 0};
+    ObjectID obj = (ObjectID)&mem[1];
+    size_t gcs = 0;
+    /* Induced GCs, none applied: each takes a snapshot of one object whose walk is padded to
+     * 16 MiB, until the walks held reach the bound. */
+    for (;;) {
+        hl_gc_on_started(&sq, (ICorProfilerInfo *)&fake_info, collected, 3,
+                         COR_PRF_GC_REASON_INDUCED, 1, 0, policy_induced, NULL);
+        hl_gc_capture *c = sq.current;
+        CHECK_INT(told_walks_held, gcs * (16u << 20));
+        gcs++;
+        if (!c->snapshot_trigger)
+            break;
+        CHECK(hl_gc_on_object(&sq, (ICorProfilerInfo *)&fake_info, obj, 0x77, 0, NULL));
+        CHECK(hl_mem_reserve((void **)&c->walk, &c->walk_cap, 16u << 20, 1, 16u << 20));
+        CHECK_INT(c->walk_cap, 16u << 20);
+        hl_gc_on_finished(&sq, (ICorProfilerInfo *)&fake_info);
+        CHECK(gcs <= 8);
+    }
+    hl_gc_capture *skipped = sq.current;
+    CHECK_INT(gcs, HL_SNAPSHOT_WALKS_HELD_MAX_BYTES / (16u << 20) + 1);
+    CHECK(skipped->snapshot_skipped);
+    CHECK_INT(atomic_load(&sq.snapshots_skipped), 1);
+    CHECK_INT(atomic_load(&sq.walks_held_bytes), HL_SNAPSHOT_WALKS_HELD_MAX_BYTES);
+    CHECK_INT(atomic_load(&sq.walks_held_peak_bytes), HL_SNAPSHOT_WALKS_HELD_MAX_BYTES);
+    CHECK(atomic_load(&sq.held_peak_bytes) > HL_SNAPSHOT_WALKS_HELD_MAX_BYTES);
+    hl_gc_on_finished(&sq, (ICorProfilerInfo *)&fake_info);
+    /* The collector applies the oldest: the walks held drop under the bound, and the next
+     * induced GC takes its snapshot again. */
+    hl_gc_pop(&sq);
+    CHECK_INT(atomic_load(&sq.walks_held_bytes), HL_SNAPSHOT_WALKS_HELD_MAX_BYTES - (16u << 20));
+    hl_gc_on_started(&sq, (ICorProfilerInfo *)&fake_info, collected, 3, COR_PRF_GC_REASON_INDUCED,
+                     1, 0, policy_induced, NULL);
+    CHECK_INT(sq.current->snapshot_trigger, HL_SNAPSHOT_INDUCED);
+    CHECK(!sq.current->snapshot_skipped);
+    hl_gc_on_finished(&sq, (ICorProfilerInfo *)&fake_info);
+    while (hl_gc_peek(&sq))
+        hl_gc_pop(&sq);
+    CHECK_INT(atomic_load(&sq.walks_held_bytes), 0);
+    CHECK_INT(atomic_load(&sq.held_bytes), 0);
+    CHECK_INT(atomic_load(&sq.snapshots_skipped), 1);
     hl_gc_queue_release(&sq);
 }
 
@@ -286,6 +358,7 @@ int main(void) {
     fake_vtbl[INFO_GetObjectSize2] = (clr_method)fake_size;
     fake_vtbl[INFO_GetClassLayout] = (clr_method)fake_layout;
     test_slot_offsets();
+    test_walks_held_bound();
     test_ranges_reuse();
     test_ranges_reuse_in_flight();
     test_follow_moves_small();

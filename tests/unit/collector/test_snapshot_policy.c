@@ -176,6 +176,63 @@ static void test_time(void) {
     CHECK_INT(hl_triggers_tick(&s, &p, 502 * S, 3, 3, r, sizeof r), HL_SNAPSHOT_TIME);
 }
 
+/* The policies at a GC's start: induced, gen2, every:N, within --max-snapshots, and none while
+ * the walks held reach their bound (then said: `skipped`), whatever the policy. */
+static void test_at_gc(void) {
+    hl_snapshot_policy p;
+    char why[320];
+    bool skipped = true;
+    const uint64_t bound = HL_SNAPSHOT_WALKS_HELD_MAX_BYTES;
+    CHECK_INT(bound, 64 * MIB);
+    CHECK(hl_snapshot_policy_parse(NULL, &p, why, sizeof why));
+    hl_snapshot_gc_start g = {.gc = 7, .generation = 0, .induced = true};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    CHECK(!skipped);
+    g.walks_held_bytes = bound - 1; /* under the bound: the GC may take one more */
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    CHECK(!skipped);
+    g.walks_held_bytes = bound;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(skipped);
+    g.walks_held_bytes = 5 * bound;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(skipped);
+    /* A GC the policy does not want is no skip. */
+    g.induced = false;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(!skipped);
+    /* --max-snapshots reached: the user's cap, not the bound's */
+    CHECK(hl_snapshot_policy_parse("induced,max-snapshots:2", &p, why, sizeof why));
+    g = (hl_snapshot_gc_start){.gc = 8, .induced = true, .taken = 2, .walks_held_bytes = bound};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(!skipped);
+    g.taken = 1;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(skipped);
+    g.walks_held_bytes = 0;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    /* gen2 and every:N are bounded alike */
+    CHECK(hl_snapshot_policy_parse("gen2,every:4", &p, why, sizeof why));
+    g = (hl_snapshot_gc_start){.gc = 9, .generation = 2};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_GEN2);
+    g.generation = 1;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(!skipped);
+    g.gc = 12;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_EVERY);
+    g.walks_held_bytes = bound;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(skipped);
+    g = (hl_snapshot_gc_start){.gc = 13, .generation = 2, .walks_held_bytes = bound};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(skipped);
+    /* none: nothing is due, nothing skipped */
+    CHECK(hl_snapshot_policy_parse("none", &p, why, sizeof why));
+    g = (hl_snapshot_gc_start){.gc = 4, .generation = 2, .induced = true, .walks_held_bytes = bound};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
+    CHECK(!skipped);
+}
+
 static void put(const char *root, const char *path, const char *text) {
     char full[512], dir[512];
     snprintf(full, sizeof full, "%s%s", root, path);
@@ -237,6 +294,7 @@ int main(void) {
     test_heap_limit();
     test_pause_interval();
     test_time();
+    test_at_gc();
     test_memory_limit();
     return failures != 0;
 }

@@ -246,8 +246,65 @@ static void case_final_snapshot_missed(void)
     run_result_release(&r);
 }
 
+/* Snapshots a policy did not take for the bound on the walks the collector held (GC_END flag
+ * HL_GC_FLAG_SNAPSHOT_SKIPPED): the writer counts them, and info (its counter line and the
+ * note), the summary line (and its JSON) and the report say it; a recording without one says
+ * nothing of it. */
+static void case_snapshots_skipped(void)
+{
+    static const char *const words =
+        "2 snapshots of the --snapshot policy (at GCs it chose: induced, gen2, every:N) were not "
+        "taken, because the collector still held 64 MiB of earlier snapshots not yet applied";
+    for (int skipping = 0; skipping < 2; skipping++) {
+        const char *name = skipping ? "skipped.db" : "unskipped.db";
+        hl_sb *sb = hl_sb_new();
+        hl_sb_run_start(sb, 80, "dotnet GcLoop.dll");
+        for (uint32_t gc = 1; gc <= 3; gc++) {
+            hl_sb_gc_start(sb, gc, 0, TRUE, 1);
+            hl_sb_gc_end(sb, gc, skipping && gc > 1 ? HL_GC_FLAG_SNAPSHOT_SKIPPED : 0);
+        }
+        hl_sb_run_end(sb, 3);
+        fixture_write(sb, name);
+        run_result r = RUN("info", name);
+        g_autofree char *text = summary_text_new(name);
+        gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
+                        strstr(r.out, "snapshots_skipped_queued") &&
+                        strstr(r.out, "2  snapshots a --snapshot policy was due to take at a GC "
+                                      "and did not");
+        gboolean any = strstr(r.out, "were not taken") || (text && strstr(text, "not taken"));
+        if (skipping ? !said : any) {
+            fprintf(stderr, "%s: info or the summary %s:\n%s%s", name,
+                    skipping ? "lacks the skipped snapshots" : "says snapshots were skipped",
+                    r.out, text ? text : "");
+            failures++;
+        }
+        run_result_release(&r);
+        recording_summary_options o = {.json = TRUE};
+        g_autofree char *path = fixture_path(name);
+        json_t *j = recording_summary_print(path, &o);
+        CHECK(j != NULL);
+        CHECK_INT(json_integer_value(json_object_get(j, "snapshots_skipped_queued")),
+                  skipping ? 2 : 0);
+        json_decref(j);
+        for (int k = 0; k < 2; k++) { /* info --json, report --json */
+            run_result rj = k == 0 ? RUN("info", name, "--json") : RUN("report", name, "--json");
+            json_t *doc = json_loads(rj.out, 0, NULL);
+            CHECK(doc != NULL);
+            json_t *counter = json_object_get(json_object_get(doc, "counters"),
+                                              "snapshots_skipped_queued");
+            if (skipping)
+                CHECK_INT(json_integer_value(counter), 2);
+            else
+                CHECK(counter == NULL); /* absent when none was skipped */
+            json_decref(doc);
+            run_result_release(&rj);
+        }
+    }
+}
+
 static const cli_test_case cases[] = {
     {"final_snapshot_missed", case_final_snapshot_missed},
+    {"snapshots_skipped", case_snapshots_skipped},
     {"survived", case_survived},
     {"waits", case_waits},
     {"recorder_killed", case_recorder_killed},
