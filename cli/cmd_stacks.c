@@ -477,10 +477,34 @@ int cmd_stacks(int argc, char **argv)
     if (speedscope) {
         if (!speedscope_write(result, &q, path, speedscope, &error))
             goto out;
-        char bytes[QUERY_FORMAT_MAX], count[QUERY_FORMAT_MAX];
-        fprintf(stderr, "heaplens: %u allocation sites (%s, %s allocations) -> %s\n",
-                result->sites->len, query_size_format(stacks_round(result->total_bytes), bytes),
-                query_count_format(stacks_round(result->total_count), count), speedscope);
+        /* What the file holds: with --top K the K heaviest sites only, whose figures are not
+         * the total (it said "1 allocation sites (283.5 MiB, ...)" of a file of 4.2 MiB). */
+        char sites[QUERY_FORMAT_MAX], all[QUERY_FORMAT_MAX], bytes[QUERY_FORMAT_MAX],
+            count[QUERY_FORMAT_MAX], total_bytes[QUERY_FORMAT_MAX], total_count[QUERY_FORMAT_MAX];
+        int64_t file_bytes = 0, file_count = 0; /* the file's weights: rounded per site */
+        for (guint i = 0; i < result->sites->len; i++) {
+            const stacks_site *s = &g_array_index(result->sites, stacks_site, i);
+            file_bytes = query_add_saturating(file_bytes, stacks_round(s->bytes));
+            file_count = query_add_saturating(file_count, stacks_round(s->count));
+        }
+        const guint n = result->sites->len;
+        query_count_format(n, sites);
+        if (n < result->sites_all)
+            fprintf(stderr, "heaplens: the %s heaviest of %s allocation sites (%s, %s %s; of "
+                            "%s, %s allocations in all) -> %s\n",
+                    sites, query_count_format(result->sites_all, all),
+                    query_size_format(file_bytes, bytes), query_count_format(file_count, count),
+                    file_count == 1 ? "allocation" : "allocations",
+                    query_size_format(stacks_round(result->total_bytes), total_bytes),
+                    query_count_format(stacks_round(result->total_count), total_count),
+                    speedscope);
+        else
+            fprintf(stderr, "heaplens: %s allocation %s (%s, %s %s) -> %s\n", sites,
+                    n == 1 ? "site" : "sites",
+                    query_size_format(stacks_round(result->total_bytes), bytes),
+                    query_count_format(stacks_round(result->total_count), count),
+                    stacks_round(result->total_count) == 1 ? "allocation" : "allocations",
+                    speedscope);
     } else if (method) {
         if (json)
             focus_json_print(result, &q, (guint)top, stdout);

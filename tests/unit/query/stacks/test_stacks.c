@@ -514,6 +514,22 @@ static void case_speedscope(void)
     json_decref(doc);
     EXPECT(RUN("stacks", "stacks.db", "--speedscope", "."), 1, "",
            "heaplens: cannot write .: it is a directory\n");
+    /* --top K: the line says what the file holds, the K heaviest sites, and then the whole (it
+     * said "2 allocation sites (437.9 KiB, 11,610 allocations)" of a file holding less) */
+    run_result top = RUN("stacks", "stacks.db", "--top", "2", "--speedscope", "top.json");
+    g_autofree char *top_path = g_build_filename(workdir, "top.json", NULL);
+    json_t *top_doc = json_load_file(top_path, 0, &jerr);
+    json_t *top_weights =
+        json_object_get(json_array_get(json_object_get(top_doc, "profiles"), 1), "weights");
+    json_int_t top_count = 0;
+    for (size_t w = 0; w < json_array_size(top_weights); w++)
+        top_count += json_integer_value(json_array_get(top_weights, w));
+    CHECK(top.status == 0 && json_array_size(top_weights) == 2);
+    CHECK_INT(top_count, 9000);
+    CHECK_STR(top.err, "heaplens: the 2 heaviest of 6 allocation sites (343.8 KiB, 9,000 "
+                       "allocations; of 437.9 KiB, 11,610 allocations in all) -> top.json\n");
+    json_decref(top_doc);
+    run_result_release(&top);
 }
 
 /* --speedscope never writes over what the command reads: the recording, by name or through a
