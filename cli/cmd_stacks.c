@@ -143,12 +143,13 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
             ? g_strdup_printf(" (recursion folded: %s stacks merged into others)",
                               query_count_format(r->stacks_merged, merged))
             : g_strdup("");
+    char shown[QUERY_FORMAT_MAX];
+    query_count_format(r->sites->len, shown);
     if (r->sites_all > r->sites->len)
-        fprintf(out, "the %u heaviest of %s sites by %s%s, innermost frame first:\n",
-                r->sites->len, query_count_format(r->sites_all, sites), sort_names[q->sort],
-                folded);
+        fprintf(out, "the %s heaviest of %s sites by %s%s, innermost frame first:\n", shown,
+                query_count_format(r->sites_all, sites), sort_names[q->sort], folded);
     else
-        fprintf(out, "%u %s by %s%s, innermost frame first:\n", r->sites->len,
+        fprintf(out, "%s %s by %s%s, innermost frame first:\n", shown,
                 r->sites->len == 1 ? "site" : "sites", sort_names[q->sort], folded);
     for (guint i = 0; i < r->sites->len; i++) {
         const stacks_site *s = &g_array_index(r->sites, stacks_site, i);
@@ -156,12 +157,13 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
         double whole = q->sort == STACKS_SORT_COUNT ? r->total_count : r->total_bytes;
         g_autofree char *from =
             s->stacks > 1 ? g_strdup_printf(" from %u stacks", s->stacks) : g_strdup("");
-        fprintf(out, "\n#%u  %s  %s %s  %s  (%" PRId64 " %s%s)\n", i + 1,
+        char samples[QUERY_FORMAT_MAX]; /* WebApi's heaviest site said "(3395 samples)" */
+        fprintf(out, "\n#%u  %s  %s %s  %s  (%s %s%s)\n", i + 1,
                 query_size_format(stacks_round(s->bytes), bytes),
                 query_count_format(stacks_round(s->count), count),
                 stacks_round(s->count) == 1 ? "allocation" : "allocations",
-                percent(measure, whole, pct), s->samples, s->samples == 1 ? "sample" : "samples",
-                from);
+                percent(measure, whole, pct), query_count_format(s->samples, samples),
+                s->samples == 1 ? "sample" : "samples", from);
         g_autofree char *type = stacks_name_fit_new(s->type, STACKS_TEXT_WIDTH - 10);
         fprintf(out, "    new %s\n", type);
         site_frames_print(r, s, depth, out);

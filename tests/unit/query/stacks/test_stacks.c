@@ -307,6 +307,22 @@ static void case_text(void)
     json_decref(doc);
     EXPECT(RUN("stacks", "stacks.db", "--depth", "0"), 1, "",
            "heaplens: stacks: --depth expects a positive number of frames, not '0'\n");
+    /* a site's samples past 999 with separators, as every count (WebApi's said "(3395
+     * samples)") */
+    fixture_recording("many.db", FALSE);
+    fixture_samples("many.db", TRUE, 0);
+    fixture_sql("many.db", counts_as_samples_sql);
+    fixture_sql("many.db",
+                "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, stack_id, object_id,"
+                " est_count, est_bytes) SELECT gc, type_id, thread, heap, size, stack_id,"
+                " object_id, est_count, est_bytes FROM alloc_samples, (WITH RECURSIVE n(i) AS"
+                " (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) SELECT i FROM n)"
+                " WHERE id = (SELECT min(id) FROM alloc_samples)");
+    run_result many = RUN("stacks", "many.db", "--top", "6");
+    CHECK(strstr(many.out, " (1,202 samples)\n") != NULL);
+    if (failures)
+        fprintf(stderr, "stacks said: %s", many.out);
+    run_result_release(&many);
 }
 
 static void case_top(void)
