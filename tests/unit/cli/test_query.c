@@ -1285,6 +1285,19 @@ static void case_bad_option(void)
     }
     /* "--" ends the options: a file named like an option. */
     EXPECT(RUN("gcs", "--", "--json"), 1, "", "heaplens: --json does not exist\n");
+    /* A value that is an option is a value forgotten, not a file name: "report app.db -o
+     * --json" wrote a report named --json. --NAME=VALUE still takes it. */
+    EXPECT(RUN("report", "app.db", "-o", "--json"), 1, "",
+           "heaplens: report: option '--output' needs a value, not '--json' (--output=--json if "
+           "that is the value); see 'heaplens report --help'\n");
+    EXPECT(RUN("stacks", "app.db", "--speedscope", "--top", "3"), 1, "",
+           "heaplens: stacks: option '--speedscope' needs a value, not '--top' "
+           "(--speedscope=--top if that is the value); see 'heaplens stacks --help'\n");
+    EXPECT(RUN("allocations", "app.db", "--thread", "--json"), 1, "",
+           "heaplens: allocations: option '--thread' needs a value, not '--json' "
+           "(--thread=--json if that is the value); see 'heaplens allocations --help'\n");
+    g_autofree char *made = fixture_path("--json");
+    CHECK(!g_file_test(made, G_FILE_TEST_EXISTS));
 }
 
 static void case_bad_files(void)
