@@ -1305,6 +1305,8 @@ static void case_bad_files(void)
     for (size_t i = 1; i < G_N_ELEMENTS(command_names); i++) {
         const char *name = command_names[i];
         EXPECT(RUN(name, "missing.db"), 1, "", "heaplens: missing.db does not exist\n");
+        EXPECT(RUN(name, ""), 1, "",
+               "heaplens: '' (empty) names no file: give the path of a recording\n");
         EXPECT(RUN(name, "missing.db", "--json"), 1, "", "heaplens: missing.db does not exist\n");
         EXPECT(RUN(name, "notes.txt"), 1, "",
                "heaplens: notes.txt is not a heaplens database (not an SQLite file)\n");
