@@ -1100,6 +1100,14 @@ static void case_help_command(void)
     CHECK(strstr(usage.out, "2-3x") == NULL && strstr(usage.out, "up to 3-4x") != NULL);
     CHECK(strstr(usage.out, "not recorded") == NULL && strstr(usage.out, "ESTIMATED") != NULL);
     run_result_release(&usage);
+    /* every column of the snapshots table is told ('unreported' and 'walk (ms)' were not) */
+    run_result snapshots = RUN("snapshots", "--help");
+    CHECK(strstr(snapshots.out, "'unreported' walked objects the runtime allocated without") &&
+          strstr(snapshots.out, "'walk (ms)'"));
+    run_result_release(&snapshots);
+    run_result gcs = RUN("gcs", "--help"); /* nor gcs' 'census (ms)' */
+    CHECK(strstr(gcs.out, "'census (ms)', the time the census of gen0") != NULL);
+    run_result_release(&gcs);
 }
 
 /* A PID operand is digits only; a process that does not exist is said so. */
