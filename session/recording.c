@@ -1009,7 +1009,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
             query_count_format(allocations, b), estimated, survived_mark,
             query_count_format(survived, c),
             followed_survived.at_least ? ", by the snapshots" : "",
-            query_count_format(allocated_types, d), allocated_types == 1 ? "type" : "types", lost, output, query_size_format(st.st_size, e), whose);
+            query_count_format(allocated_types, d), allocated_types == 1 ? "type" : "types", lost,
+            output, query_size_format(st.st_size, e), whose);
     if (note)
         fprintf(stderr, "heaplens: %s\n", note);
     unrecorded_print(unrecorded);
