@@ -14,6 +14,21 @@ static const query_option *option_find(const query_option *options, const char *
     return NULL;
 }
 
+gboolean query_args_is_option_like(const char *value)
+{
+    if (!g_str_has_prefix(value, "--"))
+        return FALSE;
+    if (!value[2])
+        return TRUE; /* the separator */
+    /* --NAME or --NAME=...; not an SQL comment ("-- the big ones\nSELECT ...") */
+    if (!g_ascii_isalpha(value[2]))
+        return FALSE;
+    for (const char *c = value + 2; *c && *c != '='; c++)
+        if (!g_ascii_isalnum(*c) && *c != '-')
+            return FALSE;
+    return TRUE;
+}
+
 query_args_result query_args_parse(int argc, char **argv, const query_option *options,
                                    const char **file, GError **error)
 {
@@ -80,6 +95,16 @@ query_args_result query_args_parse_operand(int argc, char **argv, const query_op
                 *(gboolean *)option->target = TRUE;
             } else if (equals || i + 1 < argc) {
                 const char *value = equals ? equals + 1 : argv[++i];
+                /* A separate value that is an option was a file name: "report app.db -o
+                 * --json" wrote a report named --json. The value is missing; one that looks
+                 * like an option is still taken in --NAME=VALUE. */
+                if (!equals && query_args_is_option_like(value)) {
+                    g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                                "%s: option '--%s' needs a value, not '%s' (--%s=%s if that is "
+                                "the value); see 'heaplens %s --help'",
+                                command, option->name, value, option->name, value, command);
+                    return QUERY_ARGS_ERROR;
+                }
                 if (option->kind == QUERY_OPT_LIST)
                     g_ptr_array_add((GPtrArray *)option->target, (gpointer)value);
                 else

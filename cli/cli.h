@@ -43,9 +43,15 @@ typedef enum {
 
 /* Parses the arguments of a command that takes one FILE and the options in `options` (a table
  * ended by a NULL name). argv[0] is the command name, as the command table passes it. Options and
- * FILE may come in any order; "--" ends the options. --help and -h are always accepted. */
+ * FILE may come in any order; "--" ends the options. --help and -h are always accepted. A value
+ * given as the next argument may not look like an option (query_args_is_option_like: a value
+ * forgotten, "-o --json"); one in --NAME=VALUE may. */
 query_args_result query_args_parse(int argc, char **argv, const query_option *options,
                                    const char **file, GError **error);
+
+/* TRUE when `value` is "--" or looks like a long option, "--NAME" or "--NAME=...": as an
+ * option's value in the next argument it is a value forgotten, not a file name. */
+gboolean query_args_is_option_like(const char *value);
 
 /* query_args_parse as a command's body uses it: TRUE to go on; FALSE when the command is done,
  * with *status its exit status: 0 after --help (the usage printed), 1 on a bad command line

@@ -211,10 +211,12 @@ int cmd_diff(int argc, char **argv)
                 json ? "heaplens: " : "", diff->renumbered_path);
     else if (diff->renumbered_path)
         fprintf(json ? stderr : stdout,
-                "%snote: %s is a %s recording: its objects are numbered as GCs find them, "
+                "%snote: %s is a%s %s recording: its objects are numbered as GCs find them, "
                 "not by allocation, so 'survived' across two files means nothing there; read "
                 "the per-type counts\n",
-                json ? "heaplens: " : "", diff->renumbered_path, diff->renumbered_mode);
+                json ? "heaplens: " : "", diff->renumbered_path,
+                g_strcmp0(diff->renumbered_mode, "attach") == 0 ? "n" : "",
+                diff->renumbered_mode);
     if (!query_db_note_print(from_db, json, &error) ||
         (to_file && !query_db_note_print(to_db, json, &error)) ||
         !query_output_finish(stdout, &error))

@@ -51,6 +51,15 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "record: %s needs a file name", a);
                 return FALSE;
             }
+            /* "record -o -- dotnet app.dll" recorded into a file named --, as the other
+             * commands' options say it (cli/args.c) */
+            if (query_args_is_option_like(o->output)) {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: option '%s' needs a file name, not '%s' (--output=%s if "
+                            "that is the name); see 'heaplens record --help'",
+                            a, o->output, o->output);
+                return FALSE;
+            }
         } else if (strncmp(a, "--output=", 9) == 0) {
             o->output = a + 9;
             if (!*o->output) {

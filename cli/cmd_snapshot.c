@@ -36,8 +36,12 @@ int cmd_snapshot(int argc, char **argv) {
         query_json_print(j, stdout);
         json_decref(j);
     } else if (answer.timed) {
-        printf("snapshot %u taken at GC %u: %llu objects, stored %.1f s after the request in %s\n",
-               answer.snapshot, answer.gc, answer.objects, (double)answer.ms / 1000.0, answer.db);
+        char objects[QUERY_FORMAT_MAX]; /* it said "152071 objects" */
+        printf("snapshot %u taken at GC %u: %s objects, stored %.1f s after the request in %s\n",
+               answer.snapshot, answer.gc,
+               query_count_format((int64_t)MIN(answer.objects, (unsigned long long)INT64_MAX),
+                                  objects),
+               (double)answer.ms / 1000.0, answer.db);
     } else {
         printf("snapshot %u taken at GC %u, stored in %s\n", answer.snapshot, answer.gc,
                answer.db);

@@ -143,12 +143,13 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
             ? g_strdup_printf(" (recursion folded: %s stacks merged into others)",
                               query_count_format(r->stacks_merged, merged))
             : g_strdup("");
+    char shown[QUERY_FORMAT_MAX];
+    query_count_format(r->sites->len, shown);
     if (r->sites_all > r->sites->len)
-        fprintf(out, "the %u heaviest of %s sites by %s%s, innermost frame first:\n",
-                r->sites->len, query_count_format(r->sites_all, sites), sort_names[q->sort],
-                folded);
+        fprintf(out, "the %s heaviest of %s sites by %s%s, innermost frame first:\n", shown,
+                query_count_format(r->sites_all, sites), sort_names[q->sort], folded);
     else
-        fprintf(out, "%u %s by %s%s, innermost frame first:\n", r->sites->len,
+        fprintf(out, "%s %s by %s%s, innermost frame first:\n", shown,
                 r->sites->len == 1 ? "site" : "sites", sort_names[q->sort], folded);
     for (guint i = 0; i < r->sites->len; i++) {
         const stacks_site *s = &g_array_index(r->sites, stacks_site, i);
@@ -156,12 +157,13 @@ static void stacks_text_print(const stacks_result *r, const stacks_query *q, con
         double whole = q->sort == STACKS_SORT_COUNT ? r->total_count : r->total_bytes;
         g_autofree char *from =
             s->stacks > 1 ? g_strdup_printf(" from %u stacks", s->stacks) : g_strdup("");
-        fprintf(out, "\n#%u  %s  %s %s  %s  (%" PRId64 " %s%s)\n", i + 1,
+        char samples[QUERY_FORMAT_MAX]; /* WebApi's heaviest site said "(3395 samples)" */
+        fprintf(out, "\n#%u  %s  %s %s  %s  (%s %s%s)\n", i + 1,
                 query_size_format(stacks_round(s->bytes), bytes),
                 query_count_format(stacks_round(s->count), count),
                 stacks_round(s->count) == 1 ? "allocation" : "allocations",
-                percent(measure, whole, pct), s->samples, s->samples == 1 ? "sample" : "samples",
-                from);
+                percent(measure, whole, pct), query_count_format(s->samples, samples),
+                s->samples == 1 ? "sample" : "samples", from);
         g_autofree char *type = stacks_name_fit_new(s->type, STACKS_TEXT_WIDTH - 10);
         fprintf(out, "    new %s\n", type);
         site_frames_print(r, s, depth, out);
@@ -477,10 +479,34 @@ int cmd_stacks(int argc, char **argv)
     if (speedscope) {
         if (!speedscope_write(result, &q, path, speedscope, &error))
             goto out;
-        char bytes[QUERY_FORMAT_MAX], count[QUERY_FORMAT_MAX];
-        fprintf(stderr, "heaplens: %u allocation sites (%s, %s allocations) -> %s\n",
-                result->sites->len, query_size_format(stacks_round(result->total_bytes), bytes),
-                query_count_format(stacks_round(result->total_count), count), speedscope);
+        /* What the file holds: with --top K the K heaviest sites only, whose figures are not
+         * the total (it said "1 allocation sites (283.5 MiB, ...)" of a file of 4.2 MiB). */
+        char sites[QUERY_FORMAT_MAX], all[QUERY_FORMAT_MAX], bytes[QUERY_FORMAT_MAX],
+            count[QUERY_FORMAT_MAX], total_bytes[QUERY_FORMAT_MAX], total_count[QUERY_FORMAT_MAX];
+        int64_t file_bytes = 0, file_count = 0; /* the file's weights: rounded per site */
+        for (guint i = 0; i < result->sites->len; i++) {
+            const stacks_site *s = &g_array_index(result->sites, stacks_site, i);
+            file_bytes = query_add_saturating(file_bytes, stacks_round(s->bytes));
+            file_count = query_add_saturating(file_count, stacks_round(s->count));
+        }
+        const guint n = result->sites->len;
+        query_count_format(n, sites);
+        if (n < result->sites_all)
+            fprintf(stderr, "heaplens: the %s heaviest of %s allocation sites (%s, %s %s; of "
+                            "%s, %s allocations in all) -> %s\n",
+                    sites, query_count_format(result->sites_all, all),
+                    query_size_format(file_bytes, bytes), query_count_format(file_count, count),
+                    file_count == 1 ? "allocation" : "allocations",
+                    query_size_format(stacks_round(result->total_bytes), total_bytes),
+                    query_count_format(stacks_round(result->total_count), total_count),
+                    speedscope);
+        else
+            fprintf(stderr, "heaplens: %s allocation %s (%s, %s %s) -> %s\n", sites,
+                    n == 1 ? "site" : "sites",
+                    query_size_format(stacks_round(result->total_bytes), bytes),
+                    query_count_format(stacks_round(result->total_count), count),
+                    stacks_round(result->total_count) == 1 ? "allocation" : "allocations",
+                    speedscope);
     } else if (method) {
         if (json)
             focus_json_print(result, &q, (guint)top, stdout);

@@ -68,8 +68,11 @@ static void survivors_text_print(const query_survivors *s, gboolean by_age, uint
     printf("alive after GC %" PRId64 ": %s %s, %s", s->gc,
            query_count_format(s->total_count, count), s->total_count == 1 ? "object" : "objects",
            query_size_format(s->total_bytes, bytes));
-    if (top && (uint64_t)s->total_groups > top)
-        printf(" (the %" PRIu64 " largest of %" PRId64 " groups)", top, s->total_groups);
+    if (top && (uint64_t)s->total_groups > top) {
+        char shown[QUERY_FORMAT_MAX], groups[QUERY_FORMAT_MAX]; /* csc's said "of 3062 groups" */
+        printf(" (the %s largest of %s groups)", query_count_format((int64_t)top, shown),
+               query_count_format(s->total_groups, groups));
+    }
     printf(by_age ? "; age = GCs survived" : "");
     /* Sampled mode between snapshots: the followed samples, each standing for its weight. */
     printf(s->estimated ? "; ESTIMATED from the allocation samples' objects" : "");

@@ -199,7 +199,10 @@ static const query_command commands[] = {
                  "One row per heap snapshot: the GC it was taken at, what triggered it, objects,\n"
                  "references, roots, handle roots and bytes, frozen objects pulled in by\n"
                  "references, and the self-check: 'missing' objects the model holds that the\n"
-                 "runtime's walk lacks, 'extra' walked objects the model never saw allocated.\n"
+                 "runtime's walk lacks, 'extra' walked objects the model never saw allocated,\n"
+                 "'unreported' walked objects the runtime allocated without reporting them\n"
+                 "(delegates and boxes on .NET 10: not a model error); 'walk (ms)' the time\n"
+                 "the runtime took to walk the heap; a trigger's reason below the table.\n"
                  "Then the checkpoints the program wrote (EventSource 'HeapLens'), with the\n"
                  "number of GCs finished when each was written.\n"
                  "\n"
@@ -224,7 +227,9 @@ static const query_command commands[] = {
                  "\n"
                  "One row per GC, in the order the runtime ran them: ordinal, condemned\n"
                  "generation, reason, induced, compacting, pause, bytes in use per generation\n"
-                 "(gen0, gen1, gen2, loh, poh) before -> after, and bytes that survived.\n"
+                 "(gen0, gen1, gen2, loh, poh) before -> after, and bytes that survived; in\n"
+                 "sampled and attach recordings 'census (ms)', the time the census of gen0\n"
+                 "added to the pause.\n"
                  "\n"
                  "options:\n" JSON_OPTION HELP_OPTION,
     },

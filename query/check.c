@@ -470,10 +470,17 @@ static gboolean check_sql(sqlite3 *db, const char *path, const char *sql, check_
     /* A query, not a change: the connection is read-only, and anything but a statement that
      * reads is refused before it runs. */
     const char *tail = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK || !st ||
-        !sqlite3_stmt_readonly(st)) {
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, &tail);
+    if (rc == SQLITE_OK && !st) { /* blanks or a comment: it said "--sql not an error" */
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "check: --sql needs a query");
+        return FALSE;
+    }
+    /* SQLite counts ATTACH, BEGIN and SAVEPOINT as read-only, and they return no row: such an
+     * "assertion" held. A query returns columns. */
+    if (rc != SQLITE_OK || !sqlite3_stmt_readonly(st) || sqlite3_column_count(st) == 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "check: --sql %s",
-                    st ? "must be a query that reads (SELECT ...)" : sqlite3_errmsg(db));
+                    rc == SQLITE_OK ? "must be a query that reads (SELECT ...)"
+                                    : sqlite3_errmsg(db));
         sqlite3_finalize(st);
         return FALSE;
     }

@@ -978,6 +978,11 @@ static gboolean store_db_check_file(const char *path, gboolean *wal, GError **er
     gboolean ok = FALSE;
     int fd = -1;
 
+    if (!*path) { /* it said "heaplens:  does not exist" */
+        g_set_error(error, STORE_ERROR, STORE_ERROR_IO,
+                    "'' (empty) names no file: give the path of a recording");
+        goto out;
+    }
     if (stat(path, &st) != 0) {
         if (errno == ENOENT)
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "%s does not exist", path);

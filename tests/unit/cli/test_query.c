@@ -1100,6 +1100,14 @@ static void case_help_command(void)
     CHECK(strstr(usage.out, "2-3x") == NULL && strstr(usage.out, "up to 3-4x") != NULL);
     CHECK(strstr(usage.out, "not recorded") == NULL && strstr(usage.out, "ESTIMATED") != NULL);
     run_result_release(&usage);
+    /* every column of the snapshots table is told ('unreported' and 'walk (ms)' were not) */
+    run_result snapshots = RUN("snapshots", "--help");
+    CHECK(strstr(snapshots.out, "'unreported' walked objects the runtime allocated without") &&
+          strstr(snapshots.out, "'walk (ms)'"));
+    run_result_release(&snapshots);
+    run_result gcs = RUN("gcs", "--help"); /* nor gcs' 'census (ms)' */
+    CHECK(strstr(gcs.out, "'census (ms)', the time the census of gen0") != NULL);
+    run_result_release(&gcs);
 }
 
 /* A PID operand is digits only; a process that does not exist is said so. */
@@ -1285,6 +1293,19 @@ static void case_bad_option(void)
     }
     /* "--" ends the options: a file named like an option. */
     EXPECT(RUN("gcs", "--", "--json"), 1, "", "heaplens: --json does not exist\n");
+    /* A value that is an option is a value forgotten, not a file name: "report app.db -o
+     * --json" wrote a report named --json. --NAME=VALUE still takes it. */
+    EXPECT(RUN("report", "app.db", "-o", "--json"), 1, "",
+           "heaplens: report: option '--output' needs a value, not '--json' (--output=--json if "
+           "that is the value); see 'heaplens report --help'\n");
+    EXPECT(RUN("stacks", "app.db", "--speedscope", "--top", "3"), 1, "",
+           "heaplens: stacks: option '--speedscope' needs a value, not '--top' "
+           "(--speedscope=--top if that is the value); see 'heaplens stacks --help'\n");
+    EXPECT(RUN("allocations", "app.db", "--thread", "--json"), 1, "",
+           "heaplens: allocations: option '--thread' needs a value, not '--json' "
+           "(--thread=--json if that is the value); see 'heaplens allocations --help'\n");
+    g_autofree char *made = fixture_path("--json");
+    CHECK(!g_file_test(made, G_FILE_TEST_EXISTS));
 }
 
 static void case_bad_files(void)
@@ -1292,6 +1313,8 @@ static void case_bad_files(void)
     for (size_t i = 1; i < G_N_ELEMENTS(command_names); i++) {
         const char *name = command_names[i];
         EXPECT(RUN(name, "missing.db"), 1, "", "heaplens: missing.db does not exist\n");
+        EXPECT(RUN(name, ""), 1, "",
+               "heaplens: '' (empty) names no file: give the path of a recording\n");
         EXPECT(RUN(name, "missing.db", "--json"), 1, "", "heaplens: missing.db does not exist\n");
         EXPECT(RUN(name, "notes.txt"), 1, "",
                "heaplens: notes.txt is not a heaplens database (not an SQLite file)\n");
@@ -1401,7 +1424,44 @@ static void case_damaged_values(void)
 
 /* ---- main ------------------------------------------------------------------------------ */
 
+/* Counts of 1,000 and more have their separators wherever a command prints them, as every other
+ * count: csc's survivors said "of 3062 groups", its snapshots "unreported 7392". */
+static void case_count_separators(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 6, "dotnet ManyTypes.dll");
+    for (uint32_t t = 1; t <= 1001; t++) {
+        g_autofree char *name = g_strdup_printf("App.Type%04u", t);
+        hl_sb_type(sb, t, name);
+        hl_sb_alloc(sb, t, t, 24, 500);
+    }
+    hl_sb_gc_start(sb, 1, 0, FALSE, 1002);
+    for (uint32_t t = 1; t <= 1001; t++)
+        hl_sb_fate(sb, 1, t, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write(sb, "many.db");
+    run_result r = RUN("survivors", "many.db", "--top", "1");
+    CHECK(g_str_has_prefix(r.out, "alive after GC 1: 1,001 objects, 23.5 KiB (the 1 largest of "
+                                  "1,001 groups)\n"));
+    if (failures)
+        fprintf(stderr, "survivors said: %s", r.out);
+    run_result_release(&r);
+    fixture_sql("many.db", "INSERT INTO snapshots (snapshot, gc, objects, refs, roots, handles,"
+                           " bytes, model_missing, model_extra, frozen, unresolved,"
+                           " model_unreported) VALUES (1, 1, 0, 0, 0, 0, 0, 1234, 5678, 0, 0,"
+                           " 7392);");
+    r = RUN("snapshots", "many.db");
+    CHECK(strstr(r.out, "  1,234  5,678       7,392  ") != NULL);
+    CHECK(strstr(r.out, "self-check: the model and the runtime's heap walk disagree on 6,912 "
+                        "objects (see store/SCHEMA.md, snapshots)\n") != NULL);
+    if (failures)
+        fprintf(stderr, "snapshots said: %s", r.out);
+    run_result_release(&r);
+}
+
 static const cli_test_case cases[] = {
+    {"count_separators", case_count_separators},
     {"gcs_json", case_gcs_json},
     {"gcs_text", case_gcs_text},
     {"allocations_json", case_allocations_json},

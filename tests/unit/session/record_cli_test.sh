@@ -52,6 +52,13 @@ case $(cat sock.txt) in "$(pwd -P)"/reltmp/*) pass=$((pass + 1)) ;; *) fail=$((f
 "$hl" record --output= -- true 2>err; check "empty --output=" 1 $? err "^heaplens: record: --output needs a file name$"
 "$hl" attach 1 -o '' 2>err; check "attach: empty -o" 1 $? err "^heaplens: attach: -o needs a file name$"
 
+# a forgotten output name: the next argument, an option or the separator, is no file name (record
+# -o -- true recorded into a file named --)
+"$hl" record -o -- true 2>err; check "record -o --" 1 $? err "^heaplens: record: option '-o' needs a file name, not '--' \(--output=-- if that is the name\); see 'heaplens record --help'$"
+"$hl" record --output --force -- true 2>err; check "record --output --force" 1 $? err "^heaplens: record: option '--output' needs a file name, not '--force'"
+"$hl" attach 1 -o --duration 3 2>err; check "attach -o --duration" 1 $? err "^heaplens: attach: option '--output' needs a value, not '--duration' \(--output=--duration if that is the value\); see 'heaplens attach --help'$"
+for f in -- --force --duration; do [ ! -e "./$f" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a file named $f was made"; }; done
+
 # an output named as SQLite names another database's files (x.db-journal beside x.db) would be
 # taken for x.db's hot journal (or WAL, or its index) and deleted at x.db's next open: refused,
 # --force too, and for import; nothing is created

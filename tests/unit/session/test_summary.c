@@ -302,7 +302,43 @@ static void case_snapshots_skipped(void)
     }
 }
 
+/* "N allocations ... of T types" counts the types allocated, as `allocations` does: the types
+ * table also names types no allocation was counted of (those only a snapshot or a field found).
+ * An attach session's summary said "0 allocations ... of 1,450 types", AllocPatterns' "of 242
+ * types" where `allocations` said 240. */
+static void case_types(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_sb_run_start(sb, 80, "dotnet AllocPatterns.dll");
+    hl_sb_type(sb, 1, "App.Allocated");
+    hl_sb_type(sb, 2, "App.OnlyNamed");
+    hl_sb_type(sb, 3, "App.AlsoNamed");
+    hl_sb_alloc(sb, 1, 1, 32, 100);
+    hl_sb_alloc(sb, 2, 1, 32, 100);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 1);
+    fixture_write(sb, "types.db");
+    g_autofree char *text = summary_text_new("types.db");
+    if (!text || !strstr(text, " allocations (1 survived a GC) of 1 type, 0 lost -> ")) {
+        fprintf(stderr, "the summary's types:\n%s", text ? text : "");
+        failures++;
+    }
+    run_result r = RUN("allocations", "types.db");
+    CHECK(g_str_has_prefix(r.out, "2 allocations (64 B) of 1 type\n"));
+    run_result_release(&r);
+    g_autofree char *path = fixture_path("types.db");
+    recording_summary_options o = {.json = TRUE};
+    json_t *j = recording_summary_print(path, &o);
+    CHECK_INT(json_integer_value(json_object_get(j, "allocation_types")), 1);
+    CHECK_INT(json_integer_value(json_object_get(j, "types")), 3); /* as info's "types" */
+    json_decref(j);
+}
+
 static const cli_test_case cases[] = {
+    {"types", case_types},
     {"final_snapshot_missed", case_final_snapshot_missed},
     {"snapshots_skipped", case_snapshots_skipped},
     {"survived", case_survived},

@@ -139,12 +139,20 @@ def main():
                  ["--sql", "SELECT 1 WHERE 0; DELETE FROM gcs"], ["--sql", "SELECT 1 WHERE 0; SELECT 1"],
                  ["--sql", "SELECT nope FROM nothing"], [],
                  ["--max-live", "App.Leak=1@nope"], ["--max-allocated", "App.Leak=1@b..a"],
-                 ["--max-allocated", "App.Leak=1@b..c"], ["--max-allocated", "App.Leak=1@a"]):
+                 ["--max-allocated", "App.Leak=1@b..c"], ["--max-allocated", "App.Leak=1@a"],
+                 # statements SQLite calls read-only that return no row: they "held" (exit 0)
+                 ["--sql", "ATTACH 'graph.db' AS other"], ["--sql", "BEGIN"],
+                 ["--sql", "SAVEPOINT s"]):
         rc, out, err = check(*args)
         expect(f"refused: {args}", rc == 1 and out == "" and len(err.splitlines()) == 1 and
                err.startswith("heaplens: check: ") or (rc == 1 and err.startswith("heaplens: ")
                                                        and len(err.splitlines()) == 1 and out == ""),
                f"{rc} {out!r} {err!r}")
+    # a blank query or a comment alone: "heaplens: check: --sql not an error" before
+    for sql in (" ", "-- nothing", ";"):
+        rc, out, err = check("--sql", sql)
+        expect(f"refused: --sql {sql!r}", rc == 1 and out == "" and
+               err == "heaplens: check: --sql needs a query\n", f"{rc} {out!r} {err!r}")
     with open(os.path.join(a.workdir, db), "rb") as f:
         expect("refused assertions leave the file as it was",
                hashlib.sha256(f.read()).hexdigest() == before)

@@ -283,6 +283,17 @@ static void case_diff_files(void)
     CHECK_INT(jint(total, "dead"), 5);
     CHECK_INT(jint(total, "new"), 37 - 16);
     json_decref(doc);
+    /* an attach recording's ids are no allocation numbers: the note says so, in English ("is a
+     * attach recording" before) */
+    file_copy("one.db", "one_attach.db");
+    fixture_sql("one_attach.db", "UPDATE run SET mode = 'attach'");
+    run_result r = RUN("diff", "one_attach.db", "--to-file", "graph.db");
+    CHECK_INT(r.status, 0);
+    CHECK(strstr(r.out, "note: one_attach.db is an attach recording: its objects are numbered as "
+                        "GCs find them, not by allocation") != NULL);
+    if (failures)
+        fprintf(stderr, "diff said: %s", r.out);
+    run_result_release(&r);
 }
 
 /* `leaks A --with B C`: the last snapshot of each file, by type: one.db, two.db and three.db end

@@ -307,6 +307,22 @@ static void case_text(void)
     json_decref(doc);
     EXPECT(RUN("stacks", "stacks.db", "--depth", "0"), 1, "",
            "heaplens: stacks: --depth expects a positive number of frames, not '0'\n");
+    /* a site's samples past 999 with separators, as every count (WebApi's said "(3395
+     * samples)") */
+    fixture_recording("many.db", FALSE);
+    fixture_samples("many.db", TRUE, 0);
+    fixture_sql("many.db", counts_as_samples_sql);
+    fixture_sql("many.db",
+                "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, stack_id, object_id,"
+                " est_count, est_bytes) SELECT gc, type_id, thread, heap, size, stack_id,"
+                " object_id, est_count, est_bytes FROM alloc_samples, (WITH RECURSIVE n(i) AS"
+                " (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) SELECT i FROM n)"
+                " WHERE id = (SELECT min(id) FROM alloc_samples)");
+    run_result many = RUN("stacks", "many.db", "--top", "6");
+    CHECK(strstr(many.out, " (1,202 samples)\n") != NULL);
+    if (failures)
+        fprintf(stderr, "stacks said: %s", many.out);
+    run_result_release(&many);
 }
 
 static void case_top(void)
@@ -514,6 +530,22 @@ static void case_speedscope(void)
     json_decref(doc);
     EXPECT(RUN("stacks", "stacks.db", "--speedscope", "."), 1, "",
            "heaplens: cannot write .: it is a directory\n");
+    /* --top K: the line says what the file holds, the K heaviest sites, and then the whole (it
+     * said "2 allocation sites (437.9 KiB, 11,610 allocations)" of a file holding less) */
+    run_result top = RUN("stacks", "stacks.db", "--top", "2", "--speedscope", "top.json");
+    g_autofree char *top_path = g_build_filename(workdir, "top.json", NULL);
+    json_t *top_doc = json_load_file(top_path, 0, &jerr);
+    json_t *top_weights =
+        json_object_get(json_array_get(json_object_get(top_doc, "profiles"), 1), "weights");
+    json_int_t top_count = 0;
+    for (size_t w = 0; w < json_array_size(top_weights); w++)
+        top_count += json_integer_value(json_array_get(top_weights, w));
+    CHECK(top.status == 0 && json_array_size(top_weights) == 2);
+    CHECK_INT(top_count, 9000);
+    CHECK_STR(top.err, "heaplens: the 2 heaviest of 6 allocation sites (343.8 KiB, 9,000 "
+                       "allocations; of 437.9 KiB, 11,610 allocations in all) -> top.json\n");
+    json_decref(top_doc);
+    run_result_release(&top);
 }
 
 /* --speedscope never writes over what the command reads: the recording, by name or through a
