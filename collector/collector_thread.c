@@ -903,8 +903,11 @@ static void take_requests(collector *c) {
             hl_statics_before_gc(c); /* its thread statics named in this very snapshot */
             hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
         }
-        else if (cmd == HL_CMD_DETACH && c->p->attach)
+        else if ((cmd == HL_CMD_DETACH || cmd == HL_CMD_DETACH_NOW) && c->p->attach) {
+            if (cmd == HL_CMD_DETACH_NOW)
+                c->detach_now = true; /* final_snapshot gives its wait up */
             atomic_store(&c->p->detach_requested, true);
+        }
     }
 }
 
@@ -1142,23 +1145,34 @@ static void collector_free(collector *c);
 
 /* An attach session ends (heaplens asked, or the writer is gone): the last snapshot, while the
  * writer takes it. It is the first GC applied after the forced one started, whoever started it.
- * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else); then
- * `final_missed` says why it was not taken, and the GCs still queued are applied without their
- * snapshots (apply_gc), so that the detach ends. */
+ * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else), not at
+ * all once the writer said HL_CMD_DETACH_NOW; then `final_missed` says why it was not taken,
+ * and the GCs still queued are applied without their snapshots (apply_gc), so that the detach
+ * ends. */
 static void final_snapshot(collector *c) {
     hl_profiler *p = c->p;
     if (c->out.lost)
         return;
     uint64_t start = hl_now_ns();
-    hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
+    bool forced = !c->detach_now; /* asked at once from the start: no GC forced for it */
+    if (forced)
+        hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
     uint32_t wanted = 0;
     for (;;) {
         if (c->out.lost || atomic_load(&p->stopping))
             return; /* nothing to say it to, or the process ends: Shutdown's finish says the rest */
-        if (!wanted && atomic_load(&p->forcers) == 0)
+        if (forced && !wanted && atomic_load(&p->forcers) == 0)
             wanted = p->gcs.gcs_started; /* the forced GC has started (or ForceGC failed) */
         if (wanted && c->gcs_applied >= wanted)
             return;
+        if (c->detach_now) { /* HL_CMD_DETACH_NOW (take_requests, in pass) */
+            uint32_t started = p->gcs.gcs_started;
+            c->final_missed = (hl_final_snapshot_missed){
+                .reason = HL_FINAL_SNAPSHOT_GIVEN_UP,
+                .gcs_behind = started > c->gcs_applied ? started - c->gcs_applied : 0,
+                .waited_ms = (uint32_t)((hl_now_ns() - start) / 1000000u)};
+            return;
+        }
         uint64_t now = hl_now_ns();
         /* Behind: GCs the program started before the snapshot's are still to be applied (before
          * ForceGC returns, more than the one GC that may be its own). */

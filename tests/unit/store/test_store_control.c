@@ -353,6 +353,97 @@ static void test_control_descendant(void)
     tmp_dir_free(dir);
 }
 
+/* The next command on the collector's connection: its type, or -1 (none within `timeout_ms`). */
+static int collector_read_command(int fd, int timeout_ms)
+{
+    hl_rec_header h;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, timeout_ms) <= 0 || recv(fd, &h, sizeof h, MSG_WAITALL) != (ssize_t)sizeof h ||
+        h.size != 0)
+        return -1;
+    return (int)h.type;
+}
+
+/* The answer line as it came ("(eof)", "(timeout)"); closes `fd`. */
+static char *control_line(int fd, int timeout_ms)
+{
+    GString *s = g_string_new(NULL);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    while (poll(&p, 1, timeout_ms) > 0 && read(fd, &c, 1) == 1) {
+        g_string_append_c(s, c);
+        if (c == '\n')
+            break;
+    }
+    close(fd);
+    if (s->len == 0)
+        g_string_assign(s, "(eof)");
+    return g_string_free(s, FALSE);
+}
+
+/* `heaplens attach`'s second signal during a detach: "detach now" on a connection of its own
+ * while "detach" waits. The collector is told HL_CMD_DETACH once, then HL_CMD_DETACH_NOW once
+ * (a second "detach now" sends nothing more); every client is answered at the stream's end. */
+static gpointer detach_now_script_run(gpointer data)
+{
+    descendant_script *ds = data;
+    control_script *sc = &ds->sc;
+    const char *ctl = sc->control_sock;
+    hl_sb *sb = hl_sb_new();
+    size_t len, sent;
+    hl_sb_run_start(sb, 1, "attached");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_gc_end(sb, 1, 0);
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes, len);
+    sent = len;
+
+    int a = control_send(ctl, "detach\n");
+    SCRIPT_CHECK(sc, collector_read_command(ds->col, SCRIPT_WAIT_MS) == HL_CMD_DETACH);
+    int b = control_send(ctl, "detach now\n");
+    SCRIPT_CHECK(sc, collector_read_command(ds->col, SCRIPT_WAIT_MS) == HL_CMD_DETACH_NOW);
+    int c = control_send(ctl, "detach now\n");
+    SCRIPT_CHECK(sc, collector_read_command(ds->col, 300) == -1); /* nothing more */
+    hl_sb_run_end(sb, 1);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    close(ds->col);
+    SCRIPT_CHECK_STR(sc, control_line(a, SCRIPT_WAIT_MS), "ok detached\n");
+    SCRIPT_CHECK_STR(sc, control_line(b, SCRIPT_WAIT_MS), "ok detached\n");
+    SCRIPT_CHECK_STR(sc, control_line(c, SCRIPT_WAIT_MS), "ok detached\n");
+    write_all(sc->stop_wr, "detached\n", 9);
+    close(sc->stop_wr);
+    hl_sb_free(sb);
+    return NULL;
+}
+
+static void test_control_detach_now(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "attach.db", NULL);
+    int kfd = listen_unix(ksock);
+    int sv[2], stop[2];
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
+
+    descendant_script ds = {.sc = {.control_sock = ksock, .stop_wr = stop[1]}, .col = sv[1]};
+    GThread *t = g_thread_new("script", detach_now_script_run, &ds);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum = control_script_end(w, t, &ds.sc);
+    CHECK(sum.complete && sum.gcs == 1);
+    close(sv[0]);
+    close(stop[0]);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
 /* A writer killed in the middle of a snapshot's GC (the snapshot's rows written, its GC_END not
  * come): the file opens, the earlier snapshot is whole, nothing of the cut one shows. */
 static void test_killed_mid_snapshot(void)
@@ -554,6 +645,7 @@ static const test_case cases[] = {
     {"disk_full", test_disk_full},
     {"control_snapshot", test_control_snapshot},
     {"control_descendant", test_control_descendant},
+    {"control_detach_now", test_control_detach_now},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"control_refuses_peer", test_control_refuses_peer},
 };
