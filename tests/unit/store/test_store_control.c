@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -444,6 +446,29 @@ static void test_control_detach_now(void)
     tmp_dir_free(dir);
 }
 
+/* TRUE once process `pid` has taken every byte written to the pipe whose read end is `read_fd`
+ * (the same number in the child, which inherited it) and waits in read(2) on it again: it has
+ * applied every whole record it was sent, and can do nothing more until more comes. FALSE after
+ * `timeout_ms`. (/proc/PID/syscall names the call a blocked process is in; "running" else.) */
+static gboolean reader_waits_for_more(pid_t pid, int read_fd, int timeout_ms)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%ld/syscall", (long)pid);
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    do {
+        int unread = -1;
+        g_autofree char *text = NULL;
+        long nr = -1;
+        unsigned long fd = 0;
+        if (ioctl(read_fd, FIONREAD, &unread) == 0 && unread == 0 &&
+            g_file_get_contents(path, &text, NULL, NULL) &&
+            sscanf(text, "%ld 0x%lx", &nr, &fd) == 2 && nr == SYS_read &&
+            fd == (unsigned long)read_fd)
+            return TRUE;
+        g_usleep(1000);
+    } while (g_get_monotonic_time() < deadline);
+    return FALSE;
+}
+
 /* A writer killed in the middle of a snapshot's GC (the snapshot's rows written, its GC_END not
  * come): the file opens, the earlier snapshot is whole, nothing of the cut one shows. */
 static void test_killed_mid_snapshot(void)
@@ -479,16 +504,20 @@ static void test_killed_mid_snapshot(void)
         pause(); /* never finishes: killed */
         _exit(0);
     }
-    close(pipefd[0]);
+    /* The read end stays open here too: how much the writer has not read yet (FIONREAD). */
     write_all(pipefd[1], bytes, first);
     /* Wait until GC 1 and its snapshot are committed. */
     CHECK(hl_db_wait_int(path, "SELECT count(*) FROM snapshots", 1) == 1);
     write_all(pipefd[1], bytes + first, len - first); /* snapshot 2, cut short */
-    g_usleep(200000);
+    /* Killed once it has written snapshot 2's rows (at its SNAPSHOT_END, the last record sent)
+     * and waits for GC 2's end: killed before, the test would pass without a half-written
+     * snapshot to leave out. It cannot go further than that: nothing more is sent. */
+    CHECK(reader_waits_for_more(child, pipefd[0], 30000));
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
     close(pipefd[1]);
+    close(pipefd[0]);
 
     sqlite3 *db = store_db_open_readonly(path, &error);
     CHECK_NO_ERROR(error);
