@@ -9,12 +9,13 @@
  *          snapshot at once.
  *
  * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)
- * or when the process exits; a second signal during the detach gives the last snapshot up
- * ("detach now"), and one after it waits until the summary is said (request_detach). heaplens asks the writer ("detach" on the control socket), the
+ * or when the process exits. heaplens asks the writer ("detach" on the control socket), the
  * writer tells the collector (HL_CMD_DETACH): last snapshot, end record, RequestProfilerDetach.
- * The writer answers once the stream has ended; heaplens then closes the stop pipe (no exit status: the process
- * runs on) and the writer finishes the database. A failed attach leaves nothing: the writer
- * stops with 'no-data' and the file is removed.
+ * The writer answers once the stream has ended; heaplens then closes the stop pipe (no exit
+ * status: the process runs on) and the writer finishes the database. A second signal during the
+ * detach gives the last snapshot up ("detach now": request_detach); one after the detach waits
+ * until the summary is said, and is then dropped (signals_restore). A failed attach leaves
+ * nothing: the writer stops with 'no-data' and the file is removed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -153,8 +154,9 @@ static gboolean request_detach(const char *control, int writer_gone_fd, int sign
                 hurried = TRUE;
                 now_fd = control_send(control, "detach now\n");
                 if (say)
-                    fprintf(stderr, "heaplens: %s again: detaching at once, without the last "
-                                    "snapshot (the recording is finished whole)\n",
+                    fprintf(stderr, "heaplens: %s during the detach: detaching at once, "
+                                    "without the last snapshot (the recording is finished "
+                                    "whole)\n",
                             strsignal((int)si.ssi_signo));
             } else if (say && !said_again) {
                 fprintf(stderr, "heaplens: already detaching at once: the writer stores what "
@@ -185,9 +187,9 @@ static gboolean request_detach(const char *control, int writer_gone_fd, int sign
     return FALSE;
 }
 
-/* Every way out once the ending signals are blocked: those that came meanwhile asked for an end
- * that has come (a repeat, a Ctrl-C once the detach was over): let through now they would end
- * heaplens before it said what it recorded (exit 130, no summary). */
+/* Every way out once the ending signals are blocked. Those still pending asked for an end that
+ * has come (a repeat, a Ctrl-C once the detach was over): let through, they ended heaplens with
+ * 130 before it said what it had recorded (the recording complete all the same). Dropped. */
 static void signals_restore(const sigset_t *ending, const sigset_t *original_mask) {
     attach_session_signals_discard(ending);
     sigprocmask(SIG_SETMASK, original_mask, NULL);

@@ -95,7 +95,7 @@ def second_signal(a, checks, log, pid, db):
               f"exit {attach.returncode}")
         checks.eq("1: heaplens attach exits 0 (not 130)", 0, attach.returncode)
         checks.ok("1: it says it detaches at once",
-                  "again: detaching at once, without the last snapshot" in text, text[-800:])
+                  "Interrupt during the detach: detaching at once, without the last snapshot" in text, text[-800:])
         checks.ok("1: the summary line is said", "heaplens: recorded " in text, text[-800:])
         checks.ok("1: the summary says the final snapshot was given up",
                   "a second signal to heaplens attach gave it up" in text, text[-800:])
