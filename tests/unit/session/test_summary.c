@@ -260,10 +260,19 @@ static void case_final_snapshot_given_up(void)
                                   .waited_ms = 5017, .snapshots_skipped = 109};
     static const char *const words[] = {
         "the final snapshot was not taken: a second signal to heaplens attach gave it up after "
-        "5.0 s of the detach (the collector 110 GCs behind the program's own)",
+        "5.0 s of waiting (the collector 110 GCs behind the program's own)",
         "so the session ended without it and 109 snapshots of those GCs were not built",
     };
     final_snapshot_missed_says("given_up.db", &m, words, G_N_ELEMENTS(words));
+    /* Asked before the collector began to wait: not "after 0 ns". */
+    hl_final_snapshot_missed at_once = {.reason = HL_FINAL_SNAPSHOT_GIVEN_UP, .gcs_behind = 9,
+                                        .waited_ms = 0, .snapshots_skipped = 8};
+    static const char *const at_once_words[] = {
+        "the final snapshot was not taken: a second signal to heaplens attach gave it up before "
+        "it was waited for (the collector 9 GCs behind the program's own)",
+    };
+    final_snapshot_missed_says("given_up_at_once.db", &at_once, at_once_words,
+                               G_N_ELEMENTS(at_once_words));
 }
 
 static const cli_test_case cases[] = {
