@@ -7,6 +7,7 @@
 #include "session/attach_session.h"
 #include "session/recording.h"
 
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -103,7 +104,16 @@ int cmd_attach(int argc, char **argv) {
                               .no_stacks = stacks_text && strcmp(stacks_text, "off") == 0,
                               .census = census_text};
     json_t *summary = NULL;
+    /* A signal that comes once the detach is over waits until the JSON summary is printed, and
+     * is then dropped: the session it asked to end has ended (attach_session.h). */
+    sigset_t ending, original_mask;
+    attach_session_ending_signals(&ending);
+    sigprocmask(SIG_BLOCK, &ending, &original_mask);
     if (!attach_session_run(&o, &status, &summary, &error))
-        return query_error_report(error);
-    return query_summary_print(summary, status);
+        status = query_error_report(error);
+    else
+        status = query_summary_print(summary, status);
+    attach_session_signals_discard(&ending);
+    sigprocmask(SIG_SETMASK, &original_mask, NULL);
+    return status;
 }

@@ -262,7 +262,8 @@ static const struct {
     {"writer_signal", "the signal that killed the writer: GCs after the last stored are missing"},
     {"final_snapshot_missed",
      "the attach session's final snapshot was not taken (1: the collector was behind the "
-     "program's GCs, 2: the GC it forced never started)"},
+     "program's GCs, 2: the GC it forced never started, 3: a second signal to heaplens attach "
+     "gave it up)"},
     {"final_snapshot_gcs_behind", "the program's GCs the collector had not applied then"},
     {"final_snapshot_wait_ms", "how long the detach waited for the final snapshot (ms)"},
     {"snapshots_skipped", "snapshots of those GCs not built, so that the detach ended"},

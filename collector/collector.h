@@ -56,7 +56,6 @@ typedef struct hl_profiler {
     bool active;                /* callbacks record (false in empty mode and after Shutdown) */
     bool attach;                /* attached by `heaplens attach` (InitializeForAttach) */
     atomic_bool detach_requested; /* attach: end the session and detach (writer asked or gone) */
-    atomic_int forcers;         /* ForceGC threads still running (they call into the runtime) */
     bool thread_started;
     atomic_bool thread_joined;
 

@@ -20,6 +20,7 @@
 #include "collector/resident.h"
 #include "collector/eventpipe.h"
 #include "collector/discovery.h"
+#include "collector/forcers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -862,18 +863,34 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
 
 /* ---- requests from the writer ------------------------------------------------------------- */
 
+/* How long a detach waits for its ForceGC threads to leave the runtime (finish): a full GC of a
+ * large heap under load takes seconds; one that never returns must not hold the detach for
+ * good. */
+#define FORCERS_WAIT_NS (30ull * 1000000000u)
+
+/* What a ForceGC thread needs, its own: it may outlive the session (forcers.h), whose profiler
+ * is then reset. */
+typedef struct force_gc_ticket {
+    ICorProfilerInfo *info;
+    uint32_t generation; /* hl_forcers_enter's */
+} force_gc_ticket;
+
 static void *force_gc_main(void *arg) {
-    hl_profiler *p = arg;
+    force_gc_ticket *ticket = arg;
     /* Its own thread: ForceGC must not run on a thread with managed frames or callbacks on its
      * stack, and the runtime makes the calling thread a runtime thread for good. */
-    info_force_gc(p->info);
-    atomic_fetch_sub(&p->forcers, 1); /* last: a detach waits for this thread to leave the runtime */
+    info_force_gc(ticket->info);
+    uint32_t generation = ticket->generation;
+    hl_mem_free(ticket);
+    hl_forcers_leave(generation); /* last: a detach waits for this thread to leave the runtime */
     return NULL;
 }
 
 void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger) {
     atomic_store(&p->snapshot_requested, trigger);
-    atomic_fetch_add(&p->forcers, 1);
+    force_gc_ticket *ticket = hl_mem_malloc(sizeof *ticket);
+    if (ticket)
+        *ticket = (force_gc_ticket){.info = p->info, .generation = hl_forcers_enter()};
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -881,11 +898,14 @@ void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger) {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    if (pthread_create(&t, &attr, force_gc_main, p) != 0) {
+    if (!ticket || pthread_create(&t, &attr, force_gc_main, ticket) != 0) {
         atomic_store(&p->snapshot_requested, 0); /* a trigger's is asked again later */
         if (trigger != HL_SNAPSHOT_REQUESTED && p->collector) /* the collector thread's own */
             p->collector->trigger_pending = 0;
-        atomic_fetch_sub(&p->forcers, 1);
+        if (ticket) {
+            hl_forcers_leave(ticket->generation);
+            hl_mem_free(ticket);
+        }
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
@@ -898,14 +918,19 @@ static void take_requests(collector *c) {
         hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
     }
     while ((cmd = hl_outbox_read_command(&c->out)) > 0) {
-        if (cmd == HL_CMD_SNAPSHOT) {
+        /* finish() no more: the callbacks are off (no GC of it would be seen), and a detach's
+         * wait for the ForceGC threads is over (forcers.h). */
+        if (cmd == HL_CMD_SNAPSHOT && !c->ending) {
             if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
                 hl_collector_triggers_replaced(c); /* no GC took it: the request replaces it */
             hl_statics_before_gc(c); /* its thread statics named in this very snapshot */
             hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
         }
-        else if (cmd == HL_CMD_DETACH && c->p->attach)
+        else if ((cmd == HL_CMD_DETACH || cmd == HL_CMD_DETACH_NOW) && c->p->attach) {
+            if (cmd == HL_CMD_DETACH_NOW)
+                c->detach_now = true; /* final_snapshot gives its wait up */
             atomic_store(&c->p->detach_requested, true);
+        }
     }
 }
 
@@ -967,7 +992,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
             "walk_us_per_sample=%.1f walk_us_p50=%.2f frames_per_walk=%.1f thread_waits=%llu "
             "thread_wait_ms=%.1f "
-            "spilled=%llu\n",
+            "spilled=%llu forcers_left=%u\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
@@ -992,7 +1017,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
                 : 0.0,
             (unsigned long long)k.thread_waits, k.thread_wait_ns / 1e6,
-            (unsigned long long)c->spilled);
+            (unsigned long long)c->spilled, c->forcers_left);
     /* What the GC captures held while not yet applied: the memory the snapshots' walks bound
      * (snapshot_policy.h), and the policies' snapshots that bound cost. */
     fprintf(stderr,
@@ -1096,6 +1121,18 @@ static void finish(collector *c, bool detaching) {
     c->ending = true;
     while (pass(c))
         ;
+    /* A detach: the ForceGC threads leave the runtime before it is asked to unload us (its
+     * rules: clr-profiler-facts.md §7.5), waited for here, before the end record, so that a
+     * wait given up is said (HEAPLENS_STATS=1: forcers_left=, and a line on stderr). No new
+     * one starts from now on (take_requests). */
+    if (detaching) {
+        c->forcers_left = hl_forcers_wait(FORCERS_WAIT_NS);
+        if (c->forcers_left)
+            fprintf(stderr, "heaplens: %u ForceGC thread%s still in the runtime after %llu s: "
+                            "detaching all the same\n", c->forcers_left,
+                    c->forcers_left == 1 ? "" : "s",
+                    (unsigned long long)(FORCERS_WAIT_NS / 1000000000u));
+    }
     drain(c, UINT64_MAX);
     drain_names(c);
     drain_checkpoints(c);
@@ -1154,23 +1191,34 @@ static void collector_free(collector *c);
 
 /* An attach session ends (heaplens asked, or the writer is gone): the last snapshot, while the
  * writer takes it. It is the first GC applied after the forced one started, whoever started it.
- * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else); then
- * `final_missed` says why it was not taken, and the GCs still queued are applied without their
- * snapshots (apply_gc), so that the detach ends. */
+ * Waits at most FINAL_SNAPSHOT_WAIT_NS while behind (FINAL_SNAPSHOT_WAIT_MAX_NS else), not at
+ * all once the writer said HL_CMD_DETACH_NOW; then `final_missed` says why it was not taken,
+ * and the GCs still queued are applied without their snapshots (apply_gc), so that the detach
+ * ends. */
 static void final_snapshot(collector *c) {
     hl_profiler *p = c->p;
     if (c->out.lost)
         return;
     uint64_t start = hl_now_ns();
-    hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
+    bool forced = !c->detach_now; /* asked at once from the start: no GC forced for it */
+    if (forced)
+        hl_collector_request_snapshot(p, HL_SNAPSHOT_REQUESTED);
     uint32_t wanted = 0;
     for (;;) {
         if (c->out.lost || atomic_load(&p->stopping))
             return; /* nothing to say it to, or the process ends: Shutdown's finish says the rest */
-        if (!wanted && atomic_load(&p->forcers) == 0)
+        if (forced && !wanted && hl_forcers_in_runtime() == 0)
             wanted = p->gcs.gcs_started; /* the forced GC has started (or ForceGC failed) */
         if (wanted && c->gcs_applied >= wanted)
             return;
+        if (c->detach_now) { /* HL_CMD_DETACH_NOW (take_requests, in pass) */
+            uint32_t started = p->gcs.gcs_started;
+            c->final_missed = (hl_final_snapshot_missed){
+                .reason = HL_FINAL_SNAPSHOT_GIVEN_UP,
+                .gcs_behind = started > c->gcs_applied ? started - c->gcs_applied : 0,
+                .waited_ms = (uint32_t)((hl_now_ns() - start) / 1000000u)};
+            return;
+        }
         uint64_t now = hl_now_ns();
         /* Behind: GCs the program started before the snapshot's are still to be applied (before
          * ForceGC returns, more than the one GC that may be its own). */
@@ -1193,13 +1241,10 @@ static void final_snapshot(collector *c) {
 }
 
 /* After the session's end record: unload. The callbacks are off, every ForceGC thread has left
- * the runtime, and this thread touches the runtime no more after the request (the library stays
- * mapped: RTLD_NODELETE). ProfilerDetachSucceeded, on the runtime's detach thread, joins us. */
+ * the runtime (or finish gave its wait up: forcers.h), and this thread touches the runtime no
+ * more after the request (the library stays mapped: RTLD_NODELETE). ProfilerDetachSucceeded, on
+ * the runtime's detach thread, joins us. */
 static void request_detach(hl_profiler *p) {
-    while (atomic_load(&p->forcers) > 0) {
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
     HRESULT hr = info_request_profiler_detach(p->info, 0);
     if (HR_FAILED(hr) && (p->rejit || hl_resident_is())) {
         /* --count: the runtime keeps a profiler that recompiled code until the process exits.
@@ -1454,4 +1499,5 @@ void hl_session_reset(hl_profiler *p) {
     memset(p, 0, sizeof *p);
     p->vtbl = vtbl;
     p->wake_fd = -1;
+    hl_forcers_session_new(); /* a ForceGC thread of the last session counts itself off no more */
 }

@@ -618,6 +618,16 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
         if (why == HL_FINAL_SNAPSHOT_NO_GC) {
             g_string_append_printf(clause, "the GC heaplens forced had not started after %s",
                                    waited);
+        } else if (why == HL_FINAL_SNAPSHOT_GIVEN_UP) {
+            /* 0: the request came before the collector began to wait (it was applying GCs) */
+            if (waited_ms > 0)
+                g_string_append_printf(clause, "a second signal to heaplens attach gave it up "
+                                               "after %s of waiting (the collector ", waited);
+            else
+                g_string_append(clause, "a second signal to heaplens attach gave it up before "
+                                        "it was waited for (the collector ");
+            count_append(clause, behind, "GC", "GCs");
+            g_string_append(clause, " behind the program's own)");
         } else {
             g_string_append_printf(clause, "after %s the collector was still ", waited);
             count_append(clause, behind, "GC", "GCs");

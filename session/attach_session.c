@@ -11,9 +11,11 @@
  * The session ends at --duration, at Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2)
  * or when the process exits. heaplens asks the writer ("detach" on the control socket), the
  * writer tells the collector (HL_CMD_DETACH): last snapshot, end record, RequestProfilerDetach.
- * The writer answers once the stream has ended; heaplens then closes the stop pipe (no exit status: the process
- * runs on) and the writer finishes the database. A failed attach leaves nothing: the writer
- * stops with 'no-data' and the file is removed.
+ * The writer answers once the stream has ended; heaplens then closes the stop pipe (no exit
+ * status: the process runs on) and the writer finishes the database. A second signal during the
+ * detach gives the last snapshot up ("detach now": request_detach); one after the detach waits
+ * until the summary is said, and is then dropped (signals_restore). A failed attach leaves
+ * nothing: the writer stops with 'no-data' and the file is removed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,41 +63,112 @@ static char *default_output(pid_t pid) {
  * (collector/README.md, "Ending an attach session"), then the writer stores what is left. */
 #define DETACH_SAY_AFTER_MS 5000
 
-/* "detach" on the writer's control socket; waits for its answer: the stream has ended. `say`:
- * one line on stderr if it takes longer than DETACH_SAY_AFTER_MS. */
-static gboolean request_detach(const char *control, int writer_gone_fd, gboolean say,
-                               GError **error) {
+/* A signal this soon after the one that asked for the detach, of the same number and from the
+ * same process, is that request said twice, not a second one: coreutils `timeout` sends its
+ * signal to heaplens and then to its whole process group, heaplens included. */
+#define SIGNAL_REPEAT_MS 1000
+
+void attach_session_ending_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGQUIT);
+    sigaddset(set, SIGUSR1);
+    sigaddset(set, SIGUSR2);
+}
+
+void attach_session_signals_discard(const sigset_t *set) {
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(set, NULL, &now) > 0)
+        ;
+}
+
+/* One request line on a new connection to the writer's control socket; its fd, or -1. */
+static int control_send(const char *control, const char *request) {
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     g_strlcpy(addr.sun_path, control, sizeof addr.sun_path);
+    size_t len = strlen(request);
     if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
-        write(fd, "detach\n", 7) != 7) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot reach the writer: %s",
-                    g_strerror(errno));
+        write(fd, request, len) != (ssize_t)len) {
+        int saved = errno;
         if (fd >= 0)
             close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* The signal that started a detach (signo 0: --duration did), for telling a repeat of it. */
+typedef struct detach_cause {
+    uint32_t signo, sender;
+    uint64_t at_ms;
+} detach_cause;
+
+/* "detach" on the writer's control socket; waits for its answer: the stream has ended. `say`:
+ * one line on stderr if it takes longer than DETACH_SAY_AFTER_MS, and one when a signal makes it
+ * hurry. A signal meanwhile (`signals`, a signalfd) that is not `cause` said again asks the
+ * writer to "detach now": the collector gives its last snapshot up at once (loss
+ * final-snapshot-missed, reason 3); the recording is still finished whole. */
+static gboolean request_detach(const char *control, int writer_gone_fd, int signals,
+                               const detach_cause *cause, gboolean say, GError **error) {
+    int fd = control_send(control, "detach\n");
+    if (fd < 0) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot reach the writer: %s",
+                    g_strerror(errno));
         return FALSE;
     }
+    int now_fd = -1; /* the "detach now" connection, open until the end: its answer is fd's */
+    gboolean hurried = FALSE, said_again = FALSE, say_slow = say;
     char line[256];
     size_t n = 0;
     uint64_t asked = query_now_ms();
     while (n + 1 < sizeof line) {
-        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = writer_gone_fd, .events = POLLIN}};
-        int r = poll(p, 2, say ? 1000 : -1);
+        struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
+                              {.fd = writer_gone_fd, .events = POLLIN},
+                              {.fd = signals, .events = POLLIN}};
+        int r = poll(p, 3, say_slow ? 1000 : -1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r == 0) {
             if (query_now_ms() - asked >= DETACH_SAY_AFTER_MS) {
                 fprintf(stderr, "heaplens: still detaching after %d s: the collector waits for "
                                 "the last snapshot (10 s at most while it is behind the "
-                                "program's GCs), then the writer stores the rest\n",
+                                "program's GCs; Ctrl-C again: without it), then the writer "
+                                "stores the rest\n",
                         DETACH_SAY_AFTER_MS / 1000);
-                say = FALSE;
+                say_slow = FALSE;
+            }
+            continue;
+        }
+        if (p[2].revents) {
+            struct signalfd_siginfo si;
+            if (read(signals, &si, sizeof si) != (ssize_t)sizeof si)
+                continue;
+            if (cause->signo && si.ssi_signo == cause->signo && si.ssi_pid != 0 &&
+                si.ssi_pid == cause->sender && query_now_ms() - cause->at_ms < SIGNAL_REPEAT_MS)
+                continue; /* the same request twice (coreutils timeout) */
+            if (!hurried) {
+                hurried = TRUE;
+                now_fd = control_send(control, "detach now\n");
+                if (say)
+                    fprintf(stderr, "heaplens: %s during the detach: detaching at once, "
+                                    "without the last snapshot (the recording is finished "
+                                    "whole)\n",
+                            strsignal((int)si.ssi_signo));
+            } else if (say && !said_again) {
+                fprintf(stderr, "heaplens: already detaching at once: the writer stores what "
+                                "the collector sent\n");
+                said_again = TRUE;
             }
             continue;
         }
         if (p[0].revents == 0 && p[1].revents != 0)
             break;
+        if (p[0].revents == 0)
+            continue;
         ssize_t k = read(fd, line + n, 1);
         if (k < 0 && errno == EINTR)
             continue;
@@ -105,11 +178,21 @@ static gboolean request_detach(const char *control, int writer_gone_fd, gboolean
     }
     line[n] = 0;
     close(fd);
+    if (now_fd >= 0)
+        close(now_fd);
     if (strcmp(line, "ok detached") == 0)
         return TRUE;
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "the session did not end cleanly: %s",
                 n ? line : "the writer went away");
     return FALSE;
+}
+
+/* Every way out once the ending signals are blocked. Those still pending asked for an end that
+ * has come (a repeat, a Ctrl-C once the detach was over): let through, they ended heaplens with
+ * 130 before it said what it had recorded (the recording complete all the same). Dropped. */
+static void signals_restore(const sigset_t *ending, const sigset_t *original_mask) {
+    attach_session_signals_discard(ending);
+    sigprocmask(SIG_SETMASK, original_mask, NULL);
 }
 
 gboolean attach_session_run(const attach_options *o, int *status, json_t **summary,
@@ -150,21 +233,18 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
      * and SIGUSR2 end the session too: by default they ended heaplens alone, and the writer
      * recorded on, the collector loaded, until the process exited (a later attach refused). */
     sigset_t ending, original_mask;
-    sigemptyset(&ending);
-    sigaddset(&ending, SIGINT);
-    sigaddset(&ending, SIGTERM);
-    sigaddset(&ending, SIGHUP);
-    sigaddset(&ending, SIGQUIT);
-    sigaddset(&ending, SIGUSR1);
-    sigaddset(&ending, SIGUSR2);
+    attach_session_ending_signals(&ending);
     sigprocmask(SIG_BLOCK, &ending, &original_mask);
     int signals = signalfd(-1, &ending, SFD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN); /* the writer ignores it too */
     int stop_w = -1, gone_r = -1;
     pid_t writer =
         recording_writer_start("attach", output, NULL, &sockets, &stop_w, &gone_r, error);
-    if (writer < 0)
+    if (writer < 0) {
+        close(signals);
+        signals_restore(&ending, &original_mask);
         return FALSE;
+    }
 
     /* The attach itself. */
     g_autofree char *client_data = g_strdup_printf(
@@ -200,7 +280,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
             ;
         recording_sockets_remove(&sockets);
         unlink(output);
-        sigprocmask(SIG_SETMASK, &original_mask, NULL);
+        close(signals);
+        signals_restore(&ending, &original_mask);
         return FALSE;
     }
     uint64_t attached = query_now_ms();
@@ -217,6 +298,7 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     int target = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
     uint64_t deadline = duration ? attached + duration * 1000 : 0;
     gboolean detach = FALSE, exited = FALSE, writer_gone = FALSE;
+    detach_cause cause = {0};
     while (!detach && !exited && !writer_gone) {
         struct pollfd p[3] = {{.fd = signals, .events = POLLIN},
                               {.fd = gone_r, .events = POLLIN},
@@ -231,7 +313,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
             break;
         if (p[0].revents) {
             struct signalfd_siginfo si;
-            (void)!read(signals, &si, sizeof si);
+            if (read(signals, &si, sizeof si) == (ssize_t)sizeof si)
+                cause = (detach_cause){si.ssi_signo, si.ssi_pid, query_now_ms()};
             detach = TRUE;
         }
         writer_gone = p[1].revents != 0;
@@ -244,9 +327,11 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     if (detach && !exited && !writer_gone) {
         if (!quiet && !json)
             fprintf(stderr, "heaplens: detaching from process %ld (last snapshot)...\n", pid);
-        /* Further signals wait: the collector must finish its detach, not be cut off. */
+        /* A further signal gives the last snapshot up, never the recording: the collector
+         * must finish its detach, not be cut off (request_detach). */
         uint64_t detach_started = query_now_ms();
-        clean = request_detach(sockets.control_path, gone_r, !quiet && !json, error);
+        clean = request_detach(sockets.control_path, gone_r, signals, &cause, !quiet && !json,
+                               error);
         detach_ms = query_now_ms() - detach_started;
         /* A long detach is said (its reason, if the last snapshot was given up, is in the
          * summary's note). */
@@ -266,18 +351,20 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     close(gone_r);
     if (target >= 0)
         close(target);
-    close(signals);
     gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
     if (!writer_ok) /* said, and what the writer could not store stored (no exit status) */
         recording_writer_died(output, &sockets, writer_status, FALSE, 0, 0);
     recording_sockets_remove(&sockets);
-    sigprocmask(SIG_SETMASK, &original_mask, NULL);
     if (!clean) {
         query_error_report(*error); /* said now, before the summary */
         g_clear_error(error);
     }
-    if (!writer_ok)
+    /* The ending signals stay blocked until the summary is said (signals_restore). */
+    if (!writer_ok) {
+        close(signals);
+        signals_restore(&ending, &original_mask);
         return TRUE; /* *status 1 */
+    }
     if (exited && !quiet && !json)
         fprintf(stderr, "heaplens: process %ld exited during the session\n", pid);
     recording_summary_options so = {.json = json, .quiet = quiet};
@@ -294,6 +381,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         json_object_set_new(*summary, "process_exited", json_boolean(exited));
         json_object_set_new(*summary, "detach_seconds", json_real(detach_ms / 1000.0));
     }
+    close(signals);
+    signals_restore(&ending, &original_mask);
     *status = clean ? 0 : 1;
     return TRUE;
 }

@@ -81,12 +81,25 @@ static const int forwarded_signals[] = {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR
 
 static volatile sig_atomic_t child_pid;      /* the running program, 0 before and after */
 static volatile sig_atomic_t pending_signal; /* arrived before the program was started */
+/* The program has ended and heaplens waits for its writer to store the rest: 1, a signal is
+ * said and changes nothing (2: --quiet or --json, not said). */
+static volatile sig_atomic_t program_ended;
 
 /* A signal sent to heaplens goes on to the program. One the terminal generated (Ctrl-C, Ctrl-\,
  * hangup: si_code SI_KERNEL) went to the whole foreground process group, the program included,
  * so it is not sent a second time. */
 static void forward_signal(int sig, siginfo_t *info, void *context) {
     (void)context;
+    if (program_ended) {
+        /* Ending heaplens now would not end the writer (it ignores signals and finishes the
+         * recording alone), only lose the summary and the program's exit status (130). */
+        static const char line[] = "heaplens: the program has ended; its recording is being "
+                                   "finished (the summary follows)\n";
+        if (program_ended == 1 && write(STDERR_FILENO, line, sizeof line - 1) < 0) {
+            /* nothing to do in a handler */
+        }
+        return;
+    }
     if (child_pid <= 0)
         pending_signal = sig; /* a Ctrl-C too: the program is not started (record_session_run) */
     else if (!info || info->si_code != SI_KERNEL)
@@ -580,7 +593,9 @@ static gboolean record_session_forwarding(const record_options *options,
         so.program_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         so.program_veto = veto;
     }
-    forwarded_signals_restore(original); /* no program to pass them on to */
+    /* No program to pass signals on to; they wait for the end of the session (forward_signal)
+     * rather than end heaplens while its writer finishes. */
+    program_ended = o.quiet || o.json ? 2 : 1;
 
     /* Tell the writer the program is gone and how it ended, then wait for it to finish. The
      * writer may have died: no SIGPIPE for heaplens (set only now, so that the program was not
@@ -685,6 +700,7 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
     *summary = NULL;
     *exit_status_out = 1;
     pending_signal = 0; /* one of an earlier session that failed before its program started */
+    program_ended = 0;
     /* The program gets the terminal's signals itself (same process group, its own
      * dispositions); the ones sent to heaplens alone are passed on. heaplens stays to finish the
      * recording and exits with the program's status. Caught from the start: a Ctrl-C or SIGTERM
@@ -699,5 +715,6 @@ gboolean record_session_run(const record_options *options, int *exit_status_out,
         sigaction(forwarded_signals[i], &forward, &original[i]);
     gboolean ok = record_session_forwarding(options, original, exit_status_out, summary, error);
     forwarded_signals_restore(original);
+    program_ended = 0;
     return ok;
 }

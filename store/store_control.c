@@ -10,7 +10,9 @@
  *   lost <snapshot> <gc> <why>          a 'requested' snapshot was taken but will not be stored
  *                                       (snapshot 0: the collector dropped it whole)
  *   ok detached                         to "detach\n" (an attach session): the collector was told
- *                                       to end (HL_CMD_DETACH) and its stream has ended
+ *                                       to end (HL_CMD_DETACH) and its stream has ended; and to
+ *                                       "detach now\n" (HL_CMD_DETACH_NOW: the last snapshot not
+ *                                       waited for), which may follow a "detach" under way
  *   error <reason>                      no collector connected yet, the recording has ended,
  *                                       the program ended first, or an unknown request
  * Before the answer, while a 'requested' snapshot's records arrive, a waiting client gets
@@ -58,9 +60,10 @@ struct store_control {
     int listen_fd;
     store_control_phase phase;
     int collector_fd;
-    uint8_t out[2 * sizeof(hl_rec_header)]; /* commands not yet sent to the collector */
+    /* Commands not yet sent to the collector: a snapshot, a detach and a detach now at most. */
+    uint8_t out[3 * sizeof(hl_rec_header)];
     size_t out_len;
-    gboolean detach_sent;
+    gboolean detach_sent, detach_now_sent;
     store_control_client clients[STORE_CONTROL_CLIENTS];
     int n_clients;
 };
@@ -199,23 +202,31 @@ static void store_control_accept(store_control *c)
     }
 }
 
-void store_control_detach(store_control *c)
+/* Queues command `type` once (`*sent`). */
+static void store_control_send_once(store_control *c, uint32_t type, gboolean *sent)
 {
-    if (c == NULL || c->phase != STORE_CONTROL_RECORDING || c->detach_sent ||
+    if (c == NULL || c->phase != STORE_CONTROL_RECORDING || *sent ||
         c->out_len + sizeof(hl_rec_header) > sizeof c->out)
         return;
-    hl_rec_header h = {.type = HL_CMD_DETACH, .size = 0};
+    hl_rec_header h = {.type = type, .size = 0};
     memcpy(c->out + c->out_len, &h, sizeof h);
     c->out_len += sizeof h;
-    c->detach_sent = TRUE;
+    *sent = TRUE;
     store_control_flush(c);
+}
+
+void store_control_detach(store_control *c)
+{
+    if (c != NULL)
+        store_control_send_once(c, HL_CMD_DETACH, &c->detach_sent);
 }
 
 /* A whole request line from client i: act on it. */
 static void store_control_request(store_control *c, int i)
 {
     store_control_client *cl = &c->clients[i];
-    gboolean detach = strcmp(cl->line, "detach") == 0;
+    gboolean detach_now = strcmp(cl->line, "detach now") == 0;
+    gboolean detach = detach_now || strcmp(cl->line, "detach") == 0;
     if (!detach && strcmp(cl->line, "snapshot") != 0) {
         store_control_answer(c, i, "error unknown request\n");
         return;
@@ -233,6 +244,8 @@ static void store_control_request(store_control *c, int i)
     if (detach) {
         /* The attach session's end: answered when the stream has ended ("ok detached"). */
         store_control_detach(c);
+        if (detach_now)
+            store_control_send_once(c, HL_CMD_DETACH_NOW, &c->detach_now_sent);
         cl->detach = TRUE;
     } else if (c->out_len == 0) {
         hl_rec_header h = {.type = HL_CMD_SNAPSHOT, .size = 0};

@@ -493,6 +493,9 @@ enum {
     HL_FINAL_SNAPSHOT_BEHIND = 1,
     /* The forced GC had not even started (ForceGC had not returned). */
     HL_FINAL_SNAPSHOT_NO_GC = 2,
+    /* Given up before its bound: heaplens asked to detach at once (HL_CMD_DETACH_NOW: a second
+     * Ctrl-C to `heaplens attach` during the detach). */
+    HL_FINAL_SNAPSHOT_GIVEN_UP = 3,
 };
 #define HL_RUN_END_V2_SIZE 136u /* counters of version 2, then program_peak_rss_bytes */
 #define HL_RUN_END_V3_SIZE 152u /* counters of version 3 (to 5), then program_peak_rss_bytes */
@@ -611,6 +614,9 @@ enum {
     HL_CMD_SNAPSHOT = 1, /* take a snapshot now: force a full GC and snapshot it */
     HL_CMD_DETACH = 2,   /* attach session: take the last snapshot, end the run (RUN_END) and
                           * detach from the process (ignored by a collector loaded at startup) */
+    HL_CMD_DETACH_NOW = 3, /* as HL_CMD_DETACH, but without waiting for the last snapshot: one
+                            * not yet taken is given up (HL_FINAL_SNAPSHOT_GIVEN_UP); may follow
+                            * HL_CMD_DETACH. A collector without it skips it (an unknown type) */
 };
 
 /* HL_REC_CHECKPOINT: the program marked a moment by writing event 1, Checkpoint(string name),

@@ -214,9 +214,11 @@ static void case_recorder_killed(void)
     }
 }
 
-/* An attach session whose detach gave its last snapshot up: info and the summary line say so,
- * with the figures the collector sent (FINAL_SNAPSHOT_MISSED, stored as counters). */
-static void case_final_snapshot_missed(void)
+/* An attach session whose detach gave its last snapshot up (`m`): info and the summary line of
+ * `file` say each of `words`, with the figures the collector sent (FINAL_SNAPSHOT_MISSED, stored
+ * as counters). */
+static void final_snapshot_missed_says(const char *file, const hl_final_snapshot_missed *m,
+                                       const char *const *words, size_t n_words)
 {
     hl_sb *sb = hl_sb_new();
     hl_run_start rs = {.pid = 79, .mode = HL_MODE_ATTACH, .start_unix_ns = HL_SB_START_UNIX_NS,
@@ -225,19 +227,12 @@ static void case_final_snapshot_missed(void)
     hl_sb_run_start_full(sb, &rs, "dotnet GcLoop.dll", "10.0.12", "heaplens test");
     hl_sb_gc_start(sb, 1, 0, TRUE, 1);
     hl_sb_gc_end(sb, 1, 0);
-    hl_final_snapshot_missed m = {.reason = HL_FINAL_SNAPSHOT_BEHIND, .gcs_behind = 49,
-                                  .waited_ms = 10200, .snapshots_skipped = 48};
-    hl_sb_record(sb, HL_REC_FINAL_SNAPSHOT_MISSED, &m, sizeof m);
+    hl_sb_record(sb, HL_REC_FINAL_SNAPSHOT_MISSED, m, sizeof *m);
     hl_sb_run_end(sb, 1);
-    fixture_write(sb, "missed.db");
-    static const char *const words[] = {
-        "the final snapshot was not taken: after 10.2 s the collector was still 49 GCs behind "
-        "the program's own",
-        "so the session ended without it and 48 snapshots of those GCs were not built",
-    };
-    run_result r = RUN("info", "missed.db");
-    g_autofree char *text = summary_text_new("missed.db");
-    for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
+    fixture_write(sb, file);
+    run_result r = RUN("info", file);
+    g_autofree char *text = summary_text_new(file);
+    for (size_t i = 0; i < n_words; i++)
         if (!strstr(r.out, words[i]) || !text || !strstr(text, words[i])) {
             fprintf(stderr, "info or the summary lacks '%s':\n%s%s", words[i], r.out,
                     text ? text : "");
@@ -337,10 +332,45 @@ static void case_types(void)
     json_decref(j);
 }
 
+static void case_final_snapshot_missed(void)
+{
+    hl_final_snapshot_missed m = {.reason = HL_FINAL_SNAPSHOT_BEHIND, .gcs_behind = 49,
+                                  .waited_ms = 10200, .snapshots_skipped = 48};
+    static const char *const words[] = {
+        "the final snapshot was not taken: after 10.2 s the collector was still 49 GCs behind "
+        "the program's own",
+        "so the session ended without it and 48 snapshots of those GCs were not built",
+    };
+    final_snapshot_missed_says("missed.db", &m, words, G_N_ELEMENTS(words));
+}
+
+/* A second signal to heaplens attach during the detach gave the last snapshot up at once. */
+static void case_final_snapshot_given_up(void)
+{
+    hl_final_snapshot_missed m = {.reason = HL_FINAL_SNAPSHOT_GIVEN_UP, .gcs_behind = 110,
+                                  .waited_ms = 5017, .snapshots_skipped = 109};
+    static const char *const words[] = {
+        "the final snapshot was not taken: a second signal to heaplens attach gave it up after "
+        "5.0 s of waiting (the collector 110 GCs behind the program's own)",
+        "so the session ended without it and 109 snapshots of those GCs were not built",
+    };
+    final_snapshot_missed_says("given_up.db", &m, words, G_N_ELEMENTS(words));
+    /* Asked before the collector began to wait: not "after 0 ns". */
+    hl_final_snapshot_missed at_once = {.reason = HL_FINAL_SNAPSHOT_GIVEN_UP, .gcs_behind = 9,
+                                        .waited_ms = 0, .snapshots_skipped = 8};
+    static const char *const at_once_words[] = {
+        "the final snapshot was not taken: a second signal to heaplens attach gave it up before "
+        "it was waited for (the collector 9 GCs behind the program's own)",
+    };
+    final_snapshot_missed_says("given_up_at_once.db", &at_once, at_once_words,
+                               G_N_ELEMENTS(at_once_words));
+}
+
 static const cli_test_case cases[] = {
     {"types", case_types},
     {"final_snapshot_missed", case_final_snapshot_missed},
     {"snapshots_skipped", case_snapshots_skipped},
+    {"final_snapshot_given_up", case_final_snapshot_given_up},
     {"survived", case_survived},
     {"waits", case_waits},
     {"recorder_killed", case_recorder_killed},

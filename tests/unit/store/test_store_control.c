@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -353,6 +355,120 @@ static void test_control_descendant(void)
     tmp_dir_free(dir);
 }
 
+/* The next command on the collector's connection: its type, or -1 (none within `timeout_ms`). */
+static int collector_read_command(int fd, int timeout_ms)
+{
+    hl_rec_header h;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, timeout_ms) <= 0 || recv(fd, &h, sizeof h, MSG_WAITALL) != (ssize_t)sizeof h ||
+        h.size != 0)
+        return -1;
+    return (int)h.type;
+}
+
+/* The answer line as it came ("(eof)", "(timeout)"); closes `fd`. */
+static char *control_line(int fd, int timeout_ms)
+{
+    GString *s = g_string_new(NULL);
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char c;
+    while (poll(&p, 1, timeout_ms) > 0 && read(fd, &c, 1) == 1) {
+        g_string_append_c(s, c);
+        if (c == '\n')
+            break;
+    }
+    close(fd);
+    if (s->len == 0)
+        g_string_assign(s, "(eof)");
+    return g_string_free(s, FALSE);
+}
+
+/* `heaplens attach`'s second signal during a detach: "detach now" on a connection of its own
+ * while "detach" waits. The collector is told HL_CMD_DETACH once, then HL_CMD_DETACH_NOW once
+ * (a second "detach now" sends nothing more); every client is answered at the stream's end. */
+static gpointer detach_now_script_run(gpointer data)
+{
+    descendant_script *ds = data;
+    control_script *sc = &ds->sc;
+    const char *ctl = sc->control_sock;
+    hl_sb *sb = hl_sb_new();
+    size_t len, sent;
+    hl_sb_run_start(sb, 1, "attached");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_gc_end(sb, 1, 0);
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes, len);
+    sent = len;
+
+    int a = control_send(ctl, "detach\n");
+    SCRIPT_CHECK(sc, collector_read_command(ds->col, SCRIPT_WAIT_MS) == HL_CMD_DETACH);
+    int b = control_send(ctl, "detach now\n");
+    SCRIPT_CHECK(sc, collector_read_command(ds->col, SCRIPT_WAIT_MS) == HL_CMD_DETACH_NOW);
+    int c = control_send(ctl, "detach now\n");
+    SCRIPT_CHECK(sc, collector_read_command(ds->col, 300) == -1); /* nothing more */
+    hl_sb_run_end(sb, 1);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    close(ds->col);
+    SCRIPT_CHECK_STR(sc, control_line(a, SCRIPT_WAIT_MS), "ok detached\n");
+    SCRIPT_CHECK_STR(sc, control_line(b, SCRIPT_WAIT_MS), "ok detached\n");
+    SCRIPT_CHECK_STR(sc, control_line(c, SCRIPT_WAIT_MS), "ok detached\n");
+    write_all(sc->stop_wr, "detached\n", 9);
+    close(sc->stop_wr);
+    hl_sb_free(sb);
+    return NULL;
+}
+
+static void test_control_detach_now(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
+    g_autofree char *path = g_build_filename(dir, "attach.db", NULL);
+    int kfd = listen_unix(ksock);
+    int sv[2], stop[2];
+    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
+
+    descendant_script ds = {.sc = {.control_sock = ksock, .stop_wr = stop[1]}, .col = sv[1]};
+    GThread *t = g_thread_new("script", detach_now_script_run, &ds);
+    store_writer *w = store_writer_create(path, NULL, &error);
+    CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
+    CHECK_NO_ERROR(error);
+    store_summary sum = control_script_end(w, t, &ds.sc);
+    CHECK(sum.complete && sum.gcs == 1);
+    close(sv[0]);
+    close(stop[0]);
+    close(kfd);
+    tmp_dir_free(dir);
+}
+
+/* TRUE once process `pid` has taken every byte written to the pipe whose read end is `read_fd`
+ * (the same number in the child, which inherited it) and waits in read(2) on it again: it has
+ * applied every whole record it was sent, and can do nothing more until more comes. FALSE after
+ * `timeout_ms`. (/proc/PID/syscall names the call a blocked process is in; "running" else.) */
+static gboolean reader_waits_for_more(pid_t pid, int read_fd, int timeout_ms)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%ld/syscall", (long)pid);
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    do {
+        int unread = -1;
+        g_autofree char *text = NULL;
+        long nr = -1;
+        unsigned long fd = 0;
+        if (ioctl(read_fd, FIONREAD, &unread) == 0 && unread == 0 &&
+            g_file_get_contents(path, &text, NULL, NULL) &&
+            sscanf(text, "%ld 0x%lx", &nr, &fd) == 2 && nr == SYS_read &&
+            fd == (unsigned long)read_fd)
+            return TRUE;
+        g_usleep(1000);
+    } while (g_get_monotonic_time() < deadline);
+    return FALSE;
+}
+
 /* A writer killed in the middle of a snapshot's GC (the snapshot's rows written, its GC_END not
  * come): the file opens, the earlier snapshot is whole, nothing of the cut one shows. */
 static void test_killed_mid_snapshot(void)
@@ -388,16 +504,20 @@ static void test_killed_mid_snapshot(void)
         pause(); /* never finishes: killed */
         _exit(0);
     }
-    close(pipefd[0]);
+    /* The read end stays open here too: how much the writer has not read yet (FIONREAD). */
     write_all(pipefd[1], bytes, first);
     /* Wait until GC 1 and its snapshot are committed. */
     CHECK(hl_db_wait_int(path, "SELECT count(*) FROM snapshots", 1) == 1);
     write_all(pipefd[1], bytes + first, len - first); /* snapshot 2, cut short */
-    g_usleep(200000);
+    /* Killed once it has written snapshot 2's rows (at its SNAPSHOT_END, the last record sent)
+     * and waits for GC 2's end: killed before, the test would pass without a half-written
+     * snapshot to leave out. It cannot go further than that: nothing more is sent. */
+    CHECK(reader_waits_for_more(child, pipefd[0], 30000));
     kill(child, SIGKILL);
     int status;
     waitpid(child, &status, 0);
     close(pipefd[1]);
+    close(pipefd[0]);
 
     sqlite3 *db = store_db_open_readonly(path, &error);
     CHECK_NO_ERROR(error);
@@ -554,6 +674,7 @@ static const test_case cases[] = {
     {"disk_full", test_disk_full},
     {"control_snapshot", test_control_snapshot},
     {"control_descendant", test_control_descendant},
+    {"control_detach_now", test_control_detach_now},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"control_refuses_peer", test_control_refuses_peer},
 };

@@ -1,0 +1,53 @@
+/* forcers.c — the ForceGC threads still inside the runtime, by session (forcers.h). */
+#include "collector/forcers.h"
+
+#include <stdatomic.h>
+#include <time.h>
+
+/* The session's generation in the high 32 bits, its threads in the runtime in the low 32. The
+ * one state that outlives hl_session_reset on purpose (as tbufs_epoch does): a thread of an
+ * earlier session may still return after it. */
+static _Atomic uint64_t forcers_word;
+
+#define FORCERS_COUNT(w) ((uint32_t)(w))
+#define FORCERS_GENERATION(w) ((uint32_t)((w) >> 32))
+
+void hl_forcers_session_new(void) {
+    uint64_t w = atomic_load(&forcers_word);
+    /* Only the detach's end or a session's start call this, with no thread of the new session
+     * yet: a leave of an old one racing it fails its compare and changes nothing. */
+    while (!atomic_compare_exchange_weak(&forcers_word, &w,
+                                         (uint64_t)(FORCERS_GENERATION(w) + 1u) << 32))
+        ;
+}
+
+uint32_t hl_forcers_enter(void) {
+    return FORCERS_GENERATION(atomic_fetch_add(&forcers_word, 1));
+}
+
+void hl_forcers_leave(uint32_t generation) {
+    uint64_t w = atomic_load(&forcers_word);
+    while (FORCERS_GENERATION(w) == generation && FORCERS_COUNT(w) > 0 &&
+           !atomic_compare_exchange_weak(&forcers_word, &w, w - 1))
+        ;
+}
+
+uint32_t hl_forcers_in_runtime(void) {
+    return FORCERS_COUNT(atomic_load(&forcers_word));
+}
+
+static uint64_t forcers_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t hl_forcers_wait(uint64_t bound_ns) {
+    uint64_t start = forcers_now_ns();
+    uint32_t left;
+    while ((left = hl_forcers_in_runtime()) > 0 && forcers_now_ns() - start < bound_ns) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return left;
+}

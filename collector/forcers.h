@@ -1,0 +1,39 @@
+/* forcers.h — the ForceGC threads of an attach session still inside the runtime.
+ *
+ * hl_collector_request_snapshot starts a thread of its own for each ForceGC (collector_thread.c),
+ * and a detach must not call RequestProfilerDetach while one of them is in the runtime
+ * (clr-profiler-facts.md §7.5). The detach waits for them, at most a bound: a ForceGC that never
+ * returned kept `heaplens attach` waiting for good. Past the bound the detach goes on, and a
+ * thread that returns later must not count itself off a later session: hl_session_reset zeroes
+ * the profiler, and a decrement there would leave the next session's count at -1 (its final
+ * snapshot never taken, its own detach waiting for good).
+ *
+ * So the count lives here, outside the profiler, with the session's generation in one word: a
+ * thread leaves with the generation it entered in, and a leave of an older generation changes
+ * nothing. Any thread may call these; they take no lock and make no system call.
+ */
+#ifndef HEAPLENS_COLLECTOR_FORCERS_H
+#define HEAPLENS_COLLECTOR_FORCERS_H
+
+#include <stdint.h>
+
+/* A new session: its count starts at 0, whatever threads of earlier ones are still out
+ * (hl_session_reset, and the first session). */
+void hl_forcers_session_new(void);
+
+/* A thread is about to call ForceGC: counted in this session. Returns the generation to give
+ * hl_forcers_leave. */
+uint32_t hl_forcers_enter(void);
+
+/* The thread of `generation` has left the runtime (or never started): counted off if that is
+ * still the session, else nothing. */
+void hl_forcers_leave(uint32_t generation);
+
+/* The threads of this session still in the runtime. */
+uint32_t hl_forcers_in_runtime(void);
+
+/* Waits until none of this session's threads is in the runtime, at most `bound_ns` (checked
+ * every millisecond). Returns how many still are (0: none). */
+uint32_t hl_forcers_wait(uint64_t bound_ns);
+
+#endif /* HEAPLENS_COLLECTOR_FORCERS_H */

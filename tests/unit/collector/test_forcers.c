@@ -1,0 +1,94 @@
+/* test_forcers.c — the ForceGC threads counted by session (collector/forcers.h): a thread that
+ * returns after its session's detach gave its wait up, and after the next session began, must
+ * not count itself off the new session (before: a decrement on the reset profiler left the next
+ * session at -1, its final snapshot never taken and its detach waiting for good). */
+#include "collector/forcers.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);         \
+            failures++;                                                                      \
+        }                                                                                    \
+    } while (0)
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A thread of session `generation` that leaves once told to (a ForceGC returning late). */
+typedef struct late_thread {
+    uint32_t generation;
+    pthread_mutex_t lock;
+    pthread_cond_t go;
+    int told;
+} late_thread;
+
+static void *late_main(void *arg) {
+    late_thread *t = arg;
+    pthread_mutex_lock(&t->lock);
+    while (!t->told)
+        pthread_cond_wait(&t->go, &t->lock);
+    pthread_mutex_unlock(&t->lock);
+    hl_forcers_leave(t->generation);
+    return NULL;
+}
+
+int main(void) {
+    hl_forcers_session_new();
+    CHECK(hl_forcers_in_runtime() == 0);
+    CHECK(hl_forcers_wait(0) == 0);
+
+    /* Session A: two threads in the runtime; one returns, one stays. */
+    uint32_t a1 = hl_forcers_enter(), a2 = hl_forcers_enter();
+    CHECK(a1 == a2);
+    CHECK(hl_forcers_in_runtime() == 2);
+    hl_forcers_leave(a1);
+    CHECK(hl_forcers_in_runtime() == 1);
+    /* The detach's wait is bounded: it gives up and says one is left. */
+    uint64_t t0 = now_ns();
+    CHECK(hl_forcers_wait(50u * 1000000u) == 1);
+    uint64_t waited = now_ns() - t0;
+    CHECK(waited >= 50u * 1000000u && waited < 5000u * 1000000u);
+
+    late_thread late = {.generation = a2, .lock = PTHREAD_MUTEX_INITIALIZER,
+                        .go = PTHREAD_COND_INITIALIZER};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, late_main, &late) == 0);
+
+    /* The profiler is reset; session B starts with one thread of its own in the runtime. */
+    hl_forcers_session_new();
+    CHECK(hl_forcers_in_runtime() == 0);
+    uint32_t b1 = hl_forcers_enter();
+    CHECK(b1 != a2);
+    CHECK(hl_forcers_in_runtime() == 1);
+
+    /* A's late thread returns now: B's count is untouched. */
+    pthread_mutex_lock(&late.lock);
+    late.told = 1;
+    pthread_cond_signal(&late.go);
+    pthread_mutex_unlock(&late.lock);
+    pthread_join(thread, NULL);
+    CHECK(hl_forcers_in_runtime() == 1);
+    hl_forcers_leave(a2); /* said twice: still nothing */
+    CHECK(hl_forcers_in_runtime() == 1);
+
+    /* B's own thread leaves: its detach's wait ends at once, and the count never goes below 0. */
+    hl_forcers_leave(b1);
+    CHECK(hl_forcers_in_runtime() == 0);
+    CHECK(hl_forcers_wait(5000u * 1000000u) == 0);
+    hl_forcers_leave(b1);
+    CHECK(hl_forcers_in_runtime() == 0);
+
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}
