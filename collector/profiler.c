@@ -568,6 +568,8 @@ static HRESULT session_start(hl_profiler *p, IUnknown *info_unknown, const sessi
         return CORPROF_E_PROFILER_CANCEL_ACTIVATION;
     /* `heaplens` checked the text; anything else gets the default (induced) */
     hl_snapshot_policy_parse(cfg->snapshot_policy, &p->policy, NULL, 0);
+    const char *walks_bound = getenv("HEAPLENS_SNAPSHOT_WALKS_BOUND");
+    p->policy.walks_unbounded = walks_bound && strcmp(walks_bound, "off") == 0;
     p->empty = cfg->empty;
     p->attach = cfg->mode == HL_MODE_ATTACH;
 

@@ -53,6 +53,7 @@ typedef struct hl_snapshot_policy {
     uint64_t every_ns;         /* every:Ns; 0 = off */
     uint32_t max_snapshots;    /* 0 = no cap */
     uint64_t min_interval_ns;
+    bool walks_unbounded;      /* HEAPLENS_SNAPSHOT_WALKS_BOUND=off (tests): no bound below */
 } hl_snapshot_policy;
 
 /* The snapshots a policy takes at a GC's start (induced, gen2, every:N) wait for none: a program
@@ -65,7 +66,10 @@ typedef struct hl_snapshot_policy {
  * walks of W bytes the collector then holds at most this bound + W of them: the one a GC takes
  * just under the bound. Explicit requests (`heaplens snapshot PID`, the final snapshot of an
  * attach) and the triggers (one pending at a time already) are not bounded by it. The bound,
- * HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (64 MiB), is in wire/hl_wire.h: the note says it. */
+ * HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (64 MiB), is in wire/hl_wire.h: the note says it. Tests of a
+ * collector that has fallen behind (the end of an attach session on a GC.Collect loop) switch it
+ * off with HEAPLENS_SNAPSHOT_WALKS_BOUND=off in the program's environment: off, nothing is
+ * skipped, so the note's 64 MiB is always the bound that held. */
 
 /* What a GC's start tells the policy (on its GC thread). */
 typedef struct hl_snapshot_gc_start {

@@ -208,10 +208,13 @@ def main():
     a, checks, log = e2elib.begin(ap)
     # HEAPLENS_STATS=1: the collector says "heaplens: detached: ..." once the runtime has
     # unloaded it; the next attach waits for that (before it the runtime refuses a profiler).
+    # HEAPLENS_SNAPSHOT_WALKS_BOUND=off: session 1's collector must fall behind, as it did before
+    # the walks held were bounded (collector/snapshot_policy.h), for its detach to be slow.
     prog = subprocess.Popen(e2elib.program(a.dotnet, a.dll) + [str(a.objects)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, bufsize=1,
-                            env=dict(os.environ, HEAPLENS_STATS="1"))
+                            env=dict(os.environ, HEAPLENS_STATS="1",
+                                     HEAPLENS_SNAPSHOT_WALKS_BOUND="off"))
     err, err_cv = [], threading.Condition()
     threading.Thread(target=lines_reader, args=(prog.stderr, err, err_cv), daemon=True).start()
 

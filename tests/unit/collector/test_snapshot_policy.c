@@ -197,6 +197,10 @@ static void test_at_gc(void) {
     g.walks_held_bytes = 5 * bound;
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
     CHECK(skipped);
+    p.walks_unbounded = true; /* HEAPLENS_SNAPSHOT_WALKS_BOUND=off: taken, nothing skipped */
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    CHECK(!skipped);
+    p.walks_unbounded = false;
     /* A GC the policy does not want is no skip. */
     g.induced = false;
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
