@@ -257,7 +257,8 @@ static const struct {
     {"writer_finish_ns", "the writer's time from the end of the run to its last commit"},
     {"writer_run_cpu_ns", "the writer's CPU time while the program ran"},
     {"writer_finish_cpu_ns", "the writer's CPU time after the end of the run (finishing)"},
-    {"collector_exit_wait_ns", "how long the program's exit waited for the collector"},
+    {"collector_exit_wait_ns", "how long the program's exit waited for the collector "
+                               "(attach: its last step at the detach; the program ran on)"},
     {"program_gcs", "GCs the program ran while recorded (the collector's count at its end)"},
     {"writer_signal", "the signal that killed the writer: GCs after the last stored are missing"},
     {"final_snapshot_missed",

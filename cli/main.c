@@ -115,7 +115,8 @@ static const query_command commands[] = {
         .name = "attach",
         .handler = cmd_attach,
         .summary = "attach to a running .NET process, record it for a while, and detach",
-        .usage = "usage: heaplens attach PID [-o FILE] [--duration SECONDS] [--snapshot POLICY]\n"
+        .usage = "usage: heaplens attach PID [-o FILE] [--duration SECONDS] [--snapshot POLICY]...\n"
+                 "                       [--max-snapshots N] [--snapshot-interval S]\n"
                  "                       [--no-strings] [--stacks on|off] [--census on|off]\n"
                  "                       [--timeout SECONDS] [--count PATTERN]...\n"
                  "                       [--force] [-q] [--json]\n"

@@ -75,7 +75,16 @@ static bool size_parse(const char *s, const char *end, uint64_t *out) {
     return true;
 }
 
-static bool item_parse(const char *s, const char *end, hl_snapshot_policy *p, bool *none) {
+/* False, with what the item's key takes (its message) in `range`. */
+static bool out_of_range(const char **range, const char *what) {
+    *range = what;
+    return false;
+}
+
+/* Parses one item. False when it is none; then `range` is what its key takes, when the key is one
+ * and its value is not (so that `limit:200` is told 1 to 100, not the list of policies). */
+static bool item_parse(const char *s, const char *end, hl_snapshot_policy *p, bool *none,
+                       const char **range) {
     size_t len = (size_t)(end - s);
     const char *colon = memchr(s, ':', len);
     const char *v = colon ? colon + 1 : end;
@@ -96,39 +105,39 @@ static bool item_parse(const char *s, const char *end, hl_snapshot_policy *p, bo
     if (KEY("every")) {
         if (end > v && end[-1] == 's') {
             if (!number_parse(v, end - 1, 366ull * 86400, &n))
-                return false;
+                return out_of_range(range, "every:Ns takes 1 to 31,622,400 seconds (a year)");
             p->every_ns = n * NS_PER_S;
         } else {
             if (!number_parse(v, end, 1000000, &n))
-                return false;
+                return out_of_range(range, "every:N takes 1 to 1,000,000 GCs (every:Ns seconds)");
             p->every_gcs = (uint32_t)n;
         }
     } else if (KEY("gen2-growth")) {
         if (!number_parse(v, end, 100000, &n))
-            return false;
+            return out_of_range(range, "gen2-growth:PCT takes 1 to 100,000 (percent)");
         p->gen2_growth_pct = (uint32_t)n;
     } else if (KEY("heap")) {
         if (!size_parse(v, end, &n))
-            return false;
+            return out_of_range(range, "heap:SIZE takes bytes, or K, M, G (512M, 2G)");
         p->heap_bytes = n;
     } else if (KEY("limit")) {
         if (!number_parse(v, end, 100, &n))
-            return false;
+            return out_of_range(range, "limit:PCT takes 1 to 100 (percent of the memory limit)");
         p->limit_pct = (uint32_t)n;
     } else if (KEY("pause")) {
         if (!number_parse(v, end, 3600000, &n))
-            return false;
+            return out_of_range(range, "pause:MS takes 1 to 3,600,000 (milliseconds)");
         p->pause_ns = n * NS_PER_MS;
     } else if (KEY("max-snapshots")) {
         if (!number_parse(v, end, 1000000, &n))
-            return false;
+            return out_of_range(range, "max-snapshots:N takes 1 to 1,000,000");
         p->max_snapshots = (uint32_t)n;
     } else if (KEY("min-interval")) {
         /* 0 is allowed here: no minimum */
         if (v + 1 == end && *v == '0')
             n = 0;
         else if (!number_parse(v, end, 366ull * 86400, &n))
-            return false;
+            return out_of_range(range, "min-interval:S takes 0 to 31,622,400 (seconds)");
         p->min_interval_ns = n * NS_PER_S;
     } else {
         return false;
@@ -149,8 +158,12 @@ bool hl_snapshot_policy_parse(const char *text, hl_snapshot_policy *out, char *w
         const char *end = strchr(s, ',');
         if (!end)
             end = s + strlen(s);
-        if (!item_parse(s, end, &p, &none)) {
-            if (why)
+        const char *range = NULL;
+        if (!item_parse(s, end, &p, &none, &range)) {
+            if (why && range)
+                snprintf(why, why_len, "'%.*s' is no snapshot policy: %s", (int)(end - s), s,
+                         range);
+            else if (why)
                 snprintf(why, why_len,
                          "'%.*s' is no snapshot policy: induced, gen2, every:N (every Nth GC), "
                          "every:Ns (every N seconds), gen2-growth:PCT, heap:SIZE (K, M, G), "

@@ -65,7 +65,15 @@ static void test_parse(void) {
         CHECK(p.induced && !hl_snapshot_policy_triggers(&p)); /* the default on failure */
     }
     CHECK(hl_snapshot_policy_parse("pause:x", &p, why, sizeof why) == false);
-    CHECK(strstr(why, "'pause:x' is no snapshot policy") != NULL);
+    CHECK(strstr(why, "'pause:x' is no snapshot policy: pause:MS takes 1 to 3,600,000") != NULL);
+    /* A known key with a value out of its range is told the range, not the list of policies. */
+    CHECK(hl_snapshot_policy_parse("gen2,limit:200", &p, why, sizeof why) == false);
+    CHECK(strcmp(why, "'limit:200' is no snapshot policy: limit:PCT takes 1 to 100 (percent of "
+                      "the memory limit)") == 0);
+    CHECK(hl_snapshot_policy_parse("every:0", &p, why, sizeof why) == false);
+    CHECK(strstr(why, "every:N takes 1 to 1,000,000 GCs") != NULL);
+    CHECK(hl_snapshot_policy_parse("bogus:3", &p, why, sizeof why) == false);
+    CHECK(strstr(why, "'bogus:3' is no snapshot policy: induced, gen2, every:N") != NULL);
 }
 
 static uint32_t gc_after(hl_trigger_state *s, const hl_snapshot_policy *p, uint32_t gc,
