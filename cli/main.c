@@ -104,7 +104,8 @@ static const query_command commands[] = {
                  "                       runtime's native code, in dynamic methods; which\n"
                  "                       generic instantiation allocated at a shared site\n"
                  "  --force              replace FILE if it exists (and the descendants' files),\n"
-                 "                       never one still being recorded\n"
+                 "                       never one still being recorded; kept if the new one\n"
+                 "                       cannot be created\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON, on one line: the last of\n"
                  "                       standard output, which the program shares (a line of\n"
@@ -172,7 +173,9 @@ static const query_command commands[] = {
                  "                       collector loaded (dormant, its memory given back)\n"
                  "                       until the process exits; a later 'heaplens attach'\n"
                  "                       reaches it over its own socket\n"
-                 "  --force              replace FILE if it exists, never one still being recorded\n"
+                 "  --force              replace FILE if it exists, never one still being\n"
+                 "                       recorded; kept if the new one cannot be created or the\n"
+                 "                       attach fails\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },

@@ -214,8 +214,8 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     if (!recording_settings_check("attach", target_env, whose, error))
         return FALSE;
     g_autofree char *named = o->output ? g_strdup(o->output) : default_output((pid_t)pid);
-    g_autofree char *output = NULL;
-    if (!recording_output_prepare(named, o->force, &output, error))
+    g_autofree char *output = NULL, *aside = NULL;
+    if (!recording_output_prepare(named, o->force, &output, &aside, error))
         return FALSE;
     /* A process already under `heaplens record` or `attach` has a session file: say so now. */
     query_session existing;
@@ -223,12 +223,15 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         query_session_clear(&existing);
         g_autofree char *why = attach_ipc_refusal((pid_t)pid, ATTACH_E_PROFILER_ALREADY_ACTIVE, 0);
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s", why);
+        recording_output_kept(aside, output, error); /* --force: the old one goes back */
         return FALSE;
     }
 
     recording_sockets sockets;
-    if (!recording_sockets_create(&sockets, error))
+    if (!recording_sockets_create(&sockets, error)) {
+        recording_output_kept(aside, output, error);
         return FALSE;
+    }
     /* Signals wait in a signalfd from now on: the writer ignores them itself. SIGQUIT, SIGUSR1
      * and SIGUSR2 end the session too: by default they ended heaplens alone, and the writer
      * recorded on, the collector loaded, until the process exited (a later attach refused). */
@@ -243,6 +246,7 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
     if (writer < 0) {
         close(signals);
         signals_restore(&ending, &original_mask);
+        recording_output_kept(aside, output, error);
         return FALSE;
     }
 
@@ -279,11 +283,16 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         while (waitpid(writer, NULL, 0) < 0 && errno == EINTR)
             ;
         recording_sockets_remove(&sockets);
-        unlink(output);
+        /* an attach refused keeps no database: with --force the old one goes back */
+        if (aside)
+            recording_output_kept(aside, output, error);
+        else
+            unlink(output);
         close(signals);
         signals_restore(&ending, &original_mask);
         return FALSE;
     }
+    recording_output_replaced(aside);
     uint64_t attached = query_now_ms();
     g_autoptr(GError) session_error = NULL;
     if (!query_session_write((pid_t)pid, sockets.control_path, output, &session_error))

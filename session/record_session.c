@@ -267,10 +267,15 @@ typedef struct child_writer {
 
 /* The writer of one descendant's connection: its own database, control socket and session
  * file. Runs in a process of its own (forked by children_main). */
-static G_NORETURN void child_writer_main(const char *path, pid_t pid, int conn,
-                                         const char *control_path, int control_fd, int stop_fd) {
+static G_NORETURN void child_writer_main(const char *path, const char *aside, pid_t pid,
+                                         int conn, const char *control_path, int control_fd,
+                                         int stop_fd) {
     g_autoptr(GError) error = NULL;
     store_writer *w = store_writer_create(path, NULL, &error); /* RUN_START has the command */
+    if (!w)
+        recording_output_kept(aside, path, &error); /* --force: the old one goes back */
+    else
+        recording_output_replaced(aside);
     if (!w) {
         fprintf(stderr, "heaplens: cannot record pid %ld to %s: %s\n", (long)pid, path,
                 error->message);
@@ -318,9 +323,9 @@ static void children_accept(const record_options *o, const char *output, const c
         return;
     }
     g_autofree char *named = child_output(output, cred.pid);
-    g_autofree char *path = NULL;
+    g_autofree char *path = NULL, *aside = NULL;
     g_autoptr(GError) error = NULL;
-    if (!recording_output_prepare(named, o->force, &path, &error)) {
+    if (!recording_output_prepare(named, o->force, &path, &aside, &error)) {
         fprintf(stderr, "heaplens: not recording pid %ld: %s\n", (long)cred.pid, error->message);
         close(conn);
         return;
@@ -329,20 +334,24 @@ static void children_accept(const record_options *o, const char *output, const c
     int control_fd = recording_socket_listen(control_path, NULL); /* without it: no heaplens snapshot */
     fflush(NULL);
     pid_t writer = fork();
+    int fork_errno = errno;
     if (writer == 0) {
         for (size_t i = 0; i < n_close; i++)
             close(close_in_writer[i]);
-        child_writer_main(path, cred.pid, conn, control_path, control_fd, stop_fd);
+        child_writer_main(path, aside, cred.pid, conn, control_path, control_fd, stop_fd);
     }
     close(conn);
     if (control_fd >= 0)
         close(control_fd);
     if (writer < 0) {
-        fprintf(stderr, "heaplens: not recording pid %ld: fork: %s\n", (long)cred.pid,
-                g_strerror(errno));
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_IO, "fork: %s", g_strerror(fork_errno));
         if (control_fd >= 0)
             unlink(control_path);
-        unlink(path);
+        if (aside)
+            recording_output_kept(aside, path, &error); /* --force: the old one goes back */
+        else
+            unlink(path);
+        fprintf(stderr, "heaplens: not recording pid %ld: %s\n", (long)cred.pid, error->message);
         return;
     }
     child_writer c = {.pid = cred.pid, .writer = writer, .path = g_steal_pointer(&path)};
@@ -490,24 +499,24 @@ static gboolean record_session_forwarding(const record_options *options,
     if (!collector || !program_check(o.program[0], error))
         return FALSE;
     g_autofree char *named = o.output ? g_strdup(o.output) : default_output(o.program[0]);
-    g_autofree char *output = NULL;
-    if (!recording_output_prepare(named, o.force, &output, error))
-        return FALSE;
-    /* a descendant's database adds ".PID" to the name (child_output; pid_max is 4194304) */
-    if (o.children && !recording_output_name_fits("cannot record to", output, strlen(".4194304"),
-                                                   error))
+    g_autofree char *output = NULL, *aside = NULL;
+    if (!recording_output_prepare(named, o.force, &output, &aside, error))
         return FALSE;
     g_autofree char *command = g_strjoinv(" ", o.program);
     recording_summary_options so = {.json = o.json, .quiet = o.quiet, .whose = o.children != NULL};
-
     recording_sockets sockets;
-    if (!recording_sockets_create(&sockets, error))
-        return FALSE;
     int writer_stop = -1;
-    pid_t writer =
-        recording_writer_start("record", output, command, &sockets, &writer_stop, NULL, error);
-    if (writer < 0)
+    pid_t writer = -1;
+    /* a descendant's database adds ".PID" to the name (child_output; pid_max is 4194304) */
+    if ((o.children && !recording_output_name_fits("cannot record to", output,
+                                                    strlen(".4194304"), error)) ||
+        !recording_sockets_create(&sockets, error) ||
+        (writer = recording_writer_start("record", output, command, &sockets, &writer_stop, NULL,
+                                         error)) < 0) {
+        recording_output_kept(aside, output, error); /* --force: the old one goes back */
         return FALSE;
+    }
+    recording_output_replaced(aside);
     int exit_status = 1;
 
     pid_t children = -1;

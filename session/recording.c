@@ -1067,8 +1067,9 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
 }
 
 /* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
- * of a killed writer must never be taken into a new recording, so --force removes the whole set
- * and without it any member of the set means "exists"; a set some process still has open (a
+ * of a killed writer must never be taken into a new recording, so --force replaces the whole set
+ * (moved aside until the new database exists, put back if it never does: output_aside_name) and
+ * without it any member of the set means "exists"; a set some process still has open (a
  * recording in progress) is never removed: its writer would go on into a file nobody can reach.
  * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
@@ -1093,11 +1094,42 @@ gboolean recording_output_name_fits(const char *refused, const char *path, size_
     return FALSE;
 }
 
+/* Where --force moves FILE's set aside (`path`: the set's FILE, resolved): a hidden name beside
+ * it, no recording's, so that a rename never crosses a file system; NULL for "-". */
+static char *output_aside_name(const char *path) {
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    g_autofree char *hidden = g_strdup_printf(".%s.heaplens-replaced-%ld", base, (long)getpid());
+    return g_build_filename(dir, hidden, NULL);
+}
+
+/* Renames each member of the set `from` that exists to the same member of `to`; on a failure,
+ * the members already renamed go back and errno is the failure's. */
+static gboolean output_set_rename(const char *from, const char *to, size_t *failed) {
+    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
+        g_autofree char *a = g_strconcat(from, recording_db_suffixes[i], NULL);
+        g_autofree char *b = g_strconcat(to, recording_db_suffixes[i], NULL);
+        if (rename(a, b) == 0 || errno == ENOENT)
+            continue;
+        int saved = errno;
+        for (size_t j = 0; j < i; j++) {
+            g_autofree char *back_a = g_strconcat(from, recording_db_suffixes[j], NULL);
+            g_autofree char *back_b = g_strconcat(to, recording_db_suffixes[j], NULL);
+            rename(back_b, back_a);
+        }
+        *failed = i;
+        errno = saved;
+        return FALSE;
+    }
+    return TRUE;
+}
+
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
-                               GError **error) {
+                                  char **aside, GError **error) {
     const char *const *suffixes = recording_db_suffixes;
     struct stat st;
     *resolved = NULL;
+    *aside = NULL;
     if (strcmp(output, "-") == 0) { /* stdout to every other output: never a file named "-" */
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                     "cannot record to -: a database is a file, not standard output (name one "
@@ -1129,26 +1161,76 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
+    gboolean exists = FALSE;
     for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
-        if (force && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (lstat(path, &st) != 0)
+            continue;
+        exists = TRUE;
+        if (force && !S_ISREG(st.st_mode)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                         "cannot replace %s: it is not a regular file", path);
             return FALSE;
         }
-        if (force && unlink(path) != 0 && errno != ENOENT) {
-            g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s: %s", path,
-                        g_strerror(errno));
-            return FALSE;
-        }
-        if (!force && lstat(path, &st) == 0) {
+        if (!force) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                         "%s already exists; choose another name with -o, or --force to replace it",
                         path);
             return FALSE;
         }
     }
+    if (!exists)
+        return TRUE;
+    /* --force moves the old set aside rather than removing it: a new database that cannot be
+     * created (a full disk, `ulimit -f`, a read-only directory) must not cost the old one.
+     * recording_output_replaced drops it once the new one exists, recording_output_kept puts it
+     * back when the session fails before. */
+    g_autofree char *hidden = output_aside_name(*resolved);
+    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
+        g_autofree char *path = g_strconcat(hidden, suffixes[i], NULL);
+        if (lstat(path, &st) == 0) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "cannot replace %s: %s exists (an old recording a killed heaplens set "
+                        "aside: rename it back or remove it)", output, path);
+            return FALSE;
+        }
+    }
+    size_t failed = 0;
+    if (!output_set_rename(*resolved, hidden, &failed)) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s%s: %s", *resolved,
+                    suffixes[failed], g_strerror(errno));
+        return FALSE;
+    }
+    *aside = g_steal_pointer(&hidden);
     return TRUE;
+}
+
+void recording_output_replaced(const char *aside) {
+    for (size_t i = 0; aside && i < RECORDING_DB_FILES; i++) {
+        g_autofree char *path = g_strconcat(aside, recording_db_suffixes[i], NULL);
+        unlink(path);
+    }
+}
+
+gboolean recording_output_kept(const char *aside, const char *output, GError **error) {
+    if (!aside)
+        return FALSE;
+    /* what the failed session created in its place goes first: a -wal of the new database
+     * beside the old one would be taken into it */
+    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
+        g_autofree char *path = g_strconcat(output, recording_db_suffixes[i], NULL);
+        unlink(path);
+    }
+    size_t failed = 0;
+    gboolean back = output_set_rename(aside, output, &failed);
+    if (!error || !*error)
+        return back;
+    char *message = back ? g_strdup_printf("%s (the old recording was kept)", (*error)->message)
+                         : g_strdup_printf("%s (the old recording could not be put back: it is "
+                                           "%s, to rename back)", (*error)->message, aside);
+    g_free((*error)->message);
+    (*error)->message = message;
+    return back;
 }
 
 

@@ -129,9 +129,19 @@ extern const char *const recording_db_suffixes[RECORDING_DB_FILES];
  * --children's ".PID"). `record` and `import` refuse such a name before they start. */
 gboolean recording_output_name_fits(const char *refused, const char *path, size_t extra,
                                     GError **error);
-/* Checks FILE may be created (--force: replaces the whole SQLite set); *resolved: where. */
+/* Checks FILE may be created; *resolved: where. --force replaces the whole SQLite set: it is
+ * renamed aside (*aside: where, hidden beside it; NULL when there was none), never removed until
+ * the new database exists (recording_output_replaced), and put back when the session fails
+ * before (recording_output_kept). */
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
-                                  GError **error);
+                                  char **aside, GError **error);
+/* The new database exists: the old set at `aside` (NULL: none) is removed. */
+void recording_output_replaced(const char *aside);
+/* The session failed (*error set) before the new database at `output` existed, or with one that
+ * is not kept: what it created there is removed and the old set at `aside` goes back; *error's
+ * message then says the old recording was kept (or where it is, when it could not go back).
+ * Does nothing when `aside` is NULL. */
+gboolean recording_output_kept(const char *aside, const char *output, GError **error);
 /* FALSE (and why, after `refused`: "cannot record to") when `output` is named as SQLite names
  * another database's files, DB-wal, DB-shm or DB-journal beside an existing file DB: SQLite
  * would take the new database for DB's (a hot journal, a WAL or its index) at DB's next open

@@ -267,6 +267,21 @@ wait $live; check "the recording in progress ends" 0 $? live.err ""
 "$hl" info live.db --json >info.json 2>/dev/null && grep -q 'echo ready' info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the recording in progress was not kept"; cat info.json; }
 "$hl" record --force -q -o live.db -- true 2>err; check "--force once it has ended" 0 $? err ""
 
+# --force moves the old set aside until the new database exists: when it cannot be created (here
+# a file-size limit kills the writer's first write; a full disk likewise) the old recording is
+# put back whole, its SQLite files too, and the one line says so; nothing set aside is left.
+"$hl" record -q -o keep.db -- echo old-recording >/dev/null 2>err; check "a recording to keep" 0 $? err ""
+printf 'not a real log' >keep.db-wal
+cp keep.db keep.copy && cp keep.db-wal wal.copy
+(ulimit -f 1; "$hl" record --force -q -o keep.db -- echo new-recording) >/dev/null 2>err
+check "--force when the new database cannot be created" 1 $? err "^heaplens: cannot record to .*keep\.db: .*\(the old recording was kept\)$"
+cmp -s keep.db keep.copy && cmp -s keep.db-wal wal.copy && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --force lost the old recording"; ls -la; }
+ls -A | grep -q heaplens-replaced && { fail=$((fail + 1)); echo "FAIL a set aside was left"; ls -A; } || pass=$((pass + 1))
+rm -f keep.db-wal
+"$hl" record --force -q -o keep.db -- echo new-recording >/dev/null 2>err; check "--force replaces it" 0 $? err ""
+"$hl" info keep.db --json >info.json 2>/dev/null && grep -q new-recording info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --force did not replace the old recording"; cat info.json; }
+ls -A | grep -q heaplens-replaced && { fail=$((fail + 1)); echo "FAIL the old set was left aside"; ls -A; } || pass=$((pass + 1))
+
 # SIGUSR1 and SIGUSR2 sent to heaplens alone go on to the program, as SIGTERM does: by default
 # they ended heaplens and left the program running, its exit status lost. The program traps
 # them and exits with a status of its own.
