@@ -272,15 +272,13 @@ static G_NORETURN void child_writer_main(const char *path, const char *aside, pi
                                          int stop_fd) {
     g_autoptr(GError) error = NULL;
     store_writer *w = store_writer_create(path, NULL, &error); /* RUN_START has the command */
-    if (!w)
-        recording_output_kept(aside, path, &error); /* --force: the old one goes back */
-    else
-        recording_output_replaced(aside);
     if (!w) {
+        recording_output_kept(aside, path, &error); /* --force: the old one goes back */
         fprintf(stderr, "heaplens: cannot record pid %ld to %s: %s\n", (long)pid, path,
                 error->message);
         _exit(1);
     }
+    recording_output_replaced(aside);
     recording_output_id id; /* as the program's writer keeps it (recording_writer_start) */
     recording_output_id_take(path, &id);
     gboolean session = control_fd >= 0 && query_session_write(pid, control_path, path, NULL);
