@@ -270,7 +270,7 @@ static const struct {
     {"snapshots_skipped", "snapshots of those GCs not built, so that the detach ended"},
     {"snapshots_skipped_queued",
      "snapshots a --snapshot policy was due to take at a GC and did not: the collector still "
-     "held 64 MiB of earlier snapshots not yet applied (a memory bound)"},
+     "held 4 or more earlier snapshots, 64 MiB or more, not yet applied (a memory bound)"},
 };
 
 static const char *info_counter_words_get(const char *name)

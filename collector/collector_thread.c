@@ -1022,11 +1022,12 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
      * (snapshot_policy.h), and the policies' snapshots that bound cost. */
     fprintf(stderr,
             "heaplens: captures: held_peak_bytes=%llu walks_held_peak_bytes=%llu "
-            "walks_held_max_bytes=%llu snapshots_skipped_queued=%llu "
-            "collector_heap_peak_bytes=%llu\n",
+            "walks_held_max_bytes=%llu snapshots_held_peak=%llu snapshots_held_max=%u "
+            "snapshots_skipped_queued=%llu collector_heap_peak_bytes=%llu\n",
             (unsigned long long)atomic_load(&p->gcs.held_peak_bytes),
             (unsigned long long)atomic_load(&p->gcs.walks_held_peak_bytes),
             (unsigned long long)HL_SNAPSHOT_WALKS_HELD_MAX_BYTES,
+            (unsigned long long)atomic_load(&p->gcs.snapshots_held_peak), HL_SNAPSHOTS_HELD_MAX,
             (unsigned long long)atomic_load(&p->gcs.snapshots_skipped),
             (unsigned long long)hl_mem_stats_get().heap_peak_bytes);
     if (p->gcs.discover)

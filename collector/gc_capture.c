@@ -162,6 +162,7 @@ void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collec
     }
     c->snapshot_trigger =
         snapshot_policy(policy_ctx, c->gc, c->generation, reason,
+                        (uint32_t)atomic_load_explicit(&q->snapshots_held, memory_order_relaxed),
                         atomic_load_explicit(&q->walks_held_bytes, memory_order_relaxed),
                         &c->snapshot_skipped);
     if (c->snapshot_skipped)
@@ -458,6 +459,10 @@ static void held_add(hl_gc_queue *q, hl_gc_capture *c) {
                atomic_fetch_add_explicit(&q->walks_held_bytes, c->walk_held_bytes,
                                          memory_order_relaxed) +
                    c->walk_held_bytes);
+    c->snapshot_held = c->snapshot_trigger != 0;
+    if (c->snapshot_held)
+        peak_raise(&q->snapshots_held_peak,
+                   atomic_fetch_add_explicit(&q->snapshots_held, 1, memory_order_relaxed) + 1);
 }
 
 void hl_gc_on_finished(hl_gc_queue *q, ICorProfilerInfo *info) {
@@ -592,6 +597,8 @@ void hl_gc_pop(hl_gc_queue *q) {
     if (c) {
         atomic_fetch_sub_explicit(&q->held_bytes, c->held_bytes, memory_order_relaxed);
         atomic_fetch_sub_explicit(&q->walks_held_bytes, c->walk_held_bytes, memory_order_relaxed);
+        if (c->snapshot_held)
+            atomic_fetch_sub_explicit(&q->snapshots_held, 1, memory_order_relaxed);
     }
     capture_free(c);
     q->ring[r % HL_GC_QUEUE] = NULL;

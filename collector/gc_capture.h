@@ -125,8 +125,9 @@ typedef struct hl_gc_capture {
      * a sequence of hl_walk_object, each followed by its `n_refs` ObjectIDs and their slots'
      * offsets (hl_walk_object_bytes). */
     uint32_t snapshot_trigger; /* HL_SNAPSHOT_*, 0 = no snapshot at this GC */
-    bool snapshot_skipped;   /* a policy's snapshot was due and not taken: the walks held had
-                              * reached their bound (HL_SNAPSHOT_WALKS_HELD_MAX_BYTES) */
+    bool snapshot_skipped;   /* a policy's snapshot was due and not taken: the snapshots held
+                              * had reached their bound (snapshot_policy.h) */
+    bool snapshot_held;      /* counted into the queue's snapshots_held (held_add) */
     /* What this capture holds once finished (its buffers' bytes, and of them its snapshot's
      * walk, strings and collections): added to the queue's figures at hl_gc_on_finished, taken
      * off at hl_gc_pop. */
@@ -202,6 +203,7 @@ typedef struct hl_gc_queue {
      * taken for that bound (HEAPLENS_STATS=1: "heaplens: captures:"). */
     atomic_uint_fast64_t held_bytes, held_peak_bytes;
     atomic_uint_fast64_t walks_held_bytes, walks_held_peak_bytes;
+    atomic_uint_fast64_t snapshots_held, snapshots_held_peak;
     atomic_uint_fast64_t snapshots_skipped;
     /* The runtime's GCStart events (its reason) are matched to GCs by count: the first one
      * fixes the difference between the runtime's count and our ordinal (0 when recording from
@@ -237,11 +239,11 @@ void hl_gc_queue_init(hl_gc_queue *q);
 void hl_gc_queue_release(hl_gc_queue *q);
 
 /* Producer side: GC callbacks. `snapshot_policy` says whether this GC takes a snapshot (its
- * HL_SNAPSHOT_* trigger, 0: none), told the bytes of the walks held (walk_held_bytes); it sets
+ * HL_SNAPSHOT_* trigger, 0: none), told the snapshots held and the bytes of their walks; it sets
  * `skipped` when a policy's snapshot was due and not taken for their bound. */
 typedef uint32_t (*hl_gc_snapshot_policy)(void *ctx, uint32_t gc, uint32_t generation,
-                                          uint32_t reason, uint64_t walks_held_bytes,
-                                          bool *skipped);
+                                          uint32_t reason, uint32_t snapshots_held,
+                                          uint64_t walks_held_bytes, bool *skipped);
 void hl_gc_on_started(hl_gc_queue *q, ICorProfilerInfo *info, const BOOL *collected, int n,
                       uint32_t reason, uint64_t next_id, uint64_t suspend_ns,
                       hl_gc_snapshot_policy snapshot_policy, void *policy_ctx);

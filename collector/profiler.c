@@ -127,7 +127,8 @@ static HRESULT on_runtime_suspend_started(hl_profiler *p, uint32_t reason) {
  * every:N, these within --max-snapshots and while the walks the collector holds are under
  * their bound (`skipped` otherwise: hl_snapshot_policy_at_gc). */
 static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
-                                uint64_t walks_held_bytes, bool *skipped) {
+                                uint32_t snapshots_held, uint64_t walks_held_bytes,
+                                bool *skipped) {
     hl_profiler *p = ctx;
     *skipped = false;
     uint32_t asked = atomic_exchange_explicit(&p->snapshot_requested, 0, memory_order_acquire);
@@ -139,7 +140,7 @@ static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uin
     hl_snapshot_gc_start g = {
         .gc = gc, .generation = generation, .induced = reason == COR_PRF_GC_REASON_INDUCED,
         .taken = atomic_load_explicit(&p->snapshots_by_policy, memory_order_relaxed),
-        .walks_held_bytes = walks_held_bytes};
+        .snapshots_held = snapshots_held, .walks_held_bytes = walks_held_bytes};
     uint32_t t = hl_snapshot_policy_at_gc(&p->policy, &g, skipped);
     if (t)
         atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);

@@ -30,7 +30,8 @@ uint32_t hl_snapshot_policy_at_gc(const hl_snapshot_policy *p, const hl_snapshot
         t = HL_SNAPSHOT_EVERY;
     if (!t || (p->max_snapshots && g->taken >= p->max_snapshots))
         return 0;
-    if (!p->walks_unbounded && g->walks_held_bytes >= HL_SNAPSHOT_WALKS_HELD_MAX_BYTES) {
+    if (!p->walks_unbounded && g->snapshots_held >= HL_SNAPSHOTS_HELD_MAX &&
+        g->walks_held_bytes >= HL_SNAPSHOT_WALKS_HELD_MAX_BYTES) {
         *skipped = true;
         return 0;
     }

@@ -61,15 +61,18 @@ typedef struct hl_snapshot_policy {
  * have the collector hold a heap walk per GC, each as large as the heap's objects and their
  * references (measured: 7.4 GiB held on examples/GcLoop, 300,000 live objects, GC.Collect(0)
  * every 5 ms), and its GCs would wait inside their pause for room in the GC queue. So such a GC
- * takes no snapshot while the walks of the snapshots taken and not yet applied hold this many
- * bytes or more; it is counted and said (gcs flag, counter snapshots_skipped_queued). With
- * walks of W bytes the collector then holds at most this bound + W of them: the one a GC takes
- * just under the bound. Explicit requests (`heaplens snapshot PID`, the final snapshot of an
- * attach) and the triggers (one pending at a time already) are not bounded by it. The bound,
- * HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (64 MiB), is in wire/hl_wire.h: the note says it. Tests of a
+ * takes no snapshot while HL_SNAPSHOTS_HELD_MAX (4) snapshots or more are taken and not yet
+ * applied and their walks hold HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (64 MiB) or more (wire/hl_wire.h;
+ * the note says both); it is counted and said (gcs flag, counter snapshots_skipped_queued).
+ * Both, because either alone fails a program: a count alone lets a small heap's snapshots (a
+ * test's GC.Collect(); GC.Collect();) be skipped, bytes alone a large heap's checkpoints
+ * (MidLife's million objects walk 88 MB: its next GC.Collect, the collector still applying the
+ * last, was skipped). With walks of W bytes the collector then holds at most 4 of them, or 64
+ * MiB + W when 4 are less. Explicit requests (`heaplens snapshot PID`, the final snapshot of an
+ * attach) and the triggers (one pending at a time already) are not bounded by it. Tests of a
  * collector that has fallen behind (the end of an attach session on a GC.Collect loop) switch it
  * off with HEAPLENS_SNAPSHOT_WALKS_BOUND=off in the program's environment: off, nothing is
- * skipped, so the note's 64 MiB is always the bound that held. */
+ * skipped, so the note's bound is always the one that held. */
 
 /* What a GC's start tells the policy (on its GC thread). */
 typedef struct hl_snapshot_gc_start {
@@ -77,12 +80,13 @@ typedef struct hl_snapshot_gc_start {
     uint32_t generation;       /* highest condemned generation */
     bool induced;              /* the program called GC.Collect */
     uint32_t taken;            /* snapshots the policies took so far (max-snapshots) */
-    uint64_t walks_held_bytes; /* bytes of the walks of snapshots taken and not yet applied */
+    uint32_t snapshots_held;   /* snapshots taken and not yet applied */
+    uint64_t walks_held_bytes; /* bytes of their walks */
 } hl_snapshot_gc_start;
 
 /* The snapshot a policy takes at this GC (HL_SNAPSHOT_INDUCED, _GEN2, _EVERY) or 0. `skipped`
- * is set when one was due and not taken because the walks held reached
- * HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (not when --max-snapshots was reached: that is the user's). */
+ * is set when one was due and not taken because the snapshots held reached their bound (above;
+ * not when --max-snapshots was reached: that is the user's). */
 uint32_t hl_snapshot_policy_at_gc(const hl_snapshot_policy *p, const hl_snapshot_gc_start *g,
                                   bool *skipped);
 

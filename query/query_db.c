@@ -655,10 +655,11 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
         count_append(clause, skipped_queued, "snapshot", "snapshots");
         g_string_append_printf(clause,
                                " of the --snapshot policy (at GCs it chose: induced, gen2, "
-                               "every:N) %s not taken, because the collector still held %llu MiB "
-                               "of earlier snapshots not yet applied (the program's GCs came "
-                               "faster than it applied them; the GCs themselves are all here)",
-                               skipped_queued == 1 ? "was" : "were",
+                               "every:N) %s not taken, because the collector still held %u or "
+                               "more earlier snapshots, %llu MiB or more, not yet applied (the "
+                               "program's GCs came faster than it applied them; the GCs "
+                               "themselves are all here)",
+                               skipped_queued == 1 ? "was" : "were", HL_SNAPSHOTS_HELD_MAX,
                                (unsigned long long)(HL_SNAPSHOT_WALKS_HELD_MAX_BYTES >> 20));
         g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }

@@ -448,12 +448,14 @@ enum {
     HL_GC_FLAG_NO_RANGES = 8,
     HL_GC_FLAG_SURVIVED_PROMOTED = 16,
     /* A --snapshot policy (induced, gen2, every:N) was due at this GC and took no snapshot: the
-     * walks of the snapshots taken and not yet applied held their bound
-     * (collector/snapshot_policy.h, HL_SNAPSHOT_WALKS_HELD_MAX_BYTES). Added in version 6
+     * snapshots taken and not yet applied held their bound (collector/snapshot_policy.h,
+     * HL_SNAPSHOTS_HELD_MAX and HL_SNAPSHOT_WALKS_HELD_MAX_BYTES). Added in version 6
      * without a version change: an older writer ignores the flag. */
     HL_GC_FLAG_SNAPSHOT_SKIPPED = 32,
 };
-/* ... that bound: the bytes of the snapshot walks held (collector/snapshot_policy.h). */
+/* ... that bound: at least this many snapshots held (taken, not yet applied) whose walks hold at
+ * least this many bytes (collector/snapshot_policy.h). */
+#define HL_SNAPSHOTS_HELD_MAX 4u
 #define HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (64ull << 20)
 
 /* HL_REC_RUN_END: the program is shutting down; nothing follows. */

@@ -47,29 +47,34 @@ static clr_method fake_vtbl[INFO_GetObjectSize2 + 1];
 static clr_object fake_info = {.vtbl = fake_vtbl};
 
 static uint32_t no_snapshot(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
-                            uint64_t walks_held_bytes, bool *skipped) {
-    (void)ctx, (void)gc, (void)generation, (void)reason, (void)walks_held_bytes;
+                            uint32_t snapshots_held, uint64_t walks_held_bytes, bool *skipped) {
+    (void)ctx, (void)gc, (void)generation, (void)reason, (void)snapshots_held;
+    (void)walks_held_bytes;
     *skipped = false;
     return 0;
 }
 
 static uint32_t induced(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
-                        uint64_t walks_held_bytes, bool *skipped) {
-    (void)ctx, (void)gc, (void)generation, (void)reason, (void)walks_held_bytes;
+                        uint32_t snapshots_held, uint64_t walks_held_bytes, bool *skipped) {
+    (void)ctx, (void)gc, (void)generation, (void)reason, (void)snapshots_held;
+    (void)walks_held_bytes;
     *skipped = false;
     return HL_SNAPSHOT_INDUCED;
 }
 
 /* The default policy (induced) as profiler.c decides it, with what the queue told it noted. */
-static uint64_t told_walks_held;
+static uint64_t told_walks_held, told_snapshots_held;
 static uint32_t policy_induced(void *ctx, uint32_t gc, uint32_t generation, uint32_t reason,
-                               uint64_t walks_held_bytes, bool *skipped) {
+                               uint32_t snapshots_held, uint64_t walks_held_bytes, bool *skipped) {
     hl_snapshot_policy policy;
     char why[128];
     (void)ctx;
     CHECK(hl_snapshot_policy_parse(NULL, &policy, why, sizeof why));
     told_walks_held = walks_held_bytes;
-    hl_snapshot_gc_start g = {.gc = gc, .generation = generation, .induced = reason == COR_PRF_GC_REASON_INDUCED,
+    told_snapshots_held = snapshots_held;
+    hl_snapshot_gc_start g = {.gc = gc, .generation = generation,
+                              .induced = reason == COR_PRF_GC_REASON_INDUCED,
+                              .snapshots_held = snapshots_held,
                               .walks_held_bytes = walks_held_bytes};
     return hl_snapshot_policy_at_gc(&policy, &g, skipped);
 }
@@ -120,10 +125,10 @@ static void test_slot_offsets(void) {
     hl_gc_queue_release(&sq);
 }
 
-/* The walks of the snapshots taken and not yet applied are counted from each GC's end until it
- * is popped, told to the next GC's policy, and bound it: an induced GC takes no snapshot while
- * they hold HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (the collector behind a GC.Collect loop held one
- * walk per GC, 7.4 GiB on examples/GcLoop), counted, and takes one again once they are
+/* The snapshots taken and not yet applied and their walks are counted from each GC's end until
+ * it is popped, told to the next GC's policy, and bound it: an induced GC takes no snapshot
+ * while 4 of them hold HL_SNAPSHOT_WALKS_HELD_MAX_BYTES (the collector behind a GC.Collect loop
+ * held one walk per GC, 7.4 GiB on examples/GcLoop), counted, and takes one again once they are
  * applied. */
 static void test_walks_held_bound(void) {
     static const BOOL collected[3] = {1, 0, 0};
@@ -139,6 +144,7 @@ static void test_walks_held_bound(void) {
                          COR_PRF_GC_REASON_INDUCED, 1, 0, policy_induced, NULL);
         hl_gc_capture *c = sq.current;
         CHECK_INT(told_walks_held, gcs * (16u << 20));
+        CHECK_INT(told_snapshots_held, gcs);
         gcs++;
         if (!c->snapshot_trigger)
             break;
@@ -150,6 +156,9 @@ static void test_walks_held_bound(void) {
     }
     hl_gc_capture *skipped = sq.current;
     CHECK_INT(gcs, HL_SNAPSHOT_WALKS_HELD_MAX_BYTES / (16u << 20) + 1);
+    CHECK_INT(gcs, HL_SNAPSHOTS_HELD_MAX + 1);
+    CHECK_INT(atomic_load(&sq.snapshots_held), HL_SNAPSHOTS_HELD_MAX);
+    CHECK_INT(atomic_load(&sq.snapshots_held_peak), HL_SNAPSHOTS_HELD_MAX);
     CHECK(skipped->snapshot_skipped);
     CHECK_INT(atomic_load(&sq.snapshots_skipped), 1);
     CHECK_INT(atomic_load(&sq.walks_held_bytes), HL_SNAPSHOT_WALKS_HELD_MAX_BYTES);
@@ -160,6 +169,7 @@ static void test_walks_held_bound(void) {
      * induced GC takes its snapshot again. */
     hl_gc_pop(&sq);
     CHECK_INT(atomic_load(&sq.walks_held_bytes), HL_SNAPSHOT_WALKS_HELD_MAX_BYTES - (16u << 20));
+    CHECK_INT(atomic_load(&sq.snapshots_held), HL_SNAPSHOTS_HELD_MAX - 1);
     hl_gc_on_started(&sq, (ICorProfilerInfo *)&fake_info, collected, 3, COR_PRF_GC_REASON_INDUCED,
                      1, 0, policy_induced, NULL);
     CHECK_INT(sq.current->snapshot_trigger, HL_SNAPSHOT_INDUCED);
@@ -168,6 +178,7 @@ static void test_walks_held_bound(void) {
     while (hl_gc_peek(&sq))
         hl_gc_pop(&sq);
     CHECK_INT(atomic_load(&sq.walks_held_bytes), 0);
+    CHECK_INT(atomic_load(&sq.snapshots_held), 0);
     CHECK_INT(atomic_load(&sq.held_bytes), 0);
     CHECK_INT(atomic_load(&sq.snapshots_skipped), 1);
     hl_gc_queue_release(&sq);

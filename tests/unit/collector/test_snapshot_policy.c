@@ -185,15 +185,29 @@ static void test_time(void) {
 }
 
 /* The policies at a GC's start: induced, gen2, every:N, within --max-snapshots, and none while
- * the walks held reach their bound (then said: `skipped`), whatever the policy. */
+ * the snapshots held reach their bound, 4 of them and 64 MiB of walks (then said: `skipped`),
+ * whatever the policy. */
 static void test_at_gc(void) {
     hl_snapshot_policy p;
     char why[320];
     bool skipped = true;
     const uint64_t bound = HL_SNAPSHOT_WALKS_HELD_MAX_BYTES;
+    const uint32_t held = HL_SNAPSHOTS_HELD_MAX;
     CHECK_INT(bound, 64 * MIB);
+    CHECK_INT(held, 4);
     CHECK(hl_snapshot_policy_parse(NULL, &p, why, sizeof why));
-    hl_snapshot_gc_start g = {.gc = 7, .generation = 0, .induced = true};
+    /* A large heap's checkpoints: one walk of 88 MB held (a million objects) is no bound. */
+    hl_snapshot_gc_start g = {.gc = 7, .induced = true, .snapshots_held = 1,
+                              .walks_held_bytes = 88000000};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    CHECK(!skipped);
+    g.snapshots_held = held - 1;
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    CHECK(!skipped);
+    /* Nor are 4 small ones (a test's GC.Collect() in a row). */
+    g = (hl_snapshot_gc_start){.gc = 7, .induced = true, .snapshots_held = held};
+    CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
+    CHECK(!skipped);
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
     CHECK(!skipped);
     g.walks_held_bytes = bound - 1; /* under the bound: the GC may take one more */
@@ -215,7 +229,8 @@ static void test_at_gc(void) {
     CHECK(!skipped);
     /* --max-snapshots reached: the user's cap, not the bound's */
     CHECK(hl_snapshot_policy_parse("induced,max-snapshots:2", &p, why, sizeof why));
-    g = (hl_snapshot_gc_start){.gc = 8, .induced = true, .taken = 2, .walks_held_bytes = bound};
+    g = (hl_snapshot_gc_start){.gc = 8, .induced = true, .taken = 2, .snapshots_held = held,
+                               .walks_held_bytes = bound};
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
     CHECK(!skipped);
     g.taken = 1;
@@ -225,7 +240,7 @@ static void test_at_gc(void) {
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_INDUCED);
     /* gen2 and every:N are bounded alike */
     CHECK(hl_snapshot_policy_parse("gen2,every:4", &p, why, sizeof why));
-    g = (hl_snapshot_gc_start){.gc = 9, .generation = 2};
+    g = (hl_snapshot_gc_start){.gc = 9, .generation = 2, .snapshots_held = held};
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), HL_SNAPSHOT_GEN2);
     g.generation = 1;
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
@@ -235,7 +250,8 @@ static void test_at_gc(void) {
     g.walks_held_bytes = bound;
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
     CHECK(skipped);
-    g = (hl_snapshot_gc_start){.gc = 13, .generation = 2, .walks_held_bytes = bound};
+    g = (hl_snapshot_gc_start){.gc = 13, .generation = 2, .snapshots_held = held,
+                               .walks_held_bytes = bound};
     CHECK_INT(hl_snapshot_policy_at_gc(&p, &g, &skipped), 0);
     CHECK(skipped);
     /* none: nothing is due, nothing skipped */
