@@ -8,6 +8,8 @@
 // Started without heaplens; prints "ready PID", then answers on stdin:
 //   gcs  -> "gcs N"       GC.CollectionCount(0) so far (the loop still runs: it must go on
 //                         after a detach)
+//   pause -> "paused N"   stops the loop (no GC after it: a test can wait for the recording to
+//                         hold all N), the program runs on
 //   stop -> "stopped N"   stops the loop, checks the held objects, exits 0 (1 if one is wrong)
 using System;
 using System.Threading;
@@ -59,6 +61,13 @@ namespace GcLoop
                 if (line == "gcs")
                 {
                     Console.Out.WriteLine($"gcs {GC.CollectionCount(0)}");
+                    Console.Out.Flush();
+                }
+                else if (line == "pause")
+                {
+                    stopping = true;
+                    loop.Join();
+                    Console.Out.WriteLine($"paused {GC.CollectionCount(0)}");
                     Console.Out.Flush();
                 }
                 else if (line == "stop")
