@@ -209,6 +209,31 @@ def count_rows(db, table, busy_timeout=5):
         return 0
 
 
+def lines_reader(stream, sink, cv):
+    """Appends each line of `stream` (its newline taken off) to `sink`, then None at its end,
+    notifying `cv` each time: a thread's target, so that a test waits on a process's output
+    (`cv.wait_for`) without blocking on it."""
+    for line in stream:
+        with cv:
+            sink.append(line.rstrip("\n"))
+            cv.notify_all()
+    with cv:
+        sink.append(None)
+        cv.notify_all()
+
+
+def signal_pending(pid, sig):
+    """Whether `sig` waits, unread, in process `pid`'s shared pending set (/proc/PID/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("ShdPnd:"):
+                    return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
+    except OSError:
+        pass
+    return False
+
+
 # Counters that must stay 0 in a recording that lost nothing (store/SCHEMA.md, "counters").
 LOSS = ["allocs_dropped", "gc_events_dropped", "records_dropped", "gcs_dropped",
         "snapshots_dropped", "writer_lost", "model_anomalies", "threads_overflowed",

@@ -26,16 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import e2elib  # noqa: E402
 
 
-def lines_reader(stream, sink, cv):
-    for line in stream:
-        with cv:
-            sink.append(line.rstrip("\n"))
-            cv.notify_all()
-    with cv:
-        sink.append(None)
-        cv.notify_all()
-
-
 def main():
     ap = e2elib.arguments(__doc__.splitlines()[0])
     ap.add_argument("--objects", type=int, default=300000, help="the program's live objects")
@@ -51,7 +41,8 @@ def main():
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, bufsize=1, env=env)
     err, err_cv = [], threading.Condition()
-    threading.Thread(target=lines_reader, args=(prog.stderr, err, err_cv), daemon=True).start()
+    threading.Thread(target=e2elib.lines_reader, args=(prog.stderr, err, err_cv),
+                     daemon=True).start()
     attach = None
     try:
         ready = prog.stdout.readline().split()

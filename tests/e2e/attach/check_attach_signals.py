@@ -29,16 +29,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import e2elib  # noqa: E402
 
 
-def lines_reader(stream, sink, cv):
-    for line in stream:
-        with cv:
-            sink.append(line.rstrip("\n"))
-            cv.notify_all()
-    with cv:
-        sink.append(None)
-        cv.notify_all()
-
-
 def recording(db):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     status, loss = con.execute("SELECT status, loss FROM run").fetchone()
@@ -54,7 +44,8 @@ def second_signal(a, checks, log, pid, db):
     attach = subprocess.Popen([a.heaplens, "attach", str(pid), "-o", db],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     err, cv = [], threading.Condition()
-    threading.Thread(target=lines_reader, args=(attach.stderr, err, cv), daemon=True).start()
+    threading.Thread(target=e2elib.lines_reader, args=(attach.stderr, err, cv),
+                     daemon=True).start()
     try:
         with cv:
             cv.wait_for(lambda: any(l is None or "attached to process" in l for l in err),
@@ -117,18 +108,6 @@ def second_signal(a, checks, log, pid, db):
             attach.wait()
 
 
-def signal_pending(pid, sig):
-    """Whether `sig` waits, unread, in process `pid`'s shared pending set (/proc/PID/status)."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("ShdPnd:"):
-                    return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
-    except OSError:
-        pass
-    return False
-
-
 def repeat_once_read(a, checks, log, pid, db):
     """Session 2: SIGINT, and once heaplens has read it (no longer pending), the same again from
     the same sender at once: coreutils timeout's pair when it does not coalesce. One request:
@@ -145,7 +124,7 @@ def repeat_once_read(a, checks, log, pid, db):
         checks.ok("2: the session records GCs", e2elib.count_rows(db, "gcs") >= 3)
         first_ns = time.monotonic_ns()
         attach.send_signal(signal.SIGINT)
-        while signal_pending(attach.pid, signal.SIGINT) and attach.poll() is None \
+        while e2elib.signal_pending(attach.pid, signal.SIGINT) and attach.poll() is None \
                 and time.monotonic_ns() - first_ns < 30e9:
             time.sleep(0.001)
         gap = (time.monotonic_ns() - first_ns) / 1e9
@@ -216,7 +195,8 @@ def main():
                             env=dict(os.environ, HEAPLENS_STATS="1",
                                      HEAPLENS_SNAPSHOT_WALKS_BOUND="off"))
     err, err_cv = [], threading.Condition()
-    threading.Thread(target=lines_reader, args=(prog.stderr, err, err_cv), daemon=True).start()
+    threading.Thread(target=e2elib.lines_reader, args=(prog.stderr, err, err_cv),
+                     daemon=True).start()
 
     def detached(n):
         with err_cv:

@@ -34,17 +34,6 @@ def waits_for(pid, child):
     return len(words) > 1 and words[0] == str(SYS_WAIT4) and int(words[1], 16) == child
 
 
-def signal_pending(pid, sig):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("ShdPnd:"):
-                    return bool(int(line.split()[1], 16) & (1 << (sig - 1)))
-    except OSError:
-        pass
-    return False
-
-
 def until(cond, seconds):
     deadline = time.monotonic() + seconds
     while not cond():
@@ -97,7 +86,7 @@ def main():
             return checks.summary()
         os.killpg(rec.pid, signal.SIGINT)  # Ctrl-C on a terminal: the whole process group
         checks.ok("the SIGINT is taken while the writer is held",
-                  until(lambda: not signal_pending(rec.pid, signal.SIGINT), 30))
+                  until(lambda: not e2elib.signal_pending(rec.pid, signal.SIGINT), 30))
         os.kill(writer, signal.SIGCONT)
         writer = None
         out, err = rec.communicate(timeout=120)

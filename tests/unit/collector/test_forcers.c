@@ -3,20 +3,11 @@
  * not count itself off the new session (before: a decrement on the reset profiler left the next
  * session at -1, its final snapshot never taken and its detach waiting for good). */
 #include "collector/forcers.h"
+#include "tests/unit/common/check.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
-
-static int failures;
-
-#define CHECK(cond)                                                                          \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);         \
-            failures++;                                                                      \
-        }                                                                                    \
-    } while (0)
 
 static uint64_t now_ns(void) {
     struct timespec ts;

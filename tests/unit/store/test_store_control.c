@@ -327,12 +327,15 @@ static gpointer descendant_script_run(gpointer data)
     return NULL;
 }
 
-static void test_control_descendant(void)
+/* Serves one collector connection, scripted by the thread `run` (on its descendant_script's
+ * `col` end), and the control socket beside it, into a database `name` in a new temporary
+ * directory (`dir`, `path`): the writer's summary. */
+static store_summary serve_scripted(const char *name, GThreadFunc run, char **dir, char **path)
 {
-    char *dir = tmp_dir_new();
+    *dir = tmp_dir_new();
     g_autoptr(GError) error = NULL;
-    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
-    g_autofree char *path = g_build_filename(dir, "app.4321.db", NULL);
+    g_autofree char *ksock = g_build_filename(*dir, "control", NULL);
+    *path = g_build_filename(*dir, name, NULL);
     int kfd = listen_unix(ksock);
     int sv[2], stop[2];
     g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
@@ -340,18 +343,26 @@ static void test_control_descendant(void)
     signal(SIGPIPE, SIG_IGN); /* as in the writer process */
 
     descendant_script ds = {.sc = {.control_sock = ksock, .stop_wr = stop[1]}, .col = sv[1]};
-    GThread *t = g_thread_new("script", descendant_script_run, &ds);
-    store_writer *w = store_writer_create(path, NULL, &error);
+    GThread *t = g_thread_new("script", run, &ds);
+    store_writer *w = store_writer_create(*path, NULL, &error);
     CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
     CHECK_NO_ERROR(error);
     store_summary sum = control_script_end(w, t, &ds.sc);
+    close(sv[0]);
+    close(stop[0]);
+    close(kfd);
+    return sum;
+}
+
+static void test_control_descendant(void)
+{
+    char *dir;
+    g_autofree char *path = NULL;
+    store_summary sum = serve_scripted("app.4321.db", descendant_script_run, &dir, &path);
     CHECK(sum.complete && sum.gcs == 3 && sum.snapshots == 1);
     sqlite3 *db = db_open(path);
     CHECK_ROWS(db, "SELECT snapshot, gc, trigger, objects FROM snapshots", "1|2|requested|1\n");
     sqlite3_close(db);
-    close(sv[0]);
-    close(stop[0]);
-    close(kfd);
     tmp_dir_free(dir);
 }
 
@@ -423,26 +434,10 @@ static gpointer detach_now_script_run(gpointer data)
 
 static void test_control_detach_now(void)
 {
-    char *dir = tmp_dir_new();
-    g_autoptr(GError) error = NULL;
-    g_autofree char *ksock = g_build_filename(dir, "control", NULL);
-    g_autofree char *path = g_build_filename(dir, "attach.db", NULL);
-    int kfd = listen_unix(ksock);
-    int sv[2], stop[2];
-    g_assert(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
-    g_assert(pipe2(stop, O_CLOEXEC) == 0);
-    signal(SIGPIPE, SIG_IGN); /* as in the writer process */
-
-    descendant_script ds = {.sc = {.control_sock = ksock, .stop_wr = stop[1]}, .col = sv[1]};
-    GThread *t = g_thread_new("script", detach_now_script_run, &ds);
-    store_writer *w = store_writer_create(path, NULL, &error);
-    CHECK(store_writer_serve_connection(w, sv[0], kfd, stop[0], 2000, &error));
-    CHECK_NO_ERROR(error);
-    store_summary sum = control_script_end(w, t, &ds.sc);
+    char *dir;
+    g_autofree char *path = NULL;
+    store_summary sum = serve_scripted("attach.db", detach_now_script_run, &dir, &path);
     CHECK(sum.complete && sum.gcs == 1);
-    close(sv[0]);
-    close(stop[0]);
-    close(kfd);
     tmp_dir_free(dir);
 }
 
