@@ -155,8 +155,8 @@ static gboolean request_detach(const char *control, int writer_gone_fd, int sign
                 now_fd = control_send(control, "detach now\n");
                 if (say)
                     fprintf(stderr, "heaplens: %s during the detach: detaching at once, "
-                                    "without the last snapshot (the recording is finished "
-                                    "whole)\n",
+                                    "without the last snapshot unless the collector has "
+                                    "already taken it (the recording is finished whole)\n",
                             strsignal((int)si.ssi_signo));
             } else if (say && !said_again) {
                 fprintf(stderr, "heaplens: already detaching at once: the writer stores what "

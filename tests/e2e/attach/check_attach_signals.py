@@ -7,7 +7,9 @@ group) ended heaplens with 130 and without its summary, the recording complete.
 1. A second SIGINT during a slow detach (the default policy: a snapshot at every GC of GcLoop,
    the collector behind): heaplens says it detaches at once, ends well before the final
    snapshot's 10 s bound, exits 0 with its summary line; the recording is complete with loss
-   final-snapshot-missed, reason 3 (given up), and the note says so.
+   final-snapshot-missed, reason 3 (given up), and the note says so — or, when the collector
+   had already applied the last snapshot's GC before it read the second signal (seen under
+   load), the last snapshot stored and nothing said of a give-up.
 2. The same SIGINT again from the same sender once heaplens has read the first (coreutils
    `timeout`'s pair when the two do not coalesce), with --json and `--snapshot none` (the
    collector keeps up): one request, the final snapshot taken, the JSON summary on stdout,
@@ -86,22 +88,30 @@ def second_signal(a, checks, log, pid, db):
               f"exit {attach.returncode}")
         checks.eq("1: heaplens attach exits 0 (not 130)", 0, attach.returncode)
         checks.ok("1: it says it detaches at once",
-                  "Interrupt during the detach: detaching at once, without the last snapshot" in text, text[-800:])
+                  "Interrupt during the detach: detaching at once, without the last snapshot "
+                  "unless the collector has already taken it" in text, text[-800:])
         checks.ok("1: the summary line is said", "heaplens: recorded " in text, text[-800:])
-        checks.ok("1: the summary says the final snapshot was given up",
-                  "a second signal to heaplens attach gave it up" in text, text[-800:])
-        status, loss, counters, _ = recording(db)
+        status, loss, counters, final = recording(db)
         checks.eq("1: the recording is complete", "complete", status)
-        checks.eq("1: the loss is the final snapshot only", ["final-snapshot-missed"], loss)
-        checks.eq("1: final_snapshot_missed is 3 (given up)", 3,
-                  counters.get("final_snapshot_missed"))
-        checks.ok("1: given up before the 10 s bound",
-                  counters.get("final_snapshot_wait_ms", 10000) < 10000,
-                  repr(counters.get("final_snapshot_wait_ms")))
         rc, info, _ = e2elib.run([a.heaplens, "info", db], log=log)
-        checks.ok("1: heaplens info says why",
-                  rc == 0 and "a second signal to heaplens attach gave it up" in info,
-                  info[-600:])
+        if loss:
+            checks.eq("1: the loss is the final snapshot only", ["final-snapshot-missed"], loss)
+            checks.eq("1: final_snapshot_missed is 3 (given up)", 3,
+                      counters.get("final_snapshot_missed"))
+            checks.ok("1: given up before the 10 s bound",
+                      counters.get("final_snapshot_wait_ms", 10000) < 10000,
+                      repr(counters.get("final_snapshot_wait_ms")))
+            for where, said in (("the summary", text), ("heaplens info", info)):
+                checks.ok(f"1: {where} says the final snapshot was given up",
+                          "a second signal to heaplens attach gave it up" in said, said[-600:])
+        else:
+            # Under load the collector may have applied the forced GC (the last snapshot taken)
+            # before the second signal was read: then nothing was given up, and nothing says so.
+            print("1: the last snapshot was taken before the second signal was read")
+            checks.ok("1: the first and the last snapshot are stored", final >= 2,
+                      f"{final} snapshots")
+            checks.ok("1: nothing says it was given up",
+                      "gave it up" not in text and "gave it up" not in info, text[-600:])
     finally:
         if attach.poll() is None:
             attach.kill()
