@@ -222,6 +222,24 @@ def lines_reader(stream, sink, cv):
         cv.notify_all()
 
 
+def gcloop_ready(checks, proc):
+    """examples/GcLoop's first line, "ready PID": its pid, or None (checked: the program
+    starts)."""
+    ready = proc.stdout.readline().split()
+    if not checks.ok("the program starts", len(ready) == 2 and ready[0] == "ready",
+                     f"got {ready!r}"):
+        return None
+    return int(ready[1])
+
+
+def gcloop_stop(checks, proc):
+    """Tells examples/GcLoop to stop: it checks its held objects and says "stopped N"."""
+    proc.stdin.write("stop\n")
+    proc.stdin.flush()
+    stopped = proc.stdout.readline().strip()
+    checks.ok("the program checks its objects and stops", stopped.startswith("stopped"), stopped)
+
+
 def signal_pending(pid, sig):
     """Whether `sig` waits, unread, in process `pid`'s shared pending set (/proc/PID/status)."""
     try:

@@ -45,11 +45,9 @@ def main():
                      daemon=True).start()
     attach = None
     try:
-        ready = prog.stdout.readline().split()
-        if not checks.ok("the program starts", len(ready) == 2 and ready[0] == "ready",
-                         f"got {ready!r}"):
+        pid = e2elib.gcloop_ready(checks, prog)
+        if pid is None:
             return checks.summary()
-        pid = int(ready[1])
 
         def gcs():
             prog.stdin.write("gcs\n")
@@ -136,11 +134,7 @@ def main():
         checks.ok("the program's GCs go on after the detach",
                   first is not None and later is not None and later > first,
                   f"{first} then {later}")
-        prog.stdin.write("stop\n")
-        prog.stdin.flush()
-        stopped = prog.stdout.readline().strip()
-        checks.ok("the program checks its objects and stops", stopped.startswith("stopped"),
-                  stopped)
+        e2elib.gcloop_stop(checks, prog)
         checks.eq("the program exits 0", 0, prog.wait(timeout=120))
     finally:
         if attach is not None and attach.poll() is None:

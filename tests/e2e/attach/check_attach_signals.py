@@ -217,11 +217,9 @@ def main():
         return checks.ok(f"the collector detached ({n})", got >= n,
                          "\n".join(filter(None, err))[-600:])
     try:
-        ready = prog.stdout.readline().split()
-        if not checks.ok("the program starts", len(ready) == 2 and ready[0] == "ready",
-                         f"got {ready!r}"):
+        pid = e2elib.gcloop_ready(checks, prog)
+        if pid is None:
             return checks.summary()
-        pid = int(ready[1])
         second_signal(a, checks, log, pid, os.path.join(a.workdir, "second_signal.db"))
         if not detached(1):
             return checks.summary()
@@ -230,11 +228,7 @@ def main():
             return checks.summary()
         timeout_twice(a, checks, log, pid, os.path.join(a.workdir, "timeout_twice.db"))
         detached(3)
-        prog.stdin.write("stop\n")
-        prog.stdin.flush()
-        stopped = prog.stdout.readline().strip()
-        checks.ok("the program checks its objects and stops", stopped.startswith("stopped"),
-                  stopped)
+        e2elib.gcloop_stop(checks, prog)
         checks.eq("the program exits 0", 0, prog.wait(timeout=120))
     finally:
         if prog.poll() is None:

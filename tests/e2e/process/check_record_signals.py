@@ -57,11 +57,9 @@ def main():
                            text=True, bufsize=1, start_new_session=True)
     writer = None
     try:
-        ready = rec.stdout.readline().split()
-        if not checks.ok("the program starts", len(ready) == 2 and ready[0] == "ready",
-                         f"got {ready!r}"):
+        prog = e2elib.gcloop_ready(checks, rec)
+        if prog is None:
             return checks.summary()
-        prog = int(ready[1])
         with open(f"/proc/{rec.pid}/task/{rec.pid}/children") as f:
             others = [int(k) for k in f.read().split() if int(k) != prog]
         if not checks.ok("heaplens record has its writer process", len(others) == 1,

@@ -50,9 +50,7 @@ def main():
     reader = threading.Thread(target=lambda: err.extend(rec.stderr), daemon=True)
     reader.start()
     try:
-        ready = rec.stdout.readline().split()
-        if not checks.ok("the program starts", len(ready) == 2 and ready[0] == "ready",
-                         f"got {ready!r}"):
+        if e2elib.gcloop_ready(checks, rec) is None:
             return checks.summary()
         started = time.monotonic()
         gcs = 0
@@ -66,11 +64,7 @@ def main():
             gcs = int(words[1])
         took = time.monotonic() - started
         checks.ok(f"the program runs {a.gcs} GCs", gcs >= a.gcs, f"{gcs} after {took:.1f} s")
-        rec.stdin.write("stop\n")
-        rec.stdin.flush()
-        stopped = rec.stdout.readline().strip()
-        checks.ok("the program checks its objects and stops", stopped.startswith("stopped"),
-                  stopped)
+        e2elib.gcloop_stop(checks, rec)
         rec.stdin.close()
         try:
             rc = rec.wait(timeout=300)
