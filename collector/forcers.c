@@ -1,6 +1,8 @@
 /* forcers.c — the ForceGC threads still inside the runtime, by session (forcers.h). */
 #include "collector/forcers.h"
 
+#include "collector/clock.h"
+
 #include <stdatomic.h>
 #include <time.h>
 
@@ -36,16 +38,10 @@ uint32_t hl_forcers_in_runtime(void) {
     return FORCERS_COUNT(atomic_load(&forcers_word));
 }
 
-static uint64_t forcers_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 uint32_t hl_forcers_wait(uint64_t bound_ns) {
-    uint64_t start = forcers_now_ns();
+    uint64_t start = hl_now_ns();
     uint32_t left;
-    while ((left = hl_forcers_in_runtime()) > 0 && forcers_now_ns() - start < bound_ns) {
+    while ((left = hl_forcers_in_runtime()) > 0 && hl_now_ns() - start < bound_ns) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }

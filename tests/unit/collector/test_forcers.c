@@ -2,18 +2,13 @@
  * returns after its session's detach gave its wait up, and after the next session began, must
  * not count itself off the new session (before: a decrement on the reset profiler left the next
  * session at -1, its final snapshot never taken and its detach waiting for good). */
+#include "collector/clock.h"
 #include "collector/forcers.h"
 #include "tests/unit/common/check.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* A thread of session `generation` that leaves once told to (a ForceGC returning late). */
 typedef struct late_thread {
@@ -45,9 +40,9 @@ int main(void) {
     hl_forcers_leave(a1);
     CHECK(hl_forcers_in_runtime() == 1);
     /* The detach's wait is bounded: it gives up and says one is left. */
-    uint64_t t0 = now_ns();
+    uint64_t t0 = hl_now_ns();
     CHECK(hl_forcers_wait(50u * 1000000u) == 1);
-    uint64_t waited = now_ns() - t0;
+    uint64_t waited = hl_now_ns() - t0;
     CHECK(waited >= 50u * 1000000u && waited < 5000u * 1000000u);
 
     late_thread late = {.generation = a2, .lock = PTHREAD_MUTEX_INITIALIZER,
