@@ -106,7 +106,8 @@ static const query_command commands[] = {
                  "                       generic instantiation allocated at a shared site\n"
                  "  --force              replace FILE if it exists (and the descendants' files),\n"
                  "                       never one still being recorded; kept if the new one\n"
-                 "                       cannot be created\n"
+                 "                       cannot be created (an old FILE a killed heaplens left\n"
+                 "                       as .FILE.heaplens-replaced-PID is put back first)\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON, on one line: the last of\n"
                  "                       standard output, which the program shares (a line of\n"
@@ -177,7 +178,8 @@ static const query_command commands[] = {
                  "                       reaches it over its own socket\n"
                  "  --force              replace FILE if it exists, never one still being\n"
                  "                       recorded; kept if the new one cannot be created or the\n"
-                 "                       attach fails\n"
+                 "                       attach fails (an old FILE a killed heaplens left as\n"
+                 "                       .FILE.heaplens-replaced-PID is put back first)\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },

@@ -1,9 +1,11 @@
 /* query_db.c — opening a recording for reading, statement helpers and the accuracy note. */
 #include "query/query.h"
 
+#include <errno.h>
 #include <inttypes.h>
 
 #include "query/progress.h"
+#include "query/replaced.h"
 #include "store/store.h"
 #include "wire/hl_wire.h"
 
@@ -55,8 +57,19 @@ sqlite3 *query_db_open(const char *path, GError **error)
 {
     sqlite3 *db = store_db_open_readonly(path, error);
     int64_t version = 0;
-    if (db == NULL)
+    struct stat st;
+    if (db == NULL) {
+        /* "does not exist": an old one a killed `--force` set aside is said, with how to get
+         * it back (query/replaced.h); reading commands never rename it themselves */
+        g_autofree char *hint =
+            *path && lstat(path, &st) != 0 && errno == ENOENT ? query_replaced_hint(path) : NULL;
+        if (hint && error && *error) {
+            char *message = g_strdup_printf("%s; %s", (*error)->message, hint);
+            g_free((*error)->message);
+            (*error)->message = message;
+        }
         return NULL;
+    }
     /* Schema 4 and before has no summary without the whole build (store_history_summarize_file
      * does it whole there). */
     if (!query_db_int(db, "PRAGMA user_version", &version, error) ||

@@ -5,6 +5,7 @@
 #include "query/allocations.h"
 #include "query/estimates.h"
 #include "query/info.h"
+#include "query/replaced.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1097,10 +1098,23 @@ gboolean recording_output_name_fits(const char *refused, const char *path, size_
 /* Where --force moves FILE's set aside (`path`: the set's FILE, resolved): a hidden name beside
  * it, no recording's, so that a rename never crosses a file system; NULL for "-". */
 static char *output_aside_name(const char *path) {
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *base = g_path_get_basename(path);
-    g_autofree char *hidden = g_strdup_printf(".%s.heaplens-replaced-%ld", base, (long)getpid());
-    return g_build_filename(dir, hidden, NULL);
+    return query_replaced_name(path, (long)getpid());
+}
+
+/* An old set a heaplens killed while replacing `path` left aside (query/replaced.h): put back
+ * when `path`'s own set is gone and it is the only one — what the killed session's failure would
+ * have done, so that it is found again under its name; said otherwise. Returns the name it was
+ * put back from (a new string), NULL when none was. */
+static char *output_leftover_restore(const char *path, const char *output) {
+    g_autoptr(GPtrArray) found = query_replaced_find(path);
+    if (found->len == 1 && !query_replaced_set_exists(path)) {
+        const char *aside = g_ptr_array_index(found, 0);
+        if (query_replaced_restore(aside, path))
+            return g_strdup(aside);
+        fprintf(stderr, "heaplens: warning: cannot rename %s back to %s: %s\n", aside, output,
+                g_strerror(errno));
+    }
+    return NULL;
 }
 
 /* Renames each member of the set `from` that exists to the same member of `to`; on a failure,
@@ -1161,6 +1175,9 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
+    g_autofree char *restored = output_leftover_restore(*resolved, output);
+    /* others left aside (several, or beside a FILE that exists): said, never taken */
+    g_autofree char *leftover = restored ? NULL : query_replaced_hint(*resolved);
     gboolean exists = FALSE;
     for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
@@ -1174,11 +1191,23 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
         }
         if (!force) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "%s already exists; choose another name with -o, or --force to replace it",
-                        path);
+                        "%s already exists%s%s%s%s; choose another name with -o, or --force to "
+                        "replace it",
+                        path, restored ? " (put back from " : leftover ? " (and " : "",
+                        restored ? restored : leftover ? leftover : "",
+                        restored ? ", where a heaplens killed while replacing it (--force) had "
+                                   "set it aside"
+                                 : "",
+                        restored || leftover ? ")" : "");
             return FALSE;
         }
     }
+    if (restored)
+        fprintf(stderr, "heaplens: put %s back from %s, where a heaplens killed while replacing "
+                        "it (--force) had set it aside; --force now replaces it\n",
+                output, restored);
+    else if (leftover)
+        fprintf(stderr, "heaplens: note: %s\n", leftover);
     if (!exists)
         return TRUE;
     /* --force moves the old set aside rather than removing it: a new database that cannot be
