@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""`heaplens attach --force -o FILE PID` over an existing recording (examples/GcLoop, three
+sessions on one program). Its paths had been read, never run.
+
+1. A first attach records FILE.
+2. `attach --force -o FILE` replaces it: the new recording is complete and newer (its run
+   started later), the old one is gone, nothing set aside (.FILE.heaplens-replaced-PID) is left.
+3. `attach --force -o FILE` whose new database cannot be created (RLIMIT_FSIZE of one block in
+   heaplens, SIGXFSZ ignored: its writer's first write fails): one line on stderr that says the
+   old recording was kept, a non-zero exit, FILE and its set byte-identical, nothing left aside;
+   the program was not attached (it stops and exits normally).
+
+Synchronised on observable conditions (the program's lines, heaplens' exit, the collector's
+"heaplens: detached:" line before the next attach), never on sleeps."""
+import hashlib
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import e2elib  # noqa: E402
+
+SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def digests(db):
+    """The set of `db` as {suffix: md5} of the members that exist."""
+    out = {}
+    for s in SUFFIXES:
+        if os.path.exists(db + s):
+            with open(db + s, "rb") as f:
+                out[s] = hashlib.md5(f.read()).hexdigest()
+    return out
+
+
+def set_aside(workdir):
+    return sorted(n for n in os.listdir(workdir) if ".heaplens-replaced-" in n)
+
+
+def run_start(db):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    start, status = con.execute("SELECT start_mono_ns, status FROM run").fetchone()
+    con.close()
+    return start, status
+
+
+def attach(a, log, pid, db, force=False, limit_file_size=False):
+    cmd = [a.heaplens, "attach", str(pid), "-o", db, "--snapshot", "none",
+           "--duration", "1"] + (["--force"] if force else [])
+
+    def limited():
+        # a file of one block at most: the writer's first write fails (EFBIG, not a signal)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=300, preexec_fn=limited if limit_file_size else None)
+    with open(log, "a") as f:
+        f.write(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stdout}{p.stderr}\n")
+    return p.returncode, p.stderr
+
+
+def main():
+    ap = e2elib.arguments(__doc__.splitlines()[0])
+    ap.add_argument("--objects", type=int, default=20000, help="the program's live objects")
+    a, checks, log = e2elib.begin(ap)
+    db = os.path.join(a.workdir, "force.db")
+    e2elib.remove_db(db)
+    for n in set_aside(a.workdir):
+        os.remove(os.path.join(a.workdir, n))
+    # HEAPLENS_STATS=1: the collector says "heaplens: detached: ..." once the runtime has
+    # unloaded it; the next attach waits for that (before it the runtime refuses a profiler).
+    prog = subprocess.Popen(e2elib.program(a.dotnet, a.dll) + [str(a.objects)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, bufsize=1,
+                            env=dict(os.environ, HEAPLENS_STATS="1"))
+    err, err_cv = [], threading.Condition()
+    threading.Thread(target=e2elib.lines_reader, args=(prog.stderr, err, err_cv),
+                     daemon=True).start()
+
+    def detached(n):
+        with err_cv:
+            err_cv.wait_for(lambda: None in err or
+                            sum(1 for l in err if l and l.startswith("heaplens: detached:")) >= n,
+                            timeout=120)
+            got = sum(1 for l in err if l and l.startswith("heaplens: detached:"))
+        return checks.ok(f"the collector detached ({n})", got >= n,
+                         "\n".join(filter(None, err))[-600:])
+    try:
+        pid = e2elib.gcloop_ready(checks, prog)
+        if pid is None:
+            return checks.summary()
+        # 1: the recording to replace
+        rc, text = attach(a, log, pid, db)
+        if not checks.eq("1: attach -o FILE exits 0", 0, rc) or not detached(1):
+            print(text[-800:])
+            return checks.summary()
+        old_start, _ = run_start(db)
+        old = digests(db)
+        # 2: --force replaces it
+        rc, text = attach(a, log, pid, db, force=True)
+        checks.eq("2: attach --force -o FILE exits 0", 0, rc)
+        checks.ok("2: the summary line is said", "heaplens: recorded " in text, text[-600:])
+        new_start, status = run_start(db)
+        checks.eq("2: the new recording is complete", "complete", status)
+        checks.ok("2: FILE is the new recording (its run started later)", new_start > old_start,
+                  f"{new_start} <= {old_start}")
+        checks.ok("2: the old recording is gone (FILE's bytes changed)",
+                  digests(db).get("") != old.get(""))
+        checks.eq("2: nothing set aside is left", [], set_aside(a.workdir))
+        if not detached(2):
+            return checks.summary()
+        # 3: the new database cannot be created: the old one stays as it was
+        kept = digests(db)
+        rc, text = attach(a, log, pid, db, force=True, limit_file_size=True)
+        lines = text.splitlines()
+        checks.ok("3: a non-zero exit", rc != 0, f"exit {rc}")
+        checks.ok("3: one line on stderr that says the old recording was kept",
+                  len(lines) == 1 and lines[0].startswith("heaplens: ") and
+                  lines[0].endswith("(the old recording was kept)"), text)
+        checks.eq("3: FILE and its set are byte-identical", kept, digests(db))
+        checks.eq("3: nothing set aside is left", [], set_aside(a.workdir))
+        checks.eq("3: the recording still reads as the second one", (new_start, "complete"),
+                  run_start(db))
+        e2elib.gcloop_stop(checks, prog)
+        checks.eq("the program exits 0", 0, prog.wait(timeout=120))
+        with err_cv:
+            attached_lines = sum(1 for l in err if l and l.startswith("heaplens: detached:"))
+        checks.eq("3: the program was not attached a third time", 2, attached_lines)
+    finally:
+        if prog.poll() is None:
+            prog.kill()
+            prog.wait()
+    return checks.summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
