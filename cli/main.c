@@ -1,6 +1,7 @@
 /* main.c — `heaplens`: one executable, subcommands dispatched through a table (git.c style). */
 #include "cli/commands.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -649,5 +650,11 @@ int main(int argc, char **argv)
         fputs(command->usage, stdout);
         return 0;
     }
+    /* Past a file size limit (`ulimit -f`) a write fails with EFBIG rather than ending heaplens
+     * by SIGXFSZ with a core and no word: the command then says which file could not grow
+     * (SQLite's temporary files: query_db_temp_failed; an output). Not for record and attach:
+     * the program record runs inherits an ignored signal, and their writer's death is said. */
+    if (strcmp(name, "record") != 0 && strcmp(name, "attach") != 0)
+        signal(SIGXFSZ, SIG_IGN);
     return command->handler(argc - 1, argv + 1);
 }

@@ -4,7 +4,8 @@ temporary files (temp_store FILE: in SQLITE_TMPDIR, else TMPDIR, else /var/tmp, 
 When they cannot grow (here RLIMIT_FSIZE 0 in the child, SIGXFSZ ignored: every write fails with
 EFBIG, as on a full disk or under `ulimit -f`) the one line names that directory and the variable
 that chose it and says the recording is intact, which it is (byte for byte). It was "reading
-graph.db failed: disk I/O error", which blamed the recording.
+graph.db failed: disk I/O error", which blamed the recording; with SIGXFSZ at its default (a
+shell's `ulimit -f`) heaplens was killed by it, with a core and no word.
 
 Usage: temp_space_test.py --heaplens PATH --fixture TEST_LEAKS --workdir DIR"""
 import hashlib
@@ -33,9 +34,9 @@ def main():
         with open(os.path.join(w, "graph.db"), "rb") as f:
             return hashlib.md5(f.read()).hexdigest()
 
-    def run(args, env, limited=True):
+    def run(args, env, limited=True, sigxfsz=signal.SIG_IGN):
         def no_room():
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            signal.signal(signal.SIGXFSZ, sigxfsz)
             resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
         environ = {k: v for k, v in os.environ.items() if k not in ("SQLITE_TMPDIR", "TMPDIR")}
         environ.update(env)
@@ -57,6 +58,12 @@ def main():
                rc == 1 and err == f"heaplens: cannot write SQLite's temporary files in {tmp} "
                f"({variable}): File too large; the recording graph.db is intact (point "
                "SQLITE_TMPDIR at a directory with room)\n", f"{rc} {err!r}")
+    # as under a shell's `ulimit -f 0`: SIGXFSZ at its default, which ended heaplens with a core
+    # and no word; the same line
+    rc, out, err = run(check, {"TMPDIR": tmp}, sigxfsz=signal.SIG_DFL)
+    expect("no room, SIGXFSZ at its default: exit 1, the same line",
+           rc == 1 and err.startswith(f"heaplens: cannot write SQLite's temporary files in {tmp} "
+                                      "(TMPDIR): File too large;"), f"{rc} {err!r}")
     expect("the recording is byte for byte what it was", digest() == before)
     expect("nothing beside it", sorted(n for n in os.listdir(w) if n.startswith("graph.db")) ==
            ["graph.db"], os.listdir(w))
