@@ -32,6 +32,13 @@ static gboolean replaced_owner_alive(long pid)
         return FALSE;
     if (kill((pid_t)pid, 0) != 0 && errno != EPERM)
         return FALSE;
+    /* killed but not yet waited for (a zombie): it will create nothing */
+    g_autofree char *stat_path = g_strdup_printf("/proc/%ld/stat", pid);
+    g_autofree char *stat = NULL;
+    const char *state = NULL;
+    if (g_file_get_contents(stat_path, &stat, NULL, NULL) && (state = strrchr(stat, ')')) &&
+        (state[1] == ' ') && (state[2] == 'Z' || state[2] == 'X'))
+        return FALSE;
     g_autofree char *comm_path = g_strdup_printf("/proc/%ld/comm", pid);
     g_autofree char *comm = NULL;
     if (!g_file_get_contents(comm_path, &comm, NULL, NULL))

@@ -311,7 +311,15 @@ printf 'in progress' >".gone.db.heaplens-replaced-$busy"
 "$hl" info gone.db 2>err; check "info FILE, a live heaplens replacing it" 1 $? err "^heaplens: gone\.db does not exist$"
 "$hl" record -q -o gone.db -- true 2>err; check "record -o FILE, a live heaplens replacing it" 0 $? err ""
 [ -e ".gone.db.heaplens-replaced-$busy" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the set of a live heaplens was taken"; ls -A; }
-kill "$busy"; wait "$busy" 2>/dev/null; rm -f ./heaplens
+kill "$busy"; wait "$busy" 2>/dev/null
+# ... but one killed and not yet waited for (a zombie: its parent never waits) creates nothing
+sh -c './heaplens 0 & echo $! >zombie.pid; exec sleep 300' &
+parent=$!
+until [ -s zombie.pid ] && grep -q ') Z' "/proc/$(cat zombie.pid)/stat" 2>/dev/null; do kill -0 $parent || break; done
+zombie=$(cat zombie.pid)
+printf 'the old main file' >".dead.db.heaplens-replaced-$zombie"
+"$hl" info dead.db 2>err; check "info FILE, a zombie heaplens' set" 1 $? err "^heaplens: dead\.db does not exist; \./\.dead\.db\.heaplens-replaced-$zombie is the old dead\.db"
+kill "$parent"; wait "$parent" 2>/dev/null; rm -f ./heaplens
 
 # SIGUSR1 and SIGUSR2 sent to heaplens alone go on to the program, as SIGTERM does: by default
 # they ended heaplens and left the program running, its exit status lost. The program traps
