@@ -9,6 +9,9 @@ sessions on one program). Its paths had been read, never run.
    heaplens, SIGXFSZ ignored: its writer's first write fails): one line on stderr that says the
    old recording was kept, a non-zero exit, FILE and its set byte-identical, nothing left aside;
    the program was not attached (it stops and exits normally).
+4. An old set a killed heaplens left aside (.FILE.heaplens-replaced-PID of a pid that has ended)
+   beside a missing FILE: `attach -o FILE` puts it back (byte for byte) and refuses in one line
+   as for any FILE that exists, before attaching.
 
 Synchronised on observable conditions (the program's lines, heaplens' exit, the collector's
 "heaplens: detached:" line before the next attach), never on sleeps."""
@@ -125,11 +128,29 @@ def main():
         checks.eq("3: nothing set aside is left", [], set_aside(a.workdir))
         checks.eq("3: the recording still reads as the second one", (new_start, "complete"),
                   run_start(db))
+        # 4: an old set a killed heaplens left aside (.FILE.heaplens-replaced-PID, PID gone),
+        # FILE missing: attach -o FILE puts it back and refuses as for any FILE that exists,
+        # before attaching
+        other = os.path.join(a.workdir, "other.db")
+        e2elib.remove_db(other)
+        dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True)
+        aside = os.path.join(a.workdir, f".other.db.heaplens-replaced-{dead.stdout.strip()}")
+        os.rename(db, aside)  # the second recording, with a member beside it
+        with open(aside + "-wal", "wb") as f:
+            f.write(b"its log")
+        put = digests(aside)
+        rc, text = attach(a, log, pid, other)
+        checks.ok("4: attach -o FILE, FILE set aside: exit 1, one line saying it was put back",
+                  rc == 1 and len(text.splitlines()) == 1 and "already exists (put back from "
+                  f"{aside}, where a heaplens killed while replacing it (--force) had set it "
+                  "aside)" in text, text)
+        checks.eq("4: FILE is the set put back, byte for byte", put, digests(other))
+        checks.eq("4: nothing left aside", [], set_aside(a.workdir))
         e2elib.gcloop_stop(checks, prog)
         checks.eq("the program exits 0", 0, prog.wait(timeout=120))
         with err_cv:
             attached_lines = sum(1 for l in err if l and l.startswith("heaplens: detached:"))
-        checks.eq("3: the program was not attached a third time", 2, attached_lines)
+        checks.eq("3, 4: the program was not attached a third time", 2, attached_lines)
     finally:
         if prog.poll() is None:
             prog.kill()
