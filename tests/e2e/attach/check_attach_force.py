@@ -22,7 +22,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import e2elib  # noqa: E402
@@ -74,24 +73,10 @@ def main():
     e2elib.remove_db(db)
     for n in set_aside(a.workdir):
         os.remove(os.path.join(a.workdir, n))
-    # HEAPLENS_STATS=1: the collector says "heaplens: detached: ..." once the runtime has
-    # unloaded it; the next attach waits for that (before it the runtime refuses a profiler).
-    prog = subprocess.Popen(e2elib.program(a.dotnet, a.dll) + [str(a.objects)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, bufsize=1,
-                            env=dict(os.environ, HEAPLENS_STATS="1"))
-    err, err_cv = [], threading.Condition()
-    threading.Thread(target=e2elib.lines_reader, args=(prog.stderr, err, err_cv),
-                     daemon=True).start()
+    prog, err, err_cv = e2elib.gcloop_start(a, a.objects)
 
     def detached(n):
-        with err_cv:
-            err_cv.wait_for(lambda: None in err or
-                            sum(1 for l in err if l and l.startswith("heaplens: detached:")) >= n,
-                            timeout=120)
-            got = sum(1 for l in err if l and l.startswith("heaplens: detached:"))
-        return checks.ok(f"the collector detached ({n})", got >= n,
-                         "\n".join(filter(None, err))[-600:])
+        return e2elib.collector_detached(checks, err, err_cv, n)
     try:
         pid = e2elib.gcloop_ready(checks, prog)
         if pid is None:
