@@ -127,23 +127,28 @@ char *query_replaced_hint(const char *path)
                            path, more, how);
 }
 
-gboolean query_replaced_restore(const char *aside, const char *path)
+gboolean query_replaced_rename(const char *from, const char *to, gboolean main_last,
+                               size_t *failed)
 {
-    /* The members beside the main file go first, the main file last: FILE appears whole, never
-     * without the -wal that holds its last pages. */
-    for (size_t i = QUERY_REPLACED_MEMBERS; i-- > 0;) {
-        g_autofree char *from = g_strconcat(aside, query_replaced_suffixes[i], NULL);
-        g_autofree char *to = g_strconcat(path, query_replaced_suffixes[i], NULL);
-        if (rename(from, to) != 0 && errno != ENOENT) {
-            int saved = errno;
-            for (size_t j = i + 1; j < QUERY_REPLACED_MEMBERS; j++) {
-                g_autofree char *back_from = g_strconcat(path, query_replaced_suffixes[j], NULL);
-                g_autofree char *back_to = g_strconcat(aside, query_replaced_suffixes[j], NULL);
-                rename(back_from, back_to);
-            }
-            errno = saved;
-            return FALSE;
+    for (size_t n = 0; n < QUERY_REPLACED_MEMBERS; n++) {
+        /* main_last: the members beside the main file first, so that a set put back appears
+         * whole, never without the -wal that holds its last pages */
+        size_t i = main_last ? QUERY_REPLACED_MEMBERS - 1 - n : n;
+        g_autofree char *a = g_strconcat(from, query_replaced_suffixes[i], NULL);
+        g_autofree char *b = g_strconcat(to, query_replaced_suffixes[i], NULL);
+        if (rename(a, b) == 0 || errno == ENOENT)
+            continue;
+        int saved = errno;
+        for (size_t m = 0; m < n; m++) {
+            size_t j = main_last ? QUERY_REPLACED_MEMBERS - 1 - m : m;
+            g_autofree char *back_a = g_strconcat(from, query_replaced_suffixes[j], NULL);
+            g_autofree char *back_b = g_strconcat(to, query_replaced_suffixes[j], NULL);
+            rename(back_b, back_a);
         }
+        if (failed)
+            *failed = i;
+        errno = saved;
+        return FALSE;
     }
     return TRUE;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <glib.h>
+#include <stddef.h>
 
 #define QUERY_REPLACED_MEMBERS 4
 /* The suffixes of a SQLite database's set, the main file's ("") first. */
@@ -25,6 +26,9 @@ gboolean query_replaced_set_exists(const char *path);
 char *query_replaced_members(const char *aside);
 /* A clause naming `path`'s left-over sets and how to get one back, NULL when there are none. */
 char *query_replaced_hint(const char *path);
-/* Renames the set `aside` back to `path`'s names (its members first, the main file last); on a
- * failure those moved go back and errno is the failure's. */
-gboolean query_replaced_restore(const char *aside, const char *path);
+/* Renames each member of the set `from` that exists to the same member of `to` (`main_last`:
+ * the members beside the main file first, as a set put back must appear); on a failure those
+ * moved go back, *failed (when not NULL) is the index of the member that failed in
+ * query_replaced_suffixes, and errno is the failure's. */
+gboolean query_replaced_rename(const char *from, const char *to, gboolean main_last,
+                               size_t *failed);

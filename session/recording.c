@@ -1076,6 +1076,8 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
 const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
+/* query_replaced_rename says which member failed by its index in the same order */
+G_STATIC_ASSERT(RECORDING_DB_FILES == QUERY_REPLACED_MEMBERS);
 
 gboolean recording_output_name_fits(const char *refused, const char *path, size_t extra,
                                     GError **error) {
@@ -1109,33 +1111,12 @@ static char *output_leftover_restore(const char *path, const char *output) {
     g_autoptr(GPtrArray) found = query_replaced_find(path);
     if (found->len == 1 && !query_replaced_set_exists(path)) {
         const char *aside = g_ptr_array_index(found, 0);
-        if (query_replaced_restore(aside, path))
+        if (query_replaced_rename(aside, path, TRUE, NULL))
             return g_strdup(aside);
         fprintf(stderr, "heaplens: warning: cannot rename %s back to %s: %s\n", aside, output,
                 g_strerror(errno));
     }
     return NULL;
-}
-
-/* Renames each member of the set `from` that exists to the same member of `to`; on a failure,
- * the members already renamed go back and errno is the failure's. */
-static gboolean output_set_rename(const char *from, const char *to, size_t *failed) {
-    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
-        g_autofree char *a = g_strconcat(from, recording_db_suffixes[i], NULL);
-        g_autofree char *b = g_strconcat(to, recording_db_suffixes[i], NULL);
-        if (rename(a, b) == 0 || errno == ENOENT)
-            continue;
-        int saved = errno;
-        for (size_t j = 0; j < i; j++) {
-            g_autofree char *back_a = g_strconcat(from, recording_db_suffixes[j], NULL);
-            g_autofree char *back_b = g_strconcat(to, recording_db_suffixes[j], NULL);
-            rename(back_b, back_a);
-        }
-        *failed = i;
-        errno = saved;
-        return FALSE;
-    }
-    return TRUE;
 }
 
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
@@ -1225,7 +1206,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
         }
     }
     size_t failed = 0;
-    if (!output_set_rename(*resolved, hidden, &failed)) {
+    if (!query_replaced_rename(*resolved, hidden, FALSE, &failed)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s%s: %s", *resolved,
                     suffixes[failed], g_strerror(errno));
         return FALSE;
@@ -1251,7 +1232,7 @@ gboolean recording_output_kept(const char *aside, const char *output, GError **e
         unlink(path);
     }
     size_t failed = 0;
-    gboolean back = output_set_rename(aside, output, &failed);
+    gboolean back = query_replaced_rename(aside, output, TRUE, &failed);
     if (!error || !*error)
         return back;
     char *message = back ? g_strdup_printf("%s (the old recording was kept)", (*error)->message)
