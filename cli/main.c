@@ -1,6 +1,7 @@
 /* main.c — `heaplens`: one executable, subcommands dispatched through a table (git.c style). */
 #include "cli/commands.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,7 +107,8 @@ static const query_command commands[] = {
                  "                       generic instantiation allocated at a shared site\n"
                  "  --force              replace FILE if it exists (and the descendants' files),\n"
                  "                       never one still being recorded; kept if the new one\n"
-                 "                       cannot be created\n"
+                 "                       cannot be created (an old FILE a killed heaplens left\n"
+                 "                       as .FILE.heaplens-replaced-PID is put back first)\n"
                  "  -q, --quiet          no summary at the end\n"
                  "  --json               print the summary as JSON, on one line: the last of\n"
                  "                       standard output, which the program shares (a line of\n"
@@ -177,7 +179,8 @@ static const query_command commands[] = {
                  "                       reaches it over its own socket\n"
                  "  --force              replace FILE if it exists, never one still being\n"
                  "                       recorded; kept if the new one cannot be created or the\n"
-                 "                       attach fails\n"
+                 "                       attach fails (an old FILE a killed heaplens left as\n"
+                 "                       .FILE.heaplens-replaced-PID is put back first)\n"
                  "  -q, --quiet          no messages and no summary\n"
                  "  --json               print the summary as JSON\n" HELP_OPTION,
     },
@@ -647,5 +650,11 @@ int main(int argc, char **argv)
         fputs(command->usage, stdout);
         return 0;
     }
+    /* Past a file size limit (`ulimit -f`) a write fails with EFBIG rather than ending heaplens
+     * by SIGXFSZ with a core and no word: the command then says which file could not grow
+     * (SQLite's temporary files: query_db_temp_failed; an output). Not for record and attach:
+     * the program record runs inherits an ignored signal, and their writer's death is said. */
+    if (strcmp(name, "record") != 0 && strcmp(name, "attach") != 0)
+        signal(SIGXFSZ, SIG_IGN);
     return command->handler(argc - 1, argv + 1);
 }

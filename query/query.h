@@ -112,6 +112,10 @@ gboolean query_db_objects_ensure(sqlite3 *db, GError **error);
  * recording's followed samples in the spans (object_totals.weights: a file summed up before
  * they were, or whose samples do not weigh one object each, has none). */
 gboolean query_db_has_spans(sqlite3 *db, gboolean weights, gboolean *has, GError **error);
+/* When the last failure of `db` (a read-only connection) was a write of SQLite's temporary
+ * files (a full disk or file size limit where SQLITE_TMPDIR, TMPDIR or /tmp points): TRUE and a
+ * QUERY_ERROR_IO error that names the directory and says the recording is intact. */
+gboolean query_db_temp_failed(sqlite3 *db, GError **error);
 /* Prepares `sql`; NULL and a QUERY_ERROR_SQLITE error on failure. */
 sqlite3_stmt *query_db_prepare(sqlite3 *db, const char *sql, GError **error);
 /* Steps `stmt`: TRUE with *row set when a row is ready or the statement is done (*row FALSE);

@@ -1,15 +1,18 @@
 /* query_db.c — opening a recording for reading, statement helpers and the accuracy note. */
 #include "query/query.h"
 
+#include <errno.h>
 #include <inttypes.h>
 
 #include "query/progress.h"
+#include "query/replaced.h"
 #include "store/store.h"
 #include "wire/hl_wire.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void query_db_history_progress(void *ctx, uint64_t done, uint64_t total)
@@ -54,8 +57,19 @@ sqlite3 *query_db_open(const char *path, GError **error)
 {
     sqlite3 *db = store_db_open_readonly(path, error);
     int64_t version = 0;
-    if (db == NULL)
+    struct stat st;
+    if (db == NULL) {
+        /* "does not exist": an old one a killed `--force` set aside is said, with how to get
+         * it back (query/replaced.h); reading commands never rename it themselves */
+        g_autofree char *hint =
+            *path && lstat(path, &st) != 0 && errno == ENOENT ? query_replaced_hint(path) : NULL;
+        if (hint && error && *error) {
+            char *message = g_strdup_printf("%s; %s", (*error)->message, hint);
+            g_free((*error)->message);
+            (*error)->message = message;
+        }
         return NULL;
+    }
     /* Schema 4 and before has no summary without the whole build (store_history_summarize_file
      * does it whole there). */
     if (!query_db_int(db, "PRAGMA user_version", &version, error) ||
@@ -336,10 +350,70 @@ gboolean query_db_check_alloc_counts(sqlite3 *db, GError **error)
     return query_db_check_values(db, "alloc_counts", NULL, alloc_counts, error);
 }
 
+/* Where SQLite's unix VFS puts the temporary files of our connections (temp_store is FILE,
+ * the build's default: the sorter's runs of a large ORDER BY or GROUP BY, the b-trees of
+ * DISTINCT and IN, TEMP tables, once past the page cache): the first of SQLITE_TMPDIR, TMPDIR,
+ * /var/tmp, /usr/tmp, /tmp and . that is a directory this process may write and search, as
+ * unixTempFileDir picks it; *named: the variable that named it, or NULL. NULL when none is. */
+static const char *query_db_temp_dir(const char **named)
+{
+    static const char *const variables[] = {"SQLITE_TMPDIR", "TMPDIR"};
+    static const char *const fixed[] = {"/var/tmp", "/usr/tmp", "/tmp", "."};
+    struct stat st;
+    for (size_t i = 0; i < G_N_ELEMENTS(variables) + G_N_ELEMENTS(fixed); i++) {
+        gboolean variable = i < G_N_ELEMENTS(variables);
+        const char *dir =
+            variable ? g_getenv(variables[i]) : fixed[i - G_N_ELEMENTS(variables)];
+        if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && access(dir, W_OK | X_OK) == 0) {
+            *named = variable ? variables[i] : NULL;
+            return dir;
+        }
+    }
+    *named = NULL;
+    return NULL;
+}
+
+gboolean query_db_temp_failed(sqlite3 *db, GError **error)
+{
+    /* A read-only connection writes nothing to the recording (a -shm's failures have codes of
+     * their own): a write that failed on it was one of SQLite's temporary files. It was said
+     * "reading X.db failed: disk I/O error", which blamed the recording. */
+    int code = db ? sqlite3_extended_errcode(db) : SQLITE_OK;
+    if (!db || sqlite3_db_readonly(db, "main") != 1 ||
+        ((code & 0xff) != SQLITE_FULL && code != SQLITE_IOERR_WRITE &&
+         code != SQLITE_IOERR_FSYNC && code != SQLITE_IOERR_TRUNCATE &&
+         code != SQLITE_IOERR_GETTEMPPATH))
+        return FALSE;
+    const char *file = store_db_name(db);
+    if (!file || !*file)
+        file = "the database";
+    const char *named = NULL;
+    const char *dir = query_db_temp_dir(&named);
+    int sys = sqlite3_system_errno(db);
+    if (code == SQLITE_IOERR_GETTEMPPATH || !dir) {
+        g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                    "no directory for SQLite's temporary files: none of SQLITE_TMPDIR, TMPDIR, "
+                    "/var/tmp, /usr/tmp, /tmp and . is one this user may write; the recording "
+                    "%s is intact",
+                    file);
+        return TRUE;
+    }
+    g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO,
+                "cannot write SQLite's temporary files in %s (%s): %s; the recording %s is intact "
+                "(point SQLITE_TMPDIR at a directory with room)",
+                dir,
+                named ? named
+                      : "SQLite's default: SQLITE_TMPDIR and TMPDIR are unset or not writable",
+                sys ? g_strerror(sys) : sqlite3_errmsg(db), file);
+    return TRUE;
+}
+
 /* A failed read, naming the file: a command reading two (diff --to-file, leaks --with) says
  * which one is damaged. */
 static void query_db_read_error(sqlite3 *db, GError **error)
 {
+    if (query_db_temp_failed(db, error))
+        return;
     const char *file = store_db_name(db);
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading %s failed: %s",
                 file && *file ? file : "the database", sqlite3_errmsg(db));
@@ -903,8 +977,7 @@ gboolean query_db_stored_sound(sqlite3 *db, GError **error)
     }
     if (sqlite3_exec(db, "CREATE TEMP TABLE heaplens_stored_sound (x)", NULL, NULL, NULL) !=
         SQLITE_OK) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading the file failed: %s",
-                    sqlite3_errmsg(db));
+        query_db_read_error(db, error); /* TEMP: SQLite's temporary files, most likely */
         return FALSE;
     }
     return TRUE;

@@ -367,6 +367,8 @@ gboolean retention_is_stored(sqlite3 *db, int64_t snapshot, gboolean *stored, GE
 
 static gboolean sql_fail(sqlite3 *db, const char *what, GError **error)
 {
+    if (query_db_temp_failed(db, error))
+        return FALSE;
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_SQLITE, "%s: %s", what, sqlite3_errmsg(db));
     return FALSE;
 }

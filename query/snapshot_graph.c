@@ -558,7 +558,7 @@ static gpointer refs_reader_main(gpointer data)
             r->from[r->n + (uint64_t)i] = (uint64_t)from;
         r->n += (uint64_t)n;
     }
-    if (rc != SQLITE_DONE)
+    if (rc != SQLITE_DONE && !query_db_temp_failed(db, &r->error))
         g_set_error(&r->error, QUERY_ERROR, QUERY_ERROR_SQLITE, "reading references: %s",
                     sqlite3_errmsg(db));
 out:

@@ -5,6 +5,7 @@
 #include "query/allocations.h"
 #include "query/estimates.h"
 #include "query/info.h"
+#include "query/replaced.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1075,6 +1076,8 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
 const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
+/* query_replaced_rename says which member failed by its index in the same order */
+G_STATIC_ASSERT(RECORDING_DB_FILES == QUERY_REPLACED_MEMBERS);
 
 gboolean recording_output_name_fits(const char *refused, const char *path, size_t extra,
                                     GError **error) {
@@ -1097,31 +1100,23 @@ gboolean recording_output_name_fits(const char *refused, const char *path, size_
 /* Where --force moves FILE's set aside (`path`: the set's FILE, resolved): a hidden name beside
  * it, no recording's, so that a rename never crosses a file system; NULL for "-". */
 static char *output_aside_name(const char *path) {
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *base = g_path_get_basename(path);
-    g_autofree char *hidden = g_strdup_printf(".%s.heaplens-replaced-%ld", base, (long)getpid());
-    return g_build_filename(dir, hidden, NULL);
+    return query_replaced_name(path, (long)getpid());
 }
 
-/* Renames each member of the set `from` that exists to the same member of `to`; on a failure,
- * the members already renamed go back and errno is the failure's. */
-static gboolean output_set_rename(const char *from, const char *to, size_t *failed) {
-    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
-        g_autofree char *a = g_strconcat(from, recording_db_suffixes[i], NULL);
-        g_autofree char *b = g_strconcat(to, recording_db_suffixes[i], NULL);
-        if (rename(a, b) == 0 || errno == ENOENT)
-            continue;
-        int saved = errno;
-        for (size_t j = 0; j < i; j++) {
-            g_autofree char *back_a = g_strconcat(from, recording_db_suffixes[j], NULL);
-            g_autofree char *back_b = g_strconcat(to, recording_db_suffixes[j], NULL);
-            rename(back_b, back_a);
-        }
-        *failed = i;
-        errno = saved;
-        return FALSE;
+/* An old set a heaplens killed while replacing `path` left aside (query/replaced.h): put back
+ * when `path`'s own set is gone and it is the only one — what the killed session's failure would
+ * have done, so that it is found again under its name; said otherwise. Returns the name it was
+ * put back from (a new string), NULL when none was. */
+static char *output_leftover_restore(const char *path, const char *output) {
+    g_autoptr(GPtrArray) found = query_replaced_find(path);
+    if (found->len == 1 && !query_replaced_set_exists(path)) {
+        const char *aside = g_ptr_array_index(found, 0);
+        if (query_replaced_rename(aside, path, TRUE, NULL))
+            return g_strdup(aside);
+        fprintf(stderr, "heaplens: warning: cannot rename %s back to %s: %s\n", aside, output,
+                g_strerror(errno));
     }
-    return TRUE;
+    return NULL;
 }
 
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
@@ -1161,6 +1156,9 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
+    g_autofree char *restored = output_leftover_restore(*resolved, output);
+    /* others left aside (several, or beside a FILE that exists): said, never taken */
+    g_autofree char *leftover = restored ? NULL : query_replaced_hint(*resolved);
     gboolean exists = FALSE;
     for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
@@ -1174,11 +1172,23 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
         }
         if (!force) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
-                        "%s already exists; choose another name with -o, or --force to replace it",
-                        path);
+                        "%s already exists%s%s%s%s; choose another name with -o, or --force to "
+                        "replace it",
+                        path, restored ? " (put back from " : leftover ? " (and " : "",
+                        restored ? restored : leftover ? leftover : "",
+                        restored ? ", where a heaplens killed while replacing it (--force) had "
+                                   "set it aside"
+                                 : "",
+                        restored || leftover ? ")" : "");
             return FALSE;
         }
     }
+    if (restored)
+        fprintf(stderr, "heaplens: put %s back from %s, where a heaplens killed while replacing "
+                        "it (--force) had set it aside; --force now replaces it\n",
+                output, restored);
+    else if (leftover)
+        fprintf(stderr, "heaplens: note: %s\n", leftover);
     if (!exists)
         return TRUE;
     /* --force moves the old set aside rather than removing it: a new database that cannot be
@@ -1196,7 +1206,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
         }
     }
     size_t failed = 0;
-    if (!output_set_rename(*resolved, hidden, &failed)) {
+    if (!query_replaced_rename(*resolved, hidden, FALSE, &failed)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot replace %s%s: %s", *resolved,
                     suffixes[failed], g_strerror(errno));
         return FALSE;
@@ -1222,7 +1232,7 @@ gboolean recording_output_kept(const char *aside, const char *output, GError **e
         unlink(path);
     }
     size_t failed = 0;
-    gboolean back = output_set_rename(aside, output, &failed);
+    gboolean back = query_replaced_rename(aside, output, TRUE, &failed);
     if (!error || !*error)
         return back;
     char *message = back ? g_strdup_printf("%s (the old recording was kept)", (*error)->message)

@@ -232,6 +232,32 @@ def gcloop_ready(checks, proc):
     return int(ready[1])
 
 
+def gcloop_start(a, objects, env=None):
+    """Starts examples/GcLoop (a.dotnet, a.dll) holding `objects` objects, without heaplens,
+    with HEAPLENS_STATS=1 (and `env`) so that its collector says "heaplens: detached: ..." once
+    the runtime has unloaded it. Returns (the process, its stderr's lines, their condition:
+    lines_reader's)."""
+    proc = subprocess.Popen(program(a.dotnet, a.dll) + [str(objects)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, bufsize=1,
+                            env=dict(os.environ, HEAPLENS_STATS="1", **(env or {})))
+    err, cv = [], threading.Condition()
+    threading.Thread(target=lines_reader, args=(proc.stderr, err, cv), daemon=True).start()
+    return proc, err, cv
+
+
+def collector_detached(checks, err, cv, n, timeout=120):
+    """Waits for the n-th "heaplens: detached:" line among a gcloop_start program's stderr lines
+    (checked): a next attach must wait for it (before it the runtime refuses a profiler)."""
+    def count():
+        return sum(1 for line in err if line and line.startswith("heaplens: detached:"))
+    with cv:
+        cv.wait_for(lambda: None in err or count() >= n, timeout=timeout)
+        got = count()
+    return checks.ok(f"the collector detached ({n})", got >= n,
+                     "\n".join(filter(None, err))[-600:])
+
+
 def gcloop_stop(checks, proc):
     """Tells examples/GcLoop to stop: it checks its held objects and says "stopped N"."""
     proc.stdin.write("stop\n")

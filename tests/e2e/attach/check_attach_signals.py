@@ -195,27 +195,13 @@ def main():
     ap.add_argument("--session-seconds", type=int, default=4,
                     help="session 2's time before timeout signals")
     a, checks, log = e2elib.begin(ap)
-    # HEAPLENS_STATS=1: the collector says "heaplens: detached: ..." once the runtime has
-    # unloaded it; the next attach waits for that (before it the runtime refuses a profiler).
     # HEAPLENS_SNAPSHOT_WALKS_BOUND=off: session 1's collector must fall behind, as it did before
     # the walks held were bounded (collector/snapshot_policy.h), for its detach to be slow.
-    prog = subprocess.Popen(e2elib.program(a.dotnet, a.dll) + [str(a.objects)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, bufsize=1,
-                            env=dict(os.environ, HEAPLENS_STATS="1",
-                                     HEAPLENS_SNAPSHOT_WALKS_BOUND="off"))
-    err, err_cv = [], threading.Condition()
-    threading.Thread(target=e2elib.lines_reader, args=(prog.stderr, err, err_cv),
-                     daemon=True).start()
+    prog, err, err_cv = e2elib.gcloop_start(a, a.objects,
+                                            {"HEAPLENS_SNAPSHOT_WALKS_BOUND": "off"})
 
     def detached(n):
-        with err_cv:
-            err_cv.wait_for(lambda: None in err or
-                            sum(1 for l in err if l and l.startswith("heaplens: detached:")) >= n,
-                            timeout=120)
-            got = sum(1 for l in err if l and l.startswith("heaplens: detached:"))
-        return checks.ok(f"the collector detached ({n})", got >= n,
-                         "\n".join(filter(None, err))[-600:])
+        return e2elib.collector_detached(checks, err, err_cv, n)
     try:
         pid = e2elib.gcloop_ready(checks, prog)
         if pid is None:

@@ -282,6 +282,45 @@ rm -f keep.db-wal
 "$hl" info keep.db --json >info.json 2>/dev/null && grep -q new-recording info.json && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --force did not replace the old recording"; cat info.json; }
 ls -A | grep -q heaplens-replaced && { fail=$((fail + 1)); echo "FAIL the old set was left aside"; ls -A; } || pass=$((pass + 1))
 
+# A heaplens killed between setting the old set aside and creating the new database leaves
+# .FILE.heaplens-replaced-PID (and its -wal): found afterwards. A reading command names it and how
+# to get it back, touching nothing; record -o FILE puts it back when FILE's set is gone (then
+# refuses without --force, as for any FILE that exists; --force replaces it), names it otherwise.
+dead=$(sh -c 'echo $$')        # a pid that has ended (its shell waited for)
+aside=.left.db.heaplens-replaced-$dead
+printf 'the old main file' >"$aside"; printf 'the old log' >"$aside-wal"
+cp "$aside" old.copy; cp "$aside-wal" oldwal.copy
+"$hl" info left.db 2>err; check "info FILE, left aside" 1 $? err "^heaplens: left\.db does not exist; \./$aside \(with its -wal\) is the old left\.db that a heaplens killed while replacing it \(--force\) set aside: rename it back to left\.db \(each file, with its suffix\) to keep it$"
+cmp -s "$aside" old.copy && cmp -s "$aside-wal" oldwal.copy && [ ! -e left.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL info touched the set aside"; ls -A; }
+"$hl" record -q -o left.db -- true 2>err; check "record -o FILE, left aside" 1 $? err "^heaplens: left\.db already exists \(put back from \./$aside, where a heaplens killed while replacing it \(--force\) had set it aside\); choose another name with -o, or --force to replace it$"
+cmp -s left.db old.copy && cmp -s left.db-wal oldwal.copy && [ ! -e "$aside" ] && [ ! -e "$aside-wal" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record did not put the set aside back"; ls -A; }
+# beside a FILE that exists again: named, never taken (renamed back it would replace FILE)
+cp old.copy "$aside"
+"$hl" record -q -o left.db -- true 2>err; check "record -o FILE beside FILE" 1 $? err "^heaplens: left\.db already exists \(and \./$aside is the old left\.db .*: give it a name of its own to keep it, or remove it\); choose another name"
+"$hl" record --force -q -o left.db -- echo new-recording >/dev/null 2>err; check "record --force beside FILE" 0 $? err "^heaplens: note: .*/$aside is the old .*left\.db .*give it a name of its own"
+cmp -s "$aside" old.copy && "$hl" info left.db --json 2>/dev/null | grep -q new-recording && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --force took the set aside or did not record"; ls -A; }
+# FILE gone, --force: put back (said), then replaced as --force replaces any FILE
+rm -f left.db left.db-wal
+"$hl" record --force -q -o left.db -- echo newer-recording >/dev/null 2>err; check "record --force, left aside" 0 $? err "^heaplens: put left\.db back from \./$aside, where a heaplens killed while replacing it \(--force\) had set it aside; --force now replaces it$"
+"$hl" info left.db --json 2>/dev/null | grep -q newer-recording && ! ls -A | grep -q heaplens-replaced && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL record --force after putting back"; ls -A; }
+# one a live heaplens set aside is its replacement in progress: neither named nor taken
+cp "$(command -v sleep)" ./heaplens
+./heaplens 300 &
+busy=$!
+printf 'in progress' >".gone.db.heaplens-replaced-$busy"
+"$hl" info gone.db 2>err; check "info FILE, a live heaplens replacing it" 1 $? err "^heaplens: gone\.db does not exist$"
+"$hl" record -q -o gone.db -- true 2>err; check "record -o FILE, a live heaplens replacing it" 0 $? err ""
+[ -e ".gone.db.heaplens-replaced-$busy" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the set of a live heaplens was taken"; ls -A; }
+kill "$busy"; wait "$busy" 2>/dev/null
+# ... but one killed and not yet waited for (a zombie: its parent never waits) creates nothing
+sh -c './heaplens 0 & echo $! >zombie.pid; exec sleep 300' &
+parent=$!
+until [ -s zombie.pid ] && grep -q ') Z' "/proc/$(cat zombie.pid)/stat" 2>/dev/null; do kill -0 $parent || break; done
+zombie=$(cat zombie.pid)
+printf 'the old main file' >".dead.db.heaplens-replaced-$zombie"
+"$hl" info dead.db 2>err; check "info FILE, a zombie heaplens' set" 1 $? err "^heaplens: dead\.db does not exist; \./\.dead\.db\.heaplens-replaced-$zombie is the old dead\.db"
+kill "$parent"; wait "$parent" 2>/dev/null; rm -f ./heaplens
+
 # SIGUSR1 and SIGUSR2 sent to heaplens alone go on to the program, as SIGTERM does: by default
 # they ended heaplens and left the program running, its exit status lost. The program traps
 # them and exits with a status of its own.
