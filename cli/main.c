@@ -237,7 +237,12 @@ static const query_command commands[] = {
                  "generation, reason, induced, compacting, pause, bytes in use per generation\n"
                  "(gen0, gen1, gen2, loh, poh) before -> after, and bytes that survived; in\n"
                  "sampled and attach recordings 'census (ms)', the time the census of gen0\n"
-                 "added to the pause.\n"
+                 "added to the pause. When some GC went without a snapshot due at it,\n"
+                 "'snapshot' says which and why: 'skipped (held)', a --snapshot policy's, not\n"
+                 "taken while the collector held 4 or more snapshots of 64 MiB or more;\n"
+                 "'skipped (detach)', an attach session's detach past its bound built none.\n"
+                 "--json gives it per GC as snapshot_skipped: \"held\", \"detach\" or null\n"
+                 "(none skipped, or a recording before schema 9).\n"
                  "\n"
                  "options:\n" JSON_OPTION HELP_OPTION,
     },

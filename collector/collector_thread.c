@@ -801,7 +801,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         c->discover_found += g->n_found;
     }
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
-    if (c->final_missed.reason && g->snapshot_trigger) { /* a detach past its bound: final_snapshot */
+    bool snapshot_given_up = c->final_missed.reason && g->snapshot_trigger;
+    if (snapshot_given_up) { /* a detach past its bound: final_snapshot */
         g->snapshot_trigger = 0;
         c->final_missed.snapshots_skipped++;
     }
@@ -846,7 +847,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
               (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0) |
-              (g->snapshot_skipped ? HL_GC_FLAG_SNAPSHOT_SKIPPED : 0);
+              (g->snapshot_skipped ? HL_GC_FLAG_SNAPSHOT_SKIPPED : 0) |
+              (snapshot_given_up ? HL_GC_FLAG_SNAPSHOT_GIVEN_UP : 0);
     if (c->p->followed.on)
         follow_gc_end(c, g, &e);
     sizes_by_generation(g->after, g->n_after, e.size_after);

@@ -639,7 +639,8 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
         if (skipped > 0) {
             g_string_append(clause, " and ");
             count_append(clause, skipped, "snapshot", "snapshots");
-            g_string_append(clause, " of those GCs were not built");
+            g_string_append(clause, skipped == 1 ? " of those GCs was not built"
+                                                  : " of those GCs were not built");
         }
         g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }

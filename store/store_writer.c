@@ -80,8 +80,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_GC] =
         "INSERT OR REPLACE INTO gcs (gc, generation, reason, induced, compacting, start_ns, "
         "end_ns, pause_ns, survived_bytes, moved_bytes, first_object_id, objects_live, incomplete, "
-        "roots, pinned_roots, census_ns, census_objects) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        "roots, pinned_roots, census_ns, census_objects, snapshot_skipped) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     [STORE_STMT_INSERT_GC_GENERATION] =
         "INSERT OR REPLACE INTO gc_generations (gc, generation, size_before, size_after) "
         "VALUES (?1, ?2, ?3, ?4)",

@@ -452,6 +452,10 @@ enum {
      * HL_SNAPSHOTS_HELD_MAX and HL_SNAPSHOT_WALKS_HELD_MAX_BYTES). Added in version 6
      * without a version change: an older writer ignores the flag. */
     HL_GC_FLAG_SNAPSHOT_SKIPPED = 32,
+    /* A snapshot (a --snapshot policy's or a request's) was due at this GC and was not built:
+     * an attach session's detach was past its bound (HL_REC_FINAL_SNAPSHOT_MISSED's
+     * snapshots_skipped counts these GCs). Added in version 6 without a version change. */
+    HL_GC_FLAG_SNAPSHOT_GIVEN_UP = 64,
 };
 /* ... that bound: at least this many snapshots held (taken, not yet applied) whose walks hold at
  * least this many bytes (collector/snapshot_policy.h). */
