@@ -1019,7 +1019,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
                 : 0.0,
             (unsigned long long)k.thread_waits, k.thread_wait_ns / 1e6,
-            (unsigned long long)c->spilled, c->forcers_left);
+            (unsigned long long)c->spilled, c->forcers_left.threads);
     /* What the GC captures held while not yet applied: the memory the snapshots' walks bound
      * (snapshot_policy.h), and the policies' snapshots that bound cost. */
     fprintf(stderr,
@@ -1126,15 +1126,17 @@ static void finish(collector *c, bool detaching) {
         ;
     /* A detach: the ForceGC threads leave the runtime before it is asked to unload us (its
      * rules: clr-profiler-facts.md §7.5), waited for here, before the end record, so that a
-     * wait given up is said (HEAPLENS_STATS=1: forcers_left=, and a line on stderr). No new
-     * one starts from now on (take_requests). */
+     * wait given up is said (in the recording: HL_REC_FORCERS_LEFT; HEAPLENS_STATS=1:
+     * forcers_left=; a line on stderr). No new one starts from now on (take_requests). */
     if (detaching) {
-        c->forcers_left = hl_forcers_wait(FORCERS_WAIT_NS);
-        if (c->forcers_left)
+        if (hl_forcers_wait_told(FORCERS_WAIT_NS, &c->forcers_left)) {
             fprintf(stderr, "heaplens: %u ForceGC thread%s still in the runtime after %llu s: "
-                            "detaching all the same\n", c->forcers_left,
-                    c->forcers_left == 1 ? "" : "s",
+                            "detaching all the same\n", c->forcers_left.threads,
+                    c->forcers_left.threads == 1 ? "" : "s",
                     (unsigned long long)(FORCERS_WAIT_NS / 1000000000u));
+            hl_outbox_put(&c->out, HL_REC_FORCERS_LEFT, &c->forcers_left, sizeof c->forcers_left,
+                          NULL, 0, NULL, 0);
+        }
     }
     drain(c, UINT64_MAX);
     drain_names(c);

@@ -490,8 +490,67 @@ static void case_skipped_per_gc(void)
     run_result_release(&r);
 }
 
+/* The detach's wait for its ForceGC threads hit its bound (HL_REC_FORCERS_LEFT): the writer
+ * stores it (counters forcegc_threads_left, forcegc_wait_ms), and info (its counter lines and
+ * the note), the summary line (and its JSON) and the report say it; before, only the program's
+ * stderr and HEAPLENS_STATS did. A recording without it says nothing of it. */
+static void case_forcers_left(void)
+{
+    static const char *const words =
+        "1 ForceGC thread heaplens started was still in the runtime after the detach waited "
+        "30.0 s for it: it detached all the same";
+    for (int left = 0; left < 2; left++) {
+        const char *name = left ? "forcers_left.db" : "forcers_none.db";
+        hl_sb *sb = hl_sb_new();
+        hl_run_start rs = {.pid = 83, .mode = HL_MODE_ATTACH,
+                           .start_unix_ns = HL_SB_START_UNIX_NS, .start_mono_ns = HL_SB_MONO_NS,
+                           .pointer_size = 8};
+        hl_sb_run_start_full(sb, &rs, "dotnet WebApi.dll", "10.0.12", "heaplens test");
+        hl_sb_gc_start(sb, 1, 2, TRUE, 1);
+        hl_sb_gc_end(sb, 1, 0);
+        hl_forcers_left f = {.threads = 1, .waited_ms = 30001};
+        if (left)
+            hl_sb_record(sb, HL_REC_FORCERS_LEFT, &f, sizeof f);
+        hl_sb_run_end(sb, 1);
+        fixture_write(sb, name);
+        run_result r = RUN("info", name);
+        g_autofree char *text = summary_text_new(name);
+        gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
+                        strstr(r.out, "forcegc_threads_left") && strstr(r.out, "forcegc_wait_ms");
+        gboolean any = strstr(r.out, "ForceGC") || (text && strstr(text, "ForceGC"));
+        if (left ? !said : any) {
+            fprintf(stderr, "%s: info or the summary %s:\n%s%s", name,
+                    left ? "lacks the ForceGC threads left" : "says ForceGC threads were left",
+                    r.out, text ? text : "");
+            failures++;
+        }
+        run_result_release(&r);
+        recording_summary_options o = {.json = TRUE};
+        g_autofree char *path = fixture_path(name);
+        json_t *j = recording_summary_print(path, &o);
+        CHECK(j != NULL);
+        CHECK_INT(json_integer_value(json_object_get(j, "forcegc_threads_left")), left ? 1 : 0);
+        json_decref(j);
+        run_result rj = RUN("report", name, "--json");
+        json_t *doc = json_loads(rj.out, 0, NULL);
+        json_t *counters = json_object_get(doc, "counters");
+        const char *note = json_string_value(json_object_get(doc, "note"));
+        if (left) {
+            CHECK_INT(json_integer_value(json_object_get(counters, "forcegc_threads_left")), 1);
+            CHECK_INT(json_integer_value(json_object_get(counters, "forcegc_wait_ms")), 30001);
+            CHECK(note && strstr(note, words));
+        } else {
+            CHECK(json_object_get(counters, "forcegc_threads_left") == NULL);
+            CHECK(!note || !strstr(note, "ForceGC"));
+        }
+        json_decref(doc);
+        run_result_release(&rj);
+    }
+}
+
 static const cli_test_case cases[] = {
     {"skipped_per_gc", case_skipped_per_gc},
+    {"forcers_left", case_forcers_left},
     {"types", case_types},
     {"final_snapshot_missed", case_final_snapshot_missed},
     {"snapshots_skipped", case_snapshots_skipped},
