@@ -57,7 +57,7 @@ static const query_command commands[] = {
                  "                       induced, gen2, every:N skip a GC's snapshot while\n"
                  "                       the collector holds 4 or more snapshots, 64 MiB or\n"
                  "                       more, not yet applied (counted and said:\n"
-                 "                       snapshots_skipped_queued)\n"
+                 "                       snapshots_skipped_queued; heaplens gcs shows which)\n"
                  "  --max-snapshots N    at most N snapshots taken by --snapshot policies\n"
                  "                       (heaplens snapshot PID is not counted)\n"
                  "  --snapshot-interval S  at least S seconds between two snapshots of the\n"
