@@ -241,6 +241,32 @@ static void final_snapshot_missed_says(const char *file, const hl_final_snapshot
     run_result_release(&r);
 }
 
+/* What `info` and the record/attach summary say of recording `name`: when `present`, `words`
+ * in both, `info_line` among info's counter lines and `key` = `value` in the summary's JSON;
+ * else neither says `absent` and the JSON's `key` is 0. */
+static void summary_says(const char *name, gboolean present, const char *words,
+                         const char *info_line, const char *absent, const char *key,
+                         int64_t value)
+{
+    run_result r = RUN("info", name);
+    g_autofree char *text = summary_text_new(name);
+    gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
+                    strstr(r.out, key) && strstr(r.out, info_line);
+    gboolean any = strstr(r.out, absent) || (text && strstr(text, absent));
+    if (present ? !said : any) {
+        fprintf(stderr, "%s: info or the summary %s '%s':\n%s%s", name,
+                present ? "lacks" : "says", present ? words : absent, r.out, text ? text : "");
+        failures++;
+    }
+    run_result_release(&r);
+    recording_summary_options o = {.json = TRUE};
+    g_autofree char *path = fixture_path(name);
+    json_t *j = recording_summary_print(path, &o);
+    CHECK(j != NULL);
+    CHECK_INT(json_integer_value(json_object_get(j, key)), present ? value : 0);
+    json_decref(j);
+}
+
 /* Snapshots a policy did not take for the bound on the walks the collector held (GC_END flag
  * HL_GC_FLAG_SNAPSHOT_SKIPPED): the writer counts them, and info (its counter line and the
  * note), the summary line (and its JSON) and the report say it; a recording without one says
@@ -261,27 +287,9 @@ static void case_snapshots_skipped(void)
         }
         hl_sb_run_end(sb, 3);
         fixture_write(sb, name);
-        run_result r = RUN("info", name);
-        g_autofree char *text = summary_text_new(name);
-        gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
-                        strstr(r.out, "snapshots_skipped_queued") &&
-                        strstr(r.out, "2  snapshots a --snapshot policy was due to take at a GC "
-                                      "and did not");
-        gboolean any = strstr(r.out, "were not taken") || (text && strstr(text, "not taken"));
-        if (skipping ? !said : any) {
-            fprintf(stderr, "%s: info or the summary %s:\n%s%s", name,
-                    skipping ? "lacks the skipped snapshots" : "says snapshots were skipped",
-                    r.out, text ? text : "");
-            failures++;
-        }
-        run_result_release(&r);
-        recording_summary_options o = {.json = TRUE};
-        g_autofree char *path = fixture_path(name);
-        json_t *j = recording_summary_print(path, &o);
-        CHECK(j != NULL);
-        CHECK_INT(json_integer_value(json_object_get(j, "snapshots_skipped_queued")),
-                  skipping ? 2 : 0);
-        json_decref(j);
+        summary_says(name, skipping, words,
+                     "2  snapshots a --snapshot policy was due to take at a GC and did not",
+                     "not taken", "snapshots_skipped_queued", 2);
         for (int k = 0; k < 2; k++) { /* info --json, report --json */
             run_result rj = k == 0 ? RUN("info", name, "--json") : RUN("report", name, "--json");
             json_t *doc = json_loads(rj.out, 0, NULL);
@@ -513,24 +521,8 @@ static void case_forcers_left(void)
             hl_sb_record(sb, HL_REC_FORCERS_LEFT, &f, sizeof f);
         hl_sb_run_end(sb, 1);
         fixture_write(sb, name);
-        run_result r = RUN("info", name);
-        g_autofree char *text = summary_text_new(name);
-        gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
-                        strstr(r.out, "forcegc_threads_left") && strstr(r.out, "forcegc_wait_ms");
-        gboolean any = strstr(r.out, "ForceGC") || (text && strstr(text, "ForceGC"));
-        if (left ? !said : any) {
-            fprintf(stderr, "%s: info or the summary %s:\n%s%s", name,
-                    left ? "lacks the ForceGC threads left" : "says ForceGC threads were left",
-                    r.out, text ? text : "");
-            failures++;
-        }
-        run_result_release(&r);
-        recording_summary_options o = {.json = TRUE};
-        g_autofree char *path = fixture_path(name);
-        json_t *j = recording_summary_print(path, &o);
-        CHECK(j != NULL);
-        CHECK_INT(json_integer_value(json_object_get(j, "forcegc_threads_left")), left ? 1 : 0);
-        json_decref(j);
+        summary_says(name, left, words, "forcegc_wait_ms", "ForceGC", "forcegc_threads_left",
+                     1);
         run_result rj = RUN("report", name, "--json");
         json_t *doc = json_loads(rj.out, 0, NULL);
         json_t *counters = json_object_get(doc, "counters");
