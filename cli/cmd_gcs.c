@@ -2,6 +2,9 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "query/gcs.h"
+#include "store/store.h"
+
+#include <string.h>
 
 static const query_column gcs_columns[] = {
     {"gc", QUERY_ALIGN_RIGHT, NULL},
@@ -21,8 +24,10 @@ static const query_column gcs_columns[] = {
     {"poh", QUERY_ALIGN_RIGHT, NULL},
     {"", QUERY_ALIGN_RIGHT, " → "},
     {"survived", QUERY_ALIGN_RIGHT, NULL},
-    {"census (ms)", QUERY_ALIGN_RIGHT, NULL}, /* shown only with a census */
 };
+/* Shown only with a census, and only when some GC went without a snapshot due at it. */
+static const query_column census_column = {"census (ms)", QUERY_ALIGN_RIGHT, NULL};
+static const query_column skipped_column = {"snapshot", QUERY_ALIGN_LEFT, NULL};
 
 /* The row of query_gc_json, and with a census its time and objects. */
 static json_t *gcs_row_json(const query_gc *gc, gboolean census)
@@ -46,7 +51,20 @@ static void size_cell_add(query_table *table, int64_t v)
     query_table_add(table, v == QUERY_NULL ? NULL : query_size_format(v, buf));
 }
 
-static void gcs_row_add(query_table *table, const query_gc *gc, gboolean census)
+/* The cell of a GC that went without its snapshot: why, in words a user reads (SCHEMA.md). */
+static const char *skipped_cell(const char *skipped)
+{
+    if (!skipped)
+        return "";
+    if (strcmp(skipped, STORE_SNAPSHOT_SKIPPED_HELD) == 0)
+        return "skipped (held)";
+    if (strcmp(skipped, STORE_SNAPSHOT_SKIPPED_DETACH) == 0)
+        return "skipped (detach)";
+    return skipped; /* a newer reason: as stored */
+}
+
+static void gcs_row_add(query_table *table, const query_gc *gc, gboolean census,
+                        gboolean skips)
 {
     char buf[QUERY_FORMAT_MAX];
     query_table_add(table, query_count_format(gc->gc, buf));
@@ -65,6 +83,8 @@ static void gcs_row_add(query_table *table, const query_gc *gc, gboolean census)
     if (census)
         query_table_add(table, gc->census_ns == QUERY_NULL ? NULL
                                                            : query_ms_format(gc->census_ns, buf));
+    if (skips)
+        query_table_add(table, skipped_cell(gc->snapshot_skipped));
 }
 
 int cmd_gcs(int argc, char **argv)
@@ -95,10 +115,19 @@ int cmd_gcs(int argc, char **argv)
     } else if (gcs->len == 0) {
         printf("no GC was recorded\n");
     } else {
-        g_autoptr(query_table) table =
-            query_table_new(gcs_columns, G_N_ELEMENTS(gcs_columns) - (census ? 0 : 1));
+        gboolean skips = FALSE;
         for (guint i = 0; i < gcs->len; i++)
-            gcs_row_add(table, &g_array_index(gcs, query_gc, i), census);
+            skips |= g_array_index(gcs, query_gc, i).snapshot_skipped != NULL;
+        query_column columns[G_N_ELEMENTS(gcs_columns) + 2];
+        size_t n = G_N_ELEMENTS(gcs_columns);
+        memcpy(columns, gcs_columns, sizeof gcs_columns);
+        if (census)
+            columns[n++] = census_column;
+        if (skips)
+            columns[n++] = skipped_column;
+        g_autoptr(query_table) table = query_table_new(columns, n);
+        for (guint i = 0; i < gcs->len; i++)
+            gcs_row_add(table, &g_array_index(gcs, query_gc, i), census, skips);
         query_table_print(table, stdout);
     }
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))

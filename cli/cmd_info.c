@@ -271,6 +271,10 @@ static const struct {
     {"snapshots_skipped_queued",
      "snapshots a --snapshot policy was due to take at a GC and did not: the collector still "
      "held 4 or more earlier snapshots, 64 MiB or more, not yet applied (a memory bound)"},
+    {"forcegc_threads_left",
+     "ForceGC threads heaplens started still in the runtime when the detach's wait for them "
+     "ended: it detached all the same"},
+    {"forcegc_wait_ms", "how long the detach waited for those ForceGC threads (ms; the bound)"},
 };
 
 static const char *info_counter_words_get(const char *name)

@@ -58,7 +58,7 @@ static const query_command commands[] = {
                  "                       induced, gen2, every:N skip a GC's snapshot while\n"
                  "                       the collector holds 4 or more snapshots, 64 MiB or\n"
                  "                       more, not yet applied (counted and said:\n"
-                 "                       snapshots_skipped_queued)\n"
+                 "                       snapshots_skipped_queued; heaplens gcs shows which)\n"
                  "  --max-snapshots N    at most N snapshots taken by --snapshot policies\n"
                  "                       (heaplens snapshot PID is not counted)\n"
                  "  --snapshot-interval S  at least S seconds between two snapshots of the\n"
@@ -240,7 +240,12 @@ static const query_command commands[] = {
                  "generation, reason, induced, compacting, pause, bytes in use per generation\n"
                  "(gen0, gen1, gen2, loh, poh) before -> after, and bytes that survived; in\n"
                  "sampled and attach recordings 'census (ms)', the time the census of gen0\n"
-                 "added to the pause.\n"
+                 "added to the pause. When some GC went without a snapshot due at it,\n"
+                 "'snapshot' says which and why: 'skipped (held)', a --snapshot policy's, not\n"
+                 "taken while the collector held 4 or more snapshots of 64 MiB or more;\n"
+                 "'skipped (detach)', an attach session's detach past its bound built none.\n"
+                 "--json gives it per GC as snapshot_skipped: \"held\", \"detach\" or null\n"
+                 "(none skipped, or a recording before schema 9).\n"
                  "\n"
                  "options:\n" JSON_OPTION HELP_OPTION,
     },

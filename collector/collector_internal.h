@@ -48,7 +48,8 @@ typedef struct collector {
      * without their snapshots, which made the collector fall behind. */
     hl_final_snapshot_missed final_missed;
     bool detach_now; /* HL_CMD_DETACH_NOW: the last snapshot is not waited for (final_snapshot) */
-    uint32_t forcers_left; /* a detach's ForceGC threads still in the runtime past the bound */
+    hl_forcers_left forcers_left; /* a detach's ForceGC threads still in the runtime past the
+                                   * bound (threads 0: none), sent as HL_REC_FORCERS_LEFT */
     hl_young_packed survivors; /* per GC, packed by hl_young_close */
     uint32_t gcs_applied;
     bool model_stale;     /* full mode: a GC was not applied; no later one is (apply_gc) */

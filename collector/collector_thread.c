@@ -801,7 +801,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
         c->discover_found += g->n_found;
     }
     uint64_t live = hm_model_count(c->model), discovered_before = c->discovered;
-    if (c->final_missed.reason && g->snapshot_trigger) { /* a detach past its bound: final_snapshot */
+    bool snapshot_given_up = c->final_missed.reason && g->snapshot_trigger;
+    if (snapshot_given_up) { /* a detach past its bound: final_snapshot */
         g->snapshot_trigger = 0;
         c->final_missed.snapshots_skipped++;
     }
@@ -846,7 +847,8 @@ static void apply_gc(collector *c, hl_gc_capture *g) {
     e.objects_live = live + (c->discovered - discovered_before);
     e.flags = (g->moved_ranges ? HL_GC_FLAG_COMPACTING : 0) |
               (incomplete ? HL_GC_FLAG_INCOMPLETE : 0) | (g->census_done ? HL_GC_FLAG_CENSUS : 0) |
-              (g->snapshot_skipped ? HL_GC_FLAG_SNAPSHOT_SKIPPED : 0);
+              (g->snapshot_skipped ? HL_GC_FLAG_SNAPSHOT_SKIPPED : 0) |
+              (snapshot_given_up ? HL_GC_FLAG_SNAPSHOT_GIVEN_UP : 0);
     if (c->p->followed.on)
         follow_gc_end(c, g, &e);
     sizes_by_generation(g->after, g->n_after, e.size_after);
@@ -1017,7 +1019,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
                 : 0.0,
             (unsigned long long)k.thread_waits, k.thread_wait_ns / 1e6,
-            (unsigned long long)c->spilled, c->forcers_left);
+            (unsigned long long)c->spilled, c->forcers_left.threads);
     /* What the GC captures held while not yet applied: the memory the snapshots' walks bound
      * (snapshot_policy.h), and the policies' snapshots that bound cost. */
     fprintf(stderr,
@@ -1124,15 +1126,17 @@ static void finish(collector *c, bool detaching) {
         ;
     /* A detach: the ForceGC threads leave the runtime before it is asked to unload us (its
      * rules: clr-profiler-facts.md §7.5), waited for here, before the end record, so that a
-     * wait given up is said (HEAPLENS_STATS=1: forcers_left=, and a line on stderr). No new
-     * one starts from now on (take_requests). */
+     * wait given up is said (in the recording: HL_REC_FORCERS_LEFT; HEAPLENS_STATS=1:
+     * forcers_left=; a line on stderr). No new one starts from now on (take_requests). */
     if (detaching) {
-        c->forcers_left = hl_forcers_wait(FORCERS_WAIT_NS);
-        if (c->forcers_left)
+        if (hl_forcers_wait_told(FORCERS_WAIT_NS, &c->forcers_left)) {
             fprintf(stderr, "heaplens: %u ForceGC thread%s still in the runtime after %llu s: "
-                            "detaching all the same\n", c->forcers_left,
-                    c->forcers_left == 1 ? "" : "s",
+                            "detaching all the same\n", c->forcers_left.threads,
+                    c->forcers_left.threads == 1 ? "" : "s",
                     (unsigned long long)(FORCERS_WAIT_NS / 1000000000u));
+            hl_outbox_put(&c->out, HL_REC_FORCERS_LEFT, &c->forcers_left, sizeof c->forcers_left,
+                          NULL, 0, NULL, 0);
+        }
     }
     drain(c, UINT64_MAX);
     drain_names(c);

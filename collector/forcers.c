@@ -47,3 +47,10 @@ uint32_t hl_forcers_wait(uint64_t bound_ns) {
     }
     return left;
 }
+
+bool hl_forcers_wait_told(uint64_t bound_ns, hl_forcers_left *left) {
+    uint64_t start = hl_now_ns();
+    left->threads = hl_forcers_wait(bound_ns);
+    left->waited_ms = (uint32_t)((hl_now_ns() - start) / 1000000u);
+    return left->threads > 0;
+}

@@ -15,6 +15,9 @@
 #ifndef HEAPLENS_COLLECTOR_FORCERS_H
 #define HEAPLENS_COLLECTOR_FORCERS_H
 
+#include "wire/hl_wire.h"
+
+#include <stdbool.h>
 #include <stdint.h>
 
 /* A new session: its count starts at 0, whatever threads of earlier ones are still out
@@ -35,5 +38,10 @@ uint32_t hl_forcers_in_runtime(void);
 /* Waits until none of this session's threads is in the runtime, at most `bound_ns` (checked
  * every millisecond). Returns how many still are (0: none). */
 uint32_t hl_forcers_wait(uint64_t bound_ns);
+
+/* The detach's wait as the recording says it: hl_forcers_wait(bound_ns), and *left the threads
+ * still in the runtime and how long it waited. True when some still are (the bound was hit):
+ * then *left is the HL_REC_FORCERS_LEFT record the writer stores. */
+bool hl_forcers_wait_told(uint64_t bound_ns, hl_forcers_left *left);
 
 #endif /* HEAPLENS_COLLECTOR_FORCERS_H */

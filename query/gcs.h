@@ -41,6 +41,10 @@ typedef struct query_gc {
     /* The census of gen0 at the GC's start (sampled mode, schema 6): its time and objects;
      * QUERY_NULL without one (filled by query_gcs_read and `heaplens report`). */
     int64_t census_ns, census_objects;
+    /* gcs.snapshot_skipped (schema 9): why a snapshot due at this GC was not built,
+     * STORE_SNAPSHOT_SKIPPED_HELD or _DETACH (interned); NULL when none was skipped or the file
+     * does not say (filled by query_gcs_read and `heaplens report`). */
+    const char *snapshot_skipped;
 } query_gc;
 
 /* The GC of columns 0..21 of the current row of `stmt`: gc, generation, reason, induced,
@@ -50,12 +54,18 @@ typedef struct query_gc {
 void query_gc_read(sqlite3_stmt *stmt, query_gc *gc);
 /* One row of `heaplens gcs --json`: {"gc","generation","reason","induced","compacting",
  * "pause_ns","start_ns","end_ns","survived_bytes","moved_bytes","objects_live","incomplete",
- * "size_before":{"gen0",...,"poh"},"size_after":{...}} (new reference). */
+ * "snapshot_skipped","size_before":{"gen0",...,"poh"},"size_after":{...}} (new reference). */
 json_t *query_gc_json(const query_gc *gc);
 
 /* *census: some GC of `db` has a census of gen0 (gcs.census_ns, schema 6 on). FALSE and an
  * error when the file cannot be read. */
 gboolean query_gcs_census(sqlite3 *db, gboolean *census, GError **error);
+
+/* The text of gcs.snapshot_skipped in `column` of the current row, interned; NULL for NULL. */
+const char *query_gc_snapshot_skipped_read(sqlite3_stmt *stmt, int column);
+/* *known: `db` says per GC which snapshot it went without (gcs.snapshot_skipped, schema 9 on).
+ * FALSE and an error when the file cannot be read. */
+gboolean query_gcs_skips_known(sqlite3 *db, gboolean *known, GError **error);
 
 /* Every GC of `db`, in GC order: a new array of query_gc. *census: some GC has a census (then
  * `heaplens gcs` shows its time). */

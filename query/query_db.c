@@ -713,7 +713,8 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
         if (skipped > 0) {
             g_string_append(clause, " and ");
             count_append(clause, skipped, "snapshot", "snapshots");
-            g_string_append(clause, " of those GCs were not built");
+            g_string_append(clause, skipped == 1 ? " of those GCs was not built"
+                                                  : " of those GCs were not built");
         }
         g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }
@@ -735,6 +736,29 @@ static char *query_db_note_bounds_new(sqlite3 *db, gboolean *lower, GError **err
                                "themselves are all here)",
                                skipped_queued == 1 ? "was" : "were", HL_SNAPSHOTS_HELD_MAX,
                                (unsigned long long)(HL_SNAPSHOT_WALKS_HELD_MAX_BYTES >> 20));
+        g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
+    }
+
+    /* An attach session's detach went on with ForceGC threads heaplens started still in the
+     * runtime (collector/forcers.h): nothing of the recording is missing, but the program was
+     * left with them. */
+    int64_t forcers_left = 0, forcers_wait_ms = 0;
+    if (!counter_get(counter, "forcegc_threads_left", &forcers_left, error) ||
+        !counter_get(counter, "forcegc_wait_ms", &forcers_wait_ms, error))
+        goto out;
+    if (forcers_left > 0) {
+        g_autoptr(GString) clause = g_string_new(NULL);
+        char waited[QUERY_FORMAT_MAX];
+        count_append(clause, forcers_left, "ForceGC thread", "ForceGC threads");
+        g_string_append_printf(clause,
+                               " heaplens started %s still in the runtime after the detach "
+                               "waited %s for %s: it detached all the same (the recording is "
+                               "whole; the runtime was asked to unload the collector with %s "
+                               "inside)",
+                               forcers_left == 1 ? "was" : "were",
+                               query_duration_format(MAX(forcers_wait_ms, 0) * 1000000, waited),
+                               forcers_left == 1 ? "it" : "them",
+                               forcers_left == 1 ? "it" : "them");
         g_ptr_array_add(clauses, g_string_free(g_steal_pointer(&clause), FALSE));
     }
 

@@ -84,25 +84,30 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
 
 /* objects_live as `heaplens gcs` gives it: NULL at a GC where the model held only the followed
  * samples' objects (a sampled recording between snapshots), no count of live objects. */
-#define REPORT_GCS_SQL(census)                                                                 \
+#define REPORT_GCS_SQL(census, skipped)                                                        \
     "SELECT gc, generation, reason, induced, compacting, pause_ns, start_ns, end_ns,"          \
     "       survived_bytes, moved_bytes, " QUERY_GC_OBJECTS_LIVE_SQL("gc_summary") ","           \
     "       incomplete,"                                                                        \
     "       gen0_before, gen0_after, gen1_before, gen1_after, gen2_before, gen2_after,"        \
-    "       loh_before, loh_after, poh_before, poh_after, pinned_roots, " census               \
+    "       loh_before, loh_after, poh_before, poh_after, pinned_roots, " census ", " skipped   \
     "  FROM gc_summary ORDER BY gc"
-/* The census's columns exist from schema 6 on (query_gcs_census). */
-static const char report_gcs_sql[] = REPORT_GCS_SQL("NULL, NULL");
-static const char report_gcs_census_sql[] = REPORT_GCS_SQL("census_ns, census_objects");
+/* The census's columns exist from schema 6 on (query_gcs_census), snapshot_skipped from 9 on
+ * (query_gcs_skips_known). Indexed [census][skipped]. */
+static const char *const report_gcs_sql[2][2] = {
+    {REPORT_GCS_SQL("NULL, NULL", "NULL"), REPORT_GCS_SQL("NULL, NULL", "snapshot_skipped")},
+    {REPORT_GCS_SQL("census_ns, census_objects", "NULL"),
+     REPORT_GCS_SQL("census_ns, census_objects", "snapshot_skipped")},
+};
 
 static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
 {
     gboolean row = FALSE;
     gboolean stepped = FALSE;
-    if (!query_gcs_census(db, &data->census, error))
+    gboolean skips_known = FALSE;
+    if (!query_gcs_census(db, &data->census, error) ||
+        !query_gcs_skips_known(db, &skips_known, error))
         return FALSE;
-    sqlite3_stmt *stmt =
-        query_db_prepare(db, data->census ? report_gcs_census_sql : report_gcs_sql, error);
+    sqlite3_stmt *stmt = query_db_prepare(db, report_gcs_sql[data->census][skips_known], error);
     if (!stmt)
         return FALSE;
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
@@ -111,6 +116,7 @@ static gboolean report_gcs_get(sqlite3 *db, report_data *data, GError **error)
         gc.pinned_objects = query_db_column_value(stmt, 22);
         gc.census_ns = query_db_column_value(stmt, 23);
         gc.census_objects = query_db_column_value(stmt, 24);
+        gc.snapshot_skipped = query_gc_snapshot_skipped_read(stmt, 25);
         g_array_append_val(data->gcs, gc);
     }
     sqlite3_finalize(stmt);

@@ -97,7 +97,7 @@ static json_t *series_json(const int64_t *values, guint n)
 json_t *report_definitions_new(void)
 {
     return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
         "pause", "Runtime suspended to resumed when known, else GC start to GC end.",
         "heap_size",
         "Bytes in use per generation right before and right after the GC, from the runtime's "
@@ -131,7 +131,13 @@ json_t *report_definitions_new(void)
         "census",
         "Sampled and attach recordings: the time the census of gen0 added to the GC's pause "
         "(counting gen0's objects per type at the GC's start, remembering the survivors it left "
-        "in gen0 at its end; gcs.census_ns); empty when the interval was not counted.");
+        "in gen0 at its end; gcs.census_ns); empty when the interval was not counted.",
+        "snapshot_skipped",
+        "A snapshot was due at this GC and not built (gcs.snapshot_skipped): \"held\", a "
+        "--snapshot policy's, because the collector still held 4 or more snapshots of 64 MiB "
+        "or more not yet applied (counter snapshots_skipped_queued); \"detach\", an attach "
+        "session's detach was past its bound (counter snapshots_skipped). The GC itself and "
+        "its counts are whole.");
 }
 
 static void report_plots_write(report_out *o, const report_data *data)

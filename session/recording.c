@@ -901,6 +901,10 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
     int64_t skipped_queued = 0;
     query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = "
                      "'snapshots_skipped_queued'", &skipped_queued, NULL);
+    /* An attach's detach that went on with ForceGC threads in the runtime (the note says it). */
+    int64_t forcers_left = 0;
+    query_db_int(db, "SELECT coalesce(sum(value), 0) FROM counters WHERE name = "
+                     "'forcegc_threads_left'", &forcers_left, NULL);
     query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
     g_autofree char *loss = NULL; /* run.loss: why, as stored (SCHEMA.md, "Losses") */
     sqlite3_stmt *loss_stmt = NULL;
@@ -940,6 +944,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
         json_object_set_new(j, "snapshots_skipped_queued", json_integer(skipped_queued));
+        json_object_set_new(j, "forcegc_threads_left", json_integer(forcers_left));
         if (o->whose) {
             json_object_set_new(j, "pid", json_integer(pid));
             json_object_set_new(j, "command", json_string(command ? command : ""));

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 9
 /* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
  * table written by the writer (5: packed in object_chunks and object_deaths until the first
  * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before; 6 from 7
@@ -28,8 +28,15 @@
  * tells the forms apart; store_db_open_readonly makes heaplens' own reads of either fast); and
  * in types.flags 16 (finalizable: a schema 7 file does not say), the names of stack roots'
  * methods (root_methods), the collections' counts (snapshot_collections) and thread statics'
- * threads (statics.thread), absent before. */
+ * threads (statics.thread), absent before; 8 from 9 in gcs.snapshot_skipped (and gc_summary's),
+ * absent before: readers show no GC's skip (the counters still count them). */
 #define STORE_SCHEMA_OLDEST_READ 3
+/* gcs.snapshot_skipped (schema 9): why a snapshot due at the GC was not built. "held": a
+ * --snapshot policy's, for the bound on the snapshots the collector held
+ * (HL_GC_FLAG_SNAPSHOT_SKIPPED, counter snapshots_skipped_queued); "detach": an attach session's
+ * detach past its bound built none (HL_GC_FLAG_SNAPSHOT_GIVEN_UP, counter snapshots_skipped). */
+#define STORE_SNAPSHOT_SKIPPED_HELD "held"
+#define STORE_SNAPSHOT_SKIPPED_DETACH "detach"
 #define STORE_APPLICATION_ID 0x484C4E53 /* "HLNS" */
 
 /* Every allocation of a recording, exact where it was counted and estimated where it was not,

@@ -650,6 +650,15 @@ static gboolean store_gc_insert_row(store_writer *w, const hl_gc_end *e, GError 
      * the census counted the interval exactly: what says that its counts are whole. */
     store_bind_optional(st, 16, e->census_ns, e->census_ns != 0);
     store_bind_optional(st, 17, e->census_objects, (e->flags & HL_GC_FLAG_CENSUS) != 0);
+    /* Which snapshot a GC went without, and why (NULL: none was due or it was taken): what the
+     * counters snapshots_skipped_queued and snapshots_skipped count, GC by GC. */
+    const char *skipped = (e->flags & HL_GC_FLAG_SNAPSHOT_SKIPPED)    ? STORE_SNAPSHOT_SKIPPED_HELD
+                          : (e->flags & HL_GC_FLAG_SNAPSHOT_GIVEN_UP) ? STORE_SNAPSHOT_SKIPPED_DETACH
+                                                                      : NULL;
+    if (skipped)
+        sqlite3_bind_text(st, 18, skipped, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 18);
     if (!store_writer_step(w, STORE_STMT_INSERT_GC, error))
         return FALSE;
     st = w->stmt[STORE_STMT_INSERT_GC_GENERATION];

@@ -77,6 +77,7 @@ typedef struct store_record {
         hl_gc_end gc_end;
         hl_run_end run_end;
         hl_final_snapshot_missed final_snapshot_missed;
+        hl_forcers_left forcers_left;
         hl_handle_created handle_created;
         hl_handle_destroyed handle_destroyed;
         struct {
@@ -733,7 +734,7 @@ typedef void (*store_snapshot_progress_fn)(void *ctx, uint32_t snapshot, uint32_
 /* The counters store_writer_write_counters writes (the collector's, the writer's, and three
  * written only when known): the value each row holds, so that a GC writes only those that
  * changed. */
-#define STORE_COUNTERS_WRITTEN 32
+#define STORE_COUNTERS_WRITTEN 34
 /* How long the end of a recording retries leaving WAL mode while another connection (a user's
  * sqlite3 reading the recording) has the file open, and how often: then the file stays in WAL
  * mode (store_summary.wal_kept). SQLite itself does not wait there. */
@@ -831,6 +832,9 @@ struct store_writer {
     /* An attach session's detach gave its last snapshot up (FINAL_SNAPSHOT_MISSED): loss
      * `final-snapshot-missed` and its counters (SCHEMA.md). */
     hl_final_snapshot_missed final_missed; /* reason 0: none came */
+    /* ... and went on with ForceGC threads still in the runtime (FORCERS_LEFT): counters
+     * forcegc_threads_left and forcegc_wait_ms. */
+    hl_forcers_left forcers_left; /* threads 0: none came */
 
     /* TYPE, THREAD and RUN_START records that arrived while a GC was open, raw (hl_rec_header +
      * payload): rolling the GC back loses their rows too, so they are applied again. */

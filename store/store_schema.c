@@ -158,7 +158,8 @@ static const char store_schema_tables[] =
     "  roots INTEGER,\n"
     "  pinned_roots INTEGER,\n"
     "  census_ns INTEGER,\n"
-    "  census_objects INTEGER\n"
+    "  census_objects INTEGER,\n"
+    "  snapshot_skipped TEXT\n"
     ");\n"
     /* Moments the program marked (EventSource "HeapLens", Checkpoint(name)): gc is the number
      * of GCs finished when it was written. */
@@ -514,6 +515,7 @@ static const char store_schema_views[] =
     "SELECT g.gc, g.generation, g.reason, g.induced, g.compacting, g.start_ns, g.end_ns,\n"
     "       g.pause_ns, g.survived_bytes, g.moved_bytes, g.first_object_id, g.objects_live,\n"
     "       g.incomplete, g.roots, g.pinned_roots, g.census_ns, g.census_objects,\n"
+    "       g.snapshot_skipped,\n"
     "       g0.size_before AS gen0_before, g0.size_after AS gen0_after,\n"
     "       g1.size_before AS gen1_before, g1.size_after AS gen1_after,\n"
     "       g2.size_before AS gen2_before, g2.size_after AS gen2_after,\n"

@@ -437,6 +437,12 @@ static gboolean store_decode_final_snapshot_missed(const uint8_t *p, uint32_t si
                               sizeof out->u.final_snapshot_missed, error);
 }
 
+static gboolean store_decode_forcers_left(const uint8_t *p, uint32_t size, store_record *out,
+                                          GError **error)
+{
+    return store_decode_fixed(p, size, &out->u.forcers_left, sizeof out->u.forcers_left, error);
+}
+
 static gboolean store_decode_snapshot_reason(const uint8_t *p, uint32_t size, store_record *out,
                                              GError **error)
 {
@@ -511,6 +517,7 @@ static const store_record_def store_record_defs[] = {
     [HL_REC_CHECKPOINT] = {"CHECKPOINT", store_decode_checkpoint},
     [HL_REC_SNAPSHOT_REASON] = {"SNAPSHOT_REASON", store_decode_snapshot_reason},
     [HL_REC_FINAL_SNAPSHOT_MISSED] = {"FINAL_SNAPSHOT_MISSED", store_decode_final_snapshot_missed},
+    [HL_REC_FORCERS_LEFT] = {"FORCERS_LEFT", store_decode_forcers_left},
     [HL_REC_ROOT_METHOD] = {"ROOT_METHOD", store_decode_root_method},
     [HL_REC_STATIC_THREAD] = {"STATIC_THREAD", store_decode_static_thread},
     [HL_REC_SNAPSHOT_COLLECTIONS] = {"SNAPSHOT_COLLECTIONS", store_decode_snapshot_collections},

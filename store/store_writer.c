@@ -80,8 +80,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
     [STORE_STMT_INSERT_GC] =
         "INSERT OR REPLACE INTO gcs (gc, generation, reason, induced, compacting, start_ns, "
         "end_ns, pause_ns, survived_bytes, moved_bytes, first_object_id, objects_live, incomplete, "
-        "roots, pinned_roots, census_ns, census_objects) "
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        "roots, pinned_roots, census_ns, census_objects, snapshot_skipped) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     [STORE_STMT_INSERT_GC_GENERATION] =
         "INSERT OR REPLACE INTO gc_generations (gc, generation, size_before, size_after) "
         "VALUES (?1, ?2, ?3, ?4)",
@@ -520,6 +520,16 @@ static gboolean store_writer_final_snapshot_missed(store_writer *w, const store_
     return TRUE;
 }
 
+/* An attach session's detach went on with ForceGC threads in the runtime: stored as counters
+ * (nothing of the recording is missing for it). */
+static gboolean store_writer_forcers_left(store_writer *w, const store_record *rec,
+                                          GError **error)
+{
+    (void)error;
+    w->forcers_left = rec->u.forcers_left;
+    return TRUE;
+}
+
 typedef gboolean (*store_apply_fn)(store_writer *w, const store_record *rec, GError **error);
 
 static const store_apply_fn store_apply_table[] = {
@@ -532,6 +542,7 @@ static const store_apply_fn store_apply_table[] = {
     [HL_REC_GC_END] = store_gc_end,
     [HL_REC_RUN_END] = store_writer_run_end,
     [HL_REC_FINAL_SNAPSHOT_MISSED] = store_writer_final_snapshot_missed,
+    [HL_REC_FORCERS_LEFT] = store_writer_forcers_left,
     [HL_REC_HANDLE_CREATED] = store_handle_created,
     [HL_REC_HANDLE_DESTROYED] = store_handle_destroyed,
     [HL_REC_GC_HANDLE_KINDS] = store_handle_kinds,
@@ -883,6 +894,9 @@ gboolean store_writer_write_counters(store_writer *w, GError **error)
         /* Only when a policy's snapshot was not taken for the walks' bound */
         {"snapshots_skipped_queued", w->snapshots_skipped_queued,
          w->snapshots_skipped_queued != 0},
+        /* Only when a detach's wait for its ForceGC threads hit its bound */
+        {"forcegc_threads_left", w->forcers_left.threads, w->forcers_left.threads != 0},
+        {"forcegc_wait_ms", w->forcers_left.waited_ms, w->forcers_left.threads != 0},
     };
     for (int i = 0; i < STORE_COUNTERS_WRITTEN; i++)
         if (counters[i].present &&

@@ -106,6 +106,7 @@ typedef enum hl_rec_type {
     HL_REC_SNAPSHOT_ROOT_THREADS = 46, /* the thread of stack roots, found by the stacks */
     HL_REC_GC_SURVIVORS_PACKED = 47, /* version 5: GC_SURVIVORS as variable-length numbers */
     HL_REC_FINAL_SNAPSHOT_MISSED = 48, /* an attach session ended without its last snapshot */
+    HL_REC_FORCERS_LEFT = 49, /* a detach went on with ForceGC threads still in the runtime */
 } hl_rec_type;
 
 typedef struct hl_rec_header {
@@ -452,6 +453,10 @@ enum {
      * HL_SNAPSHOTS_HELD_MAX and HL_SNAPSHOT_WALKS_HELD_MAX_BYTES). Added in version 6
      * without a version change: an older writer ignores the flag. */
     HL_GC_FLAG_SNAPSHOT_SKIPPED = 32,
+    /* A snapshot (a --snapshot policy's or a request's) was due at this GC and was not built:
+     * an attach session's detach was past its bound (HL_REC_FINAL_SNAPSHOT_MISSED's
+     * snapshots_skipped counts these GCs). Added in version 6 without a version change. */
+    HL_GC_FLAG_SNAPSHOT_GIVEN_UP = 64,
 };
 /* ... that bound: at least this many snapshots held (taken, not yet applied) whose walks hold at
  * least this many bytes (collector/snapshot_policy.h). */
@@ -499,6 +504,16 @@ enum {
      * Ctrl-C to `heaplens attach` during the detach). */
     HL_FINAL_SNAPSHOT_GIVEN_UP = 3,
 };
+/* HL_REC_FORCERS_LEFT, before RUN_END: an attach session's detach waited its bound for the
+ * ForceGC threads the collector started to leave the runtime (collector/forcers.h) and went on
+ * with some still inside. Nothing of the recording is missing for it; the runtime is asked to
+ * unload the profiler while they are there (clr-profiler-facts.md 7.5). Added in version 6
+ * without a version change: older readers skip it. */
+typedef struct hl_forcers_left {
+    uint32_t threads;   /* ForceGC threads still in the runtime when the wait ended */
+    uint32_t waited_ms; /* how long the detach waited for them (its bound) */
+} hl_forcers_left;
+static_assert(sizeof(hl_forcers_left) == 8, "wire layout");
 #define HL_RUN_END_V2_SIZE 136u /* counters of version 2, then program_peak_rss_bytes */
 #define HL_RUN_END_V3_SIZE 152u /* counters of version 3 (to 5), then program_peak_rss_bytes */
 

@@ -26,6 +26,9 @@
    * after the last GC, the first GC after an attach) are marked, row by row. */
   var ALLOC = D.allocations || {};
   var CENSUS = !!ALLOC.census;
+  /* Some GC went without a snapshot due at it (gcs.snapshot_skipped): its column is shown. */
+  var SKIPS = GCS.some(function (r) { return r.snapshot_skipped != null; });
+  function skippedText(s) { return s == null ? '' : s === 'held' ? 'skipped (held)' : s === 'detach' ? 'skipped (detach)' : String(s); }
   var EST = !!ALLOC.estimated && !CENSUS;
   var APPROX = EST ? '\u2248 ' : '';
   /* Samples followed: the objects rows are the followed ones only, not every survivor. */
@@ -855,6 +858,8 @@
     { k: 'pause', label: 'pause (ms)', tip: DEF.pause, v: function (r) { return r.pause_ns; }, cell: function (r) { return numCell('pause', r.pause_ns, fmtMs(r.pause_ns)); } }
   ].concat(CENSUS ? [
     { k: 'census', label: 'census (ms)', tip: DEF.census, v: function (r) { return r.census_ns; }, cell: function (r) { return numCell('census', r.census_ns, fmtMs(r.census_ns)); } }
+  ] : []).concat(SKIPS ? [
+    { k: 'snapshot', label: 'snapshot', cls: 'l', tip: DEF.snapshot_skipped, v: function (r) { return r.snapshot_skipped == null ? '' : r.snapshot_skipped; }, cell: function (r) { return '<td class="l" data-k="snapshot" data-v="' + esc(r.snapshot_skipped == null ? '' : r.snapshot_skipped) + '">' + esc(skippedText(r.snapshot_skipped)) + '</td>'; } }
   ] : []).concat(SIZE_GENS.map(sizeCol)).concat([
     {
       k: 'allocated', label: EST ? '\u2248 allocated (est.)' : 'allocated', tip: DEF.allocated, v: function (r) { return r.allocated_bytes; },
@@ -921,7 +926,8 @@
   }
   var TEXT = GCS.map(function (r) {
     return ('gc' + r.gc + ' ' + genName(r.generation) + ' ' + (r.reason || '') + ' ' + (r.induced ? 'induced' : '') + ' ' +
-      (r.compacting ? 'compacting' : 'sweeping') + (r.incomplete ? ' incomplete' : '')).toLowerCase();
+      (r.compacting ? 'compacting' : 'sweeping') + (r.incomplete ? ' incomplete' : '') +
+      (r.snapshot_skipped != null ? ' ' + skippedText(r.snapshot_skipped) : '')).toLowerCase();
   });
 
   function computeView() {

@@ -94,6 +94,9 @@ def main():
         counters = dict(con.execute("SELECT name, value FROM counters"))
         final = con.execute("SELECT count(*) FROM snapshots s JOIN gcs g ON g.gc = s.gc "
                             "WHERE g.start_ns >= ?", (asked_ns,)).fetchone()[0]
+        # The GCs whose snapshots the detach did not build (gcs.snapshot_skipped, schema 9).
+        given_up = con.execute("SELECT count(*) FROM gcs WHERE snapshot_skipped = 'detach'"
+                               ).fetchone()[0]
         con.close()
         checks.eq("the recording is complete", "complete", status)
         checks.eq("run.mode", "attach", mode)
@@ -112,9 +115,12 @@ def main():
                       "the final snapshot was not taken" in rest, rest.strip()[-600:])
             checks.ok("heaplens info says the final snapshot was not taken",
                       rc == 0 and "the final snapshot was not taken" in info, info[-600:])
+            checks.eq("each snapshot the detach did not build has its GC marked 'detach'",
+                      counters.get("snapshots_skipped", 0), given_up)
         else:
             checks.ok("a snapshot of a GC after the SIGINT is stored (the final one)", final >= 1,
                       f"loss {loss!r}")
+            checks.eq("no GC is marked as a snapshot the detach did not build", 0, given_up)
         checks.eq("nothing else lost", ["final-snapshot-missed"] if missed else [],
                   [r for r in (loss or "").split(",") if r])
 

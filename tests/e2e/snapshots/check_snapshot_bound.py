@@ -102,6 +102,13 @@ def main():
     snapshots = con.execute("SELECT count(*) FROM snapshots").fetchone()[0]
     largest, refs = con.execute("SELECT coalesce(max(objects), 0), coalesce(max(refs), 0) "
                                 "FROM snapshots").fetchone()
+    # Which GCs went without their snapshot (gcs.snapshot_skipped, schema 9), and that none of
+    # them has one.
+    held_gcs = [gc for (gc,) in con.execute(
+        "SELECT gc FROM gcs WHERE snapshot_skipped = 'held' ORDER BY gc")]
+    held_with_snapshot = con.execute(
+        "SELECT count(*) FROM gcs g JOIN snapshots s ON s.gc = g.gc"
+        " WHERE g.snapshot_skipped IS NOT NULL").fetchone()[0]
     con.close()
     skipped = counters.get("snapshots_skipped_queued", 0)
     print(f"{stored} GCs stored, {int(induced)} induced: {snapshots} snapshots taken, "
@@ -115,6 +122,19 @@ def main():
               snapshots + skipped)
     checks.eq("the collector's count of skipped snapshots is the stored one",
               figures.get("snapshots_skipped_queued"), skipped)
+    checks.eq("each skipped snapshot's GC is marked (gcs.snapshot_skipped = 'held')", skipped,
+              len(held_gcs))
+    checks.eq("... and no marked GC has a snapshot", 0, held_with_snapshot)
+    rc, gcs_json, _ = e2elib.run([a.heaplens, "gcs", db, "--json"], log=log)
+    try:
+        rows = json.loads(gcs_json).get("rows", [])
+    except ValueError:
+        rows = []
+    checks.eq("heaplens gcs --json marks the same GCs", held_gcs,
+              [r.get("gc") for r in rows if r.get("snapshot_skipped") == "held"])
+    rc, gcs_text, _ = e2elib.run([a.heaplens, "gcs", db], log=log)
+    checks.eq("heaplens gcs shows them as 'skipped (held)'", len(held_gcs),
+              gcs_text.count("skipped (held)"))
 
     # The walk of the largest snapshot (gc_capture.h hl_walk_object_bytes: 32 bytes an object,
     # 12 a reference), doubled by the buffer's growth, and 1 MiB for its strings and the rest.

@@ -270,20 +270,20 @@ static void case_gcs_json(void)
                 "{\"gc\":1,\"generation\":0,\"reason\":\"AllocSmall\",\"induced\":false,"
                 "\"compacting\":true,\"pause_ns\":2520000,\"start_ns\":1010000000,"
                 "\"end_ns\":1012500000,\"survived_bytes\":1088,\"moved_bytes\":1088,"
-                "\"objects_live\":4,\"incomplete\":false,"
+                "\"objects_live\":4,\"incomplete\":false,\"snapshot_skipped\":null,"
                 "\"size_before\":{\"gen0\":3145728,\"gen1\":0,\"gen2\":0,\"loh\":131072,\"poh\":0},"
                 "\"size_after\":{\"gen0\":0,\"gen1\":1088,\"gen2\":0,\"loh\":131072,\"poh\":0}},\n"
                 "{\"gc\":2,\"generation\":1,\"reason\":\"Induced\",\"induced\":true,"
                 "\"compacting\":false,\"pause_ns\":5020000,\"start_ns\":1020000000,"
                 "\"end_ns\":1025000000,\"survived_bytes\":1144,\"moved_bytes\":0,"
-                "\"objects_live\":5,\"incomplete\":false,"
+                "\"objects_live\":5,\"incomplete\":false,\"snapshot_skipped\":null,"
                 "\"size_before\":{\"gen0\":2621440,\"gen1\":1088,\"gen2\":0,\"loh\":131072,"
                 "\"poh\":0},"
                 "\"size_after\":{\"gen0\":0,\"gen1\":96,\"gen2\":1048,\"loh\":131072,\"poh\":0}},\n"
                 "{\"gc\":3,\"generation\":2,\"reason\":\"Induced\",\"induced\":true,"
                 "\"compacting\":true,\"pause_ns\":7520000,\"start_ns\":1030000000,"
                 "\"end_ns\":1037500000,\"survived_bytes\":100344,\"moved_bytes\":344,"
-                "\"objects_live\":6,\"incomplete\":false,"
+                "\"objects_live\":6,\"incomplete\":false,\"snapshot_skipped\":null,"
                 "\"size_before\":{\"gen0\":1048576,\"gen1\":96,\"gen2\":1048,\"loh\":131072,"
                 "\"poh\":8192},"
                 "\"size_after\":{\"gen0\":0,\"gen1\":200,\"gen2\":144,\"loh\":100000,"
@@ -1324,7 +1324,7 @@ static void case_bad_files(void)
                "heaplens: other.db is not a heaplens database\n");
         EXPECT(RUN(name, "future.db"), 1, "",
                "heaplens: future.db was recorded by a newer heaplens (schema 99); this heaplens "
-               "reads schemas 3 to 8\n");
+               "reads schemas 3 to 9\n");
         EXPECT(RUN(name, "old.db"), 1, "",
                "heaplens: old.db was recorded by an older heaplens (schema 1); record it again\n");
         EXPECT(RUN(name, "."), 1, "", "heaplens: . is a directory, not a heaplens database\n");

@@ -45,6 +45,12 @@ int main(void) {
     uint64_t waited = hl_now_ns() - t0;
     CHECK(waited >= 50u * 1000000u && waited < 5000u * 1000000u);
 
+    /* ... as the recording says it (HL_REC_FORCERS_LEFT): one thread left, after the bound. */
+    hl_forcers_left told = {0};
+    CHECK(hl_forcers_wait_told(50u * 1000000u, &told));
+    CHECK(told.threads == 1);
+    CHECK(told.waited_ms >= 50 && told.waited_ms < 5000);
+
     late_thread late = {.generation = a2, .lock = PTHREAD_MUTEX_INITIALIZER,
                         .go = PTHREAD_COND_INITIALIZER};
     pthread_t thread;
@@ -71,6 +77,9 @@ int main(void) {
     hl_forcers_leave(b1);
     CHECK(hl_forcers_in_runtime() == 0);
     CHECK(hl_forcers_wait(5000u * 1000000u) == 0);
+    /* None left: nothing to record. */
+    CHECK(!hl_forcers_wait_told(5000u * 1000000u, &told));
+    CHECK(told.threads == 0 && told.waited_ms < 5000);
     hl_forcers_leave(b1);
     CHECK(hl_forcers_in_runtime() == 0);
 

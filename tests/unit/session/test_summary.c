@@ -241,6 +241,32 @@ static void final_snapshot_missed_says(const char *file, const hl_final_snapshot
     run_result_release(&r);
 }
 
+/* What `info` and the record/attach summary say of recording `name`: when `present`, `words`
+ * in both, `info_line` among info's counter lines and `key` = `value` in the summary's JSON;
+ * else neither says `absent` and the JSON's `key` is 0. */
+static void summary_says(const char *name, gboolean present, const char *words,
+                         const char *info_line, const char *absent, const char *key,
+                         int64_t value)
+{
+    run_result r = RUN("info", name);
+    g_autofree char *text = summary_text_new(name);
+    gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
+                    strstr(r.out, key) && strstr(r.out, info_line);
+    gboolean any = strstr(r.out, absent) || (text && strstr(text, absent));
+    if (present ? !said : any) {
+        fprintf(stderr, "%s: info or the summary %s '%s':\n%s%s", name,
+                present ? "lacks" : "says", present ? words : absent, r.out, text ? text : "");
+        failures++;
+    }
+    run_result_release(&r);
+    recording_summary_options o = {.json = TRUE};
+    g_autofree char *path = fixture_path(name);
+    json_t *j = recording_summary_print(path, &o);
+    CHECK(j != NULL);
+    CHECK_INT(json_integer_value(json_object_get(j, key)), present ? value : 0);
+    json_decref(j);
+}
+
 /* Snapshots a policy did not take for the bound on the walks the collector held (GC_END flag
  * HL_GC_FLAG_SNAPSHOT_SKIPPED): the writer counts them, and info (its counter line and the
  * note), the summary line (and its JSON) and the report say it; a recording without one says
@@ -261,27 +287,9 @@ static void case_snapshots_skipped(void)
         }
         hl_sb_run_end(sb, 3);
         fixture_write(sb, name);
-        run_result r = RUN("info", name);
-        g_autofree char *text = summary_text_new(name);
-        gboolean said = strstr(r.out, words) && text && strstr(text, words) &&
-                        strstr(r.out, "snapshots_skipped_queued") &&
-                        strstr(r.out, "2  snapshots a --snapshot policy was due to take at a GC "
-                                      "and did not");
-        gboolean any = strstr(r.out, "were not taken") || (text && strstr(text, "not taken"));
-        if (skipping ? !said : any) {
-            fprintf(stderr, "%s: info or the summary %s:\n%s%s", name,
-                    skipping ? "lacks the skipped snapshots" : "says snapshots were skipped",
-                    r.out, text ? text : "");
-            failures++;
-        }
-        run_result_release(&r);
-        recording_summary_options o = {.json = TRUE};
-        g_autofree char *path = fixture_path(name);
-        json_t *j = recording_summary_print(path, &o);
-        CHECK(j != NULL);
-        CHECK_INT(json_integer_value(json_object_get(j, "snapshots_skipped_queued")),
-                  skipping ? 2 : 0);
-        json_decref(j);
+        summary_says(name, skipping, words,
+                     "2  snapshots a --snapshot policy was due to take at a GC and did not",
+                     "not taken", "snapshots_skipped_queued", 2);
         for (int k = 0; k < 2; k++) { /* info --json, report --json */
             run_result rj = k == 0 ? RUN("info", name, "--json") : RUN("report", name, "--json");
             json_t *doc = json_loads(rj.out, 0, NULL);
@@ -367,7 +375,174 @@ static void case_final_snapshot_given_up(void)
                                G_N_ELEMENTS(at_once_words));
 }
 
+/* Which GC went without its snapshot, and why (gcs.snapshot_skipped, schema 9): the GC_END flags
+ * HL_GC_FLAG_SNAPSHOT_SKIPPED ("held") and HL_GC_FLAG_SNAPSHOT_GIVEN_UP ("detach": a detach
+ * past its bound) are stored per GC, so the counters add up from the rows; `heaplens gcs` shows
+ * them in a column of their own (none without a skip), `gcs --json` and `report --json` per GC.
+ * Before, only the counters said how many, not which. */
+static void case_skipped_per_gc(void)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_run_start rs = {.pid = 81, .mode = HL_MODE_ATTACH, .start_unix_ns = HL_SB_START_UNIX_NS,
+                       .start_mono_ns = HL_SB_MONO_NS, .pointer_size = 8};
+    hl_sb_run_start_full(sb, &rs, "dotnet GcLoop.dll", "10.0.12", "heaplens test");
+    static const uint32_t flags[] = {0, HL_GC_FLAG_SNAPSHOT_SKIPPED, HL_GC_FLAG_SNAPSHOT_SKIPPED,
+                                     HL_GC_FLAG_SNAPSHOT_GIVEN_UP};
+    for (uint32_t gc = 1; gc <= G_N_ELEMENTS(flags); gc++) {
+        hl_sb_gc_start(sb, gc, 0, TRUE, 1);
+        hl_sb_gc_end(sb, gc, flags[gc - 1]);
+    }
+    hl_final_snapshot_missed m = {.reason = HL_FINAL_SNAPSHOT_BEHIND, .gcs_behind = 1,
+                                  .waited_ms = 10000, .snapshots_skipped = 1};
+    hl_sb_record(sb, HL_REC_FINAL_SNAPSHOT_MISSED, &m, sizeof m);
+    hl_sb_run_end(sb, G_N_ELEMENTS(flags));
+    fixture_write(sb, "per_gc.db");
+
+    run_result r = RUN("check", "per_gc.db", "--sql",
+                       "SELECT group_concat(gc || ':' || coalesce(snapshot_skipped, '-'), ' ') ||"
+                       " ' ' || (SELECT count(*) FROM gcs WHERE snapshot_skipped = 'held') || '='"
+                       " || (SELECT value FROM counters WHERE name = 'snapshots_skipped_queued')"
+                       " || ' ' || (SELECT count(*) FROM gcs WHERE snapshot_skipped = 'detach') ||"
+                       " '=' || (SELECT value FROM counters WHERE name = 'snapshots_skipped')"
+                       " FROM gcs");
+    if (!strstr(r.out, "1:- 2:held 3:held 4:detach 2=2 1=1")) {
+        fprintf(stderr, "gcs.snapshot_skipped:\n%s%s", r.out, r.err);
+        failures++;
+    }
+    run_result_release(&r);
+
+    r = RUN("gcs", "per_gc.db");
+    gchar **lines = g_strsplit(r.out, "\n", -1);
+    CHECK(lines[0] && g_str_has_suffix(g_strchomp(lines[0]), "snapshot"));
+    int held = 0, detach = 0;
+    for (int i = 1; lines[0] && lines[i]; i++) {
+        held += strstr(lines[i], "skipped (held)") != NULL;
+        detach += strstr(lines[i], "skipped (detach)") != NULL;
+    }
+    if (held != 2 || detach != 1) {
+        fprintf(stderr, "heaplens gcs shows %d held and %d detach skips:\n%s", held, detach,
+                r.out);
+        failures++;
+    }
+    g_strfreev(lines);
+    run_result_release(&r);
+
+    static const char *const want[] = {NULL, "held", "held", "detach"};
+    for (int k = 0; k < 2; k++) { /* gcs --json, report --json */
+        run_result rj = k == 0 ? RUN("gcs", "per_gc.db", "--json")
+                               : RUN("report", "per_gc.db", "--json");
+        json_t *doc = json_loads(rj.out, 0, NULL);
+        json_t *rows = json_object_get(doc, k == 0 ? "rows" : "gcs");
+        CHECK_INT(json_array_size(rows), G_N_ELEMENTS(want));
+        for (size_t i = 0; i < json_array_size(rows) && i < G_N_ELEMENTS(want); i++) {
+            json_t *v = json_object_get(json_array_get(rows, i), "snapshot_skipped");
+            CHECK(v != NULL);
+            CHECK(want[i] ? json_is_string(v) && strcmp(json_string_value(v), want[i]) == 0
+                          : json_is_null(v));
+        }
+        json_decref(doc);
+        run_result_release(&rj);
+    }
+
+    /* The note counts the detach's one skip in the singular ("1 snapshot ... were" before). */
+    r = RUN("info", "per_gc.db");
+    CHECK(r.out && strstr(r.out, "and 1 snapshot of those GCs was not built"));
+    run_result_release(&r);
+
+    /* A schema 8 file (no gcs.snapshot_skipped) reads as before: no column, null per GC. */
+    g_autofree char *per_gc = fixture_path("per_gc.db");
+    g_autofree char *old_path = fixture_path("per_gc_schema8.db");
+    g_autofree char *copy = NULL;
+    gsize copy_len = 0;
+    CHECK(g_file_get_contents(per_gc, &copy, &copy_len, NULL) &&
+          g_file_set_contents(old_path, copy, (gssize)copy_len, NULL));
+    fixture_sql("per_gc_schema8.db",
+                "DROP VIEW gc_summary; ALTER TABLE gcs DROP COLUMN snapshot_skipped;"
+                " CREATE VIEW gc_summary AS SELECT g.*,"
+                " g0.size_before AS gen0_before, g0.size_after AS gen0_after,"
+                " g1.size_before AS gen1_before, g1.size_after AS gen1_after,"
+                " g2.size_before AS gen2_before, g2.size_after AS gen2_after,"
+                " g3.size_before AS loh_before, g3.size_after AS loh_after,"
+                " g4.size_before AS poh_before, g4.size_after AS poh_after FROM gcs g"
+                " LEFT JOIN gc_generations g0 ON g0.gc = g.gc AND g0.generation = 0"
+                " LEFT JOIN gc_generations g1 ON g1.gc = g.gc AND g1.generation = 1"
+                " LEFT JOIN gc_generations g2 ON g2.gc = g.gc AND g2.generation = 2"
+                " LEFT JOIN gc_generations g3 ON g3.gc = g.gc AND g3.generation = 3"
+                " LEFT JOIN gc_generations g4 ON g4.gc = g.gc AND g4.generation = 4;"
+                " PRAGMA user_version = 8;");
+    r = RUN("gcs", "per_gc_schema8.db");
+    CHECK(r.status == 0 && r.out && strstr(r.out, " 4    0  Induced") && !strstr(r.out, "skipped ("));
+    run_result_release(&r);
+    for (int k = 0; k < 2; k++) {
+        run_result rj = k == 0 ? RUN("gcs", "per_gc_schema8.db", "--json")
+                               : RUN("report", "per_gc_schema8.db", "--json");
+        json_t *doc = json_loads(rj.out, 0, NULL);
+        json_t *rows = json_object_get(doc, k == 0 ? "rows" : "gcs");
+        CHECK(rj.status == 0);
+        CHECK_INT(json_array_size(rows), G_N_ELEMENTS(want));
+        for (size_t i = 0; i < json_array_size(rows); i++)
+            CHECK(json_is_null(json_object_get(json_array_get(rows, i), "snapshot_skipped")));
+        json_decref(doc);
+        run_result_release(&rj);
+    }
+
+    /* A recording without a skip: no column. */
+    sb = hl_sb_new();
+    hl_sb_run_start(sb, 82, "dotnet GcLoop.dll");
+    hl_sb_gc_start(sb, 1, 0, TRUE, 1);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    fixture_write(sb, "per_gc_none.db");
+    r = RUN("gcs", "per_gc_none.db");
+    CHECK(r.out && !strstr(r.out, "snapshot") && !strstr(r.out, "skipped"));
+    run_result_release(&r);
+}
+
+/* The detach's wait for its ForceGC threads hit its bound (HL_REC_FORCERS_LEFT): the writer
+ * stores it (counters forcegc_threads_left, forcegc_wait_ms), and info (its counter lines and
+ * the note), the summary line (and its JSON) and the report say it; before, only the program's
+ * stderr and HEAPLENS_STATS did. A recording without it says nothing of it. */
+static void case_forcers_left(void)
+{
+    static const char *const words =
+        "1 ForceGC thread heaplens started was still in the runtime after the detach waited "
+        "30.0 s for it: it detached all the same";
+    for (int left = 0; left < 2; left++) {
+        const char *name = left ? "forcers_left.db" : "forcers_none.db";
+        hl_sb *sb = hl_sb_new();
+        hl_run_start rs = {.pid = 83, .mode = HL_MODE_ATTACH,
+                           .start_unix_ns = HL_SB_START_UNIX_NS, .start_mono_ns = HL_SB_MONO_NS,
+                           .pointer_size = 8};
+        hl_sb_run_start_full(sb, &rs, "dotnet WebApi.dll", "10.0.12", "heaplens test");
+        hl_sb_gc_start(sb, 1, 2, TRUE, 1);
+        hl_sb_gc_end(sb, 1, 0);
+        hl_forcers_left f = {.threads = 1, .waited_ms = 30001};
+        if (left)
+            hl_sb_record(sb, HL_REC_FORCERS_LEFT, &f, sizeof f);
+        hl_sb_run_end(sb, 1);
+        fixture_write(sb, name);
+        summary_says(name, left, words, "forcegc_wait_ms", "ForceGC", "forcegc_threads_left",
+                     1);
+        run_result rj = RUN("report", name, "--json");
+        json_t *doc = json_loads(rj.out, 0, NULL);
+        json_t *counters = json_object_get(doc, "counters");
+        const char *note = json_string_value(json_object_get(doc, "note"));
+        if (left) {
+            CHECK_INT(json_integer_value(json_object_get(counters, "forcegc_threads_left")), 1);
+            CHECK_INT(json_integer_value(json_object_get(counters, "forcegc_wait_ms")), 30001);
+            CHECK(note && strstr(note, words));
+        } else {
+            CHECK(json_object_get(counters, "forcegc_threads_left") == NULL);
+            CHECK(!note || !strstr(note, "ForceGC"));
+        }
+        json_decref(doc);
+        run_result_release(&rj);
+    }
+}
+
 static const cli_test_case cases[] = {
+    {"skipped_per_gc", case_skipped_per_gc},
+    {"forcers_left", case_forcers_left},
     {"types", case_types},
     {"final_snapshot_missed", case_final_snapshot_missed},
     {"snapshots_skipped", case_snapshots_skipped},

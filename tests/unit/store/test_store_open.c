@@ -124,12 +124,14 @@ static void test_open_readonly(void)
     sqlite3_close(db);
 
     CHECK(sqlite3_open(good, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "PRAGMA user_version = 9", NULL, NULL, NULL) == SQLITE_OK);
+    g_autofree char *newer = g_strdup_printf("PRAGMA user_version = %d", STORE_SCHEMA_VERSION + 1);
+    CHECK(sqlite3_exec(db, newer, NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(store_db_open_readonly(good, &error) == NULL);
     g_free(want);
-    want = g_strdup_printf("%s was recorded by a newer heaplens (schema 9); this heaplens reads "
-                           "schemas %d to %d", good, STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
+    want = g_strdup_printf("%s was recorded by a newer heaplens (schema %d); this heaplens reads "
+                           "schemas %d to %d", good, STORE_SCHEMA_VERSION + 1,
+                           STORE_SCHEMA_OLDEST_READ, STORE_SCHEMA_VERSION);
     CHECK_ERROR(error, STORE_ERROR_SQLITE, want);
     CHECK(strcmp(error->message, want) == 0);
     g_clear_error(&error);

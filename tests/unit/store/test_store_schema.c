@@ -166,7 +166,7 @@ static void test_golden_views(void)
                "System.String|6|200\n"
                "App.Node|5|120\n");
     CHECK_ROWS(db, "SELECT * FROM gc_summary WHERE gc = 1",
-               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|NULL|NULL|"
+               "1|0|unknown|0|1|1010000000|1011000000|1020000|72|72|7|4|0|0|0|NULL|NULL|NULL|"
                "1000|0|200|72|300|300|100000|100000|64|64\n");
     CHECK_ROWS(db, "SELECT gc, gen0_before, poh_after FROM gc_summary WHERE gc > 1 ORDER BY gc",
                "2|0|0\n3|0|0\n");
