@@ -74,11 +74,7 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
 
     if (n == 0)
         return TRUE;
-    for (uint32_t i = 1; i < n; i++)
-        if (ids[i] < ids[i - 1]) {
-            store_radix_sort(ids, n, sizeof *ids, 0);
-            break;
-        }
+    store_sort_ids(ids, n, w->change_scratch);
     /* Written in place: room for every number and its comma, then cut to what was written. */
     g_string_set_size(json, 2 + (gsize)n * (STORE_U64_DIGITS + 1));
     char *p = json->str;
