@@ -57,10 +57,10 @@ static void store_gc_forget_changes(store_writer *w)
 
 /* Writes generation `gen`'s pending changes as one generation_changes row of the open GC (or,
  * for STORE_CHANGE_DEATHS, its deaths as an object_deaths row): the ids sorted (they come in the
- * model's address order, mostly ascending), written as the first id and the gap to each next
- * one. A gap is mostly 1 or a few digits where an id has up to 15 (discovered ids start at
- * 2^48): about 2 bytes a change instead of 16, which halved the writer's CPU time on a sampled
- * recording. */
+ * model's address order, in a few ascending runs: merged, store_sort_ids), written as the first
+ * id and the gap to each next one. A gap is mostly 1 or a few digits where an id has up to 15
+ * (discovered ids start at 2^48): about 2 bytes a change instead of 16, which halved the
+ * writer's CPU time on a sampled recording. */
 static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError **error)
 {
     uint64_t *ids = w->change_ids[gen];
