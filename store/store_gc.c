@@ -57,10 +57,10 @@ static void store_gc_forget_changes(store_writer *w)
 
 /* Writes generation `gen`'s pending changes as one generation_changes row of the open GC (or,
  * for STORE_CHANGE_DEATHS, its deaths as an object_deaths row): the ids sorted (they come in the
- * model's address order, mostly ascending), written as the first id and the gap to each next
- * one. A gap is mostly 1 or a few digits where an id has up to 15 (discovered ids start at
- * 2^48): about 2 bytes a change instead of 16, which halved the writer's CPU time on a sampled
- * recording. */
+ * model's address order, in a few ascending runs: merged, store_sort_ids), written as the first
+ * id and the gap to each next one. A gap is mostly 1 or a few digits where an id has up to 15
+ * (discovered ids start at 2^48): about 2 bytes a change instead of 16, which halved the
+ * writer's CPU time on a sampled recording. */
 static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError **error)
 {
     uint64_t *ids = w->change_ids[gen];
@@ -74,11 +74,7 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
 
     if (n == 0)
         return TRUE;
-    for (uint32_t i = 1; i < n; i++)
-        if (ids[i] < ids[i - 1]) {
-            store_radix_sort(ids, n, sizeof *ids, 0);
-            break;
-        }
+    store_sort_ids(ids, n, w->change_scratch);
     /* Written in place: room for every number and its comma, then cut to what was written. */
     g_string_set_size(json, 2 + (gsize)n * (STORE_U64_DIGITS + 1));
     char *p = json->str;
@@ -543,9 +539,19 @@ gboolean store_gc_deaths(store_writer *w, const store_record *rec, GError **erro
 
     if (!store_gc_is_open(w, h->gc))
         return TRUE;
-    for (uint32_t i = 0; i < h->count; i++)
-        if (!store_gc_note_change(w, store_record_death_at(rec, i), STORE_CHANGE_DEATHS, error))
+    /* What store_gc_note_change does for each id, a copy at a time: the record holds them as
+     * the list does (uint64_t each, store_record_death_at); an id each was 2% of the writer's
+     * CPU on MidLife (5.3M deaths). */
+    const uint32_t d = STORE_CHANGE_DEATHS;
+    for (uint32_t i = 0; i < h->count;) {
+        uint32_t take = MIN(STORE_CHANGE_IDS - w->change_count[d], h->count - i);
+        memcpy(w->change_ids[d] + w->change_count[d], rec->u.deaths.ids + (size_t)i * sizeof(uint64_t),
+               (size_t)take * sizeof(uint64_t));
+        w->change_count[d] += take;
+        i += take;
+        if (w->change_count[d] == STORE_CHANGE_IDS && !store_gc_flush_changes_of(w, d, error))
             return FALSE;
+    }
     return TRUE;
 }
 

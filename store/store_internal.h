@@ -426,6 +426,12 @@ const char *store_stream_record_name(uint16_t type);
  * store_snapshot.c). */
 void store_radix_sort(void *items, size_t n, size_t size, size_t key);
 
+/* Sorts `n` ids ascending: ids in at most STORE_SORT_MERGE_RUNS ascending runs (a GC's deaths
+ * and promotions come so: about 6 runs per 8192 deaths on MidLife) are merged, a run pair at a
+ * time, through `scratch` (room for n ids); more runs go to store_radix_sort (store_snapshot.c). */
+#define STORE_SORT_MERGE_RUNS 16
+void store_sort_ids(uint64_t *ids, size_t n, uint64_t *scratch);
+
 /* ---- the packed objects, read (store_history.c) ----------------------------------------- */
 
 /* One object of object_chunks: its objects row but died_gc, first_generation and next_gc. */
@@ -781,6 +787,7 @@ struct store_writer {
      * before, formatted in change_json). */
     uint64_t *change_ids[STORE_CHANGE_DEATHS + 1];
     uint32_t change_count[STORE_CHANGE_DEATHS + 1];
+    uint64_t *change_scratch; /* STORE_CHANGE_IDS ids: store_sort_ids' merges */
     GString *change_json;
     /* HEAPLENS_SNAPSHOT_ROWS=1 (tests): each snapshot's objects also as schema 7's rows, in the
      * table snapshot_object_rows, for a differential test of the blocks against them */

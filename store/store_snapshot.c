@@ -254,6 +254,61 @@ void store_radix_sort(void *items, size_t n, size_t size, size_t key)
         memcpy(items, src, n * size);
 }
 
+/* Merges the ascending runs of ids[0, n) that start at runs_at[0 .. runs - 1]
+ * (runs_at[runs] = n), a pair of neighbours at a time, until one is left. Each pass reads
+ * and writes the ids once, in order, without a branch on which side the next id comes from:
+ * on MidLife's deaths (about 6 runs in 8192 ids) the radix sort's passes over 2048 places
+ * took about twice as long. */
+static void store_merge_runs(uint64_t *ids, size_t n, size_t *runs_at, int runs,
+                             uint64_t *scratch)
+{
+    uint64_t *src = ids, *dst = scratch;
+    while (runs > 1) {
+        int merged = 0;
+        for (int r = 0; r < runs; r += 2) {
+            size_t lo = runs_at[r], mid = runs_at[r + 1];
+            size_t hi = r + 2 <= runs ? runs_at[r + 2] : mid; /* an odd last run: copied */
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                uint64_t a = src[i], b = src[j];
+                gboolean right = b < a;
+                dst[k++] = right ? b : a;
+                i += !right;
+                j += right;
+            }
+            memcpy(dst + k, src + i, (mid - i) * sizeof *dst);
+            k += mid - i;
+            memcpy(dst + k, src + j, (hi - j) * sizeof *dst);
+            runs_at[merged++] = lo;
+        }
+        runs_at[merged] = n;
+        runs = merged;
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != ids)
+        memcpy(ids, src, n * sizeof *ids);
+}
+
+void store_sort_ids(uint64_t *ids, size_t n, uint64_t *scratch)
+{
+    size_t runs_at[STORE_SORT_MERGE_RUNS + 1] = {0};
+    int runs = 1;
+    for (size_t i = 1; i < n; i++)
+        if (ids[i] < ids[i - 1]) {
+            if (runs == STORE_SORT_MERGE_RUNS) {
+                store_radix_sort(ids, n, sizeof *ids, 0);
+                return;
+            }
+            runs_at[runs++] = i;
+        }
+    if (runs == 1)
+        return;
+    runs_at[runs] = n;
+    store_merge_runs(ids, n, runs_at, runs, scratch);
+}
+
 static gint store_snapshot_root_cmp(gconstpointer a, gconstpointer b)
 {
     const hl_snapshot_root *x = a, *y = b;

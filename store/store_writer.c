@@ -976,6 +976,7 @@ static void store_writer_close(store_writer *w)
     store_snapblock_release(&w->snapblock);
     for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
         g_free(w->change_ids[g]);
+    g_free(w->change_scratch);
     for (int c = 0; c < STORE_CHUNKS_OPEN; c++)
         if (w->chunks[c].json != NULL)
             g_string_free(w->chunks[c].json, TRUE);
@@ -1004,6 +1005,7 @@ store_writer *store_writer_create(const char *path, const char *command, GError 
     w->gc.snapshots = g_array_new(FALSE, FALSE, sizeof(store_snapshot_done));
     for (int g = 0; g <= STORE_CHANGE_DEATHS; g++)
         w->change_ids[g] = g_new(uint64_t, STORE_CHANGE_IDS);
+    w->change_scratch = g_new(uint64_t, STORE_CHANGE_IDS);
     for (int c = 0; c < STORE_CHUNKS_OPEN; c++)
         w->chunks[c].json = g_string_sized_new(1024);
     w->change_json = g_string_sized_new(STORE_CHANGE_IDS * 4);

@@ -396,6 +396,46 @@ static void test_change_gaps(void)
     tmp_dir_free(dir);
 }
 
+/* A GC's deaths in more ids than an object_deaths row holds (8192), in DEATHS records that end
+ * anywhere in a row and in three ascending runs out of order (as the collector's model sends
+ * them): three rows of 8192, 8192 and 3616 ids, each sorted (its gaps positive), every object
+ * dead in that GC once. */
+static void test_many_deaths(void)
+{
+    enum { N = 20000 };
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "deaths.db", NULL);
+    const uint64_t base = HL_DISCOVERED_ID_BASE;
+    hl_sb *sb = hl_sb_new();
+    hl_sb_set_batch_limit(sb, 7000);
+    hl_sb_type(sb, 1, "A");
+    hl_sb_gc_start(sb, 1, 2, TRUE, 2);
+    for (uint64_t i = 1; i <= N; i++)
+        hl_sb_discovered(sb, 1, base + i, 1, 24, HL_GEN_2);
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_gc_start(sb, 2, 2, TRUE, 2);
+    static const uint64_t runs[][2] = {{13334, N}, {6667, 13333}, {1, 6666}};
+    for (size_t r = 0; r < G_N_ELEMENTS(runs); r++)
+        for (uint64_t i = runs[r][0]; i <= runs[r][1]; i++)
+            hl_sb_death(sb, 2, base + i);
+    hl_sb_gc_end(sb, 2, 0);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT gc, count FROM object_deaths ORDER BY rowid", "2|8192\n2|8192\n2|3616\n");
+    /* Sorted: no gap after a row's first id is 0 or past the ids (a negative one would be). */
+    CHECK(db_int(db, "SELECT count(*) FROM object_deaths d, json_each(d.ids) j"
+                     " WHERE j.key > 0 AND (j.value < 1 OR j.value > 20000)") == 0);
+    CHECK_ROWS(db, "SELECT count(*), count(DISTINCT object_id), min(object_id) - 281474976710656,"
+                   " max(object_id) - 281474976710656, min(gc), max(gc) FROM object_death_rows",
+               "20000|20000|1|20000|2|2\n");
+    CHECK(db_int(db, "SELECT count(*) FROM objects WHERE died_gc = 2") == N);
+    sqlite3_close(db);
+    tmp_dir_free(dir);
+}
+
 /* Objects first seen in a heap walk become ordinary objects. (With a handle kind sent raw, and a
  * snapshot that never ends.) */
 static void test_discovered(void)
@@ -498,6 +538,7 @@ static const test_case cases[] = {
     {"chunk_boundaries", test_chunk_boundaries},
     {"discovered", test_discovered},
     {"change_gaps", test_change_gaps},
+    {"many_deaths", test_many_deaths},
     {"first_read_order", test_first_read_order},
 };
 
