@@ -230,6 +230,9 @@ static void fixtures_build(void)
     fixture_app("followed.db");
     fixture_sql("followed.db", FOLLOWED_SQL);
     fixture_lossy("lossy.db");
+    /* named.db: app.db with a type no allocation has (one a snapshot or a field named). */
+    fixture_app("named.db");
+    fixture_sql("named.db", "INSERT INTO types (id, name) VALUES (9, 'App.OnlyNamed')");
     fixture_app("unfinished.db"); /* left 'recording': a writer that died with a full disk */
     fixture_sql("unfinished.db", "UPDATE run SET status = 'recording'");
     /* The collector's end file said 6 GCs: 2 never sent, 3 sent and never stored (the writer was
@@ -736,6 +739,7 @@ static void case_info_json(void)
         "    \"object_bytes\": 101408,\n"
         "    \"objects_alive_at_end\": 7,\n"
         "    \"types\": 4,\n"
+        "    \"allocation_types\": 4,\n"
         "    \"threads\": 3,\n"
         "    \"file_bytes\": %s,\n"
         "    \"allocations_estimated\": false,\n"
@@ -806,6 +810,22 @@ static void case_info_json(void)
     g_autoptr(GString) full = g_string_new(expected);
     g_string_replace(full, "COUNTERS", lines->str, 1);
     EXPECT_JSON(r, full->str, "");
+
+    /* Types the recording names but none allocated: info tells them apart, as `allocations`
+     * and the summary count them (info said "types 4,398" where both said "of 4,238 types"). */
+    json_t *named = json_run_new("info", "named.db", NULL, NULL, NULL, NULL);
+    json_t *totals = json_object_get(named, "totals");
+    CHECK(json_integer_value(json_object_get(totals, "types")) == 5 &&
+          json_integer_value(json_object_get(totals, "allocation_types")) == 4);
+    json_decref(named);
+    run_result text = RUN("info", "named.db");
+    CHECK(text.status == 0 &&
+          strstr(text.out, "\n  types            5  4 allocated ('allocations'), the others "
+                           "only named (a snapshot's objects, a field's type)\n") != NULL);
+    run_result_release(&text);
+    text = RUN("allocations", "named.db");
+    CHECK(text.status == 0 && strstr(text.out, " of 4 types\n") != NULL);
+    run_result_release(&text);
 }
 
 /* The value on the line "  <name>  <value>" of `section`, or NULL. */
