@@ -10,7 +10,10 @@
 
 #include "store/store.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- checking runs ------------------------------------------------------------------ */
 
@@ -1480,8 +1483,47 @@ static void case_count_separators(void)
     run_result_release(&r);
 }
 
+/* A recording with a hot journal: a program that wrote it was killed inside a transaction (a
+ * Ctrl-C during a command's first read, which stores its summary). Every command then failed
+ * with "cannot read: attempt to write a readonly database": a read-only connection cannot roll
+ * the journal back. Now the next command rolls it back and answers as before. */
+static void case_hot_journal(void)
+{
+    fixture_app("hot.db");
+    run_result before = RUN("info", "hot.db");
+    g_autofree char *path = fixture_path("hot.db");
+    g_autofree char *journal = g_strconcat(path, "-journal", NULL);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) { /* killed inside its transaction: it never commits nor closes */
+        sqlite3 *rw = NULL;
+        if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+            sqlite3_exec(rw,
+                         "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 1; BEGIN IMMEDIATE;"
+                         " UPDATE gcs SET pause_ns = pause_ns + 1000000000;"
+                         " UPDATE alloc_counts SET count = count + 1000;",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            _exit(2);
+        raise(SIGKILL);
+        _exit(3);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFSIGNALED(status) &&
+          WTERMSIG(status) == SIGKILL);
+    CHECK(g_file_test(journal, G_FILE_TEST_EXISTS));
+    run_result after = RUN("info", "hot.db");
+    CHECK(after.status == 0 && strcmp(after.err, "") == 0);
+    if (after.status != 0)
+        fprintf(stderr, "info said: %s", after.err);
+    CHECK(g_strcmp0(before.out, after.out) == 0); /* the killed transaction is not there */
+    CHECK(!g_file_test(journal, G_FILE_TEST_EXISTS));
+    run_result_release(&before);
+    run_result_release(&after);
+}
+
 static const cli_test_case cases[] = {
     {"count_separators", case_count_separators},
+    {"hot_journal", case_hot_journal},
     {"gcs_json", case_gcs_json},
     {"gcs_text", case_gcs_text},
     {"allocations_json", case_allocations_json},
