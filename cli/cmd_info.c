@@ -101,7 +101,7 @@ static char *count_dup(int64_t n)
 static json_t *info_totals_json(const query_info_totals *t)
 {
     return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o,"
-                     " s:I, s:I, s:I, s:I, s:I, s:o}",
+                     " s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_gen[0],
                      "gen1", (json_int_t)t->gcs_gen[1], "gen2", (json_int_t)t->gcs_gen[2],
@@ -119,6 +119,7 @@ static json_t *info_totals_json(const query_info_totals *t)
                      "object_bytes", (json_int_t)t->object_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive,
                      "types", (json_int_t)t->types,
+                     "allocation_types", (json_int_t)t->allocation_types,
                      "threads", (json_int_t)t->threads,
                      "file_bytes", t->file_bytes >= 0 ? json_integer(t->file_bytes) : json_null());
 }
@@ -188,7 +189,13 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                                        ? "  of the followed objects (every live object only at "
                                          "a snapshot's GC; 'survivors' estimates the others)"
                                        : ""));
-    info_lines_add(lines, "types", count_dup(t->types));
+    info_lines_add(lines, "types",
+                   t->allocation_types == t->types
+                       ? count_dup(t->types)
+                       : g_strdup_printf("%s  %s allocated ('allocations'), the others only "
+                                         "named (a snapshot's objects, a field's type)",
+                                         query_count_format(t->types, a),
+                                         query_count_format(t->allocation_types, b)));
     info_lines_add(lines, "threads", count_dup(t->threads));
     info_lines_add(lines, "file size",
                    t->file_bytes >= 0 ? g_strdup(query_size_format(t->file_bytes, a)) : NULL);

@@ -33,7 +33,6 @@ int cmd_report(int argc, char **argv)
     g_autoptr(query_progress) progress = NULL;
     query_output_file file = {0};
     gboolean to_stdout = FALSE;
-    uint64_t data_bytes = 0;
     FILE *out = stdout;
     sqlite3 *db = NULL;
 
@@ -67,22 +66,20 @@ int cmd_report(int argc, char **argv)
     if (!data)
         goto out;
     query_progress_done(progress);
-    long start = ftell(out); /* -1 for a FIFO or a terminal: the size is then not known */
     if (json)
         report_json_write(data, out, FALSE);
     else
         report_html_write(data, out);
-    long end = ftell(out);
-    data_bytes = start >= 0 && end >= start ? (uint64_t)(end - start) : 0;
     if (to_stdout ? !query_output_finish(stdout, &error) : !query_output_file_commit(&file, &error))
         goto out;
     if (!to_stdout) {
         char count[QUERY_FORMAT_MAX], size[QUERY_FORMAT_MAX];
         GStatBuf st;
-        int64_t bytes = g_stat(output, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size
-                                                                          : (int64_t)data_bytes;
+        /* A regular file's size only: ftell of a device that seeks and keeps nothing
+         * (/dev/null) counted the last buffer alone ("(2.1 KiB)" of a 310 KiB page). */
+        int64_t bytes = g_stat(output, &st) == 0 && S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
         guint n = data->gcs->len;
-        if (bytes > 0) /* not known for a FIFO or a pipe */
+        if (bytes > 0) /* not known for a FIFO, a pipe or a device */
             g_snprintf(size, sizeof size, " (%s)", query_size_format(bytes, count));
         else
             size[0] = 0;

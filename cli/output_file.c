@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +17,51 @@ static gboolean query_output_file_fail(query_output_file *file, const char *why,
 {
     g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "cannot write %s: %s", file->path, why);
     return FALSE;
+}
+
+/* The temporary file being written, removed by a signal that ends heaplens meanwhile: Ctrl-C
+ * during a long `report -o page.html` left page.html.tmp-XXXXXX behind. One at a time: a
+ * command writes one output file. The handlers are there only while it is: a signal's own
+ * disposition is back once it is renamed into place or removed; one ignored stays ignored. */
+static const int tmp_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static char tmp_pending[4096];
+static volatile sig_atomic_t tmp_pending_set;
+static struct sigaction tmp_old[G_N_ELEMENTS(tmp_signals)];
+static gboolean tmp_handled[G_N_ELEMENTS(tmp_signals)];
+
+static void tmp_pending_remove(int sig)
+{
+    if (tmp_pending_set)
+        unlink(tmp_pending);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    sigaction(sig, &dfl, NULL);
+    raise(sig); /* delivered once the handler returns: heaplens ends by it, as it would have */
+}
+
+static void tmp_pending_watch(const char *tmp_path)
+{
+    if (strlen(tmp_path) >= sizeof tmp_pending)
+        return; /* not removed on a signal: left as before */
+    strcpy(tmp_pending, tmp_path);
+    tmp_pending_set = 1;
+    for (size_t i = 0; i < G_N_ELEMENTS(tmp_signals); i++) {
+        struct sigaction handler = {.sa_handler = tmp_pending_remove};
+        sigemptyset(&handler.sa_mask);
+        tmp_handled[i] = sigaction(tmp_signals[i], NULL, &tmp_old[i]) == 0 &&
+                         tmp_old[i].sa_handler == SIG_DFL &&
+                         sigaction(tmp_signals[i], &handler, NULL) == 0;
+    }
+}
+
+static void tmp_pending_unwatch(void)
+{
+    if (!tmp_pending_set)
+        return;
+    for (size_t i = 0; i < G_N_ELEMENTS(tmp_signals); i++)
+        if (tmp_handled[i])
+            sigaction(tmp_signals[i], &tmp_old[i], NULL);
+    tmp_pending_set = 0;
 }
 
 /* A new temporary file beside `file->final`, with `mode` (0666 less the umask for a new file,
@@ -30,6 +76,7 @@ static gboolean query_output_file_open_temporary(query_output_file *file, mode_t
         return query_output_file_fail(file, g_strerror(saved), error);
     }
     (void)fchmod(fd, mode); /* on failure it stays readable by its owner */
+    tmp_pending_watch(file->tmp_path);
     file->out = fdopen(fd, "w");
     if (!file->out) {
         int saved = errno;
@@ -208,6 +255,7 @@ gboolean query_output_file_commit(query_output_file *file, GError **error)
         return query_output_file_fail(file, g_strerror(saved), error);
     if (file->tmp_path && g_rename(file->tmp_path, file->final) != 0)
         return query_output_file_fail(file, g_strerror(errno), error);
+    tmp_pending_unwatch();
     g_clear_pointer(&file->tmp_path, g_free);
     return TRUE;
 }
@@ -217,8 +265,10 @@ void query_output_file_release(query_output_file *file)
 {
     if (file->out && !file->is_stdout)
         fclose(file->out);
-    if (file->tmp_path)
+    if (file->tmp_path) {
         g_unlink(file->tmp_path);
+        tmp_pending_unwatch();
+    }
     g_free(file->tmp_path);
     g_free(file->path);
     free(file->final);

@@ -1,7 +1,8 @@
 /* output_file.h — an output file the user names (`report -o OUT`, `stacks --speedscope OUT`).
  *
  * A regular file (or a new one) is written beside its final name and renamed into place when
- * complete, so that a failure never leaves half a file (nor destroys an older one); through a
+ * complete, so that a failure never leaves half a file (nor destroys an older one; SIGINT,
+ * SIGTERM, SIGHUP and SIGQUIT meanwhile remove it, and heaplens ends by the signal); through a
  * symbolic link, the link's target is the file replaced, never the link. Anything else the user
  * names (a FIFO, a terminal, /dev/null, /dev/full) is written through as it is: it is not ours
  * to replace; a FIFO must have its reader already (it is opened without waiting: a FIFO nobody

@@ -893,10 +893,12 @@ static void *force_gc_main(void *arg) {
 }
 
 void hl_collector_request_snapshot(hl_profiler *p, uint32_t trigger) {
-    atomic_store(&p->snapshot_requested, trigger);
+    /* The forcer is counted before the request is seen: a GC of the program's that takes the
+     * request then knows a forced GC is still to come (hl_forcers_request_taken). */
     force_gc_ticket *ticket = hl_mem_malloc(sizeof *ticket);
     if (ticket)
         *ticket = (force_gc_ticket){.info = p->info, .generation = hl_forcers_enter()};
+    atomic_store(&p->snapshot_requested, trigger);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);

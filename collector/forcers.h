@@ -35,6 +35,22 @@ void hl_forcers_leave(uint32_t generation);
 /* The threads of this session still in the runtime. */
 uint32_t hl_forcers_in_runtime(void);
 
+/* A GC took a snapshot request at its start (profiler.c, snapshot_policy). A ForceGC's GC is
+ * induced, so one that is not is the program's: a GC a thread of this session is still forcing
+ * for that request is yet to come, and serves nothing any more (a spare). Without this the
+ * default policy `induced` took it for the program's GC.Collect and a second snapshot, a heap
+ * walk and a longer pause, followed every `heaplens snapshot PID` or trigger that a GC of the
+ * program's own had served. */
+void hl_forcers_request_taken(bool induced);
+
+/* At the start of an induced GC that took no request: true when it is taken for a spare of this
+ * session's (one fewer then), not for the program's GC.Collect. A spare lasts only while a
+ * thread of the session is in the runtime: each one that leaves (its ForceGC returned, its GC
+ * over or never started) leaves at most as many spares as threads still in. A GC.Collect of the
+ * program's that starts while a spare waits is taken for it, and the forced GC then counts as
+ * the program's: the snapshot comes one GC later, not twice. */
+bool hl_forcers_spare_gc(void);
+
 /* Waits until none of this session's threads is in the runtime, at most `bound_ns` (checked
  * every millisecond). Returns how many still are (0: none). */
 uint32_t hl_forcers_wait(uint64_t bound_ns);

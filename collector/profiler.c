@@ -18,6 +18,7 @@
 #include "collector/attach_config.h"
 #include "collector/census.h"
 #include "collector/collector.h"
+#include "collector/forcers.h"
 #include "collector/mem.h"
 #include "collector/rejit.h"
 #include "collector/resident.h"
@@ -131,14 +132,18 @@ static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uin
                                 bool *skipped) {
     hl_profiler *p = ctx;
     *skipped = false;
+    bool induced = reason == COR_PRF_GC_REASON_INDUCED;
     uint32_t asked = atomic_exchange_explicit(&p->snapshot_requested, 0, memory_order_acquire);
     if (asked) {
+        hl_forcers_request_taken(induced); /* the GC forced for it may still come: a spare */
         if (asked != HL_SNAPSHOT_REQUESTED) /* a trigger: the collector thread checked the cap */
             atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
         return asked;
     }
+    if (induced && hl_forcers_spare_gc())
+        return 0; /* heaplens' own GC, its request served: not the program's GC.Collect */
     hl_snapshot_gc_start g = {
-        .gc = gc, .generation = generation, .induced = reason == COR_PRF_GC_REASON_INDUCED,
+        .gc = gc, .generation = generation, .induced = induced,
         .taken = atomic_load_explicit(&p->snapshots_by_policy, memory_order_relaxed),
         .snapshots_held = snapshots_held, .walks_held_bytes = walks_held_bytes};
     uint32_t t = hl_snapshot_policy_at_gc(&p->policy, &g, skipped);

@@ -131,10 +131,24 @@ void query_diff_free(query_diff *d)
 static gboolean diff_pick(diff_side *from, diff_side *to, const char *from_text,
                           const char *to_text, gboolean two_files, GError **error)
 {
-    if (from_text || two_files)
-        return snapshot_pick(from->db, from->path, "diff", "from", from_text, &from->info,
-                             error) &&
-               snapshot_pick(to->db, to->path, "diff", "to", to_text, &to->info, error);
+    if (from_text || two_files) {
+        if (!snapshot_pick(from->db, from->path, "diff", "from", from_text, &from->info,
+                           error) ||
+            !snapshot_pick(to->db, to->path, "diff", "to", to_text, &to->info, error))
+            return FALSE;
+        /* Backwards, the objects that died were called new and the new ones dead ("snapshot 5
+         * (GC 53) -> snapshot 2 (GC 15): 88,301 new"). */
+        if (!two_files && from->info.snapshot > to->info.snapshot) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "diff: --from is snapshot %" PRId64 " (GC %" PRId64
+                        "), after --to's, snapshot %" PRId64 " (GC %" PRId64
+                        "): --from names the earlier one (--from %" PRId64 " --to %" PRId64 ")",
+                        from->info.snapshot, from->info.gc, to->info.snapshot, to->info.gc,
+                        to->info.snapshot, from->info.snapshot);
+            return FALSE;
+        }
+        return TRUE;
+    }
     if (!snapshot_pick(to->db, to->path, "diff", "to", to_text, &to->info, error))
         return FALSE;
     /* the snapshot before --to */

@@ -24,7 +24,9 @@ typedef struct query_info_totals {
     gboolean survived_at_least;
     int64_t survived_proven;
     int64_t objects, object_bytes, objects_alive;
-    int64_t types, threads;
+    /* types: every type the recording names (allocated, or found by a snapshot or a field);
+     * allocation_types: those `allocations` lists, the summary line's "of T types". */
+    int64_t types, allocation_types, threads;
     int64_t file_bytes; /* -1 when the file cannot be stat'ed */
 } query_info_totals;
 

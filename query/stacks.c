@@ -1039,10 +1039,17 @@ static gboolean interval_parse(sqlite3 *db, const char *path, const char *gc_tex
         }
     }
     if (b > (uint64_t)last + 1) {
-        g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
-                    "no GC %" PRIu64 " in %s: allocations were made before GCs 1 to %" PRId64
-                    " and after the last (%" PRId64 ")",
-                    b, path, last + 1, last + 1);
+        /* Interval last + 1 is the tail: said as such, not as a GC the recording does not have
+         * (it said "before GCs 1 to 4 and after the last (4)" of a recording of 3 GCs). */
+        if (last > 0)
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no GC %" PRIu64 " in %s: its GCs are 1 to %" PRId64 " (--gc %" PRId64
+                        ": the allocations after the last)",
+                        b, path, last, last + 1);
+        else
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_NOT_FOUND,
+                        "no GC %" PRIu64 " in %s: it has no GC (--gc 1: every allocation)", b,
+                        path);
         return FALSE;
     }
     q->gc_from = (int64_t)a;

@@ -233,6 +233,9 @@ gboolean store_recording_end(const char *path, const store_ending *ending, GErro
  * first made one file again (checkpointed, journal mode DELETE) when nobody else has it open and
  * this user may write it; else it is read in WAL mode, whole — or, when nobody has it open (no
  * -shm, an empty or no -wal), as immutable, so that no empty -wal and -shm are left beside it.
+ * A hot -journal (a program killed inside a transaction: a Ctrl-C during a command's first
+ * read) is rolled back first, as SQLite does for a connection that may write; when this user
+ * may not, one line says so.
  * The returned handle is a sqlite3 *, closed by the caller with sqlite3_close; it is opened
  * without SQLite's mutex (SQLITE_OPEN_NOMUTEX): one thread at a time uses it. */
 struct sqlite3;

@@ -1083,6 +1083,29 @@ static gboolean store_db_wal_quiet(const char *path)
     return S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
+/* Rolls back the transaction a program that died left in `path`-journal (a hot journal): what
+ * SQLite does at the first read of a connection that may write. The file is as its last commit
+ * left it, whoever wrote it; a journal of a live writer is no hot journal (it holds its lock).
+ * Fails in one line when this user may not write the file or its directory. */
+static gboolean store_db_roll_back(const char *path, GError **error)
+{
+    sqlite3 *rw = NULL;
+    gboolean ok = store_db_may_leave_wal(path) &&
+                  sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                                  NULL) == SQLITE_OK &&
+                  sqlite3_busy_timeout(rw, 2000) == SQLITE_OK &&
+                  sqlite3_exec(rw, "SELECT count(*) FROM sqlite_schema", NULL, NULL, NULL) ==
+                      SQLITE_OK;
+    sqlite3_close(rw);
+    if (!ok)
+        g_set_error(error, STORE_ERROR, STORE_ERROR_SQLITE,
+                    "%s-journal holds a transaction a program that was killed left unfinished, "
+                    "which only a program that may write %s rolls back (the file's owner: "
+                    "heaplens info %s)",
+                    path, path, path);
+    return ok;
+}
+
 /* The query parameter that keeps, on a connection, the file's name as the user gave it
  * (store_db_name): SQLite knows the file by its full path, and keeps the parameters of the URI it
  * was opened by beside it (sqlite3_uri_parameter of sqlite3_db_filename). SQLite and its VFS
@@ -1149,6 +1172,18 @@ struct sqlite3 *store_db_open_readonly(const char *path, GError **error)
     if ((db = store_db_open_readonly_once(path, path, quiet, error)) == NULL)
         goto out;
     app_id = store_db_pragma_int(db, "PRAGMA application_id");
+    if (app_id < 0 && sqlite3_extended_errcode(db) == SQLITE_READONLY_ROLLBACK) {
+        /* A hot journal: a program that wrote the file died inside a transaction (a Ctrl-C
+         * during a command's first read, which stores its summary) and only a connection that
+         * may write rolls it back. Read-only, every later command failed with "attempt to write
+         * a readonly database" until something else opened the file for writing. */
+        sqlite3_close(db);
+        db = NULL;
+        if (!store_db_roll_back(path, error) ||
+            (db = store_db_open_readonly_once(path, path, quiet, error)) == NULL)
+            goto out;
+        app_id = store_db_pragma_int(db, "PRAGMA application_id");
+    }
     if (app_id < 0) {
         store_sql_fail(db, path, "cannot read", error);
         goto out;

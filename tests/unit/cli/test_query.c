@@ -10,7 +10,10 @@
 
 #include "store/store.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* ---- checking runs ------------------------------------------------------------------ */
 
@@ -230,6 +233,9 @@ static void fixtures_build(void)
     fixture_app("followed.db");
     fixture_sql("followed.db", FOLLOWED_SQL);
     fixture_lossy("lossy.db");
+    /* named.db: app.db with a type no allocation has (one a snapshot or a field named). */
+    fixture_app("named.db");
+    fixture_sql("named.db", "INSERT INTO types (id, name) VALUES (9, 'App.OnlyNamed')");
     fixture_app("unfinished.db"); /* left 'recording': a writer that died with a full disk */
     fixture_sql("unfinished.db", "UPDATE run SET status = 'recording'");
     /* The collector's end file said 6 GCs: 2 never sent, 3 sent and never stored (the writer was
@@ -736,6 +742,7 @@ static void case_info_json(void)
         "    \"object_bytes\": 101408,\n"
         "    \"objects_alive_at_end\": 7,\n"
         "    \"types\": 4,\n"
+        "    \"allocation_types\": 4,\n"
         "    \"threads\": 3,\n"
         "    \"file_bytes\": %s,\n"
         "    \"allocations_estimated\": false,\n"
@@ -806,6 +813,22 @@ static void case_info_json(void)
     g_autoptr(GString) full = g_string_new(expected);
     g_string_replace(full, "COUNTERS", lines->str, 1);
     EXPECT_JSON(r, full->str, "");
+
+    /* Types the recording names but none allocated: info tells them apart, as `allocations`
+     * and the summary count them (info said "types 4,398" where both said "of 4,238 types"). */
+    json_t *named = json_run_new("info", "named.db", NULL, NULL, NULL, NULL);
+    json_t *totals = json_object_get(named, "totals");
+    CHECK(json_integer_value(json_object_get(totals, "types")) == 5 &&
+          json_integer_value(json_object_get(totals, "allocation_types")) == 4);
+    json_decref(named);
+    run_result text = RUN("info", "named.db");
+    CHECK(text.status == 0 &&
+          strstr(text.out, "\n  types            5  4 allocated ('allocations'), the others "
+                           "only named (a snapshot's objects, a field's type)\n") != NULL);
+    run_result_release(&text);
+    text = RUN("allocations", "named.db");
+    CHECK(text.status == 0 && strstr(text.out, " of 4 types\n") != NULL);
+    run_result_release(&text);
 }
 
 /* The value on the line "  <name>  <value>" of `section`, or NULL. */
@@ -1460,8 +1483,47 @@ static void case_count_separators(void)
     run_result_release(&r);
 }
 
+/* A recording with a hot journal: a program that wrote it was killed inside a transaction (a
+ * Ctrl-C during a command's first read, which stores its summary). Every command then failed
+ * with "cannot read: attempt to write a readonly database": a read-only connection cannot roll
+ * the journal back. Now the next command rolls it back and answers as before. */
+static void case_hot_journal(void)
+{
+    fixture_app("hot.db");
+    run_result before = RUN("info", "hot.db");
+    g_autofree char *path = fixture_path("hot.db");
+    g_autofree char *journal = g_strconcat(path, "-journal", NULL);
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) { /* killed inside its transaction: it never commits nor closes */
+        sqlite3 *rw = NULL;
+        if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK ||
+            sqlite3_exec(rw,
+                         "PRAGMA journal_mode = DELETE; PRAGMA cache_size = 1; BEGIN IMMEDIATE;"
+                         " UPDATE gcs SET pause_ns = pause_ns + 1000000000;"
+                         " UPDATE alloc_counts SET count = count + 1000;",
+                         NULL, NULL, NULL) != SQLITE_OK)
+            _exit(2);
+        raise(SIGKILL);
+        _exit(3);
+    }
+    int status = 0;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFSIGNALED(status) &&
+          WTERMSIG(status) == SIGKILL);
+    CHECK(g_file_test(journal, G_FILE_TEST_EXISTS));
+    run_result after = RUN("info", "hot.db");
+    CHECK(after.status == 0 && strcmp(after.err, "") == 0);
+    if (after.status != 0)
+        fprintf(stderr, "info said: %s", after.err);
+    CHECK(g_strcmp0(before.out, after.out) == 0); /* the killed transaction is not there */
+    CHECK(!g_file_test(journal, G_FILE_TEST_EXISTS));
+    run_result_release(&before);
+    run_result_release(&after);
+}
+
 static const cli_test_case cases[] = {
     {"count_separators", case_count_separators},
+    {"hot_journal", case_hot_journal},
     {"gcs_json", case_gcs_json},
     {"gcs_text", case_gcs_text},
     {"allocations_json", case_allocations_json},

@@ -83,6 +83,52 @@ int main(void) {
     hl_forcers_leave(b1);
     CHECK(hl_forcers_in_runtime() == 0);
 
+    /* Spares: `heaplens snapshot PID` on a busy program. A GC of the program's (not induced)
+     * takes the request before the forced GC starts: the forced GC, induced, is heaplens' own
+     * and no GC.Collect of the program's (before: the default policy `induced` took a second
+     * snapshot at it, seen on examples/WebApi). */
+    uint32_t c1 = hl_forcers_enter();
+    hl_forcers_request_taken(false);
+    CHECK(hl_forcers_spare_gc());  /* the forced GC */
+    CHECK(!hl_forcers_spare_gc()); /* a GC.Collect after it is the program's */
+    hl_forcers_leave(c1);
+
+    /* The forced GC took its own request (induced): nothing spare. */
+    c1 = hl_forcers_enter();
+    hl_forcers_request_taken(true);
+    CHECK(!hl_forcers_spare_gc());
+    hl_forcers_leave(c1);
+
+    /* ForceGC returned without a GC (it failed): its spare goes with it, and the program's
+     * next GC.Collect is its own. */
+    c1 = hl_forcers_enter();
+    hl_forcers_request_taken(false);
+    hl_forcers_leave(c1);
+    CHECK(!hl_forcers_spare_gc());
+
+    /* No forcer in the runtime (the request's thread could not start): no spare. */
+    hl_forcers_request_taken(false);
+    CHECK(!hl_forcers_spare_gc());
+
+    /* Two forcers, two requests both taken by the program's GCs: two spares, at most as many
+     * as forcers; one forcer leaves, one spare is left. */
+    c1 = hl_forcers_enter();
+    uint32_t c2 = hl_forcers_enter();
+    hl_forcers_request_taken(false);
+    hl_forcers_request_taken(false);
+    hl_forcers_request_taken(false);
+    hl_forcers_leave(c1);
+    CHECK(hl_forcers_spare_gc());
+    CHECK(!hl_forcers_spare_gc());
+
+    /* A spare of a session is none of the next one's. */
+    hl_forcers_request_taken(false);
+    hl_forcers_session_new();
+    hl_forcers_leave(c2);
+    uint32_t d1 = hl_forcers_enter();
+    CHECK(!hl_forcers_spare_gc());
+    hl_forcers_leave(d1);
+
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     return failures ? 1 : 0;

@@ -434,6 +434,9 @@ def test_output_targets(env):
     # /dev/null, /dev/stdout and -o -: written through; /dev/stdout is our own stdout.
     r = run([env.heaplens, 'report', db, '--json', '-o', '/dev/null'])
     check(r.returncode == 0 and stat.S_ISCHR(os.lstat('/dev/null').st_mode), '/dev/null: %s' % r.stderr)
+    # No size for a device (it said the last buffer's, "(2.1 KiB)" of a 310 KiB page).
+    check(re.fullmatch(r'heaplens: report of [0-9,]+ GCs? -> /dev/null\n', r.stderr) is not None,
+          '/dev/null: no size said: %r' % r.stderr)
     for out in ('/dev/stdout', '-'):
         r = run([env.heaplens, 'report', db, '--json', '-o', out])
         check(r.returncode == 0 and r.stdout == want, '-o %s: exit %d, %s' % (out, r.returncode, r.stderr))

@@ -362,6 +362,10 @@ static void case_errors(void)
                  "leaks", "one.db");
     EXPECT_ERROR("heaplens: diff: no snapshot before snapshot 1 in one.db; give --from\n", "diff",
                  "one.db");
+    /* backwards: the dead would be called new */
+    EXPECT_ERROR("heaplens: diff: --from is snapshot 2 (GC 2), after --to's, snapshot 1 (GC 1): "
+                 "--from names the earlier one (--from 1 --to 2)\n",
+                 "diff", "graph.db", "--from", "2", "--to", "1");
     EXPECT_ERROR("heaplens: survivors: --by expects 'generation' or 'age', not 'type'\n",
                  "survivors", "graph.db", "--by", "type");
     EXPECT_ERROR("heaplens: leaks: unknown option '--snapshot'; see 'heaplens leaks --help'\n",

@@ -414,8 +414,8 @@ static void case_gc(void)
                 "System.String|App.Names.Make<-App.Program.Run<-App.Program.Main|6000|192000|"
                 "2\n" ROW_S3);
     EXPECT(RUN("stacks", "stacks.db", "--gc", "5"), 1, "",
-           "heaplens: no GC 5 in stacks.db: allocations were made before GCs 1 to 4 and after "
-           "the last (4)\n");
+           "heaplens: no GC 5 in stacks.db: its GCs are 1 to 3 (--gc 4: the allocations after "
+           "the last)\n");
     EXPECT(RUN("stacks", "stacks.db", "--interval", "3..2"), 1, "",
            "heaplens: stacks: --interval expects A..B, two GC numbers with A <= B, not '3..2'\n");
     EXPECT(RUN("stacks", "stacks.db", "--interval", "2"), 1, "",
