@@ -351,10 +351,6 @@ static size_t on_events(void *ctx, const hl_alloc_event *ev, size_t n, uint64_t 
     collector *c = ctx;
     hl_ev_iter it = {.ev = ev, .n = n, .limit = limit, .id = *id};
     for (const hl_alloc_event *e; (e = hl_ev_next(&it));) {
-        /* Other CPUs wrote these events moments ago, and reading them was the drain's largest
-         * stall: ask for them 16 events (4 cache lines) ahead. A prefetch never faults, past the
-         * run's end or not (bench/README.md, "Eighth round"). */
-        __builtin_prefetch((const void *)((uintptr_t)(ev + it.at) + 16 * sizeof *ev));
         switch (HL_EV_KIND(e)) {
         case HL_EV_ALLOC:
         case HL_EV_ALLOC_WIDE: {
