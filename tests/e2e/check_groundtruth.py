@@ -62,6 +62,17 @@ HISTORY_SQL = ("SELECT object_id, generation, from_gc, until_gc FROM object_gene
                " ORDER BY object_id, from_gc")
 
 
+def schema_version():
+    """The schema the writer writes: STORE_SCHEMA_VERSION in store/store.h, read from the source
+    so that a schema change needs no edit here."""
+    header = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "store", "store.h")
+    with open(header) as f:
+        for line in f:
+            if line.startswith("#define STORE_SCHEMA_VERSION "):
+                return int(line.split()[2])
+    raise SystemExit(f"{header}: no STORE_SCHEMA_VERSION")
+
+
 def in_namespace(type_name, namespace):
     return type_name.startswith(namespace + ".")
 
@@ -148,7 +159,7 @@ def main():
     if conn is not None:
         checks.eq("(c) PRAGMA application_id", 1212960339,
                   conn.execute("PRAGMA application_id").fetchone()[0])
-        checks.eq("(c) PRAGMA user_version", 8, conn.execute("PRAGMA user_version").fetchone()[0])
+        checks.eq("(c) PRAGMA user_version", schema_version(), conn.execute("PRAGMA user_version").fetchone()[0])
         version = conn.execute("SELECT runtime_version FROM run").fetchone()[0] or ""
         runtime_major = int(version.split(".")[0]) if version[:1].isdigit() else None
         print(f"runtime {version}")
