@@ -11,7 +11,8 @@
 #include <stddef.h>
 
 #define QUERY_REPLACED_MEMBERS 4
-/* The suffixes of a SQLite database's set, the main file's ("") first. */
+/* The files of a SQLite database's set: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal,
+ * by their suffixes, the main file's ("") first (session/ names a recording's set by them too). */
 extern const char *const query_replaced_suffixes[QUERY_REPLACED_MEMBERS];
 
 /* The name `pid`'s --force sets `path`'s set aside under (a new string). */

@@ -41,6 +41,7 @@
 #include "session/record_session.h"
 
 #include "query/query.h"
+#include "query/replaced.h"
 #include "session/counted.h"
 #include "session/recording.h"
 #include "session/session.h"
@@ -567,8 +568,8 @@ static gboolean record_session_forwarding(const record_options *options,
             waitpid(children, NULL, 0);
         }
         recording_sockets_remove(&sockets);
-        for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
-            g_autofree char *path = g_strconcat(output, recording_db_suffixes[i], NULL);
+        for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
+            g_autofree char *path = g_strconcat(output, query_replaced_suffixes[i], NULL);
             unlink(path);
         }
         fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded\n",

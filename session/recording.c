@@ -1072,7 +1072,8 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
     return TRUE;
 }
 
-/* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. A leftover
+/* A database is a set of files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal
+ * (query_replaced_suffixes). A leftover
  * of a killed writer must never be taken into a new recording, so --force replaces the whole set
  * (moved aside until the new database exists, put back if it never does: output_aside_name) and
  * without it any member of the set means "exists"; a set some process still has open (a
@@ -1080,9 +1081,6 @@ gboolean recording_output_not_sibling(const char *refused, const char *output, G
  * A database is a regular file: anything else named (a FIFO, a device, a directory) is refused,
  * never removed; through a symbolic link the set beside its target is the one replaced (SQLite
  * writes there), never the link. Sets *resolved to the path to record to. */
-const char *const recording_db_suffixes[RECORDING_DB_FILES] = {"", "-wal", "-shm", "-journal"};
-/* query_replaced_rename says which member failed by its index in the same order */
-G_STATIC_ASSERT(RECORDING_DB_FILES == QUERY_REPLACED_MEMBERS);
 
 gboolean recording_output_name_fits(const char *refused, const char *path, size_t extra,
                                     GError **error) {
@@ -1126,7 +1124,7 @@ static char *output_leftover_restore(const char *path, const char *output) {
 
 gboolean recording_output_prepare(const char *output, gboolean force, char **resolved,
                                   char **aside, GError **error) {
-    const char *const *suffixes = recording_db_suffixes;
+    const char *const *suffixes = query_replaced_suffixes;
     struct stat st;
     *resolved = NULL;
     *aside = NULL;
@@ -1165,7 +1163,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
     /* others left aside (several, or beside a FILE that exists): said, never taken */
     g_autofree char *leftover = restored ? NULL : query_replaced_hint(*resolved);
     gboolean exists = FALSE;
-    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
+    for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
         if (lstat(path, &st) != 0)
             continue;
@@ -1201,7 +1199,7 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
      * recording_output_replaced drops it once the new one exists, recording_output_kept puts it
      * back when the session fails before. */
     g_autofree char *hidden = output_aside_name(*resolved);
-    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
+    for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
         g_autofree char *path = g_strconcat(hidden, suffixes[i], NULL);
         if (lstat(path, &st) == 0) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
@@ -1221,8 +1219,8 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
 }
 
 void recording_output_replaced(const char *aside) {
-    for (size_t i = 0; aside && i < RECORDING_DB_FILES; i++) {
-        g_autofree char *path = g_strconcat(aside, recording_db_suffixes[i], NULL);
+    for (size_t i = 0; aside && i < QUERY_REPLACED_MEMBERS; i++) {
+        g_autofree char *path = g_strconcat(aside, query_replaced_suffixes[i], NULL);
         unlink(path);
     }
 }
@@ -1232,8 +1230,8 @@ gboolean recording_output_kept(const char *aside, const char *output, GError **e
         return FALSE;
     /* what the failed session created in its place goes first: a -wal of the new database
      * beside the old one would be taken into it */
-    for (size_t i = 0; i < RECORDING_DB_FILES; i++) {
-        g_autofree char *path = g_strconcat(output, recording_db_suffixes[i], NULL);
+    for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
+        g_autofree char *path = g_strconcat(output, query_replaced_suffixes[i], NULL);
         unlink(path);
     }
     size_t failed = 0;

@@ -120,10 +120,6 @@ pid_t recording_writer_start(const char *who, const char *output, const char *co
                              recording_sockets *sockets, int *stop_fd, int *gone_fd,
                              GError **error);
 
-/* A database's files: FILE and SQLite's FILE-wal, FILE-shm, FILE-journal. */
-#define RECORDING_DB_FILES 4
-extern const char *const recording_db_suffixes[RECORDING_DB_FILES];
-
 /* FALSE (and why, after `refused`: "cannot record to") when SQLite's journal beside `path` would
  * have a name longer than the file system takes; `extra`: bytes a derived name adds (record
  * --children's ".PID"). `record` and `import` refuse such a name before they start. */

@@ -266,6 +266,15 @@ def gcloop_stop(checks, proc):
     checks.ok("the program checks its objects and stops", stopped.startswith("stopped"), stopped)
 
 
+def kill_if_running(*procs):
+    """A finally's cleanup: kills and reaps each process a failed check left running (None: one
+    never started)."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def signal_pending(pid, sig):
     """Whether `sig` waits, unread, in process `pid`'s shared pending set (/proc/PID/status)."""
     try:

@@ -35,7 +35,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from e2elib import (LOSS, WebApiOutput, arguments, begin, free_port, get,  # noqa: E402
-                    heaplens_json, remove_db, run)
+                    heaplens_json, kill_if_running, remove_db, run)
 
 class Load:
     """Client threads sending GET /orders/N to 127.0.0.1:port: `limit` requests in all, or
@@ -215,9 +215,7 @@ def main():
         if checks.ok("app stopped on Ctrl-C", app_output.stopped.wait(60), app_output.tail()):
             checks.eq("app exit status", 0, app.wait(a.timeout))
     finally:
-        if attach is not None and attach.poll() is None:
-            attach.kill()
-            attach.wait()
+        kill_if_running(attach)
         if app.poll() is None:
             os.killpg(app.pid, signal.SIGKILL)
             app.wait()

@@ -137,9 +137,7 @@ def main():
             attached_lines = sum(1 for l in err if l and l.startswith("heaplens: detached:"))
         checks.eq("3, 4: the program was not attached a third time", 2, attached_lines)
     finally:
-        if prog.poll() is None:
-            prog.kill()
-            prog.wait()
+        e2elib.kill_if_running(prog)
     return checks.summary()
 
 

@@ -143,12 +143,7 @@ def main():
         e2elib.gcloop_stop(checks, prog)
         checks.eq("the program exits 0", 0, prog.wait(timeout=120))
     finally:
-        if attach is not None and attach.poll() is None:
-            attach.kill()
-            attach.wait()
-        if prog.poll() is None:
-            prog.kill()
-            prog.wait()
+        e2elib.kill_if_running(attach, prog)
     return checks.summary()
 
 

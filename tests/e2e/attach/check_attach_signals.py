@@ -113,9 +113,7 @@ def second_signal(a, checks, log, pid, db):
             checks.ok("1: nothing says it was given up",
                       "gave it up" not in text and "gave it up" not in info, text[-600:])
     finally:
-        if attach.poll() is None:
-            attach.kill()
-            attach.wait()
+        e2elib.kill_if_running(attach)
 
 
 def repeat_once_read(a, checks, log, pid, db):
@@ -147,9 +145,7 @@ def repeat_once_read(a, checks, log, pid, db):
             checks.ok("2: heaplens attach ends", False)
             return
     finally:
-        if attach.poll() is None:
-            attach.kill()
-            attach.wait()
+        e2elib.kill_if_running(attach)
     with open(log, "a") as f:
         f.write(f"session 2: exit {attach.returncode}, repeat {gap:.3f} s after the first\n"
                 f"{out}\n{err}\n")
@@ -217,9 +213,7 @@ def main():
         e2elib.gcloop_stop(checks, prog)
         checks.eq("the program exits 0", 0, prog.wait(timeout=120))
     finally:
-        if prog.poll() is None:
-            prog.kill()
-            prog.wait()
+        e2elib.kill_if_running(prog)
     return checks.summary()
 
 

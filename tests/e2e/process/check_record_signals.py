@@ -91,9 +91,7 @@ def main():
     finally:
         if writer is not None:
             os.kill(writer, signal.SIGCONT)
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
+        e2elib.kill_if_running(rec)
     with open(log, "a") as f:
         f.write(f"heaplens record: exit {rec.returncode}\n{out}\n{err}\n")
     print(f"heaplens record: exit {rec.returncode}")

@@ -73,9 +73,7 @@ def main():
             rc = rec.wait()
         reader.join(timeout=60)
     finally:
-        if rec.poll() is None:
-            rec.kill()
-            rec.wait()
+        e2elib.kill_if_running(rec)
     stderr = "".join(err)
     with open(log, "a") as f:
         f.write(f"heaplens record: exit {rc}\n{stderr[-4000:]}\n")
