@@ -596,10 +596,22 @@ static void hm_young_classify_fates(hm_model *m, hm_gc_work *g, hm_young_runs *t
                 break;
             prev = key;
             fates[rel] = fate;
-            v = hm_spans_step(mv, n_mv, key, &hmv);
-            live = v != HM_NONE;
-            sp = &mv[v & ((size_t)0 - live)];
-            ins[n_ins].key = sp->aux + (key - sp->start);
+            /* hm_spans_step, with the new address taken from the cursor's span whether or
+             * not key lies in it: the span's loads then wait only for the cursor, not for
+             * the compare with its end as well (a dead object's write is overwritten). */
+            size_t c = hmv;
+            c += c + 1 < n_mv && mv[c + 1].start <= key;
+            if (HM_LIKELY(c < n_mv && mv[c].start <= key &&
+                          (c + 1 == n_mv || key < mv[c + 1].start))) {
+                hmv = c;
+                sp = &mv[c];
+                live = key < sp->end;
+            } else {
+                v = hm_spans_find(mv, n_mv, key, &hmv);
+                live = v != HM_NONE;
+                sp = &mv[v & ((size_t)0 - live)];
+            }
+            ins[n_ins].key = key + (sp->aux - sp->start);
             ins[n_ins].val = (base + i) << 8 | ins_gen;
             n_ins += live;
         }
