@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,16 @@ static uint64_t cpu_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The collector thread's minor page faults and system time so far (HEAPLENS_STATS' minflt and
+ * sys_ms, part of cpu_ms): the kernel's share of its CPU, first touches of fresh pages among it
+ * (bench/README.md, "Page faults and huge pages per survivor"). */
+static struct rusage thread_rusage(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) != 0)
+        memset(&ru, 0, sizeof ru);
+    return ru;
 }
 
 /* cpu_ns() when the stats are asked for (HEAPLENS_STATS=1), else 0: their timings only. */
@@ -983,6 +994,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
     hl_profiler *p = c->p;
     hl_counters k;
     counters_fill(c, &k);
+    struct rusage ru = thread_rusage();
     uint64_t walk_hist[HL_WALK_HIST_BINS];
     for (uint32_t i = 0; i < HL_WALK_HIST_BINS; i++)
         walk_hist[i] = atomic_load(&p->sampling.walk_hist[i]);
@@ -996,7 +1008,7 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
             "frames=%u stacks=%u frames_unresolved=%llu walk_failures=%llu (0x%x) "
             "walk_us_per_sample=%.1f walk_us_p50=%.2f frames_per_walk=%.1f thread_waits=%llu "
             "thread_wait_ms=%.1f "
-            "spilled=%llu forcers_left=%u\n",
+            "spilled=%llu forcers_left=%u minflt=%llu sys_ms=%.1f\n",
             (unsigned long long)k.allocs_seen, (unsigned long long)c->counted,
             (unsigned long long)c->drained,
             (unsigned long long)c->drained_waiting,
@@ -1021,7 +1033,8 @@ static void print_stats(collector *c, uint64_t shutdown_ns) {
                 ? (double)atomic_load(&p->sampling.walk_frames) / (double)c->samples_taken
                 : 0.0,
             (unsigned long long)k.thread_waits, k.thread_wait_ns / 1e6,
-            (unsigned long long)c->spilled, c->forcers_left.threads);
+            (unsigned long long)c->spilled, c->forcers_left.threads,
+            (unsigned long long)ru.ru_minflt, ru.ru_stime.tv_sec * 1e3 + ru.ru_stime.tv_usec / 1e3);
     /* What the GC captures held while not yet applied: the memory the snapshots' walks bound
      * (snapshot_policy.h), and the policies' snapshots that bound cost. */
     fprintf(stderr,
