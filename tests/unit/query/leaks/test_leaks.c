@@ -337,6 +337,19 @@ static void case_leaks_files(void)
                  "leaks", "one.db", "--with");
     EXPECT_ERROR("heaplens: missing.db does not exist\n", "leaks", "one.db", "--with",
                  "missing.db");
+    /* a file given twice, by its name or another, compared with itself said "no leak
+     * suspects" of a leaking program; diff --to-file with FILE itself "0 new, 0 dead" */
+    EXPECT_ERROR("heaplens: leaks: one.db is given twice (a file compared with itself grows "
+                 "nothing): give each file once; across the snapshots of one recording: "
+                 "heaplens leaks one.db\n",
+                 "leaks", "one.db", "--with", "one.db");
+    EXPECT_ERROR("heaplens: leaks: two.db and ./two.db are one file (a file compared with itself "
+                 "grows nothing): give each file once; across the snapshots of one recording: "
+                 "heaplens leaks two.db\n",
+                 "leaks", "one.db", "--with", "two.db", "./two.db");
+    EXPECT_ERROR("heaplens: diff: --to-file ./one.db is FILE itself (one.db): between two "
+                 "snapshots of one recording, give --from S1 --to S2 without --to-file\n",
+                 "diff", "one.db", "--to-file", "./one.db");
 }
 
 /* Across files a type is a suspect only when it grows steadily by much for its size: the
