@@ -74,7 +74,7 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
             t->pause_ns_max = MAX(t->pause_ns_max, gc->pause_ns);
         }
     }
-    /* The allocation totals (t->objects, t->object_bytes) come from report_allocations_get. */
+    /* The allocation totals (t->allocations, t->allocation_bytes) come from report_allocations_get. */
     return query_db_objects_totals(db, NULL, NULL, &t->objects_alive_at_end, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error);
@@ -463,8 +463,8 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     }
     if (!stepped)
         goto out;
-    data->totals.objects = all_count;
-    data->totals.object_bytes = all_bytes;
+    data->totals.allocations = all_count;
+    data->totals.allocation_bytes = all_bytes;
     json_object_set_new(data->allocations, "after_last_gc",
                         json_pack("{s:I, s:I}", "count", (json_int_t)tail_count, "bytes",
                                   (json_int_t)tail_bytes));

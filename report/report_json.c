@@ -79,8 +79,8 @@ static json_t *report_totals_json(const report_totals *t)
                      "gcs_incomplete", (json_int_t)t->gcs_incomplete,
                      "pause_ns", (json_int_t)t->pause_ns,
                      "pause_ns_max", (json_int_t)t->pause_ns_max,
-                     "objects", (json_int_t)t->objects,
-                     "object_bytes", (json_int_t)t->object_bytes,
+                     "allocations", (json_int_t)t->allocations,
+                     "allocation_bytes", (json_int_t)t->allocation_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive_at_end,
                      "types", (json_int_t)t->types,
                      "threads", (json_int_t)t->threads);
@@ -182,7 +182,7 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     g_snprintf(version, sizeof version, "heaplens %s", HEAPLENS_VERSION);
 
     out_raw(&o, "{\"report\":");
-    out_json(&o, json_pack("{s:i, s:s, s:o}", "format", 1, "producer", version, "file",
+    out_json(&o, json_pack("{s:i, s:s, s:o}", "format", 2, "producer", version, "file",
                            query_json_string(data->file)));
     out_raw(&o, ",\n\"run\":");
     out_json(&o, json_incref(data->run));

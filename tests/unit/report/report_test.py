@@ -109,7 +109,10 @@ def test_small(env):
     check(t['gcs'] == 3 and t['gcs_by_generation'] == {'gen0': 1, 'gen1': 1, 'gen2': 1}, 'small: GC counts %r' % t)
     check(t['gcs_induced'] == 2 and t['gcs_compacting'] == 2 and t['gcs_incomplete'] == 0, 'small: flags %r' % t)
     check(t['pause_ns'] == sum(g['pause_ns'] for g in doc['gcs']), 'small: total pause')
-    check(t['objects'] == 7 and t['object_bytes'] == 300400 and t['objects_alive_at_end'] == 2, 'small: objects %r' % t)
+    check(t['allocations'] == 7 and t['allocation_bytes'] == 300400 and t['objects_alive_at_end'] == 2, 'small: objects %r' % t)
+    # not "objects": info --json's objects are the objects tracked (the survivors here), not these
+    check('objects' not in t and 'object_bytes' not in t, 'small: totals named apart from info %r' % t)
+    check(doc['report']['format'] == 2, 'small: report format %r' % doc['report'])
     run_ = doc['run']
     check(run_['command'] == 'dotnet Small.dll --report' and run_['mode'] == 'full' and run_['status'] == 'complete',
           'small: run %r' % run_)
@@ -157,7 +160,7 @@ def test_estimates(env):
         check(got == want_gcs, '%s: allocated per GC %r' % (label, got))
         check(A['after_last_gc'] == {'count': 100, 'bytes': 6400}, '%s: after the last GC %r' % (label, A['after_last_gc']))
         t = doc['totals']
-        check(t['objects'] == 11612 and t['object_bytes'] == 748400, '%s: totals %r' % (label, t))
+        check(t['allocations'] == 11612 and t['allocation_bytes'] == 748400, '%s: totals %r' % (label, t))
         check(A['top_types'] == [{'type': 'System.Byte[]', 'count': 12, 'bytes': 310000},
                                  {'type': 'System.String', 'count': 9500, 'bytes': 304000},
                                  {'type': 'App.Node', 'count': 2100, 'bytes': 134400}], '%s: top types %r' % (label, A['top_types']))
@@ -211,7 +214,7 @@ def test_estimates(env):
     check(A['mode'] == 'full' and A['estimated'] is False and A['note'] is None, 'full: allocations head %r' % A)
     got = {g['gc']: (g['allocated_count'], g['allocated_bytes']) for g in doc['gcs']}
     check(got == {1: (4, 100240), 2: (2, 160), 3: (1, 200000)}, 'full: allocated per GC %r' % got)
-    check(doc['totals']['objects'] == 7 and doc['totals']['object_bytes'] == 300400, 'full: totals')
+    check(doc['totals']['allocations'] == 7 and doc['totals']['allocation_bytes'] == 300400, 'full: totals')
     check(doc['plots']['allocated']['estimated'] is False, 'full: plot not estimated')
     info = json_of(env, 'info', db)
     check(info['totals']['allocations'] == 7 and info['totals']['allocations_estimated'] is False, 'full: info totals')
@@ -257,7 +260,7 @@ def test_census(env):
     check(A['after_last_gc'] == {'count': want[4][0], 'bytes': want[4][1]},
           'census: after the last GC %r' % A['after_last_gc'])
     t = doc['totals']
-    check(t['objects'] == sum(n for n, _ in want.values()) and t['object_bytes'] == sum(b for _, b in want.values()),
+    check(t['allocations'] == sum(n for n, _ in want.values()) and t['allocation_bytes'] == sum(b for _, b in want.values()),
           'census: totals %r' % t)
     for g in doc['gcs']:
         n, ns = counted.get(g['gc'], (None, None))
@@ -276,11 +279,11 @@ def test_census(env):
         ' (SELECT gc FROM gcs WHERE census_objects IS NOT NULL) GROUP BY gc'))
     info = json_of(env, 'info', db)
     T = info['totals']
-    check(T['allocations'] == t['objects'] and T['allocations_estimated'] is False and T['allocations_census'] is True
+    check(T['allocations'] == t['allocations'] and T['allocations_estimated'] is False and T['allocations_census'] is True
           and T['estimated_allocations'] == est, 'census: info totals %r (estimated part %d)' % (T, est))
     text = text_of(env, 'info', db)
     # the estimated part said once: in its term, not again on the total's line
-    check('  allocations      %s (' % format(t['objects'], ',') in text and
+    check('  allocations      %s (' % format(t['allocations'], ',') in text and
           'EXACT per type where the census counted, ESTIMATED where it did not (below)' in text and
           text.count('~%s (' % format(est, ',')) == 1 and
           '+ ~%s (' % format(est, ',') in text and 'where the census did not count' in text,
@@ -497,7 +500,7 @@ def test_note_and_empty(env):
     if doc:
         check(doc['gcs'] == [] and doc['plots']['gc'] == [] and doc['plots']['top_types']['types'] == [],
               'empty: no GC rows and empty plots')
-        check(doc['totals']['gcs'] == 0 and doc['totals']['objects'] == 1, 'empty: totals %r' % doc['totals'])
+        check(doc['totals']['gcs'] == 0 and doc['totals']['allocations'] == 1, 'empty: totals %r' % doc['totals'])
     r = run([env.heaplens, 'report', db, '-o', env.path('empty.html')])
     check(r.returncode == 0, 'empty: html %s' % r.stderr)
 
