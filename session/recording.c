@@ -1110,8 +1110,8 @@ static char *output_aside_name(const char *path) {
  * when `path`'s own set is gone and it is the only one — what the killed session's failure would
  * have done, so that it is found again under its name; said otherwise. Returns the name it was
  * put back from (a new string), NULL when none was. */
-static char *output_leftover_restore(const char *path, const char *output) {
-    g_autoptr(GPtrArray) found = query_replaced_find(path);
+static char *output_leftover_restore(const char *path, const char *output,
+                                     const GPtrArray *found) {
     if (found->len == 1 && !query_replaced_set_exists(path)) {
         const char *aside = g_ptr_array_index(found, 0);
         if (query_replaced_rename(aside, path, TRUE, NULL))
@@ -1159,9 +1159,11 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
-    g_autofree char *restored = output_leftover_restore(*resolved, output);
+    /* the directory read once: the set to put back, or else those to name */
+    g_autoptr(GPtrArray) found = query_replaced_find(*resolved);
+    g_autofree char *restored = output_leftover_restore(*resolved, output, found);
     /* others left aside (several, or beside a FILE that exists): said, never taken */
-    g_autofree char *leftover = restored ? NULL : query_replaced_hint(*resolved);
+    g_autofree char *leftover = restored ? NULL : query_replaced_hint_of(*resolved, found);
     gboolean exists = FALSE;
     for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);
