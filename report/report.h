@@ -56,6 +56,9 @@ typedef struct report_totals {
     /* allocations: every allocation of the run (allocs_seen's figure, as info's 'allocations'),
      * not info's 'objects' (the objects tracked: those that survived a GC) */
     int64_t allocations, allocation_bytes, objects_alive_at_end, types, threads;
+    /* types: every type the recording names; allocation_types: those allocated, as `allocations`
+     * and the summary line count them (the "Allocated" card said the first) */
+    int64_t allocation_types;
 } report_totals;
 
 /* Everything the report shows. Invariants (checked by report_data_check in debug builds):

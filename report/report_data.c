@@ -11,6 +11,7 @@
  */
 #include "report/report.h"
 
+#include "query/allocations.h"
 #include "query/checkpoints.h"
 #include "query/count_sites.h"
 #include "query/estimates.h"
@@ -488,7 +489,17 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
                              query_json_string((const char *)sqlite3_column_text(stmt, 0)), "count",
                              (json_int_t)sqlite3_column_int64(stmt, 1), "bytes",
                              (json_int_t)sqlite3_column_int64(stmt, 2)));
-    ok = stepped;
+    if (!stepped)
+        goto out;
+    /* the types allocated, counted as `allocations` and `info` count them */
+    g_auto(query_estimates) listed_estimates = {0};
+    GArray *allocated =
+        query_allocations_read(db, data->file, NULL, &listed_estimates, NULL, error);
+    if (!allocated)
+        goto out;
+    data->totals.allocation_types = allocated->len;
+    g_array_unref(allocated);
+    ok = TRUE;
 out:
     sqlite3_finalize(stmt);
     return ok;

@@ -69,7 +69,7 @@ static json_t *report_gc_json(const report_gc *gc, gboolean census)
 
 static json_t *report_totals_json(const report_totals *t)
 {
-    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_by_generation[0],
                      "gen1", (json_int_t)t->gcs_by_generation[1],
@@ -83,6 +83,7 @@ static json_t *report_totals_json(const report_totals *t)
                      "allocation_bytes", (json_int_t)t->allocation_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive_at_end,
                      "types", (json_int_t)t->types,
+                     "allocation_types", (json_int_t)t->allocation_types,
                      "threads", (json_int_t)t->threads);
 }
 

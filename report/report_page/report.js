@@ -156,7 +156,7 @@
       esc(t.gcs ? fmtMs(Math.round(t.pause_ns / t.gcs)) : '\u2014') + ' ms');
     var tail = ALLOC.after_last_gc || {};
     html += stat(EST ? 'Allocated (est.)' : 'Allocated', esc(APPROX + fmtCount(t.allocations)) + '<small>objects</small>',
-      esc(APPROX + fmtSize(t.allocation_bytes)) + ' \u00b7 ' + esc(fmtCount(t.types)) + ' types<br>' +
+      esc(APPROX + fmtSize(t.allocation_bytes)) + ' \u00b7 ' + esc(fmtCount(t.allocation_types)) + ' types<br>' +
       (CENSUS && tail.count ? 'exact up to the last GC, \u2248 ' + esc(fmtCount(tail.count)) + ' after it (est.)<br>' : '') +
       esc(fmtCount(t.objects_alive_at_end)) + (FOLLOWED ? ' followed objects alive at the end' : ' alive at the end'));
     var issues = [];

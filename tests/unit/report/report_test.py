@@ -505,6 +505,28 @@ def test_note_and_empty(env):
     check(r.returncode == 0, 'empty: html %s' % r.stderr)
 
 
+def test_allocation_types(env):
+    """The "Allocated" card's types are those allocated, as `allocations` and the summary line count
+    them: on a csc recording it said 2,642 types (every type named, a snapshot's too) where
+    `allocations` said "of 2,531 types"."""
+    db = env.fixture_db('named.db', 'small')
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO types (id, name) VALUES (9001, 'App.OnlyNamed')")  # no allocation
+    con.commit()
+    con.close()
+    doc = env.report_json(db)
+    if doc is None:
+        return
+    t, al, info = doc['totals'], json_of(env, 'allocations', db), json_of(env, 'info', db)
+    check(t['allocation_types'] == len(al['rows']) == info['totals']['allocation_types']
+          and t['types'] == info['totals']['types'] == t['allocation_types'] + 1,
+          'allocation types: report %r, allocations %d rows, info %r' % (t, len(al['rows']), info['totals']))
+    # the page's card reads allocation_types
+    r = run([env.heaplens, 'report', db, '-o', env.path('named.html')])
+    page = open(env.path('named.html')).read() if r.returncode == 0 else ''
+    check("fmtCount(t.allocation_types)) + ' types" in page, 'allocation types: the card shows allocation_types')
+
+
 def test_errors(env):
     db = env.fixture_db('err.db', 'small')
     notdb = env.path('not-a-db.txt')
@@ -562,7 +584,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     env = Env(a.heaplens, a.fixture, a.workdir)
-    for test in (test_small, test_estimates, test_census, test_sim_differential, test_html, test_note_and_empty, test_errors,
+    for test in (test_small, test_allocation_types, test_estimates, test_census, test_sim_differential, test_html, test_note_and_empty, test_errors,
                  test_output_targets, test_output_databases):
         before = len(FAILURES)
         test(env)
