@@ -431,7 +431,7 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     g_auto(query_estimates) estimates = {0};
     g_autofree char *by_gc = NULL, *per_type = NULL, *top = NULL;
     int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
-    int64_t tail_count = 0, tail_bytes = 0, all_count = 0, all_bytes = 0;
+    int64_t tail_count = 0, tail_bytes = 0;
     sqlite3_stmt *stmt = NULL;
 
     if (!query_estimates_get(db, &estimates, error))
@@ -449,8 +449,6 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
         int64_t gc = sqlite3_column_int64(stmt, 0);
         int64_t count = sqlite3_column_int64(stmt, 1), bytes = sqlite3_column_int64(stmt, 2);
-        all_count = query_add_saturating(all_count, count);
-        all_bytes = query_add_saturating(all_bytes, bytes);
         report_gc *g = data->gcs->len ? bsearch(&gc, data->gcs->data, data->gcs->len,
                                                 sizeof(report_gc), report_gc_cmp)
                                       : NULL;
@@ -464,8 +462,14 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     }
     if (!stepped)
         goto out;
-    data->totals.allocations = all_count;
-    data->totals.allocation_bytes = all_bytes;
+    /* The total as info, allocations and stacks give it (query_totals_read): summed per GC
+     * interval, the estimates' roundings made an attach recording's 11,330,750 of their
+     * 11,330,749. */
+    query_totals totals;
+    if (!query_totals_read(db, &estimates, &totals, error))
+        goto out;
+    data->totals.allocations = totals.count;
+    data->totals.allocation_bytes = totals.bytes;
     json_object_set_new(data->allocations, "after_last_gc",
                         json_pack("{s:I, s:I}", "count", (json_int_t)tail_count, "bytes",
                                   (json_int_t)tail_bytes));
