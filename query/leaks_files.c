@@ -223,7 +223,8 @@ json_t *leaks_files_json_head(const leaks_files *l)
                                                "snapshot", (json_int_t)l->files[i].info.snapshot,
                                                "gc", (json_int_t)l->files[i].info.gc, "mode",
                                                query_json_string(l->files[i].mode)));
-    return json_pack("{s:b, s:s, s:o}", "by_type", 1, "note", l->note, "files", files);
+    return json_pack("{s:b, s:s, s:o, s:I}", "by_type", 1, "note", l->note, "files", files,
+                     "flagged", (json_int_t)l->n_flagged);
 }
 
 json_t *leaks_files_json_row(const leaks_files *l, guint i)

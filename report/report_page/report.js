@@ -592,9 +592,12 @@
       if (!flagged.length) {
         html += '<p>No type kept growing ' + esc(over) + '.</p>';
       } else {
-        html += '<p>' + flagged.length + ' type' + (flagged.length === 1 ? '' : 's') + ' kept growing ' +
+        // L.flagged: every suspect (the rows hold the first 10 of them)
+        var all = L.flagged === undefined ? flagged.length : L.flagged;
+        html += '<p>' + esc(fmtCount(all)) + ' type' + (all === 1 ? '' : 's') + ' kept growing ' +
           esc(over) + ' (snapshots ' + esc(L.snapshots[0]) + ' to ' + esc(L.snapshots[L.snapshots.length - 1]) +
-          '), most suspect first.</p><div class="table-wrap"><table class="list" id="leak-table"><thead><tr>' +
+          '), most suspect first' + (all > flagged.length ? ': the first ' + esc(fmtCount(flagged.length)) +
+          ' (heaplens leaks FILE --top ' + esc(all) + ' lists every one)' : '') + '.</p><div class="table-wrap"><table class="list" id="leak-table"><thead><tr>' +
           '<th>rank</th><th>+objects</th><th>+bytes</th><th>+retained</th><th class="l">type</th>' +
           '<th class="l">held by</th><th class="l">path from a root</th></tr></thead><tbody>' +
           flagged.map(function (r, i) {

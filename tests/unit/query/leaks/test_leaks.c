@@ -46,6 +46,13 @@ static void case_leaks(void)
     CHECK_INT(jint(leaf, "holders"), 12);
     json_decref(doc);
 
+    /* --top 1: one row, and the head says how many kept growing, as the text does ("2 types
+     * kept growing"): the report's page said "1 type kept growing" of its --top 10 rows */
+    doc = RUN_JSON("leaks", "l1.db", "--json", "--top", "1");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 1);
+    CHECK_INT(jint(doc, "flagged"), 2);
+    json_decref(doc);
+
     /* --all adds the types that grew without a steady trend: none here but... */
     doc = RUN_JSON("leaks", "l1.db", "--json", "--all");
     CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 2);
@@ -331,6 +338,7 @@ static void case_leaks_files(void)
                    RUN("leaks", "one.db", "--top", "1", "--with", "three.db", "--json"), NULL, note);
     if (doc) {
         CHECK_INT(json_array_size(json_object_get(doc, "rows")), 1);
+        CHECK_INT(jint(doc, "flagged"), 2); /* both grew: one shown */
         json_decref(doc);
     }
     EXPECT_ERROR("heaplens: leaks: --with needs one file or more to compare FILE with\n",
