@@ -429,6 +429,8 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     gboolean row = FALSE;
     gboolean stepped = FALSE;
     g_auto(query_estimates) estimates = {0};
+    /* declared before the first `goto out`, which must not pass an auto-cleared variable */
+    g_auto(query_estimates) listed_estimates = {0};
     g_autofree char *by_gc = NULL, *per_type = NULL, *top = NULL;
     int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
     int64_t tail_count = 0, tail_bytes = 0;
@@ -496,7 +498,6 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     if (!stepped)
         goto out;
     /* the types allocated, counted as `allocations` and `info` count them */
-    g_auto(query_estimates) listed_estimates = {0};
     GArray *allocated =
         query_allocations_read(db, data->file, NULL, &listed_estimates, NULL, error);
     if (!allocated)
