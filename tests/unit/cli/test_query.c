@@ -1168,6 +1168,15 @@ static void case_dash_output(void)
            "heaplens: import: -o -: a database is a file, not standard output (name one)\n");
     g_autofree char *dash = fixture_path("-");
     CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
+    /* -o the input itself: said so, not "a database exists" */
+    g_autofree char *dump = fixture_path("in.gcdump");
+    CHECK(g_file_set_contents(dump, "not read", -1, NULL));
+    EXPECT(RUN("import", "in.gcdump", "-o", "./in.gcdump"), 1, "",
+           "heaplens: import: -o ./in.gcdump is in.gcdump, the file being imported; name the "
+           "database another file\n");
+    g_autofree char *data = NULL;
+    CHECK(g_file_get_contents(dump, &data, NULL, NULL) && strcmp(data, "not read") == 0);
+    g_remove(dump);
 }
 
 /* import -o X with a leftover X-journal or X-wal (another database's, a killed writer's):
