@@ -115,6 +115,15 @@ int cmd_diff(int argc, char **argv)
     if (top_text && !query_args_parse_uint("diff", "top", top_text, 1, INT64_MAX,
                                            "a positive number", &top, &error))
         goto out;
+    /* the same file compared with itself across files matches every object with itself: "0
+     * new, 0 dead" whatever the recording holds */
+    if (to_file && query_files_same(path, to_file)) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "diff: --to-file %s is FILE itself (%s): between two snapshots of one "
+                    "recording, give --from S1 --to S2 without --to-file",
+                    to_file, path);
+        goto out;
+    }
     from_db = query_db_open(path, &error);
     if (!from_db)
         goto out;

@@ -64,6 +64,13 @@ int cmd_import(int argc, char **argv)
      * that name (a killed writer's) would be taken into the new one by SQLite as its own (a hot
      * journal rolled back into it, a WAL's frames read as its pages), and a failed import
      * removes the whole set. So any member of the set means "exists" (as for record). */
+    /* -o naming the input (by any name or link) was called "a database" that exists */
+    if (query_files_same(path, db_path)) {
+        g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                    "import: -o %s is %s, the file being imported; name the database another file",
+                    db_path, path);
+        goto out;
+    }
     static const char *const set[] = {"", "-wal", "-shm", "-journal"};
     for (size_t i = 0; i < G_N_ELEMENTS(set); i++) {
         g_autofree char *member = g_strconcat(db_path, set[i], NULL);

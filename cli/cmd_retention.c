@@ -67,10 +67,12 @@ int cmd_retention(int argc, char **argv)
     if (json) {
         query_json_rows rows;
         json_t *head =
-            json_pack("{s:I, s:I, s:s, s:I, s:I, s:I}", "snapshot", (json_int_t)info->snapshot,
-                      "gc", (json_int_t)info->gc, "by", by_type ? "type" : "object", "objects",
-                      (json_int_t)summary->objects, "reachable", (json_int_t)summary->reachable,
-                      "reachable_bytes", (json_int_t)summary->reachable_bytes);
+            json_pack("{s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "snapshot",
+                      (json_int_t)info->snapshot, "gc", (json_int_t)info->gc, "by",
+                      by_type ? "type" : "object", "objects", (json_int_t)summary->objects,
+                      "reachable", (json_int_t)summary->reachable, "reachable_bytes",
+                      (json_int_t)summary->reachable_bytes, "root_edges",
+                      (json_int_t)summary->root_edges, "roots", (json_int_t)info->roots);
         query_json_rows_begin(&rows, stdout, head);
         json_decref(head);
         for (guint i = 0; i < found.rows->len; i++) {
@@ -119,11 +121,20 @@ int cmd_retention(int argc, char **argv)
             else
                 query_table_add(table, type);
         }
+        /* `snapshots` counts every root the runtime reported: csc's "993 roots" were 399 here,
+         * the rest weak handles and stack slots holding null, which hold nothing alive */
+        char e[QUERY_FORMAT_MAX], f[QUERY_FORMAT_MAX];
+        g_autofree char *others =
+            info->roots > summary->root_edges
+                ? g_strdup_printf(" (of %s; %s weak or holding no object of the snapshot)",
+                                  query_count_format(info->roots, e),
+                                  query_count_format(info->roots - summary->root_edges, f))
+                : g_strdup("");
         printf("snapshot %" PRId64 " (GC %" PRId64
-               "): %s objects, %s reachable from %s roots, %s\n",
+               "): %s objects, %s reachable from %s roots%s, %s\n",
                info->snapshot, info->gc, query_count_format(summary->objects, a),
                query_count_format(summary->reachable, b),
-               query_count_format(summary->root_edges, c),
+               query_count_format(summary->root_edges, c), others,
                query_size_format(summary->reachable_bytes, d));
         if (query_table_rows(table) > 0)
             query_table_print(table, stdout);

@@ -29,6 +29,12 @@ static void survivors_json_print(const query_survivors *s, gboolean by_age)
                                       "estimated", s->estimated || s->ages_estimated)
                           : json_pack("{s:I, s:b}", "gc", (json_int_t)s->gc, "estimated",
                                       s->estimated);
+    /* over every group, as the text's "alive after GC N: C objects, B (the K largest of G
+     * groups)": with --top the rows alone cannot give them */
+    json_object_set_new(head, "total",
+                        json_pack("{s:I, s:I, s:I}", "count", (json_int_t)s->total_count, "bytes",
+                                  (json_int_t)s->total_bytes, "groups",
+                                  (json_int_t)s->total_groups));
     query_json_rows_begin(&rows, stdout, head);
     json_decref(head);
     for (guint i = 0; i < s->groups->len; i++) {

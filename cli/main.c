@@ -399,7 +399,8 @@ static const query_command commands[] = {
                  "holders or paths (run 'heaplens retention' or 'roots' on the last file).\n"
                  "\n"
                  "options:\n"
-                 "  --with FILE2...      compare FILE with these files, by type\n"
+                 "  --with FILE2...      compare FILE with these files, by type (each file\n"
+                 "                       once: one given twice, by any name, is refused)\n"
                  "  --top K              show at most K types (default 10)\n"
                  "  --all                also show types that grew but are not suspects\n"
                  "  --progress           report progress on stderr\n" JSON_OPTION HELP_OPTION,
@@ -426,7 +427,7 @@ static const query_command commands[] = {
                  "                       --to-file, the last snapshot of FILE)\n"
                  "  --to S2              the later snapshot (default: the last one)\n"
                  "  --between A..B       from checkpoint A to checkpoint B (--from @A --to @B)\n"
-                 "  --to-file FILE2      read S2 from this recording\n"
+                 "  --to-file FILE2      read S2 from this recording (not FILE itself)\n"
                  "  --top K              show at most K types\n"
                  "  --all                also show types that did not change\n" JSON_OPTION
                      HELP_OPTION,

@@ -147,6 +147,15 @@ static gboolean diff_pick(diff_side *from, diff_side *to, const char *from_text,
                         to->info.snapshot, from->info.snapshot);
             return FALSE;
         }
+        /* One snapshot compared with itself: "0 new, 0 dead", whatever the program did. */
+        if (!two_files && from->info.snapshot == to->info.snapshot) {
+            g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                        "diff: --from and --to both name snapshot %" PRId64 " (GC %" PRId64
+                        "): compared with itself it changes nothing; name two snapshots "
+                        "('heaplens snapshots %s' lists them)",
+                        from->info.snapshot, from->info.gc, from->path);
+            return FALSE;
+        }
         return TRUE;
     }
     if (!snapshot_pick(to->db, to->path, "diff", "to", to_text, &to->info, error))

@@ -575,8 +575,9 @@ json_t *leaks_json_head(const leaks *l)
                               json_integer(g_array_index(l->series, snapshot_info, i).snapshot));
         json_array_append_new(gcs, json_integer(g_array_index(l->series, snapshot_info, i).gc));
     }
-    return json_pack("{s:o, s:o, s:b}", "snapshots", snaps, "gcs", gcs, "full_gcs_only",
-                     l->series_note == NULL);
+    /* flagged: every suspect, as the text's "27 types kept growing"; rows holds --top of them */
+    return json_pack("{s:o, s:o, s:b, s:I}", "snapshots", snaps, "gcs", gcs, "full_gcs_only",
+                     l->series_note == NULL, "flagged", (json_int_t)l->n_flagged);
 }
 
 guint leaks_count(const leaks *l)

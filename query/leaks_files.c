@@ -141,6 +141,21 @@ static gint row_cmp(gconstpointer a, gconstpointer b)
 leaks_files *leaks_files_find(const char *const *paths, size_t n, uint64_t top, gboolean all,
                               GError **error)
 {
+    /* A file given twice (by another name or a link too) compared with itself grows nothing:
+     * "no leak suspects" would hide the leak the other files show. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (query_files_same(paths[i], paths[j])) {
+                g_autofree char *which =
+                    strcmp(paths[i], paths[j]) == 0
+                        ? g_strdup_printf("%s is given twice", paths[i])
+                        : g_strdup_printf("%s and %s are one file", paths[i], paths[j]);
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "leaks: %s (a file compared with itself grows nothing): give each "
+                            "file once; across the snapshots of one recording: heaplens leaks %s",
+                            which, paths[i]);
+                return NULL;
+            }
     leaks_files *l = g_new0(leaks_files, 1);
     l->k = n;
     l->files = g_new0(file_side, n);
@@ -208,7 +223,8 @@ json_t *leaks_files_json_head(const leaks_files *l)
                                                "snapshot", (json_int_t)l->files[i].info.snapshot,
                                                "gc", (json_int_t)l->files[i].info.gc, "mode",
                                                query_json_string(l->files[i].mode)));
-    return json_pack("{s:b, s:s, s:o}", "by_type", 1, "note", l->note, "files", files);
+    return json_pack("{s:b, s:s, s:o, s:I}", "by_type", 1, "note", l->note, "files", files,
+                     "flagged", (json_int_t)l->n_flagged);
 }
 
 json_t *leaks_files_json_row(const leaks_files *l, guint i)

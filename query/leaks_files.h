@@ -30,7 +30,8 @@ typedef struct leaks_files_row {
 typedef struct leaks_files leaks_files;
 
 /* Compares the last snapshot of each of the `n` >= 2 files `paths`. Rows: the flagged types,
- * most bytes grown first, and with `all` every type that grew; at most `top` of them. */
+ * most bytes grown first, and with `all` every type that grew; at most `top` of them. A file
+ * given twice (by any name: query_files_same) is a usage error. */
 leaks_files *leaks_files_find(const char *const *paths, size_t n, uint64_t top, gboolean all,
                               GError **error);
 void leaks_files_free(leaks_files *l); /* accepts NULL */

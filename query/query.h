@@ -99,6 +99,10 @@ json_t *query_json_column(sqlite3_stmt *stmt, int column);
  * objects rows one by one are built later, by query_db_objects_ensure. Close with
  * sqlite3_close. */
 sqlite3 *query_db_open(const char *path, GError **error);
+/* TRUE when `a` and `b` both exist and are one file (after following links, by device and
+ * inode): a command comparing files (`leaks --with`, `diff --to-file`) refuses a file given
+ * twice, which compared with itself shows nothing changing. */
+gboolean query_files_same(const char *a, const char *b);
 /* For the tools that read the generation history of objects one by one (the fate of sampled
  * objects: `stacks --by survived|mid-life`): builds the objects rows and the generation history
  * of `db`'s file when no command has yet (store_history_build_file), once, and then drops the

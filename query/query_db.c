@@ -82,6 +82,13 @@ sqlite3 *query_db_open(const char *path, GError **error)
     return db;
 }
 
+gboolean query_files_same(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 gboolean query_db_objects_ensure(sqlite3 *db, GError **error)
 {
     const char *path = store_db_name(db); /* opened and named as the user gave it */

@@ -108,6 +108,11 @@ char *query_replaced_members(const char *aside)
 char *query_replaced_hint(const char *path)
 {
     g_autoptr(GPtrArray) found = query_replaced_find(path);
+    return query_replaced_hint_of(path, found);
+}
+
+char *query_replaced_hint_of(const char *path, const GPtrArray *found)
+{
     if (found->len == 0)
         return NULL;
     const char *aside = g_ptr_array_index(found, 0);

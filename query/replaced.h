@@ -27,6 +27,9 @@ gboolean query_replaced_set_exists(const char *path);
 char *query_replaced_members(const char *aside);
 /* A clause naming `path`'s left-over sets and how to get one back, NULL when there are none. */
 char *query_replaced_hint(const char *path);
+/* The same of the sets `found` (query_replaced_find's array for `path`, read once by a caller
+ * that needs both). */
+char *query_replaced_hint_of(const char *path, const GPtrArray *found);
 /* Renames each member of the set `from` that exists to the same member of `to` (`main_last`:
  * the members beside the main file first, as a set put back must appear); on a failure those
  * moved go back, *failed (when not NULL) is the index of the member that failed in

@@ -53,7 +53,12 @@ typedef struct report_type {
 typedef struct report_totals {
     int64_t gcs, gcs_by_generation[3], gcs_induced, gcs_compacting, gcs_incomplete;
     int64_t pause_ns, pause_ns_max;
-    int64_t objects, object_bytes, objects_alive_at_end, types, threads;
+    /* allocations: every allocation of the run (allocs_seen's figure, as info's 'allocations'),
+     * not info's 'objects' (the objects tracked: those that survived a GC) */
+    int64_t allocations, allocation_bytes, objects_alive_at_end, types, threads;
+    /* types: every type the recording names; allocation_types: those allocated, as `allocations`
+     * and the summary line count them (the "Allocated" card said the first) */
+    int64_t allocation_types;
 } report_totals;
 
 /* Everything the report shows. Invariants (checked by report_data_check in debug builds):
@@ -89,7 +94,7 @@ typedef struct report_data {
      *  "top_sites":[REPORT_TOP_SITES rows of `heaplens stacks --json`],
      *  "flame":{the tree of stacks_flame_json, nodes under REPORT_FLAME_MIN of the bytes left out}} */
     json_t *allocation_stacks;
-    /* Whether the allocation figures (totals.objects/object_bytes, gcs[].allocated_*, the
+    /* Whether the allocation figures (totals.allocations/allocation_bytes, gcs[].allocated_*, the
      * allocation plot, top allocating types) are exact or estimates: the head of estimates.h
      * ({"mode","estimated","note","sampling"}) plus "after_last_gc":{"count","bytes"} and
      * "top_types":[{"type","count","bytes"}] (REPORT_TOP_TYPES, most bytes first) and

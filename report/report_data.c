@@ -11,6 +11,7 @@
  */
 #include "report/report.h"
 
+#include "query/allocations.h"
 #include "query/checkpoints.h"
 #include "query/count_sites.h"
 #include "query/estimates.h"
@@ -74,7 +75,7 @@ static gboolean report_totals_get(sqlite3 *db, report_data *data, GError **error
             t->pause_ns_max = MAX(t->pause_ns_max, gc->pause_ns);
         }
     }
-    /* The allocation totals (t->objects, t->object_bytes) come from report_allocations_get. */
+    /* The allocation totals (t->allocations, t->allocation_bytes) come from report_allocations_get. */
     return query_db_objects_totals(db, NULL, NULL, &t->objects_alive_at_end, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM types", &t->types, error) &&
            query_db_int(db, "SELECT COUNT(*) FROM threads", &t->threads, error);
@@ -428,9 +429,11 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     gboolean row = FALSE;
     gboolean stepped = FALSE;
     g_auto(query_estimates) estimates = {0};
+    /* declared before the first `goto out`, which must not pass an auto-cleared variable */
+    g_auto(query_estimates) listed_estimates = {0};
     g_autofree char *by_gc = NULL, *per_type = NULL, *top = NULL;
     int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
-    int64_t tail_count = 0, tail_bytes = 0, all_count = 0, all_bytes = 0;
+    int64_t tail_count = 0, tail_bytes = 0;
     sqlite3_stmt *stmt = NULL;
 
     if (!query_estimates_get(db, &estimates, error))
@@ -448,8 +451,6 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     while ((stepped = query_db_step(stmt, &row, error)) && row) {
         int64_t gc = sqlite3_column_int64(stmt, 0);
         int64_t count = sqlite3_column_int64(stmt, 1), bytes = sqlite3_column_int64(stmt, 2);
-        all_count = query_add_saturating(all_count, count);
-        all_bytes = query_add_saturating(all_bytes, bytes);
         report_gc *g = data->gcs->len ? bsearch(&gc, data->gcs->data, data->gcs->len,
                                                 sizeof(report_gc), report_gc_cmp)
                                       : NULL;
@@ -463,8 +464,14 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     }
     if (!stepped)
         goto out;
-    data->totals.objects = all_count;
-    data->totals.object_bytes = all_bytes;
+    /* The total as info, allocations and stacks give it (query_totals_read): summed per GC
+     * interval, the estimates' roundings made an attach recording's 11,330,750 of their
+     * 11,330,749. */
+    query_totals totals;
+    if (!query_totals_read(db, &estimates, &totals, error))
+        goto out;
+    data->totals.allocations = totals.count;
+    data->totals.allocation_bytes = totals.bytes;
     json_object_set_new(data->allocations, "after_last_gc",
                         json_pack("{s:I, s:I}", "count", (json_int_t)tail_count, "bytes",
                                   (json_int_t)tail_bytes));
@@ -488,7 +495,16 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
                              query_json_string((const char *)sqlite3_column_text(stmt, 0)), "count",
                              (json_int_t)sqlite3_column_int64(stmt, 1), "bytes",
                              (json_int_t)sqlite3_column_int64(stmt, 2)));
-    ok = stepped;
+    if (!stepped)
+        goto out;
+    /* the types allocated, counted as `allocations` and `info` count them */
+    GArray *allocated =
+        query_allocations_read(db, data->file, NULL, &listed_estimates, NULL, error);
+    if (!allocated)
+        goto out;
+    data->totals.allocation_types = allocated->len;
+    g_array_unref(allocated);
+    ok = TRUE;
 out:
     sqlite3_finalize(stmt);
     return ok;

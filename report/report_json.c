@@ -69,7 +69,7 @@ static json_t *report_gc_json(const report_gc *gc, gboolean census)
 
 static json_t *report_totals_json(const report_totals *t)
 {
-    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+    return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_by_generation[0],
                      "gen1", (json_int_t)t->gcs_by_generation[1],
@@ -79,10 +79,11 @@ static json_t *report_totals_json(const report_totals *t)
                      "gcs_incomplete", (json_int_t)t->gcs_incomplete,
                      "pause_ns", (json_int_t)t->pause_ns,
                      "pause_ns_max", (json_int_t)t->pause_ns_max,
-                     "objects", (json_int_t)t->objects,
-                     "object_bytes", (json_int_t)t->object_bytes,
+                     "allocations", (json_int_t)t->allocations,
+                     "allocation_bytes", (json_int_t)t->allocation_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive_at_end,
                      "types", (json_int_t)t->types,
+                     "allocation_types", (json_int_t)t->allocation_types,
                      "threads", (json_int_t)t->threads);
 }
 
@@ -182,7 +183,7 @@ void report_json_write(const report_data *data, FILE *out, gboolean html_safe)
     g_snprintf(version, sizeof version, "heaplens %s", HEAPLENS_VERSION);
 
     out_raw(&o, "{\"report\":");
-    out_json(&o, json_pack("{s:i, s:s, s:o}", "format", 1, "producer", version, "file",
+    out_json(&o, json_pack("{s:i, s:s, s:o}", "format", 2, "producer", version, "file",
                            query_json_string(data->file)));
     out_raw(&o, ",\n\"run\":");
     out_json(&o, json_incref(data->run));

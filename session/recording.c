@@ -907,11 +907,19 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                      "'forcegc_threads_left'", &forcers_left, NULL);
     query_db_int(db, "SELECT status = 'no-data' FROM run", &nodata, NULL);
     g_autofree char *loss = NULL; /* run.loss: why, as stored (SCHEMA.md, "Losses") */
+    /* A stream that ended early (status 'truncated': the program killed while its collector
+     * still had GCs to send, a writer killed...) lost what never arrived, which no counter
+     * counts: the counted losses are then lower bounds, and "0 lost" was said of a MidLife
+     * killed at its exit with 9 of its 13 GCs missing. */
+    gboolean truncated = FALSE;
     sqlite3_stmt *loss_stmt = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT loss FROM run WHERE id = 1", -1, &loss_stmt, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(loss_stmt) == SQLITE_ROW && sqlite3_column_text(loss_stmt, 0))
-        loss = g_strdup((const char *)sqlite3_column_text(loss_stmt, 0));
+    if (sqlite3_prepare_v2(db, "SELECT loss, status = 'truncated' FROM run WHERE id = 1", -1,
+                           &loss_stmt, NULL) == SQLITE_OK &&
+        sqlite3_step(loss_stmt) == SQLITE_ROW) {
+        if (sqlite3_column_text(loss_stmt, 0))
+            loss = g_strdup((const char *)sqlite3_column_text(loss_stmt, 0));
+        truncated = sqlite3_column_int(loss_stmt, 1) != 0;
+    }
     sqlite3_finalize(loss_stmt);
     g_autofree char *note = query_db_note_new(db, NULL);
     json_t *unrecorded = query_info_unrecorded_json(db);
@@ -940,6 +948,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         json_object_set_new(j, "allocations_survived_at_least",
                             followed ? json_integer(followed_survived.proven) : json_null());
         json_object_set_new(j, "allocations_survived_estimated", json_boolean(followed));
+        /* the losses counted are lower bounds: the stream ended early (status truncated) */
+        json_object_set_new(j, "lost_at_least", json_boolean(truncated));
         json_object_set_new(j, "unrecorded", unrecorded);
         json_object_set_new(j, "thread_waits", json_integer(waits));
         json_object_set_new(j, "thread_wait_ns", json_integer(wait_ns));
@@ -980,7 +990,10 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
         e[QUERY_FORMAT_MAX];
     g_autofree char *lost = NULL;
     if (allocs_lost == 0 && gcs_lost == 0 && census_lost.allocs == 0) {
-        lost = g_strdup("0 lost");
+        lost = truncated ? g_strdup_printf("lost an uncounted part (%s: what was not sent "
+                                           "before the stream ended)",
+                                           loss ? loss : "reason unknown")
+                         : g_strdup("0 lost");
     } else {
         char f[QUERY_FORMAT_MAX], g[QUERY_FORMAT_MAX], h[QUERY_FORMAT_MAX];
         g_autofree char *census_words =
@@ -988,8 +1001,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                                                      "the census)",
                                                      query_count_format(census_lost.allocs, h))
                             : g_strdup("");
-        lost = g_strdup_printf("lost %s %sallocations%s and %s GCs (%s)",
-                               query_count_format(allocs_lost, f),
+        lost = g_strdup_printf("lost %s%s %sallocations%s and %s GCs (%s)",
+                               truncated ? "at least " : "", query_count_format(allocs_lost, f),
                                counted_at_gcs ? "reported " : "", census_words,
                                query_count_format(gcs_lost, g), loss ? loss : "reason unknown");
     }
@@ -1110,8 +1123,8 @@ static char *output_aside_name(const char *path) {
  * when `path`'s own set is gone and it is the only one — what the killed session's failure would
  * have done, so that it is found again under its name; said otherwise. Returns the name it was
  * put back from (a new string), NULL when none was. */
-static char *output_leftover_restore(const char *path, const char *output) {
-    g_autoptr(GPtrArray) found = query_replaced_find(path);
+static char *output_leftover_restore(const char *path, const char *output,
+                                     const GPtrArray *found) {
     if (found->len == 1 && !query_replaced_set_exists(path)) {
         const char *aside = g_ptr_array_index(found, 0);
         if (query_replaced_rename(aside, path, TRUE, NULL))
@@ -1159,9 +1172,11 @@ gboolean recording_output_prepare(const char *output, gboolean force, char **res
                     output, (long)holder);
         return FALSE;
     }
-    g_autofree char *restored = output_leftover_restore(*resolved, output);
+    /* the directory read once: the set to put back, or else those to name */
+    g_autoptr(GPtrArray) found = query_replaced_find(*resolved);
+    g_autofree char *restored = output_leftover_restore(*resolved, output, found);
     /* others left aside (several, or beside a FILE that exists): said, never taken */
-    g_autofree char *leftover = restored ? NULL : query_replaced_hint(*resolved);
+    g_autofree char *leftover = restored ? NULL : query_replaced_hint_of(*resolved, found);
     gboolean exists = FALSE;
     for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
         g_autofree char *path = g_strconcat(*resolved, suffixes[i], NULL);

@@ -155,8 +155,8 @@
       'longest ' + esc(fmtMs(t.pause_ns_max)) + ' ms<br>mean ' +
       esc(t.gcs ? fmtMs(Math.round(t.pause_ns / t.gcs)) : '\u2014') + ' ms');
     var tail = ALLOC.after_last_gc || {};
-    html += stat(EST ? 'Allocated (est.)' : 'Allocated', esc(APPROX + fmtCount(t.objects)) + '<small>objects</small>',
-      esc(APPROX + fmtSize(t.object_bytes)) + ' \u00b7 ' + esc(fmtCount(t.types)) + ' types<br>' +
+    html += stat(EST ? 'Allocated (est.)' : 'Allocated', esc(APPROX + fmtCount(t.allocations)) + '<small>objects</small>',
+      esc(APPROX + fmtSize(t.allocation_bytes)) + ' \u00b7 ' + esc(fmtCount(t.allocation_types)) + ' types<br>' +
       (CENSUS && tail.count ? 'exact up to the last GC, \u2248 ' + esc(fmtCount(tail.count)) + ' after it (est.)<br>' : '') +
       esc(fmtCount(t.objects_alive_at_end)) + (FOLLOWED ? ' followed objects alive at the end' : ' alive at the end'));
     var issues = [];
@@ -592,9 +592,12 @@
       if (!flagged.length) {
         html += '<p>No type kept growing ' + esc(over) + '.</p>';
       } else {
-        html += '<p>' + flagged.length + ' type' + (flagged.length === 1 ? '' : 's') + ' kept growing ' +
+        // L.flagged: every suspect (the rows hold the first 10 of them)
+        var all = L.flagged === undefined ? flagged.length : L.flagged;
+        html += '<p>' + esc(fmtCount(all)) + ' type' + (all === 1 ? '' : 's') + ' kept growing ' +
           esc(over) + ' (snapshots ' + esc(L.snapshots[0]) + ' to ' + esc(L.snapshots[L.snapshots.length - 1]) +
-          '), most suspect first.</p><div class="table-wrap"><table class="list" id="leak-table"><thead><tr>' +
+          '), most suspect first' + (all > flagged.length ? ': the first ' + esc(fmtCount(flagged.length)) +
+          ' (heaplens leaks FILE --top ' + esc(all) + ' lists every one)' : '') + '.</p><div class="table-wrap"><table class="list" id="leak-table"><thead><tr>' +
           '<th>rank</th><th>+objects</th><th>+bytes</th><th>+retained</th><th class="l">type</th>' +
           '<th class="l">held by</th><th class="l">path from a root</th></tr></thead><tbody>' +
           flagged.map(function (r, i) {

@@ -407,7 +407,8 @@ static void case_survivors_json(void)
 {
     /* Default: the last GC. */
     EXPECT_JSON(RUN("survivors", "app.db", "--json"),
-                "{\"gc\":3,\"estimated\":false,\"rows\":[\n"
+                "{\"gc\":3,\"estimated\":false,"
+                "\"total\":{\"count\":6,\"bytes\":100368,\"groups\":4},\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":200},\n"
                 "{\"generation\":2,\"type\":\"System.String\",\"count\":3,\"bytes\":144},\n"
                 "{\"generation\":3,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":100000},\n"
@@ -415,7 +416,8 @@ static void case_survivors_json(void)
                 "]}\n",
                 "");
     EXPECT_JSON(RUN("survivors", "app.db", "--json", "--gc", "1"),
-                "{\"gc\":1,\"estimated\":false,\"rows\":[\n"
+                "{\"gc\":1,\"estimated\":false,"
+                "\"total\":{\"count\":5,\"bytes\":101112,\"groups\":5},\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"generation\":1,\"type\":\"System.String\",\"count\":1,\"bytes\":48},\n"
                 "{\"generation\":1,\"type\":\"System.Collections.Generic.List<System.String>\","
@@ -425,7 +427,8 @@ static void case_survivors_json(void)
                 "]}\n",
                 "");
     EXPECT_JSON(RUN("survivors", "--gc=2", "--json", "app.db"),
-                "{\"gc\":2,\"estimated\":false,\"rows\":[\n"
+                "{\"gc\":2,\"estimated\":false,"
+                "\"total\":{\"count\":6,\"bytes\":101168,\"groups\":5},\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.String\",\"count\":2,\"bytes\":96},\n"
                 "{\"generation\":2,\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"generation\":2,\"type\":\"System.String\",\"count\":1,\"bytes\":48},\n"
@@ -440,7 +443,8 @@ static void case_survivors_json(void)
 static void case_survivors_followed(void)
 {
     EXPECT_JSON(RUN("survivors", "followed.db", "--json", "--gc", "2"),
-                "{\"gc\":2,\"estimated\":true,\"rows\":[\n"
+                "{\"gc\":2,\"estimated\":true,"
+                "\"total\":{\"count\":1605,\"bytes\":203504,\"groups\":5},\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.String\",\"count\":1601,\"bytes\":102432},\n"
                 "{\"generation\":2,\"type\":\"System.Int32[]\",\"count\":1,\"bytes\":1000},\n"
                 "{\"generation\":2,\"type\":\"System.String\",\"count\":1,\"bytes\":48},\n"
@@ -455,7 +459,8 @@ static void case_survivors_followed(void)
            "gen1  1,601  100.0 KiB  System.String\n",
            "");
     EXPECT_JSON(RUN("survivors", "followed.db", "--json", "--gc", "3"),
-                "{\"gc\":3,\"estimated\":false,\"rows\":[\n"
+                "{\"gc\":3,\"estimated\":false,"
+                "\"total\":{\"count\":6,\"bytes\":100368,\"groups\":4},\"rows\":[\n"
                 "{\"generation\":1,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":200},\n"
                 "{\"generation\":2,\"type\":\"System.String\",\"count\":3,\"bytes\":144},\n"
                 "{\"generation\":3,\"type\":\"System.Byte[]\",\"count\":1,\"bytes\":100000},\n"
@@ -1163,6 +1168,15 @@ static void case_dash_output(void)
            "heaplens: import: -o -: a database is a file, not standard output (name one)\n");
     g_autofree char *dash = fixture_path("-");
     CHECK(!g_file_test(dash, G_FILE_TEST_EXISTS));
+    /* -o the input itself: said so, not "a database exists" */
+    g_autofree char *dump = fixture_path("in.gcdump");
+    CHECK(g_file_set_contents(dump, "not read", -1, NULL));
+    EXPECT(RUN("import", "in.gcdump", "-o", "./in.gcdump"), 1, "",
+           "heaplens: import: -o ./in.gcdump is in.gcdump, the file being imported; name the "
+           "database another file\n");
+    g_autofree char *data = NULL;
+    CHECK(g_file_get_contents(dump, &data, NULL, NULL) && strcmp(data, "not read") == 0);
+    g_remove(dump);
 }
 
 /* import -o X with a leftover X-journal or X-wal (another database's, a killed writer's):

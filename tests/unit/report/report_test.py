@@ -109,7 +109,10 @@ def test_small(env):
     check(t['gcs'] == 3 and t['gcs_by_generation'] == {'gen0': 1, 'gen1': 1, 'gen2': 1}, 'small: GC counts %r' % t)
     check(t['gcs_induced'] == 2 and t['gcs_compacting'] == 2 and t['gcs_incomplete'] == 0, 'small: flags %r' % t)
     check(t['pause_ns'] == sum(g['pause_ns'] for g in doc['gcs']), 'small: total pause')
-    check(t['objects'] == 7 and t['object_bytes'] == 300400 and t['objects_alive_at_end'] == 2, 'small: objects %r' % t)
+    check(t['allocations'] == 7 and t['allocation_bytes'] == 300400 and t['objects_alive_at_end'] == 2, 'small: objects %r' % t)
+    # not "objects": info --json's objects are the objects tracked (the survivors here), not these
+    check('objects' not in t and 'object_bytes' not in t, 'small: totals named apart from info %r' % t)
+    check(doc['report']['format'] == 2, 'small: report format %r' % doc['report'])
     run_ = doc['run']
     check(run_['command'] == 'dotnet Small.dll --report' and run_['mode'] == 'full' and run_['status'] == 'complete',
           'small: run %r' % run_)
@@ -157,7 +160,7 @@ def test_estimates(env):
         check(got == want_gcs, '%s: allocated per GC %r' % (label, got))
         check(A['after_last_gc'] == {'count': 100, 'bytes': 6400}, '%s: after the last GC %r' % (label, A['after_last_gc']))
         t = doc['totals']
-        check(t['objects'] == 11612 and t['object_bytes'] == 748400, '%s: totals %r' % (label, t))
+        check(t['allocations'] == 11612 and t['allocation_bytes'] == 748400, '%s: totals %r' % (label, t))
         check(A['top_types'] == [{'type': 'System.Byte[]', 'count': 12, 'bytes': 310000},
                                  {'type': 'System.String', 'count': 9500, 'bytes': 304000},
                                  {'type': 'App.Node', 'count': 2100, 'bytes': 134400}], '%s: top types %r' % (label, A['top_types']))
@@ -211,7 +214,7 @@ def test_estimates(env):
     check(A['mode'] == 'full' and A['estimated'] is False and A['note'] is None, 'full: allocations head %r' % A)
     got = {g['gc']: (g['allocated_count'], g['allocated_bytes']) for g in doc['gcs']}
     check(got == {1: (4, 100240), 2: (2, 160), 3: (1, 200000)}, 'full: allocated per GC %r' % got)
-    check(doc['totals']['objects'] == 7 and doc['totals']['object_bytes'] == 300400, 'full: totals')
+    check(doc['totals']['allocations'] == 7 and doc['totals']['allocation_bytes'] == 300400, 'full: totals')
     check(doc['plots']['allocated']['estimated'] is False, 'full: plot not estimated')
     info = json_of(env, 'info', db)
     check(info['totals']['allocations'] == 7 and info['totals']['allocations_estimated'] is False, 'full: info totals')
@@ -257,7 +260,7 @@ def test_census(env):
     check(A['after_last_gc'] == {'count': want[4][0], 'bytes': want[4][1]},
           'census: after the last GC %r' % A['after_last_gc'])
     t = doc['totals']
-    check(t['objects'] == sum(n for n, _ in want.values()) and t['object_bytes'] == sum(b for _, b in want.values()),
+    check(t['allocations'] == sum(n for n, _ in want.values()) and t['allocation_bytes'] == sum(b for _, b in want.values()),
           'census: totals %r' % t)
     for g in doc['gcs']:
         n, ns = counted.get(g['gc'], (None, None))
@@ -276,11 +279,11 @@ def test_census(env):
         ' (SELECT gc FROM gcs WHERE census_objects IS NOT NULL) GROUP BY gc'))
     info = json_of(env, 'info', db)
     T = info['totals']
-    check(T['allocations'] == t['objects'] and T['allocations_estimated'] is False and T['allocations_census'] is True
+    check(T['allocations'] == t['allocations'] and T['allocations_estimated'] is False and T['allocations_census'] is True
           and T['estimated_allocations'] == est, 'census: info totals %r (estimated part %d)' % (T, est))
     text = text_of(env, 'info', db)
     # the estimated part said once: in its term, not again on the total's line
-    check('  allocations      %s (' % format(t['objects'], ',') in text and
+    check('  allocations      %s (' % format(t['allocations'], ',') in text and
           'EXACT per type where the census counted, ESTIMATED where it did not (below)' in text and
           text.count('~%s (' % format(est, ',')) == 1 and
           '+ ~%s (' % format(est, ',') in text and 'where the census did not count' in text,
@@ -497,9 +500,55 @@ def test_note_and_empty(env):
     if doc:
         check(doc['gcs'] == [] and doc['plots']['gc'] == [] and doc['plots']['top_types']['types'] == [],
               'empty: no GC rows and empty plots')
-        check(doc['totals']['gcs'] == 0 and doc['totals']['objects'] == 1, 'empty: totals %r' % doc['totals'])
+        check(doc['totals']['gcs'] == 0 and doc['totals']['allocations'] == 1, 'empty: totals %r' % doc['totals'])
     r = run([env.heaplens, 'report', db, '-o', env.path('empty.html')])
     check(r.returncode == 0, 'empty: html %s' % r.stderr)
+
+
+def test_allocation_types(env):
+    """The "Allocated" card's types are those allocated, as `allocations` and the summary line count
+    them: on a csc recording it said 2,642 types (every type named, a snapshot's too) where
+    `allocations` said "of 2,531 types"."""
+    db = env.fixture_db('named.db', 'small')
+    con = sqlite3.connect(db)
+    con.execute("INSERT INTO types (id, name) VALUES (9001, 'App.OnlyNamed')")  # no allocation
+    con.commit()
+    con.close()
+    doc = env.report_json(db)
+    if doc is None:
+        return
+    t, al, info = doc['totals'], json_of(env, 'allocations', db), json_of(env, 'info', db)
+    check(t['allocation_types'] == len(al['rows']) == info['totals']['allocation_types']
+          and t['types'] == info['totals']['types'] == t['allocation_types'] + 1,
+          'allocation types: report %r, allocations %d rows, info %r' % (t, len(al['rows']), info['totals']))
+    # the page's card reads allocation_types
+    r = run([env.heaplens, 'report', db, '-o', env.path('named.html')])
+    page = open(env.path('named.html')).read() if r.returncode == 0 else ''
+    check("fmtCount(t.allocation_types)) + ' types" in page, 'allocation types: the card shows allocation_types')
+
+
+def test_total_rounding(env):
+    """The report's allocation total is info's (estimates rounded per type), not the sum of its
+    GC rows (rounded per GC interval): on an attach recording of WebApi the report said 11,330,750
+    where info, allocations and stacks said 11,330,749. Here two samples of one type, 0.4 each over
+    a whole number in two intervals: per interval they round down, per type up."""
+    db = env.fixture_db('rounding.db', 'sampled')
+    con = sqlite3.connect(db)
+    for gc in (1, 2):
+        con.execute('UPDATE alloc_samples SET est_count = est_count + 0.4 WHERE rowid ='
+                    ' (SELECT min(rowid) FROM alloc_samples WHERE gc = ? AND type_id = 2)', (gc,))
+    con.commit()
+    con.close()
+    doc = env.report_json(db)
+    if doc is None:
+        return
+    info = json_of(env, 'info', db)['totals']
+    total = json_of(env, 'allocations', db)['total']
+    check(doc['totals']['allocations'] == info['allocations'] == total['count']
+          and doc['totals']['allocation_bytes'] == info['allocation_bytes'] == total['bytes'],
+          'rounding: report %r, info %r, allocations %r' % (doc['totals'], info, total))
+    rows = sum(g['allocated_count'] for g in doc['gcs']) + doc['allocations']['after_last_gc']['count']
+    check(rows == info['allocations'] - 1, 'rounding: the fixture rounds apart (%d by GC)' % rows)
 
 
 def test_errors(env):
@@ -559,7 +608,7 @@ def main():
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     env = Env(a.heaplens, a.fixture, a.workdir)
-    for test in (test_small, test_estimates, test_census, test_sim_differential, test_html, test_note_and_empty, test_errors,
+    for test in (test_small, test_allocation_types, test_total_rounding, test_estimates, test_census, test_sim_differential, test_html, test_note_and_empty, test_errors,
                  test_output_targets, test_output_databases):
         before = len(FAILURES)
         test(env)

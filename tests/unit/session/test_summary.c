@@ -540,7 +540,45 @@ static void case_forcers_left(void)
     }
 }
 
+/* A stream that ended early (status truncated) lost what never arrived, which no counter counts:
+ * a MidLife killed by Ctrl-C at its exit, its collector still sending, said "0 lost" with 9 of
+ * its 13 GCs missing. The summary says the loss is uncounted, or its counts lower bounds. */
+static void case_truncated_loss(void)
+{
+    static const struct {
+        const char *name, *sql, *words;
+    } runs[] = {
+        {"killed.db", "UPDATE run SET status = 'truncated', loss = 'program-killed'",
+         ", lost an uncounted part (program-killed: what was not sent before the stream ended) "
+         "-> "},
+        {"killed_counted.db",
+         "UPDATE run SET status = 'truncated', loss = 'program-killed';"
+         "INSERT OR REPLACE INTO counters (name, value) VALUES ('allocs_dropped', 5)",
+         ", lost at least 5 allocations and 0 GCs (program-killed) -> "},
+        {"complete.db", "", ", 0 lost -> "},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(runs); i++) {
+        fixture_waited(runs[i].name, 0, 0);
+        if (*runs[i].sql)
+            fixture_sql(runs[i].name, runs[i].sql);
+        g_autofree char *text = summary_text_new(runs[i].name);
+        if (!text || !strstr(text, runs[i].words)) {
+            fprintf(stderr, "%s: the summary lacks '%s':\n%s", runs[i].name, runs[i].words,
+                    text ? text : "");
+            failures++;
+        }
+        recording_summary_options o = {.json = TRUE};
+        g_autofree char *path = fixture_path(runs[i].name);
+        json_t *j = recording_summary_print(path, &o);
+        CHECK(j != NULL);
+        CHECK(json_is_boolean(json_object_get(j, "lost_at_least")) &&
+              json_is_true(json_object_get(j, "lost_at_least")) == (*runs[i].sql != '\0'));
+        json_decref(j);
+    }
+}
+
 static const cli_test_case cases[] = {
+    {"truncated_loss", case_truncated_loss},
     {"skipped_per_gc", case_skipped_per_gc},
     {"forcers_left", case_forcers_left},
     {"types", case_types},

@@ -46,6 +46,13 @@ static void case_leaks(void)
     CHECK_INT(jint(leaf, "holders"), 12);
     json_decref(doc);
 
+    /* --top 1: one row, and the head says how many kept growing, as the text does ("2 types
+     * kept growing"): the report's page said "1 type kept growing" of its --top 10 rows */
+    doc = RUN_JSON("leaks", "l1.db", "--json", "--top", "1");
+    CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 1);
+    CHECK_INT(jint(doc, "flagged"), 2);
+    json_decref(doc);
+
     /* --all adds the types that grew without a steady trend: none here but... */
     doc = RUN_JSON("leaks", "l1.db", "--json", "--all");
     CHECK(doc && json_array_size(json_object_get(doc, "rows")) == 2);
@@ -331,12 +338,26 @@ static void case_leaks_files(void)
                    RUN("leaks", "one.db", "--top", "1", "--with", "three.db", "--json"), NULL, note);
     if (doc) {
         CHECK_INT(json_array_size(json_object_get(doc, "rows")), 1);
+        CHECK_INT(jint(doc, "flagged"), 2); /* both grew: one shown */
         json_decref(doc);
     }
     EXPECT_ERROR("heaplens: leaks: --with needs one file or more to compare FILE with\n",
                  "leaks", "one.db", "--with");
     EXPECT_ERROR("heaplens: missing.db does not exist\n", "leaks", "one.db", "--with",
                  "missing.db");
+    /* a file given twice, by its name or another, compared with itself said "no leak
+     * suspects" of a leaking program; diff --to-file with FILE itself "0 new, 0 dead" */
+    EXPECT_ERROR("heaplens: leaks: one.db is given twice (a file compared with itself grows "
+                 "nothing): give each file once; across the snapshots of one recording: "
+                 "heaplens leaks one.db\n",
+                 "leaks", "one.db", "--with", "one.db");
+    EXPECT_ERROR("heaplens: leaks: two.db and ./two.db are one file (a file compared with itself "
+                 "grows nothing): give each file once; across the snapshots of one recording: "
+                 "heaplens leaks two.db\n",
+                 "leaks", "one.db", "--with", "two.db", "./two.db");
+    EXPECT_ERROR("heaplens: diff: --to-file ./one.db is FILE itself (one.db): between two "
+                 "snapshots of one recording, give --from S1 --to S2 without --to-file\n",
+                 "diff", "one.db", "--to-file", "./one.db");
 }
 
 /* Across files a type is a suspect only when it grows steadily by much for its size: the

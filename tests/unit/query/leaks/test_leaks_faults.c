@@ -366,6 +366,11 @@ static void case_errors(void)
     EXPECT_ERROR("heaplens: diff: --from is snapshot 2 (GC 2), after --to's, snapshot 1 (GC 1): "
                  "--from names the earlier one (--from 1 --to 2)\n",
                  "diff", "graph.db", "--from", "2", "--to", "1");
+    /* the same snapshot twice: "0 new, 0 dead" of any program */
+    EXPECT_ERROR("heaplens: diff: --from and --to both name snapshot 2 (GC 2): compared with "
+                 "itself it changes nothing; name two snapshots ('heaplens snapshots graph.db' "
+                 "lists them)\n",
+                 "diff", "graph.db", "--from", "2", "--to", "2");
     EXPECT_ERROR("heaplens: survivors: --by expects 'generation' or 'age', not 'type'\n",
                  "survivors", "graph.db", "--by", "type");
     EXPECT_ERROR("heaplens: leaks: unknown option '--snapshot'; see 'heaplens leaks --help'\n",

@@ -362,6 +362,20 @@ static void case_retention_text(void)
                      "12.3 KiB       26      1     32 B  App.Holder\n"
                      "12.3 KiB       25      1    100 B  App.Leak[]\n");
     run_result_release(&r);
+
+    /* `snapshots` counts every root the runtime reported; a weak handle and a stack slot
+     * holding null hold nothing alive: csc's retention said "399 roots" of a snapshot whose
+     * `snapshots` row said 993, without a word */
+    file_copy("graph.db", "r3w.db");
+    fixture_sql("r3w.db", "INSERT INTO snapshot_roots (snapshot, object_id, kind, flags)"
+                          " VALUES (4, NULL, 'stack', 0), (4, 1, 'handle', 2);"
+                          "UPDATE snapshots SET roots = roots + 2 WHERE snapshot = 4");
+    r = RUN("retention", "r3w.db", "--top", "1");
+    CHECK_STR(r.out, "snapshot 4 (GC 4): 37 objects, 37 reachable from 4 roots (of 6; 2 weak or "
+                     "holding no object of the snapshot), 12.8 KiB\n"
+                     "retained  objects  shallow  object  type\n"
+                     "12.3 KiB       26     32 B       1  App.Holder\n");
+    run_result_release(&r);
 }
 
 /* The references are read from snapshot_objects.refs as text: any JSON spacing reads the same
