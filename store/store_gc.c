@@ -99,8 +99,8 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
     return ok;
 }
 
-/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion); or, with
- * STORE_CHANGE_DEATHS, died in it. */
+/* Object `id` holds generation `gen` from the open GC on (a promotion: its first is its
+ * chunk's); or, with STORE_CHANGE_DEATHS, died in it. */
 static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen, GError **error)
 {
     w->change_ids[gen][w->change_count[gen]] = id;

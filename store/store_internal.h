@@ -784,8 +784,8 @@ struct store_writer {
      * chunk_last: the chunk used last (consecutive survivors mostly share one). */
     store_object_chunk chunks[STORE_CHUNKS_OPEN];
     int chunks_open, chunk_last;
-    /* The open GC's generation changes (first generations of survivors and discovered objects,
-     * promotions), per generation, and its deaths (slot STORE_CHANGE_DEATHS): the ids, written
+    /* The open GC's generation changes (promotions; the first generations of survivors and
+     * discovered objects are their chunks' since schema 10), per generation, and its deaths (slot STORE_CHANGE_DEATHS): the ids, written
      * as a generation_changes (object_deaths) row when they reach STORE_CHANGE_IDS and at
      * GC_END (sorted, as a JSON array of the first id and then each id's gap from the one
      * before, formatted in change_json). */
