@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 /* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
  * table written by the writer (5: packed in object_chunks and object_deaths until the first
  * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before; 6 from 7
@@ -29,7 +29,9 @@
  * in types.flags 16 (finalizable: a schema 7 file does not say), the names of stack roots'
  * methods (root_methods), the collections' counts (snapshot_collections) and thread statics'
  * threads (statics.thread), absent before; 8 from 9 in gcs.snapshot_skipped (and gc_summary's),
- * absent before: readers show no GC's skip (the counters still count them). */
+ * absent before: readers show no GC's skip (the counters still count them); 9 from 10 in
+ * object_chunks.generation, its objects' first generation, which 9 wrote in generation_changes
+ * (each survivor's id a second time): readers of 9 take the first generation from there. */
 #define STORE_SCHEMA_OLDEST_READ 3
 /* gcs.snapshot_skipped (schema 9): why a snapshot due at the GC was not built. "held": a
  * --snapshot policy's, for the bound on the snapshots the collector held
@@ -333,7 +335,7 @@ gboolean store_history_check_changes(struct sqlite3 *db, const char *path, GErro
 
 /* For heaplens' own connections to a file whose objects rows are not built: a TEMP
  * virtual table `objects` (store_objview.c) with the rows of the file's view, read from the
- * packed rows into memory on its first use (33 bytes per object) and found by id with a binary
+ * packed rows into memory on its first use (34 bytes per object) and found by id with a binary
  * search; SQLite finds it before the file's view in the connection's own statements. Nothing
  * when the rows are built or the file is of schema 4 or before. A file whose run is still
  * 'recording' gets it too (one left so by a writer that died is read as fast as a finished one;

@@ -7,12 +7,14 @@
  *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
  *                 per key (after the last GC_END: the tail interval, in the final transaction)
  *   SURVIVORS     the objects of interval n alive after GC n: packed, [id gap, type, size] in
- *                 the JSON text of an object_chunks row per (thread, heap) (no row each); their
- *                 ids join the GC's generation changes
+ *                 the JSON text of an object_chunks row per (thread, heap, first generation)
+ *                 (no row each); the row's generation is their first generation change
+ *                 (schema 10: before, each id was written again in generation_changes, about a
+ *                 seventh of MidLife's file)
  *   DEATHS        older objects: their ids join the GC's deaths (nothing updated)
  *   PROMOTIONS    older objects: their ids join the GC's generation changes (nothing updated)
- *   DISCOVERED    objects first seen in a heap walk: packed like survivors, their ids join the
- *                 changes
+ *   DISCOVERED    objects first seen in a heap walk: packed like survivors, with their first
+ *                 generation likewise
  *   SNAPSHOT_*    store_snapshot.c: a snapshot's rows, written inside this GC's transaction
  *   GC_END        the object chunks; the generation changes and the deaths (a generation_changes
  *                 row per generation, an object_deaths row, ids sorted, as JSON arrays of gaps);
@@ -97,8 +99,8 @@ static gboolean store_gc_flush_changes_of(store_writer *w, uint32_t gen, GError 
     return ok;
 }
 
-/* Object `id` holds generation `gen` from the open GC on (its first, or a promotion); or, with
- * STORE_CHANGE_DEATHS, died in it. */
+/* Object `id` holds generation `gen` from the open GC on (a promotion: its first is its
+ * chunk's); or, with STORE_CHANGE_DEATHS, died in it. */
 static gboolean store_gc_note_change(store_writer *w, uint64_t id, uint32_t gen, GError **error)
 {
     w->change_ids[gen][w->change_count[gen]] = id;
@@ -127,8 +129,9 @@ static gboolean store_gc_flush_chunk(store_writer *w, store_object_chunk *c, GEr
     sqlite3_bind_int64(st, 1, w->gc.start.gc);
     store_bind_optional(st, 2, c->os_tid, c->os_tid != 0);
     store_bind_optional(st, 3, c->heap, c->heap != HL_GEN_NONE);
-    sqlite3_bind_int64(st, 4, c->count);
-    sqlite3_bind_text(st, 5, c->json->str, (int)c->json->len, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, c->generation);
+    sqlite3_bind_int64(st, 5, c->count);
+    sqlite3_bind_text(st, 6, c->json->str, (int)c->json->len, SQLITE_STATIC);
     ok = store_writer_step(w, STORE_STMT_INSERT_OBJECT_CHUNK, error);
     sqlite3_clear_bindings(st); /* the text is about to change */
     c->count = 0;
@@ -145,16 +148,19 @@ static gboolean store_gc_flush_chunks(store_writer *w, GError **error)
     return TRUE;
 }
 
-/* The chunk of (thread, heap) in the open GC, opened if need be (one more key than chunks
- * open writes them all first, then starts again). NULL on a write error. */
+/* The chunk of (thread, heap, first generation) in the open GC, opened if need be (one more
+ * key than chunks open writes them all first, then starts again). NULL on a write error. */
 static store_object_chunk *store_gc_chunk_for(store_writer *w, uint32_t os_tid, uint32_t heap,
-                                              GError **error)
+                                              uint32_t generation, GError **error)
 {
     store_object_chunk *c = &w->chunks[w->chunk_last];
-    if (w->chunks_open > 0 && c->os_tid == os_tid && c->heap == heap)
+    if (w->chunks_open > 0 && c->os_tid == os_tid && c->heap == heap &&
+        c->generation == generation)
         return c;
     int i = 0;
-    while (i < w->chunks_open && (w->chunks[i].os_tid != os_tid || w->chunks[i].heap != heap))
+    while (i < w->chunks_open &&
+           (w->chunks[i].os_tid != os_tid || w->chunks[i].heap != heap ||
+            w->chunks[i].generation != generation))
         i++;
     if (i == STORE_CHUNKS_OPEN) { /* more keys than chunks in one GC: start again */
         if (!store_gc_flush_chunks(w, error))
@@ -165,6 +171,7 @@ static store_object_chunk *store_gc_chunk_for(store_writer *w, uint32_t os_tid, 
         w->chunks_open++;
         w->chunks[i].os_tid = os_tid;
         w->chunks[i].heap = heap;
+        w->chunks[i].generation = generation;
         w->chunks[i].count = 0;
     }
     w->chunk_last = i;
@@ -209,12 +216,12 @@ static inline gboolean store_gc_chunk_append(store_writer *w, store_object_chunk
 }
 
 /* Packs one object of the open GC (a survivor or a discovered object) into the chunk of its
- * (thread, heap). */
+ * (thread, heap, first generation). */
 static gboolean store_gc_pack_object(store_writer *w, uint64_t id, uint32_t type_id,
                                      uint64_t size, uint32_t os_tid, uint32_t heap,
-                                     GError **error)
+                                     uint32_t generation, GError **error)
 {
-    store_object_chunk *c = store_gc_chunk_for(w, os_tid, heap, error);
+    store_object_chunk *c = store_gc_chunk_for(w, os_tid, heap, generation, error);
     return c != NULL && store_gc_chunk_append(w, c, id, type_id, size, error);
 }
 
@@ -451,8 +458,8 @@ gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **e
         }
         if (v.os_tid != 0 && !store_writer_note_thread(w, v.os_tid, error))
             return FALSE;
-        if (!store_gc_pack_object(w, v.id, v.type_id, v.size, v.os_tid, v.heap, error) ||
-            !store_gc_note_change(w, v.id, v.generation, error))
+        if (!store_gc_pack_object(w, v.id, v.type_id, v.size, v.os_tid, v.heap, v.generation,
+                                  error))
             return FALSE;
         w->last_survivor = v.id;
         w->gc.survivors++;
@@ -520,10 +527,11 @@ gboolean store_gc_survivors_packed(store_writer *w, const store_record *rec, GEr
                 return FALSE;
             tid_noted = TRUE;
         }
-        if (c == NULL) /* once per key: nothing else opens or writes chunks until the next */
-            c = store_gc_chunk_for(w, os_tid, heap, error);
-        if (c == NULL || !store_gc_chunk_append(w, c, id, type_id, size, error) ||
-            !store_gc_note_change(w, id, gen, error))
+        /* Once per key and generation: nothing else opens or writes chunks until the next
+         * (a flush of every chunk for a new key keeps the one it returns) */
+        if (c == NULL || c->generation != gen)
+            c = store_gc_chunk_for(w, os_tid, heap, gen, error);
+        if (c == NULL || !store_gc_chunk_append(w, c, id, type_id, size, error))
             return FALSE;
         w->last_survivor = id;
         w->gc.survivors++;
@@ -589,8 +597,7 @@ gboolean store_gc_discovered(store_writer *w, const store_record *rec, GError **
             continue;
         }
         uint32_t heap = d.generation <= HL_GEN_2 ? HL_GEN_0 : d.generation;
-        if (!store_gc_pack_object(w, d.id, d.type_id, d.size, 0, heap, error) ||
-            !store_gc_note_change(w, d.id, d.generation, error))
+        if (!store_gc_pack_object(w, d.id, d.type_id, d.size, 0, heap, d.generation, error))
             return FALSE;
         w->gc.discovered++;
     }

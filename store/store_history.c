@@ -48,8 +48,8 @@
  * or a JSON text that does not add up fails the build (one line naming the row, nothing
  * written); no size read from the file is allocated before the items it counts are parsed.
  * Memory: 28 bytes per change at most (12 per change, 12 more while sorting them, before the
- * objects are read; 16 per row, for the rows after an object's first: not in the summary), 29
- * per object (and 29 per object of one GC while sorting them, of all of them when the GCs' ids
+ * objects are read; 16 per row, for the rows after an object's first: not in the summary), 30
+ * per object (and 30 per object of one GC while sorting them, of all of them when the GCs' ids
  * interleave), 128 to 256 per span (64 bytes, the table at most half full), 24 per followed
  * sample, and 64 MiB of SQLite pages.
  */
@@ -137,6 +137,8 @@ typedef struct store_history {
     store_history_batch span_rows;   /* object_spans */
     gboolean gaps;   /* ids after a row's first are gaps (schema 4 on) */
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
+    gboolean chunk_generations; /* object_chunks.generation holds objects' first generations
+                                 * (schema 10 on) */
     gboolean summary_only; /* object_spans and object_totals alone: the packed rows stay */
     gboolean spans_wanted; /* write object_spans and object_totals (absent yet) */
     /* store_history_read reads only its tables from .. to - 1 (0 generation_changes,
@@ -167,7 +169,7 @@ static void store_history_damaged(GError **error, const char *path, const char *
 /* Why a packed row is not what the writer writes (store_history_parse_row). */
 #define STORE_HISTORY_BAD_NUMBER "has a GC, generation or count that is not a number in range"
 #define STORE_HISTORY_BAD_CHUNK_NUMBER \
-    "has a GC, thread, heap or count that is not a number in range"
+    "has a GC, thread, heap, generation or count that is not a number in range"
 #define STORE_HISTORY_BAD_COUNT "holds another number of ids than its count"
 
 static gboolean store_history_corrupt(store_history *h, const char *table, int64_t rowid,
@@ -246,7 +248,7 @@ static const char *store_history_parse(store_history *h, uint32_t gc, uint32_t g
  * 24 bytes) and object 6 (type 17, 32 bytes); their number must be `count`. NULL, or why the
  * row is damaged. */
 static const char *store_history_parse_chunk(store_history *h, uint32_t gc, int64_t thread,
-                                             int64_t heap, int64_t count,
+                                             int64_t heap, int64_t generation, int64_t count,
                                              const unsigned char *p, int len,
                                              const char *not_array)
 {
@@ -254,7 +256,8 @@ static const char *store_history_parse_chunk(store_history *h, uint32_t gc, int6
     int64_t n = 0;
     uint64_t last = 0;
     if (thread < 0 || thread > UINT32_MAX || heap < 0 ||
-        (heap > HL_GEN_NONGC && heap != HL_GEN_NONE))
+        (heap > HL_GEN_NONGC && heap != HL_GEN_NONE) || generation < 0 ||
+        (generation > HL_GEN_NONGC && generation != HL_GEN_NONE))
         return STORE_HISTORY_BAD_CHUNK_NUMBER;
     if (len < 2 || *p != '[' || end[-1] != ']')
         return not_array;
@@ -280,6 +283,7 @@ static const char *store_history_parse_chunk(store_history *h, uint32_t gc, int6
             .os_tid = (uint32_t)thread,
             .first_gc = gc,
             .heap = (uint8_t)heap,
+            .first_generation = (uint8_t)generation,
         };
         n++;
     }
@@ -311,13 +315,17 @@ static const char *store_history_parse_row(store_history *h, size_t t, sqlite3_s
     if (text == NULL)
         return not_array;
     if (t == 2) {
-        int thread_type = sqlite3_column_type(st, 2), heap_type = sqlite3_column_type(st, 3);
+        int thread_type = sqlite3_column_type(st, 2), heap_type = sqlite3_column_type(st, 3),
+            gen_type = sqlite3_column_type(st, 6);
+        /* generation: NULL in files before schema 10 (the query selects it so), and only there */
         if ((thread_type != SQLITE_NULL && thread_type != SQLITE_INTEGER) ||
-            (heap_type != SQLITE_NULL && heap_type != SQLITE_INTEGER))
+            (heap_type != SQLITE_NULL && heap_type != SQLITE_INTEGER) ||
+            gen_type != (h->chunk_generations ? SQLITE_INTEGER : SQLITE_NULL))
             return bad_number;
         return store_history_parse_chunk(
             h, (uint32_t)gc, thread_type == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 2),
-            heap_type == SQLITE_NULL ? HL_GEN_NONE : sqlite3_column_int64(st, 3), count, text,
+            heap_type == SQLITE_NULL ? HL_GEN_NONE : sqlite3_column_int64(st, 3),
+            gen_type == SQLITE_NULL ? HL_GEN_NONE : sqlite3_column_int64(st, 6), count, text,
             len, not_array);
     }
     int64_t gen = sqlite3_column_int64(st, 2);
@@ -371,9 +379,12 @@ static gboolean store_history_read(store_history *h, GError **error)
          "ORDER BY rowid",
          "is not a JSON array of ids"},
         {"object_chunks", "objects",
-         "SELECT rowid, gc, thread, heap, count, objects FROM object_chunks ORDER BY rowid",
+         "SELECT rowid, gc, thread, heap, count, objects, generation FROM object_chunks "
+         "ORDER BY rowid",
          "is not a JSON array of [id gap, type_id, size]"},
     };
+    static const char chunks_before_10[] =
+        "SELECT rowid, gc, thread, heap, count, objects, NULL FROM object_chunks ORDER BY rowid";
     size_t tables = h->tables_to ? h->tables_to : h->packed ? G_N_ELEMENTS(reads) : 1;
     sqlite3_stmt *st = NULL;
     gboolean ok = FALSE;
@@ -389,6 +400,11 @@ static gboolean store_history_read(store_history *h, GError **error)
                           store_db_pragma_int(h->db, "PRAGMA page_size") / 16,
                       (int64_t)(1u << 29) - 1);
     h->gaps = store_db_pragma_int(h->db, "PRAGMA user_version") >= 4;
+    /* By the column, not the version: a file of schema 10 that a test or a user marked older
+     * still holds the first generations there only. */
+    h->chunk_generations =
+        h->packed && store_db_pragma_int(h->db, "SELECT count(*) FROM pragma_table_info("
+                                                "'object_chunks') WHERE name = 'generation'") > 0;
     h->cap = first > 0 ? 1 : store_history_reserve(h, "generation_changes");
     h->objects_cap = 4096;
     if (h->packed) {
@@ -405,7 +421,8 @@ static gboolean store_history_read(store_history *h, GError **error)
         if (t == 2)
             store_radix_sort(h->changes, h->n, sizeof *h->changes,
                              G_STRUCT_OFFSET(store_change, id));
-        if (sqlite3_prepare_v2(h->db, reads[t].select, -1, &st, NULL) != SQLITE_OK) {
+        const char *select = t == 2 && !h->chunk_generations ? chunks_before_10 : reads[t].select;
+        if (sqlite3_prepare_v2(h->db, select, -1, &st, NULL) != SQLITE_OK) {
             store_sql_fail(h->db, h->path, reads[t].table, error);
             goto out;
         }
@@ -437,7 +454,8 @@ static gboolean store_history_read(store_history *h, GError **error)
             int64_t died = sqlite3_column_int64(st, 1);
             h->objects = store_history_grow(h->objects, h->objects_n, &h->objects_cap,
                                             sizeof *h->objects);
-            h->objects[h->objects_n++] = (store_history_object){.id = id};
+            h->objects[h->objects_n++] = (store_history_object){
+                .id = id, .first_generation = HL_GEN_NONE};
             if (sqlite3_column_type(st, 1) != SQLITE_NULL && died >= 0 && died < (1 << 29))
                 store_history_add_change(h, id, (uint32_t)died, STORE_HISTORY_DEAD);
         }
@@ -674,31 +692,40 @@ static gboolean store_history_next_object(store_history *h, int64_t *row)
      * objects, which never change generation, need no row of their own. */
     gboolean inline_first = h->packed;
     uint32_t first_gen = HL_GEN_NONE, first_next = STORE_HISTORY_OPEN;
-    for (size_t k = first; k < live_end; k++) {
-        uint32_t from = changes[k].gc_gen >> 3;
-        gboolean last = k + 1 == live_end;
-        if (!last && changes[k + 1].gc_gen >> 3 == from)
+    /* Schema 10: the first change is the chunk's generation, before the recorded ones (which
+     * are later GCs': promotions). k walks that sequence: `chunk_first` more than the changes. */
+    size_t chunk_first = objects[o].first_generation != HL_GEN_NONE;
+    uint32_t first_gc_gen = objects[o].first_gc << 3 | objects[o].first_generation;
+    size_t changes_n = chunk_first + (live_end - first);
+#define STORE_HISTORY_GC_GEN(k) \
+    ((k) < chunk_first ? first_gc_gen : changes[first + (k) - chunk_first].gc_gen)
+    for (size_t k = 0; k < changes_n; k++) {
+        uint32_t gc_gen = STORE_HISTORY_GC_GEN(k);
+        uint32_t from = gc_gen >> 3;
+        gboolean last = k + 1 == changes_n;
+        if (!last && STORE_HISTORY_GC_GEN(k + 1) >> 3 == from)
             continue; /* two changes in one GC (never sent): the later one holds */
-        uint32_t until = last ? died : changes[k + 1].gc_gen >> 3;
+        uint32_t until = last ? died : STORE_HISTORY_GC_GEN(k + 1) >> 3;
         if (h->spans_wanted)
             store_history_span_add(&h->spans, objects[o].type_id, objects[o].first_gc,
-                                   changes[k].gc_gen & 7, from, until, objects[o].size, w);
+                                   gc_gen & 7, from, until, objects[o].size, w);
         if (h->summary_only)
             continue;
         if (inline_first) {
             inline_first = FALSE;
             if (from == objects[o].first_gc) {
-                first_gen = changes[k].gc_gen & 7;
+                first_gen = gc_gen & 7;
                 first_next = last ? STORE_HISTORY_OPEN : until;
                 continue;
             }
         }
         h->rows[h->fill[from]++] = (store_history_row){
             .id = id,
-            .gen_until = (changes[k].gc_gen & 7) << 29 | until,
-            .from_gen = changes[k].gc_gen,
+            .gen_until = (gc_gen & 7) << 29 | until,
+            .from_gen = gc_gen,
         };
     }
+#undef STORE_HISTORY_GC_GEN
     h->total_objects++;
     h->total_bytes += objects[o].size;
     if (h->total_bytes > INT64_MAX)
@@ -969,7 +996,7 @@ static gboolean store_history_weights_read(store_history *h, GError **error)
 /* Sorts the objects by id, stably. The chunks are read in GC order, and in a full recording
  * every object a GC found has a larger id than those the GCs before it found (ids grow with
  * allocations): sorting each GC's objects alone then sorts them all, with a buffer the size of
- * one GC's objects instead of all of them (29 bytes per object less at the peak). Otherwise
+ * one GC's objects instead of all of them (30 bytes per object less at the peak). Otherwise
  * (sampled and attach recordings mix allocation ids with discovered ones) the whole is sorted
  * too. */
 #define STORE_HISTORY_MERGE_RUNS 256

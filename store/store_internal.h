@@ -442,6 +442,9 @@ typedef struct __attribute__((packed)) store_object_row {
     uint32_t os_tid;   /* 0: NULL */
     uint32_t first_gc;
     uint8_t heap;      /* HL_GEN_NONE: NULL */
+    /* its first generation, held from first_gc on: object_chunks.generation (schema 10);
+     * HL_GEN_NONE before, where generation_changes holds it */
+    uint8_t first_generation;
 } store_object_row;
 
 #define STORE_OBJECT_ALIVE UINT32_MAX /* died_gc NULL */
@@ -455,7 +458,7 @@ typedef struct store_object_rows {
 } store_object_rows;
 
 /* Reads the objects from object_chunks of `db` (schema 5 or later, read-only will do) as the
- * build reads them: the same checks (STORE_ERROR_DAMAGED naming the row), 29 bytes per object
+ * build reads them: the same checks (STORE_ERROR_DAMAGED naming the row), 30 bytes per object
  * (and those of one GC again while sorting). died_gc stays NULL: */
 gboolean store_history_objects_read(sqlite3 *db, const char *path, store_object_rows *out,
                                     GError **error);
@@ -655,11 +658,12 @@ typedef struct store_row_batch {
     size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
 
-/* An object_chunks row being filled: objects of the open GC with one (thread, heap), ids
- * ascending, as JSON text "[[gap,type_id,size],..." (closed when written). */
+/* An object_chunks row being filled: objects of the open GC with one (thread, heap, first
+ * generation), ids ascending, as JSON text "[[gap,type_id,size],..." (closed when written). */
 typedef struct store_object_chunk {
     uint32_t os_tid; /* 0: unknown (NULL) */
     uint32_t heap;   /* HL_GEN_NONE: unknown (NULL) */
+    uint32_t generation; /* its objects' first generation (object_chunks.generation, schema 10) */
     uint32_t count;
     uint64_t last_id;
     GString *json;
@@ -780,8 +784,8 @@ struct store_writer {
      * chunk_last: the chunk used last (consecutive survivors mostly share one). */
     store_object_chunk chunks[STORE_CHUNKS_OPEN];
     int chunks_open, chunk_last;
-    /* The open GC's generation changes (first generations of survivors and discovered objects,
-     * promotions), per generation, and its deaths (slot STORE_CHANGE_DEATHS): the ids, written
+    /* The open GC's generation changes (promotions; the first generations of survivors and
+     * discovered objects are their chunks' since schema 10), per generation, and its deaths (slot STORE_CHANGE_DEATHS): the ids, written
      * as a generation_changes (object_deaths) row when they reach STORE_CHANGE_IDS and at
      * GC_END (sorted, as a JSON array of the first id and then each id's gap from the one
      * before, formatted in change_json). */

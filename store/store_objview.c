@@ -8,7 +8,7 @@
  * finds before the file's view for unqualified names (the file's own views keep the file's
  * view; the TEMP copies of the snapshot views, store_snapview.c, read this one). On its first
  * use it reads the packed rows into memory (store_history_objects_read: the same rows as the
- * view, in id order, 29 bytes per object, and each one's died_gc, 4 more, when a statement first
+ * view, in id order, 30 bytes per object, and each one's died_gc, 4 more, when a statement first
  * reads it; 0.1–0.4 s of CPU for 5–6M objects where building the table took 1.5–2.9 s) and
  * answers lookups by id with a binary search.
  *

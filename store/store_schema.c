@@ -232,14 +232,17 @@ static const char store_schema_tables[] =
     "  samples_dropped INTEGER NOT NULL\n"
     ");\n"
     /* The objects that survived a GC, packed as the GCs found them (store_gc.c): a row per
-     * (GC, thread, heap) and at most 8192 objects, each a JSON array [id gap, type_id, size]
-     * (ids ascending in a row: the first one's gap is the id itself). The view `objects`
-     * derives their rows while recording; the first reader of the finished file expands them
-     * into the table `objects` (store_history.c). */
+     * (GC, thread, heap, first generation) and at most 8192 objects, each a JSON array
+     * [id gap, type_id, size] (ids ascending in a row: the first one's gap is the id itself).
+     * `generation` is their first generation change (schema 10; before, generation_changes
+     * held it, each id written again). The view `objects` derives their rows while recording;
+     * the first reader of the finished file expands them into the table `objects`
+     * (store_history.c). */
     "CREATE TABLE object_chunks (\n"
     "  gc INTEGER NOT NULL,\n"
     "  thread INTEGER,\n"
     "  heap INTEGER,\n"
+    "  generation INTEGER NOT NULL,\n"
     "  count INTEGER NOT NULL,\n"
     "  objects TEXT NOT NULL\n"
     ");\n"
@@ -251,9 +254,9 @@ static const char store_schema_tables[] =
     "  ids TEXT NOT NULL\n"
     ");\n"
     /* Generation changes as the GCs made them, appended: the ids of the objects that hold
-     * `generation` from GC `gc` on (survivors' and discovered objects' first generation,
-     * promotions), ascending, a JSON array per row: the first id, then the gap to each next
-     * one. Moved into object_generation_rows by the first reader of the finished file
+     * `generation` from GC `gc` on (promotions; before schema 10 also survivors' and
+     * discovered objects' first generation, now object_chunks.generation), ascending, a JSON
+     * array per row: the first id, then the gap to each next one. Moved into object_generation_rows by the first reader of the finished file
      * (store_history.c). */
     "CREATE TABLE generation_changes (\n"
     "  gc INTEGER NOT NULL,\n"
@@ -408,7 +411,8 @@ const char store_schema_spans_views[] =
 
 /* Each object's generations, from the generation changes (until the first reader of the
  * finished file builds the rows): a window over every change — correct, and slower than the
- * rows. A row's ids are its first id and the gaps after it: a running sum per row gives them.
+ * rows. An object's first change is its chunk's generation (schema 10; chunk 0: before any
+ * change of its GC in generation_changes, whose rowids start at 1). A row's ids are its first id and the gaps after it: a running sum per row gives them.
  * next_gc: the object's next change (NULL for its latest); until_gc: that, or its death.
  * Two changes of one object in one GC (never sent) leave the later one, as the rows do. */
 static const char store_schema_derived_views[] =
@@ -440,7 +444,12 @@ static const char store_schema_derived_views[] =
     "       c.chunk AS chunk, c.nth AS nth,\n"
     "       lead(c.from_gc) OVER w AS next_gc,\n"
     "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
-    "FROM (SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key) AS INTEGER)\n"
+    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY k.rowid ORDER BY j.key)\n"
+    "                  AS INTEGER) AS object_id,\n"
+    "             k.generation AS generation, k.gc AS from_gc, 0 AS chunk, j.key AS nth\n"
+    "      FROM object_chunks k, json_each(k.objects) j\n"
+    "      UNION ALL\n"
+    "      SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key) AS INTEGER)\n"
     "             AS object_id,\n"
     "             g.generation AS generation, g.gc AS from_gc, g.rowid AS chunk, j.key AS nth\n"
     "      FROM generation_changes g, json_each(g.ids) j) c\n"

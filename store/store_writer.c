@@ -72,7 +72,8 @@ static const char *const store_stmt_sql[STORE_STMT_COUNT] = {
         "survived_bytes, flags) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [STORE_STMT_INSERT_ALLOC_COUNTS_MANY] = NULL,
     [STORE_STMT_INSERT_OBJECT_CHUNK] =
-        "INSERT INTO object_chunks (gc, thread, heap, count, objects) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO object_chunks (gc, thread, heap, generation, count, objects) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [STORE_STMT_INSERT_GENERATION_CHANGES] =
         "INSERT INTO generation_changes (gc, generation, count, ids) VALUES (?1, ?2, ?3, ?4)",
     [STORE_STMT_INSERT_OBJECT_DEATHS] =

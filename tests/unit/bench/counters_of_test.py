@@ -35,8 +35,8 @@ def main():
     con = sqlite3.connect(db)
     stored = con.execute("SELECT coalesce(sum(count), 0) FROM object_chunks").fetchone()[0]
     chunk = json.dumps([[1 if i else 10_000_000, 1, 24] for i in range(PER_ROW)])
-    con.executemany("INSERT INTO object_chunks (gc, thread, heap, count, objects) "
-                    "VALUES (1, NULL, 0, ?, ?)", [(PER_ROW, chunk)] * ROWS)
+    con.executemany("INSERT INTO object_chunks (gc, thread, heap, generation, count, objects) "
+                    "VALUES (1, NULL, 0, 1, ?, ?)", [(PER_ROW, chunk)] * ROWS)
     con.commit()
     con.close()
     want = stored + ROWS * PER_ROW

@@ -1361,7 +1361,7 @@ static void case_bad_files(void)
                "heaplens: other.db is not a heaplens database\n");
         EXPECT(RUN(name, "future.db"), 1, "",
                "heaplens: future.db was recorded by a newer heaplens (schema 99); this heaplens "
-               "reads schemas 3 to 9\n");
+               "reads schemas 3 to " G_STRINGIFY(STORE_SCHEMA_VERSION) "\n");
         EXPECT(RUN(name, "old.db"), 1, "",
                "heaplens: old.db was recorded by an older heaplens (schema 1); record it again\n");
         EXPECT(RUN(name, "."), 1, "", "heaplens: . is a directory, not a heaplens database\n");

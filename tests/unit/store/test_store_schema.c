@@ -225,8 +225,12 @@ static void test_derived_views(void)
     sqlite3 *db = db_open(path);
     sqlite3 *done = db_open(finished);
     CHECK(db_int(db, "SELECT count(*) FROM object_generation_rows") == 0);
-    /* Every row's change is there (and more: a promotion of an object without a row). */
-    CHECK(db_int(db, "SELECT sum(count) FROM generation_changes") >= 9);
+    /* Every row's change is there (and more: a promotion of an object without a row): the
+     * first generations with the objects (schema 10), the promotions in generation_changes. */
+    CHECK(db_int(db, "SELECT (SELECT sum(count) FROM object_chunks) +"
+                     " (SELECT sum(count) FROM generation_changes)") >= 9);
+    CHECK(db_int(db, "SELECT sum(count) FROM generation_changes") <
+          db_int(db, "SELECT sum(count) FROM object_chunks"));
     CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
     for (size_t i = 0; i < G_N_ELEMENTS(queries); i++) {
         g_autofree char *want = db_rows(done, queries[i]);
@@ -289,7 +293,19 @@ static void test_derived_views(void)
     sqlite3_close(db);
     sqlite3_close(done);
 
-    /* Schema 3 wrote the ids themselves, not gaps: such a file still builds the same history. */
+    /* Schema 3 wrote the ids themselves, not gaps: such a file still builds the same history.
+     * Before schema 10 the first generations were changes too, each before its GC's promotions:
+     * moved back there from object_chunks.generation, in that order. */
+#define FIRST_GENERATIONS_AS_CHANGES                                                              \
+    "CREATE TEMP TABLE changes AS SELECT gc, generation, count, ids,"                            \
+    " 0 AS kind, rowid AS r FROM generation_changes WHERE 0;"                                    \
+    "INSERT INTO changes SELECT k.gc, k.generation, k.count,"                                    \
+    " (SELECT json_group_array(j.value ->> 0) FROM json_each(k.objects) j),"                     \
+    " 0, k.rowid FROM object_chunks k;"                                                          \
+    "INSERT INTO changes SELECT gc, generation, count, ids, 1, rowid FROM generation_changes;"    \
+    "DELETE FROM generation_changes;"                                                            \
+    "INSERT INTO generation_changes (gc, generation, count, ids)"                                \
+    " SELECT gc, generation, count, ids FROM changes ORDER BY gc, kind, r;"
     hl_sb *old = golden_build(NULL, FALSE);
     g_autofree char *schema3 = g_build_filename(dir, "schema3.db", NULL);
     CHECK(hl_sb_write_db(old, schema3, "schema3", NULL, &error));
@@ -297,6 +313,7 @@ static void test_derived_views(void)
     hl_sb_free(old);
     CHECK(sqlite3_open(schema3, &db) == SQLITE_OK);
     CHECK(sqlite3_exec(db,
+                       FIRST_GENERATIONS_AS_CHANGES
                        "UPDATE generation_changes SET ids = (SELECT json_group_array(id) FROM "
                        "(SELECT sum(j.value) OVER (ORDER BY j.key) AS id "
                        "FROM json_each(generation_changes.ids) j));"
@@ -310,6 +327,30 @@ static void test_derived_views(void)
                    " ORDER BY object_id, from_gc",
                golden_generations);
     sqlite3_close(db);
+
+    /* Schema 5 to 9 packed the objects without their first generation (object_chunks had no
+     * column `generation`: renamed away here, the views follow it): the build reads it from
+     * generation_changes, and the rows are the same. */
+    hl_sb *nine = golden_build(NULL, FALSE);
+    g_autofree char *schema9 = g_build_filename(dir, "schema9.db", NULL);
+    CHECK(hl_sb_write_db(nine, schema9, "schema9", NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(nine);
+    CHECK(sqlite3_open(schema9, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db,
+                       FIRST_GENERATIONS_AS_CHANGES
+                       "ALTER TABLE object_chunks RENAME COLUMN generation TO was_generation;"
+                       "PRAGMA user_version = 9",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    CHECK(store_history_build_file(schema9, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    db = db_open(schema9);
+    CHECK_ROWS(db, SQL_GENERATIONS, golden_generations);
+    CHECK_ROWS(db, "SELECT id, first_generation, next_gc FROM objects ORDER BY id",
+               "1|1|2\n2|3|NULL\n4|1|NULL\n6|4|NULL\n7|1|NULL\n9|1|3\n10|1|NULL\n");
+    sqlite3_close(db);
+#undef FIRST_GENERATIONS_AS_CHANGES
 
     /* A reader in the middle of a statement: the build cannot commit, gives up after its wait
      * and leaves the file as it was (the changes, and the views that derive the history). */
@@ -517,6 +558,8 @@ static void test_packed_damage(void)
         "UPDATE object_chunks SET heap = 9 WHERE rowid = 1",
         "UPDATE object_chunks SET thread = -1 WHERE rowid = 1",
         "UPDATE object_chunks SET gc = -3 WHERE rowid = 1",
+        "UPDATE object_chunks SET generation = 6 WHERE rowid = 1",
+        "UPDATE object_chunks SET generation = 'x' WHERE rowid = 1",
         "UPDATE object_deaths SET ids = '[1,x]' WHERE rowid = 1",
         "UPDATE object_deaths SET count = 4611686018427387904 WHERE rowid = 1",
         "UPDATE generation_changes SET count = -1 WHERE rowid = 1",
