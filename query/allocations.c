@@ -150,6 +150,18 @@ GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread
                                           error);
 }
 
+gboolean query_allocation_types_count(sqlite3 *db, const char *path, int64_t *types,
+                                      query_totals *totals, GError **error)
+{
+    g_auto(query_estimates) estimates = {0};
+    GArray *allocated = query_allocations_read(db, path, NULL, &estimates, totals, error);
+    if (!allocated)
+        return FALSE;
+    *types = allocated->len;
+    g_array_unref(allocated);
+    return TRUE;
+}
+
 GArray *query_allocations_read_between(sqlite3 *db, const char *path, const char *thread,
                                        int64_t from_gc, int64_t to_gc,
                                        query_estimates *estimates, query_totals *totals,

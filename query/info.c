@@ -81,14 +81,8 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
 
     /* Counted as `allocations` counts them: info said "types 4,398" of a recording whose
      * `allocations` and summary said "of 4,238 types" (the rest only a snapshot found). */
-    query_estimates allocated_estimates = {0};
-    GArray *allocated = query_allocations_read(db, path, NULL, &allocated_estimates, NULL, error);
-    query_estimates_clear(&allocated_estimates);
-    if (!allocated)
-        goto out;
-    totals->allocation_types = allocated->len;
-    g_array_unref(allocated);
-    if (!query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
+    if (!query_allocation_types_count(db, path, &totals->allocation_types, NULL, error) ||
+        !query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
         !query_db_int(db, "SELECT COUNT(*) FROM threads", &totals->threads, error))
         goto out;
     totals->file_bytes = g_stat(path, &st) == 0 ? (int64_t)st.st_size : -1;

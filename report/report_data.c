@@ -429,8 +429,6 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     gboolean row = FALSE;
     gboolean stepped = FALSE;
     g_auto(query_estimates) estimates = {0};
-    /* declared before the first `goto out`, which must not pass an auto-cleared variable */
-    g_auto(query_estimates) listed_estimates = {0};
     g_autofree char *by_gc = NULL, *per_type = NULL, *top = NULL;
     int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
     int64_t tail_count = 0, tail_bytes = 0;
@@ -464,14 +462,6 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     }
     if (!stepped)
         goto out;
-    /* The total as info, allocations and stacks give it (query_totals_read): summed per GC
-     * interval, the estimates' roundings made an attach recording's 11,330,750 of their
-     * 11,330,749. */
-    query_totals totals;
-    if (!query_totals_read(db, &estimates, &totals, error))
-        goto out;
-    data->totals.allocations = totals.count;
-    data->totals.allocation_bytes = totals.bytes;
     json_object_set_new(data->allocations, "after_last_gc",
                         json_pack("{s:I, s:I}", "count", (json_int_t)tail_count, "bytes",
                                   (json_int_t)tail_bytes));
@@ -497,13 +487,15 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
                              (json_int_t)sqlite3_column_int64(stmt, 2)));
     if (!stepped)
         goto out;
-    /* the types allocated, counted as `allocations` and `info` count them */
-    GArray *allocated =
-        query_allocations_read(db, data->file, NULL, &listed_estimates, NULL, error);
-    if (!allocated)
+    /* The types allocated and the total, as `allocations` and `info` give them (the total
+     * summed per GC interval instead, the estimates' roundings made an attach recording's
+     * 11,330,750 of their 11,330,749). */
+    query_totals totals;
+    if (!query_allocation_types_count(db, data->file, &data->totals.allocation_types, &totals,
+                                      error))
         goto out;
-    data->totals.allocation_types = allocated->len;
-    g_array_unref(allocated);
+    data->totals.allocations = totals.count;
+    data->totals.allocation_bytes = totals.bytes;
     ok = TRUE;
 out:
     sqlite3_finalize(stmt);
