@@ -368,8 +368,14 @@ gboolean store_writer_serve(store_writer *w, int listen_fd, int control_fd, int 
             g_set_error(error, STORE_ERROR, STORE_ERROR_IO, "poll: %s", g_strerror(errno));
             goto out;
         }
-        if (pfd[0].revents != 0 && !store_serve_accept(w, listen_fd, &conn, &refused_uid, error))
-            goto out;
+        /* Every pending connection before the stop: another user's, refused, may stand in the
+         * backlog ahead of the collector's, which must not be left there when the stop is read. */
+        for (guint64 refused = G_MAXUINT64; pfd[0].revents != 0 && conn < 0 &&
+                                            refused != w->connections_refused;) {
+            refused = w->connections_refused;
+            if (!store_serve_accept(w, listen_fd, &conn, &refused_uid, error))
+                goto out;
+        }
         if (conn < 0 && pfd[1].revents != 0 && !store_stop_read(&stop, error))
             goto out;
     }

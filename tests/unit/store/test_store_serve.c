@@ -400,6 +400,38 @@ static void test_serve_refuses_peer(void)
     CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'connections_refused'") == 1);
     sqlite3_close(db);
 
+    /* The same, with everything already there when the writer first looks (a writer slow to
+     * start): the other user's connection, then our collector's whole stream, then the exit
+     * status. The collector's connection stood behind the refused one in the backlog, and the
+     * stop read in the same pass ended the wait: "no-data" for a complete stream. */
+    child = fork();
+    g_assert(child >= 0);
+    if (child == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(2);
+        _exit(connect_unix(f.sock) < 0 ? 3 : 0);
+    }
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int ours = connect_unix(f.sock);
+    g_assert(ours >= 0);
+    write_all(ours, f.bytes, f.len);
+    close(ours);
+    g_assert(pipe2(stop, O_CLOEXEC) == 0);
+    write_all(stop[1], "exit 0\n", 7);
+    close(stop[1]);
+    g_autofree char *queued = serve_fixture_path(&f, "queued.db");
+    store_writer *w = store_writer_create(queued, NULL, &error);
+    CHECK(store_writer_serve(w, f.lfd, -1, stop[0], 1000, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(store_writer_finish(w, &sum, &error));
+    CHECK_NO_ERROR(error);
+    close(stop[0]);
+    CHECK(sum.complete);
+    db = db_open(queued);
+    CHECK_ROWS(db, "SELECT status, exit_status, flags FROM run", "complete|0|peer-refused\n");
+    sqlite3_close(db);
+
     /* Only the other user ever connects: STORE_ERROR_PEER, status no-data. */
     g_assert(pipe2(stop, O_CLOEXEC) == 0);
     child = fork();
@@ -415,7 +447,7 @@ static void test_serve_refuses_peer(void)
     g_usleep(50000);
     write_all(stop[1], "exit 1\n", 7);
     g_autofree char *p2 = serve_fixture_path(&f, "peer2.db");
-    store_writer *w = store_writer_create(p2, NULL, &error);
+    w = store_writer_create(p2, NULL, &error);
     CHECK(!store_writer_serve(w, f.lfd, -1, stop[0], 1000, &error));
     CHECK_ERROR(error, STORE_ERROR_PEER, "refused 1 connection(s) from another user (uid 65534)");
     g_clear_error(&error);
