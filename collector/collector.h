@@ -72,6 +72,14 @@ typedef struct hl_profiler {
     /* The next GC takes a snapshot with this trigger (HL_SNAPSHOT_*, 0: none): REQUESTED by
      * `heaplens snapshot PID` and attach, a trigger's by the collector thread. */
     atomic_uint snapshot_requested;
+    /* HL_CMD_SNAPSHOT commands taken (take_requests), and for the last GCs that took a
+     * requested snapshot how many had been taken then (by gc % 16; written on the GC thread at
+     * its start, read by the collector thread when it sends the snapshot:
+     * hl_snapshot_start.commands). */
+    atomic_uint snapshot_commands;
+    struct {
+        uint32_t gc, commands;
+    } requested_at[16];
     atomic_bool attach_snapshot; /* attach complete: the collector thread asks the first snapshot */
     atomic_uint snapshots_by_policy; /* taken by policy, for --max-snapshots */
     bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */

@@ -939,6 +939,8 @@ static void take_requests(collector *c) {
             if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
                 hl_collector_triggers_replaced(c); /* no GC took it: the request replaces it */
             hl_statics_before_gc(c); /* its thread statics named in this very snapshot */
+            /* counted before the request is seen: a GC that takes it counts it (profiler.c) */
+            atomic_fetch_add(&c->p->snapshot_commands, 1);
             hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
         }
         else if ((cmd == HL_CMD_DETACH || cmd == HL_CMD_DETACH_NOW) && c->p->attach) {

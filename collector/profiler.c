@@ -135,6 +135,12 @@ static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uin
     bool induced = reason == COR_PRF_GC_REASON_INDUCED;
     uint32_t asked = atomic_exchange_explicit(&p->snapshot_requested, 0, memory_order_acquire);
     if (asked) {
+        if (asked == HL_SNAPSHOT_REQUESTED) {
+            /* The commands it serves: every one taken before the request was (at worst one
+             * taken while this GC starts, which it then also answers). */
+            p->requested_at[gc % 16].gc = gc;
+            p->requested_at[gc % 16].commands = 1 + atomic_load(&p->snapshot_commands);
+        }
         hl_forcers_request_taken(induced); /* the GC forced for it may still come: a spare */
         if (asked != HL_SNAPSHOT_REQUESTED) /* a trigger: the collector thread checked the cap */
             atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
