@@ -72,6 +72,14 @@ typedef struct hl_profiler {
     /* The next GC takes a snapshot with this trigger (HL_SNAPSHOT_*, 0: none): REQUESTED by
      * `heaplens snapshot PID` and attach, a trigger's by the collector thread. */
     atomic_uint snapshot_requested;
+    /* HL_CMD_SNAPSHOT commands taken (take_requests), and for the last GCs that took a
+     * requested snapshot how many had been taken then (by gc % 16; written on the GC thread at
+     * its start, read by the collector thread when it sends the snapshot:
+     * hl_snapshot_start.commands). */
+    atomic_uint snapshot_commands;
+    struct {
+        uint32_t gc, commands;
+    } requested_at[16];
     atomic_bool attach_snapshot; /* attach complete: the collector thread asks the first snapshot */
     atomic_uint snapshots_by_policy; /* taken by policy, for --max-snapshots */
     bool stacks;                /* HEAPLENS_STACKS (default on): allocation samples with stacks */
@@ -103,6 +111,12 @@ typedef struct hl_profiler {
     pthread_t thread;
     atomic_bool stopping;
     uint64_t shutdown_ns;       /* when Shutdown called hl_collector_stop (before the join) */
+    /* The recording's own program under `heaplens record` without -q or --json
+     * (HEAPLENS_EXIT_NOTE_MS, read at Initialize): when Shutdown waits longer than
+     * exit_note_ms for the collector to hand over what it holds, one line on stderr says so.
+     * Off for an attach, a --children descendant, the collector loaded without record. */
+    bool exit_note;
+    unsigned exit_note_ms;
     int wake_fd;                /* eventfd: Shutdown and half-full rings wake the collector thread */
     struct hl_rejit *rejit;     /* counted sites (`--count`, rejit.h); NULL when not counting */
 } hl_profiler;
@@ -116,7 +130,7 @@ HRESULT hl_profiler_session_resume(hl_profiler *p, void *info, const void *data,
 int hl_collector_start(hl_profiler *p);
 /* Drains everything, sends the tail interval and the end-of-run record, waits for the writer
  * to take them (as long as it makes progress; 10 s without progress gives it up), and joins
- * the thread. */
+ * the thread; says so on stderr once the wait passes p->exit_note_ms (p->exit_note). */
 void hl_collector_stop(hl_profiler *p);
 /* The same, but waits at most `ms` for the thread (the process is dying: a thread that cannot
  * finish must not keep it from its end). */

@@ -939,6 +939,8 @@ static void take_requests(collector *c) {
             if (c->trigger_pending && atomic_load(&c->p->snapshot_requested) == c->trigger_pending)
                 hl_collector_triggers_replaced(c); /* no GC took it: the request replaces it */
             hl_statics_before_gc(c); /* its thread statics named in this very snapshot */
+            /* counted before the request is seen: a GC that takes it counts it (profiler.c) */
+            atomic_fetch_add(&c->p->snapshot_commands, 1);
             hl_collector_request_snapshot(c->p, HL_SNAPSHOT_REQUESTED);
         }
         else if ((cmd == HL_CMD_DETACH || cmd == HL_CMD_DETACH_NOW) && c->p->attach) {
@@ -1479,6 +1481,19 @@ void hl_collector_wake(hl_profiler *p) {
     }
 }
 
+/* An absolute CLOCK_REALTIME time `ms` from now, for pthread_timedjoin_np. */
+static struct timespec realtime_after_ms(unsigned ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000;
+    }
+    return until;
+}
+
 void hl_collector_stop(hl_profiler *p) {
     if (!p->thread_started)
         return;
@@ -1487,6 +1502,22 @@ void hl_collector_stop(hl_profiler *p) {
     hl_collector_wake(p);
     /* The chunks and the GC queue stay: other threads may still be inside a callback while the
      * process ends. Only the collector thread's own state goes (the thread frees it). */
+    if (p->exit_note && !atomic_exchange(&p->thread_joined, true)) {
+        /* The program's code is done but its process waits here, for the writer to take the
+         * collector's backlog (seconds on a program whose objects live a little, a loaded
+         * machine): without a word a terminal looks hung. Said from here because heaplens sees
+         * only a process that has not exited yet; the program's stderr is heaplens' own under
+         * record (only its own program says it: record's -q, --json, attach and descendants
+         * leave exit_note off). */
+        struct timespec until = realtime_after_ms(p->exit_note_ms);
+        if (pthread_timedjoin_np(p->thread, NULL, &until) != 0) {
+            fprintf(stderr, "heaplens: the program has ended; its collector is handing the rest "
+                            "of the recording to heaplens (the summary follows)\n");
+            pthread_join(p->thread, NULL);
+        }
+        p->collector = NULL; /* freed by the thread itself */
+        return;
+    }
     collector_join(p);
 }
 
@@ -1496,14 +1527,7 @@ void hl_collector_stop_within(hl_profiler *p, unsigned ms) {
     p->shutdown_ns = hl_now_ns();
     atomic_store_explicit(&p->stopping, true, memory_order_release);
     hl_collector_wake(p);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
+    struct timespec until = realtime_after_ms(ms);
     if (pthread_timedjoin_np(p->thread, NULL, &until) == 0)
         p->collector = NULL; /* freed by the thread itself; else it is left to the exit */
 }

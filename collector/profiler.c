@@ -135,6 +135,12 @@ static uint32_t snapshot_policy(void *ctx, uint32_t gc, uint32_t generation, uin
     bool induced = reason == COR_PRF_GC_REASON_INDUCED;
     uint32_t asked = atomic_exchange_explicit(&p->snapshot_requested, 0, memory_order_acquire);
     if (asked) {
+        if (asked == HL_SNAPSHOT_REQUESTED) {
+            /* The commands it serves: every one taken before the request was (at worst one
+             * taken while this GC starts, which it then also answers). */
+            p->requested_at[gc % 16].gc = gc;
+            p->requested_at[gc % 16].commands = 1 + atomic_load(&p->snapshot_commands);
+        }
         hl_forcers_request_taken(induced); /* the GC forced for it may still come: a spare */
         if (asked != HL_SNAPSHOT_REQUESTED) /* a trigger: the collector thread checked the cap */
             atomic_fetch_add_explicit(&p->snapshots_by_policy, 1, memory_order_relaxed);
@@ -439,7 +445,8 @@ static void forget_session_environment(void) {
                                         "CORECLR_PROFILER_PATH", "CORECLR_PROFILER_PATH_64",
                                         "HEAPLENS_SOCKET", "HEAPLENS_SNAPSHOT", "HEAPLENS_PID",
                                         "HEAPLENS_CHILDREN", "HEAPLENS_MODE", "HEAPLENS_STACKS",
-                                        "HEAPLENS_HANDLES", "HEAPLENS_COUNT", "HEAPLENS_STRINGS"};
+                                        "HEAPLENS_HANDLES", "HEAPLENS_COUNT", "HEAPLENS_STRINGS",
+                                        "HEAPLENS_EXIT_NOTE_MS"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unsetenv(names[i]);
 }
@@ -738,6 +745,16 @@ static HRESULT on_initialize(hl_profiler *p, IUnknown *info_unknown) {
                           .count = getenv("HEAPLENS_COUNT"),
                           .no_strings = strings && strcmp(strings, "off") == 0};
     HRESULT hr = session_start(p, info_unknown, &cfg);
+    /* Only the recording's own program (not a descendant recorded into children.sock, whose
+     * stderr its launcher may read) says that its exit waits for the collector. */
+    const char *note = getenv("HEAPLENS_EXIT_NOTE_MS");
+    char *note_end = NULL;
+    long note_ms = note && *note ? strtol(note, &note_end, 10) : -1;
+    if (hr == S_OK && note_ms >= 0 && note_ms <= 3600000 && *note_end == 0 &&
+        strcmp(connect_to, getenv("HEAPLENS_SOCKET")) == 0) {
+        p->exit_note = true;
+        p->exit_note_ms = (unsigned)note_ms;
+    }
     if (hr == S_OK)
         forget_session_environment();
     return hr;

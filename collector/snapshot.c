@@ -428,6 +428,8 @@ void hl_snapshot_send(collector *c, struct hl_snapshot *s) {
     hl_collector_put_chunked(c, HL_REC_DISCOVERED, &dh, sizeof dh, &dh.count, s->discovered.p,
                              s->discovered.n, sizeof(hl_discovered));
     hl_snapshot_start start = {.snapshot = snap, .gc = g->gc, .trigger = g->snapshot_trigger};
+    if (g->snapshot_trigger == HL_SNAPSHOT_REQUESTED && c->p->requested_at[g->gc % 16].gc == g->gc)
+        start.commands = c->p->requested_at[g->gc % 16].commands;
     hl_outbox_put(&c->out, HL_REC_SNAPSHOT_START, &start, sizeof start, NULL, 0, NULL, 0);
     if (c->trigger_pending && g->snapshot_trigger == c->trigger_pending) {
         hl_snapshot_batch why = {.snapshot = snap};

@@ -15,50 +15,57 @@
 /* Rows read that no recording holds (a size or type that is not a number, a negative size, an
  * unknown generation), counted over all groups as they are read: column 7 (8 by age). */
 #define SURVIVORS_DAMAGED "SUM(" QUERY_LIVE_GROUP_DAMAGED_SQL ") OVER () AS damaged"
-/* A group's objects and bytes: each object counts 1, or its sample's weight in a sampled
- * recording that follows its samples, between snapshots (store.h STORE_SURVIVOR_SAMPLE_ON):
- * estimates, rounded once per group. */
-#define SURVIVORS_N "CAST(round(total(coalesce(s.est_count, 1))) AS INTEGER)"
-#define SURVIVORS_BYTES "CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER)"
+/* A group's objects and bytes before rounding: each object counts 1, or its sample's weight in
+ * a sampled recording that follows its samples, between snapshots (store.h
+ * STORE_SURVIVOR_SAMPLE_ON): estimates, rounded by SURVIVORS_APPORTIONED. */
+#define SURVIVORS_N "total(coalesce(s.est_count, 1))"
+#define SURVIVORS_BYTES "total(coalesce(s.est_count, 1) * o.size)"
 #define SURVIVORS_FROM                                                                            \
     "FROM object_generations AS og LEFT JOIN objects AS o ON o.id = og.object_id"                 \
     " LEFT JOIN alloc_samples AS s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "?1")                \
     " WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
 
-static const char survivors_sql[] =
-    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
-    "       s.all_n, s.all_bytes, s.groups, s.damaged"
-    "  FROM (SELECT og.generation, o.type_id, " SURVIVORS_N " AS n, " SURVIVORS_BYTES " AS bytes,"
-    "               SUM(" SURVIVORS_N ") OVER () AS all_n,"
-    "               SUM(" SURVIVORS_BYTES ") OVER () AS all_bytes,"
-    "               " SURVIVORS_DAMAGED ","
-    "               COUNT(*) OVER () AS groups,"
-    "               ROW_NUMBER() OVER (ORDER BY " SURVIVORS_BYTES " DESC, " SURVIVORS_N " DESC)"
-    "                 AS rank"
-    "          " SURVIVORS_FROM
-    "         GROUP BY og.generation, o.type_id) AS s"
-    "  LEFT JOIN types AS t ON t.id = s.type_id"
-    " WHERE ?2 IS NULL OR s.rank <= ?2"
-    " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2";
+/* Estimates rounded once: the total is the sum of every group's weights, rounded, and each
+ * group gets its weights rounded down plus one for the largest fractions until the groups add
+ * up to it (largest remainder). Rounding each group on its own made `survivors` and `survivors
+ * --by age`, two groupings of the same objects, say totals one object apart. `grouped` selects
+ * the groups: `keys` (the grouping's columns, type_id last; they order ties), rn and rb (objects
+ * and bytes before rounding) and damaged. The rows: `cols` (the keys but type_id), the type's
+ * name, objects, bytes, then the totals and the group count over all groups; ?2 (--top K)
+ * keeps the K groups with the most bytes. */
+#define SURVIVORS_APPORTIONED(keys, grouped, cols, order)                                         \
+    "WITH grp AS (" grouped "),"                                                                   \
+    " fl AS (SELECT grp.*, CAST(rn AS INTEGER) AS fn, CAST(rb AS INTEGER) AS fb,"                  \
+    "          CAST(round(SUM(rn) OVER ()) AS INTEGER) AS all_n,"                                  \
+    "          CAST(round(SUM(rb) OVER ()) AS INTEGER) AS all_bytes,"                              \
+    "          ROW_NUMBER() OVER (ORDER BY rn - CAST(rn AS INTEGER) DESC, " keys ") AS rank_n,"    \
+    "          ROW_NUMBER() OVER (ORDER BY rb - CAST(rb AS INTEGER) DESC, " keys ") AS rank_b,"    \
+    "          COUNT(*) OVER () AS groups FROM grp),"                                              \
+    " fit AS (SELECT fl.*, fn + (rank_n <= all_n - SUM(fn) OVER ()) AS n,"                         \
+    "           fb + (rank_b <= all_bytes - SUM(fb) OVER ()) AS bytes FROM fl),"                   \
+    " ranked AS (SELECT fit.*, ROW_NUMBER() OVER (ORDER BY bytes DESC, n DESC) AS rank FROM fit)"  \
+    " SELECT " cols ", COALESCE(t.name, '<type ' || ranked.type_id || '>'), n, bytes,"             \
+    "        all_n, all_bytes, groups, damaged"                                                    \
+    "   FROM ranked LEFT JOIN types AS t ON t.id = ranked.type_id"                                 \
+    "  WHERE ?2 IS NULL OR rank <= ?2"                                                             \
+    "  ORDER BY " order
+
+static const char survivors_sql[] = SURVIVORS_APPORTIONED(
+    "generation, type_id",
+    "SELECT og.generation AS generation, o.type_id AS type_id, " SURVIVORS_N " AS rn, "
+    SURVIVORS_BYTES " AS rb, " SURVIVORS_DAMAGED " " SURVIVORS_FROM
+    " GROUP BY og.generation, o.type_id",
+    "generation", "generation, bytes DESC, n DESC, 2");
 
 /* The same objects, grouped by age: GCs survived = N - first_gc + 1 (first_gc is the first GC
  * after the allocation; an object found in a heap walk is as old as that walk, a lower bound).
- * ?2 and columns 6..8 as in survivors_sql: --top K keeps the K groups with the most bytes. */
-static const char survivors_age_sql[] =
-    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"
-    "       s.all_n, s.all_bytes, s.groups, s.damaged"
-    "  FROM (SELECT ?1 - o.first_gc + 1 AS age, og.generation, o.type_id,"
-    "               " SURVIVORS_N " AS n, " SURVIVORS_BYTES " AS bytes, " SURVIVORS_DAMAGED ","
-    "               SUM(" SURVIVORS_N ") OVER () AS all_n,"
-    "               SUM(" SURVIVORS_BYTES ") OVER () AS all_bytes,"
-    "               COUNT(*) OVER () AS groups,"
-    "               ROW_NUMBER() OVER (ORDER BY " SURVIVORS_BYTES " DESC, " SURVIVORS_N " DESC)"
-    "                 AS rank"
-    "          " SURVIVORS_FROM
-    "         GROUP BY age, og.generation, o.type_id) AS s"
-    "  LEFT JOIN types AS t ON t.id = s.type_id"
-    " WHERE ?2 IS NULL OR s.rank <= ?2"
-    " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3";
+ * ?2 and the columns after the type as in survivors_sql. */
+static const char survivors_age_sql[] = SURVIVORS_APPORTIONED(
+    "age, generation, type_id",
+    "SELECT ?1 - o.first_gc + 1 AS age, og.generation AS generation, o.type_id AS type_id, "
+    SURVIVORS_N " AS rn, " SURVIVORS_BYTES " AS rb, " SURVIVORS_DAMAGED " " SURVIVORS_FROM
+    " GROUP BY 1, og.generation, o.type_id",
+    "age, generation", "age, generation, bytes DESC, n DESC, 3");
 
 /* The same two questions over object_spans (query_db_has_spans): a span is the objects of one
  * type and first GC that held one generation over the same GCs, so the groups, their sums and
@@ -78,14 +85,12 @@ static const char survivors_age_sql[] =
     " WHERE (sp.from_gc <= ?1 AND (sp.until_gc IS NULL OR sp.until_gc > ?1))"                      \
     "    OR typeof(sp.from_gc) <> 'integer' OR typeof(coalesce(sp.until_gc, 0)) <> 'integer'"
 /* Each object once, or (a sampled recording's estimates, query_db_has_spans with weights) the
- * spans' weights before their reset and their objects from it on, rounded once per group as
- * survivors_sql rounds its objects' weights; weights that are negative or not numbers are
- * damage. */
+ * spans' weights before their reset and their objects from it on, rounded as survivors_sql
+ * rounds its objects' weights; weights that are negative or not numbers are damage. */
 #define SURVIVORS_SPANS_N "SUM(sp.count)"
 #define SURVIVORS_SPANS_BYTES "SUM(sp.bytes)"
 #define SURVIVORS_SPANS_WEIGHED(count, est)                                                        \
-    "CAST(round(total(CASE WHEN sp.reset <= ?1 THEN sp." count                                     \
-    " ELSE coalesce(sp." est ", sp." count ") END)) AS INTEGER)"
+    "total(CASE WHEN sp.reset <= ?1 THEN sp." count " ELSE coalesce(sp." est ", sp." count ") END)"
 #define SURVIVORS_SPANS_EST_N SURVIVORS_SPANS_WEIGHED("count", "est_count")
 #define SURVIVORS_SPANS_EST_BYTES SURVIVORS_SPANS_WEIGHED("bytes", "est_bytes")
 #define SURVIVORS_SPANS_EST_DAMAGED                                                                \
@@ -94,32 +99,19 @@ static const char survivors_age_sql[] =
     " OR typeof(MAX(sp.est_bytes)) NOT IN ('integer', 'real', 'null')"
 
 #define SURVIVORS_SPANS_SQL(n, bytes, more)                                                        \
-    "SELECT s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"          \
-    "       s.all_n, s.all_bytes, s.groups, s.damaged"                                             \
-    "  FROM (SELECT sp.generation, sp.type_id, " n " AS n, " bytes " AS bytes,"                    \
-    "               SUM(" n ") OVER () AS all_n, SUM(" bytes ") OVER () AS all_bytes,"             \
-    "               " SURVIVORS_SPANS_DAMAGED(more) ","                                            \
-    "               COUNT(*) OVER () AS groups,"                                                   \
-    "               ROW_NUMBER() OVER (ORDER BY " bytes " DESC, " n " DESC) AS rank"               \
-    SURVIVORS_SPANS_ALIVE                                                                          \
-    "         GROUP BY sp.generation, sp.type_id) AS s"                                            \
-    "  LEFT JOIN types AS t ON t.id = s.type_id"                                                   \
-    " WHERE ?2 IS NULL OR s.rank <= ?2"                                                            \
-    " ORDER BY s.generation, s.bytes DESC, s.n DESC, 2"
+    SURVIVORS_APPORTIONED("generation, type_id",                                                   \
+                          "SELECT sp.generation AS generation, sp.type_id AS type_id, " n " AS rn, " \
+                          bytes " AS rb, " SURVIVORS_SPANS_DAMAGED(more) SURVIVORS_SPANS_ALIVE    \
+                          " GROUP BY sp.generation, sp.type_id",                                   \
+                          "generation", "generation, bytes DESC, n DESC, 2")
 
 #define SURVIVORS_SPANS_AGE_SQL(n, bytes, more)                                                    \
-    "SELECT s.age, s.generation, COALESCE(t.name, '<type ' || s.type_id || '>'), s.n, s.bytes,"   \
-    "       s.all_n, s.all_bytes, s.groups, s.damaged"                                             \
-    "  FROM (SELECT ?1 - sp.first_gc + 1 AS age, sp.generation, sp.type_id, " n " AS n,"           \
-    "               " bytes " AS bytes, " SURVIVORS_SPANS_DAMAGED(more) ","                        \
-    "               SUM(" n ") OVER () AS all_n, SUM(" bytes ") OVER () AS all_bytes,"             \
-    "               COUNT(*) OVER () AS groups,"                                                   \
-    "               ROW_NUMBER() OVER (ORDER BY " bytes " DESC, " n " DESC) AS rank"               \
-    SURVIVORS_SPANS_ALIVE                                                                          \
-    "         GROUP BY age, sp.generation, sp.type_id) AS s"                                       \
-    "  LEFT JOIN types AS t ON t.id = s.type_id"                                                   \
-    " WHERE ?2 IS NULL OR s.rank <= ?2"                                                            \
-    " ORDER BY s.age, s.generation, s.bytes DESC, s.n DESC, 3"
+    SURVIVORS_APPORTIONED("age, generation, type_id",                                              \
+                          "SELECT ?1 - sp.first_gc + 1 AS age, sp.generation AS generation,"       \
+                          " sp.type_id AS type_id, " n " AS rn, " bytes " AS rb, "                 \
+                          SURVIVORS_SPANS_DAMAGED(more) SURVIVORS_SPANS_ALIVE                      \
+                          " GROUP BY 1, sp.generation, sp.type_id",                                \
+                          "age, generation", "age, generation, bytes DESC, n DESC, 3")
 
 static const char survivors_spans_sql[] =
     SURVIVORS_SPANS_SQL(SURVIVORS_SPANS_N, SURVIVORS_SPANS_BYTES, "");

@@ -125,8 +125,9 @@ static int pending_signal_take(const sigset_t *block, const sigset_t *original_m
 /* Runs the program; returns its pid, or -1 with the exec error. */
 static pid_t program_start(char **program, const char *collector, const char *socket_path,
                            const char *snapshot_policy, const char *children,
-                           const char *stacks, const struct sigaction *original,
-                           const sigset_t *original_mask, GError **error) {
+                           const char *stacks, gboolean exit_note,
+                           const struct sigaction *original, const sigset_t *original_mask,
+                           GError **error) {
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_IO, "record: pipe: %s", g_strerror(errno));
@@ -151,6 +152,12 @@ static pid_t program_start(char **program, const char *collector, const char *so
         unsetenv("CORECLR_PROFILER_PATH_32");
         unsetenv("CORECLR_PROFILER_PATH_ARM32");
         setenv("HEAPLENS_SOCKET", socket_path, 1);
+        /* The program's exit says when it waits for the collector over a second (collector.h
+         * exit_note); the tests set another bound. -q and --json: not said. */
+        if (!exit_note)
+            unsetenv("HEAPLENS_EXIT_NOTE_MS");
+        else if (!getenv("HEAPLENS_EXIT_NOTE_MS"))
+            setenv("HEAPLENS_EXIT_NOTE_MS", "1000", 1);
         /* Only this process is recorded (or, if it is no .NET program, its first .NET
          * descendant): the collector declines in any other (they inherit the variables through
          * the runtime's copy of the environment). */
@@ -581,7 +588,8 @@ static gboolean record_session_forwarding(const record_options *options,
         return TRUE;
     }
     pid_t program = program_start(o.program, collector, sockets.collector_path, o.snapshot,
-                                  o.children, o.stacks, original, &original_mask, error);
+                                  o.children, o.stacks, !o.quiet && !o.json, original,
+                                  &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
     int status = 0;

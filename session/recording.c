@@ -103,6 +103,8 @@ static const recording_setting recording_settings[] = {
     {"HEAPLENS_POOL_MB", 1, 65536, NULL, "MiB of the collector's thread buffers"},
     {"HEAPLENS_BUFFER_MB", 1, 16384, NULL, "MiB of the collector's outbox"},
     {"HEAPLENS_STATS", 0, 0, setting_bool, "the collector's statistics on stderr at the end"},
+    {"HEAPLENS_EXIT_NOTE_MS", 0, 3600000, NULL,
+     "ms the program's exit waits for the collector before it says so"},
     {"HEAPLENS_EMPTY", 0, 0, setting_bool, "the empty profiler: callbacks that do nothing"},
     {"HEAPLENS_STACK_WALK", 0, 0, setting_stack_walk, "the stack walk of sampled allocations"},
     {"HEAPLENS_FULL_SAMPLER", 0, 0, setting_full_sampler, "full mode's allocation sampler"},

@@ -19,10 +19,14 @@
  *   progress <snapshot> <items>         (at most twice a second), then
  *   progress <snapshot> writing <items> when its rows are being written,
  * so that it can tell a slow snapshot from a lost one.
- * Every waiting client is answered by the first 'requested' snapshot that commits after its
- * request reached the collector — or before: requests are not matched to snapshots; the answer
- * says which snapshot it was. A command that the collector socket cannot take at once waits in
- * `out` (POLLOUT); while one is waiting, further requests ride on it.
+ * Every waiting client is answered by the first 'requested' snapshot that commits and was
+ * asked for by its request: the collector says in SNAPSHOT_START how many snapshot commands it
+ * had taken when the snapshot's GC took the request (hl_snapshot_start.commands), and a client
+ * waits for one that counts the command its request sent or rode on. Before, a snapshot whose
+ * GC had started before the request (an attach's first, another client's) answered it too. A
+ * collector that does not say (0) answers every waiting client, as before. A command that the
+ * collector socket cannot take at once waits in `out` (POLLOUT); while one is waiting, further
+ * requests ride on it.
  *
  * Clients are served by the serve loop's poll (store_serve.c): nothing here blocks. A client of
  * another uid is closed unanswered; a client that does not read its answer is dropped; at most
@@ -53,6 +57,7 @@ typedef struct store_control_client {
     gboolean waiting; /* its request went to the collector: it waits for a snapshot */
     gboolean detach;  /* ... or, "detach", for the end of the stream */
     gint64 since_us;  /* when its request arrived */
+    uint32_t command; /* the snapshot command its request sent or rode on (1, 2, ...) */
     gboolean eof;     /* it shut down its sending side (or went away): not polled any more */
 } store_control_client;
 
@@ -64,6 +69,7 @@ struct store_control {
     uint8_t out[3 * sizeof(hl_rec_header)];
     size_t out_len;
     gboolean detach_sent, detach_now_sent;
+    uint32_t snapshot_commands; /* HL_CMD_SNAPSHOT commands queued so far */
     store_control_client clients[STORE_CONTROL_CLIENTS];
     int n_clients;
 };
@@ -251,8 +257,10 @@ static void store_control_request(store_control *c, int i)
         hl_rec_header h = {.type = HL_CMD_SNAPSHOT, .size = 0};
         memcpy(c->out, &h, sizeof h);
         c->out_len = sizeof h;
+        c->snapshot_commands++;
         store_control_flush(c);
     }
+    cl->command = c->snapshot_commands;
     cl->waiting = TRUE;
     cl->since_us = g_get_monotonic_time();
 }
@@ -328,6 +336,9 @@ void store_control_snapshot_committed(void *ctx, const store_snapshot_done *done
     gint64 now = g_get_monotonic_time();
     for (int i = c->n_clients - 1; i >= 0; i--) {
         if (!c->clients[i].waiting || c->clients[i].detach)
+            continue;
+        /* a snapshot its request did not ask for: it started before the command was taken */
+        if (done->commands != 0 && done->commands - 1 < c->clients[i].command)
             continue;
         snprintf(line, sizeof line, "ok %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRId64 "\n",
                  done->snapshot, done->gc, done->objects,

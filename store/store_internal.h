@@ -703,6 +703,7 @@ typedef struct store_open_snapshot {
 /* A snapshot written inside the open GC; announced (store_writer.on_snapshot) once it commits. */
 typedef struct store_snapshot_done {
     uint32_t snapshot, gc, trigger;
+    uint32_t commands; /* hl_snapshot_start.commands: 1 + the snapshot commands it serves, 0 */
     uint64_t objects;
 } store_snapshot_done;
 

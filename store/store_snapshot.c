@@ -753,7 +753,8 @@ gboolean store_snapshot_end(store_writer *w, const store_record *rec, GError **e
         !store_snapshot_write_row(w, e, &n, error))
         goto out;
     store_snapshot_done done = {.snapshot = s->start.snapshot, .gc = s->start.gc,
-                                .trigger = s->start.trigger, .objects = n.objects};
+                                .trigger = s->start.trigger, .commands = s->start.commands,
+                                .objects = n.objects};
     g_array_append_val(w->gc.snapshots, done);
     w->last_snapshot = s->start.snapshot;
     ok = TRUE;

@@ -760,7 +760,11 @@ typedef struct hl_snapshot_start {
     uint32_t snapshot;    /* 1, 2, 3, ... */
     uint32_t gc;
     uint32_t trigger;     /* HL_SNAPSHOT_* */
-    uint32_t reserved;
+    /* HL_SNAPSHOT_REQUESTED: 1 + the HL_CMD_SNAPSHOT commands the collector had taken when this
+     * GC took the request, so that the writer answers a `heaplens snapshot` client only with a
+     * snapshot its own command asked for (store_control.c). 0: not known (another trigger, or
+     * a collector before this field, which was `reserved`, 0). */
+    uint32_t commands;
 } hl_snapshot_start;
 static_assert(sizeof(hl_snapshot_start) == 16, "wire layout");
 

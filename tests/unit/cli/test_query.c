@@ -643,6 +643,51 @@ static void case_survivors_followed_spans(void)
     EXPECT(RUN("survivors", "fspans.db", "--gc", "3"), 0, NULL, ""); /* no estimate there */
 }
 
+/* Two groupings of the same estimated survivors say the same total, and each one's rows add up
+ * to it: at GC 3 (no snapshot) the gen2 Strings are object 2 (first GC 1) and objects 7 and 9
+ * (first GC 2), objects 2 and 7 each weighing 2.5 (a sample's weight). By generation one group
+ * of 6; by age 2.5 and 3.5, which rounded each on its own made 3 + 4 = 7. Over the objects and
+ * over the first read's spans alike. */
+static void case_survivors_rounded_once(void)
+{
+    const char *const files[2] = {"half_rows.db", "half_spans.db"};
+    for (int f = 0; f < 2; f++) {
+        fixture_app(files[f]);
+        fixture_sql(files[f],
+                    "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
+                    "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, object_id,"
+                    " est_count, est_bytes) VALUES (1, 1, 100, 0, 48, 2, 2.5, 120),"
+                    " (2, 1, 101, 0, 64, 7, 2.5, 160);");
+        EXPECT(RUN("info", files[f]), 0, NULL, ""); /* the first read: spans with weights */
+    }
+    fixture_sql("half_rows.db", "UPDATE object_totals SET weights = 0");
+    for (int f = 0; f < 2; f++) {
+        int64_t totals[2] = {0, 0};
+        for (int by_age = 0; by_age < 2; by_age++) {
+            json_t *doc = by_age ? json_run_new("survivors", files[f], "--gc", "3", "--by", "age")
+                                 : json_run_new("survivors", files[f], "--gc", "3", NULL, NULL);
+            json_t *rows = json_object_get(doc, "rows");
+            int64_t sum = 0, string_gen2 = 0;
+            for (size_t i = 0; i < json_array_size(rows); i++) {
+                json_t *row = json_array_get(rows, i);
+                int64_t count = json_integer_value(json_object_get(row, "count"));
+                sum += count;
+                if (json_integer_value(json_object_get(row, "generation")) == 2 &&
+                    strcmp(json_string_value(json_object_get(row, "type")), "System.String") == 0)
+                    string_gen2 += count;
+            }
+            totals[by_age] = json_integer_value(json_object_get(json_object_get(doc, "total"),
+                                                                "count"));
+            CHECK(json_is_true(json_object_get(doc, "estimated")));
+            CHECK_INT(string_gen2, 6);
+            CHECK_INT(sum, totals[by_age]);
+            json_decref(doc);
+        }
+        CHECK_INT(totals[0], 9); /* 6 Strings, a Byte[] in gen1, the LOH's and the nongc one */
+        CHECK_INT(totals[1], totals[0]);
+    }
+}
+
 static void case_survivors_text(void)
 {
     EXPECT(RUN("survivors", "app.db", "--gc", "2"), 0,
@@ -1548,6 +1593,7 @@ static const cli_test_case cases[] = {
     {"survivors_followed", case_survivors_followed},
     {"survivors_followed_spans", case_survivors_followed_spans},
     {"followed_marks", case_followed_marks},
+    {"survivors_rounded_once", case_survivors_rounded_once},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
     {"survivors_no_gc", case_survivors_no_gc},

@@ -482,8 +482,15 @@ void hl_sb_handle_freed(hl_sb *sb, uint32_t gc, uint64_t handle_id)
 
 void hl_sb_snapshot_start(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger)
 {
+    hl_sb_snapshot_start_commands(sb, snapshot, gc, trigger, 0);
+}
+
+void hl_sb_snapshot_start_commands(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                   uint32_t commands)
+{
     hl_sb_young_send_open(sb);
-    hl_snapshot_start s = {.snapshot = snapshot, .gc = gc, .trigger = trigger};
+    hl_snapshot_start s = {.snapshot = snapshot, .gc = gc, .trigger = trigger,
+                           .commands = commands};
     hl_sb_record(sb, HL_REC_SNAPSHOT_START, &s, sizeof s);
     sb->snap_id = snapshot;
     sb->snap_objects = sb->snap_refs = sb->snap_roots = 0;

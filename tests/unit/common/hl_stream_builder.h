@@ -145,6 +145,9 @@ void hl_sb_handle_freed(hl_sb *sb, uint32_t gc, uint64_t handle_id);
 /* Snapshot `snapshot` of GC `gc`, trigger HL_SNAPSHOT_*. Resets the item counts of the short
  * hl_sb_snapshot_end. */
 void hl_sb_snapshot_start(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger);
+/* The same, saying how many snapshot commands it serves (hl_snapshot_start.commands). */
+void hl_sb_snapshot_start_commands(hl_sb *sb, uint32_t snapshot, uint32_t gc, uint32_t trigger,
+                                   uint32_t commands);
 /* One object (generation HL_GEN_*, flags HL_SNAP_OBJ_*), gathered into SNAPSHOT_OBJECTS. */
 void hl_sb_snapshot_object(hl_sb *sb, uint32_t snapshot, uint64_t id, uint32_t generation,
                            uint32_t flags);

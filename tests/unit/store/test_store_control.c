@@ -327,6 +327,64 @@ static gpointer descendant_script_run(gpointer data)
     return NULL;
 }
 
+/* A request answered only by a snapshot it asked for: `a` asks (command 1), the collector takes
+ * it; `b` asks after (command 2). The first requested snapshot to commit serves command 1 only
+ * (its GC took the request before command 2 came: commands 1 + 1): `a` gets it, `b` waits for
+ * the next, which serves both (1 + 2). Before, `b` got the first too, a snapshot that started
+ * before it asked (seen during an attach: the second request got the first one's). A snapshot
+ * that does not say (0, a collector before the count) answers every waiting client. */
+static gpointer matched_script_run(gpointer data)
+{
+    descendant_script *ds = data;
+    control_script *sc = &ds->sc;
+    const char *ctl = sc->control_sock;
+    hl_sb *sb = hl_sb_new();
+    size_t len, sent = 0;
+    const uint8_t *bytes;
+
+    hl_sb_run_start(sb, 1, "matched");
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes, len);
+    sent = len;
+
+    int a = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) == 1);
+    int b = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) == 1);
+    for (uint32_t gc = 2; gc <= 3; gc++) {
+        hl_sb_gc_start(sb, gc, 2, TRUE, 2);
+        hl_sb_snapshot_start_commands(sb, gc - 1, gc, HL_SNAPSHOT_REQUESTED, gc);
+        hl_sb_snapshot_object(sb, gc - 1, 1, HL_GEN_2, 0);
+        hl_sb_snapshot_end(sb, gc - 1, gc);
+        hl_sb_gc_end(sb, gc, 0);
+        bytes = hl_sb_bytes(sb, &len);
+        write_all(ds->col, bytes + sent, len - sent);
+        sent = len;
+        if (gc == 2) /* GC 2 is committed before GC 3 is sent */
+            SCRIPT_CHECK_STR(sc, control_answer(a, SCRIPT_WAIT_MS), "ok 1 2 1 MS\n");
+    }
+    SCRIPT_CHECK_STR(sc, control_answer(b, SCRIPT_WAIT_MS), "ok 2 3 1 MS\n");
+
+    /* a snapshot that does not say which commands it serves answers whoever waits */
+    int d = control_send(ctl, "snapshot\n");
+    SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) == 1);
+    control_gc(sb, 4, 3, HL_SNAPSHOT_REQUESTED);
+    hl_sb_run_end(sb, 4);
+    bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes + sent, len - sent);
+    SCRIPT_CHECK_STR(sc, control_answer(d, SCRIPT_WAIT_MS), "ok 3 4 1 MS\n");
+    close(ds->col);
+    write_all(sc->stop_wr, "exit 0\n", 7);
+    close(sc->stop_wr);
+    hl_sb_free(sb);
+    return NULL;
+}
+
 /* Serves one collector connection, scripted by the thread `run` (on its descendant_script's
  * `col` end), and the control socket beside it, into a database `name` in a new temporary
  * directory (`dir`, `path`): the writer's summary. */
@@ -610,6 +668,15 @@ static void test_disk_full(void)
 }
 
 /* A control client of another user is closed unanswered (and holds nothing up). */
+static void test_control_matched(void)
+{
+    char *dir = NULL, *path = NULL;
+    store_summary sum = serve_scripted("m.db", matched_script_run, &dir, &path);
+    CHECK(sum.complete && sum.gcs == 4 && sum.snapshots == 3);
+    g_free(path);
+    tmp_dir_free(dir);
+}
+
 static void test_control_refuses_peer(void)
 {
     if (getuid() != 0) {
@@ -669,6 +736,7 @@ static const test_case cases[] = {
     {"disk_full", test_disk_full},
     {"control_snapshot", test_control_snapshot},
     {"control_descendant", test_control_descendant},
+    {"control_matched", test_control_matched},
     {"control_detach_now", test_control_detach_now},
     {"killed_mid_snapshot", test_killed_mid_snapshot},
     {"control_refuses_peer", test_control_refuses_peer},
