@@ -183,16 +183,33 @@ static store_object_chunk *store_gc_chunk_for(store_writer *w, uint32_t os_tid, 
 
 /* Appends one object to chunk `c`: "[gap,type_id,size]", the gap from the chunk's previous id
  * (the first one's is the id), written in place into the chunk's text (no GString call per
- * object). An id not above the chunk's last (discovered objects after survivors without a
- * thread) starts a new chunk: ids ascend within one. */
+ * object); "[gap,type_id]" when its size is that of its type's first object in the chunk
+ * (schema 11: every object of a class but an array or a string has its class's base size, and
+ * the size was about 3 of the 11 characters of a MidLife survivor). The first size is the
+ * chunk's own, not the recording's: it needs no state beyond the row, so it is written and
+ * rolled back with its GC. An id not above the chunk's last (discovered objects after
+ * survivors without a thread) starts a new chunk: ids ascend within one. */
 static inline gboolean store_gc_chunk_append(store_writer *w, store_object_chunk *c, uint64_t id,
                                              uint32_t type_id, uint64_t size, GError **error)
 {
     if (c->count > 0 && id <= c->last_id && !store_gc_flush_chunk(w, c, error))
         return FALSE;
     GString *json = c->json;
-    if (c->count == 0)
+    if (c->count == 0) {
         json->len = 0;
+        memset(c->size_types, 0xff, sizeof c->size_types); /* STORE_CHUNK_NO_TYPE */
+    }
+    /* Implied when the slot holds this type's first size and this is it; the first object of
+     * a type (its slot free) writes its size and takes the slot; a type whose slot another
+     * holds writes its size always. */
+    uint32_t slot = type_id % STORE_CHUNK_SIZE_SLOTS;
+    gboolean implied = FALSE;
+    if (c->size_types[slot] == STORE_CHUNK_NO_TYPE) {
+        c->size_types[slot] = type_id;
+        c->first_sizes[slot] = size;
+    } else if (c->size_types[slot] == type_id) {
+        implied = c->first_sizes[slot] == size;
+    }
     if (G_UNLIKELY(json->allocated_len <= json->len + STORE_CHUNK_OBJECT_TEXT)) {
         gsize len = json->len;
         g_string_set_size(json, len + STORE_CHUNK_OBJECT_TEXT); /* grows it */
@@ -204,8 +221,10 @@ static inline gboolean store_gc_chunk_append(store_writer *w, store_object_chunk
     p = store_put_u64(p, c->count == 0 ? id : id - c->last_id);
     *p++ = ',';
     p = store_put_u64(p, type_id);
-    *p++ = ',';
-    p = store_put_u64(p, size);
+    if (!implied) {
+        *p++ = ',';
+        p = store_put_u64(p, size);
+    }
     *p++ = ']';
     *p = '\0';
     json->len = (gsize)(p - json->str);

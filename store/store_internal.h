@@ -658,8 +658,16 @@ typedef struct store_row_batch {
     size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
 
+/* Types whose first size in a chunk the writer remembers (a direct-mapped table by type id:
+ * a type whose slot another holds has its size written each time, which the format allows). */
+#define STORE_CHUNK_SIZE_SLOTS 64
+#define STORE_CHUNK_NO_TYPE UINT32_MAX
+
 /* An object_chunks row being filled: objects of the open GC with one (thread, heap, first
- * generation), ids ascending, as JSON text "[[gap,type_id,size],..." (closed when written). */
+ * generation), ids ascending, as JSON text "[[gap,type_id,size],[gap,type_id],..." (closed
+ * when written): an object of the size of its type's first object in the chunk has no size
+ * (schema 11). size_types[type_id % STORE_CHUNK_SIZE_SLOTS] = the type whose first size is
+ * first_sizes[] there (STORE_CHUNK_NO_TYPE: none yet), reset when the chunk starts. */
 typedef struct store_object_chunk {
     uint32_t os_tid; /* 0: unknown (NULL) */
     uint32_t heap;   /* HL_GEN_NONE: unknown (NULL) */
@@ -667,6 +675,8 @@ typedef struct store_object_chunk {
     uint32_t count;
     uint64_t last_id;
     GString *json;
+    uint32_t size_types[STORE_CHUNK_SIZE_SLOTS];
+    uint64_t first_sizes[STORE_CHUNK_SIZE_SLOTS];
 } store_object_chunk;
 
 /* The GC being read (between its GC_START and GC_END). */
