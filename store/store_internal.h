@@ -58,8 +58,11 @@ typedef struct store_record {
         } survivors;
         struct {
             hl_gc_survivors h;
-            const uint8_t *items; /* h.count packed objects (hl_wire.h), checked by the decode */
-            const uint8_t *end;   /* the payload's end: the last object's */
+            /* h.count packed objects (hl_wire.h), not walked by the decode: the apply checks
+             * them as it reads them (store_gc_survivors_packed), a held GC's when it is held
+             * (store_stream_survivors_packed_check) */
+            const uint8_t *items;
+            const uint8_t *end; /* the payload's end: the last object's */
         } survivors_packed;
         hl_gc_start gc_start;
         struct {
@@ -418,6 +421,12 @@ gboolean store_stream_run(store_read_fn read, void *read_ctx, store_record_fn ap
  * STORE_ERROR_STREAM when it is malformed or the type unknown. */
 gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t size,
                              store_record *out, GError **error);
+
+/* Walks the objects of a decoded GC_SURVIVORS_PACKED record: FALSE with STORE_ERROR_STREAM
+ * ("GC_SURVIVORS_PACKED record: ...") when one is cut or out of range or bytes are left over
+ * (hl_wire.h says what makes the record corrupt). The apply makes the same checks as it goes;
+ * this is the pass for a record that must be known whole before anything of it is applied. */
+gboolean store_stream_survivors_packed_check(const store_record *rec, GError **error);
 
 /* The record type's name ("GC_END"), or NULL for an unknown type. */
 const char *store_stream_record_name(uint16_t type);
