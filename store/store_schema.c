@@ -233,7 +233,9 @@ static const char store_schema_tables[] =
     ");\n"
     /* The objects that survived a GC, packed as the GCs found them (store_gc.c): a row per
      * (GC, thread, heap, first generation) and at most 8192 objects, each a JSON array
-     * [id gap, type_id, size] (ids ascending in a row: the first one's gap is the id itself).
+     * [id gap, type_id, size] (ids ascending in a row: the first one's gap is the id itself),
+     * or [id gap, type_id] when the size is that of the row's first object of the type
+     * (schema 11).
      * `generation` is their first generation change (schema 10; before, generation_changes
      * held it, each id written again). The view `objects` derives their rows while recording;
      * the first reader of the finished file expands them into the table `objects`
