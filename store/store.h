@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 /* Schema 3 differs from 4 only in generation_changes.ids (no gaps); 4 from 5 in `objects`, a
  * table written by the writer (5: packed in object_chunks and object_deaths until the first
  * read); 5 from 6 in gcs.census_ns and census_objects (and gc_summary's), absent before; 6 from 7
@@ -31,7 +31,9 @@
  * threads (statics.thread), absent before; 8 from 9 in gcs.snapshot_skipped (and gc_summary's),
  * absent before: readers show no GC's skip (the counters still count them); 9 from 10 in
  * object_chunks.generation, its objects' first generation, which 9 wrote in generation_changes
- * (each survivor's id a second time): readers of 9 take the first generation from there. */
+ * (each survivor's id a second time): readers of 9 take the first generation from there; 10
+ * from 11 in object_chunks.objects, whose objects of their type's first size in the row have
+ * no size ([gap,type_id]): readers take any row as 11 (10 wrote every size). */
 #define STORE_SCHEMA_OLDEST_READ 3
 /* gcs.snapshot_skipped (schema 9): why a snapshot due at the GC was not built. "held": a
  * --snapshot policy's, for the bound on the snapshots the collector held

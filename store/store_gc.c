@@ -7,7 +7,8 @@
  *   ALLOC_COUNTS  interval n's allocations, counted per (type, thread, heap): an alloc_counts row
  *                 per key (after the last GC_END: the tail interval, in the final transaction)
  *   SURVIVORS     the objects of interval n alive after GC n: packed, [id gap, type, size] in
- *                 the JSON text of an object_chunks row per (thread, heap, first generation)
+ *                 the JSON text of an object_chunks row per (thread, heap, first generation),
+ *                 [id gap, type] when the size is the type's first in the row (schema 11)
  *                 (no row each); the row's generation is their first generation change
  *                 (schema 10: before, each id was written again in generation_changes, about a
  *                 seventh of MidLife's file)
@@ -183,16 +184,33 @@ static store_object_chunk *store_gc_chunk_for(store_writer *w, uint32_t os_tid, 
 
 /* Appends one object to chunk `c`: "[gap,type_id,size]", the gap from the chunk's previous id
  * (the first one's is the id), written in place into the chunk's text (no GString call per
- * object). An id not above the chunk's last (discovered objects after survivors without a
- * thread) starts a new chunk: ids ascend within one. */
+ * object); "[gap,type_id]" when its size is that of its type's first object in the chunk
+ * (schema 11: every object of a class but an array or a string has its class's base size, and
+ * the size was about 3 of the 11 characters of a MidLife survivor). The first size is the
+ * chunk's own, not the recording's: it needs no state beyond the row, so it is written and
+ * rolled back with its GC. An id not above the chunk's last (discovered objects after
+ * survivors without a thread) starts a new chunk: ids ascend within one. */
 static inline gboolean store_gc_chunk_append(store_writer *w, store_object_chunk *c, uint64_t id,
                                              uint32_t type_id, uint64_t size, GError **error)
 {
     if (c->count > 0 && id <= c->last_id && !store_gc_flush_chunk(w, c, error))
         return FALSE;
     GString *json = c->json;
-    if (c->count == 0)
+    if (c->count == 0) {
         json->len = 0;
+        memset(c->size_types, 0xff, sizeof c->size_types); /* STORE_CHUNK_NO_TYPE */
+    }
+    /* Implied when the slot holds this type's first size and this is it; the first object of
+     * a type (its slot free) writes its size and takes the slot; a type whose slot another
+     * holds writes its size always. */
+    uint32_t slot = type_id % STORE_CHUNK_SIZE_SLOTS;
+    gboolean implied = FALSE;
+    if (c->size_types[slot] == STORE_CHUNK_NO_TYPE) {
+        c->size_types[slot] = type_id;
+        c->first_sizes[slot] = size;
+    } else if (c->size_types[slot] == type_id) {
+        implied = c->first_sizes[slot] == size;
+    }
     if (G_UNLIKELY(json->allocated_len <= json->len + STORE_CHUNK_OBJECT_TEXT)) {
         gsize len = json->len;
         g_string_set_size(json, len + STORE_CHUNK_OBJECT_TEXT); /* grows it */
@@ -204,8 +222,10 @@ static inline gboolean store_gc_chunk_append(store_writer *w, store_object_chunk
     p = store_put_u64(p, c->count == 0 ? id : id - c->last_id);
     *p++ = ',';
     p = store_put_u64(p, type_id);
-    *p++ = ',';
-    p = store_put_u64(p, size);
+    if (!implied) {
+        *p++ = ',';
+        p = store_put_u64(p, size);
+    }
     *p++ = ']';
     *p = '\0';
     json->len = (gsize)(p - json->str);
@@ -467,53 +487,61 @@ gboolean store_gc_survivors(store_writer *w, const store_record *rec, GError **e
     return TRUE;
 }
 
-/* Reads one varint of a GC_SURVIVORS_PACKED payload that store_decode_survivors_packed walked
- * already (never past its end). The one-byte case inline: most gaps, heaps and small types. */
-static inline uint64_t store_gc_varint(const uint8_t **p)
+/* Reads one varint of a GC_SURVIVORS_PACKED payload at *p, before `end`: FALSE if it is cut or
+ * longer than 10 bytes. The one-byte case inline: most gaps, heaps and small types. */
+static inline gboolean store_gc_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     const uint8_t *q = *p;
-    if (G_LIKELY(*q < 0x80)) {
+    if (G_LIKELY(q < end && *q < 0x80)) {
         *p = q + 1;
-        return *q;
+        *v = *q;
+        return TRUE;
     }
-    uint64_t v = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        uint8_t b = *q++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            break;
-    }
-    *p = q;
-    return v;
+    return hl_varint_get(p, end, v) != 0;
 }
 
 /* GC_SURVIVORS_PACKED: the same objects as GC_SURVIVORS, checked the same way, and packed the
  * same way, so the rows are the same byte for byte (test store.survivors_packed). The chunk
- * of a run's (thread, heap) is looked up once per key, not once per object. */
+ * of a run's (thread, heap) is looked up once per key, not once per object. The record's own
+ * form (varints within the payload, thread, heap and type in range, the first object with its
+ * key, no byte left over) is checked here as each object is read, not in a pass of its own
+ * before: a corrupt record (STORE_ERROR_STREAM, the message store_stream_survivors_packed_check
+ * gives) ends the stream inside this GC, which is then rolled back whole with what was applied
+ * of it; a held GC, applied into its group's transaction, had its records checked whole when
+ * they were held (store_writer_feed). */
 gboolean store_gc_survivors_packed(store_writer *w, const store_record *rec, GError **error)
 {
     const hl_gc_survivors *h = &rec->u.survivors_packed.h;
-    const uint8_t *p = rec->u.survivors_packed.items;
+    const uint8_t *p = rec->u.survivors_packed.items, *end = rec->u.survivors_packed.end;
     uint64_t id = 0, first = w->interval_first_id, after = w->gc.start.first_id_after;
     uint32_t os_tid = 0, heap = HL_GEN_NONE;
     gboolean key_ok = FALSE, tid_noted = FALSE;
     store_object_chunk *c = NULL;
 
-    if (!store_gc_is_open(w, h->gc))
-        return TRUE;
+    if (!store_gc_is_open(w, h->gc)) /* skipped, but a corrupt record is still the end */
+        return store_stream_survivors_packed_check(rec, error);
     if (after > HL_DISCOVERED_ID_BASE)
         after = HL_DISCOVERED_ID_BASE;
     for (uint32_t i = 0; i < h->count; i++) {
-        uint64_t v = store_gc_varint(&p);
+        uint64_t v, type_id, size;
+        if (!store_gc_varint(&p, end, &v))
+            goto corrupt;
         if (v & 1) {
-            os_tid = (uint32_t)store_gc_varint(&p);
-            heap = (uint32_t)store_gc_varint(&p);
+            uint64_t tid, hp;
+            if (!store_gc_varint(&p, end, &tid) || !store_gc_varint(&p, end, &hp) ||
+                tid > UINT32_MAX || hp > UINT8_MAX)
+                goto corrupt;
+            os_tid = (uint32_t)tid;
+            heap = (uint32_t)hp;
             key_ok = store_gc_heap_valid(heap);
             tid_noted = FALSE;
             c = NULL;
+        } else if (i == 0) {
+            goto corrupt;
         }
-        uint32_t type_id = (uint32_t)store_gc_varint(&p);
-        uint64_t size = store_gc_varint(&p);
+        if (!store_gc_varint(&p, end, &type_id) || !store_gc_varint(&p, end, &size) ||
+            type_id > UINT32_MAX)
+            goto corrupt;
         uint64_t gap = v >> 4;
         uint32_t gen = (uint32_t)(v >> 1) & 7;
         id += gap;
@@ -531,12 +559,19 @@ gboolean store_gc_survivors_packed(store_writer *w, const store_record *rec, GEr
          * (a flush of every chunk for a new key keeps the one it returns) */
         if (c == NULL || c->generation != gen)
             c = store_gc_chunk_for(w, os_tid, heap, gen, error);
-        if (c == NULL || !store_gc_chunk_append(w, c, id, type_id, size, error))
+        if (c == NULL || !store_gc_chunk_append(w, c, id, (uint32_t)type_id, size, error))
             return FALSE;
         w->last_survivor = id;
         w->gc.survivors++;
     }
-    return TRUE;
+    if (p == end)
+        return TRUE;
+corrupt:
+    /* the walk says what is wrong, in the words it always used */
+    if (store_stream_survivors_packed_check(rec, error))
+        g_set_error(error, STORE_ERROR, STORE_ERROR_STREAM,
+                    "GC_SURVIVORS_PACKED record: malformed"); /* not reached: both walk alike */
+    return FALSE;
 }
 
 /* Older objects that died in `gc`: their ids join the GC's deaths (objects.died_gc once

@@ -123,6 +123,13 @@ typedef struct store_history_batch {
     int64_t rows[STORE_HISTORY_ROWS][STORE_HISTORY_COLUMNS];
 } store_history_batch;
 
+/* The first size of a type in the chunk being parsed (schema 11: a later object of the type
+ * with that size has none). A slot is the chunk's when its stamp is. */
+typedef struct store_history_size {
+    uint32_t type_id, stamp;
+    uint64_t size;
+} store_history_size;
+
 typedef struct store_history {
     sqlite3 *db;
     const char *path;
@@ -139,6 +146,10 @@ typedef struct store_history {
     gboolean packed; /* survivors and deaths packed (schema 5 on) */
     gboolean chunk_generations; /* object_chunks.generation holds objects' first generations
                                  * (schema 10 on) */
+    /* the chunk's first sizes by type: open addressing, at most half full, stamped per chunk
+     * (no clearing between chunks); allocated and freed by store_history_read */
+    store_history_size *sizes;
+    uint32_t sizes_mask, sizes_used, sizes_stamp;
     gboolean summary_only; /* object_spans and object_totals alone: the packed rows stay */
     gboolean spans_wanted; /* write object_spans and object_totals (absent yet) */
     /* store_history_read reads only its tables from .. to - 1 (0 generation_changes,
@@ -244,9 +255,54 @@ static const char *store_history_parse(store_history *h, uint32_t gc, uint32_t g
     return n == count ? NULL : STORE_HISTORY_BAD_COUNT;
 }
 
-/* Appends the objects of one object_chunks row: "[[5,17,24],[1,17,32]]" is object 5 (type 17,
- * 24 bytes) and object 6 (type 17, 32 bytes); their number must be `count`. NULL, or why the
- * row is damaged. */
+/* The slot of `type_id` among the chunk's first sizes: its own (stamp current), or the free
+ * one where it goes. */
+static store_history_size *store_history_size_slot(store_history *h, uint32_t type_id)
+{
+    uint32_t i = (type_id * 2654435761u) & h->sizes_mask;
+    while (h->sizes[i].stamp == h->sizes_stamp && h->sizes[i].type_id != type_id)
+        i = (i + 1) & h->sizes_mask;
+    return &h->sizes[i];
+}
+
+/* Forgets the first sizes of the chunk before (a new stamp; the table cleared once the stamps
+ * wrap). */
+static void store_history_sizes_next_chunk(store_history *h)
+{
+    if (h->sizes == NULL) {
+        h->sizes_mask = 63;
+        h->sizes = g_new0(store_history_size, h->sizes_mask + 1);
+    }
+    if (++h->sizes_stamp == 0) {
+        memset(h->sizes, 0, sizeof *h->sizes * (h->sizes_mask + 1));
+        h->sizes_stamp = 1;
+    }
+    h->sizes_used = 0;
+}
+
+/* Notes `size` as the chunk's first of `type_id` (not there yet: `slot` is free), doubling the
+ * table when it is half full. */
+static void store_history_size_add(store_history *h, store_history_size *slot, uint32_t type_id,
+                                   uint64_t size)
+{
+    *slot = (store_history_size){.type_id = type_id, .stamp = h->sizes_stamp, .size = size};
+    if (++h->sizes_used * 2 <= h->sizes_mask + 1)
+        return;
+    store_history_size *old = h->sizes;
+    uint32_t old_n = h->sizes_mask + 1;
+    h->sizes_mask = old_n * 2 - 1;
+    h->sizes = g_new0(store_history_size, old_n * 2);
+    for (uint32_t i = 0; i < old_n; i++)
+        if (old[i].stamp == h->sizes_stamp)
+            *store_history_size_slot(h, old[i].type_id) = old[i];
+    g_free(old);
+}
+
+/* Appends the objects of one object_chunks row: "[[5,17,24],[1,17,32],[2,17]]" is object 5
+ * (type 17, 24 bytes), object 6 (type 17, 32 bytes) and object 8 (type 17, 24 bytes: no size
+ * is the size of its type's first object in the row, schema 11; files before have a size
+ * everywhere); their number must be `count`. NULL, or why the row is damaged (an object
+ * without a size whose type has no object before it in the row, too). */
 static const char *store_history_parse_chunk(store_history *h, uint32_t gc, int64_t thread,
                                              int64_t heap, int64_t generation, int64_t count,
                                              const unsigned char *p, int len,
@@ -263,16 +319,36 @@ static const char *store_history_parse_chunk(store_history *h, uint32_t gc, int6
         return not_array;
     p++;
     end--;
+    store_history_sizes_next_chunk(h);
     while (p < end) {
         uint64_t v[3];
         if (*p++ != '[')
             return not_array;
-        for (int k = 0; k < 3; k++)
-            if (!store_history_number(&p, end, &v[k]) || p == end || *p++ != (k < 2 ? ',' : ']'))
+        /* [gap,type] or [gap,type,size] */
+        int k = 0;
+        for (; k < 3; k++) {
+            if (!store_history_number(&p, end, &v[k]) || p == end)
                 return not_array;
-        if ((p < end && *p++ != ',') || v[1] > UINT32_MAX || v[2] > INT64_MAX ||
+            char sep = (char)*p++;
+            if (sep == ']')
+                break;
+            if (sep != ',' || k == 2)
+                return not_array;
+        }
+        if (k == 0 || (p < end && *p++ != ',') || v[1] > UINT32_MAX ||
             (n > 0 && v[0] == 0) || last + v[0] < last)
             return not_array;
+        store_history_size *first = store_history_size_slot(h, (uint32_t)v[1]);
+        gboolean known = first->stamp == h->sizes_stamp;
+        if (k == 1) { /* no size: its type's first */
+            if (!known)
+                return not_array;
+            v[2] = first->size;
+        } else if (v[2] > INT64_MAX) {
+            return not_array;
+        } else if (!known) {
+            store_history_size_add(h, first, (uint32_t)v[1], v[2]);
+        }
         last += v[0];
         h->objects = store_history_grow(h->objects, h->objects_n, &h->objects_cap,
                                         sizeof *h->objects);
@@ -381,7 +457,7 @@ static gboolean store_history_read(store_history *h, GError **error)
         {"object_chunks", "objects",
          "SELECT rowid, gc, thread, heap, count, objects, generation FROM object_chunks "
          "ORDER BY rowid",
-         "is not a JSON array of [id gap, type_id, size]"},
+         "is not a JSON array of [id gap, type_id, size] or [id gap, type_id]"},
     };
     static const char chunks_before_10[] =
         "SELECT rowid, gc, thread, heap, count, objects, NULL FROM object_chunks ORDER BY rowid";
@@ -440,6 +516,7 @@ static gboolean store_history_read(store_history *h, GError **error)
         sqlite3_finalize(st);
         st = NULL;
     }
+    g_clear_pointer(&h->sizes, g_free);
     if (tables == 2) /* the deaths alone: sorted as before the objects */
         store_radix_sort(h->changes, h->n, sizeof *h->changes, G_STRUCT_OFFSET(store_change, id));
     if (!h->packed) {
@@ -467,6 +544,7 @@ static gboolean store_history_read(store_history *h, GError **error)
     ok = TRUE;
 out:
     sqlite3_finalize(st);
+    g_clear_pointer(&h->sizes, g_free);
     return ok;
 }
 

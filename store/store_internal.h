@@ -58,8 +58,11 @@ typedef struct store_record {
         } survivors;
         struct {
             hl_gc_survivors h;
-            const uint8_t *items; /* h.count packed objects (hl_wire.h), checked by the decode */
-            const uint8_t *end;   /* the payload's end: the last object's */
+            /* h.count packed objects (hl_wire.h), not walked by the decode: the apply checks
+             * them as it reads them (store_gc_survivors_packed), a held GC's when it is held
+             * (store_stream_survivors_packed_check) */
+            const uint8_t *items;
+            const uint8_t *end; /* the payload's end: the last object's */
         } survivors_packed;
         hl_gc_start gc_start;
         struct {
@@ -419,6 +422,12 @@ gboolean store_stream_run(store_read_fn read, void *read_ctx, store_record_fn ap
 gboolean store_stream_decode(uint16_t type, const uint8_t *payload, uint32_t size,
                              store_record *out, GError **error);
 
+/* Walks the objects of a decoded GC_SURVIVORS_PACKED record: FALSE with STORE_ERROR_STREAM
+ * ("GC_SURVIVORS_PACKED record: ...") when one is cut or out of range or bytes are left over
+ * (hl_wire.h says what makes the record corrupt). The apply makes the same checks as it goes;
+ * this is the pass for a record that must be known whole before anything of it is applied. */
+gboolean store_stream_survivors_packed_check(const store_record *rec, GError **error);
+
 /* The record type's name ("GC_END"), or NULL for an unknown type. */
 const char *store_stream_record_name(uint16_t type);
 
@@ -658,8 +667,16 @@ typedef struct store_row_batch {
     size_t text_end[STORE_BATCH_ROWS];
 } store_row_batch;
 
+/* Types whose first size in a chunk the writer remembers (a direct-mapped table by type id:
+ * a type whose slot another holds has its size written each time, which the format allows). */
+#define STORE_CHUNK_SIZE_SLOTS 64
+#define STORE_CHUNK_NO_TYPE UINT32_MAX
+
 /* An object_chunks row being filled: objects of the open GC with one (thread, heap, first
- * generation), ids ascending, as JSON text "[[gap,type_id,size],..." (closed when written). */
+ * generation), ids ascending, as JSON text "[[gap,type_id,size],[gap,type_id],..." (closed
+ * when written): an object of the size of its type's first object in the chunk has no size
+ * (schema 11). size_types[type_id % STORE_CHUNK_SIZE_SLOTS] = the type whose first size is
+ * first_sizes[] there (STORE_CHUNK_NO_TYPE: none yet), reset when the chunk starts. */
 typedef struct store_object_chunk {
     uint32_t os_tid; /* 0: unknown (NULL) */
     uint32_t heap;   /* HL_GEN_NONE: unknown (NULL) */
@@ -667,6 +684,8 @@ typedef struct store_object_chunk {
     uint32_t count;
     uint64_t last_id;
     GString *json;
+    uint32_t size_types[STORE_CHUNK_SIZE_SLOTS];
+    uint64_t first_sizes[STORE_CHUNK_SIZE_SLOTS];
 } store_object_chunk;
 
 /* The GC being read (between its GC_START and GC_END). */

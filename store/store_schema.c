@@ -233,7 +233,9 @@ static const char store_schema_tables[] =
     ");\n"
     /* The objects that survived a GC, packed as the GCs found them (store_gc.c): a row per
      * (GC, thread, heap, first generation) and at most 8192 objects, each a JSON array
-     * [id gap, type_id, size] (ids ascending in a row: the first one's gap is the id itself).
+     * [id gap, type_id, size] (ids ascending in a row: the first one's gap is the id itself),
+     * or [id gap, type_id] when the size is that of the row's first object of the type
+     * (schema 11).
      * `generation` is their first generation change (schema 10; before, generation_changes
      * held it, each id written again). The view `objects` derives their rows while recording;
      * the first reader of the finished file expands them into the table `objects`
@@ -432,7 +434,9 @@ static const char store_schema_derived_views[] =
     "       NULL AS next_gc\n"
     "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ORDER BY j.key)\n"
     "                  AS INTEGER) AS id,\n"
-    "             CAST(j.value ->> 1 AS INTEGER) AS type_id, CAST(j.value ->> 2 AS INTEGER) AS size,\n"
+    "             CAST(j.value ->> 1 AS INTEGER) AS type_id,\n"
+    "             CAST(coalesce(j.value ->> 2, first_value(j.value ->> 2)\n"
+    "                  OVER (PARTITION BY c.rowid, j.value ->> 1 ORDER BY j.key)) AS INTEGER) AS size,\n"
     "             c.thread AS thread,\n"
     "             c.heap AS heap, c.gc AS first_gc\n"
     "      FROM object_chunks c, json_each(c.objects) j) o\n"

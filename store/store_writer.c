@@ -669,6 +669,11 @@ static gboolean store_writer_feed(void *ctx, const store_record *rec, GError **e
         }
         if (store_writer_holdable(rec) &&
             w->held->len + sizeof(hl_rec_header) + rec->size <= STORE_HOLD_MAX_BYTES) {
+            /* Checked whole now: a held GC is applied into its group's transaction, where a
+             * corrupt record found half applied could not be taken out alone. */
+            if (rec->type == HL_REC_GC_SURVIVORS_PACKED &&
+                !store_stream_survivors_packed_check(rec, error))
+                return FALSE;
             store_writer_hold(w, rec);
             return TRUE;
         }

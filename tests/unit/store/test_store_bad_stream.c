@@ -449,6 +449,58 @@ static void test_survivors_packed_extremes(void)
     tmp_dir_free(dir);
 }
 
+/* A corrupt GC_SURVIVORS_PACKED record after `n` good survivors of GC 2 (its check fused with
+ * the apply): GC 1 is kept whole, GC 2 leaves no row, the chunk rows it wrote before the
+ * corrupt record (8192 objects each) included. n = 9000 (27 KB of records): GC 2 is held and
+ * would be applied whole into the group of GC 1, so its records are checked when held; n =
+ * 30000 (90 KB): GC 2 is applied as it comes, a transaction of its own, rolled back. */
+static void test_packed_corrupt_gc(void)
+{
+    char *dir = tmp_dir_new();
+    static const uint32_t sizes[] = {9000, 30000};
+    for (size_t k = 0; k < G_N_ELEMENTS(sizes); k++) {
+        g_autoptr(GError) error = NULL;
+        uint32_t n = sizes[k];
+        hl_sb *sb = hl_sb_new();
+        hl_sb_set_packed_survivors(sb, TRUE);
+        hl_sb_run_start(sb, 1, "corrupt");
+        hl_sb_type(sb, 1, "A");
+        hl_sb_thread(sb, 100, 1, "Main");
+        hl_sb_gc_start(sb, 1, 0, FALSE, 3);
+        for (uint64_t id = 1; id < 3; id++) {
+            hl_survivor s = {.id = id, .size = 24, .type_id = 1, .os_tid = 100,
+                             .heap = HL_GEN_0, .generation = HL_GEN_1};
+            hl_sb_survivor(sb, 1, &s);
+        }
+        hl_sb_gc_end(sb, 1, 0);
+        hl_sb_gc_start(sb, 2, 0, FALSE, 1000000);
+        for (uint64_t id = 3; id < 3 + n; id++) {
+            hl_survivor s = {.id = id, .size = 24, .type_id = 1, .os_tid = 100,
+                             .heap = HL_GEN_0, .generation = HL_GEN_1};
+            hl_sb_survivor(sb, 2, &s);
+        }
+        /* one good object (gap 1, generation 1, key: thread 100, heap 0, type 1, 24 bytes) and
+         * two bytes left over */
+        static const uint8_t bad[] = {2, 0, 0, 0, 1, 0, 0, 0, 0x13, 100, 0, 1, 24, 7, 7};
+        hl_sb_record(sb, HL_REC_GC_SURVIVORS_PACKED, bad, sizeof bad);
+        hl_sb_gc_end(sb, 2, 0);
+        hl_sb_run_end(sb, 2);
+        g_autofree char *p = g_strdup_printf("%s/c%zu.db", dir, k);
+        CHECK(!hl_sb_write_db(sb, p, NULL, NULL, &error));
+        CHECK_ERROR(error, STORE_ERROR_STREAM, "corrupt record stream at byte");
+        CHECK_ERROR(error, STORE_ERROR_STREAM,
+                    "GC_SURVIVORS_PACKED record: 2 bytes left over after the 1 objects");
+        hl_sb_free(sb);
+        sqlite3 *db = db_open(p);
+        CHECK_ROWS(db, "SELECT gc FROM gcs", "1\n");
+        CHECK_ROWS(db, "SELECT gc, count FROM object_chunks", "1|2\n");
+        CHECK_ROWS(db, "SELECT status, loss FROM run", "truncated|stream-corrupt\n");
+        CHECK(db_int(db, "SELECT value FROM counters WHERE name = 'gcs_discarded_incomplete'") == 1);
+        sqlite3_close(db);
+    }
+    tmp_dir_free(dir);
+}
+
 static const test_case cases[] = {
     {"corrupt_size", test_corrupt_size},
     {"corrupt_count", test_corrupt_count},
@@ -460,6 +512,7 @@ static const test_case cases[] = {
     {"anomalies", test_anomalies},
     {"anomalies_packed", test_anomalies_packed},
     {"survivors_packed_extremes", test_survivors_packed_extremes},
+    {"packed_corrupt_gc", test_packed_corrupt_gc},
 };
 
 int main(int argc, char **argv)

@@ -395,7 +395,7 @@ static void test_change_gaps(void)
     /* Their first generation is their chunk's (schema 10), not a change of its own (ids ascend
      * in a chunk: 3 after 6 starts another). */
     CHECK_ROWS(db, "SELECT gc, generation, count, objects FROM object_chunks ORDER BY rowid",
-               "1|2|2|[[281474976710661,1,24],[1,1,24]]\n1|2|2|[[281474976710659,1,24],[6,1,24]]\n");
+               "1|2|2|[[281474976710661,1,24],[1,1]]\n1|2|2|[[281474976710659,1,24],[6,1]]\n");
     CHECK_ROWS(db, "SELECT gc, generation, count, ids FROM generation_changes ORDER BY rowid",
                "3|3|3|[281474976710659,2,4]\n");
     CHECK_ROWS(db, sql, want);
@@ -538,6 +538,125 @@ static void test_chunk_boundaries(void)
     tmp_dir_free(dir);
 }
 
+/* Schema 11: an object of its type's first size in its chunk has no size ([gap,type]): per
+ * chunk (each thread's its own, and a chunk started again at 8192 objects writes the first
+ * size again), a type whose slot another type holds (1 and 65 share one of the writer's 64)
+ * writes every size, and one of another size writes it. The view and the built rows give every
+ * object's size. */
+static void test_implied_sizes(void)
+{
+    char *dir = tmp_dir_new();
+    g_autoptr(GError) error = NULL;
+    g_autofree char *p = g_build_filename(dir, "sizes.db", NULL);
+    enum { LONG = STORE_CHUNK_OBJECTS + 2 };
+    hl_sb *sb = hl_sb_new();
+    hl_sb_set_packed_survivors(sb, TRUE);
+    hl_sb_type(sb, 1, "A");
+    hl_sb_type(sb, 2, "B[]");
+    hl_sb_type(sb, 3, "C");
+    hl_sb_type(sb, 65, "D");
+    hl_sb_gc_start(sb, 1, 0, FALSE, 100000);
+    static const struct {
+        uint32_t tid, type;
+        uint64_t size;
+    } v[] = {
+        {100, 1, 24}, {100, 1, 24}, {100, 1, 32}, {100, 2, 16}, {100, 65, 40},
+        {100, 65, 40}, {100, 1, 24}, {100, 2, 16}, {101, 1, 32}, {101, 1, 32},
+    };
+    GString *want = g_string_new(NULL);
+    uint64_t id = 1;
+    for (size_t i = 0; i < G_N_ELEMENTS(v); i++, id++) {
+        hl_survivor s = {.id = id, .size = v[i].size, .type_id = v[i].type, .os_tid = v[i].tid,
+                         .heap = HL_GEN_0, .generation = HL_GEN_1};
+        hl_sb_survivor(sb, 1, &s);
+        g_string_append_printf(want, "%" PRIu64 "|%" PRIu32 "|%" PRIu64 "|%" PRIu32 "\n", id,
+                               v[i].type, v[i].size, v[i].tid);
+    }
+    for (int i = 0; i < LONG; i++, id++) {
+        hl_survivor s = {.id = id, .size = 48, .type_id = 3, .os_tid = 102, .heap = HL_GEN_0,
+                         .generation = HL_GEN_1};
+        hl_sb_survivor(sb, 1, &s);
+    }
+    hl_sb_gc_end(sb, 1, 0);
+    hl_sb_run_end(sb, 1);
+    CHECK(hl_sb_write_db(sb, p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    hl_sb_free(sb);
+    sqlite3 *db = db_open(p);
+    CHECK_ROWS(db, "SELECT thread, count, objects FROM object_chunks WHERE thread < 102"
+                   " ORDER BY rowid",
+               "100|8|[[1,1,24],[1,1],[1,1,32],[1,2,16],[1,65,40],[1,65,40],[1,1],[1,2]]\n"
+               "101|2|[[9,1,32],[1,1]]\n");
+    /* thread 102: 8192 objects, then 2, each row starting with its first size */
+    g_autofree char *long_rows = g_strdup_printf(
+        "%d|[[11,3,48],[1,3],|%zu\n2|[[%d,3,48],[1,3]]|19\n", STORE_CHUNK_OBJECTS,
+        strlen("[[11,3,48]]") + (size_t)(STORE_CHUNK_OBJECTS - 1) * strlen(",[1,3]"),
+        STORE_CHUNK_OBJECTS + 11);
+    CHECK_ROWS(db, "SELECT count, CASE count WHEN 2 THEN objects ELSE substr(objects, 1, 17) END,"
+                   " length(objects) FROM object_chunks WHERE thread = 102 ORDER BY rowid",
+               long_rows);
+    static const char some[] = "SELECT id, type_id, size, thread FROM objects WHERE thread < 102"
+                               " ORDER BY id";
+    static const char many[] = "SELECT count(*), sum(size = 48 AND type_id = 3) FROM objects"
+                               " WHERE thread = 102";
+    g_autofree char *many_want = g_strdup_printf("%d|%d\n", LONG, LONG);
+    /* the view */
+    CHECK_ROWS(db, some, want->str);
+    CHECK_ROWS(db, many, many_want);
+    /* the rows in memory (the snapshot commands' objects) */
+    store_object_rows rows;
+    CHECK(store_history_objects_read(db, p, &rows, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(rows.n == G_N_ELEMENTS(v) + LONG);
+    for (size_t i = 0; i < rows.n; i++) {
+        uint64_t size = i < G_N_ELEMENTS(v) ? v[i].size : 48;
+        if (rows.objects[i].id != i + 1 || rows.objects[i].size != size) {
+            fprintf(stderr, "object %zu: id %" PRIu64 " size %" PRIu64 "\n", i,
+                    (uint64_t)rows.objects[i].id, (uint64_t)rows.objects[i].size);
+            failures++;
+            break;
+        }
+    }
+    store_object_rows_release(&rows);
+    /* Shaped as schema 10 wrote it, every size written: the same rows through the view and
+     * once built. */
+    g_autofree char *ten = g_build_filename(dir, "ten.db", NULL);
+    {
+        g_autofree char *bytes = NULL;
+        gsize len = 0;
+        CHECK(g_file_get_contents(p, &bytes, &len, NULL));
+        CHECK(g_file_set_contents(ten, bytes, (gssize)len, NULL));
+    }
+    sqlite3 *db10 = NULL;
+    CHECK(sqlite3_open(ten, &db10) == SQLITE_OK);
+    CHECK(sqlite3_exec(db10,
+                       "UPDATE object_chunks SET objects = (SELECT json_group_array(json_array(g, t, s))"
+                       " FROM (SELECT j.value ->> 0 AS g, j.value ->> 1 AS t,"
+                       " coalesce(j.value ->> 2, first_value(j.value ->> 2) OVER"
+                       " (PARTITION BY j.value ->> 1 ORDER BY j.key)) AS s"
+                       " FROM json_each(object_chunks.objects) j ORDER BY j.key));"
+                       "PRAGMA user_version = 10",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(db_int(db10, "SELECT count(*) FROM object_chunks WHERE objects LIKE '%[1,3]%'"
+                       " OR objects LIKE '%[1,1]%'") == 0);
+    CHECK_ROWS(db10, some, want->str);
+    CHECK_ROWS(db10, many, many_want);
+    CHECK(store_history_build_file(ten, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK_ROWS(db10, some, want->str);
+    CHECK_ROWS(db10, many, many_want);
+    sqlite3_close(db10);
+    /* the built rows */
+    CHECK(store_history_build_file(p, NULL, NULL, &error));
+    CHECK_NO_ERROR(error);
+    CHECK(db_int(db, "SELECT count(*) FROM object_chunks") == 0);
+    CHECK_ROWS(db, some, want->str);
+    CHECK_ROWS(db, many, many_want);
+    sqlite3_close(db);
+    g_string_free(want, TRUE);
+    tmp_dir_free(dir);
+}
+
 static const test_case cases[] = {
     {"golden_rows", test_golden_rows},
     {"golden_rows_packed", test_golden_rows_packed},
@@ -552,6 +671,7 @@ static const test_case cases[] = {
     {"change_gaps", test_change_gaps},
     {"many_deaths", test_many_deaths},
     {"first_read_order", test_first_read_order},
+    {"implied_sizes", test_implied_sizes},
 };
 
 int main(int argc, char **argv)

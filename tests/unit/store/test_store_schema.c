@@ -554,6 +554,12 @@ static void test_packed_damage(void)
         "UPDATE object_chunks SET objects = '[[99999999999999999999,1,1]]', count = 1 WHERE rowid = 1",
         "UPDATE object_chunks SET objects = '[[1,4294967296,1]]', count = 1 WHERE rowid = 1",
         "UPDATE object_chunks SET objects = '[[1,2,3] ]' WHERE rowid = 1",
+        /* schema 11: no size where its type has no first object in the row before it, too few
+         * or too many numbers */
+        "UPDATE object_chunks SET objects = '[[1,2,3],[1,4]]', count = 2 WHERE rowid = 1",
+        "UPDATE object_chunks SET objects = '[[1,2],[1,2,3]]', count = 2 WHERE rowid = 1",
+        "UPDATE object_chunks SET objects = '[[1,2,3],[1]]', count = 2 WHERE rowid = 1",
+        "UPDATE object_chunks SET objects = '[[1,2,3],[1,2,3,4]]', count = 2 WHERE rowid = 1",
         "UPDATE object_chunks SET objects = x'5b5b312c322c335d5d00' WHERE rowid = 1",
         "UPDATE object_chunks SET heap = 9 WHERE rowid = 1",
         "UPDATE object_chunks SET thread = -1 WHERE rowid = 1",
