@@ -1388,7 +1388,7 @@ static void *collector_main(void *arg) {
 static size_t outbox_capacity(void) {
     const char *mb = getenv("HEAPLENS_BUFFER_MB");
     long v = mb ? strtol(mb, NULL, 10) : 0;
-    return (size_t)(v > 0 && v <= 16384 ? v : 64) << 20;
+    return (size_t)(v > 0 && v <= 16384 ? v : HL_OUTBOX_DEFAULT_MB) << 20;
 }
 
 static void collector_free(collector *c) {

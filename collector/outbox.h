@@ -20,6 +20,14 @@
 #include <stdint.h>
 
 #define HL_OUTBOX_STALL_MS 10000 /* a writer that takes nothing for this long is given up */
+/* The queue's default size (HEAPLENS_BUFFER_MB). Every byte sent passes through it, and the
+ * writer is slower than the collector's bursts at GC ends, so the queue fills to its size and
+ * each page of it is faulted in (and zeroed) once a run: 64 MiB cost MidLife's collector 13k
+ * page faults, ~40 ms of system time and 43 MiB of RSS more than 16 MiB, with no program
+ * thread waiting either way and a shorter exit wait (less is queued at the end); 8 MiB took
+ * no fewer faults than 16 and waited longer (bench/README.md, "The collector's system time per
+ * survivor"). */
+#define HL_OUTBOX_DEFAULT_MB 16
 
 /* A record that will never reach the writer: its type and its payload, in two pieces whose
  * concatenation is the payload (b may be empty). Called on the collector thread; must not put. */
