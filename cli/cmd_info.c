@@ -188,6 +188,9 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                                    estimates->followed
                                        ? "  of the followed objects (every live object only at "
                                          "a snapshot's GC; 'survivors' estimates the others)"
+                                   : t->objects_alive > 0
+                                       ? "  alive after the last GC, and every allocation after "
+                                         "it (no GC judged those)"
                                        : ""));
     info_lines_add(lines, "types",
                    t->allocation_types == t->types
