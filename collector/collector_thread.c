@@ -1467,20 +1467,6 @@ int hl_collector_start(hl_profiler *p) {
     return 0;
 }
 
-static void collector_join(hl_profiler *p) {
-    if (!p->thread_started || atomic_exchange(&p->thread_joined, true))
-        return;
-    pthread_join(p->thread, NULL);
-    p->collector = NULL; /* freed by the thread itself */
-}
-
-void hl_collector_wake(hl_profiler *p) {
-    uint64_t one = 1;
-    if (p->thread_started && p->wake_fd > 0 && write(p->wake_fd, &one, sizeof one) < 0) {
-        /* the thread polls anyway (idle_poll_ms) */
-    }
-}
-
 /* An absolute CLOCK_REALTIME time `ms` from now, for pthread_timedjoin_np. */
 static struct timespec realtime_after_ms(unsigned ms) {
     struct timespec until;
@@ -1494,6 +1480,35 @@ static struct timespec realtime_after_ms(unsigned ms) {
     return until;
 }
 
+/* Joins the collector thread once. With p->exit_note, a wait past exit_note_ms is said on
+ * stderr: the program's code is done but its process waits here for the writer to take the
+ * collector's backlog (seconds on a program whose objects live a little, a loaded machine), and
+ * without a word a terminal looks hung. Said from here because heaplens sees only a process
+ * that has not exited yet; the program's stderr is heaplens' own under record (only its own
+ * program says it: record's -q, --json, attach and descendants leave exit_note off). */
+static void collector_join(hl_profiler *p) {
+    if (!p->thread_started || atomic_exchange(&p->thread_joined, true))
+        return;
+    bool joined = false;
+    if (p->exit_note) {
+        struct timespec until = realtime_after_ms(p->exit_note_ms);
+        joined = pthread_timedjoin_np(p->thread, NULL, &until) == 0;
+        if (!joined)
+            fprintf(stderr, "heaplens: the program has ended; its collector is handing the rest "
+                            "of the recording to heaplens (the summary follows)\n");
+    }
+    if (!joined)
+        pthread_join(p->thread, NULL);
+    p->collector = NULL; /* freed by the thread itself */
+}
+
+void hl_collector_wake(hl_profiler *p) {
+    uint64_t one = 1;
+    if (p->thread_started && p->wake_fd > 0 && write(p->wake_fd, &one, sizeof one) < 0) {
+        /* the thread polls anyway (idle_poll_ms) */
+    }
+}
+
 void hl_collector_stop(hl_profiler *p) {
     if (!p->thread_started)
         return;
@@ -1502,22 +1517,6 @@ void hl_collector_stop(hl_profiler *p) {
     hl_collector_wake(p);
     /* The chunks and the GC queue stay: other threads may still be inside a callback while the
      * process ends. Only the collector thread's own state goes (the thread frees it). */
-    if (p->exit_note && !atomic_exchange(&p->thread_joined, true)) {
-        /* The program's code is done but its process waits here, for the writer to take the
-         * collector's backlog (seconds on a program whose objects live a little, a loaded
-         * machine): without a word a terminal looks hung. Said from here because heaplens sees
-         * only a process that has not exited yet; the program's stderr is heaplens' own under
-         * record (only its own program says it: record's -q, --json, attach and descendants
-         * leave exit_note off). */
-        struct timespec until = realtime_after_ms(p->exit_note_ms);
-        if (pthread_timedjoin_np(p->thread, NULL, &until) != 0) {
-            fprintf(stderr, "heaplens: the program has ended; its collector is handing the rest "
-                            "of the recording to heaplens (the summary follows)\n");
-            pthread_join(p->thread, NULL);
-        }
-        p->collector = NULL; /* freed by the thread itself */
-        return;
-    }
     collector_join(p);
 }
 

@@ -196,11 +196,11 @@ static gboolean store_decode_survivors_packed(const uint8_t *p, uint32_t size, s
     return TRUE;
 }
 
-gboolean store_stream_survivors_packed_check(const store_record *rec, GError **error)
+/* store_stream_survivors_packed_check's walk; the message without the record's name. */
+static gboolean store_survivors_packed_walk(const store_record *rec, GError **error)
 {
     const hl_gc_survivors *h = &rec->u.survivors_packed.h;
     const uint8_t *q = rec->u.survivors_packed.items, *end = rec->u.survivors_packed.end;
-    uint32_t size = rec->size;
     for (uint32_t i = 0; i < h->count; i++) {
         uint64_t v, tid = 0, heap = 0, type_id, obj_size;
         if (!store_varint(&q, end, &v))
@@ -209,30 +209,34 @@ gboolean store_stream_survivors_packed_check(const store_record *rec, GError **e
             if (!store_varint(&q, end, &tid) || !store_varint(&q, end, &heap))
                 goto cut;
             if (tid > UINT32_MAX || heap > UINT8_MAX)
-                return store_decode_fail(error, "GC_SURVIVORS_PACKED record: object %" PRIu32
-                                         " has thread %" PRIu64 " and heap %" PRIu64
-                                         ": out of range", i, tid, heap);
+                return store_decode_fail(error, "object %" PRIu32 " has thread %" PRIu64
+                                         " and heap %" PRIu64 ": out of range", i, tid, heap);
         } else if (i == 0) {
-            return store_decode_fail(error,
-                                     "GC_SURVIVORS_PACKED record: the first object has no thread and heap");
+            return store_decode_fail(error, "the first object has no thread and heap");
         }
         if (!store_varint(&q, end, &type_id) || !store_varint(&q, end, &obj_size))
             goto cut;
         if (type_id > UINT32_MAX)
-            return store_decode_fail(error, "GC_SURVIVORS_PACKED record: object %" PRIu32
-                                     " has type %" PRIu64 ": out of range", i, type_id);
+            return store_decode_fail(error, "object %" PRIu32 " has type %" PRIu64
+                                     ": out of range", i, type_id);
         continue;
     cut:
-        return store_decode_fail(error, "GC_SURVIVORS_PACKED record: payload of %" PRIu32
-                                 " bytes does not hold the %" PRIu32
+        return store_decode_fail(error, "payload of %" PRIu32 " bytes does not hold the %" PRIu32
                                  " objects it declares (object %" PRIu32 " is cut or malformed)",
-                                 size, h->count, i);
+                                 rec->size, h->count, i);
     }
     if (q != end)
-        return store_decode_fail(error, "GC_SURVIVORS_PACKED record: %zu bytes left over after the %" PRIu32
-                                 " objects it declares",
-                                 (size_t)(end - q), h->count);
+        return store_decode_fail(error, "%zu bytes left over after the %" PRIu32
+                                 " objects it declares", (size_t)(end - q), h->count);
     return TRUE;
+}
+
+gboolean store_stream_survivors_packed_check(const store_record *rec, GError **error)
+{
+    if (store_survivors_packed_walk(rec, error))
+        return TRUE;
+    g_prefix_error(error, "GC_SURVIVORS_PACKED record: ");
+    return FALSE;
 }
 
 static gboolean store_decode_gc_start(const uint8_t *p, uint32_t size, store_record *out,

@@ -275,24 +275,30 @@ typedef struct descendant_script {
     int col; /* the collector's end */
 } descendant_script;
 
+/* The stream both scripts begin with, sent on the collector's end: run `name`, type A, object
+ * 1 promoted by GC 1. Returns the bytes sent. */
+static size_t script_first_gc(descendant_script *ds, hl_sb *sb, const char *name)
+{
+    size_t len;
+    hl_sb_run_start(sb, 1, name);
+    hl_sb_type(sb, 1, "A");
+    hl_sb_alloc(sb, 1, 1, 24, 7);
+    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_gc_end(sb, 1, 0);
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    write_all(ds->col, bytes, len);
+    return len;
+}
+
 static gpointer descendant_script_run(gpointer data)
 {
     descendant_script *ds = data;
     control_script *sc = &ds->sc;
     const char *ctl = sc->control_sock;
     hl_sb *sb = hl_sb_new();
-    size_t len, sent = 0;
+    size_t len, sent = script_first_gc(ds, sb, "descendant");
     const uint8_t *bytes;
-
-    hl_sb_run_start(sb, 1, "descendant");
-    hl_sb_type(sb, 1, "A");
-    hl_sb_alloc(sb, 1, 1, 24, 7);
-    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
-    hl_sb_gc_end(sb, 1, 0);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes, len);
-    sent = len;
 
     /* The request reaches the collector only once the writer serves the connection. */
     int a = control_send(ctl, "snapshot\n");
@@ -339,18 +345,8 @@ static gpointer matched_script_run(gpointer data)
     control_script *sc = &ds->sc;
     const char *ctl = sc->control_sock;
     hl_sb *sb = hl_sb_new();
-    size_t len, sent = 0;
+    size_t len, sent = script_first_gc(ds, sb, "matched");
     const uint8_t *bytes;
-
-    hl_sb_run_start(sb, 1, "matched");
-    hl_sb_type(sb, 1, "A");
-    hl_sb_alloc(sb, 1, 1, 24, 7);
-    hl_sb_gc_start(sb, 1, 0, FALSE, 2);
-    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
-    hl_sb_gc_end(sb, 1, 0);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes, len);
-    sent = len;
 
     int a = control_send(ctl, "snapshot\n");
     SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) == 1);
