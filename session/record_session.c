@@ -242,6 +242,18 @@ static void program_wait(pid_t program, const char *claimed, int *status, char *
         ;
 }
 
+/* Nothing was recorded into `output`: its set is removed, and with --force the old recording set
+ * `aside` goes back in its place (*error, when given, then says so). TRUE when it went back. */
+static gboolean output_drop(const char *output, const char *aside, GError **error) {
+    if (aside)
+        return recording_output_kept(aside, output, error);
+    for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
+        g_autofree char *path = g_strconcat(output, query_replaced_suffixes[i], NULL);
+        unlink(path);
+    }
+    return FALSE;
+}
+
 static int exit_status_of(int status) {
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
@@ -522,7 +534,9 @@ static gboolean record_session_forwarding(const record_options *options,
         recording_output_kept(aside, output, error); /* --force: the old one goes back */
         return FALSE;
     }
-    recording_output_replaced(aside);
+    /* --force: the old set stays aside until the program has started (below): nothing recorded
+     * before (a signal first, a program that cannot be run) puts it back, as attach does when
+     * its attach is refused. */
     int exit_status = 1;
 
     pid_t children = -1;
@@ -534,7 +548,7 @@ static gboolean record_session_forwarding(const record_options *options,
             close(writer_stop);
             waitpid(writer, NULL, 0);
             recording_sockets_remove(&sockets);
-            unlink(output);
+            output_drop(output, aside, error);
             return FALSE;
         }
     }
@@ -575,12 +589,9 @@ static gboolean record_session_forwarding(const record_options *options,
             waitpid(children, NULL, 0);
         }
         recording_sockets_remove(&sockets);
-        for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
-            g_autofree char *path = g_strconcat(output, query_replaced_suffixes[i], NULL);
-            unlink(path);
-        }
-        fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded\n",
-                strsignal(early));
+        gboolean kept = output_drop(output, aside, NULL);
+        fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded%s\n",
+                strsignal(early), kept ? " (the old recording was kept)" : "");
         forwarded_signals_restore(original); /* for the signal to end heaplens */
         raise(early);
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
@@ -592,6 +603,8 @@ static gboolean record_session_forwarding(const record_options *options,
                                   &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
+    if (started)
+        recording_output_replaced(aside); /* --force: the new recording has begun */
     int status = 0;
     /* what keeps the runtime from loading the collector in the program's environment: an `env`
      * in its command line, or else what program_wait sees in its processes' */
@@ -655,7 +668,7 @@ static gboolean record_session_forwarding(const record_options *options,
                 unrecorded->len, unrecorded_error->message);
 
     if (!started) {
-        unlink(output); /* nothing was recorded: leave no empty database behind */
+        output_drop(output, aside, error); /* nothing was recorded: no empty database left */
         return FALSE;
     }
     *exit_status_out = exit_status;
