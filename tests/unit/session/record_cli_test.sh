@@ -239,6 +239,16 @@ check "--force, a program that cannot be run" 1 $? err "^heaplens: cannot run '$
 cmp -s old.db old.copy && [ -z "$(ls -A | grep -e heaplens-replaced -e 'old\.db-')" ] \
   && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a program that cannot be run lost the old recording (--force)"; ls -A; }
 
+# --count with its pattern forgotten takes no option or separator for one: "--count -- sh ..."
+# ran the program counting a pattern '--' (attach the same, before it looks for the process).
+rm -f ran
+"$hl" record -o cnt.db --count -- sh -c 'touch ran' 2>err
+check "--count without a pattern" 1 $? err "^heaplens: record: option '--count' needs a method pattern \(Namespace.Type.Method, \* wildcards\), not '--'; see 'heaplens record --help'$"
+[ ! -e ran ] && [ ! -e cnt.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --count --: the program ran or cnt.db was made"; }
+"$hl" attach 1 --count -o cnt.db 2>err
+check "attach --count without a pattern" 1 $? err "^heaplens: attach: option '--count' needs a method pattern \(Namespace.Type.Method, \* wildcards\), not '-o'; see 'heaplens attach --help'$"
+[ ! -e cnt.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL attach --count -o: cnt.db was made"; }
+
 # A name the file system takes, but not with SQLite's "-journal" after it (or, with --children,
 # not for a descendant's "NAME.PID.db-journal"): refused before the program runs (before, it ran
 # and the recording failed mid-way: "unable to open database file").
