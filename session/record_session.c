@@ -653,9 +653,10 @@ static gboolean record_session_forwarding(const record_options *options,
      * what it could not store is stored now (before the session's directory, which holds the
      * collector's end file, goes). */
     gboolean ours = TRUE; /* `output` is still the recording's file */
+    gboolean end_stored = FALSE;
     if (!writer_ok && started)
         ours = recording_writer_died(output, &sockets, writer_status, TRUE, exit_status,
-                                     (long)program);
+                                     (long)program, &end_stored);
     /* .NET processes of the session that declined (every descendant without --children): the
      * recording says they ran, so that a launcher's summary does not hide its child's work. */
     g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
@@ -673,8 +674,11 @@ static gboolean record_session_forwarding(const record_options *options,
     }
     *exit_status_out = exit_status;
     /* A killed writer's file now says how it ended: its summary says what it holds and what
-     * is missing (a writer stopped by a full disk said so in its own line). */
-    gboolean summarise = writer_ok || (WIFSIGNALED(writer_status) && ours);
+     * is missing. So does a writer's stopped by a full disk once its end could be stored: its
+     * own line said only how many GCs the file keeps, not what was lost. */
+    gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
+    gboolean summarise = writer_ok || (WIFSIGNALED(writer_status) && ours) ||
+                         (stopped && ours && end_stored);
     /* --quiet prints no summary: a finished recording is not read again for one (the reading
      * was 1.7 ms of CPU per run). A killed writer's file is, for an error that says it is
      * unreadable. */
