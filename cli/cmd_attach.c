@@ -36,7 +36,14 @@ int cmd_attach(int argc, char **argv) {
     int n_args = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--count") == 0 || strncmp(argv[i], "--count=", 8) == 0) {
-            const char *pattern = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
+            gboolean separate = argv[i][7] != '=';
+            const char *pattern = !separate ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
+            if (separate && pattern && pattern[0] == '-') { /* a forgotten pattern */
+                g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "attach: option '--count' needs a method pattern (Namespace.Type.Method, "
+                            "* wildcards), not '%s'; see 'heaplens attach --help'", pattern);
+                return query_error_report(error);
+            }
             if (!pattern || !*pattern || strchr(pattern, ';')) {
                 g_set_error(&error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "attach: --count takes a non-empty method pattern without ';' "

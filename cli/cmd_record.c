@@ -120,6 +120,14 @@ static gboolean parse_options(int argc, char **argv, record_options *o, gboolean
                 return FALSE;
             }
             const char *pattern = a[7] == '=' ? a + 8 : argv[++i];
+            /* no method's name starts with '-': the next option or the separator, forgotten
+             * pattern ("--count -- dotnet app.dll" ran the program counting a pattern '--') */
+            if (a[7] != '=' && pattern[0] == '-') {
+                g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
+                            "record: option '--count' needs a method pattern (Namespace.Type.Method, "
+                            "* wildcards), not '%s'; see 'heaplens record --help'", pattern);
+                return FALSE;
+            }
             if (!*pattern || strchr(pattern, ';')) {
                 g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE,
                             "record: --count takes a non-empty pattern without ';', not '%s'", pattern);

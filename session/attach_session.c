@@ -362,7 +362,7 @@ gboolean attach_session_run(const attach_options *o, int *status, json_t **summa
         close(target);
     gboolean writer_ok = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == 0;
     if (!writer_ok) /* said, and what the writer could not store stored (no exit status) */
-        recording_writer_died(output, &sockets, writer_status, FALSE, 0, 0);
+        recording_writer_died(output, &sockets, writer_status, FALSE, 0, 0, NULL);
     recording_sockets_remove(&sockets);
     if (!clean) {
         query_error_report(*error); /* said now, before the summary */

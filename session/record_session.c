@@ -242,6 +242,18 @@ static void program_wait(pid_t program, const char *claimed, int *status, char *
         ;
 }
 
+/* Nothing was recorded into `output`: its set is removed, and with --force the old recording set
+ * `aside` goes back in its place (*error, when given, then says so). TRUE when it went back. */
+static gboolean output_drop(const char *output, const char *aside, GError **error) {
+    if (aside)
+        return recording_output_kept(aside, output, error);
+    for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
+        g_autofree char *path = g_strconcat(output, query_replaced_suffixes[i], NULL);
+        unlink(path);
+    }
+    return FALSE;
+}
+
 static int exit_status_of(int status) {
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
@@ -522,7 +534,9 @@ static gboolean record_session_forwarding(const record_options *options,
         recording_output_kept(aside, output, error); /* --force: the old one goes back */
         return FALSE;
     }
-    recording_output_replaced(aside);
+    /* --force: the old set stays aside until the program has started (below): nothing recorded
+     * before (a signal first, a program that cannot be run) puts it back, as attach does when
+     * its attach is refused. */
     int exit_status = 1;
 
     pid_t children = -1;
@@ -534,7 +548,7 @@ static gboolean record_session_forwarding(const record_options *options,
             close(writer_stop);
             waitpid(writer, NULL, 0);
             recording_sockets_remove(&sockets);
-            unlink(output);
+            output_drop(output, aside, error);
             return FALSE;
         }
     }
@@ -575,12 +589,9 @@ static gboolean record_session_forwarding(const record_options *options,
             waitpid(children, NULL, 0);
         }
         recording_sockets_remove(&sockets);
-        for (size_t i = 0; i < QUERY_REPLACED_MEMBERS; i++) {
-            g_autofree char *path = g_strconcat(output, query_replaced_suffixes[i], NULL);
-            unlink(path);
-        }
-        fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded\n",
-                strsignal(early));
+        gboolean kept = output_drop(output, aside, NULL);
+        fprintf(stderr, "heaplens: record: %s before the program started: nothing was recorded%s\n",
+                strsignal(early), kept ? " (the old recording was kept)" : "");
         forwarded_signals_restore(original); /* for the signal to end heaplens */
         raise(early);
         sigprocmask(SIG_SETMASK, &original_mask, NULL);
@@ -592,6 +603,8 @@ static gboolean record_session_forwarding(const record_options *options,
                                   &original_mask, error);
     sigprocmask(SIG_SETMASK, &original_mask, NULL);
     gboolean started = program > 0;
+    if (started)
+        recording_output_replaced(aside); /* --force: the new recording has begun */
     int status = 0;
     /* what keeps the runtime from loading the collector in the program's environment: an `env`
      * in its command line, or else what program_wait sees in its processes' */
@@ -640,9 +653,10 @@ static gboolean record_session_forwarding(const record_options *options,
      * what it could not store is stored now (before the session's directory, which holds the
      * collector's end file, goes). */
     gboolean ours = TRUE; /* `output` is still the recording's file */
+    gboolean end_stored = FALSE;
     if (!writer_ok && started)
         ours = recording_writer_died(output, &sockets, writer_status, TRUE, exit_status,
-                                     (long)program);
+                                     (long)program, &end_stored);
     /* .NET processes of the session that declined (every descendant without --children): the
      * recording says they ran, so that a launcher's summary does not hide its child's work. */
     g_autoptr(GArray) unrecorded = recording_unrecorded_read(&sockets);
@@ -655,13 +669,16 @@ static gboolean record_session_forwarding(const record_options *options,
                 unrecorded->len, unrecorded_error->message);
 
     if (!started) {
-        unlink(output); /* nothing was recorded: leave no empty database behind */
+        output_drop(output, aside, error); /* nothing was recorded: no empty database left */
         return FALSE;
     }
     *exit_status_out = exit_status;
     /* A killed writer's file now says how it ended: its summary says what it holds and what
-     * is missing (a writer stopped by a full disk said so in its own line). */
-    gboolean summarise = writer_ok || (WIFSIGNALED(writer_status) && ours);
+     * is missing. So does a writer's stopped by a full disk once its end could be stored: its
+     * own line said only how many GCs the file keeps, not what was lost. */
+    gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
+    gboolean summarise = writer_ok || (WIFSIGNALED(writer_status) && ours) ||
+                         (stopped && ours && end_stored);
     /* --quiet prints no summary: a finished recording is not read again for one (the reading
      * was 1.7 ms of CPU per run). A killed writer's file is, for an error that says it is
      * unreadable. */

@@ -567,7 +567,9 @@ gboolean recording_output_ours(const char *who, const char *output, const record
 
 gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
                                int writer_status, gboolean exit_known, int exit_status,
-                               long exit_pid) {
+                               long exit_pid, gboolean *end_stored) {
+    if (end_stored)
+        *end_stored = FALSE;
     if (!recording_output_ours("the writer", output, &sockets->output_id))
         return FALSE;
     gboolean stopped = WIFEXITED(writer_status) && WEXITSTATUS(writer_status) == WRITER_EXIT_STOPPED;
@@ -582,8 +584,10 @@ gboolean recording_writer_died(const char *output, const recording_sockets *sock
                            .exit_pid = exit_pid,
                            .writer_signal = WIFSIGNALED(writer_status) ? WTERMSIG(writer_status) : 0};
     g_autoptr(GError) error = NULL;
-    if (!store_recording_end(output, &ending, &error) &&
-        !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
+    gboolean stored = store_recording_end(output, &ending, &error);
+    if (end_stored)
+        *end_stored = stored;
+    if (!stored && !(stopped && g_error_matches(error, STORE_ERROR, STORE_ERROR_IO)))
         fprintf(stderr, "heaplens: could not store how the recording ended: %s\n",
                 error->message);
     return TRUE;

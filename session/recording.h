@@ -95,10 +95,11 @@ void recording_dir_remove(const char *dir);
  * A file that cannot take it stays as it was: one more
  * line says so, except after a write error (the writer's line said the disk is full). When
  * `output` is no longer the file the writer created (recording_output_ours), that is said
- * instead, nothing is stored and FALSE returned: no summary may read the file now named so. */
+ * instead, nothing is stored and FALSE returned: no summary may read the file now named so.
+ * *end_stored (may be NULL): whether the end was stored, so that a summary reads it. */
 gboolean recording_writer_died(const char *output, const recording_sockets *sockets,
                                int writer_status, gboolean exit_known, int exit_status,
-                               long exit_pid);
+                               long exit_pid, gboolean *end_stored);
 /* The writer finished with the file left in WAL mode (store_summary.wal_kept: a reader kept it
  * open): says so in one line on stderr — the recording is whole, its last GCs in `output`-wal
  * until the last connection to it closes. */

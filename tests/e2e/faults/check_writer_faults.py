@@ -474,10 +474,13 @@ def writer_disk_full(hl, dll, workdir, iterations):
     err = proc.stderr.read()
     status = proc.wait(timeout=300)
     lines = [x for x in err.splitlines() if x.strip()]
+    # the writer's line, then (when the end could be stored) the summary and its note
+    said = [x for x in lines if not x.startswith(("heaplens: recorded ", "heaplens: note: "))]
+    summary = [x for x in lines if x.startswith("heaplens: recorded ")]
     check("disk full: the program ran to its end", line is not None, err.strip())
     check("disk full: heaplens exits with the program's status (0)", status == 0,
           f"status {status}")
-    check("disk full: heaplens says what happened in one line", len(lines) == 1, err.strip())
+    check("disk full: heaplens says what happened in one line", len(said) == 1, err.strip())
     check("disk full: the line names the file and the error",
           bool(lines) and db in lines[0] and ("disk I/O error" in lines[0] or "full" in lines[0])
           and "committed before" in lines[0], err.strip())
@@ -504,6 +507,12 @@ def writer_disk_full(hl, dll, workdir, iterations):
                and info["counters"].get("program_gcs", 0) > len(gcs["rows"] if gcs else []))
               or (not stored and run["status"] == "recording"),
               json.dumps(run) + json.dumps(info["counters"]))
+        # The end stored, the summary says what was lost and why, as for a killed writer (it
+        # said only how many GCs the file keeps); not stored, no summary reads the file.
+        check("disk full: the summary line says the loss and its reason when the end was stored",
+              (stored and len(summary) == 1 and "lost at least" in summary[0]
+               and "write-failed" in summary[0] and lines[0] in said)
+              or (not stored and not summary), err.strip())
         if stored:
             check_missing_said("disk full", hl, db, info["counters"]["program_gcs"])
 

@@ -222,6 +222,33 @@ for sig in INT TERM; do
   [ ! -e ran ] && [ -z "$(ls early-$sig.db* 2>/dev/null)" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL SIG$sig before the start: the program ran or a file was left"; ls early-$sig.db* ran; }
 done
 
+# ... and with --force the old recording stays: nothing was recorded to replace it (before, it
+# was removed as soon as the writer had created the new file, which the signal then removed too).
+# The same for a program that cannot be run although access() lets it (a directory: exec fails).
+"$hl" record -q -o old.db -- echo old-recording >/dev/null 2>err; check "a recording to keep (early)" 0 $? err ""
+cp old.db old.copy
+rm -f ran
+strace -o /dev/null -e trace=clone -e inject=clone:signal=SIGTERM:when=1 \
+  "$hl" record --force -o old.db -- sh -c 'touch ran' 2>err
+check "SIGTERM before the program started, --force" 143 $? err "^heaplens: record: Terminated before the program started: nothing was recorded \(the old recording was kept\)$"
+cmp -s old.db old.copy && [ ! -e ran ] && [ -z "$(ls -A | grep -e heaplens-replaced -e 'old\.db-')" ] \
+  && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a signal before the start lost the old recording (--force)"; ls -A; }
+mkdir notaprogram
+"$hl" record --force -o old.db -- "$work/notaprogram" 2>err
+check "--force, a program that cannot be run" 1 $? err "^heaplens: cannot run '$work/notaprogram': Permission denied \(the old recording was kept\)$"
+cmp -s old.db old.copy && [ -z "$(ls -A | grep -e heaplens-replaced -e 'old\.db-')" ] \
+  && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a program that cannot be run lost the old recording (--force)"; ls -A; }
+
+# --count with its pattern forgotten takes no option or separator for one: "--count -- sh ..."
+# ran the program counting a pattern '--' (attach the same, before it looks for the process).
+rm -f ran
+"$hl" record -o cnt.db --count -- sh -c 'touch ran' 2>err
+check "--count without a pattern" 1 $? err "^heaplens: record: option '--count' needs a method pattern \(Namespace.Type.Method, \* wildcards\), not '--'; see 'heaplens record --help'$"
+[ ! -e ran ] && [ ! -e cnt.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL --count --: the program ran or cnt.db was made"; }
+"$hl" attach 1 --count -o cnt.db 2>err
+check "attach --count without a pattern" 1 $? err "^heaplens: attach: option '--count' needs a method pattern \(Namespace.Type.Method, \* wildcards\), not '-o'; see 'heaplens attach --help'$"
+[ ! -e cnt.db ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL attach --count -o: cnt.db was made"; }
+
 # A name the file system takes, but not with SQLite's "-journal" after it (or, with --children,
 # not for a descendant's "NAME.PID.db-journal"): refused before the program runs (before, it ran
 # and the recording failed mid-way: "unable to open database file").
