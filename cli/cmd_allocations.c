@@ -189,6 +189,13 @@ int cmd_allocations(int argc, char **argv)
     }
     if (json) {
         json_t *head = note ? query_estimates_json(&estimates) : json_object();
+        /* Per thread, a sampled or attach recording knows only its samples' threads: the rows
+         * of one thread are estimates even where the census made the totals per type exact
+         * (the text says "ESTIMATED from the allocation samples"). */
+        if (thread && estimates.uncounted) {
+            json_object_set_new(head, "estimated", json_true());
+            json_object_set_new(head, "exact_per_type", json_false());
+        }
         json_object_set_new(head, "total",
                             part ? json_pack("{s:I, s:I}", "count", (json_int_t)part_count,
                                              "bytes", (json_int_t)part_bytes)

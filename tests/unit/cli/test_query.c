@@ -567,6 +567,31 @@ static void case_followed_marks(void)
            "");
 }
 
+/* A sampled recording with the census: per type the counts are exact (exact_per_type), but the
+ * rows of one thread are the samples' share of them, estimates in JSON as in the text. */
+static void case_allocations_thread_census(void)
+{
+    fixture_app("tcensus.db");
+    fixture_sql("tcensus.db", FOLLOWED_SQL
+                "UPDATE gcs SET census_objects = 10;"
+                "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived,"
+                " survived_bytes, flags) VALUES (2, 1, NULL, 0, 3000, 192000, 0, 0, 2);"
+                "INSERT INTO sampling (id, source, mean_distance_bytes, biased, samples,"
+                " samples_dropped) VALUES (1, 'AllocationSampled', 102400, 0, 1, 0);");
+    for (int per_thread = 0; per_thread < 2; per_thread++) {
+        json_t *doc = json_run_new("allocations", "tcensus.db", per_thread ? "--thread" : NULL,
+                                   per_thread ? "101" : NULL, NULL, NULL);
+        CHECK(json_is_true(json_object_get(doc, "estimated")));
+        CHECK(json_is_boolean(json_object_get(doc, "exact_per_type")) &&
+              json_is_true(json_object_get(doc, "exact_per_type")) == !per_thread);
+        json_decref(doc);
+    }
+    run_result text = RUN("allocations", "tcensus.db", "--thread", "101");
+    CHECK(text.status == 0 &&
+          strstr(text.out, " by thread 101, ESTIMATED from the allocation samples\n") != NULL);
+    run_result_release(&text);
+}
+
 /* One integer from `sql` on fixture `name`; -1 when there is no row. */
 static int64_t fixture_int(const char *name, const char *sql)
 {
@@ -1594,6 +1619,7 @@ static const cli_test_case cases[] = {
     {"survivors_followed", case_survivors_followed},
     {"survivors_followed_spans", case_survivors_followed_spans},
     {"followed_marks", case_followed_marks},
+    {"allocations_thread_census", case_allocations_thread_census},
     {"survivors_rounded_once", case_survivors_rounded_once},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
