@@ -611,7 +611,9 @@ static void case_allocations_thread_census(void)
     CHECK(text.status == 0 && strstr(text.out, "~3,056  ~188.5 KiB  System.String\n") != NULL &&
           strstr(text.out, "\n     2    97.9 KiB  System.Byte[]\n") != NULL &&
           strstr(text.out, "~: the row's figures include allocations estimated from the samples") !=
-              NULL);
+              NULL &&
+          strstr(text.out, " small objects ESTIMATED from 1 sample, where the census did not "
+                           "count\n") != NULL);
     run_result_release(&text);
 }
 
