@@ -574,7 +574,8 @@ static void case_followed_marks(void)
 static void case_allocations_thread_census(void)
 {
     fixture_app("tcensus.db");
-    fixture_sql("tcensus.db", FOLLOWED_SQL
+    /* the snapshot row stands alone: no objects, so that the report reads it */
+    fixture_sql("tcensus.db", FOLLOWED_SQL "UPDATE snapshots SET objects = 0;"
                 "UPDATE gcs SET census_objects = 10;"
                 "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived,"
                 " survived_bytes, flags) VALUES (2, 1, NULL, 0, 3000, 192000, 0, 0, 2);"
@@ -615,6 +616,20 @@ static void case_allocations_thread_census(void)
           strstr(text.out, " small objects ESTIMATED from 1 sample, where the census did not "
                            "count\n") != NULL);
     run_result_release(&text);
+    /* the report's top allocating types carry the same estimated part (its page marks them) */
+    doc = json_run_new("report", "tcensus.db", NULL, NULL, NULL, NULL);
+    json_t *top = json_object_get(json_object_get(doc, "allocations"), "top_types");
+    marked = 0;
+    for (size_t i = 0; i < json_array_size(top); i++) {
+        json_t *row = json_array_get(top, i);
+        gboolean string = strcmp(json_string_value(json_object_get(row, "type")),
+                                 "System.String") == 0;
+        CHECK(json_is_integer(json_object_get(row, "estimated_count")) &&
+              json_integer_value(json_object_get(row, "estimated_count")) == (string ? 50 : 0));
+        marked += string;
+    }
+    CHECK(marked == 1);
+    json_decref(doc);
 }
 
 /* One integer from `sql` on fixture `name`; -1 when there is no row. */
