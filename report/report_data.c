@@ -430,6 +430,9 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     gboolean stepped = FALSE;
     g_auto(query_estimates) estimates = {0};
     g_autofree char *by_gc = NULL;
+    /* here, before the first goto out, so that their cleanup never meets them unset */
+    g_auto(query_estimates) read_estimates = {0};
+    g_autoptr(GArray) allocated = NULL;
     int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
     int64_t tail_count = 0, tail_bytes = 0;
     sqlite3_stmt *stmt = NULL;
@@ -475,9 +478,7 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
      * instead, the estimates' roundings made an attach recording's 11,330,750 of their
      * 11,330,749). */
     query_totals totals;
-    g_auto(query_estimates) read_estimates = {0};
-    g_autoptr(GArray) allocated =
-        query_allocations_read(db, data->file, NULL, &read_estimates, &totals, error);
+    allocated = query_allocations_read(db, data->file, NULL, &read_estimates, &totals, error);
     if (!allocated)
         goto out;
     json_t *types = json_array();
