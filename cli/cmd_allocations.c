@@ -145,6 +145,7 @@ int cmd_allocations(int argc, char **argv)
     g_autoptr(GArray) types = NULL;
     query_json_rows rows;
     uint64_t top = G_MAXUINT64;
+    gboolean shown_estimated = FALSE;
     sqlite3 *db = NULL;
     char count[QUERY_FORMAT_MAX];
     char bytes[QUERY_FORMAT_MAX];
@@ -189,6 +190,13 @@ int cmd_allocations(int argc, char **argv)
     }
     if (json) {
         json_t *head = note ? query_estimates_json(&estimates) : json_object();
+        /* Per thread, a sampled or attach recording knows only its samples' threads: the rows
+         * of one thread are estimates even where the census made the totals per type exact
+         * (the text says "ESTIMATED from the allocation samples"). */
+        if (thread && estimates.uncounted) {
+            json_object_set_new(head, "estimated", json_true());
+            json_object_set_new(head, "exact_per_type", json_false());
+        }
         json_object_set_new(head, "total",
                             part ? json_pack("{s:I, s:I}", "count", (json_int_t)part_count,
                                              "bytes", (json_int_t)part_bytes)
@@ -233,14 +241,25 @@ int cmd_allocations(int argc, char **argv)
     }
     for (guint i = 0; i < types->len && i < top; i++) {
         const query_allocation *r = &g_array_index(types, query_allocation, i);
+        /* A row with a part the samples estimate says so (sampled and attach recordings). */
+        const gboolean row_estimated = r->estimated_count > 0 || r->estimated_bytes > 0;
+        shown_estimated |= row_estimated;
         if (json) {
-            query_json_rows_add(&rows, json_pack("{s:o, s:I, s:I}", "type",
-                                                 query_json_string(r->name), "count",
-                                                 (json_int_t)r->count, "bytes",
-                                                 (json_int_t)r->bytes));
+            json_t *row = json_pack("{s:o, s:I, s:I}", "type", query_json_string(r->name),
+                                    "count", (json_int_t)r->count, "bytes",
+                                    (json_int_t)r->bytes);
+            if (estimates.uncounted) {
+                json_object_set_new(row, "estimated", json_boolean(row_estimated));
+                json_object_set_new(row, "estimated_count",
+                                    json_integer((json_int_t)r->estimated_count));
+                json_object_set_new(row, "estimated_bytes",
+                                    json_integer((json_int_t)r->estimated_bytes));
+            }
+            query_json_rows_add(&rows, row);
         } else {
-            query_table_add(table, query_count_format(r->count, count));
-            query_table_add(table, query_size_format(r->bytes, bytes));
+            const char *mark = row_estimated ? "~" : "";
+            query_table_addf(table, "%s%s", mark, query_count_format(r->count, count));
+            query_table_addf(table, "%s%s", mark, query_size_format(r->bytes, bytes));
             query_table_add(table, r->name);
         }
     }
@@ -252,6 +271,10 @@ int cmd_allocations(int argc, char **argv)
               stdout);
     else
         query_table_print(table, stdout);
+    if (!json && shown_estimated && !thread)
+        fputs("~: the row's figures include allocations estimated from the samples (after the "
+              "last GC, or in a GC interval no census counted)\n",
+              stdout);
     if (!query_db_note_print(db, json, &error) || !query_output_finish(stdout, &error))
         goto out;
     status = 0;

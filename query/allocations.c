@@ -2,6 +2,7 @@
 #include "query/allocations.h"
 
 #include "query/query.h"
+#include "store/store.h"
 
 #include <string.h>
 
@@ -24,6 +25,55 @@ static int allocation_compare(const void *a, const void *b)
 static void allocation_clear(void *row)
 {
     g_free(((query_allocation *)row)->name);
+}
+
+/* The part of each type's figures that the samples estimate, into its row of `rows` (`index`:
+ * type id -> 1 + its index): the rows estimates.h's source marks `sampled` with the census, the
+ * small objects' samples without it; every figure of a thread in a sampled or attach recording
+ * (the census's totals spread over the threads by their samples). Rounded per type as the
+ * totals are, so that the exact part is count - estimated_count. */
+static gboolean allocations_estimated_parts(sqlite3 *db, const query_estimates *e,
+                                            gboolean per_thread, const char *intervals,
+                                            GHashTable *index, GArray *rows, GError **error)
+{
+    if (!e->uncounted)
+        return TRUE;
+    if (per_thread) {
+        for (guint i = 0; i < rows->len; i++) {
+            query_allocation *r = &g_array_index(rows, query_allocation, i);
+            r->estimated_count = r->count;
+            r->estimated_bytes = r->bytes;
+        }
+        return TRUE;
+    }
+    if (!e->census && !e->estimated)
+        return TRUE;
+    const char *source =
+        e->census ? "SELECT gc, type_id, count, bytes FROM (" STORE_ALLOCATIONS_EXACT_SQL
+                    ") WHERE sampled"
+        : e->attach ? "SELECT gc, type_id, est_count AS count, est_bytes AS bytes"
+                      " FROM alloc_samples WHERE heap = 0 OR heap = 4"
+                    : "SELECT gc, type_id, est_count AS count, est_bytes AS bytes"
+                      " FROM alloc_samples WHERE heap = 0";
+    g_autofree char *sql = g_strdup_printf(
+        "SELECT type_id, CAST(round(total(count)) AS INTEGER), CAST(round(total(bytes)) AS"
+        " INTEGER) FROM (%s)%s%s GROUP BY type_id",
+        source, intervals ? " WHERE " : "", intervals ? intervals : "");
+    gboolean row = FALSE, stepped = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, sql, error);
+    if (!stmt)
+        return FALSE;
+    while ((stepped = query_db_step(stmt, &row, error)) && row) {
+        int64_t type_id = sqlite3_column_int64(stmt, 0);
+        gpointer slot = NULL;
+        if (!g_hash_table_lookup_extended(index, &type_id, NULL, &slot))
+            continue;
+        query_allocation *r = &g_array_index(rows, query_allocation, GPOINTER_TO_UINT(slot) - 1);
+        r->estimated_count = CLAMP(sqlite3_column_int64(stmt, 1), 0, r->count);
+        r->estimated_bytes = CLAMP(sqlite3_column_int64(stmt, 2), 0, r->bytes);
+    }
+    sqlite3_finalize(stmt);
+    return stepped;
 }
 
 /* Sums the allocations (of the threads in `thread_ids`, a JSON array, when not NULL) per type into
@@ -62,6 +112,9 @@ static gboolean allocations_sum(sqlite3 *db, const query_estimates *estimates,
         r->bytes = query_add_saturating(r->bytes, sqlite3_column_int64(stmt, 2));
     }
     if (!stepped)
+        goto out;
+    if (!allocations_estimated_parts(db, estimates, thread_ids != NULL, intervals, index, rows,
+                                     error))
         goto out;
 
     names = query_db_prepare(db, "SELECT id, name FROM types", error);

@@ -17,6 +17,11 @@ typedef struct query_allocation {
     int64_t type_id;
     int64_t count;
     int64_t bytes;
+    /* Of count and bytes, what the samples estimate (sampled and attach recordings: after the
+     * last GC, in an interval no census counted, every small object without a census, and
+     * every figure of one thread); 0 where every allocation was counted. */
+    int64_t estimated_count;
+    int64_t estimated_bytes;
     char *name; /* owned; "<type N>" for a type id without a name, as the views say */
 } query_allocation;
 

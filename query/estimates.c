@@ -398,10 +398,11 @@ GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *
     gboolean estimates = t->estimated > 0 || (e->uncounted && !e->census);
     if (estimates)
         g_ptr_array_add(terms, g_strdup_printf("+ ~%s (~%s) small objects ESTIMATED from %s "
-                                               "samples%s",
+                                               "%s%s",
                                                query_count_format(t->estimated, a),
                                                query_size_format(t->estimated_bytes, b),
                                                query_count_format(e->samples, c),
+                                               e->samples == 1 ? "sample" : "samples",
                                                e->census       ? ", where the census did not count"
                                                : e->census_off ? " (--census off)"
                                                                : ""));

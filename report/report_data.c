@@ -429,7 +429,10 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
     gboolean row = FALSE;
     gboolean stepped = FALSE;
     g_auto(query_estimates) estimates = {0};
-    g_autofree char *by_gc = NULL, *per_type = NULL, *top = NULL;
+    g_autofree char *by_gc = NULL;
+    /* here, before the first goto out, so that their cleanup never meets them unset */
+    g_auto(query_estimates) read_estimates = {0};
+    g_autoptr(GArray) allocated = NULL;
     int64_t last_gc = data->gcs->len ? g_array_index(data->gcs, report_gc, data->gcs->len - 1).gc : 0;
     int64_t tail_count = 0, tail_bytes = 0;
     sqlite3_stmt *stmt = NULL;
@@ -466,34 +469,30 @@ static gboolean report_allocations_get(sqlite3 *db, report_data *data, GError **
                         json_pack("{s:I, s:I}", "count", (json_int_t)tail_count, "bytes",
                                   (json_int_t)tail_bytes));
     sqlite3_finalize(stmt);
+    stmt = NULL;
 
-    /* The top allocating types, named as the views name them. */
-    per_type = query_estimates_sql_new(&estimates, "type_id", NULL);
-    top = g_strdup_printf(
-        "SELECT coalesce(t.name, '<type ' || a.type_id || '>'), a.count, a.bytes"
-        "  FROM (%s) AS a LEFT JOIN types AS t ON t.id = a.type_id"
-        " ORDER BY a.bytes DESC, a.count DESC, 1 LIMIT %d",
-        per_type, REPORT_TOP_TYPES);
-    stmt = query_db_prepare(db, top, error);
-    if (!stmt)
+    /* The top allocating types as `allocations` gives them (its order and names), each with
+     * the part the samples estimate (after the last GC, an interval no census counted), so
+     * that "exact up to the last GC" marks the rows that are not; and the types allocated and
+     * the total, as `allocations` and `info` give them (the total summed per GC interval
+     * instead, the estimates' roundings made an attach recording's 11,330,750 of their
+     * 11,330,749). */
+    query_totals totals;
+    allocated = query_allocations_read(db, data->file, NULL, &read_estimates, &totals, error);
+    if (!allocated)
         goto out;
     json_t *types = json_array();
     json_object_set_new(data->allocations, "top_types", types);
-    while ((stepped = query_db_step(stmt, &row, error)) && row)
-        json_array_append_new(
-            types, json_pack("{s:o, s:I, s:I}", "type",
-                             query_json_string((const char *)sqlite3_column_text(stmt, 0)), "count",
-                             (json_int_t)sqlite3_column_int64(stmt, 1), "bytes",
-                             (json_int_t)sqlite3_column_int64(stmt, 2)));
-    if (!stepped)
-        goto out;
-    /* The types allocated and the total, as `allocations` and `info` give them (the total
-     * summed per GC interval instead, the estimates' roundings made an attach recording's
-     * 11,330,750 of their 11,330,749). */
-    query_totals totals;
-    if (!query_allocation_types_count(db, data->file, &data->totals.allocation_types, &totals,
-                                      error))
-        goto out;
+    for (guint i = 0; i < allocated->len && i < REPORT_TOP_TYPES; i++) {
+        const query_allocation *a = &g_array_index(allocated, query_allocation, i);
+        json_t *type = json_pack("{s:o, s:I, s:I}", "type", query_json_string(a->name), "count",
+                                 (json_int_t)a->count, "bytes", (json_int_t)a->bytes);
+        if (read_estimates.uncounted)
+            json_object_set_new(type, "estimated_count",
+                                json_integer((json_int_t)a->estimated_count));
+        json_array_append_new(types, type);
+    }
+    data->totals.allocation_types = allocated->len;
     data->totals.allocations = totals.count;
     data->totals.allocation_bytes = totals.bytes;
     ok = TRUE;

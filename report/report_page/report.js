@@ -433,8 +433,10 @@
       '<thead><tr><th>' + esc(EST ? 'top allocating types (est.)' : CENSUS ? 'top allocating types (exact up to the last GC)' : 'top allocating types') + '</th><th>' +
       esc(APPROX) + 'bytes</th><th>' + esc(APPROX) + 'objects</th></tr></thead><tbody>' +
       top.map(function (t) {
-        return '<tr><td class="name" title="' + esc(t.type) + '">' + esc(t.type) + '</td><td>' + esc(APPROX + fmtSize(t.bytes)) +
-          '</td><td>' + esc(APPROX + fmtCount(t.count)) + '</td></tr>';
+        /* with the census, a row that holds an estimated part (after the last GC) is marked */
+        var a = APPROX || (t.estimated_count > 0 ? '\u2248 ' : '');
+        return '<tr><td class="name" title="' + esc(t.type) + '">' + esc(t.type) + '</td><td>' + esc(a + fmtSize(t.bytes)) +
+          '</td><td>' + esc(a + fmtCount(t.count)) + '</td></tr>';
       }).join('') + '</tbody>' : '';
     plot('plot-allocated', {
       title: (EST ? 'estimated ' : '') + 'bytes allocated per GC interval', scale: 'size', caption: DEF.allocated,

@@ -567,6 +567,71 @@ static void case_followed_marks(void)
            "");
 }
 
+/* A sampled recording with the census: per type the counts are exact (exact_per_type), but the
+ * rows of one thread are the samples' share of them, estimates in JSON as in the text; a type
+ * allocated after the last GC (a sample of the tail, weighing 50) is marked on its row, "~" and
+ * JSON "estimated", the others not. */
+static void case_allocations_thread_census(void)
+{
+    fixture_app("tcensus.db");
+    /* the snapshot row stands alone: no objects, so that the report reads it */
+    fixture_sql("tcensus.db", FOLLOWED_SQL "UPDATE snapshots SET objects = 0;"
+                "UPDATE gcs SET census_objects = 10;"
+                "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived,"
+                " survived_bytes, flags) VALUES (2, 1, NULL, 0, 3000, 192000, 0, 0, 2);"
+                "INSERT INTO sampling (id, source, mean_distance_bytes, biased, samples,"
+                " samples_dropped) VALUES (1, 'AllocationSampled', 102400, 0, 1, 0);"
+                "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, est_count,"
+                " est_bytes) VALUES (4, 1, 100, 0, 16, 50, 800);");
+    for (int per_thread = 0; per_thread < 2; per_thread++) {
+        json_t *doc = json_run_new("allocations", "tcensus.db", per_thread ? "--thread" : NULL,
+                                   per_thread ? "101" : NULL, NULL, NULL);
+        CHECK(json_is_true(json_object_get(doc, "estimated")));
+        CHECK(json_is_boolean(json_object_get(doc, "exact_per_type")) &&
+              json_is_true(json_object_get(doc, "exact_per_type")) == !per_thread);
+        json_decref(doc);
+    }
+    run_result text = RUN("allocations", "tcensus.db", "--thread", "101");
+    CHECK(text.status == 0 &&
+          strstr(text.out, " by thread 101, ESTIMATED from the allocation samples\n") != NULL);
+    run_result_release(&text);
+    json_t *doc = json_run_new("allocations", "tcensus.db", NULL, NULL, NULL, NULL);
+    json_t *rows = json_object_get(doc, "rows");
+    int marked = 0;
+    for (size_t i = 0; i < json_array_size(rows); i++) {
+        json_t *row = json_array_get(rows, i);
+        gboolean string = strcmp(json_string_value(json_object_get(row, "type")),
+                                 "System.String") == 0;
+        CHECK(json_is_true(json_object_get(row, "estimated")) == string);
+        CHECK(json_integer_value(json_object_get(row, "estimated_count")) == (string ? 50 : 0));
+        marked += string;
+    }
+    CHECK(marked == 1);
+    json_decref(doc);
+    text = RUN("allocations", "tcensus.db");
+    CHECK(text.status == 0 && strstr(text.out, "~3,056  ~188.5 KiB  System.String\n") != NULL &&
+          strstr(text.out, "\n     2    97.9 KiB  System.Byte[]\n") != NULL &&
+          strstr(text.out, "~: the row's figures include allocations estimated from the samples") !=
+              NULL &&
+          strstr(text.out, " small objects ESTIMATED from 1 sample, where the census did not "
+                           "count\n") != NULL);
+    run_result_release(&text);
+    /* the report's top allocating types carry the same estimated part (its page marks them) */
+    doc = json_run_new("report", "tcensus.db", NULL, NULL, NULL, NULL);
+    json_t *top = json_object_get(json_object_get(doc, "allocations"), "top_types");
+    marked = 0;
+    for (size_t i = 0; i < json_array_size(top); i++) {
+        json_t *row = json_array_get(top, i);
+        gboolean string = strcmp(json_string_value(json_object_get(row, "type")),
+                                 "System.String") == 0;
+        CHECK(json_is_integer(json_object_get(row, "estimated_count")) &&
+              json_integer_value(json_object_get(row, "estimated_count")) == (string ? 50 : 0));
+        marked += string;
+    }
+    CHECK(marked == 1);
+    json_decref(doc);
+}
+
 /* One integer from `sql` on fixture `name`; -1 when there is no row. */
 static int64_t fixture_int(const char *name, const char *sql)
 {
@@ -1594,6 +1659,7 @@ static const cli_test_case cases[] = {
     {"survivors_followed", case_survivors_followed},
     {"survivors_followed_spans", case_survivors_followed_spans},
     {"followed_marks", case_followed_marks},
+    {"allocations_thread_census", case_allocations_thread_census},
     {"survivors_rounded_once", case_survivors_rounded_once},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
