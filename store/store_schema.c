@@ -422,24 +422,42 @@ static const char store_schema_derived_views[] =
      * ids; died_gc from the deaths (the first one, as the UPDATE it replaces kept). The CASTs
      * give the derived columns the table's INTEGER affinity: a join on objects.id (snapshot
      * objects, handles) then gets an automatic index instead of a scan of every object per
-     * row. */
+     * row.
+     * The running sums have no ORDER BY j.key: json_each does not tell SQLite (3.40) that its
+     * rows come in key order, so that ORDER BY sorted every packed id of the file (with the
+     * sqlite3 shell's 2 MB of cache, in many passes over temporary files). Partitioned by the
+     * packed row's rowid, which its table's scan (the outer loop, CROSS JOIN) delivers in
+     * order, the window needs no sort at all and takes each row's entries as json_each gives
+     * them, in key order (store.derived_views checks that no view here sorts them).
+     * A size left out (schema 11) is that of the row's first object of its type: first_sizes
+     * holds, per packed row, a JSON object of type -> that size, made from the few entries
+     * that have one (min(key): the first), looked up once per row by its rowid. */
     "CREATE VIEW object_death_rows AS\n"
-    "SELECT CAST(sum(j.value) OVER (PARTITION BY d.rowid ORDER BY j.key) AS INTEGER) AS object_id,\n"
+    "SELECT CAST(sum(j.value) OVER (PARTITION BY d.rowid ROWS UNBOUNDED PRECEDING)\n"
+    "            AS INTEGER) AS object_id,\n"
     "       d.gc AS gc\n"
-    "FROM object_deaths d, json_each(d.ids) j;\n"
+    "FROM object_deaths d CROSS JOIN json_each(d.ids) j;\n"
     "\n"
     "CREATE VIEW objects AS\n"
+    "WITH first_sizes AS MATERIALIZED (\n"
+    "  SELECT k.rowid AS chunk,\n"
+    "         (SELECT json_group_object(t, s)\n"
+    "          FROM (SELECT e.value ->> 1 AS t, e.value ->> 2 AS s, min(e.key)\n"
+    "                FROM json_each(k.objects) e WHERE e.value ->> 2 IS NOT NULL GROUP BY 1))\n"
+    "         AS sizes\n"
+    "  FROM object_chunks k)\n"
     "SELECT o.id AS id, o.type_id AS type_id, o.size AS size, o.thread AS thread, o.heap AS heap,\n"
     "       o.first_gc AS first_gc, d.gc AS died_gc, NULL AS first_generation,\n"
     "       NULL AS next_gc\n"
-    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ORDER BY j.key)\n"
+    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ROWS UNBOUNDED PRECEDING)\n"
     "                  AS INTEGER) AS id,\n"
     "             CAST(j.value ->> 1 AS INTEGER) AS type_id,\n"
-    "             CAST(coalesce(j.value ->> 2, first_value(j.value ->> 2)\n"
-    "                  OVER (PARTITION BY c.rowid, j.value ->> 1 ORDER BY j.key)) AS INTEGER) AS size,\n"
+    "             CAST(coalesce(j.value ->> 2, f.sizes ->> ('$.\"' || (j.value ->> 1) || '\"'))\n"
+    "                  AS INTEGER) AS size,\n"
     "             c.thread AS thread,\n"
     "             c.heap AS heap, c.gc AS first_gc\n"
-    "      FROM object_chunks c, json_each(c.objects) j) o\n"
+    "      FROM object_chunks c LEFT JOIN first_sizes f ON f.chunk = c.rowid\n"
+    "      CROSS JOIN json_each(c.objects) j) o\n"
     "LEFT JOIN (SELECT object_id, min(gc) AS gc FROM object_death_rows GROUP BY object_id) d\n"
     "  ON d.object_id = o.id;\n"
     "\n"
@@ -448,15 +466,15 @@ static const char store_schema_derived_views[] =
     "       c.chunk AS chunk, c.nth AS nth,\n"
     "       lead(c.from_gc) OVER w AS next_gc,\n"
     "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
-    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY k.rowid ORDER BY j.key)\n"
+    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY k.rowid ROWS UNBOUNDED PRECEDING)\n"
     "                  AS INTEGER) AS object_id,\n"
     "             k.generation AS generation, k.gc AS from_gc, 0 AS chunk, j.key AS nth\n"
-    "      FROM object_chunks k, json_each(k.objects) j\n"
+    "      FROM object_chunks k CROSS JOIN json_each(k.objects) j\n"
     "      UNION ALL\n"
-    "      SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key) AS INTEGER)\n"
-    "             AS object_id,\n"
+    "      SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ROWS UNBOUNDED PRECEDING)\n"
+    "                  AS INTEGER) AS object_id,\n"
     "             g.generation AS generation, g.gc AS from_gc, g.rowid AS chunk, j.key AS nth\n"
-    "      FROM generation_changes g, json_each(g.ids) j) c\n"
+    "      FROM generation_changes g CROSS JOIN json_each(g.ids) j) c\n"
     "JOIN objects o ON o.id = c.object_id\n"
     "WINDOW w AS (PARTITION BY c.object_id ORDER BY c.from_gc, c.chunk, c.nth);\n"
     "\n"
