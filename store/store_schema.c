@@ -423,17 +423,14 @@ static const char store_schema_derived_views[] =
      * give the derived columns the table's INTEGER affinity: a join on objects.id (snapshot
      * objects, handles) then gets an automatic index instead of a scan of every object per
      * row.
-     * The running sums have no ORDER BY j.key: json_each does not tell SQLite (3.40) that its
-     * rows come in key order, so that ORDER BY sorted every packed id of the file (with the
-     * sqlite3 shell's 2 MB of cache, in many passes over temporary files). Partitioned by the
-     * packed row's rowid, which its table's scan (the outer loop, CROSS JOIN) delivers in
-     * order, the window needs no sort at all and takes each row's entries as json_each gives
-     * them, in key order (store.derived_views checks that no view here sorts them).
+     * Each running sum is ordered by j.key although json_each gives a row's entries in that
+     * order: without an ORDER BY, SQLite leaves the order in which a window sees its rows
+     * undefined, and another SQLite's plan could change it under a user's sqlite3.
      * A size left out (schema 11) is that of the row's first object of its type: first_sizes
      * holds, per packed row, a JSON object of type -> that size, made from the few entries
      * that have one (min(key): the first), looked up once per row by its rowid. */
     "CREATE VIEW object_death_rows AS\n"
-    "SELECT CAST(sum(j.value) OVER (PARTITION BY d.rowid ROWS UNBOUNDED PRECEDING)\n"
+    "SELECT CAST(sum(j.value) OVER (PARTITION BY d.rowid ORDER BY j.key)\n"
     "            AS INTEGER) AS object_id,\n"
     "       d.gc AS gc\n"
     "FROM object_deaths d CROSS JOIN json_each(d.ids) j;\n"
@@ -449,7 +446,7 @@ static const char store_schema_derived_views[] =
     "SELECT o.id AS id, o.type_id AS type_id, o.size AS size, o.thread AS thread, o.heap AS heap,\n"
     "       o.first_gc AS first_gc, d.gc AS died_gc, NULL AS first_generation,\n"
     "       NULL AS next_gc\n"
-    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ROWS UNBOUNDED PRECEDING)\n"
+    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY c.rowid ORDER BY j.key)\n"
     "                  AS INTEGER) AS id,\n"
     "             CAST(j.value ->> 1 AS INTEGER) AS type_id,\n"
     "             CAST(coalesce(j.value ->> 2, f.sizes ->> ('$.\"' || (j.value ->> 1) || '\"'))\n"
@@ -466,12 +463,12 @@ static const char store_schema_derived_views[] =
     "       c.chunk AS chunk, c.nth AS nth,\n"
     "       lead(c.from_gc) OVER w AS next_gc,\n"
     "       coalesce(lead(c.from_gc) OVER w, o.died_gc) AS until_gc\n"
-    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY k.rowid ROWS UNBOUNDED PRECEDING)\n"
+    "FROM (SELECT CAST(sum(j.value ->> 0) OVER (PARTITION BY k.rowid ORDER BY j.key)\n"
     "                  AS INTEGER) AS object_id,\n"
     "             k.generation AS generation, k.gc AS from_gc, 0 AS chunk, j.key AS nth\n"
     "      FROM object_chunks k CROSS JOIN json_each(k.objects) j\n"
     "      UNION ALL\n"
-    "      SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ROWS UNBOUNDED PRECEDING)\n"
+    "      SELECT CAST(sum(j.value) OVER (PARTITION BY g.rowid ORDER BY j.key)\n"
     "                  AS INTEGER) AS object_id,\n"
     "             g.generation AS generation, g.gc AS from_gc, g.rowid AS chunk, j.key AS nth\n"
     "      FROM generation_changes g CROSS JOIN json_each(g.ids) j) c\n"
