@@ -204,10 +204,10 @@ GArray *query_allocations_read(sqlite3 *db, const char *path, const char *thread
 }
 
 gboolean query_allocation_types_count(sqlite3 *db, const char *path, int64_t *types,
-                                      query_totals *totals, GError **error)
+                                      GError **error)
 {
     g_auto(query_estimates) estimates = {0};
-    GArray *allocated = query_allocations_read(db, path, NULL, &estimates, totals, error);
+    GArray *allocated = query_allocations_read(db, path, NULL, &estimates, NULL, error);
     if (!allocated)
         return FALSE;
     *types = allocated->len;

@@ -42,10 +42,10 @@ GArray *query_allocations_read_between(sqlite3 *db, const char *path, const char
                                        query_estimates *estimates, query_totals *totals,
                                        GError **error);
 
-/* How many types the recording allocated, as `allocations` lists them (info's and the report's
- * "types allocated", the summary line's "of T types"; not every type named), into *types; and
- * the allocation total into *totals when not NULL. FALSE on error. */
+/* How many types the recording allocated, as `allocations` lists them (info's "types
+ * allocated", the summary line's "of T types"; not every type named), into *types. FALSE on
+ * error. */
 gboolean query_allocation_types_count(sqlite3 *db, const char *path, int64_t *types,
-                                      query_totals *totals, GError **error);
+                                      GError **error);
 
 #endif /* HEAPLENS_QUERY_ALLOCATIONS_H */

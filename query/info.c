@@ -81,7 +81,7 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
 
     /* Counted as `allocations` counts them: info said "types 4,398" of a recording whose
      * `allocations` and summary said "of 4,238 types" (the rest only a snapshot found). */
-    if (!query_allocation_types_count(db, path, &totals->allocation_types, NULL, error) ||
+    if (!query_allocation_types_count(db, path, &totals->allocation_types, error) ||
         !query_db_int(db, "SELECT COUNT(*) FROM types", &totals->types, error) ||
         !query_db_int(db, "SELECT COUNT(*) FROM threads", &totals->threads, error))
         goto out;

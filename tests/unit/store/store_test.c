@@ -50,6 +50,17 @@ sqlite3 *db_open(const char *path)
     return db;
 }
 
+void file_copy(const char *from, const char *to)
+{
+    g_autofree char *bytes = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(from, &bytes, &len, NULL) ||
+        !g_file_set_contents(to, bytes, (gssize)len, NULL)) {
+        fprintf(stderr, "cannot copy %s to %s\n", from, to);
+        abort();
+    }
+}
+
 char *db_rows(sqlite3 *db, const char *sql)
 {
     sqlite3_stmt *st = NULL;

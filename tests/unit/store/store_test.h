@@ -75,6 +75,10 @@ void tmp_dir_free(char *dir);
 /* `path` opened read-only; aborts when it cannot be. */
 sqlite3 *db_open(const char *path);
 
+/* A copy of the file `from` at `to` (a database to change while keeping the original); aborts
+ * when it cannot be made. */
+void file_copy(const char *from, const char *to);
+
 /* All rows of a query, "a|b|c\n" per row, NULL as "NULL" (the caller frees it). Aborts on a SQL
  * error. */
 char *db_rows(sqlite3 *db, const char *sql);

@@ -118,6 +118,16 @@ typedef struct control_script {
 
 /* Finishes the writer that served the script, waits for the script's thread and counts its
  * failures (printing what failed); returns the writer's summary. */
+/* Sends on the collector's end `col` what the builder holds beyond the *sent bytes already sent:
+ * the scripts add records as they go and send each step's. */
+static void stream_send_new(int col, hl_sb *sb, size_t *sent)
+{
+    size_t len;
+    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    write_all(col, bytes + *sent, len - *sent);
+    *sent = len;
+}
+
 static store_summary control_script_end(store_writer *w, GThread *t, control_script *sc)
 {
     g_autoptr(GError) error = NULL;
@@ -174,12 +184,10 @@ static gpointer control_script_run(gpointer data)
     hl_sb_gc_start(sb, 1, 0, FALSE, 2);
     hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
     hl_sb_gc_end(sb, 1, 0);
-    size_t len, sent = 0;
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
+    size_t sent = 0;
     int col = connect_unix(sc->collector_sock);
     g_assert(col >= 0);
-    write_all(col, bytes, len);
-    sent = len;
+    stream_send_new(col, sb, &sent);
     /* Asked before the writer has accepted the collector's connection (it may still be between
      * its poll and its accept), a request is told "not connected (yet)": GC 1 in the file says
      * that the writer has the collector. */
@@ -193,9 +201,7 @@ static gpointer control_script_run(gpointer data)
                      "error unknown request\n");
     SCRIPT_CHECK(sc, collector_read_commands(col, SCRIPT_WAIT_MS) >= 1);
     control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(col, bytes + sent, len - sent);
-    sent = len;
+    stream_send_new(col, sb, &sent);
     SCRIPT_CHECK_STR(sc, control_answer(b, SCRIPT_WAIT_MS), "ok 1 2 1 MS\n");
     SCRIPT_CHECK_STR(sc, control_answer(c, SCRIPT_WAIT_MS), "ok 1 2 1 MS\n");
 
@@ -207,9 +213,7 @@ static gpointer control_script_run(gpointer data)
     hl_sb_snapshot_object(sb, 2, 1, HL_GEN_2, 0);
     hl_sb_snapshot_end_full(sb, &(hl_snapshot_end){.snapshot = 2, .gc = 3, .objects = 5});
     hl_sb_gc_end(sb, 3, 0);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(col, bytes + sent, len - sent);
-    sent = len;
+    stream_send_new(col, sb, &sent);
     SCRIPT_CHECK_STR(sc, control_answer(d, SCRIPT_WAIT_MS),
                      "lost 2 3 its records were dropped by the collector (the writer fell "
                      "behind)\n");
@@ -219,8 +223,7 @@ static gpointer control_script_run(gpointer data)
     SCRIPT_CHECK(sc, collector_read_commands(col, SCRIPT_WAIT_MS) >= 1);
     control_gc(sb, 4, 3, HL_SNAPSHOT_INDUCED);
     hl_sb_run_end(sb, 4);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(col, bytes + sent, len - sent);
+    stream_send_new(col, sb, &sent);
     close(col);
     SCRIPT_CHECK_STR(sc, control_answer(f, SCRIPT_WAIT_MS),
                      "error the program ended before the snapshot was taken\n");
@@ -279,16 +282,15 @@ typedef struct descendant_script {
  * 1 promoted by GC 1. Returns the bytes sent. */
 static size_t script_first_gc(descendant_script *ds, hl_sb *sb, const char *name)
 {
-    size_t len;
+    size_t sent = 0;
     hl_sb_run_start(sb, 1, name);
     hl_sb_type(sb, 1, "A");
     hl_sb_alloc(sb, 1, 1, 24, 7);
     hl_sb_gc_start(sb, 1, 0, FALSE, 2);
     hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
     hl_sb_gc_end(sb, 1, 0);
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes, len);
-    return len;
+    stream_send_new(ds->col, sb, &sent);
+    return sent;
 }
 
 static gpointer descendant_script_run(gpointer data)
@@ -297,16 +299,13 @@ static gpointer descendant_script_run(gpointer data)
     control_script *sc = &ds->sc;
     const char *ctl = sc->control_sock;
     hl_sb *sb = hl_sb_new();
-    size_t len, sent = script_first_gc(ds, sb, "descendant");
-    const uint8_t *bytes;
+    size_t sent = script_first_gc(ds, sb, "descendant");
 
     /* The request reaches the collector only once the writer serves the connection. */
     int a = control_send(ctl, "snapshot\n");
     SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) >= 1);
     control_gc(sb, 2, 1, HL_SNAPSHOT_REQUESTED);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes + sent, len - sent);
-    sent = len;
+    stream_send_new(ds->col, sb, &sent);
     GString *progress = g_string_new(NULL);
     SCRIPT_CHECK_STR(sc, control_answer_progress(a, SCRIPT_WAIT_MS, progress), "ok 1 2 1 MS\n");
     /* One object: "progress 1 1" may come as its records arrive; "writing" always comes. */
@@ -321,8 +320,7 @@ static gpointer descendant_script_run(gpointer data)
     hl_sb_snapshot_end_full(sb, &(hl_snapshot_end){.snapshot = 2, .gc = 3, .objects = 5});
     hl_sb_gc_end(sb, 3, 0);
     hl_sb_run_end(sb, 3);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes + sent, len - sent);
+    stream_send_new(ds->col, sb, &sent);
     SCRIPT_CHECK_STR(sc, control_answer(b, SCRIPT_WAIT_MS),
                      "lost 2 3 its records were dropped by the collector (the writer fell "
                      "behind)\n");
@@ -345,8 +343,7 @@ static gpointer matched_script_run(gpointer data)
     control_script *sc = &ds->sc;
     const char *ctl = sc->control_sock;
     hl_sb *sb = hl_sb_new();
-    size_t len, sent = script_first_gc(ds, sb, "matched");
-    const uint8_t *bytes;
+    size_t sent = script_first_gc(ds, sb, "matched");
 
     int a = control_send(ctl, "snapshot\n");
     SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) == 1);
@@ -358,9 +355,7 @@ static gpointer matched_script_run(gpointer data)
         hl_sb_snapshot_object(sb, gc - 1, 1, HL_GEN_2, 0);
         hl_sb_snapshot_end(sb, gc - 1, gc);
         hl_sb_gc_end(sb, gc, 0);
-        bytes = hl_sb_bytes(sb, &len);
-        write_all(ds->col, bytes + sent, len - sent);
-        sent = len;
+        stream_send_new(ds->col, sb, &sent);
         if (gc == 2) /* GC 2 is committed before GC 3 is sent */
             SCRIPT_CHECK_STR(sc, control_answer(a, SCRIPT_WAIT_MS), "ok 1 2 1 MS\n");
     }
@@ -371,8 +366,7 @@ static gpointer matched_script_run(gpointer data)
     SCRIPT_CHECK(sc, collector_read_commands(ds->col, SCRIPT_WAIT_MS) == 1);
     control_gc(sb, 4, 3, HL_SNAPSHOT_REQUESTED);
     hl_sb_run_end(sb, 4);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes + sent, len - sent);
+    stream_send_new(ds->col, sb, &sent);
     SCRIPT_CHECK_STR(sc, control_answer(d, SCRIPT_WAIT_MS), "ok 3 4 1 MS\n");
     close(ds->col);
     write_all(sc->stop_wr, "exit 0\n", 7);
@@ -457,15 +451,13 @@ static gpointer detach_now_script_run(gpointer data)
     control_script *sc = &ds->sc;
     const char *ctl = sc->control_sock;
     hl_sb *sb = hl_sb_new();
-    size_t len, sent;
+    size_t sent = 0;
     hl_sb_run_start(sb, 1, "attached");
     hl_sb_type(sb, 1, "A");
     hl_sb_alloc(sb, 1, 1, 24, 7);
     hl_sb_gc_start(sb, 1, 0, FALSE, 2);
     hl_sb_gc_end(sb, 1, 0);
-    const uint8_t *bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes, len);
-    sent = len;
+    stream_send_new(ds->col, sb, &sent);
 
     int a = control_send(ctl, "detach\n");
     SCRIPT_CHECK(sc, collector_read_command(ds->col, SCRIPT_WAIT_MS) == HL_CMD_DETACH);
@@ -474,8 +466,7 @@ static gpointer detach_now_script_run(gpointer data)
     int c = control_send(ctl, "detach now\n");
     SCRIPT_CHECK(sc, collector_read_command(ds->col, 300) == -1); /* nothing more */
     hl_sb_run_end(sb, 1);
-    bytes = hl_sb_bytes(sb, &len);
-    write_all(ds->col, bytes + sent, len - sent);
+    stream_send_new(ds->col, sb, &sent);
     close(ds->col);
     SCRIPT_CHECK_STR(sc, control_line(a, SCRIPT_WAIT_MS), "ok detached\n");
     SCRIPT_CHECK_STR(sc, control_line(b, SCRIPT_WAIT_MS), "ok detached\n");

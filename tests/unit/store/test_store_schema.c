@@ -604,10 +604,7 @@ static void test_packed_damage(void)
     hl_sb_free(sb);
     for (size_t i = 0; i < G_N_ELEMENTS(damage); i++) {
         g_autofree char *path = g_strdup_printf("%s/damaged-%zu.db", dir, i);
-        g_autofree char *bytes = NULL;
-        gsize len = 0;
-        CHECK(g_file_get_contents(clean, &bytes, &len, NULL));
-        CHECK(g_file_set_contents(path, bytes, (gssize)len, NULL));
+        file_copy(clean, path);
         sqlite3 *db = NULL;
         CHECK(sqlite3_open(path, &db) == SQLITE_OK);
         CHECK(sqlite3_exec(db, damage[i], NULL, NULL, NULL) == SQLITE_OK);
