@@ -25,24 +25,13 @@
     " LEFT JOIN alloc_samples AS s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "?1")                \
     " WHERE og.from_gc <= ?1 AND (og.until_gc IS NULL OR og.until_gc > ?1)"
 
-/* Estimates rounded once: the total is the sum of every group's weights, rounded, and each
- * group gets its weights rounded down plus one for the largest fractions until the groups add
- * up to it (largest remainder). Rounding each group on its own made `survivors` and `survivors
- * --by age`, two groupings of the same objects, say totals one object apart. `grouped` selects
- * the groups: `keys` (the grouping's columns, type_id last; they order ties), rn and rb (objects
- * and bytes before rounding) and damaged. The rows: `cols` (the keys but type_id), the type's
- * name, objects, bytes, then the totals and the group count over all groups; ?2 (--top K)
- * keeps the K groups with the most bytes. */
+/* Estimates rounded once (store.h STORE_APPORTIONED_CTES). `grouped` selects the groups: `keys`
+ * (the grouping's columns, type_id last), rn and rb (objects and bytes before rounding) and
+ * damaged. The rows: `cols` (the keys but type_id), the type's name, objects, bytes, then the
+ * totals and the group count over all groups; ?2 (--top K) keeps the K groups with the most
+ * bytes. */
 #define SURVIVORS_APPORTIONED(keys, grouped, cols, order)                                         \
-    "WITH grp AS (" grouped "),"                                                                   \
-    " fl AS (SELECT grp.*, CAST(rn AS INTEGER) AS fn, CAST(rb AS INTEGER) AS fb,"                  \
-    "          CAST(round(SUM(rn) OVER ()) AS INTEGER) AS all_n,"                                  \
-    "          CAST(round(SUM(rb) OVER ()) AS INTEGER) AS all_bytes,"                              \
-    "          ROW_NUMBER() OVER (ORDER BY rn - CAST(rn AS INTEGER) DESC, " keys ") AS rank_n,"    \
-    "          ROW_NUMBER() OVER (ORDER BY rb - CAST(rb AS INTEGER) DESC, " keys ") AS rank_b,"    \
-    "          COUNT(*) OVER () AS groups FROM grp),"                                              \
-    " fit AS (SELECT fl.*, fn + (rank_n <= all_n - SUM(fn) OVER ()) AS n,"                         \
-    "           fb + (rank_b <= all_bytes - SUM(fb) OVER ()) AS bytes FROM fl),"                   \
+    "WITH grp AS (" grouped ")," STORE_APPORTIONED_CTES("", keys) ","                             \
     " ranked AS (SELECT fit.*, ROW_NUMBER() OVER (ORDER BY bytes DESC, n DESC) AS rank FROM fit)"  \
     " SELECT " cols ", COALESCE(t.name, '<type ' || ranked.type_id || '>'), n, bytes,"             \
     "        all_n, all_bytes, groups, damaged"                                                    \

@@ -70,6 +70,25 @@
     " AND instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0" \
     " AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc BETWEEN " s ".gc AND " gc ")"
 
+/* Weighed survivors rounded once (the survivors command and the view survivors_by_generation
+ * say the same rows): after "WITH grp AS (...)," whose groups have the columns `keys` (their
+ * grouping; they order ties) and rn, rb (objects and bytes weighed, before rounding), the CTE
+ * `fit` gives each group n and bytes: its figures rounded down, plus one for the largest
+ * fractions until the groups of one `partition` (a window's PARTITION BY, or "") add up to
+ * their total rounded, all_n and all_bytes (largest remainder); `groups` counts them. Rounding
+ * each group on its own made two groupings of the same objects say totals one object apart. */
+#define STORE_APPORTIONED_CTES(partition, keys)                                                   \
+    " fl AS (SELECT grp.*, CAST(rn AS INTEGER) AS fn, CAST(rb AS INTEGER) AS fb,"                 \
+    "          CAST(round(SUM(rn) OVER (" partition ")) AS INTEGER) AS all_n,"                    \
+    "          CAST(round(SUM(rb) OVER (" partition ")) AS INTEGER) AS all_bytes,"                \
+    "          ROW_NUMBER() OVER (" partition " ORDER BY rn - CAST(rn AS INTEGER) DESC, " keys    \
+    ") AS rank_n,"                                                                                \
+    "          ROW_NUMBER() OVER (" partition " ORDER BY rb - CAST(rb AS INTEGER) DESC, " keys    \
+    ") AS rank_b,"                                                                                \
+    "          COUNT(*) OVER (" partition ") AS groups FROM grp),"                                \
+    " fit AS (SELECT fl.*, fn + (rank_n <= all_n - SUM(fn) OVER (" partition ")) AS n,"           \
+    "           fb + (rank_b <= all_bytes - SUM(fb) OVER (" partition ")) AS bytes FROM fl)"
+
 #define STORE_ALLOCATIONS_WITH_SQL \
     "WITH census AS (SELECT type_id, total(count) AS n, total(bytes) AS b FROM alloc_counts" \
     "  WHERE flags & 2 GROUP BY type_id)," \

@@ -381,25 +381,36 @@ const char store_schema_object_spans[] =
 /* A type id without a TYPE record (the collector lost it) still shows, as "<type 17>". */
 #define STORE_TYPE_NAME(t, o) "coalesce(" t ".name, '<type ' || " o ".type_id || '>')"
 
+/* survivors_by_generation: the groups `grouped` selects (gc, generation, type_id, and rn, rb:
+ * objects and bytes, weighed in a sampled recording that follows its samples) rounded once per
+ * GC, as the survivors command rounds them (store.h STORE_APPORTIONED_CTES). The column
+ * `estimated` says which rows are estimates (1), as `survivors --json` does. */
+#define SURVIVORS_BY_GENERATION_VIEW(grouped)                                                     \
+    "CREATE VIEW survivors_by_generation AS\n"                                                   \
+    "WITH grp AS (" grouped "),\n"                                                               \
+    STORE_APPORTIONED_CTES("PARTITION BY gc", "generation, type_id") "\n"                        \
+    "SELECT fit.gc AS gc, fit.generation AS generation, " STORE_TYPE_NAME("t", "fit") " AS type,\n" \
+    "       n AS count, bytes,\n"                                                                 \
+    "       (instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0\n" \
+    "        AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc = fit.gc)) AS estimated\n"   \
+    "FROM fit LEFT JOIN types t ON t.id = fit.type_id;\n"
+
 /* survivors_by_generation over object_spans, swapped in by store_history.c with the spans
  * (when they hold the weights a sampled recording's estimates need): the same rows from a few
  * rows per type and GC instead of a pass over every object per query. A span counts its
  * weights before GC `reset` and its objects from then on, as the objects' view does. */
 const char store_schema_spans_views[] =
     "DROP VIEW IF EXISTS survivors_by_generation;\n"
-    "CREATE VIEW survivors_by_generation AS\n"
-    "SELECT g.gc AS gc, sp.generation AS generation, " STORE_TYPE_NAME("t", "sp") " AS type,\n"
-    "       CAST(round(total(CASE WHEN sp.reset <= g.gc THEN sp.count\n"
-    "                        ELSE coalesce(sp.est_count, sp.count) END)) AS INTEGER) AS count,\n"
-    "       CAST(round(total(CASE WHEN sp.reset <= g.gc THEN sp.bytes\n"
-    "                        ELSE coalesce(sp.est_bytes, sp.bytes) END)) AS INTEGER) AS bytes,\n"
-    "       (instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0\n"
-    "        AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc = g.gc)) AS estimated\n"
-    "FROM gcs g\n"
-    "JOIN object_spans sp\n"
-    "  ON sp.from_gc <= g.gc AND (sp.until_gc IS NULL OR sp.until_gc > g.gc)\n"
-    "LEFT JOIN types t ON t.id = sp.type_id\n"
-    "GROUP BY g.gc, sp.generation, sp.type_id;\n";
+    SURVIVORS_BY_GENERATION_VIEW(
+        "SELECT g.gc AS gc, sp.generation AS generation, sp.type_id AS type_id,\n"
+        "       total(CASE WHEN sp.reset <= g.gc THEN sp.count\n"
+        "             ELSE coalesce(sp.est_count, sp.count) END) AS rn,\n"
+        "       total(CASE WHEN sp.reset <= g.gc THEN sp.bytes\n"
+        "             ELSE coalesce(sp.est_bytes, sp.bytes) END) AS rb\n"
+        "FROM gcs g\n"
+        "JOIN object_spans sp\n"
+        "  ON sp.from_gc <= g.gc AND (sp.until_gc IS NULL OR sp.until_gc > g.gc)\n"
+        "GROUP BY g.gc, sp.generation, sp.type_id");
 
 /* object_lifetimes up to its last column (final_generation), which comes from either form of
  * the generation history. */
@@ -579,21 +590,17 @@ static const char store_schema_views[] =
     "LEFT JOIN types t ON t.id = o.type_id;\n"
     "\n"
     /* Sampled recordings that follow their samples: estimates between snapshots, each
-     * sampled object weighted (store.h STORE_SURVIVOR_SAMPLE_ON); counts 1 otherwise. The
-     * column `estimated` says which rows are estimates (1), as `survivors --json` does. */
-    "CREATE VIEW survivors_by_generation AS\n"
-    "SELECT g.gc AS gc, og.generation AS generation, " STORE_TYPE_NAME("t", "o") " AS type,\n"
-    "       CAST(round(total(coalesce(s.est_count, 1))) AS INTEGER) AS count,\n"
-    "       CAST(round(total(coalesce(s.est_count, 1) * o.size)) AS INTEGER) AS bytes,\n"
-    "       (instr(coalesce((SELECT flags FROM run WHERE id = 1), ''), 'samples-followed') > 0\n"
-    "        AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.gc = g.gc)) AS estimated\n"
-    "FROM gcs g\n"
-    "JOIN object_generations og\n"
-    "  ON og.from_gc <= g.gc AND (og.until_gc IS NULL OR og.until_gc > g.gc)\n"
-    "JOIN objects o ON o.id = og.object_id\n"
-    "LEFT JOIN alloc_samples s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "g.gc") "\n"
-    "LEFT JOIN types t ON t.id = o.type_id\n"
-    "GROUP BY g.gc, og.generation, o.type_id;\n"
+     * sampled object weighted (store.h STORE_SURVIVOR_SAMPLE_ON); counts 1 otherwise. */
+    SURVIVORS_BY_GENERATION_VIEW(
+        "SELECT g.gc AS gc, og.generation AS generation, o.type_id AS type_id,\n"
+        "       total(coalesce(s.est_count, 1)) AS rn,\n"
+        "       total(coalesce(s.est_count, 1) * o.size) AS rb\n"
+        "FROM gcs g\n"
+        "JOIN object_generations og\n"
+        "  ON og.from_gc <= g.gc AND (og.until_gc IS NULL OR og.until_gc > g.gc)\n"
+        "JOIN objects o ON o.id = og.object_id\n"
+        "LEFT JOIN alloc_samples s ON " STORE_SURVIVOR_SAMPLE_ON("s", "o", "g.gc") "\n"
+        "GROUP BY g.gc, og.generation, o.type_id")
     "\n"
     /* A handle is alive after GC g when created_after_gc < g (created before g began; NULL:
      * before the collector could see it) and destroyed_after_gc is NULL or >= g. */

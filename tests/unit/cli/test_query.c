@@ -753,6 +753,80 @@ static void case_survivors_rounded_once(void)
     }
 }
 
+/* The view survivors_by_generation's rows, "gc generation type count bytes" each, in order. */
+static char *view_rows_dup(const char *name)
+{
+    g_autofree char *path = fixture_path(name);
+    sqlite3 *db = NULL;
+    sqlite3_stmt *stmt = NULL;
+    GString *rows = g_string_new(NULL);
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT gc || ' ' || generation || ' ' || type || ' ' || count"
+                               " || ' ' || bytes FROM survivors_by_generation"
+                               " ORDER BY gc, generation, type", -1, &stmt, NULL) != SQLITE_OK)
+        g_string_append_printf(rows, "error: %s", sqlite3_errmsg(db));
+    while (stmt && sqlite3_step(stmt) == SQLITE_ROW)
+        g_string_append_printf(rows, "%s\n", (const char *)sqlite3_column_text(stmt, 0));
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return g_string_free(rows, FALSE);
+}
+
+static int rows_compare(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The view survivors_by_generation says the rows `survivors` says, estimates rounded once per
+ * GC alike, over the objects (before the first read) and over the spans (after it). At GC 2
+ * (no snapshot) object 7 (a gen1 String) and object 2 (a gen2 String) each weigh 1.5: gen1's
+ * Strings 2.5, gen2's 1.5, whose rounding each on its own (3 + 2) made the GC's total 8 where
+ * its 7 objects' weights add up to 7 (the CI failed on 2,560 against 2,561 of MidLife's). */
+static void case_survivors_view_rounded_once(void)
+{
+    fixture_app("halves.db");
+    fixture_sql("halves.db",
+                "UPDATE run SET mode = 'sampled', flags = 'samples-followed';"
+                "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, object_id,"
+                " est_count, est_bytes) VALUES (1, 1, 100, 0, 48, 2, 1.5, 72),"
+                " (2, 1, 101, 0, 64, 7, 1.5, 96);");
+    g_autofree char *before = view_rows_dup("halves.db");
+    GPtrArray *said = g_ptr_array_new_with_free_func(g_free);
+    int64_t total_gc2 = -1;
+    for (int gc = 1; gc <= 3; gc++) {
+        char n[4];
+        g_snprintf(n, sizeof n, "%d", gc);
+        json_t *doc = json_run_new("survivors", "halves.db", "--gc", n, NULL, NULL);
+        json_t *rows = json_object_get(doc, "rows");
+        for (size_t i = 0; i < json_array_size(rows); i++) {
+            json_t *row = json_array_get(rows, i);
+            g_ptr_array_add(said, g_strdup_printf(
+                "%d %" JSON_INTEGER_FORMAT " %s %" JSON_INTEGER_FORMAT " %" JSON_INTEGER_FORMAT
+                "\n", gc, json_integer_value(json_object_get(row, "generation")),
+                json_string_value(json_object_get(row, "type")),
+                json_integer_value(json_object_get(row, "count")),
+                json_integer_value(json_object_get(row, "bytes"))));
+        }
+        if (gc == 2)
+            total_gc2 = json_integer_value(json_object_get(json_object_get(doc, "total"), "count"));
+        json_decref(doc);
+    }
+    g_ptr_array_sort(said, rows_compare);
+    GString *command = g_string_new(NULL);
+    for (guint i = 0; i < said->len; i++)
+        g_string_append(command, g_ptr_array_index(said, i));
+    g_ptr_array_unref(said);
+    g_autofree char *after = view_rows_dup("halves.db");
+    CHECK_INT(total_gc2, 7);
+    CHECK(strstr(command->str, "2 1 System.String 3 128\n") != NULL); /* gen1: 2.5, the tie's +1 */
+    CHECK(strstr(command->str, "2 2 System.String 1 72\n") != NULL);
+    CHECK_STR(before, command->str);
+    CHECK_STR(after, command->str);
+    CHECK(fixture_int("halves.db", "SELECT count(*) FROM sqlite_master WHERE name ="
+                                   " 'survivors_by_generation' AND sql LIKE '%object_spans%'") == 1);
+    g_string_free(command, TRUE);
+}
+
 static void case_survivors_text(void)
 {
     EXPECT(RUN("survivors", "app.db", "--gc", "2"), 0,
@@ -1661,6 +1735,7 @@ static const cli_test_case cases[] = {
     {"followed_marks", case_followed_marks},
     {"allocations_thread_census", case_allocations_thread_census},
     {"survivors_rounded_once", case_survivors_rounded_once},
+    {"survivors_view_rounded_once", case_survivors_view_rounded_once},
     {"survivors_text", case_survivors_text},
     {"survivors_gc_range", case_survivors_gc_range},
     {"survivors_no_gc", case_survivors_no_gc},
