@@ -37,8 +37,8 @@ checkpoint without a snapshot (--snapshot gen2: the gen0 checkpoints) `survivors
 "estimated": true and each example type's count must be within 10% of the ground truth (per
 type; per generation within 10% of the type's total; or, when that is more, within the weight
 of the heaviest sample it weighs times the samples that the type's objects allocated since the
-last snapshot draw at most but once in 10^9, a Poisson bound), at least one checkpoint must be such an
-estimate, and the survivors_by_generation view must still agree with the command. With
+last snapshot draw at most but once in 10^9, a Poisson bound), at least one checkpoint must be
+such an estimate, and the survivors_by_generation view must still agree with the command. With
 --expect-leak TYPE, `heaplens leaks --json` must rank TYPE first.
 
 Python 3 standard library only. Prints every mismatch and a final line "N passed, M failed";
