@@ -18,7 +18,9 @@ and Minor, 3:1, and writes its true counts. From SQL on the recording:
     by the budget and the kept ones weigh more than their sampling weight, the estimates below
     holding all the same;
   - unless --biased: Minor's share of the SplitItem estimate is within 5 points of the truth
-    (10 in sampled mode), and the estimated counts of both types are within 10% of the truth;
+    (10 in sampled mode), and the estimated counts of both types are within 5.5 standard
+    errors of the truth (the error computed from the recording's own sample weights:
+    sqrt(sum(w * (w - 1)))), 5.5 standard errors being within 10% of the truth;
     in full mode the exact counts (alloc_counts) equal the truth too;
   - with --chromium: `heaplens report` of the recording, rendered by headless Chromium, draws
     the flame graph with the frames of the chain.
@@ -38,6 +40,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from e2elib import arguments, begin, heaplens_json, program, remove_db, remove_stale, run  # noqa: E402
 
 NS = "AllocSites."
+# How many standard errors an estimate may be off: a normal draw beyond 5.5 comes once in 26
+# million two-sided; the estimates here sum over thousands of samples.
+SIGMAS = 5.5
 CHAIN = [NS + "Program.C", NS + "Program.B", NS + "Program.A", NS + "Program.Run",
          NS + "Program.Main"]
 
@@ -62,7 +67,9 @@ def main():
     ap.add_argument("--biased", action="store_true", help="AllocationTick (.NET 8/9, sampled mode): stacks only")
     ap.add_argument("--mode", default="full", choices=["full", "sampled"])
     ap.add_argument("--chromium", help="render the report's flame graph with this browser")
-    ap.add_argument("--count", type=int, default=4000000)
+    ap.add_argument("--count", type=int, default=12000000,
+                    help="objects of each type (default 12,000,000: about 3,700 samples of "
+                         "ChainItem, enough for 5.5 standard errors to be within 10%%)")
     ap.add_argument("--expect-budgeted", action="store_true",
                     help="sampled mode under a small HEAPLENS_SAMPLE_BUDGET: some samples must "
                          "have been left out, and the estimates still hold")
@@ -131,10 +138,25 @@ def main():
             est, nsamples = con.execute("SELECT est_count, samples FROM "
                                         "allocation_estimates_by_type WHERE type = ?",
                                         (t,)).fetchone() or (0, 0)
+            # The estimate is a sum of sample weights (est_count = 1/p, the budget's factor
+            # included): its standard error, from the recording's own samples, is
+            # sqrt(sum(w * (w - 1))). Within SIGMAS of it fails on chance once in millions of
+            # runs (a fixed 10% was 3.5 of them with AllocSites' first 4M objects, about one
+            # run in 2,000 per type); and SIGMAS of it must be within 10% of the truth, so that
+            # the check still proves 10% (the count gives enough samples for that).
+            se = con.execute("SELECT sqrt(coalesce(sum(s.est_count * (s.est_count - 1)), 0))"
+                             " FROM alloc_samples s JOIN types ty ON ty.id = s.type_id"
+                             " WHERE ty.name = ?", (t,)).fetchone()[0]
             err_pct = 100.0 * abs(est - n) / n
-            checks.ok(f"{t} estimated count within 10% of {n}", err_pct <= 10,
-                      f"estimate {est:.0f} ({err_pct:.1f}% off, {nsamples} samples)")
-            print(f"{t}: true {n}, estimated {est:.0f} ({err_pct:.1f}% off) from {nsamples} samples")
+            bound_pct = 100.0 * SIGMAS * se / n
+            checks.ok(f"{t} estimated count within {SIGMAS} standard errors of {n}",
+                      abs(est - n) <= SIGMAS * se,
+                      f"estimate {est:.0f} ({err_pct:.1f}% off, {SIGMAS} standard errors "
+                      f"{bound_pct:.1f}%, {nsamples} samples)")
+            checks.ok(f"{t}: {SIGMAS} standard errors are within 10% (enough samples)",
+                      bound_pct <= 10, f"{bound_pct:.1f}% from {nsamples} samples")
+            print(f"{t}: true {n}, estimated {est:.0f} ({err_pct:.1f}% off; {SIGMAS} standard "
+                  f"errors {bound_pct:.1f}%) from {nsamples} samples")
         sites = {}
         for frames, est, _ in split:
             sites[frames[0]] = sites.get(frames[0], 0) + est
