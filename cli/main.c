@@ -60,10 +60,11 @@ static const query_command commands[] = {
                  "                       more, not yet applied (counted and said:\n"
                  "                       snapshots_skipped_queued; heaplens gcs shows which)\n"
                  "  --max-snapshots N    at most N snapshots taken by --snapshot policies\n"
-                 "                       (heaplens snapshot PID is not counted)\n"
+                 "                       (1 to 1,000,000; heaplens snapshot PID is not counted)\n"
                  "  --snapshot-interval S  at least S seconds between two snapshots of the\n"
                  "                       triggers gen2-growth, heap, limit, pause (default 10;\n"
-                 "                       0: none); one due sooner waits for a later GC\n"
+                 "                       0: none; at most 31,622,400, a year); one due sooner\n"
+                 "                       waits for a later GC\n"
                  "  --no-strings         snapshots keep each string's length and a hash of its\n"
                  "                       contents, not its first 64 characters (privacy)\n"
                  "  --stacks on|off      allocation samples with call stacks (default on): the\n"
@@ -146,15 +147,18 @@ static const query_command commands[] = {
                  "options:\n"
                  "  -o, --output FILE    the database to write (default:\n"
                  "                       heaplens-NAME-PID-YYYYMMDD-HHMMSS.db)\n"
-                 "  --duration SECONDS   end the session after this long (default: Ctrl-C)\n"
+                 "  --duration SECONDS   end the session after this long (1 to 2,678,400, 31\n"
+                 "                       days; default: Ctrl-C)\n"
                  "  --snapshot POLICY    when to take a heap snapshot besides the first and\n"
                  "                       last (repeat to combine): induced (default: every\n"
                  "                       GC.Collect), gen2, every:N, none, and the triggers\n"
                  "                       gen2-growth:PCT, heap:SIZE, limit:PCT, pause:MS,\n"
                  "                       every:Ns (as 'heaplens record --help' says)\n"
                  "  --max-snapshots N    at most N snapshots taken by --snapshot policies\n"
+                 "                       (1 to 1,000,000)\n"
                  "  --snapshot-interval S  at least S seconds between two snapshots of the\n"
-                 "                       triggers gen2-growth, heap, limit, pause (default 10)\n"
+                 "                       triggers gen2-growth, heap, limit, pause (default 10;\n"
+                 "                       0: none; at most 31,622,400, a year)\n"
                  "  --no-strings         snapshots keep each string's length and a hash of its\n"
                  "                       contents, not its first 64 characters (privacy)\n"
                  "  --stacks on|off      allocation samples with their call stacks (default\n"
@@ -167,7 +171,8 @@ static const query_command commands[] = {
                  "                       samples, as every command says. Without the option\n"
                  "                       the process's own HEAPLENS_CENSUS decides\n"
                  "  --timeout SECONDS    how long the runtime may wait for a background GC to\n"
-                 "                       end before it gives the attach up (default 10)\n"
+                 "                       end before it gives the attach up (1 to 3,600;\n"
+                 "                       default 10)\n"
                  "  --count PATTERN      count exactly how often each allocating instruction of\n"
                  "                       the methods matching PATTERN (Namespace.Type.Method, *\n"
                  "                       wildcards) runs, as 'record --count' does: the methods\n"
@@ -196,9 +201,9 @@ static const query_command commands[] = {
                  "objects and time), or says that it was taken but lost, and why (exit 1).\n"
                  "\n"
                  "options:\n"
-                 "  --timeout SECONDS    give up waiting after this long (default: after 120 s\n"
-                 "                       without a sign of the snapshot; one still arriving or\n"
-                 "                       being written is waited for)\n" JSON_OPTION
+                 "  --timeout SECONDS    give up waiting after this long (1 to 86,400; default:\n"
+                 "                       after 120 s without a sign of the snapshot; one still\n"
+                 "                       arriving or being written is waited for)\n" JSON_OPTION
                      HELP_OPTION,
     },
     {
@@ -377,7 +382,8 @@ static const query_command commands[] = {
                  "  --snapshot S         the snapshot (default: the last one)\n"
                  "  --all                one shortest path from each rooted object that reaches\n"
                  "                       it, nearest first\n"
-                 "  --limit N            with --all, at most N paths (default 10)\n"
+                 "  --limit N            with --all, at most N paths (1 to 1,000,000; default\n"
+                 "                       10)\n"
                  "  --progress           report progress on stderr\n" JSON_OPTION HELP_OPTION,
     },
     {

@@ -50,17 +50,22 @@ gboolean recording_snapshot_option(const char *who, const char *option, const ch
         }
         item = g_strdup(value);
     } else {
-        const char *digits = value;
-        while (*digits >= '0' && *digits <= '9')
-            digits++;
-        gboolean zero_ok = strcmp(option, "snapshot-interval") == 0;
-        if (*digits || digits == value || strlen(value) > 8 || (!zero_ok && atol(value) < 1)) {
+        /* The ranges of the collector's max-snapshots:N and min-interval:S
+         * (collector/snapshot_policy.c), said whole here: "a number from 1" named no maximum,
+         * and a value above it was refused in the policy's own spelling. */
+        gboolean interval = strcmp(option, "snapshot-interval") == 0;
+        guint64 n = 0;
+        if (!g_ascii_string_to_unsigned(value, 10, interval ? 0 : 1,
+                                        interval ? 366ull * 86400 : 1000000, &n, NULL)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s takes %s, not '%s'", who,
-                        option, zero_ok ? "a number of seconds (0: none)" : "a number from 1",
+                        option,
+                        interval ? "a number of seconds from 0 (none) to 31,622,400 (a year)"
+                                 : "a whole number from 1 to 1,000,000",
                         value);
             return FALSE;
         }
-        item = g_strdup_printf("%s:%s", zero_ok ? "min-interval" : "max-snapshots", value);
+        item = g_strdup_printf("%s:%" G_GUINT64_FORMAT, interval ? "min-interval" : "max-snapshots",
+                               n);
     }
     if (!hl_snapshot_policy_parse(item, &parsed, why, sizeof why)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s: %s", who, option, why);

@@ -1331,6 +1331,48 @@ static void case_snapshot_pid(void)
     EXPECT(RUN("snapshot", "2147483647"), 1, "", "heaplens: no process with id 2147483647\n");
 }
 
+/* An option value out of range says the whole range in one line: "--max-snapshots takes a
+ * number from 1" and "--snapshot-interval takes a number of seconds (0: none)" named no maximum,
+ * and a value above it was refused in the collector's own spelling ("'max-snapshots:99999999'
+ * is no snapshot policy"). */
+static void case_range_messages(void)
+{
+    static const char *const max_snapshots[] = {"0", "1000001", "99999999", "x", "-1"};
+    for (size_t i = 0; i < G_N_ELEMENTS(max_snapshots); i++) {
+        g_autofree char *err = g_strdup_printf(
+            "heaplens: record: --max-snapshots takes a whole number from 1 to 1,000,000, not "
+            "'%s'\n", max_snapshots[i]);
+        EXPECT(RUN("record", "--max-snapshots", max_snapshots[i], "--", "true"), 1, "", err);
+        g_autofree char *attach_err = g_strdup_printf(
+            "heaplens: attach: --max-snapshots takes a whole number from 1 to 1,000,000, not "
+            "'%s'\n", max_snapshots[i]);
+        g_autofree char *value = g_strdup_printf("--max-snapshots=%s", max_snapshots[i]);
+        EXPECT(RUN("attach", "1", value), 1, "", attach_err);
+    }
+    static const char *const intervals[] = {"31622401", "999999999", "1s", "-1"};
+    for (size_t i = 0; i < G_N_ELEMENTS(intervals); i++) {
+        g_autofree char *err = g_strdup_printf(
+            "heaplens: record: --snapshot-interval takes a number of seconds from 0 (none) to "
+            "31,622,400 (a year), not '%s'\n", intervals[i]);
+        g_autofree char *value = g_strdup_printf("--snapshot-interval=%s", intervals[i]);
+        EXPECT(RUN("record", value, "--", "true"), 1, "", err);
+    }
+    EXPECT(RUN("attach", "1", "--duration", "2678401"), 1, "",
+           "heaplens: attach: --duration expects a number of seconds from 1 to 2,678,400 (31 "
+           "days), not '2678401'\n");
+    EXPECT(RUN("attach", "1", "--duration", "0"), 1, "",
+           "heaplens: attach: --duration expects a number of seconds from 1 to 2,678,400 (31 "
+           "days), not '0'\n");
+    EXPECT(RUN("attach", "1", "--timeout", "3601"), 1, "",
+           "heaplens: attach: --timeout expects a number of seconds from 1 to 3,600, not "
+           "'3601'\n");
+    EXPECT(RUN("snapshot", "1", "--timeout", "86401"), 1, "",
+           "heaplens: snapshot: --timeout expects a number of seconds from 1 to 86,400, not "
+           "'86401'\n");
+    EXPECT(RUN("roots", "app.db", "--object", "1", "--all", "--limit", "1000001"), 1, "",
+           "heaplens: roots: --limit expects a number from 1 to 1,000,000, not '1000001'\n");
+}
+
 /* Two snapshots that do not exist: the first one named is the one said (it was the second). */
 static void case_diff_missing(void)
 {
@@ -1747,6 +1789,7 @@ static const cli_test_case cases[] = {
     {"version", case_version},
     {"help_command", case_help_command},
     {"snapshot_pid", case_snapshot_pid},
+    {"range_messages", case_range_messages},
     {"diff_missing", case_diff_missing},
     {"dash_output", case_dash_output},
     {"import_leftover", case_import_leftover},
