@@ -389,6 +389,10 @@ int cmd_info(int argc, char **argv)
         json_object_set_new(totals_json, "census_allocation_bytes_lost",
                             census_lost.known ? json_integer(census_lost.bytes) : json_null());
         json_t *allocations = query_estimates_json(&info.estimates);
+        /* info gives the total, not the per-thread figures: estimated when the total is */
+        json_object_set_new(allocations, "estimated",
+                            json_boolean(query_totals_estimated(&info.allocations,
+                                                                &info.estimates)));
         json_object_set_new(allocations, "total",
                             query_totals_json(&info.allocations, &info.estimates));
         json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O}", "file", query_json_string(path),

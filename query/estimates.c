@@ -368,6 +368,11 @@ out:
     return ok;
 }
 
+gboolean query_totals_estimated(const query_totals *t, const query_estimates *e)
+{
+    return t->estimated > 0 || (e->estimated && !e->census);
+}
+
 GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *e)
 {
     char a[QUERY_FORMAT_MAX], b[QUERY_FORMAT_MAX], c[QUERY_FORMAT_MAX];

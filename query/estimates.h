@@ -95,7 +95,11 @@ char *query_estimates_sampling_text_new(const query_estimates *e);
 
 /* {"mode", "estimated", "exact_per_type", "census_off" (recorded with --census off), "note"
  * (null for full), "sampling": {"source", "mean_distance_bytes", "biased", "samples",
- * "samples_dropped"} or null}: the head every JSON output carries. New reference. */
+ * "samples_dropped"} or null}: the head every JSON output of allocation figures carries.
+ * "estimated" says that some allocation figure of the document is an estimate; as made here,
+ * that the recording estimates some from samples (e->estimated: per thread and per stack, which
+ * the report gives); a command that gives fewer figures sets it for its own (allocations, info:
+ * query_totals_estimated), and rows carry their own. New reference. */
 json_t *query_estimates_json(const query_estimates *e);
 
 /* SQL that sums the allocations, exact or estimated as the recording allows. With the census
@@ -147,6 +151,13 @@ typedef struct query_totals {
 
 /* Reads the totals of the recording (`e` from query_estimates_get). */
 gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *t, GError **error);
+
+/* Whether the total `t` is an estimate in part: the samples' part where no census counted
+ * (t->estimated, rounded per type: 0 when the census counted every sampled interval), or every
+ * small object of a recording without the census. With the census and nothing to estimate the
+ * total is exact even though its recording has samples (JSON heads said "estimated": true of
+ * rows and totals that were all exact). */
+gboolean query_totals_estimated(const query_totals *t, const query_estimates *e);
 
 /* The terms of the total in words, one line each ("10,975,224 (686.7 MiB) reported by the
  * runtime one by one", "+ 12,719 (406.1 KiB) made by the runtime without reporting them ...",
