@@ -164,7 +164,9 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
     for (guint i = 0; i < terms->len; i++)
         info_lines_add(lines, "", g_strdup(g_ptr_array_index(terms, i)));
     /* Followed samples: their estimate, or what the snapshots prove when that is more. */
-    const char *survived_mark = t->survived_at_least ? "≥" : estimates->followed ? "~" : "";
+    /* ... or every survivor, when every GC's snapshot named them (unmarked, as in full mode) */
+    const gboolean survived_estimated = estimates->followed && !t->survived_exact;
+    const char *survived_mark = t->survived_at_least ? "≥" : survived_estimated ? "~" : "";
     info_lines_add(lines, "survived a GC",
                    g_strdup_printf("%s%s (%s%s)%s", survived_mark,
                                    query_count_format(t->survived, a), survived_mark,
@@ -172,7 +174,7 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
                                    t->survived_at_least
                                        ? "  AT LEAST: the objects the snapshots found allocated "
                                          "while recording (the followed samples estimate fewer)"
-                                   : estimates->followed ? "  ESTIMATED from the followed samples"
+                                   : survived_estimated ? "  ESTIMATED from the followed samples"
                                                          : ""));
     /* Following samples, the objects rows are the followed ones only: no count of survivors
      * (those are the estimate above, and `survivors` per GC). */
@@ -368,9 +370,10 @@ int cmd_info(int argc, char **argv)
         json_object_set_new(totals_json, "allocations_census",
                             json_boolean(info.estimates.census));
         /* Survivors between snapshots are the followed samples' (or the snapshots' lower
-         * bound): not the exact count a full recording gives. */
+         * bound): not the exact count a full recording gives, unless every GC's snapshot named
+         * every survivor (query_survived_read). */
         json_object_set_new(totals_json, "allocations_survived_estimated",
-                            json_boolean(info.estimates.followed));
+                            json_boolean(info.estimates.followed && !info.totals.survived_exact));
         /* ... and objects, objects_alive_at_end count the followed objects only. */
         json_object_set_new(totals_json, "objects_followed_only",
                             json_boolean(info.estimates.followed));

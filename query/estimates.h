@@ -71,18 +71,40 @@ gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated,
  * so a later snapshot proves at least its objects less the first one's. Bytes likewise, from
  * snapshots.bytes (the runtime's walk: the frozen objects it walked included). The figure shown
  * is the snapshots' when they prove more objects than the samples estimate (count and bytes
- * both), else the estimate: never below what the snapshots prove. */
+ * both), else the estimate: never below what the snapshots prove; or, when every GC's snapshot
+ * named every survivor once (QUERY_SURVIVED_ROWS_SQL_HEAD), the exact count. */
 typedef struct query_survived {
     int64_t count, bytes;               /* the figure to show: one of the two below */
     int64_t estimated, estimated_bytes; /* from the followed samples (and LOH/POH, exact) */
     int64_t proven, proven_bytes;       /* at least this many, by the snapshots (0: none) */
     gboolean at_least;                  /* count is the snapshots' (above the estimate): a lower
                                          * bound, not an estimate */
+    gboolean exact;                     /* count is every survivor, named (below): neither an
+                                         * estimate nor a bound */
 } query_survived;
 
-/* Reads them for a recording with `e->followed` (`e` from query_estimates_get). */
-gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_survived *s,
-                             GError **error);
+/* The objects rows prove more than the largest snapshot: every row (frozen objects left out; in
+ * an attach session those of the first snapshot's GC, the heap found there) is an object
+ * allocated while recording that survived a GC, and rows name distinct objects but for one
+ * case: an object a snapshot found still in gen0 (a pinned one, its neighbours) is named for
+ * that snapshot only, and again with a new id by the next one if it still lives. So at least
+ * the rows less the objects in gen0 after each snapshot's GC but the last survived a GC. When
+ * every GC had a snapshot (none lost or incomplete), every survivor got a row: with no object
+ * left in gen0 at a snapshot but the last, the rows are the exact count (record --mode sampled
+ * --snapshot every:1; an attach session never: what its first GC found includes objects
+ * allocated after the attach, not told apart). Read from the first read's summary
+ * (object_spans), else from the packed rows (object_chunks: the record/attach summary), else
+ * not at all (a file an older heaplens built: the largest snapshot's bound alone). */
+#define QUERY_SURVIVED_ROWS_SQL_HEAD                                                               \
+    "WITH snapshot_gcs(gc) AS (SELECT gc FROM snapshots"                                           \
+    "                          WHERE gc < (SELECT max(gc) FROM snapshots))"
+
+/* Reads them for a recording with `e->followed` (`e` from query_estimates_get). `bytes` FALSE:
+ * the counts only (the record/attach summary, which gives no bytes: without the first read's
+ * summary the rows' bytes cost a pass over every packed object, 1.6 s of CPU for MidLife's
+ * 1.1M), and the bytes of a bound or count from the rows are 0. */
+gboolean query_survived_read(sqlite3 *db, const query_estimates *e, gboolean bytes,
+                             query_survived *s, GError **error);
 
 /* The one-line note of a sampled or attach recording ("attach mode: allocation figures are
  * ESTIMATES from 1,234 allocation samples (AllocationSampled, unbiased) for small objects; ...");

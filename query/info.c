@@ -68,11 +68,12 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     totals->survived_proven = -1; /* not read: every survivor counted */
     if (estimates->followed) { /* only the samples' objects have rows: estimated */
         query_survived survived;
-        if (!query_survived_read(db, estimates, &survived, error))
+        if (!query_survived_read(db, estimates, TRUE, &survived, error))
             goto out;
         totals->survived = survived.count;
         totals->survived_bytes = survived.bytes;
         totals->survived_at_least = survived.at_least;
+        totals->survived_exact = survived.exact;
         totals->survived_proven = survived.proven;
     } else if (estimates->uncounted) {
         totals->survived = totals->objects;

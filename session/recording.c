@@ -890,7 +890,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
      * small objects are counted at each GC, so a lost GC loses theirs (the note says it) */
     gboolean counted_at_gcs = estimates.uncounted;
     query_survived followed_survived = {0}; /* ... or what the snapshots prove, when more */
-    if (followed && query_survived_read(db, &estimates, &followed_survived, NULL))
+    if (followed && query_survived_read(db, &estimates, FALSE, &followed_survived, NULL))
         survived = followed_survived.count;
     query_estimates_clear(&estimates);
     /* Losses in the units users think in; a negative value is not a count (never shown). */
@@ -958,7 +958,8 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                             census_lost.known ? json_integer(census_lost.bytes) : json_null());
         json_object_set_new(j, "allocations_survived_at_least",
                             followed ? json_integer(followed_survived.proven) : json_null());
-        json_object_set_new(j, "allocations_survived_estimated", json_boolean(followed));
+        json_object_set_new(j, "allocations_survived_estimated",
+                            json_boolean(followed && !followed_survived.exact));
         /* the losses counted are lower bounds: the stream ended early (status truncated) */
         json_object_set_new(j, "lost_at_least", json_boolean(truncated));
         json_object_set_new(j, "unrecorded", unrecorded);
@@ -1037,7 +1038,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                                        attach ? "large" : "large and pinned")
                      : g_strdup("");
     /* Survivors: the followed samples' estimate (~), or at least what the snapshots found. */
-    const char *survived_mark = followed_survived.at_least ? "at least " : followed ? "~" : "";
+    const char *survived_mark = followed_survived.at_least          ? "at least "
+                                : followed && !followed_survived.exact ? "~"
+                                                                       : "";
     fprintf(stderr,
             "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC%s) of %s %s, %s "
             "-> %s (%s)%s\n",
