@@ -167,11 +167,19 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
     /* ... or every survivor, when every GC's snapshot named them (unmarked, as in full mode) */
     const gboolean survived_estimated = estimates->followed && !t->survived_exact;
     const char *survived_mark = t->survived_at_least ? "≥" : survived_estimated ? "~" : "";
+    char renamed[QUERY_FORMAT_MAX];
+    g_autofree char *named =
+        t->survived_at_least && t->survived_renamed > 0
+            ? g_strdup_printf("  AT LEAST: every GC's snapshot named them; at most %s more (left "
+                              "in gen0, named again by the next snapshot)",
+                              query_count_format(t->survived_renamed, renamed))
+            : NULL;
     info_lines_add(lines, "survived a GC",
                    g_strdup_printf("%s%s (%s%s)%s", survived_mark,
                                    query_count_format(t->survived, a), survived_mark,
                                    query_size_format(t->survived_bytes, b),
-                                   t->survived_at_least
+                                   named ? named
+                                   : t->survived_at_least
                                        ? "  AT LEAST: the objects the snapshots found allocated "
                                          "while recording (the followed samples estimate fewer)"
                                    : survived_estimated ? "  ESTIMATED from the followed samples"

@@ -81,6 +81,10 @@ typedef struct query_survived {
                                          * bound, not an estimate */
     gboolean exact;                     /* count is every survivor, named (below): neither an
                                          * estimate nor a bound */
+    gboolean named;                     /* every GC's snapshot named every survivor: the count
+                                         * is exact, or at least (at most `renamed` more) */
+    int64_t renamed;                    /* objects a snapshot found in gen0 and the next may
+                                         * have named again (below) */
 } query_survived;
 
 /* The objects rows prove more than the largest snapshot: every row (frozen objects left out; in
