@@ -101,7 +101,7 @@ static char *count_dup(int64_t n)
 static json_t *info_totals_json(const query_info_totals *t)
 {
     return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o,"
-                     " s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                     " s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_gen[0],
                      "gen1", (json_int_t)t->gcs_gen[1], "gen2", (json_int_t)t->gcs_gen[2],
@@ -115,6 +115,8 @@ static json_t *info_totals_json(const query_info_totals *t)
                      "allocations_survived_bytes", (json_int_t)t->survived_bytes,
                      "allocations_survived_at_least",
                      t->survived_proven >= 0 ? json_integer(t->survived_proven) : json_null(),
+                     "allocations_survived_at_most",
+                     t->survived_at_most >= 0 ? json_integer(t->survived_at_most) : json_null(),
                      "objects", (json_int_t)t->objects,
                      "object_bytes", (json_int_t)t->object_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive,
@@ -169,10 +171,10 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
     const char *survived_mark = t->survived_at_least ? "≥" : survived_estimated ? "~" : "";
     char renamed[QUERY_FORMAT_MAX];
     g_autofree char *named =
-        t->survived_at_least && t->survived_renamed > 0
+        t->survived_at_least && t->survived_at_most > t->survived
             ? g_strdup_printf("  AT LEAST: every GC's snapshot named them; at most %s more (left "
                               "in gen0, named again by the next snapshot)",
-                              query_count_format(t->survived_renamed, renamed))
+                              query_count_format(t->survived_at_most - t->survived, renamed))
             : NULL;
     info_lines_add(lines, "survived a GC",
                    g_strdup_printf("%s%s (%s%s)%s", survived_mark,

@@ -180,15 +180,17 @@ static gboolean survived_rows_read(sqlite3 *db, const query_estimates *e, gboole
      * file); the samples' estimate is then no figure: it can fall outside [rows - in gen0,
      * rows] either way (Checkpoints: ~6,462 for 4,464). */
     s->named = every && lost == 0 && !e->attach && rows >= s->proven;
-    s->renamed = in_gen0;
+    s->at_most = s->named ? rows : -1;
+    /* exact: no row twice, or the largest snapshot holds as many as the rows */
+    gboolean exact = s->named && (in_gen0 == 0 || s->proven >= rows);
     gboolean more = rows - in_gen0 > s->proven && (s->named || rows - in_gen0 > s->estimated);
-    if (!more && !(s->named && in_gen0 == 0))
+    if (!more && !exact)
         return TRUE;
     if (!spans && bytes && !survived_rows_query(db, sql, base, TRUE, v, error))
         return FALSE;
-    s->exact = s->named && in_gen0 == 0;
-    s->proven = v[0] - v[2];
-    s->proven_bytes = MAX(v[1] - v[3], 0);
+    s->exact = exact;
+    s->proven = exact ? v[0] : v[0] - v[2];
+    s->proven_bytes = MAX(exact ? v[1] : v[1] - v[3], 0);
     return TRUE;
 }
 
@@ -198,6 +200,7 @@ gboolean query_survived_read(sqlite3 *db, const query_estimates *e, gboolean byt
     gboolean row = FALSE;
     gboolean ok = FALSE;
     memset(s, 0, sizeof *s);
+    s->at_most = -1;
     sqlite3_stmt *stmt = query_db_prepare(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
@@ -237,7 +240,7 @@ gboolean query_survived_read(sqlite3 *db, const query_estimates *e, gboolean byt
         goto out;
     }
     /* One figure or the other, count and bytes together: a lower bound is not mixed with an
-     * estimate; every survivor named, the bound is the figure (named twice at most `renamed`). */
+     * estimate; every survivor named, the bound is the figure (and the rows one above). */
     s->at_least = s->proven > s->estimated || s->named;
     s->count = s->at_least ? s->proven : s->estimated;
     s->bytes = s->at_least ? s->proven_bytes : s->estimated_bytes;

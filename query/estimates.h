@@ -82,9 +82,9 @@ typedef struct query_survived {
     gboolean exact;                     /* count is every survivor, named (below): neither an
                                          * estimate nor a bound */
     gboolean named;                     /* every GC's snapshot named every survivor: the count
-                                         * is exact, or at least (at most `renamed` more) */
-    int64_t renamed;                    /* objects a snapshot found in gen0 and the next may
-                                         * have named again (below) */
+                                         * is exact, or at least and at most `at_most` */
+    int64_t at_most;                    /* named: the rows, each survivor one or more (those
+                                         * left in gen0 at a snapshot, below); else -1 */
 } query_survived;
 
 /* The objects rows prove more than the largest snapshot: every row (frozen objects left out; in

@@ -23,7 +23,7 @@ typedef struct query_info_totals {
      * recordings, whose survived counts every survivor), or every survivor when every GC had
      * a snapshot that named them all (survived_exact). */
     gboolean survived_at_least, survived_exact;
-    int64_t survived_renamed; /* every GC's snapshot named them: at most this many more; else -1 */
+    int64_t survived_at_most; /* every GC's snapshot named them: at most this many; else -1 */
     int64_t survived_proven;
     int64_t objects, object_bytes, objects_alive;
     /* types: every type the recording names (allocated, or found by a snapshot or a field);

@@ -960,6 +960,11 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                             followed ? json_integer(followed_survived.proven) : json_null());
         json_object_set_new(j, "allocations_survived_estimated",
                             json_boolean(followed && !followed_survived.exact));
+        /* every GC's snapshot named the survivors: no more than the rows (else null) */
+        json_object_set_new(j, "allocations_survived_at_most",
+                            followed && followed_survived.at_most >= 0
+                                ? json_integer(followed_survived.at_most)
+                                : json_null());
         /* the losses counted are lower bounds: the stream ended early (status truncated) */
         json_object_set_new(j, "lost_at_least", json_boolean(truncated));
         json_object_set_new(j, "unrecorded", unrecorded);

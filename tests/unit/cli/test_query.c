@@ -985,6 +985,7 @@ static void case_info_json(void)
         "    \"allocations_survived\": 8,\n"
         "    \"allocations_survived_bytes\": 101408,\n"
         "    \"allocations_survived_at_least\": null,\n"
+        "    \"allocations_survived_at_most\": null,\n"
         "    \"objects\": 8,\n"
         "    \"object_bytes\": 101408,\n"
         "    \"objects_alive_at_end\": 7,\n"
