@@ -198,11 +198,12 @@ int cmd_allocations(int argc, char **argv)
             json_object_set_new(head, "estimated", json_true());
             json_object_set_new(head, "exact_per_type", json_false());
         } else if (note) {
-            gboolean estimated = !part && query_totals_estimated(&totals, &estimates);
+            /* of a part (--between), its rows decide: without the census each is an estimate */
+            gboolean estimated = part ? types->len > 0 && estimates.estimated && !estimates.census
+                                      : query_totals_estimated(&totals, &estimates);
             for (guint i = 0; part && !estimated && i < types->len; i++) {
                 const query_allocation *r = &g_array_index(types, query_allocation, i);
-                estimated = r->estimated_count > 0 || r->estimated_bytes > 0 ||
-                            (estimates.estimated && !estimates.census);
+                estimated = r->estimated_count > 0 || r->estimated_bytes > 0;
             }
             json_object_set_new(head, "estimated", json_boolean(estimated));
         }
