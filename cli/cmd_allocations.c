@@ -190,12 +190,22 @@ int cmd_allocations(int argc, char **argv)
     }
     if (json) {
         json_t *head = note ? query_estimates_json(&estimates) : json_object();
-        /* Per thread, a sampled or attach recording knows only its samples' threads: the rows
-         * of one thread are estimates even where the census made the totals per type exact
-         * (the text says "ESTIMATED from the allocation samples"). */
+        /* "estimated": some figure of this document is an estimate (its total, a row; each row
+         * says its own). Per thread, a sampled or attach recording knows only its samples'
+         * threads: the rows of one thread are estimates even where the census made the totals
+         * per type exact (the text says "ESTIMATED from the allocation samples"). */
         if (thread && estimates.uncounted) {
             json_object_set_new(head, "estimated", json_true());
             json_object_set_new(head, "exact_per_type", json_false());
+        } else if (note) {
+            /* of a part (--between), its rows decide: without the census each is an estimate */
+            gboolean estimated = part ? types->len > 0 && estimates.estimated && !estimates.census
+                                      : query_totals_estimated(&totals, &estimates);
+            for (guint i = 0; part && !estimated && i < types->len; i++) {
+                const query_allocation *r = &g_array_index(types, query_allocation, i);
+                estimated = r->estimated_count > 0 || r->estimated_bytes > 0;
+            }
+            json_object_set_new(head, "estimated", json_boolean(estimated));
         }
         json_object_set_new(head, "total",
                             part ? json_pack("{s:I, s:I}", "count", (json_int_t)part_count,

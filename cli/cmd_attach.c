@@ -86,12 +86,14 @@ int cmd_attach(int argc, char **argv) {
                              &error))
         return error ? query_error_report(error) : status;
     uint64_t duration = 0, timeout = ATTACH_TIMEOUT_MS / 1000;
-    if (duration_text && !query_args_parse_uint("attach", "duration", duration_text, 1,
-                                                 31u * 24 * 3600, "a number of seconds",
-                                                 &duration, &error))
+    if (duration_text &&
+        !query_args_parse_uint("attach", "duration", duration_text, 1, 31u * 24 * 3600,
+                               "a number of seconds from 1 to 2,678,400 (31 days)", &duration,
+                               &error))
         return query_error_report(error);
     if (timeout_text && !query_args_parse_uint("attach", "timeout", timeout_text, 1, 3600,
-                                                "a number of seconds", &timeout, &error))
+                                                "a number of seconds from 1 to 3,600", &timeout,
+                                                &error))
         return query_error_report(error);
     if ((stacks_text && !query_args_check_on_off("attach", "--stacks", stacks_text, &error)) ||
         (census_text && !query_args_check_on_off("attach", "--census", census_text, &error)))

@@ -101,7 +101,7 @@ static char *count_dup(int64_t n)
 static json_t *info_totals_json(const query_info_totals *t)
 {
     return json_pack("{s:I, s:{s:I, s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o,"
-                     " s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
+                     " s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o}",
                      "gcs", (json_int_t)t->gcs,
                      "gcs_by_generation", "gen0", (json_int_t)t->gcs_gen[0],
                      "gen1", (json_int_t)t->gcs_gen[1], "gen2", (json_int_t)t->gcs_gen[2],
@@ -115,6 +115,8 @@ static json_t *info_totals_json(const query_info_totals *t)
                      "allocations_survived_bytes", (json_int_t)t->survived_bytes,
                      "allocations_survived_at_least",
                      t->survived_proven >= 0 ? json_integer(t->survived_proven) : json_null(),
+                     "allocations_survived_at_most",
+                     t->survived_at_most >= 0 ? json_integer(t->survived_at_most) : json_null(),
                      "objects", (json_int_t)t->objects,
                      "object_bytes", (json_int_t)t->object_bytes,
                      "objects_alive_at_end", (json_int_t)t->objects_alive,
@@ -164,15 +166,25 @@ static void info_totals_lines(const query_info *info, info_lines *lines)
     for (guint i = 0; i < terms->len; i++)
         info_lines_add(lines, "", g_strdup(g_ptr_array_index(terms, i)));
     /* Followed samples: their estimate, or what the snapshots prove when that is more. */
-    const char *survived_mark = t->survived_at_least ? "≥" : estimates->followed ? "~" : "";
+    /* ... or every survivor, when every GC's snapshot named them (unmarked, as in full mode) */
+    const gboolean survived_estimated = estimates->followed && !t->survived_exact;
+    const char *survived_mark = t->survived_at_least ? "≥" : survived_estimated ? "~" : "";
+    char renamed[QUERY_FORMAT_MAX];
+    g_autofree char *named =
+        t->survived_at_least && t->survived_at_most > t->survived
+            ? g_strdup_printf("  AT LEAST: every GC's snapshot named them; at most %s more (left "
+                              "in gen0, named again by the next snapshot)",
+                              query_count_format(t->survived_at_most - t->survived, renamed))
+            : NULL;
     info_lines_add(lines, "survived a GC",
                    g_strdup_printf("%s%s (%s%s)%s", survived_mark,
                                    query_count_format(t->survived, a), survived_mark,
                                    query_size_format(t->survived_bytes, b),
-                                   t->survived_at_least
+                                   named ? named
+                                   : t->survived_at_least
                                        ? "  AT LEAST: the objects the snapshots found allocated "
                                          "while recording (the followed samples estimate fewer)"
-                                   : estimates->followed ? "  ESTIMATED from the followed samples"
+                                   : survived_estimated ? "  ESTIMATED from the followed samples"
                                                          : ""));
     /* Following samples, the objects rows are the followed ones only: no count of survivors
      * (those are the estimate above, and `survivors` per GC). */
@@ -368,9 +380,10 @@ int cmd_info(int argc, char **argv)
         json_object_set_new(totals_json, "allocations_census",
                             json_boolean(info.estimates.census));
         /* Survivors between snapshots are the followed samples' (or the snapshots' lower
-         * bound): not the exact count a full recording gives. */
+         * bound): not the exact count a full recording gives, unless every GC's snapshot named
+         * every survivor (query_survived_read). */
         json_object_set_new(totals_json, "allocations_survived_estimated",
-                            json_boolean(info.estimates.followed));
+                            json_boolean(info.estimates.followed && !info.totals.survived_exact));
         /* ... and objects, objects_alive_at_end count the followed objects only. */
         json_object_set_new(totals_json, "objects_followed_only",
                             json_boolean(info.estimates.followed));
@@ -389,6 +402,10 @@ int cmd_info(int argc, char **argv)
         json_object_set_new(totals_json, "census_allocation_bytes_lost",
                             census_lost.known ? json_integer(census_lost.bytes) : json_null());
         json_t *allocations = query_estimates_json(&info.estimates);
+        /* info gives the total, not the per-thread figures: estimated when the total is */
+        json_object_set_new(allocations, "estimated",
+                            json_boolean(query_totals_estimated(&info.allocations,
+                                                                &info.estimates)));
         json_object_set_new(allocations, "total",
                             query_totals_json(&info.allocations, &info.estimates));
         json_t *doc = json_pack("{s:o, s:o, s:o, s:o, s:o, s:O, s:O}", "file", query_json_string(path),

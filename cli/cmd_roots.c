@@ -50,7 +50,7 @@ int cmd_roots(int argc, char **argv)
                                               "an object id (1, 2, ...)", &object_id, &error))
         goto out;
     if (limit_text && !query_args_parse_uint("roots", "limit", limit_text, 1, 1000000,
-                                             "a positive number", &limit, &error))
+                                             "a number from 1 to 1,000,000", &limit, &error))
         goto out;
     if (!all)
         limit = 1;

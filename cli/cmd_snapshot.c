@@ -21,7 +21,8 @@ int cmd_snapshot(int argc, char **argv) {
                              &status, &error))
         return error ? query_error_report(error) : status;
     if (timeout_text && !query_args_parse_uint("snapshot", "timeout", timeout_text, 1, 86400,
-                                               "a number of seconds", &timeout, &error))
+                                               "a number of seconds from 1 to 86,400", &timeout,
+                                               &error))
         return query_error_report(error);
 
     snapshot_answer answer;

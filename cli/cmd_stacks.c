@@ -446,10 +446,11 @@ int cmd_stacks(int argc, char **argv)
     q.by = q.methods ? STACKS_BY_ALLOCATED : (stacks_by)by_index;
     q.sort = (stacks_sort)sort_index;
     if (top_text && !query_args_parse_uint(argv[0], "top", top_text, 1, G_MAXUINT32,
-                                           "a positive number", &top, &error))
+                                           "a number from 1 to 4,294,967,295", &top, &error))
         goto out;
-    if (depth_text && !query_args_parse_uint(argv[0], "depth", depth_text, 1, G_MAXUINT32,
-                                             "a positive number of frames", &depth, &error))
+    if (depth_text &&
+        !query_args_parse_uint(argv[0], "depth", depth_text, 1, G_MAXUINT32,
+                               "a number of frames from 1 to 4,294,967,295", &depth, &error))
         goto out;
     if (!depth_text && !json)
         depth = STACKS_DEFAULT_DEPTH;

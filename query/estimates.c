@@ -100,12 +100,107 @@ gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated,
     return ok;
 }
 
-gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_survived *s,
-                             GError **error)
+/* The rows less the objects left in gen0 at a snapshot's GC but the last's (estimates.h,
+ * QUERY_SURVIVED_ROWS_SQL_HEAD), count and bytes, from the summary's spans (an object's first
+ * span starts at its first_gc, in its first generation) or the packed rows (each chunk holds
+ * one first generation; an entry without a size has the size of its row's first object of its
+ * type: estimates per chunk and type, one pass over the JSON, only when `?2` asks for bytes).
+ * ?1: the first GC whose rows count (after an attach's first snapshot; 0: every one). */
+static const char survived_rows_spans_sql[] =
+    QUERY_SURVIVED_ROWS_SQL_HEAD
+    " SELECT total(CASE WHEN generation < 5 AND first_gc > ?1 THEN count END),"
+    "        total(CASE WHEN generation < 5 AND first_gc > ?1 THEN bytes END),"
+    "        total(CASE WHEN generation = 0 AND first_gc IN snapshot_gcs THEN count END),"
+    "        total(CASE WHEN generation = 0 AND first_gc IN snapshot_gcs THEN bytes END)"
+    " FROM object_spans WHERE from_gc = first_gc";
+static const char survived_rows_chunks_sql[] =
+    QUERY_SURVIVED_ROWS_SQL_HEAD
+    " SELECT total(CASE WHEN generation < 5 AND gc > ?1 THEN count END),"
+    "        total(CASE WHEN generation < 5 AND gc > ?1 THEN b END),"
+    "        total(CASE WHEN generation = 0 AND gc IN snapshot_gcs THEN count END),"
+    "        total(CASE WHEN generation = 0 AND gc IN snapshot_gcs THEN b END)"
+    " FROM (SELECT c.gc, c.generation, c.count,"
+    "              CASE WHEN ?2 THEN (SELECT total(e + i * f) FROM"
+    "                   (SELECT total(j.value ->> 2) AS e, total(j.value ->> 2 IS NULL) AS i,"
+    "                           j.value ->> 2 AS f, min(j.key)"
+    "                    FROM json_each(c.objects) j GROUP BY j.value ->> 1)) END AS b"
+    "       FROM object_chunks c)";
+
+static gboolean survived_rows_query(sqlite3 *db, const char *sql, int64_t base, gboolean bytes,
+                                    int64_t v[4], GError **error)
+{
+    gboolean row = FALSE;
+    sqlite3_stmt *stmt = query_db_prepare(db, sql, error);
+    gboolean ok = stmt != NULL;
+    if (ok) {
+        sqlite3_bind_int64(stmt, 1, base);
+        sqlite3_bind_int(stmt, 2, bytes);
+        ok = query_db_step(stmt, &row, error);
+    }
+    for (int i = 0; ok && i < 4; i++)
+        v[i] = row ? MAX((int64_t)sqlite3_column_double(stmt, i), 0) : 0;
+    sqlite3_finalize(stmt);
+    return ok;
+}
+
+/* Raises s->proven to what the objects rows prove, and sets s->exact when they are the count
+ * (estimates.h, QUERY_SURVIVED_ROWS_SQL_HEAD). */
+static gboolean survived_rows_read(sqlite3 *db, const query_estimates *e, gboolean bytes,
+                                   query_survived *s, GError **error)
+{
+    gboolean spans = FALSE;
+    int64_t chunk_generations = 0, view = 0, base = 0, every = 0, lost = 0;
+    int64_t v[4] = {0};
+    if (!query_db_has_spans(db, FALSE, &spans, error) ||
+        (!spans &&
+         (!query_db_int(db, "SELECT count(*) FROM sqlite_schema"
+                            " WHERE type = 'view' AND name = 'objects'", &view, error) ||
+          !query_db_int(db, "SELECT count(*) FROM pragma_table_info('object_chunks')"
+                            " WHERE name = 'generation'", &chunk_generations, error))))
+        return FALSE;
+    if (!spans && !(view && chunk_generations))
+        return TRUE; /* objects built by an older heaplens, without the summary */
+    if (e->attach && !query_db_int(db, "SELECT coalesce(min(gc), 0) FROM snapshots", &base,
+                                   error))
+        return FALSE;
+    const char *sql = spans ? survived_rows_spans_sql : survived_rows_chunks_sql;
+    /* counts first: the chunks' bytes cost a pass over their JSON, read only when they show */
+    if (!survived_rows_query(db, sql, base, spans, v, error))
+        return FALSE;
+    int64_t rows = v[0], in_gen0 = v[2];
+    if (!query_db_int(db,
+                      "SELECT (SELECT count(*) FROM gcs) > 0"
+                      "   AND NOT EXISTS (SELECT 1 FROM gcs WHERE incomplete <> 0"
+                      "                   OR gc NOT IN (SELECT gc FROM snapshots))",
+                      &every, error) ||
+        !query_db_gcs_lost(db, &lost, error))
+        return FALSE;
+    /* Every survivor has a row when every GC's snapshot named them (the rows must hold what the
+     * largest snapshot proves: else the snapshots and objects disagree, a damaged or edited
+     * file); the samples' estimate is then no figure: it can fall outside [rows - in gen0,
+     * rows] either way (Checkpoints: ~6,462 for 4,464). */
+    s->named = every && lost == 0 && !e->attach && rows >= s->proven;
+    s->at_most = s->named ? rows : -1;
+    /* exact: no row twice, or the largest snapshot holds as many as the rows */
+    gboolean exact = s->named && (in_gen0 == 0 || s->proven >= rows);
+    gboolean more = rows - in_gen0 > s->proven && (s->named || rows - in_gen0 > s->estimated);
+    if (!more && !exact)
+        return TRUE;
+    if (!spans && bytes && !survived_rows_query(db, sql, base, TRUE, v, error))
+        return FALSE;
+    s->exact = exact;
+    s->proven = exact ? v[0] : v[0] - v[2];
+    s->proven_bytes = MAX(exact ? v[1] : v[1] - v[3], 0);
+    return TRUE;
+}
+
+gboolean query_survived_read(sqlite3 *db, const query_estimates *e, gboolean bytes,
+                             query_survived *s, GError **error)
 {
     gboolean row = FALSE;
     gboolean ok = FALSE;
     memset(s, 0, sizeof *s);
+    s->at_most = -1;
     sqlite3_stmt *stmt = query_db_prepare(db, QUERY_ESTIMATES_FOLLOWED_SURVIVED_SQL, error);
     if (!stmt || !query_db_step(stmt, &row, error))
         goto out;
@@ -134,9 +229,19 @@ gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_surviv
         s->proven = MAX(sqlite3_column_int64(stmt, 0), 0);
         s->proven_bytes = MAX(sqlite3_column_int64(stmt, 1), 0);
     }
+    sqlite3_finalize(stmt);
+    stmt = NULL;
+    if (!survived_rows_read(db, e, bytes, s, error))
+        goto out;
+    if (s->exact) {
+        s->count = s->proven;
+        s->bytes = s->proven_bytes;
+        ok = TRUE;
+        goto out;
+    }
     /* One figure or the other, count and bytes together: a lower bound is not mixed with an
-     * estimate. */
-    s->at_least = s->proven > s->estimated;
+     * estimate; every survivor named, the bound is the figure (and the rows one above). */
+    s->at_least = s->proven > s->estimated || s->named;
     s->count = s->at_least ? s->proven : s->estimated;
     s->bytes = s->at_least ? s->proven_bytes : s->estimated_bytes;
     ok = TRUE;
@@ -366,6 +471,11 @@ gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *
 out:
     sqlite3_finalize(stmt);
     return ok;
+}
+
+gboolean query_totals_estimated(const query_totals *t, const query_estimates *e)
+{
+    return t->estimated > 0 || (e->estimated && !e->census);
 }
 
 GPtrArray *query_totals_terms_new(const query_totals *t, const query_estimates *e)

@@ -71,18 +71,44 @@ gboolean query_estimates_survivors(sqlite3 *db, int64_t gc, gboolean *estimated,
  * so a later snapshot proves at least its objects less the first one's. Bytes likewise, from
  * snapshots.bytes (the runtime's walk: the frozen objects it walked included). The figure shown
  * is the snapshots' when they prove more objects than the samples estimate (count and bytes
- * both), else the estimate: never below what the snapshots prove. */
+ * both), else the estimate: never below what the snapshots prove; or, when every GC's snapshot
+ * named every survivor once (QUERY_SURVIVED_ROWS_SQL_HEAD), the exact count. */
 typedef struct query_survived {
     int64_t count, bytes;               /* the figure to show: one of the two below */
     int64_t estimated, estimated_bytes; /* from the followed samples (and LOH/POH, exact) */
     int64_t proven, proven_bytes;       /* at least this many, by the snapshots (0: none) */
     gboolean at_least;                  /* count is the snapshots' (above the estimate): a lower
                                          * bound, not an estimate */
+    gboolean exact;                     /* count is every survivor, named (below): neither an
+                                         * estimate nor a bound */
+    gboolean named;                     /* every GC's snapshot named every survivor: the count
+                                         * is exact, or at least and at most `at_most` */
+    int64_t at_most;                    /* named: the rows, each survivor one or more (those
+                                         * left in gen0 at a snapshot, below); else -1 */
 } query_survived;
 
-/* Reads them for a recording with `e->followed` (`e` from query_estimates_get). */
-gboolean query_survived_read(sqlite3 *db, const query_estimates *e, query_survived *s,
-                             GError **error);
+/* The objects rows prove more than the largest snapshot: every row (frozen objects left out; in
+ * an attach session those of the first snapshot's GC, the heap found there) is an object
+ * allocated while recording that survived a GC, and rows name distinct objects but for one
+ * case: an object a snapshot found still in gen0 (a pinned one, its neighbours) is named for
+ * that snapshot only, and again with a new id by the next one if it still lives. So at least
+ * the rows less the objects in gen0 after each snapshot's GC but the last survived a GC. When
+ * every GC had a snapshot (none lost or incomplete), every survivor got a row: with no object
+ * left in gen0 at a snapshot but the last, the rows are the exact count (record --mode sampled
+ * --snapshot every:1; an attach session never: what its first GC found includes objects
+ * allocated after the attach, not told apart). Read from the first read's summary
+ * (object_spans), else from the packed rows (object_chunks: the record/attach summary), else
+ * not at all (a file an older heaplens built: the largest snapshot's bound alone). */
+#define QUERY_SURVIVED_ROWS_SQL_HEAD                                                               \
+    "WITH snapshot_gcs(gc) AS (SELECT gc FROM snapshots"                                           \
+    "                          WHERE gc < (SELECT max(gc) FROM snapshots))"
+
+/* Reads them for a recording with `e->followed` (`e` from query_estimates_get). `bytes` FALSE:
+ * the counts only (the record/attach summary, which gives no bytes: without the first read's
+ * summary the rows' bytes cost a pass over every packed object, 1.6 s of CPU for MidLife's
+ * 1.1M), and the bytes of a bound or count from the rows are 0. */
+gboolean query_survived_read(sqlite3 *db, const query_estimates *e, gboolean bytes,
+                             query_survived *s, GError **error);
 
 /* The one-line note of a sampled or attach recording ("attach mode: allocation figures are
  * ESTIMATES from 1,234 allocation samples (AllocationSampled, unbiased) for small objects; ...");
@@ -95,7 +121,11 @@ char *query_estimates_sampling_text_new(const query_estimates *e);
 
 /* {"mode", "estimated", "exact_per_type", "census_off" (recorded with --census off), "note"
  * (null for full), "sampling": {"source", "mean_distance_bytes", "biased", "samples",
- * "samples_dropped"} or null}: the head every JSON output carries. New reference. */
+ * "samples_dropped"} or null}: the head every JSON output of allocation figures carries.
+ * "estimated" says that some allocation figure of the document is an estimate; as made here,
+ * that the recording estimates some from samples (e->estimated: per thread and per stack, which
+ * the report gives); a command that gives fewer figures sets it for its own (allocations, info:
+ * query_totals_estimated), and rows carry their own. New reference. */
 json_t *query_estimates_json(const query_estimates *e);
 
 /* SQL that sums the allocations, exact or estimated as the recording allows. With the census
@@ -147,6 +177,13 @@ typedef struct query_totals {
 
 /* Reads the totals of the recording (`e` from query_estimates_get). */
 gboolean query_totals_read(sqlite3 *db, const query_estimates *e, query_totals *t, GError **error);
+
+/* Whether the total `t` is an estimate in part: the samples' part where no census counted
+ * (t->estimated, rounded per type: 0 when the census counted every sampled interval), or every
+ * small object of a recording without the census. With the census and nothing to estimate the
+ * total is exact even though its recording has samples (JSON heads said "estimated": true of
+ * rows and totals that were all exact). */
+gboolean query_totals_estimated(const query_totals *t, const query_estimates *e);
 
 /* The terms of the total in words, one line each ("10,975,224 (686.7 MiB) reported by the
  * runtime one by one", "+ 12,719 (406.1 KiB) made by the runtime without reporting them ...",

@@ -66,13 +66,16 @@ static gboolean info_totals_get(sqlite3 *db, const char *path, const query_estim
     /* Uncounted small objects: every object that survived a GC is an objects row (given its id
      * at the first GC that found it alive), as the record summary counts them. */
     totals->survived_proven = -1; /* not read: every survivor counted */
+    totals->survived_at_most = -1;
     if (estimates->followed) { /* only the samples' objects have rows: estimated */
         query_survived survived;
-        if (!query_survived_read(db, estimates, &survived, error))
+        if (!query_survived_read(db, estimates, TRUE, &survived, error))
             goto out;
         totals->survived = survived.count;
         totals->survived_bytes = survived.bytes;
         totals->survived_at_least = survived.at_least;
+        totals->survived_exact = survived.exact;
+        totals->survived_at_most = survived.at_most;
         totals->survived_proven = survived.proven;
     } else if (estimates->uncounted) {
         totals->survived = totals->objects;

@@ -20,8 +20,10 @@ typedef struct query_info_totals {
     /* Sampled and attach recordings that follow their samples (query_survived_read): survived
      * is the followed samples' estimate, or what the snapshots prove when that is more
      * (survived_at_least; survived_proven: the snapshots' figure either way, -1 in other
-     * recordings, whose survived counts every survivor). */
-    gboolean survived_at_least;
+     * recordings, whose survived counts every survivor), or every survivor when every GC had
+     * a snapshot that named them all (survived_exact). */
+    gboolean survived_at_least, survived_exact;
+    int64_t survived_at_most; /* every GC's snapshot named them: at most this many; else -1 */
     int64_t survived_proven;
     int64_t objects, object_bytes, objects_alive;
     /* types: every type the recording names (allocated, or found by a snapshot or a field);

@@ -50,17 +50,22 @@ gboolean recording_snapshot_option(const char *who, const char *option, const ch
         }
         item = g_strdup(value);
     } else {
-        const char *digits = value;
-        while (*digits >= '0' && *digits <= '9')
-            digits++;
-        gboolean zero_ok = strcmp(option, "snapshot-interval") == 0;
-        if (*digits || digits == value || strlen(value) > 8 || (!zero_ok && atol(value) < 1)) {
+        /* The ranges of the collector's max-snapshots:N and min-interval:S
+         * (collector/snapshot_policy.c), said whole here: "a number from 1" named no maximum,
+         * and a value above it was refused in the policy's own spelling. */
+        gboolean interval = strcmp(option, "snapshot-interval") == 0;
+        guint64 n = 0;
+        if (!g_ascii_string_to_unsigned(value, 10, interval ? 0 : 1,
+                                        interval ? 366ull * 86400 : 1000000, &n, NULL)) {
             g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s takes %s, not '%s'", who,
-                        option, zero_ok ? "a number of seconds (0: none)" : "a number from 1",
+                        option,
+                        interval ? "a number of seconds from 0 (none) to 31,622,400 (a year)"
+                                 : "a whole number from 1 to 1,000,000",
                         value);
             return FALSE;
         }
-        item = g_strdup_printf("%s:%s", zero_ok ? "min-interval" : "max-snapshots", value);
+        item = g_strdup_printf("%s:%" G_GUINT64_FORMAT, interval ? "min-interval" : "max-snapshots",
+                               n);
     }
     if (!hl_snapshot_policy_parse(item, &parsed, why, sizeof why)) {
         g_set_error(error, QUERY_ERROR, QUERY_ERROR_USAGE, "%s: --%s: %s", who, option, why);
@@ -885,7 +890,7 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
      * small objects are counted at each GC, so a lost GC loses theirs (the note says it) */
     gboolean counted_at_gcs = estimates.uncounted;
     query_survived followed_survived = {0}; /* ... or what the snapshots prove, when more */
-    if (followed && query_survived_read(db, &estimates, &followed_survived, NULL))
+    if (followed && query_survived_read(db, &estimates, FALSE, &followed_survived, NULL))
         survived = followed_survived.count;
     query_estimates_clear(&estimates);
     /* Losses in the units users think in; a negative value is not a count (never shown). */
@@ -953,7 +958,13 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                             census_lost.known ? json_integer(census_lost.bytes) : json_null());
         json_object_set_new(j, "allocations_survived_at_least",
                             followed ? json_integer(followed_survived.proven) : json_null());
-        json_object_set_new(j, "allocations_survived_estimated", json_boolean(followed));
+        json_object_set_new(j, "allocations_survived_estimated",
+                            json_boolean(followed && !followed_survived.exact));
+        /* every GC's snapshot named the survivors: no more than the rows (else null) */
+        json_object_set_new(j, "allocations_survived_at_most",
+                            followed && followed_survived.at_most >= 0
+                                ? json_integer(followed_survived.at_most)
+                                : json_null());
         /* the losses counted are lower bounds: the stream ended early (status truncated) */
         json_object_set_new(j, "lost_at_least", json_boolean(truncated));
         json_object_set_new(j, "unrecorded", unrecorded);
@@ -1032,7 +1043,9 @@ json_t *recording_summary_print(const char *output, const recording_summary_opti
                                        attach ? "large" : "large and pinned")
                      : g_strdup("");
     /* Survivors: the followed samples' estimate (~), or at least what the snapshots found. */
-    const char *survived_mark = followed_survived.at_least ? "at least " : followed ? "~" : "";
+    const char *survived_mark = followed_survived.at_least          ? "at least "
+                                : followed && !followed_survived.exact ? "~"
+                                                                       : "";
     fprintf(stderr,
             "heaplens: recorded %s GCs, %s%s allocations%s (%s%s survived a GC%s) of %s %s, %s "
             "-> %s (%s)%s\n",

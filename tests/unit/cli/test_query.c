@@ -632,6 +632,64 @@ static void case_allocations_thread_census(void)
     json_decref(doc);
 }
 
+/* The JSON head's "estimated" says that some figure of the document is an estimate, not that
+ * the recording has samples: a census recording whose samples all fell in intervals the census
+ * counted gives exact totals and rows (allocations and info said "estimated": true of them);
+ * a sample after the last GC makes the total an estimate in part (true, and its row says so);
+ * between checkpoints the rows decide; per thread every figure is an estimate. */
+static void case_allocations_head_estimated(void)
+{
+    fixture_app("hcensus.db");
+    fixture_sql("hcensus.db", FOLLOWED_SQL "UPDATE snapshots SET objects = 0;"
+                "UPDATE gcs SET census_objects = 10;"
+                "INSERT INTO alloc_counts (gc, type_id, thread, heap, count, bytes, survived,"
+                " survived_bytes, flags) VALUES (2, 1, NULL, 0, 3000, 192000, 0, 0, 2);"
+                "INSERT INTO sampling (id, source, mean_distance_bytes, biased, samples,"
+                " samples_dropped) VALUES (1, 'AllocationSampled', 102400, 0, 1, 0);"
+                "INSERT INTO checkpoints (name, gc, time_ns, thread) VALUES ('a', 1, 0, 100),"
+                " ('b', 3, 0, 100);");
+    for (int tail = 0; tail < 2; tail++) {
+        if (tail) /* a sample after the last GC (interval 4), which no census counted */
+            fixture_sql("hcensus.db", "INSERT INTO alloc_samples (gc, type_id, thread, heap, size,"
+                                      " est_count, est_bytes) VALUES (4, 1, 100, 0, 16, 50, 800);");
+        json_t *doc = json_run_new("allocations", "hcensus.db", NULL, NULL, NULL, NULL);
+        CHECK(json_is_boolean(json_object_get(doc, "estimated")) &&
+              json_is_true(json_object_get(doc, "estimated")) == tail);
+        CHECK(json_is_true(json_object_get(doc, "exact_per_type")));
+        CHECK(json_integer_value(json_object_get(
+                  json_object_get(json_object_get(doc, "total"), "estimated"), "count")) ==
+              (tail ? 50 : 0));
+        json_t *rows = json_object_get(doc, "rows");
+        int marked = 0;
+        for (size_t i = 0; i < json_array_size(rows); i++)
+            marked += json_is_true(json_object_get(json_array_get(rows, i), "estimated"));
+        CHECK(json_array_size(rows) > 0 && marked == tail);
+        json_decref(doc);
+        doc = json_run_new("info", "hcensus.db", NULL, NULL, NULL, NULL);
+        CHECK(json_is_boolean(json_object_get(json_object_get(doc, "allocations"), "estimated")) &&
+              json_is_true(json_object_get(json_object_get(doc, "allocations"), "estimated")) ==
+                  tail);
+        json_decref(doc);
+        /* intervals 2 and 3, both counted by the census: exact with or without the tail */
+        doc = json_run_new("allocations", "hcensus.db", "--between", "a..b", NULL, NULL);
+        CHECK(json_is_false(json_object_get(doc, "estimated")));
+        json_decref(doc);
+        doc = json_run_new("allocations", "hcensus.db", "--thread", "101", NULL, NULL);
+        CHECK(json_is_true(json_object_get(doc, "estimated")) &&
+              json_is_false(json_object_get(doc, "exact_per_type")));
+        json_decref(doc);
+    }
+    /* the same recording without the census: every small object estimated */
+    fixture_sql("hcensus.db", "DELETE FROM alloc_counts WHERE flags = 2;"
+                              "UPDATE gcs SET census_objects = NULL;");
+    json_t *doc = json_run_new("allocations", "hcensus.db", "--between", "a..b", NULL, NULL);
+    CHECK(json_is_true(json_object_get(doc, "estimated")));
+    json_decref(doc);
+    doc = json_run_new("info", "hcensus.db", NULL, NULL, NULL, NULL);
+    CHECK(json_is_true(json_object_get(json_object_get(doc, "allocations"), "estimated")));
+    json_decref(doc);
+}
+
 /* One integer from `sql` on fixture `name`; -1 when there is no row. */
 static int64_t fixture_int(const char *name, const char *sql)
 {
@@ -927,6 +985,7 @@ static void case_info_json(void)
         "    \"allocations_survived\": 8,\n"
         "    \"allocations_survived_bytes\": 101408,\n"
         "    \"allocations_survived_at_least\": null,\n"
+        "    \"allocations_survived_at_most\": null,\n"
         "    \"objects\": 8,\n"
         "    \"object_bytes\": 101408,\n"
         "    \"objects_alive_at_end\": 7,\n"
@@ -1329,6 +1388,48 @@ static void case_snapshot_pid(void)
     EXPECT(RUN("snapshot", " 5"), 1, "", "heaplens: snapshot: PID must be a process id, not ' 5'\n");
     EXPECT(RUN("snapshot", "+5"), 1, "", "heaplens: snapshot: PID must be a process id, not '+5'\n");
     EXPECT(RUN("snapshot", "2147483647"), 1, "", "heaplens: no process with id 2147483647\n");
+}
+
+/* An option value out of range says the whole range in one line: "--max-snapshots takes a
+ * number from 1" and "--snapshot-interval takes a number of seconds (0: none)" named no maximum,
+ * and a value above it was refused in the collector's own spelling ("'max-snapshots:99999999'
+ * is no snapshot policy"). */
+static void case_range_messages(void)
+{
+    static const char *const max_snapshots[] = {"0", "1000001", "99999999", "x", "-1"};
+    for (size_t i = 0; i < G_N_ELEMENTS(max_snapshots); i++) {
+        g_autofree char *err = g_strdup_printf(
+            "heaplens: record: --max-snapshots takes a whole number from 1 to 1,000,000, not "
+            "'%s'\n", max_snapshots[i]);
+        EXPECT(RUN("record", "--max-snapshots", max_snapshots[i], "--", "true"), 1, "", err);
+        g_autofree char *attach_err = g_strdup_printf(
+            "heaplens: attach: --max-snapshots takes a whole number from 1 to 1,000,000, not "
+            "'%s'\n", max_snapshots[i]);
+        g_autofree char *value = g_strdup_printf("--max-snapshots=%s", max_snapshots[i]);
+        EXPECT(RUN("attach", "1", value), 1, "", attach_err);
+    }
+    static const char *const intervals[] = {"31622401", "999999999", "1s", "-1"};
+    for (size_t i = 0; i < G_N_ELEMENTS(intervals); i++) {
+        g_autofree char *err = g_strdup_printf(
+            "heaplens: record: --snapshot-interval takes a number of seconds from 0 (none) to "
+            "31,622,400 (a year), not '%s'\n", intervals[i]);
+        g_autofree char *value = g_strdup_printf("--snapshot-interval=%s", intervals[i]);
+        EXPECT(RUN("record", value, "--", "true"), 1, "", err);
+    }
+    EXPECT(RUN("attach", "1", "--duration", "2678401"), 1, "",
+           "heaplens: attach: --duration expects a number of seconds from 1 to 2,678,400 (31 "
+           "days), not '2678401'\n");
+    EXPECT(RUN("attach", "1", "--duration", "0"), 1, "",
+           "heaplens: attach: --duration expects a number of seconds from 1 to 2,678,400 (31 "
+           "days), not '0'\n");
+    EXPECT(RUN("attach", "1", "--timeout", "3601"), 1, "",
+           "heaplens: attach: --timeout expects a number of seconds from 1 to 3,600, not "
+           "'3601'\n");
+    EXPECT(RUN("snapshot", "1", "--timeout", "86401"), 1, "",
+           "heaplens: snapshot: --timeout expects a number of seconds from 1 to 86,400, not "
+           "'86401'\n");
+    EXPECT(RUN("roots", "app.db", "--object", "1", "--all", "--limit", "1000001"), 1, "",
+           "heaplens: roots: --limit expects a number from 1 to 1,000,000, not '1000001'\n");
 }
 
 /* Two snapshots that do not exist: the first one named is the one said (it was the second). */
@@ -1734,6 +1835,7 @@ static const cli_test_case cases[] = {
     {"survivors_followed_spans", case_survivors_followed_spans},
     {"followed_marks", case_followed_marks},
     {"allocations_thread_census", case_allocations_thread_census},
+    {"allocations_head_estimated", case_allocations_head_estimated},
     {"survivors_rounded_once", case_survivors_rounded_once},
     {"survivors_view_rounded_once", case_survivors_view_rounded_once},
     {"survivors_text", case_survivors_text},
@@ -1747,6 +1849,7 @@ static const cli_test_case cases[] = {
     {"version", case_version},
     {"help_command", case_help_command},
     {"snapshot_pid", case_snapshot_pid},
+    {"range_messages", case_range_messages},
     {"diff_missing", case_diff_missing},
     {"dash_output", case_dash_output},
     {"import_leftover", case_import_leftover},

@@ -239,6 +239,20 @@ check "--force, a program that cannot be run" 1 $? err "^heaplens: cannot run '$
 cmp -s old.db old.copy && [ -z "$(ls -A | grep -e heaplens-replaced -e 'old\.db-')" ] \
   && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL a program that cannot be run lost the old recording (--force)"; ls -A; }
 
+# --max-snapshots and --snapshot-interval take their whole ranges (1 to 1,000,000; 0 to
+# 31,622,400 s), the number as the collector reads it (no leading zeros); out of range is one
+# line naming both bounds (query.range_messages)
+"$hl" record -q -o rng.db --max-snapshots 1000000 --snapshot-interval 31622400 \
+  -- sh -c 'echo "$HEAPLENS_SNAPSHOT" >policy.txt' 2>err
+check "the largest --max-snapshots and --snapshot-interval" 0 $? err ""
+"$hl" record -q --force -o rng.db --max-snapshots 007 --snapshot-interval 0 \
+  -- sh -c 'echo "$HEAPLENS_SNAPSHOT" >>policy.txt' 2>err
+check "--max-snapshots 007" 0 $? err ""
+[ "$(cat policy.txt)" = "$(printf 'max-snapshots:1000000,min-interval:31622400\nmax-snapshots:7,min-interval:0')" ] \
+  && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL the policies given to the program:"; cat policy.txt; }
+"$hl" record -o rng2.db --max-snapshots 1000001 -- true 2>err
+check "--max-snapshots 1000001" 1 $? err "^heaplens: record: --max-snapshots takes a whole number from 1 to 1,000,000, not '1000001'$"
+
 # --count with its pattern forgotten takes no option or separator for one: "--count -- sh ..."
 # ran the program counting a pattern '--' (attach the same, before it looks for the process).
 rm -f ran

@@ -45,6 +45,51 @@ static void fixture_followed(const char *name, uint32_t mode)
                 " (2, 2, 4512, 0, 0, 0, 145000, 0, 0, 2, 0);");
 }
 
+/* A sampled recording (samples followed) of 4 String objects and 2 GCs, as every GC's snapshot
+ * names them: 1 (32 B) and 2 (48 B) survive GC 1, 3 dies there, 4 (16 B) survives GC 2.
+ * `leftover`: GC 1 leaves object 2 in gen0 (pinned), where a snapshot names it for itself only
+ * (the next names it again, as object 5, a row more); `snapshots`: the GCs that took one. Its
+ * one sample (object 1) weighs `weight`: the samples estimate `weight` survivors. */
+static void fixture_every(const char *name, gboolean leftover, const char *snapshots, int weight)
+{
+    hl_sb *sb = hl_sb_new();
+    hl_run_start rs = {.pid = 79, .mode = HL_MODE_SAMPLED, .start_unix_ns = HL_SB_START_UNIX_NS,
+                       .start_mono_ns = HL_SB_MONO_NS, .flags = HL_RUN_FLAG_SAMPLES_FOLLOWED,
+                       .pointer_size = 8};
+    hl_sb_run_start_full(sb, &rs, "dotnet Every.dll", "10.0.12", "heaplens test");
+    hl_sb_type(sb, 1, "System.String");
+    hl_sb_alloc(sb, 1, 1, 32, 100);
+    hl_sb_alloc(sb, 2, 1, 48, 100);
+    hl_sb_alloc(sb, 3, 1, 64, 100);
+    hl_sb_gc_start(sb, 1, 0, TRUE, 4);
+    hl_sb_fate(sb, 1, 1, HL_FATE(HL_GEN_0, HL_GEN_1));
+    hl_sb_fate(sb, 1, 2, HL_FATE(HL_GEN_0, leftover ? HL_GEN_0 : HL_GEN_1));
+    hl_sb_fate(sb, 1, 3, HL_FATE(HL_GEN_0, HL_GEN_NONE));
+    hl_sb_gc_end(sb, 1, HL_GC_FLAG_COMPACTING);
+    hl_sb_alloc(sb, 4, 1, 16, 100);
+    if (leftover) /* object 2 named again by GC 2's snapshot: a new row, the old one dead */
+        hl_sb_alloc(sb, 5, 1, 48, 100);
+    hl_sb_gc_start(sb, 2, 1, TRUE, leftover ? 6 : 5);
+    hl_sb_fate(sb, 2, 4, HL_FATE(HL_GEN_0, HL_GEN_1));
+    if (leftover) {
+        hl_sb_fate(sb, 2, 5, HL_FATE(HL_GEN_0, HL_GEN_1));
+        hl_sb_death(sb, 2, 2);
+    }
+    hl_sb_gc_end(sb, 2, HL_GC_FLAG_COMPACTING);
+    hl_sb_run_end(sb, 2);
+    fixture_write(sb, name);
+    /* the samples' recording: small objects' survivors are not counted, one sample weighs 1 */
+    g_autofree char *sql = g_strdup_printf(
+        "UPDATE alloc_counts SET survived = 0, survived_bytes = 0;"
+        "INSERT INTO alloc_samples (gc, type_id, thread, heap, size, object_id, est_count,"
+        " est_bytes) VALUES (1, 1, 100, 0, 32, 1, %d, 32 * %d);"
+        "INSERT INTO snapshots (snapshot, gc, objects, refs, roots, handles, bytes,"
+        " model_missing, model_extra, frozen, unresolved)"
+        " SELECT gc, gc, 2 + (gc = 2), 0, 0, 0, 80 + 16 * (gc = 2), 0, 0, 0, 0 FROM gcs"
+        " WHERE gc IN (%s);", weight, weight, snapshots);
+    fixture_sql(name, sql);
+}
+
 /* A full-mode recording whose threads waited `waits` times, `wait_ns` in all. */
 static void fixture_waited(const char *name, uint64_t waits, uint64_t wait_ns)
 {
@@ -120,6 +165,87 @@ static void check_survived(const char *name, int64_t proven, const char *words)
     CHECK(json_is_true(json_object_get(totals, "allocations_survived_estimated")));
     json_decref(info);
     run_result_release(&r);
+}
+
+/* "Survived a GC" of a sampled recording whose every GC took a snapshot that named every
+ * survivor is the exact count, unmarked (it said "~100" from the samples, estimated): 3 objects,
+ * 96 B, in the summary (read from the packed rows) and in info (from the first read's summary).
+ * Not when a GC took none (then the rows are a lower bound: "at least", when more than the
+ * samples estimate), nor when a snapshot found an object still in gen0 (named again by the
+ * next: the rows may count it twice): at least, at most that many more, whatever the samples
+ * estimate (the figure is known within those bounds). */
+static void case_survived_every_snapshot(void)
+{
+    static const struct {
+        const char *name;
+        gboolean leftover;
+        const char *snapshots;
+        int weight;
+        gboolean exact;
+        const char *summary, *info;
+    } cases[] = {
+        {"every.db", FALSE, "1, 2", 100, TRUE, " (3 survived a GC) of 1 type,",
+         "  survived a GC    3 (96 B)\n"},
+        /* the rows prove 3 all the same (each names an object that survived a GC): more than
+         * the samples' 1, a lower bound (which said "~1") */
+        {"one_missing.db", FALSE, "2", 1, FALSE, " (at least 3 survived a GC, by the snapshots)",
+         "  survived a GC    ≥3 (≥96 B)  AT LEAST: the objects the snapshots found "},
+        {"one_missing_heavy.db", FALSE, "2", 100, FALSE, " (~100 survived a GC) of 1 type,",
+         "  survived a GC    ~100 (~3.1 KiB)  ESTIMATED from the followed samples\n"},
+        {"leftover.db", TRUE, "1, 2", 100, FALSE, " (at least 3 survived a GC, by the snapshots)",
+         "  survived a GC    ≥3 (≥96 B)  AT LEAST: every GC's snapshot named them; at most 1 "
+         "more (left in gen0, named again by the next snapshot)\n"},
+    };
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        fixture_every(cases[i].name, cases[i].leftover, cases[i].snapshots, cases[i].weight);
+        /* the summary first: the file as the recording left it, its objects packed */
+        g_autofree char *text = summary_text_new(cases[i].name);
+        if (!text || !strstr(text, cases[i].summary)) {
+            fprintf(stderr, "%s: the summary lacks '%s':\n%s", cases[i].name, cases[i].summary,
+                    text ? text : "");
+            failures++;
+        }
+        g_autofree char *path = fixture_path(cases[i].name);
+        recording_summary_options o = {.json = TRUE};
+        json_t *j = recording_summary_print(path, &o);
+        CHECK(j != NULL);
+        CHECK(json_is_boolean(json_object_get(j, "allocations_survived_estimated")) &&
+              json_is_true(json_object_get(j, "allocations_survived_estimated")) ==
+                  !cases[i].exact);
+        if (cases[i].exact)
+            CHECK_INT(json_integer_value(json_object_get(j, "allocations_survived")), 3);
+        /* every GC's snapshot named the survivors: no more than the rows (3; 4 with object 2
+         * named twice), else not known */
+        const int64_t rows = cases[i].leftover ? 4 : 3;
+        if (strcmp(cases[i].snapshots, "1, 2") == 0)
+            CHECK_INT(json_integer_value(json_object_get(j, "allocations_survived_at_most")),
+                      rows);
+        else
+            CHECK(json_is_null(json_object_get(j, "allocations_survived_at_most")));
+        json_decref(j);
+        run_result r = RUN("info", cases[i].name);
+        if (!strstr(r.out, cases[i].info)) {
+            fprintf(stderr, "%s: info lacks '%s':\n%s", cases[i].name, cases[i].info, r.out);
+            failures++;
+        }
+        run_result_release(&r);
+        r = RUN("info", cases[i].name, "--json");
+        json_t *info = json_loads(r.out, 0, NULL);
+        json_t *totals = json_object_get(info, "totals");
+        CHECK(json_is_true(json_object_get(totals, "allocations_survived_estimated")) ==
+              !cases[i].exact);
+        CHECK(strcmp(cases[i].snapshots, "1, 2") == 0
+                  ? json_integer_value(json_object_get(totals, "allocations_survived_at_most")) ==
+                        rows
+                  : json_is_null(json_object_get(totals, "allocations_survived_at_most")));
+        if (cases[i].exact) {
+            CHECK_INT(json_integer_value(json_object_get(totals, "allocations_survived")), 3);
+            CHECK_INT(json_integer_value(json_object_get(totals, "allocations_survived_bytes")),
+                      96);
+        }
+        json_decref(info);
+        run_result_release(&r);
+    }
 }
 
 static void case_survived(void)
@@ -586,6 +712,7 @@ static const cli_test_case cases[] = {
     {"snapshots_skipped", case_snapshots_skipped},
     {"final_snapshot_given_up", case_final_snapshot_given_up},
     {"survived", case_survived},
+    {"survived_every_snapshot", case_survived_every_snapshot},
     {"waits", case_waits},
     {"recorder_killed", case_recorder_killed},
 };

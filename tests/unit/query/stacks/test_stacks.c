@@ -306,7 +306,12 @@ static void case_text(void)
     CHECK(json_integer_value(json_object_get(row, "more_frames")) == 2);
     json_decref(doc);
     EXPECT(RUN("stacks", "stacks.db", "--depth", "0"), 1, "",
-           "heaplens: stacks: --depth expects a positive number of frames, not '0'\n");
+           "heaplens: stacks: --depth expects a number of frames from 1 to 4,294,967,295, not "
+           "'0'\n");
+    /* the maximum is said: "a positive number of frames" refused 99999999999 without one */
+    EXPECT(RUN("stacks", "stacks.db", "--depth", "4294967296"), 1, "",
+           "heaplens: stacks: --depth expects a number of frames from 1 to 4,294,967,295, not "
+           "'4294967296'\n");
     /* a site's samples past 999 with separators, as every count (WebApi's said "(3395
      * samples)") */
     fixture_recording("many.db", FALSE);
@@ -337,7 +342,10 @@ static void case_top(void)
     EXPECT_ROWS(JSON_RUN(RUN("stacks", "stacks.db", "--json"), ""),
                 ROW_S2 ROW_S1 ROW_S3 ROW_S5 ROW_S4 ROW_NONE);
     EXPECT(RUN("stacks", "stacks.db", "--top", "0"), 1, "",
-           "heaplens: stacks: --top expects a positive number, not '0'\n");
+           "heaplens: stacks: --top expects a number from 1 to 4,294,967,295, not '0'\n");
+    EXPECT(RUN("stacks", "stacks.db", "--top", "4294967296"), 1, "",
+           "heaplens: stacks: --top expects a number from 1 to 4,294,967,295, not "
+           "'4294967296'\n");
 }
 
 static void case_sort(void)
