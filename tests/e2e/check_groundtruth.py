@@ -236,29 +236,30 @@ def main():
         checks.ok("(c) generation changes recorded", len(derived_generations) > 0,
                   "object_generations is empty")
 
+    # Per type, over the GC intervals after the last snapshot up to GC gc: `value` of `table`
+    # (its columns gc and type_id; the rows `where` keeps).
+    def since_snapshot(gc, value, table, where):
+        if conn is None or a.mode != "sampled":
+            return {}
+        return dict(conn.execute(
+            f"SELECT t.name, {value} FROM {table} x JOIN types t ON t.id = x.type_id"
+            f" WHERE {where} AND x.gc <= ?1 AND x.gc > (SELECT coalesce(max(gc), 0) FROM"
+            " snapshots WHERE gc <= ?1) GROUP BY t.name", (gc,)).fetchall())
+
     # A followed sample's object stands for its sample's weight (est_count: 1/p, times the sample
     # budget's factor when it was drawn): the heaviest of a type's samples that a checkpoint's
     # estimate weighs (those allocated since the last snapshot: the snapshot named the older
     # ones) bounds how finely its survivors can be estimated in (b).
     def sample_weight(gc):
-        if conn is None or a.mode != "sampled":
-            return {}
-        return dict(conn.execute(
-            "SELECT t.name, max(s.est_count) FROM alloc_samples s JOIN types t ON t.id = s.type_id"
-            " WHERE s.heap = 0 AND s.gc <= ?1 AND s.gc > (SELECT coalesce(max(gc), 0) FROM"
-            " snapshots WHERE gc <= ?1) GROUP BY t.name", (gc,)).fetchall())
+        return since_snapshot(gc, "max(x.est_count)", "alloc_samples", "x.heap = 0")
 
     # How many samples an estimate may weigh: its type's objects allocated since the last
     # snapshot (the census's exact counts of those GC intervals) each drew a sample with
     # probability size / mean distance, so the samples among the survivors are at most a Poisson
     # count of mean allocated * size / distance (the budget only leaves samples out).
     def allocated_since_snapshot(gc):
-        if conn is None or a.mode != "sampled":
-            return {}
-        return dict(conn.execute(
-            "SELECT t.name, sum(c.count) FROM alloc_counts c JOIN types t ON t.id = c.type_id"
-            " WHERE c.flags & 2 AND c.gc <= ?1 AND c.gc > (SELECT coalesce(max(gc), 0) FROM"
-            " snapshots WHERE gc <= ?1) GROUP BY t.name", (gc,)).fetchall())
+        return since_snapshot(gc, "sum(x.count)", "alloc_counts", "x.flags & 2")
+
     distance = 102400
     if conn is not None and a.mode == "sampled":
         row = conn.execute("SELECT mean_distance_bytes FROM sampling").fetchone()
