@@ -22,13 +22,19 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-static void fixture_followed(const char *name, uint32_t mode)
+/* A stream that starts a run of `command` (pid, mode and run flags as given). */
+static hl_sb *run_stream_new(uint32_t pid, uint32_t mode, uint32_t flags, const char *command)
 {
     hl_sb *sb = hl_sb_new();
-    hl_run_start rs = {.pid = 77, .mode = mode, .start_unix_ns = HL_SB_START_UNIX_NS,
-                       .start_mono_ns = HL_SB_MONO_NS, .flags = HL_RUN_FLAG_SAMPLES_FOLLOWED,
-                       .pointer_size = 8};
-    hl_sb_run_start_full(sb, &rs, "dotnet AttachTarget.dll", "10.0.12", "heaplens test");
+    hl_run_start rs = {.pid = pid, .mode = mode, .start_unix_ns = HL_SB_START_UNIX_NS,
+                       .start_mono_ns = HL_SB_MONO_NS, .flags = flags, .pointer_size = 8};
+    hl_sb_run_start_full(sb, &rs, command, "10.0.12", "heaplens test");
+    return sb;
+}
+
+static void fixture_followed(const char *name, uint32_t mode)
+{
+    hl_sb *sb = run_stream_new(77, mode, HL_RUN_FLAG_SAMPLES_FOLLOWED, "dotnet AttachTarget.dll");
     hl_sb_type(sb, 1, "AttachTarget.LeakedRecord");
     for (uint32_t gc = 1; gc <= 2; gc++) {
         hl_sb_gc_start(sb, gc, 2, TRUE, 1);
@@ -52,11 +58,8 @@ static void fixture_followed(const char *name, uint32_t mode)
  * one sample (object 1) weighs `weight`: the samples estimate `weight` survivors. */
 static void fixture_every(const char *name, gboolean leftover, const char *snapshots, int weight)
 {
-    hl_sb *sb = hl_sb_new();
-    hl_run_start rs = {.pid = 79, .mode = HL_MODE_SAMPLED, .start_unix_ns = HL_SB_START_UNIX_NS,
-                       .start_mono_ns = HL_SB_MONO_NS, .flags = HL_RUN_FLAG_SAMPLES_FOLLOWED,
-                       .pointer_size = 8};
-    hl_sb_run_start_full(sb, &rs, "dotnet Every.dll", "10.0.12", "heaplens test");
+    hl_sb *sb = run_stream_new(79, HL_MODE_SAMPLED, HL_RUN_FLAG_SAMPLES_FOLLOWED,
+                               "dotnet Every.dll");
     hl_sb_type(sb, 1, "System.String");
     hl_sb_alloc(sb, 1, 1, 32, 100);
     hl_sb_alloc(sb, 2, 1, 48, 100);
@@ -346,11 +349,8 @@ static void case_recorder_killed(void)
 static void final_snapshot_missed_says(const char *file, const hl_final_snapshot_missed *m,
                                        const char *const *words, size_t n_words)
 {
-    hl_sb *sb = hl_sb_new();
-    hl_run_start rs = {.pid = 79, .mode = HL_MODE_ATTACH, .start_unix_ns = HL_SB_START_UNIX_NS,
-                       .start_mono_ns = HL_SB_MONO_NS, .flags = HL_RUN_FLAG_SAMPLES_FOLLOWED,
-                       .pointer_size = 8};
-    hl_sb_run_start_full(sb, &rs, "dotnet GcLoop.dll", "10.0.12", "heaplens test");
+    hl_sb *sb = run_stream_new(79, HL_MODE_ATTACH, HL_RUN_FLAG_SAMPLES_FOLLOWED,
+                               "dotnet GcLoop.dll");
     hl_sb_gc_start(sb, 1, 0, TRUE, 1);
     hl_sb_gc_end(sb, 1, 0);
     hl_sb_record(sb, HL_REC_FINAL_SNAPSHOT_MISSED, m, sizeof *m);
@@ -508,10 +508,7 @@ static void case_final_snapshot_given_up(void)
  * Before, only the counters said how many, not which. */
 static void case_skipped_per_gc(void)
 {
-    hl_sb *sb = hl_sb_new();
-    hl_run_start rs = {.pid = 81, .mode = HL_MODE_ATTACH, .start_unix_ns = HL_SB_START_UNIX_NS,
-                       .start_mono_ns = HL_SB_MONO_NS, .pointer_size = 8};
-    hl_sb_run_start_full(sb, &rs, "dotnet GcLoop.dll", "10.0.12", "heaplens test");
+    hl_sb *sb = run_stream_new(81, HL_MODE_ATTACH, 0, "dotnet GcLoop.dll");
     static const uint32_t flags[] = {0, HL_GC_FLAG_SNAPSHOT_SKIPPED, HL_GC_FLAG_SNAPSHOT_SKIPPED,
                                      HL_GC_FLAG_SNAPSHOT_GIVEN_UP};
     for (uint32_t gc = 1; gc <= G_N_ELEMENTS(flags); gc++) {
@@ -635,11 +632,7 @@ static void case_forcers_left(void)
         "30.0 s for it: it detached all the same";
     for (int left = 0; left < 2; left++) {
         const char *name = left ? "forcers_left.db" : "forcers_none.db";
-        hl_sb *sb = hl_sb_new();
-        hl_run_start rs = {.pid = 83, .mode = HL_MODE_ATTACH,
-                           .start_unix_ns = HL_SB_START_UNIX_NS, .start_mono_ns = HL_SB_MONO_NS,
-                           .pointer_size = 8};
-        hl_sb_run_start_full(sb, &rs, "dotnet WebApi.dll", "10.0.12", "heaplens test");
+        hl_sb *sb = run_stream_new(83, HL_MODE_ATTACH, 0, "dotnet WebApi.dll");
         hl_sb_gc_start(sb, 1, 2, TRUE, 1);
         hl_sb_gc_end(sb, 1, 0);
         hl_forcers_left f = {.threads = 1, .waited_ms = 30001};
